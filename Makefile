@@ -1,0 +1,42 @@
+# Two commands do all set-up on a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?=
+PORT ?=
+SERVE_FLAGS := $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
+
+.PHONY: run test install install-test migrate bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
+
+$(VENV)/.installed: $(BIN)/python setup.cfg pyproject.toml
+	$(BIN)/pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+migrate: install
+	$(BIN)/orbchain migrate
+
+## make run: install, migrate ./var/orbchain.db and serve on http://127.0.0.1:8080 with devnet.
+run: install
+	$(BIN)/orbchain migrate
+	$(BIN)/orbchain serve $(SERVE_FLAGS)
+
+## make test: install test deps, find or start PostgreSQL, run the whole suite on both databases.
+test: install-test
+	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
+
+bench: install-test
+	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache

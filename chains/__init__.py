@@ -1,0 +1,1 @@
+"""Orbchain chains package."""

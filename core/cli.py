@@ -1,0 +1,149 @@
+"""The ``orbchain`` command (also ``python -m orbchain``).
+
+Operator commands: ``serve``, ``migrate``, ``ledger check``, ``config check``
+and ``plugins``. Every command reads the same config (``--config``,
+``$ORBCHAIN_CONFIG`` or ``./orbchain.toml``) and environment overrides.
+Errors print one line and exit non-zero: no tracebacks for operator mistakes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import Awaitable, Callable, Sequence
+
+from .config import Config, ConfigError, default_config_path, load_config
+from .gateway import Gateway, build_gateway
+from .registries import StartupError
+
+log = logging.getLogger("orbchain")
+
+
+def _load(args: argparse.Namespace) -> Config:
+    path = args.config or default_config_path()
+    config = load_config(path)
+    overrides = {}
+    if getattr(args, "host", None):
+        overrides["host"] = args.host
+    if getattr(args, "port", None):
+        overrides["port"] = args.port
+    return config.with_overrides(server=overrides) if overrides else config
+
+
+async def _with_db(gateway: Gateway, work: Callable[[Gateway], Awaitable[int]]) -> int:
+    await gateway.db.connect()
+    try:
+        return await work(gateway)
+    finally:
+        await gateway.db.disconnect()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from ..web.app import create_app
+
+    config = _load(args)
+    app = create_app(config)
+    log.info("Orbchain serving on http://%s:%d (%s, database %s)", config.server.host, config.server.port,
+             config.server.environment, config.database_url.split(":", 1)[0])
+    web.run_app(app, host=config.server.host, port=config.server.port, print=None, access_log=None)
+    return 0
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    from .migrate import migrate
+
+    config = _load(args)
+    if config.database_url.startswith("sqlite"):
+        config.data_dir.mkdir(parents=True, exist_ok=True)
+    gateway = build_gateway(config)
+
+    async def work(gw: Gateway) -> int:
+        ran = await migrate(gw.db, gw.migrations)
+        print(f"applied {len(ran)} migration(s)" if ran else "database is up to date")
+        return 0
+
+    return asyncio.run(_with_db(gateway, work))
+
+
+def cmd_ledger_check(args: argparse.Namespace) -> int:
+    from .ledger import check_ledger
+
+    gateway = build_gateway(_load(args))
+
+    async def work(gw: Gateway) -> int:
+        report = await check_ledger(gw.db)
+        for line in report.lines():
+            print(line)
+        return 0 if report.ok else 1
+
+    return asyncio.run(_with_db(gateway, work))
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    config = _load(args)
+    build_gateway(config)
+    print(f"config OK ({config.source}); database {config.database_url.split(':', 1)[0]}; "
+          f"environment {config.server.environment}")
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    from .plugins import plugin_names
+
+    gateway = build_gateway(_load(args))
+    for name in plugin_names(gateway.pm):
+        print(name)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="orbchain", description="Orbchain crypto payment gateway")
+    parser.add_argument("--config", help="path to the TOML config (default: $ORBCHAIN_CONFIG or ./orbchain.toml)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the HTTP server, scheduler and chain watchers")
+    serve.add_argument("--host", help="listen address (default 127.0.0.1; env ORBCHAIN_HOST)")
+    serve.add_argument("--port", type=int, help="listen port (default 8080; env ORBCHAIN_PORT)")
+    serve.set_defaults(func=cmd_serve)
+
+    sub.add_parser("migrate", help="apply pending schema migrations").set_defaults(func=cmd_migrate)
+
+    ledger = sub.add_parser("ledger", help="ledger tools")
+    ledger_sub = ledger.add_subparsers(dest="ledger_command", required=True)
+    ledger_sub.add_parser("check", help="prove cached balances equal the sum of postings").set_defaults(
+        func=cmd_ledger_check
+    )
+
+    config = sub.add_parser("config", help="configuration tools")
+    config_sub = config.add_subparsers(dest="config_command", required=True)
+    config_sub.add_parser("check", help="validate the config and plugins, then exit").set_defaults(
+        func=cmd_config_check
+    )
+
+    sub.add_parser("plugins", help="list registered plugins").set_defaults(func=cmd_plugins)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        return args.func(args)
+    except (ConfigError, StartupError) as exc:
+        print(f"orbchain: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

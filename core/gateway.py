@@ -1,0 +1,74 @@
+"""The gateway context object passed to every hook (like datasette's ``datasette``).
+
+Built once per process by :func:`build_gateway`: it validates plugin config
+and collects coins, chains, price sources, jobs and migrations from the
+plugins. Runtime resources (database connection, HTTP session, scheduler)
+are opened by the web app's cleanup contexts, not here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pluggy
+
+from .coins import CoinRegistry
+from .config import Config
+from .db import Database
+from .migrate import MigrationRegistry
+from .plugins import call_collect, call_event, get_plugin_manager
+from .registries import ChainRegistry, JobRegistry, PriceSourceRegistry
+from .secrets import Secrets
+
+log = logging.getLogger(__name__)
+
+CORE_MIGRATIONS_PACKAGE = "orbchain.migrations"
+
+
+@dataclass
+class Gateway:
+    config: Config
+    pm: pluggy.PluginManager
+    db: Database
+    coins: CoinRegistry = field(default_factory=CoinRegistry)
+    chains: ChainRegistry = field(default_factory=ChainRegistry)
+    price_sources: PriceSourceRegistry = field(default_factory=PriceSourceRegistry)
+    jobs: JobRegistry = field(default_factory=JobRegistry)
+    migrations: MigrationRegistry = field(default_factory=MigrationRegistry)
+    secrets: Secrets | None = None
+    clock: Callable[[], float] = time.time
+    maintenance: bool = False
+    # Services attached by the web app or the CLI at start (prices, outbox ...).
+    services: dict[str, Any] = field(default_factory=dict)
+
+    def now(self) -> int:
+        """Unix seconds; tests replace ``clock`` to move time."""
+        return int(self.clock())
+
+    async def emit(self, hook_name: str, **kwargs: Any) -> None:
+        """Fire an event hook; async implementations are awaited."""
+        await call_event(self.pm, hook_name, gateway=self, **kwargs)
+
+
+def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
+    registry = MigrationRegistry()
+    registry.add_package("core", CORE_MIGRATIONS_PACKAGE)
+    call_collect(pm, "register_migrations", registry)
+    return registry
+
+
+def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gateway:
+    """Collect everything plugins contribute and validate their config."""
+    if pm is None:
+        pm = get_plugin_manager(blocked=config.plugins.blocked)
+    gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance)
+    pm.hook.validate_config(gateway=gateway, config=config.plugin)
+    gateway.migrations = collect_migrations(pm)
+    call_collect(pm, "register_coins", gateway.coins, gateway=gateway)
+    call_collect(pm, "register_chains", gateway.chains, gateway=gateway)
+    call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
+    call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
+    return gateway

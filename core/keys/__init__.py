@@ -1,0 +1,1 @@
+"""Keys and addresses: HD derivation, encodings and per-coin validation."""

@@ -1,0 +1,67 @@
+"""USD prices for display: a 60-second cache in front of a pluggable source.
+
+Prices are informational (SPEC 4.1): never used to compute payout amounts.
+A coin whose price cannot be fetched reads 0, and one failing source never
+fails the endpoint. Values are Decimal end to end; the API renders them as
+JSON numbers written from the exact decimal text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Callable, Iterable, Mapping, Protocol
+
+log = logging.getLogger(__name__)
+
+CACHE_SECONDS = 60
+
+
+class PriceSource(Protocol):
+    name: str
+
+    async def fetch(self, symbols: Iterable[str]) -> Mapping[str, Decimal]:
+        """USD price per symbol; symbols it cannot price are simply absent."""
+
+
+@dataclass
+class _Cached:
+    at: float
+    prices: dict[str, Decimal]
+
+
+class PriceService:
+    """Caches one source's answers for ``CACHE_SECONDS``; misses read as 0."""
+
+    def __init__(
+        self,
+        source: PriceSource,
+        symbols: Iterable[str],
+        clock: Callable[[], float],
+        cache_seconds: int = CACHE_SECONDS,
+    ) -> None:
+        self.source = source
+        self.symbols = list(symbols)
+        self._clock = clock
+        self._cache_seconds = cache_seconds
+        self._cached: _Cached | None = None
+        self._lock = asyncio.Lock()
+
+    async def prices(self) -> dict[str, Decimal]:
+        """Every coin's USD price (0 where unknown), refreshed at most once a minute."""
+        symbols = self.symbols
+        async with self._lock:  # one upstream call when many requests miss at once
+            cached = self._cached
+            if cached is None or self._clock() - cached.at >= self._cache_seconds:
+                try:
+                    fetched = dict(await self.source.fetch(symbols))
+                except Exception as exc:  # noqa: BLE001 - a price feed outage is not an API error
+                    log.warning("price source %s failed: %s", self.source.name, exc)
+                    fetched = {}
+                cached = self._cached = _Cached(self._clock(), fetched)
+        return {symbol: cached.prices.get(symbol, Decimal(0)) for symbol in symbols}
+
+    async def price(self, symbol: str) -> Decimal:
+        return (await self.prices()).get(symbol, Decimal(0))

@@ -1,0 +1,96 @@
+"""The gateway's own secrets: JWT signing secret, HD seed, receipt signing key.
+
+Each comes from the config value, else from a file the config names. In
+development, a missing secret is generated once into the data directory
+(mode 0600) and the log says so, so ``make run`` needs no set-up; in
+production a missing secret stops the start with a clear message. Secret
+values never appear in logs or reprs.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+import os
+import secrets as stdlib_secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from nacl.signing import SigningKey
+
+from .config import Config, ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Secrets:
+    jwt_secret: bytes = field(repr=False)
+    seed_material: str = field(repr=False)  # a BIP-39 mnemonic or a hex seed
+    receipt_key: SigningKey = field(repr=False)
+    # True when the gateway made the receipt key itself (development only):
+    # GET /v1/common/receipt-public-key reports it as "ephemeral".
+    receipt_key_generated: bool = False
+
+
+def _read_file(path: str, key: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"config key {key!r}: cannot read {path}: {exc.strerror}") from None
+
+
+def _generated(config: Config, filename: str, make: callable, what: str) -> tuple[str, bool]:
+    """Read ``data_dir/filename`` or create it; returns (value, created_now)."""
+    path = config.data_dir / filename
+    if path.exists():
+        return path.read_text(encoding="utf-8").strip(), False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = make()
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(value + "\n")
+    log.warning("generated a development %s at %s (set it in the config for production)", what, path)
+    return value, True
+
+
+def _resolve(config: Config, value: str, file_value: str, key: str, filename: str, make: callable, what: str) -> tuple[str, bool]:
+    if value:
+        return value, False
+    if file_value:
+        return _read_file(file_value, f"secrets.{key}_file"), False
+    if not config.is_development:
+        raise ConfigError(f"config key 'secrets.{key}' (or 'secrets.{key}_file') is required in production")
+    path = config.data_dir / filename
+    existed = path.exists()
+    text, _ = _generated(config, filename, make, what)
+    if existed:
+        log.info("using the development %s from %s", what, path)
+    return text, True
+
+
+def _new_mnemonic_placeholder() -> str:
+    # A 256-bit hex seed; operators supply a BIP-39 mnemonic in production.
+    return stdlib_secrets.token_hex(32)
+
+
+def load_secrets(config: Config) -> Secrets:
+    s = config.secrets
+    jwt_text, _ = _resolve(config, s.jwt_secret, s.jwt_secret_file, "jwt_secret", "jwt_secret",
+                           lambda: stdlib_secrets.token_urlsafe(48), "JWT secret")
+    seed_text, _ = _resolve(config, s.seed_mnemonic, s.seed_file, "seed_mnemonic", "seed",
+                            _new_mnemonic_placeholder, "HD seed")
+    key_text, generated = _resolve(config, s.receipt_signing_key, s.receipt_signing_key_file,
+                                   "receipt_signing_key", "receipt_signing_key",
+                                   lambda: base64.b64encode(bytes(SigningKey.generate())).decode(),
+                                   "receipt signing key")
+    if len(jwt_text) < 32:
+        raise ConfigError("config key 'secrets.jwt_secret' must be at least 32 characters")
+    try:
+        raw_key = base64.b64decode(key_text, validate=True)
+        if len(raw_key) != 32:
+            raise ValueError
+        receipt_key = SigningKey(raw_key)
+    except ValueError:
+        raise ConfigError("config key 'secrets.receipt_signing_key' must be a base64 32-byte Ed25519 seed") from None
+    return Secrets(jwt_text.encode(), seed_text, receipt_key, receipt_key_generated=generated)

@@ -1,0 +1,7 @@
+"""``python -m orbchain``: the same as the ``orbchain`` command."""
+
+import sys
+
+from orbchain.core.cli import main
+
+sys.exit(main())

@@ -1,0 +1,119 @@
+"""Built-in plugin: USD price sources for ``/v1/common/prices``.
+
+Two sources: ``static`` (offline, fixed development prices, the default so
+``make run`` needs no network) and ``coingecko`` (any API speaking
+CoinGecko's ``/simple/price`` format). Choose with::
+
+    [plugin.prices]
+    source = "coingecko"            # or "static"
+    url = "https://api.coingecko.com/api/v3"
+    api_key = ""                    # sent as x-cg-demo-api-key when set
+    static = { BTC = "65000" }      # overrides of the static table
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal, InvalidOperation
+from typing import Iterable, Mapping
+
+import httpx
+
+from ..core.config import ConfigError
+from ..core.plugins import hookimpl
+from ..core.prices import PriceService
+
+PLUGIN_NAME = "prices"
+DEFAULT_URL = "https://api.coingecko.com/api/v3"
+_KEYS = {"source", "url", "api_key", "static", "timeout_seconds"}
+
+# Development prices: round numbers, obviously not live.
+STATIC_USD = {
+    "BTC": "60000", "BTC_LN": "60000", "LTC": "80", "DOGE": "0.15", "ETH": "3000",
+    "USDT_ERC20": "1", "USDC_ERC20": "1", "SHIB": "0.00002", "DAI": "1", "BNB": "600",
+    "USDT_BEP20": "1", "USDC_BEP20": "1", "POL": "0.5", "USDT_POL": "1", "USDC_POL": "1",
+    "TRX": "0.12", "USDT_TRC20": "1", "USDC_TRC20": "1", "SOL": "150", "XMR": "160",
+}
+
+# CoinGecko ids for the coin table; tokens price as their asset.
+COINGECKO_IDS = {
+    "BTC": "bitcoin", "BTC_LN": "bitcoin", "LTC": "litecoin", "DOGE": "dogecoin",
+    "ETH": "ethereum", "USDT_ERC20": "tether", "USDC_ERC20": "usd-coin", "SHIB": "shiba-inu",
+    "DAI": "dai", "BNB": "binancecoin", "USDT_BEP20": "tether", "USDC_BEP20": "usd-coin",
+    "POL": "polygon-ecosystem-token", "USDT_POL": "tether", "USDC_POL": "usd-coin",
+    "TRX": "tron", "USDT_TRC20": "tether", "USDC_TRC20": "usd-coin", "SOL": "solana", "XMR": "monero",
+}
+
+
+class StaticPriceSource:
+    name = "static"
+
+    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
+        self.table = {k: Decimal(v) for k, v in {**STATIC_USD, **(overrides or {})}.items()}
+
+    async def fetch(self, symbols: Iterable[str]) -> dict[str, Decimal]:
+        return {s: self.table[s] for s in symbols if s in self.table}
+
+
+class CoinGeckoPriceSource:
+    """``GET {url}/simple/price?ids=...&vs_currencies=usd``, read exactly."""
+
+    name = "coingecko"
+
+    def __init__(self, url: str = DEFAULT_URL, api_key: str = "", timeout: float = 10) -> None:
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self.timeout = timeout
+
+    async def fetch(self, symbols: Iterable[str]) -> dict[str, Decimal]:
+        wanted = {s: COINGECKO_IDS[s] for s in symbols if s in COINGECKO_IDS}
+        if not wanted:
+            return {}
+        headers = {"accept": "application/json"}
+        if self.api_key:
+            headers["x-cg-demo-api-key"] = self.api_key
+        params = {"ids": ",".join(sorted(set(wanted.values()))), "vs_currencies": "usd"}
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            response = await client.get(f"{self.url}/simple/price", params=params, headers=headers)
+            response.raise_for_status()
+            body = json.loads(response.content, parse_float=Decimal)
+        prices: dict[str, Decimal] = {}
+        for symbol, coin_id in wanted.items():
+            try:
+                value = Decimal(body[coin_id]["usd"])
+            except (KeyError, TypeError, InvalidOperation):
+                continue  # absent: reported as 0 by the service
+            if value.is_finite() and value >= 0:
+                prices[symbol] = value
+        return prices
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    block = gateway.config.plugin_config(PLUGIN_NAME)
+    for key in block:
+        if key not in _KEYS:
+            raise ConfigError(f"unknown config key 'plugin.{PLUGIN_NAME}.{key}'")
+    if block.get("source", "static") not in ("static", "coingecko"):
+        raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.source' must be \"static\" or \"coingecko\"")
+    for symbol, value in dict(block.get("static", {})).items():
+        try:
+            Decimal(str(value))
+        except InvalidOperation:
+            raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.static.{symbol}' must be a decimal string") from None
+
+
+@hookimpl
+def register_price_sources(registry, gateway) -> None:
+    block = gateway.config.plugin_config(PLUGIN_NAME)
+    registry.add(StaticPriceSource({k: str(v) for k, v in dict(block.get("static", {})).items()}))
+    registry.add(CoinGeckoPriceSource(block.get("url", DEFAULT_URL), block.get("api_key", ""),
+                                      float(block.get("timeout_seconds", 10))))
+
+
+@hookimpl
+def gateway_started(gateway) -> None:
+    chosen = gateway.config.plugin_config(PLUGIN_NAME).get("source", "static")
+    source = gateway.price_sources.get(chosen)
+    if source is not None:
+        gateway.services["prices"] = PriceService(source, gateway.coins.names(), gateway.clock)

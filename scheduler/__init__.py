@@ -1,0 +1,1 @@
+"""APScheduler wiring: collects jobs from plugins; one leader across processes."""

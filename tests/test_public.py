@@ -1,0 +1,68 @@
+"""Public endpoints (SPEC 4.1) on both databases."""
+
+from __future__ import annotations
+
+import base64
+from decimal import Decimal
+
+from nacl.signing import VerifyKey
+
+from orbchain.core.coins import SPEC_COINS
+
+
+async def test_health_is_a_bare_object(client):
+    response = await client.get("/health")
+    assert response.status == 200
+    assert await response.json() == {"ok": True}
+
+
+async def test_currencies_list_the_whole_coin_table(client):
+    response = await client.get("/v1/common/currencies")
+    body = await response.json()
+    assert response.status == 200
+    assert body["status"] == 200 and body["version"] == "2.0.0" and body["error"] is None
+    symbols = [row["symbol"] for row in body["data"]]
+    assert symbols == [coin.symbol for coin in SPEC_COINS]
+    btc = body["data"][0]
+    assert btc == {"symbol": "BTC", "name": "Bitcoin", "network": "bitcoin", "decimals": 8,
+                   "confirmations": 2, "min_payout": "0.0001"}
+    trx = next(row for row in body["data"] if row["symbol"] == "TRX")
+    assert trx["confirmations"] == 3 and trx["decimals"] == 6
+
+
+async def test_prices_are_exact_numbers_from_the_static_source(client):
+    response = await client.get("/v1/common/prices")
+    text = await response.text()
+    assert '"SHIB":0.00002' in text
+    body = await response.json(loads=lambda t: __import__("json").loads(t, parse_float=Decimal))
+    assert body["data"]["BTC"] == 60000
+    assert set(body["data"]) == {coin.symbol for coin in SPEC_COINS}
+
+
+async def test_receipt_public_key_is_ephemeral_when_generated(client):
+    body = await (await client.get("/v1/common/receipt-public-key")).json()
+    data = body["data"]
+    assert data["algorithm"] == "Ed25519" and data["ephemeral"] is True
+    raw = base64.b64decode(data["public_key"])
+    VerifyKey(raw)  # a valid Ed25519 key
+    pem_der = base64.b64decode("".join(data["public_key_pem"].strip().splitlines()[1:-1]))
+    assert pem_der.endswith(raw) and len(pem_der) == 44
+
+
+async def test_configured_receipt_key_is_not_ephemeral(make_config, make_client):
+    from nacl.signing import SigningKey
+
+    key = SigningKey.generate()
+    cfg = make_config(secrets={"receipt_signing_key": base64.b64encode(bytes(key)).decode()})
+    client = await make_client(cfg)
+    data = (await (await client.get("/v1/common/receipt-public-key")).json())["data"]
+    assert data["ephemeral"] is False
+    assert base64.b64decode(data["public_key"]) == bytes(key.verify_key)
+
+
+async def test_unknown_path_answers_the_envelope(client):
+    response = await client.get("/v1/nope")
+    assert response.status == 404
+    body = await response.json()
+    assert body == {"data": None, "message": "not found", "error": {"type": "not_found", "message": "not found"},
+                    "status": 404, "version": "2.0.0"}

@@ -1,0 +1,111 @@
+"""The aiohttp application factory.
+
+``create_app(config, plugin_manager)`` builds the gateway context, routes
+(core route modules plus every plugin's ``register_routes``) and the
+resources opened and closed in ``app.cleanup_ctx``: database (migrated),
+secrets, outbound HTTP session, services, scheduler, plugin lifecycle.
+``web.run_app`` is only called by the CLI.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import AsyncIterator
+
+import aiohttp
+import aiohttp_jinja2
+import jinja2
+import pluggy
+from aiohttp import web
+
+from ..core.config import Config, ConfigError
+from ..core.gateway import Gateway, build_gateway
+from ..core.migrate import migrate, pending
+from ..core.plugins import call_collect, call_event
+from ..core.ratelimit import limiter_for
+from ..core.registries import RouteRegistry
+from ..core.secrets import load_secrets
+from ..scheduler.runner import JobScheduler
+from .auth import auth_middleware
+from .keys import GATEWAY
+from .middlewares import middlewares
+from .routes import core_route_tables
+
+log = logging.getLogger(__name__)
+
+TEMPLATES = Path(__file__).parent / "templates"
+MAX_BODY_BYTES = 1024 * 1024
+
+
+async def database_ctx(app: web.Application) -> AsyncIterator[None]:
+    gateway = app[GATEWAY]
+    await gateway.db.connect()
+    try:
+        todo = await pending(gateway.db, gateway.migrations)
+        if todo and not gateway.config.is_development:
+            names = ", ".join(f"{m.namespace}:{m.version:04d}" for m in todo)
+            raise ConfigError(f"{len(todo)} pending migration(s) ({names}): run `orbchain migrate` first")
+        if todo:
+            await migrate(gateway.db, gateway.migrations)
+        yield
+    finally:
+        await gateway.db.disconnect()
+
+
+async def services_ctx(app: web.Application) -> AsyncIterator[None]:
+    gateway = app[GATEWAY]
+    if gateway.secrets is None:
+        gateway.secrets = load_secrets(gateway.config)
+    gateway.services["rate_limiter"] = limiter_for(gateway.db, gateway.clock)
+    timeout = aiohttp.ClientTimeout(total=gateway.config.webhooks.timeout_seconds)
+    async with aiohttp.ClientSession(timeout=timeout, headers={"User-Agent": "Orbchain"}) as http:
+        gateway.services["http"] = http
+        yield
+        gateway.services.pop("http", None)
+
+
+async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
+    gateway = app[GATEWAY]
+    await call_event(gateway.pm, "gateway_started", gateway=gateway)
+    yield
+    await call_event(gateway.pm, "gateway_stopping", gateway=gateway)
+
+
+async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
+    """APScheduler must start inside the running loop, hence a cleanup context."""
+    gateway = app[GATEWAY]
+    if not gateway.config.scheduler.enabled:
+        yield
+        return
+    scheduler = JobScheduler(gateway)
+    scheduler.start()
+    gateway.services["scheduler"] = scheduler
+    try:
+        yield
+    finally:
+        await scheduler.shutdown()
+
+
+def collect_routes(gateway: Gateway) -> RouteRegistry:
+    registry = RouteRegistry()
+    for table in core_route_tables():
+        registry.add(table)
+    call_collect(gateway.pm, "register_routes", registry, gateway=gateway)
+    return registry
+
+
+def create_app(
+    config: Config,
+    plugin_manager: pluggy.PluginManager | None = None,
+    *,
+    gateway: Gateway | None = None,
+) -> web.Application:
+    gateway = gateway or build_gateway(config, plugin_manager)
+    app = web.Application(middlewares=middlewares(auth_middleware), client_max_size=MAX_BODY_BYTES)
+    app[GATEWAY] = gateway
+    for table in collect_routes(gateway).tables():
+        app.router.add_routes(table)
+    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
+    app.cleanup_ctx.extend([database_ctx, services_ctx, lifecycle_ctx, scheduler_ctx])
+    return app

@@ -1,0 +1,14 @@
+"""Typed application state (``web.AppKey``): no module-level singletons."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..core.gateway import Gateway
+
+GATEWAY = web.AppKey("gateway", Gateway)
+REQUEST_ID = web.RequestKey("request_id", str)
+
+
+def gateway_of(request: web.Request) -> Gateway:
+    return request.app[GATEWAY]

@@ -1,0 +1,148 @@
+"""Request id, error envelope, maintenance mode and rate limits.
+
+Order (outermost first): request id -> errors -> maintenance -> rate limit
+-> auth. The error middleware turns every failure, including aiohttp's own
+404/405/413 and unexpected exceptions, into the SPEC envelope, so no client
+ever sees a traceback.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import secrets
+from typing import Awaitable, Callable
+
+from aiohttp import web
+
+from ..core.errors import ApiError, Maintenance, RateLimited
+from .envelope import error_response
+from .keys import GATEWAY, REQUEST_ID
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+REQUEST_ID_HEADER = "X-Request-Id"
+_REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+RATE_ATTR = "__orbchain_rate__"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Writes still allowed in maintenance: signing in changes no state.
+MAINTENANCE_EXEMPT = frozenset({"/dashboard/auth/login"})
+
+_HTTP_ERRORS = {
+    404: ("not_found", "not found"),
+    405: ("invalid_request", "method not allowed"),
+    413: ("validation", "request body too large"),
+}
+
+
+def rate_class(kind: str | None) -> Callable[[Handler], Handler]:
+    """Choose a handler's limit: "auth", "public_page", "read", "write" or None (exempt)."""
+
+    def mark(handler: Handler) -> Handler:
+        setattr(handler, RATE_ATTR, kind)
+        return handler
+
+    return mark
+
+
+def _route_handler(request: web.Request) -> object:
+    return getattr(request.match_info, "handler", None)
+
+
+@web.middleware
+async def request_id_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    incoming = request.headers.get(REQUEST_ID_HEADER, "")
+    request_id = incoming if _REQUEST_ID.match(incoming) else secrets.token_hex(8)
+    request[REQUEST_ID] = request_id
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        exc.headers[REQUEST_ID_HEADER] = request_id
+        raise
+    response.headers[REQUEST_ID_HEADER] = request_id
+    return response
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except ApiError as exc:
+        return error_response(exc)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise  # redirects pass through
+        kind, message = _HTTP_ERRORS.get(exc.status, ("invalid_request", exc.reason.lower()))
+        err = ApiError(message)
+        err.status, err.type = exc.status, kind
+        return error_response(err)
+    except Exception:  # noqa: BLE001 - the envelope must hide internals
+        log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
+        err = ApiError("internal error")
+        err.status, err.type = 500, "internal"
+        return error_response(err)
+
+
+@web.middleware
+async def maintenance_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    if gateway.maintenance and request.method not in SAFE_METHODS and request.path not in MAINTENANCE_EXEMPT:
+        raise Maintenance()
+    return await handler(request)
+
+
+def client_ip(request: web.Request) -> str:
+    if request.app[GATEWAY].config.server.trust_forwarded_for:
+        forwarded = request.headers.get("X-Forwarded-For", "")
+        if forwarded:
+            return forwarded.split(",")[0].strip()
+    return request.remote or "unknown"
+
+
+def _credential_bucket(request: web.Request) -> str | None:
+    """A stable, non-reversible bucket for the API key or token on the request."""
+    for header in ("merchant_api_key", "payout_api_key", "general_api_key"):
+        value = request.headers.get(header)
+        if value:
+            return "key:" + hashlib.sha256(value.encode()).hexdigest()[:24]
+    auth = request.headers.get("Authorization", "")
+    if auth.lower().startswith("bearer "):
+        return "tok:" + hashlib.sha256(auth[7:].strip().encode()).hexdigest()[:24]
+    return None
+
+
+@web.middleware
+async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    limits = gateway.config.rate_limits
+    route_handler = _route_handler(request)
+    default_kind = "read" if request.method in SAFE_METHODS else "write"
+    kind = getattr(route_handler, RATE_ATTR, default_kind)
+    if not limits.enabled or kind is None or request.method == "OPTIONS":
+        return await handler(request)
+    limit = {
+        "read": limits.read_per_minute,
+        "write": limits.write_per_minute,
+        "auth": limits.auth_per_minute,
+        "public_page": limits.public_page_per_minute,
+    }[kind]
+    by_ip = kind in ("auth", "public_page")
+    subject = None if by_ip else _credential_bucket(request)
+    bucket = f"{kind}:{subject or 'ip:' + client_ip(request)}"
+    decision = await gateway.services["rate_limiter"].hit(bucket, limit)
+    if not decision.allowed:
+        raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
+    return await handler(request)
+
+
+def middlewares(auth_middleware: Handler) -> list:
+    return [
+        request_id_middleware,
+        error_middleware,
+        maintenance_middleware,
+        rate_limit_middleware,
+        auth_middleware,
+    ]

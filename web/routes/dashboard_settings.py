@@ -1,0 +1,5 @@
+"""Routes: dashboard_settings (being built)."""
+
+from aiohttp import web
+
+routes = web.RouteTableDef()

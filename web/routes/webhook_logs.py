@@ -1,0 +1,5 @@
+"""Routes: webhook_logs (being built)."""
+
+from aiohttp import web
+
+routes = web.RouteTableDef()

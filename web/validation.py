@@ -1,0 +1,160 @@
+"""Declarative checks for request bodies and query strings.
+
+A route lists its fields once; ``validate`` returns the clean values or
+raises one ``ValidationError`` whose detail names every bad field, so a
+client fixes all problems in one round trip. Unknown fields are ignored
+(be liberal in what is accepted).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Callable, Mapping, Sequence
+from urllib.parse import urlsplit
+
+from ..core.errors import ValidationError
+from ..core.money import AmountError, parse_decimal
+
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
+
+MISSING = object()
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field: its kind, whether required, and its limits.
+
+    kinds: ``str``, ``int``, ``bool``, ``amount`` (Decimal, exact), ``list``
+    (of strings), ``object``, ``url`` (http/https), ``email``.
+    """
+
+    name: str
+    kind: str = "str"
+    required: bool = False
+    min_len: int | None = None
+    max_len: int | None = None
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: Sequence[Any] | None = None
+    default: Any = None
+    aliases: tuple[str, ...] = ()
+    upper: bool = False
+    check: Callable[[Any], str | None] | None = None
+
+
+def _as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value.strip()):
+        return int(value.strip())
+    return None
+
+
+def _check_one(spec: Field, value: Any) -> tuple[Any, str | None]:
+    kind = spec.kind
+    if kind in ("str", "url", "email"):
+        if not isinstance(value, str):
+            return None, "must be a string"
+        value = value.strip()
+        if spec.upper:
+            value = value.upper()
+        if spec.min_len is not None and len(value) < spec.min_len:
+            return None, f"must be at least {spec.min_len} characters"
+        if spec.max_len is not None and len(value) > spec.max_len:
+            return None, f"must be at most {spec.max_len} characters"
+        if kind == "url":
+            parts = urlsplit(value)
+            if parts.scheme not in ("http", "https") or not parts.hostname:
+                return None, "must be an http or https URL"
+        if kind == "email":
+            if not _EMAIL.match(value):
+                return None, "must be an email address"
+            value = value.lower()
+    elif kind == "int":
+        number = _as_int(value)
+        if number is None:
+            return None, "must be an integer"
+        value = number
+        if spec.minimum is not None and value < spec.minimum:
+            return None, f"must be at least {spec.minimum}"
+        if spec.maximum is not None and value > spec.maximum:
+            return None, f"must be at most {spec.maximum}"
+    elif kind == "bool":
+        if not isinstance(value, bool):
+            return None, "must be true or false"
+    elif kind == "amount":
+        try:
+            value = parse_decimal(value)
+        except AmountError as exc:
+            return None, str(exc)
+        if value <= 0:
+            return None, "must be greater than 0"
+    elif kind == "list":
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return None, "must be an array of strings"
+        value = [v.strip().upper() if spec.upper else v.strip() for v in value]
+        if spec.min_len is not None and len(value) < spec.min_len:
+            return None, f"must have at least {spec.min_len} item(s)"
+        if spec.max_len is not None and len(value) > spec.max_len:
+            return None, f"must have at most {spec.max_len} items"
+        if spec.choices is not None:
+            bad = [v for v in value if v not in spec.choices]
+            if bad:
+                return None, f"unsupported value(s): {', '.join(bad)}"
+        return value, spec.check(value) if spec.check else None
+    elif kind == "object":
+        if not isinstance(value, dict):
+            return None, "must be an object"
+    else:  # pragma: no cover - programming error
+        raise ValueError(f"unknown field kind {kind}")
+    if spec.choices is not None and value not in spec.choices:
+        return None, f"must be one of {', '.join(map(str, spec.choices))}"
+    if spec.check is not None:
+        problem = spec.check(value)
+        if problem:
+            return None, problem
+    return value, None
+
+
+def validate(source: Mapping[str, Any], fields: Sequence[Field]) -> dict[str, Any]:
+    """Clean values for ``fields`` from a body or query mapping."""
+    clean: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for spec in fields:
+        value = MISSING
+        for key in (spec.name, *spec.aliases):
+            if key in source and source[key] is not None and source[key] != "":
+                value = source[key]
+                break
+        if value is MISSING:
+            if spec.required:
+                errors[spec.name] = "is required"
+            else:
+                clean[spec.name] = spec.default
+            continue
+        result, problem = _check_one(spec, value)
+        if problem:
+            errors[spec.name] = problem
+        else:
+            clean[spec.name] = result
+    if errors:
+        raise ValidationError(errors)
+    return clean
+
+
+def pagination(query: Mapping[str, str], *, default_limit: int, max_limit: int) -> tuple[int, int]:
+    """``limit`` and ``offset`` from a query string, bounded per SPEC 8."""
+    values = validate(
+        query,
+        [
+            Field("limit", "int", minimum=1, maximum=max_limit, default=default_limit),
+            Field("offset", "int", minimum=0, maximum=10**12, default=0),
+        ],
+    )
+    return values["limit"], values["offset"]
