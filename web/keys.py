@@ -8,6 +8,8 @@ from ..core.gateway import Gateway
 
 GATEWAY = web.AppKey("gateway", Gateway)
 REQUEST_ID = web.RequestKey("request_id", str)
+# Set by the auth middleware: an ``orbchain.web.auth.Principal``.
+PRINCIPAL = web.RequestKey("principal", object)
 
 
 def gateway_of(request: web.Request) -> Gateway:
