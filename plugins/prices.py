@@ -116,4 +116,4 @@ def gateway_started(gateway) -> None:
     chosen = gateway.config.plugin_config(PLUGIN_NAME).get("source", "static")
     source = gateway.price_sources.get(chosen)
     if source is not None:
-        gateway.services["prices"] = PriceService(source, gateway.coins.names(), gateway.clock)
+        gateway.services["prices"] = PriceService(source, gateway.coins.names(), lambda: gateway.clock())

@@ -57,7 +57,7 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
     if gateway.secrets is None:
         gateway.secrets = load_secrets(gateway.config)
-    gateway.services["rate_limiter"] = limiter_for(gateway.db, gateway.clock)
+    gateway.services["rate_limiter"] = limiter_for(gateway.db, lambda: gateway.clock())
     timeout = aiohttp.ClientTimeout(total=gateway.config.webhooks.timeout_seconds)
     async with aiohttp.ClientSession(timeout=timeout, headers={"User-Agent": "Orbchain"}) as http:
         gateway.services["http"] = http

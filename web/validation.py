@@ -158,3 +158,14 @@ def pagination(query: Mapping[str, str], *, default_limit: int, max_limit: int) 
         ],
     )
     return values["limit"], values["offset"]
+
+
+def coin_units(coin: Any, value: Any, field: str = "amount") -> int:
+    """Base units of ``value`` in ``coin``, or a validation error naming ``field``.
+
+    Refuses amounts not above zero and amounts with more decimals than the coin has.
+    """
+    try:
+        return coin.to_units(value)
+    except AmountError as exc:
+        raise ValidationError({field: str(exc)}) from None

@@ -1,0 +1,76 @@
+"""Configuration: TOML plus environment overrides, validated with the bad key named."""
+
+from __future__ import annotations
+
+import pytest
+
+from orbchain.core.config import ConfigError, load_config
+
+
+def write(tmp_path, text):
+    path = tmp_path / "orbchain.toml"
+    path.write_text(text)
+    return path
+
+
+def test_defaults_need_no_file():
+    config = load_config(None, environ={})
+    assert config.server.host == "127.0.0.1" and config.server.port == 8080
+    assert config.database_url.startswith("sqlite+aiosqlite:////")  # absolute path: four slashes
+    assert config.database_url.endswith("/var/orbchain.db")
+    assert config.base_url == "http://127.0.0.1:8080"
+    assert config.webhooks.allow_private_urls is False
+
+
+def test_file_values_and_env_overrides(tmp_path):
+    path = write(tmp_path, '[server]\nport = 9000\nbase_url = "https://pay.example.com/"\n'
+                           '[plugin.prices]\nsource = "static"\n')
+    config = load_config(path, environ={"ORBCHAIN_HOST": "0.0.0.0", "ORBCHAIN_WEBHOOKS__TIMEOUT_SECONDS": "3",
+                                        "ORBCHAIN_ALLOW_PRIVATE_URLS": "1"})
+    assert config.server.port == 9000 and config.server.host == "0.0.0.0"
+    assert config.base_url == "https://pay.example.com"
+    assert config.webhooks.timeout_seconds == 3 and config.webhooks.allow_private_urls is True
+    assert config.plugin_config("prices") == {"source": "static"}
+    assert config.plugin_config("absent") == {}
+
+
+def test_env_port_wins_over_file(tmp_path):
+    path = write(tmp_path, "[server]\nport = 9000\n")
+    assert load_config(path, environ={"ORBCHAIN_PORT": "9100"}).server.port == 9100
+
+
+@pytest.mark.parametrize(
+    "text, env, named",
+    [
+        ("[server]\nprot = 1\n", {}, "server.prot"),
+        ("[serverr]\nport = 1\n", {}, "serverr"),
+        ('[server]\nport = "eighty"\n', {}, "server.port"),
+        ("[server]\nport = 70000\n", {}, "server.port"),
+        ('[server]\nenvironment = "staging"\n', {}, "server.environment"),
+        ("", {"ORBCHAIN_PORT": "x"}, "server.port"),
+        ('[fees]\ndefault_fee_percent = "abc"\n', {}, "fees.default_fee_percent"),
+        ('[fees]\ndefault_fee_percent = "100"\n', {}, "fees.default_fee_percent"),
+        ("[webhooks]\nallow_private_urls = 3\n", {}, "webhooks.allow_private_urls"),
+        ('[database]\nurl = "mysql://x"\n', {}, "database.url"),
+        ("[plugins]\nblocked = [1]\n", {}, "plugins.blocked"),
+    ],
+)
+def test_bad_values_name_the_key(tmp_path, text, env, named):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, environ=env)
+    assert named in str(info.value)
+
+
+def test_invalid_toml_and_missing_file(tmp_path):
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(write(tmp_path, "[server\n"), environ={})
+    with pytest.raises(ConfigError, match="not found"):
+        load_config(tmp_path / "missing.toml", environ={})
+
+
+def test_with_overrides_revalidates():
+    config = load_config(None, environ={})
+    assert config.with_overrides(server={"port": 1234}).server.port == 1234
+    with pytest.raises(ConfigError):
+        config.with_overrides(server={"port": 0})

@@ -1,0 +1,98 @@
+"""The database wrapper on both dialects: exact amounts, serialised SQLite writers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+
+async def _table(db):
+    await db.execute(f"CREATE TABLE t_amounts (id INTEGER PRIMARY KEY, amount {'NUMERIC(78,0)' if db.is_postgres else 'TEXT'})")
+
+
+async def test_78_digit_amounts_round_trip_exactly(gateway):
+    db = gateway.db
+    await _table(db)
+    values = [0, 1, 2**64 + 1, 10**77 + 12345, -(10**30) - 7]
+    for i, value in enumerate(values):
+        await db.execute("INSERT INTO t_amounts (id, amount) VALUES (:i, :a)", {"i": i, "a": db.amount_param(value)})
+    rows = await db.fetch_all("SELECT id, amount FROM t_amounts ORDER BY id")
+    assert [db.to_int(r["amount"]) for r in rows] == values
+
+
+def test_amount_param_refuses_non_integers(tmp_path):
+    from decimal import Decimal
+
+    from orbchain.core.db import Database
+
+    db = Database(f"sqlite+aiosqlite:///{tmp_path}/x.db")
+    for bad in (1.5, Decimal("1"), "1", True):
+        with pytest.raises(TypeError):
+            db.amount_param(bad)
+
+
+async def test_concurrent_writers_never_see_database_locked(gateway):
+    db = gateway.db
+    await db.execute("CREATE TABLE t_counter (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)")
+    await db.execute("INSERT INTO t_counter (id, n) VALUES (1, 0)")
+
+    async def bump():
+        async with db.transaction():
+            n = await db.fetch_val(f"SELECT n FROM t_counter WHERE id = 1{db.for_update}")
+            await asyncio.sleep(0)  # yield inside the transaction: a lost update would show
+            await db.execute("UPDATE t_counter SET n = :n WHERE id = 1", {"n": n + 1})
+
+    await asyncio.gather(*(bump() for _ in range(60)))
+    assert await db.fetch_val("SELECT n FROM t_counter WHERE id = 1") == 60
+
+
+async def test_nested_transaction_rolls_back_to_savepoint(gateway):
+    db = gateway.db
+    await db.execute("CREATE TABLE t_nest (id INTEGER PRIMARY KEY)")
+    async with db.transaction():
+        await db.execute("INSERT INTO t_nest (id) VALUES (1)")
+        with pytest.raises(RuntimeError):
+            async with db.transaction():
+                await db.execute("INSERT INTO t_nest (id) VALUES (2)")
+                raise RuntimeError("inner fails")
+    assert [r["id"] for r in await db.fetch_all("SELECT id FROM t_nest")] == [1]
+
+
+async def test_outer_failure_rolls_back_everything(gateway):
+    db = gateway.db
+    await db.execute("CREATE TABLE t_all (id INTEGER PRIMARY KEY)")
+    with pytest.raises(RuntimeError):
+        async with db.transaction():
+            await db.execute("INSERT INTO t_all (id) VALUES (1)")
+            raise RuntimeError("outer fails")
+    assert await db.fetch_all("SELECT id FROM t_all") == []
+
+
+async def test_task_spawned_inside_a_transaction_still_waits_for_the_writer_lock(gateway):
+    db = gateway.db
+    await db.execute("CREATE TABLE t_spawn (id INTEGER PRIMARY KEY)")
+    async with db.transaction():
+        await db.execute("INSERT INTO t_spawn (id) VALUES (1)")
+        child = asyncio.create_task(db.execute("INSERT INTO t_spawn (id) VALUES (2)"))
+        await asyncio.sleep(0.05)
+        if db.is_sqlite:
+            assert not child.done()  # blocked behind our transaction, not racing it
+    await child
+    assert sorted(r["id"] for r in await db.fetch_all("SELECT id FROM t_spawn")) == [1, 2]
+
+
+async def test_advisory_lock_elects_one_holder(gateway):
+    db = gateway.db
+    results = []
+
+    async def contender():
+        async with db.advisory_lock("job:x") as held:
+            results.append(held)
+            await asyncio.sleep(0.1)
+
+    await asyncio.gather(contender(), contender())
+    if db.is_postgres:
+        assert sorted(results) == [False, True]
+    else:
+        assert results == [True, True]  # SQLite deployments are single-process

@@ -1,0 +1,133 @@
+"""The plugin manager factory and the registries' conflict rules."""
+
+from __future__ import annotations
+
+import pytest
+from aiohttp import web
+
+from orbchain.core.coins import Coin
+from orbchain.core.config import ConfigError, load_config
+from orbchain.core.gateway import build_gateway
+from orbchain.core.plugins import call_event, get_plugin_manager, hookimpl, plugin_names
+from orbchain.core.registries import StartupError
+from orbchain.web.app import create_app
+
+
+class ExtraCoin:
+    PLUGIN_NAME = "extra_coin"
+
+    @hookimpl
+    def register_coins(self, registry):
+        registry.add(Coin("XYZ", "Xyz", "xyzchain", 8, 3, "1", "btc"))
+
+
+class ClashingCoin:
+    PLUGIN_NAME = "clashing_coin"
+
+    @hookimpl
+    def register_coins(self, registry):
+        registry.add(Coin("BTC", "Fake Bitcoin", "bitcoin", 8, 1, "1", "btc"))
+
+
+def _config(tmp_path, **sections):
+    base = load_config(None, environ={}).with_overrides(server={"data_dir": str(tmp_path)})
+    return base.with_overrides(**sections) if sections else base
+
+
+def test_builtins_load_through_entry_points():
+    names = plugin_names(get_plugin_manager())
+    assert "coin_table" in names and "prices" in names
+
+
+def test_explicit_plugin_list_without_entry_points(tmp_path):
+    pm = get_plugin_manager([ExtraCoin()], load_entrypoints=False)
+    gateway = build_gateway(_config(tmp_path), pm)
+    assert gateway.coins.names() == ["XYZ"]
+
+
+def test_blocked_plugin_is_not_registered(tmp_path):
+    pm = get_plugin_manager(blocked=["prices"])
+    assert "prices" not in plugin_names(pm)
+    gateway = build_gateway(_config(tmp_path), pm)
+    assert len(gateway.price_sources) == 0
+
+
+def test_blocked_list_comes_from_config(tmp_path):
+    config = _config(tmp_path, plugins={"blocked": ["coin_table"]})
+    gateway = build_gateway(config)
+    assert "BTC" not in gateway.coins
+
+
+def test_duplicate_coin_names_both_plugins(tmp_path):
+    pm = get_plugin_manager([ClashingCoin()])
+    with pytest.raises(StartupError) as info:
+        build_gateway(_config(tmp_path), pm)
+    assert "coin_table" in str(info.value) and "clashing_coin" in str(info.value)
+
+
+def test_duplicate_route_names_both_plugins(tmp_path):
+    class Routes:
+        def __init__(self, name):
+            self.PLUGIN_NAME = name
+
+        @hookimpl
+        def register_routes(self, registry):
+            table = web.RouteTableDef()
+
+            @table.get("/x/same")
+            async def same(request):
+                return web.Response()
+
+            registry.add(table)
+
+    pm = get_plugin_manager([("one", Routes("one")), ("two", Routes("two"))], load_entrypoints=False)
+    with pytest.raises(StartupError) as info:
+        create_app(_config(tmp_path), pm)
+    assert "'one'" in str(info.value) and "'two'" in str(info.value)
+
+
+def test_duplicate_job_names_fail(tmp_path):
+    class Jobs:
+        @hookimpl
+        def register_jobs(self, registry):
+            registry.add("same.job", lambda gw: None, seconds=5)
+
+    pm = get_plugin_manager([("a", Jobs()), ("b", Jobs())], load_entrypoints=False)
+    with pytest.raises(StartupError, match="same.job"):
+        build_gateway(_config(tmp_path), pm)
+
+
+def test_misspelled_hook_fails_at_factory():
+    class Typo:
+        @hookimpl
+        def register_coin(self, registry):  # missing "s"
+            pass
+
+    with pytest.raises(Exception, match="register_coin"):
+        get_plugin_manager([Typo()], load_entrypoints=False)
+
+
+def test_plugin_config_errors_stop_the_start(tmp_path):
+    with pytest.raises(ConfigError, match="plugin.prices.sourse"):
+        build_gateway(_config(tmp_path, plugin={"prices": {"sourse": "static"}}))
+    with pytest.raises(ConfigError, match="plugin.prices.source"):
+        build_gateway(_config(tmp_path, plugin={"prices": {"source": "oracle"}}))
+
+
+async def test_event_hooks_await_async_impls_and_isolate_failures(caplog):
+    seen = []
+
+    class Broken:
+        @hookimpl
+        def payment_paid(self, payment):
+            raise RuntimeError("boom")
+
+    class AsyncListener:
+        @hookimpl
+        async def payment_paid(self, gateway, payment):
+            seen.append((gateway, payment["track_id"]))
+
+    pm = get_plugin_manager([("broken", Broken()), ("listener", AsyncListener())], load_entrypoints=False)
+    await call_event(pm, "payment_paid", gateway="gw", payment={"track_id": "T1"})
+    assert seen == [("gw", "T1")]
+    assert "broken" in caplog.text and "payment_paid" in caplog.text

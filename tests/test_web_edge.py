@@ -1,0 +1,152 @@
+"""The API edge: envelope, validation detail, request ids, maintenance, rate limits."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from orbchain.core.errors import InsufficientBalance
+from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.web.envelope import envelope, read_json
+from orbchain.web.keys import GATEWAY, REQUEST_ID
+from orbchain.web.validation import Field, coin_units, validate
+
+
+class EdgeRoutes:
+    """A plugin that adds routes exercising the edge."""
+
+    PLUGIN_NAME = "edge_routes"
+
+    @hookimpl
+    def register_routes(self, registry):
+        routes = web.RouteTableDef()
+
+        @routes.post("/test/amount")
+        async def amount(request):
+            body = validate(await read_json(request), [
+                Field("currency", required=True, upper=True, choices=("BTC", "ETH")),
+                Field("amount", "amount", required=True),
+                Field("order_id", max_len=128),
+            ])
+            coin = request.app[GATEWAY].coins.require(body["currency"])
+            return envelope({"units": str(coin_units(coin, body["amount"])), "request_id": request[REQUEST_ID]})
+
+        @routes.post("/test/poor")
+        async def poor(request):
+            raise InsufficientBalance()
+
+        @routes.get("/test/crash")
+        async def crash(request):
+            raise RuntimeError("secret internals")
+
+        registry.add(routes)
+
+
+async def edge_client(make_client, make_config, **sections):
+    pm = get_plugin_manager([EdgeRoutes()])
+    return await make_client(make_config(**sections), pm)
+
+
+async def test_amounts_as_strings_or_exact_numbers(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    for raw in ('"0.1"', "0.1", "0.10000000"):
+        response = await client.post("/test/amount", data='{"currency":"btc","amount":%s,"extra":1}' % raw,
+                                     headers={"content-type": "application/json"})
+        body = await response.json()
+        assert response.status == 200, body
+        assert body["data"]["units"] == "10000000"
+    response = await client.post("/test/amount", json={"currency": "ETH", "amount": "123456789.123456789012345678"})
+    assert (await response.json())["data"]["units"] == "123456789123456789012345678"
+
+
+async def test_validation_errors_list_every_field(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    response = await client.post("/test/amount", json={"currency": "DOGE", "amount": "-1", "order_id": "x" * 129})
+    body = await response.json()
+    assert response.status == 400
+    assert body["data"] is None and body["status"] == 400 and body["version"] == "2.0.0"
+    assert body["error"]["type"] == "validation"
+    assert body["message"].startswith("validation error: ")
+    assert set(body["error"]["detail"]) == {"currency", "amount", "order_id"}
+
+
+async def test_too_many_decimals_and_bad_json(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    response = await client.post("/test/amount", json={"currency": "BTC", "amount": "0.000000001"})
+    assert response.status == 400 and "decimal places" in (await response.json())["message"]
+    for data in ("{", "[1,2]", "", "null"):
+        response = await client.post("/test/amount", data=data, headers={"content-type": "application/json"})
+        body = await response.json()
+        assert response.status == 400 and body["error"]["type"] == "validation", data
+
+
+async def test_business_error_carries_code(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    body = await (await client.post("/test/poor", json={})).json()
+    assert body["error"] == {"type": "invalid_request", "message": "insufficient balance", "code": "insufficient_balance"}
+
+
+async def test_unexpected_errors_hide_internals(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    response = await client.get("/test/crash")
+    text = await response.text()
+    assert response.status == 500 and "secret internals" not in text and "Traceback" not in text
+    assert (await response.json())["error"]["type"] == "internal"
+
+
+async def test_method_not_allowed_and_oversized_body(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    response = await client.delete("/test/amount")
+    assert response.status == 405 and (await response.json())["status"] == 405
+    response = await client.post("/test/amount", data=b"x" * (1024 * 1024 + 10))
+    assert response.status == 413 and (await response.json())["error"]["type"] == "validation"
+
+
+async def test_request_id_accepted_generated_and_echoed(make_client, make_config):
+    client = await edge_client(make_client, make_config)
+    response = await client.post("/test/amount", json={"currency": "BTC", "amount": "1"},
+                                 headers={"X-Request-Id": "abc_DEF-123"})
+    assert response.headers["X-Request-Id"] == "abc_DEF-123"
+    assert (await response.json())["data"]["request_id"] == "abc_DEF-123"
+    for bad in ("short", "x" * 65, "has space!"):
+        response = await client.get("/health", headers={"X-Request-Id": bad})
+        generated = response.headers["X-Request-Id"]
+        assert generated != bad and len(generated) == 16 and int(generated, 16) >= 0
+    response = await client.get("/missing")
+    assert len(response.headers["X-Request-Id"]) == 16
+
+
+async def test_maintenance_rejects_writes_only(make_client, make_config):
+    client = await edge_client(make_client, make_config, server={"maintenance": True})
+    response = await client.post("/test/amount", json={"currency": "BTC", "amount": "1"})
+    body = await response.json()
+    assert response.status == 503 and body["message"] == "maintenance"
+    assert (await client.get("/v1/common/currencies")).status == 200
+
+
+async def test_write_rate_limit_answers_429_with_retry_after(make_client, make_config):
+    client = await edge_client(make_client, make_config, rate_limits={"write_per_minute": 3})
+    gateway = client.app[GATEWAY]
+    gateway.clock = lambda: 1_800_000_010.0  # 50 s left in the window
+    statuses = []
+    for _ in range(5):
+        response = await client.post("/test/amount", json={"currency": "BTC", "amount": "1"})
+        statuses.append(response.status)
+    assert statuses == [200, 200, 200, 429, 429]
+    body = await response.json()
+    assert body["error"]["type"] == "rate_limit" and body["message"] == "too many requests"
+    assert response.headers["Retry-After"] == "50"
+    # Another API key has its own bucket; the next window starts afresh.
+    other = await client.post("/test/amount", json={"currency": "BTC", "amount": "1"},
+                              headers={"merchant_api_key": "some-other-key"})
+    assert other.status == 200
+    gateway.clock = lambda: 1_800_000_070.0
+    assert (await client.post("/test/amount", json={"currency": "BTC", "amount": "1"})).status == 200
+
+
+async def test_reads_have_their_own_larger_limit(make_client, make_config):
+    client = await edge_client(make_client, make_config, rate_limits={"write_per_minute": 1, "read_per_minute": 4})
+    results = await asyncio.gather(*(client.get("/v1/common/currencies") for _ in range(6)))
+    assert sorted(r.status for r in results) == [200] * 4 + [429] * 2
+    assert (await client.get("/health")).status == 200  # health is never limited
