@@ -100,6 +100,36 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "plugins")
+
+
+def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
+    """Sub-commands from plugins; they run with a gateway built from the config."""
+    from .plugins import call_collect, get_plugin_manager
+    from .registries import CommandRegistry
+
+    registry = CommandRegistry()
+    for name in CORE_COMMANDS:
+        registry._items[name] = None  # taken by the core
+        registry._owners[name] = "core"
+    call_collect(get_plugin_manager(), "register_commands", registry)
+    for command in registry:
+        if command is None:
+            continue
+        parser = sub.add_parser(command.name, help=command.help)
+        command.configure(parser)
+        run = parser.get_default("func")
+        parser.set_defaults(func=_plugin_runner(run))
+
+
+def _plugin_runner(run: Callable[[argparse.Namespace, Gateway], int]) -> Callable[[argparse.Namespace], int]:
+    def runner(args: argparse.Namespace) -> int:
+        config = _load(args)
+        return run(args, build_gateway(config))
+
+    return runner
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="orbchain", description="Orbchain crypto payment gateway")
     parser.add_argument("--config", help="path to the TOML config (default: $ORBCHAIN_CONFIG or ./orbchain.toml)")
@@ -126,6 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("plugins", help="list registered plugins").set_defaults(func=cmd_plugins)
+    _add_plugin_commands(sub)
     return parser
 
 

@@ -22,6 +22,7 @@ from .migrate import MigrationRegistry
 from .plugins import call_collect, call_event, get_plugin_manager
 from .registries import ChainRegistry, JobRegistry, PriceSourceRegistry
 from .secrets import Secrets
+from .jobs import register_core_jobs
 
 log = logging.getLogger(__name__)
 
@@ -70,5 +71,6 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
     call_collect(pm, "register_coins", gateway.coins, gateway=gateway)
     call_collect(pm, "register_chains", gateway.chains, gateway=gateway)
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
+    register_core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
     return gateway

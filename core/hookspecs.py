@@ -24,7 +24,7 @@ import pluggy
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .gateway import Gateway
     from .migrate import MigrationRegistry
-    from .registries import CoinRegistry, ChainRegistry, JobRegistry, PriceSourceRegistry, RouteRegistry
+    from .registries import ChainRegistry, CommandRegistry, CoinRegistry, JobRegistry, PriceSourceRegistry, RouteRegistry
 
 hookspec = pluggy.HookspecMarker("orbchain")
 
@@ -111,6 +111,18 @@ def register_jobs(registry: "JobRegistry", gateway: "Gateway") -> None:
     PostgreSQL each job runs in one process at a time (advisory lock keyed
     by the job name), so several ``orbchain serve`` processes can share a
     database.
+    """
+
+
+@hookspec
+def register_commands(registry: "CommandRegistry") -> None:
+    """Contribute ``orbchain`` CLI sub-commands.
+
+    Called when the CLI builds its parser. Call ``registry.add(name, help,
+    configure)``; ``configure(parser)`` adds arguments to the sub-command's
+    ``argparse`` parser and sets ``parser.set_defaults(func=...)`` where
+    ``func(args, gateway) -> int`` runs it with a built (not yet connected)
+    gateway and returns the exit code. A name already taken fails.
     """
 
 

@@ -17,6 +17,8 @@ from typing import Callable, Iterable, Mapping, Protocol
 log = logging.getLogger(__name__)
 
 CACHE_SECONDS = 60
+# SPEC 4.2: the fiat currencies a white-label or invoice amount may be priced in.
+FIAT_CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CAD", "AUD", "CHF", "CNY", "INR", "RUB")
 
 
 class PriceSource(Protocol):
@@ -47,6 +49,7 @@ class PriceService:
         self._clock = clock
         self._cache_seconds = cache_seconds
         self._cached: _Cached | None = None
+        self._fiat_cache: _Cached | None = None
         self._lock = asyncio.Lock()
 
     async def prices(self) -> dict[str, Decimal]:
@@ -65,3 +68,24 @@ class PriceService:
 
     async def price(self, symbol: str) -> Decimal:
         return (await self.prices()).get(symbol, Decimal(0))
+
+    async def fiat_per_usd(self, fiat: str) -> Decimal:
+        """Units of ``fiat`` per US dollar (1 for USD); 0 when unknown."""
+        if fiat == "USD":
+            return Decimal(1)
+        async with self._lock:
+            cached = self._fiat_cache
+            if cached is None or self._clock() - cached.at >= self._cache_seconds:
+                fetch = getattr(self.source, "fetch_fiat", None)
+                try:
+                    table = dict(await fetch(FIAT_CURRENCIES)) if fetch else {}
+                except Exception as exc:  # noqa: BLE001 - an FX outage is not an API error
+                    log.warning("price source %s failed on fiat rates: %s", self.source.name, exc)
+                    table = {}
+                cached = self._fiat_cache = _Cached(self._clock(), table)
+        return cached.prices.get(fiat, Decimal(0))
+
+    async def coin_price_in(self, symbol: str, fiat: str) -> Decimal:
+        """Price of one ``symbol`` in ``fiat``; 0 when either side is unknown."""
+        usd = await self.price(symbol)
+        return usd * await self.fiat_per_usd(fiat)

@@ -118,3 +118,20 @@ class RouteRegistry(Registry[web.RouteTableDef]):
 
     def tables(self) -> list[web.RouteTableDef]:
         return list(self._tables)
+
+
+@dataclass(frozen=True)
+class Command:
+    """A CLI sub-command contributed by a plugin (see ``register_commands``)."""
+
+    name: str
+    help: str
+    configure: Callable[[Any], None]
+
+
+class CommandRegistry(Registry[Command]):
+    kind = "command"
+
+    def add(self, name: str | Command, help: str = "", configure: Callable[[Any], None] | None = None) -> Command:  # type: ignore[override]
+        command = name if isinstance(name, Command) else Command(name, help, configure)  # type: ignore[arg-type]
+        return super().add(command)

@@ -45,6 +45,13 @@ COINGECKO_IDS = {
 }
 
 
+# Development exchange rates: units of each currency per US dollar.
+STATIC_FIAT_PER_USD = {
+    "USD": "1", "EUR": "0.9", "GBP": "0.8", "JPY": "150", "CAD": "1.35", "AUD": "1.5",
+    "CHF": "0.9", "CNY": "7.2", "INR": "83", "RUB": "90",
+}
+
+
 class StaticPriceSource:
     name = "static"
 
@@ -54,9 +61,15 @@ class StaticPriceSource:
     async def fetch(self, symbols: Iterable[str]) -> dict[str, Decimal]:
         return {s: self.table[s] for s in symbols if s in self.table}
 
+    async def fetch_fiat(self, currencies: Iterable[str]) -> dict[str, Decimal]:
+        return {c: Decimal(STATIC_FIAT_PER_USD[c]) for c in currencies if c in STATIC_FIAT_PER_USD}
+
 
 class CoinGeckoPriceSource:
-    """``GET {url}/simple/price?ids=...&vs_currencies=usd``, read exactly."""
+    """CoinGecko's wire format: ``/simple/price`` for coins, ``/exchange_rates`` for fiat.
+
+    Numbers are read as Decimal straight from the JSON text.
+    """
 
     name = "coingecko"
 
@@ -65,27 +78,53 @@ class CoinGeckoPriceSource:
         self.api_key = api_key
         self.timeout = timeout
 
+    async def _get(self, path: str, params: Mapping[str, str] | None = None) -> object:
+        headers = {"accept": "application/json"}
+        if self.api_key:
+            headers["x-cg-demo-api-key"] = self.api_key
+        async with httpx.AsyncClient(timeout=self.timeout) as client:
+            response = await client.get(f"{self.url}{path}", params=params, headers=headers)
+            response.raise_for_status()
+            return json.loads(response.content, parse_float=Decimal)
+
     async def fetch(self, symbols: Iterable[str]) -> dict[str, Decimal]:
         wanted = {s: COINGECKO_IDS[s] for s in symbols if s in COINGECKO_IDS}
         if not wanted:
             return {}
-        headers = {"accept": "application/json"}
-        if self.api_key:
-            headers["x-cg-demo-api-key"] = self.api_key
-        params = {"ids": ",".join(sorted(set(wanted.values()))), "vs_currencies": "usd"}
-        async with httpx.AsyncClient(timeout=self.timeout) as client:
-            response = await client.get(f"{self.url}/simple/price", params=params, headers=headers)
-            response.raise_for_status()
-            body = json.loads(response.content, parse_float=Decimal)
-        prices: dict[str, Decimal] = {}
+        body = await self._get("/simple/price", {"ids": ",".join(sorted(set(wanted.values()))), "vs_currencies": "usd"})
+        prices = {}
         for symbol, coin_id in wanted.items():
-            try:
-                value = Decimal(body[coin_id]["usd"])
-            except (KeyError, TypeError, InvalidOperation):
-                continue  # absent: reported as 0 by the service
-            if value.is_finite() and value >= 0:
-                prices[symbol] = value
+            value = _decimal_at(body, coin_id, "usd")
+            if value is not None:
+                prices[symbol] = value  # absent ones are reported as 0 by the service
         return prices
+
+    async def fetch_fiat(self, currencies: Iterable[str]) -> dict[str, Decimal]:
+        """Units per USD, from the BTC-based table: rate[fiat] / rate[usd]."""
+        body = await self._get("/exchange_rates")
+        usd = _decimal_at(body, "rates", "usd", "value")
+        if not usd:
+            return {}
+        rates = {}
+        for code in currencies:
+            value = _decimal_at(body, "rates", code.lower(), "value")
+            if value:
+                rates[code] = value / usd
+        return rates
+
+
+def _decimal_at(body: object, *path: str) -> Decimal | None:
+    """The finite, non-negative number at ``path`` of a JSON body, else None."""
+    node = body
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    try:
+        value = Decimal(node)
+    except (TypeError, ValueError, InvalidOperation):
+        return None
+    return value if value.is_finite() and value >= 0 else None
 
 
 @hookimpl

@@ -14,7 +14,11 @@ CORE_ROUTE_MODULES = (
     "public",
     "dashboard_auth",
     "dashboard_settings",
+    "dashboard_keys",
     "webhook_logs",
+    "payments",
+    "dashboard_payments",
+    "pay_page",
 )
 
 

@@ -1,0 +1,106 @@
+"""Deposit addresses: derived from the operator's seed, one table to look them up.
+
+Each merchant derives under its own hardened HD account (``key_account``),
+so two merchants can never get the same address. Indexes come from a
+per-(merchant, family, network) counter; standing addresses (static payments,
+the dashboard's receive addresses) are unique per user key, so asking again
+returns the same address, also under concurrent requests.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .keys import SeedKeyStore, get_family
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .coins import Coin
+    from .gateway import Gateway
+
+MERCHANT_KEY = ""  # user_key of a merchant's own standing address
+
+
+def keystore(gateway: "Gateway") -> Any:
+    """The process's key store, built once from the configured seed."""
+    store = gateway.services.get("keystore")
+    if store is None:
+        store = SeedKeyStore.from_secret(gateway.secrets.seed_material)
+        gateway.services["keystore"] = store
+    return store
+
+
+async def next_counter(gateway: "Gateway", name: str) -> int:
+    """Atomically take the next value (starting at 0) of a named counter."""
+    value = await gateway.db.fetch_val(
+        "INSERT INTO counters (name, value) VALUES (:n, 0)"
+        " ON CONFLICT (name) DO UPDATE SET value = counters.value + 1 RETURNING value",
+        {"n": name},
+    )
+    return int(value)
+
+
+async def _derive_and_store(
+    gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str | None
+) -> str:
+    family = get_family(coin.address_family, network)
+    index = await next_counter(gateway, f"addr:{merchant['id']}:{family.name}:{network}")
+    derived = family.derive(keystore(gateway), int(merchant["key_account"]), index)
+    await gateway.db.execute(
+        "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
+        " VALUES (:a, :f, :n, :m, :i, :u, :t)",
+        {"a": derived.address, "f": family.name, "n": network, "m": merchant["id"], "i": index,
+         "u": user_key, "t": gateway.now()},
+    )
+    return derived.address
+
+
+async def fresh_address(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str) -> str:
+    """A never-used address of ``coin``'s family for one payment."""
+    async with gateway.db.transaction():
+        return await _derive_and_store(gateway, merchant, coin, network, None)
+
+
+async def standing_address(
+    gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str = MERCHANT_KEY
+) -> str:
+    """The one address of (merchant, coin family, user); created on first use.
+
+    EVM coins share one address per user, as do TRX and its tokens: the key
+    is the family, not the coin.
+    """
+    family = get_family(coin.address_family, network).name
+    query = (
+        "SELECT address FROM deposit_addresses WHERE merchant_id = :m AND family = :f"
+        " AND network = :n AND user_key = :u"
+    )
+    values = {"m": merchant["id"], "f": family, "n": network, "u": user_key}
+    found = await gateway.db.fetch_val(query, values)
+    if found:
+        return found
+    async with gateway.db.transaction():
+        found = await gateway.db.fetch_val(query + gateway.db.for_update, values)
+        if found:
+            return found
+        try:
+            async with gateway.db.transaction():  # savepoint: a concurrent insert may win
+                return await _derive_and_store(gateway, merchant, coin, network, user_key)
+        except Exception as exc:  # noqa: BLE001 - only a unique violation is expected here
+            if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
+                raise
+    return await gateway.db.fetch_val(query, values)
+
+
+async def lookup(gateway: "Gateway", addresses: list[str]) -> dict[str, Mapping[str, Any]]:
+    """Address-table rows for the given addresses (the scanner's only look-up)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    unique = sorted(set(addresses))
+    for start in range(0, len(unique), 500):
+        chunk = unique[start:start + 500]
+        names = {f"a{i}": a for i, a in enumerate(chunk)}
+        rows = await gateway.db.fetch_all(
+            "SELECT address, family, network, merchant_id, key_index, user_key FROM deposit_addresses"
+            f" WHERE address IN ({', '.join(':' + k for k in names)})",
+            names,
+        )
+        found.update({row["address"]: row for row in rows})
+    return found

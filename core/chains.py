@@ -1,0 +1,118 @@
+"""The chain-adapter contract: what a chain plugin implements.
+
+A chain adapter only reports what it observes on its chain; the core's
+scanner (``core/scanner.py``) decides what that means for deposits. The
+scanner follows the best chain one block at a time, remembers the hashes
+of recent blocks to detect reorganisations, looks up each reported transfer
+in the address table (cost grows with transactions, never with the number
+of watched addresses) and recomputes confirmations from the current tip.
+
+To add a chain, subclass :class:`ChainAdapter`, implement ``tip``, ``block``
+and optionally ``mempool``, and register an instance from your plugin's
+``register_chains`` hook. Results are immutable value objects.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class BlockRef:
+    """A block by height and hash; the hash identifies it across reorgs."""
+
+    height: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """Value arriving at an address: one transaction output (UTXO), one native
+    value transfer (account chains; ``output_index`` 0) or one token Transfer
+    log (``output_index`` = log index). ``amount`` is in the coin's base
+    units. Report only successful transfers: a reverted transaction never
+    credits.
+    """
+
+    tx_hash: str
+    output_index: int
+    address: str
+    coin: str
+    amount: int
+
+
+@dataclass(frozen=True)
+class Block:
+    height: int
+    hash: str
+    parent_hash: str
+    transfers: tuple[Transfer, ...] = field(default_factory=tuple)
+    timestamp: int | None = None
+
+    @property
+    def ref(self) -> BlockRef:
+        return BlockRef(self.height, self.hash)
+
+
+class ChainUnavailable(RuntimeError):
+    """The node cannot be reached or answered nonsense; the scan retries later."""
+
+
+class ChainAdapter(ABC):
+    """One chain: its coins and the deposit-watching role.
+
+    Class attributes a subclass sets:
+
+    * ``name``: unique chain name (the registry key), e.g. ``"litecoin"``.
+    * ``coins``: coin symbols this adapter serves (each registered through
+      ``register_coins`` by some plugin).
+    * ``network``: the key layer's network for deriving and validating
+      addresses: ``"mainnet"``, ``"testnet"`` or ``"regtest"``.
+    * ``scan_seconds``: how often the core scans this chain.
+    * ``start_height``: where a fresh database starts scanning (None = tip).
+    * ``drop_after_seconds``: an unconfirmed deposit missing from both the
+      chain and the mempool this long is marked FAILED.
+
+    Report addresses in the canonical form the key layer derives (bech32
+    lower case, EIP-55 checksummed hex, ...): the address table is matched
+    exactly.
+    """
+
+    name: str = ""
+    coins: tuple[str, ...] = ()
+    network: str = "mainnet"
+    scan_seconds: float = 5.0
+    max_blocks_per_scan: int = 200
+    start_height: int | None = None
+    drop_after_seconds: int = 3600
+
+    @abstractmethod
+    async def tip(self) -> BlockRef:
+        """The best chain's newest block."""
+
+    @abstractmethod
+    async def block(self, height: int) -> Block:
+        """The best chain's block at ``height`` with every transfer in it.
+
+        Raise ``ChainUnavailable`` when the node cannot answer. A block
+        whose height is above the tip is a programming error.
+        """
+
+    async def block_hash(self, height: int) -> str:
+        """Hash of the best chain's block at ``height`` (override when cheaper than ``block``)."""
+        return (await self.block(height)).hash
+
+    async def mempool(self) -> Sequence[Transfer]:
+        """Unconfirmed transfers (for the Paying state); empty when unsupported."""
+        return ()
+
+    async def close(self) -> None:
+        """Release connections; called at shutdown."""
+
+    def serves(self, coin: str) -> bool:
+        return coin in self.coins
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.network}>"

@@ -1,0 +1,456 @@
+"""The deposit engine shared by every chain: what an observed transfer means.
+
+Chain adapters only report transfers and blocks (``core/chains.py``); the
+scanner feeds them here. A deposit is recorded once per (chain, tx_hash,
+output_index) however often it is re-observed, goes PENDING -> CREDITED when
+its confirmations reach the merchant's threshold (never below the coin's
+floor), and credits the merchant minus the platform fee in the same database
+transaction as its status change and its webhook. A deposit whose block
+leaves the best chain goes back to PENDING; one that was already credited is
+reversed in the ledger and announced with a ``deposit.reversed`` event.
+
+Payment rules (docs/decisions.md): a payment is Paid once its credited
+deposits add up to at least its pay_amount (static addresses: the first
+credited deposit); underpaid payments stay Paying until they expire;
+overpayments and late deposits are credited in full; a deposit that arrives
+after its payment expired or was cancelled is credited to the merchant with
+no payment attached (``track_id`` null in ``/v1/deposits``).
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+
+from . import ledger
+from .accounts import effective_confirmations, effective_fee_percent
+from .chains import BlockRef, Transfer
+from .events import enqueue_event
+from .money import fee_units
+from .payments import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+PENDING, CONFIRMED, CREDITED, FAILED = "PENDING", "CONFIRMED", "CREDITED", "FAILED"
+DEPOSIT_STATUSES = (PENDING, CONFIRMED, CREDITED, FAILED)
+# Credited deposits keep their confirmation count (and reorg protection) this deep.
+REORG_WATCH_BLOCKS = 100
+
+AfterCommit = list[Callable[[], Awaitable[None]]]
+
+
+def new_deposit_id() -> str:
+    return "dep_" + secrets.token_hex(10)
+
+
+async def _run_after_commit(actions: AfterCommit) -> None:
+    for action in actions:
+        await action()
+
+
+def _threshold(gateway: "Gateway", merchant: Mapping[str, Any], coin: str) -> int:
+    floor = gateway.coins.require(coin).confirmations
+    configured = effective_confirmations(gateway, merchant).get(coin)
+    return max(floor, configured or gateway.coins.require(coin).default_threshold)
+
+
+async def _usd_value(gateway: "Gateway", coin: str, units: int) -> str:
+    service = gateway.services.get("prices")
+    if service is None:
+        return "0"
+    price = await service.price(coin)
+    value = (price * units).scaleb(-gateway.coins.require(coin).decimals)
+    return format(value.quantize(Decimal("0.01")), "f")
+
+
+# -- observation --------------------------------------------------------------------------
+
+
+async def observe(
+    gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any], block: BlockRef | None,
+    scanned_tip: int | None,
+) -> None:
+    """Record (or refresh) one transfer to one of our addresses.
+
+    ``owner`` is the address-table row; ``block`` is None for a mempool
+    transfer. Idempotent: re-observing updates block placement only.
+    """
+    coin = gateway.coins.get(transfer.coin)
+    if coin is None or coin.address_family != owner["family"]:
+        return  # a coin this address cannot receive (e.g. BTC reported on an EVM address)
+    after: AfterCommit = []
+    db = gateway.db
+    async with db.transaction():
+        existing = await db.fetch_one(
+            f"SELECT * FROM deposits WHERE chain = :c AND tx_hash = :h AND output_index = :i{db.for_update}",
+            {"c": chain, "h": transfer.tx_hash, "i": transfer.output_index},
+        )
+        if existing is not None:
+            await _replace_block(gateway, existing, block, scanned_tip, after)
+        else:
+            await _insert(gateway, chain, transfer, owner, block, scanned_tip, after)
+    await _run_after_commit(after)
+
+
+async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: AfterCommit) -> None:
+    db = gateway.db
+    now = gateway.now()
+    merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": owner["merchant_id"]})
+    payment = await db.fetch_one(
+        "SELECT * FROM payments WHERE address = :a AND pay_currency = :c AND status IN ('Waiting', 'Paying')"
+        f" AND (expires_at IS NULL OR expires_at > :now OR status = 'Paying')"
+        f" ORDER BY created_at DESC LIMIT 1{db.for_update}",
+        {"a": transfer.address, "c": transfer.coin, "now": now},
+    )
+    threshold = _threshold(gateway, merchant, transfer.coin)
+    confirmations = _confirmations(block, scanned_tip)
+    deposit = {
+        "id": new_deposit_id(), "chain": chain, "coin": transfer.coin,
+        "network": gateway.coins.require(transfer.coin).chain, "tx_hash": transfer.tx_hash,
+        "output_index": transfer.output_index, "address": transfer.address,
+        "amount": db.amount_param(transfer.amount), "amount_usd": await _usd_value(gateway, transfer.coin, transfer.amount),
+        "merchant_id": merchant["id"], "user_id": owner["user_key"] or (payment["user_id"] if payment else None),
+        "track_id": payment["track_id"] if payment else None,
+        "block_height": block.height if block else None, "block_hash": block.hash if block else None,
+        "confirmations": confirmations, "threshold": threshold, "status": PENDING,
+        "created_at": now, "updated_at": now,
+    }
+    await db.execute(
+        f"INSERT INTO deposits ({', '.join(deposit)}) VALUES ({', '.join(':' + k for k in deposit)})", deposit
+    )
+    if payment is not None and payment["status"] == WAITING:
+        await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
+                         {"s": PAYING, "now": now, "t": payment["track_id"]})
+        if confirmations < threshold:
+            await _payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
+    if confirmations >= threshold:
+        row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
+        await _credit(gateway, row, merchant, after)
+
+
+def _confirmations(block: BlockRef | None, scanned_tip: int | None) -> int:
+    if block is None or scanned_tip is None or scanned_tip < block.height:
+        return 0
+    return scanned_tip - block.height + 1
+
+
+async def _replace_block(gateway, deposit, block, scanned_tip, after: AfterCommit) -> None:
+    """A known transfer seen again: in a (new) block, or back in the mempool."""
+    if block is None:
+        if deposit["block_height"] is None and deposit["missing_since"] is not None:
+            await gateway.db.execute("UPDATE deposits SET missing_since = NULL WHERE id = :id", {"id": deposit["id"]})
+        return
+    if deposit["block_hash"] == block.hash:
+        return
+    status = PENDING if deposit["status"] == FAILED else deposit["status"]
+    await gateway.db.execute(
+        "UPDATE deposits SET block_height = :h, block_hash = :b, missing_since = NULL, status = :s,"
+        " confirmations = :conf, updated_at = :now WHERE id = :id",
+        {"h": block.height, "b": block.hash, "s": status, "conf": _confirmations(block, scanned_tip),
+         "now": gateway.now(), "id": deposit["id"]},
+    )
+    if deposit["status"] == FAILED and deposit["track_id"]:
+        await _refresh_payment(gateway, deposit["track_id"], after)
+
+
+# -- confirmations and crediting ---------------------------------------------------------------
+
+
+async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int) -> int:
+    """Recompute confirmations from the scanned tip; credit what reached its threshold.
+
+    Returns how many deposits were credited.
+    """
+    db = gateway.db
+    rows = await db.fetch_all(
+        "SELECT id, block_height, confirmations, threshold, status FROM deposits WHERE chain = :c"
+        " AND block_height IS NOT NULL AND (status = :pending OR (status = :credited AND block_height > :deep))",
+        {"c": chain, "pending": PENDING, "credited": CREDITED, "deep": scanned_tip - REORG_WATCH_BLOCKS},
+    )
+    credited = 0
+    for row in rows:
+        confirmations = max(0, scanned_tip - int(row["block_height"]) + 1)
+        if row["status"] == PENDING and confirmations >= row["threshold"]:
+            credited += await _credit_by_id(gateway, row["id"], confirmations)
+        elif confirmations != row["confirmations"]:
+            await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",
+                             {"n": confirmations, "id": row["id"]})
+    return credited
+
+
+async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int) -> int:
+    after: AfterCommit = []
+    db = gateway.db
+    async with db.transaction():
+        deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
+        if deposit is None or deposit["status"] != PENDING or deposit["block_height"] is None:
+            return 0
+        await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id", {"n": confirmations, "id": deposit_id})
+        merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": deposit["merchant_id"]})
+        deposit = {**deposit, "confirmations": confirmations}
+        await _credit(gateway, deposit, merchant, after)
+    await _run_after_commit(after)
+    return 1
+
+
+async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any], after: AfterCommit) -> None:
+    """Credit one deposit (inside the caller's transaction): ledger, status, webhook."""
+    db = gateway.db
+    amount = db.to_int(deposit["amount"])
+    fee = fee_units(amount, effective_fee_percent(gateway, merchant))
+    generation = int(deposit["credit_count"]) + 1
+    txn = await ledger.credit_deposit(
+        db, merchant_id=merchant["id"], coin=deposit["coin"], chain=deposit["chain"], amount=amount, fee=fee,
+        reference=f"deposit:{deposit['id']}:credit:{generation}",
+    )
+    now = gateway.now()
+    await db.execute(
+        "UPDATE deposits SET status = :s, credited = :t, credit_count = :g, fee = :fee, credited_at = :now,"
+        " updated_at = :now WHERE id = :id",
+        {"s": CREDITED, "t": True, "g": generation, "fee": db.amount_param(fee), "now": now, "id": deposit["id"]},
+    )
+    credited = {**deposit, "status": CREDITED, "credited": True, "credit_count": generation, "fee": fee}
+    await enqueue_event(
+        gateway, merchant_id=merchant["id"], event_type="deposit.credited",
+        body=await deposit_body(gateway, credited), logical_key=f"deposit.credited:{deposit['id']}:{generation}",
+        url=await _callback_url(gateway, deposit["track_id"]),
+    )
+    after.append(lambda: ledger.notify_posted(gateway, txn))
+    after.append(lambda: gateway.emit("deposit_credited", deposit=_plain(gateway, credited)))
+    if deposit["track_id"]:
+        await _refresh_payment(gateway, deposit["track_id"], after)
+
+
+def _plain(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
+    """A deposit record for hooks: amounts as ints."""
+    plain = dict(deposit)
+    plain["amount"] = gateway.db.to_int(deposit["amount"])
+    if plain.get("fee") is not None and not isinstance(plain["fee"], int):
+        plain["fee"] = gateway.db.to_int(plain["fee"])
+    return plain
+
+
+async def _callback_url(gateway: "Gateway", track_id: str | None) -> str | None:
+    if not track_id:
+        return None
+    return await gateway.db.fetch_val("SELECT callback_url FROM payments WHERE track_id = :t", {"t": track_id})
+
+
+async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
+    """Body of deposit.* webhooks: the /v1/deposits row plus the merchant's net and fee."""
+    view = deposit_view(gateway, deposit)
+    coin = gateway.coins.require(deposit["coin"])
+    fee = deposit.get("fee")
+    if fee is not None:
+        fee_int = fee if isinstance(fee, int) else gateway.db.to_int(fee)
+        view["fee"] = coin.format(fee_int)
+        view["net_amount"] = coin.format(gateway.db.to_int(deposit["amount"]) - fee_int)
+    view["type"] = "deposit"
+    return view
+
+
+# -- payments follow their deposits -------------------------------------------------------------
+
+
+async def _refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:
+    """Recompute a payment's status from its deposits (inside the caller's transaction)."""
+    db = gateway.db
+    payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}", {"t": track_id})
+    if payment is None or payment["status"] not in (WAITING, PAYING, PAID):
+        return
+    deposits = await payment_deposits(gateway, track_id)
+    credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
+    live = any(d["status"] == PENDING for d in deposits)
+    if payment["type"] == STATIC:
+        paid = credited > 0
+    else:
+        paid = credited >= db.to_int(payment["pay_amount"])
+    status = PAID if paid else (PAYING if live or credited else WAITING)
+    if status == payment["status"]:
+        return
+    now = gateway.now()
+    if status == PAID:
+        generation = int(payment["paid_count"]) + 1
+        await db.execute(
+            "UPDATE payments SET status = :s, paid_at = :now, paid_count = :g, updated_at = :now WHERE track_id = :t",
+            {"s": PAID, "now": now, "g": generation, "t": track_id},
+        )
+        await _payment_event(gateway, track_id, "payment.paid", f"payment.paid:{track_id}:{generation}")
+        paid_row = await db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+        after.append(lambda: gateway.emit("payment_paid", payment=dict(paid_row)))
+    else:
+        await db.execute("UPDATE payments SET status = :s, paid_at = NULL, updated_at = :now WHERE track_id = :t",
+                         {"s": status, "now": now, "t": track_id})
+
+
+async def _payment_event(gateway: "Gateway", track_id: str, event_type: str, logical_key: str) -> None:
+    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now."""
+    payment = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+    view = payment_view(gateway, payment, await payment_deposits(gateway, track_id))
+    body = {
+        "type": "payment",
+        **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
+                                    "address", "order_id", "paid_at", "transactions")},
+    }
+    await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
+                        logical_key=logical_key, url=payment["callback_url"])
+
+
+# -- reorganisations and vanished transactions ---------------------------------------------------
+
+
+async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> int:
+    """A block left the best chain: its deposits go back to the mempool state.
+
+    Credited ones are reversed in the ledger (the money is gone whatever we
+    say, so the reversal may take a balance negative) with an event.
+    Returns how many deposits were affected.
+    """
+    db = gateway.db
+    ids = [r["id"] for r in await db.fetch_all(
+        "SELECT id FROM deposits WHERE chain = :c AND block_hash = :b", {"c": chain, "b": block_hash})]
+    for deposit_id in ids:
+        after: AfterCommit = []
+        async with db.transaction():
+            deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
+            if deposit is None or deposit["block_hash"] != block_hash:
+                continue
+            if deposit["status"] == CREDITED:
+                await _reverse(gateway, deposit, after)
+            await db.execute(
+                "UPDATE deposits SET block_height = NULL, block_hash = NULL, confirmations = 0, status = :s,"
+                " credited = :f, updated_at = :now WHERE id = :id",
+                {"s": PENDING, "f": False, "now": gateway.now(), "id": deposit_id},
+            )
+            if deposit["track_id"]:
+                await _refresh_payment(gateway, deposit["track_id"], after)
+        await _run_after_commit(after)
+    return len(ids)
+
+
+async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterCommit) -> None:
+    generation = int(deposit["credit_count"])
+    txn = await ledger.reverse(
+        gateway.db, original_reference=f"deposit:{deposit['id']}:credit:{generation}",
+        reference=f"deposit:{deposit['id']}:reversal:{generation}", allow_negative=True,
+    )
+    log.warning("deposit %s (%s %s) left the best chain after crediting: reversed", deposit["id"],
+                deposit["chain"], deposit["tx_hash"])
+    reversed_row = {**deposit, "status": PENDING, "credited": False, "confirmations": 0}
+    await enqueue_event(
+        gateway, merchant_id=deposit["merchant_id"], event_type="deposit.reversed",
+        body=await deposit_body(gateway, reversed_row), logical_key=f"deposit.reversed:{deposit['id']}:{generation}",
+        url=await _callback_url(gateway, deposit["track_id"]),
+    )
+    after.append(lambda: ledger.notify_posted(gateway, txn))
+
+
+async def mark_missing(gateway: "Gateway", chain: str, mempool_hashes: set[str], drop_after_seconds: int) -> int:
+    """Unconfirmed deposits gone from chain and mempool: FAILED after a grace period."""
+    db = gateway.db
+    now = gateway.now()
+    failed = 0
+    rows = await db.fetch_all(
+        "SELECT id, tx_hash, missing_since, track_id FROM deposits WHERE chain = :c AND status = :p"
+        " AND block_height IS NULL", {"c": chain, "p": PENDING})
+    for row in rows:
+        if row["tx_hash"] in mempool_hashes:
+            if row["missing_since"] is not None:
+                await db.execute("UPDATE deposits SET missing_since = NULL WHERE id = :id", {"id": row["id"]})
+            continue
+        if row["missing_since"] is None:
+            await db.execute("UPDATE deposits SET missing_since = :now WHERE id = :id", {"now": now, "id": row["id"]})
+            if drop_after_seconds > 0:
+                continue
+        elif now - int(row["missing_since"]) < drop_after_seconds:
+            continue
+        after: AfterCommit = []
+        async with db.transaction():
+            await db.execute("UPDATE deposits SET status = :s, updated_at = :now WHERE id = :id AND status = :p"
+                             " AND block_height IS NULL", {"s": FAILED, "now": now, "id": row["id"], "p": PENDING})
+            if row["track_id"]:
+                await _refresh_payment(gateway, row["track_id"], after)
+        await _run_after_commit(after)
+        failed += 1
+    return failed
+
+
+# -- expiry -------------------------------------------------------------------------------------
+
+
+async def expire_payments(gateway: "Gateway") -> int:
+    """Waiting payments past their lifetime -> Expired; so are underpaid Paying ones
+    whose deposits have all settled (nothing still on its way)."""
+    db = gateway.db
+    now = gateway.now()
+    rows = await db.fetch_all(
+        "SELECT track_id, status FROM payments WHERE status IN ('Waiting', 'Paying') AND expires_at IS NOT NULL"
+        " AND expires_at <= :now", {"now": now})
+    expired = 0
+    for row in rows:
+        async with db.transaction():
+            payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}",
+                                         {"t": row["track_id"]})
+            if payment["status"] not in OPEN_STATUSES:
+                continue
+            if payment["status"] == PAYING:
+                pending = await db.fetch_val("SELECT COUNT(*) FROM deposits WHERE track_id = :t AND status = :p",
+                                             {"t": row["track_id"], "p": PENDING})
+                if pending:
+                    continue  # paid in time, still confirming: wait for it
+            await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
+                             {"s": EXPIRED, "now": now, "t": row["track_id"]})
+            expired += 1
+    return expired
+
+
+# -- reads ---------------------------------------------------------------------------------------
+
+
+def deposit_view(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
+    """SPEC 2.4: a row of ``GET /v1/deposits`` (status in mixed case)."""
+    coin = gateway.coins.require(deposit["coin"])
+    return {
+        "tx_hash": deposit["tx_hash"],
+        "coin": deposit["coin"],
+        "network": deposit["network"],
+        "amount": coin.format(gateway.db.to_int(deposit["amount"])),
+        "amount_usd": deposit["amount_usd"] or "0",
+        "confirmations": int(deposit["confirmations"]),
+        "status": deposit["status"].capitalize(),
+        "credited": bool(deposit["credited"]),
+        "address": deposit["address"],
+        "user_id": deposit["user_id"],
+        "track_id": deposit["track_id"],
+        "order_id": deposit.get("order_id"),
+        "created_at": deposit["created_at"],
+    }
+
+
+async def list_deposits(
+    gateway: "Gateway", merchant_id: str, *, coin: str | None = None, status: str | None = None,
+    address: str | None = None, user_id: str | None = None, since: int | None = None, limit: int = 50,
+    offset: int = 0, sort_order: str = "desc",
+) -> dict[str, Any]:
+    clauses, values = ["d.merchant_id = :m"], {"m": merchant_id}
+    for column, value in (("coin", coin), ("status", status), ("address", address), ("user_id", user_id)):
+        if value is not None:
+            clauses.append(f"d.{column} = :{column}")
+            values[column] = value
+    if since is not None:
+        clauses.append("d.created_at >= :since")
+        values["since"] = since
+    where = " AND ".join(clauses)
+    direction = "ASC" if sort_order == "asc" else "DESC"
+    total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM deposits d WHERE {where}", values)
+    rows = await gateway.db.fetch_all(
+        f"SELECT d.*, p.order_id AS order_id FROM deposits d LEFT JOIN payments p ON p.track_id = d.track_id"
+        f" WHERE {where} ORDER BY d.created_at {direction}, d.id {direction} LIMIT :limit OFFSET :offset",
+        {**values, "limit": limit, "offset": offset},
+    )
+    return {"deposits": [deposit_view(gateway, r) for r in rows], "total": int(total), "limit": limit, "offset": offset}

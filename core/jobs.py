@@ -1,0 +1,32 @@
+"""The core's own periodic jobs, registered before the plugins' ones.
+
+Webhook delivery, one scan per chain adapter (adapters only report; the
+core scans) and payment expiry. Imports are local because these modules
+import the gateway module themselves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .gateway import Gateway
+
+EXPIRY_SECONDS = 15
+
+
+async def expire_payments_job(gateway: "Gateway") -> None:
+    from .deposits import expire_payments
+
+    await expire_payments(gateway)
+
+
+def register_core_jobs(gateway: "Gateway") -> None:
+    from .scanner import scan_job
+    from .webhooks import deliver_due
+
+    gateway.jobs.current_plugin = "core"
+    gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
+    gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
+    for adapter in gateway.chains:
+        gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)

@@ -1,0 +1,432 @@
+"""Payments: creating them, pricing them, and showing them (SPEC 2.2, 4.2).
+
+Three types share one record: ``static_address`` (a standing per-user
+address, no amount, no expiry), ``white_label`` (a one-time payment the
+merchant renders) and ``invoice`` (a hosted page at ``/pay/<track_id>``).
+Amounts are base units of ``pay_currency``; fiat-priced payments freeze the
+rate at creation (``rate_locked``) so market drift never changes what the
+payer owes. What deposits do to a payment is the deposit engine's job
+(``core/deposits.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from decimal import ROUND_CEILING, Decimal, localcontext
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import base58
+
+from . import addresses
+from .errors import InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
+from .money import AmountError, format_units
+from .prices import FIAT_CURRENCIES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .coins import Coin
+    from .gateway import Gateway
+
+STATIC, WHITE_LABEL, INVOICE = "static_address", "white_label", "invoice"
+PAYMENT_TYPES = (STATIC, WHITE_LABEL, INVOICE)
+WAITING, PAYING, PAID, EXPIRED, CANCELLED = "Waiting", "Paying", "Paid", "Expired", "Cancelled"
+STATUSES = (WAITING, PAYING, PAID, EXPIRED, CANCELLED)
+OPEN_STATUSES = (WAITING, PAYING)
+DEFAULT_LIFETIME = {WHITE_LABEL: 30, INVOICE: 60}
+MAX_LIFETIME_MINUTES = 43200
+
+
+def new_track_id() -> str:
+    return base58.b58encode(secrets.token_bytes(16)).decode()[:22]
+
+
+@dataclass(frozen=True)
+class PaymentRequest:
+    """Validated input of the three create endpoints (routes build it)."""
+
+    type: str
+    currency: str | None = None
+    amount: Decimal | None = None
+    amount_fiat: Decimal | None = None
+    fiat_currency: str | None = None
+    pay_currency: str | None = None
+    order_id: str | None = None
+    description: str | None = None
+    callback_url: str | None = None
+    user_id: str | None = None
+    lifetime: int | None = None
+    return_url: str | None = None
+    cancel_url: str | None = None
+    email: str | None = None
+    accepted_coins: Sequence[str] | None = None
+    key_id: str | None = None
+
+
+# -- coins and prices ----------------------------------------------------------------------
+
+
+def merchant_coins(merchant: Mapping[str, Any]) -> list[str]:
+    value = merchant["accepted_coins"]
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
+def chain_for(gateway: "Gateway", coin: str) -> Any:
+    """The adapter serving ``coin``; 503 when no chain plugin does."""
+    for adapter in gateway.chains:
+        if adapter.serves(coin):
+            return adapter
+    raise NotConfigured(f"no chain is configured for {coin}")
+
+
+def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str, field: str = "currency") -> "Coin":
+    """A coin the merchant accepts and a chain here can receive."""
+    coin = gateway.coins.get(symbol)
+    if coin is None:
+        raise ValidationError({field: f"unknown coin {symbol}"})
+    if symbol == "XMR":
+        raise InvalidRequest("XMR has no standing receive address", code="xmr_receive_unsupported")
+    if symbol not in merchant_coins(merchant):
+        raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted")
+    if coin.address_family == "lightning":
+        raise NotConfigured("Lightning payments are not configured on this deployment")
+    chain_for(gateway, symbol)
+    return coin
+
+
+def _prices(gateway: "Gateway") -> Any:
+    service = gateway.services.get("prices")
+    if service is None:
+        raise NotConfigured("no price source is configured")
+    return service
+
+
+async def coin_rate_in(gateway: "Gateway", symbol: str, fiat: str) -> Decimal:
+    """Price of one coin in ``fiat``; 503 when unknown (never guess a payer's amount)."""
+    rate = await _prices(gateway).coin_price_in(symbol, fiat)
+    if rate <= 0:
+        raise ServiceUnavailable(f"no {symbol}/{fiat} rate is available right now")
+    return rate
+
+
+def units_ceiling(value: Decimal, coin: "Coin") -> int:
+    """Base units of a computed coin amount, rounded up: the payer never pays short."""
+    with localcontext() as ctx:
+        ctx.prec = 120
+        units = (value * (Decimal(10) ** coin.decimals)).to_integral_value(rounding=ROUND_CEILING)
+    if units <= 0:
+        raise ValidationError({"amount": "is too small to pay in this coin"})
+    return int(units)
+
+
+def _rate_text(rate: Decimal) -> str:
+    return format(rate.normalize(), "f")
+
+
+async def price_payment(
+    gateway: "Gateway", request: PaymentRequest, currency: str, pay_coin: "Coin"
+) -> dict[str, Any]:
+    """Amount fields of a priced payment: pay_amount in base units plus the fiat lock."""
+    now = gateway.now()
+    if request.amount_fiat is not None or currency in FIAT_CURRENCIES:
+        fiat = request.fiat_currency if request.amount_fiat is not None else currency
+        fiat_amount = request.amount_fiat if request.amount_fiat is not None else request.amount
+        rate = await coin_rate_in(gateway, pay_coin.symbol, fiat)
+        with localcontext() as ctx:
+            ctx.prec = 120
+            pay_units = units_ceiling(fiat_amount / rate, pay_coin)
+        fields = {"amount_fiat": format(fiat_amount.normalize(), "f"), "fiat_currency": fiat,
+                  "rate_locked": _rate_text(rate), "rate_locked_at": now, "pay_amount": pay_units}
+        if request.amount_fiat is not None:
+            # White-label: ``amount`` is in ``currency`` (a coin) at the same lock.
+            coin = gateway.coins.require(currency)
+            coin_rate = rate if coin.symbol == pay_coin.symbol else await coin_rate_in(gateway, coin.symbol, fiat)
+            with localcontext() as ctx:
+                ctx.prec = 120
+                fields["amount"] = coin.format(units_ceiling(fiat_amount / coin_rate, coin))
+        else:
+            fields["amount"] = fields["amount_fiat"]
+        return fields
+    coin = gateway.coins.require(currency)
+    try:
+        units = coin.to_units(request.amount)
+    except AmountError as exc:
+        raise ValidationError({"amount": str(exc)}) from None
+    fields = {"amount": coin.format(units), "pay_amount": units}
+    if pay_coin.symbol != coin.symbol:
+        # Coin-to-coin: convert through USD at creation and freeze the result.
+        from_usd = await coin_rate_in(gateway, coin.symbol, "USD")
+        to_usd = await coin_rate_in(gateway, pay_coin.symbol, "USD")
+        with localcontext() as ctx:
+            ctx.prec = 120
+            fields["pay_amount"] = units_ceiling(Decimal(units).scaleb(-coin.decimals) * from_usd / to_usd, pay_coin)
+    return fields
+
+
+# -- creation ---------------------------------------------------------------------------
+
+
+def _expiry(request: PaymentRequest, now: int) -> tuple[int | None, int | None]:
+    if request.type == STATIC:
+        return None, None
+    minutes = request.lifetime or DEFAULT_LIFETIME[request.type]
+    if not 1 <= minutes <= MAX_LIFETIME_MINUTES:
+        raise ValidationError({"lifetime": f"must be between 1 and {MAX_LIFETIME_MINUTES} minutes"})
+    return minutes, now + minutes * 60
+
+
+def _invoice_coins(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> list[str]:
+    """Coins the invoice's picker offers: the request's list, else every accepted coin a chain serves."""
+    accepted = merchant_coins(merchant)
+    wanted = list(request.accepted_coins) if request.accepted_coins else accepted
+    bad = [c for c in wanted if c not in accepted]
+    if bad:
+        raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted",
+                             detail={"accepted_coins": f"not accepted: {', '.join(bad)}"})
+    servable = [c for c in wanted if gateway.coins.get(c) and _servable(gateway, c)]
+    if not servable:
+        raise NotConfigured("none of the accepted coins has a configured chain")
+    return servable
+
+
+def _servable(gateway: "Gateway", symbol: str) -> bool:
+    coin = gateway.coins.get(symbol)
+    if coin is None or symbol == "XMR" or coin.address_family == "lightning":
+        return False
+    return any(adapter.serves(symbol) for adapter in gateway.chains)
+
+
+async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> Mapping[str, Any]:
+    """Validate, price, allocate an address and store a Waiting payment."""
+    now = gateway.now()
+    lifetime, expires_at = _expiry(request, now)
+    invoice_coins = None
+    if request.type == INVOICE:
+        invoice_coins = _invoice_coins(gateway, merchant, request)
+        currency = request.currency or invoice_coins[0]
+        if currency not in FIAT_CURRENCIES:
+            receivable_coin(gateway, merchant, currency)
+        pay_symbol = request.pay_currency or (currency if currency not in FIAT_CURRENCIES else invoice_coins[0])
+    else:
+        currency = request.currency
+        receivable_coin(gateway, merchant, currency)
+        pay_symbol = request.pay_currency or currency
+    pay_coin = receivable_coin(gateway, merchant, pay_symbol, field="pay_currency")
+    adapter = chain_for(gateway, pay_coin.symbol)
+
+    if request.type == STATIC:
+        existing = await _open_static(gateway, merchant["id"], currency, request.user_id)
+        if existing is not None:
+            return existing
+        address = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network,
+                                                    request.user_id or addresses.MERCHANT_KEY)
+        priced: dict[str, Any] = {"amount": None, "pay_amount": None}
+    else:
+        priced = await price_payment(gateway, request, currency, pay_coin)
+        if merchant.get("customer_static_mode") and request.user_id:
+            address = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, request.user_id)
+        else:
+            address = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
+
+    track_id = new_track_id()
+    row = {
+        "track_id": track_id, "merchant_id": merchant["id"], "type": request.type, "status": WAITING,
+        "currency": currency, "pay_currency": pay_coin.symbol, "amount": priced.get("amount"),
+        "pay_amount": None if priced.get("pay_amount") is None else gateway.db.amount_param(priced["pay_amount"]),
+        "address": address, "chain": adapter.name, "order_id": request.order_id, "description": request.description,
+        "callback_url": request.callback_url, "user_id": request.user_id, "return_url": request.return_url,
+        "cancel_url": request.cancel_url, "email": request.email,
+        "accepted_coins": json.dumps(invoice_coins) if invoice_coins is not None else None,
+        "amount_fiat": priced.get("amount_fiat"), "fiat_currency": priced.get("fiat_currency"),
+        "rate_locked": priced.get("rate_locked"), "rate_locked_at": priced.get("rate_locked_at"),
+        "lifetime_minutes": lifetime, "key_id": request.key_id, "expires_at": expires_at,
+        "created_at": now, "updated_at": now,
+    }
+    columns = ", ".join(row)
+    await gateway.db.execute(
+        f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row
+    )
+    return await get_payment(gateway, merchant["id"], track_id)
+
+
+async def _open_static(gateway: "Gateway", merchant_id: str, currency: str, user_id: str | None) -> Mapping[str, Any] | None:
+    """The same (user_id, currency) keeps its open static payment (and address)."""
+    user_clause = "user_id = :u" if user_id else "user_id IS NULL"
+    values = {"m": merchant_id, "c": currency, "t": STATIC}
+    if user_id:
+        values["u"] = user_id
+    return await gateway.db.fetch_one(
+        f"SELECT * FROM payments WHERE merchant_id = :m AND type = :t AND currency = :c AND {user_clause}"
+        " AND status IN ('Waiting', 'Paying') ORDER BY created_at DESC LIMIT 1",
+        values,
+    )
+
+
+# -- reads ----------------------------------------------------------------------------------
+
+
+async def get_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> Mapping[str, Any]:
+    """One payment; another merchant's (or an unknown) id is 404 alike."""
+    row = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+    if row is None or (merchant_id is not None and row["merchant_id"] != merchant_id):
+        raise NotFound()
+    return row
+
+
+async def payment_deposits(gateway: "Gateway", track_id: str) -> list[Mapping[str, Any]]:
+    return await gateway.db.fetch_all(
+        "SELECT * FROM deposits WHERE track_id = :t ORDER BY created_at, id", {"t": track_id}
+    )
+
+
+def transaction_view(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
+    """SPEC 2.3: a deposit as shown inside a payment and its webhooks."""
+    coin = gateway.coins.require(deposit["coin"])
+    return {
+        "tx_hash": deposit["tx_hash"],
+        "coin": deposit["coin"],
+        "amount": coin.format(gateway.db.to_int(deposit["amount"])),
+        "amount_usd": deposit["amount_usd"] or "0",
+        "status": deposit["status"],
+        "confirmations": int(deposit["confirmations"]),
+    }
+
+
+def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """SPEC 2.2: the payment record as the API shows it."""
+    pay_coin = gateway.coins.require(row["pay_currency"])
+    pay_amount = row["pay_amount"]
+    view: dict[str, Any] = {
+        "track_id": row["track_id"],
+        "type": row["type"],
+        "status": row["status"],
+        "amount": row["amount"],
+        "currency": row["currency"],
+        "pay_currency": row["pay_currency"],
+        "pay_amount": None if pay_amount is None else pay_coin.format(gateway.db.to_int(pay_amount)),
+        "address": row["address"],
+        "network": pay_coin.chain,
+        "order_id": row["order_id"],
+        "description": row["description"],
+        "user_id": row["user_id"],
+        "callback_url": row["callback_url"],
+        "expires_at": row["expires_at"],
+        "created_at": row["created_at"],
+        "transactions": [transaction_view(gateway, d) for d in deposits],
+    }
+    if row["paid_at"] is not None:
+        view["paid_at"] = row["paid_at"]
+    if row["type"] == INVOICE:
+        view["payment_url"] = f"{gateway.config.base_url}/pay/{row['track_id']}"
+        view["return_url"] = row["return_url"]
+        view["cancel_url"] = row["cancel_url"]
+        view["email"] = row["email"]
+        view["accepted_coins"] = json.loads(row["accepted_coins"]) if row["accepted_coins"] else []
+    if row["fiat_currency"]:
+        view.update({
+            "amount_fiat": row["amount_fiat"],
+            "fiat_currency": row["fiat_currency"],
+            "rate_locked": row["rate_locked"],
+            "rate_locked_at": row["rate_locked_at"],
+        })
+    return view
+
+
+async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> dict[str, Any]:
+    row = await get_payment(gateway, merchant_id, track_id)
+    return payment_view(gateway, row, await payment_deposits(gateway, track_id))
+
+
+def summary_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row of ``GET /v1/payment``."""
+    return {key: row[key] for key in ("track_id", "type", "status", "currency", "address", "paid_at", "created_at")}
+
+
+async def list_payments(
+    gateway: "Gateway", merchant_id: str, *, status: str | None = None, type: str | None = None,
+    order_id: str | None = None, currency: str | None = None, limit: int = 20, offset: int = 0,
+    sort_order: str = "desc",
+) -> dict[str, Any]:
+    clauses, values = ["merchant_id = :m"], {"m": merchant_id}
+    for column, value in (("status", status), ("type", type), ("order_id", order_id), ("currency", currency)):
+        if value is not None:
+            clauses.append(f"{column} = :{column}")
+            values[column] = value
+    where = " AND ".join(clauses)
+    direction = "ASC" if sort_order == "asc" else "DESC"
+    total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM payments WHERE {where}", values)
+    rows = await gateway.db.fetch_all(
+        f"SELECT * FROM payments WHERE {where} ORDER BY created_at {direction}, track_id {direction}"
+        " LIMIT :limit OFFSET :offset",
+        {**values, "limit": limit, "offset": offset},
+    )
+    return {"payments": [summary_view(r) for r in rows], "total": int(total), "limit": limit, "offset": offset}
+
+
+# -- changes by the merchant or the payer ---------------------------------------------------------
+
+
+async def cancel_payment(gateway: "Gateway", merchant_id: str, track_id: str) -> Mapping[str, Any]:
+    """Waiting -> Cancelled. A payment with money on the way (Paying) cannot be cancelled."""
+    async with gateway.db.transaction():
+        row = await gateway.db.fetch_one(
+            f"SELECT * FROM payments WHERE track_id = :t{gateway.db.for_update}", {"t": track_id}
+        )
+        if row is None or row["merchant_id"] != merchant_id:
+            raise NotFound()
+        if row["status"] == CANCELLED:
+            return row
+        if row["status"] != WAITING:
+            raise InvalidRequest(f"a {row['status']} payment cannot be cancelled", code="payment_not_cancellable")
+        await gateway.db.execute(
+            "UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
+            {"s": CANCELLED, "now": gateway.now(), "t": track_id},
+        )
+    return await get_payment(gateway, merchant_id, track_id)
+
+
+async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) -> bool:
+    """The hosted page's coin picker: re-price a Waiting invoice in another coin.
+
+    Returns False (and changes nothing) for anything not allowed: the page
+    silently ignores invalid choices (SPEC 4.14).
+    """
+    row = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+    if row is None or row["type"] != INVOICE or row["status"] != WAITING or row["pay_currency"] == symbol:
+        return False
+    if row["expires_at"] is not None and row["expires_at"] <= gateway.now():
+        return False
+    offered = json.loads(row["accepted_coins"]) if row["accepted_coins"] else []
+    if symbol not in offered or not _servable(gateway, symbol):
+        return False
+    merchant = await gateway.db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": row["merchant_id"]})
+    try:
+        pay_coin = receivable_coin(gateway, merchant, symbol)
+        request = PaymentRequest(type=INVOICE, amount=Decimal(row["amount_fiat"] or row["amount"]))
+        priced = await price_payment(gateway, request, row["fiat_currency"] or row["currency"], pay_coin)
+    except (InvalidRequest, ValidationError, ServiceUnavailable):
+        return False
+    adapter = chain_for(gateway, symbol)
+    async with gateway.db.transaction():
+        current = await gateway.db.fetch_one(
+            f"SELECT status, pay_currency FROM payments WHERE track_id = :t{gateway.db.for_update}", {"t": track_id}
+        )
+        seen = await gateway.db.fetch_val("SELECT COUNT(*) FROM deposits WHERE track_id = :t", {"t": track_id})
+        if current["status"] != WAITING or seen:
+            return False
+        address = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
+        await gateway.db.execute(
+            "UPDATE payments SET pay_currency = :c, pay_amount = :p, address = :a, chain = :ch,"
+            " rate_locked = :r, rate_locked_at = :ra, updated_at = :now WHERE track_id = :t",
+            {"c": symbol, "p": gateway.db.amount_param(priced["pay_amount"]), "a": address, "ch": adapter.name,
+             "r": priced.get("rate_locked"), "ra": priced.get("rate_locked_at"), "now": gateway.now(), "t": track_id},
+        )
+    return True
+
+
+async def accepted_currencies(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
+    return merchant_coins(merchant)
+
+
+def format_amount(gateway: "Gateway", symbol: str, units: int) -> str:
+    return format_units(units, gateway.coins.require(symbol).decimals)

@@ -1,0 +1,125 @@
+"""Follows each chain block by block and hands what it sees to the deposit engine.
+
+Generic over every ``ChainAdapter``: the scanner keeps the hashes of the
+blocks it processed (``chain_blocks``), so when the adapter's block at a
+remembered height has another hash, it walks back to the fork point and
+disconnects every block that left the best chain before scanning the new
+branch. Transfers are matched against the address table in one batched
+look-up per block, so the cost grows with transactions, not with the number
+of watched addresses. Catching up after downtime is the same loop starting
+from the last remembered block.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from . import addresses, deposits
+from .chains import Block, BlockRef, ChainAdapter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+REMEMBERED_BLOCKS = 200  # deepest reorg handled; older hashes are pruned
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    chain: str
+    scanned_tip: int | None
+    blocks: int = 0
+    disconnected: int = 0
+    observed: int = 0
+    credited: int = 0
+
+
+async def _remembered(gateway: "Gateway", chain: str, height: int) -> str | None:
+    return await gateway.db.fetch_val("SELECT hash FROM chain_blocks WHERE chain = :c AND height = :h",
+                                      {"c": chain, "h": height})
+
+
+async def _last_remembered(gateway: "Gateway", chain: str) -> BlockRef | None:
+    row = await gateway.db.fetch_one(
+        "SELECT height, hash FROM chain_blocks WHERE chain = :c ORDER BY height DESC LIMIT 1", {"c": chain})
+    return None if row is None else BlockRef(int(row["height"]), row["hash"])
+
+
+async def _rewind(gateway: "Gateway", adapter: ChainAdapter, tip: BlockRef) -> tuple[int, int]:
+    """Walk back from our last block to the fork point; returns (next height, blocks disconnected)."""
+    last = await _last_remembered(gateway, adapter.name)
+    if last is None:
+        start = adapter.start_height if adapter.start_height is not None else tip.height
+        return max(0, start), 0
+    height, disconnected = last.height, 0
+    while height >= 0:
+        ours = await _remembered(gateway, adapter.name, height)
+        if ours is None:
+            break  # older than what we remember: treat as final
+        if height <= tip.height and await adapter.block_hash(height) == ours:
+            break
+        await deposits.disconnect_block(gateway, adapter.name, ours)
+        await gateway.db.execute("DELETE FROM chain_blocks WHERE chain = :c AND height = :h",
+                                 {"c": adapter.name, "h": height})
+        disconnected += 1
+        height -= 1
+    if disconnected:
+        log.warning("%s: reorganisation, %d block(s) disconnected back to height %d", adapter.name, disconnected, height)
+    return height + 1, disconnected
+
+
+async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block, scanned_tip: int) -> int:
+    owners = await addresses.lookup(gateway, [t.address for t in block.transfers]) if block.transfers else {}
+    observed = 0
+    for transfer in block.transfers:
+        owner = owners.get(transfer.address)
+        if owner is not None:
+            await deposits.observe(gateway, adapter.name, transfer, owner, block.ref, scanned_tip)
+            observed += 1
+    await gateway.db.execute(
+        "INSERT INTO chain_blocks (chain, height, hash) VALUES (:c, :h, :b)"
+        " ON CONFLICT (chain, height) DO UPDATE SET hash = excluded.hash",
+        {"c": adapter.name, "h": block.height, "b": block.hash},
+    )
+    return observed
+
+
+async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
+    """One pass: handle reorgs, process new blocks (bounded), the mempool, confirmations."""
+    tip = await adapter.tip()
+    height, disconnected = await _rewind(gateway, adapter, tip)
+    last_height = height - 1
+    end = min(tip.height, height + adapter.max_blocks_per_scan - 1)
+    blocks = observed = 0
+    while height <= end:
+        block = await adapter.block(height)
+        parent = await _remembered(gateway, adapter.name, height - 1)
+        if parent is not None and block.parent_hash != parent:
+            break  # the chain moved under us; the next pass rewinds
+        observed += await _process_block(gateway, adapter, block, block.height)
+        last_height, blocks, height = height, blocks + 1, height + 1
+    await gateway.db.execute("DELETE FROM chain_blocks WHERE chain = :c AND height < :h",
+                             {"c": adapter.name, "h": last_height - REMEMBERED_BLOCKS})
+    mempool = list(await adapter.mempool())
+    if mempool:
+        owners = await addresses.lookup(gateway, [t.address for t in mempool])
+        for transfer in mempool:
+            owner = owners.get(transfer.address)
+            if owner is not None:
+                await deposits.observe(gateway, adapter.name, transfer, owner, None, last_height)
+                observed += 1
+    await deposits.mark_missing(gateway, adapter.name, {t.tx_hash for t in mempool}, adapter.drop_after_seconds)
+    credited = await deposits.refresh_confirmations(gateway, adapter.name, last_height) if last_height >= 0 else 0
+    return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited)
+
+
+def scan_job(adapter: ChainAdapter):
+    """The periodic job the core registers for each chain adapter."""
+
+    async def run(gateway: "Gateway") -> None:
+        await scan_chain(gateway, adapter)
+
+    return run

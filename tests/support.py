@@ -1,0 +1,113 @@
+"""Helpers shared by the API and end-to-end tests."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from orbchain.chains.devnet.adapter import devnet_chain
+from orbchain.core.scanner import scan_chain
+from orbchain.web.keys import GATEWAY
+
+
+@dataclass
+class Merchant:
+    token: str
+    merchant_id: str
+    keys: dict[str, str]
+
+    @property
+    def jwt(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def merchant_key(self) -> dict[str, str]:
+        return {"merchant_api_key": self.keys["merchant_api_key"]}
+
+    @property
+    def payout_key(self) -> dict[str, str]:
+        return {"payout_api_key": self.keys["payout_api_key"]}
+
+    @property
+    def general_key(self) -> dict[str, str]:
+        return {"general_api_key": self.keys["general_api_key"]}
+
+
+async def signup(client: Any, email: str = "merchant@example.com", password: str = "s3cret-pass") -> Merchant:
+    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password})
+    assert response.status == 200, await response.text()
+    data = (await response.json())["data"]
+    return Merchant(data["token"], data["merchant_id"], data["api_keys"])
+
+
+async def api(client: Any, method: str, path: str, headers: dict[str, str], **kwargs: Any) -> tuple[int, Any]:
+    response = await client.request(method, path, headers=headers, **kwargs)
+    return response.status, await response.json()
+
+
+class WebhookReceiver:
+    """A merchant endpoint on 127.0.0.1 recording raw webhook requests."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.fail_next = 0
+        self.server: TestServer | None = None
+
+    async def handle(self, request: web.Request) -> web.Response:
+        raw = await request.read()
+        if self.fail_next:
+            self.fail_next -= 1
+            return web.Response(status=503)
+        self.requests.append({"headers": dict(request.headers), "raw": raw, "body": json.loads(raw)})
+        return web.Response(text="ok")
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/hook", self.handle)
+        self.server = TestServer(app)
+        await self.server.start_server()
+        return str(self.server.make_url("/hook"))
+
+    async def close(self) -> None:
+        if self.server:
+            await self.server.close()
+
+    def verified(self, secret: str) -> list[dict[str, Any]]:
+        """Bodies whose HMAC-SHA512 over the raw bytes matches ``secret`` (all of them, or fail)."""
+        bodies = []
+        for request in self.requests:
+            expected = hmac.new(secret.encode(), request["raw"], hashlib.sha512).hexdigest()
+            assert hmac.compare_digest(expected, request["headers"]["HMAC"]), "bad webhook signature"
+            bodies.append(request["body"])
+        return bodies
+
+    def of_type(self, event_type: str) -> list[dict[str, Any]]:
+        return [r["body"] for r in self.requests if r["body"]["event_type"] == event_type]
+
+
+class Devnet:
+    """Drive the devnet chain and the scanner from a test."""
+
+    def __init__(self, client: Any) -> None:
+        self.gateway = client.app[GATEWAY]
+        self.chain = devnet_chain(self.gateway)
+        self.adapter = self.gateway.chains.get("devnet")
+
+    async def pay(self, coin: str, address: str, amount: str) -> str:
+        symbol = self.gateway.coins.require(coin)
+        tx = await self.chain.pay(symbol, address, symbol.to_units(amount))
+        await self.scan()
+        return tx
+
+    async def mine(self, blocks: int = 1) -> None:
+        await self.chain.mine(blocks)
+        await self.scan()
+
+    async def scan(self) -> Any:
+        return await scan_chain(self.gateway, self.adapter)

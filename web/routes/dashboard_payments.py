@@ -1,0 +1,117 @@
+"""Dashboard twins of the payment API (SPEC 4.7), authenticated by JWT."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...core import addresses
+from ...core import payments as svc
+from ...core.accounts import require_merchant
+from ...core.errors import InvalidRequest, ValidationError
+from ...core.qr import qr_data_uri
+from ..auth import principal_of, requires
+from ..envelope import envelope, read_json
+from ..keys import gateway_of
+from ..validation import Field, pagination, validate
+from .payments import balances_of, list_for, parse_payment_request
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/dashboard/payments")
+@requires("jwt")
+async def dashboard_payments(request: web.Request) -> web.Response:
+    return await list_for(request, principal_of(request).merchant_id)
+
+
+@routes.get("/dashboard/payments/{track_id}")
+@requires("jwt")
+async def dashboard_payment(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    return envelope(await svc.show_payment(gateway, principal_of(request).merchant_id, request.match_info["track_id"]))
+
+
+@routes.post("/dashboard/payments/{track_id}/cancel")
+@requires("jwt")
+async def dashboard_cancel(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    merchant_id = principal_of(request).merchant_id
+    await svc.cancel_payment(gateway, merchant_id, request.match_info["track_id"])
+    return envelope(await svc.show_payment(gateway, merchant_id, request.match_info["track_id"]))
+
+
+@routes.post("/dashboard/create-payment")
+@requires("jwt")
+async def dashboard_create_payment(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    principal = principal_of(request)
+    body = await read_json(request)
+    payment_type = validate(body, [Field("type", required=True, choices=svc.PAYMENT_TYPES)])["type"]
+    if payment_type in (svc.STATIC, svc.WHITE_LABEL) and not body.get("currency"):
+        raise ValidationError({"currency": "is required"})
+    if payment_type in (svc.WHITE_LABEL, svc.INVOICE) and body.get("amount") in (None, ""):
+        raise ValidationError({"amount": "is required"})
+    payment_request = await parse_payment_request(gateway, body, payment_type, principal)
+    merchant = await require_merchant(gateway.db, principal.merchant_id)
+    row = await svc.create_payment(gateway, merchant, payment_request)
+    return envelope(await svc.show_payment(gateway, principal.merchant_id, row["track_id"]))
+
+
+@routes.get("/dashboard/balances")
+@requires("jwt")
+async def dashboard_balances(request: web.Request) -> web.Response:
+    return envelope({"balances": await balances_of(gateway_of(request), principal_of(request).merchant_id)})
+
+
+@routes.get("/dashboard/transactions")
+@requires("jwt")
+async def dashboard_transactions(request: web.Request) -> web.Response:
+    """Newest deposits and payouts, ``limit`` applied to each list separately."""
+    gateway = gateway_of(request)
+    limit, _ = pagination(request.query, default_limit=100, max_limit=500)
+    merchant_id = principal_of(request).merchant_id
+    rows = await gateway.db.fetch_all(
+        "SELECT id, coin, amount, amount_usd, status, confirmations FROM deposits WHERE merchant_id = :m"
+        " ORDER BY created_at DESC, id DESC LIMIT :l", {"m": merchant_id, "l": limit})
+    deposits = [
+        {"id": r["id"], "coin": r["coin"], "amount": gateway.coins.require(r["coin"]).format(gateway.db.to_int(r["amount"])),
+         "amountUsd": r["amount_usd"] or "0", "status": r["status"], "confirmations": int(r["confirmations"])}
+        for r in rows
+    ]
+    # Payouts join this list when the money-out feature lands (its own table).
+    return envelope({"deposits": deposits, "payouts": []})
+
+
+def _standing_coins(gateway, merchant) -> list[str]:
+    return [c for c in svc.merchant_coins(merchant) if svc._servable(gateway, c)]
+
+
+@routes.get("/dashboard/deposit-addresses")
+@requires("jwt")
+async def deposit_addresses(request: web.Request) -> web.Response:
+    """The merchant's own standing address per accepted coin, with QR codes."""
+    gateway = gateway_of(request)
+    merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
+    rows = []
+    for symbol in _standing_coins(gateway, merchant):
+        coin = gateway.coins.require(symbol)
+        address = await addresses.standing_address(gateway, merchant, coin, svc.chain_for(gateway, symbol).network)
+        rows.append({"coin": symbol, "address": address, "qr": qr_data_uri(address)})
+    return envelope({"account_id": merchant["account_id"], "addresses": rows})
+
+
+@routes.get("/dashboard/receive-address")
+@requires("jwt")
+async def receive_address(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
+    symbol = (request.query.get("coin") or "").strip().upper()
+    if not symbol:
+        raise InvalidRequest("coin is required", code="missing_coin")
+    if symbol == "XMR":
+        raise InvalidRequest("XMR has no standing receive address", code="xmr_receive_unsupported")
+    if symbol not in svc.merchant_coins(merchant):
+        raise InvalidRequest("coin is not accepted by this account", code="coin_not_accepted")
+    coin = svc.receivable_coin(gateway, merchant, symbol, field="coin")
+    address = await addresses.standing_address(gateway, merchant, coin, svc.chain_for(gateway, symbol).network)
+    return envelope({"coin": symbol, "address": address})
