@@ -53,6 +53,9 @@ class AddressError(ValueError):
     def __repr__(self) -> str:
         return f"AddressError(code={self.code!r}, detail={self.detail!r})"
 
+    def __reduce__(self):  # keep code and detail across pickling (process pools)
+        return (type(self), (self.detail, self.code))
+
 
 class SeedError(ValueError):
     """The operator's seed material (hex seed or mnemonic) is unusable."""

@@ -18,7 +18,7 @@ from .errors import AddressError
 from .hashing import keccak256
 from .inputs import clean
 
-__all__ = ["evm_address", "evm_address_bytes", "validate_evm"]
+__all__ = ["eip55", "evm_address", "evm_address_bytes", "validate_evm"]
 
 _HEX40 = re.compile(r"[0-9a-fA-F]{40}")
 
@@ -32,9 +32,23 @@ def evm_address_bytes(public_key: bytes) -> bytes:
     return keccak256(public_key[1:])[12:]
 
 
+def eip55(account: bytes) -> str:
+    """EIP-55 form of a 20-byte account id (deposit-address fast path).
+
+    A letter is upper case when the matching nibble of keccak256(lower-case hex)
+    is >= 8. Validation uses eth-utils' to_checksum_address; the tests check the
+    two agree.
+    """
+    hex_lower = account.hex()
+    digest = keccak256(hex_lower.encode("ascii")).hex()
+    return "0x" + "".join(
+        c.upper() if c > "9" and digest[i] >= "8" else c for i, c in enumerate(hex_lower)
+    )
+
+
 def evm_address(public_key: bytes) -> str:
     """EIP-55 checksummed address of a compressed or uncompressed public key."""
-    return to_checksum_address(evm_address_bytes(public_key))
+    return eip55(evm_address_bytes(public_key))
 
 
 def validate_evm(address: object, network: str = "mainnet") -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from .errors import DerivationError
 
@@ -119,4 +120,16 @@ class DerivationScheme:
         return self.account_path(account) + middle + (self.leaf(index),)
 
     def path_str(self, account: int, index: int, change: bool = False) -> str:
-        return format_path(self.path(account, index, change))
+        # Validate before the cache: 1.0 and True compare equal to 1 as cache keys.
+        check_account(account)
+        check_index(index)
+        leaf = f"{index}'" if self.hardened_index else str(index)
+        return _branch_prefix(self, account, bool(change)) + leaf
+
+
+@lru_cache(maxsize=4096)
+def _branch_prefix(scheme: DerivationScheme, account: int, change: bool) -> str:
+    """"m/84'/0'/5'/0/" for a scheme, account and branch (cached: one per merchant)."""
+    branch = scheme.branch(change)
+    middle = () if branch is None else (branch,)
+    return format_path(scheme.account_path(account) + middle) + "/"

@@ -69,17 +69,29 @@ def decode_bech32(text: str, max_length: int | None = SEGWIT_MAX_LENGTH) -> tupl
     return hrp, data[:-6], const
 
 
+_KNOWN_HRPS = {h: (fam, net) for fam, nets in HRPS.items() for net, h in nets.items()}
+
+
+def _check_prefix(lower: str, hrp: str) -> None:
+    """Say which network/coin a wrong prefix belongs to, or that legacy is refused."""
+    if lower.startswith(hrp + "1"):
+        return
+    for other, (fam, net) in sorted(_KNOWN_HRPS.items(), key=lambda kv: -len(kv[0])):
+        if lower.startswith(other + "1"):
+            raise AddressError(f"prefix {other}1 is a {fam} {net} address; expected {hrp}1")
+    if lower[:1] in ("1", "3", "l", "m", "2", "n", "q"):
+        raise AddressError(
+            f"legacy (Base58) addresses are not accepted; use a native segwit {hrp}1 address"
+        )
+    raise AddressError(f"wrong prefix; expected {hrp}1")
+
+
 def decode_segwit(text: str, hrp: str) -> tuple[int, bytes]:
     """Decode a segwit address for ``hrp`` into (witness version, program),
     accepting only P2WPKH, P2WSH and taproot (v1, 32 bytes)."""
+    _check_prefix(text.lower(), hrp)
     got_hrp, data, const = decode_bech32(text)
-    if got_hrp != hrp:
-        known = {h: (fam, net) for fam, nets in HRPS.items() for net, h in nets.items()}
-        if got_hrp in known:
-            fam, net = known[got_hrp]
-            raise AddressError(
-                f"prefix {got_hrp}1 is a {fam} {net} address; expected {hrp}1"
-            )
+    if got_hrp != hrp:  # e.g. a second "1" inside the data part
         raise AddressError(f"wrong prefix; expected {hrp}1")
     if not data:
         raise AddressError("empty data section")
@@ -127,9 +139,44 @@ def validate_ltc(address: object, network: str = "mainnet") -> str:
     return validate_segwit(address, "ltc", network)
 
 
+# Deposit-address fast path. The same BIP-173 polymod as bech32.bech32_polymod,
+# with the five generator XORs folded into a 32-entry table: address derivation
+# runs it once per address, validation keeps using the library's. The tests
+# check both against each other.
+_GENERATORS = (0x3B6A57B2, 0x26508E6D, 0x1EA119FA, 0x3D4233DD, 0x2A1462B3)
+
+
+def _table_entry(top: int) -> int:
+    value = 0
+    for i, generator in enumerate(_GENERATORS):
+        if (top >> i) & 1:
+            value ^= generator
+    return value
+
+
+_POLYMOD_TABLE = tuple(_table_entry(top) for top in range(32))
+
+
+def _polymod(values: list[int]) -> int:
+    chk = 1
+    for value in values:
+        chk = ((chk & 0x1FFFFFF) << 5) ^ value ^ _POLYMOD_TABLE[chk >> 25]
+    return chk
+
+
+_HRP_EXPANDED: dict[str, list[int]] = {}
+
+
 def p2wpkh_address(public_key: bytes, hrp: str) -> str:
     """Native segwit v0 address of a 33-byte compressed public key."""
     if len(public_key) != 33:
         raise ValueError("P2WPKH needs a 33-byte compressed public key")
-    words = _bech32.convertbits(hash160(public_key), 8, 5)
-    return _bech32.bech32_encode(hrp, [0] + words)
+    expanded = _HRP_EXPANDED.get(hrp)
+    if expanded is None:
+        expanded = _HRP_EXPANDED.setdefault(hrp, _bech32.bech32_hrp_expand(hrp))
+    program = int.from_bytes(hash160(public_key), "big")
+    # witness version 0, then the 160-bit program as 32 five-bit words (no padding)
+    data = [0] + [(program >> shift) & 31 for shift in range(155, -1, -5)]
+    checksum = _polymod(expanded + data + [0, 0, 0, 0, 0, 0]) ^ BECH32_CONST
+    data += [(checksum >> shift) & 31 for shift in (25, 20, 15, 10, 5, 0)]
+    return hrp + "1" + "".join([_bech32.CHARSET[d] for d in data])
