@@ -1,27 +1,224 @@
-"""Route authentication declarations (the auth middleware enforces them).
+"""Who is calling: route declarations and the middleware that enforces them.
 
-A handler declares what it needs with ``@requires(...)``; the middleware in
-this module authenticates the request and puts a ``Principal`` at
-``request["principal"]``. (Placeholder until the accounts work lands.)
+A handler declares what it accepts with ``@requires(...)``, for example
+``@requires("merchant_key", scope="payment:create")`` or ``@requires("jwt")``;
+a handler without a declaration is public. The middleware authenticates the
+request and sets ``request[PRINCIPAL]`` to a :class:`Principal`.
+
+Rules (SPEC 5.1-5.3):
+
+* a legacy key is valid only in its own header (``merchant_api_key`` ...);
+* a scoped key is accepted in any of the three headers and authorised by
+  its scopes; a route without a ``scope`` accepts legacy keys only;
+* revoked, expired or rotated-out keys and bad tokens are 401; a call from
+  outside a key's ``ip_allowlist`` is 401 ``ip_not_allowed``; a missing scope
+  is 403; a disabled account is 403 ``merchant_disabled``.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import json
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from aiohttp import web
 
+from ..core import auth
+from ..core.errors import ApiError, Forbidden, RateLimited, Unauthorized
+from ..core.gateway import Gateway
+from .keys import GATEWAY, PRINCIPAL
+from .middlewares import SAFE_METHODS, client_ip
+
 AUTH_ATTR = "__orbchain_auth__"
 
+# Route kind -> (header, legacy key kind).
+KEY_HEADERS = {
+    "merchant_key": ("merchant_api_key", "merchant"),
+    "payout_key": ("payout_api_key", "payout"),
+    "general_key": ("general_api_key", "general"),
+}
+KINDS = frozenset({"jwt", *KEY_HEADERS})
 
-def requires(**spec: Any) -> Callable:
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller of one request."""
+
+    merchant_id: str
+    via: str  # "jwt", "merchant_key", "payout_key", "general_key" or "scoped_key"
+    key_id: str | None = None
+    scopes: frozenset[str] = field(default_factory=frozenset)
+    coin_allowlist: tuple[str, ...] = ()
+    webhook_url: str | None = None
+    brand_id: str | None = None
+    rate_limit_rpm: int | None = None
+
+    @property
+    def is_dashboard(self) -> bool:
+        return self.via == "jwt"
+
+    def has_scope(self, scope: str) -> bool:
+        # The dashboard owner may do everything its own keys may.
+        return self.is_dashboard or scope in self.scopes
+
+
+@dataclass(frozen=True)
+class AuthSpec:
+    kinds: frozenset[str]
+    scope: str | None = None
+
+
+def requires(*kinds: str, scope: str | None = None) -> Callable:
+    """Declare the credentials a handler accepts, and the scope it needs from a key."""
+    unknown = set(kinds) - KINDS
+    if not kinds or unknown:
+        raise ValueError(f"requires() takes one or more of {sorted(KINDS)}, got {sorted(unknown) or 'nothing'}")
+
     def mark(handler: Callable) -> Callable:
-        setattr(handler, AUTH_ATTR, spec)
+        setattr(handler, AUTH_ATTR, AuthSpec(frozenset(kinds), scope))
         return handler
 
     return mark
 
 
+def principal_of(request: web.Request) -> Principal:
+    """The caller of an authenticated route (set by the middleware)."""
+    return request[PRINCIPAL]
+
+
+def ensure_coin_allowed(principal: Principal, coin: str) -> None:
+    """403 ``coin_not_allowed`` when a key's non-empty coin allowlist excludes ``coin``."""
+    if principal.coin_allowlist and coin not in principal.coin_allowlist:
+        raise Forbidden(f"coin {coin} is not allowed for this API key", code="coin_not_allowed")
+
+
+def _disabled() -> ApiError:
+    return Forbidden("account disabled", code="merchant_disabled")
+
+
+async def _from_jwt(gateway: Gateway, token: str) -> Principal:
+    claims = auth.decode_dashboard_token(gateway.secrets.jwt_secret, token, gateway.now())
+    row = await gateway.db.fetch_one("SELECT enabled, token_version FROM merchants WHERE id = :id",
+                                     {"id": claims["sub"]})
+    if row is None or int(row["token_version"]) != claims.get("tv", 0):
+        raise Unauthorized("invalid token")
+    if not row["enabled"]:
+        raise _disabled()
+    return Principal(merchant_id=claims["sub"], via="jwt")
+
+
+def _ip_allowed(request: web.Request, cidrs: list[str]) -> bool:
+    try:
+        address = ipaddress.ip_address(client_ip(request).split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    for cidr in cidrs:
+        try:
+            if address in ipaddress.ip_network(cidr, strict=False):
+                return True
+        except ValueError:
+            continue
+    return False
+
+
+async def _from_key(request: web.Request, spec: AuthSpec) -> Principal | None:
+    """The key principal, None when no usable key header is present."""
+    gateway = request.app[GATEWAY]
+    accepted = [k for k in KEY_HEADERS if k in spec.kinds]
+    others = [k for k in KEY_HEADERS if k not in spec.kinds]
+    for route_kind in accepted + others:
+        header, legacy_kind = KEY_HEADERS[route_kind]
+        value = request.headers.get(header, "").strip()
+        if not value:
+            continue
+        match = await auth.find_api_key(gateway.db, value)
+        if match is None:
+            raise Unauthorized("invalid API key")
+        row = match.row
+        if row["is_legacy"]:
+            if row["kind"] != legacy_kind:
+                # A legacy key in a foreign header: refuse it where the route
+                # reads that header, ignore it where the client sent extras.
+                if route_kind in spec.kinds:
+                    raise Unauthorized("invalid API key")
+                continue
+            if route_kind not in spec.kinds:
+                continue  # e.g. a general key sent along to a payment route
+        problem = auth.key_problem(match, gateway.now())
+        if problem:
+            raise Unauthorized(problem)
+        if not row["merchant_enabled"]:
+            raise _disabled()
+        return await _principal_for_key(request, gateway, row)
+    return None
+
+
+async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -> Principal:
+    ip_allowlist = json.loads(row["ip_allowlist"] or "[]")
+    if ip_allowlist and not _ip_allowed(request, ip_allowlist):
+        raise Unauthorized("request address not in the key's IP allowlist", code="ip_not_allowed")
+    if row["is_legacy"]:
+        via, scopes = f"{row['kind']}_key", auth.LEGACY_SCOPES[row["kind"]]
+    else:
+        via, scopes = "scoped_key", frozenset(json.loads(row["scopes"] or "[]"))
+    await auth.touch_api_key(gateway.db, row["id"], row["last_used_at"], gateway.now())
+    return Principal(
+        merchant_id=row["merchant_id"],
+        via=via,
+        key_id=row["id"],
+        scopes=scopes,
+        coin_allowlist=tuple(json.loads(row["coin_allowlist"] or "[]")),
+        webhook_url=row["webhook_url"],
+        brand_id=row["brand_id"],
+        rate_limit_rpm=row["rate_limit_rpm"],
+    )
+
+
+def _bearer(request: web.Request) -> str | None:
+    header = request.headers.get("Authorization", "")
+    if header[:7].lower() == "bearer " and header[7:].strip():
+        return header[7:].strip()
+    return None
+
+
+async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
+    """Resolve the caller for a route declaring ``spec``, or raise 401/403."""
+    gateway = request.app[GATEWAY]
+    token = _bearer(request) if "jwt" in spec.kinds else None
+    if token is not None:
+        return await _from_jwt(gateway, token)
+    if spec.kinds - {"jwt"}:
+        principal = await _from_key(request, spec)
+        if principal is not None:
+            if spec.scope is None and principal.via == "scoped_key":
+                raise Forbidden("access denied: this route takes a legacy key")
+            if spec.scope is not None and not principal.has_scope(spec.scope):
+                raise Forbidden(f"access denied: the key lacks scope {spec.scope}")
+            return principal
+        raise Unauthorized("missing API key" if "jwt" not in spec.kinds else "missing credentials")
+    raise Unauthorized("missing token")
+
+
+async def _enforce_key_rate(request: web.Request, principal: Principal) -> None:
+    """A scoped key's own write limit (``rate_limit_rpm``)."""
+    if principal.rate_limit_rpm is None or request.method in SAFE_METHODS:
+        return
+    limiter = request.app[GATEWAY].services.get("rate_limiter")
+    if limiter is None:
+        return
+    decision = await limiter.hit(f"key_rpm:{principal.key_id}", principal.rate_limit_rpm)
+    if not decision.allowed:
+        raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
+
+
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
+    spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
+    if isinstance(spec, AuthSpec):
+        principal = await authenticate(request, spec)
+        request[PRINCIPAL] = principal
+        await _enforce_key_rate(request, principal)
     return await handler(request)

@@ -1,5 +1,91 @@
-"""Routes: dashboard_auth (being built)."""
+"""Dashboard sign-up, sign-in and the account record (SPEC 4.7, 5.3).
+
+No captcha is configured in this build, so ``turnstile_token`` is accepted
+and ignored; a captcha plugin would verify it here and answer 403.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
 
 from aiohttp import web
 
+from ...core import accounts
+from ...core.errors import ValidationError
+from ..auth import principal_of, requires
+from ..envelope import envelope, read_json
+from ..keys import gateway_of
+from ..middlewares import rate_class
+from ..validation import Field, validate
+
 routes = web.RouteTableDef()
+
+PASSWORD_MIN, PASSWORD_MAX = 8, 128
+
+
+def password_field(body: Mapping[str, Any], name: str, errors: dict[str, str], *, check_length: bool = True) -> str:
+    """A password exactly as sent: never stripped, 8-128 characters when ``check_length``."""
+    value = body.get(name)
+    if not isinstance(value, str) or not value:
+        errors[name] = "is required" if value in (None, "") else "must be a string"
+        return ""
+    if check_length and not PASSWORD_MIN <= len(value) <= PASSWORD_MAX:
+        errors[name] = f"must be {PASSWORD_MIN}-{PASSWORD_MAX} characters"
+    elif len(value) > 1024:
+        errors[name] = "is too long"
+    return value
+
+
+def validate_with_passwords(body: Mapping[str, Any], fields: list[Field], passwords: dict[str, bool]) -> dict[str, Any]:
+    """``validate`` plus password fields (name -> check 8-128 length), all errors in one 400."""
+    errors: dict[str, str] = {}
+    try:
+        clean = validate(body, fields)
+    except ValidationError as exc:
+        errors.update(exc.detail or {})
+        clean = {}
+    for name, check_length in passwords.items():
+        clean[name] = password_field(body, name, errors, check_length=check_length)
+    if errors:
+        raise ValidationError(errors)
+    return clean
+
+
+def _ref(body: Mapping[str, Any]) -> str | None:
+    # Bad referrer values are silently ignored (SPEC 4.7), never a 400.
+    value = body.get("ref")
+    return value.strip() if isinstance(value, str) and 0 < len(value.strip()) <= 64 else None
+
+
+@routes.post("/dashboard/auth/signup")
+@rate_class("auth")
+async def signup(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    clean = validate_with_passwords(
+        body, [Field("email", "email", required=True, max_len=254), Field("turnstile_token", max_len=4096)],
+        {"password": True})
+    result = await accounts.sign_up(gateway_of(request), clean["email"], clean["password"], _ref(body))
+    return envelope({
+        "token": result.token,
+        "merchant_id": result.merchant_id,
+        "email": result.email,
+        "api_keys": dict(result.api_keys),
+    })
+
+
+@routes.post("/dashboard/auth/login")
+@rate_class("auth")
+async def login(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    clean = validate_with_passwords(
+        body, [Field("email", required=True, max_len=254), Field("turnstile_token", max_len=4096)], {"password": False})
+    row, token = await accounts.log_in(gateway_of(request), clean["email"], clean["password"])
+    return envelope({"token": token, "merchant_id": row["id"], "email": row["email"]})
+
+
+@routes.get("/dashboard/account")
+@requires("jwt")
+async def account(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    row = await accounts.require_merchant(gateway.db, principal_of(request).merchant_id)
+    return envelope({"account": accounts.account_view(gateway, row)})

@@ -1,0 +1,554 @@
+"""Merchant accounts: sign-up, sign-in, settings, two-factor and API keys.
+
+Service functions take the :class:`Gateway` (config, db, coins, secrets,
+clock) and raise :mod:`orbchain.core.errors`; the dashboard routes only
+parse and shape. Secrets shown once (API keys, webhook secret) are returned
+to the caller and never logged.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Mapping, Sequence
+
+import asyncpg
+
+from . import auth
+from .db import Database, Row
+from .errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
+from .gateway import Gateway
+from .netguard import UnsafeUrl, check_public_url
+
+log = logging.getLogger(__name__)
+
+ACCOUNT_ID_PREFIX = "ORB"  # the brand-specific prefix of public account ids (SPEC 2.12)
+ACCOUNT_ID_BODY_LENGTH = 20
+BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+DEFAULT_ACCEPTED_COINS = ("BTC", "LTC", "ETH", "USDT_ERC20", "USDT_TRC20", "SOL")
+KEY_ACCOUNT_COUNTER = "merchant_key_account"
+MAX_KEY_ACCOUNT = 2**31 - 1  # hardened BIP-32 indices stop here
+MAX_CONFIRMATIONS = 1000
+SCOPED_KEY_SOFT_LIMIT = 50
+
+
+def new_merchant_id() -> str:
+    return "mer_" + secrets.token_hex(12)
+
+
+def new_account_id() -> str:
+    body = "".join(secrets.choice(BASE58_ALPHABET) for _ in range(ACCOUNT_ID_BODY_LENGTH))
+    return f"{ACCOUNT_ID_PREFIX}-{body}"
+
+
+def normalize_email(email: str) -> str:
+    # Stored lower-cased, so the UNIQUE column is case-insensitive on both databases.
+    return email.strip().lower()
+
+
+def _is_unique_violation(exc: BaseException) -> bool:
+    return isinstance(exc, (sqlite3.IntegrityError, asyncpg.exceptions.UniqueViolationError))
+
+
+def _json(value: Any, default: Any) -> Any:
+    if value is None or value == "":
+        return default
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def legacy_key_id(kind: str, merchant_id: str) -> str:
+    return f"legacy_{kind}_{merchant_id}"
+
+
+# -- records --------------------------------------------------------------------------
+
+
+async def get_merchant(db: Database, merchant_id: str) -> Row | None:
+    return await db.fetch_one("SELECT * FROM merchants WHERE id = :id", {"id": merchant_id})
+
+
+async def require_merchant(db: Database, merchant_id: str) -> Row:
+    row = await get_merchant(db, merchant_id)
+    if row is None:
+        raise NotFound()
+    return row
+
+
+async def find_by_account_id(db: Database, account_id: str) -> Row | None:
+    """The merchant behind a public account id (transfers, tips, referrals)."""
+    if not isinstance(account_id, str) or len(account_id) > 64:
+        return None
+    return await db.fetch_one("SELECT * FROM merchants WHERE account_id = :a", {"a": account_id})
+
+
+def effective_fee_percent(gateway: Gateway, row: Row) -> str:
+    """The merchant's own rate, else the operator default, as a decimal string."""
+    return str(Decimal(row["fee_percent"] or gateway.config.fees.default_fee_percent))
+
+
+def accepted_coins(row: Row) -> list[str]:
+    return list(_json(row["accepted_coins"], []))
+
+
+def effective_confirmations(gateway: Gateway, row: Row) -> dict[str, int]:
+    """Threshold per accepted coin: the merchant's setting, else the coin default."""
+    overrides = _json(row["confirmations"], {})
+    result = {}
+    for symbol in accepted_coins(row):
+        coin = gateway.coins.get(symbol)
+        if coin is not None:
+            result[symbol] = max(int(overrides.get(symbol, coin.default_threshold)), coin.confirmations)
+    return result
+
+
+def account_view(gateway: Gateway, row: Row) -> dict[str, Any]:
+    """SPEC 2.15; never carries a hash or a secret."""
+    return {
+        "id": row["id"],
+        "account_id": row["account_id"],
+        "email": row["email"],
+        "webhook_url": row["webhook_url"],
+        "fee_percent": effective_fee_percent(gateway, row),
+        "accepted_coins": accepted_coins(row),
+        "confirmations": effective_confirmations(gateway, row),
+        "totp_enabled": bool(row["totp_enabled"]),
+        "enabled": bool(row["enabled"]),
+        "created_at": row["created_at"],
+        "default_settlement_coin": row["default_settlement_coin"],
+        "customer_static_mode": bool(row["customer_static_mode"]),
+    }
+
+
+# -- sign-up and sign-in ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SignupResult:
+    merchant_id: str
+    email: str
+    token: str
+    api_keys: Mapping[str, str]  # header name -> plaintext, shown once
+
+    def __repr__(self) -> str:
+        return f"<SignupResult {self.merchant_id}>"
+
+
+async def next_key_account(db: Database) -> int:
+    """The next hardened HD account index; call inside the sign-up transaction."""
+    await db.execute(
+        "INSERT INTO counters (name, value) VALUES (:n, 0) ON CONFLICT (name) DO NOTHING", {"n": KEY_ACCOUNT_COUNTER}
+    )
+    value = await db.fetch_val(
+        "UPDATE counters SET value = value + 1 WHERE name = :n RETURNING value", {"n": KEY_ACCOUNT_COUNTER}
+    )
+    if value is None or int(value) > MAX_KEY_ACCOUNT:
+        raise ServiceUnavailable("no merchant accounts left on this deployment")
+    return int(value)
+
+
+async def _insert_key(db: Database, *, key_id: str, merchant_id: str, kind: str, issued: auth.IssuedKey,
+                      now: int, **extra: Any) -> None:
+    columns = {
+        "id": key_id, "merchant_id": merchant_id, "kind": kind, "prefix": issued.prefix,
+        "key_hash": issued.key_hash, "created_at": now, **extra,
+    }
+    names = ", ".join(columns)
+    params = ", ".join(f":{name}" for name in columns)
+    await db.execute(f"INSERT INTO api_keys ({names}) VALUES ({params})", columns)
+
+
+async def sign_up(gateway: Gateway, email: str, password: str, ref: str | None = None) -> SignupResult:
+    """Create a merchant with its three legacy keys; 409 when the e-mail is taken."""
+    db, email = gateway.db, normalize_email(email)
+    if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
+        raise Conflict("email already registered")
+    password_hash = await auth.hash_password_async(password)
+    referrer = await find_by_account_id(db, ref) if ref else None
+    merchant_id, now = new_merchant_id(), gateway.now()
+    issued = {kind: auth.generate_api_key(kind) for kind in auth.LEGACY_KINDS}
+    try:
+        async with db.transaction():
+            key_account = await next_key_account(db)
+            await db.execute(
+                "INSERT INTO merchants (id, account_id, email, password_hash, key_account, accepted_coins,"
+                " confirmations, referrer_id, created_at, updated_at)"
+                " VALUES (:id, :aid, :email, :pw, :ka, :coins, '{}', :ref, :now, :now)",
+                {"id": merchant_id, "aid": new_account_id(), "email": email, "pw": password_hash, "ka": key_account,
+                 "coins": json.dumps(list(DEFAULT_ACCEPTED_COINS)), "ref": referrer["id"] if referrer else None,
+                 "now": now},
+            )
+            for kind, key in issued.items():
+                await _insert_key(db, key_id=legacy_key_id(kind, merchant_id), merchant_id=merchant_id, kind=kind,
+                                  issued=key, now=now, label=f"{kind}_api_key", is_legacy=True,
+                                  scopes=json.dumps(sorted(auth.LEGACY_SCOPES[kind])))
+    except Exception as exc:
+        if _is_unique_violation(exc) and await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
+            raise Conflict("email already registered") from None
+        raise
+    log.info("merchant %s signed up", merchant_id)
+    token = auth.issue_dashboard_token(gateway.secrets.jwt_secret, merchant_id, 0, now)
+    keys = {f"{kind}_api_key": key.plaintext for kind, key in issued.items()}
+    return SignupResult(merchant_id, email, token, keys)
+
+
+async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]:
+    """The merchant row and a fresh token; one message for any wrong credential."""
+    db = gateway.db
+    row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": normalize_email(email)})
+    # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
+    stored = row["password_hash"] if row is not None else auth.dummy_password_hash()
+    ok = await auth.verify_password_async(password, stored)
+    if row is None or not ok:
+        raise Unauthorized("invalid credentials")
+    if not row["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    if auth.needs_rehash(row["password_hash"]):
+        await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
+                         {"pw": await auth.hash_password_async(password), "id": row["id"]})
+    token = auth.issue_dashboard_token(gateway.secrets.jwt_secret, row["id"], row["token_version"], gateway.now())
+    return row, token
+
+
+async def change_password(gateway: Gateway, merchant_id: str, current: str, new: str) -> str:
+    """Replace the password and invalidate every older token; returns a fresh one."""
+    db = gateway.db
+    row = await require_merchant(db, merchant_id)
+    if not await auth.verify_password_async(current, row["password_hash"]):
+        raise Unauthorized("wrong password")
+    new_hash = await auth.hash_password_async(new)
+    async with db.transaction():
+        version = await db.fetch_val(
+            "UPDATE merchants SET password_hash = :pw, token_version = token_version + 1, updated_at = :now"
+            " WHERE id = :id RETURNING token_version",
+            {"pw": new_hash, "now": gateway.now(), "id": merchant_id},
+        )
+    log.info("merchant %s changed password", merchant_id)
+    return auth.issue_dashboard_token(gateway.secrets.jwt_secret, merchant_id, int(version), gateway.now())
+
+
+async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> str:
+    """A new plaintext for a legacy key; the old value stops working at once."""
+    issued = auth.generate_api_key(kind)
+    await gateway.db.execute(
+        "UPDATE api_keys SET key_hash = :h, prefix = :p, previous_hash = NULL, previous_valid_until = NULL,"
+        " last_used_at = NULL WHERE id = :id AND merchant_id = :m",
+        {"h": issued.key_hash, "p": issued.prefix, "id": legacy_key_id(kind, merchant_id), "m": merchant_id},
+    )
+    log.info("merchant %s rotated its %s key", merchant_id, kind)
+    return issued.plaintext
+
+
+# -- settings -------------------------------------------------------------------------------
+
+
+async def _update(gateway: Gateway, merchant_id: str, assignments: str, values: Mapping[str, Any]) -> Row:
+    await gateway.db.execute(
+        f"UPDATE merchants SET {assignments}, updated_at = :now WHERE id = :id",
+        {**values, "now": gateway.now(), "id": merchant_id},
+    )
+    return await require_merchant(gateway.db, merchant_id)
+
+
+async def check_webhook_url(gateway: Gateway, url: str, field: str = "webhook_url") -> str:
+    """The URL if it is public http(s), else a validation error naming ``field``."""
+    try:
+        await check_public_url(url, allow_private=gateway.config.webhooks.allow_private_urls)
+    except UnsafeUrl as exc:
+        raise ValidationError({field: str(exc)}) from None
+    return url.strip()
+
+
+def new_webhook_secret() -> str:
+    return secrets.token_hex(32)
+
+
+async def set_webhook(gateway: Gateway, merchant_id: str, url: str, rotate_secret: bool = False) -> dict[str, Any]:
+    """Save the webhook URL; a secret is created the first time or on request (shown once)."""
+    url = await check_webhook_url(gateway, url)
+    row = await require_merchant(gateway.db, merchant_id)
+    result: dict[str, Any] = {"webhook_url": url}
+    if rotate_secret or not row["webhook_secret"]:
+        secret = new_webhook_secret()
+        await _update(gateway, merchant_id, "webhook_url = :u, webhook_secret = :s", {"u": url, "s": secret})
+        result["webhook_secret"] = secret
+    else:
+        await _update(gateway, merchant_id, "webhook_url = :u", {"u": url})
+    return result
+
+
+async def webhook_target(db: Database, merchant_id: str, key_id: str | None = None) -> tuple[str, str] | None:
+    """``(url, secret)`` to deliver a merchant's webhook to, or None when it cannot be signed.
+
+    A scoped key's own URL (and secret, if it has one) wins over the account's.
+    The engine must refuse to send when this is None (SPEC 6.2).
+    """
+    row = await get_merchant(db, merchant_id)
+    if row is None:
+        return None
+    url, secret = row["webhook_url"], row["webhook_secret"]
+    if key_id:
+        key = await db.fetch_one("SELECT webhook_url, webhook_secret FROM api_keys WHERE id = :id AND merchant_id = :m",
+                                 {"id": key_id, "m": merchant_id})
+        if key is not None and key["webhook_url"]:
+            url, secret = key["webhook_url"], key["webhook_secret"] or secret
+    return (url, secret) if url and secret else None
+
+
+async def set_accepted_coins(gateway: Gateway, merchant_id: str, coins: Sequence[str]) -> Row:
+    row = await require_merchant(gateway.db, merchant_id)
+    clean: list[str] = []
+    for symbol in coins:
+        coin = gateway.coins.get(symbol)
+        if coin is None or not coin.receivable:
+            raise ValidationError({"accepted_coins": f"{symbol} is not a supported coin"})
+        if symbol == "XMR" and row["default_settlement_coin"] in (None, "", "XMR"):
+            raise ValidationError({"accepted_coins": "XMR requires a non-XMR default_settlement_coin"})
+        if symbol not in clean:
+            clean.append(symbol)
+    if not clean:
+        raise ValidationError({"accepted_coins": "must have at least 1 item(s)"})
+    return await _update(gateway, merchant_id, "accepted_coins = :c", {"c": json.dumps(clean)})
+
+
+async def set_confirmations(gateway: Gateway, merchant_id: str, thresholds: Mapping[str, Any]) -> Row:
+    """Merge per-coin thresholds into the account; never below the coin's floor."""
+    errors: dict[str, str] = {}
+    clean: dict[str, int] = {}
+    for symbol, value in thresholds.items():
+        coin = gateway.coins.get(symbol)
+        if coin is None:
+            errors[symbol] = "is not a supported coin"
+            continue
+        if coin.default_threshold == 0:
+            errors[symbol] = "has no confirmation threshold"
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, Decimal)) or value != int(value):
+            errors[symbol] = "must be an integer"
+        elif value < coin.confirmations:
+            errors[symbol] = f"must be at least {coin.confirmations}"
+        elif value > MAX_CONFIRMATIONS:
+            errors[symbol] = f"must be at most {MAX_CONFIRMATIONS}"
+        else:
+            clean[symbol] = int(value)
+    if not thresholds:
+        errors["confirmations"] = "must name at least one coin"
+    if errors:
+        raise ValidationError(errors)
+    async with gateway.db.transaction():
+        row = await gateway.db.fetch_one(
+            "SELECT confirmations FROM merchants WHERE id = :id" + gateway.db.for_update, {"id": merchant_id})
+        if row is None:
+            raise NotFound()
+        merged = {**_json(row["confirmations"], {}), **clean}
+        return await _update(gateway, merchant_id, "confirmations = :c", {"c": json.dumps(merged, sort_keys=True)})
+
+
+async def set_customer_static_mode(gateway: Gateway, merchant_id: str, enabled: bool) -> Row:
+    return await _update(gateway, merchant_id, "customer_static_mode = :e", {"e": bool(enabled)})
+
+
+# -- two-factor (TOTP) ------------------------------------------------------------------------
+
+
+async def start_totp_setup(gateway: Gateway, merchant_id: str) -> tuple[str, str]:
+    """A new pending secret and its otpauth URL; MFA stays off until verified."""
+    row = await require_merchant(gateway.db, merchant_id)
+    if row["totp_enabled"]:
+        raise InvalidRequest("two-factor authentication is already enabled; disable it first")
+    secret = auth.new_totp_secret()
+    await _update(gateway, merchant_id, "totp_secret = :s, totp_last_step = NULL", {"s": secret})
+    return secret, auth.totp_provisioning_uri(secret, row["email"])
+
+
+async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pending: bool = False) -> bool:
+    """True when ``code`` is valid now and was not used before (replay guard).
+
+    Step-up checks (transfers, payouts) call this with the default
+    ``pending=False``: it then requires MFA to be enabled. The accepted
+    time-step is stored, so a code (or an older one) cannot be used again.
+    """
+    code = auth.normalize_totp_code(code)
+    if code is None:
+        return False
+    async with db.transaction():
+        row = await db.fetch_one(
+            "SELECT totp_secret, totp_enabled, totp_last_step FROM merchants WHERE id = :id" + db.for_update,
+            {"id": merchant_id},
+        )
+        if row is None or not row["totp_secret"] or (not pending and not row["totp_enabled"]):
+            return False
+        step = auth.matching_totp_step(row["totp_secret"], code, now)
+        if step is None or (row["totp_last_step"] is not None and step <= int(row["totp_last_step"])):
+            return False
+        await db.execute("UPDATE merchants SET totp_last_step = :s WHERE id = :id", {"s": step, "id": merchant_id})
+    return True
+
+
+async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
+    row = await require_merchant(gateway.db, merchant_id)
+    if row["totp_enabled"]:
+        raise InvalidRequest("two-factor authentication is already enabled")
+    if not row["totp_secret"]:
+        raise InvalidRequest("run MFA setup first")
+    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True):
+        raise Unauthorized("invalid TOTP code")
+    await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
+    log.info("merchant %s enabled two-factor authentication", merchant_id)
+
+
+async def disable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
+    row = await require_merchant(gateway.db, merchant_id)
+    if not row["totp_enabled"]:
+        raise InvalidRequest("two-factor authentication is not enabled")
+    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
+        raise Unauthorized("invalid TOTP code")
+    await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
+    log.info("merchant %s disabled two-factor authentication", merchant_id)
+
+
+# -- API keys -------------------------------------------------------------------------------------
+
+
+def masked_key(prefix: str) -> str:
+    """A display form built from the stored prefix (the rest is only a hash)."""
+    return prefix + "*" * 12
+
+
+def key_view(row: Row) -> dict[str, Any]:
+    """SPEC 2.14; never the hash."""
+    return {
+        "id": row["id"],
+        "label": row["label"],
+        "prefix": row["prefix"],
+        "scopes": _json(row["scopes"], []),
+        "coin_allowlist": _json(row["coin_allowlist"], []),
+        "ip_allowlist": _json(row["ip_allowlist"], []),
+        "webhook_url": row["webhook_url"],
+        "rate_limit_rpm": row["rate_limit_rpm"],
+        "last_used_at": row["last_used_at"],
+        "revoked_at": row["revoked_at"],
+        "expires_at": row["expires_at"],
+        "created_at": row["created_at"],
+        "is_legacy": bool(row["is_legacy"]),
+    }
+
+
+async def list_api_keys(db: Database, merchant_id: str) -> dict[str, Any]:
+    rows = await db.fetch_all("SELECT * FROM api_keys WHERE merchant_id = :m ORDER BY created_at, id",
+                              {"m": merchant_id})
+    result: dict[str, Any] = {f"{kind}_api_key": None for kind in auth.LEGACY_KINDS}
+    for row in rows:
+        if row["is_legacy"]:
+            result[f"{row['kind']}_api_key"] = masked_key(row["prefix"])
+    result["keys"] = [key_view(row) for row in rows]
+    return result
+
+
+def parse_cidrs(values: Sequence[str]) -> list[str]:
+    """Normalised CIDRs (a bare address is a /32 or /128), or a validation error."""
+    clean = []
+    for value in values:
+        try:
+            clean.append(str(ipaddress.ip_network(value, strict=False)))
+        except ValueError:
+            raise ValidationError({"ip_allowlist": f"{value} is not a valid CIDR"}) from None
+    return clean
+
+
+@dataclass(frozen=True)
+class ScopedKeyRequest:
+    label: str
+    scopes: Sequence[str]
+    coin_allowlist: Sequence[str] = ()
+    ip_allowlist: Sequence[str] = ()
+    webhook_url: str | None = None
+    rate_limit_rpm: int | None = None
+    expires_at: int | None = None
+    brand_id: str | None = None
+
+
+async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRequest) -> dict[str, Any]:
+    """Create a scoped key; the plaintext (and its webhook secret) is in the result once."""
+    db, now = gateway.db, gateway.now()
+    unknown = [c for c in req.coin_allowlist if c not in gateway.coins]
+    if unknown:
+        raise ValidationError({"coin_allowlist": f"unsupported value(s): {', '.join(unknown)}"})
+    cidrs = parse_cidrs(req.ip_allowlist)
+    if req.expires_at is not None and req.expires_at <= now:
+        raise ValidationError({"expires_at": "must be in the future"})
+    webhook_url = await check_webhook_url(gateway, req.webhook_url) if req.webhook_url else None
+    webhook_secret = new_webhook_secret() if webhook_url else None
+    scopes = list(dict.fromkeys(req.scopes))
+    issued = auth.generate_api_key("scoped")
+    key_id = "key_" + secrets.token_hex(10)
+    async with db.transaction():
+        # Lock the merchant row so concurrent creations cannot overshoot the limit.
+        await db.fetch_one("SELECT id FROM merchants WHERE id = :m" + db.for_update, {"m": merchant_id})
+        active = await db.fetch_val(
+            "SELECT COUNT(*) FROM api_keys WHERE merchant_id = :m AND is_legacy = :f AND revoked_at IS NULL"
+            " AND (expires_at IS NULL OR expires_at > :now)",
+            {"m": merchant_id, "f": False, "now": now},
+        )
+        if int(active) >= SCOPED_KEY_SOFT_LIMIT:
+            raise InvalidRequest(f"API key limit reached: at most {SCOPED_KEY_SOFT_LIMIT} active keys per account")
+        await _insert_key(
+            db, key_id=key_id, merchant_id=merchant_id, kind="scoped", issued=issued, now=now, label=req.label,
+            scopes=json.dumps(scopes), coin_allowlist=json.dumps(list(dict.fromkeys(req.coin_allowlist))),
+            ip_allowlist=json.dumps(cidrs), webhook_url=webhook_url, webhook_secret=webhook_secret,
+            rate_limit_rpm=req.rate_limit_rpm, expires_at=req.expires_at, brand_id=req.brand_id, is_legacy=False,
+        )
+    log.info("merchant %s created API key %s", merchant_id, key_id)
+    result = {"api_key": issued.plaintext, "id": key_id, "label": req.label, "prefix": issued.prefix,
+              "scopes": scopes, "created_at": now}
+    if webhook_secret:
+        result["webhook_secret"] = webhook_secret
+    return result
+
+
+async def _own_key(db: Database, merchant_id: str, key_id: str) -> Row:
+    row = await db.fetch_one("SELECT * FROM api_keys WHERE id = :id AND merchant_id = :m" + db.for_update,
+                             {"id": key_id, "m": merchant_id})
+    if row is None:
+        raise NotFound()
+    if row["is_legacy"]:
+        raise InvalidRequest("legacy keys cannot be revoked or rotated here; use /dashboard/settings/rotate-key")
+    return row
+
+
+async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> dict[str, Any]:
+    db, now = gateway.db, gateway.now()
+    async with db.transaction():
+        row = await _own_key(db, merchant_id, key_id)
+        if row["revoked_at"] is not None:
+            return {"ok": True, "already_revoked": True, "id": key_id, "revoked_at": row["revoked_at"]}
+        await db.execute("UPDATE api_keys SET revoked_at = :now WHERE id = :id", {"now": now, "id": key_id})
+    log.info("merchant %s revoked API key %s", merchant_id, key_id)
+    return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
+
+
+async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> dict[str, Any]:
+    """A fresh secret; the current one stays valid for the grace window.
+
+    Only one previous value is kept: rotating again inside the window ends
+    the older value's grace at once.
+    """
+    db, now = gateway.db, gateway.now()
+    issued = auth.generate_api_key("scoped")
+    valid_until = now + auth.ROTATION_GRACE_SECONDS
+    async with db.transaction():
+        row = await _own_key(db, merchant_id, key_id)
+        if row["revoked_at"] is not None:
+            raise InvalidRequest("API key is revoked")
+        await db.execute(
+            "UPDATE api_keys SET previous_hash = key_hash, previous_valid_until = :until, key_hash = :h, prefix = :p"
+            " WHERE id = :id",
+            {"until": valid_until, "h": issued.key_hash, "p": issued.prefix, "id": key_id},
+        )
+    log.info("merchant %s rotated API key %s", merchant_id, key_id)
+    return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,
+            "previous_valid_until": valid_until}

@@ -1,0 +1,56 @@
+"""Dashboard API keys: list, create, revoke and rotate scoped keys (SPEC 4.9, 2.14)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...core import accounts
+from ...core.auth import SCOPES
+from ..auth import principal_of, requires
+from ..envelope import envelope, read_json
+from ..keys import gateway_of
+from ..validation import Field, validate
+
+routes = web.RouteTableDef()
+
+CREATE_FIELDS = [
+    Field("label", required=True, min_len=1, max_len=80),
+    Field("scopes", "list", required=True, min_len=1, max_len=len(SCOPES), choices=SCOPES),
+    Field("coin_allowlist", "list", max_len=100, upper=True, default=[]),
+    Field("ip_allowlist", "list", max_len=100, default=[]),
+    Field("webhook_url", "url", max_len=500),
+    Field("rate_limit_rpm", "int", minimum=1, maximum=10_000),
+    Field("expires_at", "int", minimum=1),
+    Field("brand_id", max_len=64),
+]
+
+
+@routes.get("/dashboard/api-keys")
+@requires("jwt")
+async def list_keys(request: web.Request) -> web.Response:
+    return envelope(await accounts.list_api_keys(gateway_of(request).db, principal_of(request).merchant_id))
+
+
+@routes.post("/dashboard/api-keys")
+@requires("jwt")
+async def create_key(request: web.Request) -> web.Response:
+    clean = validate(await read_json(request), CREATE_FIELDS)
+    result = await accounts.create_scoped_key(
+        gateway_of(request), principal_of(request).merchant_id, accounts.ScopedKeyRequest(**clean))
+    return envelope(result)
+
+
+@routes.post("/dashboard/api-keys/{key_id}/revoke")
+@requires("jwt")
+async def revoke_key(request: web.Request) -> web.Response:
+    result = await accounts.revoke_scoped_key(gateway_of(request), principal_of(request).merchant_id,
+                                              request.match_info["key_id"])
+    return envelope(result)
+
+
+@routes.post("/dashboard/api-keys/{key_id}/rotate")
+@requires("jwt")
+async def rotate_key(request: web.Request) -> web.Response:
+    result = await accounts.rotate_scoped_key(gateway_of(request), principal_of(request).merchant_id,
+                                              request.match_info["key_id"])
+    return envelope(result)
