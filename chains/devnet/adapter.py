@@ -1,0 +1,45 @@
+"""``DevnetAdapter``: the simulated chain seen through the chain-adapter contract.
+
+The scanner treats it like any node-backed adapter: it follows ``tip`` and
+``block(height)``, notices replaced hashes after a reorg and reads
+``mempool`` for the Paying state. Addresses are real mainnet formats.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, Sequence
+
+from ...core.chains import Block, BlockRef, ChainAdapter, Transfer
+from .chain import NETWORK, DevnetChain
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+CHAIN_NAME = "devnet"
+
+
+class DevnetAdapter(ChainAdapter):
+    name = CHAIN_NAME
+    network = NETWORK
+    # The whole devnet history is short and local: scan it from genesis.
+    start_height = 0
+
+    def __init__(self, chain: DevnetChain, coins: Iterable[str], scan_seconds: float) -> None:
+        self.chain = chain
+        self.coins = tuple(coins)
+        self.scan_seconds = scan_seconds
+
+    async def tip(self) -> BlockRef:
+        return await self.chain.tip()
+
+    async def block(self, height: int) -> Block:
+        return await self.chain.block(height)
+
+    async def mempool(self) -> Sequence[Transfer]:
+        return await self.chain.mempool()
+
+
+def devnet_chain(gateway: "Gateway") -> DevnetChain | None:
+    """The gateway's devnet, None when the plugin registered none (disabled)."""
+    adapter = gateway.chains.get(CHAIN_NAME)
+    return adapter.chain if isinstance(adapter, DevnetAdapter) else None

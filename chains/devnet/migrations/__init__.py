@@ -1,0 +1,1 @@
+"""Schema of the devnet plugin (namespace ``devnet``): the simulated chain's state."""
