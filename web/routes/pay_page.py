@@ -1,0 +1,192 @@
+"""The hosted payment page, ``GET /pay/{track_id}`` (SPEC 4.14), and its stylesheet.
+
+Server-rendered and complete without JavaScript: a refresh meta tag polls
+every 15 seconds while the payment is open (Waiting, Paying), and the
+pay-with-any-coin picker is a GET form whose ``?pay_currency=`` this handler
+applies and then 303-redirects to the clean URL. Only invoices have a hosted
+page (only they have a ``payment_url``); every other track id is the same
+HTML 404 as an unknown one.
+
+The template receives a context built here field by field, never the whole
+payment view, so nothing private (callback URL, customer email, user id)
+can reach the page by accident.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+from urllib.parse import quote
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from ...chains.devnet.adapter import devnet_chain
+from ...core import payments as svc
+from ...core.errors import ApiError, NotFound
+from ...core.gateway import Gateway
+from ...core.qr import qr_svg
+from ..keys import gateway_of
+from ..middlewares import rate_class
+
+routes = web.RouteTableDef()
+
+STYLESHEET = Path(__file__).resolve().parent.parent / "static" / "orbchain.css"
+REFRESH_SECONDS = 15
+# BIP-21 URI schemes; every other coin's QR carries the bare address.
+URI_SCHEMES = {"BTC": "bitcoin", "LTC": "litecoin", "DOGE": "dogecoin"}
+MAX_SYMBOL_LENGTH = 20
+
+
+def page_url(track_id: str) -> str:
+    return f"/pay/{quote(track_id, safe='')}"
+
+
+def payment_uri(symbol: str, address: str, pay_amount: str | None) -> str:
+    """What the QR encodes: a BIP-21 URI for bitcoin-like coins, else the address."""
+    scheme = URI_SCHEMES.get(symbol)
+    if scheme is None:
+        return address
+    return f"{scheme}:{address}?amount={pay_amount}" if pay_amount else f"{scheme}:{address}"
+
+
+def countdown_text(seconds: int) -> str:
+    """``mm:ss`` under an hour, ``h:mm:ss`` from one hour on; never negative."""
+    seconds = max(0, seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
+def _utc(timestamp: int) -> datetime:
+    return datetime.fromtimestamp(timestamp, timezone.utc)
+
+
+def shown_status(view: Mapping[str, Any], now: int) -> str:
+    """The status the payer sees.
+
+    A Waiting payment past its expiry is shown Expired before the expiry job
+    runs: the deposit engine no longer attributes deposits to it. A Paying
+    one stays Paying: money is on the way and the engine decides.
+    """
+    expires_at = view["expires_at"]
+    if view["status"] == svc.WAITING and expires_at is not None and expires_at <= now:
+        return svc.EXPIRED
+    return view["status"]
+
+
+def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    # payment_view builds ``transactions`` from these deposit rows in order: pair them for the threshold.
+    return [
+        {"tx_hash": tx["tx_hash"], "amount": tx["amount"], "coin": tx["coin"], "status": tx["status"],
+         "confirmations": tx["confirmations"], "required": int(deposit["threshold"])}
+        for tx, deposit in zip(view["transactions"], deposits)
+    ]
+
+
+def _devnet_form(gateway: Gateway, view: Mapping[str, Any]) -> bool:
+    """The tester's pay form: development only, and only for a coin the devnet simulates."""
+    chain = devnet_chain(gateway)
+    return gateway.config.is_development and chain is not None and chain.serves(view["pay_currency"])
+
+
+def page_context(
+    gateway: Gateway, view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], now: int
+) -> dict[str, Any]:
+    """Everything ``pay.html`` shows, and nothing else."""
+    status = shown_status(view, now)
+    is_open = status in svc.OPEN_STATUSES
+    address = view["address"]
+    expires_at = view["expires_at"]
+    accepted = view.get("accepted_coins") or []
+    context: dict[str, Any] = {
+        "track_id": view["track_id"],
+        "page_url": page_url(view["track_id"]),
+        "status": status,
+        "is_open": is_open,
+        "refresh_seconds": REFRESH_SECONDS if is_open else None,
+        "pay_amount": view["pay_amount"],
+        "pay_currency": view["pay_currency"],
+        "network": view["network"],
+        "amount_fiat": view.get("amount_fiat"),
+        "fiat_currency": view.get("fiat_currency"),
+        "description": view["description"],
+        "order_id": view["order_id"],
+        "address": address if is_open else None,
+        "qr_svg": None,
+        "transactions": _transactions(view, deposits),
+        "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
+        "return_url": view.get("return_url") if status == svc.PAID else None,
+        "cancel_url": view.get("cancel_url") if status in (svc.WAITING, svc.EXPIRED, svc.CANCELLED) else None,
+        "devnet_form": is_open and bool(address) and _devnet_form(gateway, view),
+        "remaining": None,
+        "remaining_seconds": None,
+        "expires_iso": None,
+        "expires_text": None,
+    }
+    if is_open and address:
+        context["qr_svg"] = qr_svg(payment_uri(view["pay_currency"], address, view["pay_amount"]), scale=5)
+    if is_open and expires_at is not None:
+        left = max(0, expires_at - now)
+        context.update(remaining=countdown_text(left), remaining_seconds=left,
+                       expires_iso=_utc(expires_at).isoformat().replace("+00:00", "Z"),
+                       expires_text=_utc(expires_at).strftime("%Y-%m-%d %H:%M UTC"))
+    if status == svc.PAID and view.get("paid_at"):
+        context["paid_text"] = _utc(view["paid_at"]).strftime("%Y-%m-%d %H:%M UTC")
+    return context
+
+
+def _security_headers(response: web.StreamResponse, nonce: str | None = None) -> web.StreamResponse:
+    # No external resource at all; the only script is the optional countdown ticker.
+    scripts = f"'nonce-{nonce}'" if nonce else "'none'"
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src {scripts}; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "same-origin"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
+
+
+def not_found_page(request: web.Request) -> web.Response:
+    response = aiohttp_jinja2.render_template(
+        "error.html", request,
+        {"title": "Payment not found", "message": "This payment link is not valid. Check the link you were given."},
+        status=404,
+    )
+    return _security_headers(response)
+
+
+@routes.get("/pay/{track_id}")
+@rate_class("public_page")
+async def pay_page(request: web.Request) -> web.StreamResponse:
+    gateway = gateway_of(request)
+    track_id = request.match_info["track_id"]
+    try:
+        row = await svc.get_payment(gateway, None, track_id)
+    except NotFound:
+        return not_found_page(request)
+    if row["type"] != svc.INVOICE:
+        return not_found_page(request)
+    if "pay_currency" in request.query:
+        symbol = request.query["pay_currency"].strip().upper()
+        if request.method == "GET" and 0 < len(symbol) <= MAX_SYMBOL_LENGTH:
+            try:
+                await svc.change_pay_currency(gateway, track_id, symbol)
+            except ApiError:
+                pass  # SPEC 4.14: invalid choices are silently ignored
+        raise web.HTTPSeeOther(page_url(track_id))
+    deposits = await svc.payment_deposits(gateway, track_id)
+    view = svc.payment_view(gateway, row, deposits)
+    context = page_context(gateway, view, deposits, gateway.now())
+    context["nonce"] = secrets.token_urlsafe(16)
+    response = aiohttp_jinja2.render_template("pay.html", request, context)
+    return _security_headers(response, context["nonce"])
+
+
+@routes.get("/assets/orbchain.css")
+async def stylesheet(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(STYLESHEET, headers={"Cache-Control": "public, max-age=3600"})
