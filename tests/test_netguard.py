@@ -1,0 +1,166 @@
+"""The outbound URL guard (core/netguard.py): no webhook or look-up into the operator's network."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from orbchain.core.netguard import MAX_URL_LENGTH, UnsafeUrl, check_public_url, parse_http_url
+
+PRIVATE_LITERALS = [
+    "http://127.0.0.1/hook",
+    "http://127.1/",
+    "http://10.0.0.5/",
+    "http://172.16.3.4:8080/",
+    "http://192.168.1.10/",
+    "http://169.254.169.254/latest/meta-data/",  # cloud metadata
+    "http://100.64.0.1/",  # carrier-grade NAT
+    "http://0.0.0.0/",
+    "http://224.0.0.1/",
+    "http://255.255.255.255/",
+    "http://240.0.0.1/",
+    "http://[::1]/",
+    "http://[::]/",
+    "http://[fe80::1]/",
+    "http://[fe80::1%25eth0]/",
+    "http://[fc00::1]/",
+    "http://[fd12:3456::1]/",
+    "http://[ff02::1]/",
+]
+
+IPV4_MAPPED_V6 = [
+    "http://[::ffff:127.0.0.1]/",
+    "http://[::ffff:7f00:1]/",
+    "http://[::ffff:10.1.2.3]/",
+    "http://[::ffff:169.254.169.254]/",
+]
+
+# Spellings the C resolver turns into 127.0.0.1 although ipaddress rejects them.
+OBFUSCATED_LOOPBACK = ["http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/"]
+
+INTERNAL_NAMES = [
+    "http://localhost/",
+    "http://LOCALHOST:9000/",
+    "http://localhost./",
+    "http://api.localhost/",
+    "http://metadata.google.internal/",
+    "http://printer.local/",
+]
+
+
+@pytest.fixture
+def fake_dns(monkeypatch):
+    """Answer name look-ups from a table instead of the network."""
+    table: dict[str, list[str]] = {}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host in table:
+            return [
+                (socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM, 6, "", (ip, port))
+                for ip in table[host]
+            ]
+        if host.endswith(".test"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return table
+
+
+@pytest.mark.parametrize("url", PRIVATE_LITERALS + IPV4_MAPPED_V6 + OBFUSCATED_LOOPBACK)
+async def test_private_and_internal_literals_are_refused(url):
+    with pytest.raises(UnsafeUrl, match="private or internal"):
+        await check_public_url(url)
+
+
+@pytest.mark.parametrize("url", INTERNAL_NAMES)
+async def test_internal_names_are_refused_without_resolving(url, fake_dns):
+    with pytest.raises(UnsafeUrl, match="private or internal"):
+        await check_public_url(url)
+
+
+@pytest.mark.parametrize("url", ["http://8.8.8.8/hook", "https://1.1.1.1:8443/", "https://[2606:4700:4700::1111]/"])
+async def test_public_literals_pass(url):
+    await check_public_url(url)
+
+
+async def test_a_name_resolving_to_loopback_is_refused(fake_dns):
+    fake_dns["rebind.example.test"] = ["127.0.0.1"]
+    with pytest.raises(UnsafeUrl, match="private or internal"):
+        await check_public_url("https://rebind.example.test/hook")
+
+
+async def test_one_private_address_among_public_ones_is_enough_to_refuse(fake_dns):
+    fake_dns["mixed.example.test"] = ["93.184.216.34", "10.0.0.7"]
+    with pytest.raises(UnsafeUrl):
+        await check_public_url("https://mixed.example.test/")
+
+
+async def test_a_name_resolving_to_a_mapped_v6_loopback_is_refused(fake_dns):
+    fake_dns["v6.example.test"] = ["::ffff:127.0.0.1"]
+    with pytest.raises(UnsafeUrl):
+        await check_public_url("https://v6.example.test/")
+
+
+async def test_a_name_resolving_to_public_addresses_passes(fake_dns):
+    fake_dns["shop.example.test"] = ["93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946"]
+    await check_public_url("https://shop.example.test/webhooks?x=1")
+
+
+async def test_an_unresolvable_name_is_refused(fake_dns):
+    with pytest.raises(UnsafeUrl, match="does not resolve"):
+        await check_public_url("https://nowhere.example.test/")
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/hook", "http://localhost/", "http://[::1]/", "http://10.0.0.1/"])
+async def test_allow_private_switch_lets_local_receivers_through(url):
+    await check_public_url(url, allow_private=True)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://example.com/",
+        "file:///etc/passwd",
+        "gopher://example.com/",
+        "javascript:alert(1)",
+        "example.com/hook",
+        "http://",
+        "https:///path",
+        "",
+        "http://example.com:99999/",
+        "http://example.com:port/",
+    ],
+)
+@pytest.mark.parametrize("allow_private", [False, True])
+async def test_bad_schemes_and_malformed_urls_are_refused_even_when_private_is_allowed(url, allow_private):
+    with pytest.raises(UnsafeUrl):
+        await check_public_url(url, allow_private=allow_private)
+
+
+@pytest.mark.parametrize("url", ["http://user:pass@example.com/", "https://user@example.com/", "http://:pw@example.com/"])
+@pytest.mark.parametrize("allow_private", [False, True])
+async def test_credentials_in_the_url_are_refused(url, allow_private):
+    with pytest.raises(UnsafeUrl, match="credentials"):
+        await check_public_url(url, allow_private=allow_private)
+
+
+@pytest.mark.parametrize("value", [None, 42, b"http://example.com/"])
+async def test_non_strings_are_refused(value):
+    with pytest.raises(UnsafeUrl):
+        await check_public_url(value)  # type: ignore[arg-type]
+
+
+async def test_overlong_urls_are_refused():
+    url = "https://example.com/" + "a" * (MAX_URL_LENGTH - len("https://example.com/") + 1)
+    with pytest.raises(UnsafeUrl, match="at most 500"):
+        await check_public_url(url, allow_private=True)
+
+
+def test_parse_http_url_defaults_the_port_by_scheme():
+    assert parse_http_url("http://Example.com/x") == ("example.com", 80)
+    assert parse_http_url("https://example.com/x") == ("example.com", 443)
+    assert parse_http_url("https://example.com:8443/") == ("example.com", 8443)
+    assert parse_http_url("http://[::1]:9000/") == ("::1", 9000)
