@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
+    from ..web.pages import PayPageForm
     from .gateway import Gateway
     from .migrate import MigrationRegistry
     from .registries import ChainRegistry, CommandRegistry, CoinRegistry, JobRegistry, PriceSourceRegistry, RouteRegistry
@@ -145,6 +146,24 @@ def gateway_stopping(gateway: "Gateway") -> None:
     """The server is shutting down; the database is still connected.
 
     May be async. Return nothing.
+    """
+
+
+# -----------------------------------------------------------------------------
+# Hosted pages
+# -----------------------------------------------------------------------------
+
+
+@hookspec
+def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayPageForm] | None":
+    """Forms to show on the hosted payment page of an open payment.
+
+    Called for every render of ``/pay/<track_id>`` while the payment is
+    Waiting or Paying. ``payment`` is the public payment view (track_id,
+    pay_currency, pay_amount, address, status ...). Return a list of
+    ``orbchain.web.pages.PayPageForm`` (each posts to a route your plugin
+    registered) or None. Results of all plugins are shown, in plugin order.
+    The devnet uses it for its development "Pay with devnet" button.
     """
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 
 from ...core.plugins import hookimpl
+from ...web.pages import PayPageForm
 from .adapter import DevnetAdapter, devnet_chain
 from .chain import DevnetChain
 from .routes import pay_form_action, routes
@@ -76,6 +77,15 @@ def register_routes(registry, gateway) -> None:
     if devnet_chain(gateway) is None or not gateway.config.is_development:
         return
     registry.add(routes)
+
+
+@hookimpl
+def pay_page_forms(gateway, payment):
+    action = pay_form_action(gateway, payment["track_id"], payment["pay_currency"], payment["status"])
+    if action is None:
+        return None
+    return [PayPageForm(action, "Pay with devnet", note="Development only: simulated chain",
+                        amount=payment.get("pay_amount") or "")]
 
 
 @hookimpl

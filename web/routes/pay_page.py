@@ -23,7 +23,6 @@ from urllib.parse import quote
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...chains.devnet.adapter import devnet_chain
 from ...core import payments as svc
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
@@ -86,10 +85,12 @@ def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]
     ]
 
 
-def _devnet_form(gateway: Gateway, view: Mapping[str, Any]) -> bool:
-    """The tester's pay form: development only, and only for a coin the devnet simulates."""
-    chain = devnet_chain(gateway)
-    return gateway.config.is_development and chain is not None and chain.serves(view["pay_currency"])
+def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
+    """Forms plugins add to an open payment's page (``pay_page_forms`` hook)."""
+    forms: list[Any] = []
+    for result in gateway.pm.hook.pay_page_forms(gateway=gateway, payment=view):
+        forms.extend(result or ())
+    return forms
 
 
 def page_context(
@@ -120,7 +121,7 @@ def page_context(
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "return_url": view.get("return_url") if status == svc.PAID else None,
         "cancel_url": view.get("cancel_url") if status in (svc.WAITING, svc.EXPIRED, svc.CANCELLED) else None,
-        "devnet_form": is_open and bool(address) and _devnet_form(gateway, view),
+        "forms": plugin_forms(gateway, view) if is_open and address else [],
         "remaining": None,
         "remaining_seconds": None,
         "expires_iso": None,
