@@ -80,3 +80,41 @@ async def check_public_url(url: str, *, allow_private: bool = False) -> None:
     for text in addresses:
         if _is_internal(ipaddress.ip_address(text.split("%")[0])):
             raise UnsafeUrl("points to a private or internal address")
+
+
+class GuardedResolver:
+    """An aiohttp resolver that refuses internal addresses at connect time.
+
+    ``check_public_url`` runs before a request, but aiohttp resolves the name
+    again when it connects; a hostile DNS server could answer differently the
+    second time (DNS rebinding). Resolving through this closes that window.
+    IP literals never reach a resolver; ``check_public_url`` covers them.
+    """
+
+    def __init__(self, allow_private: bool = False) -> None:
+        from aiohttp.resolver import ThreadedResolver
+
+        self._inner = ThreadedResolver()
+        self._allow_private = allow_private
+
+    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list:
+        results = await self._inner.resolve(host, port, family)
+        if not self._allow_private:
+            for result in results:
+                if _is_internal(ipaddress.ip_address(result["host"].split("%")[0])):
+                    raise OSError(f"refused: {host} resolves to a private or internal address")
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def outbound_session(*, allow_private: bool, timeout_seconds: float, **kwargs):
+    """An aiohttp session for merchant-chosen URLs: guarded DNS, no redirects by default."""
+    import aiohttp
+
+    connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow_private), limit=64)
+    return aiohttp.ClientSession(
+        connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_seconds),
+        headers={"User-Agent": "Orbchain"}, **kwargs,
+    )

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import aiohttp
 
 from .events import DELIVERED, FAILED, PENDING, PREVIEW_CHARS, SKIPPED_NO_SECRET, SKIPPED_NO_URL
-from .netguard import UnsafeUrl, check_public_url
+from .netguard import UnsafeUrl, check_public_url, outbound_session
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -307,7 +307,8 @@ async def _http_session(gateway: "Gateway") -> AsyncIterator[aiohttp.ClientSessi
     if shared is not None and not shared.closed:
         yield shared
         return
-    async with aiohttp.ClientSession(headers={"User-Agent": "Orbchain"}) as session:
+    config = gateway.config.webhooks
+    async with outbound_session(allow_private=config.allow_private_urls, timeout_seconds=config.timeout_seconds) as session:
         yield session
 
 

@@ -164,3 +164,19 @@ def test_parse_http_url_defaults_the_port_by_scheme():
     assert parse_http_url("https://example.com/x") == ("example.com", 443)
     assert parse_http_url("https://example.com:8443/") == ("example.com", 8443)
     assert parse_http_url("http://[::1]:9000/") == ("::1", 9000)
+
+
+async def test_guarded_resolver_refuses_names_that_resolve_inside():
+    from orbchain.core.netguard import GuardedResolver, outbound_session
+
+    resolver = GuardedResolver(allow_private=False)
+    with pytest.raises(OSError, match="private or internal"):
+        await resolver.resolve("localhost", 80)
+    await resolver.close()
+    allowed = GuardedResolver(allow_private=True)
+    assert (await allowed.resolve("localhost", 80))[0]["host"] in ("127.0.0.1", "::1")
+    await allowed.close()
+    async with outbound_session(allow_private=False, timeout_seconds=2) as session:
+        with pytest.raises(Exception) as info:
+            await session.get("http://localhost:9/")
+        assert "private or internal" in str(info.value) or isinstance(info.value.__cause__, OSError)

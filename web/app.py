@@ -13,7 +13,6 @@ import logging
 from pathlib import Path
 from typing import AsyncIterator
 
-import aiohttp
 import aiohttp_jinja2
 import jinja2
 import pluggy
@@ -22,6 +21,7 @@ from aiohttp import web
 from ..core.config import Config, ConfigError
 from ..core.gateway import Gateway, build_gateway
 from ..core.migrate import migrate, pending
+from ..core.netguard import outbound_session
 from ..core.plugins import call_collect, call_event
 from ..core.ratelimit import limiter_for
 from ..core.registries import RouteRegistry
@@ -58,8 +58,8 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
     if gateway.secrets is None:
         gateway.secrets = load_secrets(gateway.config)
     gateway.services["rate_limiter"] = limiter_for(gateway.db, lambda: gateway.clock())
-    timeout = aiohttp.ClientTimeout(total=gateway.config.webhooks.timeout_seconds)
-    async with aiohttp.ClientSession(timeout=timeout, headers={"User-Agent": "Orbchain"}) as http:
+    webhooks = gateway.config.webhooks
+    async with outbound_session(allow_private=webhooks.allow_private_urls, timeout_seconds=webhooks.timeout_seconds) as http:
         gateway.services["http"] = http
         yield
         gateway.services.pop("http", None)
