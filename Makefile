@@ -31,8 +31,10 @@ run: install
 	$(BIN)/orbchain migrate
 	$(BIN)/orbchain serve $(SERVE_FLAGS)
 
-## make test: install test deps, find or start PostgreSQL, run the whole suite on both databases.
+## make test: install test deps (Python packages, Chromium), find or start PostgreSQL,
+## run the whole suite on both databases.
 test: install-test
+	scripts/ensure_chromium.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
 
 bench: install-test
