@@ -116,3 +116,74 @@ class ChainAdapter(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.network}>"
+
+
+# -- payout role -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PayoutOrder:
+    """What to send: the core's payout, in the chain's terms."""
+
+    payout_id: str
+    coin: str
+    destination: str
+    amount: int  # base units
+
+
+@dataclass(frozen=True)
+class SignedPayout:
+    """A signed transaction ready to broadcast. The core stores it before
+    broadcasting and only ever re-broadcasts these exact bytes after a
+    crash, so inputs and nonces are never spent twice.
+    """
+
+    tx_hash: str
+    raw: str  # hex (or the chain's own text form)
+
+
+@dataclass(frozen=True)
+class PayoutStatus:
+    """Where a broadcast transaction stands on the best chain.
+
+    ``confirmations`` is 0 while it waits in the mempool; ``found`` is False
+    when the node knows nothing of it (dropped or never arrived); ``failed``
+    is True when it was mined but reverted (account chains).
+    """
+
+    found: bool
+    confirmations: int = 0
+    failed: bool = False
+
+
+class BroadcastError(RuntimeError):
+    """The node refused the transaction. ``permanent`` refusals fail the payout
+    at once (bad signature, insufficient funds); others are retried."""
+
+    def __init__(self, message: str, *, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+class PayoutSender(ABC):
+    """The payout-signing role of a chain adapter (implement it on the same
+    class as ``ChainAdapter`` or on its own). ``payout_confirmations`` is how
+    deep a payout must be before it counts as Confirmed.
+    """
+
+    payout_confirmations: int = 1
+
+    @abstractmethod
+    async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
+        """Build and sign a transaction for ``order`` from the hot wallet.
+
+        Must not broadcast. Called once per payout; the result is stored.
+        """
+
+    @abstractmethod
+    async def broadcast(self, signed: SignedPayout) -> None:
+        """Send the stored transaction; sending it again must be harmless."""
+
+    @abstractmethod
+    async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
+        """Where the transaction stands now."""
