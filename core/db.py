@@ -78,6 +78,11 @@ class Database:
     def is_postgres(self) -> bool:
         return self.dialect == "postgresql"
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether the current task is inside ``transaction()`` (a nested one is a savepoint)."""
+        return _in_write_tx()
+
     # -- lifecycle -----------------------------------------------------------
 
     async def connect(self) -> None:

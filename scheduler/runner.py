@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 async def run_job_once(gateway: "Gateway", job: Job) -> bool:
     """Run ``job`` if this process wins its lock; returns whether it ran."""
-    async with gateway.db.advisory_lock(f"job:{job.name}") as leader:
+    async with gateway.db.connection(), gateway.db.advisory_lock(f"job:{job.name}") as leader:
         if not leader:
             return False
         try:
