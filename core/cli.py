@@ -167,6 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        # One line per job run and per connection is noise for operators.
+        for noisy in ("apscheduler", "databases"):
+            logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)
     except (ConfigError, StartupError) as exc:

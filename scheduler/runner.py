@@ -46,6 +46,7 @@ class JobScheduler:
                 seconds=job.seconds,
                 args=(self.gateway, job),
                 id=job.name,
+                name=job.name,
                 max_instances=1,
                 coalesce=True,
                 misfire_grace_time=max(1, int(job.seconds)),
