@@ -72,6 +72,8 @@ class ChainAdapter(ABC):
       addresses: ``"mainnet"``, ``"testnet"`` or ``"regtest"``.
     * ``scan_seconds``: how often the core scans this chain.
     * ``start_height``: where a fresh database starts scanning (None = tip).
+    * ``simulated``: True for a chain that only simulates (devnet); a real
+      adapter serving the same coin is always preferred over it.
     * ``drop_after_seconds``: an unconfirmed deposit missing from both the
       chain and the mempool this long is marked FAILED.
 
@@ -87,6 +89,7 @@ class ChainAdapter(ABC):
     max_blocks_per_scan: int = 200
     start_height: int | None = None
     drop_after_seconds: int = 3600
+    simulated: bool = False
 
     @abstractmethod
     async def tip(self) -> BlockRef:
@@ -140,6 +143,7 @@ class SignedPayout:
 
     tx_hash: str
     raw: str  # hex (or the chain's own text form)
+    network_fee: int = 0  # base units the platform pays on top of the amount
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,9 @@ SEPARATOR = ":"
 WORLD_PREFIX = "world:"
 
 PLATFORM_FEES = "platform:fees"
+# Network fees the platform pays for payouts and sweeps: an expense account,
+# so its balance is the (negative) running cost and may go below zero.
+NETWORK_FEES = "platform:network_fees"
 
 
 def _part(value: str, what: str) -> str:
@@ -70,8 +73,9 @@ def world(chain: str) -> str:
 
 
 def may_go_negative(account: str) -> bool:
-    """True only for the external counter-party (money outside the books)."""
-    return account.startswith(WORLD_PREFIX)
+    """True for the outside world (money outside the books) and the platform's
+    network-fee expense account; every other account stays at or above zero."""
+    return account.startswith(WORLD_PREFIX) or account == NETWORK_FEES
 
 
 def merchant_of(account: str) -> str | None:

@@ -72,11 +72,11 @@ def merchant_coins(merchant: Mapping[str, Any]) -> list[str]:
 
 
 def chain_for(gateway: "Gateway", coin: str) -> Any:
-    """The adapter serving ``coin``; 503 when no chain plugin does."""
-    for adapter in gateway.chains:
-        if adapter.serves(coin):
-            return adapter
-    raise NotConfigured(f"no chain is configured for {coin}")
+    """The adapter serving ``coin`` (a real chain before a simulated one); 503 when none does."""
+    serving = sorted((a for a in gateway.chains if a.serves(coin)), key=lambda a: a.simulated)
+    if not serving:
+        raise NotConfigured(f"no chain is configured for {coin}")
+    return serving[0]
 
 
 def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str, field: str = "currency") -> "Coin":

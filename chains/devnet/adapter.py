@@ -21,6 +21,7 @@ CHAIN_NAME = "devnet"
 class DevnetAdapter(ChainAdapter):
     name = CHAIN_NAME
     network = NETWORK
+    simulated = True
     # The whole devnet history is short and local: scan it from genesis.
     start_height = 0
 
