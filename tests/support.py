@@ -39,11 +39,21 @@ class Merchant:
         return {"general_api_key": self.keys["general_api_key"]}
 
 
-async def signup(client: Any, email: str = "merchant@example.com", password: str = "s3cret-pass") -> Merchant:
-    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password})
+async def signup_data(client: Any, email: str = "owner@example.com", password: str = "s3cret-pass",
+                      **extra: Any) -> dict[str, Any]:
+    """Sign up through the API; the raw ``data`` of the answer."""
+    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password, **extra})
     assert response.status == 200, await response.text()
-    data = (await response.json())["data"]
+    return (await response.json())["data"]
+
+
+async def signup(client: Any, email: str = "merchant@example.com", password: str = "s3cret-pass") -> Merchant:
+    data = await signup_data(client, email, password)
     return Merchant(data["token"], data["merchant_id"], data["api_keys"])
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
 
 
 async def api(client: Any, method: str, path: str, headers: dict[str, str], **kwargs: Any) -> tuple[int, Any]:

@@ -10,17 +10,10 @@ import re
 from orbchain.core import accounts
 from orbchain.web.keys import GATEWAY
 
+from .support import bearer
+from .support import signup_data as signup
+
 ACCOUNT_ID = re.compile(r"^ORB-[1-9A-HJ-NP-Za-km-z]{20}$")
-
-
-async def signup(client, email="owner@example.com", password="s3cret-pass", **extra):
-    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password, **extra})
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-def bearer(token):
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def test_signup_creates_a_merchant_with_three_legacy_keys(client):
@@ -132,6 +125,7 @@ async def test_login_to_a_disabled_account_is_403(client):
 
 
 async def test_auth_endpoints_are_rate_limited_per_ip(client):
+    client.app[GATEWAY].clock = lambda: 1_800_000_001.0  # all attempts inside one window
     body = {"email": "x@example.com", "password": "whatever1"}
     statuses = [(await client.post("/dashboard/auth/login", json=body)).status for _ in range(11)]
     assert statuses[:10] == [401] * 10 and statuses[10] == 429

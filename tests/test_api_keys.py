@@ -14,18 +14,11 @@ from orbchain.web.auth import principal_of, requires
 from orbchain.web.envelope import envelope
 from orbchain.web.keys import GATEWAY
 
+from .support import bearer
+from .support import signup_data as signup
+
 ROW_FIELDS = {"id", "label", "prefix", "scopes", "coin_allowlist", "ip_allowlist", "webhook_url", "rate_limit_rpm",
               "last_used_at", "revoked_at", "expires_at", "created_at", "is_legacy"}
-
-
-async def signup(client, email="owner@example.com"):
-    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": "s3cret-pass"})
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-def bearer(token):
-    return {"Authorization": f"Bearer {token}"}
 
 
 @pytest.fixture

@@ -15,6 +15,9 @@ from orbchain.web.auth import Principal, ensure_coin_allowed, principal_of, requ
 from orbchain.web.envelope import envelope, read_json
 from orbchain.web.keys import GATEWAY
 
+from .support import bearer
+from .support import signup_data as signup
+
 # -- pure helpers ------------------------------------------------------------------------
 
 
@@ -148,16 +151,6 @@ async def app_client(aiohttp_client, config):
     app = create_app(config)
     app.router.add_routes(probe_routes)
     return await aiohttp_client(app)
-
-
-async def signup(client, email="owner@example.com", password="s3cret-pass"):
-    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password})
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-def bearer(token):
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def create_key(client, token, **fields):

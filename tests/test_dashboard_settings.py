@@ -8,15 +8,8 @@ import pytest
 from orbchain.core import accounts
 from orbchain.web.keys import GATEWAY
 
-
-async def signup(client, email="owner@example.com", password="s3cret-pass"):
-    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password})
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-def bearer(token):
-    return {"Authorization": f"Bearer {token}"}
+from .support import bearer
+from .support import signup_data as signup
 
 
 @pytest.fixture
