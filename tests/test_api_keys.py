@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from aiohttp import web
 
-from orbchain.core import accounts
+from orbchain.core import accounts, api_keys
 from orbchain.core.auth import find_api_key, key_problem
 from orbchain.web.app import create_app
 from orbchain.web.auth import principal_of, requires
@@ -117,9 +117,9 @@ async def test_private_key_webhook_refused(make_client, make_config):
 
 async def test_soft_limit_of_fifty_active_keys(client, owner):
     gateway = client.app[GATEWAY]
-    for i in range(accounts.SCOPED_KEY_SOFT_LIMIT):
-        await accounts.create_scoped_key(gateway, owner["merchant_id"],
-                                         accounts.ScopedKeyRequest(label=f"k{i}", scopes=["payment:read"]))
+    for i in range(api_keys.SCOPED_KEY_SOFT_LIMIT):
+        await api_keys.create_scoped_key(gateway, owner["merchant_id"],
+                                         api_keys.ScopedKeyRequest(label=f"k{i}", scopes=["payment:read"]))
     status, body = await create(client, owner["token"])
     assert status == 400 and "50" in body["message"]
     # Revoking one makes room again.

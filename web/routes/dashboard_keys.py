@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...core import accounts
+from ...core import api_keys
 from ...core.auth import SCOPES
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
@@ -28,22 +28,22 @@ CREATE_FIELDS = [
 @routes.get("/dashboard/api-keys")
 @requires("jwt")
 async def list_keys(request: web.Request) -> web.Response:
-    return envelope(await accounts.list_api_keys(gateway_of(request).db, principal_of(request).merchant_id))
+    return envelope(await api_keys.list_api_keys(gateway_of(request).db, principal_of(request).merchant_id))
 
 
 @routes.post("/dashboard/api-keys")
 @requires("jwt")
 async def create_key(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), CREATE_FIELDS)
-    result = await accounts.create_scoped_key(
-        gateway_of(request), principal_of(request).merchant_id, accounts.ScopedKeyRequest(**clean))
+    result = await api_keys.create_scoped_key(
+        gateway_of(request), principal_of(request).merchant_id, api_keys.ScopedKeyRequest(**clean))
     return envelope(result)
 
 
 @routes.post("/dashboard/api-keys/{key_id}/revoke")
 @requires("jwt")
 async def revoke_key(request: web.Request) -> web.Response:
-    result = await accounts.revoke_scoped_key(gateway_of(request), principal_of(request).merchant_id,
+    result = await api_keys.revoke_scoped_key(gateway_of(request), principal_of(request).merchant_id,
                                               request.match_info["key_id"])
     return envelope(result)
 
@@ -51,6 +51,6 @@ async def revoke_key(request: web.Request) -> web.Response:
 @routes.post("/dashboard/api-keys/{key_id}/rotate")
 @requires("jwt")
 async def rotate_key(request: web.Request) -> web.Response:
-    result = await accounts.rotate_scoped_key(gateway_of(request), principal_of(request).merchant_id,
+    result = await api_keys.rotate_scoped_key(gateway_of(request), principal_of(request).merchant_id,
                                               request.match_info["key_id"])
     return envelope(result)

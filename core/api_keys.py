@@ -1,0 +1,165 @@
+"""Scoped API keys (SPEC 4.9, 2.14): list, create, revoke and rotate.
+
+Only a key's SHA-256 and its 8-character prefix are stored; the plaintext is
+returned once. Rotation keeps the previous secret valid for a 30-minute grace
+window; revocation is immediate. Legacy keys are listed masked and rotate
+through the account settings instead.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import logging
+import secrets
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from . import auth
+from .accounts import _insert_key, _json, check_webhook_url, new_webhook_secret
+from .db import Database, Row
+from .errors import InvalidRequest, NotFound, ValidationError
+from .gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+SCOPED_KEY_SOFT_LIMIT = 50
+
+def masked_key(prefix: str) -> str:
+    """A display form built from the stored prefix (the rest is only a hash)."""
+    return prefix + "*" * 12
+
+
+def key_view(row: Row) -> dict[str, Any]:
+    """SPEC 2.14; never the hash."""
+    return {
+        "id": row["id"],
+        "label": row["label"],
+        "prefix": row["prefix"],
+        "scopes": _json(row["scopes"], []),
+        "coin_allowlist": _json(row["coin_allowlist"], []),
+        "ip_allowlist": _json(row["ip_allowlist"], []),
+        "webhook_url": row["webhook_url"],
+        "rate_limit_rpm": row["rate_limit_rpm"],
+        "last_used_at": row["last_used_at"],
+        "revoked_at": row["revoked_at"],
+        "expires_at": row["expires_at"],
+        "created_at": row["created_at"],
+        "is_legacy": bool(row["is_legacy"]),
+    }
+
+
+async def list_api_keys(db: Database, merchant_id: str) -> dict[str, Any]:
+    rows = await db.fetch_all("SELECT * FROM api_keys WHERE merchant_id = :m ORDER BY created_at, id",
+                              {"m": merchant_id})
+    result: dict[str, Any] = {f"{kind}_api_key": None for kind in auth.LEGACY_KINDS}
+    for row in rows:
+        if row["is_legacy"]:
+            result[f"{row['kind']}_api_key"] = masked_key(row["prefix"])
+    result["keys"] = [key_view(row) for row in rows]
+    return result
+
+
+def parse_cidrs(values: Sequence[str]) -> list[str]:
+    """Normalised CIDRs (a bare address is a /32 or /128), or a validation error."""
+    clean = []
+    for value in values:
+        try:
+            clean.append(str(ipaddress.ip_network(value, strict=False)))
+        except ValueError:
+            raise ValidationError({"ip_allowlist": f"{value} is not a valid CIDR"}) from None
+    return clean
+
+
+@dataclass(frozen=True)
+class ScopedKeyRequest:
+    label: str
+    scopes: Sequence[str]
+    coin_allowlist: Sequence[str] = ()
+    ip_allowlist: Sequence[str] = ()
+    webhook_url: str | None = None
+    rate_limit_rpm: int | None = None
+    expires_at: int | None = None
+    brand_id: str | None = None
+
+
+async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRequest) -> dict[str, Any]:
+    """Create a scoped key; the plaintext (and its webhook secret) is in the result once."""
+    db, now = gateway.db, gateway.now()
+    unknown = [c for c in req.coin_allowlist if c not in gateway.coins]
+    if unknown:
+        raise ValidationError({"coin_allowlist": f"unsupported value(s): {', '.join(unknown)}"})
+    cidrs = parse_cidrs(req.ip_allowlist)
+    if req.expires_at is not None and req.expires_at <= now:
+        raise ValidationError({"expires_at": "must be in the future"})
+    webhook_url = await check_webhook_url(gateway, req.webhook_url) if req.webhook_url else None
+    webhook_secret = new_webhook_secret() if webhook_url else None
+    scopes = list(dict.fromkeys(req.scopes))
+    issued = auth.generate_api_key("scoped")
+    key_id = "key_" + secrets.token_hex(10)
+    async with db.transaction():
+        # Lock the merchant row so concurrent creations cannot overshoot the limit.
+        await db.fetch_one("SELECT id FROM merchants WHERE id = :m" + db.for_update, {"m": merchant_id})
+        active = await db.fetch_val(
+            "SELECT COUNT(*) FROM api_keys WHERE merchant_id = :m AND is_legacy = :f AND revoked_at IS NULL"
+            " AND (expires_at IS NULL OR expires_at > :now)",
+            {"m": merchant_id, "f": False, "now": now},
+        )
+        if int(active) >= SCOPED_KEY_SOFT_LIMIT:
+            raise InvalidRequest(f"API key limit reached: at most {SCOPED_KEY_SOFT_LIMIT} active keys per account")
+        await _insert_key(
+            db, key_id=key_id, merchant_id=merchant_id, kind="scoped", issued=issued, now=now, label=req.label,
+            scopes=json.dumps(scopes), coin_allowlist=json.dumps(list(dict.fromkeys(req.coin_allowlist))),
+            ip_allowlist=json.dumps(cidrs), webhook_url=webhook_url, webhook_secret=webhook_secret,
+            rate_limit_rpm=req.rate_limit_rpm, expires_at=req.expires_at, brand_id=req.brand_id, is_legacy=False,
+        )
+    log.info("merchant %s created API key %s", merchant_id, key_id)
+    result = {"api_key": issued.plaintext, "id": key_id, "label": req.label, "prefix": issued.prefix,
+              "scopes": scopes, "created_at": now}
+    if webhook_secret:
+        result["webhook_secret"] = webhook_secret
+    return result
+
+
+async def _own_key(db: Database, merchant_id: str, key_id: str) -> Row:
+    row = await db.fetch_one("SELECT * FROM api_keys WHERE id = :id AND merchant_id = :m" + db.for_update,
+                             {"id": key_id, "m": merchant_id})
+    if row is None:
+        raise NotFound()
+    if row["is_legacy"]:
+        raise InvalidRequest("legacy keys cannot be revoked or rotated here; use /dashboard/settings/rotate-key")
+    return row
+
+
+async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> dict[str, Any]:
+    db, now = gateway.db, gateway.now()
+    async with db.transaction():
+        row = await _own_key(db, merchant_id, key_id)
+        if row["revoked_at"] is not None:
+            return {"ok": True, "already_revoked": True, "id": key_id, "revoked_at": row["revoked_at"]}
+        await db.execute("UPDATE api_keys SET revoked_at = :now WHERE id = :id", {"now": now, "id": key_id})
+    log.info("merchant %s revoked API key %s", merchant_id, key_id)
+    return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
+
+
+async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> dict[str, Any]:
+    """A fresh secret; the current one stays valid for the grace window.
+
+    Only one previous value is kept: rotating again inside the window ends
+    the older value's grace at once.
+    """
+    db, now = gateway.db, gateway.now()
+    issued = auth.generate_api_key("scoped")
+    valid_until = now + auth.ROTATION_GRACE_SECONDS
+    async with db.transaction():
+        row = await _own_key(db, merchant_id, key_id)
+        if row["revoked_at"] is not None:
+            raise InvalidRequest("API key is revoked")
+        await db.execute(
+            "UPDATE api_keys SET previous_hash = key_hash, previous_valid_until = :until, key_hash = :h, prefix = :p"
+            " WHERE id = :id",
+            {"until": valid_until, "h": issued.key_hash, "p": issued.prefix, "id": key_id},
+        )
+    log.info("merchant %s rotated API key %s", merchant_id, key_id)
+    return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,
+            "previous_valid_until": valid_until}
