@@ -1,0 +1,90 @@
+"""Internal transfers (SPEC 4.4, 4.12): POST /v1/transfer, its dashboard twin, the history.
+
+Transfer responses carry only ``data`` (SPEC 2.1); errors use the full
+envelope like everywhere else. The history is a dashboard list and uses the
+envelope like the other lists.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from aiohttp import web
+
+from ...core import transfers as svc
+from ...core.errors import ValidationError
+from ...core.gateway import Gateway
+from ..auth import Principal, ensure_coin_allowed, principal_of, requires
+from ..envelope import data_only, envelope, read_json
+from ..keys import REQUEST_ID, gateway_of
+from ..validation import Field, coin_units, pagination, validate
+
+routes = web.RouteTableDef()
+
+IDEMPOTENCY_HEADER = "X-Idempotency-Key"
+
+FIELDS = [
+    Field("to_account_id", required=True, max_len=64,
+          check=lambda v: None if svc.is_account_id(v) else "must be an account id (ORB- and 20 base58 characters)"),
+    Field("coin", required=True, upper=True, max_len=20),
+    Field("amount", "amount", required=True),
+    Field("idempotency_key", min_len=svc.IDEMPOTENCY_KEY_MIN, max_len=svc.IDEMPOTENCY_KEY_MAX),
+]
+
+
+def _idempotency_key(body_key: str | None, header: str | None) -> str | None:
+    """The body field or the header; both given must agree."""
+    if header is not None and header.strip():
+        header_key = validate({IDEMPOTENCY_HEADER: header}, [
+            Field(IDEMPOTENCY_HEADER, min_len=svc.IDEMPOTENCY_KEY_MIN, max_len=svc.IDEMPOTENCY_KEY_MAX),
+        ])[IDEMPOTENCY_HEADER]
+        if body_key is not None and body_key != header_key:
+            raise ValidationError({"idempotency_key": f"differs from the {IDEMPOTENCY_HEADER} header"})
+        return header_key
+    return body_key
+
+
+def parse_transfer(
+    gateway: Gateway, request: web.Request, body: Mapping[str, Any], principal: Principal, source: str
+) -> svc.TransferRequest:
+    """Validate a transfer body (shared by /v1 and /dashboard) into a ``TransferRequest``."""
+    values = validate(body, FIELDS)
+    coin = gateway.coins.get(values["coin"])
+    if coin is None:
+        raise ValidationError({"coin": f"{values['coin']} is not a supported coin"})
+    ensure_coin_allowed(principal, coin.symbol)
+    return svc.TransferRequest(
+        to_account_id=values["to_account_id"], coin=coin.symbol, amount=coin_units(coin, values["amount"]),
+        idempotency_key=_idempotency_key(values["idempotency_key"], request.headers.get(IDEMPOTENCY_HEADER)),
+        # Checked only when the sender has 2FA on; any other value then reads as a wrong code (401).
+        totp_code=body.get("totp_code"), source=source, key_id=principal.key_id,
+        request_id=request.get(REQUEST_ID),
+    )
+
+
+async def _send(request: web.Request, source: str) -> web.Response:
+    gateway = gateway_of(request)
+    principal = principal_of(request)
+    transfer = parse_transfer(gateway, request, await read_json(request), principal, source)
+    result = await svc.send_transfer(gateway, principal.merchant_id, transfer)
+    return data_only(svc.transfer_view(gateway, result.row, idempotent=result.idempotent))
+
+
+@routes.post("/v1/transfer")
+@requires("merchant_key", scope="transfer:create")
+async def create_transfer(request: web.Request) -> web.Response:
+    return await _send(request, svc.API)
+
+
+@routes.post("/dashboard/transfer")
+@requires("jwt")
+async def dashboard_transfer(request: web.Request) -> web.Response:
+    return await _send(request, svc.DASHBOARD)
+
+
+@routes.get("/dashboard/transfers")
+@requires("jwt")
+async def dashboard_transfers(request: web.Request) -> web.Response:
+    limit, offset = pagination(request.query, default_limit=100, max_limit=500)
+    return envelope(await svc.list_transfers(gateway_of(request), principal_of(request).merchant_id,
+                                             limit=limit, offset=offset))
