@@ -65,6 +65,9 @@ class Database:
                 # A dedicated schema (operators, and one per test) via search_path.
                 options["server_settings"] = {"search_path": schema}
         self._db = databases.Database(url, **options)
+        if self.is_sqlite:
+            backend = self._db._backend  # the library has no pool for SQLite; give it one
+            backend._pool = _ReusingSQLitePool(backend._pool)
         self._write_lock = asyncio.Lock()
 
     def __repr__(self) -> str:
@@ -101,6 +104,8 @@ class Database:
 
     async def disconnect(self) -> None:
         await self._db.disconnect()
+        if self.is_sqlite:
+            await self._db._backend._pool.close()
 
     # -- queries ---------------------------------------------------------------
 
@@ -204,6 +209,40 @@ class Database:
             finally:
                 if got:
                     await conn.execute("SELECT pg_advisory_unlock(:k)", {"k": key})
+
+
+class _ReusingSQLitePool:
+    """Keeps idle aiosqlite connections for the next task.
+
+    ``databases`` opens a new SQLite connection (a file handle and a thread)
+    for every task that queries; reusing idle ones makes a request's first
+    query about as cheap as its others. A connection returns to the pool only
+    outside a transaction.
+    """
+
+    def __init__(self, inner: Any, size: int = 16) -> None:
+        self._inner = inner
+        self._idle: list[Any] = []
+        self._size = size
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)  # e.g. ``_memref``, read by the backend
+
+    async def acquire(self) -> Any:
+        if self._idle:
+            return self._idle.pop()
+        return await self._inner.acquire()
+
+    async def release(self, connection: Any) -> None:
+        if len(self._idle) < self._size and not connection.in_transaction:
+            self._idle.append(connection)
+        else:
+            await self._inner.release(connection)
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for connection in idle:
+            await self._inner.release(connection)
 
 
 def _split_schema(url: str) -> tuple[str, str | None]:

@@ -196,8 +196,12 @@ def _servable(gateway: "Gateway", symbol: str) -> bool:
     return any(adapter.serves(symbol) for adapter in gateway.chains)
 
 
-async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> Mapping[str, Any]:
-    """Validate, price, allocate an address and store a Waiting payment."""
+async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> dict[str, Any]:
+    """Validate, price, allocate an address and store a Waiting payment; returns its view.
+
+    The address and the payment commit in one transaction: one write (and
+    one fsync) per payment.
+    """
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)
     invoice_coins = None
@@ -217,23 +221,22 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
     if request.type == STATIC:
         existing = await _open_static(gateway, merchant["id"], currency, request.user_id)
         if existing is not None:
-            return existing
-        address = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network,
-                                                    request.user_id or addresses.MERCHANT_KEY)
+            return payment_view(gateway, existing, await payment_deposits(gateway, existing["track_id"]))
         priced: dict[str, Any] = {"amount": None, "pay_amount": None}
     else:
         priced = await price_payment(gateway, request, currency, pay_coin)
-        if merchant.get("customer_static_mode") and request.user_id:
-            address = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, request.user_id)
-        else:
-            address = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
+    if request.type == STATIC:
+        standing_key = request.user_id or addresses.MERCHANT_KEY
+    elif merchant.get("customer_static_mode") and request.user_id:
+        standing_key = request.user_id
+    else:
+        standing_key = None  # a fresh address for this payment
 
-    track_id = new_track_id()
     row = {
-        "track_id": track_id, "merchant_id": merchant["id"], "type": request.type, "status": WAITING,
+        "track_id": new_track_id(), "merchant_id": merchant["id"], "type": request.type, "status": WAITING,
         "currency": currency, "pay_currency": pay_coin.symbol, "amount": priced.get("amount"),
         "pay_amount": None if priced.get("pay_amount") is None else gateway.db.amount_param(priced["pay_amount"]),
-        "address": address, "chain": adapter.name, "order_id": request.order_id, "description": request.description,
+        "address": None, "chain": adapter.name, "order_id": request.order_id, "description": request.description,
         "callback_url": request.callback_url, "user_id": request.user_id, "return_url": request.return_url,
         "cancel_url": request.cancel_url, "email": request.email,
         "accepted_coins": json.dumps(invoice_coins) if invoice_coins is not None else None,
@@ -242,11 +245,14 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "lifetime_minutes": lifetime, "key_id": request.key_id, "expires_at": expires_at,
         "created_at": now, "updated_at": now,
     }
-    columns = ", ".join(row)
-    await gateway.db.execute(
-        f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row
-    )
-    return await get_payment(gateway, merchant["id"], track_id)
+    async with gateway.db.transaction():
+        if standing_key is not None:
+            row["address"] = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, standing_key)
+        else:
+            row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
+        columns = ", ".join(row)
+        await gateway.db.execute(f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row)
+    return payment_view(gateway, {**row, "paid_at": None}, [])
 
 
 async def _open_static(gateway: "Gateway", merchant_id: str, currency: str, user_id: str | None) -> Mapping[str, Any] | None:

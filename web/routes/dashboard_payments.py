@@ -6,6 +6,7 @@ from aiohttp import web
 
 from ...core import addresses
 from ...core import payments as svc
+from ...core import payouts as payout_svc
 from ...core.accounts import require_merchant
 from ...core.errors import InvalidRequest, ValidationError
 from ...core.qr import qr_data_uri
@@ -53,8 +54,7 @@ async def dashboard_create_payment(request: web.Request) -> web.Response:
         raise ValidationError({"amount": "is required"})
     payment_request = await parse_payment_request(gateway, body, payment_type, principal)
     merchant = await require_merchant(gateway.db, principal.merchant_id)
-    row = await svc.create_payment(gateway, merchant, payment_request)
-    return envelope(await svc.show_payment(gateway, principal.merchant_id, row["track_id"]))
+    return envelope(await svc.create_payment(gateway, merchant, payment_request))
 
 
 @routes.get("/dashboard/balances")
@@ -78,8 +78,8 @@ async def dashboard_transactions(request: web.Request) -> web.Response:
          "amountUsd": r["amount_usd"] or "0", "status": r["status"], "confirmations": int(r["confirmations"])}
         for r in rows
     ]
-    # Payouts join this list when the money-out feature lands (its own table).
-    return envelope({"deposits": deposits, "payouts": []})
+    payouts = await payout_svc.recent_payouts(gateway, merchant_id, limit)
+    return envelope({"deposits": deposits, "payouts": payouts})
 
 
 def _standing_coins(gateway, merchant) -> list[str]:

@@ -87,8 +87,7 @@ async def create(request: web.Request, payment_type: str) -> web.Response:
     body = await read_json(request)
     payment_request = await parse_payment_request(gateway, body, payment_type, principal)
     merchant = await require_merchant(gateway.db, principal.merchant_id)
-    row = await svc.create_payment(gateway, merchant, payment_request)
-    return envelope(await svc.show_payment(gateway, principal.merchant_id, row["track_id"]))
+    return envelope(await svc.create_payment(gateway, merchant, payment_request))
 
 
 @routes.post("/v1/payment/static-address")
