@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from .keys import SeedKeyStore, get_family
+import json
+from pathlib import Path
+
+from .config import ConfigError
+from .errors import NotConfigured
+from .keys import SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore, get_family
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -20,13 +25,42 @@ if TYPE_CHECKING:  # pragma: no cover
 MERCHANT_KEY = ""  # user_key of a merchant's own standing address
 
 
-def keystore(gateway: "Gateway") -> Any:
-    """The process's key store, built once from the configured seed."""
-    store = gateway.services.get("keystore")
-    if store is None:
-        store = SeedKeyStore.from_secret(gateway.secrets.seed_material)
-        gateway.services["keystore"] = store
-    return store
+def keystore(gateway: "Gateway", network: str = "mainnet") -> Any:
+    """The process's key store: from the seed, or watch-only from account xpubs.
+
+    A seed store serves every network; a watch-only store holds the xpubs of
+    one network, so there is one per network.
+    """
+    stores = gateway.services.setdefault("keystores", {})
+    if network not in stores:
+        secrets = gateway.secrets
+        if secrets.seed_material:
+            store = stores.get("seed") or SeedKeyStore.from_secret(
+                secrets.seed_material, gateway.config.secrets.seed_passphrase)
+            stores["seed"] = store
+        else:
+            store = WatchOnlyKeyStore(load_account_xpubs(gateway.config.secrets.account_xpubs_file, network), network)
+        stores[network] = store
+    return stores[network]
+
+
+def load_account_xpubs(path: str, network: str) -> dict[tuple[str, int], str]:
+    """``{network: {family: {account: xpub}}}`` as written by ``orbchain keys export-xpubs``."""
+    try:
+        table = json.loads(Path(path).read_text(encoding="utf-8"))
+        return {(family, int(account)): xpub
+                for family, accounts in table.get(network, {}).items() for account, xpub in accounts.items()}
+    except (OSError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"config key 'secrets.account_xpubs_file': cannot read {path}: {exc}") from None
+
+
+def export_account_xpubs(store: SeedKeyStore, network: str, accounts: range, families: list[str]) -> dict:
+    """The watch-only table for ``accounts`` (run where the seed lives)."""
+    table: dict[str, dict[str, str]] = {}
+    for name in families:
+        family = get_family(name, network)
+        table[name] = {str(account): store.account_xpub(family, account) for account in accounts}
+    return {network: table}
 
 
 async def next_counter(gateway: "Gateway", name: str) -> int:
@@ -44,7 +78,11 @@ async def _derive_and_store(
 ) -> str:
     family = get_family(coin.address_family, network)
     index = await next_counter(gateway, f"addr:{merchant['id']}:{family.name}:{network}")
-    derived = family.derive(keystore(gateway), int(merchant["key_account"]), index)
+    try:
+        derived = family.derive(keystore(gateway, network), int(merchant["key_account"]), index)
+    except WatchOnlyError as exc:
+        # A watch-only process lacks this merchant's xpub: an operator task, not a client error.
+        raise NotConfigured(f"{exc}; export it with `orbchain keys export-xpubs` where the seed is") from None
     await gateway.db.execute(
         "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
         " VALUES (:a, :f, :n, :m, :i, :u, :t)",

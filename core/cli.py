@@ -1,7 +1,7 @@
 """The ``orbchain`` command (also ``python -m orbchain``).
 
-Operator commands: ``serve``, ``migrate``, ``ledger check``, ``config check``
-and ``plugins``. Every command reads the same config (``--config``,
+Operator commands: ``serve``, ``migrate``, ``ledger check``, ``config check``,
+``plugins`` and ``payouts work``. Every command reads the same config (``--config``,
 ``$ORBCHAIN_CONFIG`` or ``./orbchain.toml``) and environment overrides.
 Errors print one line and exit non-zero: no tracebacks for operator mistakes.
 """
@@ -91,6 +91,28 @@ def cmd_config_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_export_xpubs(args: argparse.Namespace) -> int:
+    """Print account xpubs for watch-only processes (public keys only)."""
+    import json
+
+    from .addresses import export_account_xpubs
+    from .keys import SeedKeyStore
+    from .secrets import load_secrets
+
+    config = _load(args)
+    secrets = load_secrets(config)
+    if not secrets.seed_material:
+        raise ConfigError("export-xpubs needs the seed: run it where secrets.seed_mnemonic or seed_file is set")
+    first, _, last = args.accounts.partition("-")
+    if not first.isdigit() or (last and not last.isdigit()):
+        raise ConfigError("--accounts must look like 1-100")
+    accounts = range(int(first), int(last or first) + 1)
+    store = SeedKeyStore.from_secret(secrets.seed_material, config.secrets.seed_passphrase)
+    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    print(json.dumps(export_account_xpubs(store, args.network, accounts, families), indent=1, sort_keys=True))
+    return 0
+
+
 def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins import plugin_names
 
@@ -100,7 +122,14 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
-CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "plugins")
+def cmd_payouts_work(args: argparse.Namespace) -> int:
+    from .payout_worker import run_worker
+
+    gateway = build_gateway(_load(args))
+    return asyncio.run(_with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
+
+
+CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -155,7 +184,21 @@ def build_parser() -> argparse.ArgumentParser:
         func=cmd_config_check
     )
 
+    keys = sub.add_parser("keys", help="key custody tools")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    export = keys_sub.add_parser("export-xpubs", help="print account xpubs for watch-only processes")
+    export.add_argument("--accounts", required=True, help="merchant key accounts, e.g. 1-500")
+    export.add_argument("--network", default="mainnet", choices=("mainnet", "testnet", "regtest"))
+    export.add_argument("--families", default="btc,ltc,doge,evm,tron", help="comma-separated address families")
+    export.set_defaults(func=cmd_export_xpubs)
+
     sub.add_parser("plugins", help="list registered plugins").set_defaults(func=cmd_plugins)
+
+    payouts = sub.add_parser("payouts", help="payout tools")
+    payouts_sub = payouts.add_subparsers(dest="payouts_command", required=True)
+    work = payouts_sub.add_parser("work", help="sign, broadcast and confirm queued payouts (every 2 s)")
+    work.add_argument("--once", action="store_true", help="process the due payouts once, then exit")
+    work.set_defaults(func=cmd_payouts_work)
     _add_plugin_commands(sub)
     return parser
 

@@ -59,6 +59,9 @@ class SecretsConfig:
     jwt_secret_file: str = ""
     seed_mnemonic: str = ""
     seed_file: str = ""
+    seed_passphrase: str = ""
+    # Watch-only processes: account xpubs exported by `orbchain keys export-xpubs`.
+    account_xpubs_file: str = ""
     receipt_signing_key: str = ""
     receipt_signing_key_file: str = ""
 

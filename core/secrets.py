@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 @dataclass(frozen=True)
 class Secrets:
     jwt_secret: bytes = field(repr=False)
-    seed_material: str = field(repr=False)  # a BIP-39 mnemonic or a hex seed
+    seed_material: str = field(repr=False)  # a BIP-39 mnemonic or a hex seed; "" when watch-only
     receipt_key: SigningKey = field(repr=False)
     # True when the gateway made the receipt key itself (development only):
     # GET /v1/common/receipt-public-key reports it as "ephemeral".
@@ -78,8 +78,11 @@ def load_secrets(config: Config) -> Secrets:
     s = config.secrets
     jwt_text, _ = _resolve(config, s.jwt_secret, s.jwt_secret_file, "jwt_secret", "jwt_secret",
                            lambda: stdlib_secrets.token_urlsafe(48), "JWT secret")
-    seed_text, _ = _resolve(config, s.seed_mnemonic, s.seed_file, "seed_mnemonic", "seed",
-                            _new_mnemonic_placeholder, "HD seed")
+    if s.account_xpubs_file and not (s.seed_mnemonic or s.seed_file):
+        seed_text = ""  # watch-only: derives deposit addresses from xpubs, signs nothing
+    else:
+        seed_text, _ = _resolve(config, s.seed_mnemonic, s.seed_file, "seed_mnemonic", "seed",
+                                _new_mnemonic_placeholder, "HD seed")
     key_text, generated = _resolve(config, s.receipt_signing_key, s.receipt_signing_key_file,
                                    "receipt_signing_key", "receipt_signing_key",
                                    lambda: base64.b64encode(bytes(SigningKey.generate())).decode(),
