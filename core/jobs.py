@@ -1,8 +1,8 @@
 """The core's own periodic jobs, registered before the plugins' ones.
 
 Webhook delivery, one scan per chain adapter (adapters only report; the
-core scans) and payment expiry. Imports are local because these modules
-import the gateway module themselves.
+core scans), payment expiry and the payout worker. Imports are local
+because these modules import the gateway module themselves.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ async def expire_payments_job(gateway: "Gateway") -> None:
 
 
 def register_core_jobs(gateway: "Gateway") -> None:
+    from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
     from .scanner import scan_job
     from .webhooks import deliver_due
 
     gateway.jobs.current_plugin = "core"
     gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
+    gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
     for adapter in gateway.chains:
         gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)

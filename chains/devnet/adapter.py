@@ -3,6 +3,7 @@
 The scanner treats it like any node-backed adapter: it follows ``tip`` and
 ``block(height)``, notices replaced hashes after a reorg and reads
 ``mempool`` for the Paying state. Addresses are real mainnet formats.
+It also sends payouts (``DevnetPayouts``) from a simulated hot wallet.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ...core.chains import Block, BlockRef, ChainAdapter, Transfer
 from .chain import NETWORK, DevnetChain
+from .payouts import DevnetPayouts
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -18,7 +20,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CHAIN_NAME = "devnet"
 
 
-class DevnetAdapter(ChainAdapter):
+class DevnetAdapter(ChainAdapter, DevnetPayouts):
     name = CHAIN_NAME
     network = NETWORK
     simulated = True

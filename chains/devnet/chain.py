@@ -130,6 +130,26 @@ class DevnetChain:
             )
         return tx_hash
 
+    async def submit(self, tx_hash: str, coin: str, address: str, amount_units: int) -> bool:
+        """Accept a signed payout transaction into the mempool under its own hash.
+
+        Idempotent like a node's ``sendrawtransaction``: a hash it already
+        knows (waiting, mined or dropped) is ignored and False is returned.
+        """
+        if not self.serves(coin):
+            raise UnservedCoin(f"the devnet does not simulate {coin}")
+        if not isinstance(amount_units, int) or isinstance(amount_units, bool) or amount_units <= 0:
+            raise InvalidAmount("amount must be greater than 0")
+        async with self.db.transaction():
+            inserted = await self.db.fetch_val(
+                "INSERT INTO devnet_txs (tx_hash, output_index, coin, address, amount, block_height, status,"
+                " created_at) VALUES (:tx, 0, :coin, :address, :amount, NULL, 'mempool', :t)"
+                " ON CONFLICT DO NOTHING RETURNING tx_hash",
+                {"tx": tx_hash.lower(), "coin": coin, "address": address,
+                 "amount": self.db.amount_param(amount_units), "t": self._now()},
+            )
+        return inserted is not None
+
     async def mine(self, n: int = 1) -> list[BlockRef]:
         """Append ``n`` blocks in one transaction; the first takes every mempool transfer."""
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_BLOCKS_PER_CALL:

@@ -1,0 +1,213 @@
+"""The payout worker: signs, broadcasts and confirms queued payouts, crash-safe.
+
+Runs as the core job ``payouts.process`` (every ``TICK_SECONDS``, one leader
+per job across processes) and as ``orbchain payouts work [--once]``. Each
+tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
+plus a lease) and moves each as far as it can go now:
+
+* queued: ``sign_payout`` once; the signed bytes are stored (stage signed)
+  before any broadcast, so a crash never leads to a second signature.
+* signed: ``broadcast`` the stored bytes (after a crash: the same bytes
+  again, which the sender contract makes harmless), then stage broadcast.
+* broadcast: ``payout_status`` until ``payout_confirmations`` deep
+  (Confirmed), reverted (Failed ``reverted``) or missing from the node for
+  longer than the chain's ``drop_after_seconds`` (Failed ``dropped``).
+
+Chain calls never run inside a database transaction. A permanent refusal
+fails the payout at once (``broadcast_rejected: <reason>``); transient
+errors back off and fail as ``broadcast_timeout`` after ``MAX_ATTEMPTS`` or
+``BROADCAST_TIMEOUT_SECONDS``, but only once the node says it has never seen
+the transaction: money that may be on its way is never re-credited.
+
+Test hook: with ``ORBCHAIN_FAULT=after_sign`` or ``after_broadcast`` in the
+environment the process kills itself (SIGKILL) at that point. Unset, it is
+a no-op; it exists for ``tests/test_payouts_crash.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING, Any
+
+from . import payouts
+from .chains import BroadcastError, PayoutOrder, PayoutSender, SignedPayout
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+JOB_NAME = "payouts.process"
+TICK_SECONDS = 2
+BATCH_SIZE = 100
+# A claim outlives any sane chain call; a crashed worker's payouts return after it.
+LEASE_SECONDS = 60
+MAX_ATTEMPTS = 10
+BROADCAST_TIMEOUT_SECONDS = 1800
+MAX_BACKOFF_SECONDS = 300
+DEFAULT_POLL_SECONDS = 10
+DEFAULT_DROP_SECONDS = 3600
+FAULT_ENV = "ORBCHAIN_FAULT"
+
+Row = payouts.Row
+
+
+def _fault(point: str) -> None:
+    """Test hook: die here, uncleanly, when ``ORBCHAIN_FAULT`` names this point."""
+    if os.environ.get(FAULT_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def backoff_seconds(attempts: int) -> int:
+    return min(MAX_BACKOFF_SECONDS, 2 ** max(1, attempts))
+
+
+async def process_payouts(gateway: "Gateway", *, limit: int = BATCH_SIZE) -> int:
+    """One tick: claim due payouts and advance each; returns how many were claimed."""
+    claimed = await payouts.claim_due(gateway, limit, LEASE_SECONDS)
+    for row in claimed:
+        try:
+            await advance(gateway, row)
+        except Exception:  # noqa: BLE001 - one payout's bug must not stall the others
+            # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
+            log.exception("payout %s: unexpected error at stage %s", row["id"], row["stage"])
+    return len(claimed)
+
+
+async def process_job(gateway: "Gateway") -> None:
+    await process_payouts(gateway)
+
+
+async def run_worker(gateway: "Gateway", *, once: bool = False) -> int:
+    """The CLI loop: tick every ``TICK_SECONDS`` (or once); returns the exit status."""
+    while True:
+        claimed = await process_payouts(gateway)
+        if once:
+            print(f"processed {claimed} payout(s)")
+            return 0
+        await asyncio.sleep(TICK_SECONDS)
+
+
+def _sender(gateway: "Gateway", row: Row) -> tuple[Any, PayoutSender | None]:
+    adapter = gateway.chains.get(row["chain"])
+    return adapter, (payouts.sender_of(adapter) if adapter is not None else None)
+
+
+async def advance(gateway: "Gateway", row: Row) -> None:
+    """Move one claimed payout through as many stages as it can take now."""
+    adapter, sender = _sender(gateway, row)
+    if sender is None:
+        log.warning("payout %s: chain %s has no payout sender here; retrying later", row["id"], row["chain"])
+        await payouts.record_retry(gateway, row, error=f"chain {row['chain']} is not configured",
+                                   next_at=gateway.now() + DEFAULT_POLL_SECONDS)
+        return
+    if row["stage"] == payouts.QUEUED:
+        row = await _sign(gateway, sender, row)
+    if row is not None and row["stage"] == payouts.SIGNED:
+        row = await _broadcast(gateway, sender, row)
+    if row is not None and row["stage"] == payouts.BROADCAST:
+        await _poll(gateway, adapter, sender, row)
+
+
+def _signed(row: Row) -> SignedPayout:
+    return SignedPayout(row["tx_hash"], row["raw_tx"])
+
+
+async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    order = PayoutOrder(payout_id=row["id"], coin=row["coin"], destination=row["destination"],
+                        amount=gateway.db.to_int(row["amount"]))
+    try:
+        signed = await sender.sign_payout(order)
+    except BroadcastError as exc:
+        if exc.permanent:
+            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=f"sign_rejected: {exc}")
+        else:
+            await _retry_or_time_out(gateway, sender, row, exc)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
+        await _retry_or_time_out(gateway, sender, row, exc)
+        return None
+    stored = await payouts.record_signed(gateway, row, signed)
+    if stored is not None:
+        _fault("after_sign")
+    return stored
+
+
+async def _broadcast(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    try:
+        await sender.broadcast(_signed(row))
+    except BroadcastError as exc:
+        if not exc.permanent:
+            await _retry_or_time_out(gateway, sender, row, exc)
+        elif await _seen(sender, row):  # an earlier attempt did land: the refusal is about a duplicate
+            return await payouts.record_broadcast(gateway, row)
+        else:
+            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=f"broadcast_rejected: {exc}")
+        return None
+    except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
+        await _retry_or_time_out(gateway, sender, row, exc)
+        return None
+    _fault("after_broadcast")
+    return await payouts.record_broadcast(gateway, row)
+
+
+async def _seen(sender: PayoutSender, row: Row) -> bool | None:
+    """Does the node know the stored transaction? None when it cannot say."""
+    try:
+        return (await sender.payout_status(_signed(row))).found
+    except Exception:  # noqa: BLE001
+        return None
+
+
+async def _retry_or_time_out(gateway: "Gateway", sender: PayoutSender, row: Row, exc: BaseException) -> None:
+    now = gateway.now()
+    attempts = int(row["attempts"]) + 1
+    first = row["first_attempt_at"] or now
+    error = f"{type(exc).__name__}: {exc}"
+    log.warning("payout %s: %s failed (attempt %d): %s", row["id"], row["stage"], attempts, error)
+    if attempts >= MAX_ATTEMPTS or now - first >= BROADCAST_TIMEOUT_SECONDS:
+        seen = False if row["stage"] == payouts.QUEUED else await _seen(sender, row)
+        if seen is False:
+            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.BROADCAST_TIMEOUT)
+            return
+        if seen:
+            await payouts.record_broadcast(gateway, row)
+            return
+        # The node cannot even say whether it has the transaction: keep trying, never re-credit blind.
+    await payouts.record_retry(gateway, row, error=error, attempts=attempts, next_at=now + backoff_seconds(attempts))
+
+
+def _poll_seconds(adapter: Any) -> int:
+    return max(1, int(getattr(adapter, "scan_seconds", DEFAULT_POLL_SECONDS)))
+
+
+async def _poll(gateway: "Gateway", adapter: Any, sender: PayoutSender, row: Row) -> None:
+    now = gateway.now()
+    try:
+        status = await sender.payout_status(_signed(row))
+    except Exception as exc:  # noqa: BLE001 - ask again next time
+        await payouts.record_retry(gateway, row, error=f"{type(exc).__name__}: {exc}",
+                                   next_at=now + _poll_seconds(adapter))
+        return
+    if status.failed:
+        await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.REVERTED,
+                             confirmations=status.confirmations)
+    elif status.found and status.confirmations >= sender.payout_confirmations:
+        await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations)
+    elif status.found:
+        await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
+                                      next_at=now + _poll_seconds(adapter))
+    else:
+        missing_since = row["missing_since"] or now
+        if now - missing_since >= int(getattr(adapter, "drop_after_seconds", DEFAULT_DROP_SECONDS)):
+            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.DROPPED, confirmations=0)
+            return
+        try:  # evicted from a mempool: offer the same bytes again
+            await sender.broadcast(_signed(row))
+        except Exception as exc:  # noqa: BLE001 - best effort; the grace period decides
+            log.info("payout %s: re-broadcast of a missing transaction failed: %s", row["id"], exc)
+        await payouts.record_progress(gateway, row, confirmations=0, missing_since=missing_since,
+                                      next_at=now + _poll_seconds(adapter))
