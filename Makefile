@@ -31,10 +31,12 @@ run: install
 	$(BIN)/orbchain migrate
 	$(BIN)/orbchain serve $(SERVE_FLAGS)
 
-## make test: install test deps (Python packages, Chromium), find or start PostgreSQL,
-## run the whole suite on both databases.
+## make test: install test deps (Python packages, Chromium, litecoind, anvil and solc),
+## find or start PostgreSQL, run the whole suite on both databases.
 test: install-test
 	scripts/ensure_chromium.sh
+	scripts/ensure_litecoind.sh
+	scripts/ensure_node_tools.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
 
 bench: install-test

@@ -18,7 +18,10 @@ CORE_ROUTE_MODULES = (
     "webhook_logs",
     "payments",
     "dashboard_payments",
+    "payouts",
     "pay_page",
+    "transfers",
+    "openapi",
 )
 
 

@@ -1,0 +1,95 @@
+"""``BitcoinAdapter``: one Bitcoin Core-compatible node seen through the chain contract.
+
+One instance per configured coin (BTC -> "bitcoin", LTC -> "litecoin",
+DOGE -> "dogecoin"). Deposits: ``block(height)`` is ``getblockhash`` plus
+``getblock <hash> 2`` and every output paying an address is reported; the
+core scanner matches, confirms and handles reorganisations. Payouts are the
+``BitcoinPayouts`` role (``sender.py``).
+
+``mempool()`` decodes each new mempool transaction once (batched
+``getrawtransaction <txid> true``, at most ``MEMPOOL_BATCH`` new ones per
+scan) and keeps only the outputs paying our addresses, so a full mainnet
+mempool costs one address look-up per transaction, not one per scan.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Sequence
+
+from ...core import addresses
+from ...core.chains import Block, BlockRef, ChainAdapter, ChainUnavailable, Transfer
+from .blocks import parse_block, transaction_transfers
+from .rpc import NodeRpc, RpcError
+from .sender import BitcoinPayouts
+from .settings import CoinSettings
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
+
+
+class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
+    def __init__(self, gateway: "Gateway", settings: CoinSettings, rpc: NodeRpc | None = None) -> None:
+        self.gateway = gateway
+        self.settings = settings
+        spec = settings.spec
+        self.name = spec.chain
+        self.coins = (spec.symbol,)
+        self.network = settings.network
+        self.scan_seconds = settings.scan_seconds
+        self.start_height = settings.start_height
+        self.drop_after_seconds = settings.drop_after_seconds
+        self.payout_confirmations = settings.payout_confirmations
+        self.rpc = rpc or NodeRpc(settings.rpc_url, user=settings.rpc_user, password=settings.rpc_password,
+                                  cookie_file=settings.rpc_cookie_file, timeout=settings.rpc_timeout_seconds,
+                                  label=f"{spec.node} ({spec.symbol})")
+        # txid -> our transfers in it (often none); only txids still in the mempool are kept.
+        self._mempool: dict[str, tuple[Transfer, ...]] = {}
+
+    @property
+    def coin(self) -> str:
+        return self.settings.spec.symbol
+
+    async def tip(self) -> BlockRef:
+        info = await self.rpc.call("getblockchaininfo")
+        return BlockRef(int(info["blocks"]), info["bestblockhash"])
+
+    async def block_hash(self, height: int) -> str:
+        try:
+            return await self.rpc.call("getblockhash", height)
+        except RpcError as exc:  # above the tip: the chain shrank under us (a reorg in progress)
+            raise ChainUnavailable(str(exc)) from None
+
+    async def block(self, height: int) -> Block:
+        block_hash = await self.block_hash(height)
+        try:
+            data = await self.rpc.call("getblock", block_hash, 2)
+        except RpcError as exc:
+            raise ChainUnavailable(f"{self.name}: getblock {block_hash} failed: {exc.message}") from None
+        return parse_block(data, self.coin)
+
+    async def mempool(self) -> Sequence[Transfer]:
+        txids = await self.rpc.call("getrawmempool")
+        current = set(txids)
+        for gone in [t for t in self._mempool if t not in current]:
+            del self._mempool[gone]
+        new = [t for t in txids if t not in self._mempool][:MEMPOOL_BATCH]
+        if new:
+            decoded = await self.rpc.batch("getrawtransaction", [[t, True] for t in new])
+            seen: dict[str, list[Transfer]] = {}
+            for txid, tx in zip(new, decoded):
+                if isinstance(tx, RpcError) or tx is None:
+                    continue  # left the mempool between the two calls
+                seen[txid] = transaction_transfers(tx, self.coin)
+            outputs = [t.address for ts in seen.values() for t in ts]
+            ours = await addresses.lookup(self.gateway, outputs) if outputs else {}
+            for txid, transfers in seen.items():
+                self._mempool[txid] = tuple(t for t in transfers if t.address in ours)
+        return [t for transfers in self._mempool.values() for t in transfers]
+
+    async def close(self) -> None:
+        await self.rpc.close()

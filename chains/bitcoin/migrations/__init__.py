@@ -1,0 +1,1 @@
+"""Schema of the bitcoin plugin (namespace ``bitcoin``): the hot wallet's bookkeeping."""

@@ -1,0 +1,230 @@
+"""The payout role of a bitcoin-family chain: sign from the hot wallet, broadcast, follow.
+
+``sign_payout`` selects outputs (``wallet.py``), checks each with ``gettxout``
+(still unspent, the amount and the script we hold the key of), signs
+(``transactions.py``) and reserves the inputs in the same step as it
+remembers the change, so no two payouts ever spend one output. The fee rate
+is ``estimatesmartfee 2`` (never below the node's mempool minimum), else the
+configured fallback.
+
+``payout_status`` works without ``-txindex``: a transaction in the mempool is
+found with ``getrawtransaction``; once mined, the block that holds it is
+found by searching the blocks since the payout was signed (txids only) and
+remembered, and its confirmations are then that block's (``getblockheader``,
+-1 when a reorganisation removed it, so the search starts again).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from ...core.addresses import keystore, next_counter
+from ...core.chains import BroadcastError, ChainUnavailable, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...core.keys import AddressError, get_family
+from . import wallet
+from .rpc import (
+    RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
+    RPC_VERIFY_REJECTED, NodeRpc, RpcError, coin_units, fee_rate_sat_per_kvb,
+)
+from .settings import CoinSettings
+from .transactions import Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+FEE_TARGET_BLOCKS = 2
+SELECTION_ATTEMPTS = 4
+MAX_PAYOUT_SEARCH_BLOCKS = 2_000
+# Node refusals worth retrying: the mempool is full or our chain of unconfirmed spends is long.
+TRANSIENT_REFUSALS = ("mempool full", "too-long-mempool-chain", "mempool min fee not met")
+
+
+class BitcoinPayouts(PayoutSender):
+    """Mixed into the chain adapter; needs ``gateway``, ``rpc``, ``settings``, ``name``, ``network``."""
+
+    gateway: "Gateway"
+    rpc: NodeRpc
+    settings: CoinSettings
+    name: str
+    network: str
+
+    # -- fees ------------------------------------------------------------------------------
+
+    async def fee_rate(self) -> int:
+        """Satoshis per 1,000 vbytes for a payout now."""
+        floor = 0
+        try:
+            info = await self.rpc.call("getmempoolinfo")
+            floor = max(fee_rate_sat_per_kvb(info.get("mempoolminfee", 0) or 0),
+                        fee_rate_sat_per_kvb(info.get("minrelaytxfee", 0) or 0))
+        except (RpcError, TypeError):
+            pass
+        rate = None
+        try:
+            estimate = await self.rpc.call("estimatesmartfee", FEE_TARGET_BLOCKS)
+            if isinstance(estimate, dict) and estimate.get("feerate") is not None and estimate["feerate"] > 0:
+                rate = fee_rate_sat_per_kvb(estimate["feerate"])
+        except RpcError as exc:
+            log.info("%s: estimatesmartfee failed (%s); using the fallback fee rate", self.name, exc.message)
+        if rate is None:
+            rate = self.settings.fee_fallback_sat_per_vbyte * 1000
+        return max(rate, floor)
+
+    # -- signing ---------------------------------------------------------------------------
+
+    def _family(self):
+        return get_family(self.settings.spec.family, self.network)
+
+    async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
+        spec = self.settings.spec
+        if order.coin != spec.symbol:
+            raise BroadcastError(f"{self.name} pays {spec.symbol}, not {order.coin}", permanent=True)
+        family = self._family()
+        try:
+            destination = script_for_address(spec.family, self.network, family.validate(order.destination))
+        except (AddressError, ValueError) as exc:
+            raise BroadcastError(f"invalid destination: {exc}", permanent=True) from None
+        if order.amount < spec.change_min_sat:
+            raise BroadcastError(f"amount {order.amount} is below the dust limit", permanent=True)
+        await self.release_failed_payouts()
+        rate = await self.fee_rate()
+        height = int(await self.rpc.call("getblockcount"))
+        change_script = script_for_key(spec.script, family.derive(keystore(self.gateway), 0, 0, change=True).public_key)
+        for _ in range(SELECTION_ATTEMPTS):
+            candidates = await wallet.spendable_outputs(self.gateway, self.name, self.network)
+            try:
+                selection = wallet.select_outputs(
+                    candidates, order.amount, rate_sat_per_kvb=rate, kind=spec.script,
+                    destination_script=destination, change_script=change_script, change_min=spec.change_min_sat)
+            except wallet.InsufficientFunds as exc:
+                raise BroadcastError(f"{self.name}: {exc}", permanent=False) from None
+            spends = await self._spends(selection.inputs)
+            if spends is None:
+                continue  # some were gone on the node: select again without them
+            outputs = [Output(order.amount, destination)]
+            change_key_index = None
+            if selection.change:
+                change_key_index = await next_counter(self.gateway, f"change:{self.name}:{self.network}")
+                public_key = family.derive(keystore(self.gateway), wallet.PLATFORM_ACCOUNT, change_key_index,
+                                           change=True).public_key
+                outputs.append(Output(selection.change, script_for_key(spec.script, public_key)))
+            signed = sign_transaction(spends, outputs)
+            try:
+                await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
+                    payout_id=order.payout_id, tx_hash=signed.txid, inputs=selection.inputs,
+                    change_index=1 if selection.change else None, change_amount=selection.change,
+                    change_key_index=change_key_index, signed_height=height))
+            except wallet.ReservationConflict:
+                continue
+            log.info("%s: payout %s signed as %s (%d input(s), fee %d, vsize %d)", self.name, order.payout_id,
+                     signed.txid, len(spends), selection.fee, signed.vsize)
+            return SignedPayout(tx_hash=signed.txid, raw=signed.hex, network_fee=selection.fee)
+        raise BroadcastError(f"{self.name}: hot wallet busy, try again", permanent=False)
+
+    async def _spends(self, outputs) -> list[Spend] | None:
+        """Signing inputs for ``outputs`` after checking each on the node; None if any is gone."""
+        family = self._family()
+        store = keystore(self.gateway)
+        spends, gone = [], []
+        for output in outputs:
+            coin = await self.rpc.call("gettxout", output.tx_hash, output.output_index, True)
+            if coin is None:
+                gone.append((output.tx_hash, output.output_index))
+                continue
+            public_key = family.derive(store, output.key_account, output.key_index, change=output.change).public_key
+            script = script_for_key(self.settings.spec.script, public_key)
+            if coin_units(coin["value"]) != output.amount or coin["scriptPubKey"]["hex"] != script.hex():
+                log.error("%s: output %s:%d does not match our books; never spending it", self.name,
+                          output.tx_hash, output.output_index)
+                gone.append((output.tx_hash, output.output_index))
+                continue
+            private_key = store.private_key_for(family, output.key_account, output.key_index, change=output.change)
+            spends.append(Spend(Outpoint(output.tx_hash, output.output_index), output.amount,
+                                self.settings.spec.script, private_key))
+        if gone:
+            log.warning("%s: %d wallet output(s) are spent on the node; excluded", self.name, len(gone))
+            await wallet.mark_spent(self.gateway, self.name, gone)
+            return None
+        return spends
+
+    # -- broadcasting ----------------------------------------------------------------------
+
+    async def broadcast(self, signed: SignedPayout) -> None:
+        try:
+            await self.rpc.call("sendrawtransaction", signed.raw)
+        except RpcError as exc:
+            text = exc.message.lower()
+            if exc.code == RPC_VERIFY_ALREADY_IN_CHAIN or "already in" in text or "already-known" in text:
+                return  # sent before: harmless
+            if any(reason in text for reason in TRANSIENT_REFUSALS):
+                raise BroadcastError(exc.message, permanent=False) from None
+            if exc.code in (RPC_VERIFY_ERROR, RPC_VERIFY_REJECTED, RPC_DESERIALIZATION_ERROR):
+                raise BroadcastError(exc.message, permanent=True) from None
+            raise BroadcastError(exc.message, permanent=False) from None
+
+    # -- following -------------------------------------------------------------------------
+
+    async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
+        try:
+            tx = await self.rpc.call("getrawtransaction", signed.tx_hash, True)
+        except RpcError as exc:
+            if exc.code != RPC_INVALID_ADDRESS_OR_KEY:
+                raise ChainUnavailable(str(exc)) from None
+            tx = None
+        if tx is not None and not tx.get("blockhash"):
+            return PayoutStatus(found=True, confirmations=0)
+        row = await wallet.payout_tx(self.gateway, self.name, signed.tx_hash)
+        block_hash = (tx or {}).get("blockhash") or (row["block_hash"] if row else None)
+        if block_hash:
+            header = await self.rpc.call("getblockheader", block_hash)
+            confirmations = int(header.get("confirmations", -1))
+            if confirmations > 0:
+                await self._confirmed(row, block_hash)
+                return PayoutStatus(found=True, confirmations=confirmations)
+            if row is not None:
+                await wallet.forget_block(self.gateway, self.name, signed.tx_hash)  # reorganised away
+        found = await self._search_blocks(signed.tx_hash, int(row["signed_height"]) if row else None)
+        if found is None:
+            return PayoutStatus(found=False)
+        block_hash, confirmations = found
+        await self._confirmed(row, block_hash)
+        return PayoutStatus(found=True, confirmations=confirmations)
+
+    async def _confirmed(self, row: Any, block_hash: str) -> None:
+        if row is not None and row["block_hash"] != block_hash:
+            await wallet.confirm_payout(self.gateway, self.name, row["payout_id"], block_hash)
+
+    async def _search_blocks(self, txid: str, since: int | None) -> tuple[str, int] | None:
+        """The best-chain block holding ``txid`` (searched from ``since``) and its confirmations."""
+        tip = int(await self.rpc.call("getblockcount"))
+        start = max(0, tip - MAX_PAYOUT_SEARCH_BLOCKS + 1, since if since is not None else tip - 100)
+        heights = list(range(tip, start - 1, -1))
+        hashes = await self.rpc.batch("getblockhash", [[h] for h in heights])
+        for height, block_hash in zip(heights, hashes):
+            if isinstance(block_hash, RpcError):
+                raise ChainUnavailable(str(block_hash))
+            block = await self.rpc.call("getblock", block_hash, 1)
+            if txid in block.get("tx", ()):
+                return block_hash, tip - height + 1
+        return None
+
+    # -- failures --------------------------------------------------------------------------
+
+    async def release_payout(self, payout_id: str) -> None:
+        """A failed payout's reserved inputs go back to the wallet when the node still has them unspent."""
+        unspent, gone = [], []
+        for tx_hash, index in await wallet.reserved_inputs(self.gateway, self.name, payout_id):
+            coin = await self.rpc.call("gettxout", tx_hash, index, True)
+            (unspent if coin is not None else gone).append((tx_hash, index))
+        await wallet.release_payout(self.gateway, self.name, payout_id, unspent, gone)
+        if unspent or gone:
+            log.info("%s: payout %s failed: %d input(s) released, %d spent elsewhere", self.name, payout_id,
+                     len(unspent), len(gone))
+
+    async def release_failed_payouts(self) -> None:
+        """Self-healing: release what Failed payouts still hold (a missed ``payout_finished``)."""
+        for payout_id in await wallet.failed_payouts_holding_inputs(self.gateway, self.name):
+            await self.release_payout(payout_id)

@@ -1,0 +1,141 @@
+"""The ``[plugin.bitcoin.<COIN>]`` config blocks, read and validated in one place.
+
+One block per coin; a coin without a block registers nothing::
+
+    [plugin.bitcoin.LTC]
+    rpc_url = "http://127.0.0.1:19443"
+    rpc_user = "orbchain"              # or rpc_cookie_file = "/var/lib/litecoind/regtest/.cookie"
+    rpc_password = "..."
+    network = "regtest"                # mainnet | testnet | regtest
+    fee_fallback_sat_per_vbyte = 10    # when estimatesmartfee has no answer
+    payout_confirmations = 1
+
+Optional: ``scan_seconds``, ``start_height`` (where a fresh database starts;
+default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from ...core.config import Config, ConfigError
+
+PLUGIN_NAME = "bitcoin"
+NETWORKS = ("mainnet", "testnet", "regtest")
+
+
+@dataclass(frozen=True)
+class CoinSpec:
+    """What differs between the Bitcoin Core forks we serve."""
+
+    symbol: str
+    chain: str  # the coin table's chain name, also the adapter's name
+    family: str  # the key layer's address family
+    script: str  # "p2wpkh" (native segwit deposits) or "p2pkh" (legacy, DOGE)
+    change_min_sat: int  # smaller change is left to the miner (above every dust limit)
+    default_fallback_sat_per_vbyte: int
+    node: str  # for messages and docs
+
+
+COIN_SPECS: Mapping[str, CoinSpec] = {
+    "BTC": CoinSpec("BTC", "bitcoin", "btc", "p2wpkh", 1_000, 10, "Bitcoin Core"),
+    # Litecoin's dust relay fee is ten times Bitcoin's.
+    "LTC": CoinSpec("LTC", "litecoin", "ltc", "p2wpkh", 10_000, 10, "Litecoin Core"),
+    # Dogecoin Core's soft dust limit is 0.01 DOGE and its fees are per-kB high.
+    "DOGE": CoinSpec("DOGE", "dogecoin", "doge", "p2pkh", 1_000_000, 1_000, "Dogecoin Core"),
+}
+
+KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
+        "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds")
+
+
+@dataclass(frozen=True)
+class CoinSettings:
+    spec: CoinSpec
+    rpc_url: str
+    rpc_user: str | None
+    rpc_password: str | None
+    rpc_cookie_file: str | None
+    network: str
+    fee_fallback_sat_per_vbyte: int
+    payout_confirmations: int
+    scan_seconds: float
+    start_height: int | None
+    rpc_timeout_seconds: float
+    drop_after_seconds: int
+
+    def __repr__(self) -> str:  # never the password
+        return f"<CoinSettings {self.spec.symbol} {self.network} {self.rpc_url}>"
+
+
+def _key(symbol: str, name: str | None = None) -> str:
+    return f"plugin.{PLUGIN_NAME}.{symbol}" + (f".{name}" if name else "")
+
+
+def _int(block: Mapping[str, Any], symbol: str, name: str, default: int | None, minimum: int) -> int | None:
+    value = block.get(name, default)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"config key '{_key(symbol, name)}' must be a whole number >= {minimum}, got {value!r}")
+    return value
+
+
+def _seconds(block: Mapping[str, Any], symbol: str, name: str, default: float) -> float:
+    value = block.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
+        raise ConfigError(f"config key '{_key(symbol, name)}' must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _text(block: Mapping[str, Any], symbol: str, name: str) -> str | None:
+    value = block.get(name)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"config key '{_key(symbol, name)}' must be a non-empty string")
+    return value
+
+
+def _coin_settings(symbol: str, block: Any) -> CoinSettings:
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"config key '{_key(symbol)}' must be a table of settings")
+    for name in block:
+        if name not in KEYS:
+            raise ConfigError(f"unknown config key '{_key(symbol, name)}' (known: {', '.join(KEYS)})")
+    spec = COIN_SPECS[symbol]
+    url = _text(block, symbol, "rpc_url")
+    if url is None:
+        raise ConfigError(f"config key '{_key(symbol, 'rpc_url')}' is required (the node's JSON-RPC URL)")
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+        raise ConfigError(f"config key '{_key(symbol, 'rpc_url')}' must be an http(s) URL, got {url!r}")
+    user, password = _text(block, symbol, "rpc_user"), _text(block, symbol, "rpc_password")
+    cookie = _text(block, symbol, "rpc_cookie_file")
+    if cookie and (user or password):
+        raise ConfigError(f"config keys '{_key(symbol, 'rpc_cookie_file')}' and '{_key(symbol, 'rpc_user')}'"
+                          f"/'rpc_password' are alternatives: set one")
+    if not cookie and (user is None or password is None):
+        raise ConfigError(f"config block '{_key(symbol)}' needs 'rpc_user' and 'rpc_password', or 'rpc_cookie_file'")
+    network = block.get("network")
+    if network not in NETWORKS:
+        raise ConfigError(
+            f"config key '{_key(symbol, 'network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
+    return CoinSettings(
+        spec=spec, rpc_url=url, rpc_user=user, rpc_password=password, rpc_cookie_file=cookie, network=network,
+        fee_fallback_sat_per_vbyte=_int(block, symbol, "fee_fallback_sat_per_vbyte",
+                                        spec.default_fallback_sat_per_vbyte, 1),
+        payout_confirmations=_int(block, symbol, "payout_confirmations", 1, 1),
+        scan_seconds=_seconds(block, symbol, "scan_seconds", 5.0 if network == "regtest" else 30.0),
+        start_height=_int(block, symbol, "start_height", None, 0),
+        rpc_timeout_seconds=_seconds(block, symbol, "rpc_timeout_seconds", 30.0),
+        drop_after_seconds=_int(block, symbol, "drop_after_seconds", 3 * 3600, 1),
+    )
+
+
+def read_settings(config: Config) -> dict[str, CoinSettings]:
+    """The validated blocks by coin symbol; raises ``ConfigError`` naming the bad key."""
+    blocks = dict(config.plugin_config(PLUGIN_NAME))
+    for symbol in blocks:
+        if symbol not in COIN_SPECS:
+            raise ConfigError(f"unknown config block '{_key(symbol)}' (coins served: {', '.join(COIN_SPECS)})")
+    return {symbol: _coin_settings(symbol, block) for symbol, block in blocks.items()}

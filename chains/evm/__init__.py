@@ -1,0 +1,82 @@
+"""Built-in plugin ``evm``: ETH, BNB, POL and their tokens over standard Ethereum JSON-RPC.
+
+One adapter per EVM chain the operator configures; a chain without a block
+registers nothing::
+
+    [plugin.evm.ethereum]
+    rpc_url = "http://127.0.0.1:8545"
+    chain_id = 1
+
+    [plugin.evm.bsc]
+    rpc_url = "https://bsc-node.internal:8545"
+    chain_id = 56
+
+The chain's coins come from the coin table (``register_coins``): its native
+coin (no contract) and the tokens pinned to it, whose contracts an operator
+may override with ``[plugin.coin_table] contracts``. Each adapter also sends
+payouts from the hot wallet, and a job ``evm.<chain>.sweep`` moves credited
+deposits to it. See ``docs/evm.md``.
+"""
+
+from __future__ import annotations
+
+from ...core.config import ConfigError
+from ...core.plugins import hookimpl
+from .adapter import EvmAdapter
+from .settings import PLUGIN_NAME, ChainSettings, read_settings
+from .sweeper import sweep_chain, sweep_job
+
+__all__ = ["PLUGIN_NAME", "EvmAdapter", "ChainSettings", "sweep_chain", "evm_adapters"]
+
+MIGRATIONS_PACKAGE = "orbchain.chains.evm.migrations"
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    read_settings(gateway.config.plugin_config(PLUGIN_NAME))
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+def _chain_coins(gateway, chain: str) -> tuple[str, dict[str, str]]:
+    """The chain's native coin and its pinned tokens (contract -> symbol) from the coin table."""
+    coins = [coin for coin in gateway.coins if coin.chain == chain and coin.address_family == "evm"]
+    natives = [coin.symbol for coin in coins if coin.contract is None]
+    if len(natives) != 1:
+        raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.{chain}': the coin table has no EVM chain {chain!r}"
+                          f" (one native coin expected, found {len(natives)})")
+    return natives[0], {coin.contract: coin.symbol for coin in coins if coin.contract}
+
+
+@hookimpl
+def register_chains(registry, gateway) -> None:
+    for chain, settings in read_settings(gateway.config.plugin_config(PLUGIN_NAME)).items():
+        native, tokens = _chain_coins(gateway, chain)
+        registry.add(EvmAdapter(gateway, settings, native, tokens))
+
+
+def evm_adapters(gateway) -> list[EvmAdapter]:
+    return [adapter for adapter in gateway.chains if isinstance(adapter, EvmAdapter)]
+
+
+@hookimpl
+def register_jobs(registry, gateway) -> None:
+    for adapter in evm_adapters(gateway):
+        if adapter.settings.sweep:
+            registry.add(f"evm.{adapter.name}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
+
+
+@hookimpl
+async def gateway_stopping(gateway) -> None:
+    for adapter in evm_adapters(gateway):
+        await adapter.close()
+
+
+@hookimpl
+def register_commands(registry) -> None:
+    from .cli import configure
+
+    registry.add("evm", "EVM chains: show the hot wallet to fund", configure)

@@ -1,0 +1,131 @@
+"""``EvmAdapter``: one EVM chain (ethereum, bsc, polygon) seen through the chain contract.
+
+Per block, two kinds of deposit:
+
+* native (ETH, BNB, POL): every transaction of ``eth_getBlockByNumber(h,
+  true)`` with a ``to`` and a value above zero, output index 0, kept only if
+  its receipt says it succeeded. Receipts are fetched only for candidates
+  whose ``to`` is in our address table (one batched look-up), so the calls
+  per block are bounded by our own deposits, not by the block's size.
+  Value moved by contract calls (internal transactions) is not seen: that
+  needs trace APIs few providers offer (docs/evm.md).
+* tokens: ``eth_getLogs`` for that block hash, the Transfer topic and the
+  pinned contracts only; a log's index is its output index. Logs of
+  reverted transactions never exist; tokens of any other contract are
+  ignored (SPEC 2.7).
+
+``parent_hash`` comes from the node, so the core's reorg detection works.
+``mempool()`` returns nothing: a deposit shows from its first block
+(docs/evm.md).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from eth_utils import to_checksum_address
+
+from ...core import addresses
+from ...core.chains import Block, BlockRef, ChainAdapter, ChainUnavailable, Transfer
+from .payouts import EvmPayouts
+from .rpc import JsonRpc, RpcError, hex_quantity, quantity
+from .settings import ChainSettings
+from .signer import TxStore
+from .tokens import TRANSFER_TOPIC, decode_transfer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+
+class EvmAdapter(ChainAdapter, EvmPayouts):
+    network = "mainnet"  # EVM addresses are the same on every network and testnet
+
+    def __init__(self, gateway: "Gateway", settings: ChainSettings, native: str, tokens: Mapping[str, str],
+                 rpc: JsonRpc | None = None) -> None:
+        """``native``: the chain's own coin; ``tokens``: pinned contract (any case) -> coin symbol."""
+        self.gateway = gateway
+        self.settings = settings
+        self.name = settings.chain
+        self.native = native
+        self.contracts = {contract.lower(): symbol for contract, symbol in tokens.items()}
+        self.coins = (native, *sorted(self.contracts.values()))
+        self.scan_seconds = settings.scan_seconds
+        self.start_height = settings.start_height
+        self.max_blocks_per_scan = settings.max_blocks_per_scan
+        self.drop_after_seconds = settings.drop_after_seconds
+        self.payout_confirmations = settings.payout_confirmations
+        self.rpc = rpc or JsonRpc(settings.rpc_url, timeout=settings.timeout_seconds)
+        self.txs = TxStore(gateway, settings.chain, settings.chain_id, self.rpc,
+                           gas_margin_percent=settings.gas_margin_percent, priority_fee_wei=settings.priority_fee_wei)
+
+    def token_contract(self, coin: str) -> str | None:
+        for contract, symbol in self.contracts.items():
+            if symbol == coin:
+                return to_checksum_address(contract)
+        return None
+
+    # -- the deposit-watching role ----------------------------------------------------------
+
+    async def _header(self, tag: str) -> Mapping[str, Any]:
+        header = await self.rpc.call("eth_getBlockByNumber", tag, False)
+        if not isinstance(header, dict):
+            raise ChainUnavailable(f"{self.name}: no block {tag}")
+        return header
+
+    async def tip(self) -> BlockRef:
+        header = await self._header("latest")
+        return BlockRef(quantity(header["number"]), header["hash"])
+
+    async def block_hash(self, height: int) -> str:
+        return (await self._header(hex_quantity(height)))["hash"]
+
+    async def block(self, height: int) -> Block:
+        raw = await self.rpc.call("eth_getBlockByNumber", hex_quantity(height), True)
+        if not isinstance(raw, dict):
+            raise ChainUnavailable(f"{self.name}: no block {height}")
+        block_hash = raw["hash"]
+        transfers = [*await self._native_transfers(raw.get("transactions") or []),
+                     *await self._token_transfers(block_hash)]
+        return Block(quantity(raw["number"]), block_hash, raw["parentHash"], tuple(transfers),
+                     quantity(raw["timestamp"]) if raw.get("timestamp") else None)
+
+    async def _native_transfers(self, transactions: Iterable[Mapping[str, Any]]) -> list[Transfer]:
+        candidates = []
+        for tx in transactions:
+            to = tx.get("to")
+            if to and quantity(tx.get("value", "0x0")) > 0:
+                candidates.append((tx["hash"].lower(), to_checksum_address(to), quantity(tx["value"])))
+        if not candidates:
+            return []
+        ours = await addresses.lookup(self.gateway, [address for _, address, _ in candidates])
+        mine = [c for c in candidates if c[1] in ours]
+        if not mine:
+            return []
+        receipts = await self.rpc.batch([("eth_getTransactionReceipt", [tx_hash]) for tx_hash, _, _ in mine])
+        found = []
+        for (tx_hash, address, value), receipt in zip(mine, receipts):
+            if not isinstance(receipt, dict):
+                raise ChainUnavailable(f"{self.name}: no receipt for mined transaction {tx_hash}")
+            if quantity(receipt["status"]) == 1:  # a reverted transaction moved nothing
+                found.append(Transfer(tx_hash, 0, address, self.native, value))
+        return found
+
+    async def _token_transfers(self, block_hash: str) -> list[Transfer]:
+        if not self.contracts:
+            return []
+        try:
+            logs = await self.rpc.call("eth_getLogs", {"blockHash": block_hash, "address": sorted(self.contracts),
+                                                       "topics": [TRANSFER_TOPIC]})
+        except RpcError as exc:  # e.g. the block was just reorganised away: scan again later
+            raise ChainUnavailable(f"{self.name}: eth_getLogs failed: {exc.message}") from None
+        found = []
+        for log in logs or []:
+            decoded = decode_transfer(log)
+            if decoded is None or decoded.value <= 0 or decoded.contract not in self.contracts:
+                continue
+            found.append(Transfer(decoded.tx_hash, decoded.log_index, decoded.recipient,
+                                  self.contracts[decoded.contract], decoded.value))
+        return found
+
+    async def close(self) -> None:
+        await self.rpc.close()

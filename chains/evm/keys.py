@@ -1,0 +1,40 @@
+"""Which key signs: the hot wallet and the deposit addresses, all from the operator's seed.
+
+The hot wallet of every EVM chain is the platform's own HD account 0,
+index 0 of the ``evm`` family (m/44'/60'/0'/0/0): merchants derive under
+accounts 1 and up, so it can never be a deposit address. One address serves
+ethereum, bsc and polygon (the same key on every EVM chain).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.addresses import keystore
+from ...core.keys import get_family
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+FAMILY = "evm"
+HOT_WALLET_ACCOUNT = 0
+HOT_WALLET_INDEX = 0
+
+
+def hot_wallet_address(gateway: "Gateway") -> str:
+    return get_family(FAMILY).derive(keystore(gateway), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX).address
+
+
+def hot_wallet_key(gateway: "Gateway") -> bytes:
+    """The hot wallet's signing key; raises ``WatchOnlyError`` in a watch-only process."""
+    return keystore(gateway).private_key_for(get_family(FAMILY), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX)
+
+
+async def deposit_key(gateway: "Gateway", address: str) -> bytes:
+    """The signing key of one of our deposit addresses (for sweeping it)."""
+    row = await gateway.db.fetch_one(
+        "SELECT a.key_index, m.key_account FROM deposit_addresses a JOIN merchants m ON m.id = a.merchant_id"
+        " WHERE a.address = :a AND a.family = :f", {"a": address, "f": FAMILY})
+    if row is None:
+        raise LookupError(f"{address} is not one of our EVM deposit addresses")
+    return keystore(gateway).private_key_for(get_family(FAMILY), int(row["key_account"]), int(row["key_index"]))

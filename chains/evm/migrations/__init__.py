@@ -1,0 +1,1 @@
+"""Schema of the EVM plugin (namespace ``evm``)."""

@@ -1,0 +1,53 @@
+"""The payout role of an EVM chain: type-2 transactions from the hot wallet.
+
+Native coins are a plain value transfer; tokens are ``transfer(to, amount)``
+on the pinned contract with value 0. The signed transaction is stored in
+``evm_txs`` under the payout id (``kind = 'payout'``), so a second
+``sign_payout`` for the same payout returns the same bytes and nonce.
+
+``network_fee`` is the upper bound the hot wallet can pay: gas limit × max
+fee per gas, known at signing (the receipt's actual fee is lower; the
+gateway keeps it in ``evm_txs.fee_paid``). It is in the chain's native
+coin (wei), also for token payouts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from .keys import hot_wallet_key
+from .tokens import transfer_calldata
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .adapter import EvmAdapter
+
+PAYOUT = "payout"
+
+
+class EvmPayouts(PayoutSender):
+    """Mixed into ``EvmAdapter`` (needs its ``txs``, ``native``, ``token_contract``)."""
+
+    async def sign_payout(self: "EvmAdapter", order: PayoutOrder) -> SignedPayout:
+        if order.amount <= 0:
+            raise BroadcastError("payout amount must be positive", permanent=True)
+        if order.coin == self.native:
+            to, value, data = order.destination, order.amount, "0x"
+        else:
+            contract = self.token_contract(order.coin)
+            if contract is None:
+                raise BroadcastError(f"{order.coin} is not served on {self.name}", permanent=True)
+            to, value, data = contract, 0, transfer_calldata(order.destination, order.amount)
+        stored = await self.txs.sign_and_store(
+            kind=PAYOUT, ref=order.payout_id, key=hot_wallet_key(self.gateway), to=to, value=value, data=data,
+            coin=order.coin, amount=order.amount)
+        return SignedPayout(stored.tx_hash, stored.raw, stored.max_network_fee)
+
+    async def broadcast(self: "EvmAdapter", signed: SignedPayout) -> None:
+        await self.txs.broadcast(signed.tx_hash, signed.raw)
+
+    async def payout_status(self: "EvmAdapter", signed: SignedPayout) -> PayoutStatus:
+        status, receipt = await self.txs.status(signed.tx_hash)
+        if receipt is not None:
+            await self.txs.record_receipt(signed.tx_hash, receipt)
+        return status

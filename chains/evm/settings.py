@@ -1,0 +1,108 @@
+"""The ``[plugin.evm.<chain>]`` config blocks, read and validated in one place.
+
+One block per EVM chain the operator runs a node (or an RPC provider) for::
+
+    [plugin.evm.ethereum]
+    rpc_url = "http://127.0.0.1:8545"
+    chain_id = 1
+    payout_confirmations = 1      # optional
+
+A chain without a block registers nothing. Every error names the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ...core.config import ConfigError
+
+PLUGIN_NAME = "evm"
+REQUIRED = ("rpc_url", "chain_id")
+OPTIONAL = (
+    "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
+    "timeout_seconds", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei",
+)
+# Deposit detection reads one block per call; a public RPC rarely allows more.
+DEFAULT_SCAN_SECONDS = 5.0
+DEFAULT_SWEEP_SECONDS = 300.0
+DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_GAS_MARGIN_PERCENT = 20
+
+
+@dataclass(frozen=True)
+class ChainSettings:
+    """One EVM chain's validated block."""
+
+    chain: str
+    rpc_url: str
+    chain_id: int
+    payout_confirmations: int = 1
+    scan_seconds: float = DEFAULT_SCAN_SECONDS
+    start_height: int | None = None
+    max_blocks_per_scan: int = 200
+    drop_after_seconds: int = 3600
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    sweep: bool = True
+    sweep_seconds: float = DEFAULT_SWEEP_SECONDS
+    gas_margin_percent: int = DEFAULT_GAS_MARGIN_PERCENT
+    priority_fee_wei: int | None = None  # None: ask the node (eth_maxPriorityFeePerGas)
+
+
+def _key(chain: str, name: str | None = None) -> str:
+    return f"plugin.{PLUGIN_NAME}.{chain}" + (f".{name}" if name else "")
+
+
+def _int(chain: str, block: Mapping[str, Any], name: str, default: Any, minimum: int) -> Any:
+    value = block.get(name, default)
+    if value is None and default is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"config key '{_key(chain, name)}' must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _seconds(chain: str, block: Mapping[str, Any], name: str, default: float) -> float:
+    value = block.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86_400:
+        raise ConfigError(f"config key '{_key(chain, name)}' must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
+def _chain(chain: str, block: Any) -> ChainSettings:
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"config key '{_key(chain)}' must be a table like [{_key(chain)}]")
+    for name in block:
+        if name not in REQUIRED + OPTIONAL:
+            raise ConfigError(f"unknown config key '{_key(chain, name)}' (known: {', '.join(REQUIRED + OPTIONAL)})")
+    for name in REQUIRED:
+        if name not in block:
+            raise ConfigError(f"config key '{_key(chain, name)}' is required")
+    url = block["rpc_url"]
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f"config key '{_key(chain, 'rpc_url')}' must be an http(s) URL")
+    sweep = block.get("sweep", True)
+    if not isinstance(sweep, bool):
+        raise ConfigError(f"config key '{_key(chain, 'sweep')}' must be true or false, got {sweep!r}")
+    return ChainSettings(
+        chain=chain,
+        rpc_url=url,
+        chain_id=_int(chain, block, "chain_id", None, 1),
+        payout_confirmations=_int(chain, block, "payout_confirmations", 1, 1),
+        scan_seconds=_seconds(chain, block, "scan_seconds", DEFAULT_SCAN_SECONDS),
+        start_height=_int(chain, block, "start_height", None, 0),
+        max_blocks_per_scan=_int(chain, block, "max_blocks_per_scan", 200, 1),
+        drop_after_seconds=_int(chain, block, "drop_after_seconds", 3600, 0),
+        timeout_seconds=_seconds(chain, block, "timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
+        sweep=sweep,
+        sweep_seconds=_seconds(chain, block, "sweep_seconds", DEFAULT_SWEEP_SECONDS),
+        gas_margin_percent=_int(chain, block, "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, 0),
+        priority_fee_wei=_int(chain, block, "priority_fee_wei", None, 0),
+    )
+
+
+def read_settings(plugin_block: Mapping[str, Any]) -> dict[str, ChainSettings]:
+    """Every configured chain by name; raises ``ConfigError`` naming the bad key."""
+    if not isinstance(plugin_block, Mapping):
+        raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}' must hold tables like [plugin.{PLUGIN_NAME}.ethereum]")
+    return {chain: _chain(chain, block) for chain, block in plugin_block.items()}

@@ -1,0 +1,191 @@
+"""A real Litecoin Core regtest node for the bitcoin-family integration tests.
+
+``litecoind_node`` (session scope) starts ``litecoind`` on free ports in a
+temporary data directory (no P2P, no wallet, no -txindex), waits for its RPC,
+and stops it by PID at the end of the run, also when a test failed: the
+``stop`` RPC first, SIGKILL if it does not exit. A missing binary is a
+failure pointing at ``scripts/ensure_litecoind.sh``, never a skip.
+
+``Faucet`` funds tests without the node's wallet: blocks are mined to an
+address of a test-only key, and the faucet signs its own transactions from
+those coinbases with the gateway's transaction code (the node judges the
+signatures).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from orbchain.chains.bitcoin.rpc import coin_units
+from orbchain.chains.bitcoin.transactions import (
+    Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction,
+)
+from orbchain.core.keys import SeedKeyStore, get_family
+
+BINARY = "litecoind"
+RPC_USER, RPC_PASSWORD = "orbchain", "regtest-only-password"
+FAUCET_SEED = bytes([0x11]) * 32
+COINBASE_MATURITY = 100
+FAUCET_FEE = 20_000  # satoshis, flat: far above the relay minimum for a 1-in 2-out transaction
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Node:
+    """Synchronous RPC to the test node (setup and assertions; the gateway has its own client)."""
+
+    def __init__(self, process: subprocess.Popen, datadir: Path, rpc_port: int) -> None:
+        self.process = process
+        self.datadir = datadir
+        self.rpc_port = rpc_port
+        self.url = f"http://127.0.0.1:{rpc_port}"
+        self._http = httpx.Client(auth=(RPC_USER, RPC_PASSWORD), timeout=60)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def call(self, method: str, *params: Any) -> Any:
+        response = self._http.post(self.url, content=json.dumps(
+            {"jsonrpc": "1.0", "id": 1, "method": method, "params": list(params)}))
+        answer = json.loads(response.content, parse_float=Decimal)
+        if answer.get("error"):
+            raise RuntimeError(f"{method}: {answer['error']}")
+        return answer["result"]
+
+    def height(self) -> int:
+        return int(self.call("getblockcount"))
+
+    def plugin_block(self, **extra: Any) -> dict[str, Any]:
+        """The ``[plugin.bitcoin.LTC]`` block pointing the gateway at this node."""
+        return {"rpc_url": self.url, "rpc_user": RPC_USER, "rpc_password": RPC_PASSWORD, "network": "regtest",
+                "fee_fallback_sat_per_vbyte": 10, "payout_confirmations": 1, "scan_seconds": 1, **extra}
+
+    def close(self) -> None:
+        self._http.close()
+
+
+@dataclass
+class Faucet:
+    """Coins for tests, from coinbases paid to a key only the tests hold."""
+
+    node: Node
+    family: Any = field(default_factory=lambda: get_family("ltc", "regtest"))
+    store: SeedKeyStore = field(default_factory=lambda: SeedKeyStore(FAUCET_SEED))
+    utxos: list[tuple[str, int, int]] = field(default_factory=list)  # (txid, vout, amount)
+
+    @property
+    def address(self) -> str:
+        return self.family.derive(self.store, 0, 0).address
+
+    def mine(self, blocks: int = 1) -> list[str]:
+        return self.node.call("generatetoaddress", blocks, self.address)
+
+    def collect_coinbases(self, first: int, last: int) -> None:
+        for height in range(first, last + 1):
+            block = self.node.call("getblock", self.node.call("getblockhash", height), 2)
+            coinbase = block["tx"][0]
+            self.utxos.append((coinbase["txid"], 0, coin_units(coinbase["vout"][0]["value"])))
+
+    def pay(self, address: str, amount: int) -> str:
+        """Send ``amount`` satoshis to ``address`` (not mined); returns the txid."""
+        self.utxos.sort(key=lambda u: u[2])
+        index = next(i for i, u in enumerate(self.utxos) if u[2] >= amount + FAUCET_FEE + 100_000)
+        txid, vout, value = self.utxos.pop(index)
+        key = self.store.private_key_for(self.family, 0, 0)
+        public_key = self.family.derive(self.store, 0, 0).public_key
+        outputs = [Output(amount, script_for_address("ltc", "regtest", address)),
+                   Output(value - amount - FAUCET_FEE, script_for_key("p2wpkh", public_key))]
+        signed = sign_transaction([Spend(Outpoint(txid, vout), value, "p2wpkh", key)], outputs)
+        sent = self.node.call("sendrawtransaction", signed.hex)
+        assert sent == signed.txid
+        self.utxos.append((signed.txid, 1, value - amount - FAUCET_FEE))
+        return signed.txid
+
+
+def _wait_for_rpc(node: Node, log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if node.process.poll() is not None:
+            raise RuntimeError(f"litecoind exited with {node.process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            node.call("getblockchaininfo")
+            return
+        except Exception:  # noqa: BLE001 - still starting (connection refused, warm-up)
+            time.sleep(0.2)
+    raise RuntimeError("litecoind did not answer RPC within 60 s")
+
+
+def stop(node: Node) -> None:
+    """Stop by PID: the stop RPC, then SIGKILL if it lingers."""
+    try:
+        node.call("stop")
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        node.process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.kill(node.pid, signal.SIGKILL)
+        node.process.wait(timeout=10)
+    node.close()
+
+
+def start_node(datadir: Path) -> Node:
+    if shutil.which(BINARY) is None:
+        pytest.fail(f"{BINARY} is not installed: run scripts/ensure_litecoind.sh (make test does)", pytrace=False)
+    datadir.mkdir(parents=True, exist_ok=True)
+    rpc_port = free_port()
+    log = datadir / "stdout.log"
+    args = [
+        BINARY, "-regtest", f"-datadir={datadir}", "-listen=0", "-server", f"-rpcport={rpc_port}",
+        f"-port={free_port()}", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
+        f"-rpcuser={RPC_USER}", f"-rpcpassword={RPC_PASSWORD}", "-fallbackfee=0.0001", "-txindex=0",
+        "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0",
+    ]
+    with log.open("wb") as out:
+        process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
+    node = Node(process, datadir, rpc_port)
+    try:
+        _wait_for_rpc(node, log)
+    except BaseException:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
+        node.close()
+        raise
+    return node
+
+
+@pytest.fixture(scope="session")
+def litecoind_node(tmp_path_factory: pytest.TempPathFactory):
+    node = start_node(tmp_path_factory.mktemp("litecoind"))
+    try:
+        yield node
+    finally:
+        stop(node)
+
+
+@pytest.fixture(scope="session")
+def faucet(litecoind_node: Node) -> Faucet:
+    """A faucet holding 50 mature coinbases (2,500 regtest LTC)."""
+    faucet = Faucet(litecoind_node)
+    start = litecoind_node.height()
+    faucet.mine(COINBASE_MATURITY + 50)
+    faucet.collect_coinbases(start + 1, start + 50)
+    return faucet

@@ -1,0 +1,561 @@
+"""The OpenAPI document (GET /openapi.json) is valid, complete and true, on both databases.
+
+1. The document is OpenAPI 3.1 (openapi-spec-validator) and every $ref resolves.
+2. Routes and document agree both ways: every route the running app registers
+   (core and plugins, HEAD/OPTIONS aside) is documented, every documented
+   operation exists, and each operation's credentials, scope and rate limiting
+   match the handler's ``requires(...)`` and ``rate_class(...)``.
+   Plugin routes are documented like core ones; a route a plugin registers only
+   in development (the devnet pay form) is marked ``x-orbchain-development-only``
+   and the served document lists only routes the running server has.
+3. A journey through the whole API (signup to payouts and transfers, errors
+   included) goes through ``CheckedClient``, which validates every response
+   against the document (strict: no undocumented field) and every accepted
+   request against the documented request schema. A documented operation the
+   journey never calls successfully fails the coverage check.
+
+Adding a route means adding its ``Op`` in ``web/openapi/paths_*.py`` and a call
+in the journey; the checks themselves are generic.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from decimal import Decimal
+from typing import Any
+
+import pyotp
+import pytest
+from aiohttp.test_utils import make_mocked_request
+from jsonschema import Draft202012Validator
+from openapi_spec_validator import validate as validate_openapi
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+from orbchain import __version__
+from orbchain.core.payout_worker import process_payouts
+from orbchain.core.webhooks import deliver_due
+from orbchain.web.auth import AUTH_ATTR
+from orbchain.web.keys import GATEWAY
+from orbchain.web.middlewares import RATE_ATTR
+from orbchain.web.openapi import all_operations, app_routes, build_document
+
+from .support import Devnet, Merchant, WebhookReceiver, bearer
+
+# -- the generic checker ---------------------------------------------------------------------------
+#
+# ``CheckedClient`` wraps the aiohttp test client. Every call is matched to its route by the
+# app's own router, then: the (method, path template, status) must be documented with the
+# response's content type; a JSON body must validate against the documented schema in strict
+# mode (an object schema that lists properties refuses any other, so the document names every
+# field the gateway returns); an envelope's ``status`` must equal the HTTP status; and for a
+# successful call the request body and query must be ones the document accepts. JSON is parsed
+# with ``parse_float=Decimal``: no float anywhere.
+
+DOC_URI = "urn:orbchain:openapi"
+
+
+def strict(document: dict[str, Any]) -> dict[str, Any]:
+    """A copy where every object schema listing properties forbids unlisted ones."""
+    document = copy.deepcopy(document)
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "object" and "properties" in node and "additionalProperties" not in node:
+                node["additionalProperties"] = False
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(document)
+    return document
+
+
+def _escape(token: str) -> str:
+    return token.replace("~", "~0").replace("/", "~1")
+
+
+def pointer(*tokens: str) -> str:
+    return "".join("/" + _escape(str(t)) for t in tokens)
+
+
+def resolve(document: dict[str, Any], ref: str) -> tuple[Any, str]:
+    """The node at a local ``#/...`` reference, and its JSON pointer."""
+    assert ref.startswith("#/"), f"only local references are used: {ref}"
+    node: Any = document
+    for token in ref[2:].split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        assert isinstance(node, dict) and token in node, f"unresolvable $ref {ref}"
+        node = node[token]
+    return node, ref[1:]
+
+
+def all_refs(node: Any) -> list[str]:
+    found = []
+    if isinstance(node, dict):
+        if isinstance(node.get("$ref"), str):
+            found.append(node["$ref"])
+        for value in node.values():
+            found.extend(all_refs(value))
+    elif isinstance(node, list):
+        for value in node:
+            found.extend(all_refs(value))
+    return found
+
+
+class DocumentValidator:
+    """Validates instances against schemas at JSON pointers of one document."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self.document = document
+        self.registry = Registry().with_resource(DOC_URI, Resource(contents=document, specification=DRAFT202012))
+
+    def errors(self, schema_pointer: str, instance: Any) -> list[str]:
+        validator = Draft202012Validator({"$ref": f"{DOC_URI}#{schema_pointer}"}, registry=self.registry,
+                                         format_checker=Draft202012Validator.FORMAT_CHECKER)
+        return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}"
+                for e in validator.iter_errors(instance)]
+
+
+class CheckedClient:
+    """The test client, validating and recording every exchange against the document."""
+
+    def __init__(self, client: Any, document: dict[str, Any]) -> None:
+        self.client = client
+        self.document = document
+        self.responses = DocumentValidator(strict(document))
+        self.requests = DocumentValidator(document)
+        self.seen: set[tuple[str, str, int]] = set()
+
+    async def template(self, method: str, path: str) -> str:
+        request = make_mocked_request(method, path, app=self.client.app)
+        match = await self.client.app.router.resolve(request)
+        resource = match.route.resource
+        assert resource is not None and match.http_exception is None, f"{method} {path} is not a route"
+        return resource.canonical
+
+    async def call(self, method: str, path: str, headers: dict[str, str] | None = None, *,
+                   expect: int | None = None, **kwargs: Any) -> tuple[int, Any]:
+        """Send the request; return (status, body) with JSON bodies parsed (numbers as Decimal)."""
+        response = await self.client.request(method, path, headers=headers or {}, allow_redirects=False, **kwargs)
+        text = await response.text()
+        template = await self.template(method, path.split("?")[0])
+        body = self._check(method, template, response.status, response.content_type, text)
+        if response.status < 400:
+            self._check_request(method, template, kwargs)
+        self.seen.add((method, template, response.status))
+        if expect is not None:
+            assert response.status == expect, f"{method} {path}: {response.status} {text[:600]}"
+        return response.status, body
+
+    def operation(self, method: str, template: str) -> dict[str, Any]:
+        path_item = self.document["paths"].get(template)
+        assert path_item and method.lower() in path_item, f"{method} {template} is not documented"
+        return path_item[method.lower()]
+
+    def _check(self, method: str, template: str, status: int, content_type: str, text: str) -> Any:
+        where = f"{method} {template} -> {status}"
+        responses = self.operation(method, template)["responses"]
+        assert str(status) in responses, f"{where}: status not documented (has {sorted(responses)}): {text[:300]}"
+        response_pointer = pointer("paths", template, method.lower(), "responses", str(status))
+        response = responses[str(status)]
+        if "$ref" in response:
+            response, response_pointer = resolve(self.document, response["$ref"])
+        content = response.get("content", {})
+        if not content:
+            return text
+        assert content_type in content, f"{where}: content type {content_type} not documented ({sorted(content)})"
+        if content_type != "application/json":
+            return text
+        body = json.loads(text, parse_float=Decimal)
+        problems = self.responses.errors(pointer(*_split(response_pointer), "content", content_type, "schema"), body)
+        assert not problems, f"{where}: response does not match the document:\n  " + "\n  ".join(problems) + \
+            f"\n  body: {text[:800]}"
+        if isinstance(body, dict) and "version" in body and "status" in body:
+            assert body["status"] == status, f"{where}: envelope status {body['status']}"
+        return body
+
+    def _check_request(self, method: str, template: str, kwargs: dict[str, Any]) -> None:
+        """A request the gateway accepted must be one the document accepts."""
+        operation = self.operation(method, template)
+        base = pointer("paths", template, method.lower())
+        payload = kwargs.get("json", kwargs.get("data"))
+        if payload is not None:
+            assert "requestBody" in operation, f"{method} {template}: sends a body the document does not describe"
+            media = next(iter(operation["requestBody"]["content"]))
+            problems = self.requests.errors(base + pointer("requestBody", "content", media, "schema"), payload)
+            assert not problems, f"{method} {template}: accepted body not in the document: {problems}"
+        documented = {p["name"]: i for i, p in enumerate(operation.get("parameters", [])) if p["in"] == "query"}
+        for name, value in (kwargs.get("params") or {}).items():
+            assert name in documented, f"{method} {template}: query parameter {name} not documented"
+            schema = operation["parameters"][documented[name]]["schema"]
+            typed = int(value) if schema.get("type") == "integer" else value
+            problems = self.requests.errors(base + pointer("parameters", documented[name], "schema"), typed)
+            assert not problems, f"{method} {template}: accepted query {name}={value!r} not in the document"
+
+
+def _split(json_pointer: str) -> list[str]:
+    return [t.replace("~1", "/").replace("~0", "~") for t in json_pointer.split("/")[1:]]
+
+
+# -- fixtures --------------------------------------------------------------------------------------
+
+BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
+FULL_DOCUMENT = build_document(version=__version__)
+# Documented operations the journey does not call successfully, each with its reason.
+UNEXERCISED: dict[tuple[str, str], str] = {}
+
+
+@pytest.fixture
+async def receiver():
+    hook = WebhookReceiver()
+    yield hook
+    await hook.close()
+
+
+@pytest.fixture
+async def checked(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    response = await client.get("/openapi.json")
+    assert response.status == 200 and response.content_type == "application/json"
+    return CheckedClient(client, json.loads(await response.text(), parse_float=Decimal))
+
+
+# -- 1. a valid OpenAPI 3.1 document ---------------------------------------------------------------
+
+
+def test_document_is_valid_openapi_3_1():
+    validate_openapi(copy.deepcopy(FULL_DOCUMENT))
+    assert FULL_DOCUMENT["openapi"] == "3.1.0"
+    assert {"info", "paths", "components"} <= set(FULL_DOCUMENT)
+    for ref in all_refs(FULL_DOCUMENT):
+        resolve(FULL_DOCUMENT, ref)
+    for name, schema in FULL_DOCUMENT["components"]["schemas"].items():
+        Draft202012Validator.check_schema(schema)
+
+
+AMOUNT_NAMES = re.compile(r"amount|Amount|fee_percent|min_payout|rate_locked$|refunded_total|refundable_remaining")
+
+
+def _is_string_schema(document: dict[str, Any], schema: dict[str, Any]) -> bool:
+    if "$ref" in schema:
+        return _is_string_schema(document, resolve(document, schema["$ref"])[0])
+    if "anyOf" in schema:
+        return all(_is_string_schema(document, s) or s.get("type") == "null" for s in schema["anyOf"])
+    return schema.get("type") == "string"
+
+
+def test_amounts_are_strings_and_numbers_only_informational():
+    numbers = []
+
+    def walk(node: Any, path: str) -> None:
+        if isinstance(node, dict):
+            if node.get("type") == "number" or "number" in (node.get("type") or []):
+                numbers.append(path)
+            for name, schema in (node.get("properties") or {}).items():
+                if AMOUNT_NAMES.search(name):
+                    assert _is_string_schema(FULL_DOCUMENT, schema), f"{path}/{name} must be a decimal string"
+            for key, value in node.items():
+                walk(value, f"{path}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{path}/{index}")
+
+    walk(FULL_DOCUMENT, "#")
+    # USD prices are the one informational number of the API (SPEC 4.1).
+    assert numbers and all(p.startswith("#/paths//v1/common/prices/") for p in numbers), numbers
+
+
+# -- 2. routes and document agree ------------------------------------------------------------------
+
+
+async def test_every_route_is_documented_and_every_operation_exists(client):
+    registered = app_routes(client.app)
+    documented = {op.key for op in all_operations()}
+    undocumented = sorted(registered - documented)
+    assert not undocumented, f"routes without documentation (add an Op in web/openapi/paths_*.py): {undocumented}"
+    phantom = sorted(documented - registered)
+    assert not phantom, f"documented operations the app does not have: {phantom}"
+
+
+async def test_credentials_and_rate_limits_match_the_handlers(client):
+    operations = {op.key: op for op in all_operations()}
+    for route in client.app.router.routes():
+        key = (route.method.upper(), route.resource.canonical)
+        if key not in operations:
+            continue
+        op, spec = operations[key], getattr(route.handler, AUTH_ATTR, None)
+        assert sorted(op.auth) == sorted(spec.kinds if spec else ()), f"{key}: security differs from requires()"
+        assert op.scope == (spec.scope if spec else None), f"{key}: scope differs from requires()"
+        rate_limited = getattr(route.handler, RATE_ATTR, "default") is not None
+        assert op.rate_limited == rate_limited, f"{key}: 429 documented {op.rate_limited}, handler {rate_limited}"
+
+
+async def test_served_document_is_cached_public_and_lists_only_this_servers_routes(client, make_client, make_config):
+    first = await client.get("/openapi.json")
+    second = await client.get("/openapi.json")
+    assert first.status == 200 and await first.read() == await second.read()
+    served = await first.json()
+    base_url = client.app[GATEWAY].config.base_url
+    expected = build_document(app_routes(client.app), base_url=base_url, version=__version__)
+    assert served == json.loads(json.dumps(expected))
+    dev_only = [f"{m.upper()} {p}" for p, item in served["paths"].items() for m, o in item.items()
+                if o.get("x-orbchain-development-only")]
+    assert dev_only == ["POST /pay/{track_id}/devnet-pay"]
+    # Without the devnet the pay form is neither registered nor advertised.
+    quiet = await make_client(make_config(scheduler={"enabled": False}, plugin={"devnet": {"enabled": False}}))
+    doc = await (await quiet.get("/openapi.json")).json()
+    assert ("POST", "/pay/{track_id}/devnet-pay") not in app_routes(quiet.app)
+    assert "/pay/{track_id}/devnet-pay" not in doc["paths"]
+    assert "/v1/payment/{track_id}" in doc["paths"]
+
+
+# -- 3. real responses validate --------------------------------------------------------------------
+
+
+async def journey_public(c: CheckedClient) -> None:
+    for path in ("/health", "/v1/common/currencies", "/v1/common/prices", "/v1/common/receipt-public-key",
+                 "/openapi.json"):
+        await c.call("GET", path, expect=200)
+
+
+async def journey_accounts(c: CheckedClient) -> tuple[Merchant, Merchant]:
+    credentials = {"email": "shop@example.com", "password": "s3cret-pass"}
+    _, body = await c.call("POST", "/dashboard/auth/signup", json=credentials, expect=200)
+    shop = Merchant(body["data"]["token"], body["data"]["merchant_id"], body["data"]["api_keys"])
+    await c.call("POST", "/dashboard/auth/signup", json=credentials, expect=409)
+    _, body = await c.call("POST", "/dashboard/auth/signup", json={"email": "nope", "password": "x"}, expect=400)
+    assert body["error"]["type"] == "validation" and {"email", "password"} <= set(body["error"]["detail"])
+    _, body = await c.call("POST", "/dashboard/auth/signup", json={"email": "friend@example.com",
+                                                                   "password": "s3cret-pass"}, expect=200)
+    friend = Merchant(body["data"]["token"], body["data"]["merchant_id"], body["data"]["api_keys"])
+    await c.call("POST", "/dashboard/auth/login", json=credentials, expect=200)
+    await c.call("POST", "/dashboard/auth/login", json={**credentials, "password": "wrong-pass"}, expect=401)
+    await c.call("GET", "/dashboard/account", shop.jwt, expect=200)
+    await c.call("GET", "/dashboard/account", expect=401)
+    await c.call("GET", "/dashboard/account", bearer("not-a-token"), expect=401)
+    return shop, friend
+
+
+async def journey_settings(c: CheckedClient, shop: Merchant, hook_url: str) -> None:
+    gateway = Devnet(c.client).gateway
+    await c.call("PUT", "/dashboard/settings/webhook", shop.jwt, json={"webhook_url": hook_url}, expect=200)
+    await c.call("PUT", "/dashboard/settings/webhook", shop.jwt, json={"webhook_url": "ftp://x"}, expect=400)
+    await c.call("PUT", "/dashboard/settings/coins", shop.jwt,
+                 json={"accepted_coins": ["BTC", "LTC", "ETH", "USDT_ERC20", "USDT_TRC20", "SOL"]}, expect=200)
+    await c.call("PUT", "/dashboard/settings/coins", shop.jwt, json={"accepted_coins": []}, expect=400)
+    await c.call("PUT", "/dashboard/settings/confirmations", shop.jwt, json={"LTC": 6}, expect=200)
+    await c.call("PUT", "/dashboard/settings/confirmations", shop.jwt, json={"BTC": 1}, expect=400)
+    await c.call("PUT", "/dashboard/settings/customer-static-mode", shop.jwt, json={"enabled": False}, expect=200)
+    _, body = await c.call("POST", "/dashboard/settings/rotate-key", shop.jwt, json={"key_type": "generalApiKey"},
+                           expect=200)
+    shop.keys["general_api_key"] = body["data"]["new_key"]
+    _, body = await c.call("POST", "/dashboard/settings/change-password", shop.jwt,
+                           json={"current_password": "s3cret-pass", "new_password": "n3w-secret-pass"}, expect=200)
+    shop.token = body["data"]["token"]
+    await c.call("POST", "/dashboard/settings/change-password", shop.jwt,
+                 json={"current_password": "wrong-pass", "new_password": "n3w-secret-pass"}, expect=401)
+    _, body = await c.call("POST", "/dashboard/mfa/setup", shop.jwt, expect=200)
+    totp = pyotp.TOTP(body["data"]["secret"])
+    await c.call("POST", "/dashboard/mfa/verify", shop.jwt, json={"code": "12"}, expect=400)
+    await c.call("POST", "/dashboard/mfa/verify", shop.jwt, json={"code": totp.at(gateway.now())}, expect=200)
+    later = gateway.now() + 30
+    gateway.clock = lambda: later
+    await c.call("POST", "/dashboard/mfa/disable", shop.jwt, json={"code": totp.at(later)}, expect=200)
+
+
+async def journey_api_keys(c: CheckedClient, shop: Merchant, hook_url: str) -> None:
+    await c.call("GET", "/dashboard/api-keys", shop.jwt, expect=200)
+    _, body = await c.call("POST", "/dashboard/api-keys", shop.jwt, expect=200,
+                           json={"label": "reader", "scopes": ["payment:read"], "webhook_url": hook_url,
+                                 "coin_allowlist": ["BTC"], "rate_limit_rpm": 100})
+    reader = body["data"]
+    await c.call("POST", "/dashboard/api-keys", shop.jwt, json={"label": "", "scopes": ["root"]}, expect=400)
+    # A key without payment:create is refused (403), a bad key is 401.
+    await c.call("POST", "/v1/payment/white-label", {"merchant_api_key": reader["api_key"]},
+                 json={"currency": "BTC", "amount": "0.01"}, expect=403)
+    await c.call("GET", "/v1/payment", {"merchant_api_key": "nope"}, expect=401)
+    await c.call("POST", f"/dashboard/api-keys/{reader['id']}/rotate", shop.jwt, expect=200)
+    await c.call("POST", f"/dashboard/api-keys/{reader['id']}/revoke", shop.jwt, expect=200)
+    await c.call("POST", f"/dashboard/api-keys/{reader['id']}/revoke", shop.jwt, expect=200)
+    await c.call("POST", f"/dashboard/api-keys/{reader['id']}/rotate", shop.jwt, expect=400)
+    await c.call("POST", "/dashboard/api-keys/key_unknown/revoke", shop.jwt, expect=404)
+    await c.call("GET", "/dashboard/api-keys", shop.jwt, expect=200)
+
+
+async def journey_payments(c: CheckedClient, shop: Merchant, devnet: Devnet) -> dict[str, str]:
+    key = shop.merchant_key
+    _, body = await c.call("POST", "/v1/payment/static-address", key, json={"currency": "ETH", "user_id": "u-7"},
+                           expect=200)
+    static = body["data"]
+    _, body = await c.call("POST", "/v1/payment/white-label", key, expect=200,
+                           json={"currency": "BTC", "amount": "0.01", "order_id": "order-1", "lifetime": 60})
+    funding = body["data"]
+    _, body = await c.call("POST", "/v1/payment/white-label", key, expect=200,
+                           json={"currency": "BTC", "amount_fiat": "30", "fiat_currency": "USD"})
+    fiat = body["data"]
+    _, body = await c.call("POST", "/v1/payment/invoice", key, expect=200,
+                           json={"amount": "60", "currency": "USD", "return_url": "https://shop.example/thanks",
+                                 "email": "payer@example.com", "description": "Two mugs"})
+    invoice = body["data"]
+    _, body = await c.call("POST", "/v1/payment/white-label", key, json={"currency": "LTC", "amount": "1"},
+                           expect=200)
+    doomed = body["data"]
+    _, body = await c.call("POST", "/v1/payment/white-label", key, json={"currency": "LTC"}, expect=400)
+    assert "amount" in body["error"]["detail"]
+    await c.call("POST", "/v1/payment/invoice", key, json={"amount": "-1"}, expect=400)
+    await c.call("GET", "/v1/payment/accepted-currencies", key, expect=200)
+    await c.call("GET", f"/v1/payment/{fiat['track_id']}/receipt", key, expect=400)
+    await c.call("POST", f"/v1/payment/{doomed['track_id']}/cancel", key, expect=200)
+    await c.call("GET", "/v1/payment/no-such-payment", key, expect=404)
+
+    # Pay: the funding payment and the fiat one on devnet, the invoice from its hosted page.
+    for payment in (funding, fiat):
+        await devnet.pay("BTC", payment["address"], payment["pay_amount"])
+    await c.call("GET", f"/v1/payment/{funding['track_id']}", key, expect=200)  # Paying
+    await devnet.mine(2)
+    await c.call("GET", f"/v1/payment/{fiat['track_id']}", key, expect=200)  # Paid
+    await c.call("GET", f"/v1/payment/{fiat['track_id']}/receipt", key, expect=200)
+    page = f"/pay/{invoice['track_id']}"
+    await c.call("GET", page, expect=200)
+    await c.call("GET", page, params={"pay_currency": "LTC"}, expect=303)
+    await c.call("POST", f"{page}/devnet-pay", data={"amount": ""}, expect=303)
+    await c.call("GET", "/pay/no-such-payment", expect=404)
+    await c.call("GET", "/assets/orbchain.css", expect=200)
+    await devnet.mine(6)
+    _, body = await c.call("GET", f"/v1/payment/{invoice['track_id']}", key, expect=200)
+    assert body["data"]["status"] == "Paid", body
+    await devnet.pay("ETH", static["address"], "0.1")
+    await devnet.mine(12)
+
+    await c.call("GET", "/v1/payment", key, params={"status": "PAID", "type": "WHITE_LABEL", "sort_order": "asc",
+                                                    "limit": "5", "offset": "0"}, expect=200)
+    await c.call("GET", "/v1/payment", key, params={"order_id": "order-1", "currency": "BTC"}, expect=200)
+    await c.call("GET", "/v1/payment", key, params={"status": "LOST"}, expect=400)
+    await c.call("GET", "/v1/deposits", key, params={"coin": "ETH", "status": "CREDITED", "since": "0",
+                                                     "user_id": "u-7", "limit": "10"}, expect=200)
+    await c.call("GET", "/v1/deposits", key, expect=200)
+    await c.call("GET", "/v1/deposits", key, params={"limit": "0"}, expect=400)
+    await c.call("GET", "/v1/general/account/balance", shop.general_key, expect=200)
+    await c.call("GET", "/v1/general/account/balance", shop.merchant_key, expect=401)
+    return {"paid": fiat["track_id"], "waiting": static["track_id"]}
+
+
+async def journey_dashboard(c: CheckedClient, shop: Merchant) -> None:
+    jwt = shop.jwt
+    await c.call("GET", "/dashboard/payments", jwt, params={"type": "INVOICE"}, expect=200)
+    _, body = await c.call("POST", "/dashboard/create-payment", jwt, expect=200,
+                           json={"type": "white_label", "currency": "BTC", "amount": "0.001"})
+    track_id = body["data"]["track_id"]
+    await c.call("POST", "/dashboard/create-payment", jwt, json={"currency": "BTC"}, expect=400)
+    await c.call("GET", f"/dashboard/payments/{track_id}", jwt, expect=200)
+    await c.call("POST", f"/dashboard/payments/{track_id}/cancel", jwt, expect=200)
+    await c.call("GET", "/dashboard/payments/no-such-payment", jwt, expect=404)
+    await c.call("GET", "/dashboard/balances", jwt, expect=200)
+    await c.call("GET", "/dashboard/transactions", jwt, params={"limit": "10"}, expect=200)
+    await c.call("GET", "/dashboard/deposit-addresses", jwt, expect=200)
+    await c.call("GET", "/dashboard/receive-address", jwt, params={"coin": "BTC"}, expect=200)
+    _, body = await c.call("GET", "/dashboard/receive-address", jwt, expect=400)
+    assert body["error"]["code"] == "missing_coin"
+
+
+async def journey_payouts(c: CheckedClient, shop: Merchant, devnet: Devnet, payments: dict[str, str]) -> None:
+    key = shop.payout_key
+    _, body = await c.call("POST", "/v1/payout", key, expect=200,
+                           json={"currency": "BTC", "address": BTC_DEST, "amount": "0.001",
+                                 "idempotency_key": "journey-payout-1"})
+    track_id = body["data"]["track_id"]
+    await c.call("POST", "/v1/payout", key, json={"currency": "BTC", "address": BTC_DEST, "amount": "0.001",
+                                                  "idempotency_key": "journey-payout-1"}, expect=200)
+    await c.call("POST", "/v1/payout", key, json={"currency": "BTC", "address": "bc1qnope", "amount": "0.001"},
+                 expect=400)
+    await c.call("POST", "/v1/payout", key, json={"currency": "BTC", "address": BTC_DEST, "amount": "99"},
+                 expect=400)
+    await c.call("GET", f"/v1/payout/{track_id}", key, expect=200)  # Confirming
+    await process_payouts(devnet.gateway)
+    await devnet.mine(1)
+    await process_payouts(devnet.gateway)
+    _, body = await c.call("GET", f"/v1/payout/{track_id}", key, expect=200)
+    await c.call("GET", "/v1/payout/no-such-payout", key, expect=404)
+    _, body = await c.call("POST", "/v1/payout/batch", key, expect=200, json={"items": [
+        {"currency": "BTC", "address": BTC_DEST, "amount": "0.0002", "external_id": "row-1"},
+        {"currency": "BTC", "address": "nowhere", "amount": "0.0002", "external_id": "row-2"},
+    ]})
+    assert body["data"]["summary"] == {"total": 2, "created": 1, "idempotent": 0, "failed": 1}
+    await c.call("POST", "/v1/payout/batch", key, json={"items": []}, expect=400)
+    await c.call("POST", f"/v1/payment/{payments['paid']}/refund", key, expect=200,
+                 json={"destination": BTC_DEST, "amount": "0.0002"})
+    await c.call("POST", f"/v1/payment/{payments['waiting']}/refund", key, json={"destination": BTC_DEST},
+                 expect=400)
+    await c.call("POST", "/dashboard/create-payout", shop.jwt, expect=200,
+                 json={"currency": "BTC", "address": BTC_DEST, "amount": "0.0003", "description": "rent"})
+    await c.call("GET", "/dashboard/payouts", shop.jwt, params={"limit": "5"}, expect=200)
+
+
+async def journey_transfers(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    _, body = await c.call("GET", "/dashboard/account", friend.jwt, expect=200)
+    to = body["data"]["account"]["account_id"]
+    _, me = await c.call("GET", "/dashboard/account", shop.jwt, expect=200)
+    transfer = {"to_account_id": to, "coin": "BTC", "amount": "0.0001", "idempotency_key": "journey-transfer-1"}
+    await c.call("POST", "/v1/transfer", shop.merchant_key, json=transfer, expect=200)
+    _, body = await c.call("POST", "/v1/transfer", shop.merchant_key, json=transfer, expect=200)
+    assert body["data"]["idempotent"] is True
+    _, body = await c.call("POST", "/v1/transfer", shop.merchant_key, expect=400,
+                           json={**transfer, "to_account_id": me["data"]["account"]["account_id"],
+                                 "idempotency_key": "journey-transfer-2"})
+    await c.call("POST", "/v1/transfer", shop.merchant_key, json={"coin": "BTC"}, expect=400)
+    await c.call("POST", "/dashboard/transfer", shop.jwt, json={"to_account_id": to, "coin": "BTC",
+                                                                 "amount": "0.0001"}, expect=200)
+    await c.call("GET", "/dashboard/transfers", shop.jwt, params={"limit": "10", "offset": "0"}, expect=200)
+    await c.call("GET", "/dashboard/transfers", friend.jwt, expect=200)
+
+
+async def journey_webhook_logs(c: CheckedClient, shop: Merchant) -> None:
+    await deliver_due(Devnet(c.client).gateway)
+    _, body = await c.call("GET", "/dashboard/webhook-logs", shop.jwt, params={"limit": "50"}, expect=200)
+    assert body["data"]["logs"], "the journey's webhooks were delivered and logged"
+    await c.call("GET", "/dashboard/webhook-logs", shop.jwt, params={"limit": "999"}, expect=400)
+
+
+async def test_real_responses_match_the_document(checked, receiver):
+    hook_url = await receiver.start()
+    devnet = Devnet(checked.client)
+    await journey_public(checked)
+    shop, friend = await journey_accounts(checked)
+    await journey_settings(checked, shop, hook_url)
+    await journey_api_keys(checked, shop, hook_url)
+    payments = await journey_payments(checked, shop, devnet)
+    await journey_dashboard(checked, shop)
+    await journey_payouts(checked, shop, devnet, payments)
+    await journey_transfers(checked, shop, friend)
+    await journey_webhook_logs(checked, shop)
+
+    # Coverage: every documented operation answered successfully at least once.
+    succeeded = {(method, template) for method, template, status in checked.seen if status < 400}
+    documented = {(m.upper(), p) for p, item in checked.document["paths"].items() for m in item}
+    missing = sorted(documented - succeeded - set(UNEXERCISED))
+    assert not missing, f"operations the journey never exercised (add a call to a journey_* step): {missing}"
+    statuses = {status for _, _, status in checked.seen}
+    assert {200, 303, 400, 401, 403, 404, 409} <= statuses
+
+
+def test_the_checker_is_not_vacuous():
+    """Strict validation refuses an undocumented field, a number amount and a bad status."""
+    checker = DocumentValidator(strict(FULL_DOCUMENT))
+    where = pointer("components", "schemas", "Transaction")
+    good = {"tx_hash": "ab", "coin": "BTC", "amount": "0.5", "amount_usd": "30.00", "status": "CREDITED",
+            "confirmations": 2}
+    assert checker.errors(where, good) == []
+    assert checker.errors(where, {**good, "surprise": 1})
+    assert checker.errors(where, {**good, "amount": Decimal("0.5")})
+    assert checker.errors(where, {**good, "status": "Credited"})
+    assert checker.errors(where, {k: v for k, v in good.items() if k != "tx_hash"})
+    bad_request = pointer("components", "responses", "BadRequest", "content", "application/json", "schema")
+    error = {"data": None, "message": "validation error: x", "status": 400, "version": "2.0.0",
+             "error": {"type": "validation", "message": "validation error: x"}}
+    assert checker.errors(bad_request, error), "a validation error without detail is refused"
+    assert checker.errors(bad_request, {**error, "error": {**error["error"], "detail": {"x": "is required"}}}) == []

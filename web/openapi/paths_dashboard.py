@@ -1,0 +1,86 @@
+"""Dashboard API (SPEC 4.7-4.9): sign-up, account, settings, two-factor, API keys, webhook logs."""
+
+from __future__ import annotations
+
+from .operations import Op, Param, body
+from .schemas import BOOLEAN, COIN, STRING, TIMESTAMP, array, envelope, obj, page, ref
+
+AUTH, ACCOUNT, SETTINGS, KEYS = "Dashboard: auth", "Dashboard: account", "Dashboard: settings", "Dashboard: API keys"
+JWT = ("jwt",)
+
+PASSWORD = {"type": "string", "minLength": 8, "maxLength": 128}
+EMAIL = {"type": "string", "format": "email", "maxLength": 254}
+URL = {"type": "string", "format": "uri", "maxLength": 500}
+TOTP = {"type": "string", "pattern": r"^[0-9]{6}$"}
+LEGACY_KEY_HEADERS = ("merchant_api_key", "payout_api_key", "general_api_key")
+
+SESSION = {"token": STRING, "merchant_id": STRING, "email": STRING}
+ACCOUNT_DATA = obj({"account": ref("Account")})
+PAGINATION = (
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}),
+    Param("offset", {"type": "integer", "minimum": 0, "default": 0}),
+)
+
+OPERATIONS = [
+    Op("POST", "/dashboard/auth/signup", "Create an account", AUTH,
+       envelope(obj({**SESSION, "api_keys": obj({name: STRING for name in LEGACY_KEY_HEADERS},
+                                                description="The three legacy keys, shown once.")})),
+       body=body({"email": EMAIL, "password": PASSWORD},
+                 {"turnstile_token": STRING, "ref": {"type": "string", "description": "Referrer account id."}}),
+       errors=(403, 409),
+       description="Returns a 24-hour JWT and the three API keys (shown once). 403 when a captcha fails."),
+    Op("POST", "/dashboard/auth/login", "Sign in", AUTH, envelope(obj(SESSION)),
+       body=body({"email": STRING, "password": STRING}, {"turnstile_token": STRING}), errors=(401, 403),
+       description="401 invalid credentials; 403 when a captcha fails."),
+    Op("GET", "/dashboard/account", "The account", ACCOUNT, envelope(ACCOUNT_DATA), auth=JWT),
+    Op("PUT", "/dashboard/settings/webhook", "Set the webhook URL", SETTINGS,
+       envelope(obj({"webhook_url": STRING, "account": ref("Account")},
+                    {"webhook_secret": {"type": "string", "description": "Returned once, when created or rotated."}})),
+       auth=JWT, body=body({"webhook_url": URL}, {"rotate_secret": BOOLEAN})),
+    Op("PUT", "/dashboard/settings/coins", "Set accepted coins", SETTINGS, envelope(ACCOUNT_DATA), auth=JWT,
+       body=body({"accepted_coins": array(COIN, minItems=1)})),
+    Op("PUT", "/dashboard/settings/confirmations", "Raise confirmation thresholds", SETTINGS,
+       envelope(ACCOUNT_DATA), auth=JWT,
+       body={"type": "object", "additionalProperties": {"type": "integer", "minimum": 1},
+             "description": "Coin to confirmations (also accepted wrapped as {confirmations: {...}})."}),
+    Op("PUT", "/dashboard/settings/customer-static-mode", "Per-customer static addresses", SETTINGS,
+       envelope(ACCOUNT_DATA), auth=JWT, body=body({"enabled": BOOLEAN})),
+    Op("POST", "/dashboard/settings/change-password", "Change the password", SETTINGS,
+       envelope(obj({"ok": {"const": True}, "token": STRING})), auth=JWT,
+       body=body({"current_password": STRING, "new_password": PASSWORD}),
+       description="Older tokens stop working; the response carries a fresh one."),
+    Op("POST", "/dashboard/settings/rotate-key", "Rotate a legacy API key", SETTINGS,
+       envelope(obj({"key_type": STRING, "new_key": STRING})), auth=JWT,
+       body=body({"key_type": {"type": "string", "enum": ["merchantApiKey", "payoutApiKey", "generalApiKey"]}}),
+       description="The old key is invalid at once; the new one is shown once."),
+    Op("POST", "/dashboard/mfa/setup", "Start TOTP set-up", SETTINGS,
+       envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=JWT),
+    Op("POST", "/dashboard/mfa/verify", "Enable TOTP", SETTINGS,
+       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": True}})), auth=JWT,
+       body=body({"code": TOTP})),
+    Op("POST", "/dashboard/mfa/disable", "Disable TOTP", SETTINGS,
+       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": False}})), auth=JWT,
+       body=body({"code": TOTP})),
+    Op("GET", "/dashboard/api-keys", "List API keys", KEYS,
+       envelope(obj({**{name: {"anyOf": [STRING, {"type": "null"}], "description": "Masked legacy key."}
+                        for name in LEGACY_KEY_HEADERS}, "keys": array(ref("ApiKeyRow"))})), auth=JWT),
+    Op("POST", "/dashboard/api-keys", "Create a scoped API key", KEYS,
+       envelope(obj({"api_key": STRING, "id": STRING, "label": STRING, "prefix": STRING,
+                     "scopes": array(ref("Scope")), "created_at": TIMESTAMP},
+                    {"webhook_secret": {"type": "string", "description": "With webhook_url; returned once."}})),
+       auth=JWT,
+       body=body({"label": {"type": "string", "minLength": 1, "maxLength": 80},
+                  "scopes": array(ref("Scope"), minItems=1)},
+                 {"coin_allowlist": array(COIN), "ip_allowlist": array(STRING, description="CIDRs"),
+                  "webhook_url": URL, "rate_limit_rpm": {"type": "integer", "minimum": 1, "maximum": 10000},
+                  "expires_at": TIMESTAMP, "brand_id": STRING}),
+       description="The plaintext api_key is returned once."),
+    Op("POST", "/dashboard/api-keys/{key_id}/revoke", "Revoke a scoped key", KEYS,
+       envelope(obj({"ok": {"const": True}, "already_revoked": BOOLEAN, "id": STRING, "revoked_at": TIMESTAMP})),
+       auth=JWT, errors=(400,)),
+    Op("POST", "/dashboard/api-keys/{key_id}/rotate", "Rotate a scoped key", KEYS,
+       envelope(obj({"id": STRING, "api_key": STRING, "prefix": STRING, "previous_valid_until": TIMESTAMP})),
+       auth=JWT, errors=(400,), description="The previous secret stays valid for a 30-minute grace window."),
+    Op("GET", "/dashboard/webhook-logs", "Webhook delivery log", ACCOUNT,
+       envelope(page("logs", ref("WebhookLog"))), auth=JWT, query=PAGINATION),
+]

@@ -1,0 +1,39 @@
+"""Public endpoints (SPEC 4.1), hosted pages (SPEC 4.14) and the document itself."""
+
+from __future__ import annotations
+
+from .operations import Op, Param, html, redirect
+from .schemas import BOOLEAN, array, envelope, obj, ref
+
+TAG, PAGES = "Public", "Hosted pages"
+
+OPERATIONS = [
+    Op("GET", "/health", "Liveness", TAG, obj({"ok": BOOLEAN}), rate_limited=False,
+       description="A bare object, not the envelope; 200 while the process runs."),
+    Op("GET", "/v1/common/currencies", "Coin table", TAG, envelope(array(ref("Currency")))),
+    Op("GET", "/v1/common/prices", "USD prices", TAG,
+       envelope({"type": "object", "additionalProperties": {"type": "number", "minimum": 0},
+                 "description": "Coin symbol to USD price (informational; 0 when unavailable)."}),
+       errors=(503,), description="Cached 60 s. Never used to compute payout amounts."),
+    Op("GET", "/v1/common/receipt-public-key", "Receipt signing key", TAG, envelope(ref("ReceiptPublicKey"))),
+    Op("GET", "/openapi.json", "This OpenAPI document", TAG,
+       {"type": "object", "required": ["openapi", "info", "paths"]}, rate_limited=False,
+       description="The OpenAPI 3.1 document of the routes this server has; a bare object."),
+    Op("GET", "/pay/{track_id}", "Hosted payment page", PAGES,
+       query=(Param("pay_currency", {"type": "string"},
+                    "Re-price a Waiting invoice in this coin, then 303 to the clean URL; bad values ignored."),),
+       responses={
+           "200": html("The server-rendered payment page (works without JavaScript)."),
+           "303": redirect("After ?pay_currency=: back to the clean page URL."),
+           "404": html("Unknown track id, or not an invoice."),
+       },
+       description="Only invoices have a hosted page; a refresh meta tag polls every 15 s while open."),
+    Op("GET", "/assets/orbchain.css", "Stylesheet of the hosted pages", PAGES,
+       responses={"200": {"description": "CSS", "content": {"text/css": {"schema": {"type": "string"}}}}}),
+    # chains/devnet: registered only in development with the devnet enabled.
+    Op("POST", "/pay/{track_id}/devnet-pay", "Pay from the hosted page on the simulated chain", PAGES,
+       body=obj({}, {"amount": {"type": "string", "description": "Coin units; default the payment's pay_amount."}}),
+       body_media_type="application/x-www-form-urlencoded", errors=(409,), development_only=True,
+       responses={"303": redirect("Back to the payment page.")},
+       description="Development only (devnet plugin): moves simulated money without authentication."),
+]

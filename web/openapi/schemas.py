@@ -1,0 +1,306 @@
+"""Reusable schema pieces and the records of SPEC section 2 (``components/schemas``).
+
+Small Python helpers build JSON Schema (2020-12, the dialect of OpenAPI 3.1):
+``obj`` for an object with its required fields, ``nullable`` for "X or null",
+``ref`` for a component. Amounts are always ``Amount`` (a decimal string),
+never a JSON number. Records list every field the gateway returns; they
+leave ``additionalProperties`` open so clients tolerate fields added later
+(the test suite validates real responses with unknown fields forbidden, so
+the document still names everything the gateway sends today).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import auth
+
+Schema = dict[str, Any]
+
+ENVELOPE_VERSION = "2.0.0"
+PAYMENT_TYPES = ["static_address", "white_label", "invoice"]
+PAYMENT_STATUSES = ["Waiting", "Paying", "Paid", "Expired", "Cancelled"]
+DEPOSIT_STATUSES = ["PENDING", "CONFIRMED", "CREDITED", "FAILED"]
+PAYOUT_STATUSES = ["Confirming", "Confirmed", "Failed"]
+ERROR_TYPES = [
+    "validation", "invalid_request", "authentication", "forbidden", "not_found", "conflict", "gone",
+    "rate_limit", "unavailable", "maintenance", "not_configured", "internal",
+]
+# What a scoped key may be given, and every scope a key row can show (legacy keys add refund:create).
+SCOPES = list(auth.SCOPES)
+ALL_SCOPES = sorted({*auth.SCOPES, *(s for scopes in auth.LEGACY_SCOPES.values() for s in scopes)})
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def nullable(schema: Schema) -> Schema:
+    """``schema`` or null (JSON Schema 2020-12 style, as OpenAPI 3.1 wants)."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def obj(required: dict[str, Schema], optional: dict[str, Schema] | None = None, **extra: Any) -> Schema:
+    """An object whose ``required`` fields are always present and ``optional`` ones sometimes."""
+    schema: Schema = {"type": "object", "required": list(required), "properties": {**required, **(optional or {})}}
+    schema.update(extra)
+    return schema
+
+
+def array(items: Schema, **extra: Any) -> Schema:
+    return {"type": "array", "items": items, **extra}
+
+
+def enum(values: list[str], description: str | None = None) -> Schema:
+    schema: Schema = {"type": "string", "enum": list(values)}
+    if description:
+        schema["description"] = description
+    return schema
+
+
+STRING: Schema = {"type": "string"}
+BOOLEAN: Schema = {"type": "boolean"}
+INTEGER: Schema = {"type": "integer"}
+AMOUNT = ref("Amount")
+COIN = ref("Coin")
+TIMESTAMP = ref("Timestamp")
+
+
+def page(name: str, items: Schema) -> Schema:
+    """A paginated list: ``{<name>: [...], total, limit, offset}``."""
+    return obj({name: array(items), "total": {"type": "integer", "minimum": 0},
+                "limit": {"type": "integer", "minimum": 1}, "offset": {"type": "integer", "minimum": 0}})
+
+
+# -- primitives -----------------------------------------------------------------------------------
+
+PRIMITIVES: dict[str, Schema] = {
+    "Amount": {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?$",
+               "description": "A decimal amount in coin (or fiat) units, as a string; never a JSON number.",
+               "examples": ["0.5", "60"]},
+    "Coin": {"type": "string", "pattern": r"^[A-Z0-9_]{2,20}$", "description": "A coin symbol (SPEC 2.7).",
+             "examples": ["BTC", "USDT_TRC20"]},
+    "Timestamp": {"type": "integer", "minimum": 0, "description": "Unix seconds."},
+    "Scope": enum(SCOPES, "A scope a scoped key can be given (SPEC 5.2)."),
+    "ShownScope": enum(ALL_SCOPES, "A scope as key rows show it; legacy payout keys also hold refund:create."),
+}
+
+# -- envelope and errors (SPEC 2.1, 7) ------------------------------------------------------------
+
+ENVELOPE: dict[str, Schema] = {
+    "Version": {"type": "string", "const": ENVELOPE_VERSION, "description": "Envelope version."},
+    "Envelope": obj(
+        {"data": {"description": "The payload: an object, an array or null."},
+         "message": {"type": "string", "const": "OK"}, "error": {"type": "null"},
+         "status": {"type": "integer", "description": "Mirrors the HTTP status."}, "version": ref("Version")},
+        description="The V2 success envelope (SPEC 2.1). Each operation's 200 repeats it with its own data schema.",
+    ),
+    "ErrorObject": obj(
+        {"type": enum(ERROR_TYPES), "message": STRING},
+        {"code": {"type": "string", "description": "A named code (SPEC 7), e.g. insufficient_balance."},
+         "detail": {"type": "object", "additionalProperties": STRING,
+                    "description": "Validation errors: field name to problem."}},
+    ),
+    "Error": obj(
+        {"data": {"type": "null"}, "message": STRING, "error": ref("ErrorObject"),
+         "status": {"type": "integer", "minimum": 400, "maximum": 599}, "version": ref("Version")},
+        description="The V2 envelope of a failure (SPEC 7): data null, error {type, message}.",
+    ),
+    "BadRequestError": {
+        "description": "A 400: a validation error always names each bad field in error.detail.",
+        "allOf": [ref("Error")],
+        "if": {"properties": {"error": {"properties": {"type": {"const": "validation"}}}}},
+        "then": {"properties": {"error": {"required": ["detail"]}}},
+    },
+}
+
+# -- records (SPEC 2) -----------------------------------------------------------------------------
+
+TRANSACTION = obj(
+    {"tx_hash": STRING, "coin": COIN, "amount": AMOUNT, "amount_usd": AMOUNT,
+     "status": enum(DEPOSIT_STATUSES), "confirmations": {"type": "integer", "minimum": 0}},
+    description="An on-chain deposit inside a payment (SPEC 2.3).",
+)
+
+LIGHTNING = obj({"bolt11": STRING, "payment_hash": STRING},
+                {"amount_sat": AMOUNT, "expires_at": TIMESTAMP, "preimage": STRING, "settled_at": TIMESTAMP,
+                 "settle_amount_sat": AMOUNT},
+                description="Lightning block (SPEC 2.9).")
+
+PAYMENT = obj(
+    {
+        "track_id": STRING,
+        "type": enum(PAYMENT_TYPES),
+        "status": enum(PAYMENT_STATUSES),
+        "amount": nullable(AMOUNT),
+        "currency": STRING,
+        "pay_currency": COIN,
+        "pay_amount": nullable(AMOUNT),
+        "address": nullable(STRING),
+        "order_id": nullable(STRING),
+        "callback_url": nullable(STRING),
+        "expires_at": nullable(TIMESTAMP),
+        "created_at": TIMESTAMP,
+        "transactions": array(ref("Transaction")),
+    },
+    {
+        "network": {"type": "string", "description": "Chain of pay_currency (extra)."},
+        "description": nullable(STRING),
+        "user_id": nullable(STRING),
+        "paid_at": TIMESTAMP,
+        "payment_url": {"type": "string", "description": "Invoices only: the hosted page."},
+        "return_url": nullable(STRING),
+        "cancel_url": nullable(STRING),
+        "email": nullable(STRING),
+        "accepted_coins": array(COIN, description="Invoices only: coins the payer may pick."),
+        "amount_fiat": nullable(AMOUNT),
+        "fiat_currency": nullable(STRING),
+        "rate_locked": nullable(AMOUNT),
+        "rate_locked_at": nullable(TIMESTAMP),
+        "lightning": ref("Lightning"),
+    },
+    description="A payment (SPEC 2.2). Invoice-only and fiat-only fields appear for those payments.",
+)
+
+PAYMENT_SUMMARY = obj(
+    {"track_id": STRING, "type": enum(PAYMENT_TYPES), "status": enum(PAYMENT_STATUSES), "currency": STRING,
+     "address": nullable(STRING), "paid_at": nullable(TIMESTAMP), "created_at": TIMESTAMP},
+    description="A row of GET /v1/payment (SPEC 4.2).",
+)
+
+DEPOSIT = obj(
+    {"tx_hash": STRING, "coin": COIN, "network": STRING, "amount": AMOUNT, "amount_usd": AMOUNT,
+     "confirmations": {"type": "integer", "minimum": 0},
+     "status": enum(["Pending", "Confirmed", "Credited", "Failed"], "Mixed case in list output (SPEC 2.4)."),
+     "credited": BOOLEAN, "address": STRING, "user_id": nullable(STRING), "track_id": nullable(STRING),
+     "order_id": nullable(STRING), "created_at": TIMESTAMP},
+    description="A deposit (SPEC 2.4).",
+)
+
+PAYOUT = obj(
+    {"track_id": STRING, "status": enum(PAYOUT_STATUSES), "coin": COIN, "amount": AMOUNT, "destination": STRING,
+     "created_at": TIMESTAMP},
+    {"tx_hash": nullable(STRING), "failure_reason": nullable(STRING), "updated_at": TIMESTAMP,
+     "idempotent": {"type": "boolean", "const": True, "description": "Present (true) on an idempotent replay."},
+     "lightning": ref("Lightning"), "refund_of_payment_id": STRING},
+    description="A payout (SPEC 2.5). The create response omits tx_hash, failure_reason and updated_at.",
+)
+
+REFUND = obj(
+    {**{name: PAYOUT["properties"][name] for name in PAYOUT["required"]},
+     "refund_of_payment_id": STRING, "refunded_total": AMOUNT, "refundable_remaining": AMOUNT},
+    {name: PAYOUT["properties"][name] for name in ("tx_hash", "failure_reason", "updated_at", "idempotent")},
+    description="A refund: the payout it created (SPEC 2.5, refund_of_payment_id set) and the payment's "
+                "refund totals after it.",
+)
+
+BATCH_RESULT = obj(
+    {"summary": obj({name: {"type": "integer", "minimum": 0} for name in ("total", "created", "idempotent", "failed")}),
+     "results": array(obj({"index": {"type": "integer", "minimum": 0}, "external_id": nullable(STRING),
+                           "track_id": nullable(STRING), "status": enum(["created", "idempotent", "failed"]),
+                           "error": nullable(STRING)}))},
+    description="Batch payout result (SPEC 2.11).",
+)
+
+ACCOUNT_ID: Schema = {"type": "string", "pattern": r"^[A-Z]+-[1-9A-HJ-NP-Za-km-z]{20}$",
+                      "description": "Public account id: brand prefix, hyphen, 20 base58 characters."}
+
+TRANSFER = obj(
+    {"transfer_id": STRING, "to_account_id": ACCOUNT_ID, "coin": COIN, "amount": AMOUNT, "created_at": TIMESTAMP},
+    {"idempotent": {"type": "boolean", "const": True, "description": "Present (true) on an idempotent replay."}},
+    description="An internal transfer (SPEC 2.12).",
+)
+
+TRANSFER_ROW = obj(
+    {"transfer_id": STRING, "direction": enum(["sent", "received"]), "from_account_id": ACCOUNT_ID,
+     "to_account_id": ACCOUNT_ID, "coin": COIN, "amount": AMOUNT, "created_at": TIMESTAMP},
+    description="A row of GET /dashboard/transfers, seen from the caller's side.",
+)
+
+CURRENCY = obj(
+    {"symbol": COIN, "name": STRING, "network": STRING, "decimals": {"type": "integer", "minimum": 0},
+     "confirmations": {"type": "integer", "minimum": 0}, "min_payout": nullable(AMOUNT)},
+    description="A coin table entry (SPEC 2.6).",
+)
+
+ACCOUNT = obj(
+    {"id": STRING, "account_id": ACCOUNT_ID, "email": STRING, "webhook_url": nullable(STRING),
+     "fee_percent": AMOUNT, "accepted_coins": array(COIN),
+     "confirmations": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+     "totp_enabled": BOOLEAN, "enabled": BOOLEAN, "created_at": TIMESTAMP},
+    {"default_settlement_coin": nullable(COIN), "customer_static_mode": BOOLEAN},
+    description="The merchant account (SPEC 2.15).",
+)
+
+API_KEY_ROW = obj(
+    {"id": STRING, "label": nullable(STRING), "prefix": STRING, "scopes": array(ref("ShownScope")),
+     "coin_allowlist": array(COIN), "ip_allowlist": array(STRING), "webhook_url": nullable(STRING),
+     "rate_limit_rpm": nullable({"type": "integer", "minimum": 1, "maximum": 10000}),
+     "last_used_at": nullable(TIMESTAMP), "revoked_at": nullable(TIMESTAMP), "expires_at": nullable(TIMESTAMP),
+     "created_at": TIMESTAMP, "is_legacy": BOOLEAN},
+    description="A row of GET /dashboard/api-keys (SPEC 2.14); never the secret.",
+)
+
+WEBHOOK_LOG = obj(
+    {"id": STRING, "url": STRING, "status_code": nullable(INTEGER), "success": BOOLEAN,
+     "attempt": {"type": "integer", "minimum": 1}, "error": nullable(STRING),
+     "payload_preview": nullable(STRING), "response_preview": nullable(STRING)},
+    {"event_id": STRING, "event_type": STRING, "created_at": TIMESTAMP},
+    description="One webhook delivery attempt (SPEC 2.16).",
+)
+
+BALANCES = obj({"balances": array(obj({"coin": COIN, "amount": AMOUNT}))},
+               description="Non-zero available balances (SPEC 4.6).")
+
+RECEIPT = obj(
+    {"v": {"type": "integer", "const": 1}, "type": {"type": "string", "const": "payment_receipt"},
+     "track_id": STRING, "merchant_id": STRING, "status": enum(PAYMENT_STATUSES), "pay_currency": COIN,
+     "pay_amount": nullable(AMOUNT), "amount_fiat": nullable(AMOUNT), "fiat_currency": nullable(STRING),
+     "paid_at": nullable(TIMESTAMP),
+     "deposits": array(obj({"tx_hash": STRING, "coin": COIN, "amount": AMOUNT,
+                            "confirmations": {"type": "integer", "minimum": 0}, "at": nullable(TIMESTAMP)})),
+     "issued_at": TIMESTAMP},
+    description="The signed receipt body (SPEC 4.2).",
+)
+
+RECEIPT_KEY = obj(
+    {"public_key": {"type": "string", "contentEncoding": "base64"}, "public_key_pem": STRING,
+     "algorithm": {"type": "string", "const": "Ed25519"}, "ephemeral": BOOLEAN},
+    description="The receipt signing key (SPEC 4.1); ephemeral true means development only.",
+)
+
+RECORDS: dict[str, Schema] = {
+    "Transaction": TRANSACTION,
+    "Lightning": LIGHTNING,
+    "Payment": PAYMENT,
+    "PaymentSummary": PAYMENT_SUMMARY,
+    "Deposit": DEPOSIT,
+    "Payout": PAYOUT,
+    "Refund": REFUND,
+    "BatchResult": BATCH_RESULT,
+    "AccountId": ACCOUNT_ID,
+    "Transfer": TRANSFER,
+    "TransferRow": TRANSFER_ROW,
+    "Currency": CURRENCY,
+    "Account": ACCOUNT,
+    "ApiKeyRow": API_KEY_ROW,
+    "WebhookLog": WEBHOOK_LOG,
+    "Balances": BALANCES,
+    "Receipt": RECEIPT,
+    "ReceiptPublicKey": RECEIPT_KEY,
+}
+
+
+def component_schemas() -> dict[str, Schema]:
+    return {**PRIMITIVES, **ENVELOPE, **RECORDS}
+
+
+def envelope(data: Schema, status: int = 200) -> Schema:
+    """The V2 success envelope around ``data`` (SPEC 2.1)."""
+    return obj({"data": data, "message": {"type": "string", "const": "OK"}, "error": {"type": "null"},
+                "status": {"type": "integer", "const": status}, "version": ref("Version")})
+
+
+def data_only(data: Schema) -> Schema:
+    """A body that carries only ``data`` (transfers, batch payouts; SPEC 2.1)."""
+    return obj({"data": data})
