@@ -146,3 +146,59 @@ def test_outputs_without_one_address_are_skipped():
     assert output_address({"ismweb": True, "scriptPubKey": {"address": "ltcmweb1..."}}) is None
     assert output_address({"scriptPubKey": {"addresses": ["D8vFz4p1L37jdg47HXKtSHA5uYLYxbGgPD"]}}) == \
         "D8vFz4p1L37jdg47HXKtSHA5uYLYxbGgPD"
+
+
+@pytest.fixture
+async def legacy_node(aiohttp_server):
+    """A node whose getblock takes only a boolean (Dogecoin Core 1.14) and which has -txindex."""
+    full = json.loads(GETBLOCK_2, parse_float=str)["result"]
+    by_txid = {tx["txid"]: tx for tx in full["tx"]}
+    verbose = {**full, "tx": list(by_txid)}
+    calls: list[str] = []
+
+    def answer(call: dict) -> dict:
+        method, params = call["method"], call["params"]
+        calls.append(f"{method} {params[1] if len(params) > 1 else ''}".strip())
+        if method == "getblockhash":
+            return {"result": BLOCK_HASH, "error": None, "id": call["id"]}
+        if method == "getblock" and params[1] is True:
+            return {"result": verbose, "error": None, "id": call["id"]}
+        if method == "getblock":
+            return {"result": None, "error": {"code": -1, "message": "JSON value is not a boolean as expected"},
+                    "id": call["id"]}
+        if method == "getrawtransaction":
+            return {"result": by_txid[params[0]], "error": None, "id": call["id"]}
+        return {"result": None, "error": {"code": -32601, "message": "Method not found"}, "id": call["id"]}
+
+    async def handle(request: web.Request) -> web.Response:
+        body = await request.json()
+        # Amounts go back out as the node writes them: bare decimal numbers.
+        answers = [answer(c) for c in body] if isinstance(body, list) else answer(body)
+        text = json.dumps(answers)
+        for tx in full["tx"]:
+            for out in tx["vout"]:
+                text = text.replace(f'"value": "{out["value"]}"', f'"value": {out["value"]}')
+        return web.Response(text=text, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_post("/", handle)
+    server = await aiohttp_server(app)
+    return str(server.make_url("/")), calls
+
+
+async def test_nodes_without_getblock_verbosity_2_are_read_through_getrawtransaction(node, legacy_node):
+    modern_url, _ = node
+    legacy_url, calls = legacy_node
+    modern = BitcoinAdapter(gateway=None, settings=settings(), rpc=NodeRpc(modern_url, user="u", password="p"))
+    legacy = BitcoinAdapter(gateway=None, settings=settings(), rpc=NodeRpc(legacy_url, user="u", password="p"))
+    try:
+        expected = await modern.block(800000)
+        first = await legacy.block(800000)
+        second = await legacy.block(800000)
+    finally:
+        await modern.close()
+        await legacy.close()
+    assert first == expected and second == expected
+    # The verbosity probe happens once; afterwards the adapter asks the legacy way directly.
+    assert calls.count("getblock 2") == 1 and calls.count("getblock True") == 2
+    assert calls.count("getrawtransaction 1") == 6

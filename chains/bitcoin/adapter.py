@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
+# JSON-RPC answers of a node whose getblock takes a boolean: -1 (runtime
+# error: expected bool) and -3 (RPC_TYPE_ERROR).
+LEGACY_GETBLOCK_ERRORS = (-1, -3)
+
 MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
 
 
@@ -66,11 +70,37 @@ class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
 
     async def block(self, height: int) -> Block:
         block_hash = await self.block_hash(height)
+        data = await self._block_with_transactions(block_hash)
+        return parse_block(data, self.coin)
+
+    async def _block_with_transactions(self, block_hash: str) -> dict:
+        """``getblock <hash> 2``; nodes without verbosity 2 (Dogecoin Core 1.14)
+        get ``getblock <hash> true`` plus one batched ``getrawtransaction``
+        (which those nodes answer only with ``-txindex=1``)."""
+        if not self._legacy_getblock:
+            try:
+                data = await self.rpc.call("getblock", block_hash, 2)
+            except RpcError as exc:
+                if exc.code not in LEGACY_GETBLOCK_ERRORS:
+                    raise ChainUnavailable(f"{self.name}: getblock {block_hash} failed: {exc.message}") from None
+                self._legacy_getblock = True
+            else:
+                if all(isinstance(tx, dict) for tx in data.get("tx", ())):
+                    return data
+                self._legacy_getblock = True  # it read 2 as "verbose": txids only
         try:
-            data = await self.rpc.call("getblock", block_hash, 2)
+            data = await self.rpc.call("getblock", block_hash, True)
         except RpcError as exc:
             raise ChainUnavailable(f"{self.name}: getblock {block_hash} failed: {exc.message}") from None
-        return parse_block(data, self.coin)
+        txids = [tx if isinstance(tx, str) else tx["txid"] for tx in data.get("tx", ())]
+        decoded = await self.rpc.batch("getrawtransaction", [[txid, 1] for txid in txids])
+        failed = next((d for d in decoded if isinstance(d, RpcError)), None)
+        if failed is not None:
+            raise ChainUnavailable(f"{self.name}: getrawtransaction failed ({failed.message}); this node needs"
+                                   " -txindex=1 because its getblock has no verbosity 2") from None
+        return {**data, "tx": decoded}
+
+    _legacy_getblock = False
 
     async def mempool(self) -> Sequence[Transfer]:
         txids = await self.rpc.call("getrawmempool")
