@@ -39,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 LEDGER_KIND = "transfer"
 API, DASHBOARD = "api", "dashboard"  # ``transfers.source``: which door the request came through
-IDEMPOTENCY_KEY_MIN, IDEMPOTENCY_KEY_MAX = 8, 128  # SPEC 8
 ACCOUNT_ID = re.compile(rf"^{re.escape(ACCOUNT_ID_PREFIX)}-[{BASE58_ALPHABET}]{{{ACCOUNT_ID_BODY_LENGTH}}}$")
 
 
@@ -86,7 +85,7 @@ async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferReq
 
     Raises 400 ``self_transfer_forbidden``, ``recipient_not_found``,
     ``recipient_disabled``, ``insufficient_balance``; 401 "invalid TOTP
-    code"; 409 ``idempotency_key_conflict``.
+    code"; 409 ``idempotency_key_reused``.
     """
     if not isinstance(request.amount, int) or isinstance(request.amount, bool) or request.amount <= 0:
         raise ValueError("transfer amount must be a positive int in base units")
@@ -215,7 +214,7 @@ def _same_request(db: Database, existing: Row, request: TransferRequest) -> Row:
     same = (existing["to_account_id"], existing["coin"], Database.to_int(existing["amount"])) == (
         request.to_account_id, request.coin, request.amount)
     if not same:
-        raise Conflict("idempotency_key was already used for a different transfer", code="idempotency_key_conflict")
+        raise Conflict("idempotency_key was already used for a different transfer", code="idempotency_key_reused")
     return existing
 
 

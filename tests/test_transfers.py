@@ -231,7 +231,7 @@ async def test_idempotency_key_replays_and_conflicts(env):
         body = {"to_account_id": bob_account, "coin": "BTC", "amount": "0.001", "idempotency_key": "order-1234",
                 **changed}
         status, answer = await api(client, "POST", "/v1/transfer", alice.merchant_key, json=body)
-        assert (status, answer["error"]["code"]) == (409, "idempotency_key_conflict"), changed
+        assert (status, answer["error"]["code"]) == (409, "idempotency_key_reused"), changed
     # Keys are per sender: Bob may use the same one.
     status, body = await send(client, bob, await account_id(client, alice), "0.0005", idempotency_key="order-1234")
     assert status == 200 and "idempotent" not in body["data"]

@@ -160,6 +160,22 @@ def pagination(query: Mapping[str, str], *, default_limit: int, max_limit: int) 
     return values["limit"], values["offset"]
 
 
+IDEMPOTENCY_HEADER = "X-Idempotency-Key"
+IDEMPOTENCY_KEY = Field("idempotency_key", min_len=8, max_len=128)  # SPEC 8: 8-128 characters
+
+
+def idempotency_key(headers: Mapping[str, str], body_key: str | None) -> str | None:
+    """The body's (already validated) ``idempotency_key`` or the ``X-Idempotency-Key``
+    header; when both are given they must agree (a 400 names the field)."""
+    header = headers.get(IDEMPOTENCY_HEADER)
+    if header is None or not header.strip():
+        return body_key
+    header_key = validate({"idempotency_key": header}, [IDEMPOTENCY_KEY])["idempotency_key"]
+    if body_key is not None and body_key != header_key:
+        raise ValidationError({"idempotency_key": f"differs from the {IDEMPOTENCY_HEADER} header"})
+    return header_key
+
+
 def coin_units(coin: Any, value: Any, field: str = "amount") -> int:
     """Base units of ``value`` in ``coin``, or a validation error naming ``field``.
 

@@ -15,13 +15,11 @@ from ...core.payments import get_payment
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import data_only, envelope, read_json
 from ..keys import REQUEST_ID, gateway_of
-from ..validation import Field, pagination, validate
+from ..validation import IDEMPOTENCY_KEY, Field, idempotency_key, pagination, validate
 
 routes = web.RouteTableDef()
 
 MAX_BATCH_ITEMS = 100
-IDEMPOTENCY_HEADER = "X-Idempotency-Key"
-IDEMPOTENCY_KEY = Field("idempotency_key", min_len=8, max_len=128)
 
 PAYOUT_FIELDS = [
     Field("currency", required=True, upper=True, max_len=20),
@@ -46,16 +44,6 @@ REFUND_FIELDS = [
 ]
 
 
-def _idempotency_key(request: web.Request, body_key: str | None) -> str | None:
-    """The body's ``idempotency_key`` or the ``X-Idempotency-Key`` header; both must agree."""
-    header = request.headers.get(IDEMPOTENCY_HEADER)
-    if header is not None:
-        header = validate({"idempotency_key": header}, [IDEMPOTENCY_KEY])["idempotency_key"]
-    if body_key and header and body_key != header:
-        raise ValidationError({"idempotency_key": f"differs from the {IDEMPOTENCY_HEADER} header"})
-    return body_key or header
-
-
 def _parse_target(gateway: Gateway, principal: Principal, values: Mapping[str, Any]) -> tuple:
     """Coin route, base units and canonical destination of one payout, or an ApiError."""
     ensure_coin_allowed(principal, values["currency"])
@@ -69,7 +57,7 @@ async def create_one(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     principal = principal_of(request)
     values = validate(await read_json(request), PAYOUT_FIELDS)
-    key = _idempotency_key(request, values["idempotency_key"])
+    key = idempotency_key(request.headers, values["idempotency_key"])
     route, units, destination = _parse_target(gateway, principal, values)
     callback = values["callback_url"]
     if callback:

@@ -17,31 +17,17 @@ from ...core.gateway import Gateway
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import data_only, envelope, read_json
 from ..keys import REQUEST_ID, gateway_of
-from ..validation import Field, coin_units, pagination, validate
+from ..validation import IDEMPOTENCY_KEY, Field, coin_units, idempotency_key, pagination, validate
 
 routes = web.RouteTableDef()
-
-IDEMPOTENCY_HEADER = "X-Idempotency-Key"
 
 FIELDS = [
     Field("to_account_id", required=True, max_len=64,
           check=lambda v: None if svc.is_account_id(v) else "must be an account id (ORB- and 20 base58 characters)"),
     Field("coin", required=True, upper=True, max_len=20),
     Field("amount", "amount", required=True),
-    Field("idempotency_key", min_len=svc.IDEMPOTENCY_KEY_MIN, max_len=svc.IDEMPOTENCY_KEY_MAX),
+    IDEMPOTENCY_KEY,
 ]
-
-
-def _idempotency_key(body_key: str | None, header: str | None) -> str | None:
-    """The body field or the header; both given must agree."""
-    if header is not None and header.strip():
-        header_key = validate({IDEMPOTENCY_HEADER: header}, [
-            Field(IDEMPOTENCY_HEADER, min_len=svc.IDEMPOTENCY_KEY_MIN, max_len=svc.IDEMPOTENCY_KEY_MAX),
-        ])[IDEMPOTENCY_HEADER]
-        if body_key is not None and body_key != header_key:
-            raise ValidationError({"idempotency_key": f"differs from the {IDEMPOTENCY_HEADER} header"})
-        return header_key
-    return body_key
 
 
 def parse_transfer(
@@ -55,7 +41,7 @@ def parse_transfer(
     ensure_coin_allowed(principal, coin.symbol)
     return svc.TransferRequest(
         to_account_id=values["to_account_id"], coin=coin.symbol, amount=coin_units(coin, values["amount"]),
-        idempotency_key=_idempotency_key(values["idempotency_key"], request.headers.get(IDEMPOTENCY_HEADER)),
+        idempotency_key=idempotency_key(request.headers, values["idempotency_key"]),
         # Checked only when the sender has 2FA on; any other value then reads as a wrong code (401).
         totp_code=body.get("totp_code"), source=source, key_id=principal.key_id,
         request_id=request.get(REQUEST_ID),
