@@ -127,3 +127,30 @@ async def test_a_refused_transaction_frees_its_nonce(shop):
     await shop.adapter.broadcast(small)
     shop.node.settle()
     assert (await shop.adapter.payout_status(small)).confirmations == 1
+
+
+async def test_a_failed_payout_the_node_never_saw_frees_its_nonce(shop):
+    """Dropped or never accepted: the nonce is reused, so later transactions are not stuck behind a gap."""
+    from orbchain.core.plugins import call_event
+
+    hot = hot_wallet_address(shop.gateway)
+    shop.node.set_balance(hot, 10**18)
+    lost = await shop.adapter.sign_payout(PayoutOrder("po_lost", "ETH", _somebody(), 10**15))
+    pending = await shop.adapter.sign_payout(PayoutOrder("po_pending", "ETH", _somebody(), 10**15))
+    # "po_lost" was stored as broadcast but the node dropped it; "po_pending" really waits in the node's pool.
+    await shop.gateway.db.execute("UPDATE evm_txs SET status = 'broadcast' WHERE ref = 'po_lost'")
+    await shop.adapter.broadcast(pending)
+    for payout_id in ("po_lost", "po_pending"):
+        await call_event(shop.gateway.pm, "payout_finished", gateway=shop.gateway,
+                         payout={"id": payout_id, "chain": shop.adapter.name, "status": "Failed"})
+    rows = {r["ref"]: r for r in await shop.gateway.db.fetch_all("SELECT ref, nonce, status FROM evm_txs")}
+    assert rows["po_lost"]["status"] == "abandoned"
+    assert rows["po_pending"]["status"] == "broadcast"  # the node may still mine it: its nonce stays taken
+    again = await shop.adapter.sign_payout(PayoutOrder("po_next", "ETH", _somebody(), 10**12))
+    rows = {r["ref"]: r for r in await shop.gateway.db.fetch_all("SELECT ref, nonce FROM evm_txs")}
+    assert rows["po_next"]["nonce"] == rows["po_lost"]["nonce"]
+    await shop.adapter.broadcast(again)
+    shop.node.settle()
+    assert (await shop.adapter.payout_status(again)).confirmations >= 1
+    assert (await shop.adapter.payout_status(pending)).confirmations >= 1
+    assert lost.tx_hash != again.tx_hash

@@ -20,11 +20,15 @@ deposits to it. See ``docs/evm.md``.
 
 from __future__ import annotations
 
+import logging
+
 from ...core.config import ConfigError
 from ...core.plugins import hookimpl
 from .adapter import EvmAdapter
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
 from .sweeper import sweep_chain, sweep_job
+
+log = logging.getLogger(__name__)
 
 __all__ = ["PLUGIN_NAME", "EvmAdapter", "ChainSettings", "sweep_chain", "evm_adapters"]
 
@@ -73,6 +77,18 @@ def register_jobs(registry, gateway) -> None:
 async def gateway_stopping(gateway) -> None:
     for adapter in evm_adapters(gateway):
         await adapter.close()
+
+
+@hookimpl
+async def payout_finished(gateway, payout) -> None:
+    """A failed payout's transaction that never reached the chain frees its nonce."""
+    adapter = gateway.chains.get(payout.get("chain", ""))
+    if not isinstance(adapter, EvmAdapter) or payout.get("status") != "Failed":
+        return
+    try:
+        await adapter.release_failed_payout(payout["id"])
+    except Exception:  # noqa: BLE001 - the hook must not fail the finished payout
+        log.exception("%s: releasing the nonce of payout %s failed", adapter.name, payout.get("id"))
 
 
 @hookimpl

@@ -46,6 +46,22 @@ class EvmPayouts(PayoutSender):
     async def broadcast(self: "EvmAdapter", signed: SignedPayout) -> None:
         await self.txs.broadcast(signed.tx_hash, signed.raw)
 
+    async def release_failed_payout(self: "EvmAdapter", payout_id: str) -> bool:
+        """A Failed payout whose transaction the node does not know gives its nonce back.
+
+        Without this a dropped or never-accepted transaction leaves a gap that
+        holds every later hot-wallet transaction. A transaction the node still
+        has pending (it may yet be mined) or that was mined keeps its nonce.
+        Returns whether the nonce became reusable.
+        """
+        stored = await self.txs.find(PAYOUT, payout_id)
+        if stored is None or stored.status not in ("stored", "broadcast"):
+            return False
+        if await self.txs.known(stored.tx_hash):
+            return False
+        await self.txs.abandon(stored.tx_hash)
+        return True
+
     async def payout_status(self: "EvmAdapter", signed: SignedPayout) -> PayoutStatus:
         status, receipt = await self.txs.status(signed.tx_hash)
         if receipt is not None:

@@ -240,9 +240,14 @@ class TxStore:
 
     async def abandon_unsent(self, tx_hash: str) -> None:
         """Give up a stored transaction that was never sent (its nonce becomes reusable)."""
+        await self.abandon(tx_hash, statuses=("stored",))
+
+    async def abandon(self, tx_hash: str, statuses: tuple[str, ...] = ("stored", "broadcast")) -> None:
+        """Give up a transaction the node does not have; its nonce is reused next."""
         await self.gateway.db.execute(
             "UPDATE evm_txs SET status = 'abandoned', updated_at = :now WHERE chain = :c AND tx_hash = :h"
-            " AND status = 'stored'", {"c": self.chain, "h": tx_hash, "now": self.gateway.now()})
+            f" AND status IN ({', '.join(repr(s) for s in statuses)})",
+            {"c": self.chain, "h": tx_hash, "now": self.gateway.now()})
 
     async def known(self, tx_hash: str) -> bool:
         return await self.rpc.call("eth_getTransactionByHash", tx_hash) is not None
