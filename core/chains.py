@@ -152,12 +152,15 @@ class PayoutStatus:
 
     ``confirmations`` is 0 while it waits in the mempool; ``found`` is False
     when the node knows nothing of it (dropped or never arrived); ``failed``
-    is True when it was mined but reverted (account chains).
+    is True when it was mined but reverted (account chains). ``network_fee``
+    is the fee actually paid once mined (account chains charge gas used, not
+    the signed ceiling); None means the signed ``network_fee`` stands.
     """
 
     found: bool
     confirmations: int = 0
     failed: bool = False
+    network_fee: int | None = None  # the fee actually paid, once mined, when the chain tells
 
 
 class BroadcastError(RuntimeError):

@@ -194,9 +194,10 @@ async def _poll(gateway: "Gateway", adapter: Any, sender: PayoutSender, row: Row
         return
     if status.failed:
         await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.REVERTED,
-                             confirmations=status.confirmations)
+                             confirmations=status.confirmations, network_fee=status.network_fee)
     elif status.found and status.confirmations >= sender.payout_confirmations:
-        await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations)
+        await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations,
+                             network_fee=status.network_fee)
     elif status.found:
         await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
                                       next_at=now + _poll_seconds(adapter))

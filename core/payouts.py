@@ -399,13 +399,14 @@ async def record_progress(gateway: "Gateway", row: Row, *, confirmations: int, m
 
 
 async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: str | None = None,
-                 confirmations: int | None = None) -> Row | None:
+                 confirmations: int | None = None, network_fee: int | None = None) -> Row | None:
     """Make the payout final: settle the ledger, write the row, enqueue the webhook; one transaction.
 
     Confirmed: in flight -> world. Failed: in flight -> merchant available
     (the re-credit). A transaction that was mined (confirmed or reverted)
-    also books its network fee: platform network fees -> world. Returns the final row, or None when this worker no
-    longer holds the claim (someone else decided).
+    also books its network fee: platform network fees -> world, the fee the
+    chain reports as paid (``network_fee``) or else the signed one. Returns
+    the final row, or None when this worker no longer holds the claim.
     """
     if status not in (CONFIRMED, FAILED):
         raise ValueError(f"not a final payout status: {status}")
@@ -425,7 +426,7 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
                 db, from_account=payouts_in_flight(chain), to_account=merchant_available(merchant_id), coin=coin,
                 amount=amount, reference=f"payout:{current['id']}:release", kind="payout_release",
                 merchant_id=merchant_id)
-        fee = db.to_int(current["network_fee"])
+        fee = db.to_int(current["network_fee"]) if network_fee is None else network_fee
         fee_posted = None
         if fee and (status == CONFIRMED or failure_reason == REVERTED):  # mined: the network was paid
             fee_posted = await ledger.transfer(

@@ -11,7 +11,7 @@ from eth_account import Account
 from orbchain.chains.evm.keys import hot_wallet_address
 from orbchain.core import ledger
 from orbchain.core.chains import PayoutOrder
-from orbchain.core.ledger_accounts import merchant_available
+from orbchain.core.ledger_accounts import NETWORK_FEES, merchant_available
 
 from .anvil import EvmShop, anvil, credited_deposit, open_shop  # noqa: F401 - anvil is a fixture
 from .support import api
@@ -49,6 +49,11 @@ async def test_native_payout_is_signed_broadcast_and_confirmed(shop):
     receipt = shop.node.receipt(view["tx_hash"])
     assert receipt["status"] == "0x1" and int(receipt["type"], 16) == 2  # EIP-1559
     assert await ledger.balance(shop.gateway.db, merchant_available(shop.merchant.merchant_id), "ETH") == 69 * 10**16
+    # The platform's network-fee expense is the gas actually used, not the signed ceiling.
+    paid = int(receipt["gasUsed"], 16) * int(receipt["effectiveGasPrice"], 16)
+    booked = await shop.gateway.db.fetch_val(
+        "SELECT amount FROM ledger_postings WHERE account = :a", {"a": NETWORK_FEES})
+    assert shop.gateway.db.to_int(booked) == -paid
 
 
 async def test_token_payout_is_a_transfer_call(shop):

@@ -13,6 +13,7 @@ coin (wei), also for token payouts.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
@@ -65,5 +66,6 @@ class EvmPayouts(PayoutSender):
     async def payout_status(self: "EvmAdapter", signed: SignedPayout) -> PayoutStatus:
         status, receipt = await self.txs.status(signed.tx_hash)
         if receipt is not None:
-            await self.txs.record_receipt(signed.tx_hash, receipt)
+            paid = await self.txs.record_receipt(signed.tx_hash, receipt)
+            status = replace(status, network_fee=paid)  # gas used x effective price, not the ceiling
         return status
