@@ -283,3 +283,20 @@ async def test_per_key_write_rate_limit(app_client):
     statuses = [(await app_client.post("/probe/coin", json={"coin": "BTC"}, headers=headers)).status
                 for _ in range(3)]
     assert statuses == [200, 200, 429]
+
+
+async def test_key_rate_limit_overrides_the_default_write_limit(aiohttp_client, make_config):
+    """rate_limit_rpm replaces the default per-key write limit, higher as well as lower."""
+    app = create_app(make_config(rate_limits={"write_per_minute": 2}))
+    app.router.add_routes(probe_routes)
+    client = await aiohttp_client(app)
+    token = (await signup(client))["token"]
+    generous = {"merchant_api_key": (await create_key(client, token, rate_limit_rpm=5))["api_key"]}
+    gateway = client.app[GATEWAY]
+    start = gateway.now() - gateway.now() % 60
+    gateway.clock = lambda: start + 1  # one window for every request below
+    statuses = [(await client.post("/probe/coin", json={"coin": "BTC"}, headers=generous)).status for _ in range(6)]
+    assert statuses == [200] * 5 + [429]
+    legacy = {"merchant_api_key": (await signup(client, "second@example.com"))["api_keys"]["merchant_api_key"]}
+    statuses = [(await client.post("/probe/coin", json={"coin": "BTC"}, headers=legacy)).status for _ in range(3)]
+    assert statuses == [200, 200, 429]  # no override: the default applies

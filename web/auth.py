@@ -25,10 +25,10 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ..core import auth
-from ..core.errors import ApiError, Forbidden, RateLimited, Unauthorized
+from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
-from .keys import GATEWAY, PRINCIPAL
-from .middlewares import SAFE_METHODS, client_ip
+from .keys import GATEWAY, PRINCIPAL, WRITE_LIMIT_BUCKET
+from .middlewares import client_ip, count_request
 
 AUTH_ATTR = "__orbchain_auth__"
 
@@ -202,16 +202,16 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     raise Unauthorized("missing token")
 
 
-async def _enforce_key_rate(request: web.Request, principal: Principal) -> None:
-    """A scoped key's own write limit (``rate_limit_rpm``)."""
-    if principal.rate_limit_rpm is None or request.method in SAFE_METHODS:
+async def _count_write(request: web.Request, principal: Principal | None) -> None:
+    """The deferred write limit: a scoped key's ``rate_limit_rpm`` overrides the default."""
+    bucket = request.get(WRITE_LIMIT_BUCKET)
+    if bucket is None:
         return
-    limiter = request.app[GATEWAY].services.get("rate_limiter")
-    if limiter is None:
+    gateway = request.app[GATEWAY]
+    if not gateway.config.rate_limits.enabled:
         return
-    decision = await limiter.hit(f"key_rpm:{principal.key_id}", principal.rate_limit_rpm)
-    if not decision.allowed:
-        raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
+    override = principal.rate_limit_rpm if principal is not None else None
+    await count_request(request, bucket, override or gateway.config.rate_limits.write_per_minute)
 
 
 @web.middleware
@@ -220,5 +220,7 @@ async def auth_middleware(request: web.Request, handler: Callable) -> web.Stream
     if isinstance(spec, AuthSpec):
         principal = await authenticate(request, spec)
         request[PRINCIPAL] = principal
-        await _enforce_key_rate(request, principal)
+        await _count_write(request, principal)
+    else:
+        await _count_write(request, None)
     return await handler(request)

@@ -8,6 +8,9 @@ from ..core.gateway import Gateway
 
 GATEWAY = web.AppKey("gateway", Gateway)
 REQUEST_ID = web.RequestKey("request_id", str)
+# A credentialed write's rate-limit bucket, counted once the key is known
+# (a scoped key's ``rate_limit_rpm`` overrides the default write limit).
+WRITE_LIMIT_BUCKET = web.RequestKey("write_limit_bucket", str)
 # Set by the auth middleware: an ``orbchain.web.auth.Principal``.
 PRINCIPAL = web.RequestKey("principal", object)
 

@@ -18,7 +18,7 @@ from aiohttp import web
 
 from ..core.errors import ApiError, Maintenance, RateLimited
 from .envelope import error_response
-from .keys import GATEWAY, REQUEST_ID
+from .keys import GATEWAY, REQUEST_ID, WRITE_LIMIT_BUCKET
 
 log = logging.getLogger(__name__)
 
@@ -144,10 +144,19 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
     by_ip = kind in ("auth", "public_page")
     subject = None if by_ip else _credential_bucket(request)
     bucket = f"{kind}:{subject or 'ip:' + client_ip(request)}"
-    decision = await gateway.services["rate_limiter"].hit(bucket, limit)
+    if kind == "write" and subject is not None:
+        # Counted by the auth middleware, which knows the key's own limit.
+        request[WRITE_LIMIT_BUCKET] = bucket
+        return await handler(request)
+    await count_request(request, bucket, limit)
+    return await handler(request)
+
+
+async def count_request(request: web.Request, bucket: str, limit: int) -> None:
+    """One hit on ``bucket``; 429 with Retry-After past ``limit`` per minute."""
+    decision = await request.app[GATEWAY].services["rate_limiter"].hit(bucket, limit)
     if not decision.allowed:
         raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
-    return await handler(request)
 
 
 def middlewares(auth_middleware: Handler) -> list:
