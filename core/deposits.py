@@ -133,6 +133,18 @@ async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: Af
         await _credit(gateway, row, merchant, after)
 
 
+async def _lock_payment(gateway: "Gateway", track_id: str | None) -> None:
+    """Lock the deposit's payment before any ledger posting.
+
+    Refunds lock the payment and then the ledger's balance rows; taking the
+    same order here means a refund racing a credit or a reversal on PostgreSQL
+    waits instead of deadlocking.
+    """
+    if track_id:
+        await gateway.db.fetch_val(f"SELECT track_id FROM payments WHERE track_id = :t{gateway.db.for_update}",
+                                   {"t": track_id})
+
+
 def _confirmations(block: BlockRef | None, scanned_tip: int | None) -> int:
     if block is None or scanned_tip is None or scanned_tip < block.height:
         return 0
@@ -191,6 +203,7 @@ async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int)
         if deposit is None or deposit["status"] != PENDING or deposit["block_height"] is None:
             return 0
         await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id", {"n": confirmations, "id": deposit_id})
+        await _lock_payment(gateway, deposit["track_id"])
         merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": deposit["merchant_id"]})
         deposit = {**deposit, "confirmations": confirmations}
         await _credit(gateway, deposit, merchant, after)
@@ -320,6 +333,7 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
             deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
             if deposit is None or deposit["block_hash"] != block_hash:
                 continue
+            await _lock_payment(gateway, deposit["track_id"])
             if deposit["status"] == CREDITED:
                 await _reverse(gateway, deposit, after)
             await db.execute(

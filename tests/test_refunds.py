@@ -129,3 +129,32 @@ async def test_refund_goes_out_in_the_pay_currency(make_client, make_config):
     await devnet.mine(2)
     status, answer = await refund(client, merchant, body["data"]["track_id"])
     assert status == 200 and answer["data"]["coin"] == "BTC" and answer["data"]["amount"] == body["data"]["pay_amount"]
+
+
+async def test_refunds_racing_a_deposit_credit_on_the_same_payment(make_client, make_config):
+    """Credits lock the payment before the ledger, like refunds: they queue instead of deadlocking."""
+    import asyncio
+
+    client, merchant, devnet = await payout_env(make_client, make_config, rate_limits={"write_per_minute": 100000})
+    await fund(client, merchant, devnet, amount="0.05")  # balance for the refunds
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": "0.01"})
+    payment = body["data"]
+    await devnet.pay("BTC", payment["address"], "0.01")
+    await devnet.mine(1)
+    await devnet.pay("BTC", payment["address"], "0.005")  # attached while the payment is Paying
+    await devnet.mine(1)  # the first deposit credits: Paid; the second has 1 of 2 confirmations
+    assert (await api(client, "GET", f"/v1/payment/{payment['track_id']}", merchant.merchant_key))[1]["data"][
+        "status"] == "Paid"
+
+    async def one_refund():
+        return await refund(client, merchant, payment["track_id"], amount="0.001")
+
+    results = await asyncio.gather(*(one_refund() for _ in range(20)), devnet.mine(1))
+    statuses = [status for status, _ in results[:-1]]
+    assert set(statuses) <= {200, 400} and statuses.count(200) >= 10
+    refunded = sum(1 for status in statuses if status == 200) * 100_000
+    credited = await devnet.gateway.db.fetch_all(
+        "SELECT amount FROM deposits WHERE track_id = :t AND status = 'CREDITED'", {"t": payment["track_id"]})
+    assert refunded <= sum(devnet.gateway.db.to_int(r["amount"]) for r in credited) == 1_500_000
+    assert (await ledger.check_ledger(devnet.gateway.db)).ok
