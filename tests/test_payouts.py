@@ -51,6 +51,17 @@ def advance_clock(gateway, seconds: int) -> None:
     gateway.clock = lambda: later
 
 
+async def fill_backlog(gateway, merchant_id: str, count: int) -> None:
+    """``count`` queued (not yet due) payouts, straight into the table, for the backlog breaker."""
+    now = gateway.now()
+    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant_id, "a": gateway.db.amount_param(1), "now": now}
+            for i in range(count)]
+    await gateway.db.execute_many(
+        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
+        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
+        " 'queued', :now + 100000, :now, :now)", rows)
+
+
 async def work(gateway, seconds: int = 5) -> int:
     """Let ``seconds`` pass, then run one worker tick."""
     advance_clock(gateway, seconds)

@@ -8,7 +8,7 @@ from orbchain.core import ledger
 from orbchain.core import payouts
 
 from .support import api, signup
-from .test_payouts import BTC_DEST, EVM_DEST, advance_clock, balance, create, fund, payout_env, payout_row, work
+from .test_payouts import fill_backlog, BTC_DEST, EVM_DEST, advance_clock, balance, create, fund, payout_env, payout_row, work
 
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 ZERO_EVM = "0x0000000000000000000000000000000000000000"
@@ -136,14 +136,7 @@ async def test_maintenance_is_503(make_client, make_config):
 
 async def test_backlog_circuit_breaker_is_per_merchant(env):
     client, merchant, devnet = env
-    gw = devnet.gateway
-    now = gw.now()
-    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant.merchant_id, "a": gw.db.amount_param(1), "now": now}
-            for i in range(payouts.BACKLOG_LIMIT - 1)]
-    await gw.db.execute_many(
-        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
-        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
-        " 'queued', :now + 100000, :now, :now)", rows)
+    await fill_backlog(devnet.gateway, merchant.merchant_id, payouts.BACKLOG_LIMIT - 1)
     assert (await create(client, merchant, "0.001"))[0] == 200  # the 500th
     status, body = await create(client, merchant, "0.001")
     assert status == 503 and error_of(body) == ("payout_backlog_too_large", "payout backlog too large")
@@ -153,7 +146,7 @@ async def test_backlog_circuit_breaker_is_per_merchant(env):
     await fund(client, other, devnet)
     assert (await create(client, other, "0.001"))[0] == 200
     # Final payouts do not count.
-    await gw.db.execute("UPDATE payouts SET status = 'Failed' WHERE id = 'po_fake1'")
+    await devnet.gateway.db.execute("UPDATE payouts SET status = 'Failed' WHERE id = 'po_fake1'")
     assert (await create(client, merchant, "0.001"))[0] == 200
 
 

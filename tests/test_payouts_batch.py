@@ -7,7 +7,7 @@ import pytest
 from orbchain.core import ledger, payouts
 
 from .support import api
-from .test_payouts import BTC_DEST, balance, fund, payout_env, work
+from .test_payouts import fill_backlog, BTC_DEST, balance, fund, payout_env, work
 
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 
@@ -114,14 +114,7 @@ async def test_batch_bad_shapes_and_auth(env):
 
 async def test_backlog_breaker_fails_items(env):
     client, merchant, devnet = env
-    gw = devnet.gateway
-    now = gw.now()
-    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant.merchant_id, "a": gw.db.amount_param(1), "now": now}
-            for i in range(payouts.BACKLOG_LIMIT - 1)]
-    await gw.db.execute_many(
-        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
-        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
-        " 'queued', :now + 100000, :now, :now)", rows)
+    await fill_backlog(devnet.gateway, merchant.merchant_id, payouts.BACKLOG_LIMIT - 1)
     _, body = await batch(client, merchant, [item("c-1"), item("c-2")])
     assert [(r["status"], r["error"]) for r in body["data"]["results"]] == [
         ("created", None), ("failed", "payout_backlog_too_large")]
