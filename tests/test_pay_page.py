@@ -264,4 +264,14 @@ async def test_page_is_limited_per_ip_as_a_public_page(make_client, make_config)
     client.app[GATEWAY].clock = lambda: 1_800_000_001.0  # all three requests inside one window
     for _ in range(2):
         assert (await client.get("/pay/anything")).status == 404
-    assert (await client.get("/pay/anything")).status == 429
+    limited = await client.get("/pay/anything")
+    assert limited.status == 429 and limited.content_type == "text/html"  # a page, not JSON
+    assert "Too many requests" in await limited.text() and int(limited.headers["Retry-After"]) > 0
+
+
+async def test_page_errors_in_maintenance_are_pages_too(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, server={"maintenance": True}))
+    response = await client.post("/pay/anything/devnet-pay")
+    assert response.status == 503 and response.content_type == "text/html"
+    assert "Temporarily unavailable" in await response.text()
+    assert "default-src 'none'" in response.headers["Content-Security-Policy"]

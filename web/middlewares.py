@@ -14,10 +14,12 @@ import re
 import secrets
 from typing import Awaitable, Callable
 
+import aiohttp_jinja2
 from aiohttp import web
 
 from ..core.errors import ApiError, Maintenance, RateLimited
 from .envelope import error_response
+from .pages import is_html_page, page_security_headers
 from .keys import GATEWAY, REQUEST_ID, WRITE_LIMIT_BUCKET
 
 log = logging.getLogger(__name__)
@@ -71,19 +73,34 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     try:
         return await handler(request)
     except ApiError as exc:
-        return error_response(exc)
+        return _render_error(request, exc)
     except web.HTTPException as exc:
         if exc.status < 400:
             raise  # redirects pass through
         kind, message = _HTTP_ERRORS.get(exc.status, ("invalid_request", exc.reason.lower()))
         err = ApiError(message)
         err.status, err.type = exc.status, kind
-        return error_response(err)
+        return _render_error(request, err)
     except Exception:  # noqa: BLE001 - the envelope must hide internals
         log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
         err = ApiError("internal error")
         err.status, err.type = 500, "internal"
-        return error_response(err)
+        return _render_error(request, err)
+
+
+_PAGE_TITLES = {404: "Not found", 429: "Too many requests", 503: "Temporarily unavailable", 500: "Something went wrong"}
+
+
+def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:
+    """The JSON envelope for the API; an HTML page for routes people see."""
+    if not is_html_page(_route_handler(request)):
+        return error_response(error)
+    title = _PAGE_TITLES.get(error.status, "Request refused")
+    message = "Please wait a minute and reload this page." if error.status == 429 else error.message.capitalize() + "."
+    response = aiohttp_jinja2.render_template("error.html", request, {"title": title, "message": message},
+                                              status=error.status)
+    response.headers.update(error.headers)
+    return page_security_headers(response)
 
 
 @web.middleware

@@ -1,8 +1,41 @@
-"""What plugins may add to the hosted payment page (``pay_page_forms`` hook)."""
+"""Hosted pages: what plugins may add to them, and what every page response carries.
+
+Routes that serve HTML to payers mark themselves with :func:`html_page`, so
+an error on them (rate limit, maintenance, a crash) renders ``error.html``
+instead of the JSON envelope.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
+
+from aiohttp import web
+
+HTML_ATTR = "__orbchain_html__"
+
+
+def html_page(handler: Callable) -> Callable:
+    """Mark a route as a page for people: its errors render as HTML."""
+    setattr(handler, HTML_ATTR, True)
+    return handler
+
+
+def is_html_page(handler: object) -> bool:
+    return bool(getattr(handler, HTML_ATTR, False))
+
+
+def page_security_headers(response: web.StreamResponse, nonce: str | None = None) -> web.StreamResponse:
+    """No external resource at all; the only script a page may run carries ``nonce``."""
+    scripts = f"'nonce-{nonce}'" if nonce else "'none'"
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src {scripts}; "
+        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "same-origin"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from ...core.errors import Conflict, InvalidRequest, NotFound, ValidationError
 from ...core.money import AmountError
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
+from ...web.pages import html_page
 from .adapter import devnet_chain
 from .chain import DevnetError
 
@@ -45,6 +46,7 @@ def pay_form_action(gateway: "Gateway", track_id: str, pay_currency: str, status
 
 @routes.post("/pay/{track_id}/devnet-pay")
 @rate_class("public_page")
+@html_page
 async def devnet_pay(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     chain = devnet_chain(gateway)

@@ -29,6 +29,7 @@ from ...core.gateway import Gateway
 from ...core.qr import qr_svg
 from ..keys import gateway_of
 from ..middlewares import rate_class
+from ..pages import html_page, page_security_headers
 
 routes = web.RouteTableDef()
 
@@ -139,30 +140,18 @@ def page_context(
     return context
 
 
-def _security_headers(response: web.StreamResponse, nonce: str | None = None) -> web.StreamResponse:
-    # No external resource at all; the only script is the optional countdown ticker.
-    scripts = f"'nonce-{nonce}'" if nonce else "'none'"
-    response.headers["Content-Security-Policy"] = (
-        f"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src {scripts}; "
-        "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
-    )
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "same-origin"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    return response
-
-
 def not_found_page(request: web.Request) -> web.Response:
     response = aiohttp_jinja2.render_template(
         "error.html", request,
         {"title": "Payment not found", "message": "This payment link is not valid. Check the link you were given."},
         status=404,
     )
-    return _security_headers(response)
+    return page_security_headers(response)
 
 
 @routes.get("/pay/{track_id}")
 @rate_class("public_page")
+@html_page
 async def pay_page(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
     track_id = request.match_info["track_id"]
@@ -185,7 +174,7 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     context = page_context(gateway, view, deposits, gateway.now())
     context["nonce"] = secrets.token_urlsafe(16)
     response = aiohttp_jinja2.render_template("pay.html", request, context)
-    return _security_headers(response, context["nonce"])
+    return page_security_headers(response, context["nonce"])
 
 
 @routes.get("/assets/orbchain.css")
