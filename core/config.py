@@ -265,6 +265,34 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     return overrides
 
 
+# -- helpers for plugins' own blocks ([plugin.<name>]) --------------------------------------
+
+
+def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: int | None, *,
+                minimum: int = 0) -> int | None:
+    """An integer from a plugin's config block; a missing optional value stays None.
+
+    ``prefix`` is the block's dotted name (``plugin.evm.ethereum``); errors name ``prefix.name``.
+    """
+    key = f"{prefix}.{name}"
+    value = block.get(name, default)
+    if value is None and default is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"config key '{key}' must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def seconds_setting(block: Mapping[str, Any], prefix: str, name: str, default: float, *,
+                    maximum: float = float("inf")) -> float:
+    """A positive duration in seconds (an interval or a timeout, never money)."""
+    key = f"{prefix}.{name}"
+    value = block.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < maximum:
+        raise ConfigError(f"config key '{key}' must be a positive number of seconds, got {value!r}")
+    return float(value)
+
+
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path | None:
     """``$ORBCHAIN_CONFIG`` or ``./orbchain.toml`` when it exists."""
     environ = os.environ if environ is None else environ

@@ -74,3 +74,19 @@ def test_with_overrides_revalidates():
     assert config.with_overrides(server={"port": 1234}).server.port == 1234
     with pytest.raises(ConfigError):
         config.with_overrides(server={"port": 0})
+
+
+def test_plugin_setting_helpers_name_the_key():
+    from orbchain.core.config import int_setting, seconds_setting
+
+    assert int_setting({"n": 3}, "plugin.x", "n", 1, minimum=1) == 3
+    assert int_setting({}, "plugin.x", "n", None) is None
+    assert seconds_setting({}, "plugin.x", "every", 2) == 2.0
+    for bad in (0, True, "1", 1.5):
+        with pytest.raises(ConfigError, match="plugin.x.n"):
+            int_setting({"n": bad}, "plugin.x", "n", 1, minimum=1)
+    for bad in (0, -1, False, "5", float("inf")):
+        with pytest.raises(ConfigError, match="plugin.x.every"):
+            seconds_setting({"every": bad}, "plugin.x", "every", 1)
+    with pytest.raises(ConfigError, match="plugin.x.every"):
+        seconds_setting({"every": 100_000}, "plugin.x", "every", 1, maximum=86_400)

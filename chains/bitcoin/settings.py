@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import Config, ConfigError
+from ...core.config import Config, ConfigError, int_setting, seconds_setting
 
 PLUGIN_NAME = "bitcoin"
 NETWORKS = ("mainnet", "testnet", "regtest")
@@ -74,22 +74,6 @@ def _key(symbol: str, name: str | None = None) -> str:
     return f"plugin.{PLUGIN_NAME}.{symbol}" + (f".{name}" if name else "")
 
 
-def _int(block: Mapping[str, Any], symbol: str, name: str, default: int | None, minimum: int) -> int | None:
-    value = block.get(name, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"config key '{_key(symbol, name)}' must be a whole number >= {minimum}, got {value!r}")
-    return value
-
-
-def _seconds(block: Mapping[str, Any], symbol: str, name: str, default: float) -> float:
-    value = block.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-        raise ConfigError(f"config key '{_key(symbol, name)}' must be a positive number of seconds, got {value!r}")
-    return float(value)
-
-
 def _text(block: Mapping[str, Any], symbol: str, name: str) -> str | None:
     value = block.get(name)
     if value is not None and (not isinstance(value, str) or not value):
@@ -122,13 +106,12 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
             f"config key '{_key(symbol, 'network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
     return CoinSettings(
         spec=spec, rpc_url=url, rpc_user=user, rpc_password=password, rpc_cookie_file=cookie, network=network,
-        fee_fallback_sat_per_vbyte=_int(block, symbol, "fee_fallback_sat_per_vbyte",
-                                        spec.default_fallback_sat_per_vbyte, 1),
-        payout_confirmations=_int(block, symbol, "payout_confirmations", 1, 1),
-        scan_seconds=_seconds(block, symbol, "scan_seconds", 5.0 if network == "regtest" else 30.0),
-        start_height=_int(block, symbol, "start_height", None, 0),
-        rpc_timeout_seconds=_seconds(block, symbol, "rpc_timeout_seconds", 30.0),
-        drop_after_seconds=_int(block, symbol, "drop_after_seconds", 3 * 3600, 1),
+        fee_fallback_sat_per_vbyte=int_setting(block, _key(symbol), "fee_fallback_sat_per_vbyte", spec.default_fallback_sat_per_vbyte, minimum=1),
+        payout_confirmations=int_setting(block, _key(symbol), "payout_confirmations", 1, minimum=1),
+        scan_seconds=seconds_setting(block, _key(symbol), "scan_seconds", 5.0 if network == "regtest" else 30.0),
+        start_height=int_setting(block, _key(symbol), "start_height", None, minimum=0),
+        rpc_timeout_seconds=seconds_setting(block, _key(symbol), "rpc_timeout_seconds", 30.0),
+        drop_after_seconds=int_setting(block, _key(symbol), "drop_after_seconds", 3 * 3600, minimum=1),
     )
 
 

@@ -8,10 +8,9 @@ the operator writes ``enabled = true`` there.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ...core.coins import Coin, CoinRegistry
-from ...core.config import Config, ConfigError
+from ...core.config import Config, ConfigError, seconds_setting
 
 PLUGIN_NAME = "devnet"
 KEYS = ("enabled", "block_seconds", "scan_seconds", "coins")
@@ -29,15 +28,8 @@ class DevnetSettings:
     coins: tuple[str, ...] | None  # None: every simulable coin
 
 
-def _key(name: str) -> str:
-    return f"plugin.{PLUGIN_NAME}.{name}"
-
-
-def _positive_seconds(block: dict[str, Any], name: str, default: float) -> float:
-    value = block.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < float("inf"):
-        raise ConfigError(f"config key '{_key(name)}' must be a positive number of seconds, got {value!r}")
-    return float(value)
+def _key(name: str | None = None) -> str:
+    return f"plugin.{PLUGIN_NAME}" + (f".{name}" if name else "")
 
 
 def read_settings(config: Config) -> DevnetSettings:
@@ -56,8 +48,8 @@ def read_settings(config: Config) -> DevnetSettings:
         coins = tuple(dict.fromkeys(coins))
     return DevnetSettings(
         enabled=enabled,
-        block_seconds=_positive_seconds(block, "block_seconds", DEFAULT_BLOCK_SECONDS),
-        scan_seconds=_positive_seconds(block, "scan_seconds", DEFAULT_SCAN_SECONDS),
+        block_seconds=seconds_setting(block, _key(), "block_seconds", DEFAULT_BLOCK_SECONDS),
+        scan_seconds=seconds_setting(block, _key(), "scan_seconds", DEFAULT_SCAN_SECONDS),
         coins=coins,
     )
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.config import ConfigError
+from ...core.config import ConfigError, int_setting, seconds_setting
 
 PLUGIN_NAME = "evm"
 REQUIRED = ("rpc_url", "chain_id")
@@ -53,22 +53,6 @@ def _key(chain: str, name: str | None = None) -> str:
     return f"plugin.{PLUGIN_NAME}.{chain}" + (f".{name}" if name else "")
 
 
-def _int(chain: str, block: Mapping[str, Any], name: str, default: Any, minimum: int) -> Any:
-    value = block.get(name, default)
-    if value is None and default is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ConfigError(f"config key '{_key(chain, name)}' must be an integer >= {minimum}, got {value!r}")
-    return value
-
-
-def _seconds(chain: str, block: Mapping[str, Any], name: str, default: float) -> float:
-    value = block.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 86_400:
-        raise ConfigError(f"config key '{_key(chain, name)}' must be a positive number of seconds, got {value!r}")
-    return float(value)
-
-
 def _chain(chain: str, block: Any) -> ChainSettings:
     if not isinstance(block, Mapping):
         raise ConfigError(f"config key '{_key(chain)}' must be a table like [{_key(chain)}]")
@@ -87,17 +71,17 @@ def _chain(chain: str, block: Any) -> ChainSettings:
     return ChainSettings(
         chain=chain,
         rpc_url=url,
-        chain_id=_int(chain, block, "chain_id", None, 1),
-        payout_confirmations=_int(chain, block, "payout_confirmations", 1, 1),
-        scan_seconds=_seconds(chain, block, "scan_seconds", DEFAULT_SCAN_SECONDS),
-        start_height=_int(chain, block, "start_height", None, 0),
-        max_blocks_per_scan=_int(chain, block, "max_blocks_per_scan", 200, 1),
-        drop_after_seconds=_int(chain, block, "drop_after_seconds", 3600, 0),
-        timeout_seconds=_seconds(chain, block, "timeout_seconds", DEFAULT_TIMEOUT_SECONDS),
+        chain_id=int_setting(block, _key(chain), "chain_id", None, minimum=1),
+        payout_confirmations=int_setting(block, _key(chain), "payout_confirmations", 1, minimum=1),
+        scan_seconds=seconds_setting(block, _key(chain), "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),
+        start_height=int_setting(block, _key(chain), "start_height", None, minimum=0),
+        max_blocks_per_scan=int_setting(block, _key(chain), "max_blocks_per_scan", 200, minimum=1),
+        drop_after_seconds=int_setting(block, _key(chain), "drop_after_seconds", 3600, minimum=0),
+        timeout_seconds=seconds_setting(block, _key(chain), "timeout_seconds", DEFAULT_TIMEOUT_SECONDS, maximum=86_400),
         sweep=sweep,
-        sweep_seconds=_seconds(chain, block, "sweep_seconds", DEFAULT_SWEEP_SECONDS),
-        gas_margin_percent=_int(chain, block, "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, 0),
-        priority_fee_wei=_int(chain, block, "priority_fee_wei", None, 0),
+        sweep_seconds=seconds_setting(block, _key(chain), "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
+        gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),
+        priority_fee_wei=int_setting(block, _key(chain), "priority_fee_wei", None, minimum=0),
     )
 
 
