@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 from .db import Database
 from .errors import InsufficientBalance
 from .ledger_accounts import (
-    NETWORK_FEES,
     PLATFORM_FEES,
     chain_hot_wallet,
     may_go_negative,

@@ -21,7 +21,7 @@ import base58
 
 from . import addresses
 from .errors import InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
-from .money import AmountError, format_units
+from .money import AmountError
 from .prices import FIAT_CURRENCIES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -429,10 +429,3 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
         )
     return True
 
-
-async def accepted_currencies(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
-    return merchant_coins(merchant)
-
-
-def format_amount(gateway: "Gateway", symbol: str, units: int) -> str:
-    return format_units(units, gateway.coins.require(symbol).decimals)

@@ -56,6 +56,8 @@ _HALF_ORDER = GROUP_ORDER_INT // 2
 
 _TAG_P, _TAG_D, _TAG_H, _TAG_X = 1, 13, 23, 6
 _TAG_N, _TAG_C, _TAG_S, _TAG_9 = 19, 24, 16, 5
+# Tagged fields that carry a 32-byte hash, by tag.
+_HASH_FIELDS = {_TAG_P: "payment_hash", _TAG_H: "description_hash", _TAG_S: "payment_secret"}
 
 
 @dataclass(frozen=True)
@@ -156,18 +158,11 @@ def decode_bolt11(invoice: object) -> Bolt11Invoice:
             raise AddressError("tagged field runs past the signature")
         words = body[pos:pos + length]
         pos += length
-        if tag == _TAG_P and length == 52 and "payment_hash" not in fields:
+        if tag in _HASH_FIELDS and length == 52 and _HASH_FIELDS[tag] not in fields:
+            # 52 words = 32 bytes; a field of another length is skipped (BOLT 11).
             value = _words_to_bytes(words)
             if value is not None:
-                fields["payment_hash"] = value.hex()
-        elif tag == _TAG_H and length == 52 and "description_hash" not in fields:
-            value = _words_to_bytes(words)
-            if value is not None:
-                fields["description_hash"] = value.hex()
-        elif tag == _TAG_S and length == 52 and "payment_secret" not in fields:
-            value = _words_to_bytes(words)
-            if value is not None:
-                fields["payment_secret"] = value.hex()
+                fields[_HASH_FIELDS[tag]] = value.hex()
         elif tag == _TAG_N and length == 53 and "payee" not in fields:
             value = _words_to_bytes(words)
             if value is not None:
