@@ -40,18 +40,19 @@ def _read_file(path: str, key: str) -> str:
         raise ConfigError(f"config key {key!r}: cannot read {path}: {exc.strerror}") from None
 
 
-def _generated(config: Config, filename: str, make: callable, what: str) -> tuple[str, bool]:
-    """Read ``data_dir/filename`` or create it; returns (value, created_now)."""
+def _generated(config: Config, filename: str, make: callable, what: str) -> str:
+    """Read ``data_dir/filename`` or create it, saying which in the log."""
     path = config.data_dir / filename
     if path.exists():
-        return path.read_text(encoding="utf-8").strip(), False
+        log.info("using the development %s from %s", what, path)
+        return path.read_text(encoding="utf-8").strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     value = make()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(value + "\n")
     log.warning("generated a development %s at %s (set it in the config for production)", what, path)
-    return value, True
+    return value
 
 
 def _resolve(config: Config, value: str, file_value: str, key: str, filename: str, make: callable, what: str) -> tuple[str, bool]:
@@ -61,12 +62,7 @@ def _resolve(config: Config, value: str, file_value: str, key: str, filename: st
         return _read_file(file_value, f"secrets.{key}_file"), False
     if not config.is_development:
         raise ConfigError(f"config key 'secrets.{key}' (or 'secrets.{key}_file') is required in production")
-    path = config.data_dir / filename
-    existed = path.exists()
-    text, _ = _generated(config, filename, make, what)
-    if existed:
-        log.info("using the development %s from %s", what, path)
-    return text, True
+    return _generated(config, filename, make, what), True
 
 
 def _new_mnemonic_placeholder() -> str:
