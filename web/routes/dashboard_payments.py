@@ -14,7 +14,7 @@ from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
 from ..validation import Field, pagination, validate
-from .payments import balances_of, list_for, parse_payment_request
+from .payments import balances_of, create_from, list_for
 
 routes = web.RouteTableDef()
 
@@ -44,17 +44,13 @@ async def dashboard_cancel(request: web.Request) -> web.Response:
 @routes.post("/dashboard/create-payment")
 @requires("jwt")
 async def dashboard_create_payment(request: web.Request) -> web.Response:
-    gateway = gateway_of(request)
-    principal = principal_of(request)
     body = await read_json(request)
     payment_type = validate(body, [Field("type", required=True, choices=svc.PAYMENT_TYPES)])["type"]
     if payment_type in (svc.STATIC, svc.WHITE_LABEL) and not body.get("currency"):
         raise ValidationError({"currency": "is required"})
     if payment_type in (svc.WHITE_LABEL, svc.INVOICE) and body.get("amount") in (None, ""):
         raise ValidationError({"amount": "is required"})
-    payment_request = await parse_payment_request(gateway, body, payment_type, principal)
-    merchant = await require_merchant(gateway.db, principal.merchant_id)
-    return envelope(await svc.create_payment(gateway, merchant, payment_request))
+    return await create_from(request, body, payment_type)
 
 
 @routes.get("/dashboard/balances")

@@ -82,9 +82,13 @@ async def parse_payment_request(
 
 
 async def create(request: web.Request, payment_type: str) -> web.Response:
+    return await create_from(request, await read_json(request), payment_type)
+
+
+async def create_from(request: web.Request, body: Mapping[str, Any], payment_type: str) -> web.Response:
+    """Validate ``body`` as a ``payment_type`` payment and create it for the caller."""
     gateway = gateway_of(request)
     principal = principal_of(request)
-    body = await read_json(request)
     payment_request = await parse_payment_request(gateway, body, payment_type, principal)
     merchant = await require_merchant(gateway.db, principal.merchant_id)
     return envelope(await svc.create_payment(gateway, merchant, payment_request))
@@ -113,7 +117,7 @@ async def create_invoice(request: web.Request) -> web.Response:
 async def accepted_currencies(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
-    return envelope({"accepted_coins": await svc.accepted_currencies(gateway, merchant)})
+    return envelope({"accepted_coins": svc.merchant_coins(merchant)})
 
 
 LIST_FIELDS = [
