@@ -10,6 +10,9 @@ it uses, so hooks can grow new arguments without breaking plugins.
 Implementations of event hooks may be ``async def``: the core awaits any
 awaitable they return. Collection hooks receive a registry and call its
 ``add`` method; registering a name twice fails at startup naming both plugins.
+Filter hooks (``credit_postings``) pass a value through every plugin in turn;
+first-result hooks stop at the first plugin answering something not None.
+Event hooks receive the frozen views of ``core/views.py``, never rows.
 
 ``docs/plugins.md`` documents each hook for third-party authors;
 ``tests/test_hookspecs.py`` fails when a hook here is missing from it.
