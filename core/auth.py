@@ -104,6 +104,16 @@ LEGACY_KINDS = ("merchant", "payout", "general")
 PREFIX_LENGTH = 8
 
 SCOPES = ("payment:create", "payment:read", "payout:create", "payout:read", "balance:read", "transfer:create")
+# The core's scopes as the gateway's scope registry starts (plugins add theirs
+# with ``register_scopes``); refund:create is held by legacy payout keys only.
+CORE_SCOPE_DESCRIPTIONS: Mapping[str, str] = {
+    "payment:create": "Create payments.",
+    "payment:read": "Read payments, deposits and accepted coins.",
+    "payout:create": "Create payouts.",
+    "payout:read": "Read payouts.",
+    "balance:read": "Read balances.",
+    "transfer:create": "Send internal transfers.",
+}
 # Not shown by the spec; chosen to match what each header "covers" in SPEC 5.1.
 LEGACY_SCOPES: Mapping[str, frozenset[str]] = {
     "merchant": frozenset({"payment:create", "payment:read", "transfer:create"}),

@@ -15,6 +15,13 @@ credited deposit); underpaid payments stay Paying until they expire;
 overpayments and late deposits are credited in full; a deposit that arrives
 after its payment expired or was cancelled is credited to the merchant with
 no payment attached (``track_id`` null in ``/v1/deposits``).
+
+Plugins shape a credit inside its transaction: ``credit_postings`` filters
+the ledger postings (splits, auto-settle, brand fees; see
+``core/credit_postings.py`` for what the core still enforces) and
+``deposit_credit_status`` may hold the deposit CONFIRMED until
+:func:`complete_credit`. What a deposit does to its payment lives in
+``core/payment_status.py``.
 """
 
 from __future__ import annotations
@@ -22,35 +29,35 @@ from __future__ import annotations
 import logging
 import secrets
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from . import ledger
 from .accounts import effective_confirmations, effective_fee_percent
+from .after_commit import AfterCommit, run_after_commit
 from .chains import BlockRef, Transfer
+from .credit_postings import credit_status, shaped_postings
+from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from .events import enqueue_event
 from .money import fee_units
-from .payments import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
+from .payment_status import emit_after, expire_payments, payment_event, refresh_payment
+from .payments import PAYING, WAITING
+from .views import Credit, deposit_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
 
 log = logging.getLogger(__name__)
 
-PENDING, CONFIRMED, CREDITED, FAILED = "PENDING", "CONFIRMED", "CREDITED", "FAILED"
-DEPOSIT_STATUSES = (PENDING, CONFIRMED, CREDITED, FAILED)
+__all__ = ["PENDING", "CONFIRMED", "CREDITED", "FAILED", "DEPOSIT_STATUSES", "expire_payments", "observe",
+           "refresh_confirmations", "complete_credit", "disconnect_block", "mark_missing", "deposit_view",
+           "deposit_body", "list_deposits"]
+
 # Credited deposits keep their confirmation count (and reorg protection) this deep.
 REORG_WATCH_BLOCKS = 100
-
-AfterCommit = list[Callable[[], Awaitable[None]]]
 
 
 def new_deposit_id() -> str:
     return "dep_" + secrets.token_hex(10)
-
-
-async def _run_after_commit(actions: AfterCommit) -> None:
-    for action in actions:
-        await action()
 
 
 def _threshold(gateway: "Gateway", merchant: Mapping[str, Any], coin: str) -> int:
@@ -94,7 +101,7 @@ async def observe(
             await _replace_block(gateway, existing, block, scanned_tip, after)
         else:
             await _insert(gateway, chain, transfer, owner, block, scanned_tip, after)
-    await _run_after_commit(after)
+    await run_after_commit(after)
 
 
 async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: AfterCommit) -> None:
@@ -127,10 +134,18 @@ async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: Af
         await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                          {"s": PAYING, "now": now, "t": payment["track_id"]})
         if confirmations < threshold:
-            await _payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
+            await payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
+            await emit_after(gateway, "payment_paying", payment["track_id"], after)
     if confirmations >= threshold:
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
-        await _credit(gateway, row, merchant, after)
+        credit_after: AfterCommit = []
+        try:
+            async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
+                await _credit(gateway, row, merchant, credit_after)
+        except Exception:  # noqa: BLE001 - a plugin's filter failed; the next scan retries the credit
+            log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
+            return
+        after.extend(credit_after)
 
 
 async def _lock_payment(gateway: "Gateway", track_id: str | None) -> None:
@@ -167,7 +182,7 @@ async def _replace_block(gateway, deposit, block, scanned_tip, after: AfterCommi
          "now": gateway.now(), "id": deposit["id"]},
     )
     if deposit["status"] == FAILED and deposit["track_id"]:
-        await _refresh_payment(gateway, deposit["track_id"], after)
+        await refresh_payment(gateway, deposit["track_id"], after)
 
 
 # -- confirmations and crediting ---------------------------------------------------------------
@@ -181,8 +196,10 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
     db = gateway.db
     rows = await db.fetch_all(
         "SELECT id, block_height, confirmations, threshold, status FROM deposits WHERE chain = :c"
-        " AND block_height IS NOT NULL AND (status = :pending OR (status = :credited AND block_height > :deep))",
-        {"c": chain, "pending": PENDING, "credited": CREDITED, "deep": scanned_tip - REORG_WATCH_BLOCKS},
+        " AND block_height IS NOT NULL AND (status = :pending OR (status IN (:credited, :confirmed)"
+        " AND block_height > :deep))",
+        {"c": chain, "pending": PENDING, "credited": CREDITED, "confirmed": CONFIRMED,
+         "deep": scanned_tip - REORG_WATCH_BLOCKS},
     )
     credited = 0
     for row in rows:
@@ -196,6 +213,14 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
 
 
 async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int) -> int:
+    try:
+        return await _credit_in_transaction(gateway, deposit_id, confirmations)
+    except Exception:  # noqa: BLE001 - a plugin's filter failed: rolled back, retried at the next scan
+        log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit_id)
+        return 0
+
+
+async def _credit_in_transaction(gateway: "Gateway", deposit_id: str, confirmations: int) -> int:
     after: AfterCommit = []
     db = gateway.db
     async with db.transaction():
@@ -207,45 +232,81 @@ async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int)
         merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": deposit["merchant_id"]})
         deposit = {**deposit, "confirmations": confirmations}
         await _credit(gateway, deposit, merchant, after)
-    await _run_after_commit(after)
+    await run_after_commit(after)
     return 1
 
 
 async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any], after: AfterCommit) -> None:
-    """Credit one deposit (inside the caller's transaction): ledger, status, webhook."""
+    """Credit one deposit (inside the caller's transaction): ledger, status, webhook.
+
+    Plugins' ``credit_postings`` shape the postings and ``deposit_credit_status``
+    may hold the deposit CONFIRMED (awaiting a conversion) instead of CREDITED.
+    """
     db = gateway.db
     amount = db.to_int(deposit["amount"])
     fee = fee_units(amount, effective_fee_percent(gateway, merchant))
     generation = int(deposit["credit_count"]) + 1
-    txn = await ledger.credit_deposit(
-        db, merchant_id=merchant["id"], coin=deposit["coin"], chain=deposit["chain"], amount=amount, fee=fee,
-        reference=f"deposit:{deposit['id']}:credit:{generation}",
+    reference = f"deposit:{deposit['id']}:credit:{generation}"
+    credit = Credit(
+        deposit=deposit_view_of(gateway, {**deposit, "fee": fee}), merchant_id=merchant["id"],
+        track_id=deposit["track_id"], chain=deposit["chain"], coin=deposit["coin"], amount=amount, fee=fee,
+        reference=reference,
     )
+    postings = await shaped_postings(gateway, credit)
+    txn = await ledger.post(db, kind="deposit", reference=reference, postings=postings, merchant_id=merchant["id"])
+    fee = sum(p.amount for p in postings if p.account == ledger.PLATFORM_FEES)
+    held = await credit_status(gateway, credit) == CONFIRMED
+    status = CONFIRMED if held else CREDITED
     now = gateway.now()
     await db.execute(
         "UPDATE deposits SET status = :s, credited = :t, credit_count = :g, fee = :fee, credited_at = :now,"
         " updated_at = :now WHERE id = :id",
-        {"s": CREDITED, "t": True, "g": generation, "fee": db.amount_param(fee), "now": now, "id": deposit["id"]},
-    )
-    credited = {**deposit, "status": CREDITED, "credited": True, "credit_count": generation, "fee": fee}
-    await enqueue_event(
-        gateway, merchant_id=merchant["id"], event_type="deposit.credited",
-        body=await deposit_body(gateway, credited), logical_key=f"deposit.credited:{deposit['id']}:{generation}",
-        url=await _callback_url(gateway, deposit["track_id"]),
+        {"s": status, "t": not held, "g": generation, "fee": db.amount_param(fee), "now": now, "id": deposit["id"]},
     )
     after.append(lambda: ledger.notify_posted(gateway, txn))
-    after.append(lambda: gateway.emit("deposit_credited", deposit=_plain(gateway, credited)))
+    credited = {**deposit, "status": status, "credited": not held, "credit_count": generation, "fee": fee,
+                "credited_at": now}
+    if not held:
+        await _announce_credit(gateway, credited, after)
     if deposit["track_id"]:
-        await _refresh_payment(gateway, deposit["track_id"], after)
+        await refresh_payment(gateway, deposit["track_id"], after)
 
 
-def _plain(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
-    """A deposit record for hooks: amounts as ints."""
-    plain = dict(deposit)
-    plain["amount"] = gateway.db.to_int(deposit["amount"])
-    if plain.get("fee") is not None and not isinstance(plain["fee"], int):
-        plain["fee"] = gateway.db.to_int(plain["fee"])
-    return plain
+async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], after: AfterCommit) -> None:
+    """The deposit.credited webhook (in the transaction) and hook (after it)."""
+    generation = credited["credit_count"]
+    await enqueue_event(
+        gateway, merchant_id=credited["merchant_id"], event_type="deposit.credited",
+        body=await deposit_body(gateway, credited), logical_key=f"deposit.credited:{credited['id']}:{generation}",
+        url=await _callback_url(gateway, credited["track_id"]),
+    )
+    view = deposit_view_of(gateway, credited)
+    after.append(lambda: gateway.emit("deposit_credited", deposit=view))
+
+
+async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
+    """A CONFIRMED deposit (held by ``deposit_credit_status``) becomes CREDITED.
+
+    The plugin that held it calls this once the conversion landed (it posts
+    its own ledger movements first). Sends ``deposit.credited``, lets the
+    payment become Paid and fires the hooks after the commit. Idempotent:
+    returns False, changing nothing, when the deposit is not CONFIRMED.
+    """
+    after: AfterCommit = []
+    db = gateway.db
+    async with db.transaction():
+        deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
+        if deposit is None or deposit["status"] != CONFIRMED:
+            return False
+        await _lock_payment(gateway, deposit["track_id"])
+        now = gateway.now()
+        await db.execute("UPDATE deposits SET status = :s, credited = :t, updated_at = :now WHERE id = :id",
+                         {"s": CREDITED, "t": True, "now": now, "id": deposit_id})
+        await _announce_credit(gateway, {**deposit, "status": CREDITED, "credited": True, "updated_at": now}, after)
+        if deposit["track_id"]:
+            await refresh_payment(gateway, deposit["track_id"], after)
+    await run_after_commit(after)
+    return True
 
 
 async def _callback_url(gateway: "Gateway", track_id: str | None) -> str | None:
@@ -265,53 +326,6 @@ async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[s
         view["net_amount"] = coin.format(gateway.db.to_int(deposit["amount"]) - fee_int)
     view["type"] = "deposit"
     return view
-
-
-# -- payments follow their deposits -------------------------------------------------------------
-
-
-async def _refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:
-    """Recompute a payment's status from its deposits (inside the caller's transaction)."""
-    db = gateway.db
-    payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}", {"t": track_id})
-    if payment is None or payment["status"] not in (WAITING, PAYING, PAID):
-        return
-    deposits = await payment_deposits(gateway, track_id)
-    credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
-    live = any(d["status"] == PENDING for d in deposits)
-    if payment["type"] == STATIC:
-        paid = credited > 0
-    else:
-        paid = credited >= db.to_int(payment["pay_amount"])
-    status = PAID if paid else (PAYING if live or credited else WAITING)
-    if status == payment["status"]:
-        return
-    now = gateway.now()
-    if status == PAID:
-        generation = int(payment["paid_count"]) + 1
-        await db.execute(
-            "UPDATE payments SET status = :s, paid_at = :now, paid_count = :g, updated_at = :now WHERE track_id = :t",
-            {"s": PAID, "now": now, "g": generation, "t": track_id},
-        )
-        await _payment_event(gateway, track_id, "payment.paid", f"payment.paid:{track_id}:{generation}")
-        paid_row = await db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
-        after.append(lambda: gateway.emit("payment_paid", payment=dict(paid_row)))
-    else:
-        await db.execute("UPDATE payments SET status = :s, paid_at = NULL, updated_at = :now WHERE track_id = :t",
-                         {"s": status, "now": now, "t": track_id})
-
-
-async def _payment_event(gateway: "Gateway", track_id: str, event_type: str, logical_key: str) -> None:
-    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now."""
-    payment = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
-    view = payment_view(gateway, payment, await payment_deposits(gateway, track_id))
-    body = {
-        "type": "payment",
-        **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
-                                    "address", "order_id", "paid_at", "transactions")},
-    }
-    await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
-                        logical_key=logical_key, url=payment["callback_url"])
 
 
 # -- reorganisations and vanished transactions ---------------------------------------------------
@@ -334,7 +348,7 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
             if deposit is None or deposit["block_hash"] != block_hash:
                 continue
             await _lock_payment(gateway, deposit["track_id"])
-            if deposit["status"] == CREDITED:
+            if deposit["status"] in POSTED:
                 await _reverse(gateway, deposit, after)
             await db.execute(
                 "UPDATE deposits SET block_height = NULL, block_hash = NULL, confirmations = 0, status = :s,"
@@ -342,8 +356,8 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
                 {"s": PENDING, "f": False, "now": gateway.now(), "id": deposit_id},
             )
             if deposit["track_id"]:
-                await _refresh_payment(gateway, deposit["track_id"], after)
-        await _run_after_commit(after)
+                await refresh_payment(gateway, deposit["track_id"], after)
+        await run_after_commit(after)
     return len(ids)
 
 
@@ -361,7 +375,9 @@ async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterC
         body=await deposit_body(gateway, reversed_row), logical_key=f"deposit.reversed:{deposit['id']}:{generation}",
         url=await _callback_url(gateway, deposit["track_id"]),
     )
+    view = deposit_view_of(gateway, reversed_row)
     after.append(lambda: ledger.notify_posted(gateway, txn))
+    after.append(lambda: gateway.emit("deposit_reversed", deposit=view))
 
 
 async def mark_missing(gateway: "Gateway", chain: str, mempool_hashes: set[str], drop_after_seconds: int) -> int:
@@ -388,39 +404,10 @@ async def mark_missing(gateway: "Gateway", chain: str, mempool_hashes: set[str],
             await db.execute("UPDATE deposits SET status = :s, updated_at = :now WHERE id = :id AND status = :p"
                              " AND block_height IS NULL", {"s": FAILED, "now": now, "id": row["id"], "p": PENDING})
             if row["track_id"]:
-                await _refresh_payment(gateway, row["track_id"], after)
-        await _run_after_commit(after)
+                await refresh_payment(gateway, row["track_id"], after)
+        await run_after_commit(after)
         failed += 1
     return failed
-
-
-# -- expiry -------------------------------------------------------------------------------------
-
-
-async def expire_payments(gateway: "Gateway") -> int:
-    """Waiting payments past their lifetime -> Expired; so are underpaid Paying ones
-    whose deposits have all settled (nothing still on its way)."""
-    db = gateway.db
-    now = gateway.now()
-    rows = await db.fetch_all(
-        "SELECT track_id, status FROM payments WHERE status IN ('Waiting', 'Paying') AND expires_at IS NOT NULL"
-        " AND expires_at <= :now", {"now": now})
-    expired = 0
-    for row in rows:
-        async with db.transaction():
-            payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}",
-                                         {"t": row["track_id"]})
-            if payment["status"] not in OPEN_STATUSES:
-                continue
-            if payment["status"] == PAYING:
-                pending = await db.fetch_val("SELECT COUNT(*) FROM deposits WHERE track_id = :t AND status = :p",
-                                             {"t": row["track_id"], "p": PENDING})
-                if pending:
-                    continue  # paid in time, still confirming: wait for it
-            await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
-                             {"s": EXPIRED, "now": now, "t": row["track_id"]})
-            expired += 1
-    return expired
 
 
 # -- reads ---------------------------------------------------------------------------------------

@@ -42,6 +42,18 @@ NEVER_SENT = (SKIPPED_NO_SECRET, SKIPPED_NO_URL)
 # The delivery log keeps this much of each body and response (SPEC 2.16 previews).
 PREVIEW_CHARS = 500
 
+# The core's event kinds (SPEC 6.3); plugins declare theirs with ``register_event_kinds``.
+CORE_EVENT_KINDS: Mapping[str, str] = {
+    "payment.paying": "A payment's first deposit was seen below its confirmation threshold.",
+    "payment.paid": "A payment reached Paid.",
+    "deposit.credited": "A deposit was credited to the merchant.",
+    "deposit.reversed": "A credited deposit left the best chain; its credit was reversed.",
+    "payout.confirmed": "A payout reached Confirmed.",
+    "payout.failed": "A payout reached Failed.",
+    "transfer.sent": "An internal transfer, to the sender.",
+    "transfer.received": "An internal transfer, to the recipient.",
+}
+
 
 def event_id_for(logical_key: str) -> str:
     """The 26-char Crockford base32 id of a logical event (first 130 bits of SHA-256)."""
@@ -117,6 +129,9 @@ async def enqueue_event(
 ) -> str:
     """Write the sealed webhook for one logical event to the outbox; returns its event id.
 
+    The one way core and plugins send webhooks (documented in
+    docs/plugins.md): ``event_type`` must be a core kind or one a plugin
+    declared with ``register_event_kinds``, else ValueError.
     Call it inside the ``db.transaction()`` that makes the state change, so
     both commit or neither does (it also works outside one). Enqueueing the
     same ``logical_key`` again is a no-op that returns the same id.
@@ -130,6 +145,8 @@ async def enqueue_event(
     """
     if not _EVENT_TYPE.match(event_type or ""):
         raise ValueError(f"malformed event type {event_type!r}")
+    if event_type not in gateway.event_kinds:
+        raise ValueError(f"undeclared event type {event_type!r}: declare it with register_event_kinds")
     event_id = event_id_for(logical_key)
     db = gateway.db
     async with db.transaction():

@@ -17,10 +17,22 @@ import pluggy
 
 from .coins import CoinRegistry
 from .config import Config
+from .auth import CORE_SCOPE_DESCRIPTIONS
 from .db import Database
+from .events import CORE_EVENT_KINDS
 from .migrate import MigrationRegistry
 from .plugins import call_collect, call_event, get_plugin_manager
-from .registries import ChainRegistry, JobRegistry, PriceSourceRegistry
+from .registries import (
+    AssetRegistry,
+    ChainRegistry,
+    DashboardRegistry,
+    EventKindRegistry,
+    JobRegistry,
+    OperationRegistry,
+    PaymentFieldRegistry,
+    PriceSourceRegistry,
+    ScopeRegistry,
+)
 from .secrets import Secrets
 from .jobs import register_core_jobs
 
@@ -39,6 +51,13 @@ class Gateway:
     price_sources: PriceSourceRegistry = field(default_factory=PriceSourceRegistry)
     jobs: JobRegistry = field(default_factory=JobRegistry)
     migrations: MigrationRegistry = field(default_factory=MigrationRegistry)
+    # What feature plugins contribute (see ``collect_features``).
+    scopes: ScopeRegistry = field(default_factory=ScopeRegistry)
+    event_kinds: EventKindRegistry = field(default_factory=EventKindRegistry)
+    dashboard: DashboardRegistry = field(default_factory=DashboardRegistry)
+    api_operations: OperationRegistry = field(default_factory=OperationRegistry)
+    assets: AssetRegistry = field(default_factory=AssetRegistry)
+    payment_fields: PaymentFieldRegistry = field(default_factory=PaymentFieldRegistry)
     secrets: Secrets | None = None
     clock: Callable[[], float] = time.time
     maintenance: bool = False
@@ -61,6 +80,22 @@ def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
     return registry
 
 
+def collect_features(gateway: Gateway) -> None:
+    """Scopes, event kinds, dashboard pages, API documentation, template folders and
+    payment fields: the core's own first, then every plugin's."""
+    pm = gateway.pm
+    for name, description in CORE_SCOPE_DESCRIPTIONS.items():
+        gateway.scopes.add(name, description)
+    for name, description in CORE_EVENT_KINDS.items():
+        gateway.event_kinds.add(name, description)
+    call_collect(pm, "register_scopes", gateway.scopes, gateway=gateway)
+    call_collect(pm, "register_event_kinds", gateway.event_kinds, gateway=gateway)
+    call_collect(pm, "register_dashboard_pages", gateway.dashboard, gateway=gateway)
+    call_collect(pm, "register_openapi", gateway.api_operations, gateway=gateway)
+    call_collect(pm, "register_templates", gateway.assets, gateway=gateway)
+    call_collect(pm, "register_payment_fields", gateway.payment_fields, gateway=gateway)
+
+
 def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gateway:
     """Collect everything plugins contribute and validate their config."""
     if pm is None:
@@ -73,4 +108,5 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
     register_core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
+    collect_features(gateway)
     return gateway

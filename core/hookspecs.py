@@ -10,6 +10,9 @@ it uses, so hooks can grow new arguments without breaking plugins.
 Implementations of event hooks may be ``async def``: the core awaits any
 awaitable they return. Collection hooks receive a registry and call its
 ``add`` method; registering a name twice fails at startup naming both plugins.
+Filter hooks (``credit_postings``) pass a value through every plugin in turn;
+first-result hooks stop at the first plugin answering something not None.
+Event hooks receive the frozen views of ``core/views.py``, never rows.
 
 ``docs/plugins.md`` documents each hook for third-party authors;
 ``tests/test_hookspecs.py`` fails when a hook here is missing from it.
@@ -25,7 +28,22 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..web.pages import PayPageForm
     from .gateway import Gateway
     from .migrate import MigrationRegistry
-    from .registries import ChainRegistry, CommandRegistry, CoinRegistry, JobRegistry, PriceSourceRegistry, RouteRegistry
+    from .ledger import Posting
+    from .registries import (
+        AssetRegistry,
+        ChainRegistry,
+        CommandRegistry,
+        CoinRegistry,
+        DashboardRegistry,
+        EventKindRegistry,
+        JobRegistry,
+        OperationRegistry,
+        PaymentFieldRegistry,
+        PriceSourceRegistry,
+        RouteRegistry,
+        ScopeRegistry,
+    )
+    from .views import Credit, DepositView, PaymentView, PayoutView
 
 hookspec = pluggy.HookspecMarker("orbchain")
 
@@ -128,6 +146,81 @@ def register_commands(registry: "CommandRegistry") -> None:
 
 
 # -----------------------------------------------------------------------------
+# Startup: what feature plugins contribute (scopes, events, pages, documentation)
+# -----------------------------------------------------------------------------
+
+
+@hookspec
+def register_scopes(registry: "ScopeRegistry", gateway: "Gateway") -> None:
+    """Contribute API-key scopes.
+
+    Called once at startup. Call ``registry.add("links:create", "what it
+    allows")``; names are ``resource:action`` in lower case. Registered
+    scopes can be given to scoped keys (``POST /dashboard/api-keys``) and
+    required by routes with ``@requires("merchant_key", scope="links:create")``.
+    A scope registered twice fails startup. Return nothing.
+    """
+
+
+@hookspec
+def register_event_kinds(registry: "EventKindRegistry", gateway: "Gateway") -> None:
+    """Declare the webhook event types this plugin sends.
+
+    Called once at startup. Call ``registry.add("subscription.paid",
+    "description")``. ``orbchain.core.events.enqueue_event`` refuses an
+    event type nobody declared. Return nothing.
+    """
+
+
+@hookspec
+def register_openapi(registry: "OperationRegistry", gateway: "Gateway") -> None:
+    """Document this plugin's routes in ``/openapi.json``.
+
+    Called once at startup. Call ``registry.add(orbchain.web.openapi.Op(...))``
+    for every route the plugin registers, and ``registry.add_schema(name,
+    schema)`` for component schemas its operations reference. The served
+    document keeps only operations of routes the app really has. Return
+    nothing.
+    """
+
+
+@hookspec
+def register_templates(registry: "AssetRegistry", gateway: "Gateway") -> None:
+    """Contribute a template folder and a static folder.
+
+    Called once at startup. Call ``registry.add(templates=path,
+    static=path)`` (either may be None). Templates are found as
+    ``"<plugin name>/<file>"``; static files are served at
+    ``/static/<plugin name>/<file>`` with caching headers. Return nothing.
+    """
+
+
+@hookspec
+def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") -> None:
+    """Contribute entries to named dashboard slots (navigation, settings tabs).
+
+    Called once at startup. Call ``registry.add(slot, title, path,
+    order=100)``; the dashboard reads ``gateway.dashboard.entries(slot)``.
+    Slots: ``header-nav`` (main navigation), ``settings-nav`` (settings
+    tabs), ``payment-actions`` (links on a payment). Return nothing.
+    """
+
+
+@hookspec
+def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway") -> None:
+    """Accept an extra field in the payment create bodies (``splits``, ``settlement_coin``).
+
+    Called once at startup. Call ``registry.add(name, parse, store)``:
+    ``parse(gateway, value, payment_type, merchant_id)`` returns the cleaned
+    value or raises ``orbchain.core.errors.ValidationError``;
+    ``async store(gateway, payment, value)`` runs inside the transaction
+    creating the payment (``payment`` is a ``PaymentView``). Without a
+    plugin, ``splits`` and ``settlement_coin`` are refused with 503. Return
+    nothing.
+    """
+
+
+# -----------------------------------------------------------------------------
 # Lifecycle
 # -----------------------------------------------------------------------------
 
@@ -168,36 +261,116 @@ def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayP
 
 
 # -----------------------------------------------------------------------------
+# The money path: called INSIDE the crediting transaction
+# -----------------------------------------------------------------------------
+
+
+@hookspec
+def credit_postings(gateway: "Gateway", credit: "Credit", postings: "list[Posting]") -> "list[Posting] | None":
+    """Shape the ledger postings of a deposit credit (splits, auto-settle, brand fees).
+
+    A filter: called inside the crediting database transaction, plugin by
+    plugin, each receiving the postings the previous one returned (first the
+    core's: ``world:<chain>`` minus the amount, the merchant's available
+    account plus the net, ``platform:fees`` plus the fee). ``credit`` is a
+    :class:`orbchain.core.views.Credit`. Return the new list of
+    ``orbchain.core.ledger.Posting`` or None to leave it unchanged. May be
+    async. The core then refuses (and rolls the credit back, to be retried
+    at the next scan) postings that do not sum to zero, touch another coin,
+    change the ``world`` leg or name a merchant that does not exist; the
+    result is posted once under ``credit.reference``, so it must be the
+    same for the same credit. Raising also rolls the credit back.
+    """
+
+
+@hookspec(firstresult=True)
+def deposit_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
+    """Hold a credited deposit as CONFIRMED ("awaiting conversion") instead of CREDITED.
+
+    Called inside the crediting transaction after the postings were posted.
+    Return ``"CONFIRMED"`` when the money went somewhere that still has to
+    turn it into the merchant's (a swap venue): the deposit stays CONFIRMED,
+    its payment stays Paying, no ``deposit.credited`` webhook is sent yet.
+    Finish it later with ``orbchain.core.deposits.complete_credit(gateway,
+    deposit_id)``, which marks it CREDITED and lets the payment become Paid.
+    Return None to credit now. Stops at first non-None result.
+    """
+
+
+# -----------------------------------------------------------------------------
 # Payments and money events (feature plugins react to these)
 # -----------------------------------------------------------------------------
 
 
 @hookspec
-def deposit_credited(gateway: "Gateway", deposit: Mapping[str, Any]) -> None:
+def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
     """A deposit reached its confirmation threshold and was credited.
 
-    Called after the crediting transaction committed. ``deposit`` is the
-    deposit record (merchant_id, coin, amount in base units, tx_hash, ...).
-    May be async. Must be idempotent: re-scans may call it again for the
-    same deposit after a crash. Return nothing.
+    Called after the crediting transaction committed (for a deposit held
+    CONFIRMED by ``deposit_credit_status``: after ``complete_credit``).
+    ``deposit`` is a :class:`orbchain.core.views.DepositView` (amount and
+    fee in base units). May be async. Must be idempotent: re-scans may call
+    it again for the same deposit after a crash. Return nothing.
     """
 
 
 @hookspec
-def payment_paid(gateway: "Gateway", payment: Mapping[str, Any]) -> None:
+def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
+    """A credited (or CONFIRMED) deposit left the best chain and its credit was reversed.
+
+    Called after the reversal committed; ``deposit`` is the
+    :class:`~orbchain.core.views.DepositView` as it stands after it (status
+    PENDING, 0 confirmations). May be async. Must be idempotent. Return
+    nothing.
+    """
+
+
+@hookspec
+def payment_paying(gateway: "Gateway", payment: "PaymentView") -> None:
+    """A Waiting payment saw its first deposit, below the confirmation threshold.
+
+    Called after that committed, with the :class:`~orbchain.core.views.PaymentView`
+    (status Paying). May be async. Must be idempotent. Return nothing.
+    """
+
+
+@hookspec
+def payment_paid(gateway: "Gateway", payment: "PaymentView") -> None:
     """A payment reached Paid.
 
-    Called after the transaction that marked it Paid committed. May be
-    async. Must be idempotent. Return nothing.
+    Called after the transaction that marked it Paid committed, with the
+    :class:`~orbchain.core.views.PaymentView`. May be async. Must be
+    idempotent. Return nothing.
     """
 
 
 @hookspec
-def payout_finished(gateway: "Gateway", payout: Mapping[str, Any]) -> None:
+def payment_expired(gateway: "Gateway", payment: "PaymentView") -> None:
+    """A payment's lifetime elapsed without enough credited money: it is Expired.
+
+    Called by the expiry job after the change committed, with the
+    :class:`~orbchain.core.views.PaymentView`. May be async. Must be
+    idempotent. Return nothing.
+    """
+
+
+@hookspec
+def payment_cancelled(gateway: "Gateway", payment: "PaymentView") -> None:
+    """The merchant cancelled a Waiting payment.
+
+    Called after the change committed (once: cancelling again is a no-op),
+    with the :class:`~orbchain.core.views.PaymentView`. May be async. Return
+    nothing.
+    """
+
+
+@hookspec
+def payout_finished(gateway: "Gateway", payout: "PayoutView") -> None:
     """A payout reached a final state (Confirmed or Failed).
 
-    Called after the final state committed; ``payout["status"]`` tells
-    which. May be async. Must be idempotent. Return nothing.
+    Called after the final state committed with the
+    :class:`~orbchain.core.views.PayoutView`; ``payout.status`` tells which.
+    May be async. Must be idempotent. Return nothing.
     """
 
 

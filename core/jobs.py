@@ -16,7 +16,7 @@ EXPIRY_SECONDS = 15
 
 
 async def expire_payments_job(gateway: "Gateway") -> None:
-    from .deposits import expire_payments
+    from .payment_status import expire_payments
 
     await expire_payments(gateway)
 

@@ -23,6 +23,7 @@ from . import addresses
 from .errors import InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
+from .views import PaymentView, payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -61,6 +62,8 @@ class PaymentRequest:
     email: str | None = None
     accepted_coins: Sequence[str] | None = None
     key_id: str | None = None
+    # Plugin fields (``register_payment_fields``), already parsed: name -> value.
+    extensions: Mapping[str, Any] | None = None
 
 
 # -- coins and prices ----------------------------------------------------------------------
@@ -252,7 +255,17 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
             row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
         columns = ", ".join(row)
         await gateway.db.execute(f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row)
+        await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
     return payment_view(gateway, {**row, "paid_at": None}, [])
+
+
+async def _store_extensions(gateway: "Gateway", row: Mapping[str, Any], extensions: Mapping[str, Any]) -> None:
+    """Plugins store their fields of a new payment inside its creating transaction."""
+    if not extensions:
+        return
+    view = payment_view_of(gateway, row)
+    for name, value in extensions.items():
+        await gateway.payment_fields[name].store(gateway, view, value)
 
 
 async def _open_static(gateway: "Gateway", merchant_id: str, currency: str, user_id: str | None) -> Mapping[str, Any] | None:
@@ -388,7 +401,9 @@ async def cancel_payment(gateway: "Gateway", merchant_id: str, track_id: str) ->
             "UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
             {"s": CANCELLED, "now": gateway.now(), "t": track_id},
         )
-    return await get_payment(gateway, merchant_id, track_id)
+    cancelled = await get_payment(gateway, merchant_id, track_id)
+    await gateway.emit("payment_cancelled", payment=payment_view_of(gateway, cancelled))
+    return cancelled
 
 
 async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) -> bool:

@@ -27,6 +27,7 @@ from . import ledger
 from .chains import PayoutSender, SignedPayout
 from .errors import ApiError, Conflict, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .events import enqueue_event
+from .views import PayoutView, payout_view_of
 from .keys import AddressError, validate_address
 from .ledger_accounts import NETWORK_FEES, merchant_available, payouts_in_flight, world
 from .money import AmountError
@@ -294,11 +295,9 @@ def webhook_body(gateway: "Gateway", row: Row) -> dict[str, Any]:
     return body
 
 
-def hook_record(gateway: "Gateway", row: Row) -> dict[str, Any]:
-    """The ``payout_finished`` hook's payout: the row with the amount as an int, no raw transaction."""
-    record = {k: v for k, v in row.items() if k not in ("raw_tx", "claim_token", "request_hash")}
-    record["amount"] = gateway.db.to_int(row["amount"])
-    return record
+def hook_record(gateway: "Gateway", row: Row) -> PayoutView:
+    """The ``payout_finished`` hook's payout: the documented ``PayoutView``, amount as an int."""
+    return payout_view_of(gateway, row)
 
 
 def dashboard_row(gateway: "Gateway", row: Row) -> dict[str, Any]:

@@ -88,3 +88,34 @@ async def call_event(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) ->
                 await result
         except Exception:  # noqa: BLE001 - isolate plugins from each other
             log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
+
+
+async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str, value: Any, **kwargs: Any) -> Any:
+    """Call a filter hook: ``value`` passes through each plugin in turn (registration order).
+
+    An implementation returns the transformed value, or None to pass it on
+    unchanged; async implementations are awaited. Unlike events, exceptions
+    propagate: filters run inside the caller's transaction, which must roll
+    back rather than commit a half-shaped result.
+    """
+    caller = getattr(pm.hook, hook_name)
+    for impl in reversed(caller.get_hookimpls()):
+        args = {**kwargs, value_name: value}
+        result = impl.function(*[args[arg] for arg in impl.argnames])
+        if inspect.isawaitable(result):
+            result = await result
+        if result is not None:
+            value = result
+    return value
+
+
+async def call_first(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> Any:
+    """Call a first-result hook whose implementations may be async: the first non-None answer."""
+    caller = getattr(pm.hook, hook_name)
+    for impl in reversed(caller.get_hookimpls()):
+        result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+        if inspect.isawaitable(result):
+            result = await result
+        if result is not None:
+            return result
+    return None

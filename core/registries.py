@@ -6,7 +6,9 @@ startup with an error naming both plugins instead of one silently winning.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Generic, Iterator, TypeVar
 
 from aiohttp import web
@@ -135,3 +137,167 @@ class CommandRegistry(Registry[Command]):
     def add(self, name: str | Command, help: str = "", configure: Callable[[Any], None] | None = None) -> Command:  # type: ignore[override]
         command = name if isinstance(name, Command) else Command(name, help, configure)  # type: ignore[arg-type]
         return super().add(command)
+
+
+# -----------------------------------------------------------------------------
+# What feature plugins contribute (scopes, event kinds, pages, API documentation,
+# templates, payment fields). The web layer and the core read these; a blocked
+# plugin never registers, so its contributions vanish with no other change.
+# -----------------------------------------------------------------------------
+
+_SCOPE = re.compile(r"^[a-z][a-z0-9_]*:[a-z][a-z0-9_]*$")
+_EVENT_KIND = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+_SLOT = re.compile(r"^[a-z][a-z0-9-]*$")
+_PLUGIN_NAMESPACE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """An API-key scope (``payment:create``); ``@requires(..., scope=name)`` routes check it."""
+
+    name: str
+    description: str = ""
+
+
+class ScopeRegistry(Registry[Scope]):
+    kind = "scope"
+
+    def add(self, name: str | Scope, description: str = "") -> Scope:  # type: ignore[override]
+        scope = name if isinstance(name, Scope) else Scope(name, description)
+        if not isinstance(scope.name, str) or not _SCOPE.match(scope.name):
+            raise StartupError(f"plugin {self.current_plugin!r} registered a malformed scope {scope.name!r}"
+                               " (expected 'resource:action', lower case)")
+        return super().add(scope)
+
+
+@dataclass(frozen=True)
+class EventKind:
+    """A webhook event type (``subscription.paid``) a plugin may enqueue."""
+
+    name: str
+    description: str = ""
+
+
+class EventKindRegistry(Registry[EventKind]):
+    kind = "event kind"
+
+    def add(self, name: str | EventKind, description: str = "") -> EventKind:  # type: ignore[override]
+        event = name if isinstance(name, EventKind) else EventKind(name, description)
+        if not isinstance(event.name, str) or not _EVENT_KIND.match(event.name):
+            raise StartupError(f"plugin {self.current_plugin!r} registered a malformed event kind {event.name!r}"
+                               " (expected dotted lower case, e.g. 'subscription.paid')")
+        return super().add(event)
+
+
+@dataclass(frozen=True)
+class DashboardPage:
+    """One entry of a named dashboard slot (a navigation link, a settings tab ...)."""
+
+    slot: str
+    title: str
+    path: str
+    plugin: str = ""
+    order: int = 100
+
+
+class DashboardRegistry(Registry[DashboardPage]):
+    """Entries of named UI slots; ``entries(slot)`` is what a dashboard renders."""
+
+    kind = "dashboard page"
+
+    def _key(self, item: DashboardPage) -> str:
+        return f"{item.slot} {item.path}"
+
+    def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *, order: int = 100) -> DashboardPage:  # type: ignore[override]
+        page = slot if isinstance(slot, DashboardPage) else DashboardPage(slot, title, path, order=order)
+        if not isinstance(page.slot, str) or not _SLOT.match(page.slot):
+            raise StartupError(f"plugin {self.current_plugin!r} registered a malformed dashboard slot {page.slot!r}")
+        if not page.title or not isinstance(page.path, str) or not page.path.startswith("/"):
+            raise StartupError(f"plugin {self.current_plugin!r} registered a dashboard page without a title"
+                               f" or an absolute path: {page!r}")
+        page = DashboardPage(page.slot, page.title, page.path, self.current_plugin, page.order)
+        return super().add(page)
+
+    def entries(self, slot: str) -> list[DashboardPage]:
+        """The entries of ``slot`` in display order (``order``, then title)."""
+        return sorted((p for p in self if p.slot == slot), key=lambda p: (p.order, p.title))
+
+    def slots(self) -> list[str]:
+        return sorted({p.slot for p in self})
+
+
+@dataclass(frozen=True)
+class PluginAssets:
+    """A plugin's template folder (names ``<plugin>/page.html``) and static folder (``/static/<plugin>/``)."""
+
+    name: str
+    templates: Path | None = None
+    static: Path | None = None
+
+
+class AssetRegistry(Registry[PluginAssets]):
+    kind = "asset folder"
+
+    def add(self, templates: str | Path | None = None, static: str | Path | None = None) -> PluginAssets:  # type: ignore[override]
+        name = self.current_plugin
+        if not _PLUGIN_NAMESPACE.match(name) or name == "core":
+            raise StartupError(f"plugin {name!r} cannot own an asset namespace")
+        assets = PluginAssets(name, _folder(name, templates), _folder(name, static))
+        return super().add(assets)
+
+
+def _folder(plugin: str, path: str | Path | None) -> Path | None:
+    if path is None:
+        return None
+    folder = Path(path).resolve()
+    if not folder.is_dir():
+        raise StartupError(f"plugin {plugin!r} registered a missing folder {str(path)!r}")
+    return folder
+
+
+class OperationRegistry(Registry[Any]):
+    """Plugins' OpenAPI operations (``orbchain.web.openapi.Op``) and component schemas."""
+
+    kind = "API operation"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._schemas: dict[str, Any] = {}
+
+    def _key(self, item: Any) -> str:
+        return f"{item.method.upper()} {item.path}"
+
+    def add_schema(self, name: str, schema: Any) -> None:
+        if name in self._schemas:
+            raise StartupError(f"duplicate API schema {name!r} (plugin {self.current_plugin!r})")
+        self._schemas[name] = schema
+
+    def schemas(self) -> dict[str, Any]:
+        return dict(self._schemas)
+
+
+@dataclass(frozen=True)
+class PaymentField:
+    """An extra field of the payment create bodies, handled by a plugin (``splits``).
+
+    ``parse(gateway, value, payment_type, merchant_id)`` returns the cleaned
+    value or raises ``orbchain.core.errors.ValidationError``;
+    ``store(gateway, payment, value)`` is awaited inside the transaction that
+    creates the payment, with the :class:`orbchain.core.views.PaymentView`.
+    """
+
+    name: str
+    parse: Callable[..., Any]
+    store: Callable[..., Awaitable[None]]
+
+
+class PaymentFieldRegistry(Registry[PaymentField]):
+    kind = "payment field"
+
+    def add(self, name: str | PaymentField, parse: Callable[..., Any] | None = None,  # type: ignore[override]
+            store: Callable[..., Awaitable[None]] | None = None) -> PaymentField:
+        field = name if isinstance(name, PaymentField) else PaymentField(name, parse, store)  # type: ignore[arg-type]
+        if not callable(field.parse) or not callable(field.store):
+            raise StartupError(f"plugin {self.current_plugin!r} registered payment field {field.name!r}"
+                               " without parse and store callables")
+        return super().add(field)

@@ -121,3 +121,21 @@ class Devnet:
 
     async def scan(self) -> Any:
         return await scan_chain(self.gateway, self.adapter)
+
+
+def install_entry_point_package(site: Any, package: str, entry_name: str, files: dict[str, str],
+                                target: str | None = None) -> None:
+    """Install ``package`` under ``site`` the way pip would: its files plus a dist-info declaring
+    ``entry_name = target`` in the ``orbchain`` entry-point group. Put ``site`` on ``sys.path``
+    (``monkeypatch.syspath_prepend``) and drop the module from ``sys.modules`` afterwards."""
+    from pathlib import Path
+
+    site = Path(site)
+    for relative, text in files.items():
+        path = site / package / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    dist = site / f"{package}-1.0.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[orbchain]\n{entry_name} = {target or package}\n")

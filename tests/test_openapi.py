@@ -273,17 +273,71 @@ def test_amounts_are_strings_and_numbers_only_informational():
 # -- 2. routes and document agree ------------------------------------------------------------------
 
 
+def route_document_mismatch(app) -> tuple[list, list]:
+    """(routes without an operation, operations without a route), plugins' included."""
+    registered = app_routes(app)
+    documented = {op.key for op in all_operations(app[GATEWAY].api_operations)}
+    return sorted(registered - documented), sorted(documented - registered)
+
+
 async def test_every_route_is_documented_and_every_operation_exists(client):
-    registered = app_routes(client.app)
-    documented = {op.key for op in all_operations()}
-    undocumented = sorted(registered - documented)
+    undocumented, phantom = route_document_mismatch(client.app)
     assert not undocumented, f"routes without documentation (add an Op in web/openapi/paths_*.py): {undocumented}"
-    phantom = sorted(documented - registered)
     assert not phantom, f"documented operations the app does not have: {phantom}"
 
 
+def _plugin_with_route(document_it: bool):
+    from aiohttp import web
+
+    from orbchain.core.plugins import hookimpl
+    from orbchain.web.auth import requires
+    from orbchain.web.envelope import envelope as reply
+    from orbchain.web.openapi import Op, envelope, obj
+
+    routes = web.RouteTableDef()
+
+    @routes.get("/v1/acme/widgets")
+    @requires("merchant_key", scope="widget:read")
+    async def widgets(request):
+        return reply({"widgets": []})
+
+    class Acme:
+        PLUGIN_NAME = "acme_docs"
+
+        @hookimpl
+        def register_scopes(self, registry):
+            registry.add("widget:read", "Read widgets.")
+
+        @hookimpl
+        def register_routes(self, registry):
+            registry.add(routes)
+
+        if document_it:
+            @hookimpl
+            def register_openapi(self, registry):
+                registry.add(Op("GET", "/v1/acme/widgets", "Widgets", "Acme", envelope(obj({"widgets": {"type": "array"}})),
+                                auth=("merchant_key",), scope="widget:read"))
+
+    return Acme()
+
+
+async def test_plugin_routes_are_held_to_the_same_check(make_client, make_config):
+    from orbchain.core.plugins import get_plugin_manager
+
+    config = make_config(scheduler={"enabled": False})
+    documented = await make_client(config, get_plugin_manager([_plugin_with_route(True)]))
+    assert route_document_mismatch(documented.app) == ([], [])
+    served = await (await documented.get("/openapi.json")).json()
+    operation = served["paths"]["/v1/acme/widgets"]["get"]
+    assert operation["security"] == [{"merchantApiKey": ["widget:read"]}]
+    assert "widget:read" in served["components"]["schemas"]["Scope"]["enum"]
+    assert served["paths"]["/pay/{track_id}/devnet-pay"]["post"]["x-orbchain-development-only"] is True
+    silent = await make_client(config, get_plugin_manager([_plugin_with_route(False)]))
+    assert route_document_mismatch(silent.app) == ([("GET", "/v1/acme/widgets")], [])
+
+
 async def test_credentials_and_rate_limits_match_the_handlers(client):
-    operations = {op.key: op for op in all_operations()}
+    operations = {op.key: op for op in all_operations(client.app[GATEWAY].api_operations)}
     for route in client.app.router.routes():
         key = (route.method.upper(), route.resource.canonical)
         if key not in operations:
@@ -301,7 +355,9 @@ async def test_served_document_is_cached_public_and_lists_only_this_servers_rout
     assert first.status == 200 and await first.read() == await second.read()
     served = await first.json()
     base_url = client.app[GATEWAY].config.base_url
-    expected = build_document(app_routes(client.app), base_url=base_url, version=__version__)
+    gateway = client.app[GATEWAY]
+    expected = build_document(app_routes(client.app), base_url=base_url, version=__version__,
+                              plugins=gateway.api_operations, scopes=gateway.scopes.names())
     assert served == json.loads(json.dumps(expected))
     dev_only = [f"{m.upper()} {p}" for p, item in served["paths"].items() for m, o in item.items()
                 if o.get("x-orbchain-development-only")]

@@ -18,19 +18,20 @@ import jinja2
 import pluggy
 from aiohttp import web
 
+from ..core.auth import LEGACY_SCOPES
 from ..core.config import Config, ConfigError
 from ..core.gateway import Gateway, build_gateway
 from ..core.migrate import migrate, pending
 from ..core.netguard import outbound_session
 from ..core.plugins import call_collect, call_event
 from ..core.ratelimit import limiter_for
-from ..core.registries import RouteRegistry
+from ..core.registries import RouteRegistry, StartupError
 from ..core.secrets import load_secrets
 from ..scheduler.runner import JobScheduler
-from .auth import auth_middleware
+from .auth import AUTH_ATTR, auth_middleware
 from .keys import GATEWAY
 from .middlewares import middlewares
-from .routes import core_route_tables
+from .routes import core_route_tables, plugin_static
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +92,30 @@ def collect_routes(gateway: Gateway) -> RouteRegistry:
     registry = RouteRegistry()
     for table in core_route_tables():
         registry.add(table)
+    if any(assets.static is not None for assets in gateway.assets):
+        registry.add(plugin_static.routes)
+        if plugin_static.OPERATION.key not in gateway.api_operations:
+            gateway.api_operations.add(plugin_static.OPERATION)
     call_collect(gateway.pm, "register_routes", registry, gateway=gateway)
+    _check_scopes(gateway, registry)
     return registry
+
+
+def _check_scopes(gateway: Gateway, registry: RouteRegistry) -> None:
+    """A route requiring a scope nobody registered could never be called with a scoped key."""
+    known = {*gateway.scopes.names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
+    for table in registry.tables():
+        for route in table:
+            spec = getattr(getattr(route, "handler", None), AUTH_ATTR, None)
+            if spec is not None and spec.scope is not None and spec.scope not in known:
+                raise StartupError(f"route {route.method} {route.path} requires scope {spec.scope!r}, which no"
+                                   " plugin registered (register_scopes)")
+
+
+def template_loader(gateway: Gateway) -> jinja2.BaseLoader:
+    """The core's templates by bare name, each plugin's as ``"<plugin>/<file>"``."""
+    plugins = {a.name: jinja2.FileSystemLoader(str(a.templates)) for a in gateway.assets if a.templates}
+    return jinja2.ChoiceLoader([jinja2.FileSystemLoader(str(TEMPLATES)), jinja2.PrefixLoader(plugins)])
 
 
 def create_app(
@@ -106,6 +129,6 @@ def create_app(
     app[GATEWAY] = gateway
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)
-    aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
+    aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True)
     app.cleanup_ctx.extend([database_ctx, services_ctx, lifecycle_ctx, scheduler_ctx])
     return app

@@ -23,10 +23,11 @@ from ...core.plugins import hookimpl
 from ...web.pages import PayPageForm
 from .adapter import DevnetAdapter, devnet_chain
 from .chain import DevnetChain
+from .openapi import register_openapi
 from .routes import pay_form_action, routes
 from .settings import PLUGIN_NAME, read_settings, served_coins
 
-__all__ = ["PLUGIN_NAME", "DevnetAdapter", "DevnetChain", "devnet_chain", "pay_form_action"]
+__all__ = ["PLUGIN_NAME", "DevnetAdapter", "DevnetChain", "devnet_chain", "pay_form_action", "register_openapi"]
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 from aiohttp import web
 
 from . import paths_dashboard, paths_payments, paths_payouts, paths_public
+from ...core.registries import OperationRegistry
 from .operations import Op, error_components
 from .schemas import component_schemas
 
@@ -42,14 +43,14 @@ SECURITY_SCHEMES = {
 }
 
 
-def all_operations() -> list[Op]:
-    """Every documented operation; a (method, path) documented twice is a programming error."""
+def all_operations(plugin_operations: Iterable[Op] = ()) -> list[Op]:
+    """Every documented operation, the core's and ``plugin_operations`` (``gateway.api_operations``,
+    filled by the ``register_openapi`` hook); a (method, path) documented twice is an error."""
     operations: dict[tuple[str, str], Op] = {}
-    for table in TABLES:
-        for op in table.OPERATIONS:
-            if op.key in operations:
-                raise ValueError(f"operation {op.key} documented twice")
-            operations[op.key] = op
+    for op in [*(op for table in TABLES for op in table.OPERATIONS), *plugin_operations]:
+        if op.key in operations:
+            raise ValueError(f"operation {op.key} documented twice")
+        operations[op.key] = op
     return list(operations.values())
 
 
@@ -63,10 +64,14 @@ def app_routes(app: web.Application) -> set[tuple[str, str]]:
 
 
 def build_document(
-    routes: Iterable[tuple[str, str]] | None = None, *, base_url: str | None = None, version: str = "0"
+    routes: Iterable[tuple[str, str]] | None = None, *, base_url: str | None = None, version: str = "0",
+    plugins: OperationRegistry | None = None, scopes: Iterable[str] = (),
 ) -> dict[str, Any]:
+    """The document; ``plugins`` are the operations and schemas plugins registered
+    (``gateway.api_operations``), ``scopes`` every registered scope (``gateway.scopes``)."""
     keep = None if routes is None else set(routes)
-    operations = [op for op in all_operations() if keep is None or op.key in keep]
+    plugin_ops = list(plugins) if plugins is not None else []
+    operations = [op for op in all_operations(plugin_ops) if keep is None or op.key in keep]
     paths: dict[str, dict[str, Any]] = {}
     for op in sorted(operations, key=lambda o: (o.path, o.method)):
         paths.setdefault(op.path, {})[op.method.lower()] = op.to_openapi()
@@ -79,7 +84,7 @@ def build_document(
         "tags": [{"name": tag} for tag in tags],
         "paths": paths,
         "components": {
-            "schemas": component_schemas(),
+            "schemas": component_schemas(scopes, plugins.schemas() if plugins is not None else None),
             "responses": error_components(),
             "securitySchemes": SECURITY_SCHEMES,
         },

@@ -11,7 +11,7 @@ the document still names everything the gateway sends today).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Mapping
 
 from ...core import auth
 
@@ -291,8 +291,18 @@ RECORDS: dict[str, Schema] = {
 }
 
 
-def component_schemas() -> dict[str, Schema]:
-    return {**PRIMITIVES, **ENVELOPE, **RECORDS}
+def component_schemas(scopes: Iterable[str] = (), extra: Mapping[str, Schema] | None = None) -> dict[str, Schema]:
+    """The core's schemas; ``scopes`` widen the scope enums, ``extra`` are plugins' schemas."""
+    schemas = {**PRIMITIVES, **ENVELOPE, **RECORDS}
+    plugin_scopes = [s for s in scopes if s not in ALL_SCOPES]
+    if plugin_scopes:
+        schemas["Scope"] = {**schemas["Scope"], "enum": [*SCOPES, *plugin_scopes]}
+        schemas["ShownScope"] = {**schemas["ShownScope"], "enum": sorted({*ALL_SCOPES, *plugin_scopes})}
+    for name, schema in (extra or {}).items():
+        if name in schemas:
+            raise ValueError(f"a plugin's API schema {name!r} clashes with a core schema")
+        schemas[name] = schema
+    return schemas
 
 
 def envelope(data: Schema, status: int = 200) -> Schema:

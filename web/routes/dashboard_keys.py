@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from aiohttp import web
 
 from ...core import api_keys
-from ...core.auth import SCOPES
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
@@ -13,9 +14,16 @@ from ..validation import Field, validate
 
 routes = web.RouteTableDef()
 
-CREATE_FIELDS = [
-    Field("label", required=True, min_len=1, max_len=80),
-    Field("scopes", "list", required=True, min_len=1, max_len=len(SCOPES), choices=SCOPES),
+def create_fields(scopes: Sequence[str]) -> list[Field]:
+    """The create body's fields; ``scopes`` are the core's plus every plugin's (``register_scopes``)."""
+    return [
+        Field("label", required=True, min_len=1, max_len=80),
+        Field("scopes", "list", required=True, min_len=1, max_len=len(scopes), choices=tuple(scopes)),
+        *OPTIONAL_FIELDS,
+    ]
+
+
+OPTIONAL_FIELDS = [
     Field("coin_allowlist", "list", max_len=100, upper=True, default=[]),
     Field("ip_allowlist", "list", max_len=100, default=[]),
     Field("webhook_url", "url", max_len=500),
@@ -34,7 +42,7 @@ async def list_keys(request: web.Request) -> web.Response:
 @routes.post("/dashboard/api-keys")
 @requires("jwt")
 async def create_key(request: web.Request) -> web.Response:
-    clean = validate(await read_json(request), CREATE_FIELDS)
+    clean = validate(await read_json(request), create_fields(gateway_of(request).scopes.names()))
     result = await api_keys.create_scoped_key(
         gateway_of(request), principal_of(request).merchant_id, api_keys.ScopedKeyRequest(**clean))
     return envelope(result)

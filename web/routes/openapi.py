@@ -22,8 +22,9 @@ def document_bytes(request: web.Request) -> bytes:
     app = request.app
     cached = _CACHE.get(app)
     if cached is None:
-        document = build_document(app_routes(app), base_url=gateway_of(request).config.base_url,
-                                  version=__version__)
+        gateway = gateway_of(request)
+        document = build_document(app_routes(app), base_url=gateway.config.base_url, version=__version__,
+                                  plugins=gateway.api_operations, scopes=gateway.scopes.names())
         cached = _CACHE[app] = json.dumps(document, separators=(",", ":")).encode("utf-8")
     return cached
 

@@ -28,6 +28,8 @@ COMMON_FIELDS = [
     Field("callback_url", "url", max_len=500),
     Field("user_id", max_len=128),
 ]
+# Create-body fields only a plugin can serve: refused with 503 unless one registered them.
+PLUGIN_ONLY_FIELDS = ("splits", "settlement_coin")
 LIFETIME = Field("lifetime", "int", minimum=1, maximum=svc.MAX_LIFETIME_MINUTES)
 
 
@@ -51,7 +53,8 @@ async def parse_payment_request(
             raise ValidationError({"amount": "exactly one of amount or amount_fiat is required"})
         if values["amount_fiat"] is not None and not values["fiat_currency"]:
             raise ValidationError({"fiat_currency": "is required with amount_fiat"})
-        if body.get("splits") or body.get("settlement_coin"):
+        unhandled = [name for name in PLUGIN_ONLY_FIELDS if body.get(name) and name not in gateway.payment_fields]
+        if unhandled:
             raise NotConfigured("splits and auto-settlement are not enabled on this deployment")
     else:
         values = validate(body, [
@@ -70,6 +73,7 @@ async def parse_payment_request(
         symbol = values.get(field)
         if symbol and symbol not in FIAT_CURRENCIES:
             ensure_coin_allowed(principal, symbol)
+    extensions = parse_plugin_fields(gateway, body, payment_type, principal.merchant_id)
     return svc.PaymentRequest(
         type=payment_type, currency=values.get("currency"), amount=values.get("amount"),
         amount_fiat=values.get("amount_fiat"), fiat_currency=values.get("fiat_currency"),
@@ -77,8 +81,22 @@ async def parse_payment_request(
         description=values.get("description"), callback_url=values.get("callback_url"),
         user_id=values.get("user_id"), lifetime=values.get("lifetime"), return_url=values.get("return_url"),
         cancel_url=values.get("cancel_url"), email=values.get("email"),
-        accepted_coins=values.get("accepted_coins"), key_id=principal.key_id,
+        accepted_coins=values.get("accepted_coins"), key_id=principal.key_id, extensions=extensions,
     )
+
+
+def parse_plugin_fields(gateway: Gateway, body: Mapping[str, Any], payment_type: str, merchant_id: str) -> dict[str, Any]:
+    """Fields a plugin handles (``register_payment_fields``): each parsed by its plugin.
+
+    A plugin's ``parse`` raises ``ValidationError`` for a bad value; any
+    other failure of a plugin is its bug, not the caller's, and stays a 500.
+    """
+    extensions: dict[str, Any] = {}
+    for payment_field in gateway.payment_fields:
+        if body.get(payment_field.name) is not None:
+            extensions[payment_field.name] = payment_field.parse(gateway, body[payment_field.name], payment_type,
+                                                                 merchant_id)
+    return extensions
 
 
 async def create(request: web.Request, payment_type: str) -> web.Response:

@@ -1,0 +1,15 @@
+"""Deposit statuses (SPEC 3.2), shared by the deposit engine and the payment status rules.
+
+PENDING: seen, below its threshold. CONFIRMED: its credit was posted but
+waits on a conversion (``deposit_credit_status``), so it does not count as
+paid yet. CREDITED: the merchant has it. FAILED: dropped from chain and mempool.
+"""
+
+from __future__ import annotations
+
+PENDING, CONFIRMED, CREDITED, FAILED = "PENDING", "CONFIRMED", "CREDITED", "FAILED"
+DEPOSIT_STATUSES = (PENDING, CONFIRMED, CREDITED, FAILED)
+# Deposits whose money is still on its way to the merchant: a payment waits for them.
+IN_PROGRESS = (PENDING, CONFIRMED)
+# Deposits whose credit is in the ledger (a reorg must reverse it).
+POSTED = (CONFIRMED, CREDITED)

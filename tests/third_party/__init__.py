@@ -1,0 +1,1 @@
+"""Sources of throwaway third-party packages that tests install through the entry-point group."""
