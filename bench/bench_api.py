@@ -45,7 +45,8 @@ async def run(db_url: str, data_dir: Path, count: int, concurrency: int) -> dict
         rate_limits={"enabled": False}, scheduler={"enabled": False},
     )
     async with TestClient(TestServer(create_app(config))) as client:
-        signup = await client.post("/dashboard/auth/signup", json={"email": "bench@example.com", "password": "benchmark-pw"})
+        signup = await client.post("/dashboard/auth/signup",
+                                   json={"email": "bench@example.com", "password": "benchmark-pw"})
         keys = (await signup.json())["data"]["api_keys"]
         headers = {"merchant_api_key": keys["merchant_api_key"]}
         body = {"currency": "BTC", "amount": "0.01"}

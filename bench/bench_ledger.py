@@ -93,7 +93,8 @@ async def _measure(name: str, url: str, count: int) -> list[str]:
             raise SystemExit("\n".join(report.lines()))
     finally:
         await db.disconnect()
-    return [name, f"{seq:,.0f}", f"{pin:,.0f}", f"{con:,.0f}", f"{rep:,.0f}", f"{check:.2f}s for {report.transactions_checked:,}"]
+    return [name, f"{seq:,.0f}", f"{pin:,.0f}", f"{con:,.0f}", f"{rep:,.0f}",
+            f"{check:.2f}s for {report.transactions_checked:,}"]
 
 
 async def _with_pg_database(dsn: str, count: int) -> list[str]:
@@ -117,7 +118,8 @@ async def _with_pg_database(dsn: str, count: int) -> list[str]:
 
 
 async def main(count: int) -> None:
-    rows = [["database", "sequential tx/s", "pinned conn tx/s", f"{CONCURRENCY} tasks tx/s", "replays/s", "check_ledger"]]
+    rows = [["database", "sequential tx/s", "pinned conn tx/s", f"{CONCURRENCY} tasks tx/s", "replays/s",
+             "check_ledger"]]
     with tempfile.TemporaryDirectory() as tmp:
         rows.append(await _measure("sqlite", f"sqlite+aiosqlite:///{tmp}/bench.db", count))
     dsn = os.environ.get("ORBCHAIN_TEST_PG_DSN")

@@ -414,4 +414,4 @@ async def merchant_balances(db: Database, merchant_id: str) -> dict[str, int]:
 
 
 # Reconciliation lives in ledger_check.py; re-exported for callers of the ledger API.
-from .ledger_check import LedgerProblem, LedgerReport, check_ledger  # noqa: E402,F401
+from .ledger_check import LedgerProblem, LedgerReport, check_ledger  # noqa: E402

@@ -90,7 +90,8 @@ async def _sums_in_python(db: Database) -> tuple[dict[tuple[str, str], int], lis
     # transaction, and add them as Python ints.
     summed: dict[tuple[str, str], int] = defaultdict(int)
     unbalanced: list[tuple[str, str, int]] = []
-    current, per_coin = None, defaultdict(int)
+    current = ""
+    per_coin: defaultdict[str, int] = defaultdict(int)
     last_txn, last_id = "", 0
     while True:
         rows = await db.fetch_all(

@@ -19,7 +19,7 @@ import pkgutil
 import re
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Iterator, Sequence
 
 from .db import Database
 
@@ -87,7 +87,7 @@ class MigrationRegistry:
         # Core first, then plugins by name: plugin tables may reference core ones.
         return sorted(self._items.values(), key=lambda m: (m.namespace != "core", m.namespace, m.version))
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Migration]:
         return iter(self.ordered())
 
 

@@ -71,7 +71,7 @@ async def process_payouts(gateway: "Gateway", *, limit: int = BATCH_SIZE) -> int
     for row in claimed:
         try:
             await advance(gateway, row)
-        except Exception:  # noqa: BLE001 - one payout's bug must not stall the others
+        except Exception:  # one payout's bug must not stall the others
             # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
             log.exception("payout %s: unexpected error at stage %s", row["id"], row["stage"])
     return len(claimed)
@@ -104,12 +104,13 @@ async def advance(gateway: "Gateway", row: Row) -> None:
         await payouts.record_retry(gateway, row, error=f"chain {row['chain']} is not configured",
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
         return
+    current: Row | None = row  # None once another worker holds the claim
     if row["stage"] == payouts.QUEUED:
-        row = await _sign(gateway, sender, row)
-    if row is not None and row["stage"] == payouts.SIGNED:
-        row = await _broadcast(gateway, sender, row)
-    if row is not None and row["stage"] == payouts.BROADCAST:
-        await _poll(gateway, adapter, sender, row)
+        current = await _sign(gateway, sender, row)
+    if current is not None and current["stage"] == payouts.SIGNED:
+        current = await _broadcast(gateway, sender, current)
+    if current is not None and current["stage"] == payouts.BROADCAST:
+        await _poll(gateway, adapter, sender, current)
 
 
 def _signed(row: Row) -> SignedPayout:

@@ -87,7 +87,7 @@ def payout_route(gateway: "Gateway", symbol: str) -> PayoutRoute:
         except NotConfigured:
             adapter = None
         sender = sender_of(adapter) if adapter is not None else None
-    if sender is None:
+    if sender is None or adapter is None:
         raise NotConfigured("not configured", code="payouts_not_configured",
                             detail={"currency": f"{symbol} payouts are not configured on this deployment"})
     return PayoutRoute(coin, adapter.name, adapter.network, sender)
@@ -223,7 +223,9 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         f"INSERT INTO payouts ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
         " ON CONFLICT DO NOTHING RETURNING id", row)
     if inserted is None:  # pragma: no cover - the merchant lock makes this unreachable
-        return replay_of(await find_by_key(gateway, merchant_id, request.idem_key), request)
+        existing = await find_by_key(gateway, merchant_id, request.idem_key or "")
+        assert existing is not None, "only an idempotency key conflicts"
+        return replay_of(existing, request)
     posted = await ledger.transfer(
         db, from_account=merchant_available(merchant_id), to_account=payouts_in_flight(route.chain),
         coin=route.coin.symbol, amount=request.amount, reference=f"payout:{row['id']}:reserve",
@@ -240,7 +242,9 @@ def item_error(exc: ApiError) -> str:
 
 
 async def _row(gateway: "Gateway", payout_id: str) -> Row:
-    return await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
+    assert row is not None, "called with the id of a payout just written"
+    return row
 
 
 async def get_payout(gateway: "Gateway", merchant_id: str, track_id: str) -> Row:
@@ -440,6 +444,7 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
             {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
              "id": current["id"]})
+        assert final is not None, "the payout row is locked by this transaction"
         kind = "confirmed" if status == CONFIRMED else "failed"
         await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",
                             body=webhook_body(gateway, final), logical_key=f"payout.{kind}:{final['track_id']}",

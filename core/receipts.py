@@ -37,6 +37,7 @@ def canonical_json(value: Any) -> str:
 def public_key_fields(gateway: "Gateway") -> dict[str, Any]:
     """The pinned-key fields shared by receipts and GET /v1/common/receipt-public-key."""
     secrets = gateway.secrets
+    assert secrets is not None, "secrets are loaded when the app starts"
     raw = bytes(secrets.receipt_key.verify_key)
     return {
         "public_key": base64.b64encode(raw).decode(),
@@ -58,7 +59,9 @@ def build_receipt(
         "merchant_id": payment["merchant_id"],
         "status": payment["status"],
         "pay_currency": payment["pay_currency"],
-        "pay_amount": None if payment["pay_amount"] is None else pay_coin.format(gateway.db.to_int(payment["pay_amount"])),
+        "pay_amount": (
+            None if payment["pay_amount"] is None else pay_coin.format(gateway.db.to_int(payment["pay_amount"]))
+        ),
         "amount_fiat": payment["amount_fiat"],
         "fiat_currency": payment["fiat_currency"],
         "paid_at": payment["paid_at"],
@@ -82,6 +85,7 @@ async def issue_receipt(gateway: "Gateway", payment: Mapping[str, Any]) -> dict[
         raise InvalidRequest("receipts are issued for Paid payments only", code="payment_not_paid")
     receipt = build_receipt(gateway, payment, await payment_deposits(gateway, payment["track_id"]), gateway.now())
     canonical = canonical_json(receipt)
+    assert gateway.secrets is not None, "secrets are loaded when the app starts"
     signature = gateway.secrets.receipt_key.sign(canonical.encode("utf-8")).signature
     return {
         "receipt": receipt,

@@ -107,6 +107,7 @@ async def refund_payment(gateway: "Gateway", merchant_id: str, track_id: str, re
             async with db.transaction():
                 locked = await db.fetch_one(f"SELECT status FROM payments WHERE track_id = :t{db.for_update}",
                                             {"t": track_id})
+                assert locked is not None, "payments are never deleted"
                 outcome = await _reserve_refund(gateway, merchant_id, locked["status"], draft, asked)
             break
         except asyncpg.exceptions.DeadlockDetectedError:
@@ -130,6 +131,7 @@ async def _reserve_refund(gateway: "Gateway", merchant_id: str, payment_status: 
         raise InvalidRequest(f"only a Paid payment can be refunded (this one is {payment_status})",
                              code="payment_not_refundable")
     coin = draft.route.coin
+    assert draft.refund_of_payment_id is not None, "a refund draft names its payment"
     credited, refunded = await refund_totals(gateway, draft.refund_of_payment_id)
     remaining = credited - refunded
     units = remaining if asked is None else asked

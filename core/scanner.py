@@ -13,6 +13,7 @@ from the last remembered block.
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -67,7 +68,8 @@ async def _rewind(gateway: "Gateway", adapter: ChainAdapter, tip: BlockRef) -> t
         disconnected += 1
         height -= 1
     if disconnected:
-        log.warning("%s: reorganisation, %d block(s) disconnected back to height %d", adapter.name, disconnected, height)
+        log.warning("%s: reorganisation, %d block(s) disconnected back to height %d",
+                    adapter.name, disconnected, height)
     return height + 1, disconnected
 
 
@@ -116,7 +118,7 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
     return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited)
 
 
-def scan_job(adapter: ChainAdapter):
+def scan_job(adapter: ChainAdapter) -> Callable[["Gateway"], Awaitable[None]]:
     """The periodic job the core registers for each chain adapter."""
 
     async def run(gateway: "Gateway") -> None:

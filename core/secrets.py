@@ -13,6 +13,7 @@ import base64
 import logging
 import os
 import secrets as stdlib_secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,7 +41,7 @@ def _read_file(path: str, key: str) -> str:
         raise ConfigError(f"config key {key!r}: cannot read {path}: {exc.strerror}") from None
 
 
-def _generated(config: Config, filename: str, make: callable, what: str) -> str:
+def _generated(config: Config, filename: str, make: Callable[[], str], what: str) -> str:
     """Read ``data_dir/filename`` or create it, saying which in the log."""
     path = config.data_dir / filename
     if path.exists():
@@ -55,7 +56,9 @@ def _generated(config: Config, filename: str, make: callable, what: str) -> str:
     return value
 
 
-def _resolve(config: Config, value: str, file_value: str, key: str, filename: str, make: callable, what: str) -> tuple[str, bool]:
+def _resolve(
+    config: Config, value: str, file_value: str, key: str, filename: str, make: Callable[[], str], what: str
+) -> tuple[str, bool]:
     if value:
         return value, False
     if file_value:

@@ -220,7 +220,7 @@ async def attempt_delivery(gateway: "Gateway", http: aiohttp.ClientSession, clai
         ) as response:
             raw = await response.content.read(RESPONSE_READ_BYTES)
             status = response.status
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return Outcome(False, error=f"timeout after {cfg.timeout_seconds}s", duration_ms=_ms(started))
     except aiohttp.ClientError as exc:
         reason = str(exc) or type(exc).__name__
@@ -287,13 +287,13 @@ async def record_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome
                 },
             )
             statuses.append(status if moved else None)
-    for (claim, outcome), status in zip(results, statuses):
+    for (claim, outcome), new_status in zip(results, statuses):
         host = urlsplit(claim.url or "").hostname or "-"
         if outcome.success:
             log.info("webhook %s delivered to %s on attempt %d", claim.event_id, host, claim.attempt)
         else:
             log.info("webhook %s attempt %d to %s failed (%s); now %s", claim.event_id, claim.attempt, host,
-                     outcome.error, status or "claimed elsewhere")
+                     outcome.error, new_status or "claimed elsewhere")
     return statuses
 
 
@@ -308,7 +308,9 @@ async def _http_session(gateway: "Gateway") -> AsyncIterator[aiohttp.ClientSessi
         yield shared
         return
     config = gateway.config.webhooks
-    async with outbound_session(allow_private=config.allow_private_urls, timeout_seconds=config.timeout_seconds) as session:
+    async with outbound_session(
+        allow_private=config.allow_private_urls, timeout_seconds=config.timeout_seconds
+    ) as session:
         yield session
 
 
@@ -319,7 +321,7 @@ async def _deliver_claims(gateway: "Gateway", http: aiohttp.ClientSession, claim
         async with gate:
             try:
                 return await attempt_delivery(gateway, http, claim)
-            except Exception:  # noqa: BLE001 - one odd URL must not lose the batch's results
+            except Exception:  # one odd URL must not lose the batch's results
                 log.exception("webhook %s attempt %d failed unexpectedly", claim.event_id, claim.attempt)
                 return Outcome(False, error="internal error while sending")
 
@@ -355,7 +357,7 @@ async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
         async with _http_session(gateway) as http:
             statuses = await _deliver_claims(gateway, http, claims)
         return statuses == [DELIVERED]
-    except Exception:  # noqa: BLE001 - the tick retries; the caller's request must not fail
+    except Exception:  # the tick retries; the caller's request must not fail
         log.exception("immediate delivery of webhook %s failed; the delivery tick retries it", event_id)
         return False
 

@@ -28,7 +28,7 @@ async def run_job_once(gateway: "Gateway", job: Job) -> bool:
             return False
         try:
             await job.func(gateway)
-        except Exception:  # noqa: BLE001 - keep the scheduler alive
+        except Exception:  # keep the scheduler alive
             log.exception("job %s failed; it runs again at the next tick", job.name)
         return True
 

@@ -69,7 +69,7 @@ class Browser:
             raise BrowserError(INSTALL_HINT)
         profile = Path(workdir) / "chromium-profile"
         profile.mkdir(parents=True, exist_ok=True)
-        log = open(profile / "chromium.log", "wb")
+        log = open(profile / "chromium.log", "wb")  # noqa: ASYNC230 - once per browser start, a local file
         process = await asyncio.create_subprocess_exec(
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -133,7 +133,7 @@ class Browser:
         await self._ws.send_str(json.dumps({"id": message_id, "method": method, "params": params or {}}))
         try:
             reply = await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise BrowserError(f"{method}: no answer within {timeout} s") from None
         finally:
             self._replies.pop(message_id, None)
@@ -150,7 +150,7 @@ class Browser:
     async def _until(self, future: asyncio.Future, what: str, timeout: float = LOAD_TIMEOUT) -> Any:
         try:
             return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise BrowserError(f"{what}: not within {timeout} s") from None
 
     # -- what a test does ------------------------------------------------------------------------

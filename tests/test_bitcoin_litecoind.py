@@ -38,7 +38,7 @@ async def receiver():
 
 
 class Shop:
-    def __init__(self, client, merchant, secret, faucet) -> None:
+    def __init__(self, client, merchant, secret, faucet) -> None:  # noqa: F811 - the fixture, passed on
         self.client = client
         self.merchant = merchant
         self.secret = secret
@@ -75,7 +75,7 @@ class Shop:
         return payment
 
 
-async def make_shop(make_client, make_config, node, faucet, receiver) -> Shop:
+async def make_shop(make_client, make_config, node, faucet, receiver) -> Shop:  # noqa: F811 - the fixture, passed on
     config = make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": node.plugin_block()}})
     client = await make_client(config, get_plugin_manager(blocked=["devnet"]))
     merchant = await signup(client, "ltc-shop@example.com")

@@ -107,7 +107,7 @@ async def test_concurrent_signing_takes_distinct_nonces_and_a_repeat_returns_the
     assert [int(r["nonce"]) for r in rows] == [0, 1, 2, 3, 4]
     again = await shop.adapter.sign_payout(orders[2])
     assert again == signed[2] and again.network_fee == 21_000 * int(
-        (await shop.gateway.db.fetch_val("SELECT max_fee_per_gas FROM evm_txs WHERE ref = :r", {"r": orders[2].payout_id})))
+        await shop.gateway.db.fetch_val("SELECT max_fee_per_gas FROM evm_txs WHERE ref = :r", {"r": orders[2].payout_id}))
     for one in signed:
         await shop.adapter.broadcast(one)
         await shop.adapter.broadcast(one)  # again: harmless
