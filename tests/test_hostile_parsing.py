@@ -405,8 +405,11 @@ def test_parse_decimal_is_bounded_and_ascii(text):
     assert time.perf_counter() - started < 0.05
 
 
-def test_number_bounds_in_a_parsed_body():
-    body = json_body.parse('{"ok":[1,2.5,1e-78,1e77],"big":[1e79],"tiny":{"x":1e-79},"long":%s}' % ("9" * 100))
+def test_number_and_text_bounds_in_a_parsed_body():
     with pytest.raises(ValidationError) as refused:
-        json_body.check_values(body)
+        json_body.parse('{"ok":[1,2.5,1e-78,1e77],"big":[1e79],"tiny":{"x":1e-79},"long":%s}' % ("9" * 100))
     assert set(refused.value.detail) == {"big[0]", "tiny.x", "long"}
+    with pytest.raises(ValidationError) as refused:
+        json_body.parse('{"a":"\\b","b":["x","\\u001f"],"c":"\\t\\n\\r\\\\ \\/ \\u00e9"}')
+    assert set(refused.value.detail) == {"a", "b[1]"}
+    assert json_body.parse('{"n":[%s],"s":"1e999999"}' % ",".join(["1.5", "9" * 78, "-0.1"])) is not None

@@ -25,6 +25,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 # C0 controls except tab, newline and carriage return (harmless in free text).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
+REFUSED_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
 # In a path every control character is refused, whitespace controls included.
 _PATH_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # Headers whose value the gateway reads (keys, idempotency, client address).
@@ -42,6 +43,8 @@ CHECKED_HEADERS = (
 
 def text_problem(value: str) -> str | None:
     """Why ``value`` cannot be taken as text, or None when it can."""
+    if not REFUSED_TEXT.search(value):  # the common case: one scan
+        return None
     if "\x00" in value:
         return "must not contain NUL characters"
     if _SURROGATE.search(value):
