@@ -7,8 +7,8 @@ Every check here is a way a body used to crash or freeze the gateway:
   scan (``nested_deeper_than``), so json never sees a body deeper than
   ``MAX_DEPTH``.
 - A JSON number like ``1e1000000`` is cheap as a Decimal but takes minutes to
-  turn into an int; every number is bounded (``money.check_bounds``) before
-  any field looks at it.
+  turn into an int; every number's exponent (and, in a body with long digit
+  runs, its digits: ``money.check_bounds``) is bounded before any field looks at it.
 - NUL and lone surrogates (``"\\ud800"``) in a string or key cannot be stored
   (``web.edge.text_problem``).
 - ``json.loads`` on bytes guesses UTF-16/UTF-32 and skips a BOM; bodies must be
