@@ -9,11 +9,18 @@ anything the coin cannot represent.
 from __future__ import annotations
 
 import json
+import re
 from decimal import ROUND_DOWN, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 # 78 digits holds 2**256, the largest amount any supported chain can express.
 MAX_DIGITS = 78
+# The finest amount any field takes: 10**-MAX_DIGITS (no coin has more than 18 decimals,
+# and fiat/USD amounts far fewer). Bounding the exponent this way keeps every later
+# scaleb/quantize/int() on the value small, so "1e900000" costs microseconds, not minutes.
+MAX_SCALE = MAX_DIGITS
+# ASCII only: Decimal() also reads Arabic-Indic and full-width digits, "1_000", "NaN", "Infinity".
+_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,6})?", re.ASCII)
 
 
 class AmountError(ValueError):
@@ -26,12 +33,14 @@ def parse_decimal(value: Any) -> Decimal:
         # A float already lost exactness before it reached us.
         raise AmountError("must be a decimal string")
     if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, Decimal):
+        if value.bit_length() > 4 * MAX_DIGITS:  # cheap, and long before str() of it would be slow
+            raise AmountError("is too large")
+        number = Decimal(value)
+    elif isinstance(value, Decimal):
         number = value
     elif isinstance(value, str):
         text = value.strip()
-        if not text or len(text) > MAX_DIGITS + 2 or "_" in text:
+        if not text or len(text) > MAX_DIGITS + 2 or not _DECIMAL_TEXT.fullmatch(text):
             raise AmountError("must be a decimal string")
         try:
             number = Decimal(text)
@@ -41,7 +50,26 @@ def parse_decimal(value: Any) -> Decimal:
         raise AmountError("must be a decimal string")
     if not number.is_finite():
         raise AmountError("must be a finite number")
+    check_bounds(number)
     return number
+
+
+def check_bounds(number: Decimal) -> None:
+    """Refuse a finite Decimal no money field can hold, before any arithmetic on it.
+
+    Decimal keeps ``1E+900000`` as three small fields; it is ``int()``, ``scaleb``
+    and quantizing that expand it to a million digits and freeze the event loop.
+    Looking at the tuple costs nothing whatever the exponent.
+    """
+    _sign, digits, exponent = number.as_tuple()
+    if not isinstance(exponent, int):  # NaN/Infinity
+        raise AmountError("must be a finite number")
+    if len(digits) > MAX_DIGITS + MAX_SCALE:
+        raise AmountError("has too many digits")
+    if exponent < -MAX_SCALE:
+        raise AmountError(f"has more than {MAX_SCALE} decimal places")
+    if len(digits) + exponent > MAX_DIGITS:  # the integer part alone has more than MAX_DIGITS digits
+        raise AmountError("is too large")
 
 
 def to_base_units(value: Any, decimals: int, *, allow_zero: bool = False) -> int:

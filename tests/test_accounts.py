@@ -44,6 +44,8 @@ async def test_signup_bad_input(client):
         ({"email": "a@example.com", "password": "short"}, "password"),
         ({"email": "a@example.com", "password": "x" * 129}, "password"),
         ({"email": "a@example.com", "password": 12345678}, "password"),
+        ({"email": "a@example.com", "password": "12345678"}, "password"),  # among the most common
+        ({"email": "a@example.com", "password": " " * 8}, "password"),
     ]
     for payload, field in cases:
         response = await client.post("/dashboard/auth/signup", json=payload)

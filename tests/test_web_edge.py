@@ -75,10 +75,16 @@ async def test_too_many_decimals_and_bad_json(make_client, make_config):
     client = await edge_client(make_client, make_config)
     response = await client.post("/test/amount", json={"currency": "BTC", "amount": "0.000000001"})
     assert response.status == 400 and "decimal places" in (await response.json())["message"]
-    for data in ("{", "[1,2]", "", "null"):
+    for data in ("{", "[1,2]", "", "null", "[" * 33 + "]" * 33):
         response = await client.post("/test/amount", data=data, headers={"content-type": "application/json"})
         body = await response.json()
         assert response.status == 400 and body["error"]["type"] == "validation", data
+    for amount in ('"1e900000"', "1e900000", '"\u0661"', '"\uff11"'):  # huge; Arabic-Indic and full-width 1
+        response = await client.post("/test/amount", data='{"currency":"BTC","amount":%s}' % amount,
+                                     headers={"content-type": "application/json"})
+        assert response.status == 400 and "amount" in (await response.json())["error"]["detail"], amount
+    response = await client.post("/test/amount", data='{"currency":"BTC","amount":"1"}')  # text/plain
+    assert response.status == 400 and "Content-Type" in (await response.json())["error"]["detail"]["body"]
 
 
 async def test_business_error_carries_code(make_client, make_config):

@@ -18,6 +18,7 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ..core.errors import ApiError, Maintenance, RateLimited
+from .edge import text_middleware
 from .envelope import error_response
 from .pages import is_html_page, page_security_headers
 from .keys import GATEWAY, REQUEST_ID, WRITE_LIMIT_BUCKET
@@ -180,6 +181,7 @@ def middlewares(auth_middleware: Handler) -> list:
     return [
         request_id_middleware,
         error_middleware,
+        text_middleware,
         maintenance_middleware,
         db_connection_middleware,
         rate_limit_middleware,

@@ -44,14 +44,34 @@ class Field:
     check: Callable[[Any], str | None] | None = None
 
 
+# Integer fields land in BIGINT columns (or smaller); a field without its own
+# bounds still never holds more than a signed 64-bit integer.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# Unix seconds of 9999-12-31T23:59:59Z: the latest instant a timestamp field takes.
+MAX_TIMESTAMP = 253_402_300_799
+# ASCII digits only: ``\d`` and ``int()`` also take Arabic-Indic and full-width digits.
+_INT_TEXT = re.compile(r"-?[0-9]{1,19}", re.ASCII)
+
+
 def _as_int(value: Any) -> int | None:
+    """An integer from a JSON int, an integral JSON number or a digit string; None otherwise.
+
+    Values far beyond int64 come back as one step past the int64 range (never
+    expanded): ``int(Decimal("1e1000000"))`` would build a million-digit int.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, Decimal) and value == value.to_integral_value():
+    if isinstance(value, Decimal):
+        if not value.is_finite():
+            return None
+        if value.adjusted() > 19:
+            return INT64_MAX + 1 if value > 0 else INT64_MIN - 1
+        if value != value.to_integral_value():
+            return None
         return int(value)
-    if isinstance(value, str) and re.fullmatch(r"-?\d{1,18}", value.strip()):
+    if isinstance(value, str) and _INT_TEXT.fullmatch(value.strip()):
         return int(value.strip())
     return None
 
@@ -81,10 +101,12 @@ def _check_one(spec: Field, value: Any) -> tuple[Any, str | None]:
         if number is None:
             return None, "must be an integer"
         value = number
-        if spec.minimum is not None and value < spec.minimum:
-            return None, f"must be at least {spec.minimum}"
-        if spec.maximum is not None and value > spec.maximum:
-            return None, f"must be at most {spec.maximum}"
+        minimum = INT64_MIN if spec.minimum is None else spec.minimum
+        maximum = INT64_MAX if spec.maximum is None else spec.maximum
+        if value < minimum:
+            return None, f"must be at least {minimum}"
+        if value > maximum:
+            return None, f"must be at most {maximum}"
     elif kind == "bool":
         if not isinstance(value, bool):
             return None, "must be true or false"

@@ -12,6 +12,7 @@ from aiohttp import web
 
 from ...core import accounts
 from ...core.errors import ValidationError
+from ...core.passwords import password_problem
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
@@ -20,17 +21,17 @@ from ..validation import Field, validate
 
 routes = web.RouteTableDef()
 
-PASSWORD_MIN, PASSWORD_MAX = 8, 128
-
 
 def password_field(body: Mapping[str, Any], name: str, errors: dict[str, str], *, check_length: bool = True) -> str:
-    """A password exactly as sent: never stripped, 8-128 characters when ``check_length``."""
+    """A password exactly as sent: never stripped; when ``check_length`` (a new password)
+    8-128 characters, not only whitespace and not a common password."""
     value = body.get(name)
     if not isinstance(value, str) or not value:
         errors[name] = "is required" if value in (None, "") else "must be a string"
         return ""
-    if check_length and not PASSWORD_MIN <= len(value) <= PASSWORD_MAX:
-        errors[name] = f"must be {PASSWORD_MIN}-{PASSWORD_MAX} characters"
+    problem = password_problem(value) if check_length else None
+    if problem:
+        errors[name] = problem
     elif len(value) > 1024:
         errors[name] = "is too long"
     return value

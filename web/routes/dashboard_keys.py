@@ -10,7 +10,7 @@ from ...core import api_keys
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
-from ..validation import Field, validate
+from ..validation import MAX_TIMESTAMP, Field, validate
 
 routes = web.RouteTableDef()
 
@@ -28,7 +28,7 @@ OPTIONAL_FIELDS = [
     Field("ip_allowlist", "list", max_len=100, default=[]),
     Field("webhook_url", "url", max_len=500),
     Field("rate_limit_rpm", "int", minimum=1, maximum=10_000),
-    Field("expires_at", "int", minimum=1),
+    Field("expires_at", "int", minimum=1, maximum=MAX_TIMESTAMP),
     Field("brand_id", max_len=64),
 ]
 

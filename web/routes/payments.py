@@ -18,7 +18,7 @@ from ...core.receipts import issue_receipt
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
-from ..validation import Field, pagination, validate
+from ..validation import MAX_TIMESTAMP, Field, pagination, validate
 
 routes = web.RouteTableDef()
 
@@ -195,7 +195,7 @@ DEPOSIT_FIELDS = [
     Field("status", upper=True, choices=deposit_engine.DEPOSIT_STATUSES),
     Field("address", max_len=128),
     Field("user_id", max_len=128),
-    Field("since", "int", minimum=0),
+    Field("since", "int", minimum=0, maximum=MAX_TIMESTAMP),
     Field("sort_order", choices=("asc", "desc"), default="desc"),
 ]
 
