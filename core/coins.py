@@ -2,7 +2,7 @@
 
 Every coin (the rows of SPEC 2.7 as much as a third-party chain's) is
 registered by the chain plugin that owns it through ``register_coins``:
-``orbchain.chains.bitcoin`` registers BTC-family coins, ``orbchain.chains.evm``
+``orbchain.chains.bitcoin`` registers its UTXO coins, ``orbchain.chains.evm``
 the EVM coins and tokens, and so on. Every amount check, address check,
 price look-up and ``/v1/common/currencies`` reads the :class:`CoinRegistry`
 built at startup.

@@ -262,7 +262,7 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "lifetime_minutes": lifetime, "key_id": request.key_id, "expires_at": expires_at,
         "created_at": now, "updated_at": now, "receive_extra": None,
     }
-    target = await receive_target(gateway, row, pay_coin, adapter.network)
+    target = await receive_target(gateway, {**row, "pay_amount": priced.get("pay_amount")}, pay_coin, adapter.network)
     async with gateway.db.transaction():
         if target is not None:
             row.update(_target_fields(target))
