@@ -31,7 +31,8 @@ from orbchain.chains.bitcoin.settings import read_settings
 from orbchain.core.accounts import sign_up
 from orbchain.core.config import load_config
 from orbchain.core.gateway import build_gateway
-from orbchain.core.keys import SeedKeyStore, get_family
+from orbchain.chains.bitcoin.families import address_families
+from orbchain.core.keys import SeedKeyStore
 from orbchain.core.migrate import migrate
 from orbchain.core.plugins import get_plugin_manager
 from orbchain.core.scanner import scan_chain
@@ -104,7 +105,7 @@ def _fill(db_path: Path, merchant_id: str, rows: int, now: int) -> list[str]:
     Written with the sqlite3 module's ``executemany`` in big transactions:
     the async driver's per-row round trips would take minutes for a million.
     """
-    family = get_family("ltc", "regtest")
+    family = next(f for f in address_families("regtest") if f.name == "ltc")
     store = SeedKeyStore(bytes(32))
     watched = [family.derive(store, 1, i).address for i in range(HITS_PER_BLOCK)]
     values = [(a, i) for i, a in enumerate(watched)]

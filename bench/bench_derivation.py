@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from orbchain.core.keys import SeedKeyStore, WatchOnlyKeyStore, get_family
+from orbchain.core.keys import AddressFamilyRegistry, SeedKeyStore, WatchOnlyKeyStore
+from orbchain.core.plugins import call_collect, get_plugin_manager
 
 TEST_MNEMONIC = " ".join(["abandon"] * 11 + ["about"])
 FAMILIES = ("btc", "ltc", "doge", "evm", "tron", "solana")
@@ -40,16 +41,18 @@ def main() -> None:
     parser.add_argument("--network", default="mainnet", choices=("mainnet", "testnet", "regtest"))
     args = parser.parse_args()
 
+    registry = AddressFamilyRegistry()  # the installed chain plugins' families
+    call_collect(get_plugin_manager(), "register_address_families", registry, gateway=None)
     seed_store = SeedKeyStore.from_mnemonic(TEST_MNEMONIC)
     watch = WatchOnlyKeyStore(network=args.network)
     print(f"{args.count} addresses per family, merchant account {args.account}, {args.network}")
     print(f"{'family':<8} {'store':<11} {'addr/s':>9} {'(cpu)':>9}  last address")
     for name in FAMILIES:
-        family = get_family(name, args.network)
+        family = registry.require(name, args.network)
         rate, cpu_rate, last = _rate(seed_store, family, args.account, args.count)
         print(f"{name:<8} {'seed':<11} {rate:>9,.0f} {cpu_rate:>9,.0f}  {last}")
         if family.watch_only_capable:
-            watch.add_account_xpub(name, args.account, seed_store.account_xpub(family, args.account))
+            watch.add_account_xpub(family, args.account, seed_store.account_xpub(family, args.account))
             rate, cpu_rate, last_w = _rate(watch, family, args.account, args.count)
             assert last_w == last, "watch-only and seed stores disagree"
             print(f"{name:<8} {'watch-only':<11} {rate:>9,.0f} {cpu_rate:>9,.0f}  {last_w}")

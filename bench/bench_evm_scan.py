@@ -91,8 +91,7 @@ async def measure(node, token: str, first: int, last: int, ours: list[str], rows
         database={"url": f"sqlite+aiosqlite:///{data_dir / 'orbchain.db'}"},
         scheduler={"enabled": False},
         plugin={"evm": {"ethereum": {"rpc_url": node.url, "chain_id": CHAIN_ID, "start_height": first,
-                                     "max_blocks_per_scan": 10_000}},
-                "coin_table": {"contracts": {"USDT_ERC20": token}}})
+                                     "max_blocks_per_scan": 10_000, "contracts": {"USDT_ERC20": token}}}})
     gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
     await gateway.db.connect()
     await migrate(gateway.db, gateway.migrations)

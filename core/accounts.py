@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 ACCOUNT_ID_PREFIX = "ORB"  # the brand-specific prefix of public account ids (SPEC 2.12)
 ACCOUNT_ID_BODY_LENGTH = 20
 BASE58_ALPHABET = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-DEFAULT_ACCEPTED_COINS = ("BTC", "LTC", "ETH", "USDT_ERC20", "USDT_TRC20", "SOL")
 KEY_ACCOUNT_COUNTER = "merchant_key_account"
 MAX_KEY_ACCOUNT = 2**31 - 1  # hardened BIP-32 indices stop here
 MAX_CONFIRMATIONS = 1000
@@ -179,7 +178,7 @@ async def sign_up(gateway: Gateway, email: str, password: str, ref: str | None =
                 " confirmations, referrer_id, created_at, updated_at)"
                 " VALUES (:id, :aid, :email, :pw, :ka, :coins, '{}', :ref, :now, :now)",
                 {"id": merchant_id, "aid": new_account_id(), "email": email, "pw": password_hash, "ka": key_account,
-                 "coins": json.dumps(list(DEFAULT_ACCEPTED_COINS)), "ref": referrer["id"] if referrer else None,
+                 "coins": json.dumps(gateway.coins.default_accepted()), "ref": referrer["id"] if referrer else None,
                  "now": now},
             )
             for kind, key in issued.items():
@@ -306,8 +305,8 @@ async def set_accepted_coins(gateway: Gateway, merchant_id: str, coins: Sequence
         coin = gateway.coins.get(symbol)
         if coin is None or not coin.receivable:
             raise ValidationError({"accepted_coins": f"{symbol} is not a supported coin"})
-        if symbol == "XMR" and row["default_settlement_coin"] in (None, "", "XMR"):
-            raise ValidationError({"accepted_coins": "XMR requires a non-XMR default_settlement_coin"})
+        if coin.settles_only_via_swap and row["default_settlement_coin"] in (None, "", symbol):
+            raise ValidationError({"accepted_coins": f"{symbol} requires a non-{symbol} default_settlement_coin"})
         if symbol not in clean:
             clean.append(symbol)
     if not clean:

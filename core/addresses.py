@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .config import ConfigError
 from .errors import NotConfigured
-from .keys import SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore, get_family
+from .keys import AddressFamily, SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -39,7 +39,8 @@ def keystore(gateway: "Gateway", network: str = "mainnet") -> Any:
                 secrets.seed_material, gateway.config.secrets.seed_passphrase)
             stores["seed"] = store
         else:
-            store = WatchOnlyKeyStore(load_account_xpubs(gateway.config.secrets.account_xpubs_file, network), network)
+            store = WatchOnlyKeyStore(load_account_xpubs(gateway.config.secrets.account_xpubs_file, network), network,
+                                      gateway.address_families)
         stores[network] = store
     return stores[network]
 
@@ -54,13 +55,19 @@ def load_account_xpubs(path: str, network: str) -> dict[tuple[str, int], str]:
         raise ConfigError(f"config key 'secrets.account_xpubs_file': cannot read {path}: {exc}") from None
 
 
-def export_account_xpubs(store: SeedKeyStore, network: str, accounts: range, families: list[str]) -> dict:
+def export_account_xpubs(
+    store: SeedKeyStore, network: str, accounts: range, families: list[AddressFamily]
+) -> dict:
     """The watch-only table for ``accounts`` (run where the seed lives)."""
     table: dict[str, dict[str, str]] = {}
-    for name in families:
-        family = get_family(name, network)
-        table[name] = {str(account): store.account_xpub(family, account) for account in accounts}
+    for family in families:
+        table[family.name] = {str(account): store.account_xpub(family, account) for account in accounts}
     return {network: table}
+
+
+def family_of(gateway: "Gateway", coin: "Coin", network: str) -> AddressFamily:
+    """The registered address family of ``coin`` on ``network`` (checked at startup)."""
+    return gateway.address_families.require(coin.address_family, network)
 
 
 async def next_counter(gateway: "Gateway", name: str) -> int:
@@ -76,7 +83,7 @@ async def next_counter(gateway: "Gateway", name: str) -> int:
 async def _derive_and_store(
     gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str | None
 ) -> str:
-    family = get_family(coin.address_family, network)
+    family = family_of(gateway, coin, network)
     index = await next_counter(gateway, f"addr:{merchant['id']}:{family.name}:{network}")
     try:
         derived = family.derive(keystore(gateway, network), int(merchant["key_account"]), index)
@@ -103,10 +110,10 @@ async def standing_address(
 ) -> str:
     """The one address of (merchant, coin family, user); created on first use.
 
-    EVM coins share one address per user, as do TRX and its tokens: the key
-    is the family, not the coin.
+    Coins of one family share one address per user (a chain's native coin
+    and its tokens): the key is the family, not the coin.
     """
-    family = get_family(coin.address_family, network).name
+    family = family_of(gateway, coin, network).name
     query = (
         "SELECT address FROM deposit_addresses WHERE merchant_id = :m AND family = :f"
         " AND network = :n AND user_key = :u"

@@ -96,7 +96,7 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
     import json
 
     from .addresses import export_account_xpubs
-    from .keys import SeedKeyStore
+    from .keys import SeedKeyStore, UnknownFamilyError
     from .secrets import load_secrets
 
     config = _load(args)
@@ -108,7 +108,13 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
         raise ConfigError("--accounts must look like 1-100")
     accounts = range(int(first), int(last or first) + 1)
     store = SeedKeyStore.from_secret(secrets.seed_material, config.secrets.seed_passphrase)
-    families = [f.strip() for f in args.families.split(",") if f.strip()]
+    registry = build_gateway(config).address_families
+    names = [f.strip() for f in args.families.split(",") if f.strip()]
+    try:
+        families = ([registry.require(name, args.network) for name in names] if names
+                    else [f for f in registry.families(args.network) if f.watch_only_capable])
+    except UnknownFamilyError as exc:
+        raise ConfigError(f"--families: {exc}") from None
     print(json.dumps(export_account_xpubs(store, args.network, accounts, families), indent=1, sort_keys=True))
     return 0
 
@@ -189,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
     export = keys_sub.add_parser("export-xpubs", help="print account xpubs for watch-only processes")
     export.add_argument("--accounts", required=True, help="merchant key accounts, e.g. 1-500")
     export.add_argument("--network", default="mainnet", choices=("mainnet", "testnet", "regtest"))
-    export.add_argument("--families", default="btc,ltc,doge,evm,tron", help="comma-separated address families")
+    export.add_argument("--families", default="",
+                        help="comma-separated address families (default: every watch-only capable family)")
     export.set_defaults(func=cmd_export_xpubs)
 
     sub.add_parser("plugins", help="list registered plugins").set_defaults(func=cmd_plugins)

@@ -1,16 +1,17 @@
-"""The coin table: one place for every coin's decimals, floors and contracts.
+"""The coin type and the coin registry; the core itself knows no coin.
 
-The rows of SPEC 2.7 are data here; a built-in plugin
-(``orbchain.plugins.coin_table``) registers them through the same
-``register_coins`` hook a third-party chain package uses for its own coins.
-Every amount check, address check and ``/v1/common/currencies`` reads the
-:class:`CoinRegistry` built at startup, never this module's constants.
+Every coin (the rows of SPEC 2.7 as much as a third-party chain's) is
+registered by the chain plugin that owns it through ``register_coins``:
+``orbchain.chains.bitcoin`` registers its UTXO coins, ``orbchain.chains.evm``
+the EVM coins and tokens, and so on. Every amount check, address check,
+price look-up and ``/v1/common/currencies`` reads the :class:`CoinRegistry`
+built at startup.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from .money import format_units, to_base_units
 from .registries import Registry, StartupError
@@ -22,9 +23,26 @@ class Coin:
 
     ``confirmations`` is the platform floor (merchants may only raise it);
     ``default_confirmations`` is what a merchant gets without a setting.
-    ``address_family`` names the key layer's family that derives and
-    validates its addresses ("btc", "evm", "tron", ...). ``contract`` is the
-    pinned token contract for tokens, None for native coins.
+    ``address_family`` names the address family (registered by a chain
+    plugin through ``register_address_families``) that derives and validates
+    its addresses. ``contract`` is the pinned token contract for tokens, None
+    for native coins.
+
+    ``payable``: it can be paid out (False for source-only coins).
+    ``receivable``: a merchant may list it in accepted_coins.
+    ``receive_address``: the gateway has an address to receive it at; False
+    (a source-only coin reached through a swap) refuses it as a payment's
+    pay currency and as a receive address with 400
+    ``<symbol>_receive_unsupported``.
+    ``settles_only_via_swap``: accepting it needs a different
+    default_settlement_coin (it is swapped, never held).
+    ``default_accepted``: in a new merchant's accepted_coins (SPEC 4.8).
+    ``rank``: position in listings (``/v1/common/currencies``, default
+    accepted coins), lower first, ties in registration order; plugin load
+    order is not a meaningful order, so the built-ins use their SPEC 2.7 row.
+    ``price_id``: the asset's id at CoinGecko-compatible price sources
+    (tokens price as their asset); ``dev_price_usd``: the offline
+    development price of the ``static`` source (a decimal string).
     """
 
     symbol: str
@@ -38,6 +56,12 @@ class Coin:
     default_confirmations: int | None = None
     payable: bool = True
     receivable: bool = True
+    receive_address: bool = True
+    settles_only_via_swap: bool = False
+    default_accepted: bool = False
+    price_id: str | None = None
+    dev_price_usd: str | None = None
+    rank: int = 1000
 
     @property
     def default_threshold(self) -> int:
@@ -77,6 +101,12 @@ class CoinRegistry(Registry[Coin]):
             raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has bad decimals")
         return super().add(item)
 
+    def __iter__(self) -> Iterator[Coin]:
+        return iter(sorted(self._items.values(), key=lambda coin: coin.rank))
+
+    def names(self) -> list[str]:
+        return [coin.symbol for coin in self]
+
     def require(self, symbol: str) -> Coin:
         coin = self.get(symbol)
         if coin is None:
@@ -87,48 +117,16 @@ class CoinRegistry(Registry[Coin]):
         """Replace a token's pinned contract (operator config, test networks)."""
         self._items[symbol] = replace(self.require(symbol), contract=contract)
 
+    def default_accepted(self) -> list[str]:
+        """A new merchant's accepted_coins: the coins their plugins flag ``default_accepted``."""
+        return [coin.symbol for coin in self if coin.default_accepted]
 
-def _coin(symbol: str, name: str, chain: str, decimals: int, conf: int, min_payout: str, family: str, **kw: Any) -> Coin:
-    return Coin(symbol, name, chain, decimals, conf, min_payout, family, **kw)
-
-
-# SPEC 2.7, with the well-known mainnet token contracts pinned.
-SPEC_COINS: tuple[Coin, ...] = (
-    _coin("BTC", "Bitcoin", "bitcoin", 8, 2, "0.0001", "btc"),
-    _coin("LTC", "Litecoin", "litecoin", 8, 6, "0.001", "ltc"),
-    _coin("DOGE", "Dogecoin", "dogecoin", 8, 6, "10", "doge"),
-    _coin("ETH", "Ethereum", "ethereum", 18, 12, "0.001", "evm"),
-    _coin("USDT_ERC20", "Tether USD (ERC-20)", "ethereum", 6, 12, "5", "evm",
-          contract="0xdAC17F958D2ee523a2206206994597C13D831ec7"),
-    _coin("USDC_ERC20", "USD Coin (ERC-20)", "ethereum", 6, 12, "5", "evm",
-          contract="0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48"),
-    _coin("SHIB", "Shiba Inu", "ethereum", 18, 12, "200000", "evm",
-          contract="0x95aD61b0a150d79219dCF64E1E6Cc01f0B64C4cE"),
-    _coin("DAI", "Dai", "ethereum", 18, 12, "5", "evm",
-          contract="0x6B175474E89094C44Da98b954EedeAC495271d0F"),
-    _coin("BNB", "BNB", "bsc", 18, 15, "0.01", "evm"),
-    _coin("USDT_BEP20", "Tether USD (BEP-20)", "bsc", 18, 15, "5", "evm",
-          contract="0x55d398326f99059fF775485246999027B3197955"),
-    _coin("USDC_BEP20", "USD Coin (BEP-20)", "bsc", 18, 15, "5", "evm",
-          contract="0x8AC76a51cc950d9822D68b83fE1Ad97B32Cd580d"),
-    _coin("POL", "Polygon", "polygon", 18, 30, "1", "evm"),
-    _coin("USDT_POL", "Tether USD (Polygon)", "polygon", 6, 30, "5", "evm",
-          contract="0xc2132D05D31c914a87C6611C10748AEb04B58e8F"),
-    _coin("USDC_POL", "USD Coin (Polygon)", "polygon", 6, 30, "5", "evm",
-          contract="0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359"),
-    _coin("TRX", "TRON", "tron", 6, 3, "5", "tron", default_confirmations=19),
-    _coin("USDT_TRC20", "Tether USD (TRC-20)", "tron", 6, 3, "1", "tron",
-          contract="TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t", default_confirmations=19),
-    _coin("USDC_TRC20", "USD Coin (TRC-20)", "tron", 6, 3, "1", "tron",
-          contract="TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8", default_confirmations=19),
-    _coin("SOL", "Solana", "solana", 9, 32, "0.01", "solana"),
-    # Source-only: swapped into the merchant's settlement coin, never held.
-    _coin("XMR", "Monero", "monero", 12, 10, "0", "xmr", payable=False),
-    # Lightning: amounts in BTC with satoshi precision; credited on settlement.
-    _coin("BTC_LN", "Bitcoin Lightning", "lightning", 8, 0, "0.00000001", "lightning"),
-)
-
-
-def register_all(registry: CoinRegistry, coins: Iterable[Coin]) -> None:
-    for coin in coins:
-        registry.add(coin)
+    def check_families(self, family_names: Iterable[str]) -> None:
+        """Every coin's address family is registered; else startup stops naming both."""
+        known = set(family_names)
+        for coin in self:
+            if coin.address_family not in known:
+                raise StartupError(
+                    f"coin {coin.symbol!r} from plugin {self.owner(coin.symbol)!r} uses address family "
+                    f"{coin.address_family!r}, which no plugin registered (register_address_families)"
+                )

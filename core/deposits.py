@@ -89,7 +89,7 @@ async def observe(
     """
     coin = gateway.coins.get(transfer.coin)
     if coin is None or coin.address_family != owner["family"]:
-        return  # a coin this address cannot receive (e.g. BTC reported on an EVM address)
+        return  # a coin this address cannot receive (a coin of another address family)
     after: AfterCommit = []
     db = gateway.db
     async with db.transaction():

@@ -1,9 +1,10 @@
 """The gateway context object passed to every hook (like datasette's ``datasette``).
 
 Built once per process by :func:`build_gateway`: it validates plugin config
-and collects coins, chains, price sources, jobs and migrations from the
-plugins. Runtime resources (database connection, HTTP session, scheduler)
-are opened by the web app's cleanup contexts, not here.
+and collects coins, address families, chains, price sources, jobs and
+migrations from the plugins; a coin whose address family no plugin
+registered stops it here. Runtime resources (database connection, HTTP
+session, scheduler) are opened by the web app's cleanup contexts, not here.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .config import Config
 from .auth import CORE_SCOPE_DESCRIPTIONS
 from .db import Database
 from .events import CORE_EVENT_KINDS
+from .keys import AddressFamilyRegistry
 from .migrate import MigrationRegistry
 from .plugins import call_collect, call_event, get_plugin_manager
 from .registries import (
@@ -47,6 +49,7 @@ class Gateway:
     pm: pluggy.PluginManager
     db: Database
     coins: CoinRegistry = field(default_factory=CoinRegistry)
+    address_families: AddressFamilyRegistry = field(default_factory=AddressFamilyRegistry)
     chains: ChainRegistry = field(default_factory=ChainRegistry)
     price_sources: PriceSourceRegistry = field(default_factory=PriceSourceRegistry)
     jobs: JobRegistry = field(default_factory=JobRegistry)
@@ -104,6 +107,9 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
     pm.hook.validate_config(gateway=gateway, config=config.plugin)
     gateway.migrations = collect_migrations(pm)
     call_collect(pm, "register_coins", gateway.coins, gateway=gateway)
+    call_collect(pm, "register_address_families", gateway.address_families, gateway=gateway)
+    gateway.address_families.check_complete()
+    gateway.coins.check_families(gateway.address_families.family_names())
     call_collect(pm, "register_chains", gateway.chains, gateway=gateway)
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
     register_core_jobs(gateway)

@@ -26,8 +26,11 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..web.pages import PayPageForm
+    from .coins import Coin
     from .gateway import Gateway
+    from .keys import AddressFamilyRegistry
     from .migrate import MigrationRegistry
+    from .receive import ReceiveTarget
     from .ledger import Posting
     from .registries import (
         AssetRegistry,
@@ -218,6 +221,55 @@ def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway"
     plugin, ``splits`` and ``settlement_coin`` are refused with 503. Return
     nothing.
     """
+
+
+# -----------------------------------------------------------------------------
+# Chains: address families, receive targets and QR payloads
+# -----------------------------------------------------------------------------
+
+
+@hookspec
+def register_address_families(registry: "AddressFamilyRegistry", gateway: "Gateway") -> None:
+    """Contribute the address families of this plugin's coins.
+
+    Called once at startup, after ``register_coins`` and before
+    ``register_chains``. Call ``registry.add(AddressFamily(name, network,
+    title, validator, scheme, encoder, ...))`` once per network in
+    ``orbchain.core.keys.NETWORKS`` (mainnet, testnet, regtest); a family
+    without a derivation scheme is validate-only. A (name, network) pair
+    registered twice, a family missing a network, or a coin whose
+    ``address_family`` nobody registered stops startup.
+    """
+
+
+@hookspec(firstresult=True)
+def payment_receive_target(
+    gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin"
+) -> "ReceiveTarget | None":
+    """Where the payer of a new payment sends ``coin``, when a plugin decides it.
+
+    Called while a payment is created (and when the hosted page's picker
+    switches its coin), before the core derives an address. ``payment``
+    holds track_id, merchant_id, type, currency, pay_currency, pay_amount
+    (base units, None for static payments), user_id, chain and expires_at.
+    Return ``orbchain.core.receive.ReceiveTarget(address, extra)`` (a node's
+    invoice, a venue deposit address, a subaddress) or None to let the core
+    derive one from the seed. The first non-None answer wins; may be async.
+    A coin whose family is validate-only and that no plugin answers for is
+    refused with 503.
+    """
+
+
+@hookspec(firstresult=True)
+def payment_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> str | None:
+    """The text the hosted page's QR code encodes for an open payment.
+
+    ``payment`` is the public payment view (address, pay_amount as a decimal
+    string, pay_currency, ...). Return a URI (``bitcoin:<address>?amount=..``)
+    or None; the first non-None answer wins, and without one the QR holds the
+    bare address.
+    """
+
 
 
 # -----------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import base58
 
-from . import addresses
+from . import addresses, receive
 from .errors import InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
@@ -87,12 +87,9 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
     coin = gateway.coins.get(symbol)
     if coin is None:
         raise ValidationError({field: f"unknown coin {symbol}"})
-    if symbol == "XMR":
-        raise InvalidRequest("XMR has no standing receive address", code="xmr_receive_unsupported")
+    receive.require_receive_address(coin)
     if symbol not in merchant_coins(merchant):
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted")
-    if coin.address_family == "lightning":
-        raise NotConfigured("Lightning payments are not configured on this deployment")
     chain_for(gateway, symbol)
     return coin
 
@@ -194,9 +191,29 @@ def _invoice_coins(gateway: "Gateway", merchant: Mapping[str, Any], request: Pay
 
 def _servable(gateway: "Gateway", symbol: str) -> bool:
     coin = gateway.coins.get(symbol)
-    if coin is None or symbol == "XMR" or coin.address_family == "lightning":
+    if coin is None or not coin.receive_address:
         return False
     return any(adapter.serves(symbol) for adapter in gateway.chains)
+
+
+async def receive_target(
+    gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin", network: str
+) -> "receive.ReceiveTarget | None":
+    """A plugin's receive target for the new payment, or None when the core derives the address.
+
+    Asked before the creating transaction (a plugin may call a node). A coin
+    of a validate-only family that no plugin answers for is 503: nothing
+    here can give the payer somewhere to pay.
+    """
+    target = await receive.plugin_receive_target(gateway, payment, coin)
+    if target is None and not addresses.family_of(gateway, coin, network).derivable:
+        raise NotConfigured(f"{coin.symbol} payments are not configured on this deployment")
+    return target
+
+
+def _target_fields(target: "receive.ReceiveTarget") -> dict[str, Any]:
+    extra = json.dumps(dict(target.extra), sort_keys=True) if target.extra else None
+    return {"address": target.address, "receive_extra": extra}
 
 
 async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> dict[str, Any]:
@@ -246,10 +263,13 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "amount_fiat": priced.get("amount_fiat"), "fiat_currency": priced.get("fiat_currency"),
         "rate_locked": priced.get("rate_locked"), "rate_locked_at": priced.get("rate_locked_at"),
         "lifetime_minutes": lifetime, "key_id": request.key_id, "expires_at": expires_at,
-        "created_at": now, "updated_at": now,
+        "created_at": now, "updated_at": now, "receive_extra": None,
     }
+    target = await receive_target(gateway, {**row, "pay_amount": priced.get("pay_amount")}, pay_coin, adapter.network)
     async with gateway.db.transaction():
-        if standing_key is not None:
+        if target is not None:
+            row.update(_target_fields(target))
+        elif standing_key is not None:
             row["address"] = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, standing_key)
         else:
             row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
@@ -311,6 +331,13 @@ def transaction_view(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str
     }
 
 
+def _column(row: Mapping[str, Any], name: str) -> Any:
+    try:
+        return row[name]
+    except KeyError:  # a row built before the column existed (tests, old callers)
+        return None
+
+
 def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """SPEC 2.2: the payment record as the API shows it."""
     pay_coin = gateway.coins.require(row["pay_currency"])
@@ -341,6 +368,9 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
         view["cancel_url"] = row["cancel_url"]
         view["email"] = row["email"]
         view["accepted_coins"] = json.loads(row["accepted_coins"]) if row["accepted_coins"] else []
+    extra = _column(row, "receive_extra")
+    if extra:
+        view.update({k: v for k, v in json.loads(extra).items() if k not in view})
     if row["fiat_currency"]:
         view.update({
             "amount_fiat": row["amount_fiat"],
@@ -428,6 +458,11 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
     except (InvalidRequest, ValidationError, ServiceUnavailable):
         return False
     adapter = chain_for(gateway, symbol)
+    switched = {**row, "pay_currency": symbol, "pay_amount": priced["pay_amount"], "chain": adapter.name}
+    try:
+        target = await receive_target(gateway, switched, pay_coin, adapter.network)
+    except NotConfigured:
+        return False
     async with gateway.db.transaction():
         current = await gateway.db.fetch_one(
             f"SELECT status, pay_currency FROM payments WHERE track_id = :t{gateway.db.for_update}", {"t": track_id}
@@ -435,12 +470,17 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
         seen = await gateway.db.fetch_val("SELECT COUNT(*) FROM deposits WHERE track_id = :t", {"t": track_id})
         if current["status"] != WAITING or seen:
             return False
-        address = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
+        if target is not None:
+            fields = _target_fields(target)
+        else:
+            fields = {"address": await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network),
+                      "receive_extra": None}
         await gateway.db.execute(
             "UPDATE payments SET pay_currency = :c, pay_amount = :p, address = :a, chain = :ch,"
-            " rate_locked = :r, rate_locked_at = :ra, updated_at = :now WHERE track_id = :t",
-            {"c": symbol, "p": gateway.db.amount_param(priced["pay_amount"]), "a": address, "ch": adapter.name,
-             "r": priced.get("rate_locked"), "ra": priced.get("rate_locked_at"), "now": gateway.now(), "t": track_id},
+            " rate_locked = :r, rate_locked_at = :ra, receive_extra = :x, updated_at = :now WHERE track_id = :t",
+            {"c": symbol, "p": gateway.db.amount_param(priced["pay_amount"]), "a": fields["address"],
+             "ch": adapter.name, "r": priced.get("rate_locked"), "ra": priced.get("rate_locked_at"),
+             "x": fields["receive_extra"], "now": gateway.now(), "t": track_id},
         )
     return True
 

@@ -28,7 +28,7 @@ from .chains import PayoutSender, SignedPayout
 from .errors import ApiError, Conflict, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .events import enqueue_event
 from .views import PayoutView, payout_view_of
-from .keys import AddressError, validate_address
+from .keys import AddressError, AddressFamily
 from .ledger_accounts import NETWORK_FEES, merchant_available, payouts_in_flight, world
 from .money import AmountError
 from .payments import chain_for, new_track_id
@@ -61,6 +61,7 @@ class PayoutRoute:
     chain: str
     network: str
     sender: PayoutSender
+    family: AddressFamily  # validates destinations of ``coin`` on ``network``
 
 
 def sender_of(adapter: Any) -> PayoutSender | None:
@@ -81,7 +82,7 @@ def payout_route(gateway: "Gateway", symbol: str) -> PayoutRoute:
     if coin is None:
         raise ValidationError({"currency": f"unknown coin {symbol}"})
     sender = adapter = None
-    if coin.payable:  # XMR is source-only (SPEC 2.7)
+    if coin.payable:  # source-only coins are never paid out (SPEC 2.7)
         try:
             adapter = chain_for(gateway, symbol)
         except NotConfigured:
@@ -90,7 +91,8 @@ def payout_route(gateway: "Gateway", symbol: str) -> PayoutRoute:
     if sender is None or adapter is None:
         raise NotConfigured("not configured", code="payouts_not_configured",
                             detail={"currency": f"{symbol} payouts are not configured on this deployment"})
-    return PayoutRoute(coin, adapter.name, adapter.network, sender)
+    family = gateway.address_families.require(coin.address_family, adapter.network)
+    return PayoutRoute(coin, adapter.name, adapter.network, sender, family)
 
 
 def fee_coin(gateway: "Gateway", coin: "Coin") -> str:
@@ -104,7 +106,7 @@ def fee_coin(gateway: "Gateway", coin: "Coin") -> str:
 def check_destination(route: PayoutRoute, address: str) -> str:
     """The destination in canonical form; 400 invalid_address or burn_address."""
     try:
-        return validate_address(route.coin.address_family, address, route.network)
+        return route.family.validate(address)
     except AddressError as exc:
         if exc.code == "burn_address":
             raise InvalidRequest("destination is a burn/null address", code="burn_address") from None

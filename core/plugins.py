@@ -8,6 +8,7 @@ loading off.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import logging
 from typing import Any, Iterable
@@ -41,7 +42,7 @@ def get_plugin_manager(
     for name in blocked:
         pm.set_blocked(name)
     if load_entrypoints:
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        load_entry_points(pm)
     for plugin in plugins:
         name = None
         if isinstance(plugin, tuple):
@@ -54,6 +55,19 @@ def get_plugin_manager(
         pm.register(plugin, name=name)
     pm.check_pending()
     return pm
+
+
+def load_entry_points(pm: pluggy.PluginManager) -> None:
+    """Register the ``orbchain`` entry points of the installed distributions.
+
+    ``importlib.metadata.entry_points`` sees each distribution once (the one
+    first on ``sys.path``, the one Python imports), unlike pluggy's loader,
+    which also reads shadowed copies and would load plugins they declare.
+    """
+    for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if pm.get_plugin(entry_point.name) is not None or pm.is_blocked(entry_point.name):
+            continue
+        pm.register(entry_point.load(), name=entry_point.name)
 
 
 def plugin_names(pm: pluggy.PluginManager) -> list[str]:

@@ -9,13 +9,17 @@ CoinGecko's ``/simple/price`` format). Choose with::
     url = "https://api.coingecko.com/api/v3"
     api_key = ""                    # sent as x-cg-demo-api-key when set
     static = { BTC = "65000" }      # overrides of the static table
+
+The coins' prices come from the coin registry: each chain plugin declares its
+coins' ``price_id`` (the CoinGecko id; tokens price as their asset) and
+``dev_price_usd`` (the static development price). No coin is named here.
 """
 
 from __future__ import annotations
 
 import json
 from decimal import Decimal, InvalidOperation
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 import httpx
 
@@ -27,24 +31,6 @@ PLUGIN_NAME = "prices"
 DEFAULT_URL = "https://api.coingecko.com/api/v3"
 _KEYS = {"source", "url", "api_key", "static", "timeout_seconds"}
 
-# Development prices: round numbers, obviously not live.
-STATIC_USD = {
-    "BTC": "60000", "BTC_LN": "60000", "LTC": "80", "DOGE": "0.15", "ETH": "3000",
-    "USDT_ERC20": "1", "USDC_ERC20": "1", "SHIB": "0.00002", "DAI": "1", "BNB": "600",
-    "USDT_BEP20": "1", "USDC_BEP20": "1", "POL": "0.5", "USDT_POL": "1", "USDC_POL": "1",
-    "TRX": "0.12", "USDT_TRC20": "1", "USDC_TRC20": "1", "SOL": "150", "XMR": "160",
-}
-
-# CoinGecko ids for the coin table; tokens price as their asset.
-COINGECKO_IDS = {
-    "BTC": "bitcoin", "BTC_LN": "bitcoin", "LTC": "litecoin", "DOGE": "dogecoin",
-    "ETH": "ethereum", "USDT_ERC20": "tether", "USDC_ERC20": "usd-coin", "SHIB": "shiba-inu",
-    "DAI": "dai", "BNB": "binancecoin", "USDT_BEP20": "tether", "USDC_BEP20": "usd-coin",
-    "POL": "polygon-ecosystem-token", "USDT_POL": "tether", "USDC_POL": "usd-coin",
-    "TRX": "tron", "USDT_TRC20": "tether", "USDC_TRC20": "usd-coin", "SOL": "solana", "XMR": "monero",
-}
-
-
 # Development exchange rates: units of each currency per US dollar.
 STATIC_FIAT_PER_USD = {
     "USD": "1", "EUR": "0.9", "GBP": "0.8", "JPY": "150", "CAD": "1.35", "AUD": "1.5",
@@ -52,11 +38,23 @@ STATIC_FIAT_PER_USD = {
 }
 
 
+def static_prices(coins: Iterable[Any]) -> dict[str, str]:
+    """The development price of every registered coin that declares one."""
+    return {coin.symbol: coin.dev_price_usd for coin in coins if coin.dev_price_usd is not None}
+
+
+def price_ids(coins: Iterable[Any]) -> dict[str, str]:
+    """The CoinGecko id of every registered coin that declares one."""
+    return {coin.symbol: coin.price_id for coin in coins if coin.price_id}
+
+
 class StaticPriceSource:
+    """Fixed development prices: round numbers, obviously not live."""
+
     name = "static"
 
-    def __init__(self, overrides: Mapping[str, str] | None = None) -> None:
-        self.table = {k: Decimal(v) for k, v in {**STATIC_USD, **(overrides or {})}.items()}
+    def __init__(self, table: Mapping[str, str], overrides: Mapping[str, str] | None = None) -> None:
+        self.table = {k: Decimal(v) for k, v in {**table, **(overrides or {})}.items()}
 
     async def fetch(self, symbols: Iterable[str]) -> dict[str, Decimal]:
         return {s: self.table[s] for s in symbols if s in self.table}
@@ -73,7 +71,8 @@ class CoinGeckoPriceSource:
 
     name = "coingecko"
 
-    def __init__(self, url: str = DEFAULT_URL, api_key: str = "", timeout: float = 10) -> None:
+    def __init__(self, ids: Mapping[str, str], url: str = DEFAULT_URL, api_key: str = "", timeout: float = 10) -> None:
+        self.ids = dict(ids)  # coin symbol -> CoinGecko id
         self.url = url.rstrip("/")
         self.api_key = api_key
         self.timeout = timeout
@@ -88,7 +87,7 @@ class CoinGeckoPriceSource:
             return json.loads(response.content, parse_float=Decimal)
 
     async def fetch(self, symbols: Iterable[str]) -> dict[str, Decimal]:
-        wanted = {s: COINGECKO_IDS[s] for s in symbols if s in COINGECKO_IDS}
+        wanted = {s: self.ids[s] for s in symbols if s in self.ids}
         if not wanted:
             return {}
         body = await self._get("/simple/price", {"ids": ",".join(sorted(set(wanted.values()))), "vs_currencies": "usd"})
@@ -145,9 +144,10 @@ def validate_config(gateway) -> None:
 @hookimpl
 def register_price_sources(registry, gateway) -> None:
     block = gateway.config.plugin_config(PLUGIN_NAME)
-    registry.add(StaticPriceSource({k: str(v) for k, v in dict(block.get("static", {})).items()}))
-    registry.add(CoinGeckoPriceSource(block.get("url", DEFAULT_URL), block.get("api_key", ""),
-                                      float(block.get("timeout_seconds", 10))))
+    overrides = {k: str(v) for k, v in dict(block.get("static", {})).items()}
+    registry.add(StaticPriceSource(static_prices(gateway.coins), overrides))
+    registry.add(CoinGeckoPriceSource(price_ids(gateway.coins), block.get("url", DEFAULT_URL),
+                                      block.get("api_key", ""), float(block.get("timeout_seconds", 10))))
 
 
 @hookimpl

@@ -268,9 +268,8 @@ async def open_shop(node: Anvil, make_client: Any, make_config: Any, **evm_setti
     token = node.deploy_token("Tether USD", "USDT", 6)
     other = node.deploy_token("Tether USD", "USDT", 6)  # same name, not pinned: must be ignored
     settings = {"rpc_url": node.url, "chain_id": CHAIN_ID, "start_height": node.height() + 1, "scan_seconds": 1,
-                **evm_settings}
-    config = make_config(scheduler={"enabled": False},
-                         plugin={"evm": {"ethereum": settings}, "coin_table": {"contracts": {"USDT_ERC20": token}}})
+                "contracts": {"USDT_ERC20": token}, **evm_settings}
+    config = make_config(scheduler={"enabled": False}, plugin={"evm": {"ethereum": settings}})
     client = await make_client(config, get_plugin_manager(blocked=["devnet"]))
     merchant = await signup(client, "evm-shop@example.com")
     gateway = client.app[GATEWAY]

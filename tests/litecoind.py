@@ -33,7 +33,8 @@ from orbchain.chains.bitcoin.rpc import coin_units
 from orbchain.chains.bitcoin.transactions import (
     Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction,
 )
-from orbchain.core.keys import SeedKeyStore, get_family
+from orbchain.core.keys import SeedKeyStore
+from tests.families import get_family
 
 BINARY = "litecoind"
 RPC_USER, RPC_PASSWORD = "orbchain", "regtest-only-password"

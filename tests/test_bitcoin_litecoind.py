@@ -18,11 +18,11 @@ from orbchain.chains.bitcoin.transactions import Outpoint, Output, Spend, script
 from orbchain.core import payout_worker
 from orbchain.core.addresses import keystore
 from orbchain.core.chains import ChainUnavailable
-from orbchain.core.keys import get_family
 from orbchain.core.plugins import get_plugin_manager
 from orbchain.core.scanner import scan_chain
 from orbchain.core.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
+from tests.families import get_family
 
 from .litecoind import faucet, litecoind_node  # noqa: F401 - session fixtures
 from .support import WebhookReceiver, api, signup

@@ -12,8 +12,9 @@ from orbchain.chains.bitcoin.transactions import (
 )
 from orbchain.chains.bitcoin.wallet import InsufficientFunds, WalletOutput, fee_for, select_outputs
 from orbchain.core.config import ConfigError, load_config
-from orbchain.core.keys import SeedKeyStore, get_family
+from orbchain.core.keys import SeedKeyStore
 from orbchain.core.keys.hashing import hash160
+from tests.families import get_family
 
 KEY = bytes.fromhex("11" * 32)
 DEST = script_for_address("ltc", "regtest", "rltc1q0ymavqheqw5ktk9k6l43an3njhcym8kh8ku23d")

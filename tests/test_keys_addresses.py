@@ -18,14 +18,15 @@ import base58
 import pytest
 from coincurve import PrivateKey
 
-from orbchain.core.keys import ExtendedKey, SeedKeyStore, get_family, mnemonic_to_seed
+from orbchain.chains.bitcoin.doge import doge_p2pkh_address
+from orbchain.chains.bitcoin.segwit import p2wpkh_address
+from orbchain.chains.evm.address import evm_address
+from orbchain.chains.solana.address import solana_address
+from orbchain.chains.tron.address import tron_address
+from orbchain.core.keys import ExtendedKey, SeedKeyStore, mnemonic_to_seed
 from orbchain.core.keys.base58check import b58check_encode
-from orbchain.core.keys.doge import doge_p2pkh_address
-from orbchain.core.keys.evm import evm_address
 from orbchain.core.keys.hashing import hash160
-from orbchain.core.keys.segwit import p2wpkh_address
-from orbchain.core.keys.solana import solana_address
-from orbchain.core.keys.tron import tron_address
+from tests.families import get_family
 
 ABANDON = " ".join(["abandon"] * 11 + ["about"])
 
@@ -201,8 +202,8 @@ def test_fast_encoders_agree_with_the_libraries():
     import bech32
     from eth_utils import to_checksum_address
 
-    from orbchain.core.keys.evm import eip55
-    from orbchain.core.keys.segwit import _polymod
+    from orbchain.chains.bitcoin.segwit import _polymod
+    from orbchain.chains.evm.address import eip55
 
     for i in range(300):
         pub = PrivateKey(hashlib_sha256(i)).public_key.format()

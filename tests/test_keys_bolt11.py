@@ -12,8 +12,10 @@ import bech32
 import pytest
 from coincurve import PrivateKey
 
-from orbchain.core.keys import AddressError, Bolt11Invoice, decode_bolt11, get_family
-from orbchain.core.keys.lightning import validate_lightning
+from orbchain.chains.lightning.address import validate_lightning
+from orbchain.chains.lightning.bolt11 import Bolt11Invoice, decode_bolt11
+from orbchain.core.keys import AddressError
+from tests.families import get_family
 
 SPEC_KEY = PrivateKey(bytes.fromhex("e126f68f7eafcc8b74f54d269fe206be715000f94dac067d1c04a8ca3b2db734"))
 PAYEE = "03e7156ae33b0a208d0744199163177e909e80176e55d97a2f221ede0f934dd9ad"

@@ -14,7 +14,8 @@ from coincurve import PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from orbchain.core.keys import AddressError, SeedKeyStore, get_family
+from orbchain.core.keys import AddressError, SeedKeyStore
+from tests.families import get_family
 
 ABANDON = " ".join(["abandon"] * 11 + ["about"])
 _STORE = SeedKeyStore.from_mnemonic(ABANDON)

@@ -38,7 +38,7 @@ def test_every_package_directory_is_declared_in_setup_cfg():
 
 def test_builtins_are_entry_points_of_the_public_group():
     names = {ep.name for ep in entry_points(group="orbchain")}
-    assert {"coin_table", "prices"} <= names
+    assert {"bitcoin", "evm", "tron", "solana", "monero", "lightning", "devnet", "prices"} <= names
 
 
 def test_console_command_and_python_m_agree():

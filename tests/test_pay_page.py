@@ -10,7 +10,8 @@ import pytest
 from orbchain.chains.devnet import devnet_chain
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
-from orbchain.web.routes.pay_page import countdown_text, payment_uri
+from orbchain.core.receive import qr_payload
+from orbchain.web.routes.pay_page import countdown_text
 
 REFRESH = '<meta http-equiv="refresh" content="15">'
 BTC_ADDRESS = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
@@ -98,11 +99,18 @@ async def test_stylesheet_is_served(client):
     assert ".card" in await response.text()
 
 
-async def test_qr_encodes_bip21_for_bitcoin_like_coins_and_the_bare_address_otherwise():
-    assert payment_uri("BTC", BTC_ADDRESS, "0.001") == f"bitcoin:{BTC_ADDRESS}?amount=0.001"
-    assert payment_uri("LTC", "ltc1qx", "1.5") == "litecoin:ltc1qx?amount=1.5"
-    assert payment_uri("DOGE", "D8x", "3") == "dogecoin:D8x?amount=3"
-    assert payment_uri("ETH", "0xabc", "1") == "0xabc"
+async def test_qr_payloads_come_from_the_chain_plugins_and_default_to_the_bare_address(gateway):
+    def payload(symbol: str, address: str, amount: str | None) -> str | None:
+        view = {"address": address, "pay_amount": amount, "pay_currency": symbol}
+        return qr_payload(gateway, view, gateway.coins.require(symbol))
+
+    assert payload("BTC", BTC_ADDRESS, "0.001") == f"bitcoin:{BTC_ADDRESS}?amount=0.001"
+    assert payload("BTC", BTC_ADDRESS, None) == f"bitcoin:{BTC_ADDRESS}"
+    assert payload("LTC", "ltc1qx", "1.5") == "litecoin:ltc1qx?amount=1.5"
+    assert payload("DOGE", "D8x", "3") == "dogecoin:D8x?amount=3"
+    assert payload("SOL", "So1x", "2.5") == "solana:So1x?amount=2.5"
+    assert payload("ETH", "0xabc", "1") == "0xabc"  # EVM: the bare address (docs/decisions.md)
+    assert payload("USDT_TRC20", "Tx", "1") == "Tx"
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "00:00"), (-5, "00:00"), (59, "00:59"), (61 * 60 - 1, "1:00:59"),

@@ -8,9 +8,14 @@ from aiohttp import web
 from orbchain.core.coins import Coin
 from orbchain.core.config import ConfigError, load_config
 from orbchain.core.gateway import build_gateway
+from orbchain.core.keys import NETWORKS, AddressFamily
 from orbchain.core.plugins import call_event, get_plugin_manager, hookimpl, plugin_names
 from orbchain.core.registries import StartupError
 from orbchain.web.app import create_app
+
+
+def _xyz_family(network, name="xyz"):
+    return AddressFamily(name, network, "Xyz (validate only)", lambda address, network: str(address))
 
 
 class ExtraCoin:
@@ -18,7 +23,12 @@ class ExtraCoin:
 
     @hookimpl
     def register_coins(self, registry):
-        registry.add(Coin("XYZ", "Xyz", "xyzchain", 8, 3, "1", "btc"))
+        registry.add(Coin("XYZ", "Xyz", "xyzchain", 8, 3, "1", "xyz"))
+
+    @hookimpl
+    def register_address_families(self, registry):
+        for network in NETWORKS:
+            registry.add(_xyz_family(network))
 
 
 class ClashingCoin:
@@ -36,7 +46,8 @@ def _config(tmp_path, **sections):
 
 def test_builtins_load_through_entry_points():
     names = plugin_names(get_plugin_manager())
-    assert "coin_table" in names and "prices" in names
+    assert {"bitcoin", "evm", "tron", "solana", "monero", "lightning", "devnet", "prices"} <= set(names)
+    assert "coin_table" not in names
 
 
 def test_explicit_plugin_list_without_entry_points(tmp_path):
@@ -53,16 +64,53 @@ def test_blocked_plugin_is_not_registered(tmp_path):
 
 
 def test_blocked_list_comes_from_config(tmp_path):
-    config = _config(tmp_path, plugins={"blocked": ["coin_table"]})
+    config = _config(tmp_path, plugins={"blocked": ["bitcoin"]})
     gateway = build_gateway(config)
-    assert "BTC" not in gateway.coins
+    assert "BTC" not in gateway.coins and "ETH" in gateway.coins
+    assert gateway.address_families.find("btc") is None
 
 
 def test_duplicate_coin_names_both_plugins(tmp_path):
     pm = get_plugin_manager([ClashingCoin()])
     with pytest.raises(StartupError) as info:
         build_gateway(_config(tmp_path), pm)
-    assert "coin_table" in str(info.value) and "clashing_coin" in str(info.value)
+    assert "'bitcoin'" in str(info.value) and "clashing_coin" in str(info.value)
+
+
+def test_coin_of_an_unregistered_family_stops_startup_naming_coin_and_family(tmp_path):
+    class Orphan:
+        PLUGIN_NAME = "orphan"
+
+        @hookimpl
+        def register_coins(self, registry):
+            registry.add(Coin("ORPH", "Orphan", "orphchain", 8, 3, "1", "orphanfamily"))
+
+    with pytest.raises(StartupError) as info:
+        build_gateway(_config(tmp_path), get_plugin_manager([Orphan()]))
+    assert "'ORPH'" in str(info.value) and "'orphanfamily'" in str(info.value) and "orphan" in str(info.value)
+
+
+def test_address_family_rules_at_startup(tmp_path):
+    class Partial:
+        PLUGIN_NAME = "partial"
+
+        @hookimpl
+        def register_address_families(self, registry):
+            registry.add(_xyz_family("mainnet"))
+
+    with pytest.raises(StartupError, match="'xyz'.*testnet, regtest"):
+        build_gateway(_config(tmp_path), get_plugin_manager([Partial()]))
+
+    class Clash:
+        PLUGIN_NAME = "clash"
+
+        @hookimpl
+        def register_address_families(self, registry):
+            registry.add(_xyz_family("mainnet", name="btc"))
+
+    with pytest.raises(StartupError) as info:
+        build_gateway(_config(tmp_path), get_plugin_manager([Clash()]))
+    assert "'bitcoin'" in str(info.value) and "'clash'" in str(info.value)
 
 
 def test_duplicate_route_names_both_plugins(tmp_path):

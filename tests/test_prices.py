@@ -12,6 +12,9 @@ from orbchain.plugins.prices import CoinGeckoPriceSource, StaticPriceSource
 from orbchain.web.keys import GATEWAY
 
 
+IDS = {"BTC": "bitcoin", "ETH": "ethereum", "USDT_TRC20": "tether", "XMR": "monero"}
+
+
 class FakeCoinGecko:
     """Speaks the real /simple/price wire format."""
 
@@ -36,7 +39,7 @@ class FakeCoinGecko:
 
 
 async def test_static_source_is_offline_and_overridable():
-    source = StaticPriceSource({"BTC": "1.5"})
+    source = StaticPriceSource({"BTC": "60000", "ETH": "3000"}, {"BTC": "1.5"})
     prices = await source.fetch(["BTC", "ETH", "NOPE"])
     assert prices == {"BTC": Decimal("1.5"), "ETH": Decimal("3000")}
 
@@ -44,7 +47,7 @@ async def test_static_source_is_offline_and_overridable():
 async def test_coingecko_source_reads_numbers_exactly():
     fake = FakeCoinGecko()
     async with TestServer(fake.app()) as server:
-        source = CoinGeckoPriceSource(str(server.make_url("/api/v3")))
+        source = CoinGeckoPriceSource(IDS, str(server.make_url("/api/v3")))
         prices = await source.fetch(["BTC", "ETH", "USDT_TRC20", "XMR"])
     assert prices == {"BTC": Decimal("97123.45"), "ETH": Decimal("3412.1"), "USDT_TRC20": Decimal("1.0001")}
     assert fake.queries[0]["vs_currencies"] == "usd"
@@ -55,7 +58,7 @@ async def test_service_caches_for_60_seconds_and_reports_failures_as_zero():
     fake = FakeCoinGecko()
     now = [1000.0]
     async with TestServer(fake.app()) as server:
-        service = PriceService(CoinGeckoPriceSource(str(server.make_url("/api/v3"))), ["BTC", "XMR"], lambda: now[0])
+        service = PriceService(CoinGeckoPriceSource(IDS, str(server.make_url("/api/v3"))), ["BTC", "XMR"], lambda: now[0])
         assert await service.prices() == {"BTC": Decimal("97123.45"), "XMR": Decimal(0)}
         now[0] += 59
         await service.prices()

@@ -6,8 +6,8 @@ import json
 
 from orbchain.core.addresses import keystore
 from orbchain.core.cli import main
-from orbchain.core.keys import get_family
 from orbchain.web.keys import GATEWAY
+from tests.families import get_family
 
 from .support import api, signup
 

@@ -5,6 +5,10 @@ Each coin is enabled by its own block (``[plugin.bitcoin.BTC]``,
 ``docs/bitcoin.md``) and becomes one chain adapter named after the coin's
 chain ("bitcoin", "litecoin", "dogecoin") that watches deposits and signs
 payouts from the gateway's own keys. The node's wallet is never used.
+
+The plugin owns its coins (``coins.py``: symbols, floors, price ids), their
+address families (``families.py``) and their QR payloads (BIP-21 URIs:
+``bitcoin:``, ``litecoin:``, ``dogecoin:`` with the amount).
 """
 
 from __future__ import annotations
@@ -12,8 +16,11 @@ from __future__ import annotations
 import logging
 
 from ...core.config import ConfigError
+from ...core.keys import NETWORKS
 from ...core.plugins import hookimpl
 from .adapter import BitcoinAdapter
+from .coins import COINS, URI_SCHEMES
+from .families import address_families
 from .settings import COIN_SPECS, PLUGIN_NAME, read_settings
 
 __all__ = ["PLUGIN_NAME", "BitcoinAdapter"]
@@ -21,6 +28,7 @@ __all__ = ["PLUGIN_NAME", "BitcoinAdapter"]
 log = logging.getLogger(__name__)
 
 MIGRATIONS_PACKAGE = "orbchain.chains.bitcoin.migrations"
+SYMBOLS = frozenset(coin.symbol for coin in COINS)
 
 
 @hookimpl
@@ -31,6 +39,29 @@ def validate_config(gateway) -> None:
 @hookimpl
 def register_migrations(registry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_coins(registry) -> None:
+    for coin in COINS:
+        registry.add(coin)
+
+
+@hookimpl
+def register_address_families(registry) -> None:
+    for network in NETWORKS:
+        for family in address_families(network):
+            registry.add(family)
+
+
+@hookimpl
+def payment_qr_payload(payment, coin):
+    """A BIP-21 URI (amount in coin units, as the payment view shows it) for our coins."""
+    scheme = URI_SCHEMES.get(coin.chain) if coin.symbol in SYMBOLS else None
+    if scheme is None or not payment.get("address"):
+        return None
+    amount = payment.get("pay_amount")
+    return f"{scheme}:{payment['address']}" + (f"?amount={amount}" if amount else "")
 
 
 @hookimpl

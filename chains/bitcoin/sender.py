@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core.addresses import keystore, next_counter
 from ...core.chains import BroadcastError, ChainUnavailable, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
-from ...core.keys import AddressError, get_family
+from ...core.keys import AddressError
 from . import wallet
 from .rpc import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
@@ -76,7 +76,7 @@ class BitcoinPayouts(PayoutSender):
     # -- signing ---------------------------------------------------------------------------
 
     def _family(self):
-        return get_family(self.settings.spec.family, self.network)
+        return self.gateway.address_families.require(self.settings.spec.family, self.network)
 
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
         spec = self.settings.spec

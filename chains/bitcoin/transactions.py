@@ -24,9 +24,9 @@ from typing import Sequence
 from coincurve import PrivateKey
 
 from ...core.keys.base58check import b58check_decode
-from ...core.keys.doge import DOGE_VERSIONS
 from ...core.keys.hashing import double_sha256, hash160
-from ...core.keys.segwit import HRPS, decode_segwit
+from .doge import DOGE_VERSIONS
+from .segwit import HRPS, decode_segwit
 
 SIGHASH_ALL = 1
 TX_VERSION = 2

@@ -53,8 +53,8 @@ def register_chains(registry, gateway) -> None:
     settings = read_settings(gateway.config)
     if not settings.enabled:
         return
-    coins = served_coins(settings, gateway.coins)
-    chain = DevnetChain(gateway.db, coins, clock=gateway.now)
+    coins = served_coins(settings, gateway.coins, gateway.address_families)
+    chain = DevnetChain(gateway.db, coins, clock=gateway.now, families=gateway.address_families)
     registry.add(DevnetAdapter(chain, coins, settings.scan_seconds))
 
 

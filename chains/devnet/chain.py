@@ -25,7 +25,7 @@ import asyncpg
 from ...core.chains import Block, BlockRef, ChainUnavailable, Transfer
 from ...core.coins import Coin
 from ...core.db import Database
-from ...core.keys import AddressError, validate_address
+from ...core.keys import AddressError, AddressFamilyRegistry, UnknownFamilyError
 
 NETWORK = "mainnet"
 GENESIS_PARENT = "0" * 64
@@ -84,7 +84,8 @@ class DevnetChain:
     """The devnet's chain state and the operations a tester drives.
 
     ``coins`` limits which coin symbols ``pay`` accepts (None: any coin whose
-    address family validates). ``clock`` returns Unix seconds.
+    address family validates). ``families`` is the gateway's address-family
+    registry ``pay`` validates destinations with. ``clock`` returns Unix seconds.
     """
 
     def __init__(
@@ -92,10 +93,12 @@ class DevnetChain:
         db: Database,
         coins: Collection[str] | None = None,
         clock: Callable[[], float] = time.time,
+        families: AddressFamilyRegistry | None = None,
     ) -> None:
         self.db = db
         self.coins = None if coins is None else frozenset(coins)
         self._clock = clock
+        self.families = families if families is not None else AddressFamilyRegistry()
 
     def serves(self, symbol: str) -> bool:
         return self.coins is None or symbol in self.coins
@@ -117,9 +120,11 @@ class DevnetChain:
         if not isinstance(amount_units, int) or isinstance(amount_units, bool) or amount_units <= 0:
             raise InvalidAmount("amount must be greater than 0")
         try:
-            normalized = validate_address(coin.address_family, address, NETWORK)
+            normalized = self.families.validate(coin.address_family, address, NETWORK)
         except AddressError as exc:
             raise InvalidAddress(f"not a valid {coin.symbol} address ({exc.detail})") from None
+        except UnknownFamilyError:
+            raise UnservedCoin(f"the devnet has no address family for {coin.symbol}") from None
         tx_hash = _new_hash(coin.symbol, normalized, str(amount_units))
         async with self.db.transaction():
             await self.db.execute(

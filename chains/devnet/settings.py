@@ -11,13 +11,13 @@ from dataclasses import dataclass
 
 from ...core.coins import Coin, CoinRegistry
 from ...core.config import Config, ConfigError, seconds_setting
+from ...core.keys import AddressFamilyRegistry
+from .chain import NETWORK
 
 PLUGIN_NAME = "devnet"
 KEYS = ("enabled", "block_seconds", "scan_seconds", "coins")
 DEFAULT_BLOCK_SECONDS = 3.0
 DEFAULT_SCAN_SECONDS = 1.0
-# Monero and Lightning have no block/output model the devnet could imitate.
-UNSIMULATED_FAMILIES = frozenset({"xmr", "lightning"})
 
 
 @dataclass(frozen=True)
@@ -54,18 +54,24 @@ def read_settings(config: Config) -> DevnetSettings:
     )
 
 
-def simulable(coin: Coin) -> bool:
-    return coin.receivable and coin.address_family not in UNSIMULATED_FAMILIES
+def simulable(coin: Coin, families: AddressFamilyRegistry) -> bool:
+    """Whatever registered coin has an address the gateway derives: the devnet
+    imitates a chain of outputs paid to derived addresses, so source-only coins
+    and validate-only families (invoices issued by a node) are left out."""
+    if not coin.receivable or not coin.receive_address:
+        return False
+    family = families.find(coin.address_family, NETWORK)
+    return family is not None and family.derivable
 
 
-def served_coins(settings: DevnetSettings, registry: CoinRegistry) -> tuple[str, ...]:
+def served_coins(settings: DevnetSettings, registry: CoinRegistry, families: AddressFamilyRegistry) -> tuple[str, ...]:
     """The coin symbols the devnet simulates; a bad ``coins`` entry is a ``ConfigError``."""
     if settings.coins is None:
-        return tuple(coin.symbol for coin in registry if simulable(coin))
+        return tuple(coin.symbol for coin in registry if simulable(coin, families))
     for symbol in settings.coins:
         coin = registry.get(symbol)
         if coin is None:
             raise ConfigError(f"config key '{_key('coins')}': unknown coin {symbol!r}")
-        if not simulable(coin):
+        if not simulable(coin, families):
             raise ConfigError(f"config key '{_key('coins')}': the devnet cannot simulate {symbol}")
     return settings.coins

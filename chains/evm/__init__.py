@@ -11,9 +11,12 @@ registers nothing::
     rpc_url = "https://bsc-node.internal:8545"
     chain_id = 56
 
-The chain's coins come from the coin table (``register_coins``): its native
-coin (no contract) and the tokens pinned to it, whose contracts an operator
-may override with ``[plugin.coin_table] contracts``. Each adapter also sends
+The plugin owns its coins (``coins.py``: ETH, BNB, POL and their tokens with
+pinned contracts and price ids) and the ``evm`` address family. A chain's
+adapter serves the registered coins of that chain: its native coin (no
+contract) and the tokens pinned to it, whose contracts an operator may
+override with ``contracts = { SYMBOL = "0x..." }`` in the chain's block. QR
+payloads stay the bare address (see docs/decisions.md). Each adapter also sends
 payouts from the hot wallet, and a job ``evm.<chain>.sweep`` moves credited
 deposits to it. See ``docs/evm.md``.
 """
@@ -23,8 +26,12 @@ from __future__ import annotations
 import logging
 
 from ...core.config import ConfigError
+from ...core.keys import NETWORKS
 from ...core.plugins import hookimpl
+from ..contracts import pin_contracts
 from .adapter import EvmAdapter
+from .address import address_family
+from .coins import COINS
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
 from .sweeper import sweep_chain, sweep_job
 
@@ -37,12 +44,30 @@ MIGRATIONS_PACKAGE = "orbchain.chains.evm.migrations"
 
 @hookimpl
 def validate_config(gateway) -> None:
+    if gateway.config.plugin_config("coin_table"):
+        # The coin table became the chain plugins' own; an ignored override would leave mainnet pins.
+        raise ConfigError("config block 'plugin.coin_table' was removed: pin token contracts with"
+                          f" 'plugin.{PLUGIN_NAME}.<chain>.contracts' or 'plugin.tron.contracts'")
     read_settings(gateway.config.plugin_config(PLUGIN_NAME))
 
 
 @hookimpl
 def register_migrations(registry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_coins(registry, gateway) -> None:
+    for coin in COINS:
+        registry.add(coin)
+    for settings in read_settings(gateway.config.plugin_config(PLUGIN_NAME)).values():
+        pin_contracts(registry, settings.contracts)
+
+
+@hookimpl
+def register_address_families(registry) -> None:
+    for network in NETWORKS:
+        registry.add(address_family(network))
 
 
 def _chain_coins(gateway, chain: str) -> tuple[str, dict[str, str]]:

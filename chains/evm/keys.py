@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.addresses import keystore
-from ...core.keys import get_family
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -22,12 +21,12 @@ HOT_WALLET_INDEX = 0
 
 
 def hot_wallet_address(gateway: "Gateway") -> str:
-    return get_family(FAMILY).derive(keystore(gateway), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX).address
+    return gateway.address_families.require(FAMILY).derive(keystore(gateway), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX).address
 
 
 def hot_wallet_key(gateway: "Gateway") -> bytes:
     """The hot wallet's signing key; raises ``WatchOnlyError`` in a watch-only process."""
-    return keystore(gateway).private_key_for(get_family(FAMILY), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX)
+    return keystore(gateway).private_key_for(gateway.address_families.require(FAMILY), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX)
 
 
 async def deposit_key(gateway: "Gateway", address: str) -> bytes:
@@ -37,4 +36,4 @@ async def deposit_key(gateway: "Gateway", address: str) -> bytes:
         " WHERE a.address = :a AND a.family = :f", {"a": address, "f": FAMILY})
     if row is None:
         raise LookupError(f"{address} is not one of our EVM deposit addresses")
-    return keystore(gateway).private_key_for(get_family(FAMILY), int(row["key_account"]), int(row["key_index"]))
+    return keystore(gateway).private_key_for(gateway.address_families.require(FAMILY), int(row["key_account"]), int(row["key_index"]))

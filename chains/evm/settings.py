@@ -6,22 +6,25 @@ One block per EVM chain the operator runs a node (or an RPC provider) for::
     rpc_url = "http://127.0.0.1:8545"
     chain_id = 1
     payout_confirmations = 1      # optional
+    contracts = { USDT_ERC20 = "0x..." }   # optional: replace pinned token contracts
 
 A chain without a block registers nothing. Every error names the key.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ...core.config import ConfigError, int_setting, seconds_setting
+from ..contracts import read_contracts
+from .coins import COINS
 
 PLUGIN_NAME = "evm"
 REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
-    "timeout_seconds", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei",
+    "timeout_seconds", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei", "contracts",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
@@ -47,6 +50,7 @@ class ChainSettings:
     sweep_seconds: float = DEFAULT_SWEEP_SECONDS
     gas_margin_percent: int = DEFAULT_GAS_MARGIN_PERCENT
     priority_fee_wei: int | None = None  # None: ask the node (eth_maxPriorityFeePerGas)
+    contracts: Mapping[str, str] = field(default_factory=dict)  # symbol -> contract overrides
 
 
 def _key(chain: str, name: str | None = None) -> str:
@@ -82,6 +86,7 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         sweep_seconds=seconds_setting(block, _key(chain), "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
         gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),
         priority_fee_wei=int_setting(block, _key(chain), "priority_fee_wei", None, minimum=0),
+        contracts=read_contracts(block, _key(chain), [coin for coin in COINS if coin.chain == chain]),
     )
 
 

@@ -1,4 +1,4 @@
-"""Base58Check decoding with precise error reasons (DOGE, Tron, extended keys).
+"""Base58Check decoding with precise error reasons (legacy addresses, extended keys).
 
 Why: ``base58.b58decode_check`` answers every failure with the same ValueError;
 a payout form should say whether a character, the length or the checksum is

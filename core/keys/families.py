@@ -1,46 +1,38 @@
-"""The address-family registry: one immutable description per (family, network).
+"""Address families: how one family of coins names its addresses on one network.
 
-Why: the coin registry (core/coins.py) maps every coin symbol to a family name
-("USDT_TRC20" -> "tron", "USDT_ERC20" -> "evm"); everything a chain adapter or
-the payout route needs about addresses (derive a deposit address, validate a
-destination) is then one ``get_family(name, network)`` away.
+Why: a coin (core/coins.py) names its family ("btc", "evm", ...); everything a
+chain adapter or the payout route needs about addresses (derive a deposit
+address, validate a destination) is then one look-up in the gateway's
+:class:`AddressFamilyRegistry` away. The core defines no family itself: each
+chain plugin registers its own through the ``register_address_families``
+hook (derivation scheme, encoder and validator per network), so a
+third-party chain with a new address format needs no core edit. A coin whose
+family nobody registered stops startup, not its first payment.
 
-Families: btc, ltc, doge, evm, tron, solana (derivable and validatable);
-xmr (source-only: validate only) and lightning (invoices come from the node:
-validate only). Networks: mainnet, testnet, regtest.
+Networks: mainnet, testnet, regtest; a family is registered on all three.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import partial
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Callable
 
-from .doge import doge_p2pkh_address, validate_doge
+from ..registries import Registry, StartupError
 from .errors import DerivationError, UnknownFamilyError
-from .evm import evm_address, validate_evm
-from .lightning import validate_lightning
-from .monero import validate_xmr
-from .paths import ED25519, SECP256K1, DerivationScheme
-from .segwit import HRPS, p2wpkh_address, validate_btc, validate_ltc
-from .solana import solana_address, validate_solana
-from .tron import tron_address, validate_tron
+from .paths import SECP256K1, DerivationScheme
 
 if TYPE_CHECKING:  # pragma: no cover
     from .keystore import KeyStore
 
 __all__ = [
-    "FAMILY_NAMES",
     "NETWORKS",
     "AddressFamily",
+    "AddressFamilyRegistry",
     "DerivedAddress",
-    "families",
-    "get_family",
+    "coin_type_for",
 ]
 
 NETWORKS = ("mainnet", "testnet", "regtest")
-FAMILY_NAMES = ("btc", "ltc", "doge", "evm", "tron", "solana", "xmr", "lightning")
 
 
 @dataclass(frozen=True)
@@ -54,7 +46,15 @@ class DerivedAddress:
 
 @dataclass(frozen=True)
 class AddressFamily:
-    """How one family of coins names its addresses on one network."""
+    """How one family of coins names its addresses on one network.
+
+    ``validator(address, network)`` returns the normalized destination or
+    raises ``AddressError``. A family without ``scheme`` and ``encoder`` is
+    validate-only: the gateway derives no address for it (a plugin may still
+    supply receive targets through ``payment_receive_target``), and
+    ``no_derivation_reason`` says why. ``burn_addresses`` is the family's
+    literal burn list, documented in docs/keys.md.
+    """
 
     name: str
     network: str
@@ -63,11 +63,13 @@ class AddressFamily:
     scheme: DerivationScheme | None = None
     encoder: Callable[[bytes], str] | None = field(default=None, repr=False, compare=False)
     xpub_version: str | None = None  # version name for exported account xpubs
+    no_derivation_reason: str = "no derivation scheme"
+    burn_addresses: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @property
     def derivable(self) -> bool:
         """True when the gateway derives deposit addresses for this family."""
-        return self.scheme is not None
+        return self.scheme is not None and self.encoder is not None
 
     @property
     def watch_only_capable(self) -> bool:
@@ -93,92 +95,80 @@ class AddressFamily:
         scheme = self._scheme()
         public_key = keystore.public_key(self, account, index, change)
         return DerivedAddress(
-            address=self.encoder(public_key),  # type: ignore[misc]
+            address=self.address_from_public_key(public_key),
             path=scheme.path_str(account, index, change),
             public_key=public_key,
         )
 
     def _scheme(self) -> DerivationScheme:
         if self.scheme is None:
-            reason = {
-                "xmr": "XMR is source-only and has no standing receive address",
-                "lightning": "Lightning invoices are issued by the node, not derived",
-            }.get(self.name, "no derivation scheme")
-            raise DerivationError(f"{self.name}: {reason}")
+            raise DerivationError(f"{self.name}: {self.no_derivation_reason}")
         return self.scheme
 
 
-def _coin_type(mainnet_type: int, network: str, keep: bool = False) -> int:
-    # Test networks use coin type 1' (SLIP-44 "Testnet (all coins)"); Solana keeps 501'.
-    return mainnet_type if network == "mainnet" or keep else 1
+def coin_type_for(mainnet_type: int, network: str, keep_on_test_networks: bool = False) -> int:
+    """SLIP-44 coin type on ``network``: test networks use 1' ("Testnet (all coins)").
+
+    ``keep_on_test_networks`` keeps the mainnet type (wallets of some chains do).
+    """
+    return mainnet_type if network == "mainnet" or keep_on_test_networks else 1
 
 
-def _build(network: str) -> dict[str, AddressFamily]:
-    test = network != "mainnet"
-    return {
-        "btc": AddressFamily(
-            "btc", network, "Bitcoin native segwit (P2WPKH)", validate_btc,
-            DerivationScheme(SECP256K1, 84, _coin_type(0, network), utxo=True),
-            partial(p2wpkh_address, hrp=HRPS["btc"][network]),
-            "vpub" if test else "zpub",
-        ),
-        "ltc": AddressFamily(
-            "ltc", network, "Litecoin native segwit (P2WPKH)", validate_ltc,
-            DerivationScheme(SECP256K1, 84, _coin_type(2, network), utxo=True),
-            partial(p2wpkh_address, hrp=HRPS["ltc"][network]),
-            "vpub" if test else "zpub",
-        ),
-        "doge": AddressFamily(
-            "doge", network, "Dogecoin legacy P2PKH", validate_doge,
-            DerivationScheme(SECP256K1, 44, _coin_type(3, network), utxo=True),
-            partial(doge_p2pkh_address, network=network),
-            "tpub" if test else "xpub",
-        ),
-        "evm": AddressFamily(
-            "evm", network, "EVM account (ETH, BNB, POL and tokens), EIP-55", validate_evm,
-            DerivationScheme(SECP256K1, 44, _coin_type(60, network)),
-            evm_address,
-            "tpub" if test else "xpub",
-        ),
-        "tron": AddressFamily(
-            "tron", network, "Tron account (TRX and TRC-20 tokens)", validate_tron,
-            DerivationScheme(SECP256K1, 44, _coin_type(195, network)),
-            tron_address,
-            "tpub" if test else "xpub",
-        ),
-        "solana": AddressFamily(
-            "solana", network, "Solana account (ed25519)", validate_solana,
-            DerivationScheme(ED25519, 44, _coin_type(501, network, keep=True), hardened_index=True),
-            solana_address,
-        ),
-        "xmr": AddressFamily("xmr", network, "Monero (source-only, validate only)", validate_xmr),
-        "lightning": AddressFamily(
-            "lightning", network, "Lightning: BOLT 11 invoice or Lightning Address",
-            validate_lightning,
-        ),
-    }
+class AddressFamilyRegistry(Registry[AddressFamily]):
+    """Every (family, network) the chain plugins registered.
 
+    Filled by the ``register_address_families`` hook; a (name, network) pair
+    registered twice fails startup naming both plugins, and a family missing
+    a network fails :meth:`check_complete`.
+    """
 
-_REGISTRY = MappingProxyType({
-    (family.name, network): family
-    for network in NETWORKS
-    for family in _build(network).values()
-})
+    kind = "address family"
 
+    def _key(self, item: AddressFamily) -> str:
+        if item.network not in NETWORKS:
+            raise StartupError(
+                f"address family {item.name!r} from plugin {self.current_plugin!r} has unknown network "
+                f"{item.network!r}; networks: {', '.join(NETWORKS)}"
+            )
+        return f"{item.name}/{item.network}" if item.name else ""
 
-def get_family(name: str, network: str = "mainnet") -> AddressFamily:
-    """The family called ``name`` on ``network``; raises UnknownFamilyError."""
-    family = _REGISTRY.get((name, network))
-    if family is None:
-        raise UnknownFamilyError(
-            f"unknown address family {name!r} on network {network!r}; families: "
-            f"{', '.join(FAMILY_NAMES)}; networks: {', '.join(NETWORKS)}"
-        )
-    return family
+    def find(self, name: str, network: str = "mainnet") -> AddressFamily | None:
+        """The family called ``name`` on ``network``, or None."""
+        return self.get(f"{name}/{network}")
 
+    def require(self, name: str, network: str = "mainnet") -> AddressFamily:
+        """The family called ``name`` on ``network``; raises UnknownFamilyError."""
+        family = self.find(name, network)
+        if family is None:
+            raise UnknownFamilyError(
+                f"unknown address family {name!r} on network {network!r}; families: "
+                f"{', '.join(self.family_names()) or 'none'}; networks: {', '.join(NETWORKS)}"
+            )
+        return family
 
-def families(network: str = "mainnet") -> tuple[AddressFamily, ...]:
-    """Every family on ``network``, in FAMILY_NAMES order."""
-    if network not in NETWORKS:
-        raise UnknownFamilyError(f"unknown network {network!r}")
-    return tuple(_REGISTRY[(name, network)] for name in FAMILY_NAMES)
+    def family_names(self) -> tuple[str, ...]:
+        """Family names in registration order."""
+        return tuple(dict.fromkeys(family.name for family in self))
+
+    def families(self, network: str = "mainnet") -> tuple[AddressFamily, ...]:
+        """Every family on ``network``, in registration order."""
+        if network not in NETWORKS:
+            raise UnknownFamilyError(f"unknown network {network!r}")
+        return tuple(family for family in self if family.network == network)
+
+    def validate(self, name: str, address: object, network: str = "mainnet") -> str:
+        """Validate a payout destination for a family name (e.g. a coin's)."""
+        return self.require(name, network).validate(address)
+
+    def check_complete(self) -> None:
+        """Every registered family covers every network (called at startup)."""
+        for name in self.family_names():
+            missing = [n for n in NETWORKS if f"{name}/{n}" not in self]
+            if missing:
+                raise StartupError(
+                    f"address family {name!r} from plugin {self.owner(f'{name}/{self._any_network(name)}')!r}"
+                    f" is not registered for network(s) {', '.join(missing)}"
+                )
+
+    def _any_network(self, name: str) -> str:
+        return next(f.network for f in self if f.name == name)

@@ -28,7 +28,7 @@ from .paths import ED25519, HARDENED, check_account, check_index
 from .slip10 import Ed25519Node
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .families import AddressFamily
+    from .families import AddressFamily, AddressFamilyRegistry
     from .paths import DerivationScheme
 
 __all__ = ["KeyStore", "SeedKeyStore", "WatchOnlyKeyStore"]
@@ -162,14 +162,14 @@ class SeedKeyStore(KeyStore):
 
     def account_xpub(self, family: "AddressFamily", account: int) -> str:
         """The account-level extended public key a WatchOnlyKeyStore needs for
-        (family, account), e.g. a zpub for BTC mainnet. Public data, but it reveals
+        (family, account), e.g. a zpub for a bitcoin segwit account. Public data, but it reveals
         every address of that merchant: treat it as confidential."""
         scheme = _scheme_of(family)
         check_account(account)
         if scheme.curve == ED25519:
             raise WatchOnlyError(
-                "Solana (ed25519, hardened-only) has no extended public key; "
-                "watch-only Solana derivation is impossible"
+                f"{family.name} (ed25519, hardened-only) has no extended public key; "
+                "watch-only ed25519 derivation is impossible"
             )
         node = self._account_node(scheme, account)
         return node.to_xpub(family.xpub_version)
@@ -195,22 +195,30 @@ class WatchOnlyKeyStore(KeyStore):
         self,
         account_xpubs: Mapping[tuple[str, int], str] | None = None,
         network: str = "mainnet",
+        families: "AddressFamilyRegistry | None" = None,
     ) -> None:
         from .families import NETWORKS
 
         if network not in NETWORKS:
             raise DerivationError(f"unknown network {network!r}")
         self.network = network
+        self.families = families
         self._accounts: dict[tuple[str, int], ExtendedKey] = {}
         self._cache = _NodeCache()
         for (family_name, account), xpub in (account_xpubs or {}).items():
             self.add_account_xpub(family_name, account, xpub)
 
-    def add_account_xpub(self, family_name: str, account: int, xpub: str) -> None:
-        """Register the xpub of one merchant account (e.g. after a new signup)."""
-        from .families import get_family
+    def add_account_xpub(self, family: "AddressFamily | str", account: int, xpub: str) -> None:
+        """Register the xpub of one merchant account (e.g. after a new signup).
 
-        family = get_family(family_name, self.network)
+        ``family`` is an AddressFamily or a name looked up in ``families``
+        (the gateway's registry: the store knows no family by itself).
+        """
+        if isinstance(family, str):
+            if self.families is None:
+                raise DerivationError("a family name needs the store's address-family registry")
+            family = self.families.require(family, self.network)
+        family_name = family.name
         check_account(account)
         if not family.watch_only_capable:
             raise WatchOnlyError(
@@ -231,7 +239,8 @@ class WatchOnlyKeyStore(KeyStore):
             raise WatchOnlyError("a testnet extended key was given for mainnet")
         if (
             self.network != "mainnet"
-            and family_name in ("btc", "ltc", "doge")
+            and family.scheme is not None
+            and family.scheme.utxo  # UTXO wallets export test-network keys with test versions
             and node.version in MAINNET_VERSIONS
         ):
             raise WatchOnlyError("a mainnet extended key was given for a test network")
@@ -244,7 +253,7 @@ class WatchOnlyKeyStore(KeyStore):
         scheme = _scheme_of(family)
         if scheme.curve == ED25519:
             raise WatchOnlyError(
-                "Solana addresses cannot be derived watch-only: SLIP-10 ed25519 is "
+                f"{family.name} addresses cannot be derived watch-only: SLIP-10 ed25519 is "
                 "hardened-only, so they need the seed"
             )
         if family.network != self.network:

@@ -105,7 +105,7 @@ class DerivationScheme:
     def branch(self, change: bool) -> int | None:
         """The level between account and index, or None when there is none (Solana)."""
         if change and not self.utxo:
-            raise DerivationError("only UTXO families (btc, ltc, doge) have a change branch")
+            raise DerivationError("only UTXO families have a change branch")
         if self.hardened_index:
             return None
         return 1 if change else 0

@@ -10,6 +10,7 @@ from ...core import payouts as payout_svc
 from ...core.accounts import require_merchant
 from ...core.errors import InvalidRequest, ValidationError
 from ...core.qr import qr_data_uri
+from ...core.receive import receive_unsupported_code, require_receive_address
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
@@ -78,8 +79,14 @@ async def dashboard_transactions(request: web.Request) -> web.Response:
     return envelope({"deposits": deposits, "payouts": payouts})
 
 
+def _derivable(gateway, symbol: str) -> bool:
+    """A standing address exists only for coins whose family the gateway derives."""
+    coin = gateway.coins.require(symbol)
+    return addresses.family_of(gateway, coin, svc.chain_for(gateway, symbol).network).derivable
+
+
 def _standing_coins(gateway, merchant) -> list[str]:
-    return [c for c in svc.merchant_coins(merchant) if svc._servable(gateway, c)]
+    return [c for c in svc.merchant_coins(merchant) if svc._servable(gateway, c) and _derivable(gateway, c)]
 
 
 @routes.get("/dashboard/deposit-addresses")
@@ -104,10 +111,13 @@ async def receive_address(request: web.Request) -> web.Response:
     symbol = (request.query.get("coin") or "").strip().upper()
     if not symbol:
         raise InvalidRequest("coin is required", code="missing_coin")
-    if symbol == "XMR":
-        raise InvalidRequest("XMR has no standing receive address", code="xmr_receive_unsupported")
+    coin = gateway.coins.get(symbol)
+    if coin is not None:
+        require_receive_address(coin)
     if symbol not in svc.merchant_coins(merchant):
         raise InvalidRequest("coin is not accepted by this account", code="coin_not_accepted")
     coin = svc.receivable_coin(gateway, merchant, symbol, field="coin")
+    if not _derivable(gateway, symbol):
+        raise InvalidRequest(f"{symbol} has no standing receive address", code=receive_unsupported_code(coin))
     address = await addresses.standing_address(gateway, merchant, coin, svc.chain_for(gateway, symbol).network)
     return envelope({"coin": symbol, "address": address})

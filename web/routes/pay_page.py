@@ -27,6 +27,7 @@ from ...core import payments as svc
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
 from ...core.qr import qr_svg
+from ...core.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import rate_class
 from ..pages import html_page, page_security_headers
@@ -35,21 +36,11 @@ routes = web.RouteTableDef()
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "static" / "orbchain.css"
 REFRESH_SECONDS = 15
-# BIP-21 URI schemes; every other coin's QR carries the bare address.
-URI_SCHEMES = {"BTC": "bitcoin", "LTC": "litecoin", "DOGE": "dogecoin"}
 MAX_SYMBOL_LENGTH = 20
 
 
 def page_url(track_id: str) -> str:
     return f"/pay/{quote(track_id, safe='')}"
-
-
-def payment_uri(symbol: str, address: str, pay_amount: str | None) -> str:
-    """What the QR encodes: a BIP-21 URI for bitcoin-like coins, else the address."""
-    scheme = URI_SCHEMES.get(symbol)
-    if scheme is None:
-        return address
-    return f"{scheme}:{address}?amount={pay_amount}" if pay_amount else f"{scheme}:{address}"
 
 
 def countdown_text(seconds: int) -> str:
@@ -129,7 +120,8 @@ def page_context(
         "expires_text": None,
     }
     if is_open and address:
-        context["qr_svg"] = qr_svg(payment_uri(view["pay_currency"], address, view["pay_amount"]), scale=5)
+        payload = qr_payload(gateway, view, gateway.coins.require(view["pay_currency"]))
+        context["qr_svg"] = qr_svg(payload, scale=5) if payload else None
     if is_open and expires_at is not None:
         left = max(0, expires_at - now)
         context.update(remaining=countdown_text(left), remaining_seconds=left,

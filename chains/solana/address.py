@@ -10,14 +10,20 @@ from __future__ import annotations
 
 import base58
 
-from .base58check import B58_ALPHABET
-from .burn import check_burn_literal, check_zero_payload
-from .errors import AddressError
-from .inputs import clean
+from ...core.keys import ED25519, AddressFamily, DerivationScheme, coin_type_for
+from ...core.keys.base58check import B58_ALPHABET
+from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
+from ...core.keys.errors import AddressError
+from ...core.keys.inputs import clean
 
-__all__ = ["solana_address", "validate_solana"]
+__all__ = ["BURN_ADDRESSES", "address_family", "solana_address", "validate_solana"]
 
 _B58_SET = frozenset(B58_ALPHABET)
+# The all-zero key (the System Program) and the Incinerator (docs/keys.md).
+BURN_ADDRESSES = burn_list((
+    "11111111111111111111111111111111",
+    "1nc1nerator11111111111111111111111111111111",
+))
 
 
 def solana_address(public_key: bytes) -> str:
@@ -33,7 +39,7 @@ def validate_solana(address: object, network: str = "mainnet") -> str:
         raise AddressError(f"Solana address has {len(text)} characters; expected 32 to 44")
     if any(c not in _B58_SET for c in text):
         raise AddressError("contains a character outside the Base58 alphabet")
-    check_burn_literal("solana", text)
+    check_burn_literal(text, BURN_ADDRESSES, "solana")
     raw = base58.b58decode(text)
     if len(raw) != 32:
         raise AddressError(f"decodes to {len(raw)} bytes; expected 32")
@@ -41,3 +47,13 @@ def validate_solana(address: object, network: str = "mainnet") -> str:
         raise AddressError("non-canonical Base58 encoding")
     check_zero_payload(raw, "public key")
     return text
+
+
+def address_family(network: str) -> AddressFamily:
+    """The ``solana`` family: SLIP-10 ed25519 m/44'/501'/A'/I' (501' on every network)."""
+    return AddressFamily(
+        "solana", network, "Solana account (ed25519)", validate_solana,
+        DerivationScheme(ED25519, 44, coin_type_for(501, network, keep_on_test_networks=True),
+                         hardened_index=True),
+        solana_address, burn_addresses=BURN_ADDRESSES,
+    )

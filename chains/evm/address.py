@@ -13,12 +13,19 @@ import re
 from coincurve import PublicKey
 from eth_utils import to_checksum_address
 
-from .burn import check_burn_literal, check_zero_payload
-from .errors import AddressError
-from .hashing import keccak256
-from .inputs import clean
+from ...core.keys import SECP256K1, AddressFamily, DerivationScheme, coin_type_for
+from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
+from ...core.keys.errors import AddressError
+from ...core.keys.hashing import keccak256
+from ...core.keys.inputs import clean
 
-__all__ = ["eip55", "evm_address", "evm_address_bytes", "validate_evm"]
+__all__ = ["BURN_ADDRESSES", "address_family", "eip55", "evm_address", "evm_address_bytes", "validate_evm"]
+
+# The zero address and the conventional "dead" address (docs/keys.md).
+BURN_ADDRESSES = burn_list((
+    "0x0000000000000000000000000000000000000000",
+    "0x000000000000000000000000000000000000dEaD",
+), caseless=True)
 
 _HEX40 = re.compile(r"[0-9a-fA-F]{40}")
 
@@ -65,6 +72,15 @@ def validate_evm(address: object, network: str = "mainnet") -> str:
     checksummed = to_checksum_address("0x" + body.lower())
     if body != body.lower() and body != body.upper() and text != checksummed:
         raise AddressError("EIP-55 mixed-case checksum mismatch")
-    check_burn_literal("evm", checksummed)
+    check_burn_literal(checksummed, BURN_ADDRESSES, "evm", caseless=True)
     check_zero_payload(bytes.fromhex(body), "account id")
     return checksummed
+
+
+def address_family(network: str) -> AddressFamily:
+    """The ``evm`` family: m/44'/60'/A'/0/I, one address for every EVM coin of a user."""
+    return AddressFamily(
+        "evm", network, "EVM account (ETH, BNB, POL and tokens), EIP-55", validate_evm,
+        DerivationScheme(SECP256K1, 44, coin_type_for(60, network)),
+        evm_address, "tpub" if network != "mainnet" else "xpub", burn_addresses=BURN_ADDRESSES,
+    )

@@ -8,15 +8,18 @@ compressed public key (BIP-44 m/44'/3'/...).
 
 from __future__ import annotations
 
-from .base58check import b58check_decode, b58check_encode
-from .burn import check_burn_literal, check_zero_payload
-from .errors import AddressError
-from .hashing import hash160
-from .inputs import clean
+from ...core.keys.base58check import b58check_decode, b58check_encode
+from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
+from ...core.keys.errors import AddressError
+from ...core.keys.hashing import hash160
+from ...core.keys.inputs import clean
 
 __all__ = ["DOGE_VERSIONS", "doge_p2pkh_address", "validate_doge"]
 
 # network -> (P2PKH version, P2SH version)
+# P2PKH of the zero hash160 (docs/keys.md).
+BURN_ADDRESSES = burn_list(("D596YFweJQuHY1BbjazZYmAbt8jJPbKehC",))
+
 DOGE_VERSIONS: dict[str, tuple[int, int]] = {
     "mainnet": (0x1E, 0x16),
     "testnet": (0x71, 0xC4),
@@ -38,7 +41,7 @@ def validate_doge(address: object, network: str = "mainnet") -> str:
     except KeyError:
         raise AddressError(f"unknown Dogecoin network {network}") from None
     text = clean(address)
-    check_burn_literal("doge", text)
+    check_burn_literal(text, BURN_ADDRESSES, "doge")
     payload = b58check_decode(text, 21)
     version = payload[0]
     if version not in (p2pkh, p2sh):

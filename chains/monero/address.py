@@ -16,13 +16,15 @@ from dataclasses import dataclass
 
 from nacl.bindings import crypto_core_ed25519_is_valid_point
 
-from .base58check import B58_ALPHABET
-from .errors import AddressError
-from .hashing import keccak256
-from .inputs import clean
+from ...core.keys import AddressFamily
+from ...core.keys.base58check import B58_ALPHABET
+from ...core.keys.errors import AddressError
+from ...core.keys.hashing import keccak256
+from ...core.keys.inputs import clean
 
 __all__ = [
     "MONERO_NETWORK_BYTES",
+    "address_family",
     "MoneroAddress",
     "decode_xmr",
     "monero_b58decode",
@@ -150,3 +152,11 @@ def validate_xmr(address: object, network: str = "mainnet") -> str:
             f"a Monero {decoded.network} address, not valid on {network}"
         )
     return decoded.address
+
+
+def address_family(network: str) -> AddressFamily:
+    """The ``xmr`` family: validate only (refund destinations, swap inputs)."""
+    return AddressFamily(
+        "xmr", network, "Monero (source-only, validate only)", validate_xmr,
+        no_derivation_reason="Monero is source-only and has no standing receive address",
+    )

@@ -8,15 +8,18 @@ the 41-prefixed hex form, so a single spelling reaches the ledger.
 
 from __future__ import annotations
 
-from .base58check import b58check_decode, b58check_encode
-from .burn import check_burn_literal, check_zero_payload
-from .errors import AddressError
-from .evm import evm_address_bytes
-from .inputs import clean
+from ...core.keys import SECP256K1, AddressFamily, DerivationScheme, coin_type_for
+from ...core.keys.base58check import b58check_decode, b58check_encode
+from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
+from ...core.keys.errors import AddressError
+from ...core.keys.inputs import clean
+from ..evm.address import evm_address_bytes
 
-__all__ = ["TRON_VERSION", "tron_address", "validate_tron"]
+__all__ = ["BURN_ADDRESSES", "TRON_VERSION", "address_family", "tron_address", "validate_tron"]
 
 TRON_VERSION = 0x41
+# 0x41 + 20 zero bytes, Tron's zero address (docs/keys.md).
+BURN_ADDRESSES = burn_list(("T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",))
 
 
 def tron_address(public_key: bytes) -> str:
@@ -29,9 +32,18 @@ def validate_tron(address: object, network: str = "mainnet") -> str:
     text = clean(address)
     if not text.startswith("T"):
         raise AddressError("Tron address must start with T")
-    check_burn_literal("tron", text)
+    check_burn_literal(text, BURN_ADDRESSES, "tron")
     payload = b58check_decode(text, 21)
     if payload[0] != TRON_VERSION:
         raise AddressError(f"network byte 0x{payload[0]:02x} is not Tron's 0x41")
     check_zero_payload(payload[1:], "account id")
     return text
+
+
+def address_family(network: str) -> AddressFamily:
+    """The ``tron`` family: m/44'/195'/A'/0/I, one T address for TRX and its tokens."""
+    return AddressFamily(
+        "tron", network, "Tron account (TRX and TRC-20 tokens)", validate_tron,
+        DerivationScheme(SECP256K1, 44, coin_type_for(195, network)),
+        tron_address, "tpub" if network != "mainnet" else "xpub", burn_addresses=BURN_ADDRESSES,
+    )

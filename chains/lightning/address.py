@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 
+from ...core.keys import AddressFamily
+from ...core.keys.errors import AddressError
+from ...core.keys.inputs import clean
 from .bolt11 import MAX_BOLT11_LENGTH, decode_bolt11
-from .errors import AddressError
-from .inputs import clean
 
-__all__ = ["validate_lightning", "validate_lightning_address"]
+__all__ = ["address_family", "validate_lightning", "validate_lightning_address"]
 
 _LOCAL_RE = re.compile(r"[a-z0-9\-_.+]{1,64}")
 _LABEL_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
@@ -67,3 +68,11 @@ def validate_lightning(destination: object, network: str = "mainnet") -> str:
     if invoice.network not in accepted:
         raise AddressError(f"a Lightning {invoice.network} invoice, not valid on {network}")
     return invoice.invoice
+
+
+def address_family(network: str) -> AddressFamily:
+    """The ``lightning`` family: validate only; invoices come from a node, not a seed."""
+    return AddressFamily(
+        "lightning", network, "Lightning: BOLT 11 invoice or Lightning Address", validate_lightning,
+        no_derivation_reason="Lightning invoices are issued by the node, not derived",
+    )

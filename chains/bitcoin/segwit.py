@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import bech32 as _bech32
 
-from .burn import check_burn_literal, check_zero_payload
-from .errors import AddressError
-from .hashing import hash160
-from .inputs import clean
+from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
+from ...core.keys.errors import AddressError
+from ...core.keys.hashing import hash160
+from ...core.keys.inputs import clean
 
 __all__ = [
     "HRPS",
@@ -68,6 +68,16 @@ def decode_bech32(text: str, max_length: int | None = SEGWIT_MAX_LENGTH) -> tupl
         raise AddressError("bad checksum")
     return hrp, data[:-6], const
 
+
+# Well-known burn destinations per family (docs/keys.md), compared case-insensitively.
+BURN_ADDRESSES: dict[str, frozenset[str]] = {
+    "btc": burn_list((
+        "1BitcoinEaterAddressDontSendf59kuE",  # vanity burn address, P2PKH
+        "1111111111111111111114oLvT2",  # P2PKH of the zero hash
+        "bc1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq9e75rs",  # P2WPKH of the zero program
+    ), caseless=True),
+    "ltc": frozenset(),
+}
 
 _KNOWN_HRPS = {h: (fam, net) for fam, nets in HRPS.items() for net, h in nets.items()}
 
@@ -123,7 +133,7 @@ def validate_segwit(address: object, family: str, network: str = "mainnet") -> s
     except KeyError:
         raise AddressError(f"no segwit prefix for {family} {network}") from None
     text = clean(address)
-    check_burn_literal(family, text)
+    check_burn_literal(text, BURN_ADDRESSES.get(family, frozenset()), family, caseless=True)
     version, program = decode_segwit(text, hrp)
     check_zero_payload(program, f"witness v{version} program")
     return text.lower()

@@ -1,0 +1,21 @@
+"""The coins of the bitcoin plugin (SPEC 2.7): BTC, LTC and DOGE.
+
+Data only; ``orbchain.chains.bitcoin`` registers them through
+``register_coins`` and their address families (btc, ltc, doge) through
+``register_address_families``.
+"""
+
+from __future__ import annotations
+
+from ...core.coins import Coin
+
+COINS: tuple[Coin, ...] = (
+    Coin("BTC", "Bitcoin", "bitcoin", 8, 2, "0.0001", "btc",
+         default_accepted=True, price_id="bitcoin", dev_price_usd="60000", rank=1),
+    Coin("LTC", "Litecoin", "litecoin", 8, 6, "0.001", "ltc",
+         default_accepted=True, price_id="litecoin", dev_price_usd="80", rank=2),
+    Coin("DOGE", "Dogecoin", "dogecoin", 8, 6, "10", "doge", price_id="dogecoin", dev_price_usd="0.15", rank=3),
+)
+
+# BIP-21-style URI scheme of each chain, for QR payloads.
+URI_SCHEMES = {"bitcoin": "bitcoin", "litecoin": "litecoin", "dogecoin": "dogecoin"}

@@ -1,0 +1,60 @@
+"""Where a payer sends a payment's coin, and what the hosted page's QR encodes.
+
+Why: receiving is not always "a derived address watched by a scanner". A
+plugin may supply a payment's receive target (a node's invoice, a venue's
+deposit address, a subaddress) through ``payment_receive_target``, and each
+chain plugin says how its coin's QR payload is written through
+``payment_qr_payload``. The core only falls back: an address derived from
+the seed, and a QR that holds the bare address. Which coins have no address
+to receive at is data on the coin (``Coin.receive_address``), never a symbol.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .errors import InvalidRequest
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .coins import Coin
+    from .gateway import Gateway
+
+
+@dataclass(frozen=True)
+class ReceiveTarget:
+    """A plugin's answer: the address to show (None when there is none, e.g. an
+    invoice) and extra public fields merged into the payment view (e.g.
+    ``{"lightning": {"invoice": ...}}``); extra keys never replace core fields."""
+
+    address: str | None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+def receive_unsupported_code(coin: "Coin") -> str:
+    return f"{coin.symbol.lower()}_receive_unsupported"
+
+
+def require_receive_address(coin: "Coin") -> None:
+    """400 ``<symbol>_receive_unsupported`` for a coin with no address to receive at."""
+    if not coin.receive_address:
+        raise InvalidRequest(f"{coin.symbol} has no standing receive address", code=receive_unsupported_code(coin))
+
+
+async def plugin_receive_target(
+    gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin"
+) -> ReceiveTarget | None:
+    """The first plugin's receive target for ``payment``, or None (the core derives one)."""
+    result = gateway.pm.hook.payment_receive_target(gateway=gateway, payment=payment, coin=coin)
+    if inspect.isawaitable(result):
+        result = await result
+    if result is not None and not isinstance(result, ReceiveTarget):
+        raise TypeError(f"payment_receive_target returned {type(result).__name__}, not a ReceiveTarget")
+    return result
+
+
+def qr_payload(gateway: "Gateway", view: Mapping[str, Any], coin: "Coin") -> str | None:
+    """What the QR of an open payment encodes: a plugin's URI, else the bare address."""
+    payload = gateway.pm.hook.payment_qr_payload(gateway=gateway, payment=view, coin=coin)
+    return payload if isinstance(payload, str) and payload else view.get("address")

@@ -1,0 +1,32 @@
+"""The built-in chain plugins' address families, for key tests that need no gateway.
+
+Collected through the ``register_address_families`` hook of the installed
+``orbchain`` entry points, exactly as a gateway collects them.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from orbchain.core.keys import AddressFamily, AddressFamilyRegistry
+from orbchain.core.plugins import call_collect, get_plugin_manager
+
+
+@lru_cache(maxsize=1)
+def builtin_families() -> AddressFamilyRegistry:
+    registry = AddressFamilyRegistry()
+    call_collect(get_plugin_manager(), "register_address_families", registry, gateway=None)
+    registry.check_complete()
+    return registry
+
+
+def get_family(name: str, network: str = "mainnet") -> AddressFamily:
+    return builtin_families().require(name, network)
+
+
+def validate_address(name: str, address: object, network: str = "mainnet") -> str:
+    return builtin_families().validate(name, address, network)
+
+
+def families(network: str = "mainnet") -> tuple[AddressFamily, ...]:
+    return builtin_families().families(network)
