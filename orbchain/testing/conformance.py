@@ -21,7 +21,7 @@ applicable (``capabilities.requires``).
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable
 
 import pytest
 import pytest_asyncio
@@ -44,10 +44,13 @@ class AdapterConformance:
 
     @pytest_asyncio.fixture
     async def chain_shop(self, request: pytest.FixtureRequest, chain_driver: ChainDriver,
-                         make_config: Callable[..., Any], make_client: Callable) -> ChainShop:
+                         make_config: Callable[..., Any], make_client: Callable) -> AsyncIterator[ChainShop]:
         shop = await open_chain_shop(chain_driver, make_config, make_client)
-        skip_unless_applicable(request, shop.adapter)
-        return shop
+        try:
+            skip_unless_applicable(request, shop.adapter)
+            yield shop
+        finally:
+            await shop.adapter.close()  # a node may wait for open RPC connections before it stops
 
     # -- deposits --------------------------------------------------------------------------------
 
