@@ -140,12 +140,12 @@ def stop(node: Node) -> None:
         node.call("stop")
     except Exception:  # noqa: BLE001
         pass
+    node.close()  # litecoind waits for open keep-alive RPC connections before it exits
     try:
         node.process.wait(timeout=30)
     except subprocess.TimeoutExpired:
         os.kill(node.pid, signal.SIGKILL)
         node.process.wait(timeout=10)
-    node.close()
 
 
 def start_node(datadir: Path) -> Node:

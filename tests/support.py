@@ -1,11 +1,10 @@
-"""Helpers shared by the API and end-to-end tests."""
+"""Helpers shared by the API and end-to-end tests (the merchant client comes from ``orbchain.testing``)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -13,52 +12,8 @@ from aiohttp.test_utils import TestServer
 
 from orbchain.chains.devnet.adapter import devnet_chain
 from orbchain.core.scanner import scan_chain
+from orbchain.testing.api import Merchant, api, bearer, signup, signup_data  # noqa: F401 - re-exported
 from orbchain.web.keys import GATEWAY
-
-
-@dataclass
-class Merchant:
-    token: str
-    merchant_id: str
-    keys: dict[str, str]
-
-    @property
-    def jwt(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-    @property
-    def merchant_key(self) -> dict[str, str]:
-        return {"merchant_api_key": self.keys["merchant_api_key"]}
-
-    @property
-    def payout_key(self) -> dict[str, str]:
-        return {"payout_api_key": self.keys["payout_api_key"]}
-
-    @property
-    def general_key(self) -> dict[str, str]:
-        return {"general_api_key": self.keys["general_api_key"]}
-
-
-async def signup_data(client: Any, email: str = "owner@example.com", password: str = "s3cret-pass",
-                      **extra: Any) -> dict[str, Any]:
-    """Sign up through the API; the raw ``data`` of the answer."""
-    response = await client.post("/dashboard/auth/signup", json={"email": email, "password": password, **extra})
-    assert response.status == 200, await response.text()
-    return (await response.json())["data"]
-
-
-async def signup(client: Any, email: str = "merchant@example.com", password: str = "s3cret-pass") -> Merchant:
-    data = await signup_data(client, email, password)
-    return Merchant(data["token"], data["merchant_id"], data["api_keys"])
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-async def api(client: Any, method: str, path: str, headers: dict[str, str], **kwargs: Any) -> tuple[int, Any]:
-    response = await client.request(method, path, headers=headers, **kwargs)
-    return response.status, await response.json()
 
 
 class WebhookReceiver:

@@ -1,0 +1,52 @@
+"""``orbchain.testing``: the pytest kit for Orbchain plugins, and the adapter conformance suite.
+
+Load it as a pytest plugin from your ``conftest.py``::
+
+    pytest_plugins = ["orbchain.testing"]
+
+It then gives every test module:
+
+* fixtures: ``db_backend`` (each database test runs on SQLite, and on
+  PostgreSQL when ``ORBCHAIN_TEST_PG_DSN`` names a server), ``db_url``,
+  ``make_config``, ``config``, ``gateway`` (migrated, no HTTP),
+  ``make_client``, ``client`` and ``merchant_shop`` (an app with a
+  signed-up merchant, in one line);
+* ``ChainDriver``, the class a chain author implements for their test node,
+  and ``AdapterConformance``, the suite to subclass (``docs/plugins.md``,
+  "From an empty package to a passing conformance run").
+
+The HTTP fixtures need ``pytest-aiohttp`` (Orbchain's ``test`` extra).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .api import Merchant, api, bearer, signup, signup_data
+from . import capabilities
+from .capabilities import CAPABILITIES, MARKER, requires, supports
+from .conformance import AdapterConformance, SimulatedCrash
+from .databases import PG_ENV, backends, db_url, pg_run_database
+from .driver import ChainDriver
+from .fixtures import Shop, client, config, gateway, make_client, make_config, merchant_shop, merge_sections, open_shop
+from .harness import ChainShop, open_chain_shop
+
+__all__ = [
+    "AdapterConformance", "CAPABILITIES", "capabilities", "ChainDriver", "ChainShop", "Merchant", "PG_ENV", "Shop",
+    "SimulatedCrash", "api", "backends", "bearer", "merge_sections", "open_chain_shop", "open_shop", "requires",
+    "signup", "signup_data", "supports",
+    # fixtures, re-exported so that loading this module as a plugin registers them
+    "client", "config", "db_url", "gateway", "make_client", "make_config", "merchant_shop", "pg_run_database",
+]
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(*capabilities): the adapter capabilities a conformance test needs")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "db_backend" in metafunc.fixturenames:
+        metafunc.parametrize("db_backend", backends())
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"orbchain databases under test: {', '.join(backends())}"

@@ -1,0 +1,63 @@
+"""The kit's own mechanics: capabilities and the "not applicable" report of the conformance suite."""
+
+from __future__ import annotations
+
+import enum
+from types import SimpleNamespace
+
+import pytest
+
+from orbchain.core import chains
+from orbchain.core.chains import Block, BlockRef, ChainAdapter
+from orbchain.testing import AdapterConformance, capabilities
+
+
+class WatchOnly(ChainAdapter):
+    """Deposits only: no mempool, no payout role."""
+
+    name = "watchonly"
+
+    async def tip(self) -> BlockRef:
+        return BlockRef(0, "00")
+
+    async def block(self, height: int) -> Block:
+        return Block(0, "00", "")
+
+
+def _request(*needed: str) -> SimpleNamespace:
+    marks = [getattr(pytest.mark, capabilities.MARKER)(*needed).mark]
+    return SimpleNamespace(node=SimpleNamespace(iter_markers=lambda name: [m for m in marks if m.name == name]))
+
+
+def test_a_missing_capability_is_reported_as_not_applicable():
+    adapter = WatchOnly()
+    assert capabilities.missing(adapter) == {capabilities.MEMPOOL, capabilities.PAYOUTS}
+    with pytest.raises(pytest.skip.Exception, match="not applicable: watchonly does not declare payouts"):
+        capabilities.skip_unless_applicable(_request(capabilities.DEPOSITS, capabilities.PAYOUTS), adapter)
+    capabilities.skip_unless_applicable(_request(capabilities.DEPOSITS, capabilities.REORGS), adapter)  # runs
+
+
+def test_payout_tests_of_the_suite_require_the_payout_capability():
+    def needed(test) -> set[str]:
+        return {c for m in test.pytestmark if m.name == capabilities.MARKER for c in m.args}
+
+    assert capabilities.PAYOUTS in needed(AdapterConformance.test_payout_signed_broadcast_and_confirmed)
+    assert capabilities.PAYOUTS in needed(AdapterConformance.test_crash_rebroadcasts_the_stored_transaction)
+    assert capabilities.PAYOUTS not in needed(AdapterConformance.test_reorg_after_credit_reverses_with_an_event)
+    with pytest.raises(ValueError, match="unknown capabilities"):
+        capabilities.requires("teleport")
+
+
+def test_an_explicit_declaration_wins_over_the_implicit_reading(monkeypatch):
+    """Once the core declares capabilities (``Capability`` + ``adapter.supports``), the kit asks the adapter."""
+
+    class Capability(enum.Enum):
+        DEPOSITS = "deposits"
+        MEMPOOL = "mempool"
+        REORGS = "reorgs"
+        PAYOUTS = "payouts"
+
+    monkeypatch.setattr(chains, "Capability", Capability, raising=False)
+    adapter = WatchOnly()
+    adapter.supports = lambda capability: capability in (Capability.DEPOSITS, Capability.MEMPOOL)
+    assert capabilities.missing(adapter) == {capabilities.REORGS, capabilities.PAYOUTS}
