@@ -35,8 +35,8 @@ class AnvilDriver(ChainDriver):
 
     def config_sections(self) -> dict[str, dict[str, Any]]:
         settings = {"rpc_url": self.node.url, "chain_id": CHAIN_ID, "start_height": self.node.height() + 1,
-                    "scan_seconds": 1}
-        return {"plugin": {"evm": {"ethereum": settings}, "coin_table": {"contracts": {"USDT_ERC20": self.token}}}}
+                    "scan_seconds": 1, "contracts": {"USDT_ERC20": self.token}}
+        return {"plugin": {"evm": {"ethereum": settings}}}
 
     async def send(self, address: str, amount: int) -> str:
         return self.node.send(PAYER, address, value=amount)
