@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from orbchain.chains.bitcoin.rpc import coin_units
-from orbchain.core.keys import SeedKeyStore, get_family
+from orbchain.core.keys import SeedKeyStore
+from tests.families import get_family
 from orbchain.testing import AdapterConformance, ChainDriver, capabilities
 
 from .litecoind import Faucet, Node, faucet, litecoind_node  # noqa: F401 - session fixtures

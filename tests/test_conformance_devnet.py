@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from orbchain.chains.devnet import DevnetChain, devnet_chain
-from orbchain.core.keys import SeedKeyStore, get_family
+from orbchain.core.keys import SeedKeyStore
+from tests.families import get_family
 from orbchain.testing import AdapterConformance, ChainDriver, capabilities
 
 
