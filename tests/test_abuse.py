@@ -88,3 +88,220 @@ async def test_an_allowlist_sharing_no_coin_with_the_account_is_403(quiet_client
     assert changed.status == 200
     response = await client.post("/v1/payment/invoice", json={"amount": "10", "currency": "USD"}, headers=headers)
     assert response.status == 403 and (await response.json())["error"]["code"] == "coin_not_allowed"
+
+
+# -- class 3: rate limits count the authenticated principal ------------------------------------
+
+
+def one_window(client: Any) -> int:
+    """Pin the gateway clock to the start of a window; returns that start."""
+    gateway = client.app[GATEWAY]
+    start = gateway.now() - gateway.now() % 60 + 60
+    gateway.clock = lambda: start + 1
+    return start
+
+
+def junk() -> dict[str, str]:
+    import secrets
+
+    return {"merchant_api_key": "ok_m_" + secrets.token_hex(16)}
+
+
+async def statuses(client: Any, method: str, path: str, headers_for: Any, n: int, **kwargs: Any) -> list[int]:
+    return [(await client.request(method, path, headers=headers_for(), **kwargs)).status for _ in range(n)]
+
+
+@pytest.mark.parametrize("credential", ["payout_key", "general_key", "jwt"])
+async def test_junk_key_headers_do_not_buy_fresh_read_buckets(make_client, make_config, credential):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"read_per_minute": 3}))
+    owner = await signup(client)
+    one_window(client)
+    path = {"payout_key": "/v1/payout/nope", "general_key": "/v1/general/account/balance",
+            "jwt": "/dashboard/account"}[credential]
+    own = getattr(owner, credential)
+    seen = await statuses(client, "GET", path, lambda: {**own, **junk()}, 4)
+    assert seen[3] == 429 and 429 not in seen[:3], seen
+
+
+async def test_junk_key_headers_do_not_buy_fresh_write_buckets(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"write_per_minute": 3}))
+    owner = await signup(client)
+    one_window(client)
+    seen = await statuses(client, "POST", "/v1/payout", lambda: {**owner.payout_key, **junk()}, 4, json={})
+    assert seen == [400, 400, 400, 429]
+    # JWT writes (the TOTP endpoints among them) count per merchant, whatever else is sent.
+    seen = await statuses(client, "POST", "/dashboard/mfa/disable", lambda: {**owner.jwt, **junk()}, 4,
+                          json={"code": "123456"})
+    assert seen == [400, 400, 400, 429]
+
+
+async def test_each_key_of_a_merchant_has_its_own_bucket(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"read_per_minute": 2}))
+    owner = await signup(client)
+    scoped = {"merchant_api_key": await scoped_key(client, owner.token)}
+    one_window(client)
+    assert await statuses(client, "GET", "/v1/payment", lambda: owner.merchant_key, 3) == [200, 200, 429]
+    assert await statuses(client, "GET", "/v1/payment", lambda: scoped, 3) == [200, 200, 429]
+
+
+async def test_failed_authentication_is_counted_per_ip_then_blocks_the_ip(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"auth_failures_per_minute": 5}))
+    owner = await signup(client)
+    start = one_window(client)
+    seen = await statuses(client, "POST", "/v1/payout", lambda: {"payout_api_key": junk()["merchant_api_key"]}, 6,
+                          json={})
+    assert seen == [401] * 5 + [429]
+    # Reads, other credentials and bad tokens from that IP are refused too, until the window ends.
+    blocked = await client.get("/dashboard/account", headers=owner.jwt)
+    body = await blocked.json()
+    assert blocked.status == 429 and body["error"]["type"] == "rate_limit"
+    assert 0 < int(blocked.headers["Retry-After"]) <= 60
+    assert (await client.get("/v1/payment", headers={"merchant_api_key": "nope"})).status == 429
+    # Public routes are not authentication and stay open.
+    assert (await client.get("/v1/common/currencies")).status == 200
+    client.app[GATEWAY].clock = lambda: start + 61
+    assert (await client.get("/dashboard/account", headers=owner.jwt)).status == 200
+
+
+async def test_bad_tokens_count_as_failed_authentication(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"auth_failures_per_minute": 3}))
+    one_window(client)
+    seen = await statuses(client, "GET", "/dashboard/account", lambda: bearer("not-a-token"), 4)
+    assert seen == [401, 401, 401, 429]
+
+
+async def test_per_key_override_still_applies_to_writes(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"write_per_minute": 2}))
+    owner = await signup(client)
+    generous = {"merchant_api_key": await scoped_key(client, owner.token, rate_limit_rpm=4)}
+    one_window(client)
+    seen = await statuses(client, "POST", "/v1/payment/invoice",
+                          lambda: {**generous, "payout_api_key": junk()["merchant_api_key"]}, 5, json={})
+    assert seen == [400] * 4 + [429]
+
+
+# -- class 3: TOTP lockout shared by every endpoint that takes a code -----------------------------
+
+
+async def enable_mfa(client: Any, owner: Any, now: list[int]) -> Any:
+    import pyotp
+
+    secret = (await (await client.post("/dashboard/mfa/setup", headers=owner.jwt)).json())["data"]["secret"]
+    totp = pyotp.TOTP(secret)
+    response = await client.post("/dashboard/mfa/verify", json={"code": totp.at(now[0])}, headers=owner.jwt)
+    assert response.status == 200, await response.text()
+    now[0] += 30
+    return totp
+
+
+def wrong(totp: Any, now: int) -> str:
+    right = {totp.at(now + d) for d in (-30, 0, 30)}
+    return next(c for c in ("000000", "111111", "222222", "333333") if c not in right)
+
+
+@pytest.fixture
+async def mfa_client(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"enabled": False}))
+    owner = await signup(client)
+    now = [client.app[GATEWAY].now()]
+    client.app[GATEWAY].clock = lambda: now[0]
+    return client, owner, now, await enable_mfa(client, owner, now)
+
+
+async def test_five_bad_totp_codes_lock_every_code_endpoint(mfa_client):
+    from tests.support import Devnet
+    from tests.test_transfers import account_id, fund
+
+    client, owner, now, totp = mfa_client
+    payee = await account_id(client, await signup(client, "payee@example.com"))
+    await fund(client, Devnet(client), owner)
+
+    def transfer(code: str) -> dict[str, Any]:
+        return {"to_account_id": payee, "coin": "BTC", "amount": "0.001", "totp_code": code}
+
+    for _ in range(3):
+        response = await client.post("/dashboard/mfa/disable", json={"code": wrong(totp, now[0])}, headers=owner.jwt)
+        assert response.status == 401
+    for _ in range(2):  # transfers take the same code and share the count
+        response = await client.post("/dashboard/transfer", json=transfer(wrong(totp, now[0])), headers=owner.jwt)
+        assert response.status == 401, await response.text()
+    locked = await client.post("/dashboard/mfa/disable", json={"code": totp.at(now[0])}, headers=owner.jwt)
+    body = await locked.json()
+    assert locked.status == 429 and body["error"]["type"] == "rate_limit", body
+    assert int(locked.headers["Retry-After"]) == 15 * 60
+    for path, headers in (("/dashboard/transfer", owner.jwt), ("/v1/transfer", owner.merchant_key)):
+        response = await client.post(path, json=transfer(totp.at(now[0])), headers=headers)
+        assert response.status == 429, (path, await response.text())
+    now[0] += 15 * 60 - 1
+    assert (await client.post("/dashboard/mfa/disable", json={"code": totp.at(now[0])},
+                              headers=owner.jwt)).status == 429
+    now[0] += 1
+    sent = await client.post("/v1/transfer", json=transfer(totp.at(now[0])), headers=owner.merchant_key)
+    assert sent.status == 200, await sent.text()
+    now[0] += 30
+    unlocked = await client.post("/dashboard/mfa/disable", json={"code": totp.at(now[0])}, headers=owner.jwt)
+    assert unlocked.status == 200, await unlocked.text()
+
+
+async def test_a_right_code_forgives_earlier_failures(mfa_client):
+    client, owner, now, totp = mfa_client
+    for _ in range(4):
+        assert (await client.post("/dashboard/mfa/disable", json={"code": wrong(totp, now[0])},
+                                  headers=owner.jwt)).status == 401
+    from orbchain.core import accounts
+
+    assert await accounts.verify_totp(client.app[GATEWAY].db, owner.merchant_id, totp.at(now[0]), now=now[0])
+    now[0] += 30
+    for _ in range(5):
+        assert (await client.post("/dashboard/mfa/disable", json={"code": wrong(totp, now[0])},
+                                  headers=owner.jwt)).status == 401
+    assert (await client.post("/dashboard/mfa/disable", json={"code": totp.at(now[0])},
+                              headers=owner.jwt)).status == 429
+
+
+async def test_parallel_totp_guesses_cannot_outrun_the_lockout(mfa_client):
+    import asyncio
+
+    client, owner, now, totp = mfa_client
+    codes = [f"{n:06d}" for n in range(40) if f"{n:06d}" not in {totp.at(now[0] + d) for d in (-30, 0, 30)}][:30]
+    results = await asyncio.gather(*(client.post("/dashboard/mfa/disable", json={"code": c}, headers=owner.jwt)
+                                     for c in codes))
+    seen = sorted(r.status for r in results)
+    assert seen.count(401) == 5 and seen.count(429) == len(codes) - 5, seen
+
+
+# -- class 3: login per-account throttle -----------------------------------------------------
+
+
+@pytest.mark.parametrize("email", ["owner@example.com", "nobody@example.com"])
+async def test_login_failures_lock_the_account_without_revealing_it(make_client, make_config, email):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"auth_per_minute": 1000}))
+    await signup(client, "owner@example.com", "right-password")
+    gateway = client.app[GATEWAY]
+    now = [gateway.now()]
+    gateway.clock = lambda: now[0]
+    for _ in range(10):
+        response = await client.post("/dashboard/auth/login", json={"email": email, "password": "wrong-password"})
+        assert response.status == 401
+    for password in ("wrong-password", "right-password"):
+        response = await client.post("/dashboard/auth/login", json={"email": email.upper(), "password": password})
+        body = await response.json()
+        assert response.status == 429 and body["error"]["type"] == "rate_limit"
+        assert body["message"] == "too many failed sign-ins; try again later"  # same for unknown e-mails
+    other = await signup(client, "third@example.com", "right-password")  # other accounts are unaffected
+    assert other.token
+    now[0] += 15 * 60
+    response = await client.post("/dashboard/auth/login", json={"email": email, "password": "right-password"})
+    assert response.status == (200 if email == "owner@example.com" else 401)
+
+
+async def test_password_change_shares_the_login_lockout(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"enabled": False}))
+    owner = await signup(client, "owner@example.com", "right-password")
+    for _ in range(10):
+        response = await client.post("/dashboard/settings/change-password", headers=owner.jwt,
+                                    json={"current_password": "nope-nope", "new_password": "another-pass"})
+        assert response.status == 401, await response.text()
+    response = await client.post("/dashboard/auth/login", json={"email": "owner@example.com",
+                                                                "password": "right-password"})
+    assert response.status == 429

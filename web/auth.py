@@ -25,9 +25,10 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ..core import auth
-from ..core.errors import ApiError, Forbidden, Unauthorized
+from ..core.errors import ApiError, Forbidden, RateLimited, Unauthorized
 from ..core.gateway import Gateway
-from .keys import GATEWAY, PRINCIPAL, WRITE_LIMIT_BUCKET
+from ..core.ratelimit import Blocks
+from .keys import GATEWAY, PRINCIPAL, RATE_KIND
 from .middlewares import client_ip, count_request
 
 AUTH_ATTR = "__orbchain_auth__"
@@ -184,8 +185,8 @@ def _bearer(request: web.Request) -> str | None:
     return None
 
 
-async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
-    """Resolve the caller for a route declaring ``spec``, or raise 401/403."""
+async def identify(request: web.Request, spec: AuthSpec) -> Principal:
+    """Who the caller of a route declaring ``spec`` is, or 401 (403 for a disabled account)."""
     gateway = request.app[GATEWAY]
     token = _bearer(request) if "jwt" in spec.kinds else None
     if token is not None:
@@ -193,34 +194,98 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     if spec.kinds - {"jwt"}:
         principal = await _from_key(request, spec)
         if principal is not None:
-            if spec.scope is None and principal.via == "scoped_key":
-                raise Forbidden("access denied: this route takes a legacy key")
-            if spec.scope is not None and not principal.has_scope(spec.scope):
-                raise Forbidden(f"access denied: the key lacks scope {spec.scope}")
             return principal
         raise Unauthorized("missing API key" if "jwt" not in spec.kinds else "missing credentials")
     raise Unauthorized("missing token")
 
 
-async def _count_write(request: web.Request, principal: Principal | None) -> None:
-    """The deferred write limit: a scoped key's ``rate_limit_rpm`` overrides the default."""
-    bucket = request.get(WRITE_LIMIT_BUCKET)
-    if bucket is None:
-        return
-    gateway = request.app[GATEWAY]
-    if not gateway.config.rate_limits.enabled:
-        return
+def authorize(principal: Principal, spec: AuthSpec) -> None:
+    """403 unless the identified caller may use a route declaring ``spec``."""
+    if spec.scope is None and principal.via == "scoped_key":
+        raise Forbidden("access denied: this route takes a legacy key")
+    if spec.scope is not None and not principal.has_scope(spec.scope):
+        raise Forbidden(f"access denied: the key lacks scope {spec.scope}")
+
+
+async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
+    """Resolve the caller for a route declaring ``spec``, or raise 401/403."""
+    principal = await identify(request, spec)
+    authorize(principal, spec)
+    return principal
+
+
+# -- rate-limit identity (docs/decisions.md) ----------------------------------------------
+
+
+def principal_bucket(kind: str, principal: Principal) -> str:
+    """Reads and writes count per authenticated principal: merchant plus key, or merchant for the dashboard."""
+    return f"{kind}:m:{principal.merchant_id}:{principal.key_id or principal.via}"
+
+
+def _limit(request: web.Request, kind: str, principal: Principal | None) -> int:
+    limits = request.app[GATEWAY].config.rate_limits
+    if kind == "read":
+        return limits.read_per_minute
     override = principal.rate_limit_rpm if principal is not None else None
-    await count_request(request, bucket, override or gateway.config.rate_limits.write_per_minute)
+    return override or limits.write_per_minute
+
+
+def _failure_bucket(request: web.Request) -> str:
+    return "authfail:ip:" + client_ip(request)
+
+
+def _blocks(request: web.Request) -> Blocks:
+    gateway = request.app[GATEWAY]
+    blocks = gateway.services.get("auth_failure_blocks")
+    if blocks is None:
+        blocks = gateway.services["auth_failure_blocks"] = Blocks(lambda: gateway.clock())
+    return blocks
+
+
+def _refuse_if_blocked(request: web.Request) -> None:
+    """429 before any look-up while this IP is over its failed-authentication limit."""
+    if not request.app[GATEWAY].config.rate_limits.enabled:
+        return
+    seconds = _blocks(request).blocked_for(_failure_bucket(request))
+    if seconds:
+        raise RateLimited("too many failed authentications", headers={"Retry-After": str(seconds)})
+
+
+async def _count_failure(request: web.Request) -> None:
+    """One failed authentication for the client IP; past the limit, 429 (and blocked for the window)."""
+    gateway = request.app[GATEWAY]
+    limits = gateway.config.rate_limits
+    if not limits.enabled:
+        return
+    bucket = _failure_bucket(request)
+    decision = await gateway.services["rate_limiter"].hit(bucket, limits.auth_failures_per_minute)
+    if not decision.allowed:
+        _blocks(request).block(bucket, decision.retry_after)
+        raise RateLimited("too many failed authentications", headers={"Retry-After": str(decision.retry_after)})
 
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
+    """Authenticate, then count the request for whoever was authenticated.
+
+    Failed authentication counts per client IP (its own bucket, every
+    route); reads and writes count per principal once known; routes without
+    credentials count per IP. The rate-limit middleware has already counted
+    sign-in and public pages.
+    """
     spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
+    kind = request.get(RATE_KIND)
     if isinstance(spec, AuthSpec):
-        principal = await authenticate(request, spec)
+        _refuse_if_blocked(request)
+        try:
+            principal = await identify(request, spec)
+        except Unauthorized:
+            await _count_failure(request)
+            raise
+        if kind is not None:
+            await count_request(request, principal_bucket(kind, principal), _limit(request, kind, principal))
+        authorize(principal, spec)
         request[PRINCIPAL] = principal
-        await _count_write(request, principal)
-    else:
-        await _count_write(request, None)
+    elif kind is not None:
+        await count_request(request, f"{kind}:ip:{client_ip(request)}", _limit(request, kind, None))
     return await handler(request)
