@@ -305,3 +305,89 @@ async def test_password_change_shares_the_login_lockout(make_client, make_config
     response = await client.post("/dashboard/auth/login", json={"email": "owner@example.com",
                                                                 "password": "right-password"})
     assert response.status == 429
+
+
+# -- class 9: framework leaks (raw sockets against a real server) ------------------------------
+
+
+@pytest.fixture
+async def raw_server(config):
+    """The app behind ``GatewayAppRunner`` (what ``orbchain serve`` runs) on a free port."""
+    from aiohttp.test_utils import TestServer
+
+    from orbchain.web.app import create_app
+    from orbchain.web.server import GatewayAppRunner
+
+    class GatewayTestServer(TestServer):
+        async def _make_runner(self, **kwargs: Any) -> Any:
+            return GatewayAppRunner(self.app, **kwargs)
+
+    server = GatewayTestServer(create_app(config))
+    await server.start_server()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+async def raw_exchange(server: Any, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes, read until the server closes; status, headers (lower-cased) and body."""
+    import asyncio
+
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+    except ConnectionError:
+        pass  # the server may answer and close before reading everything
+    raw = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def assert_envelope_400(status: int, headers: dict[str, str], body: bytes, *echo: bytes) -> None:
+    import json
+
+    assert status == 400, body
+    assert headers["content-type"].startswith("application/json")
+    payload = json.loads(body)
+    assert payload["status"] == 400 and payload["data"] is None
+    assert payload["error"]["type"] == "invalid_request" and payload["version"]
+    for fragment in echo:
+        assert fragment not in body, fragment
+    assert headers["server"] == "orbchain"
+
+
+async def test_oversized_header_gets_the_envelope_without_echo(raw_server):
+    marker = b"ECHOME" * 17_000  # about 100 KB
+    request = b"GET /v1/common/currencies HTTP/1.1\r\nHost: gw\r\nX-Big: " + marker + b"\r\n\r\n"
+    status, headers, body = await raw_exchange(raw_server, request)
+    assert_envelope_400(status, headers, body, b"ECHOME", b"X-Big")
+
+
+async def test_oversized_request_line_gets_the_envelope(raw_server):
+    request = b"GET /pay/" + b"P" * 100_000 + b" HTTP/1.1\r\nHost: gw\r\n\r\n"
+    status, headers, body = await raw_exchange(raw_server, request)
+    assert_envelope_400(status, headers, body, b"PPPP")
+
+
+@pytest.mark.parametrize("length", [b"-5", b"12abc<script>", b"1, 2", b"99999999999999999999999999"])
+async def test_bad_content_length_gets_the_envelope_without_echo(raw_server, length):
+    request = (b"POST /dashboard/auth/login HTTP/1.1\r\nHost: gw\r\nContent-Type: application/json\r\n"
+               b"Content-Length: " + length + b"\r\n\r\n{}")
+    status, headers, body = await raw_exchange(raw_server, request)
+    assert_envelope_400(status, headers, body, length)
+
+
+async def test_no_version_banner_on_any_response(raw_server, client):
+    for path in (b"/health", b"/v1/common/currencies", b"/missing", b"/pay/unknown-track"):
+        status, headers, _ = await raw_exchange(
+            raw_server, b"GET " + path + b" HTTP/1.1\r\nHost: gw\r\nConnection: close\r\n\r\n")
+        assert headers["server"] == "orbchain", (path, headers)
+        assert not any("aiohttp" in v or "Python" in v for v in headers.values()), headers
+    # The app sets it itself, also behind aiohttp's stock runner (the test client).
+    response = await client.get("/health")
+    assert response.headers["Server"] == "orbchain"

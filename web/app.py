@@ -30,6 +30,7 @@ from ..scheduler.runner import JobScheduler
 from .auth import auth_middleware
 from .keys import GATEWAY
 from .middlewares import middlewares
+from .server import server_header
 from .routes import core_route_tables
 
 log = logging.getLogger(__name__)
@@ -107,5 +108,6 @@ def create_app(
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
+    app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, lifecycle_ctx, scheduler_ctx])
     return app
