@@ -12,7 +12,9 @@ Rules (SPEC 5.1-5.3):
   its scopes; a route without a ``scope`` accepts legacy keys only;
 * revoked, expired or rotated-out keys and bad tokens are 401; a call from
   outside a key's ``ip_allowlist`` is 401 ``ip_not_allowed``; a missing scope
-  is 403; a disabled account is 403 ``merchant_disabled``.
+  is 403; a disabled account is 403 ``merchant_disabled``;
+* the request is counted for the principal once identified, a failed
+  authentication for the client IP (web/rate_identity.py).
 """
 
 from __future__ import annotations
@@ -25,11 +27,11 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ..core import auth
-from ..core.errors import ApiError, Forbidden, RateLimited, Unauthorized
+from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
-from ..core.ratelimit import Blocks
 from .keys import GATEWAY, PRINCIPAL, RATE_KIND
-from .middlewares import client_ip, count_request
+from .middlewares import client_ip
+from .rate_identity import count_failure, count_for, refuse_if_blocked
 
 AUTH_ATTR = "__orbchain_auth__"
 
@@ -214,56 +216,6 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     return principal
 
 
-# -- rate-limit identity (docs/decisions.md) ----------------------------------------------
-
-
-def principal_bucket(kind: str, principal: Principal) -> str:
-    """Reads and writes count per authenticated principal: merchant plus key, or merchant for the dashboard."""
-    return f"{kind}:m:{principal.merchant_id}:{principal.key_id or principal.via}"
-
-
-def _limit(request: web.Request, kind: str, principal: Principal | None) -> int:
-    limits = request.app[GATEWAY].config.rate_limits
-    if kind == "read":
-        return limits.read_per_minute
-    override = principal.rate_limit_rpm if principal is not None else None
-    return override or limits.write_per_minute
-
-
-def _failure_bucket(request: web.Request) -> str:
-    return "authfail:ip:" + client_ip(request)
-
-
-def _blocks(request: web.Request) -> Blocks:
-    gateway = request.app[GATEWAY]
-    blocks = gateway.services.get("auth_failure_blocks")
-    if blocks is None:
-        blocks = gateway.services["auth_failure_blocks"] = Blocks(lambda: gateway.clock())
-    return blocks
-
-
-def _refuse_if_blocked(request: web.Request) -> None:
-    """429 before any look-up while this IP is over its failed-authentication limit."""
-    if not request.app[GATEWAY].config.rate_limits.enabled:
-        return
-    seconds = _blocks(request).blocked_for(_failure_bucket(request))
-    if seconds:
-        raise RateLimited("too many failed authentications", headers={"Retry-After": str(seconds)})
-
-
-async def _count_failure(request: web.Request) -> None:
-    """One failed authentication for the client IP; past the limit, 429 (and blocked for the window)."""
-    gateway = request.app[GATEWAY]
-    limits = gateway.config.rate_limits
-    if not limits.enabled:
-        return
-    bucket = _failure_bucket(request)
-    decision = await gateway.services["rate_limiter"].hit(bucket, limits.auth_failures_per_minute)
-    if not decision.allowed:
-        _blocks(request).block(bucket, decision.retry_after)
-        raise RateLimited("too many failed authentications", headers={"Retry-After": str(decision.retry_after)})
-
-
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
     """Authenticate, then count the request for whoever was authenticated.
@@ -276,16 +228,16 @@ async def auth_middleware(request: web.Request, handler: Callable) -> web.Stream
     spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
     kind = request.get(RATE_KIND)
     if isinstance(spec, AuthSpec):
-        _refuse_if_blocked(request)
+        refuse_if_blocked(request)
         try:
             principal = await identify(request, spec)
         except Unauthorized:
-            await _count_failure(request)
+            await count_failure(request)
             raise
         if kind is not None:
-            await count_request(request, principal_bucket(kind, principal), _limit(request, kind, principal))
+            await count_for(request, kind, principal)
         authorize(principal, spec)
         request[PRINCIPAL] = principal
     elif kind is not None:
-        await count_request(request, f"{kind}:ip:{client_ip(request)}", _limit(request, kind, None))
+        await count_for(request, kind, None)
     return await handler(request)
