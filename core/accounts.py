@@ -20,7 +20,7 @@ from typing import Any, Mapping, Sequence
 
 import asyncpg
 
-from . import auth
+from . import auth, lockout
 from .db import Database, Row
 from .errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
 from .gateway import Gateway
@@ -198,12 +198,18 @@ async def sign_up(gateway: Gateway, email: str, password: str, ref: str | None =
 async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]:
     """The merchant row and a fresh token; one message for any wrong credential."""
     db = gateway.db
-    row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": normalize_email(email)})
+    email = normalize_email(email)
+    # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).
+    locked = await lockout.attempt(db, lockout.LOGIN_POLICY, email, gateway.now())
+    if locked:
+        raise lockout.LockedOut("too many failed sign-ins; try again later", locked)
+    row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": email})
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
     stored = row["password_hash"] if row is not None else auth.dummy_password_hash()
     ok = await auth.verify_password_async(password, stored)
     if row is None or not ok:
         raise Unauthorized("invalid credentials")
+    await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
     if auth.needs_rehash(row["password_hash"]):
@@ -217,8 +223,13 @@ async def change_password(gateway: Gateway, merchant_id: str, current: str, new:
     """Replace the password and invalidate every older token; returns a fresh one."""
     db = gateway.db
     row = await require_merchant(db, merchant_id)
+    # A stolen token must not turn this into a password oracle: same count as sign-in.
+    locked = await lockout.attempt(db, lockout.LOGIN_POLICY, row["email"], gateway.now())
+    if locked:
+        raise lockout.LockedOut("too many failed password checks; try again later", locked)
     if not await auth.verify_password_async(current, row["password_hash"]):
         raise Unauthorized("wrong password")
+    await lockout.succeeded(db, lockout.LOGIN_POLICY, row["email"])
     new_hash = await auth.hash_password_async(new)
     async with db.transaction():
         version = await db.fetch_val(
@@ -370,10 +381,13 @@ async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pe
     Step-up checks (transfers, payouts) call this with the default
     ``pending=False``: it then requires MFA to be enabled. The accepted
     time-step is stored, so a code (or an older one) cannot be used again.
+    Past ``lockout.TOTP_POLICY`` failures it raises ``LockedOut`` (429)
+    for every code, right or wrong, until the lockout ends.
     """
     code = auth.normalize_totp_code(code)
     if code is None:
         return False
+    locked = 0
     async with db.transaction():
         row = await db.fetch_one(
             "SELECT totp_secret, totp_enabled, totp_last_step FROM merchants WHERE id = :id" + db.for_update,
@@ -381,10 +395,18 @@ async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pe
         )
         if row is None or not row["totp_secret"] or (not pending and not row["totp_enabled"]):
             return False
-        step = auth.matching_totp_step(row["totp_secret"], code, now)
-        if step is None or (row["totp_last_step"] is not None and step <= int(row["totp_last_step"])):
-            return False
-        await db.execute("UPDATE merchants SET totp_last_step = :s WHERE id = :id", {"s": step, "id": merchant_id})
+        # One failure count per account for every endpoint that takes a code;
+        # counted under the row lock, before the code is compared.
+        locked = await lockout.attempt(db, lockout.TOTP_POLICY, merchant_id, now)
+        if not locked:
+            step = auth.matching_totp_step(row["totp_secret"], code, now)
+            if step is None or (row["totp_last_step"] is not None and step <= int(row["totp_last_step"])):
+                return False
+            await db.execute("UPDATE merchants SET totp_last_step = :s WHERE id = :id",
+                             {"s": step, "id": merchant_id})
+            await lockout.succeeded(db, lockout.TOTP_POLICY, merchant_id)
+    if locked:  # raised outside the transaction, so the lockout itself is committed
+        raise lockout.LockedOut("too many invalid TOTP codes; try again later", locked)
     return True
 
 

@@ -1,8 +1,8 @@
 """Scoped API keys (SPEC 4.9, 2.14): list, create, revoke and rotate.
 
 Only a key's SHA-256 and its 8-character prefix are stored; the plaintext is
-returned once. Rotation keeps the previous secret valid for a 30-minute grace
-window; revocation is immediate. Legacy keys are listed masked and rotate
+returned once. Rotation keeps each previous secret valid for its own 30-minute
+grace window (``api_key_secrets``); revocation ends them all immediately. Legacy keys are listed masked and rotate
 through the account settings instead.
 """
 
@@ -138,6 +138,8 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
         if row["revoked_at"] is not None:
             return {"ok": True, "already_revoked": True, "id": key_id, "revoked_at": row["revoked_at"]}
         await db.execute("UPDATE api_keys SET revoked_at = :now WHERE id = :id", {"now": now, "id": key_id})
+        # revoked_at already refuses every rotated-out secret; drop them too.
+        await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id", {"id": key_id})
     log.info("merchant %s revoked API key %s", merchant_id, key_id)
     return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
 
@@ -145,8 +147,9 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
 async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> dict[str, Any]:
     """A fresh secret; the current one stays valid for the grace window.
 
-    Only one previous value is kept: rotating again inside the window ends
-    the older value's grace at once.
+    Each rotated-out secret keeps its own grace in ``api_key_secrets``:
+    rotating again inside the window does not cut an older secret's grace
+    short. Revoking the key ends every one of them at once.
     """
     db, now = gateway.db, gateway.now()
     issued = auth.generate_api_key("scoped")
@@ -155,11 +158,14 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
         row = await _own_key(db, merchant_id, key_id)
         if row["revoked_at"] is not None:
             raise InvalidRequest("API key is revoked")
+        await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id AND valid_until <= :now",
+                         {"id": key_id, "now": now})
         await db.execute(
-            "UPDATE api_keys SET previous_hash = key_hash, previous_valid_until = :until, key_hash = :h, prefix = :p"
-            " WHERE id = :id",
-            {"until": valid_until, "h": issued.key_hash, "p": issued.prefix, "id": key_id},
+            "INSERT INTO api_key_secrets (key_hash, key_id, valid_until, created_at) VALUES (:h, :id, :until, :now)",
+            {"h": row["key_hash"], "id": key_id, "until": valid_until, "now": now},
         )
+        await db.execute("UPDATE api_keys SET key_hash = :h, prefix = :p WHERE id = :id",
+                         {"h": issued.key_hash, "p": issued.prefix, "id": key_id})
     log.info("merchant %s rotated API key %s", merchant_id, key_id)
     return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,
             "previous_valid_until": valid_until}

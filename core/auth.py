@@ -147,27 +147,36 @@ def generate_api_key(kind: str) -> IssuedKey:
 
 @dataclass(frozen=True)
 class KeyMatch:
-    """An ``api_keys`` row found by a presented key, and whether it matched the pre-rotation value."""
+    """An ``api_keys`` row found by a presented key; ``previous_valid_until`` is set for a rotated-out secret."""
 
     row: Mapping[str, Any]
     via_previous: bool
+    previous_valid_until: int | None = None
+
+
+_KEY_SELECT = "SELECT k.*, m.enabled AS merchant_enabled FROM api_keys k JOIN merchants m ON m.id = k.merchant_id"
 
 
 async def find_api_key(db: Database, plaintext: str) -> KeyMatch | None:
-    """Look a presented key up by its hash (current value or the rotated-out one)."""
+    """Look a presented key up by its hash: the current secret, else a rotated-out one.
+
+    Every rotated-out secret has its own row in ``api_key_secrets`` with its
+    own grace expiry, so one key can have several secrets in grace at once.
+    """
     if not plaintext or len(plaintext) > 200:
         return None
     digest = hash_api_key(plaintext)
-    row = await db.fetch_one(
-        "SELECT k.*, m.enabled AS merchant_enabled FROM api_keys k JOIN merchants m ON m.id = k.merchant_id"
-        " WHERE k.key_hash = :h OR k.previous_hash = :h",
-        {"h": digest},
-    )
+    row = await db.fetch_one(_KEY_SELECT + " WHERE k.key_hash = :h", {"h": digest})
+    if row is not None:
+        return KeyMatch(row, False)
+    previous = await db.fetch_one("SELECT key_id, valid_until FROM api_key_secrets WHERE key_hash = :h",
+                                  {"h": digest})
+    if previous is None:
+        return None
+    row = await db.fetch_one(_KEY_SELECT + " WHERE k.id = :id", {"id": previous["key_id"]})
     if row is None:
         return None
-    if hmac.compare_digest(row["key_hash"], digest):
-        return KeyMatch(row, False)
-    return KeyMatch(row, True)
+    return KeyMatch(row, True, int(previous["valid_until"]))
 
 
 def key_problem(match: KeyMatch, now: int) -> str | None:
@@ -177,7 +186,7 @@ def key_problem(match: KeyMatch, now: int) -> str | None:
         return "API key revoked"
     if row["expires_at"] is not None and row["expires_at"] <= now:
         return "API key expired"
-    if match.via_previous and (row["previous_valid_until"] is None or row["previous_valid_until"] <= now):
+    if match.via_previous and (match.previous_valid_until is None or match.previous_valid_until <= now):
         return "API key rotated"
     return None
 

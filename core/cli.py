@@ -41,15 +41,15 @@ async def _with_db(gateway: Gateway, work: Callable[[Gateway], Awaitable[int]]) 
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from aiohttp import web
-
     from ..web.app import create_app
+    from ..web.server import run
 
     config = _load(args)
     app = create_app(config)
     log.info("Orbchain serving on http://%s:%d (%s, database %s)", config.server.host, config.server.port,
              config.server.environment, config.database_url.split(":", 1)[0])
-    web.run_app(app, host=config.server.host, port=config.server.port, print=None, access_log=None)
+    # Not web.run_app: its runner answers malformed requests in plain text (web/server.py).
+    run(app, config.server.host, config.server.port, access_log=None)
     return 0
 
 

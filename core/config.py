@@ -86,6 +86,8 @@ class RateLimitConfig:
     write_per_minute: int = 60
     auth_per_minute: int = 10
     public_page_per_minute: int = 60
+    # Failed authentications (bad key, token or IP allowlist) per client IP.
+    auth_failures_per_minute: int = 20
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The core's own periodic jobs, registered before the plugins' ones.
 
 Webhook delivery, one scan per chain adapter (adapters only report; the
-core scans), payment expiry and the payout worker. Imports are local
+core scans), payment expiry, the payout worker and pruning old lockout rows. Imports are local
 because these modules import the gateway module themselves.
 """
 
@@ -13,12 +13,19 @@ if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
 
 EXPIRY_SECONDS = 15
+LOCKOUT_PRUNE_SECONDS = 3600
 
 
 async def expire_payments_job(gateway: "Gateway") -> None:
     from .payment_status import expire_payments
 
     await expire_payments(gateway)
+
+
+async def prune_lockouts_job(gateway: "Gateway") -> None:
+    from .lockout import prune
+
+    await prune(gateway.db, gateway.now())
 
 
 def register_core_jobs(gateway: "Gateway") -> None:
@@ -30,5 +37,6 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
     gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
+    gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)
     for adapter in gateway.chains:
         gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)

@@ -4,7 +4,9 @@ Webhook URLs, Lightning Address look-ups and logo URLs are chosen by
 merchants; without this a merchant could make the gateway POST to
 ``http://127.0.0.1:5432`` or a cloud metadata endpoint. The check resolves
 the host name and refuses it when any resolved address is private,
-loopback, link-local, multicast, reserved or unspecified. The operator can
+loopback, link-local, multicast, reserved or unspecified. An IPv6 address
+that embeds an IPv4 one (mapped, compatible, 6to4, Teredo, NAT64) is judged
+as that IPv4 address, since that is where its packets go. The operator can
 allow them (tests, local development) with ``webhooks.allow_private_urls``.
 
 Checking again right before each delivery (not only when the URL is saved)
@@ -25,9 +27,47 @@ class UnsafeUrl(ValueError):
     """The URL is malformed or resolves to a private or internal address."""
 
 
-def _is_internal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped:
-        address = address.ipv4_mapped
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+_TEREDO = ipaddress.ip_network("2001::/32")
+_NAT64_WELL_KNOWN = ipaddress.ip_network("64:ff9b::/96")
+_NAT64_LOCAL = ipaddress.ip_network("64:ff9b:1::/48")
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+_SHARED_ADDRESS_SPACE = ipaddress.ip_network("100.64.0.0/10")
+
+
+def _v4(value: int) -> ipaddress.IPv4Address:
+    return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+
+
+def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]:
+    """The IPv4 address(es) an IPv6 transition form carries; empty for a plain IPv6 address.
+
+    A packet to any of these forms ends up at the embedded IPv4 host (through
+    a 6to4 or Teredo relay, a NAT64 translator, or the host's own stack), so
+    the address is only as public as that IPv4 address. Forms: IPv4-mapped
+    ``::ffff:a.b.c.d``, IPv4-compatible ``::a.b.c.d``, 6to4 ``2002:AABB:CCDD::``,
+    Teredo ``2001:0:SERVER::~CLIENT`` (both the server and the client, whose
+    address is stored bitwise inverted), NAT64 ``64:ff9b::a.b.c.d`` and the
+    local-use ``64:ff9b:1::/48`` (RFC 8215; checked in both the RFC 6052 /48
+    layout and the /96 one, since the operator picks the layout).
+    """
+    value = int(address)
+    if address.ipv4_mapped is not None:
+        return [address.ipv4_mapped]
+    if address in _IPV4_COMPATIBLE or address in _NAT64_WELL_KNOWN:
+        return [_v4(value)]
+    if address in _SIX_TO_FOUR:
+        return [_v4(value >> 80)]
+    if address in _TEREDO:
+        return [_v4(value >> 64), _v4(~value)]
+    if address in _NAT64_LOCAL:
+        # RFC 6052 /48: IPv4 bits 0-15 at 48-63, the zero "u" octet, bits 16-31 at 72-87.
+        high, low = (value >> 64) & 0xFFFF, (value >> 40) & 0xFFFF
+        return [_v4((high << 16) | low), _v4(value)]
+    return []
+
+
+def _is_internal_ipv4(address: ipaddress.IPv4Address) -> bool:
     return (
         address.is_private
         or address.is_loopback
@@ -35,7 +75,25 @@ def _is_internal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool
         or address.is_multicast
         or address.is_reserved
         or address.is_unspecified
-        or (isinstance(address, ipaddress.IPv4Address) and address in ipaddress.ip_network("100.64.0.0/10"))
+        or address in _SHARED_ADDRESS_SPACE
+    )
+
+
+def _is_internal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Whether ``address`` reaches inside; an IPv6 form embedding IPv4 is judged as that IPv4."""
+    if isinstance(address, ipaddress.IPv4Address):
+        return _is_internal_ipv4(address)
+    embedded = embedded_ipv4(address)
+    if embedded:
+        return any(_is_internal_ipv4(v4) for v4 in embedded)
+    return (
+        address.is_private
+        or address.is_loopback
+        or address.is_link_local
+        or address.is_multicast
+        or address.is_reserved
+        or address.is_unspecified
+        or address.is_site_local
     )
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import base58
 
 from . import addresses, receive
-from .errors import InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
+from .errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
 from .views import PaymentView, payment_view_of
@@ -64,6 +64,9 @@ class PaymentRequest:
     key_id: str | None = None
     # Plugin fields (``register_payment_fields``), already parsed: name -> value.
     extensions: Mapping[str, Any] | None = None
+    # The creating key's coin allowlist (empty: no limit). It bounds every coin
+    # the payment can be paid in, the hosted page's picker included.
+    coin_allowlist: Sequence[str] = ()
 
 
 # -- coins and prices ----------------------------------------------------------------------
@@ -183,6 +186,13 @@ def _invoice_coins(gateway: "Gateway", merchant: Mapping[str, Any], request: Pay
     if bad:
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted",
                              detail={"accepted_coins": f"not accepted: {', '.join(bad)}"})
+    if request.coin_allowlist:
+        if request.accepted_coins and any(c not in request.coin_allowlist for c in wanted):
+            raise Forbidden("a coin in accepted_coins is not allowed for this API key", code="coin_not_allowed")
+        # Stored on the payment: the picker and ?pay_currency= never offer more.
+        wanted = [c for c in wanted if c in request.coin_allowlist]
+        if not wanted:
+            raise Forbidden("none of the merchant's coins is allowed for this API key", code="coin_not_allowed")
     servable = [c for c in wanted if gateway.coins.get(c) and _servable(gateway, c)]
     if not servable:
         raise NotConfigured("none of the accepted coins has a configured chain")
@@ -235,6 +245,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         currency = request.currency
         receivable_coin(gateway, merchant, currency)
         pay_symbol = request.pay_currency or currency
+    if request.coin_allowlist and pay_symbol not in request.coin_allowlist:
+        raise Forbidden(f"coin {pay_symbol} is not allowed for this API key", code="coin_not_allowed")
     pay_coin = receivable_coin(gateway, merchant, pay_symbol, field="pay_currency")
     adapter = chain_for(gateway, pay_coin.symbol)
 

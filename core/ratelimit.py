@@ -1,4 +1,7 @@
-"""Fixed one-minute windows of request counts, per bucket (API key or IP).
+"""Fixed one-minute windows of request counts, per bucket (principal or IP).
+
+Which bucket a request counts in is the web layer's business (web/auth.py,
+rules in docs/decisions.md); this module only counts.
 
 One process on SQLite keeps counts in memory; several processes on
 PostgreSQL must share them, so the PostgreSQL limiter counts in a table with
@@ -70,6 +73,39 @@ class DatabaseRateLimiter:
             self._last_cleanup = start
             await self._db.execute("DELETE FROM rate_limit_hits WHERE window_start < :w", {"w": start - WINDOW_SECONDS})
         return Decision(count <= limit, max(0, limit - count), retry_after)
+
+
+class Blocks:
+    """Buckets known to be over their limit, per process, until their window ends.
+
+    Once a client IP has failed authentication too often, its further
+    credentialed requests are refused before any key or token is looked up,
+    without another count. Each process learns it from its own ``hit``
+    (shared counts on PostgreSQL make that the next failure it sees).
+    """
+
+    MAX_ENTRIES = 100_000
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self._clock = clock
+        self._until: dict[str, float] = {}
+
+    def blocked_for(self, bucket: str) -> int:
+        """Seconds ``bucket`` stays blocked; 0 when it is not."""
+        until = self._until.get(bucket)
+        if until is None:
+            return 0
+        left = until - self._clock()
+        if left <= 0:
+            del self._until[bucket]
+            return 0
+        return max(1, int(left))
+
+    def block(self, bucket: str, seconds: int) -> None:
+        now = self._clock()
+        if len(self._until) >= self.MAX_ENTRIES:
+            self._until = {b: u for b, u in self._until.items() if u > now}
+        self._until[bucket] = now + seconds
 
 
 def limiter_for(db: Database, clock: Callable[[], float] = time.time) -> RateLimiter:

@@ -176,6 +176,33 @@ async def test_rotate_keeps_the_old_secret_for_thirty_minutes(client, owner):
     assert await key_usable(client, data["api_key"])
 
 
+async def test_every_rotated_out_secret_keeps_its_own_grace(client, owner):
+    """Rotating twice does not cut the first secret's grace short; revoking ends them all."""
+    gateway = client.app[GATEWAY]
+    start = gateway.now()
+    gateway.clock = lambda: start
+    _, body = await create(client, owner["token"])
+    first = body["data"]
+    gateway.clock = lambda: start + 10 * 60
+    second = (await (await client.post(f"/dashboard/api-keys/{first['id']}/rotate",
+                                       headers=bearer(owner["token"]))).json())["data"]
+    gateway.clock = lambda: start + 20 * 60
+    third = (await (await client.post(f"/dashboard/api-keys/{first['id']}/rotate",
+                                      headers=bearer(owner["token"]))).json())["data"]
+    assert third["previous_valid_until"] == start + 50 * 60
+    for secret in (first["api_key"], second["api_key"], third["api_key"]):
+        assert await key_usable(client, secret)
+    gateway.clock = lambda: start + 40 * 60 - 1  # the first secret's own grace is still running
+    assert await key_usable(client, first["api_key"]) and await key_usable(client, second["api_key"])
+    gateway.clock = lambda: start + 40 * 60
+    assert not await key_usable(client, first["api_key"])
+    assert await key_usable(client, second["api_key"]) and await key_usable(client, third["api_key"])
+    revoked = await client.post(f"/dashboard/api-keys/{first['id']}/revoke", headers=bearer(owner["token"]))
+    assert revoked.status == 200
+    for secret in (first["api_key"], second["api_key"], third["api_key"]):
+        assert not await key_usable(client, secret)
+
+
 probe_routes = web.RouteTableDef()
 
 

@@ -180,3 +180,92 @@ async def test_guarded_resolver_refuses_names_that_resolve_inside():
         with pytest.raises(Exception) as info:
             await session.get("http://localhost:9/")
         assert "private or internal" in str(info.value) or isinstance(info.value.__cause__, OSError)
+
+
+# IPv6 transition forms carry an IPv4 address and are judged as that address (issue 10, class 7).
+EMBEDDED_INTERNAL_V6 = {
+    "6to4 of 127.0.0.1": "http://[2002:7f00:1::]/",
+    "6to4 of 10.0.0.1": "http://[2002:a00:1::1]/",
+    "6to4 of the metadata address": "http://[2002:a9fe:a9fe::]/",
+    "Teredo, client 127.0.0.1 (inverted)": "http://[2001:0:808:808:0:0:80ff:fffe]/",
+    "Teredo, server 10.0.0.1": "http://[2001:0:a00:1::f7f7:f7f7]/",
+    "NAT64 of 127.0.0.1": "http://[64:ff9b::7f00:1]/",
+    "NAT64 of 192.168.0.1": "http://[64:ff9b::c0a8:1]/",
+    "local NAT64 /96 layout": "http://[64:ff9b:1::7f00:1]/",
+    "local NAT64 /48 layout": "http://[64:ff9b:1:7f00:0:100::]/",
+    "IPv4-compatible 127.0.0.1": "http://[::127.0.0.1]/",
+    "IPv4-compatible 169.254.169.254": "http://[::a9fe:a9fe]/",
+}
+EMBEDDED_PUBLIC_V6 = {
+    "6to4 of 8.8.8.8": "http://[2002:808:808::1]/",
+    "Teredo, server and client 8.8.8.8": "http://[2001:0:808:808::f7f7:f7f7]/",
+    "NAT64 of 8.8.8.8": "http://[64:ff9b::808:808]/",
+    "IPv4-compatible 8.8.8.8": "http://[::8.8.8.8]/",
+    "IPv4-mapped 8.8.8.8": "http://[::ffff:8.8.8.8]/",
+}
+
+
+@pytest.mark.parametrize("url", EMBEDDED_INTERNAL_V6.values(), ids=EMBEDDED_INTERNAL_V6.keys())
+async def test_ipv6_forms_embedding_an_internal_ipv4_are_refused(url):
+    with pytest.raises(UnsafeUrl, match="private or internal"):
+        await check_public_url(url)
+
+
+@pytest.mark.parametrize("url", EMBEDDED_PUBLIC_V6.values(), ids=EMBEDDED_PUBLIC_V6.keys())
+async def test_ipv6_forms_embedding_a_public_ipv4_are_judged_as_that_address(url):
+    await check_public_url(url)
+
+
+def test_embedded_ipv4_reads_each_form():
+    from ipaddress import IPv4Address, IPv6Address
+
+    from orbchain.core.netguard import embedded_ipv4
+
+    loopback = IPv4Address("127.0.0.1")
+    assert embedded_ipv4(IPv6Address("2002:7f00:1::")) == [loopback]
+    assert embedded_ipv4(IPv6Address("2001:0:4136:e378:8000:63bf:80ff:fffe")) == [
+        IPv4Address("65.54.227.120"), loopback]  # RFC 4380's example: server, then the inverted client
+    assert embedded_ipv4(IPv6Address("64:ff9b::7f00:1")) == [loopback]
+    assert embedded_ipv4(IPv6Address("::127.0.0.1")) == [loopback]
+    assert embedded_ipv4(IPv6Address("::ffff:127.0.0.1")) == [loopback]
+    assert loopback in embedded_ipv4(IPv6Address("64:ff9b:1:7f00:0:100::"))
+    assert embedded_ipv4(IPv6Address("2606:4700:4700::1111")) == []
+
+
+@pytest.mark.parametrize("name", ["6to4", "Teredo", "NAT64", "compatible"])
+async def test_a_name_resolving_to_a_transition_form_of_loopback_is_refused(fake_dns, name):
+    address = {"6to4": "2002:7f00:1::", "Teredo": "2001:0:808:808::80ff:fffe", "NAT64": "64:ff9b::7f00:1",
+               "compatible": "::7f00:1"}[name]
+    fake_dns["sneaky.example.test"] = [address]
+    with pytest.raises(UnsafeUrl, match="private or internal"):
+        await check_public_url("https://sneaky.example.test/")
+
+
+@pytest.mark.parametrize("address", ["2002:7f00:1::", "2001:0:808:808::80ff:fffe", "64:ff9b::a9fe:a9fe", "::7f00:1"])
+async def test_guarded_resolver_refuses_transition_forms_at_connect_time(address):
+    """DNS rebinding to a 6to4/Teredo/NAT64 spelling of an internal host is caught when connecting."""
+    from orbchain.core.netguard import GuardedResolver
+
+    class Rebinding:
+        async def resolve(self, host, port=0, family=socket.AF_INET):
+            return [{"hostname": host, "host": address, "port": port, "family": socket.AF_INET6,
+                     "proto": 0, "flags": 0}]
+
+        async def close(self):
+            pass
+
+    resolver = GuardedResolver(allow_private=False)
+    await resolver.close()
+    resolver._inner = Rebinding()
+    with pytest.raises(OSError, match="private or internal"):
+        await resolver.resolve("hooks.example.com", 443)
+    public = GuardedResolver(allow_private=False)
+    await public.close()
+
+    class Public(Rebinding):
+        async def resolve(self, host, port=0, family=socket.AF_INET):
+            return [{"hostname": host, "host": "2002:808:808::1", "port": port, "family": socket.AF_INET6,
+                     "proto": 0, "flags": 0}]
+
+    public._inner = Public()
+    assert (await public.resolve("hooks.example.com", 443))[0]["host"] == "2002:808:808::1"

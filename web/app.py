@@ -32,6 +32,7 @@ from .auth import AUTH_ATTR, auth_middleware
 from .keys import GATEWAY
 from .middlewares import middlewares
 from .routes import core_route_tables, plugin_static
+from .server import server_header
 
 log = logging.getLogger(__name__)
 
@@ -130,5 +131,6 @@ def create_app(
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)
     aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True)
+    app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, lifecycle_ctx, scheduler_ctx])
     return app

@@ -12,7 +12,9 @@ Rules (SPEC 5.1-5.3):
   its scopes; a route without a ``scope`` accepts legacy keys only;
 * revoked, expired or rotated-out keys and bad tokens are 401; a call from
   outside a key's ``ip_allowlist`` is 401 ``ip_not_allowed``; a missing scope
-  is 403; a disabled account is 403 ``merchant_disabled``.
+  is 403; a disabled account is 403 ``merchant_disabled``;
+* the request is counted for the principal once identified, a failed
+  authentication for the client IP (web/rate_identity.py).
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from aiohttp import web
 from ..core import auth
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
-from .keys import GATEWAY, PRINCIPAL, WRITE_LIMIT_BUCKET
-from .middlewares import client_ip, count_request
+from .keys import GATEWAY, PRINCIPAL, RATE_KIND
+from .middlewares import client_ip
+from .rate_identity import count_failure, count_for, refuse_if_blocked
 
 AUTH_ATTR = "__orbchain_auth__"
 
@@ -184,8 +187,8 @@ def _bearer(request: web.Request) -> str | None:
     return None
 
 
-async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
-    """Resolve the caller for a route declaring ``spec``, or raise 401/403."""
+async def identify(request: web.Request, spec: AuthSpec) -> Principal:
+    """Who the caller of a route declaring ``spec`` is, or 401 (403 for a disabled account)."""
     gateway = request.app[GATEWAY]
     token = _bearer(request) if "jwt" in spec.kinds else None
     if token is not None:
@@ -193,34 +196,48 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     if spec.kinds - {"jwt"}:
         principal = await _from_key(request, spec)
         if principal is not None:
-            if spec.scope is None and principal.via == "scoped_key":
-                raise Forbidden("access denied: this route takes a legacy key")
-            if spec.scope is not None and not principal.has_scope(spec.scope):
-                raise Forbidden(f"access denied: the key lacks scope {spec.scope}")
             return principal
         raise Unauthorized("missing API key" if "jwt" not in spec.kinds else "missing credentials")
     raise Unauthorized("missing token")
 
 
-async def _count_write(request: web.Request, principal: Principal | None) -> None:
-    """The deferred write limit: a scoped key's ``rate_limit_rpm`` overrides the default."""
-    bucket = request.get(WRITE_LIMIT_BUCKET)
-    if bucket is None:
-        return
-    gateway = request.app[GATEWAY]
-    if not gateway.config.rate_limits.enabled:
-        return
-    override = principal.rate_limit_rpm if principal is not None else None
-    await count_request(request, bucket, override or gateway.config.rate_limits.write_per_minute)
+def authorize(principal: Principal, spec: AuthSpec) -> None:
+    """403 unless the identified caller may use a route declaring ``spec``."""
+    if spec.scope is None and principal.via == "scoped_key":
+        raise Forbidden("access denied: this route takes a legacy key")
+    if spec.scope is not None and not principal.has_scope(spec.scope):
+        raise Forbidden(f"access denied: the key lacks scope {spec.scope}")
+
+
+async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
+    """Resolve the caller for a route declaring ``spec``, or raise 401/403."""
+    principal = await identify(request, spec)
+    authorize(principal, spec)
+    return principal
 
 
 @web.middleware
 async def auth_middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
+    """Authenticate, then count the request for whoever was authenticated.
+
+    Failed authentication counts per client IP (its own bucket, every
+    route); reads and writes count per principal once known; routes without
+    credentials count per IP. The rate-limit middleware has already counted
+    sign-in and public pages.
+    """
     spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
+    kind = request.get(RATE_KIND)
     if isinstance(spec, AuthSpec):
-        principal = await authenticate(request, spec)
+        refuse_if_blocked(request)
+        try:
+            principal = await identify(request, spec)
+        except Unauthorized:
+            await count_failure(request)
+            raise
+        if kind is not None:
+            await count_for(request, kind, principal)
+        authorize(principal, spec)
         request[PRINCIPAL] = principal
-        await _count_write(request, principal)
-    else:
-        await _count_write(request, None)
+    elif kind is not None:
+        await count_for(request, kind, None)
     return await handler(request)

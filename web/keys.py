@@ -8,9 +8,9 @@ from ..core.gateway import Gateway
 
 GATEWAY = web.AppKey("gateway", Gateway)
 REQUEST_ID = web.RequestKey("request_id", str)
-# A credentialed write's rate-limit bucket, counted once the key is known
-# (a scoped key's ``rate_limit_rpm`` overrides the default write limit).
-WRITE_LIMIT_BUCKET = web.RequestKey("write_limit_bucket", str)
+# "read" or "write" when the request is still to be counted: by the auth
+# middleware, per authenticated principal, or per IP on public routes.
+RATE_KIND = web.RequestKey("rate_kind", str)
 # Set by the auth middleware: an ``orbchain.web.auth.Principal``.
 PRINCIPAL = web.RequestKey("principal", object)
 

@@ -8,7 +8,6 @@ ever sees a traceback.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import secrets
@@ -21,7 +20,7 @@ from ..core.errors import ApiError, Maintenance, RateLimited
 from .edge import text_middleware
 from .envelope import error_response
 from .pages import is_html_page, page_security_headers
-from .keys import GATEWAY, REQUEST_ID, WRITE_LIMIT_BUCKET
+from .keys import GATEWAY, RATE_KIND, REQUEST_ID
 
 log = logging.getLogger(__name__)
 
@@ -132,20 +131,14 @@ def client_ip(request: web.Request) -> str:
     return request.remote or "unknown"
 
 
-def _credential_bucket(request: web.Request) -> str | None:
-    """A stable, non-reversible bucket for the API key or token on the request."""
-    for header in ("merchant_api_key", "payout_api_key", "general_api_key"):
-        value = request.headers.get(header)
-        if value:
-            return "key:" + hashlib.sha256(value.encode()).hexdigest()[:24]
-    auth = request.headers.get("Authorization", "")
-    if auth.lower().startswith("bearer "):
-        return "tok:" + hashlib.sha256(auth[7:].strip().encode()).hexdigest()[:24]
-    return None
-
-
 @web.middleware
 async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Sign-in and public pages count per IP here; reads and writes wait for the auth middleware.
+
+    Counting reads and writes before authentication would have to guess the
+    caller from headers, and a header the auth layer ignores would choose the
+    bucket (see docs/decisions.md, rate-limit identity).
+    """
     gateway = request.app[GATEWAY]
     limits = gateway.config.rate_limits
     route_handler = _route_handler(request)
@@ -153,20 +146,11 @@ async def rate_limit_middleware(request: web.Request, handler: Handler) -> web.S
     kind = getattr(route_handler, RATE_ATTR, default_kind)
     if not limits.enabled or kind is None or request.method == "OPTIONS":
         return await handler(request)
-    limit = {
-        "read": limits.read_per_minute,
-        "write": limits.write_per_minute,
-        "auth": limits.auth_per_minute,
-        "public_page": limits.public_page_per_minute,
-    }[kind]
-    by_ip = kind in ("auth", "public_page")
-    subject = None if by_ip else _credential_bucket(request)
-    bucket = f"{kind}:{subject or 'ip:' + client_ip(request)}"
-    if kind == "write" and subject is not None:
-        # Counted by the auth middleware, which knows the key's own limit.
-        request[WRITE_LIMIT_BUCKET] = bucket
+    if kind in ("read", "write"):
+        request[RATE_KIND] = kind
         return await handler(request)
-    await count_request(request, bucket, limit)
+    limit = limits.auth_per_minute if kind == "auth" else limits.public_page_per_minute
+    await count_request(request, f"{kind}:ip:{client_ip(request)}", limit)
     return await handler(request)
 
 

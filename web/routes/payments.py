@@ -74,6 +74,8 @@ async def parse_payment_request(
         if symbol and symbol not in FIAT_CURRENCIES:
             ensure_coin_allowed(principal, symbol)
     extensions = parse_plugin_fields(gateway, body, payment_type, principal.merchant_id)
+    for symbol in values.get("accepted_coins") or ():
+        ensure_coin_allowed(principal, symbol)
     return svc.PaymentRequest(
         type=payment_type, currency=values.get("currency"), amount=values.get("amount"),
         amount_fiat=values.get("amount_fiat"), fiat_currency=values.get("fiat_currency"),
@@ -82,6 +84,7 @@ async def parse_payment_request(
         user_id=values.get("user_id"), lifetime=values.get("lifetime"), return_url=values.get("return_url"),
         cancel_url=values.get("cancel_url"), email=values.get("email"),
         accepted_coins=values.get("accepted_coins"), key_id=principal.key_id, extensions=extensions,
+        coin_allowlist=principal.coin_allowlist,
     )
 
 
