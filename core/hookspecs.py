@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..web.pages import PayPageForm
     from .gateway import Gateway
+    from .pages import PayPageForm
     from .migrate import MigrationRegistry
     from .registries import ChainRegistry, CommandRegistry, CoinRegistry, JobRegistry, PriceSourceRegistry, RouteRegistry
 
@@ -161,7 +161,7 @@ def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayP
     Called for every render of ``/pay/<track_id>`` while the payment is
     Waiting or Paying. ``payment`` is the public payment view (track_id,
     pay_currency, pay_amount, address, status ...). Return a list of
-    ``orbchain.web.pages.PayPageForm`` (each posts to a route your plugin
+    ``orbchain.core.pages.PayPageForm`` (each posts to a route your plugin
     registered) or None. Results of all plugins are shown, in plugin order.
     The devnet uses it for its development "Pay with devnet" button.
     """

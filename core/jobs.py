@@ -1,13 +1,19 @@
 """The core's own periodic jobs, registered before the plugins' ones.
 
 Webhook delivery, one scan per chain adapter (adapters only report; the
-core scans), payment expiry and the payout worker. Imports are local
-because these modules import the gateway module themselves.
+core scans), payment expiry and the payout worker. These modules name the
+gateway only for type checking, so they import at the top without a cycle
+(tests/test_layering.py keeps it that way).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from .deposits import expire_payments
+from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
+from .scanner import scan_job
+from .webhooks import deliver_due
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -16,16 +22,10 @@ EXPIRY_SECONDS = 15
 
 
 async def expire_payments_job(gateway: "Gateway") -> None:
-    from .deposits import expire_payments
-
     await expire_payments(gateway)
 
 
 def register_core_jobs(gateway: "Gateway") -> None:
-    from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
-    from .scanner import scan_job
-    from .webhooks import deliver_due
-
     gateway.jobs.current_plugin = "core"
     gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
