@@ -53,6 +53,20 @@ class Gateway:
         """Fire an event hook; async implementations are awaited."""
         await call_event(self.pm, hook_name, gateway=self, **kwargs)
 
+    async def close_chains(self) -> None:
+        """Call every chain adapter's ``close`` once, at shutdown.
+
+        The web app calls it after the scheduler stopped and the plugins'
+        ``gateway_stopping`` ran; CLI commands call it when they finish. A
+        failing close is logged and the others still run: shutdown never
+        stops half way.
+        """
+        for adapter in self.chains:
+            try:
+                await adapter.close()
+            except Exception:  # noqa: BLE001 - one adapter must not keep the others open
+                log.exception("closing chain adapter %s failed", adapter.name)
+
 
 def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
     registry = MigrationRegistry()

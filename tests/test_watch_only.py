@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from orbchain.core.addresses import keystore
-from orbchain.core.cli import main
+from orbchain.cli import main
 from orbchain.core.keys import get_family
 from orbchain.web.keys import GATEWAY
 
