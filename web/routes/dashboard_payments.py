@@ -7,6 +7,7 @@ from aiohttp import web
 from ...core import addresses
 from ...core import payments as svc
 from ...core import payouts as payout_svc
+from ...core import services
 from ...core.accounts import require_merchant
 from ...core.errors import InvalidRequest, ValidationError
 from ...core.qr import qr_data_uri
@@ -66,20 +67,13 @@ async def dashboard_transactions(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     limit, _ = pagination(request.query, default_limit=100, max_limit=500)
     merchant_id = principal_of(request).merchant_id
-    rows = await gateway.db.fetch_all(
-        "SELECT id, coin, amount, amount_usd, status, confirmations FROM deposits WHERE merchant_id = :m"
-        " ORDER BY created_at DESC, id DESC LIMIT :l", {"m": merchant_id, "l": limit})
     deposits = [
-        {"id": r["id"], "coin": r["coin"], "amount": gateway.coins.require(r["coin"]).format(gateway.db.to_int(r["amount"])),
-         "amountUsd": r["amount_usd"] or "0", "status": r["status"], "confirmations": int(r["confirmations"])}
-        for r in rows
+        {"id": d.id, "coin": d.coin, "amount": gateway.coins.require(d.coin).format(d.amount),
+         "amountUsd": d.amount_usd, "status": d.status, "confirmations": d.confirmations}
+        for d in await services.recent_deposits(gateway, merchant_id, limit)
     ]
     payouts = await payout_svc.recent_payouts(gateway, merchant_id, limit)
     return envelope({"deposits": deposits, "payouts": payouts})
-
-
-def _standing_coins(gateway, merchant) -> list[str]:
-    return [c for c in svc.merchant_coins(merchant) if svc._servable(gateway, c)]
 
 
 @routes.get("/dashboard/deposit-addresses")
@@ -89,7 +83,7 @@ async def deposit_addresses(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
     rows = []
-    for symbol in _standing_coins(gateway, merchant):
+    for symbol in svc.servable_coins(gateway, merchant):
         coin = gateway.coins.require(symbol)
         address = await addresses.standing_address(gateway, merchant, coin, svc.chain_for(gateway, symbol).network)
         rows.append({"coin": symbol, "address": address, "qr": qr_data_uri(address)})
