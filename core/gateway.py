@@ -15,12 +15,13 @@ from typing import Any, Callable
 
 import pluggy
 
+from .chains import check_capabilities
 from .coins import CoinRegistry
 from .config import Config
 from .db import Database
 from .migrate import MigrationRegistry
 from .plugins import call_collect, call_event, get_plugin_manager
-from .registries import ChainRegistry, JobRegistry, PriceSourceRegistry
+from .registries import ChainRegistry, JobRegistry, PriceSourceRegistry, StartupError
 from .secrets import Secrets
 from .jobs import register_core_jobs
 
@@ -84,6 +85,11 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
     gateway.migrations = collect_migrations(pm)
     call_collect(pm, "register_coins", gateway.coins, gateway=gateway)
     call_collect(pm, "register_chains", gateway.chains, gateway=gateway)
+    for adapter in gateway.chains:
+        try:
+            check_capabilities(adapter)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
     register_core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .chains import Capability
 from .deposits import expire_payments
 from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .scanner import scan_job
@@ -30,5 +31,5 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
     gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
-    for adapter in gateway.chains:
+    for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):
         gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)

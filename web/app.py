@@ -65,6 +65,13 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         gateway.services.pop("http", None)
 
 
+async def chains_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Chain adapters open connections lazily; each is closed once at shutdown (after the jobs
+    and ``gateway_stopping``, before the database)."""
+    yield
+    await app[GATEWAY].close_chains()
+
+
 async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
     await call_event(gateway.pm, "gateway_started", gateway=gateway)
@@ -107,5 +114,5 @@ def create_app(
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)
     aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(str(TEMPLATES)), autoescape=True)
-    app.cleanup_ctx.extend([database_ctx, services_ctx, lifecycle_ctx, scheduler_ctx])
+    app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx])
     return app
