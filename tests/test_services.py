@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from orbchain.core import services
@@ -24,6 +26,7 @@ async def paid(make_client, make_config):
         created.append(body["data"])
     first = await devnet.pay("LTC", created[0]["address"], "0.5")
     await devnet.mine(6)
+    devnet.gateway.clock = lambda: time.time() + 10  # the second deposit is seen later: a defined order
     await devnet.pay("LTC", created[1]["address"], "0.1")
     return devnet.gateway, merchant, created, first
 
