@@ -10,13 +10,20 @@ of watched addresses) and recomputes confirmations from the current tip.
 To add a chain, subclass :class:`ChainAdapter`, implement ``tip``, ``block``
 and optionally ``mempool``, and register an instance from your plugin's
 ``register_chains`` hook. Results are immutable value objects.
+
+What an adapter can do beyond watching deposits is declared, not guessed:
+``capabilities`` is a frozenset of :class:`Capability` and the core asks
+``adapter.supports(Capability.PAYOUTS)`` (LNbits' feature flags), never
+``getattr``/``isinstance``. :func:`check_capabilities` refuses, at startup,
+an adapter whose declaration its methods do not back.
 """
 
 from __future__ import annotations
 
+import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Sequence, cast
 
 
 @dataclass(frozen=True)
@@ -60,6 +67,28 @@ class ChainUnavailable(RuntimeError):
     """The node cannot be reached or answered nonsense; the scan retries later."""
 
 
+class Capability(enum.Enum):
+    """What a chain adapter declares it can do (``ChainAdapter.capabilities``).
+
+    * ``DEPOSITS``: ``tip``/``block`` follow the chain; the core schedules a
+      scan job for it (``chain.<name>.scan``).
+    * ``MEMPOOL``: ``mempool()`` reports unconfirmed transfers, so payments
+      show Paying before the first confirmation; without it the core never
+      calls ``mempool()``.
+    * ``PAYOUTS``: ``payout_role()`` returns a :class:`PayoutSender`; the core
+      routes payouts of the adapter's coins to it. Without it payouts of those
+      coins answer 503 ``payouts_not_configured``.
+    * ``SWEEPS``: the plugin moves credited deposits to its hot wallet with a
+      job of its own. For operators and other plugins; the core does nothing
+      with it.
+    """
+
+    DEPOSITS = "deposits"
+    MEMPOOL = "mempool"
+    PAYOUTS = "payouts"
+    SWEEPS = "sweeps"
+
+
 class ChainAdapter(ABC):
     """One chain: its coins and the deposit-watching role.
 
@@ -76,6 +105,8 @@ class ChainAdapter(ABC):
       adapter serving the same coin is always preferred over it.
     * ``drop_after_seconds``: an unconfirmed deposit missing from both the
       chain and the mempool this long is marked FAILED.
+    * ``capabilities``: the :class:`Capability` set this adapter declares
+      (an instance may set its own, e.g. from its settings).
 
     Report addresses in the canonical form the key layer derives (bech32
     lower case, EIP-55 checksummed hex, ...): the address table is matched
@@ -90,6 +121,7 @@ class ChainAdapter(ABC):
     start_height: int | None = None
     drop_after_seconds: int = 3600
     simulated: bool = False
+    capabilities: frozenset[Capability] = frozenset({Capability.DEPOSITS})
 
     @abstractmethod
     async def tip(self) -> BlockRef:
@@ -108,11 +140,26 @@ class ChainAdapter(ABC):
         return (await self.block(height)).hash
 
     async def mempool(self) -> Sequence[Transfer]:
-        """Unconfirmed transfers (for the Paying state); empty when unsupported."""
+        """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
         return ()
 
     async def close(self) -> None:
-        """Release connections; called at shutdown."""
+        """Release connections. The core calls it once at shutdown (the web app's
+        cleanup, the end of a CLI command), after the jobs stopped and the
+        plugins' ``gateway_stopping`` ran; it must not raise and may be
+        called on an adapter that never connected."""
+
+    def supports(self, capability: Capability) -> bool:
+        """Whether this adapter declared ``capability``: the only way the core asks."""
+        return capability in self.capabilities
+
+    def payout_role(self) -> "PayoutSender":
+        """The payout role, asked only when ``supports(Capability.PAYOUTS)``.
+
+        The default is the adapter itself (implement ``PayoutSender`` on the
+        same class); override to return a separate object.
+        """
+        return cast("PayoutSender", self)
 
     def serves(self, coin: str) -> bool:
         return coin in self.coins
@@ -194,3 +241,22 @@ class PayoutSender(ABC):
     @abstractmethod
     async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
         """Where the transaction stands now."""
+
+
+# -- declaration check -------------------------------------------------------------------------
+
+
+def check_capabilities(adapter: ChainAdapter) -> None:
+    """Refuse (``ValueError`` naming the adapter) a declaration the adapter does not back.
+
+    Called once per adapter while the gateway is built, so a wrong declaration
+    stops the start instead of failing the first payout.
+    """
+    declared = adapter.capabilities
+    if not isinstance(declared, frozenset) or not all(isinstance(c, Capability) for c in declared):
+        raise ValueError(f"chain adapter {adapter.name!r}: capabilities must be a frozenset of Capability,"
+                         f" not {declared!r}")
+    if adapter.supports(Capability.PAYOUTS) and not isinstance(adapter.payout_role(), PayoutSender):
+        raise ValueError(f"chain adapter {adapter.name!r} declares PAYOUTS but payout_role() is not a PayoutSender")
+    if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:
+        raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")

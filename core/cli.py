@@ -1,9 +1,13 @@
-"""The ``orbchain`` command (also ``python -m orbchain``).
+"""The core's operator commands of the ``orbchain`` command.
 
-Operator commands: ``serve``, ``migrate``, ``ledger check``, ``config check``,
-``plugins`` and ``payouts work``. Every command reads the same config (``--config``,
+``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
+``plugins``, ``payouts work`` and the plugins' commands. ``serve`` needs the
+web layer, which the core never imports: ``orbchain.web.serve`` adds it and
+``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
+two together. Every command reads the same config (``--config``,
 ``$ORBCHAIN_CONFIG`` or ``./orbchain.toml``) and environment overrides.
 Errors print one line and exit non-zero: no tracebacks for operator mistakes.
+Chain adapters built for a command are closed when it ends.
 """
 
 from __future__ import annotations
@@ -21,7 +25,11 @@ from .registries import StartupError
 log = logging.getLogger("orbchain")
 
 
-def _load(args: argparse.Namespace) -> Config:
+AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
+
+
+def config_from_args(args: argparse.Namespace) -> Config:
+    """The config a command runs with: the file, the environment, then ``--host``/``--port``."""
     path = args.config or default_config_path()
     config = load_config(path)
     overrides = {}
@@ -37,26 +45,19 @@ async def _with_db(gateway: Gateway, work: Callable[[Gateway], Awaitable[int]]) 
     try:
         return await work(gateway)
     finally:
+        await gateway.close_chains()
         await gateway.db.disconnect()
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    from ..web.app import create_app
-    from ..web.server import run
-
-    config = _load(args)
-    app = create_app(config)
-    log.info("Orbchain serving on http://%s:%d (%s, database %s)", config.server.host, config.server.port,
-             config.server.environment, config.database_url.split(":", 1)[0])
-    # Not web.run_app: its runner answers malformed requests in plain text (web/server.py).
-    run(app, config.server.host, config.server.port, access_log=None)
-    return 0
+def close_chains(gateway: Gateway) -> None:
+    """Close the adapters of a command that ran no event loop of its own (or already closed its loop)."""
+    asyncio.run(gateway.close_chains())
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     from .migrate import migrate
 
-    config = _load(args)
+    config = config_from_args(args)
     if config.database_url.startswith("sqlite"):
         config.data_dir.mkdir(parents=True, exist_ok=True)
     gateway = build_gateway(config)
@@ -72,7 +73,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_ledger_check(args: argparse.Namespace) -> int:
     from .ledger import check_ledger
 
-    gateway = build_gateway(_load(args))
+    gateway = build_gateway(config_from_args(args))
 
     async def work(gw: Gateway) -> int:
         report = await check_ledger(gw.db)
@@ -84,8 +85,8 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
-    config = _load(args)
-    build_gateway(config)
+    config = config_from_args(args)
+    close_chains(build_gateway(config))
     print(f"config OK ({config.source}); database {config.database_url.split(':', 1)[0]}; "
           f"environment {config.server.environment}")
     return 0
@@ -99,7 +100,7 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
     from .keys import SeedKeyStore, UnknownFamilyError
     from .secrets import load_secrets
 
-    config = _load(args)
+    config = config_from_args(args)
     secrets = load_secrets(config)
     if not secrets.seed_material:
         raise ConfigError("export-xpubs needs the seed: run it where secrets.seed_mnemonic or seed_file is set")
@@ -122,7 +123,8 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
 def cmd_plugins(args: argparse.Namespace) -> int:
     from .plugins import plugin_names
 
-    gateway = build_gateway(_load(args))
+    gateway = build_gateway(config_from_args(args))
+    close_chains(gateway)
     for name in plugin_names(gateway.pm):
         print(name)
     return 0
@@ -131,7 +133,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 def cmd_payouts_work(args: argparse.Namespace) -> int:
     from .payout_worker import run_worker
 
-    gateway = build_gateway(_load(args))
+    gateway = build_gateway(config_from_args(args))
     return asyncio.run(_with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
 
 
@@ -159,22 +161,23 @@ def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
 
 def _plugin_runner(run: Callable[[argparse.Namespace, Gateway], int]) -> Callable[[argparse.Namespace], int]:
     def runner(args: argparse.Namespace) -> int:
-        config = _load(args)
-        return run(args, build_gateway(config))
+        gateway = build_gateway(config_from_args(args))
+        try:
+            return run(args, gateway)
+        finally:
+            close_chains(gateway)  # closing twice is harmless; a command may close its own
 
     return runner
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser:
+    """The parser with ``commands`` (outer layers' commands such as ``serve``) listed first."""
     parser = argparse.ArgumentParser(prog="orbchain", description="Orbchain crypto payment gateway")
     parser.add_argument("--config", help="path to the TOML config (default: $ORBCHAIN_CONFIG or ./orbchain.toml)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
-
-    serve = sub.add_parser("serve", help="run the HTTP server, scheduler and chain watchers")
-    serve.add_argument("--host", help="listen address (default 127.0.0.1; env ORBCHAIN_HOST)")
-    serve.add_argument("--port", type=int, help="listen port (default 8080; env ORBCHAIN_PORT)")
-    serve.set_defaults(func=cmd_serve)
+    for add in commands:
+        add(sub)
 
     sub.add_parser("migrate", help="apply pending schema migrations").set_defaults(func=cmd_migrate)
 
@@ -210,8 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+def main(argv: Sequence[str] | None = None, *, commands: Sequence[AddCommand] = ()) -> int:
+    """Run one command; ``orbchain.cli.main`` passes the web layer's ``serve`` in ``commands``."""
+    parser = build_parser(commands)
     args = parser.parse_args(argv)
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO,

@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 import pluggy
 
+from .chains import check_capabilities
 from .coins import CoinRegistry
 from .config import Config
 from .auth import CORE_SCOPE_DESCRIPTIONS
@@ -34,6 +35,7 @@ from .registries import (
     PaymentFieldRegistry,
     PriceSourceRegistry,
     ScopeRegistry,
+    StartupError,
 )
 from .secrets import Secrets
 from .jobs import register_core_jobs
@@ -75,6 +77,20 @@ class Gateway:
         """Fire an event hook; async implementations are awaited."""
         await call_event(self.pm, hook_name, gateway=self, **kwargs)
 
+    async def close_chains(self) -> None:
+        """Call every chain adapter's ``close`` once, at shutdown.
+
+        The web app calls it after the scheduler stopped and the plugins'
+        ``gateway_stopping`` ran; CLI commands call it when they finish. A
+        failing close is logged and the others still run: shutdown never
+        stops half way.
+        """
+        for adapter in self.chains:
+            try:
+                await adapter.close()
+            except Exception:  # noqa: BLE001 - one adapter must not keep the others open
+                log.exception("closing chain adapter %s failed", adapter.name)
+
 
 def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
     registry = MigrationRegistry()
@@ -111,6 +127,11 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
     gateway.address_families.check_complete()
     gateway.coins.check_families(gateway.address_families.family_names())
     call_collect(pm, "register_chains", gateway.chains, gateway=gateway)
+    for adapter in gateway.chains:
+        try:
+            check_capabilities(adapter)
+        except ValueError as exc:
+            raise StartupError(str(exc)) from None
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
     register_core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)

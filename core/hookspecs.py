@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ..web.pages import PayPageForm
     from .coins import Coin
     from .gateway import Gateway
     from .keys import AddressFamilyRegistry
+    from .pages import PayPageForm
     from .migrate import MigrationRegistry
     from .receive import ReceiveTarget
     from .ledger import Posting
@@ -306,7 +306,7 @@ def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayP
     Called for every render of ``/pay/<track_id>`` while the payment is
     Waiting or Paying. ``payment`` is the public payment view (track_id,
     pay_currency, pay_amount, address, status ...). Return a list of
-    ``orbchain.web.pages.PayPageForm`` (each posts to a route your plugin
+    ``orbchain.core.pages.PayPageForm`` (each posts to a route your plugin
     registered) or None. Results of all plugins are shown, in plugin order.
     The devnet uses it for its development "Pay with devnet" button.
     """

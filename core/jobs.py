@@ -1,13 +1,21 @@
 """The core's own periodic jobs, registered before the plugins' ones.
 
 Webhook delivery, one scan per chain adapter (adapters only report; the
-core scans), payment expiry, the payout worker and pruning old lockout rows. Imports are local
-because these modules import the gateway module themselves.
+core scans), payment expiry, the payout worker and pruning old lockout rows.
+These modules name the gateway only for type checking, so they import at the
+top without a cycle (tests/test_layering.py keeps it that way).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+
+from .chains import Capability
+from .lockout import prune
+from .payment_status import expire_payments
+from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
+from .scanner import scan_job
+from .webhooks import deliver_due
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -17,26 +25,18 @@ LOCKOUT_PRUNE_SECONDS = 3600
 
 
 async def expire_payments_job(gateway: "Gateway") -> None:
-    from .payment_status import expire_payments
-
     await expire_payments(gateway)
 
 
 async def prune_lockouts_job(gateway: "Gateway") -> None:
-    from .lockout import prune
-
     await prune(gateway.db, gateway.now())
 
 
 def register_core_jobs(gateway: "Gateway") -> None:
-    from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
-    from .scanner import scan_job
-    from .webhooks import deliver_due
-
     gateway.jobs.current_plugin = "core"
     gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
     gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
     gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)
-    for adapter in gateway.chains:
+    for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):
         gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)

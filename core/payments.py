@@ -77,6 +77,11 @@ def merchant_coins(merchant: Mapping[str, Any]) -> list[str]:
     return json.loads(value) if isinstance(value, str) else list(value)
 
 
+def servable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
+    """The merchant's accepted coins that a chain here can receive now, in the merchant's order."""
+    return [c for c in merchant_coins(merchant) if _servable(gateway, c)]
+
+
 def chain_for(gateway: "Gateway", coin: str) -> Any:
     """The adapter serving ``coin`` (a real chain before a simulated one); 503 when none does."""
     serving = sorted((a for a in gateway.chains if a.serves(coin)), key=lambda a: a.simulated)

@@ -30,10 +30,10 @@ import asyncio
 import logging
 import os
 import signal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import payouts
-from .chains import BroadcastError, PayoutOrder, PayoutSender, SignedPayout
+from .chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -49,7 +49,6 @@ MAX_ATTEMPTS = 10
 BROADCAST_TIMEOUT_SECONDS = 1800
 MAX_BACKOFF_SECONDS = 300
 DEFAULT_POLL_SECONDS = 10
-DEFAULT_DROP_SECONDS = 3600
 FAULT_ENV = "ORBCHAIN_FAULT"
 
 Row = payouts.Row
@@ -91,7 +90,7 @@ async def run_worker(gateway: "Gateway", *, once: bool = False) -> int:
         await asyncio.sleep(TICK_SECONDS)
 
 
-def _sender(gateway: "Gateway", row: Row) -> tuple[Any, PayoutSender | None]:
+def _sender(gateway: "Gateway", row: Row) -> tuple[ChainAdapter | None, PayoutSender | None]:
     adapter = gateway.chains.get(row["chain"])
     return adapter, (payouts.sender_of(adapter) if adapter is not None else None)
 
@@ -99,7 +98,7 @@ def _sender(gateway: "Gateway", row: Row) -> tuple[Any, PayoutSender | None]:
 async def advance(gateway: "Gateway", row: Row) -> None:
     """Move one claimed payout through as many stages as it can take now."""
     adapter, sender = _sender(gateway, row)
-    if sender is None:
+    if adapter is None or sender is None:
         log.warning("payout %s: chain %s has no payout sender here; retrying later", row["id"], row["chain"])
         await payouts.record_retry(gateway, row, error=f"chain {row['chain']} is not configured",
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
@@ -181,11 +180,11 @@ async def _retry_or_time_out(gateway: "Gateway", sender: PayoutSender, row: Row,
     await payouts.record_retry(gateway, row, error=error, attempts=attempts, next_at=now + backoff_seconds(attempts))
 
 
-def _poll_seconds(adapter: Any) -> int:
-    return max(1, int(getattr(adapter, "scan_seconds", DEFAULT_POLL_SECONDS)))
+def _poll_seconds(adapter: ChainAdapter) -> int:
+    return max(1, int(adapter.scan_seconds))
 
 
-async def _poll(gateway: "Gateway", adapter: Any, sender: PayoutSender, row: Row) -> None:
+async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row) -> None:
     now = gateway.now()
     try:
         status = await sender.payout_status(_signed(row))
@@ -204,7 +203,7 @@ async def _poll(gateway: "Gateway", adapter: Any, sender: PayoutSender, row: Row
                                       next_at=now + _poll_seconds(adapter))
     else:
         missing_since = row["missing_since"] or now
-        if now - missing_since >= int(getattr(adapter, "drop_after_seconds", DEFAULT_DROP_SECONDS)):
+        if now - missing_since >= int(adapter.drop_after_seconds):
             await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.DROPPED, confirmations=0)
             return
         try:  # evicted from a mempool: offer the same bytes again

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import ledger
-from .chains import PayoutSender, SignedPayout
+from .chains import Capability, ChainAdapter, PayoutSender, SignedPayout
 from .errors import ApiError, Conflict, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .events import enqueue_event
 from .views import PayoutView, payout_view_of
@@ -64,12 +64,9 @@ class PayoutRoute:
     family: AddressFamily  # validates destinations of ``coin`` on ``network``
 
 
-def sender_of(adapter: Any) -> PayoutSender | None:
-    """The adapter itself when it implements the payout role, else its ``payout_sender``."""
-    if isinstance(adapter, PayoutSender):
-        return adapter
-    role = getattr(adapter, "payout_sender", None)
-    return role if isinstance(role, PayoutSender) else None
+def sender_of(adapter: ChainAdapter) -> PayoutSender | None:
+    """The adapter's payout role when it declared ``Capability.PAYOUTS``, else None."""
+    return adapter.payout_role() if adapter.supports(Capability.PAYOUTS) else None
 
 
 def payout_route(gateway: "Gateway", symbol: str) -> PayoutRoute:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import addresses, deposits
-from .chains import Block, BlockRef, ChainAdapter
+from .chains import Block, BlockRef, Capability, ChainAdapter
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -105,7 +105,7 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
         last_height, blocks, height = height, blocks + 1, height + 1
     await gateway.db.execute("DELETE FROM chain_blocks WHERE chain = :c AND height < :h",
                              {"c": adapter.name, "h": last_height - REMEMBERED_BLOCKS})
-    mempool = list(await adapter.mempool())
+    mempool = list(await adapter.mempool()) if adapter.supports(Capability.MEMPOOL) else []
     if mempool:
         owners = await addresses.lookup(gateway, [t.address for t in mempool])
         for transfer in mempool:

@@ -2,6 +2,6 @@
 
 import sys
 
-from orbchain.core.cli import main
+from orbchain.cli import main
 
 sys.exit(main())

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from orbchain.core import ledger
-from orbchain.core.cli import main
+from orbchain.cli import main
 from orbchain.core.db import Database
 
 

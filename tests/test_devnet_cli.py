@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from orbchain.chains.devnet import devnet_chain
-from orbchain.core.cli import main
+from orbchain.cli import main
 
 BTC_ADDRESS = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 EVM_ADDRESS = "0x9858EfFD232B4033E47d90003D41EC34EcaEda94"

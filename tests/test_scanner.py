@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from orbchain.core.chains import Block, BlockRef, ChainAdapter, Transfer
+from orbchain.core.chains import Block, BlockRef, Capability, ChainAdapter, Transfer
 from orbchain.core.plugins import get_plugin_manager, plugin_names
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
@@ -27,6 +27,7 @@ class MemoryChain(ChainAdapter):
     name = "memchain"
     coins = ("BTC",)
     start_height = 0
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL})
 
     def __init__(self) -> None:
         self.blocks: list[Block] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from orbchain.core.addresses import keystore
-from orbchain.core.cli import main
+from orbchain.cli import main
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family
 

@@ -67,6 +67,13 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         gateway.services.pop("http", None)
 
 
+async def chains_ctx(app: web.Application) -> AsyncIterator[None]:
+    """Chain adapters open connections lazily; each is closed once at shutdown (after the jobs
+    and ``gateway_stopping``, before the database)."""
+    yield
+    await app[GATEWAY].close_chains()
+
+
 async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
     await call_event(gateway.pm, "gateway_started", gateway=gateway)
@@ -132,5 +139,5 @@ def create_app(
         app.router.add_routes(table)
     aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
-    app.cleanup_ctx.extend([database_ctx, services_ctx, lifecycle_ctx, scheduler_ctx])
+    app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx])
     return app

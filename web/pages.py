@@ -7,10 +7,13 @@ instead of the JSON envelope.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from aiohttp import web
+
+from ..core.pages import PayPageForm
+
+__all__ = ["PayPageForm", "html_page", "is_html_page", "page_security_headers"]
 
 HTML_ATTR = "__orbchain_html__"
 
@@ -36,18 +39,3 @@ def page_security_headers(response: web.StreamResponse, nonce: str | None = None
     response.headers["Referrer-Policy"] = "same-origin"
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
-
-
-@dataclass(frozen=True)
-class PayPageForm:
-    """A POST form shown under the payment details while the payment is open.
-
-    ``action`` is the URL the form posts to (a route the plugin registered);
-    ``amount`` pre-fills an ``amount`` input when not None; ``note`` is a
-    short caption above the button. Rendered escaped; no script involved.
-    """
-
-    action: str
-    label: str
-    note: str = ""
-    amount: str | None = None

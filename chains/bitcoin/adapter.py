@@ -18,7 +18,7 @@ import logging
 from typing import TYPE_CHECKING, Sequence
 
 from ...core import addresses
-from ...core.chains import Block, BlockRef, ChainAdapter, ChainUnavailable, Transfer
+from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
 from .blocks import parse_block, transaction_transfers
 from .rpc import NodeRpc, RpcError
 from .sender import BitcoinPayouts
@@ -37,6 +37,8 @@ MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
 
 
 class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS})
+
     def __init__(self, gateway: "Gateway", settings: CoinSettings, rpc: NodeRpc | None = None) -> None:
         self.gateway = gateway
         self.settings = settings

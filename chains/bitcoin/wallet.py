@@ -2,9 +2,9 @@
 
 Spendable outputs are derived from the books, never from the node's wallet:
 
-* credited deposit outputs on the chain (``deposits`` CREDITED), signed with
-  the deposit address's key (the merchant's ``key_account`` and the address's
-  ``key_index``);
+* credited deposit outputs on the chain (the core's ``credited_outputs``
+  service), signed with the deposit address's key (the merchant's
+  ``key_account`` and the address's ``key_index``);
 * the change of the gateway's own payouts once the payout confirmed
   (``bitcoin_change_outputs``), on the platform's account 0, internal branch;
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ...core.deposits import CREDITED
+from ...core.services import credited_outputs, payout_statuses
 from .transactions import estimate_vsize, input_vsize
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -107,15 +107,9 @@ def select_outputs(
 async def spendable_outputs(gateway: "Gateway", chain: str, network: str) -> list[WalletOutput]:
     """Every output the gateway may spend on ``chain`` now (not reserved, not spent)."""
     db = gateway.db
-    deposits = await db.fetch_all(
-        "SELECT d.tx_hash, d.output_index, d.amount, a.key_index, m.key_account FROM deposits d"
-        " JOIN deposit_addresses a ON a.address = d.address"
-        " JOIN merchants m ON m.id = a.merchant_id"
-        " WHERE d.chain = :c AND d.status = :credited AND a.network = :n AND NOT EXISTS ("
-        "  SELECT 1 FROM bitcoin_wallet_spends s WHERE s.chain = d.chain AND s.tx_hash = d.tx_hash"
-        "  AND s.output_index = d.output_index)",
-        {"c": chain, "credited": CREDITED, "n": network},
-    )
+    # The core lists credited outputs, spent or not; what we spent is our own record.
+    spent = {(r["tx_hash"], int(r["output_index"])) for r in await db.fetch_all(
+        "SELECT tx_hash, output_index FROM bitcoin_wallet_spends WHERE chain = :c", {"c": chain})}
     change = await db.fetch_all(
         "SELECT o.tx_hash, o.output_index, o.amount, o.key_index FROM bitcoin_change_outputs o"
         " WHERE o.chain = :c AND o.status = :available AND NOT EXISTS ("
@@ -123,8 +117,8 @@ async def spendable_outputs(gateway: "Gateway", chain: str, network: str) -> lis
         "  AND s.output_index = o.output_index)",
         {"c": chain, "available": AVAILABLE_CHANGE},
     )
-    found = [WalletOutput(r["tx_hash"], int(r["output_index"]), db.to_int(r["amount"]), int(r["key_account"]),
-                          int(r["key_index"])) for r in deposits]
+    found = [WalletOutput(d.tx_hash, d.output_index, d.amount, d.key_account, d.key_index)
+             for d in await credited_outputs(gateway, chain, network) if (d.tx_hash, d.output_index) not in spent]
     found += [WalletOutput(r["tx_hash"], int(r["output_index"]), db.to_int(r["amount"]), PLATFORM_ACCOUNT,
                            int(r["key_index"]), change=True) for r in change]
     return found
@@ -140,9 +134,10 @@ async def reserved_inputs(gateway: "Gateway", chain: str, payout_id: str) -> lis
 async def failed_payouts_holding_inputs(gateway: "Gateway", chain: str) -> list[str]:
     """Payouts that ended Failed but still hold reservations (a missed release)."""
     rows = await gateway.db.fetch_all(
-        "SELECT DISTINCT s.payout_id FROM bitcoin_wallet_spends s JOIN payouts p ON p.id = s.payout_id"
-        " WHERE s.chain = :c AND s.state = :r AND p.status = 'Failed'", {"c": chain, "r": RESERVED})
-    return [r["payout_id"] for r in rows]
+        "SELECT DISTINCT payout_id FROM bitcoin_wallet_spends WHERE chain = :c AND state = :r AND payout_id IS NOT NULL",
+        {"c": chain, "r": RESERVED})
+    statuses = await payout_statuses(gateway, [r["payout_id"] for r in rows])
+    return sorted(payout_id for payout_id, status in statuses.items() if status == "Failed")
 
 
 async def payout_tx(gateway: "Gateway", chain: str, tx_hash: str):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ...core.chains import Block, BlockRef, ChainAdapter, Transfer
+from ...core.chains import Block, BlockRef, Capability, ChainAdapter, Transfer
 from .chain import NETWORK, DevnetChain
 from .payouts import DevnetPayouts
 
@@ -24,6 +24,7 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
     name = CHAIN_NAME
     network = NETWORK
     simulated = True
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS})
     # The whole devnet history is short and local: scan it from genesis.
     start_height = 0
 

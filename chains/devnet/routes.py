@@ -13,9 +13,9 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ...core.db import Database
 from ...core.errors import Conflict, InvalidRequest, NotFound, ValidationError
 from ...core.money import AmountError
+from ...core.services import find_payment
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page
@@ -53,26 +53,24 @@ async def devnet_pay(request: web.Request) -> web.Response:
     if chain is None:
         raise NotFound()
     track_id = request.match_info["track_id"]
-    payment = await gateway.db.fetch_one(
-        "SELECT address, pay_currency, pay_amount, status FROM payments WHERE track_id = :t", {"t": track_id}
-    )
+    payment = await find_payment(gateway, track_id)
     if payment is None:
         raise NotFound("payment not found")
-    if str(payment["status"]).lower() not in PAYABLE_STATUSES or not payment["address"]:
+    if not payment.is_open or not payment.address:
         raise Conflict("this payment is not waiting for funds")
-    coin = gateway.coins.get(payment["pay_currency"])
+    coin = gateway.coins.get(payment.pay_currency)
     if coin is None or not chain.serves(coin.symbol):
-        raise InvalidRequest(f"the devnet does not simulate {payment['pay_currency']}")
+        raise InvalidRequest(f"the devnet does not simulate {payment.pay_currency}")
     form = await request.post()
     typed = str(form.get("amount", "")).strip()
     try:
-        units = coin.to_units(typed) if typed else Database.to_int(payment["pay_amount"])
+        units = coin.to_units(typed) if typed else (payment.pay_amount or 0)
     except AmountError as exc:
         raise ValidationError({"amount": str(exc)}) from None
     if units <= 0:
         raise ValidationError({"amount": "this payment has no fixed amount: enter one"})
     try:
-        await chain.pay(coin, payment["address"], units)
+        await chain.pay(coin, payment.address, units)
     except DevnetError as exc:
         raise InvalidRequest(str(exc)) from None
     raise web.HTTPSeeOther(f"/pay/{quote(track_id, safe='')}")

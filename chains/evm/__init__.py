@@ -99,12 +99,6 @@ def register_jobs(registry, gateway) -> None:
 
 
 @hookimpl
-async def gateway_stopping(gateway) -> None:
-    for adapter in evm_adapters(gateway):
-        await adapter.close()
-
-
-@hookimpl
 async def payout_finished(gateway, payout) -> None:
     """A failed payout's transaction that never reached the chain frees its nonce."""
     adapter = gateway.chains.get(payout.get("chain", ""))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from eth_utils import to_checksum_address
 
 from ...core import addresses
-from ...core.chains import Block, BlockRef, ChainAdapter, ChainUnavailable, Transfer
+from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
 from .payouts import EvmPayouts
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 from .settings import ChainSettings
@@ -54,6 +54,9 @@ class EvmAdapter(ChainAdapter, EvmPayouts):
         self.max_blocks_per_scan = settings.max_blocks_per_scan
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
+        # No mempool watch: an EVM deposit shows once mined. Sweeping is this plugin's own job.
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
+                                      | ({Capability.SWEEPS} if settings.sweep else set()))
         self.rpc = rpc or JsonRpc(settings.rpc_url, timeout=settings.timeout_seconds)
         self.txs = TxStore(gateway, settings.chain, settings.chain_id, self.rpc,
                            gas_margin_percent=settings.gas_margin_percent, priority_fee_wei=settings.priority_fee_wei)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ...core.addresses import keystore
+from ...core.services import address_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -31,9 +32,7 @@ def hot_wallet_key(gateway: "Gateway") -> bytes:
 
 async def deposit_key(gateway: "Gateway", address: str) -> bytes:
     """The signing key of one of our deposit addresses (for sweeping it)."""
-    row = await gateway.db.fetch_one(
-        "SELECT a.key_index, m.key_account FROM deposit_addresses a JOIN merchants m ON m.id = a.merchant_id"
-        " WHERE a.address = :a AND a.family = :f", {"a": address, "f": FAMILY})
-    if row is None:
+    key = await address_key(gateway, address, FAMILY)
+    if key is None:
         raise LookupError(f"{address} is not one of our EVM deposit addresses")
-    return keystore(gateway).private_key_for(gateway.address_families.require(FAMILY), int(row["key_account"]), int(row["key_index"]))
+    return keystore(gateway).private_key_for(gateway.address_families.require(FAMILY), key.key_account, key.key_index)

@@ -39,6 +39,7 @@ from ...core.chains import BroadcastError, ChainUnavailable
 from ...core.ledger import Posting
 from ...core.keys import WatchOnlyError
 from ...core.ledger_accounts import NETWORK_FEES, world
+from ...core.services import CreditedAddress, credited_addresses
 from .keys import deposit_key, hot_wallet_address, hot_wallet_key
 from .rpc import RpcError, quantity
 from .signer import NATIVE_TRANSFER_GAS, StoredTx
@@ -172,20 +173,20 @@ async def _follow(gateway: "Gateway", adapter: "EvmAdapter", sweep: Mapping[str,
 # -- starting new sweeps ------------------------------------------------------------------------
 
 
-async def _candidates(gateway: "Gateway", chain: str) -> list[Mapping[str, Any]]:
+async def _candidates(gateway: "Gateway", chain: str) -> list[CreditedAddress]:
     """(address, coin) with a deposit credited since its last sweep read the balance, none live.
 
     ``swept_through`` is the time the last sweep read the balance: everything
     credited before then was in it. Credits of that same second are looked
-    at once more (a zero balance then just moves the mark).
+    at once more (a zero balance then just moves the mark). The credits come
+    from the core's service; marks and live sweeps are this plugin's tables.
     """
-    return await gateway.db.fetch_all(
-        "SELECT d.address, d.coin FROM deposits d"
-        " LEFT JOIN evm_sweep_marks m ON m.chain = d.chain AND m.address = d.address AND m.coin = d.coin"
-        " WHERE d.chain = :c AND d.status = 'CREDITED' AND (m.swept_through IS NULL OR d.credited_at >= m.swept_through)"
-        " AND NOT EXISTS (SELECT 1 FROM evm_sweeps s WHERE s.chain = d.chain AND s.address = d.address"
-        " AND s.status IN ('topup', 'sweeping'))"
-        " GROUP BY d.address, d.coin ORDER BY d.address, d.coin", {"c": chain})
+    marks = {(r["address"], r["coin"]): int(r["swept_through"]) for r in await gateway.db.fetch_all(
+        "SELECT address, coin, swept_through FROM evm_sweep_marks WHERE chain = :c", {"c": chain})}
+    live = {r["address"] for r in await gateway.db.fetch_all(
+        "SELECT DISTINCT address FROM evm_sweeps WHERE chain = :c AND status IN ('topup', 'sweeping')", {"c": chain})}
+    return [credit for credit in await credited_addresses(gateway, chain)
+            if credit.address not in live and credit.last_credited_at >= marks.get((credit.address, credit.coin), 0)]
 
 
 async def _new_sweep(gateway: "Gateway", chain: str, address: str, coin: str, status: str, amount: int,
@@ -252,8 +253,8 @@ async def sweep_chain(gateway: "Gateway", adapter: "EvmAdapter") -> SweepReport:
     busy: set[str] = set()
     started: list[str] = []
     # Tokens first: a native sweep of the same address would spend the gas they need.
-    for row in sorted(candidates, key=lambda r: r["coin"] == adapter.native):
-        address, coin = to_checksum_address(row["address"]), row["coin"]
+    for credit in sorted(candidates, key=lambda c: c.coin == adapter.native):
+        address, coin = to_checksum_address(credit.address), credit.coin
         if address in busy:
             continue
         try:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping
+
 from aiohttp import web
 
 from ...core import addresses
 from ...core import payments as svc
 from ...core import payouts as payout_svc
+from ...core import services
 from ...core.accounts import require_merchant
 from ...core.errors import InvalidRequest, ValidationError
 from ...core.qr import qr_data_uri
@@ -16,6 +19,9 @@ from ..envelope import envelope, read_json
 from ..keys import gateway_of
 from ..validation import Field, pagination, validate
 from .payments import balances_of, create_from, list_for
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
 
 routes = web.RouteTableDef()
 
@@ -67,26 +73,23 @@ async def dashboard_transactions(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     limit, _ = pagination(request.query, default_limit=100, max_limit=500)
     merchant_id = principal_of(request).merchant_id
-    rows = await gateway.db.fetch_all(
-        "SELECT id, coin, amount, amount_usd, status, confirmations FROM deposits WHERE merchant_id = :m"
-        " ORDER BY created_at DESC, id DESC LIMIT :l", {"m": merchant_id, "l": limit})
     deposits = [
-        {"id": r["id"], "coin": r["coin"], "amount": gateway.coins.require(r["coin"]).format(gateway.db.to_int(r["amount"])),
-         "amountUsd": r["amount_usd"] or "0", "status": r["status"], "confirmations": int(r["confirmations"])}
-        for r in rows
+        {"id": d.id, "coin": d.coin, "amount": gateway.coins.require(d.coin).format(d.amount),
+         "amountUsd": d.amount_usd, "status": d.status, "confirmations": d.confirmations}
+        for d in await services.recent_deposits(gateway, merchant_id, limit)
     ]
     payouts = await payout_svc.recent_payouts(gateway, merchant_id, limit)
     return envelope({"deposits": deposits, "payouts": payouts})
 
 
-def _derivable(gateway, symbol: str) -> bool:
+def _derivable(gateway: "Gateway", symbol: str) -> bool:
     """A standing address exists only for coins whose family the gateway derives."""
     coin = gateway.coins.require(symbol)
     return addresses.family_of(gateway, coin, svc.chain_for(gateway, symbol).network).derivable
 
 
-def _standing_coins(gateway, merchant) -> list[str]:
-    return [c for c in svc.merchant_coins(merchant) if svc._servable(gateway, c) and _derivable(gateway, c)]
+def _standing_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
+    return [c for c in svc.servable_coins(gateway, merchant) if _derivable(gateway, c)]
 
 
 @routes.get("/dashboard/deposit-addresses")

@@ -1,0 +1,176 @@
+"""Core service functions for plugins and the web layer: documented views, never rows.
+
+A plugin owns its schema and never reads core tables (STYLE.md, BTCPay's
+"do not depend on undocumented core table layouts"): what a plugin needs of
+payments, deposits, deposit addresses and payouts it asks here, and gets an
+immutable ``NamedTuple`` whose fields are listed in docs/plugins.md ("Core
+services for plugins"). The core may change its tables; these functions
+and views keep their meaning. Amounts are integers in the coin's base units.
+``tests/test_plugin_sql.py`` fails when SQL in ``chains/`` or ``plugins/``
+names a core table.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterable, NamedTuple
+
+from .deposits import CREDITED
+from .payments import OPEN_STATUSES
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .gateway import Gateway
+
+
+class PaymentRecord(NamedTuple):
+    """One payment as a plugin sees it.
+
+    ``status`` is the SPEC's mixed-case status (``Waiting``, ``Paying``,
+    ``Paid``, ``Expired``, ``Cancelled``); ``is_open`` is True while it can
+    still receive funds (Waiting or Paying). ``pay_amount`` is None when the
+    payer chooses the amount (a static address). ``address`` is None until
+    the payment has one.
+    """
+
+    track_id: str
+    merchant_id: str
+    status: str
+    is_open: bool
+    pay_currency: str
+    pay_amount: int | None
+    address: str | None
+
+
+class DepositRecord(NamedTuple):
+    """One observed deposit. ``status`` is PENDING, CONFIRMED, CREDITED or FAILED;
+    ``amount_usd`` is the decimal text valued when seen ("0" when unknown);
+    times are Unix seconds, ``credited_at`` None until credited."""
+
+    id: str
+    merchant_id: str
+    chain: str
+    coin: str
+    address: str
+    tx_hash: str
+    output_index: int
+    amount: int
+    amount_usd: str
+    status: str
+    confirmations: int
+    track_id: str | None
+    created_at: int
+    credited_at: int | None
+
+
+class CreditedOutput(NamedTuple):
+    """A credited deposit output the gateway holds the key of (a UTXO chain's hot wallet).
+
+    ``key_account`` and ``key_index`` locate its key in the operator's seed
+    (the merchant's HD account, the address's index).
+    """
+
+    tx_hash: str
+    output_index: int
+    address: str
+    coin: str
+    amount: int
+    key_account: int
+    key_index: int
+
+
+class CreditedAddress(NamedTuple):
+    """A deposit address with credited deposits of ``coin``; ``last_credited_at`` is the newest credit's time."""
+
+    address: str
+    coin: str
+    last_credited_at: int
+
+
+class AddressKey(NamedTuple):
+    """Where one of the gateway's deposit addresses comes from in the seed."""
+
+    address: str
+    family: str
+    network: str
+    merchant_id: str
+    key_account: int
+    key_index: int
+
+
+def _int_or_none(gateway: "Gateway", value: object) -> int | None:
+    return None if value is None else gateway.db.to_int(value)
+
+
+async def find_payment(gateway: "Gateway", track_id: str) -> PaymentRecord | None:
+    """The payment with ``track_id``, or None. Any merchant's: check ``merchant_id`` yourself when it matters."""
+    row = await gateway.db.fetch_one(
+        "SELECT track_id, merchant_id, status, pay_currency, pay_amount, address FROM payments WHERE track_id = :t",
+        {"t": track_id})
+    if row is None:
+        return None
+    return PaymentRecord(row["track_id"], row["merchant_id"], row["status"], row["status"] in OPEN_STATUSES,
+                         row["pay_currency"], _int_or_none(gateway, row["pay_amount"]), row["address"])
+
+
+async def recent_deposits(gateway: "Gateway", merchant_id: str, limit: int) -> list[DepositRecord]:
+    """The merchant's newest ``limit`` deposits, newest first."""
+    rows = await gateway.db.fetch_all(
+        "SELECT * FROM deposits WHERE merchant_id = :m ORDER BY created_at DESC, id DESC LIMIT :l",
+        {"m": merchant_id, "l": limit})
+    return [
+        DepositRecord(r["id"], r["merchant_id"], r["chain"], r["coin"], r["address"], r["tx_hash"],
+                      int(r["output_index"]), gateway.db.to_int(r["amount"]), r["amount_usd"] or "0", r["status"],
+                      int(r["confirmations"]), r["track_id"], int(r["created_at"]),
+                      _int_or_none(gateway, r["credited_at"]))
+        for r in rows
+    ]
+
+
+async def credited_outputs(gateway: "Gateway", chain: str, network: str) -> list[CreditedOutput]:
+    """Every credited deposit output on ``chain`` to an address derived for ``network``.
+
+    Spent or not: what the gateway spent is the plugin's own record, so the
+    plugin subtracts it. A reorg that un-credits a deposit removes it here.
+    """
+    rows = await gateway.db.fetch_all(
+        "SELECT d.tx_hash, d.output_index, d.address, d.coin, d.amount, a.key_index, m.key_account FROM deposits d"
+        " JOIN deposit_addresses a ON a.address = d.address"
+        " JOIN merchants m ON m.id = a.merchant_id"
+        " WHERE d.chain = :c AND d.status = :credited AND a.network = :n",
+        {"c": chain, "credited": CREDITED, "n": network})
+    return [CreditedOutput(r["tx_hash"], int(r["output_index"]), r["address"], r["coin"],
+                           gateway.db.to_int(r["amount"]), int(r["key_account"]), int(r["key_index"]))
+            for r in rows]
+
+
+async def credited_addresses(gateway: "Gateway", chain: str) -> list[CreditedAddress]:
+    """Each (address, coin) on ``chain`` with credited deposits, ordered by address then coin."""
+    rows = await gateway.db.fetch_all(
+        "SELECT address, coin, MAX(credited_at) AS last_credited_at FROM deposits"
+        " WHERE chain = :c AND status = :credited GROUP BY address, coin ORDER BY address, coin",
+        {"c": chain, "credited": CREDITED})
+    return [CreditedAddress(r["address"], r["coin"], int(r["last_credited_at"] or 0)) for r in rows]
+
+
+async def address_key(gateway: "Gateway", address: str, family: str) -> AddressKey | None:
+    """Where the deposit address ``address`` of ``family`` was derived, or None when it is not ours."""
+    row = await gateway.db.fetch_one(
+        "SELECT a.address, a.family, a.network, a.merchant_id, a.key_index, m.key_account FROM deposit_addresses a"
+        " JOIN merchants m ON m.id = a.merchant_id WHERE a.address = :a AND a.family = :f",
+        {"a": address, "f": family})
+    if row is None:
+        return None
+    return AddressKey(row["address"], row["family"], row["network"], row["merchant_id"], int(row["key_account"]),
+                      int(row["key_index"]))
+
+
+async def payout_statuses(gateway: "Gateway", payout_ids: Iterable[str]) -> dict[str, str]:
+    """The status (``Confirming``, ``Confirmed``, ``Failed``) of each known payout id; unknown ids are absent."""
+    ids = sorted(set(payout_ids))
+    found: dict[str, str] = {}
+    for start in range(0, len(ids), 500):  # bounded IN lists on both databases
+        chunk = ids[start:start + 500]
+        names = {f"p{i}": payout_id for i, payout_id in enumerate(chunk)}
+        rows = await gateway.db.fetch_all(
+            f"SELECT id, status FROM payouts WHERE id IN ({', '.join(':' + n for n in names)})", names)
+        found.update({r["id"]: r["status"] for r in rows})
+    return found

@@ -1,0 +1,96 @@
+"""The core services plugins read through (core/services.py), on a devnet journey, both databases."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from orbchain.core import services
+from orbchain.core.keys import get_family
+
+from .support import Devnet, api, signup
+
+
+@pytest.fixture
+async def paid(make_client, make_config):
+    """A white-label LTC payment paid and credited (6 confirmations), plus one still pending."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    merchant = await signup(client, "services@example.com")
+    devnet = Devnet(client)
+    created = []
+    for amount in ("0.5", "0.25"):
+        status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                                 json={"currency": "LTC", "amount": amount})
+        assert status == 200, body
+        created.append(body["data"])
+    first = await devnet.pay("LTC", created[0]["address"], "0.5")
+    await devnet.mine(6)
+    devnet.gateway.clock = lambda: time.time() + 10  # the second deposit is seen later: a defined order
+    await devnet.pay("LTC", created[1]["address"], "0.1")
+    return devnet.gateway, merchant, created, first
+
+
+async def test_find_payment_is_a_view_with_integer_amounts(paid):
+    gateway, merchant, created, _ = paid
+    paid_view = await services.find_payment(gateway, created[0]["track_id"])
+    assert paid_view == services.PaymentRecord(created[0]["track_id"], merchant.merchant_id, "Paid", False, "LTC",
+                                               50_000_000, created[0]["address"])
+    open_view = await services.find_payment(gateway, created[1]["track_id"])
+    assert open_view.status == "Paying" and open_view.is_open and open_view.pay_amount == 25_000_000
+    assert await services.find_payment(gateway, "no-such-track") is None
+
+
+async def test_recent_deposits_newest_first(paid):
+    gateway, merchant, created, first = paid
+    deposits = await services.recent_deposits(gateway, merchant.merchant_id, 10)
+    assert [(d.amount, d.status, d.address) for d in deposits] == [
+        (10_000_000, "PENDING", created[1]["address"]), (50_000_000, "CREDITED", created[0]["address"])]
+    credited = deposits[1]
+    assert credited.tx_hash == first and credited.coin == "LTC" and credited.confirmations == 6
+    assert credited.credited_at is not None and deposits[0].credited_at is None
+    assert await services.recent_deposits(gateway, merchant.merchant_id, 1) == deposits[:1]
+    assert await services.recent_deposits(gateway, "m_nobody", 10) == []
+
+
+async def test_credited_outputs_and_addresses_list_only_credited_deposits(paid):
+    gateway, merchant, created, first = paid
+    chain, network = "devnet", gateway.chains.get("devnet").network
+    outputs = await services.credited_outputs(gateway, chain, network)
+    assert [(o.tx_hash, o.address, o.coin, o.amount) for o in outputs] == [
+        (first, created[0]["address"], "LTC", 50_000_000)]
+    key = await services.address_key(gateway, created[0]["address"], "ltc")
+    assert (outputs[0].key_account, outputs[0].key_index) == (key.key_account, key.key_index)
+    assert await services.credited_outputs(gateway, chain, "another-network") == []
+    assert await services.credited_outputs(gateway, "bitcoin", network) == []
+    addresses = await services.credited_addresses(gateway, chain)
+    assert [(a.address, a.coin) for a in addresses] == [(created[0]["address"], "LTC")]
+    assert addresses[0].last_credited_at > 0
+
+
+async def test_address_key_locates_the_address_in_the_seed(paid):
+    gateway, merchant, created, _ = paid
+    key = await services.address_key(gateway, created[0]["address"], "ltc")
+    assert key.merchant_id == merchant.merchant_id and key.family == "ltc"
+    from orbchain.core.addresses import keystore
+
+    derived = get_family("ltc", key.network).derive(keystore(gateway, key.network), key.key_account, key.key_index)
+    assert derived.address == created[0]["address"]
+    assert await services.address_key(gateway, created[0]["address"], "evm") is None
+    assert await services.address_key(gateway, "ltc1qnotours", "ltc") is None
+
+
+async def test_payout_statuses_of_known_ids_only(paid):
+    gateway, merchant, _, _ = paid
+    ids = [f"po_{i}" for i in range(600)]  # more than one IN-list chunk
+    for i, payout_id in enumerate(ids):
+        await gateway.db.execute(
+            "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
+            " next_attempt_at, created_at, updated_at) VALUES (:id, :id, :m, 'LTC', 'devnet', 'x', :a, :s, 'queued',"
+            " 0, 0, 0)",
+            {"id": payout_id, "m": merchant.merchant_id, "a": gateway.db.amount_param(1),
+             "s": "Failed" if i % 2 else "Confirming"})
+    statuses = await services.payout_statuses(gateway, [*ids, "po_unknown"])
+    assert len(statuses) == 600 and "po_unknown" not in statuses
+    assert statuses["po_1"] == "Failed" and statuses["po_598"] == "Confirming"
+    assert await services.payout_statuses(gateway, []) == {}
