@@ -7,7 +7,7 @@ import time
 import pytest
 
 from orbchain.core import services
-from orbchain.core.keys import get_family
+from tests.families import get_family
 
 from .support import Devnet, api, signup
 
