@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from types import SimpleNamespace
 
 import pytest
@@ -48,16 +47,10 @@ def test_payout_tests_of_the_suite_require_the_payout_capability():
         capabilities.requires("teleport")
 
 
-def test_an_explicit_declaration_wins_over_the_implicit_reading(monkeypatch):
-    """Once the core declares capabilities (``Capability`` + ``adapter.supports``), the kit asks the adapter."""
-
-    class Capability(enum.Enum):
-        DEPOSITS = "deposits"
-        MEMPOOL = "mempool"
-        REORGS = "reorgs"
-        PAYOUTS = "payouts"
-
-    monkeypatch.setattr(chains, "Capability", Capability, raising=False)
+def test_the_kit_asks_the_adapters_own_declaration():
+    """A declared capability counts even where the adapter would look able otherwise, and vice versa."""
     adapter = WatchOnly()
-    adapter.supports = lambda capability: capability in (Capability.DEPOSITS, Capability.MEMPOOL)
-    assert capabilities.missing(adapter) == {capabilities.REORGS, capabilities.PAYOUTS}
+    adapter.capabilities = frozenset({chains.Capability.DEPOSITS, chains.Capability.MEMPOOL})
+    assert capabilities.missing(adapter) == {capabilities.PAYOUTS}
+    adapter.capabilities = frozenset()
+    assert capabilities.missing(adapter) == set(capabilities.CAPABILITIES)

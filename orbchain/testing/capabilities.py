@@ -5,9 +5,9 @@ test whose capability the adapter does not declare is reported as skipped
 with the reason ``not applicable: <chain> does not declare <capability>``,
 never as a failure and never silently.
 
-The core's explicit declaration (``core.chains.Capability`` and
-``adapter.supports(...)``) is used when present; until then the roles are
-read the way the core itself finds them today.
+The answer is the adapter's own declaration (``adapter.supports`` with
+``orbchain.core.chains.Capability``); "reorgs" needs only DEPOSITS, since the
+core's scanner rewinds every depositing adapter by its remembered hashes.
 """
 
 from __future__ import annotations
@@ -31,31 +31,14 @@ def requires(*capabilities: str) -> Callable[[F], F]:
     return getattr(pytest.mark, MARKER)(*capabilities)
 
 
-def _declared(adapter: Any, capability: str) -> bool | None:
-    """The adapter's explicit answer, None when the core has no declarations (yet)."""
-    from ..core import chains
-
-    enum = getattr(chains, "Capability", None)
-    supports = getattr(adapter, "supports", None)
-    if enum is None or not callable(supports):
-        return None
-    member = next((m for m in enum if str(getattr(m, "value", m.name)).lower() == capability
-                   or m.name.lower() == capability), None)
-    return None if member is None else bool(supports(member))
+_CORE_NAMES = {DEPOSITS: "DEPOSITS", MEMPOOL: "MEMPOOL", REORGS: "DEPOSITS", PAYOUTS: "PAYOUTS"}
 
 
 def supports(adapter: Any, capability: str) -> bool:
-    declared = _declared(adapter, capability)
-    if declared is not None:
-        return declared
-    from ..core.chains import ChainAdapter
-    from ..core.payouts import sender_of
+    """True when ``adapter`` declares the core capability behind ``capability``."""
+    from ..core.chains import Capability
 
-    if capability == PAYOUTS:
-        return sender_of(adapter) is not None
-    if capability == MEMPOOL:
-        return type(adapter).mempool is not ChainAdapter.mempool
-    return capability in (DEPOSITS, REORGS)
+    return bool(adapter.supports(Capability[_CORE_NAMES[capability]]))
 
 
 def missing(adapter: Any, capabilities: tuple[str, ...] = CAPABILITIES) -> set[str]:
