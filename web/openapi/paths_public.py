@@ -26,14 +26,14 @@ OPERATIONS = [
            "200": html("The server-rendered payment page (works without JavaScript)."),
            "303": redirect("After ?pay_currency=: back to the clean page URL."),
            "404": html("Unknown track id, or not an invoice."),
-       },
+       }, page=True,
        description="Only invoices have a hosted page; a refresh meta tag polls every 15 s while open."),
     Op("GET", "/assets/orbchain.css", "Stylesheet of the hosted pages", PAGES,
        responses={"200": {"description": "CSS", "content": {"text/css": {"schema": {"type": "string"}}}}}),
     # chains/devnet: registered only in development with the devnet enabled.
     Op("POST", "/pay/{track_id}/devnet-pay", "Pay from the hosted page on the simulated chain", PAGES,
        body=obj({}, {"amount": {"type": "string", "description": "Coin units; default the payment's pay_amount."}}),
-       body_media_type="application/x-www-form-urlencoded", errors=(409,), development_only=True,
+       body_media_type="application/x-www-form-urlencoded", errors=(409,), development_only=True, page=True,
        responses={"303": redirect("Back to the payment page.")},
        description="Development only (devnet plugin): moves simulated money without authentication."),
 ]
