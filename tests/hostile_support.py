@@ -17,6 +17,7 @@ tokens such as ``1e1000000`` or ``NaN`` (``Raw``) and lone surrogates as
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -28,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import quote
+
+from orbchain.core.config import RateLimitConfig
 
 # 503 is the spec's answer for maintenance, a payout backlog or a feature/provider this deployment
 # lacks (SPEC 7); only these envelope types count as such, any other 5xx is a server error.
@@ -45,6 +48,11 @@ def is_server_error(status: int, body: bytes) -> bool:
             return True
         return error.get("type") not in SPEC_503_TYPES
     return True
+
+
+def unlimited_rate_limits() -> dict[str, int]:
+    """Every per-minute limit this gateway has, raised so that 429 does not hide the handlers."""
+    return {f.name: 1_000_000 for f in dataclasses.fields(RateLimitConfig) if f.name.endswith("_per_minute")}
 
 
 # -- JSON the standard library will not write ------------------------------------------------------
@@ -178,9 +186,8 @@ def write_config(path: Path, sections: Mapping[str, Mapping[str, Any]]) -> Path:
 
 
 def orbchain_command() -> list[str]:
-    """The installed ``orbchain`` script next to this interpreter, else ``python -m orbchain``."""
-    script = Path(sys.executable).with_name("orbchain")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "orbchain"]
+    """``orbchain`` run by the test's own interpreter (``python -m orbchain``), whatever the PATH holds."""
+    return [sys.executable, "-m", "orbchain"]
 
 
 @dataclass
@@ -227,14 +234,17 @@ class OrbchainServer:
         return False
 
     def restart(self, reason: str) -> None:
-        """Record why the old process is gone (or had to go) and start a fresh one."""
-        code = self.stop()
+        """Record why the old process is gone (or had to go: frozen, it is killed) and start a fresh one."""
+        code = self.stop(kill=True)
         self.deaths.append(f"{reason} (exit status {code})")
         self.start()
 
-    def stop(self) -> int | None:
+    def stop(self, kill: bool = False) -> int | None:
         if self.process is None:
             return None
+        if self.process.poll() is None and kill:
+            self.process.kill()
+            self.process.wait(10)
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:

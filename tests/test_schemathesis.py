@@ -40,7 +40,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from .hostile_support import is_server_error
+from .hostile_support import is_server_error, unlimited_rate_limits
 from .support import Merchant, signup
 
 
@@ -59,8 +59,6 @@ MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 # Credentials whose successful use would lock the fuzzing merchant out of the rest of the run
 # (rotating a legacy key, a new password) belong to a second merchant.
 SACRIFICIAL = {("POST", "/dashboard/settings/rotate-key"), ("POST", "/dashboard/settings/change-password")}
-UNLIMITED = {"read_per_minute": 1_000_000, "write_per_minute": 1_000_000, "auth_per_minute": 1_000_000,
-             "public_page_per_minute": 1_000_000}
 
 
 def credentials(merchant: Merchant) -> dict[str, dict[str, str]]:
@@ -122,7 +120,7 @@ def run_schemathesis(base_url: str, shop: Merchant, spare: Merchant) -> tuple[li
 
 async def test_schemathesis_finds_no_server_error_and_no_undocumented_response(
         make_client: Callable, make_config: Callable) -> None:
-    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits=UNLIMITED))
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits=unlimited_rate_limits()))
     shop = await signup(client, "fuzz@example.com")
     spare = await signup(client, "spare@example.com")
     base_url = str(client.server.make_url("")).rstrip("/")
