@@ -4,7 +4,10 @@ An ``Op`` names what is particular to a route (summary, credentials, query
 parameters, body, success schema, special errors); the error statuses every
 route of its kind can answer are derived here, once:
 
-* 400 (validation, with ``detail``) when it reads a body or query parameters;
+* 400 (validation, with ``detail``) everywhere: besides a body or query parameters
+  that fail validation, text the gateway refuses at the edge (NUL, lone surrogates,
+  control characters) in the path, the query string or a credential header can reach
+  any route (issue 10);
 * 401 and 403 when it takes credentials (bad or missing key or token; missing
   scope, coin outside a key's allowlist, disabled account);
 * 404 when its path has a parameter (unknown or another merchant's object);
@@ -93,9 +96,7 @@ class Op:
         return re.findall(r"{([^}/]+)}", self.path)
 
     def error_statuses(self) -> list[int]:
-        statuses = {500, *self.errors}
-        if self.body is not None or self.query:
-            statuses.add(400)
+        statuses = {400, 500, *self.errors}
         if self.body is not None:
             statuses.add(413)
         if self.auth:
