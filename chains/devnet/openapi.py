@@ -8,7 +8,7 @@ from ...web.openapi import Op, obj, redirect
 PAY_FORM = Op(
     "POST", "/pay/{track_id}/devnet-pay", "Pay from the hosted page on the simulated chain", "Hosted pages",
     body=obj({}, {"amount": {"type": "string", "description": "Coin units; default the payment's pay_amount."}}),
-    body_media_type="application/x-www-form-urlencoded", errors=(409,), development_only=True,
+    body_media_type="application/x-www-form-urlencoded", errors=(409,), development_only=True, page=True,
     responses={"303": redirect("Back to the payment page.")},
     description="Development only (devnet plugin): moves simulated money without authentication.",
 )

@@ -4,12 +4,19 @@ An ``Op`` names what is particular to a route (summary, credentials, query
 parameters, body, success schema, special errors); the error statuses every
 route of its kind can answer are derived here, once:
 
-* 400 (validation, with ``detail``) when it reads a body or query parameters;
+* 400 (validation, with ``detail``) everywhere: besides a body or query parameters
+  that fail validation, text the gateway refuses at the edge (NUL, lone surrogates,
+  control characters) in the path, the query string or a credential header can reach
+  any route (issue 10);
 * 401 and 403 when it takes credentials (bad or missing key or token; missing
   scope, coin outside a key's allowlist, disabled account);
 * 404 when its path has a parameter (unknown or another merchant's object);
 * 413 when it reads a body; 429 unless exempt from rate limits;
 * 503 on writes (maintenance mode); 500 everywhere.
+
+An operation marked ``page`` is a hosted page: its errors are rendered as
+HTML pages (web/middlewares.py), so every derived error status is documented
+as text/html instead of the JSON envelope.
 """
 
 from __future__ import annotations
@@ -77,6 +84,7 @@ class Op:
     responses: dict[str, Any] = field(default_factory=dict)  # extra or non-JSON responses, by status
     body_media_type: str = JSON
     development_only: bool = False
+    page: bool = False  # errors answer text/html pages, not the JSON envelope
     extensions: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -88,9 +96,7 @@ class Op:
         return re.findall(r"{([^}/]+)}", self.path)
 
     def error_statuses(self) -> list[int]:
-        statuses = {500, *self.errors}
-        if self.body is not None or self.query:
-            statuses.add(400)
+        statuses = {400, 500, *self.errors}
         if self.body is not None:
             statuses.add(413)
         if self.auth:
@@ -131,7 +137,8 @@ class Op:
         if self.response is not None:
             responses["200"] = {"description": "OK", "content": {JSON: {"schema": self.response}}}
         for status in self.error_statuses():
-            responses[str(status)] = {"$ref": f"#/components/responses/{ERROR_RESPONSES[status][0]}"}
+            name, description, _ = ERROR_RESPONSES[status]
+            responses[str(status)] = html(description) if self.page else {"$ref": f"#/components/responses/{name}"}
         responses.update(self.responses)
         operation["responses"] = dict(sorted(responses.items()))
         if self.scope:

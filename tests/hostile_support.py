@@ -1,0 +1,269 @@
+"""Tools for the hostile-input suite: a real ``orbchain serve`` process and raw HTTP.
+
+Why a separate process: the suite must prove the server *survives* what it
+is sent. A body that segfaults the interpreter would take pytest down with
+an in-process server; here it kills only the child, which the suite sees
+(``alive()``), records and restarts.
+
+Why raw sockets: an HTTP client library refuses to send most of what an
+attacker sends (NUL or invalid UTF-8 in a header, a bad Content-Length, a
+lone surrogate in a path). ``send_raw`` writes the bytes as given, one
+connection per request, and times the round trip.
+
+``encode_json`` writes JSON the standard library cannot produce: number
+tokens such as ``1e1000000`` or ``NaN`` (``Raw``) and lone surrogates as
+``\\ud800`` escapes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import quote
+
+from orbchain.core.config import RateLimitConfig
+
+# 503 is the spec's answer for maintenance, a payout backlog or a feature/provider this deployment
+# lacks (SPEC 7); only these envelope types count as such, any other 5xx is a server error.
+SPEC_503_TYPES = frozenset({"maintenance", "unavailable", "not_configured"})
+
+
+def is_server_error(status: int, body: bytes) -> bool:
+    """A 5xx other than the spec's documented 503 refusals."""
+    if status < 500:
+        return False
+    if status == 503:
+        try:
+            error = json.loads(body).get("error") or {}
+        except (ValueError, AttributeError):
+            return True
+        return error.get("type") not in SPEC_503_TYPES
+    return True
+
+
+def unlimited_rate_limits() -> dict[str, int]:
+    """Every per-minute limit this gateway has, raised so that 429 does not hide the handlers."""
+    return {f.name: 1_000_000 for f in dataclasses.fields(RateLimitConfig) if f.name.endswith("_per_minute")}
+
+
+# -- JSON the standard library will not write ------------------------------------------------------
+
+
+class Raw(str):
+    """A JSON token written verbatim: ``Raw("1e1000000")``, ``Raw("NaN")``, ``Raw("[" * 10)``."""
+
+
+def encode_json(value: Any) -> str:
+    """JSON text; ``Raw`` values verbatim, strings escaped (a lone surrogate becomes ``\\udXXX``)."""
+    if isinstance(value, Raw):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{encode_json(str(k))}:{encode_json(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(encode_json(v) for v in value) + "]"
+    return json.dumps(value)  # ensure_ascii: every non-ASCII character, surrogates too, is an escape
+
+
+def percent(text: str) -> str:
+    """Percent-encode every reserved byte of the UTF-8 form; lone surrogates pass as their 3 bytes."""
+    return quote(text.encode("utf-8", "surrogatepass"), safe="")
+
+
+# -- raw HTTP ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Reply:
+    status: int  # 0: no HTTP answer (connection reset or closed before a status line)
+    headers: dict[str, str]
+    body: bytes
+    seconds: float
+    timed_out: bool = False
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = bytearray(), body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2:]
+    return bytes(out)
+
+
+def _parse(raw: bytes, seconds: float) -> Reply:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    parts = lines[0].split(b" ", 2)
+    if len(parts) < 2 or not parts[0].startswith(b"HTTP/") or not parts[1].isdigit():
+        return Reply(0, {}, raw, seconds)
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        headers[name.decode("latin-1").strip().lower()] = value.decode("latin-1").strip()
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _dechunk(body)
+    return Reply(int(parts[1]), headers, body, seconds)
+
+
+def send_raw(port: int, method: str, target: bytes, headers: list[tuple[bytes, bytes]] = (),
+             body: bytes | None = None, *, timeout: float = 10.0) -> Reply:
+    """One request on its own connection; the reply once the server closes it."""
+    lines = [method.encode() + b" " + target + b" HTTP/1.1", b"Host: 127.0.0.1", b"Connection: close"]
+    names = {name.lower() for name, _ in headers}
+    lines += [name + b": " + value for name, value in headers]
+    if body is not None and b"content-length" not in names:
+        lines.append(b"Content-Length: " + str(len(body)).encode())
+    payload = b"\r\n".join(lines) + b"\r\n\r\n" + (body or b"")
+    chunks: list[bytes] = []
+    start = time.perf_counter()
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+            try:
+                sock.sendall(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the server answered early (a refused header or body): read what it said
+            while True:
+                data = sock.recv(65536)
+                if not data:
+                    break
+                chunks.append(data)
+    except socket.timeout:
+        return Reply(0, {}, b"".join(chunks), time.perf_counter() - start, timed_out=True)
+    except (ConnectionResetError, ConnectionRefusedError, BrokenPipeError):
+        pass
+    return _parse(b"".join(chunks), time.perf_counter() - start)
+
+
+def get_json(port: int, path: str, headers: Mapping[str, str] | None = None) -> Reply:
+    return send_raw(port, "GET", path.encode(), [(k.encode(), v.encode()) for k, v in (headers or {}).items()])
+
+
+def post_json(port: int, path: str, payload: Any, headers: Mapping[str, str] | None = None) -> Reply:
+    wire = [(b"Content-Type", b"application/json")] + [(k.encode(), v.encode()) for k, v in (headers or {}).items()]
+    return send_raw(port, "POST", path.encode(), wire, json.dumps(payload).encode())
+
+
+# -- the server process ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    raise TypeError(f"no TOML for {value!r}")
+
+
+def write_config(path: Path, sections: Mapping[str, Mapping[str, Any]]) -> Path:
+    """A TOML config file of plain scalar settings."""
+    text = "".join(f"[{name}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in values.items()) + "\n"
+                   for name, values in sections.items())
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def orbchain_command() -> list[str]:
+    """``orbchain`` run by the test's own interpreter (``python -m orbchain``), whatever the PATH holds."""
+    return [sys.executable, "-m", "orbchain"]
+
+
+@dataclass
+class OrbchainServer:
+    """``orbchain --config <file> serve`` on a loopback port; restartable."""
+
+    config_path: Path
+    port: int
+    log_path: Path
+    process: subprocess.Popen | None = None
+    deaths: list[str] = field(default_factory=list)
+
+    def start(self, wait: float = 60.0) -> None:
+        log = self.log_path.open("ab")
+        self.process = subprocess.Popen(
+            [*orbchain_command(), "--config", str(self.config_path), "serve", "--port", str(self.port)],
+            stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        log.close()
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"orbchain serve exited with {self.process.returncode}:\n{self.log_tail()}")
+            if self.healthy(timeout=2.0):
+                return
+            time.sleep(0.1)
+        raise RuntimeError(f"orbchain serve did not answer /health within {wait} s:\n{self.log_tail()}")
+
+    def healthy(self, timeout: float = 5.0) -> bool:
+        reply = send_raw(self.port, "GET", b"/health", timeout=timeout)
+        return reply.status == 200
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def wait_healthy(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if not self.alive():
+                return False
+            if self.healthy(timeout=max(0.5, deadline - time.monotonic())):
+                return True
+            time.sleep(0.2)
+        return False
+
+    def restart(self, reason: str) -> None:
+        """Record why the old process is gone (or had to go: frozen, it is killed) and start a fresh one."""
+        code = self.stop(kill=True)
+        self.deaths.append(f"{reason} (exit status {code})")
+        self.start()
+
+    def stop(self, kill: bool = False) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None and kill:
+            self.process.kill()
+            self.process.wait(10)
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(10)
+        code = self.process.returncode
+        self.process = None
+        return code
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+
+def ledger_check(config_path: Path) -> subprocess.CompletedProcess:
+    """``orbchain --config <file> ledger check``: exit status 0 and ``ledger OK`` when the books balance."""
+    return subprocess.run([*orbchain_command(), "--config", str(config_path), "ledger", "check"],
+                          capture_output=True, text=True, timeout=120)
