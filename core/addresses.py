@@ -129,7 +129,7 @@ async def standing_address(
         try:
             async with gateway.db.transaction():  # savepoint: a concurrent insert may win
                 return await _derive_and_store(gateway, merchant, coin, network, user_key)
-        except Exception as exc:  # noqa: BLE001 - only a unique violation is expected here
+        except Exception as exc:  # only a unique violation is expected here
             if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
                 raise
     return await gateway.db.fetch_val(query, values)

@@ -120,7 +120,8 @@ async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: Af
         "id": new_deposit_id(), "chain": chain, "coin": transfer.coin,
         "network": gateway.coins.require(transfer.coin).chain, "tx_hash": transfer.tx_hash,
         "output_index": transfer.output_index, "address": transfer.address,
-        "amount": db.amount_param(transfer.amount), "amount_usd": await _usd_value(gateway, transfer.coin, transfer.amount),
+        "amount": db.amount_param(transfer.amount),
+        "amount_usd": await _usd_value(gateway, transfer.coin, transfer.amount),
         "merchant_id": merchant["id"], "user_id": owner["user_key"] or (payment["user_id"] if payment else None),
         "track_id": payment["track_id"] if payment else None,
         "block_height": block.height if block else None, "block_hash": block.hash if block else None,
@@ -142,7 +143,7 @@ async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: Af
         try:
             async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
                 await _credit(gateway, row, merchant, credit_after)
-        except Exception:  # noqa: BLE001 - a plugin's filter failed; the next scan retries the credit
+        except Exception:  # a plugin's filter failed; the next scan retries the credit
             log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
             return
         after.extend(credit_after)
@@ -215,7 +216,7 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
 async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int) -> int:
     try:
         return await _credit_in_transaction(gateway, deposit_id, confirmations)
-    except Exception:  # noqa: BLE001 - a plugin's filter failed: rolled back, retried at the next scan
+    except Exception:  # a plugin's filter failed: rolled back, retried at the next scan
         log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit_id)
         return 0
 
@@ -227,7 +228,8 @@ async def _credit_in_transaction(gateway: "Gateway", deposit_id: str, confirmati
         deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
         if deposit is None or deposit["status"] != PENDING or deposit["block_height"] is None:
             return 0
-        await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id", {"n": confirmations, "id": deposit_id})
+        await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",
+                         {"n": confirmations, "id": deposit_id})
         await _lock_payment(gateway, deposit["track_id"])
         merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": deposit["merchant_id"]})
         deposit = {**deposit, "confirmations": confirmations}
@@ -236,7 +238,8 @@ async def _credit_in_transaction(gateway: "Gateway", deposit_id: str, confirmati
     return 1
 
 
-async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any], after: AfterCommit) -> None:
+async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any],
+                  after: AfterCommit) -> None:
     """Credit one deposit (inside the caller's transaction): ledger, status, webhook.
 
     Plugins' ``credit_postings`` shape the postings and ``deposit_credit_status``

@@ -88,7 +88,7 @@ class Gateway:
         for adapter in self.chains:
             try:
                 await adapter.close()
-            except Exception:  # noqa: BLE001 - one adapter must not keep the others open
+            except Exception:  # one adapter must not keep the others open
                 log.exception("closing chain adapter %s failed", adapter.name)
 
 

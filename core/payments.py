@@ -23,7 +23,7 @@ from . import addresses, receive
 from .errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
-from .views import PaymentView, payment_view_of
+from .views import payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -287,7 +287,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         if target is not None:
             row.update(_target_fields(target))
         elif standing_key is not None:
-            row["address"] = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, standing_key)
+            row["address"] = await addresses.standing_address(
+                gateway, merchant, pay_coin, adapter.network, standing_key)
         else:
             row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
         columns = ", ".join(row)
@@ -305,7 +306,8 @@ async def _store_extensions(gateway: "Gateway", row: Mapping[str, Any], extensio
         await gateway.payment_fields[name].store(gateway, view, value)
 
 
-async def _open_static(gateway: "Gateway", merchant_id: str, currency: str, user_id: str | None) -> Mapping[str, Any] | None:
+async def _open_static(gateway: "Gateway", merchant_id: str, currency: str,
+                       user_id: str | None) -> Mapping[str, Any] | None:
     """The same (user_id, currency) keeps its open static payment (and address)."""
     user_clause = "user_id = :u" if user_id else "user_id IS NULL"
     values = {"m": merchant_id, "c": currency, "t": STATIC}

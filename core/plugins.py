@@ -100,7 +100,7 @@ async def call_event(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) ->
             result = impl.function(*[kwargs[arg] for arg in impl.argnames])
             if inspect.isawaitable(result):
                 await result
-        except Exception:  # noqa: BLE001 - isolate plugins from each other
+        except Exception:  # isolate plugins from each other
             log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
 
 

@@ -61,7 +61,8 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         gateway.secrets = load_secrets(gateway.config)
     gateway.services["rate_limiter"] = limiter_for(gateway.db, lambda: gateway.clock())
     webhooks = gateway.config.webhooks
-    async with outbound_session(allow_private=webhooks.allow_private_urls, timeout_seconds=webhooks.timeout_seconds) as http:
+    async with outbound_session(allow_private=webhooks.allow_private_urls,
+                                timeout_seconds=webhooks.timeout_seconds) as http:
         gateway.services["http"] = http
         yield
         gateway.services.pop("http", None)

@@ -81,7 +81,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         err = ApiError(message)
         err.status, err.type = exc.status, kind
         return _render_error(request, err)
-    except Exception:  # noqa: BLE001 - the envelope must hide internals
+    except Exception:  # the envelope must hide internals
         log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
         err = ApiError("internal error")
         err.status, err.type = 500, "internal"
