@@ -33,7 +33,7 @@ def keystore(gateway: "Gateway", network: str = "mainnet") -> Any:
     """
     stores = gateway.services.setdefault("keystores", {})
     if network not in stores:
-        secrets = gateway.secrets
+        secrets = gateway.require_secrets()
         if secrets.seed_material:
             store = stores.get("seed") or SeedKeyStore.from_secret(
                 secrets.seed_material, gateway.config.secrets.seed_passphrase)

@@ -115,7 +115,9 @@ def _check_scopes(gateway: Gateway, registry: RouteRegistry) -> None:
     known = {*gateway.scopes.names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
     for table in registry.tables():
         for route in table:
-            spec = getattr(getattr(route, "handler", None), AUTH_ATTR, None)
+            if not isinstance(route, web.RouteDef):
+                continue  # a static folder: no handler, no scope
+            spec = getattr(route.handler, AUTH_ATTR, None)
             if spec is not None and spec.scope is not None and spec.scope not in known:
                 raise StartupError(f"route {route.method} {route.path} requires scope {spec.scope!r}, which no"
                                    " plugin registered (register_scopes)")

@@ -15,6 +15,7 @@ from typing import Awaitable, Callable
 
 import aiohttp_jinja2
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from ..core.errors import ApiError, Maintenance, RateLimited
 from .edge import text_middleware
@@ -161,7 +162,7 @@ async def count_request(request: web.Request, bucket: str, limit: int) -> None:
         raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
 
 
-def middlewares(auth_middleware: Handler) -> list:
+def middlewares(auth_middleware: Middleware) -> list[Middleware]:
     return [
         request_id_middleware,
         error_middleware,

@@ -179,7 +179,9 @@ class TxStore:
             }
             await db.execute(f"INSERT INTO evm_txs ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         log.info("%s: signed %s %s nonce %d from %s", self.chain, kind, row["tx_hash"], nonce, sender)
-        return await self.find(kind, ref)  # type: ignore[return-value]
+        stored = await self.find(kind, ref)
+        assert stored is not None, "inserted just above, and evm_txs rows are never deleted"
+        return stored
 
     async def _lock_sender(self, sender: str) -> int:
         """Inside the caller's transaction: lock the sender's nonce row; returns its next nonce."""
