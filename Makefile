@@ -39,7 +39,7 @@ run: install
 # (pyproject sets mypy_path and packages, so it checks `-p orbchain`) and reports source paths.
 # Both always run, so one pass shows every finding; either failing fails the target.
 lint: install-test
-	$(BIN)/ruff check .; ruff=$$?; $(BIN)/python scripts/typecheck.py && exit $$ruff
+	$(BIN)/python -m ruff check .; ruff=$$?; $(BIN)/python scripts/typecheck.py && exit $$ruff
 
 ## make test: lint, install test deps (Python packages, Chromium, litecoind, anvil and solc),
 ## find or start PostgreSQL, run the whole suite on both databases.

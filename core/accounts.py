@@ -192,7 +192,7 @@ async def sign_up(gateway: Gateway, email: str, password: str, ref: str | None =
             raise Conflict("email already registered") from None
         raise
     log.info("merchant %s signed up", merchant_id)
-    token = auth.issue_dashboard_token(gateway.secrets.jwt_secret, merchant_id, 0, now)
+    token = auth.issue_dashboard_token(gateway.require_secrets().jwt_secret, merchant_id, 0, now)
     keys = {f"{kind}_api_key": key.plaintext for kind, key in issued.items()}
     return SignupResult(merchant_id, email, token, keys)
 
@@ -217,7 +217,8 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
     if auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(password), "id": row["id"]})
-    token = auth.issue_dashboard_token(gateway.secrets.jwt_secret, row["id"], row["token_version"], gateway.now())
+    secret = gateway.require_secrets().jwt_secret
+    token = auth.issue_dashboard_token(secret, row["id"], row["token_version"], gateway.now())
     return row, token
 
 
@@ -240,7 +241,7 @@ async def change_password(gateway: Gateway, merchant_id: str, current: str, new:
             {"pw": new_hash, "now": gateway.now(), "id": merchant_id},
         )
     log.info("merchant %s changed password", merchant_id)
-    return auth.issue_dashboard_token(gateway.secrets.jwt_secret, merchant_id, int(version), gateway.now())
+    return auth.issue_dashboard_token(gateway.require_secrets().jwt_secret, merchant_id, int(version), gateway.now())
 
 
 async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> str:

@@ -33,7 +33,7 @@ def keystore(gateway: "Gateway", network: str = "mainnet") -> Any:
     """
     stores = gateway.services.setdefault("keystores", {})
     if network not in stores:
-        secrets = gateway.secrets
+        secrets = gateway.require_secrets()
         if secrets.seed_material:
             store = stores.get("seed") or SeedKeyStore.from_secret(
                 secrets.seed_material, gateway.config.secrets.seed_passphrase)
@@ -129,7 +129,7 @@ async def standing_address(
         try:
             async with gateway.db.transaction():  # savepoint: a concurrent insert may win
                 return await _derive_and_store(gateway, merchant, coin, network, user_key)
-        except Exception as exc:  # noqa: BLE001 - only a unique violation is expected here
+        except Exception as exc:  # only a unique violation is expected here
             if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
                 raise
     return await gateway.db.fetch_val(query, values)

@@ -143,7 +143,7 @@ class ChainAdapter(ABC):
         """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
         return ()
 
-    async def close(self) -> None:
+    async def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing to release
         """Release connections. The core calls it once at shutdown (the web app's
         cleanup, the end of a CLI command), after the jobs stopped and the
         plugins' ``gateway_stopping`` ran; it must not raise and may be

@@ -143,16 +143,15 @@ CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "pay
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
     """Sub-commands from plugins; they run with a gateway built from the config."""
     from .plugins import call_collect, get_plugin_manager
-    from .registries import CommandRegistry
+    from .registries import Command, CommandRegistry
 
     registry = CommandRegistry()
-    for name in CORE_COMMANDS:
-        registry._items[name] = None  # taken by the core
-        registry._owners[name] = "core"
+    for name in CORE_COMMANDS:  # taken by the core: a plugin registering one fails as a duplicate
+        registry.add(Command(name, "", configure=lambda parser: None))
     call_collect(get_plugin_manager(), "register_commands", registry)
     for command in registry:
-        if command is None:
-            continue
+        if registry.owner(command.name) == "core":
+            continue  # the caller adds the core's own sub-commands
         parser = sub.add_parser(command.name, help=command.help)
         command.configure(parser)
         run = parser.get_default("func")

@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, overload
 
 ENV_PREFIX = "ORBCHAIN_"
 ENV_ALIASES = {
@@ -270,9 +270,16 @@ def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, Any]]:
 # -- helpers for plugins' own blocks ([plugin.<name>]) --------------------------------------
 
 
+@overload
+def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: int, *, minimum: int = 0) -> int: ...
+@overload
+def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: None, *,
+                minimum: int = 0) -> int | None: ...
 def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: int | None, *,
                 minimum: int = 0) -> int | None:
     """An integer from a plugin's config block; a missing optional value stays None.
+
+    With an integer default the result is always an integer (the overloads tell callers so).
 
     ``prefix`` is the block's dotted name (``plugin.evm.ethereum``); errors name ``prefix.name``.
     """

@@ -104,10 +104,12 @@ async def observe(
     await run_after_commit(after)
 
 
-async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: AfterCommit) -> None:
+async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any],
+                  block: BlockRef | None, scanned_tip: int | None, after: AfterCommit) -> None:
     db = gateway.db
     now = gateway.now()
     merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": owner["merchant_id"]})
+    assert merchant is not None, "an address belongs to a merchant, and merchants are never deleted"
     payment = await db.fetch_one(
         "SELECT * FROM payments WHERE address = :a AND pay_currency = :c AND status IN ('Waiting', 'Paying')"
         f" AND (expires_at IS NULL OR expires_at > :now OR status = 'Paying')"
@@ -120,7 +122,8 @@ async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: Af
         "id": new_deposit_id(), "chain": chain, "coin": transfer.coin,
         "network": gateway.coins.require(transfer.coin).chain, "tx_hash": transfer.tx_hash,
         "output_index": transfer.output_index, "address": transfer.address,
-        "amount": db.amount_param(transfer.amount), "amount_usd": await _usd_value(gateway, transfer.coin, transfer.amount),
+        "amount": db.amount_param(transfer.amount),
+        "amount_usd": await _usd_value(gateway, transfer.coin, transfer.amount),
         "merchant_id": merchant["id"], "user_id": owner["user_key"] or (payment["user_id"] if payment else None),
         "track_id": payment["track_id"] if payment else None,
         "block_height": block.height if block else None, "block_hash": block.hash if block else None,
@@ -138,11 +141,12 @@ async def _insert(gateway, chain, transfer, owner, block, scanned_tip, after: Af
             await emit_after(gateway, "payment_paying", payment["track_id"], after)
     if confirmations >= threshold:
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
+        assert row is not None, "inserted just above, in this transaction"
         credit_after: AfterCommit = []
         try:
             async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
                 await _credit(gateway, row, merchant, credit_after)
-        except Exception:  # noqa: BLE001 - a plugin's filter failed; the next scan retries the credit
+        except Exception:  # a plugin's filter failed; the next scan retries the credit
             log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
             return
         after.extend(credit_after)
@@ -166,7 +170,8 @@ def _confirmations(block: BlockRef | None, scanned_tip: int | None) -> int:
     return scanned_tip - block.height + 1
 
 
-async def _replace_block(gateway, deposit, block, scanned_tip, after: AfterCommit) -> None:
+async def _replace_block(gateway: "Gateway", deposit: Mapping[str, Any], block: BlockRef | None,
+                         scanned_tip: int | None, after: AfterCommit) -> None:
     """A known transfer seen again: in a (new) block, or back in the mempool."""
     if block is None:
         if deposit["block_height"] is None and deposit["missing_since"] is not None:
@@ -215,7 +220,7 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
 async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int) -> int:
     try:
         return await _credit_in_transaction(gateway, deposit_id, confirmations)
-    except Exception:  # noqa: BLE001 - a plugin's filter failed: rolled back, retried at the next scan
+    except Exception:  # a plugin's filter failed: rolled back, retried at the next scan
         log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit_id)
         return 0
 
@@ -227,16 +232,19 @@ async def _credit_in_transaction(gateway: "Gateway", deposit_id: str, confirmati
         deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
         if deposit is None or deposit["status"] != PENDING or deposit["block_height"] is None:
             return 0
-        await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id", {"n": confirmations, "id": deposit_id})
+        await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",
+                         {"n": confirmations, "id": deposit_id})
         await _lock_payment(gateway, deposit["track_id"])
         merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": deposit["merchant_id"]})
+        assert merchant is not None, "a deposit's merchant is never deleted"
         deposit = {**deposit, "confirmations": confirmations}
         await _credit(gateway, deposit, merchant, after)
     await run_after_commit(after)
     return 1
 
 
-async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any], after: AfterCommit) -> None:
+async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any],
+                  after: AfterCommit) -> None:
     """Credit one deposit (inside the caller's transaction): ledger, status, webhook.
 
     Plugins' ``credit_postings`` shape the postings and ``deposit_credit_status``
@@ -438,7 +446,8 @@ async def list_deposits(
     address: str | None = None, user_id: str | None = None, since: int | None = None, limit: int = 50,
     offset: int = 0, sort_order: str = "desc",
 ) -> dict[str, Any]:
-    clauses, values = ["d.merchant_id = :m"], {"m": merchant_id}
+    clauses = ["d.merchant_id = :m"]
+    values: dict[str, str | int] = {"m": merchant_id}
     for column, value in (("coin", coin), ("status", status), ("address", address), ("user_id", user_id)):
         if value is not None:
             clauses.append(f"d.{column} = :{column}")

@@ -73,6 +73,17 @@ class Gateway:
         """Unix seconds; tests replace ``clock`` to move time."""
         return int(self.clock())
 
+    def require_secrets(self) -> Secrets:
+        """The loaded secrets, for code that signs tokens, receipts or derives keys.
+
+        ``secrets`` stays None until the web app's start (or a CLI command)
+        loads them; a use before that is a programming error, reported as one
+        instead of an ``AttributeError`` on None.
+        """
+        if self.secrets is None:
+            raise RuntimeError("secrets are not loaded yet (the web app loads them at start)")
+        return self.secrets
+
     async def emit(self, hook_name: str, **kwargs: Any) -> None:
         """Fire an event hook; async implementations are awaited."""
         await call_event(self.pm, hook_name, gateway=self, **kwargs)
@@ -88,7 +99,7 @@ class Gateway:
         for adapter in self.chains:
             try:
                 await adapter.close()
-            except Exception:  # noqa: BLE001 - one adapter must not keep the others open
+            except Exception:  # one adapter must not keep the others open
                 log.exception("closing chain adapter %s failed", adapter.name)
 
 

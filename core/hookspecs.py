@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .coins import Coin
+    from .coins import Coin, CoinRegistry
     from .gateway import Gateway
     from .keys import AddressFamilyRegistry
     from .pages import PayPageForm
@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         AssetRegistry,
         ChainRegistry,
         CommandRegistry,
-        CoinRegistry,
         DashboardRegistry,
         EventKindRegistry,
         JobRegistry,

@@ -64,6 +64,7 @@ async def attempt(db: Database, policy: LockoutPolicy, account: str, now: int) -
             " RETURNING failures, locked_until",
             {"s": key, "now": now, "cut": now - policy.window_seconds},
         )
+        assert row is not None, "an upsert with RETURNING returns the row it wrote"
         locked_until = row["locked_until"]
         if locked_until is not None and int(locked_until) > now:
             return int(locked_until) - now

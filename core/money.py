@@ -83,8 +83,8 @@ def to_base_units(value: Any, decimals: int, *, allow_zero: bool = False) -> int
         raise AmountError("must be greater than 0")
     exponent = number.as_tuple().exponent
     if isinstance(exponent, int) and -exponent > decimals and number != number.to_integral_value():
-        normalized = number.normalize()
-        if -normalized.as_tuple().exponent > decimals:  # type: ignore[operator]
+        normalized = number.normalize().as_tuple().exponent
+        if isinstance(normalized, int) and -normalized > decimals:  # int: the number is finite
             raise AmountError(f"has more than {decimals} decimal places")
     with localcontext() as ctx:
         ctx.prec = MAX_DIGITS + 30

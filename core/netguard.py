@@ -18,7 +18,12 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+from typing import Any
 from urllib.parse import urlsplit
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.resolver import ThreadedResolver
 
 MAX_URL_LENGTH = 500
 
@@ -140,7 +145,7 @@ async def check_public_url(url: str, *, allow_private: bool = False) -> None:
             raise UnsafeUrl("points to a private or internal address")
 
 
-class GuardedResolver:
+class GuardedResolver(AbstractResolver):
     """An aiohttp resolver that refuses internal addresses at connect time.
 
     ``check_public_url`` runs before a request, but aiohttp resolves the name
@@ -150,12 +155,11 @@ class GuardedResolver:
     """
 
     def __init__(self, allow_private: bool = False) -> None:
-        from aiohttp.resolver import ThreadedResolver
-
         self._inner = ThreadedResolver()
         self._allow_private = allow_private
 
-    async def resolve(self, host: str, port: int = 0, family: int = socket.AF_INET) -> list:
+    async def resolve(self, host: str, port: int = 0,
+                      family: socket.AddressFamily = socket.AF_INET) -> list[ResolveResult]:
         results = await self._inner.resolve(host, port, family)
         if not self._allow_private:
             for result in results:
@@ -167,10 +171,8 @@ class GuardedResolver:
         await self._inner.close()
 
 
-def outbound_session(*, allow_private: bool, timeout_seconds: float, **kwargs):
+def outbound_session(*, allow_private: bool, timeout_seconds: float, **kwargs: Any) -> aiohttp.ClientSession:
     """An aiohttp session for merchant-chosen URLs: guarded DNS, no redirects by default."""
-    import aiohttp
-
     connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow_private), limit=64)
     return aiohttp.ClientSession(
         connector=connector, timeout=aiohttp.ClientTimeout(total=timeout_seconds),

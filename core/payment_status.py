@@ -9,7 +9,7 @@ transaction and fires its hook after the commit, with a ``PaymentView``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .after_commit import AfterCommit, run_after_commit
 from .deposit_status import CREDITED, IN_PROGRESS
@@ -51,16 +51,22 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
                          {"s": status, "now": now, "t": track_id})
 
 
+async def _payment_row(gateway: "Gateway", track_id: str) -> Mapping[str, Any]:
+    """The row of a payment the caller just read or wrote (payments are never deleted)."""
+    row = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+    assert row is not None, f"payment {track_id} exists: payments are never deleted"
+    return row
+
+
 async def emit_after(gateway: "Gateway", hook_name: str, track_id: str, after: AfterCommit) -> None:
     """Queue ``hook_name(payment=PaymentView)`` with the payment as it stands now in this transaction."""
-    row = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
-    view = payment_view_of(gateway, row)
+    view = payment_view_of(gateway, await _payment_row(gateway, track_id))
     after.append(lambda: gateway.emit(hook_name, payment=view))
 
 
 async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logical_key: str) -> None:
     """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now."""
-    payment = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+    payment = await _payment_row(gateway, track_id)
     view = payment_view(gateway, payment, await payment_deposits(gateway, track_id))
     body = {
         "type": "payment",
@@ -85,6 +91,7 @@ async def expire_payments(gateway: "Gateway") -> int:
         async with db.transaction():
             payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}",
                                          {"t": row["track_id"]})
+            assert payment is not None, "selected just above; payments are never deleted"
             if payment["status"] not in OPEN_STATUSES:
                 continue
             if payment["status"] == PAYING:

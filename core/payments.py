@@ -23,7 +23,7 @@ from . import addresses, receive
 from .errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
-from .views import PaymentView, payment_view_of
+from .views import payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -137,8 +137,12 @@ async def price_payment(
     """Amount fields of a priced payment: pay_amount in base units plus the fiat lock."""
     now = gateway.now()
     if request.amount_fiat is not None or currency in FIAT_CURRENCIES:
-        fiat = request.fiat_currency if request.amount_fiat is not None else currency
-        fiat_amount = request.amount_fiat if request.amount_fiat is not None else request.amount
+        if request.amount_fiat is not None:
+            assert request.fiat_currency is not None, "validated input: fiat_currency comes with amount_fiat"
+            fiat, fiat_amount = request.fiat_currency, request.amount_fiat
+        else:
+            assert request.amount is not None, "validated input: amount or amount_fiat is set"
+            fiat, fiat_amount = currency, request.amount
         rate = await coin_rate_in(gateway, pay_coin.symbol, fiat)
         with localcontext() as ctx:
             ctx.prec = 120
@@ -247,6 +251,7 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
             receivable_coin(gateway, merchant, currency)
         pay_symbol = request.pay_currency or (currency if currency not in FIAT_CURRENCIES else invoice_coins[0])
     else:
+        assert request.currency is not None, "validated input: static and white-label payments name a currency"
         currency = request.currency
         receivable_coin(gateway, merchant, currency)
         pay_symbol = request.pay_currency or currency
@@ -287,7 +292,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         if target is not None:
             row.update(_target_fields(target))
         elif standing_key is not None:
-            row["address"] = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, standing_key)
+            row["address"] = await addresses.standing_address(
+                gateway, merchant, pay_coin, adapter.network, standing_key)
         else:
             row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
         columns = ", ".join(row)
@@ -305,7 +311,8 @@ async def _store_extensions(gateway: "Gateway", row: Mapping[str, Any], extensio
         await gateway.payment_fields[name].store(gateway, view, value)
 
 
-async def _open_static(gateway: "Gateway", merchant_id: str, currency: str, user_id: str | None) -> Mapping[str, Any] | None:
+async def _open_static(gateway: "Gateway", merchant_id: str, currency: str,
+                       user_id: str | None) -> Mapping[str, Any] | None:
     """The same (user_id, currency) keeps its open static payment (and address)."""
     user_clause = "user_id = :u" if user_id else "user_id IS NULL"
     values = {"m": merchant_id, "c": currency, "t": STATIC}
@@ -468,6 +475,7 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
     if symbol not in offered or not _servable(gateway, symbol):
         return False
     merchant = await gateway.db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": row["merchant_id"]})
+    assert merchant is not None, "a payment's merchant is never deleted"
     try:
         pay_coin = receivable_coin(gateway, merchant, symbol)
         request = PaymentRequest(type=INVOICE, amount=Decimal(row["amount_fiat"] or row["amount"]))
@@ -485,6 +493,7 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
             f"SELECT status, pay_currency FROM payments WHERE track_id = :t{gateway.db.for_update}", {"t": track_id}
         )
         seen = await gateway.db.fetch_val("SELECT COUNT(*) FROM deposits WHERE track_id = :t", {"t": track_id})
+        assert current is not None, "the payment was read above and payments are never deleted"
         if current["status"] != WAITING or seen:
             return False
         if target is not None:

@@ -39,12 +39,12 @@ def get_plugin_manager(
     """
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
-    for name in blocked:
-        pm.set_blocked(name)
+    for blocked_name in blocked:
+        pm.set_blocked(blocked_name)
     if load_entrypoints:
         load_entry_points(pm)
     for plugin in plugins:
-        name = None
+        name: str | None = None
         if isinstance(plugin, tuple):
             name, plugin = plugin
         name = name or getattr(plugin, "PLUGIN_NAME", None) or getattr(plugin, "__name__", None)
@@ -100,7 +100,7 @@ async def call_event(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) ->
             result = impl.function(*[kwargs[arg] for arg in impl.argnames])
             if inspect.isawaitable(result):
                 await result
-        except Exception:  # noqa: BLE001 - isolate plugins from each other
+        except Exception:  # isolate plugins from each other
             log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
 
 

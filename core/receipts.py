@@ -36,8 +36,7 @@ def canonical_json(value: Any) -> str:
 
 def public_key_fields(gateway: "Gateway") -> dict[str, Any]:
     """The pinned-key fields shared by receipts and GET /v1/common/receipt-public-key."""
-    secrets = gateway.secrets
-    assert secrets is not None, "secrets are loaded when the app starts"
+    secrets = gateway.require_secrets()
     raw = bytes(secrets.receipt_key.verify_key)
     return {
         "public_key": base64.b64encode(raw).decode(),
@@ -85,8 +84,7 @@ async def issue_receipt(gateway: "Gateway", payment: Mapping[str, Any]) -> dict[
         raise InvalidRequest("receipts are issued for Paid payments only", code="payment_not_paid")
     receipt = build_receipt(gateway, payment, await payment_deposits(gateway, payment["track_id"]), gateway.now())
     canonical = canonical_json(receipt)
-    assert gateway.secrets is not None, "secrets are loaded when the app starts"
-    signature = gateway.secrets.receipt_key.sign(canonical.encode("utf-8")).signature
+    signature = gateway.require_secrets().receipt_key.sign(canonical.encode("utf-8")).signature
     return {
         "receipt": receipt,
         "canonical": canonical,

@@ -30,8 +30,10 @@ class Registry(Generic[T]):
         self._owners: dict[str, str] = {}
         self.current_plugin = "core"
 
-    def _key(self, item: T) -> str:
-        return getattr(item, "name")
+    def _key(self, item: T) -> object:
+        """The item's ``name``; ``add`` refuses anything but a non-empty string (registries keyed
+        otherwise override this, so ``T`` has no bound)."""
+        return getattr(item, "name", None)
 
     def add(self, item: T) -> T:
         key = self._key(item)
@@ -81,15 +83,21 @@ class Job:
     """A periodic job: ``await func(gateway)`` every ``seconds``."""
 
     name: str
-    func: Callable[[Any], Awaitable[None]]
+    func: Callable[[Any], Awaitable[object]]  # what it returns is not used
     seconds: float
 
 
 class JobRegistry(Registry[Job]):
     kind = "job"
 
-    def add(self, name: str | Job, func: Callable[[Any], Awaitable[None]] | None = None, *, seconds: float = 60) -> Job:  # type: ignore[override]
-        job = name if isinstance(name, Job) else Job(name, func, seconds)  # type: ignore[arg-type]
+    def add(self, name: str | Job, func: Callable[[Any], Awaitable[object]] | None = None, *,
+            seconds: float = 60) -> Job:
+        if isinstance(name, Job):
+            job = name
+        elif func is None:
+            raise StartupError(f"plugin {self.current_plugin!r} registered job {name!r} without a function")
+        else:
+            job = Job(name, func, seconds)
         if job.seconds <= 0:
             raise StartupError(f"job {job.name!r} needs a positive interval")
         return super().add(job)
@@ -104,7 +112,7 @@ class RouteRegistry(Registry[web.RouteTableDef]):
         super().__init__()
         self._tables: list[web.RouteTableDef] = []
 
-    def add(self, routes: web.RouteTableDef) -> web.RouteTableDef:  # type: ignore[override]
+    def add(self, routes: web.RouteTableDef) -> web.RouteTableDef:
         for route in routes:
             if isinstance(route, web.RouteDef):
                 key = f"{route.method} {route.path}"
@@ -134,8 +142,13 @@ class Command:
 class CommandRegistry(Registry[Command]):
     kind = "command"
 
-    def add(self, name: str | Command, help: str = "", configure: Callable[[Any], None] | None = None) -> Command:  # type: ignore[override]
-        command = name if isinstance(name, Command) else Command(name, help, configure)  # type: ignore[arg-type]
+    def add(self, name: str | Command, help: str = "", configure: Callable[[Any], None] | None = None) -> Command:
+        if isinstance(name, Command):
+            command = name
+        elif configure is None:
+            raise StartupError(f"plugin {self.current_plugin!r} registered command {name!r} without configure")
+        else:
+            command = Command(name, help, configure)
         return super().add(command)
 
 
@@ -162,7 +175,7 @@ class Scope:
 class ScopeRegistry(Registry[Scope]):
     kind = "scope"
 
-    def add(self, name: str | Scope, description: str = "") -> Scope:  # type: ignore[override]
+    def add(self, name: str | Scope, description: str = "") -> Scope:
         scope = name if isinstance(name, Scope) else Scope(name, description)
         if not isinstance(scope.name, str) or not _SCOPE.match(scope.name):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed scope {scope.name!r}"
@@ -181,7 +194,7 @@ class EventKind:
 class EventKindRegistry(Registry[EventKind]):
     kind = "event kind"
 
-    def add(self, name: str | EventKind, description: str = "") -> EventKind:  # type: ignore[override]
+    def add(self, name: str | EventKind, description: str = "") -> EventKind:
         event = name if isinstance(name, EventKind) else EventKind(name, description)
         if not isinstance(event.name, str) or not _EVENT_KIND.match(event.name):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed event kind {event.name!r}"
@@ -208,7 +221,8 @@ class DashboardRegistry(Registry[DashboardPage]):
     def _key(self, item: DashboardPage) -> str:
         return f"{item.slot} {item.path}"
 
-    def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *, order: int = 100) -> DashboardPage:  # type: ignore[override]
+    def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *,
+            order: int = 100) -> DashboardPage:
         page = slot if isinstance(slot, DashboardPage) else DashboardPage(slot, title, path, order=order)
         if not isinstance(page.slot, str) or not _SLOT.match(page.slot):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed dashboard slot {page.slot!r}")
@@ -238,7 +252,9 @@ class PluginAssets:
 class AssetRegistry(Registry[PluginAssets]):
     kind = "asset folder"
 
-    def add(self, templates: str | Path | None = None, static: str | Path | None = None) -> PluginAssets:  # type: ignore[override]
+    # override: plugins name their folders; the PluginAssets item is built here, never passed in.
+    def add(self, templates: str | Path | None = None,  # type: ignore[override]
+            static: str | Path | None = None) -> PluginAssets:
         name = self.current_plugin
         if not _PLUGIN_NAMESPACE.match(name) or name == "core":
             raise StartupError(f"plugin {name!r} cannot own an asset namespace")
@@ -294,8 +310,9 @@ class PaymentField:
 class PaymentFieldRegistry(Registry[PaymentField]):
     kind = "payment field"
 
-    def add(self, name: str | PaymentField, parse: Callable[..., Any] | None = None,  # type: ignore[override]
+    def add(self, name: str | PaymentField, parse: Callable[..., Any] | None = None,
             store: Callable[..., Awaitable[None]] | None = None) -> PaymentField:
+        # A missing parse or store (None) is refused just below, with the plugin's name.
         field = name if isinstance(name, PaymentField) else PaymentField(name, parse, store)  # type: ignore[arg-type]
         if not callable(field.parse) or not callable(field.store):
             raise StartupError(f"plugin {self.current_plugin!r} registered payment field {field.name!r}"

@@ -36,10 +36,11 @@ class _View:
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
+        # _View is only mixed into dataclasses, which mypy cannot see from here.
         return tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
 
     def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        return dataclasses.asdict(self)  # type: ignore[call-overload]  # a dataclass, as above
 
 
 def _int(gateway: "Gateway", value: Any) -> int | None:

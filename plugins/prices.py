@@ -119,6 +119,8 @@ def _decimal_at(body: object, *path: str) -> Decimal | None:
         if not isinstance(node, dict) or key not in node:
             return None
         node = node[key]
+    if not isinstance(node, (Decimal, int, float, str)):
+        return None  # null, an object or an array: not a number (JSON floats arrive as Decimal)
     try:
         value = Decimal(node)
     except (TypeError, ValueError, InvalidOperation):

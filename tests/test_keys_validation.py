@@ -16,11 +16,11 @@ from orbchain.chains.monero.address import decode_xmr, validate_xmr
 from orbchain.chains.solana.address import validate_solana
 from orbchain.chains.tron.address import validate_tron
 from orbchain.core.keys import AddressError
+from orbchain.core.keys.base58check import b58check_encode
+from orbchain.core.keys.bip32 import ExtendedKey
 from tests.families import builtin_families, get_family, validate_address
 
 BURN_ADDRESSES = {family.name: family.burn_addresses for family in builtin_families().families("mainnet")}
-from orbchain.core.keys.base58check import b58check_encode
-from orbchain.core.keys.bip32 import ExtendedKey
 
 
 def invalid(fn, *args, detail=None):

@@ -61,7 +61,8 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         gateway.secrets = load_secrets(gateway.config)
     gateway.services["rate_limiter"] = limiter_for(gateway.db, lambda: gateway.clock())
     webhooks = gateway.config.webhooks
-    async with outbound_session(allow_private=webhooks.allow_private_urls, timeout_seconds=webhooks.timeout_seconds) as http:
+    async with outbound_session(allow_private=webhooks.allow_private_urls,
+                                timeout_seconds=webhooks.timeout_seconds) as http:
         gateway.services["http"] = http
         yield
         gateway.services.pop("http", None)
@@ -114,7 +115,9 @@ def _check_scopes(gateway: Gateway, registry: RouteRegistry) -> None:
     known = {*gateway.scopes.names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
     for table in registry.tables():
         for route in table:
-            spec = getattr(getattr(route, "handler", None), AUTH_ATTR, None)
+            if not isinstance(route, web.RouteDef):
+                continue  # a static folder: no handler, no scope
+            spec = getattr(route.handler, AUTH_ATTR, None)
             if spec is not None and spec.scope is not None and spec.scope not in known:
                 raise StartupError(f"route {route.method} {route.path} requires scope {spec.scope!r}, which no"
                                    " plugin registered (register_scopes)")

@@ -101,7 +101,7 @@ def _disabled() -> ApiError:
 
 
 async def _from_jwt(gateway: Gateway, token: str) -> Principal:
-    claims = auth.decode_dashboard_token(gateway.secrets.jwt_secret, token, gateway.now())
+    claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
     row = await gateway.db.fetch_one("SELECT enabled, token_version FROM merchants WHERE id = :id",
                                      {"id": claims["sub"]})
     if row is None or int(row["token_version"]) != claims.get("tv", 0):

@@ -42,7 +42,7 @@ _BOM = b"\xef\xbb\xbf"
 # Outside strings, a number can only be out of bounds with an exponent or with
 # more digits in a row than any bounded number has.
 _EXPONENT = re.compile(r"[0-9][eE]")
-_LONG_DIGITS = re.compile(r"[0-9]{%d}" % (MAX_DIGITS + 1))
+_LONG_DIGITS = re.compile(rf"[0-9]{{{MAX_DIGITS + 1}}}")
 
 
 def _outside_strings(text: str) -> str:

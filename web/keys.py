@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiohttp import web
 
 from ..core.gateway import Gateway
+
+if TYPE_CHECKING:  # pragma: no cover - auth imports this module
+    from .auth import Principal
 
 GATEWAY = web.AppKey("gateway", Gateway)
 REQUEST_ID = web.RequestKey("request_id", str)
 # "read" or "write" when the request is still to be counted: by the auth
 # middleware, per authenticated principal, or per IP on public routes.
 RATE_KIND = web.RequestKey("rate_kind", str)
-# Set by the auth middleware: an ``orbchain.web.auth.Principal``.
-PRINCIPAL = web.RequestKey("principal", object)
+# Set by the auth middleware.
+PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
 
 
 def gateway_of(request: web.Request) -> Gateway:

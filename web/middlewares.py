@@ -15,6 +15,7 @@ from typing import Awaitable, Callable
 
 import aiohttp_jinja2
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from ..core.errors import ApiError, Maintenance, RateLimited
 from .edge import text_middleware
@@ -81,7 +82,7 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         err = ApiError(message)
         err.status, err.type = exc.status, kind
         return _render_error(request, err)
-    except Exception:  # noqa: BLE001 - the envelope must hide internals
+    except Exception:  # the envelope must hide internals
         log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
         err = ApiError("internal error")
         err.status, err.type = 500, "internal"
@@ -161,7 +162,7 @@ async def count_request(request: web.Request, bucket: str, limit: int) -> None:
         raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
 
 
-def middlewares(auth_middleware: Handler) -> list:
+def middlewares(auth_middleware: Middleware) -> list[Middleware]:
     return [
         request_id_middleware,
         error_middleware,

@@ -7,7 +7,7 @@ instead of the JSON envelope.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, TypeVar
 
 from aiohttp import web
 
@@ -16,6 +16,7 @@ from ..core.pages import PayPageForm
 __all__ = ["PayPageForm", "html_page", "is_html_page", "page_security_headers"]
 
 HTML_ATTR = "__orbchain_html__"
+R = TypeVar("R", bound=web.StreamResponse)
 
 
 def html_page(handler: Callable) -> Callable:
@@ -28,7 +29,7 @@ def is_html_page(handler: object) -> bool:
     return bool(getattr(handler, HTML_ATTR, False))
 
 
-def page_security_headers(response: web.StreamResponse, nonce: str | None = None) -> web.StreamResponse:
+def page_security_headers(response: R, nonce: str | None = None) -> R:
     """No external resource at all; the only script a page may run carries ``nonce``."""
     scripts = f"'nonce-{nonce}'" if nonce else "'none'"
     response.headers["Content-Security-Policy"] = (

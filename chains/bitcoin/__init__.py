@@ -83,5 +83,5 @@ async def payout_finished(gateway, payout) -> None:
     try:
         if payout.get("status") == "Failed":
             await adapter.release_payout(payout["id"])
-    except Exception:  # noqa: BLE001 - the next sign_payout releases what this missed
+    except Exception:  # the next sign_payout releases what this missed
         log.exception("%s: releasing the inputs of payout %s failed", adapter.name, payout.get("id"))

@@ -215,7 +215,8 @@ class BitcoinPayouts(PayoutSender):
 
     async def release_payout(self, payout_id: str) -> None:
         """A failed payout's reserved inputs go back to the wallet when the node still has them unspent."""
-        unspent, gone = [], []
+        unspent: list[tuple[str, int]] = []
+        gone: list[tuple[str, int]] = []
         for tx_hash, index in await wallet.reserved_inputs(self.gateway, self.name, payout_id):
             coin = await self.rpc.call("gettxout", tx_hash, index, True)
             (unspent if coin is not None else gone).append((tx_hash, index))

@@ -106,7 +106,8 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
             f"config key '{_key(symbol, 'network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
     return CoinSettings(
         spec=spec, rpc_url=url, rpc_user=user, rpc_password=password, rpc_cookie_file=cookie, network=network,
-        fee_fallback_sat_per_vbyte=int_setting(block, _key(symbol), "fee_fallback_sat_per_vbyte", spec.default_fallback_sat_per_vbyte, minimum=1),
+        fee_fallback_sat_per_vbyte=int_setting(block, _key(symbol), "fee_fallback_sat_per_vbyte",
+                                               spec.default_fallback_sat_per_vbyte, minimum=1),
         payout_confirmations=int_setting(block, _key(symbol), "payout_confirmations", 1, minimum=1),
         scan_seconds=seconds_setting(block, _key(symbol), "scan_seconds", 5.0 if network == "regtest" else 30.0),
         start_height=int_setting(block, _key(symbol), "start_height", None, minimum=0),

@@ -134,7 +134,8 @@ async def reserved_inputs(gateway: "Gateway", chain: str, payout_id: str) -> lis
 async def failed_payouts_holding_inputs(gateway: "Gateway", chain: str) -> list[str]:
     """Payouts that ended Failed but still hold reservations (a missed release)."""
     rows = await gateway.db.fetch_all(
-        "SELECT DISTINCT payout_id FROM bitcoin_wallet_spends WHERE chain = :c AND state = :r AND payout_id IS NOT NULL",
+        "SELECT DISTINCT payout_id FROM bitcoin_wallet_spends"
+        " WHERE chain = :c AND state = :r AND payout_id IS NOT NULL",
         {"c": chain, "r": RESERVED})
     statuses = await payout_statuses(gateway, [r["payout_id"] for r in rows])
     return sorted(payout_id for payout_id, status in statuses.items() if status == "Failed")
@@ -190,7 +191,7 @@ async def record_signed(gateway: "Gateway", chain: str, spend: SignedSpend) -> N
                 "INSERT INTO bitcoin_payout_txs (chain, tx_hash, payout_id, signed_height, created_at)"
                 " VALUES (:c, :h, :p, :sh, :t)",
                 {"c": chain, "h": spend.tx_hash, "p": spend.payout_id, "sh": spend.signed_height, "t": now})
-    except Exception as exc:  # noqa: BLE001 - only a unique violation means a lost race
+    except Exception as exc:  # only a unique violation means a lost race
         text = str(exc).lower()
         if "unique" in text or "duplicate" in text:
             raise ReservationConflict(str(exc)) from None

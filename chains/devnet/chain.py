@@ -190,7 +190,8 @@ class DevnetChain:
             async with self.db.transaction():
                 tip = await self._lock_chain()
                 if depth > tip.height:
-                    raise InvalidReorg(f"depth {depth} would replace the genesis block (the tip is at height {tip.height})")
+                    raise InvalidReorg(
+                        f"depth {depth} would replace the genesis block (the tip is at height {tip.height})")
                 fork = tip.height - depth
                 if to_drop:
                     await self._check_droppable(to_drop, fork)
@@ -257,7 +258,7 @@ class DevnetChain:
         for attempt in range(_CONFLICT_RETRIES):
             try:
                 return await work()
-            except Exception as exc:  # noqa: BLE001 - only unique violations are retried
+            except Exception as exc:  # only unique violations are retried
                 if not _is_unique_violation(exc) or attempt == _CONFLICT_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")

@@ -106,7 +106,7 @@ async def payout_finished(gateway, payout) -> None:
         return
     try:
         await adapter.release_failed_payout(payout["id"])
-    except Exception:  # noqa: BLE001 - the hook must not fail the finished payout
+    except Exception:  # the hook must not fail the finished payout
         log.exception("%s: releasing the nonce of payout %s failed", adapter.name, payout.get("id"))
 
 

@@ -22,12 +22,14 @@ HOT_WALLET_INDEX = 0
 
 
 def hot_wallet_address(gateway: "Gateway") -> str:
-    return gateway.address_families.require(FAMILY).derive(keystore(gateway), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX).address
+    family = gateway.address_families.require(FAMILY)
+    return family.derive(keystore(gateway), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX).address
 
 
 def hot_wallet_key(gateway: "Gateway") -> bytes:
     """The hot wallet's signing key; raises ``WatchOnlyError`` in a watch-only process."""
-    return keystore(gateway).private_key_for(gateway.address_families.require(FAMILY), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX)
+    family = gateway.address_families.require(FAMILY)
+    return keystore(gateway).private_key_for(family, HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX)
 
 
 async def deposit_key(gateway: "Gateway", address: str) -> bytes:

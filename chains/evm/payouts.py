@@ -14,22 +14,34 @@ coin (wei), also for token payouts.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
 from .keys import hot_wallet_key
 from .tokens import transfer_calldata
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .adapter import EvmAdapter
+    from ...core.gateway import Gateway
+    from .signer import TxStore
 
 PAYOUT = "payout"
+
+
+class _EvmAdapterParts(Protocol):
+    """What the payout role uses of the ``EvmAdapter`` it is mixed into (its methods' self type)."""
+
+    name: str
+    native: str
+    gateway: "Gateway"
+    txs: "TxStore"
+
+    def token_contract(self, coin: str) -> str | None: ...
 
 
 class EvmPayouts(PayoutSender):
     """Mixed into ``EvmAdapter`` (needs its ``txs``, ``native``, ``token_contract``)."""
 
-    async def sign_payout(self: "EvmAdapter", order: PayoutOrder) -> SignedPayout:
+    async def sign_payout(self: _EvmAdapterParts, order: PayoutOrder) -> SignedPayout:
         if order.amount <= 0:
             raise BroadcastError("payout amount must be positive", permanent=True)
         if order.coin == self.native:
@@ -44,10 +56,10 @@ class EvmPayouts(PayoutSender):
             coin=order.coin, amount=order.amount)
         return SignedPayout(stored.tx_hash, stored.raw, stored.max_network_fee)
 
-    async def broadcast(self: "EvmAdapter", signed: SignedPayout) -> None:
+    async def broadcast(self: _EvmAdapterParts, signed: SignedPayout) -> None:
         await self.txs.broadcast(signed.tx_hash, signed.raw)
 
-    async def release_failed_payout(self: "EvmAdapter", payout_id: str) -> bool:
+    async def release_failed_payout(self: _EvmAdapterParts, payout_id: str) -> bool:
         """A Failed payout whose transaction the node does not know gives its nonce back.
 
         Without this a dropped or never-accepted transaction leaves a gap that
@@ -63,7 +75,7 @@ class EvmPayouts(PayoutSender):
         await self.txs.abandon(stored.tx_hash)
         return True
 
-    async def payout_status(self: "EvmAdapter", signed: SignedPayout) -> PayoutStatus:
+    async def payout_status(self: _EvmAdapterParts, signed: SignedPayout) -> PayoutStatus:
         status, receipt = await self.txs.status(signed.tx_hash)
         if receipt is not None:
             paid = await self.txs.record_receipt(signed.tx_hash, receipt)

@@ -72,10 +72,12 @@ def _chain(chain: str, block: Any) -> ChainSettings:
     sweep = block.get("sweep", True)
     if not isinstance(sweep, bool):
         raise ConfigError(f"config key '{_key(chain, 'sweep')}' must be true or false, got {sweep!r}")
+    chain_id = int_setting(block, _key(chain), "chain_id", None, minimum=1)
+    assert chain_id is not None, "chain_id is REQUIRED: its presence was checked above"
     return ChainSettings(
         chain=chain,
         rpc_url=url,
-        chain_id=int_setting(block, _key(chain), "chain_id", None, minimum=1),
+        chain_id=chain_id,
         payout_confirmations=int_setting(block, _key(chain), "payout_confirmations", 1, minimum=1),
         scan_seconds=seconds_setting(block, _key(chain), "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),
         start_height=int_setting(block, _key(chain), "start_height", None, minimum=0),

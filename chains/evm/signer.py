@@ -23,21 +23,13 @@ from __future__ import annotations
 
 import logging
 import secrets
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-# CPython's default; the limit in force when py_ecc is already loaded is its own.
-_RECURSION_LIMIT = 1000 if "py_ecc" in sys.modules else sys.getrecursionlimit()
-from eth_account import Account  # noqa: E402 - imports py_ecc, which raises the recursion limit to 100000
-from eth_utils import to_checksum_address  # noqa: E402
-
-# py_ecc's import sets sys.setrecursionlimit(100000). A deep recursion (a nested
-# JSON body, a pathological regex) then overflows the C stack and kills the
-# process instead of raising RecursionError; put the interpreter's limit back.
-sys.setrecursionlimit(min(_RECURSION_LIMIT, sys.getrecursionlimit()))
+from eth_utils import to_checksum_address
 
 from ...core.chains import BroadcastError, ChainUnavailable, PayoutStatus
+from .eth_account_import import Account  # not eth_account: that import raises the recursion limit
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -187,7 +179,9 @@ class TxStore:
             }
             await db.execute(f"INSERT INTO evm_txs ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         log.info("%s: signed %s %s nonce %d from %s", self.chain, kind, row["tx_hash"], nonce, sender)
-        return await self.find(kind, ref)  # type: ignore[return-value]
+        stored = await self.find(kind, ref)
+        assert stored is not None, "inserted just above, and evm_txs rows are never deleted"
+        return stored
 
     async def _lock_sender(self, sender: str) -> int:
         """Inside the caller's transaction: lock the sender's nonce row; returns its next nonce."""

@@ -272,8 +272,9 @@ async def sweep_chain(gateway: "Gateway", adapter: "EvmAdapter") -> SweepReport:
             report.started += 1
     # Send what was just signed (the same path re-sends after a crash).
     for sweep_id in started:
-        sweep = await gateway.db.fetch_one("SELECT * FROM evm_sweeps WHERE id = :id", {"id": sweep_id})
-        await _follow(gateway, adapter, sweep, report)
+        row = await gateway.db.fetch_one("SELECT * FROM evm_sweeps WHERE id = :id", {"id": sweep_id})
+        assert row is not None, "the sweep was stored above, and sweeps are never deleted"
+        await _follow(gateway, adapter, row, report)
     return report
 
 

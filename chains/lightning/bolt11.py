@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import Literal, TypedDict
 
 from bech32 import convertbits
 from coincurve import PublicKey
@@ -57,7 +58,21 @@ _HALF_ORDER = GROUP_ORDER_INT // 2
 _TAG_P, _TAG_D, _TAG_H, _TAG_X = 1, 13, 23, 6
 _TAG_N, _TAG_C, _TAG_S, _TAG_9 = 19, 24, 16, 5
 # Tagged fields that carry a 32-byte hash, by tag.
-_HASH_FIELDS = {_TAG_P: "payment_hash", _TAG_H: "description_hash", _TAG_S: "payment_secret"}
+_HASH_FIELDS: dict[int, Literal["payment_hash", "description_hash", "payment_secret"]] = {
+    _TAG_P: "payment_hash", _TAG_H: "description_hash", _TAG_S: "payment_secret"}
+
+
+class _Fields(TypedDict, total=False):
+    """The tagged fields kept while decoding: the first of each kind, hashes as hex."""
+
+    payment_hash: str
+    description_hash: str
+    payment_secret: str
+    payee: bytes
+    description: str
+    expiry: int
+    min_final_cltv_expiry: int
+    features: int
 
 
 @dataclass(frozen=True)
@@ -102,7 +117,7 @@ def _verifies(public_key: bytes, compact_sig: bytes, digest: bytes) -> bool:
     try:
         der = cdata_to_der(deserialize_compact(compact_sig))
         return PublicKey(public_key).verify(der, digest, hasher=None)
-    except Exception:  # invalid key or signature encoding
+    except (ValueError, TypeError):  # invalid key or signature encoding
         return False
 
 
@@ -110,12 +125,12 @@ def _parse_hrp(hrp: str) -> tuple[str, int | None]:
     if not hrp.startswith("ln"):
         raise AddressError("not a Lightning invoice (prefix must start with ln)")
     rest = hrp[2:]
-    for prefix, network in BOLT11_NETWORKS.items():
-        if rest.startswith(prefix) and (len(rest) == len(prefix) or rest[len(prefix)].isdigit()):
-            amount_text = rest[len(prefix):]
-            break
-    else:
+    found = next(((prefix, network) for prefix, network in BOLT11_NETWORKS.items()
+                  if rest.startswith(prefix) and (len(rest) == len(prefix) or rest[len(prefix)].isdigit())), None)
+    if found is None:
         raise AddressError("unknown Lightning currency prefix")
+    prefix, network = found
+    amount_text = rest[len(prefix):]
     if not amount_text:
         return network, None
     match = _AMOUNT_RE.fullmatch(amount_text)
@@ -146,7 +161,7 @@ def decode_bolt11(invoice: object) -> Bolt11Invoice:
     body = data[:-_SIGNATURE_WORDS]
     timestamp = _words_to_int(body[:7])
 
-    fields: dict[str, object] = {}
+    fields: _Fields = {}
     pos = 7
     while pos < len(body):
         if pos + 3 > len(body):
@@ -194,18 +209,20 @@ def decode_bolt11(invoice: object) -> Bolt11Invoice:
     s = int.from_bytes(sig[32:64], "big")
     if recovery_id > 3 or not 0 < r < GROUP_ORDER_INT or not 0 < s <= _HALF_ORDER:
         raise AddressError("invalid invoice signature (range or high-S)")
-    signed = hrp.encode("utf-8") + bytes(convertbits(body, 5, 8, True))
+    body_bytes = convertbits(body, 5, 8, True)
+    assert body_bytes is not None, "bech32 decoding yields 5-bit words, and padded conversion accepts any of them"
+    signed = hrp.encode("utf-8") + bytes(body_bytes)
     digest = hashlib.sha256(signed).digest()
     stated = fields.get("payee")
     if stated is not None:
         # BOLT 11: with a valid n field, verify against it instead of recovering.
-        if not _verifies(stated, sig[:64], digest):  # type: ignore[arg-type]
+        if not _verifies(stated, sig[:64], digest):
             raise AddressError("invoice signature does not match the payee (n) field")
-        payee = stated  # type: ignore[assignment]
+        payee = stated
     else:
         try:
             recovered = PublicKey.from_signature_and_message(sig, digest, hasher=None)
-        except Exception:  # coincurve: ValueError/TypeError for unrecoverable input
+        except (ValueError, TypeError):  # coincurve's errors for unrecoverable input
             raise AddressError("invoice signature does not recover a public key") from None
         payee = recovered.format(compressed=True)
 
@@ -216,10 +233,10 @@ def decode_bolt11(invoice: object) -> Bolt11Invoice:
         timestamp=timestamp,
         expiry=int(fields.get("expiry", DEFAULT_EXPIRY)),
         payment_hash=str(fields["payment_hash"]),
-        description=fields.get("description"),  # type: ignore[arg-type]
-        description_hash=fields.get("description_hash"),  # type: ignore[arg-type]
+        description=fields.get("description"),
+        description_hash=fields.get("description_hash"),
         payee=payee.hex(),
         min_final_cltv_expiry=int(fields.get("min_final_cltv_expiry", DEFAULT_MIN_FINAL_CLTV)),
-        payment_secret=fields.get("payment_secret"),  # type: ignore[arg-type]
-        features=fields.get("features"),  # type: ignore[arg-type]
+        payment_secret=fields.get("payment_secret"),
+        features=fields.get("features"),
     )

@@ -170,6 +170,7 @@ class ExtendedKey:
     def public_key(self) -> bytes:
         """The 33-byte compressed public key."""
         if self._public_bytes is None:
+            assert self._secret is not None, "a node built without a public key was given its secret"
             self._public = PublicKey.from_valid_secret(self._secret)
             self._public_bytes = self._public.format(compressed=True)
         return self._public_bytes
@@ -178,7 +179,8 @@ class ExtendedKey:
     def point(self) -> PublicKey:
         if self._public is None:
             self.public_key  # noqa: B018 - computes and caches
-        return self._public  # type: ignore[return-value]
+        assert self._public is not None, "public_key computed and cached it"
+        return self._public
 
     @property
     def private_key(self) -> bytes:
@@ -211,15 +213,14 @@ class ExtendedKey:
         tweak_int = int.from_bytes(tweak, "big")
         if tweak_int >= _N:
             raise DerivationError("invalid child key at this index (BIP-32: skip to the next)")
-        common = dict(
-            chain_code=chain, depth=self.depth + 1, parent_fingerprint=self.fingerprint,
-            child_number=index, version=self.version,
-        )
         if self._secret is not None:
             child_int = (tweak_int + int.from_bytes(self._secret, "big")) % _N
             if child_int == 0:
                 raise DerivationError("invalid child key at this index (BIP-32: skip to the next)")
-            return ExtendedKey(secret=child_int.to_bytes(32, "big"), **common)
+            return ExtendedKey(
+                secret=child_int.to_bytes(32, "big"), chain_code=chain, depth=self.depth + 1,
+                parent_fingerprint=self.fingerprint, child_number=index, version=self.version,
+            )
         try:
             point = self.point.add(tweak)
         except ValueError as exc:  # point at infinity
@@ -228,8 +229,8 @@ class ExtendedKey:
         node._secret = None
         node._public = point
         node._public_bytes = point.format(compressed=True)
-        for name, value in common.items():
-            setattr(node, name, value)
+        node.chain_code, node.depth, node.parent_fingerprint = chain, self.depth + 1, self.fingerprint
+        node.child_number, node.version = index, self.version
         return node
 
     def public_child_key(self, index: int) -> bytes:

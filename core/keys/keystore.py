@@ -63,7 +63,8 @@ def _scheme_of(family: "AddressFamily") -> "DerivationScheme":
     scheme = family.scheme
     if scheme is None:
         family.path(0, 0)  # raises DerivationError with the family's reason
-    return scheme  # type: ignore[return-value]
+    assert scheme is not None, "path() raised for a family without a scheme"
+    return scheme
 
 
 class KeyStore(ABC):
@@ -263,6 +264,8 @@ class WatchOnlyKeyStore(KeyStore):
         check_account(account)
         check_index(index)
         branch = scheme.branch(change)
+        if branch is None:  # no branch level: the index itself is hardened
+            raise WatchOnlyError(f"{family.name} addresses cannot be derived watch-only: their index is hardened")
         key = (family.name, account, branch)
         node = self._cache.get(key)
         if node is None:

@@ -45,7 +45,7 @@ class ChainDriver(ABC):
         """
         return {}
 
-    async def attach(self, gateway: Any) -> None:
+    async def attach(self, gateway: Any) -> None:  # noqa: B027 - optional: a driver may need nothing of it
         """The gateway under test is built (and its adapter registered); keep what you need of it."""
 
     @abstractmethod
@@ -78,12 +78,12 @@ class ChainDriver(ABC):
     async def received(self, address: str) -> int:
         """Base units of ``coin`` that confirmed transactions paid to ``address`` so far."""
 
-    async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
+    async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:  # noqa: B027 - optional, see below
         """Make sure the gateway's hot wallet can send ``amount`` of ``coin`` plus fees.
 
         Nothing to do for a chain that pays out of deposit outputs (bitcoin);
         an account chain tops up the hot wallet's address (and its fee coin).
         """
 
-    async def settle(self) -> None:
+    async def settle(self) -> None:  # noqa: B027 - optional: a node that settles at once needs none
         """Wait until the node has processed everything sent so far (called before each scan)."""

@@ -79,7 +79,8 @@ PRIMITIVES: dict[str, Schema] = {
                "description": "A decimal amount in coin (or fiat) units, as a string; never a JSON number.",
                "examples": ["0.5", "60"]},
     "Coin": {"type": "string", "pattern": r"^[A-Z0-9_]{2,20}$",
-             "description": "A coin symbol registered by a chain plugin (SPEC 2.7); GET /v1/common/currencies lists them."},
+             "description": "A coin symbol registered by a chain plugin (SPEC 2.7);"
+                            " GET /v1/common/currencies lists them."},
     "Timestamp": {"type": "integer", "minimum": 0, "description": "Unix seconds."},
     "Scope": enum(SCOPES, "A scope a scoped key can be given (SPEC 5.2)."),
     "ShownScope": enum(ALL_SCOPES, "A scope as key rows show it; legacy payout keys also hold refund:create."),

@@ -7,6 +7,8 @@ webhook PUT adds ``webhook_url`` and, when one is created, ``webhook_secret``.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import segno
 from aiohttp import web
 
@@ -24,7 +26,7 @@ routes = web.RouteTableDef()
 KEY_TYPES = {"merchantApiKey": "merchant", "payoutApiKey": "payout", "generalApiKey": "general"}
 
 
-async def _account_response(request: web.Request, row) -> web.Response:
+async def _account_response(request: web.Request, row: Mapping[str, Any]) -> web.Response:
     return envelope({"account": accounts.account_view(gateway_of(request), row)})
 
 

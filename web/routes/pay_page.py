@@ -15,7 +15,7 @@ can reach the page by accident.
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
@@ -52,7 +52,7 @@ def countdown_text(seconds: int) -> str:
 
 
 def _utc(timestamp: int) -> datetime:
-    return datetime.fromtimestamp(timestamp, timezone.utc)
+    return datetime.fromtimestamp(timestamp, UTC)
 
 
 def shown_status(view: Mapping[str, Any], now: int) -> str:

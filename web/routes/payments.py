@@ -88,7 +88,8 @@ async def parse_payment_request(
     )
 
 
-def parse_plugin_fields(gateway: Gateway, body: Mapping[str, Any], payment_type: str, merchant_id: str) -> dict[str, Any]:
+def parse_plugin_fields(gateway: Gateway, body: Mapping[str, Any], payment_type: str,
+                        merchant_id: str) -> dict[str, Any]:
     """Fields a plugin handles (``register_payment_fields``): each parsed by its plugin.
 
     A plugin's ``parse`` raises ``ValidationError`` for a bad value; any
