@@ -142,7 +142,7 @@ def send_raw(port: int, method: str, target: bytes, headers: list[tuple[bytes, b
                 if not data:
                     break
                 chunks.append(data)
-    except socket.timeout:
+    except TimeoutError:
         return Reply(0, {}, b"".join(chunks), time.perf_counter() - start, timed_out=True)
     except (ConnectionResetError, ConnectionRefusedError, BrokenPipeError):
         pass

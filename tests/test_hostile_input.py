@@ -43,7 +43,6 @@ outcome) with one example request.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter
 from dataclasses import dataclass, field

@@ -25,6 +25,7 @@ thread while the test's event loop serves the app.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import requests
@@ -75,47 +76,58 @@ def headers_for(operation: Any, merchant: Merchant) -> dict[str, str]:
     return {}
 
 
+@dataclass
+class Tally:
+    """What the run saw: distinct failures, requests sent and statuses."""
+
+    failures: list[str] = field(default_factory=list)
+    sent: int = 0
+    statuses: dict[int, int] = field(default_factory=dict)
+
+
+def exercise(operation: Any, mode: GenerationMode, headers: dict[str, str], base_url: str,
+             session: requests.Session, tally: Tally) -> None:
+    """Send EXAMPLES generated cases of one operation in one mode; record what does not conform."""
+    seen: set[str] = set()
+
+    @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(case=operation.as_strategy(generation_mode=mode))
+    def one(case: schemathesis.Case) -> None:
+        response = case.call(base_url=base_url, session=session, headers=headers)
+        tally.sent += 1
+        tally.statuses[response.status_code] = tally.statuses.get(response.status_code, 0) + 1
+        try:
+            case.validate_response(response, checks=CHECKS, headers=headers)
+        except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
+            summary = f"{operation.label} [{mode.value}] -> {response.status_code}: " + \
+                      " ".join(str(exc).split())[:900]
+            if summary not in seen:
+                seen.add(summary)
+                tally.failures.append(summary)
+
+    try:
+        one()
+    except Unsatisfiable:
+        # An operation without parameters or body has nothing negative mode can break.
+        assert mode is GenerationMode.NEGATIVE, f"{operation.label}: no positive case generated"
+
+
 def run_schemathesis(base_url: str, shop: Merchant, spare: Merchant) -> tuple[list[str], int]:
     """Every operation x mode; (failures, requests sent)."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     # The suite supplies real credentials; generated (or, in negative mode, removed) ones would only
     # test the 401 path over and over.
     schema.config.generation.update(with_security_parameters=False)
-    failures: list[str] = []
-    statuses: dict[int, int] = {}
-    sent = 0
+    tally = Tally()
     with requests.Session() as session:
         for result in schema.get_all_operations():
             operation = result.ok()
             merchant = spare if (operation.method.upper(), operation.path) in SACRIFICIAL else shop
-            headers = headers_for(operation, merchant)
             for mode in MODES:
-                seen: set[str] = set()
-
-                @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
-                          phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
-                @given(case=operation.as_strategy(generation_mode=mode))
-                def exercise(case: schemathesis.Case) -> None:
-                    nonlocal sent
-                    response = case.call(base_url=base_url, session=session, headers=headers)
-                    sent += 1
-                    statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
-                    try:
-                        case.validate_response(response, checks=CHECKS, headers=headers)
-                    except (Exception, BaseExceptionGroup) as exc:  # noqa: BLE001 - collected, reported together below
-                        summary = f"{operation.label} [{mode.value}] -> {response.status_code}: " + \
-                                  " ".join(str(exc).split())[:900]
-                        if summary not in seen:
-                            seen.add(summary)
-                            failures.append(summary)
-
-                try:
-                    exercise()
-                except Unsatisfiable:
-                    # An operation without parameters or body has nothing negative mode can break.
-                    assert mode is GenerationMode.NEGATIVE, f"{operation.label}: no positive case generated"
-    print(f"schemathesis: {sent} requests, statuses {dict(sorted(statuses.items()))}")
-    return failures, sent
+                exercise(operation, mode, headers_for(operation, merchant), base_url, session, tally)
+    print(f"schemathesis: {tally.sent} requests, statuses {dict(sorted(tally.statuses.items()))}")
+    return tally.failures, tally.sent
 
 
 async def test_schemathesis_finds_no_server_error_and_no_undocumented_response(
