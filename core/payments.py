@@ -235,7 +235,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
     """Validate, price, allocate an address and store a Waiting payment; returns its view.
 
     The address and the payment commit in one transaction: one write (and
-    one fsync) per payment.
+    one fsync) per payment; the address's index comes from a per-process
+    block reserved beforehand (core/addresses.py).
     """
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)
@@ -283,13 +284,21 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "created_at": now, "updated_at": now, "receive_extra": None,
     }
     target = await receive_target(gateway, {**row, "pay_amount": priced.get("pay_amount")}, pay_coin, adapter.network)
+    # The address index is taken before the transaction (addresses.py): no
+    # counter lock is held while the payment commits.
+    standing = fresh = None
+    if target is None and standing_key is not None:
+        standing = await addresses.prepare_standing(gateway, merchant, pay_coin, adapter.network, standing_key)
+    elif target is None:
+        fresh = await addresses.reserve_fresh(gateway, merchant, pay_coin, adapter.network)
     async with gateway.db.transaction():
         if target is not None:
             row.update(_target_fields(target))
-        elif standing_key is not None:
-            row["address"] = await addresses.standing_address(gateway, merchant, pay_coin, adapter.network, standing_key)
+        elif standing is not None:
+            row["address"] = await addresses.settle_standing(gateway, merchant, pay_coin, standing)
         else:
-            row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
+            assert fresh is not None
+            row["address"] = await addresses.store_fresh(gateway, merchant, fresh)
         columns = ", ".join(row)
         await gateway.db.execute(f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row)
         await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
@@ -480,6 +489,7 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
         target = await receive_target(gateway, switched, pay_coin, adapter.network)
     except NotConfigured:
         return False
+    fresh = None if target is not None else await addresses.reserve_fresh(gateway, merchant, pay_coin, adapter.network)
     async with gateway.db.transaction():
         current = await gateway.db.fetch_one(
             f"SELECT status, pay_currency FROM payments WHERE track_id = :t{gateway.db.for_update}", {"t": track_id}
@@ -490,8 +500,8 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
         if target is not None:
             fields = _target_fields(target)
         else:
-            fields = {"address": await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network),
-                      "receive_extra": None}
+            assert fresh is not None
+            fields = {"address": await addresses.store_fresh(gateway, merchant, fresh), "receive_extra": None}
         await gateway.db.execute(
             "UPDATE payments SET pay_currency = :c, pay_amount = :p, address = :a, chain = :ch,"
             " rate_locked = :r, rate_locked_at = :ra, receive_extra = :x, updated_at = :now WHERE track_id = :t",
