@@ -90,6 +90,8 @@ class Database:
         self._open: set[aiosqlite.Connection] = set()
         #: Round trips so far, transaction control included (tests count a request's with it).
         self.query_count = 0
+        #: When a list, every statement's SQL is appended to it (tests see which queries ran).
+        self.query_log: list[str] | None = None
         if self.is_sqlite:
             self._sqlite_target, self._sqlite_uri = _sqlite_target(url)
         else:
@@ -200,9 +202,14 @@ class Database:
 
     # -- queries ---------------------------------------------------------------
 
+    def _count(self, query: str) -> None:
+        self.query_count += 1
+        if self.query_log is not None:
+            self.query_log.append(query)
+
     async def _run(self, conn: Any, query: str, values: Mapping[str, Any] | None) -> list[dict[str, Any]]:
         """One statement on ``conn``; every row as a dict."""
-        self.query_count += 1
+        self._count(query)
         if self.is_sqlite:
             return await conn.execute_fetchall(query, values or {})  # type: ignore[return-value]
         sql, args = _pg_bind(query, values)
@@ -211,7 +218,7 @@ class Database:
     async def fetch_one(self, query: str, values: Mapping[str, Any] | None = None) -> Row | None:
         async with self._conn() as conn:
             if self.is_postgres:
-                self.query_count += 1
+                self._count(query)
                 sql, args = _pg_bind(query, values)
                 record = await conn.fetchrow(sql, *args)
                 return None if record is None else dict(record.items())
@@ -225,7 +232,7 @@ class Database:
     async def fetch_val(self, query: str, values: Mapping[str, Any] | None = None) -> Any:
         async with self._conn() as conn:
             if self.is_postgres:
-                self.query_count += 1
+                self._count(query)
                 sql, args = _pg_bind(query, values)
                 return await conn.fetchval(sql, *args)
             rows = await self._run(conn, query, values)
@@ -245,7 +252,7 @@ class Database:
     async def _execute(self, query: str, values: Mapping[str, Any] | None) -> Any:
         async with self._conn() as conn:
             if self.is_postgres:
-                self.query_count += 1
+                self._count(query)
                 sql, args = _pg_bind(query, values)
                 if not args:
                     await conn.execute(sql)  # simple protocol: DDL and plain statements
@@ -257,7 +264,7 @@ class Database:
         async with self.transaction():
             pin = _current_pin()
             assert pin is not None
-            self.query_count += 1
+            self._count(query)
             if self.is_postgres:
                 sql, names = _pg_sql(query)
                 await pin.conn.executemany(sql, [_pg_args(names, v) for v in values])
@@ -334,7 +341,7 @@ class Database:
 
     async def _plain(self, conn: Any, statement: str) -> None:
         """A statement without parameters or rows (transaction control)."""
-        self.query_count += 1
+        self._count(statement)
         if self.is_postgres:
             await conn.execute(statement)
         else:
