@@ -154,15 +154,22 @@ def _derive(gateway: "Gateway", merchant: Mapping[str, Any], family: AddressFami
         raise NotConfigured(f"{exc}; export it with `orbchain keys export-xpubs` where the seed is") from None
 
 
-async def _store(
+def _insert(
     gateway: "Gateway", merchant: Mapping[str, Any], address: str, family: str, network: str, index: int,
     user_key: str | None,
-) -> str:
-    await gateway.db.execute(
+) -> tuple[str, dict[str, Any]]:
+    return (
         "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
         " VALUES (:a, :f, :n, :m, :i, :u, :t)",
         {"a": address, "f": family, "n": network, "m": merchant["id"], "i": index, "u": user_key, "t": gateway.now()},
     )
+
+
+async def _store(
+    gateway: "Gateway", merchant: Mapping[str, Any], address: str, family: str, network: str, index: int,
+    user_key: str | None,
+) -> str:
+    await gateway.db.execute(*_insert(gateway, merchant, address, family, network, index, user_key))
     return address
 
 
@@ -173,9 +180,15 @@ async def reserve_fresh(gateway: "Gateway", merchant: Mapping[str, Any], coin: "
     return FreshAddress(_derive(gateway, merchant, family, network, index), family.name, network, index)
 
 
+def fresh_insert(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAddress) -> tuple[str, dict[str, Any]]:
+    """The statement recording a reserved address, for the caller's atomic write (``Database.execute_atomic``)."""
+    return _insert(gateway, merchant, fresh.address, fresh.family, fresh.network, fresh.index, None)
+
+
 async def store_fresh(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAddress) -> str:
     """Record a reserved address, inside the transaction that uses it."""
-    return await _store(gateway, merchant, fresh.address, fresh.family, fresh.network, fresh.index, None)
+    await gateway.db.execute(*fresh_insert(gateway, merchant, fresh))
+    return fresh.address
 
 
 async def fresh_address(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str) -> str:

@@ -272,6 +272,29 @@ class Database:
                 cursor = await pin.conn.executemany(query, [dict(v) for v in values])
                 await cursor.close()
 
+    async def execute_atomic(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Run independent write statements all or none, in as few round trips as the dialect allows.
+
+        "Independent": no statement reads what another one writes (they may
+        run as one statement). Inside a transaction they simply run in order.
+        Outside one, PostgreSQL runs them as one statement (data-modifying
+        ``WITH`` parts, one round trip and one commit instead of four);
+        SQLite runs them in one transaction.
+        """
+        if not statements:
+            return
+        if len(statements) == 1 or self.in_transaction or self.is_sqlite:
+            if len(statements) == 1:
+                await self.execute(*statements[0])
+                return
+            async with self.transaction():
+                for query, values in statements:
+                    await self.execute(query, values)
+            return
+        query = _pg_combined(tuple(query for query, _ in statements))
+        merged = {f"s{i}_{name}": value for i, (_, values) in enumerate(statements) for name, value in values.items()}
+        await self.execute(query, merged)
+
     # -- transactions ------------------------------------------------------------
 
     @asynccontextmanager
@@ -429,6 +452,24 @@ _PARAM = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
 _QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.S)
 
 
+def _map_params(query: str, replace: Any, unescape: bool = False) -> str:
+    """``query`` with each ``:name`` parameter (outside quotes and comments) replaced by ``replace(name)``.
+
+    With ``unescape``, ``\\:`` outside quotes becomes a plain colon (the final form).
+    """
+    def sub(text: str) -> str:
+        text = _PARAM.sub(lambda match: replace(match.group(1)), text)
+        return text.replace("\\:", ":") if unescape else text
+
+    out, last = [], 0
+    for quoted in _QUOTED_OR_COMMENT.finditer(query):
+        out.append(sub(query[last:quoted.start()]))
+        out.append(quoted.group(0))
+        last = quoted.end()
+    out.append(sub(query[last:]))
+    return "".join(out)
+
+
 @lru_cache(maxsize=4096)
 def _pg_sql(query: str) -> tuple[str, tuple[str, ...]]:
     """``query`` with ``$1..$n`` for its ``:name`` parameters, and the names in order.
@@ -437,17 +478,21 @@ def _pg_sql(query: str) -> tuple[str, tuple[str, ...]]:
     the same SQL text is converted once per process.
     """
     names: dict[str, int] = {}
+    converted = _map_params(query, lambda name: "$" + str(names.setdefault(name, len(names) + 1)), unescape=True)
+    return converted, tuple(names)
 
-    def number(match: re.Match[str]) -> str:
-        return "$" + str(names.setdefault(match.group(1), len(names) + 1))
 
-    out, last = [], 0
-    for quoted in _QUOTED_OR_COMMENT.finditer(query):
-        out.append(_PARAM.sub(number, query[last:quoted.start()]).replace("\\:", ":"))
-        out.append(quoted.group(0))
-        last = quoted.end()
-    out.append(_PARAM.sub(number, query[last:]).replace("\\:", ":"))
-    return "".join(out), tuple(names)
+@lru_cache(maxsize=256)
+def _pg_combined(queries: tuple[str, ...]) -> str:
+    """Several data-modifying statements as one: the first ones become ``WITH`` parts.
+
+    Parameters are renamed ``s<i>_<name>`` so the statements' names never meet.
+    PostgreSQL runs every data-modifying ``WITH`` part exactly once, whether
+    or not the main statement reads it.
+    """
+    renamed = [_map_params(query, lambda name, i=i: f":s{i}_{name}") for i, query in enumerate(queries)]
+    parts = ", ".join(f"orbchain_w{i} AS ({query})" for i, query in enumerate(renamed[:-1]))
+    return f"WITH {parts} {renamed[-1]}"
 
 
 def _pg_args(names: tuple[str, ...], values: Mapping[str, Any] | None) -> list[Any]:

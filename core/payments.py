@@ -234,9 +234,9 @@ def _target_fields(target: "receive.ReceiveTarget") -> dict[str, Any]:
 async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> dict[str, Any]:
     """Validate, price, allocate an address and store a Waiting payment; returns its view.
 
-    The address and the payment commit in one transaction: one write (and
-    one fsync) per payment; the address's index comes from a per-process
-    block reserved beforehand (core/addresses.py).
+    The address and the payment commit together: one write (and one fsync)
+    per payment; the address's index comes from a per-process block
+    reserved beforehand (core/addresses.py).
     """
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)
@@ -291,18 +291,26 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         standing = await addresses.prepare_standing(gateway, merchant, pay_coin, adapter.network, standing_key)
     elif target is None:
         fresh = await addresses.reserve_fresh(gateway, merchant, pay_coin, adapter.network)
-    async with gateway.db.transaction():
-        if target is not None:
-            row.update(_target_fields(target))
-        elif standing is not None:
-            row["address"] = await addresses.settle_standing(gateway, merchant, pay_coin, standing)
-        else:
-            assert fresh is not None
-            row["address"] = await addresses.store_fresh(gateway, merchant, fresh)
-        columns = ", ".join(row)
-        await gateway.db.execute(f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row)
-        await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
+    writes = []
+    if target is not None:
+        row.update(_target_fields(target))
+    elif fresh is not None:
+        row["address"] = fresh.address
+        writes.append(addresses.fresh_insert(gateway, merchant, fresh))
+    if standing is None and not request.extensions:
+        # Independent inserts: one statement (one round trip, one commit) on PostgreSQL.
+        await gateway.db.execute_atomic([*writes, _payment_insert(row)])
+    else:
+        async with gateway.db.transaction():
+            if standing is not None:
+                row["address"] = await addresses.settle_standing(gateway, merchant, pay_coin, standing)
+            await gateway.db.execute_atomic([*writes, _payment_insert(row)])
+            await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
     return payment_view(gateway, {**row, "paid_at": None}, [])
+
+
+def _payment_insert(row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    return f"INSERT INTO payments ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row
 
 
 async def _store_extensions(gateway: "Gateway", row: Mapping[str, Any], extensions: Mapping[str, Any]) -> None:
