@@ -416,8 +416,15 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
 
 
 async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> dict[str, Any]:
-    row = await get_payment(gateway, merchant_id, track_id)
-    return payment_view(gateway, row, await payment_deposits(gateway, track_id))
+    """The API's view of one payment: one query, a second only when it has deposits to list."""
+    row = await gateway.db.fetch_one(
+        "SELECT p.*, EXISTS (SELECT 1 FROM deposits d WHERE d.track_id = p.track_id) AS has_deposits"
+        " FROM payments p WHERE p.track_id = :t", {"t": track_id})
+    if row is None or (merchant_id is not None and row["merchant_id"] != merchant_id):
+        raise NotFound()
+    row = dict(row)
+    has_deposits = row.pop("has_deposits")
+    return payment_view(gateway, row, await payment_deposits(gateway, track_id) if has_deposits else [])
 
 
 def summary_view(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 from orbchain.core import addresses
 from orbchain.web.keys import GATEWAY
 
-from .support import api, signup
+from .support import Devnet, api, signup
 
 OTHER_CONCERNS = ("api_keys", "rate_limit_hits")
 WHITE_LABEL = {"currency": "BTC", "amount": "0.01"}
@@ -60,7 +60,21 @@ async def test_create_and_read_run_only_what_the_answer_needs(make_client, make_
     (status, read), log = await _logged(db, lambda: api(client, "GET", f"/v1/payment/{track_id}",
                                                         merchant.merchant_key))
     assert status == 200 and read["data"] == second["data"]
-    assert log == ["SELECT * FROM", "SELECT * FROM"]  # the payment, its deposits
+    assert log == ["SELECT p.*, EXISTS"]  # the payment, and whether it has deposits to list
+
+
+async def test_reading_a_paid_payment_lists_its_deposits(make_client, make_config):
+    """With deposits the read takes a second query, and shows them."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    shop, merchant = Devnet(client), await signup(client)
+    _, created = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                           json={"currency": "BTC", "amount": "0.001"})
+    await shop.pay("BTC", created["data"]["address"], "0.001")
+    db = shop.gateway.db
+    path = f"/v1/payment/{created['data']['track_id']}"
+    (status, read), log = await _logged(db, lambda: api(client, "GET", path, merchant.merchant_key))
+    assert status == 200 and len(read["data"]["transactions"]) == 1
+    assert log == ["SELECT p.*, EXISTS", "SELECT * FROM"]
 
 
 async def test_index_blocks_never_overlap_between_processes(gateway):
