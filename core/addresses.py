@@ -129,7 +129,7 @@ class IndexBlocks:
 
 
 def _index_blocks(gateway: "Gateway") -> IndexBlocks:
-    return gateway.services.setdefault("address_index_blocks", IndexBlocks())  # type: ignore[no-any-return]
+    return gateway.services.setdefault("address_index_blocks", IndexBlocks())
 
 
 def _counter_name(merchant: Mapping[str, Any], family: AddressFamily, network: str) -> str:

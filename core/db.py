@@ -144,7 +144,7 @@ class Database:
     async def _sqlite_connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self._sqlite_target, isolation_level=None,
                                        timeout=SQLITE_BUSY_TIMEOUT_SECONDS, uri=self._sqlite_uri)
-        conn.row_factory = _dict_row
+        conn.row_factory = _dict_row  # type: ignore[assignment]  # a factory function, as sqlite3 allows
         self._open.add(conn)
         return conn
 
@@ -211,7 +211,7 @@ class Database:
         """One statement on ``conn``; every row as a dict."""
         self._count(query)
         if self.is_sqlite:
-            return await conn.execute_fetchall(query, values or {})  # type: ignore[return-value]
+            return await conn.execute_fetchall(query, values or {})
         sql, args = _pg_bind(query, values)
         return [dict(record.items()) for record in await conn.fetch(sql, *args)]
 
