@@ -87,7 +87,7 @@ class Database:
         self._write_lock = asyncio.Lock()
         self._pool: Any = None  # asyncpg.Pool on PostgreSQL
         self._idle: list[aiosqlite.Connection] = []  # SQLite connections ready for the next task
-        self._open: set[aiosqlite.Connection] = set()
+        self._closed = False  # after disconnect, returned SQLite connections close (their threads end)
         #: Round trips so far, transaction control included (tests count a request's with it).
         self.query_count = 0
         #: When a list, every statement's SQL is appended to it (tests see which queries ran).
@@ -116,6 +116,7 @@ class Database:
     # -- lifecycle -----------------------------------------------------------
 
     async def connect(self) -> None:
+        self._closed = False
         if self.is_postgres:
             self._pool = await asyncpg.create_pool(
                 self._pg_dsn, statement_cache_size=PG_STATEMENT_CACHE_SIZE, reset=_keep_session,
@@ -134,9 +135,9 @@ class Database:
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
+        self._closed = True
         idle, self._idle = self._idle, []
         for conn in idle:
-            self._open.discard(conn)
             await conn.close()
 
     # -- connections ---------------------------------------------------------------
@@ -145,7 +146,6 @@ class Database:
         conn = await aiosqlite.connect(self._sqlite_target, isolation_level=None,
                                        timeout=SQLITE_BUSY_TIMEOUT_SECONDS, uri=self._sqlite_uri)
         conn.row_factory = _dict_row  # type: ignore[assignment]  # a factory function, as sqlite3 allows
-        self._open.add(conn)
         return conn
 
     async def _acquire(self) -> Any:
@@ -161,10 +161,9 @@ class Database:
         if self.is_postgres:
             await self._pool.release(conn)
             return
-        if len(self._idle) < SQLITE_IDLE_CONNECTIONS and not conn.in_transaction:
+        if not self._closed and len(self._idle) < SQLITE_IDLE_CONNECTIONS and not conn.in_transaction:
             self._idle.append(conn)
         else:
-            self._open.discard(conn)
             await conn.close()
 
     @asynccontextmanager
@@ -401,15 +400,14 @@ class Database:
         """Try to become the single runner of ``name`` across processes.
 
         Yields True when this process holds the lock. PostgreSQL uses a
-        session advisory lock on a connection of its own; SQLite deployments
+        session advisory lock on the task's connection; SQLite deployments
         are single-process, so the lock is always granted.
         """
         if not self.is_postgres:
             yield True
             return
         key = _advisory_key(name)
-        conn = await self._acquire()
-        try:
+        async with self._conn() as conn:  # the task's pinned connection, as its work runs there
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
             try:
                 yield bool(got)
@@ -420,8 +418,6 @@ class Database:
                     except BaseException:
                         conn.terminate()  # the session ends, and its lock with it
                         raise
-        finally:
-            await self._release(conn)
 
 
 async def _keep_session(conn: asyncpg.Connection) -> None:
