@@ -5,14 +5,23 @@ so two merchants can never get the same address. Indexes come from a
 per-(merchant, family, network) counter; standing addresses (static payments,
 the dashboard's receive addresses) are unique per user key, so asking again
 returns the same address, also under concurrent requests.
+
+A payment's fresh address takes its index before the payment's transaction:
+each process reserves a small block of indexes from the counter in one short
+statement of its own and hands them out from memory, so creates of one
+merchant never queue on the counter row. An index whose payment then fails,
+or a block left when the process stops, is a gap; gaps are harmless (the
+address table, not a gap limit, is what the scanner watches).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
-
+import asyncio
 import json
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping
 
 from .config import ConfigError
 from .errors import NotConfigured
@@ -71,8 +80,12 @@ def family_of(gateway: "Gateway", coin: "Coin", network: str) -> AddressFamily:
 
 
 async def next_counter(gateway: "Gateway", name: str) -> int:
-    """Atomically take the next value (starting at 0) of a named counter."""
-    value = await gateway.db.fetch_val(
+    """Atomically take the next value (starting at 0) of a named counter.
+
+    Outside a transaction this is one short statement that commits at once;
+    inside one, the counter row stays locked until that transaction ends.
+    """
+    value = await gateway.db.execute(
         "INSERT INTO counters (name, value) VALUES (:n, 0)"
         " ON CONFLICT (name) DO UPDATE SET value = counters.value + 1 RETURNING value",
         {"n": name},
@@ -80,29 +93,169 @@ async def next_counter(gateway: "Gateway", name: str) -> int:
     return int(value)
 
 
-async def _derive_and_store(
-    gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str | None
-) -> str:
-    family = family_of(gateway, coin, network)
-    index = await next_counter(gateway, f"addr:{merchant['id']}:{family.name}:{network}")
+INDEX_BLOCK = 10  # indexes one process reserves per trip to a counter (at most this many lost per restart)
+
+
+class IndexBlocks:
+    """Per-process blocks of address indexes, taken from the counters table.
+
+    A block is reserved by one autocommitted ``value + INDEX_BLOCK``, so
+    blocks of different processes never overlap, and one of this process's
+    indexes is handed out once. Never refilled inside a transaction: a block
+    whose reservation rolled back could be handed out again elsewhere.
+    """
+
+    def __init__(self, size: int = INDEX_BLOCK) -> None:
+        self.size = size
+        self._free: dict[str, deque[int]] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    async def take(self, gateway: "Gateway", name: str) -> int:
+        if gateway.db.in_transaction:
+            raise RuntimeError("address indexes are reserved outside a transaction")
+        free = self._free.get(name)
+        if free:
+            return free.popleft()
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            free = self._free.get(name)
+            if not free:
+                last = int(await gateway.db.execute(
+                    "INSERT INTO counters (name, value) VALUES (:n, :first)"
+                    " ON CONFLICT (name) DO UPDATE SET value = counters.value + :size RETURNING value",
+                    {"n": name, "first": self.size - 1, "size": self.size},
+                ))
+                free = self._free[name] = deque(range(last - self.size + 1, last + 1))
+            return free.popleft()
+
+
+def _index_blocks(gateway: "Gateway") -> IndexBlocks:
+    return gateway.services.setdefault("address_index_blocks", IndexBlocks())
+
+
+def _counter_name(merchant: Mapping[str, Any], family: AddressFamily, network: str) -> str:
+    return f"addr:{merchant['id']}:{family.name}:{network}"
+
+
+@dataclass(frozen=True)
+class FreshAddress:
+    """A derived address with its index, not yet stored (``store_fresh`` does, in the payment's transaction)."""
+
+    address: str
+    family: str
+    network: str
+    index: int
+
+
+def _derive(gateway: "Gateway", merchant: Mapping[str, Any], family: AddressFamily, network: str, index: int) -> str:
     try:
-        derived = family.derive(keystore(gateway, network), int(merchant["key_account"]), index)
+        return family.derive(keystore(gateway, network), int(merchant["key_account"]), index).address
     except WatchOnlyError as exc:
         # A watch-only process lacks this merchant's xpub: an operator task, not a client error.
         raise NotConfigured(f"{exc}; export it with `orbchain keys export-xpubs` where the seed is") from None
-    await gateway.db.execute(
+
+
+def _insert(
+    gateway: "Gateway", merchant: Mapping[str, Any], address: str, family: str, network: str, index: int,
+    user_key: str | None,
+) -> tuple[str, dict[str, Any]]:
+    return (
         "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
         " VALUES (:a, :f, :n, :m, :i, :u, :t)",
-        {"a": derived.address, "f": family.name, "n": network, "m": merchant["id"], "i": index,
-         "u": user_key, "t": gateway.now()},
+        {"a": address, "f": family, "n": network, "m": merchant["id"], "i": index, "u": user_key, "t": gateway.now()},
     )
-    return derived.address
+
+
+async def _store(
+    gateway: "Gateway", merchant: Mapping[str, Any], address: str, family: str, network: str, index: int,
+    user_key: str | None,
+) -> str:
+    await gateway.db.execute(*_insert(gateway, merchant, address, family, network, index, user_key))
+    return address
+
+
+async def reserve_fresh(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str) -> FreshAddress:
+    """Take an index and derive a never-used address, outside any transaction (no lock is held after)."""
+    family = family_of(gateway, coin, network)
+    index = await _index_blocks(gateway).take(gateway, _counter_name(merchant, family, network))
+    return FreshAddress(_derive(gateway, merchant, family, network, index), family.name, network, index)
+
+
+def fresh_insert(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAddress) -> tuple[str, dict[str, Any]]:
+    """The statement recording a reserved address, for the caller's atomic write (``Database.execute_atomic``)."""
+    return _insert(gateway, merchant, fresh.address, fresh.family, fresh.network, fresh.index, None)
+
+
+async def store_fresh(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAddress) -> str:
+    """Record a reserved address, inside the transaction that uses it."""
+    await gateway.db.execute(*fresh_insert(gateway, merchant, fresh))
+    return fresh.address
 
 
 async def fresh_address(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str) -> str:
-    """A never-used address of ``coin``'s family for one payment."""
+    """A never-used address of ``coin``'s family, stored at once (callers outside a transaction)."""
+    fresh = await reserve_fresh(gateway, merchant, coin, network)
+    return await store_fresh(gateway, merchant, fresh)
+
+
+async def _derive_and_store(
+    gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str
+) -> str:
+    family = family_of(gateway, coin, network)
+    index = await next_counter(gateway, _counter_name(merchant, family, network))
+    address = _derive(gateway, merchant, family, network, index)
+    return await _store(gateway, merchant, address, family.name, network, index, user_key)
+
+
+@dataclass(frozen=True)
+class StandingPlan:
+    """What ``prepare_standing`` found or reserved for a standing address, before the transaction."""
+
+    family: str
+    network: str
+    user_key: str
+    existing: str | None = None
+    fresh: FreshAddress | None = None
+
+
+_STANDING_QUERY = (
+    "SELECT address FROM deposit_addresses WHERE merchant_id = :m AND family = :f"
+    " AND network = :n AND user_key = :u"
+)
+
+
+async def prepare_standing(
+    gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str = MERCHANT_KEY
+) -> StandingPlan:
+    """Look the standing address up; when there is none yet, reserve an index for it (outside a transaction)."""
+    family = family_of(gateway, coin, network).name
+    values = {"m": merchant["id"], "f": family, "n": network, "u": user_key}
+    found = await gateway.db.fetch_val(_STANDING_QUERY, values)
+    if found:
+        return StandingPlan(family, network, user_key, existing=found)
+    fresh = None if gateway.db.in_transaction else await reserve_fresh(gateway, merchant, coin, network)
+    return StandingPlan(family, network, user_key, fresh=fresh)
+
+
+async def settle_standing(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", plan: StandingPlan) -> str:
+    """The standing address of ``plan``, stored if still missing; a concurrent creator's wins."""
+    if plan.existing:
+        return plan.existing
+    values = {"m": merchant["id"], "f": plan.family, "n": plan.network, "u": plan.user_key}
     async with gateway.db.transaction():
-        return await _derive_and_store(gateway, merchant, coin, network, None)
+        found = await gateway.db.fetch_val(_STANDING_QUERY + gateway.db.for_update, values)
+        if found:
+            return found
+        try:
+            async with gateway.db.transaction():  # savepoint: a concurrent insert may win
+                if plan.fresh is not None:
+                    fresh = plan.fresh
+                    return await _store(gateway, merchant, fresh.address, fresh.family, fresh.network, fresh.index,
+                                        plan.user_key)
+                return await _derive_and_store(gateway, merchant, coin, plan.network, plan.user_key)
+        except Exception as exc:  # noqa: BLE001 - only a unique violation is expected here
+            if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
+                raise
+    return await gateway.db.fetch_val(_STANDING_QUERY, values)
 
 
 async def standing_address(
@@ -113,26 +266,8 @@ async def standing_address(
     Coins of one family share one address per user (a chain's native coin
     and its tokens): the key is the family, not the coin.
     """
-    family = family_of(gateway, coin, network).name
-    query = (
-        "SELECT address FROM deposit_addresses WHERE merchant_id = :m AND family = :f"
-        " AND network = :n AND user_key = :u"
-    )
-    values = {"m": merchant["id"], "f": family, "n": network, "u": user_key}
-    found = await gateway.db.fetch_val(query, values)
-    if found:
-        return found
-    async with gateway.db.transaction():
-        found = await gateway.db.fetch_val(query + gateway.db.for_update, values)
-        if found:
-            return found
-        try:
-            async with gateway.db.transaction():  # savepoint: a concurrent insert may win
-                return await _derive_and_store(gateway, merchant, coin, network, user_key)
-        except Exception as exc:  # only a unique violation is expected here
-            if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
-                raise
-    return await gateway.db.fetch_val(query, values)
+    plan = await prepare_standing(gateway, merchant, coin, network, user_key)
+    return await settle_standing(gateway, merchant, coin, plan)
 
 
 async def lookup(gateway: "Gateway", addresses: list[str]) -> dict[str, Mapping[str, Any]]:

@@ -222,7 +222,7 @@ def main(argv: Sequence[str] | None = None, *, commands: Sequence[AddCommand] = 
     )
     if not args.verbose:
         # One line per job run and per connection is noise for operators.
-        for noisy in ("apscheduler", "databases"):
+        for noisy in ("apscheduler",):
             logging.getLogger(noisy).setLevel(logging.WARNING)
     try:
         return args.func(args)

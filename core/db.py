@@ -1,17 +1,27 @@
-"""The database handle: the ``databases`` package on SQLite or PostgreSQL.
+"""The database handle: asyncpg on PostgreSQL, aiosqlite on SQLite, one interface.
 
-Why a thin wrapper instead of the raw ``databases.Database``:
+Why a thin wrapper over the drivers (and no query builder in between):
 
+* Speed on the hot path. Service code writes SQL with ``:name`` parameters;
+  the text is turned into the driver's form once per distinct SQL string
+  (a small cache) and asyncpg prepares each statement once per connection
+  (its statement cache). Compiling every query through SQLAlchemy, as the
+  ``databases`` package did, was about a fifth of a payment read
+  (docs/decisions.md, "The database layer").
 * SQLite allows one writer at a time. Instead of letting concurrent
-  requests race into "database is locked", every write transaction in this
-  process takes one ``asyncio.Lock`` and then claims SQLite's write lock
-  up front (a one-row write), so the busy timeout covers other processes
+  requests race into "database is locked", every write in this process
+  takes one ``asyncio.Lock`` and a transaction claims SQLite's write lock up
+  front (``BEGIN IMMEDIATE``), so the busy timeout covers other processes
   (the CLI) and a transaction never has to upgrade a read lock mid-way.
 * Amount columns differ: ``NUMERIC(78,0)`` on PostgreSQL, integer strings on
   SQLite (its numbers are 64-bit or float). ``amount_param``/``to_int`` hide
   that, and the SQL never does arithmetic on amounts in SQLite.
 * Small dialect differences (``FOR UPDATE``, advisory locks) live here so
   service code stays dialect-neutral.
+
+Values come back as the drivers give them (no type conversion here): on
+PostgreSQL ``Decimal`` for NUMERIC, ``bool`` for BOOLEAN; on SQLite ``str``
+amounts and ``0``/``1`` booleans. Rows are plain dicts.
 """
 
 from __future__ import annotations
@@ -19,30 +29,53 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import hashlib
+import itertools
 import re
+import sqlite3
 from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping, Sequence
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
-import databases
+import aiosqlite
+import asyncpg
 
 Row = Mapping[str, Any]
 
-# The task that is inside a write transaction, so its nested ``transaction()``
-# calls become savepoints instead of deadlocking on the lock. Tasks spawned
-# from inside inherit the variable but are not that task, so they still lock.
-_write_tx_owner: contextvars.ContextVar[asyncio.Task | None] = contextvars.ContextVar(
-    "orbchain_write_tx_owner", default=None
-)
+SQLITE_BUSY_TIMEOUT_SECONDS = 30
+SQLITE_IDLE_CONNECTIONS = 16
+PG_STATEMENT_CACHE_SIZE = 512  # distinct statements prepared per connection (IN lists vary in length)
+
+
+@dataclass(eq=False)
+class _Pin:
+    """The connection one task is using (pinned by ``connection()`` or a transaction)."""
+
+    task: asyncio.Task | None
+    conn: Any
+    tx_depth: int = 0
+    savepoints: itertools.count = field(default_factory=itertools.count)
+
+
+# The connection the current task has pinned. Tasks spawned from inside inherit
+# the variable but are not that task, so they take a connection of their own
+# (and on SQLite wait for the writer lock) instead of interleaving statements.
+_pinned: contextvars.ContextVar[_Pin | None] = contextvars.ContextVar("orbchain_db_pin", default=None)
+
+
+def _current_pin() -> _Pin | None:
+    pin = _pinned.get()
+    if pin is not None and pin.task is asyncio.current_task():
+        return pin
+    return None
 
 
 def _in_write_tx() -> bool:
-    owner = _write_tx_owner.get()
-    return owner is not None and owner is asyncio.current_task()
-
-SQLITE_BUSY_TIMEOUT_SECONDS = 30
+    pin = _current_pin()
+    return pin is not None and pin.tx_depth > 0
 
 
 class Database:
@@ -51,24 +84,18 @@ class Database:
     def __init__(self, url: str) -> None:
         self.url = url
         self.dialect = "postgresql" if url.startswith("postgres") else "sqlite"
-        options: dict[str, Any] = {}
-        if self.is_sqlite:
-            options["timeout"] = SQLITE_BUSY_TIMEOUT_SECONDS
-        else:
-            url, schema = _split_schema(url)
-            query = urlsplit(url).query
-            if "min_size" not in query:
-                options["min_size"] = 1
-            if "max_size" not in query:
-                options["max_size"] = 20
-            if schema:
-                # A dedicated schema (operators, and one per test) via search_path.
-                options["server_settings"] = {"search_path": schema}
-        self._db = databases.Database(url, **options)
-        if self.is_sqlite:
-            backend = self._db._backend  # the library has no pool for SQLite; give it one
-            backend._pool = _ReusingSQLitePool(backend._pool)
         self._write_lock = asyncio.Lock()
+        self._pool: Any = None  # asyncpg.Pool on PostgreSQL
+        self._idle: list[aiosqlite.Connection] = []  # SQLite connections ready for the next task
+        self._closed = False  # after disconnect, returned SQLite connections close (their threads end)
+        #: Round trips so far, transaction control included (tests count a request's with it).
+        self.query_count = 0
+        #: When a list, every statement's SQL is appended to it (tests see which queries ran).
+        self.query_log: list[str] | None = None
+        if self.is_sqlite:
+            self._sqlite_target, self._sqlite_uri = _sqlite_target(url)
+        else:
+            self._pg_dsn, self._pg_options = _pg_options(url)
 
     def __repr__(self) -> str:
         return f"<Database {self.dialect}>"
@@ -89,80 +116,258 @@ class Database:
     # -- lifecycle -----------------------------------------------------------
 
     async def connect(self) -> None:
-        if self.is_sqlite:
-            path = self._db.url.database
-            if path and path != ":memory:":
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-        await self._db.connect()
-        if self.is_sqlite:
+        self._closed = False
+        if self.is_postgres:
+            self._pool = await asyncpg.create_pool(
+                self._pg_dsn, statement_cache_size=PG_STATEMENT_CACHE_SIZE, reset=_keep_session,
+                **self._pg_options)
+            return
+        if not self._sqlite_uri and self._sqlite_target != ":memory:":
+            Path(self._sqlite_target).parent.mkdir(parents=True, exist_ok=True)
+        conn = await self._sqlite_connect()
+        try:
             # WAL lets readers proceed while the single writer commits.
-            await self._db.execute("PRAGMA journal_mode=WAL")
-            await self._db.execute(
-                "CREATE TABLE IF NOT EXISTS _writer_lock (id INTEGER PRIMARY KEY, n INTEGER NOT NULL)"
-            )
-            await self._db.execute("INSERT OR IGNORE INTO _writer_lock (id, n) VALUES (1, 0)")
+            await conn.execute_fetchall("PRAGMA journal_mode=WAL")
+        finally:
+            await self._release(conn)
 
     async def disconnect(self) -> None:
-        await self._db.disconnect()
-        if self.is_sqlite:
-            await self._db._backend._pool.close()
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
+
+    # -- connections ---------------------------------------------------------------
+
+    async def _sqlite_connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self._sqlite_target, isolation_level=None,
+                                       timeout=SQLITE_BUSY_TIMEOUT_SECONDS, uri=self._sqlite_uri)
+        conn.row_factory = _dict_row  # type: ignore[assignment]  # a factory function, as sqlite3 allows
+        return conn
+
+    async def _acquire(self) -> Any:
+        if self.is_postgres:
+            if self._pool is None:
+                raise RuntimeError("the database is not connected")
+            return await self._pool.acquire()
+        if self._idle:
+            return self._idle.pop()
+        return await self._sqlite_connect()
+
+    async def _release(self, conn: Any) -> None:
+        if self.is_postgres:
+            await self._pool.release(conn)
+            return
+        if not self._closed and len(self._idle) < SQLITE_IDLE_CONNECTIONS and not conn.in_transaction:
+            self._idle.append(conn)
+        else:
+            await conn.close()
+
+    @asynccontextmanager
+    async def _conn(self) -> AsyncIterator[Any]:
+        """The task's pinned connection, else one borrowed for a single statement."""
+        pin = _current_pin()
+        if pin is not None:
+            yield pin.conn
+            return
+        conn = await self._acquire()
+        try:
+            yield conn
+        finally:
+            await self._release(conn)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[None]:
+        """Pin one connection to the current task (fewer acquires per request)."""
+        if _current_pin() is not None:
+            yield
+            return
+        conn = await self._acquire()
+        token = _pinned.set(_Pin(asyncio.current_task(), conn))
+        try:
+            yield
+        finally:
+            _pinned.reset(token)
+            await self._release(conn)
+
+    @asynccontextmanager
+    async def driver_connection(self) -> AsyncIterator[Any]:
+        """The raw driver connection (asyncpg or aiosqlite) for what this class does not wrap."""
+        async with self._conn() as conn:
+            yield conn
 
     # -- queries ---------------------------------------------------------------
 
+    def _count(self, query: str) -> None:
+        self.query_count += 1
+        if self.query_log is not None:
+            self.query_log.append(query)
+
+    async def _run(self, conn: Any, query: str, values: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """One statement on ``conn``; every row as a dict."""
+        self._count(query)
+        if self.is_sqlite:
+            return await conn.execute_fetchall(query, values or {})
+        sql, args = _pg_bind(query, values)
+        return [dict(record.items()) for record in await conn.fetch(sql, *args)]
+
     async def fetch_one(self, query: str, values: Mapping[str, Any] | None = None) -> Row | None:
-        row = await self._db.fetch_one(query, dict(values or {}))
-        return None if row is None else dict(row._mapping)
+        async with self._conn() as conn:
+            if self.is_postgres:
+                self._count(query)
+                sql, args = _pg_bind(query, values)
+                record = await conn.fetchrow(sql, *args)
+                return None if record is None else dict(record.items())
+            rows = await self._run(conn, query, values)
+        return rows[0] if rows else None
 
     async def fetch_all(self, query: str, values: Mapping[str, Any] | None = None) -> list[Row]:
-        rows = await self._db.fetch_all(query, dict(values or {}))
-        return [dict(row._mapping) for row in rows]
+        async with self._conn() as conn:
+            return await self._run(conn, query, values)  # type: ignore[return-value]
 
     async def fetch_val(self, query: str, values: Mapping[str, Any] | None = None) -> Any:
-        return await self._db.fetch_val(query, dict(values or {}))
+        async with self._conn() as conn:
+            if self.is_postgres:
+                self._count(query)
+                sql, args = _pg_bind(query, values)
+                return await conn.fetchval(sql, *args)
+            rows = await self._run(conn, query, values)
+        return _first_value(rows)
 
     async def execute(self, query: str, values: Mapping[str, Any] | None = None) -> Any:
-        """Run one statement; outside a transaction a write takes the writer lock."""
+        """Run one statement; returns the first value it returns (``RETURNING``), else None.
+
+        Outside a transaction the statement commits on its own; on SQLite it
+        also takes this process's writer lock first.
+        """
         if self.is_sqlite and not _in_write_tx():
-            async with self.transaction():
-                return await self._db.execute(query, dict(values or {}))
-        return await self._db.execute(query, dict(values or {}))
+            async with self._write_lock:
+                return await self._execute(query, values)
+        return await self._execute(query, values)
+
+    async def _execute(self, query: str, values: Mapping[str, Any] | None) -> Any:
+        async with self._conn() as conn:
+            if self.is_postgres:
+                self._count(query)
+                sql, args = _pg_bind(query, values)
+                if not args:
+                    await conn.execute(sql)  # simple protocol: DDL and plain statements
+                    return None
+                return await conn.fetchval(sql, *args)
+            return _first_value(await self._run(conn, query, values))
 
     async def execute_many(self, query: str, values: Sequence[Mapping[str, Any]]) -> None:
         async with self.transaction():
-            await self._db.execute_many(query, [dict(v) for v in values])
+            pin = _current_pin()
+            assert pin is not None
+            self._count(query)
+            if self.is_postgres:
+                sql, names = _pg_sql(query)
+                await pin.conn.executemany(sql, [_pg_args(names, v) for v in values])
+            else:
+                cursor = await pin.conn.executemany(query, [dict(v) for v in values])
+                await cursor.close()
+
+    async def execute_atomic(self, statements: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Run independent write statements all or none, in as few round trips as the dialect allows.
+
+        "Independent": no statement reads what another one writes (they may
+        run as one statement). Inside a transaction they simply run in order.
+        Outside one, PostgreSQL runs them as one statement (data-modifying
+        ``WITH`` parts, one round trip and one commit instead of four);
+        SQLite runs them in one transaction.
+        """
+        if not statements:
+            return
+        if len(statements) == 1 or self.in_transaction or self.is_sqlite:
+            if len(statements) == 1:
+                await self.execute(*statements[0])
+                return
+            async with self.transaction():
+                for query, values in statements:
+                    await self.execute(query, values)
+            return
+        query = _pg_combined(tuple(query for query, _ in statements))
+        merged = {f"s{i}_{name}": value for i, (_, values) in enumerate(statements) for name, value in values.items()}
+        await self.execute(query, merged)
 
     # -- transactions ------------------------------------------------------------
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
         """A write transaction; nested calls in the same task become savepoints."""
-        if _in_write_tx():
-            async with self._db.transaction():
+        pin = _current_pin()
+        if pin is not None and pin.tx_depth > 0:
+            async with self._savepoint(pin):
                 yield
             return
         if self.is_sqlite:
             async with self._write_lock:
-                token = _write_tx_owner.set(asyncio.current_task())
-                try:
-                    async with self._db.transaction():
-                        # Claim SQLite's write lock before reading anything.
-                        await self._db.execute("UPDATE _writer_lock SET n = n + 1 WHERE id = 1")
-                        yield
-                finally:
-                    _write_tx_owner.reset(token)
-        else:
-            token = _write_tx_owner.set(asyncio.current_task())
-            try:
-                async with self._db.transaction():
+                async with self._top_transaction("BEGIN IMMEDIATE"):  # claim SQLite's write lock now
                     yield
-            finally:
-                _write_tx_owner.reset(token)
+        else:
+            async with self._top_transaction("BEGIN"):
+                yield
 
     @asynccontextmanager
-    async def connection(self) -> AsyncIterator[None]:
-        """Pin one connection to the current task (fewer connects per request)."""
-        async with self._db.connection():
+    async def _top_transaction(self, begin: str) -> AsyncIterator[None]:
+        async with self.connection():
+            pin = _current_pin()
+            assert pin is not None
+            await self._plain(pin.conn, begin)
+            pin.tx_depth = 1
+            try:
+                yield
+            except BaseException:
+                pin.tx_depth = 0
+                await self._rollback(pin.conn)
+                raise
+            pin.tx_depth = 0
+            try:
+                await self._plain(pin.conn, "COMMIT")
+            except BaseException:
+                await self._rollback(pin.conn)
+                raise
+
+    async def _rollback(self, conn: Any) -> None:
+        """Roll back after a failure without hiding it; a connection left dirty is not reused.
+
+        A statement cancelled mid-way can leave the connection busy; asyncpg's
+        pool then rolls back on release, and a SQLite connection still in a
+        transaction is closed instead of kept idle.
+        """
+        in_tx = conn.is_in_transaction() if self.is_postgres else conn.in_transaction
+        if not in_tx:
+            return
+        try:
+            await self._plain(conn, "ROLLBACK")
+        except Exception:  # noqa: BLE001 - the original error is the one to report
+            pass
+
+    @asynccontextmanager
+    async def _savepoint(self, pin: _Pin) -> AsyncIterator[None]:
+        name = f"orbchain_sp_{next(pin.savepoints)}"
+        await self._plain(pin.conn, f"SAVEPOINT {name}")
+        pin.tx_depth += 1
+        try:
             yield
+        except BaseException:
+            await self._plain(pin.conn, f"ROLLBACK TO SAVEPOINT {name}")
+            raise
+        finally:
+            pin.tx_depth -= 1
+        await self._plain(pin.conn, f"RELEASE SAVEPOINT {name}")
+
+    async def _plain(self, conn: Any, statement: str) -> None:
+        """A statement without parameters or rows (transaction control)."""
+        self._count(statement)
+        if self.is_postgres:
+            await conn.execute(statement)
+        else:
+            await conn.execute_fetchall(statement)
 
     # -- dialect helpers -----------------------------------------------------------
 
@@ -195,65 +400,143 @@ class Database:
         """Try to become the single runner of ``name`` across processes.
 
         Yields True when this process holds the lock. PostgreSQL uses a
-        session advisory lock on a pinned connection; SQLite deployments are
-        single-process, so the lock is always granted.
+        session advisory lock on the task's connection; SQLite deployments
+        are single-process, so the lock is always granted.
         """
         if not self.is_postgres:
             yield True
             return
         key = _advisory_key(name)
-        async with self._db.connection() as conn:
-            got = await conn.fetch_val("SELECT pg_try_advisory_lock(:k)", {"k": key})
+        async with self._conn() as conn:  # the task's pinned connection, as its work runs there
+            got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
             try:
                 yield bool(got)
             finally:
                 if got:
-                    await conn.execute("SELECT pg_advisory_unlock(:k)", {"k": key})
+                    try:
+                        await conn.execute("SELECT pg_advisory_unlock($1)", key)
+                    except BaseException:
+                        conn.terminate()  # the session ends, and its lock with it
+                        raise
 
 
-class _ReusingSQLitePool:
-    """Keeps idle aiosqlite connections for the next task.
+async def _keep_session(conn: asyncpg.Connection) -> None:
+    """Pool reset: nothing beyond asyncpg's own rollback of an open transaction.
 
-    ``databases`` opens a new SQLite connection (a file handle and a thread)
-    for every task that queries; reusing idle ones makes a request's first
-    query about as cheap as its others. A connection returns to the pool only
-    outside a transaction.
+    asyncpg's default sends ``RESET ALL``/``UNLISTEN *``/advisory unlock on
+    every release, a round trip per request; this class changes no session
+    state and unlocks its advisory locks itself.
     """
 
-    def __init__(self, inner: Any, size: int = 16) -> None:
-        self._inner = inner
-        self._idle: list[Any] = []
-        self._size = size
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)  # e.g. ``_memref``, read by the backend
-
-    async def acquire(self) -> Any:
-        if self._idle:
-            return self._idle.pop()
-        return await self._inner.acquire()
-
-    async def release(self, connection: Any) -> None:
-        if len(self._idle) < self._size and not connection.in_transaction:
-            self._idle.append(connection)
-        else:
-            await self._inner.release(connection)
-
-    async def close(self) -> None:
-        idle, self._idle = self._idle, []
-        for connection in idle:
-            await self._inner.release(connection)
+def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> dict[str, Any]:
+    """sqlite3 row factory, run in the connection's thread: rows arrive as dicts."""
+    return dict(zip([column[0] for column in cursor.description], row))
 
 
-def _split_schema(url: str) -> tuple[str, str | None]:
-    """Remove a ``schema=<name>`` query option from a PostgreSQL URL."""
+def _first_value(rows: list[dict[str, Any]]) -> Any:
+    if not rows:
+        return None
+    return next(iter(rows[0].values()), None)
+
+
+# -- ``:name`` parameters -> asyncpg's ``$n`` ------------------------------------------------
+
+# Outside quotes and comments, ``:name`` is a parameter, as in SQLAlchemy's
+# ``text()``; ``::type`` casts and ``\:`` (a literal colon) are not.
+_PARAM = re.compile(r"(?<![:\w\\]):(\w+)(?!:)")
+_QUOTED_OR_COMMENT = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.S)
+
+
+def _map_params(query: str, replace: Any, unescape: bool = False) -> str:
+    """``query`` with each ``:name`` parameter (outside quotes and comments) replaced by ``replace(name)``.
+
+    With ``unescape``, ``\\:`` outside quotes becomes a plain colon (the final form).
+    """
+    def sub(text: str) -> str:
+        text = _PARAM.sub(lambda match: replace(match.group(1)), text)
+        return text.replace("\\:", ":") if unescape else text
+
+    out, last = [], 0
+    for quoted in _QUOTED_OR_COMMENT.finditer(query):
+        out.append(sub(query[last:quoted.start()]))
+        out.append(quoted.group(0))
+        last = quoted.end()
+    out.append(sub(query[last:]))
+    return "".join(out)
+
+
+@lru_cache(maxsize=4096)
+def _pg_sql(query: str) -> tuple[str, tuple[str, ...]]:
+    """``query`` with ``$1..$n`` for its ``:name`` parameters, and the names in order.
+
+    One number per distinct name, so a name used twice binds once. Cached:
+    the same SQL text is converted once per process.
+    """
+    names: dict[str, int] = {}
+    converted = _map_params(query, lambda name: "$" + str(names.setdefault(name, len(names) + 1)), unescape=True)
+    return converted, tuple(names)
+
+
+@lru_cache(maxsize=256)
+def _pg_combined(queries: tuple[str, ...]) -> str:
+    """Several data-modifying statements as one: the first ones become ``WITH`` parts.
+
+    Parameters are renamed ``s<i>_<name>`` so the statements' names never meet.
+    PostgreSQL runs every data-modifying ``WITH`` part exactly once, whether
+    or not the main statement reads it.
+    """
+    renamed = [_map_params(query, lambda name, i=i: f":s{i}_{name}") for i, query in enumerate(queries)]
+    parts = ", ".join(f"orbchain_w{i} AS ({query})" for i, query in enumerate(renamed[:-1]))
+    return f"WITH {parts} {renamed[-1]}"
+
+
+def _pg_args(names: tuple[str, ...], values: Mapping[str, Any] | None) -> list[Any]:
+    try:
+        return [values[name] for name in names] if names else []  # type: ignore[index]
+    except (KeyError, TypeError):
+        missing = [name for name in names if not values or name not in values]
+        raise ValueError(f"no value for SQL parameter(s) {', '.join(':' + n for n in missing)}") from None
+
+
+def _pg_bind(query: str, values: Mapping[str, Any] | None) -> tuple[str, list[Any]]:
+    sql, names = _pg_sql(query)
+    return sql, _pg_args(names, values)
+
+
+# -- URLs ------------------------------------------------------------------------------------
+
+
+def _sqlite_target(url: str) -> tuple[str, bool]:
+    """The file (or ``file:`` URI when the URL has options) of a ``sqlite[+aiosqlite]:///path`` URL."""
+    parts = urlsplit(url)
+    path = unquote(parts.path[1:]) if parts.path.startswith("/") else unquote(parts.path)
+    if parts.query:
+        return f"file:{path}?{parts.query}", True
+    return path or ":memory:", False
+
+
+def _pg_options(url: str) -> tuple[str, dict[str, Any]]:
+    """asyncpg's DSN and pool options from a ``postgresql[+asyncpg]://`` URL.
+
+    ``min_size``/``max_size`` size the pool (1 and 20 unless given); ``schema``
+    selects a dedicated schema through ``search_path`` (operators, and one per
+    test). Other options go to asyncpg as they are (``sslmode``, ...).
+    """
+    url = re.sub(r"^postgres(?:ql)?(?:\+\w+)?://", "postgresql://", url)
     parts = urlsplit(url)
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    schema = next((v for k, v in pairs if k == "schema"), None)
-    if schema is not None and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
-        raise ValueError("database URL option 'schema' must be a plain SQL identifier")
-    rest = urlencode([(k, v) for k, v in pairs if k != "schema"])
-    return urlunsplit(parts._replace(query=rest)), schema
+    taken = {k: v for k, v in pairs if k in ("schema", "min_size", "max_size", "ssl")}
+    options: dict[str, Any] = {"min_size": int(taken.get("min_size", 1)), "max_size": int(taken.get("max_size", 20))}
+    schema = taken.get("schema")
+    if schema is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
+            raise ValueError("database URL option 'schema' must be a plain SQL identifier")
+        options["server_settings"] = {"search_path": schema}
+    if "ssl" in taken:
+        options["ssl"] = {"true": True, "false": False}.get(taken["ssl"].lower(), taken["ssl"])
+    rest = urlencode([(k, v) for k, v in pairs if k not in taken])
+    return urlunsplit(parts._replace(query=rest)), options
 
 
 def _advisory_key(name: str) -> int:

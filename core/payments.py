@@ -238,8 +238,9 @@ def _target_fields(target: "receive.ReceiveTarget") -> dict[str, Any]:
 async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], request: PaymentRequest) -> dict[str, Any]:
     """Validate, price, allocate an address and store a Waiting payment; returns its view.
 
-    The address and the payment commit in one transaction: one write (and
-    one fsync) per payment.
+    The address and the payment commit together: one write (and one fsync)
+    per payment; the address's index comes from a per-process block
+    reserved beforehand (core/addresses.py).
     """
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)
@@ -288,18 +289,33 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "created_at": now, "updated_at": now, "receive_extra": None,
     }
     target = await receive_target(gateway, {**row, "pay_amount": priced.get("pay_amount")}, pay_coin, adapter.network)
-    async with gateway.db.transaction():
-        if target is not None:
-            row.update(_target_fields(target))
-        elif standing_key is not None:
-            row["address"] = await addresses.standing_address(
-                gateway, merchant, pay_coin, adapter.network, standing_key)
-        else:
-            row["address"] = await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network)
-        columns = ", ".join(row)
-        await gateway.db.execute(f"INSERT INTO payments ({columns}) VALUES ({', '.join(':' + k for k in row)})", row)
-        await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
+    # The address index is taken before the transaction (addresses.py): no
+    # counter lock is held while the payment commits.
+    standing = fresh = None
+    if target is None and standing_key is not None:
+        standing = await addresses.prepare_standing(gateway, merchant, pay_coin, adapter.network, standing_key)
+    elif target is None:
+        fresh = await addresses.reserve_fresh(gateway, merchant, pay_coin, adapter.network)
+    writes = []
+    if target is not None:
+        row.update(_target_fields(target))
+    elif fresh is not None:
+        row["address"] = fresh.address
+        writes.append(addresses.fresh_insert(gateway, merchant, fresh))
+    if standing is None and not request.extensions:
+        # Independent inserts: one statement (one round trip, one commit) on PostgreSQL.
+        await gateway.db.execute_atomic([*writes, _payment_insert(row)])
+    else:
+        async with gateway.db.transaction():
+            if standing is not None:
+                row["address"] = await addresses.settle_standing(gateway, merchant, pay_coin, standing)
+            await gateway.db.execute_atomic([*writes, _payment_insert(row)])
+            await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
     return payment_view(gateway, {**row, "paid_at": None}, [])
+
+
+def _payment_insert(row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
+    return f"INSERT INTO payments ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row
 
 
 async def _store_extensions(gateway: "Gateway", row: Mapping[str, Any], extensions: Mapping[str, Any]) -> None:
@@ -406,8 +422,15 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
 
 
 async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> dict[str, Any]:
-    row = await get_payment(gateway, merchant_id, track_id)
-    return payment_view(gateway, row, await payment_deposits(gateway, track_id))
+    """The API's view of one payment: one query, a second only when it has deposits to list."""
+    row = await gateway.db.fetch_one(
+        "SELECT p.*, EXISTS (SELECT 1 FROM deposits d WHERE d.track_id = p.track_id) AS has_deposits"
+        " FROM payments p WHERE p.track_id = :t", {"t": track_id})
+    if row is None or (merchant_id is not None and row["merchant_id"] != merchant_id):
+        raise NotFound()
+    row = dict(row)
+    has_deposits = row.pop("has_deposits")
+    return payment_view(gateway, row, await payment_deposits(gateway, track_id) if has_deposits else [])
 
 
 def summary_view(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -488,6 +511,7 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
         target = await receive_target(gateway, switched, pay_coin, adapter.network)
     except NotConfigured:
         return False
+    fresh = None if target is not None else await addresses.reserve_fresh(gateway, merchant, pay_coin, adapter.network)
     async with gateway.db.transaction():
         current = await gateway.db.fetch_one(
             f"SELECT status, pay_currency FROM payments WHERE track_id = :t{gateway.db.for_update}", {"t": track_id}
@@ -499,8 +523,8 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
         if target is not None:
             fields = _target_fields(target)
         else:
-            fields = {"address": await addresses.fresh_address(gateway, merchant, pay_coin, adapter.network),
-                      "receive_extra": None}
+            assert fresh is not None
+            fields = {"address": await addresses.store_fresh(gateway, merchant, fresh), "receive_extra": None}
         await gateway.db.execute(
             "UPDATE payments SET pay_currency = :c, pay_amount = :p, address = :a, chain = :ch,"
             " rate_locked = :r, rate_locked_at = :ra, receive_extra = :x, updated_at = :now WHERE track_id = :t",

@@ -96,3 +96,32 @@ async def test_advisory_lock_elects_one_holder(gateway):
         assert sorted(results) == [False, True]
     else:
         assert results == [True, True]  # SQLite deployments are single-process
+
+
+async def test_execute_atomic_writes_all_or_none(gateway):
+    db = gateway.db
+    await db.execute("CREATE TABLE t_a (id INTEGER PRIMARY KEY, v TEXT)")
+    await db.execute("CREATE TABLE t_b (id INTEGER PRIMARY KEY, v TEXT)")
+    # The same parameter names in both statements, and a colon inside a string literal.
+    await db.execute_atomic([("INSERT INTO t_a (id, v) VALUES (:id, :v)", {"id": 1, "v": "a"}),
+                             ("INSERT INTO t_b (id, v) VALUES (:id, ':v')", {"id": 2})])
+    assert await db.fetch_all("SELECT id, v FROM t_a") == [{"id": 1, "v": "a"}]
+    assert await db.fetch_all("SELECT id, v FROM t_b") == [{"id": 2, "v": ":v"}]
+    with pytest.raises(Exception, match="(?i)unique|duplicate"):
+        await db.execute_atomic([("INSERT INTO t_a (id, v) VALUES (:id, :v)", {"id": 3, "v": "new"}),
+                                 ("INSERT INTO t_b (id, v) VALUES (:id, :v)", {"id": 2, "v": "taken"})])
+    assert await db.fetch_val("SELECT COUNT(*) FROM t_a") == 1  # the first insert went with the failed second
+
+
+async def test_rows_are_mappings_with_driver_types(gateway):
+    """Callers index, ``.get`` and ``dict()`` rows; NUMERIC amounts are Decimal on PostgreSQL, text on SQLite."""
+    from decimal import Decimal
+
+    db = gateway.db
+    await _table(db)
+    await db.execute("INSERT INTO t_amounts (id, amount) VALUES (:i, :a)", {"i": 1, "a": db.amount_param(10**30)})
+    row = await db.fetch_one("SELECT id, amount FROM t_amounts WHERE id = :i", {"i": 1})
+    assert row["id"] == 1 and row.get("missing") is None and "amount" in row and list(row.keys()) == ["id", "amount"]
+    assert type(row["amount"]) is (Decimal if db.is_postgres else str)
+    assert await db.fetch_one("SELECT id FROM t_amounts WHERE id = :i", {"i": 2}) is None
+    assert await db.fetch_val("SELECT amount FROM t_amounts WHERE id = :i AND id = :i", {"i": 1}) == row["amount"]

@@ -116,9 +116,10 @@ async def maintenance_middleware(request: web.Request, handler: Handler) -> web.
 async def db_connection_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     """One database connection for the whole request instead of one per query.
 
-    With ``databases`` every unpinned query opens a connection (on SQLite a
-    new file handle and thread); pinning makes a request's queries several
-    times cheaper. Tasks the handler spawns still get their own.
+    Every unpinned query borrows a pool connection (a round trip to the
+    pool, and asyncpg's prepared statements live per connection); pinning
+    makes a request's queries cheaper. Tasks the handler spawns still get
+    their own.
     """
     async with request.app[GATEWAY].db.connection():
         return await handler(request)
