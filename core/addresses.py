@@ -252,7 +252,7 @@ async def settle_standing(gateway: "Gateway", merchant: Mapping[str, Any], coin:
                     return await _store(gateway, merchant, fresh.address, fresh.family, fresh.network, fresh.index,
                                         plan.user_key)
                 return await _derive_and_store(gateway, merchant, coin, plan.network, plan.user_key)
-        except Exception as exc:  # noqa: BLE001 - only a unique violation is expected here
+        except Exception as exc:  # only a unique violation is expected here
             if "unique" not in str(exc).lower() and "duplicate" not in str(exc).lower():
                 raise
     return await gateway.db.fetch_val(_STANDING_QUERY, values)
