@@ -247,12 +247,20 @@ class EvmShop:
         return await sweep_chain(self.gateway, self.adapter)
 
     async def work_payouts(self) -> int:
-        """One tick of the core payout worker, once anvil has mined what the last one sent."""
+        """One tick of the core payout worker, once anvil has mined what the last one sent.
+
+        With automine, a second tick follows once anvil has mined what the first
+        broadcast: anvil answers ``eth_sendRawTransaction`` before its miner runs,
+        so the first tick's own poll may still find the transaction pending.
+        """
         from orbchain.core.payout_worker import process_payouts
 
-        if self.node.automine:
-            self.node.settle()
-        return await process_payouts(self.gateway)
+        if not self.node.automine:
+            return await process_payouts(self.gateway)
+        self.node.settle()
+        worked = await process_payouts(self.gateway)
+        self.node.settle()
+        return worked + await process_payouts(self.gateway)
 
     async def mine(self, blocks: int = 1) -> Any:
         self.node.mine(blocks)
