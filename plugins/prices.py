@@ -5,7 +5,7 @@ Two sources: ``static`` (offline, fixed development prices, the default so
 CoinGecko's ``/simple/price`` format). Choose with::
 
     [plugin.prices]
-    source = "coingecko"            # or "static"
+    source = "coingecko"            # or "static", or the name of a source another plugin registers
     url = "https://api.coingecko.com/api/v3"
     api_key = ""                    # sent as x-cg-demo-api-key when set
     static = { BTC = "65000" }      # overrides of the static table
@@ -134,8 +134,9 @@ def validate_config(gateway) -> None:
     for key in block:
         if key not in _KEYS:
             raise ConfigError(f"unknown config key 'plugin.{PLUGIN_NAME}.{key}'")
-    if block.get("source", "static") not in ("static", "coingecko"):
-        raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.source' must be \"static\" or \"coingecko\"")
+    source = block.get("source", "static")
+    if not isinstance(source, str) or not source:
+        raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.source' must name a price source")
     for symbol, value in dict(block.get("static", {})).items():
         try:
             Decimal(str(value))
@@ -143,13 +144,18 @@ def validate_config(gateway) -> None:
             raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.static.{symbol}' must be a decimal string") from None
 
 
-@hookimpl
+@hookimpl(trylast=True)
 def register_price_sources(registry, gateway) -> None:
+    # Last, so every other plugin's source is registered before the choice is checked.
     block = gateway.config.plugin_config(PLUGIN_NAME)
     overrides = {k: str(v) for k, v in dict(block.get("static", {})).items()}
     registry.add(StaticPriceSource(static_prices(gateway.coins), overrides))
     registry.add(CoinGeckoPriceSource(price_ids(gateway.coins), block.get("url", DEFAULT_URL),
                                       block.get("api_key", ""), float(block.get("timeout_seconds", 10))))
+    chosen = block.get("source", "static")
+    if chosen not in registry:
+        raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.source': no price source {chosen!r}"
+                          f" (registered: {', '.join(sorted(registry.names()))})")
 
 
 @hookimpl

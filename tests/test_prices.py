@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from orbchain.core.config import ConfigError
+from orbchain.core.gateway import build_gateway
+from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.prices import PriceService
 from orbchain.plugins.prices import CoinGeckoPriceSource, StaticPriceSource
 from orbchain.web.keys import GATEWAY
@@ -88,3 +92,31 @@ async def test_prices_not_configured_when_the_plugin_is_blocked(make_client, mak
     assert response.status == 503
     assert (await response.json())["message"] == "not configured"
     assert GATEWAY in client.app
+
+
+class OracleSource:
+    """A third-party plugin's price source, chosen by name in [plugin.prices]."""
+
+    name = "oracle"
+
+    async def fetch(self, symbols):
+        return {symbol: Decimal("2") for symbol in symbols}
+
+
+class OraclePlugin:
+    @hookimpl
+    def register_price_sources(self, registry):
+        registry.add(OracleSource())
+
+
+async def test_a_plugins_price_source_can_be_chosen(make_client, make_config):
+    cfg = make_config(plugin={"prices": {"source": "oracle"}})
+    client = await make_client(cfg, get_plugin_manager([("oracle", OraclePlugin())]))
+    response = await client.get("/v1/common/prices")
+    assert response.status == 200
+    assert '"BTC":2' in await response.text()
+
+
+def test_an_unknown_price_source_stops_startup(make_config):
+    with pytest.raises(ConfigError, match="no price source 'nope' .registered: coingecko, static"):
+        build_gateway(make_config(plugin={"prices": {"source": "nope"}}))
