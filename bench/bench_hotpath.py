@@ -65,7 +65,7 @@ def uptime() -> str:
     try:
         return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "load average: %.2f, %.2f, %.2f" % os.getloadavg()
+        return "load average: {:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
 
 
 def serve_supports_workers() -> bool:
@@ -73,12 +73,16 @@ def serve_supports_workers() -> bool:
     return "--workers" in result.stdout
 
 
+def _tail(log: Path) -> str:
+    return log.read_text(errors="replace")[-3000:]
+
+
 async def wait_healthy(base: str, process: subprocess.Popen, log: Path, seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     async with aiohttp.ClientSession() as session:
         while time.monotonic() < deadline:
             if process.poll() is not None:
-                raise RuntimeError(f"server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
+                raise RuntimeError(f"server exited with {process.returncode}:\n{_tail(log)}")
             try:
                 async with session.get(base + "/health") as response:
                     if response.status == 200:
@@ -86,7 +90,7 @@ async def wait_healthy(base: str, process: subprocess.Popen, log: Path, seconds:
             except aiohttp.ClientError:
                 pass
             await asyncio.sleep(0.2)
-    raise RuntimeError(f"server did not answer /health in {seconds}s:\n{log.read_text()[-3000:]}")
+    raise RuntimeError(f"server did not answer /health in {seconds}s:\n{_tail(log)}")
 
 
 @contextmanager

@@ -127,7 +127,7 @@ async def _asyncio_load(url: str, method: str, headers: dict[str, str], body: di
                     await response.read()
                     if response.status >= 400:
                         errors += 1
-            except (aiohttp.ClientError, asyncio.TimeoutError):
+            except (TimeoutError, aiohttp.ClientError):
                 errors += 1
             latencies.append(time.perf_counter() - started)
 
