@@ -32,7 +32,7 @@ from . import ledger
 from .accounts import ACCOUNT_ID_BODY_LENGTH, ACCOUNT_ID_PREFIX, BASE58_ALPHABET, find_by_account_id, verify_totp
 from .db import Database, Row
 from .errors import Conflict, InsufficientBalance, InvalidRequest, NotFound, Unauthorized
-from .events import enqueue_event
+from .events import OutboxEvent, enqueue_events
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -177,16 +177,15 @@ async def _commit(
 
 
 async def _enqueue_webhooks(gateway: "Gateway", row: Mapping[str, Any], request: TransferRequest) -> None:
+    """Both sides' events in one batch: a few statements inside the money transaction, not ten."""
     body = webhook_body(gateway, row)
     url, secret = await _key_destination(gateway.db, row["from_merchant_id"], request.key_id)
-    await enqueue_event(
-        gateway, merchant_id=row["from_merchant_id"], event_type="transfer.sent", body=body,
-        logical_key=f"transfer.sent:{row['id']}", url=url, secret=secret, request_id=request.request_id,
-    )
-    await enqueue_event(
-        gateway, merchant_id=row["to_merchant_id"], event_type="transfer.received", body=body,
-        logical_key=f"transfer.received:{row['id']}", request_id=request.request_id,
-    )
+    await enqueue_events(gateway, [
+        OutboxEvent(row["from_merchant_id"], "transfer.sent", body, f"transfer.sent:{row['id']}", url=url,
+                    secret=secret, request_id=request.request_id),
+        OutboxEvent(row["to_merchant_id"], "transfer.received", body, f"transfer.received:{row['id']}",
+                    request_id=request.request_id),
+    ])
 
 
 async def _key_destination(db: Database, merchant_id: str, key_id: str | None) -> tuple[str | None, str | None]:
