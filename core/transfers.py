@@ -101,6 +101,11 @@ async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferReq
     # A cheap early answer that does not use up the caller's TOTP code; the
     # ledger checks again under its row lock, which is what counts.
     if await ledger.balance(db, ledger.merchant_available(sender_id), request.coin) < request.amount:
+        # A twin with the same key may have committed since the look-up above and
+        # spent the balance: then this request is its replay, not a refusal.
+        twin = await _by_idempotency_key(db, sender_id, request.idempotency_key) if request.idempotency_key else None
+        if twin is not None:
+            return TransferResult(_same_request(db, twin, request), True)
         raise InsufficientBalance()
     await _step_up(gateway, sender, request.totp_code)
     row, posted = await _commit(gateway, sender, recipient, request)

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core import ledger, transfers
 
 from .support import Devnet, api, signup
 from .test_transfers import account_id, fund
@@ -119,3 +119,29 @@ async def test_opposite_transfers_at_once_do_not_deadlock(env, caplog):
     assert await available(devnet.gateway, alice) == await available(devnet.gateway, bob) == 990_000
     assert (await ledger.check_ledger(devnet.gateway.db)).ok
     no_lock_errors(caplog)
+
+
+async def test_a_twin_that_finds_the_balance_spent_by_its_winner_replays_it(env, monkeypatch):
+    """The key look-up misses, the winner commits, then the twin sees too little balance: a replay, not a 400.
+
+    The interleaving that 20 concurrent twins hit now and then, forced here.
+    """
+    client, devnet = env
+    alice, bob = await signup(client, "alice@example.com"), await signup(client, "bob@example.com")
+    await fund(client, devnet, alice, "0.01")  # 990,000 available after the fee: one transfer of 500,000 fits
+    request = {"to_account_id": await account_id(client, bob), "coin": "BTC", "amount": "0.005",
+               "idempotency_key": "race-key-0002"}
+    status, first = await api(client, "POST", "/v1/transfer", alice.merchant_key, json=request)
+    assert status == 200
+    real_lookup = transfers._by_idempotency_key
+    misses = iter([None])
+
+    async def first_lookup_misses(db, sender_id, key):
+        missed = next(misses, "found")
+        return None if missed is None else await real_lookup(db, sender_id, key)
+
+    monkeypatch.setattr(transfers, "_by_idempotency_key", first_lookup_misses)
+    status, replay = await api(client, "POST", "/v1/transfer", alice.merchant_key, json=request)
+    assert status == 200, replay
+    assert replay["data"]["transfer_id"] == first["data"]["transfer_id"] and replay["data"]["idempotent"] is True
+    assert await available(devnet.gateway, alice) == 490_000
