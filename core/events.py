@@ -152,7 +152,9 @@ async def enqueue_event(
     return (await enqueue_events(gateway, [event]))[0]
 
 
-async def enqueue_events(gateway: "Gateway", events: Sequence[OutboxEvent]) -> list[str]:
+async def enqueue_events(
+    gateway: "Gateway", events: Sequence[OutboxEvent], *, merchants: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[str]:
     """:func:`enqueue_event` for several events at once; their ids in order.
 
     Why: a money operation announces itself to both sides (a transfer's
@@ -167,6 +169,10 @@ async def enqueue_events(gateway: "Gateway", events: Sequence[OutboxEvent]) -> l
     any write; a key reused for another event: after) raises, and the
     caller's transaction must then roll back, as ``async with
     db.transaction()`` does.
+
+    ``merchants`` (id -> row with ``webhook_url`` and ``webhook_secret``)
+    are merchant rows the caller has just read: their destinations are not
+    read again. The merchant's secret itself is still read at delivery.
     """
     ids = [_checked_id(gateway, event) for event in events]
     batch: dict[str, OutboxEvent] = {}
@@ -178,10 +184,10 @@ async def enqueue_events(gateway: "Gateway", events: Sequence[OutboxEvent]) -> l
         return ids
     db = gateway.db
     if db.in_transaction:
-        await _write_batch(gateway, batch)
+        await _write_batch(gateway, batch, merchants or {})
     else:
         async with db.transaction():
-            await _write_batch(gateway, batch)
+            await _write_batch(gateway, batch, merchants or {})
     return ids
 
 
@@ -198,12 +204,17 @@ def _in_list(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
     return ", ".join(f":{name}" for name in names), names
 
 
-async def _write_batch(gateway: "Gateway", batch: dict[str, OutboxEvent]) -> None:
+async def _write_batch(
+    gateway: "Gateway", batch: dict[str, OutboxEvent], known: Mapping[str, Mapping[str, Any]]
+) -> None:
     db = gateway.db
     merchant_ids = sorted({event.merchant_id for event in batch.values()})
-    marks, values = _in_list("m", merchant_ids)
-    destinations = {row["id"]: row for row in await db.fetch_all(
-        f"SELECT id, webhook_url, webhook_secret FROM merchants WHERE id IN ({marks})", values)}
+    destinations = {m: known[m] for m in merchant_ids if m in known}
+    unknown = [m for m in merchant_ids if m not in destinations]
+    if unknown:
+        marks, values = _in_list("m", unknown)
+        destinations.update({row["id"]: row for row in await db.fetch_all(
+            f"SELECT id, webhook_url, webhook_secret FROM merchants WHERE id IN ({marks})", values)})
     for merchant_id in merchant_ids:
         if merchant_id not in destinations:
             raise LookupError(f"webhook for unknown merchant {merchant_id!r}")
