@@ -19,7 +19,8 @@ import json
 import logging
 import re
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -107,13 +108,17 @@ def seal_body(
     return json.dumps(sealed, separators=(",", ":"), ensure_ascii=True, default=_json_default)
 
 
-async def _destination(gateway: "Gateway", merchant_id: str) -> Mapping[str, Any]:
-    row = await gateway.db.fetch_one(
-        "SELECT webhook_url, webhook_secret FROM merchants WHERE id = :id", {"id": merchant_id}
-    )
-    if row is None:
-        raise LookupError(f"webhook for unknown merchant {merchant_id!r}")
-    return row
+@dataclass(frozen=True)
+class OutboxEvent:
+    """One webhook to enqueue; the fields are :func:`enqueue_event`'s arguments."""
+
+    merchant_id: str
+    event_type: str
+    body: Mapping[str, Any]
+    logical_key: str
+    url: str | None = None
+    request_id: str | None = None
+    secret: str | None = None
 
 
 async def enqueue_event(
@@ -143,68 +148,137 @@ async def enqueue_event(
     (``skipped_no_secret`` / ``no_url``), since SPEC 6.2 forbids unsigned
     webhooks.
     """
-    if not _EVENT_TYPE.match(event_type or ""):
-        raise ValueError(f"malformed event type {event_type!r}")
-    if event_type not in gateway.event_kinds:
-        raise ValueError(f"undeclared event type {event_type!r}: declare it with register_event_kinds")
-    event_id = event_id_for(logical_key)
+    event = OutboxEvent(merchant_id, event_type, body, logical_key, url, request_id, secret)
+    return (await enqueue_events(gateway, [event]))[0]
+
+
+async def enqueue_events(
+    gateway: "Gateway", events: Sequence[OutboxEvent], *, merchants: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[str]:
+    """:func:`enqueue_event` for several events at once; their ids in order.
+
+    Why: a money operation announces itself to both sides (a transfer's
+    ``transfer.sent`` and ``transfer.received``), and one event at a time
+    costs five statements and a savepoint each inside the caller's
+    transaction. Here the whole batch is usually three: the merchants'
+    destinations, one insert of the rows and one of the delivery-log lines
+    of never-sent ones (a fourth reads back the rows of ids that were
+    already there). No savepoint: inside a caller's transaction the rows
+    commit or roll back with it, outside one the batch is its own
+    transaction. A refused batch (undeclared type, unknown merchant: before
+    any write; a key reused for another event: after) raises, and the
+    caller's transaction must then roll back, as ``async with
+    db.transaction()`` does.
+
+    ``merchants`` (id -> row with ``webhook_url`` and ``webhook_secret``)
+    are merchant rows the caller has just read: their destinations are not
+    read again. The merchant's secret itself is still read at delivery.
+    """
+    ids = [_checked_id(gateway, event) for event in events]
+    batch: dict[str, OutboxEvent] = {}
+    for event_id, event in zip(ids, events):
+        first = batch.setdefault(event_id, event)
+        _check_same_event({"merchant_id": first.merchant_id, "event_type": first.event_type},
+                          event.merchant_id, event.event_type, event.logical_key)
+    if not batch:
+        return ids
     db = gateway.db
-    async with db.transaction():
-        existing = await db.fetch_one(
-            "SELECT merchant_id, event_type FROM webhook_events WHERE event_id = :id", {"id": event_id}
-        )
-        if existing is not None:
-            _check_same_event(existing, merchant_id, event_type, logical_key)
-            return event_id
-        merchant = await _destination(gateway, merchant_id)
-        now = gateway.now()
-        signing_secret = secret or merchant["webhook_secret"]
-        target = url or merchant["webhook_url"]
-        if not signing_secret:
+    if db.in_transaction:
+        await _write_batch(gateway, batch, merchants or {})
+    else:
+        async with db.transaction():
+            await _write_batch(gateway, batch, merchants or {})
+    return ids
+
+
+def _checked_id(gateway: "Gateway", event: OutboxEvent) -> str:
+    if not _EVENT_TYPE.match(event.event_type or ""):
+        raise ValueError(f"malformed event type {event.event_type!r}")
+    if event.event_type not in gateway.event_kinds:
+        raise ValueError(f"undeclared event type {event.event_type!r}: declare it with register_event_kinds")
+    return event_id_for(event.logical_key)
+
+
+def _in_list(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
+    names = {f"{prefix}{i}": value for i, value in enumerate(values)}
+    return ", ".join(f":{name}" for name in names), names
+
+
+async def _write_batch(
+    gateway: "Gateway", batch: dict[str, OutboxEvent], known: Mapping[str, Mapping[str, Any]]
+) -> None:
+    db = gateway.db
+    merchant_ids = sorted({event.merchant_id for event in batch.values()})
+    destinations = {m: known[m] for m in merchant_ids if m in known}
+    unknown = [m for m in merchant_ids if m not in destinations]
+    if unknown:
+        marks, values = _in_list("m", unknown)
+        destinations.update({row["id"]: row for row in await db.fetch_all(
+            f"SELECT id, webhook_url, webhook_secret FROM merchants WHERE id IN ({marks})", values)})
+    for merchant_id in merchant_ids:
+        if merchant_id not in destinations:
+            raise LookupError(f"webhook for unknown merchant {merchant_id!r}")
+    now = gateway.now()
+    rows, values, skipped = [], {"ts": now}, {}
+    for i, (event_id, event) in enumerate(batch.items()):
+        merchant = destinations[event.merchant_id]
+        target = event.url or merchant["webhook_url"]
+        if not (event.secret or merchant["webhook_secret"]):
             status, reason = SKIPPED_NO_SECRET, "not sent: webhook_secret is not set"
         elif not target:
             status, reason = SKIPPED_NO_URL, "not sent: no webhook URL is configured"
         else:
             status, reason = PENDING, None
-        text = seal_body(body, event_id=event_id, event_type=event_type, event_timestamp=now, request_id=request_id)
-        inserted = await db.fetch_val(
-            "INSERT INTO webhook_events (event_id, merchant_id, event_type, logical_key, url_override,"
-            " signing_secret, body, event_timestamp, request_id, status, attempts, next_attempt_at,"
-            " last_error, created_at, updated_at)"
-            " VALUES (:event_id, :merchant_id, :event_type, :logical_key, :url_override, :signing_secret,"
-            " :body, :ts, :request_id, :status, 0, :next_at, :error, :ts, :ts)"
-            " ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-            {
-                "event_id": event_id,
-                "merchant_id": merchant_id,
-                "event_type": event_type,
-                "logical_key": logical_key,
-                "url_override": url,
-                # Only an override is copied; the merchant's own secret is read
-                # at delivery time so a rotation applies to pending retries.
-                "signing_secret": secret,
-                "body": text,
-                "ts": now,
-                "request_id": request_id,
-                "status": status,
-                "next_at": now if status == PENDING else None,
-                "error": reason,
-            },
-        )
-        if inserted is None:  # a concurrent emitter won the race: same event, one row
-            return event_id
+        text = seal_body(event.body, event_id=event_id, event_type=event.event_type, event_timestamp=now,
+                         request_id=event.request_id)
         if reason:
-            # Once per event, never with the secret: tells the operator why nothing arrives.
-            log.warning("webhook %s (%s) for merchant %s %s", event_id, event_type, merchant_id, reason)
-            await db.execute(
-                "INSERT INTO webhook_deliveries (event_id, merchant_id, url, status_code, success, attempt,"
-                " error, payload_preview, response_preview, created_at)"
-                " VALUES (:event_id, :merchant_id, :url, NULL, FALSE, 0, :error, :preview, NULL, :ts)",
-                {"event_id": event_id, "merchant_id": merchant_id, "url": target, "error": reason,
-                 "preview": text[:PREVIEW_CHARS], "ts": now},
-            )
-    return event_id
+            skipped[event_id] = (target, reason, text)
+        rows.append(f"(:id{i}, :m{i}, :type{i}, :key{i}, :url{i}, :secret{i}, :body{i}, :ts, :req{i}, :status{i},"
+                    f" 0, :next{i}, :error{i}, :ts, :ts)")
+        values.update({
+            f"id{i}": event_id, f"m{i}": event.merchant_id, f"type{i}": event.event_type,
+            f"key{i}": event.logical_key, f"url{i}": event.url,
+            # Only an override is copied; the merchant's own secret is read
+            # at delivery time so a rotation applies to pending retries.
+            f"secret{i}": event.secret, f"body{i}": text, f"req{i}": event.request_id, f"status{i}": status,
+            f"next{i}": now if status == PENDING else None, f"error{i}": reason,
+        })
+    inserted = {row["event_id"] for row in await db.fetch_all(
+        "INSERT INTO webhook_events (event_id, merchant_id, event_type, logical_key, url_override,"
+        " signing_secret, body, event_timestamp, request_id, status, attempts, next_attempt_at,"
+        " last_error, created_at, updated_at) VALUES " + ", ".join(rows)
+        # An event enqueued before (a re-emission, a concurrent twin) keeps its row: same event, one row.
+        + " ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
+        values,
+    )}
+    already = [event_id for event_id in batch if event_id not in inserted]
+    if already:
+        marks, values = _in_list("e", already)
+        for row in await db.fetch_all(
+            f"SELECT event_id, merchant_id, event_type FROM webhook_events WHERE event_id IN ({marks})", values
+        ):
+            event = batch[row["event_id"]]
+            _check_same_event(row, event.merchant_id, event.event_type, event.logical_key)
+    await _log_never_sent(gateway, {k: v for k, v in skipped.items() if k in inserted}, batch, now)
 
+
+async def _log_never_sent(gateway: "Gateway", skipped: dict[str, tuple[str | None, str, str]],
+                          batch: dict[str, OutboxEvent], now: int) -> None:
+    """Once per event, never with the secret: tells the operator why nothing arrives."""
+    if not skipped:
+        return
+    rows, values = [], {"ts": now}
+    for i, (event_id, (target, reason, text)) in enumerate(skipped.items()):
+        event = batch[event_id]
+        log.warning("webhook %s (%s) for merchant %s %s", event_id, event.event_type, event.merchant_id, reason)
+        rows.append(f"(:id{i}, :m{i}, :url{i}, NULL, FALSE, 0, :error{i}, :preview{i}, NULL, :ts)")
+        values.update({f"id{i}": event_id, f"m{i}": event.merchant_id, f"url{i}": target, f"error{i}": reason,
+                       f"preview{i}": text[:PREVIEW_CHARS]})
+    await gateway.db.execute(
+        "INSERT INTO webhook_deliveries (event_id, merchant_id, url, status_code, success, attempt,"
+        " error, payload_preview, response_preview, created_at) VALUES " + ", ".join(rows),
+        values,
+    )
 
 
 def _check_same_event(existing: Mapping[str, Any], merchant_id: str, event_type: str, logical_key: str) -> None:

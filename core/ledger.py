@@ -28,6 +28,7 @@ Amounts are Python ints; SQLite stores them as text and never adds them
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 import time
 from collections import defaultdict
@@ -135,6 +136,13 @@ async def post(
                        memo=memo, created_at=created_at)
 
 
+def _savepoint_or_caller(db: Database, savepoint: bool) -> Any:
+    """The post's own (nested) transaction, or none when the caller's will roll back on any error."""
+    if not savepoint and db.in_transaction:
+        return contextlib.nullcontext()
+    return db.transaction()
+
+
 async def _post(
     db: Database,
     *,
@@ -146,18 +154,23 @@ async def _post(
     created_at: int | None,
     reverses: str | None = None,
     allow_negative: Collection[str] = (),
+    savepoint: bool = True,
 ) -> LedgerTransaction:
     entries = _validated(kind, reference, postings)
     # One connection for the lookup and the write (a no-op inside a caller's
     # transaction): each fresh SQLite connection costs far more than a query.
     async with db.connection():
         # Replays skip the write transaction (and SQLite's writer lock) entirely.
-        existing = await find_transaction(db, reference)
-        if existing is not None:
-            return _replayed(existing, kind, entries)
+        # Inside a caller's transaction that lock is already held, and the
+        # claiming insert below finds a replay just as well, one statement
+        # fewer on the common path (a new reference).
+        if not db.in_transaction:
+            existing = await find_transaction(db, reference)
+            if existing is not None:
+                return _replayed(existing, kind, entries)
         now = int(time.time()) if created_at is None else created_at
         txn_id = "ltx_" + secrets.token_hex(12)
-        async with db.transaction():
+        async with _savepoint_or_caller(db, savepoint):
             # Claiming the reference first serialises duplicates on PostgreSQL: a
             # concurrent twin waits here, before it has locked any balance row.
             claimed = await db.fetch_one(
@@ -329,9 +342,16 @@ async def credit_deposit(
 
 async def transfer(
     db: Database, *, from_account: str, to_account: str, coin: str, amount: int, reference: str,
-    kind: str = "transfer", merchant_id: str | None = None, memo: str | None = None,
+    kind: str = "transfer", merchant_id: str | None = None, memo: str | None = None, savepoint: bool = True,
 ) -> LedgerTransaction:
-    """Move ``amount`` of ``coin`` between two accounts (payout reserve/confirm/fail, internal transfers)."""
+    """Move ``amount`` of ``coin`` between two accounts (payout reserve/confirm/fail, internal transfers).
+
+    ``savepoint=False`` (inside a caller's transaction only) saves the
+    SAVEPOINT/RELEASE round trips of a hot path. Only for a caller whose
+    transaction rolls back whenever this raises: an overdraft is found on
+    PostgreSQL after the balance rows were written, and without the
+    savepoint nothing else undoes them.
+    """
     if not isinstance(amount, int) or isinstance(amount, bool) or amount <= 0:
         raise ValueError("transfer amount must be a positive int")
     if from_account == to_account:
@@ -339,7 +359,8 @@ async def transfer(
     if merchant_id is None:
         merchant_id = merchant_of(from_account) or merchant_of(to_account)
     postings = [Posting(from_account, coin, -amount), Posting(to_account, coin, amount)]
-    return await post(db, kind=kind, reference=reference, postings=postings, merchant_id=merchant_id, memo=memo)
+    return await _post(db, kind=kind, reference=reference, postings=postings, merchant_id=merchant_id, memo=memo,
+                       created_at=None, savepoint=savepoint)
 
 
 async def reverse(

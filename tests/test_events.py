@@ -11,7 +11,9 @@ import pytest
 
 from orbchain.core.events import (
     CROCKFORD_ALPHABET,
+    OutboxEvent,
     enqueue_event,
+    enqueue_events,
     event_id_for,
     outbox_row,
     seal_body,
@@ -201,3 +203,46 @@ async def test_a_per_payment_url_and_a_brand_secret_override_the_merchant(gatewa
 async def test_an_unknown_merchant_is_a_programming_error(gateway):
     with pytest.raises(LookupError):
         await enqueue_event(gateway, merchant_id="m_missing", event_type="payment.paid", logical_key="x:2", body={})
+
+
+# -- batches (a transfer announces itself to both merchants) ----------------------------------------
+
+
+async def test_a_batch_writes_each_event_with_its_own_destination(gateway, caplog):
+    sender, recipient = await add_merchant(gateway), await add_merchant(gateway, webhook_secret=None)
+    ids = await enqueue_events(gateway, [
+        OutboxEvent(sender, "transfer.sent", {"type": "transfer"}, "transfer.sent:T1", request_id="r" * 16),
+        OutboxEvent(recipient, "transfer.received", {"type": "transfer"}, "transfer.received:T1"),
+    ])
+    assert ids == [event_id_for("transfer.sent:T1"), event_id_for("transfer.received:T1")]
+    sent, received = [await outbox_row(gateway, i) for i in ids]
+    assert (sent["merchant_id"], sent["status"], json.loads(sent["body"])["request_id"]) == (sender, "pending", "r" * 16)
+    assert (received["merchant_id"], received["status"]) == (recipient, "skipped_no_secret")
+    logged = await gateway.db.fetch_all("SELECT event_id FROM webhook_deliveries")
+    assert [row["event_id"] for row in logged] == [ids[1]]  # only the never-sent one, once
+    assert caplog.text.count("webhook_secret is not set") == 1
+
+
+async def test_a_batch_replayed_or_repeating_a_key_keeps_one_row_each(gateway):
+    merchant = await add_merchant(gateway)
+    event = OutboxEvent(merchant, "transfer.sent", {"type": "transfer"}, "transfer.sent:T2")
+    first = await enqueue_events(gateway, [event, event])
+    async with gateway.db.transaction():
+        again = await enqueue_events(gateway, [event, OutboxEvent(merchant, "transfer.received", {}, "k:new")])
+    assert first == [event_id_for("transfer.sent:T2")] * 2 and again[0] == first[0]
+    assert await count_events(gateway) == 2
+
+
+@pytest.mark.parametrize("bad", ["reused key", "unknown merchant", "undeclared type"])
+async def test_a_batch_refused_writes_nothing(gateway, bad):
+    merchant, other = await add_merchant(gateway), await add_merchant(gateway)
+    await enqueue_event(gateway, merchant_id=merchant, event_type="payment.paid", logical_key="k:taken", body={})
+    good = OutboxEvent(merchant, "transfer.sent", {}, "k:good")
+    wrong = {
+        "reused key": OutboxEvent(other, "payment.paid", {}, "k:taken"),
+        "unknown merchant": OutboxEvent("m_missing", "transfer.received", {}, "k:unknown"),
+        "undeclared type": OutboxEvent(merchant, "nobody.declared", {}, "k:undeclared"),
+    }[bad]
+    with pytest.raises((ValueError, LookupError)):
+        await enqueue_events(gateway, [good, wrong])
+    assert await count_events(gateway) == 1

@@ -185,6 +185,27 @@ async def test_an_overdraft_inside_a_callers_transaction_rolls_back_only_the_pos
     assert (await check_ledger(db)).ok
 
 
+async def test_without_a_savepoint_an_overdraft_leaves_nothing_once_the_caller_rolls_back(gateway):
+    db = gateway.db
+    await credit_deposit(db, merchant_id="m1", coin="BTC", chain="bitcoin", amount=10, fee=0, reference="dep:1")
+    with pytest.raises(InsufficientBalance):
+        async with db.transaction():
+            await db.execute("INSERT INTO counters (name, value) VALUES ('attempts', 1)")
+            await transfer(db, from_account=merchant_available("m1"), to_account=merchant_available("m2"),
+                           coin="BTC", amount=11, reference="transfer:1", savepoint=False)
+    assert await count(db, "counters") == 0 and await count(db, "ledger_transactions") == 1
+    assert await merchant_balances(db, "m1") == {"BTC": 10} and await merchant_balances(db, "m2") == {}
+    async with db.transaction():  # and the hot path itself: one transaction, the money moves
+        moved = await transfer(db, from_account=merchant_available("m1"), to_account=merchant_available("m2"),
+                               coin="BTC", amount=4, reference="transfer:2", savepoint=False)
+    assert not moved.replay and await merchant_balances(db, "m2") == {"BTC": 4}
+    async with db.transaction():  # a replay inside a transaction is found by the claiming insert
+        again = await transfer(db, from_account=merchant_available("m1"), to_account=merchant_available("m2"),
+                               coin="BTC", amount=4, reference="transfer:2", savepoint=False)
+    assert again.replay and again.id == moved.id and await merchant_balances(db, "m2") == {"BTC": 4}
+    assert (await check_ledger(db)).ok
+
+
 # -- payouts and reversals ------------------------------------------------------------------
 
 

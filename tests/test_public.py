@@ -68,3 +68,19 @@ async def test_unknown_path_answers_the_envelope(client):
     body = await response.json()
     assert body == {"data": None, "message": "not found", "error": {"type": "not_found", "message": "not found"},
                     "status": 404, "version": "2.0.0"}
+
+
+def test_coin_table_text_is_rendered_once_and_again_when_a_coin_changes():
+    import dataclasses
+    import json
+
+    from orbchain.chains.bitcoin.coins import COINS
+    from orbchain.web.routes.public import CoinTableText
+
+    btc = COINS[0]
+    table = CoinTableText()
+    first = table.text([btc])
+    assert table.text([btc]) is first  # nothing changed: the same text, not rendered again
+    renamed = dataclasses.replace(btc, name="Bitcoin (test)")
+    assert json.loads(table.text([renamed]))["data"][0]["name"] == "Bitcoin (test)"
+    assert len(json.loads(table.text([renamed, btc]))["data"]) == 2

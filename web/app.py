@@ -140,7 +140,9 @@ def create_app(
     app[GATEWAY] = gateway
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)
-    aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True)
+    # Templates ship inside the packages and never change under a running
+    # process: compile each once and skip the per-render stat of its file.
+    aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True, auto_reload=False)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx])
     return app

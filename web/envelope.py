@@ -49,9 +49,13 @@ def dumps(payload: Any) -> str:
     return text
 
 
+def envelope_text(data: Any, status: int = 200) -> str:
+    """The JSON text of a success envelope, for answers rendered once and served many times."""
+    return dumps({"data": data, "message": "OK", "error": None, "status": status, "version": ENVELOPE_VERSION})
+
+
 def envelope(data: Any, status: int = 200, *, headers: Mapping[str, str] | None = None) -> web.Response:
-    body = {"data": data, "message": "OK", "error": None, "status": status, "version": ENVELOPE_VERSION}
-    return web.json_response(body, status=status, dumps=dumps, headers=headers)
+    return web.json_response(text=envelope_text(data, status), status=status, headers=headers)
 
 
 def data_only(data: Any, status: int = 200) -> web.Response:

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from aiohttp import web
 
+from ...core.coins import Coin
 from ...core.errors import NotConfigured
 from ...core.receipts import public_key_fields
-from ..envelope import JsonNumber, envelope
+from ..envelope import JsonNumber, envelope, envelope_text
 from ..keys import gateway_of
 from ..middlewares import rate_class
 
 routes = web.RouteTableDef()
+
+
+class CoinTableText:
+    """``GET /v1/common/currencies`` rendered once, again only when the coin table changes.
+
+    The body depends on nothing but the coin objects (frozen dataclasses; a
+    change such as ``pin_contract`` replaces one), so comparing them by
+    identity is enough to know the text is still right.
+    """
+
+    def __init__(self) -> None:
+        self._coins: tuple[Coin, ...] = ()
+        self._text = ""
+
+    def text(self, coins: Iterable[Coin]) -> str:
+        current = tuple(coins)
+        if len(current) != len(self._coins) or any(a is not b for a, b in zip(current, self._coins)):
+            self._text = envelope_text([coin.currency_entry() for coin in current])
+            self._coins = current
+        return self._text
+
+
+_coin_table = CoinTableText()
 
 
 @routes.get("/health")
@@ -22,7 +48,7 @@ async def health(request: web.Request) -> web.Response:
 
 @routes.get("/v1/common/currencies")
 async def currencies(request: web.Request) -> web.Response:
-    return envelope([coin.currency_entry() for coin in gateway_of(request).coins])
+    return web.json_response(text=_coin_table.text(gateway_of(request).coins))
 
 
 @routes.get("/v1/common/prices")
