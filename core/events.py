@@ -219,7 +219,9 @@ async def _write_batch(
         if merchant_id not in destinations:
             raise LookupError(f"webhook for unknown merchant {merchant_id!r}")
     now = gateway.now()
-    rows, values, skipped = [], {"ts": now}, {}
+    rows: list[str] = []
+    params: dict[str, Any] = {"ts": now}
+    skipped: dict[str, tuple[str | None, str, str]] = {}
     for i, (event_id, event) in enumerate(batch.items()):
         merchant = destinations[event.merchant_id]
         target = event.url or merchant["webhook_url"]
@@ -235,7 +237,7 @@ async def _write_batch(
             skipped[event_id] = (target, reason, text)
         rows.append(f"(:id{i}, :m{i}, :type{i}, :key{i}, :url{i}, :secret{i}, :body{i}, :ts, :req{i}, :status{i},"
                     f" 0, :next{i}, :error{i}, :ts, :ts)")
-        values.update({
+        params.update({
             f"id{i}": event_id, f"m{i}": event.merchant_id, f"type{i}": event.event_type,
             f"key{i}": event.logical_key, f"url{i}": event.url,
             # Only an override is copied; the merchant's own secret is read
@@ -249,7 +251,7 @@ async def _write_batch(
         " last_error, created_at, updated_at) VALUES " + ", ".join(rows)
         # An event enqueued before (a re-emission, a concurrent twin) keeps its row: same event, one row.
         + " ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
-        values,
+        params,
     )}
     already = [event_id for event_id in batch if event_id not in inserted]
     if already:
@@ -267,7 +269,8 @@ async def _log_never_sent(gateway: "Gateway", skipped: dict[str, tuple[str | Non
     """Once per event, never with the secret: tells the operator why nothing arrives."""
     if not skipped:
         return
-    rows, values = [], {"ts": now}
+    rows: list[str] = []
+    values: dict[str, Any] = {"ts": now}
     for i, (event_id, (target, reason, text)) in enumerate(skipped.items()):
         event = batch[event_id]
         log.warning("webhook %s (%s) for merchant %s %s", event_id, event.event_type, event.merchant_id, reason)
