@@ -24,6 +24,7 @@ log = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
 SYNC_SECONDS = 0.5
+STALE_SECONDS = 2 * SYNC_SECONDS
 
 
 @dataclass(frozen=True)
@@ -85,9 +86,11 @@ class SyncedRateLimiter:
         self._known: dict[str, int] = {}  # global count at this process's last sync
         self._pending: dict[str, int] = {}  # admitted here since then
         self._share: dict[str, int] = {}  # still admissible here before the next sync
+        self._synced_at: dict[str, float] = {}  # monotonic time of the last sync that carried the bucket
+        self._wanted: set[str] = set()  # buckets to read back on the next sync
+        self._mono = time.monotonic
         self._nodes = 1
         self._sync: asyncio.Task | None = None
-        self._sync_window = 0
         self._last_cleanup = 0
 
     def _roll(self, start: int) -> None:
@@ -96,6 +99,8 @@ class SyncedRateLimiter:
             self._known.clear()
             self._pending.clear()
             self._share.clear()
+            self._synced_at.clear()
+            self._wanted.clear()
 
     def _grant(self, bucket: str, limit: int) -> int:
         remaining = limit - self._known.get(bucket, 0) - self._pending.get(bucket, 0)
@@ -104,14 +109,18 @@ class SyncedRateLimiter:
     async def hit(self, bucket: str, limit: int) -> Decision:
         start, retry_after = _window(self._clock())
         self._roll(start)
-        for _ in range(2):
-            # A share is granted only from fresh counts: a sync that carried this bucket removed the old one.
-            if bucket not in self._share:
+        for _ in range(4):
+            if self._mono() - self._synced_at.get(bucket, float("-inf")) > STALE_SECONDS:
+                # Counts older than two syncs (a bucket idle here, perhaps busy elsewhere): ask first.
+                self._share.pop(bucket, None)
+            elif bucket not in self._share:  # granted only from fresh counts
                 self._share[bucket] = self._grant(bucket, limit)
-            used = self._known.get(bucket, 0) + self._pending.get(bucket, 0)
-            if self._share[bucket] > 0 or used >= limit:
-                break
-            await self.sync()  # our share is spent, the budget may not be: ask
+            if bucket in self._share:
+                used = self._known.get(bucket, 0) + self._pending.get(bucket, 0)
+                if self._share[bucket] > 0 or used >= limit:
+                    break
+            self._wanted.add(bucket)  # our share is spent (the budget may not be), or counts are stale
+            await self.sync()
             self._roll(start)
         used = self._known.get(bucket, 0) + self._pending.get(bucket, 0)
         if self._share.get(bucket, 0) <= 0 or used >= limit:
@@ -129,23 +138,29 @@ class SyncedRateLimiter:
     async def _push(self) -> None:
         start = self._window_start
         pending, self._pending = self._pending, {}
-        buckets = list(pending)
+        wanted, self._wanted = self._wanted, set()
+        buckets = list(pending.keys() | wanted)
+        if not buckets:
+            return
         try:
-            rows = await self._side.fetch(_SYNC_SQL, buckets, [pending[b] for b in buckets], start, self._node,
-                                          int(self._wall()), int(self._wall()) - self.NODE_ALIVE_SECONDS)
+            rows = await self._side.fetch(_SYNC_SQL, buckets, [pending.get(b, 0) for b in buckets], start,
+                                          self._node, int(self._wall()), int(self._wall()) - self.NODE_ALIVE_SECONDS)
         except Exception as exc:  # noqa: BLE001 - keep counting locally; retried next sync
             log.warning("rate-limit sync failed, counting locally: %s", exc)
             if start == self._window_start:
                 for bucket, hits in pending.items():
                     self._pending[bucket] = self._pending.get(bucket, 0) + hits
-            for bucket in pending:
-                self._share[bucket] = WINDOW_SECONDS * 1000  # the local count alone decides until it works
+                for bucket in buckets:  # the local count alone decides until a sync works
+                    self._share[bucket] = 1 << 30
+                    self._synced_at[bucket] = self._mono()
             return
         if start != self._window_start:
             return  # the window ended while we were away; its counts no longer matter
+        synced = self._mono()
         for row in rows:
             self._nodes = max(1, int(row["nodes"]))
             self._known[row["bucket"]] = int(row["hits"])
+            self._synced_at[row["bucket"]] = synced
             self._share.pop(row["bucket"], None)  # granted afresh on the next hit
         if start - self._last_cleanup >= 10 * WINDOW_SECONDS:
             self._last_cleanup = start
@@ -160,7 +175,7 @@ class SyncedRateLimiter:
         """Sync every ``SYNC_SECONDS`` while anything is pending (a task of the app's lifetime)."""
         while True:
             await asyncio.sleep(SYNC_SECONDS)
-            if self._pending:
+            if self._pending or self._wanted:
                 await self.sync()
 
 
