@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from http import HTTPStatus
 from typing import Any
 
@@ -90,14 +91,19 @@ class GatewayAppRunner(web.AppRunner):
         return server
 
 
-def run(app: web.Application, host: str, port: int, **runner_kwargs: Any) -> None:
-    """Serve ``app`` until SIGINT/SIGTERM (what ``web.run_app`` does, with ``GatewayAppRunner``)."""
+def run(app: web.Application, host: str, port: int, *, sock: socket.socket | None = None, **runner_kwargs: Any) -> None:
+    """Serve ``app`` until SIGINT/SIGTERM (what ``web.run_app`` does, with ``GatewayAppRunner``).
+
+    With ``sock`` (a listening socket a supervisor bound before forking,
+    web/workers.py) the app serves on it instead of binding ``host:port``.
+    """
 
     async def serve() -> None:
         runner = GatewayAppRunner(app, handle_signals=True, **runner_kwargs)
         await runner.setup()
         try:
-            await web.TCPSite(runner, host, port).start()
+            site = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
+            await site.start()
             await asyncio.Event().wait()
         finally:
             await runner.cleanup()
