@@ -38,7 +38,8 @@ def asyncpg_target(url: str) -> tuple[str, dict[str, str]]:
     parts = urlsplit(url)
     scheme = parts.scheme.split("+", 1)[0]
     pairs = parse_qsl(parts.query, keep_blank_values=True)
-    settings = {"search_path": v for k, v in pairs if k == "schema"}
+    schema = next((v for k, v in pairs if k == "schema"), None)
+    settings = {"search_path": schema} if schema else {}
     query = urlencode([(k, v) for k, v in pairs if k not in _POOL_OPTIONS])
     return urlunsplit(parts._replace(scheme=scheme, query=query)), settings
 

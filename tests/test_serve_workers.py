@@ -42,6 +42,14 @@ def _children(pid: int) -> set[int]:
     return {int(p) for p in out.split()}
 
 
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
 async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path):
     port = _free_port()
     if not db_url.startswith("postgres"):
@@ -68,8 +76,7 @@ async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path
         assert {int(w) for w in seen} == workers
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=SERVE_TIMEOUT) == 0
-        for pid in workers:
-            assert not os.path.exists(f"/proc/{pid}") or "zombie" in open(f"/proc/{pid}/status").read().lower()
+        assert not _children(proc.pid) and not any(_running(pid) for pid in workers)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

@@ -60,7 +60,7 @@ def _worker(make_app: Callable[[], web.Application], sock: socket.socket, develo
             app.on_response_prepare.append(worker_header)
         run(app, "", 0, sock=sock, **runner_kwargs)
         return 0
-    except BaseException:  # noqa: BLE001 - the supervisor learns it from the exit status
+    except BaseException:  # the supervisor learns it from the exit status
         log.exception("worker %d failed", os.getpid())
         return 1
 
