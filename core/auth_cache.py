@@ -9,7 +9,10 @@ Revoking or rotating a key, disabling an account or bumping its
 ``token_version`` must take effect at once in every process (SPEC 4.9, no
 propagation window), so:
 
-* the process that makes the change empties its own cache (``invalidate``);
+* the process that makes the change empties its own cache and waits until
+  every other live process has acknowledged it (``changed``,
+  core/auth_fanout.py), so the change is in force everywhere before the
+  client hears it is done;
 * on PostgreSQL, triggers on ``merchants``, ``api_keys`` and
   ``api_key_secrets`` (migration m0010) NOTIFY ``orbchain_auth`` in the
   changing transaction, whoever runs it, and every process's side connection
@@ -103,7 +106,19 @@ def auth_cache(gateway: "Gateway") -> AuthCache:
 
 
 def invalidate(gateway: "Gateway") -> None:
-    """Call after committing a change to a key or an account's enabled/token_version."""
+    """Empty this process's cache (only; see ``changed`` for every process)."""
     cache = gateway.services.get("auth_cache")
     if cache is not None:
         cache.invalidate()
+
+
+async def changed(gateway: "Gateway") -> None:
+    """Call after committing a change to a key or an account's enabled/token_version, before answering.
+
+    Returns once no process will serve the old state from its cache
+    (core/auth_fanout.py on PostgreSQL; at once on SQLite).
+    """
+    invalidate(gateway)
+    fanout = gateway.services.get("auth_fanout")
+    if fanout is not None:
+        await fanout.propagate()

@@ -5,8 +5,12 @@ session that stays open for the life of the process, and a pooled connection
 is handed to requests. The rate limiter's batched sync and a heartbeat ride
 on the same session, so neither takes a pool connection from a request.
 
+Each process is a *node*: the heartbeat (every second) upserts its row in
+``gateway_nodes``, so others can tell which processes are alive (the rate
+limiter's share, core/auth_fanout.py's acknowledgements).
+
 ``healthy()`` is true only while the session is LISTENing and its last round
-trip (a heartbeat every second) succeeded recently. PostgreSQL delivers a
+trip (the heartbeat) succeeded recently. PostgreSQL delivers a
 notification committed before a query was sent ahead of that query's reply,
 so a recent heartbeat proves nothing sent to the channel before it was lost.
 Callers that cache on the strength of notifications (core/auth_cache.py)
@@ -18,6 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import secrets
+import socket
 import time
 from typing import Any, Callable
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -44,11 +51,17 @@ def asyncpg_target(url: str) -> tuple[str, dict[str, str]]:
     return urlunsplit(parts._replace(scheme=scheme, query=query)), settings
 
 
+_BEAT_SQL = ("INSERT INTO gateway_nodes (node, seen) VALUES ($1, $2)"
+             " ON CONFLICT (node) DO UPDATE SET seen = EXCLUDED.seen")
+
+
 class SideConnection:
     """A self-healing session that LISTENs on ``channel`` and runs serialised side queries."""
 
-    def __init__(self, url: str, channel: str, on_notify: Callable[[], None], on_reset: Callable[[], None],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, url: str, channel: str, on_notify: Callable[[str], None], on_reset: Callable[[], None],
+                 clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time) -> None:
+        self.node = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._wall = wall
         self._dsn, self._settings = asyncpg_target(url)
         self._channel = channel
         self._on_notify = on_notify
@@ -73,7 +86,15 @@ class SideConnection:
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+        try:  # leave at once rather than be waited for until the row goes stale
+            await self.fetch("DELETE FROM gateway_nodes WHERE node = $1", self.node)
+        except Exception as exc:  # noqa: BLE001 - the row goes stale by itself
+            log.info("could not remove node row: %s", exc)
         await self._drop()
+
+    async def beat(self) -> None:
+        """Record this process as alive (and prove the session answers)."""
+        await self.fetch(_BEAT_SQL, self.node, int(self._wall()))
 
     async def fetch(self, query: str, *args: Any) -> list[Any]:
         """Run one statement on the side session; a failure drops the session (it reconnects)."""
@@ -93,13 +114,14 @@ class SideConnection:
         conn = await asyncpg.connect(self._dsn, server_settings=self._settings or None)
         conn.add_termination_listener(lambda _conn: asyncio.get_running_loop().create_task(self._lost()))
         await conn.add_listener(self._channel, self._notified)
+        await conn.execute(_BEAT_SQL, self.node, int(self._wall()))
         self._conn = conn
         # Anything sent while no session listened is unknown: start from nothing.
         self._on_reset()
         self._last_ok = self._clock()
 
-    def _notified(self, *_args: Any) -> None:
-        self._on_notify()
+    def _notified(self, _conn: Any, _pid: int, _channel: str, payload: str) -> None:
+        self._on_notify(payload)
 
     async def _lost(self) -> None:
         if self._conn is None:
@@ -121,7 +143,7 @@ class SideConnection:
                     await self._connect()
                     log.info("side connection to PostgreSQL restored")
                 else:
-                    await self.fetch("SELECT 1")
+                    await self.beat()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ConnectionError) as exc:
                 log.warning("side connection to PostgreSQL down: %s", exc)
                 await self._drop()

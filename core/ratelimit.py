@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
-import secrets
-import socket
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
@@ -25,6 +22,7 @@ log = logging.getLogger(__name__)
 WINDOW_SECONDS = 60
 SYNC_SECONDS = 0.5
 STALE_SECONDS = 2 * SYNC_SECONDS
+NODE_ALIVE_SECONDS = 5  # a process whose heartbeat (core/pg_side.py) is older is gone
 
 
 @dataclass(frozen=True)
@@ -67,21 +65,18 @@ class SyncedRateLimiter:
 
     No request writes to the database. Between syncs a process admits at
     most its share of a bucket's remaining budget as of its last sync,
-    ``ceil((limit - global) / N)`` for N live processes (``rate_limit_nodes``);
+    ``ceil((limit - global) / N)`` for N live processes (``gateway_nodes``);
     when that share is spent and the budget may not be, the request waits for
     a sync (one in flight, shared by every waiting request) instead of being
     refused. Over-admission is bounded: see docs/decisions.md, "Rate limits
     across processes". One process alone counts exactly.
     """
 
-    NODE_ALIVE_SECONDS = 5
-
     def __init__(self, side: Any, clock: Callable[[], float] = time.time,
                  wall: Callable[[], float] = time.time) -> None:
         self._side = side  # core/pg_side.SideConnection
         self._clock = clock
         self._wall = wall
-        self._node = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._window_start = 0
         self._known: dict[str, int] = {}  # global count at this process's last sync
         self._pending: dict[str, int] = {}  # admitted here since then
@@ -144,7 +139,7 @@ class SyncedRateLimiter:
             return
         try:
             rows = await self._side.fetch(_SYNC_SQL, buckets, [pending.get(b, 0) for b in buckets], start,
-                                          self._node, int(self._wall()), int(self._wall()) - self.NODE_ALIVE_SECONDS)
+                                          int(self._wall()) - NODE_ALIVE_SECONDS)
         except Exception as exc:  # noqa: BLE001 - keep counting locally; retried next sync
             log.warning("rate-limit sync failed, counting locally: %s", exc)
             if start == self._window_start:
@@ -166,7 +161,7 @@ class SyncedRateLimiter:
             self._last_cleanup = start
             try:
                 await self._side.fetch("DELETE FROM rate_limit_hits WHERE window_start < $1", start - WINDOW_SECONDS)
-                await self._side.fetch("DELETE FROM rate_limit_nodes WHERE seen < $1",
+                await self._side.fetch("DELETE FROM gateway_nodes WHERE seen < $1",
                                        int(self._wall()) - 10 * WINDOW_SECONDS)
             except Exception as exc:  # noqa: BLE001 - old rows only cost space; next time
                 log.warning("rate-limit cleanup failed: %s", exc)
@@ -185,10 +180,8 @@ WITH up AS (
     SELECT b, $3, d FROM unnest($1::text[], $2::int[]) AS t(b, d)
     ON CONFLICT (bucket, window_start) DO UPDATE SET hits = rate_limit_hits.hits + EXCLUDED.hits
     RETURNING bucket, hits
-), node AS (
-    INSERT INTO rate_limit_nodes (node, seen) VALUES ($4, $5) ON CONFLICT (node) DO UPDATE SET seen = EXCLUDED.seen
 )
-SELECT bucket, hits, 1 + (SELECT count(*) FROM rate_limit_nodes WHERE seen >= $6 AND node <> $4) AS nodes FROM up
+SELECT bucket, hits, (SELECT count(*) FROM gateway_nodes WHERE seen >= $4) AS nodes FROM up
 """
 
 

@@ -1,4 +1,4 @@
-"""PostgreSQL only: tell every process when credentials change, and who counts rate limits.
+"""PostgreSQL only: tell every process when credentials change, and which processes are alive.
 
 Processes cache authenticated keys and dashboard-token checks
 (core/auth_cache.py). These triggers NOTIFY ``orbchain_auth`` in the very
@@ -7,9 +7,10 @@ transaction that changes a key, a rotated-out secret, or an account's
 operator in psql), so every process drops its cache when it commits.
 ``last_used_at`` touches are left out: they change nothing about access.
 
-``rate_limit_nodes`` lists the processes that sync rate-limit counts
-(core/ratelimit.py), so each can take its share of a bucket's remaining
-budget between syncs.
+``gateway_nodes`` lists the live processes (a heartbeat a second,
+core/pg_side.py): the rate limiter divides a bucket's remaining budget among
+them between syncs (core/ratelimit.py), and a credential change waits until
+each has acknowledged it in ``auth_acks`` (core/auth_fanout.py).
 
 SQLite deployments are one process: invalidation there is in process and
 counts stay in memory, so nothing is created.
@@ -40,8 +41,14 @@ def up(dialect: str) -> list[str]:
         "CREATE TRIGGER api_keys_auth_deleted AFTER DELETE ON api_keys FOR EACH STATEMENT " + run,
         "CREATE TRIGGER api_key_secrets_auth_changed AFTER UPDATE OR DELETE ON api_key_secrets FOR EACH STATEMENT "
         + run,
-        """CREATE TABLE rate_limit_nodes (
+        """CREATE TABLE gateway_nodes (
             node TEXT PRIMARY KEY,
             seen {ts} NOT NULL
+        )""",
+        """CREATE TABLE auth_acks (
+            token TEXT NOT NULL,
+            node TEXT NOT NULL,
+            at {ts} NOT NULL,
+            PRIMARY KEY (token, node)
         )""",
     ]

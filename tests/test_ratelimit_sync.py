@@ -32,7 +32,7 @@ async def _admitted(limiter, bucket: str, count: int) -> int:
 async def _running_pair(url: str, clock: Clock):
     """Two limiters as two processes would run them, each syncing every SYNC_SECONDS; and the statements sent."""
     statements: list[str] = []
-    sides = [SideConnection(url, "orbchain_test_rl", lambda: None, lambda: None) for _ in range(2)]
+    sides = [SideConnection(url, "orbchain_test_rl", lambda _payload: None, lambda: None) for _ in range(2)]
     for side in sides:
         await side.start()
         original = side.fetch
@@ -82,7 +82,7 @@ async def test_two_processes_share_a_bucket_within_the_stated_bound(gateway, db_
 async def test_one_process_counts_exactly(gateway, db_url):
     clock = Clock()
     if gateway.db.is_postgres:
-        side = SideConnection(db_url, "orbchain_test_rl", lambda: None, lambda: None)
+        side = SideConnection(db_url, "orbchain_test_rl", lambda _payload: None, lambda: None)
         await side.start()
         limiter = SyncedRateLimiter(side, clock)
     else:

@@ -71,7 +71,7 @@ async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path
                         seen.add(response.headers["X-Worker"])
                 except aiohttp.ClientConnectionError:
                     await asyncio.sleep(0.2)  # still starting
-        assert len(seen) == 2, proc.stdout.read1() if proc.poll() is not None else seen
+        assert len(seen) == 2, proc.stdout.read().decode()[-3000:] if proc.poll() is not None else seen
         workers = _children(proc.pid)
         assert {int(w) for w in seen} == workers
         proc.send_signal(signal.SIGTERM)
