@@ -81,3 +81,12 @@ async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+async def test_a_first_worker_that_cannot_start_stops_the_set(db_url, tmp_path):
+    if not db_url.startswith("postgres"):
+        return  # SQLite never forks (above)
+    unreachable = "postgresql://postgres@127.0.0.1:1/none"
+    proc = _serve(unreachable, tmp_path, _free_port(), 2)
+    out, _ = proc.communicate(timeout=SERVE_TIMEOUT)
+    assert proc.returncode == 1 and b"the first worker failed to start" in out

@@ -19,7 +19,7 @@ import asyncio
 import logging
 import socket
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Callable
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -91,11 +91,13 @@ class GatewayAppRunner(web.AppRunner):
         return server
 
 
-def run(app: web.Application, host: str, port: int, *, sock: socket.socket | None = None, **runner_kwargs: Any) -> None:
+def run(app: web.Application, host: str, port: int, *, sock: socket.socket | None = None,
+        ready: Callable[[], None] | None = None, **runner_kwargs: Any) -> None:
     """Serve ``app`` until SIGINT/SIGTERM (what ``web.run_app`` does, with ``GatewayAppRunner``).
 
     With ``sock`` (a listening socket a supervisor bound before forking,
-    web/workers.py) the app serves on it instead of binding ``host:port``.
+    web/workers.py) the app serves on it instead of binding ``host:port``;
+    ``ready`` is called once the app has started and accepts requests.
     """
 
     async def serve() -> None:
@@ -104,6 +106,8 @@ def run(app: web.Application, host: str, port: int, *, sock: socket.socket | Non
         try:
             site = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
             await site.start()
+            if ready is not None:
+                ready()
             await asyncio.Event().wait()
         finally:
             await runner.cleanup()
