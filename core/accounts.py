@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 import asyncpg
 
 from . import auth, lockout
+from .auth_cache import changed as auth_changed
 from .db import Database, Row
 from .errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
 from .netguard import UnsafeUrl, check_public_url
@@ -240,6 +241,7 @@ async def change_password(gateway: Gateway, merchant_id: str, current: str, new:
             " WHERE id = :id RETURNING token_version",
             {"pw": new_hash, "now": gateway.now(), "id": merchant_id},
         )
+    await auth_changed(gateway)  # older tokens die in every process at once (core/auth_cache.py)
     log.info("merchant %s changed password", merchant_id)
     return auth.issue_dashboard_token(gateway.require_secrets().jwt_secret, merchant_id, int(version), gateway.now())
 
@@ -252,6 +254,7 @@ async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> st
         " last_used_at = NULL WHERE id = :id AND merchant_id = :m",
         {"h": issued.key_hash, "p": issued.prefix, "id": legacy_key_id(kind, merchant_id), "m": merchant_id},
     )
+    await auth_changed(gateway)
     log.info("merchant %s rotated its %s key", merchant_id, kind)
     return issued.plaintext
 

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 
 from . import auth
 from .accounts import _insert_key, _json, check_webhook_url, new_webhook_secret
+from .auth_cache import changed
 from .db import Database, Row
 from .errors import InvalidRequest, NotFound, ValidationError
 from .gateway import Gateway
@@ -140,6 +141,7 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
         await db.execute("UPDATE api_keys SET revoked_at = :now WHERE id = :id", {"now": now, "id": key_id})
         # revoked_at already refuses every rotated-out secret; drop them too.
         await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id", {"id": key_id})
+    await changed(gateway)
     log.info("merchant %s revoked API key %s", merchant_id, key_id)
     return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
 
@@ -166,6 +168,7 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
         )
         await db.execute("UPDATE api_keys SET key_hash = :h, prefix = :p WHERE id = :id",
                          {"h": issued.key_hash, "p": issued.prefix, "id": key_id})
+    await changed(gateway)
     log.info("merchant %s rotated API key %s", merchant_id, key_id)
     return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,
             "previous_valid_until": valid_until}

@@ -157,15 +157,30 @@ class KeyMatch:
 _KEY_SELECT = "SELECT k.*, m.enabled AS merchant_enabled FROM api_keys k JOIN merchants m ON m.id = k.merchant_id"
 
 
-async def find_api_key(db: Database, plaintext: str) -> KeyMatch | None:
+async def find_api_key(db: Database, plaintext: str, cache: Any = None) -> KeyMatch | None:
     """Look a presented key up by its hash: the current secret, else a rotated-out one.
 
     Every rotated-out secret has its own row in ``api_key_secrets`` with its
     own grace expiry, so one key can have several secrets in grace at once.
+    With ``cache`` (core/auth_cache.AuthCache) a found key is remembered by
+    its hash; whether it may be used now (``key_problem``) is still decided
+    per request, so expiry and grace ends need no invalidation.
     """
     if not plaintext or len(plaintext) > 200:
         return None
     digest = hash_api_key(plaintext)
+    if cache is None:
+        return await _find_by_digest(db, digest)
+    match = cache.key(digest)
+    if match is None:
+        generation = cache.generation
+        match = await _find_by_digest(db, digest)
+        if match is not None:
+            cache.put_key(digest, match, generation)
+    return match
+
+
+async def _find_by_digest(db: Database, digest: str) -> KeyMatch | None:
     row = await db.fetch_one(_KEY_SELECT + " WHERE k.key_hash = :h", {"h": digest})
     if row is not None:
         return KeyMatch(row, False)

@@ -24,7 +24,7 @@ from ..core.gateway import Gateway, build_gateway
 from ..core.migrate import migrate, pending
 from ..core.netguard import outbound_session
 from ..core.plugins import call_collect, call_event
-from ..core.ratelimit import limiter_for
+from ..core.coordination import coordination
 from ..core.registries import RouteRegistry, StartupError
 from ..core.secrets import load_secrets
 from ..scheduler.runner import JobScheduler
@@ -59,10 +59,9 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
     if gateway.secrets is None:
         gateway.secrets = load_secrets(gateway.config)
-    gateway.services["rate_limiter"] = limiter_for(gateway.db, lambda: gateway.clock())
     webhooks = gateway.config.webhooks
-    async with outbound_session(allow_private=webhooks.allow_private_urls,
-                                timeout_seconds=webhooks.timeout_seconds) as http:
+    async with coordination(gateway), outbound_session(allow_private=webhooks.allow_private_urls,
+                                                       timeout_seconds=webhooks.timeout_seconds) as http:
         gateway.services["http"] = http
         yield
         gateway.services.pop("http", None)

@@ -27,6 +27,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ..core import auth
+from ..core.auth_cache import auth_cache
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
 from .keys import GATEWAY, PRINCIPAL, RATE_KIND
@@ -100,10 +101,22 @@ def _disabled() -> ApiError:
     return Forbidden("account disabled", code="merchant_disabled")
 
 
+async def _merchant_state(gateway: Gateway, merchant_id: str) -> Any:
+    """``enabled`` and ``token_version`` of a merchant, from the auth cache when it holds them."""
+    cache = auth_cache(gateway)
+    row = cache.merchant(merchant_id)
+    if row is None:
+        generation = cache.generation
+        row = await gateway.db.fetch_one("SELECT enabled, token_version FROM merchants WHERE id = :id",
+                                         {"id": merchant_id})
+        if row is not None:
+            cache.put_merchant(merchant_id, row, generation)
+    return row
+
+
 async def _from_jwt(gateway: Gateway, token: str) -> Principal:
     claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
-    row = await gateway.db.fetch_one("SELECT enabled, token_version FROM merchants WHERE id = :id",
-                                     {"id": claims["sub"]})
+    row = await _merchant_state(gateway, claims["sub"])
     if row is None or int(row["token_version"]) != claims.get("tv", 0):
         raise Unauthorized("invalid token")
     if not row["enabled"]:
@@ -137,7 +150,7 @@ async def _from_key(request: web.Request, spec: AuthSpec) -> Principal | None:
         value = request.headers.get(header, "").strip()
         if not value:
             continue
-        match = await auth.find_api_key(gateway.db, value)
+        match = await auth.find_api_key(gateway.db, value, auth_cache(gateway))
         if match is None:
             raise Unauthorized("invalid API key")
         row = match.row
@@ -167,7 +180,9 @@ async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -
         via, scopes = f"{row['kind']}_key", auth.LEGACY_SCOPES[row["kind"]]
     else:
         via, scopes = "scoped_key", frozenset(json.loads(row["scopes"] or "[]"))
-    await auth.touch_api_key(gateway.db, row["id"], row["last_used_at"], gateway.now())
+    now = gateway.now()
+    if auth_cache(gateway).should_touch(row["id"], row["last_used_at"], now):
+        await auth.touch_api_key(gateway.db, row["id"], None, now)
     return Principal(
         merchant_id=row["merchant_id"],
         via=via,

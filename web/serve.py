@@ -14,16 +14,28 @@ import logging
 from ..core.cli import config_from_args
 from .app import create_app
 from .server import run
+from .workers import serve_workers
 
 log = logging.getLogger("orbchain")
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     config = config_from_args(args)
-    app = create_app(config)
-    log.info("Orbchain serving on http://%s:%d (%s, database %s)", config.server.host, config.server.port,
-             config.server.environment, config.database_url.split(":", 1)[0])
-    run(app, config.server.host, config.server.port, access_log=None)
+    workers = getattr(args, "workers", None) or 1
+    database = config.database_url.split(":", 1)[0]
+    if workers < 1:
+        log.error("--workers must be at least 1")
+        return 2
+    if workers > 1 and not database.startswith("postgres"):
+        log.error("--workers %d needs PostgreSQL: a SQLite gateway is one process (its rate limits and caches"
+                  " live in memory)", workers)
+        return 2
+    log.info("Orbchain serving on http://%s:%d (%s, database %s, %d worker%s)", config.server.host,
+             config.server.port, config.server.environment, database, workers, "s" if workers > 1 else "")
+    if workers > 1:
+        return serve_workers(lambda: create_app(config), config.server.host, config.server.port, workers,
+                             development=config.is_development, access_log=None)
+    run(create_app(config), config.server.host, config.server.port, access_log=None)
     return 0
 
 
@@ -31,4 +43,6 @@ def add_serve_command(sub: "argparse._SubParsersAction[argparse.ArgumentParser]"
     serve = sub.add_parser("serve", help="run the HTTP server, scheduler and chain watchers")
     serve.add_argument("--host", help="listen address (default 127.0.0.1; env ORBCHAIN_HOST)")
     serve.add_argument("--port", type=int, help="listen port (default 8080; env ORBCHAIN_PORT)")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="processes sharing the port (default 1; more than 1 needs PostgreSQL)")
     serve.set_defaults(func=cmd_serve)

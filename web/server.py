@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Callable
 
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
@@ -90,14 +91,23 @@ class GatewayAppRunner(web.AppRunner):
         return server
 
 
-def run(app: web.Application, host: str, port: int, **runner_kwargs: Any) -> None:
-    """Serve ``app`` until SIGINT/SIGTERM (what ``web.run_app`` does, with ``GatewayAppRunner``)."""
+def run(app: web.Application, host: str, port: int, *, sock: socket.socket | None = None,
+        ready: Callable[[], None] | None = None, **runner_kwargs: Any) -> None:
+    """Serve ``app`` until SIGINT/SIGTERM (what ``web.run_app`` does, with ``GatewayAppRunner``).
+
+    With ``sock`` (a listening socket a supervisor bound before forking,
+    web/workers.py) the app serves on it instead of binding ``host:port``;
+    ``ready`` is called once the app has started and accepts requests.
+    """
 
     async def serve() -> None:
         runner = GatewayAppRunner(app, handle_signals=True, **runner_kwargs)
         await runner.setup()
         try:
-            await web.TCPSite(runner, host, port).start()
+            site = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
+            await site.start()
+            if ready is not None:
+                ready()
             await asyncio.Event().wait()
         finally:
             await runner.cleanup()

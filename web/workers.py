@@ -1,0 +1,130 @@
+"""``orbchain serve --workers N``: N full gateway processes on one port.
+
+The supervisor binds N listening sockets to the port with SO_REUSEPORT (so
+a busy port fails before anything starts), then forks N workers that each
+build their own app (database pool, side connection, scheduler) after the
+fork and accept on their own socket; the kernel spreads new connections
+evenly among them (one shared socket would wake them all and usually hand
+every connection to the same one). The first worker is started alone and the rest only once it
+serves: in development it applies migrations, and N processes creating the
+bookkeeping tables at once would collide. Nothing with threads or an event loop exists in the supervisor
+before it forks. Jobs still run once: each worker's scheduler competes for
+the same PostgreSQL advisory locks as separate ``orbchain serve`` processes
+do. SQLite is refused (one writer process by design, docs/decisions.md).
+
+SIGTERM or SIGINT to the supervisor stops every worker gracefully; if a
+worker dies on its own the supervisor stops the others and exits non-zero,
+so the service manager restarts the whole set.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+from typing import Any, Callable
+
+from aiohttp import web
+
+from .server import run
+
+log = logging.getLogger("orbchain")
+
+WORKER_HEADER = "X-Worker"
+
+
+async def worker_header(request: web.Request, response: web.StreamResponse) -> None:
+    """Development only: which worker answered (tests and benchmarks check the spread)."""
+    response.headers[WORKER_HEADER] = str(os.getpid())
+
+
+def serve_workers(make_app: Callable[[], web.Application], host: str, port: int, workers: int,
+                  development: bool = False, **runner_kwargs: Any) -> int:
+    """Fork ``workers`` processes serving ``make_app()`` on one socket; returns the exit status."""
+    first = socket.create_server((host, port), backlog=1024, reuse_port=True)
+    bound_port = first.getsockname()[1]
+    socks = [first] + [socket.create_server((host, bound_port), backlog=1024, reuse_port=True)
+                       for _ in range(workers - 1)]
+    children: list[int] = []
+    for index, sock in enumerate(socks):
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child (covered by the subprocess test)
+            os.close(read_end)
+            for other in socks:
+                if other is not sock:
+                    other.close()
+            os._exit(_worker(make_app, sock, development, runner_kwargs, write_end))
+        os.close(write_end)
+        children.append(pid)
+        if index == 0 and not os.read(read_end, 1):
+            # The first worker migrates (development) and creates what the others would race to create.
+            os.close(read_end)
+            log.error("the first worker failed to start; not starting the others")
+            os.waitpid(pid, 0)
+            for other in socks:
+                other.close()
+            return 1
+        os.close(read_end)
+    for sock in socks:
+        sock.close()
+    log.info("Orbchain supervisor %d started %d workers: %s", os.getpid(), workers, ", ".join(map(str, children)))
+    return _supervise(children)
+
+
+def _worker(make_app: Callable[[], web.Application], sock: socket.socket, development: bool,
+            runner_kwargs: dict[str, Any], ready_fd: int) -> int:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    def ready() -> None:
+        try:
+            os.write(ready_fd, b"1")
+        except BrokenPipeError:
+            pass  # only the first worker is waited for
+        os.close(ready_fd)
+
+    try:
+        app = make_app()
+        if development:
+            app.on_response_prepare.append(worker_header)
+        run(app, "", 0, sock=sock, ready=ready, **runner_kwargs)
+        return 0
+    except BaseException:  # the supervisor learns it from the exit status
+        log.exception("worker %d failed", os.getpid())
+        return 1
+
+
+def _supervise(children: list[int]) -> int:
+    alive = set(children)
+    stopping = False
+
+    def stop(signum: int, _frame: Any) -> None:
+        nonlocal stopping
+        if not stopping:
+            stopping = True
+            _signal_all(alive, signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    status = 0
+    while alive:
+        try:
+            pid, code = os.wait()
+        except ChildProcessError:
+            break
+        alive.discard(pid)
+        if not stopping:
+            log.error("worker %d exited (status %d); stopping the others", pid, code)
+            stopping, status = True, 1
+            _signal_all(alive, signal.SIGTERM)
+    return status
+
+
+def _signal_all(pids: set[int], signum: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
