@@ -127,3 +127,20 @@ def test_the_scan_sees_function_local_relative_imports(tmp_path):
     assert graph["orbchain.core.b"] == {"orbchain.core", "orbchain.core.a"}
     assert find_cycle(graph) == ["orbchain.core.a", "orbchain.core.b", "orbchain.core.a"]
     assert "orbchain.web.app" in imported_names(package / "b.py", with_type_checking=True, root=tmp_path)
+
+
+RECURSION_RAISERS = ("eth_account", "py_ecc")  # their import calls sys.setrecursionlimit(100000)
+GUARDED_IMPORT = ROOT / "chains" / "evm" / "eth_account_import.py"
+
+
+def test_eth_account_is_imported_only_through_the_recursion_limit_guard():
+    """Any other import of eth-account or py_ecc would leave the server with py_ecc's raised limit."""
+    offenders = []
+    for folder in ("core", "web", "chains", "plugins", "orbchain", "scheduler", "migrations"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if path == GUARDED_IMPORT:
+                continue
+            names = imported_names(path, with_type_checking=False)
+            if any(name == raiser or name.startswith(raiser + ".") for name in names for raiser in RECURSION_RAISERS):
+                offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from aiohttp import web
 
 from orbchain.core.errors import InsufficientBalance
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.web.envelope import envelope, read_json
+from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY, REQUEST_ID
+from orbchain.web.server import GatewayAppRunner
 from orbchain.web.validation import Field, coin_units, validate
 
 
@@ -157,3 +160,31 @@ async def test_reads_have_their_own_larger_limit(make_client, make_config):
     results = await asyncio.gather(*(client.get("/v1/common/currencies") for _ in range(6)))
     assert sorted(r.status for r in results) == [200] * 4 + [429] * 2
     assert (await client.get("/health")).status == 200  # health is never limited
+
+
+async def test_a_client_that_leaves_mid_body_costs_no_traceback(make_config, caplog):
+    """Content-Length promises more than arrives, then the socket closes: logged quietly, no ERROR.
+
+    Served like ``orbchain serve`` does (GatewayAppRunner), where the handler sees the reset.
+    """
+    caplog.set_level(logging.INFO)
+    runner = GatewayAppRunner(create_app(make_config(scheduler={"enabled": False})))
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST /dashboard/auth/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     b"Content-Length: 1000\r\n\r\n{\"email\": \"a")
+        await writer.drain()
+        writer.close()
+        await writer.wait_closed()
+        for _ in range(200):
+            if any("went away" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.01)
+        assert any("client went away during POST /dashboard/auth/login" in r.getMessage() for r in caplog.records)
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    finally:
+        await runner.cleanup()

@@ -82,6 +82,11 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
         err = ApiError(message)
         err.status, err.type = exc.status, kind
         return _render_error(request, err)
+    except ConnectionResetError:
+        # The client left before sending the body it announced: nobody reads an
+        # answer, and a traceback per dropped client would let anyone fill the log.
+        log.info("client went away during %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
+        return _render_error(request, ApiError("request body incomplete"))
     except Exception:  # the envelope must hide internals
         log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request.get(REQUEST_ID))
         err = ApiError("internal error")
