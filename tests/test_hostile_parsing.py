@@ -413,3 +413,14 @@ def test_number_and_text_bounds_in_a_parsed_body():
         json_body.parse('{"a":"\\b","b":["x","\\u001f"],"c":"\\t\\n\\r\\\\ \\/ \\u00e9"}')
     assert set(refused.value.detail) == {"a", "b[1]"}
     assert json_body.parse('{"n":[%s],"s":"1e999999"}' % ",".join(["1.5", "9" * 78, "-0.1"])) is not None
+
+
+async def test_an_object_with_the_same_key_twice_is_refused(env):
+    """A proxy keeping the first "amount" and json.loads keeping the last must never disagree about money."""
+    client, merchant = env
+    raw = b'{"currency": "BTC", "amount": "0.001", "amount": "1000"}'
+    response = await client.post("/v1/payment/white-label", data=raw,
+                                  headers={**merchant.merchant_key, "Content-Type": "application/json"})
+    body = await response.json()
+    assert response.status == 400 and body["error"]["detail"] == {"body": "has an object with the same key twice"}
+    assert int(await client.app[GATEWAY].db.fetch_val("SELECT COUNT(*) FROM payments")) == 0

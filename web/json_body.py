@@ -96,7 +96,7 @@ def parse(text: str) -> Any:
     if nested_deeper_than(bare, MAX_DEPTH, strings_removed=True):
         raise ValidationError({"body": f"is nested deeper than {MAX_DEPTH} levels"})
     try:
-        body = json.loads(text, parse_float=Decimal)
+        body = json.loads(text, parse_float=Decimal, object_pairs_hook=_object_without_twins)
     except ValueError:  # includes ints past Python's 4300-digit conversion limit
         raise ValidationError({"body": "is not valid JSON"}) from None
     strings, numbers = "\\" in text, _EXPONENT.search(bare) is not None
@@ -106,6 +106,19 @@ def parse(text: str) -> Any:
         if errors:
             raise ValidationError(errors)
     return body
+
+
+def _object_without_twins(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct.
+
+    ``{"amount": "1", "amount": "1000"}`` means one thing to a proxy or a
+    log reader that keeps the first and another to ``json.loads``, which
+    keeps the last: money requests must not be ambiguous, so twins are a 400.
+    """
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        raise ValidationError({"body": "has an object with the same key twice"})
+    return obj
 
 
 def _decimal_problem(value: Decimal, exact: bool) -> str | None:
