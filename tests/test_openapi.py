@@ -589,6 +589,14 @@ async def journey_schedules(c: CheckedClient, shop: Merchant, friend: Merchant) 
     await c.call("DELETE", f"/dashboard/payout-schedules/{sid}", shop.jwt, expect=200)
 
 
+async def journey_autowithdraw(c: CheckedClient, shop: Merchant) -> None:
+    """The auto-withdraw plugin's routes (SPEC 4.8)."""
+    rule = {"coin": "BTC", "threshold_native": "0.5", "destination": BTC_DEST}
+    await c.call("PUT", "/dashboard/settings/auto-withdraw", shop.jwt, json={"rules": [rule]}, expect=200)
+    await c.call("PUT", "/dashboard/settings/auto-withdraw", shop.jwt, json={"rules": [rule, rule]}, expect=400)
+    await c.call("GET", "/dashboard/settings/auto-withdraw", shop.jwt, expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -602,6 +610,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_transfers(checked, shop, friend)
     await journey_webhook_logs(checked, shop)
     await journey_schedules(checked, shop, friend)
+    await journey_autowithdraw(checked, shop)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}
