@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
+from . import ledger, payouts
 from .deposits import CREDITED
+from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -174,3 +176,60 @@ async def payout_statuses(gateway: "Gateway", payout_ids: Iterable[str]) -> dict
             f"SELECT id, status FROM payouts WHERE id IN ({', '.join(':' + n for n in names)})", names)
         found.update({r["id"]: r["status"] for r in rows})
     return found
+
+
+# -- balances and payouts for feature plugins (schedules, auto-withdraw) ------------------------
+
+
+class PayoutRecord(NamedTuple):
+    """A payout a plugin asked for: ``replay`` is True when its idempotency key already named one."""
+
+    id: str
+    track_id: str
+    status: str
+    amount: int
+    replay: bool
+
+
+# Plugin idempotency keys are "<namespace>:<rest>"; the core's own namespaces are refused
+# so a plugin's key never replays a merchant's API payout, batch item or refund.
+_CORE_KEY_NAMESPACES = frozenset({"key", "batch", "refund"})
+
+
+async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> int:
+    """The merchant's spendable balance of ``coin`` in base units (what a full-balance payout sends)."""
+    return max(0, await ledger.balance(gateway.db, merchant_available(merchant_id), coin))
+
+
+def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:
+    """``destination`` in canonical form, validated exactly like a payout's address.
+
+    Raises the payout errors: 400 validation (unknown coin), invalid_address or
+    burn_address; 503 payouts_not_configured when no chain here sends ``coin``.
+    """
+    route = payouts.payout_route(gateway, coin)
+    return payouts.check_destination(route, destination)
+
+
+async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, destination: str, amount: int,
+                         idempotency_key: str, description: str | None = None) -> PayoutRecord:
+    """Reserve and queue a payout through the standard pipeline (SPEC 4.3), once per key.
+
+    The same checks as ``POST /v1/payout`` (destination, minimum, balance,
+    backlog breaker) raise the same errors: 400 insufficient_balance,
+    invalid_address, 503 payout_backlog_too_large. ``idempotency_key`` must
+    carry the plugin's own namespace (``"sched:..."``); a second call with
+    the key returns the first payout with ``replay=True`` and moves nothing.
+    """
+    namespace = idempotency_key.split(":", 1)[0]
+    if ":" not in idempotency_key or not namespace or namespace in _CORE_KEY_NAMESPACES:
+        raise ValueError(f"plugin idempotency key needs its own namespace: {idempotency_key!r}")
+    route = payouts.payout_route(gateway, coin)
+    target = payouts.check_destination(route, destination)
+    units = payouts.payout_units(route.coin, route.coin.format(amount))
+    request = payouts.PayoutRequest(
+        route=route, destination=target, amount=units, description=description, idem_key=idempotency_key,
+        request_hash=payouts.fingerprint(coin=coin, destination=target, amount=units, description=description))
+    outcome = await payouts.create_payout(gateway, merchant_id, request)
+    row = outcome.row
+    return PayoutRecord(row["id"], row["track_id"], row["status"], gateway.db.to_int(row["amount"]), outcome.replay)

@@ -577,6 +577,26 @@ async def journey_webhook_logs(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", "/dashboard/webhook-logs", shop.jwt, params={"limit": "999"}, expect=400)
 
 
+async def journey_schedules(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    """The schedules plugin's routes (SPEC 4.11)."""
+    new = {"coin": "BTC", "destination": BTC_DEST, "min_amount": "0.001", "interval_sec": 86400}
+    _, body = await c.call("POST", "/dashboard/payout-schedules", shop.jwt, json=new, expect=200)
+    sid = body["data"]["id"]
+    await c.call("POST", "/dashboard/payout-schedules", shop.jwt, json={**new, "interval_sec": 60}, expect=400)
+    await c.call("GET", "/dashboard/payout-schedules", shop.jwt, expect=200)
+    await c.call("PATCH", f"/dashboard/payout-schedules/{sid}", shop.jwt, json={"enabled": False}, expect=200)
+    await c.call("PATCH", f"/dashboard/payout-schedules/{sid}", friend.jwt, json={"enabled": True}, expect=404)
+    await c.call("DELETE", f"/dashboard/payout-schedules/{sid}", shop.jwt, expect=200)
+
+
+async def journey_autowithdraw(c: CheckedClient, shop: Merchant) -> None:
+    """The auto-withdraw plugin's routes (SPEC 4.8)."""
+    rule = {"coin": "BTC", "threshold_native": "0.5", "destination": BTC_DEST}
+    await c.call("PUT", "/dashboard/settings/auto-withdraw", shop.jwt, json={"rules": [rule]}, expect=200)
+    await c.call("PUT", "/dashboard/settings/auto-withdraw", shop.jwt, json={"rules": [rule, rule]}, expect=400)
+    await c.call("GET", "/dashboard/settings/auto-withdraw", shop.jwt, expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -589,6 +609,8 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_payouts(checked, shop, devnet, payments)
     await journey_transfers(checked, shop, friend)
     await journey_webhook_logs(checked, shop)
+    await journey_schedules(checked, shop, friend)
+    await journey_autowithdraw(checked, shop)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

@@ -1,0 +1,40 @@
+"""Built-in feature plugin: auto-withdraw rules (SPEC 2.16, 4.8, 8).
+
+"When my ETH balance reaches 1, send it all to my cold wallet": rules live
+in this plugin's own tables, a job every 5 minutes requests the payouts
+through the core's payout service (``orbchain.core.services.request_payout``),
+so money moves only through the ledgered payout pipeline and the backlog
+breaker applies. Written as a third-party package would be: hooks only.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from . import openapi
+from .check import CHECK_SECONDS, JOB_NAME, run_autowithdraw
+from .routes import routes
+
+PLUGIN_NAME = "autowithdraw"
+MIGRATIONS_PACKAGE = "orbchain.plugins.autowithdraw.migrations"
+
+__all__ = ["PLUGIN_NAME", "run_autowithdraw"]
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_jobs(registry) -> None:
+    registry.add(JOB_NAME, run_autowithdraw, seconds=CHECK_SECONDS)

@@ -1,0 +1,95 @@
+"""POST/GET /dashboard/payout-schedules and PATCH/DELETE /dashboard/payout-schedules/{id} (SPEC 4.11)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from aiohttp import web
+
+from ...core import services
+from ...core.errors import InvalidRequest, ValidationError
+from ...core.gateway import Gateway
+from ...web.auth import principal_of, requires
+from ...web.envelope import envelope, read_json
+from ...web.keys import gateway_of
+from ...web.validation import Field, validate
+from . import store
+
+routes = web.RouteTableDef()
+
+MIN_INTERVAL, MAX_INTERVAL = 3600, 2_592_000  # SPEC 8
+MAX_SCHEDULES = 50  # per merchant (docs/decisions.md)
+INTERVAL = Field("interval_sec", "int", minimum=MIN_INTERVAL, maximum=MAX_INTERVAL)
+MIN_AMOUNT = Field("min_amount", "amount")
+
+
+def schedule_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
+    coin = gateway.coins.get(row["coin"])
+    units = gateway.db.to_int(row["min_amount"])
+    return {
+        "id": row["id"], "coin": row["coin"], "destination": row["destination"],
+        "min_amount": coin.format(units) if coin is not None else str(units),
+        "interval_sec": int(row["interval_sec"]), "enabled": bool(row["enabled"]),
+        "last_run_at": row["last_run_at"], "last_error": row["last_error"], "next_run_at": row["next_run_at"],
+    }
+
+
+def min_units(gateway: Gateway, symbol: str, amount: Any) -> int:
+    """``min_amount`` in base units: no finer than the coin, at least its minimum payout."""
+    coin = gateway.coins.require(symbol)
+    try:
+        units = coin.to_units(amount)
+    except ValueError as exc:
+        raise ValidationError({"min_amount": str(exc)}) from None
+    if units < coin.min_payout_units:
+        raise ValidationError({"min_amount": f"must be at least {coin.min_payout} {coin.symbol}"})
+    return units
+
+
+@routes.post("/dashboard/payout-schedules")
+@requires("jwt")
+async def create(request: web.Request) -> web.Response:
+    gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
+    clean = validate(await read_json(request), [
+        Field("coin", required=True, upper=True, max_len=20), Field("destination", required=True, max_len=128),
+        Field("min_amount", "amount", required=True), Field("interval_sec", "int", required=True,
+                                                             minimum=MIN_INTERVAL, maximum=MAX_INTERVAL),
+    ])
+    destination = services.payout_destination(gateway, clean["coin"], clean["destination"])
+    units = min_units(gateway, clean["coin"], clean["min_amount"])
+    if await store.count(gateway, merchant_id) >= MAX_SCHEDULES:
+        raise InvalidRequest(f"at most {MAX_SCHEDULES} payout schedules", code="too_many_schedules")
+    row = await store.insert(gateway, merchant_id, coin=clean["coin"], destination=destination, min_amount=units,
+                             interval_sec=clean["interval_sec"])
+    return envelope(schedule_view(gateway, row))
+
+
+@routes.get("/dashboard/payout-schedules")
+@requires("jwt")
+async def list_schedules(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    rows = await store.list_for(gateway, principal_of(request).merchant_id)
+    return envelope({"schedules": [schedule_view(gateway, row) for row in rows]})
+
+
+@routes.patch("/dashboard/payout-schedules/{id}")
+@requires("jwt")
+async def patch(request: web.Request) -> web.Response:
+    gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
+    current = await store.get(gateway, merchant_id, request.match_info["id"])
+    clean = validate(await read_json(request), [Field("enabled", "bool"), MIN_AMOUNT, INTERVAL])
+    changes = {k: v for k, v in clean.items() if v is not None}
+    if not changes:
+        raise ValidationError({"body": "give at least one of enabled, min_amount, interval_sec"})
+    if "min_amount" in changes:
+        changes["min_amount"] = min_units(gateway, current["coin"], changes["min_amount"])
+    row = await store.update(gateway, merchant_id, current["id"], changes)
+    return envelope(schedule_view(gateway, row))
+
+
+@routes.delete("/dashboard/payout-schedules/{id}")
+@requires("jwt")
+async def delete(request: web.Request) -> web.Response:
+    gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
+    await store.delete(gateway, merchant_id, request.match_info["id"])
+    return envelope({"id": request.match_info["id"], "deleted": True})
