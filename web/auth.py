@@ -231,13 +231,12 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     return principal
 
 
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
-    """Authenticate, then count the request for whoever was authenticated.
+async def authenticate_request(request: web.Request) -> None:
+    """Authenticate, then count the request for whoever was authenticated (the last step before a handler).
 
     Failed authentication counts per client IP (its own bucket, every
     route); reads and writes count per principal once known; routes without
-    credentials count per IP. The rate-limit middleware has already counted
+    credentials count per IP. The rate-limit step has already counted
     sign-in and public pages.
     """
     spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
@@ -255,4 +254,3 @@ async def auth_middleware(request: web.Request, handler: Callable) -> web.Stream
         request[PRINCIPAL] = principal
     elif kind is not None:
         await count_for(request, kind, None)
-    return await handler(request)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
@@ -53,6 +54,13 @@ def countdown_text(seconds: int) -> str:
 
 def _utc(timestamp: int) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
+
+
+@lru_cache(maxsize=1024)
+def expiry_texts(expires_at: int) -> tuple[str, str]:
+    """ISO and human text of an expiry: formatted once per payment, not on every 15 s refresh of its page."""
+    when = _utc(expires_at)
+    return when.isoformat().replace("+00:00", "Z"), when.strftime("%Y-%m-%d %H:%M UTC")
 
 
 def shown_status(view: Mapping[str, Any], now: int) -> str:
@@ -124,9 +132,9 @@ def page_context(
         context["qr_svg"] = qr_svg(payload, scale=5) if payload else None
     if is_open and expires_at is not None:
         left = max(0, expires_at - now)
+        expires_iso, expires_text = expiry_texts(expires_at)
         context.update(remaining=countdown_text(left), remaining_seconds=left,
-                       expires_iso=_utc(expires_at).isoformat().replace("+00:00", "Z"),
-                       expires_text=_utc(expires_at).strftime("%Y-%m-%d %H:%M UTC"))
+                       expires_iso=expires_iso, expires_text=expires_text)
     if status == svc.PAID and view.get("paid_at"):
         context["paid_text"] = _utc(view["paid_at"]).strftime("%Y-%m-%d %H:%M UTC")
     return context
