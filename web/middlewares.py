@@ -81,6 +81,8 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             gateway = request.app[GATEWAY]
             if gateway.maintenance and request.method not in SAFE_METHODS and request.path not in MAINTENANCE_EXEMPT:
                 raise Maintenance()
+            # One pinned connection for the request's queries (asyncpg prepares per connection);
+            # tasks the handler spawns still take their own.
             async with gateway.db.connection():
                 bucket = _route_rate(request, gateway)
                 if bucket is not None:
