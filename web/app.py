@@ -28,7 +28,7 @@ from ..core.coordination import coordination
 from ..core.registries import RouteRegistry, StartupError
 from ..core.secrets import load_secrets
 from ..scheduler.runner import JobScheduler
-from .auth import AUTH_ATTR, auth_middleware
+from .auth import AUTH_ATTR, authenticate_request
 from .keys import GATEWAY
 from .middlewares import middlewares
 from .routes import core_route_tables, plugin_static
@@ -135,7 +135,7 @@ def create_app(
     gateway: Gateway | None = None,
 ) -> web.Application:
     gateway = gateway or build_gateway(config, plugin_manager)
-    app = web.Application(middlewares=middlewares(auth_middleware), client_max_size=MAX_BODY_BYTES)
+    app = web.Application(middlewares=middlewares(authenticate_request), client_max_size=MAX_BODY_BYTES)
     app[GATEWAY] = gateway
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)

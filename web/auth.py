@@ -22,7 +22,8 @@ from __future__ import annotations
 import ipaddress
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from functools import lru_cache
+from typing import Any, Callable, Sequence
 
 from aiohttp import web
 
@@ -124,7 +125,7 @@ async def _from_jwt(gateway: Gateway, token: str) -> Principal:
     return Principal(merchant_id=claims["sub"], via="jwt")
 
 
-def _ip_allowed(request: web.Request, cidrs: list[str]) -> bool:
+def _ip_allowed(request: web.Request, cidrs: Sequence[str]) -> bool:
     try:
         address = ipaddress.ip_address(client_ip(request).split("%")[0])
     except ValueError:
@@ -172,14 +173,20 @@ async def _from_key(request: web.Request, spec: AuthSpec) -> Principal | None:
     return None
 
 
+@lru_cache(maxsize=4096)
+def _json_list(text: str | None) -> tuple[str, ...]:
+    """A key's JSON list column (scopes, coin and IP allowlists), parsed once per distinct text, not per request."""
+    return tuple(json.loads(text or "[]"))
+
+
 async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -> Principal:
-    ip_allowlist = json.loads(row["ip_allowlist"] or "[]")
+    ip_allowlist = _json_list(row["ip_allowlist"])
     if ip_allowlist and not _ip_allowed(request, ip_allowlist):
         raise Unauthorized("request address not in the key's IP allowlist", code="ip_not_allowed")
     if row["is_legacy"]:
         via, scopes = f"{row['kind']}_key", auth.LEGACY_SCOPES[row["kind"]]
     else:
-        via, scopes = "scoped_key", frozenset(json.loads(row["scopes"] or "[]"))
+        via, scopes = "scoped_key", frozenset(_json_list(row["scopes"]))
     now = gateway.now()
     if auth_cache(gateway).should_touch(row["id"], row["last_used_at"], now):
         await auth.touch_api_key(gateway.db, row["id"], None, now)
@@ -188,7 +195,7 @@ async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -
         via=via,
         key_id=row["id"],
         scopes=scopes,
-        coin_allowlist=tuple(json.loads(row["coin_allowlist"] or "[]")),
+        coin_allowlist=_json_list(row["coin_allowlist"]),
         webhook_url=row["webhook_url"],
         brand_id=row["brand_id"],
         rate_limit_rpm=row["rate_limit_rpm"],
@@ -231,13 +238,12 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     return principal
 
 
-@web.middleware
-async def auth_middleware(request: web.Request, handler: Callable) -> web.StreamResponse:
-    """Authenticate, then count the request for whoever was authenticated.
+async def authenticate_request(request: web.Request) -> None:
+    """Authenticate, then count the request for whoever was authenticated (the last step before a handler).
 
     Failed authentication counts per client IP (its own bucket, every
     route); reads and writes count per principal once known; routes without
-    credentials count per IP. The rate-limit middleware has already counted
+    credentials count per IP. The rate-limit step has already counted
     sign-in and public pages.
     """
     spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
@@ -255,4 +261,3 @@ async def auth_middleware(request: web.Request, handler: Callable) -> web.Stream
         request[PRINCIPAL] = principal
     elif kind is not None:
         await count_for(request, kind, None)
-    return await handler(request)

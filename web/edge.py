@@ -1,5 +1,7 @@
 """Text the gateway refuses at the door: NUL, lone surrogates, control characters.
 
+``request_text_problems`` runs as a step of the edge middleware (web/middlewares.py).
+
 PostgreSQL cannot store NUL in text at all, and no UTF-8 encoder (asyncpg's,
 SQLite's, the JSON writer's) can encode a lone surrogate, so such text used to
 reach the database and come back as a 500, on PostgreSQL even before
@@ -13,14 +15,9 @@ is storable.
 from __future__ import annotations
 
 import re
-from typing import Awaitable, Callable, Mapping
+from typing import Mapping
 
-from aiohttp import web
 from multidict import CIMultiDictProxy
-
-from ..core.errors import ValidationError
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 # C0 controls except tab, newline and carriage return (harmless in free text).
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f]")
@@ -76,17 +73,11 @@ def request_text_problems(path: str, query: Mapping[str, str], headers: CIMultiD
         if problem:
             errors[key] = problem
     for name in CHECKED_HEADERS:
-        for value in headers.getall(name, ()):  # a repeated header: every copy
+        if name not in headers:  # the common case: no list built for an absent header
+            continue
+        for value in headers.getall(name):  # a repeated header: every copy
             problem = text_problem(value)
             if problem:
                 errors[name] = problem
     return errors
 
-
-@web.middleware
-async def text_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """400 naming the field before any handler sees text it could not store."""
-    errors = request_text_problems(request.path, request.query, request.headers)
-    if errors:
-        raise ValidationError(errors)
-    return await handler(request)

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 import aiohttp_jinja2
 from aiohttp import web
+from markupsafe import Markup
 
 from ...core import payments as svc
 from ...core.errors import ApiError, NotFound
@@ -53,6 +55,21 @@ def countdown_text(seconds: int) -> str:
 
 def _utc(timestamp: int) -> datetime:
     return datetime.fromtimestamp(timestamp, UTC)
+
+
+@lru_cache(maxsize=1024)
+def expiry_texts(expires_at: int) -> tuple[str, str]:
+    """ISO and human text of an expiry: formatted once per payment, not on every 15 s refresh of its page."""
+    when = _utc(expires_at)
+    return when.isoformat().replace("+00:00", "Z"), when.strftime("%Y-%m-%d %H:%M UTC")
+
+
+@lru_cache(maxsize=1024)
+def picker_options(coins: tuple[str, ...], selected: str | None) -> Markup:
+    """The coin picker's ``<option>`` list, built once per coin list and selection (it has one per coin)."""
+    return Markup("").join(
+        Markup('<option value="{0}"{1}>{0}</option>').format(coin, Markup(" selected") if coin == selected else "")
+        for coin in coins)
 
 
 def shown_status(view: Mapping[str, Any], now: int) -> str:
@@ -111,6 +128,7 @@ def page_context(
         "qr_svg": None,
         "transactions": _transactions(view, deposits),
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
+        "picker_options": None,
         "return_url": view.get("return_url") if status == svc.PAID else None,
         "cancel_url": view.get("cancel_url") if status in (svc.WAITING, svc.EXPIRED, svc.CANCELLED) else None,
         "forms": plugin_forms(gateway, view) if is_open and address else [],
@@ -119,14 +137,16 @@ def page_context(
         "expires_iso": None,
         "expires_text": None,
     }
+    if context["picker_coins"]:
+        context["picker_options"] = picker_options(tuple(accepted), view["pay_currency"])
     if is_open and address:
         payload = qr_payload(gateway, view, gateway.coins.require(view["pay_currency"]))
         context["qr_svg"] = qr_svg(payload, scale=5) if payload else None
     if is_open and expires_at is not None:
         left = max(0, expires_at - now)
+        expires_iso, expires_text = expiry_texts(expires_at)
         context.update(remaining=countdown_text(left), remaining_seconds=left,
-                       expires_iso=_utc(expires_at).isoformat().replace("+00:00", "Z"),
-                       expires_text=_utc(expires_at).strftime("%Y-%m-%d %H:%M UTC"))
+                       expires_iso=expires_iso, expires_text=expires_text)
     if status == svc.PAID and view.get("paid_at"):
         context["paid_text"] = _utc(view["paid_at"]).strftime("%Y-%m-%d %H:%M UTC")
     return context
