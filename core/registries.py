@@ -165,41 +165,46 @@ _PLUGIN_NAMESPACE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 
 
 @dataclass(frozen=True)
-class Scope:
+class Described:
+    """A name a plugin declares, with what it means."""
+
+    name: str
+    description: str = ""
+
+
+class Scope(Described):
     """An API-key scope (``payment:create``); ``@requires(..., scope=name)`` routes check it."""
 
-    name: str
-    description: str = ""
 
-
-class ScopeRegistry(Registry[Scope]):
-    kind = "scope"
-
-    def add(self, name: str | Scope, description: str = "") -> Scope:
-        scope = name if isinstance(name, Scope) else Scope(name, description)
-        if not isinstance(scope.name, str) or not _SCOPE.match(scope.name):
-            raise StartupError(f"plugin {self.current_plugin!r} registered a malformed scope {scope.name!r}"
-                               " (expected 'resource:action', lower case)")
-        return super().add(scope)
-
-
-@dataclass(frozen=True)
-class EventKind:
+class EventKind(Described):
     """A webhook event type (``subscription.paid``) a plugin may enqueue."""
 
-    name: str
-    description: str = ""
+
+N = TypeVar("N", bound=Described)
 
 
-class EventKindRegistry(Registry[EventKind]):
-    kind = "event kind"
+class _NamedRegistry(Registry[N]):
+    """Names a plugin declares with a description, each checked against one pattern."""
 
-    def add(self, name: str | EventKind, description: str = "") -> EventKind:
-        event = name if isinstance(name, EventKind) else EventKind(name, description)
-        if not isinstance(event.name, str) or not _EVENT_KIND.match(event.name):
-            raise StartupError(f"plugin {self.current_plugin!r} registered a malformed event kind {event.name!r}"
-                               " (expected dotted lower case, e.g. 'subscription.paid')")
-        return super().add(event)
+    item_type: type[N]
+    pattern: re.Pattern[str]
+    expected: str
+
+    def add(self, name: str | N, description: str = "") -> N:
+        item = self.item_type(name, description) if isinstance(name, str) else name
+        if not isinstance(item.name, str) or not self.pattern.match(item.name):
+            raise StartupError(f"plugin {self.current_plugin!r} registered a malformed {self.kind} {item.name!r}"
+                               f" (expected {self.expected})")
+        return super().add(item)
+
+
+class ScopeRegistry(_NamedRegistry[Scope]):
+    kind, item_type, pattern, expected = "scope", Scope, _SCOPE, "'resource:action', lower case"
+
+
+class EventKindRegistry(_NamedRegistry[EventKind]):
+    kind, item_type = "event kind", EventKind
+    pattern, expected = _EVENT_KIND, "dotted lower case, e.g. 'subscription.paid'"
 
 
 @dataclass(frozen=True)
