@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from aiohttp import web
 
@@ -179,3 +181,18 @@ async def test_event_hooks_await_async_impls_and_isolate_failures(caplog):
     await call_event(pm, "payment_paid", gateway="gw", payment={"track_id": "T1"})
     assert seen == [("gw", "T1")]
     assert "broken" in caplog.text and "payment_paid" in caplog.text
+
+
+@pytest.mark.parametrize("hook, name, expected", [
+    ("register_scopes", "Links:Create", "malformed scope 'Links:Create' (expected 'resource:action', lower case)"),
+    ("register_scopes", "links", "malformed scope 'links'"),
+    ("register_event_kinds", "paid", "malformed event kind 'paid' (expected dotted lower case"),
+])
+def test_a_malformed_scope_or_event_kind_stops_startup(hook, name, expected):
+    class Sloppy:
+        PLUGIN_NAME = "sloppy"
+
+    setattr(Sloppy, hook, hookimpl(lambda self, registry: registry.add(name, "oops")))
+    config = load_config(None, environ={})
+    with pytest.raises(StartupError, match=re.escape(f"plugin 'sloppy' registered a {expected}")):
+        build_gateway(config, get_plugin_manager([Sloppy()], load_entrypoints=False))
