@@ -72,7 +72,8 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> list[ipaddress.IPv4Address]
     return []
 
 
-def _is_internal_ipv4(address: ipaddress.IPv4Address) -> bool:
+def _outside_the_internet(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """The properties both families share: private, loopback, link-local, multicast, reserved, unspecified."""
     return (
         address.is_private
         or address.is_loopback
@@ -80,8 +81,11 @@ def _is_internal_ipv4(address: ipaddress.IPv4Address) -> bool:
         or address.is_multicast
         or address.is_reserved
         or address.is_unspecified
-        or address in _SHARED_ADDRESS_SPACE
     )
+
+
+def _is_internal_ipv4(address: ipaddress.IPv4Address) -> bool:
+    return _outside_the_internet(address) or address in _SHARED_ADDRESS_SPACE
 
 
 def _is_internal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -91,15 +95,7 @@ def _is_internal(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool
     embedded = embedded_ipv4(address)
     if embedded:
         return any(_is_internal_ipv4(v4) for v4 in embedded)
-    return (
-        address.is_private
-        or address.is_loopback
-        or address.is_link_local
-        or address.is_multicast
-        or address.is_reserved
-        or address.is_unspecified
-        or address.is_site_local
-    )
+    return _outside_the_internet(address) or address.is_site_local
 
 
 def parse_http_url(url: str) -> tuple[str, int]:
