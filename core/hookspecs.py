@@ -272,6 +272,26 @@ def payment_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Co
 
 
 # -----------------------------------------------------------------------------
+# Dashboard sign-in
+# -----------------------------------------------------------------------------
+
+
+@hookspec
+def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], client_ip: str) -> None:
+    """Let a plugin refuse a dashboard sign-up or login before any account work (captcha, IP rules).
+
+    Called by ``POST /dashboard/auth/signup`` (``action`` "signup") and
+    ``POST /dashboard/auth/login`` ("login") after the body was validated
+    and before the account is created or the password checked. ``body`` is
+    the request's JSON object (``turnstile_token``, ``email`` ...) and
+    ``client_ip`` the caller's address as the rate limiter sees it. Raise
+    ``orbchain.core.errors.Forbidden`` (e.g. ``Forbidden("captcha failed",
+    code="captcha_failed")``) to refuse with 403; return None to allow.
+    Every plugin is asked; the first to raise wins. May be async.
+    """
+
+
+# -----------------------------------------------------------------------------
 # Lifecycle
 # -----------------------------------------------------------------------------
 

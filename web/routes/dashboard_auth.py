@@ -1,7 +1,8 @@
 """Dashboard sign-up, sign-in and the account record (SPEC 4.7, 5.3).
 
-No captcha is configured in this build, so ``turnstile_token`` is accepted
-and ignored; a captcha plugin would verify it here and answer 403.
+``turnstile_token`` is validated here but judged by plugins: both routes ask
+the ``check_sign_in`` hook before any account work, and a captcha plugin
+(``plugins/captcha``) refuses there with 403 ``captcha_failed``.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from aiohttp import web
 
 from ...core import accounts
 from ...core.errors import ValidationError
+from ...core.plugins import call_first
 from ...core.passwords import password_problem
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
-from ..middlewares import rate_class
+from ..middlewares import client_ip, rate_class
 from ..validation import Field, validate
 
 routes = web.RouteTableDef()
@@ -58,6 +60,17 @@ def _ref(body: Mapping[str, Any]) -> str | None:
     return value.strip() if isinstance(value, str) and 0 < len(value.strip()) <= 64 else None
 
 
+async def check_sign_in(request: web.Request, action: str, body: Mapping[str, Any]) -> None:
+    """Ask every plugin whether this sign-in may proceed; one raising ``Forbidden`` refuses it.
+
+    ``call_first`` awaits async implementations and lets exceptions through;
+    implementations return None, so every plugin is asked.
+    """
+    gateway = gateway_of(request)
+    await call_first(gateway.pm, "check_sign_in", gateway=gateway, action=action, body=body,
+                     client_ip=client_ip(request))
+
+
 @routes.post("/dashboard/auth/signup")
 @rate_class("auth")
 async def signup(request: web.Request) -> web.Response:
@@ -65,6 +78,7 @@ async def signup(request: web.Request) -> web.Response:
     clean = validate_with_passwords(
         body, [Field("email", "email", required=True, max_len=254), Field("turnstile_token", max_len=4096)],
         {"password": True})
+    await check_sign_in(request, "signup", body)
     result = await accounts.sign_up(gateway_of(request), clean["email"], clean["password"], _ref(body))
     return envelope({
         "token": result.token,
@@ -80,6 +94,7 @@ async def login(request: web.Request) -> web.Response:
     body = await read_json(request)
     clean = validate_with_passwords(
         body, [Field("email", required=True, max_len=254), Field("turnstile_token", max_len=4096)], {"password": False})
+    await check_sign_in(request, "login", body)
     row, token = await accounts.log_in(gateway_of(request), clean["email"], clean["password"])
     return envelope({"token": token, "merchant_id": row["id"], "email": row["email"]})
 

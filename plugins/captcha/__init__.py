@@ -1,0 +1,43 @@
+"""Captcha on dashboard sign-up and login (SPEC 4.7, 5.3), a feature plugin.
+
+Configured with ``[plugin.captcha] secret = "..."`` (and optionally
+``siteverify_url``, ``fail_open``, ``timeout_seconds``), it makes
+``turnstile_token`` required on ``POST /dashboard/auth/signup`` and
+``/login`` and checks it with the provider through the ``check_sign_in``
+hook, before any account work; a failure answers 403 ``captcha_failed``.
+Without a secret it does nothing, so a fresh install signs in as before.
+It uses only the public plugin contract, as a third-party package would.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...core.plugins import hookimpl
+from .settings import PLUGIN_NAME, CaptchaSettings, parse_settings
+from .siteverify import verify_sign_in
+
+_SERVICE = "captcha.settings"
+
+
+def _settings(gateway: Any) -> CaptchaSettings:
+    cached = gateway.services.get(_SERVICE)
+    if cached is None:
+        cached = gateway.services[_SERVICE] = parse_settings(
+            gateway.config.plugin_config(PLUGIN_NAME),
+            allow_plain_http=gateway.config.webhooks.allow_private_urls)
+    return cached
+
+
+@hookimpl
+def validate_config(gateway: Any) -> None:
+    _settings(gateway)
+
+
+@hookimpl
+async def check_sign_in(gateway: Any, action: str, body: Mapping[str, Any], client_ip: str) -> None:
+    settings = _settings(gateway)
+    if not settings.enabled:
+        return
+    remote_ip = client_ip if client_ip and client_ip != "unknown" else None
+    await verify_sign_in(gateway.services.get("http"), settings, action, body.get("turnstile_token"), remote_ip)

@@ -1,0 +1,193 @@
+"""Captcha plugin (SPEC 4.7, 5.3) against a local siteverify stand-in speaking Turnstile's format."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from orbchain.core.config import ConfigError
+from orbchain.core.errors import Forbidden
+from orbchain.core.gateway import build_gateway
+from orbchain.core.plugins import get_plugin_manager, hookimpl
+
+SECRET = "0x4AAAAAAA-test-secret"
+GOOD = "good-token"
+PASSWORD = "s3cret-pass-9"
+
+
+class SiteVerify:
+    """Turnstile's siteverify: form-encoded secret/response/remoteip in, JSON success + error-codes out."""
+
+    def __init__(self) -> None:
+        self.mode = "ok"
+        self.calls: list[dict[str, str]] = []
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        assert request.content_type == "application/x-www-form-urlencoded"
+        form = dict(await request.post())
+        self.calls.append({k: str(v) for k, v in form.items()})
+        if self.mode == "down":
+            return web.Response(status=502, text="bad gateway")
+        if self.mode == "slow":
+            await asyncio.sleep(2)
+        if self.mode == "garbage":
+            return web.Response(text="<html>maintenance</html>", content_type="text/html")
+        if form.get("secret") != SECRET:
+            return web.json_response({"success": False, "error-codes": ["invalid-input-secret"]})
+        if form.get("response") != GOOD:
+            return web.json_response({"success": False, "error-codes": ["invalid-input-response"]})
+        return web.json_response({"success": True, "error-codes": [], "challenge_ts": "2026-11-23T01:00:00.000Z",
+                                  "hostname": "localhost", "action": "", "cdata": ""})
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_post("/turnstile/v0/siteverify", self.handle)
+        return app
+
+
+@pytest.fixture
+async def provider():
+    fake = SiteVerify()
+    async with TestServer(fake.app()) as server:
+        fake.url = str(server.make_url("/turnstile/v0/siteverify"))
+        yield fake
+
+
+@pytest.fixture
+def captcha_client(make_client, make_config, provider):
+    async def make(**block):
+        settings = {"secret": SECRET, "siteverify_url": provider.url, "timeout_seconds": 0.5, **block}
+        return await make_client(make_config(plugin={"captcha": settings}))
+    return make
+
+
+async def _signup(client, email, **extra):
+    return await client.post("/dashboard/auth/signup", json={"email": email, "password": PASSWORD, **extra})
+
+
+async def _login(client, email, password=PASSWORD, **extra):
+    return await client.post("/dashboard/auth/login", json={"email": email, "password": password, **extra})
+
+
+async def _refused(response):
+    body = await response.json()
+    assert response.status == 403, body
+    assert body["error"]["type"] == "forbidden" and body["error"]["code"] == "captcha_failed"
+
+
+async def test_good_token_signs_up_and_logs_in(captcha_client, provider):
+    client = await captcha_client()
+    response = await _signup(client, "a@example.com", turnstile_token=GOOD)
+    assert response.status == 200, await response.text()
+    response = await _login(client, "a@example.com", turnstile_token=GOOD)
+    assert response.status == 200 and (await response.json())["data"]["email"] == "a@example.com"
+    assert len(provider.calls) == 2
+    assert provider.calls[0] == {"secret": SECRET, "response": GOOD, "remoteip": "127.0.0.1"}
+
+
+async def test_missing_or_bad_token_refused_and_no_account_created(captcha_client, provider):
+    client = await captcha_client()
+    await _refused(await _signup(client, "b@example.com"))
+    await _refused(await _signup(client, "b@example.com", turnstile_token=""))
+    assert provider.calls == []  # no token: refused without asking the provider
+    await _refused(await _signup(client, "b@example.com", turnstile_token="forged"))
+    assert provider.calls[-1]["response"] == "forged"
+    # None of the refusals created the account: the e-mail is still free.
+    assert (await _signup(client, "b@example.com", turnstile_token=GOOD)).status == 200
+
+
+async def test_login_needs_the_token_before_the_password_is_checked(captcha_client, provider):
+    client = await captcha_client()
+    assert (await _signup(client, "c@example.com", turnstile_token=GOOD)).status == 200
+    await _refused(await _login(client, "c@example.com"))
+    await _refused(await _login(client, "c@example.com", turnstile_token="forged"))
+    # Wrong password: the captcha passes first, then the usual 401.
+    assert (await _login(client, "c@example.com", "wrong-pass-1", turnstile_token=GOOD)).status == 401
+
+
+async def test_wrong_secret_is_refused(captcha_client, provider, caplog):
+    client = await captcha_client(secret="not-the-secret")
+    with caplog.at_level(logging.ERROR, logger="orbchain.plugins.captcha"):
+        await _refused(await _signup(client, "d@example.com", turnstile_token=GOOD))
+    assert "invalid-input-secret" in caplog.text
+
+
+@pytest.mark.parametrize("mode", ["down", "slow", "garbage"])
+async def test_outage_fails_closed_by_default(captcha_client, provider, mode):
+    client = await captcha_client()
+    provider.mode = mode
+    await _refused(await _signup(client, "e@example.com", turnstile_token=GOOD))
+    provider.mode = "ok"
+    assert (await _signup(client, "e@example.com", turnstile_token=GOOD)).status == 200
+
+
+async def test_outage_with_fail_open_lets_sign_in_through_and_warns(captcha_client, provider, caplog):
+    client = await captcha_client(fail_open=True)
+    provider.mode = "down"
+    with caplog.at_level(logging.WARNING, logger="orbchain.plugins.captcha"):
+        assert (await _signup(client, "f@example.com", turnstile_token=GOOD)).status == 200
+        assert (await _login(client, "f@example.com", turnstile_token=GOOD)).status == 200
+    assert "fail_open" in caplog.text
+    warned = [r for r in caplog.records if r.name == "orbchain.plugins.captcha"]
+    assert warned and all(r.levelno == logging.WARNING for r in warned)
+    # fail_open covers outages only: a provider answering "no" still refuses, and so does no token.
+    provider.mode = "ok"
+    await _refused(await _login(client, "f@example.com", turnstile_token="forged"))
+    await _refused(await _login(client, "f@example.com"))
+
+
+async def test_unconfigured_captcha_does_nothing(make_client, make_config, provider):
+    client = await make_client(make_config(plugin={"captcha": {"siteverify_url": provider.url}}))
+    assert (await _signup(client, "g@example.com")).status == 200
+    assert (await _login(client, "g@example.com")).status == 200
+    assert provider.calls == []
+
+
+@pytest.mark.parametrize("block, key", [
+    ({"secret": SECRET, "fail_opne": True}, "plugin.captcha.fail_opne"),
+    ({"secret": SECRET, "fail_open": "yes"}, "plugin.captcha.fail_open"),
+    ({"secret": SECRET, "timeout_seconds": 0}, "plugin.captcha.timeout_seconds"),
+    ({"secret": SECRET, "timeout_seconds": "5"}, "plugin.captcha.timeout_seconds"),
+    ({"secret": 42}, "plugin.captcha.secret"),
+    ({"secret": SECRET, "siteverify_url": "ftp://example.com/x"}, "plugin.captcha.siteverify_url"),
+])
+def test_bad_config_stops_startup(make_config, block, key):
+    with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
+        build_gateway(make_config(plugin={"captcha": block}), get_plugin_manager())
+
+
+def test_plain_http_siteverify_needs_the_private_urls_switch(make_config):
+    block = {"secret": SECRET, "siteverify_url": "http://127.0.0.1:9/siteverify"}
+    build_gateway(make_config(plugin={"captcha": block}), get_plugin_manager())
+    with pytest.raises(ConfigError, match="must be an https URL"):
+        build_gateway(make_config(plugin={"captcha": block}, webhooks={"allow_private_urls": False}),
+                      get_plugin_manager())
+
+
+class DenyList:
+    """A third-party check_sign_in implementation (sync): refuses one address before any account work."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    @hookimpl
+    def check_sign_in(self, action, body, client_ip):
+        self.seen.append((action, body.get("email"), client_ip))
+        if body.get("email") == "blocked@example.com":
+            raise Forbidden("sign-in refused", code="denied_by_policy")
+
+
+async def test_check_sign_in_hook_refuses_before_account_work(make_client, make_config):
+    deny = DenyList()
+    client = await make_client(make_config(), get_plugin_manager([("denylist", deny)]))
+    response = await _signup(client, "blocked@example.com")
+    assert response.status == 403 and (await response.json())["error"]["code"] == "denied_by_policy"
+    assert (await _login(client, "blocked@example.com")).status == 403
+    assert (await _signup(client, "ok@example.com")).status == 200
+    assert (await _login(client, "ok@example.com")).status == 200
+    assert deny.seen == [("signup", "blocked@example.com", "127.0.0.1"), ("login", "blocked@example.com", "127.0.0.1"),
+                         ("signup", "ok@example.com", "127.0.0.1"), ("login", "ok@example.com", "127.0.0.1")]
