@@ -325,6 +325,11 @@ async def _callback_url(gateway: "Gateway", track_id: str | None) -> str | None:
 
 async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
     """Body of deposit.* webhooks: the /v1/deposits row plus the merchant's net and fee."""
+    if "order_id" not in deposit and deposit.get("track_id"):
+        # The deposit row has no order_id: take the payment's, as GET /v1/deposits does (its join).
+        order_id = await gateway.db.fetch_val("SELECT order_id FROM payments WHERE track_id = :t",
+                                              {"t": deposit["track_id"]})
+        deposit = {**deposit, "order_id": order_id}
     view = deposit_view(gateway, deposit)
     coin = gateway.coins.require(deposit["coin"])
     fee = deposit.get("fee")

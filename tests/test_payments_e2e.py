@@ -80,6 +80,11 @@ async def test_white_label_payment_end_to_end(shop, receiver):
     assert headers["X-Event-Id"] == paid_hook["event_id"] and len(paid_hook["event_id"]) == 26
     credited = receiver.of_type("deposit.credited")[0]
     assert credited["amount"] == "0.5" and credited["fee"] == "0.005" and credited["net_amount"] == "0.495"
+    # The webhook and GET /v1/deposits describe the same deposit alike (issue 19).
+    _, listed = await api(client, "GET", "/v1/deposits", merchant.merchant_key)
+    row = next(d for d in listed["data"]["deposits"] if d["tx_hash"] == tx)
+    assert credited["order_id"] == row["order_id"] == "order-1" and credited["track_id"] == row["track_id"]
+    assert {k: credited[k] for k in row} == row
 
 
 async def test_receipt_verifies_with_a_separate_ed25519_path(shop):
