@@ -423,7 +423,7 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     if not row["totp_secret"]:
         raise InvalidRequest("run MFA setup first")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True):
-        raise Unauthorized("invalid TOTP code")
+        raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
     log.info("merchant %s enabled two-factor authentication", merchant_id)
 
@@ -433,6 +433,6 @@ async def disable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     if not row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is not enabled")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
-        raise Unauthorized("invalid TOTP code")
+        raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
     log.info("merchant %s disabled two-factor authentication", merchant_id)
