@@ -252,7 +252,8 @@ async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> st
     await gateway.db.execute(
         "UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, previous_hash = NULL,"
         " previous_valid_until = NULL, last_used_at = NULL WHERE id = :id AND merchant_id = :m",
-        {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id), "m": merchant_id},
+        {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id),
+         "m": merchant_id},
     )
     await auth_changed(gateway)
     log.info("merchant %s rotated its %s key", merchant_id, kind)
