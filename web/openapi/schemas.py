@@ -220,8 +220,9 @@ TRANSFER_ROW = obj(
 
 CURRENCY = obj(
     {"symbol": COIN, "name": STRING, "network": STRING, "decimals": {"type": "integer", "minimum": 0},
-     "confirmations": {"type": "integer", "minimum": 0}, "min_payout": nullable(AMOUNT)},
-    description="A coin table entry (SPEC 2.6).",
+     "confirmations": nullable({"type": "integer", "minimum": 0}), "min_payout": nullable(AMOUNT)},
+    description="A coin table entry (SPEC 2.6). confirmations and min_payout are null where SPEC 2.7 lists"
+                " none (XMR: swap-only, not payable; BTC_LN: credited when the invoice is paid).",
 )
 
 ACCOUNT = obj(
