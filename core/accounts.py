@@ -157,7 +157,7 @@ async def _insert_key(db: Database, *, key_id: str, merchant_id: str, kind: str,
                       now: int, **extra: Any) -> None:
     columns = {
         "id": key_id, "merchant_id": merchant_id, "kind": kind, "prefix": issued.prefix,
-        "key_hash": issued.key_hash, "created_at": now, **extra,
+        "suffix": issued.suffix, "key_hash": issued.key_hash, "created_at": now, **extra,
     }
     names = ", ".join(columns)
     params = ", ".join(f":{name}" for name in columns)
@@ -250,9 +250,10 @@ async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> st
     """A new plaintext for a legacy key; the old value stops working at once."""
     issued = auth.generate_api_key(kind)
     await gateway.db.execute(
-        "UPDATE api_keys SET key_hash = :h, prefix = :p, previous_hash = NULL, previous_valid_until = NULL,"
-        " last_used_at = NULL WHERE id = :id AND merchant_id = :m",
-        {"h": issued.key_hash, "p": issued.prefix, "id": legacy_key_id(kind, merchant_id), "m": merchant_id},
+        "UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, previous_hash = NULL,"
+        " previous_valid_until = NULL, last_used_at = NULL WHERE id = :id AND merchant_id = :m",
+        {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id),
+         "m": merchant_id},
     )
     await auth_changed(gateway)
     log.info("merchant %s rotated its %s key", merchant_id, kind)
@@ -423,7 +424,7 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     if not row["totp_secret"]:
         raise InvalidRequest("run MFA setup first")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True):
-        raise Unauthorized("invalid TOTP code")
+        raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
     log.info("merchant %s enabled two-factor authentication", merchant_id)
 
@@ -433,6 +434,6 @@ async def disable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     if not row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is not enabled")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
-        raise Unauthorized("invalid TOTP code")
+        raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
     log.info("merchant %s disabled two-factor authentication", merchant_id)

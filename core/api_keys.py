@@ -26,8 +26,13 @@ log = logging.getLogger(__name__)
 
 SCOPED_KEY_SOFT_LIMIT = 50
 
-def masked_key(prefix: str) -> str:
-    """A display form built from the stored prefix (the rest is only a hash)."""
+def masked_key(prefix: str, suffix: str | None) -> str:
+    """SPEC 4.9: the last 8 characters visible, the rest masked (only a hash of it is stored).
+
+    A key issued before the tail was stored (migration m0011) shows its prefix instead.
+    """
+    if suffix:
+        return "*" * 12 + suffix
     return prefix + "*" * 12
 
 
@@ -56,7 +61,7 @@ async def list_api_keys(db: Database, merchant_id: str) -> dict[str, Any]:
     result: dict[str, Any] = {f"{kind}_api_key": None for kind in auth.LEGACY_KINDS}
     for row in rows:
         if row["is_legacy"]:
-            result[f"{row['kind']}_api_key"] = masked_key(row["prefix"])
+            result[f"{row['kind']}_api_key"] = masked_key(row["prefix"], row["suffix"])
     result["keys"] = [key_view(row) for row in rows]
     return result
 
@@ -166,8 +171,8 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
             "INSERT INTO api_key_secrets (key_hash, key_id, valid_until, created_at) VALUES (:h, :id, :until, :now)",
             {"h": row["key_hash"], "id": key_id, "until": valid_until, "now": now},
         )
-        await db.execute("UPDATE api_keys SET key_hash = :h, prefix = :p WHERE id = :id",
-                         {"h": issued.key_hash, "p": issued.prefix, "id": key_id})
+        await db.execute("UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s WHERE id = :id",
+                         {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": key_id})
     await changed(gateway)
     log.info("merchant %s rotated API key %s", merchant_id, key_id)
     return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,

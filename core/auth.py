@@ -102,6 +102,7 @@ async def verify_password_async(password: str, stored: str) -> bool:
 KEY_PREFIXES = {"merchant": "ok_m_", "payout": "ok_p_", "general": "ok_g_", "scoped": "ok_s_"}
 LEGACY_KINDS = ("merchant", "payout", "general")
 PREFIX_LENGTH = 8
+SUFFIX_LENGTH = 8  # the visible tail of a masked legacy key (SPEC 4.9)
 
 SCOPES = ("payment:create", "payment:read", "payout:create", "payout:read", "balance:read", "transfer:create")
 # The core's scopes as the gateway's scope registry starts (plugins add theirs
@@ -130,6 +131,7 @@ class IssuedKey:
     plaintext: str
     prefix: str
     key_hash: str
+    suffix: str = ""
 
     def __repr__(self) -> str:  # never let the plaintext reach a log line
         return f"<IssuedKey {self.prefix}...>"
@@ -142,7 +144,7 @@ def hash_api_key(plaintext: str) -> str:
 def generate_api_key(kind: str) -> IssuedKey:
     """32 random bytes in base58 behind the kind's prefix."""
     plaintext = KEY_PREFIXES[kind] + base58.b58encode(secrets.token_bytes(32)).decode()
-    return IssuedKey(plaintext, plaintext[:PREFIX_LENGTH], hash_api_key(plaintext))
+    return IssuedKey(plaintext, plaintext[:PREFIX_LENGTH], hash_api_key(plaintext), plaintext[-SUFFIX_LENGTH:])
 
 
 @dataclass(frozen=True)

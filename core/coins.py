@@ -40,6 +40,11 @@ class Coin:
     ``rank``: position in listings (``/v1/common/currencies``, default
     accepted coins), lower first, ties in registration order; plugin load
     order is not a meaningful order, so the built-ins use their SPEC 2.7 row.
+    ``min_payout``: None where no minimum is published (SPEC 2.7 "not
+    payable" or "n/a"); the only floor is then one base unit.
+    ``confirmations_listed``: False where SPEC 2.7 lists no confirmation count
+    (a swap-only coin, Lightning): ``/v1/common/currencies`` shows null, while
+    ``confirmations`` stays the floor the chain plugin works with.
     ``price_id``: the asset's id at CoinGecko-compatible price sources
     (tokens price as their asset); ``dev_price_usd``: the offline
     development price of the ``static`` source (a decimal string).
@@ -50,7 +55,7 @@ class Coin:
     chain: str
     decimals: int
     confirmations: int
-    min_payout: str
+    min_payout: str | None
     address_family: str
     contract: str | None = None
     default_confirmations: int | None = None
@@ -62,6 +67,7 @@ class Coin:
     price_id: str | None = None
     dev_price_usd: str | None = None
     rank: int = 1000
+    confirmations_listed: bool = True
 
     @property
     def default_threshold(self) -> int:
@@ -69,6 +75,8 @@ class Coin:
 
     @property
     def min_payout_units(self) -> int:
+        if self.min_payout is None:
+            return 0
         return to_base_units(self.min_payout, self.decimals, allow_zero=True)
 
     def to_units(self, value: Any) -> int:
@@ -85,7 +93,7 @@ class Coin:
             "name": self.name,
             "network": self.chain,
             "decimals": self.decimals,
-            "confirmations": self.confirmations,
+            "confirmations": self.confirmations if self.confirmations_listed else None,
             "min_payout": self.min_payout,
         }
 

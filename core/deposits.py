@@ -38,6 +38,7 @@ from .chains import BlockRef, Transfer
 from .credit_postings import credit_status, shaped_postings
 from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from .events import enqueue_event
+from .key_destination import payment_destination_of
 from .money import fee_units
 from .payment_status import emit_after, expire_payments, payment_event, refresh_payment
 from .payments import PAYING, WAITING
@@ -283,10 +284,11 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
 async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], after: AfterCommit) -> None:
     """The deposit.credited webhook (in the transaction) and hook (after it)."""
     generation = credited["credit_count"]
+    url, secret = await payment_destination_of(gateway.db, credited["track_id"])
     await enqueue_event(
         gateway, merchant_id=credited["merchant_id"], event_type="deposit.credited",
         body=await deposit_body(gateway, credited), logical_key=f"deposit.credited:{credited['id']}:{generation}",
-        url=await _callback_url(gateway, credited["track_id"]),
+        url=url, secret=secret,
     )
     view = deposit_view_of(gateway, credited)
     after.append(lambda: gateway.emit("deposit_credited", deposit=view))
@@ -317,14 +319,13 @@ async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
     return True
 
 
-async def _callback_url(gateway: "Gateway", track_id: str | None) -> str | None:
-    if not track_id:
-        return None
-    return await gateway.db.fetch_val("SELECT callback_url FROM payments WHERE track_id = :t", {"t": track_id})
-
-
 async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
     """Body of deposit.* webhooks: the /v1/deposits row plus the merchant's net and fee."""
+    if "order_id" not in deposit and deposit.get("track_id"):
+        # The deposit row has no order_id: take the payment's, as GET /v1/deposits does (its join).
+        order_id = await gateway.db.fetch_val("SELECT order_id FROM payments WHERE track_id = :t",
+                                              {"t": deposit["track_id"]})
+        deposit = {**deposit, "order_id": order_id}
     view = deposit_view(gateway, deposit)
     coin = gateway.coins.require(deposit["coin"])
     fee = deposit.get("fee")
@@ -378,10 +379,11 @@ async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterC
     log.warning("deposit %s (%s %s) left the best chain after crediting: reversed", deposit["id"],
                 deposit["chain"], deposit["tx_hash"])
     reversed_row = {**deposit, "status": PENDING, "credited": False, "confirmations": 0}
+    url, secret = await payment_destination_of(gateway.db, deposit["track_id"])
     await enqueue_event(
         gateway, merchant_id=deposit["merchant_id"], event_type="deposit.reversed",
         body=await deposit_body(gateway, reversed_row), logical_key=f"deposit.reversed:{deposit['id']}:{generation}",
-        url=await _callback_url(gateway, deposit["track_id"]),
+        url=url, secret=secret,
     )
     view = deposit_view_of(gateway, reversed_row)
     after.append(lambda: ledger.notify_posted(gateway, txn))

@@ -57,9 +57,15 @@ class InvalidRequest(ApiError):
 
 
 class Unauthorized(ApiError):
+    """401. Code ``unauthorized`` (SPEC 7) unless the raiser names a more specific one (``ip_not_allowed``,
+    ``totp_invalid``), so every 401 carries a stable token to branch on."""
+
     status = 401
     type = "authentication"
     default_message = "unauthorized"
+
+    def __init__(self, message: str | None = None, *, code: str | None = None, **kwargs: Any) -> None:
+        super().__init__(message, code=code or "unauthorized", **kwargs)
 
 
 class Forbidden(ApiError):

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .after_commit import AfterCommit, run_after_commit
 from .deposit_status import CREDITED, IN_PROGRESS
 from .events import enqueue_event
+from .key_destination import payment_destination
 from .payments import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
 from .views import payment_view_of
 
@@ -73,8 +74,9 @@ async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logi
         **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
                                     "address", "order_id", "paid_at", "transactions")},
     }
+    url, secret = await payment_destination(gateway.db, payment)
     await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
-                        logical_key=logical_key, url=payment["callback_url"])
+                        logical_key=logical_key, url=url, secret=secret)
 
 
 async def expire_payments(gateway: "Gateway") -> int:

@@ -398,10 +398,9 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
         "callback_url": row["callback_url"],
         "expires_at": row["expires_at"],
         "created_at": row["created_at"],
+        "paid_at": row["paid_at"],  # null until Paid, as in GET /v1/payment and the webhook
         "transactions": [transaction_view(gateway, d) for d in deposits],
     }
-    if row["paid_at"] is not None:
-        view["paid_at"] = row["paid_at"]
     if row["type"] == INVOICE:
         view["payment_url"] = f"{gateway.config.base_url}/pay/{row['track_id']}"
         view["return_url"] = row["return_url"]

@@ -265,9 +265,7 @@ def _public_tx_hash(row: Row) -> str | None:
 
 def created_view(gateway: "Gateway", outcome: PayoutOutcome) -> dict[str, Any]:
     """Response data of POST /v1/payout (SPEC 4.3), ``idempotent: true`` on a replay."""
-    row = outcome.row
-    view = {"track_id": row["track_id"], "status": row["status"], "coin": row["coin"],
-            "amount": _amount(gateway, row), "destination": row["destination"], "created_at": row["created_at"]}
+    view = payout_view(gateway, outcome.row)  # the same fields as GET, unset ones null (docs/decisions.md)
     if outcome.replay:
         view["idempotent"] = True
     return view

@@ -33,6 +33,7 @@ from .accounts import ACCOUNT_ID_BODY_LENGTH, ACCOUNT_ID_PREFIX, BASE58_ALPHABET
 from .db import Database, Row
 from .errors import Conflict, InsufficientBalance, InvalidRequest, NotFound, Unauthorized
 from .events import OutboxEvent, enqueue_events
+from .key_destination import key_destination
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -196,26 +197,13 @@ async def _enqueue_webhooks(
     body = webhook_body(gateway, row)
     url, secret = None, None
     if request.key_has_webhook:
-        url, secret = await _key_destination(gateway.db, row["from_merchant_id"], request.key_id)
+        url, secret = await key_destination(gateway.db, row["from_merchant_id"], request.key_id)
     await enqueue_events(gateway, [
         OutboxEvent(row["from_merchant_id"], "transfer.sent", body, f"transfer.sent:{row['id']}", url=url,
                     secret=secret, request_id=request.request_id),
         OutboxEvent(row["to_merchant_id"], "transfer.received", body, f"transfer.received:{row['id']}",
                     request_id=request.request_id),
     ], merchants=merchants)
-
-
-async def _key_destination(db: Database, merchant_id: str, key_id: str | None) -> tuple[str | None, str | None]:
-    """A scoped key's own webhook URL (and secret) for the events its requests cause (SPEC 6.1)."""
-    if not key_id:
-        return None, None
-    key = await db.fetch_one(
-        "SELECT webhook_url, webhook_secret FROM api_keys WHERE id = :id AND merchant_id = :m",
-        {"id": key_id, "m": merchant_id},
-    )
-    if key is None or not key["webhook_url"]:
-        return None, None
-    return key["webhook_url"], key["webhook_secret"] or None
 
 
 async def _by_idempotency_key(db: Database, sender_id: str, key: str) -> Row | None:

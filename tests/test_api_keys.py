@@ -44,12 +44,22 @@ async def test_list_shows_masked_legacy_keys_and_rows(client, owner):
     data = (await response.json())["data"]
     assert response.status == 200
     for name, plaintext in owner["api_keys"].items():
-        assert data[name].startswith(plaintext[:8]) and data[name] != plaintext
-        assert plaintext[8:] not in data[name]
+        assert data[name].endswith(plaintext[-8:]) and data[name] != plaintext  # SPEC 4.9: last 8 visible
+        assert plaintext[:-8] not in data[name] and plaintext[-9:] not in data[name]
     assert len(data["keys"]) == 3 and all(set(row) == ROW_FIELDS for row in data["keys"])
     assert all(row["is_legacy"] and row["id"].startswith("legacy_") for row in data["keys"])
     text = await response.text()
     assert "key_hash" not in text and "previous_hash" not in text
+
+
+async def test_masked_legacy_key_follows_rotation(client, owner):
+    """The masked form shows the tail of the key in use now, not of the one it replaced (SPEC 4.9)."""
+    rotated = await client.post("/dashboard/settings/rotate-key", json={"key_type": "payoutApiKey"},
+                                headers=bearer(owner["token"]))
+    new_key = (await rotated.json())["data"]["new_key"]
+    data = (await (await client.get("/dashboard/api-keys", headers=bearer(owner["token"]))).json())["data"]
+    assert data["payout_api_key"] == "*" * 12 + new_key[-8:]
+    assert data["merchant_api_key"].endswith(owner["api_keys"]["merchant_api_key"][-8:])
 
 
 async def test_list_needs_a_token(client):

@@ -191,6 +191,30 @@ async def test_missing_and_unknown_keys_are_401(app_client):
     assert (await app_client.get("/probe/pay", headers=bearer(token))).status == 401
 
 
+async def test_every_credential_401_carries_the_code_unauthorized(app_client):
+    """SPEC 7 names ``unauthorized``: missing, unknown, expired or wrong-kind keys and bad tokens all carry it."""
+    data = await signup(app_client)
+    gateway = app_client.app[GATEWAY]
+    key = await create_key(app_client, data["token"], expires_at=gateway.now() + 60)
+    start = gateway.now()
+    gateway.clock = lambda: start + 61
+    attempts = [
+        ("/probe/pay", {}),
+        ("/probe/either", {}),
+        ("/probe/pay", {"merchant_api_key": "ok_m_notarealkey"}),
+        ("/probe/pay", {"merchant_api_key": data["api_keys"]["payout_api_key"]}),
+        ("/probe/pay", {"merchant_api_key": key["api_key"]}),
+        ("/probe/either", bearer("not.a.jwt")),
+        ("/dashboard/api-keys", {}),
+    ]
+    for path, headers in attempts:
+        response = await app_client.get(path, headers=headers)
+        body = await response.json()
+        assert response.status == 401 and body["error"]["code"] == "unauthorized", (path, headers, body)
+    wrong = await app_client.post("/dashboard/auth/login", json={"email": "nobody@example.com", "password": "x" * 10})
+    assert wrong.status == 401 and (await wrong.json())["error"]["code"] == "unauthorized"
+
+
 async def test_scoped_key_in_any_header_and_scope_checked(app_client):
     token = (await signup(app_client))["token"]
     key = await create_key(app_client, token, scopes=["payment:create", "balance:read"])

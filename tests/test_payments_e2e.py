@@ -80,6 +80,11 @@ async def test_white_label_payment_end_to_end(shop, receiver):
     assert headers["X-Event-Id"] == paid_hook["event_id"] and len(paid_hook["event_id"]) == 26
     credited = receiver.of_type("deposit.credited")[0]
     assert credited["amount"] == "0.5" and credited["fee"] == "0.005" and credited["net_amount"] == "0.495"
+    # The webhook and GET /v1/deposits describe the same deposit alike (issue 19).
+    _, listed = await api(client, "GET", "/v1/deposits", merchant.merchant_key)
+    row = next(d for d in listed["data"]["deposits"] if d["tx_hash"] == tx)
+    assert credited["order_id"] == row["order_id"] == "order-1" and credited["track_id"] == row["track_id"]
+    assert {k: credited[k] for k in row} == row
 
 
 async def test_receipt_verifies_with_a_separate_ed25519_path(shop):
@@ -169,3 +174,36 @@ async def test_another_merchant_gets_404(shop, make_client):
     assert body["data"]["total"] == 0
     status, _ = await api(client, "GET", f"/v1/payment/{track_id}", {"merchant_api_key": "nope"})
     assert status == 401
+
+
+async def test_a_scoped_keys_webhook_gets_the_events_of_its_payments(shop, receiver):
+    """SPEC 5.2, 6.1: payment.* and deposit.credited of a payment made with a key go to the key's URL,
+    signed with the key's secret; the account's URL gets nothing of it. A callback_url still wins."""
+    client, merchant, _, devnet = shop
+    key_receiver = WebhookReceiver()
+    try:
+        url = await key_receiver.start()
+        status, key = await api(client, "POST", "/dashboard/api-keys", merchant.jwt,
+                                json={"label": "shop", "scopes": ["payment:create"], "webhook_url": url})
+        assert status == 200, key
+        headers = {"merchant_api_key": key["data"]["api_key"]}
+        status, body = await api(client, "POST", "/v1/payment/white-label", headers,
+                                 json={"currency": "LTC", "amount": "0.5", "order_id": "by-key"})
+        assert status == 200, body
+        await devnet.pay("LTC", body["data"]["address"], "0.5")
+        await devnet.mine(6)
+        await deliver_due(devnet.gateway)
+        hooks = key_receiver.verified(key["data"]["webhook_secret"])
+        assert sorted(h["event_type"] for h in hooks) == ["deposit.credited", "payment.paid", "payment.paying"]
+        assert {h["track_id"] for h in hooks} == {body["data"]["track_id"]} and receiver.requests == []
+
+        # A per-payment callback_url is more specific than the key's URL.
+        status, body = await api(client, "POST", "/v1/payment/white-label", headers,
+                                 json={"currency": "LTC", "amount": "0.1", "callback_url": str(receiver.server.make_url("/hook"))})
+        assert status == 200, body
+        await devnet.pay("LTC", body["data"]["address"], "0.1")
+        await devnet.mine(6)
+        await deliver_due(devnet.gateway)
+        assert len(key_receiver.requests) == 3 and len(receiver.requests) == 3
+    finally:
+        await key_receiver.close()

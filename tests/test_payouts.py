@@ -114,7 +114,9 @@ async def test_payout_is_signed_broadcast_and_confirmed(env):
     assert status == 200, body
     data = body["data"]
     assert data["status"] == "Confirming" and data["amount"] == "0.004" and data["destination"] == BTC_DEST
-    assert set(data) == {"track_id", "status", "coin", "amount", "destination", "created_at"}
+    assert set(data) == {"track_id", "status", "coin", "amount", "destination", "tx_hash", "failure_reason",
+                         "created_at", "updated_at"}
+    assert data["tx_hash"] is None and data["failure_reason"] is None
     # Reserved at once: the balance drops, the in-flight account holds it.
     assert await balance(client, merchant) == {"BTC": "0.0059"}
     assert await in_flight(gw) == 400_000

@@ -30,6 +30,14 @@ async def test_currencies_list_the_whole_coin_table(client):
                    "confirmations": 2, "min_payout": "0.0001"}
     trx = next(row for row in body["data"] if row["symbol"] == "TRX")
     assert trx["confirmations"] == 3 and trx["decimals"] == 6
+    # SPEC 2.7's "none listed", "not payable" and "n/a" read as null (docs/decisions.md).
+    rows = {row["symbol"]: row for row in body["data"]}
+    assert rows["XMR"] == {"symbol": "XMR", "name": "Monero", "network": "monero", "decimals": 12,
+                           "confirmations": None, "min_payout": None}
+    assert rows["BTC_LN"] == {"symbol": "BTC_LN", "name": "Bitcoin Lightning", "network": "lightning",
+                              "decimals": 8, "confirmations": None, "min_payout": None}
+    assert all(row["confirmations"] is not None and row["min_payout"] is not None
+               for symbol, row in rows.items() if symbol not in ("XMR", "BTC_LN"))
 
 
 async def test_prices_are_exact_numbers_from_the_static_source(client):

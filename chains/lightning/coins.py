@@ -8,6 +8,8 @@ from __future__ import annotations
 from ...core.coins import Coin
 
 COINS: tuple[Coin, ...] = (
-    Coin("BTC_LN", "Bitcoin Lightning", "lightning", 8, 0, "0.00000001", "lightning",
-         price_id="bitcoin", dev_price_usd="60000", rank=20),
+    # SPEC 2.7: no confirmations (credited when the invoice is paid) and no published minimum payout:
+    # both null in the coin table; decimals stay 8, the precision every BTC_LN amount is written in.
+    Coin("BTC_LN", "Bitcoin Lightning", "lightning", 8, 0, None, "lightning",
+         price_id="bitcoin", dev_price_usd="60000", rank=20, confirmations_listed=False),
 )

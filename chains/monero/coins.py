@@ -9,6 +9,8 @@ from __future__ import annotations
 from ...core.coins import Coin
 
 COINS: tuple[Coin, ...] = (
-    Coin("XMR", "Monero", "monero", 12, 10, "0", "xmr", payable=False, receive_address=False,
-         settles_only_via_swap=True, price_id="monero", dev_price_usd="160", rank=19),
+    # SPEC 2.7 lists no confirmation count and no minimum payout ("not payable"): both null in the
+    # coin table (docs/decisions.md); 10 stays the floor the swap detection works with.
+    Coin("XMR", "Monero", "monero", 12, 10, None, "xmr", payable=False, receive_address=False,
+         settles_only_via_swap=True, price_id="monero", dev_price_usd="160", rank=19, confirmations_listed=False),
 )

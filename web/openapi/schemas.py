@@ -140,15 +140,15 @@ PAYMENT = obj(
         "address": nullable(STRING),
         "order_id": nullable(STRING),
         "callback_url": nullable(STRING),
+        "description": nullable(STRING),
+        "user_id": nullable(STRING),
         "expires_at": nullable(TIMESTAMP),
         "created_at": TIMESTAMP,
+        "paid_at": nullable(TIMESTAMP),
         "transactions": array(ref("Transaction")),
     },
     {
         "network": {"type": "string", "description": "Chain of pay_currency (extra)."},
-        "description": nullable(STRING),
-        "user_id": nullable(STRING),
-        "paid_at": TIMESTAMP,
         "payment_url": {"type": "string", "description": "Invoices only: the hosted page."},
         "return_url": nullable(STRING),
         "cancel_url": nullable(STRING),
@@ -160,7 +160,8 @@ PAYMENT = obj(
         "rate_locked_at": nullable(TIMESTAMP),
         "lightning": ref("Lightning"),
     },
-    description="A payment (SPEC 2.2). Invoice-only and fiat-only fields appear for those payments.",
+    description="A payment (SPEC 2.2). Its own fields are always present, null when unset (paid_at until Paid);"
+                " invoice-only, fiat-only and Lightning fields appear for those payments only.",
 )
 
 PAYMENT_SUMMARY = obj(
@@ -180,17 +181,17 @@ DEPOSIT = obj(
 
 PAYOUT = obj(
     {"track_id": STRING, "status": enum(PAYOUT_STATUSES), "coin": COIN, "amount": AMOUNT, "destination": STRING,
-     "created_at": TIMESTAMP},
-    {"tx_hash": nullable(STRING), "failure_reason": nullable(STRING), "updated_at": TIMESTAMP,
-     "idempotent": {"type": "boolean", "const": True, "description": "Present (true) on an idempotent replay."},
+     "created_at": TIMESTAMP, "tx_hash": nullable(STRING), "failure_reason": nullable(STRING),
+     "updated_at": TIMESTAMP},
+    {"idempotent": {"type": "boolean", "const": True, "description": "Present (true) on an idempotent replay."},
      "lightning": ref("Lightning"), "refund_of_payment_id": STRING},
-    description="A payout (SPEC 2.5). The create response omits tx_hash, failure_reason and updated_at.",
+    description="A payout (SPEC 2.5): tx_hash and failure_reason are null until they apply.",
 )
 
 REFUND = obj(
     {**{name: PAYOUT["properties"][name] for name in PAYOUT["required"]},
      "refund_of_payment_id": STRING, "refunded_total": AMOUNT, "refundable_remaining": AMOUNT},
-    {name: PAYOUT["properties"][name] for name in ("tx_hash", "failure_reason", "updated_at", "idempotent")},
+    {"idempotent": PAYOUT["properties"]["idempotent"]},
     description="A refund: the payout it created (SPEC 2.5, refund_of_payment_id set) and the payment's "
                 "refund totals after it.",
 )
@@ -220,8 +221,9 @@ TRANSFER_ROW = obj(
 
 CURRENCY = obj(
     {"symbol": COIN, "name": STRING, "network": STRING, "decimals": {"type": "integer", "minimum": 0},
-     "confirmations": {"type": "integer", "minimum": 0}, "min_payout": nullable(AMOUNT)},
-    description="A coin table entry (SPEC 2.6).",
+     "confirmations": nullable({"type": "integer", "minimum": 0}), "min_payout": nullable(AMOUNT)},
+    description="A coin table entry (SPEC 2.6). confirmations and min_payout are null where SPEC 2.7 lists"
+                " none (XMR: swap-only, not payable; BTC_LN: credited when the invoice is paid).",
 )
 
 ACCOUNT = obj(
