@@ -223,7 +223,7 @@ CURRENCY = obj(
     {"symbol": COIN, "name": STRING, "network": STRING, "decimals": {"type": "integer", "minimum": 0},
      "confirmations": nullable({"type": "integer", "minimum": 0}), "min_payout": nullable(AMOUNT)},
     description="A coin table entry (SPEC 2.6). confirmations and min_payout are null where SPEC 2.7 lists"
-                " none (XMR: swap-only, not payable; BTC_LN: credited when the invoice is paid).",
+                " none: a swap-only source coin (not payable) and Lightning (credited when the invoice is paid).",
 )
 
 ACCOUNT = obj(
