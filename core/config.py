@@ -293,13 +293,13 @@ def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: int |
 
 
 def seconds_setting(block: Mapping[str, Any], prefix: str, name: str, default: float, *,
-                    maximum: float = float("inf")) -> float:
+                    maximum: float = float("inf")) -> float:  # float ok: a duration, not money
     """A positive duration in seconds (an interval or a timeout, never money)."""
     key = f"{prefix}.{name}"
     value = block.get(name, default)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < maximum:
         raise ConfigError(f"config key '{key}' must be a positive number of seconds, got {value!r}")
-    return float(value)
+    return float(value)  # float ok: a duration, not money
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path | None:

@@ -69,7 +69,7 @@ class SideConnection:
         self._clock = clock
         self._conn: Any = None
         self._lock = asyncio.Lock()
-        self._last_ok = float("-inf")
+        self._last_ok = float("-inf")  # float ok: a monotonic clock reading
         self._task: asyncio.Task | None = None
         self._closing = False
 
@@ -131,7 +131,7 @@ class SideConnection:
 
     async def _drop(self) -> None:
         conn, self._conn = self._conn, None
-        self._last_ok = float("-inf")
+        self._last_ok = float("-inf")  # float ok: a monotonic clock reading
         if conn is not None and not conn.is_closed():
             conn.terminate()
 

@@ -235,7 +235,7 @@ async def attempt_delivery(gateway: "Gateway", http: aiohttp.ClientSession, clai
     )
 
 
-def _ms(started: float) -> int:
+def _ms(started: float) -> int:  # float ok: a monotonic clock reading
     return int((time.monotonic() - started) * 1000)
 
 
