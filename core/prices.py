@@ -28,6 +28,14 @@ class PriceSource(Protocol):
         """USD price per symbol; symbols it cannot price are simply absent."""
 
 
+@dataclass(frozen=True)
+class Quote:
+    """A coin's last good USD price and the clock time it was fetched (for staleness checks)."""
+
+    usd: Decimal
+    at: float
+
+
 @dataclass
 class _Cached:
     at: float
@@ -50,6 +58,7 @@ class PriceService:
         self._cache_seconds = cache_seconds
         self._cached: _Cached | None = None
         self._fiat_cache: _Cached | None = None
+        self._last_good: dict[str, Quote] = {}  # survives a failing source, so callers can judge age
         self._lock = asyncio.Lock()
 
     async def prices(self) -> dict[str, Decimal]:
@@ -64,10 +73,21 @@ class PriceService:
                     log.warning("price source %s failed: %s", self.source.name, exc)
                     fetched = {}
                 cached = self._cached = _Cached(self._clock(), fetched)
+                self._last_good.update({s: Quote(p, cached.at) for s, p in fetched.items() if p > 0})
         return {symbol: cached.prices.get(symbol, Decimal(0)) for symbol in symbols}
 
     async def price(self, symbol: str) -> Decimal:
         return (await self.prices()).get(symbol, Decimal(0))
+
+    async def quotes(self) -> dict[str, Quote]:
+        """The last good price of each coin with its fetch time; a coin never priced is absent.
+
+        Unlike ``prices()``, a source outage does not zero a coin: its previous
+        quote stays, and the caller decides how old is too old (the portfolio
+        tolerates 10 minutes, SPEC 4.7).
+        """
+        await self.prices()
+        return dict(self._last_good)
 
     async def fiat_per_usd(self, fiat: str) -> Decimal:
         """Units of ``fiat`` per US dollar (1 for USD); 0 when unknown."""

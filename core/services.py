@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, NamedTuple
 
-from . import ledger, payouts
+from . import accounts, ledger, payouts
 from .deposits import CREDITED
 from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
@@ -199,6 +199,20 @@ _CORE_KEY_NAMESPACES = frozenset({"key", "batch", "refund"})
 async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> int:
     """The merchant's spendable balance of ``coin`` in base units (what a full-balance payout sends)."""
     return max(0, await ledger.balance(gateway.db, merchant_available(merchant_id), coin))
+
+
+class MerchantRecord(NamedTuple):
+    """A merchant as a plugin sees it: public account id and accepted coins in the merchant's order."""
+
+    merchant_id: str
+    account_id: str
+    accepted_coins: tuple[str, ...]
+
+
+async def merchant_record(gateway: "Gateway", merchant_id: str) -> MerchantRecord:
+    """The merchant's account id and accepted coins (404 ``not_found`` for an unknown merchant)."""
+    row = await accounts.require_merchant(gateway.db, merchant_id)
+    return MerchantRecord(row["id"], row["account_id"], tuple(accounts.accepted_coins(row)))
 
 
 def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:

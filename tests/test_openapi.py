@@ -597,6 +597,13 @@ async def journey_autowithdraw(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", "/dashboard/settings/auto-withdraw", shop.jwt, expect=200)
 
 
+async def journey_portfolio(c: CheckedClient, shop: Merchant) -> None:
+    """The portfolio plugin's route (SPEC 4.7)."""
+    _, body = await c.call("GET", "/dashboard/portfolio", shop.jwt, expect=200)
+    assert body["data"]["per_coin"], "every accepted coin is listed"
+    await c.call("GET", "/dashboard/portfolio", None, expect=401)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -611,6 +618,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_webhook_logs(checked, shop)
     await journey_schedules(checked, shop, friend)
     await journey_autowithdraw(checked, shop)
+    await journey_portfolio(checked, shop)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

@@ -1,0 +1,25 @@
+"""Built-in feature plugin: the merchant's portfolio in USD (SPEC 2.16, 4.7).
+
+``GET /dashboard/portfolio`` lists every accepted coin, zero balances
+included, valued with the core price service's cached spot prices. Only
+core services are used (``merchant_record``, ``available_balance``,
+``PriceService.quotes``): no table of its own, none of the core's.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from . import openapi
+from .routes import routes
+
+PLUGIN_NAME = "portfolio"
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)

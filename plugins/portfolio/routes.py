@@ -1,0 +1,28 @@
+"""GET /dashboard/portfolio (SPEC 4.7): every accepted coin, its balance and USD value."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...core import services
+from ...web.auth import principal_of, requires
+from ...web.envelope import envelope
+from ...web.keys import gateway_of
+from .valuation import portfolio
+
+routes = web.RouteTableDef()
+
+
+@routes.get("/dashboard/portfolio")
+@requires("jwt")
+async def show(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    merchant = await services.merchant_record(gateway, principal_of(request).merchant_id)
+    holdings = []
+    for symbol in merchant.accepted_coins:
+        coin = gateway.coins.get(symbol)
+        if coin is not None:  # a coin whose chain plugin was removed has no decimals to format with
+            holdings.append((coin, await services.available_balance(gateway, merchant.merchant_id, symbol)))
+    service = gateway.services.get("prices")
+    quotes = await service.quotes() if service is not None else {}
+    return envelope(portfolio(merchant.account_id, holdings, quotes, gateway.clock()))
