@@ -51,6 +51,7 @@ async def payouts_of(client, merchant):
 async def test_create_list_patch_delete(env):
     client, merchant, devnet = env
     now = devnet.gateway.now()
+    devnet.gateway.clock = lambda: now  # next_run_at is compared exactly below
     status, body = await create(client, merchant, coin="btc")
     assert status == 200, body
     made = body["data"]
