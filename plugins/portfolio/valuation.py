@@ -27,7 +27,8 @@ def usd_text(value: Decimal) -> str:
     return format(value.quantize(CENT, rounding=ROUND_HALF_UP), "f")
 
 
-def coin_line(coin: Any, units: int, quote: Quote | None, now: float) -> tuple[dict[str, Any], Decimal]:
+def coin_line(coin: Any, units: int, quote: Quote | None,
+              now: float) -> tuple[dict[str, Any], Decimal]:  # float ok: a clock time, not money
     """One ``per_coin`` entry and the cents it adds to the total (0 when its price is unusable)."""
     amount = Decimal(units).scaleb(-coin.decimals)
     if quote is not None and now - quote.at > STALE_LIMIT_SECONDS:
@@ -48,7 +49,7 @@ def coin_line(coin: Any, units: int, quote: Quote | None, now: float) -> tuple[d
 
 
 def portfolio(account_id: str, holdings: Sequence[tuple[Any, int]], quotes: Mapping[str, Quote],
-              now: float) -> dict[str, Any]:
+              now: float) -> dict[str, Any]:  # float ok: a clock time, not money
     """The SPEC 2.16 record; ``total_usd`` is the sum of the rounded lines, so the page adds up."""
     lines, total = [], Decimal(0)
     for coin, units in holdings:
