@@ -12,7 +12,7 @@ names a core table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
 from . import accounts, ledger, payouts
 from .deposits import CREDITED
@@ -223,6 +223,12 @@ def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:
     """
     route = payouts.payout_route(gateway, coin)
     return payouts.check_destination(route, destination)
+
+
+def payout_amount(gateway: "Gateway", coin: str, amount: Any, field: str = "amount") -> int:
+    """Base units of ``amount`` checked like a payout's: above 0, no finer than the coin, at
+    least its minimum payout; a 400 validation naming ``field`` otherwise."""
+    return payouts.payout_units(gateway.coins.require(coin), amount, field)
 
 
 async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, destination: str, amount: int,

@@ -44,12 +44,8 @@ def parse_rule(gateway: Gateway, index: int, raw: Any) -> tuple[str, int, str]:
     coin = gateway.coins.get(clean["coin"])
     if coin is None or not coin.payable:
         raise ValidationError({f"rules[{index}].coin": f"unknown or unpayable coin {clean['coin']}"})
-    try:
-        threshold = coin.to_units(clean["threshold_native"])
-    except ValueError as exc:
-        raise ValidationError({f"rules[{index}].threshold_native": str(exc)}) from None
-    if threshold < coin.min_payout_units:
-        raise ValidationError({f"rules[{index}].threshold_native": f"must be at least {coin.min_payout} {coin.symbol}"})
+    threshold = services.payout_amount(gateway, coin.symbol, clean["threshold_native"],
+                                       f"rules[{index}].threshold_native")
     return coin.symbol, threshold, services.payout_destination(gateway, coin.symbol, clean["destination"])
 
 

@@ -34,18 +34,6 @@ def schedule_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def min_units(gateway: Gateway, symbol: str, amount: Any) -> int:
-    """``min_amount`` in base units: no finer than the coin, at least its minimum payout."""
-    coin = gateway.coins.require(symbol)
-    try:
-        units = coin.to_units(amount)
-    except ValueError as exc:
-        raise ValidationError({"min_amount": str(exc)}) from None
-    if units < coin.min_payout_units:
-        raise ValidationError({"min_amount": f"must be at least {coin.min_payout} {coin.symbol}"})
-    return units
-
-
 @routes.post("/dashboard/payout-schedules")
 @requires("jwt")
 async def create(request: web.Request) -> web.Response:
@@ -56,7 +44,7 @@ async def create(request: web.Request) -> web.Response:
                                                              minimum=MIN_INTERVAL, maximum=MAX_INTERVAL),
     ])
     destination = services.payout_destination(gateway, clean["coin"], clean["destination"])
-    units = min_units(gateway, clean["coin"], clean["min_amount"])
+    units = services.payout_amount(gateway, clean["coin"], clean["min_amount"], "min_amount")
     if await store.count(gateway, merchant_id) >= MAX_SCHEDULES:
         raise InvalidRequest(f"at most {MAX_SCHEDULES} payout schedules", code="too_many_schedules")
     row = await store.insert(gateway, merchant_id, coin=clean["coin"], destination=destination, min_amount=units,
@@ -82,7 +70,7 @@ async def patch(request: web.Request) -> web.Response:
     if not changes:
         raise ValidationError({"body": "give at least one of enabled, min_amount, interval_sec"})
     if "min_amount" in changes:
-        changes["min_amount"] = min_units(gateway, current["coin"], changes["min_amount"])
+        changes["min_amount"] = services.payout_amount(gateway, current["coin"], changes["min_amount"], "min_amount")
     row = await store.update(gateway, merchant_id, current["id"], changes)
     return envelope(schedule_view(gateway, row))
 
