@@ -281,15 +281,20 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
         await refresh_payment(gateway, deposit["track_id"], after)
 
 
-async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], after: AfterCommit) -> None:
-    """The deposit.credited webhook (in the transaction) and hook (after it)."""
-    generation = credited["credit_count"]
-    url, secret = await payment_destination_of(gateway.db, credited["track_id"])
+async def _enqueue_deposit_event(gateway: "Gateway", event_type: str, deposit: Mapping[str, Any],
+                                 generation: Any) -> None:
+    """A deposit webhook, once per (deposit, credit generation), to the payment's destination."""
+    url, secret = await payment_destination_of(gateway.db, deposit["track_id"])
     await enqueue_event(
-        gateway, merchant_id=credited["merchant_id"], event_type="deposit.credited",
-        body=await deposit_body(gateway, credited), logical_key=f"deposit.credited:{credited['id']}:{generation}",
+        gateway, merchant_id=deposit["merchant_id"], event_type=event_type,
+        body=await deposit_body(gateway, deposit), logical_key=f"{event_type}:{deposit['id']}:{generation}",
         url=url, secret=secret,
     )
+
+
+async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], after: AfterCommit) -> None:
+    """The deposit.credited webhook (in the transaction) and hook (after it)."""
+    await _enqueue_deposit_event(gateway, "deposit.credited", credited, credited["credit_count"])
     view = deposit_view_of(gateway, credited)
     after.append(lambda: gateway.emit("deposit_credited", deposit=view))
 
@@ -379,12 +384,7 @@ async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterC
     log.warning("deposit %s (%s %s) left the best chain after crediting: reversed", deposit["id"],
                 deposit["chain"], deposit["tx_hash"])
     reversed_row = {**deposit, "status": PENDING, "credited": False, "confirmations": 0}
-    url, secret = await payment_destination_of(gateway.db, deposit["track_id"])
-    await enqueue_event(
-        gateway, merchant_id=deposit["merchant_id"], event_type="deposit.reversed",
-        body=await deposit_body(gateway, reversed_row), logical_key=f"deposit.reversed:{deposit['id']}:{generation}",
-        url=url, secret=secret,
-    )
+    await _enqueue_deposit_event(gateway, "deposit.reversed", reversed_row, generation)
     view = deposit_view_of(gateway, reversed_row)
     after.append(lambda: ledger.notify_posted(gateway, txn))
     after.append(lambda: gateway.emit("deposit_reversed", deposit=view))
