@@ -51,8 +51,11 @@ def default_postings(credit: "Credit") -> list[ledger.Posting]:
 
 async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.Posting]:
     """The core's postings passed through every ``credit_postings`` plugin, then checked."""
-    postings = await call_filter(gateway.pm, "credit_postings", "postings", default_postings(credit),
+    proposed = default_postings(credit)
+    postings = await call_filter(gateway.pm, "credit_postings", "postings", list(proposed),
                                  gateway=gateway, credit=credit)
+    if postings == proposed:
+        return proposed  # untouched: the core's own lines need no re-check (and no merchant look-up)
     await check_postings(gateway, credit, postings)
     return list(postings)
 
