@@ -1,14 +1,18 @@
-"""Built-in plugin ``tron``: the TRX and TRC-20 coins and the ``tron`` address family.
+"""Built-in plugin ``tron``: TRX and the pinned TRC-20 tokens over a full node's HTTP API.
 
-It registers today only the coins (with their pinned TRC-20 contracts and
-price ids) and the address family (derivation m/44'/195'/A'/0/I and
-validation), so merchants can accept and validate Tron coins; the chain
-adapter that watches and pays on Tron is built by a later issue, and until
-then no chain serves these coins outside the devnet. An operator replaces a
-pinned contract with::
+It always registers the coins (with their pinned TRC-20 contracts and price
+ids) and the ``tron`` address family (m/44'/195'/A'/0/I). With a ``url`` in
+its block it also registers the ``tron`` chain adapter, which watches
+deposits, sends payouts from the hot wallet (m/44'/195'/0'/0/0) and, with
+``sweep`` on (the default), runs the job ``tron.sweep`` that moves credited
+deposits to the hot wallet::
 
     [plugin.tron]
-    contracts = { USDT_TRC20 = "T..." }
+    url = "https://api.trongrid.io"
+    api_key = "..."                        # TRON-PRO-API-KEY for hosted providers
+    contracts = { USDT_TRC20 = "T..." }    # optional pin overrides
+
+See ``docs/tron.md``.
 """
 
 from __future__ import annotations
@@ -16,34 +20,64 @@ from __future__ import annotations
 from ...core.config import ConfigError
 from ...core.keys import NETWORKS
 from ...core.plugins import hookimpl
-from ..contracts import pin_contracts, read_contracts
+from ..contracts import pin_contracts
+from .adapter import TronAdapter
 from .address import address_family
 from .coins import COINS
+from .settings import CHAIN, PLUGIN_NAME, TronSettings, read_settings
+from .sweeper import sweep_chain, sweep_job
 
-PLUGIN_NAME = "tron"
+__all__ = ["PLUGIN_NAME", "TronAdapter", "TronSettings", "sweep_chain", "tron_adapter"]
+
+MIGRATIONS_PACKAGE = "orbchain.chains.tron.migrations"
 
 
-def _contracts(gateway) -> dict[str, str]:
-    block = gateway.config.plugin_config(PLUGIN_NAME)
-    for key in block:
-        if key != "contracts":
-            raise ConfigError(f"unknown config key 'plugin.{PLUGIN_NAME}.{key}' (known: contracts)")
-    return read_contracts(block, f"plugin.{PLUGIN_NAME}", COINS)
+def _settings(gateway) -> TronSettings:
+    return read_settings(gateway.config.plugin_config(PLUGIN_NAME))
 
 
 @hookimpl
 def validate_config(gateway) -> None:
-    _contracts(gateway)
+    _settings(gateway)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
 def register_coins(registry, gateway) -> None:
     for coin in COINS:
         registry.add(coin)
-    pin_contracts(registry, _contracts(gateway))
+    pin_contracts(registry, _settings(gateway).contracts)
 
 
 @hookimpl
 def register_address_families(registry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
+
+
+@hookimpl
+def register_chains(registry, gateway) -> None:
+    settings = _settings(gateway)
+    if settings.url is None:
+        return
+    coins = [coin for coin in gateway.coins if coin.chain == CHAIN and coin.address_family == "tron"]
+    natives = [coin.symbol for coin in coins if coin.contract is None]
+    if len(natives) != 1:
+        raise ConfigError(f"plugin.{PLUGIN_NAME}: the coin table has {len(natives)} native Tron coins, expected 1")
+    registry.add(TronAdapter(gateway, settings, natives[0], {c.contract: c.symbol for c in coins if c.contract}))
+
+
+def tron_adapter(gateway) -> TronAdapter | None:
+    adapter = gateway.chains.get(CHAIN)
+    return adapter if isinstance(adapter, TronAdapter) else None
+
+
+@hookimpl
+def register_jobs(registry, gateway) -> None:
+    adapter = tron_adapter(gateway)
+    if adapter is not None and adapter.settings.sweep:
+        registry.add(f"{CHAIN}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)

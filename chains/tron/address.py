@@ -15,7 +15,8 @@ from ...core.keys.errors import AddressError
 from ...core.keys.inputs import clean
 from ..evm.address import evm_address_bytes
 
-__all__ = ["BURN_ADDRESSES", "TRON_VERSION", "address_family", "tron_address", "validate_tron"]
+__all__ = ["BURN_ADDRESSES", "TRON_VERSION", "address_bytes", "address_family", "from_hex", "tron_address",
+           "validate_tron"]
 
 TRON_VERSION = 0x41
 # 0x41 + 20 zero bytes, Tron's zero address (docs/keys.md).
@@ -25,6 +26,24 @@ BURN_ADDRESSES = burn_list(("T9yD14Nj9j7xAB4dbGeiX9h8unkKHxuWwb",))
 def tron_address(public_key: bytes) -> str:
     """T-address of a compressed or uncompressed secp256k1 public key."""
     return b58check_encode(bytes([TRON_VERSION]) + evm_address_bytes(public_key))
+
+
+def address_bytes(address: str) -> bytes:
+    """The 21 bytes (0x41 + account id) of a T address, the form inside transactions."""
+    payload = b58check_decode(address, 21)
+    if payload[0] != TRON_VERSION:
+        raise AddressError(f"network byte 0x{payload[0]:02x} is not Tron's 0x41")
+    return payload
+
+
+def from_hex(value: str) -> str:
+    """A T address from the node's hex form: ``41`` + 40 hex digits, or the bare 40 of an event log."""
+    raw = bytes.fromhex(value[2:] if value.startswith("0x") else value)
+    if len(raw) == 20:
+        raw = bytes([TRON_VERSION]) + raw
+    if len(raw) != 21 or raw[0] != TRON_VERSION:
+        raise AddressError("not a Tron account id")
+    return b58check_encode(raw)
 
 
 def validate_tron(address: object, network: str = "mainnet") -> str:

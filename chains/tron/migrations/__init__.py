@@ -1,0 +1,1 @@
+"""Schema of the tron plugin (namespace ``tron``): signed transactions and sweeps."""
