@@ -37,7 +37,6 @@ from aiohttp import web
 from eth_keys import KeyAPI
 from eth_keys.backends import NativeECCBackend
 from eth_utils import keccak
-from google.protobuf import any_pb2
 
 PROTOS = Path(__file__).resolve().parent / "tron_protos"
 TRANSFER_TOPIC = keccak(text="Transfer(address,address,uint256)").hex()
@@ -190,7 +189,7 @@ class TronNode:
 
     # -- the payer (test transactions, built with the generated classes) ---------------------
 
-    def _payer_tx(self, contract_type: int, message: Any, fee_limit: int = 0) -> dict[str, Any]:
+    def payer_tx(self, contract_type: int, message: Any, fee_limit: int = 0) -> dict[str, Any]:
         pb = self.pb
         tx = pb.Transaction()
         raw = tx.raw_data
@@ -212,13 +211,13 @@ class TronNode:
 
     def pay_trx(self, to: str, amount: int) -> str:
         message = self.pb.TransferContract(owner_address=self.payer, to_address=account_id(to), amount=amount)
-        return self._submit(self._payer_tx(self.pb.Transaction.Contract.TransferContract, message))
+        return self._submit(self.payer_tx(self.pb.Transaction.Contract.TransferContract, message))
 
     def pay_token(self, contract: str, to: str, amount: int) -> str:
         data = TRANSFER_SELECTOR + account_id(to)[1:].rjust(32, b"\0") + amount.to_bytes(32, "big")
         message = self.pb.TriggerSmartContract(owner_address=self.payer, contract_address=account_id(contract),
                                                data=data)
-        return self._submit(self._payer_tx(self.pb.Transaction.Contract.TriggerSmartContract, message,
+        return self._submit(self.payer_tx(self.pb.Transaction.Contract.TriggerSmartContract, message,
                                            fee_limit=100_000_000))
 
     def _submit(self, body: dict[str, Any]) -> str:

@@ -115,3 +115,62 @@ class TronTokenDriver(TronDriver):
         self.node.pay_trx(hot, 200 * 10**6)  # energy and bandwidth
         self.node.pay_token(self.online.usdt, hot, amount)
         self.node.mine(1)
+
+
+@dataclass
+class TronShop:
+    """A gateway on the stand-in node with one merchant accepting TRX and USDT_TRC20."""
+
+    online: NodeOnline
+    client: Any
+    merchant: Any
+    gateway: Any
+    adapter: Any
+
+    @property
+    def node(self) -> TronNode:
+        return self.online.node
+
+    async def scan(self) -> Any:
+        from orbchain.core.scanner import scan_chain
+
+        return await scan_chain(self.gateway, self.adapter)
+
+    async def mine(self, blocks: int = 1) -> Any:
+        self.node.mine(blocks)
+        return await self.scan()
+
+    async def sweep(self) -> Any:
+        from orbchain.chains.tron import sweep_chain
+
+        return await sweep_chain(self.gateway, self.adapter)
+
+    async def payment(self, coin: str, amount: str) -> dict[str, Any]:
+        from orbchain.testing import api
+
+        status, body = await api(self.client, "POST", "/v1/payment/white-label", self.merchant.merchant_key,
+                                 json={"currency": coin, "amount": amount})
+        assert status == 200, body
+        return body["data"]
+
+    async def view(self, track_id: str) -> dict[str, Any]:
+        from orbchain.testing import api
+
+        status, body = await api(self.client, "GET", f"/v1/payment/{track_id}", self.merchant.merchant_key)
+        assert status == 200, body
+        return body["data"]
+
+    async def deposits(self) -> list[Any]:
+        return await self.gateway.db.fetch_all("SELECT * FROM deposits ORDER BY created_at")
+
+
+async def open_tron_shop(online: NodeOnline, make_config: Any, make_client: Any, **settings: Any) -> TronShop:
+    from orbchain.core.accounts import set_accepted_coins
+    from orbchain.testing import open_shop
+
+    shop = await open_shop(make_config, make_client, blocked=("devnet",), email="tron-shop@example.com",
+                           plugin={"tron": tron_settings(online, **settings)})
+    await set_accepted_coins(shop.gateway, shop.merchant.merchant_id, ["TRX", "USDT_TRC20"])
+    tron = TronShop(online, shop.client, shop.merchant, shop.gateway, shop.gateway.chains.get("tron"))
+    await tron.scan()
+    return tron

@@ -62,7 +62,7 @@ class MinedInfo:
     confirmations: int
     succeeded: bool
     fee: int  # every sun the sender burned: bandwidth, energy and account creation
-    activation_fee: int  # the part of ``fee`` that created a new account
+    activation_fee: int  # the part of ``fee`` that created a new account (system fee + creation fee)
 
 
 def _message(answer: Mapping[str, Any]) -> str:
@@ -83,7 +83,10 @@ def mined_info(info: Mapping[str, Any], tip: int) -> MinedInfo | None:
     # A TRX transfer's receipt has no result; a contract call's says SUCCESS unless it failed.
     succeeded = info.get("result") != "FAILED" and receipt.get("result", "SUCCESS") in ("SUCCESS", "DEFAULT")
     fee = integer(info.get("fee"))
-    activation = max(0, fee - integer(receipt.get("net_fee")) - integer(receipt.get("energy_fee")))
+    net_fee, energy_fee = integer(receipt.get("net_fee")), integer(receipt.get("energy_fee"))
+    # Only creating an account burns beyond bandwidth and energy (the system fee); such a
+    # transfer's net_fee is the account-creation fee charged instead of bandwidth: both are activation.
+    activation = fee - energy_fee if fee > net_fee + energy_fee else 0
     return MinedInfo(block, max(0, tip - block + 1), succeeded, fee, activation)
 
 

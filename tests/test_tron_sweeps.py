@@ -1,0 +1,109 @@
+"""Sweeping Tron deposit addresses into the hot wallet, with exact TRX funding of token sweeps."""
+
+from __future__ import annotations
+
+import pytest
+
+from orbchain.chains.tron.keys import hot_wallet_address
+from orbchain.chains.tron.sweeper import deposit_addresses_account, hot_wallet_account
+from orbchain.core import ledger
+from orbchain.core.ledger_accounts import NETWORK_FEES, merchant_available
+
+from .tron_node import ENERGY_NEW_HOLDER, PARAMETERS
+from .tron_support import TronShop, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures
+
+THRESHOLD = 19
+
+
+@pytest.fixture
+async def shop(tron_node, make_config, make_client) -> TronShop:  # noqa: F811 - the fixture
+    return await open_tron_shop(tron_node, make_config, make_client, payout_confirmations=1)
+
+
+async def _credited(shop: TronShop, coin: str, units: int) -> str:
+    payment = await shop.payment(coin, str(units / 10**6))
+    if coin == "TRX":
+        shop.node.pay_trx(payment["address"], units)
+    else:
+        shop.node.pay_token(shop.online.usdt, payment["address"], units)
+    await shop.mine(THRESHOLD)
+    assert (await shop.view(payment["track_id"]))["status"] == "Paid"
+    return payment["address"]
+
+
+async def _txs(shop: TronShop) -> dict[str, dict]:
+    return {r["kind"]: dict(r) for r in await shop.gateway.db.fetch_all("SELECT * FROM tron_txs")}
+
+
+async def test_token_sweep_from_a_fresh_address_gets_exactly_its_fees(shop):
+    node = shop.node
+    address = await _credited(shop, "USDT_TRC20", 40_000_000)
+    assert not node.exists(address)  # tokens never create an account
+    hot = hot_wallet_address(shop.gateway)
+    node.pay_trx(hot, 100 * 10**6)
+    node.mine(1)
+    merchant_before = await ledger.balance(shop.gateway.db, merchant_available(shop.merchant.merchant_id),
+                                           "USDT_TRC20")
+
+    report = await shop.sweep()  # signs top-up and transfer, sends the top-up
+    assert report.started == 1
+    txs = await _txs(shop)
+    energy_fee = ENERGY_NEW_HOLDER * PARAMETERS["getEnergyFee"]  # the hot wallet holds no USDT yet
+    assert int(txs["topup"]["amount"]) == energy_fee  # bandwidth: the new account's free 600 bytes
+    assert txs["sweep"]["status"] == "stored"
+    node.mine(1)
+    await shop.sweep()  # top-up final: the transfer goes out
+    node.mine(1)
+    assert (await shop.sweep()).finished == 1
+
+    assert node.balance(address) == 0  # every sun sent was burned, none left behind
+    assert node.token_balance(shop.online.usdt, address) == 0
+    assert node.token_balance(shop.online.usdt, hot) == 40_000_000
+    activation = PARAMETERS["getCreateNewAccountFeeInSystemContract"] + PARAMETERS["getCreateAccountFee"]
+    assert node.balance(hot) == 100 * 10**6 - energy_fee - activation
+    db = shop.gateway.db
+    assert await ledger.balance(db, NETWORK_FEES, "TRX") == -(energy_fee + activation)
+    booked = await ledger.find_transaction(db, f"tron:tron:activation:{txs['topup']['tx_id']}")
+    assert booked is not None and any(p.amount == -activation for p in booked.postings)
+    assert await ledger.balance(db, hot_wallet_account("tron"), "USDT_TRC20") == 40_000_000
+    assert await ledger.balance(db, deposit_addresses_account("tron"), "USDT_TRC20") == -40_000_000
+    assert await ledger.balance(db, merchant_available(shop.merchant.merchant_id), "USDT_TRC20") == merchant_before
+    assert (await ledger.check_ledger(db)).ok
+    assert (await shop.sweep()).started == 0
+
+
+async def test_trx_sweep_moves_the_whole_balance_on_free_bandwidth(shop):
+    node = shop.node
+    hot = hot_wallet_address(shop.gateway)
+    node.pay_trx(hot, 10**6)  # the hot wallet exists: no activation on the way in
+    address = await _credited(shop, "TRX", 20_000_000)
+    assert (await shop.sweep()).started == 1
+    node.mine(1)
+    assert (await shop.sweep()).finished == 1
+    assert node.balance(address) == 0 and node.balance(hot) == 21_000_000
+    assert await ledger.balance(shop.gateway.db, NETWORK_FEES, "TRX") == 0  # free bandwidth: nothing burned
+    assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
+async def test_a_crash_before_broadcast_resends_the_stored_transaction(shop, monkeypatch):
+    node = shop.node
+    node.pay_trx(hot_wallet_address(shop.gateway), 10**6)
+    await _credited(shop, "TRX", 9_000_000)
+    sent = []
+
+    async def lost(tx_id, body):  # the process "dies" before the node hears of it
+        sent.append(body)
+        raise RuntimeError("crash")
+
+    monkeypatch.setattr(shop.adapter.txs, "broadcast", lost)
+    with pytest.raises(RuntimeError):
+        await shop.sweep()
+    monkeypatch.undo()
+    stored = (await _txs(shop))["sweep"]
+    assert stored["status"] == "stored" and sent == [stored["body"]] and node.broadcasts == []
+    await shop.sweep()  # restart: the same bytes go out
+    assert [b["txID"] for b in node.broadcasts] == [stored["tx_id"]]
+    node.mine(1)
+    await shop.sweep()
+    tx = (await _txs(shop))["sweep"]
+    assert tx["body"] == stored["body"] and tx["status"] == "mined"
