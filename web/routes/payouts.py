@@ -20,10 +20,12 @@ from ..validation import IDEMPOTENCY_KEY, Field, idempotency_key, pagination, va
 routes = web.RouteTableDef()
 
 MAX_BATCH_ITEMS = 100
+# The longest destination any coin may declare (Coin.max_destination_length); each coin's own limit is checked.
+MAX_DESTINATION_FIELD = 4096
 
 PAYOUT_FIELDS = [
     Field("currency", required=True, upper=True, max_len=20),
-    Field("address", required=True, max_len=128),
+    Field("address", required=True, max_len=MAX_DESTINATION_FIELD),
     Field("amount", "amount", required=True),
     Field("callback_url", "url", max_len=500),
     Field("description", max_len=500),
@@ -31,7 +33,7 @@ PAYOUT_FIELDS = [
 ]
 BATCH_ITEM_FIELDS = [
     Field("currency", required=True, upper=True, max_len=20),
-    Field("address", required=True, max_len=128),
+    Field("address", required=True, max_len=MAX_DESTINATION_FIELD),
     Field("amount", "amount", required=True),
     Field("external_id", required=True, max_len=128),
 ]
@@ -48,6 +50,8 @@ def _parse_target(gateway: Gateway, principal: Principal, values: Mapping[str, A
     """Coin route, base units and canonical destination of one payout, or an ApiError."""
     ensure_coin_allowed(principal, values["currency"])
     route = svc.payout_route(gateway, values["currency"])
+    if len(values["address"]) > route.coin.max_destination_length:
+        raise ValidationError({"address": f"must be at most {route.coin.max_destination_length} characters"})
     units = svc.payout_units(route.coin, values["amount"])
     return route, units, svc.check_destination(route, values["address"])
 
