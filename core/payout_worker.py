@@ -142,7 +142,8 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
         signed = await sender.sign_payout(order)
     except BroadcastError as exc:
         if exc.permanent:
-            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=exc.reason or f"sign_rejected: {exc}")
+            await payouts.finish(gateway, row, status=payouts.FAILED,
+                                 failure_reason=exc.reason or f"sign_rejected: {exc}")
         else:
             await _retry_or_time_out(gateway, sender, row, exc)
         return None
@@ -213,7 +214,8 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
                                    next_at=now + _poll_seconds(adapter))
         return
     if status.failed:
-        await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=status.failure_reason or payouts.REVERTED,
+        await payouts.finish(gateway, row, status=payouts.FAILED,
+                             failure_reason=status.failure_reason or payouts.REVERTED,
                              confirmations=status.confirmations, network_fee=status.network_fee,
                              details=status.details)
     elif status.found and status.confirmations >= sender.payout_confirmations:

@@ -190,7 +190,7 @@ class LndStandIn:
         for queue in self._subscribers:
             queue.put_nowait(None)
         for response in list(self._stream_responses):
-            transport = response._req.transport if response._req is not None else None  # noqa: SLF001
+            transport = response._req.transport if response._req is not None else None
             if transport is not None:
                 transport.close()
         self._stream_responses.clear()
@@ -214,8 +214,7 @@ class LndStandIn:
         self.cert_path = str(directory / "tls.cert")
         ca.cert_pem.write_to_path(self.cert_path)
         self.macaroon_path = str(directory / "admin.macaroon")
-        with open(self.macaroon_path, "wb") as handle:
-            handle.write(self.macaroon)
+        (directory / "admin.macaroon").write_bytes(self.macaroon)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         cert.configure_cert(context)
         app = web.Application(middlewares=[self._auth])
@@ -229,7 +228,7 @@ class LndStandIn:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
         await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # noqa: SLF001
+        port = site._server.sockets[0].getsockname()[1]
         self.url = f"https://127.0.0.1:{port}"
 
     async def close(self) -> None:

@@ -13,10 +13,13 @@ import json
 import pytest
 
 from orbchain.chains.lightning import settlement
+from orbchain.chains.lightning.backend import LightningBackendRegistry
+from orbchain.chains.lightning.lnd import LndBackend
+from orbchain.core.config import ConfigError
+from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.chains.lightning.payouts import max_fee_sat
 from orbchain.chains.lightning.receive import lightning_chain
 from orbchain.core import netguard, payout_worker
-from orbchain.core.events import enqueue_event  # noqa: F401 - the outbox the webhooks go through
 from orbchain.core.ledger_check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
@@ -309,3 +312,32 @@ async def test_lightning_address_on_a_private_host_is_refused(make_config, make_
     assert status == 400, body
     assert "private" in body["error"]["message"] or "private" in str(body)
     assert await balance(shop) == before
+
+
+# -- the backend contract -------------------------------------------------------------------------
+
+
+class _ThirdPartyBackends:
+    """A plugin contributing a backend through ``register_lightning_backends``."""
+
+    PLUGIN_NAME = "thirdparty_ln"
+
+    @staticmethod
+    @hookimpl
+    def register_lightning_backends(registry):
+        registry.add("thirdparty", LndBackend)
+
+
+async def test_register_lightning_backends_lets_a_plugin_supply_the_node(make_config, lnd):
+    from orbchain.core.gateway import build_gateway
+
+    config = make_config(**lightning_config(lnd, backend="thirdparty"))
+    gateway = build_gateway(config, get_plugin_manager([_ThirdPartyBackends]))
+    chain = lightning_chain(gateway)
+    assert chain is not None and isinstance(chain.backend, LndBackend)
+    registry = LightningBackendRegistry()
+    registry.add("lnd", LndBackend)
+    with pytest.raises(ValueError, match="registered by both"):
+        registry.add("lnd", LndBackend)
+    with pytest.raises(ConfigError, match="unknown backend"):
+        build_gateway(make_config(**lightning_config(lnd, backend="nobody")))

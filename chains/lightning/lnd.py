@@ -132,7 +132,7 @@ class LndBackend(LightningBackend):
                         return None
                     raise BackendUnavailable(f"LND {path.split('?')[0]}: HTTP {response.status}: {message}")
                 return json.loads(text)
-        except (aiohttp.ClientError, asyncio.TimeoutError, ValueError) as exc:
+        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
             raise BackendUnavailable(f"LND {path.split('?')[0]}: {type(exc).__name__}: {exc}") from None
 
     async def _stream(self, method: str, path: str, body: Mapping[str, Any] | None = None,

@@ -17,7 +17,6 @@ this address (``text/identifier`` or ``text/email``).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import ssl
@@ -100,7 +99,7 @@ async def _get_json(lookup: Lookup, url: str) -> dict[str, Any]:
                              "lightning_address_private_host") from None
         raise LnurlError(f"Lightning Address service unreachable: {exc}", "lightning_address_unreachable",
                          transient=True) from None
-    except (aiohttp.ClientError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, aiohttp.ClientError) as exc:
         raise LnurlError(f"Lightning Address service unreachable: {type(exc).__name__}",
                          "lightning_address_unreachable", transient=True) from None
     if len(raw) > MAX_RESPONSE_BYTES:
