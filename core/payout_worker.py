@@ -90,6 +90,15 @@ async def run_worker(gateway: "Gateway", *, once: bool = False) -> int:
         await asyncio.sleep(TICK_SECONDS)
 
 
+async def create_and_send(gateway: "Gateway", merchant_id: str,
+                          request: payouts.PayoutRequest) -> payouts.PayoutOutcome:
+    """``payouts.create_payout``, then, on a chain with ``INSTANT_PAYOUTS``, the payout sent before answering."""
+    outcome = await payouts.create_payout(gateway, merchant_id, request)
+    if request.route.instant and not outcome.replay:
+        outcome = payouts.PayoutOutcome(await drive_now(gateway, outcome.row), False, outcome.posted)
+    return outcome
+
+
 async def drive_now(gateway: "Gateway", row: Row) -> Row:
     """Advance one just-reserved payout of an ``INSTANT_PAYOUTS`` chain in the request that made it.
 

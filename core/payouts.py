@@ -191,10 +191,6 @@ async def create_payout(gateway: "Gateway", merchant_id: str, request: PayoutReq
         outcome = await reserve_payout(gateway, merchant_id, request)
     if outcome.posted is not None:
         await ledger.notify_posted(gateway, outcome.posted)
-    if route.instant and not outcome.replay:
-        from .payout_worker import drive_now  # the worker imports this module
-
-        outcome = PayoutOutcome(await drive_now(gateway, outcome.row), False, outcome.posted)
     return outcome
 
 

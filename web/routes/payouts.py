@@ -8,6 +8,7 @@ from aiohttp import web
 
 from ...core import payouts as svc
 from ...core import refunds
+from ...core.payout_worker import create_and_send
 from ...core.accounts import check_webhook_url
 from ...core.errors import ApiError, InvalidRequest, ValidationError
 from ...core.gateway import Gateway
@@ -72,7 +73,7 @@ async def create_one(request: web.Request) -> web.Response:
         request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units,
                                      description=values["description"], callback_url=callback),
         key_id=principal.key_id, request_id=request[REQUEST_ID])
-    outcome = await svc.create_payout(gateway, principal.merchant_id, payout)
+    outcome = await create_and_send(gateway, principal.merchant_id, payout)
     return envelope(svc.created_view(gateway, outcome))
 
 
@@ -127,7 +128,7 @@ async def _batch_item(request: web.Request, index: int, item: Any) -> dict[str, 
             idem_key=svc.namespaced(svc.BATCH_NS, values["external_id"]), external_id=values["external_id"],
             request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units),
             key_id=principal.key_id, request_id=request[REQUEST_ID])
-        outcome = await svc.create_payout(gateway, principal.merchant_id, payout)
+        outcome = await create_and_send(gateway, principal.merchant_id, payout)
     except ApiError as exc:
         result["error"] = svc.item_error(exc)
         return result
