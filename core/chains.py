@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Sequence, cast
+from typing import Any, Mapping, Sequence, cast
 
 
 @dataclass(frozen=True)
@@ -81,12 +81,18 @@ class Capability(enum.Enum):
     * ``SWEEPS``: the plugin moves credited deposits to its hot wallet with a
       job of its own. For operators and other plugins; the core does nothing
       with it.
+    * ``INSTANT_PAYOUTS`` (with ``PAYOUTS``): a payout is final as soon as it is
+      sent (a Lightning payment settles or fails within seconds), so the
+      request that creates one drives it through the worker's stages before
+      answering; its response already shows Confirmed or Failed. What is
+      still undecided when the request gives up is left to the worker.
     """
 
     DEPOSITS = "deposits"
     MEMPOOL = "mempool"
     PAYOUTS = "payouts"
     SWEEPS = "sweeps"
+    INSTANT_PAYOUTS = "instant_payouts"
 
 
 class ChainAdapter(ABC):
@@ -191,6 +197,8 @@ class SignedPayout:
     tx_hash: str
     raw: str  # hex (or the chain's own text form)
     network_fee: int = 0  # base units the platform pays on top of the amount
+    # Public fields shown with the payout (a Lightning payout's ``lightning`` block); stored with it.
+    details: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -208,15 +216,19 @@ class PayoutStatus:
     confirmations: int = 0
     failed: bool = False
     network_fee: int | None = None  # the fee actually paid, once mined, when the chain tells
+    # Public fields learned at the end (a Lightning preimage), merged into the stored ``details``.
+    details: Mapping[str, Any] = field(default_factory=dict)
+    failure_reason: str | None = None  # why it ``failed``, when the chain says better than "reverted"
 
 
 class BroadcastError(RuntimeError):
     """The node refused the transaction. ``permanent`` refusals fail the payout
     at once (bad signature, insufficient funds); others are retried."""
 
-    def __init__(self, message: str, *, permanent: bool = False) -> None:
+    def __init__(self, message: str, *, permanent: bool = False, reason: str | None = None) -> None:
         super().__init__(message)
         self.permanent = permanent
+        self.reason = reason  # the payout's failure_reason when permanent (else "broadcast_rejected: ...")
 
 
 class PayoutSender(ABC):
@@ -226,6 +238,16 @@ class PayoutSender(ABC):
     """
 
     payout_confirmations: int = 1
+
+    async def check_payout(self, order: PayoutOrder) -> None:  # noqa: B027 - optional: most chains check nothing more
+        """Refuse a payout before any money is reserved, beyond the address family's syntax check.
+
+        Called by the request (``order.payout_id`` is empty) outside any
+        database transaction; may ask the node or the network (a Lightning
+        invoice's expiry and amount, a Lightning Address's limits). Raise
+        ``orbchain.core.errors.InvalidRequest`` (400) with a ``code``; return
+        None to accept.
+        """
 
     @abstractmethod
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
@@ -258,5 +280,7 @@ def check_capabilities(adapter: ChainAdapter) -> None:
                          f" not {declared!r}")
     if adapter.supports(Capability.PAYOUTS) and not isinstance(adapter.payout_role(), PayoutSender):
         raise ValueError(f"chain adapter {adapter.name!r} declares PAYOUTS but payout_role() is not a PayoutSender")
+    if adapter.supports(Capability.INSTANT_PAYOUTS) and not adapter.supports(Capability.PAYOUTS):
+        raise ValueError(f"chain adapter {adapter.name!r} declares INSTANT_PAYOUTS without PAYOUTS")
     if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:
         raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")

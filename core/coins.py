@@ -68,6 +68,10 @@ class Coin:
     dev_price_usd: str | None = None
     rank: int = 1000
     confirmations_listed: bool = True
+    # SPEC 3.1: this coin's payment webhooks show the status in upper case (a Lightning payment.paid: PAID).
+    webhook_status_upper: bool = False
+    # SPEC 8: payout addresses are at most 128 characters; a coin paid to longer requests (BOLT 11) says so.
+    max_destination_length: int = 128
 
     @property
     def default_threshold(self) -> int:

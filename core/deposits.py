@@ -26,6 +26,7 @@ the ledger postings (splits, auto-settle, brand fees; see
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 from decimal import Decimal
@@ -50,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 __all__ = ["PENDING", "CONFIRMED", "CREDITED", "FAILED", "DEPOSIT_STATUSES", "expire_payments", "observe",
+           "observe_final",
            "refresh_confirmations", "complete_credit", "disconnect_block", "mark_missing", "deposit_view",
            "deposit_body", "list_deposits"]
 
@@ -105,20 +107,71 @@ async def observe(
     await run_after_commit(after)
 
 
+async def observe_final(
+    gateway: "Gateway", chain: str, transfer: Transfer, *, merchant_id: str, track_id: str | None,
+    extra: Mapping[str, Any] | None = None,
+) -> bool:
+    """Record and credit at once a transfer that is final when seen and names its payment.
+
+    Why: some receive targets have no address to look up and no blocks to
+    confirm (a settled Lightning invoice): the plugin knows the payment
+    (``track_id``) and the money cannot be taken back. The deposit is keyed by
+    (chain, tx_hash, output_index) like any other, so reporting it twice (a
+    replayed stream, a restart) credits once; returns True only the first
+    time. The payment rules are the on-chain ones: attributed while the
+    payment is Waiting or Paying (Waiting goes straight to Paid when it is
+    covered); after it expired or was cancelled the money is a late deposit,
+    credited in full with no payment attached. ``extra`` (public fields such as
+    the settled invoice) is merged into the payment's receive fields in the
+    same transaction, so its ``payment.paid`` webhook carries them.
+    """
+    if gateway.coins.get(transfer.coin) is None:
+        raise ValueError(f"unknown coin {transfer.coin}")
+    after: AfterCommit = []
+    db = gateway.db
+    async with db.transaction():
+        await _lock_payment(gateway, track_id)
+        existing = await db.fetch_val(
+            f"SELECT id FROM deposits WHERE chain = :c AND tx_hash = :h AND output_index = :i{db.for_update}",
+            {"c": chain, "h": transfer.tx_hash, "i": transfer.output_index})
+        if existing is not None:
+            return False
+        payment = None
+        if track_id:
+            payment = await db.fetch_one(
+                "SELECT * FROM payments WHERE track_id = :t AND merchant_id = :m AND status IN ('Waiting', 'Paying')",
+                {"t": track_id, "m": merchant_id})
+        if payment is not None and extra:
+            merged = {**json.loads(payment["receive_extra"] or "{}"), **extra}
+            await db.execute("UPDATE payments SET receive_extra = :x WHERE track_id = :t",
+                             {"x": json.dumps(merged, sort_keys=True), "t": track_id})
+        owner = {"merchant_id": merchant_id, "user_key": None}
+        await _insert(gateway, chain, transfer, owner, None, None, after, payment=payment, final=True)
+    await run_after_commit(after)
+    return True
+
+
 async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any],
-                  block: BlockRef | None, scanned_tip: int | None, after: AfterCommit) -> None:
+                  block: BlockRef | None, scanned_tip: int | None, after: AfterCommit, *,
+                  payment: Mapping[str, Any] | None = None, final: bool = False) -> None:
+    """Insert a new deposit; credit it when it is deep enough (or ``final``: settled when seen).
+
+    Without ``final`` the payment is the open one at the transfer's address;
+    with it the caller found the payment itself (or None: not attributed).
+    """
     db = gateway.db
     now = gateway.now()
     merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": owner["merchant_id"]})
     assert merchant is not None, "an address belongs to a merchant, and merchants are never deleted"
-    payment = await db.fetch_one(
-        "SELECT * FROM payments WHERE address = :a AND pay_currency = :c AND status IN ('Waiting', 'Paying')"
-        f" AND (expires_at IS NULL OR expires_at > :now OR status = 'Paying')"
-        f" ORDER BY created_at DESC LIMIT 1{db.for_update}",
-        {"a": transfer.address, "c": transfer.coin, "now": now},
-    )
+    if not final:
+        payment = await db.fetch_one(
+            "SELECT * FROM payments WHERE address = :a AND pay_currency = :c AND status IN ('Waiting', 'Paying')"
+            f" AND (expires_at IS NULL OR expires_at > :now OR status = 'Paying')"
+            f" ORDER BY created_at DESC LIMIT 1{db.for_update}",
+            {"a": transfer.address, "c": transfer.coin, "now": now},
+        )
     threshold = _threshold(gateway, merchant, transfer.coin)
-    confirmations = _confirmations(block, scanned_tip)
+    confirmations = threshold if final else _confirmations(block, scanned_tip)
     deposit = {
         "id": new_deposit_id(), "chain": chain, "coin": transfer.coin,
         "network": gateway.coins.require(transfer.coin).chain, "tx_hash": transfer.tx_hash,
@@ -144,12 +197,15 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
         assert row is not None, "inserted just above, in this transaction"
         credit_after: AfterCommit = []
-        try:
-            async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
-                await _credit(gateway, row, merchant, credit_after)
-        except Exception:  # a plugin's filter failed; the next scan retries the credit
-            log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
-            return
+        if final:  # nothing rescans a final deposit: a refused credit rolls it all back for the caller to retry
+            await _credit(gateway, row, merchant, credit_after)
+        else:
+            try:
+                async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
+                    await _credit(gateway, row, merchant, credit_after)
+            except Exception:  # a plugin's filter failed; the next scan retries the credit
+                log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
+                return
         after.extend(credit_after)
 
 

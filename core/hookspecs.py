@@ -271,6 +271,19 @@ def payment_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Co
 
 
 
+@hookspec
+def register_lightning_backends(registry: Any, gateway: "Gateway") -> None:
+    """Contribute Lightning node backends to the ``lightning`` plugin (a hook one plugin offers others).
+
+    Called by the ``lightning`` plugin while it registers its chain, only
+    when ``[plugin.lightning] backend`` is set. Call ``registry.add(name,
+    factory)`` where ``factory(settings)`` returns an
+    ``orbchain.chains.lightning.backend.LightningBackend`` built from the
+    plugin's validated ``LightningSettings``; the operator picks one by
+    ``name``. A name added twice fails. Return nothing.
+    """
+
+
 # -----------------------------------------------------------------------------
 # Dashboard sign-in
 # -----------------------------------------------------------------------------

@@ -9,6 +9,7 @@ transaction and fires its hook after the commit, with a ``PaymentView``.
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .after_commit import AfterCommit, run_after_commit
@@ -74,6 +75,11 @@ async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logi
         **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
                                     "address", "order_id", "paid_at", "transactions")},
     }
+    if gateway.coins.require(payment["pay_currency"]).webhook_status_upper:
+        body["status"] = str(body["status"]).upper()
+    # A plugin's receive fields (a settled invoice's block) travel with the payment (SPEC 6.4).
+    if payment["receive_extra"]:
+        body.update({k: v for k, v in json.loads(payment["receive_extra"]).items() if k not in body})
     url, secret = await payment_destination(gateway.db, payment)
     await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
                         logical_key=logical_key, url=url, secret=secret)

@@ -90,6 +90,34 @@ async def run_worker(gateway: "Gateway", *, once: bool = False) -> int:
         await asyncio.sleep(TICK_SECONDS)
 
 
+async def create_and_send(gateway: "Gateway", merchant_id: str,
+                          request: payouts.PayoutRequest) -> payouts.PayoutOutcome:
+    """``payouts.create_payout``, then, on a chain with ``INSTANT_PAYOUTS``, the payout sent before answering."""
+    outcome = await payouts.create_payout(gateway, merchant_id, request)
+    if request.route.instant and not outcome.replay:
+        outcome = payouts.PayoutOutcome(await drive_now(gateway, outcome.row), False, outcome.posted)
+    return outcome
+
+
+async def drive_now(gateway: "Gateway", row: Row) -> Row:
+    """Advance one just-reserved payout of an ``INSTANT_PAYOUTS`` chain in the request that made it.
+
+    The payout is claimed like the worker claims it, so a worker tick cannot
+    send it at the same time; whatever is still undecided when the sender
+    returns (an in-flight Lightning payment) stays Confirming for the worker.
+    Returns the row as it stands afterwards.
+    """
+    claimed = await payouts.claim_one(gateway, row["id"], LEASE_SECONDS)
+    if claimed is not None:
+        try:
+            await advance(gateway, claimed)
+        except Exception:  # the worker takes it over when the claim expires
+            log.exception("payout %s: unexpected error while sending it at once", row["id"])
+    current = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": row["id"]})
+    assert current is not None, "payouts are never deleted"
+    return current
+
+
 def _sender(gateway: "Gateway", row: Row) -> tuple[ChainAdapter | None, PayoutSender | None]:
     adapter = gateway.chains.get(row["chain"])
     return adapter, (payouts.sender_of(adapter) if adapter is not None else None)
@@ -123,7 +151,8 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
         signed = await sender.sign_payout(order)
     except BroadcastError as exc:
         if exc.permanent:
-            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=f"sign_rejected: {exc}")
+            await payouts.finish(gateway, row, status=payouts.FAILED,
+                                 failure_reason=exc.reason or f"sign_rejected: {exc}")
         else:
             await _retry_or_time_out(gateway, sender, row, exc)
         return None
@@ -145,7 +174,8 @@ async def _broadcast(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row 
         elif await _seen(sender, row):  # an earlier attempt did land: the refusal is about a duplicate
             return await payouts.record_broadcast(gateway, row)
         else:
-            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=f"broadcast_rejected: {exc}")
+            await payouts.finish(gateway, row, status=payouts.FAILED,
+                                 failure_reason=exc.reason or f"broadcast_rejected: {exc}")
         return None
     except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
         await _retry_or_time_out(gateway, sender, row, exc)
@@ -193,11 +223,13 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
                                    next_at=now + _poll_seconds(adapter))
         return
     if status.failed:
-        await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.REVERTED,
-                             confirmations=status.confirmations, network_fee=status.network_fee)
+        await payouts.finish(gateway, row, status=payouts.FAILED,
+                             failure_reason=status.failure_reason or payouts.REVERTED,
+                             confirmations=status.confirmations, network_fee=status.network_fee,
+                             details=status.details)
     elif status.found and status.confirmations >= sender.payout_confirmations:
         await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations,
-                             network_fee=status.network_fee)
+                             network_fee=status.network_fee, details=status.details)
     elif status.found:
         await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
                                       next_at=now + _poll_seconds(adapter))

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import ledger
-from .chains import Capability, ChainAdapter, PayoutSender, SignedPayout
+from .chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from .errors import ApiError, Conflict, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .events import enqueue_event
 from .views import PayoutView, payout_view_of
@@ -62,6 +62,7 @@ class PayoutRoute:
     network: str
     sender: PayoutSender
     family: AddressFamily  # validates destinations of ``coin`` on ``network``
+    instant: bool = False  # the adapter declared INSTANT_PAYOUTS: the request drives the payout to its end
 
 
 def sender_of(adapter: ChainAdapter) -> PayoutSender | None:
@@ -89,7 +90,8 @@ def payout_route(gateway: "Gateway", symbol: str) -> PayoutRoute:
         raise NotConfigured("not configured", code="payouts_not_configured",
                             detail={"currency": f"{symbol} payouts are not configured on this deployment"})
     family = gateway.address_families.require(coin.address_family, adapter.network)
-    return PayoutRoute(coin, adapter.name, adapter.network, sender, family)
+    return PayoutRoute(coin, adapter.name, adapter.network, sender, family,
+                       instant=adapter.supports(Capability.INSTANT_PAYOUTS))
 
 
 def fee_coin(gateway: "Gateway", coin: "Coin") -> str:
@@ -183,6 +185,8 @@ async def create_payout(gateway: "Gateway", merchant_id: str, request: PayoutReq
         existing = await find_by_key(gateway, merchant_id, request.idem_key)
         if existing is not None:
             return replay_of(existing, request)
+    route = request.route
+    await route.sender.check_payout(PayoutOrder("", route.coin.symbol, request.destination, request.amount))
     async with gateway.db.transaction():
         outcome = await reserve_payout(gateway, merchant_id, request)
     if outcome.posted is not None:
@@ -230,6 +234,17 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         coin=route.coin.symbol, amount=request.amount, reference=f"payout:{row['id']}:reserve",
         kind="payout_reserve", merchant_id=merchant_id)
     return PayoutOutcome(await _row(gateway, row["id"]), False, posted)
+
+
+def _merged_details(row: Row, details: Mapping[str, Any] | None) -> str | None:
+    """The stored details with what the chain reported at the end, one level deep (``lightning.preimage``)."""
+    stored = json.loads(row["details"]) if row["details"] else {}
+    for key, value in (details or {}).items():
+        if isinstance(value, Mapping) and isinstance(stored.get(key), Mapping):
+            stored[key] = {**stored[key], **value}
+        else:
+            stored[key] = value
+    return json.dumps(stored, sort_keys=True) if stored else None
 
 
 def item_error(exc: ApiError) -> str:
@@ -280,6 +295,14 @@ def payout_view(gateway: "Gateway", row: Row) -> dict[str, Any]:
     }
     if row["refund_of_payment_id"]:
         view["refund_of_payment_id"] = row["refund_of_payment_id"]
+    return _with_details(view, row)
+
+
+def _with_details(view: dict[str, Any], row: Row) -> dict[str, Any]:
+    """Merge the sender's public details (a ``lightning`` block); they never replace a core field."""
+    details = row["details"]
+    if details:
+        view.update({k: v for k, v in json.loads(details).items() if k not in view})
     return view
 
 
@@ -293,7 +316,7 @@ def webhook_body(gateway: "Gateway", row: Row) -> dict[str, Any]:
     }
     if row["refund_of_payment_id"]:
         body["refund_of_payment_id"] = row["refund_of_payment_id"]
-    return body
+    return _with_details(body, row)
 
 
 def hook_record(gateway: "Gateway", row: Row) -> PayoutView:
@@ -356,6 +379,17 @@ async def claim_due(gateway: "Gateway", limit: int, lease_seconds: int) -> list[
                               {"tok": token})
 
 
+async def claim_one(gateway: "Gateway", payout_id: str, lease_seconds: int) -> Row | None:
+    """Claim one Confirming payout nobody holds (an instant payout, right after its request reserved it)."""
+    now = gateway.now()
+    async with gateway.db.transaction():
+        return await gateway.db.fetch_one(
+            "UPDATE payouts SET claimed_until = :until, claim_token = :tok WHERE id = :id AND status = :s"
+            " AND (claimed_until IS NULL OR claimed_until <= :now) RETURNING *",
+            {"until": now + lease_seconds, "tok": secrets.token_hex(12), "id": payout_id, "s": CONFIRMING,
+             "now": now})
+
+
 async def _advance(gateway: "Gateway", row: Row, *, stage: str, changes: Mapping[str, Any]) -> Row | None:
     """Apply ``changes`` if this worker still holds the claim and the row is still at ``stage``."""
     db = gateway.db
@@ -372,7 +406,8 @@ async def record_signed(gateway: "Gateway", row: Row, signed: SignedPayout) -> R
     """Store the signed transaction before anything is broadcast; None if the claim was lost."""
     return await _advance(gateway, row, stage=QUEUED, changes={
         "stage": SIGNED, "tx_hash": signed.tx_hash, "raw_tx": signed.raw,
-        "network_fee": gateway.db.amount_param(int(signed.network_fee or 0)), "attempts": 0, "last_error": None})
+        "network_fee": gateway.db.amount_param(int(signed.network_fee or 0)), "attempts": 0, "last_error": None,
+        "details": json.dumps(dict(signed.details), sort_keys=True) if signed.details else None})
 
 
 async def record_broadcast(gateway: "Gateway", row: Row) -> Row | None:
@@ -399,7 +434,8 @@ async def record_progress(gateway: "Gateway", row: Row, *, confirmations: int, m
 
 
 async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: str | None = None,
-                 confirmations: int | None = None, network_fee: int | None = None) -> Row | None:
+                 confirmations: int | None = None, network_fee: int | None = None,
+                 details: Mapping[str, Any] | None = None) -> Row | None:
     """Make the payout final: settle the ledger, write the row, enqueue the webhook; one transaction.
 
     Confirmed: in flight -> world. Failed: in flight -> merchant available
@@ -434,13 +470,14 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
                 coin=fee_coin(gateway, gateway.coins.require(coin)), amount=fee,
                 reference=f"payout:{current['id']}:network_fee", kind="network_fee", merchant_id=merchant_id)
         now = gateway.now()
+        merged = _merged_details(current, details)
         final = await db.fetch_one(
             "UPDATE payouts SET status = :s, stage = :stage, failure_reason = :reason, confirmations = :conf,"
-            " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL"
+            " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details"
             " WHERE id = :id RETURNING *",
             {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
-             "id": current["id"]})
+             "id": current["id"], "details": merged})
         assert final is not None, "the payout row is locked by this transaction"
         kind = "confirmed" if status == CONFIRMED else "failed"
         await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
-from . import accounts, ledger, payouts
+from . import accounts, ledger, payout_worker, payouts
 from .deposits import CREDITED
 from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
@@ -250,6 +250,6 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     request = payouts.PayoutRequest(
         route=route, destination=target, amount=units, description=description, idem_key=idempotency_key,
         request_hash=payouts.fingerprint(coin=coin, destination=target, amount=units, description=description))
-    outcome = await payouts.create_payout(gateway, merchant_id, request)
+    outcome = await payout_worker.create_and_send(gateway, merchant_id, request)
     row = outcome.row
     return PayoutRecord(row["id"], row["track_id"], row["status"], gateway.db.to_int(row["amount"]), outcome.replay)

@@ -1,21 +1,48 @@
-"""Built-in plugin ``lightning``: the BTC_LN coin and the ``lightning`` address family.
+"""Built-in plugin ``lightning``: BTC_LN payments and payouts on a Lightning node.
 
-It registers today only the coin (with its price id) and a validate-only
-address family (a BOLT 11 invoice or a Lightning Address as a payout
-destination). The node adapter that issues invoices (through
-``payment_receive_target``, with a ``lightning:`` QR payload) and pays them
-is built by a later issue; until then no chain serves BTC_LN and a payment in
-it is refused with 503 (not configured).
+The coin and the ``lightning`` address family (a BOLT 11 invoice or a
+Lightning Address as a payout destination) are always registered. With
+``[plugin.lightning] backend = "<name>"`` (settings.py) the plugin also
+serves the coin: a chain adapter whose payouts are final within the request
+(payouts.py), an invoice per payment through ``payment_receive_target``
+(receive.py) with a ``lightning:`` QR, and settlement followed by the node's
+invoice stream plus a polling job (settlement.py). Node backends come from
+the ``register_lightning_backends`` hook (backend.py is the contract); the
+built-in is ``lnd`` (lnd.py). See
+docs/lightning.md.
 """
 
 from __future__ import annotations
 
-from ...core.keys import NETWORKS
-from ...core.plugins import hookimpl
-from .address import address_family
-from .coins import COINS
+import asyncio
+import contextlib
+import logging
 
-PLUGIN_NAME = "lightning"
+from ...core.keys import NETWORKS
+from ...core.plugins import call_collect, hookimpl
+from . import lnurl, receive, settlement
+from .address import address_family
+from .backend import LightningBackendRegistry
+from .coins import COINS
+from .lnd import LndBackend
+from .payouts import LightningChain
+from .settings import PLUGIN_NAME, read_settings
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_PACKAGE = "orbchain.chains.lightning.migrations"
+POLL_JOB = "lightning.poll"
+STREAM_SERVICE = "lightning.stream"
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    read_settings(gateway.config)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
@@ -28,3 +55,65 @@ def register_coins(registry) -> None:
 def register_address_families(registry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
+
+
+@hookimpl
+def register_lightning_backends(registry) -> None:
+    registry.add("lnd", LndBackend)
+
+
+@hookimpl
+def register_chains(registry, gateway) -> None:
+    settings = read_settings(gateway.config)
+    if not settings.enabled:
+        return
+    backends = call_collect(gateway.pm, "register_lightning_backends", LightningBackendRegistry(), gateway=gateway)
+    factory = backends.get(settings.backend)
+    if factory is None:
+        from ...core.config import ConfigError
+
+        raise ConfigError(f"config key 'plugin.lightning.backend': unknown backend {settings.backend!r}"
+                          f" (known: {', '.join(backends.names())})")
+    lookup = lnurl.Lookup(allow_private=gateway.config.webhooks.allow_private_urls,
+                          timeout_seconds=settings.lnurl_timeout_seconds, ca_file=settings.lnurl_ca_file)
+    registry.add(LightningChain(factory(settings), settings, clock=gateway.now, lookup=lookup))
+
+
+@hookimpl
+def register_jobs(registry, gateway) -> None:
+    if receive.lightning_chain(gateway) is not None:
+        registry.add(POLL_JOB, poll_job, seconds=read_settings(gateway.config).poll_seconds)
+
+
+async def poll_job(gateway) -> None:
+    chain = receive.lightning_chain(gateway)
+    if chain is not None:
+        await settlement.poll_open_invoices(gateway, chain.backend)
+
+
+@hookimpl
+def gateway_started(gateway) -> None:
+    chain = receive.lightning_chain(gateway)
+    if chain is None or not read_settings(gateway.config).subscribe:
+        return
+    gateway.services[STREAM_SERVICE] = asyncio.get_running_loop().create_task(
+        settlement.follow_stream(gateway, chain.backend), name=STREAM_SERVICE)
+
+
+@hookimpl
+async def gateway_stopping(gateway) -> None:
+    task = gateway.services.pop(STREAM_SERVICE, None)
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+
+
+@hookimpl
+async def payment_receive_target(gateway, payment, coin):
+    return await receive.receive_target(gateway, payment, coin)
+
+
+@hookimpl
+def payment_qr_payload(payment, coin):
+    return receive.qr_payload(payment, coin)

@@ -15,13 +15,13 @@ from ...core.keys.errors import AddressError
 from ...core.keys.inputs import clean
 from .bolt11 import MAX_BOLT11_LENGTH, decode_bolt11
 
-__all__ = ["address_family", "validate_lightning", "validate_lightning_address"]
+__all__ = ["INVOICE_NETWORKS", "address_family", "validate_lightning", "validate_lightning_address"]
 
 _LOCAL_RE = re.compile(r"[a-z0-9\-_.+]{1,64}")
 _LABEL_RE = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?")
 
 # gateway network -> invoice networks it accepts
-_INVOICE_NETWORKS = {
+INVOICE_NETWORKS = {
     "mainnet": frozenset({"mainnet"}),
     "testnet": frozenset({"testnet", "signet"}),
     "regtest": frozenset({"regtest"}),
@@ -58,7 +58,7 @@ def validate_lightning_address(address: object) -> str:
 def validate_lightning(destination: object, network: str = "mainnet") -> str:
     """A BOLT 11 invoice for this network or a Lightning Address; returns the
     normalized form (lower case; the invoice without a "lightning:" scheme)."""
-    accepted = _INVOICE_NETWORKS.get(network)
+    accepted = INVOICE_NETWORKS.get(network)
     if accepted is None:
         raise AddressError(f"unknown network {network}")
     if isinstance(destination, str) and "@" in destination:

@@ -6,10 +6,12 @@ Amounts in BTC with satoshi precision; credited the moment an invoice is paid.
 from __future__ import annotations
 
 from ...core.coins import Coin
+from .bolt11 import MAX_BOLT11_LENGTH
 
 COINS: tuple[Coin, ...] = (
     # SPEC 2.7: no confirmations (credited when the invoice is paid) and no published minimum payout:
     # both null in the coin table; decimals stay 8, the precision every BTC_LN amount is written in.
     Coin("BTC_LN", "Bitcoin Lightning", "lightning", 8, 0, None, "lightning",
-         price_id="bitcoin", dev_price_usd="60000", rank=20, confirmations_listed=False),
+         price_id="bitcoin", dev_price_usd="60000", rank=20, confirmations_listed=False,
+         webhook_status_upper=True, max_destination_length=MAX_BOLT11_LENGTH),
 )

@@ -28,7 +28,7 @@ from markupsafe import Markup
 from ...core import payments as svc
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
-from ...core.qr import qr_svg
+from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import rate_class
@@ -126,6 +126,7 @@ def page_context(
         "order_id": view["order_id"],
         "address": address if is_open else None,
         "qr_svg": None,
+        "pay_request": None,
         "transactions": _transactions(view, deposits),
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "picker_options": None,
@@ -139,9 +140,12 @@ def page_context(
     }
     if context["picker_coins"]:
         context["picker_options"] = picker_options(tuple(accepted), view["pay_currency"])
-    if is_open and address:
+    if is_open:
+        # No address (an invoice-style target): the plugin's payload is what the payer uses.
         payload = qr_payload(gateway, view, gateway.coins.require(view["pay_currency"]))
-        context["qr_svg"] = qr_svg(payload, scale=5) if payload else None
+        context["qr_svg"] = qr_svg(payload, scale=5) if payload and len(payload) <= MAX_QR_DATA else None
+        if not address and payload:
+            context["pay_request"] = payload
     if is_open and expires_at is not None:
         left = max(0, expires_at - now)
         expires_iso, expires_text = expiry_texts(expires_at)

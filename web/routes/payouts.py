@@ -8,6 +8,7 @@ from aiohttp import web
 
 from ...core import payouts as svc
 from ...core import refunds
+from ...core.payout_worker import create_and_send
 from ...core.accounts import check_webhook_url
 from ...core.errors import ApiError, InvalidRequest, ValidationError
 from ...core.gateway import Gateway
@@ -20,10 +21,12 @@ from ..validation import IDEMPOTENCY_KEY, Field, idempotency_key, pagination, va
 routes = web.RouteTableDef()
 
 MAX_BATCH_ITEMS = 100
+# The longest destination any coin may declare (Coin.max_destination_length); each coin's own limit is checked.
+MAX_DESTINATION_FIELD = 4096
 
 PAYOUT_FIELDS = [
     Field("currency", required=True, upper=True, max_len=20),
-    Field("address", required=True, max_len=128),
+    Field("address", required=True, max_len=MAX_DESTINATION_FIELD),
     Field("amount", "amount", required=True),
     Field("callback_url", "url", max_len=500),
     Field("description", max_len=500),
@@ -31,7 +34,7 @@ PAYOUT_FIELDS = [
 ]
 BATCH_ITEM_FIELDS = [
     Field("currency", required=True, upper=True, max_len=20),
-    Field("address", required=True, max_len=128),
+    Field("address", required=True, max_len=MAX_DESTINATION_FIELD),
     Field("amount", "amount", required=True),
     Field("external_id", required=True, max_len=128),
 ]
@@ -48,6 +51,8 @@ def _parse_target(gateway: Gateway, principal: Principal, values: Mapping[str, A
     """Coin route, base units and canonical destination of one payout, or an ApiError."""
     ensure_coin_allowed(principal, values["currency"])
     route = svc.payout_route(gateway, values["currency"])
+    if len(values["address"]) > route.coin.max_destination_length:
+        raise ValidationError({"address": f"must be at most {route.coin.max_destination_length} characters"})
     units = svc.payout_units(route.coin, values["amount"])
     return route, units, svc.check_destination(route, values["address"])
 
@@ -68,7 +73,7 @@ async def create_one(request: web.Request) -> web.Response:
         request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units,
                                      description=values["description"], callback_url=callback),
         key_id=principal.key_id, request_id=request[REQUEST_ID])
-    outcome = await svc.create_payout(gateway, principal.merchant_id, payout)
+    outcome = await create_and_send(gateway, principal.merchant_id, payout)
     return envelope(svc.created_view(gateway, outcome))
 
 
@@ -123,7 +128,7 @@ async def _batch_item(request: web.Request, index: int, item: Any) -> dict[str, 
             idem_key=svc.namespaced(svc.BATCH_NS, values["external_id"]), external_id=values["external_id"],
             request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units),
             key_id=principal.key_id, request_id=request[REQUEST_ID])
-        outcome = await svc.create_payout(gateway, principal.merchant_id, payout)
+        outcome = await create_and_send(gateway, principal.merchant_id, payout)
     except ApiError as exc:
         result["error"] = svc.item_error(exc)
         return result

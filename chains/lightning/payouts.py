@@ -1,0 +1,190 @@
+"""Lightning payouts: a chain adapter whose payouts are final within the request (SPEC 3.3, 4.3, 8).
+
+The core's payout pipeline is reused as is: the request reserves the money,
+then (``Capability.INSTANT_PAYOUTS``) drives the payout through the stages
+before answering:
+
+* ``check_payout`` (before anything is reserved): a BOLT 11 invoice must be
+  for this network, unexpired, not already paid by our node, and for the
+  payout amount (or carry none); a Lightning Address must resolve
+  (SSRF-guarded) and accept the amount. Refusals are 400 with a code.
+* ``sign_payout``: fixes the invoice to pay, once (a Lightning Address is
+  resolved to a fresh invoice here, checked for amount and description
+  hash); it is stored before any payment starts, so a crash never pays a
+  second invoice.
+* ``broadcast``: asks the node first (a payment it already knows is never
+  sent again), then pays with ``fee_limit_sat`` = SPEC 8's ceiling
+  ``max(10, floor(amount_sat * 0.005))`` and a timeout. No route under the
+  ceiling fails the payout (``no_route``) and the core re-credits it.
+* ``payout_status``: the node's word on the payment; SUCCEEDED is Confirmed
+  with the preimage and the routing fee (booked as the platform's network
+  fee), FAILED is Failed. A payment still in flight when the request gives
+  up stays Confirming and the payout worker asks again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import TYPE_CHECKING, Any
+
+from ...core.chains import (
+    Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, PayoutOrder, PayoutSender,
+    PayoutStatus, SignedPayout,
+)
+from ...core.errors import InvalidRequest
+from ...core.keys import AddressError
+from . import lnurl
+from .address import INVOICE_NETWORKS
+from .backend import FAILED, SUCCEEDED, BackendUnavailable, LightningBackend
+from .bolt11 import Bolt11Invoice, decode_bolt11
+from .settlement import CHAIN, COIN
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .settings import LightningSettings
+
+MIN_FEE_CEILING_SAT = 10
+
+
+def max_fee_sat(amount_sat: int) -> int:
+    """SPEC 8: ``max(10, floor(amount_sat * 0.005))`` in integers."""
+    return max(MIN_FEE_CEILING_SAT, amount_sat * 5 // 1000)
+
+
+def _block(bolt11: str, payment_hash: str, preimage: str | None = None) -> dict[str, Any]:
+    """SPEC 2.9: the lightning block of a payout."""
+    return {"lightning": {"bolt11": bolt11, "payment_hash": payment_hash, "preimage": preimage}}
+
+
+class LightningChain(ChainAdapter, PayoutSender):
+    """BTC_LN on a Lightning backend: no blocks to scan; invoices in, payments out."""
+
+    name = CHAIN
+    coins = (COIN,)
+    capabilities = frozenset({Capability.PAYOUTS, Capability.INSTANT_PAYOUTS})
+    payout_confirmations = 1
+    drop_after_seconds = 600
+
+    def __init__(self, backend: LightningBackend, settings: "LightningSettings", *, clock, lookup: lnurl.Lookup):
+        self.backend = backend
+        self.network = settings.network
+        self.scan_seconds = settings.poll_seconds
+        self.pay_timeout_seconds = settings.pay_timeout_seconds
+        self._clock = clock
+        self._lookup = lookup
+        self._accepted = INVOICE_NETWORKS[settings.network]
+
+    # -- no blocks: settlement is followed by settlement.py ------------------------------------
+
+    async def tip(self) -> BlockRef:
+        raise ChainUnavailable("Lightning has no blocks to scan")
+
+    async def block(self, height: int) -> Block:
+        raise ChainUnavailable("Lightning has no blocks to scan")
+
+    async def close(self) -> None:
+        await self.backend.close()
+
+    # -- before reserving ----------------------------------------------------------------------
+
+    def _invoice(self, destination: str) -> Bolt11Invoice:
+        try:
+            invoice = decode_bolt11(destination)
+        except AddressError:
+            raise InvalidRequest("invalid destination address", code="invalid_address") from None
+        if invoice.network not in self._accepted:
+            raise InvalidRequest(f"a Lightning {invoice.network} invoice, not for this network",
+                                 code="invoice_wrong_network")
+        return invoice
+
+    async def check_payout(self, order: PayoutOrder) -> None:
+        amount_msat = order.amount * 1000
+        if "@" in order.destination:
+            try:
+                params = await lnurl.fetch_pay_params(self._lookup, order.destination)
+                lnurl.check_amount(params, amount_msat)
+            except lnurl.LnurlError as exc:
+                raise InvalidRequest(str(exc), code=exc.code) from None
+            return
+        invoice = self._invoice(order.destination)
+        if invoice.is_expired(self._clock()):
+            raise InvalidRequest("the Lightning invoice has expired", code="invoice_expired")
+        if invoice.amount_msat is not None and invoice.amount_msat != amount_msat:
+            raise InvalidRequest("the payout amount differs from the Lightning invoice's amount",
+                                 code="invoice_amount_mismatch")
+        try:
+            known = await self.backend.payment(invoice.payment_hash)
+        except BackendUnavailable:
+            known = None  # the node decides at payment time; it never pays a hash twice
+        if known is not None and known.status != FAILED:
+            raise InvalidRequest("the Lightning invoice is already paid", code="invoice_already_paid")
+
+    # -- the payout stages ---------------------------------------------------------------------
+
+    async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
+        amount_msat = order.amount * 1000
+        if "@" in order.destination:
+            try:
+                params = await lnurl.fetch_pay_params(self._lookup, order.destination)
+                invoice = await lnurl.request_invoice(self._lookup, params, amount_msat, set(self._accepted))
+            except lnurl.LnurlError as exc:
+                raise BroadcastError(str(exc), permanent=not exc.transient, reason=exc.code) from None
+        else:
+            try:
+                invoice = self._invoice(order.destination)
+            except InvalidRequest as exc:
+                raise BroadcastError(exc.message, permanent=True, reason=exc.code) from None
+            if invoice.amount_msat is not None and invoice.amount_msat != amount_msat:
+                raise BroadcastError("amount differs from the invoice", permanent=True,
+                                     reason="invoice_amount_mismatch")
+        if invoice.is_expired(self._clock()):
+            raise BroadcastError("the Lightning invoice has expired", permanent=True, reason="invoice_expired")
+        # raw: the invoice, and the amount to send when it names none ("<msat>:<bolt11>").
+        raw = invoice.invoice if invoice.amount_msat is not None else f"{amount_msat}:{invoice.invoice}"
+        return SignedPayout(tx_hash=invoice.payment_hash, raw=raw, network_fee=0,
+                            details=_block(invoice.invoice, invoice.payment_hash))
+
+    async def broadcast(self, signed: SignedPayout) -> None:
+        bolt11, amount_msat = _split_raw(signed.raw)
+        try:
+            known = await self.backend.payment(signed.tx_hash)
+            if known is not None and known.status != FAILED:
+                return  # already on its way or paid: never a second payment
+            amount_sat = (amount_msat if amount_msat is not None else decode_bolt11(bolt11).amount_msat or 0) // 1000
+            result = await self.backend.pay(
+                bolt11, amount_msat=amount_msat, fee_limit_sat=max_fee_sat(amount_sat),
+                timeout_seconds=self.pay_timeout_seconds)
+        except BackendUnavailable as exc:
+            raise BroadcastError(str(exc)) from None  # transient: the worker asks the node again
+        if result.status == FAILED:
+            reason = result.failure_reason or "payment_failed"
+            raise BroadcastError(_describe(reason), permanent=True, reason=reason)
+
+    async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
+        try:
+            payment = await self.backend.payment(signed.tx_hash)
+        except BackendUnavailable as exc:
+            raise ChainUnavailable(str(exc)) from None
+        if payment is None:
+            return PayoutStatus(found=False)
+        if payment.status == SUCCEEDED:
+            if not payment.preimage or hashlib.sha256(bytes.fromhex(payment.preimage)).hexdigest() != signed.tx_hash:
+                raise ChainUnavailable(f"the node reports {signed.tx_hash} paid without its preimage")
+            bolt11, _ = _split_raw(signed.raw)
+            return PayoutStatus(found=True, confirmations=1, network_fee=-(-payment.fee_msat // 1000),
+                                details=_block(bolt11, signed.tx_hash, payment.preimage))
+        if payment.status == FAILED:
+            return PayoutStatus(found=False, failed=True, failure_reason=payment.failure_reason or "payment_failed")
+        return PayoutStatus(found=True, confirmations=0)
+
+
+def _split_raw(raw: str) -> tuple[str, int | None]:
+    if ":" in raw:
+        amount, bolt11 = raw.split(":", 1)
+        return bolt11, int(amount)
+    return raw, None
+
+
+def _describe(reason: str) -> str:
+    if reason == "no_route":
+        return "no route under the fee ceiling"
+    return reason.replace("_", " ")

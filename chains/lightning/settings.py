@@ -1,0 +1,97 @@
+"""The ``[plugin.lightning]`` config block, read and validated in one place.
+
+::
+
+    [plugin.lightning]
+    backend = "lnd"                       # or "devnet" (simulated node; development only), or a third party's
+    network = "mainnet"                   # mainnet | testnet | regtest: invoices of other networks are refused
+    lnd_url = "https://127.0.0.1:8080"    # LND's REST listener
+    macaroon_path = "/var/lib/lnd/data/chain/bitcoin/mainnet/admin.macaroon"
+    tls_cert_path = "/var/lib/lnd/tls.cert"
+    pay_timeout_seconds = 30              # how long a payout request waits for its payment
+    poll_seconds = 10                     # the settlement polling fallback
+    subscribe = true                      # follow LND's invoice stream (the poll still runs)
+    lnurl_ca_file = "/etc/ssl/internal-ca.pem"   # optional extra CA for Lightning Address servers
+
+Without a ``backend`` the plugin registers only the coin: BTC_LN answers 503.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from ...core.config import Config, ConfigError, int_setting, seconds_setting
+
+PLUGIN_NAME = "lightning"
+NETWORKS = ("mainnet", "testnet", "regtest")
+KEYS = ("backend", "network", "lnd_url", "macaroon_path", "tls_cert_path", "pay_timeout_seconds", "poll_seconds",
+        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds")
+
+
+@dataclass(frozen=True)
+class LightningSettings:
+    backend: str | None
+    network: str
+    lnd_url: str | None
+    macaroon_path: str | None
+    tls_cert_path: str | None
+    pay_timeout_seconds: int
+    poll_seconds: float
+    subscribe: bool
+    lnurl_ca_file: str | None
+    lnurl_timeout_seconds: float
+
+    @property
+    def enabled(self) -> bool:
+        return self.backend is not None
+
+
+def _key(name: str) -> str:
+    return f"plugin.{PLUGIN_NAME}.{name}"
+
+
+def _text(block: Mapping[str, Any], name: str) -> str | None:
+    value = block.get(name)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"config key '{_key(name)}' must be a non-empty string")
+    return value
+
+
+def _file(block: Mapping[str, Any], name: str) -> str | None:
+    path = _text(block, name)
+    if path is not None and not Path(path).is_file():
+        raise ConfigError(f"config key '{_key(name)}': no such file {path!r}")
+    return path
+
+
+def read_settings(config: Config) -> LightningSettings:
+    """The validated block; raises ``ConfigError`` naming the bad key."""
+    block = config.plugin_config(PLUGIN_NAME)
+    for name in block:
+        if name not in KEYS:
+            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
+    backend = _text(block, "backend")
+    network = block.get("network", "mainnet")
+    if network not in NETWORKS:
+        raise ConfigError(f"config key '{_key('network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
+    url = _text(block, "lnd_url")
+    if backend == "lnd":
+        if url is None or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            raise ConfigError(f"config key '{_key('lnd_url')}' must be LND's REST URL (https://host:8080)")
+        for name in ("macaroon_path", "tls_cert_path"):
+            if block.get(name) is None and not (name == "tls_cert_path" and urlsplit(url).scheme == "http"):
+                raise ConfigError(f"config key '{_key(name)}' is required with backend = \"lnd\"")
+    subscribe = block.get("subscribe", True)
+    if not isinstance(subscribe, bool):
+        raise ConfigError(f"config key '{_key('subscribe')}' must be true or false")
+    return LightningSettings(
+        backend=backend, network=network, lnd_url=url, macaroon_path=_file(block, "macaroon_path"),
+        tls_cert_path=_file(block, "tls_cert_path"),
+        pay_timeout_seconds=int_setting(block, f"plugin.{PLUGIN_NAME}", "pay_timeout_seconds", 30, minimum=1),
+        poll_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "poll_seconds", 10.0),
+        subscribe=subscribe, lnurl_ca_file=_file(block, "lnurl_ca_file"),
+        lnurl_timeout_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "lnurl_timeout_seconds", 10.0),
+    )

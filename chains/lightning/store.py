@@ -1,0 +1,82 @@
+"""The plugin's rows: invoices issued for payments, and the settlement cursor."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .backend import OPEN
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+CURSOR = "settle_index"
+
+
+@dataclass(frozen=True)
+class IssuedInvoice:
+    payment_hash: str
+    track_id: str
+    merchant_id: str
+    bolt11: str
+    amount_msat: int
+    expires_at: int
+    state: str
+    settled_at: int | None
+
+
+def _issued(gateway: "Gateway", row: Mapping[str, Any]) -> IssuedInvoice:
+    return IssuedInvoice(row["payment_hash"], row["track_id"], row["merchant_id"], row["bolt11"],
+                         gateway.db.to_int(row["amount_msat"]), int(row["expires_at"]), row["state"],
+                         None if row["settled_at"] is None else int(row["settled_at"]))
+
+
+async def add_invoice(gateway: "Gateway", invoice: IssuedInvoice) -> None:
+    db = gateway.db
+    await db.execute(
+        "INSERT INTO lightning_invoices (payment_hash, track_id, merchant_id, bolt11, amount_msat, expires_at,"
+        " state, created_at) VALUES (:h, :t, :m, :b, :a, :e, :s, :now)",
+        {"h": invoice.payment_hash, "t": invoice.track_id, "m": invoice.merchant_id, "b": invoice.bolt11,
+         "a": db.amount_param(invoice.amount_msat), "e": invoice.expires_at, "s": OPEN, "now": gateway.now()})
+
+
+async def invoice_by_hash(gateway: "Gateway", payment_hash: str) -> IssuedInvoice | None:
+    row = await gateway.db.fetch_one("SELECT * FROM lightning_invoices WHERE payment_hash = :h", {"h": payment_hash})
+    return None if row is None else _issued(gateway, row)
+
+
+async def open_invoices(gateway: "Gateway", not_expired_before: int, limit: int = 200) -> list[IssuedInvoice]:
+    rows = await gateway.db.fetch_all(
+        "SELECT * FROM lightning_invoices WHERE state = :s AND expires_at >= :t ORDER BY expires_at LIMIT :n",
+        {"s": OPEN, "t": not_expired_before, "n": limit})
+    return [_issued(gateway, r) for r in rows]
+
+
+async def close_expired(gateway: "Gateway", before: int) -> None:
+    """Invoices past expiry (and the poll's grace) are no longer polled: the node refuses to settle them."""
+    await gateway.db.execute("UPDATE lightning_invoices SET state = 'EXPIRED' WHERE state = :s AND expires_at < :t",
+                             {"s": OPEN, "t": before})
+
+
+async def mark_state(gateway: "Gateway", payment_hash: str, state: str, *, settle_index: int | None = None,
+                     settled_at: int | None = None, amount_paid_msat: int | None = None) -> None:
+    db = gateway.db
+    await db.execute(
+        "UPDATE lightning_invoices SET state = :s, settle_index = :i, settled_at = :at, amount_paid_msat = :p"
+        " WHERE payment_hash = :h",
+        {"s": state, "i": settle_index, "at": settled_at,
+         "p": None if amount_paid_msat is None else db.amount_param(amount_paid_msat), "h": payment_hash})
+
+
+async def cursor(gateway: "Gateway") -> int:
+    value = await gateway.db.fetch_val("SELECT settle_index FROM lightning_cursor WHERE name = :n", {"n": CURSOR})
+    return int(value or 0)
+
+
+async def advance_cursor(gateway: "Gateway", settle_index: int) -> None:
+    """Remember the highest settle index processed (never moves back)."""
+    db = gateway.db
+    await db.execute("INSERT INTO lightning_cursor (name, settle_index) VALUES (:n, 0) ON CONFLICT (name) DO NOTHING",
+                     {"n": CURSOR})
+    await db.execute("UPDATE lightning_cursor SET settle_index = :i WHERE name = :n AND settle_index < :i",
+                     {"n": CURSOR, "i": settle_index})

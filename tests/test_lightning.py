@@ -1,0 +1,343 @@
+"""Lightning (BTC_LN) against a stand-in LND speaking LND's REST API (tests/lnd_standin.py), on both databases.
+
+Invoices are real BOLT 11 invoices signed by the stand-in's node key with
+the ``bolt11`` library; the gateway's own decoder must verify them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+
+import pytest
+
+from orbchain.chains.lightning import settlement
+from orbchain.chains.lightning.backend import LightningBackendRegistry
+from orbchain.chains.lightning.lnd import LndBackend
+from orbchain.core.config import ConfigError
+from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.chains.lightning.payouts import max_fee_sat
+from orbchain.chains.lightning.receive import lightning_chain
+from orbchain.core import netguard, payout_worker
+from orbchain.core.ledger_check import check_ledger
+from orbchain.testing.fixtures import open_shop
+
+from .lnd_standin import LndStandIn
+from .support import api
+
+
+@pytest.fixture
+async def lnd(tmp_path):
+    node = LndStandIn()
+    await node.start(tmp_path)
+    yield node
+    await node.close()
+
+
+def lightning_config(node: LndStandIn, **more) -> dict:
+    return {"plugin": {"lightning": {"backend": "lnd", "network": "regtest", "lnd_url": node.url,
+                                     "macaroon_path": node.macaroon_path, "tls_cert_path": node.cert_path,
+                                     "subscribe": False, "pay_timeout_seconds": 2, **more}}}
+
+
+@pytest.fixture
+async def shop(make_config, make_client, lnd):
+    shop = await open_shop(make_config, make_client, **lightning_config(lnd))
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
+                             json={"accepted_coins": ["BTC", "BTC_LN"]})
+    assert status == 200, body
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/webhook", shop.merchant.jwt,
+                             json={"webhook_url": "http://127.0.0.1:9/hook"})
+    assert status == 200, body
+    return shop
+
+
+async def create_payment(shop, amount="0.0001"):
+    status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
+                             json={"currency": "BTC_LN", "amount": amount, "lifetime": 30})
+    assert status == 200, body
+    return body["data"]
+
+
+async def payment(shop, track_id):
+    return (await api(shop.client, "GET", f"/v1/payment/{track_id}", shop.merchant.merchant_key))[1]["data"]
+
+
+async def balance(shop) -> str:
+    body = (await api(shop.client, "GET", "/v1/general/account/balance", shop.merchant.general_key))[1]
+    return {b["coin"]: b["amount"] for b in body["data"]["balances"]}.get("BTC_LN", "0")
+
+
+async def outbox(shop, event_type):
+    rows = await shop.gateway.db.fetch_all("SELECT * FROM webhook_events WHERE event_type = :t", {"t": event_type})
+    return rows
+
+
+async def poll(shop, lnd):
+    return await settlement.poll_open_invoices(shop.gateway, lightning_chain(shop.gateway).backend)
+
+
+async def funded(shop, lnd, amount="0.001"):
+    """A paid Lightning payment: the merchant's BTC_LN balance."""
+    data = await create_payment(shop, amount)
+    lnd.settle(data["lightning"]["payment_hash"])
+    assert await poll(shop, lnd) == 1
+    return await balance(shop)
+
+
+# -- receiving -----------------------------------------------------------------------------------
+
+
+async def test_payment_carries_a_verified_invoice_for_its_amount_and_lifetime(shop, lnd):
+    data = await create_payment(shop)
+    assert data["address"] is None and data["status"] == "Waiting"
+    block = data["lightning"]
+    assert block["amount_sat"] == "10000" and block["expires_at"] == data["expires_at"]
+    assert block["bolt11"].startswith("lnbcrt100u1")
+    assert block["payment_hash"] in lnd.invoices
+    sent = [body for method, path, body in lnd.requests if path == "/v1/invoices"][-1]
+    assert sent["value_msat"] == "10000000"
+    assert abs(int(sent["expiry"]) - 30 * 60) <= 2  # the payment's lifetime
+
+
+async def test_settlement_credits_once_per_payment_hash(shop, lnd):
+    data = await create_payment(shop)
+    payment_hash = data["lightning"]["payment_hash"]
+    assert await poll(shop, lnd) == 0
+    lnd.settle(payment_hash)
+    assert await poll(shop, lnd) == 1
+    paid = await payment(shop, data["track_id"])
+    assert paid["status"] == "Paid" and paid["lightning"]["settle_amount_sat"] == "10000"
+    first = await balance(shop)
+    assert first != "0"
+    # Seen again: the poll (the invoice is settled now) and a replayed stream.
+    state = await lightning_chain(shop.gateway).backend.lookup_invoice(payment_hash)
+    assert await settlement.record_settlement(shop.gateway, state) is False
+    task = asyncio.create_task(settlement.follow_stream(shop.gateway, lightning_chain(shop.gateway).backend,
+                                                        once=True))
+    await asyncio.sleep(0.3)
+    await lnd.drop_streams()
+    await asyncio.wait_for(task, 5)
+    assert await balance(shop) == first
+    deposits = await shop.gateway.db.fetch_all("SELECT * FROM deposits WHERE coin = 'BTC_LN'")
+    assert len(deposits) == 1 and deposits[0]["tx_hash"] == payment_hash
+    hooks = await outbox(shop, "payment.paid")
+    assert len(hooks) == 1
+    body = json.loads(hooks[0]["body"])
+    assert body["status"] == "PAID" and body["address"] is None
+    assert body["lightning"]["settle_amount_sat"] == "10000" and body["lightning"]["settled_at"] > 0
+    assert body["lightning"]["payment_hash"] == payment_hash
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+async def test_stream_catches_up_after_a_restart_from_the_stored_settle_index(shop, lnd):
+    backend = lightning_chain(shop.gateway).backend
+    first, second = await create_payment(shop), await create_payment(shop)
+    task = asyncio.create_task(settlement.follow_stream(shop.gateway, backend, once=True))
+    await asyncio.sleep(0.3)
+    lnd.settle(first["lightning"]["payment_hash"])
+    for _ in range(50):
+        if (await payment(shop, first["track_id"]))["status"] == "Paid":
+            break
+        await asyncio.sleep(0.05)
+    await lnd.drop_streams()  # the gateway goes away mid-stream
+    await asyncio.wait_for(task, 5)
+    assert (await payment(shop, first["track_id"]))["status"] == "Paid"
+    lnd.settle(second["lightning"]["payment_hash"])  # settled while nobody listens
+    assert (await payment(shop, second["track_id"]))["status"] == "Waiting"
+    task = asyncio.create_task(settlement.follow_stream(shop.gateway, backend, once=True))
+    for _ in range(50):
+        if (await payment(shop, second["track_id"]))["status"] == "Paid":
+            break
+        await asyncio.sleep(0.05)
+    await lnd.drop_streams()
+    await asyncio.wait_for(task, 5)
+    assert (await payment(shop, second["track_id"]))["status"] == "Paid"
+    subscribes = [body for method, path, body in lnd.requests if path == "/v1/invoices/subscribe"]
+    assert subscribes[-1]["settle_index"] == "1"  # resumed after the first settlement, not from zero
+    assert len(await shop.gateway.db.fetch_all("SELECT id FROM deposits WHERE coin = 'BTC_LN'")) == 2
+
+
+async def test_settlement_after_the_payment_expired_is_a_late_deposit(shop, lnd):
+    data = await create_payment(shop)
+    shop.gateway.clock = lambda: data["expires_at"] + 1
+    from orbchain.core.deposits import expire_payments
+
+    assert await expire_payments(shop.gateway) == 1
+    lnd.settle(data["lightning"]["payment_hash"])
+    assert await poll(shop, lnd) == 1
+    assert (await payment(shop, data["track_id"]))["status"] == "Expired"
+    row = await shop.gateway.db.fetch_one("SELECT * FROM deposits WHERE coin = 'BTC_LN'")
+    assert row["track_id"] is None and row["status"] == "CREDITED"
+    assert await balance(shop) != "0"
+
+
+async def test_static_payments_and_merchants_without_btc_ln_are_refused(shop, lnd):
+    status, body = await api(shop.client, "POST", "/v1/payment/static-address", shop.merchant.merchant_key,
+                             json={"currency": "BTC_LN"})
+    assert status == 400, body
+    await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt, json={"accepted_coins": ["BTC"]})
+    status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
+                             json={"currency": "BTC_LN", "amount": "0.0001"})
+    assert status == 400 and body["error"]["message"] == "currency not accepted by merchant"
+
+
+async def test_hosted_page_shows_the_invoice_and_turns_paid(shop, lnd):
+    status, body = await api(shop.client, "POST", "/v1/payment/invoice", shop.merchant.merchant_key,
+                             json={"currency": "BTC_LN", "amount": "0.0001"})
+    assert status == 200, body
+    data = body["data"]
+    page = await (await shop.client.get(f"/pay/{data['track_id']}")).text()
+    assert data["lightning"]["bolt11"].upper() in page and "lightning:" in page and "<svg" in page
+    lnd.settle(data["lightning"]["payment_hash"])
+    await poll(shop, lnd)
+    page = await (await shop.client.get(f"/pay/{data['track_id']}")).text()
+    assert "Paid" in page and data["lightning"]["bolt11"].upper() not in page
+
+
+async def test_a_wrong_macaroon_is_refused_by_the_node(shop, lnd):
+    lnd.macaroon = b"another"
+    status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
+                             json={"currency": "BTC_LN", "amount": "0.0001"})
+    assert status == 503, body
+
+
+# -- paying ------------------------------------------------------------------------------------
+
+
+async def pay_out(shop, address, amount="0.0001", **extra):
+    return await api(shop.client, "POST", "/v1/payout", shop.merchant.payout_key,
+                     json={"currency": "BTC_LN", "address": address, "amount": amount, **extra})
+
+
+async def test_payout_to_an_invoice_is_confirmed_at_once_with_preimage_and_fee(shop, lnd):
+    before = await funded(shop, lnd)
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    status, body = await pay_out(shop, bolt11)
+    assert status == 200, body
+    data = body["data"]
+    assert data["status"] == "Confirmed" and data["tx_hash"] == payment_hash
+    assert data["lightning"]["payment_hash"] == payment_hash and data["lightning"]["bolt11"] == bolt11
+    assert hashlib.sha256(bytes.fromhex(data["lightning"]["preimage"])).hexdigest() == payment_hash
+    sent = [b for m, p, b in lnd.requests if p == "/v2/router/send"][-1]
+    assert sent["fee_limit_sat"] == str(max_fee_sat(10_000)) == "50" and sent["timeout_seconds"] == 2
+    assert "amt_msat" not in sent
+    from decimal import Decimal
+
+    assert Decimal(await balance(shop)) == Decimal(before) - Decimal("0.0001")
+    assert len(await outbox(shop, "payout.confirmed")) == 1
+    got = (await api(shop.client, "GET", f"/v1/payout/{data['track_id']}", shop.merchant.payout_key))[1]["data"]
+    assert got["lightning"]["preimage"] == data["lightning"]["preimage"]
+    assert (await check_ledger(shop.gateway.db)).ok
+    status, body = await pay_out(shop, bolt11)  # the same invoice again
+    assert status == 400 and body["error"]["message"] and body["data"] is None
+
+
+async def test_no_route_under_the_fee_ceiling_fails_and_recredits(shop, lnd):
+    before = await funded(shop, lnd)
+    lnd.route_fee_msat = 51_000  # the cheapest route costs 51 sat; the ceiling for 10000 sat is 50
+    bolt11, _ = lnd.issue_foreign_invoice(10_000_000)
+    status, body = await pay_out(shop, bolt11)
+    assert status == 200, body
+    assert body["data"]["status"] == "Failed" and body["data"]["failure_reason"] == "no_route"
+    assert body["data"]["tx_hash"] is None
+    assert await balance(shop) == before
+    failed = await outbox(shop, "payout.failed")
+    assert len(failed) == 1 and "no_route" in failed[0]["body"]
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+async def test_zero_amount_invoice_gets_the_payout_amount(shop, lnd):
+    await funded(shop, lnd)
+    bolt11, _ = lnd.issue_foreign_invoice(None)
+    status, body = await pay_out(shop, bolt11, amount="0.00002")
+    assert status == 200 and body["data"]["status"] == "Confirmed", body
+    sent = [b for m, p, b in lnd.requests if p == "/v2/router/send"][-1]
+    assert sent["amt_msat"] == "2000000" and sent["fee_limit_sat"] == "10"
+
+
+@pytest.mark.parametrize("case, code", [("expired", "invoice_expired"), ("amount", "invoice_amount_mismatch"),
+                                        ("network", "invalid_address"), ("signature", "invalid_address")])
+async def test_bad_invoices_are_refused_before_any_money_moves(shop, lnd, case, code):
+    before = await funded(shop, lnd)
+    if case == "expired":
+        bolt11, _ = lnd.issue_foreign_invoice(10_000_000, expiry=60, date=shop.gateway.now() - 3600)
+    elif case == "amount":
+        bolt11, _ = lnd.issue_foreign_invoice(20_000_000)
+    elif case == "network":
+        bolt11, _ = lnd.issue_foreign_invoice(10_000_000, currency="bc")
+    else:
+        bolt11, _ = lnd.issue_foreign_invoice(10_000_000)
+        bolt11 = bolt11[:-10] + ("q" if bolt11[-10] != "q" else "p") + bolt11[-9:]
+    status, body = await pay_out(shop, bolt11)
+    assert status == 400 and body["error"]["message"], body
+    assert body["error"].get("code", code) in (code, "validation") or code in str(body)
+    assert await balance(shop) == before
+    assert not [b for m, p, b in lnd.requests if p == "/v2/router/send"]
+
+
+async def test_in_flight_payment_is_resolved_by_asking_the_node_never_paid_twice(shop, lnd):
+    await funded(shop, lnd)
+    lnd.hold_payments = True
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    status, body = await pay_out(shop, bolt11)
+    assert status == 200 and body["data"]["status"] == "Confirming", body
+    lnd.hold_payments = False
+    lnd.complete(payment_hash)
+    row = await shop.gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": body["data"]["track_id"]})
+    await shop.gateway.db.execute("UPDATE payouts SET claimed_until = NULL, next_attempt_at = 0 WHERE id = :id",
+                                  {"id": row["id"]})
+    await payout_worker.process_payouts(shop.gateway)
+    got = (await api(shop.client, "GET", f"/v1/payout/{body['data']['track_id']}", shop.merchant.payout_key))[1]
+    assert got["data"]["status"] == "Confirmed", got
+    assert len([b for m, p, b in lnd.requests if p == "/v2/router/send"]) == 1
+
+
+# -- Lightning Address ---------------------------------------------------------------------------
+
+
+async def test_lightning_address_on_a_private_host_is_refused(make_config, make_client, lnd, monkeypatch):
+    shop = await open_shop(make_config, make_client, webhooks={"allow_private_urls": False},
+                           **lightning_config(lnd))
+    await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
+              json={"accepted_coins": ["BTC_LN"]})
+    before = await funded(shop, lnd)
+
+    async def resolve_inside(host, port):
+        return ["10.0.0.7"] if host == "pay.evil-example.com" else ["93.184.216.34"]
+
+    monkeypatch.setattr(netguard, "resolve", resolve_inside)
+    status, body = await pay_out(shop, "alice@pay.evil-example.com")
+    assert status == 400, body
+    assert "private" in body["error"]["message"] or "private" in str(body)
+    assert await balance(shop) == before
+
+
+# -- the backend contract -------------------------------------------------------------------------
+
+
+class _ThirdPartyBackends:
+    """A plugin contributing a backend through ``register_lightning_backends``."""
+
+    PLUGIN_NAME = "thirdparty_ln"
+
+    @staticmethod
+    @hookimpl
+    def register_lightning_backends(registry):
+        registry.add("thirdparty", LndBackend)
+
+
+async def test_register_lightning_backends_lets_a_plugin_supply_the_node(make_config, lnd):
+    from orbchain.core.gateway import build_gateway
+
+    config = make_config(**lightning_config(lnd, backend="thirdparty"))
+    gateway = build_gateway(config, get_plugin_manager([_ThirdPartyBackends]))
+    chain = lightning_chain(gateway)
+    assert chain is not None and isinstance(chain.backend, LndBackend)
+    registry = LightningBackendRegistry()
+    registry.add("lnd", LndBackend)
+    with pytest.raises(ValueError, match="registered by both"):
+        registry.add("lnd", LndBackend)
+    with pytest.raises(ConfigError, match="unknown backend"):
+        build_gateway(make_config(**lightning_config(lnd, backend="nobody")))
