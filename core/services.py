@@ -12,7 +12,8 @@ names a core table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, NamedTuple
 
 from . import accounts, ledger, payouts
 from .deposits import CREDITED
@@ -224,6 +225,21 @@ async def merchant_record(gateway: "Gateway", merchant_id: str) -> MerchantRecor
     return _merchant_record(await accounts.require_merchant(gateway.db, merchant_id))
 
 
+USD_DECIMALS = 8  # plugins keep USD as integer 1e-8 dollars: exact sums in SQL, never a float
+
+
+async def usd_units(gateway: "Gateway", coin: str, units: int) -> int:
+    """``units`` of ``coin`` valued in USD now (the price service's price, cached up to a minute),
+    as an int of 1e-8 dollars rounded half-even; 0 when the price is unknown. Format it with
+    ``orbchain.core.money.format_units(value, USD_DECIMALS)``."""
+    service = gateway.services.get("prices")
+    if service is None or not units:
+        return 0
+    price = await service.price(coin)
+    value = (Decimal(price) * units).scaleb(USD_DECIMALS - gateway.coins.require(coin).decimals)
+    return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
 async def api_key_exists(gateway: "Gateway", merchant_id: str, key_id: str) -> bool:
     """Whether ``key_id`` names an API key of this merchant (revoked and expired keys included)."""
     return await gateway.db.fetch_val(
@@ -253,12 +269,27 @@ async def reversed_references(gateway: "Gateway", references: Iterable[str]) -> 
     return found
 
 
-async def ledger_transactions_between(gateway: "Gateway", start: int, end: int, kinds: Iterable[str],
-                                      limit: int = 1000) -> list[dict[str, Any]]:
+async def ledger_history(gateway: "Gateway", start: int, end: int, kinds: Iterable[str],
+                         page: int = 1000) -> AsyncIterator[dict[str, Any]]:
     """Committed ledger transactions of ``kinds`` created in [start, end) (Unix seconds), oldest
-    first, at most ``limit``, each in the shape ``ledger_posted`` receives: for plugins that keep
-    a derived view (analytics) and must catch up on events a crash kept from them."""
-    return [txn.as_event() for txn in await ledger.transactions_between(gateway.db, start, end, list(kinds), limit)]
+    first, each in the shape ``ledger_posted`` receives: for plugins that keep a derived view
+    (analytics, referrals) and must catch up on events a crash kept from them. Read in pages;
+    a transaction may be yielded twice when a page boundary splits a second (be idempotent)."""
+    kinds = list(kinds)
+    while start < end:
+        batch = await ledger.transactions_between(gateway.db, start, end, kinds, page)
+        for txn in batch:
+            yield txn.as_event()
+        if len(batch) < page:
+            return
+        last = batch[-1].created_at
+        if last == start:  # a whole page within one second: take the rest of that second at once
+            rest = await ledger.transactions_between(gateway.db, start, start + 1, kinds, 1_000_000)
+            for txn in rest[page:]:
+                yield txn.as_event()
+            last += 1
+        start = last
+
 
 
 def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:
