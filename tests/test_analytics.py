@@ -8,7 +8,7 @@ the hook is caught up exactly once, and other merchants never show.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 
@@ -33,7 +33,7 @@ async def report(client, merchant):
 
 
 def today(gateway):
-    return datetime.fromtimestamp(gateway.now(), tz=timezone.utc).date().isoformat()
+    return datetime.fromtimestamp(gateway.now(), tz=UTC).date().isoformat()
 
 
 async def test_thirty_zero_days_for_a_new_merchant(env):
@@ -122,5 +122,5 @@ async def test_unknown_prices_count_as_zero_usd_but_still_count(env):
 
 
 def test_window_is_thirty_days_ending_today():
-    days = window(int(datetime(2026, 3, 1, 12, tzinfo=timezone.utc).timestamp()))
+    days = window(int(datetime(2026, 3, 1, 12, tzinfo=UTC).timestamp()))
     assert days[0] == "2026-01-31" and days[-1] == "2026-03-01" and len(days) == 30

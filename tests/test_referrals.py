@@ -9,7 +9,7 @@ referees stay listed and bad ``ref`` values are ignored at sign-up.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 import pytest
 from hypothesis import given
@@ -150,7 +150,7 @@ async def test_bad_referrer_values_are_ignored_at_sign_up(client, ref):
 
 def test_twelve_calendar_months_clamp_to_the_month_end():
     def at(*args):
-        return int(datetime(*args, tzinfo=timezone.utc).timestamp())
+        return int(datetime(*args, tzinfo=UTC).timestamp())
 
     assert eligibility_ends_at(at(2026, 1, 31, 10, 0)) == at(2027, 1, 31, 10, 0)
     assert eligibility_ends_at(at(2024, 2, 29, 0, 0)) == at(2025, 2, 28, 0, 0)

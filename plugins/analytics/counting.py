@@ -19,7 +19,7 @@ counts).
 from __future__ import annotations
 
 import logging
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from ...core import services
@@ -44,7 +44,7 @@ class Event(NamedTuple):
 
 
 def day_of(timestamp: int) -> str:
-    return datetime.fromtimestamp(int(timestamp), tz=timezone.utc).strftime("%Y-%m-%d")
+    return datetime.fromtimestamp(int(timestamp), tz=UTC).strftime("%Y-%m-%d")
 
 
 def _world_leg(txn: Mapping[str, Any]) -> tuple[str, int] | None:

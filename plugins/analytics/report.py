@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, UTC
 from typing import TYPE_CHECKING, Any
 
 from ...core import services
@@ -19,7 +19,7 @@ def usd(units: int) -> str:
 
 
 def window(now: int, days: int = WINDOW_DAYS) -> list[str]:
-    today = datetime.fromtimestamp(int(now), tz=timezone.utc).date()
+    today = datetime.fromtimestamp(int(now), tz=UTC).date()
     return [(today - timedelta(days=back)).isoformat() for back in range(days - 1, -1, -1)]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import calendar
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 
 RATE_BPS = 2000
 ELIGIBILITY_MONTHS = 12
@@ -12,7 +12,7 @@ ELIGIBILITY_MONTHS = 12
 def eligibility_ends_at(signed_up_at: int, months: int = ELIGIBILITY_MONTHS) -> int:
     """``months`` calendar months after sign-up, same UTC time of day; a day missing from the
     target month (31 January + 1 month) clamps to that month's last day."""
-    start = datetime.fromtimestamp(signed_up_at, tz=timezone.utc)
+    start = datetime.fromtimestamp(signed_up_at, tz=UTC)
     month_index = start.month - 1 + months
     year, month = start.year + month_index // 12, month_index % 12 + 1
     day = min(start.day, calendar.monthrange(year, month)[1])
