@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         RouteRegistry,
         ScopeRegistry,
     )
-    from .views import Credit, DepositView, PaymentView, PayoutView
+    from .views import Credit, DepositView, KeyRequest, PaymentView, PayoutView
 
 hookspec = pluggy.HookspecMarker("orbchain")
 
@@ -465,4 +465,17 @@ def ledger_posted(gateway: "Gateway", transaction: Mapping[str, Any]) -> None:
     ``transaction`` has id, kind, reference and postings (account, coin,
     amount in base units). Called after commit; may be async. Useful for
     auditing and analytics plugins. Return nothing.
+    """
+
+
+@hookspec
+def api_key_request(gateway: "Gateway", request: "KeyRequest") -> None:
+    """A request authenticated with an API key was answered; the response has not left yet.
+
+    ``request`` is a :class:`~orbchain.core.views.KeyRequest` (key id and
+    kind, merchant, method, route template, status, request id, client IP,
+    time). Called for every such request, refused ones included (403 scope,
+    rate limit), so keep it cheap; the client waits for it, which lets an
+    audit plugin commit its row before the answer is sent. May be async; a
+    failure is logged and the response still goes out. Return nothing.
     """

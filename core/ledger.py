@@ -401,6 +401,23 @@ async def find_transaction(db: Database, reference: str) -> LedgerTransaction | 
     return _assemble(await db.fetch_all(_TXN_SELECT + " WHERE t.reference = :r ORDER BY p.id", {"r": reference}))
 
 
+async def transactions_between(db: Database, start: int, end: int, kinds: Sequence[str],
+                               limit: int) -> list[LedgerTransaction]:
+    """Transactions of ``kinds`` created in [start, end), oldest first, at most ``limit``."""
+    names = {f"k{i}": kind for i, kind in enumerate(sorted(set(kinds)))}
+    if not names:
+        return []
+    rows = await db.fetch_all(
+        _TXN_SELECT + " WHERE t.id IN (SELECT id FROM ledger_transactions WHERE created_at >= :start"
+        f" AND created_at < :end AND kind IN ({', '.join(':' + n for n in names)})"
+        " ORDER BY created_at, id LIMIT :limit) ORDER BY t.created_at, t.id, p.id",
+        {"start": int(start), "end": int(end), "limit": int(limit), **names})
+    grouped: dict[str, list[Any]] = {}
+    for row in rows:
+        grouped.setdefault(row["id"], []).append(row)
+    return [txn for txn in (_assemble(group) for group in grouped.values()) if txn is not None]
+
+
 async def _find_reversal(db: Database, original_id: str) -> LedgerTransaction | None:
     return _assemble(await db.fetch_all(_TXN_SELECT + " WHERE t.reverses = :o ORDER BY p.id", {"o": original_id}))
 

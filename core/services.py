@@ -12,7 +12,8 @@ names a core table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from decimal import ROUND_HALF_EVEN, Decimal
+from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, NamedTuple
 
 from . import accounts, ledger, payout_worker, payouts
 from .deposits import CREDITED
@@ -202,17 +203,93 @@ async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> 
 
 
 class MerchantRecord(NamedTuple):
-    """A merchant as a plugin sees it: public account id and accepted coins in the merchant's order."""
+    """A merchant as a plugin sees it: public account id and accepted coins in the merchant's order,
+    who referred it at sign-up (None when nobody did), when it signed up (Unix seconds) and whether
+    the account is enabled."""
 
     merchant_id: str
     account_id: str
     accepted_coins: tuple[str, ...]
+    referrer_id: str | None = None
+    signed_up_at: int = 0
+    enabled: bool = True
+
+
+def _merchant_record(row: Any) -> MerchantRecord:
+    return MerchantRecord(row["id"], row["account_id"], tuple(accounts.accepted_coins(row)), row["referrer_id"],
+                          int(row["created_at"]), bool(row["enabled"]))
 
 
 async def merchant_record(gateway: "Gateway", merchant_id: str) -> MerchantRecord:
-    """The merchant's account id and accepted coins (404 ``not_found`` for an unknown merchant)."""
-    row = await accounts.require_merchant(gateway.db, merchant_id)
-    return MerchantRecord(row["id"], row["account_id"], tuple(accounts.accepted_coins(row)))
+    """The merchant's record (404 ``not_found`` for an unknown merchant)."""
+    return _merchant_record(await accounts.require_merchant(gateway.db, merchant_id))
+
+
+USD_DECIMALS = 8  # plugins keep USD as integer 1e-8 dollars: exact sums in SQL, never a float
+
+
+async def usd_units(gateway: "Gateway", coin: str, units: int) -> int:
+    """``units`` of ``coin`` valued in USD now (the price service's price, cached up to a minute),
+    as an int of 1e-8 dollars rounded half-even; 0 when the price is unknown. Format it with
+    ``orbchain.core.money.format_units(value, USD_DECIMALS)``."""
+    service = gateway.services.get("prices")
+    if service is None or not units:
+        return 0
+    price = await service.price(coin)
+    value = (Decimal(price) * units).scaleb(USD_DECIMALS - gateway.coins.require(coin).decimals)
+    return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
+
+
+async def api_key_exists(gateway: "Gateway", merchant_id: str, key_id: str) -> bool:
+    """Whether ``key_id`` names an API key of this merchant (revoked and expired keys included)."""
+    return await gateway.db.fetch_val(
+        "SELECT 1 FROM api_keys WHERE id = :id AND merchant_id = :m", {"id": key_id, "m": merchant_id}) is not None
+
+
+async def referred_merchants(gateway: "Gateway", referrer_id: str) -> list[MerchantRecord]:
+    """Every merchant that signed up with ``referrer_id`` as its referrer, disabled ones included,
+    oldest first."""
+    rows = await gateway.db.fetch_all(
+        "SELECT * FROM merchants WHERE referrer_id = :r ORDER BY created_at, id", {"r": referrer_id})
+    return [_merchant_record(row) for row in rows]
+
+
+async def reversed_references(gateway: "Gateway", references: Iterable[str]) -> set[str]:
+    """Which of these ledger references name a transaction that has since been reversed
+    (a credited deposit that left the chain)."""
+    wanted = sorted(set(references))
+    found: set[str] = set()
+    for start in range(0, len(wanted), 500):
+        chunk = wanted[start:start + 500]
+        names = {f"r{i}": ref for i, ref in enumerate(chunk)}
+        rows = await gateway.db.fetch_all(
+            "SELECT t.reference FROM ledger_transactions t JOIN ledger_transactions r ON r.reverses = t.id"
+            f" WHERE t.reference IN ({', '.join(':' + name for name in names)})", names)
+        found.update(row["reference"] for row in rows)
+    return found
+
+
+async def ledger_history(gateway: "Gateway", start: int, end: int, kinds: Iterable[str],
+                         page: int = 1000) -> AsyncIterator[dict[str, Any]]:
+    """Committed ledger transactions of ``kinds`` created in [start, end) (Unix seconds), oldest
+    first, each in the shape ``ledger_posted`` receives: for plugins that keep a derived view
+    (analytics, referrals) and must catch up on events a crash kept from them. Read in pages;
+    a transaction may be yielded twice when a page boundary splits a second (be idempotent)."""
+    kinds = list(kinds)
+    while start < end:
+        batch = await ledger.transactions_between(gateway.db, start, end, kinds, page)
+        for txn in batch:
+            yield txn.as_event()
+        if len(batch) < page:
+            return
+        last = batch[-1].created_at
+        if last == start:  # a whole page within one second: take the rest of that second at once
+            rest = await ledger.transactions_between(gateway.db, start, start + 1, kinds, 1_000_000)
+            for txn in rest[page:]:
+                yield txn.as_event()
+            last += 1
+        start = last
+
 
 
 def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:

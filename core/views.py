@@ -95,6 +95,8 @@ class DepositView(_View):
     credit_count: int
     created_at: int
     credited_at: int | None
+    # The deposit valued in USD when it was seen, as decimal text ("0" when no price was known).
+    amount_usd: str = "0"
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,27 @@ class Credit(_View):
     reference: str
 
 
+@dataclass(frozen=True)
+class KeyRequest(_View):
+    """One answered request made with an API key, as ``api_key_request`` sees it.
+
+    ``key_kind`` is ``scoped`` for a named key, else the legacy key's header
+    name (``merchant_key``, ``payout_key``, ``general_key``). ``route`` is the
+    route template (``/v1/payment/{track_id}``), never the filled-in path, so
+    no identifier a client typed lands in a log unchecked. ``at`` is Unix seconds.
+    """
+
+    key_id: str
+    key_kind: str
+    merchant_id: str
+    method: str
+    route: str
+    status: int
+    request_id: str
+    client_ip: str
+    at: int
+
+
 def payment_view_of(gateway: "Gateway", row: Mapping[str, Any]) -> PaymentView:
     return PaymentView(
         track_id=row["track_id"], merchant_id=row["merchant_id"], type=row["type"], status=row["status"],
@@ -153,6 +176,7 @@ def deposit_view_of(gateway: "Gateway", row: Mapping[str, Any]) -> DepositView:
         address=row["address"], amount=_int(gateway, row["amount"]) or 0, fee=_int(gateway, row.get("fee")),
         status=row["status"], confirmations=int(row["confirmations"]), threshold=int(row["threshold"]),
         credit_count=int(row["credit_count"]), created_at=row["created_at"], credited_at=row.get("credited_at"),
+        amount_usd=row.get("amount_usd") or "0",
     )
 
 

@@ -276,3 +276,31 @@ async def test_held_credit_refused_postings_and_lifecycle_events(make_client, ma
     # The conversion already paid the merchant, so the venue carries the reorg's loss, visibly.
     report = await check_ledger(gateway.db)
     assert [(p.kind, p.subject) for p in report.problems] == [("negative", ledger.swap_venue("acme"))], report.lines()
+
+
+class KeyWatcher:
+    """A third-party ``api_key_request`` listener: sees legacy and scoped keys, never the dashboard."""
+
+    PLUGIN_NAME = "keywatcher"
+
+    def __init__(self) -> None:
+        self.seen: list[object] = []
+
+    @hookimpl
+    async def api_key_request(self, request):
+        self.seen.append(request)
+
+
+async def test_api_key_request_hook_sees_each_keyed_request_once(make_client, make_config):
+    watcher = KeyWatcher()
+    client = await make_client(make_config(scheduler={"enabled": False}), get_plugin_manager([watcher]))
+    shop = await signup(client)
+    status, _ = await api(client, "GET", "/v1/payment/accepted-currencies", shop.merchant_key)
+    assert status == 200
+    status, _ = await api(client, "GET", "/dashboard/account", shop.jwt)
+    assert status == 200
+    assert len(watcher.seen) == 1
+    seen = watcher.seen[0]
+    assert (seen.key_kind, seen.method, seen.route, seen.status) == (
+        "merchant_key", "GET", "/v1/payment/accepted-currencies", 200)
+    assert seen.merchant_id == shop.merchant_id and len(seen.request_id) == 16

@@ -255,9 +255,11 @@ async def authenticate_request(request: web.Request) -> None:
         except Unauthorized:
             await count_failure(request)
             raise
+        # Known before the rate limit and the scope check, so a refused request
+        # (429, 403) is still reported to ``api_key_request`` (key audit logs).
+        request[PRINCIPAL] = principal
         if kind is not None:
             await count_for(request, kind, principal)
         authorize(principal, spec)
-        request[PRINCIPAL] = principal
     elif kind is not None:
         await count_for(request, kind, None)

@@ -23,7 +23,8 @@ from ..core.gateway import Gateway
 from .edge import request_text_problems
 from .envelope import error_response
 from .pages import is_html_page, page_security_headers
-from .keys import GATEWAY, RATE_KIND, REQUEST_ID
+from .key_requests import announce_key_request, key_request_listened
+from .keys import GATEWAY, PRINCIPAL, RATE_KIND, REQUEST_ID
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +111,9 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             err.status, err.type = 500, "internal"
             response = _render_error(request, err)
         response.headers[REQUEST_ID_HEADER] = request_id
+        principal = request.get(PRINCIPAL)
+        if principal is not None and principal.key_id is not None and key_request_listened(request):
+            await announce_key_request(request, principal, response.status, request_id)
         return response
 
     return edge

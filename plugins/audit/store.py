@@ -1,0 +1,23 @@
+"""Reading a key's audit log, newest first, in pages (SPEC 5.2, 8)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+
+def entry_view(row: Any) -> dict[str, Any]:
+    return {"id": int(row["id"]), "method": row["method"], "route": row["route"], "status": int(row["status"]),
+            "request_id": row["request_id"], "source_ip": row["client_ip"], "created_at": int(row["created_at"])}
+
+
+async def key_log(gateway: "Gateway", key_id: str, *, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+    db = gateway.db
+    total = await db.fetch_val("SELECT COUNT(*) FROM key_audit_log WHERE key_id = :k", {"k": key_id})
+    rows = await db.fetch_all(
+        "SELECT id, method, route, status, request_id, client_ip, created_at FROM key_audit_log"
+        " WHERE key_id = :k ORDER BY id DESC LIMIT :limit OFFSET :offset",
+        {"k": key_id, "limit": limit, "offset": offset})
+    return [entry_view(row) for row in rows], int(total or 0)

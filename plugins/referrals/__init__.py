@@ -1,0 +1,47 @@
+"""Built-in feature plugin: referrals (SPEC 2.16, 4.7).
+
+A merchant that signed up with ``ref=<account id>`` (stored by the core at
+sign-up; bad values are ignored there) earns its referrer 2000 bps of every
+platform fee its credited deposits pay, for 12 months: ``earnings`` posts
+each share to the ledger from ``platform:fees`` when the credit is posted
+(``ledger_posted``), reverses it when the deposit is reversed, and a job
+catches up on anything a crash kept from the hook. ``GET
+/dashboard/referrals`` reports it. Core data only through
+``orbchain.core.services``; the plugin's own table is ``referral_earnings``.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from . import openapi
+from .earnings import CATCH_UP_SECONDS, catch_up, on_posted
+from .routes import routes
+
+PLUGIN_NAME = "referrals"
+MIGRATIONS_PACKAGE = "orbchain.plugins.referrals.migrations"
+JOB_NAME = "referrals-catch-up"
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_jobs(registry) -> None:
+    registry.add(JOB_NAME, catch_up, seconds=CATCH_UP_SECONDS)
+
+
+@hookimpl
+async def ledger_posted(gateway, transaction) -> None:
+    await on_posted(gateway, transaction)
