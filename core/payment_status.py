@@ -9,6 +9,7 @@ transaction and fires its hook after the commit, with a ``PaymentView``.
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .after_commit import AfterCommit, run_after_commit
@@ -74,6 +75,7 @@ async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logi
         **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
                                     "address", "order_id", "paid_at", "transactions")},
     }
+    await add_plugin_fields(gateway, body, payment_view_of(gateway, payment))
     url, secret = await payment_destination(gateway.db, payment)
     await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
                         logical_key=logical_key, url=url, secret=secret)
@@ -108,3 +110,15 @@ async def expire_payments(gateway: "Gateway") -> int:
             expired += 1
         await run_after_commit(after)
     return expired
+
+
+async def add_plugin_fields(gateway: "Gateway", body: dict[str, Any], payment: Any) -> None:
+    """``payment_webhook_fields``: each plugin's extra fields, never replacing one already there."""
+    caller = gateway.pm.hook.payment_webhook_fields
+    for impl in reversed(caller.get_hookimpls()):
+        args = {"gateway": gateway, "payment": payment}
+        extra = impl.function(*[args[arg] for arg in impl.argnames])
+        if inspect.isawaitable(extra):
+            extra = await extra
+        for key, value in (extra or {}).items():
+            body.setdefault(key, value)

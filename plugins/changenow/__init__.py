@@ -1,0 +1,1 @@
+"""ChangeNOW venue (placeholder until written)."""
