@@ -117,8 +117,10 @@ async def add_plugin_fields(gateway: "Gateway", body: dict[str, Any], payment: A
     caller = gateway.pm.hook.payment_webhook_fields
     for impl in reversed(caller.get_hookimpls()):
         args = {"gateway": gateway, "payment": payment}
-        extra = impl.function(*[args[arg] for arg in impl.argnames])
+        extra: Any = impl.function(*[args[arg] for arg in impl.argnames])
         if inspect.isawaitable(extra):
             extra = await extra
+        if not isinstance(extra, Mapping) and extra is not None:
+            raise TypeError(f"plugin {impl.plugin_name} answered payment_webhook_fields with {type(extra).__name__}")
         for key, value in (extra or {}).items():
             body.setdefault(key, value)

@@ -15,7 +15,7 @@ plain values and return plain dicts, raising ``orbchain.core.errors``.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, UTC
 from decimal import ROUND_DOWN, Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -108,7 +108,7 @@ async def venue_quote(gateway: "Gateway", from_coin: str, to_coin: str, units: i
 
 
 def _iso(ts: int) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat().replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, UTC).isoformat().replace("+00:00", "Z")
 
 
 def rate_text(gateway: "Gateway", from_coin: str, to_coin: str, from_units: int, to_units: int) -> str:

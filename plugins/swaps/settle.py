@@ -90,7 +90,8 @@ async def _target(gateway: "Gateway", credit: "Credit") -> tuple[str, str] | Non
     return venue.name, default
 
 
-async def credit_postings(gateway: "Gateway", credit: "Credit", postings: list[ledger.Posting]) -> list[ledger.Posting] | None:
+async def credit_postings(gateway: "Gateway", credit: "Credit",
+                          postings: list[ledger.Posting]) -> list[ledger.Posting] | None:
     """Send the merchant's net to the venue account and open the conversion, in the crediting transaction."""
     target = await _target(gateway, credit)
     if target is None:

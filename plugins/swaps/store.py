@@ -68,7 +68,8 @@ async def by_track_id(gateway: "Gateway", track_id: str) -> list[dict[str, Any]]
     return [r for r in (_clean(gateway, row) for row in rows) if r is not None]
 
 
-async def move(gateway: "Gateway", swap_id: str, expected: str | tuple[str, ...], **changes: Any) -> dict[str, Any] | None:
+async def move(gateway: "Gateway", swap_id: str, expected: str | tuple[str, ...],
+               **changes: Any) -> dict[str, Any] | None:
     """Apply ``changes`` if the swap is still in ``expected``; the new row, or None when it moved on."""
     db = gateway.db
     states = (expected,) if isinstance(expected, str) else expected
@@ -121,7 +122,8 @@ async def locked_quote(gateway: "Gateway", track_id: str) -> dict[str, Any] | No
     row = await gateway.db.fetch_one("SELECT * FROM settle_quotes WHERE track_id = :t", {"t": track_id})
     if row is None:
         return None
-    return {**row, "from_amount": gateway.db.to_int(row["from_amount"]), "to_amount": gateway.db.to_int(row["to_amount"])}
+    to_int = gateway.db.to_int
+    return {**row, "from_amount": to_int(row["from_amount"]), "to_amount": to_int(row["to_amount"])}
 
 
 async def default_coin(gateway: "Gateway", merchant_id: str) -> str | None:
