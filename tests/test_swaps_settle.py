@@ -175,3 +175,24 @@ async def test_venue_down_at_creation_refuses_the_payment(env):
     venue.knobs.unavailable = True
     status, body = await create(client, merchant, settlement_coin="ETH")
     assert status == 503 and body["error"]["code"] == "venue_unavailable", body
+
+
+async def test_a_reorg_before_the_conversion_drops_it(env):
+    from orbchain.chains.devnet import devnet_chain
+
+    client, merchant, devnet, _ = env
+    gateway = devnet.gateway
+    status, body = await create(client, merchant, settlement_coin="ETH")
+    payment = body["data"]
+    tx_hash = await devnet.pay("BTC", payment["address"], "0.01")
+    confirmations = gateway.coins.require("BTC").confirmations
+    await devnet.mine(confirmations)
+    chain = devnet_chain(gateway)
+    await chain.reorg(confirmations, drop=[tx_hash])  # the deposit leaves the chain before the job ran
+    await devnet.scan()
+    await run_swaps(gateway)
+    assert await balances(client, merchant) == {}
+    assert await ledger.balance(gateway.db, ledger.swap_venue("devnet"), "BTC") == 0
+    [dropped] = (await api(client, "GET", "/dashboard/swaps", merchant.jwt))[1]["data"]["swaps"]
+    assert dropped["status"] == "FAILED" and dropped["failure_reason"] == "deposit_reversed"
+    await ledger_clean(gateway)

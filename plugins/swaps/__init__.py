@@ -64,3 +64,8 @@ async def deposit_credit_status(gateway, credit):
 @hookimpl
 async def payment_webhook_fields(gateway, payment):
     return await settle.webhook_fields(gateway, payment)
+
+
+@hookimpl
+async def deposit_reversed(gateway, deposit):
+    await settle.deposit_reversed(gateway, deposit)

@@ -155,3 +155,17 @@ async def set_default(gateway: "Gateway", merchant_id: str, value: Any) -> str |
 async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:
     """The account's default settlement coin, or None (for other plugins: XMR swap-in, the mini-app)."""
     return await store.default_coin(gateway, merchant_id)
+
+
+async def deposit_reversed(gateway: "Gateway", deposit: Any) -> None:
+    """A reorg took back a deposit whose conversion had not started: that conversion is dropped.
+
+    The core's reversal already took the net back out of the venue account;
+    a credit after the reorg opens a new conversion under its new reference.
+    A conversion already at the venue cannot be undone (docs/swaps.md).
+    """
+    for row in await store.by_deposit(gateway, deposit.id):
+        if row["kind"] == store.SETTLE and row["status"] == store.QUOTED:
+            await store.move(gateway, row["id"], store.QUOTED, status=store.FAILED,
+                             failure_reason="deposit_reversed", credit_done=True)
+

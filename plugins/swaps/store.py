@@ -85,6 +85,11 @@ async def move(gateway: "Gateway", swap_id: str, expected: str | tuple[str, ...]
     return _clean(gateway, row)
 
 
+async def by_deposit(gateway: "Gateway", deposit_id: str) -> list[dict[str, Any]]:
+    rows = await gateway.db.fetch_all("SELECT * FROM swaps WHERE deposit_id = :d", {"d": deposit_id})
+    return [r for r in (_clean(gateway, row) for row in rows) if r is not None]
+
+
 async def due(gateway: "Gateway", limit: int = 100) -> list[dict[str, Any]]:
     """Open swaps whose next step is due, and finished auto-settle swaps whose credit is not completed yet."""
     rows = await gateway.db.fetch_all(
