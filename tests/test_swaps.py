@@ -303,3 +303,27 @@ async def test_two_workers_advancing_one_swap_move_it_once(env):
     await engine.advance(gateway, pending)  # a stale copy: the conditional update refuses it
     assert await balances(client, merchant) == {"BTC": "0.0049", "ETH": "0.0995"}
     await ledger_clean(gateway)
+
+
+async def test_concurrent_swaps_never_spend_what_is_not_there(env):
+    import asyncio
+
+    client, merchant, gateway, _ = env
+    body = {**BODY, "amount": "0.006"}  # two of them exceed the 0.0099 BTC available
+    results = await asyncio.gather(*(api(client, "POST", SWAP, merchant.jwt, json=body) for _ in range(2)))
+    assert sorted(status for status, _ in results) == [200, 400], results
+    assert await balances(client, merchant) == {"BTC": "0.0039"}
+    await ledger_clean(gateway)
+
+
+async def test_the_service_without_http_always_asks_totp_for_the_mini_app(env):
+    from orbchain.core.errors import Forbidden
+    from orbchain.plugins.swaps import service
+
+    client, merchant, gateway, _ = env
+    quote = await service.quote(gateway, BODY)
+    assert quote["to_amount"] == "0.0995"
+    with pytest.raises(Forbidden) as info:
+        await service.commit(gateway, merchant.merchant_id, BODY, totp_always=True)
+    assert info.value.code == "totp_setup_required"
+    assert await balances(client, merchant) == {"BTC": "0.0099"}
