@@ -45,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         RouteRegistry,
         ScopeRegistry,
     )
+    from .venues import SwapVenueRegistry
     from .views import Credit, DepositView, KeyRequest, PaymentView, PayoutView
 
 hookspec = pluggy.HookspecMarker("orbchain")
@@ -222,6 +223,19 @@ def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway"
     """
 
 
+@hookspec
+def register_swap_venues(registry: "SwapVenueRegistry", gateway: "Gateway") -> None:
+    """Contribute swap venues (exchanges that convert one coin into another).
+
+    Called once at startup, after ``register_coins``. Call
+    ``registry.add(venue)`` with an ``orbchain.core.venues.SwapVenue``:
+    ``supports``, ``quote``, ``create_swap``, ``status`` and ``refund``, amounts
+    in base units, every call idempotent by the gateway's swap id. A name
+    added twice stops startup naming both plugins. The swap features read
+    ``gateway.venues``. Return nothing.
+    """
+
+
 # -----------------------------------------------------------------------------
 # Chains: address families, receive targets and QR payloads
 # -----------------------------------------------------------------------------
@@ -384,6 +398,19 @@ def deposit_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
 # -----------------------------------------------------------------------------
 # Payments and money events (feature plugins react to these)
 # -----------------------------------------------------------------------------
+
+
+@hookspec
+def payment_webhook_fields(gateway: "Gateway", payment: "PaymentView") -> "Mapping[str, Any] | None":
+    """Add fields to a payment webhook body (``payment.paid`` and ``Paying``).
+
+    Called inside the transaction that enqueues the webhook, for every
+    plugin; may be async. ``payment`` is the ``PaymentView`` as it stands.
+    Return a mapping of extra fields (decimal strings for amounts, never
+    floats) or None. A field the core already sends is never replaced, and
+    the first plugin to name a field keeps it. Raising rolls the change back.
+    Auto-settle adds ``settled_coin``, ``settled_amount`` and ``swap_fallback``.
+    """
 
 
 @hookspec

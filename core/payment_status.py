@@ -9,6 +9,7 @@ transaction and fires its hook after the commit, with a ``PaymentView``.
 
 from __future__ import annotations
 
+import inspect
 import json
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -80,6 +81,7 @@ async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logi
     # A plugin's receive fields (a settled invoice's block) travel with the payment (SPEC 6.4).
     if payment["receive_extra"]:
         body.update({k: v for k, v in json.loads(payment["receive_extra"]).items() if k not in body})
+    await add_plugin_fields(gateway, body, payment_view_of(gateway, payment))
     url, secret = await payment_destination(gateway.db, payment)
     await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
                         logical_key=logical_key, url=url, secret=secret)
@@ -114,3 +116,17 @@ async def expire_payments(gateway: "Gateway") -> int:
             expired += 1
         await run_after_commit(after)
     return expired
+
+
+async def add_plugin_fields(gateway: "Gateway", body: dict[str, Any], payment: Any) -> None:
+    """``payment_webhook_fields``: each plugin's extra fields, never replacing one already there."""
+    caller = gateway.pm.hook.payment_webhook_fields
+    for impl in reversed(caller.get_hookimpls()):
+        args = {"gateway": gateway, "payment": payment}
+        extra: Any = impl.function(*[args[arg] for arg in impl.argnames])
+        if inspect.isawaitable(extra):
+            extra = await extra
+        if not isinstance(extra, Mapping) and extra is not None:
+            raise TypeError(f"plugin {impl.plugin_name} answered payment_webhook_fields with {type(extra).__name__}")
+        for key, value in (extra or {}).items():
+            body.setdefault(key, value)

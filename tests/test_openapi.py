@@ -604,6 +604,24 @@ async def journey_portfolio(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", "/dashboard/portfolio", None, expect=401)
 
 
+async def journey_swaps(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    """The swaps plugin's routes (SPEC 4.12) and the default settlement coin setting."""
+    body = {"from_coin": "BTC", "to_coin": "ETH", "amount": "0.0001"}
+    await c.call("POST", "/dashboard/swap/quote", shop.jwt, json=body, expect=200)
+    await c.call("POST", "/dashboard/swap/quote", shop.jwt, json={**body, "to_coin": "BTC"}, expect=400)
+    _, created = await c.call("POST", "/dashboard/swap", shop.jwt, json=body, expect=200)
+    swap_id = created["data"]["swap_id"]
+    await c.call("GET", f"/dashboard/swap/{swap_id}", shop.jwt, expect=200)
+    await c.call("GET", f"/dashboard/swap/{swap_id}", friend.jwt, expect=404)
+    await c.call("GET", "/dashboard/swaps", shop.jwt, expect=200)
+    await c.call("GET", "/dashboard/swaps", None, expect=401)
+    await c.call("PUT", "/dashboard/settings/settlement-coin", shop.jwt, json={"default_settlement_coin": "NOPE"},
+                 expect=400)
+    await c.call("PUT", "/dashboard/settings/settlement-coin", shop.jwt, json={"default_settlement_coin": None},
+                 expect=200)
+    await c.call("GET", "/dashboard/settings/settlement-coin", shop.jwt, expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -618,6 +636,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_webhook_logs(checked, shop)
     await journey_schedules(checked, shop, friend)
     await journey_autowithdraw(checked, shop)
+    await journey_swaps(checked, shop, friend)
     await journey_portfolio(checked, shop)
 
     # Coverage: every documented operation answered successfully at least once.

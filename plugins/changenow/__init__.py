@@ -1,0 +1,33 @@
+"""Built-in plugin ``changenow``: the ChangeNOW instant exchange (API v2) as a swap venue.
+
+Registered through ``register_swap_venues`` when ``[plugin.changenow]
+api_key`` is set; see ``settings.py`` for the block and ``venue.py`` for
+the wire format. ChangeNOW converts XMR too, so XMR swap-in can use it.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from .settings import PLUGIN_NAME, read_settings
+from .venue import ChangeNowVenue
+
+MIGRATIONS_PACKAGE = "orbchain.plugins.changenow.migrations"
+
+__all__ = ["PLUGIN_NAME", "ChangeNowVenue"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    read_settings(gateway.config)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_swap_venues(registry, gateway) -> None:
+    settings = read_settings(gateway.config)
+    if settings.api_key:
+        registry.add(ChangeNowVenue(settings, gateway.coins, gateway.db, gateway.now))

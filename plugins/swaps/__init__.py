@@ -1,0 +1,71 @@
+"""Built-in feature plugin ``swaps``: balance swaps and auto-settle through swap venues (SPEC 3.5, 4.2, 4.12).
+
+Venues are other plugins (``register_swap_venues``; the devnet's simulated
+one, ChangeNOW). This plugin owns the swap rows, the dashboard routes, the
+job that drives swaps to one outcome, the ``settlement_coin`` payment field
+and the account's default settlement coin. The logic is in ``service``
+(quote, commit, read: callable without HTTP, e.g. by the mini-app),
+``engine`` (the job) and ``settle`` (auto-settle); see docs/swaps.md.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from . import openapi, settle
+from .engine import JOB_NAME, JOB_SECONDS, run_swaps
+from .routes import routes
+from .settings import PLUGIN_NAME, read_settings
+
+MIGRATIONS_PACKAGE = "orbchain.plugins.swaps.migrations"
+
+__all__ = ["PLUGIN_NAME", "run_swaps"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    read_settings(gateway.config)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_jobs(registry) -> None:
+    registry.add(JOB_NAME, run_swaps, seconds=JOB_SECONDS)
+
+
+@hookimpl
+def register_payment_fields(registry) -> None:
+    settle.register_field(registry)
+
+
+@hookimpl
+async def credit_postings(gateway, credit, postings):
+    return await settle.credit_postings(gateway, credit, postings)
+
+
+@hookimpl
+async def deposit_credit_status(gateway, credit):
+    return await settle.credit_status(gateway, credit)
+
+
+@hookimpl
+async def payment_webhook_fields(gateway, payment):
+    return await settle.webhook_fields(gateway, payment)
+
+
+@hookimpl
+async def deposit_reversed(gateway, deposit):
+    await settle.deposit_reversed(gateway, deposit)
