@@ -353,7 +353,7 @@ async def test_one_visitor_cannot_mint_without_bound(make_config, make_client):
     assert (await resolve(shop, open_link["slug"], {"amount": "1"})).status == 429  # the budget spans links
     assert (await resolve(shop, open_link["slug"])).status == 200  # the prompt mints nothing
     assert await payment_count(shop) == 3
-    assert {l["id"]: l["uses"] for l in await links(shop)} == {link["id"]: 3, open_link["id"]: 0}
+    assert {row["id"]: row["uses"] for row in await links(shop)} == {link["id"]: 3, open_link["id"]: 0}
 
 
 async def test_link_pages_are_rate_limited_per_ip(make_config, make_client):

@@ -38,14 +38,16 @@ async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int
                  fiat_currency: str | None, lifetime: int | None, description: str | None) -> Row:
     now = gateway.now()
     # The id leads with the creation time in nanoseconds, so "newest first" holds within one second too.
-    row = {"id": f"lnk_{time.time_ns():016x}{secrets.token_hex(4)}", "merchant_id": merchant_id, "slug": new_slug(), "coin": coin,
+    link_id = f"lnk_{time.time_ns():016x}{secrets.token_hex(4)}"
+    row = {"id": link_id, "merchant_id": merchant_id,
+           "slug": new_slug(), "coin": coin,
            "amount": None if amount is None else gateway.db.amount_param(amount), "amount_fiat": amount_fiat,
            "fiat_currency": fiat_currency, "lifetime_minutes": lifetime, "description": description,
            "enabled": True, "uses": 0, "created_at": now, "updated_at": now}
     # 31**12 slugs: a collision is astronomically rare, and the UNIQUE constraint would refuse it loudly.
     await gateway.db.execute(
         f"INSERT INTO payment_links ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
-    return await get(gateway, merchant_id, row["id"])
+    return await get(gateway, merchant_id, link_id)
 
 
 async def get(gateway: "Gateway", merchant_id: str, link_id: str) -> Row:
