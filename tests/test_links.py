@@ -16,6 +16,7 @@ from orbchain.core import services
 from orbchain.core.config import ConfigError
 from orbchain.core.errors import Gone
 from orbchain.core.prices import PriceService
+from orbchain.core.ratelimit import MemoryRateLimiter
 from orbchain.plugins.links import store
 from orbchain.plugins.links.settings import parse_settings
 from orbchain.testing.fixtures import open_shop
@@ -343,6 +344,7 @@ async def test_disabling_while_minting_rolls_the_invoice_back(shop):
 
 async def test_one_visitor_cannot_mint_without_bound(make_config, make_client):
     shop = await open_shop(make_config, make_client, plugin={"links": {"mint_per_minute": 3}})
+    shop.gateway.services["rate_limiter"] = MemoryRateLimiter(clock=lambda: 6_000_030.0)  # one frozen minute
     link = await created(shop, amount="0.001")
     open_link = await created(shop)
     for _ in range(3):
@@ -358,6 +360,7 @@ async def test_one_visitor_cannot_mint_without_bound(make_config, make_client):
 
 async def test_link_pages_are_rate_limited_per_ip(make_config, make_client):
     shop = await open_shop(make_config, make_client, rate_limits={"public_page_per_minute": 3})
+    shop.gateway.services["rate_limiter"] = MemoryRateLimiter(clock=lambda: 6_000_030.0)  # one frozen minute
     link = await created(shop)
     assert [(await resolve(shop, link["slug"])).status for _ in range(4)] == [200, 200, 200, 429]
 

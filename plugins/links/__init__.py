@@ -47,4 +47,5 @@ def register_openapi(registry) -> None:
 
 @hookimpl
 def register_templates(registry) -> None:
-    registry.add(templates=HERE / "templates", static=HERE / "static")
+    # donate.js has its own route (/assets/donate.js, SPEC 4.14): no static folder to serve.
+    registry.add(templates=HERE / "templates")
