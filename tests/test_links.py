@@ -403,3 +403,32 @@ def test_bad_config_names_the_key(block, key):
 
 def test_default_config():
     assert parse_settings({}).mint_per_minute == 10
+
+
+# -- the core services the plugins use ---------------------------------------------------------------
+
+
+async def test_invoice_service_and_merchant_lookup(shop):
+    gateway, merchant_id = shop.gateway, shop.merchant.merchant_id
+    record = await services.merchant_record(gateway, merchant_id)
+    assert await services.merchant_by_account_id(gateway, record.account_id) == record and record.enabled
+    assert await services.merchant_by_account_id(gateway, "nobody") is None
+    assert services.receivable_coins(gateway, record)[0] == record.accepted_coins[0]
+    seen = []
+
+    async def note(payment):
+        seen.append(payment.track_id)
+
+    invoice = await services.create_invoice(gateway, merchant_id, amount=Decimal("0.25"), currency="LTC",
+                                            coins=["LTC", "BTC"], lifetime=5, order_id="o-1", in_transaction=note)
+    assert seen == [invoice.track_id] and invoice.pay_currency == "LTC" and invoice.pay_amount == 25_000_000
+    assert invoice.payment_url == f"{gateway.config.base_url}/pay/{invoice.track_id}" and invoice.amount == "0.25"
+    assert invoice.amount_fiat is None and invoice.rate_locked is None
+
+    async def fail(payment):
+        raise RuntimeError("plugin bookkeeping failed")
+
+    with pytest.raises(RuntimeError):
+        await services.create_invoice(gateway, merchant_id, amount=Decimal("1"), currency="LTC", coins=["LTC"],
+                                      in_transaction=fail)
+    assert await payment_count(shop) == 1  # the failed one rolled back
