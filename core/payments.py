@@ -15,7 +15,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import base58
 
@@ -23,7 +23,7 @@ from . import addresses, receive
 from .errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
-from .views import payment_view_of
+from .views import PaymentView, payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -67,6 +67,9 @@ class PaymentRequest:
     # The creating key's coin allowlist (empty: no limit). It bounds every coin
     # the payment can be paid in, the hosted page's picker included.
     coin_allowlist: Sequence[str] = ()
+    # A plugin's own bookkeeping of the new payment (a payment link's use count),
+    # run inside the creating transaction: raising rolls the payment back.
+    in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None
 
 
 # -- coins and prices ----------------------------------------------------------------------
@@ -302,7 +305,7 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
     elif fresh is not None:
         row["address"] = fresh.address
         writes.append(addresses.fresh_insert(gateway, merchant, fresh))
-    if standing is None and not request.extensions:
+    if standing is None and not request.extensions and request.in_transaction is None:
         # Independent inserts: one statement (one round trip, one commit) on PostgreSQL.
         await gateway.db.execute_atomic([*writes, _payment_insert(row)])
     else:
@@ -311,6 +314,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
                 row["address"] = await addresses.settle_standing(gateway, merchant, pay_coin, standing)
             await gateway.db.execute_atomic([*writes, _payment_insert(row)])
             await _store_extensions(gateway, {**row, "paid_at": None}, request.extensions or {})
+            if request.in_transaction is not None:
+                await request.in_transaction(payment_view_of(gateway, {**row, "paid_at": None}))
     return payment_view(gateway, {**row, "paid_at": None}, [])
 
 

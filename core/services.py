@@ -13,12 +13,14 @@ names a core table.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable, NamedTuple
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, NamedTuple, Sequence
 
-from . import accounts, ledger, payout_worker, payouts
+from . import accounts, ledger, payments, payout_worker, payouts
 from .deposits import CREDITED
+from .errors import Forbidden
 from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
+from .views import PaymentView
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -244,6 +246,84 @@ async def api_key_exists(gateway: "Gateway", merchant_id: str, key_id: str) -> b
     """Whether ``key_id`` names an API key of this merchant (revoked and expired keys included)."""
     return await gateway.db.fetch_val(
         "SELECT 1 FROM api_keys WHERE id = :id AND merchant_id = :m", {"id": key_id, "m": merchant_id}) is not None
+
+
+async def merchant_by_account_id(gateway: "Gateway", account_id: str) -> MerchantRecord | None:
+    """The merchant behind a public account id (SPEC 2.12), or None: for public pages keyed by it."""
+    row = await accounts.find_by_account_id(gateway.db, account_id)
+    return None if row is None else _merchant_record(row)
+
+
+# -- payments for feature plugins (payment links, tips) -----------------------------------------
+
+
+class InvoiceRecord(NamedTuple):
+    """An invoice a plugin created: where the payer pays and what it costs.
+
+    ``pay_amount`` is in base units of ``pay_currency``; ``amount`` is the
+    price as a decimal string in ``currency`` (a coin or a fiat code).
+    ``amount_fiat``, ``fiat_currency``, ``rate_locked`` and
+    ``rate_locked_at`` are set for fiat-priced invoices (the rate frozen at
+    creation), None otherwise.
+    """
+
+    track_id: str
+    merchant_id: str
+    payment_url: str
+    currency: str
+    amount: str
+    pay_currency: str
+    pay_amount: int
+    expires_at: int
+    amount_fiat: str | None
+    fiat_currency: str | None
+    rate_locked: str | None
+    rate_locked_at: int | None
+
+
+def receivable_coins(gateway: "Gateway", merchant: MerchantRecord) -> tuple[str, ...]:
+    """The merchant's accepted coins that a payer can pay here now (a chain serves them), in its order."""
+    return tuple(payments.servable_coins(gateway, {"accepted_coins": list(merchant.accepted_coins)}))
+
+
+def check_receivable(gateway: "Gateway", merchant: MerchantRecord, coin: str, field: str = "coin") -> None:
+    """Refuse a coin a payment of this merchant could not be made in, with the payment API's errors.
+
+    400 validation naming ``field`` (unknown coin), 400 ``<coin>_receive_unsupported``
+    (a source-only coin), 400 ``currency_not_accepted``, 503 when no chain here serves it.
+    """
+    payments.receivable_coin(gateway, {"accepted_coins": list(merchant.accepted_coins)}, coin, field)
+
+
+async def create_invoice(
+    gateway: "Gateway", merchant_id: str, *, amount: Decimal, currency: str, coins: Sequence[str],
+    lifetime: int | None = None, description: str | None = None, order_id: str | None = None,
+    in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None,
+) -> InvoiceRecord:
+    """Create a hosted invoice (SPEC 4.2 ``POST /v1/payment/invoice``) for a merchant, as its API would.
+
+    ``currency`` is a coin or a fiat code (then the coin amount is priced at
+    the live rate and the rate is locked on the invoice); ``coins`` are the
+    coins its page offers, the first being the one the payer starts with.
+    The same checks raise the same errors as the API (400 validation or
+    ``currency_not_accepted``, 503 without a chain or a rate); a disabled
+    merchant is 403 ``merchant_disabled``. ``in_transaction(payment)`` runs
+    inside the transaction that stores the invoice: what it writes commits
+    with the invoice, and raising rolls the invoice back.
+    """
+    row = await accounts.require_merchant(gateway.db, merchant_id)
+    if not row["enabled"]:
+        raise Forbidden("this merchant does not accept payments", code="merchant_disabled")
+    request = payments.PaymentRequest(
+        type=payments.INVOICE, currency=currency, amount=amount, pay_currency=coins[0] if coins else None,
+        accepted_coins=list(coins) or None, lifetime=lifetime, description=description, order_id=order_id,
+        in_transaction=in_transaction)
+    view = await payments.create_payment(gateway, row, request)
+    pay_coin = gateway.coins.require(view["pay_currency"])
+    return InvoiceRecord(
+        view["track_id"], merchant_id, view["payment_url"], view["currency"], view["amount"], view["pay_currency"],
+        pay_coin.to_units(view["pay_amount"]), view["expires_at"], view.get("amount_fiat"),
+        view.get("fiat_currency"), view.get("rate_locked"), view.get("rate_locked_at"))
 
 
 async def referred_merchants(gateway: "Gateway", referrer_id: str) -> list[MerchantRecord]:

@@ -58,6 +58,7 @@ class Browser:
         self._ids = itertools.count(1)
         self._replies: dict[int, asyncio.Future] = {}
         self._waiters: list[tuple[str, asyncio.Future]] = []
+        self._records: dict[str, list[dict[str, Any]]] = {}
         self._reader = asyncio.create_task(self._read())
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -115,6 +116,8 @@ class Browser:
                     if future is not None and not future.done():
                         future.set_result(data)
                     continue
+                if data.get("method") in self._records:
+                    self._records[data["method"]].append(data.get("params", {}))
                 for waiter in [w for w in self._waiters if w[0] == data.get("method")]:
                     self._waiters.remove(waiter)
                     if not waiter[1].done():
@@ -146,6 +149,10 @@ class Browser:
         future = asyncio.get_running_loop().create_future()
         self._waiters.append((event, future))
         return future
+
+    def record(self, event: str) -> list[dict[str, Any]]:
+        """Every ``event`` from now on, appended to the returned list as it arrives (none missed)."""
+        return self._records.setdefault(event, [])
 
     async def _until(self, future: asyncio.Future, what: str, timeout: float = LOAD_TIMEOUT) -> Any:
         try:

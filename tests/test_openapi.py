@@ -622,6 +622,37 @@ async def journey_swaps(c: CheckedClient, shop: Merchant, friend: Merchant) -> N
     await c.call("GET", "/dashboard/settings/settlement-coin", shop.jwt, expect=200)
 
 
+async def journey_links(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    """The payment-links plugin's routes (SPEC 4.11, 4.14)."""
+    path = "/dashboard/payment-links"
+    _, body = await c.call("POST", path, shop.jwt, json={"coin": "BTC", "amount": "0.001"}, expect=200)
+    fixed = body["data"]
+    _, body = await c.call("POST", path, shop.jwt, json={"coin": "BTC", "description": "Tips"}, expect=200)
+    open_slug = body["data"]["slug"]
+    await c.call("POST", path, shop.jwt, json={"coin": "BTC", "amount": "1", "amount_fiat": "1"}, expect=400)
+    await c.call("GET", path, shop.jwt, expect=200)
+    await c.call("GET", f"{path}/{fixed['id']}/embed", shop.jwt, params={"label": "Support us"}, expect=200)
+    await c.call("GET", f"/l/{fixed['slug']}", expect=302)
+    await c.call("GET", f"/l/{open_slug}", expect=200)
+    await c.call("GET", f"/l/{open_slug}", params={"amount": "0.01"}, expect=302)
+    await c.call("GET", f"/l/{open_slug}", params={"amount": "zero"}, expect=400)
+    await c.call("PATCH", f"{path}/{fixed['id']}", friend.jwt, json={"enabled": False}, expect=404)
+    await c.call("PATCH", f"{path}/{fixed['id']}", shop.jwt, json={"enabled": False}, expect=200)
+    await c.call("GET", f"/l/{fixed['slug']}", expect=410)
+    await c.call("GET", "/l/nosuchlink00", expect=404)
+    await c.call("GET", "/assets/donate.js", expect=200)
+
+
+async def journey_tips(c: CheckedClient, shop: Merchant) -> None:
+    """The tip page (SPEC 4.14)."""
+    _, body = await c.call("GET", "/dashboard/account", shop.jwt, expect=200)
+    page = f"/tip/{body['data']['account']['account_id']}"
+    await c.call("GET", page, params={"coin": "LTC"}, expect=200)
+    await c.call("POST", page, data={"coin": "BTC", "amount": "0.01"}, expect=303)
+    await c.call("POST", page, data={"coin": "BTC", "amount": "0"}, expect=400)
+    await c.call("GET", "/tip/nobody", expect=404)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -638,6 +669,8 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_autowithdraw(checked, shop)
     await journey_swaps(checked, shop, friend)
     await journey_portfolio(checked, shop)
+    await journey_links(checked, shop, friend)
+    await journey_tips(checked, shop)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

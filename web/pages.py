@@ -7,13 +7,15 @@ instead of the JSON envelope.
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+import secrets
+from typing import Any, Callable, Mapping, TypeVar
 
+import aiohttp_jinja2
 from aiohttp import web
 
 from ..core.pages import PayPageForm
 
-__all__ = ["PayPageForm", "html_page", "is_html_page", "page_security_headers"]
+__all__ = ["PayPageForm", "html_page", "is_html_page", "page_security_headers", "render_page"]
 
 HTML_ATTR = "__orbchain_html__"
 R = TypeVar("R", bound=web.StreamResponse)
@@ -40,3 +42,17 @@ def page_security_headers(response: R, nonce: str | None = None) -> R:
     response.headers["Referrer-Policy"] = "same-origin"
     response.headers["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def render_page(request: web.Request, template: str, context: Mapping[str, Any], *,
+                status: int = 200) -> web.Response:
+    """Render a hosted page for payers (a plugin's or the core's) the one way every page is rendered.
+
+    The template gets ``context`` plus ``nonce`` (the only inline script the
+    page may run carries it) and the response the hosted pages' security
+    headers. Plugin pages extend ``base.html``, so whatever the layout shows
+    (and a future page-wide context such as branding) reaches them too.
+    """
+    nonce = secrets.token_urlsafe(16)
+    response = aiohttp_jinja2.render_template(template, request, {**context, "nonce": nonce}, status=status)
+    return page_security_headers(response, nonce)

@@ -1,0 +1,51 @@
+"""Built-in feature plugin: payment links and the donation button (SPEC 2.16, 4.11, 4.14).
+
+A merchant creates a link in the dashboard (``/dashboard/payment-links``)
+and shares ``/l/<slug>`` or pastes the donate.js snippet. Each visit mints a
+fresh invoice through the core's invoice service
+(``orbchain.core.services.create_invoice``), so pricing, fiat rate locking,
+addresses and the hosted page are exactly the payment API's. Written as a
+third-party package would be: hooks only, its own tables, no core table.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.plugins import hookimpl
+from . import openapi
+from .routes_dashboard import routes as dashboard_routes
+from .routes_public import routes as public_routes
+from .settings import PLUGIN_NAME, settings_of
+
+HERE = Path(__file__).resolve().parent
+MIGRATIONS_PACKAGE = "orbchain.plugins.links.migrations"
+
+__all__ = ["PLUGIN_NAME"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    settings_of(gateway, PLUGIN_NAME)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(dashboard_routes)
+    registry.add(public_routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    # donate.js has its own route (/assets/donate.js, SPEC 4.14): no static folder to serve.
+    registry.add(templates=HERE / "templates")

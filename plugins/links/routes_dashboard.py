@@ -1,0 +1,83 @@
+"""POST/GET /dashboard/payment-links, PATCH /dashboard/payment-links/{id}, GET .../{id}/embed (SPEC 4.11)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...core import services
+from ...core.errors import InvalidRequest, ValidationError
+from ...core.money import AmountError
+from ...core.prices import FIAT_CURRENCIES
+from ...web.auth import principal_of, requires
+from ...web.envelope import envelope, read_json
+from ...web.keys import gateway_of
+from ...web.validation import Field, validate
+from . import store
+from .views import DEFAULT_LABEL, embed_snippet, link_view
+
+routes = web.RouteTableDef()
+
+MAX_LINKS = 1000  # per merchant (docs/decisions.md, "Payment links and tips")
+MAX_LIFETIME = 43200  # SPEC 8: minutes per minted invoice
+LABEL = Field("label", min_len=1, max_len=80)  # SPEC 8: label 1-80
+
+
+@routes.post("/dashboard/payment-links")
+@requires("jwt")
+async def create(request: web.Request) -> web.Response:
+    gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
+    clean = validate(await read_json(request), [
+        Field("coin", required=True, upper=True, max_len=20), Field("amount", "amount"),
+        Field("amount_fiat", "amount"), Field("fiat_currency", upper=True, choices=FIAT_CURRENCIES),
+        Field("lifetime", "int", minimum=1, maximum=MAX_LIFETIME), Field("description", max_len=500),
+    ])
+    if clean["amount"] is not None and clean["amount_fiat"] is not None:
+        raise ValidationError({"amount": "give amount or amount_fiat, not both"})
+    if clean["amount_fiat"] is not None and not clean["fiat_currency"]:
+        raise ValidationError({"fiat_currency": "is required with amount_fiat"})
+    if clean["amount"] is not None and clean["fiat_currency"]:
+        raise ValidationError({"fiat_currency": "prices a link in fiat; a native amount takes none"})
+    merchant = await services.merchant_record(gateway, merchant_id)
+    services.check_receivable(gateway, merchant, clean["coin"])
+    units = None
+    if clean["amount"] is not None:
+        try:
+            units = gateway.coins.require(clean["coin"]).to_units(clean["amount"])
+        except AmountError as exc:
+            raise ValidationError({"amount": str(exc)}) from None
+    if await store.count(gateway, merchant_id) >= MAX_LINKS:
+        raise InvalidRequest(f"at most {MAX_LINKS} payment links", code="too_many_links")
+    amount_fiat = None if clean["amount_fiat"] is None else format(clean["amount_fiat"].normalize(), "f")
+    row = await store.insert(gateway, merchant_id, coin=clean["coin"], amount=units, amount_fiat=amount_fiat,
+                             fiat_currency=clean["fiat_currency"], lifetime=clean["lifetime"],
+                             description=clean["description"] or None)
+    return envelope(link_view(gateway, row))
+
+
+@routes.get("/dashboard/payment-links")
+@requires("jwt")
+async def list_links(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    rows = await store.list_for(gateway, principal_of(request).merchant_id)
+    return envelope({"links": [link_view(gateway, row) for row in rows]})
+
+
+@routes.patch("/dashboard/payment-links/{id}")
+@requires("jwt")
+async def patch(request: web.Request) -> web.Response:
+    gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
+    await store.get(gateway, merchant_id, request.match_info["id"])
+    clean = validate(await read_json(request), [Field("enabled", "bool", required=True)])
+    row = await store.set_enabled(gateway, merchant_id, request.match_info["id"], clean["enabled"])
+    return envelope(link_view(gateway, row))
+
+
+@routes.get("/dashboard/payment-links/{id}/embed")
+@requires("jwt")
+async def embed(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    row = await store.get(gateway, principal_of(request).merchant_id, request.match_info["id"])
+    label = validate(request.query, [LABEL])["label"] or DEFAULT_LABEL
+    view = link_view(gateway, row)
+    return envelope({"slug": view["slug"], "url": view["url"], "label": label,
+                     "snippet": embed_snippet(gateway, view["slug"], label)})

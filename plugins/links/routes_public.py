@@ -1,0 +1,134 @@
+"""``GET /l/{slug}`` (SPEC 4.14): a payment link resolved to a fresh invoice, and ``/assets/donate.js``.
+
+Fixed-amount links (a native amount, or a fiat price locked at each mint)
+302 to the new invoice's hosted page. Buyer-entered links show an amount
+prompt (a GET form, so no script is needed); with ``?amount=`` they mint and
+302. A disabled link is a 410 page, an unknown one a 404 page. Every mint is
+counted in the link's ``uses`` inside the transaction that stores the
+invoice, and spends the visitor IP's mint budget (``settings.py``).
+
+HEAD is not routed: a link checker's HEAD must not mint an invoice.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, Mapping
+
+from aiohttp import web
+
+from ...core import services
+from ...core.errors import ApiError
+from ...core.gateway import Gateway
+from ...core.money import AmountError, parse_decimal
+from ...core.views import PaymentView
+from ...web.keys import gateway_of
+from ...web.middlewares import rate_class
+from ...web.pages import html_page, render_page
+from . import store
+from .minting import pay_page, spend_mint_budget
+from .settings import PLUGIN_NAME
+
+routes = web.RouteTableDef()
+
+DONATE_JS = Path(__file__).resolve().parent / "static" / "donate.js"
+DONATE_JS_CACHE = "public, max-age=3600"
+MAX_AMOUNT_TEXT = 40
+FIAT_DECIMALS = 2  # a buyer-entered fiat amount: cents, not fractions of them
+
+
+def _error_page(request: web.Request, status: int, title: str, message: str) -> web.Response:
+    return render_page(request, "error.html", {"title": title, "message": message}, status=status)
+
+
+def _prompt_currency(link: Mapping[str, Any]) -> str:
+    """What a buyer-entered amount is in: the link's fiat currency when it has one, else its coin."""
+    return link["fiat_currency"] or link["coin"]
+
+
+def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decimal:
+    """The typed amount, exact; ``ValueError`` with a message the payer can act on."""
+    if len(text) > MAX_AMOUNT_TEXT:
+        raise ValueError("Enter a shorter amount.")
+    try:
+        amount = parse_decimal(text.replace(",", "."))
+    except AmountError:
+        raise ValueError("Enter the amount as a number, for example 12.50.") from None
+    if amount <= 0:
+        raise ValueError("Enter an amount greater than 0.")
+    if link["fiat_currency"]:
+        exponent = amount.as_tuple().exponent
+        if isinstance(exponent, int) and -exponent > FIAT_DECIMALS:
+            raise ValueError(f"Use at most {FIAT_DECIMALS} decimals.")
+        return amount
+    try:
+        gateway.coins.require(link["coin"]).to_units(amount)
+    except AmountError as exc:
+        raise ValueError(f"That amount {exc}.") from None
+    return amount
+
+
+def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str = "", error: str | None = None,
+            status: int = 200) -> web.Response:
+    return render_page(request, "links/prompt.html", {
+        "slug": link["slug"], "description": link["description"], "coin": link["coin"],
+        "currency": _prompt_currency(link), "amount": amount, "error": error,
+    }, status=status)
+
+
+async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, currency: str) -> web.StreamResponse:
+    gateway = gateway_of(request)
+    await spend_mint_budget(request, PLUGIN_NAME)
+
+    async def count_use(payment: PaymentView) -> None:
+        await store.count_use(gateway, link["id"], payment.track_id)
+
+    invoice = await services.create_invoice(
+        gateway, link["merchant_id"], amount=amount, currency=currency, coins=[link["coin"]],
+        lifetime=None if link["lifetime_minutes"] is None else int(link["lifetime_minutes"]),
+        description=link["description"], order_id=f"link:{link['slug']}", in_transaction=count_use)
+    raise web.HTTPFound(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})
+
+
+@routes.get("/l/{slug}", allow_head=False)
+@rate_class("public_page")
+@html_page
+async def resolve(request: web.Request) -> web.StreamResponse:
+    gateway = gateway_of(request)
+    link = await store.by_slug(gateway, request.match_info["slug"])
+    if link is None:
+        return _error_page(request, 404, "Payment link not found",
+                           "This payment link is not valid. Check the link you were given.")
+    if not link["enabled"]:
+        return _error_page(request, 410, "Payment link disabled",
+                           "This payment link is no longer active. Ask the merchant for a new one.")
+    try:
+        if link["amount"] is not None:
+            coin = gateway.coins.require(link["coin"])
+            return await _mint(request, link, Decimal(coin.format(gateway.db.to_int(link["amount"]))), link["coin"])
+        if link["amount_fiat"] is not None:
+            return await _mint(request, link, Decimal(link["amount_fiat"]), link["fiat_currency"])
+        text = request.query.get("amount", "").strip()
+        if not text:
+            return _prompt(request, link)
+        try:
+            amount = _buyer_amount(gateway, link, text)
+        except ValueError as exc:
+            return _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=str(exc), status=400)
+        return await _mint(request, link, amount, _prompt_currency(link))
+    except ApiError as exc:
+        if exc.status == 410:  # disabled while this request minted: the invoice rolled back
+            return _error_page(request, 410, "Payment link disabled",
+                               "This payment link is no longer active. Ask the merchant for a new one.")
+        raise
+
+
+@routes.get("/assets/donate.js")
+@rate_class(None)
+async def donate_js(request: web.Request) -> web.StreamResponse:
+    """The donation button script (SPEC 4.14): static, cacheable, loadable from any site."""
+    return web.FileResponse(DONATE_JS, headers={
+        "Content-Type": "text/javascript; charset=utf-8", "Cache-Control": DONATE_JS_CACHE,
+        "Cross-Origin-Resource-Policy": "cross-origin", "X-Content-Type-Options": "nosniff",
+    })

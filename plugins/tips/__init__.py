@@ -1,0 +1,41 @@
+"""Built-in feature plugin: the tip page ``/tip/<account_id>`` (SPEC 4.14, release 2.3).
+
+Anyone can tip a merchant in any coin it accepts: the page mints an invoice
+through the core's invoice service and sends the payer to its hosted page.
+It shares the payment-links plugin's per-IP mint bound (``links.minting``)
+but not its tables (it has none): blocking ``links`` leaves tips working.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.plugins import hookimpl
+from ..links.settings import settings_of
+from . import openapi
+from .routes import routes
+from .settings import PLUGIN_NAME
+
+HERE = Path(__file__).resolve().parent
+
+__all__ = ["PLUGIN_NAME"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    settings_of(gateway, PLUGIN_NAME)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=HERE / "templates")

@@ -1,0 +1,107 @@
+"""The tip page, ``GET /tip/{account_id}`` (SPEC 4.14), and its form's ``POST``.
+
+Keyed by the merchant's public account id. The payer picks a coin among the
+merchant's accepted coins that can be paid here (``?coin=`` preselects one
+only when it is among them, else the first) and types an amount; the form
+POSTs (a crawler's GET never mints) and a valid tip 303-redirects to the new
+invoice's hosted page. No script anywhere. Both routes are public pages (60
+requests per minute per IP) and each invoice spends the IP's mint budget
+(``[plugin.tips] mint_per_minute``, as for payment links).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Sequence
+
+from aiohttp import web
+
+from ...core import services
+from ...core.money import AmountError, parse_decimal
+from ...web.keys import gateway_of
+from ...web.middlewares import rate_class
+from ...web.pages import html_page, render_page
+from ..links.minting import pay_page, spend_mint_budget
+from .settings import PLUGIN_NAME
+
+routes = web.RouteTableDef()
+
+MAX_FIELD_TEXT = 40
+TIP_DESCRIPTION = "Tip"
+TIP_ORDER_ID = "tip"
+
+
+def _not_found(request: web.Request) -> web.Response:
+    return render_page(request, "error.html", {
+        "title": "Tip page not found", "message": "There is no tip page here. Check the link you were given."},
+        status=404)
+
+
+def _page(request: web.Request, account_id: str, coins: Sequence[str], coin: str, *, amount: str = "",
+          error: str | None = None, status: int = 200) -> web.Response:
+    return render_page(request, "tips/tip.html", {
+        "account_id": account_id, "coins": list(coins), "selected": coin, "amount": amount, "error": error,
+    }, status=status)
+
+
+async def _merchant(request: web.Request) -> tuple[services.MerchantRecord, tuple[str, ...]] | None:
+    """The merchant of the page and the coins a tip can be paid in; None for no (usable) page."""
+    gateway = gateway_of(request)
+    merchant = await services.merchant_by_account_id(gateway, request.match_info["account_id"])
+    if merchant is None or not merchant.enabled:
+        return None
+    return merchant, services.receivable_coins(gateway, merchant)
+
+
+def _chosen(coins: Sequence[str], text: str | None) -> str | None:
+    symbol = (text or "").strip().upper()
+    return symbol if symbol in coins else None
+
+
+@routes.get("/tip/{account_id}", allow_head=False)
+@rate_class("public_page")
+@html_page
+async def tip_page(request: web.Request) -> web.StreamResponse:
+    found = await _merchant(request)
+    if found is None:
+        return _not_found(request)
+    merchant, coins = found
+    if not coins:
+        return render_page(request, "error.html", {
+            "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
+    coin = _chosen(coins, request.query.get("coin")) or coins[0]
+    return _page(request, merchant.account_id, coins, coin)
+
+
+@routes.post("/tip/{account_id}")
+@rate_class("public_page")
+@html_page
+async def tip_submit(request: web.Request) -> web.StreamResponse:
+    found = await _merchant(request)
+    if found is None:
+        return _not_found(request)
+    merchant, coins = found
+    if not coins:
+        return render_page(request, "error.html", {
+            "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
+    form = await request.post()  # bounded by the app's body limit; a non-form body reads as empty
+    coin_text = form.get("coin")
+    amount_text = form.get("amount")
+    coin = _chosen(coins, coin_text if isinstance(coin_text, str) else None)
+    amount = amount_text.strip()[:MAX_FIELD_TEXT] if isinstance(amount_text, str) else ""
+    if coin is None:
+        return _page(request, merchant.account_id, coins, coins[0], amount=amount,
+                     error="Choose one of the coins offered.", status=400)
+    gateway = gateway_of(request)
+    try:
+        value = parse_decimal(amount.replace(",", "."))
+        if value <= 0:
+            raise AmountError("must be greater than 0")
+        gateway.coins.require(coin).to_units(value)
+    except AmountError:
+        return _page(request, merchant.account_id, coins, coin, amount=amount,
+                     error=f"Enter an amount of {coin} greater than 0, for example 0.01.", status=400)
+    await spend_mint_budget(request, PLUGIN_NAME)
+    invoice = await services.create_invoice(gateway, merchant.merchant_id, amount=Decimal(value), currency=coin,
+                                            coins=[coin], description=TIP_DESCRIPTION, order_id=TIP_ORDER_ID)
+    raise web.HTTPSeeOther(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})

@@ -1,0 +1,3 @@
+"""The ``[plugin.tips]`` block: the same keys as ``[plugin.links]`` (``mint_per_minute``)."""
+
+PLUGIN_NAME = "tips"
