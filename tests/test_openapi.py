@@ -604,6 +604,22 @@ async def journey_portfolio(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", "/dashboard/portfolio", None, expect=401)
 
 
+async def journey_account_insights(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    """The analytics, referrals and key audit-log plugins' routes (SPEC 4.7, 5.2)."""
+    _, body = await c.call("GET", "/dashboard/analytics", shop.jwt, expect=200)
+    assert len(body["data"]["daily"]) == 30
+    await c.call("GET", "/dashboard/referrals", shop.jwt, expect=200)
+    await c.call("GET", "/dashboard/referrals", None, expect=401)
+    _, body = await c.call("POST", "/dashboard/api-keys", shop.jwt, expect=200,
+                           json={"label": "audited", "scopes": ["payment:read"]})
+    key = body["data"]
+    await c.call("GET", "/v1/payment/accepted-currencies", {"merchant_api_key": key["api_key"]}, expect=200)
+    _, body = await c.call("GET", f"/dashboard/api-keys/{key['id']}/audit-log", shop.jwt, expect=200)
+    assert body["data"]["total"] == 1
+    await c.call("GET", f"/dashboard/api-keys/{key['id']}/audit-log", friend.jwt, expect=404)
+    await c.call("GET", f"/dashboard/api-keys/{key['id']}/audit-log", shop.jwt, params={"limit": 0}, expect=400)
+
+
 async def journey_swaps(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
     """The swaps plugin's routes (SPEC 4.12) and the default settlement coin setting."""
     body = {"from_coin": "BTC", "to_coin": "ETH", "amount": "0.0001"}
@@ -668,6 +684,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_schedules(checked, shop, friend)
     await journey_autowithdraw(checked, shop)
     await journey_swaps(checked, shop, friend)
+    await journey_account_insights(checked, shop, friend)
     await journey_portfolio(checked, shop)
     await journey_links(checked, shop, friend)
     await journey_tips(checked, shop)
