@@ -74,7 +74,7 @@ async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logi
         **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
                                     "address", "order_id", "paid_at", "transactions")},
     }
-    url, secret = await payment_destination(gateway.db, payment)
+    url, secret = await payment_destination(gateway, payment)
     await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
                         logical_key=logical_key, url=url, secret=secret)
 
