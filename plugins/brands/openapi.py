@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...web.openapi import Op, Param, envelope, obj, ref
 from . import fields
 
@@ -12,7 +14,10 @@ TIME = {"$ref": "#/components/schemas/Timestamp"}
 NULLABLE_TIME = {"anyOf": [TIME, {"type": "null"}]}
 
 
-def _nullable(schema: dict) -> dict:
+Schema = dict[str, Any]
+
+
+def _nullable(schema: Schema) -> Schema:
     return {"anyOf": [schema, {"type": "null"}]}
 
 
@@ -35,9 +40,11 @@ BRAND = obj({
     "updated_at": TIME,
 }, description="A brand (SPEC 2.16). The webhook secret is never shown, only webhook_secret_set.")
 
-_OPTIONAL = {"slug": SLUG, "logo_url": LOGO, "logoUrl": LOGO, "theme_mode": THEME, "themeMode": THEME,
-             "brand_color": COLOR, "brandColor": COLOR, "webhook_url": WEBHOOK_URL, "webhookUrl": WEBHOOK_URL,
-             "webhook_secret": SECRET, "webhookSecret": SECRET}
+_OPTIONAL: dict[str, Schema] = {
+    "slug": SLUG, "logo_url": LOGO, "logoUrl": LOGO, "theme_mode": THEME, "themeMode": THEME,
+    "brand_color": COLOR, "brandColor": COLOR, "webhook_url": WEBHOOK_URL, "webhookUrl": WEBHOOK_URL,
+    "webhook_secret": SECRET, "webhookSecret": SECRET,
+}
 CREATE_BODY = obj({"name": NAME}, _OPTIONAL)
 UPDATE_BODY = obj({}, {"name": NAME, **{k: _nullable(v) for k, v in _OPTIONAL.items()}},
                   description="Only the fields given change; null clears one (it inherits again).")
