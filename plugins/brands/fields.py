@@ -39,7 +39,7 @@ def _problem(check: Callable[[str], object]) -> Callable[[Any], str | None]:
 
 
 def _name(value: str) -> None:
-    if any(unicodedata.category(ch).startswith("C") for ch in value):
+    if any(unicodedata.category(ch) in ("Cc", "Cs") for ch in value):
         raise ValueError("must not contain control characters")
 
 
