@@ -21,6 +21,7 @@ from .auth_cache import changed
 from .db import Database, Row
 from .errors import InvalidRequest, NotFound, ValidationError
 from .gateway import Gateway
+from .plugins import call_first
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,7 @@ def key_view(row: Row) -> dict[str, Any]:
         "expires_at": row["expires_at"],
         "created_at": row["created_at"],
         "is_legacy": bool(row["is_legacy"]),
+        "brand_id": row["brand_id"],
     }
 
 
@@ -98,6 +100,8 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
     cidrs = parse_cidrs(req.ip_allowlist)
     if req.expires_at is not None and req.expires_at <= now:
         raise ValidationError({"expires_at": "must be in the future"})
+    if req.brand_id is not None:
+        await check_key_brand(gateway, merchant_id, req.brand_id)
     webhook_url = await check_webhook_url(gateway, req.webhook_url) if req.webhook_url else None
     webhook_secret = new_webhook_secret() if webhook_url else None
     scopes = list(dict.fromkeys(req.scopes))
@@ -125,6 +129,18 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
     if webhook_secret:
         result["webhook_secret"] = webhook_secret
     return result
+
+
+async def check_key_brand(gateway: Gateway, merchant_id: str, brand_id: str) -> None:
+    """400 unless a plugin (``key_brand_allowed``) vouches that ``brand_id`` is this account's live brand.
+
+    The core stores the tag and copies it onto payments; only a brands
+    plugin knows what a brand is, so with none installed a brand_id is refused.
+    """
+    allowed = await call_first(gateway.pm, "key_brand_allowed", gateway=gateway, merchant_id=merchant_id,
+                               brand_id=brand_id)
+    if allowed is not True:
+        raise ValidationError({"brand_id": "is not a brand of this account"})
 
 
 async def _own_key(db: Database, merchant_id: str, key_id: str) -> Row:

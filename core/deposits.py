@@ -340,7 +340,7 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
 async def _enqueue_deposit_event(gateway: "Gateway", event_type: str, deposit: Mapping[str, Any],
                                  generation: Any) -> None:
     """A deposit webhook, once per (deposit, credit generation), to the payment's destination."""
-    url, secret = await payment_destination_of(gateway.db, deposit["track_id"])
+    url, secret = await payment_destination_of(gateway, deposit["track_id"])
     await enqueue_event(
         gateway, merchant_id=deposit["merchant_id"], event_type=event_type,
         body=await deposit_body(gateway, deposit), logical_key=f"{event_type}:{deposit['id']}:{generation}",

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .coins import Coin, CoinRegistry
     from .gateway import Gateway
     from .keys import AddressFamilyRegistry
-    from .pages import PayPageForm
+    from .key_destination import WebhookDestination
+    from .pages import PageBranding, PayPageForm
     from .migrate import MigrationRegistry
     from .receive import ReceiveTarget
     from .ledger import Posting
@@ -355,6 +356,59 @@ def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayP
     ``orbchain.core.pages.PayPageForm`` (each posts to a route your plugin
     registered) or None. Results of all plugins are shown, in plugin order.
     The devnet uses it for its development "Pay with devnet" button.
+    """
+
+
+@hookspec(firstresult=True)
+def page_branding(
+    gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any] | None
+) -> "PageBranding | None":
+    """How a hosted page of ``merchant_id`` looks: logo, light or dark theme, accent colour.
+
+    Called for every render of ``/pay/<track_id>`` and by any plugin page
+    through ``orbchain.core.services.page_branding_for``. ``brand_id`` is the
+    payment's brand (the creating key's ``brand_id``) or the one a plugin
+    page belongs to, None when untagged; ``payment`` is the public payment
+    view, or None for a page not about one payment (a tip page, a link's
+    amount prompt). Return ``orbchain.core.pages.PageBranding(name, logo_url,
+    theme_mode, brand_color)``, which validates every value (https logo URL,
+    ``#RRGGBB``, ``LIGHT``/``DARK``) when built, or None for the plain page.
+    Stops at first non-None result. May be async. A plugin that raises or
+    answers something else is logged and the page renders unbranded.
+    """
+
+
+# -----------------------------------------------------------------------------
+# Webhook destinations and API keys
+# -----------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def webhook_destination(
+    gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any]
+) -> "WebhookDestination | None":
+    """Override where a payment's webhooks go and which secret signs them (a brand's own).
+
+    Called inside the transaction that enqueues a ``payment.*`` event or a
+    ``deposit.*`` event of a payment. ``brand_id`` is the payment's brand
+    (None when untagged) and ``payment`` its ``PaymentView``. Return
+    ``orbchain.core.key_destination.WebhookDestination(url, secret)``; a None
+    field inherits. The URL is used when neither the payment's
+    ``callback_url`` nor the creating key's URL applies (else the account's);
+    the secret signs unless the key has its own. Stops at first non-None
+    result. May be async; raising rolls the enqueueing transaction back.
+    """
+
+
+@hookspec(firstresult=True)
+def key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> "bool | None":
+    """May a new scoped API key of ``merchant_id`` carry ``brand_id`` (SPEC 4.9)?
+
+    Called by ``POST /dashboard/api-keys`` when the body names a
+    ``brand_id``. Return True for a live brand of this account, False for
+    anything else (another account's, archived, unknown), None when this
+    plugin knows no brands. Without a True answer the key is refused with
+    400 naming ``brand_id``. Stops at first non-None result. May be async.
     """
 
 

@@ -82,7 +82,7 @@ async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logi
     if payment["receive_extra"]:
         body.update({k: v for k, v in json.loads(payment["receive_extra"]).items() if k not in body})
     await add_plugin_fields(gateway, body, payment_view_of(gateway, payment))
-    url, secret = await payment_destination(gateway.db, payment)
+    url, secret = await payment_destination(gateway, payment)
     await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
                         logical_key=logical_key, url=url, secret=secret)
 

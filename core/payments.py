@@ -62,6 +62,8 @@ class PaymentRequest:
     email: str | None = None
     accepted_coins: Sequence[str] | None = None
     key_id: str | None = None
+    # The creating key's brand (SPEC 4.9): the payment is tagged with it.
+    brand_id: str | None = None
     # Plugin fields (``register_payment_fields``), already parsed: name -> value.
     extensions: Mapping[str, Any] | None = None
     # The creating key's coin allowlist (empty: no limit). It bounds every coin
@@ -288,7 +290,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "accepted_coins": json.dumps(invoice_coins) if invoice_coins is not None else None,
         "amount_fiat": priced.get("amount_fiat"), "fiat_currency": priced.get("fiat_currency"),
         "rate_locked": priced.get("rate_locked"), "rate_locked_at": priced.get("rate_locked_at"),
-        "lifetime_minutes": lifetime, "key_id": request.key_id, "expires_at": expires_at,
+        "lifetime_minutes": lifetime, "key_id": request.key_id, "brand_id": request.brand_id,
+        "expires_at": expires_at,
         "created_at": now, "updated_at": now, "receive_extra": None,
     }
     target = await receive_target(gateway, {**row, "pay_amount": priced.get("pay_amount")}, pay_coin, adapter.network)
@@ -412,6 +415,9 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
         view["cancel_url"] = row["cancel_url"]
         view["email"] = row["email"]
         view["accepted_coins"] = json.loads(row["accepted_coins"]) if row["accepted_coins"] else []
+    brand_id = _column(row, "brand_id")
+    if brand_id:
+        view["brand_id"] = brand_id
     extra = _column(row, "receive_extra")
     if extra:
         view.update({k: v for k, v in json.loads(extra).items() if k not in view})

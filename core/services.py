@@ -12,10 +12,13 @@ names a core table.
 
 from __future__ import annotations
 
+import logging
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence
 
 from . import accounts, ledger, payments, payout_worker, payouts
+from .pages import PageBranding
+from .plugins import call_first
 from .deposits import CREDITED
 from .errors import Forbidden
 from .ledger_accounts import merchant_available
@@ -24,6 +27,8 @@ from .views import PaymentView
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
+
+log = logging.getLogger(__name__)
 
 
 class PaymentRecord(NamedTuple):
@@ -410,3 +415,25 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     outcome = await payout_worker.create_and_send(gateway, merchant_id, request)
     row = outcome.row
     return PayoutRecord(row["id"], row["track_id"], row["status"], gateway.db.to_int(row["amount"]), outcome.replay)
+
+
+async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str | None = None,
+                            payment: Mapping[str, Any] | None = None) -> PageBranding | None:
+    """The branding of a hosted page (the ``page_branding`` hook), or None for the plain page.
+
+    Any page asks this: the core's ``/pay`` page and every plugin page (a
+    payment link's prompt, a tip page). Branding is cosmetic, so it never
+    breaks a page: a plugin that raises or answers something other than a
+    ``PageBranding`` is logged and the page renders unbranded. Apply the
+    answer with ``orbchain.web.pages.branded`` (template context and CSP).
+    """
+    try:
+        result = await call_first(gateway.pm, "page_branding", gateway=gateway, merchant_id=merchant_id,
+                                  brand_id=brand_id, payment=payment)
+    except Exception:
+        log.exception("page_branding failed for merchant %s, brand %s", merchant_id, brand_id)
+        return None
+    if result is not None and not isinstance(result, PageBranding):
+        log.error("page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
+        return None
+    return result

@@ -71,6 +71,8 @@ class PaymentView(_View):
     paid_at: int | None
     created_at: int
     updated_at: int
+    # The brand of the scoped key that created it (SPEC 4.9); None when untagged.
+    brand_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,7 @@ def payment_view_of(gateway: "Gateway", row: Mapping[str, Any]) -> PaymentView:
         pay_amount=_int(gateway, row["pay_amount"]), address=row["address"], chain=row["chain"],
         order_id=row["order_id"], user_id=row["user_id"], callback_url=row["callback_url"],
         expires_at=row["expires_at"], paid_at=row.get("paid_at"), created_at=row["created_at"],
-        updated_at=row["updated_at"],
+        updated_at=row["updated_at"], brand_id=row.get("brand_id"),
     )
 
 

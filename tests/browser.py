@@ -59,13 +59,16 @@ class Browser:
         self._replies: dict[int, asyncio.Future] = {}
         self._waiters: list[tuple[str, asyncio.Future]] = []
         self._records: dict[str, list[dict[str, Any]]] = {}
+        # Every DevTools event seen, in order (e.g. ``Log.entryAdded`` after ``Log.enable``).
+        self.events: list[dict[str, Any]] = []
         self._reader = asyncio.create_task(self._read())
 
     # -- lifecycle ----------------------------------------------------------------------------
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def launch(cls, workdir: Path, *, javascript: bool = False) -> AsyncIterator["Browser"]:
+    async def launch(cls, workdir: Path, *, javascript: bool = False,
+                     extra_args: tuple[str, ...] = ()) -> AsyncIterator["Browser"]:
         if chromium_missing():
             raise BrowserError(INSTALL_HINT)
         profile = Path(workdir) / "chromium-profile"
@@ -75,7 +78,7 @@ class Browser:
             CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
             "--disable-background-networking", "--disable-component-update", "--disable-sync",
             "--disable-dev-shm-usage", "--no-proxy-server", "--hide-scrollbars", "--mute-audio",
-            f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank",
+            f"--user-data-dir={profile}", "--remote-debugging-port=0", *extra_args, "about:blank",
             stdout=log, stderr=log, start_new_session=True,  # own process group: killed as one
         )
         session = aiohttp.ClientSession()
@@ -118,6 +121,7 @@ class Browser:
                     continue
                 if data.get("method") in self._records:
                     self._records[data["method"]].append(data.get("params", {}))
+                self.events.append(data)
                 for waiter in [w for w in self._waiters if w[0] == data.get("method")]:
                     self._waiters.remove(waiter)
                     if not waiter[1].done():

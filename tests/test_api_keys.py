@@ -18,7 +18,7 @@ from .support import bearer
 from .support import signup_data as signup
 
 ROW_FIELDS = {"id", "label", "prefix", "scopes", "coin_allowlist", "ip_allowlist", "webhook_url", "rate_limit_rpm",
-              "last_used_at", "revoked_at", "expires_at", "created_at", "is_legacy"}
+              "last_used_at", "revoked_at", "expires_at", "created_at", "is_legacy", "brand_id"}
 
 
 @pytest.fixture
@@ -72,10 +72,12 @@ async def test_list_needs_a_token(client):
 async def test_create_scoped_key(client, owner):
     gateway = client.app[GATEWAY]
     expires = gateway.now() + 3600
+    brand = await client.post("/dashboard/brands", headers=bearer(owner["token"]), json={"name": "Shop"})
+    brand_id = (await brand.json())["data"]["id"]  # a key may only name a brand of its account
     status, body = await create(client, owner["token"], scopes=["payment:create", "payment:read", "payment:read"],
                                 coin_allowlist=["btc", "USDT_TRC20"], ip_allowlist=["192.168.1.7", "10.0.0.0/8"],
                                 webhook_url="https://shop.example.com/key-hook", rate_limit_rpm=120,
-                                expires_at=expires, brand_id="brand_1")
+                                expires_at=expires, brand_id=brand_id)
     data = body["data"]
     assert status == 200
     assert {"api_key", "id", "label", "prefix", "scopes", "created_at"} <= set(data)
@@ -89,6 +91,7 @@ async def test_create_scoped_key(client, owner):
     assert view["coin_allowlist"] == ["BTC", "USDT_TRC20"] and view["ip_allowlist"] == ["192.168.1.7/32", "10.0.0.0/8"]
     assert view["rate_limit_rpm"] == 120 and view["expires_at"] == expires and view["is_legacy"] is False
     assert view["webhook_url"] == "https://shop.example.com/key-hook" and view["revoked_at"] is None
+    assert view["brand_id"] == brand_id
     target = await accounts.webhook_target(gateway.db, owner["merchant_id"], data["id"])
     assert target == ("https://shop.example.com/key-hook", data["webhook_secret"])
 

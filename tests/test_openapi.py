@@ -669,6 +669,23 @@ async def journey_tips(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", "/tip/nobody", expect=404)
 
 
+async def journey_brands(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    """The brands plugin's routes (SPEC 4.11) and a branded page's accent stylesheet."""
+    await c.call("GET", "/dashboard/brands", shop.jwt, expect=200)
+    _, body = await c.call("POST", "/dashboard/brands", shop.jwt, expect=200, json={
+        "name": "Journey", "logoUrl": "https://cdn.example.com/logo.png", "theme_mode": "DARK",
+        "brand_color": "#0a84ff", "webhook_secret": "journey-secret-0123456789"})
+    bid = body["data"]["id"]
+    await c.call("POST", "/dashboard/brands", shop.jwt, json={"name": "Journey", "slug": "journey"}, expect=409)
+    await c.call("POST", "/dashboard/brands", shop.jwt, json={"name": ""}, expect=400)
+    await c.call("GET", f"/dashboard/brands/{bid}", shop.jwt, expect=200)
+    await c.call("GET", f"/dashboard/brands/{bid}", friend.jwt, expect=404)
+    await c.call("PUT", f"/dashboard/brands/{bid}", shop.jwt, json={"logo_url": None, "slug": "trip"}, expect=200)
+    await c.call("DELETE", f"/dashboard/brands/{bid}", shop.jwt, expect=200)
+    await c.call("GET", "/dashboard/brands?archived=1", shop.jwt, expect=200)
+    await c.call("GET", "/assets/accent/0a84ff.css", None, expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -688,6 +705,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_portfolio(checked, shop)
     await journey_links(checked, shop, friend)
     await journey_tips(checked, shop)
+    await journey_brands(checked, shop, friend)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

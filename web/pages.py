@@ -13,9 +13,9 @@ from typing import Any, Callable, Mapping, TypeVar
 import aiohttp_jinja2
 from aiohttp import web
 
-from ..core.pages import PayPageForm
+from ..core.pages import PageBranding, PayPageForm
 
-__all__ = ["PayPageForm", "html_page", "is_html_page", "page_security_headers", "render_page"]
+__all__ = ["PageBranding", "PayPageForm", "html_page", "is_html_page", "page_security_headers", "render_page"]
 
 HTML_ATTR = "__orbchain_html__"
 R = TypeVar("R", bound=web.StreamResponse)
@@ -31,11 +31,19 @@ def is_html_page(handler: object) -> bool:
     return bool(getattr(handler, HTML_ATTR, False))
 
 
-def page_security_headers(response: R, nonce: str | None = None) -> R:
-    """No external resource at all; the only script a page may run carries ``nonce``."""
+def page_security_headers(response: R, nonce: str | None = None, branding: PageBranding | None = None) -> R:
+    """No external resource but a brand's logo; the only script a page may run carries ``nonce``.
+
+    A branded page (``branding``, rendered by ``base.html``) adds exactly one
+    image origin, its logo's, validated by ``PageBranding``; its colour comes
+    from a same-origin stylesheet, so ``style-src 'self'`` stays as it is.
+    """
     scripts = f"'nonce-{nonce}'" if nonce else "'none'"
+    images = "'self' data:"
+    if branding is not None and branding.logo_origin:
+        images += " " + branding.logo_origin
     response.headers["Content-Security-Policy"] = (
-        f"default-src 'none'; style-src 'self'; img-src 'self' data:; script-src {scripts}; "
+        f"default-src 'none'; style-src 'self'; img-src {images}; script-src {scripts}; "
         "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
     )
     response.headers["Cache-Control"] = "no-store"

@@ -30,4 +30,10 @@ OPERATIONS = [
        description="Only invoices have a hosted page; a refresh meta tag polls every 15 s while open."),
     Op("GET", "/assets/orbchain.css", "Stylesheet of the hosted pages", PAGES,
        responses={"200": {"description": "CSS", "content": {"text/css": {"schema": {"type": "string"}}}}}),
+    Op("GET", "/assets/accent/{color}.css", "Accent colour of a branded page", PAGES,
+       responses={"200": {"description": "CSS custom properties --accent and --accent-text",
+                          "content": {"text/css": {"schema": {"type": "string"}}}},
+                  "404": {"description": "color is not six hex digits"}},
+       description="color is six hex digits (a brand_color without #). Pages link it instead of inline "
+                   "style, so their CSP keeps style-src 'self'. Cached for a year: the URL names the colour."),
 ]

@@ -159,6 +159,8 @@ PAYMENT = obj(
         "rate_locked": nullable(AMOUNT),
         "rate_locked_at": nullable(TIMESTAMP),
         "lightning": ref("Lightning"),
+        "brand_id": {"type": "string", "description": "Payments made with a scoped key that has a brand_id "
+                                                      "(SPEC 4.9): that brand. Absent when untagged."},
     },
     description="A payment (SPEC 2.2). Its own fields are always present, null when unset (paid_at until Paid);"
                 " invoice-only, fiat-only and Lightning fields appear for those payments only.",
@@ -241,6 +243,7 @@ API_KEY_ROW = obj(
      "rate_limit_rpm": nullable({"type": "integer", "minimum": 1, "maximum": 10000}),
      "last_used_at": nullable(TIMESTAMP), "revoked_at": nullable(TIMESTAMP), "expires_at": nullable(TIMESTAMP),
      "created_at": TIMESTAMP, "is_legacy": BOOLEAN},
+    {"brand_id": nullable(STRING)},
     description="A row of GET /dashboard/api-keys (SPEC 2.14); never the secret.",
 )
 

@@ -26,8 +26,10 @@ from aiohttp import web
 from markupsafe import Markup
 
 from ...core import payments as svc
+from ...core import services
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
+from ...core.pages import accent_stylesheet
 from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.receive import qr_payload
 from ..keys import gateway_of
@@ -189,10 +191,18 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     view = svc.payment_view(gateway, row, deposits)
     context = page_context(gateway, view, deposits, gateway.now())
     context["nonce"] = secrets.token_urlsafe(16)
+    context["branding"] = await services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)
     response = aiohttp_jinja2.render_template("pay.html", request, context)
-    return page_security_headers(response, context["nonce"])
+    return page_security_headers(response, context["nonce"], context["branding"])
 
 
 @routes.get("/assets/orbchain.css")
 async def stylesheet(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(STYLESHEET, headers={"Cache-Control": "public, max-age=3600"})
+
+
+@routes.get("/assets/accent/{color:[0-9a-fA-F]{6}}.css")
+async def accent(request: web.Request) -> web.StreamResponse:
+    """A brand colour as CSS custom properties; the URL names the colour, so it caches for good."""
+    return web.Response(text=accent_stylesheet(request.match_info["color"]), content_type="text/css",
+                        headers={"Cache-Control": "public, max-age=31536000, immutable"})

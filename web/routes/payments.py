@@ -83,7 +83,8 @@ async def parse_payment_request(
         description=values.get("description"), callback_url=values.get("callback_url"),
         user_id=values.get("user_id"), lifetime=values.get("lifetime"), return_url=values.get("return_url"),
         cancel_url=values.get("cancel_url"), email=values.get("email"),
-        accepted_coins=values.get("accepted_coins"), key_id=principal.key_id, extensions=extensions,
+        accepted_coins=values.get("accepted_coins"), key_id=principal.key_id, brand_id=principal.brand_id,
+        extensions=extensions,
         coin_allowlist=principal.coin_allowlist,
     )
 

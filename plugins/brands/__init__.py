@@ -1,0 +1,51 @@
+"""Built-in feature plugin: brands (SPEC 2.16, 4.11, 4.9, 6.1-6.2).
+
+An account shows itself to payers under one or more brands: a name, a
+logo, a light or dark theme and an accent colour on its hosted pages, and
+its own webhook URL and signing secret. ``/dashboard/brands`` manages them
+in this plugin's own table; a scoped key with ``brand_id`` tags every
+payment it creates (the core copies the tag onto the payment), and three
+contract hooks apply the brand: ``page_branding`` (hosted pages),
+``webhook_destination`` (where the payment's webhooks go and what signs
+them) and ``key_brand_allowed`` (a key may name only its own account's
+live brands). Written exactly as a third-party package would be.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from . import branding, openapi
+from .routes import routes
+
+PLUGIN_NAME = "brands"
+MIGRATIONS_PACKAGE = "orbchain.plugins.brands.migrations"
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+async def page_branding(gateway, merchant_id, brand_id):
+    return await branding.page_branding(gateway, merchant_id, brand_id)
+
+
+@hookimpl
+async def webhook_destination(gateway, merchant_id, brand_id):
+    return await branding.webhook_destination(gateway, merchant_id, brand_id)
+
+
+@hookimpl
+async def key_brand_allowed(gateway, merchant_id, brand_id):
+    return await branding.key_brand_allowed(gateway, merchant_id, brand_id)

@@ -1,0 +1,56 @@
+"""What a brand changes outside its own routes: hosted pages, webhooks, API keys.
+
+A payment's brand is the one its creating key carried (the core stores it
+as ``brand_id``); an untagged payment belongs to the account's default
+brand. Each setting is the brand's own, else the default brand's, else the
+account's (docs/decisions.md, "Brands"). Archived brands still apply to
+payments already tagged with them: archiving hides a brand from listings
+and from new keys, it does not re-route the webhooks of payments in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ...core.key_destination import WebhookDestination
+from ...core.pages import PageBranding
+from . import store
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+log = logging.getLogger(__name__)
+LOOKS = ("logo_url", "theme_mode", "brand_color")
+
+
+async def page_branding(gateway: "Gateway", merchant_id: str, brand_id: str | None) -> PageBranding | None:
+    """The branding of a page of this brand (or of the default brand), None when nothing is set."""
+    brand, default = await store.brand_and_default(gateway, merchant_id, brand_id)
+    looks = {field: store.effective(brand, default, field) for field in LOOKS}
+    if not any(looks.values()):
+        return None
+    name = (brand or default or {}).get("name")
+    try:
+        return PageBranding(name=name, **looks)
+    except ValueError:
+        # Stored values passed the same checks when saved; if the rules have
+        # since tightened, show the page plain rather than anything unchecked.
+        log.warning("brand %s of merchant %s no longer passes the page checks", brand_id, merchant_id)
+        return None
+
+
+async def webhook_destination(gateway: "Gateway", merchant_id: str,
+                              brand_id: str | None) -> WebhookDestination | None:
+    """The brand's webhook URL and signing secret (each else the default brand's), None for neither."""
+    brand, default = await store.brand_and_default(gateway, merchant_id, brand_id)
+    url = store.effective(brand, default, "webhook_url")
+    secret = store.effective(brand, default, "webhook_secret")
+    if not (url or secret):
+        return None
+    return WebhookDestination(url=url, secret=secret)
+
+
+async def key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> bool:
+    """A key may name only a live brand of its own account."""
+    return await store.live_brand_exists(gateway, merchant_id, brand_id)

@@ -1,0 +1,1 @@
+"""Schema migrations of the brands plugin (namespace ``brands``)."""

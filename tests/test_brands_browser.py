@@ -1,0 +1,181 @@
+"""A branded hosted page in a real headless Chromium: logo, colour and theme shown, CSP intact.
+
+The logo is served over HTTPS by a second local server with a self-signed
+certificate (Chromium told to accept it): the browser really loads it under
+the page's CSP, which allows that one origin and nothing else. A hostile
+brand name tries to break out of the ``alt`` attribute with JavaScript on.
+
+Needs /usr/bin/chromium (``scripts/ensure_chromium.sh``); without it these
+tests fail with that instruction, they never skip.
+"""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import json
+import socket
+import ssl
+import struct
+import zlib
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from orbchain.web.app import create_app
+
+from .browser import INSTALL_HINT, Browser, chromium_missing
+from .support import api, signup
+
+
+
+def _png(width: int, height: int) -> bytes:
+    """A solid red RGB PNG: small, but a real image the browser decodes (naturalWidth == width)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+LOGO_PNG = _png(4, 2)
+HOSTILE_NAME = '"><img src=x onerror=document.title=1><script>document.title="pwned"</script>'
+
+
+@pytest.fixture(autouse=True)
+def require_chromium() -> None:
+    if chromium_missing():
+        pytest.fail(INSTALL_HINT, pytrace=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _self_signed(tmp_path: Path) -> ssl.SSLContext:
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .sign(key, hashes.SHA256()))
+    cert_file, key_file = tmp_path / "logo.crt", tmp_path / "logo.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    return context
+
+
+@pytest.fixture
+async def logo_host(tmp_path):
+    """``https://127.0.0.1:<port>``: serves /logo.png and counts requests (the gateway must make none)."""
+    hits: list[str] = []
+
+    async def logo(request: web.Request) -> web.Response:
+        hits.append(request.headers.get("User-Agent", ""))
+        return web.Response(body=LOGO_PNG, content_type="image/png")
+
+    app = web.Application()
+    app.router.add_get("/logo.png", logo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = _free_port()
+    site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=_self_signed(tmp_path))
+    await site.start()
+    yield f"https://127.0.0.1:{port}", port, hits
+    await runner.cleanup()
+
+
+@pytest.fixture
+async def served(aiohttp_server, aiohttp_client, make_config):
+    port = _free_port()
+    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
+    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
+    return await aiohttp_client(server)
+
+
+async def _branded_invoice(client, **brand):
+    merchant = await signup(client, "browser-brand@example.com")
+    status, body = await api(client, "POST", "/dashboard/brands", merchant.jwt, json=brand)
+    assert status == 200, body
+    status, key = await api(client, "POST", "/dashboard/api-keys", merchant.jwt, json={
+        "label": "brand", "scopes": ["payment:create"], "brand_id": body["data"]["id"]})
+    assert status == 200, key
+    status, payment = await api(client, "POST", "/v1/payment/invoice", {"merchant_api_key": key["data"]["api_key"]},
+                                json={"amount": "10", "currency": "USD", "accepted_coins": ["BTC", "LTC"]})
+    assert status == 200, payment
+    return payment["data"]["payment_url"]
+
+
+def _csp_violations(browser: Browser) -> list[str]:
+    texts = [event["params"]["entry"].get("text", "") for event in browser.events
+             if event.get("method") == "Log.entryAdded"]
+    return [text for text in texts if "Content Security Policy" in text]
+
+
+async def test_a_branded_page_shows_logo_colour_and_theme_under_its_csp(served, logo_host, tmp_path):
+    origin, port, hits = logo_host
+    url = await _branded_invoice(served, name=HOSTILE_NAME, logo_url=f"{origin}/logo.png", theme_mode="DARK",
+                                 brand_color="#0a84ff")
+    assert hits == []  # saving a logo URL fetched nothing
+    page = await served.get(url.replace(str(served.make_url("")).rstrip("/"), ""))
+    csp = page.headers["Content-Security-Policy"]
+    assert "style-src 'self';" in csp and f"img-src 'self' data: {origin};" in csp
+    assert "script-src 'nonce-" in csp and "default-src 'none'" in csp and "unsafe" not in csp
+
+    async with Browser.launch(tmp_path, javascript=True, extra_args=("--ignore-certificate-errors",)) as browser:
+        await browser.send("Log.enable")
+        await browser.goto(url)
+        logo = await browser.evaluate(
+            "(i => i && {w: i.naturalWidth, done: i.complete, alt: i.alt, src: i.currentSrc})"
+            "(document.getElementById('brand-logo'))")
+        assert logo == {"w": 4, "done": True, "alt": HOSTILE_NAME, "src": f"{origin}/logo.png"}
+        assert len(hits) == 1  # the payer's browser fetched it, once
+        style = await browser.evaluate(
+            "(() => { const b = document.querySelector('.picker button'), s = getComputedStyle(b);"
+            " return {button: s.backgroundColor, text: s.color, body: getComputedStyle(document.body).backgroundColor,"
+            " dark: document.documentElement.classList.contains('theme-dark')}; })()")
+        assert style == {"button": "rgb(10, 132, 255)", "text": "rgb(255, 255, 255)",
+                         "body": "rgb(11, 17, 32)", "dark": True}
+        # The hostile name stayed an attribute value: nothing ran, nothing was added.
+        assert await browser.evaluate("document.title") not in ("1", "pwned")
+        assert await browser.evaluate("document.querySelectorAll('img').length") == 1
+        assert await browser.evaluate("document.querySelectorAll('script:not([nonce])').length") == 0
+        assert await browser.evaluate("document.getElementById('countdown') !== null")  # the nonce'd script ran
+        assert _csp_violations(browser) == []
+        await browser.screenshot(tmp_path / "branded.png")
+
+        # The CSP is really enforced: another origin's image and an inline style are refused.
+        other = f"https://localhost:{port}/logo.png"
+        await browser.evaluate(
+            f"document.body.insertAdjacentHTML('beforeend', {json.dumps(f'<img id=evil src={other}>')} +"
+            " '<p id=inline style=\"color: rgb(1, 2, 3)\">x</p>')")
+        await browser.evaluate("new Promise(r => setTimeout(r, 500))")
+        assert await browser.evaluate("document.getElementById('evil').naturalWidth") == 0
+        assert await browser.evaluate("getComputedStyle(document.getElementById('inline')).color") != "rgb(1, 2, 3)"
+        assert len(hits) == 1
+        assert _csp_violations(browser), "the browser reported the refused image and style"
+
+
+async def test_a_plain_page_keeps_the_default_look(served, tmp_path):
+    merchant = await signup(served, "plain@example.com")
+    status, payment = await api(served, "POST", "/v1/payment/invoice", merchant.merchant_key,
+                                json={"amount": "10", "currency": "USD", "accepted_coins": ["BTC", "LTC"]})
+    assert status == 200, payment
+    async with Browser.launch(tmp_path) as browser:
+        await browser.goto(payment["data"]["payment_url"])
+        assert await browser.evaluate("document.getElementById('brand-logo')") is None
+        assert await browser.evaluate(
+            "getComputedStyle(document.querySelector('.picker button')).backgroundColor") == "rgb(17, 24, 39)"
+        assert not await browser.evaluate("document.documentElement.classList.contains('theme-dark')")
