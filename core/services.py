@@ -12,9 +12,11 @@ names a core table.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Iterable, NamedTuple, Sequence
 
-from . import accounts, ledger, payouts
+from . import accounts, ledger, payments, payouts
+from .db import is_unique_violation
 from .deposits import CREDITED
 from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
@@ -253,3 +255,81 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     outcome = await payouts.create_payout(gateway, merchant_id, request)
     row = outcome.row
     return PayoutRecord(row["id"], row["track_id"], row["status"], gateway.db.to_int(row["amount"]), outcome.replay)
+
+
+# -- invoices for feature plugins (subscriptions) ------------------------------------------------
+
+
+class InvoiceRecord(NamedTuple):
+    """An invoice a plugin asked for: ``replay`` is True when ``track_id`` already named it."""
+
+    track_id: str
+    status: str
+    payment_url: str
+    expires_at: int | None
+    pay_currency: str
+    pay_amount: int | None
+    replay: bool
+
+
+def new_track_id() -> str:
+    """A fresh, unguessable track id for :func:`create_invoice` (store it before you call)."""
+    return payments.new_track_id()
+
+
+MAX_TRACK_ID = 64
+
+
+async def create_invoice(gateway: "Gateway", merchant_id: str, *, track_id: str, amount: Decimal, currency: str,
+                         accepted_coins: Sequence[str] = (), order_id: str | None = None,
+                         description: str | None = None, email: str | None = None,
+                         lifetime_minutes: int | None = None) -> InvoiceRecord:
+    """Create a hosted invoice (SPEC 4.2 ``POST /v1/payment/invoice``) once per ``track_id``.
+
+    Why the caller chooses the track id: a plugin that bills on its own
+    (subscriptions) records ``new_track_id()`` in its own table and commits
+    before calling, so a crash between the creation and the plugin's next
+    write, or two processes racing, never mint two payments for one claim:
+    calling again with the same id returns the payment already created with
+    ``replay=True``. ``amount`` is in ``currency`` (a coin, or a fiat code such
+    as USD: the rate is locked at creation); ``accepted_coins`` limits the
+    payer's picker (empty: every coin the merchant accepts). The same checks
+    as the API raise the same errors (400 currency_not_accepted, 503 when no
+    price or chain is available). A ``track_id`` naming another merchant's
+    payment raises ``ValueError``. Must be called outside a transaction
+    (the address index is reserved before the payment commits).
+    """
+    if not isinstance(track_id, str) or not 0 < len(track_id) <= MAX_TRACK_ID:
+        raise ValueError("track_id is a non-empty string of at most 64 characters")
+    existing = await _own_invoice(gateway, merchant_id, track_id)
+    if existing is not None:
+        return existing
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    request = payments.PaymentRequest(
+        type=payments.INVOICE, currency=currency, amount=amount, accepted_coins=list(accepted_coins) or None,
+        order_id=order_id, description=description, email=email, lifetime=lifetime_minutes, track_id=track_id)
+    try:
+        view = await payments.create_payment(gateway, merchant, request)
+    except Exception as exc:
+        # Another process created it between the look-up and the insert.
+        if is_unique_violation(exc):
+            existing = await _own_invoice(gateway, merchant_id, track_id)
+            if existing is not None:
+                return existing
+        raise
+    coin = gateway.coins.require(view["pay_currency"])
+    pay_amount = None if view["pay_amount"] is None else coin.to_units(view["pay_amount"])
+    return InvoiceRecord(view["track_id"], view["status"], view["payment_url"], view["expires_at"],
+                         view["pay_currency"], pay_amount, False)
+
+
+async def _own_invoice(gateway: "Gateway", merchant_id: str, track_id: str) -> InvoiceRecord | None:
+    row = await gateway.db.fetch_one(
+        "SELECT track_id, merchant_id, type, status, expires_at, pay_currency, pay_amount FROM payments"
+        " WHERE track_id = :t", {"t": track_id})
+    if row is None:
+        return None
+    if row["merchant_id"] != merchant_id or row["type"] != payments.INVOICE:
+        raise ValueError(f"track id {track_id!r} names a payment that is not this merchant's invoice")
+    return InvoiceRecord(row["track_id"], row["status"], f"{gateway.config.base_url}/pay/{row['track_id']}",
+                         row["expires_at"], row["pay_currency"], _int_or_none(gateway, row["pay_amount"]), True)
