@@ -279,7 +279,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         standing_key = None  # a fresh address for this payment
 
     row = {
-        "track_id": request.track_id or new_track_id(), "merchant_id": merchant["id"], "type": request.type, "status": WAITING,
+        "track_id": request.track_id or new_track_id(), "merchant_id": merchant["id"], "type": request.type,
+        "status": WAITING,
         "currency": currency, "pay_currency": pay_coin.symbol, "amount": priced.get("amount"),
         "pay_amount": None if priced.get("pay_amount") is None else gateway.db.amount_param(priced["pay_amount"]),
         "address": None, "chain": adapter.name, "order_id": request.order_id, "description": request.description,

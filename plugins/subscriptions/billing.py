@@ -75,12 +75,12 @@ async def run_billing(gateway: "Gateway") -> TickReport:
         record = await services.find_payment(gateway, invoice["track_id"])
         if record is not None:
             _count(report, await settle(gateway, record))
-    for invoice in await store.invoices_in(gateway, MINTING, BATCH):
-        report.minted += await _guarded_mint(gateway, invoice)
+    for unfinished in await store.invoices_in(gateway, MINTING, BATCH):
+        report.minted += await _guarded_mint(gateway, unfinished)
     for subscription_id in await store.due_subscriptions(gateway, now, BATCH):
-        invoice = await claim(gateway, subscription_id, now)
-        if invoice is not None:
-            report.minted += await _guarded_mint(gateway, invoice)
+        claimed = await claim(gateway, subscription_id, now)
+        if claimed is not None:
+            report.minted += await _guarded_mint(gateway, claimed)
     return report
 
 

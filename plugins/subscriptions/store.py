@@ -51,11 +51,12 @@ async def count_plans(gateway: "Gateway", merchant_id: str) -> int:
 async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amount_usd: str, interval_sec: int,
                       accepted_coins: Sequence[str]) -> Row:
     now = gateway.now()
-    row = {"id": "plan_" + secrets.token_hex(8), "merchant_id": merchant_id, "label": label,
+    plan_id = "plan_" + secrets.token_hex(8)
+    row: dict[str, Any] = {"id": plan_id, "merchant_id": merchant_id, "label": label,
            "amount_usd": amount_usd, "interval_sec": interval_sec, "accepted_coins": json.dumps(list(accepted_coins)),
            "enabled": True, "created_at": now, "updated_at": now}
     await gateway.db.execute(_insert("subscription_plans", row), row)
-    return await plan_of(gateway, merchant_id, row["id"])
+    return await plan_of(gateway, merchant_id, plan_id)
 
 
 async def plan_of(gateway: "Gateway", merchant_id: str, plan_id: str) -> Row:
