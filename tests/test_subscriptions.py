@@ -525,3 +525,14 @@ async def test_the_invoice_service_is_idempotent_per_track_id(env):
     with pytest.raises(ValueError):
         await services.create_invoice(gateway, other.merchant_id, track_id=track_id, amount=Decimal("5"),
                                       currency="USD")
+
+
+def test_a_scope_can_be_given_to_legacy_keys_by_kind():
+    from orbchain.core.registries import ScopeRegistry, StartupError
+    registry = ScopeRegistry()
+    registry.add("thing:read", "Read things.", legacy_keys=("merchant",))
+    assert registry.legacy_grants("merchant") == {"thing:read"}
+    registry.add("thing:write", "Write things.")
+    assert registry.legacy_grants("merchant") == {"thing:read"} and registry.legacy_grants("payout") == frozenset()
+    with pytest.raises(StartupError, match="admin"):
+        registry.add("thing:other", "Other.", legacy_keys=("admin",))
