@@ -7,14 +7,20 @@ seconds. Webhooks are read from the core's outbox, where they are sealed.
 
 from __future__ import annotations
 
+import asyncio
 import json
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
+from orbchain.core.ledger_check import check_ledger
 from orbchain.core.payment_status import expire_payments
-from orbchain.plugins.subscriptions import billing
+from orbchain.core import services
+from orbchain.core.registries import ScopeRegistry, StartupError
+from orbchain.plugins.subscriptions import billing, enrolment
 from orbchain.plugins.subscriptions.billing import run_billing
+from orbchain.web.keys import GATEWAY
 
 from .support import Devnet, api, signup
 
@@ -300,6 +306,7 @@ async def test_a_year_of_monthly_billing(env):
     assert len(await outbox(gateway, "subscription.paid")) == 12
     assert len(await payments_of(client, merchant)) == 12
     assert (await show(client, merchant, sid))["status"] == "ACTIVE"
+    assert (await check_ledger(gateway.db)).ok  # every invoice's money went through the ledger
 
 
 async def test_start_at_in_the_future_delays_the_first_invoice(env):
@@ -308,7 +315,6 @@ async def test_start_at_in_the_future_delays_the_first_invoice(env):
     freeze(gateway)
     plan = await make_plan(client, merchant)
     later = gateway.now() + 86400
-    from datetime import UTC, datetime
     start_at = datetime.fromtimestamp(later, UTC).isoformat().replace("+00:00", "Z")
     sub = await subscribe(client, merchant, plan["id"], start_at=start_at)
     assert sub["next_billing_at"] == later
@@ -399,7 +405,6 @@ async def test_pause_and_resume_reset_next_billing_to_now(env):
     sid = sub["subscription_id"]
     await run_billing(gateway)
     await pay(client, merchant, devnet, (await outbox(gateway, "subscription.invoiced"))[-1]["payment_track_id"])
-    from orbchain.plugins.subscriptions import enrolment
     await enrolment.pause(gateway, sid)
     gateway.clock = lambda: start + 3 * MONTH
     assert (await run_billing(gateway)).minted == 0  # paused: nothing is billed
@@ -414,7 +419,6 @@ async def test_pause_and_resume_reset_next_billing_to_now(env):
 
 
 async def test_two_concurrent_ticks_mint_one_invoice(env, monkeypatch):
-    import asyncio
     client, merchant, devnet = env
     gateway = devnet.gateway
     freeze(gateway)
@@ -438,6 +442,34 @@ async def test_two_concurrent_ticks_mint_one_invoice(env, monkeypatch):
     assert sum(r.minted for r in reports) == 3 and all(len(rows) == 3 for rows in readers)
     assert len(await payments_of(client, merchant)) == 3
     assert len(await outbox(gateway, "subscription.invoiced")) == 3
+
+
+async def test_two_processes_on_one_database_mint_once(env, make_client, make_config, monkeypatch):
+    """A second app (another process) on the same database ticks at the same moment as the first."""
+    client, merchant, devnet = env
+    other = await make_client(make_config(scheduler={"enabled": False}))
+    gateways = [devnet.gateway, other.app[GATEWAY]]
+    now = freeze(gateways[0])
+    gateways[1].clock = lambda: now
+    plan = await make_plan(client, merchant)
+    for _ in range(4):
+        await subscribe(client, merchant, plan["id"])
+    read_due, both_read = billing.store.due_subscriptions, asyncio.Event()
+    readers = []
+
+    async def due_then_wait(*args, **kwargs):
+        rows = await read_due(*args, **kwargs)
+        readers.append(rows)
+        if len(readers) == 2:
+            both_read.set()
+        await asyncio.wait_for(both_read.wait(), 10)
+        return rows
+
+    monkeypatch.setattr(billing.store, "due_subscriptions", due_then_wait)
+    reports = await asyncio.gather(*(run_billing(g) for g in gateways))
+    assert sum(r.minted for r in reports) == 4 and all(len(rows) == 4 for rows in readers)
+    assert len(await payments_of(client, merchant)) == 4
+    assert len(await outbox(gateways[0], "subscription.invoiced")) == 4
 
 
 @pytest.mark.parametrize("crash_point", ["before_create", "after_create"])
@@ -510,7 +542,6 @@ async def test_a_failed_mint_is_recorded_and_retried(env):
 
 
 async def test_the_invoice_service_is_idempotent_per_track_id(env):
-    from orbchain.core import services
     client, merchant, devnet = env
     gateway = devnet.gateway
     track_id = services.new_track_id()
@@ -528,7 +559,6 @@ async def test_the_invoice_service_is_idempotent_per_track_id(env):
 
 
 def test_a_scope_can_be_given_to_legacy_keys_by_kind():
-    from orbchain.core.registries import ScopeRegistry, StartupError
     registry = ScopeRegistry()
     registry.add("thing:read", "Read things.", legacy_keys=("merchant",))
     assert registry.legacy_grants("merchant") == {"thing:read"}
