@@ -566,3 +566,16 @@ def test_a_scope_can_be_given_to_legacy_keys_by_kind():
     assert registry.legacy_grants("merchant") == {"thing:read"} and registry.legacy_grants("payout") == frozenset()
     with pytest.raises(StartupError, match="admin"):
         registry.add("thing:other", "Other.", legacy_keys=("admin",))
+
+
+async def test_the_tick_is_a_five_minute_job_and_the_lifetime_is_checked(env, make_config):
+    from orbchain.core.config import ConfigError
+    from orbchain.core.gateway import build_gateway
+    _, _, devnet = env
+    job = devnet.gateway.jobs["subscriptions.billing"]
+    assert job.seconds == 300 and job.func is billing.billing_job  # SPEC 8
+    for bad in (0, 43201, "1440", True):
+        with pytest.raises(ConfigError, match="invoice_lifetime_minutes"):
+            build_gateway(make_config(plugin={"subscriptions": {"invoice_lifetime_minutes": bad}}))
+    built = build_gateway(make_config(plugin={"subscriptions": {"invoice_lifetime_minutes": 30}}))
+    assert billing.invoice_lifetime(built) == 30

@@ -129,7 +129,9 @@ async def manage_page(request: web.Request) -> web.StreamResponse:
     context = {
         "status": status, "label": sub["plan_label"], "amount_usd": sub["plan_amount_usd"],
         "every": every(int(sub["plan_interval_sec"])), "customer_email": sub["customer_email"],
-        "next_billing": when(sub["next_billing_at"]) if status in (ACTIVE, PAUSED) else None,
+        # While an invoice is open its period is the one being billed; "next" means after it.
+        "next_billing": when(sub["next_billing_at"]) if status in (ACTIVE, PAUSED) and not sub["open_pay_url"]
+        else None,
         "period_end": when(sub["current_period_end"]), "pay_url": sub["open_pay_url"],
         "can_pause": status == ACTIVE, "can_resume": status == PAUSED, "can_cancel": status in (ACTIVE, PAUSED),
         "action_base": enrolment.manage_path(request.match_info["token"]),

@@ -26,8 +26,15 @@ MAX_AMOUNT_USD = Decimal("1000000")
 MAX_COINS = 50
 
 
+def _exponent(value: Decimal) -> int:
+    """The decimal exponent of a finite amount (the ``amount`` field kind refuses the others)."""
+    exponent = value.as_tuple().exponent
+    assert isinstance(exponent, int), "amounts are finite"
+    return exponent
+
+
 def check_amount_usd(value: Decimal) -> str | None:
-    if value.as_tuple().exponent < -2:  # type: ignore[operator]  # finite: checked by the amount kind
+    if _exponent(value) < -2:
         return "must have at most 2 decimals (cents)"
     if value > MAX_AMOUNT_USD:
         return f"must be at most {MAX_AMOUNT_USD}"
@@ -47,7 +54,7 @@ PATCH_FIELDS = [LABEL, AMOUNT_USD, INTERVAL, COINS, ENABLED]
 
 def usd_text(value: Decimal) -> str:
     """Exact decimal text with at least cents: ``9.5`` -> ``9.50``, ``10`` -> ``10.00``."""
-    return format(value.quantize(Decimal("0.01")) if value.as_tuple().exponent > -2 else value, "f")  # type: ignore[operator]
+    return format(value.quantize(Decimal("0.01")) if _exponent(value) > -2 else value, "f")
 
 
 async def check_coins(gateway: "Gateway", merchant_id: str, coins: Sequence[str]) -> list[str]:
