@@ -13,16 +13,13 @@ from __future__ import annotations
 import json
 import logging
 import secrets
-import sqlite3
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import asyncpg
-
 from . import auth, lockout
 from .auth_cache import changed as auth_changed
-from .db import Database, Row
+from .db import Database, Row, is_unique_violation
 from .errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
 from .netguard import UnsafeUrl, check_public_url
 
@@ -51,10 +48,6 @@ def new_account_id() -> str:
 def normalize_email(email: str) -> str:
     # Stored lower-cased, so the UNIQUE column is case-insensitive on both databases.
     return email.strip().lower()
-
-
-def _is_unique_violation(exc: BaseException) -> bool:
-    return isinstance(exc, (sqlite3.IntegrityError, asyncpg.exceptions.UniqueViolationError))
 
 
 def _json(value: Any, default: Any) -> Any:
@@ -189,7 +182,7 @@ async def sign_up(gateway: Gateway, email: str, password: str, ref: str | None =
                                   issued=key, now=now, label=f"{kind}_api_key", is_legacy=True,
                                   scopes=json.dumps(sorted(auth.LEGACY_SCOPES[kind])))
     except Exception as exc:
-        if _is_unique_violation(exc) and await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
+        if is_unique_violation(exc) and await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
             raise Conflict("email already registered") from None
         raise
     log.info("merchant %s signed up", merchant_id)

@@ -437,6 +437,16 @@ class Database:
                         raise
 
 
+def is_unique_violation(exc: BaseException) -> bool:
+    """Whether ``exc`` is a UNIQUE (or primary key) violation, on either driver.
+
+    Callers that guard a claim with a unique constraint (a signup's email, a
+    plugin's one-row-per-period) tell "somebody else got there first" from a
+    real failure with it.
+    """
+    return isinstance(exc, (sqlite3.IntegrityError, asyncpg.exceptions.UniqueViolationError))
+
+
 class _Borrowed:
     """``Database._conn()``: a plain class, not ``@asynccontextmanager``, as it wraps every statement.
 

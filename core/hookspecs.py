@@ -162,7 +162,10 @@ def register_scopes(registry: "ScopeRegistry", gateway: "Gateway") -> None:
     allows")``; names are ``resource:action`` in lower case. Registered
     scopes can be given to scoped keys (``POST /dashboard/api-keys``) and
     required by routes with ``@requires("merchant_key", scope="links:create")``.
-    A scope registered twice fails startup. Return nothing.
+    ``registry.add(name, description, legacy_keys=("merchant",))`` also
+    gives the scope to the legacy keys named (``merchant``, ``payout``,
+    ``general``), for routes the SPEC puts under one of them. A scope
+    registered twice fails startup. Return nothing.
     """
 
 

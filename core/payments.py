@@ -72,6 +72,9 @@ class PaymentRequest:
     # A plugin's own bookkeeping of the new payment (a payment link's use count),
     # run inside the creating transaction: raising rolls the payment back.
     in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None
+    # A track id the caller chose beforehand (``services.create_invoice``): stored
+    # first by a plugin, it makes a retried creation find its own payment.
+    track_id: str | None = None
 
 
 # -- coins and prices ----------------------------------------------------------------------
@@ -281,7 +284,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         standing_key = None  # a fresh address for this payment
 
     row = {
-        "track_id": new_track_id(), "merchant_id": merchant["id"], "type": request.type, "status": WAITING,
+        "track_id": request.track_id or new_track_id(), "merchant_id": merchant["id"], "type": request.type,
+        "status": WAITING,
         "currency": currency, "pay_currency": pay_coin.symbol, "amount": priced.get("amount"),
         "pay_amount": None if priced.get("pay_amount") is None else gateway.db.amount_param(priced["pay_amount"]),
         "address": None, "chain": adapter.name, "order_id": request.order_id, "description": request.description,

@@ -172,8 +172,16 @@ class Described:
     description: str = ""
 
 
+@dataclass(frozen=True)
 class Scope(Described):
-    """An API-key scope (``payment:create``); ``@requires(..., scope=name)`` routes check it."""
+    """An API-key scope (``payment:create``); ``@requires(..., scope=name)`` routes check it.
+
+    ``legacy_keys`` names the legacy keys (``merchant``, ``payout``,
+    ``general``) that hold the scope too, for a plugin route the SPEC puts
+    under one of the three keys (the subscriptions API: the merchant key).
+    """
+
+    legacy_keys: tuple[str, ...] = ()
 
 
 class EventKind(Described):
@@ -198,8 +206,29 @@ class _NamedRegistry(Registry[N]):
         return super().add(item)
 
 
+LEGACY_KEY_KINDS = ("merchant", "payout", "general")
+
+
 class ScopeRegistry(_NamedRegistry[Scope]):
     kind, item_type, pattern, expected = "scope", Scope, _SCOPE, "'resource:action', lower case"
+    _legacy_grants: dict[str, frozenset[str]] | None = None
+
+    def add(self, name: str | Scope, description: str = "", *, legacy_keys: tuple[str, ...] = ()) -> Scope:
+        item = Scope(name, description, tuple(legacy_keys)) if isinstance(name, str) else name
+        unknown = [k for k in item.legacy_keys if k not in LEGACY_KEY_KINDS]
+        if unknown:
+            raise StartupError(f"plugin {self.current_plugin!r} gave scope {item.name!r} to unknown legacy key(s)"
+                               f" {unknown} (expected some of {', '.join(LEGACY_KEY_KINDS)})")
+        self._legacy_grants = None
+        return super().add(item)
+
+    def legacy_grants(self, key_kind: str) -> frozenset[str]:
+        """The registered scopes a legacy key of ``key_kind`` holds beyond the core's own (cached)."""
+        grants = self._legacy_grants
+        if grants is None:
+            grants = {kind: frozenset(s.name for s in self if kind in s.legacy_keys) for kind in LEGACY_KEY_KINDS}
+            self._legacy_grants = grants
+        return grants.get(key_kind, frozenset())
 
 
 class EventKindRegistry(_NamedRegistry[EventKind]):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Itera
 from . import accounts, ledger, payments, payout_worker, payouts
 from .pages import PageBranding
 from .plugins import call_first
+from .db import is_unique_violation
 from .deposits import CREDITED
 from .errors import Forbidden
 from .ledger_accounts import merchant_available
@@ -262,30 +263,6 @@ async def merchant_by_account_id(gateway: "Gateway", account_id: str) -> Merchan
 # -- payments for feature plugins (payment links, tips) -----------------------------------------
 
 
-class InvoiceRecord(NamedTuple):
-    """An invoice a plugin created: where the payer pays and what it costs.
-
-    ``pay_amount`` is in base units of ``pay_currency``; ``amount`` is the
-    price as a decimal string in ``currency`` (a coin or a fiat code).
-    ``amount_fiat``, ``fiat_currency``, ``rate_locked`` and
-    ``rate_locked_at`` are set for fiat-priced invoices (the rate frozen at
-    creation), None otherwise.
-    """
-
-    track_id: str
-    merchant_id: str
-    payment_url: str
-    currency: str
-    amount: str
-    pay_currency: str
-    pay_amount: int
-    expires_at: int
-    amount_fiat: str | None
-    fiat_currency: str | None
-    rate_locked: str | None
-    rate_locked_at: int | None
-
-
 def receivable_coins(gateway: "Gateway", merchant: MerchantRecord) -> tuple[str, ...]:
     """The merchant's accepted coins that a payer can pay here now (a chain serves them), in its order."""
     return tuple(payments.servable_coins(gateway, {"accepted_coins": list(merchant.accepted_coins)}))
@@ -298,37 +275,6 @@ def check_receivable(gateway: "Gateway", merchant: MerchantRecord, coin: str, fi
     (a source-only coin), 400 ``currency_not_accepted``, 503 when no chain here serves it.
     """
     payments.receivable_coin(gateway, {"accepted_coins": list(merchant.accepted_coins)}, coin, field)
-
-
-async def create_invoice(
-    gateway: "Gateway", merchant_id: str, *, amount: Decimal, currency: str, coins: Sequence[str],
-    lifetime: int | None = None, description: str | None = None, order_id: str | None = None,
-    in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None,
-) -> InvoiceRecord:
-    """Create a hosted invoice (SPEC 4.2 ``POST /v1/payment/invoice``) for a merchant, as its API would.
-
-    ``currency`` is a coin or a fiat code (then the coin amount is priced at
-    the live rate and the rate is locked on the invoice); ``coins`` are the
-    coins its page offers, the first being the one the payer starts with.
-    The same checks raise the same errors as the API (400 validation or
-    ``currency_not_accepted``, 503 without a chain or a rate); a disabled
-    merchant is 403 ``merchant_disabled``. ``in_transaction(payment)`` runs
-    inside the transaction that stores the invoice: what it writes commits
-    with the invoice, and raising rolls the invoice back.
-    """
-    row = await accounts.require_merchant(gateway.db, merchant_id)
-    if not row["enabled"]:
-        raise Forbidden("this merchant does not accept payments", code="merchant_disabled")
-    request = payments.PaymentRequest(
-        type=payments.INVOICE, currency=currency, amount=amount, pay_currency=coins[0] if coins else None,
-        accepted_coins=list(coins) or None, lifetime=lifetime, description=description, order_id=order_id,
-        in_transaction=in_transaction)
-    view = await payments.create_payment(gateway, row, request)
-    pay_coin = gateway.coins.require(view["pay_currency"])
-    return InvoiceRecord(
-        view["track_id"], merchant_id, view["payment_url"], view["currency"], view["amount"], view["pay_currency"],
-        pay_coin.to_units(view["pay_amount"]), view["expires_at"], view.get("amount_fiat"),
-        view.get("fiat_currency"), view.get("rate_locked"), view.get("rate_locked_at"))
 
 
 async def referred_merchants(gateway: "Gateway", referrer_id: str) -> list[MerchantRecord]:
@@ -437,3 +383,110 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
         log.error("page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
         return None
     return result
+
+
+# -- invoices for feature plugins (payment links, tips, subscriptions) -------------------------------
+
+
+class InvoiceRecord(NamedTuple):
+    """An invoice a plugin created: where the payer pays and what it costs.
+
+    ``pay_amount`` is in base units of ``pay_currency``; ``amount`` is the
+    price as a decimal string in ``currency`` (a coin or a fiat code).
+    ``amount_fiat``, ``fiat_currency``, ``rate_locked`` and ``rate_locked_at``
+    are set for fiat-priced invoices (the rate frozen at creation), None
+    otherwise. ``replay`` is True when ``track_id`` already named it.
+    """
+
+    track_id: str
+    merchant_id: str
+    status: str
+    payment_url: str
+    currency: str
+    amount: str
+    pay_currency: str
+    pay_amount: int | None
+    expires_at: int | None
+    amount_fiat: str | None
+    fiat_currency: str | None
+    rate_locked: str | None
+    rate_locked_at: int | None
+    replay: bool = False
+
+
+def new_track_id() -> str:
+    """A fresh, unguessable track id for :func:`create_invoice` (store it before you call)."""
+    return payments.new_track_id()
+
+
+MAX_TRACK_ID = 64
+
+
+async def create_invoice(
+    gateway: "Gateway", merchant_id: str, *, amount: Decimal, currency: str, coins: Sequence[str] = (),
+    track_id: str | None = None, lifetime_minutes: int | None = None, description: str | None = None,
+    order_id: str | None = None, email: str | None = None,
+    in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None,
+) -> InvoiceRecord:
+    """Create a hosted invoice (SPEC 4.2 ``POST /v1/payment/invoice``) for a merchant, as its API would.
+
+    ``currency`` is a coin or a fiat code (then the coin amount is priced at
+    the live rate and the rate is locked on the invoice); ``coins`` are the
+    coins its page offers (empty: every coin the merchant accepts), the first
+    being the one the payer starts with. The same checks raise the same errors
+    as the API (400 validation or ``currency_not_accepted``, 503 without a
+    chain or a rate); a disabled merchant is 403 ``merchant_disabled``.
+
+    ``in_transaction(payment)`` runs inside the transaction that stores the
+    invoice: what it writes commits with the invoice, raising rolls it back.
+
+    ``track_id``: a plugin that bills on its own (subscriptions) records
+    ``new_track_id()`` in its own table and commits before calling, so a crash
+    between the creation and its next write, or two processes racing, never
+    mint two payments for one claim: called again with the same id it returns
+    the payment already created with ``replay=True``. A ``track_id`` naming
+    another merchant's payment raises ``ValueError``. Call outside a
+    transaction (the address index is reserved before the payment commits).
+    """
+    if track_id is not None:
+        if not isinstance(track_id, str) or not 0 < len(track_id) <= MAX_TRACK_ID:
+            raise ValueError("track_id is a non-empty string of at most 64 characters")
+        existing = await _own_invoice(gateway, merchant_id, track_id)
+        if existing is not None:
+            return existing
+    row = await accounts.require_merchant(gateway.db, merchant_id)
+    if not row["enabled"]:
+        raise Forbidden("this merchant does not accept payments", code="merchant_disabled")
+    request = payments.PaymentRequest(
+        type=payments.INVOICE, currency=currency, amount=amount, pay_currency=coins[0] if coins else None,
+        accepted_coins=list(coins) or None, lifetime=lifetime_minutes, description=description,
+        order_id=order_id, email=email, in_transaction=in_transaction, track_id=track_id)
+    try:
+        view = await payments.create_payment(gateway, row, request)
+    except Exception as exc:
+        if track_id is not None and is_unique_violation(exc):  # another process created it meanwhile
+            existing = await _own_invoice(gateway, merchant_id, track_id)
+            if existing is not None:
+                return existing
+        raise
+    pay_coin = gateway.coins.require(view["pay_currency"])
+    pay_amount = None if view["pay_amount"] is None else pay_coin.to_units(view["pay_amount"])
+    return InvoiceRecord(
+        view["track_id"], merchant_id, view["status"], view["payment_url"], view["currency"], view["amount"],
+        view["pay_currency"], pay_amount, view["expires_at"], view.get("amount_fiat"), view.get("fiat_currency"),
+        view.get("rate_locked"), view.get("rate_locked_at"))
+
+
+async def _own_invoice(gateway: "Gateway", merchant_id: str, track_id: str) -> InvoiceRecord | None:
+    row = await gateway.db.fetch_one(
+        "SELECT track_id, merchant_id, type, status, currency, amount, expires_at, pay_currency, pay_amount,"
+        " amount_fiat, fiat_currency, rate_locked, rate_locked_at FROM payments WHERE track_id = :t", {"t": track_id})
+    if row is None:
+        return None
+    if row["merchant_id"] != merchant_id or row["type"] != payments.INVOICE:
+        raise ValueError(f"track id {track_id!r} names a payment that is not this merchant's invoice")
+    return InvoiceRecord(
+        row["track_id"], merchant_id, row["status"], f"{gateway.config.base_url}/pay/{row['track_id']}",
+        row["currency"], row["amount"], row["pay_currency"], _int_or_none(gateway, row["pay_amount"]),
+        row["expires_at"], row["amount_fiat"], row["fiat_currency"], row["rate_locked"], row["rate_locked_at"],
+        replay=True)

@@ -686,6 +686,37 @@ async def journey_brands(c: CheckedClient, shop: Merchant, friend: Merchant) -> 
     await c.call("GET", "/assets/accent/0a84ff.css", None, expect=200)
 
 
+async def journey_subscriptions(c: CheckedClient, shop: Merchant, friend: Merchant) -> None:
+    """The subscriptions plugin's routes (SPEC 4.5, 4.10, 4.14)."""
+    plan = {"label": "Pro", "amount_usd": "12.50", "interval_sec": 2592000, "accepted_coins": ["BTC"]}
+    _, body = await c.call("POST", "/dashboard/plans", shop.jwt, json=plan, expect=200)
+    plan_id = body["data"]["id"]
+    await c.call("POST", "/dashboard/plans", shop.jwt, json={**plan, "interval_sec": 60}, expect=400)
+    await c.call("GET", "/dashboard/plans", shop.jwt, expect=200)
+    await c.call("PATCH", f"/dashboard/plans/{plan_id}", shop.jwt, json={"label": "Pro+"}, expect=200)
+    await c.call("PATCH", f"/dashboard/plans/{plan_id}", friend.jwt, json={"label": "x"}, expect=404)
+    _, body = await c.call("POST", "/v1/subscription", shop.merchant_key, json={"plan_id": plan_id,
+                                                                                "customer_ref": "c1"}, expect=200)
+    sid = body["data"]["subscription_id"]
+    await c.call("POST", "/v1/subscription", shop.merchant_key, json={"plan_id": "plan_nope"}, expect=400)
+    await c.call("GET", "/v1/subscription?status=ACTIVE", shop.merchant_key, expect=200)
+    await c.call("GET", f"/v1/subscription/{sid}", shop.merchant_key, expect=200)
+    await c.call("GET", f"/v1/subscription/{sid}", friend.merchant_key, expect=404)
+    await c.call("POST", "/dashboard/subscriptions", shop.jwt, json={"plan_id": plan_id}, expect=200)
+    await c.call("GET", "/dashboard/subscriptions", shop.jwt, expect=200)
+    await c.call("GET", "/dashboard/subscriptions/summary", shop.jwt, expect=200)
+    await c.call("GET", f"/subscribe/{plan_id}", None, expect=200)
+    await c.call("GET", "/subscribe/plan_nope", None, expect=404)
+    status, _ = await c.call("POST", f"/subscribe/{plan_id}", None, data={"email": "c@example.com"}, expect=303)
+    manage = body["data"]["manage_url"].split("://", 1)[1].split("/", 1)[1]
+    await c.call("GET", f"/{manage}", None, expect=200)
+    await c.call("POST", f"/{manage}/pause", None, expect=303)
+    await c.call("POST", f"/{manage}/resume", None, expect=303)
+    await c.call("POST", f"/{manage}/cancel", None, expect=303)
+    await c.call("GET", f"/{manage}", None, expect=404)  # the token rotated
+    await c.call("POST", f"/v1/subscription/{sid}/cancel", shop.merchant_key, expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -706,6 +737,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_links(checked, shop, friend)
     await journey_tips(checked, shop)
     await journey_brands(checked, shop, friend)
+    await journey_subscriptions(checked, shop, friend)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

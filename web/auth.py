@@ -184,7 +184,8 @@ async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -
     if ip_allowlist and not _ip_allowed(request, ip_allowlist):
         raise Unauthorized("request address not in the key's IP allowlist", code="ip_not_allowed")
     if row["is_legacy"]:
-        via, scopes = f"{row['kind']}_key", auth.LEGACY_SCOPES[row["kind"]]
+        via = f"{row['kind']}_key"
+        scopes = auth.LEGACY_SCOPES[row["kind"]] | gateway.scopes.legacy_grants(row["kind"])
     else:
         via, scopes = "scoped_key", frozenset(_json_list(row["scopes"]))
     now = gateway.now()

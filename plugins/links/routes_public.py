@@ -86,7 +86,7 @@ async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, 
 
     invoice = await services.create_invoice(
         gateway, link["merchant_id"], amount=amount, currency=currency, coins=[link["coin"]],
-        lifetime=None if link["lifetime_minutes"] is None else int(link["lifetime_minutes"]),
+        lifetime_minutes=None if link["lifetime_minutes"] is None else int(link["lifetime_minutes"]),
         description=link["description"], order_id=f"link:{link['slug']}", in_transaction=count_use)
     raise web.HTTPFound(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})
 

@@ -1,0 +1,91 @@
+"""Built-in feature plugin: recurring subscriptions (SPEC 2.13, 3.4, 4.5, 4.10, 4.14, 6.3-6.4, 8).
+
+A merchant defines plans (USD price, interval, coins); customers enrol
+through the API, the dashboard or the hosted page ``/subscribe/<plan_id>``.
+Every 5 minutes a billing job mints the invoice of each due period through
+the core's invoice service (``orbchain.core.services.create_invoice``), so
+the money moves only through the core's payments and ledger. The outcome
+of each invoice arrives through the ``payment_paid``/``payment_expired``/
+``payment_cancelled`` hooks (and the tick's own check as a fallback).
+Written as a third-party package would be: hooks only, no core table.
+Operator guide: docs/subscriptions.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.config import ConfigError
+from ...core.plugins import hookimpl
+from . import billing, openapi, webhooks
+from .pages import routes as page_routes
+from .routes_api import SCOPES, routes as api_routes
+
+PLUGIN_NAME = billing.PLUGIN_NAME
+MIGRATIONS_PACKAGE = "orbchain.plugins.subscriptions.migrations"
+HERE = Path(__file__).resolve().parent
+MAX_LIFETIME_MINUTES = 43200  # SPEC 8: a payment lives 1-43200 minutes
+
+__all__ = ["PLUGIN_NAME"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    lifetime = gateway.config.plugin_config(PLUGIN_NAME).get("invoice_lifetime_minutes",
+                                                              billing.DEFAULT_LIFETIME_MINUTES)
+    if isinstance(lifetime, bool) or not isinstance(lifetime, int) or not 1 <= lifetime <= MAX_LIFETIME_MINUTES:
+        raise ConfigError(f"plugin.{PLUGIN_NAME}.invoice_lifetime_minutes must be an integer from 1 to "
+                          f"{MAX_LIFETIME_MINUTES}")
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_scopes(registry) -> None:
+    for name, description in SCOPES.items():
+        registry.add(name, description, legacy_keys=("merchant",))  # SPEC 5.1: the merchant key covers them
+
+
+@hookimpl
+def register_event_kinds(registry) -> None:
+    for name, description in webhooks.EVENT_KINDS.items():
+        registry.add(name, description)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(api_routes)
+    registry.add(page_routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=HERE / "templates")
+
+
+@hookimpl
+def register_jobs(registry) -> None:
+    registry.add(billing.JOB_NAME, billing.billing_job, seconds=billing.TICK_SECONDS)
+
+
+@hookimpl
+async def payment_paid(gateway, payment) -> None:
+    await billing.payment_changed(gateway, payment.track_id)
+
+
+@hookimpl
+async def payment_expired(gateway, payment) -> None:
+    await billing.payment_changed(gateway, payment.track_id)
+
+
+@hookimpl
+async def payment_cancelled(gateway, payment) -> None:
+    await billing.payment_changed(gateway, payment.track_id)

@@ -1,0 +1,224 @@
+"""The billing tick (SPEC 3.4, 8): one invoice per due period, never two, and what their outcomes do.
+
+Minting a period's invoice is three steps, each safe to repeat:
+
+1. **claim** (one transaction, the subscription row locked): the period is
+   written as a ``minting`` invoice row with a ``track_id`` chosen now, and
+   the subscription points at it (``pending_invoice_id``). A unique
+   (subscription, period_start, attempt) makes a second claim impossible,
+   whatever the number of processes.
+2. **create** the core payment with that ``track_id``
+   (``services.create_invoice``); called again with the same id it returns
+   the payment already made instead of a second one.
+3. **open** (one transaction): ``minting`` -> ``open`` once, together with
+   the ``subscription.invoiced`` webhook.
+
+A crash after step 1 or 2 leaves a ``minting`` row, which the next tick
+carries through steps 2 and 3: the payment is created once and announced once.
+
+Outcomes come from the core's ``payment_paid``/``payment_expired``/
+``payment_cancelled`` hooks and, as a fallback for a hook lost in a crash,
+from the tick itself, which looks at every open invoice past its expiry.
+Paid: the subscription's period becomes the invoice's period and the next
+one starts where it ends (not at payment time). Expired (or cancelled by the
+merchant): an ACTIVE subscription's grace count rises, and the same period
+is invoiced again; at two in a row it is FAILED.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ...core import services
+from ...core.db import is_unique_violation
+from ...core.errors import ApiError
+from . import store, webhooks
+from .store import ACTIVE, FAILED, INV_EXPIRED, INV_PAID, MINTING, OPEN, PAUSED
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+    from ...core.services import PaymentRecord
+
+log = logging.getLogger(__name__)
+
+JOB_NAME = "subscriptions.billing"
+TICK_SECONDS = 300  # SPEC 8: the billing tick runs every 5 minutes
+FAIL_AFTER = 2  # SPEC 8: two consecutive expired invoices
+BATCH = 500  # rows of each kind handled per tick; the rest wait for the next one
+DEFAULT_LIFETIME_MINUTES = 1440  # an invoice stays payable a day ([plugin.subscriptions])
+PLUGIN_NAME = "subscriptions"
+
+
+@dataclass
+class TickReport:
+    """What one tick did (for tests and logs)."""
+
+    minted: int = 0
+    paid: int = 0
+    expired: int = 0
+    failed: int = 0
+
+
+def invoice_lifetime(gateway: "Gateway") -> int:
+    return int(gateway.config.plugin_config(PLUGIN_NAME).get("invoice_lifetime_minutes", DEFAULT_LIFETIME_MINUTES))
+
+
+async def run_billing(gateway: "Gateway") -> TickReport:
+    """One tick: settle finished invoices, finish interrupted mints, then invoice every due period."""
+    report = TickReport()
+    now = gateway.now()
+    for invoice in await store.expired_open_invoices(gateway, now, BATCH):
+        record = await services.find_payment(gateway, invoice["track_id"])
+        if record is not None:
+            _count(report, await settle(gateway, record))
+    for unfinished in await store.invoices_in(gateway, MINTING, BATCH):
+        report.minted += await _guarded_mint(gateway, unfinished)
+    for subscription_id in await store.due_subscriptions(gateway, now, BATCH):
+        claimed = await claim(gateway, subscription_id, now)
+        if claimed is not None:
+            report.minted += await _guarded_mint(gateway, claimed)
+    return report
+
+
+def _count(report: TickReport, outcome: str | None) -> None:
+    if outcome == INV_PAID:
+        report.paid += 1
+    elif outcome == INV_EXPIRED:
+        report.expired += 1
+    elif outcome == FAILED:
+        report.expired += 1
+        report.failed += 1
+
+
+async def billing_job(gateway: "Gateway") -> None:
+    report = await run_billing(gateway)
+    if report.minted or report.paid or report.expired:
+        log.info("subscription billing: %s", report)
+
+
+# -- minting -------------------------------------------------------------------------------------------
+
+
+async def claim(gateway: "Gateway", subscription_id: str, now: int) -> Mapping[str, Any] | None:
+    """Step 1: record the due period as a ``minting`` invoice; None when it is not (or no longer) due."""
+    try:
+        async with gateway.db.transaction():
+            sub = await store.lock_subscription(gateway, subscription_id)
+            if sub is None or sub["status"] != ACTIVE or int(sub["next_billing_at"]) > now \
+                    or sub["pending_invoice_id"] is not None:
+                return None  # another tick (or a pause, a cancel) got there first
+            plan = await store.plan_of(gateway, sub["merchant_id"], sub["plan_id"])
+            start = int(sub["next_billing_at"])
+            invoice = {
+                "id": "sinv_" + secrets.token_hex(10), "subscription_id": sub["id"],
+                "merchant_id": sub["merchant_id"], "period_start": start,
+                "period_end": start + int(plan["interval_sec"]), "attempt": int(sub["grace_count"]),
+                "track_id": services.new_track_id(), "amount_usd": plan["amount_usd"], "status": MINTING,
+                "pay_url": None, "expires_at": None, "paid_coin": None, "paid_amount": None, "created_at": now,
+                "resolved_at": None,
+            }
+            await store.insert_invoice(gateway, invoice)
+            await store.update_subscription(gateway, sub["id"], {"pending_invoice_id": invoice["id"]})
+    except Exception as exc:
+        if is_unique_violation(exc):
+            log.warning("subscription %s: period already claimed", subscription_id)
+            return None
+        raise
+    return invoice
+
+
+async def _guarded_mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> int:
+    """Steps 2 and 3 for one invoice; a failure is written to the subscription and never stops the tick."""
+    try:
+        return 1 if await mint(gateway, invoice) else 0
+    except ApiError as exc:
+        reason = exc.code or exc.message
+    except Exception:  # a bug must not stop the other merchants' billing
+        log.exception("minting subscription invoice %s failed", invoice["id"])
+        reason = "internal error"
+    await store.update_subscription(gateway, invoice["subscription_id"], {"last_error": reason})
+    return 0
+
+
+async def mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> bool:
+    """Steps 2 and 3: create the payment (once per track id) and open the invoice (once)."""
+    sub = await store.subscription_row(gateway, invoice["subscription_id"])
+    plan = await store.plan_of(gateway, invoice["merchant_id"], sub["plan_id"])
+    record = await services.create_invoice(
+        gateway, invoice["merchant_id"], track_id=invoice["track_id"], amount=Decimal(invoice["amount_usd"]),
+        currency="USD", coins=store.coins_of(plan), order_id=f"subscription:{sub['id']}",
+        description=f"{plan['label']} (subscription)", email=sub["customer_email"],
+        lifetime_minutes=invoice_lifetime(gateway))
+    async with gateway.db.transaction():
+        locked = await store.lock_subscription(gateway, sub["id"])
+        assert locked is not None, "subscriptions are never deleted"
+        if not await store.open_invoice(gateway, invoice["id"], pay_url=record.payment_url,
+                                        expires_at=record.expires_at):
+            return False  # another tick opened it
+        await store.update_subscription(gateway, sub["id"], {"last_error": None})
+        await webhooks.invoiced(gateway, locked, invoice, record.payment_url)
+    return True
+
+
+# -- outcomes ------------------------------------------------------------------------------------------
+
+
+async def payment_changed(gateway: "Gateway", track_id: str) -> None:
+    """The hooks' entry: settle the invoice of ``track_id`` if it is one of ours. Never raises."""
+    try:
+        if await store.invoice_by_track_id(gateway, track_id) is None:
+            return  # not a subscription invoice: one indexed look-up
+        record = await services.find_payment(gateway, track_id)
+        if record is not None:
+            await settle(gateway, record)
+    except Exception:  # hooks must not raise; the tick settles it later
+        log.exception("settling subscription invoice %s failed", track_id)
+
+
+async def settle(gateway: "Gateway", record: "PaymentRecord") -> str | None:
+    """Apply a finished payment to its open invoice and subscription, once; the outcome, or None."""
+    if record.is_open:
+        return None
+    found = await store.invoice_by_track_id(gateway, record.track_id)
+    if found is None or found["status"] != OPEN:
+        return None
+    paid = record.status == "Paid"
+    now = gateway.now()
+    async with gateway.db.transaction():
+        sub = await store.lock_subscription(gateway, found["subscription_id"])
+        invoice = await store.lock_invoice(gateway, found["id"])
+        assert sub is not None and invoice is not None, "subscriptions and their invoices are never deleted"
+        if invoice["status"] != OPEN:
+            return None  # settled by the hook or by another tick
+        pending = sub["pending_invoice_id"] == invoice["id"]
+        changes: dict[str, Any] = {"pending_invoice_id": None} if pending else {}
+        if paid:
+            outcome = INV_PAID
+            coin = gateway.coins.get(record.pay_currency)
+            amount = record.pay_amount or 0
+            paid_amount = coin.format(amount) if coin is not None else str(amount)
+            await store.resolve_invoice(gateway, invoice["id"], {
+                "status": INV_PAID, "resolved_at": now, "paid_coin": record.pay_currency, "paid_amount": paid_amount})
+            if sub["status"] in (ACTIVE, PAUSED) and int(invoice["period_end"]) > int(sub["current_period_end"] or 0):
+                changes.update({"current_period_start": int(invoice["period_start"]),
+                                "current_period_end": int(invoice["period_end"]),
+                                "next_billing_at": int(invoice["period_end"]), "grace_count": 0})
+            plan = await store.plan_of(gateway, sub["merchant_id"], sub["plan_id"])
+            await webhooks.paid(gateway, sub, plan, invoice, paid_coin=record.pay_currency, paid_amount=paid_amount)
+        else:
+            outcome = INV_EXPIRED
+            await store.resolve_invoice(gateway, invoice["id"], {"status": INV_EXPIRED, "resolved_at": now})
+            if sub["status"] == ACTIVE and pending:
+                grace = int(sub["grace_count"]) + 1
+                changes["grace_count"] = grace
+                if grace >= FAIL_AFTER:
+                    outcome = FAILED
+                    changes.update({"status": FAILED, "ended_at": now})
+                    await webhooks.failed(gateway, sub, invoice)
+        if changes:
+            await store.update_subscription(gateway, sub["id"], changes)
+    return outcome

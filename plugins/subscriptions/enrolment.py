@@ -1,0 +1,198 @@
+"""Subscriptions (SPEC 2.13, 3.4, 4.5, 4.10): enrolment, the state moves people make, and views.
+
+The billing tick (``billing.py``) mints the invoices; here a subscription is
+created ACTIVE with its first billing time, and the customer or merchant
+pauses, resumes and cancels it. Every move locks the row, so a move racing
+the tick or another move sees the state the other one left.
+
+The magic token of the customer's management page is 256 random bits. It
+is found by its SHA-256 (an indexed, fixed-length look-up that reveals
+nothing about the token's prefix) and then compared in constant time; a
+cancel replaces it, so an old link stops working.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import datetime
+from decimal import ROUND_HALF_EVEN, Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ...core.errors import InvalidRequest, NotFound, ValidationError
+from ...web.validation import MAX_TIMESTAMP, Field, validate
+from . import store
+from .store import ACTIVE, CANCELLED, FAILED, PAUSED
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+MONTH_SECONDS = 30 * 86400  # the MRR's month (docs/decisions.md)
+PLAN_MISSING = "plan_not_found_or_disabled"
+
+CREATE_FIELDS = [
+    Field("plan_id", required=True, max_len=64),
+    Field("customer_ref", max_len=128),
+    Field("customer_email", "email", max_len=254),
+    Field("start_at", max_len=64),
+]
+
+
+def new_token() -> tuple[str, str]:
+    """A fresh magic token and the digest it is found by."""
+    token = secrets.token_urlsafe(32)
+    return token, token_digest(token)
+
+
+def token_digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def manage_path(token: str) -> str:
+    return f"/subscribe/manage/{token}"
+
+
+def parse_start_at(text: str | None, now: int) -> int:
+    """RFC 3339 with a time zone; a start in the past means now (nothing is billed backwards)."""
+    if text is None:
+        return now
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise ValidationError({"start_at": "must be an RFC 3339 date-time"}) from None
+    if moment.tzinfo is None or "T" not in text.upper():
+        raise ValidationError({"start_at": "must be an RFC 3339 date-time with a time zone"})
+    when = int(moment.timestamp())
+    if when > MAX_TIMESTAMP:
+        raise ValidationError({"start_at": "is too far in the future"})
+    return max(now, when)
+
+
+async def enrol(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Create an ACTIVE subscription to an enabled plan of ``merchant_id``; its row with the plan's fields."""
+    clean = validate(body, CREATE_FIELDS)
+    now = gateway.now()
+    start = parse_start_at(clean["start_at"], now)
+    plan = await store.public_plan(gateway, clean["plan_id"])
+    if plan is None or plan["merchant_id"] != merchant_id or not plan["enabled"]:
+        raise InvalidRequest("plan not found or disabled", code=PLAN_MISSING)
+    return await _insert(gateway, plan, customer_ref=clean["customer_ref"], customer_email=clean["customer_email"],
+                         start=start)
+
+
+async def enrol_customer(gateway: "Gateway", plan: Mapping[str, Any], *, customer_ref: str | None,
+                         customer_email: str | None) -> tuple[Mapping[str, Any], str]:
+    """The customer page's enrolment (the plan was found enabled by the page); the row and its token."""
+    row = await _insert(gateway, plan, customer_ref=customer_ref, customer_email=customer_email, start=gateway.now())
+    return row, row["magic_token"]
+
+
+async def _insert(gateway: "Gateway", plan: Mapping[str, Any], *, customer_ref: str | None,
+                  customer_email: str | None, start: int) -> Mapping[str, Any]:
+    now = gateway.now()
+    token, digest = new_token()
+    row = {
+        "id": "sub_" + secrets.token_hex(10), "merchant_id": plan["merchant_id"], "plan_id": plan["id"],
+        "status": ACTIVE, "customer_ref": customer_ref, "customer_email": customer_email, "next_billing_at": start,
+        "current_period_start": None, "current_period_end": None, "grace_count": 0, "pending_invoice_id": None,
+        "magic_token": token, "token_hash": digest, "last_error": None, "created_at": now, "updated_at": now,
+        "ended_at": None,
+    }
+    await store.insert_subscription(gateway, row)
+    return await store.subscription_of(gateway, plan["merchant_id"], row["id"])
+
+
+async def by_token(gateway: "Gateway", token: str) -> Mapping[str, Any]:
+    """The subscription a magic token opens; 404 for any other string (a rotated one included)."""
+    if not 16 <= len(token) <= 128:
+        raise NotFound("not found")
+    row = await store.subscription_by_token_hash(gateway, token_digest(token))
+    if row is None or not hmac.compare_digest(row["magic_token"].encode(), token.encode()):
+        raise NotFound("not found")
+    return row
+
+
+# -- moves ---------------------------------------------------------------------------------------------
+
+
+async def pause(gateway: "Gateway", subscription_id: str) -> None:
+    """ACTIVE -> PAUSED (SPEC 3.4); pausing a paused one changes nothing."""
+    async with gateway.db.transaction():
+        row = await _locked(gateway, subscription_id)
+        if row["status"] == PAUSED:
+            return
+        _require(row, ACTIVE, "only an active subscription can be paused")
+        await store.update_subscription(gateway, subscription_id, {"status": PAUSED})
+
+
+async def resume(gateway: "Gateway", subscription_id: str) -> None:
+    """PAUSED -> ACTIVE with the next billing time reset to now (SPEC 3.4) and no expired invoice held against it."""
+    async with gateway.db.transaction():
+        row = await _locked(gateway, subscription_id)
+        if row["status"] == ACTIVE:
+            return
+        _require(row, PAUSED, "only a paused subscription can be resumed")
+        await store.update_subscription(gateway, subscription_id,
+                                        {"status": ACTIVE, "next_billing_at": gateway.now(), "grace_count": 0})
+
+
+async def cancel(gateway: "Gateway", subscription_id: str) -> None:
+    """ACTIVE or PAUSED -> CANCELLED, final, with a new magic token; cancelling again changes nothing."""
+    async with gateway.db.transaction():
+        row = await _locked(gateway, subscription_id)
+        if row["status"] == CANCELLED:
+            return
+        if row["status"] == FAILED:
+            raise InvalidRequest("a failed subscription cannot be cancelled", code="subscription_failed")
+        token, digest = new_token()
+        await store.update_subscription(gateway, subscription_id, {
+            "status": CANCELLED, "magic_token": token, "token_hash": digest, "ended_at": gateway.now()})
+
+
+async def _locked(gateway: "Gateway", subscription_id: str) -> Mapping[str, Any]:
+    row = await store.lock_subscription(gateway, subscription_id)
+    if row is None:
+        raise NotFound("not found")
+    return row
+
+
+def _require(row: Mapping[str, Any], status: str, message: str) -> None:
+    if row["status"] != status:
+        raise InvalidRequest(f"{message} (this one is {row['status']})", code="subscription_state")
+
+
+# -- views ---------------------------------------------------------------------------------------------
+
+
+def subscription_view(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, Any]:
+    """SPEC 2.13 plus customer_email, the current period, the open invoice's pay_url and created_at.
+
+    ``next_billing_at`` is null once nothing will be billed again (CANCELLED, FAILED).
+    """
+    ended = row["status"] in (CANCELLED, FAILED)
+    return {
+        "subscription_id": row["id"], "status": row["status"], "plan_id": row["plan_id"],
+        "plan_label": row["plan_label"], "amount_usd": row["plan_amount_usd"],
+        "interval_sec": int(row["plan_interval_sec"]), "customer_ref": row["customer_ref"],
+        "customer_email": row["customer_email"],
+        "next_billing_at": None if ended else int(row["next_billing_at"]),
+        "current_period_start": row["current_period_start"], "current_period_end": row["current_period_end"],
+        "pay_url": row["open_pay_url"], "last_error": row["last_error"], "created_at": int(row["created_at"]),
+        "manage_url": f"{gateway.config.base_url}{manage_path(row['magic_token'])}",
+    }
+
+
+async def summary(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
+    """Counts per status and the approximate MRR: each ACTIVE subscription's price per 30 days.
+
+    Summed exactly as fractions and rounded to cents once, half to even, so
+    the figure is the same decimal on every run and database.
+    """
+    counts = await store.status_counts(gateway, merchant_id)
+    total = sum((Fraction(Decimal(r["amount_usd"])) * MONTH_SECONDS / int(r["interval_sec"])
+                 for r in await store.active_prices(gateway, merchant_id)), Fraction(0))
+    mrr = (Decimal(total.numerator) / Decimal(total.denominator)).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
+    return {"active": counts.get(ACTIVE, 0), "paused": counts.get(PAUSED, 0), "failed": counts.get(FAILED, 0),
+            "cancelled": counts.get(CANCELLED, 0), "mrr_usd": format(mrr, "f")}

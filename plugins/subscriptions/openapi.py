@@ -1,0 +1,105 @@
+"""The subscriptions plugin documents its routes in ``/openapi.json`` (``register_openapi``)."""
+
+from __future__ import annotations
+
+from ...web.openapi import Op, Param, envelope, html, obj, redirect, ref
+from .plans import MAX_INTERVAL, MIN_INTERVAL
+from .routes_api import SCOPE_CANCEL, SCOPE_CREATE, SCOPE_READ
+from .store import STATUSES
+
+API, DASHBOARD, PAGES = "Subscriptions", "Dashboard: plans and subscriptions", "Hosted pages"
+KEY, JWT = ("merchant_key",), ("jwt",)
+STRING, BOOLEAN, INTEGER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}
+TIME = {"$ref": "#/components/schemas/Timestamp"}
+NULL_TIME = {"anyOf": [TIME, {"type": "null"}]}
+NULL_STRING = {"anyOf": [STRING, {"type": "null"}]}
+USD = {"type": "string", "description": "Exact decimal USD, at most 2 decimals (cents).", "pattern": r"^\d+(\.\d+)?$"}
+INTERVAL = {"type": "integer", "minimum": MIN_INTERVAL, "maximum": MAX_INTERVAL}
+COINS = {"type": "array", "items": STRING,
+         "description": "Coins the invoices may be paid in; empty: every coin the merchant accepts at minting."}
+STATUS = {"type": "string", "enum": list(STATUSES)}
+
+PLAN = obj({"id": STRING, "plan_id": STRING, "label": STRING, "amount_usd": USD, "interval_sec": INTERVAL,
+            "accepted_coins": COINS, "enabled": BOOLEAN, "subscribe_url": STRING, "created_at": TIME,
+            "updated_at": TIME})
+SUBSCRIPTION = obj({
+    "subscription_id": STRING, "status": STATUS, "plan_id": STRING, "plan_label": STRING, "amount_usd": USD,
+    "interval_sec": INTERVAL, "customer_ref": NULL_STRING, "customer_email": NULL_STRING,
+    "next_billing_at": NULL_TIME, "current_period_start": NULL_TIME, "current_period_end": NULL_TIME,
+    "pay_url": NULL_STRING, "last_error": NULL_STRING, "created_at": TIME,
+    "manage_url": {"type": "string", "description": "The customer's page; contains the magic token."},
+})
+SUBSCRIPTION_PAGE = obj({"subscriptions": {"type": "array", "items": ref("Subscription")}, "total": INTEGER,
+                         "limit": INTEGER, "offset": INTEGER})
+SUMMARY = obj({"active": INTEGER, "paused": INTEGER, "failed": INTEGER, "cancelled": INTEGER,
+               "mrr_usd": {"type": "string", "description": "Sum over ACTIVE subscriptions of amount_usd per 30 "
+                                                           "days, exact, rounded to cents (half even)."}})
+CREATE_BODY = obj({"plan_id": STRING}, {
+    "customer_ref": {"type": "string", "maxLength": 128}, "customer_email": {"type": "string", "format": "email"},
+    "start_at": {"type": "string", "format": "date-time",
+                 "description": "RFC 3339; defaults to now; a past time means now. Delays the first invoice."}})
+LIST_QUERY = (Param("status", STATUS), Param("customer_ref", STRING),
+              Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 20}),
+              Param("offset", {"type": "integer", "minimum": 0, "default": 0}))
+
+
+def data_only(schema: dict) -> dict:
+    return obj({"data": schema})
+
+
+FORM = "application/x-www-form-urlencoded"
+TOKEN_PAGE_404 = html("Unknown or rotated magic token.")
+
+OPERATIONS = [
+    Op("POST", "/v1/subscription", "Create a subscription", API, data_only(ref("Subscription")), auth=KEY,
+       scope=SCOPE_CREATE, body=CREATE_BODY,
+       description="ACTIVE at once; the billing tick mints the first invoice within 5 minutes of start_at and "
+                   "sends subscription.invoiced with its pay_url. 400 plan_not_found_or_disabled."),
+    Op("GET", "/v1/subscription", "List subscriptions", API, data_only(SUBSCRIPTION_PAGE), auth=KEY,
+       scope=SCOPE_READ, query=LIST_QUERY, description="Newest first."),
+    Op("GET", "/v1/subscription/{id}", "Show a subscription", API, data_only(ref("Subscription")), auth=KEY,
+       scope=SCOPE_READ, description="Another merchant's id answers 404."),
+    Op("POST", "/v1/subscription/{id}/cancel", "Cancel a subscription", API, data_only(ref("Subscription")),
+       auth=KEY, scope=SCOPE_CANCEL,
+       description="Final; rotates the magic token (the old manage link stops working). Cancelling again "
+                   "changes nothing. An open invoice stays payable."),
+    Op("POST", "/dashboard/plans", "Create a plan", DASHBOARD, envelope(ref("SubscriptionPlan")), auth=JWT,
+       body=obj({"label": {"type": "string", "minLength": 1, "maxLength": 80}, "amount_usd": USD,
+                 "interval_sec": INTERVAL}, {"accepted_coins": COINS})),
+    Op("GET", "/dashboard/plans", "List plans", DASHBOARD,
+       envelope(obj({"plans": {"type": "array", "items": ref("SubscriptionPlan")}})), auth=JWT),
+    Op("PATCH", "/dashboard/plans/{id}", "Change a plan", DASHBOARD, envelope(ref("SubscriptionPlan")), auth=JWT,
+       body=obj({}, {"label": {"type": "string", "minLength": 1, "maxLength": 80}, "amount_usd": USD,
+                     "interval_sec": INTERVAL, "accepted_coins": COINS, "enabled": BOOLEAN}),
+       description="A disabled plan refuses enrolment; its subscriptions keep billing. Price and interval "
+                   "changes apply from the next minted invoice."),
+    Op("POST", "/dashboard/subscriptions", "Enrol a customer", DASHBOARD, envelope(ref("Subscription")), auth=JWT,
+       body=CREATE_BODY),
+    Op("GET", "/dashboard/subscriptions", "List subscriptions", DASHBOARD, envelope(SUBSCRIPTION_PAGE), auth=JWT,
+       query=LIST_QUERY),
+    Op("GET", "/dashboard/subscriptions/summary", "Subscription counts and MRR", DASHBOARD, envelope(SUMMARY),
+       auth=JWT),
+    Op("GET", "/subscribe/{plan_id}", "Subscribe to a plan", PAGES, page=True,
+       responses={"200": html("The enrolment form (works without JavaScript)."),
+                  "404": html("Unknown or disabled plan.")}),
+    Op("POST", "/subscribe/{plan_id}", "Enrol from the customer page", PAGES, page=True, body_media_type=FORM,
+       body=obj({}, {"email": {"type": "string", "maxLength": 254}, "customer_ref": {"type": "string",
+                                                                                   "maxLength": 128}}),
+       responses={"303": redirect("To the new subscription's manage page."),
+                  "400": html("The form again, naming the bad field."), "404": html("Unknown or disabled plan.")}),
+    Op("GET", "/subscribe/manage/{token}", "Manage a subscription", PAGES, page=True,
+       responses={"200": html("Status, next billing, the open invoice's link and the history."),
+                  "404": TOKEN_PAGE_404}),
+] + [
+    Op("POST", f"/subscribe/manage/{{token}}/{action}", f"{action.capitalize()} a subscription", PAGES, page=True,
+       responses={"303": redirect("Back to the manage page (after a cancel: the new token's)."),
+                  "404": TOKEN_PAGE_404})
+    for action in ("pause", "resume", "cancel")
+]
+
+
+def register(registry) -> None:
+    registry.add_schema("SubscriptionPlan", PLAN)
+    registry.add_schema("Subscription", SUBSCRIPTION)
+    for op in OPERATIONS:
+        registry.add(op)

@@ -1,0 +1,217 @@
+"""The plugin's three tables: plans, subscriptions and subscription invoices.
+
+Only this module writes SQL. Every merchant-facing read names the merchant,
+so another merchant's plan or subscription is simply not found (404).
+Row locks (``FOR UPDATE`` on PostgreSQL; SQLite serialises writers) are
+always taken subscription first, then invoice, so two transactions never
+wait on each other in opposite orders.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from ...core.errors import NotFound
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+Row = Mapping[str, Any]
+
+ACTIVE, PAUSED, CANCELLED, FAILED = "ACTIVE", "PAUSED", "CANCELLED", "FAILED"
+STATUSES = (ACTIVE, PAUSED, CANCELLED, FAILED)
+# Invoice rows: claimed (payment not yet known to exist), open, then paid or expired.
+MINTING, OPEN, INV_PAID, INV_EXPIRED = "minting", "open", "paid", "expired"
+
+_SUBSCRIPTION_SELECT = (
+    "SELECT s.*, p.label AS plan_label, p.amount_usd AS plan_amount_usd, p.interval_sec AS plan_interval_sec,"
+    " i.pay_url AS open_pay_url, i.track_id AS open_track_id"
+    " FROM subscriptions s JOIN subscription_plans p ON p.id = s.plan_id"
+    " LEFT JOIN subscription_invoices i ON i.id = s.pending_invoice_id AND i.status = 'open'")
+
+
+def _insert(table: str, row: Mapping[str, Any]) -> str:
+    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
+
+
+def coins_of(plan: Row) -> list[str]:
+    return list(json.loads(plan["accepted_coins"]))
+
+
+# -- plans ------------------------------------------------------------------------------------------
+
+
+async def count_plans(gateway: "Gateway", merchant_id: str) -> int:
+    return int(await gateway.db.fetch_val("SELECT COUNT(*) FROM subscription_plans WHERE merchant_id = :m",
+                                          {"m": merchant_id}))
+
+
+async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amount_usd: str, interval_sec: int,
+                      accepted_coins: Sequence[str]) -> Row:
+    now = gateway.now()
+    plan_id = "plan_" + secrets.token_hex(8)
+    row: dict[str, Any] = {"id": plan_id, "merchant_id": merchant_id, "label": label,
+           "amount_usd": amount_usd, "interval_sec": interval_sec, "accepted_coins": json.dumps(list(accepted_coins)),
+           "enabled": True, "created_at": now, "updated_at": now}
+    await gateway.db.execute(_insert("subscription_plans", row), row)
+    return await plan_of(gateway, merchant_id, plan_id)
+
+
+async def plan_of(gateway: "Gateway", merchant_id: str, plan_id: str) -> Row:
+    row = await gateway.db.fetch_one("SELECT * FROM subscription_plans WHERE id = :i AND merchant_id = :m",
+                                     {"i": plan_id, "m": merchant_id})
+    if row is None:
+        raise NotFound("not found")
+    return row
+
+
+async def public_plan(gateway: "Gateway", plan_id: str) -> Row | None:
+    """Any merchant's plan by id (the customer page knows only the id)."""
+    return await gateway.db.fetch_one("SELECT * FROM subscription_plans WHERE id = :i", {"i": plan_id})
+
+
+async def plans_of(gateway: "Gateway", merchant_id: str) -> list[Row]:
+    return await gateway.db.fetch_all(
+        "SELECT * FROM subscription_plans WHERE merchant_id = :m ORDER BY created_at DESC, id DESC",
+        {"m": merchant_id})
+
+
+async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, changes: Mapping[str, Any]) -> Row:
+    values = dict(changes)
+    if "accepted_coins" in values:
+        values["accepted_coins"] = json.dumps(list(values["accepted_coins"]))
+    values["updated_at"] = gateway.now()
+    sets = ", ".join(f"{k} = :{k}" for k in values)
+    await gateway.db.execute(f"UPDATE subscription_plans SET {sets} WHERE id = :id AND merchant_id = :merchant",
+                             {**values, "id": plan_id, "merchant": merchant_id})
+    return await plan_of(gateway, merchant_id, plan_id)
+
+
+# -- subscriptions ------------------------------------------------------------------------------------
+
+
+async def insert_subscription(gateway: "Gateway", row: Mapping[str, Any]) -> None:
+    await gateway.db.execute(_insert("subscriptions", row), row)
+
+
+async def subscription_of(gateway: "Gateway", merchant_id: str, subscription_id: str) -> Row:
+    """A subscription with its plan's label, price and interval and its open invoice's pay URL."""
+    row = await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",
+                                     {"i": subscription_id, "m": merchant_id})
+    if row is None:
+        raise NotFound("not found")
+    return row
+
+
+async def subscription_row(gateway: "Gateway", subscription_id: str) -> Row:
+    """Any merchant's subscription (the tick's own look-up), as ``subscription_of`` shows it."""
+    row = await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i", {"i": subscription_id})
+    if row is None:
+        raise NotFound("not found")
+    return row
+
+
+async def subscription_by_token_hash(gateway: "Gateway", token_hash: str) -> Row | None:
+    return await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.token_hash = :h", {"h": token_hash})
+
+
+async def list_subscriptions(gateway: "Gateway", merchant_id: str, *, status: str | None, customer_ref: str | None,
+                             limit: int, offset: int) -> tuple[list[Row], int]:
+    clauses, values = ["s.merchant_id = :m"], {"m": merchant_id}
+    if status is not None:
+        clauses.append("s.status = :status")
+        values["status"] = status
+    if customer_ref is not None:
+        clauses.append("s.customer_ref = :ref")
+        values["ref"] = customer_ref
+    where = " AND ".join(clauses)
+    total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM subscriptions s WHERE {where}", values)
+    rows = await gateway.db.fetch_all(
+        f"{_SUBSCRIPTION_SELECT} WHERE {where} ORDER BY s.created_at DESC, s.id DESC LIMIT :limit OFFSET :offset",
+        {**values, "limit": limit, "offset": offset})
+    return rows, int(total)
+
+
+async def status_counts(gateway: "Gateway", merchant_id: str) -> dict[str, int]:
+    rows = await gateway.db.fetch_all(
+        "SELECT status, COUNT(*) AS n FROM subscriptions WHERE merchant_id = :m GROUP BY status", {"m": merchant_id})
+    return {r["status"]: int(r["n"]) for r in rows}
+
+
+async def active_prices(gateway: "Gateway", merchant_id: str) -> list[Row]:
+    """(amount_usd, interval_sec) of each ACTIVE subscription's plan, for the MRR."""
+    return await gateway.db.fetch_all(
+        "SELECT p.amount_usd, p.interval_sec FROM subscriptions s JOIN subscription_plans p ON p.id = s.plan_id"
+        " WHERE s.merchant_id = :m AND s.status = :a", {"m": merchant_id, "a": ACTIVE})
+
+
+async def lock_subscription(gateway: "Gateway", subscription_id: str) -> Row | None:
+    """The subscription row, locked for the caller's transaction."""
+    return await gateway.db.fetch_one(f"SELECT * FROM subscriptions WHERE id = :i{gateway.db.for_update}",
+                                      {"i": subscription_id})
+
+
+async def update_subscription(gateway: "Gateway", subscription_id: str, changes: Mapping[str, Any]) -> None:
+    values = {**changes, "updated_at": gateway.now()}
+    sets = ", ".join(f"{k} = :{k}" for k in values)
+    await gateway.db.execute(f"UPDATE subscriptions SET {sets} WHERE id = :id", {**values, "id": subscription_id})
+
+
+async def due_subscriptions(gateway: "Gateway", now: int, limit: int) -> list[str]:
+    """ACTIVE subscriptions whose next period has begun and that have no invoice in flight, oldest first."""
+    rows = await gateway.db.fetch_all(
+        "SELECT id FROM subscriptions WHERE status = :a AND next_billing_at <= :now AND pending_invoice_id IS NULL"
+        " ORDER BY next_billing_at, id LIMIT :limit", {"a": ACTIVE, "now": now, "limit": limit})
+    return [r["id"] for r in rows]
+
+
+# -- invoices ------------------------------------------------------------------------------------------
+
+
+async def insert_invoice(gateway: "Gateway", row: Mapping[str, Any]) -> None:
+    await gateway.db.execute(_insert("subscription_invoices", row), row)
+
+
+async def invoice_by_track_id(gateway: "Gateway", track_id: str) -> Row | None:
+    return await gateway.db.fetch_one("SELECT * FROM subscription_invoices WHERE track_id = :t", {"t": track_id})
+
+
+async def lock_invoice(gateway: "Gateway", invoice_id: str) -> Row | None:
+    return await gateway.db.fetch_one(f"SELECT * FROM subscription_invoices WHERE id = :i{gateway.db.for_update}",
+                                      {"i": invoice_id})
+
+
+async def invoices_in(gateway: "Gateway", status: str, limit: int) -> list[Row]:
+    return await gateway.db.fetch_all(
+        "SELECT * FROM subscription_invoices WHERE status = :s ORDER BY created_at, id LIMIT :limit",
+        {"s": status, "limit": limit})
+
+
+async def expired_open_invoices(gateway: "Gateway", now: int, limit: int) -> list[Row]:
+    """Open invoices past their payment's expiry: the tick asks the core how each one ended."""
+    return await gateway.db.fetch_all(
+        "SELECT * FROM subscription_invoices WHERE status = :s AND expires_at <= :now ORDER BY expires_at, id"
+        " LIMIT :limit", {"s": OPEN, "now": now, "limit": limit})
+
+
+async def open_invoice(gateway: "Gateway", invoice_id: str, *, pay_url: str, expires_at: int | None) -> bool:
+    """minting -> open, once: True for the one caller that made the change."""
+    won = await gateway.db.fetch_val(
+        "UPDATE subscription_invoices SET status = :open, pay_url = :u, expires_at = :e"
+        " WHERE id = :i AND status = :minting RETURNING id",
+        {"open": OPEN, "u": pay_url, "e": expires_at, "i": invoice_id, "minting": MINTING})
+    return won is not None
+
+
+async def resolve_invoice(gateway: "Gateway", invoice_id: str, changes: Mapping[str, Any]) -> None:
+    sets = ", ".join(f"{k} = :{k}" for k in changes)
+    await gateway.db.execute(f"UPDATE subscription_invoices SET {sets} WHERE id = :id", {**changes, "id": invoice_id})
+
+
+async def history(gateway: "Gateway", subscription_id: str, limit: int = 50) -> list[Row]:
+    """The subscription's invoices, newest first (the customer page's history)."""
+    return await gateway.db.fetch_all(
+        "SELECT * FROM subscription_invoices WHERE subscription_id = :s ORDER BY created_at DESC, id DESC"
+        " LIMIT :limit", {"s": subscription_id, "limit": limit})

@@ -1,0 +1,114 @@
+"""The customer's subscription pages in a real headless Chromium with JavaScript off.
+
+Needs /usr/bin/chromium: run ``scripts/ensure_chromium.sh`` first (``make test``
+does). Without it these tests fail with that instruction; they never skip.
+A customer enrols from the plan's page, sees the manage page, follows the
+open invoice to the hosted payment page, pauses, resumes and cancels, and
+the old link stops working. Screenshots land in the test's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from orbchain.plugins.subscriptions.billing import run_billing
+from orbchain.web.app import create_app
+from orbchain.web.keys import GATEWAY
+
+from .browser import INSTALL_HINT, Browser, chromium_missing
+
+MIN_PNG_BYTES = 5 * 1024
+
+
+@pytest.fixture(autouse=True)
+def require_chromium() -> None:
+    if chromium_missing():
+        pytest.fail(INSTALL_HINT, pytrace=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+async def served(aiohttp_server, aiohttp_client, make_config):
+    """The full app on a real TCP port whose ``base_url`` matches, so absolute links open as they are."""
+    port = _free_port()
+    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
+    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
+    return await aiohttp_client(server)
+
+
+def _assert_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > MIN_PNG_BYTES, f"{path}: {len(data)} bytes"
+
+
+async def _type(browser: Browser, selector: str, value: str) -> None:
+    """Set a text field as a user typing would (page scripts stay off)."""
+    assert await browser.evaluate(
+        f"(e => {{ if (!e) return false; e.value = {json.dumps(value)}; return true; }})"
+        f"(document.querySelector({json.dumps(selector)}))"), selector
+
+
+async def test_customer_enrols_pays_link_pauses_resumes_and_cancels(served, tmp_path):
+    client = served
+    response = await client.post("/dashboard/auth/signup",
+                                 json={"email": "subs@example.com", "password": "correct horse battery"})
+    assert response.status == 200, await response.text()
+    signup = (await response.json())["data"]
+    jwt = {"Authorization": f"Bearer {signup['token']}"}
+    key = {"merchant_api_key": signup["api_keys"]["merchant_api_key"]}
+    response = await client.post("/dashboard/plans", headers=jwt, json={
+        "label": "Newsletter", "amount_usd": "5", "interval_sec": 30 * 86400, "accepted_coins": ["BTC"]})
+    assert response.status == 200, await response.text()
+    plan = (await response.json())["data"]
+
+    async with Browser.launch(tmp_path) as browser:
+        await browser.goto(plan["subscribe_url"])
+        assert await browser.text("#plan-label") == "Newsletter"
+        assert await browser.text("#amount-usd") == "5.00"
+        _assert_png(await browser.screenshot(tmp_path / "subscribe.png"))
+
+        # The server refuses what the form's own limits did not stop: the form comes back with the error.
+        await _type(browser, "#email", "reader@example.com")
+        await _type(browser, "#customer_ref", "r" * 129)
+        await browser.click("#subscribe")
+        assert "customer_ref" in (await browser.text("#form-error") or "")
+        assert await browser.evaluate("document.querySelector('#email').value") == "reader@example.com"
+        await _type(browser, "#customer_ref", "reader-1")
+        await browser.click("#subscribe")
+        manage_url = await browser.url()
+        assert "/subscribe/manage/" in manage_url
+        assert await browser.text("#status") == "ACTIVE"
+        listed = (await (await client.get("/v1/subscription", headers=key)).json())["data"]["subscriptions"]
+        assert [s["customer_ref"] for s in listed] == ["reader-1"] and listed[0]["manage_url"] == manage_url
+
+        # The tick mints the first invoice: the page links to the hosted payment page.
+        assert (await run_billing(client.app[GATEWAY])).minted == 1
+        await browser.reload()
+        await browser.click("#pay-link")
+        assert "/pay/" in await browser.url()
+        assert await browser.text("#status") == "Waiting"
+        await browser.goto(manage_url)
+        assert await browser.evaluate("document.querySelectorAll('#history li').length") == 1
+
+        await browser.click("#pause")
+        assert await browser.url() == manage_url and await browser.text("#status") == "PAUSED"
+        await browser.click("#resume")
+        assert await browser.text("#status") == "ACTIVE"
+        _assert_png(await browser.screenshot(tmp_path / "manage_active.png"))
+        await browser.click("#cancel")
+        fresh_url = await browser.url()
+        assert fresh_url != manage_url and await browser.text("#status") == "CANCELLED"
+        assert await browser.evaluate("document.querySelector('#pause')") is None
+        _assert_png(await browser.screenshot(tmp_path / "manage_cancelled.png"))
+
+        await browser.goto(manage_url)  # the rotated link
+        assert await browser.text("h1") == "Link not valid"
