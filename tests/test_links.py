@@ -420,7 +420,7 @@ async def test_invoice_service_and_merchant_lookup(shop):
         seen.append(payment.track_id)
 
     invoice = await services.create_invoice(gateway, merchant_id, amount=Decimal("0.25"), currency="LTC",
-                                            coins=["LTC", "BTC"], lifetime=5, order_id="o-1", in_transaction=note)
+                                            coins=["LTC", "BTC"], lifetime_minutes=5, order_id="o-1", in_transaction=note)
     assert seen == [invoice.track_id] and invoice.pay_currency == "LTC" and invoice.pay_amount == 25_000_000
     assert invoice.payment_url == f"{gateway.config.base_url}/pay/{invoice.track_id}" and invoice.amount == "0.25"
     assert invoice.amount_fiat is None and invoice.rate_locked is None
