@@ -369,6 +369,28 @@ async def test_the_default_brand_brands_untagged_pages(shop):
     assert "/assets/accent/123456.css" in html and "theme-dark" not in html
 
 
+async def test_plugin_pages_carry_the_default_brand(shop):
+    """The payment-link prompt, the tip page and the subscription pages brand like /pay does."""
+    client, merchant = shop
+    default = (await listed(client, merchant))[0]
+    await api(client, "PUT", f"{PATH}/{default['id']}", merchant.jwt,
+              json={"brandColor": "#123456", "themeMode": "DARK", "logoUrl": "https://cdn.example.com/l.png"})
+    account_id = (await api(client, "GET", "/dashboard/account", merchant.jwt))[1]["data"]["account"]["account_id"]
+    status, body = await api(client, "POST", "/dashboard/payment-links", merchant.jwt, json={"coin": "BTC"})
+    assert status == 200, body
+    status, body = await api(client, "POST", "/dashboard/plans", merchant.jwt,
+                             json={"label": "Club", "amount_usd": "5", "interval_sec": 86400, "accepted_coins": ["BTC"]})
+    assert status == 200, body
+    plan_id = body["data"].get("id") or body["data"].get("plan_id") or body["data"]["plan"]["id"]
+    for path in (f"/l/{(await api(client, 'GET', '/dashboard/payment-links', merchant.jwt))[1]['data']['links'][0]['slug']}",
+                 f"/tip/{account_id}", f"/subscribe/{plan_id}"):
+        response = await client.get(path)
+        html = await response.text()
+        assert response.status == 200, (path, html[:300])
+        assert "/assets/accent/123456.css" in html and 'class="theme-dark"' in html and "brand-logo" in html, path
+        assert "https://cdn.example.com" in _csp(response)["img-src"], path
+
+
 @pytest.mark.parametrize("color", ["zzzzzz", "12345", "1234567", "12345g", "..%2f..%2fx", "ff5500%3B"])
 async def test_the_accent_stylesheet_takes_only_six_hex_digits(client, color):
     response = await client.get(f"/assets/accent/{color}.css")

@@ -53,14 +53,15 @@ def page_security_headers(response: R, nonce: str | None = None, branding: PageB
 
 
 def render_page(request: web.Request, template: str, context: Mapping[str, Any], *,
-                status: int = 200) -> web.Response:
+                status: int = 200, branding: PageBranding | None = None) -> web.Response:
     """Render a hosted page for payers (a plugin's or the core's) the one way every page is rendered.
 
     The template gets ``context`` plus ``nonce`` (the only inline script the
     page may run carries it) and the response the hosted pages' security
-    headers. Plugin pages extend ``base.html``, so whatever the layout shows
-    (and a future page-wide context such as branding) reaches them too.
+    headers. Plugin pages extend ``base.html``, so the layout's branding
+    (``branding``: ask ``services.page_branding_for``) reaches them too.
     """
     nonce = secrets.token_urlsafe(16)
-    response = aiohttp_jinja2.render_template(template, request, {**context, "nonce": nonce}, status=status)
-    return page_security_headers(response, nonce)
+    response = aiohttp_jinja2.render_template(template, request, {**context, "nonce": nonce, "branding": branding},
+                                              status=status)
+    return page_security_headers(response, nonce, branding)

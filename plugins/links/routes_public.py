@@ -69,12 +69,13 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
     return amount
 
 
-def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str = "", error: str | None = None,
-            status: int = 200) -> web.Response:
+async def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str = "", error: str | None = None,
+                  status: int = 200) -> web.Response:
+    branding = await services.page_branding_for(gateway_of(request), link["merchant_id"])
     return render_page(request, "links/prompt.html", {
         "slug": link["slug"], "description": link["description"], "coin": link["coin"],
         "currency": _prompt_currency(link), "amount": amount, "error": error,
-    }, status=status)
+    }, status=status, branding=branding)
 
 
 async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, currency: str) -> web.StreamResponse:
@@ -111,11 +112,11 @@ async def resolve(request: web.Request) -> web.StreamResponse:
             return await _mint(request, link, Decimal(link["amount_fiat"]), link["fiat_currency"])
         text = request.query.get("amount", "").strip()
         if not text:
-            return _prompt(request, link)
+            return await _prompt(request, link)
         try:
             amount = _buyer_amount(gateway, link, text)
         except ValueError as exc:
-            return _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=str(exc), status=400)
+            return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=str(exc), status=400)
         return await _mint(request, link, amount, _prompt_currency(link))
     except ApiError as exc:
         if exc.status == 410:  # disabled while this request minted: the invoice rolled back

@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import aiohttp_jinja2
 from aiohttp import web
 
+from ...core import services
 from ...core.errors import ApiError, ValidationError
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
@@ -43,9 +44,12 @@ def every(seconds: int) -> str:
     return f"{seconds} seconds"
 
 
-def _render(request: web.Request, template: str, context: Mapping[str, Any], status: int = 200) -> web.Response:
-    response = aiohttp_jinja2.render_template(f"subscriptions/{template}", request, dict(context), status=status)
-    return page_security_headers(response)
+async def _render(request: web.Request, template: str, context: Mapping[str, Any], merchant_id: str,
+                  status: int = 200) -> web.Response:
+    branding = await services.page_branding_for(gateway_of(request), merchant_id)
+    response = aiohttp_jinja2.render_template(f"subscriptions/{template}", request,
+                                              {**context, "branding": branding}, status=status)
+    return page_security_headers(response, branding=branding)
 
 
 def _not_found(request: web.Request, title: str, message: str) -> web.Response:
@@ -81,7 +85,8 @@ async def subscribe_page(request: web.Request) -> web.StreamResponse:
     plan = await _enabled_plan(request)
     if plan is None:
         return _plan_gone(request)
-    return _render(request, "subscribe.html", {**_plan_context(plan), "values": {}, "errors": {}})
+    return await _render(request, "subscribe.html", {**_plan_context(plan), "values": {}, "errors": {}},
+                         plan["merchant_id"])
 
 
 @routes.post("/subscribe/{plan_id}")
@@ -96,8 +101,8 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
         clean = validate(form, FORM_FIELDS)
     except ValidationError as exc:
         values = {k: form.get(k, "")[:256] for k in ("email", "customer_ref")}
-        return _render(request, "subscribe.html", {**_plan_context(plan), "values": values,
-                                                   "errors": exc.detail or {}}, status=400)
+        return await _render(request, "subscribe.html", {**_plan_context(plan), "values": values,
+                                                         "errors": exc.detail or {}}, plan["merchant_id"], status=400)
     _, token = await enrolment.enrol_customer(gateway_of(request), plan, customer_ref=clean["customer_ref"],
                                               customer_email=clean["email"])
     raise web.HTTPSeeOther(enrolment.manage_path(token))
@@ -140,7 +145,7 @@ async def manage_page(request: web.Request) -> web.StreamResponse:
                      "paid": f"{i['paid_amount']} {i['paid_coin']}" if i["paid_coin"] else None}
                     for i in invoices if i["status"] != store.MINTING],
     }
-    return _render(request, "manage.html", context)
+    return await _render(request, "manage.html", context, sub["merchant_id"])
 
 
 async def _act(request: web.Request, action: str) -> web.StreamResponse:

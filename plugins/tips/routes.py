@@ -37,11 +37,12 @@ def _not_found(request: web.Request) -> web.Response:
         status=404)
 
 
-def _page(request: web.Request, account_id: str, coins: Sequence[str], coin: str, *, amount: str = "",
-          error: str | None = None, status: int = 200) -> web.Response:
+async def _page(request: web.Request, merchant: services.MerchantRecord, coins: Sequence[str], coin: str, *,
+                amount: str = "", error: str | None = None, status: int = 200) -> web.Response:
+    branding = await services.page_branding_for(gateway_of(request), merchant.merchant_id)
     return render_page(request, "tips/tip.html", {
-        "account_id": account_id, "coins": list(coins), "selected": coin, "amount": amount, "error": error,
-    }, status=status)
+        "account_id": merchant.account_id, "coins": list(coins), "selected": coin, "amount": amount, "error": error,
+    }, status=status, branding=branding)
 
 
 async def _merchant(request: web.Request) -> tuple[services.MerchantRecord, tuple[str, ...]] | None:
@@ -70,7 +71,7 @@ async def tip_page(request: web.Request) -> web.StreamResponse:
         return render_page(request, "error.html", {
             "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
     coin = _chosen(coins, request.query.get("coin")) or coins[0]
-    return _page(request, merchant.account_id, coins, coin)
+    return await _page(request, merchant, coins, coin)
 
 
 @routes.post("/tip/{account_id}")
@@ -90,7 +91,7 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     coin = _chosen(coins, coin_text if isinstance(coin_text, str) else None)
     amount = amount_text.strip()[:MAX_FIELD_TEXT] if isinstance(amount_text, str) else ""
     if coin is None:
-        return _page(request, merchant.account_id, coins, coins[0], amount=amount,
+        return await _page(request, merchant, coins, coins[0], amount=amount,
                      error="Choose one of the coins offered.", status=400)
     gateway = gateway_of(request)
     try:
@@ -99,7 +100,7 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
             raise AmountError("must be greater than 0")
         gateway.coins.require(coin).to_units(value)
     except AmountError:
-        return _page(request, merchant.account_id, coins, coin, amount=amount,
+        return await _page(request, merchant, coins, coin, amount=amount,
                      error=f"Enter an amount of {coin} greater than 0, for example 0.01.", status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
     invoice = await services.create_invoice(gateway, merchant.merchant_id, amount=Decimal(value), currency=coin,
