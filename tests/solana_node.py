@@ -32,9 +32,10 @@ import base64
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, AsyncIterator
 
 import base58
+import pytest_asyncio
 from aiohttp import web
 from solders.hash import Hash
 from solders.keypair import Keypair
@@ -44,6 +45,9 @@ from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
+
+from orbchain.chains.solana.keys import hot_wallet_address
+from orbchain.testing import ChainDriver
 
 FIRST_SLOT = 5000
 FINALITY = 32
@@ -334,3 +338,62 @@ class SolanaNode:
     async def stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
+
+
+class SolanaDriver(ChainDriver):
+    """The conformance suite's view of the node; extra keyword arguments go into ``[plugin.solana]``."""
+
+    chain = "solana"
+    coin = "SOL"
+    deposit_amount = "1"
+    payout_amount = "0.3"
+    blocked_plugins = ("devnet",)
+
+    def __init__(self, node: SolanaNode, **settings: Any) -> None:
+        self.node, self.settings = node, settings
+
+    def config_sections(self) -> dict[str, dict[str, Any]]:
+        return {"plugin": {"solana": {"rpc_url": self.node.url, "start_height": self.node.tip.slot + 1,
+                                      "scan_seconds": 1, **self.settings}}}
+
+    async def send(self, address: str, amount: int) -> str:
+        return self.node.pay(address, amount)
+
+    async def mine(self, blocks: int) -> None:
+        self.node.produce(blocks)
+
+    async def reorg(self, depth: int) -> None:
+        self.node.reorg(depth)
+
+    async def height(self) -> int:
+        return self.node.tip.slot
+
+    def external_address(self) -> str:
+        return str(Keypair().pubkey())
+
+    async def received(self, address: str) -> int:
+        return self.node.balance(address)
+
+    async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
+        self.node.airdrop(hot_wallet_address(gateway), amount + 10**9)  # plus fees and rent
+
+
+@pytest_asyncio.fixture
+async def solana_node() -> AsyncIterator[SolanaNode]:
+    node = await SolanaNode().start()
+    node.produce(1)
+    try:
+        yield node
+    finally:
+        await node.stop()
+
+
+@pytest_asyncio.fixture
+async def solana_node() -> AsyncIterator[SolanaNode]:
+    """A fresh node on a free loopback port, one block past genesis."""
+    node = await SolanaNode().start()
+    node.produce(1)
+    try:
+        yield node
+    finally:
+        await node.stop()

@@ -8,62 +8,11 @@ transactions and produces a longer branch at the same slots.
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator
-
 import pytest
-import pytest_asyncio
-from solders.keypair import Keypair
 
-from orbchain.chains.solana.keys import hot_wallet_address
-from orbchain.testing import AdapterConformance, ChainDriver, capabilities
+from orbchain.testing import AdapterConformance, capabilities
 
-from .solana_node import SolanaNode
-
-
-class SolanaDriver(ChainDriver):
-    chain = "solana"
-    coin = "SOL"
-    deposit_amount = "1"
-    payout_amount = "0.3"
-    blocked_plugins = ("devnet",)
-
-    def __init__(self, node: SolanaNode) -> None:
-        self.node = node
-
-    def config_sections(self) -> dict[str, dict[str, Any]]:
-        return {"plugin": {"solana": {"rpc_url": self.node.url, "start_height": self.node.tip.slot + 1,
-                                      "scan_seconds": 1}}}
-
-    async def send(self, address: str, amount: int) -> str:
-        return self.node.pay(address, amount)
-
-    async def mine(self, blocks: int) -> None:
-        self.node.produce(blocks)
-
-    async def reorg(self, depth: int) -> None:
-        self.node.reorg(depth)
-
-    async def height(self) -> int:
-        return self.node.tip.slot
-
-    def external_address(self) -> str:
-        return str(Keypair().pubkey())
-
-    async def received(self, address: str) -> int:
-        return self.node.balance(address)
-
-    async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
-        self.node.airdrop(hot_wallet_address(gateway), amount + 10**9)  # plus fees and rent
-
-
-@pytest_asyncio.fixture
-async def solana_node() -> AsyncIterator[SolanaNode]:
-    node = await SolanaNode().start()
-    node.produce(1)
-    try:
-        yield node
-    finally:
-        await node.stop()
+from .solana_node import SolanaDriver, SolanaNode, solana_node  # noqa: F401 - solana_node is a fixture
 
 
 class TestSolanaConformance(AdapterConformance):

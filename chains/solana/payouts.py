@@ -7,7 +7,7 @@ actually charged (``meta.fee``), which the core books like EVM gas.
 A payout is never re-signed. While its blockhash can still land, a sent
 transaction the node does not show yet counts as found (in flight: Solana
 has no visible mempool), so the core's drop timer can never re-credit money
-that may still arrive; the core re-sends the same bytes meanwhile. Once it
+that may still arrive; each poll re-sends the same bytes meanwhile. Once it
 can no longer land (``TxStore.expired``) it is not found, a send attempt is
 refused permanently and the payout fails, re-crediting the merchant
 (docs/solana.md).
@@ -15,6 +15,7 @@ refused permanently and the payout fails, re-crediting the merchant
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Protocol
 
 from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
@@ -23,6 +24,8 @@ from .keys import hot_wallet_key
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
     from .txstore import StoredTx, TxStore
+
+log = logging.getLogger(__name__)
 
 PAYOUT = "payout"
 
@@ -41,6 +44,14 @@ async def _stored(adapter: _AdapterParts, signed: SignedPayout) -> "StoredTx":
     if stored is None:
         raise BroadcastError(f"no stored Solana transaction {signed.tx_hash}", permanent=True)
     return stored
+
+
+async def _resend(txs: "TxStore", stored: "StoredTx") -> None:
+    """Solana forgets unprocessed transactions silently: offer the same bytes again while they can land."""
+    try:
+        await txs.broadcast(stored)
+    except BroadcastError as exc:
+        log.info("solana: re-send of %s failed: %s", stored.signature, exc)
 
 
 class SolanaPayouts(PayoutSender):
@@ -68,6 +79,8 @@ class SolanaPayouts(PayoutSender):
             # Sent with a blockhash that can still land: in flight (Solana shows no mempool), never "dropped".
             stored = await _stored(self, signed)
             in_flight = stored.status == "sent" and not await txs.expired(stored)
+            if in_flight:
+                await _resend(txs, stored)
             return PayoutStatus(found=in_flight)
         if not txs.settled(status):
             return PayoutStatus(found=True, confirmations=0)
