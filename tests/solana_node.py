@@ -29,13 +29,13 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 import base58
-import pytest_asyncio
 from aiohttp import web
 from solders.hash import Hash
 from solders.keypair import Keypair
@@ -378,20 +378,11 @@ class SolanaDriver(ChainDriver):
         self.node.airdrop(hot_wallet_address(gateway), amount + 10**9)  # plus fees and rent
 
 
-@pytest_asyncio.fixture
-async def solana_node() -> AsyncIterator[SolanaNode]:
-    node = await SolanaNode().start()
-    node.produce(1)
-    try:
-        yield node
-    finally:
-        await node.stop()
 
-
-@pytest_asyncio.fixture
-async def solana_node() -> AsyncIterator[SolanaNode]:
-    """A fresh node on a free loopback port, one block past genesis."""
-    node = await SolanaNode().start()
+@contextlib.asynccontextmanager
+async def running_node(**options: Any) -> AsyncIterator[SolanaNode]:
+    """A fresh node on a free loopback port, one block past genesis (each test module's fixture uses it)."""
+    node = await SolanaNode(**options).start()
     node.produce(1)
     try:
         yield node

@@ -8,11 +8,20 @@ transactions and produces a longer branch at the same slots.
 
 from __future__ import annotations
 
+from typing import AsyncIterator
+
 import pytest
+import pytest_asyncio
 
 from orbchain.testing import AdapterConformance, capabilities
 
-from .solana_node import SolanaDriver, SolanaNode, solana_node  # noqa: F401 - solana_node is a fixture
+from .solana_node import SolanaDriver, SolanaNode, running_node
+
+@pytest_asyncio.fixture
+async def solana_node() -> AsyncIterator[SolanaNode]:
+    async with running_node() as node:
+        yield node
+
 
 
 class TestSolanaConformance(AdapterConformance):

@@ -6,16 +6,26 @@ whether a transaction failed, and what it moved, is the runtime's verdict.
 
 from __future__ import annotations
 
+from typing import AsyncIterator
+
 import pytest
+import pytest_asyncio
 from solders.keypair import Keypair
 
 from orbchain.chains.solana.blocks import transfers
+from orbchain.chains.solana.rpc import SolanaRpc
 from orbchain.chains.solana.settings import read_settings
 from orbchain.core.chains import ChainUnavailable
 from orbchain.core.config import ConfigError
 from orbchain.testing import open_chain_shop
 
-from .solana_node import SolanaDriver, SolanaNode, solana_node  # noqa: F401 - solana_node is a fixture
+from .solana_node import SolanaDriver, SolanaNode, running_node
+
+@pytest_asyncio.fixture
+async def solana_node() -> AsyncIterator[SolanaNode]:
+    async with running_node() as node:
+        yield node
+
 
 
 async def _shop(node, make_config, make_client, **settings):
@@ -126,10 +136,7 @@ async def test_finalized_commitment_sees_blocks_only_once_final(solana_node, mak
 
 
 async def test_auth_header_is_sent_and_required():
-    node = await SolanaNode(required_headers={"x-api-key": "s3cret"}).start()
-    try:
-        from orbchain.chains.solana.rpc import SolanaRpc
-
+    async with running_node(required_headers={"x-api-key": "s3cret"}) as node:
         without, with_key = SolanaRpc(node.url), SolanaRpc(node.url, headers={"x-api-key": "s3cret"})
         with pytest.raises(ChainUnavailable, match="credentials"):
             await without.call("getSlot", {"commitment": "confirmed"})
@@ -137,8 +144,6 @@ async def test_auth_header_is_sent_and_required():
         assert "s3cret" not in repr(with_key)
         await without.close()
         await with_key.close()
-    finally:
-        await node.stop()
 
 
 def test_payer_is_independent_of_the_gateway():

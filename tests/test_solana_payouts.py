@@ -6,7 +6,10 @@ sends: signatures, fees and rent are the runtime's verdict.
 
 from __future__ import annotations
 
+from typing import AsyncIterator
+
 import pytest
+import pytest_asyncio
 from solders.keypair import Keypair
 
 from orbchain.chains.solana.keys import hot_wallet_address
@@ -15,9 +18,15 @@ from orbchain.core.chains import BroadcastError, PayoutOrder
 from orbchain.core.ledger_accounts import NETWORK_FEES
 from orbchain.testing import SimulatedCrash, open_chain_shop
 
-from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, solana_node  # noqa: F401 - solana_node is a fixture
+from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, SolanaNode, running_node
 
 EXPIRY = VALID_BLOCKS + FINALITY + 2  # blocks until no fork can include a transaction of today's blockhash
+
+
+@pytest_asyncio.fixture
+async def solana_node() -> AsyncIterator[SolanaNode]:
+    async with running_node() as node:
+        yield node
 
 
 async def _funded_payout(node, make_config, make_client, **settings):

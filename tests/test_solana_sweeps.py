@@ -5,7 +5,10 @@ Balances and fees are the LiteSVM runtime's (``tests/solana_node.py``).
 
 from __future__ import annotations
 
+from typing import AsyncIterator
+
 import pytest
+import pytest_asyncio
 
 from orbchain.chains.solana import sweep_chain
 from orbchain.chains.solana.keys import hot_wallet_address
@@ -14,7 +17,13 @@ from orbchain.core import ledger
 from orbchain.core.ledger_accounts import NETWORK_FEES
 from orbchain.testing import SimulatedCrash, open_chain_shop
 
-from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, solana_node  # noqa: F401 - solana_node is a fixture
+from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, SolanaNode, running_node
+
+
+@pytest_asyncio.fixture
+async def solana_node() -> AsyncIterator[SolanaNode]:
+    async with running_node() as node:
+        yield node
 
 
 async def _credited(node, make_config, make_client):
