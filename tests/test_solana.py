@@ -153,3 +153,16 @@ def test_payer_is_independent_of_the_gateway():
     node.pay(target, 10**9)
     node.produce(1)
     assert node.balance(target) == 10**9
+
+
+def test_hot_wallet_command_prints_the_address_to_fund(make_config, capsys):
+    from orbchain.chains.solana.cli import cmd_hot_wallet
+    from orbchain.chains.solana.keys import hot_wallet_address
+    from orbchain.core.gateway import build_gateway
+    from orbchain.core.plugins import get_plugin_manager
+
+    config = make_config(plugin={"solana": {"rpc_url": "http://127.0.0.1:9", "timeout_seconds": 1}})
+    gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
+    assert cmd_hot_wallet(None, gateway) == 0
+    out = capsys.readouterr().out
+    assert hot_wallet_address(gateway) in out and "node unavailable" in out

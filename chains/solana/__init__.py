@@ -80,3 +80,10 @@ def payment_qr_payload(payment, coin):
         return None
     amount = payment.get("pay_amount")
     return f"solana:{payment['address']}" + (f"?amount={amount}" if amount else "")
+
+
+@hookimpl
+def register_commands(registry) -> None:
+    from .cli import configure
+
+    registry.add("solana", "Solana: show the hot wallet to fund", configure)
