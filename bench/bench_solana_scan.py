@@ -8,7 +8,9 @@ slot. The same chain is then scanned by the core scanner through
 ``SolanaAdapter`` on a fresh SQLite database whose ``deposit_addresses``
 holds 1,000 rows, then 1,000,000 rows (bulk-inserted fake addresses). The
 design promise: the cost grows with transactions, not with watched
-addresses, so the two rates stay within 20 % of each other.
+addresses, so the two rates stay within 20 % of each other. Each size is
+scanned ``--repeats`` times on fresh copies of its database, alternating
+sizes; the fastest run of each counts (a shared machine's load is noise).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shutil
 import sqlite3
 import sys
 import tempfile
@@ -28,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 import base58  # noqa: E402
 
-from orbchain.core import accounts, scanner  # noqa: E402
+from orbchain.core import accounts, addresses, scanner  # noqa: E402
 from orbchain.core.config import load_config  # noqa: E402
 from orbchain.core.gateway import build_gateway  # noqa: E402
 from orbchain.core.migrate import migrate  # noqa: E402
@@ -70,13 +73,18 @@ def bulk_insert(path: Path, merchant_id: str, rows: int) -> None:
     conn.close()
 
 
-async def measure(node: SolanaNode, first: int, ours: list[str], rows: int, tmp: Path) -> dict:
-    data_dir = tmp / f"rows{rows}"
-    config = load_config(None, environ={}).with_overrides(
+def _config(node: SolanaNode, first: int, data_dir: Path, db_file: str):
+    return load_config(None, environ={}).with_overrides(
         server={"data_dir": str(data_dir), "environment": "development"},
-        database={"url": f"sqlite+aiosqlite:///{data_dir / 'orbchain.db'}"},
+        database={"url": f"sqlite+aiosqlite:///{data_dir / db_file}"},
         scheduler={"enabled": False},
         plugin={"solana": {"rpc_url": node.url, "start_height": first, "max_blocks_per_scan": 10_000}})
+
+
+async def prepare(node: SolanaNode, first: int, ours: list[str], rows: int, tmp: Path) -> Path:
+    """A migrated database with ``rows`` watched addresses, not yet scanned."""
+    data_dir = tmp / f"rows{rows}"
+    config = _config(node, first, data_dir, "base.db")
     gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
     await gateway.db.connect()
     await migrate(gateway.db, gateway.migrations)
@@ -87,25 +95,52 @@ async def measure(node: SolanaNode, first: int, ours: list[str], rows: int, tmp:
         " VALUES (:a, 'solana', 'mainnet', :m, :i, NULL, 0)",
         [{"a": a, "m": merchant.merchant_id, "i": i} for i, a in enumerate(ours)])
     await gateway.db.disconnect()
-    bulk_insert(data_dir / "orbchain.db", merchant.merchant_id, rows - len(ours))
+    bulk_insert(data_dir / "base.db", merchant.merchant_id, rows - len(ours))
+    return data_dir
+
+
+async def measure(node: SolanaNode, first: int, data_dir: Path, run: int) -> dict:
+    """One full scan of the benchmark chain on a fresh copy of the prepared database."""
+    shutil.copy(data_dir / "base.db", data_dir / f"run{run}.db")
+    config = _config(node, first, data_dir, f"run{run}.db")
+    gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
+    gateway.secrets = load_secrets(config)
     await gateway.db.connect()
     count = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposit_addresses"))
     adapter = gateway.chains.get("solana")
-    async with gateway.db.connection():
+    lookup_seconds = 0.0
+    real_lookup = addresses.lookup
+
+    async def timed_lookup(gw, items):
+        nonlocal lookup_seconds
         t0 = time.perf_counter()
-        report = await scanner.scan_chain(gateway, adapter)
-        elapsed = time.perf_counter() - t0
+        try:
+            return await real_lookup(gw, items)
+        finally:
+            lookup_seconds += time.perf_counter() - t0
+
+    addresses.lookup = timed_lookup
+    try:
+        async with gateway.db.connection():
+            t0 = time.perf_counter()
+            report = await scanner.scan_chain(gateway, adapter)
+            elapsed = time.perf_counter() - t0
+    finally:
+        addresses.lookup = real_lookup
     deposits = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposits"))
     await adapter.close()
     await gateway.db.disconnect()
+    (data_dir / f"run{run}.db").unlink()
     assert report.scanned_tip == node.tip.slot, report
-    return {"rows": count, "seconds": elapsed, "slots": report.blocks, "deposits": deposits}
+    return {"rows": count, "seconds": elapsed, "slots": report.blocks, "deposits": deposits,
+            "lookup_s": lookup_seconds}
 
 
 async def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=40)
     parser.add_argument("--txs", type=int, default=60, help="random transfers per block")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per size; the fastest counts")
     args = parser.parse_args()
     logging.getLogger("orbchain").setLevel(logging.ERROR)
     node = await SolanaNode().start()
@@ -114,14 +149,22 @@ async def main() -> int:
     first = build_chain(node, args.blocks, args.txs, ours)
     txs = args.blocks * (args.txs + OURS_PER_BLOCK)
     print(f"chain: {args.blocks} blocks over {node.tip.slot - first + 1} slots, {txs} transactions")
-    results = []
+    best: dict[int, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        await measure(node, first, ours, 100, Path(tmp))  # warm-up, not reported
-        for rows in SIZES:
-            result = await measure(node, first, ours, rows, Path(tmp))
-            results.append(result)
-            print(f"{result['rows']:>9,} addresses: {result['slots'] / result['seconds']:7.1f} slots/s,"
-                  f" {txs / result['seconds']:8.1f} txs/s ({result['deposits']} deposits)")
+        prepared = {rows: await prepare(node, first, ours, rows, Path(tmp)) for rows in (100, *SIZES)}
+        await measure(node, first, prepared[100], 0)  # warm-up, not reported
+        # Alternate the sizes and keep each one's fastest run: on a shared machine a single run
+        # measures the neighbours' load more than the scan.
+        for run in range(args.repeats):
+            for rows in SIZES:
+                result = await measure(node, first, prepared[rows], run)
+                if rows not in best or result["seconds"] < best[rows]["seconds"]:
+                    best[rows] = result
+    results = [best[rows] for rows in SIZES]
+    for result in results:
+        print(f"{result['rows']:>9,} addresses: {result['slots'] / result['seconds']:7.1f} slots/s,"
+              f" {txs / result['seconds']:8.1f} txs/s (best scan {result['seconds']:.2f} s, of which address"
+              f" look-up {result['lookup_s'] * 1000:.0f} ms; {result['deposits']} deposits)")
     await node.stop()
     small, large = (r["slots"] / r["seconds"] for r in results)
     ratio = large / small
