@@ -166,3 +166,18 @@ def test_hot_wallet_command_prints_the_address_to_fund(make_config, capsys):
     assert cmd_hot_wallet(None, gateway) == 0
     out = capsys.readouterr().out
     assert hot_wallet_address(gateway) in out and "node unavailable" in out
+
+
+def test_registration_follows_the_config(make_config):
+    from orbchain.core.gateway import build_gateway
+    from orbchain.core.plugins import get_plugin_manager
+
+    coin_only = build_gateway(make_config(), get_plugin_manager())
+    assert coin_only.chains.get("solana") is None
+    assert coin_only.coins.require("SOL").chain == "solana"  # the devnet simulates it meanwhile
+
+    config = make_config(plugin={"solana": {"rpc_url": "http://127.0.0.1:9", "sweep_seconds": 60}})
+    gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
+    adapter = gateway.chains.get("solana")
+    assert adapter is not None and adapter.serves("SOL") and adapter.name == "solana"
+    assert gateway.jobs.get("solana.sweep").seconds == 60
