@@ -141,3 +141,28 @@ async def test_rent_rules_refuse_before_signing(solana_node, make_config, make_c
     await sender.broadcast(signed)
     solana_node.produce(1)
     assert solana_node.balance(hot_wallet_address(shop.gateway)) == 0
+
+
+async def test_a_payout_the_runtime_fails_pays_only_its_fee(solana_node, make_config, make_client):
+    """Two payouts signed against a hot wallet that covers one: both pass preflight, the block runs the second
+    into insufficient funds. That one lands failed (fee charged by the runtime), fails and is re-credited."""
+    shop = await open_chain_shop(SolanaDriver(solana_node), make_config, make_client)
+    _, net = await shop.paid_deposit()
+    amount = shop.units("0.3")
+    hot = hot_wallet_address(shop.gateway)
+    solana_node.airdrop(hot, amount + 10**6)  # one payout, its fee, and rent to spare
+    destinations = [str(Keypair().pubkey()), str(Keypair().pubkey())]
+    payouts = [await shop.payout(d) for d in destinations]
+    await shop.work_payouts()
+    assert len(solana_node.mempool) == 2
+    rows = [await shop.confirm_payout(p["track_id"]) for p in payouts]
+    assert sorted(r["status"] for r in rows) == ["Confirmed", "Failed"], [dict(r) for r in rows]
+    failed = next(r for r in rows if r["status"] == "Failed")
+    meta = solana_node.handle("getTransaction", [failed["tx_hash"], {"commitment": "confirmed"}])["meta"]
+    assert meta["err"] is not None and meta["fee"] == 5000  # the runtime's verdict: failed, fee charged
+    assert sorted(solana_node.balance(d) for d in destinations) == [0, amount]
+    assert await shop.balance() == net - amount  # the failed one re-credited
+    fees = await ledger.balance(shop.gateway.db, NETWORK_FEES, "SOL")
+    assert fees == -2 * 5000  # both fees were paid on chain, and both are booked
+    assert solana_node.balance(hot) == amount + 10**6 - amount - 2 * 5000
+    assert await shop.ledger_ok()
