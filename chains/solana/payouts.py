@@ -78,7 +78,8 @@ class SolanaPayouts(PayoutSender):
         if status is None:
             # Sent with a blockhash that can still land: in flight (Solana shows no mempool), never "dropped".
             stored = await _stored(self, signed)
-            in_flight = stored.status == "sent" and not await txs.expired(stored)
+            # "landed" too: a fork may have taken it back, and the same bytes may land again.
+            in_flight = stored.status in ("sent", "landed") and not await txs.expired(stored)
             if in_flight:
                 await _resend(txs, stored)
             return PayoutStatus(found=in_flight)
