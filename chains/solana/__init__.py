@@ -1,21 +1,44 @@
-"""Built-in plugin ``solana``: the SOL coin, the ``solana`` address family, its QR.
+"""Built-in plugin ``solana``: SOL on a Solana cluster over the standard JSON-RPC API.
 
-It registers today only the coin (with its price id), the address family
-(SLIP-10 ed25519 m/44'/501'/A'/I' and validation) and the hosted page's QR
-payload (a Solana Pay transfer request, ``solana:<address>?amount=<SOL>``);
-the chain adapter that watches and pays on Solana is built by a later issue,
-and until then no chain serves SOL outside the devnet.
+Always: the SOL coin (with its price id), the ``solana`` address family
+(SLIP-10 ed25519 m/44'/501'/A'/I') and the hosted page's QR payload (a
+Solana Pay transfer request, ``solana:<address>?amount=<SOL>``). With an
+RPC endpoint configured it also registers the chain adapter::
+
+    [plugin.solana]
+    rpc_url = "http://127.0.0.1:8899"
+    headers = { Authorization = "Bearer ..." }   # optional
+
+which watches deposits slot by slot (``adapter.py``, ``blocks.py``), sends
+payouts from the hot wallet (``payouts.py``) and, with the job
+``solana.sweep``, moves credited deposits to it (``sweeper.py``). Without
+the block no chain serves SOL but the devnet. See ``docs/solana.md``.
 """
 
 from __future__ import annotations
 
 from ...core.keys import NETWORKS
 from ...core.plugins import hookimpl
+from .adapter import SolanaAdapter
 from .address import address_family
 from .coins import COINS
+from .settings import PLUGIN_NAME, read_settings
+from .sweeper import sweep_chain, sweep_job
 
-PLUGIN_NAME = "solana"
+__all__ = ["PLUGIN_NAME", "SolanaAdapter", "solana_adapter", "sweep_chain"]
+
 SYMBOLS = frozenset(coin.symbol for coin in COINS)
+MIGRATIONS_PACKAGE = "orbchain.chains.solana.migrations"
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    read_settings(gateway.config.plugin_config(PLUGIN_NAME))
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
@@ -31,9 +54,36 @@ def register_address_families(registry) -> None:
 
 
 @hookimpl
+def register_chains(registry, gateway) -> None:
+    settings = read_settings(gateway.config.plugin_config(PLUGIN_NAME))
+    if settings is not None:
+        (coin,) = COINS
+        registry.add(SolanaAdapter(gateway, settings, coin.symbol))
+
+
+def solana_adapter(gateway) -> SolanaAdapter | None:
+    adapter = gateway.chains.get("solana")
+    return adapter if isinstance(adapter, SolanaAdapter) else None
+
+
+@hookimpl
+def register_jobs(registry, gateway) -> None:
+    adapter = solana_adapter(gateway)
+    if adapter is not None and adapter.settings.sweep:
+        registry.add(f"{PLUGIN_NAME}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
+
+
+@hookimpl
 def payment_qr_payload(payment, coin):
     """Solana Pay: the amount is in SOL (decimal), which the payment view already shows."""
     if coin.symbol not in SYMBOLS or not payment.get("address"):
         return None
     amount = payment.get("pay_amount")
     return f"solana:{payment['address']}" + (f"?amount={amount}" if amount else "")
+
+
+@hookimpl
+def register_commands(registry) -> None:
+    from .cli import configure
+
+    registry.add("solana", "Solana: show the hot wallet to fund", configure)

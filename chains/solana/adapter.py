@@ -1,0 +1,89 @@
+"""``SolanaAdapter``: SOL on one Solana cluster seen through the chain contract.
+
+Heights are slots (``blocks.py`` says how skipped slots and forks map onto
+the core scanner's rules). Every read names the configured commitment
+(``confirmed`` by default, or ``finalized``), so the scanner's tip and the
+blocks it reads are the cluster's view at that level, and the SPEC's 32
+confirmations are 32 slots on top of it (docs/solana.md). ``mempool()`` is
+not offered: Solana has no public mempool, a transfer shows from its block.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable
+from . import blocks
+from .payouts import SolanaPayouts
+from .rpc import BLOCK_NOT_AVAILABLE, RpcError, SolanaRpc, lamports
+from .settings import CHAIN, SolanaSettings
+from .txstore import TxStore
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+
+class SolanaAdapter(ChainAdapter, SolanaPayouts):
+    name = CHAIN
+    network = "mainnet"  # the solana family derives the same addresses on every cluster
+
+    def __init__(self, gateway: "Gateway", settings: SolanaSettings, coin: str, rpc: SolanaRpc | None = None) -> None:
+        self.gateway = gateway
+        self.settings = settings
+        self.native = coin
+        self.coins = (coin,)
+        self.commitment = settings.commitment
+        self.scan_seconds = settings.scan_seconds
+        self.start_height = settings.start_height
+        self.max_blocks_per_scan = settings.max_blocks_per_scan
+        self.drop_after_seconds = settings.drop_after_seconds
+        self.payout_confirmations = settings.payout_confirmations
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
+                                      | ({Capability.SWEEPS} if settings.sweep else set()))
+        self.rpc = rpc or SolanaRpc(settings.rpc_url, headers=settings.headers, timeout=settings.timeout_seconds)
+        self.txs = TxStore(gateway, self.rpc, settings.commitment)
+
+    # -- the deposit-watching role ----------------------------------------------------------
+
+    async def _get_block(self, slot: int, details: str) -> Mapping[str, Any] | None:
+        """``getBlock`` at our commitment; None for a skipped slot."""
+        try:
+            raw = await self.rpc.call("getBlock", slot, {
+                "commitment": self.commitment, "encoding": "json", "transactionDetails": details,
+                "rewards": False, "maxSupportedTransactionVersion": 0})
+        except RpcError as exc:
+            if exc.skipped_slot:
+                return None
+            if exc.code == BLOCK_NOT_AVAILABLE:
+                raise ChainUnavailable(f"{self.name}: slot {slot} not available yet") from None
+            raise ChainUnavailable(f"{self.name}: getBlock {slot} failed: {exc.message}") from None
+        if not isinstance(raw, dict):
+            raise ChainUnavailable(f"{self.name}: no block at slot {slot}")
+        return raw
+
+    async def _skipped(self, slot: int) -> Block:
+        """A skipped slot, named after the real block the next block was built on."""
+        following = await self.rpc.call("getBlocksWithLimit", slot + 1, 1, {"commitment": self.commitment})
+        if not isinstance(following, list) or not following:
+            raise ChainUnavailable(f"{self.name}: no block after skipped slot {slot} yet")
+        nxt = await self._get_block(lamports(following[0]), "none")
+        if nxt is None or lamports(nxt["parentSlot"]) >= slot:
+            raise ChainUnavailable(f"{self.name}: slot {slot} changed while it was read")
+        return blocks.skipped_block(slot, lamports(nxt["parentSlot"]), nxt["previousBlockhash"])
+
+    async def tip(self) -> BlockRef:
+        slot = lamports(await self.rpc.call("getSlot", {"commitment": self.commitment}))
+        return BlockRef(slot, await self.block_hash(slot))
+
+    async def block_hash(self, height: int) -> str:
+        raw = await self._get_block(height, "none")
+        return raw["blockhash"] if raw is not None else (await self._skipped(height)).hash
+
+    async def block(self, height: int) -> Block:
+        raw = await self._get_block(height, "full")
+        if raw is None:
+            return await self._skipped(height)
+        return blocks.real_block(height, raw, self.native)
+
+    async def close(self) -> None:
+        await self.rpc.close()

@@ -1,0 +1,1 @@
+"""Schema of the solana plugin (namespace ``solana``)."""

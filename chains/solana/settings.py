@@ -1,0 +1,91 @@
+"""The ``[plugin.solana]`` config block, read and validated in one place.
+
+Without ``rpc_url`` the plugin stays coin-only (the devnet simulates SOL)::
+
+    [plugin.solana]
+    rpc_url = "http://127.0.0.1:8899"
+    headers = { Authorization = "Bearer ..." }   # optional: hosted providers' API key
+    commitment = "confirmed"                     # or "finalized"
+    payout_confirmations = 1                     # optional
+
+Every error names the key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from ...core.config import ConfigError, int_setting, seconds_setting
+
+PLUGIN_NAME = "solana"
+CHAIN = "solana"
+COMMITMENTS = ("confirmed", "finalized")  # getBlock refuses "processed"
+KNOWN = (
+    "rpc_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
+    "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
+)
+DEFAULT_SCAN_SECONDS = 2.0  # a slot is ~400 ms: one scan takes the few slots since the last
+DEFAULT_SWEEP_SECONDS = 300.0
+DEFAULT_TIMEOUT_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class SolanaSettings:
+    rpc_url: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    commitment: str = "confirmed"
+    payout_confirmations: int = 1
+    scan_seconds: float = DEFAULT_SCAN_SECONDS
+    start_height: int | None = None  # a slot
+    max_blocks_per_scan: int = 200
+    drop_after_seconds: int = 3600
+    timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    sweep: bool = True
+    sweep_seconds: float = DEFAULT_SWEEP_SECONDS
+
+
+def _key(name: str | None = None) -> str:
+    return f"plugin.{PLUGIN_NAME}" + (f".{name}" if name else "")
+
+
+def _headers(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) and k and isinstance(v, str)
+                                                 for k, v in value.items()):
+        raise ConfigError(f"config key '{_key('headers')}' must be a table of header name = \"value\" strings")
+    return dict(value)
+
+
+def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
+    """The validated block, or None when no RPC endpoint is configured (coin-only)."""
+    if not isinstance(block, Mapping):
+        raise ConfigError(f"config key '{_key()}' must be a table like [{_key()}]")
+    for name in block:
+        if name not in KNOWN:
+            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KNOWN)})")
+    if not block:
+        return None
+    url = block.get("rpc_url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise ConfigError(f"config key '{_key('rpc_url')}' must be an http(s) URL")
+    commitment = block.get("commitment", "confirmed")
+    if commitment not in COMMITMENTS:
+        raise ConfigError(f"config key '{_key('commitment')}' must be one of {', '.join(COMMITMENTS)},"
+                          f" got {commitment!r}")
+    sweep = block.get("sweep", True)
+    if not isinstance(sweep, bool):
+        raise ConfigError(f"config key '{_key('sweep')}' must be true or false, got {sweep!r}")
+    prefix = _key()
+    return SolanaSettings(
+        rpc_url=url,
+        headers=_headers(block.get("headers", {})),
+        commitment=commitment,
+        payout_confirmations=int_setting(block, prefix, "payout_confirmations", 1, minimum=1),
+        scan_seconds=seconds_setting(block, prefix, "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),
+        start_height=int_setting(block, prefix, "start_height", None, minimum=0),
+        max_blocks_per_scan=int_setting(block, prefix, "max_blocks_per_scan", 200, minimum=1),
+        drop_after_seconds=int_setting(block, prefix, "drop_after_seconds", 3600, minimum=0),
+        timeout_seconds=seconds_setting(block, prefix, "timeout_seconds", DEFAULT_TIMEOUT_SECONDS, maximum=86_400),
+        sweep=sweep,
+        sweep_seconds=seconds_setting(block, prefix, "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
+    )
