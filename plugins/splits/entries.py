@@ -69,6 +69,9 @@ def _entry(index: int, raw: Any) -> SplitEntry:
 async def store(gateway: "Gateway", payment: "PaymentView", entries: tuple[SplitEntry, ...]) -> None:
     """Check recipients against the payment's coin and the database, then write the entries once."""
     coin = payment.pay_currency
+    if gateway.coins.require(coin).settles_only_via_swap:
+        # Its credit goes to a swap, not to a merchant: there is no net to split (docs/decisions.md).
+        raise ValidationError({FIELD: f"splits are not available for {coin} payments"})
     rows = []
     for index, entry in enumerate(entries):
         address = None
