@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from orbchain.chains import monero
 from orbchain.chains.monero.adapter import MoneroAdapter
 from orbchain.chains.monero.settings import read_settings
 from orbchain.core.chains import ChainUnavailable
 from orbchain.core.config import ConfigError
+from orbchain.core.gateway import build_gateway
 
 GOOD = {"daemon_url": "http://127.0.0.1:18081", "wallet_rpc_url": "http://127.0.0.1:18083", "network": "regtest"}
 
@@ -51,3 +53,12 @@ def test_wallet_entries_become_transfers_only_when_usable(make_config):
     assert adapter._transfers([{**entry, "subaddr_index": {"major": 1, "minor": 3}}]) == []  # another account
     with pytest.raises(ChainUnavailable):
         adapter._transfers([{**entry, "amount": 1.5}])
+
+
+def test_the_qr_of_an_xmr_payment_is_a_monero_uri(make_config):
+    gateway = build_gateway(make_config())
+    xmr, btc = gateway.coins.require("XMR"), gateway.coins.require("BTC")
+    payment = {"address": "8abc", "pay_amount": "1.5"}
+    assert monero.payment_qr_payload(payment, xmr) == "monero:8abc?tx_amount=1.5"
+    assert monero.payment_qr_payload({"address": "8abc", "pay_amount": None}, xmr) == "monero:8abc"
+    assert monero.payment_qr_payload(payment, btc) is None

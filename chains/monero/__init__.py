@@ -68,6 +68,15 @@ async def payment_receive_target(gateway, payment, coin):
 
 
 @hookimpl
+def payment_qr_payload(payment, coin):
+    """A Monero payment URI (``monero:<address>?tx_amount=<XMR>``) for XMR payments."""
+    if coin.chain != CHAIN or not payment.get("address"):
+        return None
+    amount = payment.get("pay_amount")
+    return f"monero:{payment['address']}" + (f"?tx_amount={amount}" if amount else "")
+
+
+@hookimpl
 async def credit_postings(gateway, credit, postings):
     return await swapin.swap_in_postings(gateway, credit, postings)
 
