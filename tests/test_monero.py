@@ -172,3 +172,24 @@ async def test_xmr_refusals_stay(shop):
                                   {"id": merchant.merchant_id})
     status, body = await shop.create(splits=[{"bps": 10000, "recipient_merchant_id": merchant.merchant_id}])
     assert status == 400 and "splits" in body["error"]["detail"], body
+
+
+async def test_reorg_after_the_credit_empties_the_swap_in_before_it_is_taken(shop):
+    status, body = await shop.create("0.25")
+    track_id, address = body["data"]["track_id"], body["data"]["address"]
+    amount = int(Decimal("0.25") * PICONERO)
+    shop.regtest.pay(address, amount)
+    await shop.mine(CONFIRMATIONS)
+    assert (await shop.payment(track_id))["transactions"][0]["status"] == "CONFIRMED"
+    [waiting] = await swapin.awaiting(shop.gateway)
+    assert await ledger.balance(shop.gateway.db, swapin.SWAP_IN_ACCOUNT, "XMR") == amount
+    shop.regtest.reorg_dropping_pool(CONFIRMATIONS)
+    await shop.scan()
+    view = await shop.payment(track_id)
+    assert view["status"] == "Paying" and view["transactions"][0]["status"] == "PENDING"
+    assert await swapin.awaiting(shop.gateway) == []
+    assert (await swapin.find(shop.gateway, waiting.deposit_id)).status == swapin.REVERSED
+    assert await swapin.take(shop.gateway, waiting.deposit_id, to_account="swap:standin", reference="late") is None
+    assert await ledger.balance(shop.gateway.db, swapin.SWAP_IN_ACCOUNT, "XMR") == 0
+    assert "XMR" not in await shop.balances()
+    assert (await ledger.check_ledger(shop.gateway.db)).ok

@@ -6,6 +6,8 @@ leaves a net of 990000 sat to split.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from orbchain.core import ledger
@@ -279,3 +281,18 @@ async def test_splits_cannot_be_changed(env):
                                         json=[])
         assert response.status in (404, 405)
     assert (await splits_of(client, owner, track_id))["splits"] == [{"bps": 10000, "recipient_address": DEST}]
+
+
+async def test_concurrent_releases_request_one_payout(env):
+    client, owner, _, devnet = env
+    gateway = devnet.gateway
+    await fill_backlog(gateway, owner.merchant_id, 500)
+    status, body = await create(client, owner, [{"bps": 10000, "recipient_address": DEST}])
+    await pay(devnet, body["data"]["address"])
+    await gateway.db.execute("DELETE FROM payouts WHERE id LIKE 'po_fake%'")
+    done = await asyncio.gather(*(release_pending(gateway) for _ in range(4)))
+    assert sum(done) == 1
+    status, listed = await api(client, "GET", "/dashboard/payouts", owner.jwt)
+    assert [p["amount"] for p in listed["data"]["payouts"]] == ["0.0099"], listed
+    assert await ledger.balance(gateway.db, payouts_account(owner.merchant_id), "BTC") == 0
+    assert (await ledger.check_ledger(gateway.db)).ok
