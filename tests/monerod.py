@@ -111,7 +111,22 @@ class MoneroRegtest:
         """A real transfer of ``amount`` piconero from the payer's wallet (into the pool); its txid."""
         self.payer.call("refresh")
         sent = self.payer.call("transfer", destinations=[{"address": address, "amount": amount}])
+        assert sent["tx_hash"] in self.pool_hashes(), "the node took the payer's transaction into its pool"
         return sent["tx_hash"]
+
+    def tx_height(self, txid: str) -> int | None:
+        """The height of the block holding ``txid`` on the node's best chain, None while in the pool."""
+        [tx] = self.node.other("/get_transactions", txs_hashes=[txid])["txs"]
+        return None if tx["in_pool"] else int(tx["block_height"])
+
+    def mine_including(self, txid: str, tries: int = 3) -> int:
+        """Mine one block at a time until ``txid`` is in one (the node picks its template); its height."""
+        for _ in range(tries):
+            self.mine(1)
+            height = self.tx_height(txid)
+            if height is not None:
+                return height
+        raise AssertionError(f"{txid} was not mined in {tries} blocks")
 
     def pool_hashes(self) -> list[str]:
         return self.node.other("/get_transaction_pool_hashes").get("tx_hashes", [])

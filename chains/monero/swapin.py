@@ -63,7 +63,7 @@ async def swap_in_postings(gateway: "Gateway", credit: "Credit",
     await gateway.db.execute(
         "INSERT INTO monero_swapins (deposit_id, merchant_id, track_id, amount, fee, status, created_at, updated_at)"
         " VALUES (:d, :m, :t, :a, :f, :s, :now, :now) ON CONFLICT (deposit_id) DO UPDATE SET status = :s,"
-        " updated_at = :now WHERE monero_swapins.status = :rev",
+        " fee = :f, updated_at = :now WHERE monero_swapins.status = :rev",
         {"d": credit.deposit.id, "m": credit.merchant_id, "t": credit.track_id,
          "a": gateway.db.amount_param(credit.amount), "f": gateway.db.amount_param(credit.fee), "s": AWAITING,
          "now": now, "rev": REVERSED})

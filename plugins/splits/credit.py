@@ -75,10 +75,11 @@ async def _owe(gateway: "Gateway", rows: list[dict[str, Any]]) -> None:
     """Record the address shares to pay out; a credit again after a reorg revives a reversed row.
 
     A row already requested stays as it is: that payout went out once, and
-    this credit refills the account the reversal drove below zero.
+    this credit refills the account the reversal drove below zero. A revived
+    row takes this credit's share (the fee rate may have changed meanwhile).
     """
     await gateway.db.execute_many(
         "INSERT INTO splits_payouts (deposit_id, position, track_id, merchant_id, coin, address, amount, status,"
         " created_at, updated_at) VALUES (:d, :p, :t, :m, :c, :a, :amt, :s, :now, :now)"
-        " ON CONFLICT (deposit_id, position) DO UPDATE SET status = :s, updated_at = :now"
+        " ON CONFLICT (deposit_id, position) DO UPDATE SET status = :s, amount = :amt, updated_at = :now"
         " WHERE splits_payouts.status = :rev", rows)
