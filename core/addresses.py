@@ -185,6 +185,13 @@ def fresh_insert(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAd
     return _insert(gateway, merchant, fresh.address, fresh.family, fresh.network, fresh.index, None)
 
 
+def watched_insert(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, address: str,
+                   index: int) -> tuple[str, dict[str, Any]]:
+    """The statement recording an address a plugin's own wallet made (``ReceiveTarget.watch_index``),
+    so the scanner matches transfers to it like a derived address."""
+    return _insert(gateway, merchant, address, family_of(gateway, coin, network).name, network, index, None)
+
+
 async def store_fresh(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAddress) -> str:
     """Record a reserved address, inside the transaction that uses it."""
     await gateway.db.execute(*fresh_insert(gateway, merchant, fresh))

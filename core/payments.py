@@ -98,14 +98,26 @@ def chain_for(gateway: "Gateway", coin: str) -> Any:
     return serving[0]
 
 
-def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str, field: str = "currency") -> "Coin":
-    """A coin the merchant accepts and a chain here can receive."""
+def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str, field: str = "currency",
+                    one_time: bool = False) -> "Coin":
+    """A coin the merchant accepts and a chain here can receive.
+
+    A coin without a standing receive address (``Coin.receive_address``
+    False) is refused with 400 ``<symbol>_receive_unsupported``, except
+    for a ``one_time`` payment on a chain a plugin serves (a subaddress per
+    payment; the plugin must then answer ``payment_receive_target``). A coin
+    that settles only via a swap also needs a different default settlement coin.
+    """
     coin = gateway.coins.get(symbol)
     if coin is None:
         raise ValidationError({field: f"unknown coin {symbol}"})
-    receive.require_receive_address(coin)
+    if not coin.receive_address and not (one_time and any(a.serves(symbol) for a in gateway.chains)):
+        receive.require_receive_address(coin)
     if symbol not in merchant_coins(merchant):
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted")
+    if coin.settles_only_via_swap and merchant.get("default_settlement_coin") in (None, "", symbol):
+        raise InvalidRequest(f"{symbol} is accepted only with a non-{symbol} default_settlement_coin",
+                             code=receive.receive_unsupported_code(coin))
     chain_for(gateway, symbol)
     return coin
 
@@ -233,6 +245,8 @@ async def receive_target(
     here can give the payer somewhere to pay.
     """
     target = await receive.plugin_receive_target(gateway, payment, coin)
+    if target is None and not coin.receive_address:
+        receive.require_receive_address(coin)  # 400: no plugin gave this payment its own address
     if target is None and not addresses.family_of(gateway, coin, network).derivable:
         raise NotConfigured(f"{coin.symbol} payments are not configured on this deployment")
     return target
@@ -253,20 +267,22 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)
     invoice_coins = None
+    # A payment with an address of its own (not a standing one) may use a coin with no standing address.
+    one_time = request.type != STATIC and not (merchant.get("customer_static_mode") and request.user_id)
     if request.type == INVOICE:
         invoice_coins = _invoice_coins(gateway, merchant, request)
         currency = request.currency or invoice_coins[0]
         if currency not in FIAT_CURRENCIES:
-            receivable_coin(gateway, merchant, currency)
+            receivable_coin(gateway, merchant, currency, one_time=one_time)
         pay_symbol = request.pay_currency or (currency if currency not in FIAT_CURRENCIES else invoice_coins[0])
     else:
         assert request.currency is not None, "validated input: static and white-label payments name a currency"
         currency = request.currency
-        receivable_coin(gateway, merchant, currency)
+        receivable_coin(gateway, merchant, currency, one_time=one_time)
         pay_symbol = request.pay_currency or currency
     if request.coin_allowlist and pay_symbol not in request.coin_allowlist:
         raise Forbidden(f"coin {pay_symbol} is not allowed for this API key", code="coin_not_allowed")
-    pay_coin = receivable_coin(gateway, merchant, pay_symbol, field="pay_currency")
+    pay_coin = receivable_coin(gateway, merchant, pay_symbol, field="pay_currency", one_time=one_time)
     adapter = chain_for(gateway, pay_coin.symbol)
 
     if request.type == STATIC:
@@ -309,6 +325,9 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
     writes = []
     if target is not None:
         row.update(_target_fields(target))
+        if target.watch_index is not None and target.address:
+            writes.append(addresses.watched_insert(gateway, merchant, pay_coin, adapter.network, target.address,
+                                                   target.watch_index))
     elif fresh is not None:
         row["address"] = fresh.address
         writes.append(addresses.fresh_insert(gateway, merchant, fresh))

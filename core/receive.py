@@ -26,10 +26,15 @@ if TYPE_CHECKING:  # pragma: no cover
 class ReceiveTarget:
     """A plugin's answer: the address to show (None when there is none, e.g. an
     invoice) and extra public fields merged into the payment view (e.g.
-    ``{"lightning": {"invoice": ...}}``); extra keys never replace core fields."""
+    ``{"lightning": {"invoice": ...}}``); extra keys never replace core fields.
+    ``watch_index`` asks the core to watch ``address`` like a derived one."""
 
     address: str | None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # Set by a plugin whose own wallet made the address (a Monero subaddress): the core records
+    # it in the address table under the coin's family with this index (unique per merchant,
+    # family and network), so the chain adapter's transfers to it credit the payment.
+    watch_index: int | None = None
 
 
 def receive_unsupported_code(coin: "Coin") -> str:

@@ -7,9 +7,9 @@ startup with an error naming both plugins instead of one silently winning.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Generic, Iterator, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, TypeVar
 
 from aiohttp import web
 
@@ -334,21 +334,27 @@ class PaymentField:
     value or raises ``orbchain.core.errors.ValidationError``;
     ``store(gateway, payment, value)`` is awaited inside the transaction that
     creates the payment, with the :class:`orbchain.core.views.PaymentView`.
+    ``excludes`` maps another create-body field to the error code of a 400
+    when both are sent (``{"settlement_coin": "splits_settlement_coin_exclusive"}``);
+    it is checked whether or not a plugin serves the other field.
     """
 
     name: str
     parse: Callable[..., Any]
     store: Callable[..., Awaitable[None]]
+    excludes: Mapping[str, str] = field(default_factory=dict)
 
 
 class PaymentFieldRegistry(Registry[PaymentField]):
     kind = "payment field"
 
     def add(self, name: str | PaymentField, parse: Callable[..., Any] | None = None,
-            store: Callable[..., Awaitable[None]] | None = None) -> PaymentField:
+            store: Callable[..., Awaitable[None]] | None = None,
+            excludes: Mapping[str, str] | None = None) -> PaymentField:
         # A missing parse or store (None) is refused just below, with the plugin's name.
-        field = name if isinstance(name, PaymentField) else PaymentField(name, parse, store)  # type: ignore[arg-type]
-        if not callable(field.parse) or not callable(field.store):
-            raise StartupError(f"plugin {self.current_plugin!r} registered payment field {field.name!r}"
+        entry = name if isinstance(name, PaymentField) else PaymentField(
+            name, parse, store, dict(excludes or {}))  # type: ignore[arg-type]
+        if not callable(entry.parse) or not callable(entry.store):
+            raise StartupError(f"plugin {self.current_plugin!r} registered payment field {entry.name!r}"
                                " without parse and store callables")
-        return super().add(field)
+        return super().add(entry)

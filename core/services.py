@@ -127,13 +127,20 @@ async def recent_deposits(gateway: "Gateway", merchant_id: str, limit: int) -> l
     rows = await gateway.db.fetch_all(
         "SELECT * FROM deposits WHERE merchant_id = :m ORDER BY created_at DESC, id DESC LIMIT :l",
         {"m": merchant_id, "l": limit})
-    return [
-        DepositRecord(r["id"], r["merchant_id"], r["chain"], r["coin"], r["address"], r["tx_hash"],
-                      int(r["output_index"]), gateway.db.to_int(r["amount"]), r["amount_usd"] or "0", r["status"],
-                      int(r["confirmations"]), r["track_id"], int(r["created_at"]),
-                      _int_or_none(gateway, r["credited_at"]))
-        for r in rows
-    ]
+    return [_deposit_record(gateway, r) for r in rows]
+
+
+async def find_deposit(gateway: "Gateway", deposit_id: str) -> DepositRecord | None:
+    """One deposit by id (any merchant's: check ``merchant_id`` where it matters), or None."""
+    row = await gateway.db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit_id})
+    return None if row is None else _deposit_record(gateway, row)
+
+
+def _deposit_record(gateway: "Gateway", r: Any) -> DepositRecord:
+    return DepositRecord(r["id"], r["merchant_id"], r["chain"], r["coin"], r["address"], r["tx_hash"],
+                         int(r["output_index"]), gateway.db.to_int(r["amount"]), r["amount_usd"] or "0", r["status"],
+                         int(r["confirmations"]), r["track_id"], int(r["created_at"]),
+                         _int_or_none(gateway, r["credited_at"]))
 
 
 async def credited_outputs(gateway: "Gateway", chain: str, network: str) -> list[CreditedOutput]:

@@ -597,6 +597,21 @@ async def journey_autowithdraw(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", "/dashboard/settings/auto-withdraw", shop.jwt, expect=200)
 
 
+async def journey_splits(c: CheckedClient, shop: Merchant, friend: Merchant, devnet: Devnet) -> None:
+    """The splits plugin's field and route (SPEC 2.10): a merchant share and an address share, paid."""
+    key = shop.merchant_key
+    splits = [{"bps": 4000, "recipient_merchant_id": friend.merchant_id}, {"bps": 6000, "recipient_address": BTC_DEST}]
+    _, body = await c.call("POST", "/v1/payment/white-label", key, expect=200,
+                           json={"currency": "BTC", "amount": "0.01", "splits": splits})
+    await c.call("POST", "/v1/payment/white-label", key, expect=400,
+                 json={"currency": "BTC", "amount": "0.01", "splits": splits[:1]})
+    await devnet.pay("BTC", body["data"]["address"], "0.01")
+    await devnet.mine(2)
+    _, view = await c.call("GET", f"/v1/payment/{body['data']['track_id']}/splits", key, expect=200)
+    assert view["data"]["payouts"][0]["status"] == "requested", view
+    await c.call("GET", f"/v1/payment/{body['data']['track_id']}/splits", friend.merchant_key, expect=404)
+
+
 async def journey_portfolio(c: CheckedClient, shop: Merchant) -> None:
     """The portfolio plugin's route (SPEC 4.7)."""
     _, body = await c.call("GET", "/dashboard/portfolio", shop.jwt, expect=200)
@@ -733,6 +748,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_autowithdraw(checked, shop)
     await journey_swaps(checked, shop, friend)
     await journey_account_insights(checked, shop, friend)
+    await journey_splits(checked, shop, friend, devnet)
     await journey_portfolio(checked, shop)
     await journey_links(checked, shop, friend)
     await journey_tips(checked, shop)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from orbchain.core.plugins import get_plugin_manager
+
 from .support import Devnet, api, signup
 
 
@@ -58,8 +60,9 @@ async def test_currency_not_accepted_and_xmr(env):
     assert status == 400 and body["error"]["code"] == "xmr_receive_unsupported"
 
 
-async def test_splits_are_refused_until_enabled(env):
-    client, merchant = env
+async def test_splits_are_refused_until_enabled(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}), get_plugin_manager(blocked=["splits"]))
+    merchant = await signup(client)
     status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
                              json={"currency": "BTC", "amount": "1", "splits": [{"bps": 10000, "recipient_address": "x"}]})
     assert status == 503 and body["message"].startswith("splits")

@@ -53,6 +53,14 @@ async def test_recent_deposits_newest_first(paid):
     assert await services.recent_deposits(gateway, "m_nobody", 10) == []
 
 
+async def test_find_deposit_by_id_is_the_same_record(paid):
+    gateway, merchant, _, _ = paid
+    deposits = await services.recent_deposits(gateway, merchant.merchant_id, 10)
+    for deposit in deposits:
+        assert await services.find_deposit(gateway, deposit.id) == deposit
+    assert await services.find_deposit(gateway, "dep_nobody") is None
+
+
 async def test_credited_outputs_and_addresses_list_only_credited_deposits(paid):
     gateway, merchant, created, first = paid
     chain, network = "devnet", gateway.chains.get("devnet").network

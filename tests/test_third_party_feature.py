@@ -62,7 +62,7 @@ def _units(balances, coin="BTC"):
 
 
 async def test_a_third_party_feature_package_works_end_to_end(tally_package, receiver, make_client, make_config):
-    pm = get_plugin_manager()
+    pm = get_plugin_manager(blocked=["splits"])  # tally brings its own "splits" field: one owner per field
     assert "tally" in plugin_names(pm)
     client = await make_client(make_config(scheduler={"enabled": False}), pm)
     gateway = client.app[GATEWAY]
@@ -166,7 +166,7 @@ async def test_a_feature_plugin_checks_its_config(tally_package, make_config):
 
 
 async def test_a_blocked_feature_plugin_vanishes(tally_package, make_client, make_config):
-    client = await make_client(make_config(scheduler={"enabled": False}, plugins={"blocked": ["tally"]}))
+    client = await make_client(make_config(scheduler={"enabled": False}, plugins={"blocked": ["tally", "splits"]}))
     gateway = client.app[GATEWAY]
     assert "tally" not in plugin_names(gateway.pm)
     assert gateway.dashboard.entries("header-nav") == []

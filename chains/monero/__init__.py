@@ -1,22 +1,41 @@
-"""Built-in plugin ``monero``: the XMR coin (source-only) and the ``xmr`` address family.
+"""Built-in plugin ``monero``: XMR (source-only), its address family, and view-only payment detection.
 
-It registers today only the coin (with its price id) and a validate-only
-address family (Monero addresses are checked as refund destinations and swap
-inputs); receiving XMR (per-payment subaddresses through
-``payment_receive_target``) and the swap into the settlement coin are built
-by a later issue. Until then a payment in XMR is refused with 400
-``xmr_receive_unsupported``, which follows from the coin's data
-(``receive_address=False``).
+The coin and the validate-only ``xmr`` family are always registered. With a
+``[plugin.monero]`` block (``settings.py``) the plugin also adds the
+``monero`` chain adapter (``adapter.py``: monerod for blocks, a view-only or
+full monero-wallet-rpc wallet for what is ours), gives each XMR payment its
+own subaddress (``payment_receive_target``, the address watched through
+``ReceiveTarget.watch_index``), and credits confirmed XMR into the swap-in
+account, holding the deposit CONFIRMED for the converter (``swapin.py``).
+XMR never becomes a merchant balance, and a standing receive address for
+XMR stays 400 ``xmr_receive_unsupported`` (the coin has
+``receive_address=False``).
 """
 
 from __future__ import annotations
 
 from ...core.keys import NETWORKS
 from ...core.plugins import hookimpl
+from ...core.receive import ReceiveTarget
+from . import swapin
+from .adapter import CHAIN, MoneroAdapter
 from .address import address_family
 from .coins import COINS
+from .settings import PLUGIN_NAME, read_settings
 
-PLUGIN_NAME = "monero"
+MIGRATIONS_PACKAGE = "orbchain.chains.monero.migrations"
+
+__all__ = ["PLUGIN_NAME", "MoneroAdapter", "swapin"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    read_settings(gateway.config)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
@@ -29,3 +48,45 @@ def register_coins(registry) -> None:
 def register_address_families(registry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
+
+
+@hookimpl
+def register_chains(registry, gateway) -> None:
+    settings = read_settings(gateway.config)
+    if settings is not None:
+        registry.add(MoneroAdapter(settings))
+
+
+@hookimpl
+async def payment_receive_target(gateway, payment, coin):
+    """A fresh subaddress of our wallet for each XMR payment, watched like a derived address."""
+    adapter = gateway.chains.get(CHAIN)
+    if adapter is None or not adapter.serves(coin.symbol):
+        return None
+    address, index = await adapter.create_subaddress(label=payment["track_id"])
+    return ReceiveTarget(address, watch_index=index)
+
+
+@hookimpl
+def payment_qr_payload(payment, coin):
+    """A Monero payment URI (``monero:<address>?tx_amount=<XMR>``) for XMR payments."""
+    if coin.chain != CHAIN or not payment.get("address"):
+        return None
+    amount = payment.get("pay_amount")
+    return f"monero:{payment['address']}" + (f"?tx_amount={amount}" if amount else "")
+
+
+@hookimpl
+async def credit_postings(gateway, credit, postings):
+    return await swapin.swap_in_postings(gateway, credit, postings)
+
+
+@hookimpl
+def deposit_credit_status(credit):
+    return swapin.credit_status(credit)
+
+
+@hookimpl
+async def deposit_reversed(gateway, deposit) -> None:
+    if deposit.chain == CHAIN:
+        await swapin.mark_reversed(gateway, deposit.id)

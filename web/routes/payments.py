@@ -11,7 +11,7 @@ from ...core import deposits as deposit_engine
 from ...core import ledger
 from ...core import payments as svc
 from ...core.accounts import check_webhook_url, require_merchant
-from ...core.errors import NotConfigured, ValidationError
+from ...core.errors import InvalidRequest, NotConfigured, ValidationError
 from ...core.gateway import Gateway
 from ...core.prices import FIAT_CURRENCIES
 from ...core.receipts import issue_receipt
@@ -53,6 +53,7 @@ async def parse_payment_request(
             raise ValidationError({"amount": "exactly one of amount or amount_fiat is required"})
         if values["amount_fiat"] is not None and not values["fiat_currency"]:
             raise ValidationError({"fiat_currency": "is required with amount_fiat"})
+        check_exclusive_fields(gateway, body)
         unhandled = [name for name in PLUGIN_ONLY_FIELDS if body.get(name) and name not in gateway.payment_fields]
         if unhandled:
             raise NotConfigured("splits and auto-settlement are not enabled on this deployment")
@@ -87,6 +88,18 @@ async def parse_payment_request(
         extensions=extensions,
         coin_allowlist=principal.coin_allowlist,
     )
+
+
+def check_exclusive_fields(gateway: Gateway, body: Mapping[str, Any]) -> None:
+    """400 with the plugin's code when a plugin field comes with one it excludes (``splits`` and
+    ``settlement_coin``), before any 503 for a field nobody serves: the combination is wrong anywhere."""
+    for payment_field in gateway.payment_fields:
+        if body.get(payment_field.name) is None:
+            continue
+        for other, code in payment_field.excludes.items():
+            if body.get(other) is not None:
+                raise InvalidRequest(f"{payment_field.name} cannot be combined with {other}", code=code,
+                                     detail={payment_field.name: f"cannot be combined with {other}"})
 
 
 def parse_plugin_fields(gateway: Gateway, body: Mapping[str, Any], payment_type: str,

@@ -1,0 +1,95 @@
+"""The ``[plugin.monero]`` block: where monerod and monero-wallet-rpc answer (docs/monero.md).
+
+Without the block (or without ``wallet_rpc_url``) the plugin serves only the
+coin and its address family: no chain adapter, XMR payments answer 400
+``xmr_receive_unsupported``. With it, one adapter named ``monero`` detects
+payments through the wallet (view-only or full) and counts confirmations on
+the node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+from urllib.parse import urlsplit
+
+from ...core.config import Config, ConfigError, int_setting, seconds_setting
+from ...core.keys import NETWORKS
+
+PLUGIN_NAME = "monero"
+KEYS = ("daemon_url", "daemon_user", "daemon_password", "wallet_rpc_url", "wallet_rpc_user", "wallet_rpc_password",
+        "network", "account_index", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds")
+
+
+@dataclass(frozen=True)
+class MoneroSettings:
+    daemon_url: str
+    daemon_user: str | None
+    daemon_password: str | None
+    wallet_rpc_url: str
+    wallet_rpc_user: str | None
+    wallet_rpc_password: str | None
+    network: str
+    account_index: int
+    scan_seconds: float
+    start_height: int | None
+    rpc_timeout_seconds: float
+    drop_after_seconds: int
+
+    def __repr__(self) -> str:  # never the passwords
+        return f"<MoneroSettings {self.network} {self.daemon_url} {self.wallet_rpc_url}>"
+
+
+def _key(name: str) -> str:
+    return f"plugin.{PLUGIN_NAME}.{name}"
+
+
+def _text(block: Mapping[str, Any], name: str) -> str | None:
+    value = block.get(name)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"config key '{_key(name)}' must be a non-empty string")
+    return value
+
+
+def _url(block: Mapping[str, Any], name: str, what: str) -> str:
+    url = _text(block, name)
+    if url is None:
+        raise ConfigError(f"config key '{_key(name)}' is required ({what})")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"config key '{_key(name)}' must be an http(s) URL, got {url!r}")
+    return url.rstrip("/")
+
+
+def _pair(block: Mapping[str, Any], prefix: str) -> tuple[str | None, str | None]:
+    user, password = _text(block, f"{prefix}_user"), _text(block, f"{prefix}_password")
+    if (user is None) != (password is None):
+        raise ConfigError(f"config keys '{_key(prefix + '_user')}' and '{_key(prefix + '_password')}' go together")
+    return user, password
+
+
+def read_settings(config: Config) -> MoneroSettings | None:
+    """The validated block, or None when XMR detection is not configured; ``ConfigError`` names a bad key."""
+    block = dict(config.plugin_config(PLUGIN_NAME))
+    for name in block:
+        if name not in KEYS:
+            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
+    if not block:
+        return None
+    network = block.get("network")
+    if network not in NETWORKS:
+        raise ConfigError(f"config key '{_key('network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
+    daemon_user, daemon_password = _pair(block, "daemon")
+    wallet_user, wallet_password = _pair(block, "wallet_rpc")
+    prefix = f"plugin.{PLUGIN_NAME}"
+    return MoneroSettings(
+        daemon_url=_url(block, "daemon_url", "monerod's RPC, e.g. http://127.0.0.1:18081"),
+        daemon_user=daemon_user, daemon_password=daemon_password,
+        wallet_rpc_url=_url(block, "wallet_rpc_url", "monero-wallet-rpc, e.g. http://127.0.0.1:18083"),
+        wallet_rpc_user=wallet_user, wallet_rpc_password=wallet_password, network=network,
+        account_index=int_setting(block, prefix, "account_index", 0, minimum=0),
+        scan_seconds=seconds_setting(block, prefix, "scan_seconds", 5.0 if network == "regtest" else 30.0),
+        start_height=int_setting(block, prefix, "start_height", None, minimum=0),
+        rpc_timeout_seconds=seconds_setting(block, prefix, "rpc_timeout_seconds", 60.0),
+        drop_after_seconds=int_setting(block, prefix, "drop_after_seconds", 3 * 3600, minimum=1),
+    )

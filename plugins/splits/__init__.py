@@ -1,0 +1,66 @@
+"""Built-in feature plugin: revenue splits on white-label payments (SPEC 2.10, 7, 8).
+
+A white-label payment may carry ``splits``: up to 10 entries of basis points
+summing to exactly 10000, each to another merchant's balance
+(``recipient_merchant_id``) or paid out to an address (``recipient_address``).
+The plugin uses only the contract: ``register_payment_fields`` for the field
+(and its exclusion of ``settlement_coin``), ``credit_postings`` to cut each
+credited deposit's net into shares inside the crediting transaction,
+``deposit_credited`` / a job to turn address shares into payouts through
+``services.request_payout``, ``deposit_reversed`` for reorgs.
+"""
+
+from __future__ import annotations
+
+from ...core.plugins import hookimpl
+from . import openapi
+from .credit import split_postings
+from .entries import FIELD, parse, store
+from .release import JOB_NAME, JOB_SECONDS, mark_reversed, release_deposit, release_pending
+from .routes import routes
+
+PLUGIN_NAME = "splits"
+MIGRATIONS_PACKAGE = "orbchain.plugins.splits.migrations"
+EXCLUDES = {"settlement_coin": "splits_settlement_coin_exclusive"}
+
+__all__ = ["PLUGIN_NAME", "release_pending"]
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_payment_fields(registry) -> None:
+    registry.add(FIELD, parse, store, excludes=EXCLUDES)
+
+
+@hookimpl
+async def credit_postings(gateway, credit, postings):
+    return await split_postings(gateway, credit, postings)
+
+
+@hookimpl
+async def deposit_credited(gateway, deposit) -> None:
+    await release_deposit(gateway, deposit.id)
+
+
+@hookimpl
+async def deposit_reversed(gateway, deposit) -> None:
+    await mark_reversed(gateway, deposit.id)
+
+
+@hookimpl
+def register_jobs(registry) -> None:
+    registry.add(JOB_NAME, release_pending, seconds=JOB_SECONDS)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
