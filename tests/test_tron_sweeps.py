@@ -72,6 +72,53 @@ async def test_token_sweep_from_a_fresh_address_gets_exactly_its_fees(shop):
     assert (await shop.sweep()).started == 0
 
 
+async def _sweep_through(shop: TronShop) -> dict[str, dict]:
+    """Start a sweep, mine its top-up (if any) and its transfer; that sweep's transactions by kind."""
+    db = shop.gateway.db
+    before = {r["tx_id"] for r in await db.fetch_all("SELECT tx_id FROM tron_txs")}
+    assert (await shop.sweep()).started == 1
+    for _ in range(3):
+        shop.node.mine(1)
+        if (await shop.sweep()).finished:
+            return {r["kind"]: dict(r) for r in await db.fetch_all("SELECT * FROM tron_txs")
+                    if r["tx_id"] not in before}
+    raise AssertionError("the sweep did not finish")
+
+
+def _receipt(shop: TronShop, tx_id: str) -> dict:
+    mined = shop.node.find_mined(tx_id)
+    assert mined is not None
+    return mined.info["receipt"]
+
+
+async def test_a_token_sweep_buys_bandwidth_used_up_today_and_not_after_a_day(shop):
+    """Free bandwidth regenerates over 24 h: the top-up covers the burn exactly in both cases."""
+    node, usdt = shop.node, shop.online.usdt
+    node.pay_trx(hot_wallet_address(shop.gateway), 100 * 10**6)
+    address = await _credited(shop, "USDT_TRC20", 40_000_000)
+    first = (await _sweep_through(shop))["sweep"]
+    assert "net_fee" not in _receipt(shop, first["tx_id"])  # the new account's free bandwidth
+    energy_fee = _receipt(shop, first["tx_id"])["energy_fee"]
+
+    async def again(units: int) -> tuple[dict, dict]:
+        node.pay_token(usdt, address, units)
+        await shop.mine(THRESHOLD)
+        txs = await _sweep_through(shop)
+        assert node.balance(address) == 0 and node.token_balance(usdt, address) == 0  # exact: none left
+        return txs, _receipt(shop, txs["sweep"]["tx_id"])
+
+    txs, receipt = await again(5_000_000)  # the same day: 600 - ~345 bytes left, too few
+    holder_energy = receipt["energy_fee"]
+    assert holder_energy < energy_fee  # the hot wallet holds USDT now: a cheaper transfer
+    assert receipt["net_fee"] > 0 and int(txs["topup"]["amount"]) == receipt["net_fee"] + holder_energy
+
+    node.idle(86_400)
+    txs, receipt = await again(7_000_000)  # a day later the 600 bytes are back
+    assert "net_fee" not in receipt and int(txs["topup"]["amount"]) == receipt["energy_fee"] == holder_energy
+    assert node.token_balance(usdt, hot_wallet_address(shop.gateway)) == 52_000_000
+    assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
 async def test_trx_sweep_moves_the_whole_balance_on_free_bandwidth(shop):
     node = shop.node
     hot = hot_wallet_address(shop.gateway)

@@ -71,3 +71,17 @@ def test_mined_info_splits_activation_from_bandwidth_and_energy():
                                                                                      "result": "REVERT"}}, 10)
     assert failed is not None and not failed.succeeded
     assert mined_info({}, 10) is None
+
+
+def test_the_stand_ins_free_bandwidth_fades_over_a_day_like_java_tron():
+    from .tron_node import WINDOW_SLOTS, window_usage
+
+    assert WINDOW_SLOTS == 28_800  # 24 h of 3-second slots
+    assert window_usage(0, 345, 10, 10) == 345
+    assert window_usage(345, 0, 10, 10) == 345  # same slot: nothing recovered
+    assert window_usage(345, 0, 10, 11) == 345  # a third of a per-slot unit rounds back up
+    assert window_usage(345, 0, 10, 12) == 344  # then it fades ...
+    assert window_usage(345, 0, 0, WINDOW_SLOTS // 2) == 172  # ... linearly: half of it after 12 h
+    assert window_usage(345, 0, 0, WINDOW_SLOTS - 1) == 0
+    assert window_usage(345, 200, 0, WINDOW_SLOTS) == 200  # a day later only the new use counts
+    assert window_usage(300, 300, 5, 5) == 600  # spent the same slot: it adds up

@@ -8,15 +8,16 @@ them must say the same thing, the txID must be SHA-256 of the raw bytes, and
 the signature must recover (eth-keys' pure-Python backend, not coincurve) to
 the owner address. Then the transaction is validated and executed like
 java-tron does: TaPoS reference and expiration, the owner account exists,
-bandwidth (free 600 bytes a day per account, else burned at 1000 sun a
-byte), account creation (1 TRX + 0.1 TRX), energy of TRC-20 calls burned at
+bandwidth (free 600 bytes a day per account, regenerating linearly over
+24 h as java-tron's ResourceProcessor does, else burned at 1000 sun a byte), account creation (1 TRX + 0.1 TRX), energy of TRC-20 calls burned at
 420 sun a unit within ``min(fee_limit, balance)``, reverts and out-of-energy
 failures that burn their fee and move nothing.
 
-Test controls: ``mine``, ``reorg`` (drops the newest blocks with their
-transactions and mines a longer branch), ``drop_pending``, ``revert_calls_to``
-(contract calls to a contract fail) and a payer account with TRX and tokens.
-Free bandwidth does not recover over time (tests are short).
+Test controls: ``mine``, ``idle`` (time passes without blocks: the next
+block comes that much later, as after missed slots), ``reorg`` (drops the
+newest blocks with their transactions and mines a longer branch),
+``drop_pending``, ``revert_calls_to`` (contract calls to a contract fail)
+and a payer account with TRX and tokens.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import copy
 import hashlib
 import importlib
 import json
+import math
 import secrets
 import subprocess
 import sys
@@ -47,6 +49,9 @@ PARAMETERS = {"getTransactionFee": 1000, "getEnergyFee": 420, "getCreateAccountF
               "getMaxFeeLimit": 15_000_000_000}
 ENERGY_NEW_HOLDER, ENERGY_HOLDER, ENERGY_REVERT = 29_650, 14_650, 1_200
 RESULT_BYTES = 64
+SLOT_MS = 3000  # one block slot; resource time is counted in slots since genesis
+WINDOW_SLOTS = 86_400_000 // SLOT_MS  # used bandwidth is forgotten linearly over 24 h
+USAGE_PRECISION = 1_000_000
 _KEYS = KeyAPI(NativeECCBackend)
 
 
@@ -76,6 +81,23 @@ def account_id(address: str) -> bytes:
     return base58.b58decode_check(address)
 
 
+def window_usage(last_usage: int, usage: int, last_slot: int, now: int) -> int:
+    """Bytes counted as used at slot ``now``: ``last_usage`` (as of ``last_slot``) fading linearly to
+    nothing over ``WINDOW_SLOTS``, plus ``usage`` just spent. java-tron's rule in its integer steps
+    (ResourceProcessor.increase): per-slot averages rounded up, the decayed one rounded half up."""
+    faded = -(-last_usage * USAGE_PRECISION // WINDOW_SLOTS)
+    added = -(-usage * USAGE_PRECISION // WINDOW_SLOTS)
+    if now != last_slot:
+        elapsed = now - last_slot
+        faded = math.floor(faded * ((WINDOW_SLOTS - elapsed) / WINDOW_SLOTS) + 0.5) if elapsed < WINDOW_SLOTS else 0
+    return (faded + added) * WINDOW_SLOTS // USAGE_PRECISION
+
+
+def free_net_used(state: "State", owner: bytes, now: int) -> int:
+    used, at = state.free_used.get(owner, (0, now))
+    return window_usage(used, 0, at, now)
+
+
 class Refused(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
@@ -85,7 +107,7 @@ class Refused(Exception):
 @dataclass
 class State:
     trx: dict[bytes, int] = field(default_factory=dict)  # existing accounts only
-    free_used: dict[bytes, int] = field(default_factory=dict)
+    free_used: dict[bytes, tuple[int, int]] = field(default_factory=dict)  # owner -> (bytes used, at slot)
     tokens: dict[bytes, dict[bytes, int]] = field(default_factory=dict)  # contract -> owner -> balance
 
 
@@ -121,6 +143,7 @@ class TronNode:
         self.broadcasts: list[dict[str, Any]] = []  # every body we were sent, for tests to inspect
         self.refusals: list[Refused] = []
         self._branch = 0
+        self._idle_ms = 0
 
     # -- chain -----------------------------------------------------------------------------
 
@@ -148,7 +171,8 @@ class TronNode:
     def mine(self, count: int = 1) -> None:
         for _ in range(count):
             state = copy.deepcopy(self.state)
-            number, timestamp = self.head.number + 1, self.head.timestamp + 3000
+            number, timestamp = self.head.number + 1, self.head.timestamp + SLOT_MS + self._idle_ms
+            self._idle_ms = 0
             mined = []
             for tx, json_tx in self.pending:
                 trial = copy.deepcopy(state)
@@ -164,6 +188,13 @@ class TronNode:
             self._branch += 1
             self.blocks.append(NodeBlock(number, self._block_id(number, self.head.block_id, self._branch),
                                          self.head.block_id, timestamp, mined, state))
+
+    def idle(self, seconds: int) -> None:
+        """Let ``seconds`` pass before the next block (whole slots): resources recover meanwhile."""
+        self._idle_ms += seconds * 1000 // SLOT_MS * SLOT_MS
+
+    def slot(self, block: NodeBlock) -> int:
+        return (block.timestamp - self.blocks[0].timestamp) // SLOT_MS
 
     def reorg(self, depth: int) -> None:
         del self.blocks[-depth:]
@@ -327,11 +358,12 @@ class TronNode:
     def _bandwidth(tx: Any) -> int:
         return len(tx.SerializeToString(deterministic=True)) + RESULT_BYTES
 
-    def _pay_bandwidth(self, state: State, owner: bytes, size: int) -> dict[str, int]:
-        """Free bandwidth when it covers ``size``, else burn; refuses when neither is possible."""
-        used = state.free_used.get(owner, 0)
+    def _pay_bandwidth(self, state: State, owner: bytes, size: int, now: int) -> dict[str, int]:
+        """Free bandwidth when what is left of it at slot ``now`` covers ``size``, else burn; refuses when
+        neither is possible."""
+        used = free_net_used(state, owner, now)
         if PARAMETERS["getFreeNetLimit"] - used >= size:
-            state.free_used[owner] = used + size
+            state.free_used[owner] = (window_usage(used, size, now, now), now)
             return {"net_usage": size}
         fee = size * PARAMETERS["getTransactionFee"]
         if state.trx[owner] < fee:
@@ -350,15 +382,15 @@ class TronNode:
             raise Refused("CONTRACT_VALIDATE_ERROR", "Validate contract error, no OwnerAccount.")
         tx_id = hashlib.sha256(raw.SerializeToString(deterministic=True)).hexdigest()
         if contract.type == self.pb.Transaction.Contract.TransferContract:
-            return self._transfer(state, tx, message, tx_id)
-        return self._trigger(state, tx, message, tx_id)
+            return self._transfer(state, tx, message, tx_id, self.slot(head))
+        return self._trigger(state, tx, message, tx_id, self.slot(head))
 
-    def _transfer(self, state: State, tx: Any, message: Any, tx_id: str) -> tuple[dict[str, Any], str]:
+    def _transfer(self, state: State, tx: Any, message: Any, tx_id: str, now: int) -> tuple[dict[str, Any], str]:
         owner, to, amount = message.owner_address, message.to_address, message.amount
         if amount <= 0 or len(to) != 21 or to[0] != 0x41 or to == owner:
             raise Refused("CONTRACT_VALIDATE_ERROR", "bad transfer")
         if to in state.trx:
-            receipt = self._pay_bandwidth(state, owner, self._bandwidth(tx))
+            receipt = self._pay_bandwidth(state, owner, self._bandwidth(tx), now)
             fee = receipt.get("net_fee", 0)
         else:  # creating the account: system fee, and the creation fee instead of bandwidth
             fee = PARAMETERS["getCreateNewAccountFeeInSystemContract"] + PARAMETERS["getCreateAccountFee"]
@@ -375,7 +407,7 @@ class TronNode:
             info["fee"] = fee
         return info, "SUCCESS"
 
-    def _trigger(self, state: State, tx: Any, message: Any, tx_id: str) -> tuple[dict[str, Any], str]:
+    def _trigger(self, state: State, tx: Any, message: Any, tx_id: str, now: int) -> tuple[dict[str, Any], str]:
         owner, contract, fee_limit = message.owner_address, message.contract_address, tx.raw_data.fee_limit
         if contract not in state.tokens:
             raise Refused("CONTRACT_VALIDATE_ERROR", "No contract or not a smart contract")
@@ -383,7 +415,7 @@ class TronNode:
             raise Refused("CONTRACT_VALIDATE_ERROR", "this token takes no call value")
         if not 0 <= fee_limit <= PARAMETERS["getMaxFeeLimit"]:
             raise Refused("CONTRACT_VALIDATE_ERROR", "fee limit must be >= 0 and <= the max fee limit")
-        receipt: dict[str, Any] = self._pay_bandwidth(state, owner, self._bandwidth(tx))
+        receipt: dict[str, Any] = self._pay_bandwidth(state, owner, self._bandwidth(tx), now)
         energy_limit = min(fee_limit, state.trx[owner]) // PARAMETERS["getEnergyFee"]
         result, used, logs = self._run_token(state, owner, contract, message.data, energy_limit)
         energy_fee = used * PARAMETERS["getEnergyFee"]
@@ -480,7 +512,7 @@ class TronNode:
         return {"address": account.hex(), "create_time": 1, **({"balance": balance} if balance else {})}
 
     def http_getaccountresource(self, body: dict[str, Any]) -> Any:
-        used = self.state.free_used.get(bytes.fromhex(str(body.get("address"))), 0)
+        used = free_net_used(self.state, bytes.fromhex(str(body.get("address"))), self.slot(self.head))
         return {"freeNetLimit": PARAMETERS["getFreeNetLimit"], **({"freeNetUsed": used} if used else {})}
 
     def http_triggerconstantcontract(self, body: dict[str, Any]) -> Any:

@@ -5,7 +5,8 @@ ids) and the ``tron`` address family (m/44'/195'/A'/0/I). With a ``url`` in
 its block it also registers the ``tron`` chain adapter, which watches
 deposits, sends payouts from the hot wallet (m/44'/195'/0'/0/0) and, with
 ``sweep`` on (the default), runs the job ``tron.sweep`` that moves credited
-deposits to the hot wallet::
+deposits to the hot wallet. ``orbchain tron hot-wallet`` prints the
+address to fund and what it holds::
 
     [plugin.tron]
     url = "https://api.trongrid.io"
@@ -74,6 +75,13 @@ def register_chains(registry, gateway) -> None:
 def tron_adapter(gateway) -> TronAdapter | None:
     adapter = gateway.chains.get(CHAIN)
     return adapter if isinstance(adapter, TronAdapter) else None
+
+
+@hookimpl
+def register_commands(registry) -> None:
+    from .cli import configure
+
+    registry.add("tron", "Tron: show the hot wallet to fund", configure)
 
 
 @hookimpl

@@ -3,9 +3,12 @@
 Per block (``wallet/getblockbynum``, ``visible: false``), two kinds of deposit:
 
 * TRX: every ``TransferContract`` whose result is SUCCESS, output index 0.
-  Its ``to_address`` is looked up in the address table (one batched query per
-  block), so the cost grows with the block's transactions, never with the
-  number of watched addresses.
+  The block already says whether a transfer succeeded, so nothing here asks
+  the address table: the core scanner matches all of the block's transfers,
+  TRX and token alike, in its one batched look-up per block, and the cost
+  grows with the block's transactions, never with the watched addresses.
+  (The EVM adapter looks its native candidates up first only because each
+  one of ours then costs a receipt call.)
 * TRC-20: when the block holds any ``TriggerSmartContract``, one
   ``wallet/gettransactioninfobyblocknum`` gives every call's receipt and
   logs. A ``Transfer(address,address,uint256)`` log counts only when it was
@@ -25,7 +28,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ...core import addresses
 from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
 from ..evm.tokens import TRANSFER_TOPIC
 from .address import address_bytes, from_hex
@@ -94,12 +96,12 @@ class TronAdapter(ChainAdapter, TronPayouts):
         if integer(header.get("number")) != height:
             raise ChainUnavailable(f"tron: asked for block {height}, got {header.get('number')}")
         transactions = raw.get("transactions") or []
-        transfers = [*await self._trx_transfers(transactions), *await self._token_transfers(height, transactions)]
+        transfers = [*self._trx_transfers(transactions), *await self._token_transfers(height, transactions)]
         timestamp = integer(header.get("timestamp")) // 1000 or None
         return Block(height, str(raw["blockID"]), str(header.get("parentHash", "")), tuple(transfers), timestamp)
 
-    async def _trx_transfers(self, transactions: Iterable[Mapping[str, Any]]) -> list[Transfer]:
-        candidates = []
+    def _trx_transfers(self, transactions: Iterable[Mapping[str, Any]]) -> list[Transfer]:
+        found = []
         for tx in transactions:
             contracts = tx.get("raw_data", {}).get("contract") or []
             if len(contracts) != 1 or contracts[0].get("type") != "TransferContract":
@@ -109,12 +111,9 @@ class TronAdapter(ChainAdapter, TronPayouts):
             value = contracts[0].get("parameter", {}).get("value", {})
             amount = integer(value.get("amount"))
             if amount > 0 and value.get("to_address"):
-                candidates.append((str(tx["txID"]).lower(), from_hex(str(value["to_address"])), amount))
-        if not candidates:
-            return []
-        ours = await addresses.lookup(self.gateway, [address for _, address, _ in candidates])
-        return [Transfer(tx_id, 0, address, self.native, amount)
-                for tx_id, address, amount in candidates if address in ours]
+                found.append(Transfer(str(tx["txID"]).lower(), 0, from_hex(str(value["to_address"])),
+                                      self.native, amount))
+        return found
 
     async def _token_transfers(self, height: int, transactions: Iterable[Mapping[str, Any]]) -> list[Transfer]:
         if not self.contracts or not any(
