@@ -110,9 +110,8 @@ async def poll_updates(gateway: "Gateway") -> int:
         log.warning("telegram polling failed: %s", exc)
         return 0
     handled = 0
-    for update in sorted(updates, key=lambda u: u.get("update_id") if isinstance(u.get("update_id"), int) else 0):
-        if not isinstance(update.get("update_id"), int):
-            continue
+    numbered = [u for u in updates if isinstance(u.get("update_id"), int)]
+    for update in sorted(numbered, key=lambda u: int(u["update_id"])):
         await handle_update(gateway, update)
         await store.set_state(gateway, OFFSET, str(update["update_id"] + 1))  # confirmed at the next call
         handled += 1

@@ -7,12 +7,14 @@ on each of them.
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...web.openapi import Op, Param, envelope, html, obj, redirect, ref
 
 LINKING, MINIAPP = "Messaging: linking", "Messaging: mini-app"
 JWT = ("jwt",)
 SCHEME = "miniAppBearer"
-SESSION = {"security": [{SCHEME: []}]}
+SESSION: dict[str, Any] = {"security": [{SCHEME: []}]}
 STRING, BOOLEAN, INTEGER = {"type": "string"}, {"type": "boolean"}, {"type": "integer"}
 NULLABLE_STRING = {"anyOf": [STRING, {"type": "null"}]}
 AMOUNT, COIN = ref("Amount"), ref("Coin")

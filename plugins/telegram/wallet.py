@@ -16,8 +16,10 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core import accounts, payments, services, transfers
-from ...core.errors import ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized
-from ...core.errors import ValidationError
+from ...core.auth import normalize_totp_code
+from ...core.errors import (
+    ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized, ValidationError,
+)
 from ...core.money import AmountError
 from ...web.routes.payments import balances_of
 
@@ -75,8 +77,6 @@ async def mfa_setup(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
 
 
 async def mfa_verify(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    from ...core.auth import normalize_totp_code
-
     code = normalize_totp_code(body.get("code"))
     if code is None:
         raise ValidationError({"code": "must be a 6-digit code"})
