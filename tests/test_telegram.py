@@ -260,7 +260,7 @@ async def test_without_a_bot_token_the_plugin_is_idle(make_client, make_config):
     assert (status, body["error"]["code"]) == (503, "telegram_not_configured")
     status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": "x"})
     assert status == 503
-    assert (await client.get("/tg/link/start?t=x")).status == 503
+    assert (await client.get("/tg/link/start?t=x")).status == 404
     assert (await client.post("/tg/webhook", json={"update_id": 1})).status == 404
     assert await bot.poll_updates(client.app[GATEWAY]) == 0
 

@@ -35,12 +35,13 @@ def _app(method: str, path: str, summary: str, response, **kwargs) -> Op:
 
 
 OPERATIONS = [
-    Op("GET", "/tg/link/start", "Open a chat-link token from the bot", LINKING, page=True, errors=(503,),
+    Op("GET", "/tg/link/start", "Open a chat-link token from the bot", LINKING, page=True, errors=(404,),
        query=(Param("t", {"type": "string", "maxLength": 128}, "The link token <chat_id>.<expiry>.<hmac>.",
                     required=True),),
        responses={"302": redirect("To /app#tg-link=<token>: the signed-in dashboard completes the link."),
                   "400": html("Invalid, expired (10 minutes) or already used token.")},
-       description="The bot sends this link in answer to /start in a private chat."),
+       description="The bot sends this link in answer to /start in a private chat. 404 when no bot is "
+                   "configured."),
     Op("POST", "/dashboard/tg/link/complete", "Bind the chat of a link token to this account", LINKING,
        envelope(obj({"ok": {"const": True}, "account_id": ref("AccountId")})), auth=JWT,
        body=obj({"token": STRING}),

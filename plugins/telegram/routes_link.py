@@ -47,7 +47,7 @@ def _error_page(request: web.Request, status: int, message: str) -> web.Response
 async def link_start(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
     if not settings_of(gateway).enabled:
-        return _error_page(request, 503, "The Telegram bot is not configured on this gateway.")
+        return _error_page(request, 404, "There is no Telegram bot on this gateway.")
     token = request.query.get("t", "")
     try:
         link_tokens.verify(gateway.require_secrets().jwt_secret, token, gateway.now())
