@@ -313,9 +313,20 @@ class OperationRegistry(Registry[Any]):
     def __init__(self) -> None:
         super().__init__()
         self._schemas: dict[str, Any] = {}
+        self._security_schemes: dict[str, Any] = {}
 
     def _key(self, item: Any) -> str:
         return f"{item.method.upper()} {item.path}"
+
+    def add_security_scheme(self, name: str, scheme: Any) -> None:
+        """A credential a plugin checks itself (components/securitySchemes); name it in an operation's
+        ``security`` with ``Op(..., extensions={"security": [{name: []}]})``."""
+        if name in self._security_schemes:
+            raise StartupError(f"duplicate API security scheme {name!r} (plugin {self.current_plugin!r})")
+        self._security_schemes[name] = scheme
+
+    def security_schemes(self) -> dict[str, Any]:
+        return dict(self._security_schemes)
 
     def add_schema(self, name: str, schema: Any) -> None:
         if name in self._schemas:

@@ -16,14 +16,15 @@ import logging
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from . import accounts, ledger, payments, payout_worker, payouts
+from . import accounts, addresses, ledger, payments, payout_worker, payouts
 from .pages import PageBranding
 from .plugins import call_first
 from .db import is_unique_violation
 from .deposits import CREDITED
-from .errors import Forbidden
+from .errors import Forbidden, InvalidRequest
 from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
+from .receive import receive_unsupported_code, require_receive_address
 from .views import PaymentView
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -497,3 +498,40 @@ async def _own_invoice(gateway: "Gateway", merchant_id: str, track_id: str) -> I
         row["currency"], row["amount"], row["pay_currency"], _int_or_none(gateway, row["pay_amount"]),
         row["expires_at"], row["amount_fiat"], row["fiat_currency"], row["rate_locked"], row["rate_locked_at"],
         replay=True)
+# -- standing receive addresses (dashboard receive address, the messaging mini-app) -------------
+
+
+class ReceiveAddress(NamedTuple):
+    """A merchant's standing address for one coin (stable, no TTL; SPEC 4.7 receive-address)."""
+
+    coin: str
+    address: str
+
+
+def has_standing_address(gateway: "Gateway", symbol: str) -> bool:
+    """Whether the gateway derives standing addresses for ``symbol`` (its family is derivable here)."""
+    coin = gateway.coins.require(symbol)
+    return addresses.family_of(gateway, coin, payments.chain_for(gateway, symbol).network).derivable
+
+
+async def receive_address(gateway: "Gateway", merchant_id: str, symbol: str) -> ReceiveAddress:
+    """The merchant's standing address for ``symbol``, derived once and then the same.
+
+    Raises 400 ``missing_coin`` (empty symbol), ``xmr_receive_unsupported``
+    (a coin without a receive address; the code names the coin),
+    ``coin_not_accepted``; 503 when no chain serves the coin.
+    """
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    symbol = (symbol or "").strip().upper()
+    if not symbol:
+        raise InvalidRequest("coin is required", code="missing_coin")
+    coin = gateway.coins.get(symbol)
+    if coin is not None:
+        require_receive_address(coin)
+    if symbol not in payments.merchant_coins(merchant):
+        raise InvalidRequest("coin is not accepted by this account", code="coin_not_accepted")
+    coin = payments.receivable_coin(gateway, merchant, symbol, field="coin")
+    if not has_standing_address(gateway, symbol):
+        raise InvalidRequest(f"{symbol} has no standing receive address", code=receive_unsupported_code(coin))
+    address = await addresses.standing_address(gateway, merchant, coin, payments.chain_for(gateway, symbol).network)
+    return ReceiveAddress(symbol, address)

@@ -215,7 +215,8 @@ class Shop:
     account_id: str = ""
 
     def credentials(self, scheme: str) -> tuple[bytes, bytes]:
-        if scheme == "bearerAuth":
+        if scheme == "bearerAuth" or scheme == "miniAppBearer":
+            # A plugin's bearer (the mini-app's) gets the dashboard token: its refusal is walked too.
             return b"Authorization", f"Bearer {self.token}".encode()
         header = {"merchantApiKey": "merchant_api_key", "payoutApiKey": "payout_api_key",
                   "generalApiKey": "general_api_key"}[scheme]

@@ -64,7 +64,8 @@ SACRIFICIAL = {("POST", "/dashboard/settings/rotate-key"), ("POST", "/dashboard/
 
 def credentials(merchant: Merchant) -> dict[str, dict[str, str]]:
     """securitySchemes name -> the headers that satisfy it for this merchant."""
-    return {"bearerAuth": merchant.jwt, "merchantApiKey": merchant.merchant_key,
+    # The mini-app's bearer (no bot configured here) gets the dashboard token, which it must refuse with 401.
+    return {"bearerAuth": merchant.jwt, "miniAppBearer": merchant.jwt, "merchantApiKey": merchant.merchant_key,
             "payoutApiKey": merchant.payout_key, "generalApiKey": merchant.general_key}
 
 

@@ -76,6 +76,11 @@ def build_document(
     for op in sorted(operations, key=lambda o: (o.path, o.method)):
         paths.setdefault(op.path, {})[op.method.lower()] = op.to_openapi()
     tags = sorted({op.tag for op in operations})
+    schemes = dict(SECURITY_SCHEMES)
+    for name, scheme in (plugins.security_schemes() if plugins is not None else {}).items():
+        if name in schemes:
+            raise ValueError(f"security scheme {name} is the core's")
+        schemes[name] = scheme
     document: dict[str, Any] = {
         "openapi": "3.1.0",
         "jsonSchemaDialect": "https://spec.openapis.org/oas/3.1/dialect/base",
@@ -86,7 +91,7 @@ def build_document(
         "components": {
             "schemas": component_schemas(scopes, plugins.schemas() if plugins is not None else None),
             "responses": error_components(),
-            "securitySchemes": SECURITY_SCHEMES,
+            "securitySchemes": schemes,
         },
     }
     if base_url:

@@ -11,9 +11,8 @@ from ...core import payments as svc
 from ...core import payouts as payout_svc
 from ...core import services
 from ...core.accounts import require_merchant
-from ...core.errors import InvalidRequest, ValidationError
+from ...core.errors import ValidationError
 from ...core.qr import qr_data_uri
-from ...core.receive import receive_unsupported_code, require_receive_address
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
@@ -82,14 +81,8 @@ async def dashboard_transactions(request: web.Request) -> web.Response:
     return envelope({"deposits": deposits, "payouts": payouts})
 
 
-def _derivable(gateway: "Gateway", symbol: str) -> bool:
-    """A standing address exists only for coins whose family the gateway derives."""
-    coin = gateway.coins.require(symbol)
-    return addresses.family_of(gateway, coin, svc.chain_for(gateway, symbol).network).derivable
-
-
 def _standing_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
-    return [c for c in svc.servable_coins(gateway, merchant) if _derivable(gateway, c)]
+    return [c for c in svc.servable_coins(gateway, merchant) if services.has_standing_address(gateway, c)]
 
 
 @routes.get("/dashboard/deposit-addresses")
@@ -110,17 +103,5 @@ async def deposit_addresses(request: web.Request) -> web.Response:
 @requires("jwt")
 async def receive_address(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
-    merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
-    symbol = (request.query.get("coin") or "").strip().upper()
-    if not symbol:
-        raise InvalidRequest("coin is required", code="missing_coin")
-    coin = gateway.coins.get(symbol)
-    if coin is not None:
-        require_receive_address(coin)
-    if symbol not in svc.merchant_coins(merchant):
-        raise InvalidRequest("coin is not accepted by this account", code="coin_not_accepted")
-    coin = svc.receivable_coin(gateway, merchant, symbol, field="coin")
-    if not _derivable(gateway, symbol):
-        raise InvalidRequest(f"{symbol} has no standing receive address", code=receive_unsupported_code(coin))
-    address = await addresses.standing_address(gateway, merchant, coin, svc.chain_for(gateway, symbol).network)
-    return envelope({"coin": symbol, "address": address})
+    found = await services.receive_address(gateway, principal_of(request).merchant_id, request.query.get("coin") or "")
+    return envelope({"coin": found.coin, "address": found.address})

@@ -1,0 +1,85 @@
+"""Built-in feature plugin ``telegram``: the messaging mini-app (SPEC 4.13, 5.4, 8).
+
+A bot (Telegram Bot API; polling job or webhook, ``settings.py``) answers
+/start with a link token; the signed-in dashboard binds the chat; the
+linked chat gets notifications (``notify.py``); the mini-app page
+(``/tgapp``) opens a session from Telegram's signed init data
+(``initdata.py``, ``session.py``) and shows balances, payments, receive
+addresses and prices, and sends payouts, transfers and swaps with a TOTP
+code every time (``wallet.py``). Written as a third-party package would be:
+hooks only, its own tables, core data through ``orbchain.core.services``.
+See docs/telegram.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.plugins import hookimpl
+from . import bot, notify, openapi
+from .routes_app import routes as app_routes
+from .routes_link import routes as link_routes
+from .settings import PLUGIN_NAME, settings_of
+
+HERE = Path(__file__).resolve().parent
+MIGRATIONS_PACKAGE = "orbchain.plugins.telegram.migrations"
+PRUNE_SECONDS = 3600
+
+__all__ = ["PLUGIN_NAME"]
+
+
+@hookimpl
+def validate_config(gateway) -> None:
+    settings_of(gateway)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(link_routes)
+    registry.add(app_routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=HERE / "templates", static=HERE / "static")
+
+
+@hookimpl
+def register_jobs(registry, gateway) -> None:
+    settings = settings_of(gateway)
+    if not settings.enabled:
+        return
+    if settings.mode == "polling":
+        registry.add(bot.POLL_JOB, bot.poll_updates, seconds=settings.poll_interval_seconds)
+    registry.add(bot.DELIVER_JOB, bot.deliver_messages, seconds=settings.poll_interval_seconds)
+    registry.add(bot.PRUNE_JOB, bot.prune, seconds=PRUNE_SECONDS)
+
+
+@hookimpl
+async def gateway_started(gateway) -> None:
+    await bot.register_webhook(gateway)
+
+
+@hookimpl
+async def gateway_stopping(gateway) -> None:
+    await bot.close(gateway)
+
+
+@hookimpl
+async def payment_paid(gateway, payment) -> None:
+    await notify.payment_paid(gateway, payment)
+
+
+@hookimpl
+async def payout_finished(gateway, payout) -> None:
+    await notify.payout_finished(gateway, payout)

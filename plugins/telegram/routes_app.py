@@ -1,0 +1,165 @@
+"""The mini-app's routes (SPEC 4.13): the page, the session, and what a signed-in user does.
+
+Handlers are thin: ``initdata`` and ``session`` authenticate, ``wallet``
+does the work. Every route but the page, the session and the QR image takes
+only the mini-app JWT (``miniapp_session``).
+"""
+
+from __future__ import annotations
+
+import secrets
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from ...core import accounts
+from ...core.errors import Forbidden, Unauthorized, ValidationError
+from ...core.qr import MAX_QR_DATA, qr_svg
+from ...web.envelope import envelope, read_json
+from ...web.keys import gateway_of
+from ...web.middlewares import rate_class
+from ...web.pages import html_page
+from ...web.rate_identity import count_failure
+from . import bot, initdata, session, store, wallet
+from .routes_link import require_enabled
+from .session import caller_of, miniapp_session
+from .settings import PLUGIN_NAME, settings_of
+
+routes = web.RouteTableDef()
+
+QR_CACHE = "public, max-age=300"  # SPEC 8: QR data cached 5 minutes
+# Telegram's web client shows mini-apps in an iframe; its apps for phones and desktops use a web view.
+FRAME_ANCESTORS = "https://web.telegram.org"
+
+
+def _page_csp(nonce: str) -> str:
+    return (f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'self'; img-src 'self' data:; "
+            f"connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors {FRAME_ANCESTORS}")
+
+
+@routes.get("/tgapp")
+@html_page
+@rate_class("public_page")
+async def page(request: web.Request) -> web.Response:
+    nonce = secrets.token_urlsafe(16)
+    response = aiohttp_jinja2.render_template(f"{PLUGIN_NAME}/tgapp.html", request, {"nonce": nonce})
+    response.headers.update({
+        "Content-Security-Policy": _page_csp(nonce), "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
+        "X-Content-Type-Options": "nosniff"})
+    return response
+
+
+@routes.post("/tgapp/session")
+@rate_class("auth")
+async def open_session(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    require_enabled(gateway)
+    settings = settings_of(gateway)
+    body = await read_json(request)
+    try:
+        user = initdata.verify(body.get("init_data"), settings.bot_token, now=gateway.now(),
+                               max_age=settings.init_data_max_age_seconds)
+    except initdata.InitDataError as exc:
+        await count_failure(request)
+        raise Unauthorized(exc.reason, code=exc.code) from None
+    merchant_id = await store.merchant_for_chat(gateway, user.user_id)
+    if merchant_id is None:
+        raise Forbidden("this Telegram account is not linked: send /start to the bot", code="not_linked")
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    if not merchant["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    # One session per init data: a copy of it (a log, a shoulder) opens nothing more.
+    if not await store.spend(gateway, store.INIT_DATA, user.hash, user.auth_date + settings.init_data_max_age_seconds):
+        await count_failure(request)
+        raise Unauthorized("this init data was already used: open the mini-app again", code="init_data_replayed")
+    token = session.issue(gateway, merchant_id, user.user_id, int(merchant["token_version"]))
+    return envelope({"token": token, "expires_in": session.SESSION_TTL, "merchant": {
+        "id": merchant_id, "account_id": merchant["account_id"], "email": merchant["email"],
+        "default_settlement_coin": await wallet.default_settlement_coin(gateway, merchant_id),
+        "accepted_coins": accounts.accepted_coins(merchant)}})
+
+
+@routes.get("/tgapp/balances")
+@miniapp_session
+async def balances(request: web.Request) -> web.Response:
+    return envelope(await wallet.balances(gateway_of(request), caller_of(request).merchant_id))
+
+
+@routes.get("/tgapp/payments")
+@miniapp_session
+async def payments(request: web.Request) -> web.Response:
+    return envelope(await wallet.recent_payments(gateway_of(request), caller_of(request).merchant_id))
+
+
+@routes.get("/tgapp/receive")
+@miniapp_session
+async def receive(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    return envelope(await wallet.receive(gateway, caller_of(request).merchant_id, request.query.get("coin", "")))
+
+
+@routes.get("/tgapp/prices")
+@miniapp_session
+async def prices(request: web.Request) -> web.Response:
+    return envelope(await wallet.prices(gateway_of(request)))
+
+
+@routes.get("/tgapp/qr")
+async def qr(request: web.Request) -> web.Response:
+    data = request.query.get("data", "")
+    if not data or len(data) > MAX_QR_DATA:
+        raise ValidationError({"data": f"must be 1-{MAX_QR_DATA} characters"})
+    return web.Response(text=qr_svg(data), content_type="image/svg+xml", headers={
+        "Cache-Control": QR_CACHE, "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
+
+
+@routes.get("/tgapp/mfa/status")
+@miniapp_session
+async def mfa_status(request: web.Request) -> web.Response:
+    return envelope(await wallet.mfa_status(gateway_of(request), caller_of(request).merchant_id))
+
+
+@routes.post("/tgapp/mfa/setup")
+@miniapp_session
+async def mfa_setup(request: web.Request) -> web.Response:
+    return envelope(await wallet.mfa_setup(gateway_of(request), caller_of(request).merchant_id))
+
+
+@routes.post("/tgapp/mfa/verify")
+@miniapp_session
+async def mfa_verify(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    return envelope(await wallet.mfa_verify(gateway_of(request), caller_of(request).merchant_id, body))
+
+
+@routes.post("/tgapp/payout")
+@miniapp_session
+async def payout(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    return envelope(await wallet.payout(gateway_of(request), caller_of(request).merchant_id, body))
+
+
+@routes.post("/tgapp/swap/quote")
+@miniapp_session
+@rate_class("read")  # SPEC 8: a swap quote counts as a read
+async def swap_quote(request: web.Request) -> web.Response:
+    return envelope(await wallet.swap_quote(gateway_of(request), await read_json(request)))
+
+
+@routes.post("/tgapp/swap")
+@miniapp_session
+async def swap(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    return envelope(await wallet.swap(gateway_of(request), caller_of(request).merchant_id, body))
+
+
+@routes.post("/tgapp/unlink")
+@miniapp_session
+async def unlink(request: web.Request) -> web.Response:
+    gateway, caller = gateway_of(request), caller_of(request)
+    chat_id = await store.unbind(gateway, caller.merchant_id)
+    if chat_id is not None:
+        await store.enqueue(gateway, f"unlinked:{chat_id}:{gateway.now()}", int(chat_id),
+                            bot.text_message(int(chat_id), "This chat is no longer linked to your Orbchain account."))
+    return envelope({"ok": True})

@@ -1,0 +1,116 @@
+"""Linking a chat (SPEC 4.13) and the webhook that brings Telegram's updates in webhook mode.
+
+``GET /tg/link/start?t=<token>`` only checks the token and hands it to the
+dashboard in a URL fragment (never sent to a server, kept out of logs and
+Referer headers); the signed-in dashboard then posts it to
+``/dashboard/tg/link/complete``, which spends it and binds the chat in one
+transaction and queues the confirmation message.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+
+from aiohttp import web
+
+from ...core import accounts
+from ...core.errors import InvalidRequest, NotConfigured, NotFound, Unauthorized, ValidationError
+from ...core.gateway import Gateway
+from ...web.auth import principal_of, requires
+from ...web.envelope import envelope, read_json
+from ...web.keys import gateway_of
+from ...web.middlewares import rate_class
+from ...web.pages import html_page, render_page
+from ...web.rate_identity import count_failure
+from . import bot, link_tokens, store
+from .settings import settings_of
+
+routes = web.RouteTableDef()
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+
+def require_enabled(gateway: Gateway) -> None:
+    if not settings_of(gateway).enabled:
+        raise NotConfigured("not configured", code="telegram_not_configured",
+                            detail={"telegram": "set [plugin.telegram] bot_token to enable the bot"})
+
+
+def _error_page(request: web.Request, status: int, message: str) -> web.Response:
+    return render_page(request, "error.html", {"title": "Telegram link", "message": message}, status=status)
+
+
+@routes.get("/tg/link/start")
+@html_page
+@rate_class("public_page")
+async def link_start(request: web.Request) -> web.StreamResponse:
+    gateway = gateway_of(request)
+    if not settings_of(gateway).enabled:
+        return _error_page(request, 404, "There is no Telegram bot on this gateway.")
+    token = request.query.get("t", "")
+    try:
+        link_tokens.verify(gateway.require_secrets().jwt_secret, token, gateway.now())
+    except link_tokens.LinkTokenError as exc:
+        return _error_page(request, 400, str(exc))
+    if await store.is_spent(gateway, token):
+        return _error_page(request, 400, "This link was already used: send /start to the bot again.")
+    raise web.HTTPFound(f"/app#tg-link={token}", headers={"Cache-Control": "no-store",
+                                                           "Referrer-Policy": "no-referrer"})
+
+
+@routes.post("/dashboard/tg/link/complete")
+@requires("jwt")
+async def link_complete(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    require_enabled(gateway)
+    merchant_id = principal_of(request).merchant_id
+    token = (await read_json(request)).get("token")
+    if not isinstance(token, str) or not token:
+        raise ValidationError({"token": "is required: the link token from the bot"})
+    try:
+        link = link_tokens.verify(gateway.require_secrets().jwt_secret, token, gateway.now())
+    except link_tokens.LinkTokenError as exc:
+        raise InvalidRequest(str(exc), code=exc.code) from None
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    async with gateway.db.transaction():
+        if not await store.spend(gateway, store.LINK, token, link.expires_at):
+            raise InvalidRequest("this link was already used: send /start to the bot again",
+                                 code="link_token_used")
+        await store.bind(gateway, merchant_id, link.chat_id)
+        text = f"This chat is now linked to Orbchain account {merchant['account_id']}."
+        await store.enqueue(gateway, f"linked:{link.mac}", link.chat_id,
+                            bot.text_message(link.chat_id, text, bot.open_app_markup(gateway)))
+    return envelope({"ok": True, "account_id": merchant["account_id"]})
+
+
+@routes.get("/dashboard/tg/link/status")
+@requires("jwt")
+async def link_status(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    link = await store.link_of(gateway, principal_of(request).merchant_id)
+    if link is None:
+        return envelope({"linked": False, "linked_at": None, "chat_id": None})
+    return envelope({"linked": True, "linked_at": int(link["linked_at"]), "chat_id": int(link["chat_id"])})
+
+
+@routes.post("/tg/webhook")
+@rate_class(None)  # Telegram's servers, authenticated by the secret token; failures still count per IP
+async def webhook(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    settings = settings_of(gateway)
+    if not settings.enabled or settings.mode != "webhook":
+        raise NotFound()
+    given = request.headers.get(SECRET_HEADER, "")
+    if not hmac.compare_digest(given.encode(), settings.webhook_secret.encode()):
+        await count_failure(request)
+        raise Unauthorized("invalid secret token")
+    # Read as Telegram sends it (ids as ints); a body that is not a JSON object changes nothing.
+    try:
+        update = json.loads(await request.read())
+    except (ValueError, RecursionError):
+        raise ValidationError({"body": "a JSON update is required"}) from None
+    if not isinstance(update, dict):
+        raise ValidationError({"body": "a JSON update is required"})
+    await bot.handle_update(gateway, update)
+    return envelope({"ok": True})

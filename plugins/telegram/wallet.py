@@ -1,0 +1,218 @@
+"""What the mini-app does with the money, without HTTP (SPEC 4.13).
+
+Reads go through the core's documented services; money moves only through
+the core's payout pipeline (``services.request_payout``), its internal
+transfer (``transfers.send_transfer``) and the swaps plugin's service
+(``plugins/swaps/service.py``, ``totp_always``): the mini-app adds no
+ledger movement of its own. Payouts and swaps always need a TOTP code
+(SPEC 5.4): an account without 2FA gets 403 ``totp_setup_required``, a
+wrong or missing code 401 ``totp_invalid``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ...core import accounts, payments, services, transfers
+from ...core.auth import normalize_totp_code
+from ...core.errors import (
+    ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized, ValidationError,
+)
+from ...core.money import AmountError
+from ...web.routes.payments import balances_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+RECENT_PAYMENTS = 10  # SPEC 4.13: the 10 most recent payments
+MAX_DESTINATION = 128  # SPEC 8: payout address max 128
+IDEMPOTENCY_NAMESPACE = "tgapp"
+# Mini-app payout error codes (SPEC 7) for what the core names otherwise.
+_TRANSFER_CODES = {"self_transfer_forbidden": "self_transfer"}
+
+
+async def balances(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
+    return {"balances": await balances_of(gateway, merchant_id)}
+
+
+async def recent_payments(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
+    listed = await payments.list_payments(gateway, merchant_id, limit=RECENT_PAYMENTS, offset=0, sort_order="desc")
+    return {"payments": listed["payments"]}
+
+
+def network_label(gateway: "Gateway", symbol: str) -> str:
+    """How the mini-app names where to send a coin: its chain, plus "token" for a token on it."""
+    coin = gateway.coins.require(symbol)
+    chain = coin.chain.replace("_", " ").title()
+    return f"{chain} ({coin.name} token)" if coin.contract else chain
+
+
+async def receive(gateway: "Gateway", merchant_id: str, symbol: str) -> dict[str, Any]:
+    """The standing address (SPEC 4.13); 400 missing_coin, coin_not_accepted, xmr_receive_unsupported."""
+    found = await services.receive_address(gateway, merchant_id, symbol)
+    return {"coin": found.coin, "address": found.address, "network_label": network_label(gateway, found.coin)}
+
+
+async def prices(gateway: "Gateway") -> dict[str, Any]:
+    """Coin -> {usd, change_24h}: usd a decimal string ("0" unknown); change_24h null (no source reports it)."""
+    service = gateway.services.get("prices")
+    table: Mapping[str, Decimal] = await service.prices() if service is not None else {}
+    return {coin.symbol: {"usd": format(table.get(coin.symbol, Decimal(0)), "f"), "change_24h": None}
+            for coin in gateway.coins}
+
+
+# -- two-factor -------------------------------------------------------------------------------
+
+
+async def mfa_status(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    return {"totpEnabled": bool(merchant["totp_enabled"])}
+
+
+async def mfa_setup(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
+    secret, url = await accounts.start_totp_setup(gateway, merchant_id)
+    return {"secret": secret, "otpauth": url}
+
+
+async def mfa_verify(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    code = normalize_totp_code(body.get("code"))
+    if code is None:
+        raise ValidationError({"code": "must be a 6-digit code"})
+    await accounts.enable_totp(gateway, merchant_id, code)
+    return {"ok": True, "totpEnabled": True}
+
+
+async def require_totp_setup(gateway: "Gateway", merchant_id: str) -> None:
+    """403 ``totp_setup_required`` for an account without 2FA: the mini-app never moves money without it."""
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    if not merchant["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    if not merchant["totp_enabled"]:
+        raise Forbidden("two-factor authentication must be set up first", code="totp_setup_required")
+
+
+def _invalid_totp() -> Unauthorized:
+    return Unauthorized("invalid TOTP code", code="totp_invalid")
+
+
+# -- payout -----------------------------------------------------------------------------------
+
+
+def _text(body: Mapping[str, Any], name: str, limit: int) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError({name: "is required"})
+    if len(value.strip()) > limit:
+        raise ValidationError({name: f"must be at most {limit} characters"})
+    return value.strip()
+
+
+def _idempotency_key(body: Mapping[str, Any]) -> str | None:
+    key = body.get("idempotency_key")
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 8 <= len(key) <= 128:
+        raise ValidationError({"idempotency_key": "must be 8-128 characters"})
+    return key
+
+
+def _coin(gateway: "Gateway", symbol: str) -> Any:
+    coin = gateway.coins.get(symbol.upper())
+    if coin is None or not coin.payable:
+        raise InvalidRequest(f"{symbol.upper()} cannot be sent from the mini-app", code="coin_not_supported")
+    return coin
+
+
+async def payout(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """POST /tgapp/payout: an account id is an internal transfer, anything else an on-chain payout."""
+    coin = _coin(gateway, _text(body, "currency", 20))
+    destination = _text(body, "destination", MAX_DESTINATION)
+    amount = body.get("amount")
+    if amount is None or isinstance(amount, (bool, float)):
+        raise ValidationError({"amount": "is required: a decimal string"})
+    key = _idempotency_key(body)
+    await require_totp_setup(gateway, merchant_id)
+    if transfers.is_account_id(destination):
+        return await _transfer(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key)
+    return await _onchain(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key)
+
+
+async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination: str, amount: Any,
+                    code: Any, key: str | None) -> dict[str, Any]:
+    try:
+        units = coin.to_units(amount)
+    except AmountError as exc:
+        raise ValidationError({"amount": str(exc)}) from None
+    if units <= 0:
+        raise ValidationError({"amount": "must be greater than 0"})
+    request = transfers.TransferRequest(to_account_id=destination, coin=coin.symbol, amount=units,
+                                        idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key}" if key else None,
+                                        totp_code=code, source=transfers.DASHBOARD, key_has_webhook=False)
+    try:
+        result = await transfers.send_transfer(gateway, merchant_id, request)
+    except Unauthorized:
+        raise _invalid_totp() from None
+    except ApiError as exc:
+        if exc.code in _TRANSFER_CODES:
+            raise InvalidRequest(exc.message, code=_TRANSFER_CODES[exc.code]) from None
+        raise
+    row = result.row
+    return {"kind": "transfer", "track_id": row["id"], "status": "CONFIRMED", "coin": coin.symbol,
+            "amount": coin.format(units), "destination": destination}
+
+
+async def _onchain(gateway: "Gateway", merchant_id: str, coin: Any, destination: str, amount: Any,
+                   code: Any, key: str | None) -> dict[str, Any]:
+    target = services.payout_destination(gateway, coin.symbol, destination)
+    units = services.payout_amount(gateway, coin.symbol, amount)
+    if await services.available_balance(gateway, merchant_id, coin.symbol) < units:
+        raise InsufficientBalance()  # an early answer that spends no TOTP code; the ledger decides again
+    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
+        raise _invalid_totp()
+    record = await services.request_payout(
+        gateway, merchant_id, coin=coin.symbol, destination=target, amount=units,
+        idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key or secrets.token_hex(16)}")
+    return {"kind": "payout", "track_id": record.track_id, "status": record.status.upper(), "coin": coin.symbol,
+            "amount": coin.format(record.amount), "destination": target}
+
+
+# -- swaps ------------------------------------------------------------------------------------
+
+
+def _swaps(gateway: "Gateway") -> Any:
+    """The swaps plugin's service, or 503 when that plugin is not loaded here."""
+    if gateway.pm.get_plugin("swaps") is None:
+        raise NotConfigured("not configured", code="swaps_not_configured")
+    from ..swaps import service
+
+    return service
+
+
+async def swap_quote(gateway: "Gateway", body: Mapping[str, Any]) -> dict[str, Any]:
+    return await _swaps(gateway).quote(gateway, body)
+
+
+SWAP_FIELDS = ("swap_id", "from_coin", "from_amount", "to_coin", "to_amount_quoted", "status")
+
+
+async def swap(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """POST /tgapp/swap: the swaps service with TOTP always; SPEC 4.13's fields (and ``idempotent`` on a replay)."""
+    service = _swaps(gateway)
+    service.parse_request(gateway, body)  # a bad body is a 400 before anything about 2FA
+    await require_totp_setup(gateway, merchant_id)
+    view = await service.commit(gateway, merchant_id, body, totp_always=True)
+    shaped = {name: view[name] for name in SWAP_FIELDS}
+    if view.get("idempotent"):
+        shaped["idempotent"] = True
+    return shaped
+
+
+async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:
+    """The account's default settlement coin (the swaps plugin keeps it), None without that plugin."""
+    if gateway.pm.get_plugin("swaps") is None:
+        return None
+    from ..swaps import settle
+
+    return await settle.default_settlement_coin(gateway, merchant_id)

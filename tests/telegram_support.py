@@ -1,0 +1,167 @@
+"""Test support for the telegram plugin: a Bot API stand-in and an independent init-data signer.
+
+``BotApiStandIn`` is an aiohttp server speaking the Telegram Bot API's JSON
+as published (https://core.telegram.org/bots/api): ``POST /bot<token>/<method>``
+with a JSON body, answers ``{"ok": true, "result": ...}`` or ``{"ok": false,
+"error_code", "description"}``. It judges what the gateway sends: the token
+in the path, the content type, the types and limits of every field it
+uses (``chat_id`` an integer of a chat that talked to the bot, ``text``
+1-4096 characters, inline keyboards of buttons with exactly one action and
+https-only Web App URLs, an https webhook URL and a well-formed
+``secret_token``), and ``getUpdates`` refuses to run while a webhook is set
+(409), as Telegram does.
+
+``sign_init_data`` builds ``Telegram.WebApp.initData`` the way Telegram
+documents it, written here from the published description and not from
+the plugin's code.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+BOT_TOKEN = "7000001:AAH-test_token_for_orbchain_0123456789"
+SECRET_TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+
+
+def sign_init_data(fields: dict[str, Any], bot_token: str = BOT_TOKEN) -> str:
+    """A signed init data query string: ``hash`` over every other field, per Telegram's Web App docs."""
+    values = {k: (json.dumps(v, separators=(",", ":")) if isinstance(v, dict) else str(v)) for k, v in fields.items()}
+    check = "\n".join(f"{k}={values[k]}" for k in sorted(values))
+    key = hmac.new(b"WebAppData", bot_token.encode(), hashlib.sha256).digest()
+    values["hash"] = hmac.new(key, check.encode(), hashlib.sha256).hexdigest()
+    return urlencode(values, quote_via=quote)
+
+
+def init_data_for(user_id: int, auth_date: int, *, bot_token: str = BOT_TOKEN, query_id: str = "AAE-q1") -> str:
+    return sign_init_data({"query_id": query_id, "auth_date": auth_date, "chat_type": "private",
+                           "user": {"id": user_id, "first_name": "Ada", "language_code": "en"}}, bot_token)
+
+
+class BotApiStandIn:
+    """The Bot API for one bot; tests queue updates and read what was sent."""
+
+    def __init__(self, token: str = BOT_TOKEN) -> None:
+        self.token = token
+        self.updates: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.webhook: dict[str, Any] | None = None
+        self.known_chats: set[int] = set()
+        self.blocked_chats: set[int] = set()
+        self._next_update = 1000
+        self._server: TestServer | None = None
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/bot{token}/{method}", self._handle)
+        self._server = TestServer(app, host="127.0.0.1")
+        await self._server.start_server()
+        return str(self._server.make_url("")).rstrip("/")
+
+    async def close(self) -> None:
+        if self._server is not None:
+            await self._server.close()
+
+    # -- what a test does ---------------------------------------------------------------------
+
+    def user_says(self, chat_id: int, text: str, chat_type: str = "private") -> int:
+        self._next_update += 1
+        self.known_chats.add(chat_id)
+        self.updates.append({"update_id": self._next_update, "message": {
+            "message_id": self._next_update, "date": 1_700_000_000, "text": text,
+            "from": {"id": chat_id if chat_type == "private" else 42, "is_bot": False, "first_name": "Ada"},
+            "chat": {"id": chat_id, "type": chat_type}}})
+        return self._next_update
+
+    def messages_to(self, chat_id: int) -> list[dict[str, Any]]:
+        return [m for m in self.sent if m["chat_id"] == chat_id]
+
+    # -- the API ------------------------------------------------------------------------------
+
+    @staticmethod
+    def _fail(code: int, description: str) -> web.Response:
+        return web.json_response({"ok": False, "error_code": code, "description": description}, status=code)
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] != self.token:
+            return self._fail(401, "Unauthorized")
+        if request.content_type != "application/json":
+            return self._fail(400, "Bad Request: expected a JSON body")
+        params = await request.json()
+        if not isinstance(params, dict):
+            return self._fail(400, "Bad Request: parameters must be an object")
+        method = request.match_info["method"]
+        self.calls.append((method, params))
+        handler = {"getUpdates": self._get_updates, "sendMessage": self._send_message,
+                   "setWebhook": self._set_webhook, "deleteWebhook": self._delete_webhook}.get(method)
+        if handler is None:
+            return self._fail(404, "Not Found: method not found")
+        return handler(params)
+
+    def _ok(self, result: Any) -> web.Response:
+        return web.json_response({"ok": True, "result": result})
+
+    def _get_updates(self, params: dict[str, Any]) -> web.Response:
+        if self.webhook is not None:
+            return self._fail(409, "Conflict: can't use getUpdates method while webhook is active")
+        offset, timeout = params.get("offset", 0), params.get("timeout", 0)
+        if not isinstance(offset, int) or isinstance(offset, bool) or not isinstance(timeout, int):
+            return self._fail(400, "Bad Request: offset and timeout must be integers")
+        allowed = params.get("allowed_updates", [])
+        if not isinstance(allowed, list) or not all(isinstance(a, str) for a in allowed):
+            return self._fail(400, "Bad Request: allowed_updates must be a list of strings")
+        if offset:  # confirmed: earlier updates are gone for good
+            self.updates = [u for u in self.updates if u["update_id"] >= offset]
+        return self._ok(list(self.updates))
+
+    def _check_markup(self, markup: Any) -> str | None:
+        rows = markup.get("inline_keyboard") if isinstance(markup, dict) else None
+        if not isinstance(rows, list) or not all(isinstance(r, list) for r in rows):
+            return "reply_markup must hold inline_keyboard, an array of button rows"
+        for button in (b for row in rows for b in row):
+            if not isinstance(button, dict) or not isinstance(button.get("text"), str) or not button["text"]:
+                return "a button needs text"
+            actions = [k for k in ("url", "web_app", "callback_data") if k in button]
+            if len(actions) != 1:
+                return "a button needs exactly one action"
+            if actions == ["web_app"] and not str(button["web_app"].get("url", "")).startswith("https://"):
+                return "BUTTON_TYPE_INVALID: Web App URLs must be https"
+        return None
+
+    def _send_message(self, params: dict[str, Any]) -> web.Response:
+        chat_id, text = params.get("chat_id"), params.get("text")
+        if not isinstance(chat_id, int) or isinstance(chat_id, bool):
+            return self._fail(400, "Bad Request: chat_id must be an integer")
+        if not isinstance(text, str) or not 1 <= len(text) <= 4096:
+            return self._fail(400, "Bad Request: message text is empty or too long")
+        if "reply_markup" in params and (problem := self._check_markup(params["reply_markup"])):
+            return self._fail(400, f"Bad Request: {problem}")
+        if chat_id not in self.known_chats:
+            return self._fail(400, "Bad Request: chat not found")
+        if chat_id in self.blocked_chats:
+            return self._fail(403, "Forbidden: bot was blocked by the user")
+        self.sent.append(params)
+        return self._ok({"message_id": len(self.sent), "date": 1_700_000_000, "text": text,
+                         "chat": {"id": chat_id, "type": "private"}})
+
+    def _set_webhook(self, params: dict[str, Any]) -> web.Response:
+        url, secret = params.get("url"), params.get("secret_token")
+        if not isinstance(url, str) or not url.startswith("https://"):
+            return self._fail(400, "Bad Request: bad webhook: An HTTPS URL must be provided for webhook")
+        if secret is not None and (not isinstance(secret, str) or not SECRET_TOKEN_RE.match(secret)):
+            return self._fail(400, "Bad Request: secret token contains unallowed characters")
+        self.webhook = {"url": url, "secret_token": secret}
+        return self._ok(True)
+
+    def _delete_webhook(self, params: dict[str, Any]) -> web.Response:
+        self.webhook = None
+        return self._ok(True)

@@ -1,0 +1,131 @@
+"""The mini-app page in headless Chromium: Telegram's launch parameters in the fragment, our own script only.
+
+The page is opened the way Telegram's web view opens it, with the signed
+init data in ``#tgWebAppData=...`` (signed by ``tests/telegram_support.py``
+from the published algorithm). With JavaScript on it signs in and shows the
+account, balances and a receive address with its QR code, and refuses a
+payout without 2FA; nothing trips the Content-Security-Policy. With
+JavaScript off it says what it needs. Needs /usr/bin/chromium; never skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from urllib.parse import quote
+
+import pytest
+
+from orbchain.plugins.telegram import link_tokens
+from orbchain.web.app import create_app
+from orbchain.web.keys import GATEWAY
+
+from .browser import INSTALL_HINT, Browser, chromium_missing
+from .support import api, signup
+from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for
+
+CHAT = 5550002
+
+
+@pytest.fixture(autouse=True)
+def require_chromium() -> None:
+    if chromium_missing():
+        pytest.fail(INSTALL_HINT, pytrace=False)
+
+
+@pytest.fixture
+async def standin():
+    server = BotApiStandIn()
+    server.url = await server.start()
+    yield server
+    await server.close()
+
+
+@pytest.fixture
+async def served(aiohttp_server, aiohttp_client, make_config, standin):
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"},
+                         plugin={"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url}})
+    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
+    return await aiohttp_client(server)
+
+
+async def wait_for(browser: Browser, expression: str, timeout: float = 10.0):
+    """Poll a page expression until it is truthy (bounded)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await browser.evaluate(expression)
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"not within {timeout} s: {expression}")
+        await asyncio.sleep(0.1)
+
+
+async def linked_merchant(client):
+    merchant = await signup(client)
+    gateway = client.app[GATEWAY]
+    token = link_tokens.issue(gateway.require_secrets().jwt_secret, CHAT, gateway.now())
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": token})
+    assert status == 200, body
+    return merchant, body["data"]["account_id"]
+
+
+def csp_violations(browser: Browser) -> list[str]:
+    return [e["params"]["entry"]["text"] for e in browser.events if e.get("method") == "Log.entryAdded"
+            and "Content Security Policy" in e["params"]["entry"].get("text", "")]
+
+
+async def test_mini_app_signs_in_from_the_launch_fragment(served, tmp_path):
+    client = served
+    merchant, account_id = await linked_merchant(client)
+    gateway = client.app[GATEWAY]
+    base = str(client.server.make_url("")).rstrip("/")
+    fragment = f"tgWebAppData={quote(init_data_for(CHAT, gateway.now()), safe='')}&tgWebAppVersion=7.10"
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.send("Log.enable")
+        await browser.goto(f"{base}/tgapp#{fragment}")
+        assert await wait_for(browser, "document.querySelector('#tg-account').textContent") == account_id
+        assert await browser.evaluate("document.querySelector('#tg-app').hidden") is False
+        await wait_for(browser, "document.querySelectorAll('#tg-balances li').length > 0")
+        assert "Nothing yet" in await browser.text("#tg-balances")
+        assert "2FA is off" in await wait_for(browser, "document.querySelector('#tg-mfa-state').textContent")
+
+        await browser.select("#tg-receive-coin", "BTC")
+        await browser.click("#tg-receive-form button[type=submit]", navigates=False)
+        address = await wait_for(browser, "document.querySelector('#tg-receive-address').textContent")
+        status, body = await api(client, "GET", "/dashboard/receive-address?coin=BTC", merchant.jwt)
+        assert address == body["data"]["address"]
+        assert await wait_for(browser, "document.querySelector('#tg-receive-qr').complete && "
+                                       "document.querySelector('#tg-receive-qr').naturalWidth > 0")
+
+        for selector, text in (("#tg-payout-destination", "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"),
+                               ("#tg-payout-amount", "0.001"), ("#tg-payout-code", "123456")):
+            assert await browser.evaluate(f"(e => (e.value = {json.dumps(text)}, true))"
+                                          f"(document.querySelector({json.dumps(selector)}))")
+        await browser.click("#tg-payout-form button[type=submit]", navigates=False)
+        result = await wait_for(browser, "(e => !e.hidden && e.textContent)(document.querySelector('#tg-payout-result'))")
+        assert "totp_setup_required" in result
+
+        # A reload keeps the session (the init data opens one session only; the token is reused).
+        await browser.reload()
+        assert await wait_for(browser, "document.querySelector('#tg-account').textContent") == account_id
+        await browser.screenshot(tmp_path / "tgapp.png")
+        assert csp_violations(browser) == []
+
+
+async def test_mini_app_outside_telegram_and_without_javascript(served, tmp_path):
+    client = served
+    base = str(client.server.make_url("")).rstrip("/")
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(f"{base}/tgapp")
+        await wait_for(browser, "document.querySelector('#tg-status').className.includes('notice-error')")
+        assert "from the Orbchain bot" in await browser.text("#tg-status")
+        assert await browser.evaluate("document.querySelector('#tg-app').hidden") is True
+    async with Browser.launch(tmp_path / "noscript") as browser:
+        await browser.goto(f"{base}/tgapp")
+        assert "needs JavaScript" in await browser.evaluate("document.querySelector('noscript').textContent")
+        assert await browser.evaluate("document.querySelector('#tg-app').hidden") is True
