@@ -441,7 +441,7 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     if row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is already enabled")
     if not row["totp_secret"]:
-        raise InvalidRequest("run MFA setup first")
+        raise Forbidden("run MFA setup first", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
@@ -451,7 +451,7 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
 async def disable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     row = await require_merchant(gateway.db, merchant_id)
     if not row["totp_enabled"]:
-        raise InvalidRequest("two-factor authentication is not enabled")
+        raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
