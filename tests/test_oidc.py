@@ -385,3 +385,12 @@ async def test_the_redirect_chain_in_headless_chromium(make_config, provider, tm
         assert seen == ["/app"]  # the server saw the path only: the payload stayed in the fragment
     finally:
         await server.close()
+
+
+async def test_maintenance_mode_signs_in_but_creates_no_account(oidc_client, provider):
+    client = await oidc_client()
+    first = await sign_in(client)
+    client.app[GATEWAY].maintenance = True
+    assert (await sign_in(client))["merchant_id"] == first["merchant_id"]
+    provider.user = {"sub": "99", "email": "new@example.com", "email_verified": True}
+    await refused_page(await finish(client, await consent(await begin(client))), 503, "maintenance")

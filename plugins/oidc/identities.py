@@ -8,6 +8,7 @@
 3. A verified e-mail that belongs to an account links the identity to it.
 4. A verified e-mail that belongs to no account creates one (without a
    password) and links the identity; only then are API keys returned.
+   In maintenance mode no account is created (503), as for sign-up.
 
 A disabled account is refused at every step (403 ``merchant_disabled``) and
 is not linked. Accounts are read and created only through
@@ -20,7 +21,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...core import services
-from ...core.errors import Conflict, Forbidden
+from ...core.errors import Conflict, Forbidden, Maintenance
 from .provider import Identity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,6 +67,8 @@ async def sign_in(gateway: "Gateway", identity: Identity) -> services.AccountSes
         raise EmailNotVerified()
     account = await services.account_by_email(gateway, identity.email)
     if account is None:
+        if gateway.maintenance:  # like POST /dashboard/auth/signup; signing in to an account still works
+            raise Maintenance()
         try:
             session = await services.create_account(gateway, identity.email)
         except Conflict:  # another sign-in created it a moment ago: link to it instead
