@@ -74,6 +74,10 @@ async def require_merchant(db: Database, merchant_id: str) -> Row:
     return row
 
 
+async def find_by_email(db: Database, email: str) -> Row | None:
+    return await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": normalize_email(email)})
+
+
 async def find_by_account_id(db: Database, account_id: str) -> Row | None:
     """The merchant behind a public account id (transfers, tips, referrals)."""
     if not isinstance(account_id, str) or len(account_id) > 64:
@@ -157,12 +161,21 @@ async def _insert_key(db: Database, *, key_id: str, merchant_id: str, kind: str,
     await db.execute(f"INSERT INTO api_keys ({names}) VALUES ({params})", columns)
 
 
-async def sign_up(gateway: Gateway, email: str, password: str, ref: str | None = None) -> SignupResult:
-    """Create a merchant with its three legacy keys; 409 when the e-mail is taken."""
+# Stored for accounts created through an identity provider: no scrypt hash has
+# this shape, so ``auth.verify_password`` is False for every password.
+NO_PASSWORD = "!no-password"
+
+
+async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str | None = None) -> SignupResult:
+    """Create a merchant with its three legacy keys; 409 when the e-mail is taken.
+
+    ``password`` None creates an account that cannot sign in with a password
+    (identity-provider sign-in, ``services.create_account``).
+    """
     db, email = gateway.db, normalize_email(email)
     if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
         raise Conflict("email already registered")
-    password_hash = await auth.hash_password_async(password)
+    password_hash = NO_PASSWORD if password is None else await auth.hash_password_async(password)
     referrer = await find_by_account_id(db, ref) if ref else None
     merchant_id, now = new_merchant_id(), gateway.now()
     issued = {kind: auth.generate_api_key(kind) for kind in auth.LEGACY_KINDS}
@@ -201,9 +214,11 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
         raise lockout.LockedOut("too many failed sign-ins; try again later", locked)
     row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": email})
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
-    stored = row["password_hash"] if row is not None else auth.dummy_password_hash()
+    # Accounts without a password (identity-provider sign-in) take the same path.
+    has_password = row is not None and row["password_hash"] != NO_PASSWORD
+    stored = row["password_hash"] if row is not None and has_password else auth.dummy_password_hash()
     ok = await auth.verify_password_async(password, stored)
-    if row is None or not ok:
+    if row is None or not has_password or not ok:
         raise Unauthorized("invalid credentials")
     await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
     if not row["enabled"]:
@@ -211,9 +226,13 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
     if auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(password), "id": row["id"]})
+    return row, dashboard_token(gateway, row)
+
+
+def dashboard_token(gateway: Gateway, row: Row) -> str:
+    """A fresh 24-hour dashboard JWT for the merchant ``row`` (bound to its token version)."""
     secret = gateway.require_secrets().jwt_secret
-    token = auth.issue_dashboard_token(secret, row["id"], row["token_version"], gateway.now())
-    return row, token
+    return auth.issue_dashboard_token(secret, row["id"], row["token_version"], gateway.now())
 
 
 async def change_password(gateway: Gateway, merchant_id: str, current: str, new: str) -> str:
@@ -415,7 +434,7 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     if row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is already enabled")
     if not row["totp_secret"]:
-        raise InvalidRequest("run MFA setup first")
+        raise Forbidden("run MFA setup first", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
@@ -425,7 +444,7 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
 async def disable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
     row = await require_merchant(gateway.db, merchant_id)
     if not row["totp_enabled"]:
-        raise InvalidRequest("two-factor authentication is not enabled")
+        raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})

@@ -47,9 +47,9 @@ class ValidationError(ApiError):
 
     type = "validation"
 
-    def __init__(self, detail: Mapping[str, str], message: str | None = None) -> None:
+    def __init__(self, detail: Mapping[str, str], message: str | None = None, *, code: str | None = None) -> None:
         summary = "; ".join(f"{k}: {v}" for k, v in detail.items())
-        super().__init__(message or f"validation error: {summary}", detail=detail)
+        super().__init__(message or f"validation error: {summary}", detail=detail, code=code)
 
 
 class InvalidRequest(ApiError):

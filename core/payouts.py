@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import ledger
 from .chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
-from .errors import ApiError, Conflict, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
+from .errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
+                     ValidationError)
 from .events import enqueue_event
 from .views import PayoutView, payout_view_of
 from .keys import AddressError, AddressFamily
@@ -78,14 +79,14 @@ def payout_route(gateway: "Gateway", symbol: str) -> PayoutRoute:
     """
     coin = gateway.coins.get(symbol)
     if coin is None:
-        raise ValidationError({"currency": f"unknown coin {symbol}"})
-    sender = adapter = None
-    if coin.payable:  # source-only coins are never paid out (SPEC 2.7)
-        try:
-            adapter = chain_for(gateway, symbol)
-        except NotConfigured:
-            adapter = None
-        sender = sender_of(adapter) if adapter is not None else None
+        raise ValidationError({"currency": f"unknown coin {symbol}"}, code="coin_not_supported")
+    if not coin.payable:  # source-only coins are never paid out (SPEC 2.7): no deployment could
+        raise InvalidRequest(f"{symbol} cannot be paid out", code="coin_not_supported")
+    try:
+        adapter = chain_for(gateway, symbol)
+    except NotConfigured:
+        adapter = None
+    sender = sender_of(adapter) if adapter is not None else None
     if sender is None or adapter is None:
         raise NotConfigured("not configured", code="payouts_not_configured",
                             detail={"currency": f"{symbol} payouts are not configured on this deployment"})
@@ -202,11 +203,20 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
     the ledger, which refuses any overdraft.
     """
     db = gateway.db
-    await db.fetch_one(f"SELECT id FROM merchants WHERE id = :m{db.for_update}", {"m": merchant_id})
+    merchant = await db.fetch_one(f"SELECT id, enabled FROM merchants WHERE id = :m{db.for_update}",
+                                  {"m": merchant_id})
     if request.idem_key:
         existing = await find_by_key(gateway, merchant_id, request.idem_key)
         if existing is not None:
             return replay_of(existing, request)
+    # Jobs (schedules, auto-withdraw) and refunds reach here without a request's auth check.
+    if merchant is not None and not merchant["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    if await db.fetch_val("SELECT 1 FROM deposit_addresses WHERE address = :a AND merchant_id = :m LIMIT 1",
+                          {"a": request.destination, "m": merchant_id}):
+        # Paying yourself on-chain only comes back as a deposit, minus network and platform fees;
+        # an auto-withdraw rule aimed at its own address would loop.
+        raise InvalidRequest("destination is one of your own deposit addresses", code="self_transfer")
     queued = await db.fetch_val("SELECT COUNT(*) FROM payouts WHERE merchant_id = :m AND status = :s",
                                 {"m": merchant_id, "s": CONFIRMING})
     if int(queued) >= BACKLOG_LIMIT:

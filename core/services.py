@@ -331,6 +331,54 @@ async def ledger_history(gateway: "Gateway", start: int, end: int, kinds: Iterab
 
 
 
+class AccountRecord(NamedTuple):
+    """A merchant's sign-in identity: the (lower-cased) e-mail and whether the account may sign in."""
+
+    merchant_id: str
+    email: str
+    enabled: bool
+
+
+class AccountSession(NamedTuple):
+    """A signed-in merchant: a dashboard JWT (24 hours), and for a new account its three
+    legacy API keys (header name to plaintext, shown once); ``api_keys`` is None otherwise."""
+
+    merchant_id: str
+    email: str
+    token: str
+    api_keys: Mapping[str, str] | None
+
+
+async def account_by_email(gateway: "Gateway", email: str) -> AccountRecord | None:
+    """The account registered with ``email`` (compared case-insensitively), or None."""
+    row = await accounts.find_by_email(gateway.db, email)
+    return None if row is None else AccountRecord(row["id"], row["email"], bool(row["enabled"]))
+
+
+async def sign_in_account(gateway: "Gateway", merchant_id: str) -> AccountSession:
+    """A dashboard session for a merchant a plugin has authenticated itself (an identity provider).
+
+    403 ``merchant_disabled`` for a disabled account, 404 for an unknown one.
+    The caller is responsible for having proven who the user is.
+    """
+    row = await accounts.require_merchant(gateway.db, merchant_id)
+    if not row["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    return AccountSession(row["id"], row["email"], accounts.dashboard_token(gateway, row), None)
+
+
+async def create_account(gateway: "Gateway", email: str) -> AccountSession:
+    """A new merchant with ``email`` and no password, signed in, with its API keys (shown once).
+
+    Exactly what ``POST /dashboard/auth/signup`` creates, minus the password:
+    a password login with this e-mail answers "invalid credentials", so the
+    account signs in through the plugin that created it. 409 ``Conflict``
+    when the e-mail is already registered.
+    """
+    result = await accounts.sign_up(gateway, email, None)
+    return AccountSession(result.merchant_id, result.email, result.token, dict(result.api_keys))
+
+
 def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:
     """``destination`` in canonical form, validated exactly like a payout's address.
 

@@ -228,8 +228,8 @@ async def test_mfa_setup_verify_disable(client, owner):
     gateway.clock = lambda: now + 30
     status, body = await post(client, "/dashboard/mfa/disable", {"code": totp.at(now + 30)}, token)
     assert status == 200 and body["data"]["totp_enabled"] is False
-    status, _ = await post(client, "/dashboard/mfa/disable", {"code": totp.at(now + 30)}, token)
-    assert status == 400
+    status, body = await post(client, "/dashboard/mfa/disable", {"code": totp.at(now + 30)}, token)
+    assert status == 403 and body["error"]["code"] == "totp_setup_required"
 
 
 async def test_mfa_bad_input(client, owner):
@@ -238,7 +238,7 @@ async def test_mfa_bad_input(client, owner):
             status, answer = await post(client, path, body, owner["token"])
             assert status == 400 and "code" in answer["error"]["detail"], (path, body)
     status, answer = await post(client, "/dashboard/mfa/verify", {"code": "123456"}, owner["token"])
-    assert status == 400 and "setup" in answer["message"]
+    assert status == 403 and "setup" in answer["message"] and answer["error"]["code"] == "totp_setup_required"
 
 
 async def test_verify_totp_helper_for_step_up(gateway):

@@ -119,10 +119,18 @@ async def test_insufficient_balance(env):
 
 async def test_unconfigured_coins_are_503(env):
     client, merchant, _ = env
-    for currency, address in (("BTC_LN", "lnbc1..."), ("XMR", "4" + "A" * 94)):
-        status, body = await create(client, merchant, "0.001", currency=currency, address=address)
-        assert status == 503 and body["message"] == "not configured", currency
-        assert body["error"]["type"] == "not_configured" and error_of(body)[0] == "payouts_not_configured"
+    status, body = await create(client, merchant, "0.001", currency="BTC_LN", address="lnbc1...")
+    assert status == 503 and body["message"] == "not configured"
+    assert body["error"]["type"] == "not_configured" and error_of(body)[0] == "payouts_not_configured"
+
+
+async def test_unsupported_coins_are_400_coin_not_supported(env):
+    """SPEC 7 coin_not_supported: a coin nobody can pay out here (source-only XMR) or no coin at all."""
+    client, merchant, _ = env
+    status, body = await create(client, merchant, "0.001", currency="XMR", address="4" + "A" * 94)
+    assert status == 400 and error_of(body) == ("coin_not_supported", "XMR cannot be paid out")
+    status, body = await create(client, merchant, "0.001", currency="NOPE", address=BTC_DEST)
+    assert status == 400 and body["error"]["type"] == "validation" and error_of(body)[0] == "coin_not_supported"
 
 
 async def test_maintenance_is_503(make_client, make_config):

@@ -54,7 +54,7 @@ async def test_each_item_stands_alone(env):
     assert results[4]["error"] == "validation error: amount: must be greater than 0"
     assert results[5]["error"].startswith("validation error") and results[5]["external_id"] is None
     assert results[6]["error"] == "validation error: external_id: is required"
-    assert results[8]["error"] == "payouts_not_configured"
+    assert results[8]["error"] == "coin_not_supported"  # XMR is source-only
     assert all(set(r) == {"index", "external_id", "track_id", "status", "error"} for r in results)
     assert results[0]["track_id"] and results[0]["error"] is None and results[1]["track_id"] is None
     assert await balance(client, merchant) == {"BTC": "0.0009"}

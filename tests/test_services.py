@@ -102,3 +102,29 @@ async def test_payout_statuses_of_known_ids_only(paid):
     assert len(statuses) == 600 and "po_unknown" not in statuses
     assert statuses["po_1"] == "Failed" and statuses["po_598"] == "Confirming"
     assert await services.payout_statuses(gateway, []) == {}
+
+
+async def test_account_services_for_sign_in_plugins(gateway):
+    """account_by_email, create_account and sign_in_account (used by plugins/oidc)."""
+    from orbchain.core import accounts, auth
+    from orbchain.core.errors import Conflict, Forbidden, Unauthorized
+
+    assert await services.account_by_email(gateway, "new@example.com") is None
+    created = await services.create_account(gateway, "New@Example.com")
+    assert created.email == "new@example.com" and set(created.api_keys or {}) == {
+        "merchant_api_key", "payout_api_key", "general_api_key"}
+    claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, created.token, gateway.now())
+    assert claims["sub"] == created.merchant_id
+    found = await services.account_by_email(gateway, "NEW@example.com")
+    assert found == services.AccountRecord(created.merchant_id, "new@example.com", True)
+    with pytest.raises(Conflict):
+        await services.create_account(gateway, "new@example.com")
+    with pytest.raises(Unauthorized):  # no password was set: no password signs in
+        await accounts.log_in(gateway, "new@example.com", accounts.NO_PASSWORD)
+    session = await services.sign_in_account(gateway, created.merchant_id)
+    assert session.merchant_id == created.merchant_id and session.api_keys is None and session.token
+    await gateway.db.execute("UPDATE merchants SET enabled = :f WHERE id = :id",
+                             {"f": False, "id": created.merchant_id})
+    with pytest.raises(Forbidden) as refused:
+        await services.sign_in_account(gateway, created.merchant_id)
+    assert refused.value.code == "merchant_disabled"

@@ -26,8 +26,9 @@ PAYOUT_ROW = obj({"id": STRING, "trackId": STRING, "coin": COIN, "destination": 
 OPERATIONS = [
     Op("POST", "/v1/payout", "Send a payout", PAYOUTS, envelope(ref("Payout")), auth=PAYOUT_KEY,
        scope="payout:create", body=body(PAYOUT_FIELDS, PAYOUT_OPTIONAL),
-       description="Validated, debited and queued: status Confirming. 400 invalid destination, burn address, "
-                   "insufficient balance; 503 payout backlog too large."),
+       description="Validated, debited and queued: status Confirming. 400 invalid_address, burn_address, "
+                   "insufficient_balance, coin_not_supported (unknown or source-only coin), self_transfer (one "
+                   "of your own deposit addresses); 403 merchant_disabled; 503 payout_backlog_too_large."),
     Op("GET", "/v1/payout/{track_id}", "A payout", PAYOUTS, envelope(ref("Payout")), auth=PAYOUT_KEY,
        scope="payout:read"),
     Op("POST", "/v1/payout/batch", "Send up to 100 payouts", PAYOUTS, data_only(ref("BatchResult")),
@@ -51,7 +52,8 @@ OPERATIONS = [
     Op("POST", "/v1/transfer", "Internal transfer", TRANSFERS, data_only(ref("Transfer")), auth=MERCHANT_KEY,
        scope="transfer:create", body=TRANSFER_BODY,
        description="Instant and fee-free; a body with only data. 400 self_transfer_forbidden, "
-                   "recipient_not_found, recipient_disabled, insufficient_balance; 401 wrong TOTP code."),
+                   "recipient_not_found, recipient_disabled, insufficient_balance, coin_not_supported; "
+                   "401 wrong TOTP code."),
     Op("POST", "/dashboard/transfer", "Internal transfer", TRANSFERS, data_only(ref("Transfer")), auth=JWT,
        body=TRANSFER_BODY),
     Op("GET", "/dashboard/transfers", "Transfers sent and received", TRANSFERS,

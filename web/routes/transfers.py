@@ -37,7 +37,7 @@ def parse_transfer(
     values = validate(body, FIELDS)
     coin = gateway.coins.get(values["coin"])
     if coin is None:
-        raise ValidationError({"coin": f"{values['coin']} is not a supported coin"})
+        raise ValidationError({"coin": f"{values['coin']} is not a supported coin"}, code="coin_not_supported")
     ensure_coin_allowed(principal, coin.symbol)
     return svc.TransferRequest(
         to_account_id=values["to_account_id"], coin=coin.symbol, amount=coin_units(coin, values["amount"]),

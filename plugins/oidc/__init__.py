@@ -1,0 +1,46 @@
+"""Sign-in with an identity provider (SPEC 4.7, 5.3), a feature plugin.
+
+``GET /dashboard/auth/google`` sends the browser to an OpenID Connect
+provider (Google by default; any provider through ``discovery_url``) with
+the authorization-code flow, PKCE S256, state and nonce; the callback
+verifies the ID token, finds or creates the account under the linking
+rule in ``identities.py`` and redirects to ``/app#google-auth=<payload>``.
+Configured with ``[plugin.oidc] client_id``/``client_secret``
+(docs/oidc.md); without them the routes answer 503 ``not_configured``.
+It uses only the public plugin contract and core services, as a
+third-party package would.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.plugins import hookimpl
+from . import openapi
+from .config import settings_of
+from .routes import routes
+from .settings import PLUGIN_NAME
+
+MIGRATIONS_PACKAGE = "orbchain.plugins.oidc.migrations"
+
+__all__ = ["PLUGIN_NAME"]
+
+
+@hookimpl
+def validate_config(gateway: Any) -> None:
+    settings_of(gateway)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)

@@ -1,0 +1,85 @@
+"""Which merchant a provider's person is: the linking rule.
+
+1. An identity (issuer, subject) linked before signs in to its merchant,
+   whatever e-mail the provider reports today.
+2. Otherwise the provider must say the e-mail is verified
+   (``email_verified`` true); an unverified or missing e-mail neither links
+   nor creates an account.
+3. A verified e-mail that belongs to an account links the identity to it.
+4. A verified e-mail that belongs to no account creates one (without a
+   password) and links the identity; only then are API keys returned.
+   In maintenance mode no account is created (503), as for sign-up.
+
+A disabled account is refused at every step (403 ``merchant_disabled``) and
+is not linked. Accounts are read and created only through
+``orbchain.core.services``; this module's SQL touches the plugin's table.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from ...core import services
+from ...core.errors import Conflict, Forbidden, Maintenance
+from .provider import Identity
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+log = logging.getLogger("orbchain.plugins.oidc")
+
+
+class EmailNotVerified(Forbidden):
+    def __init__(self) -> None:
+        super().__init__("the identity provider has not verified this e-mail address", code="email_not_verified")
+
+
+async def _linked_merchant(gateway: "Gateway", identity: Identity) -> str | None:
+    return await gateway.db.fetch_val(
+        "SELECT merchant_id FROM oidc_identities WHERE issuer = :i AND subject = :s",
+        {"i": identity.issuer, "s": identity.subject})
+
+
+async def _link(gateway: "Gateway", identity: Identity, merchant_id: str, email: str) -> None:
+    now = gateway.now()
+    await gateway.db.execute(
+        "INSERT INTO oidc_identities (issuer, subject, merchant_id, email, created_at, last_sign_in_at)"
+        " VALUES (:i, :s, :m, :e, :now, :now) ON CONFLICT (issuer, subject) DO NOTHING",
+        {"i": identity.issuer, "s": identity.subject, "m": merchant_id, "e": email, "now": now})
+
+
+async def _touch(gateway: "Gateway", identity: Identity) -> None:
+    await gateway.db.execute(
+        "UPDATE oidc_identities SET last_sign_in_at = :now, email = COALESCE(:e, email)"
+        " WHERE issuer = :i AND subject = :s",
+        {"now": gateway.now(), "e": identity.email, "i": identity.issuer, "s": identity.subject})
+
+
+async def sign_in(gateway: "Gateway", identity: Identity) -> services.AccountSession:
+    """The session for ``identity`` under the linking rule above; raises 403 when refused."""
+    merchant_id = await _linked_merchant(gateway, identity)
+    if merchant_id is not None:
+        session = await services.sign_in_account(gateway, merchant_id)
+        await _touch(gateway, identity)
+        return session
+    if not identity.email or not identity.email_verified:
+        raise EmailNotVerified()
+    account = await services.account_by_email(gateway, identity.email)
+    if account is None:
+        if gateway.maintenance:  # like POST /dashboard/auth/signup; signing in to an account still works
+            raise Maintenance()
+        try:
+            session = await services.create_account(gateway, identity.email)
+        except Conflict:  # another sign-in created it a moment ago: link to it instead
+            account = await services.account_by_email(gateway, identity.email)
+            if account is None:
+                raise
+        else:
+            await _link(gateway, identity, session.merchant_id, session.email)
+            log.info("merchant %s created through identity-provider sign-in", session.merchant_id)
+            return session
+    session = await services.sign_in_account(gateway, account.merchant_id)  # refuses a disabled account
+    await _link(gateway, identity, account.merchant_id, account.email)
+    log.info("identity-provider sign-in linked to merchant %s (verified e-mail)", account.merchant_id)
+    return session

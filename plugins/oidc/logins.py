@@ -1,0 +1,87 @@
+"""A started sign-in: single-use, expiring, bound to the browser that started it.
+
+Starting a sign-in makes a random ``state``, ``nonce`` and PKCE
+``code_verifier``. The verifier and nonce stay on the server, in a row of
+``oidc_logins`` keyed by SHA-256 of the state (the plain state is never
+stored). The browser gets the state twice: in the provider's redirect and
+in an HMAC-signed, expiring, HttpOnly cookie. The callback accepts a state
+only when the cookie signs the same state (a callback URL replayed in
+another browser fails: no login CSRF) and when it can delete the row (a
+state works once, in whichever worker process receives the callback).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ...core.gateway import Gateway
+
+COOKIE_NAME = "orbchain_oidc"
+_COOKIE_CONTEXT = b"orbchain plugin oidc: login state cookie v1"
+
+
+class PendingLogin(NamedTuple):
+    state: str
+    nonce: str
+    code_verifier: str
+    expires_at: int
+
+
+def _state_hash(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()
+
+
+def _cookie_key(gateway: "Gateway") -> bytes:
+    # Derived from the gateway's JWT secret, which every worker shares: any worker can check the cookie.
+    return hmac.new(gateway.require_secrets().jwt_secret, _COOKIE_CONTEXT, hashlib.sha256).digest()
+
+
+def _mac(gateway: "Gateway", state: str, expires_at: int) -> str:
+    return hmac.new(_cookie_key(gateway), f"{state}.{expires_at}".encode(), hashlib.sha256).hexdigest()
+
+
+def cookie_value(gateway: "Gateway", login: PendingLogin) -> str:
+    return f"{login.state}.{login.expires_at}.{_mac(gateway, login.state, login.expires_at)}"
+
+
+def cookie_matches(gateway: "Gateway", cookie: str | None, state: str) -> bool:
+    """True when ``cookie`` is our unexpired signature of ``state`` (compared in constant time)."""
+    if not cookie or cookie.count(".") != 2:
+        return False
+    signed_state, expires, mac = cookie.split(".")
+    if not expires.isdigit() or int(expires) <= gateway.now():
+        return False
+    good_mac = hmac.compare_digest(mac, _mac(gateway, signed_state, int(expires)))
+    return good_mac and hmac.compare_digest(signed_state.encode(), state.encode())
+
+
+async def start(gateway: "Gateway", ttl_seconds: int) -> PendingLogin:
+    """Record a new pending sign-in (and forget expired ones, so the table stays small)."""
+    now = gateway.now()
+    login = PendingLogin(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48),
+                         now + ttl_seconds)
+    await gateway.db.execute("DELETE FROM oidc_logins WHERE expires_at <= :now", {"now": now})
+    await gateway.db.execute(
+        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at)"
+        " VALUES (:h, :nonce, :verifier, :now, :exp)",
+        {"h": _state_hash(login.state), "nonce": login.nonce, "verifier": login.code_verifier, "now": now,
+         "exp": login.expires_at})
+    return login
+
+
+async def consume(gateway: "Gateway", state: str) -> PendingLogin | None:
+    """The pending sign-in of ``state``, deleted in the same statement; None when used, unknown or expired.
+
+    ``DELETE ... RETURNING`` hands the row to exactly one caller, also when
+    two workers receive the same callback at once.
+    """
+    row = await gateway.db.fetch_one(
+        "DELETE FROM oidc_logins WHERE state_hash = :h RETURNING nonce, code_verifier, expires_at",
+        {"h": _state_hash(state)})
+    if row is None or int(row["expires_at"]) <= gateway.now():
+        return None
+    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]))

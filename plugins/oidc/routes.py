@@ -1,0 +1,108 @@
+"""GET /dashboard/auth/google and its callback (SPEC 4.7, 5.3): the browser's sign-in redirects.
+
+Both are pages for people: every refusal renders the HTML error page with
+a sentence saying what to do (never a 500, never the provider's raw
+answer). Both count in the sign-in rate-limit class (SPEC 8: 10 a minute
+per IP), like signup and login.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from ...core.errors import InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized
+from ...web.keys import gateway_of
+from ...web.middlewares import rate_class
+from ...web.pages import html_page
+from . import identities, logins, payload
+from .config import provider_of
+from .provider import InvalidIdToken, ProviderRefused, ProviderUnavailable
+from .settings import CALLBACK_PATH
+
+log = logging.getLogger("orbchain.plugins.oidc")
+routes = web.RouteTableDef()
+START_PATH = "/dashboard/auth/google"
+
+
+def _no_store(response: web.StreamResponse) -> web.StreamResponse:
+    # Nothing here may be cached, and the provider's callback URL (with its code) is never a Referer.
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+def _redirect(location: str) -> web.Response:
+    return web.Response(status=302, headers={"Location": location})
+
+
+def _unavailable(exc: Exception) -> ServiceUnavailable:
+    log.warning("identity provider unavailable: %s", exc)
+    return ServiceUnavailable("the identity provider cannot be reached right now; please try again in a minute",
+                              code="provider_unavailable")
+
+
+@routes.get(START_PATH)
+@rate_class("auth")
+@html_page
+async def start(request: web.Request) -> web.StreamResponse:
+    gateway = gateway_of(request)
+    provider = provider_of(gateway)
+    if provider is None:
+        raise NotConfigured("sign-in with an identity provider is not configured on this server",
+                            code="not_configured")
+    try:
+        await provider.metadata()  # before a row is written: a provider outage leaves nothing behind
+    except ProviderUnavailable as exc:
+        raise _unavailable(exc) from None
+    login = await logins.start(gateway, provider.settings.login_ttl_seconds)
+    url = await provider.authorization_url(login.state, login.nonce, login.code_verifier)
+    response = _redirect(url)
+    # SameSite=Lax: the provider's redirect back is a top-level GET, which carries Lax cookies.
+    response.set_cookie(logins.COOKIE_NAME, logins.cookie_value(gateway, login),
+                        max_age=provider.settings.login_ttl_seconds, path=CALLBACK_PATH, httponly=True,
+                        samesite="Lax", secure=provider.settings.redirect_uri.startswith("https:"))
+    return _no_store(response)
+
+
+@routes.get(CALLBACK_PATH)
+@rate_class("auth")
+@html_page
+async def callback(request: web.Request) -> web.StreamResponse:
+    gateway = gateway_of(request)
+    provider = provider_of(gateway)
+    if provider is None:
+        raise NotConfigured("sign-in with an identity provider is not configured on this server",
+                            code="not_configured")
+    query = request.query
+    state, code = query.get("state", ""), query.get("code", "")
+    if not state or len(state) > 256 or not logins.cookie_matches(gateway, request.cookies.get(logins.COOKIE_NAME),
+                                                                  state):
+        raise InvalidRequest("this sign-in was started in another browser or has expired; please start again",
+                             code="invalid_state")
+    login = await logins.consume(gateway, state)
+    if login is None:
+        raise InvalidRequest("this sign-in link was already used or has expired; please start again",
+                             code="invalid_state")
+    if "error" in query:  # RFC 6749 4.1.2.1: the user said no, or the provider refused the request
+        log.info("identity provider returned error %r", query["error"][:64])
+        raise Unauthorized("sign-in was cancelled or refused at the identity provider", code="provider_refused")
+    if not code or len(code) > 2048:
+        raise InvalidRequest("the identity provider sent no sign-in code; please start again", code="invalid_state")
+    try:
+        token = await provider.exchange_code(code, login.code_verifier)
+        identity = await provider.verify_id_token(token, login.nonce, gateway.now())
+    except ProviderUnavailable as exc:
+        raise _unavailable(exc) from None
+    except ProviderRefused as exc:
+        log.info("identity provider refused the code: %s", exc)
+        raise Unauthorized("the identity provider refused this sign-in (the code is invalid or expired); "
+                           "please start again", code="provider_refused") from None
+    except InvalidIdToken as exc:
+        log.warning("identity provider ID token rejected: %s", exc)
+        raise Unauthorized("the identity provider's answer could not be verified", code="invalid_id_token") from None
+    session = await identities.sign_in(gateway, identity)
+    response = _redirect(payload.fragment(provider.settings.app_path, session))
+    response.del_cookie(logins.COOKIE_NAME, path=CALLBACK_PATH)
+    return _no_store(response)

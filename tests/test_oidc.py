@@ -1,0 +1,396 @@
+"""Identity-provider sign-in (plugins/oidc, SPEC 4.7, 5.3) against a local OpenID Connect provider.
+
+The stand-in (tests/oidc_standin.py) checks PKCE, client authentication and
+the redirect URI itself and signs its ID tokens with ``cryptography``
+directly, so nothing here is judged by the code under test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp.test_utils import TestServer
+from yarl import URL
+
+from orbchain.core.config import ConfigError
+from orbchain.plugins.oidc import payload
+from orbchain.plugins.oidc.settings import parse_settings
+from orbchain.web.app import create_app
+from orbchain.web.keys import GATEWAY
+
+from .oidc_standin import CLIENT_ID, CLIENT_SECRET, OidcProvider, start_provider
+
+CALLBACK = "/dashboard/auth/google/callback"
+REDIRECT_URI = "http://gateway.test" + CALLBACK
+PASSWORD = "s3cret-pass-9"
+
+
+@pytest.fixture
+async def provider():
+    fake, server = await start_provider()
+    fake.redirect_uri = REDIRECT_URI
+    yield fake
+    await server.close()
+
+
+def oidc_block(provider: OidcProvider, **extra: Any) -> dict[str, Any]:
+    return {"client_id": CLIENT_ID, "client_secret": CLIENT_SECRET,
+            "discovery_url": provider.issuer + "/.well-known/openid-configuration",
+            "redirect_uri": provider.redirect_uri, **extra}
+
+
+@pytest.fixture
+def oidc_client(make_client, make_config, provider):
+    async def make(**sections):
+        return await make_client(make_config(plugin={"oidc": oidc_block(provider)}, **sections))
+    return make
+
+
+async def begin(client) -> str:
+    """GET /dashboard/auth/google; returns the provider URL it redirects to."""
+    response = await client.get("/dashboard/auth/google", allow_redirects=False)
+    assert response.status == 302, await response.text()
+    return response.headers["Location"]
+
+
+async def consent(location: str) -> URL:
+    """The browser at the provider: the user consents; returns the callback URL it is sent to."""
+    async with aiohttp.ClientSession() as browser:
+        async with browser.get(location, allow_redirects=False) as response:
+            assert response.status == 302, await response.text()
+            return URL(response.headers["Location"])
+
+
+async def finish(client, callback: URL) -> aiohttp.ClientResponse:
+    return await client.get(callback.path_qs, allow_redirects=False)
+
+
+async def sign_in(client) -> dict[str, Any]:
+    response = await finish(client, await consent(await begin(client)))
+    assert response.status == 302, await response.text()
+    location = response.headers["Location"]
+    path, _, fragment = location.partition("#")
+    assert path == "/app" and fragment.startswith("google-auth=")
+    return payload.decode(fragment.removeprefix("google-auth="))
+
+
+async def refused_page(response, status: int, words: str) -> str:
+    text = await response.text()
+    assert response.status == status, text
+    assert response.content_type == "text/html"
+    assert words in text.lower()
+    return text
+
+
+async def account(client, token: str) -> dict[str, Any]:
+    response = await client.get("/dashboard/account", headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 200, await response.text()
+    return (await response.json())["data"]["account"]
+
+
+# -- the happy paths ---------------------------------------------------------------------------------
+
+
+async def test_new_account_gets_keys_in_the_fragment_and_can_use_them(oidc_client, provider):
+    client = await oidc_client()
+    location = URL(await begin(client))
+    query = location.query
+    assert str(location.with_query(None)) == provider.issuer + "/o/authorize"
+    assert query["client_id"] == CLIENT_ID and query["redirect_uri"] == REDIRECT_URI
+    assert query["code_challenge_method"] == "S256" and set(query["scope"].split()) == {"openid", "email", "profile"}
+    callback = await consent(str(location))
+    response = await finish(client, callback)
+    assert response.status == 302
+    assert response.headers["Cache-Control"] == "no-store" and response.headers["Referrer-Policy"] == "no-referrer"
+    assert "#google-auth=" in response.headers["Location"]
+    data = payload.decode(response.headers["Location"].split("#google-auth=")[1])
+    assert data["new_account"] is True and data["email"] == "ada@example.com"
+    assert set(data["api_keys"]) == {"merchant_api_key", "payout_api_key", "general_api_key"}
+    # The token and the keys work; the stand-in saw PKCE and client_secret_basic (it refuses otherwise).
+    assert (await account(client, data["token"]))["id"] == data["merchant_id"]
+    balance = await client.get("/v1/general/account/balance",
+                               headers={"general_api_key": data["api_keys"]["general_api_key"]})
+    assert balance.status == 200
+    assert len(provider.token_requests) == 1 and provider.token_requests[0]["code_verifier"]
+    # No password was set: a password login with that e-mail is refused like any wrong credential.
+    login = await client.post("/dashboard/auth/login", json={"email": "ada@example.com", "password": PASSWORD})
+    assert login.status == 401
+    # Signing in again finds the same account, with no keys this time.
+    again = await sign_in(client)
+    assert again["merchant_id"] == data["merchant_id"] and again["new_account"] is False
+    assert "api_keys" not in again
+
+
+async def test_verified_email_links_an_existing_account(oidc_client, provider):
+    client = await oidc_client()
+    signup = await client.post("/dashboard/auth/signup", json={"email": "Ada@Example.com", "password": PASSWORD})
+    merchant_id = (await signup.json())["data"]["merchant_id"]
+    data = await sign_in(client)
+    assert data["merchant_id"] == merchant_id and data["new_account"] is False and "api_keys" not in data
+    # Once linked, the identity keeps its account even after the e-mail changes at the provider.
+    provider.user = {**provider.user, "email": "ada.lovelace@example.org", "email_verified": False}
+    assert (await sign_in(client))["merchant_id"] == merchant_id
+    login = await client.post("/dashboard/auth/login", json={"email": "ada@example.com", "password": PASSWORD})
+    assert login.status == 200  # the password still works
+
+
+@pytest.mark.parametrize("verified", [False, "false", None])
+async def test_unverified_email_never_links_or_creates(oidc_client, provider, verified):
+    client = await oidc_client()
+    signup = await client.post("/dashboard/auth/signup", json={"email": "ada@example.com", "password": PASSWORD})
+    assert signup.status == 200
+    provider.user = {"sub": "777", "email": "ada@example.com", "email_verified": verified}
+    await refused_page(await finish(client, await consent(await begin(client))), 403, "not verified")
+    provider.user = {"sub": "778", "email": "grace@example.com", "email_verified": verified}
+    await refused_page(await finish(client, await consent(await begin(client))), 403, "not verified")
+    # Nothing was created or linked: grace@ is still free, and the verified identity now links ada@.
+    fresh = await client.post("/dashboard/auth/signup", json={"email": "grace@example.com", "password": PASSWORD})
+    assert fresh.status == 200
+    provider.user = {"sub": "777", "email": "ada@example.com", "email_verified": True}
+    assert (await sign_in(client))["merchant_id"] == (await signup.json())["data"]["merchant_id"]
+
+
+async def test_a_disabled_account_is_refused(oidc_client, provider):
+    client = await oidc_client()
+    first = await sign_in(client)
+    await client.app[GATEWAY].db.execute("UPDATE merchants SET enabled = :f WHERE id = :id",
+                                         {"f": False, "id": first["merchant_id"]})
+    await refused_page(await finish(client, await consent(await begin(client))), 403, "disabled")
+    signup = await client.post("/dashboard/auth/signup", json={"email": "bob@example.com", "password": PASSWORD})
+    await client.app[GATEWAY].db.execute("UPDATE merchants SET enabled = :f WHERE id = :id",
+                                         {"f": False, "id": (await signup.json())["data"]["merchant_id"]})
+    provider.user = {"sub": "2", "email": "bob@example.com", "email_verified": True}
+    await refused_page(await finish(client, await consent(await begin(client))), 403, "disabled")
+
+
+# -- ID tokens that must be refused ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tamper", ["wrong_key", "wrong_audience", "expired", "wrong_nonce", "wrong_issuer"])
+async def test_a_bad_id_token_is_refused_and_creates_nothing(oidc_client, provider, tamper):
+    client = await oidc_client()
+    provider.tamper = tamper
+    await refused_page(await finish(client, await consent(await begin(client))), 401, "could not be verified")
+    # The e-mail is still free: no account was made from the refused token.
+    signup = await client.post("/dashboard/auth/signup", json={"email": "ada@example.com", "password": PASSWORD})
+    assert signup.status == 200
+
+
+async def test_keys_rotated_at_the_provider_are_fetched_once_on_an_unknown_kid(oidc_client, provider):
+    client = await oidc_client()
+    await sign_in(client)
+    await sign_in(client)
+    assert provider.jwks_fetches == 1 and provider.discovery_fetches == 1  # cached
+    provider.rotate()
+    assert (await sign_in(client))["new_account"] is False
+    assert provider.jwks_fetches == 2
+    provider.tamper = "wrong_key"  # a known kid with a bad signature does not refetch
+    await refused_page(await finish(client, await consent(await begin(client))), 401, "could not be verified")
+    assert provider.jwks_fetches == 2
+
+
+# -- state, code and provider failures ------------------------------------------------------------------
+
+
+async def test_a_replayed_state_is_refused(oidc_client, provider):
+    client = await oidc_client()
+    callback = await consent(await begin(client))
+    cookie = client.session.cookie_jar.filter_cookies(client.make_url(CALLBACK))["orbchain_oidc"].value
+    assert (await finish(client, callback)).status == 302
+    replay = await client.get(callback.path_qs, allow_redirects=False, headers={"Cookie": f"orbchain_oidc={cookie}"})
+    await refused_page(replay, 400, "already used")
+    assert len(provider.token_requests) == 1  # the replay never reached the provider
+
+
+async def test_concurrent_callbacks_with_one_state_succeed_once(oidc_client, provider):
+    client = await oidc_client()
+    callback = await consent(await begin(client))
+    responses = await asyncio.gather(*(finish(client, callback) for _ in range(3)))
+    assert sorted(r.status for r in responses) == [302, 400, 400]
+
+
+async def test_a_callback_in_another_browser_is_refused_and_the_real_one_still_works(oidc_client, provider):
+    client = await oidc_client()
+    callback = await consent(await begin(client))
+    async with aiohttp.ClientSession() as other_browser:  # no state cookie: login CSRF
+        async with other_browser.get(client.make_url(callback.path_qs), allow_redirects=False) as response:
+            await refused_page(response, 400, "another browser")
+        forged = f"{callback.query['state']}.9999999999.{'0' * 64}"
+        async with other_browser.get(client.make_url(callback.path_qs), allow_redirects=False,
+                                     headers={"Cookie": f"orbchain_oidc={forged}"}) as response:
+            await refused_page(response, 400, "another browser")
+    assert (await finish(client, callback)).status == 302
+
+
+async def test_an_expired_code_is_refused(oidc_client, provider):
+    client = await oidc_client()
+    callback = await consent(await begin(client))
+    provider.expire_codes()
+    await refused_page(await finish(client, callback), 401, "refused this sign-in")
+
+
+async def test_an_expired_state_is_refused(oidc_client, provider):
+    client = await oidc_client()
+    callback = await consent(await begin(client))
+    gateway = client.app[GATEWAY]
+    real_now = gateway.now
+    gateway.now = lambda: real_now() + 601  # type: ignore[method-assign]
+    try:
+        await refused_page(await finish(client, callback), 400, "please start again")
+    finally:
+        gateway.now = real_now  # type: ignore[method-assign]
+
+
+async def test_the_user_declining_at_the_provider(oidc_client, provider):
+    client = await oidc_client()
+    callback = await consent(await begin(client))
+    declined = callback.with_query(error="access_denied", state=callback.query["state"])
+    await refused_page(await finish(client, declined), 401, "cancelled or refused")
+    assert provider.token_requests == []
+
+
+async def test_provider_down_gives_a_clear_page_never_a_500(oidc_client, provider):
+    client = await oidc_client()
+    provider.down = True
+    response = await client.get("/dashboard/auth/google", allow_redirects=False)
+    await refused_page(response, 503, "cannot be reached")
+    provider.down = False
+    callback = await consent(await begin(client))
+    provider.down = True  # down between the redirect and the callback: the token endpoint answers 503 HTML
+    await refused_page(await finish(client, callback), 503, "cannot be reached")
+    provider.down = False
+    assert (await sign_in(client))["new_account"] is True
+
+
+async def test_provider_unreachable_gives_a_clear_page(make_client, make_config, provider):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    block = oidc_block(provider, discovery_url=f"http://127.0.0.1:{port}/.well-known/openid-configuration",
+                       timeout_seconds=2)
+    client = await make_client(make_config(plugin={"oidc": block}))
+    await refused_page(await client.get("/dashboard/auth/google", allow_redirects=False), 503, "cannot be reached")
+
+
+async def test_discovery_for_another_issuer_is_refused(make_client, make_config, provider):
+    # A discovery document naming another issuer (a mix-up) is not trusted.
+    block = oidc_block(provider, discovery_url=provider.issuer.replace("127.0.0.1", "localhost")
+                       + "/.well-known/openid-configuration")
+    client = await make_client(make_config(plugin={"oidc": block}))
+    await refused_page(await client.get("/dashboard/auth/google", allow_redirects=False), 503, "cannot be reached")
+
+
+async def test_unconfigured_routes_answer_503_and_are_documented(client):
+    for path in ("/dashboard/auth/google", CALLBACK + "?code=x&state=y"):
+        await refused_page(await client.get(path, allow_redirects=False), 503, "not configured")
+    document = await (await client.get("/openapi.json")).json()
+    assert "get" in document["paths"]["/dashboard/auth/google"]
+    assert "302" in document["paths"][CALLBACK]["get"]["responses"]
+
+
+async def test_sign_in_routes_count_in_the_auth_rate_limit(oidc_client, provider):
+    client = await oidc_client(rate_limits={"enabled": True, "auth_per_minute": 3})
+    for _ in range(3):
+        await begin(client)
+    response = await client.get("/dashboard/auth/google", allow_redirects=False)
+    assert response.status == 429 and response.headers["Retry-After"]
+    response = await client.get(CALLBACK + "?code=a&state=b", allow_redirects=False)
+    assert response.status == 429
+
+
+async def test_state_survives_a_second_worker(make_config, aiohttp_client, provider):
+    """Two app processes on one database (``serve --workers 2``): start on one, finish on the other."""
+    config = make_config(plugin={"oidc": oidc_block(provider)})
+    first, second = await aiohttp_client(create_app(config)), await aiohttp_client(create_app(config))
+    callback = await consent(await begin(first))
+    cookie = first.session.cookie_jar.filter_cookies(first.make_url(CALLBACK))["orbchain_oidc"].value
+    response = await second.get(callback.path_qs, allow_redirects=False,
+                                headers={"Cookie": f"orbchain_oidc={cookie}"})
+    assert response.status == 302 and "#google-auth=" in response.headers["Location"]
+    replay = await first.get(callback.path_qs, allow_redirects=False)
+    await refused_page(replay, 400, "already used")
+
+
+@pytest.mark.parametrize("block, key", [
+    ({"client_id": "x"}, "client_secret"),
+    ({"client_id": "x", "client_secret": "y", "discovery_url": "ftp://x"}, "discovery_url"),
+    ({"client_id": "x", "client_secret": "y", "redirect_uri": "https://g.example/elsewhere"}, "redirect_uri"),
+    ({"client_id": "x", "client_secret": "y", "scopes": ["profile"]}, "scopes"),
+    ({"client_id": "x", "client_secret": "y", "timeout_seconds": 0}, "timeout_seconds"),
+    ({"client_id": "x", "client_secret": "y", "app_path": "https://evil.example/"}, "app_path"),
+    ({"client_secret": "y", "clientid": "x"}, "clientid"),
+])
+def test_bad_config_blocks_name_the_key(block, key):
+    with pytest.raises(ConfigError, match=f"plugin.oidc.{key}"):
+        parse_settings(block, base_url="https://pay.example", allow_plain_http=False)
+
+
+def test_defaults_point_at_google_and_this_server():
+    settings = parse_settings({"client_id": "x", "client_secret": "s3cr3t-value"}, base_url="https://pay.example/",
+                              allow_plain_http=False)
+    assert settings.discovery_url == "https://accounts.google.com/.well-known/openid-configuration"
+    assert settings.redirect_uri == "https://pay.example/dashboard/auth/google/callback"
+    assert "s3cr3t-value" not in repr(settings)
+    with pytest.raises(ConfigError, match="discovery_url"):
+        parse_settings({"discovery_url": "http://idp.local/.well-known/openid-configuration"},
+                       base_url="https://pay.example", allow_plain_http=False)
+
+
+async def test_server_start_refuses_a_bad_block(make_config, aiohttp_client):
+    with pytest.raises(ConfigError, match="plugin.oidc.client_secret"):
+        await aiohttp_client(create_app(make_config(plugin={"oidc": {"client_id": "x"}})))
+
+
+def test_payload_round_trip_is_url_safe():
+    from orbchain.core.services import AccountSession
+    session = AccountSession("mer_1", "a@example.com", "tok.en.x", {"merchant_api_key": "ok_m_+/="})
+    encoded = payload.encode(session, True)
+    assert set(encoded) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+    assert payload.decode(encoded)["api_keys"] == {"merchant_api_key": "ok_m_+/="}
+
+
+async def test_the_redirect_chain_in_headless_chromium(make_config, provider, tmp_path):
+    """A real browser follows gateway -> provider -> callback -> /app and keeps the fragment off the wire."""
+    from .browser import Browser
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base = f"http://127.0.0.1:{port}"
+    provider.redirect_uri = base + CALLBACK
+    config = make_config(server={"base_url": base}, plugin={"oidc": oidc_block(provider)})
+    app = create_app(config)
+    seen: list[str] = []
+
+    async def app_page(request):
+        from aiohttp import web
+        seen.append(str(request.rel_url))
+        return web.Response(text="<html><body>dashboard app</body></html>", content_type="text/html")
+
+    app.router.add_get("/app", app_page)
+    server = TestServer(app, host="127.0.0.1", port=port)
+    await server.start_server()
+    try:
+        async with Browser.launch(tmp_path) as browser:
+            await browser.goto(base + "/dashboard/auth/google")
+            url = await browser.evaluate("location.href")
+        assert url.startswith(base + "/app#google-auth=")
+        data = payload.decode(url.split("#google-auth=")[1])
+        assert data["new_account"] is True and set(data["api_keys"]) == {
+            "merchant_api_key", "payout_api_key", "general_api_key"}
+        assert seen == ["/app"]  # the server saw the path only: the payload stayed in the fragment
+    finally:
+        await server.close()
+
+
+async def test_maintenance_mode_signs_in_but_creates_no_account(oidc_client, provider):
+    client = await oidc_client()
+    first = await sign_in(client)
+    client.app[GATEWAY].maintenance = True
+    assert (await sign_in(client))["merchant_id"] == first["merchant_id"]
+    provider.user = {"sub": "99", "email": "new@example.com", "email_verified": True}
+    await refused_page(await finish(client, await consent(await begin(client))), 503, "maintenance")
