@@ -24,6 +24,7 @@ from orbchain.core.ledger_check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
 from .lnd_standin import LndStandIn
+from .lnurl_standin import LnurlStandIn
 from .support import api
 
 
@@ -341,3 +342,96 @@ async def test_register_lightning_backends_lets_a_plugin_supply_the_node(make_co
         registry.add("lnd", LndBackend)
     with pytest.raises(ConfigError, match="unknown backend"):
         build_gateway(make_config(**lightning_config(lnd, backend="nobody")))
+
+
+# -- Lightning Address end to end (tests/lnurl_standin.py) ---------------------------------------
+
+
+@pytest.fixture
+async def lnurl(tmp_path, lnd, monkeypatch):
+    service = LnurlStandIn(lnd, min_sendable=5_000_000, max_sendable=50_000_000)
+    await service.start(tmp_path)
+    monkeypatch.setattr(netguard, "ThreadedResolver", service.hosts())  # the "hosts file" for its name
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def address_shop(make_config, make_client, lnd, lnurl):
+    shop = await open_shop(make_config, make_client, **lightning_config(
+        lnd, lnurl_allow_private_hosts=True, lnurl_ca_file=lnurl.ca_path, lnurl_timeout_seconds=1))
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
+                             json={"accepted_coins": ["BTC_LN"]})
+    assert status == 200, body
+    return shop
+
+
+async def test_payout_to_a_lightning_address_is_resolved_checked_and_paid(address_shop, lnd, lnurl):
+    shop = address_shop
+    before = await funded(shop, lnd)
+    status, body = await pay_out(shop, f"Alice@{lnurl.domain}")
+    assert status == 200, body
+    data = body["data"]
+    assert data["status"] == "Confirmed", data
+    # One payRequest and one invoice: the invoice checked before reserving is the one paid.
+    assert [path for path, _ in lnurl.requests] == ["/.well-known/lnurlp/alice", "/lnurlp/alice/callback"]
+    assert lnurl.requests[1][1] == {"amount": "10000000"}
+    assert len(lnurl.issued) == 1 and data["lightning"]["bolt11"] == lnurl.issued[0]
+    paid = [b for m, p, b in lnd.requests if p == "/v2/router/send"]
+    assert len(paid) == 1 and paid[0]["payment_request"] == lnurl.issued[0] and "amt_msat" not in paid[0]
+    assert hashlib.sha256(bytes.fromhex(data["lightning"]["preimage"])).hexdigest() == data["tx_hash"]
+    from decimal import Decimal
+
+    assert Decimal(await balance(shop)) == Decimal(before) - Decimal("0.0001")
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+@pytest.mark.parametrize("fault, amount, code, words", [
+    (None, "0.00001", "lightning_address_amount_out_of_range", "outside"),        # below minSendable
+    (None, "0.001", "lightning_address_amount_out_of_range", "outside"),          # above maxSendable
+    ("wrong_hash", "0.0001", "lightning_address_invalid", "metadata"),
+    ("wrong_amount", "0.0001", "lightning_address_invalid", "amount"),
+    ("callback_error", "0.0001", "lightning_address_refused", "closed for maintenance"),
+    ("slow", "0.0001", "lightning_address_unreachable", "unreachable"),
+    ("oversized", "0.0001", "lightning_address_invalid", "too much"),
+    ("garbled", "0.0001", "lightning_address_invalid", "JSON"),
+])
+async def test_a_lightning_address_that_misbehaves_is_a_clear_400_and_moves_nothing(
+        address_shop, lnd, lnurl, fault, amount, code, words):
+    shop = address_shop
+    await funded(shop, lnd, "0.002")
+    before = await balance(shop)
+    lnurl.fault = fault
+    status, body = await pay_out(shop, f"alice@{lnurl.domain}", amount=amount)
+    assert status == 400, body
+    assert body["data"] is None and body["error"]["code"] == code and words in body["error"]["message"], body
+    assert await balance(shop) == before
+    assert not [b for m, p, b in lnd.requests if p == "/v2/router/send"]
+    assert (await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM payouts")) == 0
+    if code == "lightning_address_amount_out_of_range":
+        assert [p for p, _ in lnurl.requests] == ["/.well-known/lnurlp/alice"]  # never asked for an invoice
+
+
+async def test_an_unknown_user_is_the_services_error_reason(address_shop, lnd, lnurl):
+    await funded(address_shop, lnd)
+    status, body = await pay_out(address_shop, f"bob@{lnurl.domain}")
+    assert status == 400 and body["error"]["code"] == "lightning_address_refused", body
+    assert "unknown user bob" in body["error"]["message"]
+
+
+async def test_private_hosts_are_refused_unless_the_setting_allows_them(make_config, make_client, lnd, lnurl):
+    # Same reachable service, default settings: its name resolves to loopback, so it is refused.
+    shop = await open_shop(make_config, make_client, **lightning_config(lnd, lnurl_ca_file=lnurl.ca_path))
+    await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt, json={"accepted_coins": ["BTC_LN"]})
+    before = await funded(shop, lnd)
+    status, body = await pay_out(shop, f"alice@{lnurl.domain}")
+    assert status == 400 and body["error"]["code"] == "lightning_address_private_host", body
+    assert lnurl.requests == [] and await balance(shop) == before
+
+
+def test_the_private_host_setting_is_a_checked_flag(make_config):
+    from orbchain.chains.lightning.settings import read_settings
+
+    assert read_settings(make_config()).lnurl_allow_private_hosts is False
+    with pytest.raises(ConfigError, match="plugin.lightning.lnurl_allow_private_hosts"):
+        read_settings(make_config(plugin={"lightning": {"lnurl_allow_private_hosts": "yes"}}))

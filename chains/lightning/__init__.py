@@ -74,7 +74,7 @@ def register_chains(registry, gateway) -> None:
 
         raise ConfigError(f"config key 'plugin.lightning.backend': unknown backend {settings.backend!r}"
                           f" (known: {', '.join(backends.names())})")
-    lookup = lnurl.Lookup(allow_private=gateway.config.webhooks.allow_private_urls,
+    lookup = lnurl.Lookup(allow_private=settings.lnurl_allow_private_hosts,
                           timeout_seconds=settings.lnurl_timeout_seconds, ca_file=settings.lnurl_ca_file)
     registry.add(LightningChain(factory(settings), settings, clock=gateway.now, lookup=lookup))
 

@@ -7,7 +7,8 @@ before answering:
 * ``check_payout`` (before anything is reserved): a BOLT 11 invoice must be
   for this network, unexpired, not already paid by our node, and for the
   payout amount (or carry none); a Lightning Address must resolve
-  (SSRF-guarded) and accept the amount. Refusals are 400 with a code.
+  (SSRF-guarded), accept the amount and issue an invoice for exactly it
+  that commits to its metadata. Refusals are 400 with a code.
 * ``sign_payout``: fixes the invoice to pay, once (a Lightning Address is
   resolved to a fresh invoice here, checked for amount and description
   hash); it is stored before any payment starts, so a crash never pays a
@@ -55,6 +56,41 @@ def _block(bolt11: str, payment_hash: str, preimage: str | None = None) -> dict[
     return {"lightning": {"bolt11": bolt11, "payment_hash": payment_hash, "preimage": preimage}}
 
 
+class ResolvedInvoices:
+    """Invoices a Lightning Address issued during ``check_payout``, for ``sign_payout`` to pay.
+
+    Why: the request checks the whole resolution (limits, the invoice's amount
+    and description hash) before any money is reserved, so a bad service is a
+    400; the instant pipeline then signs within the same request and takes
+    that invoice instead of asking the service for a second one. Each invoice
+    is taken once; a payout signed later (by the worker, after a restart)
+    finds nothing here and resolves afresh. Bounded: the oldest go first.
+    """
+
+    LIMIT = 1000
+
+    def __init__(self) -> None:
+        self._invoices: dict[tuple[str, int], list[Bolt11Invoice]] = {}
+        self._count = 0
+
+    def put(self, address: str, amount_msat: int, invoice: Bolt11Invoice) -> None:
+        if self._count >= self.LIMIT:
+            self._invoices.pop(next(iter(self._invoices)))
+            self._count = sum(len(v) for v in self._invoices.values())
+        self._invoices.setdefault((address, amount_msat), []).append(invoice)
+        self._count += 1
+
+    def take(self, address: str, amount_msat: int) -> Bolt11Invoice | None:
+        waiting = self._invoices.get((address, amount_msat))
+        if not waiting:
+            return None
+        self._count -= 1
+        invoice = waiting.pop(0)
+        if not waiting:
+            del self._invoices[(address, amount_msat)]
+        return invoice
+
+
 class LightningChain(ChainAdapter, PayoutSender):
     """BTC_LN on a Lightning backend: no blocks to scan; invoices in, payments out."""
 
@@ -72,6 +108,7 @@ class LightningChain(ChainAdapter, PayoutSender):
         self._clock = clock
         self._lookup = lookup
         self._accepted = INVOICE_NETWORKS[settings.network]
+        self._resolved = ResolvedInvoices()
 
     # -- no blocks: settlement is followed by settlement.py ------------------------------------
 
@@ -100,10 +137,10 @@ class LightningChain(ChainAdapter, PayoutSender):
         amount_msat = order.amount * 1000
         if "@" in order.destination:
             try:
-                params = await lnurl.fetch_pay_params(self._lookup, order.destination)
-                lnurl.check_amount(params, amount_msat)
+                invoice = await lnurl.resolve(self._lookup, order.destination, amount_msat, set(self._accepted))
             except lnurl.LnurlError as exc:
                 raise InvalidRequest(str(exc), code=exc.code) from None
+            self._resolved.put(order.destination, amount_msat, invoice)
             return
         invoice = self._invoice(order.destination)
         if invoice.is_expired(self._clock()):
@@ -123,9 +160,10 @@ class LightningChain(ChainAdapter, PayoutSender):
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
         amount_msat = order.amount * 1000
         if "@" in order.destination:
+            resolved = self._resolved.take(order.destination, amount_msat)
             try:
-                params = await lnurl.fetch_pay_params(self._lookup, order.destination)
-                invoice = await lnurl.request_invoice(self._lookup, params, amount_msat, set(self._accepted))
+                invoice = resolved or await lnurl.resolve(self._lookup, order.destination, amount_msat,
+                                                          set(self._accepted))
             except lnurl.LnurlError as exc:
                 raise BroadcastError(str(exc), permanent=not exc.transient, reason=exc.code) from None
         else:

@@ -12,6 +12,8 @@
     poll_seconds = 10                     # the settlement polling fallback
     subscribe = true                      # follow LND's invoice stream (the poll still runs)
     lnurl_ca_file = "/etc/ssl/internal-ca.pem"   # optional extra CA for Lightning Address servers
+    lnurl_timeout_seconds = 10            # per request to a Lightning Address service
+    lnurl_allow_private_hosts = false     # true only for tests / a local LNURL server: lifts the SSRF guard
 
 Without a ``backend`` the plugin registers only the coin: BTC_LN answers 503.
 """
@@ -28,7 +30,7 @@ from ...core.config import Config, ConfigError, int_setting, seconds_setting
 PLUGIN_NAME = "lightning"
 NETWORKS = ("mainnet", "testnet", "regtest")
 KEYS = ("backend", "network", "lnd_url", "macaroon_path", "tls_cert_path", "pay_timeout_seconds", "poll_seconds",
-        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds")
+        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds", "lnurl_allow_private_hosts")
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,7 @@ class LightningSettings:
     subscribe: bool
     lnurl_ca_file: str | None
     lnurl_timeout_seconds: float
+    lnurl_allow_private_hosts: bool
 
     @property
     def enabled(self) -> bool:
@@ -67,6 +70,13 @@ def _file(block: Mapping[str, Any], name: str) -> str | None:
     return path
 
 
+def _flag(block: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = block.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"config key '{_key(name)}' must be true or false")
+    return value
+
+
 def read_settings(config: Config) -> LightningSettings:
     """The validated block; raises ``ConfigError`` naming the bad key."""
     block = config.plugin_config(PLUGIN_NAME)
@@ -84,9 +94,7 @@ def read_settings(config: Config) -> LightningSettings:
         for name in ("macaroon_path", "tls_cert_path"):
             if block.get(name) is None and not (name == "tls_cert_path" and urlsplit(url).scheme == "http"):
                 raise ConfigError(f"config key '{_key(name)}' is required with backend = \"lnd\"")
-    subscribe = block.get("subscribe", True)
-    if not isinstance(subscribe, bool):
-        raise ConfigError(f"config key '{_key('subscribe')}' must be true or false")
+    subscribe = _flag(block, "subscribe", True)
     return LightningSettings(
         backend=backend, network=network, lnd_url=url, macaroon_path=_file(block, "macaroon_path"),
         tls_cert_path=_file(block, "tls_cert_path"),
@@ -94,4 +102,5 @@ def read_settings(config: Config) -> LightningSettings:
         poll_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "poll_seconds", 10.0),
         subscribe=subscribe, lnurl_ca_file=_file(block, "lnurl_ca_file"),
         lnurl_timeout_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "lnurl_timeout_seconds", 10.0),
+        lnurl_allow_private_hosts=_flag(block, "lnurl_allow_private_hosts", False),
     )
