@@ -80,3 +80,11 @@ async def advance_cursor(gateway: "Gateway", settle_index: int) -> None:
                      {"n": CURSOR})
     await db.execute("UPDATE lightning_cursor SET settle_index = :i WHERE name = :n AND settle_index < :i",
                      {"n": CURSOR, "i": settle_index})
+
+
+async def invoice_for_payment(gateway: "Gateway", track_id: str) -> IssuedInvoice | None:
+    """The newest invoice issued for a payment (a payment has one; a coin switch on the page may add another)."""
+    row = await gateway.db.fetch_one(
+        "SELECT * FROM lightning_invoices WHERE track_id = :t ORDER BY created_at DESC, payment_hash LIMIT 1",
+        {"t": track_id})
+    return None if row is None else _issued(gateway, row)
