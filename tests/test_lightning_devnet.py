@@ -173,6 +173,9 @@ async def test_btc_ln_answers_503_without_a_node(make_config, make_client):
                              json={"currency": "BTC_LN", "amount": "0.0001"})
     assert status == 503, body
     assert lightning_chain(shop.gateway) is None
+    status, body = await api(shop.client, "POST", "/v1/payout", shop.merchant.payout_key,
+                             json={"currency": "BTC_LN", "address": "lnbc1...", "amount": "0.001"})
+    assert status == 503 and body["error"]["code"] == "payouts_not_configured", body
 
 
 # -- orbchain lightning pay|invoice ------------------------------------------------------------------
