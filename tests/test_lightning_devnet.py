@@ -209,3 +209,60 @@ async def test_cli_pays_an_invoice_and_issues_payee_invoices(shop, config_path, 
     status, body = await pay_out(shop, issued, amount="0.00002")
     assert status == 200 and body["data"]["status"] == "Confirmed", body
     assert await cli(config_path, "invoice", "-1") == 2
+
+
+# -- SPEC 4.8: BTC_LN is enabled through settings/coins; SPEC 4.2: only then are BTC_LN payments made -------
+
+
+async def test_btc_ln_is_off_until_added_in_settings_coins(make_config, make_client):
+    shop = await open_shop(make_config, make_client)
+    merchant, jwt = shop.merchant, shop.merchant.jwt
+    accepted = (await api(shop.client, "GET", "/v1/payment/accepted-currencies", merchant.merchant_key))[1]
+    assert "BTC_LN" not in accepted["data"]["accepted_coins"]  # a new merchant: not accepted (SPEC 4.8)
+    for kind, body in (("white-label", {"currency": "BTC_LN", "amount": "0.0001"}),
+                       ("invoice", {"currency": "BTC_LN", "amount": "0.0001"}),
+                       ("invoice", {"currency": "USD", "amount": "5", "pay_currency": "BTC_LN"})):
+        status, answer = await api(shop.client, "POST", f"/v1/payment/{kind}", merchant.merchant_key, json=body)
+        assert status == 400 and answer["error"]["message"] == "currency not accepted by merchant", (kind, answer)
+    assert await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM lightning_invoices") == 0
+
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", jwt, json={"accepted_coins": ["BTC_LNX"]})
+    assert status == 400 and body["error"]["type"] == "validation", body
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", jwt,
+                             json={"accepted_coins": ["btc", "btc_ln"]})
+    assert status == 200, body
+    account = body["data"]["account"]
+    assert account["accepted_coins"] == ["BTC", "BTC_LN"] and account["confirmations"]["BTC_LN"] == 0
+    accepted = (await api(shop.client, "GET", "/v1/payment/accepted-currencies", merchant.merchant_key))[1]
+    assert "BTC_LN" in accepted["data"]["accepted_coins"]
+
+    status, body = await api(shop.client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC_LN", "amount": "0.0001"})
+    assert status == 200 and body["data"]["address"] is None and body["data"]["lightning"]["bolt11"], body
+
+    # A fiat-priced invoice paid in BTC_LN: the locked BTC amount becomes the Lightning invoice's.
+    status, body = await api(shop.client, "POST", "/v1/payment/invoice", merchant.merchant_key,
+                             json={"currency": "USD", "amount": "6", "pay_currency": "BTC_LN"})
+    assert status == 200, body
+    data = body["data"]
+    assert data["pay_currency"] == "BTC_LN" and data["address"] is None
+    assert int(data["lightning"]["amount_sat"]) == int(Decimal(data["pay_amount"]) * 100_000_000) == 10_000
+
+    # Switching a BTC invoice to BTC_LN on the hosted page issues the invoice then.
+    status, body = await api(shop.client, "POST", "/v1/payment/invoice", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": "0.0002"})
+    track_id = body["data"]["track_id"]
+    response = await shop.client.get(f"/pay/{track_id}", params={"pay_currency": "BTC_LN"}, allow_redirects=False)
+    assert response.status == 303, await response.text()
+    switched = await payment(shop, track_id)
+    assert switched["pay_currency"] == "BTC_LN" and switched["address"] is None
+    assert switched["lightning"]["amount_sat"] == "20000"
+    page = await (await shop.client.get(f"/pay/{track_id}")).text()
+    assert switched["lightning"]["bolt11"].upper() in page
+
+    # Taken off again: new BTC_LN payments are refused.
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", jwt, json={"accepted_coins": ["BTC"]})
+    assert status == 200, body
+    status, body = await api(shop.client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC_LN", "amount": "0.0001"})
+    assert status == 400 and body["error"]["message"] == "currency not accepted by merchant", body
