@@ -435,3 +435,36 @@ def test_the_private_host_setting_is_a_checked_flag(make_config):
     assert read_settings(make_config()).lnurl_allow_private_hosts is False
     with pytest.raises(ConfigError, match="plugin.lightning.lnurl_allow_private_hosts"):
         read_settings(make_config(plugin={"lightning": {"lnurl_allow_private_hosts": "yes"}}))
+
+
+async def test_two_payouts_racing_to_one_invoice_pay_it_once_and_debit_once(shop, lnd):
+    before = await funded(shop, lnd)
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    results = await asyncio.gather(pay_out(shop, bolt11), pay_out(shop, bolt11))
+    outcomes = sorted((status, body["data"]["status"] if status == 200 else body["error"]["code"])
+                      for status, body in results)
+    assert outcomes[0] == (200, "Confirmed") and outcomes[1] in ((200, "Failed"), (400, "invoice_already_paid")), \
+        outcomes
+    from decimal import Decimal
+
+    assert Decimal(await balance(shop)) == Decimal(before) - Decimal("0.0001")
+    assert len([b for m, p, b in lnd.requests if p == "/v2/router/send"]) == 1
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+async def test_a_second_payout_signing_a_claimed_invoice_fails_and_is_recredited(shop, lnd):
+    """The race's other order, forced: the second payout passed its check before the first signed."""
+    from orbchain.core.chains import BroadcastError, PayoutOrder
+
+    chain = lightning_chain(shop.gateway)
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    first = await chain.sign_payout(PayoutOrder("po_first", "BTC_LN", bolt11, 10_000))
+    assert first.tx_hash == payment_hash
+    assert (await chain.sign_payout(PayoutOrder("po_first", "BTC_LN", bolt11, 10_000))).tx_hash == payment_hash
+    with pytest.raises(BroadcastError) as refused:
+        await chain.sign_payout(PayoutOrder("po_second", "BTC_LN", bolt11, 10_000))
+    assert refused.value.permanent and refused.value.reason == "invoice_already_paid"
+    lnd.route_fee_msat = 10**9  # the first payment finds no route: the invoice is free again
+    with pytest.raises(BroadcastError):
+        await chain.broadcast(first)
+    assert (await chain.sign_payout(PayoutOrder("po_second", "BTC_LN", bolt11, 10_000))).tx_hash == payment_hash

@@ -46,7 +46,7 @@ async def _invoice(client: Any, key: str) -> dict[str, Any]:
     return (await response.json())["data"]
 
 
-async def test_lightning_page_shows_the_invoice_and_turns_paid_by_meta_refresh(served, tmp_path):
+async def test_lightning_page_shows_the_invoice_and_turns_paid_by_meta_refresh(served, tmp_path):  # noqa: F811
     client = served
     key = await _lightning_merchant(client)
     payment = await _invoice(client, key)
@@ -84,7 +84,7 @@ async def test_lightning_page_shows_the_invoice_and_turns_paid_by_meta_refresh(s
         _assert_png(await browser.screenshot(tmp_path / "ln_paid.png"))
 
 
-async def test_the_devnet_lightning_button_pays_from_the_page(served, tmp_path):
+async def test_the_devnet_lightning_button_pays_from_the_page(served, tmp_path):  # noqa: F811
     client = served
     key = await _lightning_merchant(client)
     payment = await _invoice(client, key)

@@ -81,7 +81,7 @@ def register_chains(registry, gateway) -> None:
                           f" (known: {', '.join(backends.names())})")
     lookup = lnurl.Lookup(allow_private=settings.lnurl_allow_private_hosts,
                           timeout_seconds=settings.lnurl_timeout_seconds, ca_file=settings.lnurl_ca_file)
-    registry.add(LightningChain(factory(settings), settings, clock=gateway.now, lookup=lookup))
+    registry.add(LightningChain(factory(settings), settings, clock=gateway.now, lookup=lookup, db=gateway.db))
 
 
 @hookimpl

@@ -9,10 +9,12 @@ before answering:
   payout amount (or carry none); a Lightning Address must resolve
   (SSRF-guarded), accept the amount and issue an invoice for exactly it
   that commits to its metadata. Refusals are 400 with a code.
-* ``sign_payout``: fixes the invoice to pay, once (a Lightning Address is
-  resolved to a fresh invoice here, checked for amount and description
-  hash); it is stored before any payment starts, so a crash never pays a
-  second invoice.
+* ``sign_payout``: fixes the invoice to pay, once (for a Lightning Address
+  the one ``check_payout`` obtained, or a fresh one checked the same way);
+  it is stored before any payment starts, so a crash never pays a second
+  invoice. The payout claims the invoice's payment hash: a second payout to
+  the same invoice fails (``invoice_already_paid``) instead of taking the
+  first one's payment for its own.
 * ``broadcast``: asks the node first (a payment it already knows is never
   sent again), then pays with ``fee_limit_sat`` = SPEC 8's ceiling
   ``max(10, floor(amount_sat * 0.005))`` and a timeout. No route under the
@@ -34,7 +36,7 @@ from ...core.chains import (
 )
 from ...core.errors import InvalidRequest
 from ...core.keys import AddressError
-from . import lnurl
+from . import lnurl, store
 from .address import INVOICE_NETWORKS
 from .backend import FAILED, SUCCEEDED, BackendUnavailable, LightningBackend
 from .bolt11 import Bolt11Invoice, decode_bolt11
@@ -100,8 +102,10 @@ class LightningChain(ChainAdapter, PayoutSender):
     payout_confirmations = 1
     drop_after_seconds = 600
 
-    def __init__(self, backend: LightningBackend, settings: "LightningSettings", *, clock, lookup: lnurl.Lookup):
+    def __init__(self, backend: LightningBackend, settings: "LightningSettings", *, clock, lookup: lnurl.Lookup,
+                 db: Any):
         self.backend = backend
+        self._db = db
         self.network = settings.network
         self.scan_seconds = settings.poll_seconds
         self.pay_timeout_seconds = settings.pay_timeout_seconds
@@ -176,6 +180,10 @@ class LightningChain(ChainAdapter, PayoutSender):
                                      reason="invoice_amount_mismatch")
         if invoice.is_expired(self._clock()):
             raise BroadcastError("the Lightning invoice has expired", permanent=True, reason="invoice_expired")
+        holder = await store.claim_payment_hash(self._db, invoice.payment_hash, order.payout_id, int(self._clock()))
+        if holder != order.payout_id:
+            raise BroadcastError("this Lightning invoice is already paid by another payout", permanent=True,
+                                 reason="invoice_already_paid")
         # raw: the invoice, and the amount to send when it names none ("<msat>:<bolt11>").
         raw = invoice.invoice if invoice.amount_msat is not None else f"{amount_msat}:{invoice.invoice}"
         return SignedPayout(tx_hash=invoice.payment_hash, raw=raw, network_fee=0,
@@ -194,6 +202,7 @@ class LightningChain(ChainAdapter, PayoutSender):
         except BackendUnavailable as exc:
             raise BroadcastError(str(exc)) from None  # transient: the worker asks the node again
         if result.status == FAILED:
+            await store.release_payment_hash(self._db, signed.tx_hash)
             reason = result.failure_reason or "payment_failed"
             raise BroadcastError(_describe(reason), permanent=True, reason=reason)
 
@@ -211,6 +220,7 @@ class LightningChain(ChainAdapter, PayoutSender):
             return PayoutStatus(found=True, confirmations=1, network_fee=-(-payment.fee_msat // 1000),
                                 details=_block(bolt11, signed.tx_hash, payment.preimage))
         if payment.status == FAILED:
+            await store.release_payment_hash(self._db, signed.tx_hash)
             return PayoutStatus(found=False, failed=True, failure_reason=payment.failure_reason or "payment_failed")
         return PayoutStatus(found=True, confirmations=0)
 

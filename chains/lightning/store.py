@@ -88,3 +88,16 @@ async def invoice_for_payment(gateway: "Gateway", track_id: str) -> IssuedInvoic
         "SELECT * FROM lightning_invoices WHERE track_id = :t ORDER BY created_at DESC, payment_hash LIMIT 1",
         {"t": track_id})
     return None if row is None else _issued(gateway, row)
+
+
+async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: int) -> str:
+    """Claim ``payment_hash`` for ``payout_id`` unless another payout holds it; returns the holder."""
+    await db.execute("INSERT INTO lightning_payout_claims (payment_hash, payout_id, created_at) VALUES (:h, :p, :now)"
+                     " ON CONFLICT (payment_hash) DO NOTHING", {"h": payment_hash, "p": payout_id, "now": now})
+    return str(await db.fetch_val("SELECT payout_id FROM lightning_payout_claims WHERE payment_hash = :h",
+                                  {"h": payment_hash}))
+
+
+async def release_payment_hash(db: Any, payment_hash: str) -> None:
+    """The node says the payment failed: the invoice may be tried again by another payout."""
+    await db.execute("DELETE FROM lightning_payout_claims WHERE payment_hash = :h", {"h": payment_hash})
