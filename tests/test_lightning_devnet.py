@@ -266,3 +266,11 @@ async def test_btc_ln_is_off_until_added_in_settings_coins(make_config, make_cli
     status, body = await api(shop.client, "POST", "/v1/payment/white-label", merchant.merchant_key,
                              json={"currency": "BTC_LN", "amount": "0.0001"})
     assert status == 400 and body["error"]["message"] == "currency not accepted by merchant", body
+
+
+def test_the_documented_payout_address_bound_covers_every_coin(make_config):
+    from orbchain.core.gateway import build_gateway
+    from orbchain.web.openapi.paths_payouts import MAX_DESTINATION_LENGTH
+
+    lengths = {coin.symbol: coin.max_destination_length for coin in build_gateway(make_config()).coins}
+    assert max(lengths.values()) == lengths["BTC_LN"] == MAX_DESTINATION_LENGTH
