@@ -468,3 +468,20 @@ async def test_a_second_payout_signing_a_claimed_invoice_fails_and_is_recredited
     with pytest.raises(BroadcastError):
         await chain.broadcast(first)
     assert (await chain.sign_payout(PayoutOrder("po_second", "BTC_LN", bolt11, 10_000))).tx_hash == payment_hash
+
+
+def test_resolved_invoices_are_taken_once_oldest_first_and_never_stale(lnd):
+    from orbchain.chains.lightning.bolt11 import decode_bolt11
+    from orbchain.chains.lightning.payouts import ResolvedInvoices
+
+    now = 1_800_000_000
+    stale = decode_bolt11(lnd.issue_foreign_invoice(1000, expiry=600, date=now - 590)[0])
+    fresh = decode_bolt11(lnd.issue_foreign_invoice(1000, expiry=600, date=now)[0])
+    later = decode_bolt11(lnd.issue_foreign_invoice(1000, expiry=600, date=now)[0])
+    cache = ResolvedInvoices()
+    for invoice in (stale, fresh, later):
+        cache.put("a@b.example", 1000, invoice)
+    assert cache.take("a@b.example", 2000, now) is None  # another amount
+    assert cache.take("a@b.example", 1000, now) == fresh  # the stale one is dropped, not paid
+    assert cache.take("a@b.example", 1000, now) == later
+    assert cache.take("a@b.example", 1000, now) is None

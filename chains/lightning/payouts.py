@@ -70,6 +70,7 @@ class ResolvedInvoices:
     """
 
     LIMIT = 1000
+    FRESH_SECONDS = 60
 
     def __init__(self) -> None:
         self._invoices: dict[tuple[str, int], list[Bolt11Invoice]] = {}
@@ -82,15 +83,18 @@ class ResolvedInvoices:
         self._invoices.setdefault((address, amount_msat), []).append(invoice)
         self._count += 1
 
-    def take(self, address: str, amount_msat: int) -> Bolt11Invoice | None:
-        waiting = self._invoices.get((address, amount_msat))
+    def take(self, address: str, amount_msat: int, now: int) -> Bolt11Invoice | None:
+        """The oldest invoice still good for a minute; expired ones (a request that reserved nothing) go."""
+        waiting = self._invoices.get((address, amount_msat), [])
+        found = None
+        while waiting and found is None:
+            invoice = waiting.pop(0)
+            self._count -= 1
+            if not invoice.is_expired(now + self.FRESH_SECONDS):
+                found = invoice
         if not waiting:
-            return None
-        self._count -= 1
-        invoice = waiting.pop(0)
-        if not waiting:
-            del self._invoices[(address, amount_msat)]
-        return invoice
+            self._invoices.pop((address, amount_msat), None)
+        return found
 
 
 class LightningChain(ChainAdapter, PayoutSender):
@@ -164,7 +168,7 @@ class LightningChain(ChainAdapter, PayoutSender):
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
         amount_msat = order.amount * 1000
         if "@" in order.destination:
-            resolved = self._resolved.take(order.destination, amount_msat)
+            resolved = self._resolved.take(order.destination, amount_msat, int(self._clock()))
             try:
                 invoice = resolved or await lnurl.resolve(self._lookup, order.destination, amount_msat,
                                                           set(self._accepted))
