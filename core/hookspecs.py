@@ -354,11 +354,14 @@ def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayP
     """Forms to show on the hosted payment page of an open payment.
 
     Called for every render of ``/pay/<track_id>`` while the payment is
-    Waiting or Paying. ``payment`` is the public payment view (track_id,
-    pay_currency, pay_amount, address, status ...). Return a list of
+    Waiting or Paying and shows something to pay: an address, or a payment
+    request (``payment_qr_payload``, e.g. a Lightning invoice) when it has
+    none. ``payment`` is the public payment view (track_id, pay_currency,
+    pay_amount, address, status, plugin blocks such as ``lightning`` ...). Return a list of
     ``orbchain.core.pages.PayPageForm`` (each posts to a route your plugin
     registered) or None. Results of all plugins are shown, in plugin order.
-    The devnet uses it for its development "Pay with devnet" button.
+    The devnet uses it for its development "Pay with devnet" button, the
+    lightning plugin for "Pay with devnet Lightning".
     """
 
 

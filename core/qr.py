@@ -42,9 +42,12 @@ def qr_data_uri(data: str, *, scale: int = 4) -> str:
 @lru_cache(maxsize=QR_CACHE_SIZE)
 def _svg(data: str, scale: int, dark: str) -> str:
     buffer = io.BytesIO()
-    segno.make(data, error="m", micro=False).save(buffer, kind="svg", scale=scale, dark=dark, xmldecl=False,
-                                                   svgns=True, nl=False)
-    return buffer.getvalue().decode("utf-8")
+    code = segno.make(data, error="m", micro=False)
+    code.save(buffer, kind="svg", scale=scale, dark=dark, xmldecl=False, svgns=True, nl=False)
+    # A viewBox too (segno writes only width/height): a code wider than a phone's screen (a Lightning
+    # invoice) is then scaled down by the page's max-width instead of being cut off.
+    width, height = code.symbol_size(scale=scale)
+    return buffer.getvalue().decode("utf-8").replace("<svg ", f'<svg viewBox="0 0 {width} {height}" ', 1)
 
 
 @lru_cache(maxsize=QR_CACHE_SIZE)

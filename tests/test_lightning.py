@@ -24,6 +24,7 @@ from orbchain.core.ledger_check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
 from .lnd_standin import LndStandIn
+from .lnurl_standin import LnurlStandIn
 from .support import api
 
 
@@ -341,3 +342,146 @@ async def test_register_lightning_backends_lets_a_plugin_supply_the_node(make_co
         registry.add("lnd", LndBackend)
     with pytest.raises(ConfigError, match="unknown backend"):
         build_gateway(make_config(**lightning_config(lnd, backend="nobody")))
+
+
+# -- Lightning Address end to end (tests/lnurl_standin.py) ---------------------------------------
+
+
+@pytest.fixture
+async def lnurl(tmp_path, lnd, monkeypatch):
+    service = LnurlStandIn(lnd, min_sendable=5_000_000, max_sendable=50_000_000)
+    await service.start(tmp_path)
+    monkeypatch.setattr(netguard, "ThreadedResolver", service.hosts())  # the "hosts file" for its name
+    yield service
+    await service.close()
+
+
+@pytest.fixture
+async def address_shop(make_config, make_client, lnd, lnurl):
+    shop = await open_shop(make_config, make_client, **lightning_config(
+        lnd, lnurl_allow_private_hosts=True, lnurl_ca_file=lnurl.ca_path, lnurl_timeout_seconds=1))
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
+                             json={"accepted_coins": ["BTC_LN"]})
+    assert status == 200, body
+    return shop
+
+
+async def test_payout_to_a_lightning_address_is_resolved_checked_and_paid(address_shop, lnd, lnurl):
+    shop = address_shop
+    before = await funded(shop, lnd)
+    status, body = await pay_out(shop, f"Alice@{lnurl.domain}")
+    assert status == 200, body
+    data = body["data"]
+    assert data["status"] == "Confirmed", data
+    # One payRequest and one invoice: the invoice checked before reserving is the one paid.
+    assert [path for path, _ in lnurl.requests] == ["/.well-known/lnurlp/alice", "/lnurlp/alice/callback"]
+    assert lnurl.requests[1][1] == {"amount": "10000000"}
+    assert len(lnurl.issued) == 1 and data["lightning"]["bolt11"] == lnurl.issued[0]
+    paid = [b for m, p, b in lnd.requests if p == "/v2/router/send"]
+    assert len(paid) == 1 and paid[0]["payment_request"] == lnurl.issued[0] and "amt_msat" not in paid[0]
+    assert hashlib.sha256(bytes.fromhex(data["lightning"]["preimage"])).hexdigest() == data["tx_hash"]
+    from decimal import Decimal
+
+    assert Decimal(await balance(shop)) == Decimal(before) - Decimal("0.0001")
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+@pytest.mark.parametrize("fault, amount, code, words", [
+    (None, "0.00001", "lightning_address_amount_out_of_range", "outside"),        # below minSendable
+    (None, "0.001", "lightning_address_amount_out_of_range", "outside"),          # above maxSendable
+    ("wrong_hash", "0.0001", "lightning_address_invalid", "metadata"),
+    ("wrong_amount", "0.0001", "lightning_address_invalid", "amount"),
+    ("callback_error", "0.0001", "lightning_address_refused", "closed for maintenance"),
+    ("slow", "0.0001", "lightning_address_unreachable", "unreachable"),
+    ("oversized", "0.0001", "lightning_address_invalid", "too much"),
+    ("garbled", "0.0001", "lightning_address_invalid", "JSON"),
+])
+async def test_a_lightning_address_that_misbehaves_is_a_clear_400_and_moves_nothing(
+        address_shop, lnd, lnurl, fault, amount, code, words):
+    shop = address_shop
+    await funded(shop, lnd, "0.002")
+    before = await balance(shop)
+    lnurl.fault = fault
+    status, body = await pay_out(shop, f"alice@{lnurl.domain}", amount=amount)
+    assert status == 400, body
+    assert body["data"] is None and body["error"]["code"] == code and words in body["error"]["message"], body
+    assert await balance(shop) == before
+    assert not [b for m, p, b in lnd.requests if p == "/v2/router/send"]
+    assert (await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM payouts")) == 0
+    if code == "lightning_address_amount_out_of_range":
+        assert [p for p, _ in lnurl.requests] == ["/.well-known/lnurlp/alice"]  # never asked for an invoice
+
+
+async def test_an_unknown_user_is_the_services_error_reason(address_shop, lnd, lnurl):
+    await funded(address_shop, lnd)
+    status, body = await pay_out(address_shop, f"bob@{lnurl.domain}")
+    assert status == 400 and body["error"]["code"] == "lightning_address_refused", body
+    assert "unknown user bob" in body["error"]["message"]
+
+
+async def test_private_hosts_are_refused_unless_the_setting_allows_them(make_config, make_client, lnd, lnurl):
+    # Same reachable service, default settings: its name resolves to loopback, so it is refused.
+    shop = await open_shop(make_config, make_client, **lightning_config(lnd, lnurl_ca_file=lnurl.ca_path))
+    await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt, json={"accepted_coins": ["BTC_LN"]})
+    before = await funded(shop, lnd)
+    status, body = await pay_out(shop, f"alice@{lnurl.domain}")
+    assert status == 400 and body["error"]["code"] == "lightning_address_private_host", body
+    assert lnurl.requests == [] and await balance(shop) == before
+
+
+def test_the_private_host_setting_is_a_checked_flag(make_config):
+    from orbchain.chains.lightning.settings import read_settings
+
+    assert read_settings(make_config()).lnurl_allow_private_hosts is False
+    with pytest.raises(ConfigError, match="plugin.lightning.lnurl_allow_private_hosts"):
+        read_settings(make_config(plugin={"lightning": {"lnurl_allow_private_hosts": "yes"}}))
+
+
+async def test_two_payouts_racing_to_one_invoice_pay_it_once_and_debit_once(shop, lnd):
+    before = await funded(shop, lnd)
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    results = await asyncio.gather(pay_out(shop, bolt11), pay_out(shop, bolt11))
+    outcomes = sorted((status, body["data"]["status"] if status == 200 else body["error"]["code"])
+                      for status, body in results)
+    assert outcomes[0] == (200, "Confirmed") and outcomes[1] in ((200, "Failed"), (400, "invoice_already_paid")), \
+        outcomes
+    from decimal import Decimal
+
+    assert Decimal(await balance(shop)) == Decimal(before) - Decimal("0.0001")
+    assert len([b for m, p, b in lnd.requests if p == "/v2/router/send"]) == 1
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+async def test_a_second_payout_signing_a_claimed_invoice_fails_and_is_recredited(shop, lnd):
+    """The race's other order, forced: the second payout passed its check before the first signed."""
+    from orbchain.core.chains import BroadcastError, PayoutOrder
+
+    chain = lightning_chain(shop.gateway)
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    first = await chain.sign_payout(PayoutOrder("po_first", "BTC_LN", bolt11, 10_000))
+    assert first.tx_hash == payment_hash
+    assert (await chain.sign_payout(PayoutOrder("po_first", "BTC_LN", bolt11, 10_000))).tx_hash == payment_hash
+    with pytest.raises(BroadcastError) as refused:
+        await chain.sign_payout(PayoutOrder("po_second", "BTC_LN", bolt11, 10_000))
+    assert refused.value.permanent and refused.value.reason == "invoice_already_paid"
+    lnd.route_fee_msat = 10**9  # the first payment finds no route: the invoice is free again
+    with pytest.raises(BroadcastError):
+        await chain.broadcast(first)
+    assert (await chain.sign_payout(PayoutOrder("po_second", "BTC_LN", bolt11, 10_000))).tx_hash == payment_hash
+
+
+def test_resolved_invoices_are_taken_once_oldest_first_and_never_stale(lnd):
+    from orbchain.chains.lightning.bolt11 import decode_bolt11
+    from orbchain.chains.lightning.payouts import ResolvedInvoices
+
+    now = 1_800_000_000
+    stale = decode_bolt11(lnd.issue_foreign_invoice(1000, expiry=600, date=now - 590)[0])
+    fresh = decode_bolt11(lnd.issue_foreign_invoice(1000, expiry=600, date=now)[0])
+    later = decode_bolt11(lnd.issue_foreign_invoice(1000, expiry=600, date=now)[0])
+    cache = ResolvedInvoices()
+    for invoice in (stale, fresh, later):
+        cache.put("a@b.example", 1000, invoice)
+    assert cache.take("a@b.example", 2000, now) is None  # another amount
+    assert cache.take("a@b.example", 1000, now) == fresh  # the stale one is dropped, not paid
+    assert cache.take("a@b.example", 1000, now) == later
+    assert cache.take("a@b.example", 1000, now) is None

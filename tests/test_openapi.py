@@ -372,12 +372,13 @@ async def test_served_document_is_cached_public_and_lists_only_this_servers_rout
     assert served == json.loads(json.dumps(expected))
     dev_only = [f"{m.upper()} {p}" for p, item in served["paths"].items() for m, o in item.items()
                 if o.get("x-orbchain-development-only")]
-    assert dev_only == ["POST /pay/{track_id}/devnet-pay"]
-    # Without the devnet the pay form is neither registered nor advertised.
+    assert dev_only == ["POST /pay/{track_id}/devnet-pay", "POST /pay/{track_id}/lightning-devnet-pay"]
+    # Without the devnet the pay forms (the devnet's, the devnet Lightning node's) are neither registered nor advertised.
     quiet = await make_client(make_config(scheduler={"enabled": False}, plugin={"devnet": {"enabled": False}}))
     doc = await (await quiet.get("/openapi.json")).json()
-    assert ("POST", "/pay/{track_id}/devnet-pay") not in app_routes(quiet.app)
-    assert "/pay/{track_id}/devnet-pay" not in doc["paths"]
+    for form in ("/pay/{track_id}/devnet-pay", "/pay/{track_id}/lightning-devnet-pay"):
+        assert ("POST", form) not in app_routes(quiet.app)
+        assert form not in doc["paths"]
     assert "/v1/payment/{track_id}" in doc["paths"]
 
 
@@ -798,6 +799,30 @@ async def journey_telegram(c: CheckedClient, shop: Merchant, friend: Merchant) -
     await c.call("GET", "/tgapp/balances", mini, expect=401)
 
 
+async def journey_lightning(c: CheckedClient, shop: Merchant) -> None:
+    """BTC_LN on the devnet Lightning node: enabled in settings/coins (SPEC 4.8), paid, paid out."""
+    from orbchain.chains.lightning.receive import lightning_chain
+
+    node = lightning_chain(Devnet(c.client).gateway).backend
+    await c.call("PUT", "/dashboard/settings/coins", shop.jwt, expect=200,
+                 json={"accepted_coins": ["BTC", "LTC", "ETH", "USDT_ERC20", "USDT_TRC20", "SOL", "BTC_LN"]})
+    await c.call("POST", "/v1/payment/white-label", shop.merchant_key, expect=200,
+                 json={"currency": "BTC_LN", "amount": "0.0005"})
+    _, body = await c.call("POST", "/v1/payment/invoice", shop.merchant_key, expect=200,
+                           json={"currency": "BTC_LN", "amount": "0.001"})
+    page = f"/pay/{body['data']['track_id']}"
+    await c.call("GET", page, expect=200)
+    await c.call("POST", f"{page}/lightning-devnet-pay", expect=303)
+    await c.call("POST", f"{page}/lightning-devnet-pay", expect=409)
+    _, body = await c.call("GET", f"/v1/payment/{body['data']['track_id']}", shop.merchant_key, expect=200)
+    assert body["data"]["status"] == "Paid" and body["data"]["lightning"]["settle_amount_sat"] == "100000"
+    issued = await node.issue_payee_invoice(10_000_000)
+    _, body = await c.call("POST", "/v1/payout", shop.payout_key, expect=200,
+                           json={"currency": "BTC_LN", "address": issued.bolt11, "amount": "0.0001"})
+    assert body["data"]["status"] == "Confirmed" and body["data"]["lightning"]["preimage"]
+    await c.call("GET", f"/v1/payout/{body['data']['track_id']}", shop.payout_key, expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -821,6 +846,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_brands(checked, shop, friend)
     await journey_subscriptions(checked, shop, friend)
     await journey_telegram(checked, shop, friend)
+    await journey_lightning(checked, shop)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

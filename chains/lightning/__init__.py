@@ -8,8 +8,9 @@ serves the coin: a chain adapter whose payouts are final within the request
 (receive.py) with a ``lightning:`` QR, and settlement followed by the node's
 invoice stream plus a polling job (settlement.py). Node backends come from
 the ``register_lightning_backends`` hook (backend.py is the contract); the
-built-in is ``lnd`` (lnd.py). See
-docs/lightning.md.
+built-ins are ``lnd`` (lnd.py) and ``devnet`` (devnet.py: a simulated node,
+the default in development, with a pay button on the hosted page and
+``orbchain lightning pay|invoice``). See docs/lightning.md.
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import logging
 
 from ...core.keys import NETWORKS
 from ...core.plugins import call_collect, hookimpl
-from . import lnurl, receive, settlement
+from . import devnet_page, lnurl, receive, settlement
 from .address import address_family
 from .backend import LightningBackendRegistry
 from .coins import COINS
+from .devnet import DevnetLightningBackend
 from .lnd import LndBackend
 from .payouts import LightningChain
 from .settings import PLUGIN_NAME, read_settings
@@ -37,7 +39,9 @@ STREAM_SERVICE = "lightning.stream"
 
 @hookimpl
 def validate_config(gateway) -> None:
-    read_settings(gateway.config)
+    settings = read_settings(gateway.config)
+    if settings.backend == "devnet" and not gateway.config.is_development:
+        log.warning("the devnet Lightning backend is enabled in production: it credits simulated payments")
 
 
 @hookimpl
@@ -58,8 +62,9 @@ def register_address_families(registry) -> None:
 
 
 @hookimpl
-def register_lightning_backends(registry) -> None:
+def register_lightning_backends(registry, gateway) -> None:
     registry.add("lnd", LndBackend)
+    registry.add("devnet", lambda settings: DevnetLightningBackend(settings, gateway.db, gateway.now))
 
 
 @hookimpl
@@ -74,9 +79,9 @@ def register_chains(registry, gateway) -> None:
 
         raise ConfigError(f"config key 'plugin.lightning.backend': unknown backend {settings.backend!r}"
                           f" (known: {', '.join(backends.names())})")
-    lookup = lnurl.Lookup(allow_private=gateway.config.webhooks.allow_private_urls,
+    lookup = lnurl.Lookup(allow_private=settings.lnurl_allow_private_hosts,
                           timeout_seconds=settings.lnurl_timeout_seconds, ca_file=settings.lnurl_ca_file)
-    registry.add(LightningChain(factory(settings), settings, clock=gateway.now, lookup=lookup))
+    registry.add(LightningChain(factory(settings), settings, clock=gateway.now, lookup=lookup, db=gateway.db))
 
 
 @hookimpl
@@ -117,3 +122,27 @@ async def payment_receive_target(gateway, payment, coin):
 @hookimpl
 def payment_qr_payload(payment, coin):
     return receive.qr_payload(payment, coin)
+
+
+@hookimpl
+def register_routes(registry, gateway) -> None:
+    if devnet_page.devnet_backend(gateway) is not None:  # development with the devnet node only
+        registry.add(devnet_page.routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    # Documented whenever the plugin is loaded; the served document keeps only registered routes.
+    registry.add(devnet_page.PAY_FORM)
+
+
+@hookimpl
+def pay_page_forms(gateway, payment):
+    return devnet_page.page_forms(gateway, payment)
+
+
+@hookimpl
+def register_commands(registry) -> None:
+    from .cli import configure
+
+    registry.add("lightning", "play payer and payee of the devnet Lightning node: pay, invoice", configure)

@@ -5,8 +5,9 @@ fetching ``https://<domain>/.well-known/lnurlp/<user>`` (and then the
 service's callback URL) is an outbound request to an arbitrary host. Both
 go through ``core.netguard``: private, loopback, link-local and internal
 addresses are refused before the request and again at connect time (DNS
-rebinding), unless the operator allowed private URLs
-(``webhooks.allow_private_urls``, for tests and local development).
+rebinding), unless the operator allowed them with ``[plugin.lightning]
+lnurl_allow_private_hosts = true`` (tests and a local LNURL server only; off
+by default, and separate from ``webhooks.allow_private_urls``).
 
 Checks (LUD-06): ``tag`` is ``payRequest``; the amount in millisatoshi lies
 within ``minSendable``..``maxSendable``; the callback's invoice is for
@@ -30,7 +31,7 @@ from ...core import netguard
 from ...core.keys import AddressError
 from .bolt11 import Bolt11Invoice, decode_bolt11
 
-__all__ = ["LnurlError", "PayParams", "fetch_pay_params", "request_invoice"]
+__all__ = ["LnurlError", "Lookup", "PayParams", "fetch_pay_params", "request_invoice", "resolve"]
 
 MAX_RESPONSE_BYTES = 64 * 1024
 
@@ -168,8 +169,10 @@ async def request_invoice(lookup: Lookup, params: PayParams, amount_msat: int, n
     """Step 2: ask the callback for an invoice of ``amount_msat`` and check it (amount, hash, network)."""
     check_amount(params, amount_msat)
     body = await _get_json(lookup, _with_amount(params.callback, amount_msat))
+    if not isinstance(body.get("pr"), str):
+        raise LnurlError("Lightning Address service answered without an invoice (pr)", "lightning_address_invalid")
     try:
-        invoice = decode_bolt11(body.get("pr"))
+        invoice = decode_bolt11(body["pr"])
     except AddressError as exc:
         raise LnurlError(f"Lightning Address service sent an invalid invoice: {exc}", "lightning_address_invalid") \
             from None
@@ -181,3 +184,9 @@ async def request_invoice(lookup: Lookup, params: PayParams, amount_msat: int, n
         raise LnurlError("Lightning Address invoice does not commit to the service's metadata",
                          "lightning_address_invalid")
     return invoice
+
+
+async def resolve(lookup: Lookup, address: str, amount_msat: int, network: set[str]) -> Bolt11Invoice:
+    """Both steps: the checked invoice ``address`` issues for ``amount_msat``."""
+    params = await fetch_pay_params(lookup, address)
+    return await request_invoice(lookup, params, amount_msat, network)

@@ -7,11 +7,14 @@ before answering:
 * ``check_payout`` (before anything is reserved): a BOLT 11 invoice must be
   for this network, unexpired, not already paid by our node, and for the
   payout amount (or carry none); a Lightning Address must resolve
-  (SSRF-guarded) and accept the amount. Refusals are 400 with a code.
-* ``sign_payout``: fixes the invoice to pay, once (a Lightning Address is
-  resolved to a fresh invoice here, checked for amount and description
-  hash); it is stored before any payment starts, so a crash never pays a
-  second invoice.
+  (SSRF-guarded), accept the amount and issue an invoice for exactly it
+  that commits to its metadata. Refusals are 400 with a code.
+* ``sign_payout``: fixes the invoice to pay, once (for a Lightning Address
+  the one ``check_payout`` obtained, or a fresh one checked the same way);
+  it is stored before any payment starts, so a crash never pays a second
+  invoice. The payout claims the invoice's payment hash: a second payout to
+  the same invoice fails (``invoice_already_paid``) instead of taking the
+  first one's payment for its own.
 * ``broadcast``: asks the node first (a payment it already knows is never
   sent again), then pays with ``fee_limit_sat`` = SPEC 8's ceiling
   ``max(10, floor(amount_sat * 0.005))`` and a timeout. No route under the
@@ -33,7 +36,7 @@ from ...core.chains import (
 )
 from ...core.errors import InvalidRequest
 from ...core.keys import AddressError
-from . import lnurl
+from . import lnurl, store
 from .address import INVOICE_NETWORKS
 from .backend import FAILED, SUCCEEDED, BackendUnavailable, LightningBackend
 from .bolt11 import Bolt11Invoice, decode_bolt11
@@ -55,6 +58,45 @@ def _block(bolt11: str, payment_hash: str, preimage: str | None = None) -> dict[
     return {"lightning": {"bolt11": bolt11, "payment_hash": payment_hash, "preimage": preimage}}
 
 
+class ResolvedInvoices:
+    """Invoices a Lightning Address issued during ``check_payout``, for ``sign_payout`` to pay.
+
+    Why: the request checks the whole resolution (limits, the invoice's amount
+    and description hash) before any money is reserved, so a bad service is a
+    400; the instant pipeline then signs within the same request and takes
+    that invoice instead of asking the service for a second one. Each invoice
+    is taken once; a payout signed later (by the worker, after a restart)
+    finds nothing here and resolves afresh. Bounded: the oldest go first.
+    """
+
+    LIMIT = 1000
+    FRESH_SECONDS = 60
+
+    def __init__(self) -> None:
+        self._invoices: dict[tuple[str, int], list[Bolt11Invoice]] = {}
+        self._count = 0
+
+    def put(self, address: str, amount_msat: int, invoice: Bolt11Invoice) -> None:
+        if self._count >= self.LIMIT:
+            self._invoices.pop(next(iter(self._invoices)))
+            self._count = sum(len(v) for v in self._invoices.values())
+        self._invoices.setdefault((address, amount_msat), []).append(invoice)
+        self._count += 1
+
+    def take(self, address: str, amount_msat: int, now: int) -> Bolt11Invoice | None:
+        """The oldest invoice still good for a minute; expired ones (a request that reserved nothing) go."""
+        waiting = self._invoices.get((address, amount_msat), [])
+        found = None
+        while waiting and found is None:
+            invoice = waiting.pop(0)
+            self._count -= 1
+            if not invoice.is_expired(now + self.FRESH_SECONDS):
+                found = invoice
+        if not waiting:
+            self._invoices.pop((address, amount_msat), None)
+        return found
+
+
 class LightningChain(ChainAdapter, PayoutSender):
     """BTC_LN on a Lightning backend: no blocks to scan; invoices in, payments out."""
 
@@ -64,14 +106,17 @@ class LightningChain(ChainAdapter, PayoutSender):
     payout_confirmations = 1
     drop_after_seconds = 600
 
-    def __init__(self, backend: LightningBackend, settings: "LightningSettings", *, clock, lookup: lnurl.Lookup):
+    def __init__(self, backend: LightningBackend, settings: "LightningSettings", *, clock, lookup: lnurl.Lookup,
+                 db: Any):
         self.backend = backend
+        self._db = db
         self.network = settings.network
         self.scan_seconds = settings.poll_seconds
         self.pay_timeout_seconds = settings.pay_timeout_seconds
         self._clock = clock
         self._lookup = lookup
         self._accepted = INVOICE_NETWORKS[settings.network]
+        self._resolved = ResolvedInvoices()
 
     # -- no blocks: settlement is followed by settlement.py ------------------------------------
 
@@ -100,10 +145,10 @@ class LightningChain(ChainAdapter, PayoutSender):
         amount_msat = order.amount * 1000
         if "@" in order.destination:
             try:
-                params = await lnurl.fetch_pay_params(self._lookup, order.destination)
-                lnurl.check_amount(params, amount_msat)
+                invoice = await lnurl.resolve(self._lookup, order.destination, amount_msat, set(self._accepted))
             except lnurl.LnurlError as exc:
                 raise InvalidRequest(str(exc), code=exc.code) from None
+            self._resolved.put(order.destination, amount_msat, invoice)
             return
         invoice = self._invoice(order.destination)
         if invoice.is_expired(self._clock()):
@@ -123,9 +168,10 @@ class LightningChain(ChainAdapter, PayoutSender):
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
         amount_msat = order.amount * 1000
         if "@" in order.destination:
+            resolved = self._resolved.take(order.destination, amount_msat, int(self._clock()))
             try:
-                params = await lnurl.fetch_pay_params(self._lookup, order.destination)
-                invoice = await lnurl.request_invoice(self._lookup, params, amount_msat, set(self._accepted))
+                invoice = resolved or await lnurl.resolve(self._lookup, order.destination, amount_msat,
+                                                          set(self._accepted))
             except lnurl.LnurlError as exc:
                 raise BroadcastError(str(exc), permanent=not exc.transient, reason=exc.code) from None
         else:
@@ -138,6 +184,10 @@ class LightningChain(ChainAdapter, PayoutSender):
                                      reason="invoice_amount_mismatch")
         if invoice.is_expired(self._clock()):
             raise BroadcastError("the Lightning invoice has expired", permanent=True, reason="invoice_expired")
+        holder = await store.claim_payment_hash(self._db, invoice.payment_hash, order.payout_id, int(self._clock()))
+        if holder != order.payout_id:
+            raise BroadcastError("this Lightning invoice is already paid by another payout", permanent=True,
+                                 reason="invoice_already_paid")
         # raw: the invoice, and the amount to send when it names none ("<msat>:<bolt11>").
         raw = invoice.invoice if invoice.amount_msat is not None else f"{amount_msat}:{invoice.invoice}"
         return SignedPayout(tx_hash=invoice.payment_hash, raw=raw, network_fee=0,
@@ -156,6 +206,7 @@ class LightningChain(ChainAdapter, PayoutSender):
         except BackendUnavailable as exc:
             raise BroadcastError(str(exc)) from None  # transient: the worker asks the node again
         if result.status == FAILED:
+            await store.release_payment_hash(self._db, signed.tx_hash)
             reason = result.failure_reason or "payment_failed"
             raise BroadcastError(_describe(reason), permanent=True, reason=reason)
 
@@ -173,6 +224,7 @@ class LightningChain(ChainAdapter, PayoutSender):
             return PayoutStatus(found=True, confirmations=1, network_fee=-(-payment.fee_msat // 1000),
                                 details=_block(bolt11, signed.tx_hash, payment.preimage))
         if payment.status == FAILED:
+            await store.release_payment_hash(self._db, signed.tx_hash)
             return PayoutStatus(found=False, failed=True, failure_reason=payment.failure_reason or "payment_failed")
         return PayoutStatus(found=True, confirmations=0)
 

@@ -3,7 +3,7 @@
 ::
 
     [plugin.lightning]
-    backend = "lnd"                       # or "devnet" (simulated node; development only), or a third party's
+    backend = "lnd"                       # "devnet" (simulated node), "none" (BTC_LN off), or a third party's
     network = "mainnet"                   # mainnet | testnet | regtest: invoices of other networks are refused
     lnd_url = "https://127.0.0.1:8080"    # LND's REST listener
     macaroon_path = "/var/lib/lnd/data/chain/bitcoin/mainnet/admin.macaroon"
@@ -12,8 +12,16 @@
     poll_seconds = 10                     # the settlement polling fallback
     subscribe = true                      # follow LND's invoice stream (the poll still runs)
     lnurl_ca_file = "/etc/ssl/internal-ca.pem"   # optional extra CA for Lightning Address servers
+    lnurl_timeout_seconds = 10            # per request to a Lightning Address service
+    lnurl_allow_private_hosts = false     # true only for tests / a local LNURL server: lifts the SSRF guard
 
-Without a ``backend`` the plugin registers only the coin: BTC_LN answers 503.
+``backend`` defaults to ``"devnet"`` in development while the on-chain devnet
+is enabled (``[plugin.devnet] enabled``, itself on by default there), so
+``make run`` takes BTC_LN with nothing to set up; ``backend = "none"`` (and
+any production server without a ``backend``) registers only the coin:
+BTC_LN answers 503. With the devnet backend, ``network`` defaults to
+``regtest`` (its invoices read ``lnbcrt...``, never mistaken for real ones),
+``subscribe`` to false and ``poll_seconds`` to 2.
 """
 
 from __future__ import annotations
@@ -26,9 +34,10 @@ from urllib.parse import urlsplit
 from ...core.config import Config, ConfigError, int_setting, seconds_setting
 
 PLUGIN_NAME = "lightning"
+DEVNET, NO_BACKEND = "devnet", "none"
 NETWORKS = ("mainnet", "testnet", "regtest")
 KEYS = ("backend", "network", "lnd_url", "macaroon_path", "tls_cert_path", "pay_timeout_seconds", "poll_seconds",
-        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds")
+        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds", "lnurl_allow_private_hosts")
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,7 @@ class LightningSettings:
     subscribe: bool
     lnurl_ca_file: str | None
     lnurl_timeout_seconds: float
+    lnurl_allow_private_hosts: bool
 
     @property
     def enabled(self) -> bool:
@@ -67,6 +77,13 @@ def _file(block: Mapping[str, Any], name: str) -> str | None:
     return path
 
 
+def _flag(block: Mapping[str, Any], name: str, default: bool) -> bool:
+    value = block.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"config key '{_key(name)}' must be true or false")
+    return value
+
+
 def read_settings(config: Config) -> LightningSettings:
     """The validated block; raises ``ConfigError`` naming the bad key."""
     block = config.plugin_config(PLUGIN_NAME)
@@ -74,7 +91,12 @@ def read_settings(config: Config) -> LightningSettings:
         if name not in KEYS:
             raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
     backend = _text(block, "backend")
-    network = block.get("network", "mainnet")
+    if backend is None and config.is_development and config.plugin_config("devnet").get("enabled", True) is True:
+        backend = DEVNET
+    if backend == NO_BACKEND:
+        backend = None
+    devnet = backend == DEVNET
+    network = block.get("network", "regtest" if devnet else "mainnet")
     if network not in NETWORKS:
         raise ConfigError(f"config key '{_key('network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
     url = _text(block, "lnd_url")
@@ -84,14 +106,13 @@ def read_settings(config: Config) -> LightningSettings:
         for name in ("macaroon_path", "tls_cert_path"):
             if block.get(name) is None and not (name == "tls_cert_path" and urlsplit(url).scheme == "http"):
                 raise ConfigError(f"config key '{_key(name)}' is required with backend = \"lnd\"")
-    subscribe = block.get("subscribe", True)
-    if not isinstance(subscribe, bool):
-        raise ConfigError(f"config key '{_key('subscribe')}' must be true or false")
+    subscribe = _flag(block, "subscribe", not devnet)
     return LightningSettings(
         backend=backend, network=network, lnd_url=url, macaroon_path=_file(block, "macaroon_path"),
         tls_cert_path=_file(block, "tls_cert_path"),
         pay_timeout_seconds=int_setting(block, f"plugin.{PLUGIN_NAME}", "pay_timeout_seconds", 30, minimum=1),
-        poll_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "poll_seconds", 10.0),
+        poll_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "poll_seconds", 2.0 if devnet else 10.0),
         subscribe=subscribe, lnurl_ca_file=_file(block, "lnurl_ca_file"),
         lnurl_timeout_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "lnurl_timeout_seconds", 10.0),
+        lnurl_allow_private_hosts=_flag(block, "lnurl_allow_private_hosts", False),
     )

@@ -80,3 +80,24 @@ async def advance_cursor(gateway: "Gateway", settle_index: int) -> None:
                      {"n": CURSOR})
     await db.execute("UPDATE lightning_cursor SET settle_index = :i WHERE name = :n AND settle_index < :i",
                      {"n": CURSOR, "i": settle_index})
+
+
+async def invoice_for_payment(gateway: "Gateway", track_id: str) -> IssuedInvoice | None:
+    """The newest invoice issued for a payment (a payment has one; a coin switch on the page may add another)."""
+    row = await gateway.db.fetch_one(
+        "SELECT * FROM lightning_invoices WHERE track_id = :t ORDER BY created_at DESC, payment_hash LIMIT 1",
+        {"t": track_id})
+    return None if row is None else _issued(gateway, row)
+
+
+async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: int) -> str:
+    """Claim ``payment_hash`` for ``payout_id`` unless another payout holds it; returns the holder."""
+    await db.execute("INSERT INTO lightning_payout_claims (payment_hash, payout_id, created_at) VALUES (:h, :p, :now)"
+                     " ON CONFLICT (payment_hash) DO NOTHING", {"h": payment_hash, "p": payout_id, "now": now})
+    return str(await db.fetch_val("SELECT payout_id FROM lightning_payout_claims WHERE payment_hash = :h",
+                                  {"h": payment_hash}))
+
+
+async def release_payment_hash(db: Any, payment_hash: str) -> None:
+    """The node says the payment failed: the invoice may be tried again by another payout."""
+    await db.execute("DELETE FROM lightning_payout_claims WHERE payment_hash = :h", {"h": payment_hash})

@@ -10,7 +10,12 @@ PAYOUT_KEY, MERCHANT_KEY, JWT = ("payout_key",), ("merchant_key",), ("jwt",)
 
 IDEMPOTENCY_KEY = {"type": "string", "minLength": 8, "maxLength": 128,
                    "description": "Also accepted as header X-Idempotency-Key; a replay returns the original."}
-ADDRESS = {"type": "string", "maxLength": 128}
+# SPEC 8's 128 characters per coin; a coin may declare longer destinations (Coin.max_destination_length; a
+# payment invoice of up to 4096), so the document's bound is that longest and each coin enforces its own.
+MAX_DESTINATION_LENGTH = 4096
+ADDRESS = {"type": "string", "maxLength": MAX_DESTINATION_LENGTH,
+           "description": "At most 128 characters, validated per coin; a coin paid to invoices may accept longer "
+                          "ones (up to 4096) or a payee address such as user@domain."}
 PAYOUT_FIELDS = {"currency": COIN, "address": ADDRESS, "amount": AMOUNT}
 PAYOUT_OPTIONAL = {"callback_url": {"type": "string", "format": "uri", "maxLength": 500},
                    "description": {"type": "string", "maxLength": 500}, "idempotency_key": IDEMPOTENCY_KEY}

@@ -134,7 +134,7 @@ def page_context(
         "picker_options": None,
         "return_url": view.get("return_url") if status == svc.PAID else None,
         "cancel_url": view.get("cancel_url") if status in (svc.WAITING, svc.EXPIRED, svc.CANCELLED) else None,
-        "forms": plugin_forms(gateway, view) if is_open and address else [],
+        "forms": [],
         "remaining": None,
         "remaining_seconds": None,
         "expires_iso": None,
@@ -148,6 +148,8 @@ def page_context(
         context["qr_svg"] = qr_svg(payload, scale=5) if payload and len(payload) <= MAX_QR_DATA else None
         if not address and payload:
             context["pay_request"] = payload
+        if address or context["pay_request"]:  # something to pay: a plugin may offer a way to pay it
+            context["forms"] = plugin_forms(gateway, view)
     if is_open and expires_at is not None:
         left = max(0, expires_at - now)
         expires_iso, expires_text = expiry_texts(expires_at)
