@@ -11,11 +11,11 @@ to receive at is data on the coin (``Coin.receive_address``), never a symbol.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from .errors import InvalidRequest
+from .plugins import call_first
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -50,10 +50,13 @@ def require_receive_address(coin: "Coin") -> None:
 async def plugin_receive_target(
     gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin"
 ) -> ReceiveTarget | None:
-    """The first plugin's receive target for ``payment``, or None (the core derives one)."""
-    result = gateway.pm.hook.payment_receive_target(gateway=gateway, payment=payment, coin=coin)
-    if inspect.isawaitable(result):
-        result = await result
+    """The first plugin's receive target for ``payment``, or None (the core derives one).
+
+    Every implementation is awaited in turn (pluggy's own first-result call
+    would stop at the first coroutine object, which is never None, so a
+    second async plugin such as Lightning after Monero would never be asked).
+    """
+    result = await call_first(gateway.pm, "payment_receive_target", gateway=gateway, payment=payment, coin=coin)
     if result is not None and not isinstance(result, ReceiveTarget):
         raise TypeError(f"payment_receive_target returned {type(result).__name__}, not a ReceiveTarget")
     return result

@@ -1,0 +1,44 @@
+"""``payment_receive_target`` asks every plugin, async ones included, until one answers.
+
+Regression: pluggy's own first-result call stopped at the first async
+implementation (its coroutine object is not None), so with Monero's hook
+registered the Lightning plugin was never asked and BTC_LN payments were 503.
+"""
+
+from __future__ import annotations
+
+from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.receive import ReceiveTarget, plugin_receive_target
+
+
+class Silent:
+    PLUGIN_NAME = "silent"
+
+    @hookimpl
+    async def payment_receive_target(self, gateway, payment, coin):
+        return None
+
+
+class Answering:
+    PLUGIN_NAME = "answering"
+
+    @hookimpl
+    async def payment_receive_target(self, gateway, payment, coin):
+        return ReceiveTarget(address=None, extra={"answered_by": "answering"})
+
+
+class FakeGateway:
+    def __init__(self, pm):
+        self.pm = pm
+
+
+async def test_a_second_async_plugin_is_asked_when_the_first_answers_none():
+    for order in ((Silent(), Answering()), (Answering(), Silent())):
+        pm = get_plugin_manager(list(order), load_entrypoints=False)
+        target = await plugin_receive_target(FakeGateway(pm), {"track_id": "t"}, object())
+        assert isinstance(target, ReceiveTarget) and target.extra == {"answered_by": "answering"}
+
+
+async def test_nobody_answering_is_none():
+    pm = get_plugin_manager([Silent()], load_entrypoints=False)
+    assert await plugin_receive_target(FakeGateway(pm), {"track_id": "t"}, object()) is None
