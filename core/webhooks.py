@@ -51,6 +51,9 @@ LEASE_MARGIN_SECONDS = 60
 # Read at most this much of a receiver's answer: the preview keeps 500 chars.
 RESPONSE_READ_BYTES = 4096
 REDACTED = "[redacted]"
+# Delivery metric outcome for the status an attempt left its event in.
+_OUTCOMES = {DELIVERED: "delivered", PENDING: "retrying", FAILED: "failed",
+             SKIPPED_NO_SECRET: SKIPPED_NO_SECRET, SKIPPED_NO_URL: SKIPPED_NO_URL}
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -288,6 +291,7 @@ async def record_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome
             )
             statuses.append(status if moved else None)
     for (claim, outcome), new_status in zip(results, statuses):
+        gateway.metrics.webhook_deliveries.labels(_OUTCOMES.get(new_status or "", "claimed_elsewhere")).inc()
         host = urlsplit(claim.url or "").hostname or "-"
         if outcome.success:
             log.info("webhook %s delivered to %s on attempt %d", claim.event_id, host, claim.attempt)
