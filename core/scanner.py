@@ -32,11 +32,11 @@ REMEMBERED_BLOCKS = 200  # deepest reorg handled; older hashes are pruned
 class ScanReport:
     chain: str
     scanned_tip: int | None
-    node_tip: int | None = None
     blocks: int = 0
     disconnected: int = 0
     observed: int = 0
     credited: int = 0
+    node_tip: int | None = None
 
 
 async def _remembered(gateway: "Gateway", chain: str, height: int) -> str | None:
