@@ -30,7 +30,7 @@ ACCESS_LOGGER = "orbchain.access"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Attributes every LogRecord has; anything else was passed as ``extra`` and belongs in the JSON object.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
-_CONTEXT_FIELDS = ("request_id", "merchant_id")
+_OURS = "_orbchain_handler"
 
 
 class RequestContextFilter(logging.Filter):
@@ -83,11 +83,13 @@ def make_handler(config: LoggingConfig, stream: TextIO | None = None) -> logging
 
 
 def configure_logging(config: LoggingConfig, *, verbose: bool = False, stream: TextIO | None = None) -> None:
-    """Replace the root logger's handlers with one of the configured format."""
+    """Install (or replace) this module's handler on the root logger; handlers others installed stay."""
     root = logging.getLogger()
-    for old in list(root.handlers):
+    for old in [h for h in root.handlers if getattr(h, _OURS, False)]:
         root.removeHandler(old)
-    root.addHandler(make_handler(config, stream))
+    handler = make_handler(config, stream)
+    setattr(handler, _OURS, True)
+    root.addHandler(handler)
     root.setLevel(logging.DEBUG if verbose else getattr(logging, config.level.upper()))
     if not verbose:
         # One line per job run and per connection is noise for operators.
