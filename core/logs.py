@@ -31,6 +31,7 @@ TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Attributes every LogRecord has; anything else was passed as ``extra`` and belongs in the JSON object.
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 _OURS = "_orbchain_handler"
+SQL_LOGGERS = ("aiosqlite",)
 
 
 class RequestContextFilter(logging.Filter):
@@ -94,3 +95,7 @@ def configure_logging(config: LoggingConfig, *, verbose: bool = False, stream: T
     if not verbose:
         # One line per job run and per connection is noise for operators.
         logging.getLogger("apscheduler").setLevel(logging.WARNING)
+    # aiosqlite logs every statement with its parameters at DEBUG: stored webhook and TOTP secrets
+    # among them. Never, not even with --verbose.
+    for chatty in SQL_LOGGERS:
+        logging.getLogger(chatty).setLevel(logging.INFO)
