@@ -1,7 +1,8 @@
 """The core's operator commands of the ``orbchain`` command.
 
 ``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
-``plugins``, ``payouts work`` and the plugins' commands. ``serve`` needs the
+``plugins``, ``payouts work``, the operator tools of ``ops_cli.py``
+(``webhooks``, ``payouts show``, ``doctor``) and the plugins' commands. ``serve`` needs the
 web layer, which the core never imports: ``orbchain.web.serve`` adds it and
 ``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
 two together. Every command reads the same config (``--config``,
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
 
 from .config import Config, ConfigError, default_config_path, load_config
 from .gateway import Gateway, build_gateway
+from .ops_cli import add_ops_commands
 from .registries import StartupError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,7 +112,7 @@ async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
 
     try:
         await record_ledger_check(gateway.db, report, "cli", gateway.now())
-    except Exception as exc:  # the check's answer matters more than its record
+    except Exception as exc:  # noqa: BLE001 - the check's answer matters more than its record
         log.warning("ledger check result not recorded (%s); run `orbchain migrate`", type(exc).__name__)
 
 
@@ -167,7 +169,7 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
     return asyncio.run(_with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
 
 
-CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts")
+CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -241,6 +243,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     work = payouts_sub.add_parser("work", help="sign, broadcast and confirm queued payouts (every 2 s)")
     work.add_argument("--once", action="store_true", help="process the due payouts once, then exit")
     work.set_defaults(func=cmd_payouts_work)
+    add_ops_commands(sub, payouts_sub)
     _add_plugin_commands(sub)
     return parser
 
@@ -255,7 +258,7 @@ def _configure_logging(args: argparse.Namespace) -> None:
         settings = config_from_args(args).logging
     except ConfigError:
         settings = LoggingConfig()
-    configure_logging(settings, verbose=args.verbose)
+    configure_logging(settings, verbose=args.verbose, force=False)
 
 
 def main(argv: Sequence[str] | None = None, *, commands: Sequence[AddCommand] = ()) -> int:

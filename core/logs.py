@@ -83,9 +83,16 @@ def make_handler(config: LoggingConfig, stream: TextIO | None = None) -> logging
     return handler
 
 
-def configure_logging(config: LoggingConfig, *, verbose: bool = False, stream: TextIO | None = None) -> None:
-    """Install (or replace) this module's handler on the root logger; handlers others installed stay."""
+def configure_logging(config: LoggingConfig, *, verbose: bool = False, stream: TextIO | None = None,
+                      force: bool = True) -> None:
+    """Install (or replace) this module's handler on the root logger; handlers others installed stay.
+
+    With ``force=False`` (the CLI) a root logger that a host already configured (a test runner, an
+    embedding application) is left alone, as ``logging.basicConfig`` does.
+    """
     root = logging.getLogger()
+    if not force and any(not getattr(h, _OURS, False) for h in root.handlers):
+        return
     for old in [h for h in root.handlers if getattr(h, _OURS, False)]:
         root.removeHandler(old)
     handler = make_handler(config, stream)

@@ -63,9 +63,9 @@ async def _chain(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None)
     timeout = gateway.config.readiness.node_timeout_seconds
     try:
         tip = await asyncio.wait_for(adapter.tip(), timeout)
-    except asyncio.TimeoutError:
+    except TimeoutError:
         return ChainReadiness(adapter.name, False, False, scanned_height=scanned, error=f"no answer in {timeout} s")
-    except Exception as exc:  # any failure to reach the node means "not ready", with its kind
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the node means "not ready", with its kind
         return ChainReadiness(adapter.name, False, False, scanned_height=scanned, error=type(exc).__name__)
     if scanned is None:
         return ChainReadiness(adapter.name, True, False, tip.height, None, None, "not scanned yet")
@@ -83,7 +83,7 @@ async def check_readiness(gateway: "Gateway") -> Readiness:
                 await db.fetch_all("SELECT namespace, version FROM schema_migrations")}
         todo = sum(1 for m in gateway.migrations if (m.namespace, m.version) not in done)
         rows = await db.fetch_all("SELECT chain, MAX(height) AS height FROM chain_blocks GROUP BY chain")
-    except Exception as exc:  # a database that cannot answer is exactly what this reports
+    except Exception as exc:  # noqa: BLE001 - a database that cannot answer is exactly what this reports
         return Readiness(False, None, database_error=type(exc).__name__)
     scanned = {r["chain"]: int(r["height"]) for r in rows if r["height"] is not None}
     chains = await asyncio.gather(*(_chain(gateway, a, scanned.get(a.name)) for a in watched_chains(gateway)))

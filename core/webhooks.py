@@ -366,6 +366,24 @@ async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
         return False
 
 
+async def requeue_event(gateway: "Gateway", event_id: str) -> bool:
+    """Make ``event_id`` due now with a fresh attempt budget (``orbchain webhooks redeliver``).
+
+    Any status may be requeued: a delivered event is sent again with the same
+    bytes and signature (receivers dedupe by event id), a failed one gets the
+    whole retry schedule again. Earlier attempts stay in the delivery log.
+    Returns False when no such event exists.
+    """
+    now = gateway.now()
+    moved = await gateway.db.fetch_val(
+        "UPDATE webhook_events SET status = :pending, attempts = 0, next_attempt_at = :now, claim_token = NULL,"
+        " last_error = NULL, updated_at = :now WHERE event_id = :id RETURNING event_id",
+        {"pending": PENDING, "now": now, "id": event_id})
+    if moved:
+        log.info("webhook %s requeued by the operator", event_id)
+    return bool(moved)
+
+
 def describe_schedule(max_attempts: int) -> Mapping[int, int]:
     """Attempt number to seconds after the first attempt (docs, tests)."""
     offsets, total = {1: 0}, 0

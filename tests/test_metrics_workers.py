@@ -31,6 +31,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _serve(db_url: str, tmp_path, port: int, workers: int) -> subprocess.Popen:
+    env = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
+           "ORBCHAIN_ENVIRONMENT": "development", "ORBCHAIN_METRICS__TOKEN": TOKEN}
+    env.pop("ORBCHAIN_CONFIG", None)
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", str(workers)], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def _requests_counted(text: str, route: str) -> float:
     total = 0.0
     for family in text_string_to_metric_families(text):
@@ -48,13 +58,7 @@ async def _get(session: aiohttp.ClientSession, url: str, **headers: str) -> tupl
 async def test_every_scrape_counts_every_worker(db_url, tmp_path):
     workers = 2 if db_url.startswith("postgres") else 1
     port = _free_port()
-    env = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
-           "ORBCHAIN_ENVIRONMENT": "development", "ORBCHAIN_METRICS__TOKEN": TOKEN}
-    env.pop("ORBCHAIN_CONFIG", None)
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    proc = subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", str(workers)], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    proc = _serve(db_url, tmp_path, port, workers)
     base = f"http://127.0.0.1:{port}"
     try:
         async with aiohttp.ClientSession() as session:
