@@ -17,9 +17,10 @@ import argparse
 import asyncio
 import logging
 import sys
-from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from .config import Config, ConfigError, default_config_path, load_config
+from .cli_support import config_from_args, with_db
+from .config import ConfigError
 from .gateway import Gateway, build_gateway
 from .ops_cli import add_ops_commands
 from .registries import StartupError
@@ -31,27 +32,6 @@ log = logging.getLogger("orbchain")
 
 
 AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-
-def config_from_args(args: argparse.Namespace) -> Config:
-    """The config a command runs with: the file, the environment, then ``--host``/``--port``."""
-    path = args.config or default_config_path()
-    config = load_config(path)
-    overrides = {}
-    if getattr(args, "host", None):
-        overrides["host"] = args.host
-    if getattr(args, "port", None):
-        overrides["port"] = args.port
-    return config.with_overrides(server=overrides) if overrides else config
-
-
-async def _with_db(gateway: Gateway, work: Callable[[Gateway], Awaitable[int]]) -> int:
-    await gateway.db.connect()
-    try:
-        return await work(gateway)
-    finally:
-        await gateway.close_chains()
-        await gateway.db.disconnect()
 
 
 def close_chains(gateway: Gateway) -> None:
@@ -74,7 +54,7 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         print(f"applied {len(ran)} migration(s)" if ran else "database is up to date")
         return 0
 
-    return asyncio.run(_with_db(gateway, work))
+    return asyncio.run(with_db(gateway, work))
 
 
 async def _migrate_check(gateway: Gateway) -> int:
@@ -103,7 +83,7 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
         await _record_check(gw, report)
         return 0 if report.ok else 1
 
-    return asyncio.run(_with_db(gateway, work))
+    return asyncio.run(with_db(gateway, work))
 
 
 async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
@@ -166,7 +146,7 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
     from .payout_worker import run_worker
 
     gateway = build_gateway(config_from_args(args))
-    return asyncio.run(_with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
+    return asyncio.run(with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
 
 
 CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor")

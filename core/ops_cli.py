@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
+from .cli_support import config_from_args, with_db
 from .config import ConfigError
 from .events import PENDING
 
@@ -36,11 +37,10 @@ def _when(ts: int | None) -> str:
 
 
 def _run(args: argparse.Namespace, work: Work) -> int:
-    from .cli import _with_db, config_from_args
     from .gateway import build_gateway
 
     gateway = build_gateway(config_from_args(args))
-    return asyncio.run(_with_db(gateway, work))
+    return asyncio.run(with_db(gateway, work))
 
 
 # -- webhooks -------------------------------------------------------------------------------------

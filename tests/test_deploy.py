@@ -91,7 +91,7 @@ def test_compose_file():
         assert service["cap_drop"] == ["ALL"] and "no-new-privileges:true" in service["security_opt"]
         assert service["environment"]["ORBCHAIN_DATABASE_URL"].startswith("postgresql://")
         assert ":" not in service["environment"]["ORBCHAIN_DATABASE_URL"].split("//")[1].split("@")[0]  # no password
-        for key, value in service["environment"].items():
+        for key in service["environment"]:
             assert not SECRET_VALUE.search(key), key
         assert set(service["secrets"]) >= {"jwt_secret", "seed", "receipt_signing_key", "pgpass"}
     assert services["migrate"]["command"] == ["migrate"]

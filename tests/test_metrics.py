@@ -65,7 +65,7 @@ async def test_metrics_need_the_bearer_token(shop):
                     {"Authorization": TOKEN}):
         response = await client.get("/metrics", headers=headers)
         assert response.status == 401 and response.headers["WWW-Authenticate"].startswith("Bearer")
-        assert (await response.json())["error"]["type"] == "unauthorized"
+        assert (await response.json())["error"]["type"] == "authentication"
     await scrape(client)
 
 

@@ -217,9 +217,12 @@ async def receiver():
     await hook.close()
 
 
+METRICS_TOKEN = "openapi-journey-metrics-token"
+
+
 @pytest.fixture
 async def checked(make_client, make_config):
-    client = await make_client(make_config(scheduler={"enabled": False}))
+    client = await make_client(make_config(scheduler={"enabled": False}, metrics={"token": METRICS_TOKEN}))
     response = await client.get("/openapi.json")
     assert response.status == 200 and response.content_type == "application/json"
     return CheckedClient(client, json.loads(await response.text(), parse_float=Decimal))
@@ -377,6 +380,15 @@ async def journey_public(c: CheckedClient) -> None:
     for path in ("/health", "/v1/common/currencies", "/v1/common/prices", "/v1/common/receipt-public-key",
                  "/openapi.json"):
         await c.call("GET", path, expect=200)
+    await c.call("GET", "/ready", expect=503)  # devnet not scanned yet (scheduler off)
+    await c.call("GET", "/metrics", expect=401)
+
+
+async def journey_operations(c: CheckedClient) -> None:
+    """After the payments journey scanned the chain: ready, and metrics for the operator's token."""
+    await c.call("GET", "/ready", expect=200)
+    status, text = await c.call("GET", "/metrics", {"Authorization": f"Bearer {METRICS_TOKEN}"}, expect=200)
+    assert "orbchain_http_requests_total" in text
 
 
 async def journey_accounts(c: CheckedClient) -> tuple[Merchant, Merchant]:
@@ -706,6 +718,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_links(checked, shop, friend)
     await journey_tips(checked, shop)
     await journey_brands(checked, shop, friend)
+    await journey_operations(checked)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

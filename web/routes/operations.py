@@ -18,7 +18,7 @@ from pathlib import Path
 from aiohttp import web
 
 from ...core.config import ConfigError, MetricsConfig
-from ...core.errors import ApiError, NotFound
+from ...core.errors import NotFound, Unauthorized
 from ...core.metrics import CONTENT_TYPE
 from ...core.metrics_db import facts_registry, read_facts
 from ...core.readiness import check_readiness
@@ -43,9 +43,7 @@ def metrics_token(config: MetricsConfig) -> str:
     return _file_token(config.token_file) if config.token_file else config.token
 
 
-class MetricsUnauthorized(ApiError):
-    status, type = 401, "unauthorized"
-
+class MetricsUnauthorized(Unauthorized):
     def __init__(self) -> None:
         super().__init__("metrics token required", headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
 
