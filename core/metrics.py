@@ -25,7 +25,6 @@ configured, outcomes are fixed words.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Iterable
 
@@ -40,6 +39,8 @@ JOB_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 # Anything else a client sends as a method is one label value: no unbounded label set.
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED_ROUTE = "<unmatched>"
+# prometheus-client names its files <kind>_<pid>.db (gauges <kind>_<mode>_<pid>.db).
+METRIC_FILE_KINDS = frozenset({"counter", "gauge", "histogram", "summary"})
 
 
 def multiprocess_enabled() -> bool:
@@ -56,11 +57,20 @@ def enable_multiprocess(directory: Path) -> None:
     constructed). Files of an earlier run are removed: their counters belong
     to processes that no longer exist.
     """
-    if directory.exists():
-        shutil.rmtree(directory)
-    directory.mkdir(parents=True, mode=0o700)
+    clear_metric_files(directory)
     os.environ[MULTIPROC_ENV] = str(directory)
     values.ValueClass = values.get_value_class()
+
+
+def clear_metric_files(directory: Path) -> None:
+    """Create ``directory`` or remove the metric files of earlier processes from it.
+
+    Only prometheus-client's own files go: a directory pointed at by mistake keeps everything else.
+    """
+    directory.mkdir(parents=True, mode=0o700, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        if stale.name.split("_", 1)[0] in METRIC_FILE_KINDS:
+            stale.unlink()
 
 
 class HttpMetrics:

@@ -207,3 +207,14 @@ async def test_separate_listener_may_also_require_the_token(make_client, make_co
             assert response.status == 401
         async with session.get(f"http://127.0.0.1:{port}/metrics", headers=AUTH) as response:
             assert response.status == 200
+
+
+def test_stale_metric_files_are_cleared_and_nothing_else(tmp_path):
+    from orbchain.core.metrics import clear_metric_files
+
+    for name in ("counter_123.db", "gauge_mostrecent_123.db", "histogram_9.db", "orbchain.db", "seed"):
+        (tmp_path / name).write_text("x")
+    clear_metric_files(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["orbchain.db", "seed"]
+    clear_metric_files(tmp_path / "new" / "dir")
+    assert (tmp_path / "new" / "dir").is_dir()
