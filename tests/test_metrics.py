@@ -218,3 +218,28 @@ def test_stale_metric_files_are_cleared_and_nothing_else(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["orbchain.db", "seed"]
     clear_metric_files(tmp_path / "new" / "dir")
     assert (tmp_path / "new" / "dir").is_dir()
+
+
+@pytest.mark.parametrize("sections, message", [
+    ({"logging": {"format": "xml"}}, "logging.format"),
+    ({"logging": {"level": "LOUD"}}, "logging.level"),
+    ({"metrics": {"listen": "9100"}}, "metrics.listen"),
+    ({"metrics": {"listen": "host:99999"}}, "metrics.listen"),
+    ({"metrics": {"ledger_check_seconds": -1}}, "metrics.ledger_check_seconds"),
+    ({"readiness": {"node_timeout_seconds": 0}}, "readiness.node_timeout_seconds"),
+])
+def test_operations_config_is_validated(sections, message):
+    from orbchain.core.config import ConfigError, load_config
+
+    with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
+        load_config(None, environ={}).with_overrides(**sections)
+
+
+def test_operations_config_from_the_environment():
+    from orbchain.core.config import load_config
+
+    config = load_config(None, environ={"ORBCHAIN_METRICS__TOKEN_FILE": "/run/secrets/metrics_token",
+                                        "ORBCHAIN_LOGGING__FORMAT": "json", "ORBCHAIN_LOGGING__ACCESS_LOG": "true",
+                                        "ORBCHAIN_READINESS__MAX_LAG_BLOCKS": "3"})
+    assert config.metrics.token_file == "/run/secrets/metrics_token" and config.logging.format == "json"
+    assert config.logging.access_log is True and config.readiness.max_lag_blocks == 3
