@@ -1,7 +1,8 @@
 """The core's operator commands of the ``orbchain`` command.
 
 ``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
-``plugins``, ``payouts work`` and the plugins' commands. ``serve`` needs the
+``plugins``, ``payouts work``, the operator tools of ``ops_cli.py``
+(``webhooks``, ``payouts show``, ``doctor``) and the plugins' commands. ``serve`` needs the
 web layer, which the core never imports: ``orbchain.web.serve`` adds it and
 ``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
 two together. Every command reads the same config (``--config``,
@@ -16,37 +17,21 @@ import argparse
 import asyncio
 import logging
 import sys
-from typing import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-from .config import Config, ConfigError, default_config_path, load_config
+from .cli_support import config_from_args, with_db
+from .config import ConfigError
 from .gateway import Gateway, build_gateway
+from .ops_cli import add_ops_commands
 from .registries import StartupError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .ledger_check import LedgerReport
 
 log = logging.getLogger("orbchain")
 
 
 AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-
-def config_from_args(args: argparse.Namespace) -> Config:
-    """The config a command runs with: the file, the environment, then ``--host``/``--port``."""
-    path = args.config or default_config_path()
-    config = load_config(path)
-    overrides = {}
-    if getattr(args, "host", None):
-        overrides["host"] = args.host
-    if getattr(args, "port", None):
-        overrides["port"] = args.port
-    return config.with_overrides(server=overrides) if overrides else config
-
-
-async def _with_db(gateway: Gateway, work: Callable[[Gateway], Awaitable[int]]) -> int:
-    await gateway.db.connect()
-    try:
-        return await work(gateway)
-    finally:
-        await gateway.close_chains()
-        await gateway.db.disconnect()
 
 
 def close_chains(gateway: Gateway) -> None:
@@ -63,11 +48,27 @@ def cmd_migrate(args: argparse.Namespace) -> int:
     gateway = build_gateway(config)
 
     async def work(gw: Gateway) -> int:
+        if args.check:
+            return await _migrate_check(gw)
         ran = await migrate(gw.db, gw.migrations)
         print(f"applied {len(ran)} migration(s)" if ran else "database is up to date")
         return 0
 
-    return asyncio.run(_with_db(gateway, work))
+    return asyncio.run(with_db(gateway, work))
+
+
+async def _migrate_check(gateway: Gateway) -> int:
+    """``migrate --check``: 0 when nothing is pending, 1 listing what is (changes nothing)."""
+    from .migrate import pending
+
+    todo = await pending(gateway.db, gateway.migrations)
+    if not todo:
+        print("database is up to date")
+        return 0
+    for migration in todo:
+        print(f"pending {migration.namespace}:{migration.version:04d}_{migration.name}")
+    print(f"{len(todo)} pending migration(s): run `orbchain migrate`")
+    return 1
 
 
 def cmd_ledger_check(args: argparse.Namespace) -> int:
@@ -79,9 +80,20 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
         report = await check_ledger(gw.db)
         for line in report.lines():
             print(line)
+        await _record_check(gw, report)
         return 0 if report.ok else 1
 
-    return asyncio.run(_with_db(gateway, work))
+    return asyncio.run(with_db(gateway, work))
+
+
+async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
+    """Keep the result for /metrics; a database not yet migrated to hold it still gets its check."""
+    from .metrics_db import record_ledger_check
+
+    try:
+        await record_ledger_check(gateway.db, report, "cli", gateway.now())
+    except Exception as exc:  # noqa: BLE001 - the check's answer matters more than its record
+        log.warning("ledger check result not recorded (%s); run `orbchain migrate`", type(exc).__name__)
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:
@@ -134,10 +146,10 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
     from .payout_worker import run_worker
 
     gateway = build_gateway(config_from_args(args))
-    return asyncio.run(_with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
+    return asyncio.run(with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
 
 
-CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts")
+CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -178,7 +190,10 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     for add in commands:
         add(sub)
 
-    sub.add_parser("migrate", help="apply pending schema migrations").set_defaults(func=cmd_migrate)
+    migrate = sub.add_parser("migrate", help="apply pending schema migrations")
+    migrate.add_argument("--check", action="store_true",
+                         help="apply nothing; exit 1 and list them when migrations are pending (deploy scripts)")
+    migrate.set_defaults(func=cmd_migrate)
 
     ledger = sub.add_parser("ledger", help="ledger tools")
     ledger_sub = ledger.add_subparsers(dest="ledger_command", required=True)
@@ -208,22 +223,29 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     work = payouts_sub.add_parser("work", help="sign, broadcast and confirm queued payouts (every 2 s)")
     work.add_argument("--once", action="store_true", help="process the due payouts once, then exit")
     work.set_defaults(func=cmd_payouts_work)
+    add_ops_commands(sub, payouts_sub)
     _add_plugin_commands(sub)
     return parser
+
+
+def _configure_logging(args: argparse.Namespace) -> None:
+    """The config's log format and level; text at INFO when the config cannot be read
+    (the command itself then reports why, in one line)."""
+    from .config import LoggingConfig
+    from .logs import configure_logging
+
+    try:
+        settings = config_from_args(args).logging
+    except ConfigError:
+        settings = LoggingConfig()
+    configure_logging(settings, verbose=args.verbose, force=False)
 
 
 def main(argv: Sequence[str] | None = None, *, commands: Sequence[AddCommand] = ()) -> int:
     """Run one command; ``orbchain.cli.main`` passes the web layer's ``serve`` in ``commands``."""
     parser = build_parser(commands)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    if not args.verbose:
-        # One line per job run and per connection is noise for operators.
-        for noisy in ("apscheduler",):
-            logging.getLogger(noisy).setLevel(logging.WARNING)
+    _configure_logging(args)
     try:
         return args.func(args)
     except (ConfigError, StartupError) as exc:

@@ -31,6 +31,8 @@ ENV_ALIASES = {
     "ORBCHAIN_ALLOW_PRIVATE_URLS": ("webhooks", "allow_private_urls"),
 }
 ENVIRONMENTS = ("development", "production")
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 class ConfigError(ValueError):
@@ -101,6 +103,37 @@ class SchedulerConfig:
 
 
 @dataclass(frozen=True)
+class MetricsConfig:
+    """``/metrics``: served only when a bearer token or a separate listen address is configured."""
+
+    token: str = ""
+    token_file: str = ""
+    # "host:port" of a listener that serves only /metrics and /ready (then not on the main port).
+    listen: str = ""
+    # Where ``serve --workers N`` keeps the per-process metric files (default <data_dir>/metrics).
+    multiprocess_dir: str = ""
+    # Seconds between ``ledger.check`` job runs; 0 turns the job off.
+    ledger_check_seconds: int = 3600
+
+
+@dataclass(frozen=True)
+class ReadinessConfig:
+    """``/ready``: when a chain counts as synced, and how long a node may take to answer."""
+
+    max_lag_blocks: int = 6
+    node_timeout_seconds: int = 3
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    """``format`` text (default) or json (one object per line); ``access_log`` one line per request."""
+
+    format: str = "text"
+    access_log: bool = False
+    level: str = "INFO"
+
+
+@dataclass(frozen=True)
 class Config:
     """The whole validated configuration; immutable once loaded."""
 
@@ -112,6 +145,9 @@ class Config:
     rate_limits: RateLimitConfig = field(default_factory=RateLimitConfig)
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
     # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
     plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"
@@ -160,6 +196,9 @@ def _section_class(name: str) -> type:
         "rate_limits": RateLimitConfig,
         "plugins": PluginsConfig,
         "scheduler": SchedulerConfig,
+        "metrics": MetricsConfig,
+        "readiness": ReadinessConfig,
+        "logging": LoggingConfig,
     }[name]
 
 
@@ -231,9 +270,24 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config key 'fees.default_fee_percent' must be at least 0 and below 100")
     if not 1 <= config.webhooks.max_attempts <= 20:
         raise ConfigError("config key 'webhooks.max_attempts' must be between 1 and 20")
+    if config.logging.format not in LOG_FORMATS:
+        raise ConfigError(f"config key 'logging.format' must be one of {', '.join(LOG_FORMATS)}")
+    if config.logging.level.upper() not in LOG_LEVELS:
+        raise ConfigError(f"config key 'logging.level' must be one of {', '.join(LOG_LEVELS)}")
+    if config.metrics.listen and not _is_host_port(config.metrics.listen):
+        raise ConfigError("config key 'metrics.listen' must look like 127.0.0.1:9100")
+    if config.metrics.ledger_check_seconds < 0 or config.readiness.max_lag_blocks < 0:
+        raise ConfigError("config keys 'metrics.ledger_check_seconds' and 'readiness.max_lag_blocks' must be >= 0")
+    if config.readiness.node_timeout_seconds < 1:
+        raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url
     if not (url.startswith("sqlite") or url.startswith("postgres")):
         raise ConfigError("config key 'database.url' must be an sqlite+aiosqlite:// or postgresql:// URL")
+
+
+def _is_host_port(value: str) -> bool:
+    host, sep, port = value.rpartition(":")
+    return bool(sep) and bool(host) and port.isdigit() and 0 < int(port) < 65536
 
 
 def _as_raw(config: Config) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from .auth import CORE_SCOPE_DESCRIPTIONS
 from .db import Database
 from .events import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
+from .metrics import Metrics
 from .migrate import MigrationRegistry
 from .plugins import call_collect, call_event, get_plugin_manager
 from .registries import (
@@ -68,6 +69,8 @@ class Gateway:
     secrets: Secrets | None = None
     clock: Callable[[], float] = time.time
     maintenance: bool = False
+    # This process's Prometheus metrics (core/metrics.py); built with the gateway, after any fork.
+    metrics: Metrics = field(default_factory=Metrics)
     # Services attached by the web app or the CLI at start (prices, outbox ...).
     services: dict[str, Any] = field(default_factory=dict)
 

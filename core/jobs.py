@@ -1,7 +1,8 @@
 """The core's own periodic jobs, registered before the plugins' ones.
 
 Webhook delivery, one scan per chain adapter (adapters only report; the
-core scans), payment expiry, the payout worker and pruning old lockout rows.
+core scans), payment expiry, the payout worker, pruning old lockout rows and the periodic ledger
+check whose result /metrics reports.
 These modules name the gateway only for type checking, so they import at the
 top without a cycle (tests/test_layering.py keeps it that way).
 """
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from .chains import Capability
 from .lockout import prune
+from .metrics_db import ledger_check_job
 from .payment_status import expire_payments
 from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .scanner import scan_job
@@ -38,5 +40,7 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
     gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
     gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)
+    if gateway.config.metrics.ledger_check_seconds:
+        gateway.jobs.add("ledger.check", ledger_check_job, seconds=gateway.config.metrics.ledger_check_seconds)
     for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):
         gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)

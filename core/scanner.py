@@ -36,6 +36,7 @@ class ScanReport:
     disconnected: int = 0
     observed: int = 0
     credited: int = 0
+    node_tip: int | None = None
 
 
 async def _remembered(gateway: "Gateway", chain: str, height: int) -> str | None:
@@ -115,13 +116,15 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
                 observed += 1
     await deposits.mark_missing(gateway, adapter.name, {t.tx_hash for t in mempool}, adapter.drop_after_seconds)
     credited = await deposits.refresh_confirmations(gateway, adapter.name, last_height) if last_height >= 0 else 0
-    return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited)
+    return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited, tip.height)
 
 
 def scan_job(adapter: ChainAdapter) -> Callable[["Gateway"], Awaitable[None]]:
     """The periodic job the core registers for each chain adapter."""
 
     async def run(gateway: "Gateway") -> None:
-        await scan_chain(gateway, adapter)
+        report = await scan_chain(gateway, adapter)
+        scanned = report.scanned_tip if report.scanned_tip is not None and report.scanned_tip >= 0 else None
+        gateway.metrics.chain_scanned(adapter.name, report.node_tip or 0, scanned, gateway.clock())
 
     return run

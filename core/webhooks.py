@@ -51,6 +51,9 @@ LEASE_MARGIN_SECONDS = 60
 # Read at most this much of a receiver's answer: the preview keeps 500 chars.
 RESPONSE_READ_BYTES = 4096
 REDACTED = "[redacted]"
+# Delivery metric outcome for the status an attempt left its event in.
+_OUTCOMES = {DELIVERED: "delivered", PENDING: "retrying", FAILED: "failed",
+             SKIPPED_NO_SECRET: SKIPPED_NO_SECRET, SKIPPED_NO_URL: SKIPPED_NO_URL}
 
 
 def sign(body: bytes, secret: str) -> str:
@@ -288,6 +291,7 @@ async def record_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome
             )
             statuses.append(status if moved else None)
     for (claim, outcome), new_status in zip(results, statuses):
+        gateway.metrics.webhook_deliveries.labels(_OUTCOMES.get(new_status or "", "claimed_elsewhere")).inc()
         host = urlsplit(claim.url or "").hostname or "-"
         if outcome.success:
             log.info("webhook %s delivered to %s on attempt %d", claim.event_id, host, claim.attempt)
@@ -360,6 +364,24 @@ async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
     except Exception:  # the tick retries; the caller's request must not fail
         log.exception("immediate delivery of webhook %s failed; the delivery tick retries it", event_id)
         return False
+
+
+async def requeue_event(gateway: "Gateway", event_id: str) -> bool:
+    """Make ``event_id`` due now with a fresh attempt budget (``orbchain webhooks redeliver``).
+
+    Any status may be requeued: a delivered event is sent again with the same
+    bytes and signature (receivers dedupe by event id), a failed one gets the
+    whole retry schedule again. Earlier attempts stay in the delivery log.
+    Returns False when no such event exists.
+    """
+    now = gateway.now()
+    moved = await gateway.db.fetch_val(
+        "UPDATE webhook_events SET status = :pending, attempts = 0, next_attempt_at = :now, claim_token = NULL,"
+        " last_error = NULL, updated_at = :now WHERE event_id = :id RETURNING event_id",
+        {"pending": PENDING, "now": now, "id": event_id})
+    if moved:
+        log.info("webhook %s requeued by the operator", event_id)
+    return bool(moved)
 
 
 def describe_schedule(max_attempts: int) -> Mapping[int, int]:

@@ -4,11 +4,13 @@ Each run of a job first takes a PostgreSQL advisory lock named after the
 job, so with several ``orbchain serve`` processes on one database a periodic
 job runs in exactly one of them at a time; on SQLite (one process) the lock
 is always granted. A failing run is logged and retried at the next tick.
+Every run that took the lock is counted in the job metrics (runs, failures, duration).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
@@ -26,10 +28,13 @@ async def run_job_once(gateway: "Gateway", job: Job) -> bool:
     async with gateway.db.connection(), gateway.db.advisory_lock(f"job:{job.name}") as leader:
         if not leader:
             return False
+        started, failed = time.perf_counter(), False
         try:
             await job.func(gateway)
         except Exception:  # keep the scheduler alive
+            failed = True
             log.exception("job %s failed; it runs again at the next tick", job.name)
+        gateway.metrics.job_finished(job.name, time.perf_counter() - started, failed)
         return True
 
 

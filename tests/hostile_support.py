@@ -43,9 +43,12 @@ def is_server_error(status: int, body: bytes) -> bool:
         return False
     if status == 503:
         try:
-            error = json.loads(body).get("error") or {}
+            answer = json.loads(body)
+            error = answer.get("error") or {}
         except (ValueError, AttributeError):
             return True
+        if answer.get("ready") is False:
+            return False  # GET /ready: "not ready" is its documented 503 (docs/operations.md)
         return error.get("type") not in SPEC_503_TYPES
     return True
 

@@ -225,12 +225,16 @@ async def receiver():
     await hook.close()
 
 
+METRICS_TOKEN = "openapi-journey-metrics-token"
+
+
 @pytest.fixture
 async def checked(make_client, make_config):
     # The telegram plugin in webhook mode, its Bot API unreachable (nothing here talks to Telegram).
     telegram = {"bot_token": BOT_TOKEN, "api_base_url": "http://127.0.0.1:9", "mode": "webhook",
                 "webhook_secret": TG_WEBHOOK_SECRET}
-    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"telegram": telegram}))
+    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"telegram": telegram},
+                                               metrics={"token": METRICS_TOKEN}))
     response = await client.get("/openapi.json")
     assert response.status == 200 and response.content_type == "application/json"
     return CheckedClient(client, json.loads(await response.text(), parse_float=Decimal))
@@ -389,6 +393,15 @@ async def journey_public(c: CheckedClient) -> None:
     for path in ("/health", "/v1/common/currencies", "/v1/common/prices", "/v1/common/receipt-public-key",
                  "/openapi.json"):
         await c.call("GET", path, expect=200)
+    await c.call("GET", "/ready", expect=503)  # devnet not scanned yet (scheduler off)
+    await c.call("GET", "/metrics", expect=401)
+
+
+async def journey_operations(c: CheckedClient) -> None:
+    """After the payments journey scanned the chain: ready, and metrics for the operator's token."""
+    await c.call("GET", "/ready", expect=200)
+    status, text = await c.call("GET", "/metrics", {"Authorization": f"Bearer {METRICS_TOKEN}"}, expect=200)
+    assert "orbchain_http_requests_total" in text
 
 
 async def journey_accounts(c: CheckedClient) -> tuple[Merchant, Merchant]:
@@ -847,6 +860,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_subscriptions(checked, shop, friend)
     await journey_telegram(checked, shop, friend)
     await journey_lightning(checked, shop)
+    await journey_operations(checked)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

@@ -32,6 +32,7 @@ from .auth import AUTH_ATTR, authenticate_request
 from .key_requests import KEY_REQUEST_LISTENED, key_request_listeners
 from .keys import GATEWAY
 from .middlewares import middlewares
+from .ops_listener import ops_listener_ctx
 from .routes import core_route_tables, plugin_static
 from .server import server_header
 
@@ -145,5 +146,5 @@ def create_app(
     # process: compile each once and skip the per-render stat of its file.
     aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True, auto_reload=False)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
-    app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx])
+    app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx, ops_listener_ctx])
     return app

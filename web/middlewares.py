@@ -1,10 +1,11 @@
-"""Request id, error envelope, text check, maintenance mode, rate limits, then auth.
+"""Request id, error envelope, text check, maintenance mode, rate limits, then auth; metrics and access log.
 
 Order of the steps, all in one middleware (``edge_middleware``): request id
 -> errors -> text check (web/edge.py) -> maintenance -> one pinned database
 connection -> rate limit -> auth. The error step turns every failure,
 including aiohttp's own 404/405/413 and unexpected exceptions, into the
-SPEC envelope, so no client ever sees a traceback.
+SPEC envelope, so no client ever sees a traceback. Every answer, error or
+not, is counted once in the HTTP metrics by route template (``served``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+from time import perf_counter
 from typing import Awaitable, Callable, Mapping
 
 import aiohttp_jinja2
@@ -20,6 +22,8 @@ from aiohttp.typedefs import Middleware
 
 from ..core.errors import ApiError, Maintenance, RateLimited, ValidationError
 from ..core.gateway import Gateway
+from ..core.logs import ACCESS_LOGGER, request_context
+from ..core.metrics import UNMATCHED_ROUTE
 from .edge import request_text_problems
 from .envelope import error_response
 from .pages import is_html_page, page_security_headers
@@ -27,6 +31,7 @@ from .key_requests import announce_key_request, key_request_listened
 from .keys import GATEWAY, PRINCIPAL, RATE_KIND, REQUEST_ID
 
 log = logging.getLogger(__name__)
+access_log = logging.getLogger(ACCESS_LOGGER)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -71,15 +76,18 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
 
     @web.middleware
     async def edge(request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = perf_counter()
         incoming = request.headers.get(REQUEST_ID_HEADER)
         request_id = incoming if incoming and _REQUEST_ID.match(incoming) else secrets.token_hex(8)
         request[REQUEST_ID] = request_id
+        log_context = {"request_id": request_id}
+        request_context.set(log_context)
+        gateway = request.app[GATEWAY]
         try:
             errors = request_text_problems(request.path, request.query if request.query_string else _NO_QUERY,
                                            request.headers)
             if errors:
                 raise ValidationError(errors)
-            gateway = request.app[GATEWAY]
             if gateway.maintenance and request.method not in SAFE_METHODS and request.path not in MAINTENANCE_EXEMPT:
                 raise Maintenance()
             # One pinned connection for the request's queries (asyncpg prepares per connection);
@@ -89,12 +97,16 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
                 if bucket is not None:
                     await count_request(request, *bucket)
                 await authenticate(request)
+                principal = request.get(PRINCIPAL)
+                if principal is not None:
+                    log_context["merchant_id"] = principal.merchant_id
                 response = await handler(request)
         except ApiError as exc:
             response = _render_error(request, exc)
         except web.HTTPException as exc:
             if exc.status < 400:
                 exc.headers[REQUEST_ID_HEADER] = request_id
+                served(request, gateway, exc.status, started)
                 raise  # redirects pass through
             kind, message = _HTTP_ERRORS.get(exc.status, ("invalid_request", exc.reason.lower()))
             err = ApiError(message)
@@ -111,6 +123,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             err.status, err.type = 500, "internal"
             response = _render_error(request, err)
         response.headers[REQUEST_ID_HEADER] = request_id
+        served(request, gateway, response.status, started)
         principal = request.get(PRINCIPAL)
         if principal is not None and principal.key_id is not None and key_request_listened(request):
             await announce_key_request(request, principal, response.status, request_id)
@@ -120,6 +133,18 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
 
 
 _NO_QUERY: Mapping[str, str] = {}
+
+
+def served(request: web.Request, gateway: Gateway, status: int, started: float) -> None:  # float ok: a clock
+    """Count the answered request (route template, never the raw path) and write its access-log line."""
+    seconds = perf_counter() - started
+    resource = request.match_info.route.resource
+    route = resource.canonical if resource is not None else UNMATCHED_ROUTE
+    gateway.metrics.http.observe(request.method, route, status, seconds)
+    if gateway.config.logging.access_log:
+        access_log.info("%s %s %d %.1fms", request.method, route, status, seconds * 1000,
+                        extra={"method": request.method, "route": route, "status": status,
+                               "duration_ms": round(seconds * 1000, 3)})
 
 
 _PAGE_TITLES = {404: "Not found", 429: "Too many requests", 503: "Temporarily unavailable", 500: "Something went wrong"}

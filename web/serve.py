@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 
 from ..core.cli import config_from_args
+from ..core.metrics import enable_multiprocess
 from .app import create_app
 from .server import run
 from .workers import serve_workers
@@ -33,6 +35,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     log.info("Orbchain serving on http://%s:%d (%s, database %s, %d worker%s)", config.server.host,
              config.server.port, config.server.environment, database, workers, "s" if workers > 1 else "")
     if workers > 1:
+        # Before the fork and before any metric exists: every worker writes to, and a scrape of any
+        # worker reads, the same directory (core/metrics.py).
+        enable_multiprocess(Path(config.metrics.multiprocess_dir) if config.metrics.multiprocess_dir
+                            else config.data_dir / "metrics")
         return serve_workers(lambda: create_app(config), config.server.host, config.server.port, workers,
                              development=config.is_development, access_log=None)
     run(create_app(config), config.server.host, config.server.port, access_log=None)

@@ -22,6 +22,7 @@ CORE_ROUTE_MODULES = (
     "pay_page",
     "transfers",
     "openapi",
+    "operations",
 )
 
 

@@ -1,0 +1,140 @@
+"""Operator commands (issue 22): ``webhooks pending``/``redeliver``, ``payouts show``, ``doctor``, and
+``ledger check`` keeping its result for /metrics; on SQLite and PostgreSQL.
+
+Each command runs in a thread (it starts its own event loop, as from a shell)
+while the test's loop keeps serving the webhook receiver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+
+import pytest
+
+from orbchain.cli import main
+from orbchain.core.accounts import sign_up
+from orbchain.core.events import enqueue_event
+
+from .support import WebhookReceiver
+
+SECRET = "ops-webhook-secret-0123456789abcdef"
+
+
+@pytest.fixture
+def config_path(tmp_path, db_url, monkeypatch):
+    for name in ("ORBCHAIN_CONFIG", "ORBCHAIN_DATABASE_URL", "ORBCHAIN_DATA_DIR", "ORBCHAIN_ENVIRONMENT"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "orbchain.toml"
+    # The same data directory and database as the ``gateway`` fixture, like an operator's shell.
+    path.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\nenvironment = "development"\n\n'
+                    f'[database]\nurl = "{db_url}"\n\n[webhooks]\nallow_private_urls = true\n')
+    return str(path)
+
+
+async def orbchain(config_path: str, *argv: str) -> int:
+    return await asyncio.to_thread(main, ["--config", config_path, *argv])
+
+
+@pytest.fixture
+async def receiver():
+    hook = WebhookReceiver()
+    yield hook
+    await hook.close()
+
+
+async def merchant_with_hook(gateway, url: str) -> str:
+    result = await sign_up(gateway, "ops@example.com", "ops-passw0rd-long")
+    await gateway.db.execute("UPDATE merchants SET webhook_url = :u, webhook_secret = :s WHERE id = :m",
+                             {"u": url, "s": SECRET, "m": result.merchant_id})
+    return result.merchant_id
+
+
+async def test_webhooks_pending_lists_the_outbox(gateway, config_path, capsys):
+    merchant_id = await merchant_with_hook(gateway, "http://127.0.0.1:9/hook")
+    ids = [await enqueue_event(gateway, merchant_id=merchant_id, event_type="payment.paid", body={"n": n},
+                               logical_key=f"ops-{n}") for n in range(3)]
+    capsys.readouterr()
+    assert await orbchain(config_path, "webhooks", "pending", "--limit", "2") == 0
+    out = capsys.readouterr().out
+    assert out.strip().endswith("3 webhook event(s) pending, 2 shown")
+    assert sum(event_id in out for event_id in ids) == 2 and "payment.paid" in out and "attempts 0" in out
+    assert SECRET not in out
+
+
+async def test_redeliver_sends_a_failed_event_again(gateway, config_path, capsys, receiver):
+    url = await receiver.start()
+    merchant_id = await merchant_with_hook(gateway, url)
+    event_id = await enqueue_event(gateway, merchant_id=merchant_id, event_type="payment.paid", body={"n": 1},
+                                   logical_key="ops-redeliver")
+    await gateway.db.execute("UPDATE webhook_events SET status = 'failed', attempts = 5, next_attempt_at = NULL,"
+                             " last_error = 'HTTP 503' WHERE event_id = :e", {"e": event_id})
+    assert await orbchain(config_path, "webhooks", "redeliver", event_id) == 0
+    assert capsys.readouterr().out.strip().endswith(f"{event_id} delivered")
+    assert len(receiver.requests) == 1
+    sent = receiver.requests[0]
+    expected = hmac.new(SECRET.encode(), sent["raw"], hashlib.sha512).hexdigest()
+    assert hmac.compare_digest(expected, sent["headers"]["HMAC"]) and sent["body"]["n"] == 1
+    row = await gateway.db.fetch_one("SELECT status, attempts FROM webhook_events WHERE event_id = :e", {"e": event_id})
+    assert row["status"] == "delivered" and row["attempts"] == 1
+    log = await gateway.db.fetch_all("SELECT success FROM webhook_deliveries WHERE event_id = :e", {"e": event_id})
+    assert [bool(r["success"]) for r in log] == [True]
+    # A refused delivery stays pending for the job; an unknown event is an error.
+    receiver.fail_next = 1
+    assert await orbchain(config_path, "webhooks", "redeliver", event_id) == 1
+    assert "not delivered now (receiver answered HTTP 503" in capsys.readouterr().out
+    row = await gateway.db.fetch_one("SELECT status FROM webhook_events WHERE event_id = :e", {"e": event_id})
+    assert row["status"] == "pending"
+    assert await orbchain(config_path, "webhooks", "redeliver", "evt_nope") == 1
+    assert "no webhook event evt_nope" in capsys.readouterr().out
+
+
+async def test_payouts_show(gateway, config_path, capsys):
+    result = await sign_up(gateway, "payout@example.com", "ops-passw0rd-long")
+    now = gateway.now()
+    await gateway.db.execute(
+        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage, tx_hash,"
+        " raw_tx, next_attempt_at, created_at, updated_at, attempts, last_error)"
+        " VALUES ('po_ops', 'trk_ops_1', :m, 'BTC', 'devnet', 'bc1qdest', :amount, 'Confirming', 'broadcast',"
+        " 'txhash_ops', 'deadbeefrawtxbytes', :now, :now, :now, 2, 'node busy')",
+        {"m": result.merchant_id, "amount": gateway.db.amount_param(123_456), "now": now})
+    capsys.readouterr()
+    assert await orbchain(config_path, "payouts", "show", "trk_ops_1") == 0
+    out = capsys.readouterr().out
+    fields = dict(line.strip().split(": ", 1) for line in out.splitlines())
+    assert fields["track_id"] == "trk_ops_1" and fields["amount"] == "0.00123456 BTC"
+    assert fields["status"] == "Confirming" and fields["stage"] == "broadcast" and fields["tx_hash"] == "txhash_ops"
+    assert fields["attempts"] == "2" and fields["last_error"] == "node busy" and fields["finished_at"] == "-"
+    assert "deadbeefrawtxbytes" not in out  # signed bytes are not for the terminal
+    assert await orbchain(config_path, "payouts", "show", "trk_unknown") == 1
+    assert "no payout trk_unknown" in capsys.readouterr().out
+
+
+async def test_doctor(gateway, config_path, capsys):
+    assert await orbchain(config_path, "doctor") == 0
+    lines = capsys.readouterr().out.splitlines()
+    checks = {line[5:].split(":", 1)[0]: line[:4].strip() for line in lines[:-1]}
+    assert checks["config"] == checks["secrets"] == checks["database"] == checks["migrations"] == "OK"
+    assert checks["clock"] == "OK" and checks["disk"] in ("OK", "WARN")
+    assert checks["chain devnet"] == "WARN"  # reachable, not scanned yet
+    assert lines[-1] == "no problems found"
+    if gateway.db.is_postgres:
+        assert any("from the database server" in line for line in lines)
+    await gateway.db.execute("DELETE FROM schema_migrations WHERE namespace = 'core' AND version = 16")
+    assert await orbchain(config_path, "doctor") == 1
+    out = capsys.readouterr().out
+    assert "FAIL migrations: 1 pending" in out and out.strip().endswith("1 problem(s)")
+
+
+def test_doctor_findings_thresholds(tmp_path):
+    from orbchain.core.ops_cli import clock_finding, disk_finding
+
+    assert clock_finding(0.5).level == "OK" and clock_finding(-5).level == "WARN" and clock_finding(90).level == "FAIL"
+    assert disk_finding(tmp_path / "not" / "yet").detail.endswith(str(tmp_path))
+
+
+async def test_ledger_check_result_is_kept_for_metrics(gateway, config_path):
+    assert await orbchain(config_path, "ledger", "check") == 0
+    row = await gateway.db.fetch_one("SELECT ok, problems, source FROM ledger_checks ORDER BY id DESC LIMIT 1")
+    assert bool(row["ok"]) and row["problems"] == 0 and row["source"] == "cli"

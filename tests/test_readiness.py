@@ -1,0 +1,102 @@
+"""``GET /ready`` (issue 22): database, migrations and every watched chain's node; 503 while not ready.
+
+``/health`` stays the SPEC 4.1 liveness answer whatever ``/ready`` says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from orbchain.chains.devnet.adapter import devnet_chain
+from orbchain.core.readiness import watched_chains
+from orbchain.core.scanner import scan_chain
+from orbchain.web.keys import GATEWAY
+
+
+async def ready(client) -> tuple[int, dict]:
+    response = await client.get("/ready")
+    return response.status, await response.json()
+
+
+async def scan_all(gateway) -> None:
+    for adapter in watched_chains(gateway):
+        await scan_chain(gateway, adapter)
+
+
+@pytest.fixture
+async def app(make_client, make_config):
+    # Only devnet watches deposits without a node of its own to start.
+    client = await make_client(make_config(scheduler={"enabled": False}, readiness={"node_timeout_seconds": 1}))
+    return client, client.app[GATEWAY]
+
+
+async def test_not_ready_until_the_chain_is_scanned_then_ready(app):
+    client, gateway = app
+    status, body = await ready(client)
+    assert status == 503 and body["ready"] is False
+    assert body["database"] == {"ok": True, "error": None}
+    assert body["migrations"] == {"ok": True, "pending": 0}
+    devnet = next(c for c in body["chains"] if c["chain"] == "devnet")
+    assert devnet["reachable"] is True and devnet["synced"] is False and devnet["error"] == "not scanned yet"
+    await scan_all(gateway)
+    status, body = await ready(client)
+    assert status == 200 and body["ready"] is True, body
+    devnet = next(c for c in body["chains"] if c["chain"] == "devnet")
+    assert devnet["lag"] == 0 and devnet["node_height"] == devnet["scanned_height"]
+    health = await client.get("/health")
+    assert health.status == 200 and await health.json() == {"ok": True}
+
+
+async def test_lag_beyond_the_limit_is_not_synced(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, readiness={"max_lag_blocks": 2}))
+    gateway = client.app[GATEWAY]
+    await scan_all(gateway)
+    assert (await ready(client))[0] == 200
+    await devnet_chain(gateway).mine(3)  # the scanner has not seen them
+    status, body = await ready(client)
+    devnet = next(c for c in body["chains"] if c["chain"] == "devnet")
+    assert status == 503 and devnet["lag"] == 3 and devnet["synced"] is False and devnet["reachable"] is True
+
+
+async def test_unreachable_or_hung_node(app, monkeypatch):
+    client, gateway = app
+    await scan_all(gateway)
+    adapter = gateway.chains.get("devnet")
+
+    async def refused():
+        raise ConnectionRefusedError("node down")
+
+    monkeypatch.setattr(adapter, "tip", refused)
+    status, body = await ready(client)
+    devnet = next(c for c in body["chains"] if c["chain"] == "devnet")
+    assert status == 503 and devnet["reachable"] is False and devnet["error"] == "ConnectionRefusedError"
+
+    async def hung():
+        await asyncio.sleep(30)
+
+    monkeypatch.setattr(adapter, "tip", hung)
+    status, body = await ready(client)
+    devnet = next(c for c in body["chains"] if c["chain"] == "devnet")
+    assert status == 503 and devnet["error"] == "no answer in 1 s"
+    assert (await client.get("/health")).status == 200
+
+
+async def test_pending_migration_is_not_ready(app):
+    client, gateway = app
+    await scan_all(gateway)
+    await gateway.db.execute("DELETE FROM schema_migrations WHERE namespace = 'core' AND version = 16")
+    status, body = await ready(client)
+    assert status == 503 and body["migrations"] == {"ok": False, "pending": 1}
+
+
+async def test_database_down_is_not_ready(app, monkeypatch):
+    client, gateway = app
+
+    async def broken(*args, **kwargs):
+        raise OSError("database gone")
+
+    monkeypatch.setattr(gateway.db, "fetch_val", broken)
+    status, body = await ready(client)
+    assert status == 503 and body["database"] == {"ok": False, "error": "OSError"} and body["ready"] is False

@@ -1,0 +1,80 @@
+"""Operator endpoints: ``GET /metrics`` (Prometheus text format) and ``GET /ready`` (readiness).
+
+``/metrics`` is off unless the operator protects it: with ``metrics.token``
+(or ``token_file``) it asks for ``Authorization: Bearer <token>`` (compared
+in constant time); with ``metrics.listen`` it is served only on that
+separate address (web/ops_listener.py) and answers 404 on the main port.
+``/ready`` answers 200 when the process can serve and 503 with the same
+body naming what is missing; unlike ``/health`` (SPEC 4.1) it asks the
+database and the chain nodes. It names chains and heights, no merchant data.
+"""
+
+from __future__ import annotations
+
+import hmac
+from functools import lru_cache
+from pathlib import Path
+
+from aiohttp import web
+
+from ...core.config import ConfigError, MetricsConfig
+from ...core.errors import NotFound, Unauthorized
+from ...core.metrics import CONTENT_TYPE
+from ...core.metrics_db import facts_registry, read_facts
+from ...core.readiness import check_readiness
+from ..keys import gateway_of
+from ..middlewares import rate_class
+
+routes = web.RouteTableDef()
+# Set on the separate listener's app: there /metrics needs no token of its own.
+OPS_LISTENER = web.AppKey("ops_listener", bool)
+
+
+@lru_cache(maxsize=8)
+def _file_token(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"config key 'metrics.token_file': cannot read {path}: {exc.strerror}") from None
+
+
+def metrics_token(config: MetricsConfig) -> str:
+    """The bearer token /metrics asks for ("" when none is configured)."""
+    return _file_token(config.token_file) if config.token_file else config.token
+
+
+class MetricsUnauthorized(Unauthorized):
+    def __init__(self) -> None:
+        super().__init__("metrics token required", headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+
+
+def _check_access(request: web.Request) -> None:
+    config = gateway_of(request).config.metrics
+    on_listener = request.app.get(OPS_LISTENER, False)
+    token = metrics_token(config)
+    if config.listen and not on_listener:
+        raise NotFound()  # served on the separate address only
+    if not config.listen and not token:
+        raise NotFound()  # never exposed unprotected
+    if token:
+        sent = request.headers.get("Authorization", "")
+        scheme, _, value = sent.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            raise MetricsUnauthorized()
+
+
+@routes.get("/metrics")
+@rate_class(None)
+async def metrics(request: web.Request) -> web.Response:
+    _check_access(request)
+    gateway = gateway_of(request)
+    facts = await read_facts(gateway)
+    body = gateway.metrics.exposition([facts_registry(facts)])
+    return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+
+@routes.get("/ready")
+@rate_class(None)
+async def ready(request: web.Request) -> web.Response:
+    readiness = await check_readiness(gateway_of(request))
+    return web.json_response(readiness.as_dict(), status=200 if readiness.ready else 503)
