@@ -63,6 +63,20 @@ async def test_create_and_read_run_only_what_the_answer_needs(make_client, make_
     assert log == ["SELECT p.*, EXISTS"]  # the payment, and whether it has deposits to list
 
 
+async def test_a_hosted_page_runs_one_query(make_client, make_config):
+    """The page of an unpaid invoice: the payment, and whether it has deposits; the branding is cached."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    merchant = await signup(client)
+    status, body = await api(client, "POST", "/v1/payment/invoice", merchant.merchant_key, json=WHITE_LABEL)
+    assert status == 200, body
+    page = f"/pay/{body['data']['track_id']}"
+    assert (await client.get(page)).status == 200  # the first view of the merchant's pages reads its brands
+    db = client.app[GATEWAY].db
+    response, log = await _logged(db, lambda: client.get(page))
+    assert response.status == 200 and "<svg" in await response.text()
+    assert log == ["SELECT p.*, EXISTS"]
+
+
 async def test_reading_a_paid_payment_lists_its_deposits(make_client, make_config):
     """With deposits the read takes a second query, and shows them."""
     client = await make_client(make_config(scheduler={"enabled": False}))
