@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlsplit, urlunsplit
@@ -66,6 +66,37 @@ def uptime() -> str:
         return subprocess.run(["uptime"], capture_output=True, text=True, timeout=5).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "load average: {:.2f}, {:.2f}, {:.2f}".format(*os.getloadavg())
+
+
+# Server pid by base URL (set by ``running``), so ``measure`` can read the CPU time its processes spent.
+_SERVER_PIDS: dict[str, int] = {}
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _process_tree(pid: int) -> list[int]:
+    """``pid`` and its descendants (the workers of ``serve --workers N``), from /proc."""
+    pids, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        pids.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            try:
+                todo.extend(int(child) for child in task.read_text().split())
+            except OSError:
+                pass
+    return pids
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of a server's processes so far (0 where /proc is missing)."""
+    total = 0
+    for each in _process_tree(pid):
+        try:
+            fields = Path(f"/proc/{each}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / _CLOCK_TICKS
 
 
 def serve_supports_workers() -> bool:
@@ -101,10 +132,12 @@ def running(command: list[str], env: dict[str, str], cwd: Path, log: Path) -> It
         process = subprocess.Popen([*command, "--port", str(port)], env=env, cwd=cwd, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
+    _SERVER_PIDS[base] = process.pid
     try:
         asyncio.run(wait_healthy(base, process, log))
         yield base
     finally:
+        _SERVER_PIDS.pop(base, None)
         process.terminate()
         try:
             process.wait(timeout=20)
@@ -214,13 +247,25 @@ class Row:
     def cells(self) -> list[str]:
         ratio = f"{self.load.rps / self.baseline:6.1%}" if self.baseline else ""
         errors = str(self.load.errors) if self.load.errors else ""
-        return [self.label, f"{self.load.rps:,.0f}", f"{self.load.p99_ms:,.1f}", ratio, errors, self.goal]
+        cpu = f"{self.load.cpu_us:,.0f}" if self.load.cpu_us else ""
+        return [self.label, f"{self.load.rps:,.0f}", f"{self.load.p99_ms:,.1f}", ratio, cpu, errors, self.goal]
 
 
 def measure(url: str, seconds: float, connections: int, warmup: float = 1.0, **request) -> loadgen.Load:
+    """Requests/s and p99 of ``url``, and the server's CPU time per request (user + system, all workers).
+
+    CPU per request moves far less than requests/s when other processes
+    share the machine: it is the figure to compare between runs.
+    """
     if warmup:
         loadgen.run(url, connections=connections, seconds=warmup, **request)
-    return loadgen.run(url, connections=connections, seconds=seconds, **request)
+    base = "{0.scheme}://{0.netloc}".format(urlsplit(url))
+    pid = _SERVER_PIDS.get(base)
+    before = cpu_seconds(pid) if pid else 0.0
+    load = loadgen.run(url, connections=connections, seconds=seconds, **request)
+    if pid and load.requests:
+        load = replace(load, cpu_us=(cpu_seconds(pid) - before) * 1e6 / load.requests)
+    return load
 
 
 def bare_figures(seconds: float, connections: int, root: Path) -> dict[str, loadgen.Load]:
@@ -428,7 +473,7 @@ def main() -> int:
     baseline = [Row(f"bare aiohttp {verb} (start)", first[verb]) for verb in ("GET", "POST")]
     baseline += [Row(f"bare aiohttp {verb} (end)", last[verb]) for verb in ("GET", "POST")]
     print()
-    print_table(["request", "req/s", "p99 ms", "of bare", "errors", "goal"],
+    print_table(["request", "req/s", "p99 ms", "of bare", "cpu us/req", "errors", "goal"],
                 [r.cells() for r in baseline + rows])
     versus = sqlite_versus_postgres(rows)
     if versus:

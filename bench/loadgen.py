@@ -34,6 +34,7 @@ class Load:
     p99_ms: float
     errors: int
     requests: int
+    cpu_us: float = 0.0  # the server's CPU time per request, when the caller measured it
 
 
 def generator_name() -> str:

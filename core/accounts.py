@@ -14,11 +14,13 @@ import json
 import logging
 import secrets
 from dataclasses import dataclass
+from types import MappingProxyType
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import auth, lockout
 from .auth_cache import changed as auth_changed
+from .auth_cache import remembered
 from .db import Database, Row, is_unique_violation
 from .errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
 from .netguard import UnsafeUrl, check_public_url
@@ -76,6 +78,22 @@ async def require_merchant(db: Database, merchant_id: str) -> Row:
 
 async def find_by_email(db: Database, email: str) -> Row | None:
     return await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": normalize_email(email)})
+
+
+async def merchant_for_payments(gateway: Gateway, merchant_id: str) -> Mapping[str, Any]:
+    """The merchant row a payment creation reads (accepted coins, key account...), cached per process.
+
+    Read on every create; changed rarely. Settings changes (``_update``)
+    answer only after every process has dropped its copy (``auth_changed``),
+    and on PostgreSQL any other change to ``merchants``, however made, is
+    NOTIFYed by a trigger (migration m0017), as for credentials
+    (core/auth_cache.py). The row is shared: it comes read-only.
+    """
+
+    async def load() -> Mapping[str, Any]:
+        return MappingProxyType(await require_merchant(gateway.db, merchant_id))  # unknown: 404, not cached
+
+    return await remembered(gateway, "merchant_rows", merchant_id, load)
 
 
 async def find_by_account_id(db: Database, account_id: str) -> Row | None:
@@ -280,6 +298,11 @@ async def _update(gateway: Gateway, merchant_id: str, assignments: str, values: 
         f"UPDATE merchants SET {assignments}, updated_at = :now WHERE id = :id",
         {**values, "now": gateway.now(), "id": merchant_id},
     )
+    # Payment creation reads settings from a per-process cache (merchant_for_payments):
+    # answer once no process holds the old row. Inside a transaction the caller
+    # does this after its commit (the other processes must see the new row).
+    if not gateway.db.in_transaction:
+        await auth_changed(gateway)
     return await require_merchant(gateway.db, merchant_id)
 
 
@@ -374,7 +397,9 @@ async def set_confirmations(gateway: Gateway, merchant_id: str, thresholds: Mapp
         if row is None:
             raise NotFound()
         merged = {**_json(row["confirmations"], {}), **clean}
-        return await _update(gateway, merchant_id, "confirmations = :c", {"c": json.dumps(merged, sort_keys=True)})
+        updated = await _update(gateway, merchant_id, "confirmations = :c", {"c": json.dumps(merged, sort_keys=True)})
+    await auth_changed(gateway)  # committed now: see _update
+    return updated
 
 
 async def set_customer_static_mode(gateway: Gateway, merchant_id: str, enabled: bool) -> Row:

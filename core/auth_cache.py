@@ -26,12 +26,20 @@ propagation window), so:
 
 SQLite deployments are one process; the cache is invalidated in process.
 Negative answers (unknown keys) are never cached, so a new key works at once.
+
+Other per-process copies of rows that change rarely and are read on every
+request (a merchant's settings for payment creation, a brand's page looks)
+live here too, in named tables (``remembered``): they are emptied by the same
+notifications and the same in-process ``invalidate``/``changed`` calls, so
+a table whose changes NOTIFY ``orbchain_auth`` (a trigger running
+``orbchain_auth_changed()``, migration m0010) can be cached in every
+process without a staleness window of its own.
 """
 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -46,18 +54,25 @@ class AuthCache:
     def __init__(self, trusted: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic) -> None:
         self._trusted = trusted
         self._clock = clock
-        self._keys: dict[str, tuple[float, Any]] = {}
-        self._merchants: dict[str, tuple[float, Any]] = {}
+        self._tables: dict[str, dict[Any, tuple[float, Any]]] = {}
+        self._keys = self._table("keys")
+        self._merchants = self._table("merchants")
         self._touched: dict[str, int] = {}
         self.generation = 0
 
-    def invalidate(self) -> None:
-        """Forget every entry; look-ups in flight will not store theirs."""
-        self.generation += 1
-        self._keys.clear()
-        self._merchants.clear()
+    def _table(self, name: str) -> dict[Any, tuple[float, Any]]:
+        table = self._tables.get(name)
+        if table is None:
+            table = self._tables[name] = {}
+        return table
 
-    def _get(self, table: dict[str, tuple[float, Any]], name: str) -> Any:
+    def invalidate(self) -> None:
+        """Forget every entry of every table; look-ups in flight will not store theirs."""
+        self.generation += 1
+        for table in self._tables.values():
+            table.clear()
+
+    def _get(self, table: dict[Any, tuple[float, Any]], name: Any) -> Any:
         entry = table.get(name)
         if entry is None or not self._trusted():
             return None
@@ -66,7 +81,7 @@ class AuthCache:
             return None
         return entry[1]
 
-    def _put(self, table: dict[str, tuple[float, Any]], name: str, value: Any, generation: int) -> None:
+    def _put(self, table: dict[Any, tuple[float, Any]], name: Any, value: Any, generation: int) -> None:
         if generation != self.generation or not self._trusted():
             return
         if len(table) >= MAX_ENTRIES:
@@ -84,6 +99,14 @@ class AuthCache:
 
     def put_merchant(self, merchant_id: str, row: Any, generation: int) -> None:
         self._put(self._merchants, merchant_id, row, generation)
+
+    def get(self, table: str, name: Any) -> Any:
+        """An entry of a named table, None when absent, expired or untrusted (so None is never a cached answer)."""
+        return self._get(self._table(table), name)
+
+    def put(self, table: str, name: Any, value: Any, generation: int) -> None:
+        """Store an entry read in ``generation`` (dropped if an invalidation came in between)."""
+        self._put(self._table(table), name, value, generation)
 
     def should_touch(self, key_id: str, stored_last_used: int | None, now: int) -> bool:
         """Whether to record a key's use now: at most once a minute per key and process."""
@@ -103,6 +126,25 @@ def auth_cache(gateway: "Gateway") -> AuthCache:
         postgres = gateway.db.is_postgres
         cache = gateway.services["auth_cache"] = AuthCache(lambda: not postgres)
     return cache
+
+
+async def remembered(gateway: "Gateway", table: str, name: Any, load: Callable[[], Awaitable[Any]]) -> Any:
+    """``load()``'s answer for ``name``, from this process's cache when it holds one.
+
+    For rows read on every request that change rarely; the answer is cached
+    until any credential change or a NOTIFY on ``orbchain_auth`` empties the
+    cache (see the module docstring), and at most ``MAX_AGE_SECONDS``. The
+    caller must treat the answer as read-only: it is shared. None answers are
+    cached as well (a merchant without brands).
+    """
+    cache = auth_cache(gateway)
+    entry = cache.get(table, name)
+    if entry is not None:
+        return entry[0]
+    generation = cache.generation
+    value = await load()
+    cache.put(table, name, (value,), generation)
+    return value
 
 
 def invalidate(gateway: "Gateway") -> None:

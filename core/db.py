@@ -89,6 +89,9 @@ class Database:
         self._pool: Any = None  # asyncpg.Pool on PostgreSQL
         self._idle: list[aiosqlite.Connection] = []  # SQLite connections ready for the next task
         self._closed = False  # after disconnect, returned SQLite connections close (their threads end)
+        # SQLite: execute_atomic calls waiting to be committed together (``_write_groups``).
+        self._grouped: list[tuple[list[tuple[str, dict[str, Any]]], asyncio.Future[None]]] = []
+        self._group_writer: asyncio.Future[None] | None = None
         #: Round trips so far, transaction control included (tests count a request's with it).
         self.query_count = 0
         #: When a list, every statement's SQL is appended to it (tests see which queries ran).
@@ -268,14 +271,13 @@ class Database:
         if not statements:
             return
         if self.is_sqlite and len(statements) > 1 and not self.in_transaction:
-            async with self._write_lock, self._sqlite_writer():
-                pin = _current_pin()
-                assert pin is not None
-                for query in ("BEGIN IMMEDIATE", *(query for query, _ in statements), "COMMIT"):
-                    self._count(query)
-                # One hop to the connection's thread for the whole transaction, not one per
-                # statement: the write lock is held for less time on a busy event loop.
-                await pin.conn._execute(_sqlite_atomic, pin.conn._conn, [(q, dict(v)) for q, v in statements])
+            for query in ("BEGIN IMMEDIATE", *(query for query, _ in statements), "COMMIT"):
+                self._count(query)
+            future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._grouped.append(([(q, dict(v)) for q, v in statements], future))
+            if self._group_writer is None or self._group_writer.done():
+                self._group_writer = asyncio.ensure_future(self._write_groups())
+            await future
             return
         if len(statements) == 1 or self.in_transaction or self.is_sqlite:
             if len(statements) == 1:
@@ -288,6 +290,40 @@ class Database:
         query = _pg_combined(tuple(query for query, _ in statements))
         merged = {f"s{i}_{name}": value for i, (_, values) in enumerate(statements) for name, value in values.items()}
         await self.execute(query, merged)
+
+    async def _write_groups(self) -> None:
+        """SQLite group commit: every ``execute_atomic`` waiting for the writer goes in one transaction.
+
+        Each caller's statements run inside their own savepoint (all or none
+        for that caller; one caller's failure is its own), and one COMMIT,
+        one fsync, makes the whole group durable before any caller hears of
+        it. Commits are serialised by SQLite and each waits for the disk: one
+        per create capped creates at the disk's fsync rate.
+        """
+        while self._grouped:
+            async with self._write_lock, self._sqlite_writer():
+                group = [(batch, future) for batch, future in self._grouped if not future.done()]
+                self._grouped = []
+                if not group:
+                    continue
+                pin = _current_pin()
+                assert pin is not None
+                try:
+                    # One hop to the connection's thread for the whole group.
+                    outcomes = await pin.conn._execute(_sqlite_group, pin.conn._conn, [b for b, _ in group])
+                except Exception as exc:  # noqa: BLE001 - the whole group rolled back: every caller hears it
+                    outcomes = [exc] * len(group)
+                except BaseException:  # cancelled (shutdown): the callers' fate is unknown, as a cancelled write's
+                    for _, future in group:
+                        future.cancel()
+                    raise
+                for (_, future), outcome in zip(group, outcomes):
+                    if future.done():
+                        continue
+                    if outcome is None:
+                        future.set_result(None)
+                    else:
+                        future.set_exception(outcome)
 
     # -- transactions ------------------------------------------------------------
 
@@ -506,17 +542,33 @@ async def _keep_session(conn: asyncpg.Connection) -> None:
     """
 
 
-def _sqlite_atomic(conn: sqlite3.Connection, statements: list[tuple[str, dict[str, Any]]]) -> None:
-    """Run in an aiosqlite connection's thread: ``statements`` in one transaction, all or none."""
+def _sqlite_group(conn: sqlite3.Connection,
+                  batches: list[list[tuple[str, dict[str, Any]]]]) -> list[BaseException | None]:
+    """Run in an aiosqlite connection's thread: each batch all or none, the group in one transaction.
+
+    Returns each batch's outcome: None when its statements ran, else the
+    exception that rolled it back (to its savepoint) while the others went on.
+    """
+    outcomes: list[BaseException | None] = []
     conn.execute("BEGIN IMMEDIATE")
     try:
-        for query, values in statements:
-            conn.execute(query, values).fetchall()  # stepped to the end (RETURNING)
+        for statements in batches:
+            conn.execute("SAVEPOINT orbchain_group")
+            try:
+                for query, values in statements:
+                    conn.execute(query, values).fetchall()  # stepped to the end (RETURNING)
+            except Exception as exc:  # noqa: BLE001 - this batch's failure goes back to its own caller
+                conn.execute("ROLLBACK TO orbchain_group")
+                outcomes.append(exc)
+            else:
+                outcomes.append(None)
+            conn.execute("RELEASE orbchain_group")
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:
             conn.execute("ROLLBACK")
         raise
+    return outcomes
 
 
 def _dict_row(cursor: sqlite3.Cursor, row: tuple) -> dict[str, Any]:

@@ -454,8 +454,9 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
     return view
 
 
-async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> dict[str, Any]:
-    """The API's view of one payment: one query, a second only when it has deposits to list."""
+async def payment_with_deposits(gateway: "Gateway", merchant_id: str | None,
+                                track_id: str) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
+    """One payment's row and its deposits: one query, a second only when it has deposits to list."""
     row = await gateway.db.fetch_one(
         "SELECT p.*, EXISTS (SELECT 1 FROM deposits d WHERE d.track_id = p.track_id) AS has_deposits"
         " FROM payments p WHERE p.track_id = :t", {"t": track_id})
@@ -463,7 +464,13 @@ async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: st
         raise NotFound()
     row = dict(row)
     has_deposits = row.pop("has_deposits")
-    return payment_view(gateway, row, await payment_deposits(gateway, track_id) if has_deposits else [])
+    return row, await payment_deposits(gateway, track_id) if has_deposits else []
+
+
+async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> dict[str, Any]:
+    """The API's view of one payment (``payment_with_deposits``)."""
+    row, deposits = await payment_with_deposits(gateway, merchant_id, track_id)
+    return payment_view(gateway, row, deposits)
 
 
 def summary_view(row: Mapping[str, Any]) -> dict[str, Any]:

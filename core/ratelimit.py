@@ -35,6 +35,9 @@ class Decision:
 class RateLimiter(Protocol):
     async def hit(self, bucket: str, limit: int) -> Decision: ...
 
+    def hit_now(self, bucket: str, limit: int) -> Decision | None:
+        """``hit`` without awaiting when it can decide from memory (nearly always); None: await ``hit``."""
+
 
 def _window(now: float) -> tuple[int, int]:
     start = int(now) - int(now) % WINDOW_SECONDS
@@ -50,6 +53,9 @@ class MemoryRateLimiter:
         self._window_start = 0
 
     async def hit(self, bucket: str, limit: int) -> Decision:
+        return self.hit_now(bucket, limit)
+
+    def hit_now(self, bucket: str, limit: int) -> Decision:
         start, retry_after = _window(self._clock())
         if start != self._window_start:
             self._counts.clear()
@@ -101,7 +107,27 @@ class SyncedRateLimiter:
         remaining = limit - self._known.get(bucket, 0) - self._pending.get(bucket, 0)
         return max(0, -(-remaining // self._nodes))
 
+    def hit_now(self, bucket: str, limit: int) -> Decision | None:
+        """The decision from this process's counts, or None when a sync must come first."""
+        start, retry_after = _window(self._clock())
+        self._roll(start)
+        if self._mono() - self._synced_at.get(bucket, float("-inf")) > STALE_SECONDS:
+            return None
+        if bucket not in self._share:
+            self._share[bucket] = self._grant(bucket, limit)
+        used = self._known.get(bucket, 0) + self._pending.get(bucket, 0)
+        if used >= limit:
+            return Decision(False, 0, retry_after)
+        if self._share[bucket] <= 0:
+            return None
+        self._share[bucket] -= 1
+        self._pending[bucket] = self._pending.get(bucket, 0) + 1
+        return Decision(True, max(0, limit - used - 1), retry_after)
+
     async def hit(self, bucket: str, limit: int) -> Decision:
+        decision = self.hit_now(bucket, limit)
+        if decision is not None:
+            return decision
         start, retry_after = _window(self._clock())
         self._roll(start)
         for _ in range(4):

@@ -16,7 +16,7 @@ import logging
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from . import accounts, addresses, ledger, payments, payout_worker, payouts
+from . import accounts, addresses, auth_cache, ledger, payments, payout_worker, payouts
 from .pages import PageBranding
 from .plugins import call_first
 from .db import is_unique_violation
@@ -439,6 +439,27 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
         log.error("page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
         return None
     return result
+
+
+# -- per-process caches ---------------------------------------------------------------------------
+
+
+async def cached(gateway: "Gateway", table: str, name: Any, load: Callable[[], Awaitable[Any]]) -> Any:
+    """``load()``'s answer for ``name`` in the plugin's cache ``table``, loaded once per process until invalidated.
+
+    For a plugin's rows that are read on hot paths (every hosted page) and
+    change rarely. Entries go when ``cache_changed`` is called (in this
+    process, after the change commits) and, on PostgreSQL, when any process
+    commits a change to a table with a trigger running the core's
+    ``orbchain_auth_changed()`` (docs/plugins.md, "Caching"); at most 30 s
+    in any case. The answer is shared: treat it as read-only.
+    """
+    return await auth_cache.remembered(gateway, "plugin:" + table, name, load)
+
+
+def cache_changed(gateway: "Gateway") -> None:
+    """Empty this process's caches now (after committing a change to cached rows); others hear the trigger."""
+    auth_cache.invalidate(gateway)
 
 
 # -- invoices for feature plugins (payment links, tips, subscriptions) -------------------------------

@@ -149,3 +149,17 @@ async def test_a_silent_process_delays_the_change_only_until_its_cache_is_untrus
     else:
         assert waited < 1
     assert await _status(a, key["api_key"]) == 401
+
+
+async def test_a_settings_change_reaches_the_other_process_before_the_answer(make_client, config):
+    """Payment creation reads the merchant row from a per-process cache: a settings change answers
+    only once no process holds the old row, so the next create anywhere sees it."""
+    a, b = await _pair(make_client, config)
+    owner = await signup(a)
+    key = owner.keys["merchant_api_key"]
+    body = {"currency": "BTC", "amount": "0.01"}
+    assert (await b.post("/v1/payment/white-label", json=body, headers={"merchant_api_key": key})).status == 200
+    response = await a.put("/dashboard/settings/coins", json={"accepted_coins": ["ETH"]}, headers=bearer(owner.token))
+    assert response.status == 200
+    refused = await b.post("/v1/payment/white-label", json=body, headers={"merchant_api_key": key})
+    assert refused.status == 400 and (await refused.json())["error"]["code"] == "currency_not_accepted"

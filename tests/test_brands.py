@@ -471,3 +471,33 @@ async def test_hostile_stored_values_never_reach_the_page(shop):
     assert response.status == 200 and "javascript:" not in html and "#fff;}" not in html
     assert _csp(response)["img-src"] == "'self' data:"
     assert not re.search(r"<script(?![^>]*nonce)", html)
+
+
+async def test_a_brand_change_reaches_pages_already_cached(make_client, make_config):
+    """Pages cache a brand's looks per process: a change empties that cache at once in the changing
+    process and, on PostgreSQL, in every other one (the brands table's trigger NOTIFYs them)."""
+    from orbchain.web.keys import GATEWAY
+
+    config = make_config(scheduler={"enabled": False})
+    a = await make_client(config)
+    b = await make_client(config) if a.app[GATEWAY].db.is_postgres else a
+    merchant = await signup(a, "cached-brand@example.com")
+    page = f"/pay/{(await invoice(a, merchant.keys['merchant_api_key']))['track_id']}"
+    default = (await listed(a, merchant))[0]
+    for client in {id(a): a, id(b): b}.values():
+        assert "/assets/accent/" not in await (await client.get(page)).text()
+    db = b.app[GATEWAY].db
+    db.query_log = []
+    assert (await b.get(page)).status == 200
+    logged, db.query_log = db.query_log, None
+    assert not [q for q in logged if "brands" in q], logged  # the looks came from the cache
+
+    status, _ = await api(a, "PUT", f"{PATH}/{default['id']}", merchant.jwt, json={"brandColor": "#123456"})
+    assert status == 200
+    assert "/assets/accent/123456.css" in await (await a.get(page)).text()  # the changing process: at once
+    for _ in range(300):  # the other process: once the notification arrives
+        if "/assets/accent/123456.css" in await (await b.get(page)).text():
+            break
+        await asyncio.sleep(0.01)
+    else:
+        raise AssertionError("the other process kept serving the page without the brand")

@@ -113,6 +113,37 @@ async def test_execute_atomic_writes_all_or_none(gateway):
     assert await db.fetch_val("SELECT COUNT(*) FROM t_a") == 1  # the first insert went with the failed second
 
 
+async def test_concurrent_atomic_writes_commit_together_and_fail_alone(gateway, monkeypatch):
+    """SQLite commits concurrent execute_atomic calls as one group (one fsync); a failing call
+    rolls back only its own statements and raises to its own caller."""
+    import asyncio
+
+    from orbchain.core import db as db_module
+
+    db = gateway.db
+    await db.execute("CREATE TABLE t_g (id INTEGER PRIMARY KEY, v TEXT)")
+    await db.execute("CREATE TABLE t_h (id INTEGER PRIMARY KEY, v TEXT)")
+    await db.execute("INSERT INTO t_h (id, v) VALUES (:id, :v)", {"id": 7, "v": "taken"})
+    groups: list[int] = []
+    if db.is_sqlite:
+        real = db_module._sqlite_group
+        monkeypatch.setattr(db_module, "_sqlite_group", lambda conn, batches: groups.append(len(batches))
+                            or real(conn, batches))
+
+    def write(i: int):
+        return db.execute_atomic([("INSERT INTO t_g (id, v) VALUES (:id, :v)", {"id": i, "v": "g"}),
+                                  ("INSERT INTO t_h (id, v) VALUES (:id, :v)", {"id": i, "v": "h"})])
+
+    results = await asyncio.gather(*(write(i) for i in range(1, 21)), return_exceptions=True)
+    failed = [i for i, r in zip(range(1, 21), results) if isinstance(r, Exception)]
+    assert failed == [7]  # t_h already has 7: that call alone failed
+    assert await db.fetch_val("SELECT COUNT(*) FROM t_g") == 19
+    assert await db.fetch_val("SELECT COUNT(*) FROM t_g WHERE id = 7") == 0  # its first insert rolled back
+    assert await db.fetch_val("SELECT COUNT(*) FROM t_h") == 20
+    if db.is_sqlite:
+        assert sum(groups) == 20 and len(groups) < 20  # some calls shared a commit
+
+
 async def test_rows_are_mappings_with_driver_types(gateway):
     """Callers index, ``.get`` and ``dict()`` rows; NUMERIC amounts are Decimal on PostgreSQL, text on SQLite."""
     from decimal import Decimal

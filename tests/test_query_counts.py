@@ -47,20 +47,46 @@ async def test_create_and_read_run_only_what_the_answer_needs(make_client, make_
     (status, first), log = await _logged(db, lambda: api(client, "POST", "/v1/payment/white-label",
                                                          merchant.merchant_key, json=WHITE_LABEL))
     assert status == 200, first
-    # The first create reserves a block of address indexes, in its own statement before the write.
+    # The first create reads the merchant (then cached in the process) and reserves a block of
+    # address indexes, each in its own statement before the write.
     assert log == ["SELECT * FROM", "INSERT INTO counters", *write]
 
     (status, second), log = await _logged(db, lambda: api(client, "POST", "/v1/payment/white-label",
                                                           merchant.merchant_key, json=WHITE_LABEL))
     assert status == 200, second
-    # One merchant read, then the write; no re-read of what was just written.
-    assert log == ["SELECT * FROM", *write]
+    # Only the write: the merchant row is cached, nothing just written is read again.
+    assert log == write
 
     track_id = second["data"]["track_id"]
     (status, read), log = await _logged(db, lambda: api(client, "GET", f"/v1/payment/{track_id}",
                                                         merchant.merchant_key))
     assert status == 200 and read["data"] == second["data"]
     assert log == ["SELECT p.*, EXISTS"]  # the payment, and whether it has deposits to list
+
+
+async def test_a_settings_change_reaches_the_next_create(make_client, make_config):
+    """The cached merchant row is dropped when a setting changes: the next create sees the change."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    merchant = await signup(client)
+    assert (await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key, json=WHITE_LABEL))[0] == 200
+    status, body = await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt, json={"accepted_coins": ["ETH"]})
+    assert status == 200, body
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key, json=WHITE_LABEL)
+    assert status == 400 and body["error"]["code"] == "currency_not_accepted", body
+
+
+async def test_a_hosted_page_runs_one_query(make_client, make_config):
+    """The page of an unpaid invoice: the payment, and whether it has deposits; the branding is cached."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    merchant = await signup(client)
+    status, body = await api(client, "POST", "/v1/payment/invoice", merchant.merchant_key, json=WHITE_LABEL)
+    assert status == 200, body
+    page = f"/pay/{body['data']['track_id']}"
+    assert (await client.get(page)).status == 200  # the first view of the merchant's pages reads its brands
+    db = client.app[GATEWAY].db
+    response, log = await _logged(db, lambda: client.get(page))
+    assert response.status == 200 and "<svg" in await response.text()
+    assert log == ["SELECT p.*, EXISTS"]
 
 
 async def test_reading_a_paid_payment_lists_its_deposits(make_client, make_config):

@@ -151,7 +151,8 @@ async def _from_key(request: web.Request, spec: AuthSpec) -> Principal | None:
         value = request.headers.get(header, "").strip()
         if not value:
             continue
-        match = await auth.find_api_key(gateway.db, value, auth_cache(gateway))
+        cache = auth_cache(gateway)
+        match = auth.cached_api_key(value, cache) or await auth.find_api_key(gateway.db, value, cache)
         if match is None:
             raise Unauthorized("invalid API key")
         row = match.row

@@ -12,6 +12,7 @@ import re
 from decimal import Decimal
 from typing import Any, Mapping
 
+import orjson
 from aiohttp import web
 
 from ..core.errors import ApiError, PayloadTooLarge, ValidationError
@@ -21,7 +22,9 @@ ENVELOPE_VERSION = "2.0.0"
 
 
 _NUMBER_MARK = "\u0001orbchain-num:"
-_NUMBER_TOKEN = re.compile(r'"\\u0001orbchain-num:(-?[0-9]+(?:\.[0-9]+)?)"')
+# Both encoders write the mark's control character as the escape \u0001.
+_NUMBER_MARK_BYTES = b"\\u0001orbchain-num:"
+_NUMBER_TOKEN = re.compile(rb'"\\u0001orbchain-num:(-?[0-9]+(?:\.[0-9]+)?)"')
 
 
 class JsonNumber(str):
@@ -42,24 +45,52 @@ def _default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
+def _stdlib(payload: Any) -> bytes:
+    return json.dumps(payload, default=_default, separators=(",", ":")).encode()
+
+
+def encode(payload: Any) -> bytes:
+    """The compact UTF-8 JSON of ``payload``: orjson, else the standard library.
+
+    orjson writes a typical answer several times faster (docs/decisions.md,
+    "Hot path (continued)"). What it refuses, the standard library writes as
+    before: integers past 64 bits, non-string keys, lone surrogates. Decimals
+    are strings; ``JsonNumber`` marks become bare numbers.
+    """
+    try:
+        body = orjson.dumps(payload, default=_default)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        body = _stdlib(payload)
+    if _NUMBER_MARK_BYTES in body:
+        body = _NUMBER_TOKEN.sub(rb"\1", body)
+    return body
+
+
 def dumps(payload: Any) -> str:
-    text = json.dumps(payload, default=_default, separators=(",", ":"))
-    if "\\u0001orbchain-num:" in text:
-        text = _NUMBER_TOKEN.sub(r"\1", text)
-    return text
+    """``encode`` as text (for ``web.json_response(dumps=...)`` and callers that want a str)."""
+    return encode(payload).decode()
+
+
+def json_answer(body: bytes, status: int = 200, headers: Mapping[str, str] | None = None) -> web.Response:
+    """A response carrying already-encoded JSON (no re-encoding of a text)."""
+    return web.Response(body=body, status=status, headers=headers, content_type="application/json", charset="utf-8")
+
+
+def envelope_bytes(data: Any, status: int = 200) -> bytes:
+    """The JSON of a success envelope, for answers rendered once and served many times."""
+    return encode({"data": data, "message": "OK", "error": None, "status": status, "version": ENVELOPE_VERSION})
 
 
 def envelope_text(data: Any, status: int = 200) -> str:
-    """The JSON text of a success envelope, for answers rendered once and served many times."""
-    return dumps({"data": data, "message": "OK", "error": None, "status": status, "version": ENVELOPE_VERSION})
+    return envelope_bytes(data, status).decode()
 
 
 def envelope(data: Any, status: int = 200, *, headers: Mapping[str, str] | None = None) -> web.Response:
-    return web.json_response(text=envelope_text(data, status), status=status, headers=headers)
+    return json_answer(envelope_bytes(data, status), status, headers)
 
 
 def data_only(data: Any, status: int = 200) -> web.Response:
-    return web.json_response({"data": data}, status=status, dumps=dumps)
+    return json_answer(encode({"data": data}), status)
 
 
 def error_response(error: ApiError, headers: Mapping[str, str] | None = None) -> web.Response:
@@ -71,7 +102,7 @@ def error_response(error: ApiError, headers: Mapping[str, str] | None = None) ->
         "version": ENVELOPE_VERSION,
     }
     merged = {**error.headers, **(headers or {})}
-    return web.json_response(body, status=error.status, dumps=dumps, headers=merged)
+    return json_answer(encode(body), error.status, merged)
 
 
 async def read_json(request: web.Request, *, required: bool = True) -> dict[str, Any]:

@@ -192,7 +192,8 @@ def _route_rate(request: web.Request, gateway: Gateway) -> tuple[str, int] | Non
 
 async def count_request(request: web.Request, bucket: str, limit: int) -> None:
     """One hit on ``bucket``; 429 with Retry-After past ``limit`` per minute."""
-    decision = await request.app[GATEWAY].services["rate_limiter"].hit(bucket, limit)
+    limiter = request.app[GATEWAY].services["rate_limiter"]
+    decision = limiter.hit_now(bucket, limit) or await limiter.hit(bucket, limit)  # awaits only to sync
     if not decision.allowed:
         raise RateLimited(headers={"Retry-After": str(decision.retry_after)})
 

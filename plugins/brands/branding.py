@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from ...core import services
 from ...core.key_destination import WebhookDestination
 from ...core.pages import PageBranding
 from . import store
@@ -25,7 +26,18 @@ LOOKS = ("logo_url", "theme_mode", "brand_color")
 
 
 async def page_branding(gateway: "Gateway", merchant_id: str, brand_id: str | None) -> PageBranding | None:
-    """The branding of a page of this brand (or of the default brand), None when nothing is set."""
+    """The branding of a page of this brand (or of the default brand), None when nothing is set.
+
+    Asked on every hosted page view (an open page refreshes every 15 s), so
+    the answer is cached per (merchant, brand) in each process: store.py
+    empties the cache after each change it commits, and the brands table's
+    trigger (migration m0002) makes every other process empty theirs.
+    """
+    return await services.cached(gateway, "brands:page", (merchant_id, brand_id),
+                                  lambda: _page_branding(gateway, merchant_id, brand_id))
+
+
+async def _page_branding(gateway: "Gateway", merchant_id: str, brand_id: str | None) -> PageBranding | None:
     brand, default = await store.brand_and_default(gateway, merchant_id, brand_id)
     looks = {field: store.effective(brand, default, field) for field in LOOKS}
     if not any(looks.values()):

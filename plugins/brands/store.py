@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from ...core import services
 from ...core.errors import Conflict, NotFound
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -34,6 +35,7 @@ async def _insert(gateway: "Gateway", merchant_id: str, fields: Mapping[str, Any
     inserted = await gateway.db.fetch_val(
         f"INSERT INTO brands ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
         " ON CONFLICT (merchant_id, slug) DO NOTHING RETURNING id", row)
+    services.cache_changed(gateway)  # branding.py caches page looks; a new default brand may change them
     return inserted
 
 
@@ -105,6 +107,7 @@ async def update(gateway: "Gateway", merchant_id: str, brand_id: str, changes: M
             if _unique_violation(exc):
                 raise Conflict("slug already used by another brand of this account", code="slug_taken") from None
             raise
+        services.cache_changed(gateway)
     return await get(gateway, merchant_id, brand_id)
 
 
@@ -115,6 +118,7 @@ async def archive(gateway: "Gateway", merchant_id: str, brand_id: str) -> Row:
         "UPDATE brands SET archived_at = :now, updated_at = :now"
         " WHERE id = :id AND merchant_id = :m AND archived_at IS NULL",
         {"now": now, "id": brand_id, "m": merchant_id})
+    services.cache_changed(gateway)
     return await get(gateway, merchant_id, brand_id)
 
 

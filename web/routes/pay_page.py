@@ -176,7 +176,8 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
     track_id = request.match_info["track_id"]
     try:
-        row = await svc.get_payment(gateway, None, track_id)
+        # The payment, and its deposits only when it has some: one query for an unpaid page.
+        row, deposits = await svc.payment_with_deposits(gateway, None, track_id)
     except NotFound:
         return not_found_page(request)
     if row["type"] != svc.INVOICE:
@@ -189,7 +190,6 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
             except ApiError:
                 pass  # SPEC 4.14: invalid choices are silently ignored
         raise web.HTTPSeeOther(page_url(track_id))
-    deposits = await svc.payment_deposits(gateway, track_id)
     view = svc.payment_view(gateway, row, deposits)
     context = page_context(gateway, view, deposits, gateway.now())
     context["nonce"] = secrets.token_urlsafe(16)

@@ -10,7 +10,7 @@ from aiohttp import web
 from ...core import deposits as deposit_engine
 from ...core import ledger
 from ...core import payments as svc
-from ...core.accounts import check_webhook_url, require_merchant
+from ...core.accounts import check_webhook_url, merchant_for_payments, require_merchant
 from ...core.errors import InvalidRequest, NotConfigured, ValidationError
 from ...core.gateway import Gateway
 from ...core.prices import FIAT_CURRENCIES
@@ -126,7 +126,7 @@ async def create_from(request: web.Request, body: Mapping[str, Any], payment_typ
     gateway = gateway_of(request)
     principal = principal_of(request)
     payment_request = await parse_payment_request(gateway, body, payment_type, principal)
-    merchant = await require_merchant(gateway.db, principal.merchant_id)
+    merchant = await merchant_for_payments(gateway, principal.merchant_id)
     return envelope(await svc.create_payment(gateway, merchant, payment_request))
 
 
