@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .gateway import Gateway
     from .keys import AddressFamilyRegistry
     from .key_destination import WebhookDestination
-    from .pages import PageBranding, PayPageForm
+    from .pages import PageBranding, PayPageForm, SignInWidget
     from .migrate import MigrationRegistry
     from .receive import ReceiveTarget
     from .ledger import Posting
@@ -319,6 +319,19 @@ def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], clie
     ``orbchain.core.errors.Forbidden`` (e.g. ``Forbidden("captcha failed",
     code="captcha_failed")``) to refuse with 403; return None to allow.
     Every plugin is asked; the first to raise wins. May be async.
+    """
+
+
+@hookspec(firstresult=True)
+def sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
+    """The widget a browser sign-in or sign-up form must show (a captcha), or None.
+
+    Asked by the dashboard each time it renders its sign-in and sign-up
+    pages. Return ``orbchain.core.pages.SignInWidget(script_url, site_key)``
+    when your ``check_sign_in`` will require a token from the browser; the
+    page loads ``script_url`` (its origin alone is added to that page's CSP)
+    and posts the widget's token, which reaches ``check_sign_in`` as
+    ``turnstile_token``. Stops at first non-None result.
     """
 
 

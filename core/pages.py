@@ -134,3 +134,34 @@ def accent_stylesheet(hex_digits: str) -> str:
     # ITU-R BT.601 luma in integers: light accents get dark text.
     text = "#111827" if (299 * red + 587 * green + 114 * blue) // 1000 > 150 else "#ffffff"
     return f":root {{ --accent: {color}; --accent-text: {text}; }}\n"
+
+
+# -- sign-in widget ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SignInWidget:
+    """A third-party widget a browser sign-in form shows (a captcha), answered by ``sign_in_widget``.
+
+    ``script_url`` is the provider's https script (the page's CSP allows its
+    origin for that page only), ``site_key`` the public key the widget
+    renders with. The widget posts its token in the form field
+    ``cf-turnstile-response``; the dashboard hands it to ``check_sign_in``
+    as ``turnstile_token``.
+    """
+
+    script_url: str
+    site_key: str
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.script_url)
+        if parts.scheme != "https" or not parts.hostname or not _HOST.fullmatch(parts.hostname) \
+                or not _URL_CHARS.fullmatch(self.script_url) or parts.username or parts.password:
+            raise ValueError("script_url must be an https URL on a DNS host")
+        if not self.site_key or not re.fullmatch(r"[A-Za-z0-9_-]{1,200}", self.site_key):
+            raise ValueError("site_key must be 1-200 letters, digits, _ or -")
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.script_url)
+        return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
