@@ -6,12 +6,18 @@ tests/test_dashboard_browser.py drives the same pages in Chromium.
 
 from __future__ import annotations
 
+import re
+
+import pyotp
 import pytest
+from aiohttp import FormData
 from yarl import URL
 
+from orbchain.core.payout_worker import process_payouts
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import PASSWORD, Visitor, csrf_of
+from .support import Devnet, api, signup
 
 
 @pytest.fixture
@@ -167,3 +173,129 @@ async def test_a_tampered_cookie_is_no_session(app_client):
         jar.update_cookies({"orb_session": value}, app_client.make_url("/app"))
         response = await app_client.get("/app", allow_redirects=False)
         assert response.status == status, value
+
+
+BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
+
+
+async def settle_payouts(client) -> None:
+    """Worker ticks a few seconds apart with a block between: devnet payouts confirm."""
+    gateway = client.app[GATEWAY]
+    for _ in range(3):
+        now = gateway.now() + 5
+        gateway.clock = lambda now=now: now
+        await process_payouts(gateway)
+        await Devnet(client).mine(1)
+
+
+async def _paid_invoice(client, visitor: Visitor, amount: str = "0.01") -> str:
+    """An invoice created on the dashboard, paid on the devnet and seen Paid; returns its track id."""
+    await visitor.get("/app/payments/new")
+    response = await visitor.submit("/app/payments/new", {"type": "invoice", "amount": amount, "currency": "BTC",
+                                                          "order_id": "order-1"})
+    track_id = response.headers["Location"].split("/")[-1].split("?")[0]
+    page = await visitor.get(f"/app/payments/{track_id}")
+    assert 'id="status">Waiting' in page
+    payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
+                                                        " WHERE track_id = :t", {"t": track_id})
+    devnet = Devnet(client)
+    await devnet.pay("BTC", payment["address"], amount)
+    await devnet.mine(6)
+    page = await visitor.get(f"/app/payments/{track_id}")
+    assert 'id="status">Paid' in page and 'id="receipt"' in page
+    return track_id
+
+
+async def test_the_merchant_journey_over_http(app_client):
+    """Every page of the dashboard, each form posted as a browser without JavaScript would."""
+    gateway = app_client.app[GATEWAY]
+    visitor = Visitor(app_client)
+    await visitor.sign_up("journey@example.com")
+    track_id = await _paid_invoice(app_client, visitor)
+    assert "0.0099" in await visitor.get("/app")  # the balance, net of the platform fee
+
+    # Payments: the SPEC filters and paging.
+    assert track_id in await visitor.get("/app/payments?status=PAID&type=INVOICE&currency=BTC&order_id=order-1")
+    assert track_id not in await visitor.get("/app/payments?status=WAITING")
+    await visitor.get("/app/payments?status=NOPE", expect=400)
+    page = await visitor.get("/app/payments?limit=1&offset=0")
+    assert "1–1 of 1" in page
+
+    # Refund part of it, then pay out part of the rest; a bad address is refused on the form.
+    await visitor.get(f"/app/payments/{track_id}")
+    await visitor.submit(f"/app/payments/{track_id}/refund", {"destination": BTC_DEST, "amount": "0.001",
+                                                              "external_id": "dash-refund-1"})
+    await visitor.get("/app/payouts")
+    await visitor.submit("/app/payouts", {"currency": "BTC", "address": "bc1qnotanaddress", "amount": "0.001",
+                                          "idempotency_key": "dash-payout-0"}, expect=400)
+    assert "invalid destination address" in visitor.page.lower() or "address" in visitor.page
+    form = {"currency": "BTC", "address": BTC_DEST, "amount": "0.002", "idempotency_key": "dash-payout-1"}
+    await visitor.submit("/app/payouts", form)
+    await visitor.submit("/app/payouts", form)  # the same form posted twice pays once
+    page = await visitor.get("/app/payouts")
+    assert page.count("CONFIRMING") == 2  # the refund and the payout
+    await settle_payouts(app_client)
+    assert "CONFIRMED" in await visitor.get("/app/payouts")
+
+    # A batch file: one good row, one bad address.
+    csv_text = f"currency,address,amount,external_id\nBTC,{BTC_DEST},0.001,row-1\nBTC,bc1qnope,0.001,row-2\n"
+    data = FormData()
+    data.add_field("csrf_token", csrf_of(visitor.page))
+    data.add_field("file", csv_text.encode(), filename="batch.csv", content_type="text/csv")
+    response = await app_client.post("/app/payouts/batch", data=data, allow_redirects=False)
+    text = await response.text()
+    assert response.status == 200 and "2 rows: 1 created, 0 already paid, 1 failed" in text
+
+    # Scoped keys: create, rotate, revoke.
+    await visitor.get("/app/keys")
+    await visitor.submit("/app/keys", {"label": "shop", "scopes": "payment:read", "coin_allowlist": "BTC",
+                                       "expires_in_days": "30"}, expect=200)
+    key_id = re.search(r'id="key-(key_\w+)"', visitor.page).group(1)
+    first = re.search(r'id="new-api-key"[^>]*>([^<]+)<', visitor.page).group(1)
+    await visitor.submit(f"/app/keys/{key_id}/rotate", expect=200)
+    second = re.search(r'id="rotated-api-key"[^>]*>([^<]+)<', visitor.page).group(1)
+    assert first != second
+    response = await app_client.get(f"/v1/payment/{track_id}", headers={"merchant_api_key": second})
+    assert response.status == 200
+    await visitor.submit(f"/app/keys/{key_id}/revoke")
+    response = await app_client.get(f"/v1/payment/{track_id}", headers={"merchant_api_key": second})
+    assert response.status == 401
+
+    # Settings, then the webhook log shows what was sent.
+    await visitor.get("/app/settings")
+    await visitor.submit("/app/settings/coins", {"accepted_coins": "BTC"})
+    await visitor.get("/app/settings")
+    await visitor.submit("/app/settings/static-mode", {"enabled": "1"})
+    await visitor.get("/app/settings")
+    await visitor.submit("/app/settings/confirmations", {"conf_BTC": "3"})
+    assert 'id="conf_BTC" name="conf_BTC" type="number" min="0" value="3"' in await visitor.get("/app/settings")
+    await visitor.submit("/app/settings/rotate-key", {"key_type": "generalApiKey"}, expect=200)
+    assert 'id="general_api_key"' in visitor.page
+    assert (await visitor.get("/app/webhooks")).count("<tr>") >= 1
+
+
+async def test_two_factor_setup_and_a_transfer_that_needs_the_code(app_client):
+    visitor = Visitor(app_client)
+    await visitor.sign_up("tfa@example.com")
+    await _paid_invoice(app_client, visitor)
+    friend = (await signup(app_client, "friend@example.com"))
+    friend_account = (await api(app_client, "GET", "/dashboard/account", friend.jwt))[1]
+    to_account = friend_account["data"]["account"]["account_id"]
+    await visitor.get("/app/security")
+    await visitor.submit("/app/security/setup", expect=200)
+    assert "<svg" in visitor.page
+    secret = re.search(r'id="totp-secret"[^>]*>([A-Z2-7]+)<', visitor.page).group(1)
+    await visitor.submit("/app/security/verify", {"code": "000000" if pyotp.TOTP(secret).now() != "000000"
+                                                  else "111111"}, expect=401)
+    await visitor.submit("/app/security/verify", {"code": pyotp.TOTP(secret).now()})
+    page = await visitor.get("/app/transfers")
+    assert 'id="totp_code"' in page
+    form = {"to_account_id": to_account, "coin": "BTC", "amount": "0.001", "idempotency_key": "dash-transfer-1"}
+    await visitor.submit("/app/transfers", {**form, "totp_code": "12345"}, expect=401)
+    assert "1 BTC" not in visitor.page and to_account not in visitor.page.split("History")[1]
+    await visitor.get("/app/transfers")
+    later = app_client.app[GATEWAY].now() + 30  # the next TOTP step: a code is never accepted twice
+    app_client.app[GATEWAY].clock = lambda: later
+    await visitor.submit("/app/transfers", {**form, "totp_code": pyotp.TOTP(secret).at(later)})
+    page = await visitor.get("/app/transfers")
+    assert to_account in page and "0.001" in page

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.plugins import hookimpl
-from . import routes_auth, routes_payments
+from . import routes_auth, routes_money, routes_payments, routes_settings
 from .settings import settings_of
 
 HERE = Path(__file__).parent
@@ -32,5 +32,5 @@ def register_templates(registry: Any) -> None:
 
 @hookimpl
 def register_routes(registry: Any, gateway: Any) -> None:
-    for module in (routes_auth, routes_payments):
+    for module in (routes_auth, routes_payments, routes_money, routes_settings):
         registry.add(module.routes)
