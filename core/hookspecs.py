@@ -207,9 +207,14 @@ def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") 
     """Contribute entries to named dashboard slots (navigation, settings tabs).
 
     Called once at startup. Call ``registry.add(slot, title, path,
-    order=100)``; the dashboard reads ``gateway.dashboard.entries(slot)``.
-    Slots: ``header-nav`` (main navigation), ``settings-nav`` (settings
-    tabs), ``payment-actions`` (links on a payment). Return nothing.
+    order=100, render=None, submit=None)``; the dashboard reads
+    ``gateway.dashboard.entries(slot)``. Slots: ``header-nav`` (main
+    navigation), ``settings-nav`` (settings tabs), ``payment-actions``
+    (links on a payment), ``key-actions`` (links on an API key),
+    ``home-panels``. With ``render(gateway, merchant_id, query)`` returning
+    an ``orbchain.core.pages.DashboardView`` the dashboard serves the page at
+    ``path`` (under ``/app/``) inside its layout; ``submit(gateway,
+    merchant_id, form)`` takes its CSRF-checked forms. Return nothing.
     """
 
 

@@ -9,7 +9,8 @@ renders it; the core never imports the web layer (tests/test_layering.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -165,3 +166,22 @@ class SignInWidget:
     def origin(self) -> str:
         parts = urlsplit(self.script_url)
         return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+# -- dashboard pages -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DashboardView:
+    """What a plugin's dashboard page shows: its own template and the values it needs.
+
+    ``template`` is ``"<plugin>/<file>"`` from the plugin's template folder
+    (``register_templates``); it is a fragment the dashboard includes in its
+    layout, so it extends nothing. Besides ``context`` it sees ``csrf`` (every
+    form must post it as ``csrf_token``), ``page_path`` (where its forms post)
+    and ``when(timestamp)`` (a time as text). ``status`` is the HTTP status.
+    """
+
+    template: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    status: int = 200

@@ -208,7 +208,6 @@ async def _paid_invoice(client, visitor: Visitor, amount: str = "0.01") -> str:
 
 async def test_the_merchant_journey_over_http(app_client):
     """Every page of the dashboard, each form posted as a browser without JavaScript would."""
-    gateway = app_client.app[GATEWAY]
     visitor = Visitor(app_client)
     await visitor.sign_up("journey@example.com")
     track_id = await _paid_invoice(app_client, visitor)
@@ -299,3 +298,108 @@ async def test_two_factor_setup_and_a_transfer_that_needs_the_code(app_client):
     await visitor.submit("/app/transfers", {**form, "totp_code": pyotp.TOTP(secret).at(later)})
     page = await visitor.get("/app/transfers")
     assert to_account in page and "0.001" in page
+
+
+async def test_plugin_pages_join_the_navigation_and_vanish_when_blocked(make_client, make_config):
+    from orbchain.core.plugins import get_plugin_manager
+
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    visitor = Visitor(client)
+    await visitor.sign_up("plugins@example.com")
+    home = await visitor.get("/app")
+    for title, path in (("Portfolio", "/app/portfolio"), ("Analytics", "/app/analytics"),
+                        ("Referrals", "/app/referrals")):
+        assert f'<a href="{path}">{title}</a>' in home
+        await visitor.get(path)
+    assert "<svg" in await visitor.get("/app/analytics") and 'role="img"' in visitor.page
+    assert "/app/signup?ref=" in await visitor.get("/app/referrals")
+    await visitor.get("/app/keys")
+    await visitor.submit("/app/keys", {"label": "audited", "scopes": "payment:read"}, expect=200)
+    key_id = re.search(r'id="key-(key_\w+)"', visitor.page).group(1)
+    plaintext = re.search(r'id="new-api-key"[^>]*>([^<]+)<', visitor.page).group(1)
+    await client.get("/v1/payment/nope", headers={"merchant_api_key": plaintext})
+    assert f'href="/app/keys/audit?key_id={key_id}"' in visitor.page
+    page = await visitor.get(f"/app/keys/audit?key_id={key_id}")
+    assert "GET /v1/payment/{track_id}" in page and "404" in page
+    await visitor.get("/app/keys/audit?key_id=key_someone_elses", expect=404)
+    # A plugin page is a dashboard page like the others: signed out, it sends to the login page.
+    await visitor.submit("/app/logout", token=csrf_of(page))
+    await visitor.get("/app/analytics", expect=303)
+
+    blocked = await make_client(make_config(scheduler={"enabled": False}),
+                                get_plugin_manager(blocked=["analytics", "portfolio"]))
+    other = Visitor(blocked)
+    await other.sign_up("blocked@example.com")
+    home = await other.get("/app")
+    assert "/app/analytics" not in home and "/app/portfolio" not in home and '<a href="/app/referrals">' in home
+    await other.get("/app/analytics", expect=404)
+    await other.get("/app/portfolio", expect=404)
+
+
+def test_rendered_dashboard_pages_are_checked_at_startup():
+    from orbchain.core.pages import DashboardView
+    from orbchain.core.registries import DashboardRegistry, StartupError
+
+    registry = DashboardRegistry()
+    registry.current_plugin = "acme"
+
+    def render(gateway, merchant_id, query):
+        return DashboardView("acme/page.html")
+
+    page = registry.add("header-nav", "Acme", "/app/acme", render=render)
+    assert page.plugin == "acme" and registry.rendered() == [page]
+    with pytest.raises(StartupError, match="under /app/"):
+        registry.add("header-nav", "Elsewhere", "/acme", render=render)
+    with pytest.raises(StartupError, match="no render callback"):
+        registry.add("settings-nav", "Half", "/app/half", submit=render)
+
+
+async def test_sign_in_pages_show_the_captcha_widget_when_configured(make_client, make_config):
+    """The ``sign_in_widget`` hook: the captcha plugin's Turnstile widget, its origin alone allowed by the CSP."""
+    plain = await make_client(make_config(scheduler={"enabled": False}))
+    response = await plain.get("/app/login")
+    page, policy = await response.text(), response.headers["Content-Security-Policy"]
+    assert "cf-turnstile" not in page and "challenges.cloudflare.com" not in policy
+    assert "script-src 'nonce-" in policy and "frame-ancestors 'none'" in policy
+
+    client = await make_client(make_config(scheduler={"enabled": False}, plugin={
+        "captcha": {"secret": "s3cret", "site_key": "0x4AAAAAAA-site"}}))
+    for path in ("/app/login", "/app/signup"):
+        response = await client.get(path)
+        page, policy = await response.text(), response.headers["Content-Security-Policy"]
+        assert 'data-sitekey="0x4AAAAAAA-site"' in page
+        assert 'src="https://challenges.cloudflare.com/turnstile/v0/api.js"' in page
+        assert "script-src 'nonce-" in policy and "https://challenges.cloudflare.com" in policy
+        assert "frame-src https://challenges.cloudflare.com" in policy and "unsafe-inline" not in policy
+    # Without the widget's token the captcha plugin refuses the sign-up (its check_sign_in), on the form.
+    visitor = Visitor(client)
+    await visitor.get("/app/signup")
+    await visitor.submit("/app/signup", {"email": "bot@example.com", "password": PASSWORD}, expect=403)
+    assert "captcha" in visitor.page.lower()
+
+
+def test_the_captcha_widget_settings_are_checked():
+    from orbchain.core.config import ConfigError
+    from orbchain.plugins.captcha.settings import parse_settings
+
+    settings = parse_settings({"secret": "x", "site_key": "abc"}, allow_plain_http=False)
+    assert settings.widget is not None and settings.widget.origin == "https://challenges.cloudflare.com"
+    assert parse_settings({"secret": "x"}, allow_plain_http=False).widget is None
+    for bad in ({"site_key": "a b"}, {"site_key": "abc", "script_url": "http://cdn.example/api.js"},
+                {"site_key": "abc", "script_url": "https://cdn.example/a'.js"}):
+        with pytest.raises(ConfigError):
+            parse_settings({"secret": "x", **bad}, allow_plain_http=False)
+
+
+async def test_google_auth_fragment_payloads():
+    from orbchain.plugins.dashboard.routes_auth import google_auth_payload
+
+    assert google_auth_payload("a.b.c") == ("a.b.c", {})
+    import base64
+    import json as _json
+    packed = base64.urlsafe_b64encode(_json.dumps({"token": "a.b.c", "api_keys": {"merchant_api_key": "k"}})
+                                      .encode()).decode().rstrip("=")
+    assert google_auth_payload(packed) == ("a.b.c", {"merchant_api_key": "k"})
+    assert google_auth_payload('{"token": "a.b.c"}') == ("a.b.c", {})
+    assert google_auth_payload("%%%") == (None, {})
+    assert google_auth_payload('{"nope": 1}') == (None, {})

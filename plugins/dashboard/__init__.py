@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ...core.plugins import hookimpl
-from . import routes_auth, routes_money, routes_payments, routes_settings
+from . import openapi, routes_auth, routes_money, routes_payments, routes_settings
+from .plugin_pages import page_routes
 from .settings import settings_of
 
 HERE = Path(__file__).parent
@@ -34,3 +35,11 @@ def register_templates(registry: Any) -> None:
 def register_routes(registry: Any, gateway: Any) -> None:
     for module in (routes_auth, routes_payments, routes_money, routes_settings):
         registry.add(module.routes)
+    pages = gateway.dashboard.rendered()
+    if pages:
+        registry.add(page_routes(pages))
+
+
+@hookimpl
+def register_openapi(registry: Any, gateway: Any) -> None:
+    openapi.register(registry, gateway)

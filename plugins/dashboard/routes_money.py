@@ -91,9 +91,10 @@ def parse_csv(data: bytes) -> list[dict[str, str]]:
     header = [name.strip().lower() for name in reader.fieldnames or []]
     missing = [c for c in CSV_COLUMNS if c not in header]
     if missing:
-        raise ValidationError({"file": f"the header row must name {', '.join(CSV_COLUMNS)} (missing {', '.join(missing)})"})
+        raise ValidationError({"file": f"the header row must name {', '.join(CSV_COLUMNS)}"
+                                       f" (missing {', '.join(missing)})"})
     reader.fieldnames = header
-    rows = []
+    rows: list[dict[str, str]] = []
     for row in reader:
         if len(rows) == MAX_BATCH_ITEMS:
             raise InvalidRequest(f"batch exceeds max of {MAX_BATCH_ITEMS}", code="batch_too_large")
@@ -123,11 +124,15 @@ async def _batch_item(gateway: Any, merchant_id: str, index: int, item: dict[str
 async def batch(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """Each row is paid (or refused) on its own, idempotent by its external_id, like ``POST /v1/payout/batch``."""
     gateway = request.app[GATEWAY]
-    upload = form.get("file")
+    upload, pasted = form.get("file"), form.get("rows")
     try:
-        if not isinstance(upload, web.FileField):
-            raise ValidationError({"file": "choose a CSV file"})
-        rows = parse_csv(upload.file.read(MAX_CSV_BYTES + 1))
+        if isinstance(upload, web.FileField) and upload.filename:
+            data = upload.file.read(MAX_CSV_BYTES + 1)
+        elif isinstance(pasted, str) and pasted.strip():
+            data = pasted.encode()
+        else:
+            raise ValidationError({"file": "choose a CSV file or paste its rows"})
+        rows = parse_csv(data)
         seen: set[str] = set()
         for row in rows:
             if row["external_id"] and row["external_id"] in seen:

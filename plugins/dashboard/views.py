@@ -11,7 +11,7 @@ navigation, nonce, the hosted pages' CSP) and answer a form with
 from __future__ import annotations
 
 import secrets
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from functools import wraps
 from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import quote, urlencode
@@ -131,7 +131,8 @@ def render(request: web.Request, session: Session | None, template: str, context
     if script_origin:
         policy = response.headers["Content-Security-Policy"]
         policy = policy.replace(f"script-src 'nonce-{nonce}'", f"script-src 'nonce-{nonce}' {script_origin}")
-        response.headers["Content-Security-Policy"] = policy + f"; frame-src {script_origin}; connect-src {script_origin}"
+        response.headers["Content-Security-Policy"] = (policy + f"; frame-src {script_origin};"
+                                                       f" connect-src {script_origin}")
     return response
 
 
@@ -139,7 +140,7 @@ def when(timestamp: Any) -> str:
     """A Unix time as UTC text (pages carry no script to localise it)."""
     if timestamp in (None, ""):
         return "—"
-    return datetime.fromtimestamp(int(timestamp), tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    return datetime.fromtimestamp(int(timestamp), tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
 def error_text(exc: ApiError) -> str:
