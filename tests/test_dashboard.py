@@ -403,3 +403,41 @@ async def test_google_auth_fragment_payloads():
     assert google_auth_payload('{"token": "a.b.c"}') == ("a.b.c", {})
     assert google_auth_payload("%%%") == (None, {})
     assert google_auth_payload('{"nope": 1}') == (None, {})
+
+
+async def test_links_schedules_and_auto_withdraw_pages_take_forms(app_client):
+    """Plugin pages with ``submit``: the plugin's own validation, CSRF checked by the dashboard."""
+    visitor = Visitor(app_client)
+    await visitor.sign_up("forms@example.com")
+    await visitor.get("/app/links")
+    await visitor.submit("/app/links", {"action": "create", "coin": "BTC", "amount_fiat": "5",
+                                        "fiat_currency": "USD", "description": "Coffee"})
+    page = await visitor.get("/app/links?notice=saved")
+    assert "Saved." in page and "Coffee" in page and "orbchain-donate" in page and "/assets/donate.js" in page
+    slug = re.search(r'<code>(\w{12})</code>', page).group(1)
+    link_id = re.search(r'name="link_id" value="([^"]+)"', page).group(1)
+    await visitor.submit("/app/links", {"action": "disable", "link_id": link_id})
+    assert (await app_client.get(f"/l/{slug}", allow_redirects=False)).status == 410
+    await visitor.get("/app/links")
+    await visitor.submit("/app/links", {"action": "create", "coin": "BTC", "amount": "1", "amount_fiat": "5"},
+                         expect=400)
+    assert "give amount or amount_fiat, not both" in visitor.page
+    await visitor.submit("/app/links", {"action": "create", "coin": "BTC"}, token="forged", expect=403)
+
+    await visitor.get("/app/schedules")
+    await visitor.submit("/app/schedules", {"action": "create", "coin": "BTC", "destination": BTC_DEST,
+                                            "min_amount": "0.01", "interval_hours": "0"}, expect=400)
+    await visitor.submit("/app/schedules", {"action": "create", "coin": "BTC", "destination": BTC_DEST,
+                                            "min_amount": "0.01", "interval_hours": "24"})
+    page = await visitor.get("/app/schedules")
+    schedule_id = re.search(r'name="schedule_id" value="([^"]+)"', page).group(1)
+    await visitor.submit("/app/schedules", {"action": "pause", "schedule_id": schedule_id})
+    assert "paused" in await visitor.get("/app/schedules")
+
+    await visitor.get("/app/auto-withdraw")
+    await visitor.submit("/app/auto-withdraw", {"action": "add", "coin": "BTC", "threshold_native": "0.5",
+                                                "destination": "bc1qnotanaddress"}, expect=400)
+    await visitor.submit("/app/auto-withdraw", {"action": "add", "coin": "BTC", "threshold_native": "0.5",
+                                                "destination": BTC_DEST})
+    assert BTC_DEST in await visitor.get("/app/auto-withdraw")
+    assert '<a href="/app/auto-withdraw">Auto-withdraw</a>' in await visitor.get("/app/settings")

@@ -771,8 +771,16 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     key_id = re.search(r'id="key-(key_\w+)"', page).group(1)
     await c.call("POST", f"/app/keys/{key_id}/rotate", data={"csrf_token": token}, expect=200)
     await c.call("GET", f"/app/keys/audit?key_id={key_id}", expect=200)
-    for path in ("/app/portfolio", "/app/analytics", "/app/referrals"):
+    for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
+                 "/app/auto-withdraw"):
         await c.call("GET", path, expect=200)
+    await c.call("POST", "/app/links", data={"csrf_token": token, "action": "create", "coin": "BTC"}, expect=303)
+    await c.call("POST", "/app/links", data={"csrf_token": token, "action": "nope"}, expect=400)
+    await c.call("POST", "/app/schedules", data={"csrf_token": token, "action": "create", "coin": "BTC",
+                                                 "destination": BTC_DEST, "min_amount": "0.001",
+                                                 "interval_hours": "24"}, expect=303)
+    await c.call("POST", "/app/auto-withdraw", data={"csrf_token": token, "action": "add", "coin": "BTC",
+                                                     "threshold_native": "0.5", "destination": BTC_DEST}, expect=303)
     _, page = await c.call("GET", "/app/webhooks", expect=200)
     event_id = re.search(r'action="/app/webhooks/(\w+)/redeliver"', page).group(1)  # no webhook URL: skipped
     await c.call("POST", f"/app/webhooks/{event_id}/redeliver", data={"csrf_token": token}, expect=303)
