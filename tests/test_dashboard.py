@@ -441,3 +441,29 @@ async def test_links_schedules_and_auto_withdraw_pages_take_forms(app_client):
                                                 "destination": BTC_DEST})
     assert BTC_DEST in await visitor.get("/app/auto-withdraw")
     assert '<a href="/app/auto-withdraw">Auto-withdraw</a>' in await visitor.get("/app/settings")
+
+
+async def test_subscription_plans_and_swaps_pages(app_client):
+    visitor = Visitor(app_client)
+    await visitor.sign_up("plans@example.com")
+    await _paid_invoice(app_client, visitor)
+    await visitor.get("/app/subscriptions")
+    await visitor.submit("/app/subscriptions", {"action": "create", "label": "Pro", "amount_usd": "9.999",
+                                                "interval_days": "30"}, expect=400)
+    await visitor.submit("/app/subscriptions", {"action": "create", "label": "Pro", "amount_usd": "9.50",
+                                                "interval_days": "30", "accepted_coins": "BTC"})
+    page = await visitor.get("/app/subscriptions")
+    assert "Pro" in page and "/subscribe/" in page
+    subscribe_url = URL(re.search(r'href="(http[^"]+/subscribe/[^"]+)"', page).group(1))
+    assert (await app_client.get(subscribe_url.path)).status == 200
+
+    await visitor.get("/app/swaps")
+    await visitor.submit("/app/swaps", {"action": "quote", "from_coin": "BTC", "to_coin": "LTC",
+                                        "amount": "0.002"}, expect=200)
+    assert 'id="swap-quote"' in visitor.page and 'id="confirm-swap"' in visitor.page
+    key = re.search(r'name="idempotency_key" value="([^"]+)"', visitor.page).group(1)
+    confirm = {"action": "commit", "from_coin": "BTC", "to_coin": "LTC", "amount": "0.002", "idempotency_key": key}
+    await visitor.submit("/app/swaps", confirm)
+    await visitor.submit("/app/swaps", confirm)
+    page = await visitor.get("/app/swaps")
+    assert page.count("0.002 BTC") == 1  # the confirm form posted twice swapped once
