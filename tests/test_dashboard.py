@@ -467,3 +467,18 @@ async def test_subscription_plans_and_swaps_pages(app_client):
     await visitor.submit("/app/swaps", confirm)
     page = await visitor.get("/app/swaps")
     assert page.count("0.002 BTC") == 1  # the confirm form posted twice swapped once
+
+
+async def test_brands_page(app_client):
+    visitor = Visitor(app_client)
+    await visitor.sign_up("brands@example.com")
+    await visitor.get("/app/brands")
+    assert "(default)" in visitor.page
+    await visitor.submit("/app/brands", {"action": "create", "name": "Side shop", "brand_color": "red"}, expect=400)
+    await visitor.submit("/app/brands", {"action": "create", "name": "Side shop", "brand_color": "#0A84FF",
+                                         "theme_mode": "DARK"})
+    page = await visitor.get("/app/brands")
+    assert "Side shop" in page and "#0a84ff" in page.lower()
+    brand_id = re.search(r'name="brand_id" value="([^"]+)"', page).group(1)
+    await visitor.submit("/app/brands", {"action": "archive", "brand_id": brand_id})
+    assert "Side shop" not in await visitor.get("/app/brands")

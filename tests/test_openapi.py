@@ -772,10 +772,12 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("POST", f"/app/keys/{key_id}/rotate", data={"csrf_token": token}, expect=200)
     await c.call("GET", f"/app/keys/audit?key_id={key_id}", expect=200)
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
-                 "/app/auto-withdraw", "/app/swaps", "/app/subscriptions"):
+                 "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
         await c.call("GET", path, expect=200)
     await c.call("POST", "/app/subscriptions", data={"csrf_token": token, "action": "create", "label": "Pro",
                                                      "amount_usd": "9.50", "interval_days": "30"}, expect=303)
+    await c.call("POST", "/app/brands", data={"csrf_token": token, "action": "create", "name": "Side shop"},
+                 expect=303)
     await c.call("POST", "/app/swaps", data={"csrf_token": token, "action": "quote", "from_coin": "BTC",
                                              "to_coin": "LTC", "amount": "0.001"}, expect=200)
     await c.call("POST", "/app/links", data={"csrf_token": token, "action": "create", "coin": "BTC"}, expect=303)
