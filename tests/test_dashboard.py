@@ -482,3 +482,12 @@ async def test_brands_page(app_client):
     brand_id = re.search(r'name="brand_id" value="([^"]+)"', page).group(1)
     await visitor.submit("/app/brands", {"action": "archive", "brand_id": brand_id})
     assert "Side shop" not in await visitor.get("/app/brands")
+
+
+async def test_hostile_tokens_and_cookies_are_refused_not_crashed(app_client):
+    visitor = Visitor(app_client)
+    await visitor.get("/app/login")
+    await visitor.submit("/app/login", {"email": "x@example.com", "password": "whatever1"}, token="é\u00ffña",
+                         expect=403)
+    app_client.session.cookie_jar.update_cookies({"orb_session": "a~1~é"}, app_client.make_url("/app"))
+    assert (await app_client.get("/app", allow_redirects=False)).status == 303

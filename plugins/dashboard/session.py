@@ -98,7 +98,7 @@ def _token_and_seen(request: web.Request) -> tuple[str, int] | None:
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     body = f"{parts[0]}{_SEP}{parts[1]}"
-    if not hmac.compare_digest(_mac(request.app[GATEWAY], body), parts[2]):
+    if not hmac.compare_digest(_mac(request.app[GATEWAY], body).encode(), parts[2].encode()):
         return None
     return parts[0], int(parts[1])
 
@@ -170,5 +170,5 @@ def check_csrf(request: web.Request, form: Any, session: Session | None) -> None
         if len(current) < 16:
             raise CsrfRefused()
         expected = _mac(request.app[GATEWAY], f"pre{_SEP}{current}")
-    if not hmac.compare_digest(sent, expected):
+    if not hmac.compare_digest(sent.encode(), expected.encode()):
         raise CsrfRefused()
