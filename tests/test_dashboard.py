@@ -17,7 +17,7 @@ from orbchain.core.payout_worker import process_payouts
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import PASSWORD, Visitor, csrf_of
-from .support import Devnet, api, signup
+from .support import Devnet, WebhookReceiver, api, signup
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ async def _paid_invoice(client, visitor: Visitor, amount: str = "0.01") -> str:
                                                           "order_id": "order-1"})
     track_id = response.headers["Location"].split("/")[-1].split("?")[0]
     page = await visitor.get(f"/app/payments/{track_id}")
-    assert 'id="status">Waiting' in page
+    assert 'id="status" data-live="15">Waiting' in page  # the script reloads an open payment
     payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
                                                         " WHERE track_id = :t", {"t": track_id})
     devnet = Devnet(client)
@@ -491,3 +491,39 @@ async def test_hostile_tokens_and_cookies_are_refused_not_crashed(app_client):
                          expect=403)
     app_client.session.cookie_jar.update_cookies({"orb_session": "a~1~é"}, app_client.make_url("/app"))
     assert (await app_client.get("/app", allow_redirects=False)).status == 303
+
+
+async def test_an_event_that_gave_up_is_sent_again_with_its_event_id(app_client):
+    """``webhooks.redeliver``: skipped (no URL yet) -> queued again -> delivered, same event id; once only."""
+    receiver = WebhookReceiver()
+    hook_url = await receiver.start()
+    try:
+        visitor = Visitor(app_client)
+        await visitor.sign_up("redeliver@example.com")
+        track_id = await _paid_invoice(app_client, visitor)  # no webhook URL: the events are skipped
+        page = await visitor.get("/app/webhooks")
+        event_ids = re.findall(r'action="/app/webhooks/(\w+)/redeliver"', page)
+        assert event_ids
+        await visitor.get("/app/settings")
+        await visitor.submit("/app/settings/webhook", {"webhook_url": hook_url}, expect=200)
+        secret = re.search(r'id="webhook_secret"[^>]*>([^<]+)<', visitor.page).group(1)
+        paid = re.search(r'payment\.paid<br><code>(\w+)</code>', page).group(1)
+        assert paid in event_ids
+        await visitor.get("/app/webhooks")
+        await visitor.submit(f"/app/webhooks/{paid}/redeliver")
+        bodies = receiver.verified(secret)
+        assert [(b["event_id"], b["track_id"]) for b in bodies] == [(paid, track_id)]
+        # Delivered now: not offered again, and a second post changes nothing (404).
+        page = await visitor.get("/app/webhooks")
+        assert f"/app/webhooks/{paid}/redeliver" not in page
+        await visitor.submit(f"/app/webhooks/{paid}/redeliver", expect=404)
+        other = Visitor(app_client)
+        app_client.session.cookie_jar.clear()
+        await other.sign_up("nosy@example.com")
+        remaining = [e for e in event_ids if e != paid]
+        if remaining:
+            await other.get("/app")
+            await other.submit(f"/app/webhooks/{remaining[0]}/redeliver", expect=404)  # another merchant's
+        assert len(receiver.requests) == 1
+    finally:
+        await receiver.close()

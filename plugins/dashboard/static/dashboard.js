@@ -12,6 +12,11 @@
     form.submit();
     return;
   }
+  // Live status: an open payment's page reloads itself (without script: the Refresh link).
+  var live = document.querySelector("[data-live]");
+  if (live) {
+    setTimeout(function () { window.location.reload(); }, 1000 * parseInt(live.getAttribute("data-live"), 10));
+  }
   document.querySelectorAll("[data-copy]").forEach(function (el) {
     if (!navigator.clipboard) return;
     var button = document.createElement("button");
