@@ -178,8 +178,10 @@ class DashboardView:
     ``template`` is ``"<plugin>/<file>"`` from the plugin's template folder
     (``register_templates``); it is a fragment the dashboard includes in its
     layout, so it extends nothing. Besides ``context`` it sees ``csrf`` (every
-    form must post it as ``csrf_token``), ``page_path`` (where its forms post)
-    and ``when(timestamp)`` (a time as text). ``status`` is the HTTP status.
+    form must post it as ``csrf_token``), ``page_path`` (where its forms post),
+    ``form_id`` (fresh per render: an idempotency key for a money form),
+    ``session.totp_enabled`` and ``when(timestamp)`` (a time as text).
+    ``status`` is the HTTP status.
     """
 
     template: str
