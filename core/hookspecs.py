@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .gateway import Gateway
     from .keys import AddressFamilyRegistry
     from .key_destination import WebhookDestination
-    from .pages import PageBranding, PayPageForm
+    from .pages import PageBranding, PayPageForm, SignInWidget
     from .migrate import MigrationRegistry
     from .receive import ReceiveTarget
     from .ledger import Posting
@@ -207,9 +207,14 @@ def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") 
     """Contribute entries to named dashboard slots (navigation, settings tabs).
 
     Called once at startup. Call ``registry.add(slot, title, path,
-    order=100)``; the dashboard reads ``gateway.dashboard.entries(slot)``.
-    Slots: ``header-nav`` (main navigation), ``settings-nav`` (settings
-    tabs), ``payment-actions`` (links on a payment). Return nothing.
+    order=100, render=None, submit=None)``; the dashboard reads
+    ``gateway.dashboard.entries(slot)``. Slots: ``header-nav`` (main
+    navigation), ``settings-nav`` (settings tabs), ``payment-actions``
+    (links on a payment), ``key-actions`` (links on an API key),
+    ``home-panels``. With ``render(gateway, merchant_id, query)`` returning
+    an ``orbchain.core.pages.DashboardView`` the dashboard serves the page at
+    ``path`` (under ``/app/``) inside its layout; ``submit(gateway,
+    merchant_id, form)`` takes its CSRF-checked forms. Return nothing.
     """
 
 
@@ -319,6 +324,19 @@ def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], clie
     ``orbchain.core.errors.Forbidden`` (e.g. ``Forbidden("captcha failed",
     code="captcha_failed")``) to refuse with 403; return None to allow.
     Every plugin is asked; the first to raise wins. May be async.
+    """
+
+
+@hookspec(firstresult=True)
+def sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
+    """The widget a browser sign-in or sign-up form must show (a captcha), or None.
+
+    Asked by the dashboard each time it renders its sign-in and sign-up
+    pages. Return ``orbchain.core.pages.SignInWidget(script_url, site_key)``
+    when your ``check_sign_in`` will require a token from the browser; the
+    page loads ``script_url`` (its origin alone is added to that page's CSP)
+    and posts the widget's token, which reaches ``check_sign_in`` as
+    ``turnstile_token``. Stops at first non-None result.
     """
 
 

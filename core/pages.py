@@ -9,7 +9,8 @@ renders it; the core never imports the web layer (tests/test_layering.py).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -134,3 +135,55 @@ def accent_stylesheet(hex_digits: str) -> str:
     # ITU-R BT.601 luma in integers: light accents get dark text.
     text = "#111827" if (299 * red + 587 * green + 114 * blue) // 1000 > 150 else "#ffffff"
     return f":root {{ --accent: {color}; --accent-text: {text}; }}\n"
+
+
+# -- sign-in widget ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SignInWidget:
+    """A third-party widget a browser sign-in form shows (a captcha), answered by ``sign_in_widget``.
+
+    ``script_url`` is the provider's https script (the page's CSP allows its
+    origin for that page only), ``site_key`` the public key the widget
+    renders with. The widget posts its token in the form field
+    ``cf-turnstile-response``; the dashboard hands it to ``check_sign_in``
+    as ``turnstile_token``.
+    """
+
+    script_url: str
+    site_key: str
+
+    def __post_init__(self) -> None:
+        parts = urlsplit(self.script_url)
+        if parts.scheme != "https" or not parts.hostname or not _HOST.fullmatch(parts.hostname) \
+                or not _URL_CHARS.fullmatch(self.script_url) or parts.username or parts.password:
+            raise ValueError("script_url must be an https URL on a DNS host")
+        if not self.site_key or not re.fullmatch(r"[A-Za-z0-9_-]{1,200}", self.site_key):
+            raise ValueError("site_key must be 1-200 letters, digits, _ or -")
+
+    @property
+    def origin(self) -> str:
+        parts = urlsplit(self.script_url)
+        return urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+
+
+# -- dashboard pages -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DashboardView:
+    """What a plugin's dashboard page shows: its own template and the values it needs.
+
+    ``template`` is ``"<plugin>/<file>"`` from the plugin's template folder
+    (``register_templates``); it is a fragment the dashboard includes in its
+    layout, so it extends nothing. Besides ``context`` it sees ``csrf`` (every
+    form must post it as ``csrf_token``), ``page_path`` (where its forms post),
+    ``form_id`` (fresh per render: an idempotency key for a money form),
+    ``session.totp_enabled`` and ``when(timestamp)`` (a time as text).
+    ``status`` is the HTTP status.
+    """
+
+    template: str
+    context: Mapping[str, Any] = field(default_factory=dict)
+    status: int = 200

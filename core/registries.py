@@ -238,13 +238,23 @@ class EventKindRegistry(_NamedRegistry[EventKind]):
 
 @dataclass(frozen=True)
 class DashboardPage:
-    """One entry of a named dashboard slot (a navigation link, a settings tab ...)."""
+    """One entry of a named dashboard slot (a navigation link, a settings tab ...).
+
+    With ``render`` the dashboard serves the page itself at ``path`` (under
+    ``/app/``), signed in and inside its layout: ``render(gateway,
+    merchant_id, query)`` returns an ``orbchain.core.pages.DashboardView``
+    (may be async). With ``submit`` too, forms posted to ``path`` (CSRF
+    checked by the dashboard) reach ``submit(gateway, merchant_id, form)``,
+    which returns None (back to the page) or a ``DashboardView`` to show.
+    """
 
     slot: str
     title: str
     path: str
     plugin: str = ""
     order: int = 100
+    render: Callable[..., Any] | None = None
+    submit: Callable[..., Any] | None = None
 
 
 class DashboardRegistry(Registry[DashboardPage]):
@@ -255,16 +265,32 @@ class DashboardRegistry(Registry[DashboardPage]):
     def _key(self, item: DashboardPage) -> str:
         return f"{item.slot} {item.path}"
 
-    def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *,
-            order: int = 100) -> DashboardPage:
-        page = slot if isinstance(slot, DashboardPage) else DashboardPage(slot, title, path, order=order)
+    def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *, order: int = 100,
+            render: Callable[..., Any] | None = None, submit: Callable[..., Any] | None = None) -> DashboardPage:
+        page = slot if isinstance(slot, DashboardPage) else DashboardPage(slot, title, path, order=order,
+                                                                          render=render, submit=submit)
         if not isinstance(page.slot, str) or not _SLOT.match(page.slot):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed dashboard slot {page.slot!r}")
         if not page.title or not isinstance(page.path, str) or not page.path.startswith("/"):
             raise StartupError(f"plugin {self.current_plugin!r} registered a dashboard page without a title"
                                f" or an absolute path: {page!r}")
-        page = DashboardPage(page.slot, page.title, page.path, self.current_plugin, page.order)
+        if page.submit is not None and page.render is None:
+            raise StartupError(f"plugin {self.current_plugin!r} registered dashboard page {page.path!r} with a submit"
+                               " callback but no render callback")
+        if page.render is not None and not page.path.startswith("/app/"):
+            raise StartupError(f"plugin {self.current_plugin!r} registered dashboard page {page.path!r}: a page the"
+                               " dashboard renders lives under /app/")
+        page = DashboardPage(page.slot, page.title, page.path, self.current_plugin, page.order, page.render,
+                             page.submit)
         return super().add(page)
+
+    def rendered(self) -> list[DashboardPage]:
+        """Entries the dashboard serves itself (those with ``render``), each path once."""
+        seen: dict[str, DashboardPage] = {}
+        for page in self:
+            if page.render is not None:
+                seen.setdefault(page.path, page)
+        return list(seen.values())
 
     def entries(self, slot: str) -> list[DashboardPage]:
         """The entries of ``slot`` in display order (``order``, then title)."""

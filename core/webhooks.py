@@ -424,3 +424,41 @@ async def delivery_log(gateway: "Gateway", merchant_id: str, *, limit: int, offs
         }
         for row in rows
     ], int(total or 0)
+
+
+# -- redelivery --------------------------------------------------------------------------------
+
+REDELIVERABLE = (FAILED, SKIPPED_NO_SECRET, SKIPPED_NO_URL)
+
+
+async def redeliverable_events(gateway: "Gateway", merchant_id: str, event_ids: list[str]) -> set[str]:
+    """Those of ``event_ids`` (the merchant's own) that gave up and may be sent again."""
+    if not event_ids:
+        return set()
+    placeholders, ids = _in_list("id", sorted(set(event_ids)))
+    rows = await gateway.db.fetch_all(
+        f"SELECT event_id, status FROM webhook_events WHERE merchant_id = :m AND event_id IN ({placeholders})",
+        {"m": merchant_id, **ids})
+    return {row["event_id"] for row in rows if row["status"] in REDELIVERABLE}
+
+
+async def redeliver(gateway: "Gateway", merchant_id: str, event_id: str) -> bool:
+    """Queue a failed (or skipped) event of this merchant for a fresh round of attempts.
+
+    The event keeps its ``event_id`` and sealed body, so a receiver that
+    deduplicates on it is safe; it gets the full attempt budget again and is
+    tried at once. Returns False (nothing changed) for an event that is
+    unknown, another merchant's, delivered or still being retried.
+    """
+    now = gateway.now()
+    placeholders, statuses = _in_list("s", list(REDELIVERABLE))
+    moved = await gateway.db.fetch_val(
+        "UPDATE webhook_events SET status = :pending, attempts = 0, next_attempt_at = :now, claim_token = NULL,"
+        " last_error = NULL, updated_at = :now"
+        f" WHERE event_id = :e AND merchant_id = :m AND status IN ({placeholders}) RETURNING event_id",
+        {"pending": PENDING, "now": now, "e": event_id, "m": merchant_id, **statuses})
+    if moved is None:
+        return False
+    log.info("webhook %s queued again by its merchant", event_id)
+    await deliver_now(gateway, event_id)
+    return True

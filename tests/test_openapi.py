@@ -836,6 +836,93 @@ async def journey_lightning(c: CheckedClient, shop: Merchant) -> None:
     await c.call("GET", f"/v1/payout/{body['data']['track_id']}", shop.payout_key, expect=200)
 
 
+def _csrf(page: str) -> str:
+    found = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert found, "no form on the page"
+    return found.group(1)
+
+
+async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
+    """The dashboard's HTML pages (/app), a browser without JavaScript: session cookie and CSRF tokens."""
+    devnet = Devnet(c.client)
+    _, page = await c.call("GET", "/app/signup", expect=200)
+    await c.call("POST", "/app/signup", data={"csrf_token": "forged", "email": "pages@example.com",
+                                              "password": "s3cret-pass"}, expect=403)
+    _, page = await c.call("POST", "/app/signup", data={"csrf_token": _csrf(page), "email": "pages@example.com",
+                                                        "password": "s3cret-pass"}, expect=200)
+    token = _csrf(page)
+    await c.call("GET", "/app/login", expect=303)  # signed in already
+    await c.call("GET", "/app", expect=200)
+    await c.call("GET", "/app/payments", params={"status": "PAID", "limit": "10"}, expect=200)
+    await c.call("GET", "/app/payments", params={"status": "NOPE"}, expect=400)
+    await c.call("GET", "/app/payments/new", expect=200)
+    form = {"csrf_token": token, "type": "invoice", "amount": "0.01", "currency": "BTC"}
+    await c.call("POST", "/app/payments/new", data=form, expect=303)
+    await c.call("POST", "/app/payments/new", data={**form, "amount": "-1"}, expect=400)
+    await c.call("POST", "/app/payments/new", data=form, expect=303)
+    _, page = await c.call("GET", "/app/payments", expect=200)
+    paid_id, doomed_id = re.findall(r'href="/app/payments/(\w+)"', page)[:2]
+    await c.call("POST", f"/app/payments/{doomed_id}/cancel", data={"csrf_token": token}, expect=303)
+    payment = (await c.client.app[GATEWAY].db.fetch_one("SELECT address FROM payments WHERE track_id = :t",
+                                                         {"t": paid_id}))
+    await devnet.pay("BTC", payment["address"], "0.01")
+    await devnet.mine(6)
+    await c.call("GET", f"/app/payments/{paid_id}", expect=200)
+    await c.call("GET", "/app/payments/not-mine", expect=404)
+    await c.call("POST", f"/app/payments/{paid_id}/refund", data={"csrf_token": token, "destination": BTC_DEST,
+                                                                 "amount": "0.001"}, expect=303)
+    await c.call("GET", "/app/payouts", expect=200)
+    await c.call("POST", "/app/payouts", data={"csrf_token": token, "currency": "BTC", "address": BTC_DEST,
+                                               "amount": "0.001", "idempotency_key": "pages-payout-1"}, expect=303)
+    rows = f"currency,address,amount,external_id\nBTC,{BTC_DEST},0.001,pages-1\n"
+    await c.call("POST", "/app/payouts/batch", data={"csrf_token": token, "rows": rows}, expect=200)
+    await c.call("GET", "/app/transfers", expect=200)
+    _, body = await c.call("GET", "/dashboard/account", friend.jwt, expect=200)
+    await c.call("POST", "/app/transfers", data={"csrf_token": token, "to_account_id": body["data"]["account"][
+        "account_id"], "coin": "BTC", "amount": "0.001", "idempotency_key": "pages-transfer-1"}, expect=303)
+    await c.call("GET", "/app/settings", expect=200)
+    await c.call("POST", "/app/settings/coins", data={"csrf_token": token, "accepted_coins": "BTC"}, expect=303)
+    await c.call("GET", "/app/security", expect=200)
+    await c.call("POST", "/app/security/setup", data={"csrf_token": token}, expect=200)
+    await c.call("GET", "/app/keys", expect=200)
+    _, page = await c.call("POST", "/app/keys", data={"csrf_token": token, "label": "pages",
+                                                      "scopes": "payment:read"}, expect=200)
+    key_id = re.search(r'id="key-(key_\w+)"', page).group(1)
+    await c.call("POST", f"/app/keys/{key_id}/rotate", data={"csrf_token": token}, expect=200)
+    await c.call("GET", f"/app/keys/audit?key_id={key_id}", expect=200)
+    for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
+                 "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
+        await c.call("GET", path, expect=200)
+    await c.call("POST", "/app/subscriptions", data={"csrf_token": token, "action": "create", "label": "Pro",
+                                                     "amount_usd": "9.50", "interval_days": "30"}, expect=303)
+    await c.call("POST", "/app/brands", data={"csrf_token": token, "action": "create", "name": "Side shop"},
+                 expect=303)
+    await c.call("POST", "/app/swaps", data={"csrf_token": token, "action": "quote", "from_coin": "BTC",
+                                             "to_coin": "LTC", "amount": "0.001"}, expect=200)
+    await c.call("POST", "/app/links", data={"csrf_token": token, "action": "create", "coin": "BTC"}, expect=303)
+    await c.call("POST", "/app/links", data={"csrf_token": token, "action": "nope"}, expect=400)
+    await c.call("POST", "/app/schedules", data={"csrf_token": token, "action": "create", "coin": "BTC",
+                                                 "destination": BTC_DEST, "min_amount": "0.001",
+                                                 "interval_hours": "24"}, expect=303)
+    await c.call("POST", "/app/auto-withdraw", data={"csrf_token": token, "action": "add", "coin": "BTC",
+                                                     "threshold_native": "0.5", "destination": BTC_DEST}, expect=303)
+    _, page = await c.call("GET", "/app/webhooks", expect=200)
+    event_id = re.search(r'action="/app/webhooks/(\w+)/redeliver"', page).group(1)  # no webhook URL: skipped
+    await c.call("POST", f"/app/webhooks/{event_id}/redeliver", data={"csrf_token": token}, expect=303)
+    await c.call("POST", "/app/logout", data={"csrf_token": token}, expect=303)
+    await c.call("GET", "/app", expect=303)
+    _, page = await c.call("GET", "/app/login", expect=200)
+    await c.call("POST", "/app/login", data={"csrf_token": _csrf(page), "email": "pages@example.com",
+                                             "password": "wrong-pass"}, expect=401)
+    await c.call("POST", "/app/login", data={"csrf_token": _csrf(page), "email": "pages@example.com",
+                                             "password": "s3cret-pass"}, expect=303)
+    _, page = await c.call("GET", "/app", expect=200)
+    await c.call("POST", "/app/fragment", data={"csrf_token": _csrf(page), "kind": "google-auth",
+                                                "value": friend.token}, expect=303)
+    await c.call("POST", "/app/logout", data={"csrf_token": "stale"}, expect=403)
+    await c.call("GET", "/static/dashboard/dashboard.css", expect=200)
+
+
 async def test_real_responses_match_the_document(checked, receiver):
     hook_url = await receiver.start()
     devnet = Devnet(checked.client)
@@ -861,6 +948,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_telegram(checked, shop, friend)
     await journey_lightning(checked, shop)
     await journey_operations(checked)
+    await journey_dashboard_pages(checked, friend)
 
     # Coverage: every documented operation answered successfully at least once.
     succeeded = {(method, template) for method, template, status in checked.seen if status < 400}

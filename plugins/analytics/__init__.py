@@ -10,8 +10,10 @@ long the history (bench/bench_analytics.py: a million payments).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import openapi
+from . import dashboard, openapi
 from .counting import CATCH_UP_SECONDS, catch_up, on_posted
 from .routes import routes
 
@@ -43,3 +45,13 @@ def register_jobs(registry) -> None:
 @hookimpl
 async def ledger_posted(gateway, transaction) -> None:
     await on_posted(gateway, transaction)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Analytics", "/app/analytics", order=20, render=dashboard.page)

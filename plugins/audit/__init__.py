@@ -12,8 +12,10 @@ merchant key carries the busiest read path.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import openapi
+from . import dashboard, openapi
 from .routes import routes
 from .writer import AuditWriter
 
@@ -48,3 +50,13 @@ def writer_of(gateway) -> AuditWriter:
 async def api_key_request(gateway, request) -> None:
     if request.key_kind == "scoped":
         await writer_of(gateway).append(request)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("key-actions", "Audit log", "/app/keys/audit", render=dashboard.page)

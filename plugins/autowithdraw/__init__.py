@@ -9,8 +9,10 @@ breaker applies. Written as a third-party package would be: hooks only.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import openapi
+from . import dashboard, openapi
 from .check import CHECK_SECONDS, JOB_NAME, run_autowithdraw
 from .routes import routes
 
@@ -38,3 +40,14 @@ def register_openapi(registry) -> None:
 @hookimpl
 def register_jobs(registry) -> None:
     registry.add(JOB_NAME, run_autowithdraw, seconds=CHECK_SECONDS)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("settings-nav", "Auto-withdraw", "/app/auto-withdraw", order=10, render=dashboard.page,
+                 submit=dashboard.submit)

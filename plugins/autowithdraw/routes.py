@@ -61,7 +61,13 @@ async def get_rules(request: web.Request) -> web.Response:
 @requires("jwt")
 async def put_rules(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    raw = (await read_json(request)).get("rules")
+    await replace_rules(gateway, merchant_id, (await read_json(request)).get("rules"))
+    rows = await store.rules_of(gateway, merchant_id)
+    return envelope({"rules": [rule_view(gateway, row) for row in rows]})
+
+
+async def replace_rules(gateway: Gateway, merchant_id: str, raw: Any) -> None:
+    """Check every rule, then replace the merchant's rules at once (the API's PUT and the dashboard page)."""
     if not isinstance(raw, list):
         raise ValidationError({"rules": "must be an array"})
     if len(raw) > MAX_RULES:
@@ -71,5 +77,3 @@ async def put_rules(request: web.Request) -> web.Response:
     if len(set(coins)) != len(coins):
         raise ValidationError({"rules": "one rule per coin (the cooldown is per coin)"})
     await store.replace(gateway, merchant_id, rules)
-    rows = await store.rules_of(gateway, merchant_id)
-    return envelope({"rules": [rule_view(gateway, row) for row in rows]})

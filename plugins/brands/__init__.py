@@ -13,8 +13,10 @@ live brands). Written exactly as a third-party package would be.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import branding, openapi
+from . import branding, dashboard, openapi
 from .routes import routes
 
 PLUGIN_NAME = "brands"
@@ -49,3 +51,13 @@ async def webhook_destination(gateway, merchant_id, brand_id):
 @hookimpl
 async def key_brand_allowed(gateway, merchant_id, brand_id):
     return await branding.key_brand_allowed(gateway, merchant_id, brand_id)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit)

@@ -52,7 +52,12 @@ async def list_brands(request: web.Request) -> web.Response:
 @requires("jwt")
 async def create(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    clean = await fields.create_body(gateway, await read_json(request))
+    return envelope(brand_view(await create_brand(gateway, merchant_id, await read_json(request))))
+
+
+async def create_brand(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> Any:
+    """Validate a brand's body and store it (the API route's and the dashboard page's one way)."""
+    clean = await fields.create_body(gateway, body)
     await store.ensure_default(gateway, merchant_id)
     if await store.count_live(gateway, merchant_id) >= MAX_LIVE_BRANDS:
         raise InvalidRequest(f"at most {MAX_LIVE_BRANDS} brands per account", code="too_many_brands")
@@ -62,8 +67,7 @@ async def create(request: web.Request) -> web.Response:
     else:
         taken = await store.slugs_like(gateway, merchant_id, fields.slug_base(clean["name"]))
         candidates = fields.derived_slugs(clean["name"], taken)
-    row = await store.insert(gateway, merchant_id, clean, candidates)
-    return envelope(brand_view(row))
+    return await store.insert(gateway, merchant_id, clean, candidates)
 
 
 @routes.get("/dashboard/brands/{id}")
@@ -89,7 +93,11 @@ async def update(request: web.Request) -> web.Response:
 @requires("jwt")
 async def archive(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    current = await store.get(gateway, merchant_id, request.match_info["id"])
+    return envelope(brand_view(await archive_brand(gateway, merchant_id, request.match_info["id"])))
+
+
+async def archive_brand(gateway: Any, merchant_id: str, brand_id: str) -> Any:
+    current = await store.get(gateway, merchant_id, brand_id)
     if current["slug"] == store.DEFAULT_SLUG:
         raise InvalidRequest("the default brand cannot be archived", code="default_brand")
-    return envelope(brand_view(await store.archive(gateway, merchant_id, current["id"])))
+    return await store.archive(gateway, merchant_id, current["id"])

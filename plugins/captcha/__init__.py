@@ -41,3 +41,10 @@ async def check_sign_in(gateway: Any, action: str, body: Mapping[str, Any], clie
         return
     remote_ip = client_ip if client_ip and client_ip != "unknown" else None
     await verify_sign_in(gateway.services.get("http"), settings, action, body.get("turnstile_token"), remote_ip)
+
+
+@hookimpl
+def sign_in_widget(gateway: Any) -> Any:
+    """The Turnstile widget for browser sign-in pages, when a secret and a ``site_key`` are configured."""
+    settings = _settings(gateway)
+    return settings.widget if settings.enabled else None

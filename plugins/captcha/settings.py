@@ -12,13 +12,16 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ...core.config import ConfigError
+from ...core.pages import SignInWidget
 
 PLUGIN_NAME = "captcha"
 # Cloudflare Turnstile's published server-side validation endpoint.
 DEFAULT_SITEVERIFY_URL = "https://challenges.cloudflare.com/turnstile/v0/siteverify"
+# Turnstile's published browser script: the widget a sign-in page shows (``site_key`` set).
+DEFAULT_SCRIPT_URL = "https://challenges.cloudflare.com/turnstile/v0/api.js"
 DEFAULT_TIMEOUT_SECONDS = 10.0
 MAX_TIMEOUT_SECONDS = 60.0
-_KEYS = {"siteverify_url", "secret", "fail_open", "timeout_seconds"}
+_KEYS = {"siteverify_url", "secret", "fail_open", "timeout_seconds", "site_key", "script_url"}
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class CaptchaSettings:
     secret: str
     fail_open: bool
     timeout_seconds: float
+    widget: SignInWidget | None = None
 
     @property
     def enabled(self) -> bool:
@@ -63,4 +67,18 @@ def parse_settings(block: Mapping[str, Any], *, allow_plain_http: bool) -> Captc
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not 0 < timeout <= MAX_TIMEOUT_SECONDS:
         raise ConfigError(f"config key '{_key('timeout_seconds')}' must be a number above 0"
                           f" and at most {MAX_TIMEOUT_SECONDS:g}")
-    return CaptchaSettings(url, secret.strip(), fail_open, float(timeout))
+    return CaptchaSettings(url, secret.strip(), fail_open, float(timeout), _widget(block))
+
+
+def _widget(block: Mapping[str, Any]) -> SignInWidget | None:
+    """The browser widget (``site_key``, optional ``script_url``) sign-in pages show; None without a site key."""
+    site_key = block.get("site_key")
+    if site_key is None:
+        return None
+    script_url = block.get("script_url", DEFAULT_SCRIPT_URL)
+    if not isinstance(site_key, str) or not isinstance(script_url, str):
+        raise ConfigError(f"config keys '{_key('site_key')}' and '{_key('script_url')}' must be strings")
+    try:
+        return SignInWidget(script_url, site_key.strip())
+    except ValueError as exc:
+        raise ConfigError(f"config key '{_key('site_key')}' or '{_key('script_url')}': {exc}") from None

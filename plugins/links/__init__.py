@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.plugins import hookimpl
-from . import openapi
+from . import dashboard, openapi
 from .routes_dashboard import routes as dashboard_routes
 from .routes_public import routes as public_routes
 from .settings import PLUGIN_NAME, settings_of
@@ -49,3 +49,9 @@ def register_openapi(registry) -> None:
 def register_templates(registry) -> None:
     # donate.js has its own route (/assets/donate.js, SPEC 4.14): no static folder to serve.
     registry.add(templates=HERE / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Payment links", "/app/links", order=50, render=dashboard.page,
+                 submit=dashboard.submit)

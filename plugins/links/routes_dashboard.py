@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from aiohttp import web
 
 from ...core import services
@@ -26,7 +28,13 @@ LABEL = Field("label", min_len=1, max_len=80)  # SPEC 8: label 1-80
 @requires("jwt")
 async def create(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    clean = validate(await read_json(request), [
+    row = await create_link(gateway, merchant_id, await read_json(request))
+    return envelope(link_view(gateway, row))
+
+
+async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> Any:
+    """Validate a link's body and store it (the API route's and the dashboard page's one way)."""
+    clean = validate(body, [
         Field("coin", required=True, upper=True, max_len=20), Field("amount", "amount"),
         Field("amount_fiat", "amount"), Field("fiat_currency", upper=True, choices=FIAT_CURRENCIES),
         Field("lifetime", "int", minimum=1, maximum=MAX_LIFETIME), Field("description", max_len=500),
@@ -51,7 +59,7 @@ async def create(request: web.Request) -> web.Response:
     row = await store.insert(gateway, merchant_id, coin=clean["coin"], amount=units, amount_fiat=amount_fiat,
                              fiat_currency=clean["fiat_currency"], lifetime=clean["lifetime"],
                              description=clean["description"] or None)
-    return envelope(link_view(gateway, row))
+    return row
 
 
 @routes.get("/dashboard/payment-links")

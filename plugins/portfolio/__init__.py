@@ -9,7 +9,9 @@ core services are used (``merchant_record``, ``available_balance``,
 from __future__ import annotations
 
 from ...core.plugins import hookimpl
-from . import openapi
+from pathlib import Path
+
+from . import dashboard, openapi
 from .routes import routes
 
 PLUGIN_NAME = "portfolio"
@@ -23,3 +25,13 @@ def register_routes(registry) -> None:
 @hookimpl
 def register_openapi(registry) -> None:
     openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Portfolio", "/app/portfolio", order=10, render=dashboard.page)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from ...core import services
@@ -16,8 +18,12 @@ routes = web.RouteTableDef()
 @routes.get("/dashboard/portfolio")
 @requires("jwt")
 async def show(request: web.Request) -> web.Response:
-    gateway = gateway_of(request)
-    merchant = await services.merchant_record(gateway, principal_of(request).merchant_id)
+    return envelope(await merchant_portfolio(gateway_of(request), principal_of(request).merchant_id))
+
+
+async def merchant_portfolio(gateway: Any, merchant_id: str) -> dict[str, Any]:
+    """The portfolio of one merchant (the route's answer and the dashboard page's)."""
+    merchant = await services.merchant_record(gateway, merchant_id)
     holdings = []
     for symbol in merchant.accepted_coins:
         coin = gateway.coins.get(symbol)
@@ -25,4 +31,4 @@ async def show(request: web.Request) -> web.Response:
             holdings.append((coin, await services.available_balance(gateway, merchant.merchant_id, symbol)))
     service = gateway.services.get("prices")
     quotes = await service.quotes() if service is not None else {}
-    return envelope(portfolio(merchant.account_id, holdings, quotes, gateway.clock()))
+    return portfolio(merchant.account_id, holdings, quotes, gateway.clock())

@@ -12,8 +12,10 @@ catches up on anything a crash kept from the hook. ``GET
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import openapi
+from . import dashboard, openapi
 from .earnings import CATCH_UP_SECONDS, catch_up, on_posted
 from .routes import routes
 
@@ -45,3 +47,13 @@ def register_jobs(registry) -> None:
 @hookimpl
 async def ledger_posted(gateway, transaction) -> None:
     await on_posted(gateway, transaction)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Referrals", "/app/referrals", order=80, render=dashboard.page)

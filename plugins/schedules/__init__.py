@@ -10,8 +10,10 @@ Written exactly as a third-party package would be: hooks only, no core table.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import openapi
+from . import dashboard, openapi
 from .routes import routes
 from .tick import JOB_NAME, TICK_SECONDS, run_schedules
 
@@ -39,3 +41,14 @@ def register_openapi(registry) -> None:
 @hookimpl
 def register_jobs(registry) -> None:
     registry.add(JOB_NAME, run_schedules, seconds=TICK_SECONDS)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Schedules", "/app/schedules", order=60, render=dashboard.page,
+                 submit=dashboard.submit)

@@ -38,7 +38,12 @@ def schedule_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
 @requires("jwt")
 async def create(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    clean = validate(await read_json(request), [
+    return envelope(schedule_view(gateway, await create_schedule(gateway, merchant_id, await read_json(request))))
+
+
+async def create_schedule(gateway: Gateway, merchant_id: str, body: Mapping[str, Any]) -> Any:
+    """Validate a schedule's body and store it (the API route's and the dashboard page's one way)."""
+    clean = validate(body, [
         Field("coin", required=True, upper=True, max_len=20), Field("destination", required=True, max_len=128),
         Field("min_amount", "amount", required=True), Field("interval_sec", "int", required=True,
                                                              minimum=MIN_INTERVAL, maximum=MAX_INTERVAL),
@@ -49,7 +54,7 @@ async def create(request: web.Request) -> web.Response:
         raise InvalidRequest(f"at most {MAX_SCHEDULES} payout schedules", code="too_many_schedules")
     row = await store.insert(gateway, merchant_id, coin=clean["coin"], destination=destination, min_amount=units,
                              interval_sec=clean["interval_sec"])
-    return envelope(schedule_view(gateway, row))
+    return row
 
 
 @routes.get("/dashboard/payout-schedules")

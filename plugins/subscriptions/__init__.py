@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ...core.config import ConfigError
 from ...core.plugins import hookimpl
-from . import billing, openapi, webhooks
+from . import billing, dashboard, openapi, webhooks
 from .pages import routes as page_routes
 from .routes_api import SCOPES, routes as api_routes
 
@@ -89,3 +89,9 @@ async def payment_expired(gateway, payment) -> None:
 @hookimpl
 async def payment_cancelled(gateway, payment) -> None:
     await billing.payment_changed(gateway, payment.track_id)
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Subscriptions", "/app/subscriptions", order=40, render=dashboard.page,
+                 submit=dashboard.submit)

@@ -9,7 +9,7 @@ dashboard routes answer the full envelope.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from aiohttp import web
 
@@ -104,14 +104,19 @@ async def dashboard_summary(request: web.Request) -> web.Response:
 @requires("jwt")
 async def create_plan(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    clean = validate(await read_json(request), plans.CREATE_FIELDS)
+    return envelope(plans.plan_view(gateway, await new_plan(gateway, merchant_id, await read_json(request))))
+
+
+async def new_plan(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> Any:
+    """Validate a plan's body and store it (the API route's and the dashboard page's one way)."""
+    clean = validate(body, plans.CREATE_FIELDS)
     coins = await plans.check_coins(gateway, merchant_id, clean["accepted_coins"] or [])
     if await store.count_plans(gateway, merchant_id) >= plans.MAX_PLANS:
         raise plans.too_many()
     row = await store.insert_plan(gateway, merchant_id, label=clean["label"],
                                   amount_usd=plans.usd_text(clean["amount_usd"]),
                                   interval_sec=clean["interval_sec"], accepted_coins=coins)
-    return envelope(plans.plan_view(gateway, row))
+    return row
 
 
 @routes.get("/dashboard/plans")

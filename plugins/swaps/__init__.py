@@ -10,8 +10,10 @@ and the account's default settlement coin. The logic is in ``service``
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...core.plugins import hookimpl
-from . import openapi, settle
+from . import dashboard, openapi, settle
 from .engine import JOB_NAME, JOB_SECONDS, run_swaps
 from .routes import routes
 from .settings import PLUGIN_NAME, read_settings
@@ -69,3 +71,13 @@ async def payment_webhook_fields(gateway, payment):
 @hookimpl
 async def deposit_reversed(gateway, deposit):
     await settle.deposit_reversed(gateway, deposit)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Swaps", "/app/swaps", order=70, render=dashboard.page, submit=dashboard.submit)

@@ -25,7 +25,8 @@ routes = web.RouteTableDef()
 OPERATION = Op(
     "GET", PATH, "A static file of a plugin", "Hosted pages", rate_limited=False,
     responses={"200": {"description": "The file, with Cache-Control public, max-age=3600.",
-                       "content": {"*/*": {"schema": {"type": "string"}}}}},
+                       "content": {media: {"schema": {"type": "string"}}
+                                   for media in ("text/css", "text/javascript", "*/*")}}},
     description="Files from the static folder a plugin registered with register_templates.",
 )
 

@@ -1,0 +1,18 @@
+"""The analytics dashboard page: the 30-day report of GET /dashboard/analytics with a server-side SVG chart."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from markupsafe import Markup
+
+from ...core.pages import DashboardView
+from .chart import bar_chart
+from .report import analytics
+
+
+async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> DashboardView:
+    report = await analytics(gateway, merchant_id)
+    days = [d["date"] for d in report["daily"]]
+    chart = bar_chart("Deposits per day, USD, last 30 days", days, [d["deposits_usd"] for d in report["daily"]])
+    return DashboardView("analytics/dashboard.html", {"report": report, "chart": Markup(chart)})

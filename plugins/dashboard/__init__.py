@@ -1,0 +1,45 @@
+"""The merchant dashboard at ``/app``: server-rendered pages over the core's services, a feature plugin.
+
+Pages are aiohttp-jinja2 templates extending this plugin's layout, served
+with the hosted pages' CSP (one nonce'd script, which only enhances: every
+action is a form that posts and redirects). The browser holds its dashboard
+JWT in an HttpOnly cookie that only these pages read (``session.py``); the
+JSON API keeps header authentication. Plugins add pages through
+``register_dashboard_pages`` (``plugin_pages.py``). See docs/dashboard.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ...core.plugins import hookimpl
+from . import openapi, routes_auth, routes_money, routes_payments, routes_settings
+from .plugin_pages import page_routes
+from .settings import settings_of
+
+HERE = Path(__file__).parent
+
+
+@hookimpl
+def validate_config(gateway: Any) -> None:
+    settings_of(gateway)
+
+
+@hookimpl
+def register_templates(registry: Any) -> None:
+    registry.add(templates=HERE / "templates", static=HERE / "static")
+
+
+@hookimpl
+def register_routes(registry: Any, gateway: Any) -> None:
+    for module in (routes_auth, routes_payments, routes_money, routes_settings):
+        registry.add(module.routes)
+    pages = gateway.dashboard.rendered()
+    if pages:
+        registry.add(page_routes(pages))
+
+
+@hookimpl
+def register_openapi(registry: Any, gateway: Any) -> None:
+    openapi.register(registry, gateway)

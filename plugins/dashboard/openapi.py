@@ -1,0 +1,123 @@
+"""The dashboard's pages in ``/openapi.json`` (``register_openapi``), as the hosted pages are documented.
+
+They are HTML pages for people, not API operations: each answers text/html
+(or a 303), takes the browser session cookie (never a header), and every
+form carries ``csrf_token``. Documented because every route the server has is
+(tests/test_openapi.py), under their own tag.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...web.openapi import Op, Param, html, obj, redirect
+
+TAG = "Dashboard pages (HTML, /app)"
+FORM = "application/x-www-form-urlencoded"
+MULTIPART = "multipart/form-data"
+STRING = {"type": "string"}
+TEXT = {"type": "string", "maxLength": 4096}
+SESSION = ("Signed-in pages need the session cookie set by the sign-in form; without it (or after the idle "
+           "timeout) they answer 303 to /app/login. The cookie never authenticates /v1 or /dashboard.")
+PAGE = html("The page (works without JavaScript).")
+TO_LOGIN = redirect("Not signed in (or idle): to /app/login?next=...")
+FORM_ERRORS = (401, 403, 409, 503)
+
+
+def form(required: dict[str, Any] | None = None, optional: dict[str, Any] | None = None) -> dict[str, Any]:
+    return obj({"csrf_token": STRING, **(required or {})}, optional or {})
+
+
+def page(path: str, summary: str, *, query: tuple[Param, ...] = (), description: str = "") -> Op:
+    return Op("GET", path, summary, TAG, page=True, query=query, description=description or SESSION,
+              responses={"200": PAGE, "303": TO_LOGIN, "400": html("A bad filter, named on the page.")})
+
+
+def action(path: str, summary: str, body: dict[str, Any], done: str, *, media: str = FORM,
+           shows: str | None = None, rate: bool = True) -> Op:
+    responses = {"303": redirect(done), "400": html("The form again, naming the bad field."),
+                 "403": html("The form's CSRF token is missing or wrong, or it came from another origin.")}
+    if shows:
+        responses["200"] = html(shows)
+    return Op("POST", path, summary, TAG, page=True, body=body, body_media_type=media, errors=FORM_ERRORS,
+              responses=responses, rate_limited=rate, description=SESSION)
+
+
+PAYMENT_FORM = form({"type": {"type": "string", "enum": ["static_address", "white_label", "invoice"]}}, {
+    name: TEXT for name in ("currency", "amount", "pay_currency", "order_id", "description", "lifetime",
+                            "callback_url", "return_url", "email", "user_id")})
+LIST_QUERY = tuple(Param(name, STRING) for name in ("status", "type", "currency", "order_id", "sort_order")) + (
+    Param("limit", {"type": "integer", "minimum": 1, "maximum": 200}), Param("offset", {"type": "integer",
+                                                                                          "minimum": 0}))
+
+OPERATIONS = [
+    Op("GET", "/app/login", "Sign-in page", TAG, page=True, query=(Param("next", STRING), Param("notice", STRING)),
+       responses={"200": PAGE, "303": redirect("Already signed in: to next.")}),
+    Op("POST", "/app/login", "Sign in", TAG, page=True, body_media_type=FORM, errors=FORM_ERRORS,
+       body=form({"email": TEXT, "password": TEXT}, {"next": TEXT, "turnstile_token": TEXT,
+                                                      "cf-turnstile-response": TEXT}),
+       responses={"303": redirect("Signed in (session cookie set): to next or /app."),
+                  "400": html("The form again."), "401": html("The form again: invalid credentials.")}),
+    Op("GET", "/app/signup", "Sign-up page", TAG, page=True, query=(Param("ref", STRING),),
+       responses={"200": PAGE, "303": redirect("Already signed in.")}),
+    Op("POST", "/app/signup", "Create an account", TAG, page=True, body_media_type=FORM, errors=FORM_ERRORS,
+       body=form({"email": TEXT, "password": TEXT}, {"ref": TEXT, "turnstile_token": TEXT,
+                                                      "cf-turnstile-response": TEXT}),
+       responses={"200": html("Signed in; the three API keys, shown once."), "400": html("The form again."),
+                  "409": html("The form again: email already registered.")}),
+    action("/app/logout", "Sign out", form(), "To /app/login (session cookie cleared)."),
+    action("/app/fragment", "Finish a sign-in or chat link from a URL fragment", form(
+        {"kind": {"type": "string", "enum": ["google-auth", "tg-link"]}, "value": TEXT}),
+        "Signed in by the identity provider's token, to /app.", shows="New account keys, or the chat link result.",
+        rate=True),
+    page("/app", "Home: balances, recent payments"),
+    page("/app/payments", "Payments, with the SPEC filters and paging", query=LIST_QUERY),
+    page("/app/payments/new", "New payment form"),
+    action("/app/payments/new", "Create a payment", PAYMENT_FORM, "To the new payment's page."),
+    page("/app/payments/{track_id}", "A payment: deposits, receipt, refund"),
+    action("/app/payments/{track_id}/cancel", "Cancel a Waiting payment", form(), "Back to the payment."),
+    action("/app/payments/{track_id}/refund", "Refund a Paid payment", form(
+        {"destination": TEXT}, {"amount": TEXT, "amount_usd": TEXT, "description": TEXT, "external_id": TEXT}),
+        "Back to the payment."),
+    page("/app/payouts", "Payouts: history, single and batch forms"),
+    action("/app/payouts", "Send a payout", form({"currency": TEXT, "address": TEXT, "amount": TEXT},
+                                                 {"description": TEXT, "idempotency_key": TEXT}),
+           "Back to the payouts (the same idempotency_key pays once)."),
+    action("/app/payouts/batch", "Pay a CSV batch (currency,address,amount,external_id)",
+           form({}, {"file": {"type": "string", "contentMediaType": "text/csv"}, "rows": TEXT}),
+           "", media=MULTIPART, shows="The payouts page with each row's result."),
+    page("/app/transfers", "Transfers: history and form"),
+    action("/app/transfers", "Send an internal transfer", form(
+        {"to_account_id": TEXT, "coin": TEXT, "amount": TEXT}, {"idempotency_key": TEXT, "totp_code": TEXT}),
+        "Back to the transfers."),
+    page("/app/settings", "Settings"),
+    action("/app/settings/{section}", "Save a settings form (webhook, coins, confirmations, static-mode, rotate-key)",
+           form({}, {"webhook_url": TEXT, "rotate_secret": TEXT, "accepted_coins": TEXT, "enabled": TEXT,
+                     "key_type": TEXT}),
+           "Back to the settings.", shows="A new secret or key, shown once."),
+    page("/app/security", "Two-factor authentication"),
+    action("/app/security/{action}", "Set up, verify or turn off TOTP (setup, verify, disable)",
+           form({}, {"code": TEXT}), "Back to the page.", shows="The secret and its QR code (setup)."),
+    page("/app/keys", "Scoped API keys"),
+    action("/app/keys", "Create a scoped key", form({"label": TEXT}, {
+        "scopes": TEXT, "coin_allowlist": TEXT, "ip_allowlist": TEXT, "webhook_url": TEXT, "rate_limit_rpm": TEXT,
+        "expires_in_days": TEXT}), "", shows="The new key, shown once."),
+    action("/app/keys/{key_id}/{action}", "Rotate or revoke a scoped key (rotate, revoke)", form(),
+           "Back to the keys (revoked).", shows="The rotated key, shown once."),
+    page("/app/webhooks", "Webhook deliveries"),
+    action("/app/webhooks/{event_id}/redeliver", "Send a failed event again", form(), "Back to the deliveries."),
+]
+
+
+def register(registry: Any, gateway: Any) -> None:
+    for operation in OPERATIONS:
+        registry.add(operation)
+    for entry in gateway.dashboard.rendered():  # pages other plugins render inside the dashboard
+        registry.add(Op("GET", entry.path, f"{entry.title} (plugin {entry.plugin})", TAG, page=True,
+                        query=(Param("key_id", STRING), Param("offset", STRING)),
+                        description=SESSION, responses={"200": PAGE, "303": TO_LOGIN}))
+        if entry.submit is not None:
+            registry.add(action(entry.path, f"{entry.title}: a form (plugin {entry.plugin})",
+                                {"type": "object", "required": ["csrf_token"],
+                                 "properties": {"csrf_token": STRING}, "additionalProperties": True},
+                                "Back to the page.", shows="The page again, or what the form created."))

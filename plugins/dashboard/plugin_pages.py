@@ -1,0 +1,70 @@
+"""Pages other plugins add to the dashboard (``register_dashboard_pages`` with a ``render`` callback).
+
+The dashboard serves each such entry at its ``path``: signed in, CSRF
+checked, inside the layout. A blocked plugin registers nothing, so its
+navigation entry and its page (404) are gone with no other change.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from aiohttp import web
+
+from ...core.errors import ApiError
+from ...core.pages import DashboardView
+from ...core.registries import DashboardPage
+from ...web.keys import GATEWAY
+from .session import Session
+from .views import error_text, render, see_other, signed_in
+
+
+async def _call(func: Any, *args: Any) -> Any:
+    result = func(*args)
+    return await result if inspect.isawaitable(result) else result
+
+
+def _show(request: web.Request, session: Session, page: DashboardPage, view: DashboardView, *,
+          error: str | None = None, status: int | None = None) -> web.Response:
+    if not isinstance(view, DashboardView):
+        raise TypeError(f"dashboard page {page.path} of plugin {page.plugin!r} returned {type(view).__name__},"
+                        " not a DashboardView")
+    return render(request, session, "dashboard/plugin_page.html", {
+        **view.context, "view": view, "page_title": page.title, "page_path": page.path, "error": error,
+    }, status=status or view.status)
+
+
+def page_routes(pages: list[DashboardPage]) -> web.RouteTableDef:
+    """GET (and POST when the page takes forms) for every rendered plugin page."""
+    routes = web.RouteTableDef()
+    for page in pages:
+        routes.get(page.path)(signed_in(_getter(page)))
+        if page.submit is not None:
+            routes.post(page.path)(signed_in(_poster(page)))
+    return routes
+
+
+def _getter(page: DashboardPage) -> Any:
+    async def show(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+        view = await _call(page.render, request.app[GATEWAY], session.merchant_id, request.query)
+        return _show(request, session, page, view)
+
+    show.__name__ = show.__qualname__ = f"plugin_page_{page.plugin}"
+    return show
+
+
+def _poster(page: DashboardPage) -> Any:
+    async def submit(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+        gateway = request.app[GATEWAY]
+        try:
+            result = await _call(page.submit, gateway, session.merchant_id, form)
+        except ApiError as exc:
+            view = await _call(page.render, gateway, session.merchant_id, request.query)
+            return _show(request, session, page, view, error=error_text(exc), status=exc.status)
+        if result is None:
+            raise see_other(request.path_qs, "saved")
+        return _show(request, session, page, result)
+
+    submit.__name__ = submit.__qualname__ = f"plugin_form_{page.plugin}"
+    return submit

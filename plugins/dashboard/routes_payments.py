@@ -1,0 +1,195 @@
+"""Home (balances), payments: list with the SPEC filters, detail with deposits and receipt, create, cancel, refund.
+
+Each page calls the core functions behind the matching JSON routes
+(``/dashboard/payments``, ``/dashboard/create-payment``, ``/v1/payment/.../receipt``,
+``/v1/payment/.../refund``) with the signed-in merchant as a dashboard principal,
+so validation, limits and errors are the API's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from aiohttp import web
+
+from ...core import ledger
+from ...core import payments as svc
+from ...core import refunds
+from ...core.accounts import account_view, require_merchant
+from ...core.errors import ApiError
+from ...core.receipts import issue_receipt
+from ...web.auth import Principal
+from ...web.keys import GATEWAY
+from ...web.routes.payments import LIST_FIELDS, parse_payment_request
+from ...web.routes.payouts import REFUND_FIELDS
+from ...web.validation import pagination, validate
+from .session import Session
+from .views import error_text, render, see_other, signed_in
+
+routes = web.RouteTableDef()
+
+TYPE_LABELS = {svc.INVOICE: "Invoice (hosted page)", svc.WHITE_LABEL: "White-label (you show the address)",
+               svc.STATIC: "Static address"}
+CREATE_FIELDS = ("type", "currency", "amount", "pay_currency", "order_id", "description", "lifetime", "callback_url",
+                 "return_url", "email", "user_id")
+
+
+def principal(session: Session) -> Principal:
+    """The signed-in merchant as the API's dashboard principal (every scope, no allowlist)."""
+    return Principal(merchant_id=session.merchant_id, via="jwt")
+
+
+def form_body(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """A form as the JSON body the API would get: empty fields are absent, numbers stay text."""
+    body: dict[str, Any] = {}
+    for name in names:
+        value = form.get(name)
+        if isinstance(value, str) and value.strip():
+            body[name] = value.strip()
+    if "lifetime" in body and body["lifetime"].isdigit():
+        body["lifetime"] = int(body["lifetime"])
+    return body
+
+
+async def balances(gateway: Any, merchant_id: str) -> list[tuple[str, str]]:
+    table = await ledger.merchant_balances(gateway.db, merchant_id)
+    return [(coin, gateway.coins.require(coin).format(units) if coin in gateway.coins else str(units))
+            for coin, units in sorted(table.items()) if units]
+
+
+@routes.get("/app")
+@signed_in
+async def home(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    merchant = await require_merchant(gateway.db, session.merchant_id)
+    recent = await svc.list_payments(gateway, session.merchant_id, limit=5)
+    return render(request, session, "dashboard/home.html", {
+        "account": account_view(gateway, merchant), "balances": await balances(gateway, session.merchant_id),
+        "payments": recent["payments"], "fragment_fallback": True,
+        "panels": gateway.dashboard.entries("home-panels"),
+    })
+
+
+@routes.get("/app/payments")
+@signed_in
+async def payments(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    query = {k: v for k, v in request.query.items() if v != ""}
+    try:
+        values = validate(query, LIST_FIELDS)
+        limit, offset = pagination(query, default_limit=20, max_limit=200)
+    except ApiError as exc:
+        return render(request, session, "dashboard/payments.html",
+                      {"error": error_text(exc), "rows": [], "filters": query, "statuses": svc.STATUSES,
+                       "types": svc.PAYMENT_TYPES, "page": None}, status=exc.status)
+    status = next((s for s in svc.STATUSES if s.upper() == values["status"]), None)
+    result = await svc.list_payments(
+        gateway, session.merchant_id, status=status, type=values["type"].lower() if values["type"] else None,
+        order_id=values["order_id"], currency=values["currency"], limit=limit, offset=offset,
+        sort_order=values["sort_order"])
+    keep = {k: v for k, v in query.items() if k not in ("offset", "notice")}
+    return render(request, session, "dashboard/payments.html", {
+        "rows": result["payments"], "filters": query, "statuses": svc.STATUSES, "types": svc.PAYMENT_TYPES,
+        "page": pager(result["total"], limit, offset, keep),
+    })
+
+
+def pager(total: int, limit: int, offset: int, keep: Mapping[str, str]) -> dict[str, Any]:
+    """Previous/next links that keep the filters (``keep``)."""
+    from urllib.parse import urlencode
+
+    def link(new_offset: int) -> str:
+        return "?" + urlencode({**keep, "offset": str(new_offset), "limit": str(limit)})
+
+    return {
+        "total": total, "first": offset + 1 if total else 0, "last": min(offset + limit, total),
+        "prev": link(max(offset - limit, 0)) if offset > 0 else None,
+        "next": link(offset + limit) if offset + limit < total else None,
+    }
+
+
+async def _new_page(request: web.Request, session: Session, *, values: Mapping[str, Any] | None = None,
+                    error: str | None = None, status: int = 200) -> web.Response:
+    gateway = request.app[GATEWAY]
+    merchant = await require_merchant(gateway.db, session.merchant_id)
+    return render(request, session, "dashboard/payment_new.html", {
+        "types": TYPE_LABELS, "coins": svc.servable_coins(gateway, merchant), "values": values or {"type": svc.INVOICE},
+        "error": error}, status=status)
+
+
+@routes.get("/app/payments/new")
+@signed_in
+async def new_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    return await _new_page(request, session)
+
+
+@routes.post("/app/payments/new")
+@signed_in
+async def create_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    body = form_body(form, CREATE_FIELDS)
+    payment_type = body.get("type")
+    try:
+        if payment_type not in svc.PAYMENT_TYPES:
+            raise ApiError("choose a payment type")
+        if payment_type == svc.INVOICE:
+            body.pop("user_id", None)
+        else:
+            for name in ("return_url", "email"):
+                body.pop(name, None)
+        parsed = await parse_payment_request(gateway, body, payment_type, principal(session))
+        merchant = await require_merchant(gateway.db, session.merchant_id)
+        created = await svc.create_payment(gateway, merchant, parsed)
+    except ApiError as exc:
+        return await _new_page(request, session, values=body, error=error_text(exc), status=exc.status)
+    raise see_other(f"/app/payments/{created['track_id']}", "payment-created")
+
+
+async def _detail(request: web.Request, session: Session, *, error: str | None = None,
+                  status: int = 200) -> web.Response:
+    gateway = request.app[GATEWAY]
+    track_id = request.match_info["track_id"]
+    payment = await svc.show_payment(gateway, session.merchant_id, track_id)
+    receipt = None
+    if payment["status"] == svc.PAID:
+        receipt = await issue_receipt(gateway, await svc.get_payment(gateway, session.merchant_id, track_id))
+    return render(request, session, "dashboard/payment.html", {
+        "payment": payment, "receipt": receipt, "error": error,
+        "actions": gateway.dashboard.entries("payment-actions"),
+    }, status=status)
+
+
+@routes.get("/app/payments/{track_id}")
+@signed_in
+async def payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    return await _detail(request, session)
+
+
+@routes.post("/app/payments/{track_id}/cancel")
+@signed_in
+async def cancel(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    track_id = request.match_info["track_id"]
+    try:
+        await svc.cancel_payment(request.app[GATEWAY], session.merchant_id, track_id)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _detail(request, session, error=error_text(exc), status=exc.status)
+    raise see_other(f"/app/payments/{track_id}", "payment-cancelled")
+
+
+@routes.post("/app/payments/{track_id}/refund")
+@signed_in
+async def refund(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    track_id = request.match_info["track_id"]
+    await svc.get_payment(gateway, session.merchant_id, track_id)  # 404 for another merchant's payment
+    try:
+        values = validate(form_body(form, ("destination", "amount", "amount_usd", "description", "external_id")),
+                          REFUND_FIELDS)
+        await refunds.refund_payment(gateway, session.merchant_id, track_id, refunds.RefundRequest(
+            destination=values["destination"], amount=values["amount"], amount_usd=values["amount_usd"],
+            description=values["description"], external_id=values["external_id"]))
+    except ApiError as exc:
+        return await _detail(request, session, error=error_text(exc), status=exc.status)
+    raise see_other(f"/app/payments/{track_id}", "refund-created")

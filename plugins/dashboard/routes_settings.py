@@ -1,0 +1,213 @@
+"""Settings (webhook and its secret, coins, confirmations, customer static mode, legacy keys), 2FA, API keys,
+webhook logs with redelivery.
+
+Secrets the core creates (an API key, a webhook secret, a TOTP secret) are
+shown once, in the 200 answer to the form that created them, never in a URL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from ...core import accounts, api_keys, webhooks
+from ...core.auth import normalize_totp_code
+from ...core.errors import ApiError, ValidationError
+from ...core.qr import qr_svg
+from ...web.keys import GATEWAY
+from ...web.routes.dashboard_keys import create_fields
+from ...web.routes.dashboard_settings import KEY_TYPES
+from ...web.validation import Field, pagination, validate
+from .routes_payments import pager
+from .session import Session
+from .views import error_text, nav_entries, render, see_other, signed_in
+
+routes = web.RouteTableDef()
+
+
+async def _settings_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
+    gateway = request.app[GATEWAY]
+    row = await accounts.require_merchant(gateway.db, session.merchant_id)
+    account = accounts.account_view(gateway, row)
+    return render(request, session, "dashboard/settings.html", {
+        "account": account, "coins": list(gateway.coins.names()), "key_types": KEY_TYPES,
+        "tabs": nav_entries(gateway, "settings-nav"), **context}, status=status)
+
+
+@routes.get("/app/settings")
+@signed_in
+async def settings(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    return await _settings_page(request, session)
+
+
+@routes.post("/app/settings/{section}")
+@signed_in
+async def save_settings(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """One handler per settings form, each calling the core function behind its ``PUT /dashboard/settings/*``."""
+    gateway, merchant_id = request.app[GATEWAY], session.merchant_id
+    section = request.match_info["section"]
+    shown: dict[str, Any] = {}
+    try:
+        if section == "webhook":
+            clean = validate({"webhook_url": form.get("webhook_url", "").strip()},
+                             [Field("webhook_url", "url", required=True, max_len=500)])
+            result = await accounts.set_webhook(gateway, merchant_id, clean["webhook_url"],
+                                                form.get("rotate_secret") == "1")
+            if result.get("webhook_secret"):
+                shown = {"title": "Webhook secret", "name": "webhook_secret", "value": result["webhook_secret"]}
+        elif section == "coins":
+            coins = [c.upper() for c in form.getall("accepted_coins", [])]
+            if not coins:
+                raise ValidationError({"accepted_coins": "choose at least one coin"})
+            await accounts.set_accepted_coins(gateway, merchant_id, coins)
+        elif section == "confirmations":
+            thresholds = {name[len("conf_"):].upper(): value.strip() for name, value in form.items()
+                          if name.startswith("conf_") and isinstance(value, str) and value.strip()}
+            for coin, value in thresholds.items():
+                if not value.isdigit():
+                    raise ValidationError({coin: "must be a whole number"})
+            await accounts.set_confirmations(gateway, merchant_id, {k: int(v) for k, v in thresholds.items()})
+        elif section == "static-mode":
+            await accounts.set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
+        elif section == "rotate-key":
+            key_type = form.get("key_type")
+            if key_type not in KEY_TYPES:
+                raise ValidationError({"key_type": "choose a key"})
+            new_key = await accounts.rotate_legacy_key(gateway, merchant_id, KEY_TYPES[key_type])
+            shown = {"title": "New API key", "name": f"{KEY_TYPES[key_type]}_api_key", "value": new_key}
+        else:
+            raise web.HTTPNotFound()
+    except ApiError as exc:
+        return await _settings_page(request, session, error=error_text(exc), status=exc.status)
+    if shown:
+        return await _settings_page(request, session, secret=shown)
+    raise see_other("/app/settings", "settings-saved")
+
+
+# -- two-factor ------------------------------------------------------------------------------------
+
+
+@routes.get("/app/security")
+@signed_in
+async def security(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    return render(request, session, "dashboard/security.html", {})
+
+
+@routes.post("/app/security/{action}")
+@signed_in
+async def totp(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """setup (secret and a server-rendered QR), verify (turns 2FA on), disable (needs a code)."""
+    gateway, merchant_id = request.app[GATEWAY], session.merchant_id
+    action = request.match_info["action"]
+    try:
+        if action == "setup":
+            secret, url = await accounts.start_totp_setup(gateway, merchant_id)
+            return render(request, session, "dashboard/security.html",
+                          {"setup": {"secret": secret, "qr": qr_svg(url, scale=5)}})
+        code = normalize_totp_code(form.get("code"))
+        if code is None:
+            raise ValidationError({"code": "must be a 6-digit code"})
+        if action == "verify":
+            await accounts.enable_totp(gateway, merchant_id, code)
+            raise see_other("/app/security", "totp-enabled")
+        if action == "disable":
+            await accounts.disable_totp(gateway, merchant_id, code)
+            raise see_other("/app/security", "totp-disabled")
+    except ApiError as exc:
+        return render(request, session, "dashboard/security.html", {"error": error_text(exc)}, status=exc.status)
+    raise web.HTTPNotFound()
+
+
+# -- API keys ----------------------------------------------------------------------------------------
+
+
+async def _keys_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
+    gateway = request.app[GATEWAY]
+    listed = await api_keys.list_api_keys(gateway.db, session.merchant_id)
+    return render(request, session, "dashboard/keys.html", {
+        "keys": listed["keys"], "scopes": list(gateway.scopes), "values": {},
+        "key_actions": gateway.dashboard.entries("key-actions"), **context}, status=status)
+
+
+@routes.get("/app/keys")
+@signed_in
+async def keys(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    return await _keys_page(request, session)
+
+
+def _lines(value: Any) -> list[str]:
+    """A textarea or comma list as items (allowlists)."""
+    if not isinstance(value, str):
+        return []
+    return [item.strip() for item in value.replace(",", "\n").splitlines() if item.strip()]
+
+
+@routes.post("/app/keys")
+@signed_in
+async def create_key(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    body: dict[str, Any] = {"label": form.get("label", "").strip(), "scopes": form.getall("scopes", []),
+                            "coin_allowlist": _lines(form.get("coin_allowlist")),
+                            "ip_allowlist": _lines(form.get("ip_allowlist"))}
+    for name in ("webhook_url", "rate_limit_rpm", "expires_in_days"):
+        value = form.get(name, "").strip()
+        if value:
+            body[name] = value
+    try:
+        days = body.pop("expires_in_days", None)
+        if days is not None:
+            if not days.isdigit() or not 1 <= int(days) <= 3650:
+                raise ValidationError({"expires_in_days": "must be a whole number of days from 1 to 3650"})
+            body["expires_at"] = gateway.now() + int(days) * 86400
+        if "rate_limit_rpm" in body:
+            if not body["rate_limit_rpm"].isdigit():
+                raise ValidationError({"rate_limit_rpm": "must be a whole number from 1 to 10000"})
+            body["rate_limit_rpm"] = int(body["rate_limit_rpm"])
+        clean = validate(body, create_fields(gateway.scopes.names()))
+        result = await api_keys.create_scoped_key(gateway, session.merchant_id, api_keys.ScopedKeyRequest(**clean))
+    except ApiError as exc:
+        return await _keys_page(request, session, error=error_text(exc), values=body, status=exc.status)
+    return await _keys_page(request, session, created=result)
+
+
+@routes.post("/app/keys/{key_id}/{action}")
+@signed_in
+async def change_key(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway, key_id = request.app[GATEWAY], request.match_info["key_id"]
+    action = request.match_info["action"]
+    if action not in ("revoke", "rotate"):
+        raise web.HTTPNotFound()
+    try:
+        if action == "revoke":
+            await api_keys.revoke_scoped_key(gateway, session.merchant_id, key_id)
+            raise see_other("/app/keys", "key-revoked")
+        result = await api_keys.rotate_scoped_key(gateway, session.merchant_id, key_id)
+    except ApiError as exc:
+        if exc.status == 404:
+            raise
+        return await _keys_page(request, session, error=error_text(exc), status=exc.status)
+    return await _keys_page(request, session, rotated=result)
+
+
+# -- webhook logs ----------------------------------------------------------------------------------
+
+
+@routes.get("/app/webhooks")
+@signed_in
+async def webhook_logs(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    limit, offset = pagination(request.query, default_limit=50, max_limit=200)
+    logs, total = await webhooks.delivery_log(gateway, session.merchant_id, limit=limit, offset=offset)
+    again = await webhooks.redeliverable_events(gateway, session.merchant_id, [log["event_id"] for log in logs])
+    return render(request, session, "dashboard/webhooks.html", {
+        "logs": logs, "redeliverable": again, "page": pager(total, limit, offset, {})})
+
+
+@routes.post("/app/webhooks/{event_id}/redeliver")
+@signed_in
+async def redeliver(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    gateway = request.app[GATEWAY]
+    if not await webhooks.redeliver(gateway, session.merchant_id, request.match_info["event_id"]):
+        raise web.HTTPNotFound()
+    raise see_other("/app/webhooks", "redelivery-queued")

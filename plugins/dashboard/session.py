@@ -1,0 +1,174 @@
+"""The browser session of the dashboard: a cookie holding the dashboard JWT, CSRF tokens, idle timeout.
+
+* ``orb_session`` holds ``<jwt>~<last_seen>~<mac>``: the same token
+  ``POST /dashboard/auth/login`` returns (24 h, revoked by a password change),
+  the time of the last request, and a MAC over both so the browser cannot
+  move its own idle clock. HttpOnly, SameSite=Lax, Secure when the dashboard
+  is served over https. Only this plugin's ``/app`` pages read it: the JSON
+  API (``/v1``, ``/dashboard``) authenticates by header alone, so a forged
+  cross-site request can never ride the cookie into it.
+* A session unused for ``idle_minutes`` is over; each page view moves
+  ``last_seen`` (rewritten at most once a minute).
+* Every form carries a CSRF token: for a signed-in browser an HMAC of its
+  session token (a new session, a new token); before sign-in an HMAC of a
+  random ``orb_pre`` cookie (login CSRF). Both are keyed by a key derived from
+  the gateway's JWT secret, so nothing is stored server-side.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from ...core import accounts, auth
+from ...core.errors import Unauthorized
+from ...web.keys import GATEWAY
+from .settings import settings_of
+
+SESSION_COOKIE = "orb_session"
+PRE_COOKIE = "orb_pre"
+CSRF_FIELD = "csrf_token"
+TOUCH_SECONDS = 60
+_SEP = "~"
+
+
+class CsrfRefused(Exception):
+    """A form arrived without the token its page carried (or from another origin)."""
+
+
+@dataclass(frozen=True)
+class Session:
+    """A signed-in browser: whose dashboard, and the token its forms must carry."""
+
+    merchant_id: str
+    email: str
+    csrf: str
+    totp_enabled: bool
+    refresh: bool  # the cookie's last_seen is old enough to rewrite
+
+
+def _key(gateway: Any) -> bytes:
+    return hmac.new(gateway.require_secrets().jwt_secret, b"orbchain dashboard session", hashlib.sha256).digest()
+
+
+def _mac(gateway: Any, text: str) -> str:
+    digest = hmac.new(_key(gateway), text.encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
+
+
+def is_https(request: web.Request) -> bool:
+    """Secure cookies when the page is served over https (directly or as the configured base URL)."""
+    return request.secure or request.app[GATEWAY].config.base_url.startswith("https://")
+
+
+def _cookie(response: web.StreamResponse, request: web.Request, name: str, value: str,
+            max_age: int | None = None) -> None:
+    response.set_cookie(name, value, path="/app", httponly=True, samesite="Lax", secure=is_https(request),
+                        max_age=max_age)
+
+
+def start_session(request: web.Request, response: web.StreamResponse, token: str) -> None:
+    """Sign the browser in with a dashboard JWT (from log-in or sign-up)."""
+    gateway = request.app[GATEWAY]
+    body = f"{token}{_SEP}{gateway.now()}"
+    _cookie(response, request, SESSION_COOKIE, f"{body}{_SEP}{_mac(gateway, body)}", max_age=auth.JWT_LIFETIME_SECONDS)
+    response.del_cookie(PRE_COOKIE, path="/app")
+
+
+def end_session(response: web.StreamResponse) -> None:
+    response.del_cookie(SESSION_COOKIE, path="/app")
+
+
+def touch(request: web.Request, response: web.StreamResponse) -> None:
+    """Move the idle clock of the request's session forward."""
+    token = _token_and_seen(request)
+    if token is not None:
+        start_session(request, response, token[0])
+
+
+def _token_and_seen(request: web.Request) -> tuple[str, int] | None:
+    value = request.cookies.get(SESSION_COOKIE, "")
+    parts = value.split(_SEP)
+    if len(parts) != 3 or not parts[1].isdigit():
+        return None
+    body = f"{parts[0]}{_SEP}{parts[1]}"
+    if not hmac.compare_digest(_mac(request.app[GATEWAY], body).encode(), parts[2].encode()):
+        return None
+    return parts[0], int(parts[1])
+
+
+async def current_session(request: web.Request) -> Session | None:
+    """The signed-in merchant of this browser, or None (no cookie, tampered, idle, revoked, disabled)."""
+    gateway = request.app[GATEWAY]
+    found = _token_and_seen(request)
+    if found is None:
+        return None
+    token, seen = found
+    now = gateway.now()
+    if now - seen > settings_of(gateway).idle_seconds or seen > now + TOUCH_SECONDS:
+        return None
+    return await session_for_token(gateway, token, refresh=now - seen >= TOUCH_SECONDS)
+
+
+async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) -> Session | None:
+    """The session a dashboard JWT stands for, None when it is invalid, revoked or its account disabled."""
+    try:
+        claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
+    except Unauthorized:
+        return None
+    row = await accounts.get_merchant(gateway.db, claims["sub"])
+    if row is None or not row["enabled"] or int(row["token_version"]) != claims.get("tv", 0):
+        return None
+    return Session(merchant_id=row["id"], email=row["email"], csrf=_mac(gateway, f"csrf{_SEP}{token}"),
+                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh)
+
+
+def was_idle(request: web.Request) -> bool:
+    """The browser holds a genuine session cookie that idled out (to say so on the login page)."""
+    found = _token_and_seen(request)
+    return found is not None and request.app[GATEWAY].now() - found[1] > settings_of(request.app[GATEWAY]).idle_seconds
+
+
+def pre_token(request: web.Request) -> tuple[str, str | None]:
+    """(CSRF token for a signed-out form, new ``orb_pre`` cookie value to set or None)."""
+    current = request.cookies.get(PRE_COOKIE, "")
+    fresh = None
+    if len(current) < 16:
+        current = fresh = secrets.token_urlsafe(24)
+    return _mac(request.app[GATEWAY], f"pre{_SEP}{current}"), fresh
+
+
+def set_pre_cookie(request: web.Request, response: web.StreamResponse, value: str | None) -> None:
+    if value is not None:
+        _cookie(response, request, PRE_COOKIE, value)
+
+
+def _same_origin(request: web.Request) -> bool:
+    """A browser's Origin (sent on every cross-site POST) must name this host; absent is allowed."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return True
+    host = origin.split("://", 1)[-1]
+    return host == request.host
+
+
+def check_csrf(request: web.Request, form: Any, session: Session | None) -> None:
+    """Refuse a form whose token does not match this browser's session (or pre-session cookie)."""
+    sent = form.get(CSRF_FIELD) if form is not None else None
+    if not isinstance(sent, str) or not _same_origin(request):
+        raise CsrfRefused()
+    if session is not None:
+        expected = session.csrf
+    else:
+        current = request.cookies.get(PRE_COOKIE, "")
+        if len(current) < 16:
+            raise CsrfRefused()
+        expected = _mac(request.app[GATEWAY], f"pre{_SEP}{current}")
+    if not hmac.compare_digest(sent.encode(), expected.encode()):
+        raise CsrfRefused()

@@ -1,0 +1,35 @@
+"""The dashboard's config block, ``[plugin.dashboard]``, checked at startup."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ...core.config import ConfigError
+
+PLUGIN_NAME = "dashboard"
+DEFAULT_IDLE_MINUTES = 30
+_KEYS = {"idle_minutes"}
+
+
+@dataclass(frozen=True)
+class DashboardSettings:
+    idle_seconds: int = DEFAULT_IDLE_MINUTES * 60
+
+
+def parse_settings(block: Mapping[str, Any]) -> DashboardSettings:
+    """``idle_minutes`` (1-1440, default 30): a browser session unused this long signs out."""
+    unknown = set(block) - _KEYS
+    if unknown:
+        raise ConfigError(f"unknown config key 'plugin.dashboard.{sorted(unknown)[0]}'")
+    minutes = block.get("idle_minutes", DEFAULT_IDLE_MINUTES)
+    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= 1440:
+        raise ConfigError("config key 'plugin.dashboard.idle_minutes' must be an integer from 1 to 1440")
+    return DashboardSettings(idle_seconds=minutes * 60)
+
+
+def settings_of(gateway: Any) -> DashboardSettings:
+    cached = gateway.services.get("dashboard.settings")
+    if cached is None:
+        cached = gateway.services["dashboard.settings"] = parse_settings(gateway.config.plugin_config(PLUGIN_NAME))
+    return cached

@@ -1,0 +1,151 @@
+"""How every dashboard page is served: the session gate, CSRF on forms, the layout and its headers.
+
+A page handler is ``async def handler(request, session, form) -> web.StreamResponse``
+wrapped in :func:`signed_in`: a browser without a live session is sent to the
+login page (303), a form (POST) without this session's CSRF token is refused
+with 403 and changes nothing. Handlers render with :func:`render` (layout,
+navigation, nonce, the hosted pages' CSP) and answer a form with
+:func:`see_other` (303, so reload never re-posts).
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any, Awaitable, Callable, Mapping
+from urllib.parse import quote, urlencode
+
+import aiohttp_jinja2
+from aiohttp import web
+
+from ...core.errors import ApiError
+from ...web.keys import GATEWAY
+from ...web.pages import html_page, page_security_headers
+from .session import CsrfRefused, Session, check_csrf, current_session, touch
+
+# The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.
+NAV = (
+    ("Home", "/app"),
+    ("Payments", "/app/payments"),
+    ("Payouts", "/app/payouts"),
+    ("Transfers", "/app/transfers"),
+    ("API keys", "/app/keys"),
+    ("Webhooks", "/app/webhooks"),
+    ("Settings", "/app/settings"),
+)
+
+# Messages a redirect may ask a page to show (``?notice=<code>``): never text from the URL itself.
+NOTICES = {
+    "signed-out": "You are signed out.",
+    "idle": "Your session ended after a period of inactivity. Please sign in again.",
+    "payment-created": "Payment created.",
+    "payment-cancelled": "Payment cancelled.",
+    "payout-created": "Payout created.",
+    "refund-created": "Refund created.",
+    "transfer-sent": "Transfer sent.",
+    "settings-saved": "Settings saved.",
+    "key-revoked": "Key revoked.",
+    "totp-enabled": "Two-factor authentication is on.",
+    "totp-disabled": "Two-factor authentication is off.",
+    "redelivery-queued": "The event was queued for delivery again.",
+    "saved": "Saved.",
+}
+
+Handler = Callable[[web.Request, Session, Any], Awaitable[web.StreamResponse]]
+
+
+def see_other(location: str, notice: str | None = None) -> web.HTTPSeeOther:
+    if notice:
+        location += ("&" if "?" in location else "?") + urlencode({"notice": notice})
+    return web.HTTPSeeOther(location)
+
+
+def login_redirect(request: web.Request, notice: str | None = None) -> web.HTTPSeeOther:
+    target = request.path_qs if request.method == "GET" else request.path
+    location = "/app/login" if target == "/app" else f"/app/login?next={quote(target, safe='')}"
+    return see_other(location, notice)
+
+
+def forbidden_form(request: web.Request) -> web.Response:
+    response = aiohttp_jinja2.render_template(
+        "error.html", request,
+        {"title": "Form expired", "message": "This form has expired or came from another site. Go back, reload the"
+                                             " page and try again. Nothing was changed."}, status=403)
+    return page_security_headers(response)
+
+
+def signed_in(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """Serve ``handler`` to a signed-in browser only; forms must carry its CSRF token."""
+
+    @html_page
+    @wraps(handler)
+    async def page(request: web.Request) -> web.StreamResponse:
+        session = await current_session(request)
+        if session is None:
+            raise login_redirect(request, "idle" if request.cookies.get("orb_session") else None)
+        form = None
+        if request.method == "POST":
+            form = await request.post()
+            try:
+                check_csrf(request, form, session)
+            except CsrfRefused:
+                return forbidden_form(request)
+        try:
+            response = await handler(request, session, form)
+        except web.HTTPException as exc:
+            if session.refresh:
+                touch(request, exc)
+            raise
+        if session.refresh:
+            touch(request, response)
+        return response
+
+    return page
+
+
+def nav_entries(gateway: Any, slot: str = "header-nav") -> list[tuple[str, str]]:
+    """The layout's navigation: the dashboard's sections, then what installed plugins put in ``slot``."""
+    own = list(NAV) if slot == "header-nav" else []
+    return own + [(entry.title, entry.path) for entry in gateway.dashboard.entries(slot)]
+
+
+def render(request: web.Request, session: Session | None, template: str, context: Mapping[str, Any] | None = None,
+           *, status: int = 200, script_origin: str | None = None) -> web.Response:
+    """A dashboard page: ``template`` (extending ``dashboard/layout.html``) with the layout's context.
+
+    ``script_origin`` lets one page (sign-in with a captcha widget) load the
+    provider's script and frame; every other page runs only its nonce'd script.
+    """
+    gateway = request.app[GATEWAY]
+    nonce = secrets.token_urlsafe(16)
+    notice = NOTICES.get(request.query.get("notice", ""))
+    values = {
+        "nonce": nonce, "session": session, "csrf": session.csrf if session else None,
+        "nav": nav_entries(gateway) if session else [], "current": request.path, "notice": notice,
+        "when": when, "form_id": f"dash-{secrets.token_hex(12)}",
+        **(context or {}),
+    }
+    response = aiohttp_jinja2.render_template(template, request, values, status=status)
+    page_security_headers(response, nonce)
+    if script_origin:
+        policy = response.headers["Content-Security-Policy"]
+        policy = policy.replace(f"script-src 'nonce-{nonce}'", f"script-src 'nonce-{nonce}' {script_origin}")
+        response.headers["Content-Security-Policy"] = (policy + f"; frame-src {script_origin};"
+                                                       f" connect-src {script_origin}")
+    return response
+
+
+def when(timestamp: Any) -> str:
+    """A Unix time as UTC text (pages carry no script to localise it)."""
+    if timestamp in (None, ""):
+        return "—"
+    return datetime.fromtimestamp(int(timestamp), tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def error_text(exc: ApiError) -> str:
+    """What went wrong, for the form that caused it: the message and each field's complaint."""
+    detail = getattr(exc, "detail", None) or {}
+    if isinstance(detail, Mapping) and detail:
+        return "; ".join(f"{name}: {why}" for name, why in detail.items())
+    return exc.message[:1].upper() + exc.message[1:]

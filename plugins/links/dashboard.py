@@ -1,0 +1,37 @@
+"""The payment links' dashboard page: create a link, turn it on or off, copy its URL and embed snippet."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...core.errors import ValidationError
+from ...core.pages import DashboardView
+from . import store
+from .routes_dashboard import create_link
+from .views import DEFAULT_LABEL, embed_snippet, link_view
+
+FIELDS = ("coin", "amount", "amount_fiat", "fiat_currency", "lifetime", "description")
+
+
+async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> DashboardView:
+    rows = await store.list_for(gateway, merchant_id)
+    links = [{**link_view(gateway, row), "snippet": embed_snippet(gateway, row["slug"], DEFAULT_LABEL)}
+             for row in rows]
+    return DashboardView("links/dashboard.html", {"links": links, "coins": list(gateway.coins.names())})
+
+
+async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
+    """``action=create`` (the API's create body as form fields) or ``action=enable|disable`` with ``link_id``."""
+    action = form.get("action")
+    if action == "create":
+        body: dict[str, Any] = {name: form[name].strip() for name in FIELDS
+                                if isinstance(form.get(name), str) and form[name].strip()}
+        if isinstance(body.get("lifetime"), str) and body["lifetime"].isdigit():
+            body["lifetime"] = int(body["lifetime"])
+        await create_link(gateway, merchant_id, body)
+    elif action in ("enable", "disable"):
+        link_id = form.get("link_id")
+        await store.get(gateway, merchant_id, str(link_id))  # 404 for another merchant's link
+        await store.set_enabled(gateway, merchant_id, str(link_id), action == "enable")
+    else:
+        raise ValidationError({"action": "must be create, enable or disable"})

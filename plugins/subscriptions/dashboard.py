@@ -1,0 +1,40 @@
+"""Plans and subscriptions as a dashboard page: the plans (create, turn on or off), the subscriptions, the MRR."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...core.errors import ValidationError
+from ...core.pages import DashboardView
+from . import enrolment, plans, store
+from .routes_api import new_plan
+
+DAY = 86400
+
+
+async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> DashboardView:
+    plan_rows = await store.plans_of(gateway, merchant_id)
+    rows, total = await store.list_subscriptions(gateway, merchant_id, status=None, customer_ref=None, limit=50,
+                                                 offset=0)
+    return DashboardView("subscriptions/dashboard.html", {
+        "plans": [plans.plan_view(gateway, r) for r in plan_rows],
+        "subscriptions": [enrolment.subscription_view(gateway, r) for r in rows], "total": total,
+        "summary": await enrolment.summary(gateway, merchant_id),
+        "min_days": plans.MIN_INTERVAL // DAY or 1, "max_days": plans.MAX_INTERVAL // DAY})
+
+
+async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
+    action = form.get("action")
+    if action == "create":
+        days = str(form.get("interval_days", "")).strip()
+        if not days.isdigit():
+            raise ValidationError({"interval_days": "must be a whole number of days"})
+        coins = [c.strip().upper() for c in str(form.get("accepted_coins", "")).split(",") if c.strip()]
+        await new_plan(gateway, merchant_id, {"label": str(form.get("label", "")).strip(),
+                                              "amount_usd": str(form.get("amount_usd", "")).strip(),
+                                              "interval_sec": int(days) * DAY, "accepted_coins": coins})
+    elif action in ("enable", "disable"):
+        plan = await store.plan_of(gateway, merchant_id, str(form.get("plan_id")))  # 404 when not this merchant's
+        await store.update_plan(gateway, merchant_id, plan["id"], {"enabled": action == "enable"})
+    else:
+        raise ValidationError({"action": "must be create, enable or disable"})

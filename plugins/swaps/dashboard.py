@@ -1,0 +1,34 @@
+"""The swaps' dashboard page: quote, then confirm (the TOTP code when 2FA is on); the history."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...core.errors import ValidationError
+from ...core.pages import DashboardView
+from . import service
+
+FIELDS = ("from_coin", "to_coin", "amount")
+
+
+def _body(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    return {name: form[name].strip() for name in names if isinstance(form.get(name), str) and form[name].strip()}
+
+
+async def page(gateway: Any, merchant_id: str, query: Mapping[str, str],
+               quote: Mapping[str, Any] | None = None, asked: Mapping[str, Any] | None = None) -> DashboardView:
+    listed = await service.list_swaps(gateway, merchant_id, limit=50, offset=0)
+    return DashboardView("swaps/dashboard.html", {
+        "swaps": listed["swaps"], "coins": [c.symbol for c in gateway.coins if c.payable], "quote": quote,
+        "asked": asked or {}})
+
+
+async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> DashboardView | None:
+    action = form.get("action")
+    if action == "quote":
+        asked = _body(form, FIELDS)
+        return await page(gateway, merchant_id, {}, await service.quote(gateway, asked), asked)
+    if action == "commit":
+        await service.commit(gateway, merchant_id, _body(form, (*FIELDS, "idempotency_key", "totp_code")))
+        return None
+    raise ValidationError({"action": "must be quote or commit"})

@@ -1,0 +1,183 @@
+"""The merchant dashboard in a real headless Chromium on devnet, with JavaScript off and on.
+
+Needs /usr/bin/chromium: run ``scripts/ensure_chromium.sh`` first (``make test``
+does). Without it these tests fail with that instruction; they never skip.
+A merchant signs up, sets a webhook, creates an invoice, the payer pays it on
+the devnet, the merchant sees it Paid, pays out, creates and rotates a key
+and reads the webhook log. Screenshots land in the test's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from pathlib import Path
+
+import pytest
+
+from orbchain.core.webhooks import deliver_due
+from orbchain.web.app import create_app
+from orbchain.web.keys import GATEWAY
+
+from .browser import INSTALL_HINT, Browser, chromium_missing
+from .support import Devnet, WebhookReceiver
+
+MIN_PNG_BYTES = 5 * 1024
+BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
+
+
+@pytest.fixture(autouse=True)
+def require_chromium() -> None:
+    if chromium_missing():
+        pytest.fail(INSTALL_HINT, pytrace=False)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+async def served(aiohttp_server, aiohttp_client, make_config):
+    port = _free_port()
+    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
+    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
+    return await aiohttp_client(server)
+
+
+@pytest.fixture
+async def receiver():
+    hook = WebhookReceiver()
+    yield hook
+    await hook.close()
+
+
+def _assert_png(path: Path) -> None:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > MIN_PNG_BYTES, f"{path}: {len(data)} bytes"
+
+
+async def _type(browser: Browser, selector: str, value: str) -> None:
+    assert await browser.evaluate(
+        f"(e => {{ if (!e) return false; e.value = {json.dumps(value)}; return true; }})"
+        f"(document.querySelector({json.dumps(selector)}))"), selector
+
+
+async def _check(browser: Browser, selector: str) -> None:
+    assert await browser.evaluate(f"(e => {{ if (!e) return false; e.checked = true; return true; }})"
+                                  f"(document.querySelector({json.dumps(selector)}))"), selector
+
+
+@pytest.mark.parametrize("javascript", [False, True], ids=["js-off", "js-on"])
+async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webhooks(served, receiver, tmp_path,
+                                                                                     javascript):
+    client = served
+    gateway = client.app[GATEWAY]
+    base = str(client.server.make_url("/")).rstrip("/")
+    hook_url = await receiver.start()
+    shots = tmp_path / ("js-on" if javascript else "js-off")
+    shots.mkdir()
+
+    async with Browser.launch(tmp_path, javascript=javascript) as browser:
+        # Sign up: the keys are shown once, the session cookie is set.
+        await browser.goto(f"{base}/app")
+        assert (await browser.url()).startswith(f"{base}/app/login")
+        await browser.click("a[href='/app/signup']")
+        await _type(browser, "#email", "browser@example.com")
+        await _type(browser, "#password", "correct horse battery")
+        _assert_png(await browser.screenshot(shots / "signup.png"))
+        await browser.click("#create-account")
+        assert (await browser.text("#merchant_api_key") or "").strip()
+        copy_buttons = await browser.evaluate("document.querySelectorAll('button.copy').length")
+        assert copy_buttons == (3 if javascript else 0)  # the script only enhances
+        _assert_png(await browser.screenshot(shots / "keys.png"))
+        await browser.click("#continue")
+        assert await browser.url() == f"{base}/app"
+
+        # A webhook URL, so the payment's webhook reaches the log.
+        await browser.goto(f"{base}/app/settings")
+        await _type(browser, "#webhook_url", hook_url)
+        await browser.click("#save-webhook")
+        assert "webhook_secret" in await browser.html()
+
+        # An invoice, paid on the devnet, seen Paid.
+        await browser.goto(f"{base}/app/payments/new")
+        await _check(browser, "#type-invoice")
+        await _type(browser, "#amount", "0.01")
+        await _type(browser, "#currency", "BTC")
+        await _type(browser, "#order_id", "order-7")
+        await browser.click("#create-payment")
+        assert await browser.text("#notice") == "Payment created."
+        assert await browser.text("#status") == "Waiting"
+        payment_url = (await browser.url()).split("?")[0]
+        address = (await browser.text("#address") or "").strip()
+        _assert_png(await browser.screenshot(shots / "invoice_waiting.png"))
+        devnet = Devnet(client)
+        await devnet.pay("BTC", address, "0.01")
+        await devnet.mine(6)
+        await browser.goto(payment_url)
+        assert await browser.text("#status") == "Paid"
+        assert "signature" in (await browser.text("#receipt") or "") or await browser.text("#receipt-signature")
+        _assert_png(await browser.screenshot(shots / "invoice_paid.png"))
+        await browser.goto(f"{base}/app/payments?status=PAID")
+        assert await browser.evaluate("document.querySelectorAll('#payments-table tbody a').length") == 1
+
+        # Pay out part of the balance.
+        await browser.goto(f"{base}/app/payouts")
+        await browser.select("#payout-currency", "BTC")
+        await _type(browser, "#payout-address", BTC_DEST)
+        await _type(browser, "#payout-amount", "0.002")
+        await browser.click("#send-payout")
+        assert await browser.text("#notice") == "Payout created."
+        assert await browser.text("#payouts-table .payout-status") == "CONFIRMING"
+        _assert_png(await browser.screenshot(shots / "payouts.png"))
+
+        # A scoped key, then rotated: the new secret is shown once.
+        await browser.goto(f"{base}/app/keys")
+        await _type(browser, "#label", "shop backend")
+        await _check(browser, "#scope-payment-read")
+        await browser.click("#create-key")
+        first = (await browser.text("#new-api-key") or "").strip()
+        key_id = await browser.evaluate("document.querySelector('#keys-table tbody tr:last-child').id.slice(4)")
+        await browser.click(f"#rotate-{key_id}")
+        second = (await browser.text("#rotated-api-key") or "").strip()
+        assert first and second and first != second
+        _assert_png(await browser.screenshot(shots / "keys_rotated.png"))
+
+        # The webhook log shows the payment's webhook.
+        await deliver_due(gateway)
+        await browser.goto(f"{base}/app/webhooks")
+        assert "payment.paid" in (await browser.text("#webhook-logs") or "")
+        _assert_png(await browser.screenshot(shots / "webhooks.png"))
+        assert [b["track_id"] for b in receiver.of_type("payment.paid")] == [payment_url.rsplit("/", 1)[1]]
+
+        await browser.click("#logout")
+        assert (await browser.url()).startswith(f"{base}/app/login")
+        assert await browser.text("#notice") == "You are signed out."
+
+
+async def test_a_sign_in_fragment_is_posted_by_the_nonce_script(served, tmp_path):
+    """``/app#google-auth=<token>``: with JavaScript the page posts it and the browser is signed in; without,
+    the page says why it cannot finish (the fragment never reaches the server)."""
+    client = served
+    base = str(client.server.make_url("/")).rstrip("/")
+    response = await client.post("/dashboard/auth/signup", json={"email": "idp@example.com",
+                                                                 "password": "correct horse battery"})
+    token = (await response.json())["data"]["token"]
+    async with Browser.launch(tmp_path / "on", javascript=True) as browser:
+        await browser.goto(f"{base}/app#google-auth={token}")
+        for _ in range(100):  # the script posts the fragment: one more navigation
+            if await browser.url() == f"{base}/app" and await browser.text("#who"):
+                break
+            await asyncio.sleep(0.1)
+        assert await browser.text("#who") == "idp@example.com"
+        errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
+        assert errors == []
+    async with Browser.launch(tmp_path / "off") as browser:
+        await browser.goto(f"{base}/app#google-auth={token}")
+        assert "/app/login" in await browser.url()
+        assert await browser.text("#who") is None
+        assert "needs" in (await browser.evaluate(
+            "document.querySelector('#fragment-fallback') ? 'needs' : ''") or "")
