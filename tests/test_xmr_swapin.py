@@ -255,3 +255,23 @@ async def test_without_a_settlement_coin_the_xmr_waits_untaken(shop):
     assert (await shop.payment(track_id))["status"] == "Paid"
     assert await shop.xmr_on_the_books() == {}
     await shop.clean()
+
+
+async def test_on_the_devnet_without_a_wallet_xmr_says_why_it_is_unavailable(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    merchant = await signup(client)
+    status, body = await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt,
+                             json={"accepted_coins": ["BTC", "XMR"]})
+    assert status == 400 and "default_settlement_coin" in body["error"]["detail"]["accepted_coins"], body
+    assert (await api(client, "PUT", SETTINGS, merchant.jwt, json={"default_settlement_coin": "BTC"}))[0] == 200
+    status, body = await api(client, "GET", "/dashboard/account", merchant.jwt)
+    assert body["data"]["account"]["default_settlement_coin"] == "BTC"  # one field: the account's
+    status, body = await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt,
+                             json={"accepted_coins": ["BTC", "XMR"]})
+    assert status == 200, body
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "XMR", "amount": "1"})
+    assert status == 400 and body["error"]["code"] == "xmr_receive_unsupported", body
+    assert "monero plugin's wallet" in body["message"] and "none is configured" in body["message"], body
+    status, body = await api(client, "GET", "/dashboard/payments", merchant.jwt)
+    assert body["data"]["payments"] == []
