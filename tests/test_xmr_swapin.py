@@ -13,6 +13,7 @@ Worked out by hand, not by the code: 1.5 XMR at 0.004 BTC per XMR is
 
 from __future__ import annotations
 
+import asyncio
 import json
 from decimal import Decimal
 
@@ -120,11 +121,12 @@ async def test_an_xmr_payment_is_paid_in_the_settlement_coin(shop):
     assert await ledger.balance(shop.db, monero_swapin.SWAP_IN_ACCOUNT, "XMR") == AMOUNT
     assert await shop.balances() == {}
 
-    await run_swaps(shop.gateway)
+    await asyncio.gather(run_swaps(shop.gateway), run_swaps(shop.gateway))  # two workers at once
 
     view = await shop.payment(track_id)
     assert view["status"] == "Paid" and view["transactions"][0]["status"] == "CREDITED", view
     assert view["transactions"][0]["tx_hash"] == txid
+    assert shop.venue.create_calls == 1
     assert await shop.balances() == {"BTC": CREDITED}
     [swap] = await shop.swaps()
     assert swap["from_coin"] == "XMR" and swap["to_coin"] == "BTC" and swap["status"] == "CONFIRMED", swap
