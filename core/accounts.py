@@ -367,6 +367,11 @@ async def set_accepted_coins(gateway: Gateway, merchant_id: str, coins: Sequence
     return await _update(gateway, merchant_id, "accepted_coins = :c", {"c": json.dumps(clean)})
 
 
+async def set_default_settlement_coin(gateway: Gateway, merchant_id: str, symbol: str | None) -> Row:
+    """The account's ``default_settlement_coin`` (SPEC 2.7); the caller validated the symbol (None clears it)."""
+    return await _update(gateway, merchant_id, "default_settlement_coin = :c", {"c": symbol})
+
+
 async def set_confirmations(gateway: Gateway, merchant_id: str, thresholds: Mapping[str, Any]) -> Row:
     """Merge per-coin thresholds into the account; never below the coin's floor."""
     errors: dict[str, str] = {}

@@ -112,7 +112,12 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
     if coin is None:
         raise ValidationError({field: f"unknown coin {symbol}"})
     if not coin.receive_address and not (one_time and any(a.serves(symbol) for a in gateway.chains)):
-        receive.require_receive_address(coin)
+        if not one_time:
+            receive.require_receive_address(coin)
+        # A one-time payment would be possible, but no chain adapter (no wallet) serves the coin here: say so.
+        raise InvalidRequest(f"{symbol} payments need the {coin.chain} plugin's wallet, and none is configured"
+                             f" here (see the {coin.chain} plugin's setup)",
+                             code=receive.receive_unsupported_code(coin))
     if symbol not in merchant_coins(merchant):
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted")
     if coin.settles_only_via_swap and merchant.get("default_settlement_coin") in (None, "", symbol):

@@ -241,6 +241,16 @@ async def merchant_record(gateway: "Gateway", merchant_id: str) -> MerchantRecor
     return _merchant_record(await accounts.require_merchant(gateway.db, merchant_id))
 
 
+async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:
+    """The account's ``default_settlement_coin`` (the core checks it before accepting a swap-only coin)."""
+    return (await accounts.require_merchant(gateway.db, merchant_id))["default_settlement_coin"] or None
+
+
+async def set_default_settlement_coin(gateway: "Gateway", merchant_id: str, symbol: str | None) -> None:
+    """Set (or clear, with None) the account's ``default_settlement_coin``; the settling plugin validates it."""
+    await accounts.set_default_settlement_coin(gateway, merchant_id, symbol)
+
+
 USD_DECIMALS = 8  # plugins keep USD as integer 1e-8 dollars: exact sums in SQL, never a float
 
 

@@ -38,7 +38,7 @@ from ...core.venues import (
     VenueQuote, VenueRefused, VenueStatus, VenueUnavailable,
 )
 from . import store
-from .service import LEDGER_KIND, venue_account, venue_world
+from .service import LEDGER_KIND, SWAPIN_HELD, platform_fee, venue_account, venue_world
 from .settings import SwapSettings, read_settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,12 +51,19 @@ JOB_SECONDS = 5
 MAX_BACKOFF_SECONDS = 300
 # failure_reason values
 VENUE_TIMEOUT, VENUE_SHORT, PAYIN_FAILED = "venue_timeout", "venue_short", "payin_failed"
+PAYIN_UNSUPPORTED = "payin_unsupported"
 
 Swap = Mapping[str, Any]
 
 
 async def run_swaps(gateway: "Gateway") -> int:
-    """The periodic job: advance every due swap; returns how many were looked at."""
+    """The periodic job: open XMR swap-in attempts, then advance every due swap; returns how many were looked at."""
+    from . import swapin  # it uses this module's engine through the rows it opens
+
+    try:
+        await swapin.run(gateway)
+    except Exception:  # the swaps already open must still advance
+        log.exception("opening XMR swap-in attempts failed")
     rows = await store.due(gateway)
     for row in rows:
         try:
@@ -142,6 +149,11 @@ async def _open_order(gateway: "Gateway", venue: SwapVenue, row: Swap, settings:
                          deposit_address=order.deposit_address, funded=True, attempts=0,
                          next_attempt_at=gateway.now())
         return
+    if not gateway.coins.require(row["from_coin"]).payable:
+        # The payout pipeline cannot send a source-only coin (XMR): refuse the order before anything moves.
+        await _cancel_quietly(venue, row, order, refund_address)
+        await fail(gateway, row, f"{PAYIN_UNSUPPORTED}: {row['from_coin']} cannot be sent to this venue")
+        return
     await _pay_in(gateway, row, order)
 
 
@@ -226,8 +238,11 @@ async def confirm(gateway: "Gateway", row: Swap, status: VenueStatus) -> None:
         postings += [ledger.Posting(venue_account(venue), row["from_coin"], -row["from_amount"]),
                      ledger.Posting(venue_world(venue), row["from_coin"], row["from_amount"])]
     if actual:
+        fee = platform_fee(row, actual)
         postings += [ledger.Posting(venue_world(venue), row["to_coin"], -actual),
-                     ledger.Posting(ledger.merchant_available(merchant_id), row["to_coin"], actual)]
+                     ledger.Posting(ledger.merchant_available(merchant_id), row["to_coin"], actual - fee)]
+        if fee:
+            postings.append(ledger.Posting(ledger.PLATFORM_FEES, row["to_coin"], fee))
     posted = None
     async with gateway.db.transaction():
         moved = await store.move(gateway, row["id"], store.PENDING, status=store.CONFIRMED, actual_to_amount=actual,
@@ -244,21 +259,32 @@ async def confirm(gateway: "Gateway", row: Swap, status: VenueStatus) -> None:
 
 async def fail(gateway: "Gateway", row: Swap, reason: str, *, fallback: bool = False,
                status: VenueStatus | None = None, refund: bool = True) -> None:
-    """QUOTED or PENDING -> FAILED, the source credited back in full (unless a failed payin already did)."""
+    """QUOTED or PENDING -> FAILED, the source credited back in full (unless a failed payin already did).
+
+    A swap-in attempt (XMR) is never credited back to the merchant: its source
+    returns to the swap-in holding account and another attempt follows
+    (``swapin.py``); no fallback to a coin the merchant cannot hold.
+    """
     merchant_id, venue, coin, amount = row["merchant_id"], row["venue"], row["from_coin"], row["from_amount"]
     # Before the deposit left the books the source is still in the venue account; after, it comes back from the venue.
     paid_in = row["status"] == store.PENDING and not row["funded"]
     source = venue_world(venue) if paid_in else venue_account(venue)
+    swap_in = row["kind"] == store.SWAPIN
+    destination = SWAPIN_HELD if swap_in else ledger.merchant_available(merchant_id)
     posted = None
     async with gateway.db.transaction():
         moved = await store.move(gateway, row["id"], row["status"], status=store.FAILED, failure_reason=reason[:500],
-                                 fallback=fallback, refund_hash=status.refund_hash if status else None,
+                                 fallback=fallback and not swap_in, credit_done=row["credit_done"] or swap_in,
+                                 refund_hash=status.refund_hash if status else None,
                                  payin_hash=(status.payin_hash if status else None) or row["payin_hash"])
         if moved is None:
             return
+        if swap_in:
+            log.error("XMR swap-in %s (deposit %s) failed: %s; the XMR is held and retried", row["id"],
+                      row["deposit_id"], reason)
         if refund:
             posted = await ledger.transfer(
-                gateway.db, from_account=source, to_account=ledger.merchant_available(merchant_id), coin=coin,
+                gateway.db, from_account=source, to_account=destination, coin=coin,
                 amount=amount, reference=f"swap:{row['id']}:refund", kind=LEDGER_KIND, merchant_id=merchant_id)
     if posted is not None:
         await ledger.notify_posted(gateway, posted)
@@ -267,7 +293,7 @@ async def fail(gateway: "Gateway", row: Swap, reason: str, *, fallback: bool = F
 
 async def _finish_credit(gateway: "Gateway", row: Swap) -> None:
     """Auto-settle: once the conversion is final, the held deposit becomes CREDITED (the payment can be Paid)."""
-    if row["kind"] != store.SETTLE or row["credit_done"] or not row["deposit_id"]:
+    if row["kind"] not in store.CREDITING or row["credit_done"] or not row["deposit_id"]:
         return
     await complete_credit(gateway, row["deposit_id"])
     await store.move(gateway, row["id"], row["status"], credit_done=True)

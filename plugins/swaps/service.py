@@ -33,7 +33,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
 
 LEDGER_KIND = "swap"
+# XMR taken from the monero plugin's swap-in account waits here between conversion attempts (never a balance).
+SWAPIN_HELD = "swaps:swap_in_held"
 MAX_COIN_LEN = 20
+
+
+def platform_fee(row: Mapping[str, Any], actual: int) -> int:
+    """The platform fee charged on a conversion's delivery: swap-in rows carry the deposit's fee share (SPEC 1)."""
+    fee, source = row.get("fee_amount"), int(row["from_amount"])
+    if not fee or not source:
+        return 0
+    return min(actual, actual * int(fee) // source)
 
 
 def venue_account(venue: str) -> str:

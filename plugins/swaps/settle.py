@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from ...core import ledger
 from ...core.errors import ValidationError
 from . import store
-from .service import pick_venue, venue_account
+from .service import pick_venue, platform_fee, venue_account
 from .settings import read_settings
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,8 +76,8 @@ async def store_field(gateway: "Gateway", payment: "PaymentView", value: str) ->
 
 async def _target(gateway: "Gateway", credit: "Credit") -> tuple[str, str] | None:
     """(venue, settlement coin) for this credit, or None: no conversion."""
-    if credit.track_id is None:
-        return None
+    if credit.track_id is None or gateway.coins.require(credit.coin).settles_only_via_swap:
+        return None  # a swap-only coin (XMR) is never a merchant net: swapin.py converts the whole deposit
     locked = await store.locked_quote(gateway, credit.track_id)
     if locked is not None and locked["from_coin"] == credit.coin:
         return locked["venue"], locked["to_coin"]
@@ -127,14 +127,17 @@ async def credit_status(gateway: "Gateway", credit: "Credit") -> str | None:
 
 async def webhook_fields(gateway: "Gateway", payment: "PaymentView") -> dict[str, Any] | None:
     """``settled_coin``, ``settled_amount``, ``swap_fallback`` once every conversion of the payment is final."""
-    swaps = [s for s in await store.by_track_id(gateway, payment.track_id) if s["kind"] == store.SETTLE]
+    swaps = [s for s in await store.by_track_id(gateway, payment.track_id)
+             if s["kind"] == store.SETTLE or (s["kind"] == store.SWAPIN and s["status"] != store.FAILED)]
     if not swaps or any(s["status"] in store.OPEN for s in swaps):
         return None
     confirmed = [s for s in swaps if s["status"] == store.CONFIRMED]
     if len(confirmed) == len(swaps):
+        # What the merchant was credited: the delivery, less the platform fee a swap-in charges on it.
         coin = confirmed[0]["to_coin"]
+        settled = sum((s["actual_to_amount"] or 0) - platform_fee(s, s["actual_to_amount"] or 0) for s in swaps)
         return {"settled_coin": coin, "swap_fallback": False,
-                "settled_amount": gateway.coins.require(coin).format(sum(s["actual_to_amount"] or 0 for s in swaps))}
+                "settled_amount": gateway.coins.require(coin).format(settled)}
     failed = [s for s in swaps if s["status"] == store.FAILED]
     coin = failed[0]["from_coin"]
     return {"settled_coin": coin, "swap_fallback": True,

@@ -1,4 +1,4 @@
-"""The plugin's own tables: swap rows, locked settle quotes, the account's default settlement coin.
+"""The plugin's own tables (swap rows, locked settle quotes) and the account's default settlement coin.
 
 Every status change is a conditional update (``WHERE status = :expected``)
 returning the row, so two workers, or a worker and a retry after a crash,
@@ -11,6 +11,8 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ...core import services
+
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
 
@@ -18,8 +20,9 @@ Row = Mapping[str, Any]
 
 QUOTED, PENDING, CONFIRMED, FAILED = "QUOTED", "PENDING", "CONFIRMED", "FAILED"
 OPEN = (QUOTED, PENDING)
-BALANCE, SETTLE = "balance", "settle"
-AMOUNT_COLUMNS = ("from_amount", "to_amount_quoted", "actual_to_amount")
+BALANCE, SETTLE, SWAPIN = "balance", "settle", "swapin"
+CREDITING = (SETTLE, SWAPIN)  # kinds that hold a deposit CONFIRMED until the conversion is final
+AMOUNT_COLUMNS = ("from_amount", "to_amount_quoted", "actual_to_amount", "fee_amount")
 
 
 def new_swap_id() -> str:
@@ -86,17 +89,27 @@ async def move(gateway: "Gateway", swap_id: str, expected: str | tuple[str, ...]
 
 
 async def by_deposit(gateway: "Gateway", deposit_id: str) -> list[dict[str, Any]]:
-    rows = await gateway.db.fetch_all("SELECT * FROM swaps WHERE deposit_id = :d", {"d": deposit_id})
+    rows = await gateway.db.fetch_all("SELECT * FROM swaps WHERE deposit_id = :d ORDER BY created_at, id",
+                                    {"d": deposit_id})
     return [r for r in (_clean(gateway, row) for row in rows) if r is not None]
+
+
+async def swapins_to_retry(gateway: "Gateway", limit: int = 100) -> list[str]:
+    """Deposits whose every swap-in attempt FAILED: the XMR is held and waits for the next attempt."""
+    rows = await gateway.db.fetch_all(
+        "SELECT deposit_id FROM swaps WHERE kind = :k GROUP BY deposit_id"
+        " HAVING SUM(CASE WHEN status = :f THEN 0 ELSE 1 END) = 0 ORDER BY MAX(updated_at) LIMIT :l",
+        {"k": SWAPIN, "f": FAILED, "l": limit})
+    return [r["deposit_id"] for r in rows]
 
 
 async def due(gateway: "Gateway", limit: int = 100) -> list[dict[str, Any]]:
     """Open swaps whose next step is due, and finished auto-settle swaps whose credit is not completed yet."""
     rows = await gateway.db.fetch_all(
         "SELECT * FROM swaps WHERE (status IN (:q, :p) AND next_attempt_at <= :now)"
-        " OR (kind = :settle AND status IN (:c, :f) AND credit_done = :no)"
+        " OR (kind IN (:settle, :swapin) AND status IN (:c, :f) AND credit_done = :no)"
         " ORDER BY next_attempt_at, id LIMIT :limit",
-        {"q": QUOTED, "p": PENDING, "c": CONFIRMED, "f": FAILED, "settle": SETTLE, "no": False,
+        {"q": QUOTED, "p": PENDING, "c": CONFIRMED, "f": FAILED, "settle": SETTLE, "swapin": SWAPIN, "no": False,
          "now": gateway.now(), "limit": limit})
     return [r for r in (_clean(gateway, row) for row in rows) if r is not None]
 
@@ -132,12 +145,9 @@ async def locked_quote(gateway: "Gateway", track_id: str) -> dict[str, Any] | No
 
 
 async def default_coin(gateway: "Gateway", merchant_id: str) -> str | None:
-    return await gateway.db.fetch_val(
-        "SELECT default_settlement_coin FROM settle_defaults WHERE merchant_id = :m", {"m": merchant_id})
+    """The account's default settlement coin: the core account field (SPEC 2.7), the one the core checks for XMR."""
+    return await services.default_settlement_coin(gateway, merchant_id)
 
 
 async def set_default_coin(gateway: "Gateway", merchant_id: str, coin: str | None) -> None:
-    await gateway.db.execute(
-        "INSERT INTO settle_defaults (merchant_id, default_settlement_coin, updated_at) VALUES (:m, :c, :now)"
-        " ON CONFLICT (merchant_id) DO UPDATE SET default_settlement_coin = :c, updated_at = :now",
-        {"m": merchant_id, "c": coin, "now": gateway.now()})
+    await services.set_default_settlement_coin(gateway, merchant_id, coin)
