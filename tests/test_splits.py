@@ -98,11 +98,12 @@ async def test_splits_with_settlement_coin_are_exclusive(env):
     client, owner, _, _ = env
     status, body = await create(client, owner, [{"bps": 10000, "recipient_address": DEST}], settlement_coin="ETH")
     assert status == 400 and body["error"]["code"] == "splits_settlement_coin_exclusive", body
-    # Without splits, settlement_coin alone is still for its own plugin (503 while none serves it).
+    assert await payment_count(client, owner) == 0
+    # Without splits, settlement_coin alone is the swaps plugin's (auto-settle): accepted.
     status, body = await api(client, "POST", PATH, owner.merchant_key,
                              json={"currency": "BTC", "amount": "0.01", "settlement_coin": "ETH"})
-    assert status == 503, body
-    assert await payment_count(client, owner) == 0
+    assert status == 200, body
+    assert await payment_count(client, owner) == 1
 
 
 async def test_recipients_are_checked_at_creation(env):
