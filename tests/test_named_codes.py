@@ -1,8 +1,9 @@
 """SPEC 7's named error codes, each provoked where its condition can happen (issue 19, part 2 item 5).
 
-Mini-app routes do not exist yet; splits and subscriptions are their own
-plugins. Every other named code is reached here through the public API,
-with the status SPEC 7 gives it.
+The mini-app's payout codes are in ``test_named_codes_miniapp.py`` and
+``test_telegram.py``; splits and subscriptions are their own plugins
+(``test_splits.py``, ``test_subscriptions.py``). Every other named code is
+reached here through the public API, with the status SPEC 7 gives it.
 """
 
 from __future__ import annotations
@@ -88,13 +89,36 @@ async def test_self_transfer_forbidden_and_the_other_transfer_codes(shop):
         ({**transfer, "to_account_id": accounts[friend.merchant_id], "amount": "5"}, "insufficient_balance"),
         ({**transfer, "to_account_id": accounts[friend.merchant_id], "coin": "NOPE"}, "coin_not_supported"),
     ]
-    for body_in, code in cases:
-        status, body = await api(client, "POST", "/v1/transfer", owner.merchant_key, json=body_in)
-        assert status == 400 and code_of(body) == code, (code, body)
+    surfaces = (("/v1/transfer", owner.merchant_key), ("/dashboard/transfer", owner.jwt))
+    for path, headers in surfaces:
+        for body_in, code in cases:
+            status, body = await api(client, "POST", path, headers, json=body_in)
+            assert status == 400 and code_of(body) == code, (path, code, body)
     await disable(client, friend)
-    status, body = await api(client, "POST", "/v1/transfer", owner.merchant_key,
-                             json={**transfer, "to_account_id": accounts[friend.merchant_id]})
-    assert status == 400 and code_of(body) == "recipient_disabled"
+    for path, headers in surfaces:
+        status, body = await api(client, "POST", path, headers,
+                                 json={**transfer, "to_account_id": accounts[friend.merchant_id]})
+        assert status == 400 and code_of(body) == "recipient_disabled", (path, body)
+    status, body = await api(client, "GET", "/dashboard/transfers", owner.jwt)
+    assert body["data"]["total"] == 0  # nothing moved
+
+
+# -- invalid_address, burn_address, insufficient_balance (single payouts; batch items in test_payouts_batch) --
+
+
+async def test_payout_destination_and_balance_codes_on_v1_and_dashboard(shop):
+    client, owner, _, devnet = shop
+    await fund(client, owner, devnet)
+    cases = [({"address": "bc1qnotanaddress"}, "invalid_address"),
+             ({"address": "1BitcoinEaterAddressDontSendf59kuE"}, "burn_address"),
+             ({"amount": "5"}, "insufficient_balance")]
+    for path, headers in (("/v1/payout", owner.payout_key), ("/dashboard/create-payout", owner.jwt)):
+        for change, code in cases:
+            payout = {"currency": "BTC", "address": BTC_DEST, "amount": "0.001", **change}
+            status, body = await api(client, "POST", path, headers, json=payout)
+            assert status == 400 and code_of(body) == code, (path, code, body)
+    status, body = await api(client, "GET", "/v1/general/account/balance", owner.general_key)
+    assert body["data"]["balances"] == [{"coin": "BTC", "amount": "0.0099"}]
 
 
 # -- coin_not_supported ------------------------------------------------------------------------------
@@ -102,10 +126,11 @@ async def test_self_transfer_forbidden_and_the_other_transfer_codes(shop):
 
 async def test_coin_not_supported_for_payouts(shop):
     client, owner, _, _ = shop
-    for currency, address, kind in (("XMR", "4" + "A" * 94, "invalid_request"), ("NOPE", BTC_DEST, "validation")):
-        status, body = await api(client, "POST", "/v1/payout", owner.payout_key,
-                                 json={"currency": currency, "address": address, "amount": "1"})
-        assert status == 400 and code_of(body) == "coin_not_supported" and body["error"]["type"] == kind, body
+    for path, headers in (("/v1/payout", owner.payout_key), ("/dashboard/create-payout", owner.jwt)):
+        for currency, address, kind in (("XMR", "4" + "A" * 94, "invalid_request"), ("NOPE", BTC_DEST, "validation")):
+            status, body = await api(client, "POST", path, headers,
+                                     json={"currency": currency, "address": address, "amount": "1"})
+            assert status == 400 and code_of(body) == "coin_not_supported" and body["error"]["type"] == kind, body
     status, body = await api(client, "POST", "/v1/payout/batch", owner.payout_key, json={"items": [
         {"currency": "XMR", "address": "4" + "A" * 94, "amount": "1", "external_id": "x-1"}]})
     assert body["data"]["results"][0]["error"] == "coin_not_supported"
