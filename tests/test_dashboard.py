@@ -6,6 +6,8 @@ tests/test_dashboard_browser.py drives the same pages in Chromium.
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 
 import pyotp
@@ -165,10 +167,11 @@ async def test_a_tampered_cookie_is_no_session(app_client):
     visitor = Visitor(app_client)
     await visitor.sign_up("g@example.com")
     cookie = next(c for c in app_client.session.cookie_jar if c.key == "orb_session")
-    token, seen, mac = cookie.value.split("~")
+    token, sid, seen, mac = cookie.value.split("~")
     jar = app_client.session.cookie_jar
-    for value, status in ((f"{token}~{seen}~{mac}", 200), (f"{token}~{int(seen) + 3600}~{mac}", 303),
-                          (f"{token}~{seen}~{mac[:-2]}", 303), (token, 303)):
+    for value, status in ((f"{token}~{sid}~{seen}~{mac}", 200), (f"{token}~{sid}~{int(seen) + 3600}~{mac}", 303),
+                          (f"{token}~{sid}x~{seen}~{mac}", 303), (f"{token}~{seen}~{mac}", 303),
+                          (f"{token}~{sid}~{seen}~{mac[:-2]}", 303), (token, 303)):
         jar.clear()
         jar.update_cookies({"orb_session": value}, app_client.make_url("/app"))
         response = await app_client.get("/app", allow_redirects=False)
@@ -391,18 +394,60 @@ def test_the_captcha_widget_settings_are_checked():
             parse_settings({"secret": "x", **bad}, allow_plain_http=False)
 
 
-async def test_google_auth_fragment_payloads():
-    from orbchain.plugins.dashboard.routes_auth import google_auth_payload
+def test_google_auth_takes_exactly_the_oidc_payload():
+    from orbchain.core.services import AccountSession
+    from orbchain.plugins.dashboard.routes_auth import google_auth_payload, pasted_link
+    from orbchain.plugins.oidc import payload
 
-    assert google_auth_payload("a.b.c") == ("a.b.c", {})
-    import base64
-    import json as _json
-    packed = base64.urlsafe_b64encode(_json.dumps({"token": "a.b.c", "api_keys": {"merchant_api_key": "k"}})
-                                      .encode()).decode().rstrip("=")
-    assert google_auth_payload(packed) == ("a.b.c", {"merchant_api_key": "k"})
-    assert google_auth_payload('{"token": "a.b.c"}') == ("a.b.c", {})
-    assert google_auth_payload("%%%") == (None, {})
-    assert google_auth_payload('{"nope": 1}') == (None, {})
+    keys = {"merchant_api_key": "ok_m_1", "payout_api_key": "ok_p_1", "general_api_key": "ok_g_1"}
+    new = payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", keys), True)
+    found = google_auth_payload(new)
+    assert found is not None and (found.token, found.merchant_id, dict(found.api_keys)) == ("a.b.c", "mer_1", keys)
+    old = google_auth_payload(payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", None), False))
+    assert old is not None and old.api_keys == {}
+
+    def packed(body: object) -> str:
+        return base64.urlsafe_b64encode(json.dumps(body).encode()).rstrip(b"=").decode()
+
+    good = {"token": "a.b.c", "merchant_id": "mer_1", "email": "a@example.com", "new_account": False}
+    assert google_auth_payload(packed(good)) is not None
+    # The shapes the first dashboard guessed at, and everything else, are refused.
+    for bad in ("a.b.c", '{"token": "a.b.c"}', "%%%", packed(good) + "=", packed([good]), packed({"token": "a.b.c"}),
+                packed({**good, "new_account": "no"}), packed({**good, "merchant_id": 1}),
+                packed({**good, "api_keys": keys}),  # keys for an old account: not from the oidc plugin
+                packed({**good, "new_account": True, "api_keys": {"merchant_api_key": "x"}}), "A", "["):
+        assert google_auth_payload(bad) is None, bad
+    assert pasted_link(f"https://pay.example.com/app#google-auth={new}") == ("google-auth", new)
+    assert pasted_link("tg-link=1.2.ab%63") == ("tg-link", "1.2.abc")
+    assert pasted_link("https://pay.example.com/app") == (None, "")
+
+
+async def test_logout_ends_the_session_server_side(app_client):
+    from orbchain.plugins.dashboard import ended_sessions
+
+    visitor = Visitor(app_client)
+    await visitor.sign_up("out@example.com")
+    await visitor.get("/app")
+    jar = app_client.session.cookie_jar
+    stolen = next(c for c in jar if c.key == "orb_session").value
+    await visitor.submit("/app/logout")
+    await visitor.get("/app", expect=303)
+    # The copy taken before logout is refused too, though its JWT and MAC are still genuine.
+    jar.update_cookies({"orb_session": stolen}, app_client.make_url("/app"))
+    assert (await app_client.get("/app", allow_redirects=False)).status == 303
+    # Signing in again is a new session, unaffected; the old row lives until the JWT would expire.
+    await visitor.sign_in("out@example.com")
+    await visitor.get("/app")
+    gateway = app_client.app[GATEWAY]
+    rows = await gateway.db.fetch_all("SELECT session_id, expires_at FROM dashboard_ended_sessions")
+    assert len(rows) == 1 and rows[0]["session_id"] == stolen.split("~")[1]
+    assert 0 < rows[0]["expires_at"] - gateway.now() <= 24 * 3600
+    await ended_sessions.prune(gateway)
+    assert len(await gateway.db.fetch_all("SELECT 1 FROM dashboard_ended_sessions")) == 1
+    later = gateway.now() + 24 * 3600 + 1
+    gateway.clock = lambda: later
+    await ended_sessions.prune(gateway)
+    assert await gateway.db.fetch_all("SELECT 1 FROM dashboard_ended_sessions") == []
 
 
 async def test_links_schedules_and_auto_withdraw_pages_take_forms(app_client):

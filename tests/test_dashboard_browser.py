@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from orbchain.core.services import AccountSession
 from orbchain.core.webhooks import deliver_due
+from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
@@ -159,13 +161,15 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
 
 
 async def test_a_sign_in_fragment_is_posted_by_the_nonce_script(served, tmp_path):
-    """``/app#google-auth=<token>``: with JavaScript the page posts it and the browser is signed in; without,
-    the page says why it cannot finish (the fragment never reaches the server)."""
+    """``/app#google-auth=<payload>`` (the oidc plugin's format): with JavaScript the page posts it and the
+    browser is signed in; without, the page offers the paste-the-address form (the fragment never reaches
+    the server)."""
     client = served
     base = str(client.server.make_url("/")).rstrip("/")
     response = await client.post("/dashboard/auth/signup", json={"email": "idp@example.com",
                                                                  "password": "correct horse battery"})
-    token = (await response.json())["data"]["token"]
+    data = (await response.json())["data"]
+    token = oidc_payload.encode(AccountSession(data["merchant_id"], "idp@example.com", data["token"], None), False)
     async with Browser.launch(tmp_path / "on", javascript=True) as browser:
         await browser.goto(f"{base}/app#google-auth={token}")
         for _ in range(100):  # the script posts the fragment: one more navigation
@@ -179,5 +183,10 @@ async def test_a_sign_in_fragment_is_posted_by_the_nonce_script(served, tmp_path
         await browser.goto(f"{base}/app#google-auth={token}")
         assert "/app/login" in await browser.url()
         assert await browser.text("#who") is None
-        assert "needs" in (await browser.evaluate(
-            "document.querySelector('#fragment-fallback') ? 'needs' : ''") or "")
+        # The visitor pastes the address bar (read here from DevTools, as a person would copy it).
+        address = await browser.url()
+        assert "#google-auth=" in address
+        await browser.evaluate(f"document.querySelector('#fragment-value').value = {json.dumps(address)}")
+        await browser.click("#fragment-fallback button[type=submit]")
+        await browser.goto(f"{base}/app")
+        assert await browser.text("#who") == "idp@example.com"

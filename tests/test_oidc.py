@@ -8,6 +8,7 @@ directly, so nothing here is judged by the code under test.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 from typing import Any
 
@@ -17,10 +18,13 @@ from aiohttp.test_utils import TestServer
 from yarl import URL
 
 from orbchain.core.config import ConfigError
+from orbchain.core.services import AccountSession
 from orbchain.plugins.oidc import payload
 from orbchain.plugins.oidc.settings import parse_settings
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
+
+from .dashboard_support import Visitor
 
 from .oidc_standin import CLIENT_ID, CLIENT_SECRET, OidcProvider, start_provider
 
@@ -123,6 +127,36 @@ async def test_new_account_gets_keys_in_the_fragment_and_can_use_them(oidc_clien
     again = await sign_in(client)
     assert again["merchant_id"] == data["merchant_id"] and again["new_account"] is False
     assert "api_keys" not in again
+
+
+async def test_the_dashboard_lands_the_payload_and_signs_the_browser_in(oidc_client, provider):
+    """Callback -> /app#google-auth=...: the dashboard takes the payload (posted by its script or pasted)."""
+    client = await oidc_client()
+    response = await finish(client, await consent(await begin(client)))
+    location = response.headers["Location"]
+    value = location.split("#google-auth=")[1]
+    data = payload.decode(value)
+    visitor = Visitor(client)
+    await visitor.get("/app", expect=303)  # signed out: the browser goes to log in, the fragment rides along
+    await visitor.get("/app/login")
+    await visitor.submit("/app/fragment", {"kind": "google-auth", "value": value}, expect=200)
+    shown = dict(re.findall(r'<code class="secret" id="(\w+_api_key)"[^>]*>([^<]+)</code>', visitor.page))
+    assert shown == data["api_keys"]  # the new account's keys, shown this once
+    home = await visitor.get("/app")
+    assert "ada@example.com" in home and "payout_api_key" not in home
+    await visitor.submit("/app/logout")
+    # Signing in again (an existing account, no keys): without script the visitor pastes the whole address.
+    again = await finish(client, await consent(await begin(client)))
+    await visitor.get("/app/login")
+    await visitor.submit("/app/fragment", {"value": "http://gateway.test" + again.headers["Location"]})
+    assert "payout_api_key" not in await visitor.get("/app")
+    await visitor.submit("/app/logout")
+    # A payload whose merchant_id is not its token's, or not the plugin's format, signs nobody in.
+    forged = payload.encode(AccountSession("mer_other", data["email"], data["token"], None), False)
+    for bad in (forged, data["token"]):
+        await visitor.get("/app/login")
+        await visitor.submit("/app/fragment", {"kind": "google-auth", "value": bad}, expect=401)
+        await visitor.get("/app", expect=303)
 
 
 async def test_verified_email_links_an_existing_account(oidc_client, provider):
@@ -354,7 +388,10 @@ def test_payload_round_trip_is_url_safe():
 
 
 async def test_the_redirect_chain_in_headless_chromium(make_config, provider, tmp_path):
-    """A real browser follows gateway -> provider -> callback -> /app and keeps the fragment off the wire."""
+    """A real browser: gateway -> provider -> callback -> /app#google-auth=... -> the dashboard's script
+    posts the fragment -> signed in, the new account's keys shown once; the payload never rode a URL."""
+    from aiohttp import web
+
     from .browser import Browser
 
     with socket.socket() as probe:
@@ -366,23 +403,35 @@ async def test_the_redirect_chain_in_headless_chromium(make_config, provider, tm
     app = create_app(config)
     seen: list[str] = []
 
-    async def app_page(request):
-        from aiohttp import web
+    @web.middleware
+    async def record(request, handler):
         seen.append(str(request.rel_url))
-        return web.Response(text="<html><body>dashboard app</body></html>", content_type="text/html")
+        return await handler(request)
 
-    app.router.add_get("/app", app_page)
+    app.middlewares.insert(0, record)
     server = TestServer(app, host="127.0.0.1", port=port)
     await server.start_server()
     try:
-        async with Browser.launch(tmp_path) as browser:
+        async with Browser.launch(tmp_path, javascript=True) as browser:
             await browser.goto(base + "/dashboard/auth/google")
-            url = await browser.evaluate("location.href")
-        assert url.startswith(base + "/app#google-auth=")
-        data = payload.decode(url.split("#google-auth=")[1])
-        assert data["new_account"] is True and set(data["api_keys"]) == {
-            "merchant_api_key", "payout_api_key", "general_api_key"}
-        assert seen == ["/app"]  # the server saw the path only: the payload stayed in the fragment
+            keys: dict[str, str] = {}
+            for _ in range(100):  # the script submits the fragment form: a second navigation
+                try:
+                    keys = await browser.evaluate(
+                        "Object.fromEntries([...document.querySelectorAll('code.secret')].map(e => [e.id,"
+                        " e.textContent.trim()]))") or {}
+                except Exception:  # noqa: BLE001 - evaluating mid-navigation
+                    keys = {}
+                if keys:
+                    break
+                await asyncio.sleep(0.1)
+            assert set(keys) == {"merchant_api_key", "payout_api_key", "general_api_key"}, await browser.html()
+            assert "#" not in await browser.url()
+            await browser.goto(base + "/app")
+            assert "ada@example.com" in await browser.html() and "payout_api_key" not in await browser.html()
+        posted = [url for url in seen if url.startswith("/app")]
+        assert "/app" in posted and "/app/fragment" in posted
+        assert all("google-auth" not in url and "eyJ" not in url for url in seen), seen
     finally:
         await server.close()
 

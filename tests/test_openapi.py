@@ -36,7 +36,9 @@ from referencing.jsonschema import DRAFT202012
 
 from orbchain import __version__
 from orbchain.core.payout_worker import process_payouts
+from orbchain.core.services import AccountSession
 from orbchain.core.webhooks import deliver_due
+from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.auth import AUTH_ATTR
 from orbchain.web.keys import GATEWAY
 from orbchain.web.middlewares import RATE_ATTR
@@ -917,8 +919,9 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("POST", "/app/login", data={"csrf_token": _csrf(page), "email": "pages@example.com",
                                              "password": "s3cret-pass"}, expect=303)
     _, page = await c.call("GET", "/app", expect=200)
+    landing = oidc_payload.encode(AccountSession(friend.merchant_id, "friend@example.com", friend.token, None), False)
     await c.call("POST", "/app/fragment", data={"csrf_token": _csrf(page), "kind": "google-auth",
-                                                "value": friend.token}, expect=303)
+                                                "value": landing}, expect=303)
     await c.call("POST", "/app/logout", data={"csrf_token": "stale"}, expect=403)
     await c.call("GET", "/static/dashboard/dashboard.css", expect=200)
 

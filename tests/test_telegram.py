@@ -14,9 +14,10 @@ import pyotp
 import pytest
 
 from orbchain.core import ledger
-from orbchain.plugins.telegram import bot, initdata, link_tokens
+from orbchain.plugins.telegram import bot, initdata, link_tokens, linking
 from orbchain.web.keys import GATEWAY
 
+from .dashboard_support import Visitor
 from .support import Devnet, api, signup
 from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for, sign_init_data
 
@@ -263,6 +264,56 @@ async def test_without_a_bot_token_the_plugin_is_idle(make_client, make_config):
     assert (await client.get("/tg/link/start?t=x")).status == 404
     assert (await client.post("/tg/webhook", json={"update_id": 1})).status == 404
     assert await bot.poll_updates(client.app[GATEWAY]) == 0
+
+
+async def test_the_dashboard_pages_complete_a_link_with_and_without_script(env, standin):
+    """The JS path posts kind=tg-link from the fragment; without script the visitor pastes the whole address."""
+    client, _, gateway = env
+    assert isinstance(gateway.services.get(linking.SERVICE_NAME), linking.LinkService)
+    visitor = Visitor(client)
+    await visitor.sign_up("tg-dash@example.com")
+    await visitor.get("/app")
+    assert 'id="fragment-fallback"' in visitor.page  # the no-script form sits on the landing page
+
+    async def bot_link(chat_id):
+        standin.user_says(chat_id, "/start")
+        assert await bot.poll_updates(gateway) == 1
+        return re.search(r"/tg/link/start\?t=(\S+)", standin.messages_to(chat_id)[-1]["text"]).group(1)
+
+    token = await bot_link(CHAT)
+    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token}, expect=200)
+    assert "Your Telegram chat is linked" in visitor.page
+    await bot.deliver_messages(gateway)
+    assert "now linked" in standin.messages_to(CHAT)[-1]["text"]
+    # The same token again: used, shown as an error page, nothing changes.
+    await visitor.get("/app")
+    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token}, expect=400)
+    assert "already used" in visitor.page
+    # Without script: the pasted address of /app#tg-link=... links another chat.
+    other = CHAT + 1
+    advance(gateway, 1)
+    token = await bot_link(other)
+    await visitor.get("/app")
+    await visitor.submit("/app/fragment", {"value": f"http://gateway.test/app#tg-link={token}"}, expect=200)
+    assert "Your Telegram chat is linked" in visitor.page
+    linked = await gateway.db.fetch_all("SELECT chat_id FROM telegram_links")
+    assert [int(r["chat_id"]) for r in linked] == [other]
+    # A forged token and a signed-out browser change nothing.
+    await visitor.get("/app")
+    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token[:-1] + "0"}, expect=400)
+    await visitor.submit("/app/logout")
+    await visitor.get("/app/login")
+    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": await bot_link(CHAT)}, expect=401)
+
+
+async def test_without_a_bot_the_dashboard_says_linking_is_off(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    assert linking.SERVICE_NAME not in client.app[GATEWAY].services
+    visitor = Visitor(client)
+    await visitor.sign_up("no-bot@example.com")
+    await visitor.get("/app")
+    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": "1.2.abc"}, expect=503)
+    assert "not enabled" in visitor.page
 
 
 # -- reads ------------------------------------------------------------------------------------

@@ -129,3 +129,22 @@ async def test_mini_app_outside_telegram_and_without_javascript(served, tmp_path
         await browser.goto(f"{base}/tgapp")
         assert "needs JavaScript" in await browser.evaluate("document.querySelector('noscript').textContent")
         assert await browser.evaluate("document.querySelector('#tg-app').hidden") is True
+
+
+async def test_the_dashboard_completes_a_link_in_chromium(served, tmp_path):
+    """/tg/link/start -> /app#tg-link=... -> the dashboard's script posts it -> the chat is bound."""
+    client = served
+    gateway = client.app[GATEWAY]
+    await signup(client, email="tg-browser@example.com", password="correct horse battery")
+    token = link_tokens.issue(gateway.require_secrets().jwt_secret, CHAT, gateway.now())
+    base = str(client.make_url("")).rstrip("/")
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(base + "/app/login")
+        await browser.evaluate("document.querySelector('#email').value = 'tg-browser@example.com';"
+                               "document.querySelector('#password').value = 'correct horse battery'")
+        await browser.click("#sign-in")
+        await browser.goto(f"{base}/tg/link/start?t={token}")
+        await wait_for(browser, "document.body && document.body.textContent.includes('Telegram chat is linked')")
+        assert "#" not in await browser.url()
+    linked = await gateway.db.fetch_all("SELECT chat_id FROM telegram_links")
+    assert [int(row["chat_id"]) for row in linked] == [CHAT]

@@ -14,16 +14,27 @@ from pathlib import Path
 from typing import Any
 
 from ...core.plugins import hookimpl
-from . import openapi, routes_auth, routes_money, routes_payments, routes_settings
+from . import ended_sessions, openapi, routes_auth, routes_money, routes_payments, routes_settings
 from .plugin_pages import page_routes
-from .settings import settings_of
+from .settings import PLUGIN_NAME, settings_of
 
 HERE = Path(__file__).parent
+MIGRATIONS_PACKAGE = "orbchain.plugins.dashboard.migrations"
 
 
 @hookimpl
 def validate_config(gateway: Any) -> None:
     settings_of(gateway)
+
+
+@hookimpl
+def register_migrations(registry: Any) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_jobs(registry: Any) -> None:
+    registry.add(ended_sessions.PRUNE_JOB, ended_sessions.prune, seconds=ended_sessions.PRUNE_SECONDS)
 
 
 @hookimpl

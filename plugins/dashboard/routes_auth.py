@@ -11,7 +11,10 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
+from dataclasses import dataclass
 from typing import Any, Mapping
+from urllib.parse import unquote
 
 from aiohttp import web
 
@@ -24,7 +27,7 @@ from ...web.pages import html_page
 from ...web.routes.dashboard_auth import validate_with_passwords
 from ...web.validation import Field
 from .session import (CsrfRefused, check_csrf, current_session, end_session, pre_token, session_for_token,
-                      set_pre_cookie, start_session, was_idle)
+                      set_pre_cookie, sign_out, start_session, was_idle)
 from .sign_in_widget import widget_for
 from .views import error_text, forbidden_form, render, see_other, signed_in
 
@@ -152,38 +155,60 @@ async def _show_new_keys(request: web.Request, token: str, api_keys: Mapping[str
 @signed_in
 async def logout(request: web.Request, session: Any, form: Any) -> web.StreamResponse:
     response = see_other("/app/login", "signed-out")
-    end_session(response)
+    await sign_out(request, response, session)
     raise response
 
 
 # -- fragments: #google-auth=<payload> and #tg-link=<token> (SPEC 4.7, 4.13) -------------------
 
 
-def google_auth_payload(value: str) -> tuple[str | None, dict[str, str]]:
-    """(dashboard JWT, api_keys) from the identity-provider fragment.
+@dataclass(frozen=True)
+class GoogleAuth:
+    """What the sign-in plugin's ``#google-auth=`` payload carries (docs/oidc.md)."""
 
-    The payload is the JWT itself, or base64url JSON (or JSON) with ``token``
-    and, for a new account, ``api_keys``: all three shapes are accepted so the
-    sign-in plugin may choose. Anything else yields no token.
+    token: str
+    merchant_id: str
+    api_keys: Mapping[str, str]  # only for a new account: shown once, on the page that signs it in
+
+
+_B64URL = re.compile(r"^[A-Za-z0-9_-]+$")
+_KEY_NAMES = frozenset({"merchant_api_key", "payout_api_key", "general_api_key"})
+
+
+def google_auth_payload(value: str) -> GoogleAuth | None:
+    """The oidc plugin's payload: unpadded base64url of a JSON object, else None.
+
+    ``{token, merchant_id, email, new_account, api_keys?}``: ``token`` and
+    ``merchant_id`` strings, ``new_account`` a boolean, ``api_keys`` (the
+    three legacy keys) only when ``new_account`` is true. One format, so a
+    malformed or hand-made value is refused rather than guessed at.
     """
-    value = value.strip()
-    if value.count(".") == 2 and not value.startswith("{"):
-        return value, {}
-    text = value
-    if not value.startswith("{"):
-        try:
-            text = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)).decode()
-        except (binascii.Error, UnicodeDecodeError, ValueError):
-            return None, {}
+    if not _B64URL.match(value) or len(value) % 4 == 1:
+        return None
     try:
-        data = json.loads(text)
-    except ValueError:
-        return None, {}
-    if not isinstance(data, dict) or not isinstance(data.get("token"), str):
-        return None, {}
-    keys = data.get("api_keys")
-    keys = {str(k): str(v) for k, v in keys.items()} if isinstance(keys, dict) else {}
-    return data["token"], keys
+        data = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
+    except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("token"), str) \
+            or not isinstance(data.get("merchant_id"), str) or not isinstance(data.get("new_account"), bool):
+        return None
+    keys = data.get("api_keys", {})
+    if not isinstance(keys, dict) or (keys and not data["new_account"]):
+        return None
+    if keys and (set(keys) != _KEY_NAMES or not all(isinstance(v, str) for v in keys.values())):
+        return None
+    return GoogleAuth(token=data["token"], merchant_id=data["merchant_id"], api_keys=keys)
+
+
+_PASTED = re.compile(r"(?:^|#)(google-auth|tg-link)=([^#\s]+)$")
+
+
+def pasted_link(text: str) -> tuple[str | None, str]:
+    """(kind, value) from what a browser without JavaScript pasted: the whole link or the part after ``#``."""
+    found = _PASTED.search(text.strip())
+    if found is None:
+        return None, ""
+    return found.group(1), unquote(found.group(2))
 
 
 @routes.post("/app/fragment")
@@ -197,24 +222,32 @@ async def fragment(request: web.Request) -> web.StreamResponse:
     except CsrfRefused:
         return forbidden_form(request)
     kind, value = form.get("kind"), form.get("value")
+    if not kind and isinstance(value, str) and len(value) <= 8192:
+        kind, value = pasted_link(value)
     if not isinstance(value, str) or not value or len(value) > 8192:
         raise see_other("/app")
     if kind == "google-auth":
-        token, keys = google_auth_payload(value)
-        if token is None or await session_for_token(request.app[GATEWAY], token) is None:
-            return await _auth_page(request, "dashboard/login.html", status=401,
-                                    error="That sign-in link is not valid any more. Please sign in again.")
-        if keys:
-            return await _show_new_keys(request, token, keys)
-        response = see_other("/app")
-        start_session(request, response, token)
-        raise response
+        return await _google_sign_in(request, value)
     if kind == "tg-link":
         if session is None:
             return await _auth_page(request, "dashboard/login.html", status=401,
                                     error="Sign in first, then open the Telegram link again.")
         return await _link_chat(request, session, value)
     raise see_other("/app")
+
+
+async def _google_sign_in(request: web.Request, value: str) -> web.StreamResponse:
+    """Sign the browser in with the identity provider's payload; a new account sees its keys this once."""
+    found = google_auth_payload(value)
+    session = None if found is None else await session_for_token(request.app[GATEWAY], found.token)
+    if found is None or session is None or session.merchant_id != found.merchant_id:
+        return await _auth_page(request, "dashboard/login.html", status=401,
+                                error="That sign-in link is not valid any more. Please sign in again.")
+    if found.api_keys:
+        return await _show_new_keys(request, found.token, found.api_keys)
+    response = see_other("/app")
+    start_session(request, response, found.token)
+    raise response
 
 
 async def _link_chat(request: web.Request, session: Any, token: str) -> web.Response:

@@ -1,9 +1,11 @@
 """The browser session of the dashboard: a cookie holding the dashboard JWT, CSRF tokens, idle timeout.
 
-* ``orb_session`` holds ``<jwt>~<last_seen>~<mac>``: the same token
-  ``POST /dashboard/auth/login`` returns (24 h, revoked by a password change),
-  the time of the last request, and a MAC over both so the browser cannot
-  move its own idle clock. HttpOnly, SameSite=Lax, Secure when the dashboard
+* ``orb_session`` holds ``<jwt>~<session_id>~<last_seen>~<mac>``: the same
+  token ``POST /dashboard/auth/login`` returns (24 h, revoked by a password
+  change), a random id for this browser session (signing out records it in
+  ``ended_sessions``, so a copied cookie dies with the logout), the time of
+  the last request, and a MAC over all three so the browser cannot move its
+  own idle clock. HttpOnly, SameSite=Lax, Secure when the dashboard
   is served over https. Only this plugin's ``/app`` pages read it: the JSON
   API (``/v1``, ``/dashboard``) authenticates by header alone, so a forged
   cross-site request can never ride the cookie into it.
@@ -21,7 +23,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from aiohttp import web
@@ -29,6 +31,7 @@ from aiohttp import web
 from ...core import accounts, auth
 from ...core.errors import Unauthorized
 from ...web.keys import GATEWAY
+from . import ended_sessions
 from .settings import settings_of
 
 SESSION_COOKIE = "orb_session"
@@ -51,6 +54,8 @@ class Session:
     csrf: str
     totp_enabled: bool
     refresh: bool  # the cookie's last_seen is old enough to rewrite
+    expires_at: int  # when the JWT inside expires
+    session_id: str = ""  # empty for a token not yet held in a cookie
 
 
 def _key(gateway: Any) -> bytes:
@@ -73,47 +78,60 @@ def _cookie(response: web.StreamResponse, request: web.Request, name: str, value
                         max_age=max_age)
 
 
-def start_session(request: web.Request, response: web.StreamResponse, token: str) -> None:
-    """Sign the browser in with a dashboard JWT (from log-in or sign-up)."""
+def start_session(request: web.Request, response: web.StreamResponse, token: str,
+                  session_id: str | None = None) -> None:
+    """Sign the browser in with a dashboard JWT (from log-in or sign-up): a new session id unless one is kept."""
     gateway = request.app[GATEWAY]
-    body = f"{token}{_SEP}{gateway.now()}"
+    body = _SEP.join((token, session_id or secrets.token_urlsafe(18), str(gateway.now())))
     _cookie(response, request, SESSION_COOKIE, f"{body}{_SEP}{_mac(gateway, body)}", max_age=auth.JWT_LIFETIME_SECONDS)
     response.del_cookie(PRE_COOKIE, path="/app")
 
 
 def end_session(response: web.StreamResponse) -> None:
+    """Clear the cookie (``sign_out`` also ends the session server-side)."""
     response.del_cookie(SESSION_COOKIE, path="/app")
 
 
+async def sign_out(request: web.Request, response: web.StreamResponse, session: Session) -> None:
+    """End the session for good: its id is refused until its token expires, and the cookie is cleared."""
+    if session.session_id:
+        await ended_sessions.end(request.app[GATEWAY], session.session_id, session.expires_at)
+    end_session(response)
+
+
 def touch(request: web.Request, response: web.StreamResponse) -> None:
-    """Move the idle clock of the request's session forward."""
-    token = _token_and_seen(request)
-    if token is not None:
-        start_session(request, response, token[0])
+    """Move the idle clock of the request's session forward (same token, same session id)."""
+    found = _cookie_parts(request)
+    if found is not None:
+        start_session(request, response, found[0], found[1])
 
 
-def _token_and_seen(request: web.Request) -> tuple[str, int] | None:
+def _cookie_parts(request: web.Request) -> tuple[str, str, int] | None:
+    """(token, session id, last_seen) of a genuine cookie, else None."""
     value = request.cookies.get(SESSION_COOKIE, "")
     parts = value.split(_SEP)
-    if len(parts) != 3 or not parts[1].isdigit():
+    if len(parts) != 4 or not parts[1] or not parts[2].isdigit():
         return None
-    body = f"{parts[0]}{_SEP}{parts[1]}"
-    if not hmac.compare_digest(_mac(request.app[GATEWAY], body).encode(), parts[2].encode()):
+    body = _SEP.join(parts[:3])
+    if not hmac.compare_digest(_mac(request.app[GATEWAY], body).encode(), parts[3].encode()):
         return None
-    return parts[0], int(parts[1])
+    return parts[0], parts[1], int(parts[2])
 
 
 async def current_session(request: web.Request) -> Session | None:
     """The signed-in merchant of this browser, or None (no cookie, tampered, idle, revoked, disabled)."""
     gateway = request.app[GATEWAY]
-    found = _token_and_seen(request)
+    found = _cookie_parts(request)
     if found is None:
         return None
-    token, seen = found
+    token, session_id, seen = found
     now = gateway.now()
     if now - seen > settings_of(gateway).idle_seconds or seen > now + TOUCH_SECONDS:
         return None
-    return await session_for_token(gateway, token, refresh=now - seen >= TOUCH_SECONDS)
+    session = await session_for_token(gateway, token, refresh=now - seen >= TOUCH_SECONDS)
+    if session is None or await ended_sessions.is_ended(gateway, session_id):
+        return None
+    return replace(session, session_id=session_id)
 
 
 async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) -> Session | None:
@@ -126,13 +144,13 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
     if row is None or not row["enabled"] or int(row["token_version"]) != claims.get("tv", 0):
         return None
     return Session(merchant_id=row["id"], email=row["email"], csrf=_mac(gateway, f"csrf{_SEP}{token}"),
-                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh)
+                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]))
 
 
 def was_idle(request: web.Request) -> bool:
     """The browser holds a genuine session cookie that idled out (to say so on the login page)."""
-    found = _token_and_seen(request)
-    return found is not None and request.app[GATEWAY].now() - found[1] > settings_of(request.app[GATEWAY]).idle_seconds
+    found = _cookie_parts(request)
+    return found is not None and request.app[GATEWAY].now() - found[2] > settings_of(request.app[GATEWAY]).idle_seconds
 
 
 def pre_token(request: web.Request) -> tuple[str, str | None]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.plugins import hookimpl
-from . import bot, notify, openapi
+from . import bot, linking, notify, openapi
 from .routes_app import routes as app_routes
 from .routes_link import routes as link_routes
 from .settings import PLUGIN_NAME, settings_of
@@ -67,6 +67,7 @@ def register_jobs(registry, gateway) -> None:
 
 @hookimpl
 async def gateway_started(gateway) -> None:
+    linking.offer(gateway)
     await bot.register_webhook(gateway)
 
 

@@ -21,7 +21,7 @@ from ...web.middlewares import rate_class
 from ...web.pages import html_page
 from ...web.rate_identity import count_failure
 from . import bot, initdata, session, store, wallet
-from .routes_link import require_enabled
+from .linking import require_enabled
 from .session import caller_of, miniapp_session
 from .settings import PLUGIN_NAME, settings_of
 

@@ -4,7 +4,8 @@
 dashboard in a URL fragment (never sent to a server, kept out of logs and
 Referer headers); the signed-in dashboard then posts it to
 ``/dashboard/tg/link/complete``, which spends it and binds the chat in one
-transaction and queues the confirmation message.
+transaction and queues the confirmation message (``linking.py``, which
+the dashboard's pages reach through the ``tg_link`` service).
 """
 
 from __future__ import annotations
@@ -14,27 +15,19 @@ import json
 
 from aiohttp import web
 
-from ...core import accounts
-from ...core.errors import InvalidRequest, NotConfigured, NotFound, Unauthorized, ValidationError
-from ...core.gateway import Gateway
+from ...core.errors import NotFound, Unauthorized, ValidationError
 from ...web.auth import principal_of, requires
 from ...web.envelope import envelope, read_json
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page, render_page
 from ...web.rate_identity import count_failure
-from . import bot, link_tokens, store
+from . import bot, link_tokens, linking, store
 from .settings import settings_of
 
 routes = web.RouteTableDef()
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
-
-
-def require_enabled(gateway: Gateway) -> None:
-    if not settings_of(gateway).enabled:
-        raise NotConfigured("not configured", code="telegram_not_configured",
-                            detail={"telegram": "set [plugin.telegram] bot_token to enable the bot"})
 
 
 def _error_page(request: web.Request, status: int, message: str) -> web.Response:
@@ -63,25 +56,9 @@ async def link_start(request: web.Request) -> web.StreamResponse:
 @requires("jwt")
 async def link_complete(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
-    require_enabled(gateway)
-    merchant_id = principal_of(request).merchant_id
-    token = (await read_json(request)).get("token")
-    if not isinstance(token, str) or not token:
-        raise ValidationError({"token": "is required: the link token from the bot"})
-    try:
-        link = link_tokens.verify(gateway.require_secrets().jwt_secret, token, gateway.now())
-    except link_tokens.LinkTokenError as exc:
-        raise InvalidRequest(str(exc), code=exc.code) from None
-    merchant = await accounts.require_merchant(gateway.db, merchant_id)
-    async with gateway.db.transaction():
-        if not await store.spend(gateway, store.LINK, token, link.expires_at):
-            raise InvalidRequest("this link was already used: send /start to the bot again",
-                                 code="link_token_used")
-        await store.bind(gateway, merchant_id, link.chat_id)
-        text = f"This chat is now linked to Orbchain account {merchant['account_id']}."
-        await store.enqueue(gateway, f"linked:{link.mac}", link.chat_id,
-                            bot.text_message(link.chat_id, text, bot.open_app_markup(gateway)))
-    return envelope({"ok": True, "account_id": merchant["account_id"]})
+    linking.require_enabled(gateway)
+    body = await read_json(request)
+    return envelope(await linking.complete_link(gateway, principal_of(request).merchant_id, body.get("token")))
 
 
 @routes.get("/dashboard/tg/link/status")
