@@ -42,6 +42,11 @@ def is_server_error(status: int, body: bytes) -> bool:
     if status < 500:
         return False
     if status == 503:
+        if body.lstrip()[:15].lower() == b"<!doctype html>" and b"<title>Temporarily unavailable" in body:
+            # A page route's rendering of a 503 refusal (web/middlewares.py renders ApiError 503s of
+            # HTML routes as this page, e.g. sign-in with a provider this deployment has not configured);
+            # a crash renders the 500 page instead.
+            return False
         try:
             answer = json.loads(body)
             error = answer.get("error") or {}
