@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import socket
 import ssl
 import struct
 import zlib
@@ -27,9 +26,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from orbchain.web.app import create_app
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import INSTALL_HINT, Browser, chromium_missing, free_port, serve_app
 from .support import api, signup
 
 
@@ -51,12 +49,6 @@ HOSTILE_NAME = '"><img src=x onerror=document.title=1><script>document.title="pw
 def require_chromium() -> None:
     if chromium_missing():
         pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _self_signed(tmp_path: Path) -> ssl.SSLContext:
@@ -90,7 +82,7 @@ async def logo_host(tmp_path):
     app.router.add_get("/logo.png", logo)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = _free_port()
+    port = free_port()
     site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=_self_signed(tmp_path))
     await site.start()
     yield f"https://127.0.0.1:{port}", port, hits
@@ -99,10 +91,7 @@ async def logo_host(tmp_path):
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
-    port = _free_port()
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 async def _branded_invoice(client, **brand):

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from urllib.parse import quote
 
 import pytest
 
 from orbchain.plugins.telegram import link_tokens
-from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import INSTALL_HINT, Browser, chromium_missing, serve_app
 from .support import api, signup
 from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for
 
@@ -44,13 +42,8 @@ async def standin():
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config, standin):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"},
-                         plugin={"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url}})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config,
+                           plugin={"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url}})
 
 
 async def wait_for(browser: Browser, expression: str, timeout: float = 10.0):
