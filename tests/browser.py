@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 
 import aiohttp
+import pytest
 
 from orbchain.web.app import create_app
 
@@ -50,6 +51,13 @@ class BrowserError(RuntimeError):
 
 def chromium_missing() -> bool:
     return not os.access(CHROMIUM, os.X_OK)
+
+
+@pytest.fixture(autouse=True)
+def require_chromium() -> None:
+    """Imported by each browser test module: fail (never skip) with the install hint when Chromium is missing."""
+    if chromium_missing():
+        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 def free_port() -> int:

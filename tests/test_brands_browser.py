@@ -27,7 +27,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, free_port, serve_app
+from .browser import Browser, free_port, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
 
 
@@ -43,12 +44,6 @@ def _png(width: int, height: int) -> bytes:
 
 LOGO_PNG = _png(4, 2)
 HOSTILE_NAME = '"><img src=x onerror=document.title=1><script>document.title="pwned"</script>'
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 def _self_signed(tmp_path: Path) -> ssl.SSLContext:

@@ -19,16 +19,11 @@ from orbchain.core.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, assert_png, serve_app
+from .browser import Browser, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import Devnet, WebhookReceiver
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture

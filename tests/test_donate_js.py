@@ -19,16 +19,11 @@ import pytest
 from aiohttp import web
 
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, free_port, serve_app
+from .browser import Browser, free_port, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
 
 LABEL_WITH_MARKUP = '<img src=x onerror="window.pwned=1">Give'
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture

@@ -15,15 +15,10 @@ from orbchain.chains.devnet import devnet_chain
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, assert_png, serve_app
+from .browser import Browser, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 
 REFRESH = 'http-equiv="refresh"'
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture

@@ -15,14 +15,9 @@ import pytest
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, assert_png, serve_app
+from .browser import Browser, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture

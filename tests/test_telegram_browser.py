@@ -19,17 +19,12 @@ import pytest
 from orbchain.plugins.telegram import link_tokens
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, serve_app
+from .browser import Browser, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
 from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for
 
 CHAT = 5550002
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture

@@ -11,14 +11,9 @@ from __future__ import annotations
 import pytest
 
 
-from .browser import INSTALL_HINT, Browser, chromium_missing, serve_app
+from .browser import Browser, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture
