@@ -24,11 +24,15 @@ import itertools
 import json
 import os
 import signal
+import socket
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
 
 import aiohttp
+import pytest
+
+from orbchain.web.app import create_app
 
 CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = "Chromium is missing: run scripts/ensure_chromium.sh (installs Debian's chromium package)"
@@ -36,6 +40,8 @@ STARTUP_TIMEOUT = 30.0
 COMMAND_TIMEOUT = 15.0
 LOAD_TIMEOUT = 15.0
 # A phone-sized viewport: the hosted pages are mostly opened on mobiles.
+# A screenshot smaller than this is a blank page, not the one under test.
+MIN_PNG_BYTES = 5 * 1024
 VIEWPORT = {"width": 390, "height": 844, "deviceScaleFactor": 2, "mobile": True}
 
 
@@ -45,6 +51,38 @@ class BrowserError(RuntimeError):
 
 def chromium_missing() -> bool:
     return not os.access(CHROMIUM, os.X_OK)
+
+
+@pytest.fixture(autouse=True)
+def require_chromium() -> None:
+    """Imported by each browser test module: fail (never skip) with the install hint when Chromium is missing."""
+    if chromium_missing():
+        pytest.fail(INSTALL_HINT, pytrace=False)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now, so the app's ``base_url`` can name it before it starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+async def serve_app(aiohttp_server: Any, aiohttp_client: Any, make_config: Any, **config: Any) -> Any:
+    """The full app on a real TCP port whose ``base_url`` matches, so absolute links open as they are.
+
+    Takes the pytest-aiohttp ``aiohttp_server``/``aiohttp_client`` and the suite's ``make_config``
+    fixtures; ``config`` adds sections (e.g. ``plugin=...``). The scheduler stays off.
+    """
+    port = free_port()
+    settings = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"}, **config)
+    server = await aiohttp_server(create_app(settings), host="127.0.0.1", port=port)
+    return await aiohttp_client(server)
+
+
+def assert_png(path: Path) -> None:
+    """A real screenshot: the PNG signature and more than a blank page's bytes."""
+    data = Path(path).read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > MIN_PNG_BYTES, f"{path}: {len(data)} bytes"
 
 
 class Browser:
@@ -202,6 +240,22 @@ class Browser:
         )
         if not ok:
             raise BrowserError(f"no option {value!r} in {selector}")
+
+    async def fill(self, selector: str, value: str) -> None:
+        """Set a form field's value, as a user typing would (page scripts may stay off)."""
+        await self._set(selector, "value", value)
+
+    async def check(self, selector: str) -> None:
+        """Tick a checkbox or radio button."""
+        await self._set(selector, "checked", True)
+
+    async def _set(self, selector: str, prop: str, value: Any) -> None:
+        ok = await self.evaluate(
+            f"(e => {{ if (!e) return false; e.{prop} = {json.dumps(value)}; return true; }})"
+            f"(document.querySelector({json.dumps(selector)}))"
+        )
+        if not ok:
+            raise BrowserError(f"nothing matches {selector}")
 
     async def click(self, selector: str, *, navigates: bool = True) -> None:
         """A real left click in the middle of the element; waits for the next page load."""

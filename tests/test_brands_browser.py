@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import json
-import socket
 import ssl
 import struct
 import zlib
@@ -27,9 +26,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from orbchain.web.app import create_app
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, free_port, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
 
 
@@ -45,18 +44,6 @@ def _png(width: int, height: int) -> bytes:
 
 LOGO_PNG = _png(4, 2)
 HOSTILE_NAME = '"><img src=x onerror=document.title=1><script>document.title="pwned"</script>'
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _self_signed(tmp_path: Path) -> ssl.SSLContext:
@@ -90,7 +77,7 @@ async def logo_host(tmp_path):
     app.router.add_get("/logo.png", logo)
     runner = web.AppRunner(app)
     await runner.setup()
-    port = _free_port()
+    port = free_port()
     site = web.TCPSite(runner, "127.0.0.1", port, ssl_context=_self_signed(tmp_path))
     await site.start()
     yield f"https://127.0.0.1:{port}", port, hits
@@ -99,10 +86,7 @@ async def logo_host(tmp_path):
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
-    port = _free_port()
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 async def _branded_invoice(client, **brand):

@@ -11,42 +11,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-from pathlib import Path
 
 import pytest
 
 from orbchain.core.services import AccountSession
 from orbchain.core.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
-from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import Devnet, WebhookReceiver
 
-MIN_PNG_BYTES = 5 * 1024
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
-    port = _free_port()
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 @pytest.fixture
@@ -54,22 +36,6 @@ async def receiver():
     hook = WebhookReceiver()
     yield hook
     await hook.close()
-
-
-def _assert_png(path: Path) -> None:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > MIN_PNG_BYTES, f"{path}: {len(data)} bytes"
-
-
-async def _type(browser: Browser, selector: str, value: str) -> None:
-    assert await browser.evaluate(
-        f"(e => {{ if (!e) return false; e.value = {json.dumps(value)}; return true; }})"
-        f"(document.querySelector({json.dumps(selector)}))"), selector
-
-
-async def _check(browser: Browser, selector: str) -> None:
-    assert await browser.evaluate(f"(e => {{ if (!e) return false; e.checked = true; return true; }})"
-                                  f"(document.querySelector({json.dumps(selector)}))"), selector
 
 
 @pytest.mark.parametrize("javascript", [False, True], ids=["js-off", "js-on"])
@@ -87,72 +53,72 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
         await browser.goto(f"{base}/app")
         assert (await browser.url()).startswith(f"{base}/app/login")
         await browser.click("a[href='/app/signup']")
-        await _type(browser, "#email", "browser@example.com")
-        await _type(browser, "#password", "correct horse battery")
-        _assert_png(await browser.screenshot(shots / "signup.png"))
+        await browser.fill("#email", "browser@example.com")
+        await browser.fill("#password", "correct horse battery")
+        assert_png(await browser.screenshot(shots / "signup.png"))
         await browser.click("#create-account")
         assert (await browser.text("#merchant_api_key") or "").strip()
         copy_buttons = await browser.evaluate("document.querySelectorAll('button.copy').length")
         assert copy_buttons == (3 if javascript else 0)  # the script only enhances
-        _assert_png(await browser.screenshot(shots / "keys.png"))
+        assert_png(await browser.screenshot(shots / "keys.png"))
         await browser.click("#continue")
         assert await browser.url() == f"{base}/app"
 
         # A webhook URL, so the payment's webhook reaches the log.
         await browser.goto(f"{base}/app/settings")
-        await _type(browser, "#webhook_url", hook_url)
+        await browser.fill("#webhook_url", hook_url)
         await browser.click("#save-webhook")
         assert "webhook_secret" in await browser.html()
 
         # An invoice, paid on the devnet, seen Paid.
         await browser.goto(f"{base}/app/payments/new")
-        await _check(browser, "#type-invoice")
-        await _type(browser, "#amount", "0.01")
-        await _type(browser, "#currency", "BTC")
-        await _type(browser, "#order_id", "order-7")
+        await browser.check("#type-invoice")
+        await browser.fill("#amount", "0.01")
+        await browser.fill("#currency", "BTC")
+        await browser.fill("#order_id", "order-7")
         await browser.click("#create-payment")
         assert await browser.text("#notice") == "Payment created."
         assert await browser.text("#status") == "Waiting"
         payment_url = (await browser.url()).split("?")[0]
         address = (await browser.text("#address") or "").strip()
-        _assert_png(await browser.screenshot(shots / "invoice_waiting.png"))
+        assert_png(await browser.screenshot(shots / "invoice_waiting.png"))
         devnet = Devnet(client)
         await devnet.pay("BTC", address, "0.01")
         await devnet.mine(6)
         await browser.goto(payment_url)
         assert await browser.text("#status") == "Paid"
         assert "signature" in (await browser.text("#receipt") or "") or await browser.text("#receipt-signature")
-        _assert_png(await browser.screenshot(shots / "invoice_paid.png"))
+        assert_png(await browser.screenshot(shots / "invoice_paid.png"))
         await browser.goto(f"{base}/app/payments?status=PAID")
         assert await browser.evaluate("document.querySelectorAll('#payments-table tbody a').length") == 1
 
         # Pay out part of the balance.
         await browser.goto(f"{base}/app/payouts")
         await browser.select("#payout-currency", "BTC")
-        await _type(browser, "#payout-address", BTC_DEST)
-        await _type(browser, "#payout-amount", "0.002")
+        await browser.fill("#payout-address", BTC_DEST)
+        await browser.fill("#payout-amount", "0.002")
         await browser.click("#send-payout")
         assert await browser.text("#notice") == "Payout created."
         assert await browser.text("#payouts-table .payout-status") == "CONFIRMING"
-        _assert_png(await browser.screenshot(shots / "payouts.png"))
+        assert_png(await browser.screenshot(shots / "payouts.png"))
 
         # A scoped key, then rotated: the new secret is shown once.
         await browser.goto(f"{base}/app/keys")
-        await _type(browser, "#label", "shop backend")
-        await _check(browser, "#scope-payment-read")
+        await browser.fill("#label", "shop backend")
+        await browser.check("#scope-payment-read")
         await browser.click("#create-key")
         first = (await browser.text("#new-api-key") or "").strip()
         key_id = await browser.evaluate("document.querySelector('#keys-table tbody tr:last-child').id.slice(4)")
         await browser.click(f"#rotate-{key_id}")
         second = (await browser.text("#rotated-api-key") or "").strip()
         assert first and second and first != second
-        _assert_png(await browser.screenshot(shots / "keys_rotated.png"))
+        assert_png(await browser.screenshot(shots / "keys_rotated.png"))
 
         # The webhook log shows the payment's webhook.
         await deliver_due(gateway)
         await browser.goto(f"{base}/app/webhooks")
         assert "payment.paid" in (await browser.text("#webhook-logs") or "")
-        _assert_png(await browser.screenshot(shots / "webhooks.png"))
+        assert_png(await browser.screenshot(shots / "webhooks.png"))
         assert [b["track_id"] for b in receiver.of_type("payment.paid")] == [payment_url.rsplit("/", 1)[1]]
 
         await browser.click("#logout")

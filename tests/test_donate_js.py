@@ -12,39 +12,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from orbchain.web.app import create_app
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, free_port, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
 
 LABEL_WITH_MARKUP = '<img src=x onerror="window.pwned=1">Give'
 
 
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 async def gateway_client(aiohttp_server, aiohttp_client, make_config):
-    port = _free_port()
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 def host_page(gateway: str, fixed: str, open_slug: str) -> str:
@@ -74,7 +58,7 @@ async def host(aiohttp_server):
 
     app = web.Application()
     app.router.add_get("/", page)
-    server = await aiohttp_server(app, host="127.0.0.1", port=_free_port())
+    server = await aiohttp_server(app, host="127.0.0.1", port=free_port())
     return server, pages
 
 

@@ -10,22 +10,16 @@ from __future__ import annotations
 from typing import Any
 
 import bolt11
-import pytest
 
 from orbchain.chains.lightning import settlement
 from orbchain.chains.lightning.receive import lightning_chain
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
-from .test_pay_page_browser import REFRESH, _assert_png, _payment, served  # noqa: F401 - the served fixture
+from .browser import Browser, assert_png
+from .browser import require_chromium  # noqa: F401 - autouse fixture
+from .test_pay_page_browser import REFRESH, _payment, served  # noqa: F401 - the served fixture
 
 REFRESH_WAIT = 25.0  # the page's meta refresh is 15 s
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 async def _lightning_merchant(client: Any) -> str:
@@ -68,7 +62,7 @@ async def test_lightning_page_shows_the_invoice_and_turns_paid_by_meta_refresh(s
             " const code = svg.querySelector('path').getBoundingClientRect();"
             " return q.left >= 0 && q.right <= window.innerWidth && code.right <= q.right + 1"
             " && code.bottom <= q.bottom + 1; })()")
-        _assert_png(await browser.screenshot(tmp_path / "ln_waiting.png"))
+        assert_png(await browser.screenshot(tmp_path / "ln_waiting.png"))
 
         # A wallet elsewhere pays; the node reports it; the page (no script) refreshes itself to Paid.
         gateway = client.app[GATEWAY]
@@ -81,7 +75,7 @@ async def test_lightning_page_shows_the_invoice_and_turns_paid_by_meta_refresh(s
         assert await browser.evaluate("document.querySelector('#paid-message') !== null")
         assert await browser.evaluate("document.querySelector('#pay-request')") is None
         assert REFRESH not in await browser.html()
-        _assert_png(await browser.screenshot(tmp_path / "ln_paid.png"))
+        assert_png(await browser.screenshot(tmp_path / "ln_paid.png"))
 
 
 async def test_the_devnet_lightning_button_pays_from_the_page(served, tmp_path):  # noqa: F811
@@ -96,4 +90,4 @@ async def test_the_devnet_lightning_button_pays_from_the_page(served, tmp_path):
         assert await browser.text("#status") == "Paid"
         assert (await _payment(client, key, payment["track_id"]))["status"] == "Paid"
         assert await browser.evaluate("document.querySelector('.devnet')") is None
-        _assert_png(await browser.screenshot(tmp_path / "ln_paid_by_button.png"))
+        assert_png(await browser.screenshot(tmp_path / "ln_paid_by_button.png"))

@@ -7,42 +7,24 @@ Screenshots land in each test's ``tmp_path`` (pay_waiting.png, ...).
 
 from __future__ import annotations
 
-import socket
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from orbchain.chains.devnet import devnet_chain
 from orbchain.core.scanner import scan_chain
-from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 
 REFRESH = 'http-equiv="refresh"'
-MIN_PNG_BYTES = 5 * 1024
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
     """The full app on a real TCP port, its ``base_url`` matching so payment_url opens as is."""
-    port = _free_port()
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 async def _merchant_key(client: Any) -> str:
@@ -55,11 +37,6 @@ async def _merchant_key(client: Any) -> str:
 async def _payment(client: Any, key: str, track_id: str) -> dict[str, Any]:
     response = await client.get(f"/v1/payment/{track_id}", headers={"merchant_api_key": key})
     return (await response.json())["data"]
-
-
-def _assert_png(path: Path) -> None:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > MIN_PNG_BYTES, f"{path}: {len(data)} bytes"
 
 
 async def test_page_scripts_are_really_off(tmp_path):
@@ -90,7 +67,7 @@ async def test_payer_switches_coin_pays_and_sees_paid_without_javascript(served,
         assert await browser.text("#pay-currency") == "BTC"
         assert "Order #42 <test>" in await browser.text("h1")
         assert await browser.evaluate("getComputedStyle(document.querySelector('.card')).borderRadius") is not None
-        _assert_png(await browser.screenshot(tmp_path / "pay_waiting.png"))
+        assert_png(await browser.screenshot(tmp_path / "pay_waiting.png"))
 
         # The coin picker: a GET form, then a 303 back to the clean URL.
         await browser.select("#pay_currency", "LTC")
@@ -101,7 +78,7 @@ async def test_payer_switches_coin_pays_and_sees_paid_without_javascript(served,
         assert await browser.text("#pay-currency") == "LTC"
         assert await browser.text("#address") == switched["address"]
         assert "litecoin:" not in await browser.html()  # the URI is inside the QR, not in text
-        _assert_png(await browser.screenshot(tmp_path / "pay_switched.png"))
+        assert_png(await browser.screenshot(tmp_path / "pay_switched.png"))
 
         # The development pay form: the payer pays from the page.
         await browser.click(".devnet button[type=submit]")
@@ -126,11 +103,11 @@ async def test_payer_switches_coin_pays_and_sees_paid_without_javascript(served,
             "[...document.querySelectorAll('a')].some(a => a.href === 'https://shop.example/thanks'"
             " && a.textContent.includes('Return to merchant'))")
         assert await browser.evaluate("document.querySelector('#address')") is None
-        _assert_png(await browser.screenshot(tmp_path / "pay_paid.png"))
+        assert_png(await browser.screenshot(tmp_path / "pay_paid.png"))
 
 
 async def test_unknown_payment_is_an_html_page(served, tmp_path):
     async with Browser.launch(tmp_path) as browser:
         await browser.goto(str(served.server.make_url("/pay/noSuchPayment")))
         assert await browser.text("h1") == "Payment not found"
-        _assert_png(await browser.screenshot(tmp_path / "pay_not_found.png"))
+        assert_png(await browser.screenshot(tmp_path / "pay_not_found.png"))

@@ -9,52 +9,21 @@ the old link stops working. Screenshots land in the test's ``tmp_path``.
 
 from __future__ import annotations
 
-import json
-import socket
-from pathlib import Path
 
 import pytest
 
 from orbchain.plugins.subscriptions.billing import run_billing
-from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 
-MIN_PNG_BYTES = 5 * 1024
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
     """The full app on a real TCP port whose ``base_url`` matches, so absolute links open as they are."""
-    port = _free_port()
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
-
-
-def _assert_png(path: Path) -> None:
-    data = path.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > MIN_PNG_BYTES, f"{path}: {len(data)} bytes"
-
-
-async def _type(browser: Browser, selector: str, value: str) -> None:
-    """Set a text field as a user typing would (page scripts stay off)."""
-    assert await browser.evaluate(
-        f"(e => {{ if (!e) return false; e.value = {json.dumps(value)}; return true; }})"
-        f"(document.querySelector({json.dumps(selector)}))"), selector
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 async def test_customer_enrols_pays_link_pauses_resumes_and_cancels(served, tmp_path):
@@ -74,15 +43,15 @@ async def test_customer_enrols_pays_link_pauses_resumes_and_cancels(served, tmp_
         await browser.goto(plan["subscribe_url"])
         assert await browser.text("#plan-label") == "Newsletter"
         assert await browser.text("#amount-usd") == "5.00"
-        _assert_png(await browser.screenshot(tmp_path / "subscribe.png"))
+        assert_png(await browser.screenshot(tmp_path / "subscribe.png"))
 
         # The server refuses what the form's own limits did not stop: the form comes back with the error.
-        await _type(browser, "#email", "reader@example.com")
-        await _type(browser, "#customer_ref", "r" * 129)
+        await browser.fill("#email", "reader@example.com")
+        await browser.fill("#customer_ref", "r" * 129)
         await browser.click("#subscribe")
         assert "customer_ref" in (await browser.text("#form-error") or "")
         assert await browser.evaluate("document.querySelector('#email').value") == "reader@example.com"
-        await _type(browser, "#customer_ref", "reader-1")
+        await browser.fill("#customer_ref", "reader-1")
         await browser.click("#subscribe")
         manage_url = await browser.url()
         assert "/subscribe/manage/" in manage_url
@@ -103,12 +72,12 @@ async def test_customer_enrols_pays_link_pauses_resumes_and_cancels(served, tmp_
         assert await browser.url() == manage_url and await browser.text("#status") == "PAUSED"
         await browser.click("#resume")
         assert await browser.text("#status") == "ACTIVE"
-        _assert_png(await browser.screenshot(tmp_path / "manage_active.png"))
+        assert_png(await browser.screenshot(tmp_path / "manage_active.png"))
         await browser.click("#cancel")
         fresh_url = await browser.url()
         assert fresh_url != manage_url and await browser.text("#status") == "CANCELLED"
         assert await browser.evaluate("document.querySelector('#pause')") is None
-        _assert_png(await browser.screenshot(tmp_path / "manage_cancelled.png"))
+        assert_png(await browser.screenshot(tmp_path / "manage_cancelled.png"))
 
         await browser.goto(manage_url)  # the rotated link
         assert await browser.text("h1") == "Link not valid"

@@ -12,26 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from urllib.parse import quote
 
 import pytest
 
 from orbchain.plugins.telegram import link_tokens
-from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
 from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for
 
 CHAT = 5550002
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture
@@ -44,13 +37,8 @@ async def standin():
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config, standin):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"},
-                         plugin={"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url}})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
+    return await serve_app(aiohttp_server, aiohttp_client, make_config,
+                           plugin={"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url}})
 
 
 async def wait_for(browser: Browser, expression: str, timeout: float = 10.0):

@@ -7,37 +7,18 @@ invoice's hosted page. Needs /usr/bin/chromium; never skipped.
 
 from __future__ import annotations
 
-import json
-import socket
 
 import pytest
 
-from orbchain.web.app import create_app
 
-from .browser import INSTALL_HINT, Browser, chromium_missing
+from .browser import Browser, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
-
-
-@pytest.fixture(autouse=True)
-def require_chromium() -> None:
-    if chromium_missing():
-        pytest.fail(INSTALL_HINT, pytrace=False)
 
 
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = make_config(scheduler={"enabled": False}, server={"base_url": f"http://127.0.0.1:{port}"})
-    server = await aiohttp_server(create_app(config), host="127.0.0.1", port=port)
-    return await aiohttp_client(server)
-
-
-async def _type(browser: Browser, selector: str, text: str) -> None:
-    assert await browser.evaluate(
-        f"(e => {{ if (!e) return false; e.value = {json.dumps(text)}; return true; }})"
-        f"(document.querySelector({json.dumps(selector)}))")
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
 async def _payment(client, merchant, url: str) -> dict:
@@ -61,13 +42,13 @@ async def test_tip_without_javascript(served, tmp_path):
         assert await browser.text("#account-id") == account
         await browser.screenshot(tmp_path / "tip.png")
 
-        await _type(browser, "#amount", "abc")
+        await browser.fill("#amount", "abc")
         await browser.click("#tip-form button[type=submit]")
         assert "greater than 0" in await browser.text("#tip-error")
         assert await browser.evaluate("document.querySelector('#coin').value") == "LTC"
 
         await browser.select("#coin", "BTC")
-        await _type(browser, "#amount", "0.002")
+        await browser.fill("#amount", "0.002")
         await browser.click("#tip-form button[type=submit]")
         url = await browser.url()
         assert url.startswith(f"{base}/pay/")
@@ -86,10 +67,10 @@ async def test_link_prompt_without_javascript(served, tmp_path):
     async with Browser.launch(tmp_path) as browser:
         await browser.goto(link["url"])  # base_url is this server
         assert await browser.text("h1") == "Support the shop"
-        await _type(browser, "#amount", "0.000000001")
+        await browser.fill("#amount", "0.000000001")
         await browser.click("#amount-form button[type=submit]")
         assert await browser.text("#amount-error")
-        await _type(browser, "#amount", "1.5")
+        await browser.fill("#amount", "1.5")
         await browser.click("#amount-form button[type=submit]")
         url = await browser.url()
         invoice = await _payment(client, merchant, url)

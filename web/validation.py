@@ -186,6 +186,17 @@ IDEMPOTENCY_HEADER = "X-Idempotency-Key"
 IDEMPOTENCY_KEY = Field("idempotency_key", min_len=8, max_len=128)  # SPEC 8: 8-128 characters
 
 
+def body_idempotency_key(body: Mapping[str, Any]) -> str | None:
+    """A JSON body's optional ``idempotency_key``, taken exactly as sent (never stripped: a
+    retry must repeat it byte for byte); 400 unless a string of 8-128 characters."""
+    key = body.get("idempotency_key")
+    if key is None:
+        return None
+    if not isinstance(key, str) or not 8 <= len(key) <= 128:
+        raise ValidationError({"idempotency_key": "must be 8-128 characters"})
+    return key
+
+
 def idempotency_key(headers: Mapping[str, str], body_key: str | None) -> str | None:
     """The body's (already validated) ``idempotency_key`` or the ``X-Idempotency-Key``
     header; when both are given they must agree (a 400 names the field)."""

@@ -49,14 +49,22 @@ def payout_request(gateway: Any, values: dict[str, Any], idem_key: str | None, *
                              **extra)
 
 
-async def _payouts_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
+async def _ledger_page(request: web.Request, session: Session, template: str, rows: str, list_rows: Any,
+                       limits: tuple[int, int], *, status: int = 200, **context: Any) -> web.Response:
+    """A page listing one kind of the account's money movements (``rows``), a page at a time,
+    with the send form's coin choices; ``context`` adds a notice, an error or the form's values."""
     gateway = request.app[GATEWAY]
-    limit, offset = pagination(request.query, default_limit=20, max_limit=200)
-    listed = await svc.list_payouts(gateway, session.merchant_id, limit=limit, offset=offset)
+    limit, offset = pagination(request.query, default_limit=limits[0], max_limit=limits[1])
+    listed = await list_rows(gateway, session.merchant_id, limit=limit, offset=offset)
     merchant = await require_merchant(gateway.db, session.merchant_id)
-    return render(request, session, "dashboard/payouts.html", {
-        "payouts": listed["payouts"], "page": pager(listed["total"], limit, offset, {}),
+    return render(request, session, template, {
+        rows: listed[rows], "page": pager(listed["total"], limit, offset, {}),
         "coins": servable_coins(gateway, merchant), "values": {}, **context}, status=status)
+
+
+async def _payouts_page(request: web.Request, session: Session, **context: Any) -> web.Response:
+    return await _ledger_page(request, session, "dashboard/payouts.html", "payouts", svc.list_payouts, (20, 200),
+                              **context)
 
 
 @routes.get("/app/payouts")
@@ -149,15 +157,9 @@ async def batch(request: web.Request, session: Session, form: Any) -> web.Stream
 # -- transfers ----------------------------------------------------------------------------------
 
 
-async def _transfers_page(request: web.Request, session: Session, *, status: int = 200,
-                          **context: Any) -> web.Response:
-    gateway = request.app[GATEWAY]
-    limit, offset = pagination(request.query, default_limit=100, max_limit=500)
-    listed = await transfers.list_transfers(gateway, session.merchant_id, limit=limit, offset=offset)
-    merchant = await require_merchant(gateway.db, session.merchant_id)
-    return render(request, session, "dashboard/transfers.html", {
-        "transfers": listed["transfers"], "page": pager(listed["total"], limit, offset, {}),
-        "coins": servable_coins(gateway, merchant), "values": {}, **context}, status=status)
+async def _transfers_page(request: web.Request, session: Session, **context: Any) -> web.Response:
+    return await _ledger_page(request, session, "dashboard/transfers.html", "transfers", transfers.list_transfers,
+                              (100, 500), **context)
 
 
 @routes.get("/app/transfers")

@@ -9,6 +9,7 @@ per IP), like signup and login.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from aiohttp import web
 
@@ -18,7 +19,7 @@ from ...web.middlewares import rate_class
 from ...web.pages import html_page
 from . import identities, logins, payload
 from .config import provider_of
-from .provider import InvalidIdToken, ProviderRefused, ProviderUnavailable
+from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable
 from .settings import CALLBACK_PATH
 
 log = logging.getLogger("orbchain.plugins.oidc")
@@ -43,15 +44,21 @@ def _unavailable(exc: Exception) -> ServiceUnavailable:
                               code="provider_unavailable")
 
 
+def _provider(gateway: Any) -> Provider:
+    """The configured identity provider; 503 ``not_configured`` on a server without one."""
+    provider = provider_of(gateway)
+    if provider is None:
+        raise NotConfigured("sign-in with an identity provider is not configured on this server",
+                            code="not_configured")
+    return provider
+
+
 @routes.get(START_PATH)
 @rate_class("auth")
 @html_page
 async def start(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
-    provider = provider_of(gateway)
-    if provider is None:
-        raise NotConfigured("sign-in with an identity provider is not configured on this server",
-                            code="not_configured")
+    provider = _provider(gateway)
     try:
         await provider.metadata()  # before a row is written: a provider outage leaves nothing behind
     except ProviderUnavailable as exc:
@@ -71,10 +78,7 @@ async def start(request: web.Request) -> web.StreamResponse:
 @html_page
 async def callback(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
-    provider = provider_of(gateway)
-    if provider is None:
-        raise NotConfigured("sign-in with an identity provider is not configured on this server",
-                            code="not_configured")
+    provider = _provider(gateway)
     query = request.query
     state, code = query.get("state", ""), query.get("code", "")
     if not state or len(state) > 256 or not logins.cookie_matches(gateway, request.cookies.get(logins.COOKIE_NAME),

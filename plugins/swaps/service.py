@@ -26,6 +26,7 @@ from ...core.errors import (
 )
 from ...core.money import AmountError
 from ...core.venues import SwapVenue, VenueQuote, VenueRefused, VenueUnavailable
+from ...web.validation import body_idempotency_key
 from . import store
 from .settings import read_settings
 
@@ -160,15 +161,6 @@ async def _step_up(gateway: "Gateway", merchant_id: str, code: Any, always: bool
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
 
 
-def _idempotency_key(body: Mapping[str, Any]) -> str | None:
-    key = body.get("idempotency_key")
-    if key is None:
-        return None
-    if not isinstance(key, str) or not 8 <= len(key) <= 128:
-        raise ValidationError({"idempotency_key": "must be 8-128 characters"})
-    return key
-
-
 def _same(existing: Mapping[str, Any], from_coin: str, to_coin: str, units: int) -> dict[str, Any]:
     if (existing["from_coin"], existing["to_coin"], existing["from_amount"]) != (from_coin, to_coin, units):
         raise Conflict("idempotency_key was already used for a different swap", code="idempotency_key_reused")
@@ -184,7 +176,7 @@ async def commit(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], 
     503 venue_unavailable when no fresh quote can be had (nothing moved).
     """
     from_coin, to_coin, units = parse_request(gateway, body)
-    key = _idempotency_key(body)
+    key = body_idempotency_key(body)
     if key is not None:
         existing = await store.by_key(gateway, merchant_id, key)
         if existing is not None:

@@ -22,6 +22,7 @@ from ...core.errors import (
 )
 from ...core.money import AmountError
 from ...web.routes.payments import balances_of
+from ...web.validation import body_idempotency_key
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -109,15 +110,6 @@ def _text(body: Mapping[str, Any], name: str, limit: int) -> str:
     return value.strip()
 
 
-def _idempotency_key(body: Mapping[str, Any]) -> str | None:
-    key = body.get("idempotency_key")
-    if key is None:
-        return None
-    if not isinstance(key, str) or not 8 <= len(key) <= 128:
-        raise ValidationError({"idempotency_key": "must be 8-128 characters"})
-    return key
-
-
 def _coin(gateway: "Gateway", symbol: str) -> Any:
     coin = gateway.coins.get(symbol.upper())
     if coin is None or not coin.payable:
@@ -132,7 +124,7 @@ async def payout(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) 
     amount = body.get("amount")
     if amount is None or isinstance(amount, (bool, float)):
         raise ValidationError({"amount": "is required: a decimal string"})
-    key = _idempotency_key(body)
+    key = body_idempotency_key(body)
     await require_totp_setup(gateway, merchant_id)
     if transfers.is_account_id(destination):
         return await _transfer(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key)

@@ -45,13 +45,18 @@ async def _page(request: web.Request, merchant: services.MerchantRecord, coins: 
     }, status=status, branding=branding)
 
 
-async def _merchant(request: web.Request) -> tuple[services.MerchantRecord, tuple[str, ...]] | None:
-    """The merchant of the page and the coins a tip can be paid in; None for no (usable) page."""
+async def _tippable(request: web.Request) -> tuple[services.MerchantRecord, tuple[str, ...]] | web.Response:
+    """The merchant of the page and the coins a tip can be paid in, or the error page
+    (404 no usable page, 503 no coin to tip in) that both routes answer instead."""
     gateway = gateway_of(request)
     merchant = await services.merchant_by_account_id(gateway, request.match_info["account_id"])
     if merchant is None or not merchant.enabled:
-        return None
-    return merchant, services.receivable_coins(gateway, merchant)
+        return _not_found(request)
+    coins = services.receivable_coins(gateway, merchant)
+    if not coins:
+        return render_page(request, "error.html", {
+            "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
+    return merchant, coins
 
 
 def _chosen(coins: Sequence[str], text: str | None) -> str | None:
@@ -63,13 +68,10 @@ def _chosen(coins: Sequence[str], text: str | None) -> str | None:
 @rate_class("public_page")
 @html_page
 async def tip_page(request: web.Request) -> web.StreamResponse:
-    found = await _merchant(request)
-    if found is None:
-        return _not_found(request)
+    found = await _tippable(request)
+    if isinstance(found, web.Response):
+        return found
     merchant, coins = found
-    if not coins:
-        return render_page(request, "error.html", {
-            "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
     coin = _chosen(coins, request.query.get("coin")) or coins[0]
     return await _page(request, merchant, coins, coin)
 
@@ -78,13 +80,10 @@ async def tip_page(request: web.Request) -> web.StreamResponse:
 @rate_class("public_page")
 @html_page
 async def tip_submit(request: web.Request) -> web.StreamResponse:
-    found = await _merchant(request)
-    if found is None:
-        return _not_found(request)
+    found = await _tippable(request)
+    if isinstance(found, web.Response):
+        return found
     merchant, coins = found
-    if not coins:
-        return render_page(request, "error.html", {
-            "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
     form = await request.post()  # bounded by the app's body limit; a non-form body reads as empty
     coin_text = form.get("coin")
     amount_text = form.get("amount")
