@@ -6,7 +6,8 @@ as documented, tests/test_venue_changenow.py) simulates the XMR arriving
 on Monero and pays the converted BTC out, for real, on the devnet chain to
 the merchant's address the core derived. The gateway's own Monero wallet
 is configured at an address where nothing answers: this route never uses
-it (it is view-only and could not send anyway).
+it (it is view-only and could not send anyway). The payout is attached to the
+payment by the ``deposit_payment`` hook and pays it through ``payment_covered``.
 
 Worked out by hand, not by the code: 1.5 XMR at 0.004 BTC per XMR is
 0.006 BTC, less the stand-in's 0.5 % fee = 0.00597 BTC promised; the

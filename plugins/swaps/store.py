@@ -116,7 +116,7 @@ async def due(gateway: "Gateway", limit: int = 100) -> list[dict[str, Any]]:
 
 
 async def venuein_due(gateway: "Gateway", limit: int = 100) -> list[dict[str, Any]]:
-    """Deposit-venue orders to ask the venue about, due: open, or credited (a few more times) until it names the payout."""
+    """Deposit-venue orders due a look: open, or credited (a few more looks) until the venue names the payout."""
     rows = await gateway.db.fetch_all(
         "SELECT * FROM swaps WHERE kind = :k AND payout_hash IS NULL AND next_attempt_at <= :now"
         " AND (status = :p OR (status = :c AND attempts < :most)) ORDER BY next_attempt_at, id LIMIT :limit",
