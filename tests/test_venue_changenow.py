@@ -175,7 +175,7 @@ class ChangeNowStandIn:
             return self._error("not_found", "Transaction not found", 404)
         if ex["status"] != "failed" or not ADDRESS_FORMS[ex["pair"][0]].match(str(body.get("address", ""))):
             return self._error("refund_not_allowed", "Refund is not available for this exchange")
-        ex["status"] = "refunded"
+        ex.update(status="refunded", refunded_to=body["address"])
         return web.json_response({"result": True})
 
 

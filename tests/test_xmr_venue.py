@@ -28,7 +28,7 @@ from orbchain.core.payment_status import expire_payments
 from orbchain.plugins.swaps.engine import run_swaps
 
 from .support import Devnet, api, signup
-from .test_payouts import advance_clock
+from .test_payouts import BTC_DEST, advance_clock
 from .test_venue_changenow import API_KEY, XMR_PAYIN, stand_in  # noqa: F401 - the stand-in fixture
 
 SETTINGS = "/dashboard/settings/settlement-coin"
@@ -43,9 +43,9 @@ class Shop:
         self.gateway = self.devnet.gateway
         self.db = self.gateway.db
 
-    async def create(self, amount: str = "1.5") -> dict:
+    async def create(self, amount: str = "1.5", **extra) -> dict:
         status, body = await api(self.client, "POST", "/v1/payment/white-label", self.merchant.merchant_key,
-                                 json={"currency": "XMR", "amount": amount, "lifetime": 60})
+                                 json={"currency": "XMR", "amount": amount, "lifetime": 60, **extra})
         assert status == 200, body
         return body["data"]
 
@@ -171,7 +171,9 @@ async def test_a_failed_exchange_is_refunded_and_the_payment_expires(make_client
     stand_in.receive(exchange_id)
     stand_in.exchanges[exchange_id]["status"] = "failed"
     await shop.tick()
-    assert stand_in.exchanges[exchange_id]["status"] == "refunded"  # asked once, to the configured address
+    # Asked once, to the configured address.
+    assert stand_in.exchanges[exchange_id]["status"] == "refunded"
+    assert stand_in.exchanges[exchange_id]["refunded_to"] == XMR_REFUND
     swap = await shop.swap(data["swap"]["swap_id"])
     assert swap["status"] == "FAILED" and swap["failure_reason"] == "venue_failed", swap
     assert (await shop.payment(data["track_id"]))["status"] == "Waiting"
@@ -183,6 +185,27 @@ async def test_a_failed_exchange_is_refunded_and_the_payment_expires(make_client
     assert [r for r in stand_in.requests if r == ("POST", "/v2/exchange/refund")] == refunds
     assert await shop.balances() == {}
     await shop.clean()
+
+
+async def test_the_payers_refund_address_gets_the_refund(shop):
+    data = await shop.create(refund_address=XMR_REFUND)
+    [exchange_id] = list(shop.server.exchanges)
+    shop.server.receive(exchange_id)
+    shop.server.exchanges[exchange_id]["status"] = "failed"
+    await shop.tick()
+    assert shop.server.exchanges[exchange_id]["refunded_to"] == XMR_REFUND
+    swap = await shop.swap(data["swap"]["swap_id"])
+    assert swap["status"] == "FAILED" and swap["failure_reason"] == "venue_failed"
+
+
+async def test_a_bad_refund_address_is_400_and_changes_nothing(shop):
+    for value, payment in ((BTC_DEST, {"currency": "XMR", "amount": "1.5"}), (12, {"currency": "XMR", "amount": "1"}),
+                           (XMR_REFUND, {"currency": "BTC", "amount": "0.01"})):
+        status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
+                                 json={**payment, "refund_address": value})
+        assert status == 400 and "refund_address" in json.dumps(body["error"]), body
+    assert await shop.db.fetch_val("SELECT COUNT(*) FROM payments") == 0
+    assert shop.server.exchanges == {}
 
 
 async def test_a_refund_reported_by_the_venue_ends_the_swap(shop):

@@ -150,6 +150,7 @@ async def webhook_fields(gateway: "Gateway", payment: "PaymentView") -> dict[str
 
 def register_field(registry: Any) -> None:
     registry.add(FIELD, parse_field, store_field)
+    registry.add(venuein.REFUND_FIELD, venuein.parse_refund_address, venuein.store_refund_address)
 
 
 async def set_default(gateway: "Gateway", merchant_id: str, value: Any) -> str | None:

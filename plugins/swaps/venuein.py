@@ -34,10 +34,12 @@ the monero plugin's subaddress route (``swapin.py``) handles it.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from ...chains.monero.adapter import CHAIN as MONERO, SYMBOL as XMR
 from ...core import services
 from ...core.errors import ServiceUnavailable, ValidationError
+from ...core.keys import AddressError
 from ...core.receive import ReceiveTarget
 from ...core.venues import (
     EXPIRED, FAILED as VENUE_FAILED, FINISHED, REFUNDED, SwapVenue, VenueError, VenueRefused, VenueUnavailable,
@@ -57,6 +59,7 @@ MAX_BACKOFF_SECONDS = 300
 # failure_reason values of a deposit-venue order
 REASONS = {VENUE_FAILED: "venue_failed", REFUNDED: "venue_refunded", EXPIRED: "venue_expired"}
 PAYMENT_GONE = "payment_closed"
+REFUND_FIELD = "refund_address"
 
 
 def _deposit_venue(gateway: "Gateway", from_coin: str, to_coin: str) -> SwapVenue | None:
@@ -108,6 +111,30 @@ async def receive_target(gateway: "Gateway", payment: Mapping[str, Any], coin: "
         "settlement_amount_quoted": to.format(order.to_amount)}})
 
 
+# -- the payer's refund address ------------------------------------------------------------------
+
+
+def parse_refund_address(gateway: "Gateway", value: Any, payment_type: str, merchant_id: str) -> str:
+    """``refund_address`` of a create body: the payer's XMR address for a refund of a failed exchange."""
+    if not isinstance(value, str) or not value.strip() or len(value) > 200:
+        raise ValidationError({REFUND_FIELD: "must be an XMR address"})
+    adapter = gateway.chains.get(MONERO)
+    network = adapter.network if adapter is not None else "mainnet"
+    try:
+        return gateway.address_families.validate(gateway.coins.require(XMR).address_family, value.strip(), network)
+    except AddressError as exc:
+        raise ValidationError({REFUND_FIELD: str(exc)}) from None
+
+
+async def store_refund_address(gateway: "Gateway", payment: Any, value: str) -> None:
+    """Keep it on the payment's deposit-venue order (inside the creating transaction); 400 for any other payment."""
+    updated = await gateway.db.fetch_all(
+        "UPDATE swaps SET refund_address = :r WHERE kind = :k AND track_id = :t AND status = :p RETURNING id",
+        {"r": value, "k": store.VENUEIN, "t": payment.track_id, "p": store.PENDING})
+    if not updated:
+        raise ValidationError({REFUND_FIELD: "is accepted on XMR payments paid at a swap venue's address"})
+
+
 # -- the scanner's side -------------------------------------------------------------------------
 
 
@@ -139,7 +166,7 @@ async def covered(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None
     return any(r["status"] == store.CONFIRMED for r in rows)
 
 
-def webhook_fields(gateway: "Gateway", rows: list[Mapping[str, Any]]) -> dict[str, Any] | None:
+def webhook_fields(gateway: "Gateway", rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """``settled_coin``/``settled_amount``/``swap_fallback`` of a payment paid through a deposit venue."""
     done = [r for r in rows if r["kind"] == store.VENUEIN and r["status"] == store.CONFIRMED]
     if not done:
@@ -200,14 +227,16 @@ async def follow(gateway: "Gateway", row: Mapping[str, Any]) -> None:
         await _later(gateway, row, status.state, actual_to_amount=status.actual_to_amount, **hashes)
         return
     payment = await services.find_payment(gateway, row["track_id"])
-    if payment is not None and payment.status not in ("Waiting", "Paying") and not status.payin_hash:
-        await _fail(gateway, row, PAYMENT_GONE, f"payment {payment.status}", **hashes)
+    closed = (payment is None and gateway.now() > int(row["deadline_at"])) or (
+        payment is not None and payment.status not in ("Waiting", "Paying"))
+    if closed and not status.payin_hash:  # the payment's creation failed, or it expired unpaid
+        await _fail(gateway, row, PAYMENT_GONE, f"payment {payment.status if payment else 'missing'}", **hashes)
         return
     await _later(gateway, row, status.state, **hashes)
 
 
 async def _ask_refund(gateway: "Gateway", venue: SwapVenue, row: Mapping[str, Any]) -> None:
-    address = read_settings(gateway.config).refund_addresses.get(row["from_coin"])
+    address = row.get("refund_address") or read_settings(gateway.config).refund_addresses.get(row["from_coin"])
     if not address:
         return  # the payer's refund is the operator's act with the venue (docs/swaps.md)
     try:
