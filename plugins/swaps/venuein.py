@@ -160,6 +160,9 @@ async def on_credit(gateway: "Gateway", credit: "Credit") -> bool:
 
 async def covered(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None:
     """``payment_covered``: a payment opened at a deposit venue is Paid once one of its orders' payouts is credited."""
+    coin = gateway.coins.get(payment["pay_currency"])
+    if coin is None or not coin.settles_only_via_swap:
+        return None  # only a swap-only coin is paid at a venue's address: no look-up for every other payment
     rows = [r for r in await store.by_track_id(gateway, payment["track_id"]) if r["kind"] == store.VENUEIN]
     if not rows:
         return None
