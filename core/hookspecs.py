@@ -533,6 +533,18 @@ def payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
     """
 
 
+@hookspec(firstresult=True)
+def payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> "bool | None":
+    """Keep a payment past its lifetime because its money is on the way where the core cannot see it.
+
+    Asked by the expiry job, inside its transaction, for each Waiting or
+    Paying payment whose lifetime elapsed (``payment`` is the row). Return
+    True to leave it open for now (the payer paid a venue's deposit address
+    in time and the venue is converting), None to let it expire by the
+    core's rules. May be async; the first non-None answer wins.
+    """
+
+
 @hookspec
 def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
     """A credited (or CONFIRMED) deposit left the best chain and its credit was reversed.

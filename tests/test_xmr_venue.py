@@ -7,7 +7,8 @@ on Monero and pays the converted BTC out, for real, on the devnet chain to
 the merchant's address the core derived. The gateway's own Monero wallet
 is configured at an address where nothing answers: this route never uses
 it (it is view-only and could not send anyway). The payout is attached to the
-payment by the ``deposit_payment`` hook and pays it through ``payment_covered``.
+payment by the ``deposit_payment`` hook and pays it through ``payment_covered``;
+``payment_held_open`` keeps it open past its lifetime once the venue has the XMR.
 
 Worked out by hand, not by the code: 1.5 XMR at 0.004 BTC per XMR is
 0.006 BTC, less the stand-in's 0.5 % fee = 0.00597 BTC promised; the
@@ -144,6 +145,21 @@ async def test_the_payer_pays_the_venue_and_the_payout_pays_the_payment(shop):
     assert swap["status"] == "CONFIRMED" and swap["payout_hash"] == txid and swap["actual_to_amount"] == "0.00597"
     await shop.tick()
     assert len(await shop.paid_webhooks(track_id)) == 1
+    await shop.clean()
+
+
+async def test_xmr_paid_in_time_keeps_the_payment_open_until_the_payout(shop):
+    data = await shop.create()
+    [exchange_id] = list(shop.server.exchanges)
+    shop.server.receive(exchange_id)
+    await shop.tick()  # the venue reports the payin
+    advance_clock(shop.gateway, 3600)  # past the payment's lifetime while the venue converts
+    await expire_payments(shop.gateway)
+    assert (await shop.payment(data["track_id"]))["status"] == "Waiting"
+    await shop.server.pay_out(exchange_id, shop.devnet)
+    await shop.devnet.mine(shop.gateway.coins.require("BTC").confirmations)
+    assert (await shop.payment(data["track_id"]))["status"] == "Paid"
+    assert await shop.balances() == {"BTC": "0.0059103"}
     await shop.clean()
 
 

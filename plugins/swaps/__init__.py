@@ -76,6 +76,11 @@ async def payment_covered(gateway, payment, deposits):
 
 
 @hookimpl
+async def payment_held_open(gateway, payment):
+    return await venuein.held_open(gateway, payment)
+
+
+@hookimpl
 async def deposit_credit_status(gateway, credit):
     return await settle.credit_status(gateway, credit)
 

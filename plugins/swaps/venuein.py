@@ -169,6 +169,16 @@ async def covered(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None
     return any(r["status"] == store.CONFIRMED for r in rows)
 
 
+async def held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None:
+    """``payment_held_open``: the venue reported the payer's XMR (a payin hash) and its order is still open."""
+    coin = gateway.coins.get(payment["pay_currency"])
+    if coin is None or not coin.settles_only_via_swap:
+        return None
+    rows = await store.by_track_id(gateway, payment["track_id"])
+    return True if any(r["kind"] == store.VENUEIN and r["status"] == store.PENDING and r["payin_hash"]
+                       for r in rows) else None
+
+
 def webhook_fields(gateway: "Gateway", rows: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
     """``settled_coin``/``settled_amount``/``swap_fallback`` of a payment paid through a deposit venue."""
     done = [r for r in rows if r["kind"] == store.VENUEIN and r["status"] == store.CONFIRMED]
