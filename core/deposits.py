@@ -43,6 +43,7 @@ from .key_destination import payment_destination_of
 from .money import fee_units
 from .payment_status import emit_after, expire_payments, payment_event, refresh_payment
 from .payments import PAYING, WAITING
+from .plugins import call_first
 from .views import Credit, deposit_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -170,6 +171,8 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
             f" ORDER BY created_at DESC LIMIT 1{db.for_update}",
             {"a": transfer.address, "c": transfer.coin, "now": now},
         )
+        if payment is None:
+            payment = await _plugin_payment(gateway, chain, transfer, merchant["id"])
     threshold = _threshold(gateway, merchant, transfer.coin)
     confirmations = threshold if final else _confirmations(block, scanned_tip)
     deposit = {
@@ -207,6 +210,18 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
                 log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
                 return
         after.extend(credit_after)
+
+
+async def _plugin_payment(gateway: "Gateway", chain: str, transfer: Transfer,
+                          merchant_id: str) -> Mapping[str, Any] | None:
+    """The open payment a plugin attaches this deposit to (``deposit_payment``: a venue's payout), locked."""
+    track_id = await call_first(gateway.pm, "deposit_payment", gateway=gateway, chain=chain, coin=transfer.coin,
+                                address=transfer.address, merchant_id=merchant_id)
+    if not isinstance(track_id, str) or not track_id:
+        return None
+    return await gateway.db.fetch_one(
+        "SELECT * FROM payments WHERE track_id = :t AND merchant_id = :m AND status IN ('Waiting', 'Paying')"
+        f"{gateway.db.for_update}", {"t": track_id, "m": merchant_id})
 
 
 async def _lock_payment(gateway: "Gateway", track_id: str | None) -> None:

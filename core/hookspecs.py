@@ -503,6 +503,48 @@ def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
     """
 
 
+@hookspec(firstresult=True)
+def deposit_payment(gateway: "Gateway", chain: str, coin: str, address: str,
+                    merchant_id: str) -> "str | None":
+    """The payment a new deposit belongs to, when it is not the open payment at its address.
+
+    Asked by the scanner for a transfer to one of our addresses that no open
+    payment of that coin is waiting at (``coin`` received at ``address`` of
+    ``merchant_id``), before the deposit is recorded, inside its
+    transaction. Return the ``track_id`` of a payment of that merchant (a
+    venue's payout for a payment the payer paid in another coin at the
+    venue's deposit address) or None. The payment is attached only while it
+    is Waiting or Paying. May be async; the first non-None answer wins.
+    """
+
+
+@hookspec(firstresult=True)
+def payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
+                    deposits: "list[Mapping[str, Any]]") -> "bool | None":
+    """Whether a payment's credited deposits pay it, for a payment settled in another coin than it is priced in.
+
+    Asked whenever the core recomputes a payment's status (inside the
+    transaction), with the payment row and its deposit rows. Return True
+    (Paid) or False (not yet) for a payment the plugin settles itself (a
+    payment paid at a venue's deposit address, credited as the venue's
+    payout in the settlement coin), None to let the core compare the
+    credited amount with ``pay_amount``. May be async; the first non-None
+    answer wins.
+    """
+
+
+@hookspec(firstresult=True)
+def payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> "bool | None":
+    """Keep a payment past its lifetime because its money is on the way where the core cannot see it.
+
+    Asked by the expiry job, inside its transaction, for each Waiting or
+    Paying payment whose lifetime elapsed (``payment`` is the row). Return
+    True to leave it open for now (the payer paid a venue's deposit address
+    in time and the venue is converting), None to let it expire by the
+    core's rules. May be async; the first non-None answer wins.
+    """
+
+
 @hookspec
 def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
     """A credited (or CONFIRMED) deposit left the best chain and its credit was reversed.

@@ -17,6 +17,7 @@ from .after_commit import AfterCommit, run_after_commit
 from .deposit_status import CREDITED, IN_PROGRESS
 from .events import enqueue_event
 from .key_destination import payment_destination
+from .plugins import call_first
 from .payments import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
 from .views import payment_view_of
 
@@ -33,7 +34,10 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
     deposits = await payment_deposits(gateway, track_id)
     credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
     live = any(d["status"] in IN_PROGRESS for d in deposits)
-    if payment["type"] == STATIC:
+    covered = await call_first(gateway.pm, "payment_covered", gateway=gateway, payment=payment, deposits=deposits)
+    if covered is not None:
+        paid = bool(covered)  # a plugin settles this payment in another coin (a venue's payout)
+    elif payment["type"] == STATIC:
         paid = credited > 0
     else:
         paid = credited >= db.to_int(payment["pay_amount"])
@@ -104,6 +108,8 @@ async def expire_payments(gateway: "Gateway") -> int:
             assert payment is not None, "selected just above; payments are never deleted"
             if payment["status"] not in OPEN_STATUSES:
                 continue
+            if await call_first(gateway.pm, "payment_held_open", gateway=gateway, payment=payment):
+                continue  # paid in time where only a plugin sees it (a venue's deposit address)
             if payment["status"] == PAYING:
                 waiting_on = await db.fetch_val(
                     "SELECT COUNT(*) FROM deposits WHERE track_id = :t AND status IN (:p, :c)",

@@ -614,3 +614,18 @@ async def receive_address(gateway: "Gateway", merchant_id: str, symbol: str) -> 
         raise InvalidRequest(f"{symbol} has no standing receive address", code=receive_unsupported_code(coin))
     address = await addresses.standing_address(gateway, merchant, coin, payments.chain_for(gateway, symbol).network)
     return ReceiveAddress(symbol, address)
+
+
+async def fresh_receive_address(gateway: "Gateway", merchant_id: str, symbol: str) -> ReceiveAddress:
+    """A never-used address of the merchant for ``symbol``, derived and recorded now (watched by the scanner).
+
+    For a plugin that has money sent to the merchant on the payer's behalf
+    (a venue's payout of a converted payment): a fresh address, so what
+    arrives there is told apart from anything else. 400/503 as
+    :func:`receive_address`.
+    """
+    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    coin = payments.receivable_coin(gateway, merchant, (symbol or "").strip().upper(), field="coin")
+    require_receive_address(coin)
+    address = await addresses.fresh_address(gateway, merchant, coin, payments.chain_for(gateway, coin.symbol).network)
+    return ReceiveAddress(coin.symbol, address)

@@ -129,6 +129,13 @@ class SwapVenue(abc.ABC):
     """
 
     name: str = ""
+    # Capability: True when the venue converts only a source coin sent on-chain to the deposit
+    # address of its order (an instant exchange such as ChangeNOW); it cannot take the source
+    # from the gateway's books. For a coin the gateway cannot send (one watched by a view-only
+    # wallet), the swaps plugin then opens the order when the payment is created and shows the
+    # payer the order's deposit address and amount, with the venue's payout going to an address
+    # of the merchant that the core derives (docs/swaps.md, "Swap-in through a deposit venue").
+    needs_deposit: bool = False
 
     @abc.abstractmethod
     def supports(self, from_coin: str, to_coin: str) -> bool:

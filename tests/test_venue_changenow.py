@@ -33,7 +33,12 @@ from .test_payouts import BTC_DEST, EVM_DEST, advance_clock, fund, payout_env
 API_KEY = "test-changenow-key"
 RATES = {("btc", "btc", "eth", "eth"): Decimal("20"), ("xmr", "xmr", "btc", "btc"): Decimal("0.004")}
 MIN_AMOUNT = {"btc": Decimal("0.0002"), "xmr": Decimal("0.05")}
-ADDRESS_FORMS = {"eth": re.compile(r"^0x[0-9a-fA-F]{40}$"), "btc": re.compile(r"^bc1[0-9a-z]{20,80}$")}
+ADDRESS_FORMS = {"eth": re.compile(r"^0x[0-9a-fA-F]{40}$"), "btc": re.compile(r"^(bc1|bcrt1|tb1)[0-9a-z]{20,80}$"),
+                 "xmr": re.compile(r"^[458][1-9A-HJ-NP-Za-km-z]{94}$")}
+# Where the stand-in takes each source coin in (ChangeNOW's payinAddress): an address of that coin's chain.
+XMR_PAYIN = "43aeKax1ts4BoEbSyzKVbbDRmc8nsnpZLUpQBYvhUxs3KVrodnaFaBEQMDp69u4VaiEG3LSQXA6M61mXPrztCLuh7PFUAmd"
+PAYIN = {"btc": BTC_DEST, "xmr": XMR_PAYIN}
+SYMBOLS = {"btc": "BTC", "eth": "ETH", "xmr": "XMR"}
 FEE = Decimal("0.995")
 
 
@@ -125,24 +130,43 @@ class ChangeNowStandIn:
         exchange_id = secrets.token_hex(7)
         to_amount = (amount * RATES[pair] * FEE).quantize(Decimal("0.00000001"))
         self.exchanges[exchange_id] = {"pair": pair, "from": amount, "to": to_amount, "status": "waiting",
-                                       "payin": BTC_DEST, "refund": body.get("refundAddress")}
+                                       "payin": PAYIN[pair[0]], "refund": body.get("refundAddress"),
+                                       "address": body["address"]}
         return web.json_response(text=(
             f'{{"id": "{exchange_id}", "fromAmount": {amount}, "toAmount": {to_amount}, "flow": "{body["flow"]}",'
-            f' "type": "direct", "payinAddress": "{BTC_DEST}", "payoutAddress": "{body["address"]}",'
+            f' "type": "direct", "payinAddress": "{PAYIN[pair[0]]}", "payoutAddress": "{body["address"]}",'
             f' "fromCurrency": "{pair[0]}", "toCurrency": "{pair[2]}"}}'))
 
     async def by_id(self, request):
         ex = self.exchanges.get(request.query.get("id", ""))
         if ex is None:
             return self._error("not_found", "Transaction not found", 404)
+        ex_id = request.query["id"]
         amount_to = ex["to"] if ex["status"] == "finished" else "null"
         return web.json_response(text=(
             f'{{"id": "{request.query["id"]}", "status": "{ex["status"]}", "fromCurrency": "{ex["pair"][0]}",'
             f' "fromNetwork": "{ex["pair"][1]}", "toCurrency": "{ex["pair"][2]}", "toNetwork": "{ex["pair"][3]}",'
             f' "expectedAmountFrom": {ex["from"]}, "expectedAmountTo": {ex["to"]}, "amountTo": {amount_to},'
-            f' "payinHash": {chr(34) + "in" + request.query["id"] + chr(34) if ex["status"] != "waiting" else "null"},'
-            f' "payoutHash": {chr(34) + "out" + request.query["id"] + chr(34) if ex["status"] == "finished" else "null"},'
+            f' "payinHash": {_json_text(ex.get("payin_hash") or ("in" + ex_id if ex["status"] != "waiting" else None))},'
+            f' "payoutHash": {_json_text(ex.get("payout_hash") or ("out" + ex_id if ex["status"] == "finished" else None))},'
             f' "refundHash": {chr(34) + "rf" + request.query["id"] + chr(34) if ex["status"] == "refunded" else "null"}}}'))
+
+    # -- what ChangeNOW does on the chains, simulated: the payer's deposit, the payout --------------
+
+    def receive(self, exchange_id: str, payin_hash: str = "", status: str = "exchanging") -> None:
+        """The payer's deposit reached the payinAddress (seen on the source chain, which is not ours)."""
+        self.exchanges[exchange_id].update(status=status, payin_hash=payin_hash or "xmr" + exchange_id)
+
+    async def pay_out(self, exchange_id: str, devnet, amount: Decimal | None = None) -> str:
+        """Send the converted coin to the exchange's payout address on the devnet chain; the txid.
+
+        ``amount`` below the promised ``toAmount`` is a short delivery.
+        """
+        ex = self.exchanges[exchange_id]
+        sent = ex["to"] if amount is None else amount
+        txid = await devnet.pay(SYMBOLS[ex["pair"][2]], ex["address"], str(sent))
+        ex.update(status="finished", to=sent, payout_hash=txid)
+        return txid
 
     async def refund(self, request):
         body = await request.json()
@@ -151,8 +175,12 @@ class ChangeNowStandIn:
             return self._error("not_found", "Transaction not found", 404)
         if ex["status"] != "failed" or not ADDRESS_FORMS[ex["pair"][0]].match(str(body.get("address", ""))):
             return self._error("refund_not_allowed", "Refund is not available for this exchange")
-        ex["status"] = "refunded"
+        ex.update(status="refunded", refunded_to=body["address"])
         return web.json_response({"result": True})
+
+
+def _json_text(value: str | None) -> str:
+    return "null" if value is None else f'"{value}"'
 
 
 @pytest.fixture

@@ -59,6 +59,7 @@ class _Call:
 
 class ChangeNowVenue(SwapVenue):
     name = "changenow"
+    needs_deposit = True  # ChangeNOW converts only what reaches its payinAddress on-chain
 
     def __init__(self, settings: ChangeNowSettings, coins: CoinRegistry, db: Database,
                  clock: Callable[[], int]) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.plugins import hookimpl
-from . import dashboard, openapi, settle
+from . import dashboard, openapi, settle, venuein
 from .engine import JOB_NAME, JOB_SECONDS, run_swaps
 from .routes import routes
 from .settings import PLUGIN_NAME, read_settings
@@ -55,7 +55,29 @@ def register_payment_fields(registry) -> None:
 
 @hookimpl
 async def credit_postings(gateway, credit, postings):
+    if await venuein.on_credit(gateway, credit):
+        return None  # a deposit venue's payout: the settlement coin already, credited as it is
     return await settle.credit_postings(gateway, credit, postings)
+
+
+@hookimpl(tryfirst=True)
+async def payment_receive_target(gateway, payment, coin):
+    return await venuein.receive_target(gateway, payment, coin)
+
+
+@hookimpl
+async def deposit_payment(gateway, chain, coin, address, merchant_id):
+    return await venuein.deposit_payment(gateway, coin, address, merchant_id)
+
+
+@hookimpl
+async def payment_covered(gateway, payment, deposits):
+    return await venuein.covered(gateway, payment)
+
+
+@hookimpl
+async def payment_held_open(gateway, payment):
+    return await venuein.held_open(gateway, payment)
 
 
 @hookimpl

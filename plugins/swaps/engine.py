@@ -37,7 +37,7 @@ from ...core.venues import (
     EXCHANGING, EXPIRED, FAILED as VENUE_FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueError, VenueOrder,
     VenueQuote, VenueRefused, VenueStatus, VenueUnavailable,
 )
-from . import store
+from . import store, venuein
 from .service import LEDGER_KIND, SWAPIN_HELD, platform_fee, venue_account, venue_world
 from .settings import SwapSettings, read_settings
 
@@ -64,6 +64,10 @@ async def run_swaps(gateway: "Gateway") -> int:
         await swapin.run(gateway)
     except Exception:  # the swaps already open must still advance
         log.exception("opening XMR swap-in attempts failed")
+    try:
+        await venuein.follow_all(gateway)
+    except Exception:  # the other swaps must still advance
+        log.exception("following deposit-venue XMR swap-ins failed")
     rows = await store.due(gateway)
     for row in rows:
         try:

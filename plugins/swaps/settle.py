@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...core import ledger
 from ...core.errors import ValidationError
-from . import store
+from . import store, venuein
 from .service import pick_venue, platform_fee, venue_account
 from .settings import read_settings
 
@@ -127,7 +127,11 @@ async def credit_status(gateway: "Gateway", credit: "Credit") -> str | None:
 
 async def webhook_fields(gateway: "Gateway", payment: "PaymentView") -> dict[str, Any] | None:
     """``settled_coin``, ``settled_amount``, ``swap_fallback`` once every conversion of the payment is final."""
-    swaps = [s for s in await store.by_track_id(gateway, payment.track_id)
+    rows = await store.by_track_id(gateway, payment.track_id)
+    through_venue = venuein.webhook_fields(gateway, rows)
+    if through_venue is not None:
+        return through_venue
+    swaps = [s for s in rows
              if s["kind"] == store.SETTLE or (s["kind"] == store.SWAPIN and s["status"] != store.FAILED)]
     if not swaps or any(s["status"] in store.OPEN for s in swaps):
         return None
@@ -146,6 +150,7 @@ async def webhook_fields(gateway: "Gateway", payment: "PaymentView") -> dict[str
 
 def register_field(registry: Any) -> None:
     registry.add(FIELD, parse_field, store_field)
+    registry.add(venuein.REFUND_FIELD, venuein.parse_refund_address, venuein.store_refund_address)
 
 
 async def set_default(gateway: "Gateway", merchant_id: str, value: Any) -> str | None:

@@ -20,9 +20,10 @@ Row = Mapping[str, Any]
 
 QUOTED, PENDING, CONFIRMED, FAILED = "QUOTED", "PENDING", "CONFIRMED", "FAILED"
 OPEN = (QUOTED, PENDING)
-BALANCE, SETTLE, SWAPIN = "balance", "settle", "swapin"
+BALANCE, SETTLE, SWAPIN, VENUEIN = "balance", "settle", "swapin", "venuein"
 CREDITING = (SETTLE, SWAPIN)  # kinds that hold a deposit CONFIRMED until the conversion is final
-AMOUNT_COLUMNS = ("from_amount", "to_amount_quoted", "actual_to_amount", "fee_amount")
+VENUEIN_CREDITED_LOOKS = 20  # a credited deposit-venue order is asked this often at most for its payout hash
+AMOUNT_COLUMNS = ("from_amount", "to_amount_quoted", "actual_to_amount", "fee_amount", "settled_amount")
 
 
 def new_swap_id() -> str:
@@ -106,12 +107,30 @@ async def swapins_to_retry(gateway: "Gateway", limit: int = 100) -> list[str]:
 async def due(gateway: "Gateway", limit: int = 100) -> list[dict[str, Any]]:
     """Open swaps whose next step is due, and finished auto-settle swaps whose credit is not completed yet."""
     rows = await gateway.db.fetch_all(
-        "SELECT * FROM swaps WHERE (status IN (:q, :p) AND next_attempt_at <= :now)"
+        "SELECT * FROM swaps WHERE (status IN (:q, :p) AND next_attempt_at <= :now AND kind <> :vin)"
         " OR (kind IN (:settle, :swapin) AND status IN (:c, :f) AND credit_done = :no)"
         " ORDER BY next_attempt_at, id LIMIT :limit",
         {"q": QUOTED, "p": PENDING, "c": CONFIRMED, "f": FAILED, "settle": SETTLE, "swapin": SWAPIN, "no": False,
-         "now": gateway.now(), "limit": limit})
+         "vin": VENUEIN, "now": gateway.now(), "limit": limit})
     return [r for r in (_clean(gateway, row) for row in rows) if r is not None]
+
+
+async def venuein_due(gateway: "Gateway", limit: int = 100) -> list[dict[str, Any]]:
+    """Deposit-venue orders due a look: open, or credited (a few more looks) until the venue names the payout."""
+    rows = await gateway.db.fetch_all(
+        "SELECT * FROM swaps WHERE kind = :k AND payout_hash IS NULL AND next_attempt_at <= :now"
+        " AND (status = :p OR (status = :c AND attempts < :most)) ORDER BY next_attempt_at, id LIMIT :limit",
+        {"k": VENUEIN, "p": PENDING, "c": CONFIRMED, "most": VENUEIN_CREDITED_LOOKS, "now": gateway.now(),
+         "limit": limit})
+    return [r for r in (_clean(gateway, row) for row in rows) if r is not None]
+
+
+async def venuein_by_payout(gateway: "Gateway", merchant_id: str, coin: str,
+                            address: str) -> dict[str, Any] | None:
+    """The deposit-venue order paying out ``coin`` to ``address`` of the merchant (newest first)."""
+    return _clean(gateway, await gateway.db.fetch_one(
+        "SELECT * FROM swaps WHERE kind = :k AND merchant_id = :m AND to_coin = :c AND payout_address = :a"
+        " ORDER BY created_at DESC, id DESC LIMIT 1", {"k": VENUEIN, "m": merchant_id, "c": coin, "a": address}))
 
 
 async def list_for(gateway: "Gateway", merchant_id: str, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
