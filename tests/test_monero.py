@@ -167,13 +167,16 @@ async def test_xmr_refusals_stay(shop):
                              json={"currency": "XMR"})
     assert status == 400 and body["error"]["code"] == "xmr_receive_unsupported"
     # Without a non-XMR default settlement coin, XMR is not received at all.
-    await shop.gateway.db.execute("UPDATE merchants SET default_settlement_coin = NULL WHERE id = :id",
-                                  {"id": merchant.merchant_id})
+    # Through the API: the merchant row is cached per process and a settings change drops it.
+    status, body = await api(client, "PUT", "/dashboard/settings/settlement-coin", merchant.jwt,
+                             json={"default_settlement_coin": None})
+    assert status == 200, body
     status, body = await shop.create()
     assert status == 400 and body["error"]["code"] == "xmr_receive_unsupported", body
     # Splits cannot apply to XMR: it is swapped, never credited as such.
-    await shop.gateway.db.execute("UPDATE merchants SET default_settlement_coin = 'BTC' WHERE id = :id",
-                                  {"id": merchant.merchant_id})
+    status, body = await api(client, "PUT", "/dashboard/settings/settlement-coin", merchant.jwt,
+                             json={"default_settlement_coin": "BTC"})
+    assert status == 200, body
     status, body = await shop.create(splits=[{"bps": 10000, "recipient_merchant_id": merchant.merchant_id}])
     assert status == 400 and "splits" in body["error"]["detail"], body
 
