@@ -146,8 +146,33 @@ class SweepSteps(Protocol):
     async def topup_failed(self, sweep_id: str) -> None:
         """A sweep's top-up failed: release what its signed transfer holds (e.g. a nonce)."""
 
-    async def start(self, gateway: "Gateway", address: str, coin: str, through: int) -> str | None:
-        """Sign and store a new sweep of (address, coin); its id, or None when nothing is worth sweeping."""
+    def token_contract(self, coin: str) -> str | None:
+        """The pinned contract of a token coin, or None when the coin is not one of this chain's tokens."""
+
+    async def token_balance(self, contract: str, address: str) -> int:
+        """The token balance of ``address`` as the contract reports it."""
+
+    async def start_token(self, gateway: "Gateway", address: str, coin: str, contract: str, amount: int,
+                          through: int) -> str:
+        """Sign and store a sweep of ``amount`` tokens (with a top-up when the fees need one); its id."""
+
+    async def start_native(self, gateway: "Gateway", address: str, through: int) -> str | None:
+        """Sign and store a sweep of the native balance; its id, or None (after marking) when only dust is left."""
+
+
+async def start(gateway: "Gateway", steps: SweepSteps, tables: SweepTables, address: str, coin: str,
+                through: int) -> str | None:
+    """A new sweep of (address, coin); its id, or None when nothing is worth sweeping (an empty balance is marked)."""
+    if coin == steps.native:
+        return await steps.start_native(gateway, address, through)
+    contract = steps.token_contract(coin)
+    if contract is None:
+        return None
+    amount = await steps.token_balance(contract, address)
+    if amount <= 0:
+        await tables.mark_swept(gateway, address, coin, through)
+        return None
+    return await steps.start_token(gateway, address, coin, contract, amount, through)
 
 
 async def follow(gateway: "Gateway", steps: SweepSteps, tables: SweepTables, sweep: Mapping[str, Any],
@@ -199,7 +224,7 @@ async def sweep_chain(gateway: "Gateway", steps: SweepSteps, tables: SweepTables
         if address in busy:
             continue
         try:
-            sweep_id = await steps.start(gateway, address, coin, gateway.now())
+            sweep_id = await start(gateway, steps, tables, address, coin, gateway.now())
         except retry_later as exc:
             log.warning("%s: cannot sweep %s %s yet: %s", steps.name, coin, address, exc)
             busy.add(address)

@@ -8,13 +8,7 @@ ethereum, bsc and polygon (the same key on every EVM chain).
 
 from __future__ import annotations
 
-from ..platform_keys import HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX, PlatformKeys
+from ..platform_keys import PlatformKeys
 
-FAMILY = "evm"
-
-_KEYS = PlatformKeys(FAMILY, "EVM")
-hot_wallet_address = _KEYS.hot_wallet_address
-hot_wallet_key = _KEYS.hot_wallet_key
-deposit_key = _KEYS.deposit_key
-
-__all__ = ["FAMILY", "HOT_WALLET_ACCOUNT", "HOT_WALLET_INDEX", "deposit_key", "hot_wallet_address", "hot_wallet_key"]
+KEYS = PlatformKeys("evm", "EVM")
+hot_wallet_address, hot_wallet_key, deposit_key = KEYS.hot_wallet_address, KEYS.hot_wallet_key, KEYS.deposit_key

@@ -117,20 +117,15 @@ class _Steps:
         if transfer is not None:
             await self.adapter.txs.abandon_unsent(transfer.tx_hash)  # its nonce goes to the next sweep
 
-    async def start(self, gateway: "Gateway", address: str, coin: str, through: int) -> str | None:
-        if coin == self.native:
-            return await self._start_native(gateway, address, through)
-        return await self._start_token(gateway, address, coin, through)
+    def token_contract(self, coin: str) -> str | None:
+        return self.adapter.token_contract(coin)
 
-    async def _start_token(self, gateway: "Gateway", address: str, coin: str, through: int) -> str | None:
+    async def token_balance(self, contract: str, address: str) -> int:
+        return await _token_balance(self.adapter, contract, address)
+
+    async def start_token(self, gateway: "Gateway", address: str, coin: str, contract: str, amount: int,
+                          through: int) -> str:
         adapter = self.adapter
-        contract = adapter.token_contract(coin)
-        if contract is None:
-            return None
-        amount = await _token_balance(adapter, contract, address)
-        if amount <= 0:
-            await self.tables.mark_swept(gateway, address, coin, through)
-            return None
         hot = hot_wallet_address(gateway)
         data = transfer_calldata(hot, amount)
         gas = await adapter.txs.estimate_gas(address, contract, 0, data)
@@ -147,7 +142,7 @@ class _Steps:
                                          fees=fees)
         return sweep_id
 
-    async def _start_native(self, gateway: "Gateway", address: str, through: int) -> str | None:
+    async def start_native(self, gateway: "Gateway", address: str, through: int) -> str | None:
         adapter = self.adapter
         balance = await _native_balance(adapter, address)
         fees = await adapter.txs.fees()

@@ -7,13 +7,7 @@ is never a deposit address.
 
 from __future__ import annotations
 
-from ..platform_keys import HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX, PlatformKeys
+from ..platform_keys import PlatformKeys
 
-FAMILY = "tron"
-
-_KEYS = PlatformKeys(FAMILY, "Tron")
-hot_wallet_address = _KEYS.hot_wallet_address
-hot_wallet_key = _KEYS.hot_wallet_key
-deposit_key = _KEYS.deposit_key
-
-__all__ = ["FAMILY", "HOT_WALLET_ACCOUNT", "HOT_WALLET_INDEX", "deposit_key", "hot_wallet_address", "hot_wallet_key"]
+KEYS = PlatformKeys("tron", "Tron")
+hot_wallet_address, hot_wallet_key, deposit_key = KEYS.hot_wallet_address, KEYS.hot_wallet_key, KEYS.deposit_key

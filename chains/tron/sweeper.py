@@ -125,20 +125,15 @@ class _Steps:
     async def topup_failed(self, sweep_id: str) -> None:
         """Nothing to release: an unsent transfer expires on its own."""
 
-    async def start(self, gateway: "Gateway", address: str, coin: str, through: int) -> str | None:
-        if coin == self.native:
-            return await self._start_native(gateway, address, through)
-        return await self._start_token(gateway, address, coin, through)
+    def token_contract(self, coin: str) -> str | None:
+        return self.adapter.token_contract(coin)
 
-    async def _start_token(self, gateway: "Gateway", address: str, coin: str, through: int) -> str | None:
+    async def token_balance(self, contract: str, address: str) -> int:
+        return await token_balance(self.adapter.http, contract, address)
+
+    async def start_token(self, gateway: "Gateway", address: str, coin: str, contract: str, amount: int,
+                          through: int) -> str:
         adapter = self.adapter
-        contract = adapter.token_contract(coin)
-        if contract is None:
-            return None
-        amount = await token_balance(adapter.http, contract, address)
-        if amount <= 0:
-            await self.tables.mark_swept(gateway, address, coin, through)
-            return None
         hot = hot_wallet_address(gateway, adapter.network)
         params = await chain_parameters(adapter.http)
         state = await account_state(adapter.http, address, params)
@@ -160,7 +155,7 @@ class _Steps:
         await _store(adapter, SWEEP, sweep_id, signed, block, address, hot, coin, amount, needed)
         return sweep_id
 
-    async def _start_native(self, gateway: "Gateway", address: str, through: int) -> str | None:
+    async def start_native(self, gateway: "Gateway", address: str, through: int) -> str | None:
         adapter = self.adapter
         params = await chain_parameters(adapter.http)
         state = await account_state(adapter.http, address, params)
