@@ -18,10 +18,8 @@ import argparse
 import asyncio
 import logging
 import os
-import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -30,18 +28,13 @@ sys.path.insert(0, str(REPO))
 from eth_abi import encode  # noqa: E402
 from eth_utils import keccak, to_checksum_address  # noqa: E402
 
-from orbchain.core import accounts, addresses, scanner  # noqa: E402
-from orbchain.core.config import load_config  # noqa: E402
+from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
 from orbchain.core.gateway import build_gateway  # noqa: E402
-from orbchain.core.migrate import migrate  # noqa: E402
 from orbchain.core.plugins import get_plugin_manager  # noqa: E402
-from orbchain.core.secrets import load_secrets  # noqa: E402
 from tests.anvil import CHAIN_ID, DEPLOYER, PAYER, start_anvil  # noqa: E402
 
 TRANSFER = keccak(text="transfer(address,uint256)")[:4].hex()
 MINT = keccak(text="mint(address,uint256)")[:4].hex()
-SIZES = (1_000, 1_000_000)
-OURS_PER_BLOCK = 2  # native and token deposits to our addresses in each block
 
 
 def _random_address() -> str:
@@ -72,68 +65,25 @@ def build_chain(node, blocks: int, txs: int, ours: list[str]) -> tuple[str, int,
     return token, first, logs
 
 
-def bulk_insert(path: Path, merchant_id: str, rows: int) -> None:
-    """Fake deposit addresses straight through sqlite3 (the fastest bulk path)."""
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.executemany(
-            "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-            " VALUES (?, 'evm', 'mainnet', ?, ?, NULL, 0)",
-            (("0x" + os.urandom(20).hex(), merchant_id, 1_000_000 + i) for i in range(rows)))
-    conn.execute("ANALYZE")
-    conn.close()
-
-
 async def measure(node, token: str, first: int, last: int, ours: list[str], rows: int, tmp: Path) -> dict:
     data_dir = tmp / f"rows{rows}"
-    config = load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(data_dir), "environment": "development"},
-        database={"url": f"sqlite+aiosqlite:///{data_dir / 'orbchain.db'}"},
-        scheduler={"enabled": False},
-        plugin={"evm": {"ethereum": {"rpc_url": node.url, "chain_id": CHAIN_ID, "start_height": first,
-                                     "max_blocks_per_scan": 10_000, "contracts": {"USDT_ERC20": token}}}})
+    config = scan_config(data_dir, "orbchain.db", {
+        "evm": {"ethereum": {"rpc_url": node.url, "chain_id": CHAIN_ID, "start_height": first,
+                             "max_blocks_per_scan": 10_000, "contracts": {"USDT_ERC20": token}}}})
     gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
-    await gateway.db.connect()
-    await migrate(gateway.db, gateway.migrations)
-    gateway.secrets = load_secrets(config)
-    merchant = await accounts.sign_up(gateway, f"bench{rows}@example.com", "bench-password-1")
-    await gateway.db.execute_many(
-        "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-        " VALUES (:a, 'evm', 'mainnet', :m, :i, NULL, 0)",
-        [{"a": a, "m": merchant.merchant_id, "i": i} for i, a in enumerate(ours)])
-    await gateway.db.disconnect()
-    started = time.perf_counter()
-    bulk_insert(data_dir / "orbchain.db", merchant.merchant_id, rows - len(ours))
-    inserted = time.perf_counter() - started
+    inserted = await seed_watched(gateway, config, "evm", ours, rows, data_dir / "orbchain.db",
+                                  lambda: "0x" + os.urandom(20).hex())
     await gateway.db.connect()
     count = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposit_addresses"))
-
-    lookup_seconds = 0.0
-    real_lookup = addresses.lookup
-
-    async def timed_lookup(gw, items):
-        nonlocal lookup_seconds
-        t0 = time.perf_counter()
-        try:
-            return await real_lookup(gw, items)
-        finally:
-            lookup_seconds += time.perf_counter() - t0
-
-    addresses.lookup = timed_lookup
     adapter = gateway.chains.get("ethereum")
-    try:
-        async with gateway.db.connection():
-            t0 = time.perf_counter()
-            report = await scanner.scan_chain(gateway, adapter)
-            elapsed = time.perf_counter() - t0
-    finally:
-        addresses.lookup = real_lookup
+    scan = await timed_scan(gateway, adapter)
+    report, elapsed = scan.report, scan.wall
     deposits = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposits"))
     await adapter.close()
     await gateway.db.disconnect()
     assert report.scanned_tip == last, report
     return {"rows": count, "insert_s": inserted, "seconds": elapsed, "blocks": report.blocks,
-            "deposits": deposits, "lookup_s": lookup_seconds}
+            "deposits": deposits, "lookup_s": scan.lookup}
 
 
 async def main() -> int:

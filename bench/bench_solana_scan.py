@@ -23,10 +23,8 @@ import asyncio
 import logging
 import os
 import shutil
-import sqlite3
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -34,16 +32,11 @@ sys.path.insert(0, str(REPO))
 
 import base58  # noqa: E402
 
-from orbchain.core import accounts, addresses, scanner  # noqa: E402
-from orbchain.core.config import load_config  # noqa: E402
+from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
 from orbchain.core.gateway import build_gateway  # noqa: E402
-from orbchain.core.migrate import migrate  # noqa: E402
 from orbchain.core.plugins import get_plugin_manager  # noqa: E402
 from orbchain.core.secrets import load_secrets  # noqa: E402
 from tests.solana_node import SolanaNode  # noqa: E402
-
-SIZES = (1_000, 1_000_000)
-OURS_PER_BLOCK = 2
 
 
 def _random_address() -> str:
@@ -65,23 +58,9 @@ def build_chain(node: SolanaNode, blocks: int, txs: int, ours: list[str]) -> int
     return first
 
 
-def bulk_insert(path: Path, merchant_id: str, rows: int) -> None:
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.executemany(
-            "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-            " VALUES (?, 'solana', 'mainnet', ?, ?, NULL, 0)",
-            ((_random_address(), merchant_id, 1_000_000 + i) for i in range(rows)))
-    conn.execute("ANALYZE")
-    conn.close()
-
-
 def _config(node: SolanaNode, first: int, data_dir: Path, db_file: str):
-    return load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(data_dir), "environment": "development"},
-        database={"url": f"sqlite+aiosqlite:///{data_dir / db_file}"},
-        scheduler={"enabled": False},
-        plugin={"solana": {"rpc_url": node.url, "start_height": first, "max_blocks_per_scan": 10_000}})
+    return scan_config(data_dir, db_file,
+                       {"solana": {"rpc_url": node.url, "start_height": first, "max_blocks_per_scan": 10_000}})
 
 
 async def prepare(node: SolanaNode, first: int, ours: list[str], rows: int, tmp: Path) -> Path:
@@ -89,16 +68,7 @@ async def prepare(node: SolanaNode, first: int, ours: list[str], rows: int, tmp:
     data_dir = tmp / f"rows{rows}"
     config = _config(node, first, data_dir, "base.db")
     gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
-    await gateway.db.connect()
-    await migrate(gateway.db, gateway.migrations)
-    gateway.secrets = load_secrets(config)
-    merchant = await accounts.sign_up(gateway, f"bench{rows}@example.com", "bench-password-1")
-    await gateway.db.execute_many(
-        "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-        " VALUES (:a, 'solana', 'mainnet', :m, :i, NULL, 0)",
-        [{"a": a, "m": merchant.merchant_id, "i": i} for i, a in enumerate(ours)])
-    await gateway.db.disconnect()
-    bulk_insert(data_dir / "base.db", merchant.merchant_id, rows - len(ours))
+    await seed_watched(gateway, config, "solana", ours, rows, data_dir / "base.db", _random_address)
     return data_dir
 
 
@@ -111,32 +81,15 @@ async def measure(node: SolanaNode, first: int, data_dir: Path, run: int) -> dic
     await gateway.db.connect()
     count = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposit_addresses"))
     adapter = gateway.chains.get("solana")
-    lookup_seconds = 0.0
-    real_lookup = addresses.lookup
-
-    async def timed_lookup(gw, items):
-        nonlocal lookup_seconds
-        t0 = time.perf_counter()
-        try:
-            return await real_lookup(gw, items)
-        finally:
-            lookup_seconds += time.perf_counter() - t0
-
-    addresses.lookup = timed_lookup
-    try:
-        async with gateway.db.connection():
-            t0, cpu0 = time.perf_counter(), time.process_time()
-            report = await scanner.scan_chain(gateway, adapter)
-            elapsed, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-    finally:
-        addresses.lookup = real_lookup
+    scan = await timed_scan(gateway, adapter)
+    report = scan.report
     deposits = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposits"))
     await adapter.close()
     await gateway.db.disconnect()
     (data_dir / f"run{run}.db").unlink()
     assert report.scanned_tip == node.tip.slot, report
-    return {"rows": count, "seconds": cpu, "wall": elapsed, "slots": report.blocks, "deposits": deposits,
-            "lookup_s": lookup_seconds}
+    return {"rows": count, "seconds": scan.cpu, "wall": scan.wall, "slots": report.blocks, "deposits": deposits,
+            "lookup_s": scan.lookup}
 
 
 async def main() -> int:

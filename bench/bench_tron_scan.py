@@ -27,11 +27,9 @@ import argparse
 import asyncio
 import logging
 import os
-import sqlite3
 import statistics
 import sys
 import tempfile
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,16 +39,10 @@ sys.path.insert(0, str(REPO))
 
 from aiohttp import web  # noqa: E402
 
-from orbchain.core import accounts, addresses, scanner  # noqa: E402
-from orbchain.core.config import load_config  # noqa: E402
+from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
 from orbchain.core.gateway import build_gateway  # noqa: E402
-from orbchain.core.migrate import migrate  # noqa: E402
 from orbchain.core.plugins import get_plugin_manager  # noqa: E402
-from orbchain.core.secrets import load_secrets  # noqa: E402
 from tests.tron_node import TronNode, address_of, compile_protos, t_address  # noqa: E402
-
-SIZES = (1_000, 1_000_000)
-OURS_PER_BLOCK = 2
 
 
 def _random_address() -> str:
@@ -73,18 +65,6 @@ def build_chain(node: TronNode, usdt: str, blocks: int, txs: int, ours: list[str
     return first, logs
 
 
-def bulk_insert(path: Path, merchant_id: str, rows: int) -> None:
-    """Fake deposit addresses straight through sqlite3 (the fastest bulk path)."""
-    conn = sqlite3.connect(path)
-    with conn:
-        conn.executemany(
-            "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-            " VALUES (?, 'tron', 'mainnet', ?, ?, NULL, 0)",
-            (("T" + os.urandom(20).hex()[:33], merchant_id, 1_000_000 + i) for i in range(rows)))
-    conn.execute("ANALYZE")
-    conn.close()
-
-
 @dataclass
 class Watcher:
     """One database of ``rows`` watched addresses and the adapter scanning into it."""
@@ -101,25 +81,13 @@ class Watcher:
 async def prepare(url: str, usdt: str, first: int, blocks: int, ours: list[str], rows: int,
                   tmp: Path) -> Watcher:
     data_dir = tmp / f"rows{rows}"
-    config = load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(data_dir), "environment": "development"},
-        database={"url": f"sqlite+aiosqlite:///{data_dir / 'orbchain.db'}"},
-        scheduler={"enabled": False},
-        plugin={"tron": {"url": url, "api_key": "bench", "start_height": first, "max_blocks_per_scan": blocks,
-                         "contracts": {"USDT_TRC20": usdt}}})
+    config = scan_config(data_dir, "orbchain.db", {
+        "tron": {"url": url, "api_key": "bench", "start_height": first, "max_blocks_per_scan": blocks,
+                 "contracts": {"USDT_TRC20": usdt}}})
     gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
-    await gateway.db.connect()
-    await migrate(gateway.db, gateway.migrations)
-    gateway.secrets = load_secrets(config)
-    merchant = await accounts.sign_up(gateway, f"bench{rows}@example.com", "bench-password-1")
-    await gateway.db.execute_many(
-        "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-        " VALUES (:a, 'tron', 'mainnet', :m, :i, NULL, 0)",
-        [{"a": a, "m": merchant.merchant_id, "i": i} for i, a in enumerate(ours)])
-    await gateway.db.disconnect()
-    started = time.perf_counter()
-    bulk_insert(data_dir / "orbchain.db", merchant.merchant_id, rows - len(ours))
-    print(f"{rows:>9,} address rows inserted in {time.perf_counter() - started:.1f} s")
+    inserted = await seed_watched(gateway, config, "tron", ours, rows, data_dir / "orbchain.db",
+                                  lambda: "T" + os.urandom(20).hex()[:33])
+    print(f"{rows:>9,} address rows inserted in {inserted:.1f} s")
     await gateway.db.connect()
     count = int(await gateway.db.fetch_val("SELECT COUNT(*) FROM deposit_addresses"))
     assert count == rows, count
@@ -128,30 +96,13 @@ async def prepare(url: str, usdt: str, first: int, blocks: int, ours: list[str],
 
 async def scan_round(watcher: Watcher, blocks: int, counted: bool) -> None:
     """Scan the next ``blocks`` blocks; record blocks per second and the look-up time."""
-    real_lookup = addresses.lookup
-    spent = 0.0
-
-    async def timed_lookup(gw, items):
-        nonlocal spent
-        t0 = time.perf_counter()
-        try:
-            return await real_lookup(gw, items)
-        finally:
-            spent += time.perf_counter() - t0
-
-    addresses.lookup = timed_lookup
-    try:
-        async with watcher.gateway.db.connection():
-            t0, c0 = time.perf_counter(), time.process_time()
-            report = await scanner.scan_chain(watcher.gateway, watcher.adapter)
-            elapsed, cpu = time.perf_counter() - t0, time.process_time() - c0
-    finally:
-        addresses.lookup = real_lookup
+    scan = await timed_scan(watcher.gateway, watcher.adapter)
+    report = scan.report
     assert report.blocks == blocks and report.observed == blocks * OURS_PER_BLOCK * 2, report
     if counted:
-        watcher.rates.append(blocks / elapsed)
-        watcher.cpu_rates.append(blocks / cpu)
-        watcher.lookup_seconds += spent
+        watcher.rates.append(blocks / scan.wall)
+        watcher.cpu_rates.append(blocks / scan.cpu)
+        watcher.lookup_seconds += scan.lookup
 
 
 async def close(watcher: Watcher) -> None:

@@ -146,19 +146,14 @@ class TronShop:
         return await sweep_chain(self.gateway, self.adapter)
 
     async def payment(self, coin: str, amount: str) -> dict[str, Any]:
-        from orbchain.testing import api
+        from orbchain.testing.api import create_payment
 
-        status, body = await api(self.client, "POST", "/v1/payment/white-label", self.merchant.merchant_key,
-                                 json={"currency": coin, "amount": amount})
-        assert status == 200, body
-        return body["data"]
+        return await create_payment(self.client, self.merchant, coin, amount)
 
     async def view(self, track_id: str) -> dict[str, Any]:
-        from orbchain.testing import api
+        from orbchain.testing.api import view_payment
 
-        status, body = await api(self.client, "GET", f"/v1/payment/{track_id}", self.merchant.merchant_key)
-        assert status == 200, body
-        return body["data"]
+        return await view_payment(self.client, self.merchant, track_id)
 
     async def deposits(self) -> list[Any]:
         return await self.gateway.db.fetch_all("SELECT * FROM deposits ORDER BY created_at")

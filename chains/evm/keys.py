@@ -8,33 +8,7 @@ ethereum, bsc and polygon (the same key on every EVM chain).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from ..platform_keys import PlatformKeys
 
-from ...core.addresses import keystore
-from ...core.services import address_key
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-
-FAMILY = "evm"
-HOT_WALLET_ACCOUNT = 0
-HOT_WALLET_INDEX = 0
-
-
-def hot_wallet_address(gateway: "Gateway") -> str:
-    family = gateway.address_families.require(FAMILY)
-    return family.derive(keystore(gateway), HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX).address
-
-
-def hot_wallet_key(gateway: "Gateway") -> bytes:
-    """The hot wallet's signing key; raises ``WatchOnlyError`` in a watch-only process."""
-    family = gateway.address_families.require(FAMILY)
-    return keystore(gateway).private_key_for(family, HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX)
-
-
-async def deposit_key(gateway: "Gateway", address: str) -> bytes:
-    """The signing key of one of our deposit addresses (for sweeping it)."""
-    key = await address_key(gateway, address, FAMILY)
-    if key is None:
-        raise LookupError(f"{address} is not one of our EVM deposit addresses")
-    return keystore(gateway).private_key_for(gateway.address_families.require(FAMILY), key.key_account, key.key_index)
+KEYS = PlatformKeys("evm", "EVM")
+hot_wallet_address, hot_wallet_key, deposit_key = KEYS.hot_wallet_address, KEYS.hot_wallet_key, KEYS.deposit_key

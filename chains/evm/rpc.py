@@ -21,14 +21,11 @@ from typing import Any, Sequence
 import httpx
 
 from ...core.chains import ChainUnavailable
+from ..jsonrpc import JsonRpcError, rpc_result
 
 
-class RpcError(RuntimeError):
+class RpcError(JsonRpcError):
     """The node answered with a JSON-RPC error object."""
-
-    def __init__(self, method: str, code: int | None, message: str, data: Any = None) -> None:
-        super().__init__(f"{method}: {message} (code {code})")
-        self.method, self.code, self.message, self.data = method, code, message, data
 
 
 def quantity(value: Any) -> int:
@@ -76,16 +73,7 @@ class JsonRpc:
 
     @staticmethod
     def _result(method: str, answer: Any) -> Any:
-        if not isinstance(answer, dict):
-            raise ChainUnavailable(f"{method}: malformed JSON-RPC answer")
-        error = answer.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                raise RpcError(method, None, str(error))
-            raise RpcError(method, error.get("code"), str(error.get("message", "")), error.get("data"))
-        if "result" not in answer:
-            raise ChainUnavailable(f"{method}: JSON-RPC answer without result")
-        return answer["result"]
+        return rpc_result(method, answer, RpcError)
 
     async def call(self, method: str, *params: Any) -> Any:
         request = {"jsonrpc": "2.0", "id": next(self._ids), "method": method, "params": list(params)}

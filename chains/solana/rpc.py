@@ -19,6 +19,7 @@ from typing import Any, Mapping
 import httpx
 
 from ...core.chains import ChainUnavailable
+from ..jsonrpc import JsonRpcError, rpc_result
 
 # Solana RPC error codes (agave rpc-client-api custom_error.rs).
 SLOT_SKIPPED = -32007
@@ -27,12 +28,8 @@ BLOCK_NOT_AVAILABLE = -32004
 SEND_TRANSACTION_PREFLIGHT_FAILURE = -32002
 
 
-class RpcError(RuntimeError):
+class RpcError(JsonRpcError):
     """The node answered with a JSON-RPC error object."""
-
-    def __init__(self, method: str, code: int | None, message: str, data: Any = None) -> None:
-        super().__init__(f"{method}: {message} (code {code})")
-        self.method, self.code, self.message, self.data = method, code, message, data
 
     @property
     def skipped_slot(self) -> bool:
@@ -72,16 +69,7 @@ class SolanaRpc:
             answer = json.loads(response.content, parse_float=Decimal)
         except ValueError:
             raise ChainUnavailable(f"Solana RPC answered non-JSON (HTTP {response.status_code})") from None
-        if not isinstance(answer, dict):
-            raise ChainUnavailable(f"{method}: malformed JSON-RPC answer")
-        error = answer.get("error")
-        if error is not None:
-            if not isinstance(error, dict):
-                raise RpcError(method, None, str(error))
-            raise RpcError(method, error.get("code"), str(error.get("message", "")), error.get("data"))
-        if "result" not in answer:
-            raise ChainUnavailable(f"{method}: JSON-RPC answer without result")
-        return answer["result"]
+        return rpc_result(method, answer, RpcError)
 
     async def value(self, method: str, *params: Any) -> Any:
         """The ``value`` of an answer wrapped in ``{"context": ..., "value": ...}``."""

@@ -25,12 +25,13 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...core import ledger
 from ...core.chains import BroadcastError, ChainUnavailable
 from ...core.keys import WatchOnlyError
 from ...core.ledger import Posting
 from ...core.ledger_accounts import NETWORK_FEES, world
 from ...core.services import credited_addresses
+from .. import sweeping
+from ..sweeping import SWEEP, deposit_addresses_account, hot_wallet_account
 from .keys import deposit_key, hot_wallet_address
 from .rpc import RpcError
 from .txstore import LIVE, NothingToSend, StoredTx
@@ -41,34 +42,21 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-SWEEP = "sweep"
-
-
-def deposit_addresses_account(chain: str) -> str:
-    return f"{world(chain)}:deposit_addresses"
-
-
-def hot_wallet_account(chain: str) -> str:
-    return f"{world(chain)}:hot_wallet"
+__all__ = ["SweepReport", "deposit_addresses_account", "hot_wallet_account", "sweep_chain", "sweep_job"]
 
 
 @dataclass
-class SweepReport:
-    started: int = 0
-    finished: int = 0
-    failed: int = 0
+class SweepReport(sweeping.SweepReport):
     expired: int = 0
 
 
 async def _book(gateway: "Gateway", adapter: "SolanaAdapter", tx: StoredTx, fee: int, succeeded: bool) -> None:
     chain, coin = adapter.name, adapter.native
-    if fee:
-        await ledger.post_and_notify(gateway, kind="network_fee", reference=f"solana:fee:{tx.signature}", postings=[
-            Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)])
+    await sweeping.post_nonzero(gateway, f"solana:fee:{tx.signature}", "network_fee",
+                                [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)])
     if succeeded:
-        await ledger.post_and_notify(gateway, kind="solana_sweep", reference=f"solana:sweep:{tx.signature}",
-                                     postings=[Posting(deposit_addresses_account(chain), coin, -tx.amount),
-                                               Posting(hot_wallet_account(chain), coin, tx.amount)])
+        await sweeping.post_custody(gateway, chain, SWEEP, coin, tx.amount, f"solana:sweep:{tx.signature}",
+                                    "solana_sweep")
 
 
 async def _mark_swept(gateway: "Gateway", address: str, through: int) -> None:

@@ -18,7 +18,8 @@ from ...core.keys import coin_type_for
 from ...core.money import format_units
 from ...core.secrets import load_secrets
 from .http import NodeError
-from .keys import HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX, hot_wallet_address
+from ..platform_keys import HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX
+from .keys import hot_wallet_address
 from .resources import account_state, chain_parameters, token_balance
 from .settings import PLUGIN_NAME, read_settings
 

@@ -57,3 +57,18 @@ async def api(client: Any, method: str, path: str, headers: dict[str, str], **kw
     """One request; ``(status, parsed JSON body)``."""
     response = await client.request(method, path, headers=headers, **kwargs)
     return response.status, await response.json()
+
+
+async def create_payment(client: Any, merchant: Merchant, currency: str, amount: str) -> dict[str, Any]:
+    """A white-label payment through the merchant API (must succeed); its ``data``."""
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": currency, "amount": amount})
+    assert status == 200, body
+    return body["data"]
+
+
+async def view_payment(client: Any, merchant: Merchant, track_id: str) -> dict[str, Any]:
+    """A payment as the merchant API shows it (must succeed); its ``data``."""
+    status, body = await api(client, "GET", f"/v1/payment/{track_id}", merchant.merchant_key)
+    assert status == 200, body
+    return body["data"]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Callable
 
-from .api import Merchant, api
+from .api import Merchant, api, create_payment, view_payment
 from .driver import ChainDriver
 from .fixtures import open_shop
 
@@ -78,15 +78,10 @@ class ChainShop:
     # -- payments --------------------------------------------------------------------------------
 
     async def payment(self, amount: str | None = None) -> dict[str, Any]:
-        status, body = await api(self.client, "POST", "/v1/payment/white-label", self.merchant.merchant_key,
-                                 json={"currency": self.driver.coin, "amount": amount or self.driver.deposit_amount})
-        assert status == 200, body
-        return body["data"]
+        return await create_payment(self.client, self.merchant, self.driver.coin, amount or self.driver.deposit_amount)
 
     async def view(self, track_id: str) -> dict[str, Any]:
-        status, body = await api(self.client, "GET", f"/v1/payment/{track_id}", self.merchant.merchant_key)
-        assert status == 200, body
-        return body["data"]
+        return await view_payment(self.client, self.merchant, track_id)
 
     async def threshold(self, tx_hash: str) -> int:
         """The confirmations the core requires for this deposit (the merchant's setting or the coin's)."""
