@@ -41,13 +41,14 @@ run: install
 lint: install-test
 	$(BIN)/python -m ruff check .; ruff=$$?; $(BIN)/python scripts/typecheck.py && exit $$ruff
 
-## make test: lint, install test deps (Python packages, Chromium, litecoind, monero, anvil and solc),
-## find or start PostgreSQL, run the whole suite on both databases.
+## make test: lint, install test deps (Python packages, Chromium, litecoind, monero, anvil and solc,
+## systemd-analyze), find or start PostgreSQL, run the whole suite on both databases.
 test: install-test lint
 	scripts/ensure_chromium.sh
 	scripts/ensure_litecoind.sh
 	scripts/ensure_monero.sh
 	scripts/ensure_node_tools.sh
+	scripts/ensure_systemd_analyze.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
 
 bench: install-test
