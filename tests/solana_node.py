@@ -102,7 +102,7 @@ class SolanaNode:
         self.next_slot = FIRST_SLOT + 1
         self.mempool: list[VersionedTransaction] = []
         self.first_available, self.missing = FIRST_SLOT, MISSING["snapshot"]
-        self.calls: list[str] = []
+        self.calls: list[tuple[str, list[Any]]] = []  # (method, params) as received
         self.pending_airdrops: list[tuple[Pubkey, int]] = []
         self.payer = Keypair()
         self.airdrop(self.payer.pubkey(), 10_000 * 10**9)
@@ -368,7 +368,7 @@ class SolanaNode:
             if request.headers.get(name) != value:
                 return web.Response(status=401, text="unauthorized")
         body = await request.json()
-        self.calls.append(body["method"])
+        self.calls.append((body["method"], body.get("params") or []))
         try:
             result = self.handle(body["method"], body.get("params") or [])
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": body.get("id"), "result": result}

@@ -76,7 +76,7 @@ class AddressHistory:
         wanted: dict[str, int] = {}
         for address in addresses:
             wanted.update(await self._signatures(address, start, end))
-        found = []
+        found: list[PastTransfer] = []
         for signature, slot in sorted(wanted.items(), key=lambda item: (item[1], item[0])):
             tx = await self._transaction(signature, slot)
             found.extend(PastTransfer(t, history_block(slot)) for t in transaction_transfers(tx, self.coin))
