@@ -10,9 +10,12 @@ node with the history) refreshes them and never credits twice. The gap is
 then remembered as one marker row, which the scanner treats as final: no
 parent-hash check across it, no rewind into it.
 
-The number of addresses is bounded (``adapter.max_history_addresses``, the
-oldest open payments first); the rest are logged and not searched
-(docs/decisions.md).
+Payments that expired in the last ``RECENTLY_EXPIRED_SECONDS`` count as
+open: the expiry job may have run at restart before the scan reached the
+gap, yet the payer may have paid in time while the gateway was down (the
+deposit is then credited by the late-deposit rules). The number of
+addresses is bounded (``adapter.max_history_addresses``, the oldest
+payments first); the rest are logged and not searched (docs/decisions.md).
 """
 
 from __future__ import annotations
@@ -22,12 +25,14 @@ from typing import TYPE_CHECKING
 
 from . import addresses, deposits
 from .chains import ChainAdapter
+from .payments import EXPIRED, PAYING, WAITING
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
 
 log = logging.getLogger(__name__)
 
+RECENTLY_EXPIRED_SECONDS = 7 * 86_400  # longer than any node's ledger lasts: an outage that outlived it
 GAP_PREFIX = "pruned:"  # chain_blocks hash of a gap marker; no chain names a block like this
 
 
@@ -40,14 +45,20 @@ def is_gap(block_hash: str | None) -> bool:
 
 
 async def open_payment_addresses(gateway: "Gateway", coins: tuple[str, ...], limit: int) -> tuple[list[str], int]:
-    """Addresses of open payments in ``coins``, oldest payment first: (at most ``limit`` of them, how many exist)."""
+    """Addresses of open (or recently expired) payments in ``coins``, oldest payment first.
+
+    Returns at most ``limit`` of them and how many there are.
+    """
     if not coins:
         return [], 0
-    names = {f"c{i}": coin for i, coin in enumerate(coins)}
+    names: dict[str, object] = {f"c{i}": coin for i, coin in enumerate(coins)}
     rows = await gateway.db.fetch_all(
-        "SELECT address, MIN(created_at) AS opened FROM payments WHERE status IN ('Waiting', 'Paying')"
+        "SELECT address, MIN(created_at) AS opened FROM payments WHERE (status IN (:waiting, :paying)"
+        " OR (status = :expired AND expires_at >= :since))"
         f" AND address IS NOT NULL AND pay_currency IN ({', '.join(':' + k for k in names)})"
-        " GROUP BY address ORDER BY opened, address", names)
+        " GROUP BY address ORDER BY opened, address",
+        {**names, "waiting": WAITING, "paying": PAYING, "expired": EXPIRED,
+         "since": gateway.now() - RECENTLY_EXPIRED_SECONDS})
     found = [row["address"] for row in rows]
     return found[:limit], len(found)
 

@@ -179,6 +179,25 @@ async def test_only_addresses_of_open_payments_are_searched(solana_node, make_co
     assert (await shop.view(newer["track_id"]))["status"] == "Waiting"
 
 
+async def test_a_payment_that_expired_while_the_gateway_was_down_is_still_searched(solana_node, make_config,
+                                                                                  make_client):
+    """The expiry job may run at restart before the scan reaches the gap: the payer paid in time."""
+    from orbchain.core.payment_status import expire_payments
+
+    shop = await _shop(solana_node, make_config, make_client)
+    payment = await shop.payment()
+    units = shop.units("1")
+    tx = solana_node.pay(payment["address"], units)
+    solana_node.produce(1)
+    _down_then_pruned(solana_node)
+    shop.advance_clock(2 * 86_400)
+    assert await expire_payments(shop.gateway) == 1
+    await _restart(shop)
+    assert _searched(solana_node) == [payment["address"]]
+    assert await _deposits(shop) == [(tx, units, "CREDITED")]  # a late deposit: the merchant's, in full
+    assert await shop.balance() == await shop.net_of(units) and await shop.ledger_ok()
+
+
 async def test_a_later_block_scan_of_the_same_slots_does_not_credit_twice(solana_node, make_config, make_client):
     """The node gets its ledger back (an archive node) and the scanner re-reads the slots block by block."""
     shop = await _shop(solana_node, make_config, make_client)
