@@ -55,7 +55,7 @@ from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from orbchain.chains.solana.keys import hot_wallet_address
-from orbchain.testing import ChainDriver
+from orbchain.testing import ChainDriver, open_chain_shop
 
 FIRST_SLOT = 5000
 FINALITY = 32
@@ -432,6 +432,11 @@ class SolanaDriver(ChainDriver):
     async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
         self.node.airdrop(hot_wallet_address(gateway), amount + 10**9)  # plus fees and rent
 
+
+
+async def open_solana_shop(node: SolanaNode, make_config: Any, make_client: Any, **settings: Any) -> Any:
+    """A gateway watching ``node`` (extra keyword arguments go into ``[plugin.solana]``) and a merchant."""
+    return await open_chain_shop(SolanaDriver(node, **settings), make_config, make_client)
 
 
 @contextlib.asynccontextmanager

@@ -20,19 +20,14 @@ from orbchain.chains.solana.settings import read_settings
 from orbchain.core.chains import BlocksPruned, ChainUnavailable
 from orbchain.core.config import ConfigError
 from orbchain.core.scanner import scan_chain
-from orbchain.testing import open_chain_shop
 
-from .solana_node import FINALITY, SolanaDriver, SolanaNode, running_node
+from .solana_node import FINALITY, SolanaNode, open_solana_shop, running_node
 
 
 @pytest_asyncio.fixture
 async def solana_node() -> AsyncIterator[SolanaNode]:
     async with running_node() as node:
         yield node
-
-
-async def _shop(node, make_config, make_client, **settings):
-    return await open_chain_shop(SolanaDriver(node, **settings), make_config, make_client)
 
 
 def _down_then_pruned(node: SolanaNode, code: str = "snapshot") -> int:
@@ -62,7 +57,7 @@ async def _deposits(shop) -> list[tuple[str, int, str]]:
 
 @pytest.mark.parametrize("code", ["snapshot", "long_term", "cleaned"])
 async def test_a_deposit_in_pruned_slots_is_credited_once(solana_node, make_config, make_client, code):
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     units = shop.units("1")
     tx = solana_node.pay(payment["address"], units)
@@ -89,7 +84,7 @@ async def test_a_deposit_in_pruned_slots_is_credited_once(solana_node, make_conf
 async def test_a_genuinely_skipped_slot_above_the_first_available_is_not_a_gap(solana_node, make_config,
                                                                              make_client):
     """-32007 means "skipped, or missing": only below getFirstAvailableBlock is it missing."""
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     solana_node.produce(FINALITY + 2)
     solana_node.prune(solana_node.finalized().slot)
     await shop.scan()  # passes the gap
@@ -104,7 +99,7 @@ async def test_a_genuinely_skipped_slot_above_the_first_available_is_not_a_gap(s
 
 
 async def test_a_failed_transaction_in_pruned_slots_is_not_credited(solana_node, make_config, make_client):
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     failed = solana_node.pay(payment["address"], 1000, skip_preflight=True)  # below rent: the runtime fails it
     solana_node.produce(1)
@@ -122,7 +117,7 @@ async def test_a_failed_transaction_in_pruned_slots_is_not_credited(solana_node,
 
 
 async def test_signatures_are_paged_and_newer_ones_passed_over(solana_node, make_config, make_client):
-    shop = await _shop(solana_node, make_config, make_client, history_page_size=2)
+    shop = await open_solana_shop(solana_node, make_config, make_client, history_page_size=2)
     payment = await shop.payment("2.5")  # paid by the five in the gap
     sent = []
     for _ in range(5):
@@ -145,7 +140,7 @@ async def test_signatures_are_paged_and_newer_ones_passed_over(solana_node, make
 
 
 async def test_pages_beyond_the_bound_are_logged_and_not_fetched(solana_node, make_config, make_client, caplog):
-    shop = await _shop(solana_node, make_config, make_client, history_page_size=2, history_pages=1)
+    shop = await open_solana_shop(solana_node, make_config, make_client, history_page_size=2, history_pages=1)
     payment = await shop.payment("5")
     sent = []
     for _ in range(3):
@@ -159,7 +154,7 @@ async def test_pages_beyond_the_bound_are_logged_and_not_fetched(solana_node, ma
 
 
 async def test_only_addresses_of_open_payments_are_searched(solana_node, make_config, make_client, caplog):
-    shop = await _shop(solana_node, make_config, make_client, history_max_addresses=1)
+    shop = await open_solana_shop(solana_node, make_config, make_client, history_max_addresses=1)
     paid, _ = await shop.paid_deposit()  # no longer open: a late deposit to it is not searched for
     older = await shop.payment()
     shop.advance_clock(5)
@@ -184,7 +179,7 @@ async def test_a_payment_that_expired_while_the_gateway_was_down_is_still_search
     """The expiry job may run at restart before the scan reaches the gap: the payer paid in time."""
     from orbchain.core.payment_status import expire_payments
 
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     units = shop.units("1")
     tx = solana_node.pay(payment["address"], units)
@@ -200,7 +195,7 @@ async def test_a_payment_that_expired_while_the_gateway_was_down_is_still_search
 
 async def test_a_later_block_scan_of_the_same_slots_does_not_credit_twice(solana_node, make_config, make_client):
     """The node gets its ledger back (an archive node) and the scanner re-reads the slots block by block."""
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     start = solana_node.tip.slot + 1
     payment = await shop.payment()
     units = shop.units("1")
@@ -225,7 +220,7 @@ async def test_a_later_block_scan_of_the_same_slots_does_not_credit_twice(solana
 
 async def test_a_signature_the_node_cannot_return_stops_the_scan_at_the_gap(solana_node, make_config, make_client):
     """Never pass a gap with a deposit unread: the catch-up is retried until the node answers."""
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     solana_node.pay(payment["address"], shop.units("1"))
     solana_node.produce(1)
