@@ -429,6 +429,10 @@ class SolanaDriver(ChainDriver):
     async def received(self, address: str) -> int:
         return self.node.balance(address)
 
+    async def prune(self) -> int:
+        self.node.prune(self.node.finalized().slot)
+        return self.node.first_available
+
     async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
         self.node.airdrop(hot_wallet_address(gateway), amount + 10**9)  # plus fees and rent
 
