@@ -67,6 +67,30 @@ class ChainUnavailable(RuntimeError):
     """The node cannot be reached or answered nonsense; the scan retries later."""
 
 
+class BlocksPruned(ChainUnavailable):
+    """The node no longer keeps the block at ``height``: its history now starts at ``first_available``.
+
+    Raised by ``block``/``block_hash`` for a block the node deleted (pruned
+    ledger, restart from a recent snapshot), never for a height that simply
+    has no block. Blocks that old are final. With ``Capability.HISTORY`` the
+    scanner catches up through ``address_history`` and resumes at
+    ``first_available``; without it the scan stops there, as for any outage.
+    """
+
+    def __init__(self, height: int, first_available: int) -> None:
+        super().__init__(f"block {height} was pruned by the node; its history starts at {first_available}")
+        self.height = height
+        self.first_available = first_available
+
+
+@dataclass(frozen=True)
+class PastTransfer:
+    """A transfer found by ``address_history`` and the block it is in (``hash`` may be a stand-in name)."""
+
+    transfer: Transfer
+    block: BlockRef
+
+
 class Capability(enum.Enum):
     """What a chain adapter declares it can do (``ChainAdapter.capabilities``).
 
@@ -86,6 +110,10 @@ class Capability(enum.Enum):
       request that creates one drives it through the worker's stages before
       answering; its response already shows Confirmed or Failed. What is
       still undecided when the request gives up is left to the worker.
+    * ``HISTORY``: ``address_history()`` finds the transfers to given
+      addresses inside blocks the node pruned (``BlocksPruned``), so deposits
+      made while the gateway was down are not lost when the node forgot
+      those blocks. Without it the scan cannot pass a pruned block.
     """
 
     DEPOSITS = "deposits"
@@ -93,6 +121,7 @@ class Capability(enum.Enum):
     PAYOUTS = "payouts"
     SWEEPS = "sweeps"
     INSTANT_PAYOUTS = "instant_payouts"
+    HISTORY = "history"
 
 
 class ChainAdapter(ABC):
@@ -113,6 +142,8 @@ class ChainAdapter(ABC):
       chain and the mempool this long is marked FAILED.
     * ``capabilities``: the :class:`Capability` set this adapter declares
       (an instance may set its own, e.g. from its settings).
+    * ``max_history_addresses`` (with ``HISTORY``): at most this many
+      addresses are passed to one ``address_history`` call.
 
     Report addresses in the canonical form the key layer derives (bech32
     lower case, EIP-55 checksummed hex, ...): the address table is matched
@@ -128,6 +159,7 @@ class ChainAdapter(ABC):
     drop_after_seconds: int = 3600
     simulated: bool = False
     capabilities: frozenset[Capability] = frozenset({Capability.DEPOSITS})
+    max_history_addresses: int = 1000
 
     @abstractmethod
     async def tip(self) -> BlockRef:
@@ -147,6 +179,18 @@ class ChainAdapter(ABC):
 
     async def mempool(self) -> Sequence[Transfer]:
         """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
+        return ()
+
+    async def address_history(self, addresses: Sequence[str], start: int, end: int) -> Sequence[PastTransfer]:
+        """Successful transfers to ``addresses`` in blocks ``start``..``end`` (all pruned, so final).
+
+        Called only with ``Capability.HISTORY``, when ``block(start)`` raised
+        ``BlocksPruned`` (``end`` is its ``first_available - 1``). Report each
+        transfer with the same ``(tx_hash, output_index)`` ``block`` would
+        give it, so a later scan of the same block never credits it twice.
+        Bound your own work per call and log what you leave out; raise
+        ``ChainUnavailable`` to have the whole catch-up retried.
+        """
         return ()
 
     async def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing to release
@@ -284,3 +328,5 @@ def check_capabilities(adapter: ChainAdapter) -> None:
         raise ValueError(f"chain adapter {adapter.name!r} declares INSTANT_PAYOUTS without PAYOUTS")
     if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:
         raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")
+    if adapter.supports(Capability.HISTORY) and type(adapter).address_history is ChainAdapter.address_history:
+        raise ValueError(f"chain adapter {adapter.name!r} declares HISTORY but does not implement address_history()")

@@ -52,7 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 __all__ = ["PENDING", "CONFIRMED", "CREDITED", "FAILED", "DEPOSIT_STATUSES", "expire_payments", "observe",
-           "observe_final",
+           "observe_final", "deposit_threshold",
            "refresh_confirmations", "complete_credit", "disconnect_block", "mark_missing", "deposit_view",
            "deposit_body", "list_deposits"]
 
@@ -64,7 +64,8 @@ def new_deposit_id() -> str:
     return "dep_" + secrets.token_hex(10)
 
 
-def _threshold(gateway: "Gateway", merchant: Mapping[str, Any], coin: str) -> int:
+def deposit_threshold(gateway: "Gateway", merchant: Mapping[str, Any], coin: str) -> int:
+    """Confirmations a new deposit of ``coin`` needs: the merchant's or the coin's, never below its floor."""
     floor = gateway.coins.require(coin).confirmations
     configured = effective_confirmations(gateway, merchant).get(coin)
     return max(floor, configured or gateway.coins.require(coin).default_threshold)
@@ -173,7 +174,7 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
         )
         if payment is None:
             payment = await _plugin_payment(gateway, chain, transfer, merchant["id"])
-    threshold = _threshold(gateway, merchant, transfer.coin)
+    threshold = deposit_threshold(gateway, merchant, transfer.coin)
     confirmations = threshold if final else _confirmations(block, scanned_tip)
     deposit = {
         "id": new_deposit_id(), "chain": chain, "coin": transfer.coin,

@@ -7,7 +7,8 @@ disconnects every block that left the best chain before scanning the new
 branch. Transfers are matched against the address table in one batched
 look-up per block, so the cost grows with transactions, not with the number
 of watched addresses. Catching up after downtime is the same loop starting
-from the last remembered block.
+from the last remembered block; blocks the node pruned meanwhile are caught
+up through the adapter's address history (``core/history.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import addresses, deposits
-from .chains import Block, BlockRef, Capability, ChainAdapter
+from . import addresses, deposits, history
+from .chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -59,10 +60,13 @@ async def _rewind(gateway: "Gateway", adapter: ChainAdapter, tip: BlockRef) -> t
     height, disconnected = last.height, 0
     while height >= 0:
         ours = await _remembered(gateway, adapter.name, height)
-        if ours is None:
-            break  # older than what we remember: treat as final
-        if height <= tip.height and await adapter.block_hash(height) == ours:
-            break
+        if ours is None or history.is_gap(ours):
+            break  # older than what we remember, or pruned by the node: treat as final
+        try:
+            if height <= tip.height and await adapter.block_hash(height) == ours:
+                break
+        except BlocksPruned:
+            break  # the node forgot it while we were away: final
         await deposits.disconnect_block(gateway, adapter.name, ours)
         await gateway.db.execute("DELETE FROM chain_blocks WHERE chain = :c AND height = :h",
                                  {"c": adapter.name, "h": height})
@@ -74,6 +78,27 @@ async def _rewind(gateway: "Gateway", adapter: ChainAdapter, tip: BlockRef) -> t
     return height + 1, disconnected
 
 
+async def _remember(gateway: "Gateway", chain: str, height: int, block_hash: str) -> None:
+    await gateway.db.execute(
+        "INSERT INTO chain_blocks (chain, height, hash) VALUES (:c, :h, :b)"
+        " ON CONFLICT (chain, height) DO UPDATE SET hash = excluded.hash",
+        {"c": chain, "h": height, "b": block_hash},
+    )
+
+
+async def _pass_gap(gateway: "Gateway", adapter: ChainAdapter, height: int, pruned: BlocksPruned,
+                    tip: BlockRef) -> tuple[int, int]:
+    """Catch up over pruned blocks ``height``..``first_available - 1``; returns (last gap height, observed)."""
+    if not adapter.supports(Capability.HISTORY):
+        raise pruned
+    end = min(pruned.first_available, tip.height + 1) - 1
+    if end < height:
+        raise pruned  # the node contradicts itself (pruned, yet available from here): retry later
+    observed = await history.catch_up(gateway, adapter, height, end)
+    await _remember(gateway, adapter.name, end, history.gap_marker(height, end))
+    return end, observed
+
+
 async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block, scanned_tip: int) -> int:
     owners = await addresses.lookup(gateway, [t.address for t in block.transfers]) if block.transfers else {}
     observed = 0
@@ -82,11 +107,7 @@ async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block
         if owner is not None:
             await deposits.observe(gateway, adapter.name, transfer, owner, block.ref, scanned_tip)
             observed += 1
-    await gateway.db.execute(
-        "INSERT INTO chain_blocks (chain, height, hash) VALUES (:c, :h, :b)"
-        " ON CONFLICT (chain, height) DO UPDATE SET hash = excluded.hash",
-        {"c": adapter.name, "h": block.height, "b": block.hash},
-    )
+    await _remember(gateway, adapter.name, block.height, block.hash)
     return observed
 
 
@@ -98,9 +119,16 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
     end = min(tip.height, height + adapter.max_blocks_per_scan - 1)
     blocks = observed = 0
     while height <= end:
-        block = await adapter.block(height)
+        try:
+            block = await adapter.block(height)
+        except BlocksPruned as pruned:
+            last_height, caught = await _pass_gap(gateway, adapter, height, pruned, tip)
+            observed += caught
+            height = last_height + 1
+            end = min(tip.height, height + adapter.max_blocks_per_scan - blocks - 1)
+            continue
         parent = await _remembered(gateway, adapter.name, height - 1)
-        if parent is not None and block.parent_hash != parent:
+        if parent is not None and not history.is_gap(parent) and block.parent_hash != parent:
             break  # the chain moved under us; the next pass rewinds
         observed += await _process_block(gateway, adapter, block, block.height)
         last_height, blocks, height = height, blocks + 1, height + 1

@@ -20,6 +20,14 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
   with the runtime's error, unless ``skipPreflight``; an executed failing
   transaction is included with ``meta.err`` and its fee charged, as on
   Solana. ``AlreadyProcessed`` for a signature already in a block.
+* pruned history: ``prune(slot, code)`` makes the node forget the blocks
+  below ``slot`` (``getFirstAvailableBlock`` reports it): ``getBlock``
+  answers with the real "missing" errors (-32007 after a restart from a
+  snapshot, -32009 from long-term storage, -32001 cleaned up), which the
+  first two share with genuinely skipped slots. Address history stays
+  (``getSignaturesForAddress``, newest first with ``before``/``until``/
+  ``limit``/``minContextSlot``, and ``getTransaction``, from the runtime's
+  executed transactions), as on a provider with long-term storage.
 * forks: ``reorg(depth)`` drops the newest blocks (never finalized ones),
   rebuilds the runtime by replaying the surviving blocks, and produces a
   longer branch at the same slots with new hashes; dropped transactions are
@@ -47,11 +55,17 @@ from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from orbchain.chains.solana.keys import hot_wallet_address
-from orbchain.testing import ChainDriver
+from orbchain.testing import ChainDriver, open_chain_shop
 
 FIRST_SLOT = 5000
 FINALITY = 32
 VALID_BLOCKS = 150
+MAX_SIGNATURES = 1000  # getSignaturesForAddress's largest limit
+MISSING = {  # how a node says a slot below its first available block is gone (agave custom_error.rs)
+    "snapshot": (-32007, "Slot {slot} was skipped, or missing due to ledger jump to recent snapshot"),
+    "long_term": (-32009, "Slot {slot} was skipped, or missing in long-term storage"),
+    "cleaned": (-32001, "Block {slot} cleaned up, does not exist on node. First available block: {first}"),
+}
 
 
 class RpcFailure(Exception):
@@ -87,6 +101,8 @@ class SolanaNode:
         self.blocks: list[BlockRecord] = [genesis]
         self.next_slot = FIRST_SLOT + 1
         self.mempool: list[VersionedTransaction] = []
+        self.first_available, self.missing = FIRST_SLOT, MISSING["snapshot"]
+        self.calls: list[tuple[str, list[Any]]] = []  # (method, params) as received
         self.pending_airdrops: list[tuple[Pubkey, int]] = []
         self.payer = Keypair()
         self.airdrop(self.payer.pubkey(), 10_000 * 10**9)
@@ -118,6 +134,11 @@ class SolanaNode:
 
     def skip(self, slots: int = 1) -> None:
         self.next_slot += slots
+
+    def prune(self, below: int, code: str = "snapshot") -> None:
+        """Forget the blocks below slot ``below`` (never the finalized one); ``code`` picks the error."""
+        assert below <= self.finalized().slot, "a node keeps what is not rooted yet"
+        self.first_available, self.missing = below, MISSING[code]
 
     def _blockhash_block(self, blockhash: str) -> BlockRecord | None:
         return next((b for b in self.blocks if b.blockhash == blockhash), None)
@@ -260,13 +281,20 @@ class SolanaNode:
             block = next((b for b in self.blocks if b.slot == slot), None)
             if slot > limit.slot:
                 raise RpcFailure(-32004, f"Block not available for slot {slot}")
+            if slot < self.first_available:
+                code, message = self.missing
+                raise RpcFailure(code, message.format(slot=slot, first=self.first_available))
             if block is None:
                 raise RpcFailure(-32007, f"Slot {slot} was skipped, or missing due to ledger jump to recent snapshot")
             return self._block_json(block, options.get("transactionDetails", "full"))
         if method == "getBlocksWithLimit":
             start, limit = params[0], params[1]
             top = self._at(self._options(params, 2)).slot
-            return [b.slot for b in self.blocks if start <= b.slot <= top][:limit]
+            return [b.slot for b in self.blocks if max(start, self.first_available) <= b.slot <= top][:limit]
+        if method == "getFirstAvailableBlock":
+            return min(b.slot for b in self.blocks if b.slot >= self.first_available)
+        if method == "getSignaturesForAddress":
+            return self._signatures(params[0], self._options(params, 1))
         if method == "getLatestBlockhash":
             block = self._at(self._options(params, 0))
             return {"context": context, "value": {"blockhash": block.blockhash,
@@ -309,11 +337,38 @@ class SolanaNode:
             return {"slot": block.slot, "blockTime": None, "meta": meta, "transaction": self._tx_json(tx)}
         raise RpcFailure(-32601, "Method not found")
 
+    def _signatures(self, address: str, options: dict[str, Any]) -> list[dict[str, Any]]:
+        """Newest first; ``before``/``until`` exclusive, as the RPC documents."""
+        top = self._at(options)
+        if top.slot < options.get("minContextSlot", 0):
+            raise RpcFailure(-32016, "Minimum context slot has not been reached", {"contextSlot": top.slot})
+        limit = options.get("limit", MAX_SIGNATURES)
+        if not 1 <= limit <= MAX_SIGNATURES:
+            raise RpcFailure(-32602, f"Invalid limit; max {MAX_SIGNATURES}")
+        key = Pubkey.from_string(address)
+        final = self.finalized().slot
+        newest_first = [(block, tx, meta) for block in reversed(self.blocks) if block.slot <= top.slot
+                        for tx, meta in reversed(block.txs) if key in tx.message.account_keys]
+        found: list[dict[str, Any]] = []
+        started = "before" not in options
+        for block, tx, meta in newest_first:
+            signature = str(tx.signatures[0])
+            if not started:
+                started = signature == options["before"]
+                continue
+            if signature == options.get("until") or len(found) == limit:
+                break
+            found.append({"signature": signature, "slot": block.slot, "err": meta["err"], "memo": None,
+                          "blockTime": None,
+                          "confirmationStatus": "finalized" if block.slot <= final else "confirmed"})
+        return found
+
     async def _http(self, request: web.Request) -> web.Response:
         for name, value in self.required_headers.items():
             if request.headers.get(name) != value:
                 return web.Response(status=401, text="unauthorized")
         body = await request.json()
+        self.calls.append((body["method"], body.get("params") or []))
         try:
             result = self.handle(body["method"], body.get("params") or [])
             answer: dict[str, Any] = {"jsonrpc": "2.0", "id": body.get("id"), "result": result}
@@ -374,9 +429,18 @@ class SolanaDriver(ChainDriver):
     async def received(self, address: str) -> int:
         return self.node.balance(address)
 
+    async def prune(self) -> int:
+        self.node.prune(self.node.finalized().slot)
+        return self.node.first_available
+
     async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
         self.node.airdrop(hot_wallet_address(gateway), amount + 10**9)  # plus fees and rent
 
+
+
+async def open_solana_shop(node: SolanaNode, make_config: Any, make_client: Any, **settings: Any) -> Any:
+    """A gateway watching ``node`` (extra keyword arguments go into ``[plugin.solana]``) and a merchant."""
+    return await open_chain_shop(SolanaDriver(node, **settings), make_config, make_client)
 
 
 @contextlib.asynccontextmanager

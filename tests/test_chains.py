@@ -128,8 +128,14 @@ def test_a_declaration_the_adapter_does_not_back_stops_the_start(config):
 
     with pytest.raises(StartupError, match="'nosender' declares PAYOUTS but payout_role"):
         build_gateway(config, plugin_manager(NoSender(), []))
+    class NoHistory(NoSender):
+        name = "nohistory"
+        capabilities = frozenset({Capability.DEPOSITS, Capability.HISTORY})
+
     with pytest.raises(ValueError, match="'nomempool' declares MEMPOOL but does not implement mempool"):
         check_capabilities(NoMempool())
+    with pytest.raises(ValueError, match="'nohistory' declares HISTORY but does not implement address_history"):
+        check_capabilities(NoHistory())
 
 
 def test_built_in_adapters_declare_what_they_do(config):

@@ -103,9 +103,9 @@ class TestAnvilEthConformance(AdapterConformance):
     def chain_driver(self, manual_anvil) -> AnvilDriver:
         return AnvilDriver(*manual_anvil)
 
-    async def test_every_capability_but_the_mempool_is_declared(self, chain_shop):
+    async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """EVM deposits show from their first block (docs/evm.md); all the rest is declared."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
 
 
 class TestAnvilTokenConformance(AdapterConformance):

@@ -20,9 +20,9 @@ class TestTronTrxConformance(AdapterConformance):
     def chain_driver(self, tron_node: NodeOnline) -> TronDriver:  # noqa: F811 - the fixture
         return TronDriver(tron_node)
 
-    async def test_every_capability_but_the_mempool_is_declared(self, chain_shop):
+    async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """Tron deposits show from their first block (docs/tron.md); all the rest is declared."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
 
 
 class TestTronTokenConformance(AdapterConformance):

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from orbchain.core.chains import Block, BlockRef, Capability, ChainAdapter, Transfer
+from orbchain.core.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, PastTransfer, Transfer
 from orbchain.core.plugins import get_plugin_manager, plugin_names
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
@@ -33,6 +33,8 @@ class MemoryChain(ChainAdapter):
         self.blocks: list[Block] = []
         self.pool: list[Transfer] = []
         self.block_calls = 0
+        self.first_available = 0  # blocks below it are pruned
+        self.history_asked: list[tuple[list[str], int, int]] = []
         self.append([])
 
     def append(self, transfers: list[Transfer], salt: str = "") -> Block:
@@ -55,10 +57,17 @@ class MemoryChain(ChainAdapter):
 
     async def block(self, height: int) -> Block:
         self.block_calls += 1
+        if height < self.first_available:
+            raise BlocksPruned(height, self.first_available)
         return self.blocks[height]
 
     async def mempool(self):
         return list(self.pool)
+
+    async def address_history(self, addresses, start, end):
+        self.history_asked.append((list(addresses), start, end))
+        return [PastTransfer(t, BlockRef(b.height, f"past:{b.height}")) for b in self.blocks[start:end + 1]
+                for t in b.transfers if t.address in addresses]
 
 
 class MemoryChainPlugin:
@@ -154,6 +163,43 @@ async def test_mempool_transfer_makes_the_payment_paying(setup):
     await scan_chain(gateway, chain)
     view = await _status(client, merchant, payment["track_id"])
     assert view["status"] == "Paid" and len(view["transactions"]) == 1
+
+
+async def test_pruned_blocks_without_history_stop_the_scan(setup):
+    client, merchant, chain, gateway = setup
+    payment = await _payment(client, merchant)
+    await scan_chain(gateway, chain)
+    chain.append([Transfer("dd" * 32, 0, payment["address"], "BTC", 1_000_000)])
+    chain.append([])
+    chain.first_available = 2
+    with pytest.raises(BlocksPruned):
+        await scan_chain(gateway, chain)
+    assert await gateway.db.fetch_val("SELECT MAX(height) FROM chain_blocks WHERE chain = 'memchain'") == 0
+
+
+async def test_pruned_blocks_are_caught_up_through_address_history(setup):
+    client, merchant, chain, gateway = setup
+    chain.capabilities = frozenset({Capability.DEPOSITS, Capability.HISTORY})
+    payment, other = await _payment(client, merchant), await _payment(client, merchant)
+    await scan_chain(gateway, chain)
+    chain.max_history_addresses = 5
+    chain.append([Transfer("ee" * 32, 0, payment["address"], "BTC", 1_000_000)])
+    for _ in range(3):
+        chain.append([])
+    chain.first_available = 3  # block 0 (remembered) to 2 are gone; 3 and 4 are there
+    report = await scan_chain(gateway, chain)
+    assert report.scanned_tip == 4 and report.blocks == 2 and report.disconnected == 0
+    ((asked, start, end),) = chain.history_asked
+    assert sorted(asked) == sorted([payment["address"], other["address"]]) and (start, end) == (1, 2)
+    view = await _status(client, merchant, payment["track_id"])
+    assert view["status"] == "Paid" and view["transactions"][0]["confirmations"] == 4
+    remembered = await gateway.db.fetch_val("SELECT hash FROM chain_blocks WHERE chain = 'memchain' AND height = 2")
+    assert remembered == "pruned:1-2"
+
+    chain.rewrite_from(4, salt="fork")  # a reorg above the gap rewinds to it, never into it
+    report = await scan_chain(gateway, chain)
+    assert report.disconnected == 1 and report.scanned_tip == 5 and len(chain.history_asked) == 1
+    assert (await _status(client, merchant, payment["track_id"]))["status"] == "Paid"
 
 
 THIRD_PARTY_MODULE = textwrap.dedent('''

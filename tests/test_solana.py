@@ -17,19 +17,14 @@ from orbchain.chains.solana.rpc import SolanaRpc
 from orbchain.chains.solana.settings import read_settings
 from orbchain.core.chains import ChainUnavailable
 from orbchain.core.config import ConfigError
-from orbchain.testing import open_chain_shop
 
-from .solana_node import SolanaDriver, SolanaNode, running_node
+from .solana_node import SolanaNode, open_solana_shop, running_node
 
 @pytest_asyncio.fixture
 async def solana_node() -> AsyncIterator[SolanaNode]:
     async with running_node() as node:
         yield node
 
-
-
-async def _shop(node, make_config, make_client, **settings):
-    return await open_chain_shop(SolanaDriver(node, **settings), make_config, make_client)
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -77,7 +72,7 @@ def test_balance_changes_become_transfers():
 
 async def test_failed_transaction_is_never_credited(solana_node, make_config, make_client):
     """A transfer the runtime fails (too small to open the account) lands with its fee only: not a deposit."""
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     failed = solana_node.pay(payment["address"], 1000, skip_preflight=True)
     await shop.mine(1)
@@ -93,7 +88,7 @@ async def test_failed_transaction_is_never_credited(solana_node, make_config, ma
 
 
 async def test_confirmations_count_slots_across_skipped_ones(solana_node, make_config, make_client):
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     tx = solana_node.pay(payment["address"], shop.units("1"))
     await shop.mine(1)
@@ -109,7 +104,7 @@ async def test_confirmations_count_slots_across_skipped_ones(solana_node, make_c
 
 
 async def test_fork_across_skipped_slots_takes_the_deposit_back(solana_node, make_config, make_client):
-    shop = await _shop(solana_node, make_config, make_client)
+    shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()
     tx = solana_node.pay(payment["address"], shop.units("1"))
     await shop.mine(1)
@@ -125,7 +120,7 @@ async def test_fork_across_skipped_slots_takes_the_deposit_back(solana_node, mak
 
 
 async def test_finalized_commitment_sees_blocks_only_once_final(solana_node, make_config, make_client):
-    shop = await _shop(solana_node, make_config, make_client, commitment="finalized", start_height=None)
+    shop = await open_solana_shop(solana_node, make_config, make_client, commitment="finalized", start_height=None)
     payment = await shop.payment()
     solana_node.pay(payment["address"], shop.units("1"))
     await shop.mine(1)

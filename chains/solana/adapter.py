@@ -6,16 +6,20 @@ the core scanner's rules). Every read names the configured commitment
 blocks it reads are the cluster's view at that level, and the SPEC's 32
 confirmations are 32 slots on top of it (docs/solana.md). ``mempool()`` is
 not offered: Solana has no public mempool, a transfer shows from its block.
+Slots the node pruned raise ``BlocksPruned``; the scanner then catches up
+through ``address_history`` (``history.py``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable
+from ...core.chains import (Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable,
+                            PastTransfer)
 from . import blocks
+from .history import AddressHistory
 from .payouts import SolanaPayouts
-from .rpc import BLOCK_NOT_AVAILABLE, RpcError, SolanaRpc, lamports
+from .rpc import BLOCK_CLEANED_UP, BLOCK_NOT_AVAILABLE, RpcError, SolanaRpc, lamports
 from .settings import CHAIN, SolanaSettings
 from .txstore import TxStore
 
@@ -38,21 +42,35 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
         self.max_blocks_per_scan = settings.max_blocks_per_scan
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
-        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
+        self.max_history_addresses = settings.history_max_addresses
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY}
                                       | ({Capability.SWEEPS} if settings.sweep else set()))
         self.rpc = rpc or SolanaRpc(settings.rpc_url, headers=settings.headers, timeout=settings.timeout_seconds)
         self.txs = TxStore(gateway, self.rpc, settings.commitment)
+        self.history = AddressHistory(self.rpc, settings.commitment, coin, pages=settings.history_pages,
+                                      page_size=settings.history_page_size)
 
     # -- the deposit-watching role ----------------------------------------------------------
 
+    async def _first_available(self) -> int:
+        return lamports(await self.rpc.call("getFirstAvailableBlock"))
+
     async def _get_block(self, slot: int, details: str) -> Mapping[str, Any] | None:
-        """``getBlock`` at our commitment; None for a skipped slot."""
+        """``getBlock`` at our commitment; None for a skipped slot, ``BlocksPruned`` for one the node deleted.
+
+        -32007/-32009 mean "skipped, or missing": below the node's first
+        available block the slot is missing (pruned, or a restart from a
+        snapshot), at or above it genuinely skipped.
+        """
         try:
             raw = await self.rpc.call("getBlock", slot, {
                 "commitment": self.commitment, "encoding": "json", "transactionDetails": details,
                 "rewards": False, "maxSupportedTransactionVersion": 0})
         except RpcError as exc:
-            if exc.skipped_slot:
+            if exc.code == BLOCK_CLEANED_UP or exc.skipped_slot:
+                first = await self._first_available()
+                if exc.code == BLOCK_CLEANED_UP or slot < first:
+                    raise BlocksPruned(slot, max(first, slot + 1)) from None
                 return None
             if exc.code == BLOCK_NOT_AVAILABLE:
                 raise ChainUnavailable(f"{self.name}: slot {slot} not available yet") from None
@@ -84,6 +102,9 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
         if raw is None:
             return await self._skipped(height)
         return blocks.real_block(height, raw, self.native)
+
+    async def address_history(self, addresses: Sequence[str], start: int, end: int) -> Sequence[PastTransfer]:
+        return await self.history.transfers(addresses, start, end)
 
     async def close(self) -> None:
         await self.rpc.close()

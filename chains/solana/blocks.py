@@ -40,25 +40,26 @@ def _account_keys(tx: Mapping[str, Any], meta: Mapping[str, Any]) -> list[str]:
     return [*keys, *loaded.get("writable", []), *loaded.get("readonly", [])]
 
 
+def transaction_transfers(entry: Mapping[str, Any], coin: str) -> tuple[Transfer, ...]:
+    """One transaction with its status meta (a ``getBlock`` entry or a ``getTransaction`` answer)."""
+    meta = entry.get("meta")
+    if not isinstance(meta, dict):
+        raise ChainUnavailable("the node returned a transaction without its status meta")
+    if meta.get("err") is not None:
+        return ()  # failed: only the fee moved
+    tx = entry["transaction"]
+    signature = tx["signatures"][0]
+    keys = _account_keys(tx, meta)
+    pre, post = meta["preBalances"], meta["postBalances"]
+    if not len(keys) == len(pre) == len(post):
+        raise ChainUnavailable(f"transaction {signature}: balances do not match its accounts")
+    return tuple(Transfer(signature, index, address, coin, lamports(after) - lamports(before))
+                 for index, (address, before, after) in enumerate(zip(keys, pre, post))
+                 if lamports(after) > lamports(before))
+
+
 def transfers(raw_block: Mapping[str, Any], coin: str) -> tuple[Transfer, ...]:
-    found = []
-    for entry in raw_block.get("transactions") or []:
-        meta = entry.get("meta")
-        if not isinstance(meta, dict):
-            raise ChainUnavailable("getBlock returned a transaction without its status meta")
-        if meta.get("err") is not None:
-            continue  # failed: only the fee moved
-        tx = entry["transaction"]
-        signature = tx["signatures"][0]
-        keys = _account_keys(tx, meta)
-        pre, post = meta["preBalances"], meta["postBalances"]
-        if not len(keys) == len(pre) == len(post):
-            raise ChainUnavailable(f"transaction {signature}: balances do not match its accounts")
-        for index, (address, before, after) in enumerate(zip(keys, pre, post)):
-            gained = lamports(after) - lamports(before)
-            if gained > 0:
-                found.append(Transfer(signature, index, address, coin, gained))
-    return tuple(found)
+    return tuple(t for entry in raw_block.get("transactions") or [] for t in transaction_transfers(entry, coin))
 
 
 def real_block(slot: int, raw: Mapping[str, Any], coin: str) -> Block:

@@ -22,8 +22,9 @@ from ...core.chains import ChainUnavailable
 from ..jsonrpc import JsonRpcError, rpc_result
 
 # Solana RPC error codes (agave rpc-client-api custom_error.rs).
-SLOT_SKIPPED = -32007
-LONG_TERM_STORAGE_SLOT_SKIPPED = -32009
+BLOCK_CLEANED_UP = -32001  # "Block N cleaned up, does not exist on node. First available block: M"
+SLOT_SKIPPED = -32007  # "Slot N was skipped, or missing due to ledger jump to recent snapshot"
+LONG_TERM_STORAGE_SLOT_SKIPPED = -32009  # "Slot N was skipped, or missing in long-term storage"
 BLOCK_NOT_AVAILABLE = -32004
 SEND_TRANSACTION_PREFLIGHT_FAILURE = -32002
 
@@ -33,6 +34,7 @@ class RpcError(JsonRpcError):
 
     @property
     def skipped_slot(self) -> bool:
+        """Skipped *or missing*: the node uses these codes for both (getFirstAvailableBlock tells them apart)."""
         return self.code in (SLOT_SKIPPED, LONG_TERM_STORAGE_SLOT_SKIPPED)
 
     @property

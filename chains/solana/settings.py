@@ -24,7 +24,9 @@ COMMITMENTS = ("confirmed", "finalized")  # getBlock refuses "processed"
 KNOWN = (
     "rpc_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
+    "history_max_addresses", "history_pages", "history_page_size",
 )
+MAX_PAGE_SIZE = 1000  # getSignaturesForAddress refuses a larger limit
 DEFAULT_SCAN_SECONDS = 2.0  # a slot is ~400 ms: one scan takes the few slots since the last
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
@@ -43,6 +45,9 @@ class SolanaSettings:
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
     sweep: bool = True
     sweep_seconds: float = DEFAULT_SWEEP_SECONDS
+    history_max_addresses: int = 1000  # catch-up over pruned slots: open-payment addresses searched
+    history_pages: int = 10  # ... pages of getSignaturesForAddress per address
+    history_page_size: int = MAX_PAGE_SIZE
 
 
 def _key(name: str | None = None) -> str:
@@ -88,4 +93,14 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
         timeout_seconds=seconds_setting(block, prefix, "timeout_seconds", DEFAULT_TIMEOUT_SECONDS, maximum=86_400),
         sweep=sweep,
         sweep_seconds=seconds_setting(block, prefix, "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
+        history_max_addresses=int_setting(block, prefix, "history_max_addresses", 1000, minimum=1),
+        history_pages=int_setting(block, prefix, "history_pages", 10, minimum=1),
+        history_page_size=_page_size(block, prefix),
     )
+
+
+def _page_size(block: Mapping[str, Any], prefix: str) -> int:
+    size = int_setting(block, prefix, "history_page_size", MAX_PAGE_SIZE, minimum=1)
+    if size > MAX_PAGE_SIZE:
+        raise ConfigError(f"config key '{_key('history_page_size')}' must be at most {MAX_PAGE_SIZE}, got {size}")
+    return size

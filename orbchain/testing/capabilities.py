@@ -16,8 +16,8 @@ from typing import Any, Callable, TypeVar
 
 import pytest
 
-DEPOSITS, MEMPOOL, REORGS, PAYOUTS = "deposits", "mempool", "reorgs", "payouts"
-CAPABILITIES = (DEPOSITS, MEMPOOL, REORGS, PAYOUTS)
+DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY = "deposits", "mempool", "reorgs", "payouts", "history"
+CAPABILITIES = (DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY)
 MARKER = "orbchain_requires"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -31,7 +31,8 @@ def requires(*capabilities: str) -> Callable[[F], F]:
     return getattr(pytest.mark, MARKER)(*capabilities)
 
 
-_CORE_NAMES = {DEPOSITS: "DEPOSITS", MEMPOOL: "MEMPOOL", REORGS: "DEPOSITS", PAYOUTS: "PAYOUTS"}
+_CORE_NAMES = {DEPOSITS: "DEPOSITS", MEMPOOL: "MEMPOOL", REORGS: "DEPOSITS", PAYOUTS: "PAYOUTS",
+               HISTORY: "HISTORY"}
 
 
 def supports(adapter: Any, capability: str) -> bool:

@@ -13,7 +13,8 @@ Each test gets a fresh gateway (on SQLite, and on PostgreSQL when
 ``ORBCHAIN_TEST_PG_DSN`` is set) configured by the driver, with one merchant,
 and checks one promise of the adapter contract end to end: the scanner sees
 the deposit, counts confirmations on the best chain, survives reorganisations
-before and after crediting, and the payout worker signs, broadcasts and
+before and after crediting, catches up over blocks the node pruned
+(``HISTORY``), and the payout worker signs, broadcasts and
 confirms payouts, re-broadcasting the stored bytes after a crash. A test
 whose capability the adapter does not declare is reported as not
 applicable (``capabilities.requires``).
@@ -26,7 +27,8 @@ from typing import Any, AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from .capabilities import DEPOSITS, MEMPOOL, PAYOUTS, REORGS, requires, skip_unless_applicable, supports
+from .capabilities import (DEPOSITS, HISTORY, MEMPOOL, PAYOUTS, REORGS, requires, skip_unless_applicable,
+                           supports)
 from .driver import ChainDriver
 from .harness import ChainShop, open_chain_shop
 
@@ -90,6 +92,23 @@ class AdapterConformance:
         assert [(e["tx_hash"], shop.units(e["amount"])) for e in credited] == [(tx_hash, units)]
         assert len(await shop.events("payment.paid")) == 1
         assert await shop.ledger_ok()
+
+    @requires(DEPOSITS, HISTORY)
+    async def test_deposit_in_pruned_blocks_is_credited_once(self, chain_shop: ChainShop) -> None:
+        """Paid while the gateway was down, and the node forgot those blocks: found by address history."""
+        shop = chain_shop
+        payment = await shop.payment()
+        units = shop.units(shop.driver.deposit_amount)
+        tx_hash = await shop.driver.send(payment["address"], units)
+        await shop.driver.mine(1)
+        paid_at = await shop.driver.height()
+        await shop.driver.mine(await shop.coin_threshold() + 8)  # deep and final, never scanned
+        assert await shop.driver.prune() > paid_at, "the driver must prune the deposit's block"
+        await shop.scan()
+        await shop.scan()  # the gap is passed once
+        view = await shop.view(payment["track_id"])
+        assert view["status"] == "Paid" and [t["tx_hash"] for t in view["transactions"]] == [tx_hash]
+        assert await shop.balance() == await shop.net_of(units) and await shop.ledger_ok()
 
     @requires(DEPOSITS)
     async def test_confirmations_follow_the_best_chain(self, chain_shop: ChainShop) -> None:

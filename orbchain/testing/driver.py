@@ -85,5 +85,13 @@ class ChainDriver(ABC):
         an account chain tops up the hot wallet's address (and its fee coin).
         """
 
+    async def prune(self) -> int:
+        """Make the node forget every block it may (all final ones); its first available height.
+
+        Needed only for an adapter declaring ``Capability.HISTORY``: the suite
+        then checks that a deposit inside the forgotten blocks is credited once.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot prune its node (needed for HISTORY)")
+
     async def settle(self) -> None:  # noqa: B027 - optional: a node that settles at once needs none
         """Wait until the node has processed everything sent so far (called before each scan)."""

@@ -89,6 +89,14 @@ class ChainShop:
         assert value is not None, f"no deposit recorded for {tx_hash}"
         return int(value)
 
+    async def coin_threshold(self) -> int:
+        """The confirmations a new deposit of the coin under test will need."""
+        from ..core.deposits import deposit_threshold
+
+        merchant = await self.gateway.db.fetch_one("SELECT * FROM merchants WHERE id = :m",
+                                                   {"m": self.merchant.merchant_id})
+        return deposit_threshold(self.gateway, merchant, self.driver.coin)
+
     async def paid_deposit(self) -> tuple[dict[str, Any], int]:
         """A payment of ``deposit_amount`` paid and mined to Paid; ``(payment, credited net units)``."""
         payment = await self.payment()
