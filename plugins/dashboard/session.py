@@ -23,12 +23,12 @@ import base64
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from aiohttp import web
 
-from ...core import accounts, auth
+from ...core import accounts, auth, services
 from ...core.errors import Unauthorized
 from ...web.keys import GATEWAY
 from . import ended_sessions
@@ -56,6 +56,7 @@ class Session:
     refresh: bool  # the cookie's last_seen is old enough to rewrite
     expires_at: int  # when the JWT inside expires
     session_id: str = ""  # empty for a token not yet held in a cookie
+    token: str = field(default="", repr=False)  # the dashboard JWT, revoked on sign-out
 
 
 def _key(gateway: Any) -> bytes:
@@ -93,9 +94,12 @@ def end_session(response: web.StreamResponse) -> None:
 
 
 async def sign_out(request: web.Request, response: web.StreamResponse, session: Session) -> None:
-    """End the session for good: its id is refused until its token expires, and the cookie is cleared."""
+    """End the session for good: its token is revoked (refused on the JSON API too) and the cookie cleared."""
+    gateway = request.app[GATEWAY]
+    if session.token:
+        await services.revoke_dashboard_token(gateway, session.token)
     if session.session_id:
-        await ended_sessions.end(request.app[GATEWAY], session.session_id, session.expires_at)
+        await ended_sessions.end(gateway, session.session_id, session.expires_at)
     end_session(response)
 
 
@@ -143,8 +147,11 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
     row = await accounts.get_merchant(gateway.db, claims["sub"])
     if row is None or not row["enabled"] or int(row["token_version"]) != claims.get("tv", 0):
         return None
+    if await services.dashboard_token_revoked(gateway, claims):
+        return None
     return Session(merchant_id=row["id"], email=row["email"], csrf=_mac(gateway, f"csrf{_SEP}{token}"),
-                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]))
+                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]),
+                   token=token)
 
 
 def was_idle(request: web.Request) -> bool:
