@@ -267,10 +267,10 @@ def decode_dashboard_token(secret: bytes, token: str, now: int) -> dict[str, Any
         )
     except jwt.PyJWTError:
         raise Unauthorized("invalid token") from None
-    exp, version, jti = claims.get("exp"), claims.get("tv", 0), claims.get("jti")
+    exp, version, jti = claims.get("exp"), claims.get("tv", 0), claims.get("jti", "-")
     if not isinstance(exp, int) or exp <= now or not isinstance(claims["sub"], str) or not isinstance(version, int):
         raise Unauthorized("invalid token")
-    if jti is not None and (not isinstance(jti, str) or not 0 < len(jti) <= JTI_MAX_LENGTH):
+    if not isinstance(jti, str) or not 0 < len(jti) <= JTI_MAX_LENGTH:
         raise Unauthorized("invalid token")
     return claims
 
