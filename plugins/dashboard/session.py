@@ -2,8 +2,10 @@
 
 * ``orb_session`` holds ``<jwt>~<session_id>~<last_seen>~<mac>``: the same
   token ``POST /dashboard/auth/login`` returns (24 h, revoked by a password
-  change), a random id for this browser session (signing out records it in
-  ``ended_sessions``, so a copied cookie dies with the logout), the time of
+  change; signing out revokes it in the core, so neither a copied cookie nor
+  the token used as a Bearer on the JSON API outlives the logout), a random
+  id for this browser session (signing out also records it in
+  ``ended_sessions``), the time of
   the last request, and a MAC over all three so the browser cannot move its
   own idle clock. HttpOnly, SameSite=Lax, Secure when the dashboard
   is served over https. Only this plugin's ``/app`` pages read it: the JSON
