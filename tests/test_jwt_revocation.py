@@ -18,6 +18,7 @@ from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import PASSWORD, Visitor
 from .support import bearer, signup
+from .test_auth_cache import _pair
 
 ACCOUNT = "/dashboard/account"
 
@@ -155,18 +156,6 @@ async def test_expired_revocations_are_pruned(client):
     fresh = await _log_in(client)
     await services.revoke_dashboard_token(gateway, fresh)
     assert [r["jti"] for r in await _rows(gateway)] == [jwt.decode(fresh, options={"verify_signature": False})["jti"]]
-
-
-async def _pair(make_client, config):
-    """A and B; on PostgreSQL B hears notifications 0.3 s late, as a process on a busy machine may."""
-    a = await make_client(config)
-    if not a.app[GATEWAY].db.is_postgres:
-        return a, a
-    b = await make_client(config)
-    side = b.app[GATEWAY].services["auth_fanout"]._side
-    heard = side._on_notify
-    side._on_notify = lambda payload: asyncio.get_running_loop().call_later(0.3, heard, payload)
-    return a, b
 
 
 async def test_revocation_takes_effect_at_once_in_the_other_process(make_client, config):
