@@ -233,15 +233,18 @@ async def touch_api_key(db: Database, key_id: str, last_used_at: int | None, now
 JWT_ALGORITHM = "HS256"
 JWT_AUDIENCE = "dashboard"  # keeps mini-app and link tokens out of the dashboard
 JWT_LIFETIME_SECONDS = 24 * 3600
+JTI_MAX_LENGTH = 64  # ours are 22 characters; a longer one was never issued here
 
 
 def issue_dashboard_token(secret: bytes, merchant_id: str, token_version: int, now: int) -> str:
+    """A token with its own id (``jti``), so it can be revoked alone (core/jwt_revocation.py)."""
     claims = {
         "sub": merchant_id,
         "aud": JWT_AUDIENCE,
         "iat": now,
         "exp": now + JWT_LIFETIME_SECONDS,
         "tv": token_version,
+        "jti": secrets.token_urlsafe(16),
     }
     return jwt.encode(claims, secret, algorithm=JWT_ALGORITHM)
 
@@ -251,6 +254,8 @@ def decode_dashboard_token(secret: bytes, token: str, now: int) -> dict[str, Any
 
     Expiry is checked against the gateway clock (``now``), not the wall
     clock inside pyjwt, so tests and the rest of the gateway agree on time.
+    ``jti`` may be absent (tokens issued before they had one) but, when
+    present, must be a short string. Revocation is checked by the caller.
     """
     try:
         claims = jwt.decode(
@@ -262,8 +267,10 @@ def decode_dashboard_token(secret: bytes, token: str, now: int) -> dict[str, Any
         )
     except jwt.PyJWTError:
         raise Unauthorized("invalid token") from None
-    exp, version = claims.get("exp"), claims.get("tv", 0)
+    exp, version, jti = claims.get("exp"), claims.get("tv", 0), claims.get("jti", "-")
     if not isinstance(exp, int) or exp <= now or not isinstance(claims["sub"], str) or not isinstance(version, int):
+        raise Unauthorized("invalid token")
+    if not isinstance(jti, str) or not 0 < len(jti) <= JTI_MAX_LENGTH:
         raise Unauthorized("invalid token")
     return claims
 

@@ -16,7 +16,7 @@ import logging
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from . import accounts, addresses, auth_cache, ledger, payments, payout_worker, payouts
+from . import accounts, addresses, auth_cache, jwt_revocation, ledger, payments, payout_worker, payouts
 from .pages import PageBranding
 from .plugins import call_first
 from .db import is_unique_violation
@@ -387,6 +387,25 @@ async def create_account(gateway: "Gateway", email: str) -> AccountSession:
     """
     result = await accounts.sign_up(gateway, email, None)
     return AccountSession(result.merchant_id, result.email, result.token, dict(result.api_keys))
+
+
+async def revoke_dashboard_token(gateway: "Gateway", token: str) -> bool:
+    """End one dashboard JWT (a sign-out) in every process before returning; False for no valid token.
+
+    A token from before tokens carried an id can only be ended with all of
+    its merchant's: that is what happens to it.
+    """
+    return await jwt_revocation.revoke_token(gateway, token)
+
+
+async def revoke_dashboard_tokens(gateway: "Gateway", merchant_id: str) -> None:
+    """End every dashboard and mini-app token of the merchant issued until now (sign out everywhere)."""
+    await jwt_revocation.revoke_all_tokens(gateway, merchant_id)
+
+
+async def dashboard_token_revoked(gateway: "Gateway", claims: Mapping[str, Any]) -> bool:
+    """Whether the token with these claims (``auth.decode_dashboard_token``'s) was revoked alone; cached."""
+    return await jwt_revocation.is_revoked(gateway, claims)
 
 
 def payout_destination(gateway: "Gateway", coin: str, destination: str) -> str:

@@ -107,7 +107,11 @@ async def test_miniapp_merchant_disabled_for_an_open_session_and_a_new_one(env, 
     assert (status, body["error"]["code"]) == (403, "merchant_disabled"), body
     assert await balance(gateway, merchant) == Decimal("0.0099")
 
-    await set_enabled(gateway, merchant, True)  # the same session works again: the refusal was the account's
+    # Re-enabled: a session from before is not revived (core/jwt_revocation.py, m0018); a new one works.
+    await set_enabled(gateway, merchant, True)
+    status, body = await api(client, "GET", "/tgapp/balances", mini)
+    assert (status, body["error"]["code"]) == (401, "unauthorized"), body
+    mini = bearer((await open_session(client, gateway))["token"])
     status, body = await api(client, "POST", "/tgapp/payout", mini, json={
         "currency": "BTC", "destination": BTC_DEST, "amount": "0.001", "totp_code": next_code(gateway, secret)})
     assert status == 200 and body["data"]["kind"] == "payout", body

@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 
 from aiohttp import web
 
-from ..core import auth
+from ..core import auth, jwt_revocation
 from ..core.auth_cache import auth_cache
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
@@ -120,6 +120,8 @@ async def _from_jwt(gateway: Gateway, token: str) -> Principal:
     row = await _merchant_state(gateway, claims["sub"])
     if row is None or int(row["token_version"]) != claims.get("tv", 0):
         raise Unauthorized("invalid token")
+    if await jwt_revocation.is_revoked(gateway, claims):
+        raise Unauthorized("token revoked")
     if not row["enabled"]:
         raise _disabled()
     return Principal(merchant_id=claims["sub"], via="jwt")

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.plugins import hookimpl
-from . import ended_sessions, openapi, routes_auth, routes_money, routes_payments, routes_settings
+from . import openapi, routes_auth, routes_money, routes_payments, routes_settings
 from .plugin_pages import page_routes
 from .settings import PLUGIN_NAME, settings_of
 
@@ -30,11 +30,6 @@ def validate_config(gateway: Any) -> None:
 @hookimpl
 def register_migrations(registry: Any) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
-
-
-@hookimpl
-def register_jobs(registry: Any) -> None:
-    registry.add(ended_sessions.PRUNE_JOB, ended_sessions.prune, seconds=ended_sessions.PRUNE_SECONDS)
 
 
 @hookimpl

@@ -2,8 +2,10 @@
 
 * ``orb_session`` holds ``<jwt>~<session_id>~<last_seen>~<mac>``: the same
   token ``POST /dashboard/auth/login`` returns (24 h, revoked by a password
-  change), a random id for this browser session (signing out records it in
-  ``ended_sessions``, so a copied cookie dies with the logout), the time of
+  change; signing out revokes it in the core, so neither a copied cookie nor
+  the token used as a Bearer on the JSON API outlives the logout), a random
+  id for this browser session (kept for the format: the revoked token now
+  ends the session, no table of ended ids is read), the time of
   the last request, and a MAC over all three so the browser cannot move its
   own idle clock. HttpOnly, SameSite=Lax, Secure when the dashboard
   is served over https. Only this plugin's ``/app`` pages read it: the JSON
@@ -23,15 +25,14 @@ import base64
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from ...core import accounts, auth
+from ...core import accounts, auth, services
 from ...core.errors import Unauthorized
 from ...web.keys import GATEWAY
-from . import ended_sessions
 from .settings import settings_of
 
 SESSION_COOKIE = "orb_session"
@@ -55,7 +56,7 @@ class Session:
     totp_enabled: bool
     refresh: bool  # the cookie's last_seen is old enough to rewrite
     expires_at: int  # when the JWT inside expires
-    session_id: str = ""  # empty for a token not yet held in a cookie
+    token: str = field(default="", repr=False)  # the dashboard JWT, revoked on sign-out
 
 
 def _key(gateway: Any) -> bytes:
@@ -93,9 +94,8 @@ def end_session(response: web.StreamResponse) -> None:
 
 
 async def sign_out(request: web.Request, response: web.StreamResponse, session: Session) -> None:
-    """End the session for good: its id is refused until its token expires, and the cookie is cleared."""
-    if session.session_id:
-        await ended_sessions.end(request.app[GATEWAY], session.session_id, session.expires_at)
+    """End the session for good: its token is revoked (refused on the JSON API too) and the cookie cleared."""
+    await services.revoke_dashboard_token(request.app[GATEWAY], session.token)
     end_session(response)
 
 
@@ -124,14 +124,11 @@ async def current_session(request: web.Request) -> Session | None:
     found = _cookie_parts(request)
     if found is None:
         return None
-    token, session_id, seen = found
+    token, _, seen = found
     now = gateway.now()
     if now - seen > settings_of(gateway).idle_seconds or seen > now + TOUCH_SECONDS:
         return None
-    session = await session_for_token(gateway, token, refresh=now - seen >= TOUCH_SECONDS)
-    if session is None or await ended_sessions.is_ended(gateway, session_id):
-        return None
-    return replace(session, session_id=session_id)
+    return await session_for_token(gateway, token, refresh=now - seen >= TOUCH_SECONDS)
 
 
 async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) -> Session | None:
@@ -143,8 +140,11 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
     row = await accounts.get_merchant(gateway.db, claims["sub"])
     if row is None or not row["enabled"] or int(row["token_version"]) != claims.get("tv", 0):
         return None
+    if await services.dashboard_token_revoked(gateway, claims):
+        return None
     return Session(merchant_id=row["id"], email=row["email"], csrf=_mac(gateway, f"csrf{_SEP}{token}"),
-                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]))
+                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]),
+                   token=token)
 
 
 def was_idle(request: web.Request) -> bool:
