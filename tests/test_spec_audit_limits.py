@@ -12,6 +12,9 @@ from __future__ import annotations
 import pytest
 
 from orbchain.core.ratelimit import MemoryRateLimiter
+from orbchain.plugins.autowithdraw.check import run_autowithdraw
+from orbchain.plugins.schedules.tick import run_schedules
+from orbchain.plugins.subscriptions.billing import billing_job
 from orbchain.testing.fixtures import open_shop
 
 from .support import api
@@ -125,3 +128,12 @@ async def test_subscription_pages_are_limited_to_60_per_minute_per_ip(shop):
     shop.gateway.services["rate_limiter"] = MemoryRateLimiter(clock=lambda: FROZEN)
     statuses = [(await shop.client.get(f"/subscribe/{plan['id']}")).status for _ in range(61)]
     assert statuses == [200] * 60 + [429]
+
+
+# -- cadences ------------------------------------------------------------------------------------------
+
+
+async def test_plugin_jobs_run_at_the_spec_cadence(gateway):
+    """SPEC 8: schedules checked every minute, billing tick and auto-withdraw check every 5 minutes."""
+    seconds = {job.func: job.seconds for job in gateway.jobs}
+    assert (seconds[run_schedules], seconds[billing_job], seconds[run_autowithdraw]) == (60, 300, 300)
