@@ -137,3 +137,18 @@ async def test_plugin_jobs_run_at_the_spec_cadence(gateway):
     """SPEC 8: schedules checked every minute, billing tick and auto-withdraw check every 5 minutes."""
     seconds = {job.func: job.seconds for job in gateway.jobs}
     assert (seconds[run_schedules], seconds[billing_job], seconds[run_autowithdraw]) == (60, 300, 300)
+
+
+async def test_subscription_list_is_newest_first(shop):
+    """SPEC 4.5: GET /v1/subscription, newest first (a second apart, so no tie decides the order)."""
+    plan = await accepted(shop, "POST", "/dashboard/plans",
+                          {"label": "Pro", "amount_usd": "5", "interval_sec": 3600, "accepted_coins": ["BTC"]})
+    gateway, made = shop.gateway, []
+    start = gateway.now()
+    for n in range(4):
+        gateway.clock = lambda t=start + n: t
+        sub = await accepted(shop, "POST", "/v1/subscription", {"plan_id": plan["id"], "customer_ref": f"c{n}"},
+                             shop.merchant.merchant_key)
+        made.append(sub["subscription_id"])
+    status, answer = await api(shop.client, "GET", "/v1/subscription", shop.merchant.merchant_key)
+    assert status == 200 and [s["subscription_id"] for s in answer["data"]["subscriptions"]] == made[::-1], answer
