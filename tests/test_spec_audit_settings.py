@@ -14,8 +14,10 @@ from orbchain.testing.fixtures import open_shop
 
 from .support import api
 
-# SPEC 4.8: "minimums: BTC 2, LTC 6, ETH 12, USDT_ERC20 12, USDT_TRC20 3, SOL 32".
-MINIMUMS = {"BTC": 2, "LTC": 6, "ETH": 12, "USDT_ERC20": 12, "USDT_TRC20": 3, "SOL": 32}
+# SPEC 4.8: "minimums: BTC 2, LTC 6, ETH 12, USDT_ERC20 12, USDT_TRC20 3, SOL 32"; 2.7 gives the other floors.
+MINIMUMS = {"BTC": 2, "LTC": 6, "ETH": 12, "USDT_ERC20": 12, "USDT_TRC20": 3, "SOL": 32,
+            "DOGE": 6, "USDC_ERC20": 12, "SHIB": 12, "DAI": 12, "BNB": 15, "USDT_BEP20": 15, "USDC_BEP20": 15,
+            "POL": 30, "USDT_POL": 30, "USDC_POL": 30, "TRX": 3, "USDC_TRC20": 3}
 CONFIRMATIONS, STATIC_MODE = "/dashboard/settings/confirmations", "/dashboard/settings/customer-static-mode"
 
 
@@ -26,6 +28,9 @@ async def shop(make_config, make_client):
 
 @pytest.mark.parametrize("coin, minimum", sorted(MINIMUMS.items()))
 async def test_each_confirmation_minimum_is_the_floor(shop, coin, minimum):
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
+                             json={"accepted_coins": [coin]})  # the account shows accepted coins only
+    assert status == 200, body
     status, body = await api(shop.client, "PUT", CONFIRMATIONS, shop.merchant.jwt, json={coin: minimum - 1})
     assert status == 400 and body["data"] is None and coin in body["error"]["detail"], body
     status, body = await api(shop.client, "PUT", CONFIRMATIONS, shop.merchant.jwt, json={coin: minimum})
