@@ -152,3 +152,13 @@ async def test_subscription_list_is_newest_first(shop):
         made.append(sub["subscription_id"])
     status, answer = await api(shop.client, "GET", "/v1/subscription", shop.merchant.merchant_key)
     assert status == 200 and [s["subscription_id"] for s in answer["data"]["subscriptions"]] == made[::-1], answer
+
+
+async def test_swap_idempotency_key_is_8_to_128_chars(shop):
+    """SPEC 8: idempotency_key 8-128 chars, on the swap commit too (transfers: test_transfers)."""
+    body = {"from_coin": "BTC", "to_coin": "ETH", "amount": "0.005"}
+    for key in ("k" * 7, "k" * 129):
+        await refused(shop, "POST", "/dashboard/swap", {**body, "idempotency_key": key}, "idempotency_key")
+    status, answer = await api(shop.client, "POST", "/dashboard/swap", shop.merchant.jwt,
+                               json={**body, "idempotency_key": "k" * 128})
+    assert (status, answer["error"]["code"]) == (400, "insufficient_balance"), answer  # the key itself passed
