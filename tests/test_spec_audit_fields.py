@@ -97,3 +97,17 @@ async def test_swap_record_carries_its_spec_fields_through_to_confirmed(env):  #
     has_fields(shown, SWAP)
     [listed] = (await ok(client, "GET", "/dashboard/swaps", merchant.jwt))["swaps"]
     has_fields(listed, SWAP)
+
+
+async def test_a_schedule_patch_refuses_the_fields_fixed_at_creation(env):  # noqa: F811 - the imported fixture
+    """SPEC 4.11: PATCH takes any of enabled, min_amount, interval_sec; a new destination is not silently dropped."""
+    client, merchant, _, _ = env
+    body = {"coin": "BTC", "destination": BTC_DEST, "min_amount": "0.001", "interval_sec": 3600}
+    made = await ok(client, "POST", "/dashboard/payout-schedules", merchant.jwt, body)
+    other = "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4"
+    for change, field in (({"enabled": False, "destination": other}, "destination"), ({"coin": "LTC"}, "coin")):
+        status, answer = await api(client, "PATCH", f"/dashboard/payout-schedules/{made['id']}", merchant.jwt,
+                                   json=change)
+        assert status == 400 and field in answer["error"]["detail"], answer
+    [kept] = (await ok(client, "GET", "/dashboard/payout-schedules", merchant.jwt))["schedules"]
+    assert kept == made
