@@ -1,6 +1,7 @@
-"""SPEC 6.1: "Any webhook caused by a request carries X-Request-Id ... and request_id in the body", for the mini-app.
+"""SPEC 4.13 and 6.1 conformance of the mini-app: the session's fields, and request ids in the webhooks it causes.
 
-POST /tgapp/payout moves money by request like /v1/transfer and /v1/payout
+SPEC 6.1: "Any webhook caused by a request carries X-Request-Id ... and
+request_id in the body". POST /tgapp/payout moves money by request like /v1/transfer and /v1/payout
 do; the transfer webhooks it causes, and the payout it queues (whose final
 webhook the core seals from the stored request id), carry the request's
 id. Both databases.
@@ -13,6 +14,18 @@ import json
 from .support import api, signup
 from .test_telegram import (BTC_DEST, bearer, enable_totp, env, fund, link_via_bot, next_code,  # noqa: F401
                             open_session, standin)
+
+SESSION = {"token", "expires_in", "merchant"}
+SESSION_MERCHANT = {"id", "account_id", "email", "default_settlement_coin", "accepted_coins"}
+
+
+async def test_session_carries_every_spec_field(env, standin):  # noqa: F811 - imported fixtures
+    client, merchant, gateway = env
+    await link_via_bot(client, gateway, standin, merchant)
+    session = await open_session(client, gateway)
+    assert SESSION <= set(session) and SESSION_MERCHANT <= set(session["merchant"]), session
+    account = (await api(client, "GET", "/dashboard/account", merchant.jwt))[1]["data"]["account"]
+    assert session["merchant"]["account_id"] == account["account_id"] and session["expires_in"] == 3600
 
 
 async def test_miniapp_payout_and_transfer_carry_the_request_id(env, standin):  # noqa: F811 - imported fixtures
