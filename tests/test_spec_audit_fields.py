@@ -111,3 +111,16 @@ async def test_a_schedule_patch_refuses_the_fields_fixed_at_creation(env):  # no
         assert status == 400 and field in answer["error"]["detail"], answer
     [kept] = (await ok(client, "GET", "/dashboard/payout-schedules", merchant.jwt))["schedules"]
     assert kept == made
+
+
+async def test_not_shown_list_shapes_are_the_recorded_ones(env):  # noqa: F811 - the imported fixture
+    """SPEC 4.14's "response bodies: not shown" lists: the shapes docs/decisions.md records (SPEC audit)."""
+    client, merchant, _, _ = env
+    paged = {"total", "limit", "offset"}
+    shapes = {"/dashboard/transfers": {"transfers"} | paged, "/dashboard/swaps": {"swaps"} | paged,
+              "/dashboard/payout-schedules": {"schedules"}, "/dashboard/settings/auto-withdraw": {"rules"},
+              "/dashboard/brands": {"brands"}, "/dashboard/plans": {"plans"},
+              "/dashboard/subscriptions": {"subscriptions"} | paged,
+              "/dashboard/subscriptions/summary": {"active", "paused", "failed", "cancelled", "mrr_usd"}}
+    for path, keys in shapes.items():
+        assert set(await ok(client, "GET", path, merchant.jwt)) == keys, path
