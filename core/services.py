@@ -425,7 +425,8 @@ def payout_amount(gateway: "Gateway", coin: str, amount: Any, field: str = "amou
 
 
 async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, destination: str, amount: int,
-                         idempotency_key: str, description: str | None = None) -> PayoutRecord:
+                         idempotency_key: str, description: str | None = None,
+                         request_id: str | None = None) -> PayoutRecord:
     """Reserve and queue a payout through the standard pipeline (SPEC 4.3), once per key.
 
     The same checks as ``POST /v1/payout`` (destination, minimum, balance,
@@ -433,6 +434,7 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     invalid_address, 503 payout_backlog_too_large. ``idempotency_key`` must
     carry the plugin's own namespace (``"sched:..."``); a second call with
     the key returns the first payout with ``replay=True`` and moves nothing.
+    ``request_id``: the HTTP request that asked for it, if any (its webhooks carry it, SPEC 6.1).
     """
     namespace = idempotency_key.split(":", 1)[0]
     if ":" not in idempotency_key or not namespace or namespace in _CORE_KEY_NAMESPACES:
@@ -442,6 +444,7 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     units = payouts.payout_units(route.coin, route.coin.format(amount))
     request = payouts.PayoutRequest(
         route=route, destination=target, amount=units, description=description, idem_key=idempotency_key,
+        request_id=request_id,
         request_hash=payouts.fingerprint(coin=coin, destination=target, amount=units, description=description))
     outcome = await payout_worker.create_and_send(gateway, merchant_id, request)
     row = outcome.row

@@ -642,7 +642,7 @@ async def journey_splits(c: CheckedClient, shop: Merchant, friend: Merchant, dev
 async def journey_portfolio(c: CheckedClient, shop: Merchant) -> None:
     """The portfolio plugin's route (SPEC 4.7)."""
     _, body = await c.call("GET", "/dashboard/portfolio", shop.jwt, expect=200)
-    assert body["data"]["per_coin"], "every accepted coin is listed"
+    assert body["data"]["portfolio"]["per_coin"], "every accepted coin is listed"
     await c.call("GET", "/dashboard/portfolio", None, expect=401)
 
 

@@ -56,7 +56,8 @@ async def env(make_client, make_config):
 async def get(client, merchant):
     status, body = await api(client, "GET", PATH, merchant.jwt)
     assert status == 200, body
-    return body["data"]
+    assert set(body["data"]) == {"portfolio"}  # SPEC 4.7: response data portfolio (2.16)
+    return body["data"]["portfolio"]
 
 
 def by_coin(data):

@@ -22,7 +22,8 @@ PORTFOLIO = obj({
 })
 
 OPERATIONS = [
-    Op("GET", "/dashboard/portfolio", "Portfolio in USD", TAG, envelope(ref("Portfolio")), auth=("jwt",),
+    Op("GET", "/dashboard/portfolio", "Portfolio in USD", TAG, envelope(obj({"portfolio": ref("Portfolio")})),
+       auth=("jwt",),
        description="Every accepted coin, zero balances included, valued with spot prices cached 60 s; "
                    "a price up to 10 minutes old is used and marked stale, an older one is not used."),
 ]

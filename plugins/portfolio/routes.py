@@ -18,7 +18,8 @@ routes = web.RouteTableDef()
 @routes.get("/dashboard/portfolio")
 @requires("jwt")
 async def show(request: web.Request) -> web.Response:
-    return envelope(await merchant_portfolio(gateway_of(request), principal_of(request).merchant_id))
+    """SPEC 4.7: response data ``portfolio`` (2.16), as the account route answers ``account`` (2.15)."""
+    return envelope({"portfolio": await merchant_portfolio(gateway_of(request), principal_of(request).merchant_id)})
 
 
 async def merchant_portfolio(gateway: Any, merchant_id: str) -> dict[str, Any]:

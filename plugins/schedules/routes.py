@@ -21,6 +21,7 @@ MIN_INTERVAL, MAX_INTERVAL = 3600, 2_592_000  # SPEC 8
 MAX_SCHEDULES = 50  # per merchant (docs/decisions.md)
 INTERVAL = Field("interval_sec", "int", minimum=MIN_INTERVAL, maximum=MAX_INTERVAL)
 MIN_AMOUNT = Field("min_amount", "amount")
+FIXED = ("coin", "destination")  # SPEC 4.11: PATCH takes enabled, min_amount, interval_sec
 
 
 def schedule_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
@@ -70,7 +71,11 @@ async def list_schedules(request: web.Request) -> web.Response:
 async def patch(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     current = await store.get(gateway, merchant_id, request.match_info["id"])
-    clean = validate(await read_json(request), [Field("enabled", "bool"), MIN_AMOUNT, INTERVAL])
+    body = await read_json(request)
+    fixed = {k: "is fixed at creation; delete the schedule and create a new one" for k in FIXED if k in body}
+    if fixed:  # a silently ignored destination change would keep paying the old address
+        raise ValidationError(fixed)
+    clean = validate(body, [Field("enabled", "bool"), MIN_AMOUNT, INTERVAL])
     changes = {k: v for k, v in clean.items() if v is not None}
     if not changes:
         raise ValidationError({"body": "give at least one of enabled, min_amount, interval_sec"})

@@ -16,7 +16,7 @@ from ...core import accounts
 from ...core.errors import Forbidden, Unauthorized, ValidationError
 from ...core.qr import MAX_QR_DATA, qr_svg
 from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
+from ...web.keys import REQUEST_ID, gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page
 from ...web.rate_identity import count_failure
@@ -137,7 +137,8 @@ async def mfa_verify(request: web.Request) -> web.Response:
 @miniapp_session
 async def payout(request: web.Request) -> web.Response:
     body = await read_json(request)
-    return envelope(await wallet.payout(gateway_of(request), caller_of(request).merchant_id, body))
+    return envelope(await wallet.payout(gateway_of(request), caller_of(request).merchant_id, body,
+                                        request_id=request.get(REQUEST_ID)))
 
 
 @routes.post("/tgapp/swap/quote")

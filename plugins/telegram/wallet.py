@@ -117,8 +117,12 @@ def _coin(gateway: "Gateway", symbol: str) -> Any:
     return coin
 
 
-async def payout(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> dict[str, Any]:
-    """POST /tgapp/payout: an account id is an internal transfer, anything else an on-chain payout."""
+async def payout(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], *,
+                 request_id: str | None = None) -> dict[str, Any]:
+    """POST /tgapp/payout: an account id is an internal transfer, anything else an on-chain payout.
+
+    ``request_id`` goes with the money: the webhooks this request causes carry it (SPEC 6.1).
+    """
     coin = _coin(gateway, _text(body, "currency", 20))
     destination = _text(body, "destination", MAX_DESTINATION)
     amount = body.get("amount")
@@ -127,12 +131,13 @@ async def payout(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) 
     key = body_idempotency_key(body)
     await require_totp_setup(gateway, merchant_id)
     if transfers.is_account_id(destination):
-        return await _transfer(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key)
-    return await _onchain(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key)
+        return await _transfer(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key,
+                               request_id)
+    return await _onchain(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key, request_id)
 
 
 async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination: str, amount: Any,
-                    code: Any, key: str | None) -> dict[str, Any]:
+                    code: Any, key: str | None, request_id: str | None) -> dict[str, Any]:
     try:
         units = coin.to_units(amount)
     except AmountError as exc:
@@ -141,7 +146,8 @@ async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination
         raise ValidationError({"amount": "must be greater than 0"})
     request = transfers.TransferRequest(to_account_id=destination, coin=coin.symbol, amount=units,
                                         idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key}" if key else None,
-                                        totp_code=code, source=transfers.DASHBOARD, key_has_webhook=False)
+                                        totp_code=code, source=transfers.DASHBOARD, key_has_webhook=False,
+                                        request_id=request_id)
     try:
         result = await transfers.send_transfer(gateway, merchant_id, request)
     except Unauthorized:
@@ -156,7 +162,7 @@ async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination
 
 
 async def _onchain(gateway: "Gateway", merchant_id: str, coin: Any, destination: str, amount: Any,
-                   code: Any, key: str | None) -> dict[str, Any]:
+                   code: Any, key: str | None, request_id: str | None) -> dict[str, Any]:
     target = services.payout_destination(gateway, coin.symbol, destination)
     units = services.payout_amount(gateway, coin.symbol, amount)
     if await services.available_balance(gateway, merchant_id, coin.symbol) < units:
@@ -165,7 +171,7 @@ async def _onchain(gateway: "Gateway", merchant_id: str, coin: Any, destination:
         raise _invalid_totp()
     record = await services.request_payout(
         gateway, merchant_id, coin=coin.symbol, destination=target, amount=units,
-        idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key or secrets.token_hex(16)}")
+        idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key or secrets.token_hex(16)}", request_id=request_id)
     return {"kind": "payout", "track_id": record.track_id, "status": record.status.upper(), "coin": coin.symbol,
             "amount": coin.format(record.amount), "destination": target}
 
