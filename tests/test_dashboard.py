@@ -247,6 +247,10 @@ async def test_the_merchant_journey_over_http(app_client):
     response = await app_client.post("/app/payouts/batch", data=data, allow_redirects=False)
     text = await response.text()
     assert response.status == 200 and "2 rows: 1 created, 0 already paid, 1 failed" in text
+    # SPEC 6.1: the form's and the batch's payouts carry their request's id into their webhooks.
+    gateway = app_client.app[GATEWAY]
+    rows = await gateway.db.fetch_all("SELECT request_id FROM payouts WHERE external_id = 'row-1' OR amount = 200000")
+    assert len(rows) == 2 and all(row["request_id"] for row in rows)
 
     # Scoped keys: create, rotate, revoke.
     await visitor.get("/app/keys")

@@ -19,7 +19,7 @@ from ...core.accounts import require_merchant
 from ...core.errors import ApiError, InvalidRequest, ValidationError
 from ...core.payments import servable_coins
 from ...core.payout_worker import create_and_send
-from ...web.keys import GATEWAY
+from ...web.keys import GATEWAY, REQUEST_ID
 from ...web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIELDS
 from ...web.routes.transfers import parse_transfer
 from ...web.validation import pagination, validate
@@ -80,7 +80,8 @@ async def create_payout(request: web.Request, session: Session, form: Any) -> we
     body = form_body(form, ("currency", "address", "amount", "description", "idempotency_key"))
     try:
         values = validate(body, PAYOUT_FIELDS)
-        payout = payout_request(gateway, values, svc.namespaced(svc.KEY_NS, values["idempotency_key"]))
+        payout = payout_request(gateway, values, svc.namespaced(svc.KEY_NS, values["idempotency_key"]),
+                                request_id=request.get(REQUEST_ID))
         await create_and_send(gateway, session.merchant_id, payout)
     except ApiError as exc:
         return await _payouts_page(request, session, error=error_text(exc), values=body, status=exc.status)
@@ -112,13 +113,14 @@ def parse_csv(data: bytes) -> list[dict[str, str]]:
     return rows
 
 
-async def _batch_item(gateway: Any, merchant_id: str, index: int, item: dict[str, str]) -> dict[str, Any]:
+async def _batch_item(gateway: Any, merchant_id: str, index: int, item: dict[str, str],
+                      request_id: str | None) -> dict[str, Any]:
     result = {"index": index, "external_id": item.get("external_id"), "track_id": None, "status": "failed",
               "error": None}
     try:
         values = validate(item, BATCH_ITEM_FIELDS)
         payout = payout_request(gateway, values, svc.namespaced(svc.BATCH_NS, values["external_id"]),
-                                external_id=values["external_id"])
+                                external_id=values["external_id"], request_id=request_id)
         outcome = await create_and_send(gateway, merchant_id, payout)
     except ApiError as exc:
         result["error"] = svc.item_error(exc)
@@ -148,7 +150,8 @@ async def batch(request: web.Request, session: Session, form: Any) -> web.Stream
             seen.add(row["external_id"])
     except ApiError as exc:
         return await _payouts_page(request, session, error=error_text(exc), status=exc.status)
-    results = [await _batch_item(gateway, session.merchant_id, i, row) for i, row in enumerate(rows)]
+    request_id = request.get(REQUEST_ID)
+    results = [await _batch_item(gateway, session.merchant_id, i, row, request_id) for i, row in enumerate(rows)]
     summary = {s: sum(1 for r in results if r["status"] == s) for s in ("created", "idempotent", "failed")}
     return await _payouts_page(request, session, batch={"summary": {"total": len(results), **summary},
                                                         "results": results})
