@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -94,3 +95,51 @@ def install_entry_point_package(site: Any, package: str, entry_name: str, files:
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(f"[orbchain]\n{entry_name} = {target or package}\n")
+
+
+# -- time, backlog and races for job tests ---------------------------------------------------------
+
+
+def advance_clock(gateway: Any, seconds: int) -> int:
+    """Move ``gateway.clock`` ``seconds`` ahead of now and stop it there; the new now."""
+    later = gateway.now() + seconds
+    gateway.clock = lambda: later
+    return later
+
+
+def freeze_clock(gateway: Any) -> int:
+    """Stop ``gateway.clock`` at now (so times can be compared exactly); that now."""
+    return advance_clock(gateway, 0)
+
+
+async def fill_backlog(gateway: Any, merchant_id: str, count: int) -> None:
+    """``count`` queued (not yet due) payouts straight into the table: the backlog breaker answers 503."""
+    now = gateway.now()
+    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant_id, "a": gateway.db.amount_param(1), "now": now}
+            for i in range(count)]
+    await gateway.db.execute_many(
+        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
+        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
+        " 'queued', :now + 100000, :now, :now)", rows)
+
+
+def hold_concurrent_reads(monkeypatch: Any, owner: Any, name: str, *, skip_empty: bool = False) -> list[Any]:
+    """Patch the async read ``owner.name`` so two concurrent jobs both hold what they read before either goes on.
+
+    Returns the list of what each read returned, in order (a job's claim
+    must then let exactly one of them act). With ``skip_empty``, empty reads
+    pass straight through and are not recorded.
+    """
+    read, both_read, readers = getattr(owner, name), asyncio.Event(), []
+
+    async def read_then_wait(*args: Any, **kwargs: Any) -> Any:
+        rows = await read(*args, **kwargs)
+        if rows or not skip_empty:
+            readers.append(rows)
+            if len(readers) == 2:
+                both_read.set()
+            await asyncio.wait_for(both_read.wait(), 10)
+        return rows
+
+    monkeypatch.setattr(owner, name, read_then_wait)
+    return readers
