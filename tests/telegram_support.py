@@ -35,7 +35,9 @@ from aiohttp.test_utils import TestServer
 from orbchain.core import ledger
 from orbchain.plugins.telegram import bot
 
-from .support import Devnet, advance_clock, api
+from orbchain.web.keys import GATEWAY
+
+from .support import Devnet, advance_clock, api, signup
 
 BOT_TOKEN = "7000001:AAH-test_token_for_orbchain_0123456789"
 CHAT = 5550001  # the private chat the shared steps link by default
@@ -192,6 +194,13 @@ async def standin():
 def telegram_config(standin, **extra):
     return {"plugin": {"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url, **extra}},
             "scheduler": {"enabled": False}}
+
+
+async def telegram_shop(make_client, make_config, standin):
+    """(client, merchant, gateway): the telegram plugin on the stand-in, the scheduler off, one merchant signed up."""
+    client = await make_client(make_config(**telegram_config(standin)))
+    merchant = await signup(client)
+    return client, merchant, client.app[GATEWAY]
 
 
 async def link_via_bot(client, gateway, standin, merchant, chat_id=CHAT):

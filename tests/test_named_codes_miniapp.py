@@ -18,11 +18,10 @@ from decimal import Decimal
 import pytest
 
 from orbchain.core import ledger
-from orbchain.web.keys import GATEWAY
 
 from .support import api, bearer, signup
 from .telegram_support import (balance, enable_totp, fund, init_data_for, link_via_bot, next_code, open_session,
-                               telegram_config)
+                               telegram_shop)
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
@@ -30,9 +29,7 @@ BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 
 @pytest.fixture
 async def env(make_client, make_config, standin):
-    client = await make_client(make_config(**telegram_config(standin)))
-    merchant = await signup(client)
-    return client, merchant, client.app[GATEWAY]
+    return await telegram_shop(make_client, make_config, standin)
 
 
 async def account_of(client, who) -> str:

@@ -19,16 +19,14 @@ from orbchain.web.keys import GATEWAY
 from .dashboard_support import Visitor
 from .support import Devnet, advance_clock, api, bearer, signup
 from .telegram_support import (BOT_TOKEN, CHAT, balance, enable_totp, fund, init_data_for, link_via_bot,
-                               next_code, open_session, sign_init_data, telegram_config)
+                               next_code, open_session, sign_init_data, telegram_config, telegram_shop)
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 
 
 @pytest.fixture
 async def env(make_client, make_config, standin):
-    client = await make_client(make_config(**telegram_config(standin)))
-    merchant = await signup(client)
-    return client, merchant, client.app[GATEWAY]
+    return await telegram_shop(make_client, make_config, standin)
 
 
 # -- init data (pure) -------------------------------------------------------------------------
