@@ -6,6 +6,10 @@ import asyncio
 import hashlib
 import hmac
 import json
+import os
+import socket
+import subprocess
+import sys
 from typing import Any
 
 from aiohttp import web
@@ -143,3 +147,31 @@ def hold_concurrent_reads(monkeypatch: Any, owner: Any, name: str, *, skip_empty
 
     monkeypatch.setattr(owner, name, read_then_wait)
     return readers
+
+
+# -- real processes ------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (for a server or a node started next)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve_process(db_url: str, tmp_path: Any, port: int, workers: int, **env: str | None) -> subprocess.Popen:
+    """``orbchain serve --workers N`` on 127.0.0.1:``port`` in development, in its own session, output piped.
+
+    ``env`` adds variables to the child's environment; a None value removes one.
+    """
+    child = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
+             "ORBCHAIN_ENVIRONMENT": "development"}
+    child.pop("ORBCHAIN_CONFIG", None)
+    for name, value in env.items():
+        if value is None:
+            child.pop(name, None)
+        else:
+            child[name] = value
+    return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", str(workers)], env=child, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
