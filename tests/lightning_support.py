@@ -4,7 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from orbchain.testing.fixtures import open_shop
+
 from .support import api
+
+
+async def lightning_shop(make_config: Any, make_client: Any, **config: Any) -> Any:
+    """A shop (``open_shop`` with ``config``) whose merchant accepts BTC and BTC_LN, webhooks to a dead port."""
+    shop = await open_shop(make_config, make_client, **config)
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
+                             json={"accepted_coins": ["BTC", "BTC_LN"]})
+    assert status == 200, body
+    status, body = await api(shop.client, "PUT", "/dashboard/settings/webhook", shop.merchant.jwt,
+                             json={"webhook_url": "http://127.0.0.1:9/hook"})
+    assert status == 200, body
+    return shop
 
 
 async def create_payment(shop: Any, amount: str = "0.0001", kind: str = "white-label") -> dict[str, Any]:

@@ -27,20 +27,13 @@ from orbchain.core.ledger_check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
 from .lightning_support import balance as shown_balance
-from .lightning_support import create_payment, payment
+from .lightning_support import create_payment, lightning_shop, payment
 from .support import api
 
 
 @pytest.fixture
 async def shop(make_config, make_client):
-    shop = await open_shop(make_config, make_client)  # the development defaults, nothing about Lightning
-    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
-                             json={"accepted_coins": ["BTC", "BTC_LN"]})
-    assert status == 200, body
-    status, body = await api(shop.client, "PUT", "/dashboard/settings/webhook", shop.merchant.jwt,
-                             json={"webhook_url": "http://127.0.0.1:9/hook"})
-    assert status == 200, body
-    return shop
+    return await lightning_shop(make_config, make_client)  # the development defaults, nothing about Lightning
 
 
 def node(shop) -> DevnetLightningBackend:
