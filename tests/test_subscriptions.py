@@ -42,6 +42,13 @@ async def make_plan(client, merchant, **fields):
     return answer["data"]
 
 
+async def frozen_subscription(client, merchant, gateway):
+    """The clock stopped, a plan and one subscription to it: (the stopped time, plan, subscription id)."""
+    start = freeze_clock(gateway)
+    plan = await make_plan(client, merchant)
+    return start, plan, (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+
+
 async def subscribe(client, merchant, plan_id, **fields):
     status, answer = await api(client, "POST", SUBS, merchant.merchant_key, json={"plan_id": plan_id, **fields})
     assert status == 200, answer
@@ -343,9 +350,7 @@ async def test_two_consecutive_expired_invoices_fail_the_subscription(env):
 async def test_a_paid_retry_resets_the_grace_and_keeps_the_period(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze_clock(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    start, plan, sid = await frozen_subscription(client, merchant, gateway)
     await run_billing(gateway)
     advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)
@@ -364,9 +369,7 @@ async def test_a_paid_retry_resets_the_grace_and_keeps_the_period(env):
 async def test_a_late_payment_after_expiry_is_credited_but_revives_nothing(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze_clock(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    _, plan, sid = await frozen_subscription(client, merchant, gateway)
     await run_billing(gateway)
     invoiced = (await outbox(gateway, "subscription.invoiced"))[-1]
     advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
@@ -441,9 +444,7 @@ async def test_two_processes_on_one_database_mint_once(env, make_client, make_co
 async def test_a_crash_mid_tick_never_bills_twice(env, monkeypatch, crash_point):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze_clock(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    _, plan, sid = await frozen_subscription(client, merchant, gateway)
     real_create = billing.services.create_invoice
 
     async def crash(*args, **kwargs):
@@ -468,9 +469,7 @@ async def test_a_crash_mid_tick_never_bills_twice(env, monkeypatch, crash_point)
 async def test_a_lost_paid_hook_is_settled_by_the_tick(env, monkeypatch):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze_clock(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    start, plan, sid = await frozen_subscription(client, merchant, gateway)
     await run_billing(gateway)
     invoiced = (await outbox(gateway, "subscription.invoiced"))[-1]
 
@@ -492,9 +491,7 @@ async def test_a_lost_paid_hook_is_settled_by_the_tick(env, monkeypatch):
 async def test_a_failed_mint_is_recorded_and_retried(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze_clock(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    _, plan, sid = await frozen_subscription(client, merchant, gateway)
     await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt, json={"accepted_coins": ["LTC"]})
     assert (await run_billing(gateway)).minted == 0
     assert (await show(client, merchant, sid))["last_error"] == "currency_not_accepted"
