@@ -17,7 +17,7 @@ import tomllib
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Mapping, overload
+from typing import Any, Mapping, Sequence, overload
 
 ENV_PREFIX = "ORBCHAIN_"
 ENV_ALIASES = {
@@ -354,6 +354,28 @@ def seconds_setting(block: Mapping[str, Any], prefix: str, name: str, default: f
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < maximum:
         raise ConfigError(f"config key '{key}' must be a positive number of seconds, got {value!r}")
     return float(value)  # float ok: a duration, not money
+
+
+def text_setting(block: Mapping[str, Any], prefix: str, name: str) -> str | None:
+    """A non-empty string from a plugin's config block, None when absent; errors name ``prefix.name``."""
+    value = block.get(name)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"config key '{prefix}.{name}' must be a non-empty string")
+    return value
+
+
+def checked_block(config: "Config", plugin: str, known: Sequence[str]) -> dict[str, Any]:
+    """A copy of ``[plugin.<plugin>]`` (empty when absent), every key in ``known``.
+
+    A misspelt key stops the start instead of being ignored: ``ConfigError``
+    ``unknown config key 'plugin.<plugin>.<key>' (known: a, b)`` names the
+    first one, ``known`` listed in the order given.
+    """
+    block = dict(config.plugin_config(plugin))
+    for name in block:
+        if name not in known:
+            raise ConfigError(f"unknown config key 'plugin.{plugin}.{name}' (known: {', '.join(known)})")
+    return block
 
 
 def default_config_path(environ: Mapping[str, str] | None = None) -> Path | None:

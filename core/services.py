@@ -16,7 +16,7 @@ import logging
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from . import accounts, addresses, auth_cache, jwt_revocation, ledger, payments, payout_worker, payouts
+from . import accounts, addresses, auth_cache, jwt_revocation, ledger, payments, payout_worker, payouts, plugin_rows
 from .pages import PageBranding
 from .plugins import call_first
 from .db import is_unique_violation
@@ -471,6 +471,16 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
         log.error("page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
         return None
     return result
+
+
+# -- a plugin's own merchant-owned rows (core/plugin_rows.py) -------------------------------------
+
+found = plugin_rows.found
+insert_statement = plugin_rows.insert_statement
+merchant_row = plugin_rows.merchant_row
+merchant_rows = plugin_rows.merchant_rows
+merchant_row_count = plugin_rows.merchant_row_count
+update_row = plugin_rows.update_row
 
 
 # -- per-process caches ---------------------------------------------------------------------------

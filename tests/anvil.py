@@ -15,7 +15,6 @@ import atexit
 import hashlib
 import json
 import os
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from typing import Any
 import httpx
 import pytest
 from eth_abi import encode
+
+from .support import free_port
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = Path(os.environ.get("ORBCHAIN_NODE_TOOLS", REPO / "node_modules" / ".tools"))
@@ -72,12 +73,6 @@ def compile_token() -> dict[str, Any]:
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(result.stdout)
     return json.loads(result.stdout)
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @dataclass
@@ -167,7 +162,7 @@ def start_anvil() -> Anvil:
     if _NODE is not None and _NODE.process.poll() is None:
         return _NODE
     artifact = compile_token()
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen([str(ANVIL), "--port", str(port), "--chain-id", str(CHAIN_ID), "--silent",
                                 "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     node = Anvil(process, f"http://127.0.0.1:{port}", artifact)

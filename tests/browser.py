@@ -24,7 +24,6 @@ import itertools
 import json
 import os
 import signal
-import socket
 import time
 from pathlib import Path
 from typing import Any, AsyncIterator
@@ -33,6 +32,8 @@ import aiohttp
 import pytest
 
 from orbchain.web.app import create_app
+
+from .support import free_port
 
 CHROMIUM = "/usr/bin/chromium"
 INSTALL_HINT = "Chromium is missing: run scripts/ensure_chromium.sh (installs Debian's chromium package)"
@@ -58,13 +59,6 @@ def require_chromium() -> None:
     """Imported by each browser test module: fail (never skip) with the install hint when Chromium is missing."""
     if chromium_missing():
         pytest.fail(INSTALL_HINT, pytrace=False)
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on right now, so the app's ``base_url`` can name it before it starts."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 async def serve_app(aiohttp_server: Any, aiohttp_client: Any, make_config: Any, **config: Any) -> Any:

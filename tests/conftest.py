@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-pytest_plugins = ["orbchain.testing"]
+# tests.telegram_support: the telegram tests' ``standin`` fixture (the Bot API stand-in), shared by three modules.
+pytest_plugins = ["orbchain.testing", "tests.telegram_support"]
 
 
 PG_ENV = "ORBCHAIN_TEST_PG_DSN"  # orbchain.testing.PG_ENV; not imported here, so the plugin's asserts are rewritten

@@ -32,6 +32,8 @@ from urllib.parse import quote
 
 from orbchain.core.config import RateLimitConfig
 
+from .support import free_port  # noqa: F401 - also lent to test_hostile_input
+
 # 503 is the spec's answer for maintenance, a payout backlog or a feature/provider this deployment
 # lacks (SPEC 7); only these envelope types count as such, any other 5xx is a server error.
 SPEC_503_TYPES = frozenset({"maintenance", "unavailable", "not_configured"})
@@ -167,12 +169,6 @@ def post_json(port: int, path: str, payload: Any, headers: Mapping[str, str] | N
 
 
 # -- the server process ------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _toml_value(value: Any) -> str:

@@ -18,7 +18,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -35,18 +34,13 @@ from orbchain.chains.bitcoin.transactions import (
 )
 from orbchain.core.keys import SeedKeyStore
 from tests.families import get_family
+from tests.support import free_port
 
 BINARY = "litecoind"
 RPC_USER, RPC_PASSWORD = "orbchain", "regtest-only-password"
 FAUCET_SEED = bytes([0x11]) * 32
 COINBASE_MATURITY = 100
 FAUCET_FEE = 20_000  # satoshis, flat: far above the relay minimum for a 1-in 2-out transaction
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Node:

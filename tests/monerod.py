@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -32,16 +31,12 @@ from typing import Any
 import httpx
 import pytest
 
+from .support import free_port
+
 DAEMON, WALLET_RPC = "monerod", "monero-wallet-rpc"
 COINBASE_UNLOCK = 60
 SPENDABLE_AFTER = 10
 RING_DECOYS = 16  # a spend's ring needs this many other unlocked outputs on chain
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Rpc:

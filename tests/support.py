@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
+import os
+import socket
+import subprocess
+import sys
 from typing import Any
 
 from aiohttp import web
@@ -94,3 +99,79 @@ def install_entry_point_package(site: Any, package: str, entry_name: str, files:
     dist.mkdir(parents=True, exist_ok=True)
     (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package.replace('_', '-')}\nVersion: 1.0\n")
     (dist / "entry_points.txt").write_text(f"[orbchain]\n{entry_name} = {target or package}\n")
+
+
+# -- time, backlog and races for job tests ---------------------------------------------------------
+
+
+def advance_clock(gateway: Any, seconds: int) -> int:
+    """Move ``gateway.clock`` ``seconds`` ahead of now and stop it there; the new now."""
+    later = gateway.now() + seconds
+    gateway.clock = lambda: later
+    return later
+
+
+def freeze_clock(gateway: Any) -> int:
+    """Stop ``gateway.clock`` at now (so times can be compared exactly); that now."""
+    return advance_clock(gateway, 0)
+
+
+async def fill_backlog(gateway: Any, merchant_id: str, count: int) -> None:
+    """``count`` queued (not yet due) payouts straight into the table: the backlog breaker answers 503."""
+    now = gateway.now()
+    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant_id, "a": gateway.db.amount_param(1), "now": now}
+            for i in range(count)]
+    await gateway.db.execute_many(
+        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
+        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
+        " 'queued', :now + 100000, :now, :now)", rows)
+
+
+def hold_concurrent_reads(monkeypatch: Any, owner: Any, name: str, *, skip_empty: bool = False) -> list[Any]:
+    """Patch the async read ``owner.name`` so two concurrent jobs both hold what they read before either goes on.
+
+    Returns the list of what each read returned, in order (a job's claim
+    must then let exactly one of them act). With ``skip_empty``, empty reads
+    pass straight through and are not recorded.
+    """
+    read, both_read, readers = getattr(owner, name), asyncio.Event(), []
+
+    async def read_then_wait(*args: Any, **kwargs: Any) -> Any:
+        rows = await read(*args, **kwargs)
+        if rows or not skip_empty:
+            readers.append(rows)
+            if len(readers) == 2:
+                both_read.set()
+            await asyncio.wait_for(both_read.wait(), 10)
+        return rows
+
+    monkeypatch.setattr(owner, name, read_then_wait)
+    return readers
+
+
+# -- real processes ------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (for a server or a node started next)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def serve_process(db_url: str, tmp_path: Any, port: int, workers: int, **env: str | None) -> subprocess.Popen:
+    """``orbchain serve --workers N`` on 127.0.0.1:``port`` in development, in its own session, output piped.
+
+    ``env`` adds variables to the child's environment; a None value removes one.
+    """
+    child = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
+             "ORBCHAIN_ENVIRONMENT": "development"}
+    child.pop("ORBCHAIN_CONFIG", None)
+    for name, value in env.items():
+        if value is None:
+            child.pop(name, None)
+        else:
+            child[name] = value
+    return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--workers", str(workers)], env=child, cwd=tmp_path, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)

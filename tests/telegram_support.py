@@ -13,7 +13,8 @@ https-only Web App URLs, an https webhook URL and a well-formed
 
 ``sign_init_data`` builds ``Telegram.WebApp.initData`` the way Telegram
 documents it, written here from the published description and not from
-the plugin's code.
+the plugin's code. The last section holds the steps the telegram tests share
+(the stand-in fixture, linking a chat, opening a mini-app session, TOTP).
 """
 
 from __future__ import annotations
@@ -22,13 +23,24 @@ import hashlib
 import hmac
 import json
 import re
+from decimal import Decimal
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import pyotp
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from orbchain.core import ledger
+from orbchain.plugins.telegram import bot
+
+from orbchain.web.keys import GATEWAY
+
+from .support import Devnet, advance_clock, api, signup
+
 BOT_TOKEN = "7000001:AAH-test_token_for_orbchain_0123456789"
+CHAT = 5550001  # the private chat the shared steps link by default
 SECRET_TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 
@@ -165,3 +177,77 @@ class BotApiStandIn:
     def _delete_webhook(self, params: dict[str, Any]) -> web.Response:
         self.webhook = None
         return self._ok(True)
+
+
+# -- steps the telegram tests share --------------------------------------------------------------------
+
+
+@pytest.fixture
+async def standin():
+    """The Bot API stand-in, serving for one test (``server.url`` its base URL)."""
+    server = BotApiStandIn()
+    server.url = await server.start()
+    yield server
+    await server.close()
+
+
+def telegram_config(standin, **extra):
+    return {"plugin": {"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url, **extra}},
+            "scheduler": {"enabled": False}}
+
+
+async def telegram_shop(make_client, make_config, standin):
+    """(client, merchant, gateway): the telegram plugin on the stand-in, the scheduler off, one merchant signed up."""
+    client = await make_client(make_config(**telegram_config(standin)))
+    merchant = await signup(client)
+    return client, merchant, client.app[GATEWAY]
+
+
+async def link_via_bot(client, gateway, standin, merchant, chat_id=CHAT):
+    """/start in a private chat, the link from the bot's answer, completed by the signed-in merchant."""
+    standin.user_says(chat_id, "/start")
+    assert await bot.poll_updates(gateway) == 1
+    text = standin.messages_to(chat_id)[-1]["text"]
+    token = re.search(r"/tg/link/start\?t=(\S+)", text).group(1)
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": token})
+    assert status == 200, body
+    return token
+
+
+async def open_session(client, gateway, user_id=CHAT, **kwargs):
+    status, body = await api(client, "POST", "/tgapp/session", {},
+                             json={"init_data": init_data_for(user_id, gateway.now(), **kwargs)})
+    assert status == 200, body
+    return body["data"]
+
+
+async def fund(client, merchant, gateway, amount="0.01"):
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": amount})
+    assert status == 200, body
+    devnet = Devnet(client)
+    await devnet.pay("BTC", body["data"]["address"], amount)
+    await devnet.mine(gateway.coins.require("BTC").confirmations)
+    return body["data"]["track_id"]
+
+
+async def enable_totp(client, gateway, mini):
+    status, body = await api(client, "POST", "/tgapp/mfa/setup", mini)
+    assert status == 200 and body["data"]["otpauth"].startswith("otpauth://totp/")
+    secret = body["data"]["secret"]
+    status, body = await api(client, "POST", "/tgapp/mfa/verify", mini, json={"code": "000000"})
+    assert status == 401
+    status, body = await api(client, "POST", "/tgapp/mfa/verify", mini,
+                             json={"code": pyotp.TOTP(secret).at(gateway.now())})
+    assert status == 200 and body["data"] == {"ok": True, "totpEnabled": True}
+    return secret
+
+
+def next_code(gateway, secret):
+    advance_clock(gateway, 30)  # a code is good once: the next one belongs to the next time step
+    return pyotp.TOTP(secret).at(gateway.now())
+
+
+async def balance(gateway, merchant):
+    units = await ledger.balance(gateway.db, ledger.merchant_available(merchant.merchant_id), "BTC")
+    return Decimal(gateway.coins.require("BTC").format(units))

@@ -12,8 +12,8 @@ import pytest
 from orbchain.plugins.autowithdraw import check
 from orbchain.plugins.autowithdraw.check import run_autowithdraw
 
-from .support import api, signup
-from .test_payouts import BTC_DEST, EVM_DEST, advance_clock, balance, fill_backlog, fund, payout_env
+from .support import advance_clock, api, fill_backlog, hold_concurrent_reads, signup
+from .test_payouts import BTC_DEST, EVM_DEST, balance, fund, payout_env
 
 PATH = "/dashboard/settings/auto-withdraw"
 RULE = {"coin": "BTC", "threshold_native": "0.005", "destination": BTC_DEST}
@@ -131,18 +131,7 @@ async def test_the_backlog_breaker_is_recorded_and_retried_at_the_next_check(env
 async def test_two_concurrent_checks_fire_once(env, monkeypatch):
     client, merchant, devnet = env
     await put(client, merchant, [RULE])
-    read, both_read, readers = check.store.all_rules, asyncio.Event(), []
-
-    async def read_then_wait(*args, **kwargs):
-        rows = await read(*args, **kwargs)
-        if rows:
-            readers.append(rows)
-            if len(readers) == 2:
-                both_read.set()
-            await asyncio.wait_for(both_read.wait(), 10)
-        return rows
-
-    monkeypatch.setattr(check.store, "all_rules", read_then_wait)
+    hold_concurrent_reads(monkeypatch, check.store, "all_rules", skip_empty=True)
     results = await asyncio.gather(run_autowithdraw(devnet.gateway), run_autowithdraw(devnet.gateway))
     assert sorted(results) == [0, 1]
     assert len(await payouts_of(client, merchant)) == 1

@@ -90,3 +90,27 @@ def test_plugin_setting_helpers_name_the_key():
             seconds_setting({"every": bad}, "plugin.x", "every", 1)
     with pytest.raises(ConfigError, match="plugin.x.every"):
         seconds_setting({"every": 100_000}, "plugin.x", "every", 1, maximum=86_400)
+
+
+def test_text_setting_is_a_non_empty_string_or_absent():
+    from orbchain.core.config import text_setting
+
+    assert text_setting({"k": "v"}, "plugin.x", "k") == "v"
+    assert text_setting({}, "plugin.x", "k") is None
+    for bad in ("", 1, True, ["v"]):
+        with pytest.raises(ConfigError, match=r"^config key 'plugin\.x\.k' must be a non-empty string$"):
+            text_setting({"k": bad}, "plugin.x", "k")
+
+
+def test_checked_block_copies_the_block_and_names_the_first_unknown_key():
+    from orbchain.core.config import checked_block
+
+    config = load_config(environ={}).with_overrides(plugin={"x": {"b": 2, "a": 1}})
+    block = checked_block(config, "x", ("b", "a", "c"))
+    assert block == {"a": 1, "b": 2}
+    block["a"] = 9  # a copy: the loaded config is not changed
+    assert config.plugin_config("x") == {"a": 1, "b": 2}
+    assert checked_block(config, "absent", ("a",)) == {}
+    bad = config.with_overrides(plugin={"x": {"a": 1, "zz": 2, "yy": 3}})
+    with pytest.raises(ConfigError, match=r"^unknown config key 'plugin\.x\.zz' \(known: b, a, c\)$"):
+        checked_block(bad, "x", ("b", "a", "c"))

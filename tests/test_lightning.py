@@ -23,6 +23,7 @@ from orbchain.core import netguard, payout_worker
 from orbchain.core.ledger_check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
+from .lightning_support import balance, create_payment, lightning_shop, payment
 from .lnd_standin import LndStandIn
 from .lnurl_standin import LnurlStandIn
 from .support import api
@@ -44,30 +45,7 @@ def lightning_config(node: LndStandIn, **more) -> dict:
 
 @pytest.fixture
 async def shop(make_config, make_client, lnd):
-    shop = await open_shop(make_config, make_client, **lightning_config(lnd))
-    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
-                             json={"accepted_coins": ["BTC", "BTC_LN"]})
-    assert status == 200, body
-    status, body = await api(shop.client, "PUT", "/dashboard/settings/webhook", shop.merchant.jwt,
-                             json={"webhook_url": "http://127.0.0.1:9/hook"})
-    assert status == 200, body
-    return shop
-
-
-async def create_payment(shop, amount="0.0001"):
-    status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
-                             json={"currency": "BTC_LN", "amount": amount, "lifetime": 30})
-    assert status == 200, body
-    return body["data"]
-
-
-async def payment(shop, track_id):
-    return (await api(shop.client, "GET", f"/v1/payment/{track_id}", shop.merchant.merchant_key))[1]["data"]
-
-
-async def balance(shop) -> str:
-    body = (await api(shop.client, "GET", "/v1/general/account/balance", shop.merchant.general_key))[1]
-    return {b["coin"]: b["amount"] for b in body["data"]["balances"]}.get("BTC_LN", "0")
+    return await lightning_shop(make_config, make_client, **lightning_config(lnd))
 
 
 async def outbox(shop, event_type):

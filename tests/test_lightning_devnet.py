@@ -26,19 +26,14 @@ from orbchain.cli import main
 from orbchain.core.ledger_check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
+from .lightning_support import balance as shown_balance
+from .lightning_support import create_payment, lightning_shop, payment
 from .support import api
 
 
 @pytest.fixture
 async def shop(make_config, make_client):
-    shop = await open_shop(make_config, make_client)  # the development defaults, nothing about Lightning
-    status, body = await api(shop.client, "PUT", "/dashboard/settings/coins", shop.merchant.jwt,
-                             json={"accepted_coins": ["BTC", "BTC_LN"]})
-    assert status == 200, body
-    status, body = await api(shop.client, "PUT", "/dashboard/settings/webhook", shop.merchant.jwt,
-                             json={"webhook_url": "http://127.0.0.1:9/hook"})
-    assert status == 200, body
-    return shop
+    return await lightning_shop(make_config, make_client)  # the development defaults, nothing about Lightning
 
 
 def node(shop) -> DevnetLightningBackend:
@@ -47,20 +42,8 @@ def node(shop) -> DevnetLightningBackend:
     return chain.backend
 
 
-async def create_payment(shop, amount="0.0001", kind="white-label"):
-    status, body = await api(shop.client, "POST", f"/v1/payment/{kind}", shop.merchant.merchant_key,
-                             json={"currency": "BTC_LN", "amount": amount, "lifetime": 30})
-    assert status == 200, body
-    return body["data"]
-
-
-async def payment(shop, track_id):
-    return (await api(shop.client, "GET", f"/v1/payment/{track_id}", shop.merchant.merchant_key))[1]["data"]
-
-
 async def balance(shop) -> Decimal:
-    body = (await api(shop.client, "GET", "/v1/general/account/balance", shop.merchant.general_key))[1]
-    return Decimal({b["coin"]: b["amount"] for b in body["data"]["balances"]}.get("BTC_LN", "0"))
+    return Decimal(await shown_balance(shop))
 
 
 def test_development_defaults_to_the_devnet_node_and_production_to_none(make_config):

@@ -6,7 +6,6 @@ reference implementation), not with our code, on SQLite and PostgreSQL.
 
 from __future__ import annotations
 
-import socket
 
 import aiohttp
 import pytest
@@ -19,7 +18,7 @@ from orbchain.scheduler.runner import run_job_once
 from orbchain.testing.api import api, signup
 from orbchain.web.keys import GATEWAY
 
-from .support import Devnet
+from .support import Devnet, free_port
 
 TOKEN = "metrics-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -176,14 +175,8 @@ async def test_no_merchant_data_in_labels(shop):
         assert private not in text
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 async def test_separate_listener(make_client, make_config):
-    port = _free_port()
+    port = free_port()
     client = await make_client(make_config(scheduler={"enabled": False}, metrics={"listen": f"127.0.0.1:{port}"}))
     assert (await client.get("/health")).status == 200
     assert (await client.get("/metrics")).status == 404  # not on the main port
@@ -199,7 +192,7 @@ async def test_separate_listener(make_client, make_config):
 
 
 async def test_separate_listener_may_also_require_the_token(make_client, make_config):
-    port = _free_port()
+    port = free_port()
     await make_client(make_config(scheduler={"enabled": False},
                                   metrics={"listen": f"127.0.0.1:{port}", "token": TOKEN}))
     async with aiohttp.ClientSession() as session:

@@ -12,33 +12,21 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+
+from .support import free_port, serve_process
 
 SERVE_TIMEOUT = 60
 TOKEN = "workers-metrics-token-42"
 REQUESTS = 40
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _serve(db_url: str, tmp_path, port: int, workers: int) -> subprocess.Popen:
-    env = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
-           "ORBCHAIN_ENVIRONMENT": "development", "ORBCHAIN_METRICS__TOKEN": TOKEN}
-    env.pop("ORBCHAIN_CONFIG", None)
-    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
-    return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", str(workers)], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+def _serve(db_url: str, tmp_path, port: int, workers: int):
+    return serve_process(db_url, tmp_path, port, workers, ORBCHAIN_METRICS__TOKEN=TOKEN, PROMETHEUS_MULTIPROC_DIR=None)
 
 
 def _requests_counted(text: str, route: str) -> float:
@@ -57,7 +45,7 @@ async def _get(session: aiohttp.ClientSession, url: str, **headers: str) -> tupl
 
 async def test_every_scrape_counts_every_worker(db_url, tmp_path):
     workers = 2 if db_url.startswith("postgres") else 1
-    port = _free_port()
+    port = free_port()
     proc = _serve(db_url, tmp_path, port, workers)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -18,29 +18,18 @@ from decimal import Decimal
 import pytest
 
 from orbchain.core import ledger
-from orbchain.web.keys import GATEWAY
 
-from .support import api, signup
-from .telegram_support import BotApiStandIn, init_data_for
-from .test_telegram import balance, bearer, enable_totp, fund, link_via_bot, next_code, open_session, telegram_config
+from .support import api, bearer, signup
+from .telegram_support import (balance, enable_totp, fund, init_data_for, link_via_bot, next_code, open_session,
+                               telegram_shop)
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 
 
 @pytest.fixture
-async def standin():
-    server = BotApiStandIn()
-    server.url = await server.start()
-    yield server
-    await server.close()
-
-
-@pytest.fixture
 async def env(make_client, make_config, standin):
-    client = await make_client(make_config(**telegram_config(standin)))
-    merchant = await signup(client)
-    return client, merchant, client.app[GATEWAY]
+    return await telegram_shop(make_client, make_config, standin)
 
 
 async def account_of(client, who) -> str:

@@ -19,7 +19,7 @@ from orbchain.core.chains import BroadcastError, PayoutStatus, SignedPayout
 from orbchain.core.ledger_accounts import NETWORK_FEES, payouts_in_flight, world
 from orbchain.core.webhooks import deliver_due
 
-from .support import Devnet, WebhookReceiver, api, signup
+from .support import Devnet, WebhookReceiver, advance_clock, api, signup
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 EVM_DEST = "0x9858EfFD232B4033E47d90003D41EC34EcaEda94"
@@ -44,22 +44,6 @@ async def fund(client, merchant, devnet, amount="0.01", coin="BTC") -> str:
     await devnet.pay(coin, body["data"]["address"], amount)
     await devnet.mine(devnet.gateway.coins.require(coin).confirmations)
     return body["data"]["track_id"]
-
-
-def advance_clock(gateway, seconds: int) -> None:
-    later = gateway.now() + seconds
-    gateway.clock = lambda: later
-
-
-async def fill_backlog(gateway, merchant_id: str, count: int) -> None:
-    """``count`` queued (not yet due) payouts, straight into the table, for the backlog breaker."""
-    now = gateway.now()
-    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant_id, "a": gateway.db.amount_param(1), "now": now}
-            for i in range(count)]
-    await gateway.db.execute_many(
-        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
-        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
-        " 'queued', :now + 100000, :now, :now)", rows)
 
 
 async def work(gateway, seconds: int = 5) -> int:

@@ -7,8 +7,8 @@ import pytest
 from orbchain.core import ledger
 from orbchain.core import payouts
 
-from .support import api, signup
-from .test_payouts import fill_backlog, BTC_DEST, EVM_DEST, advance_clock, balance, create, fund, payout_env, payout_row, work
+from .support import advance_clock, api, fill_backlog, signup
+from .test_payouts import BTC_DEST, EVM_DEST, balance, create, fund, payout_env, payout_row, work
 
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 ZERO_EVM = "0x0000000000000000000000000000000000000000"

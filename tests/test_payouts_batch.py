@@ -6,8 +6,8 @@ import pytest
 
 from orbchain.core import ledger, payouts
 
-from .support import api
-from .test_payouts import fill_backlog, BTC_DEST, balance, fund, payout_env, work
+from .support import api, fill_backlog
+from .test_payouts import BTC_DEST, balance, fund, payout_env, work
 
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 

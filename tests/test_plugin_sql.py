@@ -55,14 +55,33 @@ def sql_strings(path: Path) -> list[tuple[int, str]]:
     return found
 
 
+# services' helpers for a plugin's own rows (core/plugin_rows.py) take the table as a string argument.
+ROW_HELPERS = {"merchant_row", "merchant_rows", "merchant_row_count", "update_row", "insert_statement"}
+
+
+def helper_tables(path: Path) -> list[tuple[int, str]]:
+    """String literals passed to a row helper, with their line: the tables a plugin reads or writes through it."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name)):
+            name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
+            if name in ROW_HELPERS:
+                found += [(arg.lineno, arg.value) for arg in node.args[:2]
+                          if isinstance(arg, ast.Constant) and isinstance(arg.value, str)]
+    return found
+
+
 def core_table_uses(paths: list[Path], tables: set[str], root: Path = ROOT) -> list[str]:
-    return [
-        f"{path.relative_to(root)}:{line} uses core table {match.group(1)}"
+    in_sql = [
+        (path, line, match.group(1))
         for path in paths
         for line, text in sql_strings(path)
         for match in TABLE_REFERENCE.finditer(text)
-        if match.group(1).lower() in tables
     ]
+    through_helpers = [(path, line, table) for path in paths for line, table in helper_tables(path)]
+    return [f"{path.relative_to(root)}:{line} uses core table {table}"
+            for path, line, table in sorted(in_sql + through_helpers, key=lambda use: (str(use[0]), use[1]))
+            if table.lower() in tables]
 
 
 def test_the_core_table_list_comes_from_the_core_migrations():
@@ -89,5 +108,10 @@ def test_the_scan_catches_core_tables_and_lets_a_plugins_own_tables_pass(tmp_pat
         'B = ("SELECT d.address FROM my_plugin_marks m"\n     " LEFT JOIN deposits d ON d.address = m.address")\n'
         'C = f"UPDATE payouts SET status = {1}"\n'
         'D = "money moves from deposits to the hot wallet"  # prose, not SQL\n'
+        'E = services.merchant_row(gateway, "payouts", merchant_id, row_id)\n'
+        'F = services.merchant_rows(gateway, "my_plugin_marks", merchant_id)\n'
+        'G = insert_statement("deposits", row)\n'
     )
-    assert core_table_uses([module], {"deposits", "payouts"}, tmp_path) == ["plugin.py:2 uses core table deposits", "plugin.py:4 uses core table payouts"]
+    assert core_table_uses([module], {"deposits", "payouts"}, tmp_path) == [
+        "plugin.py:2 uses core table deposits", "plugin.py:4 uses core table payouts",
+        "plugin.py:6 uses core table payouts", "plugin.py:8 uses core table deposits"]

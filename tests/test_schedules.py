@@ -13,8 +13,8 @@ from orbchain.core import services
 from orbchain.plugins.schedules import tick
 from orbchain.plugins.schedules.tick import run_schedules
 
-from .support import api, signup
-from .test_payouts import BTC_DEST, advance_clock, balance, fill_backlog, fund, payout_env
+from .support import advance_clock, api, fill_backlog, hold_concurrent_reads, signup
+from .test_payouts import BTC_DEST, balance, fund, payout_env
 
 BURN_BTC = "1BitcoinEaterAddressDontSendf59kuE"
 PATH = "/dashboard/payout-schedules"
@@ -180,19 +180,7 @@ async def test_two_concurrent_ticks_pay_once(env, monkeypatch):
     client, merchant, devnet = env
     await create(client, merchant)
     advance_clock(devnet.gateway, HOUR)
-    read_due, both_read = tick.store.due, asyncio.Event()
-    readers = []
-
-    async def due_then_wait(*args, **kwargs):
-        """Both ticks hold the same due row before either claims it."""
-        rows = await read_due(*args, **kwargs)
-        readers.append(rows)
-        if len(readers) == 2:
-            both_read.set()
-        await asyncio.wait_for(both_read.wait(), 10)
-        return rows
-
-    monkeypatch.setattr(tick.store, "due", due_then_wait)
+    readers = hold_concurrent_reads(monkeypatch, tick.store, "due")  # both hold the due row before either claims
     results = await asyncio.gather(run_schedules(devnet.gateway), run_schedules(devnet.gateway))
     assert sorted(results) == [0, 1] and all(len(rows) == 1 for rows in readers)
     assert len(await payouts_of(client, merchant)) == 1

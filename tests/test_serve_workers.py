@@ -10,31 +10,16 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
-import sys
 import time
 
 import aiohttp
 
 from orbchain.web.keys import GATEWAY  # noqa: F401 - the app must import cleanly in the parent
 
+from .support import free_port, serve_process
+
 SERVE_TIMEOUT = 60
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _serve(db_url: str, tmp_path, port: int, workers: int) -> subprocess.Popen:
-    env = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
-           "ORBCHAIN_ENVIRONMENT": "development"}
-    env.pop("ORBCHAIN_CONFIG", None)
-    return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", str(workers)], env=env, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
 
 
 def _children(pid: int) -> set[int]:
@@ -51,13 +36,13 @@ def _running(pid: int) -> bool:
 
 
 async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path):
-    port = _free_port()
+    port = free_port()
     if not db_url.startswith("postgres"):
-        proc = _serve(db_url, tmp_path, port, 2)
+        proc = serve_process(db_url, tmp_path, port, 2)
         out, _ = proc.communicate(timeout=SERVE_TIMEOUT)
         assert proc.returncode == 2 and b"needs PostgreSQL" in out
         return
-    proc = _serve(db_url, tmp_path, port, 2)
+    proc = serve_process(db_url, tmp_path, port, 2)
     try:
         seen: set[str] = set()
         deadline = time.monotonic() + SERVE_TIMEOUT
@@ -87,6 +72,6 @@ async def test_a_first_worker_that_cannot_start_stops_the_set(db_url, tmp_path):
     if not db_url.startswith("postgres"):
         return  # SQLite never forks (above)
     unreachable = "postgresql://postgres@127.0.0.1:1/none"
-    proc = _serve(unreachable, tmp_path, _free_port(), 2)
+    proc = serve_process(unreachable, tmp_path, free_port(), 2)
     out, _ = proc.communicate(timeout=SERVE_TIMEOUT)
     assert proc.returncode == 1 and b"the first worker failed to start" in out

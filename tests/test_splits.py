@@ -15,7 +15,7 @@ from orbchain.core import payout_worker as worker
 from orbchain.plugins.splits import release_pending
 from orbchain.plugins.splits.credit import payouts_account
 
-from .support import Devnet, api, signup
+from .support import Devnet, api, fill_backlog, signup
 
 DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 NET = 990_000  # 0.01 BTC minus the 1 % platform fee
@@ -190,17 +190,6 @@ async def test_share_below_the_minimum_payout_stays_with_the_merchant(env):
     assert await units(client, owner) == {"BTC": 99}
     assert await units(client, partner) == {"BTC": NET - 99}
     assert (await ledger.check_ledger(devnet.gateway.db)).ok
-
-
-async def fill_backlog(gateway, merchant_id: str, count: int) -> None:
-    """``count`` queued (not yet due) payouts straight into the table: the backlog breaker answers 503."""
-    now = gateway.now()
-    rows = [{"id": f"po_fake{i}", "t": f"fake{i}", "m": merchant_id, "a": gateway.db.amount_param(1), "now": now}
-            for i in range(count)]
-    await gateway.db.execute_many(
-        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
-        " next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'x', :a, 'Confirming',"
-        " 'queued', :now + 100000, :now, :now)", rows)
 
 
 async def test_backlog_keeps_the_share_pending_and_a_reorg_before_release_cancels_it(env):

@@ -22,7 +22,7 @@ from orbchain.plugins.subscriptions import billing, enrolment
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY
 
-from .support import Devnet, api, signup
+from .support import Devnet, advance_clock, api, freeze_clock, hold_concurrent_reads, signup
 
 MONTH = 30 * 86400
 PLANS, SUBS = "/dashboard/plans", "/v1/subscription"
@@ -35,23 +35,18 @@ async def env(make_client, make_config):
     return client, merchant, Devnet(client)
 
 
-def advance(gateway, seconds: int) -> int:
-    later = gateway.now() + seconds
-    gateway.clock = lambda: later
-    return later
-
-
-def freeze(gateway) -> int:
-    now = gateway.now()
-    gateway.clock = lambda: now
-    return now
-
-
 async def make_plan(client, merchant, **fields):
     body = {"label": "Pro", "amount_usd": "12.50", "interval_sec": MONTH, "accepted_coins": ["BTC"], **fields}
     status, answer = await api(client, "POST", PLANS, merchant.jwt, json=body)
     assert status == 200, answer
     return answer["data"]
+
+
+async def frozen_subscription(client, merchant, gateway):
+    """The clock stopped, a plan and one subscription to it: (the stopped time, plan, subscription id)."""
+    start = freeze_clock(gateway)
+    plan = await make_plan(client, merchant)
+    return start, plan, (await subscribe(client, merchant, plan["id"]))["subscription_id"]
 
 
 async def subscribe(client, merchant, plan_id, **fields):
@@ -164,7 +159,7 @@ async def test_plans_are_the_merchants_own(env):
 
 async def test_create_show_list_and_cancel(env):
     client, merchant, devnet = env
-    now = freeze(devnet.gateway)
+    now = freeze_clock(devnet.gateway)
     plan = await make_plan(client, merchant)
     sub = await subscribe(client, merchant, plan["id"], customer_ref="cust-1", customer_email="Ann@Example.com")
     assert sub["status"] == "ACTIVE" and sub["plan_id"] == plan["id"] and sub["plan_label"] == "Pro"
@@ -277,7 +272,7 @@ async def test_dashboard_twins_and_summary_with_exact_mrr(env):
 async def test_a_year_of_monthly_billing(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze(gateway)
+    start = freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     sub = await subscribe(client, merchant, plan["id"], customer_ref="c1", customer_email="c@example.com")
     sid = sub["subscription_id"]
@@ -290,7 +285,7 @@ async def test_a_year_of_monthly_billing(env):
         assert invoiced["amount_usd"] == "12.50" and invoiced["customer_email"] == "c@example.com"
         assert invoiced["pay_url"].endswith(f"/pay/{invoiced['payment_track_id']}")
         assert (await show(client, merchant, sid))["pay_url"] == invoiced["pay_url"]
-        advance(gateway, 3600 + month * 600)  # paid late, by a varying amount
+        advance_clock(gateway, 3600 + month * 600)  # paid late, by a varying amount
         payment = await pay(client, merchant, devnet, invoiced["payment_track_id"])
         assert Decimal(payment["amount_fiat"]) == Decimal("12.50") and payment["fiat_currency"] == "USD"
         paid = (await outbox(gateway, "subscription.paid"))[-1]
@@ -312,35 +307,35 @@ async def test_a_year_of_monthly_billing(env):
 async def test_start_at_in_the_future_delays_the_first_invoice(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
+    freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     later = gateway.now() + 86400
     start_at = datetime.fromtimestamp(later, UTC).isoformat().replace("+00:00", "Z")
     sub = await subscribe(client, merchant, plan["id"], start_at=start_at)
     assert sub["next_billing_at"] == later
     assert (await run_billing(gateway)).minted == 0
-    advance(gateway, 86400 - 1)
+    advance_clock(gateway, 86400 - 1)
     assert (await run_billing(gateway)).minted == 0
-    advance(gateway, 1)
+    advance_clock(gateway, 1)
     assert (await run_billing(gateway)).minted == 1
 
 
 async def test_two_consecutive_expired_invoices_fail_the_subscription(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
+    freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     sub = await subscribe(client, merchant, plan["id"])
     sid = sub["subscription_id"]
     await run_billing(gateway)
     [first] = await outbox(gateway, "subscription.invoiced")
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     assert await expire_payments(gateway) == 1  # the core's expiry job fires payment_expired
     assert (await show(client, merchant, sid))["status"] == "ACTIVE"
     assert (await run_billing(gateway)).minted == 1  # the same period, invoiced again
     second = (await outbox(gateway, "subscription.invoiced"))[-1]
     assert second["grace_count"] == 1 and second["payment_track_id"] != first["payment_track_id"]
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)
     failed = await show(client, merchant, sid)
     assert failed["status"] == "FAILED" and failed["next_billing_at"] is None
@@ -355,11 +350,9 @@ async def test_two_consecutive_expired_invoices_fail_the_subscription(env):
 async def test_a_paid_retry_resets_the_grace_and_keeps_the_period(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    start, plan, sid = await frozen_subscription(client, merchant, gateway)
     await run_billing(gateway)
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)
     await run_billing(gateway)
     retry = (await outbox(gateway, "subscription.invoiced"))[-1]
@@ -368,7 +361,7 @@ async def test_a_paid_retry_resets_the_grace_and_keeps_the_period(env):
     assert paid["current_period_start"] == start and paid["current_period_end"] == start + MONTH
     gateway.clock = lambda: start + MONTH
     await run_billing(gateway)
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)  # one expiry after a paid invoice: not yet failed
     assert (await show(client, merchant, sid))["status"] == "ACTIVE"
 
@@ -376,15 +369,13 @@ async def test_a_paid_retry_resets_the_grace_and_keeps_the_period(env):
 async def test_a_late_payment_after_expiry_is_credited_but_revives_nothing(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    _, plan, sid = await frozen_subscription(client, merchant, gateway)
     await run_billing(gateway)
     invoiced = (await outbox(gateway, "subscription.invoiced"))[-1]
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)
     await run_billing(gateway)
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)
     assert (await show(client, merchant, sid))["status"] == "FAILED"
     await pay(client, merchant, devnet, invoiced["payment_track_id"])  # the first invoice, paid late
@@ -399,7 +390,7 @@ async def test_a_late_payment_after_expiry_is_credited_but_revives_nothing(env):
 async def test_pause_and_resume_reset_next_billing_to_now(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze(gateway)
+    start = freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     sub = await subscribe(client, merchant, plan["id"])
     sid = sub["subscription_id"]
@@ -409,7 +400,7 @@ async def test_pause_and_resume_reset_next_billing_to_now(env):
     gateway.clock = lambda: start + 3 * MONTH
     assert (await run_billing(gateway)).minted == 0  # paused: nothing is billed
     assert (await show(client, merchant, sid))["status"] == "PAUSED"
-    resumed_at = advance(gateway, 1234)
+    resumed_at = advance_clock(gateway, 1234)
     await enrolment.resume(gateway, sid)
     resumed = await show(client, merchant, sid)
     assert resumed["status"] == "ACTIVE" and resumed["next_billing_at"] == resumed_at
@@ -421,23 +412,11 @@ async def test_pause_and_resume_reset_next_billing_to_now(env):
 async def test_two_concurrent_ticks_mint_one_invoice(env, monkeypatch):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
+    freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     for _ in range(3):
         await subscribe(client, merchant, plan["id"])
-    read_due, both_read = billing.store.due_subscriptions, asyncio.Event()
-    readers = []
-
-    async def due_then_wait(*args, **kwargs):
-        """Both ticks hold the same due rows before either claims one."""
-        rows = await read_due(*args, **kwargs)
-        readers.append(rows)
-        if len(readers) == 2:
-            both_read.set()
-        await asyncio.wait_for(both_read.wait(), 10)
-        return rows
-
-    monkeypatch.setattr(billing.store, "due_subscriptions", due_then_wait)
+    readers = hold_concurrent_reads(monkeypatch, billing.store, "due_subscriptions")  # both hold the due rows
     reports = await asyncio.gather(run_billing(gateway), run_billing(gateway))
     assert sum(r.minted for r in reports) == 3 and all(len(rows) == 3 for rows in readers)
     assert len(await payments_of(client, merchant)) == 3
@@ -449,23 +428,12 @@ async def test_two_processes_on_one_database_mint_once(env, make_client, make_co
     client, merchant, devnet = env
     other = await make_client(make_config(scheduler={"enabled": False}))
     gateways = [devnet.gateway, other.app[GATEWAY]]
-    now = freeze(gateways[0])
+    now = freeze_clock(gateways[0])
     gateways[1].clock = lambda: now
     plan = await make_plan(client, merchant)
     for _ in range(4):
         await subscribe(client, merchant, plan["id"])
-    read_due, both_read = billing.store.due_subscriptions, asyncio.Event()
-    readers = []
-
-    async def due_then_wait(*args, **kwargs):
-        rows = await read_due(*args, **kwargs)
-        readers.append(rows)
-        if len(readers) == 2:
-            both_read.set()
-        await asyncio.wait_for(both_read.wait(), 10)
-        return rows
-
-    monkeypatch.setattr(billing.store, "due_subscriptions", due_then_wait)
+    readers = hold_concurrent_reads(monkeypatch, billing.store, "due_subscriptions")
     reports = await asyncio.gather(*(run_billing(g) for g in gateways))
     assert sum(r.minted for r in reports) == 4 and all(len(rows) == 4 for rows in readers)
     assert len(await payments_of(client, merchant)) == 4
@@ -476,9 +444,7 @@ async def test_two_processes_on_one_database_mint_once(env, make_client, make_co
 async def test_a_crash_mid_tick_never_bills_twice(env, monkeypatch, crash_point):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    _, plan, sid = await frozen_subscription(client, merchant, gateway)
     real_create = billing.services.create_invoice
 
     async def crash(*args, **kwargs):
@@ -503,9 +469,7 @@ async def test_a_crash_mid_tick_never_bills_twice(env, monkeypatch, crash_point)
 async def test_a_lost_paid_hook_is_settled_by_the_tick(env, monkeypatch):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    start, plan, sid = await frozen_subscription(client, merchant, gateway)
     await run_billing(gateway)
     invoiced = (await outbox(gateway, "subscription.invoiced"))[-1]
 
@@ -516,7 +480,7 @@ async def test_a_lost_paid_hook_is_settled_by_the_tick(env, monkeypatch):
     await pay(client, merchant, devnet, invoiced["payment_track_id"])
     monkeypatch.undo()
     assert await outbox(gateway, "subscription.paid") == []
-    advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)  # the tick looks once the invoice's time is up
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)  # the tick looks once the invoice's time is up
     report = await run_billing(gateway)
     assert report.paid == 1
     [paid] = await outbox(gateway, "subscription.paid")
@@ -527,9 +491,7 @@ async def test_a_lost_paid_hook_is_settled_by_the_tick(env, monkeypatch):
 async def test_a_failed_mint_is_recorded_and_retried(env):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
-    plan = await make_plan(client, merchant)
-    sid = (await subscribe(client, merchant, plan["id"]))["subscription_id"]
+    _, plan, sid = await frozen_subscription(client, merchant, gateway)
     await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt, json={"accepted_coins": ["LTC"]})
     assert (await run_billing(gateway)).minted == 0
     assert (await show(client, merchant, sid))["last_error"] == "currency_not_accepted"

@@ -10,7 +10,6 @@ import re
 from decimal import Decimal
 
 import jwt
-import pyotp
 import pytest
 
 from orbchain.core import ledger
@@ -18,59 +17,16 @@ from orbchain.plugins.telegram import bot, initdata, link_tokens, linking
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import Visitor
-from .support import Devnet, api, signup
-from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for, sign_init_data
+from .support import Devnet, advance_clock, api, bearer, signup
+from .telegram_support import (BOT_TOKEN, CHAT, balance, enable_totp, fund, init_data_for, link_via_bot,
+                               next_code, open_session, sign_init_data, telegram_config, telegram_shop)
 
-CHAT = 5550001
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 
 
 @pytest.fixture
-async def standin():
-    server = BotApiStandIn()
-    url = await server.start()
-    server.url = url
-    yield server
-    await server.close()
-
-
-def telegram_config(standin, **extra):
-    return {"plugin": {"telegram": {"bot_token": BOT_TOKEN, "api_base_url": standin.url, **extra}},
-            "scheduler": {"enabled": False}}
-
-
-@pytest.fixture
 async def env(make_client, make_config, standin):
-    client = await make_client(make_config(**telegram_config(standin)))
-    merchant = await signup(client)
-    return client, merchant, client.app[GATEWAY]
-
-
-def bearer(token):
-    return {"Authorization": f"Bearer {token}"}
-
-
-def advance(gateway, seconds):
-    later = gateway.now() + seconds
-    gateway.clock = lambda: later
-
-
-async def link_via_bot(client, gateway, standin, merchant, chat_id=CHAT):
-    """/start in a private chat, the link from the bot's answer, completed by the signed-in merchant."""
-    standin.user_says(chat_id, "/start")
-    assert await bot.poll_updates(gateway) == 1
-    text = standin.messages_to(chat_id)[-1]["text"]
-    token = re.search(r"/tg/link/start\?t=(\S+)", text).group(1)
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": token})
-    assert status == 200, body
-    return token
-
-
-async def open_session(client, gateway, user_id=CHAT, **kwargs):
-    status, body = await api(client, "POST", "/tgapp/session", {},
-                             json={"init_data": init_data_for(user_id, gateway.now(), **kwargs)})
-    assert status == 200, body
-    return body["data"]
+    return await telegram_shop(make_client, make_config, standin)
 
 
 # -- init data (pure) -------------------------------------------------------------------------
@@ -169,7 +125,7 @@ async def test_start_link_complete_status_and_replays(env, standin):
     standin.user_says(CHAT, "/start")
     await bot.poll_updates(gateway)
     late = re.search(r"t=(\S+)", standin.messages_to(CHAT)[-1]["text"]).group(1)
-    advance(gateway, link_tokens.LINK_TOKEN_TTL)
+    advance_clock(gateway, link_tokens.LINK_TOKEN_TTL)
     status, body = await api(client, "POST", "/dashboard/tg/link/complete", friend.jwt, json={"token": late})
     assert (status, body["error"]["code"]) == (400, "link_token_expired")
     response = await client.get(f"/tg/link/start?t={late}", allow_redirects=False)
@@ -185,7 +141,7 @@ async def test_relinking_moves_the_chat_and_unlink_ends_sessions(env, standin):
     status, _ = await api(client, "GET", "/tgapp/balances", bearer(session["token"]))
     assert status == 200
     friend = await signup(client, "friend@example.com")
-    advance(gateway, 1)  # a new link token (the same chat and second would give the spent one again)
+    advance_clock(gateway, 1)  # a new link token (the same chat and second would give the spent one again)
     await link_via_bot(client, gateway, standin, friend)  # the same chat, now bound to the friend
     _, body = await api(client, "GET", "/dashboard/tg/link/status", merchant.jwt)
     assert body["data"]["linked"] is False
@@ -249,7 +205,7 @@ async def test_session_token_claims_and_refusals(env, standin):
     # A token signed with the dashboard key but shaped like a mini-app one is refused too.
     forged = jwt.encode({**claims}, gateway.require_secrets().jwt_secret, algorithm="HS256")
     assert (await api(client, "GET", "/tgapp/balances", bearer(forged)))[0] == 401
-    advance(gateway, 3600)
+    advance_clock(gateway, 3600)
     status, body = await api(client, "GET", "/tgapp/balances", mini)
     assert status == 401
 
@@ -291,7 +247,7 @@ async def test_the_dashboard_pages_complete_a_link_with_and_without_script(env, 
     assert "already used" in visitor.page
     # Without script: the pasted address of /app#tg-link=... links another chat.
     other = CHAT + 1
-    advance(gateway, 1)
+    advance_clock(gateway, 1)
     token = await bot_link(other)
     await visitor.get("/app")
     await visitor.submit("/app/fragment", {"value": f"http://gateway.test/app#tg-link={token}"}, expect=200)
@@ -358,33 +314,6 @@ async def test_reads_receive_prices_and_qr(env, standin):
 
 
 # -- money: TOTP always -----------------------------------------------------------------------
-
-
-async def fund(client, merchant, gateway, amount="0.01"):
-    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
-                             json={"currency": "BTC", "amount": amount})
-    assert status == 200, body
-    devnet = Devnet(client)
-    await devnet.pay("BTC", body["data"]["address"], amount)
-    await devnet.mine(gateway.coins.require("BTC").confirmations)
-    return body["data"]["track_id"]
-
-
-async def enable_totp(client, gateway, mini):
-    status, body = await api(client, "POST", "/tgapp/mfa/setup", mini)
-    assert status == 200 and body["data"]["otpauth"].startswith("otpauth://totp/")
-    secret = body["data"]["secret"]
-    status, body = await api(client, "POST", "/tgapp/mfa/verify", mini, json={"code": "000000"})
-    assert status == 401
-    status, body = await api(client, "POST", "/tgapp/mfa/verify", mini,
-                             json={"code": pyotp.TOTP(secret).at(gateway.now())})
-    assert status == 200 and body["data"] == {"ok": True, "totpEnabled": True}
-    return secret
-
-
-def next_code(gateway, secret):
-    advance(gateway, 30)  # a code is good once: the next one belongs to the next time step
-    return pyotp.TOTP(secret).at(gateway.now())
 
 
 async def test_payouts_transfers_and_swaps_need_totp_always(env, standin):
@@ -462,11 +391,6 @@ async def test_payouts_transfers_and_swaps_need_totp_always(env, standin):
     assert (await ledger.check_ledger(gateway.db)).ok
 
 
-async def balance(gateway, merchant):
-    units = await ledger.balance(gateway.db, ledger.merchant_available(merchant.merchant_id), "BTC")
-    return Decimal(gateway.coins.require("BTC").format(units))
-
-
 # -- notifications ----------------------------------------------------------------------------
 
 
@@ -489,7 +413,7 @@ async def test_notifications_on_paid_and_final_payouts_say_no_more_than_needed(e
     from orbchain.core import payout_worker
 
     for _ in range(4):
-        advance(gateway, 60)
+        advance_clock(gateway, 60)
         await payout_worker.process_payouts(gateway)
         await devnet.mine(3)
     assert await bot.deliver_messages(gateway) >= 2
@@ -520,7 +444,7 @@ async def test_delivery_retries_then_gives_up(env, standin):
     assert row["failed_at"] is None and int(row["attempts"]) == 1 and "401" in row["last_error"]
     standin.token = BOT_TOKEN
     assert await bot.deliver_messages(gateway) == 0  # not due yet
-    advance(gateway, 5)
+    advance_clock(gateway, 5)
     assert await bot.deliver_messages(gateway) == 1
 
 

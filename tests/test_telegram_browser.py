@@ -22,17 +22,9 @@ from orbchain.web.keys import GATEWAY
 from .browser import Browser, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
-from .telegram_support import BOT_TOKEN, BotApiStandIn, init_data_for
+from .telegram_support import BOT_TOKEN, init_data_for
 
 CHAT = 5550002
-
-
-@pytest.fixture
-async def standin():
-    server = BotApiStandIn()
-    server.url = await server.start()
-    yield server
-    await server.close()
 
 
 @pytest.fixture

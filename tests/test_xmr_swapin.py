@@ -14,7 +14,6 @@ Worked out by hand, not by the code: 1.5 XMR at 0.004 BTC per XMR is
 from __future__ import annotations
 
 import asyncio
-import json
 from decimal import Decimal
 
 import pytest
@@ -28,8 +27,8 @@ from orbchain.plugins.swaps.service import SWAPIN_HELD
 from orbchain.web.keys import GATEWAY
 
 from .monerod import monero_regtest  # noqa: F401 - module fixture
-from .support import api, signup
-from .test_payouts import advance_clock
+from .support import advance_clock, api, signup
+from .xmr_support import MerchantReads
 
 PICONERO = 10**12
 CONFIRMATIONS = 10
@@ -40,7 +39,7 @@ CREDITED = "0.0059103"   # DELIVERED - FEE, in BTC
 SETTINGS = "/dashboard/settings/settlement-coin"
 
 
-class Shop:
+class Shop(MerchantReads):
     def __init__(self, client, merchant, regtest) -> None:
         self.client, self.merchant, self.regtest = client, merchant, regtest
         self.gateway = client.app[GATEWAY]
@@ -67,24 +66,10 @@ class Shop:
         assert view["status"] == "Paying" and view["transactions"][0]["status"] == "CONFIRMED", view
         return body["data"]["track_id"], txid
 
-    async def payment(self, track_id: str):
-        status, body = await api(self.client, "GET", f"/v1/payment/{track_id}", self.merchant.merchant_key)
-        assert status == 200, body
-        return body["data"]
-
-    async def balances(self) -> dict[str, str]:
-        status, body = await api(self.client, "GET", "/dashboard/balances", self.merchant.jwt)
-        assert status == 200, body
-        return {b["coin"]: b["amount"] for b in body["data"]["balances"] if Decimal(b["amount"])}
-
     async def swaps(self) -> list[dict]:
         status, body = await api(self.client, "GET", "/dashboard/swaps", self.merchant.jwt)
         assert status == 200, body
         return body["data"]["swaps"]
-
-    async def paid_webhooks(self, track_id: str) -> list[dict]:
-        rows = await self.db.fetch_all("SELECT body FROM webhook_events WHERE event_type = 'payment.paid'")
-        return [b for b in (json.loads(r["body"]) for r in rows) if b["track_id"] == track_id]
 
     async def xmr_on_the_books(self) -> dict[str, int]:
         """Every non-world account's XMR balance that is not zero (XMR must never rest anywhere)."""

@@ -28,16 +28,17 @@ from orbchain.core import ledger
 from orbchain.core.payment_status import expire_payments
 from orbchain.plugins.swaps.engine import run_swaps
 
-from .support import Devnet, api, signup
-from .test_payouts import BTC_DEST, advance_clock
+from .support import Devnet, advance_clock, api, signup
+from .test_payouts import BTC_DEST
 from .test_venue_changenow import API_KEY, XMR_PAYIN, stand_in  # noqa: F401 - the stand-in fixture
+from .xmr_support import MerchantReads
 
 SETTINGS = "/dashboard/settings/settlement-coin"
 XMR_REFUND = "44AFFq5kSiGBoZ4NMDwYtN18obc8AemS33DBLWs3H7otXft3XjrpDtQGv7SqSsaBYBb98uNbr2VBBEt7f2wfn3RVGQBEP3A"
 DEAD = "http://127.0.0.1:9"  # nothing listens here: the gateway's Monero wallet is never asked
 
 
-class Shop:
+class Shop(MerchantReads):
     def __init__(self, client, merchant, server) -> None:
         self.client, self.merchant, self.server = client, merchant, server
         self.devnet = Devnet(client)
@@ -55,24 +56,10 @@ class Shop:
         advance_clock(self.gateway, 300)
         await run_swaps(self.gateway)
 
-    async def payment(self, track_id: str) -> dict:
-        status, body = await api(self.client, "GET", f"/v1/payment/{track_id}", self.merchant.merchant_key)
-        assert status == 200, body
-        return body["data"]
-
     async def swap(self, swap_id: str) -> dict:
         status, body = await api(self.client, "GET", f"/dashboard/swap/{swap_id}", self.merchant.jwt)
         assert status == 200, body
         return body["data"]
-
-    async def balances(self) -> dict[str, str]:
-        status, body = await api(self.client, "GET", "/dashboard/balances", self.merchant.jwt)
-        assert status == 200, body
-        return {b["coin"]: b["amount"] for b in body["data"]["balances"] if Decimal(b["amount"])}
-
-    async def paid_webhooks(self, track_id: str) -> list[dict]:
-        rows = await self.db.fetch_all("SELECT body FROM webhook_events WHERE event_type = 'payment.paid'")
-        return [b for b in (json.loads(r["body"]) for r in rows) if b["track_id"] == track_id]
 
     async def clean(self) -> None:
         assert (await ledger.check_ledger(self.db)).ok

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.coins import Coin, CoinRegistry
-from ...core.config import Config, ConfigError, seconds_setting
+from ...core.config import Config, ConfigError, checked_block, seconds_setting
 from ...core.keys import AddressFamilyRegistry
 from .chain import NETWORK
 
@@ -34,10 +34,7 @@ def _key(name: str | None = None) -> str:
 
 def read_settings(config: Config) -> DevnetSettings:
     """The validated block; raises ``ConfigError`` naming the bad key."""
-    block = dict(config.plugin_config(PLUGIN_NAME))
-    for name in block:
-        if name not in KEYS:
-            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
+    block = checked_block(config, PLUGIN_NAME, KEYS)
     enabled = block.get("enabled", config.is_development)
     if not isinstance(enabled, bool):
         raise ConfigError(f"config key '{_key('enabled')}' must be true or false, got {enabled!r}")

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import Config, ConfigError, int_setting, seconds_setting
+from ...core.config import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting
 
 PLUGIN_NAME = "lightning"
 DEVNET, NO_BACKEND = "devnet", "none"
@@ -64,10 +64,7 @@ def _key(name: str) -> str:
 
 
 def _text(block: Mapping[str, Any], name: str) -> str | None:
-    value = block.get(name)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ConfigError(f"config key '{_key(name)}' must be a non-empty string")
-    return value
+    return text_setting(block, f"plugin.{PLUGIN_NAME}", name)
 
 
 def _file(block: Mapping[str, Any], name: str) -> str | None:
@@ -86,10 +83,7 @@ def _flag(block: Mapping[str, Any], name: str, default: bool) -> bool:
 
 def read_settings(config: Config) -> LightningSettings:
     """The validated block; raises ``ConfigError`` naming the bad key."""
-    block = config.plugin_config(PLUGIN_NAME)
-    for name in block:
-        if name not in KEYS:
-            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
+    block = checked_block(config, PLUGIN_NAME, KEYS)
     backend = _text(block, "backend")
     if backend is None and config.is_development and config.plugin_config("devnet").get("enabled", True) is True:
         backend = DEVNET

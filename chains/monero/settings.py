@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import Config, ConfigError, int_setting, seconds_setting
+from ...core.config import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting
 from ...core.keys import NETWORKS
 
 PLUGIN_NAME = "monero"
@@ -45,10 +45,7 @@ def _key(name: str) -> str:
 
 
 def _text(block: Mapping[str, Any], name: str) -> str | None:
-    value = block.get(name)
-    if value is not None and (not isinstance(value, str) or not value):
-        raise ConfigError(f"config key '{_key(name)}' must be a non-empty string")
-    return value
+    return text_setting(block, f"plugin.{PLUGIN_NAME}", name)
 
 
 def _url(block: Mapping[str, Any], name: str, what: str) -> str:
@@ -70,10 +67,7 @@ def _pair(block: Mapping[str, Any], prefix: str) -> tuple[str | None, str | None
 
 def read_settings(config: Config) -> MoneroSettings | None:
     """The validated block, or None when XMR detection is not configured; ``ConfigError`` names a bad key."""
-    block = dict(config.plugin_config(PLUGIN_NAME))
-    for name in block:
-        if name not in KEYS:
-            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
+    block = checked_block(config, PLUGIN_NAME, KEYS)
     if not block:
         return None
     network = block.get("network")

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core import services
-from ...core.errors import NotFound
 from ...core.pages import DashboardView
-from .store import key_log
+from .store import key_log, require_own_key
 
 PAGE_SIZE = 50
 
 
 async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> DashboardView:
     key_id = query.get("key_id", "")
-    if not key_id or len(key_id) > 64 or not await services.api_key_exists(gateway, merchant_id, key_id):
-        raise NotFound("api key not found")
+    await require_own_key(gateway, merchant_id, key_id)
     offset = int(query["offset"]) if query.get("offset", "").isdigit() else 0
     entries, total = await key_log(gateway, key_id, limit=PAGE_SIZE, offset=offset)
     return DashboardView("audit/dashboard.html", {

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import NotFound
 from ...web.auth import principal_of, requires
 from ...web.envelope import envelope
 from ...web.keys import gateway_of
 from ...web.validation import pagination
-from .store import key_log
+from .store import key_log, require_own_key
 
 routes = web.RouteTableDef()
 
@@ -23,7 +21,6 @@ async def audit_log(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     key_id = request.match_info["key_id"]
     limit, offset = pagination(request.query, default_limit=DEFAULT_LIMIT, max_limit=MAX_LIMIT)
-    if len(key_id) > 64 or not await services.api_key_exists(gateway, principal_of(request).merchant_id, key_id):
-        raise NotFound("api key not found")
+    await require_own_key(gateway, principal_of(request).merchant_id, key_id)
     entries, total = await key_log(gateway, key_id, limit=limit, offset=offset)
     return envelope({"key_id": key_id, "entries": entries, "total": total, "limit": limit, "offset": offset})

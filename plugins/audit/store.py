@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ...core import services
+from ...core.errors import NotFound
+
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
 
@@ -11,6 +14,12 @@ if TYPE_CHECKING:  # pragma: no cover
 def entry_view(row: Any) -> dict[str, Any]:
     return {"id": int(row["id"]), "method": row["method"], "route": row["route"], "status": int(row["status"]),
             "request_id": row["request_id"], "source_ip": row["client_ip"], "created_at": int(row["created_at"])}
+
+
+async def require_own_key(gateway: "Gateway", merchant_id: str, key_id: str) -> None:
+    """404 "api key not found" unless ``key_id`` names one of this merchant's keys (revoked ones included)."""
+    if not key_id or len(key_id) > 64 or not await services.api_key_exists(gateway, merchant_id, key_id):
+        raise NotFound("api key not found")
 
 
 async def key_log(gateway: "Gateway", key_id: str, *, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:

@@ -12,7 +12,8 @@ import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...core import services
-from ...core.errors import Conflict, NotFound
+from ...core.db import is_unique_violation
+from ...core.errors import Conflict
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -33,8 +34,7 @@ async def _insert(gateway: "Gateway", merchant_id: str, fields: Mapping[str, Any
     now = gateway.now()
     row = {"id": new_id(), "merchant_id": merchant_id, **fields, "created_at": now, "updated_at": now}
     inserted = await gateway.db.fetch_val(
-        f"INSERT INTO brands ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
-        " ON CONFLICT (merchant_id, slug) DO NOTHING RETURNING id", row)
+        services.insert_statement("brands", row) + " ON CONFLICT (merchant_id, slug) DO NOTHING RETURNING id", row)
     services.cache_changed(gateway)  # branding.py caches page looks; a new default brand may change them
     return inserted
 
@@ -72,11 +72,7 @@ async def count_live(gateway: "Gateway", merchant_id: str) -> int:
 
 
 async def get(gateway: "Gateway", merchant_id: str, brand_id: str) -> Row:
-    row = await gateway.db.fetch_one("SELECT * FROM brands WHERE id = :i AND merchant_id = :m",
-                                     {"i": brand_id, "m": merchant_id})
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return await services.merchant_row(gateway, "brands", merchant_id, brand_id)
 
 
 async def list_for(gateway: "Gateway", merchant_id: str, *, archived: bool) -> list[Row]:
@@ -88,23 +84,16 @@ async def list_for(gateway: "Gateway", merchant_id: str, *, archived: bool) -> l
         {"m": merchant_id, "d": DEFAULT_SLUG})
 
 
-def _unique_violation(exc: Exception) -> bool:
-    # sqlite3.IntegrityError / asyncpg.UniqueViolationError, without importing either driver.
-    return type(exc).__name__ in ("IntegrityError", "UniqueViolationError")
-
-
 async def update(gateway: "Gateway", merchant_id: str, brand_id: str, changes: Mapping[str, Any]) -> Row:
     """Apply ``changes`` (column -> value, None clears); 409 ``slug_taken`` on a slug clash."""
     await get(gateway, merchant_id, brand_id)
     if changes:
         values = {**changes, "updated_at": gateway.now()}
-        sets = ", ".join(f"{k} = :{k}" for k in values)
         try:
             async with gateway.db.transaction():
-                await gateway.db.execute(f"UPDATE brands SET {sets} WHERE id = :id AND merchant_id = :merchant",
-                                         {**values, "id": brand_id, "merchant": merchant_id})
+                await services.update_row(gateway, "brands", brand_id, values, merchant_id=merchant_id)
         except Exception as exc:
-            if _unique_violation(exc):
+            if is_unique_violation(exc):
                 raise Conflict("slug already used by another brand of this account", code="slug_taken") from None
             raise
         services.cache_changed(gateway)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ...core.config import Config, ConfigError
+from ...core.config import Config, ConfigError, checked_block, text_setting
 
 PLUGIN_NAME = "changenow"
 KEYS = ("api_key", "base_url", "flow", "timeout_seconds", "tickers")
@@ -44,13 +44,8 @@ def _key(name: str) -> str:
 
 
 def read_settings(config: Config) -> ChangeNowSettings:
-    block = dict(config.plugin_config(PLUGIN_NAME))
-    for name in block:
-        if name not in KEYS:
-            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
-    api_key = block.get("api_key")
-    if api_key is not None and (not isinstance(api_key, str) or not api_key):
-        raise ConfigError(f"config key '{_key('api_key')}' must be a non-empty string")
+    block = checked_block(config, PLUGIN_NAME, KEYS)
+    api_key = text_setting(block, f"plugin.{PLUGIN_NAME}", "api_key")
     base_url = block.get("base_url", "https://api.changenow.io")
     if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
         raise ConfigError(f"config key '{_key('base_url')}' must be an http(s) URL")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ...core.config import Config, ConfigError
+from ...core.config import Config, ConfigError, checked_block
 from ...core.plugins import hookimpl
 from .venue import DevnetVenue, Knobs
 
@@ -38,10 +38,7 @@ def _bps(block: dict[str, Any], name: str, default: int) -> int:
 
 def read_settings(config: Config) -> tuple[bool, Knobs]:
     """(enabled, knobs) from ``[plugin.devnet_venue]``; ``ConfigError`` names a bad key."""
-    block = dict(config.plugin_config(PLUGIN_NAME))
-    for name in block:
-        if name not in KEYS:
-            raise ConfigError(f"unknown config key 'plugin.{PLUGIN_NAME}.{name}' (known: {', '.join(KEYS)})")
+    block = checked_block(config, PLUGIN_NAME, KEYS)
     enabled = block.get("enabled", config.is_development)
     if not isinstance(enabled, bool):
         raise ConfigError(f"config key 'plugin.{PLUGIN_NAME}.enabled' must be true or false")

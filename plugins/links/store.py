@@ -10,7 +10,8 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core.errors import Gone, NotFound
+from ...core import services
+from ...core.errors import Gone
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -30,8 +31,7 @@ def is_slug(text: str) -> bool:
 
 
 async def count(gateway: "Gateway", merchant_id: str) -> int:
-    return int(await gateway.db.fetch_val("SELECT COUNT(*) FROM payment_links WHERE merchant_id = :m",
-                                          {"m": merchant_id}))
+    return await services.merchant_row_count(gateway, "payment_links", merchant_id)
 
 
 async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int | None, amount_fiat: str | None,
@@ -45,17 +45,12 @@ async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int
            "fiat_currency": fiat_currency, "lifetime_minutes": lifetime, "description": description,
            "enabled": True, "uses": 0, "created_at": now, "updated_at": now}
     # 31**12 slugs: a collision is astronomically rare, and the UNIQUE constraint would refuse it loudly.
-    await gateway.db.execute(
-        f"INSERT INTO payment_links ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+    await gateway.db.execute(services.insert_statement("payment_links", row), row)
     return await get(gateway, merchant_id, link_id)
 
 
 async def get(gateway: "Gateway", merchant_id: str, link_id: str) -> Row:
-    row = await gateway.db.fetch_one("SELECT * FROM payment_links WHERE id = :i AND merchant_id = :m",
-                                     {"i": link_id, "m": merchant_id})
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return await services.merchant_row(gateway, "payment_links", merchant_id, link_id)
 
 
 async def by_slug(gateway: "Gateway", slug: str) -> Row | None:
@@ -65,15 +60,13 @@ async def by_slug(gateway: "Gateway", slug: str) -> Row | None:
 
 
 async def list_for(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    return await gateway.db.fetch_all(
-        "SELECT * FROM payment_links WHERE merchant_id = :m ORDER BY created_at DESC, id DESC", {"m": merchant_id})
+    return await services.merchant_rows(gateway, "payment_links", merchant_id)
 
 
 async def set_enabled(gateway: "Gateway", merchant_id: str, link_id: str, enabled: bool) -> Row:
     await get(gateway, merchant_id, link_id)
-    await gateway.db.execute(
-        "UPDATE payment_links SET enabled = :e, updated_at = :now WHERE id = :i AND merchant_id = :m",
-        {"e": enabled, "now": gateway.now(), "i": link_id, "m": merchant_id})
+    await services.update_row(gateway, "payment_links", link_id, {"enabled": enabled, "updated_at": gateway.now()},
+                              merchant_id=merchant_id)
     return await get(gateway, merchant_id, link_id)
 
 

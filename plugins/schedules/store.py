@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core.errors import NotFound
+from ...core import services
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -20,8 +20,7 @@ COLUMNS = ("id", "merchant_id", "coin", "destination", "min_amount", "interval_s
 
 
 async def count(gateway: "Gateway", merchant_id: str) -> int:
-    return int(await gateway.db.fetch_val("SELECT COUNT(*) FROM payout_schedules WHERE merchant_id = :m",
-                                          {"m": merchant_id}))
+    return await services.merchant_row_count(gateway, "payout_schedules", merchant_id)
 
 
 async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, destination: str, min_amount: int,
@@ -30,23 +29,16 @@ async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, destination
     row = {"id": "sch_" + secrets.token_hex(8), "merchant_id": merchant_id, "coin": coin,
            "destination": destination, "min_amount": gateway.db.amount_param(min_amount),
            "interval_sec": interval_sec, "enabled": True, "next_run_at": now + interval_sec, "created_at": now}
-    await gateway.db.execute(
-        f"INSERT INTO payout_schedules ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+    await gateway.db.execute(services.insert_statement("payout_schedules", row), row)
     return await get(gateway, merchant_id, row["id"])
 
 
 async def get(gateway: "Gateway", merchant_id: str, schedule_id: str) -> Row:
-    row = await gateway.db.fetch_one("SELECT * FROM payout_schedules WHERE id = :i AND merchant_id = :m",
-                                     {"i": schedule_id, "m": merchant_id})
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return await services.merchant_row(gateway, "payout_schedules", merchant_id, schedule_id)
 
 
 async def list_for(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    return await gateway.db.fetch_all(
-        "SELECT * FROM payout_schedules WHERE merchant_id = :m ORDER BY created_at DESC, id DESC",
-        {"m": merchant_id})
+    return await services.merchant_rows(gateway, "payout_schedules", merchant_id)
 
 
 async def update(gateway: "Gateway", merchant_id: str, schedule_id: str, changes: Mapping[str, Any]) -> Row:
@@ -55,9 +47,7 @@ async def update(gateway: "Gateway", merchant_id: str, schedule_id: str, changes
         values = dict(changes)
         if "min_amount" in values:
             values["min_amount"] = gateway.db.amount_param(values["min_amount"])
-        sets = ", ".join(f"{k} = :{k}" for k in values)
-        await gateway.db.execute(f"UPDATE payout_schedules SET {sets} WHERE id = :id AND merchant_id = :merchant",
-                                 {**values, "id": schedule_id, "merchant": merchant_id})
+        await services.update_row(gateway, "payout_schedules", schedule_id, values, merchant_id=merchant_id)
     return await get(gateway, merchant_id, schedule_id)
 
 

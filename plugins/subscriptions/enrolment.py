@@ -21,6 +21,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ...core import services
 from ...core.errors import InvalidRequest, NotFound, ValidationError
 from ...web.validation import MAX_TIMESTAMP, Field, validate
 from . import store
@@ -152,10 +153,7 @@ async def cancel(gateway: "Gateway", subscription_id: str) -> None:
 
 
 async def _locked(gateway: "Gateway", subscription_id: str) -> Mapping[str, Any]:
-    row = await store.lock_subscription(gateway, subscription_id)
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return services.found(await store.lock_subscription(gateway, subscription_id))
 
 
 def _require(row: Mapping[str, Any], status: str, message: str) -> None:

@@ -13,7 +13,7 @@ import json
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core.errors import NotFound
+from ...core import services
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -32,10 +32,6 @@ _SUBSCRIPTION_SELECT = (
     " LEFT JOIN subscription_invoices i ON i.id = s.pending_invoice_id AND i.status = 'open'")
 
 
-def _insert(table: str, row: Mapping[str, Any]) -> str:
-    return f"INSERT INTO {table} ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
-
-
 def coins_of(plan: Row) -> list[str]:
     return list(json.loads(plan["accepted_coins"]))
 
@@ -44,8 +40,7 @@ def coins_of(plan: Row) -> list[str]:
 
 
 async def count_plans(gateway: "Gateway", merchant_id: str) -> int:
-    return int(await gateway.db.fetch_val("SELECT COUNT(*) FROM subscription_plans WHERE merchant_id = :m",
-                                          {"m": merchant_id}))
+    return await services.merchant_row_count(gateway, "subscription_plans", merchant_id)
 
 
 async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amount_usd: str, interval_sec: int,
@@ -55,16 +50,12 @@ async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amoun
     row: dict[str, Any] = {"id": plan_id, "merchant_id": merchant_id, "label": label,
            "amount_usd": amount_usd, "interval_sec": interval_sec, "accepted_coins": json.dumps(list(accepted_coins)),
            "enabled": True, "created_at": now, "updated_at": now}
-    await gateway.db.execute(_insert("subscription_plans", row), row)
+    await gateway.db.execute(services.insert_statement("subscription_plans", row), row)
     return await plan_of(gateway, merchant_id, plan_id)
 
 
 async def plan_of(gateway: "Gateway", merchant_id: str, plan_id: str) -> Row:
-    row = await gateway.db.fetch_one("SELECT * FROM subscription_plans WHERE id = :i AND merchant_id = :m",
-                                     {"i": plan_id, "m": merchant_id})
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return await services.merchant_row(gateway, "subscription_plans", merchant_id, plan_id)
 
 
 async def public_plan(gateway: "Gateway", plan_id: str) -> Row | None:
@@ -73,9 +64,7 @@ async def public_plan(gateway: "Gateway", plan_id: str) -> Row | None:
 
 
 async def plans_of(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    return await gateway.db.fetch_all(
-        "SELECT * FROM subscription_plans WHERE merchant_id = :m ORDER BY created_at DESC, id DESC",
-        {"m": merchant_id})
+    return await services.merchant_rows(gateway, "subscription_plans", merchant_id)
 
 
 async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, changes: Mapping[str, Any]) -> Row:
@@ -83,9 +72,7 @@ async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, change
     if "accepted_coins" in values:
         values["accepted_coins"] = json.dumps(list(values["accepted_coins"]))
     values["updated_at"] = gateway.now()
-    sets = ", ".join(f"{k} = :{k}" for k in values)
-    await gateway.db.execute(f"UPDATE subscription_plans SET {sets} WHERE id = :id AND merchant_id = :merchant",
-                             {**values, "id": plan_id, "merchant": merchant_id})
+    await services.update_row(gateway, "subscription_plans", plan_id, values, merchant_id=merchant_id)
     return await plan_of(gateway, merchant_id, plan_id)
 
 
@@ -93,24 +80,19 @@ async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, change
 
 
 async def insert_subscription(gateway: "Gateway", row: Mapping[str, Any]) -> None:
-    await gateway.db.execute(_insert("subscriptions", row), row)
+    await gateway.db.execute(services.insert_statement("subscriptions", row), row)
 
 
 async def subscription_of(gateway: "Gateway", merchant_id: str, subscription_id: str) -> Row:
     """A subscription with its plan's label, price and interval and its open invoice's pay URL."""
-    row = await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",
-                                     {"i": subscription_id, "m": merchant_id})
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return services.found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",
+                                                     {"i": subscription_id, "m": merchant_id}))
 
 
 async def subscription_row(gateway: "Gateway", subscription_id: str) -> Row:
     """Any merchant's subscription (the tick's own look-up), as ``subscription_of`` shows it."""
-    row = await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i", {"i": subscription_id})
-    if row is None:
-        raise NotFound("not found")
-    return row
+    return services.found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i",
+                                                     {"i": subscription_id}))
 
 
 async def subscription_by_token_hash(gateway: "Gateway", token_hash: str) -> Row | None:
@@ -154,9 +136,7 @@ async def lock_subscription(gateway: "Gateway", subscription_id: str) -> Row | N
 
 
 async def update_subscription(gateway: "Gateway", subscription_id: str, changes: Mapping[str, Any]) -> None:
-    values = {**changes, "updated_at": gateway.now()}
-    sets = ", ".join(f"{k} = :{k}" for k in values)
-    await gateway.db.execute(f"UPDATE subscriptions SET {sets} WHERE id = :id", {**values, "id": subscription_id})
+    await services.update_row(gateway, "subscriptions", subscription_id, {**changes, "updated_at": gateway.now()})
 
 
 async def due_subscriptions(gateway: "Gateway", now: int, limit: int) -> list[str]:
@@ -171,7 +151,7 @@ async def due_subscriptions(gateway: "Gateway", now: int, limit: int) -> list[st
 
 
 async def insert_invoice(gateway: "Gateway", row: Mapping[str, Any]) -> None:
-    await gateway.db.execute(_insert("subscription_invoices", row), row)
+    await gateway.db.execute(services.insert_statement("subscription_invoices", row), row)
 
 
 async def invoice_by_track_id(gateway: "Gateway", track_id: str) -> Row | None:
@@ -206,8 +186,7 @@ async def open_invoice(gateway: "Gateway", invoice_id: str, *, pay_url: str, exp
 
 
 async def resolve_invoice(gateway: "Gateway", invoice_id: str, changes: Mapping[str, Any]) -> None:
-    sets = ", ".join(f"{k} = :{k}" for k in changes)
-    await gateway.db.execute(f"UPDATE subscription_invoices SET {sets} WHERE id = :id", {**changes, "id": invoice_id})
+    await services.update_row(gateway, "subscription_invoices", invoice_id, changes)
 
 
 async def history(gateway: "Gateway", subscription_id: str, limit: int = 50) -> list[Row]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...core.config import Config, ConfigError
+from ...core.config import Config, ConfigError, checked_block
 
 PLUGIN_NAME = "swaps"
 KEYS = ("venue", "fallback_bps", "create_timeout_seconds", "retry_seconds", "payout_addresses", "refund_addresses")
@@ -54,10 +54,7 @@ def _addresses(block: Mapping[str, Any], name: str) -> dict[str, str]:
 
 def read_settings(config: Config) -> SwapSettings:
     """The validated block; ``ConfigError`` names the bad key."""
-    block = dict(config.plugin_config(PLUGIN_NAME))
-    for name in block:
-        if name not in KEYS:
-            raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KEYS)})")
+    block = checked_block(config, PLUGIN_NAME, KEYS)
     venue = block.get("venue")
     if venue is not None and (not isinstance(venue, str) or not venue):
         raise ConfigError(f"config key '{_key('venue')}' must be a venue name")

@@ -51,9 +51,8 @@ async def insert_swap(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, A
     for name in AMOUNT_COLUMNS:
         if values.get(name) is not None:
             values[name] = db.amount_param(values[name])
-    inserted = await db.fetch_one(
-        f"INSERT INTO swaps ({', '.join(values)}) VALUES ({', '.join(':' + k for k in values)})"
-        " ON CONFLICT DO NOTHING RETURNING *", values)
+    inserted = await db.fetch_one(services.insert_statement("swaps", values) + " ON CONFLICT DO NOTHING RETURNING *",
+                                  values)
     return _clean(gateway, inserted)
 
 

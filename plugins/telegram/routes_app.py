@@ -22,7 +22,7 @@ from ...web.pages import html_page
 from ...web.rate_identity import count_failure
 from . import bot, initdata, session, store, wallet
 from .linking import require_enabled
-from .session import caller_of, miniapp_session
+from .session import Handler, caller_of, miniapp_session
 from .settings import PLUGIN_NAME, settings_of
 
 routes = web.RouteTableDef()
@@ -79,16 +79,34 @@ async def open_session(request: web.Request) -> web.Response:
         "accepted_coins": accounts.accepted_coins(merchant)}})
 
 
-@routes.get("/tgapp/balances")
-@miniapp_session
-async def balances(request: web.Request) -> web.Response:
-    return envelope(await wallet.balances(gateway_of(request), caller_of(request).merchant_id))
+def _for_caller(action: str, *, with_body: bool = False) -> Handler:
+    """A route answering ``wallet.<action>(gateway, merchant_id[, JSON body])`` for the signed-in user.
+
+    The session is checked before the body is read (``miniapp_session``
+    wraps it), as in every mini-app route; ``action`` is looked up per call.
+    """
+
+    async def answer(request: web.Request) -> web.Response:
+        gateway, merchant_id = gateway_of(request), caller_of(request).merchant_id
+        if with_body:
+            return envelope(await getattr(wallet, action)(gateway, merchant_id, await read_json(request)))
+        return envelope(await getattr(wallet, action)(gateway, merchant_id))
+
+    answer.__name__ = answer.__qualname__ = action
+    return miniapp_session(answer)
 
 
-@routes.get("/tgapp/payments")
-@miniapp_session
-async def payments(request: web.Request) -> web.Response:
-    return envelope(await wallet.recent_payments(gateway_of(request), caller_of(request).merchant_id))
+# The signed-in user's reads and actions that take nothing but the caller (and, for writes, the JSON body);
+# the payout below also passes its request id on to its webhooks (SPEC 6.1).
+for _method, _path, _action, _with_body in (
+    ("GET", "/tgapp/balances", "balances", False),
+    ("GET", "/tgapp/payments", "recent_payments", False),
+    ("GET", "/tgapp/mfa/status", "mfa_status", False),
+    ("POST", "/tgapp/mfa/setup", "mfa_setup", False),
+    ("POST", "/tgapp/mfa/verify", "mfa_verify", True),
+    ("POST", "/tgapp/swap", "swap", True),
+):
+    routes.route(_method, _path)(_for_caller(_action, with_body=_with_body))
 
 
 @routes.get("/tgapp/receive")
@@ -114,25 +132,6 @@ async def qr(request: web.Request) -> web.Response:
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
 
 
-@routes.get("/tgapp/mfa/status")
-@miniapp_session
-async def mfa_status(request: web.Request) -> web.Response:
-    return envelope(await wallet.mfa_status(gateway_of(request), caller_of(request).merchant_id))
-
-
-@routes.post("/tgapp/mfa/setup")
-@miniapp_session
-async def mfa_setup(request: web.Request) -> web.Response:
-    return envelope(await wallet.mfa_setup(gateway_of(request), caller_of(request).merchant_id))
-
-
-@routes.post("/tgapp/mfa/verify")
-@miniapp_session
-async def mfa_verify(request: web.Request) -> web.Response:
-    body = await read_json(request)
-    return envelope(await wallet.mfa_verify(gateway_of(request), caller_of(request).merchant_id, body))
-
-
 @routes.post("/tgapp/payout")
 @miniapp_session
 async def payout(request: web.Request) -> web.Response:
@@ -146,13 +145,6 @@ async def payout(request: web.Request) -> web.Response:
 @rate_class("read")  # SPEC 8: a swap quote counts as a read
 async def swap_quote(request: web.Request) -> web.Response:
     return envelope(await wallet.swap_quote(gateway_of(request), await read_json(request)))
-
-
-@routes.post("/tgapp/swap")
-@miniapp_session
-async def swap(request: web.Request) -> web.Response:
-    body = await read_json(request)
-    return envelope(await wallet.swap(gateway_of(request), caller_of(request).merchant_id, body))
 
 
 @routes.post("/tgapp/unlink")
