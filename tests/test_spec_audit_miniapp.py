@@ -11,15 +11,24 @@ from __future__ import annotations
 
 import json
 
-from .support import api, signup
-from .test_telegram import (BTC_DEST, bearer, enable_totp, env, fund, link_via_bot, next_code,  # noqa: F401
-                            open_session, standin)
+import pytest
+
+from .support import api, bearer, signup
+from .telegram_support import enable_totp, fund, link_via_bot, next_code, open_session, telegram_shop
+from .test_telegram import BTC_DEST
+
+
+
+@pytest.fixture
+async def env(make_client, make_config, standin):
+    return await telegram_shop(make_client, make_config, standin)
+
 
 SESSION = {"token", "expires_in", "merchant"}
 SESSION_MERCHANT = {"id", "account_id", "email", "default_settlement_coin", "accepted_coins"}
 
 
-async def test_session_carries_every_spec_field(env, standin):  # noqa: F811 - imported fixtures
+async def test_session_carries_every_spec_field(env, standin):
     client, merchant, gateway = env
     await link_via_bot(client, gateway, standin, merchant)
     session = await open_session(client, gateway)
@@ -28,7 +37,7 @@ async def test_session_carries_every_spec_field(env, standin):  # noqa: F811 - i
     assert session["merchant"]["account_id"] == account["account_id"] and session["expires_in"] == 3600
 
 
-async def test_miniapp_payout_and_transfer_carry_the_request_id(env, standin):  # noqa: F811 - imported fixtures
+async def test_miniapp_payout_and_transfer_carry_the_request_id(env, standin):
     client, merchant, gateway = env
     friend = await signup(client, "friend@example.com")
     friend_account = (await api(client, "GET", "/dashboard/account", friend.jwt))[1]["data"]["account"]["account_id"]
