@@ -10,7 +10,8 @@ from orbchain.core.payment_status import expire_payments
 from orbchain.plugins.subscriptions import billing
 from orbchain.plugins.subscriptions.billing import run_billing
 
-from .test_subscriptions import advance, env, freeze, make_plan, outbox, pay, subscribe  # noqa: F401 - env is a fixture
+from .support import advance_clock, freeze_clock
+from .test_subscriptions import env, make_plan, outbox, pay, subscribe  # noqa: F401 - env is a fixture
 
 ENVELOPE = {"event_id", "event_type", "event_timestamp"}
 INVOICED = {"event_type", "type", "subscription_id", "plan_id", "customer_email", "payment_track_id", "amount_usd",
@@ -31,7 +32,7 @@ def assert_fields(body, expected, event_type):
 async def test_invoiced_and_paid_bodies_carry_every_spec_field(env):  # noqa: F811 - the imported fixture
     client, merchant, devnet = env
     gateway = devnet.gateway
-    start = freeze(gateway)
+    start = freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     sub = await subscribe(client, merchant, plan["id"], customer_ref="c-1", customer_email="c@example.com")
     await run_billing(gateway)
@@ -50,12 +51,12 @@ async def test_invoiced_and_paid_bodies_carry_every_spec_field(env):  # noqa: F8
 async def test_failed_body_carries_every_spec_field(env):  # noqa: F811 - the imported fixture
     client, merchant, devnet = env
     gateway = devnet.gateway
-    freeze(gateway)
+    freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     await subscribe(client, merchant, plan["id"])
     for _ in range(2):
         await run_billing(gateway)
-        advance(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+        advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
         await expire_payments(gateway)
     [failed] = await outbox(gateway, "subscription.failed")
     assert_fields(failed, FAILED, "subscription.failed")
