@@ -22,9 +22,10 @@ from collections import OrderedDict
 from typing import Any, Mapping
 
 import jinja2
-from markupsafe import escape
+from markupsafe import Markup, escape
 
 CACHED_PAGES = 512  # distinct contents kept (an open page is a few KB)
+_PLAIN = frozenset({str, int, bool, float, type(None), Markup})  # hashable as they are: no _frozen call
 
 
 def _frozen(value: Any) -> Any:
@@ -51,9 +52,14 @@ class SlottedTemplate:
 
     def render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> str:
         """The template rendered with ``context``: the same text as ``env`` renders, from the cache when seen."""
+        slots = self.slots
+        parts: list[Any] = []
+        for name, value in context.items():
+            if value is None or name not in slots:
+                parts.append(name)
+                parts.append(value if value.__class__ in _PLAIN else _frozen(value))
         try:
-            key = tuple((name, _frozen(value)) for name, value in context.items()
-                        if name not in self.slots or value is None)
+            key = tuple(parts)
             pieces = self._renderings.get(key)
         except TypeError:  # an unhashable value (a plugin's object): render as usual
             return env.get_template(self.template_name).render(context)

@@ -46,7 +46,9 @@ MAX_SYMBOL_LENGTH = 20
 PER_VIEW = ("nonce", "remaining", "remaining_seconds")
 
 
+@lru_cache(maxsize=1024)
 def page_url(track_id: str) -> str:
+    """The page's own URL (quoted once per payment, not on every 15 s refresh)."""
     return f"/pay/{quote(track_id, safe='')}"
 
 
