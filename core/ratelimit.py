@@ -226,6 +226,10 @@ class Blocks:
         self._clock = clock
         self._until: dict[str, float] = {}
 
+    def __len__(self) -> int:
+        """Buckets blocked now or until their next look-up (0: nothing to look up)."""
+        return len(self._until)
+
     def blocked_for(self, bucket: str) -> int:
         """Seconds ``bucket`` stays blocked; 0 when it is not."""
         until = self._until.get(bucket)

@@ -156,3 +156,41 @@ async def test_rows_are_mappings_with_driver_types(gateway):
     assert type(row["amount"]) is (Decimal if db.is_postgres else str)
     assert await db.fetch_one("SELECT id FROM t_amounts WHERE id = :i", {"i": 2}) is None
     assert await db.fetch_val("SELECT amount FROM t_amounts WHERE id = :i AND id = :i", {"i": 1}) == row["amount"]
+
+
+async def test_more_tasks_than_connections_share_them_and_survive_cancellation(gateway):
+    """PostgreSQL hands connections from task to task past asyncpg's pool: never more than max_size
+    out, waiters served in turn, a cancelled waiter or a dirty connection costs nobody theirs."""
+    from orbchain.core.db import Database
+
+    url = gateway.db.url
+    if gateway.db.is_postgres:
+        url += ("&" if "?" in url else "?") + "max_size=2"
+    db = Database(url)
+    await db.connect()
+    try:
+        async def query(n: int) -> int:
+            async with db.connection():
+                await asyncio.sleep(0)
+                return await db.fetch_val("SELECT :n + 1", {"n": n})
+
+        async def broken() -> None:
+            with pytest.raises(RuntimeError):
+                async with db.transaction():
+                    await db.fetch_val("SELECT 1")
+                    raise RuntimeError("rolled back, then the connection is reused")
+
+        tasks = [asyncio.ensure_future(query(n)) for n in range(40)]
+        doomed = [asyncio.ensure_future(query(-1)) for _ in range(5)]
+        await asyncio.sleep(0)
+        for task in doomed:
+            task.cancel()
+        await broken()
+        assert await asyncio.gather(*tasks) == [n + 1 for n in range(40)]
+        assert all(task.cancelled() or task.done() for task in doomed)
+        assert await query(41) == 42
+        if db.is_postgres:
+            assert db._taken <= 2
+            assert not db._waiters
+    finally:
+        await db.disconnect()

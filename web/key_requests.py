@@ -43,13 +43,13 @@ def _route_template(request: web.Request) -> str:
     return resource.canonical if resource is not None else request.path[:200]
 
 
-async def announce_key_request(request: web.Request, principal: "Principal", status: int, request_id: str) -> None:
-    from .middlewares import client_ip  # the middleware module imports this one
-
+async def announce_key_request(request: web.Request, principal: "Principal", status: int, request_id: str,
+                               client_ip: str) -> None:
+    """``client_ip``: the middleware's ``client_ip(request)`` (that module imports this one)."""
     gateway = request.app[GATEWAY]
     view = KeyRequest(
         key_id=str(principal.key_id), key_kind="scoped" if principal.via == "scoped_key" else principal.via,
         merchant_id=principal.merchant_id, method=request.method, route=_route_template(request),
-        status=int(status), request_id=request_id, client_ip=client_ip(request), at=gateway.now(),
+        status=int(status), request_id=request_id, client_ip=client_ip, at=gateway.now(),
     )
     await call_event(gateway.pm, HOOK, gateway=gateway, request=view)

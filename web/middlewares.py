@@ -126,7 +126,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
         served(request, gateway, response.status, started)
         principal = request.get(PRINCIPAL)
         if principal is not None and principal.key_id is not None and key_request_listened(request):
-            await announce_key_request(request, principal, response.status, request_id)
+            await announce_key_request(request, principal, response.status, request_id, client_ip(request))
         return response
 
     return edge

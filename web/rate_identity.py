@@ -57,9 +57,12 @@ def _blocks(request: web.Request) -> Blocks:
 
 def refuse_if_blocked(request: web.Request) -> None:
     """429 before any look-up while this IP is over its failed-authentication limit."""
+    blocks = request.app[GATEWAY].services.get("auth_failure_blocks")
+    if not blocks:  # no IP has been blocked in this process (the usual case): nothing to look up
+        return
     if not request.app[GATEWAY].config.rate_limits.enabled:
         return
-    seconds = _blocks(request).blocked_for(_failure_bucket(request))
+    seconds = blocks.blocked_for(_failure_bucket(request))
     if seconds:
         raise RateLimited("too many failed authentications", headers={"Retry-After": str(seconds)})
 

@@ -34,6 +34,7 @@ from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import rate_class
+from ..page_slots import SlottedTemplate
 from ..pages import html_page, page_security_headers
 
 routes = web.RouteTableDef()
@@ -41,9 +42,13 @@ routes = web.RouteTableDef()
 STYLESHEET = Path(__file__).resolve().parent.parent / "static" / "orbchain.css"
 REFRESH_SECONDS = 15
 MAX_SYMBOL_LENGTH = 20
+# What differs between two views of the same page (web/page_slots.py).
+PER_VIEW = ("nonce", "remaining", "remaining_seconds")
 
 
+@lru_cache(maxsize=1024)
 def page_url(track_id: str) -> str:
+    """The page's own URL (quoted once per payment, not on every 15 s refresh)."""
     return f"/pay/{quote(track_id, safe='')}"
 
 
@@ -194,8 +199,17 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     context = page_context(gateway, view, deposits, gateway.now())
     context["nonce"] = secrets.token_urlsafe(16)
     context["branding"] = await services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)
-    response = aiohttp_jinja2.render_template("pay.html", request, context)
+    html = _pay_template(gateway).render(aiohttp_jinja2.get_env(request.app), context)
+    response = web.Response(text=html, content_type="text/html")
     return page_security_headers(response, context["nonce"], context["branding"])
+
+
+def _pay_template(gateway: Gateway) -> SlottedTemplate:
+    """``pay.html`` rendered once per content (one per gateway, made with the first view)."""
+    template = gateway.services.get("pay_page_template")
+    if template is None:
+        template = gateway.services["pay_page_template"] = SlottedTemplate("pay.html", PER_VIEW)
+    return template
 
 
 @routes.get("/assets/orbchain.css")

@@ -1,0 +1,84 @@
+"""A hosted page rendered once per content, not once per view (issue 11: no work that could be done once).
+
+An open payment page is reloaded every 15 s by every payer while it waits,
+and nearly all of it depends only on the payment: of its context only the
+script nonce and the countdown differ from one view to the next. A
+``SlottedTemplate`` renders its template once per distinct rest of the
+context, with unguessable markers where the per-view values ("slots") go,
+keeps the text cut at the markers, and answers each view by joining the
+pieces with that view's values, escaped as the template would have escaped
+them. A slot whose value is None is part of the content (the template may
+test it), not a slot.
+
+Hooks (``page_branding``, ``pay_page_forms``) still run on every view: their
+answers are part of the context, so a changed answer is a new rendering.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections import OrderedDict
+from typing import Any, Mapping
+
+import jinja2
+from markupsafe import Markup, escape
+
+CACHED_PAGES = 512  # distinct contents kept (an open page is a few KB)
+_PLAIN = frozenset({str, int, bool, float, type(None), Markup})  # hashable as they are: no _frozen call
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` as a hashable key part: lists and dicts become tuples (a TypeError for anything unhashable)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, dict):
+        return tuple((key, _frozen(item)) for key, item in value.items())
+    return value
+
+
+class SlottedTemplate:
+    """``template_name`` rendered once per context apart from ``slots``; bounded LRU of the renderings."""
+
+    def __init__(self, template_name: str, slots: tuple[str, ...], size: int = CACHED_PAGES) -> None:
+        self.template_name = template_name
+        self.slots = frozenset(slots)
+        token = secrets.token_hex(12)  # per process: page content cannot spell a marker
+        self._marks = {name: f"orbchain-slot-{token}-{name}" for name in slots}
+        self._names = {mark: name for name, mark in self._marks.items()}
+        self._cut = re.compile("(" + "|".join(re.escape(mark) for mark in self._marks.values()) + ")")
+        self._size = size
+        self._renderings: OrderedDict[Any, tuple[tuple[str, ...], tuple[str, ...]]] = OrderedDict()
+
+    def render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> str:
+        """The template rendered with ``context``: the same text as ``env`` renders, from the cache when seen."""
+        slots = self.slots
+        parts: list[Any] = []
+        for name, value in context.items():
+            if value is None or name not in slots:
+                parts.append(name)
+                parts.append(value if value.__class__ in _PLAIN else _frozen(value))
+        try:
+            key = tuple(parts)
+            pieces = self._renderings.get(key)
+        except TypeError:  # an unhashable value (a plugin's object): render as usual
+            return env.get_template(self.template_name).render(context)
+        if pieces is None:
+            pieces = self._render(env, context)
+            self._renderings[key] = pieces
+            if len(self._renderings) > self._size:
+                self._renderings.popitem(last=False)
+        else:
+            self._renderings.move_to_end(key)
+        texts, names = pieces
+        out = [texts[0]]
+        for name, text in zip(names, texts[1:]):
+            out.append(escape(context[name]))
+            out.append(text)
+        return "".join(out)
+
+    def _render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        marked = {name: (self._marks[name] if name in self.slots and value is not None else value)
+                  for name, value in context.items()}
+        parts = self._cut.split(env.get_template(self.template_name).render(marked))
+        return tuple(parts[0::2]), tuple(self._names[mark] for mark in parts[1::2])
