@@ -138,6 +138,20 @@ async def test_picker_switches_coin_and_redirects_to_the_clean_url(shop):
     assert after["address"] in html and invoice["address"] not in html
 
 
+async def test_picker_changes_nothing_in_maintenance(shop):
+    # SPEC 7 "maintenance: all write operations rejected": switching the coin writes, though it is a GET.
+    client, key = shop
+    invoice = await new_invoice(client, key, accepted_coins=["BTC", "ETH"])
+    track_id = invoice["track_id"]
+    client.app[GATEWAY].maintenance = True
+    response = await client.get(f"/pay/{track_id}?pay_currency=ETH", allow_redirects=False)
+    assert response.status == 503 and response.content_type == "text/html"
+    assert invoice["address"] in await page(client, track_id)  # the page itself only reads and stays up
+    client.app[GATEWAY].maintenance = False
+    after = await api_payment(client, key, track_id)
+    assert (after["pay_currency"], after["address"]) == (invoice["pay_currency"], invoice["address"])
+
+
 @pytest.mark.parametrize("value", ["NOPE", "XMR", "", "eth'><script>", "A" * 200, "LTC"])
 async def test_invalid_pay_currency_is_ignored(shop, value):
     client, key = shop
