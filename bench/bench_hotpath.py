@@ -277,22 +277,29 @@ def bare_figures(seconds: float, connections: int, root: Path) -> dict[str, load
         }
 
 
-def gateway_rows(target: Target, base: str, workers: int, bare: dict[str, float], seconds: float,
-                 connections: int) -> list[Row]:
+REQUESTS = {"read": ("GET /v1/payment/:id", "GET"), "create": ("POST /v1/payment/white-label", "POST"),
+            "page": ("GET /pay/:id", "GET")}
+
+
+def gateway_rows(target: Target, base: str, workers: int, bare: dict[str, float],
+                 args: argparse.Namespace) -> list[Row]:
+    """One row per request kind in ``args.requests`` (read, create, page)."""
     headers = {"merchant_api_key": target.merchant_key}
     tag = f"{target.name}, {workers} worker{'s' if workers > 1 else ''}"
-    read = measure(f"{base}/v1/payment/{target.track_id}", seconds, connections, headers=headers)
-    create = measure(f"{base}/v1/payment/white-label", seconds, connections, method="POST", headers=headers,
-                     body={"currency": "BTC", "amount": "0.01"})
-    page = measure(f"{base}/pay/{target.invoice_id}", seconds, connections)
-    return [
-        Row(f"{request} ({tag})", load, bare[verb], _goal(kind, load, bare[verb]), (request, workers), target.name)
-        for request, load, verb, kind in (
-            ("GET /v1/payment/:id", read, "GET", "read"),
-            ("POST /v1/payment/white-label", create, "POST", "create"),
-            ("GET /pay/:id", page, "GET", "page"),
-        )
-    ]
+    how = {
+        "read": (f"{base}/v1/payment/{target.track_id}", {"headers": headers}),
+        "create": (f"{base}/v1/payment/white-label",
+                   {"method": "POST", "headers": headers, "body": {"currency": "BTC", "amount": "0.01"}}),
+        "page": (f"{base}/pay/{target.invoice_id}", {}),
+    }
+    rows = []
+    for kind in args.requests:
+        url, request = how[kind]
+        load = measure(url, args.seconds, args.connections, **request)
+        label, verb = REQUESTS[kind]
+        rows.append(Row(f"{label} ({tag})", load, bare[verb], _goal(kind, load, bare[verb]), (label, workers),
+                        target.name))
+    return rows
 
 
 def sqlite_versus_postgres(rows: list[Row]) -> list[list[str]]:
@@ -410,7 +417,7 @@ def bench_target(target: Target, worker_counts: list[int], bare: dict[str, float
         with running([*command, *flags], target.gateway_env(), root, log) as base:
             if not target.track_id:
                 asyncio.run(prepare(target, base))
-            rows.extend(gateway_rows(target, base, workers, bare, args.seconds, args.connections))
+            rows.extend(gateway_rows(target, base, workers, bare, args))
             if args.transfers:
                 if not merchants:
                     merchants = asyncio.run(_merchants(base, args.merchants))
@@ -434,7 +441,12 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2", help="worker counts, when `serve --workers` exists")
     parser.add_argument("--transfers", type=int, default=1000, help="concurrent transfers (0: none)")
     parser.add_argument("--merchants", type=int, default=100)
+    parser.add_argument("--requests", default="read,create,page", help="comma-separated: read, create, page")
     args = parser.parse_args()
+    args.requests = [r for r in args.requests.split(",") if r]
+    unknown = set(args.requests) - set(REQUESTS)
+    if unknown:
+        parser.error(f"unknown requests: {', '.join(sorted(unknown))}")
 
     wanted = [w for w in args.databases.split(",") if w]
     workers = [int(n) for n in args.workers.split(",") if n]
