@@ -287,9 +287,14 @@ class Database:
                 for query, values in statements:
                     await self.execute(query, values)
             return
-        query = _pg_combined(tuple(query for query, _ in statements))
-        merged = {f"s{i}_{name}": value for i, (_, values) in enumerate(statements) for name, value in values.items()}
-        await self.execute(query, merged)
+        query, sql, plan = _pg_combined_plan(tuple(query for query, _ in statements))
+        try:
+            args = [statements[i][1][name] for i, name in plan]
+        except KeyError as exc:
+            raise ValueError(f"no value for SQL parameter :{exc.args[0]}") from None
+        async with self._conn() as conn:
+            self._count(query)
+            await conn.fetchval(sql, *args)  # bound by position: no merged dict of renamed values per call
 
     async def _write_groups(self) -> None:
         """SQLite group commit: every ``execute_atomic`` waiting for the writer goes in one transaction.
@@ -631,6 +636,18 @@ def _pg_combined(queries: tuple[str, ...]) -> str:
     renamed = [_map_params(query, lambda name, i=i: f":s{i}_{name}") for i, query in enumerate(queries)]
     parts = ", ".join(f"orbchain_w{i} AS ({query})" for i, query in enumerate(renamed[:-1]))
     return f"WITH {parts} {renamed[-1]}"
+
+
+@lru_cache(maxsize=256)
+def _pg_combined_plan(queries: tuple[str, ...]) -> tuple[str, str, tuple[tuple[int, str], ...]]:
+    """``_pg_combined`` of ``queries``, its ``$n`` form, and for each ``$n`` (statement index, parameter name)."""
+    combined = _pg_combined(queries)
+    sql, names = _pg_sql(combined)
+    plan = []
+    for name in names:
+        index, _, original = name[1:].partition("_")
+        plan.append((int(index), original))
+    return combined, sql, tuple(plan)
 
 
 def _pg_args(names: tuple[str, ...], values: Mapping[str, Any] | None) -> list[Any]:
