@@ -43,6 +43,8 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import aiosqlite
 import asyncpg
 
+from .pg_groups import WriteGroups
+
 Row = Mapping[str, Any]
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
@@ -92,6 +94,8 @@ class Database:
         # SQLite: execute_atomic calls waiting to be committed together (``_write_groups``).
         self._grouped: list[tuple[list[tuple[str, dict[str, Any]]], asyncio.Future[None]]] = []
         self._group_writer: asyncio.Future[None] | None = None
+        # PostgreSQL: execute_atomic calls of pinned tasks written together (core/pg_groups.py).
+        self._pg_groups = WriteGroups()
         #: Round trips so far, transaction control included (tests count a request's with it).
         self.query_count = 0
         #: When a list, every statement's SQL is appended to it (tests see which queries ran).
@@ -265,8 +269,9 @@ class Database:
         "Independent": no statement reads what another one writes (they may
         run as one statement). Inside a transaction they simply run in order.
         Outside one, PostgreSQL runs them as one statement (data-modifying
-        ``WITH`` parts, one round trip and one commit instead of four);
-        SQLite runs them in one transaction.
+        ``WITH`` parts, one round trip and one commit instead of four), and
+        concurrent callers' statements go together (core/pg_groups.py);
+        SQLite runs them in one transaction, grouped too (``_write_groups``).
         """
         if not statements:
             return
@@ -292,8 +297,12 @@ class Database:
             args = [statements[i][1][name] for i, name in plan]
         except KeyError as exc:
             raise ValueError(f"no value for SQL parameter :{exc.args[0]}") from None
+        self._count(query)
+        pin = _current_pin()
+        if pin is not None:  # grouped with concurrent writers on a writer's own connection (core/pg_groups.py)
+            await self._pg_groups.write(pin.conn, sql, args)
+            return
         async with self._conn() as conn:
-            self._count(query)
             await conn.fetchval(sql, *args)  # bound by position: no merged dict of renamed values per call
 
     async def _write_groups(self) -> None:
