@@ -52,15 +52,21 @@ async def _started(task_count: int) -> None:
         await asyncio.sleep(0)
 
 
+async def _one_in_flight_then(groups: WriteGroups, conn: FakeConnection, names: str) -> list[asyncio.Future]:
+    """Writer "a" leads (its write held at the connection's gate), then one writer per name waits."""
+    first = asyncio.ensure_future(groups.write(conn, "INSERT", ["a"]))
+    await _started(1)
+    rest = [asyncio.ensure_future(groups.write(conn, "INSERT", [name])) for name in names]
+    await _started(len(names))
+    return [first, *rest]
+
+
 async def test_writers_arriving_during_a_write_go_together_in_one_executemany():
     gate = asyncio.Event()
     conn, groups = FakeConnection(gate=gate), WriteGroups()
-    first = asyncio.ensure_future(groups.write(conn, "INSERT", ["a"]))
-    await _started(1)
-    rest = [asyncio.ensure_future(groups.write(conn, "INSERT", [name])) for name in "bcdef"]
-    await _started(5)
+    writers = await _one_in_flight_then(groups, conn, "bcdef")
     gate.set()
-    await asyncio.gather(first, *rest)
+    await asyncio.gather(*writers)
     assert conn.calls == [("fetchval", [["a"]]), ("executemany", [["b"], ["c"], ["d"], ["e"], ["f"]])]
     assert sorted(conn.committed) == [[c] for c in "abcdef"]
 
@@ -68,12 +74,9 @@ async def test_writers_arriving_during_a_write_go_together_in_one_executemany():
 async def test_a_refused_write_fails_only_its_own_caller():
     gate = asyncio.Event()
     conn, groups = FakeConnection(refused={"c"}, gate=gate), WriteGroups()
-    first = asyncio.ensure_future(groups.write(conn, "INSERT", ["a"]))
-    await _started(1)
-    rest = [asyncio.ensure_future(groups.write(conn, "INSERT", [name])) for name in "bcd"]
-    await _started(3)
+    writers = await _one_in_flight_then(groups, conn, "bcd")
     gate.set()
-    results = await asyncio.gather(first, *rest, return_exceptions=True)
+    results = await asyncio.gather(*writers, return_exceptions=True)
     assert [type(r) for r in results] == [type(None), type(None), asyncpg.UniqueViolationError, type(None)]
     # The group failed as a whole (nothing committed by it), then each went alone.
     assert sorted(conn.committed) == [["a"], ["b"], ["d"]]
@@ -82,11 +85,7 @@ async def test_a_refused_write_fails_only_its_own_caller():
 async def test_a_cancelled_waiter_neither_writes_nor_blocks_the_others():
     gate = asyncio.Event()
     conn, groups = FakeConnection(gate=gate), WriteGroups()
-    first = asyncio.ensure_future(groups.write(conn, "INSERT", ["a"]))
-    await _started(1)
-    doomed = asyncio.ensure_future(groups.write(conn, "INSERT", ["b"]))
-    later = asyncio.ensure_future(groups.write(conn, "INSERT", ["c"]))
-    await _started(2)
+    first, doomed, later = await _one_in_flight_then(groups, conn, "bc")
     doomed.cancel()
     gate.set()
     await asyncio.wait_for(asyncio.gather(first, later), 5)
@@ -106,11 +105,7 @@ async def test_a_waiter_cancelled_just_as_it_was_handed_the_lead_passes_it_on():
                 doomed.pop().cancel()
 
     conn, groups = FakeConnection(gate=gate), CancelOnHandOver()
-    first = asyncio.ensure_future(groups.write(conn, "INSERT", ["a"]))
-    await _started(1)
-    handed = asyncio.ensure_future(groups.write(conn, "INSERT", ["b"]))
-    later = asyncio.ensure_future(groups.write(conn, "INSERT", ["c"]))
-    await _started(2)
+    first, handed, later = await _one_in_flight_then(groups, conn, "bc")
     doomed.append(handed)
     gate.set()
     await asyncio.wait_for(asyncio.gather(first, later), 5)
