@@ -44,6 +44,8 @@ from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 import aiosqlite
 import asyncpg
 
+from .pg_groups import WriteGroups
+
 Row = Mapping[str, Any]
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
@@ -97,6 +99,8 @@ class Database:
         # SQLite: execute_atomic calls waiting to be committed together (``_write_groups``).
         self._grouped: list[tuple[list[tuple[str, dict[str, Any]]], asyncio.Future[None]]] = []
         self._group_writer: asyncio.Future[None] | None = None
+        # PostgreSQL: execute_atomic calls of pinned tasks written together (core/pg_groups.py).
+        self._pg_groups = WriteGroups()
         #: Round trips so far, transaction control included (tests count a request's with it).
         self.query_count = 0
         #: When a list, every statement's SQL is appended to it (tests see which queries ran).
@@ -339,8 +343,9 @@ class Database:
         "Independent": no statement reads what another one writes (they may
         run as one statement). Inside a transaction they simply run in order.
         Outside one, PostgreSQL runs them as one statement (data-modifying
-        ``WITH`` parts, one round trip and one commit instead of four);
-        SQLite runs them in one transaction.
+        ``WITH`` parts, one round trip and one commit instead of four), and
+        concurrent callers' statements go together (core/pg_groups.py);
+        SQLite runs them in one transaction, grouped too (``_write_groups``).
         """
         if not statements:
             return
@@ -361,9 +366,18 @@ class Database:
                 for query, values in statements:
                     await self.execute(query, values)
             return
-        query = _pg_combined(tuple(query for query, _ in statements))
-        merged = {f"s{i}_{name}": value for i, (_, values) in enumerate(statements) for name, value in values.items()}
-        await self.execute(query, merged)
+        query, sql, plan = _pg_combined_plan(tuple(query for query, _ in statements))
+        try:
+            args = [statements[i][1][name] for i, name in plan]
+        except KeyError as exc:
+            raise ValueError(f"no value for SQL parameter :{exc.args[0]}") from None
+        self._count(query)
+        pin = _current_pin()
+        if pin is not None:  # grouped with concurrent writers on a writer's own connection (core/pg_groups.py)
+            await self._pg_groups.write(pin.conn, sql, args)
+            return
+        async with self._conn() as conn:
+            await conn.fetchval(sql, *args)  # bound by position: no merged dict of renamed values per call
 
     async def _write_groups(self) -> None:
         """SQLite group commit: every ``execute_atomic`` waiting for the writer goes in one transaction.
@@ -715,6 +729,18 @@ def _pg_combined(queries: tuple[str, ...]) -> str:
     renamed = [_map_params(query, lambda name, i=i: f":s{i}_{name}") for i, query in enumerate(queries)]
     parts = ", ".join(f"orbchain_w{i} AS ({query})" for i, query in enumerate(renamed[:-1]))
     return f"WITH {parts} {renamed[-1]}"
+
+
+@lru_cache(maxsize=256)
+def _pg_combined_plan(queries: tuple[str, ...]) -> tuple[str, str, tuple[tuple[int, str], ...]]:
+    """``_pg_combined`` of ``queries``, its ``$n`` form, and for each ``$n`` (statement index, parameter name)."""
+    combined = _pg_combined(queries)
+    sql, names = _pg_sql(combined)
+    plan = []
+    for name in names:
+        index, _, original = name[1:].partition("_")
+        plan.append((int(index), original))
+    return combined, sql, tuple(plan)
 
 
 def _pg_args(names: tuple[str, ...], values: Mapping[str, Any] | None) -> list[Any]:

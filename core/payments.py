@@ -15,6 +15,7 @@ import json
 import secrets
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import base58
@@ -82,7 +83,13 @@ class PaymentRequest:
 
 def merchant_coins(merchant: Mapping[str, Any]) -> list[str]:
     value = merchant["accepted_coins"]
-    return json.loads(value) if isinstance(value, str) else list(value)
+    return list(_coins_of_text(value)) if isinstance(value, str) else list(value)
+
+
+@lru_cache(maxsize=1024)
+def _coins_of_text(text: str) -> tuple[str, ...]:
+    """A stored ``accepted_coins`` list, parsed once per distinct text (each create reads it)."""
+    return tuple(json.loads(text))
 
 
 def servable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
@@ -92,10 +99,15 @@ def servable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]
 
 def chain_for(gateway: "Gateway", coin: str) -> Any:
     """The adapter serving ``coin`` (a real chain before a simulated one); 503 when none does."""
-    serving = sorted((a for a in gateway.chains if a.serves(coin)), key=lambda a: a.simulated)
-    if not serving:
+    simulated = None
+    for adapter in gateway.chains:
+        if adapter.serves(coin):
+            if not adapter.simulated:
+                return adapter
+            simulated = simulated or adapter
+    if simulated is None:
         raise NotConfigured(f"no chain is configured for {coin}")
-    return serving[0]
+    return simulated
 
 
 def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str, field: str = "currency",
@@ -272,22 +284,26 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)
     invoice_coins = None
+    checked: "Coin | None" = None  # ``currency`` as a coin, when checked receivable
     # A payment with an address of its own (not a standing one) may use a coin with no standing address.
     one_time = request.type != STATIC and not (merchant.get("customer_static_mode") and request.user_id)
     if request.type == INVOICE:
         invoice_coins = _invoice_coins(gateway, merchant, request)
         currency = request.currency or invoice_coins[0]
         if currency not in FIAT_CURRENCIES:
-            receivable_coin(gateway, merchant, currency, one_time=one_time)
+            checked = receivable_coin(gateway, merchant, currency, one_time=one_time)
         pay_symbol = request.pay_currency or (currency if currency not in FIAT_CURRENCIES else invoice_coins[0])
     else:
         assert request.currency is not None, "validated input: static and white-label payments name a currency"
         currency = request.currency
-        receivable_coin(gateway, merchant, currency, one_time=one_time)
+        checked = receivable_coin(gateway, merchant, currency, one_time=one_time)
         pay_symbol = request.pay_currency or currency
     if request.coin_allowlist and pay_symbol not in request.coin_allowlist:
         raise Forbidden(f"coin {pay_symbol} is not allowed for this API key", code="coin_not_allowed")
-    pay_coin = receivable_coin(gateway, merchant, pay_symbol, field="pay_currency", one_time=one_time)
+    if checked is not None and checked.symbol == pay_symbol:
+        pay_coin = checked  # the same check with the same answer: once is enough
+    else:
+        pay_coin = receivable_coin(gateway, merchant, pay_symbol, field="pay_currency", one_time=one_time)
     adapter = chain_for(gateway, pay_coin.symbol)
 
     if request.type == STATIC:
@@ -351,7 +367,13 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
 
 
 def _payment_insert(row: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]]:
-    return f"INSERT INTO payments ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row
+    return _insert_sql(tuple(row)), row
+
+
+@lru_cache(maxsize=64)
+def _insert_sql(columns: tuple[str, ...]) -> str:
+    """The INSERT for these columns, built once: the same SQL text object each create (cached hashes)."""
+    return f"INSERT INTO payments ({', '.join(columns)}) VALUES ({', '.join(':' + k for k in columns)})"
 
 
 async def _store_extensions(gateway: "Gateway", row: Mapping[str, Any], extensions: Mapping[str, Any]) -> None:

@@ -203,8 +203,11 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
     the ledger, which refuses any overdraft.
     """
     db = gateway.db
-    merchant = await db.fetch_one(f"SELECT id, enabled FROM merchants WHERE id = :m{db.for_update}",
-                                  {"m": merchant_id})
+    # NO KEY UPDATE: still one reserve per merchant at a time, but no conflict with the FOR KEY SHARE
+    # that a foreign key to merchants takes (a webhook row inserted by a transaction that already
+    # holds ledger balance rows this one wants: that order deadlocked).
+    lock = " FOR NO KEY UPDATE" if db.is_postgres else ""
+    merchant = await db.fetch_one(f"SELECT id, enabled FROM merchants WHERE id = :m{lock}", {"m": merchant_id})
     if request.idem_key:
         existing = await find_by_key(gateway, merchant_id, request.idem_key)
         if existing is not None:

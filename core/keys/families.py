@@ -100,6 +100,11 @@ class AddressFamily:
             public_key=public_key,
         )
 
+    def address_at(self, keystore: "KeyStore", account: int, index: int) -> str:
+        """Just the deposit address of ``derive`` (no path text, no record): a payment's hot path."""
+        self._scheme()
+        return self.address_from_public_key(keystore.public_key(self, account, index))
+
     def _scheme(self) -> DerivationScheme:
         if self.scheme is None:
             raise DerivationError(f"{self.name}: {self.no_derivation_reason}")
