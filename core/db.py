@@ -92,6 +92,9 @@ class Database:
         self._pool: Any = None  # asyncpg.Pool on PostgreSQL
         # PostgreSQL: connections taken out of asyncpg's pool go from task to task here (``_acquire``).
         self._spare: list[asyncpg.Connection] = []  # idle, still checked out of the pool
+        # Checked-out connection -> the pool's proxy for it (``_pg_acquire``): queries go to the
+        # connection itself, only the pool's release takes the proxy.
+        self._proxies: dict[asyncpg.Connection, Any] = {}
         self._taken = 0  # checked out of the pool (idle here or in use)
         self._waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._idle: list[aiosqlite.Connection] = []  # SQLite connections ready for the next task
@@ -150,13 +153,14 @@ class Database:
             spare, self._spare = self._spare, []
             self._taken -= len(spare)
             for conn in spare:
-                await pool.release(conn)
+                await pool.release(self._proxies.pop(conn, conn))
             while self._waiters:
                 waiter = self._waiters.popleft()
                 if not waiter.done():
                     waiter.set_exception(RuntimeError("the database is not connected"))
             await pool.close()
             self._taken = 0
+            self._proxies.clear()
         self._closed = True
         idle, self._idle = self._idle, []
         if self._writer is not None:
@@ -209,10 +213,15 @@ class Database:
             if self._taken < self._pool.get_max_size():
                 self._taken += 1
                 try:
-                    return await self._pool.acquire()
+                    proxy = await self._pool.acquire()
                 except BaseException:
                     self._taken -= 1
                     raise
+                # The proxy forwards every method call through a wrapper (a few per cent of a
+                # read); the connection it wraps is used directly until it goes back.
+                conn = proxy._con
+                self._proxies[conn] = proxy
+                return conn
             waiter: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
             try:
@@ -227,6 +236,7 @@ class Database:
 
     async def _pg_release(self, conn: Any) -> None:
         if self._pool is None:
+            self._proxies.pop(conn, None)
             conn.terminate()  # released after disconnect: the closed pool is waiting for it
         elif _reusable(conn):
             if not self._wake(conn):
@@ -238,7 +248,7 @@ class Database:
         """Back to the pool, which rolls back, repairs or replaces it; a waiter may then take one."""
         self._taken -= 1
         try:
-            await self._pool.release(conn)
+            await self._pool.release(self._proxies.pop(conn, conn))
         finally:
             self._wake(None)
 

@@ -143,15 +143,20 @@ def _ip_allowed(request: web.Request, cidrs: Sequence[str]) -> bool:
     return False
 
 
+@lru_cache(maxsize=64)
+def _header_order(kinds: frozenset[str]) -> tuple[str, ...]:
+    """The key headers to read for a route accepting ``kinds``: its own first (worked out once per kind set)."""
+    return (*(k for k in KEY_HEADERS if k in kinds), *(k for k in KEY_HEADERS if k not in kinds))
+
+
 async def _from_key(request: web.Request, spec: AuthSpec) -> Principal | None:
     """The key principal, None when no usable key header is present."""
     gateway = request.app[GATEWAY]
-    accepted = [k for k in KEY_HEADERS if k in spec.kinds]
-    others = [k for k in KEY_HEADERS if k not in spec.kinds]
-    for route_kind in accepted + others:
+    headers = request.headers
+    for route_kind in _header_order(spec.kinds):
         header, legacy_kind = KEY_HEADERS[route_kind]
-        value = request.headers.get(header, "").strip()
-        if not value:
+        value = headers.get(header)
+        if not value or not (value := value.strip()):
             continue
         cache = auth_cache(gateway)
         match = auth.cached_api_key(value, cache) or await auth.find_api_key(gateway.db, value, cache)
@@ -182,19 +187,23 @@ def _json_list(text: str | None) -> tuple[str, ...]:
     return tuple(json.loads(text or "[]"))
 
 
-async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -> Principal:
-    ip_allowlist = _json_list(row["ip_allowlist"])
-    if ip_allowlist and not _ip_allowed(request, ip_allowlist):
-        raise Unauthorized("request address not in the key's IP allowlist", code="ip_not_allowed")
+# Key row (by identity) -> (row, its Principal). The auth cache hands out the same row object for
+# a key until an invalidation or its expiry replaces it, so a principal is built once per cached row.
+_PRINCIPALS: dict[int, tuple[Any, Principal]] = {}
+_PRINCIPALS_MAX = 4096
+
+
+def _key_principal(gateway: Gateway, row: Any) -> Principal:
+    """The principal a key row grants (memoised per row object: it depends on nothing else)."""
+    entry = _PRINCIPALS.get(id(row))
+    if entry is not None and entry[0] is row:
+        return entry[1]
     if row["is_legacy"]:
         via = f"{row['kind']}_key"
         scopes = auth.LEGACY_SCOPES[row["kind"]] | gateway.scopes.legacy_grants(row["kind"])
     else:
         via, scopes = "scoped_key", frozenset(_json_list(row["scopes"]))
-    now = gateway.now()
-    if auth_cache(gateway).should_touch(row["id"], row["last_used_at"], now):
-        await auth.touch_api_key(gateway.db, row["id"], None, now)
-    return Principal(
+    principal = Principal(
         merchant_id=row["merchant_id"],
         via=via,
         key_id=row["id"],
@@ -204,6 +213,20 @@ async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -
         brand_id=row["brand_id"],
         rate_limit_rpm=row["rate_limit_rpm"],
     )
+    if len(_PRINCIPALS) >= _PRINCIPALS_MAX:
+        _PRINCIPALS.clear()
+    _PRINCIPALS[id(row)] = (row, principal)  # the row is kept alive with it, so its id is not reused
+    return principal
+
+
+async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -> Principal:
+    ip_allowlist = _json_list(row["ip_allowlist"])
+    if ip_allowlist and not _ip_allowed(request, ip_allowlist):
+        raise Unauthorized("request address not in the key's IP allowlist", code="ip_not_allowed")
+    now = gateway.now()
+    if auth_cache(gateway).should_touch(row["id"], row["last_used_at"], now):
+        await auth.touch_api_key(gateway.db, row["id"], None, now)
+    return _key_principal(gateway, row)
 
 
 def _bearer(request: web.Request) -> str | None:
