@@ -7,7 +7,10 @@ workers when ``orbchain serve --workers`` exists, and a bare aiohttp app
 (bench/bare_app.py) as the baseline. Each request is driven with 50
 connections for a few seconds (wrk, or the asyncio client of loadgen.py
 when wrk is missing) and reported as requests/s, p99 and the ratio to the
-bare app's GET or POST. Then 1,000 concurrent transfers among 100 merchants,
+bare app's GET or POST measured just before it (the bare app stays up for
+the whole run; ``--rounds N`` repeats each pair and keeps the median
+ratio, as other processes on a shared machine move single figures by a
+third). Then 1,000 concurrent transfers among 100 merchants,
 reported as transfers/s, followed by ``orbchain ledger check``.
 
 Rate limits are raised through ``ORBCHAIN_RATE_LIMITS__*`` so the limiter
@@ -17,6 +20,7 @@ No figure fails the run; a failed request, a failed start or an unclean
 ledger does.
 
     .venv/bin/python bench/bench_hotpath.py [--seconds 5] [--connections 50] [--databases postgresql,sqlite]
+        [--rounds 1] [--requests read,create,page] [--workers 1,2] [--transfers 1000]
 """
 
 from __future__ import annotations
@@ -248,7 +252,8 @@ class Row:
         ratio = f"{self.load.rps / self.baseline:6.1%}" if self.baseline else ""
         errors = str(self.load.errors) if self.load.errors else ""
         cpu = f"{self.load.cpu_us:,.0f}" if self.load.cpu_us else ""
-        return [self.label, f"{self.load.rps:,.0f}", f"{self.load.p99_ms:,.1f}", ratio, cpu, errors, self.goal]
+        bare = f"{self.baseline:,.0f}" if self.baseline else ""
+        return [self.label, f"{self.load.rps:,.0f}", f"{self.load.p99_ms:,.1f}", bare, ratio, cpu, errors, self.goal]
 
 
 def measure(url: str, seconds: float, connections: int, warmup: float = 1.0, **request) -> loadgen.Load:
@@ -268,22 +273,31 @@ def measure(url: str, seconds: float, connections: int, warmup: float = 1.0, **r
     return load
 
 
-def bare_figures(seconds: float, connections: int, root: Path) -> dict[str, loadgen.Load]:
-    with running([sys.executable, str(HERE / "bare_app.py")], dict(os.environ), root, root / "bare.log") as base:
-        return {
-            "GET": measure(base + "/get", seconds, connections),
-            "POST": measure(base + "/post", seconds, connections, method="POST",
-                            body={"currency": "BTC", "amount": "0.01"}),
-        }
+BARE_PATHS = {"GET": ("/get", {}), "POST": ("/post", {"method": "POST", "body": {"currency": "BTC", "amount": "0.01"}})}
+
+
+def bare_figure(bare_base: str, verb: str, seconds: float, connections: int) -> loadgen.Load:
+    path, request = BARE_PATHS[verb]
+    return measure(bare_base + path, seconds, connections, **request)
+
+
+def bare_figures(bare_base: str, seconds: float, connections: int) -> dict[str, loadgen.Load]:
+    return {verb: bare_figure(bare_base, verb, seconds, connections) for verb in BARE_PATHS}
 
 
 REQUESTS = {"read": ("GET /v1/payment/:id", "GET"), "create": ("POST /v1/payment/white-label", "POST"),
             "page": ("GET /pay/:id", "GET")}
 
 
-def gateway_rows(target: Target, base: str, workers: int, bare: dict[str, float],
+def gateway_rows(target: Target, base: str, workers: int, bare_base: str,
                  args: argparse.Namespace) -> list[Row]:
-    """One row per request kind in ``args.requests`` (read, create, page)."""
+    """One row per request kind in ``args.requests`` (read, create, page).
+
+    Each gateway figure is paired with a figure of the bare app taken just
+    before it, and the ratio is that pair's: other processes on a shared
+    machine move both alike. With ``--rounds N`` the pair is measured N
+    times and the row is the pair with the median ratio.
+    """
     headers = {"merchant_api_key": target.merchant_key}
     tag = f"{target.name}, {workers} worker{'s' if workers > 1 else ''}"
     how = {
@@ -295,9 +309,15 @@ def gateway_rows(target: Target, base: str, workers: int, bare: dict[str, float]
     rows = []
     for kind in args.requests:
         url, request = how[kind]
-        load = measure(url, args.seconds, args.connections, **request)
         label, verb = REQUESTS[kind]
-        rows.append(Row(f"{label} ({tag})", load, bare[verb], _goal(kind, load, bare[verb]), (label, workers),
+        pairs = []
+        for _ in range(args.rounds):
+            bare = bare_figure(bare_base, verb, args.seconds, args.connections)
+            load = measure(url, args.seconds, args.connections, **request)
+            pairs.append((load.rps / bare.rps, load, bare.rps))
+        pairs.sort(key=lambda pair: pair[0])
+        _, load, bare_rps = pairs[len(pairs) // 2]
+        rows.append(Row(f"{label} ({tag})", load, bare_rps, _goal(kind, load, bare_rps), (label, workers),
                         target.name))
     return rows
 
@@ -400,7 +420,7 @@ def transfer_run(target: Target, base: str, workers: int, merchants: list[dict],
 # -- the run --------------------------------------------------------------------------------------
 
 
-def bench_target(target: Target, worker_counts: list[int], bare: dict[str, float], args: argparse.Namespace,
+def bench_target(target: Target, worker_counts: list[int], bare_base: str, args: argparse.Namespace,
                  root: Path) -> tuple[list[Row], list[TransferResult]]:
     rows: list[Row] = []
     transfers: list[TransferResult] = []
@@ -417,7 +437,7 @@ def bench_target(target: Target, worker_counts: list[int], bare: dict[str, float
         with running([*command, *flags], target.gateway_env(), root, log) as base:
             if not target.track_id:
                 asyncio.run(prepare(target, base))
-            rows.extend(gateway_rows(target, base, workers, bare, args))
+            rows.extend(gateway_rows(target, base, workers, bare_base, args))
             if args.transfers:
                 if not merchants:
                     merchants = asyncio.run(_merchants(base, args.merchants))
@@ -442,6 +462,8 @@ def main() -> int:
     parser.add_argument("--transfers", type=int, default=1000, help="concurrent transfers (0: none)")
     parser.add_argument("--merchants", type=int, default=100)
     parser.add_argument("--requests", default="read,create,page", help="comma-separated: read, create, page")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="bare/gateway pairs per figure; the median ratio is reported (default 1)")
     args = parser.parse_args()
     args.requests = [r for r in args.requests.split(",") if r]
     unknown = set(args.requests) - set(REQUESTS)
@@ -462,22 +484,23 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="orbchain-bench-") as tmp:
         root = Path(tmp)
         try:
-            first = bare_figures(args.seconds, args.connections, root)
-            dsn = os.environ.get("ORBCHAIN_TEST_PG_DSN") or DEFAULT_PG_DSN
-            bare = {k: v.rps for k, v in first.items()}
-            for name in wanted:
-                if name == "postgresql":
-                    if not pg_reachable(dsn):
-                        continue
-                    with postgres_target(dsn, root) as target:
-                        more_rows, more_transfers = bench_target(target, workers, bare, args, root)
-                elif name == "sqlite":
-                    more_rows, more_transfers = bench_target(sqlite_target(root), workers, bare, args, root)
-                else:
-                    parser.error(f"unknown database {name!r}")
-                rows += more_rows
-                transfers += more_transfers
-            last = bare_figures(args.seconds, args.connections, root)
+            with running([sys.executable, str(HERE / "bare_app.py")], dict(os.environ), root,
+                         root / "bare.log") as bare_base:
+                first = bare_figures(bare_base, args.seconds, args.connections)
+                dsn = os.environ.get("ORBCHAIN_TEST_PG_DSN") or DEFAULT_PG_DSN
+                for name in wanted:
+                    if name == "postgresql":
+                        if not pg_reachable(dsn):
+                            continue
+                        with postgres_target(dsn, root) as target:
+                            more_rows, more_transfers = bench_target(target, workers, bare_base, args, root)
+                    elif name == "sqlite":
+                        more_rows, more_transfers = bench_target(sqlite_target(root), workers, bare_base, args, root)
+                    else:
+                        parser.error(f"unknown database {name!r}")
+                    rows += more_rows
+                    transfers += more_transfers
+                last = bare_figures(bare_base, args.seconds, args.connections)
         except Exception:
             for log in root.glob("*.log"):
                 print(f"--- {log.name} (tail)\n{log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
@@ -485,7 +508,7 @@ def main() -> int:
     baseline = [Row(f"bare aiohttp {verb} (start)", first[verb]) for verb in ("GET", "POST")]
     baseline += [Row(f"bare aiohttp {verb} (end)", last[verb]) for verb in ("GET", "POST")]
     print()
-    print_table(["request", "req/s", "p99 ms", "of bare", "cpu us/req", "errors", "goal"],
+    print_table(["request", "req/s", "p99 ms", "bare req/s", "of bare", "cpu us/req", "errors", "goal"],
                 [r.cells() for r in baseline + rows])
     versus = sqlite_versus_postgres(rows)
     if versus:
@@ -499,7 +522,8 @@ def main() -> int:
                                         else "")] for t in transfers])
     print()
     print(f"machine load after:  {uptime()}")
-    print("ratios are to the bare app's figures at the start; other processes on the machine move all figures")
+    print("each ratio is to the bare app measured just before that figure (the median pair of --rounds);"
+          " other processes on the machine move all figures")
     failures = sum(r.load.errors for r in rows) + sum(t.failed for t in transfers)
     if failures:
         print(f"{failures} requests failed", file=sys.stderr)
