@@ -1,10 +1,10 @@
 """The API hot path (issue 11): the gateway against a bare aiohttp app, in one run.
 
 Starts ``orbchain serve`` as a subprocess on a free loopback port, on
-PostgreSQL (``ORBCHAIN_TEST_PG_DSN``, else the local 127.0.0.1:5432 server;
-a scratch database is created and dropped here) and on SQLite, with 1 and 2
-workers when ``orbchain serve --workers`` exists, and a bare aiohttp app
-(bench/bare_app.py) as the baseline. Each request is driven with 50
+PostgreSQL (``--pg-dsn``: ``ORBCHAIN_TEST_PG_DSN``, else the local server's
+Unix socket, else 127.0.0.1:5432; a scratch database is created and dropped
+here) and on SQLite, with 1 and 2 workers when ``orbchain serve --workers``
+exists, and a bare aiohttp app (bench/bare_app.py) as the baseline. Each request is driven with 50
 connections for a few seconds (wrk, or the asyncio client of loadgen.py
 when wrk is missing) and reported as requests/s, p99 and the ratio to the
 bare app's GET or POST measured just before it (the bare app stays up for
@@ -52,6 +52,17 @@ from orbchain.core.db import Database
 HERE = Path(__file__).resolve().parent
 ORBCHAIN = [sys.executable, "-m", "orbchain"]
 DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
+# The local server's Unix socket (Debian's directory), what docs/operations.md advises for a
+# gateway on the database's machine: a query over TCP loopback costs the gateway more CPU.
+PG_SOCKET_DIR = "/var/run/postgresql"
+PG_SOCKET_DSN = f"postgresql://postgres@/postgres?host={PG_SOCKET_DIR}"
+
+
+def default_pg_dsn() -> str:
+    """``$ORBCHAIN_TEST_PG_DSN``, else the local Unix socket when there is one, else TCP on 127.0.0.1."""
+    if os.environ.get("ORBCHAIN_TEST_PG_DSN"):
+        return os.environ["ORBCHAIN_TEST_PG_DSN"]
+    return PG_SOCKET_DSN if Path(PG_SOCKET_DIR, ".s.PGSQL.5432").exists() else DEFAULT_PG_DSN
 RAISED_LIMITS = {f"ORBCHAIN_RATE_LIMITS__{name}": "100000000" for name in (
     "READ_PER_MINUTE", "WRITE_PER_MINUTE", "AUTH_PER_MINUTE", "PUBLIC_PAGE_PER_MINUTE", "AUTH_FAILURES_PER_MINUTE")}
 GOALS = {"read": 0.30, "create": 0.15, "page": 0.20}
@@ -462,6 +473,9 @@ def main() -> int:
     parser.add_argument("--transfers", type=int, default=1000, help="concurrent transfers (0: none)")
     parser.add_argument("--merchants", type=int, default=100)
     parser.add_argument("--requests", default="read,create,page", help="comma-separated: read, create, page")
+    parser.add_argument("--pg-dsn", default=default_pg_dsn(),
+                        help="PostgreSQL server to bench on (default: $ORBCHAIN_TEST_PG_DSN, else the local"
+                             " Unix socket, else 127.0.0.1:5432)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="bare/gateway pairs per figure; the median ratio is reported (default 1)")
     args = parser.parse_args()
@@ -478,6 +492,7 @@ def main() -> int:
         workers = [1]
     load_before = uptime()
     print(f"load generator: {loadgen.generator_name()}, {args.connections} connections, {args.seconds:g} s per figure")
+    print(f"PostgreSQL at: {args.pg_dsn}")
     print(f"machine load before: {load_before}")
     rows: list[Row] = []
     transfers: list[TransferResult] = []
@@ -487,7 +502,7 @@ def main() -> int:
             with running([sys.executable, str(HERE / "bare_app.py")], dict(os.environ), root,
                          root / "bare.log") as bare_base:
                 first = bare_figures(bare_base, args.seconds, args.connections)
-                dsn = os.environ.get("ORBCHAIN_TEST_PG_DSN") or DEFAULT_PG_DSN
+                dsn = args.pg_dsn
                 for name in wanted:
                     if name == "postgresql":
                         if not pg_reachable(dsn):
