@@ -89,8 +89,8 @@ def _standing_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str
 async def deposit_addresses(request: web.Request) -> web.Response:
     """The merchant's own standing address per accepted coin, with QR codes.
 
-    Deriving a missing one writes: in maintenance mode that is a 503 for the
-    whole list (nothing written), the addresses derived before still list.
+    Deriving a missing one writes: in maintenance mode the list answers only
+    when every address was derived before, else 503 (nothing written).
     """
     gateway = gateway_of(request)
     merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
