@@ -233,13 +233,21 @@ _STANDING_QUERY = (
 )
 
 
+async def find_standing(
+    gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str = MERCHANT_KEY
+) -> str | None:
+    """The standing address derived before, or None: a read only (deriving one is a write)."""
+    family = family_of(gateway, coin, network).name
+    return await gateway.db.fetch_val(_STANDING_QUERY, {"m": merchant["id"], "f": family, "n": network,
+                                                        "u": user_key}) or None
+
+
 async def prepare_standing(
     gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin", network: str, user_key: str = MERCHANT_KEY
 ) -> StandingPlan:
     """Look the standing address up; when there is none yet, reserve an index for it (outside a transaction)."""
     family = family_of(gateway, coin, network).name
-    values = {"m": merchant["id"], "f": family, "n": network, "u": user_key}
-    found = await gateway.db.fetch_val(_STANDING_QUERY, values)
+    found = await find_standing(gateway, merchant, coin, network, user_key)
     if found:
         return StandingPlan(family, network, user_key, existing=found)
     fresh = None if gateway.db.in_transaction else await reserve_fresh(gateway, merchant, coin, network)

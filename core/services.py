@@ -22,12 +22,14 @@ from .plugins import call_first
 from .db import is_unique_violation
 from .deposits import CREDITED
 from .errors import Forbidden, InvalidRequest
+from .maintenance import refuse_in_maintenance
 from .ledger_accounts import merchant_available
 from .payments import OPEN_STATUSES
 from .receive import receive_unsupported_code, require_receive_address
 from .views import PaymentView
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .coins import Coin
     from .gateway import Gateway
 
 log = logging.getLogger(__name__)
@@ -644,8 +646,22 @@ async def receive_address(gateway: "Gateway", merchant_id: str, symbol: str) -> 
     coin = payments.receivable_coin(gateway, merchant, symbol, field="coin")
     if not has_standing_address(gateway, symbol):
         raise InvalidRequest(f"{symbol} has no standing receive address", code=receive_unsupported_code(coin))
-    address = await addresses.standing_address(gateway, merchant, coin, payments.chain_for(gateway, symbol).network)
-    return ReceiveAddress(symbol, address)
+    return ReceiveAddress(symbol, await standing_address(gateway, merchant, coin))
+
+
+async def standing_address(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> str:
+    """The merchant's standing address of ``coin`` (a merchant row): read once derived.
+
+    Deriving the first one is a write that a GET reaches, so it is refused
+    in maintenance mode (503, nothing written); one derived before is
+    still answered then (docs/decisions.md, "GETs that write").
+    """
+    network = payments.chain_for(gateway, coin.symbol).network
+    found = await addresses.find_standing(gateway, merchant, coin, network)
+    if found is None:
+        refuse_in_maintenance(gateway)
+        found = await addresses.standing_address(gateway, merchant, coin, network)
+    return found
 
 
 async def fresh_receive_address(gateway: "Gateway", merchant_id: str, symbol: str) -> ReceiveAddress:

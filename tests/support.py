@@ -175,3 +175,18 @@ def serve_process(db_url: str, tmp_path: Any, port: int, workers: int, **env: st
     return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
                              "--workers", str(workers)], env=child, cwd=tmp_path, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, start_new_session=True)
+
+
+# The rate limiter's own tables: PostgreSQL counts requests there (reads too), outside any handler.
+RATE_LIMIT_TABLES = frozenset({"rate_limit_hits", "gateway_nodes"})
+
+
+async def database_rows(db: Any, skip: frozenset[str] = RATE_LIMIT_TABLES) -> dict[str, list[str]]:
+    """Every table's rows as sorted text: equal before and after a request that wrote nothing."""
+    if db.is_sqlite:
+        query = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    else:
+        query = "SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema()"
+    names = sorted(r["name"] for r in await db.fetch_all(query) if r["name"] not in skip)
+    return {name: sorted(repr(tuple(row.values())) for row in await db.fetch_all(f'SELECT * FROM "{name}"'))
+            for name in names}

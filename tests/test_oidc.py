@@ -27,6 +27,7 @@ from orbchain.web.keys import GATEWAY
 from .dashboard_support import Visitor
 
 from .oidc_standin import CLIENT_ID, CLIENT_SECRET, OidcProvider, start_provider
+from .support import database_rows
 
 CALLBACK = "/dashboard/auth/google/callback"
 REDIRECT_URI = "http://gateway.test" + CALLBACK
@@ -442,4 +443,6 @@ async def test_maintenance_mode_signs_in_but_creates_no_account(oidc_client, pro
     client.app[GATEWAY].maintenance = True
     assert (await sign_in(client))["merchant_id"] == first["merchant_id"]
     provider.user = {"sub": "99", "email": "new@example.com", "email_verified": True}
+    before = await database_rows(client.app[GATEWAY].db)  # the pending sign-in is written and spent in between
     await refused_page(await finish(client, await consent(await begin(client))), 503, "maintenance")
+    assert await database_rows(client.app[GATEWAY].db) == before

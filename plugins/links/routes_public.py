@@ -19,8 +19,9 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...core import services
-from ...core.errors import ApiError, Maintenance
+from ...core.errors import ApiError
 from ...core.gateway import Gateway
+from ...core.maintenance import refuse_in_maintenance
 from ...core.money import AmountError, parse_decimal
 from ...core.views import PaymentView
 from ...web.keys import gateway_of
@@ -80,8 +81,7 @@ async def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str 
 
 async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, currency: str) -> web.StreamResponse:
     gateway = gateway_of(request)
-    if gateway.maintenance:  # a GET that writes: the middleware only refuses write methods (SPEC 7)
-        raise Maintenance()
+    refuse_in_maintenance(gateway)  # a GET that writes: the middleware only refuses write methods (SPEC 7)
     await spend_mint_budget(request, PLUGIN_NAME)
 
     async def count_use(payment: PaymentView) -> None:

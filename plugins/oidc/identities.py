@@ -21,7 +21,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...core import services
-from ...core.errors import Conflict, Forbidden, Maintenance
+from ...core.errors import Conflict, Forbidden
+from ...core.maintenance import refuse_in_maintenance
 from .provider import Identity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -67,8 +68,7 @@ async def sign_in(gateway: "Gateway", identity: Identity) -> services.AccountSes
         raise EmailNotVerified()
     account = await services.account_by_email(gateway, identity.email)
     if account is None:
-        if gateway.maintenance:  # like POST /dashboard/auth/signup; signing in to an account still works
-            raise Maintenance()
+        refuse_in_maintenance(gateway)  # like POST /dashboard/auth/signup; signing in to an account still works
         try:
             session = await services.create_account(gateway, identity.email)
         except Conflict:  # another sign-in created it a moment ago: link to it instead

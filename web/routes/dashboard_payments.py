@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from aiohttp import web
 
-from ...core import addresses
 from ...core import payments as svc
 from ...core import payouts as payout_svc
 from ...core import services
@@ -88,13 +87,16 @@ def _standing_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str
 @routes.get("/dashboard/deposit-addresses")
 @requires("jwt")
 async def deposit_addresses(request: web.Request) -> web.Response:
-    """The merchant's own standing address per accepted coin, with QR codes."""
+    """The merchant's own standing address per accepted coin, with QR codes.
+
+    Deriving a missing one writes: in maintenance mode the list answers only
+    when every address was derived before, else 503 (nothing written).
+    """
     gateway = gateway_of(request)
     merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
     rows = []
     for symbol in _standing_coins(gateway, merchant):
-        coin = gateway.coins.require(symbol)
-        address = await addresses.standing_address(gateway, merchant, coin, svc.chain_for(gateway, symbol).network)
+        address = await services.standing_address(gateway, merchant, gateway.coins.require(symbol))
         rows.append({"coin": symbol, "address": address, "qr": qr_data_uri(address)})
     return envelope({"account_id": merchant["account_id"], "addresses": rows})
 
@@ -102,6 +104,7 @@ async def deposit_addresses(request: web.Request) -> web.Response:
 @routes.get("/dashboard/receive-address")
 @requires("jwt")
 async def receive_address(request: web.Request) -> web.Response:
+    """The standing address of ``?coin=``; in maintenance mode one derived before, else 503 (deriving writes)."""
     gateway = gateway_of(request)
     found = await services.receive_address(gateway, principal_of(request).merchant_id, request.query.get("coin") or "")
     return envelope({"coin": found.coin, "address": found.address})

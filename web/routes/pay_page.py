@@ -27,8 +27,9 @@ from markupsafe import Markup
 
 from ...core import payments as svc
 from ...core import services
-from ...core.errors import ApiError, Maintenance, NotFound
+from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
+from ...core.maintenance import refuse_in_maintenance
 from ...core.pages import accent_stylesheet
 from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.receive import qr_payload
@@ -188,8 +189,7 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     if row["type"] != svc.INVOICE:
         return not_found_page(request)
     if "pay_currency" in request.query:
-        if gateway.maintenance:  # a GET that writes: the middleware only refuses write methods (SPEC 7)
-            raise Maintenance()
+        refuse_in_maintenance(gateway)  # a GET that writes: the middleware only refuses write methods (SPEC 7)
         symbol = request.query["pay_currency"].strip().upper()
         if request.method == "GET" and 0 < len(symbol) <= MAX_SYMBOL_LENGTH:
             try:
