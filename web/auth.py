@@ -31,7 +31,7 @@ from ..core import auth, jwt_revocation
 from ..core.auth_cache import auth_cache
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
-from .keys import GATEWAY, PRINCIPAL, RATE_KIND
+from .keys import GATEWAY, PRINCIPAL
 from .middlewares import client_ip
 from .rate_identity import count_failure, count_for, refuse_if_blocked
 
@@ -265,16 +265,17 @@ async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     return principal
 
 
-async def authenticate_request(request: web.Request) -> None:
+async def authenticate_request(request: web.Request, kind: str | None) -> Principal | None:
     """Authenticate, then count the request for whoever was authenticated (the last step before a handler).
 
-    Failed authentication counts per client IP (its own bucket, every
-    route); reads and writes count per principal once known; routes without
-    credentials count per IP. The rate-limit step has already counted
-    sign-in and public pages.
+    ``kind`` ("read", "write" or None) is the rate-limit class the edge
+    middleware left to count here. Failed authentication counts per client
+    IP (its own bucket, every route); reads and writes count per principal
+    once known; routes without credentials count per IP. The rate-limit step
+    has already counted sign-in and public pages. Returns the principal, None
+    on a public route.
     """
     spec = getattr(getattr(request.match_info, "handler", None), AUTH_ATTR, None)
-    kind = request.get(RATE_KIND)
     if isinstance(spec, AuthSpec):
         refuse_if_blocked(request)
         try:
@@ -288,5 +289,7 @@ async def authenticate_request(request: web.Request) -> None:
         if kind is not None:
             await count_for(request, kind, principal)
         authorize(principal, spec)
-    elif kind is not None:
+        return principal
+    if kind is not None:
         await count_for(request, kind, None)
+    return None

@@ -13,9 +13,6 @@ if TYPE_CHECKING:  # pragma: no cover - auth imports this module
 
 GATEWAY = web.AppKey("gateway", Gateway)
 REQUEST_ID = web.RequestKey("request_id", str)
-# "read" or "write" when the request is still to be counted: by the auth
-# middleware, per authenticated principal, or per IP on public routes.
-RATE_KIND = web.RequestKey("rate_kind", str)
 # Set by the auth middleware.
 PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("principal")
 

@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import re
 import secrets
+from functools import lru_cache
 from time import perf_counter
-from typing import Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 import aiohttp_jinja2
 from aiohttp import web
@@ -28,7 +29,7 @@ from .edge import request_text_problems
 from .envelope import error_response
 from .pages import is_html_page, page_security_headers
 from .key_requests import announce_key_request, key_request_listened
-from .keys import GATEWAY, PRINCIPAL, RATE_KIND, REQUEST_ID
+from .keys import GATEWAY, PRINCIPAL, REQUEST_ID
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger(ACCESS_LOGGER)
@@ -63,7 +64,9 @@ def _route_handler(request: web.Request) -> object:
     return getattr(request.match_info, "handler", None)
 
 
-Authenticate = Callable[[web.Request], Awaitable[None]]
+# Authenticates the request for a route whose reads/writes count per caller (``kind``: "read",
+# "write" or None) and returns the principal it set, if any.
+Authenticate = Callable[[web.Request, "str | None"], Awaitable[Any]]
 
 
 def edge_middleware(authenticate: Authenticate) -> Middleware:
@@ -93,11 +96,10 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             # One pinned connection for the request's queries (asyncpg prepares per connection);
             # tasks the handler spawns still take their own.
             async with gateway.db.connection():
-                bucket = _route_rate(request, gateway)
+                kind, bucket = _route_rate(request, gateway)
                 if bucket is not None:
                     await count_request(request, *bucket)
-                await authenticate(request)
-                principal = request.get(PRINCIPAL)
+                principal = await authenticate(request, kind)
                 if principal is not None:
                     log_context["merchant_id"] = principal.merchant_id
                 response = await handler(request)
@@ -124,7 +126,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             response = _render_error(request, err)
         response.headers[REQUEST_ID_HEADER] = request_id
         served(request, gateway, response.status, started)
-        principal = request.get(PRINCIPAL)
+        principal = request.get(PRINCIPAL)  # also set when the request was refused after authentication
         if principal is not None and principal.key_id is not None and key_request_listened(request):
             await announce_key_request(request, principal, response.status, request_id, client_ip(request))
         return response
@@ -170,24 +172,32 @@ def client_ip(request: web.Request) -> str:
     return request.remote or "unknown"
 
 
-def _route_rate(request: web.Request, gateway: Gateway) -> tuple[str, int] | None:
-    """The bucket and limit to count now: sign-in and public pages count per IP here.
+def _route_rate(request: web.Request, gateway: Gateway) -> tuple[str | None, tuple[str, int] | None]:
+    """The route's read/write kind, counted once the caller is known, and the bucket and limit to count now.
 
-    Reads and writes wait for authentication (``RATE_KIND``): counting them
-    before would have to guess the caller from headers, and a header the
-    auth layer ignores would choose the bucket (see docs/decisions.md,
-    rate-limit identity).
+    Sign-in and public pages count per IP here. Reads and writes wait for
+    authentication (the kind goes to ``authenticate``): counting them before
+    would have to guess the caller from headers, and a header the auth layer
+    ignores would choose the bucket (see docs/decisions.md, rate-limit
+    identity).
     """
     limits = gateway.config.rate_limits
     method = request.method
-    kind = getattr(_route_handler(request), RATE_ATTR, "read" if method in SAFE_METHODS else "write")
-    if not limits.enabled or kind is None or method == "OPTIONS":
-        return None
+    if not limits.enabled or method == "OPTIONS":
+        return None, None
+    kind = _rate_kind(_route_handler(request), method in SAFE_METHODS)
+    if kind is None:
+        return None, None
     if kind == "read" or kind == "write":
-        request[RATE_KIND] = kind
-        return None
+        return kind, None
     limit = limits.auth_per_minute if kind == "auth" else limits.public_page_per_minute
-    return f"{kind}:ip:{client_ip(request)}", limit
+    return None, (f"{kind}:ip:{client_ip(request)}", limit)
+
+
+@lru_cache(maxsize=2048)
+def _rate_kind(handler: object, safe: bool) -> str | None:
+    """A handler's ``rate_class`` (worked out once per handler), "read"/"write" by method when it has none."""
+    return getattr(handler, RATE_ATTR, "read" if safe else "write")
 
 
 async def count_request(request: web.Request, bucket: str, limit: int) -> None:

@@ -24,7 +24,7 @@ from .server import GatewayAppRunner, server_header
 log = logging.getLogger(__name__)
 
 
-async def _no_auth(request: web.Request) -> None:
+async def _no_auth(request: web.Request, kind: str | None) -> None:
     """The listener's routes check their own access (routes/operations.py)."""
 
 
