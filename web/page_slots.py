@@ -12,6 +12,10 @@ test it), not a slot.
 
 Hooks (``page_branding``, ``pay_page_forms``) still run on every view: their
 answers are part of the context, so a changed answer is a new rendering.
+A caller that knows what its content depends on (the pay page: its rows'
+values and the hook answers) passes that as the key to ``render_bytes``
+instead of having the whole context hashed, and builds the context only on
+a miss.
 """
 
 from __future__ import annotations
