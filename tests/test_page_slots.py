@@ -64,3 +64,32 @@ def test_bounded_and_unhashable_values_render_uncached(env):
     view = context(items=[Unhashable()])
     assert page.render(env, view) == plain(env, view)
     assert len(page._renderings) == 2
+
+
+def test_a_slot_named_like_the_start_of_another(env):
+    """``remaining`` and ``remaining_seconds``: the longer marker is never cut at the shorter one."""
+    env.loader.mapping["count.html"] = '<b data-s="{{ left_seconds }}">{{ left }}</b>'  # type: ignore[attr-defined]
+    page = SlottedTemplate("count.html", ("left", "left_seconds"))
+    view = {"left": "01:40", "left_seconds": 100}
+    assert page.render(env, view) == '<b data-s="100">01:40</b>' == env.get_template("count.html").render(view)
+
+
+def test_render_bytes_builds_the_context_only_on_a_miss(env):
+    page = SlottedTemplate("page.html", ("nonce", "left", "seconds"))
+    built: list[dict] = []
+
+    def view(nonce: str) -> bytes:
+        values = {"nonce": nonce, "left": "01:00", "seconds": 60}
+
+        def whole() -> dict:
+            built.append(values)
+            return context(**values)
+
+        return page.render_bytes(env, ("content", 1), values, whole)
+
+    assert view("n1") == plain(env, context(nonce="n1")).encode()
+    assert view("<n2>") == plain(env, context(nonce="<n2>")).encode()
+    assert len(built) == 1
+    assert page.render_bytes(env, None, {"nonce": "n3"}, lambda: context(nonce="n3")) == \
+        plain(env, context(nonce="n3")).encode()  # None: no cache at all
+    assert len(page._renderings) == 1

@@ -12,6 +12,10 @@ test it), not a slot.
 
 Hooks (``page_branding``, ``pay_page_forms``) still run on every view: their
 answers are part of the context, so a changed answer is a new rendering.
+A caller that knows what its content depends on (the pay page: its rows'
+values and the hook answers) passes that as the key to ``render_bytes``
+instead of having the whole context hashed, and builds the context only on
+a miss.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections import OrderedDict
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import jinja2
 from markupsafe import Markup, escape
@@ -37,6 +41,29 @@ def _frozen(value: Any) -> Any:
     return value
 
 
+class BoundedCache:
+    """A least-recently-used map of at most ``size`` entries (``get`` refreshes, ``put`` evicts the oldest)."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Any) -> Any:
+        """The entry of ``key``, or None (a TypeError when ``key`` is unhashable)."""
+        value = self._items.get(key)
+        if value is not None:
+            self._items.move_to_end(key)
+        return value
+
+    def put(self, key: Any, value: Any) -> None:
+        self._items[key] = value
+        if len(self._items) > self._size:
+            self._items.popitem(last=False)
+
+
 class SlottedTemplate:
     """``template_name`` rendered once per context apart from ``slots``; bounded LRU of the renderings."""
 
@@ -46,9 +73,11 @@ class SlottedTemplate:
         token = secrets.token_hex(12)  # per process: page content cannot spell a marker
         self._marks = {name: f"orbchain-slot-{token}-{name}" for name in slots}
         self._names = {mark: name for name, mark in self._marks.items()}
-        self._cut = re.compile("(" + "|".join(re.escape(mark) for mark in self._marks.values()) + ")")
-        self._size = size
-        self._renderings: OrderedDict[Any, tuple[tuple[str, ...], tuple[str, ...]]] = OrderedDict()
+        # Longest first: a slot named like the start of another ("remaining", "remaining_seconds") must
+        # not cut the longer one's marker short.
+        marks = sorted(self._marks.values(), key=len, reverse=True)
+        self._cut = re.compile("(" + "|".join(re.escape(mark) for mark in marks) + ")")
+        self._renderings = BoundedCache(size)
 
     def render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> str:
         """The template rendered with ``context``: the same text as ``env`` renders, from the cache when seen."""
@@ -58,27 +87,36 @@ class SlottedTemplate:
             if value is None or name not in slots:
                 parts.append(name)
                 parts.append(value if value.__class__ in _PLAIN else _frozen(value))
+        return self.render_bytes(env, tuple(parts), context, lambda: context).decode()
+
+    def render_bytes(self, env: jinja2.Environment, key: Any, values: Mapping[str, Any],
+                     context: Callable[[], Mapping[str, Any]]) -> bytes:
+        """The rendering as UTF-8, for a caller that knows what the content depends on.
+
+        ``key`` must differ whenever a non-slot value (or which slots are
+        None) may differ, e.g. it holds the rows the context is built from
+        (None: render without the cache); ``values`` holds the slots' values
+        of this view, and ``context()`` builds the whole context (slots
+        included), called only on a miss.
+        """
         try:
-            key = tuple(parts)
-            pieces = self._renderings.get(key)
+            pieces = None if key is None else self._renderings.get(key)
         except TypeError:  # an unhashable value (a plugin's object): render as usual
-            return env.get_template(self.template_name).render(context)
+            key = None
+        if key is None:
+            return env.get_template(self.template_name).render(context()).encode()
         if pieces is None:
-            pieces = self._render(env, context)
-            self._renderings[key] = pieces
-            if len(self._renderings) > self._size:
-                self._renderings.popitem(last=False)
-        else:
-            self._renderings.move_to_end(key)
+            pieces = self._render(env, context())
+            self._renderings.put(key, pieces)
         texts, names = pieces
         out = [texts[0]]
         for name, text in zip(names, texts[1:]):
-            out.append(escape(context[name]))
+            out.append(str(escape(values[name])).encode())
             out.append(text)
-        return "".join(out)
+        return b"".join(out)
 
-    def _render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    def _render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> tuple[tuple[bytes, ...], tuple[str, ...]]:
         marked = {name: (self._marks[name] if name in self.slots and value is not None else value)
                   for name, value in context.items()}
         parts = self._cut.split(env.get_template(self.template_name).render(marked))
-        return tuple(parts[0::2]), tuple(self._names[mark] for mark in parts[1::2])
+        return tuple(part.encode() for part in parts[0::2]), tuple(self._names[mark] for mark in parts[1::2])

@@ -22,7 +22,7 @@ from typing import Any, Mapping, Sequence
 from urllib.parse import quote
 
 import aiohttp_jinja2
-from aiohttp import web
+from aiohttp import hdrs, web
 from markupsafe import Markup
 
 from ...core import payments as svc
@@ -35,8 +35,8 @@ from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import rate_class
-from ..page_slots import SlottedTemplate
-from ..pages import html_page, page_security_headers
+from ..page_slots import CACHED_PAGES, BoundedCache, SlottedTemplate
+from ..pages import html_page, page_security_headers, security_headers
 
 routes = web.RouteTableDef()
 
@@ -45,6 +45,7 @@ REFRESH_SECONDS = 15
 MAX_SYMBOL_LENGTH = 20
 # What differs between two views of the same page (web/page_slots.py).
 PER_VIEW = ("nonce", "remaining", "remaining_seconds")
+HTML = "text/html; charset=utf-8"
 
 
 @lru_cache(maxsize=1024)
@@ -110,11 +111,11 @@ def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
     return forms
 
 
-def page_context(
-    gateway: Gateway, view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], now: int
+def content_context(
+    gateway: Gateway, view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], status: str
 ) -> dict[str, Any]:
-    """Everything ``pay.html`` shows, and nothing else."""
-    status = shown_status(view, now)
+    """What ``pay.html`` shows that the payment alone decides (its shown ``status`` included): no hook
+    answer, no per-view value (``forms``, ``remaining`` and ``remaining_seconds`` are left empty)."""
     is_open = status in svc.OPEN_STATUSES
     address = view["address"]
     expires_at = view["expires_at"]
@@ -154,16 +155,79 @@ def page_context(
         context["qr_svg"] = qr_svg(payload, scale=5) if payload and len(payload) <= MAX_QR_DATA else None
         if not address and payload:
             context["pay_request"] = payload
-        if address or context["pay_request"]:  # something to pay: a plugin may offer a way to pay it
-            context["forms"] = plugin_forms(gateway, view)
     if is_open and expires_at is not None:
-        left = max(0, expires_at - now)
-        expires_iso, expires_text = expiry_texts(expires_at)
-        context.update(remaining=countdown_text(left), remaining_seconds=left,
-                       expires_iso=expires_iso, expires_text=expires_text)
+        context["expires_iso"], context["expires_text"] = expiry_texts(expires_at)
     if status == svc.PAID and view.get("paid_at"):
         context["paid_text"] = _utc(view["paid_at"]).strftime("%Y-%m-%d %H:%M UTC")
     return context
+
+
+def wants_forms(context: Mapping[str, Any]) -> bool:
+    """Whether plugins are asked for forms: an open page with something to pay (an address or a request)."""
+    return bool(context["is_open"] and (context["address"] or context["pay_request"]))
+
+
+def countdown(context: Mapping[str, Any], expires_at: int | None, now: int) -> dict[str, Any]:
+    """The per-view countdown values of an open page with an expiry (None for the others)."""
+    if not context["is_open"] or expires_at is None:
+        return {"remaining": None, "remaining_seconds": None}
+    left = max(0, expires_at - now)
+    return {"remaining": countdown_text(left), "remaining_seconds": left}
+
+
+def page_context(
+    gateway: Gateway, view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], now: int
+) -> dict[str, Any]:
+    """Everything ``pay.html`` shows, and nothing else (built fresh: what a cached view must equal)."""
+    context = content_context(gateway, view, deposits, shown_status(view, now))
+    if wants_forms(context):
+        context["forms"] = plugin_forms(gateway, view)
+    context.update(countdown(context, view["expires_at"], now))
+    return context
+
+
+class PageContent:
+    """A page's ``content_context`` and the payment view it came from, built once per content key.
+
+    The key is every column of the payment's row and of its deposits plus
+    the shown status (``content_key``), so any change to what the page
+    shows is a new key: a status change, a new deposit or confirmation, the
+    expiry passing. The QR payload (``payment_qr_payload``, a function of
+    the payment view) is computed with the context, so once per key.
+    """
+
+    __slots__ = ("view", "context", "wants_forms", "expires_at", "cached")
+
+    def __init__(self, gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
+                 status: str, cached: bool = True) -> None:
+        self.cached = cached  # False: built for one view (an unhashable column), so rendered without the cache
+        self.view = svc.payment_view(gateway, row, deposits)
+        self.context = content_context(gateway, self.view, deposits, status)
+        self.wants_forms = wants_forms(self.context)
+        self.expires_at = self.view["expires_at"]
+
+
+def content_key(row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], status: str) -> tuple[Any, ...]:
+    """What a page's content depends on: the raw row and deposit values and the shown status."""
+    return status, tuple(row.values()), tuple(tuple(deposit.values()) for deposit in deposits)
+
+
+def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
+                 now: int) -> PageContent:
+    """The payment's ``PageContent``, from this process's bounded cache when its key was seen."""
+    status = shown_status(row, now)
+    cache = gateway.services.get("pay_page_contents")
+    if cache is None:
+        cache = gateway.services["pay_page_contents"] = BoundedCache(CACHED_PAGES)
+    key = content_key(row, deposits, status)
+    try:
+        content = cache.get(key)
+    except TypeError:  # an unhashable column value: build it every time
+        return PageContent(gateway, row, deposits, status, cached=False)
+    if content is None:
+        content = PageContent(gateway, row, deposits, status)
+        cache.put(key, content)
+    return content
 
 
 def not_found_page(request: web.Request) -> web.Response:
@@ -197,13 +261,22 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
             except ApiError:
                 pass  # SPEC 4.14: invalid choices are silently ignored
         raise web.HTTPSeeOther(page_url(track_id))
-    view = svc.payment_view(gateway, row, deposits)
-    context = page_context(gateway, view, deposits, gateway.now())
-    context["nonce"] = secrets.token_urlsafe(16)
-    context["branding"] = await services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)
-    html = _pay_template(gateway).render(aiohttp_jinja2.get_env(request.app), context)
-    response = web.Response(text=html, content_type="text/html")
-    return page_security_headers(response, context["nonce"], context["branding"])
+    now = gateway.now()
+    content = page_content(gateway, row, deposits, now)
+    view = dict(content.view)  # the hooks' own copy: the cached one is shared by every view
+    forms = plugin_forms(gateway, view) if content.wants_forms else []
+    branding = await services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)
+    nonce = secrets.token_urlsafe(16)
+    values = countdown(content.context, content.expires_at, now)
+    values["nonce"] = nonce
+
+    def context() -> dict[str, Any]:  # only when this content and these answers were never rendered
+        return {**content.context, "forms": forms, "branding": branding, **values}
+
+    # The key: the content, then the hooks' answers (they run on every view; a new answer is a new rendering).
+    key = (content, tuple(forms), branding) if content.cached else None
+    body = _pay_template(gateway).render_bytes(aiohttp_jinja2.get_env(request.app), key, values, context)
+    return web.Response(body=body, headers={hdrs.CONTENT_TYPE: HTML, **security_headers(nonce, branding)})
 
 
 def _pay_template(gateway: Gateway) -> SlottedTemplate:
