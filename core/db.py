@@ -16,6 +16,10 @@ Why a thin wrapper over the drivers (and no query builder in between):
 * Amount columns differ: ``NUMERIC(78,0)`` on PostgreSQL, integer strings on
   SQLite (its numbers are 64-bit or float). ``amount_param``/``to_int`` hide
   that, and the SQL never does arithmetic on amounts in SQLite.
+* Short SQLite reads skip the hop to a connection's thread: they run on the
+  event loop's thread, on a read-only connection of their own, and one that
+  would wait, write or run long is stopped and goes to a thread as before
+  (``_read_inline``).
 * Small dialect differences (``FOR UPDATE``, advisory locks) live here so
   service code stays dialect-neutral.
 
@@ -39,7 +43,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping, Sequence
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 import aiosqlite
 import asyncpg
@@ -51,6 +55,19 @@ Row = Mapping[str, Any]
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
 SQLITE_IDLE_CONNECTIONS = 64  # at 50 concurrent requests 16 meant a new connection (and thread) per request
 PG_STATEMENT_CACHE_SIZE = 512  # distinct statements prepared per connection (IN lists vary in length)
+# SQLite reads on the event loop's thread (``Database._read_inline``, docs/decisions.md): the VM steps a
+# statement may take there before it is stopped and run on a connection's thread instead (~0.2-0.6 ms),
+# counted in calls of the progress handler every ``SQLITE_INLINE_TICK`` steps; the runs of a statement
+# that overran that go straight to a thread; one inline read in so many yields to the loop.
+SQLITE_INLINE_STEPS = 10_000
+SQLITE_INLINE_TICK = 1_000
+SQLITE_INLINE_PAUSE = 100
+SQLITE_INLINE_YIELD_EVERY = 32
+SQLITE_READER_STATEMENTS = 512  # prepared statements the inline reader keeps (sqlite3's default is 128)
+# Why an inline read gives way to a thread (primary result codes): stopped at its step budget, would
+# wait for a lock (busy timeout 0), or writes (the connection is read-only). Nothing was done.
+_SQLITE_INTERRUPT = 9
+_SQLITE_GIVE_WAY = frozenset({5, 6, 8, _SQLITE_INTERRUPT})  # BUSY, LOCKED, READONLY, INTERRUPT
 
 
 @dataclass(eq=False)
@@ -98,6 +115,9 @@ class Database:
         self._taken = 0  # checked out of the pool (idle here or in use)
         self._waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._idle: list[aiosqlite.Connection] = []  # SQLite connections ready for the next task
+        self._reader: _InlineReader | None = None  # SQLite: reads on the loop's thread (``_read_inline``)
+        self._overran: dict[str, int] = {}  # statement -> runs left to send straight to a thread
+        self._inline_reads = 0
         self._closed = False  # after disconnect, returned SQLite connections close (their threads end)
         # SQLite: execute_atomic calls waiting to be committed together (``_write_groups``).
         self._grouped: list[tuple[list[tuple[str, dict[str, Any]]], asyncio.Future[None]]] = []
@@ -146,6 +166,8 @@ class Database:
             await conn.execute_fetchall("PRAGMA journal_mode=WAL")
         finally:
             await self._release(conn)
+        if self._reader is None:
+            self._reader = _sqlite_reader(self._sqlite_target, self._sqlite_uri)
 
     async def disconnect(self) -> None:
         if self._pool is not None:
@@ -162,6 +184,9 @@ class Database:
             self._taken = 0
             self._proxies.clear()
         self._closed = True
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            reader.close()
         idle, self._idle = self._idle, []
         if self._writer is not None:
             idle.append(self._writer)
@@ -290,7 +315,70 @@ class Database:
         sql, args = _pg_bind(query, values)
         return [dict(record.items()) for record in await conn.fetch(sql, *args)]
 
+    def _read_inline(self, query: str, values: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+        """A SQLite read run on the event loop's thread; None: run it on a connection's thread instead.
+
+        A hop to an aiosqlite thread and back (a queue, a thread wake-up,
+        ``call_soon_threadsafe``, GIL hand-offs) cost about 100 us of CPU a
+        read under load, more than a primary-key read itself. A task inside
+        a write transaction reads on its own connection (its uncommitted
+        writes). The read-only connection is in autocommit, so every
+        statement sees the last commit (WAL), and it never waits: a
+        statement that would wait for a lock (busy timeout 0), write, or run
+        past ``SQLITE_INLINE_STEPS`` is stopped with nothing done and goes to
+        a thread as before, the last one straight there for its next
+        ``SQLITE_INLINE_PAUSE`` runs (a long list need not pay twice). Any
+        other error is the statement's own and surfaces as it is.
+        """
+        reader = self._reader
+        if reader is None or (self._overran and self._paused(query)):
+            return None
+        pin = _current_pin()
+        if pin is not None and (pin.tx_depth or pin.conn.in_transaction):
+            return None
+        try:
+            rows = reader.rows(query, values)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF in _SQLITE_GIVE_WAY:
+                if exc.sqlite_errorcode & 0xFF == _SQLITE_INTERRUPT:
+                    if len(self._overran) >= 1024:
+                        self._overran.clear()
+                    self._overran[query] = SQLITE_INLINE_PAUSE
+                return None
+            self._count(query)
+            raise
+        except sqlite3.Error:
+            self._count(query)
+            raise
+        if reader.in_transaction:  # it began one (BEGIN, SAVEPOINT): that belongs on the task's connection
+            reader.execute("ROLLBACK")
+            return None
+        self._count(query)
+        return rows
+
+    def _paused(self, query: str) -> bool:
+        """Whether ``query`` overran the inline budget lately: one run fewer to send to a thread."""
+        left = self._overran.get(query)
+        if left is None:
+            return False
+        if left > 1:
+            self._overran[query] = left - 1
+        else:
+            del self._overran[query]
+        return True
+
+    async def _inline(self, query: str, values: Mapping[str, Any] | None) -> list[dict[str, Any]] | None:
+        """``_read_inline``, now and then yielding to the loop as the hop did (a task reading in a loop)."""
+        rows = self._read_inline(query, values)
+        if rows is not None:
+            self._inline_reads += 1
+            if not self._inline_reads % SQLITE_INLINE_YIELD_EVERY:
+                await asyncio.sleep(0)
+        return rows
+
     async def fetch_one(self, query: str, values: Mapping[str, Any] | None = None) -> Row | None:
+        if self._reader is not None and (rows := await self._inline(query, values)) is not None:
+            return rows[0] if rows else None
         async with self._conn() as conn:
             if self.is_postgres:
                 self._count(query)
@@ -301,10 +389,14 @@ class Database:
         return rows[0] if rows else None
 
     async def fetch_all(self, query: str, values: Mapping[str, Any] | None = None) -> list[Row]:
+        if self._reader is not None and (rows := await self._inline(query, values)) is not None:
+            return rows  # type: ignore[return-value]
         async with self._conn() as conn:
             return await self._run(conn, query, values)  # type: ignore[return-value]
 
     async def fetch_val(self, query: str, values: Mapping[str, Any] | None = None) -> Any:
+        if self._reader is not None and (rows := await self._inline(query, values)) is not None:
+            return _first_value(rows)
         async with self._conn() as conn:
             if self.is_postgres:
                 self._count(query)
@@ -776,6 +868,71 @@ def _sqlite_target(url: str) -> tuple[str, bool]:
     if parts.query:
         return f"file:{path}?{parts.query}", True
     return path or ":memory:", False
+
+
+class _InlineReader(sqlite3.Connection):
+    """The read-only connection of ``Database._read_inline``, used on the event loop's thread only.
+
+    Its progress handler (``_tick``) runs every ``SQLITE_INLINE_TICK`` VM
+    steps and stops the statement once its budget is spent. SQLite counts a
+    prepared statement's steps over all its runs (the cache reuses it), so
+    a budget of a single call would stop one short read in a hundred: each
+    statement gets its own count of calls instead.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.ticks_left = 0
+        self.set_progress_handler(self._tick, SQLITE_INLINE_TICK)
+
+    def _tick(self) -> bool:
+        self.ticks_left -= 1
+        return self.ticks_left < 0
+
+    def rows(self, query: str, values: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """Every row as a dict, as ``_dict_row`` gives them (the column names taken once)."""
+        self.ticks_left = SQLITE_INLINE_STEPS // SQLITE_INLINE_TICK
+        cursor = self.execute(query, values or {})
+        try:
+            description = cursor.description
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+        if description is None:
+            return []
+        names = [column[0] for column in description]
+        return [dict(zip(names, row)) for row in rows]
+
+
+def _sqlite_reader(target: str, uri: bool) -> _InlineReader | None:
+    """A read-only connection to ``target`` for ``Database._read_inline``; None when there can be none.
+
+    Autocommit (no read transaction outlives a statement), busy timeout 0
+    (a lock is waited for on a thread, never on the loop), a private cache,
+    and the schema loaded now, outside the step budget. An in-memory
+    database cannot be shared with a second connection, and one that cannot
+    be opened read-only keeps every read on the threads.
+    """
+    path, _, query = target.removeprefix("file:").partition("?") if uri else (target, "", "")
+    options = parse_qsl(query, keep_blank_values=True)
+    if path in ("", ":memory:") or ("mode", "memory") in options:
+        return None
+    if not uri:
+        path = quote(path, safe="/")
+    options = [(k, v) for k, v in options if k not in ("mode", "cache")] + [("mode", "ro")]
+    try:
+        reader = sqlite3.connect(f"file:{path}?{urlencode(options)}", uri=True, timeout=0, isolation_level=None,
+                                 check_same_thread=False, cached_statements=SQLITE_READER_STATEMENTS,
+                                 factory=_InlineReader)
+    except sqlite3.Error:
+        return None
+    try:
+        reader.ticks_left = 1 << 30
+        reader.execute("SELECT 1 FROM sqlite_master LIMIT 1").close()
+    except sqlite3.Error:
+        reader.close()
+        return None
+    return reader
 
 
 def _pg_options(url: str) -> tuple[str, dict[str, Any]]:

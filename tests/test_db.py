@@ -194,3 +194,213 @@ async def test_more_tasks_than_connections_share_them_and_survive_cancellation(g
             assert not db._waiters
     finally:
         await db.disconnect()
+
+
+# -- SQLite reads on the event loop's thread (Database._read_inline) ---------------------------
+
+
+async def _sqlite_db(tmp_path, monkeypatch, name: str = "inline.db", options: str = ""):
+    """A connected SQLite Database with one table, and the list of statements that went to a thread."""
+    from orbchain.core.db import Database
+
+    db = Database(f"sqlite+aiosqlite:///{tmp_path / name}{options}")
+    await db.connect()
+    await db.execute("CREATE TABLE t_in (id INTEGER PRIMARY KEY, v TEXT)")
+    threaded: list[str] = []
+    real_run = db._run
+
+    async def run(conn, query, values):
+        threaded.append(query)
+        return await real_run(conn, query, values)
+
+    monkeypatch.setattr(db, "_run", run)
+    return db, threaded
+
+
+def _ticking(interval: float) -> tuple[list[int], asyncio.Future]:
+    """A task counting its turns on the loop (none while the loop is blocked), and the task."""
+    ticks = [0]
+
+    async def tick() -> None:
+        while True:
+            ticks[0] += 1
+            await asyncio.sleep(interval)
+
+    return ticks, asyncio.ensure_future(tick())
+
+
+async def test_sqlite_reads_run_on_the_loop_and_see_each_commit_at_once(tmp_path, monkeypatch):
+    db, threaded = await _sqlite_db(tmp_path, monkeypatch)
+    try:
+        assert db._reader is not None
+        await db.execute("INSERT INTO t_in (id, v) VALUES (1, 'a')")
+        assert await db.fetch_val("SELECT v FROM t_in WHERE id = 1") == "a"
+        async with db.transaction():
+            await db.execute("UPDATE t_in SET v = 'b' WHERE id = 1")
+        assert await db.fetch_one("SELECT id, v FROM t_in WHERE id = :i", {"i": 1}) == {"id": 1, "v": "b"}
+        await db.execute_atomic([("INSERT INTO t_in (id, v) VALUES (2, 'c')", {}),
+                                 ("INSERT INTO t_in (id, v) VALUES (3, 'd')", {})])
+        assert await db.fetch_all("SELECT id, v FROM t_in ORDER BY id") == [
+            {"id": 1, "v": "b"}, {"id": 2, "v": "c"}, {"id": 3, "v": "d"}]
+        assert await db.fetch_all("SELECT v FROM t_in WHERE id = 9") == []
+        assert await db.fetch_one("SELECT v FROM t_in WHERE id = 9") is None
+        assert not [q for q in threaded if q.startswith("SELECT")]  # every read stayed on the loop
+        assert not db._reader.in_transaction  # no read transaction held between statements
+
+        ticks, task = _ticking(0)
+        await asyncio.sleep(0)
+        before = ticks[0]
+        for _ in range(100):
+            await db.fetch_val("SELECT 1")
+        task.cancel()
+        assert ticks[0] > before  # a task reading in a loop still lets the others run
+    finally:
+        await db.disconnect()
+    assert db._reader is None
+
+
+async def test_sqlite_reads_in_a_transaction_see_its_own_writes_others_do_not_wait(tmp_path, monkeypatch):
+    db, threaded = await _sqlite_db(tmp_path, monkeypatch)
+    try:
+        await db.execute("INSERT INTO t_in (id, v) VALUES (1, 'old')")
+        inside = asyncio.Event()
+        release = asyncio.Event()
+
+        async def writer():
+            async with db.transaction():
+                await db.execute("UPDATE t_in SET v = 'new' WHERE id = 1")
+                assert await db.fetch_val("SELECT v FROM t_in WHERE id = 1") == "new"  # uncommitted, its own
+                inside.set()
+                await release.wait()
+
+        task = asyncio.ensure_future(writer())
+        await inside.wait()
+        assert "SELECT v FROM t_in WHERE id = 1" in threaded  # read on the transaction's connection
+        threaded.clear()
+        # Another task reads the last commit at once, while the write transaction is open.
+        assert await asyncio.wait_for(db.fetch_val("SELECT v FROM t_in WHERE id = 1"), 1) == "old"
+        assert not threaded
+        release.set()
+        await task
+        assert await db.fetch_val("SELECT v FROM t_in WHERE id = 1") == "new"
+        assert not threaded
+    finally:
+        await db.disconnect()
+
+
+async def test_sqlite_long_read_stops_and_moves_to_a_thread(tmp_path, monkeypatch):
+    """A statement past the step budget is stopped within about a millisecond and runs on a thread
+    (the loop keeps running meanwhile); the same statement then goes straight there for a while."""
+    import time
+
+    from orbchain.core import db as db_module
+
+    db, threaded = await _sqlite_db(tmp_path, monkeypatch)
+    long = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < :top)"
+            " SELECT COUNT(*) AS n FROM c")
+    try:
+        assert await db.fetch_val(long, {"top": 100}) == 100  # short enough: inline
+        assert not threaded
+        started = time.perf_counter()
+        assert db._read_inline(long, {"top": 2_000_000}) is None  # stopped, nothing returned
+        assert time.perf_counter() - started < 0.1  # the whole statement takes far longer
+        assert long in db._overran
+        db._overran.clear()
+
+        ticks, task = _ticking(0.001)
+        started = time.perf_counter()
+        assert await db.fetch_val(long, {"top": 2_000_000}) == 2_000_000
+        elapsed = time.perf_counter() - started
+        task.cancel()
+        assert threaded == [long]
+        assert ticks[0] >= 3 or elapsed < 0.05  # the loop ran while the thread counted
+        assert db._overran[long] == db_module.SQLITE_INLINE_PAUSE
+        threaded.clear()
+        assert await db.fetch_val(long, {"top": 10}) == 10  # paused: straight to a thread, not tried inline
+        assert threaded == [long] and db._overran[long] == db_module.SQLITE_INLINE_PAUSE - 1
+        threaded.clear()
+        # SQLite counts a cached statement's steps over all its runs: short runs must never add up to a stop.
+        short = long.replace("AS n", "AS m")
+        for _ in range(200):
+            assert await db.fetch_val(short, {"top": 300}) == 300
+        assert not threaded and short not in db._overran
+    finally:
+        await db.disconnect()
+
+
+async def test_sqlite_inline_errors_are_the_drivers(tmp_path, monkeypatch):
+    """A bad read raises the same sqlite3 error on the loop as on a connection's thread, counted once."""
+    import sqlite3
+
+    db, threaded = await _sqlite_db(tmp_path, monkeypatch)
+    bad = [("SELEC v FROM t_in", None), ("SELECT v FROM t_missing", None), ("SELECT v FROM t_in WHERE id = :i", {}),
+           ("SELECT v FROM t_in WHERE id = :i", {"i": object()})]
+    try:
+        for query, values in bad:
+            with pytest.raises(sqlite3.Error) as inline:
+                await db.fetch_all(query, values)
+            assert not threaded
+            async with db.transaction():  # the same statement on the writer's connection, in its thread
+                with pytest.raises(sqlite3.Error) as on_thread:
+                    await db.fetch_all(query, values)
+            assert type(inline.value) is type(on_thread.value) and str(inline.value) == str(on_thread.value)
+            threaded.clear()
+        db.query_count = 0
+        with pytest.raises(sqlite3.OperationalError):
+            await db.fetch_val("SELECT v FROM t_missing")
+        assert db.query_count == 1
+    finally:
+        await db.disconnect()
+
+
+async def test_sqlite_writes_and_waits_are_never_done_inline(tmp_path, monkeypatch):
+    """The reader is read-only and never waits: a write through fetch_*, or a read that would wait for
+    a lock, goes to a connection's thread as before; a BEGIN leaves the reader clean."""
+    import sqlite3
+
+    db, threaded = await _sqlite_db(tmp_path, monkeypatch)
+    try:
+        assert await db.fetch_val("INSERT INTO t_in (id, v) VALUES (5, 'w') RETURNING id") == 5
+        assert threaded == ["INSERT INTO t_in (id, v) VALUES (5, 'w') RETURNING id"]
+        assert await db.fetch_val("SELECT v FROM t_in WHERE id = 5") == "w"
+        threaded.clear()
+        async with db.connection():
+            await db.fetch_val("BEGIN")
+            assert threaded == ["BEGIN"]  # on the task's own connection, as before
+            assert not db._reader.in_transaction
+            await db.fetch_val("ROLLBACK")
+
+        def busy(query, values):
+            exc = sqlite3.OperationalError("database is locked")
+            exc.sqlite_errorcode, exc.sqlite_errorname = 5, "SQLITE_BUSY"
+            raise exc
+
+        threaded.clear()
+        monkeypatch.setattr(db._reader, "rows", busy)
+        assert await db.fetch_val("SELECT v FROM t_in WHERE id = 5") == "w"
+        assert threaded == ["SELECT v FROM t_in WHERE id = 5"]
+        assert not db._overran  # a lock is no reason to keep the statement off the loop
+    finally:
+        await db.disconnect()
+
+
+async def test_sqlite_in_memory_and_uri_databases(tmp_path, monkeypatch):
+    """An in-memory database cannot be shared: no inline reader, reads as before. A ``file:`` URI
+    with options gets one, opened read-only whatever its mode."""
+    from orbchain.core.db import Database
+
+    memory = Database("sqlite+aiosqlite:///:memory:")
+    await memory.connect()
+    try:
+        assert memory._reader is None
+        assert await memory.fetch_val("SELECT 1 + 1") == 2
+    finally:
+        await memory.disconnect()
+    db, threaded = await _sqlite_db(tmp_path, monkeypatch, "uri db.db", "?mode=rwc")
+    try:
+        assert db._sqlite_uri and db._reader is not None
+        await db.execute("INSERT INTO t_in (id, v) VALUES (1, 'u')")
+        assert await db.fetch_val("SELECT v FROM t_in") == "u"
+        assert "SELECT v FROM t_in" not in threaded
+    finally:
+        await db.disconnect()
