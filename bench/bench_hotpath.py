@@ -10,8 +10,9 @@ when wrk is missing) and reported as requests/s, p99 and the ratio to the
 bare app's GET or POST measured just before it (the bare app stays up for
 the whole run; ``--rounds N`` repeats each pair and keeps the median
 ratio, as other processes on a shared machine move single figures by a
-third). Then 1,000 concurrent transfers among 100 merchants,
-reported as transfers/s, followed by ``orbchain ledger check``.
+third). Then 1,000 concurrent transfers among 100 merchants (``--rounds``
+times, the median kept), reported as transfers/s, followed by
+``orbchain ledger check``.
 
 Rate limits are raised through ``ORBCHAIN_RATE_LIMITS__*`` so the limiter
 still runs but never refuses. The machine load (uptime) is printed before
@@ -422,10 +423,15 @@ def ledger_check(target: Target, root: Path) -> str:
 
 
 def transfer_run(target: Target, base: str, workers: int, merchants: list[dict], count: int,
-                 root: Path) -> TransferResult:
-    per_second, failed = asyncio.run(_transfers(base, merchants, count))
+                 root: Path, rounds: int = 1) -> TransferResult:
+    """``rounds`` floods of ``count`` transfers; the median rate, every round's failures, one ledger check after."""
+    runs = [asyncio.run(_transfers(base, merchants, count)) for _ in range(rounds)]
+    rates = sorted(per_second for per_second, _ in runs)
     label = f"{count} transfers among {len(merchants)} merchants ({target.name}, {workers} worker(s))"
-    return TransferResult(label, count, per_second, failed, ledger_check(target, root))
+    if rounds > 1:
+        label += f", median of {rounds}: " + " / ".join(f"{rate:,.0f}" for rate in rates)
+    return TransferResult(label, count, rates[len(rates) // 2], sum(failed for _, failed in runs),
+                          ledger_check(target, root))
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -453,7 +459,7 @@ def bench_target(target: Target, worker_counts: list[int], bare_base: str, args:
                 if not merchants:
                     merchants = asyncio.run(_merchants(base, args.merchants))
                     asyncio.run(_fund(target.url, merchants, 10**8))
-                transfers.append(transfer_run(target, base, workers, merchants, args.transfers, root))
+                transfers.append(transfer_run(target, base, workers, merchants, args.transfers, root, args.rounds))
     return rows, transfers
 
 

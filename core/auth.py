@@ -15,7 +15,7 @@ import base64
 import hashlib
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 import base58
@@ -154,6 +154,9 @@ class KeyMatch:
     row: Mapping[str, Any]
     via_previous: bool
     previous_valid_until: int | None = None
+    # What callers work out from ``row`` alone, kept with the match so it is worked out once per
+    # cached match and dies with it (an invalidation or expiry drops the match, and this with it).
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 _KEY_SELECT = "SELECT k.*, m.enabled AS merchant_enabled FROM api_keys k JOIN merchants m ON m.id = k.merchant_id"

@@ -41,6 +41,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from .bounded import LruMap
+
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
 
@@ -54,16 +56,16 @@ class AuthCache:
     def __init__(self, trusted: Callable[[], bool] = lambda: True, clock: Callable[[], float] = time.monotonic) -> None:
         self._trusted = trusted
         self._clock = clock
-        self._tables: dict[str, dict[Any, tuple[float, Any]]] = {}
+        self._tables: dict[str, LruMap[Any, tuple[float, Any]]] = {}
         self._keys = self._table("keys")
         self._merchants = self._table("merchants")
-        self._touched: dict[str, int] = {}
+        self._touched: LruMap[str, int] = LruMap(MAX_ENTRIES)
         self.generation = 0
 
-    def _table(self, name: str) -> dict[Any, tuple[float, Any]]:
+    def _table(self, name: str) -> LruMap[Any, tuple[float, Any]]:
         table = self._tables.get(name)
         if table is None:
-            table = self._tables[name] = {}
+            table = self._tables[name] = LruMap(MAX_ENTRIES)
         return table
 
     def invalidate(self) -> None:
@@ -72,21 +74,19 @@ class AuthCache:
         for table in self._tables.values():
             table.clear()
 
-    def _get(self, table: dict[Any, tuple[float, Any]], name: Any) -> Any:
+    def _get(self, table: LruMap[Any, tuple[float, Any]], name: Any) -> Any:
         entry = table.get(name)
         if entry is None or not self._trusted():
             return None
         if self._clock() - entry[0] > MAX_AGE_SECONDS:
-            table.pop(name, None)
+            table.pop(name)
             return None
         return entry[1]
 
-    def _put(self, table: dict[Any, tuple[float, Any]], name: Any, value: Any, generation: int) -> None:
+    def _put(self, table: LruMap[Any, tuple[float, Any]], name: Any, value: Any, generation: int) -> None:
         if generation != self.generation or not self._trusted():
             return
-        if len(table) >= MAX_ENTRIES:
-            table.clear()
-        table[name] = (self._clock(), value)
+        table.put(name, (self._clock(), value))
 
     def key(self, digest: str) -> Any:
         return self._get(self._keys, digest)
@@ -110,12 +110,10 @@ class AuthCache:
 
     def should_touch(self, key_id: str, stored_last_used: int | None, now: int) -> bool:
         """Whether to record a key's use now: at most once a minute per key and process."""
-        last = max(stored_last_used or 0, self._touched.get(key_id, 0))
+        last = max(stored_last_used or 0, self._touched.get(key_id) or 0)
         if now - last < TOUCH_SECONDS:
             return False
-        if len(self._touched) >= MAX_ENTRIES:
-            self._touched.clear()
-        self._touched[key_id] = now
+        self._touched.put(key_id, now)
         return True
 
 

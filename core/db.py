@@ -40,7 +40,7 @@ import sqlite3
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import Any, AsyncIterator, Mapping, Sequence
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
@@ -48,7 +48,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 import aiosqlite
 import asyncpg
 
-from .pg_groups import WriteGroups
+from .pg_groups import Groups, WriteGroups
 
 Row = Mapping[str, Any]
 
@@ -70,9 +70,34 @@ _SQLITE_INTERRUPT = 9
 _SQLITE_GIVE_WAY = frozenset({5, 6, 8, _SQLITE_INTERRUPT})  # BUSY, LOCKED, READONLY, INTERRUPT
 
 
+# Batched keyed reads of one kind running at once (``fetch_keyed``): one slow round trip holds up only its own.
+READ_GROUPS_IN_FLIGHT = 4
+
+
+@dataclass(frozen=True)
+class KeyedRead:
+    """A read of at most one row by a key, written twice: for one key and for many.
+
+    ``one`` takes ``:key``; ``many`` takes ``:keys`` (a list, e.g. ``WHERE
+    track_id = ANY(:keys)``) and returns the rows' ``column``, the key, so
+    each row finds its caller. ``Database.fetch_keyed`` sends concurrent
+    reads as one ``many`` on PostgreSQL. Declare one per read, at module
+    level: the batches are kept per instance.
+    """
+
+    one: str
+    many: str
+    column: str
+
+
 @dataclass(eq=False)
 class _Pin:
-    """The connection one task is using (pinned by ``connection()`` or a transaction)."""
+    """The connection one task is using (pinned by ``connection()`` or a transaction).
+
+    ``conn`` is None until the task's first statement that needs one
+    (``Database._attach``): a request answered from caches, or reading
+    SQLite on the loop's thread, never takes a connection.
+    """
 
     task: asyncio.Task | None
     conn: Any
@@ -124,6 +149,8 @@ class Database:
         self._group_writer: asyncio.Future[None] | None = None
         # PostgreSQL: execute_atomic calls of pinned tasks written together (core/pg_groups.py).
         self._pg_groups = WriteGroups()
+        # PostgreSQL: fetch_keyed calls of pinned tasks, read together per KeyedRead (core/pg_groups.py).
+        self._read_groups: dict[KeyedRead, Groups[Any]] = {}
         #: Round trips so far, transaction control included (tests count a request's with it).
         self.query_count = 0
         #: When a list, every statement's SQL is appended to it (tests see which queries ran).
@@ -219,6 +246,11 @@ class Database:
             self._idle.append(conn)
         else:
             await conn.close()
+
+    async def _attach(self, pin: _Pin) -> Any:
+        """Give a lazily pinned task (``_Pinning``) its connection, at its first statement."""
+        pin.conn = await self._acquire()
+        return pin.conn
 
     async def _pg_acquire(self) -> Any:
         """A connection for one task: an idle one, else one more from the pool, else the next released.
@@ -334,7 +366,7 @@ class Database:
         if reader is None or (self._overran and self._paused(query)):
             return None
         pin = _current_pin()
-        if pin is not None and (pin.tx_depth or pin.conn.in_transaction):
+        if pin is not None and (pin.tx_depth or (pin.conn is not None and pin.conn.in_transaction)):
             return None
         try:
             rows = reader.rows(query, values)
@@ -387,6 +419,57 @@ class Database:
                 return None if record is None else dict(record.items())
             rows = await self._run(conn, query, values)
         return rows[0] if rows else None
+
+    async def fetch_keyed(self, read: KeyedRead, key: Any) -> Row | None:
+        """The row ``read.one`` finds for ``key``, or None.
+
+        On PostgreSQL a task with a pinned connection (every API request)
+        outside a transaction shares the round trip: reads of the same
+        ``KeyedRead`` arriving while one is in flight go next as one
+        ``read.many`` (core/pg_groups.py). A round trip (a send, a receive,
+        asyncpg's per-query work) is most of a primary-key read's cost in
+        this process, and under load it is paid once for many requests. The
+        row is read after the request arrived, as alone. Elsewhere, and on
+        SQLite (read on the loop's thread), it is ``fetch_one``.
+        """
+        pin = _current_pin() if self.is_postgres else None
+        if pin is None or pin.tx_depth:
+            return await self.fetch_one(read.one, {"key": key})
+        groups = self._read_groups.get(read)
+        if groups is None:
+            groups = self._read_groups[read] = Groups(partial(self._read_group, read), READ_GROUPS_IN_FLIGHT)
+
+        async def connect() -> Any:
+            return pin.conn or await self._attach(pin)
+
+        return await groups.submit(connect, key)
+
+    async def _read_group(self, read: KeyedRead, conn: Any, keys: list[Any]) -> list[Any]:
+        """Each key's row (a dict of its own) or None; an error only the key's own read would meet, alone."""
+        distinct = list(dict.fromkeys(keys))
+        if len(distinct) > 1:
+            self._count(read.many)
+            sql, args = _pg_bind(read.many, {"keys": distinct})
+            try:
+                found = {record[read.column]: record for record in await conn.fetch(sql, *args)}
+                return [None if (record := found.get(key)) is None else dict(record.items()) for key in keys]
+            except asyncpg.PostgresError:
+                if conn.is_closed():
+                    raise
+                # Nothing was read: each key alone, so only a failing read's caller hears its error.
+        outcomes: dict[Any, Any] = {}
+        for key in distinct:
+            self._count(read.one)
+            sql, args = _pg_bind(read.one, {"key": key})
+            try:
+                record = await conn.fetchrow(sql, *args)
+                outcomes[key] = None if record is None else record
+            except asyncpg.PostgresError as exc:
+                if conn.is_closed():
+                    raise
+                outcomes[key] = exc
+        return [outcome if outcome is None or isinstance(outcome, BaseException) else dict(outcome.items())
+                for outcome in (outcomes[key] for key in keys)]
 
     async def fetch_all(self, query: str, values: Mapping[str, Any] | None = None) -> list[Row]:
         if self._reader is not None and (rows := await self._inline(query, values)) is not None:
@@ -476,7 +559,7 @@ class Database:
         self._count(query)
         pin = _current_pin()
         if pin is not None:  # grouped with concurrent writers on a writer's own connection (core/pg_groups.py)
-            await self._pg_groups.write(pin.conn, sql, args)
+            await self._pg_groups.write(pin.conn or await self._attach(pin), sql, args)
             return
         async with self._conn() as conn:
             await conn.fetchval(sql, *args)  # bound by position: no merged dict of renamed values per call
@@ -560,7 +643,7 @@ class Database:
         async with self.connection():
             pin = _current_pin()
             assert pin is not None
-            await self._plain(pin.conn, begin)
+            await self._plain(pin.conn or await self._attach(pin), begin)
             pin.tx_depth = 1
             try:
                 yield
@@ -689,7 +772,7 @@ class _Borrowed:
     async def __aenter__(self) -> Any:
         pin = _current_pin()
         if pin is not None:
-            return pin.conn
+            return pin.conn or await self._db._attach(pin)
         self._conn = await self._db._acquire()
         return self._conn
 
@@ -700,27 +783,36 @@ class _Borrowed:
 
 
 class _Pinning:
-    """``Database.connection()``: pins a connection to the task unless one already is."""
+    """``Database.connection()``: pins a connection to the task unless one already is.
 
-    __slots__ = ("_db", "_conn", "_token")
+    The connection is taken at the first statement that needs one, not
+    here: the edge middleware pins for every request, and one answered from
+    caches (``/health``, a rate-limit refusal, a SQLite read on the loop's
+    thread) should neither take a connection nor wait for one when the pool
+    is exhausted.
+    """
+
+    __slots__ = ("_db", "_pin", "_token")
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._conn: Any = None
+        self._pin: _Pin | None = None
         self._token: contextvars.Token | None = None
 
     async def __aenter__(self) -> None:
         if _current_pin() is not None:
             return
-        self._conn = await self._db._acquire()
-        self._token = _pinned.set(_Pin(asyncio.current_task(), self._conn))
+        self._pin = _Pin(asyncio.current_task(), None)
+        self._token = _pinned.set(self._pin)
 
     async def __aexit__(self, *exc: object) -> None:
         if self._token is None:
             return
-        token, conn, self._token, self._conn = self._token, self._conn, None, None
+        token, pin, self._token, self._pin = self._token, self._pin, None, None
         _pinned.reset(token)
-        await self._db._release(conn)
+        if pin is not None and pin.conn is not None:
+            conn, pin.conn = pin.conn, None
+            await self._db._release(conn)
 
 
 def _reusable(conn: Any) -> bool:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 import base58
 
 from . import addresses, receive
+from .db import KeyedRead
 from .errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
 from .prices import FIAT_CURRENCIES
@@ -481,12 +482,15 @@ def payment_view(gateway: "Gateway", row: Mapping[str, Any], deposits: Sequence[
     return view
 
 
+_PAYMENT_SELECT = ("SELECT p.*, EXISTS (SELECT 1 FROM deposits d WHERE d.track_id = p.track_id) AS has_deposits"
+                   " FROM payments p WHERE p.track_id")
+_PAYMENT_READ = KeyedRead(one=_PAYMENT_SELECT + " = :key", many=_PAYMENT_SELECT + " = ANY(:keys)", column="track_id")
+
+
 async def payment_with_deposits(gateway: "Gateway", merchant_id: str | None,
                                 track_id: str) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
     """One payment's row and its deposits: one query, a second only when it has deposits to list."""
-    row = await gateway.db.fetch_one(
-        "SELECT p.*, EXISTS (SELECT 1 FROM deposits d WHERE d.track_id = p.track_id) AS has_deposits"
-        " FROM payments p WHERE p.track_id = :t", {"t": track_id})
+    row = await gateway.db.fetch_keyed(_PAYMENT_READ, track_id)
     if row is None or (merchant_id is not None and row["merchant_id"] != merchant_id):
         raise NotFound()
     row = dict(row)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import logging
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 import pluggy
 
@@ -70,6 +70,29 @@ def load_entry_points(pm: pluggy.PluginManager) -> None:
         pm.register(entry_point.load(), name=entry_point.name)
 
 
+KEY_KINDS_ATTR = "orbchain_key_kinds"
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def for_key_kinds(*kinds: str) -> Callable[[_F], _F]:
+    """Mark an ``api_key_request`` implementation as wanting requests made with these key kinds only.
+
+    Kinds are ``KeyRequest.key_kind`` values: ``scoped``, ``merchant_key``,
+    ``payout_key``, ``general_key``. Requests with other keys never reach
+    the implementation, and when no implementation wants a request's kind
+    the core builds no ``KeyRequest`` at all: a hook that only audits named
+    keys costs the legacy-key hot path nothing. Put it under ``@hookimpl``.
+    """
+    if not kinds or not all(isinstance(kind, str) and kind for kind in kinds):
+        raise ValueError("for_key_kinds needs at least one key kind")
+
+    def mark(function: _F) -> _F:
+        setattr(function, KEY_KINDS_ATTR, frozenset(kinds))
+        return function
+
+    return mark
+
+
 def plugin_names(pm: pluggy.PluginManager) -> list[str]:
     return sorted(name for name, plugin in pm.list_name_plugin() if plugin is not None)
 
@@ -94,8 +117,12 @@ async def call_event(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) ->
     after the money already moved, and one broken feature must not block
     the rest.
     """
-    caller = getattr(pm.hook, hook_name)
-    for impl in reversed(caller.get_hookimpls()):
+    await call_event_impls(getattr(pm.hook, hook_name).get_hookimpls(), hook_name, **kwargs)
+
+
+async def call_event_impls(impls: Sequence[Any], hook_name: str, **kwargs: Any) -> None:
+    """``call_event`` for a chosen subset of the hook's implementations (in pluggy's order)."""
+    for impl in reversed(impls):
         try:
             result = impl.function(*[kwargs[arg] for arg in impl.argnames])
             if inspect.isawaitable(result):

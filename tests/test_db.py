@@ -196,6 +196,125 @@ async def test_more_tasks_than_connections_share_them_and_survive_cancellation(g
         await db.disconnect()
 
 
+async def test_a_pinned_task_takes_a_connection_only_at_its_first_statement(gateway):
+    """``connection()`` pins lazily: a request answered without a statement (``/health``, a cached
+    answer) takes no connection and never waits for one, even with the pool exhausted."""
+    from orbchain.core.db import Database, _current_pin
+
+    url = gateway.db.url
+    if gateway.db.is_postgres:
+        url += ("&" if "?" in url else "?") + "max_size=1"
+    db = Database(url)
+    await db.connect()
+    try:
+        await db.execute("CREATE TABLE t_lazy (id INTEGER PRIMARY KEY)")
+        held, release = asyncio.Event(), asyncio.Event()
+
+        async def holder() -> None:
+            async with db.transaction():
+                await db.execute("INSERT INTO t_lazy (id) VALUES (1)")
+                held.set()
+                await release.wait()
+
+        async def reader() -> int:
+            async with db.connection():
+                return await db.fetch_val("SELECT COUNT(*) FROM t_lazy")
+
+        holding = asyncio.ensure_future(holder())
+        await held.wait()  # on PostgreSQL the pool's one connection is now out
+        async with db.connection():
+            assert _current_pin().conn is None
+        waiting = asyncio.ensure_future(reader())
+        await asyncio.sleep(0.05)
+        # PostgreSQL: the reader's first statement waits for the connection; SQLite reads the
+        # last commit on the loop's thread at once.
+        assert waiting.done() is not db.is_postgres
+        release.set()
+        await holding
+        assert await waiting == (1 if db.is_postgres else 0)
+        async with db.connection():
+            pin = _current_pin()
+            assert await db.fetch_val("SELECT COUNT(*) FROM t_lazy") == 1
+            assert (pin.conn is not None) is db.is_postgres  # SQLite read inline, without one
+            await db.execute("INSERT INTO t_lazy (id) VALUES (2)")  # SQLite: on its one writer connection
+            assert (pin.conn is not None) is db.is_postgres
+        assert pin.conn is None  # given back when the pin ends
+        if db.is_postgres:
+            assert db._taken <= 1 and not db._waiters
+    finally:
+        await db.disconnect()
+
+
+async def _keyed_table(db):
+    await db.execute("CREATE TABLE t_keyed (k TEXT PRIMARY KEY, v INTEGER)")
+    await db.execute_many("INSERT INTO t_keyed (k, v) VALUES (:k, :v)",
+                          [{"k": f"key{i}", "v": i} for i in range(20)] + [{"k": "z", "v": -1}])
+
+
+def _keyed(select: str):
+    from orbchain.core.db import KeyedRead
+
+    return KeyedRead(one=select + " WHERE k = :key", many=select + " WHERE k = ANY(:keys)", column="k")
+
+
+async def test_concurrent_keyed_reads_share_round_trips_and_keep_their_own_rows(gateway):
+    """fetch_keyed: 60 pinned requests (twins, unknown keys) each get their own row; on PostgreSQL
+    the reads arriving during one round trip go together in the next."""
+    db = gateway.db
+    await _keyed_table(db)
+    read = _keyed("SELECT k, v FROM t_keyed")
+    keys = [f"key{i % 25}" for i in range(60)]  # key20..key24 do not exist; every key asked more than once
+    db.query_log = []
+
+    async def request(key: str):
+        async with db.connection():
+            row = await db.fetch_keyed(read, key)
+            if row is not None:
+                row["v"] += 1000  # a caller's own copy: its twin must not see this
+            return row
+
+    rows = await asyncio.gather(*(request(k) for k in keys))
+    assert [None if r is None else (r["k"], r["v"] - 1000) for r in rows] == [
+        None if i % 25 >= 20 else (f"key{i % 25}", i % 25) for i in range(60)]
+    batched = [q for q in db.query_log if "ANY" in q]
+    if db.is_postgres:
+        assert batched and len(db.query_log) < 20
+    else:
+        assert not batched and len(db.query_log) == 60
+    db.query_log = None
+
+
+async def test_a_keyed_read_in_a_transaction_sees_its_own_writes(gateway):
+    db = gateway.db
+    await _keyed_table(db)
+    read = _keyed("SELECT k, v FROM t_keyed")
+    async with db.connection():
+        async with db.transaction():
+            await db.execute("UPDATE t_keyed SET v = 99 WHERE k = 'key3'")
+            assert (await db.fetch_keyed(read, "key3"))["v"] == 99
+        assert (await db.fetch_keyed(read, "key3"))["v"] == 99
+
+
+async def test_a_keyed_read_failing_for_one_key_fails_only_that_caller(gateway):
+    """The batch fails as a whole on the server, then each key is read alone."""
+    db = gateway.db
+    await _keyed_table(db)
+    read = _keyed("SELECT k, 10 / (length(k) - 1) AS x FROM t_keyed")  # "z": division by zero
+
+    async def request(key: str):
+        async with db.connection():
+            return await db.fetch_keyed(read, key)
+
+    results = await asyncio.gather(*(request(k) for k in ["key1", "z", "key2", "key1", "z", "key3"] * 3),
+                                   return_exceptions=True)
+    failed = [i for i, r in enumerate(results) if isinstance(r, Exception)]
+    if db.is_postgres:
+        assert failed == [i for i in range(18) if i % 6 in (1, 4)]
+    else:  # SQLite divides by zero to NULL: no error to keep apart
+        assert failed == [] and all(results[i]["x"] is None for i in range(18) if i % 6 in (1, 4))
+    assert all(results[i]["x"] == 3 for i in range(18) if i % 6 not in (1, 4))
+
+
 # -- SQLite reads on the event loop's thread (Database._read_inline) ---------------------------
 
 

@@ -23,7 +23,6 @@ from orbchain.core.pages import PageBranding, PayPageForm
 from orbchain.core.plugins import hookimpl
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
-from orbchain.web.page_slots import BoundedCache
 from orbchain.web.routes.pay_page import countdown_text, page_context
 
 from .test_pay_page import merchant_key, new_invoice
@@ -213,14 +212,3 @@ async def test_an_unhashable_column_renders_without_the_caches(shop, monkeypatch
         assert invoice["address"] in await seen(client, invoice["track_id"])
     assert len(gateway.services["pay_page_contents"]) == 0
     assert len(gateway.services["pay_page_template"]._renderings) == 0
-
-
-def test_bounded_cache_keeps_the_most_recently_used():
-    cache = BoundedCache(2)
-    cache.put("a", 1)
-    cache.put("b", 2)
-    assert cache.get("a") == 1  # "b" is now the oldest
-    cache.put("c", 3)
-    assert len(cache) == 2 and cache.get("b") is None and cache.get("a") == 1 and cache.get("c") == 3
-    with pytest.raises(TypeError):
-        cache.get(["unhashable"])

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 import pytest
 
-from orbchain.core.pg_groups import WriteGroups
+from orbchain.core.pg_groups import Groups, WriteGroups, _write_group
 
 
 class FakeConnection:
@@ -98,13 +98,14 @@ async def test_a_waiter_cancelled_just_as_it_was_handed_the_lead_passes_it_on():
     gate = asyncio.Event()
     doomed: list[asyncio.Future] = []
 
-    class CancelOnHandOver(WriteGroups):
+    class CancelOnHandOver(Groups):
         def _hand_over(self) -> None:
             super()._hand_over()
             while doomed:  # the task handed the lead is cancelled before it runs again
                 doomed.pop().cancel()
 
-    conn, groups = FakeConnection(gate=gate), CancelOnHandOver()
+    conn, groups = FakeConnection(gate=gate), WriteGroups()
+    groups._groups = CancelOnHandOver(_write_group)
     first, handed, later = await _one_in_flight_then(groups, conn, "bc")
     doomed.append(handed)
     gate.set()
@@ -133,3 +134,27 @@ async def test_concurrent_atomic_writes_of_pinned_requests_keep_their_own_outcom
     b = {r["k"] for r in await db.fetch_all("SELECT k FROM t_group_b")}
     assert a == {f"k{i}" for i in range(40)} - {"k7"}  # the failed write left nothing behind
     assert b == {f"k{i}" for i in range(40)}
+
+
+async def test_a_stalled_group_holds_up_only_its_own_callers():
+    """Groups with two in flight: while the first round trip hangs, the second serves every later caller."""
+    stalled, runs = asyncio.Event(), []
+
+    async def run(conn, payloads):
+        runs.append(list(payloads))
+        if "a" in payloads:
+            await stalled.wait()
+        await asyncio.sleep(0)
+        return [p.upper() for p in payloads]
+
+    async def connect():
+        return None
+
+    groups = Groups(run, max_in_flight=2)
+    first = asyncio.ensure_future(groups.submit(connect, "a"))
+    await _started(1)
+    others = [asyncio.ensure_future(groups.submit(connect, name)) for name in "bcdef"]
+    assert await asyncio.wait_for(asyncio.gather(*others), 5) == list("BCDEF")
+    assert not first.done() and runs[0] == ["a"] and sorted(sum(runs[1:], [])) == list("bcdef")
+    stalled.set()
+    assert await first == "A"

@@ -21,7 +21,7 @@ from orbchain.core.deposits import complete_credit
 from orbchain.core.gateway import build_gateway
 from orbchain.core.ledger_check import check_ledger
 from orbchain.core.payment_status import expire_payments
-from orbchain.core.plugins import get_plugin_manager, hookimpl, plugin_names
+from orbchain.core.plugins import for_key_kinds, get_plugin_manager, hookimpl, plugin_names
 from orbchain.core.registries import DashboardPage
 from orbchain.core.views import Credit, DepositView, PaymentView
 from orbchain.core.webhooks import deliver_due
@@ -290,6 +290,49 @@ class KeyWatcher:
     @hookimpl
     async def api_key_request(self, request):
         self.seen.append(request)
+
+
+class PayoutKeyWatcher(KeyWatcher):
+    """Wants requests made with the legacy payout key only."""
+
+    PLUGIN_NAME = "payoutkeywatcher"
+
+    @hookimpl
+    @for_key_kinds("payout_key")
+    async def api_key_request(self, request):
+        self.seen.append(request)
+
+
+async def test_api_key_request_hook_sees_only_the_key_kinds_it_asks_for(make_client, make_config):
+    everything, payouts = KeyWatcher(), PayoutKeyWatcher()
+    client = await make_client(make_config(scheduler={"enabled": False}),
+                               get_plugin_manager([everything, payouts]))
+    shop = await signup(client)
+    assert (await api(client, "GET", "/v1/payment/accepted-currencies", shop.merchant_key))[0] == 200
+    assert (await api(client, "GET", "/v1/payout/nope", shop.payout_key))[0] == 404
+    assert [r.key_kind for r in everything.seen] == ["merchant_key", "payout_key"]
+    assert [(r.key_kind, r.route, r.status) for r in payouts.seen] == [("payout_key", "/v1/payout/{track_id}", 404)]
+
+
+async def test_no_key_request_is_built_for_a_kind_nobody_wants(make_client, make_config, monkeypatch):
+    import orbchain.web.key_requests as key_requests
+
+    built: list[object] = []
+    real = key_requests.KeyRequest
+    monkeypatch.setattr(key_requests, "KeyRequest", lambda **fields: built.append(fields) or real(**fields))
+    payouts = PayoutKeyWatcher()
+    client = await make_client(make_config(scheduler={"enabled": False}), get_plugin_manager([payouts]))
+    shop = await signup(client)
+    for _ in range(3):
+        assert (await api(client, "GET", "/v1/payment/accepted-currencies", shop.merchant_key))[0] == 200
+    assert built == [] and payouts.seen == []
+    assert (await api(client, "GET", "/v1/payout/nope", shop.payout_key))[0] == 404
+    assert len(built) == 1 and [r.key_kind for r in payouts.seen] == ["payout_key"]
+
+
+def test_for_key_kinds_needs_a_kind():
+    with pytest.raises(ValueError):
+        for_key_kinds()
 
 
 async def test_api_key_request_hook_sees_each_keyed_request_once(make_client, make_config):

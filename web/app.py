@@ -29,7 +29,7 @@ from ..core.registries import RouteRegistry, StartupError
 from ..core.secrets import load_secrets
 from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, authenticate_request
-from .key_requests import KEY_REQUEST_LISTENED, key_request_listeners
+from .key_requests import KEY_REQUEST_LISTENERS, key_request_listeners
 from .keys import GATEWAY
 from .middlewares import middlewares
 from .ops_listener import ops_listener_ctx
@@ -139,7 +139,7 @@ def create_app(
     gateway = gateway or build_gateway(config, plugin_manager)
     app = web.Application(middlewares=middlewares(authenticate_request), client_max_size=MAX_BODY_BYTES)
     app[GATEWAY] = gateway
-    app[KEY_REQUEST_LISTENED] = key_request_listeners(gateway)
+    app[KEY_REQUEST_LISTENERS] = key_request_listeners(gateway)
     for table in collect_routes(gateway).tables():
         app.router.add_routes(table)
     # Templates ship inside the packages and never change under a running

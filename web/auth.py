@@ -177,7 +177,7 @@ async def _from_key(request: web.Request, spec: AuthSpec) -> Principal | None:
             raise Unauthorized(problem)
         if not row["merchant_enabled"]:
             raise _disabled()
-        return await _principal_for_key(request, gateway, row)
+        return await _principal_for_key(request, gateway, match)
     return None
 
 
@@ -187,17 +187,12 @@ def _json_list(text: str | None) -> tuple[str, ...]:
     return tuple(json.loads(text or "[]"))
 
 
-# Key row (by identity) -> (row, its Principal). The auth cache hands out the same row object for
-# a key until an invalidation or its expiry replaces it, so a principal is built once per cached row.
-_PRINCIPALS: dict[int, tuple[Any, Principal]] = {}
-_PRINCIPALS_MAX = 4096
-
-
-def _key_principal(gateway: Gateway, row: Any) -> Principal:
-    """The principal a key row grants (memoised per row object: it depends on nothing else)."""
-    entry = _PRINCIPALS.get(id(row))
-    if entry is not None and entry[0] is row:
-        return entry[1]
+def _key_principal(gateway: Gateway, match: auth.KeyMatch) -> Principal:
+    """The principal a key grants, built once per cached match (it depends on the key's row alone)."""
+    principal = match.derived.get("principal")
+    if principal is not None:
+        return principal
+    row = match.row
     if row["is_legacy"]:
         via = f"{row['kind']}_key"
         scopes = auth.LEGACY_SCOPES[row["kind"]] | gateway.scopes.legacy_grants(row["kind"])
@@ -213,20 +208,19 @@ def _key_principal(gateway: Gateway, row: Any) -> Principal:
         brand_id=row["brand_id"],
         rate_limit_rpm=row["rate_limit_rpm"],
     )
-    if len(_PRINCIPALS) >= _PRINCIPALS_MAX:
-        _PRINCIPALS.clear()
-    _PRINCIPALS[id(row)] = (row, principal)  # the row is kept alive with it, so its id is not reused
+    match.derived["principal"] = principal
     return principal
 
 
-async def _principal_for_key(request: web.Request, gateway: Gateway, row: Any) -> Principal:
+async def _principal_for_key(request: web.Request, gateway: Gateway, match: auth.KeyMatch) -> Principal:
+    row = match.row
     ip_allowlist = _json_list(row["ip_allowlist"])
     if ip_allowlist and not _ip_allowed(request, ip_allowlist):
         raise Unauthorized("request address not in the key's IP allowlist", code="ip_not_allowed")
     now = gateway.now()
     if auth_cache(gateway).should_touch(row["id"], row["last_used_at"], now):
         await auth.touch_api_key(gateway.db, row["id"], None, now)
-    return _key_principal(gateway, row)
+    return _key_principal(gateway, match)
 
 
 def _bearer(request: web.Request) -> str | None:

@@ -127,8 +127,11 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
         response.headers[REQUEST_ID_HEADER] = request_id
         served(request, gateway, response.status, started)
         principal = request.get(PRINCIPAL)  # also set when the request was refused after authentication
-        if principal is not None and principal.key_id is not None and key_request_listened(request):
-            await announce_key_request(request, principal, response.status, request_id, client_ip(request))
+        if principal is not None and principal.key_id is not None:
+            listeners = key_request_listened(request, principal)
+            if listeners:
+                await announce_key_request(request, principal, listeners, response.status, request_id,
+                                           client_ip(request))
         return response
 
     return edge

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import re
 import secrets
-from collections import OrderedDict
 from typing import Any, Callable, Mapping
 
 import jinja2
 from markupsafe import Markup, escape
+
+from ..core.bounded import LruMap
 
 CACHED_PAGES = 512  # distinct contents kept (an open page is a few KB)
 _PLAIN = frozenset({str, int, bool, float, type(None), Markup})  # hashable as they are: no _frozen call
@@ -39,29 +40,6 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple((key, _frozen(item)) for key, item in value.items())
     return value
-
-
-class BoundedCache:
-    """A least-recently-used map of at most ``size`` entries (``get`` refreshes, ``put`` evicts the oldest)."""
-
-    def __init__(self, size: int) -> None:
-        self._size = size
-        self._items: OrderedDict[Any, Any] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: Any) -> Any:
-        """The entry of ``key``, or None (a TypeError when ``key`` is unhashable)."""
-        value = self._items.get(key)
-        if value is not None:
-            self._items.move_to_end(key)
-        return value
-
-    def put(self, key: Any, value: Any) -> None:
-        self._items[key] = value
-        if len(self._items) > self._size:
-            self._items.popitem(last=False)
 
 
 class SlottedTemplate:
@@ -77,7 +55,7 @@ class SlottedTemplate:
         # not cut the longer one's marker short.
         marks = sorted(self._marks.values(), key=len, reverse=True)
         self._cut = re.compile("(" + "|".join(re.escape(mark) for mark in marks) + ")")
-        self._renderings = BoundedCache(size)
+        self._renderings: LruMap[Any, Any] = LruMap(size)
 
     def render(self, env: jinja2.Environment, context: Mapping[str, Any]) -> str:
         """The template rendered with ``context``: the same text as ``env`` renders, from the cache when seen."""

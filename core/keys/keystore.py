@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Mapping
 
+from ..bounded import LruMap
 from .bip32 import MAINNET_VERSIONS, TESTNET_VERSIONS, ExtendedKey
 from .bip39 import mnemonic_to_seed, seed_from_hex, seed_from_secret
 from .errors import DerivationError, SeedError, WatchOnlyError
@@ -40,23 +40,16 @@ class _NodeCache:
     """A small thread-safe LRU of derived nodes keyed by position."""
 
     def __init__(self, size: int = _CACHE_SIZE) -> None:
-        self._size = size
-        self._items: OrderedDict = OrderedDict()
+        self._items: LruMap = LruMap(size)
         self._lock = threading.Lock()
 
     def get(self, key):
         with self._lock:
-            node = self._items.get(key)
-            if node is not None:
-                self._items.move_to_end(key)
-            return node
+            return self._items.get(key)
 
     def put(self, key, node) -> None:
         with self._lock:
-            self._items[key] = node
-            self._items.move_to_end(key)
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
+            self._items.put(key, node)
 
 
 def _scheme_of(family: "AddressFamily") -> "DerivationScheme":

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...core.plugins import for_key_kinds, hookimpl
 from . import dashboard, openapi
 from .routes import routes
 from .writer import AuditWriter
@@ -47,9 +47,9 @@ def writer_of(gateway) -> AuditWriter:
 
 
 @hookimpl
+@for_key_kinds("scoped")
 async def api_key_request(gateway, request) -> None:
-    if request.key_kind == "scoped":
-        await writer_of(gateway).append(request)
+    await writer_of(gateway).append(request)
 
 
 @hookimpl

@@ -14,6 +14,7 @@ from ...core.errors import ValidationError
 from ...core.qr import qr_data_uri
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
+from ..payment_answer import payment_answer
 from ..keys import gateway_of
 from ..validation import Field, pagination, validate
 from .payments import balances_of, create_from, list_for
@@ -34,7 +35,7 @@ async def dashboard_payments(request: web.Request) -> web.Response:
 @requires("jwt")
 async def dashboard_payment(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
-    return envelope(await svc.show_payment(gateway, principal_of(request).merchant_id, request.match_info["track_id"]))
+    return await payment_answer(gateway, principal_of(request).merchant_id, request.match_info["track_id"])
 
 
 @routes.post("/dashboard/payments/{track_id}/cancel")
@@ -43,7 +44,7 @@ async def dashboard_cancel(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     merchant_id = principal_of(request).merchant_id
     await svc.cancel_payment(gateway, merchant_id, request.match_info["track_id"])
-    return envelope(await svc.show_payment(gateway, merchant_id, request.match_info["track_id"]))
+    return await payment_answer(gateway, merchant_id, request.match_info["track_id"])
 
 
 @routes.post("/dashboard/create-payment")

@@ -27,6 +27,7 @@ from markupsafe import Markup
 
 from ...core import payments as svc
 from ...core import services
+from ...core.bounded import LruMap, values_key
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
 from ...core.maintenance import refuse_in_maintenance
@@ -35,7 +36,7 @@ from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import rate_class
-from ..page_slots import CACHED_PAGES, BoundedCache, SlottedTemplate
+from ..page_slots import CACHED_PAGES, SlottedTemplate
 from ..pages import html_page, page_security_headers, security_headers
 
 routes = web.RouteTableDef()
@@ -209,7 +210,7 @@ class PageContent:
 
 def content_key(row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], status: str) -> tuple[Any, ...]:
     """What a page's content depends on: the raw row and deposit values and the shown status."""
-    return status, tuple(row.values()), tuple(tuple(deposit.values()) for deposit in deposits)
+    return status, *values_key(row, deposits)
 
 
 def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
@@ -218,7 +219,7 @@ def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Ma
     status = shown_status(row, now)
     cache = gateway.services.get("pay_page_contents")
     if cache is None:
-        cache = gateway.services["pay_page_contents"] = BoundedCache(CACHED_PAGES)
+        cache = gateway.services["pay_page_contents"] = LruMap(CACHED_PAGES)
     key = content_key(row, deposits, status)
     try:
         content = cache.get(key)

@@ -17,6 +17,7 @@ from ...core.prices import FIAT_CURRENCIES
 from ...core.receipts import issue_receipt
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import envelope, read_json
+from ..payment_answer import payment_answer
 from ..keys import gateway_of
 from ..validation import MAX_TIMESTAMP, Field, pagination, validate
 
@@ -193,7 +194,7 @@ async def list_payments(request: web.Request) -> web.Response:
 @requires("merchant_key", scope="payment:read")
 async def get_payment(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
-    return envelope(await svc.show_payment(gateway, principal_of(request).merchant_id, request.match_info["track_id"]))
+    return await payment_answer(gateway, principal_of(request).merchant_id, request.match_info["track_id"])
 
 
 @routes.get("/v1/payment/{track_id}/receipt")
@@ -210,7 +211,7 @@ async def cancel_payment(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     merchant_id = principal_of(request).merchant_id
     await svc.cancel_payment(gateway, merchant_id, request.match_info["track_id"])
-    return envelope(await svc.show_payment(gateway, merchant_id, request.match_info["track_id"]))
+    return await payment_answer(gateway, merchant_id, request.match_info["track_id"])
 
 
 DEPOSIT_FIELDS = [

@@ -1,0 +1,33 @@
+"""The API's answer for one payment, encoded once per distinct payment and deposit rows.
+
+A payment is read far more often than it changes (merchants poll it while
+the payer pays), and its view (SPEC 2.2) is a function of its row and its
+deposit rows alone. The encoded envelope is kept per process, keyed on every
+value of those rows (``core.bounded.values_key``): a status change, a new
+deposit or a confirmation is a new key, so nothing needs invalidating and
+no answer can be stale. The rows are still read on every request.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from ..core import payments as svc
+from ..core.bounded import remember, values_key
+from .envelope import envelope_bytes, json_answer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.gateway import Gateway
+
+CACHED_ANSWERS = 1024  # distinct payment states kept (an answer is about 1 KB)
+CACHE = "payment_answers"  # its name in gateway.services
+
+
+async def payment_answer(gateway: "Gateway", merchant_id: str | None, track_id: str) -> web.Response:
+    """``svc.show_payment`` as the success envelope; 404 for an unknown or another merchant's payment."""
+    row, deposits = await svc.payment_with_deposits(gateway, merchant_id, track_id)
+    body = remember(gateway.services, CACHE, CACHED_ANSWERS, values_key(row, deposits),
+                    lambda: envelope_bytes(svc.payment_view(gateway, row, deposits)))
+    return json_answer(body)
