@@ -158,16 +158,22 @@ async def test_rows_are_mappings_with_driver_types(gateway):
     assert await db.fetch_val("SELECT amount FROM t_amounts WHERE id = :i AND id = :i", {"i": 1}) == row["amount"]
 
 
-async def test_more_tasks_than_connections_share_them_and_survive_cancellation(gateway):
-    """PostgreSQL hands connections from task to task past asyncpg's pool: never more than max_size
-    out, waiters served in turn, a cancelled waiter or a dirty connection costs nobody theirs."""
+async def _pool_of(gateway, max_size: int):
+    """A second connected Database on the test's database; on PostgreSQL at most ``max_size`` connections."""
     from orbchain.core.db import Database
 
     url = gateway.db.url
     if gateway.db.is_postgres:
-        url += ("&" if "?" in url else "?") + "max_size=2"
+        url += ("&" if "?" in url else "?") + f"max_size={max_size}"
     db = Database(url)
     await db.connect()
+    return db
+
+
+async def test_more_tasks_than_connections_share_them_and_survive_cancellation(gateway):
+    """PostgreSQL hands connections from task to task past asyncpg's pool: never more than max_size
+    out, waiters served in turn, a cancelled waiter or a dirty connection costs nobody theirs."""
+    db = await _pool_of(gateway, 2)
     try:
         async def query(n: int) -> int:
             async with db.connection():
@@ -199,13 +205,9 @@ async def test_more_tasks_than_connections_share_them_and_survive_cancellation(g
 async def test_a_pinned_task_takes_a_connection_only_at_its_first_statement(gateway):
     """``connection()`` pins lazily: a request answered without a statement (``/health``, a cached
     answer) takes no connection and never waits for one, even with the pool exhausted."""
-    from orbchain.core.db import Database, _current_pin
+    from orbchain.core.db import _current_pin
 
-    url = gateway.db.url
-    if gateway.db.is_postgres:
-        url += ("&" if "?" in url else "?") + "max_size=1"
-    db = Database(url)
-    await db.connect()
+    db = await _pool_of(gateway, 1)
     try:
         await db.execute("CREATE TABLE t_lazy (id INTEGER PRIMARY KEY)")
         held, release = asyncio.Event(), asyncio.Event()

@@ -197,10 +197,8 @@ async def test_changed_hook_answers_show_at_once(shop, looks):
     assert looks.asked == asked + 3  # asked on every view, cached content or not
 
 
-async def test_an_unhashable_column_renders_without_the_caches(shop, monkeypatch):
-    client, key = shop
-    invoice = await new_invoice(client, key)
-    gateway = client.app[GATEWAY]
+def add_unhashable_column(monkeypatch) -> None:
+    """Payment reads return a row with a list in it (no cache key can hold it)."""
     read = svc.payment_with_deposits
 
     async def with_a_list(gateway, merchant_id, track_id):
@@ -208,6 +206,13 @@ async def test_an_unhashable_column_renders_without_the_caches(shop, monkeypatch
         return {**row, "tags": ["a"]}, deposits
 
     monkeypatch.setattr(svc, "payment_with_deposits", with_a_list)
+
+
+async def test_an_unhashable_column_renders_without_the_caches(shop, monkeypatch):
+    client, key = shop
+    invoice = await new_invoice(client, key)
+    gateway = client.app[GATEWAY]
+    add_unhashable_column(monkeypatch)
     for _ in range(2):
         assert invoice["address"] in await seen(client, invoice["track_id"])
     assert len(gateway.services["pay_page_contents"]) == 0

@@ -18,7 +18,7 @@ from orbchain.web.keys import GATEWAY
 from orbchain.web.payment_answer import CACHE
 
 from .test_pay_page import merchant_key, new_invoice
-from .test_pay_page_cache import deposit
+from .test_pay_page_cache import add_unhashable_column, deposit
 
 
 @pytest.fixture
@@ -88,13 +88,7 @@ async def test_another_merchants_payment_is_404_even_when_cached(shop):
 async def test_an_unhashable_column_answers_without_the_cache(shop, monkeypatch):
     client, key = shop
     invoice = await new_invoice(client, key)
-    real = svc.payment_with_deposits
-
-    async def with_a_list(gateway, merchant_id, track_id):
-        row, deposits = await real(gateway, merchant_id, track_id)
-        return {**row, "tags": ["a"]}, deposits
-
-    monkeypatch.setattr(svc, "payment_with_deposits", with_a_list)
+    add_unhashable_column(monkeypatch)
     for _ in range(2):
         assert (await read(client, key, invoice["track_id"]))["track_id"] == invoice["track_id"]
     assert len(client.app[GATEWAY].services[CACHE]) == 0
