@@ -438,11 +438,8 @@ class Database:
         groups = self._read_groups.get(read)
         if groups is None:
             groups = self._read_groups[read] = Groups(partial(self._read_group, read), READ_GROUPS_IN_FLIGHT)
-
-        async def connect() -> Any:
-            return pin.conn or await self._attach(pin)
-
-        return await groups.submit(connect, key)
+        # The connection first, then the group: see Groups.submit.
+        return await groups.submit(pin.conn or await self._attach(pin), key)
 
     async def _read_group(self, read: KeyedRead, conn: Any, keys: list[Any]) -> list[Any]:
         """Each key's row (a dict of its own) or None; an error only the key's own read would meet, alone."""

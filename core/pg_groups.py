@@ -64,12 +64,12 @@ class Groups(Generic[P]):
         self._waiting: list[_Entry[P]] = []
         self._in_flight = 0
 
-    async def submit(self, connect: Callable[[], Awaitable[asyncpg.Connection]], payload: P) -> Any:
+    async def submit(self, conn: asyncpg.Connection, payload: P) -> Any:
         """``payload``'s outcome: returned, or raised when it is an exception.
 
-        ``connect()`` gives the connection to run a group on; it is called
-        only when this caller leads one, so a caller served by another's
-        group needs no connection at all.
+        ``conn`` is the caller's own connection, used if it leads a group.
+        Every caller brings one: a leader still waiting for the pool while
+        waiting callers held the connections would wait for ever.
         """
         entry: _Entry[P] = _Entry(payload)
         if self._in_flight >= self._max:
@@ -89,7 +89,7 @@ class Groups(Generic[P]):
         group = [entry, *(e for e in self._waiting if not e.future.done())]
         self._waiting = []
         try:
-            outcomes = await self._run(await connect(), [e.payload for e in group])
+            outcomes = await self._run(conn, [e.payload for e in group])
         except BaseException as exc:  # the connection failed or the leader was cancelled: all alike
             for other in group[1:]:
                 if other.future.done():
@@ -139,11 +139,7 @@ class WriteGroups:
 
     async def write(self, conn: asyncpg.Connection, sql: str, args: list[Any]) -> None:
         """Run ``sql`` with ``args`` (positional, committed on its own), grouped with concurrent writes."""
-
-        async def connect() -> asyncpg.Connection:
-            return conn
-
-        await self._groups.submit(connect, _Write(sql, args))
+        await self._groups.submit(conn, _Write(sql, args))
 
 
 async def _write_group(conn: asyncpg.Connection, group: list[_Write]) -> list[BaseException | None]:

@@ -286,6 +286,38 @@ async def test_concurrent_keyed_reads_share_round_trips_and_keep_their_own_rows(
     db.query_log = None
 
 
+async def test_keyed_reads_never_wait_on_a_leader_without_a_connection(gateway, monkeypatch):
+    """One pooled connection, held by A, and one group in flight at most. B's read waits for the
+    pool; A's read must not queue behind B's (a leader with no connection yet) while holding the
+    connection B waits for: under load that deadlocked the whole pool."""
+    import orbchain.core.db as db_module
+
+    monkeypatch.setattr(db_module, "READ_GROUPS_IN_FLIGHT", 1)
+    db = await _pool_of(gateway, 1)
+    try:
+        await _keyed_table(db)
+        read = _keyed("SELECT k, v FROM t_keyed")
+        holding, b_waits = asyncio.Event(), asyncio.Event()
+
+        async def a():
+            async with db.connection():
+                await db.execute("UPDATE t_keyed SET v = v WHERE k = 'key0'")  # PostgreSQL: takes the connection
+                holding.set()
+                await b_waits.wait()
+                return await db.fetch_keyed(read, "key1")
+
+        async def b():
+            await holding.wait()
+            async with db.connection():
+                b_waits.set()
+                return await db.fetch_keyed(read, "key2")
+
+        rows = await asyncio.wait_for(asyncio.gather(a(), b()), 10)
+        assert [r["v"] for r in rows] == [1, 2]
+    finally:
+        await db.disconnect()
+
+
 async def test_a_keyed_read_in_a_transaction_sees_its_own_writes(gateway):
     db = gateway.db
     await _keyed_table(db)

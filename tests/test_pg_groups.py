@@ -147,13 +147,10 @@ async def test_a_stalled_group_holds_up_only_its_own_callers():
         await asyncio.sleep(0)
         return [p.upper() for p in payloads]
 
-    async def connect():
-        return None
-
     groups = Groups(run, max_in_flight=2)
-    first = asyncio.ensure_future(groups.submit(connect, "a"))
+    first = asyncio.ensure_future(groups.submit(None, "a"))
     await _started(1)
-    others = [asyncio.ensure_future(groups.submit(connect, name)) for name in "bcdef"]
+    others = [asyncio.ensure_future(groups.submit(None, name)) for name in "bcdef"]
     assert await asyncio.wait_for(asyncio.gather(*others), 5) == list("BCDEF")
     assert not first.done() and runs[0] == ["a"] and sorted(sum(runs[1:], [])) == list("bcdef")
     stalled.set()
