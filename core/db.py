@@ -92,12 +92,7 @@ class KeyedRead:
 
 @dataclass(eq=False)
 class _Pin:
-    """The connection one task is using (pinned by ``connection()`` or a transaction).
-
-    ``conn`` is None until the task's first statement that needs one
-    (``Database._attach``): a request answered from caches, or reading
-    SQLite on the loop's thread, never takes a connection.
-    """
+    """The connection one task is using (pinned by ``connection()`` or a transaction)."""
 
     task: asyncio.Task | None
     conn: Any
@@ -247,11 +242,6 @@ class Database:
         else:
             await conn.close()
 
-    async def _attach(self, pin: _Pin) -> Any:
-        """Give a lazily pinned task (``_Pinning``) its connection, at its first statement."""
-        pin.conn = await self._acquire()
-        return pin.conn
-
     async def _pg_acquire(self) -> Any:
         """A connection for one task: an idle one, else one more from the pool, else the next released.
 
@@ -366,7 +356,7 @@ class Database:
         if reader is None or (self._overran and self._paused(query)):
             return None
         pin = _current_pin()
-        if pin is not None and (pin.tx_depth or (pin.conn is not None and pin.conn.in_transaction)):
+        if pin is not None and (pin.tx_depth or pin.conn.in_transaction):
             return None
         try:
             rows = reader.rows(query, values)
@@ -438,8 +428,7 @@ class Database:
         groups = self._read_groups.get(read)
         if groups is None:
             groups = self._read_groups[read] = Groups(partial(self._read_group, read), READ_GROUPS_IN_FLIGHT)
-        # The connection first, then the group: see Groups.submit.
-        return await groups.submit(pin.conn or await self._attach(pin), key)
+        return await groups.submit(pin.conn, key)
 
     async def _read_group(self, read: KeyedRead, conn: Any, keys: list[Any]) -> list[Any]:
         """Each key's row (a dict of its own) or None; an error only the key's own read would meet, alone."""
@@ -556,7 +545,7 @@ class Database:
         self._count(query)
         pin = _current_pin()
         if pin is not None:  # grouped with concurrent writers on a writer's own connection (core/pg_groups.py)
-            await self._pg_groups.write(pin.conn or await self._attach(pin), sql, args)
+            await self._pg_groups.write(pin.conn, sql, args)
             return
         async with self._conn() as conn:
             await conn.fetchval(sql, *args)  # bound by position: no merged dict of renamed values per call
@@ -640,7 +629,7 @@ class Database:
         async with self.connection():
             pin = _current_pin()
             assert pin is not None
-            await self._plain(pin.conn or await self._attach(pin), begin)
+            await self._plain(pin.conn, begin)
             pin.tx_depth = 1
             try:
                 yield
@@ -769,7 +758,7 @@ class _Borrowed:
     async def __aenter__(self) -> Any:
         pin = _current_pin()
         if pin is not None:
-            return pin.conn or await self._db._attach(pin)
+            return pin.conn
         self._conn = await self._db._acquire()
         return self._conn
 
@@ -780,36 +769,27 @@ class _Borrowed:
 
 
 class _Pinning:
-    """``Database.connection()``: pins a connection to the task unless one already is.
+    """``Database.connection()``: pins a connection to the task unless one already is."""
 
-    The connection is taken at the first statement that needs one, not
-    here: the edge middleware pins for every request, and one answered from
-    caches (``/health``, a rate-limit refusal, a SQLite read on the loop's
-    thread) should neither take a connection nor wait for one when the pool
-    is exhausted.
-    """
-
-    __slots__ = ("_db", "_pin", "_token")
+    __slots__ = ("_db", "_conn", "_token")
 
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._pin: _Pin | None = None
+        self._conn: Any = None
         self._token: contextvars.Token | None = None
 
     async def __aenter__(self) -> None:
         if _current_pin() is not None:
             return
-        self._pin = _Pin(asyncio.current_task(), None)
-        self._token = _pinned.set(self._pin)
+        self._conn = await self._db._acquire()
+        self._token = _pinned.set(_Pin(asyncio.current_task(), self._conn))
 
     async def __aexit__(self, *exc: object) -> None:
         if self._token is None:
             return
-        token, pin, self._token, self._pin = self._token, self._pin, None, None
+        token, conn, self._token, self._conn = self._token, self._conn, None, None
         _pinned.reset(token)
-        if pin is not None and pin.conn is not None:
-            conn, pin.conn = pin.conn, None
-            await self._db._release(conn)
+        await self._db._release(conn)
 
 
 def _reusable(conn: Any) -> bool:

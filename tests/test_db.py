@@ -202,51 +202,6 @@ async def test_more_tasks_than_connections_share_them_and_survive_cancellation(g
         await db.disconnect()
 
 
-async def test_a_pinned_task_takes_a_connection_only_at_its_first_statement(gateway):
-    """``connection()`` pins lazily: a request answered without a statement (``/health``, a cached
-    answer) takes no connection and never waits for one, even with the pool exhausted."""
-    from orbchain.core.db import _current_pin
-
-    db = await _pool_of(gateway, 1)
-    try:
-        await db.execute("CREATE TABLE t_lazy (id INTEGER PRIMARY KEY)")
-        held, release = asyncio.Event(), asyncio.Event()
-
-        async def holder() -> None:
-            async with db.transaction():
-                await db.execute("INSERT INTO t_lazy (id) VALUES (1)")
-                held.set()
-                await release.wait()
-
-        async def reader() -> int:
-            async with db.connection():
-                return await db.fetch_val("SELECT COUNT(*) FROM t_lazy")
-
-        holding = asyncio.ensure_future(holder())
-        await held.wait()  # on PostgreSQL the pool's one connection is now out
-        async with db.connection():
-            assert _current_pin().conn is None
-        waiting = asyncio.ensure_future(reader())
-        await asyncio.sleep(0.05)
-        # PostgreSQL: the reader's first statement waits for the connection; SQLite reads the
-        # last commit on the loop's thread at once.
-        assert waiting.done() is not db.is_postgres
-        release.set()
-        await holding
-        assert await waiting == (1 if db.is_postgres else 0)
-        async with db.connection():
-            pin = _current_pin()
-            assert await db.fetch_val("SELECT COUNT(*) FROM t_lazy") == 1
-            assert (pin.conn is not None) is db.is_postgres  # SQLite read inline, without one
-            await db.execute("INSERT INTO t_lazy (id) VALUES (2)")  # SQLite: on its one writer connection
-            assert (pin.conn is not None) is db.is_postgres
-        assert pin.conn is None  # given back when the pin ends
-        if db.is_postgres:
-            assert db._taken <= 1 and not db._waiters
-    finally:
-        await db.disconnect()
-
-
 async def _keyed_table(db):
     await db.execute("CREATE TABLE t_keyed (k TEXT PRIMARY KEY, v INTEGER)")
     await db.execute_many("INSERT INTO t_keyed (k, v) VALUES (:k, :v)",
@@ -280,15 +235,15 @@ async def test_concurrent_keyed_reads_share_round_trips_and_keep_their_own_rows(
         None if i % 25 >= 20 else (f"key{i % 25}", i % 25) for i in range(60)]
     batched = [q for q in db.query_log if "ANY" in q]
     if db.is_postgres:
-        assert batched and len(db.query_log) < 20
+        assert batched and len(db.query_log) <= len(keys) // 2
     else:
         assert not batched and len(db.query_log) == 60
     db.query_log = None
 
 
 async def test_keyed_reads_never_wait_on_a_leader_without_a_connection(gateway, monkeypatch):
-    """One pooled connection, held by A, and one group in flight at most. B's read waits for the
-    pool; A's read must not queue behind B's (a leader with no connection yet) while holding the
+    """One pooled connection, held by A, and one group in flight at most. B waits for the pool;
+    A's read must not queue behind B (a leader with no connection yet) while holding the
     connection B waits for: under load that deadlocked the whole pool."""
     import orbchain.core.db as db_module
 
@@ -308,8 +263,8 @@ async def test_keyed_reads_never_wait_on_a_leader_without_a_connection(gateway, 
 
         async def b():
             await holding.wait()
-            async with db.connection():
-                b_waits.set()
+            b_waits.set()
+            async with db.connection():  # PostgreSQL: waits for A's connection
                 return await db.fetch_keyed(read, "key2")
 
         rows = await asyncio.wait_for(asyncio.gather(a(), b()), 10)
