@@ -15,6 +15,8 @@ way LND does, independently of the gateway's code:
   object per line (``{"result": ...}``), int64 fields as strings, enums by name.
 
 Test controls (Python calls, not HTTP): ``settle``, ``drop_streams``,
+``until_listening`` (returns once that many SubscribeInvoices streams have
+sent their backlog and wait for settlements: an event, not a sleep),
 ``route_fee_sat`` (the cheapest route's fee; above the caller's
 ``fee_limit_sat`` means FAILURE_REASON_NO_ROUTE), ``fail_with`` and
 ``hold_payments``.
@@ -159,6 +161,8 @@ class LndStandIn:
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         self.preimages: dict[str, str] = {}  # the payees' secrets of foreign invoices, by payment hash
         self._subscribers: list[asyncio.Queue] = []
+        self.listening = 0  # SubscribeInvoices streams that sent their backlog and wait (ever, not at once)
+        self._listening_changed = asyncio.Condition()
         self._stream_responses: list[web.StreamResponse] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -195,6 +199,11 @@ class LndStandIn:
                 transport.close()
         self._stream_responses.clear()
         await asyncio.sleep(0.05)
+
+    async def until_listening(self, count: int, timeout: float = 30.0) -> None:
+        """Return once ``count`` subscriptions (in all) are listening; the timeout only catches a hang."""
+        async with self._listening_changed:
+            await asyncio.wait_for(self._listening_changed.wait_for(lambda: self.listening >= count), timeout)
 
     def issue_foreign_invoice(self, amount_msat: int | None, *, expiry: int = 3600, currency: str | None = None,
                               description: str = "coffee", description_hash: str | None = None,
@@ -310,6 +319,9 @@ class LndStandIn:
                               key=lambda i: i.settle_index)
             for invoice in backlog:
                 await self._send(response, invoice.json())
+            async with self._listening_changed:
+                self.listening += 1
+                self._listening_changed.notify_all()
             while True:
                 invoice = await queue.get()
                 if invoice is None:
