@@ -86,7 +86,7 @@ async def bench_requests(directory: Path, rounds: int) -> None:
             report(name, timings)
         timings = []
         for _ in range(max(1, rounds // 5)):
-            bodies = ['{"currency":"BTC","amount":"%de%d"}' % (i + 1, 900_000 + i) for i in range(20)]
+            bodies = [f'{{"currency":"BTC","amount":"{i + 1}e{900_000 + i}"}}' for i in range(20)]
             started = time.perf_counter()
             await asyncio.gather(*(client.post("/v1/payment/white-label", data=b, headers=headers) for b in bodies),
                                  client.get("/health"))
