@@ -111,3 +111,7 @@ class TestAnvilTokenConformance(AdapterConformance):
     @pytest.fixture
     def chain_driver(self, manual_anvil) -> TokenDriver:
         return TokenDriver(*manual_anvil)
+
+    async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
+        """An ERC-20 token declares what ETH does (docs/evm.md): a capability dropped skips its tests silently."""
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
