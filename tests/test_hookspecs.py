@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import inspect
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from orbchain.core import hookspecs
@@ -58,7 +58,7 @@ def test_documented_signatures_match_the_specs():
         assert f"#### `{name}({params})`" in text, f"docs/plugins.md signature of {name} differs: ({params})"
 
 
-@lru_cache(maxsize=None)
+@cache
 def _modules(folders: tuple[str, ...]) -> list[tuple[Path, list[ast.AST]]]:
     """Every node of every module under ``folders`` that mentions a hook at all (parsed once per run)."""
     names = _hook_names()
