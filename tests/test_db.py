@@ -82,20 +82,26 @@ async def test_task_spawned_inside_a_transaction_still_waits_for_the_writer_lock
     assert sorted(r["id"] for r in await db.fetch_all("SELECT id FROM t_spawn")) == [1, 2]
 
 
+@pytest.mark.postgresql_only("advisory locks are PostgreSQL's; SQLite (one process) grants every caller")
 async def test_advisory_lock_elects_one_holder(gateway):
+    """The holder keeps the lock until the other session has been refused: no sleep decides the overlap.
+
+    Break caught: a lock granted to every session (both hold: the holder waits for a
+    refusal that never comes, and the hang bound fails the test).
+    """
     db = gateway.db
-    results = []
+    results, refused = [], asyncio.Event()
 
     async def contender():
         async with db.advisory_lock("job:x") as held:
             results.append(held)
-            await asyncio.sleep(0.1)
+            if held:
+                await asyncio.wait_for(refused.wait(), 30)
+            else:
+                refused.set()
 
     await asyncio.gather(contender(), contender())
-    if db.is_postgres:
-        assert sorted(results) == [False, True]
-    else:
-        assert results == [True, True]  # SQLite deployments are single-process
+    assert sorted(results) == [False, True]
 
 
 async def test_execute_atomic_writes_all_or_none(gateway):
