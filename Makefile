@@ -6,7 +6,7 @@ HOST ?=
 PORT ?=
 SERVE_FLAGS := $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
-.PHONY: run test lint install install-test migrate bench clean
+.PHONY: run test test-sqlite lint install install-test migrate bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,6 +50,14 @@ test: install-test lint
 	scripts/ensure_node_tools.sh
 	scripts/ensure_systemd_analyze.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
+
+## make test-sqlite: PYTEST_ARGS (default: the whole suite) on SQLite alone, asked for by name.
+# A run without ORBCHAIN_TEST_PG_DSN fails unless ORBCHAIN_TEST_SQLITE_ONLY=1 says SQLite alone is meant
+# (orbchain/testing/databases.py); tests marked postgresql_only are then reported skipped. A faster tier
+# reuses $(SQLITE_ONLY_PYTEST) with its own arguments.
+SQLITE_ONLY_PYTEST := ORBCHAIN_TEST_SQLITE_ONLY=1 $(BIN)/python -m pytest
+test-sqlite: install-test
+	$(SQLITE_ONLY_PYTEST) $(PYTEST_ARGS)
 
 bench: install-test
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

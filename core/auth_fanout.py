@@ -27,7 +27,7 @@ import asyncio
 import logging
 import secrets
 import time
-from typing import Any
+from typing import Any, Callable
 
 from .auth_cache import CHANNEL, AuthCache
 from .pg_side import STALE_AFTER_SECONDS
@@ -41,9 +41,10 @@ MARKER = "ack:"
 
 
 class AuthFanout:
-    def __init__(self, side: Any, cache: AuthCache) -> None:
+    def __init__(self, side: Any, cache: AuthCache, clock: Callable[[], float] = time.monotonic) -> None:
         self._side = side  # core/pg_side.SideConnection
         self._cache = cache
+        self._clock = clock  # bounds the wait (WAIT_SECONDS); tests move it instead of waiting
         self._acks: set[asyncio.Task] = set()
 
     def notified(self, payload: str) -> None:
@@ -64,7 +65,7 @@ class AuthFanout:
     async def propagate(self) -> None:
         """Return once every live process has dropped what it cached before the change."""
         token = secrets.token_hex(8)
-        started = time.monotonic()
+        started = self._clock()
         try:
             await self._side.fetch("SELECT pg_notify($1, $2)", CHANNEL, MARKER + token)
             while True:
@@ -74,7 +75,7 @@ class AuthFanout:
                     int(time.time()) - NODE_ALIVE_SECONDS, token)
                 if not missing:
                     break
-                if time.monotonic() - started > WAIT_SECONDS:
+                if self._clock() - started > WAIT_SECONDS:
                     log.warning("credential change not acknowledged by %s; their caches expired unused",
                                 ", ".join(r["node"] for r in missing))
                     break
@@ -83,7 +84,7 @@ class AuthFanout:
                                    int(time.time()) - 60)
         except Exception as exc:  # noqa: BLE001 - no side connection: wait out every cache's trust instead
             log.warning("could not confirm a credential change with the other processes: %s", exc)
-            await asyncio.sleep(max(0.0, WAIT_SECONDS - (time.monotonic() - started)))
+            await asyncio.sleep(max(0.0, WAIT_SECONDS - (self._clock() - started)))
 
     async def close(self) -> None:
         for task in list(self._acks):

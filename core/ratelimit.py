@@ -79,7 +79,7 @@ class SyncedRateLimiter:
     """
 
     def __init__(self, side: Any, clock: Callable[[], float] = time.time,
-                 wall: Callable[[], float] = time.time) -> None:
+                 wall: Callable[[], float] = time.time, mono: Callable[[], float] = time.monotonic) -> None:
         self._side = side  # core/pg_side.SideConnection
         self._clock = clock
         self._wall = wall
@@ -89,7 +89,7 @@ class SyncedRateLimiter:
         self._share: dict[str, int] = {}  # still admissible here before the next sync
         self._synced_at: dict[str, float] = {}  # monotonic time of the last sync that carried the bucket
         self._wanted: set[str] = set()  # buckets to read back on the next sync
-        self._mono = time.monotonic
+        self._mono = mono  # how old the last sync is (STALE_SECONDS); tests move it instead of sleeping
         self._nodes = 1
         self._sync: asyncio.Task | None = None
         self._last_cleanup = 0

@@ -87,6 +87,7 @@ def main(argv: list[str]) -> int:
         return 2
     print(f"make test: PostgreSQL at {dsn.split('@')[-1]}", flush=True)
     env = {**os.environ, "ORBCHAIN_TEST_PG_DSN": dsn}
+    env.pop("ORBCHAIN_TEST_SQLITE_ONLY", None)  # make test runs both databases, whatever the shell says
     try:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
     finally:

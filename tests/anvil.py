@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from eth_abi import encode
+from eth_utils import keccak
 
 from .support import free_port
 
@@ -197,6 +198,17 @@ def anvil() -> Any:
 # -- a gateway wired to the node ----------------------------------------------------------------
 
 
+def abi_call_data(function: str, types: list[str], args: list[Any]) -> str:
+    """Contract call data built with eth_abi and eth_utils alone: the judge of the product's own encoders."""
+    selector = keccak(text=f"{function}({','.join(types)})")[:4].hex()
+    return "0x" + selector + encode(types, args).hex()
+
+
+def balance_of_data(owner: str) -> str:
+    """``balanceOf(owner)`` call data, independent of orbchain.chains.evm.tokens.balance_of_calldata."""
+    return abi_call_data("balanceOf", ["address"], [owner])
+
+
 @dataclass
 class EvmShop:
     """A merchant on a gateway whose ``ethereum`` chain is the anvil node."""
@@ -211,10 +223,7 @@ class EvmShop:
 
     def call_token(self, token: str, sender: str, function: str, types: list[str], args: list[Any],
                    gas: int | None = None) -> str:
-        from eth_utils import keccak
-
-        selector = keccak(text=f"{function}({','.join(types)})")[:4].hex()
-        return self.node.send(sender, token, data="0x" + selector + encode(types, args).hex(), gas=gas)
+        return self.node.send(sender, token, data=abi_call_data(function, types, args), gas=gas)
 
     def mint(self, to: str, amount: int, token: str | None = None) -> str:
         return self.call_token(token or self.token, DEPLOYER, "mint", ["address", "uint256"], [to, amount])
@@ -223,9 +232,7 @@ class EvmShop:
         return self.call_token(token or self.token, PAYER, "transfer", ["address", "uint256"], [to, amount], gas)
 
     def token_balance(self, owner: str, token: str | None = None) -> int:
-        from orbchain.chains.evm.tokens import balance_of_calldata
-
-        return int(self.node.rpc("eth_call", {"to": token or self.token, "data": balance_of_calldata(owner)},
+        return int(self.node.rpc("eth_call", {"to": token or self.token, "data": balance_of_data(owner)},
                                  "latest"), 16)
 
     async def scan(self) -> Any:

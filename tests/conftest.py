@@ -1,9 +1,10 @@
 """Shared fixtures: Orbchain's own tests use the kit plugin authors use (``orbchain.testing``).
 
-Every database-backed test runs on SQLite and on PostgreSQL; PostgreSQL
-runs when ``ORBCHAIN_TEST_PG_DSN`` names a server (``make test`` sets it),
-see ``orbchain/testing/databases.py``. Under CI a missing DSN is an error,
-never a silent skip.
+Every database-backed test runs on SQLite and on PostgreSQL, the server
+``ORBCHAIN_TEST_PG_DSN`` names (``make test`` sets it); see
+``orbchain/testing/databases.py``. Without it a run with database tests
+fails unless ``ORBCHAIN_TEST_SQLITE_ONLY=1`` asks for SQLite alone, and
+under CI even that is refused: CI always runs both.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ pytest_plugins = ["orbchain.testing", "tests.telegram_support"]
 
 
 PG_ENV = "ORBCHAIN_TEST_PG_DSN"  # orbchain.testing.PG_ENV; not imported here, so the plugin's asserts are rewritten
+SQLITE_ONLY_ENV = "ORBCHAIN_TEST_SQLITE_ONLY"  # orbchain.testing.SQLITE_ONLY_ENV
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if os.environ.get("CI") and not os.environ.get(PG_ENV):
-        raise pytest.UsageError(f"CI run without {PG_ENV}: PostgreSQL tests would not run (use `make test`)")
+    if os.environ.get("CI") and (not os.environ.get(PG_ENV) or os.environ.get(SQLITE_ONLY_ENV, "").strip() == "1"):
+        raise pytest.UsageError(f"CI run without {PG_ENV} or with {SQLITE_ONLY_ENV}=1: PostgreSQL tests would not run"
+                                " (use `make test`)")

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from orbchain.core.plugins import hookimpl
 from orbchain.testing.fixtures import open_shop
 
 from .support import api
@@ -37,3 +39,28 @@ async def balance(shop: Any) -> str:
     """The merchant's BTC_LN balance as the API shows it ("0" when none)."""
     body = (await api(shop.client, "GET", "/v1/general/account/balance", shop.merchant.general_key))[1]
     return {b["coin"]: b["amount"] for b in body["data"]["balances"]}.get("BTC_LN", "0")
+
+
+class PaidListener:
+    """A plugin registered on a running gateway: an event per track id, set by ``payment_paid``."""
+
+    def __init__(self) -> None:
+        self._paid: dict[str, asyncio.Event] = {}
+
+    def event(self, track_id: str) -> asyncio.Event:
+        return self._paid.setdefault(track_id, asyncio.Event())
+
+    @hookimpl
+    def payment_paid(self, gateway: Any, payment: Any) -> None:
+        self.event(payment.track_id).set()
+
+
+def listen_for_paid(shop: Any) -> PaidListener:
+    listener = PaidListener()
+    shop.gateway.pm.register(listener, name=f"paid-listener-{id(listener)}")
+    return listener
+
+
+async def until_paid(listener: PaidListener, track_id: str, within: float = 30.0) -> None:
+    """Return once ``payment_paid`` fired for ``track_id``; ``within`` only catches a hang."""
+    await asyncio.wait_for(listener.event(track_id).wait(), within)

@@ -1,8 +1,11 @@
 """A stand-in LND node speaking LND's REST API, for the Lightning tests.
 
 It follows LND's published REST definition (lnrpc/lightning.swagger.json,
-lnrpc/routerrpc/router.swagger.json) and judges what the gateway sends the
-way LND does, independently of the gateway's code:
+lnrpc/routerrpc/router.swagger.json; the definitions it uses are kept in
+tests/upstream/lnd_rest.json at a pinned commit, its request field tables are
+read from there and its answers are checked against them by
+tests/test_upstream_interfaces.py) and judges what the gateway sends the way
+LND does, independently of the gateway's code:
 
 * the ``Grpc-Metadata-macaroon`` header must hold the macaroon (hex), else
   the gRPC "verification failed" error; TLS with its own certificate;
@@ -15,6 +18,8 @@ way LND does, independently of the gateway's code:
   object per line (``{"result": ...}``), int64 fields as strings, enums by name.
 
 Test controls (Python calls, not HTTP): ``settle``, ``drop_streams``,
+``until_listening`` (returns once that many SubscribeInvoices streams have
+sent their backlog and wait for settlements: an event, not a sleep),
 ``route_fee_sat`` (the cheapest route's fee; above the caller's
 ``fee_limit_sat`` means FAILURE_REASON_NO_ROUTE), ``fail_with`` and
 ``hold_payments``.
@@ -30,6 +35,7 @@ import os
 import ssl
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import bolt11
@@ -40,17 +46,28 @@ from aiohttp import web
 VERIFICATION_FAILED = {"code": 2, "message": "verification failed: signature mismatch after caveat verification",
                        "details": []}
 
-# proto3 JSON types of the request fields we accept, per LND's definitions.
-INVOICE_FIELDS = {"memo": "string", "r_preimage": "bytes", "r_hash": "bytes", "value": "int64",
-                  "value_msat": "int64", "description_hash": "bytes", "expiry": "int64", "fallback_addr": "string",
-                  "cltv_expiry": "uint64", "private": "bool", "is_amp": "bool", "is_keysend": "bool"}
-SEND_PAYMENT_FIELDS = {"dest": "bytes", "amt": "int64", "amt_msat": "int64", "payment_hash": "bytes",
-                       "final_cltv_delta": "int32", "payment_request": "string", "timeout_seconds": "int32",
-                       "fee_limit_sat": "int64", "fee_limit_msat": "int64", "outgoing_chan_id": "uint64",
-                       "cltv_limit": "int32", "allow_self_payment": "bool", "max_parts": "uint32",
-                       "no_inflight_updates": "bool", "max_shard_size_msat": "uint64", "amp": "bool",
-                       "time_pref": "double", "cancelable": "bool", "last_hop_pubkey": "bytes",
-                       "outgoing_chan_ids": "array"}
+UPSTREAM = json.loads((Path(__file__).resolve().parent / "upstream" / "lnd_rest.json").read_text(encoding="utf-8"))
+
+
+def proto_json_kind(schema: dict[str, Any]) -> str:
+    """A swagger property's proto3 JSON kind, by grpc-gateway's mapping (64-bit integers are strings,
+    32-bit unsigned ones ``integer``/``int64``, bytes ``string``/``byte``)."""
+    kind, fmt = schema.get("type"), schema.get("format")
+    if kind == "string":
+        return {"int64": "int64", "uint64": "uint64", "byte": "bytes"}.get(fmt, "string")
+    if kind == "integer":
+        return "int32" if fmt == "int32" else "uint32"
+    return {"boolean": "bool", "number": "double", "array": "array"}.get(kind or "", "message")
+
+
+def request_fields(definition: str) -> dict[str, str]:
+    """Every field of an upstream request message, with its proto3 JSON kind (grpc-gateway accepts each)."""
+    return {name: proto_json_kind(schema) for name, schema in UPSTREAM["definitions"][definition]["properties"].items()}
+
+
+# The request fields LND accepts, with their types: read from LND's definitions, not typed here.
+INVOICE_FIELDS = request_fields("lnrpcInvoice")
+SEND_PAYMENT_FIELDS = request_fields("routerrpcSendPaymentRequest")
 
 
 class ProtoJsonError(ValueError):
@@ -110,7 +127,7 @@ class Invoice:
             "r_hash": base64.b64encode(self.r_hash).decode(), "value": str(self.value_msat // 1000),
             "value_msat": str(self.value_msat), "settled": self.state == "SETTLED",
             "creation_date": str(self.creation_date), "settle_date": str(self.settle_date),
-            "payment_request": self.payment_request, "description_hash": None, "expiry": str(self.expiry),
+            "payment_request": self.payment_request, "description_hash": "", "expiry": str(self.expiry),
             "fallback_addr": "", "cltv_expiry": "80", "route_hints": [], "private": False,
             "add_index": str(self.add_index), "settle_index": str(self.settle_index),
             "amt_paid": str(self.amt_paid_msat), "amt_paid_sat": str(self.amt_paid_msat // 1000),
@@ -159,6 +176,8 @@ class LndStandIn:
         self.requests: list[tuple[str, str, dict[str, Any]]] = []
         self.preimages: dict[str, str] = {}  # the payees' secrets of foreign invoices, by payment hash
         self._subscribers: list[asyncio.Queue] = []
+        self.listening = 0  # SubscribeInvoices streams that sent their backlog and wait (ever, not at once)
+        self._listening_changed = asyncio.Condition()
         self._stream_responses: list[web.StreamResponse] = []
         self._runner: web.AppRunner | None = None
         self.url = ""
@@ -195,6 +214,11 @@ class LndStandIn:
                 transport.close()
         self._stream_responses.clear()
         await asyncio.sleep(0.05)
+
+    async def until_listening(self, count: int, timeout: float = 30.0) -> None:
+        """Return once ``count`` subscriptions (in all) are listening; the timeout only catches a hang."""
+        async with self._listening_changed:
+            await asyncio.wait_for(self._listening_changed.wait_for(lambda: self.listening >= count), timeout)
 
     def issue_foreign_invoice(self, amount_msat: int | None, *, expiry: int = 3600, currency: str | None = None,
                               description: str = "coffee", description_hash: str | None = None,
@@ -310,6 +334,9 @@ class LndStandIn:
                               key=lambda i: i.settle_index)
             for invoice in backlog:
                 await self._send(response, invoice.json())
+            async with self._listening_changed:
+                self.listening += 1
+                self._listening_changed.notify_all()
             while True:
                 invoice = await queue.get()
                 if invoice is None:

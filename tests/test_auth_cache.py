@@ -1,9 +1,14 @@
 """Cached credentials die at once everywhere (SPEC 4.9, issue 11).
 
-On PostgreSQL two app instances on one database stand for two ``orbchain
-serve`` processes: a key is used (and cached) in B, then revoked, rotated or
-its account changed through A or by plain SQL, and B's very next request sees
-it. On SQLite (one process) the same app plays both parts.
+Two app instances on one PostgreSQL database stand for two ``orbchain
+serve`` processes (tests/cross_process.py: separate pools, side connections
+and caches): a key is used (and cached) in B, then revoked, rotated or its
+account changed through A or by plain SQL, and B's very next request sees
+it. PostgreSQL only: SQLite is one process, where these paths do not exist.
+
+Breaks caught: A answering before B acknowledged (its notification arrives
+0.3 s late here), a trigger that stops NOTIFYing, B not listening, the
+fan-out not waiting for a live process or waiting for ever.
 """
 
 from __future__ import annotations
@@ -12,23 +17,22 @@ import asyncio
 import time
 
 from orbchain.core.auth import ROTATION_GRACE_SECONDS, hash_api_key
+from orbchain.core.auth_fanout import WAIT_SECONDS
+from orbchain.core.pg_side import STALE_AFTER_SECONDS
 from orbchain.web.keys import GATEWAY
 
+from .cross_process import CROSS_PROCESS, HANG_SECONDS, two_processes
 from .support import bearer, signup
 
+pytestmark = CROSS_PROCESS
+
 READ = "/v1/payment/accepted-currencies"
+LATE = 0.3  # B hears notifications this late, as a process on a busy machine may
 
 
 async def _pair(make_client, config):
-    """A and B; on PostgreSQL B hears notifications 0.3 s late, as a process on a busy machine may."""
-    a = await make_client(config)
-    if not a.app[GATEWAY].db.is_postgres:
-        return a, a
-    b = await make_client(config)
-    side = b.app[GATEWAY].services["auth_fanout"]._side
-    heard = side._on_notify
-    side._on_notify = lambda payload: asyncio.get_running_loop().call_later(0.3, heard, payload)
-    return a, b
+    pair = await two_processes(make_client, config, b_hears_late=LATE)
+    return pair.a, pair.b
 
 
 async def _status(client, key: str, header: str = "merchant_api_key") -> int:
@@ -82,7 +86,7 @@ async def test_legacy_rotation_ends_the_old_key_at_once_in_the_other_process(mak
     assert await _status(b, old) == 401
 
 
-async def test_password_change_and_disabling_end_tokens_at_once_in_the_other_process(make_client, config):
+async def test_password_change_ends_tokens_at_once_in_the_other_process(make_client, config):
     a, b = await _pair(make_client, config)
     owner = await signup(a)
     assert (await b.get("/dashboard/api-keys", headers=bearer(owner.token))).status == 200
@@ -92,24 +96,31 @@ async def test_password_change_and_disabling_end_tokens_at_once_in_the_other_pro
     assert (await b.get("/dashboard/api-keys", headers=bearer(owner.token))).status == 401
     fresh = (await changed.json())["data"]["token"]
     assert (await b.get("/dashboard/api-keys", headers=bearer(fresh))).status == 200
+
+
+async def test_disabling_by_plain_sql_reaches_the_other_process_through_notify(make_client, config):
+    """Nobody waits for plain SQL: the trigger's NOTIFY alone must empty B's cache.
+
+    The barrier (a probe sent after the write, in its transaction) returns once B
+    heard everything up to it, so no sleep decides; with the trigger dropped B
+    keeps serving the cached key and token (tried: fails).
+    """
+    pair = await two_processes(make_client, config)
+    a, b = pair.a, pair.b
+    owner = await signup(a)
     key = owner.keys["merchant_api_key"]
     assert await _status(b, key) == 200
-    gateway = a.app[GATEWAY]
-    await gateway.db.execute("UPDATE merchants SET enabled = :f WHERE id = :id", {"f": False, "id": owner.merchant_id})
-    if not gateway.db.is_postgres:
-        # SQLite is one process with no NOTIFY: whatever changes accounts outside the core says so.
-        gateway.services["auth_cache"].invalidate()
-    # On PostgreSQL the trigger's NOTIFY reaches B whoever wrote the row (here plain SQL).
-    await _until_refused(b, key, fresh)
+    assert (await b.get("/dashboard/api-keys", headers=bearer(owner.token))).status == 200
+    await pair.barrier()  # every notification of the requests so far has reached B
+    assert await _status(b, key) == 200 and _cached(b, key)  # B answers from its cache now
 
+    async def disable(db):
+        await db.execute("UPDATE merchants SET enabled = :f WHERE id = :id", {"f": False, "id": owner.merchant_id})
 
-async def _until_refused(b, key: str, token: str) -> None:
-    """B refuses both once the notification of a change nobody waits for (plain SQL) arrives."""
-    for _ in range(100):
-        if await _status(b, key) == 403 and (await b.get("/dashboard/api-keys", headers=bearer(token))).status == 403:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("the disabled account was still served from B's cache")
+    await pair.barrier(disable)
+    assert not _cached(b, key)
+    assert await _status(b, key) == 403
+    assert (await b.get("/dashboard/api-keys", headers=bearer(owner.token))).status == 403
 
 
 async def test_cache_is_not_trusted_without_its_listening_connection(make_client, config):
@@ -117,8 +128,6 @@ async def test_cache_is_not_trusted_without_its_listening_connection(make_client
     owner = await signup(a)
     key = owner.keys["merchant_api_key"]
     assert await _status(b, key) == 200 and _cached(b, key)
-    if not a.app[GATEWAY].db.is_postgres:
-        return  # no side connection on SQLite
     cache = b.app[GATEWAY].services["auth_cache"]
     cache._trusted = lambda: False  # as when the side connection is down or its heartbeat is late
     assert not _cached(b, key)
@@ -130,24 +139,37 @@ async def test_cache_is_not_trusted_without_its_listening_connection(make_client
 
 
 async def test_a_silent_process_delays_the_change_only_until_its_cache_is_untrusted(make_client, config):
+    """A live process that never acknowledges holds the revoke back until WAIT_SECONDS, then no longer.
+
+    The fan-out's clock is the test's: the revoke must still be waiting after the
+    fan-out polled several times with the clock standing still (a fan-out that
+    skips live processes answers at once: fails), and must answer once the clock
+    passes WAIT_SECONDS (one that waits for ever hangs the bound: fails). The
+    wait outlasts a silent process's trust in its cache (STALE_AFTER_SECONDS).
+    """
+    assert STALE_AFTER_SECONDS < WAIT_SECONDS
     a = await make_client(config)
     gateway = a.app[GATEWAY]
     owner = await signup(a)
     key = await _scoped_key(a, owner.token)
-    if gateway.db.is_postgres:
-        # A process that heartbeats but never acknowledges (wedged, or its notifications lost).
-        await gateway.db.execute("INSERT INTO gateway_nodes (node, seen) VALUES ('ghost', :t)",
-                                 {"t": int(time.time())})
-    started = time.monotonic()
-    assert (await a.post(f"/dashboard/api-keys/{key['id']}/revoke", headers=bearer(owner.token))).status == 200
-    waited = time.monotonic() - started
-    if gateway.db.is_postgres:
-        from orbchain.core.auth_fanout import WAIT_SECONDS
-        from orbchain.core.pg_side import STALE_AFTER_SECONDS
+    # A process that heartbeats but never acknowledges (wedged, or its notifications lost).
+    await gateway.db.execute("INSERT INTO gateway_nodes (node, seen) VALUES ('ghost', :t)", {"t": int(time.time())})
+    fanout = gateway.services["auth_fanout"]
+    now, reads, polled = 1_000.0, [0], asyncio.Event()
 
-        assert STALE_AFTER_SECONDS < WAIT_SECONDS <= waited < WAIT_SECONDS + 2
-    else:
-        assert waited < 1
+    def clock() -> float:
+        reads[0] += 1
+        if reads[0] >= 6:
+            polled.set()
+        return now
+
+    fanout._clock = clock
+    revoke = asyncio.ensure_future(a.post(f"/dashboard/api-keys/{key['id']}/revoke", headers=bearer(owner.token)))
+    await asyncio.wait_for(polled.wait(), HANG_SECONDS)
+    assert not revoke.done(), "the revoke answered while a live process had not acknowledged it"
+    now += WAIT_SECONDS + 0.01
+    response = await asyncio.wait_for(revoke, HANG_SECONDS)
+    assert response.status == 200
     assert await _status(a, key["api_key"]) == 401
 
 

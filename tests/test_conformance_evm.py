@@ -15,10 +15,9 @@ import pytest
 from eth_account import Account
 
 from orbchain.chains.evm.keys import hot_wallet_address
-from orbchain.chains.evm.tokens import balance_of_calldata
 from orbchain.testing import AdapterConformance, ChainDriver, capabilities
 
-from .anvil import CHAIN_ID, PAYER, Anvil, EvmShop, start_anvil
+from .anvil import CHAIN_ID, PAYER, Anvil, EvmShop, balance_of_data, start_anvil
 
 TOKEN_UNITS = 10**6  # TestToken as USDT_ERC20: 6 decimals
 
@@ -75,7 +74,7 @@ class TokenDriver(AnvilDriver):
         return self.shop().pay_token(address, amount)
 
     async def received(self, address: str) -> int:
-        return int(self.node.rpc("eth_call", {"to": self.token, "data": balance_of_calldata(address)}, "latest"), 16)
+        return int(self.node.rpc("eth_call", {"to": self.token, "data": balance_of_data(address)}, "latest"), 16)
 
     async def fund_hot_wallet(self, gateway: Any, amount: int) -> None:
         hot = hot_wallet_address(gateway)
@@ -112,3 +111,7 @@ class TestAnvilTokenConformance(AdapterConformance):
     @pytest.fixture
     def chain_driver(self, manual_anvil) -> TokenDriver:
         return TokenDriver(*manual_anvil)
+
+    async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
+        """An ERC-20 token declares what ETH does (docs/evm.md): a capability dropped skips its tests silently."""
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}

@@ -29,3 +29,7 @@ class TestTronTokenConformance(AdapterConformance):
     @pytest.fixture
     def chain_driver(self, tron_node: NodeOnline) -> TronTokenDriver:  # noqa: F811 - the fixture
         return TronTokenDriver(tron_node)
+
+    async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
+        """A TRC-20 token declares what TRX does (docs/tron.md): a capability dropped skips its tests silently."""
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}

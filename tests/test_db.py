@@ -82,20 +82,26 @@ async def test_task_spawned_inside_a_transaction_still_waits_for_the_writer_lock
     assert sorted(r["id"] for r in await db.fetch_all("SELECT id FROM t_spawn")) == [1, 2]
 
 
+@pytest.mark.postgresql_only("advisory locks are PostgreSQL's; SQLite (one process) grants every caller")
 async def test_advisory_lock_elects_one_holder(gateway):
+    """The holder keeps the lock until the other session has been refused: no sleep decides the overlap.
+
+    Break caught: a lock granted to every session (both hold: the holder waits for a
+    refusal that never comes, and the hang bound fails the test).
+    """
     db = gateway.db
-    results = []
+    results, refused = [], asyncio.Event()
 
     async def contender():
         async with db.advisory_lock("job:x") as held:
             results.append(held)
-            await asyncio.sleep(0.1)
+            if held:
+                await asyncio.wait_for(refused.wait(), 30)
+            else:
+                refused.set()
 
     await asyncio.gather(contender(), contender())
-    if db.is_postgres:
-        assert sorted(results) == [False, True]
-    else:
-        assert results == [True, True]  # SQLite deployments are single-process
+    assert sorted(results) == [False, True]
 
 
 async def test_execute_atomic_writes_all_or_none(gateway):
@@ -397,10 +403,12 @@ async def test_sqlite_reads_in_a_transaction_see_its_own_writes_others_do_not_wa
 
 
 async def test_sqlite_long_read_stops_and_moves_to_a_thread(tmp_path, monkeypatch):
-    """A statement past the step budget is stopped within about a millisecond and runs on a thread
-    (the loop keeps running meanwhile); the same statement then goes straight there for a while."""
-    import time
+    """A statement past the step budget is stopped (nothing returned inline) and runs on a thread
+    while the loop keeps turning; the same statement then goes straight there for a while.
 
+    No stopwatch: "stopped" is the inline attempt returning None, and "the loop kept
+    turning" is a ticker that yields every iteration advancing while the threaded run
+    is awaited (an inline run of the whole statement would leave it unchanged)."""
     from orbchain.core import db as db_module
 
     db, threaded = await _sqlite_db(tmp_path, monkeypatch)
@@ -409,19 +417,26 @@ async def test_sqlite_long_read_stops_and_moves_to_a_thread(tmp_path, monkeypatc
     try:
         assert await db.fetch_val(long, {"top": 100}) == 100  # short enough: inline
         assert not threaded
-        started = time.perf_counter()
         assert db._read_inline(long, {"top": 2_000_000}) is None  # stopped, nothing returned
-        assert time.perf_counter() - started < 0.1  # the whole statement takes far longer
         assert long in db._overran
         db._overran.clear()
 
-        ticks, task = _ticking(0.001)
-        started = time.perf_counter()
+        ticks, task = _ticking(0)
+        during: list[int] = []
+        threaded_run = db._run
+
+        async def watched(conn, query, values):
+            before = ticks[0]
+            result = await threaded_run(conn, query, values)
+            during.append(ticks[0] - before)
+            return result
+
+        monkeypatch.setattr(db, "_run", watched)
         assert await db.fetch_val(long, {"top": 2_000_000}) == 2_000_000
-        elapsed = time.perf_counter() - started
         task.cancel()
+        monkeypatch.setattr(db, "_run", threaded_run)
         assert threaded == [long]
-        assert ticks[0] >= 3 or elapsed < 0.05  # the loop ran while the thread counted
+        assert during and during[0] >= 1  # the loop ran while the thread counted
         assert db._overran[long] == db_module.SQLITE_INLINE_PAUSE
         threaded.clear()
         assert await db.fetch_val(long, {"top": 10}) == 10  # paused: straight to a thread, not tried inline

@@ -45,7 +45,10 @@ def final_stage(parser: DockerfileParser) -> list[dict]:
 
 
 def test_dockerfile_base_images_are_pinned(dockerfile):
-    for image in (ins["value"].split()[0] for ins in dockerfile.structure if ins["instruction"] == "FROM"):
+    """Break caught: a Dockerfile the parser reads no FROM from (the loop used to pass by running zero times)."""
+    images = [ins["value"].split()[0] for ins in dockerfile.structure if ins["instruction"] == "FROM"]
+    assert images, "no FROM instruction read from deploy/Dockerfile"
+    for image in images:
         name, _, tag = image.partition(":")
         assert tag and tag != "latest" and re.search(r"\d", tag), f"unpinned base image {image}"
 

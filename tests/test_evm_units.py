@@ -18,7 +18,21 @@ from orbchain.core.config import ConfigError
 from orbchain.core.gateway import build_gateway
 from orbchain.core.plugins import get_plugin_manager
 
+from .anvil import abi_call_data, balance_of_data
+
 ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
+
+
+@pytest.mark.parametrize("owner", [ADDRESS, ADDRESS.lower(), "0x" + "00" * 20, "0x" + "ff" * 20])
+def test_calldata_is_the_abi_encoding(owner):
+    """The product's encoders against eth_abi's (the tests' balances are read with eth_abi's, not the product's).
+
+    Break caught: a wrong selector, padding or byte order in balance_of_calldata or transfer_calldata.
+    """
+    assert balance_of_calldata(owner).lower() == balance_of_data(owner).lower()
+    for amount in (0, 1, 5_000_000, 2**256 - 1):
+        assert transfer_calldata(owner, amount).lower() == abi_call_data("transfer", ["address", "uint256"],
+                                                                         [owner, amount]).lower()
 
 
 def test_transfer_topic_and_selectors_are_the_standard_ones():

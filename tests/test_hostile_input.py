@@ -26,13 +26,9 @@ they reach the handlers. Each answer must be:
 * not a server error: status < 500, except the spec's 503 refusals
   (``hostile_support.is_server_error``); a connection closed without an
   answer is accepted only while the process stays healthy;
-* fast: ``SLOW_SECONDS`` (100 ms) per request. A loaded 2-core CI box has
-  scheduler and GC stalls, so a slow request is sent again up to
-  ``ATTEMPTS`` times and fails only when every attempt is slow (a frozen
-  event loop is slow every time), and the bound grows with the measured
-  slowness of the machine (``machine_slowness``: a password hash timed
-  against the reference machine), never below 100 ms (docs/decisions.md,
-  "Hostile input (issue 10)");
+* not frozen: an answer within ``REQUEST_TIMEOUT``, a bound that only
+  catches a hang; how fast the answers are is a benchmark's figure
+  (``bench/bench_hostile_parsing.py``; docs/decisions.md, "Time in tests");
 * survived: the process never dies; a dead or frozen process is recorded,
   restarted and the walk goes on.
 
@@ -52,17 +48,12 @@ from typing import Any, Callable, Iterator
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from orbchain.core.auth import hash_password
-
 from .hostile_support import (
     OrbchainServer, Raw, Reply, encode_json, free_port, get_json, is_server_error, ledger_check, percent,
     post_json, send_raw, unlimited_rate_limits, write_config,
 )
 
-SLOW_SECONDS = 0.100  # on the reference machine; scaled by ``machine_slowness()``, never below
-REFERENCE_SCRYPT_SECONDS = 0.025  # one password hash (core.auth) on the reference machine
-ATTEMPTS = 3  # a request is slow only when every attempt is
-REQUEST_TIMEOUT = 5.0  # beyond this the event loop counts as frozen
+REQUEST_TIMEOUT = 5.0  # beyond this the event loop counts as frozen (a hang bound, not a latency goal)
 RECOVERY_SECONDS = 5.0  # a frozen server that does not answer /health by then is restarted
 EXAMPLES = 25  # hypothesis requests per operation
 BUDGET_SECONDS = 100.0  # a broken branch can freeze on every request: stop walking after this
@@ -441,31 +432,15 @@ def generated(draw: Callable, route: Route, world: World) -> Attack:
 # -- sending and judging -----------------------------------------------------------------------------
 
 
-def machine_slowness() -> float:
-    """How much slower than the reference machine this one is right now (1.0 when as fast or faster).
-
-    A password hash is the heaviest CPU work a request does (login), so its median time here,
-    over the reference time, scales the latency bound on a loaded CI box.
-    """
-    timings = []
-    for _ in range(5):
-        start = time.perf_counter()
-        hash_password("calibration")
-        timings.append(time.perf_counter() - start)
-    return max(1.0, sorted(timings)[2] / REFERENCE_SCRYPT_SECONDS)
-
-
 @dataclass
 class Walk:
     server: OrbchainServer
     world: World
-    slow_seconds: float = SLOW_SECONDS
     started: float = field(default_factory=time.monotonic)
     failures: dict[tuple[str, str, str], str] = field(default_factory=dict)
     statuses: Counter = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
     sent: int = 0
-    retried: int = 0
 
     @property
     def over_budget(self) -> bool:
@@ -475,18 +450,6 @@ class Walk:
         self.failures.setdefault((attack.route.name, attack.label, outcome), attack.describe())
 
     def send(self, attack: Attack) -> Reply:
-        reply = self._once(attack)
-        attempts = 1
-        while reply.status and reply.seconds > self.slow_seconds and attempts < ATTEMPTS:
-            self.retried += 1
-            time.sleep(0.05)  # let a passing stall of the machine pass
-            again = self._once(attack)
-            attempts += 1
-            if again.status and again.seconds < reply.seconds:
-                reply = again
-        return reply
-
-    def _once(self, attack: Attack) -> Reply:
         self.sent += 1
         return send_raw(self.server.port, attack.route.method, attack.target, attack.headers, attack.body,
                         timeout=REQUEST_TIMEOUT)
@@ -499,8 +462,6 @@ class Walk:
             self.world.caller(attack.route).learn(attack.route, reply)
             if is_server_error(reply.status, reply.body):
                 self.fail(attack, f"{reply.status}: {reply.body[:200]!r}")
-            if reply.seconds > self.slow_seconds:
-                self.fail(attack, f"slow: best of {ATTEMPTS} took {reply.seconds * 1000:.0f} ms")
             if b"Traceback (most recent call last)" in reply.body:
                 self.fail(attack, "traceback in the response")
             return
@@ -537,7 +498,7 @@ class Walk:
 
     def summary(self) -> str:
         latencies = sorted(self.latencies) or [0.0]
-        return (f"latency bound {self.slow_seconds * 1000:.0f} ms; {self.sent} requests ({self.retried} retries of slow ones) in "
+        return (f"{self.sent} requests in "
                 f"{time.monotonic() - self.started:.1f} s; statuses {dict(sorted(self.statuses.items()))}; "
                 f"median {latencies[len(latencies) // 2] * 1000:.1f} ms, "
                 f"max {latencies[-1] * 1000:.1f} ms")
@@ -572,7 +533,7 @@ def test_hostile_input_never_breaks_the_gateway(make_config: Callable, tmp_path:
         assert reply.status == 200
         routes = routes_of(reply.json())
         assert len(routes) >= 40, f"only {len(routes)} documented operations"
-        walk = Walk(server, setup_world(server.port), SLOW_SECONDS * machine_slowness())
+        walk = Walk(server, setup_world(server.port))
         for route in routes:
             walk.walk(route)
         print(f"\nhostile input: {len(routes)} operations, {walk.summary()}")

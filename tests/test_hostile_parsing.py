@@ -1,8 +1,10 @@
-"""Hostile input to the parser (issue 10, classes 1, 2, 4, 5, 10, 11): every case a fast 400 naming the field.
+"""Hostile input to the parser (issue 10, classes 1, 2, 4, 5, 10, 11): every case a 400 naming the field.
 
 Each class is tried through more than one route and more than one spelling
 (string and JSON number, body and query, header and path), on both databases,
 and the server is asked for ``/health`` afterwards to show it stayed up.
+Time is bounded only against a hang (``HANG_SECONDS``); how fast these
+refusals are is a benchmark's figure: ``bench/bench_hostile_parsing.py``.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from orbchain.web.keys import GATEWAY
 from .support import api, signup
 
 JSON = {"Content-Type": "application/json"}
-# Generous for a shared CI machine; the freezes these guard against took seconds to minutes.
-FAST = 1.0
+# Catches a hang only (the freezes these guard against took minutes); latency is bench/bench_hostile_parsing.py's.
+HANG_SECONDS = 30.0
 
 
 @pytest.fixture
@@ -56,7 +58,7 @@ async def test_75000_nested_arrays_on_login_answer_400_and_the_server_lives(clie
     status, body, elapsed = await post_raw(client, "/dashboard/auth/login", "[" * depth + "]" * depth)
     assert status == 400, body
     assert body["error"]["type"] == "validation" and "nested deeper than 32" in body["error"]["detail"]["body"]
-    assert elapsed < FAST
+    assert elapsed < HANG_SECONDS
     # Unbalanced, inside an object, with brackets hidden in strings around it: still measured.
     status, body, _ = await post_raw(client, "/dashboard/auth/login",
                                      '{"email":"[[[[","password":' + "[" * depth)
@@ -126,7 +128,7 @@ async def test_huge_exponents_answer_400_at_once(env, method, path, data, field)
     body = await response.json()
     assert response.status == 400, body
     assert body["error"]["type"] == "validation" and field in body["error"]["detail"], body
-    assert elapsed < FAST
+    assert elapsed < HANG_SECONDS
 
 
 async def test_a_frozen_loop_would_be_seen_by_health(env):
@@ -138,7 +140,7 @@ async def test_a_frozen_loop_would_be_seen_by_health(env):
         *(client.post("/v1/payment/white-label", data=b, headers={**JSON, **merchant.merchant_key}) for b in bodies),
         client.get("/health"))
     assert [a.status for a in answers] == [400] * 20 + [200]
-    assert time.perf_counter() - started < 5 * FAST
+    assert time.perf_counter() - started < HANG_SECONDS
 
 
 # -- class 4: text the database cannot store ----------------------------------------------------------------------
@@ -389,7 +391,7 @@ def test_depth_scan_agrees_with_the_parsed_depth(value):
 @given(st.text(max_size=40) | st.from_regex(r"[+-]?[0-9]{0,3}(\.[0-9]{0,3})?[eE][+-]?[0-9]{1,12}", fullmatch=True))
 @settings(max_examples=300, deadline=None)
 def test_parse_decimal_is_bounded_and_ascii(text):
-    started = time.perf_counter()
+    """Bounded by structure (digits and exponent within MAX_DIGITS/MAX_SCALE), not by a stopwatch."""
     try:
         number = money.parse_decimal(text)
     except money.AmountError:
@@ -402,7 +404,6 @@ def test_parse_decimal_is_bounded_and_ascii(text):
             money.to_base_units(number, 18)
         except money.AmountError:
             pass
-    assert time.perf_counter() - started < 0.05
 
 
 def test_number_and_text_bounds_in_a_parsed_body():

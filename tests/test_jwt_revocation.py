@@ -1,14 +1,12 @@
 """Dashboard JWTs revoked before they expire: one token (sign-out) or all of a merchant's (core/jwt_revocation.py).
 
-On PostgreSQL two app instances on one database stand for two ``orbchain
-serve`` processes (as in test_auth_cache.py): the token is used (and its
-merchant's revocations cached) in B, revoked through A, and B's very next
-request refuses it.
+The cross-process tests (PostgreSQL only, tests/cross_process.py) use two
+app instances on one database as two ``orbchain serve`` processes: the
+token is used (and its merchant's revocations cached) in B, revoked through
+A or by plain SQL, and B's next request refuses it.
 """
 
 from __future__ import annotations
-
-import asyncio
 
 import jwt
 
@@ -16,9 +14,9 @@ from orbchain.core import auth, services
 from orbchain.core.jwt_revocation import CACHE_TABLE, PRUNE_JOB, prune
 from orbchain.web.keys import GATEWAY
 
+from .cross_process import CROSS_PROCESS, two_processes
 from .dashboard_support import PASSWORD, Visitor
 from .support import bearer, signup
-from .test_auth_cache import _pair
 
 ACCOUNT = "/dashboard/account"
 
@@ -158,8 +156,11 @@ async def test_expired_revocations_are_pruned(client):
     assert [r["jti"] for r in await _rows(gateway)] == [jwt.decode(fresh, options={"verify_signature": False})["jti"]]
 
 
+@CROSS_PROCESS
 async def test_revocation_takes_effect_at_once_in_the_other_process(make_client, config):
-    a, b = await _pair(make_client, config)
+    """A answers only once B dropped its cached revocations (B hears 0.3 s late): an early answer fails."""
+    pair = await two_processes(make_client, config, b_hears_late=0.3)
+    a, b = pair.a, pair.b
     owner = await signup(a)
     second = await _log_in(a)
     assert await _status(b, owner.token) == 200 and await _status(b, second) == 200
@@ -170,19 +171,30 @@ async def test_revocation_takes_effect_at_once_in_the_other_process(make_client,
     assert await _status(b, second) == 200
 
 
+@CROSS_PROCESS
 async def test_a_revocation_written_by_plain_sql_reaches_the_other_process(make_client, config):
-    a, b = await _pair(make_client, config)
+    """Nobody calls invalidate(): the revoked_tokens trigger's NOTIFY alone reaches B.
+
+    B has the merchant's (empty) revocations cached; the insert and a probe go in
+    one transaction on A, and once B heard the probe it must refuse the token.
+    With the trigger dropped B keeps serving it from its cache (tried: fails).
+    """
+    pair = await two_processes(make_client, config)
+    a, b = pair.a, pair.b
     owner = await signup(a)
     assert await _status(b, owner.token) == 200
+    await pair.barrier()  # everything so far reached B
+    assert await _status(b, owner.token) == 200
+    cache = b.app[GATEWAY].services["auth_cache"]
+    assert cache.get(CACHE_TABLE, owner.merchant_id) == (frozenset(),)  # B answers from its cache now
     claims = jwt.decode(owner.token, options={"verify_signature": False})
-    gateway = a.app[GATEWAY]
-    await gateway.db.execute("INSERT INTO revoked_tokens (jti, merchant_id, expires_at, revoked_at)"
-                             " VALUES (:j, :m, :e, :now)",
-                             {"j": claims["jti"], "m": owner.merchant_id, "e": claims["exp"], "now": gateway.now()})
-    if not gateway.db.is_postgres:
-        gateway.services["auth_cache"].invalidate()  # one process, no NOTIFY: the writer says so
-    for _ in range(100):  # nobody waits for plain SQL: the trigger's NOTIFY arrives within B's delay
-        if await _status(b, owner.token) == 401:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("B still served the revoked token from its cache")
+    now = a.app[GATEWAY].now()
+
+    async def revoke(db):
+        await db.execute("INSERT INTO revoked_tokens (jti, merchant_id, expires_at, revoked_at)"
+                         " VALUES (:j, :m, :e, :now)",
+                         {"j": claims["jti"], "m": owner.merchant_id, "e": claims["exp"], "now": now})
+
+    await pair.barrier(revoke)
+    assert cache.get(CACHE_TABLE, owner.merchant_id) is None
+    assert await _status(b, owner.token) == 401

@@ -236,5 +236,6 @@ def test_registry():
         get_family("btc", "signet")
     with pytest.raises(dataclasses.FrozenInstanceError):
         get_family("btc").name = "ltc"  # type: ignore[misc]
-    assert get_family("btc") == get_family("btc")
+    # The registry hands out the one registered family object, not a fresh copy each time.
+    assert get_family("btc") is get_family("btc") and get_family("btc") != get_family("ltc")
     assert {f.name for f in families() if f.watch_only_capable} == set(SECP)

@@ -84,7 +84,18 @@ async def test_killed_worker_resumes_without_signing_or_paying_twice(make_client
 
 
 async def test_fault_hook_is_inert_without_the_variable(monkeypatch):
+    """The kill is recorded instead of sent: only the named point kills, and then with SIGKILL.
+
+    Breaks caught: a fault point that fires without the variable or on another
+    name (the old test asserted nothing), or one that no longer kills at all.
+    """
+    kills: list[tuple[int, int]] = []
+    monkeypatch.setattr(worker.os, "kill", lambda pid, sig: kills.append((pid, sig)))
     monkeypatch.delenv(worker.FAULT_ENV, raising=False)
-    worker._fault("after_sign")  # still alive
+    worker._fault("after_sign")
     monkeypatch.setenv(worker.FAULT_ENV, "something_else")
     worker._fault("after_sign")
+    assert kills == []
+    monkeypatch.setenv(worker.FAULT_ENV, "after_sign")
+    worker._fault("after_sign")
+    assert kills == [(os.getpid(), signal.SIGKILL)]

@@ -1,60 +1,62 @@
-"""Scheduler: plugin jobs run inside the app's loop; one leader per job on PostgreSQL."""
+"""Scheduler: plugin jobs run inside the app's loop; one leader per job across processes on PostgreSQL.
+
+No sleep decides an outcome here: jobs report through events, and the only
+time bound (``HANG_SECONDS``) catches a scheduler that never runs at all.
+"""
 
 from __future__ import annotations
 
 import asyncio
+
+from apscheduler.events import EVENT_JOB_EXECUTED
 
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.registries import Job
 from orbchain.scheduler.runner import run_job_once
 from orbchain.web.keys import GATEWAY
 
+from .cross_process import CROSS_PROCESS, HANG_SECONDS
+
 
 class TickPlugin:
+    """A job every 100 ms that counts its runs and says when it has run ``wanted`` times."""
+
     PLUGIN_NAME = "tick"
 
-    def __init__(self):
+    def __init__(self, wanted: int = 2):
         self.runs = 0
+        self.wanted = wanted
+        self.done = asyncio.Event()
 
     @hookimpl
     def register_jobs(self, registry):
         async def tick(gateway):
             self.runs += 1
+            if self.runs >= self.wanted:
+                self.done.set()
 
         registry.add("tick.every_100ms", tick, seconds=0.1)
 
 
 async def test_plugin_jobs_run_while_the_app_serves(make_client, make_config):
+    """Break caught: the app not starting its scheduler (or not adding plugin jobs) never sets ``done``."""
     plugin = TickPlugin()
     client = await make_client(make_config(), get_plugin_manager([plugin]))
-    await asyncio.sleep(0.5)
+    await asyncio.wait_for(plugin.done.wait(), HANG_SECONDS)
     assert plugin.runs >= 2
     assert "tick.every_100ms" in client.app[GATEWAY].services["scheduler"].job_ids
 
 
 async def test_scheduler_can_be_disabled(make_client, make_config):
-    plugin = TickPlugin()
-    client = await make_client(make_config(scheduler={"enabled": False}), get_plugin_manager([plugin]))
-    await asyncio.sleep(0.3)
-    assert plugin.runs == 0 and "scheduler" not in client.app[GATEWAY].services
+    """A disabled app runs nothing while an enabled twin (the control) runs its job twice.
 
-
-async def test_one_leader_per_job(gateway):
-    running = []
-    overlap = []
-
-    async def slow(gw):
-        running.append(1)
-        overlap.append(len(running))
-        await asyncio.sleep(0.2)
-        running.pop()
-
-    job = Job("slow.job", slow, 1)
-    ran = await asyncio.gather(run_job_once(gateway, job), run_job_once(gateway, job))
-    if gateway.db.is_postgres:
-        assert sorted(ran) == [False, True] and overlap == [1]
-    else:
-        assert ran == [True, True]
+    Break caught: ``scheduler.enabled = false`` ignored (the disabled plugin runs too).
+    """
+    quiet, control = TickPlugin(), TickPlugin()
+    client = await make_client(make_config(scheduler={"enabled": False}), get_plugin_manager([quiet]))
+    await make_client(make_config(), get_plugin_manager([control]))
+    await asyncio.wait_for(control.done.wait(), HANG_SECONDS)
+    assert quiet.runs == 0 and "scheduler" not in client.app[GATEWAY].services
 
 
 async def test_a_failing_job_is_logged_and_survives(gateway, caplog):
@@ -63,3 +65,58 @@ async def test_a_failing_job_is_logged_and_survives(gateway, caplog):
 
     assert await run_job_once(gateway, Job("broken.job", broken, 1)) is True
     assert "broken.job" in caplog.text
+
+
+class HoldingPlugin:
+    """A job that takes the leadership and holds it until the test lets go."""
+
+    PLUGIN_NAME = "holding"
+
+    def __init__(self, name: str, entered: list[str], started: asyncio.Event, release: asyncio.Event):
+        self.name, self.entered, self.started, self.release = name, entered, started, release
+
+    @hookimpl
+    def register_jobs(self, registry):
+        async def hold(gateway):
+            self.entered.append(self.name)
+            self.started.set()
+            await self.release.wait()
+
+        registry.add("holding.job", hold, seconds=0.05)
+
+
+@CROSS_PROCESS
+async def test_two_schedulers_elect_one_leader_per_job(make_client, make_config):
+    """Two apps (two processes: own pools, own schedulers) on one database: exactly one runs the job.
+
+    The leader holds the job until the other scheduler has fired it and been
+    refused the advisory lock (its run returns False); only then is the
+    leader released. Break caught: ``advisory_lock`` granting every caller
+    (both enter the job: ``entered`` has two names, or the refusal never comes).
+    """
+    entered: list[str] = []
+    started, release, refused = asyncio.Event(), asyncio.Event(), asyncio.Event()
+    lost: list[str] = []
+    config = make_config()
+    apps = {}
+    for name in ("a", "b"):
+        plugin = HoldingPlugin(name, entered, started, release)
+        apps[name] = await make_client(config, get_plugin_manager([plugin]))
+
+    def listener_for(name):
+        def heard(event):
+            if event.job_id == "holding.job" and event.retval is False:
+                lost.append(name)
+                refused.set()
+        return heard
+
+    try:
+        for name, client in apps.items():
+            client.app[GATEWAY].services["scheduler"]._scheduler.add_listener(listener_for(name), EVENT_JOB_EXECUTED)
+        await asyncio.wait_for(started.wait(), HANG_SECONDS)
+        await asyncio.wait_for(refused.wait(), HANG_SECONDS)
+        assert len(entered) == 1, entered
+        leader = entered[0]
+        assert lost and set(lost) == {"b" if leader == "a" else "a"}, (leader, lost)
+    finally:
+        release.set()

@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from orbchain.core import accounts, api_keys
 from orbchain.core.events import enqueue_event, event_id_for, outbox_row
 from orbchain.core.gateway import build_gateway
 from orbchain.core.migrate import migrate
@@ -177,15 +178,38 @@ async def test_no_request_id_header_when_no_request_caused_the_event(gateway, cl
     assert "X-Request-Id" not in request["headers"] and "request_id" not in json.loads(request["raw"])
 
 
+def _hmac_sha512(key: str, raw: bytes) -> str:
+    """The signature recomputed here with hmac and hashlib, not with the product's sign/verify."""
+    return hmac.new(key.encode("utf-8"), raw, hashlib.sha512).hexdigest()
+
+
 async def test_the_api_keys_are_never_the_signing_key(gateway, clock, receiver):
-    # A brand's own secret signs its webhooks; with none, the merchant's webhook_secret.
-    merchant = await add_merchant(gateway, webhook_url=receiver.url)
+    """A brand's own secret signs its webhooks; with none, the merchant's webhook_secret; never an API key.
+
+    The HMAC header must equal HMAC-SHA512 of the raw body under that secret,
+    computed here with ``hmac``, and must differ from the HMAC under each of
+    the merchant's keys (the three legacy ones and a scoped one). The old test
+    verified with the product's own verify_signature and never tried a key.
+    Break tried: delivery signing with another merchant column than
+    webhook_secret fails here.
+    """
+    signed_up = await accounts.sign_up(gateway, "hooks@example.com", "s3cret-pass")
+    merchant = signed_up.merchant_id
+    secret = (await accounts.set_webhook(gateway, merchant, receiver.url))["webhook_secret"]
+    scoped = await api_keys.create_scoped_key(gateway, merchant,
+                                              api_keys.ScopedKeyRequest(label="k", scopes=["payment:read"]))
+    keys = [*signed_up.api_keys.values(), scoped["api_key"]]
+    assert len(keys) == 4 and secret not in keys
     await paid(gateway, merchant, "TRK-BRAND", secret="brand-secret-0123456789")
     await paid(gateway, merchant, "TRK-PLAIN")
     await deliver_due(gateway)
     by_track = {json.loads(r["raw"])["track_id"]: r for r in receiver.requests}
-    assert verify_signature(by_track["TRK-BRAND"]["raw"], "brand-secret-0123456789", by_track["TRK-BRAND"]["headers"]["HMAC"])
-    assert verify_signature(by_track["TRK-PLAIN"]["raw"], SECRET, by_track["TRK-PLAIN"]["headers"]["HMAC"])
+    assert set(by_track) == {"TRK-BRAND", "TRK-PLAIN"}
+    for track, signer in (("TRK-BRAND", "brand-secret-0123456789"), ("TRK-PLAIN", secret)):
+        raw, header = by_track[track]["raw"], by_track[track]["headers"]["HMAC"]
+        assert header == _hmac_sha512(signer, raw)
+        for key in keys:
+            assert header != _hmac_sha512(key, raw), f"{track} is signed with an API key"
 
 
 async def test_a_per_payment_callback_url_wins_over_the_merchant_url(gateway, clock, receiver):
