@@ -404,19 +404,22 @@ def test_google_auth_takes_exactly_the_oidc_payload():
     from orbchain.plugins.oidc import payload
 
     keys = {"merchant_api_key": "ok_m_1", "payout_api_key": "ok_p_1", "general_api_key": "ok_g_1"}
-    new = payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", keys), True)
+    new = payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", keys), True, "land-1")
     found = google_auth_payload(new)
-    assert found is not None and (found.token, found.merchant_id, dict(found.api_keys)) == ("a.b.c", "mer_1", keys)
-    old = google_auth_payload(payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", None), False))
+    assert found is not None and (found.token, found.merchant_id, found.landing, dict(found.api_keys)) \
+        == ("a.b.c", "mer_1", "land-1", keys)
+    old = google_auth_payload(payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", None), False, "l"))
     assert old is not None and old.api_keys == {}
 
     def packed(body: object) -> str:
         return base64.urlsafe_b64encode(json.dumps(body).encode()).rstrip(b"=").decode()
 
-    good = {"token": "a.b.c", "merchant_id": "mer_1", "email": "a@example.com", "new_account": False}
+    good = {"token": "a.b.c", "merchant_id": "mer_1", "email": "a@example.com", "new_account": False, "landing": "l"}
     assert google_auth_payload(packed(good)) is not None
+    unbound = {key: good[key] for key in good if key != "landing"}  # before issue 29: no browser binding
     # The shapes the first dashboard guessed at, and everything else, are refused.
     for bad in ("a.b.c", '{"token": "a.b.c"}', "%%%", packed(good) + "=", packed([good]), packed({"token": "a.b.c"}),
+                packed(unbound), packed({**good, "landing": 7}),
                 packed({**good, "new_account": "no"}), packed({**good, "merchant_id": 1}),
                 packed({**good, "api_keys": keys}),  # keys for an old account: not from the oidc plugin
                 packed({**good, "new_account": True, "api_keys": {"merchant_api_key": "x"}}), "A", "["):
