@@ -101,6 +101,17 @@ def install_entry_point_package(site: Any, package: str, entry_name: str, files:
     (dist / "entry_points.txt").write_text(f"[orbchain]\n{entry_name} = {target or package}\n")
 
 
+def config_from_environment(make_config: Any, **variables: str) -> Any:
+    """The config ``orbchain serve`` builds from ``ORBCHAIN_*`` variables alone (no file): this test's data
+    folder and database, private URLs allowed, scheduler off, plus ``variables``."""
+    from orbchain.core.config import load_config
+
+    base = make_config()
+    return load_config(None, environ={
+        "ORBCHAIN_DATA_DIR": base.server.data_dir, "ORBCHAIN_DATABASE_URL": base.database.url,
+        "ORBCHAIN_ALLOW_PRIVATE_URLS": "true", "ORBCHAIN_SCHEDULER__ENABLED": "false", **variables})
+
+
 # -- time, backlog and races for job tests ---------------------------------------------------------
 
 
