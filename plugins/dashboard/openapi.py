@@ -17,10 +17,11 @@ FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 STRING = {"type": "string"}
 TEXT = {"type": "string", "maxLength": 4096}
-SESSION = ("Signed-in pages need the session cookie set by the sign-in form; without it (or after the idle "
-           "timeout) they answer 303 to /app/login. The cookie never authenticates /v1 or /dashboard.")
+SESSION = ("Signed-in pages need the session cookie set by the sign-in form; without it (or once the session "
+           "ended: signed out, expired, idle) they answer 303 to /app/login with a notice naming why. The cookie "
+           "never authenticates /v1 or /dashboard.")
 PAGE = html("The page (works without JavaScript).")
-TO_LOGIN = redirect("Not signed in (or idle): to /app/login?next=...")
+TO_LOGIN = redirect("Not signed in (or the session ended): to /app/login?next=...&notice=<why>")
 FORM_ERRORS = (401, 403, 409, 503)
 
 

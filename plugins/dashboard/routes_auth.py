@@ -26,8 +26,8 @@ from ...web.middlewares import client_ip, rate_class
 from ...web.pages import html_page
 from ...web.routes.dashboard_auth import validate_with_passwords
 from ...web.validation import Field
-from .session import (CsrfRefused, check_csrf, current_session, end_session, pre_token, session_for_token,
-                      set_pre_cookie, sign_out, start_session, was_idle)
+from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
+                      session_for_token, set_pre_cookie, sign_out, start_session)
 from .sign_in_widget import widget_for
 from .views import error_text, forbidden_form, render, see_other, signed_in
 
@@ -84,7 +84,7 @@ async def login_page(request: web.Request) -> web.StreamResponse:
     if await current_session(request) is not None:
         raise see_other(safe_next(request.query.get("next")))
     response = await _auth_page(request, "dashboard/login.html")
-    if was_idle(request):
+    if has_session_cookie(request):  # a session that ended (current_session said no): forget its cookie
         end_session(response)
     return response
 
