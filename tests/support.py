@@ -112,6 +112,31 @@ def config_from_environment(make_config: Any, **variables: str) -> Any:
         "ORBCHAIN_ALLOW_PRIVATE_URLS": "true", "ORBCHAIN_SCHEDULER__ENABLED": "false", **variables})
 
 
+class GatewayTestServer(TestServer):
+    """A test server behind ``GatewayAppRunner`` (what ``orbchain serve`` runs), for raw-socket tests."""
+
+    async def _make_runner(self, **kwargs: Any) -> Any:
+        from orbchain.web.server import GatewayAppRunner
+
+        return GatewayAppRunner(self.app, **kwargs)
+
+
+async def raw_exchange(server: Any, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes, read until the server closes; status, headers (lower-cased) and body."""
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+    except ConnectionError:
+        pass  # the server may answer and close before reading everything
+    raw = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
 # -- time, backlog and races for job tests ---------------------------------------------------------
 
 

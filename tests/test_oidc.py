@@ -355,6 +355,57 @@ async def test_state_survives_a_second_worker(make_config, aiohttp_client, provi
     await refused_page(replay, 400, "already used")
 
 
+# -- every answer of the browser routes is a page (issue 29) -----------------------------------------------
+
+
+HOSTILE_QUERIES = ["state=a%00b&code=x", "state=%FF%FE&code=x", "state=abc&code=%00", "error=%00&state=x",
+                   "%FF=1", "state=x&state=y&code=1&code=2", "state=" + "s" * 6000, "code=" + "c" * 6000,
+                   "error=" + "e" * 6000 + "&state=x", "state=%E2%80%AE&code=%F0%9F%92%A5", "state=\u00e9"]
+
+
+@pytest.mark.parametrize("path", ["/dashboard/auth/google", CALLBACK])
+async def test_the_browser_routes_answer_every_hostile_input_with_a_page(oidc_client, provider, path):
+    """NUL, non-UTF-8, repeated and long parameters, and methods the routes lack: always the HTML error page
+    (never the API's JSON, never a 500). The 405s answered JSON before."""
+    client = await oidc_client()
+    for query in HOSTILE_QUERIES:
+        response = await client.get(f"{path}?{query}", allow_redirects=False)
+        assert response.status in (302, 400), (query, response.status)  # start ignores its query: 302
+        assert response.status == 302 or response.content_type == "text/html", (query, await response.text())
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        response = await client.request(method, path + "?state=x", allow_redirects=False)
+        assert (response.status, response.content_type) == (405, "text/html"), method
+        assert "<title>Request refused" in await response.text()
+
+
+async def test_a_request_line_too_long_for_the_server_still_gets_a_page(make_config, provider):
+    """Served as ``orbchain serve`` serves (GatewayAppRunner): a callback whose state (or code, or error) is
+    10 kB or 100 kB is refused by the HTTP parser before any route runs. It answered the API's JSON envelope;
+    the address is a page's, so the answer is the error page, never echoing the input."""
+    from .support import GatewayTestServer, raw_exchange
+
+    server = GatewayTestServer(create_app(make_config(plugin={"oidc": oidc_block(provider)})))
+    await server.start_server()
+    try:
+        for target in (CALLBACK + "?state=" + "S" * 10_000 + "&code=x", CALLBACK + "?code=" + "S" * 100_000,
+                       CALLBACK + "?error=access_denied&state=" + "S" * 10_000,
+                       "/dashboard/auth/google?x=" + "S" * 10_000):
+            status, headers, body = await raw_exchange(server, f"GET {target} HTTP/1.1\r\nHost: gw\r\n\r\n".encode())
+            assert status == 400 and headers["content-type"].startswith("text/html"), (target[:60], body[:200])
+            assert b"<title>Request refused" in body and b"SSSS" not in body
+        # Raw bytes that are not UTF-8 (or NUL) in the request line, which browsers would percent-encode: a page.
+        for raw in (b"?state=\xff\xfe&code=x", b"?state=a\x00b", b"?code=\x01"):
+            status, headers, body = await raw_exchange(server, b"GET " + CALLBACK.encode() + raw
+                                                       + b" HTTP/1.1\r\nHost: gw\r\n\r\n")
+            assert status == 400 and headers["content-type"].startswith("text/html"), (raw, body[:200])
+        # The API's addresses keep the JSON envelope.
+        status, headers, body = await raw_exchange(
+            server, b"GET /v1/payment/" + b"S" * 10_000 + b" HTTP/1.1\r\nHost: gw\r\n\r\n")
+        assert status == 400 and headers["content-type"].startswith("application/json")
+    finally:
+        await server.close()
+
+
 # -- the landing: a payload counts in the browser that started its sign-in, once (issue 29) ----------
 
 
