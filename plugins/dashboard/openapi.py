@@ -68,8 +68,10 @@ OPERATIONS = [
                   "409": html("The form again: email already registered.")}),
     action("/app/logout", "Sign out", form(), "To /app/login (session cookie cleared)."),
     action("/app/fragment", "Finish a sign-in or chat link from a URL fragment", form(
-        {"kind": {"type": "string", "enum": ["google-auth", "tg-link"]}, "value": TEXT}),
-        "Signed in by the identity provider's token, to /app.", shows="New account keys, or the chat link result.",
+        {"value": TEXT}, {"kind": {"type": "string", "enum": ["google-auth", "tg-link"]}}),  # no kind: a pasted address
+        "Signed in by the identity provider's payload (only in the browser that started that sign-in, once), to "
+        "/app; refused (403, 400, 503 without a provider) the browser stays as it was.",
+        shows="New account keys, or the chat link result.",
         rate=True),
     page("/app", "Home: balances, recent payments"),
     page("/app/payments", "Payments, with the SPEC filters and paging", query=LIST_QUERY),

@@ -257,8 +257,8 @@ async def _google_sign_in(request: web.Request, session: Any, value: str) -> web
         merchant_id = await service.redeem(gateway, found.landing, found.token, request.cookies)
     except ApiError as exc:
         return await _refused_sign_in(request, session, exc)
-    signed_in = await session_for_token(gateway, found.token)
-    if signed_in is None or signed_in.merchant_id != merchant_id or merchant_id != found.merchant_id:
+    landed = await session_for_token(gateway, found.token)
+    if landed is None or landed.merchant_id != merchant_id or merchant_id != found.merchant_id:
         return await _refused_sign_in(request, session, InvalidRequest(
             "that sign-in is not valid any more, so nothing changed. Please sign in again"))
     if found.api_keys:
