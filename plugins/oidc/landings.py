@@ -78,9 +78,10 @@ async def record(gateway: "Gateway", binding_hash: str, session: AccountSession,
 async def redeem(gateway: "Gateway", landing: str, token: str, browser_key: str | None) -> str:
     """Spend the landing for this browser and token; the merchant id it signs in to.
 
-    Raises 403 ``landing_not_bound`` when the browser holds no key or another
-    one, or the token is not the one issued (nothing is spent then), and 400
-    ``landing_used`` when the landing is unknown, expired or already spent.
+    Raises 400 ``landing_used`` when the landing is unknown, expired or
+    already spent (so a replay says so), else 403 ``landing_not_bound`` when
+    the browser holds no key or another one, or the token is not the one
+    issued; nothing is spent then.
     """
     if not _SECRET.match(landing):
         raise LandingSpent()
