@@ -5,14 +5,19 @@ wrong type stops the gateway with a message naming the key instead of
 surfacing later as a confusing runtime error.
 
 Environment overrides use ``ORBCHAIN_<SECTION>__<KEY>`` (double underscore
-between section and key), plus a few short aliases operators expect:
-``ORBCHAIN_HOST``, ``ORBCHAIN_PORT``, ``ORBCHAIN_DATABASE_URL``,
-``ORBCHAIN_ALLOW_PRIVATE_URLS`` and ``ORBCHAIN_MAINTENANCE``.
+between section and key), ``ORBCHAIN_PLUGIN__<NAME>__<KEY>`` for a plugin's
+block (deeper blocks add ``__<KEY>`` levels), plus a few short aliases
+operators expect: ``ORBCHAIN_HOST``, ``ORBCHAIN_PORT``,
+``ORBCHAIN_DATABASE_URL``, ``ORBCHAIN_ALLOW_PRIVATE_URLS`` and
+``ORBCHAIN_MAINTENANCE``. Any other ``ORBCHAIN_`` variable, except the few
+read elsewhere (``NON_CONFIG_VARIABLES``), stops the start naming it, like
+an unknown key in the file: a typo never leaves a setting silently unset.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from decimal import Decimal, InvalidOperation
@@ -30,6 +35,11 @@ ENV_ALIASES = {
     "ORBCHAIN_DATABASE_URL": ("database", "url"),
     "ORBCHAIN_ALLOW_PRIVATE_URLS": ("webhooks", "allow_private_urls"),
 }
+# ``ORBCHAIN_`` variables that are not configuration, each read where it is named: the config file's path
+# (``default_config_path``), the test suite's PostgreSQL (orbchain/testing/databases.py), the payout worker's
+# crash hook for tests (core/payout_worker.py) and the node tools' folder (scripts/ensure_node_tools.sh).
+NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS"})
+PLUGIN_SECTION = "plugin"
 ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -151,6 +161,8 @@ class Config:
     # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
     plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"
+    # Dotted key -> the environment variable that set it, so an error about the key can name the variable.
+    env_sources: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def data_dir(self) -> Path:
@@ -180,10 +192,10 @@ class Config:
 
     def with_overrides(self, **sections: Mapping[str, Any]) -> "Config":
         """A copy with some keys of some sections replaced (tests, CLI flags)."""
-        return _build(_merge(_as_raw(self), sections), self.source)
+        return _build(_merge(_as_raw(self), sections), self.source, self.env_sources)
 
 
-_SECTIONS = {f.name: f.type for f in fields(Config) if f.name not in ("plugin", "source")}
+_SECTIONS = {f.name: f.type for f in fields(Config) if f.name not in ("plugin", "source", "env_sources")}
 
 
 def _section_class(name: str) -> type:
@@ -231,10 +243,10 @@ def _coerce(key: str, value: Any, default: Any) -> Any:
     return value
 
 
-def _build(raw: Mapping[str, Any], source: str) -> Config:
+def _build(raw: Mapping[str, Any], source: str, env_sources: Mapping[str, str] | None = None) -> Config:
     sections: dict[str, Any] = {}
     for name, values in raw.items():
-        if name == "plugin":
+        if name == PLUGIN_SECTION:
             if not isinstance(values, Mapping) or not all(isinstance(v, Mapping) for v in values.values()):
                 raise ConfigError("config key 'plugin' must hold tables like [plugin.<name>]")
             sections["plugin"] = {k: dict(v) for k, v in values.items()}
@@ -252,7 +264,7 @@ def _build(raw: Mapping[str, Any], source: str) -> Config:
                 raise ConfigError(f"unknown config key '{name}.{key}' (known: {', '.join(sorted(known))})")
             kwargs[key] = _coerce(f"{name}.{key}", value, getattr(defaults, key))
         sections[name] = replace(defaults, **kwargs)
-    config = Config(**sections, source=source)
+    config = Config(**sections, source=source, env_sources=dict(env_sources or {}))
     _check_values(config)
     return config
 
@@ -306,19 +318,101 @@ def _merge(base: Mapping[str, Any], extra: Mapping[str, Mapping[str, Any]]) -> d
     return merged
 
 
-def _env_overrides(environ: Mapping[str, str]) -> dict[str, dict[str, Any]]:
-    overrides: dict[str, dict[str, Any]] = {}
-    for name, value in environ.items():
-        if name in ENV_ALIASES:
-            section, key = ENV_ALIASES[name]
-        elif name.startswith(ENV_PREFIX) and "__" in name:
-            section, _, key = name[len(ENV_PREFIX):].lower().partition("__")
-            if section not in _SECTIONS:
-                continue  # e.g. ORBCHAIN_TEST_PG_DSN is not configuration
-        else:
+def env_key(name: str) -> tuple[str, ...] | None:
+    """The config key an ``ORBCHAIN_`` variable sets (``("server", "port")``, ``("plugin", "telegram",
+    "bot_token")``), None for one that is no configuration; ``ConfigError`` naming it when it matches no key.
+
+    A plugin's keys are judged by the plugin itself when it validates its block.
+    """
+    if name in ENV_ALIASES:
+        return ENV_ALIASES[name]
+    if name in NON_CONFIG_VARIABLES or not name.startswith(ENV_PREFIX):
+        return None
+    parts = tuple(name[len(ENV_PREFIX):].lower().split("__"))
+    if len(parts) >= 3 and parts[0] == PLUGIN_SECTION and all(parts):
+        return parts
+    if len(parts) == 2 and parts[0] in _SECTIONS:
+        known = [f.name for f in fields(_section_class(parts[0]))]
+        if parts[1] in known:
+            return parts
+        raise ConfigError(f"unknown environment variable {name}: no config key '{parts[0]}.{parts[1]}'"
+                          f" (known: {', '.join(known)})")
+    raise ConfigError(
+        f"unknown environment variable {name}: it matches no config key (use ORBCHAIN_<SECTION>__<KEY> with a"
+        f" section of {', '.join(sorted(_SECTIONS))}, ORBCHAIN_PLUGIN__<NAME>__<KEY>, or an alias:"
+        f" {', '.join(sorted(ENV_ALIASES))})")
+
+
+# Text shaped like a TOML boolean, decimal number, array, inline table or quoted string; anything else
+# (a token, a URL, a hex-looking secret) stays text.
+_LITERAL = re.compile(r"(true|false|[+-]?\d+(\.\d+)?|\[.*\]|\{.*\}|\".*\"|'.*')", re.DOTALL)
+
+
+def env_value(text: str) -> Any:
+    """A plugin setting from the environment: a TOML literal when it is shaped like one, else the text.
+
+    Sections know their keys' types and convert text themselves (``_coerce``);
+    a plugin's block is checked by the plugin, so ``5``, ``true`` and
+    ``["a", "b"]`` arrive as TOML would give them and a secret stays text.
+    Quote a value to force text: ``'"12345"'``.
+    """
+    stripped = text.strip()
+    if _LITERAL.fullmatch(stripped):
+        try:
+            return tomllib.loads(f"v = {stripped}")["v"]
+        except tomllib.TOMLDecodeError:
+            pass
+    return text
+
+
+def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the overrides, dotted key -> variable) of every ``ORBCHAIN_`` variable; unknown ones raise."""
+    overrides: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, value in sorted(environ.items()):
+        key = env_key(name)
+        if key is None:
             continue
-        overrides.setdefault(section, {})[key] = value
-    return overrides
+        if key[0] == PLUGIN_SECTION:
+            table = overrides.setdefault(PLUGIN_SECTION, {})
+            for part in key[1:-1]:
+                if not isinstance(table.get(part), dict):
+                    table[part] = {}
+                table = table[part]
+            table[key[-1]] = env_value(value)
+        else:
+            overrides.setdefault(key[0], {})[key[1]] = value
+        sources[".".join(key)] = name
+    return overrides, sources
+
+
+def _deep_merge(base: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base) if isinstance(base, Mapping) else {}
+    for key, value in extra.items():
+        merged[key] = _deep_merge(merged.get(key), value) if isinstance(value, Mapping) else value
+    return merged
+
+
+_DOTTED_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
+
+
+def naming_variable(error: ConfigError, env_sources: Mapping[str, str]) -> ConfigError:
+    """``error``, plus the environment variable that set the key it names (when one did).
+
+    A plugin's validation names keys (``plugin.captcha.secret``); an operator
+    who set it as ``ORBCHAIN_PLUGIN__CAPTCHA__SECRET`` is told so. Searched in
+    order: the key itself or a key inside the block named, then a key beside
+    the one named (a block the variable created lacks a required key).
+    """
+    message = str(error)
+    named = _DOTTED_KEY.findall(message)
+    for key, variable in env_sources.items():
+        if any(key == n or key.startswith(n + ".") for n in named):
+            return ConfigError(f"{message} (set by environment variable {variable})")
+    for key, variable in env_sources.items():
+        if any(n.count(".") >= 2 and key.startswith(n.rpartition(".")[0] + ".") for n in named):
+            return ConfigError(f"{message} (in a block set by environment variable {variable})")
+    return error
 
 
 # -- helpers for plugins' own blocks ([plugin.<name>]) --------------------------------------
@@ -401,4 +495,12 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
         source = str(path)
-    return _build(_merge(raw, _env_overrides(environ)), source)
+    overrides, sources = _env_overrides(environ)
+    plugin_overrides = overrides.pop(PLUGIN_SECTION, None)
+    merged = _merge(raw, overrides)
+    if plugin_overrides:
+        merged[PLUGIN_SECTION] = _deep_merge(merged.get(PLUGIN_SECTION), plugin_overrides)
+    try:
+        return _build(merged, source, sources)
+    except ConfigError as exc:
+        raise naming_variable(exc, sources) from None

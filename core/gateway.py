@@ -18,14 +18,14 @@ import pluggy
 
 from .chains import check_capabilities
 from .coins import CoinRegistry
-from .config import Config
+from .config import Config, ConfigError, naming_variable
 from .auth import CORE_SCOPE_DESCRIPTIONS
 from .db import Database
 from .events import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
 from .metrics import Metrics
 from .migrate import MigrationRegistry
-from .plugins import call_collect, call_event, get_plugin_manager
+from .plugins import call_collect, call_event, check_plugin_blocks, get_plugin_manager
 from .registries import (
     AssetRegistry,
     ChainRegistry,
@@ -137,11 +137,22 @@ def collect_features(gateway: Gateway) -> None:
 
 
 def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gateway:
-    """Collect everything plugins contribute and validate their config."""
+    """Collect everything plugins contribute and validate their config.
+
+    A ``ConfigError`` about a key set in the environment names the variable too.
+    """
+    try:
+        return _build_gateway(config, pm)
+    except ConfigError as exc:
+        raise naming_variable(exc, config.env_sources) from None
+
+
+def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
     if pm is None:
         pm = get_plugin_manager(blocked=config.plugins.blocked)
     gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance)
     pm.hook.validate_config(gateway=gateway, config=config.plugin)
+    check_plugin_blocks(pm, config.plugin)
     gateway.migrations = collect_migrations(pm)
     call_collect(pm, "register_coins", gateway.coins, gateway=gateway)
     call_collect(pm, "register_address_families", gateway.address_families, gateway=gateway)

@@ -62,10 +62,13 @@ def validate_config(gateway: "Gateway", config: Mapping[str, Any]) -> None:
     """Check this plugin's own config block before anything starts.
 
     Called once while the gateway is built, for every plugin. ``config`` is
-    the whole ``[plugin.<name>]`` table mapping of the operator's file (use
+    the whole ``[plugin.<name>]`` table mapping of the operator's file and
+    ``ORBCHAIN_PLUGIN__<NAME>__<KEY>`` variables (use
     ``gateway.config.plugin_config("<name>")`` for your own block). Raise
-    ``orbchain.core.config.ConfigError`` with a message naming the bad key;
-    the process then refuses to start. Return nothing.
+    ``orbchain.core.config.ConfigError`` with a message naming the bad key,
+    unknown keys included; the process then refuses to start. A plugin that
+    does not implement this hook takes no configuration: a block for it
+    stops the start. Return nothing.
     """
 
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import pluggy
 
 from . import hookspecs
+from .config import ConfigError
 
 ENTRY_POINT_GROUP = "orbchain"
 
@@ -55,6 +56,25 @@ def get_plugin_manager(
         pm.register(plugin, name=name)
     pm.check_pending()
     return pm
+
+
+def check_plugin_blocks(pm: pluggy.PluginManager, block_names: Iterable[str]) -> None:
+    """Refuse a ``[plugin.<name>]`` block (from the file or ``ORBCHAIN_PLUGIN__<NAME>__*``) nobody reads.
+
+    A block must name an installed plugin that validates its configuration
+    (implements ``validate_config``, where it refuses keys it does not know),
+    or one the operator blocked. Otherwise a misspelt plugin name, or a
+    setting for a plugin that takes none, would be silently ignored.
+    """
+    readers = {impl.plugin_name for impl in pm.hook.validate_config.get_hookimpls()}
+    installed = sorted(name for name, _ in pm.list_name_plugin())
+    for name in block_names:
+        if pm.is_blocked(name) or name in readers:
+            continue
+        if pm.get_plugin(name) is None:
+            raise ConfigError(f"config block 'plugin.{name}' names no installed plugin"
+                              f" (installed: {', '.join(installed)})")
+        raise ConfigError(f"config block 'plugin.{name}': the {name} plugin takes no configuration")
 
 
 def load_entry_points(pm: pluggy.PluginManager) -> None:

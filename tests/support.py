@@ -101,6 +101,42 @@ def install_entry_point_package(site: Any, package: str, entry_name: str, files:
     (dist / "entry_points.txt").write_text(f"[orbchain]\n{entry_name} = {target or package}\n")
 
 
+def config_from_environment(make_config: Any, **variables: str) -> Any:
+    """The config ``orbchain serve`` builds from ``ORBCHAIN_*`` variables alone (no file): this test's data
+    folder and database, private URLs allowed, scheduler off, plus ``variables``."""
+    from orbchain.core.config import load_config
+
+    base = make_config()
+    return load_config(None, environ={
+        "ORBCHAIN_DATA_DIR": base.server.data_dir, "ORBCHAIN_DATABASE_URL": base.database.url,
+        "ORBCHAIN_ALLOW_PRIVATE_URLS": "true", "ORBCHAIN_SCHEDULER__ENABLED": "false", **variables})
+
+
+class GatewayTestServer(TestServer):
+    """A test server behind ``GatewayAppRunner`` (what ``orbchain serve`` runs), for raw-socket tests."""
+
+    async def _make_runner(self, **kwargs: Any) -> Any:
+        from orbchain.web.server import GatewayAppRunner
+
+        return GatewayAppRunner(self.app, **kwargs)
+
+
+async def raw_exchange(server: Any, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes, read until the server closes; status, headers (lower-cased) and body."""
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    try:
+        writer.write(request)
+        await writer.drain()
+    except ConnectionError:
+        pass  # the server may answer and close before reading everything
+    raw = await asyncio.wait_for(reader.read(), timeout=10)
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
 # -- time, backlog and races for job tests ---------------------------------------------------------
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from orbchain.web.keys import GATEWAY
-from tests.support import bearer, signup
+from tests.support import GatewayTestServer, bearer, raw_exchange, signup
 
 
 async def scoped_key(client: Any, token: str, **fields: Any) -> str:
@@ -313,14 +313,7 @@ async def test_password_change_shares_the_login_lockout(make_client, make_config
 @pytest.fixture
 async def raw_server(config):
     """The app behind ``GatewayAppRunner`` (what ``orbchain serve`` runs) on a free port."""
-    from aiohttp.test_utils import TestServer
-
     from orbchain.web.app import create_app
-    from orbchain.web.server import GatewayAppRunner
-
-    class GatewayTestServer(TestServer):
-        async def _make_runner(self, **kwargs: Any) -> Any:
-            return GatewayAppRunner(self.app, **kwargs)
 
     server = GatewayTestServer(create_app(config))
     await server.start_server()
@@ -328,24 +321,6 @@ async def raw_server(config):
         yield server
     finally:
         await server.close()
-
-
-async def raw_exchange(server: Any, request: bytes) -> tuple[int, dict[str, str], bytes]:
-    """Send raw bytes, read until the server closes; status, headers (lower-cased) and body."""
-    import asyncio
-
-    reader, writer = await asyncio.open_connection(server.host, server.port)
-    try:
-        writer.write(request)
-        await writer.drain()
-    except ConnectionError:
-        pass  # the server may answer and close before reading everything
-    raw = await asyncio.wait_for(reader.read(), timeout=10)
-    writer.close()
-    head, _, body = raw.partition(b"\r\n\r\n")
-    lines = head.decode("latin-1").split("\r\n")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    return int(lines[0].split()[1]), headers, body
 
 
 def assert_envelope_400(status: int, headers: dict[str, str], body: bytes, *echo: bytes) -> None:
@@ -369,9 +344,33 @@ async def test_oversized_header_gets_the_envelope_without_echo(raw_server):
 
 
 async def test_oversized_request_line_gets_the_envelope(raw_server):
-    request = b"GET /pay/" + b"P" * 100_000 + b" HTTP/1.1\r\nHost: gw\r\n\r\n"
+    request = b"GET /v1/payment/" + b"P" * 100_000 + b" HTTP/1.1\r\nHost: gw\r\n\r\n"
     status, headers, body = await raw_exchange(raw_server, request)
     assert_envelope_400(status, headers, body, b"PPPP")
+
+
+async def test_oversized_request_line_to_a_page_gets_the_error_page(raw_server):
+    """A page's address (here /pay/<id>) answers as a page even when the line is too long to parse (issue 29:
+    it answered the API's JSON); never echoing the input."""
+    request = b"GET /pay/" + b"P" * 100_000 + b" HTTP/1.1\r\nHost: gw\r\n\r\n"
+    status, headers, body = await raw_exchange(raw_server, request)
+    assert status == 400 and headers["content-type"].startswith("text/html"), body[:300]
+    assert b"<title>Request refused" in body and b"PPPP" not in body and headers["server"] == "orbchain"
+
+
+def test_the_path_of_a_refused_request_is_read_only_from_what_the_parser_kept():
+    """web/server.py answers a page's address with the error page: the path comes from the parser's error,
+    and anything that is not plainly a path (a header, an authority, nothing) gives None (the envelope)."""
+    from aiohttp.http_exceptions import BadHttpMessage, InvalidURLError, LineTooLong
+
+    from orbchain.web.server import requested_path
+
+    assert requested_path(LineTooLong(b"/pay/P%41?x=1", 8190)) == "/pay/PA"
+    assert requested_path(LineTooLong(b"/pay/" + b"P" * 95 + b"...", 8190)) == "/pay/" + "P" * 95
+    assert requested_path(InvalidURLError("Invalid char in url:\n\n  b'GET /pay/x?q=\\xff HTTP/1.1'\n  ^")) == "/pay/x"
+    for unknown in (LineTooLong(b"X-Big: value", 8190), LineTooLong(b"//host:99999999/x", 8190),
+                    LineTooLong("text", 8190), InvalidURLError("no line quoted"), BadHttpMessage("bad"), None):
+        assert requested_path(unknown) is None, unknown
 
 
 @pytest.mark.parametrize("length", [b"-5", b"12abc<script>", b"1, 2", b"99999999999999999999999999"])

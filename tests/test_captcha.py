@@ -14,6 +14,8 @@ from orbchain.core.errors import Forbidden
 from orbchain.core.gateway import build_gateway
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 
+from .support import config_from_environment
+
 SECRET = "0x4AAAAAAA-test-secret"
 GOOD = "good-token"
 PASSWORD = "s3cret-pass-9"
@@ -145,6 +147,19 @@ async def test_unconfigured_captcha_does_nothing(make_client, make_config, provi
     assert (await _signup(client, "g@example.com")).status == 200
     assert (await _login(client, "g@example.com")).status == 200
     assert provider.calls == []
+
+
+async def test_a_secret_set_in_the_environment_closes_sign_up_without_a_token(make_client, make_config, provider):
+    """Issue 29 item 6: ORBCHAIN_PLUGIN__CAPTCHA__SECRET was dropped, so sign-up stayed open. The timeout
+    arrives as the number 0.5 (a TOML literal), which the plugin's own check requires."""
+    config = config_from_environment(make_config, ORBCHAIN_PLUGIN__CAPTCHA__SECRET=SECRET,
+                                     ORBCHAIN_PLUGIN__CAPTCHA__SITEVERIFY_URL=provider.url,
+                                     ORBCHAIN_PLUGIN__CAPTCHA__TIMEOUT_SECONDS="0.5")
+    client = await make_client(config)
+    await _refused(await _signup(client, "h@example.com"))
+    await _refused(await _signup(client, "h@example.com", turnstile_token="forged"))
+    assert (await _signup(client, "h@example.com", turnstile_token=GOOD)).status == 200
+    assert provider.calls[-1]["secret"] == SECRET
 
 
 @pytest.mark.parametrize("block, key", [

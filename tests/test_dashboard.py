@@ -146,6 +146,61 @@ async def test_idle_session_ends_and_activity_keeps_it(app_client):
     assert "inactivity" in page
 
 
+async def _ended_notice(client, cookie: str) -> str:
+    """Open /app with ``cookie`` as the session (the jar's own dropped); the notice the login page then shows."""
+    client.session.cookie_jar.clear(lambda c: c.key == "orb_session")
+    sent = {"Cookie": f"orb_session={cookie}"}
+    response = await client.get("/app", allow_redirects=False, headers=sent)
+    assert response.status == 303, await response.text()
+    location = response.headers["Location"]
+    notice = dict(URL(location).query).get("notice", "")
+    page = await (await client.get(location, allow_redirects=False, headers=sent)).text()
+    found = re.search(r'id="notice">([^<]*)<', page)
+    return f"{notice}: {found.group(1) if found else ''}"
+
+
+async def test_an_ended_session_says_why_it_ended(app_client):
+    """Issue 29: a cookie kept from before a sign-out said "ended after a period of inactivity". Each way a
+    session ends now has its own notice, and the most telling one wins (signed out beats idle and expired)."""
+    gateway = app_client.app[GATEWAY]
+    start = gateway.now()
+    visitor = Visitor(app_client)
+    await visitor.sign_up("why@example.com")
+    jar = app_client.session.cookie_jar
+    signed_out = next(c for c in jar if c.key == "orb_session").value
+    await visitor.submit("/app/logout")
+    notice = await _ended_notice(app_client, signed_out)
+    assert notice.startswith("session-signed-out: This session was signed out") and "inactivity" not in notice
+    gateway.clock = lambda: start + 2 * 3600  # long idle too: still "signed out"
+    assert (await _ended_notice(app_client, signed_out)).startswith("session-signed-out:")
+    gateway.clock = lambda: start
+    # The login page forgets the dead cookie.
+    response = await app_client.get("/app/login?notice=session-signed-out", allow_redirects=False,
+                                    headers={"Cookie": f"orb_session={signed_out}"})
+    assert 'orb_session=""' in _set_cookies(response)["orb_session"]
+    # Ended with every session of the account (a password change, sign-out everywhere).
+    await visitor.sign_in("why@example.com")
+    revoked = next(c for c in jar if c.key == "orb_session").value
+    merchant_id = (await app_client.app[GATEWAY].db.fetch_one(
+        "SELECT id FROM merchants WHERE email = :e", {"e": "why@example.com"}))["id"]
+    from orbchain.core import services
+
+    await services.revoke_dashboard_tokens(gateway, merchant_id)
+    assert (await _ended_notice(app_client, revoked)).startswith("session-revoked: This session was ended because")
+    # Past the token's 24 hours (idle too): expired. Within them but unused: idle.
+    await visitor.sign_in("why@example.com")
+    live = next(c for c in jar if c.key == "orb_session").value
+    gateway.clock = lambda: start + 24 * 3600 + 60
+    assert (await _ended_notice(app_client, live)).startswith("session-expired: This session expired")
+    gateway.clock = lambda: start + 31 * 60
+    assert (await _ended_notice(app_client, live)).startswith("idle: Your session ended after a period of inactivity")
+    gateway.clock = lambda: start
+    # A disabled account, and a cookie that is not ours.
+    await gateway.db.execute("UPDATE merchants SET enabled = :f WHERE id = :id", {"f": False, "id": merchant_id})
+    assert (await _ended_notice(app_client, live)).startswith("account-disabled: This account is disabled")
+    assert (await _ended_notice(app_client, live[:-3] + "xyz")).startswith("session-invalid: This session is not")
+
+
 async def test_idle_minutes_is_configurable_and_checked(make_client, make_config):
     from orbchain.core.config import ConfigError
     from orbchain.plugins.dashboard.settings import parse_settings
@@ -405,19 +460,22 @@ def test_google_auth_takes_exactly_the_oidc_payload():
     from orbchain.plugins.oidc import payload
 
     keys = {"merchant_api_key": "ok_m_1", "payout_api_key": "ok_p_1", "general_api_key": "ok_g_1"}
-    new = payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", keys), True)
+    new = payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", keys), True, "land-1")
     found = google_auth_payload(new)
-    assert found is not None and (found.token, found.merchant_id, dict(found.api_keys)) == ("a.b.c", "mer_1", keys)
-    old = google_auth_payload(payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", None), False))
+    assert found is not None and (found.token, found.merchant_id, found.landing, dict(found.api_keys)) \
+        == ("a.b.c", "mer_1", "land-1", keys)
+    old = google_auth_payload(payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", None), False, "l"))
     assert old is not None and old.api_keys == {}
 
     def packed(body: object) -> str:
         return base64.urlsafe_b64encode(json.dumps(body).encode()).rstrip(b"=").decode()
 
-    good = {"token": "a.b.c", "merchant_id": "mer_1", "email": "a@example.com", "new_account": False}
+    good = {"token": "a.b.c", "merchant_id": "mer_1", "email": "a@example.com", "new_account": False, "landing": "l"}
     assert google_auth_payload(packed(good)) is not None
+    unbound = {key: good[key] for key in good if key != "landing"}  # before issue 29: no browser binding
     # The shapes the first dashboard guessed at, and everything else, are refused.
     for bad in ("a.b.c", '{"token": "a.b.c"}', "%%%", packed(good) + "=", packed([good]), packed({"token": "a.b.c"}),
+                packed(unbound), packed({**good, "landing": 7}),
                 packed({**good, "new_account": "no"}), packed({**good, "merchant_id": 1}),
                 packed({**good, "api_keys": keys}),  # keys for an old account: not from the oidc plugin
                 packed({**good, "new_account": True, "api_keys": {"merchant_api_key": "x"}}), "A", "["):

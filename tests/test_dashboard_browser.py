@@ -126,33 +126,38 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
         assert await browser.text("#notice") == "You are signed out."
 
 
-async def test_a_sign_in_fragment_is_posted_by_the_nonce_script(served, tmp_path):
-    """``/app#google-auth=<payload>`` (the oidc plugin's format): with JavaScript the page posts it and the
-    browser is signed in; without, the page offers the paste-the-address form (the fragment never reaches
-    the server)."""
+async def test_a_foreign_sign_in_fragment_signs_nobody_in(served, tmp_path):
+    """``/app#google-auth=<payload>`` with a payload this browser did not start (here made from another
+    browser's sign-up token, as an attacker would send their own): with JavaScript the page posts it, without
+    the visitor pastes the address; either way nobody is signed in and the page says why (issue 29: before,
+    the script signed the browser in to the payload's account). The legitimate journey, through a real
+    identity provider, is tests/test_oidc.py's headless test."""
     client = served
     base = str(client.server.make_url("/")).rstrip("/")
     response = await client.post("/dashboard/auth/signup", json={"email": "idp@example.com",
                                                                  "password": "correct horse battery"})
     data = (await response.json())["data"]
-    token = oidc_payload.encode(AccountSession(data["merchant_id"], "idp@example.com", data["token"], None), False)
+    token = oidc_payload.encode(AccountSession(data["merchant_id"], "idp@example.com", data["token"], None), False,
+                                "L" * 43)
     async with Browser.launch(tmp_path / "on", javascript=True) as browser:
         await browser.goto(f"{base}/app#google-auth={token}")
         for _ in range(100):  # the script posts the fragment: one more navigation
-            if await browser.url() == f"{base}/app" and await browser.text("#who"):
+            if await browser.text("#form-error"):
                 break
             await asyncio.sleep(0.1)
-        assert await browser.text("#who") == "idp@example.com"
+        assert "not enabled" in (await browser.text("#form-error") or "")  # no identity provider here
+        assert "#" not in await browser.url()  # the script took the payload out of the address
+        await browser.goto(f"{base}/app")
+        assert await browser.text("#who") is None
         errors = [e for e in browser.events if e.get("method") == "Runtime.exceptionThrown"]
         assert errors == []
     async with Browser.launch(tmp_path / "off") as browser:
         await browser.goto(f"{base}/app#google-auth={token}")
         assert "/app/login" in await browser.url()
-        assert await browser.text("#who") is None
-        # The visitor pastes the address bar (read here from DevTools, as a person would copy it).
-        address = await browser.url()
+        address = await browser.url()  # the visitor pastes the address bar (read here from DevTools)
         assert "#google-auth=" in address
         await browser.evaluate(f"document.querySelector('#fragment-value').value = {json.dumps(address)}")
         await browser.click("#fragment-fallback button[type=submit]")
+        assert "not enabled" in (await browser.text("#form-error") or "")
         await browser.goto(f"{base}/app")
-        assert await browser.text("#who") == "idp@example.com"
+        assert await browser.text("#who") is None

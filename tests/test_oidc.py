@@ -8,9 +8,12 @@ directly, so nothing here is judged by the code under test.
 from __future__ import annotations
 
 import asyncio
+import base64
+import contextlib
+import json
 import re
 import socket
-from typing import Any
+from typing import Any, AsyncIterator
 
 import aiohttp
 import pytest
@@ -24,7 +27,7 @@ from orbchain.plugins.oidc.settings import parse_settings
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .dashboard_support import Visitor
+from .dashboard_support import Visitor, csrf_of
 
 from .oidc_standin import CLIENT_ID, CLIENT_SECRET, OidcProvider, start_provider
 from .support import database_rows
@@ -153,10 +156,12 @@ async def test_the_dashboard_lands_the_payload_and_signs_the_browser_in(oidc_cli
     assert "payout_api_key" not in await visitor.get("/app")
     await visitor.submit("/app/logout")
     # A payload whose merchant_id is not its token's, or not the plugin's format, signs nobody in.
-    forged = payload.encode(AccountSession("mer_other", data["email"], data["token"], None), False)
-    for bad in (forged, data["token"]):
+    third = payload.decode((await finish(client, await consent(await begin(client)))).headers["Location"]
+                           .split("#google-auth=")[1])
+    forged = payload.encode(AccountSession("mer_other", data["email"], third["token"], None), False, third["landing"])
+    for bad, status in ((forged, 400), (data["token"], 400)):
         await visitor.get("/app/login")
-        await visitor.submit("/app/fragment", {"kind": "google-auth", "value": bad}, expect=401)
+        await visitor.submit("/app/fragment", {"kind": "google-auth", "value": bad}, expect=status)
         await visitor.get("/app", expect=303)
 
 
@@ -350,6 +355,194 @@ async def test_state_survives_a_second_worker(make_config, aiohttp_client, provi
     await refused_page(replay, 400, "already used")
 
 
+# -- every answer of the browser routes is a page (issue 29) -----------------------------------------------
+
+
+HOSTILE_QUERIES = ["state=a%00b&code=x", "state=%FF%FE&code=x", "state=abc&code=%00", "error=%00&state=x",
+                   "%FF=1", "state=x&state=y&code=1&code=2", "state=" + "s" * 6000, "code=" + "c" * 6000,
+                   "error=" + "e" * 6000 + "&state=x", "state=%E2%80%AE&code=%F0%9F%92%A5", "state=\u00e9"]
+
+
+@pytest.mark.parametrize("path", ["/dashboard/auth/google", CALLBACK])
+async def test_the_browser_routes_answer_every_hostile_input_with_a_page(oidc_client, provider, path):
+    """NUL, non-UTF-8, repeated and long parameters, and methods the routes lack: always the HTML error page
+    (never the API's JSON, never a 500). The 405s answered JSON before."""
+    client = await oidc_client()
+    for query in HOSTILE_QUERIES:
+        response = await client.get(f"{path}?{query}", allow_redirects=False)
+        assert response.status in (302, 400), (query, response.status)  # start ignores its query: 302
+        assert response.status == 302 or response.content_type == "text/html", (query, await response.text())
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        response = await client.request(method, path + "?state=x", allow_redirects=False)
+        assert (response.status, response.content_type) == (405, "text/html"), method
+        assert "<title>Request refused" in await response.text()
+
+
+async def test_a_request_line_too_long_for_the_server_still_gets_a_page(make_config, provider):
+    """Served as ``orbchain serve`` serves (GatewayAppRunner): a callback whose state (or code, or error) is
+    10 kB or 100 kB is refused by the HTTP parser before any route runs. It answered the API's JSON envelope;
+    the address is a page's, so the answer is the error page, never echoing the input."""
+    from .support import GatewayTestServer, raw_exchange
+
+    server = GatewayTestServer(create_app(make_config(plugin={"oidc": oidc_block(provider)})))
+    await server.start_server()
+    try:
+        for target in (CALLBACK + "?state=" + "S" * 10_000 + "&code=x", CALLBACK + "?code=" + "S" * 100_000,
+                       CALLBACK + "?error=access_denied&state=" + "S" * 10_000,
+                       "/dashboard/auth/google?x=" + "S" * 10_000):
+            status, headers, body = await raw_exchange(server, f"GET {target} HTTP/1.1\r\nHost: gw\r\n\r\n".encode())
+            assert status == 400 and headers["content-type"].startswith("text/html"), (target[:60], body[:200])
+            assert b"<title>Request refused" in body and b"SSSS" not in body
+        # Raw bytes that are not UTF-8 (or NUL) in the request line, which browsers would percent-encode: a page.
+        for raw in (b"?state=\xff\xfe&code=x", b"?state=a\x00b", b"?code=\x01"):
+            status, headers, body = await raw_exchange(server, b"GET " + CALLBACK.encode() + raw
+                                                       + b" HTTP/1.1\r\nHost: gw\r\n\r\n")
+            assert status == 400 and headers["content-type"].startswith("text/html"), (raw, body[:200])
+        # The API's addresses keep the JSON envelope.
+        status, headers, body = await raw_exchange(
+            server, b"GET /v1/payment/" + b"S" * 10_000 + b" HTTP/1.1\r\nHost: gw\r\n\r\n")
+        assert status == 400 and headers["content-type"].startswith("application/json")
+    finally:
+        await server.close()
+
+
+# -- the landing: a payload counts in the browser that started its sign-in, once (issue 29) ----------
+
+
+@contextlib.asynccontextmanager
+async def another_browser(client) -> AsyncIterator[aiohttp.ClientSession]:
+    """A second browser on the same server: its own cookie jar, nothing shared with ``client``'s."""
+    async with aiohttp.ClientSession(base_url=str(client.make_url("/")),
+                                     cookie_jar=aiohttp.CookieJar(unsafe=True)) as browser:
+        yield browser
+
+
+async def own_payload(client) -> str:
+    """Sign in at the provider in ``client``'s browser; the ``google-auth`` value it is redirected with."""
+    response = await finish(client, await consent(await begin(client)))
+    assert response.status == 302, await response.text()
+    return response.headers["Location"].split("#google-auth=")[1]
+
+
+async def land(visitor: Visitor, value: str, *, page: str = "/app/login", expect: int) -> Any:
+    """Post a payload from a dashboard page (what its script does with the fragment)."""
+    await visitor.get(page)
+    return await visitor.submit("/app/fragment", {"kind": "google-auth", "value": value}, expect=expect)
+
+
+async def test_an_attackers_payload_opened_by_a_signed_out_victim_signs_nobody_in(oidc_client, provider):
+    """Login CSRF, issue 29: the attacker signs in to their own account and sends the victim the link
+    ``/app#google-auth=<their payload>``. Before, the victim's browser was signed in to the attacker's account
+    (303 to /app): anything entered next (webhook URL, payout addresses) landed with the attacker."""
+    client = await oidc_client()
+    started = await client.get("/dashboard/auth/google", allow_redirects=False)
+    cookie = started.cookies["orbchain_oidc_landing"]  # the browser key: HttpOnly, on the app's path only
+    assert cookie["path"] == "/app" and cookie["httponly"] and cookie["samesite"] == "Lax"
+    value = await own_payload(client)  # the attacker's browser
+    async with another_browser(client) as browser:
+        victim = Visitor(browser)
+        await land(victim, value, expect=403)
+        assert "not started in this browser" in victim.page and "nothing changed" in victim.page
+        await victim.get("/app", expect=303)  # still signed out
+        await victim.get("/app/login")  # without script: the victim pastes the address, with the same answer
+        await victim.submit("/app/fragment", {"value": f"http://gateway.test/app#google-auth={value}"}, expect=403)
+        await victim.get("/app", expect=303)
+        # A victim who started a sign-in of their own holds a browser key, but not the attacker's.
+        assert (await browser.get("/dashboard/auth/google", allow_redirects=False)).status == 302
+        await land(victim, value, expect=403)
+        await victim.get("/app", expect=303)
+    # Refused means nothing changed, not even the landing: in the attacker's own browser it still works
+    # (a new account: its keys are shown this once).
+    attacker = Visitor(client)
+    await land(attacker, value, expect=200)
+    assert 'id="payout_api_key"' in attacker.page
+
+
+async def test_an_attackers_payload_opened_by_a_signed_in_victim_keeps_the_victims_session(oidc_client, provider):
+    """Issue 29, the signed-in half: before, the payload replaced the victim's session with the attacker's."""
+    client = await oidc_client()
+    value = await own_payload(client)
+    async with another_browser(client) as browser:
+        victim = Visitor(browser)
+        await victim.sign_up("victim@example.com")
+        await land(victim, value, page="/app", expect=403)
+        assert "not started in this browser" in victim.page and "victim@example.com" in victim.page
+        home = await victim.get("/app")
+        assert "victim@example.com" in home and "ada@example.com" not in home
+
+
+async def test_a_payload_lands_once_and_not_after_it_expires(oidc_client, provider):
+    """Single use: posted four times at once, one signs in; posted again after signing out, refused.
+    Before, the same payload signed the browser in every time, for as long as its token lived."""
+    client = await oidc_client()
+    value = await own_payload(client)
+    visitor = Visitor(client)
+    await visitor.get("/app/login")
+    form = {"csrf_token": csrf_of(visitor.page), "kind": "google-auth", "value": value}
+    answers = await asyncio.gather(*(client.post("/app/fragment", data=form, allow_redirects=False)
+                                     for _ in range(4)))
+    assert sorted(a.status for a in answers) == [200, 400, 400, 400]  # 200: a new account's keys, shown once
+    await visitor.get("/app")
+    await visitor.submit("/app/logout")
+    await land(visitor, value, expect=400)
+    assert "already used or has expired" in visitor.page
+    await visitor.get("/app", expect=303)
+    # A landing not used within login_ttl_seconds (default 600) has expired.
+    late = await own_payload(client)
+    gateway = client.app[GATEWAY]
+    real_now = gateway.now
+    gateway.now = lambda: real_now() + 601  # type: ignore[method-assign]
+    try:
+        await land(visitor, late, expect=400)
+    finally:
+        gateway.now = real_now  # type: ignore[method-assign]
+    await visitor.get("/app", expect=303)
+
+
+async def test_a_payload_lands_once_across_two_workers(make_config, aiohttp_client, provider):
+    """Two app processes on one database (``serve --workers 2``): the same browser posts the payload to both
+    at once; ``DELETE ... RETURNING`` hands the landing to one request."""
+    config = make_config(plugin={"oidc": oidc_block(provider)})
+    first, second = await aiohttp_client(create_app(config)), await aiohttp_client(create_app(config))
+    value = await own_payload(first)
+    visitor = Visitor(first)
+    await visitor.get("/app/login")
+    form = {"csrf_token": csrf_of(visitor.page), "kind": "google-auth", "value": value}
+    cookies = "; ".join(f"{c.key}={c.value}" for c in first.session.cookie_jar)  # this browser, at any worker
+    answers = await asyncio.gather(
+        first.post("/app/fragment", data=form, allow_redirects=False),
+        *(second.post("/app/fragment", data=form, headers={"Cookie": cookies}, allow_redirects=False)
+          for _ in range(3)))
+    assert sorted(a.status for a in answers) == [200, 400, 400, 400]  # 200: a new account's keys, shown once
+
+
+async def test_a_payload_binds_its_token_and_needs_the_landing(oidc_client, provider):
+    """The landing covers the exact token issued: a payload with another token of the same account (one the
+    attacker got by password) is refused and spends nothing; a payload in the old shape (no landing) is refused."""
+    client = await oidc_client()
+    signup = await client.post("/dashboard/auth/signup", json={"email": "ada@example.com", "password": PASSWORD})
+    password_token = (await signup.json())["data"]["token"]
+    value = await own_payload(client)
+    data = payload.decode(value)
+    swapped = payload.encode(AccountSession(data["merchant_id"], data["email"], password_token, None), False,
+                             data["landing"])
+    old_shape = base64.urlsafe_b64encode(json.dumps({key: data[key] for key in data if key != "landing"})
+                                         .encode()).rstrip(b"=").decode()
+    visitor = Visitor(client)
+    await land(visitor, swapped, expect=403)
+    await land(visitor, old_shape, expect=400)
+    await visitor.get("/app", expect=303)
+    await land(visitor, value, expect=303)  # the genuine payload was not spent by either
+
+
+async def test_a_payload_is_refused_where_sign_in_is_not_configured(client):
+    """Without the oidc plugin configured no landing service exists: any payload is refused with a page (503)."""
+    fake = payload.encode(AccountSession("mer_1", "a@example.com", "a.b.c", None), False, "x" * 43)
+    visitor = Visitor(client)
+    await land(visitor, fake, expect=503)
+    assert "not enabled" in visitor.page
+
+
 @pytest.mark.parametrize("block, key", [
     ({"client_id": "x"}, "client_secret"),
     ({"client_id": "x", "client_secret": "y", "discovery_url": "ftp://x"}, "discovery_url"),
@@ -383,9 +576,10 @@ async def test_server_start_refuses_a_bad_block(make_config, aiohttp_client):
 def test_payload_round_trip_is_url_safe():
     from orbchain.core.services import AccountSession
     session = AccountSession("mer_1", "a@example.com", "tok.en.x", {"merchant_api_key": "ok_m_+/="})
-    encoded = payload.encode(session, True)
+    encoded = payload.encode(session, True, "landing-value")
     assert set(encoded) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
-    assert payload.decode(encoded)["api_keys"] == {"merchant_api_key": "ok_m_+/="}
+    decoded = payload.decode(encoded)
+    assert decoded["api_keys"] == {"merchant_api_key": "ok_m_+/="} and decoded["landing"] == "landing-value"
 
 
 async def test_the_redirect_chain_in_headless_chromium(make_config, provider, tmp_path):
@@ -433,6 +627,32 @@ async def test_the_redirect_chain_in_headless_chromium(make_config, provider, tm
         posted = [url for url in seen if url.startswith("/app")]
         assert "/app" in posted and "/app/fragment" in posted
         assert all("google-auth" not in url and "eyJ" not in url for url in seen), seen
+        # Without JavaScript: the same journey; the visitor pastes the address bar into the page's form.
+        async with Browser.launch(tmp_path / "js-off") as browser:
+            await browser.goto(base + "/dashboard/auth/google")
+            address = await browser.url()  # /app sent the browser to /app/login; the fragment stays in the bar
+            assert "/app/login" in address and "#google-auth=" in address
+            await browser.evaluate(f"document.querySelector('#fragment-value').value = {json.dumps(address)}")
+            await browser.click("#fragment-fallback button[type=submit]")
+            await browser.goto(base + "/app")
+            assert await browser.text("#who") == "ada@example.com"
+        # The attack (issue 29) in a real browser: another person's payload, sent as a link, opened with
+        # the script on. The script posts it; the browser stays signed out and the page says why.
+        provider.user = {"sub": "666", "email": "mallory@example.com", "email_verified": True}
+        async with aiohttp.ClientSession(cookie_jar=aiohttp.CookieJar(unsafe=True)) as attacker:  # an IP host
+            async with attacker.get(base + "/dashboard/auth/google", allow_redirects=False) as started:
+                callback = await consent(started.headers["Location"])
+            async with attacker.get(callback, allow_redirects=False) as landed:
+                link = base + landed.headers["Location"]
+        async with Browser.launch(tmp_path / "victim", javascript=True) as browser:
+            await browser.goto(link)
+            for _ in range(100):  # the script posts the fragment: one more navigation
+                if await browser.text("#form-error"):
+                    break
+                await asyncio.sleep(0.1)
+            assert "not started in this browser" in (await browser.text("#form-error") or "")
+            await browser.goto(base + "/app")
+            assert await browser.text("#who") is None
     finally:
         await server.close()
 

@@ -956,9 +956,13 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("POST", "/app/login", data={"csrf_token": _csrf(page), "email": "pages@example.com",
                                              "password": "s3cret-pass"}, expect=303)
     _, page = await c.call("GET", "/app", expect=200)
-    landing = oidc_payload.encode(AccountSession(friend.merchant_id, "friend@example.com", friend.token, None), False)
+    # Another account's payload (this browser started no sign-in; no provider here): refused, page kept.
+    foreign = oidc_payload.encode(AccountSession(friend.merchant_id, "friend@example.com", friend.token, None), False,
+                                  "L" * 43)
     await c.call("POST", "/app/fragment", data={"csrf_token": _csrf(page), "kind": "google-auth",
-                                                "value": landing}, expect=303)
+                                                "value": foreign}, expect=503)
+    assert "pages@example.com" in (await c.call("GET", "/app", expect=200))[1]
+    await c.call("POST", "/app/fragment", data={"csrf_token": _csrf(page), "value": "no link here"}, expect=303)
     await c.call("POST", "/app/logout", data={"csrf_token": "stale"}, expect=403)
     await c.call("GET", "/static/dashboard/dashboard.css", expect=200)
 

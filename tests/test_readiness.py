@@ -1,12 +1,15 @@
 """``GET /ready`` (issue 22): database, migrations and every watched chain's node; 503 while not ready.
 
-``/health`` stays the SPEC 4.1 liveness answer whatever ``/ready`` says.
+``/health`` stays the SPEC 4.1 liveness answer whatever ``/ready`` says. The
+detail is the operator's (the metrics token, or the metrics.listen address);
+anyone else gets the bare status (issue 29).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 import pytest
 
 from orbchain.chains.devnet.adapter import devnet_chain
@@ -14,9 +17,16 @@ from orbchain.core.readiness import watched_chains
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
+from .support import free_port
 
-async def ready(client) -> tuple[int, dict]:
-    response = await client.get("/ready")
+
+TOKEN = "readiness-metrics-token-42"
+OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
+
+
+async def ready(client, headers: dict[str, str] = OPERATOR) -> tuple[int, dict]:
+    """``/ready`` as the operator reads it (the metrics token), or with ``headers``."""
+    response = await client.get("/ready", headers=headers)
     return response.status, await response.json()
 
 
@@ -28,7 +38,8 @@ async def scan_all(gateway) -> None:
 @pytest.fixture
 async def app(make_client, make_config):
     # Only devnet watches deposits without a node of its own to start.
-    client = await make_client(make_config(scheduler={"enabled": False}, readiness={"node_timeout_seconds": 1}))
+    client = await make_client(make_config(scheduler={"enabled": False}, readiness={"node_timeout_seconds": 1},
+                                           metrics={"token": TOKEN}))
     return client, client.app[GATEWAY]
 
 
@@ -50,7 +61,8 @@ async def test_not_ready_until_the_chain_is_scanned_then_ready(app):
 
 
 async def test_lag_beyond_the_limit_is_not_synced(make_client, make_config):
-    client = await make_client(make_config(scheduler={"enabled": False}, readiness={"max_lag_blocks": 2}))
+    client = await make_client(make_config(scheduler={"enabled": False}, readiness={"max_lag_blocks": 2},
+                                           metrics={"token": TOKEN}))
     gateway = client.app[GATEWAY]
     await scan_all(gateway)
     assert (await ready(client))[0] == 200
@@ -100,3 +112,44 @@ async def test_database_down_is_not_ready(app, monkeypatch):
     monkeypatch.setattr(gateway.db, "fetch_val", broken)
     status, body = await ready(client)
     assert status == 503 and body["database"] == {"ok": False, "error": "OSError"} and body["ready"] is False
+
+
+# -- who sees the detail (issue 29: chain heights were public on the main port) -----------------------------
+
+
+@pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN},
+                                     {"Authorization": f"Basic {TOKEN}"}])
+async def test_without_the_token_ready_is_a_bare_status(app, headers):
+    """Same status codes as with the token, but only {"ready": ...}: no chains, heights or components."""
+    client, gateway = app
+    assert await ready(client, headers) == (503, {"ready": False})
+    await scan_all(gateway)
+    assert await ready(client, headers) == (200, {"ready": True})
+    status, body = await ready(client)  # the operator's view of the same moment
+    assert status == 200 and {"database", "migrations", "chains"} <= set(body)
+
+
+async def test_without_any_metrics_protection_the_detail_is_nowhere(make_client, make_config):
+    """No token and no listener: /metrics is 404, and /ready stays bare whatever is sent."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    await scan_all(client.app[GATEWAY])
+    assert await ready(client, {}) == (200, {"ready": True})
+    assert await ready(client, OPERATOR) == (200, {"ready": True})
+
+
+async def test_the_separate_listener_keeps_the_detail(make_client, make_config):
+    """With metrics.listen the main port is bare even with the token (/metrics is not served there); the
+    listener, a private address, shows the detail, behind the token too when one is set."""
+    for token in ("", TOKEN):
+        port = free_port()
+        client = await make_client(make_config(scheduler={"enabled": False},
+                                               metrics={"listen": f"127.0.0.1:{port}", "token": token}))
+        await scan_all(client.app[GATEWAY])
+        assert await ready(client, OPERATOR) == (200, {"ready": True})
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"http://127.0.0.1:{port}/ready", headers=OPERATOR) as response:
+                body = await response.json()
+                assert response.status == 200 and body["ready"] is True and "chains" in body, body
+            async with session.get(f"http://127.0.0.1:{port}/ready") as response:
+                body = await response.json()
+                assert response.status == 200 and ("chains" in body) is (not token), body

@@ -17,7 +17,7 @@ from orbchain.plugins.telegram import bot, initdata, link_tokens, linking
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import Visitor
-from .support import Devnet, advance_clock, api, bearer, signup
+from .support import Devnet, advance_clock, api, bearer, config_from_environment, signup
 from .telegram_support import (BOT_TOKEN, CHAT, balance, enable_totp, fund, init_data_for, link_via_bot,
                                next_code, open_session, sign_init_data, telegram_config, telegram_shop)
 
@@ -208,6 +208,25 @@ async def test_session_token_claims_and_refusals(env, standin):
     advance_clock(gateway, 3600)
     status, body = await api(client, "GET", "/tgapp/balances", mini)
     assert status == 401
+
+
+async def test_a_bot_token_set_in_the_environment_enables_the_bot(make_client, make_config, standin):
+    """Issue 29 item 6: ORBCHAIN_PLUGIN__TELEGRAM__BOT_TOKEN (docs/telegram.md) was dropped: the plugin
+    stayed idle (503 telegram_not_configured)."""
+    config = config_from_environment(make_config, ORBCHAIN_PLUGIN__TELEGRAM__BOT_TOKEN=BOT_TOKEN,
+                                     ORBCHAIN_PLUGIN__TELEGRAM__API_BASE_URL=standin.url)
+    client = await make_client(config)
+    gateway = client.app[GATEWAY]
+    # The init data is checked with that token: genuine but unlinked is 403 not_linked (idle would be 503).
+    status, body = await api(client, "POST", "/tgapp/session", {},
+                             json={"init_data": init_data_for(CHAT, gateway.now())})
+    assert (status, body["error"]["code"]) == (403, "not_linked"), body
+    status, body = await api(client, "POST", "/tgapp/session", {},
+                             json={"init_data": init_data_for(CHAT, gateway.now(), bot_token="7000002:other")})
+    assert status == 401, body
+    standin.user_says(CHAT, "/start")
+    assert await bot.poll_updates(gateway) == 1  # the bot talks to the Bot API with that token
+    assert "/tg/link/start?t=" in standin.messages_to(CHAT)[-1]["text"]
 
 
 async def test_without_a_bot_token_the_plugin_is_idle(make_client, make_config):

@@ -27,7 +27,7 @@ from ..core.logs import ACCESS_LOGGER, request_context
 from ..core.metrics import UNMATCHED_ROUTE
 from .edge import request_text_problems
 from .envelope import error_response
-from .pages import is_html_page, page_security_headers
+from .pages import is_html_page, is_html_path, page_security_headers
 from .key_requests import announce_key_request, key_request_listened
 from .keys import GATEWAY, PRINCIPAL, REQUEST_ID
 
@@ -156,8 +156,8 @@ _PAGE_TITLES = {404: "Not found", 429: "Too many requests", 503: "Temporarily un
 
 
 def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:
-    """The JSON envelope for the API; an HTML page for routes people see."""
-    if not is_html_page(_route_handler(request)):
+    """The JSON envelope for the API; an HTML page for routes people see (any method at their address)."""
+    if not is_html_page(_route_handler(request)) and not (error.status == 405 and _page_address(request)):
         return error_response(error)
     title = _PAGE_TITLES.get(error.status, "Request refused")
     message = "Please wait a minute and reload this page." if error.status == 429 else error.message.capitalize() + "."
@@ -165,6 +165,12 @@ def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:
                                               status=error.status)
     response.headers.update(error.headers)
     return page_security_headers(response)
+
+
+def _page_address(request: web.Request) -> bool:
+    """A method the route lacks at a page's address (405 from routing): the page answers, in HTML."""
+    routing_error = request.match_info.http_exception
+    return routing_error is not None and routing_error.status == 405 and is_html_path(request.app, request.path)
 
 
 def client_ip(request: web.Request) -> str:

@@ -16,8 +16,8 @@ from aiohttp import hdrs, web
 
 from ..core.pages import PageBranding, PayPageForm
 
-__all__ = ["PageBranding", "PayPageForm", "html_page", "is_html_page", "page_security_headers", "render_page",
-           "security_headers"]
+__all__ = ["PageBranding", "PayPageForm", "html_page", "is_html_page", "is_html_path", "page_security_headers",
+           "render_page", "security_headers"]
 
 HTML_ATTR = "__orbchain_html__"
 R = TypeVar("R", bound=web.StreamResponse)
@@ -35,6 +35,27 @@ def html_page(handler: Callable) -> Callable:
 
 def is_html_page(handler: object) -> bool:
     return bool(getattr(handler, HTML_ATTR, False))
+
+
+def is_html_path(app: web.Application, path: str) -> bool:
+    """Whether ``path`` is the address of a page for people (a route of it is an ``html_page``).
+
+    For errors answered before any handler runs (a method the route lacks, a
+    request line too long to parse): whatever reached a page's address, the
+    answer is the error page, not the API's JSON. Walks the routes, so it is
+    only for those error paths.
+    """
+    for resource in app.router.resources():
+        info = resource.get_info()
+        if "path" in info:
+            matched = info["path"] == path
+        elif "pattern" in info:
+            matched = info["pattern"].fullmatch(path) is not None
+        else:  # a static folder: files, not pages
+            continue
+        if matched and any(is_html_page(route.handler) for route in resource):
+            return True
+    return False
 
 
 @lru_cache(maxsize=256)

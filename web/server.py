@@ -7,10 +7,12 @@ Content-Length, a broken request line) from its low-level
 ``Server: Python/3.x aiohttp/3.y``, telling an attacker exact versions.
 
 ``GatewayRequestHandler`` answers those errors with the SPEC 7 envelope
-(JSON, no echo of the input) and ``GatewayAppRunner`` makes the server use
-it; ``server_header`` (an ``on_response_prepare`` signal wired by
-``create_app``) sets a neutral ``Server`` on every ordinary response. The
-CLI serves through ``run``; tests can use ``GatewayAppRunner`` directly.
+(JSON, no echo of the input), or with the error page when the refused
+request line named a page's address (a link to a page stays a page, issue
+29), and ``GatewayAppRunner`` makes the server use it; ``server_header``
+(an ``on_response_prepare`` signal wired by ``create_app``) sets a neutral
+``Server`` on every ordinary response. The CLI serves through ``run``;
+tests can use ``GatewayAppRunner`` directly.
 """
 
 from __future__ import annotations
@@ -18,16 +20,21 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import re
 import socket
 from http import HTTPStatus
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
+import aiohttp_jinja2
 from aiohttp import web
+from aiohttp.http_exceptions import InvalidURLError, LineTooLong
 from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
+from yarl import URL
 
 from ..core.errors import ApiError
 from .envelope import error_response
+from .pages import is_html_path, page_security_headers
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +44,53 @@ SERVER_NAME = "orbchain"
 async def server_header(request: web.Request, response: web.StreamResponse) -> None:
     """``on_response_prepare``: a neutral Server header instead of aiohttp's version banner."""
     response.headers["Server"] = SERVER_NAME
+
+
+# How llhttp's refusal of a target (bytes that are not URL characters) quotes the request line.
+_QUOTED_LINE = re.compile(r"b['\"][A-Z]+ (/[^ ?#'\"\\]*)")
+
+
+def requested_path(exc: BaseException | None) -> str | None:
+    """The path a request the parser refused was for, when the error kept it; else None.
+
+    A request line over the limit is refused before any routing, keeping its
+    first 100 bytes (``LineTooLong``); a target with bytes no URL may hold
+    (raw non-ASCII, control characters) is refused quoting the line
+    (``InvalidURLError``). Other refusals (a header too long, a bad
+    Content-Length) name no path.
+    """
+    if isinstance(exc, InvalidURLError):
+        found = _QUOTED_LINE.search(str(exc))
+        return _routed_path(found.group(1)) if found else None
+    if not isinstance(exc, LineTooLong) or not exc.args or not isinstance(exc.args[0], (bytes, bytearray)):
+        return None
+    target = bytes(exc.args[0])
+    if not target.startswith(b"/"):
+        return None
+    path = target.split(b"?", 1)[0].split(b"#", 1)[0]
+    if len(path) == len(target):  # no query within the first bytes: the path itself was cut
+        path = path.removesuffix(b"...")
+    return _routed_path(path.decode("utf-8", "replace"))
+
+
+def _routed_path(text: str) -> str | None:
+    """``text`` as routing sees a path (percent-decoded); None when it is no path at all."""
+    if not text.startswith("/") or text.startswith("//"):  # "//host..." would read as an authority
+        return None
+    try:
+        return URL(text).path
+    except ValueError:
+        return None
+
+
+def error_page(app: web.Application, status: int) -> web.Response:
+    """The hosted pages' error page for a request to a page's address that could not even be parsed."""
+    body = aiohttp_jinja2.get_env(app).get_template("error.html").render(
+        title="Request refused", message="This address is too long or malformed, so nothing was done. Go back"
+                                         " to the page that sent you here and start again.")
+    response = page_security_headers(web.Response(status=status, text=body, content_type="text/html"))
+    response.headers["Server"] = SERVER_NAME
+    return response
 
 
 def protocol_error(status: int) -> web.Response:
@@ -70,13 +124,23 @@ class GatewayRequestHandler(RequestHandler):
                      HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "")
         if request.writer.output_size > 0:
             raise ConnectionError("Response is sent already, cannot send another response with the error message")
-        response = protocol_error(status)
+        app = getattr(self._manager, "app", None)
+        path = requested_path(exc) if 400 <= status < 500 else None
+        if app is not None and path is not None and is_html_path(app, path):
+            response = error_page(app, status)  # a page's address (a sign-in callback, a payment page): HTML
+        else:
+            response = protocol_error(status)
         response.force_close()
         return response
 
 
 class GatewayServer(web.Server):
-    """Builds a ``GatewayRequestHandler`` per connection (``web.Server`` hard-wires its own)."""
+    """Builds a ``GatewayRequestHandler`` per connection (``web.Server`` hard-wires its own).
+
+    ``app`` (set by ``GatewayAppRunner``) lets a refused request to a page's address be answered as a page.
+    """
+
+    app: web.Application | None = None
 
     def __call__(self) -> RequestHandler:
         return GatewayRequestHandler(self, loop=self._loop, **self._kwargs)
@@ -89,6 +153,7 @@ class GatewayAppRunner(web.AppRunner):
         server = await super()._make_server()
         # Same handler, request factory and settings; only the connection class differs.
         server.__class__ = GatewayServer
+        cast(GatewayServer, server).app = self.app
         return server
 
 

@@ -17,10 +17,11 @@ FORM = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 STRING = {"type": "string"}
 TEXT = {"type": "string", "maxLength": 4096}
-SESSION = ("Signed-in pages need the session cookie set by the sign-in form; without it (or after the idle "
-           "timeout) they answer 303 to /app/login. The cookie never authenticates /v1 or /dashboard.")
+SESSION = ("Signed-in pages need the session cookie set by the sign-in form; without it (or once the session "
+           "ended: signed out, expired, idle) they answer 303 to /app/login with a notice naming why. The cookie "
+           "never authenticates /v1 or /dashboard.")
 PAGE = html("The page (works without JavaScript).")
-TO_LOGIN = redirect("Not signed in (or idle): to /app/login?next=...")
+TO_LOGIN = redirect("Not signed in (or the session ended): to /app/login?next=...&notice=<why>")
 FORM_ERRORS = (401, 403, 409, 503)
 
 
@@ -67,8 +68,10 @@ OPERATIONS = [
                   "409": html("The form again: email already registered.")}),
     action("/app/logout", "Sign out", form(), "To /app/login (session cookie cleared)."),
     action("/app/fragment", "Finish a sign-in or chat link from a URL fragment", form(
-        {"kind": {"type": "string", "enum": ["google-auth", "tg-link"]}, "value": TEXT}),
-        "Signed in by the identity provider's token, to /app.", shows="New account keys, or the chat link result.",
+        {"value": TEXT}, {"kind": {"type": "string", "enum": ["google-auth", "tg-link"]}}),  # no kind: a pasted address
+        "Signed in by the identity provider's payload (only in the browser that started that sign-in, once), to "
+        "/app; refused (403, 400, 503 without a provider) the browser stays as it was.",
+        shows="New account keys, or the chat link result.",
         rate=True),
     page("/app", "Home: balances, recent payments"),
     page("/app/payments", "Payments, with the SPEC filters and paging", query=LIST_QUERY),

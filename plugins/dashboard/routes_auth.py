@@ -19,15 +19,15 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ...core import accounts
-from ...core.errors import ApiError
+from ...core.errors import ApiError, InvalidRequest, NotConfigured
 from ...core.plugins import call_first
 from ...web.keys import GATEWAY
 from ...web.middlewares import client_ip, rate_class
 from ...web.pages import html_page
 from ...web.routes.dashboard_auth import validate_with_passwords
 from ...web.validation import Field
-from .session import (CsrfRefused, check_csrf, current_session, end_session, pre_token, session_for_token,
-                      set_pre_cookie, sign_out, start_session, was_idle)
+from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
+                      session_for_token, set_pre_cookie, sign_out, start_session)
 from .sign_in_widget import widget_for
 from .views import error_text, forbidden_form, render, see_other, signed_in
 
@@ -84,7 +84,7 @@ async def login_page(request: web.Request) -> web.StreamResponse:
     if await current_session(request) is not None:
         raise see_other(safe_next(request.query.get("next")))
     response = await _auth_page(request, "dashboard/login.html")
-    if was_idle(request):
+    if has_session_cookie(request):  # a session that ended (current_session said no): forget its cookie
         end_session(response)
     return response
 
@@ -168,6 +168,7 @@ class GoogleAuth:
 
     token: str
     merchant_id: str
+    landing: str  # redeemed through the plugin's ``oidc_landing`` service: this browser's sign-in, once
     api_keys: Mapping[str, str]  # only for a new account: shown once, on the page that signs it in
 
 
@@ -178,10 +179,11 @@ _KEY_NAMES = frozenset({"merchant_api_key", "payout_api_key", "general_api_key"}
 def google_auth_payload(value: str) -> GoogleAuth | None:
     """The oidc plugin's payload: unpadded base64url of a JSON object, else None.
 
-    ``{token, merchant_id, email, new_account, api_keys?}``: ``token`` and
-    ``merchant_id`` strings, ``new_account`` a boolean, ``api_keys`` (the
-    three legacy keys) only when ``new_account`` is true. One format, so a
-    malformed or hand-made value is refused rather than guessed at.
+    ``{token, merchant_id, email, new_account, landing, api_keys?}``:
+    ``token``, ``merchant_id`` and ``landing`` strings, ``new_account`` a
+    boolean, ``api_keys`` (the three legacy keys) only when ``new_account`` is
+    true. One format, so a malformed or hand-made value is refused rather
+    than guessed at.
     """
     if not _B64URL.match(value) or len(value) % 4 == 1:
         return None
@@ -189,15 +191,16 @@ def google_auth_payload(value: str) -> GoogleAuth | None:
         data = json.loads(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
     except (binascii.Error, UnicodeDecodeError, ValueError, RecursionError):
         return None
-    if not isinstance(data, dict) or not isinstance(data.get("token"), str) \
-            or not isinstance(data.get("merchant_id"), str) or not isinstance(data.get("new_account"), bool):
+    if not isinstance(data, dict) or not all(isinstance(data.get(name), str) for name in ("token", "merchant_id",
+                                                                                          "landing")) \
+            or not isinstance(data.get("new_account"), bool):
         return None
     keys = data.get("api_keys", {})
     if not isinstance(keys, dict) or (keys and not data["new_account"]):
         return None
     if keys and (set(keys) != _KEY_NAMES or not all(isinstance(v, str) for v in keys.values())):
         return None
-    return GoogleAuth(token=data["token"], merchant_id=data["merchant_id"], api_keys=keys)
+    return GoogleAuth(token=data["token"], merchant_id=data["merchant_id"], landing=data["landing"], api_keys=keys)
 
 
 _PASTED = re.compile(r"(?:^|#)(google-auth|tg-link)=([^#\s]+)$")
@@ -227,7 +230,7 @@ async def fragment(request: web.Request) -> web.StreamResponse:
     if not isinstance(value, str) or not value or len(value) > 8192:
         raise see_other("/app")
     if kind == "google-auth":
-        return await _google_sign_in(request, value)
+        return await _google_sign_in(request, session, value)
     if kind == "tg-link":
         if session is None:
             return await _auth_page(request, "dashboard/login.html", status=401,
@@ -236,18 +239,46 @@ async def fragment(request: web.Request) -> web.StreamResponse:
     raise see_other("/app")
 
 
-async def _google_sign_in(request: web.Request, value: str) -> web.StreamResponse:
-    """Sign the browser in with the identity provider's payload; a new account sees its keys this once."""
+async def _google_sign_in(request: web.Request, session: Any, value: str) -> web.StreamResponse:
+    """Sign the browser in with the identity provider's payload; a new account sees its keys this once.
+
+    The payload counts only in the browser that started that sign-in, once:
+    the oidc plugin's ``oidc_landing`` service judges it (login CSRF, issue
+    29). Refused, the browser stays as it was, signed in or not.
+    """
+    gateway = request.app[GATEWAY]
+    service = gateway.services.get("oidc_landing")
     found = google_auth_payload(value)
-    session = None if found is None else await session_for_token(request.app[GATEWAY], found.token)
-    if found is None or session is None or session.merchant_id != found.merchant_id:
-        return await _auth_page(request, "dashboard/login.html", status=401,
-                                error="That sign-in link is not valid any more. Please sign in again.")
+    try:
+        if service is None:
+            raise NotConfigured("sign-in with an identity provider is not enabled on this server")
+        if found is None:
+            raise InvalidRequest("that sign-in link is not valid, so nothing changed. Please sign in again")
+        merchant_id = await service.redeem(gateway, found.landing, found.token, request.cookies)
+    except ApiError as exc:
+        return await _refused_sign_in(request, session, exc)
+    landed = await session_for_token(gateway, found.token)
+    if landed is None or landed.merchant_id != merchant_id or merchant_id != found.merchant_id:
+        return await _refused_sign_in(request, session, InvalidRequest(
+            "that sign-in is not valid any more, so nothing changed. Please sign in again"))
     if found.api_keys:
-        return await _show_new_keys(request, found.token, found.api_keys)
-    response = see_other("/app")
-    start_session(request, response, found.token)
-    raise response
+        response = await _show_new_keys(request, found.token, found.api_keys)
+    else:
+        response = see_other("/app")
+        start_session(request, response, found.token)
+    service.forget(response)
+    if isinstance(response, web.HTTPException):
+        raise response
+    return response
+
+
+async def _refused_sign_in(request: web.Request, session: Any, exc: ApiError) -> web.Response:
+    """Say why a sign-in payload was not taken; a signed-in browser keeps its own session and page."""
+    text = error_text(exc).rstrip(".") + "."
+    if session is None:
+        return await _auth_page(request, "dashboard/login.html", status=exc.status, error=text)
+    return render(request, session, "dashboard/message.html", {"title": "Sign-in refused", "error": text},
+                  status=exc.status)
 
 
 async def _link_chat(request: web.Request, session: Any, token: str) -> web.Response:

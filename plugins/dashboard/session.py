@@ -147,10 +147,47 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
                    token=token)
 
 
-def was_idle(request: web.Request) -> bool:
-    """The browser holds a genuine session cookie that idled out (to say so on the login page)."""
+def has_session_cookie(request: web.Request) -> bool:
+    return SESSION_COOKIE in request.cookies
+
+
+async def ended_because(request: web.Request) -> str | None:
+    """Why this browser's session cookie no longer signs it in, as a login-page notice code; None without one.
+
+    Asked only once ``current_session`` said no. The most telling reason wins:
+    a session signed out (``session-signed-out``), ended with all of the
+    account's (``session-revoked``: a password change, sign-out everywhere)
+    or of a disabled account (``account-disabled``) says so even when it would
+    also have expired (``session-expired``, the JWT's 24 hours) or idled out
+    (``idle``). A cookie that is not ours, or not a session, is
+    ``session-invalid``.
+    """
+    if not has_session_cookie(request):
+        return None
+    gateway = request.app[GATEWAY]
     found = _cookie_parts(request)
-    return found is not None and request.app[GATEWAY].now() - found[2] > settings_of(request.app[GATEWAY]).idle_seconds
+    if found is None:
+        return "session-invalid"
+    token, _, seen = found
+    try:  # now=0: any expiry passes here; it is judged below, after the reasons that matter more
+        claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, 0)
+    except Unauthorized:
+        return "session-invalid"
+    row = await accounts.get_merchant(gateway.db, claims["sub"])
+    if row is None:
+        return "session-invalid"
+    if not row["enabled"]:
+        return "account-disabled"
+    if await services.dashboard_token_revoked(gateway, claims):
+        return "session-signed-out"
+    if int(row["token_version"]) != claims.get("tv", 0):
+        return "session-revoked"
+    now = gateway.now()
+    if int(claims["exp"]) <= now:
+        return "session-expired"
+    if now - seen > settings_of(gateway).idle_seconds:
+        return "idle"
+    return "session-invalid"
 
 
 def pre_token(request: web.Request) -> tuple[str, str | None]:

@@ -22,7 +22,7 @@ from aiohttp import web
 from ...core.errors import ApiError
 from ...web.keys import GATEWAY
 from ...web.pages import html_page, page_security_headers
-from .session import CsrfRefused, Session, check_csrf, current_session, touch
+from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
 # The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.
 NAV = (
@@ -38,7 +38,14 @@ NAV = (
 # Messages a redirect may ask a page to show (``?notice=<code>``): never text from the URL itself.
 NOTICES = {
     "signed-out": "You are signed out.",
+    # Why a session cookie stopped working (session.ended_because), each its own sentence.
     "idle": "Your session ended after a period of inactivity. Please sign in again.",
+    "session-signed-out": "This session was signed out. Please sign in again.",
+    "session-revoked": "This session was ended because the password changed or every session was signed out."
+                       " Please sign in again.",
+    "session-expired": "This session expired (a sign-in lasts 24 hours). Please sign in again.",
+    "account-disabled": "This account is disabled.",
+    "session-invalid": "This session is not valid any more. Please sign in again.",
     "payment-created": "Payment created.",
     "payment-cancelled": "Payment cancelled.",
     "payout-created": "Payout created.",
@@ -83,7 +90,7 @@ def signed_in(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamR
     async def page(request: web.Request) -> web.StreamResponse:
         session = await current_session(request)
         if session is None:
-            raise login_redirect(request, "idle" if request.cookies.get("orb_session") else None)
+            raise login_redirect(request, await ended_because(request))
         form = None
         if request.method == "POST":
             form = await request.post()

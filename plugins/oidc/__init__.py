@@ -4,7 +4,10 @@
 provider (Google by default; any provider through ``discovery_url``) with
 the authorization-code flow, PKCE S256, state and nonce; the callback
 verifies the ID token, finds or creates the account under the linking
-rule in ``identities.py`` and redirects to ``/app#google-auth=<payload>``.
+rule in ``identities.py`` and redirects to ``/app#google-auth=<payload>``,
+a payload that lands only in the browser that started the sign-in, once
+(``landings.py``; the dashboard redeems it through the ``oidc_landing``
+service).
 Configured with ``[plugin.oidc] client_id``/``client_secret``
 (docs/oidc.md); without them the routes answer 503 ``not_configured``.
 It uses only the public plugin contract and core services, as a
@@ -16,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.plugins import hookimpl
-from . import openapi
+from . import landings, openapi
 from .config import settings_of
 from .routes import routes
 from .settings import PLUGIN_NAME
@@ -44,3 +47,8 @@ def register_routes(registry) -> None:
 @hookimpl
 def register_openapi(registry) -> None:
     openapi.register(registry)
+
+
+@hookimpl
+def gateway_started(gateway: Any) -> None:
+    landings.offer(gateway, settings_of(gateway))

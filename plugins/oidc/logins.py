@@ -8,6 +8,10 @@ in an HMAC-signed, expiring, HttpOnly cookie. The callback accepts a state
 only when the cookie signs the same state (a callback URL replayed in
 another browser fails: no login CSRF) and when it can delete the row (a
 state works once, in whichever worker process receives the callback).
+
+Starting also makes a random browser key for the landing (``landings.py``):
+the browser gets it in a cookie, the row keeps its SHA-256
+(``binding_hash``), and the callback binds the payload it hands out to it.
 """
 
 from __future__ import annotations
@@ -29,10 +33,12 @@ class PendingLogin(NamedTuple):
     nonce: str
     code_verifier: str
     expires_at: int
+    binding_hash: str  # SHA-256 of the browser key the landing cookie holds
 
 
-def _state_hash(state: str) -> str:
-    return hashlib.sha256(state.encode()).hexdigest()
+def secret_hash(value: str) -> str:
+    """SHA-256 hex of a random secret we issued: what the tables keep instead of the secret."""
+    return hashlib.sha256(value.encode()).hexdigest()
 
 
 def _cookie_key(gateway: "Gateway") -> bytes:
@@ -59,18 +65,22 @@ def cookie_matches(gateway: "Gateway", cookie: str | None, state: str) -> bool:
     return good_mac and hmac.compare_digest(signed_state.encode(), state.encode())
 
 
-async def start(gateway: "Gateway", ttl_seconds: int) -> PendingLogin:
-    """Record a new pending sign-in (and forget expired ones, so the table stays small)."""
+async def start(gateway: "Gateway", ttl_seconds: int) -> tuple[PendingLogin, str]:
+    """Record a new pending sign-in (and forget expired ones, so the table stays small).
+
+    Returns the sign-in and the browser key for the landing cookie (only its hash is stored).
+    """
     now = gateway.now()
+    browser_key = secrets.token_urlsafe(32)
     login = PendingLogin(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48),
-                         now + ttl_seconds)
+                         now + ttl_seconds, secret_hash(browser_key))
     await gateway.db.execute("DELETE FROM oidc_logins WHERE expires_at <= :now", {"now": now})
     await gateway.db.execute(
-        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at)"
-        " VALUES (:h, :nonce, :verifier, :now, :exp)",
-        {"h": _state_hash(login.state), "nonce": login.nonce, "verifier": login.code_verifier, "now": now,
-         "exp": login.expires_at})
-    return login
+        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at, binding_hash)"
+        " VALUES (:h, :nonce, :verifier, :now, :exp, :binding)",
+        {"h": secret_hash(login.state), "nonce": login.nonce, "verifier": login.code_verifier, "now": now,
+         "exp": login.expires_at, "binding": login.binding_hash})
+    return login, browser_key
 
 
 async def consume(gateway: "Gateway", state: str) -> PendingLogin | None:
@@ -80,8 +90,8 @@ async def consume(gateway: "Gateway", state: str) -> PendingLogin | None:
     two workers receive the same callback at once.
     """
     row = await gateway.db.fetch_one(
-        "DELETE FROM oidc_logins WHERE state_hash = :h RETURNING nonce, code_verifier, expires_at",
-        {"h": _state_hash(state)})
+        "DELETE FROM oidc_logins WHERE state_hash = :h RETURNING nonce, code_verifier, expires_at, binding_hash",
+        {"h": secret_hash(state)})
     if row is None or int(row["expires_at"]) <= gateway.now():
         return None
-    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]))
+    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"])

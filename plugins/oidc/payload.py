@@ -2,8 +2,9 @@
 
 ``/app#google-auth=<payload>``, where the payload is the unpadded base64url
 encoding of a compact JSON object: ``token`` (dashboard JWT),
-``merchant_id``, ``email``, ``new_account`` (boolean) and, for a new account
-only, ``api_keys`` (the three legacy keys, shown once). base64url keeps the
+``merchant_id``, ``email``, ``new_account`` (boolean), ``landing`` (binds the
+payload to the browser that started the sign-in: ``landings.py``) and, for a
+new account only, ``api_keys`` (the three legacy keys, shown once). base64url keeps the
 value one opaque fragment token without percent-encoding; it is not
 encryption. It travels in the fragment only, which browsers never send to
 a server, in a request line, an access log or a Referer header.
@@ -20,9 +21,9 @@ from ...core.services import AccountSession
 FRAGMENT_KEY = "google-auth"
 
 
-def encode(session: AccountSession, new_account: bool) -> str:
+def encode(session: AccountSession, new_account: bool, landing: str) -> str:
     body: dict[str, Any] = {"token": session.token, "merchant_id": session.merchant_id, "email": session.email,
-                            "new_account": new_account}
+                            "new_account": new_account, "landing": landing}
     if session.api_keys is not None:
         body["api_keys"] = dict(session.api_keys)
     raw = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
@@ -38,5 +39,5 @@ def decode(value: str) -> dict[str, Any]:
     return result
 
 
-def fragment(app_path: str, session: AccountSession) -> str:
-    return f"{app_path}#{FRAGMENT_KEY}={encode(session, session.api_keys is not None)}"
+def fragment(app_path: str, session: AccountSession, landing: str) -> str:
+    return f"{app_path}#{FRAGMENT_KEY}={encode(session, session.api_keys is not None, landing)}"

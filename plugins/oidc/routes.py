@@ -17,7 +17,7 @@ from ...core.errors import InvalidRequest, NotConfigured, ServiceUnavailable, Un
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page
-from . import identities, logins, payload
+from . import identities, landings, logins, payload
 from .config import provider_of
 from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable
 from .settings import CALLBACK_PATH
@@ -63,13 +63,15 @@ async def start(request: web.Request) -> web.StreamResponse:
         await provider.metadata()  # before a row is written: a provider outage leaves nothing behind
     except ProviderUnavailable as exc:
         raise _unavailable(exc) from None
-    login = await logins.start(gateway, provider.settings.login_ttl_seconds)
+    settings = provider.settings
+    login, browser_key = await logins.start(gateway, settings.login_ttl_seconds)
     url = await provider.authorization_url(login.state, login.nonce, login.code_verifier)
     response = _redirect(url)
     # SameSite=Lax: the provider's redirect back is a top-level GET, which carries Lax cookies.
     response.set_cookie(logins.COOKIE_NAME, logins.cookie_value(gateway, login),
-                        max_age=provider.settings.login_ttl_seconds, path=CALLBACK_PATH, httponly=True,
-                        samesite="Lax", secure=provider.settings.redirect_uri.startswith("https:"))
+                        max_age=settings.login_ttl_seconds, path=CALLBACK_PATH, httponly=True,
+                        samesite="Lax", secure=settings.redirect_uri.startswith("https:"))
+    landings.remember_browser(response, browser_key, settings)  # the payload will land only in this browser
     return _no_store(response)
 
 
@@ -107,6 +109,7 @@ async def callback(request: web.Request) -> web.StreamResponse:
         log.warning("identity provider ID token rejected: %s", exc)
         raise Unauthorized("the identity provider's answer could not be verified", code="invalid_id_token") from None
     session = await identities.sign_in(gateway, identity)
-    response = _redirect(payload.fragment(provider.settings.app_path, session))
+    landing = await landings.record(gateway, login.binding_hash, session, provider.settings.login_ttl_seconds)
+    response = _redirect(payload.fragment(provider.settings.app_path, session, landing))
     response.del_cookie(logins.COOKIE_NAME, path=CALLBACK_PATH)
     return _no_store(response)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.config import ConfigError
+from ...core.config import ConfigError, checked_block
 from ...core.plugins import hookimpl
 from . import billing, dashboard, openapi, webhooks
 from .pages import routes as page_routes
@@ -29,10 +29,13 @@ MAX_LIFETIME_MINUTES = 43200  # SPEC 8: a payment lives 1-43200 minutes
 __all__ = ["PLUGIN_NAME"]
 
 
+CONFIG_KEYS = ("invoice_lifetime_minutes",)
+
+
 @hookimpl
 def validate_config(gateway) -> None:
-    lifetime = gateway.config.plugin_config(PLUGIN_NAME).get("invoice_lifetime_minutes",
-                                                              billing.DEFAULT_LIFETIME_MINUTES)
+    block = checked_block(gateway.config, PLUGIN_NAME, CONFIG_KEYS)  # a misspelt key stops the start
+    lifetime = block.get("invoice_lifetime_minutes", billing.DEFAULT_LIFETIME_MINUTES)
     if isinstance(lifetime, bool) or not isinstance(lifetime, int) or not 1 <= lifetime <= MAX_LIFETIME_MINUTES:
         raise ConfigError(f"plugin.{PLUGIN_NAME}.invoice_lifetime_minutes must be an integer from 1 to "
                           f"{MAX_LIFETIME_MINUTES}")

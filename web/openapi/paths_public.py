@@ -9,8 +9,8 @@ TAG, PAGES, OPS = "Public", "Hosted pages", "Operations"
 
 _CHAIN_READINESS = obj({"chain": STRING, "reachable": BOOLEAN, "synced": BOOLEAN, "node_height": nullable(INTEGER),
                         "scanned_height": nullable(INTEGER), "lag": nullable(INTEGER), "error": nullable(STRING)})
-READINESS = obj({
-    "ready": BOOLEAN,
+# Anyone gets "ready" alone; the rest only with the metrics token (or on metrics.listen's address).
+READINESS = obj({"ready": BOOLEAN}, {
     "database": obj({"ok": BOOLEAN, "error": nullable(STRING)}),
     "migrations": obj({"ok": BOOLEAN, "pending": nullable(INTEGER)}),
     "chains": array(_CHAIN_READINESS),
@@ -20,11 +20,13 @@ OPERATIONS = [
     Op("GET", "/health", "Liveness", TAG, obj({"ok": BOOLEAN}), rate_limited=False,
        description="A bare object, not the envelope; 200 while the process runs."),
     Op("GET", "/ready", "Readiness", OPS, READINESS, rate_limited=False,
-       responses={"503": {"description": "Not ready: the same object, naming what is missing",
+       responses={"503": {"description": "Not ready: the same object (with the token, naming what is missing)",
                           "content": {"application/json": {"schema": READINESS}}}},
        description="A bare object. 200 when the database answers, no migration is pending and every watched "
                    "chain's node is reachable with the scanner within readiness.max_lag_blocks; else 503. "
-                   "/health stays the liveness probe (SPEC 4.1). docs/operations.md."),
+                   "Without Authorization: Bearer <metrics.token> only {ready}; with it (or on the "
+                   "metrics.listen address) also database, migrations and chains. /health stays the liveness "
+                   "probe (SPEC 4.1). docs/operations.md."),
     Op("GET", "/metrics", "Prometheus metrics", OPS, None, rate_limited=False, errors=(401, 404),
        responses={"200": {"description": "Prometheus text exposition format 0.0.4",
                           "content": {"text/plain": {"schema": {"type": "string"}}}}},

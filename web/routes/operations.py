@@ -4,9 +4,12 @@
 (or ``token_file``) it asks for ``Authorization: Bearer <token>`` (compared
 in constant time); with ``metrics.listen`` it is served only on that
 separate address (web/ops_listener.py) and answers 404 on the main port.
-``/ready`` answers 200 when the process can serve and 503 with the same
-body naming what is missing; unlike ``/health`` (SPEC 4.1) it asks the
-database and the chain nodes. It names chains and heights, no merchant data.
+``/ready`` answers 200 when the process can serve and 503 when not; unlike
+``/health`` (SPEC 4.1) it asks the database and the chain nodes. Anyone gets
+the bare status (``{"ready": bool}``, what a load balancer needs); the
+detail (database, migrations, each chain's heights and lag) goes only to
+whoever may read ``/metrics`` there: the bearer token, or the separate
+listener (issue 29: chain heights are an operator's business).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from pathlib import Path
 from aiohttp import web
 
 from ...core.config import ConfigError, MetricsConfig
-from ...core.errors import NotFound, Unauthorized
+from ...core.errors import ApiError, NotFound, Unauthorized
 from ...core.metrics import CONTENT_TYPE
 from ...core.metrics_db import facts_registry, read_facts
 from ...core.readiness import check_readiness
@@ -48,25 +51,29 @@ class MetricsUnauthorized(Unauthorized):
         super().__init__("metrics token required", headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
 
 
-def _check_access(request: web.Request) -> None:
+def _refusal(request: web.Request) -> ApiError | None:
+    """Why this request may not read operator data (``/metrics``, ``/ready``'s detail) here; None when it may."""
     config = gateway_of(request).config.metrics
     on_listener = request.app.get(OPS_LISTENER, False)
     token = metrics_token(config)
     if config.listen and not on_listener:
-        raise NotFound()  # served on the separate address only
+        return NotFound()  # served on the separate address only
     if not config.listen and not token:
-        raise NotFound()  # never exposed unprotected
+        return NotFound()  # never exposed unprotected
     if token:
         sent = request.headers.get("Authorization", "")
         scheme, _, value = sent.partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
-            raise MetricsUnauthorized()
+            return MetricsUnauthorized()
+    return None
 
 
 @routes.get("/metrics")
 @rate_class(None)
 async def metrics(request: web.Request) -> web.Response:
-    _check_access(request)
+    refusal = _refusal(request)
+    if refusal is not None:
+        raise refusal
     gateway = gateway_of(request)
     facts = await read_facts(gateway)
     body = gateway.metrics.exposition([facts_registry(facts)])
@@ -77,4 +84,5 @@ async def metrics(request: web.Request) -> web.Response:
 @rate_class(None)
 async def ready(request: web.Request) -> web.Response:
     readiness = await check_readiness(gateway_of(request))
-    return web.json_response(readiness.as_dict(), status=200 if readiness.ready else 503)
+    body = readiness.as_dict() if _refusal(request) is None else {"ready": readiness.ready}
+    return web.json_response(body, status=200 if readiness.ready else 503)
