@@ -36,9 +36,11 @@ ENV_ALIASES = {
     "ORBCHAIN_ALLOW_PRIVATE_URLS": ("webhooks", "allow_private_urls"),
 }
 # ``ORBCHAIN_`` variables that are not configuration, each read where it is named: the config file's path
-# (``default_config_path``), the test suite's PostgreSQL (orbchain/testing/databases.py), the payout worker's
-# crash hook for tests (core/payout_worker.py) and the node tools' folder (scripts/ensure_node_tools.sh).
-NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS"})
+# (``default_config_path``), the test suite's databases (orbchain/testing/databases.py: the PostgreSQL DSN
+# and the SQLite-only opt-in), the payout worker's crash hook for tests (core/payout_worker.py) and the
+# node tools' folder (scripts/ensure_node_tools.sh).
+NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_TEST_SQLITE_ONLY",
+                                  "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS"})
 PLUGIN_SECTION = "plugin"
 ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")
