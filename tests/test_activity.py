@@ -247,3 +247,33 @@ async def test_a_blocked_activity_plugin_breaks_nothing(make_client, make_config
     assert 'href="/app/activity"' not in browser.page and 'role="alert"' not in browser.page
     await browser.get("/app/activity", expect=404)
     assert (await api(client, "GET", "/dashboard/activity", merchant.jwt))[0] == 404
+
+
+async def test_an_identity_provider_sign_in_is_listed_with_its_ip_and_browser(make_client, make_config):
+    """The OIDC callback's sign-in (through ``services.sign_in_account``/``create_account``) is an event of the
+    browser's request: method identity_provider, its IP and user agent. The oidc plugin itself announces nothing."""
+    import aiohttp
+
+    from orbchain.plugins.oidc import payload
+
+    from .oidc_standin import CLIENT_ID, CLIENT_SECRET, start_provider
+
+    provider, server = await start_provider()
+    provider.redirect_uri = "http://gateway.test/dashboard/auth/google/callback"
+    try:
+        client = await make_client(make_config(scheduler={"enabled": False}, plugin={"oidc": {
+            "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET, "redirect_uri": provider.redirect_uri,
+            "discovery_url": provider.issuer + "/.well-known/openid-configuration"}}))
+        for _ in range(2):  # a new account, then a returning one
+            start = await client.get("/dashboard/auth/google", allow_redirects=False)
+            async with aiohttp.ClientSession() as browser:
+                async with browser.get(start.headers["Location"], allow_redirects=False) as consent:
+                    callback = consent.headers["Location"]
+            done = await client.get(callback.split("gateway.test", 1)[1], headers=UA, allow_redirects=False)
+            assert done.status == 302, await done.text()
+    finally:
+        await server.close()
+    token = payload.decode(done.headers["Location"].split("#google-auth=")[1])["token"]
+    events = (await activity(client, Merchant(token, "", {})))["events"]
+    assert [(e["kind"], e["details"], e["client_ip"], e["user_agent"]) for e in events] == [
+        ("sign_in", {"method": "identity_provider"}, "127.0.0.1", UA["User-Agent"])] * 2
