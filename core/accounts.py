@@ -18,7 +18,7 @@ from types import MappingProxyType
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import auth, lockout
+from . import auth, lockout, security_events
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
 from .db import Database, Row, is_unique_violation
@@ -222,15 +222,28 @@ async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str |
     return SignupResult(merchant_id, email, token, keys)
 
 
+async def _count_password_check(gateway: Gateway, email: str, row: Row | None, message: str) -> None:
+    """Count a password check against the e-mail's sign-in lockout; 429 ``message`` while it is locked.
+
+    The check that starts a lock is announced once to the account holder
+    (``sign_in_locked``, an alert): a burst of wrong passwords, whoever sent them.
+    """
+    found = await lockout.count_attempt(gateway.db, lockout.LOGIN_POLICY, email, gateway.now())
+    if found.newly_locked and row is not None:
+        await security_events.announce(gateway, row["id"], security_events.SIGN_IN_LOCKED, {
+            "failures": lockout.LOGIN_POLICY.max_failures,
+            "locked_minutes": lockout.LOGIN_POLICY.lock_seconds // 60}, alert=True)
+    if found.locked_seconds:
+        raise lockout.LockedOut(message, found.locked_seconds)
+
+
 async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]:
     """The merchant row and a fresh token; one message for any wrong credential."""
     db = gateway.db
     email = normalize_email(email)
-    # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).
-    locked = await lockout.attempt(db, lockout.LOGIN_POLICY, email, gateway.now())
-    if locked:
-        raise lockout.LockedOut("too many failed sign-ins; try again later", locked)
     row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": email})
+    # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).
+    await _count_password_check(gateway, email, row, "too many failed sign-ins; try again later")
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
     # Accounts without a password (identity-provider sign-in) take the same path.
     has_password = row is not None and row["password_hash"] != NO_PASSWORD
@@ -244,6 +257,7 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
     if auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(password), "id": row["id"]})
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": "password"})
     return row, dashboard_token(gateway, row)
 
 
@@ -253,17 +267,23 @@ def dashboard_token(gateway: Gateway, row: Row) -> str:
     return auth.issue_dashboard_token(secret, row["id"], row["token_version"], gateway.now())
 
 
+async def check_password(gateway: Gateway, row: Row, password: str) -> None:
+    """401 "wrong password" unless ``password`` is the account's (``row``); 429 while sign-in is locked.
+
+    A stolen session must not turn a password prompt into a password oracle:
+    every check counts against the same per-e-mail lockout as sign-in.
+    """
+    await _count_password_check(gateway, row["email"], row, "too many failed password checks; try again later")
+    if not await auth.verify_password_async(password, row["password_hash"]):
+        raise Unauthorized("wrong password")
+    await lockout.succeeded(gateway.db, lockout.LOGIN_POLICY, row["email"])
+
+
 async def change_password(gateway: Gateway, merchant_id: str, current: str, new: str) -> str:
     """Replace the password and invalidate every older token; returns a fresh one."""
     db = gateway.db
     row = await require_merchant(db, merchant_id)
-    # A stolen token must not turn this into a password oracle: same count as sign-in.
-    locked = await lockout.attempt(db, lockout.LOGIN_POLICY, row["email"], gateway.now())
-    if locked:
-        raise lockout.LockedOut("too many failed password checks; try again later", locked)
-    if not await auth.verify_password_async(current, row["password_hash"]):
-        raise Unauthorized("wrong password")
-    await lockout.succeeded(db, lockout.LOGIN_POLICY, row["email"])
+    await check_password(gateway, row, current)
     new_hash = await auth.hash_password_async(new)
     async with db.transaction():
         version = await db.fetch_val(
@@ -273,6 +293,7 @@ async def change_password(gateway: Gateway, merchant_id: str, current: str, new:
         )
     await auth_changed(gateway)  # older tokens die in every process at once (core/auth_cache.py)
     log.info("merchant %s changed password", merchant_id)
+    await security_events.announce(gateway, merchant_id, security_events.PASSWORD_CHANGED)
     return auth.issue_dashboard_token(gateway.require_secrets().jwt_secret, merchant_id, int(version), gateway.now())
 
 
@@ -287,6 +308,8 @@ async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> st
     )
     await auth_changed(gateway)
     log.info("merchant %s rotated its %s key", merchant_id, kind)
+    await security_events.announce(gateway, merchant_id, security_events.API_KEY_ROTATED,
+                                   {"key_id": legacy_key_id(kind, merchant_id), "label": f"{kind}_api_key"})
     return issued.plaintext
 
 
@@ -424,14 +447,17 @@ async def start_totp_setup(gateway: Gateway, merchant_id: str) -> tuple[str, str
     return secret, auth.totp_provisioning_uri(secret, row["email"])
 
 
-async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pending: bool = False) -> bool:
+async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pending: bool = False,
+                      channel: str = lockout.DASHBOARD_CHANNEL) -> bool:
     """True when ``code`` is valid now and was not used before (replay guard).
 
     Step-up checks (transfers, payouts) call this with the default
     ``pending=False``: it then requires MFA to be enabled. The accepted
     time-step is stored, so a code (or an older one) cannot be used again.
-    Past ``lockout.TOTP_POLICY`` failures it raises ``LockedOut`` (429)
-    for every code, right or wrong, until the lockout ends.
+    Past ``lockout.totp_policy(channel)`` failures it raises ``LockedOut``
+    (429) for every code, right or wrong, until the lockout ends; each
+    ``channel`` (the dashboard's, or a plugin client's such as the mini-app)
+    counts and locks on its own.
     """
     code = auth.normalize_totp_code(code)
     if code is None:
@@ -446,36 +472,77 @@ async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pe
             return False
         # One failure count per account for every endpoint that takes a code;
         # counted under the row lock, before the code is compared.
-        locked = await lockout.attempt(db, lockout.TOTP_POLICY, merchant_id, now)
+        policy = lockout.totp_policy(channel)
+        locked = await lockout.attempt(db, policy, merchant_id, now)
         if not locked:
             step = auth.matching_totp_step(row["totp_secret"], code, now)
             if step is None or (row["totp_last_step"] is not None and step <= int(row["totp_last_step"])):
                 return False
             await db.execute("UPDATE merchants SET totp_last_step = :s WHERE id = :id",
                              {"s": step, "id": merchant_id})
-            await lockout.succeeded(db, lockout.TOTP_POLICY, merchant_id)
+            await lockout.succeeded(db, policy, merchant_id)
     if locked:  # raised outside the transaction, so the lockout itself is committed
         raise lockout.LockedOut("too many invalid TOTP codes; try again later", locked)
     return True
 
 
-async def enable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
+async def enable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
+                      via: str = lockout.DASHBOARD_CHANNEL) -> None:
+    """Turn 2FA on with a first code. ``via`` is the channel asking (its own TOTP lockout); turned on
+    anywhere but the dashboard, the dashboard is alerted (a ``totp_enabled`` event with ``alert``)."""
     row = await require_merchant(gateway.db, merchant_id)
     if row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is already enabled")
     if not row["totp_secret"]:
         raise Forbidden("run MFA setup first", code="totp_setup_required")
-    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True):
+    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True, channel=via):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
     log.info("merchant %s enabled two-factor authentication", merchant_id)
+    await security_events.announce(gateway, merchant_id, security_events.TOTP_ENABLED, {"via": via},
+                                   alert=via != lockout.DASHBOARD_CHANNEL)
 
 
-async def disable_totp(gateway: Gateway, merchant_id: str, code: Any) -> None:
+async def disable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
+                       via: str = lockout.DASHBOARD_CHANNEL) -> None:
     row = await require_merchant(gateway.db, merchant_id)
     if not row["totp_enabled"]:
         raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
-    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
+    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=via):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
     await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
     log.info("merchant %s disabled two-factor authentication", merchant_id)
+    await security_events.announce(gateway, merchant_id, security_events.TOTP_DISABLED, {"via": via},
+                                   alert=via != lockout.DASHBOARD_CHANNEL)
+
+
+async def confirm_account_holder(gateway: Gateway, merchant_id: str, *, password: Any = None,
+                                 totp_code: Any = None) -> None:
+    """The account holder proves it is them again before something is bound to the account (a chat).
+
+    With 2FA on a fresh TOTP code (``totp_code``), else the password. 400
+    validation naming the missing field (nothing counted); 401 "wrong
+    password" or ``totp_invalid``, counted like every other check (the
+    sign-in lockout per e-mail, the dashboard's TOTP lockout); 429 while
+    locked; 403 ``password_not_set`` for an account without a password
+    (identity-provider sign-in) and without 2FA: it confirms with a code
+    once 2FA is on.
+    """
+    row = await require_merchant(gateway.db, merchant_id)
+    if row["totp_enabled"]:
+        if totp_code in (None, ""):
+            raise ValidationError({"totp_code": "is required: two-factor authentication is on, so enter the"
+                                                " 6-digit code from your authenticator app"})
+        if auth.normalize_totp_code(totp_code) is None:
+            raise ValidationError({"totp_code": "must be a 6-digit code"})
+        if not await verify_totp(gateway.db, merchant_id, totp_code, now=gateway.now()):
+            raise Unauthorized("invalid TOTP code", code="totp_invalid")
+        return
+    if row["password_hash"] == NO_PASSWORD:
+        raise Forbidden("this account has no password (it signs in through an identity provider): turn on"
+                        " two-factor authentication first, then confirm with a code", code="password_not_set")
+    if password in (None, ""):
+        raise ValidationError({"password": "is required: enter your account password to confirm"})
+    if not isinstance(password, str) or len(password) > 1024:
+        raise ValidationError({"password": "must be a string of at most 1024 characters"})
+    await check_password(gateway, row, password)

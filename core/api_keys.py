@@ -15,7 +15,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from . import auth
+from . import auth, security_events
 from .accounts import _insert_key, _json, check_webhook_url, new_webhook_secret
 from .auth_cache import changed
 from .db import Database, Row
@@ -124,6 +124,8 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
             rate_limit_rpm=req.rate_limit_rpm, expires_at=req.expires_at, brand_id=req.brand_id, is_legacy=False,
         )
     log.info("merchant %s created API key %s", merchant_id, key_id)
+    await security_events.announce(gateway, merchant_id, security_events.API_KEY_CREATED,
+                                   {"key_id": key_id, "label": req.label})
     result = {"api_key": issued.plaintext, "id": key_id, "label": req.label, "prefix": issued.prefix,
               "scopes": scopes, "created_at": now}
     if webhook_secret:
@@ -164,6 +166,8 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
         await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id", {"id": key_id})
     await changed(gateway)
     log.info("merchant %s revoked API key %s", merchant_id, key_id)
+    await security_events.announce(gateway, merchant_id, security_events.API_KEY_REVOKED,
+                                   {"key_id": key_id, "label": row["label"]})
     return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
 
 
@@ -191,5 +195,7 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
                          {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": key_id})
     await changed(gateway)
     log.info("merchant %s rotated API key %s", merchant_id, key_id)
+    await security_events.announce(gateway, merchant_id, security_events.API_KEY_ROTATED,
+                                   {"key_id": key_id, "label": row["label"]})
     return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,
             "previous_valid_until": valid_until}

@@ -29,7 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from .gateway import Gateway
     from .keys import AddressFamilyRegistry
     from .key_destination import WebhookDestination
-    from .pages import PageBranding, PayPageForm, SignInWidget
+    from .pages import DashboardNotice, PageBranding, PayPageForm, SignInWidget
     from .migrate import MigrationRegistry
     from .receive import ReceiveTarget
     from .ledger import Posting
@@ -47,7 +47,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         ScopeRegistry,
     )
     from .venues import SwapVenueRegistry
-    from .views import Credit, DepositView, KeyRequest, PaymentView, PayoutView
+    from .views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
 
 hookspec = pluggy.HookspecMarker("orbchain")
 
@@ -340,6 +340,43 @@ def sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     page loads ``script_url`` (its origin alone is added to that page's CSP)
     and posts the widget's token, which reaches ``check_sign_in`` as
     ``turnstile_token``. Stops at first non-None result.
+    """
+
+
+# -----------------------------------------------------------------------------
+# Account security: events and dashboard notices
+# -----------------------------------------------------------------------------
+
+
+@hookspec
+def security_event(gateway: "Gateway", event: "SecurityEvent") -> None:
+    """Something changed who can reach an account: record it, show it, alert on it.
+
+    Announced (``orbchain.core.services.announce_security_event``) after the
+    change committed, by the core (``sign_in``, ``sign_in_locked``,
+    ``password_changed``, ``totp_enabled``, ``totp_disabled``,
+    ``api_key_created``, ``api_key_rotated``, ``api_key_revoked``) and by
+    plugins (the telegram plugin's ``chat_linked``, ``chat_unlinked`` and
+    its mini-app ``sign_in``). ``event`` is a
+    :class:`~orbchain.core.views.SecurityEvent`: merchant, kind, time,
+    details (short text, never a secret), the request's client IP, user
+    agent and id, and ``alert``. May be async. A failure is logged and the
+    change stands. Return nothing.
+    """
+
+
+@hookspec
+def dashboard_notices(gateway: "Gateway", merchant_id: str) -> "list[DashboardNotice] | None":
+    """Notices the dashboard's home page shows this merchant until they are dismissed.
+
+    Asked on every render of the home page (``/app``); every plugin's
+    answers are shown. Return a list of
+    ``orbchain.core.pages.DashboardNotice(text, dismiss_path, fields,
+    link_title, link_path)`` or None. The page renders ``text`` (escaped)
+    and a Dismiss button posting ``fields`` plus the CSRF token to
+    ``dismiss_path``, a dashboard page your plugin serves (its ``submit``).
+    May be async; a plugin that raises is logged and the page renders
+    without its notices.
     """
 
 

@@ -52,6 +52,40 @@ def expand(sql: str, dialect: str) -> str:
     return sql.format(**SQL_TYPES[dialect])
 
 
+_TABLE = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+
+
+def append_only(table: str, refusal: str, dialect: str) -> list[str]:
+    """Statements making ``table`` append-only in the database itself: UPDATE and DELETE refused.
+
+    On PostgreSQL a trigger function ``<table>_refuse`` raising ``refusal``,
+    row triggers before UPDATE or DELETE (``<table>_append_only``) and a
+    statement trigger before TRUNCATE (``<table>_no_truncate``: TRUNCATE
+    skips row triggers); on SQLite ``<table>_no_update`` and
+    ``<table>_no_delete`` aborting with ``refusal``. Neither a bug nor a
+    stray query can rewrite history; only dropping the table (an operator's
+    deliberate act) removes rows. Put them in the migration after the
+    ``CREATE TABLE``.
+    """
+    if not _TABLE.match(table) or "'" in refusal or "$" in refusal:
+        raise ValueError("append_only takes a plain table name and a refusal without quotes")
+    if dialect == "postgresql":
+        return [
+            f"""CREATE FUNCTION {table}_refuse() RETURNS trigger AS $$
+            BEGIN RAISE EXCEPTION '{refusal}'; END; $$ LANGUAGE plpgsql""",
+            f"""CREATE TRIGGER {table}_append_only BEFORE UPDATE OR DELETE ON {table}
+            FOR EACH ROW EXECUTE FUNCTION {table}_refuse()""",
+            f"""CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table}
+            FOR EACH STATEMENT EXECUTE FUNCTION {table}_refuse()""",
+        ]
+    return [
+        f"""CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table}
+            BEGIN SELECT RAISE(ABORT, '{refusal}'); END""",
+        f"""CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table}
+            BEGIN SELECT RAISE(ABORT, '{refusal}'); END""",
+    ]
+
+
 @dataclass(frozen=True)
 class Migration:
     """One schema step. ``up(dialect)`` returns the statements to run, in order."""

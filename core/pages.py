@@ -172,6 +172,32 @@ class SignInWidget:
 
 
 @dataclass(frozen=True)
+class DashboardNotice:
+    """A notice on the dashboard's home page until dismissed (the ``dashboard_notices`` hook's answer).
+
+    ``text`` is shown escaped; the Dismiss button posts ``fields`` (and the
+    CSRF token) to ``dismiss_path``, a dashboard page the plugin serves
+    under ``/app/`` with a ``submit``; ``link_title``/``link_path`` (also
+    under ``/app/``) point to where to read more.
+    """
+
+    text: str
+    dismiss_path: str
+    fields: Mapping[str, str] = field(default_factory=dict)
+    link_title: str | None = None
+    link_path: str | None = None
+
+    def __post_init__(self) -> None:
+        for path in (self.dismiss_path, self.link_path):
+            if path is not None and (not isinstance(path, str) or not path.startswith("/app/")
+                                     or not _URL_CHARS.fullmatch(path)):
+                raise ValueError(f"a dashboard notice links to /app/ paths only, not {path!r}")
+        if not isinstance(self.text, str) or not self.text:
+            raise ValueError("a dashboard notice needs text")
+
+
+
+@dataclass(frozen=True)
 class DashboardView:
     """What a plugin's dashboard page shows: its own template and the values it needs.
 
@@ -180,7 +206,7 @@ class DashboardView:
     layout, so it extends nothing. Besides ``context`` it sees ``csrf`` (every
     form must post it as ``csrf_token``), ``page_path`` (where its forms post),
     ``form_id`` (fresh per render: an idempotency key for a money form),
-    ``session.totp_enabled`` and ``when(timestamp)`` (a time as text).
+    ``session.totp_enabled``, ``session.email`` and ``when(timestamp)`` (a time as text).
     ``status`` is the HTTP status.
     """
 

@@ -180,3 +180,23 @@ async def call_first(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) ->
         if result is not None:
             return result
     return None
+
+
+async def call_collect_answers(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[Any]:
+    """Every plugin's list answer to a hook, concatenated (async implementations awaited).
+
+    For hooks whose answers only decorate a page (``dashboard_notices``): a
+    plugin that raises is logged and skipped, so one broken plugin never
+    takes the page down.
+    """
+    answers: list[Any] = []
+    for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):
+        try:
+            result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+            if inspect.isawaitable(result):
+                result = await result
+        except Exception:  # isolate plugins from the page
+            log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
+            continue
+        answers.extend(result or ())
+    return answers

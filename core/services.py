@@ -16,7 +16,8 @@ import logging
 from decimal import ROUND_HALF_EVEN, Decimal
 from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Iterable, Mapping, NamedTuple, Sequence
 
-from . import accounts, addresses, auth_cache, jwt_revocation, ledger, payments, payout_worker, payouts, plugin_rows
+from . import (accounts, addresses, auth_cache, jwt_revocation, ledger, payments, payout_worker, payouts, plugin_rows,
+               security_events)
 from .pages import PageBranding
 from .plugins import call_first
 from .db import is_unique_violation
@@ -367,28 +368,59 @@ async def account_by_email(gateway: "Gateway", email: str) -> AccountRecord | No
     return None if row is None else AccountRecord(row["id"], row["email"], bool(row["enabled"]))
 
 
-async def sign_in_account(gateway: "Gateway", merchant_id: str) -> AccountSession:
+IDENTITY_PROVIDER = "identity_provider"  # the sign-in method a plugin's own authentication is recorded as
+
+
+async def sign_in_account(gateway: "Gateway", merchant_id: str, *, method: str = IDENTITY_PROVIDER) -> AccountSession:
     """A dashboard session for a merchant a plugin has authenticated itself (an identity provider).
 
     403 ``merchant_disabled`` for a disabled account, 404 for an unknown one.
-    The caller is responsible for having proven who the user is.
+    The caller is responsible for having proven who the user is. The
+    sign-in is announced (a ``sign_in`` security event, ``method`` in its details).
     """
     row = await accounts.require_merchant(gateway.db, merchant_id)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
-    return AccountSession(row["id"], row["email"], accounts.dashboard_token(gateway, row), None)
+    session = AccountSession(row["id"], row["email"], accounts.dashboard_token(gateway, row), None)
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": method})
+    return session
 
 
-async def create_account(gateway: "Gateway", email: str) -> AccountSession:
+async def create_account(gateway: "Gateway", email: str, *, method: str = IDENTITY_PROVIDER) -> AccountSession:
     """A new merchant with ``email`` and no password, signed in, with its API keys (shown once).
 
     Exactly what ``POST /dashboard/auth/signup`` creates, minus the password:
     a password login with this e-mail answers "invalid credentials", so the
     account signs in through the plugin that created it. 409 ``Conflict``
-    when the e-mail is already registered.
+    when the e-mail is already registered. Its first sign-in is announced like ``sign_in_account``'s.
     """
     result = await accounts.sign_up(gateway, email, None)
+    await security_events.announce(gateway, result.merchant_id, security_events.SIGN_IN, {"method": method})
     return AccountSession(result.merchant_id, result.email, result.token, dict(result.api_keys))
+
+
+async def announce_security_event(gateway: "Gateway", merchant_id: str, kind: str,
+                                  details: Mapping[str, Any] | None = None, *, alert: bool = False) -> None:
+    """Tell every plugin (``security_event``) that ``kind`` happened to the account, after the change committed.
+
+    ``details``: short text values under lower-case names, never a secret
+    (a name such as ``password`` or ``token`` raises ``ValueError``). The
+    request's client IP, user agent and id are added by the core. ``alert``
+    asks the dashboard to show it on the home page until dismissed.
+    """
+    await security_events.announce(gateway, merchant_id, kind, details, alert=alert)
+
+
+async def confirm_account_holder(gateway: "Gateway", merchant_id: str, *, password: Any = None,
+                                 totp_code: Any = None) -> None:
+    """Re-authenticate the account holder before binding something to the account (a chat, a device).
+
+    With 2FA on a fresh TOTP code, else the password: 400 validation naming
+    the missing field, 401 wrong (``totp_invalid`` for a code), 429 while the
+    account's sign-in (or TOTP) lockout runs (every wrong answer counts),
+    403 ``password_not_set`` for a password-less account without 2FA.
+    """
+    await accounts.confirm_account_holder(gateway, merchant_id, password=password, totp_code=totp_code)
 
 
 async def revoke_dashboard_token(gateway: "Gateway", token: str) -> bool:

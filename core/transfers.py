@@ -34,6 +34,7 @@ from .db import Database, Row
 from .errors import Conflict, InsufficientBalance, InvalidRequest, NotFound, Unauthorized
 from .events import OutboxEvent, enqueue_events
 from .key_destination import key_destination
+from .lockout import DASHBOARD_CHANNEL
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -73,6 +74,8 @@ class TransferRequest:
     # False when the caller knows the key has no webhook URL of its own (keys
     # never change theirs), so nothing is read to find out.
     key_has_webhook: bool = True
+    # Whose TOTP lockout a wrong code counts against (core/lockout.py ``totp_policy``).
+    totp_channel: str = DASHBOARD_CHANNEL
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferReq
         if twin is not None:
             return TransferResult(_same_request(db, twin, request), True)
         raise InsufficientBalance()
-    await _step_up(gateway, sender, request.totp_code)
+    await _step_up(gateway, sender, request.totp_code, request.totp_channel)
     row, posted = await _commit(gateway, sender, recipient, request)
     if posted is None:  # a concurrent twin with the same key committed first
         return TransferResult(_same_request(db, row, request), True)
@@ -130,7 +133,7 @@ async def _recipient(db: Database, sender: Row, to_account_id: str) -> Row:
     return recipient
 
 
-async def _step_up(gateway: "Gateway", sender: Row, code: Any) -> None:
+async def _step_up(gateway: "Gateway", sender: Row, code: Any, channel: str) -> None:
     """With 2FA on, a valid unused TOTP code; it is spent here, in its own transaction.
 
     Checking it apart from the money transaction keeps the merchant row's
@@ -139,7 +142,7 @@ async def _step_up(gateway: "Gateway", sender: Row, code: Any) -> None:
     """
     if not sender["totp_enabled"]:
         return
-    if not await verify_totp(gateway.db, sender["id"], code, now=gateway.now()):
+    if not await verify_totp(gateway.db, sender["id"], code, now=gateway.now(), channel=channel):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
 
 

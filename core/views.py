@@ -190,3 +190,26 @@ def payout_view_of(gateway: "Gateway", row: Mapping[str, Any]) -> PayoutView:
         refund_of_payment_id=row.get("refund_of_payment_id"), created_at=row["created_at"],
         finished_at=row.get("finished_at"),
     )
+
+
+@dataclass(frozen=True)
+class SecurityEvent(_View):
+    """Something that changed who can reach an account, as the ``security_event`` hook receives it.
+
+    ``kind`` names it (``sign_in``, ``password_changed``, ``totp_enabled``,
+    ``api_key_created`` ... and plugins' own, such as ``chat_linked``; see
+    docs/plugins.md); ``details`` holds short text values (ids, labels,
+    names, ``via``: where it was done), never a secret. ``client_ip``,
+    ``user_agent`` and ``request_id`` name the request that caused it (None
+    outside a request). ``alert`` asks the account holder to look: the
+    dashboard shows such an event on its home page until dismissed.
+    """
+
+    merchant_id: str
+    kind: str
+    at: int
+    details: Mapping[str, str]
+    client_ip: str | None = None
+    user_agent: str | None = None
+    request_id: str | None = None
+    alert: bool = False

@@ -41,6 +41,7 @@ from .support import Devnet, advance_clock, api, signup
 
 BOT_TOKEN = "7000001:AAH-test_token_for_orbchain_0123456789"
 CHAT = 5550001  # the private chat the shared steps link by default
+MERCHANT_PASSWORD = "s3cret-pass"  # the password orbchain.testing.signup gives
 SECRET_TOKEN_RE = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 
 
@@ -85,13 +86,17 @@ class BotApiStandIn:
 
     # -- what a test does ---------------------------------------------------------------------
 
-    def user_says(self, chat_id: int, text: str, chat_type: str = "private") -> int:
+    def user_says(self, chat_id: int, text: str, chat_type: str = "private", *, first_name: str = "Ada",
+                  last_name: str | None = "Lovelace", username: str | None = "ada_l") -> int:
+        """Queue a message; a private chat's ``Chat`` carries its user's names as Telegram's does."""
         self._next_update += 1
         self.known_chats.add(chat_id)
+        user = {"first_name": first_name, **({"last_name": last_name} if last_name else {}),
+                **({"username": username} if username else {})}
+        chat = {"id": chat_id, "type": chat_type, **(user if chat_type == "private" else {"title": "A group"})}
         self.updates.append({"update_id": self._next_update, "message": {
             "message_id": self._next_update, "date": 1_700_000_000, "text": text,
-            "from": {"id": chat_id if chat_type == "private" else 42, "is_bot": False, "first_name": "Ada"},
-            "chat": {"id": chat_id, "type": chat_type}}})
+            "from": {"id": chat_id if chat_type == "private" else 42, "is_bot": False, **user}, "chat": chat}})
         return self._next_update
 
     def messages_to(self, chat_id: int) -> list[dict[str, Any]]:
@@ -196,20 +201,36 @@ def telegram_config(standin, **extra):
             "scheduler": {"enabled": False}}
 
 
-async def telegram_shop(make_client, make_config, standin):
-    """(client, merchant, gateway): the telegram plugin on the stand-in, the scheduler off, one merchant signed up."""
-    client = await make_client(make_config(**telegram_config(standin)))
-    merchant = await signup(client)
+# Most journeys set 2FA up in the mini-app right after linking; the cooling-off itself (default 24 hours)
+# is tested on its own in tests/test_telegram_security.py.
+NO_COOLING_OFF = {"mfa_cooling_off_seconds": 0}
+
+
+async def telegram_shop(make_client, make_config, standin, **extra):
+    """(client, merchant, gateway): the telegram plugin on the stand-in (2FA cooling-off off unless ``extra``
+    says otherwise), the scheduler off, one merchant signed up (password ``MERCHANT_PASSWORD``)."""
+    client = await make_client(make_config(**telegram_config(standin, **{**NO_COOLING_OFF, **extra})))
+    merchant = await signup(client, password=MERCHANT_PASSWORD)
     return client, merchant, client.app[GATEWAY]
 
 
-async def link_via_bot(client, gateway, standin, merchant, chat_id=CHAT):
-    """/start in a private chat, the link from the bot's answer, completed by the signed-in merchant."""
-    standin.user_says(chat_id, "/start")
+def link_token_from_bot(standin, chat_id=CHAT) -> str:
+    """The link token in the bot's last answer to ``chat_id``."""
+    return re.search(r"/tg/link/start\?t=(\S+)", standin.messages_to(chat_id)[-1]["text"]).group(1)
+
+
+async def start_chat(gateway, standin, chat_id=CHAT, **profile) -> str:
+    """``chat_id`` sends /start to the bot (as ``profile``: first_name, last_name, username); the link token."""
+    standin.user_says(chat_id, "/start", **profile)
     assert await bot.poll_updates(gateway) == 1
-    text = standin.messages_to(chat_id)[-1]["text"]
-    token = re.search(r"/tg/link/start\?t=(\S+)", text).group(1)
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": token})
+    return link_token_from_bot(standin, chat_id)
+
+
+async def link_via_bot(client, gateway, standin, merchant, chat_id=CHAT, password=None):
+    """/start in a private chat, the link from the bot's answer, confirmed by the merchant with its password."""
+    token = await start_chat(gateway, standin, chat_id)
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt,
+                             json={"token": token, "password": password or MERCHANT_PASSWORD})
     assert status == 200, body
     return token
 

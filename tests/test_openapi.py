@@ -37,6 +37,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from orbchain import __version__
+from orbchain.core import services
 from orbchain.core.payout_worker import process_payouts
 from orbchain.core.services import AccountSession
 from orbchain.core.webhooks import deliver_due
@@ -221,6 +222,7 @@ UNEXERCISED: dict[tuple[str, str], str] = {
     ("GET", "/dashboard/auth/google/callback"): "tests/test_oidc.py",
 }
 TG_WEBHOOK_SECRET = "journey-webhook-secret-0123"
+SHOP_PASSWORD = "n3w-secret-pass"  # the shop's password once journey_settings changed it
 
 
 @pytest.fixture
@@ -237,7 +239,7 @@ METRICS_TOKEN = "openapi-journey-metrics-token"
 async def checked(make_client, make_config):
     # The telegram plugin in webhook mode, its Bot API unreachable (nothing here talks to Telegram).
     telegram = {"bot_token": BOT_TOKEN, "api_base_url": "http://127.0.0.1:9", "mode": "webhook",
-                "webhook_secret": TG_WEBHOOK_SECRET}
+                "webhook_secret": TG_WEBHOOK_SECRET, "mfa_cooling_off_seconds": 0}
     client = await make_client(make_config(scheduler={"enabled": False}, plugin={"telegram": telegram},
                                                metrics={"token": METRICS_TOKEN}))
     response = await client.get("/openapi.json")
@@ -475,7 +477,7 @@ async def journey_settings(c: CheckedClient, shop: Merchant, hook_url: str) -> N
                            expect=200)
     shop.keys["general_api_key"] = body["data"]["new_key"]
     _, body = await c.call("POST", "/dashboard/settings/change-password", shop.jwt,
-                           json={"current_password": "s3cret-pass", "new_password": "n3w-secret-pass"}, expect=200)
+                           json={"current_password": "s3cret-pass", "new_password": SHOP_PASSWORD}, expect=200)
     shop.token = body["data"]["token"]
     await c.call("POST", "/dashboard/settings/change-password", shop.jwt,
                  json={"current_password": "wrong-pass", "new_password": "n3w-secret-pass"}, expect=401)
@@ -805,18 +807,23 @@ async def journey_telegram(c: CheckedClient, shop: Merchant, friend: Merchant) -
     from orbchain.plugins.telegram import link_tokens
 
     gateway, chat = c.client.app[GATEWAY], 4242
-    token = link_tokens.issue(gateway.require_secrets().jwt_secret, chat, gateway.now())
+    update = {"update_id": 1, "message": {"message_id": 1, "date": 1, "text": "/start", "chat": {
+        "id": chat, "type": "private", "first_name": "Journey", "username": "journey_user"}}}
+    hook = {"X-Telegram-Bot-Api-Secret-Token": TG_WEBHOOK_SECRET}
+    await c.call("POST", "/tg/webhook", hook, json=update, expect=200)  # /start: the bot records who the chat is
+    await c.call("POST", "/tg/webhook", {"X-Telegram-Bot-Api-Secret-Token": "wrong"}, json=update, expect=401)
+    token = link_tokens.issue(gateway.require_secrets().jwt_secret, chat, gateway.now())  # the bot's answer's
     await c.call("GET", "/tg/link/start", params={"t": token}, expect=302)
     await c.call("GET", "/tg/link/start", params={"t": "1.2.3"}, expect=400)
     await c.call("GET", "/dashboard/tg/link/status", shop.jwt, expect=200)
-    await c.call("POST", "/dashboard/tg/link/complete", shop.jwt, json={"token": token}, expect=200)
-    await c.call("POST", "/dashboard/tg/link/complete", shop.jwt, json={"token": token}, expect=400)
+    await c.call("POST", "/dashboard/tg/link/complete", shop.jwt, json={"token": token}, expect=400)  # no password
+    await c.call("POST", "/dashboard/tg/link/complete", shop.jwt, json={"token": token, "password": "wrong-pass"},
+                 expect=401)
+    await c.call("POST", "/dashboard/tg/link/complete", shop.jwt, json={"token": token, "password": SHOP_PASSWORD},
+                 expect=200)
+    await c.call("POST", "/dashboard/tg/link/complete", shop.jwt, json={"token": token, "password": SHOP_PASSWORD},
+                 expect=400)
     await c.call("GET", "/dashboard/tg/link/status", shop.jwt, expect=200)
-    update = {"update_id": 1, "message": {"message_id": 1, "date": 1, "text": "/start",
-                                          "chat": {"id": chat, "type": "private"}}}
-    hook = {"X-Telegram-Bot-Api-Secret-Token": TG_WEBHOOK_SECRET}
-    await c.call("POST", "/tg/webhook", hook, json=update, expect=200)
-    await c.call("POST", "/tg/webhook", {"X-Telegram-Bot-Api-Secret-Token": "wrong"}, json=update, expect=401)
     await c.call("GET", "/tgapp", expect=200)
     await c.call("GET", "/static/telegram/tgapp.js", expect=200)
     await c.call("GET", "/static/telegram/nothing.js", expect=404)
@@ -849,6 +856,12 @@ async def journey_telegram(c: CheckedClient, shop: Merchant, friend: Merchant) -
     await c.call("POST", "/tgapp/swap", mini, json={**swap, "totp_code": code()}, expect=200)
     await c.call("POST", "/tgapp/unlink", mini, expect=200)
     await c.call("GET", "/tgapp/balances", mini, expect=401)
+    await c.call("POST", "/dashboard/tg/unlink", shop.jwt, expect=200)
+    await c.call("POST", "/dashboard/tg/unlink", expect=401)
+    _, body = await c.call("GET", "/dashboard/activity", shop.jwt, params={"limit": "5"}, expect=200)
+    assert body["data"]["events"][0]["kind"] == "chat_unlinked"
+    await c.call("GET", "/dashboard/activity", shop.jwt, params={"limit": "0"}, expect=400)
+    await c.call("GET", "/dashboard/activity", expect=401)
 
 
 async def journey_lightning(c: CheckedClient, shop: Merchant) -> None:
@@ -929,6 +942,17 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     key_id = re.search(r'id="key-(key_\w+)"', page).group(1)
     await c.call("POST", f"/app/keys/{key_id}/rotate", data={"csrf_token": token}, expect=200)
     await c.call("GET", f"/app/keys/audit?key_id={key_id}", expect=200)
+    await c.call("GET", "/app/telegram", expect=200)
+    await c.call("GET", "/app/telegram?t=not-a-link", expect=400)
+    await c.call("POST", "/app/telegram", data={"csrf_token": token, "action": "link", "t": "x"}, expect=400)
+    await c.call("POST", "/app/telegram", data={"csrf_token": token, "action": "unlink"}, expect=303)
+    account = await services.account_by_email(c.client.app[GATEWAY], "pages@example.com")
+    await services.announce_security_event(c.client.app[GATEWAY], account.merchant_id, "widget_paired", alert=True)
+    _, page = await c.call("GET", "/app", expect=200)
+    event_id = re.search(r'name="event_id" value="(\d+)"', page).group(1)
+    await c.call("GET", "/app/activity", expect=200)
+    await c.call("POST", "/app/activity", data={"csrf_token": token, "action": "dismiss", "event_id": event_id},
+                 expect=303)
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
                  "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
         await c.call("GET", path, expect=200)

@@ -6,8 +6,10 @@ signed by ``tests/telegram_support.py`` from Telegram's published algorithm.
 
 from __future__ import annotations
 
+import html
 import re
 from decimal import Decimal
+from urllib.parse import urlencode
 
 import jwt
 import pytest
@@ -16,10 +18,11 @@ from orbchain.core import ledger
 from orbchain.plugins.telegram import bot, initdata, link_tokens, linking
 from orbchain.web.keys import GATEWAY
 
-from .dashboard_support import Visitor
+from .dashboard_support import PASSWORD, Visitor
 from .support import Devnet, advance_clock, api, bearer, config_from_environment, signup
-from .telegram_support import (BOT_TOKEN, CHAT, balance, enable_totp, fund, init_data_for, link_via_bot,
-                               next_code, open_session, sign_init_data, telegram_config, telegram_shop)
+from .telegram_support import (BOT_TOKEN, CHAT, MERCHANT_PASSWORD, balance, enable_totp, fund, init_data_for,
+                               link_via_bot, next_code, open_session, sign_init_data, start_chat, telegram_config,
+                               telegram_shop)
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 
@@ -80,7 +83,8 @@ def test_link_token_shape_expiry_and_forgery():
 async def test_start_link_complete_status_and_replays(env, standin):
     client, merchant, gateway = env
     status, body = await api(client, "GET", "/dashboard/tg/link/status", merchant.jwt)
-    assert body["data"] == {"linked": False, "linked_at": None, "chat_id": None}, body
+    assert body["data"] == {"linked": False, "linked_at": None, "chat_id": None, "first_name": None,
+                            "last_name": None, "username": None}, body
 
     standin.user_says(CHAT, "/start")
     standin.user_says(-100123, "/start@OrbchainBot", chat_type="group")
@@ -97,12 +101,14 @@ async def test_start_link_complete_status_and_replays(env, standin):
     response = await client.get(f"/tg/link/start?t={forged}", allow_redirects=False)
     assert response.status == 400 and response.content_type == "text/html"
 
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", {}, json={"token": token})
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", {},
+                             json={"token": token, "password": MERCHANT_PASSWORD})
     assert status == 401
     status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt,
-                             json={"token": forged})
+                             json={"token": forged, "password": MERCHANT_PASSWORD})
     assert (status, body["error"]["code"]) == (400, "link_token_invalid")
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": token})
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt,
+                             json={"token": token, "password": MERCHANT_PASSWORD})
     assert status == 200, body
     _, account = await api(client, "GET", "/dashboard/account", merchant.jwt)
     assert body["data"] == {"ok": True, "account_id": account["data"]["account"]["account_id"]}
@@ -112,11 +118,14 @@ async def test_start_link_complete_status_and_replays(env, standin):
 
     status, body = await api(client, "GET", "/dashboard/tg/link/status", merchant.jwt)
     assert body["data"]["linked"] is True and body["data"]["chat_id"] == CHAT
+    assert (body["data"]["first_name"], body["data"]["last_name"], body["data"]["username"]) == (
+        "Ada", "Lovelace", "ada_l")
     assert 0 <= gateway.now() - body["data"]["linked_at"] <= 5
 
     # Replayed: the token was spent.
-    friend = await signup(client, "friend@example.com")
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", friend.jwt, json={"token": token})
+    friend = await signup(client, "friend@example.com", password=MERCHANT_PASSWORD)
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", friend.jwt,
+                             json={"token": token, "password": MERCHANT_PASSWORD})
     assert (status, body["error"]["code"]) == (400, "link_token_used")
     response = await client.get(f"/tg/link/start?t={token}", allow_redirects=False)
     assert response.status == 400 and "already used" in await response.text()
@@ -126,7 +135,8 @@ async def test_start_link_complete_status_and_replays(env, standin):
     await bot.poll_updates(gateway)
     late = re.search(r"t=(\S+)", standin.messages_to(CHAT)[-1]["text"]).group(1)
     advance_clock(gateway, link_tokens.LINK_TOKEN_TTL)
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", friend.jwt, json={"token": late})
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", friend.jwt,
+                             json={"token": late, "password": MERCHANT_PASSWORD})
     assert (status, body["error"]["code"]) == (400, "link_token_expired")
     response = await client.get(f"/tg/link/start?t={late}", allow_redirects=False)
     assert response.status == 400 and "expired" in await response.text()
@@ -241,8 +251,16 @@ async def test_without_a_bot_token_the_plugin_is_idle(make_client, make_config):
     assert await bot.poll_updates(client.app[GATEWAY]) == 0
 
 
-async def test_the_dashboard_pages_complete_a_link_with_and_without_script(env, standin):
-    """The JS path posts kind=tg-link from the fragment; without script the visitor pastes the whole address."""
+async def linked_chats(gateway) -> list[int]:
+    return [int(r["chat_id"]) for r in await gateway.db.fetch_all("SELECT chat_id FROM telegram_links")]
+
+
+async def test_the_dashboard_pages_confirm_a_link_with_and_without_script(env, standin):
+    """The fragment only leads to a confirmation page naming the chat; the password links it. Without script
+    the visitor pastes the whole address (landing page or the Telegram page); signed out, sign-in leads there.
+
+    Against the old code the fragment's POST linked the chat at once (200, no password): the first step fails.
+    """
     client, _, gateway = env
     assert isinstance(gateway.services.get(linking.SERVICE_NAME), linking.LinkService)
     visitor = Visitor(client)
@@ -250,35 +268,57 @@ async def test_the_dashboard_pages_complete_a_link_with_and_without_script(env, 
     await visitor.get("/app")
     assert 'id="fragment-fallback"' in visitor.page  # the no-script form sits on the landing page
 
-    async def bot_link(chat_id):
-        standin.user_says(chat_id, "/start")
-        assert await bot.poll_updates(gateway) == 1
-        return re.search(r"/tg/link/start\?t=(\S+)", standin.messages_to(chat_id)[-1]["text"]).group(1)
-
-    token = await bot_link(CHAT)
-    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token}, expect=200)
-    assert "Your Telegram chat is linked" in visitor.page
+    token = await start_chat(gateway, standin, CHAT)
+    response = await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token})
+    confirm = response.headers["Location"]
+    assert confirm == f"/app/telegram?t={token}" and await linked_chats(gateway) == []
+    await visitor.get(confirm)
+    assert 'id="tg-confirm-name">Ada Lovelace<' in visitor.page and ">@ada_l<" in visitor.page
+    assert 'name="password"' in visitor.page and "If someone sent you this link" in visitor.page
+    for fields, status in (({}, 400), ({"password": "not-my-password"}, 401)):
+        await visitor.submit(confirm, {"action": "link", "t": token, **fields}, expect=status)
+        assert 'id="tg-confirm-form"' in visitor.page and 'id="form-error"' in visitor.page  # asked again
+    assert await linked_chats(gateway) == []
+    await visitor.submit(confirm, {"action": "link", "t": token, "password": PASSWORD}, expect=200)
+    assert "Your Telegram chat is linked" in visitor.page and await linked_chats(gateway) == [CHAT]
     await bot.deliver_messages(gateway)
     assert "now linked" in standin.messages_to(CHAT)[-1]["text"]
-    # The same token again: used, shown as an error page, nothing changes.
-    await visitor.get("/app")
-    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token}, expect=400)
-    assert "already used" in visitor.page
-    # Without script: the pasted address of /app#tg-link=... links another chat.
+    # The same token again: used, said on the page, nothing changes.
+    await visitor.get(confirm, expect=400)
+    assert "already used" in visitor.page and 'id="tg-confirm-form"' not in visitor.page
+
+    # Without script: the pasted address of /app#tg-link=... leads to the same confirmation.
     other = CHAT + 1
     advance_clock(gateway, 1)
-    token = await bot_link(other)
+    token = await start_chat(gateway, standin, other, first_name="Grace", last_name=None, username=None)
     await visitor.get("/app")
-    await visitor.submit("/app/fragment", {"value": f"http://gateway.test/app#tg-link={token}"}, expect=200)
-    assert "Your Telegram chat is linked" in visitor.page
-    linked = await gateway.db.fetch_all("SELECT chat_id FROM telegram_links")
-    assert [int(r["chat_id"]) for r in linked] == [other]
-    # A forged token and a signed-out browser change nothing.
-    await visitor.get("/app")
-    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": token[:-1] + "0"}, expect=400)
+    response = await visitor.submit("/app/fragment", {"value": f"http://gateway.test/app#tg-link={token}"})
+    await visitor.get(response.headers["Location"])
+    assert 'id="tg-confirm-name">Grace<' in visitor.page and "(no @username)" in visitor.page
+    # So does the Telegram page's own paste form, given the bot's link itself.
+    await visitor.get("/app/telegram?" + urlencode({"t": f"http://gateway.test/tg/link/start?t={token}"}))
+    assert 'id="tg-confirm-name">Grace<' in visitor.page
+    await visitor.submit(f"/app/telegram?t={token}", {"action": "link", "t": token, "password": PASSWORD},
+                         expect=200)
+    assert await linked_chats(gateway) == [other]
+    await visitor.get("/app/telegram")
+    assert 'id="tg-linked-name">Grace<' in visitor.page and 'id="tg-unlink"' in visitor.page
+    await visitor.submit("/app/telegram", {"action": "unlink"})
+    assert await linked_chats(gateway) == []
+    await visitor.get("/app/telegram?t=" + token[:-1] + ("0" if token[-1] != "0" else "1"), expect=400)
+    assert "not valid" in visitor.page and 'id="tg-confirm-form"' not in visitor.page
+
+    # Signed out: the login page, whose form leads to the confirmation once signed in.
     await visitor.submit("/app/logout")
     await visitor.get("/app/login")
-    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": await bot_link(CHAT)}, expect=401)
+    advance_clock(gateway, 1)
+    fresh = await start_chat(gateway, standin, CHAT)
+    await visitor.submit("/app/fragment", {"kind": "tg-link", "value": fresh}, expect=401)
+    target = html.unescape(re.search(r'name="next" value="([^"]+)"', visitor.page).group(1))
+    assert target == f"/app/telegram?t={fresh}"
+    response = await visitor.submit("/app/login", {"email": "tg-dash@example.com", "password": PASSWORD,
+                                                   "next": target})
+    assert response.headers["Location"] == target and await linked_chats(gateway) == []
 
 
 async def test_without_a_bot_the_dashboard_says_linking_is_off(make_client, make_config):

@@ -16,13 +16,12 @@ from urllib.parse import quote
 
 import pytest
 
-from orbchain.plugins.telegram import link_tokens
 from orbchain.web.keys import GATEWAY
 
 from .browser import Browser, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
-from .telegram_support import BOT_TOKEN, init_data_for
+from .telegram_support import BOT_TOKEN, MERCHANT_PASSWORD, init_data_for, start_chat
 
 CHAT = 5550002
 
@@ -45,11 +44,12 @@ async def wait_for(browser: Browser, expression: str, timeout: float = 10.0):
         await asyncio.sleep(0.1)
 
 
-async def linked_merchant(client):
-    merchant = await signup(client)
+async def linked_merchant(client, standin):
+    merchant = await signup(client, password=MERCHANT_PASSWORD)
     gateway = client.app[GATEWAY]
-    token = link_tokens.issue(gateway.require_secrets().jwt_secret, CHAT, gateway.now())
-    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt, json={"token": token})
+    token = await start_chat(gateway, standin, CHAT)
+    status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt,
+                             json={"token": token, "password": MERCHANT_PASSWORD})
     assert status == 200, body
     return merchant, body["data"]["account_id"]
 
@@ -59,9 +59,9 @@ def csp_violations(browser: Browser) -> list[str]:
             and "Content Security Policy" in e["params"]["entry"].get("text", "")]
 
 
-async def test_mini_app_signs_in_from_the_launch_fragment(served, tmp_path):
+async def test_mini_app_signs_in_from_the_launch_fragment(served, standin, tmp_path):
     client = served
-    merchant, account_id = await linked_merchant(client)
+    merchant, account_id = await linked_merchant(client, standin)
     gateway = client.app[GATEWAY]
     base = str(client.server.make_url("")).rstrip("/")
     fragment = f"tgWebAppData={quote(init_data_for(CHAT, gateway.now()), safe='')}&tgWebAppVersion=7.10"
@@ -111,20 +111,31 @@ async def test_mini_app_outside_telegram_and_without_javascript(served, tmp_path
         assert await browser.evaluate("document.querySelector('#tg-app').hidden") is True
 
 
-async def test_the_dashboard_completes_a_link_in_chromium(served, tmp_path):
-    """/tg/link/start -> /app#tg-link=... -> the dashboard's script posts it -> the chat is bound."""
+async def test_the_dashboard_confirms_a_link_in_chromium(served, standin, tmp_path):
+    """/tg/link/start -> /app#tg-link=... -> the dashboard's script posts it -> a confirmation page naming the
+    chat (nothing linked yet) -> the password -> the chat is bound. Against the old code the script's post
+    linked the chat at once and showed "linked": the wait for the confirmation page times out."""
     client = served
     gateway = client.app[GATEWAY]
     await signup(client, email="tg-browser@example.com", password="correct horse battery")
-    token = link_tokens.issue(gateway.require_secrets().jwt_secret, CHAT, gateway.now())
+    token = await start_chat(gateway, standin, CHAT, first_name="Ada", last_name="Lovelace", username="ada_l")
     base = str(client.make_url("")).rstrip("/")
     async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.send("Log.enable")
         await browser.goto(base + "/app/login")
         await browser.evaluate("document.querySelector('#email').value = 'tg-browser@example.com';"
                                "document.querySelector('#password').value = 'correct horse battery'")
         await browser.click("#sign-in")
         await browser.goto(f"{base}/tg/link/start?t={token}")
-        await wait_for(browser, "document.body && document.body.textContent.includes('Telegram chat is linked')")
+        await wait_for(browser, "!!document.querySelector('#tg-confirm-name')")
+        assert await browser.text("#tg-confirm-name") == "Ada Lovelace"
+        assert await browser.text("#tg-confirm-username") == "@ada_l"
         assert "#" not in await browser.url()
+        assert await gateway.db.fetch_all("SELECT chat_id FROM telegram_links") == []
+        await browser.screenshot(tmp_path / "tg-confirm.png")
+        await browser.evaluate("document.querySelector('#tg-confirm-password').value = 'correct horse battery'")
+        await browser.click("#tg-confirm-link")
+        await wait_for(browser, "!!document.querySelector('#tg-linked-now')")
+        assert csp_violations(browser) == []
     linked = await gateway.db.fetch_all("SELECT chat_id FROM telegram_links")
     assert [int(row["chat_id"]) for row in linked] == [CHAT]

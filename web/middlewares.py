@@ -25,6 +25,7 @@ from ..core.errors import ApiError, Maintenance, RateLimited, ValidationError
 from ..core.gateway import Gateway
 from ..core.logs import ACCESS_LOGGER, request_context
 from ..core.metrics import UNMATCHED_ROUTE
+from ..core.security_events import request_origin
 from .edge import request_text_problems
 from .envelope import error_response
 from .pages import is_html_page, is_html_path, page_security_headers
@@ -85,6 +86,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
         request[REQUEST_ID] = request_id
         log_context = {"request_id": request_id}
         request_context.set(log_context)
+        request_origin.set(_Origin(request))
         gateway = request.app[GATEWAY]
         try:
             errors = request_text_problems(request.path, request.query if request.query_string else _NO_QUERY,
@@ -171,6 +173,27 @@ def _page_address(request: web.Request) -> bool:
     """A method the route lacks at a page's address (405 from routing): the page answers, in HTML."""
     routing_error = request.match_info.http_exception
     return routing_error is not None and routing_error.status == 405 and is_html_path(request.app, request.path)
+
+
+class _Origin:
+    """The request as a security event names it (core/security_events.py); read only when one is announced."""
+
+    __slots__ = ("_request",)
+
+    def __init__(self, request: web.Request) -> None:
+        self._request = request
+
+    @property
+    def client_ip(self) -> str:
+        return client_ip(self._request)
+
+    @property
+    def user_agent(self) -> str:
+        return self._request.headers.get("User-Agent", "")
+
+    @property
+    def request_id(self) -> str | None:
+        return self._request.get(REQUEST_ID)
 
 
 def client_ip(request: web.Request) -> str:

@@ -118,7 +118,9 @@ def register(registry: Any, gateway: Any) -> None:
     for entry in gateway.dashboard.rendered():  # pages other plugins render inside the dashboard
         registry.add(Op("GET", entry.path, f"{entry.title} (plugin {entry.plugin})", TAG, page=True,
                         query=(Param("key_id", STRING), Param("offset", STRING)),
-                        description=SESSION, responses={"200": PAGE, "303": TO_LOGIN}))
+                        description=SESSION, responses={"200": PAGE, "303": TO_LOGIN,
+                                                        "400": html("The page, naming what is wrong with the "
+                                                                    "query (an invalid or used link token).")}))
         if entry.submit is not None:
             registry.add(action(entry.path, f"{entry.title}: a form (plugin {entry.plugin})",
                                 {"type": "object", "required": ["csrf_token"],

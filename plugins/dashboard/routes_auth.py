@@ -232,10 +232,7 @@ async def fragment(request: web.Request) -> web.StreamResponse:
     if kind == "google-auth":
         return await _google_sign_in(request, session, value)
     if kind == "tg-link":
-        if session is None:
-            return await _auth_page(request, "dashboard/login.html", status=401,
-                                    error="Sign in first, then open the Telegram link again.")
-        return await _link_chat(request, session, value)
+        return await _confirm_chat_link(request, session, value)
     raise see_other("/app")
 
 
@@ -281,16 +278,20 @@ async def _refused_sign_in(request: web.Request, session: Any, exc: ApiError) ->
                   status=exc.status)
 
 
-async def _link_chat(request: web.Request, session: Any, token: str) -> web.Response:
-    """Bind a Telegram chat through the service the messaging plugin offers (``gateway.services["tg_link"]``)."""
+async def _confirm_chat_link(request: web.Request, session: Any, token: str) -> web.StreamResponse:
+    """Never links anything: sends the browser to the messaging plugin's confirmation page.
+
+    That page (``gateway.services["tg_link"].confirmation_path(token)``)
+    names the chat and asks for the password or a code; a link a signed-in
+    user merely opens must not change what can reach the account. Signed
+    out, the login page leads there after signing in.
+    """
     service = request.app[GATEWAY].services.get("tg_link")
     if service is None:
         return render(request, session, "dashboard/message.html",
                       {"title": "Telegram", "error": "Telegram linking is not enabled on this server."}, status=503)
-    try:
-        await service.complete(request.app[GATEWAY], session.merchant_id, token)
-    except ApiError as exc:
-        return render(request, session, "dashboard/message.html", {"title": "Telegram", "error": error_text(exc)},
-                      status=exc.status)
-    return render(request, session, "dashboard/message.html",
-                  {"title": "Telegram", "message": "Your Telegram chat is linked to this account."})
+    target = service.confirmation_path(token)
+    if session is None:
+        return await _auth_page(request, "dashboard/login.html", status=401, values={"next": target},
+                                error="Sign in first: you will then be asked to confirm the Telegram link.")
+    raise see_other(target)

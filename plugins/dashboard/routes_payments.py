@@ -17,6 +17,8 @@ from ...core import payments as svc
 from ...core import refunds
 from ...core.accounts import account_view, require_merchant
 from ...core.errors import ApiError
+from ...core.pages import DashboardNotice
+from ...core.plugins import call_collect_answers
 from ...core.receipts import issue_receipt
 from ...web.auth import Principal
 from ...web.keys import GATEWAY
@@ -63,10 +65,13 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
     recent = await svc.list_payments(gateway, session.merchant_id, limit=5)
+    notices = await call_collect_answers(gateway.pm, "dashboard_notices", gateway=gateway,
+                                         merchant_id=session.merchant_id)
     return render(request, session, "dashboard/home.html", {
         "account": account_view(gateway, merchant), "balances": await balances(gateway, session.merchant_id),
         "payments": recent["payments"], "fragment_fallback": True,
         "panels": gateway.dashboard.entries("home-panels"),
+        "alerts": [n for n in notices if isinstance(n, DashboardNotice)],
     })
 
 

@@ -20,6 +20,7 @@ from decimal import ROUND_DOWN, Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core import accounts, ledger
+from ...core.lockout import DASHBOARD_CHANNEL
 from ...core.errors import (
     Conflict, Forbidden, InsufficientBalance, NotConfigured, NotFound, ServiceUnavailable, Unauthorized,
     ValidationError,
@@ -150,14 +151,15 @@ async def quote(gateway: "Gateway", body: Mapping[str, Any]) -> dict[str, Any]:
 # -- commit ------------------------------------------------------------------------------------
 
 
-async def _step_up(gateway: "Gateway", merchant_id: str, code: Any, always: bool) -> None:
-    """TOTP: the mini-app always asks (SPEC 5.4); the dashboard when 2FA is on, as for transfers."""
+async def _step_up(gateway: "Gateway", merchant_id: str, code: Any, always: bool, channel: str) -> None:
+    """TOTP: the mini-app always asks (SPEC 5.4); the dashboard when 2FA is on, as for transfers.
+    A wrong code counts against ``channel``'s lockout (core/lockout.py)."""
     merchant = await accounts.require_merchant(gateway.db, merchant_id)
     if not merchant["totp_enabled"]:
         if always:
             raise Forbidden("two-factor authentication must be set up first", code="totp_setup_required")
         return
-    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
+    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=channel):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
 
 
@@ -168,7 +170,7 @@ def _same(existing: Mapping[str, Any], from_coin: str, to_coin: str, units: int)
 
 
 async def commit(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], *,
-                 totp_always: bool = False) -> dict[str, Any]:
+                 totp_always: bool = False, totp_channel: str = DASHBOARD_CHANNEL) -> dict[str, Any]:
     """POST /dashboard/swap and /tgapp/swap: debit the source atomically and schedule the swap.
 
     Returns the swap view (status QUOTED; ``idempotent: true`` on a replay of
@@ -185,7 +187,7 @@ async def commit(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], 
     fresh = await venue_quote(gateway, from_coin, to_coin, units, venue)
     if await ledger.balance(gateway.db, ledger.merchant_available(merchant_id), from_coin) < units:
         raise InsufficientBalance()  # early answer that spends no TOTP code; the ledger decides below
-    await _step_up(gateway, merchant_id, body.get("totp_code"), totp_always)
+    await _step_up(gateway, merchant_id, body.get("totp_code"), totp_always, totp_channel)
     settings = read_settings(gateway.config)
     now = gateway.now()
     row = {

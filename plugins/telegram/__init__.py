@@ -1,7 +1,10 @@
 """Built-in feature plugin ``telegram``: the messaging mini-app (SPEC 4.13, 5.4, 8).
 
 A bot (Telegram Bot API; polling job or webhook, ``settings.py``) answers
-/start with a link token; the signed-in dashboard binds the chat; the
+/start with a link token and records who the chat is; the signed-in
+account holder binds the chat on a confirmation page naming it, with the
+password or a TOTP code (``linking.py``, ``dashboard.py``: the Telegram tab
+of the dashboard's settings, which also lists and unlinks the chat); the
 linked chat gets notifications (``notify.py``); the mini-app page
 (``/tgapp``) opens a session from Telegram's signed init data
 (``initdata.py``, ``session.py``) and shows balances, payments, receive
@@ -16,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.plugins import hookimpl
-from . import bot, linking, notify, openapi
+from . import bot, dashboard, linking, notify, openapi
 from .routes_app import routes as app_routes
 from .routes_link import routes as link_routes
 from .settings import PLUGIN_NAME, settings_of
@@ -52,6 +55,12 @@ def register_openapi(registry) -> None:
 @hookimpl
 def register_templates(registry) -> None:
     registry.add(templates=HERE / "templates", static=HERE / "static")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("settings-nav", "Telegram", linking.PAGE_PATH, order=60, render=dashboard.page,
+                 submit=dashboard.submit)
 
 
 @hookimpl

@@ -1,7 +1,10 @@
 """The bot side: updates in (polling job or webhook), messages out (the outbox job).
 
 Updates are handled the same way however they arrive. ``/start`` in a
-private chat answers with a link carrying a fresh link token; in a group it
+private chat records who the chat is (the Telegram user's first and last
+name and @username, ``chat_profile``: the dashboard names the chat from
+this, never from the link) and answers with a link carrying a fresh link
+token; in a group it
 answers that linking happens in a private chat only, because the mini-app
 identifies its user by the linked chat (a private chat's id is its user's
 id). Replies and notifications go through the ``telegram_messages`` outbox
@@ -13,6 +16,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import unicodedata
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import link_tokens, store
@@ -73,6 +78,26 @@ def _command(text: str) -> str:
     return text.split()[0].split("@", 1)[0].lower()
 
 
+MAX_NAME = 64  # Telegram's own limit for first and last names
+_USERNAME = re.compile(r"^[A-Za-z0-9_]{4,32}$")
+
+
+def _name(value: Any) -> str | None:
+    """A name as sent, without control or format characters (no bidi overrides to disguise it), or None."""
+    if not isinstance(value, str):
+        return None
+    text = "".join(c for c in value if unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co", "Cn"))
+    text = " ".join(text.split())[:MAX_NAME]
+    return text or None
+
+
+def chat_profile(chat: Mapping[str, Any]) -> store.ChatProfile:
+    """Who a private chat is, from Telegram's ``Chat`` object; a malformed @username is left out."""
+    username = chat.get("username")
+    return store.ChatProfile(chat["id"], _name(chat.get("first_name")) or "", _name(chat.get("last_name")),
+                             username if isinstance(username, str) and _USERNAME.match(username) else None)
+
+
 async def handle_update(gateway: "Gateway", update: Mapping[str, Any]) -> None:
     """Answer one update; idempotent by ``update_id`` (the reply's outbox key)."""
     update_id, message = update.get("update_id"), update.get("message")
@@ -87,10 +112,12 @@ async def handle_update(gateway: "Gateway", update: Mapping[str, Any]) -> None:
     elif chat.get("type") != "private":
         reply = "Linking happens in a private chat: open a chat with me and send /start there."
     else:
+        await store.save_profile(gateway, chat_profile(chat))
         token = link_tokens.issue(gateway.require_secrets().jwt_secret, chat_id, gateway.now())
         url = f"{gateway.config.base_url}/tg/link/start?t={token}"
         reply = ("To link this chat to your Orbchain account, open this link while signed in to your dashboard "
-                 f"(valid for 10 minutes, once):\n{url}")
+                 "and confirm it there (valid for 10 minutes, once). Never forward it: whoever confirms it "
+                 f"gives this chat access to their account.\n{url}")
     await store.enqueue(gateway, f"update:{update_id}", chat_id, text_message(chat_id, reply))
 
 
@@ -153,4 +180,4 @@ async def deliver_messages(gateway: "Gateway") -> int:
 
 
 async def prune(gateway: "Gateway") -> None:
-    await store.prune(gateway)
+    await store.prune(gateway, profile_ttl=2 * link_tokens.LINK_TOKEN_TTL)

@@ -21,6 +21,8 @@ AMOUNT, COIN = ref("Amount"), ref("Coin")
 TOTP = {"type": "string", "pattern": r"^[0-9]{6}$"}
 NEEDS_TOTP = ("totp_code is required: 403 totp_setup_required when the account has no 2FA, 401 totp_invalid for a "
               "wrong, reused or missing code.")
+COOLING_OFF = ("403 mfa_cooling_off (error.detail.available_at: when it becomes possible) until the chat has "
+               "been linked for plugin.telegram.mfa_cooling_off_seconds (default 24 hours).")
 SWAP_BODY = obj({"from_coin": STRING, "to_coin": STRING, "amount": AMOUNT},
                 {"idempotency_key": {"type": "string", "minLength": 8, "maxLength": 128}})
 
@@ -38,19 +40,33 @@ OPERATIONS = [
     Op("GET", "/tg/link/start", "Open a chat-link token from the bot", LINKING, page=True, errors=(404,),
        query=(Param("t", {"type": "string", "maxLength": 128}, "The link token <chat_id>.<expiry>.<hmac>.",
                     required=True),),
-       responses={"302": redirect("To /app#tg-link=<token>: the signed-in dashboard completes the link."),
+       responses={"302": redirect("To /app#tg-link=<token>: the dashboard shows a confirmation page naming the "
+                                  "chat; nothing is linked until the account holder confirms with the password "
+                                  "(or a TOTP code)."),
                   "400": html("Invalid, expired (10 minutes) or already used token.")},
        description="The bot sends this link in answer to /start in a private chat. 404 when no bot is "
                    "configured."),
     Op("POST", "/dashboard/tg/link/complete", "Bind the chat of a link token to this account", LINKING,
        envelope(obj({"ok": {"const": True}, "account_id": ref("AccountId")})), auth=JWT,
-       body=obj({"token": STRING}),
-       description="Spends the token (400 link_token_invalid, link_token_expired, link_token_used), binds the "
-                   "chat (replacing this account's previous chat and the chat's previous account) and sends a "
-                   "confirmation message. 503 telegram_not_configured without a bot token."),
-    Op("GET", "/dashboard/tg/link/status", "Whether a chat is linked", LINKING,
+       body=obj({"token": STRING}, {"password": STRING, "totp_code": TOTP}), errors=(401, 429, 503),
+       description="The account holder confirms: password is required, or totp_code instead when 2FA is on "
+                   "(400 validation naming the missing field; 401 wrong password or totp_invalid, counted by the "
+                   "account's sign-in and TOTP lockouts, 429 while locked; 403 password_not_set for a "
+                   "password-less account without 2FA). Then spends the token (400 link_token_invalid, "
+                   "link_token_expired, link_token_used, link_chat_unknown when the bot never recorded who the "
+                   "chat is), binds the chat (replacing this account's previous chat and the chat's previous "
+                   "account) and sends a confirmation message. A refusal binds nothing and leaves the token "
+                   "unspent. 503 telegram_not_configured without a bot token."),
+    Op("GET", "/dashboard/tg/link/status", "Whether a chat is linked, and whose", LINKING,
        envelope(obj({"linked": BOOLEAN, "linked_at": {"anyOf": [INTEGER, {"type": "null"}]},
-                     "chat_id": {"anyOf": [INTEGER, {"type": "null"}]}})), auth=JWT),
+                     "chat_id": {"anyOf": [INTEGER, {"type": "null"}]}, "first_name": NULLABLE_STRING,
+                     "last_name": NULLABLE_STRING, "username": NULLABLE_STRING})), auth=JWT,
+       description="first_name, last_name and username (without @) are the Telegram user's as the bot saw them "
+                   "at /start; null when unknown."),
+    Op("POST", "/dashboard/tg/unlink", "Unlink the chat from the dashboard", LINKING,
+       envelope(obj({"ok": {"const": True}, "unlinked": BOOLEAN})), auth=JWT,
+       description="Removes the binding (unlinked false when none); the chat's mini-app sessions end at once "
+                   "and stay ended if the chat is linked again."),
     Op("POST", "/tg/webhook", "Telegram updates (webhook mode)", LINKING, envelope(obj({"ok": {"const": True}})),
        body=obj({"update_id": INTEGER}), rate_limited=False, errors=(401, 404),
        description="Telegram's servers post updates here when plugin.telegram.mode is webhook; the header "
@@ -84,9 +100,11 @@ OPERATIONS = [
        description="400 for missing data or over 512 characters."),
     _app("GET", "/tgapp/mfa/status", "Two-factor status", envelope(obj({"totpEnabled": BOOLEAN}))),
     _app("POST", "/tgapp/mfa/setup", "Start TOTP set-up", envelope(obj({"secret": STRING, "otpauth": STRING})),
-         description="2FA stays off until /tgapp/mfa/verify; 400 when it is already on."),
+         description="2FA stays off until /tgapp/mfa/verify; 400 when it is already on. " + COOLING_OFF),
     _app("POST", "/tgapp/mfa/verify", "Enable TOTP",
-         envelope(obj({"ok": {"const": True}, "totpEnabled": {"const": True}})), body=obj({"code": TOTP})),
+         envelope(obj({"ok": {"const": True}, "totpEnabled": {"const": True}})), body=obj({"code": TOTP}),
+         description=COOLING_OFF + " Turning 2FA on here is announced on the dashboard (an alert on its home page "
+                                   "and a security event)."),
     _app("POST", "/tgapp/payout", "Send: internal transfer or on-chain payout", envelope(obj({
         "kind": {"type": "string", "enum": ["transfer", "payout"]}, "track_id": STRING,
         "status": {"type": "string", "enum": ["CONFIRMING", "CONFIRMED", "FAILED"]}, "coin": COIN,
@@ -107,7 +125,8 @@ OPERATIONS = [
                  {"idempotency_key": {"type": "string", "minLength": 8, "maxLength": 128}}),
         errors=(409, 503), description="Through the swaps plugin. " + NEEDS_TOTP),
     _app("POST", "/tgapp/unlink", "Unlink the chat", envelope(obj({"ok": {"const": True}})),
-         description="Ends every mini-app session of the account at once."),
+         description="Ends every mini-app session of the link at once (they stay ended if the chat is linked "
+                     "again)."),
 ]
 
 

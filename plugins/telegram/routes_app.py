@@ -12,15 +12,16 @@ import secrets
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...core import accounts
+from ...core import accounts, services
 from ...core.errors import Forbidden, Unauthorized, ValidationError
 from ...core.qr import MAX_QR_DATA, qr_svg
+from ...core.security_events import SIGN_IN
 from ...web.envelope import envelope, read_json
 from ...web.keys import REQUEST_ID, gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page
 from ...web.rate_identity import count_failure
-from . import bot, initdata, session, store, wallet
+from . import initdata, linking, session, store, wallet
 from .linking import require_enabled
 from .session import Handler, caller_of, miniapp_session
 from .settings import PLUGIN_NAME, settings_of
@@ -62,9 +63,10 @@ async def open_session(request: web.Request) -> web.Response:
     except initdata.InitDataError as exc:
         await count_failure(request)
         raise Unauthorized(exc.reason, code=exc.code) from None
-    merchant_id = await store.merchant_for_chat(gateway, user.user_id)
-    if merchant_id is None:
+    link = await store.link_for_chat(gateway, user.user_id)
+    if link is None:
         raise Forbidden("this Telegram account is not linked: send /start to the bot", code="not_linked")
+    merchant_id = link["merchant_id"]
     merchant = await accounts.require_merchant(gateway.db, merchant_id)
     if not merchant["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
@@ -72,7 +74,9 @@ async def open_session(request: web.Request) -> web.Response:
     if not await store.spend(gateway, store.INIT_DATA, user.hash, user.auth_date + settings.init_data_max_age_seconds):
         await count_failure(request)
         raise Unauthorized("this init data was already used: open the mini-app again", code="init_data_replayed")
-    token = session.issue(gateway, merchant_id, user.user_id, int(merchant["token_version"]))
+    token = session.issue(gateway, merchant_id, user.user_id, int(merchant["token_version"]), link["link_id"])
+    await services.announce_security_event(gateway, merchant_id, SIGN_IN, {
+        "method": linking.MINIAPP, **linking.chat_details(store.profile_of_row(link), user.user_id)})
     return envelope({"token": token, "expires_in": session.SESSION_TTL, "merchant": {
         "id": merchant_id, "account_id": merchant["account_id"], "email": merchant["email"],
         "default_settlement_coin": await wallet.default_settlement_coin(gateway, merchant_id),
@@ -150,9 +154,5 @@ async def swap_quote(request: web.Request) -> web.Response:
 @routes.post("/tgapp/unlink")
 @miniapp_session
 async def unlink(request: web.Request) -> web.Response:
-    gateway, caller = gateway_of(request), caller_of(request)
-    chat_id = await store.unbind(gateway, caller.merchant_id)
-    if chat_id is not None:
-        await store.enqueue(gateway, f"unlinked:{chat_id}:{gateway.now()}", int(chat_id),
-                            bot.text_message(int(chat_id), "This chat is no longer linked to your Orbchain account."))
+    await linking.unlink(gateway_of(request), caller_of(request).merchant_id, via=linking.MINIAPP)
     return envelope({"ok": True})

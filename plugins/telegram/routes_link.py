@@ -2,10 +2,12 @@
 
 ``GET /tg/link/start?t=<token>`` only checks the token and hands it to the
 dashboard in a URL fragment (never sent to a server, kept out of logs and
-Referer headers); the signed-in dashboard then posts it to
-``/dashboard/tg/link/complete``, which spends it and binds the chat in one
-transaction and queues the confirmation message (``linking.py``, which
-the dashboard's pages reach through the ``tg_link`` service).
+Referer headers); the dashboard turns it into a confirmation page that
+names the chat and asks for the password (``dashboard.py``). The JSON
+``/dashboard/tg/link/complete`` needs the password (or a TOTP code with
+2FA on) too, then spends the token and binds the chat in one transaction
+(``linking.py``). ``/dashboard/tg/unlink`` undoes a link from the dashboard's
+side.
 """
 
 from __future__ import annotations
@@ -58,17 +60,23 @@ async def link_complete(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     linking.require_enabled(gateway)
     body = await read_json(request)
-    return envelope(await linking.complete_link(gateway, principal_of(request).merchant_id, body.get("token")))
+    return envelope(await linking.complete_link(gateway, principal_of(request).merchant_id, body.get("token"),
+                                                password=body.get("password"), totp_code=body.get("totp_code")))
 
 
 @routes.get("/dashboard/tg/link/status")
 @requires("jwt")
 async def link_status(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
-    link = await store.link_of(gateway, principal_of(request).merchant_id)
-    if link is None:
-        return envelope({"linked": False, "linked_at": None, "chat_id": None})
-    return envelope({"linked": True, "linked_at": int(link["linked_at"]), "chat_id": int(link["chat_id"])})
+    return envelope(linking.link_view(await store.link_of(gateway, principal_of(request).merchant_id)))
+
+
+@routes.post("/dashboard/tg/unlink")
+@requires("jwt")
+async def unlink(request: web.Request) -> web.Response:
+    gateway = gateway_of(request)
+    unlinked = await linking.unlink(gateway, principal_of(request).merchant_id, via=linking.DASHBOARD)
+    return envelope({"ok": True, "unlinked": unlinked})
 
 
 @routes.post("/tg/webhook")

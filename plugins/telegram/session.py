@@ -6,8 +6,9 @@ passes for the other: the dashboard decodes with its own audience (and key),
 and ``authenticate`` here demands ``aud=tgapp``, ``src=tgapp`` and this
 key. On every request the merchant must still be enabled, its sessions not
 revoked (``tv``, the dashboard's token version: a password change ends
-them) and the chat in ``tg`` still linked to it: unlinking ends every
-session at once.
+them) and the chat in ``tg`` still linked to it by the very link the
+session was opened under (``lk``, the link's id): unlinking ends every
+session at once, and linking the chat again later never revives them.
 """
 
 from __future__ import annotations
@@ -47,10 +48,10 @@ def _key(jwt_secret: bytes) -> bytes:
     return hmac.new(jwt_secret, _PURPOSE, hashlib.sha256).digest()
 
 
-def issue(gateway: "Gateway", merchant_id: str, telegram_user: int, token_version: int) -> str:
+def issue(gateway: "Gateway", merchant_id: str, telegram_user: int, token_version: int, link_id: str) -> str:
     now = gateway.now()
     claims = {"m": merchant_id, "tg": telegram_user, "src": SOURCE, "aud": AUDIENCE, "iat": now,
-              "exp": now + SESSION_TTL, "tv": token_version}
+              "exp": now + SESSION_TTL, "tv": token_version, "lk": link_id}
     return jwt.encode(claims, _key(gateway.require_secrets().jwt_secret), algorithm=ALGORITHM)
 
 
@@ -59,14 +60,14 @@ def decode(gateway: "Gateway", token: str) -> dict[str, Any]:
     try:
         claims = jwt.decode(token, _key(gateway.require_secrets().jwt_secret), algorithms=[ALGORITHM],
                             audience=AUDIENCE,
-                            options={"require": ["m", "tg", "src", "exp", "iat", "aud"], "verify_exp": False,
+                            options={"require": ["m", "tg", "src", "exp", "iat", "aud", "lk"], "verify_exp": False,
                                      "verify_iat": False})
     except jwt.PyJWTError:
         raise Unauthorized("invalid token") from None
     exp, tg, version = claims.get("exp"), claims.get("tg"), claims.get("tv", 0)
     if (claims.get("src") != SOURCE or not isinstance(claims.get("m"), str) or not isinstance(exp, int)
             or exp <= gateway.now() or isinstance(tg, bool) or not isinstance(tg, int)
-            or not isinstance(version, int)):
+            or not isinstance(version, int) or not isinstance(claims.get("lk"), str)):
         raise Unauthorized("invalid token")
     return claims
 
@@ -79,7 +80,8 @@ async def caller_for(gateway: "Gateway", header: str) -> MiniAppCaller:
     merchant = await accounts.get_merchant(gateway.db, claims["m"])
     if merchant is None or int(merchant["token_version"]) != claims.get("tv", 0):
         raise Unauthorized("invalid token")
-    if await store.merchant_for_chat(gateway, claims["tg"]) != claims["m"]:
+    link = await store.link_for_chat(gateway, claims["tg"])
+    if link is None or link["merchant_id"] != claims["m"] or link["link_id"] != claims["lk"]:
         raise Unauthorized("this chat is no longer linked", code="not_linked")
     if not merchant["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")

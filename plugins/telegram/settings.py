@@ -10,6 +10,10 @@ Telegram. ``mode`` picks how updates arrive (docs/telegram.md):
 * ``webhook``: at start the gateway calls ``setWebhook`` with
   ``<base_url>/tg/webhook`` and ``webhook_secret``; Telegram then POSTs
   updates there with the secret in ``X-Telegram-Bot-Api-Secret-Token``.
+
+``mfa_cooling_off_seconds`` (default 24 hours, 0 turns it off): how long a
+newly linked chat waits before it may set up 2FA from the mini-app, so a
+chat linked by mistake cannot take over the account's payouts at once.
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ DEFAULT_INIT_DATA_MAX_AGE = 3600  # seconds an init_data may be old when it open
 MAX_INIT_DATA_MAX_AGE = 86400
 DEFAULT_POLL_SECONDS = 2
 DEFAULT_TIMEOUT_SECONDS = 10
+# How long after linking a chat before 2FA may be set up from the mini-app (docs/telegram.md).
+DEFAULT_MFA_COOLING_OFF = 24 * 3600
+MAX_MFA_COOLING_OFF = 30 * 24 * 3600
 _KEYS = {"bot_token", "api_base_url", "mode", "webhook_secret", "init_data_max_age_seconds",
-         "poll_interval_seconds", "timeout_seconds", "bot_username"}
+         "poll_interval_seconds", "timeout_seconds", "bot_username", "mfa_cooling_off_seconds"}
 _SETTINGS = "telegram.settings"
 
 
@@ -42,6 +49,7 @@ class TelegramSettings:
     poll_interval_seconds: int = DEFAULT_POLL_SECONDS
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     bot_username: str = ""
+    mfa_cooling_off_seconds: int = DEFAULT_MFA_COOLING_OFF
 
     @property
     def enabled(self) -> bool:
@@ -98,6 +106,8 @@ def parse_settings(block: Mapping[str, Any]) -> TelegramSettings:
         poll_interval_seconds=_int(block, "poll_interval_seconds", DEFAULT_POLL_SECONDS, 1, 3600),
         timeout_seconds=_int(block, "timeout_seconds", DEFAULT_TIMEOUT_SECONDS, 1, 120),
         bot_username=username,
+        mfa_cooling_off_seconds=_int(block, "mfa_cooling_off_seconds", DEFAULT_MFA_COOLING_OFF, 0,
+                                     MAX_MFA_COOLING_OFF),
     )
 
 

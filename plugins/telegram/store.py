@@ -1,10 +1,11 @@
-"""The telegram plugin's tables: chat links, spent tokens, the bot's outbox and its update offset."""
+"""The telegram plugin's tables: chat links and profiles, spent tokens, the bot's outbox and its update offset."""
 
 from __future__ import annotations
 
 import hashlib
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+import secrets
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -17,31 +18,88 @@ LINK, INIT_DATA = "link", "init_data"
 
 # -- links ------------------------------------------------------------------------------------
 
+_LINKED_CHAT = ("SELECT l.merchant_id, l.chat_id, l.linked_at, l.link_id, p.first_name, p.last_name, p.username"
+                " FROM telegram_links l LEFT JOIN telegram_chat_profiles p ON p.chat_id = l.chat_id")
+
 
 async def link_of(gateway: "Gateway", merchant_id: str) -> Row | None:
-    return await gateway.db.fetch_one("SELECT * FROM telegram_links WHERE merchant_id = :m", {"m": merchant_id})
+    """The merchant's link with the chat's profile (``first_name``, ``last_name``, ``username``: None when unknown)."""
+    return await gateway.db.fetch_one(f"{_LINKED_CHAT} WHERE l.merchant_id = :m", {"m": merchant_id})
 
 
-async def merchant_for_chat(gateway: "Gateway", chat_id: int) -> str | None:
-    return await gateway.db.fetch_val("SELECT merchant_id FROM telegram_links WHERE chat_id = :c", {"c": chat_id})
+async def link_for_chat(gateway: "Gateway", chat_id: int) -> Row | None:
+    """The link of a chat (``merchant_id``, ``link_id`` ...), or None when it is linked to nobody."""
+    return await gateway.db.fetch_one(f"{_LINKED_CHAT} WHERE l.chat_id = :c", {"c": chat_id})
 
 
-async def bind(gateway: "Gateway", merchant_id: str, chat_id: int) -> None:
+async def bind(gateway: "Gateway", merchant_id: str, chat_id: int) -> list[Row]:
     """Bind the chat to the merchant, replacing the merchant's old chat and the chat's old merchant.
 
-    Call inside a transaction: the two deletes and the insert land together.
+    Call inside a transaction: the deletes and the insert land together. A
+    fresh ``link_id`` ends every mini-app session of the links replaced.
+    Returns the links it removed (with their profiles), to tell their owners.
     """
+    replaced = await gateway.db.fetch_all(f"{_LINKED_CHAT} WHERE l.merchant_id = :m OR l.chat_id = :c",
+                                          {"m": merchant_id, "c": chat_id})
     await gateway.db.execute("DELETE FROM telegram_links WHERE merchant_id = :m OR chat_id = :c",
                              {"m": merchant_id, "c": chat_id})
     await gateway.db.execute(
-        "INSERT INTO telegram_links (merchant_id, chat_id, linked_at) VALUES (:m, :c, :now)",
-        {"m": merchant_id, "c": chat_id, "now": gateway.now()})
+        "INSERT INTO telegram_links (merchant_id, chat_id, linked_at, link_id) VALUES (:m, :c, :now, :lk)",
+        {"m": merchant_id, "c": chat_id, "now": gateway.now(), "lk": secrets.token_urlsafe(16)})
+    return list(replaced)
 
 
-async def unbind(gateway: "Gateway", merchant_id: str) -> int | None:
-    """Remove the merchant's link; the chat it was bound to, or None when there was none."""
-    return await gateway.db.execute("DELETE FROM telegram_links WHERE merchant_id = :m RETURNING chat_id",
-                                    {"m": merchant_id})
+async def unbind(gateway: "Gateway", merchant_id: str) -> Row | None:
+    """Remove the merchant's link; the link it was (with the chat's profile), or None when there was none.
+
+    Two unlinks at once remove it once: only the one whose delete found that link returns it.
+    """
+    link = await link_of(gateway, merchant_id)
+    if link is None:
+        return None
+    removed = await gateway.db.execute(
+        "DELETE FROM telegram_links WHERE merchant_id = :m AND link_id = :lk RETURNING chat_id",
+        {"m": merchant_id, "lk": link["link_id"]})
+    return link if removed is not None else None
+
+
+# -- who a chat is ----------------------------------------------------------------------------
+
+
+class ChatProfile(NamedTuple):
+    """A private chat's Telegram user as the bot saw it at ``/start``; ``last_name``/``username`` may be None."""
+
+    chat_id: int
+    first_name: str
+    last_name: str | None
+    username: str | None
+
+    @property
+    def name(self) -> str:
+        full = " ".join(part for part in (self.first_name, self.last_name) if part)
+        return full or "a Telegram user without a name"
+
+
+def profile_of_row(row: Row) -> ChatProfile | None:
+    """The profile columns of a ``link_of``/``link_for_chat`` row (None for a chat never seen at /start)."""
+    if row["first_name"] is None:
+        return None
+    return ChatProfile(int(row["chat_id"]), row["first_name"], row["last_name"], row["username"])
+
+
+async def save_profile(gateway: "Gateway", profile: ChatProfile) -> None:
+    await gateway.db.execute(
+        "INSERT INTO telegram_chat_profiles (chat_id, first_name, last_name, username, updated_at)"
+        " VALUES (:c, :f, :l, :u, :now) ON CONFLICT (chat_id) DO UPDATE SET first_name = :f, last_name = :l,"
+        " username = :u, updated_at = :now",
+        {"c": profile.chat_id, "f": profile.first_name, "l": profile.last_name, "u": profile.username,
+         "now": gateway.now()})
+
+
+async def profile_of(gateway: "Gateway", chat_id: int) -> ChatProfile | None:
+    row = await gateway.db.fetch_one("SELECT * FROM telegram_chat_profiles WHERE chat_id = :c", {"c": chat_id})
+    return None if row is None else ChatProfile(int(row["chat_id"]), row["first_name"], row["last_name"],
+                                                row["username"])
 
 
 # -- spent tokens -----------------------------------------------------------------------------
@@ -64,9 +122,14 @@ async def is_spent(gateway: "Gateway", text: str) -> bool:
                                       {"h": token_hash(text)}) is not None
 
 
-async def prune(gateway: "Gateway") -> None:
-    """Forget spent tokens past their expiry (they are refused as expired anyway)."""
-    await gateway.db.execute("DELETE FROM telegram_spent_tokens WHERE expires_at < :now", {"now": gateway.now()})
+async def prune(gateway: "Gateway", profile_ttl: int) -> None:
+    """Forget spent tokens past their expiry (they are refused as expired anyway), and the profiles of
+    unlinked chats not seen for ``profile_ttl`` seconds (no link token of theirs is still valid)."""
+    now = gateway.now()
+    await gateway.db.execute("DELETE FROM telegram_spent_tokens WHERE expires_at < :now", {"now": now})
+    await gateway.db.execute(
+        "DELETE FROM telegram_chat_profiles WHERE updated_at < :cut"
+        " AND chat_id NOT IN (SELECT chat_id FROM telegram_links)", {"cut": now - profile_ttl})
 
 
 # -- outbox -----------------------------------------------------------------------------------

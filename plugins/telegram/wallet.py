@@ -6,12 +6,17 @@ transfer (``transfers.send_transfer``) and the swaps plugin's service
 (``plugins/swaps/service.py``, ``totp_always``): the mini-app adds no
 ledger movement of its own. Payouts and swaps always need a TOTP code
 (SPEC 5.4): an account without 2FA gets 403 ``totp_setup_required``, a
-wrong or missing code 401 ``totp_invalid``.
+wrong or missing code 401 ``totp_invalid``. Codes sent here count against
+the mini-app's own TOTP lockout (channel ``miniapp``), never the dashboard's.
+2FA can be set up here only once the chat has been linked for the
+configured cooling-off time (``mfa_cooling_off_seconds``); turning it on
+here is announced to the dashboard.
 """
 
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -23,6 +28,9 @@ from ...core.errors import (
 from ...core.money import AmountError
 from ...web.routes.payments import balances_of
 from ...web.validation import body_idempotency_key
+from . import store
+from .linking import MINIAPP
+from .settings import settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -72,7 +80,33 @@ async def mfa_status(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
     return {"totpEnabled": bool(merchant["totp_enabled"])}
 
 
+async def require_cooled_off(gateway: "Gateway", merchant_id: str) -> None:
+    """403 ``mfa_cooling_off`` (naming when it ends) while the chat was linked less than the cooling-off ago.
+
+    Whoever holds a freshly linked chat (linked by mistake, or by a tricked
+    account holder) must not be able to give the account a second factor
+    of their own and send its balance away at once.
+    """
+    link = await store.link_of(gateway, merchant_id)
+    wait = settings_of(gateway).mfa_cooling_off_seconds
+    if link is None or not wait:
+        return
+    available_at = int(link["linked_at"]) + wait
+    if gateway.now() < available_at:
+        when = datetime.fromtimestamp(available_at, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+        raise Forbidden(f"two-factor authentication can be set up from the mini-app from {when}, "
+                        f"{_duration(wait)} after this chat was linked; to use it sooner, set it up on the "
+                        "dashboard", code="mfa_cooling_off", detail={"available_at": available_at})
+
+
+def _duration(seconds: int) -> str:
+    unit, size = next((u, n) for u, n in (("hour", 3600), ("minute", 60), ("second", 1)) if seconds % n == 0)
+    count = seconds // size
+    return f"{count} {unit}" + ("" if count == 1 else "s")
+
+
 async def mfa_setup(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
+    await require_cooled_off(gateway, merchant_id)
     secret, url = await accounts.start_totp_setup(gateway, merchant_id)
     return {"secret": secret, "otpauth": url}
 
@@ -81,7 +115,8 @@ async def mfa_verify(gateway: "Gateway", merchant_id: str, body: Mapping[str, An
     code = normalize_totp_code(body.get("code"))
     if code is None:
         raise ValidationError({"code": "must be a 6-digit code"})
-    await accounts.enable_totp(gateway, merchant_id, code)
+    await require_cooled_off(gateway, merchant_id)
+    await accounts.enable_totp(gateway, merchant_id, code, via=MINIAPP)
     return {"ok": True, "totpEnabled": True}
 
 
@@ -147,7 +182,7 @@ async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination
     request = transfers.TransferRequest(to_account_id=destination, coin=coin.symbol, amount=units,
                                         idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key}" if key else None,
                                         totp_code=code, source=transfers.DASHBOARD, key_has_webhook=False,
-                                        request_id=request_id)
+                                        request_id=request_id, totp_channel=MINIAPP)
     try:
         result = await transfers.send_transfer(gateway, merchant_id, request)
     except Unauthorized:
@@ -167,7 +202,7 @@ async def _onchain(gateway: "Gateway", merchant_id: str, coin: Any, destination:
     units = services.payout_amount(gateway, coin.symbol, amount)
     if await services.available_balance(gateway, merchant_id, coin.symbol) < units:
         raise InsufficientBalance()  # an early answer that spends no TOTP code; the ledger decides again
-    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
+    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=MINIAPP):
         raise _invalid_totp()
     record = await services.request_payout(
         gateway, merchant_id, coin=coin.symbol, destination=target, amount=units,
@@ -200,7 +235,7 @@ async def swap(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) ->
     service = _swaps(gateway)
     service.parse_request(gateway, body)  # a bad body is a 400 before anything about 2FA
     await require_totp_setup(gateway, merchant_id)
-    view = await service.commit(gateway, merchant_id, body, totp_always=True)
+    view = await service.commit(gateway, merchant_id, body, totp_always=True, totp_channel=MINIAPP)
     shaped = {name: view[name] for name in SWAP_FIELDS}
     if view.get("idempotent"):
         shaped["idempotent"] = True

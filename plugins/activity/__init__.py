@@ -1,0 +1,60 @@
+"""Built-in feature plugin ``activity``: the account's security log on the dashboard (issue 29).
+
+The core and other plugins announce what changes who can reach an account
+through the ``security_event`` hook (sign-ins, sign-in lockouts, password
+changes, 2FA on and off and from where, API keys, Telegram chats linked
+and unlinked); this plugin appends each to ``security_events``, a table the
+database keeps append-only (``core.migrate.append_only``, as for the key
+audit log), and shows them newest first at ``/app/activity`` (main
+navigation) and ``GET /dashboard/activity``. Events marked ``alert`` (2FA
+turned on or off anywhere but the dashboard, a sign-in lockout) show on the
+dashboard's home page until dismissed (``dashboard_notices``). Blocked,
+nothing is recorded and nothing else changes. See docs/dashboard.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...core.plugins import hookimpl
+from . import dashboard, openapi, store
+from .routes import routes
+
+PLUGIN_NAME = "activity"
+MIGRATIONS_PACKAGE = "orbchain.plugins.activity.migrations"
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Activity", dashboard.PAGE_PATH, order=95, render=dashboard.page,
+                 submit=dashboard.submit)
+
+
+@hookimpl
+async def security_event(gateway, event) -> None:
+    await store.record(gateway, event)
+
+
+@hookimpl
+async def dashboard_notices(gateway, merchant_id):
+    return await dashboard.notices(gateway, merchant_id)

@@ -1,0 +1,52 @@
+"""A security event as one sentence for people: the page, the JSON list and the home page's alerts.
+
+Built from the event's kind and details only (short text the announcer
+chose, never a secret); templates escape it. A kind this plugin does not
+know (another plugin's) still reads sensibly: its name, then its details.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+_SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Signed in through the identity provider",
+            "miniapp": "Telegram mini-app session opened"}
+_VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
+        "relinked": "because the chat was linked again elsewhere"}
+
+
+def _chat(details: Mapping[str, Any]) -> str:
+    name = details.get("chat_name") or f"#{details.get('chat_id', '?')}"
+    username = details.get("chat_username")
+    return f"{name} (@{username})" if username else name
+
+
+def _via(details: Mapping[str, Any]) -> str:
+    via = details.get("via")
+    return _VIA.get(via, f"({via})") if via else ""
+
+
+def _key(details: Mapping[str, Any]) -> str:
+    return f"\u201c{details.get('label', '')}\u201d ({details.get('key_id', '?')})"
+
+
+def describe(kind: str, details: Mapping[str, Any]) -> str:
+    if kind == "sign_in":
+        text = _SIGN_IN.get(details.get("method", ""), f"Signed in ({details.get('method', 'unknown method')})")
+        return f"{text} from Telegram chat {_chat(details)}" if "chat_id" in details else text
+    if kind == "sign_in_locked":
+        return (f"Sign-in locked for {details.get('locked_minutes', '?')} minutes after "
+                f"{details.get('failures', 'too many')} wrong passwords")
+    if kind == "password_changed":
+        return "Password changed"
+    if kind in ("totp_enabled", "totp_disabled"):
+        state = "on" if kind == "totp_enabled" else "off"
+        return f"Two-factor authentication turned {state} {_via(details)}".rstrip()
+    if kind.startswith("api_key_"):
+        return f"API key {_key(details)} {kind[len('api_key_'):]}"
+    if kind == "chat_linked":
+        return f"Telegram chat {_chat(details)} linked"
+    if kind == "chat_unlinked":
+        return f"Telegram chat {_chat(details)} unlinked {_via(details)}".rstrip()
+    shown = ", ".join(f"{name}: {value}" for name, value in sorted(details.items()))
+    return kind.replace("_", " ").capitalize() + (f" ({shown})" if shown else "")

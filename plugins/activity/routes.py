@@ -1,0 +1,24 @@
+"""GET /dashboard/activity: the account's security log, newest first, in pages (dashboard JWT)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ...web.auth import principal_of, requires
+from ...web.envelope import envelope
+from ...web.keys import gateway_of
+from ...web.validation import pagination
+from . import store
+
+routes = web.RouteTableDef()
+
+DEFAULT_LIMIT, MAX_LIMIT = 50, 200  # SPEC 8: logs
+
+
+@routes.get("/dashboard/activity")
+@requires("jwt")
+async def activity(request: web.Request) -> web.Response:
+    limit, offset = pagination(request.query, default_limit=DEFAULT_LIMIT, max_limit=MAX_LIMIT)
+    entries, total = await store.events(gateway_of(request), principal_of(request).merchant_id, limit=limit,
+                                        offset=offset)
+    return envelope({"events": entries, "total": total, "limit": limit, "offset": offset})
