@@ -83,6 +83,11 @@ def decode(raw: bytes) -> str:
         raise ValidationError({"body": "must be encoded as UTF-8"}) from None
 
 
+def parse_bytes(raw: bytes) -> Any:
+    """``parse(decode(raw))``: one call for the CPU pool to run on a large body."""
+    return parse(decode(raw))
+
+
 def parse(text: str) -> Any:
     """The parsed body, once its nesting is known to be shallow and its numbers and text sane.
 
