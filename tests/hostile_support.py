@@ -17,6 +17,7 @@ tokens such as ``1e1000000`` or ``NaN`` (``Raw``) and lone surrogates as
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import os
@@ -24,11 +25,14 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import quote
+
+from aiohttp import web
 
 from orbchain.core.config import RateLimitConfig
 
@@ -271,3 +275,61 @@ def ledger_check(config_path: Path) -> subprocess.CompletedProcess:
     """``orbchain --config <file> ledger check``: exit status 0 and ``ledger OK`` when the books balance."""
     return subprocess.run([*orbchain_command(), "--config", str(config_path), "ledger", "check"],
                           capture_output=True, text=True, timeout=120)
+
+
+# -- an in-process server on its own thread, whose CPU time can be read ------------------------------
+
+
+class LoopThreadServer:
+    """``app`` served by its own event loop on its own thread, on a loopback port.
+
+    The test talks to it over sockets from another thread, so the CPU time
+    of the loop's thread (``loop_cpu_seconds``, the kernel's per-thread
+    clock) counts exactly what the event loop spent: parsing, handlers,
+    rendering, but not the CPU pool's threads nor the test's own work.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.port = free_port()
+        self._ready = threading.Event()
+        self._failed: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._clock: int | None = None
+        self._thread = threading.Thread(target=self._serve, name="orbchain-loop", daemon=True)
+
+    def start(self, wait: float = 60.0) -> "LoopThreadServer":
+        self._thread.start()
+        if not self._ready.wait(wait) or self._failed is not None:
+            raise RuntimeError(f"the in-process server did not start: {self._failed!r}")
+        return self
+
+    def _serve(self) -> None:
+        from orbchain.web.server import GatewayAppRunner
+
+        self._clock = time.pthread_getcpuclockid(threading.get_ident())
+        loop = self._loop = asyncio.new_event_loop()
+        runner = GatewayAppRunner(self.app)
+        try:
+            loop.run_until_complete(runner.setup())
+            loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", self.port).start())
+        except BaseException as exc:  # noqa: BLE001 - reported by start()
+            self._failed = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(runner.cleanup())
+            loop.close()
+
+    def loop_cpu_seconds(self) -> float:  # float ok: a duration, not money
+        """CPU time the event loop's thread has used so far."""
+        assert self._clock is not None
+        return time.clock_gettime(self._clock)
+
+    def stop(self) -> None:
+        if self._loop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(60)

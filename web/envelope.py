@@ -123,7 +123,4 @@ async def read_json(request: web.Request, *, required: bool = True) -> dict[str,
             raise ValidationError({"body": "a JSON object is required"})
         return {}
     json_body.check_content_type(request.content_type, request.charset)
-    body = await parse_off_loop(request, json_body.parse_bytes, raw)
-    if not isinstance(body, dict):
-        raise ValidationError({"body": "must be a JSON object"})
-    return body
+    return await parse_off_loop(request, json_body.parse_object, raw)
