@@ -148,6 +148,22 @@ async def test_bodies_no_form_reader_should_take(app_client, body, content_type)
     assert await database_rows(gateway.db) == before
 
 
+@pytest.mark.parametrize("body, content_type", [
+    (b"--x\r\nnonsense", "multipart/form-data; boundary=x"),  # a part header that is not one (was a 500)
+    (b"x", "multipart/form-data"),  # no boundary
+], ids=["bad-part-header", "no-boundary"])
+async def test_a_malformed_upload_is_a_400_page(app_client, body, content_type):
+    """The batch form is the one page that takes ``multipart/form-data``; a malformed body is refused there."""
+    visitor = await signed_in(app_client)
+    await visitor.get("/app/payouts")
+    gateway = app_client.app[GATEWAY]
+    before = await database_rows(gateway.db)
+    response = await app_client.post("/app/payouts/batch", data=body, headers={"Content-Type": content_type},
+                                     allow_redirects=False)
+    assert response.status == 400 and response.content_type == "text/html", (await response.text())[:300]
+    assert await database_rows(gateway.db) == before
+
+
 async def test_a_good_form_still_works(app_client):
     """The edge takes ordinary forms: tab, newline and non-ASCII text included."""
     plan_id = await _plan(app_client)

@@ -30,6 +30,7 @@ from typing import Any, Iterable
 from urllib.parse import parse_qsl
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from multidict import MultiDict, MultiDictProxy
 
 from ..core.errors import PayloadTooLarge, ValidationError
@@ -110,5 +111,5 @@ async def _multipart(request: web.Request) -> MultiDictProxy[Any]:
         raise PayloadTooLarge() from None
     except (UnicodeDecodeError, LookupError):  # a text part in a charset that is not UTF-8, or none known
         raise ValidationError({"body": _NOT_UTF8}) from None
-    except (ValueError, AssertionError):  # a malformed multipart body (aiohttp asserts on some)
+    except (ValueError, AssertionError, HttpProcessingError):  # malformed: aiohttp raises (or asserts) these
         raise ValidationError({"body": "is not a well-formed multipart form"}) from None
