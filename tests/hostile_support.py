@@ -479,3 +479,49 @@ class Browser:
 
     def token_for(self, form: PageForm | None) -> str:
         return self.pre_csrf if form is not None and form.signed_out else self.csrf
+
+
+def form_and_page_routes(app: Any) -> tuple[set[tuple[str, str]], list[str]]:
+    """From the app's own router: every POST route that serves a page (a form's target), and every GET page.
+
+    So a form route a plugin adds tomorrow is walked, and counted as not
+    reached, without anyone writing it down.
+    """
+    from orbchain.web.pages import is_html_page
+
+    pages = [r for r in app.router.routes() if r.resource is not None and is_html_page(r.handler)]
+    posts = {("POST", r.resource.canonical) for r in pages if r.method == "POST"}
+    gets = sorted({r.resource.canonical for r in pages if r.method == "GET"})
+    return posts, gets
+
+
+PAGES_PASSWORD = "s3cret-pass"
+
+
+def page_world(port: int, email: str = "pages@example.com") -> tuple[Browser, dict[str, str]]:
+    """A merchant of its own for the pages' forms (they rotate keys, sign out ...), with one of everything a
+    page's path names (an invoice, a plan and a subscription to it, a link, a key), signed in as a browser."""
+    reply = post_json(port, "/dashboard/auth/signup", {"email": email, "password": PAGES_PASSWORD})
+    assert reply.status == 200, reply.body[:300]
+    data = reply.json()["data"]
+    jwt = {"Authorization": f"Bearer {data['token']}"}
+    mkey = {"merchant_api_key": data["api_keys"]["merchant_api_key"]}
+
+    def made(path: str, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+        answer = post_json(port, path, body, headers)
+        assert answer.status == 200, f"{path}: {answer.body[:300]!r}"
+        return answer.json()["data"]
+
+    invoice = made("/v1/payment/invoice", {"amount": "0.001", "currency": "BTC"}, mkey)
+    plan = made("/dashboard/plans", {"label": "P", "amount_usd": "5", "interval_sec": 86400,
+                                     "accepted_coins": ["BTC"]}, jwt)
+    subscription = made("/v1/subscription", {"plan_id": plan["id"]}, mkey)
+    link = made("/dashboard/payment-links", {"coin": "BTC"}, jwt)
+    key = made("/dashboard/api-keys", {"label": "pages", "scopes": ["payment:read"]}, jwt)
+    account = get_json(port, "/dashboard/account", jwt).json()["data"]["account"]
+    ids = {"track_id": invoice["track_id"], "plan_id": plan["id"], "account_id": account["account_id"],
+           "token": subscription["manage_url"].rsplit("/", 1)[-1], "slug": link["slug"], "key_id": key["id"],
+           "event_id": "evt_unknown"}
+    browser = Browser(port, email, PAGES_PASSWORD)
+    browser.sign_in()
+    return browser, ids

@@ -59,7 +59,8 @@ from orbchain.core.auth import hash_password
 
 from .hostile_support import (
     CSRF_FIELD, Browser, OrbchainServer, PageForm, Raw, Reply, encode_json, forms_in, free_port, get_json,
-    is_server_error, ledger_check, multipart_body, percent, post_json, send_raw, unlimited_rate_limits, write_config,
+    form_and_page_routes, is_server_error, ledger_check, multipart_body, page_world, percent, post_json, send_raw, unlimited_rate_limits,
+    write_config,
 )
 
 SLOW_SECONDS = 0.100  # on the reference machine; scaled by ``machine_slowness()``, never below
@@ -676,39 +677,13 @@ def target_path(route: Route, path_values: dict[str, str]) -> bytes:
     return target(route, path_values)
 
 
-def app_form_routes(config_path: Path) -> tuple[set[tuple[str, str]], list[str]]:
-    """From the app's own router: every POST route that serves a page (its forms), and every GET page.
-
-    Built in this process from the server's config file, so a form route a
-    plugin adds tomorrow is on the list without anyone writing it down.
-    """
+def page_routes_of(config_path: Path) -> tuple[set[tuple[str, str]], list[str]]:
+    """The app's form routes and GET pages, from its own router, built here from the server's config file."""
     from orbchain.core.config import load_config
     from orbchain.web.app import create_app
-    from orbchain.web.pages import is_html_page
 
-    app = create_app(load_config(config_path, environ={}))
-    pages = [r for r in app.router.routes() if r.resource is not None and is_html_page(r.handler)]
-    posts = {("POST", r.resource.canonical) for r in pages if r.method == "POST"}
-    gets = sorted({r.resource.canonical for r in pages if r.method == "GET"})
-    return posts, gets
+    return form_and_page_routes(create_app(load_config(config_path, environ={})))
 
-
-def pages_world(port: int, world: World) -> tuple[Browser, dict[str, str]]:
-    """A merchant of its own for the pages (its forms rotate keys, log out ...), with one of everything."""
-    shop = sign_up(port, "pages@example.com")
-    jwt = {"Authorization": f"Bearer {shop.token}"}
-    mkey = {"merchant_api_key": shop.keys["merchant_api_key"]}
-    invoice = post_json(port, "/v1/payment/invoice", {"amount": "0.001", "currency": "BTC"}, mkey).json()["data"]
-    plan = post_json(port, "/dashboard/plans", {"label": "P", "amount_usd": "5", "interval_sec": 86400,
-                                                "accepted_coins": ["BTC"]}, jwt).json()["data"]
-    sub = post_json(port, "/v1/subscription", {"plan_id": plan["id"]}, mkey).json()["data"]
-    link = post_json(port, "/dashboard/payment-links", {"coin": "BTC"}, jwt).json()["data"]
-    key = post_json(port, "/dashboard/api-keys", {"label": "pages", "scopes": ["payment:read"]}, jwt).json()["data"]
-    ids = {"track_id": invoice["track_id"], "plan_id": plan["id"], "token": sub["manage_url"].rsplit("/", 1)[-1],
-           "account_id": shop.account_id, "slug": link["slug"], "key_id": key["id"], "event_id": "evt_unknown"}
-    browser = Browser(port, shop.email, PASSWORD)
-    browser.sign_in()
-    return browser, ids
 
 
 # -- sending and judging -----------------------------------------------------------------------------
@@ -868,13 +843,13 @@ def test_hostile_input_never_breaks_the_gateway(make_config: Callable, tmp_path:
         assert reply.status == 200
         routes = routes_of(reply.json())
         assert len(routes) >= 40, f"only {len(routes)} documented operations"
-        form_routes, page_routes = app_form_routes(config_path)
+        form_routes, page_routes = page_routes_of(config_path)
         world = setup_world(server.port)
         walk = Walk(server, world, SLOW_SECONDS * machine_slowness())
         for route in routes:
             if route.key not in form_routes:
                 walk.walk(route)
-        browser, ids = pages_world(server.port, world)
+        browser, ids = page_world(server.port)
         walk.forms = FormWalk(browser, ids, {r.key: r for r in routes}, form_routes, world)
         targets = walk.forms.targets(walk.forms.crawl(page_routes))
         for key in sorted(targets, key=lambda k: k == LOGOUT):  # the sign-out form last
