@@ -40,6 +40,7 @@ URLENCODED = "application/x-www-form-urlencoded"
 MULTIPART = "multipart/form-data"
 # More than any page's form has (the settings page's one field per coin is the most).
 MAX_FIELDS = 256
+MAX_NAME_SHOWN = 64  # of a refused field's name, on the error page
 _NOT_UTF8 = "must be a form encoded as UTF-8"
 
 Form = MultiDictProxy[Any]  # str values, and web.FileField for the file fields of a multipart form
@@ -55,7 +56,7 @@ def _checked(pairs: Iterable[tuple[str, Any]]) -> MultiDict[Any]:
         if isinstance(value, str):
             problem = text_problem(value)
             if problem:
-                raise ValidationError({name: problem})
+                raise ValidationError({name[:MAX_NAME_SHOWN]: problem})  # the error page names the field
         if len(form) == MAX_FIELDS:
             raise ValidationError({"body": f"has more than {MAX_FIELDS} fields"})
         form.add(name, value)

@@ -64,9 +64,11 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
                 raise ValidationError({"accepted_coins": "choose at least one coin"})
             await accounts.set_accepted_coins(gateway, merchant_id, coins)
         elif section == "confirmations":
-            thresholds = {name[len("conf_"):].upper(): form_integer(value, name[len("conf_"):].upper(), minimum=0)
-                          for name, value in form.items()
-                          if name.startswith("conf_") and isinstance(value, str) and value.strip()}
+            thresholds: dict[str, int] = {}
+            for name, value in form.items():
+                if name.startswith("conf_") and isinstance(value, str) and value.strip():
+                    coin = name[len("conf_"):].upper()
+                    thresholds[coin] = form_integer(value, coin, minimum=0)  # the core checks the coin's floor
             await accounts.set_confirmations(gateway, merchant_id, thresholds)
         elif section == "static-mode":
             await accounts.set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
