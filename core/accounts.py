@@ -193,7 +193,7 @@ async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str |
     db, email = gateway.db, normalize_email(email)
     if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
         raise Conflict("email already registered")
-    password_hash = NO_PASSWORD if password is None else await auth.hash_password_async(password)
+    password_hash = NO_PASSWORD if password is None else await auth.hash_password_async(gateway.cpu, password)
     referrer = await find_by_account_id(db, ref) if ref else None
     merchant_id, now = new_merchant_id(), gateway.now()
     issued = {kind: auth.generate_api_key(kind) for kind in auth.LEGACY_KINDS}
@@ -247,8 +247,8 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
     # Accounts without a password (identity-provider sign-in) take the same path.
     has_password = row is not None and row["password_hash"] != NO_PASSWORD
-    stored = row["password_hash"] if row is not None and has_password else auth.dummy_password_hash()
-    ok = await auth.verify_password_async(password, stored)
+    stored = row["password_hash"] if row is not None and has_password else None  # None: the dummy hash
+    ok = await auth.verify_password_async(gateway.cpu, password, stored)
     if row is None or not has_password or not ok:
         raise Unauthorized("invalid credentials")
     await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
@@ -256,7 +256,7 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
         raise Forbidden("account disabled", code="merchant_disabled")
     if auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
-                         {"pw": await auth.hash_password_async(password), "id": row["id"]})
+                         {"pw": await auth.hash_password_async(gateway.cpu, password), "id": row["id"]})
     await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": "password"})
     return row, dashboard_token(gateway, row)
 
@@ -274,7 +274,7 @@ async def check_password(gateway: Gateway, row: Row, password: str) -> None:
     every check counts against the same per-e-mail lockout as sign-in.
     """
     await _count_password_check(gateway, row["email"], row, "too many failed password checks; try again later")
-    if not await auth.verify_password_async(password, row["password_hash"]):
+    if not await auth.verify_password_async(gateway.cpu, password, row["password_hash"]):
         raise Unauthorized("wrong password")
     await lockout.succeeded(gateway.db, lockout.LOGIN_POLICY, row["email"])
 
@@ -284,7 +284,7 @@ async def change_password(gateway: Gateway, merchant_id: str, current: str, new:
     db = gateway.db
     row = await require_merchant(db, merchant_id)
     await check_password(gateway, row, current)
-    new_hash = await auth.hash_password_async(new)
+    new_hash = await auth.hash_password_async(gateway.cpu, new)
     async with db.transaction():
         version = await db.fetch_val(
             "UPDATE merchants SET password_hash = :pw, token_version = token_version + 1, updated_at = :now"

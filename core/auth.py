@@ -10,7 +10,6 @@ bytes, so a fast hash is enough and lookup is one indexed equality.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import hmac
@@ -22,6 +21,7 @@ import base58
 import jwt
 import pyotp
 
+from .cpu_pool import CpuPool
 from .db import Database
 from .errors import Unauthorized
 
@@ -80,20 +80,26 @@ _dummy_hash: str | None = None
 
 
 def dummy_password_hash() -> str:
-    """A hash to check unknown e-mails against, so they take as long as known ones."""
+    """A hash to check unknown e-mails against, so they take as long as known ones (made on first use)."""
     global _dummy_hash
     if _dummy_hash is None:
         _dummy_hash = hash_password(secrets.token_urlsafe(16))
     return _dummy_hash
 
 
-async def hash_password_async(password: str) -> str:
-    # scrypt holds the CPU for tens of milliseconds: keep the event loop free.
-    return await asyncio.to_thread(hash_password, password)
+def _verify_or_dummy(password: str, stored: str | None) -> bool:
+    return verify_password(password, dummy_password_hash() if stored is None else stored)
 
 
-async def verify_password_async(password: str, stored: str) -> bool:
-    return await asyncio.to_thread(verify_password, password, stored)
+# scrypt holds a CPU for tens of milliseconds: it runs in the gateway's bounded pool (core/cpu_pool.py),
+# never on the event loop; a full pool answers 503 busy instead of queueing sign-ins without end.
+async def hash_password_async(pool: CpuPool, password: str) -> str:
+    return await pool.run(hash_password, password)
+
+
+async def verify_password_async(pool: CpuPool, password: str, stored: str | None) -> bool:
+    """``verify_password`` in ``pool``; ``stored`` None checks against the dummy hash (always False)."""
+    return await pool.run(_verify_or_dummy, password, stored)
 
 
 # -- API keys ----------------------------------------------------------------------

@@ -60,6 +60,9 @@ class ServerConfig:
     environment: str = "development"
     maintenance: bool = False
     trust_forwarded_for: bool = False
+    # The bounded pool for CPU-heavy work (core/cpu_pool.py): threads, and jobs that may wait for one.
+    cpu_workers: int = 2
+    cpu_queue: int = 64
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class RateLimitConfig:
     write_per_minute: int = 60
     auth_per_minute: int = 10
     public_page_per_minute: int = 60
+    # Public routes whose answer costs real CPU even when cached work is skipped (GET /tgapp/qr), per IP.
+    cpu_per_minute: int = 30
     # Failed authentications (bad key, token or IP allowlist) per client IP.
     auth_failures_per_minute: int = 20
 
@@ -282,6 +287,8 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config key 'fees.default_fee_percent' must be a decimal string such as \"1.5\"") from None
     if not fee.is_finite() or not Decimal(0) <= fee < Decimal(100):
         raise ConfigError("config key 'fees.default_fee_percent' must be at least 0 and below 100")
+    if not 1 <= config.server.cpu_workers <= 64 or not 0 <= config.server.cpu_queue <= 10_000:
+        raise ConfigError("config keys 'server.cpu_workers' (1-64) and 'server.cpu_queue' (0-10000) are out of range")
     if not 1 <= config.webhooks.max_attempts <= 20:
         raise ConfigError("config key 'webhooks.max_attempts' must be between 1 and 20")
     if config.logging.format not in LOG_FORMATS:

@@ -19,6 +19,7 @@ import pluggy
 from .chains import check_capabilities
 from .coins import CoinRegistry
 from .config import Config, ConfigError, naming_variable
+from .cpu_pool import CpuPool
 from .auth import CORE_SCOPE_DESCRIPTIONS
 from .db import Database
 from .events import CORE_EVENT_KINDS
@@ -71,6 +72,8 @@ class Gateway:
     maintenance: bool = False
     # This process's Prometheus metrics (core/metrics.py); built with the gateway, after any fork.
     metrics: Metrics = field(default_factory=Metrics)
+    # The bounded pool CPU-heavy work runs in, off the event loop (core/cpu_pool.py).
+    cpu: CpuPool = field(default_factory=CpuPool)
     # Services attached by the web app or the CLI at start (prices, outbox ...).
     services: dict[str, Any] = field(default_factory=dict)
 
@@ -150,7 +153,8 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
 def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
     if pm is None:
         pm = get_plugin_manager(blocked=config.plugins.blocked)
-    gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance)
+    gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance,
+                      cpu=CpuPool(config.server.cpu_workers, config.server.cpu_queue))
     pm.hook.validate_config(gateway=gateway, config=config.plugin)
     check_plugin_blocks(pm, config.plugin)
     gateway.migrations = collect_migrations(pm)

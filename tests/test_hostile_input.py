@@ -39,24 +39,28 @@ outcome) with one example request.
 
 from __future__ import annotations
 
+import json
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
+from urllib.parse import unquote
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from .hostile_support import (
-    OrbchainServer, Raw, Reply, encode_json, free_port, get_json, is_server_error, ledger_check, percent,
-    post_json, send_raw, unlimited_rate_limits, write_config,
+    CSRF_FIELD, Browser, OrbchainServer, PageForm, Raw, Reply, encode_json, forms_in, free_port, get_json,
+    form_and_page_routes, is_server_error, ledger_check, multipart_body, page_world, percent, post_json, send_raw, unlimited_rate_limits,
+    write_config,
 )
 
 REQUEST_TIMEOUT = 5.0  # beyond this the event loop counts as frozen (a hang bound, not a latency goal)
 RECOVERY_SECONDS = 5.0  # a frozen server that does not answer /health by then is restarted
 EXAMPLES = 25  # hypothesis requests per operation
-BUDGET_SECONDS = 100.0  # a broken branch can freeze on every request: stop walking after this
+BUDGET_SECONDS = 200.0  # a broken branch can freeze on every request: stop walking after this
 PASSWORD = "s3cret-pass"
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 # Operations whose success changes the caller's own credentials run as a second merchant.
@@ -88,9 +92,30 @@ FIELD_VALUES: dict[str, Any] = {
     "empty": "",
     "whitespace": "        ",
     "unicode-digits": "\u0661\u0662\u0663",
+    "superscript-digit": "\u00b2",  # str.isdigit() passes it, int() refuses it
+    "huge-integer-text": "9" * 5000,  # past int()'s 4,300-digit limit (issue 29: a 500 in every integer form field)
+    "c0-control": "a\x01b",
     "nested-arrays": NESTED_ARRAYS,
 }
 BIG_FIELD = "oversized-string"
+# Values a form field is set to: a form carries only text, so the JSON-only classes (types, tokens) are left out.
+FORM_VALUES: dict[str, str] = {
+    "nul": "a\x00b",
+    "lone-surrogate": "x\ud800",
+    "c0-control": "a\x01b",
+    "huge-integer-text": "9" * 5000,
+    "long-number": "9" * 5000 + ".5",
+    "superscript-digit": "\u00b2",
+    "unicode-digits": "\u0661\u0662\u0663",
+    "huge-exponent-string": "1e900000",
+    "out-of-range-int": str(10**30),
+    "int64-overflow": str(2**63),
+    "negative-int": "-1",
+    "empty": "",
+    "whitespace": "        ",
+    "markup": "<script>alert(1)</script>",
+    BIG_FIELD: BIG,
+}
 
 # Hostile text for query values and path segments (input class -> text, percent-encoded on the wire).
 TEXT_VALUES: dict[str, str] = {
@@ -312,6 +337,8 @@ class Attack:
     target: bytes
     headers: list[tuple[bytes, bytes]]
     body: bytes | None = None
+    form: bool = False  # an HTML form route, sent as the walk's signed-in browser
+    own_session: bool = False  # carries the browser's real session cookie
 
     def describe(self) -> str:
         headers = ", ".join(f"{k.decode()}: {v[:40]!r}{'...' if len(v) > 40 else ''}" for k, v in self.headers)
@@ -429,6 +456,227 @@ def generated(draw: Callable, route: Route, world: World) -> Attack:
                   headers, body)
 
 
+# -- HTML forms: signed in, with the page's CSRF token (issue 29) ---------------------------------------
+
+URLENCODED = b"application/x-www-form-urlencoded"
+# Values for a path parameter of one route that reach its handler (the name alone is shared by several).
+PATH_OVERRIDES = {("/app/security/{action}", "action"): "verify", ("/app/keys/{key_id}/{action}", "action"): "rotate",
+                  ("/app/settings/{section}", "section"): "confirmations"}
+LOGOUT = ("POST", "/app/logout")  # walked last: it ends the session it is sent with
+
+
+@dataclass
+class FormTarget:
+    """One form to walk: its route, concrete path, the fields a page gave it (plausible values where empty)."""
+
+    route: Route
+    path_values: dict[str, str]  # percent-encoded
+    fields: dict[str, Any]
+    multipart: bool = False
+    form: PageForm | None = None  # None: built from the document (no page showed this form)
+
+    @property
+    def has_token(self) -> bool:
+        return CSRF_FIELD in self.fields
+
+
+def form_bodies(token: str) -> dict[str, tuple[bytes, bytes | None]]:
+    """Whole form bodies no reader should take (each with the right CSRF token, so the edge alone decides)."""
+    head = b"csrf_token=" + percent(token).encode()
+    multipart, multipart_type = multipart_body({CSRF_FIELD: token, "a": "b"})
+    return {
+        "form-raw-invalid-utf8": (head + b"&a=\xff\xfe", URLENCODED),
+        "form-percent-invalid-utf8": (head + b"&a=%FF%FE", URLENCODED),
+        "form-percent-surrogate": (head + b"&a=%ED%A0%80", URLENCODED),
+        "form-percent-nul": (head + b"&a=%00", URLENCODED),
+        "form-nul-in-name": (head + b"&a%00b=1", URLENCODED),
+        "form-charset-utf16": (head + b"&a=b", URLENCODED + b"; charset=utf-16"),
+        "form-unknown-charset": (head + b"&a=b", URLENCODED + b"; charset=x-no-such"),
+        "form-2000-fields": (head + b"&a=1" * 2000, URLENCODED),
+        "form-multipart": (multipart, multipart_type),
+        "form-malformed-multipart": (b"--x\r\nnonsense", b"multipart/form-data; boundary=x"),
+        "form-multipart-no-boundary": (b"x", b"multipart/form-data"),
+        "form-as-json": (json.dumps({CSRF_FIELD: token}).encode(), b"application/json"),
+        "form-empty": (b"", URLENCODED),
+        "form-no-content-type": (head, None),
+    }
+
+
+def cookie_attacks(browser: Browser) -> dict[str, bytes]:
+    session = browser.session
+    return {
+        "cookie-tampered": f"orb_session={session[:-1]}{'A' if session[-1:] != 'A' else 'B'}".encode(),
+        "cookie-invalid-utf8": b"orb_session=\xff\xfe",
+        "cookie-surrogate-bytes": b"orb_session=\xed\xa0\x80",
+        "cookie-7kb": b"orb_session=" + b"x" * 7000,
+        "cookie-900-cookies": "; ".join(f"c{i}=v" for i in range(900)).encode(),
+        "cookie-digits": b"orb_session=a~b~" + b"9" * 5000 + b"~c",
+    }
+
+
+class FormWalk:
+    """The HTML form routes of the app's router, their forms as the pages show them, and a browser to send them."""
+
+    def __init__(self, browser: Browser, ids: dict[str, str], routes: dict[tuple[str, str], Route],
+                 form_routes: set[tuple[str, str]], world: World) -> None:
+        self.browser = browser
+        self.ids = ids
+        self.routes = routes
+        self.form_routes = form_routes
+        self.world = world
+        self.reached: set[tuple[str, str]] = set()
+
+    def path_values(self, route: Route, concrete: dict[str, str] | None = None) -> dict[str, str]:
+        out = {}
+        for param in route.params("path"):
+            name = param["name"]
+            value = (concrete or {}).get(name) or PATH_OVERRIDES.get((route.path, name)) or self.ids.get(name, "x")
+            out[name] = percent(value)
+        return out
+
+    def crawl(self, page_routes: list[str]) -> list[PageForm]:
+        """Every POST form of every page (signed in, and the sign-in pages signed out)."""
+        found: list[PageForm] = []
+        for template in page_routes:
+            path = template
+            for name in re.findall(r"{(\w+)", template):
+                path = re.sub(r"{" + name + r"(:[^}]*)?}", percent(self.ids.get(name, "x")), path)
+            signed_out = path in ("/app/login", "/app/signup")
+            reply = self.browser.get(path, signed_in=not signed_out)
+            if reply.status != 200 or not reply.headers.get("content-type", "").startswith("text/html"):
+                continue
+            for form in forms_in(reply.body.decode("utf-8", "replace"), path):
+                form.signed_out = signed_out
+                found.append(form)
+        return found
+
+    def targets(self, forms: list[PageForm]) -> dict[tuple[str, str], list[FormTarget]]:
+        """The forms to walk per form route: each distinct form a page showed, else one from the document."""
+        templates = [key for key in self.routes if key[0] == "POST"]
+        out: dict[tuple[str, str], list[FormTarget]] = {key: [] for key in sorted(self.form_routes)}
+        seen: set[tuple[str, tuple[str, ...]]] = set()
+        for form in forms:
+            match = _route_of(form.action, [path for _, path in templates])
+            if match is None or ("POST", match[0]) not in out:
+                continue
+            route = self.routes[("POST", match[0])]
+            signature = (form.action, tuple(sorted(form.fields)))
+            if signature in seen:
+                continue
+            seen.add(signature)
+            fields = {name: value or self.world.plausible(route, name, {}) for name, value in form.fields.items()}
+            out[route.key].append(FormTarget(route, self.path_values(route, match[1]), fields,
+                                             "multipart" in form.enctype, form))
+        for key, found in out.items():
+            if not found and key in self.routes:
+                route = self.routes[key]
+                fields = {name: self.world.plausible(route, name, sub)
+                          for name, sub in route.body_schema.get("properties", {}).items()}
+                out[key].append(FormTarget(route, self.path_values(route), fields,
+                                           route.media_type == "multipart/form-data"))
+        return out
+
+    def token(self, target: FormTarget) -> str:
+        return self.browser.token_for(target.form)
+
+    def encode(self, target: FormTarget, fields: dict[str, Any]) -> tuple[bytes, bytes]:
+        if target.has_token and fields.get(CSRF_FIELD) is TOKEN:
+            fields = {**fields, CSRF_FIELD: self.token(target)}
+        if target.multipart:
+            return multipart_body(fields)
+        return body_bytes(target.route, fields)[0], URLENCODED
+
+    def attack(self, target: FormTarget, label: str, fields: dict[str, Any], *, path: dict[str, str] | None = None,
+               cookie: bytes | None = None) -> Attack:
+        body, content_type = self.encode(target, fields)
+        headers = [(b"Cookie", cookie if cookie is not None else self.browser.cookie()[1]),
+                   (b"Content-Type", content_type)]
+        return Attack(target.route, label, target_path(target.route, path or target.path_values), headers, body,
+                      form=True, own_session=cookie is None)
+
+    def battery(self, target: FormTarget, skip_fields: set[str], first: bool) -> Iterator[Attack]:
+        """The input classes for one form: whole bodies, path and cookies once per route (``first``), and
+        each field not walked already in another form of the route (``skip_fields``, then extended)."""
+        base = {**target.fields, **({CSRF_FIELD: TOKEN} if target.has_token else {})}
+        yield self.attack(target, "plausible form", base)
+        for name in base:
+            if name in skip_fields:
+                continue
+            skip_fields.add(name)
+            for label, value in FORM_VALUES.items():
+                yield self.attack(target, f"{label} in form.{name}", {**base, name: value})
+        if not first:
+            return
+        for label, (raw, content_type) in form_bodies(self.token(target)).items():
+            headers = [self.browser.cookie()] + ([(b"Content-Type", content_type)] if content_type else [])
+            yield Attack(target.route, label, target_path(target.route, target.path_values), headers, raw, form=True,
+                         own_session=True)
+        for name in target.path_values:
+            for label, value in [*((k, percent(v)) for k, v in TEXT_VALUES.items()), *ENCODED_VALUES.items()]:
+                yield self.attack(target, f"{label} in path.{name}", base, path={**target.path_values, name: value})
+        for label, cookie in cookie_attacks(self.browser).items():
+            yield self.attack(target, label, base, cookie=cookie)
+
+    def generated(self, target: FormTarget) -> st.SearchStrategy[Attack]:
+        @st.composite
+        def one(draw: Callable) -> Attack:
+            fields = {**target.fields, **({CSRF_FIELD: TOKEN} if target.has_token else {})}
+            labels = []
+            for name in list(fields):
+                if draw(st.integers(0, 2)) == 0:
+                    fields[name] = draw(HOSTILE_FORM_TEXT)
+                    labels.append(f"form.{name}")
+            return self.attack(target, "generated: " + (", ".join(labels) or "plausible"), fields)
+        return one()
+
+    def judged(self, attack: Attack, reply: Reply) -> None:
+        """Note a form route whose handler ran; sign in again when the session was lost."""
+        if not attack.form or reply.status in (0, 403):
+            return
+        location = reply.headers.get("location", "")
+        # To the sign-in page for want of a session; the sign-out form's own answer says signed-out.
+        to_login = 300 <= reply.status < 400 and location.startswith("/app/login") and "signed-out" not in location
+        if not to_login:
+            self.reached.add(attack.route.key)
+        elif attack.own_session and attack.route.key != LOGOUT:
+            self.browser.sign_in()
+
+
+class _Token:
+    """Stands for the browser's current CSRF token (filled in when the request is built)."""
+
+
+TOKEN: Any = _Token()
+HOSTILE_FORM_TEXT = st.one_of(HOSTILE_TEXT, st.sampled_from(list(FORM_VALUES.values())),
+                              st.from_regex(r"\A[0-9]{18,30}\Z"))
+
+
+def _route_of(path: str, templates: list[str]) -> tuple[str, dict[str, str]] | None:
+    """The documented template ``path`` belongs to (a literal one first) and its parameter values."""
+    if path in templates:
+        return path, {}
+    best: tuple[str, dict[str, str]] | None = None
+    for template in templates:
+        pattern = "^" + re.sub(r"\\{(\w+)\\}", r"(?P<\1>[^/]+)", re.escape(template)) + "$"
+        found = re.match(pattern, path)
+        if found and (best is None or template.count("{") < best[0].count("{")):
+            best = template, {k: unquote(v) for k, v in found.groupdict().items()}
+    return best
+
+
+def target_path(route: Route, path_values: dict[str, str]) -> bytes:
+    return target(route, path_values)
+
+
+def page_routes_of(config_path: Path) -> tuple[set[tuple[str, str]], list[str]]:
+    """The app's form routes and GET pages, from its own router, built here from the server's config file."""
+    from orbchain.core.config import load_config
+    from orbchain.web.app import create_app
+
+    return form_and_page_routes(create_app(load_config(config_path, environ={})))
+
+
+
 # -- sending and judging -----------------------------------------------------------------------------
 
 
@@ -437,6 +685,7 @@ class Walk:
     server: OrbchainServer
     world: World
     started: float = field(default_factory=time.monotonic)
+    forms: "FormWalk | None" = None
     failures: dict[tuple[str, str, str], str] = field(default_factory=dict)
     statuses: Counter = field(default_factory=Counter)
     latencies: list[float] = field(default_factory=list)
@@ -457,6 +706,8 @@ class Walk:
     def judge(self, attack: Attack) -> None:
         reply = self.send(attack)
         self.statuses[reply.status] += 1
+        if self.forms is not None:
+            self.forms.judged(attack, reply)
         if reply.status:
             self.latencies.append(reply.seconds)
             self.world.caller(attack.route).learn(attack.route, reply)
@@ -485,6 +736,26 @@ class Walk:
         @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                   phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
         @given(attack=generated(route, self.world))
+        def explore(attack: Attack) -> None:
+            if not self.over_budget:
+                self.judge(attack)
+
+        explore()
+
+    def walk_forms(self, targets: list[FormTarget]) -> None:
+        """Every form of one route (its fields once each), then generated mixes on its first form."""
+        assert self.forms is not None
+        walked: set[str] = set()
+        for index, target in enumerate(targets):
+            for attack in self.forms.battery(target, walked, first=index == 0):
+                if self.over_budget:
+                    return
+                self.judge(attack)
+        target = targets[0]
+
+        @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+                  phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+        @given(attack=self.forms.generated(target))
         def explore(attack: Attack) -> None:
             if not self.over_budget:
                 self.judge(attack)
@@ -533,16 +804,28 @@ def test_hostile_input_never_breaks_the_gateway(make_config: Callable, tmp_path:
         assert reply.status == 200
         routes = routes_of(reply.json())
         assert len(routes) >= 40, f"only {len(routes)} documented operations"
-        walk = Walk(server, setup_world(server.port))
+        form_routes, page_routes = page_routes_of(config_path)
+        world = setup_world(server.port)
+        walk = Walk(server, world)
         for route in routes:
-            walk.walk(route)
-        print(f"\nhostile input: {len(routes)} operations, {walk.summary()}")
+            if route.key not in form_routes:
+                walk.walk(route)
+        browser, ids = page_world(server.port)
+        walk.forms = FormWalk(browser, ids, {r.key: r for r in routes}, form_routes, world)
+        targets = walk.forms.targets(walk.forms.crawl(page_routes))
+        for key in sorted(targets, key=lambda k: k == LOGOUT):  # the sign-out form last
+            walk.walk_forms(targets[key])
+        unreached = sorted(form_routes - walk.forms.reached)
+        print(f"\nhostile input: {len(routes)} operations ({len(form_routes)} form routes,"
+              f" {sum(map(len, targets.values()))} forms, {browser.sign_ins} sign-ins), {walk.summary()}")
         alive_at_end = server.healthy()
     finally:
         code = server.stop()
     checked = ledger_check(config_path)
 
     problems = []
+    if unreached:
+        problems.append(f"form routes never reached past the session and CSRF checks: {unreached}")
     if walk.over_budget:
         problems.append(f"stopped after {BUDGET_SECONDS:.0f} s: the walk did not finish")
     if walk.failures:

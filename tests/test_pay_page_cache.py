@@ -50,7 +50,7 @@ async def fresh(client: Any, track_id: str, nonce: str) -> str:
     gateway = client.app[GATEWAY]
     row, deposits = await svc.payment_with_deposits(gateway, None, track_id)
     payment = svc.payment_view(gateway, row, deposits)
-    context = page_context(gateway, payment, deposits, gateway.now())
+    context = await page_context(gateway, payment, deposits, gateway.now())
     context["nonce"] = nonce
     context["branding"] = await services.page_branding_for(gateway, row["merchant_id"], payment.get("brand_id"),
                                                            payment)

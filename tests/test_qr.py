@@ -1,58 +1,75 @@
-"""QR rendering: encoded once per payload (the page refreshes every 15 s), bounded, and still checked."""
+"""QR rendering: in the CPU pool, encoded once per payload (the page refreshes every 15 s), bounded, still checked."""
 
 from __future__ import annotations
+
+import threading
 
 import pytest
 import segno
 
 from orbchain.core import qr
+from orbchain.core.cpu_pool import CpuPool
 
 
 @pytest.fixture
 def encodings(monkeypatch):
-    """Counts how often segno actually encodes, on an empty cache."""
-    calls: list[str] = []
+    """The threads segno encodes on, one entry per encoding actually done."""
+    calls: list[tuple[str, str]] = []
     real = segno.make
 
     def counting(data, **kwargs):
-        calls.append(data)
+        calls.append((data, threading.current_thread().name))
         return real(data, **kwargs)
 
-    qr._svg.cache_clear()
-    qr._data_uri.cache_clear()
     monkeypatch.setattr(qr.segno, "make", counting)
-    yield calls
-    qr._svg.cache_clear()
-    qr._data_uri.cache_clear()
+    return calls
 
 
-def test_svg_is_encoded_once_per_payload_and_options(encodings):
-    first = qr.qr_svg("bc1qexampleaddress", scale=5)
-    assert first.startswith("<svg") and qr.qr_svg("bc1qexampleaddress", scale=5) == first
-    assert encodings == ["bc1qexampleaddress"]
-    assert qr.qr_svg("bc1qexampleaddress", scale=4) != first  # other options, another entry
-    qr.qr_svg("bc1qotheraddress", scale=5)
-    assert encodings == ["bc1qexampleaddress", "bc1qexampleaddress", "bc1qotheraddress"]
+@pytest.fixture
+def pool():
+    pool = CpuPool(workers=2, queue=8)
+    yield pool
+    pool.shutdown()
 
 
-def test_data_uri_is_cached_too(encodings):
-    uri = qr.qr_data_uri("0x52908400098527886E0F7030069857D2E4169EE7")
-    assert uri.startswith("data:image/svg+xml") and qr.qr_data_uri("0x52908400098527886E0F7030069857D2E4169EE7") == uri
+async def test_svg_is_encoded_once_per_payload_and_options_off_the_loop(encodings, pool):
+    first = await qr.qr_svg(pool, "bc1qexampleaddress", scale=5)
+    assert first.startswith("<svg") and await qr.qr_svg(pool, "bc1qexampleaddress", scale=5) == first
+    assert [data for data, _ in encodings] == ["bc1qexampleaddress"]
+    assert await qr.qr_svg(pool, "bc1qexampleaddress", scale=4) != first  # other options, another entry
+    await qr.qr_svg(pool, "bc1qotheraddress", scale=5)
+    assert [data for data, _ in encodings] == ["bc1qexampleaddress", "bc1qexampleaddress", "bc1qotheraddress"]
+    # Every encoding ran on a pool thread, none on the event loop's (the test's main thread).
+    assert all(thread.startswith("orbchain-cpu") for _, thread in encodings), encodings
+
+
+async def test_data_uri_is_cached_too(encodings, pool):
+    uri = await qr.qr_data_uri(pool, "0x52908400098527886E0F7030069857D2E4169EE7")
+    assert uri.startswith("data:image/svg+xml")
+    assert await qr.qr_data_uri(pool, "0x52908400098527886E0F7030069857D2E4169EE7") == uri
     assert len(encodings) == 1
 
 
-def test_cache_is_bounded(encodings):
-    for n in range(qr.QR_CACHE_SIZE + 10):
-        qr.qr_svg(f"payload-{n}")
-    assert qr._svg.cache_info().currsize == qr.QR_CACHE_SIZE
-    qr.qr_svg("payload-0")  # evicted first, so encoded again
-    assert encodings.count("payload-0") == 2
+async def test_a_secret_payload_is_never_kept(encodings, pool):
+    """The 2FA set-up QR carries the TOTP secret: rendered each time, never left in the cache."""
+    url = "otpauth://totp/Orbchain:me?secret=JBSWY3DPEHPK3PXP"
+    assert await qr.qr_svg(pool, url, cache=False) == await qr.qr_svg(pool, url, cache=False)
+    assert len(encodings) == 2 and pool.cached(qr.CACHE_NAME) == 0
+
+
+async def test_cache_is_bounded(encodings, pool, monkeypatch):
+    monkeypatch.setattr(qr, "QR_CACHE_SIZE", 5)
+    for n in range(8):
+        await qr.qr_svg(pool, f"payload-{n}")
+    assert pool.cached(qr.CACHE_NAME) == 5
+    await qr.qr_svg(pool, "payload-0")  # evicted first, so encoded again
+    assert [data for data, _ in encodings].count("payload-0") == 2
 
 
 @pytest.mark.parametrize("data", ["", "x" * (qr.MAX_QR_DATA + 1)])
-def test_bad_payloads_are_refused_before_the_cache(encodings, data):
+async def test_bad_payloads_are_refused_before_the_pool(encodings, pool, data):
     with pytest.raises(ValueError):
-        qr.qr_svg(data)
+        await qr.qr_svg(pool, data)
     with pytest.raises(ValueError):
-        qr.qr_data_uri(data)
-    assert encodings == []
+        await qr.qr_data_uri(pool, data)
+    assert encodings == [] and pool.admitted == 0

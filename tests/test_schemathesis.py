@@ -14,7 +14,12 @@ requests that break it (negative mode). Each response must pass:
 
 Requests carry the credentials each operation names in ``security`` (the
 merchant's JWT or legacy keys), so they reach the handlers instead of
-stopping at 401. Rate limits are raised so 429 does not hide the handlers.
+stopping at 401. The HTML form routes (issue 29) are sent as a signed-in
+browser: the session and pre-session cookies, and the form's CSRF token put
+into every generated form body, with the ids of a merchant's real invoice,
+plan, subscription, link and key in the path (positive mode); the run fails
+when a form route of the app's router was never reached past the session
+and CSRF checks. Rate limits are raised so 429 does not hide the handlers.
 Examples are bounded and derandomized, and nothing stops at the first
 failure: every failing operation is reported at once.
 
@@ -25,6 +30,7 @@ thread while the test's event loop serves the app.
 from __future__ import annotations
 
 import asyncio
+import http.cookiejar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -41,7 +47,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from .hostile_support import is_server_error, unlimited_rate_limits
+from .hostile_support import (
+    CSRF_FIELD, Browser, form_and_page_routes, is_server_error, page_world, unlimited_rate_limits,
+)
 from .support import Merchant, signup
 
 
@@ -79,23 +87,54 @@ def headers_for(operation: Any, merchant: Merchant) -> dict[str, str]:
 
 @dataclass
 class Tally:
-    """What the run saw: distinct failures, requests sent and statuses."""
+    """What the run saw: distinct failures, requests sent and statuses, form routes whose handler ran."""
 
     failures: list[str] = field(default_factory=list)
     sent: int = 0
     statuses: dict[int, int] = field(default_factory=dict)
+    reached: set[tuple[str, str]] = field(default_factory=set)
+
+
+@dataclass
+class Pages:
+    """The signed-in browser the HTML form routes are sent as, and the real ids their paths take."""
+
+    browser: Browser
+    ids: dict[str, str]
+    form_routes: set[tuple[str, str]]
+
+    def prepare(self, case: schemathesis.Case, mode: GenerationMode) -> dict[str, str]:
+        """This browser's token in the form (when the form is a dict), real ids in the path; its cookies."""
+        if isinstance(case.body, dict):
+            signed_out = case.operation.path in ("/app/login", "/app/signup")
+            case.body[CSRF_FIELD] = self.browser.pre_csrf if signed_out else self.browser.csrf
+        if mode is GenerationMode.POSITIVE and case.path_parameters:
+            for name in case.path_parameters:
+                if name in self.ids:
+                    case.path_parameters[name] = self.ids[name]
+        return {"orb_pre": self.browser.pre, "orb_session": self.browser.session}
 
 
 def exercise(operation: Any, mode: GenerationMode, headers: dict[str, str], base_url: str,
-             session: requests.Session, tally: Tally) -> None:
+             session: requests.Session, tally: Tally, pages: Pages) -> None:
     """Send EXAMPLES generated cases of one operation in one mode; record what does not conform."""
     seen: set[str] = set()
+    key = (operation.method.upper(), operation.path)
+    is_form = key in pages.form_routes
 
     @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
               phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
     @given(case=operation.as_strategy(generation_mode=mode))
     def one(case: schemathesis.Case) -> None:
-        response = case.call(base_url=base_url, session=session, headers=headers)
+        cookies = pages.prepare(case, mode) if is_form else None
+        response = case.call(base_url=base_url, session=session, headers=headers, cookies=cookies)
+        if is_form:
+            location = (response.headers.get("location") or [""])[0]  # lower-case names, lists of values
+            lost = 300 <= response.status_code < 400 and location.startswith("/app/login")
+            if response.status_code != 403 and not (lost and "signed-out" not in location):
+                tally.reached.add(key)
+            if lost:  # the sign-out form ended the session (or a hostile cookie never had one)
+                pages.browser.sign_in()
         tally.sent += 1
         tally.statuses[response.status_code] = tally.statuses.get(response.status_code, 0) + 1
         try:
@@ -114,21 +153,28 @@ def exercise(operation: Any, mode: GenerationMode, headers: dict[str, str], base
         assert mode is GenerationMode.NEGATIVE, f"{operation.label}: no positive case generated"
 
 
-def run_schemathesis(base_url: str, shop: Merchant, spare: Merchant) -> tuple[list[str], int]:
-    """Every operation x mode; (failures, requests sent)."""
+def run_schemathesis(base_url: str, shop: Merchant, spare: Merchant,
+                     form_routes: set[tuple[str, str]]) -> tuple[list[str], int, set[tuple[str, str]]]:
+    """Every operation x mode; (failures, requests sent, form routes never reached)."""
     schema = schemathesis.openapi.from_url(f"{base_url}/openapi.json")
     # The suite supplies real credentials; generated (or, in negative mode, removed) ones would only
     # test the 401 path over and over.
     schema.config.generation.update(with_security_parameters=False)
     tally = Tally()
+    browser, ids = page_world(int(base_url.rsplit(":", 1)[1]))
+    pages = Pages(browser, ids, form_routes)
     with requests.Session() as session:
-        for result in schema.get_all_operations():
-            operation = result.ok()
+        # The cookies are the suite's to choose per request: none kept from answers (a sign-in sets one).
+        session.cookies.set_policy(http.cookiejar.DefaultCookiePolicy(allowed_domains=[]))
+        operations = [result.ok() for result in schema.get_all_operations()]
+        # The sign-out form last: every case of it ends the session the others use.
+        for operation in sorted(operations, key=lambda op: (op.method.upper(), op.path) == ("POST", "/app/logout")):
             merchant = spare if (operation.method.upper(), operation.path) in SACRIFICIAL else shop
             for mode in MODES:
-                exercise(operation, mode, headers_for(operation, merchant), base_url, session, tally)
-    print(f"schemathesis: {tally.sent} requests, statuses {dict(sorted(tally.statuses.items()))}")
-    return tally.failures, tally.sent
+                exercise(operation, mode, headers_for(operation, merchant), base_url, session, tally, pages)
+    print(f"schemathesis: {tally.sent} requests, statuses {dict(sorted(tally.statuses.items()))},"
+          f" {len(tally.reached)} of {len(form_routes)} form routes reached, {browser.sign_ins} sign-ins")
+    return tally.failures, tally.sent, form_routes - tally.reached
 
 
 async def test_schemathesis_finds_no_server_error_and_no_undocumented_response(
@@ -138,9 +184,12 @@ async def test_schemathesis_finds_no_server_error_and_no_undocumented_response(
     spare = await signup(client, "spare@example.com")
     base_url = str(client.server.make_url("")).rstrip("/")
 
-    failures, sent = await asyncio.to_thread(run_schemathesis, base_url, shop, spare)
+    form_routes, _ = form_and_page_routes(client.app)
+
+    failures, sent, unreached = await asyncio.to_thread(run_schemathesis, base_url, shop, spare, form_routes)
 
     assert sent >= 200, f"schemathesis sent only {sent} requests"
+    assert len(form_routes) >= 25 and not unreached, f"form routes never reached past session and CSRF: {unreached}"
     health = await client.get("/health")
     assert health.status == 200
     assert not failures, f"{len(failures)} failing case(s) in {sent} requests:\n" + "\n".join(failures)

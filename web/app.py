@@ -67,6 +67,7 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         gateway.services["http"] = http
         yield
         gateway.services.pop("http", None)
+        gateway.cpu.shutdown()
 
 
 async def chains_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -17,6 +17,7 @@ from aiohttp import web
 
 from ..core.errors import ApiError, PayloadTooLarge, ValidationError
 from . import json_body
+from .edge import parse_off_loop
 
 ENVELOPE_VERSION = "2.0.0"
 
@@ -110,7 +111,8 @@ async def read_json(request: web.Request, *, required: bool = True) -> dict[str,
 
     ``json_body`` refuses, each with a 400 naming ``body`` or the field, what
     used to crash or freeze the server: a non-JSON content type, a non-UTF-8
-    encoding, nesting past 32 levels, unbounded numbers, unstorable text.
+    encoding, nesting past 32 levels, unbounded numbers, unstorable text. A
+    large body is parsed in the CPU pool (``edge.parse_off_loop``).
     """
     try:
         raw = await request.read()
@@ -121,7 +123,4 @@ async def read_json(request: web.Request, *, required: bool = True) -> dict[str,
             raise ValidationError({"body": "a JSON object is required"})
         return {}
     json_body.check_content_type(request.content_type, request.charset)
-    body = json_body.parse(json_body.decode(raw))
-    if not isinstance(body, dict):
-        raise ValidationError({"body": "must be a JSON object"})
-    return body
+    return await parse_off_loop(request, json_body.parse_object, raw)

@@ -52,7 +52,11 @@ _HTTP_ERRORS = {
 
 
 def rate_class(kind: str | None) -> Callable[[Handler], Handler]:
-    """Choose a handler's limit: "auth", "public_page", "read", "write" or None (exempt)."""
+    """Choose a handler's limit: "auth", "public_page", "cpu", "read", "write" or None (exempt).
+
+    "cpu" is for public routes whose work is CPU-bound (a QR image): a lower
+    per-IP limit (``rate_limits.cpu_per_minute``) than the pages'.
+    """
 
     def mark(handler: Handler) -> Handler:
         setattr(handler, RATE_ATTR, kind)
@@ -222,7 +226,7 @@ def _route_rate(request: web.Request, gateway: Gateway) -> tuple[str | None, tup
         return None, None
     if kind == "read" or kind == "write":
         return kind, None
-    limit = limits.auth_per_minute if kind == "auth" else limits.public_page_per_minute
+    limit = {"auth": limits.auth_per_minute, "cpu": limits.cpu_per_minute}.get(kind, limits.public_page_per_minute)
     return None, (f"{kind}:ip:{client_ip(request)}", limit)
 
 

@@ -16,6 +16,7 @@ from aiohttp import web
 from ...core.errors import Conflict, InvalidRequest, NotFound, ValidationError
 from ...core.money import AmountError
 from ...core.services import find_payment
+from ...web.form_body import read_form
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page
@@ -61,7 +62,7 @@ async def devnet_pay(request: web.Request) -> web.Response:
     coin = gateway.coins.get(payment.pay_currency)
     if coin is None or not chain.serves(coin.symbol):
         raise InvalidRequest(f"the devnet does not simulate {payment.pay_currency}")
-    form = await request.post()
+    form = await read_form(request)
     typed = str(form.get("amount", "")).strip()
     try:
         units = coin.to_units(typed) if typed else (payment.pay_amount or 0)

@@ -35,12 +35,12 @@ def page(path: str, summary: str, *, query: tuple[Param, ...] = (), description:
 
 
 def action(path: str, summary: str, body: dict[str, Any], done: str, *, media: str = FORM,
-           shows: str | None = None, rate: bool = True) -> Op:
+           shows: str | None = None, rate: bool = True, errors: tuple[int, ...] = FORM_ERRORS) -> Op:
     responses = {"303": redirect(done), "400": html("The form again, naming the bad field."),
                  "403": html("The form's CSRF token is missing or wrong, or it came from another origin.")}
     if shows:
         responses["200"] = html(shows)
-    return Op("POST", path, summary, TAG, page=True, body=body, body_media_type=media, errors=FORM_ERRORS,
+    return Op("POST", path, summary, TAG, page=True, body=body, body_media_type=media, errors=errors,
               responses=responses, rate_limited=rate, description=SESSION)
 
 
@@ -125,4 +125,5 @@ def register(registry: Any, gateway: Any) -> None:
             registry.add(action(entry.path, f"{entry.title}: a form (plugin {entry.plugin})",
                                 {"type": "object", "required": ["csrf_token"],
                                  "properties": {"csrf_token": STRING}, "additionalProperties": True},
-                                "Back to the page.", shows="The page again, or what the form created."))
+                                "Back to the page.", shows="The page again, or what the form created.",
+                                errors=(*FORM_ERRORS, 404)))  # a form naming an object not this merchant's

@@ -21,6 +21,7 @@ from aiohttp import web
 from ...core import accounts
 from ...core.errors import ApiError, InvalidRequest, NotConfigured
 from ...core.plugins import call_first
+from ...web.form_body import read_form
 from ...web.keys import GATEWAY
 from ...web.middlewares import client_ip, rate_class
 from ...web.pages import html_page
@@ -73,7 +74,7 @@ async def _check_sign_in(request: web.Request, action: str, body: Mapping[str, A
 
 
 async def _read_form(request: web.Request) -> Any:
-    form = await request.post()
+    form = await read_form(request)
     check_csrf(request, form, None)
     return form
 
@@ -219,7 +220,7 @@ def pasted_link(text: str) -> tuple[str | None, str]:
 async def fragment(request: web.Request) -> web.StreamResponse:
     """What the page's script posts from the URL fragment (which never reaches the server by itself)."""
     session = await current_session(request)
-    form = await request.post()
+    form = await read_form(request)
     try:
         check_csrf(request, form, session)
     except CsrfRefused:

@@ -19,13 +19,14 @@ from ...core.accounts import require_merchant
 from ...core.errors import ApiError, InvalidRequest, ValidationError
 from ...core.payments import servable_coins
 from ...core.payout_worker import create_and_send
+from ...web.edge import text_problem
 from ...web.keys import GATEWAY, REQUEST_ID
 from ...web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIELDS
 from ...web.routes.transfers import parse_transfer
 from ...web.validation import pagination, validate
 from .routes_payments import form_body, pager, principal
 from .session import Session
-from .views import error_text, render, see_other, signed_in
+from .views import error_text, render, see_other, signed_in, signed_in_with_files
 
 routes = web.RouteTableDef()
 
@@ -96,6 +97,9 @@ def parse_csv(data: bytes) -> list[dict[str, str]]:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise ValidationError({"file": "must be UTF-8 text"}) from None
+    problem = text_problem(text)  # the edge's rule for text (a file's content is not a form field)
+    if problem:
+        raise ValidationError({"file": problem})
     reader = csv.DictReader(io.StringIO(text))
     header = [name.strip().lower() for name in reader.fieldnames or []]
     missing = [c for c in CSV_COLUMNS if c not in header]
@@ -130,7 +134,7 @@ async def _batch_item(gateway: Any, merchant_id: str, index: int, item: dict[str
 
 
 @routes.post("/app/payouts/batch")
-@signed_in
+@signed_in_with_files
 async def batch(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """Each row is paid (or refused) on its own, idempotent by its external_id, like ``POST /v1/payout/batch``."""
     gateway = request.app[GATEWAY]

@@ -24,7 +24,7 @@ from ...web.auth import Principal
 from ...web.keys import GATEWAY
 from ...web.routes.payments import LIST_FIELDS, parse_payment_request
 from ...web.routes.payouts import REFUND_FIELDS
-from ...web.validation import pagination, validate
+from ...web.validation import form_integer, pagination, validate
 from .session import Session
 from .views import error_text, render, see_other, signed_in
 
@@ -42,14 +42,15 @@ def principal(session: Session) -> Principal:
 
 
 def form_body(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    """A form as the JSON body the API would get: empty fields are absent, numbers stay text."""
+    """A form as the JSON body the API would get: empty fields are absent, amounts stay text, and an
+    integer field (``lifetime``) is read by the one bounded parser (``form_integer``)."""
     body: dict[str, Any] = {}
     for name in names:
         value = form.get(name)
         if isinstance(value, str) and value.strip():
             body[name] = value.strip()
-    if "lifetime" in body and body["lifetime"].isdigit():
-        body["lifetime"] = int(body["lifetime"])
+    if "lifetime" in body:
+        body["lifetime"] = form_integer(body["lifetime"], "lifetime")
     return body
 
 

@@ -18,12 +18,14 @@ from ...core.qr import qr_svg
 from ...web.keys import GATEWAY
 from ...web.routes.dashboard_keys import create_fields
 from ...web.routes.dashboard_settings import KEY_TYPES
-from ...web.validation import Field, pagination, validate
+from ...web.validation import Field, form_integer, pagination, validate
 from .routes_payments import pager
 from .session import Session
 from .views import error_text, nav_entries, render, see_other, signed_in
 
 routes = web.RouteTableDef()
+
+MAX_KEY_DAYS = 3650  # a key made on this page expires within ten years
 
 
 async def _settings_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
@@ -62,12 +64,12 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
                 raise ValidationError({"accepted_coins": "choose at least one coin"})
             await accounts.set_accepted_coins(gateway, merchant_id, coins)
         elif section == "confirmations":
-            thresholds = {name[len("conf_"):].upper(): value.strip() for name, value in form.items()
-                          if name.startswith("conf_") and isinstance(value, str) and value.strip()}
-            for coin, value in thresholds.items():
-                if not value.isdigit():
-                    raise ValidationError({coin: "must be a whole number"})
-            await accounts.set_confirmations(gateway, merchant_id, {k: int(v) for k, v in thresholds.items()})
+            thresholds: dict[str, int] = {}
+            for name, value in form.items():
+                if name.startswith("conf_") and isinstance(value, str) and value.strip():
+                    coin = name[len("conf_"):].upper()
+                    thresholds[coin] = form_integer(value, coin, minimum=0)  # the core checks the coin's floor
+            await accounts.set_confirmations(gateway, merchant_id, thresholds)
         elif section == "static-mode":
             await accounts.set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
         elif section == "rotate-key":
@@ -104,7 +106,7 @@ async def totp(request: web.Request, session: Session, form: Any) -> web.StreamR
         if action == "setup":
             secret, url = await accounts.start_totp_setup(gateway, merchant_id)
             return render(request, session, "dashboard/security.html",
-                          {"setup": {"secret": secret, "qr": qr_svg(url, scale=5)}})
+                          {"setup": {"secret": secret, "qr": await qr_svg(gateway.cpu, url, scale=5, cache=False)}})
         code = normalize_totp_code(form.get("code"))
         if code is None:
             raise ValidationError({"code": "must be a 6-digit code"})
@@ -157,13 +159,10 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
     try:
         days = body.pop("expires_in_days", None)
         if days is not None:
-            if not days.isdigit() or not 1 <= int(days) <= 3650:
-                raise ValidationError({"expires_in_days": "must be a whole number of days from 1 to 3650"})
-            body["expires_at"] = gateway.now() + int(days) * 86400
+            body["expires_at"] = gateway.now() + form_integer(days, "expires_in_days", minimum=1,
+                                                              maximum=MAX_KEY_DAYS) * 86400
         if "rate_limit_rpm" in body:
-            if not body["rate_limit_rpm"].isdigit():
-                raise ValidationError({"rate_limit_rpm": "must be a whole number from 1 to 10000"})
-            body["rate_limit_rpm"] = int(body["rate_limit_rpm"])
+            body["rate_limit_rpm"] = form_integer(body["rate_limit_rpm"], "rate_limit_rpm")
         clean = validate(body, create_fields(gateway.scopes.names()))
         result = await api_keys.create_scoped_key(gateway, session.merchant_id, api_keys.ScopedKeyRequest(**clean))
     except ApiError as exc:

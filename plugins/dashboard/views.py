@@ -20,6 +20,7 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...core.errors import ApiError
+from ...web.form_body import read_form
 from ...web.keys import GATEWAY
 from ...web.pages import html_page, page_security_headers
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
@@ -84,7 +85,15 @@ def forbidden_form(request: web.Request) -> web.Response:
 
 def signed_in(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     """Serve ``handler`` to a signed-in browser only; forms must carry its CSRF token."""
+    return _signed_in(handler, files=False)
 
+
+def signed_in_with_files(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """``signed_in`` for a page whose form uploads a file (``multipart/form-data``)."""
+    return _signed_in(handler, files=True)
+
+
+def _signed_in(handler: Handler, *, files: bool) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     @html_page
     @wraps(handler)
     async def page(request: web.Request) -> web.StreamResponse:
@@ -93,7 +102,7 @@ def signed_in(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamR
             raise login_redirect(request, await ended_because(request))
         form = None
         if request.method == "POST":
-            form = await request.post()
+            form = await read_form(request, files=files)  # the edge's checks (web/form_body.py), then CSRF
             try:
                 check_csrf(request, form, session)
             except CsrfRefused:

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from ...core.errors import ValidationError
 from ...core.pages import DashboardView
+from ...web.validation import form_integer
 from . import store
 from .routes_dashboard import create_link
 from .views import DEFAULT_LABEL, embed_snippet, link_view
@@ -26,8 +27,8 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> Non
     if action == "create":
         body: dict[str, Any] = {name: form[name].strip() for name in FIELDS
                                 if isinstance(form.get(name), str) and form[name].strip()}
-        if isinstance(body.get("lifetime"), str) and body["lifetime"].isdigit():
-            body["lifetime"] = int(body["lifetime"])
+        if "lifetime" in body:
+            body["lifetime"] = form_integer(body["lifetime"], "lifetime")
         await create_link(gateway, merchant_id, body)
     elif action in ("enable", "disable"):
         link_id = form.get("link_id")

@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from ...core.errors import ValidationError
 from ...core.pages import DashboardView
+from ...web.validation import form_integer
 from . import store
 from .routes import MAX_INTERVAL, MIN_INTERVAL, create_schedule, schedule_view
 
@@ -21,12 +22,10 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
     action = form.get("action")
     if action == "create":
-        hours = str(form.get("interval_hours", "")).strip()
-        if not hours.isdigit():
-            raise ValidationError({"interval_hours": "must be a whole number of hours"})
+        hours = form_integer(form.get("interval_hours"), "interval_hours", minimum=1, maximum=MAX_INTERVAL // 3600)
         await create_schedule(gateway, merchant_id, {
             "coin": form.get("coin"), "destination": str(form.get("destination", "")).strip(),
-            "min_amount": str(form.get("min_amount", "")).strip(), "interval_sec": int(hours) * 3600})
+            "min_amount": str(form.get("min_amount", "")).strip(), "interval_sec": hours * 3600})
         return
     schedule = await store.get(gateway, merchant_id, str(form.get("schedule_id")))  # 404 when not this merchant's
     if action in ("pause", "resume"):

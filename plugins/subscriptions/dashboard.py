@@ -6,6 +6,7 @@ from typing import Any, Mapping
 
 from ...core.errors import ValidationError
 from ...core.pages import DashboardView
+from ...web.validation import form_integer
 from . import enrolment, plans, store
 from .routes_api import new_plan
 
@@ -26,13 +27,11 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
     action = form.get("action")
     if action == "create":
-        days = str(form.get("interval_days", "")).strip()
-        if not days.isdigit():
-            raise ValidationError({"interval_days": "must be a whole number of days"})
+        days = form_integer(form.get("interval_days"), "interval_days", minimum=1, maximum=plans.MAX_INTERVAL // DAY)
         coins = [c.strip().upper() for c in str(form.get("accepted_coins", "")).split(",") if c.strip()]
         await new_plan(gateway, merchant_id, {"label": str(form.get("label", "")).strip(),
                                               "amount_usd": str(form.get("amount_usd", "")).strip(),
-                                              "interval_sec": int(days) * DAY, "accepted_coins": coins})
+                                              "interval_sec": days * DAY, "accepted_coins": coins})
     elif action in ("enable", "disable"):
         plan = await store.plan_of(gateway, merchant_id, str(form.get("plan_id")))  # 404 when not this merchant's
         await store.update_plan(gateway, merchant_id, plan["id"], {"enabled": action == "enable"})

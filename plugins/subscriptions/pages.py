@@ -18,6 +18,7 @@ from aiohttp import web
 
 from ...core import services
 from ...core.errors import ApiError, ValidationError
+from ...web.form_body import read_form
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page, page_security_headers
@@ -28,7 +29,6 @@ from .store import ACTIVE, PAUSED
 routes = web.RouteTableDef()
 
 FORM_FIELDS = [Field("email", "email", max_len=254), Field("customer_ref", max_len=128)]
-MAX_FORM_BYTES = 4096
 
 
 def when(timestamp: Any) -> str | None:
@@ -73,9 +73,7 @@ def _plan_gone(request: web.Request) -> web.Response:
 
 
 async def _form(request: web.Request) -> Mapping[str, Any]:
-    if request.content_length is not None and request.content_length > MAX_FORM_BYTES:
-        raise ValidationError({"body": "form too large"})
-    return {k: v for k, v in (await request.post()).items() if isinstance(v, str)}
+    return {k: v for k, v in (await read_form(request)).items() if isinstance(v, str)}
 
 
 @routes.get("/subscribe/{plan_id}")

@@ -97,7 +97,9 @@ OPERATIONS = [
                                                               "1-512 characters.", required=True),),
        responses={"200": {"description": "SVG, Cache-Control public, max-age=300.",
                           "content": {"image/svg+xml": {"schema": {"type": "string"}}}}},
-       description="400 for missing data or over 512 characters."),
+       errors=(404, 503),
+       description="400 for missing data or over 512 characters; 404 when no bot is configured; 503 busy when the"
+                   " CPU pool is full. 30 requests per minute per IP (rate_limits.cpu_per_minute)."),
     _app("GET", "/tgapp/mfa/status", "Two-factor status", envelope(obj({"totpEnabled": BOOLEAN}))),
     _app("POST", "/tgapp/mfa/setup", "Start TOTP set-up", envelope(obj({"secret": STRING, "otpauth": STRING})),
          description="2FA stays off until /tgapp/mfa/verify; 400 when it is already on. " + COOLING_OFF),

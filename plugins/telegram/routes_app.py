@@ -13,7 +13,7 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...core import accounts, services
-from ...core.errors import Forbidden, Unauthorized, ValidationError
+from ...core.errors import Forbidden, NotFound, Unauthorized, ValidationError
 from ...core.qr import MAX_QR_DATA, qr_svg
 from ...core.security_events import SIGN_IN
 from ...web.envelope import envelope, read_json
@@ -127,11 +127,20 @@ async def prices(request: web.Request) -> web.Response:
 
 
 @routes.get("/tgapp/qr")
+@rate_class("cpu")
 async def qr(request: web.Request) -> web.Response:
+    """The mini-app's QR images: rendered in the CPU pool, cached, and a lower per-IP limit (issue 29).
+
+    Without a configured bot there is no mini-app to draw for, so no QR
+    either: 404, before anything is rendered.
+    """
+    gateway = gateway_of(request)
+    if not settings_of(gateway).enabled:
+        raise NotFound()
     data = request.query.get("data", "")
     if not data or len(data) > MAX_QR_DATA:
         raise ValidationError({"data": f"must be 1-{MAX_QR_DATA} characters"})
-    return web.Response(text=qr_svg(data), content_type="image/svg+xml", headers={
+    return web.Response(text=await qr_svg(gateway.cpu, data), content_type="image/svg+xml", headers={
         "Cache-Control": QR_CACHE, "X-Content-Type-Options": "nosniff",
         "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'"})
 

@@ -18,6 +18,7 @@ from aiohttp import web
 
 from ...core import services
 from ...core.money import AmountError, parse_decimal
+from ...web.form_body import read_form
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page, render_page
@@ -84,7 +85,7 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     if isinstance(found, web.Response):
         return found
     merchant, coins = found
-    form = await request.post()  # bounded by the app's body limit; a non-form body reads as empty
+    form = await read_form(request)  # the edge's checks (web/form_body.py); a non-form body reads as empty
     coin_text = form.get("coin")
     amount_text = form.get("amount")
     coin = _chosen(coins, coin_text if isinstance(coin_text, str) else None)

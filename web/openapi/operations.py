@@ -48,8 +48,8 @@ ERROR_RESPONSES = {
     413: ("PayloadTooLarge", "Request body over 1 MiB.", "Error"),
     429: ("TooManyRequests", "Rate limit exceeded (error.type rate_limit); see Retry-After.", "Error"),
     500: ("InternalError", "Internal error; details are logged, never returned.", "Error"),
-    503: ("ServiceUnavailable", "Maintenance mode, payout backlog circuit breaker, or a provider not configured.",
-          "Error"),
+    503: ("ServiceUnavailable", "Maintenance mode, payout backlog circuit breaker, a provider not configured, or the"
+                                " CPU pool full (code busy; see Retry-After).", "Error"),
 }
 
 

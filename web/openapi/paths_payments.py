@@ -110,7 +110,7 @@ OPERATIONS = [
        envelope(obj({"account_id": ref("AccountId"),
                      "addresses": array(obj({"coin": COIN, "address": STRING,
                                              "qr": {"type": "string", "description": "Image data URI."}}))})),
-       auth=JWT),
+       auth=JWT, errors=(503,), description="503 busy when the CPU pool that draws the QR codes is full."),
     Op("GET", "/dashboard/receive-address", "The standing address of one coin", DASHBOARD,
        envelope(obj({"coin": COIN, "address": STRING})), auth=JWT,
        query=(Param("coin", COIN, "One of the accepted coins.", required=True),),

@@ -48,8 +48,9 @@ OPERATIONS = [
            "200": html("The server-rendered payment page (works without JavaScript)."),
            "303": redirect("After ?pay_currency=: back to the clean page URL."),
            "404": html("Unknown track id, or not an invoice."),
-       }, page=True,
-       description="Only invoices have a hosted page; a refresh meta tag polls every 15 s while open."),
+       }, page=True, errors=(503,),
+       description="Only invoices have a hosted page; a refresh meta tag polls every 15 s while open. 503 when the"
+                   " CPU pool that draws the QR code is full."),
     Op("GET", "/assets/orbchain.css", "Stylesheet of the hosted pages", PAGES,
        responses={"200": {"description": "CSS", "content": {"text/css": {"schema": {"type": "string"}}}}}),
     Op("GET", "/assets/accent/{color}.css", "Accent colour of a branded page", PAGES,

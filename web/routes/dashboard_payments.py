@@ -98,7 +98,7 @@ async def deposit_addresses(request: web.Request) -> web.Response:
     rows = []
     for symbol in _standing_coins(gateway, merchant):
         address = await services.standing_address(gateway, merchant, gateway.coins.require(symbol))
-        rows.append({"coin": symbol, "address": address, "qr": qr_data_uri(address)})
+        rows.append({"coin": symbol, "address": address, "qr": await qr_data_uri(gateway.cpu, address)})
     return envelope({"account_id": merchant["account_id"], "addresses": rows})
 
 

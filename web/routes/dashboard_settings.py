@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-import segno
 from aiohttp import web
 
 from ...core import accounts
 from ...core.auth import normalize_totp_code
 from ...core.errors import ValidationError
+from ...core.qr import qr_data_uri
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of
@@ -110,7 +110,7 @@ def _code(body: dict) -> str:
 @requires("jwt")
 async def mfa_setup(request: web.Request) -> web.Response:
     secret, url = await accounts.start_totp_setup(gateway_of(request), principal_of(request).merchant_id)
-    qr = segno.make(url, error="m").svg_data_uri(scale=4)
+    qr = await qr_data_uri(gateway_of(request).cpu, url, cache=False)  # the URL carries the TOTP secret
     return envelope({"secret": secret, "otpauth_url": url, "qr_code": qr})
 
 

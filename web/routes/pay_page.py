@@ -112,11 +112,12 @@ def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
     return forms
 
 
-def content_context(
+async def content_context(
     gateway: Gateway, view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], status: str
 ) -> dict[str, Any]:
     """What ``pay.html`` shows that the payment alone decides (its shown ``status`` included): no hook
-    answer, no per-view value (``forms``, ``remaining`` and ``remaining_seconds`` are left empty)."""
+    answer, no per-view value (``forms``, ``remaining`` and ``remaining_seconds`` are left empty).
+    The QR is rendered in the gateway's CPU pool (``core/qr.py``), never on the event loop."""
     is_open = status in svc.OPEN_STATUSES
     address = view["address"]
     expires_at = view["expires_at"]
@@ -153,7 +154,8 @@ def content_context(
     if is_open:
         # No address (an invoice-style target): the plugin's payload is what the payer uses.
         payload = qr_payload(gateway, view, gateway.coins.require(view["pay_currency"]))
-        context["qr_svg"] = qr_svg(payload, scale=5) if payload and len(payload) <= MAX_QR_DATA else None
+        context["qr_svg"] = await qr_svg(gateway.cpu, payload, scale=5) if payload and len(payload) <= MAX_QR_DATA \
+            else None
         if not address and payload:
             context["pay_request"] = payload
     if is_open and expires_at is not None:
@@ -176,11 +178,11 @@ def countdown(context: Mapping[str, Any], expires_at: int | None, now: int) -> d
     return {"remaining": countdown_text(left), "remaining_seconds": left}
 
 
-def page_context(
+async def page_context(
     gateway: Gateway, view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], now: int
 ) -> dict[str, Any]:
     """Everything ``pay.html`` shows, and nothing else (built fresh: what a cached view must equal)."""
-    context = content_context(gateway, view, deposits, shown_status(view, now))
+    context = await content_context(gateway, view, deposits, shown_status(view, now))
     if wants_forms(context):
         context["forms"] = plugin_forms(gateway, view)
     context.update(countdown(context, view["expires_at"], now))
@@ -199,13 +201,18 @@ class PageContent:
 
     __slots__ = ("view", "context", "wants_forms", "expires_at", "cached")
 
-    def __init__(self, gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
-                 status: str, cached: bool = True) -> None:
+    def __init__(self, view: dict[str, Any], context: dict[str, Any], cached: bool = True) -> None:
         self.cached = cached  # False: built for one view (an unhashable column), so rendered without the cache
-        self.view = svc.payment_view(gateway, row, deposits)
-        self.context = content_context(gateway, self.view, deposits, status)
-        self.wants_forms = wants_forms(self.context)
-        self.expires_at = self.view["expires_at"]
+        self.view = view
+        self.context = context
+        self.wants_forms = wants_forms(context)
+        self.expires_at = view["expires_at"]
+
+    @classmethod
+    async def build(cls, gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
+                    status: str, cached: bool = True) -> "PageContent":
+        view = svc.payment_view(gateway, row, deposits)
+        return cls(view, await content_context(gateway, view, deposits, status), cached)
 
 
 def content_key(row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], status: str) -> tuple[Any, ...]:
@@ -213,8 +220,8 @@ def content_key(row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], s
     return status, *values_key(row, deposits)
 
 
-def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
-                 now: int) -> PageContent:
+async def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
+                       now: int) -> PageContent:
     """The payment's ``PageContent``, from this process's bounded cache when its key was seen."""
     status = shown_status(row, now)
     cache = gateway.services.get("pay_page_contents")
@@ -224,9 +231,9 @@ def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Ma
     try:
         content = cache.get(key)
     except TypeError:  # an unhashable column value: build it every time
-        return PageContent(gateway, row, deposits, status, cached=False)
+        return await PageContent.build(gateway, row, deposits, status, cached=False)
     if content is None:
-        content = PageContent(gateway, row, deposits, status)
+        content = await PageContent.build(gateway, row, deposits, status)
         cache.put(key, content)
     return content
 
@@ -263,7 +270,7 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
                 pass  # SPEC 4.14: invalid choices are silently ignored
         raise web.HTTPSeeOther(page_url(track_id))
     now = gateway.now()
-    content = page_content(gateway, row, deposits, now)
+    content = await page_content(gateway, row, deposits, now)
     view = dict(content.view)  # the hooks' own copy: the cached one is shared by every view
     forms = plugin_forms(gateway, view) if content.wants_forms else []
     branding = await services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)

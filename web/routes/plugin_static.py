@@ -37,8 +37,12 @@ async def plugin_static(request: web.Request) -> web.StreamResponse:
     assets = gateway_of(request).assets.get(request.match_info["plugin"])
     if assets is None or assets.static is None:
         raise NotFound()
-    target = (assets.static / request.match_info["path"]).resolve()
-    if not _inside(target, assets.static) or not target.is_file():
+    try:
+        target = (assets.static / request.match_info["path"]).resolve()
+        found = _inside(target, assets.static) and target.is_file()
+    except OSError:  # a name the file system refuses (longer than NAME_MAX): was a 500
+        found = False
+    if not found:
         raise NotFound()
     return web.FileResponse(target, headers={"Cache-Control": CACHE_CONTROL})
 
