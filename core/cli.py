@@ -143,10 +143,16 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_payouts_work(args: argparse.Namespace) -> int:
+    """``payouts work``: SIGTERM/SIGINT let the tick in flight finish (to the drain deadline), then exit 0."""
     from .payout_worker import run_worker
+    from .secrets import load_secrets
+    from .stopping import run_until_stopped
 
-    gateway = build_gateway(config_from_args(args))
-    return asyncio.run(with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
+    config = config_from_args(args)
+    gateway = build_gateway(config)
+    gateway.secrets = load_secrets(config)  # signing derives keys from the seed, as in `serve`
+    return asyncio.run(with_db(gateway, lambda gw: run_until_stopped(
+        gw.stop, "orbchain payouts work", run_worker(gw, once=args.once))))
 
 
 CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor")
