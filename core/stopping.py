@@ -19,7 +19,8 @@ flight ends as in a crash, which every job survives).
 
 The backstop (``arm_exit_deadline``): once a stop began, a daemon thread
 ends the process with status 1 if it is still alive ``HARD_MARGIN_SECONDS``
-after the drain deadline, logging the threads still running and their
+after the drain deadline (and ``HARD_MARGIN_SECONDS`` after a command's loop
+ended for any other reason), logging the threads still running and their
 stacks. Nothing should ever reach it: it is there so that a connection left
 open by a bug (whose non-daemon thread would keep the interpreter waiting in
 ``threading._shutdown`` forever, issue 34) costs seconds, not a hung service.
@@ -216,7 +217,14 @@ def exit_now(signum: int, command: str) -> None:
 
 
 def arm_exit_deadline(seconds: float, command: str) -> threading.Thread:
-    """The backstop: exit with status 1 if the process is still alive ``seconds`` from now."""
+    """The backstop: exit with status 1 if the process is still alive ``seconds`` from now.
+
+    Armed when a stop begins, and again when a command's loop has ended
+    (however it ended: a failed start-up too), so that nothing, not even a
+    non-daemon thread nobody stopped, keeps the interpreter from exiting.
+    Only for a command's own process: never call it in a process that goes
+    on (a test run).
+    """
 
     def expire() -> None:
         time.sleep(seconds)
