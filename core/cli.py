@@ -143,10 +143,20 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_payouts_work(args: argparse.Namespace) -> int:
+    """``payouts work``: SIGTERM/SIGINT let the tick in flight finish (to the drain deadline), then exit 0."""
     from .payout_worker import run_worker
+    from .secrets import load_secrets
+    from .stopping import HARD_MARGIN_SECONDS, arm_exit_deadline, run_until_stopped
 
-    gateway = build_gateway(config_from_args(args))
-    return asyncio.run(with_db(gateway, lambda gw: run_worker(gw, once=args.once)))
+    command = "orbchain payouts work"
+    config = config_from_args(args)
+    gateway = build_gateway(config)
+    gateway.secrets = load_secrets(config)  # signing derives keys from the seed, as in `serve`
+    try:
+        return asyncio.run(with_db(gateway, lambda gw: run_until_stopped(gw.stop, command,
+                                                                         run_worker(gw, once=args.once))))
+    finally:
+        arm_exit_deadline(HARD_MARGIN_SECONDS, command)  # a thread left running must not keep the exit waiting
 
 
 CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor")

@@ -45,6 +45,7 @@ PLUGIN_SECTION = "plugin"
 ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+MAX_DRAIN_SECONDS = 3600
 
 
 class ConfigError(ValueError):
@@ -63,6 +64,9 @@ class ServerConfig:
     # The bounded pool for CPU-heavy work (core/cpu_pool.py): threads, and jobs that may wait for one.
     cpu_workers: int = 2
     cpu_queue: int = 64
+    # On SIGTERM/SIGINT: how long requests and job runs in flight may take to finish before they are
+    # cancelled (docs/operations.md, "Stopping"); fits the systemd unit's TimeoutStopSec.
+    drain_seconds: int = 25
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,8 @@ def _check_values(config: Config) -> None:
         raise ConfigError(f"config key 'server.environment' must be one of {', '.join(ENVIRONMENTS)}")
     if not 0 < config.server.port < 65536:
         raise ConfigError("config key 'server.port' must be between 1 and 65535")
+    if not 0 <= config.server.drain_seconds <= MAX_DRAIN_SECONDS:
+        raise ConfigError(f"config key 'server.drain_seconds' must be between 0 and {MAX_DRAIN_SECONDS}")
     try:
         fee = Decimal(config.fees.default_fee_percent)
     except InvalidOperation:

@@ -53,6 +53,9 @@ from .pg_groups import Groups, WriteGroups
 Row = Mapping[str, Any]
 
 SQLITE_BUSY_TIMEOUT_SECONDS = 30
+# ``disconnect``: how long connections still in use at the close may take to end (their statement is
+# interrupted first); one still busy after it ends its thread when its statement ends.
+DISCONNECT_SECONDS = 1.0
 SQLITE_IDLE_CONNECTIONS = 64  # at 50 concurrent requests 16 meant a new connection (and thread) per request
 PG_STATEMENT_CACHE_SIZE = 512  # distinct statements prepared per connection (IN lists vary in length)
 # SQLite reads on the event loop's thread (``Database._read_inline``, docs/decisions.md): the VM steps a
@@ -135,10 +138,15 @@ class Database:
         self._taken = 0  # checked out of the pool (idle here or in use)
         self._waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._idle: list[aiosqlite.Connection] = []  # SQLite connections ready for the next task
+        # SQLite: every connection open now, idle or in a task's hands; each holds a (non-daemon) thread
+        # that keeps the process alive until the connection is closed, so ``disconnect`` closes them all.
+        self._open: set[aiosqlite.Connection] = set()
         self._reader: _InlineReader | None = None  # SQLite: reads on the loop's thread (``_read_inline``)
         self._overran: dict[str, int] = {}  # statement -> runs left to send straight to a thread
         self._inline_reads = 0
-        self._closed = False  # after disconnect, returned SQLite connections close (their threads end)
+        # After disconnect: no connection is handed out or opened (a late task gets an error, not a
+        # connection nobody would close), and one given back is closed.
+        self._closed = False
         # SQLite: execute_atomic calls waiting to be committed together (``_write_groups``).
         self._grouped: list[tuple[list[tuple[str, dict[str, Any]]], asyncio.Future[None]]] = []
         self._group_writer: asyncio.Future[None] | None = None
@@ -192,6 +200,17 @@ class Database:
             self._reader = _sqlite_reader(self._sqlite_target, self._sqlite_uri)
 
     async def disconnect(self) -> None:
+        """Close every connection, idle or still in a task's hands, on both dialects.
+
+        Normally nothing is in use any more (the app cancels its requests and
+        jobs first). A connection that still is belongs to a task that outlived
+        the stop: its statement is interrupted and the connection closed under
+        it (the task gets an error; an open transaction rolls back), waiting at
+        most ``DISCONNECT_SECONDS``. An SQLite connection left open would keep
+        the process from exiting (its thread is not a daemon); a PostgreSQL one
+        would keep ``pool.close()`` waiting for its release forever.
+        """
+        self._closed = True
         if self._pool is not None:
             pool, self._pool = self._pool, None
             spare, self._spare = self._spare, []
@@ -202,25 +221,42 @@ class Database:
                 waiter = self._waiters.popleft()
                 if not waiter.done():
                     waiter.set_exception(RuntimeError("the database is not connected"))
+            for conn in list(self._proxies):  # in use by a task: the pool would wait for it
+                conn.terminate()
             await pool.close()
             self._taken = 0
             self._proxies.clear()
-        self._closed = True
         if self._reader is not None:
             reader, self._reader = self._reader, None
             reader.close()
         idle, self._idle = self._idle, []
-        if self._writer is not None:
-            idle.append(self._writer)
-            self._writer = None
+        if self._writer is not None and not self._write_lock.locked():
+            idle.append(self._writer)  # else a task is writing on it: closed below with the others in use
+        self._writer = None
         for conn in idle:
-            await conn.close()
+            await self._close(conn)
+        in_use = list(self._open)
+        if in_use:
+            for conn in in_use:
+                raw = getattr(conn, "_connection", None)  # sqlite3's interrupt() may come from any thread
+                if raw is not None:
+                    raw.interrupt()
+            await asyncio.wait([asyncio.ensure_future(self._close(conn)) for conn in in_use],
+                               timeout=DISCONNECT_SECONDS)
+
+    async def _close(self, conn: aiosqlite.Connection) -> None:
+        """Close an SQLite connection: its thread ends."""
+        self._open.discard(conn)
+        await conn.close()
 
     # -- connections ---------------------------------------------------------------
 
     async def _sqlite_connect(self) -> aiosqlite.Connection:
+        if self._closed:
+            raise RuntimeError("the database is closed")
         conn = await aiosqlite.connect(self._sqlite_target, isolation_level=None,
                                        timeout=SQLITE_BUSY_TIMEOUT_SECONDS, uri=self._sqlite_uri)
+        self._open.add(conn)
         conn.row_factory = _dict_row  # type: ignore[assignment]  # a factory function, as sqlite3 allows
         return conn
 
@@ -240,7 +276,7 @@ class Database:
         if not self._closed and len(self._idle) < SQLITE_IDLE_CONNECTIONS and not conn.in_transaction:
             self._idle.append(conn)
         else:
-            await conn.close()
+            await self._close(conn)
 
     async def _pg_acquire(self) -> Any:
         """A connection for one task: an idle one, else one more from the pool, else the next released.
@@ -620,9 +656,9 @@ class Database:
             yield
         finally:
             _pinned.reset(token)
-            if writer.in_transaction and self._writer is writer:
+            if self._writer is writer and writer.in_transaction:  # (after disconnect it is closed already)
                 self._writer = None
-                await writer.close()
+                await self._close(writer)
 
     @asynccontextmanager
     async def _top_transaction(self, begin: str) -> AsyncIterator[None]:
@@ -651,7 +687,10 @@ class Database:
         pool then rolls back on release, and a SQLite connection still in a
         transaction is closed instead of kept idle.
         """
-        in_tx = conn.is_in_transaction() if self.is_postgres else conn.in_transaction
+        try:  # a connection closed under the task (``disconnect`` at a stop) has nothing left to roll back
+            in_tx = (not conn.is_closed() and conn.is_in_transaction()) if self.is_postgres else conn.in_transaction
+        except ValueError:  # aiosqlite: closed
+            return
         if not in_tx:
             return
         try:
@@ -724,7 +763,7 @@ class Database:
             try:
                 yield bool(got)
             finally:
-                if got:
+                if got and not conn.is_closed():  # a closed session released its locks with it
                     try:
                         await conn.execute("SELECT pg_advisory_unlock($1)", key)
                     except BaseException:

@@ -40,6 +40,7 @@ from .registries import (
     StartupError,
 )
 from .secrets import Secrets
+from .stopping import Stop
 from .venues import SwapVenueRegistry
 from .jobs import register_core_jobs
 
@@ -76,6 +77,11 @@ class Gateway:
     cpu: CpuPool = field(default_factory=CpuPool)
     # Services attached by the web app or the CLI at start (prices, outbox ...).
     services: dict[str, Any] = field(default_factory=dict)
+    # This process's stop (core/stopping.py): set on SIGTERM/SIGINT; long loops may end early on it.
+    stop: Stop = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stop = Stop(self.config.server.drain_seconds)
 
     def now(self) -> int:
         """Unix seconds; tests replace ``clock`` to move time."""

@@ -398,7 +398,10 @@ def gateway_started(gateway: "Gateway") -> None:
 def gateway_stopping(gateway: "Gateway") -> None:
     """The server is shutting down; the database is still connected.
 
-    May be async. Return nothing.
+    Called once requests and job runs have finished or been cancelled at the
+    stop's drain deadline. May be async; close what ``gateway_started``
+    opened, promptly (the process exits a few seconds after the deadline
+    whatever is left). Return nothing.
     """
 
 

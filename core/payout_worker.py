@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from . import payouts
 from .chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from .stopping import undone_if_cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -65,14 +66,27 @@ def backoff_seconds(attempts: int) -> int:
 
 
 async def process_payouts(gateway: "Gateway", *, limit: int = BATCH_SIZE) -> int:
-    """One tick: claim due payouts and advance each; returns how many were claimed."""
+    """One tick: claim due payouts and advance each; returns how many were claimed.
+
+    Cancelled (a stop's deadline), the tick gives back the claims it still
+    holds, so the payouts go on at the next tick, here after a restart or in
+    another worker, instead of after ``LEASE_SECONDS``.
+    """
     claimed = await payouts.claim_due(gateway, limit, LEASE_SECONDS)
-    for row in claimed:
-        try:
-            await advance(gateway, row)
-        except Exception:  # one payout's bug must not stall the others
-            # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
-            log.exception("payout %s: unexpected error at stage %s", row["id"], row["stage"])
+    if not claimed:
+        return 0
+    async with undone_if_cancelled(lambda: payouts.release_claim(gateway, claimed[0]["claim_token"]),
+                                   f"the payout tick ({len(claimed)} claimed)"):
+        for row in claimed:
+            if gateway.stop.requested.is_set():
+                break  # stopping: the payouts not started yet keep for the next tick (claims given back below)
+            try:
+                await advance(gateway, row)
+            except Exception:  # one payout's bug must not stall the others
+                # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
+                log.exception("payout %s: unexpected error at stage %s", row["id"], row["stage"])
+        if gateway.stop.requested.is_set():
+            await payouts.release_claim(gateway, claimed[0]["claim_token"])
     return len(claimed)
 
 
@@ -81,13 +95,18 @@ async def process_job(gateway: "Gateway") -> None:
 
 
 async def run_worker(gateway: "Gateway", *, once: bool = False) -> int:
-    """The CLI loop: tick every ``TICK_SECONDS`` (or once); returns the exit status."""
-    while True:
+    """The CLI loop: tick every ``TICK_SECONDS`` (or once) until the gateway's stop; returns the exit status."""
+    stop = gateway.stop.requested
+    while not stop.is_set():
         claimed = await process_payouts(gateway)
         if once:
             print(f"processed {claimed} payout(s)")
             return 0
-        await asyncio.sleep(TICK_SECONDS)
+        try:
+            await asyncio.wait_for(stop.wait(), TICK_SECONDS)
+        except TimeoutError:
+            pass
+    return 0
 
 
 async def create_and_send(gateway: "Gateway", merchant_id: str,
@@ -109,10 +128,12 @@ async def drive_now(gateway: "Gateway", row: Row) -> Row:
     """
     claimed = await payouts.claim_one(gateway, row["id"], LEASE_SECONDS)
     if claimed is not None:
-        try:
-            await advance(gateway, claimed)
-        except Exception:  # the worker takes it over when the claim expires
-            log.exception("payout %s: unexpected error while sending it at once", row["id"])
+        async with undone_if_cancelled(lambda: payouts.release_claim(gateway, claimed["claim_token"]),
+                                       f"sending payout {row['id']} at once"):
+            try:
+                await advance(gateway, claimed)
+            except Exception:  # the worker takes it over when the claim expires
+                log.exception("payout %s: unexpected error while sending it at once", row["id"])
     current = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": row["id"]})
     assert current is not None, "payouts are never deleted"
     return current

@@ -403,6 +403,20 @@ async def claim_one(gateway: "Gateway", payout_id: str, lease_seconds: int) -> R
              "now": now})
 
 
+async def release_claim(gateway: "Gateway", token: str) -> None:
+    """Give back the claim ``token`` on the payouts it still holds: due again at once, for any worker.
+
+    Called when a stop interrupted the worker holding it. Safe whatever
+    stage it reached: every move is conditional on this claim, so nothing
+    the interrupted worker did can land afterwards; a signed payout is sent
+    again with the same stored bytes (never signed again), and a signature
+    not stored yet was never broadcast.
+    """
+    await gateway.db.execute(
+        "UPDATE payouts SET claimed_until = NULL, claim_token = NULL WHERE claim_token = :tok AND status = :s",
+        {"tok": token, "s": CONFIRMING})
+
+
 async def _advance(gateway: "Gateway", row: Row, *, stage: str, changes: Mapping[str, Any]) -> Row | None:
     """Apply ``changes`` if this worker still holds the claim and the row is still at ``stage``."""
     db = gateway.db

@@ -10,7 +10,9 @@ Claiming is safe with several processes: on PostgreSQL the claim takes
 single-writer transaction. A claim moves ``next_attempt_at`` forward by a
 lease and stamps a claim token, so a worker that dies mid-attempt only
 delays the event, and a late worker cannot overwrite a newer claim's result.
-The HTTP request itself runs outside any database transaction.
+The HTTP request itself runs outside any database transaction. An attempt
+cancelled by a stop gives its claim back (``release_claims``): the event is
+due again at once, after a restart or in another process.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import aiohttp
 
 from .events import DELIVERED, FAILED, PENDING, PREVIEW_CHARS, SKIPPED_NO_SECRET, SKIPPED_NO_URL
 from .netguard import UnsafeUrl, check_public_url, outbound_session
+from .stopping import undone_if_cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -329,8 +332,26 @@ async def _deliver_claims(gateway: "Gateway", http: aiohttp.ClientSession, claim
                 log.exception("webhook %s attempt %d failed unexpectedly", claim.event_id, claim.attempt)
                 return Outcome(False, error="internal error while sending")
 
-    outcomes = await asyncio.gather(*(one(claim) for claim in claims))
-    return await record_attempts(gateway, list(zip(claims, outcomes)))
+    async with undone_if_cancelled(lambda: release_claims(gateway, claims), f"delivery of {len(claims)} webhook(s)"):
+        outcomes = await asyncio.gather(*(one(claim) for claim in claims))
+        return await record_attempts(gateway, list(zip(claims, outcomes)))
+
+
+async def release_claims(gateway: "Gateway", claims: list[Claim]) -> None:
+    """Give back claims whose attempts never ended (a stop cancelled them): due at once, the attempt not counted.
+
+    An attempt cut short by our own stop says nothing about the receiver;
+    counted, a restart during the last attempt would fail the event. The
+    receiver may have read the body already and will see the same event id
+    again, which it deduplicates (docs/webhooks.md). Only rows still under
+    these claims move (a recorded attempt cleared its token).
+    """
+    now = gateway.now()
+    for token in sorted({claim.token for claim in claims}):
+        await gateway.db.execute(
+            "UPDATE webhook_events SET attempts = attempts - 1, next_attempt_at = :now, claim_token = NULL,"
+            " updated_at = :now WHERE claim_token = :token AND status = :pending",
+            {"now": now, "token": token, "pending": PENDING})
 
 
 async def deliver_due(gateway: "Gateway") -> int:
@@ -338,6 +359,8 @@ async def deliver_due(gateway: "Gateway") -> int:
     attempts = 0
     async with _http_session(gateway) as http:
         for _ in range(MAX_BATCHES_PER_TICK):
+            if gateway.stop.requested.is_set():
+                break  # stopping: the rest waits for the next tick
             claims = await claim_due(gateway, limit=BATCH_SIZE)
             if not claims:
                 break

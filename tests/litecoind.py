@@ -10,10 +10,15 @@ failure pointing at ``scripts/ensure_litecoind.sh``, never a skip.
 address of a test-only key, and the faucet signs its own transactions from
 those coinbases with the gateway's transaction code (the node judges the
 signatures).
+
+``NodeGate`` stands between a gateway and the node: JSON-RPC passes
+through unchanged until the test makes chosen methods (or all) hang, a node
+that accepts and never answers.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -27,6 +32,8 @@ from typing import Any
 
 import httpx
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from orbchain.chains.bitcoin.rpc import coin_units
 from orbchain.chains.bitcoin.transactions import (
@@ -113,6 +120,67 @@ class Faucet:
         assert sent == signed.txid
         self.utxos.append((signed.txid, 1, value - amount - FAUCET_FEE))
         return signed.txid
+
+
+def external_address(index: int) -> str:
+    """A regtest LTC address of a key only the tests hold (payout destinations)."""
+    return get_family("ltc", "regtest").derive(SeedKeyStore(FAUCET_SEED), 7, index).address
+
+
+class NodeGate:
+    """The node's JSON-RPC behind a gate: passed through, or held unanswered for the methods in ``hanging``.
+
+    ``hanging`` holds method names, or ``"*"`` for every call. A held call
+    is recorded in ``held`` as (method, params) and never answered until
+    ``release()``; the gateway sees a node that accepted its connection and
+    went silent.
+    """
+
+    def __init__(self, upstream: str | None) -> None:
+        self.upstream = upstream
+        self.hanging: set[str] = set()
+        self.held: list[tuple[str, list[Any]]] = []
+        self._released = asyncio.Event()
+        self._server: TestServer | None = None
+        self.url: str | None = None
+        self._client = httpx.AsyncClient(auth=(RPC_USER, RPC_PASSWORD), timeout=60)
+
+    async def start(self) -> str:
+        app = web.Application()
+        app.router.add_post("/", self._handle)
+        self._server = TestServer(app, host="127.0.0.1")
+        await self._server.start_server()
+        self.url = str(self._server.make_url("/")).rstrip("/")
+        return self.url
+
+    def _hangs(self, method: str) -> bool:
+        return "*" in self.hanging or method in self.hanging
+
+    async def _handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        payload = json.loads(body)
+        calls = payload if isinstance(payload, list) else [payload]
+        if any(self._hangs(call.get("method", "")) for call in calls) or self.upstream is None:
+            self.held.extend((call.get("method", ""), call.get("params", [])) for call in calls)
+            await self._released.wait()
+            return web.Response(status=503)
+        answer = await self._client.post(self.upstream, content=body, headers={"Content-Type": "application/json"})
+        return web.Response(body=answer.content, status=answer.status_code, content_type="application/json")
+
+    def held_calls(self, method: str) -> list[list[Any]]:
+        return [params for name, params in self.held if name == method]
+
+    def release(self) -> None:
+        """Pass everything through again; calls held so far end with a 503."""
+        self.hanging.clear()
+        self._released.set()
+        self._released = asyncio.Event()
+
+    async def close(self) -> None:
+        self._released.set()
+        if self._server is not None:
+            await self._server.close()
+        await self._client.aclose()
 
 
 def _wait_for_rpc(node: Node, log: Path, seconds: float = 60) -> None:

@@ -7,9 +7,11 @@ import hashlib
 import hmac
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -22,20 +24,37 @@ from orbchain.web.keys import GATEWAY
 
 
 class WebhookReceiver:
-    """A merchant endpoint on 127.0.0.1 recording raw webhook requests."""
+    """A merchant endpoint on 127.0.0.1 recording raw webhook requests.
+
+    ``requests`` holds the ones it accepted (answered 200). With ``hold``
+    set it reads each request, records it in ``held`` and never answers (a
+    receiver that hangs) until ``release()``.
+    """
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.fail_next = 0
+        self.hold = False
+        self.held: list[dict[str, Any]] = []
+        self._released = asyncio.Event()
         self.server: TestServer | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
+        if self.hold:
+            self.held.append({"headers": dict(request.headers), "raw": raw})
+            await self._released.wait()
+            return web.Response(status=503)
         if self.fail_next:
             self.fail_next -= 1
             return web.Response(status=503)
         self.requests.append({"headers": dict(request.headers), "raw": raw, "body": json.loads(raw)})
         return web.Response(text="ok")
+
+    def release(self) -> None:
+        """Stop holding: requests held so far end (503), later ones are accepted."""
+        self.hold = False
+        self._released.set()
 
     async def start(self) -> str:
         app = web.Application()
@@ -45,6 +64,7 @@ class WebhookReceiver:
         return str(self.server.make_url("/hook"))
 
     async def close(self) -> None:
+        self.release()
         if self.server:
             await self.server.close()
 
@@ -195,22 +215,108 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def serve_process(db_url: str, tmp_path: Any, port: int, workers: int, **env: str | None) -> subprocess.Popen:
-    """``orbchain serve --workers N`` on 127.0.0.1:``port`` in development, in its own session, output piped.
+def orbchain_env(db_url: str, tmp_path: Any, **env: str | None) -> dict[str, str]:
+    """The environment of an ``orbchain`` command in development on ``db_url``, data under ``tmp_path``.
 
-    ``env`` adds variables to the child's environment; a None value removes one.
+    ``env`` adds variables; a None value removes one.
     """
     child = {**os.environ, "ORBCHAIN_DATABASE_URL": db_url, "ORBCHAIN_DATA_DIR": str(tmp_path / "var"),
-             "ORBCHAIN_ENVIRONMENT": "development"}
+             "ORBCHAIN_ENVIRONMENT": "development", "PYTHONUNBUFFERED": "1"}
     child.pop("ORBCHAIN_CONFIG", None)
     for name, value in env.items():
         if value is None:
             child.pop(name, None)
         else:
             child[name] = value
-    return subprocess.Popen([sys.executable, "-m", "orbchain", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--workers", str(workers)], env=child, cwd=tmp_path, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, start_new_session=True)
+    return child
+
+
+def start_session(command: list[str], tmp_path: Any, env: dict[str, str], log: Any = None) -> subprocess.Popen:
+    """``command`` started as an operator would: its own session, so ``os.killpg(proc.pid, ...)`` signals
+    it and everything it started the way a service manager or a terminal does. Output goes to the file
+    ``log`` when given, else to a pipe."""
+    output = open(log, "ab") if log is not None else subprocess.PIPE  # the child has its own copy once started
+    try:
+        return subprocess.Popen(command, env=env, cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    finally:
+        if log is not None:
+            output.close()
+
+
+def orbchain_process(db_url: str, tmp_path: Any, *args: str, log: Any = None, **env: str | None) -> subprocess.Popen:
+    """``orbchain <args>`` (``orbchain_env``, ``start_session``)."""
+    return start_session([sys.executable, "-m", "orbchain", *args], tmp_path, orbchain_env(db_url, tmp_path, **env),
+                         log)
+
+
+def serve_process(db_url: str, tmp_path: Any, port: int, workers: int, log: Any = None,
+                  **env: str | None) -> subprocess.Popen:
+    """``orbchain serve --workers N`` on 127.0.0.1:``port`` (``orbchain_process``)."""
+    return orbchain_process(db_url, tmp_path, "serve", "--host", "127.0.0.1", "--port", str(port),
+                            "--workers", str(workers), log=log, **env)
+
+
+def children_of(pid: int) -> set[int]:
+    """The processes whose parent is ``pid``."""
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
+    return {int(p) for p in out.split()}
+
+
+def running(pid: int, *, group: bool = False) -> bool:
+    """Whether process ``pid`` (with ``group``: any process of process group ``pid``) still exists."""
+    try:
+        (os.killpg if group else os.kill)(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """Test teardown: SIGKILL what is left of ``process``'s group (it leads one: ``start_session``), reap it."""
+    if running(process.pid, group=True):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+async def wait_healthy(port: int, process: subprocess.Popen, seconds: float = 60, log: Any = None) -> None:
+    """Poll ``/health`` until it answers 200; fails when the process exits or ``seconds`` pass."""
+    import aiohttp
+
+    deadline = asyncio.get_running_loop().time() + seconds
+    async with aiohttp.ClientSession() as session:
+        while True:
+            assert process.poll() is None, f"exited with {process.returncode}: {_tail(log)}"
+            try:
+                async with session.get(f"http://127.0.0.1:{port}/health") as response:
+                    if response.status == 200:
+                        return
+            except aiohttp.ClientError:
+                pass
+            assert asyncio.get_running_loop().time() < deadline, f"no /health within {seconds} s: {_tail(log)}"
+            await asyncio.sleep(0.2)
+
+
+async def wait_exit(process: subprocess.Popen, seconds: float, log: Any = None) -> int:
+    """The exit status once ``process`` ended; a process still alive after ``seconds`` is a hang:
+    its group is killed and the test fails (the bound only catches a hang, it measures nothing)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while process.poll() is None:
+        if asyncio.get_running_loop().time() > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            raise AssertionError(f"still running {seconds} s after the stop: a hang. {_tail(log)}")
+        await asyncio.sleep(0.05)
+    return process.returncode
+
+
+def _tail(log: Any, lines: int = 60) -> str:
+    if log is None:
+        return ""
+    try:
+        return "\n".join(Path(log).read_text(errors="replace").splitlines()[-lines:])
+    except FileNotFoundError:
+        return "(no log)"
 
 
 # The rate limiter's own tables: PostgreSQL counts requests there (reads too), outside any handler.

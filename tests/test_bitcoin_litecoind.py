@@ -24,7 +24,7 @@ from orbchain.core.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family
 
-from .litecoind import faucet, litecoind_node  # noqa: F401 - session fixtures
+from .litecoind import external_address, faucet, litecoind_node  # noqa: F401 - session fixtures
 from .support import WebhookReceiver, api, signup
 
 LTC = 100_000_000
@@ -176,13 +176,6 @@ async def test_catches_up_after_the_gateway_was_stopped(make_client, make_config
 
 
 # -- payouts ------------------------------------------------------------------------------------
-
-
-def external_address(index: int) -> str:
-    from .litecoind import FAUCET_SEED
-    from orbchain.core.keys import SeedKeyStore
-
-    return get_family("ltc", "regtest").derive(SeedKeyStore(FAUCET_SEED), 7, index).address
 
 
 async def create_payout(shop: Shop, amount: str, address: str) -> dict:

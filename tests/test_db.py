@@ -527,3 +527,46 @@ async def test_sqlite_in_memory_and_uri_databases(tmp_path, monkeypatch):
         assert "SELECT v FROM t_in" not in threaded
     finally:
         await db.disconnect()
+
+
+async def test_disconnect_closes_connections_still_in_use_and_opens_none_after(db_url):
+    """Issue 34: a task still holding a connection when the database closes (a job the stop could not end)
+    left it open. On SQLite its non-daemon thread then kept the stopped process waiting forever in
+    ``threading._shutdown``, and a write after the close opened a new connection nobody closed; on
+    PostgreSQL ``pool.close()`` waited for its release forever. Now disconnect closes it too, and a late
+    task gets an error instead of a connection."""
+    import threading
+
+    from orbchain.core.db import Database
+
+    before = set(threading.enumerate())
+    db = Database(db_url)
+    await db.connect()
+    holding, never = asyncio.Event(), asyncio.Event()
+
+    async def job(write: bool) -> None:
+        async with db.transaction() if write else db.connection():
+            if write:
+                await db.execute("CREATE TABLE t_stop (id INTEGER PRIMARY KEY)")
+            await db.fetch_val("SELECT 1")
+            holding.set()
+            await never.wait()
+
+    jobs = [asyncio.create_task(job(write)) for write in (False, True)]
+    await holding.wait()
+    await asyncio.sleep(0.05)  # the second job too reached its wait (or the writer lock: it holds one either way)
+    await asyncio.wait_for(db.disconnect(), 30)  # before: PostgreSQL waited here for ever
+    threads = [t for t in threading.enumerate() if t not in before and "_connection_worker_thread" in t.name]
+    for thread in threads:
+        thread.join(10)
+    assert not [t.name for t in threads if t.is_alive()]
+    with pytest.raises(RuntimeError):
+        await db.fetch_val("SELECT 1")
+    for task in jobs:
+        task.cancel()
+    outcomes = await asyncio.gather(*jobs, return_exceptions=True)
+    assert all(isinstance(outcome, asyncio.CancelledError) for outcome in outcomes), outcomes  # unwound cleanly
+    with pytest.raises(RuntimeError):
+        await db.execute("INSERT INTO t_stop (id) VALUES (1)")
+    assert not [t for t in threading.enumerate() if t not in before and t.is_alive()
+                and "_connection_worker_thread" in t.name]

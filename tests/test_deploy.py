@@ -134,3 +134,33 @@ def test_systemd_analyze_verify(tmp_path):
                               text=True)
     match = re.search(r"Overall exposure level for orbchain\.service: ([\d.]+)", security.stdout)
     assert match and float(match.group(1)) <= 2.0, security.stdout[-500:]
+
+
+def _seconds(value: str) -> float:
+    """A systemd or compose duration ("35", "35s", "1min", "1m30s") in seconds."""
+    units = {"": 1, "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600}
+    parts = re.findall(r"(\d+)\s*([a-z]*)", str(value))
+    assert parts and "".join(n + u for n, u in parts) == str(value).replace(" ", ""), value
+    return sum(int(number) * units[unit] for number, unit in parts)
+
+
+def _stop_bound() -> float:
+    """How long ``serve --workers N`` may take to stop with the default drain (issue 34): the supervisor
+    kills workers still alive after it, its own backstop ends it a second later."""
+    from orbchain.core.config import ServerConfig
+    from orbchain.web.workers import SUPERVISOR_MARGIN_SECONDS
+
+    return ServerConfig().drain_seconds + SUPERVISOR_MARGIN_SECONDS + 1
+
+
+def test_systemd_unit_gives_the_stop_time_to_drain():
+    """SIGTERM to the supervisor only (it passes the stop on; a worker signalled twice would just ignore the
+    repeat), and a stop timeout longer than the gateway's own bound, so systemd never SIGKILLs a clean stop."""
+    service = unit()["Service"]
+    assert service["KillSignal"] == "SIGTERM" and service["KillMode"] == "mixed"
+    assert _seconds(service["TimeoutStopSec"]) > _stop_bound()
+
+
+def test_compose_gives_the_stop_time_to_drain():
+    service = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]["orbchain"]
+    assert service["stop_signal"] == "SIGTERM" and _seconds(service["stop_grace_period"]) > _stop_bound()

@@ -386,6 +386,68 @@ async def test_a_crashed_claim_is_retaken_after_its_lease(env):
     assert await payouts.record_signed(gw, claimed, SignedPayout("00" * 32, "{}")) is None
 
 
+async def test_a_tick_cut_short_by_a_stop_gives_its_claims_back_and_sends_once(env, monkeypatch):
+    """Issue 34: a stop cancels a tick waiting on the node's broadcast. Its claims are given back at once (the
+    payout in flight and the one it had not reached), so the next tick, after a restart, takes both instead
+    of waiting ``LEASE_SECONDS``; the stored transaction goes out, never a new signature, and once."""
+    client, merchant, devnet = env
+    gw = devnet.gateway
+    await fund(client, merchant, devnet)
+    first = (await create(client, merchant, "0.004"))[1]["data"]["track_id"]
+    second = (await create(client, merchant, "0.001"))[1]["data"]["track_id"]
+    real_sign, real_broadcast, signs, waiting = devnet.adapter.sign_payout, devnet.adapter.broadcast, [], asyncio.Event()
+
+    async def counted_sign(order):
+        signs.append(order.payout_id)
+        return await real_sign(order)
+
+    async def silent_node(signed):
+        waiting.set()
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(devnet.adapter, "sign_payout", counted_sign)
+    monkeypatch.setattr(devnet.adapter, "broadcast", silent_node)
+    advance_clock(gw, 5)
+    tick = asyncio.create_task(worker.process_payouts(gw))
+    await waiting.wait()
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+    held = {row["stage"]: row for row in [await payout_row(gw, track_id) for track_id in (first, second)]}
+    assert set(held) == {"signed", "queued"} and {row["claim_token"] for row in held.values()} == {None}
+
+    monkeypatch.setattr(devnet.adapter, "broadcast", real_broadcast)
+    assert await work(gw, 1) == 2  # at once: before, the claims held for LEASE_SECONDS
+    sent = {row["id"]: row for row in [await payout_row(gw, track_id) for track_id in (first, second)]}
+    assert {row["stage"] for row in sent.values()} == {"broadcast"}
+    assert sent[held["signed"]["id"]]["tx_hash"] == held["signed"]["tx_hash"]  # the stored bytes, not re-signed
+    assert sorted(signs) == sorted(sent)  # each signed once
+    for row in sent.values():
+        assert len(await devnet_txs(gw, row["tx_hash"])) == 1
+    await devnet.mine(1)
+    await work(gw, 10)
+    assert {(await payout_row(gw, t))["status"] for t in (first, second)} == {"Confirmed"}
+    assert await in_flight(gw) == 0 and (await ledger.check_ledger(gw.db)).ok
+
+
+async def test_a_stopping_worker_finishes_the_payout_in_hand_and_gives_back_the_rest(env, monkeypatch):
+    client, merchant, devnet = env
+    gw = devnet.gateway
+    await fund(client, merchant, devnet)
+    tracks = [(await create(client, merchant, "0.001"))[1]["data"]["track_id"] for _ in range(2)]
+    advance_clock(gw, 5)
+    real_advance = worker.advance
+
+    async def stop_during(gateway, row):
+        await real_advance(gateway, row)
+        gateway.stop.begin("SIGTERM")  # arrives while the first payout is being sent
+
+    monkeypatch.setattr(worker, "advance", stop_during)
+    assert await worker.process_payouts(gw) == 2
+    rows = [await payout_row(gw, track_id) for track_id in tracks]
+    assert sorted((row["stage"], row["claim_token"]) for row in rows) == [("broadcast", None), ("queued", None)]
+
+
 # -- network fees ------------------------------------------------------------------------------------
 
 

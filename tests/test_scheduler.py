@@ -1,4 +1,5 @@
-"""Scheduler: plugin jobs run inside the app's loop; one leader per job across processes on PostgreSQL.
+"""Scheduler: plugin jobs run inside the app's loop; one leader per job across processes on PostgreSQL;
+a stop lets the runs in flight finish until its deadline and cancels the rest.
 
 No sleep decides an outcome here: jobs report through events, and the only
 time bound (``HANG_SECONDS``) catches a scheduler that never runs at all.
@@ -11,8 +12,9 @@ import asyncio
 from apscheduler.events import EVENT_JOB_EXECUTED
 
 from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.registries import Job
-from orbchain.scheduler.runner import run_job_once
+from orbchain.core.registries import Job, JobRegistry
+from orbchain.core.stopping import Stop
+from orbchain.scheduler.runner import JobScheduler, run_job_once
 from orbchain.web.keys import GATEWAY
 
 from .cross_process import CROSS_PROCESS, HANG_SECONDS
@@ -120,3 +122,53 @@ async def test_two_schedulers_elect_one_leader_per_job(make_client, make_config)
         assert lost and set(lost) == {"b" if leader == "a" else "a"}, (leader, lost)
     finally:
         release.set()
+
+
+def _scheduler_with(gateway, drain_seconds: float, *jobs: Job) -> JobScheduler:
+    """A scheduler running only ``jobs``, with a stop that drains for ``drain_seconds``."""
+    gateway.jobs = JobRegistry()
+    gateway.jobs.current_plugin = "test"
+    for job in jobs:
+        gateway.jobs.add(job)
+    gateway.stop = Stop(drain_seconds)
+    scheduler = JobScheduler(gateway)
+    scheduler.start()
+    return scheduler
+
+
+async def test_a_stop_lets_a_running_job_finish_and_starts_no_new_run(gateway):
+    """Issue 34: the scheduler was shut down with ``wait=False``, which cancels APScheduler's running jobs at
+    once; a run in flight now finishes within the drain deadline, and a tick due after the stop began runs
+    nothing."""
+    started, release, finished = asyncio.Event(), asyncio.Event(), []
+
+    async def slow(gw):
+        started.set()
+        await release.wait()
+        finished.append("done")
+
+    job = Job("test.slow", slow, 0.05)
+    scheduler = _scheduler_with(gateway, 30, job)
+    await asyncio.wait_for(started.wait(), HANG_SECONDS)
+    draining = asyncio.create_task(scheduler.drain())
+    release.set()
+    assert await draining == [] and finished == ["done"] and gateway.stop.cancelled == []
+    assert await scheduler._run(job) is None and finished == ["done"]  # a tick already due: nothing runs
+
+
+async def test_a_stop_cancels_a_run_still_going_at_the_deadline(gateway):
+    started, unwound = asyncio.Event(), []
+
+    async def stuck(gw):
+        started.set()
+        try:
+            await asyncio.Event().wait()  # a node that never answers
+        except asyncio.CancelledError:
+            unwound.append(True)  # e.g. giving back its claims
+            raise
+
+    scheduler = _scheduler_with(gateway, 0.2, Job("test.stuck", stuck, 0.05))
+    await asyncio.wait_for(started.wait(), HANG_SECONDS)
+    assert await scheduler.drain() == ["test.stuck"]
+    assert unwound == [True] and gateway.stop.cancelled == ["job test.stuck"] and scheduler.running == []
+    assert await scheduler.drain() == []  # again (the app's cleanup after its shutdown): nothing left

@@ -8,31 +8,16 @@ them all; SQLite must refuse more than one worker with a clear message.
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import subprocess
 import time
 
 import aiohttp
 
 from orbchain.web.keys import GATEWAY  # noqa: F401 - the app must import cleanly in the parent
 
-from .support import free_port, serve_process
+from .support import children_of, free_port, kill_group, running, serve_process
 
 SERVE_TIMEOUT = 60
-
-
-def _children(pid: int) -> set[int]:
-    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True).stdout
-    return {int(p) for p in out.split()}
-
-
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path):
@@ -57,15 +42,13 @@ async def test_two_workers_answer_on_one_port_and_stop_together(db_url, tmp_path
                 except aiohttp.ClientConnectionError:
                     await asyncio.sleep(0.2)  # still starting
         assert len(seen) == 2, proc.stdout.read().decode()[-3000:] if proc.poll() is not None else seen
-        workers = _children(proc.pid)
+        workers = children_of(proc.pid)
         assert {int(w) for w in seen} == workers
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=SERVE_TIMEOUT) == 0
-        assert not _children(proc.pid) and not any(_running(pid) for pid in workers)
+        assert not children_of(proc.pid) and not any(running(pid) for pid in workers)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        kill_group(proc)
 
 
 async def test_a_first_worker_that_cannot_start_stops_the_set(db_url, tmp_path):

@@ -58,11 +58,13 @@ class Receiver:
         self.answers: list[int] = []  # status codes to answer with, in order; then 200
         self.delay = 0.0
         self.echo = ""
+        self.arrived = asyncio.Event()  # set by the first request
         self.server: TestServer | None = None
 
     async def handle(self, request: web.Request) -> web.Response:
         raw = await request.read()
         self.requests.append({"headers": request.headers.copy(), "raw": raw, "path": request.path})
+        self.arrived.set()
         if self.delay:
             await asyncio.sleep(self.delay)
         status = self.answers.pop(0) if self.answers else 200
@@ -426,6 +428,37 @@ async def test_an_interrupted_last_attempt_ends_in_failed(gateway, clock):
     assert await deliver_due(gateway) == 0
     row = await outbox_row(gateway, event_id)
     assert row["status"] == "failed" and row["last_error"] == "the last attempt was interrupted"
+
+
+async def test_an_attempt_cut_short_by_a_stop_is_given_back_and_then_delivered_once(gateway, clock, receiver):
+    """Issue 34: a stop cancels a delivery still waiting for its receiver. The claim is given back with the
+    attempt uncounted, even the last one (which a crash, above, ends in failed): the event is due at once
+    and the next tick delivers it, once. Before, it stayed claimed until its lease and then failed."""
+    merchant = await add_merchant(gateway, webhook_url=receiver.url)
+    event_id = await paid(gateway, merchant)
+    await gateway.db.execute("UPDATE webhook_events SET attempts = 4 WHERE event_id = :id", {"id": event_id})
+    receiver.delay = 3600  # a receiver that never answers
+    tick = asyncio.create_task(deliver_due(gateway))
+    await asyncio.wait_for(receiver.arrived.wait(), 30)
+    tick.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await tick
+    row = await gateway.db.fetch_one("SELECT * FROM webhook_events WHERE event_id = :id", {"id": event_id})
+    assert (row["status"], row["attempts"], row["claim_token"]) == ("pending", 4, None)
+    assert row["next_attempt_at"] <= gateway.now() and await logs(gateway, event_id) == []
+    receiver.delay = 0
+    assert await deliver_due(gateway) == 1 and await deliver_due(gateway) == 0
+    row = await outbox_row(gateway, event_id)
+    assert (row["status"], row["attempts"]) == ("delivered", 5)
+    assert receiver.event_ids() == [event_id, event_id]  # the cut-off attempt and the delivery: same event id
+
+
+async def test_a_stopping_gateway_starts_no_new_batch(gateway, clock, receiver):
+    merchant = await add_merchant(gateway, webhook_url=receiver.url)
+    event_id = await paid(gateway, merchant)
+    gateway.stop.begin("SIGTERM")
+    assert await deliver_due(gateway) == 0  # left for the next tick, after the restart
+    assert (await outbox_row(gateway, event_id))["status"] == "pending" and receiver.requests == []
 
 
 async def test_a_late_worker_cannot_overwrite_a_newer_claim(gateway, clock, receiver):

@@ -85,7 +85,11 @@ async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
-    """APScheduler must start inside the running loop, hence a cleanup context."""
+    """APScheduler must start inside the running loop, hence a cleanup context.
+
+    Its runs are drained before anything they use closes: at ``on_shutdown``
+    (``drain_jobs``) when the app stops serving, else here.
+    """
     gateway = app[GATEWAY]
     if not gateway.config.scheduler.enabled:
         yield
@@ -97,6 +101,13 @@ async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
         yield
     finally:
         await scheduler.shutdown()
+
+
+async def drain_jobs(app: web.Application) -> None:
+    """``on_shutdown``: job runs in flight finish until the stop's deadline, alongside the requests."""
+    scheduler = app[GATEWAY].services.get("scheduler")
+    if scheduler is not None:
+        await scheduler.drain()
 
 
 def collect_routes(gateway: Gateway) -> RouteRegistry:
@@ -148,4 +159,5 @@ def create_app(
     aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True, auto_reload=False)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx, ops_listener_ctx])
+    app.on_shutdown.append(drain_jobs)
     return app

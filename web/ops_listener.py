@@ -51,4 +51,4 @@ async def ops_listener_ctx(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
-        await runner.cleanup()
+        await runner.stop(app[GATEWAY].stop)  # its requests drain to the main app's deadline

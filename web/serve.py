@@ -40,7 +40,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         enable_multiprocess(Path(config.metrics.multiprocess_dir) if config.metrics.multiprocess_dir
                             else config.data_dir / "metrics")
         return serve_workers(lambda: create_app(config), config.server.host, config.server.port, workers,
-                             development=config.is_development, access_log=None)
+                             drain_seconds=config.server.drain_seconds, development=config.is_development,
+                             access_log=None)
     run(create_app(config), config.server.host, config.server.port, access_log=None)
     return 0
 

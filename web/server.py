@@ -13,6 +13,13 @@ request line named a page's address (a link to a page stays a page, issue
 (an ``on_response_prepare`` signal wired by ``create_app``) sets a neutral
 ``Server`` on every ordinary response. The CLI serves through ``run``;
 tests can use ``GatewayAppRunner`` directly.
+
+``run`` also owns the stop (issue 34): aiohttp's own signal handling raised
+``GracefulExit`` out of the loop, and a second SIGTERM (``make`` passes one
+on to its child) raised it again in the middle of the cleanup, which then
+never closed the database: the process hung on aiosqlite's threads. Here a
+signal only sets the gateway's ``Stop``; the stop itself runs as ordinary
+code (``GatewayAppRunner.stop``) whatever else arrives.
 """
 
 from __future__ import annotations
@@ -33,12 +40,15 @@ from aiohttp.web_request import BaseRequest
 from yarl import URL
 
 from ..core.errors import ApiError
+from ..core.stopping import CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline
 from .envelope import error_response
+from .keys import GATEWAY
 from .pages import is_html_path, page_security_headers
 
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "orbchain"
+REQUEST_POLL_SECONDS = 0.05  # how often a stop looks whether the requests in flight are done
 
 
 async def server_header(request: web.Request, response: web.StreamResponse) -> None:
@@ -147,7 +157,7 @@ class GatewayServer(web.Server):
 
 
 class GatewayAppRunner(web.AppRunner):
-    """``web.AppRunner`` serving through ``GatewayServer``."""
+    """``web.AppRunner`` serving through ``GatewayServer``, stopped the gateway's way (``stop``)."""
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
@@ -156,20 +166,62 @@ class GatewayAppRunner(web.AppRunner):
         cast(GatewayServer, server).app = self.app
         return server
 
+    async def stop(self, stop: Stop) -> None:
+        """End serving as ``stop`` asks: what is in flight may finish until its deadline, then it is cancelled.
+
+        The listening sockets close first (no new connection), idle
+        keep-alive connections close, busy ones after their answer. The
+        app's ``on_shutdown`` runs next (the scheduler drains its job runs,
+        web/app.py), then requests still running at the deadline are
+        cancelled and counted on ``stop``. Last the app's cleanup closes the
+        rest (chain adapters, HTTP session, every database connection), also
+        after a start-up that failed half way.
+        """
+        for site in list(self.sites):
+            await site.stop()
+        server = self.server
+        try:
+            if server is not None:
+                await asyncio.sleep(0)  # requests accepted just before are being handled (as aiohttp's cleanup)
+                server.pre_shutdown()
+                await self.shutdown()
+                late = await _requests_in_flight(server, stop)
+                if late:
+                    stop.cancelled.append(f"{late} request{'s' if late > 1 else ''}")
+                await server.shutdown(CANCEL_SECONDS)
+        finally:
+            await self.app.cleanup()
+
+
+async def _requests_in_flight(server: web.Server, stop: Stop) -> int:
+    """Wait until no request is being handled or the stop's deadline passed; how many still are."""
+    while True:
+        # aiohttp keeps this flag per connection (no public accessor); without it nothing waits.
+        busy = sum(1 for handler in server.connections if getattr(handler, "_request_in_progress", False))
+        left = stop.remaining()
+        if not busy or not left:
+            return busy
+        await asyncio.sleep(min(REQUEST_POLL_SECONDS, left))
+
 
 def run(app: web.Application, host: str, port: int, *, sock: socket.socket | None = None,
-        ready: Callable[[], None] | None = None, **runner_kwargs: Any) -> None:
-    """Serve ``app`` until SIGINT/SIGTERM (what ``web.run_app`` does, with ``GatewayAppRunner``).
+        ready: Callable[[], None] | None = None, command: str = "orbchain serve", **runner_kwargs: Any) -> None:
+    """Serve ``app`` until SIGTERM or SIGINT, then stop gracefully (core/stopping.py).
 
     With ``sock`` (a listening socket a supervisor bound before forking,
     web/workers.py) the app serves on it instead of binding ``host:port``;
     ``ready`` is called once the app has started and accepts requests.
+    Returns once every connection is closed; a second signal exits the
+    process at once instead.
     """
+    stop = app[GATEWAY].stop
+    signals = StopSignals(stop, command)
 
     async def serve() -> None:
-        runner = GatewayAppRunner(app, handle_signals=True, **runner_kwargs)
-        await runner.setup()
+        signals.install()
+        runner = GatewayAppRunner(app, **runner_kwargs)
         try:
+            await runner.setup()
             site = web.SockSite(runner, sock) if sock is not None else web.TCPSite(runner, host, port)
             await site.start()
             # What start-up built (modules, templates, coin tables, plugin registries) lives as long
@@ -178,11 +230,15 @@ def run(app: web.Application, host: str, port: int, *, sock: socket.socket | Non
             gc.freeze()
             if ready is not None:
                 ready()
-            await asyncio.Event().wait()
+            await stop.requested.wait()
         finally:
-            await runner.cleanup()
+            stop.begin("serving ended")  # no signal: start-up failed; nothing is in flight
+            await runner.stop(stop)
+            stop.report(command)
 
     try:
         asyncio.run(serve())
-    except (web.GracefulExit, KeyboardInterrupt):
-        pass
+    finally:
+        signals.uninstall()
+        # However serving ended (a stop, a failed start-up), a thread left running must not keep the exit waiting.
+        arm_exit_deadline(HARD_MARGIN_SECONDS, command)

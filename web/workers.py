@@ -12,7 +12,11 @@ before it forks. Jobs still run once: each worker's scheduler competes for
 the same PostgreSQL advisory locks as separate ``orbchain serve`` processes
 do. SQLite is refused (one writer process by design, docs/decisions.md).
 
-SIGTERM or SIGINT to the supervisor stops every worker gracefully; if a
+SIGTERM or SIGINT to the supervisor stops every worker gracefully: it
+passes SIGTERM on and waits for them, bounded (each worker drains and
+closes as a single ``orbchain serve`` does, core/stopping.py); a worker
+still alive after the drain plus ``SUPERVISOR_MARGIN_SECONDS`` is killed
+and the supervisor exits 1, as it does at once on a second signal. If a
 worker dies on its own the supervisor stops the others and exits non-zero,
 so the service manager restarts the whole set.
 """
@@ -23,15 +27,22 @@ import logging
 import os
 import signal
 import socket
+import time
 from typing import Any, Callable
 
 from aiohttp import web
 
+from ..core.stopping import HARD_MARGIN_SECONDS, Stop, StopSignals
 from .server import run
 
 log = logging.getLogger("orbchain")
 
 WORKER_HEADER = "X-Worker"
+COMMAND = "orbchain serve supervisor"
+# A worker ends its stop within the drain plus HARD_MARGIN_SECONDS (its own backstop); the supervisor
+# waits a second more before it kills what is left.
+SUPERVISOR_MARGIN_SECONDS = HARD_MARGIN_SECONDS + 1
+POLL_SECONDS = 0.2  # how often the supervisor looks for exited workers
 
 
 async def worker_header(request: web.Request, response: web.StreamResponse) -> None:
@@ -40,7 +51,7 @@ async def worker_header(request: web.Request, response: web.StreamResponse) -> N
 
 
 def serve_workers(make_app: Callable[[], web.Application], host: str, port: int, workers: int,
-                  development: bool = False, **runner_kwargs: Any) -> int:
+                  drain_seconds: float, development: bool = False, **runner_kwargs: Any) -> int:
     """Fork ``workers`` processes serving ``make_app()`` on one socket; returns the exit status."""
     first = socket.create_server((host, port), backlog=1024, reuse_port=True)
     bound_port = first.getsockname()[1]
@@ -70,7 +81,7 @@ def serve_workers(make_app: Callable[[], web.Application], host: str, port: int,
     for sock in socks:
         sock.close()
     log.info("Orbchain supervisor %d started %d workers: %s", os.getpid(), workers, ", ".join(map(str, children)))
-    return _supervise(children)
+    return _supervise(children, drain_seconds)
 
 
 def _worker(make_app: Callable[[], web.Application], sock: socket.socket, development: bool,
@@ -89,36 +100,52 @@ def _worker(make_app: Callable[[], web.Application], sock: socket.socket, develo
         app = make_app()
         if development:
             app.on_response_prepare.append(worker_header)
-        run(app, "", 0, sock=sock, ready=ready, **runner_kwargs)
+        run(app, "", 0, sock=sock, ready=ready, command=f"orbchain serve worker {os.getpid()}", **runner_kwargs)
         return 0
     except BaseException:  # the supervisor learns it from the exit status
         log.exception("worker %d failed", os.getpid())
         return 1
 
 
-def _supervise(children: list[int]) -> int:
+def _supervise(children: list[int], drain_seconds: float) -> int:
+    """Wait for the workers; on a stop pass it on and wait for them, bounded; returns the exit status.
+
+    The workers finish their stop within the drain plus their own margin
+    (core/stopping.py); one still alive a second after that is killed, and
+    the supervisor exits 1. A second signal kills the workers at once.
+    """
     alive = set(children)
-    stopping = False
-
-    def stop(signum: int, _frame: Any) -> None:
-        nonlocal stopping
-        if not stopping:
-            stopping = True
-            _signal_all(alive, signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
+    stop = Stop(drain_seconds)
+    signals = StopSignals(stop, COMMAND, on_begin=lambda: _signal_all(alive, signal.SIGTERM),
+                          on_exit_now=lambda: _kill_all(alive),
+                          hard_seconds=drain_seconds + SUPERVISOR_MARGIN_SECONDS + 1)
+    signals.install()
     status = 0
     while alive:
         try:
-            pid, code = os.wait()
+            pid, code = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             break
-        alive.discard(pid)
-        if not stopping:
-            log.error("worker %d exited (status %d); stopping the others", pid, code)
-            stopping, status = True, 1
-            _signal_all(alive, signal.SIGTERM)
+        if pid:
+            alive.discard(pid)
+            code = os.waitstatus_to_exitcode(code)
+            if stop.began is None:
+                log.error("worker %d exited (status %d); stopping the others", pid, code)
+                stop.begin("a worker exited")
+                status = 1
+                _signal_all(alive, signal.SIGTERM)
+            elif code:
+                log.warning("worker %d ended its stop with status %d", pid, code)
+                status = 1
+            continue
+        if stop.began is not None and stop.elapsed() > drain_seconds + SUPERVISOR_MARGIN_SECONDS:
+            log.error("%s: workers %s still running %g s after the stop began: killing them", COMMAND,
+                      ", ".join(map(str, sorted(alive))), stop.elapsed())
+            _kill_all(alive)
+            return 1
+        time.sleep(POLL_SECONDS)
+    if stop.began is not None:
+        log.info("%s: stop ended after %.1f s; every worker exited", COMMAND, stop.elapsed())
     return status
 
 
@@ -128,3 +155,14 @@ def _signal_all(pids: set[int], signum: int) -> None:
             os.kill(pid, signum)
         except ProcessLookupError:
             pass
+
+
+def _kill_all(pids: set[int]) -> None:
+    """SIGKILL and reap (a worker left unreaped would linger as a zombie under init)."""
+    _signal_all(pids, signal.SIGKILL)
+    for pid in list(pids):
+        try:
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
+        pids.discard(pid)
