@@ -666,3 +666,22 @@ async def test_maintenance_mode_signs_in_but_creates_no_account(oidc_client, pro
     before = await database_rows(client.app[GATEWAY].db)  # the pending sign-in is written and spent in between
     await refused_page(await finish(client, await consent(await begin(client))), 503, "maintenance")
     assert await database_rows(client.app[GATEWAY].db) == before
+
+
+@pytest.mark.parametrize("cookie", [
+    "state.\u00b2.{mac}",             # isdigit() passed it, then int() raised: a 500 on the callback
+    "state.1" + "0" * 5000 + ".{mac}",  # int() of over 4,300 digits raises
+    "state.{expires}.\u00e9" + "0" * 63,  # compare_digest refuses non-ASCII text (TypeError)
+    "state.{expires}.{mac}x",
+    "\udcff.{expires}.{mac}",
+])
+async def test_a_forged_login_cookie_is_simply_not_ours(gateway, cookie):
+    """The login-state cookie is the browser's to write: any shape but ours reads as "no cookie", never raises."""
+    from orbchain.core.secrets import load_secrets
+    from orbchain.plugins.oidc import logins
+
+    gateway.secrets = gateway.secrets or load_secrets(gateway.config)
+    expires = gateway.now() + 600
+    mac = logins._mac(gateway, "state", expires)
+    assert logins.cookie_matches(gateway, f"state.{expires}.{mac}", "state")
+    assert not logins.cookie_matches(gateway, cookie.format(expires=expires, mac=mac), "state")

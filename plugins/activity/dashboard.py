@@ -9,6 +9,7 @@ itself never changes.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any, Mapping
 
@@ -18,12 +19,15 @@ from . import store
 
 PAGE_PATH = "/app/activity"
 PAGE_SIZE = 50
+# ASCII digits only: ``str.isdigit`` passes "²" and Arabic-Indic digits, which ``int`` then refuses (a 500).
+_OFFSET = re.compile(r"[0-9]{1,9}")
+_EVENT_ID = re.compile(r"[0-9]{1,18}")
 HOME_ALERTS = 5
 
 
 def _offset(query: Mapping[str, str]) -> int:
     value = query.get("offset", "")
-    return int(value) if value.isdigit() and len(value) <= 9 else 0
+    return int(value) if _OFFSET.fullmatch(value) else 0
 
 
 async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> DashboardView:
@@ -38,8 +42,7 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
     """``action=dismiss`` with ``event_id``: one of this account's alerts stops showing on the home page."""
     event_id = form.get("event_id", "")
-    if form.get("action") != "dismiss" or not isinstance(event_id, str) or not event_id.isdigit() \
-            or len(event_id) > 18:
+    if form.get("action") != "dismiss" or not isinstance(event_id, str) or not _EVENT_ID.fullmatch(event_id):
         raise ValidationError({"event_id": "must name an alert of this account"})
     if not await store.dismiss(gateway, merchant_id, int(event_id)):
         raise NotFound("no such alert")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -25,6 +26,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
 
 COOKIE_NAME = "orbchain_oidc"
+_STATE = re.compile(r"[A-Za-z0-9_-]{1,128}")  # secrets.token_urlsafe
+_EXPIRY = re.compile(r"[0-9]{1,12}")
+_HEX_MAC = re.compile(r"[0-9a-f]{64}")
 _COOKIE_CONTEXT = b"orbchain plugin oidc: login state cookie v1"
 
 
@@ -59,10 +63,14 @@ def cookie_matches(gateway: "Gateway", cookie: str | None, state: str) -> bool:
     if not cookie or cookie.count(".") != 2:
         return False
     signed_state, expires, mac = cookie.split(".")
-    if not expires.isdigit() or int(expires) <= gateway.now():
+    # The browser writes this cookie: ``isdigit`` passes "²" (then ``int`` raises) and compare_digest refuses
+    # non-ASCII text, so anything but the shape we issue is simply not ours.
+    if not (_STATE.fullmatch(signed_state) and _EXPIRY.fullmatch(expires) and _HEX_MAC.fullmatch(mac)):
         return False
-    good_mac = hmac.compare_digest(mac, _mac(gateway, signed_state, int(expires)))
-    return good_mac and hmac.compare_digest(signed_state.encode(), state.encode())
+    if int(expires) <= gateway.now():
+        return False
+    good_mac = hmac.compare_digest(mac.encode(), _mac(gateway, signed_state, int(expires)).encode())
+    return good_mac and hmac.compare_digest(signed_state.encode(), state.encode("utf-8", "replace"))
 
 
 async def start(gateway: "Gateway", ttl_seconds: int) -> tuple[PendingLogin, str]:
