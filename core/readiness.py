@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from .chains import Capability, ChainAdapter
 
@@ -88,3 +88,64 @@ async def check_readiness(gateway: "Gateway") -> Readiness:
     scanned = {r["chain"]: int(r["height"]) for r in rows if r["height"] is not None}
     chains = await asyncio.gather(*(_chain(gateway, a, scanned.get(a.name)) for a in watched_chains(gateway)))
     return Readiness(True, todo, tuple(chains))
+
+
+# One answer serves every /ready request of this second: the probe asks the database and every node, so
+# without this an anonymous client could make each request cost one RPC per chain (an amplifier).
+SHARED_FOR_SECONDS = 1
+
+
+class SharedReadiness:
+    """The last check, shared by concurrent and closely following callers (one check in flight at a time).
+
+    The first caller runs the check itself, on its own database connection; the others wait for its answer.
+    A check in a task of its own would need one more connection while every waiting request holds one: on a
+    full PostgreSQL pool that deadlocks. A leader that is cancelled hands over to the next caller.
+    """
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._last: tuple[int, Readiness] | None = None
+        self._running: asyncio.Future[Readiness] | None = None
+
+    async def check(self, gateway: "Gateway") -> Readiness:
+        while True:
+            if self._last is not None and self._clock() - self._last[0] < SHARED_FOR_SECONDS:
+                return self._last[1]
+            running = self._running
+            if running is None:
+                return await self._lead(gateway)
+            try:
+                return await asyncio.shield(running)
+            except asyncio.CancelledError:
+                if not running.cancelled():
+                    raise  # this caller was cancelled, not the leader
+                # the leader went away before answering: the next one of us leads
+
+    async def _lead(self, gateway: "Gateway") -> Readiness:
+        answer: asyncio.Future[Readiness] = asyncio.get_running_loop().create_future()
+        self._running = answer
+        try:
+            readiness = await check_readiness(gateway)
+        except BaseException:
+            answer.cancel()
+            raise
+        finally:
+            self._running = None
+        self._last = (self._clock(), readiness)
+        answer.set_result(readiness)
+        return readiness
+
+
+SERVICE_NAME = "readiness"
+
+
+async def shared_readiness(gateway: "Gateway") -> Readiness:
+    """``check_readiness``, at most once a second per process, for anonymous ``GET /ready`` callers.
+
+    The operator's detailed answer (the metrics token) is always fresh; it is not the amplifier.
+    """
+    shared = gateway.services.get(SERVICE_NAME)
+    if shared is None:
+        shared = gateway.services[SERVICE_NAME] = SharedReadiness(gateway.now)
+    return await shared.check(gateway)

@@ -17,7 +17,7 @@ from orbchain.core.readiness import watched_chains
 from orbchain.core.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
-from .support import free_port
+from .support import advance_clock, free_port
 
 
 TOKEN = "readiness-metrics-token-42"
@@ -124,6 +124,7 @@ async def test_without_the_token_ready_is_a_bare_status(app, headers):
     client, gateway = app
     assert await ready(client, headers) == (503, {"ready": False})
     await scan_all(gateway)
+    advance_clock(gateway, 1)  # the anonymous answer is shared for a second
     assert await ready(client, headers) == (200, {"ready": True})
     status, body = await ready(client)  # the operator's view of the same moment
     assert status == 200 and {"database", "migrations", "chains"} <= set(body)
@@ -153,3 +154,25 @@ async def test_the_separate_listener_keeps_the_detail(make_client, make_config):
             async with session.get(f"http://127.0.0.1:{port}/ready") as response:
                 body = await response.json()
                 assert response.status == 200 and ("chains" in body) is (not token), body
+
+
+async def test_anonymous_callers_share_one_check_a_second(app, monkeypatch):
+    """Anonymous /ready asked the database and every node per request: an amplifier. Now concurrent and
+    closely following anonymous requests share one check (the node is asked once); a second later, or with
+    the operator's token, it is asked again. Catches: dropping the shared check from the bare answer."""
+    client, gateway = app
+    await scan_all(gateway)
+    adapter = gateway.chains.get("devnet")
+    real_tip, asked = adapter.tip, []
+
+    async def counted():
+        asked.append(1)
+        return await real_tip()
+
+    monkeypatch.setattr(adapter, "tip", counted)
+    answers = await asyncio.gather(*(ready(client, {}) for _ in range(20)))
+    assert answers == [(200, {"ready": True})] * 20 and len(asked) == 1
+    assert await ready(client, {}) == (200, {"ready": True}) and len(asked) == 1
+    advance_clock(gateway, 1)
+    assert await ready(client, {}) == (200, {"ready": True}) and len(asked) == 2
+    assert (await ready(client))[0] == 200 and len(asked) == 3  # the operator's detail is always fresh

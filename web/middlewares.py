@@ -40,6 +40,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 REQUEST_ID_HEADER = "X-Request-Id"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 RATE_ATTR = "__orbchain_rate__"
+UNPINNED_ATTR = "__orbchain_unpinned__"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 # Writes still allowed in maintenance: signing in changes no state.
 MAINTENANCE_EXEMPT = frozenset({"/dashboard/auth/login"})
@@ -63,6 +64,36 @@ def rate_class(kind: str | None) -> Callable[[Handler], Handler]:
         return handler
 
     return mark
+
+
+def holds_no_connection(handler: Handler) -> Handler:
+    """Serve a route without the request's pinned database connection.
+
+    For handlers that wait on work other tasks do (a check shared by many
+    requests, a stream): on PostgreSQL each waiting request would hold a
+    pooled connection the work itself needs, and a burst of such requests
+    drains the pool. Queries the handler makes take a connection each.
+    """
+    setattr(handler, UNPINNED_ATTR, True)
+    return handler
+
+
+@lru_cache(maxsize=2048)
+def _pins_connection(handler: object) -> bool:
+    return not getattr(handler, UNPINNED_ATTR, False)
+
+
+class _NoPin:
+    """The stand-in for ``Database.connection()`` on ``holds_no_connection`` routes."""
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NO_PIN = _NoPin()
 
 
 def _route_handler(request: web.Request) -> object:
@@ -101,7 +132,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
                 raise Maintenance()
             # One pinned connection for the request's queries (asyncpg prepares per connection);
             # tasks the handler spawns still take their own.
-            async with gateway.db.connection():
+            async with gateway.db.connection() if _pins_connection(_route_handler(request)) else _NO_PIN:
                 kind, bucket = _route_rate(request, gateway)
                 if bucket is not None:
                     await count_request(request, *bucket)

@@ -24,9 +24,9 @@ from ...core.config import ConfigError, MetricsConfig
 from ...core.errors import ApiError, NotFound, Unauthorized
 from ...core.metrics import CONTENT_TYPE
 from ...core.metrics_db import facts_registry, read_facts
-from ...core.readiness import check_readiness
+from ...core.readiness import check_readiness, shared_readiness
 from ..keys import gateway_of
-from ..middlewares import rate_class
+from ..middlewares import holds_no_connection, rate_class
 
 routes = web.RouteTableDef()
 # Set on the separate listener's app: there /metrics needs no token of its own.
@@ -82,7 +82,13 @@ async def metrics(request: web.Request) -> web.Response:
 
 @routes.get("/ready")
 @rate_class(None)
+@holds_no_connection  # anonymous callers wait on one shared check, which needs connections of its own
 async def ready(request: web.Request) -> web.Response:
-    readiness = await check_readiness(gateway_of(request))
-    body = readiness.as_dict() if _refusal(request) is None else {"ready": readiness.ready}
+    gateway = gateway_of(request)
+    if _refusal(request) is None:
+        readiness = await check_readiness(gateway)
+        body = readiness.as_dict()
+    else:  # anonymous: one shared check a second, so /ready cannot multiply requests into node RPCs
+        readiness = await shared_readiness(gateway)
+        body = {"ready": readiness.ready}
     return web.json_response(body, status=200 if readiness.ready else 503)
