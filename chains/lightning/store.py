@@ -98,6 +98,13 @@ async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: in
                                   {"h": payment_hash}))
 
 
-async def release_payment_hash(db: Any, payment_hash: str) -> None:
-    """The node says the payment failed: the invoice may be tried again by another payout."""
-    await db.execute("DELETE FROM lightning_payout_claims WHERE payment_hash = :h", {"h": payment_hash})
+async def release_payment_hash(db: Any, payment_hash: str, payout_id: str | None) -> None:
+    """The node says ``payout_id``'s payment failed: the invoice may be tried again by another payout.
+
+    Only the holder's claim goes: a payout asked again about its failed payment must not drop the
+    claim another payout has taken since. ``payout_id`` None (a payout signed before claims were
+    recorded in its raw) releases whoever holds the hash.
+    """
+    holder = "" if payout_id is None else " AND payout_id = :p"
+    await db.execute(f"DELETE FROM lightning_payout_claims WHERE payment_hash = :h{holder}",
+                     {"h": payment_hash, **({} if payout_id is None else {"p": payout_id})})
