@@ -162,6 +162,9 @@ def units_ceiling(value: Decimal, coin: "Coin") -> int:
         units = (value * (Decimal(10) ** coin.decimals)).to_integral_value(rounding=ROUND_CEILING)
     if units <= 0:
         raise ValidationError({"amount": "is too small to pay in this coin"})
+    if units > coin.max_units:  # a fiat or cross-coin price, bounded like a typed amount (Coin.max_amount)
+        raise ValidationError({"amount": f"is worth more than {coin.format(coin.max_units)} {coin.symbol},"
+                                         " the most one payment may be"})
     return int(units)
 
 

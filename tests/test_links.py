@@ -278,9 +278,35 @@ async def test_buyer_entered_link_prompts_then_mints(shop):
         assert 'id="amount-error"' in text and 'name="amount"' in text
     assert await payment_count(shop) == 0 and (await links(shop))[0]["uses"] == 0
 
-    invoice = await minted(shop, link["slug"], {"amount": "0,5"})
+    invoice = await minted(shop, link["slug"], {"amount": "0.5"})
     assert invoice["amount"] == "0.5" and invoice["pay_amount"] == "0.5" and invoice["currency"] == "BTC"
     assert (await links(shop))[0]["uses"] == 1
+
+
+@pytest.mark.parametrize("amount, problem", [
+    ("99999999999999999999999", "must be at most 21000000 BTC"),  # minted before issue 29
+    ("1,5", "as the decimal separator"),  # read as 1.5 before
+    (" 0.01", "must not contain spaces"),  # stripped before
+    ("1e-3", "without an exponent"),
+    ("+1", "without a plus sign"),
+    ("9" * 400, "has too many digits"),
+])
+async def test_buyer_amounts_go_through_the_strict_parser_and_the_coins_maximum(shop, amount, problem):
+    """Issue 29 item 8. Breaks caught: no upper bound on a payer's amount, and the page's own lenient
+    reading (comma as the decimal point, surrounding spaces, exponents)."""
+    link = await created(shop)
+    response = await resolve(shop, link["slug"], {"amount": amount})
+    assert response.status == 400, amount
+    assert problem in await response.text()
+    assert await payment_count(shop) == 0 and (await links(shop))[0]["uses"] == 0
+
+
+async def test_a_buyer_fiat_amount_worth_more_than_the_coins_maximum_shows_the_form_again(shop):
+    link = await created(shop, fiat_currency="USD")
+    response = await resolve(shop, link["slug"], {"amount": "1" + "0" * 30})
+    assert response.status == 400 and 'id="amount-error"' in (text := await response.text())
+    assert "the most one payment may be" in text
+    assert await payment_count(shop) == 0 and (await links(shop))[0]["uses"] == 0
 
 
 async def test_buyer_entered_fiat_link(shop):

@@ -223,6 +223,12 @@ async def test_scoped_keys_need_the_subscription_scopes(env):
     ({"start_at": "tomorrow"}, "start_at"),
     ({"start_at": "2030-01-01T00:00:00"}, "start_at"),  # no time zone
     ({"start_at": "2030-01-01"}, "start_at"),
+    # Issue 29 item 8, breaks caught: year 0001 was read as "now", 9999 was accepted (billing in 8,000
+    # years), and an offset pushing either out of range raised OverflowError (a 500).
+    ({"start_at": "0001-01-01T00:00:00Z"}, "start_at"),
+    ({"start_at": "0001-01-01T00:00:00+01:00"}, "start_at"),
+    ({"start_at": "9999-12-31T23:59:59Z"}, "start_at"),
+    ({"start_at": "9999-12-31T23:59:59-01:00"}, "start_at"),
 ])
 async def test_bad_subscription_input_is_a_400_and_creates_nothing(env, body, field):
     client, merchant, _ = env
@@ -318,6 +324,27 @@ async def test_start_at_in_the_future_delays_the_first_invoice(env):
     assert (await run_billing(gateway)).minted == 0
     advance_clock(gateway, 1)
     assert (await run_billing(gateway)).minted == 1
+
+
+async def test_start_at_takes_a_bounded_window_around_now(env):
+    """A day in the past reads as now; more is refused, and so is more than 366 days ahead (issue 29)."""
+    client, merchant, devnet = env
+    gateway = devnet.gateway
+    now = freeze_clock(gateway)
+    plan = await make_plan(client, merchant)
+
+    def rfc3339(moment: int) -> str:
+        return datetime.fromtimestamp(moment, UTC).isoformat()
+
+    sub = await subscribe(client, merchant, plan["id"], start_at=rfc3339(now - enrolment.START_AT_PAST))
+    assert sub["next_billing_at"] == now
+    sub = await subscribe(client, merchant, plan["id"], start_at=rfc3339(now + enrolment.START_AT_AHEAD))
+    assert sub["next_billing_at"] == now + 366 * 86400
+    for moment, problem in ((now - enrolment.START_AT_PAST - 1, "in the past"),
+                            (now + enrolment.START_AT_AHEAD + 1, "366 days ahead")):
+        status, answer = await api(client, "POST", SUBS, merchant.merchant_key,
+                                   json={"plan_id": plan["id"], "start_at": rfc3339(moment)})
+        assert status == 400 and problem in answer["error"]["detail"]["start_at"], answer
 
 
 async def test_two_consecutive_expired_invoices_fail_the_subscription(env):

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...core import services
-from ...core.errors import ApiError
+from ...core.errors import ApiError, ValidationError
 from ...core.gateway import Gateway
 from ...core.maintenance import refuse_in_maintenance
 from ...core.money import AmountError, parse_decimal
@@ -49,24 +49,24 @@ def _prompt_currency(link: Mapping[str, Any]) -> str:
 
 
 def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decimal:
-    """The typed amount, exact; ``ValueError`` with a message the payer can act on."""
-    if len(text) > MAX_AMOUNT_TEXT:
-        raise ValueError("Enter a shorter amount.")
+    """The typed amount, read by the one strict parser (``money.parse_decimal``: no spaces, no
+    comma, no exponent) and bounded by the coin's maximum; ``ValueError`` with a message the payer
+    can act on. Nothing is cut or guessed: "1,5" is refused, not read as 1.5."""
     try:
-        amount = parse_decimal(text.replace(",", "."))
-    except AmountError:
-        raise ValueError("Enter the amount as a number, for example 12.50.") from None
+        amount = parse_decimal(text)
+    except AmountError as exc:
+        raise ValueError(f"The amount {exc}.") from None
     if amount <= 0:
         raise ValueError("Enter an amount greater than 0.")
     if link["fiat_currency"]:
         exponent = amount.as_tuple().exponent
         if isinstance(exponent, int) and -exponent > FIAT_DECIMALS:
             raise ValueError(f"Use at most {FIAT_DECIMALS} decimals.")
-        return amount
+        return amount  # its coin amount is bounded when the invoice prices it (a ValidationError)
     try:
         gateway.coins.require(link["coin"]).to_units(amount)
     except AmountError as exc:
-        raise ValueError(f"That amount {exc}.") from None
+        raise ValueError(f"The amount {exc}.") from None
     return amount
 
 
@@ -112,14 +112,16 @@ async def resolve(request: web.Request) -> web.StreamResponse:
             return await _mint(request, link, Decimal(coin.format(gateway.db.to_int(link["amount"]))), link["coin"])
         if link["amount_fiat"] is not None:
             return await _mint(request, link, Decimal(link["amount_fiat"]), link["fiat_currency"])
-        text = request.query.get("amount", "").strip()
+        text = request.query.get("amount", "")
         if not text:
             return await _prompt(request, link)
         try:
-            amount = _buyer_amount(gateway, link, text)
+            return await _mint(request, link, _buyer_amount(gateway, link, text), _prompt_currency(link))
         except ValueError as exc:
-            return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=str(exc), status=400)
-        return await _mint(request, link, amount, _prompt_currency(link))
+            error = str(exc)
+        except ValidationError as exc:  # priced above the coin's maximum: the payer's amount to fix
+            error = f"The amount {'; '.join((exc.detail or {}).values()) or exc.message}."
+        return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=error, status=400)
     except ApiError as exc:
         if exc.status == 410:  # disabled while this request minted: the invoice rolled back
             return _error_page(request, 410, "Payment link disabled",

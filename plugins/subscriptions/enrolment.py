@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core import services
 from ...core.errors import InvalidRequest, NotFound, ValidationError
-from ...web.validation import MAX_TIMESTAMP, Field, validate
+from ...web.validation import Field, validate
 from . import store
 from .store import ACTIVE, CANCELLED, FAILED, PAUSED
 
@@ -31,6 +31,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
 
 MONTH_SECONDS = 30 * 86400  # the MRR's month (docs/decisions.md)
+START_AT_PAST = 86400  # start_at up to a day ago is read as now (docs/subscriptions.md)
+START_AT_AHEAD = 366 * 86400  # and at most a year and a day ahead: the longest plan interval, plus a day
 PLAN_MISSING = "plan_not_found_or_disabled"
 
 CREATE_FIELDS = [
@@ -56,18 +58,24 @@ def manage_path(token: str) -> str:
 
 
 def parse_start_at(text: str | None, now: int) -> int:
-    """RFC 3339 with a time zone; a start in the past means now (nothing is billed backwards)."""
+    """RFC 3339 with a time zone, inside the window ``now - START_AT_PAST`` .. ``now + START_AT_AHEAD``.
+
+    A start a little in the past (a retried request, a skewed clock) means now: nothing is billed
+    backwards. Anything outside the window (year 0001, year 9999) is a typo or a probe, refused.
+    """
     if text is None:
         return now
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        when = int(moment.timestamp())
+    except (ValueError, OverflowError):  # OverflowError: an offset pushing year 1 or 9999 out of range
         raise ValidationError({"start_at": "must be an RFC 3339 date-time"}) from None
     if moment.tzinfo is None or "T" not in text.upper():
         raise ValidationError({"start_at": "must be an RFC 3339 date-time with a time zone"})
-    when = int(moment.timestamp())
-    if when > MAX_TIMESTAMP:
-        raise ValidationError({"start_at": "is too far in the future"})
+    if when < now - START_AT_PAST:
+        raise ValidationError({"start_at": "must not be more than 24 hours in the past"})
+    if when > now + START_AT_AHEAD:
+        raise ValidationError({"start_at": f"must be at most {START_AT_AHEAD // 86400} days ahead"})
     return max(now, when)
 
 

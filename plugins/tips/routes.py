@@ -89,19 +89,20 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     coin_text = form.get("coin")
     amount_text = form.get("amount")
     coin = _chosen(coins, coin_text if isinstance(coin_text, str) else None)
-    amount = amount_text.strip()[:MAX_FIELD_TEXT] if isinstance(amount_text, str) else ""
+    typed = amount_text if isinstance(amount_text, str) else ""
+    shown = typed[:MAX_FIELD_TEXT]  # echoed in the form only: the amount itself is never cut
     if coin is None:
-        return await _page(request, merchant, coins, coins[0], amount=amount,
-                     error="Choose one of the coins offered.", status=400)
+        return await _page(request, merchant, coins, coins[0], amount=shown,
+                           error="Choose one of the coins offered.", status=400)
     gateway = gateway_of(request)
     try:
-        value = parse_decimal(amount.replace(",", "."))
+        value = parse_decimal(typed)  # the one strict parser: no spaces, no comma, no exponent
         if value <= 0:
             raise AmountError("must be greater than 0")
-        gateway.coins.require(coin).to_units(value)
-    except AmountError:
-        return await _page(request, merchant, coins, coin, amount=amount,
-                     error=f"Enter an amount of {coin} greater than 0, for example 0.01.", status=400)
+        gateway.coins.require(coin).to_units(value)  # and the coin's maximum
+    except AmountError as exc:
+        return await _page(request, merchant, coins, coin, amount=shown,
+                           error=f"The amount {exc}. Enter an amount of {coin}, for example 0.01.", status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
     invoice = await services.create_invoice(gateway, merchant.merchant_id, amount=Decimal(value), currency=coin,
                                             coins=[coin], description=TIP_DESCRIPTION, order_id=TIP_ORDER_ID)
