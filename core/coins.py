@@ -18,7 +18,7 @@ from .money import AmountError, format_units, to_base_units
 from .registries import Registry, StartupError
 
 # The most one amount of a coin may name when its plugin declares no ``max_amount``: 10**15 whole
-# coins, above the total supply of every coin in SPEC 2.7 (SHIB's 589 trillion is the largest).
+# coins, above the total supply of every coin in SPEC 2.7 (the largest is a token's 589 trillion).
 DEFAULT_MAX_AMOUNT = "1000000000000000"
 
 
@@ -54,7 +54,7 @@ class Coin:
     (tokens price as their asset); ``dev_price_usd``: the offline
     development price of the ``static`` source (a decimal string).
     ``max_amount``: the most one amount of the coin may be, in coin units (a
-    decimal string): its total supply where the protocol caps it (BTC
+    decimal string): its total supply where the protocol caps it (bitcoin's
     ``21000000``); None takes ``DEFAULT_MAX_AMOUNT``. Every amount a request
     names is refused above it (``to_units``), never cut: no real payment,
     payout or transfer is larger than the coin's supply.
@@ -102,7 +102,7 @@ class Coin:
     def to_units(self, value: Any) -> int:
         """Coin-unit amount (string or exact number) to base units; see money.to_base_units.
 
-        ``AmountError`` also above ``max_units`` ("must be at most 21000000 BTC").
+        ``AmountError`` also above ``max_units`` ("must be at most <max_amount> <symbol>").
         """
         units = to_base_units(value, self.decimals)
         if units > self.max_units:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import ROUND_DOWN, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_DOWN, Decimal, localcontext
 from typing import Any
 
 # 78 digits holds 2**256, the largest amount any supported chain can express.
