@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ...core import services
 from .backend import OPEN
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -88,6 +89,11 @@ async def invoice_for_payment(gateway: "Gateway", track_id: str) -> IssuedInvoic
         "SELECT * FROM lightning_invoices WHERE track_id = :t ORDER BY created_at DESC, payment_hash LIMIT 1",
         {"t": track_id})
     return None if row is None else _issued(gateway, row)
+
+
+async def forget_invoices(gateway: "Gateway", track_ids: list[str]) -> None:
+    """Drop the invoices issued for these payments (the core is pruning them unpaid); idempotent."""
+    await services.delete_rows_naming(gateway, "lightning_invoices", "track_id", track_ids)
 
 
 async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: int) -> str:
