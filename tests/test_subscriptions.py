@@ -266,9 +266,16 @@ async def test_dashboard_twins_and_summary_with_exact_mrr(env):
     assert status == 200 and answer["data"]["total"] == 5
     await api(client, "POST", f"{SUBS}/{ids[4]}/cancel", merchant.merchant_key)
     status, answer = await api(client, "GET", "/dashboard/subscriptions/summary", merchant.jwt)
+    # Issue 32 item 5, break caught: MRR counted subscriptions that never paid. Nothing is paid yet: 0.
+    assert status == 200 and answer["data"]["active"] == 4 and answer["data"]["mrr_usd"] == "0.00", answer
+    await run_billing(devnet.gateway)
+    for sid in ids[:4]:
+        await pay(client, merchant, devnet, (await show(client, merchant, sid))["pay_url"].rsplit("/", 1)[1])
+    status, answer = await api(client, "GET", "/dashboard/subscriptions/summary", merchant.jwt)
     assert status == 200, answer
     # 10 + 3 * 0.01 * 30/7 = 10.128571... -> 10.13 (exact fractions, rounded once)
-    assert answer["data"] == {"active": 4, "paused": 0, "failed": 0, "cancelled": 1, "mrr_usd": "10.13"}
+    assert answer["data"] == {"active": 4, "paused": 0, "failed": 0, "cancelled": 1, "pending": 0, "expired": 0,
+                              "mrr_usd": "10.13"}
     assert (await api(client, "GET", "/dashboard/subscriptions/summary", merchant.merchant_key))[0] == 401
 
 
