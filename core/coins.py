@@ -11,10 +11,15 @@ built at startup.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any, Iterable, Iterator
 
-from .money import format_units, to_base_units
+from .money import AmountError, format_units, to_base_units
 from .registries import Registry, StartupError
+
+# The most one amount of a coin may name when its plugin declares no ``max_amount``: 10**15 whole
+# coins, above the total supply of every coin in SPEC 2.7 (the largest is a token's 589 trillion).
+DEFAULT_MAX_AMOUNT = "1000000000000000"
 
 
 @dataclass(frozen=True)
@@ -48,6 +53,11 @@ class Coin:
     ``price_id``: the asset's id at CoinGecko-compatible price sources
     (tokens price as their asset); ``dev_price_usd``: the offline
     development price of the ``static`` source (a decimal string).
+    ``max_amount``: the most one amount of the coin may be, in coin units (a
+    decimal string): its total supply where the protocol caps it (bitcoin's
+    ``21000000``); None takes ``DEFAULT_MAX_AMOUNT``. Every amount a request
+    names is refused above it (``to_units``), never cut: no real payment,
+    payout or transfer is larger than the coin's supply.
     """
 
     symbol: str
@@ -72,6 +82,7 @@ class Coin:
     webhook_status_upper: bool = False
     # SPEC 8: payout addresses are at most 128 characters; a coin paid to longer requests (BOLT 11) says so.
     max_destination_length: int = 128
+    max_amount: str | None = None
 
     @property
     def default_threshold(self) -> int:
@@ -83,9 +94,20 @@ class Coin:
             return 0
         return to_base_units(self.min_payout, self.decimals, allow_zero=True)
 
+    @cached_property
+    def max_units(self) -> int:
+        """``max_amount`` (or ``DEFAULT_MAX_AMOUNT``) in base units: the one place the bound is derived."""
+        return to_base_units(self.max_amount or DEFAULT_MAX_AMOUNT, self.decimals)
+
     def to_units(self, value: Any) -> int:
-        """Coin-unit amount (string or exact number) to base units; see money.to_base_units."""
-        return to_base_units(value, self.decimals)
+        """Coin-unit amount (string or exact number) to base units; see money.to_base_units.
+
+        ``AmountError`` also above ``max_units`` ("must be at most <max_amount> <symbol>").
+        """
+        units = to_base_units(value, self.decimals)
+        if units > self.max_units:
+            raise AmountError(f"must be at most {self.format(self.max_units)} {self.symbol}")
+        return units
 
     def format(self, units: int) -> str:
         return format_units(units, self.decimals)
@@ -111,6 +133,11 @@ class CoinRegistry(Registry[Coin]):
     def add(self, item: Coin) -> Coin:
         if not isinstance(item.decimals, int) or not 0 <= item.decimals <= 30:
             raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has bad decimals")
+        try:
+            item.max_units  # noqa: B018 - derived once here, so a bad max_amount stops the start
+        except AmountError as exc:
+            raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has a bad max_amount:"
+                               f" {exc}") from None
         return super().add(item)
 
     def __iter__(self) -> Iterator[Coin]:

@@ -335,11 +335,29 @@ def sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     """The widget a browser sign-in or sign-up form must show (a captcha), or None.
 
     Asked by the dashboard each time it renders its sign-in and sign-up
-    pages. Return ``orbchain.core.pages.SignInWidget(script_url, site_key)``
-    when your ``check_sign_in`` will require a token from the browser; the
-    page loads ``script_url`` (its origin alone is added to that page's CSP)
-    and posts the widget's token, which reaches ``check_sign_in`` as
+    pages, and by public forms guarded by ``check_public_form`` (ask
+    ``services.form_widget``). Return
+    ``orbchain.core.pages.SignInWidget(script_url, site_key)`` when your
+    ``check_sign_in``/``check_public_form`` will require a token from the
+    browser; the page loads ``script_url`` (its origin alone is added to that
+    page's CSP) and posts the widget's token, which reaches the check as
     ``turnstile_token``. Stops at first non-None result.
+    """
+
+
+@hookspec
+def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], client_ip: str) -> None:
+    """Let a plugin refuse an anonymous visitor's form that creates something (a captcha, IP rules).
+
+    Called, through ``services.check_public_form``, by plugin pages whose
+    public form creates a record for whoever posts it, before anything is
+    written: the ``subscriptions`` plugin's enrolment (``form``
+    "subscribe"). ``body`` is the posted form as a mapping (the widget's
+    token as ``turnstile_token``) and ``client_ip`` the caller's address as
+    the rate limiter sees it. Raise ``orbchain.core.errors.Forbidden`` (e.g.
+    ``Forbidden("captcha failed", code="captcha_failed")``) to refuse with
+    403; return None to allow. Every plugin is asked; the first to raise
+    wins. May be async.
     """
 
 
@@ -635,6 +653,20 @@ def payment_cancelled(gateway: "Gateway", payment: "PaymentView") -> None:
     Called after the change committed (once: cancelling again is a no-op),
     with the :class:`~orbchain.core.views.PaymentView`. May be async. Return
     nothing.
+    """
+
+
+@hookspec
+def payments_pruning(gateway: "Gateway", track_ids: list[str]) -> None:
+    """These unpaid payments are about to be deleted: drop your rows that name them.
+
+    Called by the core's ``payments.prune_unpaid`` job with the track ids of
+    invoices minted with ``services.create_invoice(unpaid_retention_seconds=...)``
+    that are past that retention, Expired or Cancelled and never saw a deposit;
+    the core deletes them right after every plugin ran. A crash in between
+    calls it again with the same ids, so implementations must be idempotent
+    (and must not raise: a failure is logged and the payments still go).
+    May be async. Return nothing.
     """
 
 

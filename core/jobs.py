@@ -1,9 +1,9 @@
 """The core's own periodic jobs, registered before the plugins' ones.
 
 Webhook delivery, one scan per chain adapter (adapters only report; the
-core scans), payment expiry, the payout worker, pruning old lockout rows and
-revocations of expired dashboard tokens, and the periodic ledger
-check whose result /metrics reports.
+core scans), payment expiry, the payout worker, pruning old lockout rows,
+revocations of expired dashboard tokens and unpaid invoices past their
+retention, and the periodic ledger check whose result /metrics reports.
 These modules name the gateway only for type checking, so they import at the
 top without a cycle (tests/test_layering.py keeps it that way).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import jwt_revocation
+from . import jwt_revocation, payment_pruning
 from .chains import Capability
 from .lockout import prune
 from .metrics_db import ledger_check_job
@@ -43,6 +43,7 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
     gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)
     gateway.jobs.add(jwt_revocation.PRUNE_JOB, jwt_revocation.prune, seconds=jwt_revocation.PRUNE_SECONDS)
+    gateway.jobs.add(payment_pruning.JOB_NAME, payment_pruning.prune_job, seconds=payment_pruning.TICK_SECONDS)
     if gateway.config.metrics.ledger_check_seconds:
         gateway.jobs.add("ledger.check", ledger_check_job, seconds=gateway.config.metrics.ledger_check_seconds)
     for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):

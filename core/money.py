@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import ROUND_DOWN, Decimal, InvalidOperation, localcontext
+from decimal import ROUND_DOWN, Decimal, localcontext
 from typing import Any
 
 # 78 digits holds 2**256, the largest amount any supported chain can express.
@@ -19,8 +19,14 @@ MAX_DIGITS = 78
 # and fiat/USD amounts far fewer). Bounding the exponent this way keeps every later
 # scaleb/quantize/int() on the value small, so "1e900000" costs microseconds, not minutes.
 MAX_SCALE = MAX_DIGITS
-# ASCII only: Decimal() also reads Arabic-Indic and full-width digits, "1_000", "NaN", "Infinity".
-_DECIMAL_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]{1,6})?", re.ASCII)
+# The one grammar of an amount written as text: ASCII digits, at most one dot with digits on both
+# sides, and an optional minus (so "-1" is "must be greater than 0", not "not a number"). No spaces,
+# no "+", no exponent, no thousands or comma separator, no "0x", no NaN/Infinity: each of those is
+# refused with its own message (``_why_not``) rather than guessed at. JSON numbers are not text: they
+# arrive as exact ``int``/``Decimal`` values (``loads_exact``) and are taken as they are.
+_DECIMAL_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?", re.ASCII)
+# Longest text worth reading: every digit an amount may have, the dot and the sign.
+MAX_TEXT = MAX_DIGITS + MAX_SCALE + 2
 
 
 class AmountError(ValueError):
@@ -28,7 +34,11 @@ class AmountError(ValueError):
 
 
 def parse_decimal(value: Any) -> Decimal:
-    """Read a decimal string or an exact JSON number; reject floats and junk."""
+    """Read a decimal string or an exact JSON number; reject floats and anything not plainly written.
+
+    The one parser of amounts, for the JSON API and the payers' forms alike; ``AmountError``'s
+    message says what to fix ("must not contain spaces", "must use a dot (.) ...").
+    """
     if isinstance(value, bool) or isinstance(value, float):
         # A float already lost exactness before it reached us.
         raise AmountError("must be a decimal string")
@@ -39,19 +49,43 @@ def parse_decimal(value: Any) -> Decimal:
     elif isinstance(value, Decimal):
         number = value
     elif isinstance(value, str):
-        text = value.strip()
-        if not text or len(text) > MAX_DIGITS + 2 or not _DECIMAL_TEXT.fullmatch(text):
-            raise AmountError("must be a decimal string")
-        try:
-            number = Decimal(text)
-        except InvalidOperation:
-            raise AmountError("must be a decimal string") from None
+        number = _parse_text(value)
     else:
         raise AmountError("must be a decimal string")
     if not number.is_finite():
         raise AmountError("must be a finite number")
     check_bounds(number)
     return number
+
+
+def _parse_text(text: str) -> Decimal:
+    if not text:
+        raise AmountError("must not be empty")
+    if len(text) > MAX_TEXT:
+        raise AmountError("has too many digits")
+    if not _DECIMAL_TEXT.fullmatch(text):
+        raise AmountError(_why_not(text))
+    return Decimal(text)
+
+
+def _why_not(text: str) -> str:
+    """What is wrong with an amount's text, in words a person can act on."""
+    lowered = text.lower()
+    if any(c.isspace() for c in text):
+        return "must not contain spaces"
+    if lowered.lstrip("+-") in ("nan", "snan", "inf", "infinity"):
+        return "must be a finite number"
+    if lowered.lstrip("+-").startswith("0x"):
+        return "must be a decimal number, not hexadecimal"
+    if text.startswith("+"):
+        return "must be written without a plus sign"
+    if "," in text or "_" in text or "'" in text:
+        return "must use a dot (.) as the decimal separator and no thousands separator, for example 1234.5"
+    if "e" in lowered and _DECIMAL_TEXT.fullmatch(lowered.split("e", 1)[0]):
+        return "must be written out in full, without an exponent"
+    if text.startswith(".") or text.endswith(".") or text.startswith("-."):
+        return "needs a digit on each side of the decimal point, for example 0.5"
+    return "must be a decimal string such as 12.50"
 
 
 def check_bounds(number: Decimal) -> None:

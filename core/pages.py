@@ -139,6 +139,14 @@ def accent_stylesheet(hex_digits: str) -> str:
 
 # -- sign-in widget ----------------------------------------------------------------------------
 
+WIDGET_FIELD = "cf-turnstile-response"  # the form field a Turnstile-style widget posts its token in
+
+
+def widget_token(form: Mapping[str, Any]) -> str | None:
+    """The captcha token a browser form posted (the widget's field, or ``turnstile_token``), or None."""
+    token = form.get(WIDGET_FIELD) or form.get("turnstile_token")
+    return token if isinstance(token, str) and token else None
+
 
 @dataclass(frozen=True)
 class SignInWidget:

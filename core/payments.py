@@ -77,6 +77,10 @@ class PaymentRequest:
     # A track id the caller chose beforehand (``services.create_invoice``): stored
     # first by a plugin, it makes a retried creation find its own payment.
     track_id: str | None = None
+    # Minted for an anonymous visitor (a link, a tip, an enrolment): once Expired or
+    # Cancelled without a deposit, the payment is deleted this long after its expiry
+    # (core/payment_pruning.py). None: kept forever, like every API payment.
+    unpaid_retention_seconds: int | None = None
 
 
 # -- coins and prices ----------------------------------------------------------------------
@@ -162,6 +166,9 @@ def units_ceiling(value: Decimal, coin: "Coin") -> int:
         units = (value * (Decimal(10) ** coin.decimals)).to_integral_value(rounding=ROUND_CEILING)
     if units <= 0:
         raise ValidationError({"amount": "is too small to pay in this coin"})
+    if units > coin.max_units:  # a fiat or cross-coin price, bounded like a typed amount (Coin.max_amount)
+        raise ValidationError({"amount": f"is worth more than {coin.format(coin.max_units)} {coin.symbol},"
+                                         " the most one payment may be"})
     return int(units)
 
 
@@ -336,6 +343,8 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
         "expires_at": expires_at,
         "created_at": now, "updated_at": now, "receive_extra": None,
     }
+    if request.unpaid_retention_seconds is not None and expires_at is not None:
+        row["prune_after"] = expires_at + request.unpaid_retention_seconds
     target = await receive_target(gateway, {**row, "pay_amount": priced.get("pay_amount")}, pay_coin, adapter.network)
     # The address index is taken before the transaction (addresses.py): no
     # counter lock is held while the payment commits.

@@ -32,7 +32,7 @@ from .views import PayoutView, payout_view_of
 from .keys import AddressError, AddressFamily
 from .ledger_accounts import NETWORK_FEES, merchant_available, payouts_in_flight, world
 from .money import AmountError
-from .payments import chain_for, new_track_id
+from .payments import chain_for, merchant_coins, new_track_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from .coins import Coin
@@ -207,7 +207,8 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
     # that a foreign key to merchants takes (a webhook row inserted by a transaction that already
     # holds ledger balance rows this one wants: that order deadlocked).
     lock = " FOR NO KEY UPDATE" if db.is_postgres else ""
-    merchant = await db.fetch_one(f"SELECT id, enabled FROM merchants WHERE id = :m{lock}", {"m": merchant_id})
+    merchant = await db.fetch_one(f"SELECT id, enabled, accepted_coins FROM merchants WHERE id = :m{lock}",
+                                  {"m": merchant_id})
     if request.idem_key:
         existing = await find_by_key(gateway, merchant_id, request.idem_key)
         if existing is not None:
@@ -215,6 +216,8 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
     # Jobs (schedules, auto-withdraw) and refunds reach here without a request's auth check.
     if merchant is not None and not merchant["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
+    if merchant is not None:
+        await _require_accepted_or_held(gateway, merchant, request.route.coin.symbol)
     if await db.fetch_val("SELECT 1 FROM deposit_addresses WHERE address = :a AND merchant_id = :m LIMIT 1",
                           {"a": request.destination, "m": merchant_id}):
         # Paying yourself on-chain only comes back as a deposit, minus network and platform fees;
@@ -249,6 +252,19 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
     return PayoutOutcome(await _row(gateway, row["id"]), False, posted)
 
 
+async def _require_accepted_or_held(gateway: "Gateway", merchant: Row, coin: str) -> None:
+    """400 ``currency_not_accepted`` (SPEC 7) for a coin outside the merchant's accepted_coins that it
+    holds nothing of, before the balance is looked at (it was ``insufficient_balance``, issue 29).
+
+    A coin the merchant holds stays payable whether or not it is still accepted: money that came in
+    before the coin was dropped, by a swap or by a transfer is never trapped (docs/decisions.md).
+    """
+    if coin in merchant_coins(merchant):
+        return
+    if await ledger.balance(gateway.db, merchant_available(merchant["id"]), coin) <= 0:
+        raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted")
+
+
 def _merged_details(row: Row, details: Mapping[str, Any] | None) -> str | None:
     """The stored details with what the chain reported at the end, one level deep (``lightning.preimage``)."""
     stored = json.loads(row["details"]) if row["details"] else {}
@@ -261,8 +277,19 @@ def _merged_details(row: Row, details: Mapping[str, Any] | None) -> str | None:
 
 
 def item_error(exc: ApiError) -> str:
-    """How a batch result names an error: its code when it has one, else its message."""
-    return exc.code or exc.message
+    """How a batch result names an error (SPEC 2.11's ``error``, SPEC 7's item codes): always a code.
+
+    Its own code when it has one (``invalid_address``, ``insufficient_balance`` ...); a validation
+    error without one names its first field, ``missing_<field>`` when the field was absent and
+    ``invalid_<field>`` otherwise (``missing_external_id``, ``invalid_amount``), so a client branches
+    on a token in the batch's shape instead of parsing a sentence.
+    """
+    if exc.code:
+        return exc.code
+    if isinstance(exc, ValidationError) and exc.detail:
+        field, problem = next(iter(exc.detail.items()))
+        return f"{'missing' if problem == 'is required' else 'invalid'}_{field}"
+    return exc.type
 
 
 # -- reads -------------------------------------------------------------------------------

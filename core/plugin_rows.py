@@ -12,7 +12,7 @@ checks the table names they pass here as it checks their SQL.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .errors import NotFound
 
@@ -74,3 +74,12 @@ async def update_row(gateway: "Gateway", table: str, row_id: str, changes: Mappi
     where = "id = :id" if merchant_id is None else "id = :id AND merchant_id = :merchant"
     values = {**changes, "id": row_id} if merchant_id is None else {**changes, "id": row_id, "merchant": merchant_id}
     await gateway.db.execute(f"UPDATE {_name(table)} SET {sets} WHERE {where}", values)
+
+
+async def delete_rows_naming(gateway: "Gateway", table: str, column: str, values: Sequence[str]) -> None:
+    """``DELETE FROM table WHERE column IN (values)``: a plugin's rows naming, say, payments the core
+    is pruning (the ``payments_pruning`` hook). Nothing when ``values`` is empty; idempotent."""
+    names = {f"v{i}": value for i, value in enumerate(values)}
+    if names:
+        await gateway.db.execute(
+            f"DELETE FROM {_name(table)} WHERE {_name(column)} IN ({', '.join(':' + k for k in names)})", names)

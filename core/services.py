@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Awaitable, Callable, Itera
 
 from . import (accounts, addresses, auth_cache, jwt_revocation, ledger, payments, payout_worker, payouts, plugin_rows,
                security_events)
-from .pages import PageBranding
+from .pages import PageBranding, SignInWidget
 from .plugins import call_first
 from .db import is_unique_violation
 from .deposits import CREDITED
@@ -485,6 +485,22 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     return PayoutRecord(row["id"], row["track_id"], row["status"], gateway.db.to_int(row["amount"]), outcome.replay)
 
 
+async def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], client_ip: str) -> None:
+    """Ask every plugin whether an anonymous visitor's ``form`` may go on (hook ``check_public_form``).
+
+    Raises what a plugin raised (403 ``captcha_failed`` from the captcha plugin); returns when all allow.
+    Call it before anything is written.
+    """
+    await call_first(gateway.pm, "check_public_form", gateway=gateway, form=form, body=body, client_ip=client_ip)
+
+
+async def form_widget(gateway: "Gateway") -> SignInWidget | None:
+    """The captcha widget a browser form must show (hook ``sign_in_widget``), or None; a plugin answer
+    that is not a ``SignInWidget`` is ignored."""
+    widget = await call_first(gateway.pm, "sign_in_widget", gateway=gateway)
+    return widget if isinstance(widget, SignInWidget) else None
+
+
 async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str | None = None,
                             payment: Mapping[str, Any] | None = None) -> PageBranding | None:
     """The branding of a hosted page (the ``page_branding`` hook), or None for the plain page.
@@ -515,6 +531,7 @@ merchant_row = plugin_rows.merchant_row
 merchant_rows = plugin_rows.merchant_rows
 merchant_row_count = plugin_rows.merchant_row_count
 update_row = plugin_rows.update_row
+delete_rows_naming = plugin_rows.delete_rows_naming
 
 
 # -- per-process caches ---------------------------------------------------------------------------
@@ -578,7 +595,8 @@ MAX_TRACK_ID = 64
 async def create_invoice(
     gateway: "Gateway", merchant_id: str, *, amount: Decimal, currency: str, coins: Sequence[str] = (),
     track_id: str | None = None, lifetime_minutes: int | None = None, description: str | None = None,
-    order_id: str | None = None, email: str | None = None,
+    order_id: str | None = None, email: str | None = None, return_url: str | None = None,
+    unpaid_retention_seconds: int | None = None,
     in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None,
 ) -> InvoiceRecord:
     """Create a hosted invoice (SPEC 4.2 ``POST /v1/payment/invoice``) for a merchant, as its API would.
@@ -592,6 +610,13 @@ async def create_invoice(
 
     ``in_transaction(payment)`` runs inside the transaction that stores the
     invoice: what it writes commits with the invoice, raising rolls it back.
+
+    ``return_url``: where the hosted page sends the payer once Paid (SPEC 4.2).
+    ``unpaid_retention_seconds``: for invoices minted for anonymous visitors
+    (a link, a tip, an enrolment): left unpaid (Expired or Cancelled, no
+    deposit ever), the payment is deleted this long after it expired by the
+    core's ``payments.prune_unpaid`` job, and the ``payments_pruning`` hook
+    lets plugins drop their rows naming it first. None keeps it forever.
 
     ``track_id``: a plugin that bills on its own (subscriptions) records
     ``new_track_id()`` in its own table and commits before calling, so a crash
@@ -613,7 +638,8 @@ async def create_invoice(
     request = payments.PaymentRequest(
         type=payments.INVOICE, currency=currency, amount=amount, pay_currency=coins[0] if coins else None,
         accepted_coins=list(coins) or None, lifetime=lifetime_minutes, description=description,
-        order_id=order_id, email=email, in_transaction=in_transaction, track_id=track_id)
+        order_id=order_id, email=email, return_url=return_url, in_transaction=in_transaction, track_id=track_id,
+        unpaid_retention_seconds=unpaid_retention_seconds)
     try:
         view = await payments.create_payment(gateway, row, request)
     except Exception as exc:

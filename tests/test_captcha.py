@@ -206,3 +206,56 @@ async def test_check_sign_in_hook_refuses_before_account_work(make_client, make_
     assert (await _login(client, "ok@example.com")).status == 200
     assert deny.seen == [("signup", "blocked@example.com", "127.0.0.1"), ("login", "blocked@example.com", "127.0.0.1"),
                          ("signup", "ok@example.com", "127.0.0.1"), ("login", "ok@example.com", "127.0.0.1")]
+
+
+async def _subscription_plan(client):
+    signed = await (await _signup(client, "shop@example.com", turnstile_token=GOOD)).json()
+    headers = {"Authorization": f"Bearer {signed['data']['token']}"}
+    response = await client.post("/dashboard/plans", headers=headers, json={
+        "label": "Pro", "amount_usd": "5", "interval_sec": 2592000, "accepted_coins": ["BTC"]})
+    assert response.status == 200, await response.text()
+    return (await response.json())["data"]["id"], headers
+
+
+async def test_the_subscription_form_is_guarded_by_the_captcha(captcha_client, provider):
+    """Issue 29 item 5 (hook ``check_public_form``). Break caught: with a captcha configured, anyone (a script)
+    could still enrol at ``/subscribe/<plan>``; now the form shows the widget and refuses a missing or forged
+    token with the form again (403), creating nothing."""
+    client = await captcha_client(site_key="0x4AAAAAAA-site")
+    plan_id, headers = await _subscription_plan(client)
+    page = await client.get(f"/subscribe/{plan_id}")
+    html, policy = await page.text(), page.headers["Content-Security-Policy"]
+    assert 'data-sitekey="0x4AAAAAAA-site"' in html and "https://challenges.cloudflare.com" in policy
+    assert "frame-src https://challenges.cloudflare.com" in policy and "script-src 'nonce-" in policy
+    calls = len(provider.calls)
+    for form in ({}, {"cf-turnstile-response": "forged"}):
+        refused = await client.post(f"/subscribe/{plan_id}", data=form, allow_redirects=False)
+        assert refused.status == 403 and 'id="form-error"' in await refused.text(), form
+    listed = await client.get("/dashboard/subscriptions", headers=headers)
+    assert (await listed.json())["data"]["total"] == 0
+    assert [c["response"] for c in provider.calls[calls:]] == ["forged"]  # no token: refused without asking
+    accepted = await client.post(f"/subscribe/{plan_id}", data={"cf-turnstile-response": GOOD},
+                                 allow_redirects=False)
+    assert accepted.status == 303 and "/pay/" in accepted.headers["Location"]
+    assert provider.calls[-1] == {"secret": SECRET, "response": GOOD, "remoteip": "127.0.0.1"}
+
+
+class SubscribeDenyList:
+    """A third-party check_public_form implementation: sees the form's name and the caller."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str]] = []
+
+    @hookimpl
+    def check_public_form(self, form, body, client_ip):
+        self.seen.append((form, client_ip))
+        raise Forbidden("not from here", code="denied_by_policy")
+
+
+async def test_check_public_form_hook_refuses_before_anything_is_written(make_client, make_config):
+    deny = SubscribeDenyList()
+    client = await make_client(make_config(), get_plugin_manager([("denylist", deny)]))
+    plan_id, headers = await _subscription_plan(client)
+    refused = await client.post(f"/subscribe/{plan_id}", data={}, allow_redirects=False)
+    assert refused.status == 403 and deny.seen == [("subscribe", "127.0.0.1")]
+    assert (await (await client.get("/dashboard/subscriptions", headers=headers)).json())["data"]["total"] == 0

@@ -458,3 +458,91 @@ async def test_an_object_with_the_same_key_twice_is_refused(env):
     body = await response.json()
     assert response.status == 400 and body["error"]["detail"] == {"body": "has an object with the same key twice"}
     assert int(await client.app[GATEWAY].db.fetch_val("SELECT COUNT(*) FROM payments")) == 0
+
+
+# -- issue 29 item 8: one strict amount parser, a per-coin maximum, typed integers --------------------------------
+
+LOOSE_AMOUNTS = [
+    (" 0.01", "must not contain spaces"), ("0.01 ", "must not contain spaces"), ("0. 01", "must not contain spaces"),
+    ("1,5", "as the decimal separator"), ("1,000.5", "as the decimal separator"),
+    ("1e-3", "without an exponent"), ("1E3", "without an exponent"),
+    ("+1", "without a plus sign"), ("0x10", "not hexadecimal"), ("-0x1", "not hexadecimal"),
+    ("NaN", "must be a finite number"), ("-Infinity", "must be a finite number"), ("inf", "must be a finite number"),
+    (".5", "a digit on each side"), ("5.", "a digit on each side"), ("", "is required"),
+    ("9" * 400, "has too many digits"),
+]
+
+
+@pytest.mark.parametrize("amount, problem", LOOSE_AMOUNTS)
+async def test_loosely_written_amounts_are_refused_with_what_to_fix(env, amount, problem):
+    """Break caught: the old parser stripped spaces and read "+1", "1e-3", ".5" and "5." (and the pages
+    read "1,5" as 1.5); each is now a 400 naming ``amount`` with a message saying what to fix."""
+    client, merchant = env
+    for path, headers, body in (
+            ("/v1/payment/white-label", merchant.merchant_key, {"currency": "BTC", "amount": amount}),
+            ("/v1/payout", merchant.payout_key, {"currency": "BTC", "address": "x", "amount": amount})):
+        status, answer = await api(client, "POST", path, headers, json=body)
+        assert status == 400 and answer["error"]["type"] == "validation", (path, answer)
+        assert problem in answer["error"]["detail"]["amount"], (path, answer)
+    _, listed = await api(client, "GET", "/v1/payment", merchant.merchant_key)
+    assert listed["data"]["total"] == 0
+
+
+@pytest.mark.parametrize("data, problem", [
+    ('{"currency":"BTC","amount":1.1e39}', "must be at most 21000000 BTC"),
+    ('{"currency":"BTC","amount":"1100000000000000000000000000000000000000"}', "must be at most 21000000 BTC"),
+    ('{"currency":"BTC","amount":"21000000.00000001"}', "must be at most 21000000 BTC"),
+    ('{"currency":"LTC","amount":"84000001"}', "must be at most 84000000 LTC"),
+    ('{"currency":"ETH","amount":"1000000000000000.5"}', "must be at most 1000000000000000 ETH"),
+    ('{"currency":"BTC","amount_fiat":"1000000000000000000000","fiat_currency":"USD"}', "the most one payment may be"),
+])
+async def test_amounts_above_the_coins_maximum_are_refused_never_cut(env, data, problem):
+    """Break caught: no per-coin bound (the API minted a 1.1e39 BTC payment; only the 78-digit column
+    limit stood in the way). The maximum is the coin's supply cap (``Coin.max_amount``) or the default."""
+    client, merchant = env
+    response = await client.post("/v1/payment/white-label", data=data, headers={**JSON, **merchant.merchant_key})
+    body = await response.json()
+    assert response.status == 400 and problem in body["error"]["detail"]["amount"], body
+    status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
+                             json={"currency": "BTC", "address": "x", "amount": "21000001"})
+    assert status == 400 and "must be at most 21000000 BTC" in body["error"]["detail"]["amount"], body
+    status, body = await api(client, "POST", "/v1/payment/invoice", merchant.merchant_key,
+                             json={"amount": "1" + "0" * 30, "currency": "USD"})
+    assert status == 400 and "the most one payment may be" in body["error"]["detail"]["amount"], body
+    _, listed = await api(client, "GET", "/v1/payment", merchant.merchant_key)
+    assert listed["data"]["total"] == 0
+
+
+async def test_amounts_up_to_the_maximum_and_exact_json_numbers_are_taken(env):
+    """The decision kept (DESIGN: ``parse_float=Decimal``): a JSON number is read exactly and accepted;
+    the supply cap itself is a valid amount."""
+    client, merchant = env
+    for data in ('{"currency":"BTC","amount":0.001}', '{"currency":"BTC","amount":"21000000"}',
+                 '{"currency":"ETH","amount":"1000000000000000"}', '{"currency":"BTC","amount":1e-3}'):
+        response = await client.post("/v1/payment/white-label", data=data,
+                                     headers={**JSON, **merchant.merchant_key})
+        assert response.status == 200, (data, await response.json())
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": "0.001"})
+    assert status == 200 and body["data"]["amount"] == "0.001"
+
+
+async def test_integer_fields_take_json_integers_not_strings(env):
+    """Break caught: ``"lifetime": "30"`` (and any digit string in an integer field of a JSON body) was
+    read as 30. Query strings are text, so ``?limit=5`` still reads as 5."""
+    client, merchant = env
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": "1", "lifetime": "30"})
+    assert status == 400 and "JSON integer" in body["error"]["detail"]["lifetime"], body
+    status, body = await api(client, "POST", "/dashboard/plans", merchant.jwt,
+                             json={"label": "Pro", "amount_usd": "5", "interval_sec": "3600"})
+    assert status == 400 and "interval_sec" in body["error"]["detail"], body
+    status, body = await api(client, "POST", "/dashboard/api-keys", merchant.jwt,
+                             json={"label": "k", "scopes": ["payment:read"], "rate_limit_rpm": "60"})
+    assert status == 400 and "rate_limit_rpm" in body["error"]["detail"], body
+    for lifetime in (30, 30.0):  # an integral JSON number is an integer (JSON Schema's reading)
+        status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                                 json={"currency": "BTC", "amount": "1", "lifetime": lifetime})
+        assert status == 200, body
+    status, body = await api(client, "GET", "/v1/payment?limit=5", merchant.merchant_key)
+    assert status == 200 and body["data"]["limit"] == 5

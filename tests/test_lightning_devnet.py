@@ -133,15 +133,20 @@ async def test_payout_to_a_devnet_payee_invoice_is_confirmed_with_its_preimage(s
     assert (await check_ledger(shop.gateway.db)).ok
 
 
-async def test_payout_to_an_invoice_outside_the_devnet_has_no_route_and_is_recredited(shop):
-    before = await fund(shop)
+def foreign_invoice(shop) -> str:
+    """A real BOLT 11 invoice of 10,000 sat from a key the devnet node does not know."""
     tags = bolt11.Tags()
     tags.add(bolt11.TagChar.payment_hash, hashlib.sha256(os.urandom(32)).hexdigest())
     tags.add(bolt11.TagChar.payment_secret, os.urandom(32).hex())
     tags.add(bolt11.TagChar.description, "a real wallet")
-    foreign = bolt11.encode(bolt11.Bolt11(currency="bcrt", date=shop.gateway.now(), tags=tags,
-                                          amount_msat=bolt11.MilliSatoshi(10_000_000)),
-                            coincurve.PrivateKey().secret.hex())
+    return bolt11.encode(bolt11.Bolt11(currency="bcrt", date=shop.gateway.now(), tags=tags,
+                                       amount_msat=bolt11.MilliSatoshi(10_000_000)),
+                         coincurve.PrivateKey().secret.hex())
+
+
+async def test_payout_to_an_invoice_outside_the_devnet_has_no_route_and_is_recredited(shop):
+    before = await fund(shop)
+    foreign = foreign_invoice(shop)
     status, body = await pay_out(shop, foreign)
     assert status == 200, body
     assert body["data"]["status"] == "Failed" and body["data"]["failure_reason"] == "no_route"
@@ -257,3 +262,69 @@ def test_the_documented_payout_address_bound_covers_every_coin(make_config):
 
     lengths = {coin.symbol: coin.max_destination_length for coin in build_gateway(make_config()).coins}
     assert max(lengths.values()) == lengths["BTC_LN"] == MAX_DESTINATION_LENGTH
+
+
+async def test_ten_payouts_racing_to_an_invoice_the_node_never_issued_all_end_at_once(shop):
+    """Issue 29 item 7: ten concurrent payouts to one foreign invoice end at once, none stuck in Confirming.
+
+    Breaks caught: a claim released by a payout that no longer holds it (another payout's claim went
+    with it, so two paid the hash at the same time), and the node recording two payments of one hash
+    (``UniqueViolationError lightning_devnet_payments_pkey`` left a payout Confirming for minutes).
+    """
+    before = await fund(shop, "0.01")  # enough for all ten: no payout is refused for its balance
+    foreign = foreign_invoice(shop)
+    results = await asyncio.gather(*(pay_out(shop, foreign) for _ in range(10)))
+    outcomes = [(status, body["data"]["status"] if status == 200 else body["error"]["code"])
+                for status, body in results]
+    assert all(outcome in ((200, "Failed"), (400, "invoice_already_paid")) for outcome in outcomes), outcomes
+    rows = await shop.gateway.db.fetch_all("SELECT status, failure_reason FROM payouts")
+    assert rows and all(r["status"] == "Failed" for r in rows), rows
+    assert all(r["failure_reason"] in ("no_route", "invoice_already_paid") for r in rows), rows
+    assert await balance(shop) == before
+    claims = await shop.gateway.db.fetch_all("SELECT * FROM lightning_payout_claims")
+    assert claims == []  # every claim was released by the payout that held it
+    assert (await check_ledger(shop.gateway.db)).ok
+
+
+async def test_a_failed_payout_asked_again_keeps_the_next_payouts_claim(shop):
+    """The race's root, in order: the worker's "did it land?" question to a payout whose payment
+    failed must not release the claim another payout has taken on the invoice since.
+
+    Break caught: ``release_payment_hash`` by hash alone (the old code dropped ``po_second``'s claim,
+    so a third payout could pay the same hash while the second was paying).
+    """
+    from orbchain.core.chains import BroadcastError, PayoutOrder
+
+    chain = lightning_chain(shop.gateway)
+    foreign = foreign_invoice(shop)
+    first = await chain.sign_payout(PayoutOrder("po_first", "BTC_LN", foreign, 10_000))
+    with pytest.raises(BroadcastError) as failed:
+        await chain.broadcast(first)
+    assert failed.value.reason == "no_route"
+    second = await chain.sign_payout(PayoutOrder("po_second", "BTC_LN", foreign, 10_000))  # free again
+    status = await chain.payout_status(first)  # the worker asks about the first payout once more
+    assert status.failed and not status.found
+    with pytest.raises(BroadcastError) as refused:
+        await chain.sign_payout(PayoutOrder("po_third", "BTC_LN", foreign, 10_000))
+    assert refused.value.reason == "invoice_already_paid"  # po_second still holds it
+    assert second.tx_hash == first.tx_hash
+
+
+async def test_the_node_sends_one_payment_per_hash_however_many_callers_race(shop):
+    """The devnet node starts a payment of a hash once: concurrent callers get that payment's state.
+
+    Break caught: the old check-then-insert, where two payments of one hash raced to the same
+    primary key (``UniqueViolationError`` on PostgreSQL, one payment's record overwriting the
+    other's on SQLite) and both reported being sent.
+    """
+    issued = await node(shop).issue_payee_invoice(10_000_000)
+    results = await asyncio.gather(*(node(shop).pay(issued.bolt11, amount_msat=None, fee_limit_sat=50,
+                                                    timeout_seconds=5) for _ in range(5)))
+    assert {r.status for r in results} <= {"SUCCEEDED", "IN_FLIGHT"} and "SUCCEEDED" in {r.status for r in results}
+    assert {r.preimage for r in results if r.status == "SUCCEEDED"} == {(await node(shop).payment(
+        issued.payment_hash)).preimage}
+    rows = await shop.gateway.db.fetch_all("SELECT status FROM lightning_devnet_payments")
+    assert [r["status"] for r in rows] == ["SUCCEEDED"]
+    payee = await shop.gateway.db.fetch_one(
+        "SELECT state FROM lightning_devnet_invoices WHERE payment_hash = :h", {"h": issued.payment_hash})
+    assert payee["state"] == "SETTLED"

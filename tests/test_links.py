@@ -21,7 +21,7 @@ from orbchain.plugins.links import store
 from orbchain.plugins.links.settings import parse_settings
 from orbchain.testing.fixtures import open_shop
 
-from .support import api, signup
+from .support import Devnet, api, signup
 
 PATH = "/dashboard/payment-links"
 
@@ -72,13 +72,16 @@ async def links(shop):
     return body["data"]["links"]
 
 
-async def resolve(shop, slug, query=None):
-    return await shop.client.get(f"/l/{slug}", params=query or {}, allow_redirects=False)
+async def resolve(shop, slug, query=None, *, same_browser=False, headers=None):
+    """GET /l/<slug> as a new visitor (an empty cookie jar), or as the one before (``same_browser``)."""
+    if not same_browser:
+        shop.client.session.cookie_jar.clear()
+    return await shop.client.get(f"/l/{slug}", params=query or {}, allow_redirects=False, headers=headers)
 
 
-async def minted(shop, slug, query=None):
+async def minted(shop, slug, query=None, **visitor):
     """Resolve and follow nothing: the new invoice as the merchant API shows it."""
-    response = await resolve(shop, slug, query)
+    response = await resolve(shop, slug, query, **visitor)
     assert response.status == 302, await response.text()
     location = response.headers["Location"]
     assert location.startswith("/pay/") and response.headers["Cache-Control"] == "no-store"
@@ -278,9 +281,35 @@ async def test_buyer_entered_link_prompts_then_mints(shop):
         assert 'id="amount-error"' in text and 'name="amount"' in text
     assert await payment_count(shop) == 0 and (await links(shop))[0]["uses"] == 0
 
-    invoice = await minted(shop, link["slug"], {"amount": "0,5"})
+    invoice = await minted(shop, link["slug"], {"amount": "0.5"})
     assert invoice["amount"] == "0.5" and invoice["pay_amount"] == "0.5" and invoice["currency"] == "BTC"
     assert (await links(shop))[0]["uses"] == 1
+
+
+@pytest.mark.parametrize("amount, problem", [
+    ("99999999999999999999999", "must be at most 21000000 BTC"),  # minted before issue 29
+    ("1,5", "as the decimal separator"),  # read as 1.5 before
+    (" 0.01", "must not contain spaces"),  # stripped before
+    ("1e-3", "without an exponent"),
+    ("+1", "without a plus sign"),
+    ("9" * 400, "has too many digits"),
+])
+async def test_buyer_amounts_go_through_the_strict_parser_and_the_coins_maximum(shop, amount, problem):
+    """Issue 29 item 8. Breaks caught: no upper bound on a payer's amount, and the page's own lenient
+    reading (comma as the decimal point, surrounding spaces, exponents)."""
+    link = await created(shop)
+    response = await resolve(shop, link["slug"], {"amount": amount})
+    assert response.status == 400, amount
+    assert problem in await response.text()
+    assert await payment_count(shop) == 0 and (await links(shop))[0]["uses"] == 0
+
+
+async def test_a_buyer_fiat_amount_worth_more_than_the_coins_maximum_shows_the_form_again(shop):
+    link = await created(shop, fiat_currency="USD")
+    response = await resolve(shop, link["slug"], {"amount": "1" + "0" * 30})
+    assert response.status == 400 and 'id="amount-error"' in (text := await response.text())
+    assert "the most one payment may be" in text
+    assert await payment_count(shop) == 0 and (await links(shop))[0]["uses"] == 0
 
 
 async def test_buyer_entered_fiat_link(shop):
@@ -432,3 +461,65 @@ async def test_invoice_service_and_merchant_lookup(shop):
         await services.create_invoice(gateway, merchant_id, amount=Decimal("1"), currency="LTC", coins=["LTC"],
                                       in_transaction=fail)
     assert await payment_count(shop) == 1  # the failed one rolled back
+
+
+# -- who is asking (issue 29 item 5): previews mint nothing, a browser finds its open invoice -----
+
+
+@pytest.mark.parametrize("headers", [
+    {"User-Agent": "Slackbot-LinkExpanding 1.0 (+https://api.slack.com/robots)"},
+    {"User-Agent": "TelegramBot (like TwitterBot)"},
+    {"User-Agent": "WhatsApp/2.23.20.0 A"},
+    {"User-Agent": "facebookexternalhit/1.1 (+http://www.facebook.com/externalhit_uatext.php)"},
+    {"User-Agent": "Mozilla/5.0 (compatible; Discordbot/2.0; +https://discordapp.com)"},
+    {"User-Agent": "Mozilla/5.0 (X11; Linux x86_64) Chrome/126.0", "Sec-Purpose": "prefetch"},
+])
+async def test_link_previews_and_prefetches_mint_nothing(shop, headers):
+    """Break caught: ``GET /l/<slug>`` minted an invoice (an address, a use) for every chat app unfurling the
+    link. A preview gets a page naming the link, whose "Continue" link mints for whoever follows it."""
+    link = await created(shop, amount="0.001", description="Coffee")
+    buyer = await created(shop)
+    response = await resolve(shop, link["slug"], headers=headers)
+    page = await response.text()
+    assert response.status == 200 and 'id="link-amount"' in page and "0.001 BTC" in page and "Coffee" in page
+    assert f'href="/l/{link["slug"]}?continue=1"' in page
+    prompt = await resolve(shop, buyer["slug"], {"amount": "0.5"}, headers=headers)  # a prefilled donate link
+    assert prompt.status == 200 and 'value="0.5"' in await prompt.text()
+    assert await payment_count(shop) == 0 and {row["uses"] for row in await links(shop)} == {0}
+    invoice = await minted(shop, link["slug"], {"continue": "1"}, headers=headers)  # a person chose to pay
+    assert invoice["amount"] == "0.001" and (await links(shop))[-1]["uses"] == 1
+
+
+async def test_the_same_browser_gets_its_open_invoice_again(shop):
+    """Break caught: every reload or back-and-forth minted another invoice. The cookie is the visitor's:
+    another visitor (another jar) gets a new one, and a paid invoice is not offered again."""
+    link = await created(shop, amount="0.001")
+    first = await minted(shop, link["slug"])
+    again = await resolve(shop, link["slug"], same_browser=True)
+    assert again.status == 302 and again.headers["Location"] == f"/pay/{first['track_id']}"
+    assert (await links(shop))[0]["uses"] == 1
+    cookie = again.request_info.headers.get("Cookie", "")
+    assert f"orb_l_{link['slug']}={first['track_id']}" in cookie
+    other = await minted(shop, link["slug"])  # a new visitor
+    assert other["track_id"] != first["track_id"]
+    devnet = Devnet(shop.client)
+    await devnet.pay("BTC", other["address"], "0.001")
+    await devnet.mine(2)
+    after_paying = await minted(shop, link["slug"], same_browser=True)  # paid: a repeat purchase is new
+    assert after_paying["track_id"] not in (first["track_id"], other["track_id"])
+    assert (await links(shop))[0]["uses"] == 3
+
+
+async def test_a_cookie_naming_anything_but_this_links_open_invoice_is_ignored(shop):
+    link = await created(shop, amount="0.001")
+    other_link = await created(shop, amount="0.002")
+    foreign = await minted(shop, other_link["slug"])
+    status, api_invoice = await api(shop.client, "POST", "/v1/payment/invoice", shop.merchant.merchant_key,
+                                    json={"amount": "0.003", "currency": "BTC"})
+    for value in (foreign["track_id"], api_invoice["data"]["track_id"], "x" * 500, "'; DROP TABLE x;--"):
+        shop.client.session.cookie_jar.clear()
+        shop.client.session.cookie_jar.update_cookies({f"orb_l_{link['slug']}": value})
+        response = await resolve(shop, link["slug"], same_browser=True)
+        assert response.status == 302 and response.headers["Location"] not in (
+            f"/pay/{foreign['track_id']}", f"/pay/{api_invoice['data']['track_id']}"), value
+    assert (await links(shop))[1]["uses"] == 4

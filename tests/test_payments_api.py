@@ -227,3 +227,26 @@ async def test_two_merchants_never_share_an_address(make_client, make_config):
                                 json={"currency": "ETH", "amount": "1"})
             seen.add(body["data"]["address"])
     assert len(seen) == 9
+
+
+async def test_the_status_filter_takes_any_case_and_names_the_values_it_knows(env):
+    """Issue 29 item 9 ("status=Paid returns an empty list"). On 26d3b23 the filter already matched any
+    case (the audit's empty list did not reproduce); this keeps it so on both list routes: ``Paid`` and
+    ``paid`` find the paid payment, and an unknown value is a 400 naming the SPEC's values."""
+    client, merchant = env
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": "0.001"})
+    assert status == 200, body
+    paid = body["data"]
+    devnet = Devnet(client)
+    await devnet.pay("BTC", paid["address"], "0.001")
+    await devnet.mine(2)
+    await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key, json={"currency": "BTC", "amount": "1"})
+    for path, headers in (("/v1/payment", merchant.merchant_key), ("/dashboard/payments", merchant.jwt)):
+        for value in ("Paid", "paid", "PAID"):
+            status, body = await api(client, "GET", path, headers, params={"status": value})
+            assert status == 200 and [p["track_id"] for p in body["data"]["payments"]] == [paid["track_id"]], \
+                (path, value, body)
+        status, body = await api(client, "GET", path, headers, params={"status": "Settled"})
+        assert status == 400 and body["error"]["detail"]["status"] == \
+            "must be one of WAITING, PAYING, PAID, EXPIRED, CANCELLED", body

@@ -117,6 +117,26 @@ async def test_insufficient_balance(env):
     assert status == 400 and error_of(body)[0] == "insufficient_balance"
 
 
+async def test_a_coin_the_merchant_does_not_accept_is_currency_not_accepted(env):
+    """Issue 29 item 9 (SPEC 7 "currency not accepted by merchant"). Break caught: a payout in a coin
+    outside accepted_coins answered ``insufficient_balance``. A coin the merchant still holds (accepted
+    when it came in, since dropped) stays payable: its money is never trapped."""
+    client, merchant, devnet = env
+    doge = "DBus3bamQjgJULBJtYXpEzDWQRwF5iwxgC"
+    status, body = await create(client, merchant, "20", address=doge, currency="DOGE")
+    assert status == 400 and error_of(body) == ("currency_not_accepted", "currency not accepted by merchant"), body
+    status, body = await api(client, "POST", "/v1/payout/batch", merchant.payout_key, json={"items": [
+        {"currency": "DOGE", "address": doge, "amount": "20", "external_id": "doge-1"}]})
+    assert status == 200 and body["data"]["results"][0]["error"] == "currency_not_accepted", body
+    status, _ = await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt, json={"accepted_coins": ["LTC"]})
+    assert status == 200  # BTC dropped, 0.0099 BTC still held: it can still be paid out
+    status, body = await create(client, merchant, "0.001")
+    assert status == 200 and body["data"]["status"] == "Confirming", body
+    status, body = await create(client, merchant, "0.01", currency="ETH", address=EVM_DEST)  # ETH: not held
+    assert status == 400 and error_of(body)[0] == "currency_not_accepted", body
+    assert await balance(client, merchant) == {"BTC": "0.0089"}
+
+
 async def test_unsupported_coins_are_400_coin_not_supported(env):
     """SPEC 7 coin_not_supported: a coin nobody can pay out here (source-only XMR) or no coin at all.
     (BTC_LN has the devnet Lightning node in development; without a node it is 503: test_lightning_devnet.py.)"""

@@ -51,9 +51,11 @@ async def test_each_item_stands_alone(env):
                                                "created", "failed"]
     assert [r["error"] for r in (results[1], results[2], results[3])] == [
         "insufficient_balance", "invalid_address", "burn_address"]
-    assert results[4]["error"] == "validation error: amount: must be greater than 0"
-    assert results[5]["error"].startswith("validation error") and results[5]["external_id"] is None
-    assert results[6]["error"] == "validation error: external_id: is required"
+    # Issue 29 item 9, break caught: a validation failure answered its sentence ("validation error:
+    # external_id: is required"); every item error is a code, in the batch's shape.
+    assert results[4]["error"] == "invalid_amount"
+    assert results[5]["error"] == "invalid_item" and results[5]["external_id"] is None
+    assert results[6]["error"] == "missing_external_id" and results[6]["external_id"] is None
     assert results[8]["error"] == "coin_not_supported"  # XMR is source-only
     assert all(set(r) == {"index", "external_id", "track_id", "status", "error"} for r in results)
     assert results[0]["track_id"] and results[0]["error"] is None and results[1]["track_id"] is None

@@ -121,6 +121,7 @@ async def test_not_shown_list_shapes_are_the_recorded_ones(env):  # noqa: F811 -
               "/dashboard/payout-schedules": {"schedules"}, "/dashboard/settings/auto-withdraw": {"rules"},
               "/dashboard/brands": {"brands"}, "/dashboard/plans": {"plans"},
               "/dashboard/subscriptions": {"subscriptions"} | paged,
-              "/dashboard/subscriptions/summary": {"active", "paused", "failed", "cancelled", "mrr_usd"}}
+              "/dashboard/subscriptions/summary": {"active", "paused", "failed", "cancelled", "pending", "expired",
+                                                   "mrr_usd"}}
     for path, keys in shapes.items():
         assert set(await ok(client, "GET", path, merchant.jwt)) == keys, path

@@ -223,6 +223,12 @@ async def test_scoped_keys_need_the_subscription_scopes(env):
     ({"start_at": "tomorrow"}, "start_at"),
     ({"start_at": "2030-01-01T00:00:00"}, "start_at"),  # no time zone
     ({"start_at": "2030-01-01"}, "start_at"),
+    # Issue 29 item 8, breaks caught: year 0001 was read as "now", 9999 was accepted (billing in 8,000
+    # years), and an offset pushing either out of range raised OverflowError (a 500).
+    ({"start_at": "0001-01-01T00:00:00Z"}, "start_at"),
+    ({"start_at": "0001-01-01T00:00:00+01:00"}, "start_at"),
+    ({"start_at": "9999-12-31T23:59:59Z"}, "start_at"),
+    ({"start_at": "9999-12-31T23:59:59-01:00"}, "start_at"),
 ])
 async def test_bad_subscription_input_is_a_400_and_creates_nothing(env, body, field):
     client, merchant, _ = env
@@ -260,9 +266,16 @@ async def test_dashboard_twins_and_summary_with_exact_mrr(env):
     assert status == 200 and answer["data"]["total"] == 5
     await api(client, "POST", f"{SUBS}/{ids[4]}/cancel", merchant.merchant_key)
     status, answer = await api(client, "GET", "/dashboard/subscriptions/summary", merchant.jwt)
+    # Issue 32 item 5, break caught: MRR counted subscriptions that never paid. Nothing is paid yet: 0.
+    assert status == 200 and answer["data"]["active"] == 4 and answer["data"]["mrr_usd"] == "0.00", answer
+    await run_billing(devnet.gateway)
+    for sid in ids[:4]:
+        await pay(client, merchant, devnet, (await show(client, merchant, sid))["pay_url"].rsplit("/", 1)[1])
+    status, answer = await api(client, "GET", "/dashboard/subscriptions/summary", merchant.jwt)
     assert status == 200, answer
     # 10 + 3 * 0.01 * 30/7 = 10.128571... -> 10.13 (exact fractions, rounded once)
-    assert answer["data"] == {"active": 4, "paused": 0, "failed": 0, "cancelled": 1, "mrr_usd": "10.13"}
+    assert answer["data"] == {"active": 4, "paused": 0, "failed": 0, "cancelled": 1, "pending": 0, "expired": 0,
+                              "mrr_usd": "10.13"}
     assert (await api(client, "GET", "/dashboard/subscriptions/summary", merchant.merchant_key))[0] == 401
 
 
@@ -318,6 +331,27 @@ async def test_start_at_in_the_future_delays_the_first_invoice(env):
     assert (await run_billing(gateway)).minted == 0
     advance_clock(gateway, 1)
     assert (await run_billing(gateway)).minted == 1
+
+
+async def test_start_at_takes_a_bounded_window_around_now(env):
+    """A day in the past reads as now; more is refused, and so is more than 366 days ahead (issue 29)."""
+    client, merchant, devnet = env
+    gateway = devnet.gateway
+    now = freeze_clock(gateway)
+    plan = await make_plan(client, merchant)
+
+    def rfc3339(moment: int) -> str:
+        return datetime.fromtimestamp(moment, UTC).isoformat()
+
+    sub = await subscribe(client, merchant, plan["id"], start_at=rfc3339(now - enrolment.START_AT_PAST))
+    assert sub["next_billing_at"] == now
+    sub = await subscribe(client, merchant, plan["id"], start_at=rfc3339(now + enrolment.START_AT_AHEAD))
+    assert sub["next_billing_at"] == now + 366 * 86400
+    for moment, problem in ((now - enrolment.START_AT_PAST - 1, "in the past"),
+                            (now + enrolment.START_AT_AHEAD + 1, "366 days ahead")):
+        status, answer = await api(client, "POST", SUBS, merchant.merchant_key,
+                                   json={"plan_id": plan["id"], "start_at": rfc3339(moment)})
+        assert status == 400 and problem in answer["error"]["detail"]["start_at"], answer
 
 
 async def test_two_consecutive_expired_invoices_fail_the_subscription(env):

@@ -2,9 +2,9 @@
 
 Needs /usr/bin/chromium: run ``scripts/ensure_chromium.sh`` first (``make test``
 does). Without it these tests fail with that instruction; they never skip.
-A customer enrols from the plan's page, sees the manage page, follows the
-open invoice to the hosted payment page, pauses, resumes and cancels, and
-the old link stops working. Screenshots land in the test's ``tmp_path``.
+A customer enrols from the plan's page, lands on the first invoice's hosted
+page, pays it, returns to the manage page (ACTIVE), pauses, resumes and
+cancels, and the old link stops working. Screenshots land in the test's ``tmp_path``.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY
 
 from .browser import Browser, assert_png, serve_app
+from .support import Devnet
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 
 
@@ -53,20 +54,25 @@ async def test_customer_enrols_pays_link_pauses_resumes_and_cancels(served, tmp_
         assert await browser.evaluate("document.querySelector('#email').value") == "reader@example.com"
         await browser.fill("#customer_ref", "reader-1")
         await browser.click("#subscribe")
-        manage_url = await browser.url()
-        assert "/subscribe/manage/" in manage_url
-        assert await browser.text("#status") == "ACTIVE"
+        # Straight to the first period's invoice (issue 29, issue 32): the subscription waits for it, PENDING.
+        pay_url = await browser.url()
+        assert "/pay/" in pay_url and await browser.text("#status") == "Waiting"
         listed = (await (await client.get("/v1/subscription", headers=key)).json())["data"]["subscriptions"]
-        assert [s["customer_ref"] for s in listed] == ["reader-1"] and listed[0]["manage_url"] == manage_url
-
-        # The tick mints the first invoice: the page links to the hosted payment page.
-        assert (await run_billing(client.app[GATEWAY])).minted == 1
+        assert [(s["customer_ref"], s["status"], s["pay_url"]) for s in listed] == [("reader-1", "PENDING", pay_url)]
+        manage_url = listed[0]["manage_url"]
+        payment = (await (await client.get(f"/v1/payment/{pay_url.rsplit('/', 1)[1]}", headers=key)).json())["data"]
+        devnet = Devnet(client)
+        await devnet.pay("BTC", payment["address"], payment["pay_amount"])
+        await devnet.mine(2)
         await browser.reload()
-        await browser.click("#pay-link")
-        assert "/pay/" in await browser.url()
-        assert await browser.text("#status") == "Waiting"
+        assert await browser.text("#status") == "Paid"
+        back = await browser.evaluate(
+            "[...document.querySelectorAll('a')].find(a => a.textContent.includes('Return to merchant')).href")
+        assert back == manage_url  # the invoice's return link is the manage page
         await browser.goto(manage_url)
+        assert await browser.text("#status") == "ACTIVE"
         assert await browser.evaluate("document.querySelectorAll('#history li').length") == 1
+        assert (await run_billing(client.app[GATEWAY])).minted == 0  # the next period is a month away
 
         await browser.click("#pause")
         assert await browser.url() == manage_url and await browser.text("#status") == "PAUSED"

@@ -2,19 +2,25 @@
 
 Forms are posted as a browser without JavaScript posts them
 (``application/x-www-form-urlencoded``) and redirects are checked, not followed.
+An enrolment from the page is PENDING until its first invoice is paid (issue 29).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import json
 import re
+from urllib.parse import urlsplit
 
 import pytest
 
+from orbchain.core.payment_status import expire_payments
+from orbchain.plugins.subscriptions import billing, enrolment
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY
 
-from .support import api, signup
+from .support import Devnet, advance_clock, api, freeze_clock, signup
 
 MONTH = 30 * 86400
 
@@ -33,30 +39,136 @@ async def subscriptions(client, merchant):
     return (await api(client, "GET", "/v1/subscription", merchant.merchant_key))[1]["data"]["subscriptions"]
 
 
-async def enrol(client, plan_id, **form):
-    response = await client.post(f"/subscribe/{plan_id}", data=form, allow_redirects=False)
+async def enrol(client, plan_id, headers=None, **form):
+    """Post the form as a browser; the hosted page of the first invoice it is sent to (``/pay/<track_id>``)."""
+    response = await client.post(f"/subscribe/{plan_id}", data=form, headers=headers, allow_redirects=False)
     assert response.status == 303, await response.text()
     location = response.headers["Location"]
-    assert re.fullmatch(r"/subscribe/manage/[A-Za-z0-9_-]{43}", location), location
+    assert re.fullmatch(r"https?://[^/]+/pay/[A-Za-z0-9]{1,64}", location), location
     return location
 
 
-async def test_the_form_enrols_and_redirects_to_the_manage_page(shop):
+def manage_path(sub):
+    return "/subscribe/manage/" + sub["manage_url"].rsplit("/", 1)[1]
+
+
+async def pay_first_invoice(client, merchant, pay_url):
+    """Pay the invoice at ``pay_url`` on the devnet, exactly, and confirm it."""
+    status, body = await api(client, "GET", f"/v1/payment/{pay_url.rsplit('/', 1)[1]}", merchant.merchant_key)
+    assert status == 200, body
+    devnet = Devnet(client)
+    await devnet.pay(body["data"]["pay_currency"], body["data"]["address"], body["data"]["pay_amount"])
+    await devnet.mine(devnet.gateway.coins.require(body["data"]["pay_currency"]).confirmations)
+    return body["data"]
+
+
+async def active_enrolment(client, merchant, plan, **form):
+    """An enrolment from the page whose first invoice is paid: the subscription, ACTIVE."""
+    await pay_first_invoice(client, merchant, await enrol(client, plan["id"], **form))
+    [sub] = [s for s in await subscriptions(client, merchant) if s["status"] == "ACTIVE"]
+    return sub
+
+
+async def outbox(gateway, prefix):
+    rows = await gateway.db.fetch_all("SELECT event_type, body FROM webhook_events ORDER BY created_at, event_id")
+    return [(r["event_type"], json.loads(r["body"])) for r in rows if r["event_type"].startswith(prefix)]
+
+
+async def test_the_form_enrols_pending_and_sends_the_customer_to_the_first_invoice(shop):
+    """Issue 29 item 5 and issue 32 item 5. Breaks caught: the page made an ACTIVE subscription with no
+    invoice (the tick minted one up to 5 minutes later, and another after it expired, with a webhook
+    each) and sent the customer to a manage page showing ACTIVE."""
     client, merchant, plan = shop
+    gateway = client.app[GATEWAY]
     page = await client.get(f"/subscribe/{plan['id']}")
     html = await page.text()
     assert page.status == 200 and page.content_type == "text/html"
     assert "Coffee &lt;club&gt;" in html and "4.99" in html and "30 days" in html and "<script" not in html
     assert f'action="/subscribe/{plan["id"]}"' in html and "default-src 'none'" in page.headers[
         "Content-Security-Policy"]
-    location = await enrol(client, plan["id"], email="Buyer@Example.com", customer_ref="order-7")
+    pay_url = await enrol(client, plan["id"], email="Buyer@Example.com", customer_ref="order-7")
     [sub] = await subscriptions(client, merchant)
-    assert sub["status"] == "ACTIVE" and sub["customer_email"] == "buyer@example.com"
-    assert sub["customer_ref"] == "order-7" and sub["manage_url"].endswith(location)
-    manage = await client.get(location)
-    html = await manage.text()
-    assert manage.status == 200 and 'id="status">ACTIVE<' in html and 'id="next-billing"' in html
-    assert 'action="' + location + '/pause"' in html and 'action="' + location + '/cancel"' in html
+    assert sub["status"] == "PENDING" and sub["customer_email"] == "buyer@example.com"
+    assert sub["customer_ref"] == "order-7" and sub["pay_url"] == pay_url
+    status, body = await api(client, "GET", f"/v1/payment/{pay_url.rsplit('/', 1)[1]}", merchant.merchant_key)
+    invoice = body["data"]
+    assert invoice["status"] == "Waiting" and invoice["amount_fiat"] == "4.99" and invoice["fiat_currency"] == "USD"
+    assert invoice["accepted_coins"] == ["BTC", "LTC"] and invoice["return_url"] == sub["manage_url"]
+    assert await outbox(gateway, "subscription.") == []  # an unpaid sign-up costs the merchant no webhook
+    assert (await run_billing(gateway)).minted == 0  # the tick bills only ACTIVE subscriptions
+    manage = await (await client.get(manage_path(sub))).text()
+    assert 'id="status">PENDING<' in manage and 'id="pending-message"' in manage and pay_url in manage
+    assert "/pause" not in manage and "/cancel" in manage
+
+    await pay_first_invoice(client, merchant, pay_url)
+    [sub] = await subscriptions(client, merchant)
+    assert sub["status"] == "ACTIVE" and sub["pay_url"] is None
+    assert sub["current_period_end"] - sub["current_period_start"] == MONTH
+    assert [kind for kind, _ in await outbox(gateway, "subscription.")] == ["subscription.paid"]
+    paid_page = await (await client.get(urlsplit(pay_url).path)).text()
+    assert sub["manage_url"] in paid_page  # "Return to merchant" leads to the manage page once Paid
+    manage = await (await client.get(manage_path(sub))).text()
+    assert 'id="status">ACTIVE<' in manage and 'id="period-end"' in manage
+
+
+async def test_an_unpaid_enrolment_expires_with_its_invoice_and_never_bills(shop):
+    client, merchant, plan = shop
+    gateway = client.app[GATEWAY]
+    start = freeze_clock(gateway)
+    await enrol(client, plan["id"])
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
+    await expire_payments(gateway)
+    [sub] = await subscriptions(client, merchant)
+    assert sub["status"] == "EXPIRED" and sub["next_billing_at"] is None and sub["pay_url"] is None
+    for days in (1, 31, 62):  # months later the tick still mints nothing for it
+        gateway.clock = lambda d=days: start + d * 86400
+        report = await run_billing(gateway)
+        assert report.minted == 0, report
+    assert len((await api(client, "GET", "/v1/payment", merchant.merchant_key))[1]["data"]["payments"]) == 1
+    assert await outbox(gateway, "subscription.") == []  # no invoiced, no failed: it never was a customer
+    manage = await (await client.get(manage_path(sub))).text()
+    assert 'id="status">EXPIRED<' in manage and 'id="expired-message"' in manage and "/cancel" not in manage
+    refused = await client.post(f"{manage_path(sub)}/cancel", allow_redirects=False)
+    assert refused.status == 400
+    summary = await enrolment.summary(gateway, merchant.merchant_id)  # (the dashboard JWT has expired by now)
+    assert summary["expired"] == 1 and summary["pending"] == 0 and summary["mrr_usd"] == "0.00"
+
+
+async def test_unpaid_enrolments_per_ip_and_plan_are_capped(make_client, make_config):
+    """Issue 29 item 5, break caught: one IP could enrol without bound (86,000 a day at default limits)."""
+    client = await make_client(make_config(scheduler={"enabled": False}, server={"trust_forwarded_for": True},
+                                           plugin={"subscriptions": {"pending_per_ip": 2}}))
+    merchant = await signup(client)
+    plans = [(await api(client, "POST", "/dashboard/plans", merchant.jwt, json={
+        "label": label, "amount_usd": "5", "interval_sec": MONTH, "accepted_coins": ["BTC"]}))[1]["data"]
+        for label in ("A", "B")]
+    gateway = client.app[GATEWAY]
+    now = freeze_clock(gateway)
+    here, elsewhere = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "198.51.100.9"}
+    first = await enrol(client, plans[0]["id"], headers=here)
+    await enrol(client, plans[0]["id"], headers=here)
+    refused = await client.post(f"/subscribe/{plans[0]['id']}", data={}, headers=here, allow_redirects=False)
+    page = await refused.text()
+    assert refused.status == 429 and refused.content_type == "text/html" and 'id="pending-cap"' in page
+    assert int(refused.headers["Retry-After"]) == billing.DEFAULT_LIFETIME_MINUTES * 60  # the oldest lapses then
+    await enrol(client, plans[1]["id"], headers=here)  # per plan
+    await enrol(client, plans[0]["id"], headers=elsewhere)  # per IP
+    assert len(await subscriptions(client, merchant)) == 4
+    await pay_first_invoice(client, merchant, first)  # a paid one is no longer pending: a slot is free
+    await enrol(client, plans[0]["id"], headers=here)
+    assert gateway.now() == now
+
+
+async def test_parallel_enrolments_from_one_ip_stop_at_the_cap(make_client, make_config):
+    """The plan row is locked while the pending ones are counted: 10 racing posts create exactly 3."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    merchant = await signup(client)
+    plan = (await api(client, "POST", "/dashboard/plans", merchant.jwt, json={
+        "label": "A", "amount_usd": "5", "interval_sec": MONTH, "accepted_coins": ["BTC"]}))[1]["data"]
+    responses = await asyncio.gather(*(client.post(f"/subscribe/{plan['id']}", data={}, allow_redirects=False)
+                                       for _ in range(10)))
+    assert sorted(r.status for r in responses) == [303] * 3 + [429] * 7
+    assert [s["status"] for s in await subscriptions(client, merchant)] == ["PENDING"] * 3
 
 
 async def test_both_fields_are_optional_and_bad_ones_redisplay_the_form(shop):
@@ -85,7 +197,7 @@ async def test_a_disabled_or_unknown_plan_shows_a_clear_page(shop):
 async def test_pause_resume_cancel_and_the_rotated_link(shop):
     client, merchant, plan = shop
     gateway = client.app[GATEWAY]
-    location = await enrol(client, plan["id"])
+    location = manage_path(await active_enrolment(client, merchant, plan))
     for action, status in (("pause", "PAUSED"), ("pause", "PAUSED"), ("resume", "ACTIVE")):
         response = await client.post(f"{location}/{action}", allow_redirects=False)
         assert response.status == 303 and response.headers["Location"] == location
@@ -121,12 +233,14 @@ async def test_guessed_tokens_are_404(shop, token):
 async def test_the_manage_page_shows_the_open_invoice_and_history(shop):
     client, merchant, plan = shop
     gateway = client.app[GATEWAY]
-    location = await enrol(client, plan["id"], email="b@example.com")
-    await run_billing(gateway)
+    start = freeze_clock(gateway)
+    sub = await active_enrolment(client, merchant, plan, email="b@example.com")
+    gateway.clock = lambda: start + MONTH
+    assert (await run_billing(gateway)).minted == 1
     [sub] = await subscriptions(client, merchant)
-    html = await (await client.get(location)).text()
+    html = await (await client.get(manage_path(sub))).text()
     assert 'id="pay-link"' in html and sub["pay_url"] in html
-    assert 'id="history"' in html and "4.99 USD" in html and "open" in html
+    assert 'id="history"' in html and "4.99 USD" in html and "open" in html and "paid" in html
 
 
 async def test_pages_are_limited_per_ip(make_client, make_config):

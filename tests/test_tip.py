@@ -63,7 +63,7 @@ async def test_query_coin_is_honoured_only_when_accepted(shop):
 
 async def test_tip_mints_an_invoice_in_the_chosen_coin(shop):
     account = await account_id(shop)
-    response = await shop.client.post(f"/tip/{account}", data={"coin": "LTC", "amount": "0,25"},
+    response = await shop.client.post(f"/tip/{account}", data={"coin": "LTC", "amount": "0.25"},
                                       allow_redirects=False)
     assert response.status == 303, await response.text()
     track_id = response.headers["Location"].removeprefix("/pay/")
@@ -82,10 +82,17 @@ async def test_tip_mints_an_invoice_in_the_chosen_coin(shop):
     ({"amount": "1"}, "Choose one of the coins"),
     ({"coin": "BTC", "amount": "0"}, "greater than 0"),
     ({"coin": "BTC", "amount": "-1"}, "greater than 0"),
-    ({"coin": "BTC", "amount": "abc"}, "greater than 0"),
-    ({"coin": "BTC", "amount": "0.000000001"}, "greater than 0"),
-    ({"coin": "BTC", "amount": "1e999999"}, "greater than 0"),
-    ({"coin": "BTC"}, "greater than 0"),
+    ({"coin": "BTC", "amount": "abc"}, "must be a decimal string"),
+    ({"coin": "BTC", "amount": "0.000000001"}, "more than 8 decimal places"),
+    ({"coin": "BTC", "amount": "1e999999"}, "without an exponent"),
+    ({"coin": "BTC"}, "must not be empty"),
+    # Issue 29 item 8. Breaks caught: a 400-digit amount was cut to 40 digits and minted (1.1e39 BTC);
+    # "1,5" was read as 1.5 and " 0.01" stripped; no upper bound.
+    ({"coin": "BTC", "amount": "1" * 400}, "has too many digits"),
+    ({"coin": "BTC", "amount": "1" * 40}, "must be at most 21000000 BTC"),
+    ({"coin": "BTC", "amount": "21000000.00000001"}, "must be at most 21000000 BTC"),
+    ({"coin": "BTC", "amount": "1,5"}, "as the decimal separator"),
+    ({"coin": "BTC", "amount": " 0.01"}, "must not contain spaces"),
 ])
 async def test_bad_tips_show_the_form_again_and_mint_nothing(shop, form, message):
     account = await account_id(shop)

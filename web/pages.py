@@ -68,34 +68,44 @@ def _policy(branding: PageBranding | None) -> tuple[str, str]:
             "; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
 
-def security_headers(nonce: str | None = None, branding: PageBranding | None = None) -> dict[str, str]:
+def security_headers(nonce: str | None = None, branding: PageBranding | None = None,
+                     script_origin: str | None = None) -> dict[str, str]:
     """No external resource but a brand's logo; the only script a page may run carries ``nonce``.
 
     A branded page (``branding``, rendered by ``base.html``) adds exactly one
     image origin, its logo's, validated by ``PageBranding``; its colour comes
     from a same-origin stylesheet, so ``style-src 'self'`` stays as it is.
+    ``script_origin`` (a form with a captcha widget, ``SignInWidget.origin``)
+    lets that one provider's script, frame and requests in, on that page only.
     """
     before, after = _policy(branding)
-    return {CSP: f"{before}'nonce-{nonce}'{after}" if nonce else f"{before}'none'{after}",
+    scripts = f"'nonce-{nonce}'" if nonce else "'none'"
+    if script_origin:
+        scripts += f" {script_origin}"
+        after += f"; frame-src {script_origin}; connect-src {script_origin}"
+    return {CSP: f"{before}{scripts}{after}",
             CACHE_CONTROL: "no-store", REFERRER_POLICY: "same-origin", X_CONTENT_TYPE_OPTIONS: "nosniff"}
 
 
-def page_security_headers(response: R, nonce: str | None = None, branding: PageBranding | None = None) -> R:
+def page_security_headers(response: R, nonce: str | None = None, branding: PageBranding | None = None,
+                          script_origin: str | None = None) -> R:
     """``response`` with the hosted pages' ``security_headers``."""
-    response.headers.update(security_headers(nonce, branding))
+    response.headers.update(security_headers(nonce, branding, script_origin))
     return response
 
 
 def render_page(request: web.Request, template: str, context: Mapping[str, Any], *,
-                status: int = 200, branding: PageBranding | None = None) -> web.Response:
+                status: int = 200, branding: PageBranding | None = None,
+                script_origin: str | None = None) -> web.Response:
     """Render a hosted page for payers (a plugin's or the core's) the one way every page is rendered.
 
     The template gets ``context`` plus ``nonce`` (the only inline script the
     page may run carries it) and the response the hosted pages' security
-    headers. Plugin pages extend ``base.html``, so the layout's branding
+    headers (``script_origin``: a captcha widget's provider, see
+    ``security_headers``). Plugin pages extend ``base.html``, so the layout's branding
     (``branding``: ask ``services.page_branding_for``) reaches them too.
     """
     nonce = secrets.token_urlsafe(16)
     response = aiohttp_jinja2.render_template(template, request, {**context, "nonce": nonce, "branding": branding},
                                               status=status)
-    return page_security_headers(response, nonce, branding)
+    return page_security_headers(response, nonce, branding, script_origin)

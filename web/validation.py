@@ -14,6 +14,8 @@ from decimal import Decimal
 from typing import Any, Callable, Mapping, Sequence
 from urllib.parse import urlsplit
 
+from multidict import MultiMapping
+
 from ..core.errors import ValidationError
 from ..core.money import AmountError, parse_decimal
 
@@ -53,8 +55,8 @@ MAX_TIMESTAMP = 253_402_300_799
 _INT_TEXT = re.compile(r"-?[0-9]{1,19}", re.ASCII)
 
 
-def _as_int(value: Any) -> int | None:
-    """An integer from a JSON int, an integral JSON number or a digit string; None otherwise.
+def _as_int(value: Any, text: bool) -> int | None:
+    """An integer from a JSON int, an integral JSON number or (``text`` sources only) a digit string.
 
     Values far beyond int64 come back as one step past the int64 range (never
     expanded): ``int(Decimal("1e1000000"))`` would build a million-digit int.
@@ -71,7 +73,7 @@ def _as_int(value: Any) -> int | None:
         if value != value.to_integral_value():
             return None
         return int(value)
-    if isinstance(value, str):
+    if text and isinstance(value, str):
         return int_from_text(value)
     return None
 
@@ -79,8 +81,9 @@ def _as_int(value: Any) -> int | None:
 def int_from_text(text: str) -> int | None:
     """The integer ``text`` writes (optional minus, 1-19 ASCII digits, spaces around ignored), else None.
 
-    The one parser of integers written as text, JSON digit strings and form
-    fields alike: ``int()`` of unbounded text raises past 4,300 digits (a 500)
+    The one parser of integers written as text (query strings and form fields;
+    a JSON body's integer fields take JSON integers only, ``validate``'s
+    ``text``): ``int()`` of unbounded text raises past 4,300 digits (a 500)
     and ``str.isdigit`` passes ``²`` (then ``int`` raises) and Arabic-Indic digits.
     """
     stripped = text.strip()
@@ -97,7 +100,7 @@ def form_integer(value: Any, name: str, *, minimum: int = INT64_MIN, maximum: in
     return number
 
 
-def _check_one(spec: Field, value: Any) -> tuple[Any, str | None]:
+def _check_one(spec: Field, value: Any, text: bool) -> tuple[Any, str | None]:
     kind = spec.kind
     if kind in ("str", "url", "email"):
         if not isinstance(value, str):
@@ -118,9 +121,10 @@ def _check_one(spec: Field, value: Any) -> tuple[Any, str | None]:
                 return None, "must be an email address"
             value = value.lower()
     elif kind == "int":
-        number = _as_int(value)
+        number = _as_int(value, text)
         if number is None:
-            return None, "must be an integer"
+            return None, "must be an integer" if text or not isinstance(value, str) else \
+                "must be a JSON integer (a number without quotes)"
         value = number
         minimum = INT64_MIN if spec.minimum is None else spec.minimum
         maximum = INT64_MAX if spec.maximum is None else spec.maximum
@@ -165,8 +169,18 @@ def _check_one(spec: Field, value: Any) -> tuple[Any, str | None]:
     return value, None
 
 
-def validate(source: Mapping[str, Any], fields: Sequence[Field]) -> dict[str, Any]:
-    """Clean values for ``fields`` from a body or query mapping."""
+def validate(source: Mapping[str, Any], fields: Sequence[Field], *, text: bool | None = None) -> dict[str, Any]:
+    """Clean values for ``fields`` from a body or query mapping.
+
+    ``text``: the values were typed as text (a query string, a form), so an
+    integer field reads a digit string. A JSON body is typed: there an
+    integer field takes a JSON integer only (SPEC 4 types ``lifetime``,
+    ``interval_sec`` ... as integers) and ``"3600"`` is a 400. None decides
+    by the source: aiohttp's query and form mappings (``MultiMapping``) are
+    text, anything else (a JSON object) is not.
+    """
+    if text is None:
+        text = isinstance(source, MultiMapping)
     clean: dict[str, Any] = {}
     errors: dict[str, str] = {}
     for spec in fields:
@@ -181,7 +195,7 @@ def validate(source: Mapping[str, Any], fields: Sequence[Field]) -> dict[str, An
             else:
                 clean[spec.name] = spec.default
             continue
-        result, problem = _check_one(spec, value)
+        result, problem = _check_one(spec, value, text)
         if problem:
             errors[spec.name] = problem
         else:
@@ -193,13 +207,10 @@ def validate(source: Mapping[str, Any], fields: Sequence[Field]) -> dict[str, An
 
 def pagination(query: Mapping[str, str], *, default_limit: int, max_limit: int) -> tuple[int, int]:
     """``limit`` and ``offset`` from a query string, bounded per SPEC 8."""
-    values = validate(
-        query,
-        [
-            Field("limit", "int", minimum=1, maximum=max_limit, default=default_limit),
-            Field("offset", "int", minimum=0, maximum=10**12, default=0),
-        ],
-    )
+    values = validate(query, [
+        Field("limit", "int", minimum=1, maximum=max_limit, default=default_limit),
+        Field("offset", "int", minimum=0, maximum=10**12, default=0),
+    ], text=True)
     return values["limit"], values["offset"]
 
 

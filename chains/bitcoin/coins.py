@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from ...core.coins import Coin
 
+# max_amount: the supply cap of the protocol (no amount can be larger); DOGE has none (the default).
 COINS: tuple[Coin, ...] = (
     Coin("BTC", "Bitcoin", "bitcoin", 8, 2, "0.0001", "btc",
-         default_accepted=True, price_id="bitcoin", dev_price_usd="60000", rank=1),
+         default_accepted=True, price_id="bitcoin", dev_price_usd="60000", rank=1, max_amount="21000000"),
     Coin("LTC", "Litecoin", "litecoin", 8, 6, "0.001", "ltc",
-         default_accepted=True, price_id="litecoin", dev_price_usd="80", rank=2),
+         default_accepted=True, price_id="litecoin", dev_price_usd="80", rank=2, max_amount="84000000"),
     Coin("DOGE", "Dogecoin", "dogecoin", 8, 6, "10", "doge", price_id="dogecoin", dev_price_usd="0.15", rank=3),
 )
 

@@ -21,7 +21,7 @@ import logging
 
 from ...core.keys import NETWORKS
 from ...core.plugins import call_collect, hookimpl
-from . import devnet_page, lnurl, receive, settlement
+from . import devnet_page, lnurl, receive, settlement, store
 from .address import address_family
 from .backend import LightningBackendRegistry
 from .coins import COINS
@@ -122,6 +122,12 @@ async def payment_receive_target(gateway, payment, coin):
 @hookimpl
 def payment_qr_payload(payment, coin):
     return receive.qr_payload(payment, coin)
+
+
+@hookimpl
+async def payments_pruning(gateway, track_ids) -> None:
+    """Unpaid payments being deleted by the core: their node invoices (long expired) are forgotten too."""
+    await store.forget_invoices(gateway, track_ids)
 
 
 @hookimpl

@@ -11,7 +11,8 @@ from .bolt11 import MAX_BOLT11_LENGTH
 COINS: tuple[Coin, ...] = (
     # SPEC 2.7: no confirmations (credited when the invoice is paid) and no published minimum payout:
     # both null in the coin table; decimals stay 8, the precision every BTC_LN amount is written in.
+    # Lightning moves bitcoin: no amount exceeds bitcoin's supply cap.
     Coin("BTC_LN", "Bitcoin Lightning", "lightning", 8, 0, None, "lightning",
          price_id="bitcoin", dev_price_usd="60000", rank=20, confirmations_listed=False,
-         webhook_status_upper=True, max_destination_length=MAX_BOLT11_LENGTH),
+         webhook_status_upper=True, max_destination_length=MAX_BOLT11_LENGTH, max_amount="21000000"),
 )

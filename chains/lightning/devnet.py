@@ -115,44 +115,58 @@ class DevnetLightningBackend(LightningBackend):
 
     async def pay(self, bolt11: str, *, amount_msat: int | None, fee_limit_sat: int,
                   timeout_seconds: int) -> PaymentState:
+        """Pay one invoice, once per payment hash, as a node does.
+
+        The payment hash is taken first, in one conditional statement
+        (``_begin``): a second call for a hash already in flight or paid gets
+        that payment's state back and sends nothing, however many callers
+        race (a real node answers "payment in transition"). Only a FAILED
+        payment may be tried again.
+        """
         try:
             invoice = decode_bolt11(bolt11)
         except AddressError as exc:
-            return await self._failed(bolt11, "", amount_msat or 0, f"invalid invoice: {exc}", record=False)
-        existing = await self.payment(invoice.payment_hash)
-        if existing is not None and existing.status != FAILED:
-            return existing  # never a payment hash twice
+            return PaymentState("", FAILED, failure_reason=f"invalid invoice: {exc}")
         amount = invoice.amount_msat if invoice.amount_msat is not None else (amount_msat or 0)
+        if not await self._begin(invoice.payment_hash, bolt11, amount):
+            existing = await self.payment(invoice.payment_hash)
+            assert existing is not None, "a payment that refused the start exists"
+            return existing  # never a payment hash twice
         payee = await self._invoice_row(invoice.payment_hash, PAYEE)
         fee = route_fee_msat(amount)
-        if payee is None or payee["state"] != OPEN or invoice.is_expired(self._clock()):
-            return await self._failed(bolt11, invoice.payment_hash, amount, "no_route")  # not on the devnet
-        if fee > fee_limit_sat * 1000:
-            return await self._failed(bolt11, invoice.payment_hash, amount, "no_route")
-        now = int(self._clock())
-        await self._db.execute_atomic([
-            ("UPDATE lightning_devnet_invoices SET state = :s, settled_at = :now, amount_paid_msat = :a"
-             " WHERE payment_hash = :h AND kind = :k",
-             {"s": SETTLED, "now": now, "a": self._db.amount_param(amount), "h": invoice.payment_hash, "k": PAYEE}),
-            *self._record(invoice.payment_hash, bolt11, amount, fee, SUCCEEDED, payee["preimage"], None),
-        ])
-        return PaymentState(invoice.payment_hash, SUCCEEDED, preimage=payee["preimage"], fee_msat=fee)
+        if payee is None or payee["state"] != OPEN or invoice.is_expired(self._clock()) \
+                or fee > fee_limit_sat * 1000:
+            return await self._finish(invoice.payment_hash, FAILED, 0, None, "no_route")  # not on the devnet
+        settled = await self._db.fetch_val(
+            "UPDATE lightning_devnet_invoices SET state = :s, settled_at = :now, amount_paid_msat = :a"
+            " WHERE payment_hash = :h AND kind = :k AND state = :open RETURNING payment_hash",
+            {"s": SETTLED, "now": int(self._clock()), "a": self._db.amount_param(amount), "h": invoice.payment_hash,
+             "k": PAYEE, "open": OPEN})
+        if settled is None:
+            return await self._finish(invoice.payment_hash, FAILED, 0, None, "no_route")  # paid meanwhile
+        return await self._finish(invoice.payment_hash, SUCCEEDED, fee, payee["preimage"], None)
 
-    def _record(self, payment_hash: str, bolt11: str, amount: int, fee: int, status: str, preimage: str | None,
-                reason: str | None) -> list[tuple[str, dict[str, Any]]]:
-        values = {"h": payment_hash, "b": bolt11, "a": self._db.amount_param(amount),
-                  "f": self._db.amount_param(fee), "s": status, "p": preimage, "r": reason,
-                  "now": int(self._clock())}
-        return [("DELETE FROM lightning_devnet_payments WHERE payment_hash = :h AND status = 'FAILED'",
-                 {"h": payment_hash}),
-                ("INSERT INTO lightning_devnet_payments (payment_hash, bolt11, amount_msat, fee_msat, status,"
-                 " preimage, failure_reason, created_at) VALUES (:h, :b, :a, :f, :s, :p, :r, :now)", values)]
+    async def _begin(self, payment_hash: str, bolt11: str, amount: int) -> bool:
+        """Record the payment IN_FLIGHT unless one of this hash exists and has not FAILED; True when started."""
+        values = {"h": payment_hash, "b": bolt11, "a": self._db.amount_param(amount), "f": self._db.amount_param(0),
+                  "s": IN_FLIGHT, "now": int(self._clock()), "failed": FAILED}
+        started = await self._db.fetch_val(
+            "INSERT INTO lightning_devnet_payments (payment_hash, bolt11, amount_msat, fee_msat, status, preimage,"
+            " failure_reason, created_at) VALUES (:h, :b, :a, :f, :s, NULL, NULL, :now)"
+            " ON CONFLICT (payment_hash) DO UPDATE SET bolt11 = excluded.bolt11, amount_msat = excluded.amount_msat,"
+            " fee_msat = excluded.fee_msat, status = excluded.status, preimage = NULL, failure_reason = NULL,"
+            " created_at = excluded.created_at WHERE lightning_devnet_payments.status = :failed"
+            " RETURNING payment_hash", values)
+        return started is not None
 
-    async def _failed(self, bolt11: str, payment_hash: str, amount: int, reason: str, *,
-                      record: bool = True) -> PaymentState:
-        if record:
-            await self._db.execute_atomic(self._record(payment_hash, bolt11, amount, 0, FAILED, None, reason))
-        return PaymentState(payment_hash, FAILED, failure_reason=reason)
+    async def _finish(self, payment_hash: str, status: str, fee: int, preimage: str | None,
+                      reason: str | None) -> PaymentState:
+        await self._db.execute(
+            "UPDATE lightning_devnet_payments SET status = :s, fee_msat = :f, preimage = :p, failure_reason = :r"
+            " WHERE payment_hash = :h AND status = :flight",
+            {"s": status, "f": self._db.amount_param(fee), "p": preimage, "r": reason, "h": payment_hash,
+             "flight": IN_FLIGHT})
+        return PaymentState(payment_hash, status, preimage=preimage, fee_msat=fee, failure_reason=reason)
 
     async def payment(self, payment_hash: str) -> PaymentState | None:
         row = await self._db.fetch_one("SELECT * FROM lightning_devnet_payments WHERE payment_hash = :h",

@@ -28,6 +28,8 @@ before answering:
 from __future__ import annotations
 
 import hashlib
+import json
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ...core.chains import (
@@ -188,25 +190,27 @@ class LightningChain(ChainAdapter, PayoutSender):
         if holder != order.payout_id:
             raise BroadcastError("this Lightning invoice is already paid by another payout", permanent=True,
                                  reason="invoice_already_paid")
-        # raw: the invoice, and the amount to send when it names none ("<msat>:<bolt11>").
-        raw = invoice.invoice if invoice.amount_msat is not None else f"{amount_msat}:{invoice.invoice}"
+        raw = SignedInvoice(invoice.invoice, None if invoice.amount_msat is not None else amount_msat,
+                            order.payout_id).raw()
         return SignedPayout(tx_hash=invoice.payment_hash, raw=raw, network_fee=0,
                             details=_block(invoice.invoice, invoice.payment_hash))
 
     async def broadcast(self, signed: SignedPayout) -> None:
-        bolt11, amount_msat = _split_raw(signed.raw)
+        paid = SignedInvoice.parse(signed.raw)
         try:
             known = await self.backend.payment(signed.tx_hash)
             if known is not None and known.status != FAILED:
                 return  # already on its way or paid: never a second payment
-            amount_sat = (amount_msat if amount_msat is not None else decode_bolt11(bolt11).amount_msat or 0) // 1000
+            amount_msat = paid.amount_msat
+            amount_sat = (amount_msat if amount_msat is not None
+                          else decode_bolt11(paid.bolt11).amount_msat or 0) // 1000
             result = await self.backend.pay(
-                bolt11, amount_msat=amount_msat, fee_limit_sat=max_fee_sat(amount_sat),
+                paid.bolt11, amount_msat=amount_msat, fee_limit_sat=max_fee_sat(amount_sat),
                 timeout_seconds=self.pay_timeout_seconds)
         except BackendUnavailable as exc:
             raise BroadcastError(str(exc)) from None  # transient: the worker asks the node again
         if result.status == FAILED:
-            await store.release_payment_hash(self._db, signed.tx_hash)
+            await store.release_payment_hash(self._db, signed.tx_hash, paid.payout_id)
             reason = result.failure_reason or "payment_failed"
             raise BroadcastError(_describe(reason), permanent=True, reason=reason)
 
@@ -220,20 +224,44 @@ class LightningChain(ChainAdapter, PayoutSender):
         if payment.status == SUCCEEDED:
             if not payment.preimage or hashlib.sha256(bytes.fromhex(payment.preimage)).hexdigest() != signed.tx_hash:
                 raise ChainUnavailable(f"the node reports {signed.tx_hash} paid without its preimage")
-            bolt11, _ = _split_raw(signed.raw)
+            paid = SignedInvoice.parse(signed.raw)
             return PayoutStatus(found=True, confirmations=1, network_fee=-(-payment.fee_msat // 1000),
-                                details=_block(bolt11, signed.tx_hash, payment.preimage))
+                                details=_block(paid.bolt11, signed.tx_hash, payment.preimage))
         if payment.status == FAILED:
-            await store.release_payment_hash(self._db, signed.tx_hash)
+            await store.release_payment_hash(self._db, signed.tx_hash, SignedInvoice.parse(signed.raw).payout_id)
             return PayoutStatus(found=False, failed=True, failure_reason=payment.failure_reason or "payment_failed")
         return PayoutStatus(found=True, confirmations=0)
 
 
-def _split_raw(raw: str) -> tuple[str, int | None]:
-    if ":" in raw:
-        amount, bolt11 = raw.split(":", 1)
-        return bolt11, int(amount)
-    return raw, None
+@dataclass(frozen=True)
+class SignedInvoice:
+    """What a signed Lightning payout stores as its ``raw``: the invoice, the amount to send when the
+    invoice names none, and the payout holding the invoice's claim.
+
+    Why the payout id: the claim on a payment hash may be released only by the payout that holds
+    it. A payout whose payment failed is asked about it again (the worker's "did it land?" check);
+    releasing by hash alone then dropped the claim of the next payout to that invoice, letting two
+    payouts pay one hash at once (issue 29). Rows signed before this format (``<bolt11>`` or
+    ``<msat>:<bolt11>``) read with no holder and release by hash, as they always did.
+    """
+
+    bolt11: str
+    amount_msat: int | None
+    payout_id: str | None
+
+    def raw(self) -> str:
+        return json.dumps({"bolt11": self.bolt11, "amount_msat": self.amount_msat, "claim": self.payout_id},
+                          separators=(",", ":"))
+
+    @classmethod
+    def parse(cls, raw: str) -> "SignedInvoice":
+        if raw.startswith("{"):
+            fields = json.loads(raw)
+            return cls(fields["bolt11"], fields["amount_msat"], fields["claim"])
+        if ":" in raw:
+            amount, bolt11 = raw.split(":", 1)
+            return cls(bolt11, int(amount), None)
+        return cls(raw, None, None)
 
 
 def _describe(reason: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ...core import services
 from .backend import OPEN
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,6 +91,11 @@ async def invoice_for_payment(gateway: "Gateway", track_id: str) -> IssuedInvoic
     return None if row is None else _issued(gateway, row)
 
 
+async def forget_invoices(gateway: "Gateway", track_ids: list[str]) -> None:
+    """Drop the invoices issued for these payments (the core is pruning them unpaid); idempotent."""
+    await services.delete_rows_naming(gateway, "lightning_invoices", "track_id", track_ids)
+
+
 async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: int) -> str:
     """Claim ``payment_hash`` for ``payout_id`` unless another payout holds it; returns the holder."""
     await db.execute("INSERT INTO lightning_payout_claims (payment_hash, payout_id, created_at) VALUES (:h, :p, :now)"
@@ -98,6 +104,13 @@ async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: in
                                   {"h": payment_hash}))
 
 
-async def release_payment_hash(db: Any, payment_hash: str) -> None:
-    """The node says the payment failed: the invoice may be tried again by another payout."""
-    await db.execute("DELETE FROM lightning_payout_claims WHERE payment_hash = :h", {"h": payment_hash})
+async def release_payment_hash(db: Any, payment_hash: str, payout_id: str | None) -> None:
+    """The node says ``payout_id``'s payment failed: the invoice may be tried again by another payout.
+
+    Only the holder's claim goes: a payout asked again about its failed payment must not drop the
+    claim another payout has taken since. ``payout_id`` None (a payout signed before claims were
+    recorded in its raw) releases whoever holds the hash.
+    """
+    holder = "" if payout_id is None else " AND payout_id = :p"
+    await db.execute(f"DELETE FROM lightning_payout_claims WHERE payment_hash = :h{holder}",
+                     {"h": payment_hash, **({} if payout_id is None else {"p": payout_id})})

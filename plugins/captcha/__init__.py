@@ -1,10 +1,13 @@
-"""Captcha on dashboard sign-up and login (SPEC 4.7, 5.3), a feature plugin.
+"""Captcha on dashboard sign-up and login (SPEC 4.7, 5.3) and on public forms, a feature plugin.
 
 Configured with ``[plugin.captcha] secret = "..."`` (and optionally
 ``siteverify_url``, ``fail_open``, ``timeout_seconds``), it makes
 ``turnstile_token`` required on ``POST /dashboard/auth/signup`` and
 ``/login`` and checks it with the provider through the ``check_sign_in``
 hook, before any account work; a failure answers 403 ``captcha_failed``.
+Public forms that create something for an anonymous visitor (the
+subscription enrolment at ``/subscribe/<plan>``) get the same check
+through the ``check_public_form`` hook.
 Without a secret it does nothing, so a fresh install signs in as before.
 It uses only the public plugin contract, as a third-party package would.
 """
@@ -41,6 +44,12 @@ async def check_sign_in(gateway: Any, action: str, body: Mapping[str, Any], clie
         return
     remote_ip = client_ip if client_ip and client_ip != "unknown" else None
     await verify_sign_in(gateway.services.get("http"), settings, action, body.get("turnstile_token"), remote_ip)
+
+
+@hookimpl
+async def check_public_form(gateway: Any, form: str, body: Mapping[str, Any], client_ip: str) -> None:
+    """The same check guards public forms that create something (a subscription enrolment)."""
+    await check_sign_in(gateway, form, body, client_ip)
 
 
 @hookimpl

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from ...core import accounts
 from ...core.errors import ApiError, InvalidRequest, NotConfigured
+from ...core.pages import widget_token
 from ...core.plugins import call_first
 from ...web.form_body import read_form
 from ...web.keys import GATEWAY
@@ -36,8 +37,6 @@ routes = web.RouteTableDef()
 
 EMAIL = Field("email", "email", required=True, max_len=254)
 TOKEN = Field("turnstile_token", max_len=4096)
-# The Turnstile widget names its field this; the JSON API calls it turnstile_token (SPEC 5.3).
-WIDGET_FIELD = "cf-turnstile-response"
 
 
 def safe_next(value: Any) -> str:
@@ -49,7 +48,7 @@ def safe_next(value: Any) -> str:
 
 def _body(form: Mapping[str, Any]) -> dict[str, Any]:
     body = {name: form.get(name) for name in ("email", "password", "ref")}
-    token = form.get(WIDGET_FIELD) or form.get("turnstile_token")
+    token = widget_token(form)  # the widget's field; the JSON API calls it turnstile_token (SPEC 5.3)
     if token:
         body["turnstile_token"] = token
     return body

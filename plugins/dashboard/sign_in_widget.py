@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ...core import services
 from ...core.pages import SignInWidget
-from ...core.plugins import call_first
 
 
 async def widget_for(gateway: Any) -> SignInWidget | None:
-    """The widget to render, or None; an answer that is not a ``SignInWidget`` is ignored."""
-    widget = await call_first(gateway.pm, "sign_in_widget", gateway=gateway)
-    return widget if isinstance(widget, SignInWidget) else None
+    """The widget to render, or None (``services.form_widget``, shared with public forms)."""
+    return await services.form_widget(gateway)

@@ -143,13 +143,7 @@ def render(request: web.Request, session: Session | None, template: str, context
         **(context or {}),
     }
     response = aiohttp_jinja2.render_template(template, request, values, status=status)
-    page_security_headers(response, nonce)
-    if script_origin:
-        policy = response.headers["Content-Security-Policy"]
-        policy = policy.replace(f"script-src 'nonce-{nonce}'", f"script-src 'nonce-{nonce}' {script_origin}")
-        response.headers["Content-Security-Policy"] = (policy + f"; frame-src {script_origin};"
-                                                       f" connect-src {script_origin}")
-    return response
+    return page_security_headers(response, nonce, script_origin=script_origin)
 
 
 def when(timestamp: Any) -> str:

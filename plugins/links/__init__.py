@@ -4,7 +4,10 @@ A merchant creates a link in the dashboard (``/dashboard/payment-links``)
 and shares ``/l/<slug>`` or pastes the donate.js snippet. Each visit mints a
 fresh invoice through the core's invoice service
 (``orbchain.core.services.create_invoice``), so pricing, fiat rate locking,
-addresses and the hosted page are exactly the payment API's. Written as a
+addresses and the hosted page are exactly the payment API's; link previews
+mint nothing and a browser coming back finds its open invoice
+(``visitors.py``), and unpaid invoices are pruned after
+``unpaid_retention_days`` (the ``payments_pruning`` hook drops their rows). Written as a
 third-party package would be: hooks only, its own tables, no core table.
 """
 
@@ -13,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.plugins import hookimpl
-from . import dashboard, openapi
+from . import dashboard, openapi, store
 from .routes_dashboard import routes as dashboard_routes
 from .routes_public import routes as public_routes
 from .settings import PLUGIN_NAME, settings_of
@@ -49,6 +52,11 @@ def register_openapi(registry) -> None:
 def register_templates(registry) -> None:
     # donate.js has its own route (/assets/donate.js, SPEC 4.14): no static folder to serve.
     registry.add(templates=HERE / "templates")
+
+
+@hookimpl
+async def payments_pruning(gateway, track_ids) -> None:
+    await store.forget_invoices(gateway, track_ids)
 
 
 @hookimpl

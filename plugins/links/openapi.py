@@ -40,10 +40,15 @@ OPERATIONS = [
                     "Button text; default Donate crypto."),),
        description="snippet is paste-ready HTML: the button element, a no-script link and the donate.js tag."),
     Op("GET", "/l/{slug}", "Resolve a payment link to a fresh invoice", PAGES,
-       query=(Param("amount", {"type": "string"}, "Buyer-entered links: the amount; mints and redirects."),),
+       query=(Param("amount", {"type": "string"}, "Buyer-entered links: the amount; mints and redirects."),
+              Param("continue", {"type": "string", "enum": ["1"]},
+                    "Set by the preview page and the prompt: mint whatever the User-Agent says.")),
        responses={
-           "200": html("Buyer-entered link: the amount prompt (a GET form; works without JavaScript)."),
-           "302": redirect("To /pay/<track_id> of the newly minted invoice."),
+           "200": html("Buyer-entered link: the amount prompt (a GET form; works without JavaScript). A link "
+                       "preview or prefetch (a bot's User-Agent, Sec-Purpose: prefetch): a page naming the "
+                       "link, nothing minted."),
+           "302": redirect("To /pay/<track_id> of the newly minted invoice, or of this browser's invoice of the "
+                           "link while it is still open."),
            "404": html("Unknown link."),
            "410": html("Disabled link."),
            "429": html("Too many requests, or too many invoices minted from this address; see Retry-After."),

@@ -5,7 +5,9 @@ Fixed-amount links (a native amount, or a fiat price locked at each mint)
 prompt (a GET form, so no script is needed); with ``?amount=`` they mint and
 302. A disabled link is a 410 page, an unknown one a 404 page. Every mint is
 counted in the link's ``uses`` inside the transaction that stores the
-invoice, and spends the visitor IP's mint budget (``settings.py``).
+invoice, and spends the visitor IP's mint budget (``settings.py``). Link
+previews and prefetches mint nothing, and a browser opening a fixed link
+again while its invoice is open gets that invoice (``visitors.py``).
 
 HEAD is not routed: a link checker's HEAD must not mint an invoice.
 """
@@ -19,7 +21,7 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...core import services
-from ...core.errors import ApiError
+from ...core.errors import ApiError, ValidationError
 from ...core.gateway import Gateway
 from ...core.maintenance import refuse_in_maintenance
 from ...core.money import AmountError, parse_decimal
@@ -27,15 +29,16 @@ from ...core.views import PaymentView
 from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page, render_page
-from . import store
+from . import store, visitors
 from .minting import pay_page, spend_mint_budget
-from .settings import PLUGIN_NAME
+from .settings import PLUGIN_NAME, settings_of
 
 routes = web.RouteTableDef()
 
 DONATE_JS = Path(__file__).resolve().parent / "static" / "donate.js"
 DONATE_JS_CACHE = "public, max-age=3600"
-MAX_AMOUNT_TEXT = 40
+MAX_AMOUNT_TEXT = 40  # of a refused amount echoed back into the form (the amount itself is never cut)
+NO_STORE = {"Cache-Control": "no-store"}
 FIAT_DECIMALS = 2  # a buyer-entered fiat amount: cents, not fractions of them
 
 
@@ -49,24 +52,24 @@ def _prompt_currency(link: Mapping[str, Any]) -> str:
 
 
 def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decimal:
-    """The typed amount, exact; ``ValueError`` with a message the payer can act on."""
-    if len(text) > MAX_AMOUNT_TEXT:
-        raise ValueError("Enter a shorter amount.")
+    """The typed amount, read by the one strict parser (``money.parse_decimal``: no spaces, no
+    comma, no exponent) and bounded by the coin's maximum; ``ValueError`` with a message the payer
+    can act on. Nothing is cut or guessed: "1,5" is refused, not read as 1.5."""
     try:
-        amount = parse_decimal(text.replace(",", "."))
-    except AmountError:
-        raise ValueError("Enter the amount as a number, for example 12.50.") from None
+        amount = parse_decimal(text)
+    except AmountError as exc:
+        raise ValueError(f"The amount {exc}.") from None
     if amount <= 0:
         raise ValueError("Enter an amount greater than 0.")
     if link["fiat_currency"]:
         exponent = amount.as_tuple().exponent
         if isinstance(exponent, int) and -exponent > FIAT_DECIMALS:
             raise ValueError(f"Use at most {FIAT_DECIMALS} decimals.")
-        return amount
+        return amount  # its coin amount is bounded when the invoice prices it (a ValidationError)
     try:
         gateway.coins.require(link["coin"]).to_units(amount)
     except AmountError as exc:
-        raise ValueError(f"That amount {exc}.") from None
+        raise ValueError(f"The amount {exc}.") from None
     return amount
 
 
@@ -79,7 +82,9 @@ async def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str 
     }, status=status, branding=branding)
 
 
-async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, currency: str) -> web.StreamResponse:
+async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, currency: str, *,
+                remember: bool = False) -> web.StreamResponse:
+    """Mint the invoice and 302 to it; ``remember``: this browser finds it again while it is open."""
     gateway = gateway_of(request)
     refuse_in_maintenance(gateway)  # a GET that writes: the middleware only refuses write methods (SPEC 7)
     await spend_mint_budget(request, PLUGIN_NAME)
@@ -90,8 +95,31 @@ async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, 
     invoice = await services.create_invoice(
         gateway, link["merchant_id"], amount=amount, currency=currency, coins=[link["coin"]],
         lifetime_minutes=None if link["lifetime_minutes"] is None else int(link["lifetime_minutes"]),
-        description=link["description"], order_id=f"link:{link['slug']}", in_transaction=count_use)
-    raise web.HTTPFound(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})
+        description=link["description"], order_id=f"link:{link['slug']}", in_transaction=count_use,
+        unpaid_retention_seconds=settings_of(gateway, PLUGIN_NAME).unpaid_retention_seconds)
+    response = web.HTTPFound(pay_page(invoice.track_id), headers=NO_STORE)
+    if remember and invoice.expires_at is not None:
+        visitors.remember(gateway, request, response, link, invoice.track_id, invoice.expires_at - gateway.now())
+    raise response
+
+
+def _fixed_price(gateway: Gateway, link: Mapping[str, Any]) -> tuple[Decimal, str] | None:
+    """(amount, currency) of a fixed-amount or fiat-priced link; None for a buyer-entered one."""
+    if link["amount"] is not None:
+        coin = gateway.coins.require(link["coin"])
+        return Decimal(coin.format(gateway.db.to_int(link["amount"]))), link["coin"]
+    if link["amount_fiat"] is not None:
+        return Decimal(link["amount_fiat"]), link["fiat_currency"]
+    return None
+
+
+async def _preview(request: web.Request, link: Mapping[str, Any], price: tuple[Decimal, str]) -> web.Response:
+    """What a link unfurler or prefetch gets instead of a new invoice (``visitors.py``)."""
+    branding = await services.page_branding_for(gateway_of(request), link["merchant_id"])
+    amount, currency = price
+    return render_page(request, "links/preview.html", {
+        "slug": link["slug"], "description": link["description"], "amount": format(amount, "f"),
+        "currency": currency}, branding=branding)
 
 
 @routes.get("/l/{slug}", allow_head=False)
@@ -107,19 +135,24 @@ async def resolve(request: web.Request) -> web.StreamResponse:
         return _error_page(request, 410, "Payment link disabled",
                            "This payment link is no longer active. Ask the merchant for a new one.")
     try:
-        if link["amount"] is not None:
-            coin = gateway.coins.require(link["coin"])
-            return await _mint(request, link, Decimal(coin.format(gateway.db.to_int(link["amount"]))), link["coin"])
-        if link["amount_fiat"] is not None:
-            return await _mint(request, link, Decimal(link["amount_fiat"]), link["fiat_currency"])
-        text = request.query.get("amount", "").strip()
-        if not text:
-            return await _prompt(request, link)
+        price = _fixed_price(gateway, link)
+        if price is not None:
+            if visitors.is_preview(request):
+                return await _preview(request, link, price)
+            again = await visitors.open_invoice(gateway, request, link)
+            if again is not None:  # the same browser, its invoice still open: that one, not a new one
+                raise web.HTTPFound(pay_page(again), headers=NO_STORE)
+            return await _mint(request, link, *price, remember=True)
+        text = request.query.get("amount", "")
+        if not text or visitors.is_preview(request):  # a preview of a prefilled link mints nothing either
+            return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT])
         try:
-            amount = _buyer_amount(gateway, link, text)
+            return await _mint(request, link, _buyer_amount(gateway, link, text), _prompt_currency(link))
         except ValueError as exc:
-            return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=str(exc), status=400)
-        return await _mint(request, link, amount, _prompt_currency(link))
+            error = str(exc)
+        except ValidationError as exc:  # priced above the coin's maximum: the payer's amount to fix
+            error = f"The amount {'; '.join((exc.detail or {}).values()) or exc.message}."
+        return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=error, status=400)
     except ApiError as exc:
         if exc.status == 410:  # disabled while this request minted: the invoice rolled back
             return _error_page(request, 410, "Payment link disabled",

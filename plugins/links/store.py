@@ -91,3 +91,15 @@ async def invoices_of(gateway: "Gateway", link_id: str) -> list[str]:
     rows = await gateway.db.fetch_all(
         "SELECT track_id FROM payment_link_invoices WHERE link_id = :l ORDER BY created_at, track_id", {"l": link_id})
     return [r["track_id"] for r in rows]
+
+
+async def minted_by(gateway: "Gateway", link_id: str, track_id: str) -> bool:
+    """Whether ``track_id`` is an invoice this link minted (a visitor's cookie is checked against it)."""
+    return await gateway.db.fetch_val(
+        "SELECT 1 FROM payment_link_invoices WHERE track_id = :t AND link_id = :l", {"t": track_id, "l": link_id}
+    ) is not None
+
+
+async def forget_invoices(gateway: "Gateway", track_ids: list[str]) -> None:
+    """The ``payments_pruning`` hook: these unpaid invoices are being deleted; their rows go too (``uses`` stays)."""
+    await services.delete_rows_naming(gateway, "payment_link_invoices", "track_id", track_ids)

@@ -2,9 +2,11 @@
 
 A merchant defines plans (USD price, interval, coins); customers enrol
 through the API, the dashboard or the hosted page ``/subscribe/<plan_id>``.
-Every 5 minutes a billing job mints the invoice of each due period through
-the core's invoice service (``orbchain.core.services.create_invoice``), so
-the money moves only through the core's payments and ledger. The outcome
+A page enrolment is PENDING until the first period's invoice, opened at
+enrolment, is paid (``checkout.py``). Every 5 minutes a billing job mints the
+invoice of each due period of an ACTIVE subscription through the core's
+invoice service (``orbchain.core.services.create_invoice``), so the money
+moves only through the core's payments and ledger. The outcome
 of each invoice arrives through the ``payment_paid``/``payment_expired``/
 ``payment_cancelled`` hooks (and the tick's own check as a fallback).
 Written as a third-party package would be: hooks only, no core table.
@@ -15,30 +17,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.config import ConfigError, checked_block
 from ...core.plugins import hookimpl
 from . import billing, dashboard, openapi, webhooks
 from .pages import routes as page_routes
 from .routes_api import SCOPES, routes as api_routes
+from .settings import PLUGIN_NAME, read_settings
 
-PLUGIN_NAME = billing.PLUGIN_NAME
 MIGRATIONS_PACKAGE = "orbchain.plugins.subscriptions.migrations"
 HERE = Path(__file__).resolve().parent
-MAX_LIFETIME_MINUTES = 43200  # SPEC 8: a payment lives 1-43200 minutes
 
 __all__ = ["PLUGIN_NAME"]
 
 
-CONFIG_KEYS = ("invoice_lifetime_minutes",)
-
-
 @hookimpl
 def validate_config(gateway) -> None:
-    block = checked_block(gateway.config, PLUGIN_NAME, CONFIG_KEYS)  # a misspelt key stops the start
-    lifetime = block.get("invoice_lifetime_minutes", billing.DEFAULT_LIFETIME_MINUTES)
-    if isinstance(lifetime, bool) or not isinstance(lifetime, int) or not 1 <= lifetime <= MAX_LIFETIME_MINUTES:
-        raise ConfigError(f"plugin.{PLUGIN_NAME}.invoice_lifetime_minutes must be an integer from 1 to "
-                          f"{MAX_LIFETIME_MINUTES}")
+    read_settings(gateway)  # settings.py: every key checked, a misspelt one stops the start
 
 
 @hookimpl
@@ -92,6 +85,11 @@ async def payment_expired(gateway, payment) -> None:
 @hookimpl
 async def payment_cancelled(gateway, payment) -> None:
     await billing.payment_changed(gateway, payment.track_id)
+
+
+@hookimpl
+async def payments_pruning(gateway, track_ids) -> None:
+    await billing.forget_pruned(gateway, track_ids)
 
 
 @hookimpl

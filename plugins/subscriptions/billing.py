@@ -23,6 +23,12 @@ Paid: the subscription's period becomes the invoice's period and the next
 one starts where it ends (not at payment time). Expired (or cancelled by the
 merchant): an ACTIVE subscription's grace count rises, and the same period
 is invoiced again; at two in a row it is FAILED.
+
+A customer-page enrolment (``checkout.py``) is claimed and minted the same
+way, at enrolment, while PENDING: its invoice is not announced (no
+``subscription.invoiced``: an anonymous sign-up costs the merchant no
+webhook), paying it makes the subscription ACTIVE, and its expiry makes it
+EXPIRED, silently and for good (the tick bills only ACTIVE subscriptions).
 """
 
 from __future__ import annotations
@@ -37,7 +43,9 @@ from ...core import services
 from ...core.db import is_unique_violation
 from ...core.errors import ApiError
 from . import store, webhooks
-from .store import ACTIVE, FAILED, INV_EXPIRED, INV_PAID, MINTING, OPEN, PAUSED
+from .enrolment import manage_url
+from .settings import DEFAULT_LIFETIME_MINUTES, read_settings
+from .store import ACTIVE, EXPIRED, FAILED, INV_EXPIRED, INV_PAID, MINTING, OPEN, PAUSED, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -49,8 +57,8 @@ JOB_NAME = "subscriptions.billing"
 TICK_SECONDS = 300  # SPEC 8: the billing tick runs every 5 minutes
 FAIL_AFTER = 2  # SPEC 8: two consecutive expired invoices
 BATCH = 500  # rows of each kind handled per tick; the rest wait for the next one
-DEFAULT_LIFETIME_MINUTES = 1440  # an invoice stays payable a day ([plugin.subscriptions])
-PLUGIN_NAME = "subscriptions"
+DAY = 86400
+__all__ = ["DEFAULT_LIFETIME_MINUTES", "JOB_NAME", "TICK_SECONDS", "run_billing"]
 
 
 @dataclass
@@ -64,7 +72,7 @@ class TickReport:
 
 
 def invoice_lifetime(gateway: "Gateway") -> int:
-    return int(gateway.config.plugin_config(PLUGIN_NAME).get("invoice_lifetime_minutes", DEFAULT_LIFETIME_MINUTES))
+    return read_settings(gateway).invoice_lifetime_minutes
 
 
 async def run_billing(gateway: "Gateway") -> TickReport:
@@ -112,22 +120,29 @@ async def claim(gateway: "Gateway", subscription_id: str, now: int) -> Mapping[s
                     or sub["pending_invoice_id"] is not None:
                 return None  # another tick (or a pause, a cancel) got there first
             plan = await store.plan_of(gateway, sub["merchant_id"], sub["plan_id"])
-            start = int(sub["next_billing_at"])
-            invoice = {
-                "id": "sinv_" + secrets.token_hex(10), "subscription_id": sub["id"],
-                "merchant_id": sub["merchant_id"], "period_start": start,
-                "period_end": start + int(plan["interval_sec"]), "attempt": int(sub["grace_count"]),
-                "track_id": services.new_track_id(), "amount_usd": plan["amount_usd"], "status": MINTING,
-                "pay_url": None, "expires_at": None, "paid_coin": None, "paid_amount": None, "created_at": now,
-                "resolved_at": None,
-            }
-            await store.insert_invoice(gateway, invoice)
-            await store.update_subscription(gateway, sub["id"], {"pending_invoice_id": invoice["id"]})
+            return await claim_period(gateway, sub, plan, now)
     except Exception as exc:
         if is_unique_violation(exc):
             log.warning("subscription %s: period already claimed", subscription_id)
             return None
         raise
+
+
+async def claim_period(gateway: "Gateway", sub: Mapping[str, Any], plan: Mapping[str, Any],
+                       now: int) -> Mapping[str, Any]:
+    """Step 1 inside the caller's transaction (the subscription row locked or just inserted):
+    the period starting at ``next_billing_at`` as a ``minting`` invoice the subscription points at."""
+    start = int(sub["next_billing_at"])
+    invoice = {
+        "id": "sinv_" + secrets.token_hex(10), "subscription_id": sub["id"],
+        "merchant_id": sub["merchant_id"], "period_start": start,
+        "period_end": start + int(plan["interval_sec"]), "attempt": int(sub["grace_count"]),
+        "track_id": services.new_track_id(), "amount_usd": plan["amount_usd"], "status": MINTING,
+        "pay_url": None, "expires_at": None, "paid_coin": None, "paid_amount": None, "created_at": now,
+        "resolved_at": None,
+    }
+    await store.insert_invoice(gateway, invoice)
+    await store.update_subscription(gateway, sub["id"], {"pending_invoice_id": invoice["id"]})
     return invoice
 
 
@@ -145,22 +160,30 @@ async def _guarded_mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> int:
 
 
 async def mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> bool:
-    """Steps 2 and 3: create the payment (once per track id) and open the invoice (once)."""
+    """Steps 2 and 3: create the payment (once per track id) and open the invoice (once).
+
+    Every invoice's page sends the payer back to the manage page once Paid. A PENDING
+    enrolment's invoice is minted for an anonymous visitor: unpaid, the core prunes it after
+    ``unpaid_retention_days``, and it is never announced by ``subscription.invoiced``.
+    """
     sub = await store.subscription_row(gateway, invoice["subscription_id"])
     plan = await store.plan_of(gateway, invoice["merchant_id"], sub["plan_id"])
+    pending = sub["status"] == PENDING
     record = await services.create_invoice(
         gateway, invoice["merchant_id"], track_id=invoice["track_id"], amount=Decimal(invoice["amount_usd"]),
         currency="USD", coins=store.coins_of(plan), order_id=f"subscription:{sub['id']}",
         description=f"{plan['label']} (subscription)", email=sub["customer_email"],
-        lifetime_minutes=invoice_lifetime(gateway))
+        lifetime_minutes=invoice_lifetime(gateway), return_url=manage_url(gateway, sub["magic_token"]),
+        unpaid_retention_seconds=read_settings(gateway).unpaid_retention_days * DAY if pending else None)
     async with gateway.db.transaction():
         locked = await store.lock_subscription(gateway, sub["id"])
-        assert locked is not None, "subscriptions are never deleted"
+        assert locked is not None, "a subscription with an invoice in flight is never pruned"
         if not await store.open_invoice(gateway, invoice["id"], pay_url=record.payment_url,
                                         expires_at=record.expires_at):
             return False  # another tick opened it
         await store.update_subscription(gateway, sub["id"], {"last_error": None})
-        await webhooks.invoiced(gateway, locked, invoice, record.payment_url)
+        if locked["status"] != PENDING:
+            await webhooks.invoiced(gateway, locked, invoice, record.payment_url)
     return True
 
 
@@ -203,16 +226,21 @@ async def settle(gateway: "Gateway", record: "PaymentRecord") -> str | None:
             paid_amount = coin.format(amount) if coin is not None else str(amount)
             await store.resolve_invoice(gateway, invoice["id"], {
                 "status": INV_PAID, "resolved_at": now, "paid_coin": record.pay_currency, "paid_amount": paid_amount})
-            if sub["status"] in (ACTIVE, PAUSED) and int(invoice["period_end"]) > int(sub["current_period_end"] or 0):
+            if sub["status"] in (ACTIVE, PAUSED, PENDING) \
+                    and int(invoice["period_end"]) > int(sub["current_period_end"] or 0):
                 changes.update({"current_period_start": int(invoice["period_start"]),
                                 "current_period_end": int(invoice["period_end"]),
                                 "next_billing_at": int(invoice["period_end"]), "grace_count": 0})
+                if sub["status"] == PENDING:
+                    changes["status"] = ACTIVE  # the first period is paid: the enrolment is real
             plan = await store.plan_of(gateway, sub["merchant_id"], sub["plan_id"])
             await webhooks.paid(gateway, sub, plan, invoice, paid_coin=record.pay_currency, paid_amount=paid_amount)
         else:
             outcome = INV_EXPIRED
             await store.resolve_invoice(gateway, invoice["id"], {"status": INV_EXPIRED, "resolved_at": now})
-            if sub["status"] == ACTIVE and pending:
+            if sub["status"] == PENDING and pending:
+                changes.update({"status": EXPIRED, "ended_at": now})  # never paid: never billed again
+            elif sub["status"] == ACTIVE and pending:
                 grace = int(sub["grace_count"]) + 1
                 changes["grace_count"] = grace
                 if grace >= FAIL_AFTER:
@@ -222,3 +250,13 @@ async def settle(gateway: "Gateway", record: "PaymentRecord") -> str | None:
         if changes:
             await store.update_subscription(gateway, sub["id"], changes)
     return outcome
+
+
+# -- pruning -------------------------------------------------------------------------------------------
+
+
+async def forget_pruned(gateway: "Gateway", track_ids: list[str]) -> None:
+    """The ``payments_pruning`` hook: the core deletes these unpaid payments, so drop our invoice rows
+    naming them and every EXPIRED enrolment left with no invoice (a lapsed page sign-up). Idempotent."""
+    if track_ids:
+        await store.forget_invoices(gateway, track_ids)

@@ -1,8 +1,9 @@
 """Subscriptions (SPEC 2.13, 3.4, 4.5, 4.10): enrolment, the state moves people make, and views.
 
 The billing tick (``billing.py``) mints the invoices; here a subscription is
-created ACTIVE with its first billing time, and the customer or merchant
-pauses, resumes and cancels it. Every move locks the row, so a move racing
+created ACTIVE with its first billing time (the API and the dashboard; the
+customer page's PENDING enrolment is ``checkout.py``), and the customer or
+merchant pauses, resumes and cancels it. Every move locks the row, so a move racing
 the tick or another move sees the state the other one left.
 
 The magic token of the customer's management page is 256 random bits. It
@@ -23,14 +24,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core import services
 from ...core.errors import InvalidRequest, NotFound, ValidationError
-from ...web.validation import MAX_TIMESTAMP, Field, validate
+from ...web.validation import Field, validate
 from . import store
-from .store import ACTIVE, CANCELLED, FAILED, PAUSED
+from .store import ACTIVE, CANCELLED, ENDED, EXPIRED, FAILED, PAUSED, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
 
 MONTH_SECONDS = 30 * 86400  # the MRR's month (docs/decisions.md)
+START_AT_PAST = 86400  # start_at up to a day ago is read as now (docs/subscriptions.md)
+START_AT_AHEAD = 366 * 86400  # and at most a year and a day ahead: the longest plan interval, plus a day
 PLAN_MISSING = "plan_not_found_or_disabled"
 
 CREATE_FIELDS = [
@@ -55,19 +58,30 @@ def manage_path(token: str) -> str:
     return f"/subscribe/manage/{token}"
 
 
+def manage_url(gateway: "Gateway", token: str) -> str:
+    """The customer's manage page, absolute (``manage_url`` of SPEC 2.13, an invoice's ``return_url``)."""
+    return f"{gateway.config.base_url}{manage_path(token)}"
+
+
 def parse_start_at(text: str | None, now: int) -> int:
-    """RFC 3339 with a time zone; a start in the past means now (nothing is billed backwards)."""
+    """RFC 3339 with a time zone, inside the window ``now - START_AT_PAST`` .. ``now + START_AT_AHEAD``.
+
+    A start a little in the past (a retried request, a skewed clock) means now: nothing is billed
+    backwards. Anything outside the window (year 0001, year 9999) is a typo or a probe, refused.
+    """
     if text is None:
         return now
     try:
         moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
-    except ValueError:
+        when = int(moment.timestamp())
+    except (ValueError, OverflowError):  # OverflowError: an offset pushing year 1 or 9999 out of range
         raise ValidationError({"start_at": "must be an RFC 3339 date-time"}) from None
     if moment.tzinfo is None or "T" not in text.upper():
         raise ValidationError({"start_at": "must be an RFC 3339 date-time with a time zone"})
-    when = int(moment.timestamp())
-    if when > MAX_TIMESTAMP:
-        raise ValidationError({"start_at": "is too far in the future"})
+    if when < now - START_AT_PAST:
+        raise ValidationError({"start_at": "must not be more than 24 hours in the past"})
+    if when > now + START_AT_AHEAD:
+        raise ValidationError({"start_at": f"must be at most {START_AT_AHEAD // 86400} days ahead"})
     return max(now, when)
 
 
@@ -83,26 +97,26 @@ async def enrol(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -
                          start=start)
 
 
-async def enrol_customer(gateway: "Gateway", plan: Mapping[str, Any], *, customer_ref: str | None,
-                         customer_email: str | None) -> tuple[Mapping[str, Any], str]:
-    """The customer page's enrolment (the plan was found enabled by the page); the row and its token."""
-    row = await _insert(gateway, plan, customer_ref=customer_ref, customer_email=customer_email, start=gateway.now())
-    return row, row["magic_token"]
-
-
 async def _insert(gateway: "Gateway", plan: Mapping[str, Any], *, customer_ref: str | None,
                   customer_email: str | None, start: int) -> Mapping[str, Any]:
-    now = gateway.now()
-    token, digest = new_token()
-    row = {
-        "id": "sub_" + secrets.token_hex(10), "merchant_id": plan["merchant_id"], "plan_id": plan["id"],
-        "status": ACTIVE, "customer_ref": customer_ref, "customer_email": customer_email, "next_billing_at": start,
-        "current_period_start": None, "current_period_end": None, "grace_count": 0, "pending_invoice_id": None,
-        "magic_token": token, "token_hash": digest, "last_error": None, "created_at": now, "updated_at": now,
-        "ended_at": None,
-    }
+    row = new_row(gateway, plan, status=ACTIVE, customer_ref=customer_ref, customer_email=customer_email,
+                  start=start)
     await store.insert_subscription(gateway, row)
     return await store.subscription_of(gateway, plan["merchant_id"], row["id"])
+
+
+def new_row(gateway: "Gateway", plan: Mapping[str, Any], *, status: str, customer_ref: str | None,
+            customer_email: str | None, start: int, enrol_ip_hash: str | None = None) -> dict[str, Any]:
+    """A new subscription's row (not yet stored), with a fresh magic token."""
+    now = gateway.now()
+    token, digest = new_token()
+    return {
+        "id": "sub_" + secrets.token_hex(10), "merchant_id": plan["merchant_id"], "plan_id": plan["id"],
+        "status": status, "customer_ref": customer_ref, "customer_email": customer_email, "next_billing_at": start,
+        "current_period_start": None, "current_period_end": None, "grace_count": 0, "pending_invoice_id": None,
+        "magic_token": token, "token_hash": digest, "last_error": None, "created_at": now, "updated_at": now,
+        "ended_at": None, "enrol_ip_hash": enrol_ip_hash,
+    }
 
 
 async def by_token(gateway: "Gateway", token: str) -> Mapping[str, Any]:
@@ -140,13 +154,16 @@ async def resume(gateway: "Gateway", subscription_id: str) -> None:
 
 
 async def cancel(gateway: "Gateway", subscription_id: str) -> None:
-    """ACTIVE or PAUSED -> CANCELLED, final, with a new magic token; cancelling again changes nothing."""
+    """ACTIVE, PAUSED or PENDING -> CANCELLED, final, with a new magic token; cancelling again changes nothing."""
     async with gateway.db.transaction():
         row = await _locked(gateway, subscription_id)
         if row["status"] == CANCELLED:
             return
         if row["status"] == FAILED:
             raise InvalidRequest("a failed subscription cannot be cancelled", code="subscription_failed")
+        if row["status"] == EXPIRED:
+            raise InvalidRequest("an expired enrolment cannot be cancelled (it was never paid)",
+                                 code="subscription_state")
         token, digest = new_token()
         await store.update_subscription(gateway, subscription_id, {
             "status": CANCELLED, "magic_token": token, "token_hash": digest, "ended_at": gateway.now()})
@@ -167,9 +184,9 @@ def _require(row: Mapping[str, Any], status: str, message: str) -> None:
 def subscription_view(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, Any]:
     """SPEC 2.13 plus customer_email, the current period, the open invoice's pay_url and created_at.
 
-    ``next_billing_at`` is null once nothing will be billed again (CANCELLED, FAILED).
+    ``next_billing_at`` is null once nothing will be billed again (CANCELLED, FAILED, EXPIRED).
     """
-    ended = row["status"] in (CANCELLED, FAILED)
+    ended = row["status"] in ENDED
     return {
         "subscription_id": row["id"], "status": row["status"], "plan_id": row["plan_id"],
         "plan_label": row["plan_label"], "amount_usd": row["plan_amount_usd"],
@@ -178,19 +195,24 @@ def subscription_view(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, A
         "next_billing_at": None if ended else int(row["next_billing_at"]),
         "current_period_start": row["current_period_start"], "current_period_end": row["current_period_end"],
         "pay_url": row["open_pay_url"], "last_error": row["last_error"], "created_at": int(row["created_at"]),
-        "manage_url": f"{gateway.config.base_url}{manage_path(row['magic_token'])}",
+        "manage_url": manage_url(gateway, row["magic_token"]),
     }
 
 
 async def summary(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
-    """Counts per status and the approximate MRR: each ACTIVE subscription's price per 30 days.
+    """Counts per status and the approximate MRR from paid periods only.
 
-    Summed exactly as fractions and rounded to cents once, half to even, so
-    the figure is the same decimal on every run and database.
+    The MRR is each ACTIVE subscription's price per 30 days, counted only
+    while the period it is in has been paid (``current_period_end`` still
+    ahead): an enrolment that never paid, or a period whose invoice is still
+    open, is not revenue (issue 32). Summed exactly as fractions and rounded
+    to cents once, half to even, so the figure is the same decimal on every
+    run and database.
     """
     counts = await store.status_counts(gateway, merchant_id)
     total = sum((Fraction(Decimal(r["amount_usd"])) * MONTH_SECONDS / int(r["interval_sec"])
-                 for r in await store.active_prices(gateway, merchant_id)), Fraction(0))
+                 for r in await store.paid_active_prices(gateway, merchant_id, gateway.now())), Fraction(0))
     mrr = (Decimal(total.numerator) / Decimal(total.denominator)).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
     return {"active": counts.get(ACTIVE, 0), "paused": counts.get(PAUSED, 0), "failed": counts.get(FAILED, 0),
-            "cancelled": counts.get(CANCELLED, 0), "mrr_usd": format(mrr, "f")}
+            "cancelled": counts.get(CANCELLED, 0), "pending": counts.get(PENDING, 0),
+            "expired": counts.get(EXPIRED, 0), "mrr_usd": format(mrr, "f")}

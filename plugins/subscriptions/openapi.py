@@ -32,8 +32,13 @@ SUBSCRIPTION = obj({
 SUBSCRIPTION_PAGE = obj({"subscriptions": {"type": "array", "items": ref("Subscription")}, "total": INTEGER,
                          "limit": INTEGER, "offset": INTEGER})
 SUMMARY = obj({"active": INTEGER, "paused": INTEGER, "failed": INTEGER, "cancelled": INTEGER,
-               "mrr_usd": {"type": "string", "description": "Sum over ACTIVE subscriptions of amount_usd per 30 "
-                                                           "days, exact, rounded to cents (half even)."}})
+               "pending": {"type": "integer", "description": "Customer-page enrolments waiting for their first "
+                                                             "payment."},
+               "expired": {"type": "integer", "description": "Customer-page enrolments whose first invoice lapsed "
+                                                             "unpaid (kept for the retention, then pruned)."},
+               "mrr_usd": {"type": "string", "description": "Paid periods only: sum over ACTIVE subscriptions whose "
+                                                           "current period is paid of amount_usd per 30 days, "
+                                                           "exact, rounded to cents (half even)."}})
 CREATE_BODY = obj({"plan_id": STRING}, {
     "customer_ref": {"type": "string", "maxLength": 128}, "customer_email": {"type": "string", "format": "email"},
     "start_at": {"type": "string", "format": "date-time",
@@ -84,9 +89,16 @@ OPERATIONS = [
                   "404": html("Unknown or disabled plan.")}),
     Op("POST", "/subscribe/{plan_id}", "Enrol from the customer page", PAGES, page=True, body_media_type=FORM,
        body=obj({}, {"email": {"type": "string", "maxLength": 254}, "customer_ref": {"type": "string",
-                                                                                   "maxLength": 128}}),
-       responses={"303": redirect("To the new subscription's manage page."),
-                  "400": html("The form again, naming the bad field."), "404": html("Unknown or disabled plan.")}),
+                                                                                   "maxLength": 128},
+                     "cf-turnstile-response": {"type": "string", "description": "The captcha widget's token, "
+                                                                                "when a captcha is configured."}}),
+       responses={"303": redirect("To the hosted page of the first period's invoice; the subscription is PENDING "
+                                  "until it is paid, and its return link is the manage page."),
+                  "400": html("The form again, naming the bad field."),
+                  "403": html("The form again: the captcha (check_public_form) refused."),
+                  "404": html("Unknown or disabled plan."),
+                  "429": html("This address already holds plugin.subscriptions.pending_per_ip unpaid enrolments "
+                              "on the plan (default 3); see Retry-After.")}),
     Op("GET", "/subscribe/manage/{token}", "Manage a subscription", PAGES, page=True,
        responses={"200": html("Status, next billing, the open invoice's link and the history."),
                   "404": TOKEN_PAGE_404}),

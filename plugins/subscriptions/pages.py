@@ -1,15 +1,22 @@
 """The customer's pages (SPEC 4.14): enrol at ``/subscribe/{plan_id}``, manage at ``/subscribe/manage/{token}``.
 
-Plain HTML forms, no JavaScript: every button is a POST form answered with
-a 303 to the page to show next (post/redirect/get, so a reload never
-repeats an action). Limited to 60 requests per minute per IP (the
-``public_page`` class, SPEC 8). The manage page is reached only through
-its magic token; after a cancel the customer is sent to the new token's
-page, and the old link answers 404.
+Plain HTML forms, no JavaScript (but a captcha's widget when the operator
+configured one): every button is a POST form answered with a 303 to the
+page to show next (post/redirect/get, so a reload never repeats an action).
+Limited to 60 requests per minute per IP (the ``public_page`` class, SPEC 8).
+
+Enrolling (``checkout.py``) passes the ``check_public_form`` hook first (the
+captcha plugin's check), then opens the first period's invoice and sends the
+customer straight to its hosted page; the subscription stays PENDING until
+that invoice is paid, and the invoice's "Return to merchant" link leads to
+the manage page. The manage page is reached only through its magic token;
+after a cancel the customer is sent to the new token's page, and the old
+link answers 404.
 """
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime
 from typing import Any, Mapping
 
@@ -17,14 +24,15 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...core import services
-from ...core.errors import ApiError, ValidationError
+from ...core.errors import ApiError, Forbidden, InvalidRequest, ValidationError
+from ...core.pages import SignInWidget, widget_token
 from ...web.form_body import read_form
 from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
+from ...web.middlewares import client_ip, rate_class
 from ...web.pages import html_page, page_security_headers
 from ...web.validation import Field, validate
-from . import enrolment, store
-from .store import ACTIVE, PAUSED
+from . import checkout, enrolment, store
+from .store import ACTIVE, PAUSED, PENDING
 
 routes = web.RouteTableDef()
 
@@ -45,11 +53,21 @@ def every(seconds: int) -> str:
 
 
 async def _render(request: web.Request, template: str, context: Mapping[str, Any], merchant_id: str,
-                  status: int = 200) -> web.Response:
+                  status: int = 200, widget: SignInWidget | None = None) -> web.Response:
+    """A customer page, branded; ``widget`` (a captcha) adds its script, by nonce and origin, to that page only."""
     branding = await services.page_branding_for(gateway_of(request), merchant_id)
-    response = aiohttp_jinja2.render_template(f"subscriptions/{template}", request,
-                                              {**context, "branding": branding}, status=status)
-    return page_security_headers(response, branding=branding)
+    nonce = secrets.token_urlsafe(16) if widget else None
+    response = aiohttp_jinja2.render_template(f"subscriptions/{template}", request, {
+        **context, "branding": branding, "widget": widget, "nonce": nonce}, status=status)
+    return page_security_headers(response, nonce, branding, widget.origin if widget else None)
+
+
+async def _form_page(request: web.Request, plan: Mapping[str, Any], *, values: Mapping[str, Any] | None = None,
+                     errors: Mapping[str, str] | None = None, status: int = 200) -> web.Response:
+    """The enrolment form, with the captcha widget when a plugin asks for one (``services.form_widget``)."""
+    return await _render(request, "subscribe.html", {**_plan_context(plan), "values": values or {},
+                                                     "errors": errors or {}}, plan["merchant_id"], status,
+                         widget=await services.form_widget(gateway_of(request)))
 
 
 def _not_found(request: web.Request, title: str, message: str) -> web.Response:
@@ -83,8 +101,7 @@ async def subscribe_page(request: web.Request) -> web.StreamResponse:
     plan = await _enabled_plan(request)
     if plan is None:
         return _plan_gone(request)
-    return await _render(request, "subscribe.html", {**_plan_context(plan), "values": {}, "errors": {}},
-                         plan["merchant_id"])
+    return await _form_page(request, plan)
 
 
 @routes.post("/subscribe/{plan_id}")
@@ -95,15 +112,28 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
     if plan is None:
         return _plan_gone(request)
     form = await _form(request)
+    values = {k: form.get(k, "")[:256] for k in ("email", "customer_ref")}
+    gateway = gateway_of(request)
     try:
         clean = validate(form, FORM_FIELDS)
+        await services.check_public_form(gateway, "subscribe", {"turnstile_token": widget_token(form)},
+                                         client_ip(request))
+        pay_url = await checkout.enrol_pending(gateway, plan["id"], customer_ref=clean["customer_ref"],
+                                               customer_email=clean["email"], client_ip=client_ip(request))
     except ValidationError as exc:
-        values = {k: form.get(k, "")[:256] for k in ("email", "customer_ref")}
-        return await _render(request, "subscribe.html", {**_plan_context(plan), "values": values,
-                                                         "errors": exc.detail or {}}, plan["merchant_id"], status=400)
-    _, token = await enrolment.enrol_customer(gateway_of(request), plan, customer_ref=clean["customer_ref"],
-                                              customer_email=clean["email"])
-    raise web.HTTPSeeOther(enrolment.manage_path(token))
+        return await _form_page(request, plan, values=values, errors=exc.detail or {}, status=400)
+    except Forbidden as exc:  # the captcha (or another check_public_form) refused
+        return await _form_page(request, plan, values=values, errors={"captcha": exc.message}, status=exc.status)
+    except checkout.PendingCapReached as exc:
+        response = await _render(request, "busy.html", {"label": plan["label"], "minutes": -(-exc.retry_after // 60)},
+                                 plan["merchant_id"], status=429)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+    except InvalidRequest as exc:
+        if exc.code == enrolment.PLAN_MISSING:  # turned off while the form was open
+            return _plan_gone(request)
+        raise
+    raise web.HTTPSeeOther(pay_url)
 
 
 async def _by_token(request: web.Request) -> Mapping[str, Any] | None:
@@ -136,7 +166,8 @@ async def manage_page(request: web.Request) -> web.StreamResponse:
         "next_billing": when(sub["next_billing_at"]) if status in (ACTIVE, PAUSED) and not sub["open_pay_url"]
         else None,
         "period_end": when(sub["current_period_end"]), "pay_url": sub["open_pay_url"],
-        "can_pause": status == ACTIVE, "can_resume": status == PAUSED, "can_cancel": status in (ACTIVE, PAUSED),
+        "can_pause": status == ACTIVE, "can_resume": status == PAUSED,
+        "can_cancel": status in (ACTIVE, PAUSED, PENDING),
         "action_base": enrolment.manage_path(request.match_info["token"]),
         "history": [{"created": when(i["created_at"]), "amount_usd": i["amount_usd"], "status": i["status"],
                      "period": f"{when(i['period_start'])} – {when(i['period_end'])}", "pay_url": i["pay_url"],

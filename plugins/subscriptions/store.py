@@ -21,7 +21,10 @@ if TYPE_CHECKING:  # pragma: no cover
 Row = Mapping[str, Any]
 
 ACTIVE, PAUSED, CANCELLED, FAILED = "ACTIVE", "PAUSED", "CANCELLED", "FAILED"
-STATUSES = (ACTIVE, PAUSED, CANCELLED, FAILED)
+# A customer-page enrolment before its first invoice is paid, and one whose first invoice lapsed.
+PENDING, EXPIRED = "PENDING", "EXPIRED"
+STATUSES = (ACTIVE, PAUSED, CANCELLED, FAILED, PENDING, EXPIRED)
+ENDED = (CANCELLED, FAILED, EXPIRED)  # nothing is billed again
 # Invoice rows: claimed (payment not yet known to exist), open, then paid or expired.
 MINTING, OPEN, INV_PAID, INV_EXPIRED = "minting", "open", "paid", "expired"
 
@@ -61,6 +64,12 @@ async def plan_of(gateway: "Gateway", merchant_id: str, plan_id: str) -> Row:
 async def public_plan(gateway: "Gateway", plan_id: str) -> Row | None:
     """Any merchant's plan by id (the customer page knows only the id)."""
     return await gateway.db.fetch_one("SELECT * FROM subscription_plans WHERE id = :i", {"i": plan_id})
+
+
+async def lock_plan(gateway: "Gateway", plan_id: str) -> Row | None:
+    """The plan row, locked for the caller's transaction: page enrolments to one plan go one at a time."""
+    return await gateway.db.fetch_one(f"SELECT * FROM subscription_plans WHERE id = :i{gateway.db.for_update}",
+                                      {"i": plan_id})
 
 
 async def plans_of(gateway: "Gateway", merchant_id: str) -> list[Row]:
@@ -122,11 +131,24 @@ async def status_counts(gateway: "Gateway", merchant_id: str) -> dict[str, int]:
     return {r["status"]: int(r["n"]) for r in rows}
 
 
-async def active_prices(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    """(amount_usd, interval_sec) of each ACTIVE subscription's plan, for the MRR."""
+async def paid_active_prices(gateway: "Gateway", merchant_id: str, now: int) -> list[Row]:
+    """(amount_usd, interval_sec) of each ACTIVE subscription whose current period is paid, for the MRR."""
     return await gateway.db.fetch_all(
         "SELECT p.amount_usd, p.interval_sec FROM subscriptions s JOIN subscription_plans p ON p.id = s.plan_id"
-        " WHERE s.merchant_id = :m AND s.status = :a", {"m": merchant_id, "a": ACTIVE})
+        " WHERE s.merchant_id = :m AND s.status = :a AND s.current_period_end > :now",
+        {"m": merchant_id, "a": ACTIVE, "now": now})
+
+
+async def pending_from(gateway: "Gateway", plan_id: str, enrol_ip_hash: str) -> tuple[int, int | None]:
+    """How many PENDING page enrolments of one visitor a plan holds, and when the first of their
+    open invoices expires (None while none is open yet)."""
+    row = await gateway.db.fetch_one(
+        "SELECT COUNT(*) AS n, MIN(i.expires_at) AS first_expiry FROM subscriptions s"
+        " LEFT JOIN subscription_invoices i ON i.id = s.pending_invoice_id"
+        " WHERE s.plan_id = :p AND s.enrol_ip_hash = :h AND s.status = :pending",
+        {"p": plan_id, "h": enrol_ip_hash, "pending": PENDING})
+    assert row is not None, "an aggregate always answers one row"
+    return int(row["n"]), None if row["first_expiry"] is None else int(row["first_expiry"])
 
 
 async def lock_subscription(gateway: "Gateway", subscription_id: str) -> Row | None:
@@ -187,6 +209,15 @@ async def open_invoice(gateway: "Gateway", invoice_id: str, *, pay_url: str, exp
 
 async def resolve_invoice(gateway: "Gateway", invoice_id: str, changes: Mapping[str, Any]) -> None:
     await services.update_row(gateway, "subscription_invoices", invoice_id, changes)
+
+
+async def forget_invoices(gateway: "Gateway", track_ids: Sequence[str]) -> None:
+    """Drop the invoice rows of these (pruned) payments, then every EXPIRED subscription left with none."""
+    await services.delete_rows_naming(gateway, "subscription_invoices", "track_id", track_ids)
+    await gateway.db.execute(
+        "DELETE FROM subscriptions WHERE status = :expired AND NOT EXISTS"
+        " (SELECT 1 FROM subscription_invoices i WHERE i.subscription_id = subscriptions.id)",
+        {"expired": EXPIRED})
 
 
 async def history(gateway: "Gateway", subscription_id: str, limit: int = 50) -> list[Row]:

@@ -6,12 +6,12 @@ only when it is among them, else the first) and types an amount; the form
 POSTs (a crawler's GET never mints) and a valid tip 303-redirects to the new
 invoice's hosted page. No script anywhere. Both routes are public pages (60
 requests per minute per IP) and each invoice spends the IP's mint budget
-(``[plugin.tips] mint_per_minute``, as for payment links).
+(``[plugin.tips] mint_per_minute``, as for payment links); a tip left unpaid
+is pruned ``[plugin.tips] unpaid_retention_days`` after it expired.
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Sequence
 
 from aiohttp import web
@@ -23,6 +23,7 @@ from ...web.keys import gateway_of
 from ...web.middlewares import rate_class
 from ...web.pages import html_page, render_page
 from ..links.minting import pay_page, spend_mint_budget
+from ..links.settings import settings_of
 from .settings import PLUGIN_NAME
 
 routes = web.RouteTableDef()
@@ -89,20 +90,22 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     coin_text = form.get("coin")
     amount_text = form.get("amount")
     coin = _chosen(coins, coin_text if isinstance(coin_text, str) else None)
-    amount = amount_text.strip()[:MAX_FIELD_TEXT] if isinstance(amount_text, str) else ""
+    typed = amount_text if isinstance(amount_text, str) else ""
+    shown = typed[:MAX_FIELD_TEXT]  # echoed in the form only: the amount itself is never cut
     if coin is None:
-        return await _page(request, merchant, coins, coins[0], amount=amount,
-                     error="Choose one of the coins offered.", status=400)
+        return await _page(request, merchant, coins, coins[0], amount=shown,
+                           error="Choose one of the coins offered.", status=400)
     gateway = gateway_of(request)
     try:
-        value = parse_decimal(amount.replace(",", "."))
+        value = parse_decimal(typed)  # the one strict parser: no spaces, no comma, no exponent
         if value <= 0:
             raise AmountError("must be greater than 0")
-        gateway.coins.require(coin).to_units(value)
-    except AmountError:
-        return await _page(request, merchant, coins, coin, amount=amount,
-                     error=f"Enter an amount of {coin} greater than 0, for example 0.01.", status=400)
+        gateway.coins.require(coin).to_units(value)  # and the coin's maximum
+    except AmountError as exc:
+        return await _page(request, merchant, coins, coin, amount=shown,
+                           error=f"The amount {exc}. Enter an amount of {coin}, for example 0.01.", status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
-    invoice = await services.create_invoice(gateway, merchant.merchant_id, amount=Decimal(value), currency=coin,
-                                            coins=[coin], description=TIP_DESCRIPTION, order_id=TIP_ORDER_ID)
+    invoice = await services.create_invoice(
+        gateway, merchant.merchant_id, amount=value, currency=coin, coins=[coin], description=TIP_DESCRIPTION,
+        order_id=TIP_ORDER_ID, unpaid_retention_seconds=settings_of(gateway, PLUGIN_NAME).unpaid_retention_seconds)
     raise web.HTTPSeeOther(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})

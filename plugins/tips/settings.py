@@ -1,3 +1,3 @@
-"""The ``[plugin.tips]`` block: the same keys as ``[plugin.links]`` (``mint_per_minute``)."""
+"""The ``[plugin.tips]`` block: the same keys as ``[plugin.links]`` (``mint_per_minute``, ``unpaid_retention_days``)."""
 
 PLUGIN_NAME = "tips"
