@@ -19,7 +19,8 @@ import logging
 import sys
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from .cli_support import config_from_args, with_db
+from .cli_plugins import cmd_plugins
+from .cli_support import close_chains, config_from_args, with_db
 from .config import ConfigError
 from .gateway import Gateway, build_gateway
 from .ops_cli import add_ops_commands
@@ -32,11 +33,6 @@ log = logging.getLogger("orbchain")
 
 
 AddCommand = Callable[["argparse._SubParsersAction[argparse.ArgumentParser]"], None]
-
-
-def close_chains(gateway: Gateway) -> None:
-    """Close the adapters of a command that ran no event loop of its own (or already closed its loop)."""
-    asyncio.run(gateway.close_chains())
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
@@ -132,16 +128,6 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_plugins(args: argparse.Namespace) -> int:
-    from .plugins import plugin_names
-
-    gateway = build_gateway(config_from_args(args))
-    close_chains(gateway)
-    for name in plugin_names(gateway.pm):
-        print(name)
-    return 0
-
-
 def cmd_payouts_work(args: argparse.Namespace) -> int:
     """``payouts work``: SIGTERM/SIGINT let the tick in flight finish (to the drain deadline), then exit 0."""
     from .payout_worker import run_worker
@@ -226,7 +212,9 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
                         help="comma-separated address families (default: every watch-only capable family)")
     export.set_defaults(func=cmd_export_xpubs)
 
-    sub.add_parser("plugins", help="list registered plugins").set_defaults(func=cmd_plugins)
+    plugins = sub.add_parser("plugins", help="list the plugins: distribution, version, status and hooks")
+    plugins.add_argument("--json", action="store_true", help="print a JSON list instead of the table")
+    plugins.set_defaults(func=cmd_plugins)
 
     payouts = sub.add_parser("payouts", help="payout tools")
     payouts_sub = payouts.add_subparsers(dest="payouts_command", required=True)

@@ -7,6 +7,7 @@ without importing each other.
 from __future__ import annotations
 
 import argparse
+import asyncio
 from typing import Awaitable, Callable
 
 from .config import Config, default_config_path, load_config
@@ -23,6 +24,11 @@ def config_from_args(args: argparse.Namespace) -> Config:
     if getattr(args, "port", None):
         overrides["port"] = args.port
     return config.with_overrides(server=overrides) if overrides else config
+
+
+def close_chains(gateway: Gateway) -> None:
+    """Close the adapters of a command that ran no event loop of its own (or already closed its loop)."""
+    asyncio.run(gateway.close_chains())
 
 
 async def with_db(gateway: Gateway, work: Callable[[Gateway], Awaitable[int]]) -> int:

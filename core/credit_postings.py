@@ -13,9 +13,12 @@ money, so the result must still:
 * sum to zero (``ledger.post`` checks) and name only existing merchants in
   ``merchant:<id>:...`` accounts.
 
-A refusal raises :class:`CreditRefused`; the transaction rolls back and the
-deposit stays PENDING, retried at the next scan, with the plugin named in the
-log. The ledger then posts the result once under the credit's reference.
+A refusal raises :class:`CreditRefused` naming the plugin whose result broke
+a rule; the transaction rolls back and the deposit stays PENDING, retried at
+the next scan. ``report_refusal`` logs it once per plugin and reason in a
+process (every scan retries the deposit: the same line each time would bury
+the rest of the log). The ledger then posts the result once under the
+credit's reference.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from . import ledger
 from .deposit_status import CONFIRMED
 from .ledger_accounts import WORLD_PREFIX, merchant_of
-from .plugins import call_filter, call_first
+from .plugins import call_filter, call_first_answer
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -35,8 +38,24 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
+# gateway.services key: the (plugin, reason) pairs this process already logged.
+REFUSALS_LOGGED = "credit_refusals_logged"
+
+
 class CreditRefused(ValueError):
-    """Plugins shaped a credit's postings into something the ledger must not record."""
+    """A plugin shaped a credit's postings into something the ledger must not record.
+
+    ``reason`` is the rule broken, the same for every deposit (what the log
+    is deduplicated on); ``detail`` the amounts or names of this credit.
+    """
+
+    def __init__(self, reference: str, reason: str, detail: str = "", plugin: str | None = None) -> None:
+        self.reference, self.reason, self.detail, self.plugin = reference, reason, detail, plugin
+        by = f"plugin {plugin}: " if plugin else ""
+        super().__init__(f"{by}credit {reference}: {reason}" + (f" ({detail})" if detail else ""))
+
+    def by(self, plugin: str) -> "CreditRefused":
+        return CreditRefused(self.reference, self.reason, self.detail, plugin)
 
 
 def default_postings(credit: "Credit") -> list[ledger.Posting]:
@@ -52,36 +71,72 @@ def default_postings(credit: "Credit") -> list[ledger.Posting]:
 async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.Posting]:
     """The core's postings passed through every ``credit_postings`` plugin, then checked."""
     proposed = default_postings(credit)
-    postings = await call_filter(gateway.pm, "credit_postings", "postings", list(proposed),
+    steps: list[tuple[str, Any]] = []
+    postings = await call_filter(gateway.pm, "credit_postings", "postings", list(proposed), steps=steps,
                                  gateway=gateway, credit=credit)
     if postings == proposed:
         return proposed  # untouched: the core's own lines need no re-check (and no merchant look-up)
-    await check_postings(gateway, credit, postings)
+    try:
+        await check_postings(gateway, credit, postings)
+    except CreditRefused as refused:
+        raise (await _first_to_break(gateway, credit, steps, refused)) from None
     return list(postings)
 
 
+async def _first_to_break(gateway: "Gateway", credit: "Credit", steps: list[tuple[str, Any]],
+                          refused: CreditRefused) -> CreditRefused:
+    """The refusal of the first plugin whose result broke a rule (acceptance still judges only the end
+    result, as before: a later plugin may repair an earlier one's lines)."""
+    for plugin, postings in steps:
+        try:
+            await check_postings(gateway, credit, postings)
+        except CreditRefused as first:
+            return first.by(plugin)
+    # Nobody returned a bad list: one changed the list it was given in place.
+    implementers = sorted({impl.plugin_name for impl in gateway.pm.hook.credit_postings.get_hookimpls()})
+    return refused.by(" or ".join(implementers))
+
+
 async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) -> None:
+    reference = credit.reference
     if not isinstance(postings, (list, tuple)) or not all(isinstance(p, ledger.Posting) for p in postings):
-        raise CreditRefused(f"credit {credit.reference}: credit_postings must return a list of ledger.Posting")
+        raise CreditRefused(reference, "credit_postings must return a list of ledger.Posting")
     coins = {p.coin for p in postings}
     if coins != {credit.coin}:
-        raise CreditRefused(f"credit {credit.reference}: postings in {sorted(coins)}, expected only {credit.coin}")
+        raise CreditRefused(reference, "postings in another coin than the deposit's",
+                            f"{sorted(coins)}, expected only {credit.coin}")
     world_legs = [p for p in postings if p.account.startswith(WORLD_PREFIX)]
     if [(p.account, p.amount) for p in world_legs] != [(ledger.world(credit.chain), -credit.amount)]:
-        raise CreditRefused(f"credit {credit.reference}: the world leg must stay one posting of"
-                            f" {-credit.amount} to {ledger.world(credit.chain)}")
+        raise CreditRefused(reference, f"the world leg must stay one posting of minus the deposit to"
+                                       f" {ledger.world(credit.chain)}", f"{-credit.amount}")
     if sum(p.amount for p in postings) != 0:
-        raise CreditRefused(f"credit {credit.reference}: postings do not sum to zero")
+        raise CreditRefused(reference, "postings do not sum to zero", f"they sum to {sum(p.amount for p in postings)}")
     merchants = {m for m in (merchant_of(p.account) for p in postings) if m}
     for merchant_id in sorted(merchants):
         if await gateway.db.fetch_val("SELECT id FROM merchants WHERE id = :m", {"m": merchant_id}) is None:
-            raise CreditRefused(f"credit {credit.reference}: unknown merchant {merchant_id!r} in the postings")
+            raise CreditRefused(reference, "postings name an unknown merchant", repr(merchant_id))
 
 
 async def credit_status(gateway: "Gateway", credit: "Credit") -> str | None:
     """``deposit_credit_status``: CONFIRMED holds the deposit until ``complete_credit``; None credits it."""
-    answer = await call_first(gateway.pm, "deposit_credit_status", gateway=gateway, credit=credit)
+    plugin, answer = await call_first_answer(gateway.pm, "deposit_credit_status", gateway=gateway, credit=credit)
     if answer not in (None, CONFIRMED):
-        raise CreditRefused(f"credit {credit.reference}: deposit_credit_status answered {answer!r},"
-                            f" expected None or {CONFIRMED!r}")
+        raise CreditRefused(credit.reference, f"deposit_credit_status must answer None or {CONFIRMED!r}",
+                            repr(answer), plugin)
     return answer
+
+
+def report_refusal(gateway: "Gateway", refused: CreditRefused, deposit_id: str) -> None:
+    """Log a refused credit once per (plugin, reason) in this process; a repeat only at debug level.
+
+    The deposit stays PENDING and every scan retries it, so the same error
+    would otherwise fill the log once a scan until the plugin is fixed.
+    """
+    logged = gateway.services.setdefault(REFUSALS_LOGGED, set())
+    key = (refused.plugin, refused.reason)
+    if key in logged:
+        log.debug("deposit %s stays PENDING: %s", deposit_id, refused)
+        return
+    logged.add(key)
+    log.error("%s; deposit %s stays PENDING and is retried at every scan (logged once per plugin and reason"
+              " until restart)", refused, deposit_id)

@@ -36,7 +36,7 @@ from . import ledger
 from .accounts import effective_confirmations, effective_fee_percent
 from .after_commit import AfterCommit, run_after_commit
 from .chains import BlockRef, Transfer
-from .credit_postings import credit_status, shaped_postings
+from .credit_postings import CreditRefused, credit_status, report_refusal, shaped_postings
 from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from .events import enqueue_event
 from .key_destination import payment_destination_of
@@ -207,6 +207,9 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
             try:
                 async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
                     await _credit(gateway, row, merchant, credit_after)
+            except CreditRefused as refused:  # logged once per plugin and reason; the next scan retries
+                report_refusal(gateway, refused, deposit["id"])
+                return
             except Exception:  # a plugin's filter failed; the next scan retries the credit
                 log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
                 return
@@ -293,6 +296,9 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
 async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int) -> int:
     try:
         return await _credit_in_transaction(gateway, deposit_id, confirmations)
+    except CreditRefused as refused:  # a plugin's lines broke a rule: logged once per plugin and reason
+        report_refusal(gateway, refused, deposit_id)
+        return 0
     except Exception:  # a plugin's filter failed: rolled back, retried at the next scan
         log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit_id)
         return 0

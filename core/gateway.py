@@ -26,6 +26,7 @@ from .events import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
 from .metrics import Metrics
 from .migrate import MigrationRegistry
+from .plugin_identity import check_declarations, hold_unconfigured
 from .plugins import call_collect, call_event, check_plugin_blocks, get_plugin_manager
 from .registries import (
     AssetRegistry,
@@ -159,6 +160,7 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
 def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
     if pm is None:
         pm = get_plugin_manager(blocked=config.plugins.blocked)
+    check_declarations(pm)
     gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance,
                       cpu=CpuPool(config.server.cpu_workers, config.server.cpu_queue))
     pm.hook.validate_config(gateway=gateway, config=config.plugin)
@@ -168,7 +170,7 @@ def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
     call_collect(pm, "register_address_families", gateway.address_families, gateway=gateway)
     gateway.address_families.check_complete()
     gateway.coins.check_families(gateway.address_families.family_names())
-    call_collect(pm, "register_chains", gateway.chains, gateway=gateway)
+    call_collect(pm, "register_chains", gateway.chains, skip=hold_unconfigured(pm, config), gateway=gateway)
     for adapter in gateway.chains:
         try:
             check_capabilities(adapter)

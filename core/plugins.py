@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib.metadata
 import inspect
 import logging
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Collection, Iterable, Sequence, TypeVar
 
 import pluggy
 
@@ -117,11 +117,17 @@ def plugin_names(pm: pluggy.PluginManager) -> list[str]:
     return sorted(name for name, plugin in pm.list_name_plugin() if plugin is not None)
 
 
-def call_collect(pm: pluggy.PluginManager, hook_name: str, registry: Any, **kwargs: Any) -> Any:
-    """Call a collection hook one plugin at a time, so the registry knows who adds what."""
+def call_collect(pm: pluggy.PluginManager, hook_name: str, registry: Any, *, skip: Collection[str] = (),
+                 **kwargs: Any) -> Any:
+    """Call a collection hook one plugin at a time, so the registry knows who adds what.
+
+    Plugins named in ``skip`` are not asked (chains waiting for their configuration).
+    """
     caller = getattr(pm.hook, hook_name)
     kwargs = {"registry": registry, **kwargs}
     for impl in reversed(caller.get_hookimpls()):
+        if impl.plugin_name in skip:
+            continue
         if hasattr(registry, "current_plugin"):
             registry.current_plugin = impl.plugin_name
         impl.function(*[kwargs[arg] for arg in impl.argnames])
@@ -151,13 +157,16 @@ async def call_event_impls(impls: Sequence[Any], hook_name: str, **kwargs: Any) 
             log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
 
 
-async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str, value: Any, **kwargs: Any) -> Any:
+async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str, value: Any, *,
+                      steps: list[tuple[str, Any]] | None = None, **kwargs: Any) -> Any:
     """Call a filter hook: ``value`` passes through each plugin in turn (registration order).
 
     An implementation returns the transformed value, or None to pass it on
     unchanged; async implementations are awaited. Unlike events, exceptions
     propagate: filters run inside the caller's transaction, which must roll
-    back rather than commit a half-shaped result.
+    back rather than commit a half-shaped result. ``steps``, when given,
+    receives ``(plugin name, value it returned)`` for each plugin that
+    returned one, so a caller refusing the result can name who shaped it.
     """
     caller = getattr(pm.hook, hook_name)
     for impl in reversed(caller.get_hookimpls()):
@@ -167,19 +176,26 @@ async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str,
             result = await result
         if result is not None:
             value = result
+            if steps is not None:
+                steps.append((impl.plugin_name, result))
     return value
 
 
 async def call_first(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> Any:
     """Call a first-result hook whose implementations may be async: the first non-None answer."""
+    return (await call_first_answer(pm, hook_name, **kwargs))[1]
+
+
+async def call_first_answer(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> tuple[str | None, Any]:
+    """``call_first``, with the name of the plugin that answered: ``(None, None)`` when none did."""
     caller = getattr(pm.hook, hook_name)
     for impl in reversed(caller.get_hookimpls()):
         result = impl.function(*[kwargs[arg] for arg in impl.argnames])
         if inspect.isawaitable(result):
             result = await result
         if result is not None:
-            return result
-    return None
+            return impl.plugin_name, result
+    return None, None
 
 
 async def call_collect_answers(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[Any]:

@@ -85,3 +85,24 @@ def test_listed_fixtures_helpers_and_hooks_exist():
     assert driver_hooks, "the paragraph on the optional driver methods is gone"
     for method in driver_hooks:
         assert hasattr(ChainDriver, method), f"docs/plugins.md names ChainDriver.{method}, which does not exist"
+
+
+TESTING = "## Testing your plugin"
+
+
+def test_the_testing_section_names_what_orbchain_testing_offers():
+    """A feature author copies "Testing your plugin": its imports exist and the signature it shows is the real one."""
+    text = DOCS.read_text(encoding="utf-8")
+    assert TESTING in text, "docs/plugins.md lost its 'Testing your plugin' section"
+    section = text.split(TESTING, 1)[1].split("\n## ", 1)[0]
+    imported = [alias.name for module in python_blocks(section) for node in ast.walk(module)
+                if isinstance(node, ast.ImportFrom) and node.module == "orbchain.testing" for alias in node.names]
+    assert "pay_on_devnet" in imported
+    missing = [name for name in imported if not hasattr(orbchain.testing, name)]
+    assert not missing, f"docs/plugins.md imports names orbchain.testing lacks: {missing}"
+    shown = re.search(r"`await pay_on_devnet(\(.*?\))`", section)
+    assert shown, "the section no longer shows pay_on_devnet's signature"
+    real = inspect.signature(orbchain.testing.pay_on_devnet)
+    bare = real.replace(parameters=[p.replace(annotation=inspect.Parameter.empty) for p in real.parameters.values()],
+                        return_annotation=inspect.Signature.empty)
+    assert shown.group(1) == str(bare), f"documented {shown.group(1)}, real {real}"

@@ -16,7 +16,10 @@ It then gives every test module:
   signed-up merchant, in one line);
 * ``ChainDriver``, the class a chain author implements for their test node,
   and ``AdapterConformance``, the suite to subclass (``docs/plugins.md``,
-  "From an empty package to a passing conformance run").
+  "From an empty package to a passing conformance run");
+* ``pay_on_devnet(client_or_gateway, payment, amount=None)``: a payment paid
+  on the devnet and mined to its confirmations through the core scanner, for
+  a feature plugin's own tests (``docs/plugins.md``, "Testing your plugin").
 
 The HTTP fixtures need ``pytest-aiohttp`` (Orbchain's ``test`` extra).
 """
@@ -29,6 +32,7 @@ from .api import Merchant, api, bearer, signup, signup_data
 from . import capabilities
 from .capabilities import CAPABILITIES, MARKER, requires, supports
 from .conformance import AdapterConformance, SimulatedCrash
+from .devnet import pay_on_devnet
 from .databases import PG_ENV, POSTGRESQL_ONLY, SQLITE_ONLY_ENV, backend_params, backends, db_url, pg_run_database
 from .run_report import check_collection, summary_lines
 from .driver import ChainDriver
@@ -38,7 +42,8 @@ from .harness import ChainShop, open_chain_shop
 __all__ = [
     "AdapterConformance", "CAPABILITIES", "capabilities", "ChainDriver", "ChainShop", "Merchant", "PG_ENV",
     "POSTGRESQL_ONLY", "SQLITE_ONLY_ENV", "Shop",
-    "SimulatedCrash", "api", "backends", "bearer", "merge_sections", "open_chain_shop", "open_shop", "requires",
+    "SimulatedCrash", "api", "backends", "bearer", "merge_sections", "open_chain_shop", "open_shop",
+    "pay_on_devnet", "requires",
     "signup", "signup_data", "supports",
     # fixtures, re-exported so that loading this module as a plugin registers them
     "client", "config", "db_url", "gateway", "make_client", "make_config", "merchant_shop", "pg_run_database",
