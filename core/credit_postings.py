@@ -2,7 +2,7 @@
 
 The core proposes the postings of a credit (``world:<chain>`` minus the
 deposit, the merchant's available account plus the net, ``platform:fees``
-plus the fee); ``credit_postings`` hooks transform them inside the crediting
+plus the fee); ``filter_credit_postings`` hooks transform them inside the crediting
 transaction (a split to two merchants, a swap venue for auto-settle, a brand
 fee). Plugins are trusted code, but one plugin's bug must not mint or lose
 money, so the result must still:
@@ -50,9 +50,9 @@ def default_postings(credit: "Credit") -> list[ledger.Posting]:
 
 
 async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.Posting]:
-    """The core's postings passed through every ``credit_postings`` plugin, then checked."""
+    """The core's postings passed through every ``filter_credit_postings`` plugin, then checked."""
     proposed = default_postings(credit)
-    postings = await call_filter(gateway.pm, "credit_postings", "postings", list(proposed),
+    postings = await call_filter(gateway.pm, "filter_credit_postings", "postings", list(proposed),
                                  gateway=gateway, credit=credit)
     if postings == proposed:
         return proposed  # untouched: the core's own lines need no re-check (and no merchant look-up)
@@ -62,7 +62,7 @@ async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.P
 
 async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) -> None:
     if not isinstance(postings, (list, tuple)) or not all(isinstance(p, ledger.Posting) for p in postings):
-        raise CreditRefused(f"credit {credit.reference}: credit_postings must return a list of ledger.Posting")
+        raise CreditRefused(f"credit {credit.reference}: filter_credit_postings must return a list of ledger.Posting")
     coins = {p.coin for p in postings}
     if coins != {credit.coin}:
         raise CreditRefused(f"credit {credit.reference}: postings in {sorted(coins)}, expected only {credit.coin}")
@@ -79,9 +79,9 @@ async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) ->
 
 
 async def credit_status(gateway: "Gateway", credit: "Credit") -> str | None:
-    """``deposit_credit_status``: CONFIRMED holds the deposit until ``complete_credit``; None credits it."""
-    answer = await call_first(gateway.pm, "deposit_credit_status", gateway=gateway, credit=credit)
+    """``decide_credit_status``: CONFIRMED holds the deposit until ``complete_credit``; None credits it."""
+    answer = await call_first(gateway.pm, "decide_credit_status", gateway=gateway, credit=credit)
     if answer not in (None, CONFIRMED):
-        raise CreditRefused(f"credit {credit.reference}: deposit_credit_status answered {answer!r},"
+        raise CreditRefused(f"credit {credit.reference}: decide_credit_status answered {answer!r},"
                             f" expected None or {CONFIRMED!r}")
     return answer
