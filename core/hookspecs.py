@@ -24,6 +24,9 @@ A hook's name says its kind (docs/plugins.md, "Hook reference"):
   ``async def`` (the core awaits them), must be idempotent and receive the
   frozen views of ``core/views.py``, never rows.
 
+Hooks renamed to follow this rule keep their old names for one release
+(``core/hook_aliases.py``).
+
 ``docs/plugins.md`` documents each hook for third-party authors;
 ``tests/test_hookspecs.py`` fails when a hook here is missing from it.
 """

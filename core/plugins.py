@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Sequence, TypeVar
 import pluggy
 
 from . import hookspecs
+from .hook_aliases import AliasingPluginManager
 from .config import ConfigError
 
 ENTRY_POINT_GROUP = "orbchain"
@@ -38,7 +39,7 @@ def get_plugin_manager(
     never registered, whether from an entry point or the explicit list.
     Misspelled hook implementations fail here (``check_pending``).
     """
-    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm = AliasingPluginManager(ENTRY_POINT_GROUP)  # old hook names still work for one release
     pm.add_hookspecs(hookspecs)
     for blocked_name in blocked:
         pm.set_blocked(blocked_name)

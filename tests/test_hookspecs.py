@@ -145,3 +145,10 @@ def test_every_hook_name_says_its_kind():
             assert last.endswith(("ed", "ing")) or last in IRREGULAR_PARTICIPLES, \
                 f"{name}: an event is named <subject>_<past participle> (or _<-ing> just before it happens)"
 
+
+def test_the_renamed_hooks_table_lists_every_rename():
+    from orbchain.core.hook_aliases import RENAMED_HOOKS
+
+    text = DOCS.read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \| `(\w+)` \|", text, flags=re.MULTILINE))
+    assert rows == set(RENAMED_HOOKS.items())
