@@ -134,12 +134,12 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
 
 
 async def check_key_brand(gateway: Gateway, merchant_id: str, brand_id: str) -> None:
-    """400 unless a plugin (``key_brand_allowed``) vouches that ``brand_id`` is this account's live brand.
+    """400 unless a plugin (``decide_key_brand_allowed``) vouches that ``brand_id`` is this account's live brand.
 
     The core stores the tag and copies it onto payments; only a brands
     plugin knows what a brand is, so with none installed a brand_id is refused.
     """
-    allowed = await call_first(gateway.pm, "key_brand_allowed", gateway=gateway, merchant_id=merchant_id,
+    allowed = await call_first(gateway.pm, "decide_key_brand_allowed", gateway=gateway, merchant_id=merchant_id,
                                brand_id=brand_id)
     if allowed is not True:
         raise ValidationError({"brand_id": "is not a brand of this account"})

@@ -2,7 +2,7 @@
 
 The core proposes the postings of a credit (``world:<chain>`` minus the
 deposit, the merchant's available account plus the net, ``platform:fees``
-plus the fee); ``credit_postings`` hooks transform them inside the crediting
+plus the fee); ``filter_credit_postings`` hooks transform them inside the crediting
 transaction (a split to two merchants, a swap venue for auto-settle, a brand
 fee). Plugins are trusted code, but one plugin's bug must not mint or lose
 money, so the result must still:
@@ -69,10 +69,10 @@ def default_postings(credit: "Credit") -> list[ledger.Posting]:
 
 
 async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.Posting]:
-    """The core's postings passed through every ``credit_postings`` plugin, then checked."""
+    """The core's postings passed through every ``filter_credit_postings`` plugin, then checked."""
     proposed = default_postings(credit)
     steps: list[tuple[str, Any]] = []
-    postings = await call_filter(gateway.pm, "credit_postings", "postings", list(proposed), steps=steps,
+    postings = await call_filter(gateway.pm, "filter_credit_postings", "postings", list(proposed), steps=steps,
                                  gateway=gateway, credit=credit)
     if postings == proposed:
         return proposed  # untouched: the core's own lines need no re-check (and no merchant look-up)
@@ -93,14 +93,14 @@ async def _first_to_break(gateway: "Gateway", credit: "Credit", steps: list[tupl
         except CreditRefused as first:
             return first.by(plugin)
     # Nobody returned a bad list: one changed the list it was given in place.
-    implementers = sorted({impl.plugin_name for impl in gateway.pm.hook.credit_postings.get_hookimpls()})
+    implementers = sorted({impl.plugin_name for impl in gateway.pm.hook.filter_credit_postings.get_hookimpls()})
     return refused.by(" or ".join(implementers))
 
 
 async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) -> None:
     reference = credit.reference
     if not isinstance(postings, (list, tuple)) or not all(isinstance(p, ledger.Posting) for p in postings):
-        raise CreditRefused(reference, "credit_postings must return a list of ledger.Posting")
+        raise CreditRefused(reference, "filter_credit_postings must return a list of ledger.Posting")
     coins = {p.coin for p in postings}
     if coins != {credit.coin}:
         raise CreditRefused(reference, "postings in another coin than the deposit's",
@@ -118,10 +118,10 @@ async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) ->
 
 
 async def credit_status(gateway: "Gateway", credit: "Credit") -> str | None:
-    """``deposit_credit_status``: CONFIRMED holds the deposit until ``complete_credit``; None credits it."""
-    plugin, answer = await call_first_answer(gateway.pm, "deposit_credit_status", gateway=gateway, credit=credit)
+    """``decide_credit_status``: CONFIRMED holds the deposit until ``complete_credit``; None credits it."""
+    plugin, answer = await call_first_answer(gateway.pm, "decide_credit_status", gateway=gateway, credit=credit)
     if answer not in (None, CONFIRMED):
-        raise CreditRefused(credit.reference, f"deposit_credit_status must answer None or {CONFIRMED!r}",
+        raise CreditRefused(credit.reference, f"decide_credit_status must answer None or {CONFIRMED!r}",
                             repr(answer), plugin)
     return answer
 

@@ -1,7 +1,7 @@
 """Deposit statuses (SPEC 3.2), shared by the deposit engine and the payment status rules.
 
 PENDING: seen, below its threshold. CONFIRMED: its credit was posted but
-waits on a conversion (``deposit_credit_status``), so it does not count as
+waits on a conversion (``decide_credit_status``), so it does not count as
 paid yet. CREDITED: the merchant has it. FAILED: dropped from chain and mempool.
 """
 

@@ -16,10 +16,10 @@ overpayments and late deposits are credited in full; a deposit that arrives
 after its payment expired or was cancelled is credited to the merchant with
 no payment attached (``track_id`` null in ``/v1/deposits``).
 
-Plugins shape a credit inside its transaction: ``credit_postings`` filters
+Plugins shape a credit inside its transaction: ``filter_credit_postings`` filters
 the ledger postings (splits, auto-settle, brand fees; see
 ``core/credit_postings.py`` for what the core still enforces) and
-``deposit_credit_status`` may hold the deposit CONFIRMED until
+``decide_credit_status`` may hold the deposit CONFIRMED until
 :func:`complete_credit`. What a deposit does to its payment lives in
 ``core/payment_status.py``.
 """
@@ -196,7 +196,7 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
                          {"s": PAYING, "now": now, "t": payment["track_id"]})
         if confirmations < threshold:
             await payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
-            await emit_after(gateway, "payment_paying", payment["track_id"], after)
+            await emit_after(gateway, "payment_detected", payment["track_id"], after)
     if confirmations >= threshold:
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
         assert row is not None, "inserted just above, in this transaction"
@@ -218,8 +218,8 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
 
 async def _plugin_payment(gateway: "Gateway", chain: str, transfer: Transfer,
                           merchant_id: str) -> Mapping[str, Any] | None:
-    """The open payment a plugin attaches this deposit to (``deposit_payment``: a venue's payout), locked."""
-    track_id = await call_first(gateway.pm, "deposit_payment", gateway=gateway, chain=chain, coin=transfer.coin,
+    """The open payment a plugin attaches this deposit to (``decide_deposit_payment``: a venue's payout), locked."""
+    track_id = await call_first(gateway.pm, "decide_deposit_payment", gateway=gateway, chain=chain, coin=transfer.coin,
                                 address=transfer.address, merchant_id=merchant_id)
     if not isinstance(track_id, str) or not track_id:
         return None
@@ -326,7 +326,7 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
                   after: AfterCommit) -> None:
     """Credit one deposit (inside the caller's transaction): ledger, status, webhook.
 
-    Plugins' ``credit_postings`` shape the postings and ``deposit_credit_status``
+    Plugins' ``filter_credit_postings`` shape the postings and ``decide_credit_status``
     may hold the deposit CONFIRMED (awaiting a conversion) instead of CREDITED.
     """
     db = gateway.db
@@ -378,7 +378,7 @@ async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], afte
 
 
 async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
-    """A CONFIRMED deposit (held by ``deposit_credit_status``) becomes CREDITED.
+    """A CONFIRMED deposit (held by ``decide_credit_status``) becomes CREDITED.
 
     The plugin that held it calls this once the conversion landed (it posts
     its own ledger movements first). Sends ``deposit.credited``, lets the

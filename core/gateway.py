@@ -163,7 +163,7 @@ def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
     check_declarations(pm)
     gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance,
                       cpu=CpuPool(config.server.cpu_workers, config.server.cpu_queue))
-    pm.hook.validate_config(gateway=gateway, config=config.plugin)
+    pm.hook.check_config(gateway=gateway, config=config.plugin)
     check_plugin_blocks(pm, config.plugin)
     gateway.migrations = collect_migrations(pm)
     call_collect(pm, "register_coins", gateway.coins, gateway=gateway)

@@ -7,12 +7,25 @@ the ``orbchain`` entry-point group. Every hook receives ``gateway`` (the
 plus what is specific to it; an implementation may accept only the arguments
 it uses, so hooks can grow new arguments without breaking plugins.
 
-Implementations of event hooks may be ``async def``: the core awaits any
-awaitable they return. Collection hooks receive a registry and call its
-``add`` method; registering a name twice fails at startup naming both plugins.
-Filter hooks (``credit_postings``) pass a value through every plugin in turn;
-first-result hooks stop at the first plugin answering something not None.
-Event hooks receive the frozen views of ``core/views.py``, never rows.
+A hook's name says its kind (docs/plugins.md, "Hook reference"):
+
+- ``register_*``: collection at startup; receives a registry and calls its
+  ``add`` (a name registered twice fails startup naming both plugins).
+- ``check_*``: a veto; every plugin is asked, raising refuses, None allows.
+- ``decide_*``: a first-result decision; the first plugin answering
+  something not None wins (several run inside the money transaction).
+- ``filter_*``: a value passes through every plugin in turn (inside the
+  crediting transaction: raising rolls it back).
+- ``extra_*``: every plugin may contribute extra items (fields, forms,
+  notices) to something the core is building.
+- ``<subject>_<past participle>`` (``payment_paid``): an event, after the
+  change committed; ``<subject>_<-ing>`` (``gateway_stopping``): an
+  announcement just before something happens. Event implementations may be
+  ``async def`` (the core awaits them), must be idempotent and receive the
+  frozen views of ``core/views.py``, never rows.
+
+Hooks renamed to follow this rule keep their old names for one release
+(``core/hook_aliases.py``).
 
 ``docs/plugins.md`` documents each hook for third-party authors;
 ``tests/test_hookspecs.py`` fails when a hook here is missing from it.
@@ -58,7 +71,7 @@ hookspec = pluggy.HookspecMarker("orbchain")
 
 
 @hookspec
-def validate_config(gateway: "Gateway", config: Mapping[str, Any]) -> None:
+def check_config(gateway: "Gateway", config: Mapping[str, Any]) -> None:
     """Check this plugin's own config block before anything starts.
 
     Called once while the gateway is built, for every plugin. ``config`` is
@@ -268,7 +281,7 @@ def register_address_families(registry: "AddressFamilyRegistry", gateway: "Gatew
 
 
 @hookspec(firstresult=True)
-def payment_receive_target(
+def decide_receive_target(
     gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin"
 ) -> "ReceiveTarget | None":
     """Where the payer of a new payment sends ``coin``, when a plugin decides it.
@@ -286,7 +299,7 @@ def payment_receive_target(
 
 
 @hookspec(firstresult=True)
-def payment_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> str | None:
+def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> str | None:
     """The text the hosted page's QR code encodes for an open payment.
 
     ``payment`` is the public payment view (address, pay_amount as a decimal
@@ -331,7 +344,7 @@ def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], clie
 
 
 @hookspec(firstresult=True)
-def sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
+def decide_sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     """The widget a browser sign-in or sign-up form must show (a captcha), or None.
 
     Asked by the dashboard each time it renders its sign-in and sign-up
@@ -367,7 +380,7 @@ def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], cl
 
 
 @hookspec
-def security_event(gateway: "Gateway", event: "SecurityEvent") -> None:
+def security_event_occurred(gateway: "Gateway", event: "SecurityEvent") -> None:
     """Something changed who can reach an account: record it, show it, alert on it.
 
     Announced (``orbchain.core.services.announce_security_event``) after the
@@ -384,7 +397,7 @@ def security_event(gateway: "Gateway", event: "SecurityEvent") -> None:
 
 
 @hookspec
-def dashboard_notices(gateway: "Gateway", merchant_id: str) -> "list[DashboardNotice] | None":
+def extra_dashboard_notices(gateway: "Gateway", merchant_id: str) -> "list[DashboardNotice] | None":
     """Notices the dashboard's home page shows this merchant until they are dismissed.
 
     Asked on every render of the home page (``/app``); every plugin's
@@ -429,12 +442,12 @@ def gateway_stopping(gateway: "Gateway") -> None:
 
 
 @hookspec
-def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayPageForm] | None":
+def extra_pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayPageForm] | None":
     """Forms to show on the hosted payment page of an open payment.
 
     Called for every render of ``/pay/<track_id>`` while the payment is
     Waiting or Paying and shows something to pay: an address, or a payment
-    request (``payment_qr_payload``, e.g. a Lightning invoice) when it has
+    request (``decide_qr_payload``, e.g. a Lightning invoice) when it has
     none. ``payment`` is the public payment view (track_id, pay_currency,
     pay_amount, address, status, plugin blocks such as ``lightning`` ...). Return a list of
     ``orbchain.core.pages.PayPageForm`` (each posts to a route your plugin
@@ -445,7 +458,7 @@ def pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayP
 
 
 @hookspec(firstresult=True)
-def page_branding(
+def decide_page_branding(
     gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any] | None
 ) -> "PageBranding | None":
     """How a hosted page of ``merchant_id`` looks: logo, light or dark theme, accent colour.
@@ -469,7 +482,7 @@ def page_branding(
 
 
 @hookspec(firstresult=True)
-def webhook_destination(
+def decide_webhook_destination(
     gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any]
 ) -> "WebhookDestination | None":
     """Override where a payment's webhooks go and which secret signs them (a brand's own).
@@ -486,7 +499,7 @@ def webhook_destination(
 
 
 @hookspec(firstresult=True)
-def key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> "bool | None":
+def decide_key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> "bool | None":
     """May a new scoped API key of ``merchant_id`` carry ``brand_id`` (SPEC 4.9)?
 
     Called by ``POST /dashboard/api-keys`` when the body names a
@@ -503,7 +516,7 @@ def key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> "b
 
 
 @hookspec
-def credit_postings(gateway: "Gateway", credit: "Credit", postings: "list[Posting]") -> "list[Posting] | None":
+def filter_credit_postings(gateway: "Gateway", credit: "Credit", postings: "list[Posting]") -> "list[Posting] | None":
     """Shape the ledger postings of a deposit credit (splits, auto-settle, brand fees).
 
     A filter: called inside the crediting database transaction, plugin by
@@ -521,7 +534,7 @@ def credit_postings(gateway: "Gateway", credit: "Credit", postings: "list[Postin
 
 
 @hookspec(firstresult=True)
-def deposit_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
+def decide_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
     """Hold a credited deposit as CONFIRMED ("awaiting conversion") instead of CREDITED.
 
     Called inside the crediting transaction after the postings were posted.
@@ -540,7 +553,7 @@ def deposit_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
 
 
 @hookspec
-def payment_webhook_fields(gateway: "Gateway", payment: "PaymentView") -> "Mapping[str, Any] | None":
+def extra_payment_webhook_fields(gateway: "Gateway", payment: "PaymentView") -> "Mapping[str, Any] | None":
     """Add fields to a payment webhook body (``payment.paid`` and ``Paying``).
 
     Called inside the transaction that enqueues the webhook, for every
@@ -557,7 +570,7 @@ def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
     """A deposit reached its confirmation threshold and was credited.
 
     Called after the crediting transaction committed (for a deposit held
-    CONFIRMED by ``deposit_credit_status``: after ``complete_credit``).
+    CONFIRMED by ``decide_credit_status``: after ``complete_credit``).
     ``deposit`` is a :class:`orbchain.core.views.DepositView` (amount and
     fee in base units). May be async. Must be idempotent: re-scans may call
     it again for the same deposit after a crash. Return nothing.
@@ -565,7 +578,7 @@ def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
 
 
 @hookspec(firstresult=True)
-def deposit_payment(gateway: "Gateway", chain: str, coin: str, address: str,
+def decide_deposit_payment(gateway: "Gateway", chain: str, coin: str, address: str,
                     merchant_id: str) -> "str | None":
     """The payment a new deposit belongs to, when it is not the open payment at its address.
 
@@ -580,7 +593,7 @@ def deposit_payment(gateway: "Gateway", chain: str, coin: str, address: str,
 
 
 @hookspec(firstresult=True)
-def payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
+def decide_payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
                     deposits: "list[Mapping[str, Any]]") -> "bool | None":
     """Whether a payment's credited deposits pay it, for a payment settled in another coin than it is priced in.
 
@@ -595,7 +608,7 @@ def payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
 
 
 @hookspec(firstresult=True)
-def payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> "bool | None":
+def decide_payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> "bool | None":
     """Keep a payment past its lifetime because its money is on the way where the core cannot see it.
 
     Asked by the expiry job, inside its transaction, for each Waiting or
@@ -618,8 +631,8 @@ def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
 
 
 @hookspec
-def payment_paying(gateway: "Gateway", payment: "PaymentView") -> None:
-    """A Waiting payment saw its first deposit, below the confirmation threshold.
+def payment_detected(gateway: "Gateway", payment: "PaymentView") -> None:
+    """A Waiting payment saw its first deposit, below the confirmation threshold: it is now Paying.
 
     Called after that committed, with the :class:`~orbchain.core.views.PaymentView`
     (status Paying). May be async. Must be idempotent. Return nothing.
@@ -691,7 +704,7 @@ def ledger_posted(gateway: "Gateway", transaction: Mapping[str, Any]) -> None:
 
 
 @hookspec
-def api_key_request(gateway: "Gateway", request: "KeyRequest") -> None:
+def api_key_request_answered(gateway: "Gateway", request: "KeyRequest") -> None:
     """A request authenticated with an API key was answered; the response has not left yet.
 
     ``request`` is a :class:`~orbchain.core.views.KeyRequest` (key id and

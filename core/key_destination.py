@@ -9,7 +9,7 @@ a payment's ``callback_url`` first (the most specific), then the key's URL
 with the key's secret (else the account's secret), then the account's URL.
 
 A plugin may add a layer between the key and the account with the
-``webhook_destination`` hook (a brand's own URL and secret, SPEC 6.1-6.2):
+``decide_webhook_destination`` hook (a brand's own URL and secret, SPEC 6.1-6.2):
 its URL is used when neither the payment nor the key names one, and its
 secret signs whenever the key has no secret of its own.
 """
@@ -50,18 +50,18 @@ async def key_destination(db: Database, merchant_id: str, key_id: str | None) ->
 
 
 async def plugin_destination(gateway: "Gateway", payment: Mapping[str, Any]) -> WebhookDestination:
-    """The first ``webhook_destination`` answer for a payments row, or an empty override.
+    """The first ``decide_webhook_destination`` answer for a payments row, or an empty override.
 
     Runs inside the transaction that enqueues the event, so a plugin's error
     propagates and rolls the change back (to be retried), like any money-path hook.
     """
-    result = await call_first(gateway.pm, "webhook_destination", gateway=gateway,
+    result = await call_first(gateway.pm, "decide_webhook_destination", gateway=gateway,
                               merchant_id=payment["merchant_id"], brand_id=payment.get("brand_id"),
                               payment=payment_view_of(gateway, payment))
     if result is None:
         return WebhookDestination()
     if not isinstance(result, WebhookDestination):
-        raise TypeError(f"webhook_destination returned {type(result).__name__}, not a WebhookDestination")
+        raise TypeError(f"decide_webhook_destination returned {type(result).__name__}, not a WebhookDestination")
     return result
 
 

@@ -1,7 +1,7 @@
 """What a plugin may add to hosted pages, as plain data: forms and branding.
 
 The type lives in the core because the hook that returns it
-(``pay_page_forms`` in ``core/hookspecs.py``) is core; ``orbchain.web.pages``
+(``extra_pay_page_forms`` in ``core/hookspecs.py``) is core; ``orbchain.web.pages``
 re-exports it for plugins written against the old name. The web layer
 renders it; the core never imports the web layer (tests/test_layering.py).
 """
@@ -81,7 +81,7 @@ def logo_url(value: str) -> str:
 
 @dataclass(frozen=True)
 class PageBranding:
-    """How a hosted page looks for one brand (the ``page_branding`` hook's answer).
+    """How a hosted page looks for one brand (the ``decide_page_branding`` hook's answer).
 
     Every field is checked when the object is built, so a page can put them
     into HTML and CSP as they are: ``logo_url`` through :func:`logo_url`,
@@ -150,7 +150,7 @@ def widget_token(form: Mapping[str, Any]) -> str | None:
 
 @dataclass(frozen=True)
 class SignInWidget:
-    """A third-party widget a browser sign-in form shows (a captcha), answered by ``sign_in_widget``.
+    """A third-party widget a browser sign-in form shows (a captcha), answered by ``decide_sign_in_widget``.
 
     ``script_url`` is the provider's https script (the page's CSP allows its
     origin for that page only), ``site_key`` the public key the widget
@@ -181,7 +181,7 @@ class SignInWidget:
 
 @dataclass(frozen=True)
 class DashboardNotice:
-    """A notice on the dashboard's home page until dismissed (the ``dashboard_notices`` hook's answer).
+    """A notice on the dashboard's home page until dismissed (the ``extra_dashboard_notices`` hook's answer).
 
     ``text`` is shown escaped; the Dismiss button posts ``fields`` (and the
     CSRF token) to ``dismiss_path``, a dashboard page the plugin serves

@@ -34,7 +34,8 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
     deposits = await payment_deposits(gateway, track_id)
     credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
     live = any(d["status"] in IN_PROGRESS for d in deposits)
-    covered = await call_first(gateway.pm, "payment_covered", gateway=gateway, payment=payment, deposits=deposits)
+    covered = await call_first(gateway.pm, "decide_payment_covered", gateway=gateway, payment=payment,
+                               deposits=deposits)
     if covered is not None:
         paid = bool(covered)  # a plugin settles this payment in another coin (a venue's payout)
     elif payment["type"] == STATIC:
@@ -108,7 +109,7 @@ async def expire_payments(gateway: "Gateway") -> int:
             assert payment is not None, "selected just above; payments are never deleted"
             if payment["status"] not in OPEN_STATUSES:
                 continue
-            if await call_first(gateway.pm, "payment_held_open", gateway=gateway, payment=payment):
+            if await call_first(gateway.pm, "decide_payment_held_open", gateway=gateway, payment=payment):
                 continue  # paid in time where only a plugin sees it (a venue's deposit address)
             if payment["status"] == PAYING:
                 waiting_on = await db.fetch_val(
@@ -125,14 +126,15 @@ async def expire_payments(gateway: "Gateway") -> int:
 
 
 async def add_plugin_fields(gateway: "Gateway", body: dict[str, Any], payment: Any) -> None:
-    """``payment_webhook_fields``: each plugin's extra fields, never replacing one already there."""
-    caller = gateway.pm.hook.payment_webhook_fields
+    """``extra_payment_webhook_fields``: each plugin's extra fields, never replacing one already there."""
+    caller = gateway.pm.hook.extra_payment_webhook_fields
     for impl in reversed(caller.get_hookimpls()):
         args = {"gateway": gateway, "payment": payment}
         extra: Any = impl.function(*[args[arg] for arg in impl.argnames])
         if inspect.isawaitable(extra):
             extra = await extra
         if not isinstance(extra, Mapping) and extra is not None:
-            raise TypeError(f"plugin {impl.plugin_name} answered payment_webhook_fields with {type(extra).__name__}")
+            raise TypeError(f"plugin {impl.plugin_name} answered extra_payment_webhook_fields"
+                            f" with {type(extra).__name__}")
         for key, value in (extra or {}).items():
             body.setdefault(key, value)

@@ -122,7 +122,7 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
     A coin without a standing receive address (``Coin.receive_address``
     False) is refused with 400 ``<symbol>_receive_unsupported``, except
     for a ``one_time`` payment on a chain a plugin serves (a subaddress per
-    payment; the plugin must then answer ``payment_receive_target``). A coin
+    payment; the plugin must then answer ``decide_receive_target``). A coin
     that settles only via a swap also needs a different default settlement coin.
     """
     coin = gateway.coins.get(symbol)

@@ -142,8 +142,8 @@ def _problems(pm: pluggy.PluginManager, name: str, plugin: object, running: str)
                 problems.append(f"plugin {name!r} supports Orbchain {requirement}, this is Orbchain {running}:"
                                 f" install a release of the plugin made for {running}, or block it"
                                 f" ([plugins] blocked = [\"{name}\"])")
-    if needs_config(plugin) and not any(impl.plugin is plugin for impl in pm.hook.validate_config.get_hookimpls()):
-        problems.append(f"plugin {name!r} sets {NEEDS_CONFIG_ATTR} but implements no validate_config hook to read"
+    if needs_config(plugin) and not any(impl.plugin is plugin for impl in pm.hook.check_config.get_hookimpls()):
+        problems.append(f"plugin {name!r} sets {NEEDS_CONFIG_ATTR} but implements no check_config hook to read"
                         f" its [plugin.{name}] block")
     return problems
 

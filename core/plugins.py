@@ -16,6 +16,7 @@ from typing import Any, Callable, Collection, Iterable, Sequence, TypeVar
 import pluggy
 
 from . import hookspecs
+from .hook_aliases import AliasingPluginManager
 from .config import ConfigError
 
 ENTRY_POINT_GROUP = "orbchain"
@@ -38,7 +39,7 @@ def get_plugin_manager(
     never registered, whether from an entry point or the explicit list.
     Misspelled hook implementations fail here (``check_pending``).
     """
-    pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
+    pm = AliasingPluginManager(ENTRY_POINT_GROUP)  # old hook names still work for one release
     pm.add_hookspecs(hookspecs)
     for blocked_name in blocked:
         pm.set_blocked(blocked_name)
@@ -62,11 +63,11 @@ def check_plugin_blocks(pm: pluggy.PluginManager, block_names: Iterable[str]) ->
     """Refuse a ``[plugin.<name>]`` block (from the file or ``ORBCHAIN_PLUGIN__<NAME>__*``) nobody reads.
 
     A block must name an installed plugin that validates its configuration
-    (implements ``validate_config``, where it refuses keys it does not know),
+    (implements ``check_config``, where it refuses keys it does not know),
     or one the operator blocked. Otherwise a misspelt plugin name, or a
     setting for a plugin that takes none, would be silently ignored.
     """
-    readers = {impl.plugin_name for impl in pm.hook.validate_config.get_hookimpls()}
+    readers = {impl.plugin_name for impl in pm.hook.check_config.get_hookimpls()}
     installed = sorted(name for name, _ in pm.list_name_plugin())
     for name in block_names:
         if pm.is_blocked(name) or name in readers:
@@ -95,7 +96,7 @@ _F = TypeVar("_F", bound=Callable[..., Any])
 
 
 def for_key_kinds(*kinds: str) -> Callable[[_F], _F]:
-    """Mark an ``api_key_request`` implementation as wanting requests made with these key kinds only.
+    """Mark an ``api_key_request_answered`` implementation as wanting requests made with these key kinds only.
 
     Kinds are ``KeyRequest.key_kind`` values: ``scoped``, ``merchant_key``,
     ``payout_key``, ``general_key``. Requests with other keys never reach
@@ -201,7 +202,7 @@ async def call_first_answer(pm: pluggy.PluginManager, hook_name: str, **kwargs: 
 async def call_collect_answers(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[Any]:
     """Every plugin's list answer to a hook, concatenated (async implementations awaited).
 
-    For hooks whose answers only decorate a page (``dashboard_notices``): a
+    For hooks whose answers only decorate a page (``extra_dashboard_notices``): a
     plugin that raises is logged and skipped, so one broken plugin never
     takes the page down.
     """

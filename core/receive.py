@@ -2,9 +2,9 @@
 
 Why: receiving is not always "a derived address watched by a scanner". A
 plugin may supply a payment's receive target (a node's invoice, a venue's
-deposit address, a subaddress) through ``payment_receive_target``, and each
+deposit address, a subaddress) through ``decide_receive_target``, and each
 chain plugin says how its coin's QR payload is written through
-``payment_qr_payload``. The core only falls back: an address derived from
+``decide_qr_payload``. The core only falls back: an address derived from
 the seed, and a QR that holds the bare address. Which coins have no address
 to receive at is data on the coin (``Coin.receive_address``), never a symbol.
 """
@@ -56,13 +56,13 @@ async def plugin_receive_target(
     would stop at the first coroutine object, which is never None, so a
     second async plugin such as Lightning after Monero would never be asked).
     """
-    result = await call_first(gateway.pm, "payment_receive_target", gateway=gateway, payment=payment, coin=coin)
+    result = await call_first(gateway.pm, "decide_receive_target", gateway=gateway, payment=payment, coin=coin)
     if result is not None and not isinstance(result, ReceiveTarget):
-        raise TypeError(f"payment_receive_target returned {type(result).__name__}, not a ReceiveTarget")
+        raise TypeError(f"decide_receive_target returned {type(result).__name__}, not a ReceiveTarget")
     return result
 
 
 def qr_payload(gateway: "Gateway", view: Mapping[str, Any], coin: "Coin") -> str | None:
     """What the QR of an open payment encodes: a plugin's URI, else the bare address."""
-    payload = gateway.pm.hook.payment_qr_payload(gateway=gateway, payment=view, coin=coin)
+    payload = gateway.pm.hook.decide_qr_payload(gateway=gateway, payment=view, coin=coin)
     return payload if isinstance(payload, str) and payload else view.get("address")

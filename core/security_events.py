@@ -1,7 +1,7 @@
 """Security events: what changed who can reach an account (sign-ins, password, 2FA, API keys, linked chats).
 
 The core and plugins announce them with :func:`announce`; the
-``security_event`` hook hands each one, as a
+``security_event_occurred`` hook hands each one, as a
 :class:`~orbchain.core.views.SecurityEvent`, to every plugin (the built-in
 ``activity`` plugin records it append-only and lists it on the dashboard).
 An event is announced after the change it reports committed, and
@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-HOOK = "security_event"
+HOOK = "security_event_occurred"
 
 # The kinds the core announces (plugins add their own: the telegram plugin's chat_linked ...).
 SIGN_IN = "sign_in"  # details: method (password, identity_provider, miniapp ...)
@@ -85,7 +85,10 @@ def clean_details(details: Mapping[str, Any] | None) -> dict[str, str]:
 
 async def announce(gateway: "Gateway", merchant_id: str, kind: str, details: Mapping[str, Any] | None = None,
                    *, alert: bool = False) -> SecurityEvent:
-    """Tell every plugin (``security_event``) that ``kind`` happened to ``merchant_id``'s account; the event."""
+    """Tell every plugin (``security_event_occurred``) that ``kind`` happened to ``merchant_id``'s account.
+
+    Returns the event.
+    """
     if not isinstance(kind, str) or not _NAME.match(kind):
         raise ValueError(f"security event kind {kind!r} must be a lower-case name")
     origin = request_origin.get()

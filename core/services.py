@@ -401,7 +401,7 @@ async def create_account(gateway: "Gateway", email: str, *, method: str = IDENTI
 
 async def announce_security_event(gateway: "Gateway", merchant_id: str, kind: str,
                                   details: Mapping[str, Any] | None = None, *, alert: bool = False) -> None:
-    """Tell every plugin (``security_event``) that ``kind`` happened to the account, after the change committed.
+    """Tell every plugin (``security_event_occurred``) that ``kind`` happened to the account, after the commit.
 
     ``details``: short text values under lower-case names, never a secret
     (a name such as ``password`` or ``token`` raises ``ValueError``). The
@@ -495,15 +495,15 @@ async def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, An
 
 
 async def form_widget(gateway: "Gateway") -> SignInWidget | None:
-    """The captcha widget a browser form must show (hook ``sign_in_widget``), or None; a plugin answer
+    """The captcha widget a browser form must show (hook ``decide_sign_in_widget``), or None; a plugin answer
     that is not a ``SignInWidget`` is ignored."""
-    widget = await call_first(gateway.pm, "sign_in_widget", gateway=gateway)
+    widget = await call_first(gateway.pm, "decide_sign_in_widget", gateway=gateway)
     return widget if isinstance(widget, SignInWidget) else None
 
 
 async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str | None = None,
                             payment: Mapping[str, Any] | None = None) -> PageBranding | None:
-    """The branding of a hosted page (the ``page_branding`` hook), or None for the plain page.
+    """The branding of a hosted page (the ``decide_page_branding`` hook), or None for the plain page.
 
     Any page asks this: the core's ``/pay`` page and every plugin page (a
     payment link's prompt, a tip page). Branding is cosmetic, so it never
@@ -512,13 +512,13 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
     answer with ``orbchain.web.pages.branded`` (template context and CSP).
     """
     try:
-        result = await call_first(gateway.pm, "page_branding", gateway=gateway, merchant_id=merchant_id,
+        result = await call_first(gateway.pm, "decide_page_branding", gateway=gateway, merchant_id=merchant_id,
                                   brand_id=brand_id, payment=payment)
     except Exception:
-        log.exception("page_branding failed for merchant %s, brand %s", merchant_id, brand_id)
+        log.exception("decide_page_branding failed for merchant %s, brand %s", merchant_id, brand_id)
         return None
     if result is not None and not isinstance(result, PageBranding):
-        log.error("page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
+        log.error("decide_page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
         return None
     return result
 

@@ -122,7 +122,7 @@ class PayoutView(_View):
 
 @dataclass(frozen=True)
 class Credit(_View):
-    """A deposit being credited, as ``credit_postings`` and ``deposit_credit_status`` see it.
+    """A deposit being credited, as ``filter_credit_postings`` and ``decide_credit_status`` see it.
 
     ``amount`` is the whole deposit, ``fee`` the platform fee the core
     computed from the merchant's rate; ``reference`` is the ledger reference
@@ -141,7 +141,7 @@ class Credit(_View):
 
 @dataclass(frozen=True)
 class KeyRequest(_View):
-    """One answered request made with an API key, as ``api_key_request`` sees it.
+    """One answered request made with an API key, as ``api_key_request_answered`` sees it.
 
     ``key_kind`` is ``scoped`` for a named key, else the legacy key's header
     name (``merchant_key``, ``payout_key``, ``general_key``). ``route`` is the
@@ -194,7 +194,7 @@ def payout_view_of(gateway: "Gateway", row: Mapping[str, Any]) -> PayoutView:
 
 @dataclass(frozen=True)
 class SecurityEvent(_View):
-    """Something that changed who can reach an account, as the ``security_event`` hook receives it.
+    """Something that changed who can reach an account, as the ``security_event_occurred`` hook receives it.
 
     ``kind`` names it (``sign_in``, ``password_changed``, ``totp_enabled``,
     ``api_key_created`` ... and plugins' own, such as ``chat_linked``; see

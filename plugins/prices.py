@@ -129,7 +129,7 @@ def _decimal_at(body: object, *path: str) -> Decimal | None:
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     block = gateway.config.plugin_config(PLUGIN_NAME)
     for key in block:
         if key not in _KEYS:

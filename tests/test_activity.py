@@ -1,4 +1,4 @@
-"""The account activity log (plugins/activity; issue 29 item 1) and the ``security_event`` hook, on both databases.
+"""The account activity log (plugins/activity; issue 29 item 1) and the ``security_event_occurred`` hook, on both databases.
 
 The core and the telegram plugin announce sign-ins, lockouts, password, 2FA, API-key and chat changes where
 they happen; the plugin appends them (append-only in the database, the key audit log's mechanism), lists
@@ -194,19 +194,19 @@ async def test_the_log_is_append_only_in_the_database(env):
 
 async def test_announcing_refuses_secret_looking_details_and_a_failing_plugin_changes_nothing(
         make_client, make_config):
-    """A detail named like a secret is a programming error; a plugin raising in ``security_event`` is logged
-    and the sign-in it was told about still succeeds; one raising in ``dashboard_notices`` leaves the home
+    """A detail named like a secret is a programming error; a plugin raising in ``security_event_occurred`` is logged
+    and the sign-in it was told about still succeeds; one raising in ``extra_dashboard_notices`` leaves the home
     page up with the other plugins' notices."""
 
     class Broken:
         PLUGIN_NAME = "broken_listener"
 
         @hookimpl
-        def security_event(self, gateway, event):
+        def security_event_occurred(self, gateway, event):
             raise RuntimeError("listener down")
 
         @hookimpl
-        async def dashboard_notices(self, gateway, merchant_id):
+        async def extra_dashboard_notices(self, gateway, merchant_id):
             raise RuntimeError("notices down")
 
     from orbchain.core.plugins import get_plugin_manager

@@ -421,18 +421,18 @@ async def test_a_failing_or_odd_plugin_leaves_the_page_plain(shop):
 
     class Broken:
         @staticmethod
-        def page_branding(gateway, merchant_id, brand_id, payment):
+        def decide_page_branding(gateway, merchant_id, brand_id, payment):
             raise RuntimeError("boom")
 
     class Odd:
         @staticmethod
-        def page_branding(gateway, merchant_id, brand_id, payment):
+        def decide_page_branding(gateway, merchant_id, brand_id, payment):
             return {"brand_color": "#000000"}
 
     from orbchain.core.plugins import hookimpl
 
     for plugin in (Broken, Odd):
-        plugin.page_branding = hookimpl(tryfirst=True)(plugin.page_branding)
+        plugin.decide_page_branding = hookimpl(tryfirst=True)(plugin.decide_page_branding)
         gateway.pm.register(plugin, name=plugin.__name__)
         try:
             assert await services.page_branding_for(gateway, merchant.merchant_id) is None

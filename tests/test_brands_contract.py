@@ -1,8 +1,8 @@
 """The three generic hooks brands use, served by a throwaway third-party plugin (brands blocked).
 
-``key_brand_allowed`` (a key may carry only a brand some plugin vouches
-for), ``webhook_destination`` (a payment's webhooks routed and signed by a
-plugin) and ``page_branding`` (a hosted page dressed by a plugin): none of
+``decide_key_brand_allowed`` (a key may carry only a brand some plugin vouches
+for), ``decide_webhook_destination`` (a payment's webhooks routed and signed by a
+plugin) and ``decide_page_branding`` (a hosted page dressed by a plugin): none of
 them needs the built-in ``brands`` plugin, which is what makes them a
 contract and not a private door.
 """
@@ -32,16 +32,16 @@ class ThirdPartyBrands:
         self.seen: list[tuple[str, object]] = []
 
     @hookimpl
-    def key_brand_allowed(self, merchant_id, brand_id):
+    def decide_key_brand_allowed(self, merchant_id, brand_id):
         return brand_id == "tp_brand"
 
     @hookimpl
-    async def webhook_destination(self, merchant_id, brand_id, payment):
+    async def decide_webhook_destination(self, merchant_id, brand_id, payment):
         self.seen.append(("webhook", payment.brand_id))
         return WebhookDestination(url=self.url, secret=SECRET) if brand_id == "tp_brand" else None
 
     @hookimpl
-    def page_branding(self, merchant_id, brand_id, payment):
+    def decide_page_branding(self, merchant_id, brand_id, payment):
         self.seen.append(("page", brand_id))
         return PageBranding(name="TP", brand_color="#abcdef", theme_mode="DARK") if brand_id == "tp_brand" else None
 
@@ -72,7 +72,7 @@ async def test_a_third_party_plugin_brands_keys_webhooks_and_pages(make_client, 
     client, merchant = await _app(make_client, make_config, [("tp_brands", plugin)])
     status, body = await api(client, "POST", "/dashboard/api-keys", merchant.jwt,
                              json={"label": "k", "scopes": ["payment:create"], "brand_id": "other"})
-    assert status == 400  # key_brand_allowed answered False
+    assert status == 400  # decide_key_brand_allowed answered False
     status, body = await api(client, "POST", "/dashboard/api-keys", merchant.jwt,
                              json={"label": "k", "scopes": ["payment:create"], "brand_id": "tp_brand"})
     assert status == 200, body

@@ -22,7 +22,7 @@ class PassesThrough:
     PLUGIN_NAME = "passes_through"
 
     @hookimpl
-    def credit_postings(self, postings):
+    def filter_credit_postings(self, postings):
         return list(postings)
 
 
@@ -32,7 +32,7 @@ class MintsOneUnit:
     PLUGIN_NAME = "mints_one_unit"
 
     @hookimpl
-    def credit_postings(self, credit, postings):
+    def filter_credit_postings(self, credit, postings):
         return [*postings, ledger.Posting(ledger.merchant_available(credit.merchant_id), credit.coin, 1)]
 
 
@@ -42,7 +42,7 @@ class AnswersNonsense:
     PLUGIN_NAME = "answers_nonsense"
 
     @hookimpl
-    def deposit_credit_status(self):
+    def decide_credit_status(self):
         return "HELD"
 
 

@@ -418,7 +418,7 @@ def test_rendered_dashboard_pages_are_checked_at_startup():
 
 
 async def test_sign_in_pages_show_the_captcha_widget_when_configured(make_client, make_config):
-    """The ``sign_in_widget`` hook: the captcha plugin's Turnstile widget, its origin alone allowed by the CSP."""
+    """The ``decide_sign_in_widget`` hook: the captcha plugin's Turnstile widget, its origin alone allowed by the CSP."""
     plain = await make_client(make_config(scheduler={"enabled": False}))
     response = await plain.get("/app/login")
     page, policy = await response.text(), response.headers["Content-Security-Policy"]

@@ -105,7 +105,7 @@ def test_every_hook_is_called_by_the_product_and_implemented_somewhere():
     """Each hook has a call site in the product and a ``@hookimpl`` in a plugin, a chain or a test plugin.
 
     Replaces "its name appears anywhere in tests/" (comments counted). Breaks
-    caught (tried): the only call of ``payment_qr_payload`` removed from
+    caught (tried): the only call of ``decide_qr_payload`` removed from
     core/receive.py; a hook added to hookspecs.py that nothing implements.
     """
     names = set(_hook_names())
@@ -121,3 +121,34 @@ def test_the_hook_finders_see_what_they_claim():
     assert "core/gateway.py" in called["register_chains"] or called["register_chains"]
     tree = ast.parse("# payment_paid\nx = 1\n")
     assert not [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value == "payment_paid"]
+
+
+KIND_PREFIXES = ("register_", "check_", "decide_", "filter_", "extra_")
+IRREGULAR_PARTICIPLES = {"paid"}  # events whose past participle does not end in -ed
+
+
+def test_every_hook_name_says_its_kind():
+    """The naming rule of docs/plugins.md ("Hook reference"), so a new hook cannot drift from it.
+
+    ``decide_*`` hooks are exactly the first-result ones; ``register_*`` hooks
+    take a registry; any other name is an event: ``<subject>_<past participle>``
+    after the fact, ``<subject>_<-ing>`` just before it.
+    """
+    for name in _hook_names():
+        spec = getattr(hookspecs, name)
+        firstresult = spec.orbchain_spec["firstresult"]
+        assert firstresult == name.startswith("decide_"), f"{name}: first-result hooks, and only they, are decide_*"
+        if name.startswith("register_"):
+            assert "registry" in inspect.signature(spec).parameters, name
+        if not name.startswith(KIND_PREFIXES):
+            last = name.rsplit("_", 1)[-1]
+            assert last.endswith(("ed", "ing")) or last in IRREGULAR_PARTICIPLES, \
+                f"{name}: an event is named <subject>_<past participle> (or _<-ing> just before it happens)"
+
+
+def test_the_renamed_hooks_table_lists_every_rename():
+    from orbchain.core.hook_aliases import RENAMED_HOOKS
+
+    text = DOCS.read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \| `(\w+)` \|", text, flags=re.MULTILINE))
+    assert rows == set(RENAMED_HOOKS.items())

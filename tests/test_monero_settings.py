@@ -59,6 +59,6 @@ def test_the_qr_of_an_xmr_payment_is_a_monero_uri(make_config):
     gateway = build_gateway(make_config())
     xmr, btc = gateway.coins.require("XMR"), gateway.coins.require("BTC")
     payment = {"address": "8abc", "pay_amount": "1.5"}
-    assert monero.payment_qr_payload(payment, xmr) == "monero:8abc?tx_amount=1.5"
-    assert monero.payment_qr_payload({"address": "8abc", "pay_amount": None}, xmr) == "monero:8abc"
-    assert monero.payment_qr_payload(payment, btc) is None
+    assert monero.decide_qr_payload(payment, xmr) == "monero:8abc?tx_amount=1.5"
+    assert monero.decide_qr_payload({"address": "8abc", "pay_amount": None}, xmr) == "monero:8abc"
+    assert monero.decide_qr_payload(payment, btc) is None

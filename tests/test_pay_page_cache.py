@@ -150,14 +150,14 @@ class Looks:
 
     @staticmethod
     @hookimpl
-    def pay_page_forms(gateway, payment):
+    def extra_pay_page_forms(gateway, payment):
         Looks.asked += 1
         payment["pay_amount"] = "scribbled"  # on this view's copy: no later view shows it
         return Looks.forms
 
     @staticmethod
     @hookimpl(tryfirst=True)
-    def page_branding(gateway, merchant_id, brand_id, payment):
+    def decide_page_branding(gateway, merchant_id, brand_id, payment):
         return Looks.branding
 
 

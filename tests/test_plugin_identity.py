@@ -40,7 +40,7 @@ ACME = textwrap.dedent('''
     {declarations}
 
     @hookimpl
-    def validate_config(gateway):
+    def check_config(gateway):
         checked_block(gateway.config, "acme", ("rpc_url",))
 
     @hookimpl
@@ -105,7 +105,7 @@ def test_plugins_shows_distribution_version_status_and_hooks(install_acme, confi
     listed = {entry["name"]: entry for entry in json.loads(capsys.readouterr().out)}
     assert listed["acme"] == {"name": "acme", "distribution": "acme-orbchain", "version": "1.0",
                               "requires_orbchain": ">=0.1,<99", "needs_config": True,
-                              "status": "off until configured", "hooks": ["gateway_started", "validate_config"]}
+                              "status": "off until configured", "hooks": ["check_config", "gateway_started"]}
     assert listed["changenow"]["status"] == "blocked" and listed["changenow"]["hooks"] == []
     assert "register_chains" in listed["bitcoin"]["hooks"] and listed["bitcoin"]["requires_orbchain"] is None
 
@@ -186,7 +186,7 @@ class NodeChain:
     ORBCHAIN_NEEDS_CONFIG = True
 
     @hookimpl
-    def validate_config(self, gateway):
+    def check_config(self, gateway):
         checked_block(gateway.config, self.PLUGIN_NAME, ("rpc_url",))
 
     @hookimpl

@@ -1,4 +1,4 @@
-"""``payment_receive_target`` asks every plugin, async ones included, until one answers.
+"""``decide_receive_target`` asks every plugin, async ones included, until one answers.
 
 Regression: pluggy's own first-result call stopped at the first async
 implementation (its coroutine object is not None), so with Monero's hook
@@ -15,7 +15,7 @@ class Silent:
     PLUGIN_NAME = "silent"
 
     @hookimpl
-    async def payment_receive_target(self, gateway, payment, coin):
+    async def decide_receive_target(self, gateway, payment, coin):
         return None
 
 
@@ -23,7 +23,7 @@ class Answering:
     PLUGIN_NAME = "answering"
 
     @hookimpl
-    async def payment_receive_target(self, gateway, payment, coin):
+    async def decide_receive_target(self, gateway, payment, coin):
         return ReceiveTarget(address=None, extra={"answered_by": "answering"})
 
 

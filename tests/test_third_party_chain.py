@@ -60,7 +60,7 @@ ZETA_MODULE = textwrap.dedent('''
                                        encoder(network)))
 
     @hookimpl
-    def payment_qr_payload(payment, coin):
+    def decide_qr_payload(payment, coin):
         if coin.symbol == "ZETA" and payment.get("address"):
             return f"zeta:{payment['address']}?amount={payment['pay_amount']}"
 ''')
@@ -158,7 +158,7 @@ class InvoiceIssuer:
     PLUGIN_NAME = "invoice_issuer"
 
     @hookimpl
-    async def payment_receive_target(self, payment, coin):
+    async def decide_receive_target(self, payment, coin):
         if coin.symbol != "INVX":
             return None
         return ReceiveTarget(None, {"invoice": {"bolt": f"inv-{payment['track_id']}", "amount": payment["pay_amount"]}})

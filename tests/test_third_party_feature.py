@@ -135,7 +135,7 @@ async def test_a_third_party_feature_package_works_end_to_end(tally_package, rec
 
     # Lifecycle hooks got documented views.
     names = [name for name, _ in tally_orbchain.SEEN]
-    assert names == ["payment_paying", "deposit_credited", "payment_paid"]
+    assert names == ["payment_detected", "deposit_credited", "payment_paid"]
     paid = tally_orbchain.SEEN[-1][1]
     assert isinstance(paid, PaymentView) and paid.status == "Paid" and paid.pay_amount == 100_000
     assert isinstance(tally_orbchain.SEEN[1][1], DepositView) and tally_orbchain.SEEN[1][1].fee == 1000
@@ -193,7 +193,7 @@ class Converter:
         self.events: list[tuple[str, object]] = []
 
     @hookimpl
-    def credit_postings(self, credit, postings):
+    def filter_credit_postings(self, credit, postings):
         self.credits.append(credit)
         venue = ledger.Posting(ledger.swap_venue("acme"), credit.coin, credit.amount - credit.fee)
         shaped = [p for p in postings if not p.account.startswith("merchant:")] + [venue]
@@ -202,7 +202,7 @@ class Converter:
         return shaped
 
     @hookimpl
-    def deposit_credit_status(self, credit):
+    def decide_credit_status(self, credit):
         return "CONFIRMED"
 
     @hookimpl
@@ -280,7 +280,7 @@ async def test_held_credit_refused_postings_and_lifecycle_events(make_client, ma
 
 
 class KeyWatcher:
-    """A third-party ``api_key_request`` listener: sees legacy and scoped keys, never the dashboard."""
+    """A third-party ``api_key_request_answered`` listener: sees legacy and scoped keys, never the dashboard."""
 
     PLUGIN_NAME = "keywatcher"
 
@@ -288,7 +288,7 @@ class KeyWatcher:
         self.seen: list[object] = []
 
     @hookimpl
-    async def api_key_request(self, request):
+    async def api_key_request_answered(self, request):
         self.seen.append(request)
 
 
@@ -299,7 +299,7 @@ class PayoutKeyWatcher(KeyWatcher):
 
     @hookimpl
     @for_key_kinds("payout_key")
-    async def api_key_request(self, request):
+    async def api_key_request_answered(self, request):
         self.seen.append(request)
 
 

@@ -3,7 +3,7 @@
 Contract rules checked here: base units on both sides, create idempotent
 by swap id, transient failures as ``VenueUnavailable``, refusals as
 ``VenueRefused``, a venue name registered twice stops startup naming both
-plugins; and the ``payment_webhook_fields`` hook never replaces a core field.
+plugins; and the ``extra_payment_webhook_fields`` hook never replaces a core field.
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ async def test_payment_webhook_fields_never_replace_a_core_field(gateway):
 
     class Extra:
         @hookimpl
-        def payment_webhook_fields(self, gateway, payment):
+        def extra_payment_webhook_fields(self, gateway, payment):
             return {"status": "Hacked", "extra_field": "1"}
 
     gateway.pm.register(Extra(), name="extra")

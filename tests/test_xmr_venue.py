@@ -7,8 +7,8 @@ on Monero and pays the converted BTC out, for real, on the devnet chain to
 the merchant's address the core derived. The gateway's own Monero wallet
 is configured at an address where nothing answers: this route never uses
 it (it is view-only and could not send anyway). The payout is attached to the
-payment by the ``deposit_payment`` hook and pays it through ``payment_covered``;
-``payment_held_open`` keeps it open past its lifetime once the venue has the XMR.
+payment by the ``decide_deposit_payment`` hook and pays it through ``decide_payment_covered``;
+``decide_payment_held_open`` keeps it open past its lifetime once the venue has the XMR.
 
 Worked out by hand, not by the code: 1.5 XMR at 0.004 BTC per XMR is
 0.006 BTC, less the stand-in's 0.5 % fee = 0.00597 BTC promised; the

@@ -278,7 +278,7 @@ async def authenticate_request(request: web.Request, kind: str | None) -> Princi
             await count_failure(request)
             raise
         # Known before the rate limit and the scope check, so a refused request
-        # (429, 403) is still reported to ``api_key_request`` (key audit logs).
+        # (429, 403) is still reported to ``api_key_request_answered`` (key audit logs).
         request[PRINCIPAL] = principal
         if kind is not None:
             await count_for(request, kind, principal)

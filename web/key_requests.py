@@ -1,4 +1,4 @@
-"""Tell plugins about every answered request made with an API key (``api_key_request``).
+"""Tell plugins about every answered request made with an API key (``api_key_request_answered``).
 
 The edge middleware calls this last, after the response is built and before
 it leaves, so an audit plugin's row is committed before the client sees the
@@ -25,14 +25,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-HOOK = "api_key_request"
+HOOK = "api_key_request_answered"
 KEY_KINDS = ("scoped", "merchant_key", "payout_key", "general_key")
 # Key kind -> the hook implementations that want requests made with it (only kinds someone wants).
 KEY_REQUEST_LISTENERS: web.AppKey[dict[str, tuple[Any, ...]]] = web.AppKey("orbchain_key_request_listeners", dict)
 
 
 def key_request_listeners(gateway: "Gateway") -> dict[str, tuple[Any, ...]]:
-    """Each key kind's ``api_key_request`` implementations (an unmarked one wants every kind)."""
+    """Each key kind's ``api_key_request_answered`` implementations (an unmarked one wants every kind)."""
     impls = getattr(gateway.pm.hook, HOOK).get_hookimpls()
     wanted = {}
     for kind in KEY_KINDS:

@@ -10,7 +10,7 @@ pieces with that view's values, escaped as the template would have escaped
 them. A slot whose value is None is part of the content (the template may
 test it), not a slot.
 
-Hooks (``page_branding``, ``pay_page_forms``) still run on every view: their
+Hooks (``decide_page_branding``, ``extra_pay_page_forms``) still run on every view: their
 answers are part of the context, so a changed answer is a new rendering.
 A caller that knows what its content depends on (the pay page: its rows'
 values and the hook answers) passes that as the key to ``render_bytes``

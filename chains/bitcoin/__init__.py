@@ -32,7 +32,7 @@ SYMBOLS = frozenset(coin.symbol for coin in COINS)
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway.config)
 
 
@@ -55,7 +55,7 @@ def register_address_families(registry) -> None:
 
 
 @hookimpl
-def payment_qr_payload(payment, coin):
+def decide_qr_payload(payment, coin):
     """A BIP-21 URI (amount in coin units, as the payment view shows it) for our coins."""
     scheme = URI_SCHEMES.get(coin.chain) if coin.symbol in SYMBOLS else None
     if scheme is None or not payment.get("address"):

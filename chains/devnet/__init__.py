@@ -36,7 +36,7 @@ MINE_JOB = "devnet.mine"
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     settings = read_settings(gateway.config)
     if settings.enabled and not gateway.config.is_development:
         log.warning("devnet is enabled in production: it credits simulated payments as real ones")
@@ -81,7 +81,7 @@ def register_routes(registry, gateway) -> None:
 
 
 @hookimpl
-def pay_page_forms(gateway, payment):
+def extra_pay_page_forms(gateway, payment):
     action = pay_form_action(gateway, payment["track_id"], payment["pay_currency"], payment["status"])
     if action is None:
         return None

@@ -43,7 +43,7 @@ MIGRATIONS_PACKAGE = "orbchain.chains.evm.migrations"
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     if gateway.config.plugin_config("coin_table"):
         # The coin table became the chain plugins' own; an ignored override would leave mainnet pins.
         raise ConfigError("config block 'plugin.coin_table' was removed: pin token contracts with"

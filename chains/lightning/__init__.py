@@ -4,7 +4,7 @@ The coin and the ``lightning`` address family (a BOLT 11 invoice or a
 Lightning Address as a payout destination) are always registered. With
 ``[plugin.lightning] backend = "<name>"`` (settings.py) the plugin also
 serves the coin: a chain adapter whose payouts are final within the request
-(payouts.py), an invoice per payment through ``payment_receive_target``
+(payouts.py), an invoice per payment through ``decide_receive_target``
 (receive.py) with a ``lightning:`` QR, and settlement followed by the node's
 invoice stream plus a polling job (settlement.py). Node backends come from
 the ``register_lightning_backends`` hook (backend.py is the contract); the
@@ -38,7 +38,7 @@ STREAM_SERVICE = "lightning.stream"
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     settings = read_settings(gateway.config)
     if settings.backend == "devnet" and not gateway.config.is_development:
         log.warning("the devnet Lightning backend is enabled in production: it credits simulated payments")
@@ -115,12 +115,12 @@ async def gateway_stopping(gateway) -> None:
 
 
 @hookimpl
-async def payment_receive_target(gateway, payment, coin):
+async def decide_receive_target(gateway, payment, coin):
     return await receive.receive_target(gateway, payment, coin)
 
 
 @hookimpl
-def payment_qr_payload(payment, coin):
+def decide_qr_payload(payment, coin):
     return receive.qr_payload(payment, coin)
 
 
@@ -143,7 +143,7 @@ def register_openapi(registry) -> None:
 
 
 @hookimpl
-def pay_page_forms(gateway, payment):
+def extra_pay_page_forms(gateway, payment):
     return devnet_page.page_forms(gateway, payment)
 
 

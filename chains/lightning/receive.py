@@ -34,7 +34,7 @@ def lightning_chain(gateway: "Gateway") -> LightningChain | None:
 
 
 async def receive_target(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> ReceiveTarget | None:
-    """The ``payment_receive_target`` answer for BTC_LN; None for other coins."""
+    """The ``decide_receive_target`` answer for BTC_LN; None for other coins."""
     if coin.symbol != COIN:
         return None
     chain = lightning_chain(gateway)

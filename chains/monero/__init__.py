@@ -4,7 +4,7 @@ The coin and the validate-only ``xmr`` family are always registered. With a
 ``[plugin.monero]`` block (``settings.py``) the plugin also adds the
 ``monero`` chain adapter (``adapter.py``: monerod for blocks, a view-only or
 full monero-wallet-rpc wallet for what is ours), gives each XMR payment its
-own subaddress (``payment_receive_target``, the address watched through
+own subaddress (``decide_receive_target``, the address watched through
 ``ReceiveTarget.watch_index``), and credits confirmed XMR into the swap-in
 account, holding the deposit CONFIRMED for the converter (``swapin.py``).
 XMR never becomes a merchant balance, and a standing receive address for
@@ -29,7 +29,7 @@ __all__ = ["PLUGIN_NAME", "MoneroAdapter", "swapin"]
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway.config)
 
 
@@ -58,7 +58,7 @@ def register_chains(registry, gateway) -> None:
 
 
 @hookimpl
-async def payment_receive_target(gateway, payment, coin):
+async def decide_receive_target(gateway, payment, coin):
     """A fresh subaddress of our wallet for each XMR payment, watched like a derived address."""
     adapter = gateway.chains.get(CHAIN)
     if adapter is None or not adapter.serves(coin.symbol):
@@ -68,7 +68,7 @@ async def payment_receive_target(gateway, payment, coin):
 
 
 @hookimpl
-def payment_qr_payload(payment, coin):
+def decide_qr_payload(payment, coin):
     """A Monero payment URI (``monero:<address>?tx_amount=<XMR>``) for XMR payments."""
     if coin.chain != CHAIN or not payment.get("address"):
         return None
@@ -77,12 +77,12 @@ def payment_qr_payload(payment, coin):
 
 
 @hookimpl
-async def credit_postings(gateway, credit, postings):
+async def filter_credit_postings(gateway, credit, postings):
     return await swapin.swap_in_postings(gateway, credit, postings)
 
 
 @hookimpl
-def deposit_credit_status(credit):
+def decide_credit_status(credit):
     return swapin.credit_status(credit)
 
 

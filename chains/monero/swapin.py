@@ -2,10 +2,10 @@
 
 SPEC 2.7: XMR is never custodied as a balance; it is swapped into the
 merchant's default settlement coin. So the credit of an XMR deposit (from
-``credit_postings``) moves the whole deposit from ``world:monero`` into
+``filter_credit_postings``) moves the whole deposit from ``world:monero`` into
 ``monero:swap_in`` (no merchant posting, no fee in XMR: the fee is charged
 once on the deposit by the converter, in the settlement coin; the core's
-proposed XMR fee is kept on the row for it), and ``deposit_credit_status``
+proposed XMR fee is kept on the row for it), and ``decide_credit_status``
 holds the deposit CONFIRMED: the payment stays Paying until the converter
 calls ``orbchain.core.deposits.complete_credit``.
 
@@ -56,7 +56,7 @@ def _record(gateway: "Gateway", row: Any) -> SwapIn:
 
 async def swap_in_postings(gateway: "Gateway", credit: "Credit",
                            postings: list[ledger.Posting]) -> list[ledger.Posting] | None:
-    """``credit_postings``: an XMR credit goes whole into ``monero:swap_in``; others are untouched."""
+    """``filter_credit_postings``: an XMR credit goes whole into ``monero:swap_in``; others are untouched."""
     if credit.chain != CHAIN:
         return None
     now = gateway.now()
@@ -72,7 +72,7 @@ async def swap_in_postings(gateway: "Gateway", credit: "Credit",
 
 
 def credit_status(credit: "Credit") -> str | None:
-    """``deposit_credit_status``: an XMR deposit is CONFIRMED (awaiting conversion), never CREDITED here."""
+    """``decide_credit_status``: an XMR deposit is CONFIRMED (awaiting conversion), never CREDITED here."""
     return HELD if credit.chain == CHAIN else None
 
 

@@ -32,7 +32,7 @@ MIGRATIONS_PACKAGE = "orbchain.chains.solana.migrations"
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway.config.plugin_config(PLUGIN_NAME))
 
 
@@ -74,7 +74,7 @@ def register_jobs(registry, gateway) -> None:
 
 
 @hookimpl
-def payment_qr_payload(payment, coin):
+def decide_qr_payload(payment, coin):
     """Solana Pay: the amount is in SOL (decimal), which the payment view already shows."""
     if coin.symbol not in SYMBOLS or not payment.get("address"):
         return None

@@ -38,7 +38,7 @@ def _settings(gateway) -> TronSettings:
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     _settings(gateway)
 
 

@@ -51,7 +51,7 @@ class AddressFamily:
     ``validator(address, network)`` returns the normalized destination or
     raises ``AddressError``. A family without ``scheme`` and ``encoder`` is
     validate-only: the gateway derives no address for it (a plugin may still
-    supply receive targets through ``payment_receive_target``), and
+    supply receive targets through ``decide_receive_target``), and
     ``no_derivation_reason`` says why. ``burn_addresses`` is the family's
     literal burn list, documented in docs/keys.md.
     """

@@ -60,7 +60,7 @@ async def pay_on_devnet(client_or_gateway: Any, payment: Any, amount: int | str 
     ``confirm=False`` leaves the transfer in the mempool, scanned once: the
     payment shows Paying. Returns the :class:`~orbchain.core.services.PaymentRecord`
     read after the last scan. A deposit still PENDING after its confirmations
-    (a plugin's ``credit_postings`` refused, say; the log names it) raises
+    (a plugin's ``filter_credit_postings`` refused, say; the log names it) raises
     ``AssertionError``.
     """
     from ..chains.devnet import devnet_chain

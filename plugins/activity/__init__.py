@@ -1,14 +1,14 @@
 """Built-in feature plugin ``activity``: the account's security log on the dashboard (issue 29).
 
 The core and other plugins announce what changes who can reach an account
-through the ``security_event`` hook (sign-ins, sign-in lockouts, password
+through the ``security_event_occurred`` hook (sign-ins, sign-in lockouts, password
 changes, 2FA on and off and from where, API keys, Telegram chats linked
 and unlinked); this plugin appends each to ``security_events``, a table the
 database keeps append-only (``core.migrate.append_only``, as for the key
 audit log), and shows them newest first at ``/app/activity`` (main
 navigation) and ``GET /dashboard/activity``. Events marked ``alert`` (2FA
 turned on or off anywhere but the dashboard, a sign-in lockout) show on the
-dashboard's home page until dismissed (``dashboard_notices``). Blocked,
+dashboard's home page until dismissed (``extra_dashboard_notices``). Blocked,
 nothing is recorded and nothing else changes. See docs/dashboard.md.
 """
 
@@ -51,10 +51,10 @@ def register_dashboard_pages(registry) -> None:
 
 
 @hookimpl
-async def security_event(gateway, event) -> None:
+async def security_event_occurred(gateway, event) -> None:
     await store.record(gateway, event)
 
 
 @hookimpl
-async def dashboard_notices(gateway, merchant_id):
+async def extra_dashboard_notices(gateway, merchant_id):
     return await dashboard.notices(gateway, merchant_id)

@@ -2,7 +2,7 @@
 
 The page lists the security log newest first, 50 a page; an alert not
 dismissed yet carries a Dismiss button, and the same alerts show on the
-dashboard's home page (``dashboard_notices``) until dismissed. Dismissing
+dashboard's home page (``extra_dashboard_notices``) until dismissed. Dismissing
 posts here (CSRF checked by the dashboard) and records a dismissal; the log
 itself never changes.
 """

@@ -2,7 +2,7 @@
 
 Every request made with a scoped (named) API key appends a row — key,
 route template, status, request id, source IP, time — through the
-``api_key_request`` hook, committed before the response leaves
+``api_key_request_answered`` hook, committed before the response leaves
 (``writer.AuditWriter`` batches concurrent rows into one commit). The table
 is append-only in the database itself; ``GET
 /dashboard/api-keys/{key_id}/audit-log`` reads it in pages. Legacy keys are
@@ -48,7 +48,7 @@ def writer_of(gateway) -> AuditWriter:
 
 @hookimpl
 @for_key_kinds("scoped")
-async def api_key_request(gateway, request) -> None:
+async def api_key_request_answered(gateway, request) -> None:
     await writer_of(gateway).append(request)
 
 

@@ -5,9 +5,9 @@ logo, a light or dark theme and an accent colour on its hosted pages, and
 its own webhook URL and signing secret. ``/dashboard/brands`` manages them
 in this plugin's own table; a scoped key with ``brand_id`` tags every
 payment it creates (the core copies the tag onto the payment), and three
-contract hooks apply the brand: ``page_branding`` (hosted pages),
-``webhook_destination`` (where the payment's webhooks go and what signs
-them) and ``key_brand_allowed`` (a key may name only its own account's
+contract hooks apply the brand: ``decide_page_branding`` (hosted pages),
+``decide_webhook_destination`` (where the payment's webhooks go and what signs
+them) and ``decide_key_brand_allowed`` (a key may name only its own account's
 live brands). Written exactly as a third-party package would be.
 """
 
@@ -39,17 +39,17 @@ def register_openapi(registry) -> None:
 
 
 @hookimpl
-async def page_branding(gateway, merchant_id, brand_id):
+async def decide_page_branding(gateway, merchant_id, brand_id):
     return await branding.page_branding(gateway, merchant_id, brand_id)
 
 
 @hookimpl
-async def webhook_destination(gateway, merchant_id, brand_id):
+async def decide_webhook_destination(gateway, merchant_id, brand_id):
     return await branding.webhook_destination(gateway, merchant_id, brand_id)
 
 
 @hookimpl
-async def key_brand_allowed(gateway, merchant_id, brand_id):
+async def decide_key_brand_allowed(gateway, merchant_id, brand_id):
     return await branding.key_brand_allowed(gateway, merchant_id, brand_id)
 
 

@@ -33,7 +33,7 @@ def _settings(gateway: Any) -> CaptchaSettings:
 
 
 @hookimpl
-def validate_config(gateway: Any) -> None:
+def check_config(gateway: Any) -> None:
     _settings(gateway)
 
 
@@ -53,7 +53,7 @@ async def check_public_form(gateway: Any, form: str, body: Mapping[str, Any], cl
 
 
 @hookimpl
-def sign_in_widget(gateway: Any) -> Any:
+def decide_sign_in_widget(gateway: Any) -> Any:
     """The Turnstile widget for browser sign-in pages, when a secret and a ``site_key`` are configured."""
     settings = _settings(gateway)
     return settings.widget if settings.enabled else None

@@ -17,7 +17,7 @@ __all__ = ["PLUGIN_NAME", "ChangeNowVenue"]
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway.config)
 
 

@@ -23,7 +23,7 @@ MIGRATIONS_PACKAGE = "orbchain.plugins.dashboard.migrations"
 
 
 @hookimpl
-def validate_config(gateway: Any) -> None:
+def check_config(gateway: Any) -> None:
     settings_of(gateway)
 
 

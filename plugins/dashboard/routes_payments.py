@@ -66,7 +66,7 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
     recent = await svc.list_payments(gateway, session.merchant_id, limit=5)
-    notices = await call_collect_answers(gateway.pm, "dashboard_notices", gateway=gateway,
+    notices = await call_collect_answers(gateway.pm, "extra_dashboard_notices", gateway=gateway,
                                          merchant_id=session.merchant_id)
     return render(request, session, "dashboard/home.html", {
         "account": account_view(gateway, merchant), "balances": await balances(gateway, session.merchant_id),

@@ -1,4 +1,4 @@
-"""The captcha widget of the sign-in pages: whatever plugin answers ``sign_in_widget``."""
+"""The captcha widget of the sign-in pages: whatever plugin answers ``decide_sign_in_widget``."""
 
 from __future__ import annotations
 

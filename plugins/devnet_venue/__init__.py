@@ -62,7 +62,7 @@ def read_settings(config: Config) -> tuple[bool, Knobs]:
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway.config)
 
 

@@ -55,7 +55,7 @@ def parse_settings(block: Mapping[str, Any], plugin: str = PLUGIN_NAME) -> LinkS
 
 
 def settings_of(gateway: Any, plugin: str = PLUGIN_NAME) -> LinkSettings:
-    """The parsed block, cached on the gateway (parsed once, at ``validate_config``)."""
+    """The parsed block, cached on the gateway (parsed once, at ``check_config``)."""
     key = f"{plugin}.settings"
     cached = gateway.services.get(key)
     if cached is None:

@@ -30,7 +30,7 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def validate_config(gateway: Any) -> None:
+def check_config(gateway: Any) -> None:
     settings_of(gateway)
 
 

@@ -4,7 +4,7 @@ A white-label payment may carry ``splits``: up to 10 entries of basis points
 summing to exactly 10000, each to another merchant's balance
 (``recipient_merchant_id``) or paid out to an address (``recipient_address``).
 The plugin uses only the contract: ``register_payment_fields`` for the field
-(and its exclusion of ``settlement_coin``), ``credit_postings`` to cut each
+(and its exclusion of ``settlement_coin``), ``filter_credit_postings`` to cut each
 credited deposit's net into shares inside the crediting transaction,
 ``deposit_credited`` / a job to turn address shares into payouts through
 ``services.request_payout``, ``deposit_reversed`` for reorgs.
@@ -37,7 +37,7 @@ def register_payment_fields(registry) -> None:
 
 
 @hookimpl
-async def credit_postings(gateway, credit, postings):
+async def filter_credit_postings(gateway, credit, postings):
     return await split_postings(gateway, credit, postings)
 
 

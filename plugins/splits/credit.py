@@ -1,4 +1,4 @@
-"""The ``credit_postings`` filter: a split payment's net goes to its recipients, in the credit itself.
+"""The ``filter_credit_postings`` hook: a split payment's net goes to its recipients, in the credit itself.
 
 The core proposes world -> merchant net + platform fee; the fee is charged
 once, on the whole deposit, and stays as the core computed it. The

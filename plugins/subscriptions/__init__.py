@@ -30,7 +30,7 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway)  # settings.py: every key checked, a misspelt one stops the start
 
 

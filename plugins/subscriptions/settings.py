@@ -42,7 +42,7 @@ def _bounded(block: dict[str, Any], name: str, default: int, low: int, high: int
 
 
 def read_settings(gateway: Any) -> SubscriptionSettings:
-    """The parsed block, cached on the gateway (parsed first at ``validate_config``)."""
+    """The parsed block, cached on the gateway (parsed first at ``check_config``)."""
     cached = gateway.services.get(_SERVICE)
     if cached is None:
         block = checked_block(gateway.config, PLUGIN_NAME, KEYS)

@@ -24,7 +24,7 @@ __all__ = ["PLUGIN_NAME", "run_swaps"]
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     read_settings(gateway.config)
 
 
@@ -54,39 +54,39 @@ def register_payment_fields(registry) -> None:
 
 
 @hookimpl
-async def credit_postings(gateway, credit, postings):
+async def filter_credit_postings(gateway, credit, postings):
     if await venuein.on_credit(gateway, credit):
         return None  # a deposit venue's payout: the settlement coin already, credited as it is
     return await settle.credit_postings(gateway, credit, postings)
 
 
 @hookimpl(tryfirst=True)
-async def payment_receive_target(gateway, payment, coin):
+async def decide_receive_target(gateway, payment, coin):
     return await venuein.receive_target(gateway, payment, coin)
 
 
 @hookimpl
-async def deposit_payment(gateway, chain, coin, address, merchant_id):
+async def decide_deposit_payment(gateway, chain, coin, address, merchant_id):
     return await venuein.deposit_payment(gateway, coin, address, merchant_id)
 
 
 @hookimpl
-async def payment_covered(gateway, payment, deposits):
+async def decide_payment_covered(gateway, payment, deposits):
     return await venuein.covered(gateway, payment)
 
 
 @hookimpl
-async def payment_held_open(gateway, payment):
+async def decide_payment_held_open(gateway, payment):
     return await venuein.held_open(gateway, payment)
 
 
 @hookimpl
-async def deposit_credit_status(gateway, credit):
+async def decide_credit_status(gateway, credit):
     return await settle.credit_status(gateway, credit)
 
 
 @hookimpl
-async def payment_webhook_fields(gateway, payment):
+async def extra_payment_webhook_fields(gateway, payment):
     return await settle.webhook_fields(gateway, payment)
 
 

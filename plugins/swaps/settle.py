@@ -6,10 +6,10 @@
   ``/dashboard/settings/settlement-coin``) applies to every credited payment
   deposit in another coin that has no settlement_coin of its own; the
   quote is then the one the venue gives when the order is opened.
-* On crediting, ``credit_postings`` sends the merchant's net (the platform
+* On crediting, ``filter_credit_postings`` sends the merchant's net (the platform
   fee is taken once, in the deposit's coin) to the venue account
   ``swap:<venue>`` and opens a swap row (kind ``settle``) in the same
-  transaction; ``deposit_credit_status`` holds the deposit CONFIRMED (its
+  transaction; ``decide_credit_status`` holds the deposit CONFIRMED (its
   payment stays Paying). The swap job converts it; on CONFIRMED the target
   coin is credited, on a refused conversion (the venue promising
   materially less than the locked quote, or failing) the original coin is

@@ -5,7 +5,7 @@ as ChangeNOW, which converts only XMR that reaches its own deposit address,
 cannot be fed from the gateway. Instead the payer pays the venue directly
 (SPEC 2.7's "the payer sees an XMR amount and address from the venue"):
 
-1. **Open at creation** (``payment_receive_target``). For an XMR payment
+1. **Open at creation** (``decide_receive_target``). For an XMR payment
    whose account default settlement coin is converted by a deposit venue,
    the venue is quoted for the payment's XMR amount and the order is opened
    under a new swap id, its payout address a fresh address of the merchant
@@ -19,10 +19,10 @@ cannot be fed from the gateway. Instead the payer pays the venue directly
    own lifetime; with ``[plugin.swaps.refund_addresses] XMR`` a failed
    order's refund is asked for once).
 3. **Credit** (the core's scanner). The venue's payout arrives on a normal
-   chain at the payout address; ``deposit_payment`` attaches that deposit to
+   chain at the payout address; ``decide_deposit_payment`` attaches that deposit to
    the payment, it is credited like any deposit (platform fee once, in the
-   settlement coin), ``credit_postings`` marks the order CONFIRMED in the
-   same transaction, and ``payment_covered`` makes the payment Paid: the
+   settlement coin), ``filter_credit_postings`` marks the order CONFIRMED in the
+   same transaction, and ``decide_payment_covered`` makes the payment Paid: the
    payout is the payment, whatever XMR amount it came from. Delivered
    materially less than the order promised (``fallback_bps``):
    ``swap_fallback`` is true (docs/decisions.md).
@@ -68,7 +68,7 @@ def _deposit_venue(gateway: "Gateway", from_coin: str, to_coin: str) -> SwapVenu
 
 
 async def receive_target(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> ReceiveTarget | None:
-    """``payment_receive_target``: the venue's deposit address for an XMR payment, or None (another route)."""
+    """``decide_receive_target``: the venue's deposit address for an XMR payment, or None (another route)."""
     amount = payment.get("pay_amount")
     if not coin.settles_only_via_swap or amount is None:
         return None
@@ -139,7 +139,7 @@ async def store_refund_address(gateway: "Gateway", payment: Any, value: str) -> 
 
 
 async def deposit_payment(gateway: "Gateway", coin: str, address: str, merchant_id: str) -> str | None:
-    """``deposit_payment``: a venue's payout to the order's payout address belongs to the order's payment."""
+    """``decide_deposit_payment``: a venue's payout to the order's payout address belongs to the order's payment."""
     row = await store.venuein_by_payout(gateway, merchant_id, coin, address)
     return None if row is None else row["track_id"]
 
@@ -159,7 +159,7 @@ async def on_credit(gateway: "Gateway", credit: "Credit") -> bool:
 
 
 async def covered(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None:
-    """``payment_covered``: a payment opened at a deposit venue is Paid once one of its orders' payouts is credited."""
+    """``decide_payment_covered``: a payment opened at a deposit venue is Paid once an order's payout is credited."""
     coin = gateway.coins.get(payment["pay_currency"])
     if coin is None or not coin.settles_only_via_swap:
         return None  # only a swap-only coin is paid at a venue's address: no look-up for every other payment
@@ -170,7 +170,7 @@ async def covered(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None
 
 
 async def held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> bool | None:
-    """``payment_held_open``: the venue reported the payer's XMR (a payin hash) and its order is still open."""
+    """``decide_payment_held_open``: the venue reported the payer's XMR (a payin hash) and its order is still open."""
     coin = gateway.coins.get(payment["pay_currency"])
     if coin is None or not coin.settles_only_via_swap:
         return None

@@ -112,7 +112,7 @@ def parse_settings(block: Mapping[str, Any]) -> TelegramSettings:
 
 
 def settings_of(gateway: Any) -> TelegramSettings:
-    """The parsed block, cached on the gateway (parsed once, at ``validate_config``)."""
+    """The parsed block, cached on the gateway (parsed once, at ``check_config``)."""
     cached = gateway.services.get(_SETTINGS)
     if cached is None:
         cached = gateway.services[_SETTINGS] = parse_settings(gateway.config.plugin_config(PLUGIN_NAME))

@@ -22,7 +22,7 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def validate_config(gateway) -> None:
+def check_config(gateway) -> None:
     settings_of(gateway, PLUGIN_NAME)
 
 

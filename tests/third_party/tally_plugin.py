@@ -39,7 +39,7 @@ def _tables(dialect):
 
 
 @hookimpl
-def validate_config(gateway):
+def check_config(gateway):
     greeting = gateway.config.plugin_config("tally").get("greeting", "hello")
     if not isinstance(greeting, str):
         raise ConfigError("config key 'plugin.tally.greeting' must be a string")
@@ -88,7 +88,7 @@ def register_price_sources(registry):
 
 
 @hookimpl
-def pay_page_forms(gateway, payment):
+def extra_pay_page_forms(gateway, payment):
     return [PayPageForm("/tally/tip", "Tip the tally", note="Counted by the tally plugin")]
 
 
@@ -150,7 +150,7 @@ def register_payment_fields(registry):
 
 
 @hookimpl
-async def credit_postings(gateway, credit, postings):
+async def filter_credit_postings(gateway, credit, postings):
     if credit.track_id is None:
         return None
     stored = await gateway.db.fetch_val("SELECT shares FROM tally_splits WHERE track_id = :t", {"t": credit.track_id})
@@ -181,8 +181,8 @@ async def payment_paid(gateway, payment):
 
 
 @hookimpl
-def payment_paying(gateway, payment):
-    SEEN.append(("payment_paying", payment))
+def payment_detected(gateway, payment):
+    SEEN.append(("payment_detected", payment))
 
 
 @hookimpl

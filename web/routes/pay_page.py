@@ -105,9 +105,9 @@ def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]
 
 
 def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
-    """Forms plugins add to an open payment's page (``pay_page_forms`` hook)."""
+    """Forms plugins add to an open payment's page (``extra_pay_page_forms`` hook)."""
     forms: list[Any] = []
-    for result in gateway.pm.hook.pay_page_forms(gateway=gateway, payment=view):
+    for result in gateway.pm.hook.extra_pay_page_forms(gateway=gateway, payment=view):
         forms.extend(result or ())
     return forms
 
@@ -195,7 +195,7 @@ class PageContent:
     The key is every column of the payment's row and of its deposits plus
     the shown status (``content_key``), so any change to what the page
     shows is a new key: a status change, a new deposit or confirmation, the
-    expiry passing. The QR payload (``payment_qr_payload``, a function of
+    expiry passing. The QR payload (``decide_qr_payload``, a function of
     the payment view) is computed with the context, so once per key.
     """
 
