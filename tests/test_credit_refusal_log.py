@@ -37,7 +37,7 @@ class MintsOneUnit:
 
 
 class AnswersNonsense:
-    """Answers ``deposit_credit_status`` with something that is neither None nor CONFIRMED."""
+    """Answers ``decide_credit_status`` with something that is neither None nor CONFIRMED."""
 
     PLUGIN_NAME = "answers_nonsense"
 
@@ -91,4 +91,4 @@ async def test_a_bad_credit_status_answer_names_its_plugin(make_client, make_con
     assert view["transactions"][0]["status"] == "PENDING"
     [record] = _refusals(caplog)
     assert record.getMessage().startswith("plugin answers_nonsense: credit deposit:")
-    assert "deposit_credit_status must answer None or 'CONFIRMED' ('HELD')" in record.getMessage()
+    assert "decide_credit_status must answer None or 'CONFIRMED' ('HELD')" in record.getMessage()

@@ -99,7 +99,7 @@ def test_plugins_shows_distribution_version_status_and_hooks(install_acme, confi
     assert rows["changenow"].split() == ["changenow", "orbchain", __version__, "blocked"]
     acme = lines.index(rows["acme"])
     assert [line.strip() for line in lines[acme + 1:acme + 3]] == [
-        "supports Orbchain >=0.1,<99", "hooks: gateway_started, validate_config"]
+        "supports Orbchain >=0.1,<99", "hooks: check_config, gateway_started"]
 
     assert cli.main(["--config", path, "plugins", "--json"]) == 0
     listed = {entry["name"]: entry for entry in json.loads(capsys.readouterr().out)}
@@ -153,7 +153,7 @@ def test_bad_declarations_are_refused_together(tmp_path):
     problems = str(refused.value).split("; ")
     assert problems == [
         "plugin 'soon': ORBCHAIN_REQUIRES = 'next year' is not a version specifier (PEP 440, e.g. '>=0.9,<2')",
-        "plugin 'mute' sets ORBCHAIN_NEEDS_CONFIG but implements no validate_config hook to read its"
+        "plugin 'mute' sets ORBCHAIN_NEEDS_CONFIG but implements no check_config hook to read its"
         " [plugin.mute] block",
     ]
 
