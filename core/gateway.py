@@ -41,7 +41,6 @@ from .registries import (
 )
 from .secrets import Secrets
 from .stopping import Stop
-from .venues import SwapVenueRegistry
 from .jobs import register_core_jobs
 
 log = logging.getLogger(__name__)
@@ -67,7 +66,6 @@ class Gateway:
     api_operations: OperationRegistry = field(default_factory=OperationRegistry)
     assets: AssetRegistry = field(default_factory=AssetRegistry)
     payment_fields: PaymentFieldRegistry = field(default_factory=PaymentFieldRegistry)
-    venues: SwapVenueRegistry = field(default_factory=SwapVenueRegistry)
     secrets: Secrets | None = None
     clock: Callable[[], float] = time.time
     maintenance: bool = False
@@ -115,11 +113,6 @@ class Gateway:
                 await adapter.close()
             except Exception:  # one adapter must not keep the others open
                 log.exception("closing chain adapter %s failed", adapter.name)
-        for venue in self.venues:
-            try:
-                await venue.close()
-            except Exception:  # likewise for swap venues
-                log.exception("closing swap venue %s failed", venue.name)
 
 
 def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
@@ -175,7 +168,6 @@ def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
         except ValueError as exc:
             raise StartupError(str(exc)) from None
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
-    call_collect(pm, "register_swap_venues", gateway.venues, gateway=gateway)
     register_core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
     collect_features(gateway)

@@ -17,6 +17,7 @@ import pluggy
 
 from . import hookspecs
 from .config import ConfigError
+from .registries import HookspecRegistry
 
 ENTRY_POINT_GROUP = "orbchain"
 
@@ -40,6 +41,8 @@ def get_plugin_manager(
     """
     pm = pluggy.PluginManager(ENTRY_POINT_GROUP)
     pm.add_hookspecs(hookspecs)
+    # Historic: each plugin declares the hooks it offers its dependants as it is registered.
+    pm.hook.register_hookspecs.call_historic(kwargs={"registry": HookspecRegistry(pm)})
     for blocked_name in blocked:
         pm.set_blocked(blocked_name)
     if load_entrypoints:

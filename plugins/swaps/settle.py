@@ -27,6 +27,7 @@ from ...core.errors import ValidationError
 from . import store, venuein
 from .service import pick_venue, platform_fee, venue_account
 from .settings import read_settings
+from .venue_registry import venues_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -53,7 +54,7 @@ def parse_field(gateway: "Gateway", value: Any, payment_type: str, merchant_id: 
     if payment_type != WHITE_LABEL:
         raise ValidationError({FIELD: "is accepted on white-label payments"})
     symbol = settlement_coin_symbol(gateway, value)
-    if not len(gateway.venues):
+    if not len(venues_of(gateway)):
         pick_venue(gateway, symbol, symbol)  # raises the 503 "not configured"
     return symbol
 
@@ -84,7 +85,7 @@ async def _target(gateway: "Gateway", credit: "Credit") -> tuple[str, str] | Non
     default = await store.default_coin(gateway, credit.merchant_id)
     if default is None or default == credit.coin:
         return None
-    venue = gateway.venues.for_pair(credit.coin, default, read_settings(gateway.config).venue)
+    venue = venues_of(gateway).for_pair(credit.coin, default, read_settings(gateway.config).venue)
     if venue is None:
         return None  # nothing converts it: the merchant keeps the coin paid (documented)
     return venue.name, default
