@@ -294,6 +294,21 @@ def payment_receive_target(
 
 
 @hookspec(firstresult=True)
+def decide_settlement_coin(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> str | None:
+    """The coin this merchant's money in ``coin`` is converted into, when a plugin converts it.
+
+    Asked only for a coin that settles only via a swap
+    (``Coin.settles_only_via_swap``: XMR), whenever the core must know
+    whether the merchant may take it: when the accepted coins are set and
+    when a payment in it is created. ``merchant`` is the account (the
+    ``swaps`` plugin answers its ``default_settlement_coin``). Return a
+    coin symbol or None; the first non-None answer wins. Unless the answer
+    names another coin, the coin is refused. Answer synchronously (no
+    ``async def``): the checks run outside any transaction, without I/O.
+    """
+
+
+@hookspec(firstresult=True)
 def payment_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> str | None:
     """The text the hosted page's QR code encodes for an open payment.
 

@@ -4,10 +4,11 @@ Venues are other plugins (``register_swap_venues``, a hook this plugin
 declares in ``hookspecs``; the devnet's simulated one, ChangeNOW), kept in
 this plugin's state (``venue_registry``). This plugin owns the swap rows,
 the dashboard routes, the job that drives swaps to one outcome, the
-``settlement_coin`` payment field and the account's default settlement
-coin. The logic is in ``service``
-(quote, commit, read: callable without HTTP, e.g. by the mini-app),
-``engine`` (the job) and ``settle`` (auto-settle); see docs/swaps.md.
+``settlement_coin`` payment field and the account's default settlement coin
+(the core asks it through ``decide_settlement_coin`` before accepting a
+swap-only coin). The logic is in ``service`` (quote, commit, read: callable
+without HTTP, e.g. by the mini-app), ``engine`` (the job) and ``settle``
+(auto-settle); see docs/swaps.md.
 """
 
 from __future__ import annotations
@@ -92,6 +93,11 @@ async def payment_covered(gateway, payment, deposits):
 @hookimpl
 async def payment_held_open(gateway, payment):
     return await venuein.held_open(gateway, payment)
+
+
+@hookimpl
+def decide_settlement_coin(merchant):
+    return settle.settlement_coin_of(merchant)
 
 
 @hookimpl

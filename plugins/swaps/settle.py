@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core import ledger
 from ...core.errors import ValidationError
@@ -159,6 +159,15 @@ async def set_default(gateway: "Gateway", merchant_id: str, value: Any) -> str |
     symbol = None if value is None else settlement_coin_symbol(gateway, value, "default_settlement_coin")
     await store.set_default_coin(gateway, merchant_id, symbol)
     return symbol
+
+
+def settlement_coin_of(merchant: Mapping[str, Any]) -> str | None:
+    """``decide_settlement_coin``: the account's default settlement coin, what a swap-only coin becomes.
+
+    The core asks before it lets a merchant take XMR; the account row it
+    passes carries the field this plugin sets (``set_default``).
+    """
+    return merchant.get("default_settlement_coin") or None
 
 
 async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:
