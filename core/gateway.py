@@ -1,9 +1,10 @@
 """The gateway context object passed to every hook (like datasette's ``datasette``).
 
-Built once per process by :func:`build_gateway`: it validates plugin config
-and collects coins, address families, chains, price sources, jobs and
-migrations from the plugins; a coin whose address family no plugin
-registered stops it here. Runtime resources (database connection, HTTP
+Built once per process by :func:`assemble_gateway`, which the composition
+root (``core/startup.py``, ``build_gateway``) calls with the core's own jobs:
+it validates plugin config and collects coins, address families, chains,
+price sources, jobs and migrations from the plugins; a coin whose address
+family no plugin registered stops it here. This module imports no job. Runtime resources (database connection, HTTP
 session, scheduler) are opened by the web app's cleanup contexts, not here.
 """
 
@@ -41,7 +42,6 @@ from .registries import (
 )
 from .secrets import Secrets
 from .stopping import Stop
-from .jobs import register_core_jobs
 
 log = logging.getLogger(__name__)
 
@@ -138,18 +138,22 @@ def collect_features(gateway: Gateway) -> None:
     call_collect(pm, "register_payment_fields", gateway.payment_fields, gateway=gateway)
 
 
-def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gateway:
+def assemble_gateway(config: Config, pm: pluggy.PluginManager | None,
+                     core_jobs: Callable[[Gateway], None]) -> Gateway:
     """Collect everything plugins contribute and validate their config.
 
-    A ``ConfigError`` about a key set in the environment names the variable too.
+    ``core_jobs(gateway)`` adds the core's own jobs, after the chains (a scan
+    per adapter) and before the plugins' jobs; the composition root passes
+    them, so this module needs none of the modules they run. A
+    ``ConfigError`` about a key set in the environment names the variable too.
     """
     try:
-        return _build_gateway(config, pm)
+        return _assemble(config, pm, core_jobs)
     except ConfigError as exc:
         raise naming_variable(exc, config.env_sources) from None
 
 
-def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
+def _assemble(config: Config, pm: pluggy.PluginManager | None, core_jobs: Callable[[Gateway], None]) -> Gateway:
     if pm is None:
         pm = get_plugin_manager(blocked=config.plugins.blocked)
     gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance,
@@ -168,7 +172,7 @@ def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
         except ValueError as exc:
             raise StartupError(str(exc)) from None
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
-    register_core_jobs(gateway)
+    core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
     collect_features(gateway)
     return gateway

@@ -22,7 +22,8 @@ from orbchain.chains.lightning.receive import lightning_chain
 from orbchain.core import hookspecs as core_hookspecs
 from orbchain.core.config import load_config
 from orbchain.core.db import Database
-from orbchain.core.gateway import Gateway, build_gateway
+from orbchain.core.gateway import Gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.hookspecs import hookspec
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.registries import StartupError

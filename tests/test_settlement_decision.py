@@ -14,7 +14,7 @@ import pytest
 
 from orbchain.core import settlement
 from orbchain.core.config import load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.web.keys import GATEWAY
 

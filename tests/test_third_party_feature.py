@@ -18,7 +18,7 @@ from orbchain.core import ledger
 from orbchain.core.cli import build_parser
 from orbchain.core.config import ConfigError
 from orbchain.core.deposits import complete_credit
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.ledger_check import check_ledger
 from orbchain.core.payment_status import expire_payments
 from orbchain.core.plugins import for_key_kinds, get_plugin_manager, hookimpl, plugin_names

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from orbchain.core.config import ConfigError, load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.registries import StartupError
 from orbchain.plugins.devnet_venue import DevnetVenue, Knobs
