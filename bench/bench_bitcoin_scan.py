@@ -30,7 +30,7 @@ from orbchain.chains.bitcoin.adapter import BitcoinAdapter
 from orbchain.chains.bitcoin.settings import read_settings
 from orbchain.core.accounts import sign_up
 from orbchain.core.config import load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.chains.bitcoin.families import address_families
 from orbchain.core.keys import SeedKeyStore
 from orbchain.core.migrate import migrate

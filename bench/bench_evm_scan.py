@@ -29,7 +29,7 @@ from eth_abi import encode  # noqa: E402
 from eth_utils import keccak, to_checksum_address  # noqa: E402
 
 from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
-from orbchain.core.gateway import build_gateway  # noqa: E402
+from orbchain.core.startup import build_gateway  # noqa: E402
 from orbchain.core.plugins import get_plugin_manager  # noqa: E402
 from tests.anvil import CHAIN_ID, DEPLOYER, PAYER, start_anvil  # noqa: E402
 

@@ -18,7 +18,7 @@ from types import MappingProxyType
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import auth, lockout, security_events
+from . import auth, lockout, security_events, settlement
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
 from .db import Database, Row, is_unique_violation
@@ -381,7 +381,7 @@ async def set_accepted_coins(gateway: Gateway, merchant_id: str, coins: Sequence
         coin = gateway.coins.get(symbol)
         if coin is None or not coin.receivable:
             raise ValidationError({"accepted_coins": f"{symbol} is not a supported coin"})
-        if coin.settles_only_via_swap and row["default_settlement_coin"] in (None, "", symbol):
+        if not settlement.settles(gateway, row, coin):
             raise ValidationError({"accepted_coins": f"{symbol} requires a non-{symbol} default_settlement_coin"})
         if symbol not in clean:
             clean.append(symbol)
@@ -391,7 +391,11 @@ async def set_accepted_coins(gateway: Gateway, merchant_id: str, coins: Sequence
 
 
 async def set_default_settlement_coin(gateway: Gateway, merchant_id: str, symbol: str | None) -> Row:
-    """The account's ``default_settlement_coin`` (SPEC 2.7); the caller validated the symbol (None clears it)."""
+    """The account's ``default_settlement_coin`` (SPEC 2.7); the caller validated the symbol (None clears it).
+
+    Core data the core never interprets: the settling plugin reads it back
+    when asked ``decide_settlement_coin`` (docs/decisions.md, issue 30).
+    """
     return await _update(gateway, merchant_id, "default_settlement_coin = :c", {"c": symbol})
 
 

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from .cli_plugins import cmd_plugins
 from .cli_support import close_chains, config_from_args, with_db
 from .config import ConfigError
-from .gateway import Gateway, build_gateway
+from .gateway import Gateway
+from .startup import build_gateway
 from .ops_cli import add_ops_commands
 from .registries import StartupError
 

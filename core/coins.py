@@ -39,8 +39,9 @@ class Coin:
     (a source-only coin reached through a swap) refuses it as a payment's
     pay currency and as a receive address with 400
     ``<symbol>_receive_unsupported``.
-    ``settles_only_via_swap``: accepting it needs a different
-    default_settlement_coin (it is swapped, never held).
+    ``settles_only_via_swap``: accepting it needs a plugin that converts
+    it into another coin for the merchant (``decide_settlement_coin``; it is
+    swapped, never held).
     ``default_accepted``: in a new merchant's accepted_coins (SPEC 4.8).
     ``rank``: position in listings (``/v1/common/currencies``, default
     accepted coins), lower first, ties in registration order; plugin load

@@ -1,9 +1,10 @@
 """The gateway context object passed to every hook (like datasette's ``datasette``).
 
-Built once per process by :func:`build_gateway`: it validates plugin config
-and collects coins, address families, chains, price sources, jobs and
-migrations from the plugins; a coin whose address family no plugin
-registered stops it here. Runtime resources (database connection, HTTP
+Built once per process by :func:`assemble_gateway`, which the composition
+root (``core/startup.py``, ``build_gateway``) calls with the core's own jobs:
+it validates plugin config and collects coins, address families, chains,
+price sources, jobs and migrations from the plugins; a coin whose address
+family no plugin registered stops it here. This module imports no job. Runtime resources (database connection, HTTP
 session, scheduler) are opened by the web app's cleanup contexts, not here.
 """
 
@@ -42,8 +43,6 @@ from .registries import (
 )
 from .secrets import Secrets
 from .stopping import Stop
-from .venues import SwapVenueRegistry
-from .jobs import register_core_jobs
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +67,6 @@ class Gateway:
     api_operations: OperationRegistry = field(default_factory=OperationRegistry)
     assets: AssetRegistry = field(default_factory=AssetRegistry)
     payment_fields: PaymentFieldRegistry = field(default_factory=PaymentFieldRegistry)
-    venues: SwapVenueRegistry = field(default_factory=SwapVenueRegistry)
     secrets: Secrets | None = None
     clock: Callable[[], float] = time.time
     maintenance: bool = False
@@ -116,11 +114,6 @@ class Gateway:
                 await adapter.close()
             except Exception:  # one adapter must not keep the others open
                 log.exception("closing chain adapter %s failed", adapter.name)
-        for venue in self.venues:
-            try:
-                await venue.close()
-            except Exception:  # likewise for swap venues
-                log.exception("closing swap venue %s failed", venue.name)
 
 
 def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
@@ -146,18 +139,22 @@ def collect_features(gateway: Gateway) -> None:
     call_collect(pm, "register_payment_fields", gateway.payment_fields, gateway=gateway)
 
 
-def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gateway:
+def assemble_gateway(config: Config, pm: pluggy.PluginManager | None,
+                     core_jobs: Callable[[Gateway], None]) -> Gateway:
     """Collect everything plugins contribute and validate their config.
 
-    A ``ConfigError`` about a key set in the environment names the variable too.
+    ``core_jobs(gateway)`` adds the core's own jobs, after the chains (a scan
+    per adapter) and before the plugins' jobs; the composition root passes
+    them, so this module needs none of the modules they run. A
+    ``ConfigError`` about a key set in the environment names the variable too.
     """
     try:
-        return _build_gateway(config, pm)
+        return _assemble(config, pm, core_jobs)
     except ConfigError as exc:
         raise naming_variable(exc, config.env_sources) from None
 
 
-def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
+def _assemble(config: Config, pm: pluggy.PluginManager | None, core_jobs: Callable[[Gateway], None]) -> Gateway:
     if pm is None:
         pm = get_plugin_manager(blocked=config.plugins.blocked)
     check_declarations(pm)
@@ -177,8 +174,7 @@ def _build_gateway(config: Config, pm: pluggy.PluginManager | None) -> Gateway:
         except ValueError as exc:
             raise StartupError(str(exc)) from None
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
-    call_collect(pm, "register_swap_venues", gateway.venues, gateway=gateway)
-    register_core_jobs(gateway)
+    core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
     collect_features(gateway)
     return gateway

@@ -1,4 +1,4 @@
-"""Every hook a plugin can implement, in one place.
+"""Every hook the core calls, in one place.
 
 Plugins (the built-in chains and features as much as third-party packages)
 implement these with ``@orbchain.core.plugins.hookimpl`` and register through
@@ -27,6 +27,11 @@ A hook's name says its kind (docs/plugins.md, "Hook reference"):
 Hooks renamed to follow this rule keep their old names for one release
 (``core/hook_aliases.py``).
 
+A plugin that offers hooks to its own dependants (the ``swaps`` plugin's
+``register_swap_venues``, the ``lightning`` plugin's
+``register_lightning_backends``) declares them itself through
+``register_hookspecs``: the core names none of them.
+
 ``docs/plugins.md`` documents each hook for third-party authors;
 ``tests/test_hookspecs.py`` fails when a hook here is missing from it.
 """
@@ -52,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         CommandRegistry,
         DashboardRegistry,
         EventKindRegistry,
+        HookspecRegistry,
         JobRegistry,
         OperationRegistry,
         PaymentFieldRegistry,
@@ -59,7 +65,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         RouteRegistry,
         ScopeRegistry,
     )
-    from .venues import SwapVenueRegistry
     from .views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
 
 hookspec = pluggy.HookspecMarker("orbchain")
@@ -68,6 +73,22 @@ hookspec = pluggy.HookspecMarker("orbchain")
 # -----------------------------------------------------------------------------
 # Startup: configuration and collection
 # -----------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def register_hookspecs(registry: "HookspecRegistry") -> None:
+    """Declare hooks this plugin offers the plugins that depend on it (pytest's ``pytest_addhooks``).
+
+    Called as soon as the plugin is registered, before any other hook, even
+    for a plugin registered after the others. Call ``registry.add(module)``
+    with a module (or class) of functions marked
+    ``@orbchain.core.hookspecs.hookspec``; implementations of those hooks,
+    registered before or after, are then checked against them. A dependant
+    implements them with ``@hookimpl(optionalhook=True)`` so it still loads
+    when the declaring plugin is blocked or not installed. The declaring
+    plugin calls its hooks itself (``call_collect(gateway.pm, name,
+    registry)`` ...). Return nothing.
+    """
 
 
 @hookspec
@@ -248,19 +269,6 @@ def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway"
     """
 
 
-@hookspec
-def register_swap_venues(registry: "SwapVenueRegistry", gateway: "Gateway") -> None:
-    """Contribute swap venues (exchanges that convert one coin into another).
-
-    Called once at startup, after ``register_coins``. Call
-    ``registry.add(venue)`` with an ``orbchain.core.venues.SwapVenue``:
-    ``supports``, ``quote``, ``create_swap``, ``status`` and ``refund``, amounts
-    in base units, every call idempotent by the gateway's swap id. A name
-    added twice stops startup naming both plugins. The swap features read
-    ``gateway.venues``. Return nothing.
-    """
-
-
 # -----------------------------------------------------------------------------
 # Chains: address families, receive targets and QR payloads
 # -----------------------------------------------------------------------------
@@ -299,6 +307,21 @@ def decide_receive_target(
 
 
 @hookspec(firstresult=True)
+def decide_settlement_coin(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> str | None:
+    """The coin this merchant's money in ``coin`` is converted into, when a plugin converts it.
+
+    Asked only for a coin that settles only via a swap
+    (``Coin.settles_only_via_swap``: XMR), whenever the core must know
+    whether the merchant may take it: when the accepted coins are set and
+    when a payment in it is created. ``merchant`` is the account (the
+    ``swaps`` plugin answers its ``default_settlement_coin``). Return a
+    coin symbol or None; the first non-None answer wins. Unless the answer
+    names another coin, the coin is refused. Answer synchronously (no
+    ``async def``): the checks run outside any transaction, without I/O.
+    """
+
+
+@hookspec(firstresult=True)
 def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> str | None:
     """The text the hosted page's QR code encodes for an open payment.
 
@@ -306,20 +329,6 @@ def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coi
     string, pay_currency, ...). Return a URI (``bitcoin:<address>?amount=..``)
     or None; the first non-None answer wins, and without one the QR holds the
     bare address.
-    """
-
-
-
-@hookspec
-def register_lightning_backends(registry: Any, gateway: "Gateway") -> None:
-    """Contribute Lightning node backends to the ``lightning`` plugin (a hook one plugin offers others).
-
-    Called by the ``lightning`` plugin while it registers its chain, only
-    when ``[plugin.lightning] backend`` is set. Call ``registry.add(name,
-    factory)`` where ``factory(settings)`` returns an
-    ``orbchain.chains.lightning.backend.LightningBackend`` built from the
-    plugin's validated ``LightningSettings``; the operator picks one by
-    ``name``. A name added twice fails. Return nothing.
     """
 
 

@@ -45,7 +45,6 @@ from .ledger_accounts import (
     merchant_held,
     merchant_of,
     payouts_in_flight,
-    swap_venue,
     world,
 )
 
@@ -54,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PLATFORM_FEES", "chain_hot_wallet", "merchant_available", "merchant_held", "payouts_in_flight",
-    "swap_venue", "world", "may_go_negative", "Posting", "LedgerTransaction", "LedgerOverdraft",
+    "world", "may_go_negative", "Posting", "LedgerTransaction", "LedgerOverdraft",
     "ReferenceConflict", "post", "post_and_notify", "notify_posted", "credit_deposit", "transfer",
     "reverse", "find_transaction", "balance", "balances", "merchant_balances", "check_ledger",
     "LedgerProblem", "LedgerReport",

@@ -1,8 +1,9 @@
 """Names of ledger accounts, and which of them may go below zero.
 
-Accounts are plain strings so a plugin can open its own (a swap venue, a
-referral pool) without a schema change; these constructors are the only
-place the names are spelled, so a typo cannot open a stray account.
+Accounts are plain strings so a plugin can open its own (the swaps plugin's
+``swap:<venue>``, a referral pool) without a schema change; these
+constructors are the only place the core's names are spelled, so a typo
+cannot open a stray account.
 
 Sign convention: a positive balance is value the gateway holds for someone
 (a merchant, the operator, a payout being broadcast). Money enters and
@@ -60,11 +61,6 @@ def payouts_in_flight(chain: str) -> str:
 def chain_hot_wallet(chain: str) -> str:
     """The operator's own float on ``chain`` (e.g. to pay network fees)."""
     return f"chain:{_part(chain, 'chain')}:hot_wallet"
-
-
-def swap_venue(name: str) -> str:
-    """Value sent to an exchange for a swap, until the other coin comes back."""
-    return f"swap:{_part(name, 'venue')}"
 
 
 def world(chain: str) -> str:

@@ -37,7 +37,7 @@ def _when(ts: int | None) -> str:
 
 
 def _run(args: argparse.Namespace, work: Work) -> int:
-    from .gateway import build_gateway
+    from .startup import build_gateway
 
     gateway = build_gateway(config_from_args(args))
     return asyncio.run(with_db(gateway, work))

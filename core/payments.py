@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import base58
 
-from . import addresses, receive
+from . import addresses, receive, settlement
 from .db import KeyedRead
 from .errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from .money import AmountError
@@ -123,7 +123,8 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
     False) is refused with 400 ``<symbol>_receive_unsupported``, except
     for a ``one_time`` payment on a chain a plugin serves (a subaddress per
     payment; the plugin must then answer ``decide_receive_target``). A coin
-    that settles only via a swap also needs a different default settlement coin.
+    that settles only via a swap also needs a plugin converting it into
+    another coin for this merchant (``core/settlement.py``).
     """
     coin = gateway.coins.get(symbol)
     if coin is None:
@@ -137,7 +138,7 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
                              code=receive.receive_unsupported_code(coin))
     if symbol not in merchant_coins(merchant):
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted")
-    if coin.settles_only_via_swap and merchant.get("default_settlement_coin") in (None, "", symbol):
+    if not settlement.settles(gateway, merchant, coin):
         raise InvalidRequest(f"{symbol} is accepted only with a non-{symbol} default_settlement_coin",
                              code=receive.receive_unsupported_code(coin))
     chain_for(gateway, symbol)

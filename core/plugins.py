@@ -18,6 +18,7 @@ import pluggy
 from . import hookspecs
 from .hook_aliases import AliasingPluginManager
 from .config import ConfigError
+from .registries import HookspecRegistry
 
 ENTRY_POINT_GROUP = "orbchain"
 
@@ -41,6 +42,8 @@ def get_plugin_manager(
     """
     pm = AliasingPluginManager(ENTRY_POINT_GROUP)  # old hook names still work for one release
     pm.add_hookspecs(hookspecs)
+    # Historic: each plugin declares the hooks it offers its dependants as it is registered.
+    pm.hook.register_hookspecs.call_historic(kwargs={"registry": HookspecRegistry(pm)})
     for blocked_name in blocked:
         pm.set_blocked(blocked_name)
     if load_entrypoints:

@@ -9,9 +9,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Iterator, Mapping, TypeVar
 
 from aiohttp import web
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from types import ModuleType
+
+    import pluggy
 
 T = TypeVar("T")
 
@@ -395,3 +400,23 @@ class PaymentFieldRegistry(Registry[PaymentField]):
             raise StartupError(f"plugin {self.current_plugin!r} registered payment field {entry.name!r}"
                                " without parse and store callables")
         return super().add(entry)
+
+
+class HookspecRegistry:
+    """Where plugins declare the hooks they offer their own dependants (``register_hookspecs``).
+
+    ``add(namespace)`` hands a module (or class) of ``@hookspec`` functions to
+    the plugin manager, which checks every implementation of them, those
+    registered already included: a plugin loaded before the one declaring its
+    hook is checked then. Declaring a hook twice stops the start.
+    """
+
+    def __init__(self, pm: "pluggy.PluginManager") -> None:
+        self._pm = pm
+
+    def add(self, namespace: "ModuleType | type") -> None:
+        try:
+            self._pm.add_hookspecs(namespace)
+        except ValueError as exc:  # pluggy's "already registered" or "no hooks found"
+            raise StartupError(f"cannot declare the hooks of {getattr(namespace, '__name__', namespace)}: {exc}"
+                               ) from None

@@ -245,7 +245,7 @@ async def merchant_record(gateway: "Gateway", merchant_id: str) -> MerchantRecor
 
 
 async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:
-    """The account's ``default_settlement_coin`` (the core checks it before accepting a swap-only coin)."""
+    """The account's ``default_settlement_coin`` (SPEC 2.7: core account data; the settling plugin interprets it)."""
     return (await accounts.require_merchant(gateway.db, merchant_id))["default_settlement_coin"] or None
 
 

@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestServer
 
 from orbchain.core.config import ConfigError
 from orbchain.core.errors import Forbidden
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 
 from .support import config_from_environment

@@ -13,7 +13,7 @@ from orbchain.core.chains import (
     check_capabilities,
 )
 from orbchain.core.errors import NotConfigured
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.payouts import payout_route
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.registries import StartupError

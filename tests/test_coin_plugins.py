@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orbchain.core.config import ConfigError, load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 
 TETHER_TEST = "0x1111111111111111111111111111111111111111"
 EVM_BLOCK = {"rpc_url": "http://127.0.0.1:1", "chain_id": 5}

@@ -186,7 +186,7 @@ def test_aliases_and_the_variables_read_elsewhere_are_no_typos(tmp_path):
 def test_a_bad_setting_from_the_environment_stops_the_start_naming_key_and_variable(tmp_path, variables, named):
     """The plugin's own validation judges the value; the message names the key and the variable that set it.
     Before, the plugin variables were dropped (the start went on) and a section's error named only the key."""
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
 
     with pytest.raises(ConfigError) as info:
         build_gateway(env_config(tmp_path, **variables))
@@ -199,7 +199,7 @@ def test_a_bad_setting_from_the_environment_stops_the_start_naming_key_and_varia
 def test_every_plugin_block_is_checked_by_someone(tmp_path):
     """A [plugin.<name>] block (file or environment) is read by a plugin that refuses unknown keys, or stops
     the start. Before, subscriptions ignored unknown keys and plugins without a block ignored any block."""
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
     from orbchain.core.plugins import get_plugin_manager
 
     pm = get_plugin_manager()
@@ -250,7 +250,7 @@ def test_every_orbchain_variable_the_project_names_is_known(tmp_path):
     documented_typos = {"ORBCHAIN_PLUGIN__CAPTCHA__SECRT", "ORBCHAIN_SERVR__PORT"}  # README, docs/telegram.md
     for name in sorted(names - documented_typos):
         env_key(name)  # raises ConfigError naming an unknown one
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
 
     for name in documented_typos:  # the docs say these stop the start: they do
         with pytest.raises(ConfigError, match=name):

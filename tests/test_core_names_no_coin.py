@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from orbchain.core.config import load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 
 ROOT = Path(__file__).resolve().parent.parent
 SCANNED = ("core", "web")

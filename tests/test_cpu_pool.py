@@ -13,7 +13,7 @@ import pytest
 
 from orbchain.core.config import ConfigError, load_config
 from orbchain.core.cpu_pool import CpuPool, PoolBusy
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 
 HANG = 10  # seconds: only to turn a hang into a failure
 

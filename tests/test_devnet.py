@@ -12,7 +12,7 @@ from orbchain.chains.devnet.chain import InvalidAddress, InvalidAmount, InvalidR
 from orbchain.core.chains import ChainAdapter, Transfer
 from orbchain.core.config import ConfigError
 from orbchain.core.db import Database
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager
 from orbchain.web.app import collect_routes
 from orbchain.web.keys import GATEWAY

@@ -15,7 +15,7 @@ from orbchain.chains.evm.tokens import (
 )
 from orbchain.core.chains import ChainUnavailable
 from orbchain.core.config import ConfigError
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager
 
 from .anvil import abi_call_data, balance_of_data

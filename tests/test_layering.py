@@ -144,3 +144,18 @@ def test_eth_account_is_imported_only_through_the_recursion_limit_guard():
             if any(name == raiser or name.startswith(raiser + ".") for name in names for raiser in RECURSION_RAISERS):
                 offenders.append(str(path.relative_to(ROOT)))
     assert offenders == []
+
+
+def test_the_gateway_module_reaches_no_job_the_composition_root_wires():
+    """core/startup.py adds the core's jobs; core/gateway.py (every hook's argument type) needs none of them,
+    not even through another module."""
+    graph = import_graph(core_files())
+    reached, todo = set(), ["orbchain.core.gateway"]
+    while todo:
+        for dep in graph[todo.pop()] - reached:
+            reached.add(dep)
+            todo.append(dep)
+    wired = {"orbchain.core.jobs", "orbchain.core.scanner", "orbchain.core.payout_worker", "orbchain.core.webhooks",
+             "orbchain.core.startup"}
+    assert not reached & wired, sorted(reached & wired)
+    assert {"orbchain.core.gateway", "orbchain.core.jobs"} <= graph["orbchain.core.startup"]

@@ -47,9 +47,9 @@ async def totals_per_coin(db) -> dict[str, int]:
 
 def test_account_names_are_distinct_and_only_world_may_go_negative():
     names = [merchant_available("m1"), ledger.merchant_held("m1"), PLATFORM_FEES, payouts_in_flight("bitcoin"),
-             ledger.chain_hot_wallet("bitcoin"), ledger.swap_venue("venue"), world("bitcoin")]
+             ledger.chain_hot_wallet("bitcoin"), world("bitcoin")]
     assert len(set(names)) == len(names)
-    assert [ledger.may_go_negative(n) for n in names] == [False] * 6 + [True]
+    assert [ledger.may_go_negative(n) for n in names] == [False] * 5 + [True]
     with pytest.raises(ValueError):
         merchant_available("a:b")
     with pytest.raises(ValueError):

@@ -305,7 +305,7 @@ class _ThirdPartyBackends:
 
 
 async def test_register_lightning_backends_lets_a_plugin_supply_the_node(make_config, lnd):
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
 
     config = make_config(**lightning_config(lnd, backend="thirdparty"))
     gateway = build_gateway(config, get_plugin_manager([_ThirdPartyBackends]))

@@ -257,7 +257,7 @@ async def test_btc_ln_is_off_until_added_in_settings_coins(make_config, make_cli
 
 
 def test_the_documented_payout_address_bound_covers_every_coin(make_config):
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
     from orbchain.web.openapi.paths_payouts import MAX_DESTINATION_LENGTH
 
     lengths = {coin.symbol: coin.max_destination_length for coin in build_gateway(make_config()).coins}

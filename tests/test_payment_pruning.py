@@ -13,7 +13,7 @@ from orbchain.chains.lightning import settlement
 from orbchain.chains.lightning.receive import lightning_chain
 from orbchain.core import payment_pruning, services
 from orbchain.core.config import ConfigError
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.ledger_check import check_ledger
 from orbchain.core.payment_status import expire_payments
 from orbchain.core.plugins import get_plugin_manager, hookimpl

@@ -68,6 +68,24 @@ async def test_splits_are_refused_until_enabled(make_client, make_config):
     assert status == 503 and body["message"].startswith("splits")
 
 
+async def test_every_documented_plugin_field_nobody_serves_is_refused(make_client, make_config):
+    """The fields come from the documented white-label body, not from a list in the core: each one
+    sent while its plugin is blocked is a 503 naming it, never silently dropped."""
+    client = await make_client(make_config(scheduler={"enabled": False}),
+                               get_plugin_manager(blocked=["splits", "swaps"]))
+    merchant = await signup(client)
+    splits = [{"bps": 10000, "recipient_address": "x"}]
+    for extra, named in (({"settlement_coin": "ETH"}, "settlement_coin:"),
+                         ({"splits": splits, "settlement_coin": "ETH"}, "splits and settlement_coin:")):
+        status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                                 json={"currency": "BTC", "amount": "1", **extra})
+        assert status == 503 and body["error"]["type"] == "not_configured", body
+        assert body["message"].startswith(named), body
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "BTC", "amount": "1", "settlement_coin": None, "splits": []})
+    assert status == 200, body  # empty values ask for nothing
+
+
 async def test_auth_failures(env):
     client, merchant = env
     for headers in ({}, {"merchant_api_key": "wrong"}, merchant.payout_key, merchant.general_key):

@@ -9,7 +9,7 @@ from aiohttp import web
 
 from orbchain.core.coins import Coin
 from orbchain.core.config import ConfigError, load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, AddressFamily
 from orbchain.core.plugins import call_event, get_plugin_manager, hookimpl, plugin_names
 from orbchain.core.registries import StartupError

@@ -9,7 +9,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from orbchain.core.config import ConfigError
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.prices import PriceService
 from orbchain.plugins.prices import CoinGeckoPriceSource, StaticPriceSource

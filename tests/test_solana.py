@@ -153,7 +153,7 @@ def test_payer_is_independent_of_the_gateway():
 def test_hot_wallet_command_prints_the_address_to_fund(make_config, capsys):
     from orbchain.chains.solana.cli import cmd_hot_wallet
     from orbchain.chains.solana.keys import hot_wallet_address
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
     from orbchain.core.plugins import get_plugin_manager
 
     config = make_config(plugin={"solana": {"rpc_url": "http://127.0.0.1:9", "timeout_seconds": 1}})
@@ -164,7 +164,7 @@ def test_hot_wallet_command_prints_the_address_to_fund(make_config, capsys):
 
 
 def test_registration_follows_the_config(make_config):
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
     from orbchain.core.plugins import get_plugin_manager
 
     coin_only = build_gateway(make_config(), get_plugin_manager())

@@ -566,7 +566,7 @@ def test_a_scope_can_be_given_to_legacy_keys_by_kind():
 
 async def test_the_tick_is_a_five_minute_job_and_the_lifetime_is_checked(env, make_config):
     from orbchain.core.config import ConfigError
-    from orbchain.core.gateway import build_gateway
+    from orbchain.core.startup import build_gateway
     _, _, devnet = env
     job = devnet.gateway.jobs["subscriptions.billing"]
     assert job.seconds == 300 and job.func is billing.billing_job  # SPEC 8

@@ -15,6 +15,8 @@ import pytest
 from orbchain.core import ledger
 from orbchain.plugins.swaps import engine, store
 from orbchain.plugins.swaps.engine import run_swaps
+from orbchain.plugins.swaps.service import venue_account
+from orbchain.plugins.swaps.venue_registry import venues_of
 
 from .support import api, signup
 from .test_payouts import advance_clock, fund, payout_env
@@ -27,7 +29,7 @@ BODY = {"from_coin": "BTC", "to_coin": "ETH", "amount": "0.005"}
 async def env(make_client, make_config):
     client, merchant, devnet = await payout_env(make_client, make_config)
     await fund(client, merchant, devnet)  # 0.0099 BTC available
-    venue = devnet.gateway.venues["devnet"]
+    venue = venues_of(devnet.gateway)["devnet"]
     venue.knobs.rates = {"BTC/ETH": Decimal("20")}
     venue.knobs.fee_bps = 50
     return client, merchant, devnet.gateway, venue
@@ -120,7 +122,7 @@ async def test_swap_debits_at_once_then_confirms_with_the_actual_amount(env):
     data = await start(client, merchant)
     assert data["from_amount"] == "0.005" and data["to_amount_quoted"] == "0.0995" and data["actual_to_amount"] is None
     assert await balances(client, merchant) == {"BTC": "0.0049"}
-    assert await ledger.balance(gateway.db, ledger.swap_venue("devnet"), "BTC") == 500_000
+    assert await ledger.balance(gateway.db, venue_account("devnet"), "BTC") == 500_000
     await ledger_clean(gateway)
 
     await run_swaps(gateway)
@@ -128,7 +130,7 @@ async def test_swap_debits_at_once_then_confirms_with_the_actual_amount(env):
     assert swap["status"] == "CONFIRMED" and swap["actual_to_amount"] == "0.0995"
     assert swap["payin_hash"] and swap["payout_hash"] and swap["refund_hash"] is None and swap["failure_reason"] is None
     assert await balances(client, merchant) == {"BTC": "0.0049", "ETH": "0.0995"}
-    assert await ledger.balance(gateway.db, ledger.swap_venue("devnet"), "BTC") == 0
+    assert await ledger.balance(gateway.db, venue_account("devnet"), "BTC") == 0
     await ledger_clean(gateway)
     await run_swaps(gateway)  # nothing left to do, nothing moves twice
     assert await balances(client, merchant) == {"BTC": "0.0049", "ETH": "0.0995"}
@@ -220,7 +222,7 @@ async def _failed(client, merchant, gateway, data, reason_start):
     assert swap["status"] == "FAILED" and swap["failure_reason"].startswith(reason_start), swap
     assert swap["actual_to_amount"] is None
     assert await balances(client, merchant) == {"BTC": "0.0099"}
-    assert await ledger.balance(gateway.db, ledger.swap_venue("devnet"), "BTC") == 0
+    assert await ledger.balance(gateway.db, venue_account("devnet"), "BTC") == 0
     await ledger_clean(gateway)
     return swap
 

@@ -14,6 +14,8 @@ import pytest
 
 from orbchain.core import ledger
 from orbchain.plugins.swaps.engine import run_swaps
+from orbchain.plugins.swaps.service import venue_account
+from orbchain.plugins.swaps.venue_registry import venues_of
 
 from .support import api
 from .test_payouts import payout_env
@@ -24,7 +26,7 @@ SETTINGS = "/dashboard/settings/settlement-coin"
 @pytest.fixture
 async def env(make_client, make_config):
     client, merchant, devnet = await payout_env(make_client, make_config)
-    venue = devnet.gateway.venues["devnet"]
+    venue = venues_of(devnet.gateway)["devnet"]
     venue.knobs.rates = {"BTC/ETH": Decimal("20")}
     venue.knobs.fee_bps = 50
     return client, merchant, devnet, venue
@@ -74,7 +76,7 @@ async def test_a_payment_with_settlement_coin_is_paid_in_the_settlement_coin(env
     held = await payment_of(client, merchant, payment["track_id"])
     assert held["status"] == "Paying" and held["transactions"][0]["status"] == "CONFIRMED"  # converting
     assert await balances(client, merchant) == {}
-    assert await ledger.balance(gateway.db, ledger.swap_venue("devnet"), "BTC") == 990_000
+    assert await ledger.balance(gateway.db, venue_account("devnet"), "BTC") == 990_000
     assert await paid_webhooks(gateway, payment["track_id"]) == []
     await ledger_clean(gateway)
 
@@ -192,7 +194,7 @@ async def test_a_reorg_before_the_conversion_drops_it(env):
     await devnet.scan()
     await run_swaps(gateway)
     assert await balances(client, merchant) == {}
-    assert await ledger.balance(gateway.db, ledger.swap_venue("devnet"), "BTC") == 0
+    assert await ledger.balance(gateway.db, venue_account("devnet"), "BTC") == 0
     [dropped] = (await api(client, "GET", "/dashboard/swaps", merchant.jwt))[1]["data"]["swaps"]
     assert dropped["status"] == "FAILED" and dropped["failure_reason"] == "deposit_reversed"
     await ledger_clean(gateway)

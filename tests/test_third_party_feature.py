@@ -18,7 +18,7 @@ from orbchain.core import ledger
 from orbchain.core.cli import build_parser
 from orbchain.core.config import ConfigError
 from orbchain.core.deposits import complete_credit
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.ledger_check import check_ledger
 from orbchain.core.payment_status import expire_payments
 from orbchain.core.plugins import for_key_kinds, get_plugin_manager, hookimpl, plugin_names
@@ -181,6 +181,9 @@ async def test_a_blocked_feature_plugin_vanishes(tally_package, make_client, mak
     assert status == 503, body
 
 
+ACME = "swap:acme"  # the converter's own ledger account: a plugin spells the accounts it opens
+
+
 class Converter:
     """An auto-settle stand-in: credits go to a swap venue and wait CONFIRMED until converted.
     ``broken`` makes its filter return postings that mint money, which the core must refuse."""
@@ -195,7 +198,7 @@ class Converter:
     @hookimpl
     def filter_credit_postings(self, credit, postings):
         self.credits.append(credit)
-        venue = ledger.Posting(ledger.swap_venue("acme"), credit.coin, credit.amount - credit.fee)
+        venue = ledger.Posting(ACME, credit.coin, credit.amount - credit.fee)
         shaped = [p for p in postings if not p.account.startswith("merchant:")] + [venue]
         if self.broken:
             shaped.append(ledger.Posting(ledger.merchant_available(credit.merchant_id), credit.coin, 5))
@@ -240,20 +243,20 @@ async def test_held_credit_refused_postings_and_lifecycle_events(make_client, ma
     await devnet.pay("BTC", payment["address"], payment["pay_amount"])
     await devnet.mine(6)
     assert (await show(payment["track_id"]))["transactions"][0]["status"] == "PENDING"
-    assert await ledger.balance(gateway.db, ledger.swap_venue("acme"), "BTC") == 0
+    assert await ledger.balance(gateway.db, ACME, "BTC") == 0
     converter.broken = False
     await devnet.mine(1)
 
     # Held CONFIRMED: the money sits at the venue, the payment stays Paying until the conversion lands.
     view = await show(payment["track_id"])
     assert view["status"] == "Paying" and view["transactions"][0]["status"] == "CONFIRMED"
-    assert await ledger.balance(gateway.db, ledger.swap_venue("acme"), "BTC") == 99_000
+    assert await ledger.balance(gateway.db, ACME, "BTC") == 99_000
     deposit_id = converter.credits[-1].deposit.id
     payment_two = await create()  # expiry must not take a payment whose deposit is converting
     gateway.clock = lambda: 10**10
     await expire_payments(gateway)
     assert (await show(payment["track_id"]))["status"] == "Paying"
-    await ledger.transfer(gateway.db, from_account=ledger.swap_venue("acme"),
+    await ledger.transfer(gateway.db, from_account=ACME,
                           to_account=ledger.merchant_available(shop.merchant_id), coin="BTC", amount=99_000,
                           reference=f"acme:{deposit_id}")
     assert await complete_credit(gateway, deposit_id) is True
@@ -276,7 +279,7 @@ async def test_held_credit_refused_postings_and_lifecycle_events(make_client, ma
     assert await ledger.balance(gateway.db, ledger.world("devnet"), "BTC") == 0
     # The conversion already paid the merchant, so the venue carries the reorg's loss, visibly.
     report = await check_ledger(gateway.db)
-    assert [(p.kind, p.subject) for p in report.problems] == [("negative", ledger.swap_venue("acme"))], report.lines()
+    assert [(p.kind, p.subject) for p in report.problems] == [("negative", ACME)], report.lines()
 
 
 class KeyWatcher:

@@ -21,11 +21,13 @@ from aiohttp import web
 
 from orbchain.core import ledger
 from orbchain.core.payout_worker import process_payouts
-from orbchain.core.venues import (
-    EXCHANGING, FINISHED, REFUNDED, WAITING, VenueQuote, VenueRefused, VenueUnavailable,
-)
 from orbchain.plugins.changenow import ChangeNowVenue
 from orbchain.plugins.swaps.engine import run_swaps
+from orbchain.plugins.swaps.service import venue_account
+from orbchain.plugins.swaps.venue_registry import venues_of
+from orbchain.plugins.swaps.venues import (
+    EXCHANGING, FINISHED, REFUNDED, WAITING, VenueQuote, VenueRefused, VenueUnavailable,
+)
 
 from .support import api
 from .test_payouts import BTC_DEST, EVM_DEST, advance_clock, fund, payout_env
@@ -202,12 +204,12 @@ def sections(stand_in, **changenow):
 @pytest.fixture
 async def env(make_client, make_config, stand_in):
     client, merchant, devnet = await payout_env(make_client, make_config, **sections(stand_in))
-    return client, merchant, devnet, devnet.gateway.venues["changenow"], stand_in
+    return client, merchant, devnet, venues_of(devnet.gateway)["changenow"], stand_in
 
 
 async def test_registered_through_register_swap_venues_only_with_an_api_key(make_client, make_config):
     client, _, devnet = await payout_env(make_client, make_config)
-    assert "changenow" not in devnet.gateway.venues.names()
+    assert "changenow" not in venues_of(devnet.gateway).names()
 
 
 async def test_quote_reads_amounts_exactly(env):
@@ -223,7 +225,7 @@ async def test_quote_reads_amounts_exactly(env):
 
 async def test_fixed_rate_flow_sends_the_rate_id_back(make_client, make_config, stand_in):
     _, _, devnet = await payout_env(make_client, make_config, **sections(stand_in, flow="fixed-rate"))
-    venue = devnet.gateway.venues["changenow"]
+    venue = venues_of(devnet.gateway)["changenow"]
     quote = await venue.quote("BTC", "ETH", 500_000)
     assert quote.rate_id in stand_in.rate_ids and quote.floating is False
     order = await venue.create_swap("swp_fixed", quote, payout_address=EVM_DEST, refund_address=BTC_DEST)
@@ -305,5 +307,5 @@ async def test_a_balance_swap_through_changenow_pays_in_through_the_payout_pipel
     status, body = await api(client, "GET", "/dashboard/balances", merchant.jwt)
     held = {b["coin"]: b["amount"] for b in body["data"]["balances"] if Decimal(b["amount"])}
     assert held == {"BTC": "0.0049", "ETH": "0.0995"}
-    assert await ledger.balance(gateway.db, ledger.swap_venue("changenow"), "BTC") == 0
+    assert await ledger.balance(gateway.db, venue_account("changenow"), "BTC") == 0
     assert (await ledger.check_ledger(gateway.db)).ok

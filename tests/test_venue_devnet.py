@@ -1,4 +1,4 @@
-"""The venue contract (core/venues.py, ``register_swap_venues``) and the devnet venue (plugins/devnet_venue).
+"""The venue contract (plugins/swaps/venues.py, ``register_swap_venues``) and the devnet venue (plugins/devnet_venue).
 
 Contract rules checked here: base units on both sides, create idempotent
 by swap id, transient failures as ``VenueUnavailable``, refusals as
@@ -14,13 +14,14 @@ from types import SimpleNamespace
 import pytest
 
 from orbchain.core.config import ConfigError, load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 from orbchain.core.registries import StartupError
-from orbchain.core.venues import (
+from orbchain.plugins.devnet_venue import DevnetVenue, Knobs
+from orbchain.plugins.swaps.venue_registry import venues_of
+from orbchain.plugins.swaps.venues import (
     EXCHANGING, FAILED, FINISHED, REFUNDED, SwapVenueRegistry, VenueRefused, VenueStatus, VenueUnavailable,
 )
-from orbchain.plugins.devnet_venue import DevnetVenue, Knobs
 
 
 class Clock:
@@ -108,7 +109,7 @@ def test_register_swap_venues_refuses_a_duplicate_name_naming_both_plugins():
 def test_the_devnet_venue_is_off_in_production_and_its_config_is_checked():
     gateway = build_gateway(load_config(None, environ={}).with_overrides(
         plugin={"devnet_venue": {"enabled": False}}))
-    assert "devnet" not in gateway.venues.names()
+    assert "devnet" not in venues_of(gateway).names()
     for bad in ({"fee_bps": -1}, {"rates": {"BTC/ETH": 1.5}}, {"nope": 1}, {"delay_seconds": "x"}):
         with pytest.raises(ConfigError):
             build_gateway(load_config(None, environ={}).with_overrides(plugin={"devnet_venue": bad}))

@@ -16,7 +16,7 @@ from aiohttp.test_utils import TestServer
 
 from orbchain.core import accounts, api_keys
 from orbchain.core.events import enqueue_event, event_id_for, outbox_row
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.migrate import migrate
 from orbchain.core import webhooks
 from orbchain.core.plugins import get_plugin_manager

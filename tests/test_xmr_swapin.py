@@ -24,6 +24,7 @@ from orbchain.core.scanner import scan_chain
 from orbchain.plugins.swaps import engine, store
 from orbchain.plugins.swaps.engine import run_swaps
 from orbchain.plugins.swaps.service import SWAPIN_HELD
+from orbchain.plugins.swaps.venue_registry import venues_of
 from orbchain.web.keys import GATEWAY
 
 from .monerod import monero_regtest  # noqa: F401 - module fixture
@@ -45,7 +46,7 @@ class Shop(MerchantReads):
         self.gateway = client.app[GATEWAY]
         self.db = self.gateway.db
         self.adapter = self.gateway.chains.get("monero")
-        self.venue = self.gateway.venues["devnet"]
+        self.venue = venues_of(self.gateway)["devnet"]
 
     async def scan(self) -> None:
         await scan_chain(self.gateway, self.adapter)

@@ -20,7 +20,8 @@ from aiohttp import web
 
 from ..core.auth import LEGACY_SCOPES
 from ..core.config import Config, ConfigError
-from ..core.gateway import Gateway, build_gateway
+from ..core.gateway import Gateway
+from ..core.startup import build_gateway
 from ..core.migrate import migrate, pending
 from ..core.netguard import outbound_session
 from ..core.plugins import call_collect, call_event

@@ -7,10 +7,11 @@ serves the coin: a chain adapter whose payouts are final within the request
 (payouts.py), an invoice per payment through ``decide_receive_target``
 (receive.py) with a ``lightning:`` QR, and settlement followed by the node's
 invoice stream plus a polling job (settlement.py). Node backends come from
-the ``register_lightning_backends`` hook (backend.py is the contract); the
-built-ins are ``lnd`` (lnd.py) and ``devnet`` (devnet.py: a simulated node,
-the default in development, with a pay button on the hosted page and
-``orbchain lightning pay|invoice``). See docs/lightning.md.
+the ``register_lightning_backends`` hook this plugin declares (hookspecs.py;
+backend.py is the contract); the built-ins are ``lnd`` (lnd.py) and
+``devnet`` (devnet.py: a simulated node, the default in development, with a
+pay button on the hosted page and ``orbchain lightning pay|invoice``). See
+docs/lightning.md.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import logging
 
 from ...core.keys import NETWORKS
 from ...core.plugins import call_collect, hookimpl
-from . import devnet_page, lnurl, receive, settlement, store
+from . import devnet_page, hookspecs, lnurl, receive, settlement, store
 from .address import address_family
 from .backend import LightningBackendRegistry
 from .coins import COINS
@@ -35,6 +36,11 @@ log = logging.getLogger(__name__)
 MIGRATIONS_PACKAGE = "orbchain.chains.lightning.migrations"
 POLL_JOB = "lightning.poll"
 STREAM_SERVICE = "lightning.stream"
+
+
+@hookimpl
+def register_hookspecs(registry) -> None:
+    registry.add(hookspecs)  # register_lightning_backends, for backend plugins
 
 
 @hookimpl

@@ -3,8 +3,9 @@
 Why: the ``lightning`` plugin owns the money rules (invoices tied to
 payments, one credit per payment hash, the fee ceiling, Lightning Address
 payouts); a node backend only talks to its node. Backends are contributed
-through the ``register_lightning_backends`` hook (core/hookspecs.py), like
-chain adapters, and chosen by ``[plugin.lightning] backend = "<name>"``. The
+through the ``register_lightning_backends`` hook (declared in this plugin's
+hookspecs.py), like chain adapters, and chosen by ``[plugin.lightning]
+backend = "<name>"``. The
 built-ins: ``lnd`` (LND's REST API) and ``devnet`` (a simulated node for
 ``make run``).
 

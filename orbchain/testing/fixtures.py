@@ -41,7 +41,7 @@ def config(make_config: Callable[..., Any]) -> Any:
 @pytest_asyncio.fixture
 async def gateway(config: Any) -> AsyncIterator[Any]:
     """A migrated gateway without HTTP, for service-level tests."""
-    from ..core.gateway import build_gateway
+    from ..core.startup import build_gateway
     from ..core.migrate import migrate
     from ..core.plugins import get_plugin_manager
     from ..core.secrets import load_secrets

@@ -1,7 +1,7 @@
 """Built-in plugin ``changenow``: the ChangeNOW instant exchange (API v2) as a swap venue.
 
-Registered through ``register_swap_venues`` when ``[plugin.changenow]
-api_key`` is set; see ``settings.py`` for the block and ``venue.py`` for
+Registered through ``register_swap_venues`` (the hook the ``swaps`` plugin
+declares) when ``[plugin.changenow] api_key`` is set; see ``settings.py`` for the block and ``venue.py`` for
 the wire format. ChangeNOW converts XMR too, so XMR swap-in can use it.
 """
 
@@ -26,7 +26,7 @@ def register_migrations(registry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # declared by the swaps plugin: without it, no venue is asked for
 def register_swap_venues(registry, gateway) -> None:
     settings = read_settings(gateway.config)
     if settings.api_key:

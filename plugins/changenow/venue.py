@@ -1,4 +1,4 @@
-"""ChangeNOW (API v2) as a swap venue: the contract of ``orbchain.core.venues`` over its HTTP API.
+"""ChangeNOW (API v2) as a swap venue: the contract of ``orbchain.plugins.swaps.venues`` over its HTTP API.
 
 Endpoints used (ChangeNOW API v2, docs/decisions.md names the doc version):
 
@@ -34,7 +34,7 @@ import aiohttp
 
 from ...core.coins import CoinRegistry
 from ...core.db import Database
-from ...core.venues import (
+from ..swaps.venues import (
     EXCHANGING, EXPIRED, FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueOrder, VenueQuote, VenueRefused,
     VenueStatus, VenueUnavailable,
 )

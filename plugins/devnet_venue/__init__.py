@@ -1,6 +1,7 @@
 """Built-in plugin ``devnet_venue``: a simulated swap venue for ``make run`` and tests.
 
-Registered through ``register_swap_venues`` like any exchange plugin. On by
+Registered through ``register_swap_venues`` (the hook the ``swaps`` plugin
+declares) like any exchange plugin. On by
 default in development, off in production unless enabled. Config block (all
 optional)::
 
@@ -11,7 +12,8 @@ optional)::
     short_bps = 0                 # delivers this much less than it promised
     rates = { "BTC/ETH" = "20" }  # overrides; default: the coins' development prices
 
-Tests change the knobs of the live instance: ``gateway.venues["devnet"].knobs``.
+Tests change the knobs of the live instance:
+``orbchain.plugins.swaps.venue_registry.venues_of(gateway)["devnet"].knobs``.
 """
 
 from __future__ import annotations
@@ -66,7 +68,7 @@ def check_config(gateway) -> None:
     read_settings(gateway.config)
 
 
-@hookimpl
+@hookimpl(optionalhook=True)  # declared by the swaps plugin: without it, no venue is asked for
 def register_swap_venues(registry, gateway) -> None:
     enabled, knobs = read_settings(gateway.config)
     if enabled:

@@ -2,9 +2,10 @@
 
 It takes the source coin from the books itself (``funded=True``), so with
 the devnet chain a swap completes in ``make run`` with nothing else running.
-Tests turn the knobs on the instance (``gateway.venues["devnet"].knobs``):
-a rate per pair, the venue fee, a delay before an order finishes, a short
-delivery, and failures (unavailable, refused at creation, failed exchange).
+Tests turn the knobs on the instance (``venues_of(gateway)["devnet"].knobs``,
+``venues_of`` from ``orbchain.plugins.swaps.venue_registry``): a rate per
+pair, the venue fee, a delay before an order finishes, a short delivery, and
+failures (unavailable, refused at creation, failed exchange).
 
 Orders live in this process's memory, keyed by the gateway's swap id, so
 ``create_swap`` is idempotent and a retried call returns the same order; a
@@ -20,7 +21,7 @@ from decimal import ROUND_DOWN, ROUND_UP, Decimal
 from typing import Callable
 
 from ...core.coins import Coin, CoinRegistry
-from ...core.venues import (
+from ..swaps.venues import (
     EXCHANGING, FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueOrder, VenueQuote, VenueRefused, VenueStatus,
     VenueUnavailable,
 )

@@ -1,11 +1,14 @@
 """Built-in feature plugin ``swaps``: balance swaps and auto-settle through swap venues (SPEC 3.5, 4.2, 4.12).
 
-Venues are other plugins (``register_swap_venues``; the devnet's simulated
-one, ChangeNOW). This plugin owns the swap rows, the dashboard routes, the
-job that drives swaps to one outcome, the ``settlement_coin`` payment field
-and the account's default settlement coin. The logic is in ``service``
-(quote, commit, read: callable without HTTP, e.g. by the mini-app),
-``engine`` (the job) and ``settle`` (auto-settle); see docs/swaps.md.
+Venues are other plugins (``register_swap_venues``, a hook this plugin
+declares in ``hookspecs``; the devnet's simulated one, ChangeNOW), kept in
+this plugin's state (``venue_registry``). This plugin owns the swap rows,
+the dashboard routes, the job that drives swaps to one outcome, the
+``settlement_coin`` payment field and the account's default settlement coin
+(the core asks it through ``decide_settlement_coin`` before accepting a
+swap-only coin). The logic is in ``service`` (quote, commit, read: callable
+without HTTP, e.g. by the mini-app), ``engine`` (the job) and ``settle``
+(auto-settle); see docs/swaps.md.
 """
 
 from __future__ import annotations
@@ -13,14 +16,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...core.plugins import hookimpl
-from . import dashboard, openapi, settle, venuein
+from . import dashboard, hookspecs, openapi, settle, venuein
 from .engine import JOB_NAME, JOB_SECONDS, run_swaps
 from .routes import routes
 from .settings import PLUGIN_NAME, read_settings
+from .venue_registry import close_venues, collect_venues
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.swaps.migrations"
 
 __all__ = ["PLUGIN_NAME", "run_swaps"]
+
+
+@hookimpl
+def register_hookspecs(registry) -> None:
+    registry.add(hookspecs)  # register_swap_venues, for venue plugins
 
 
 @hookimpl
@@ -44,8 +53,14 @@ def register_openapi(registry) -> None:
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry, gateway) -> None:
+    collect_venues(gateway)  # while the gateway is built: a venue added twice stops the start
     registry.add(JOB_NAME, run_swaps, seconds=JOB_SECONDS)
+
+
+@hookimpl
+async def gateway_stopping(gateway) -> None:
+    await close_venues(gateway)
 
 
 @hookimpl
@@ -78,6 +93,11 @@ async def decide_payment_covered(gateway, payment, deposits):
 @hookimpl
 async def decide_payment_held_open(gateway, payment):
     return await venuein.held_open(gateway, payment)
+
+
+@hookimpl
+def decide_settlement_coin(merchant):
+    return settle.settlement_coin_of(merchant)
 
 
 @hookimpl

@@ -33,13 +33,14 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ...core import ledger, services
 from ...core.deposits import complete_credit
 from ...core.errors import ApiError
-from ...core.venues import (
-    EXCHANGING, EXPIRED, FAILED as VENUE_FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueError, VenueOrder,
-    VenueQuote, VenueRefused, VenueStatus, VenueUnavailable,
-)
 from . import store, venuein
 from .service import LEDGER_KIND, SWAPIN_HELD, platform_fee, venue_account, venue_world
 from .settings import SwapSettings, read_settings
+from .venue_registry import venues_of
+from .venues import (
+    EXCHANGING, EXPIRED, FAILED as VENUE_FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueError, VenueOrder,
+    VenueQuote, VenueRefused, VenueStatus, VenueUnavailable,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -95,7 +96,7 @@ async def _step(gateway: "Gateway", row: Swap) -> None:
     if row["status"] in (store.CONFIRMED, store.FAILED):
         await _finish_credit(gateway, row)
         return
-    venue = gateway.venues.get(row["venue"])
+    venue = venues_of(gateway).get(row["venue"])
     if venue is None:
         await _retry(gateway, row, settings, "venue not installed")
         return

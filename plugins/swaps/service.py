@@ -19,17 +19,18 @@ from datetime import datetime, UTC
 from decimal import ROUND_DOWN, Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import accounts, ledger
+from ...core import accounts, ledger, ledger_accounts
 from ...core.lockout import DASHBOARD_CHANNEL
 from ...core.errors import (
     Conflict, Forbidden, InsufficientBalance, NotConfigured, NotFound, ServiceUnavailable, Unauthorized,
     ValidationError,
 )
 from ...core.money import AmountError
-from ...core.venues import SwapVenue, VenueQuote, VenueRefused, VenueUnavailable
 from ...web.validation import body_idempotency_key
 from . import store
 from .settings import read_settings
+from .venue_registry import venues_of
+from .venues import SwapVenue, VenueQuote, VenueRefused, VenueUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -49,8 +50,14 @@ def platform_fee(row: Mapping[str, Any], actual: int) -> int:
 
 
 def venue_account(venue: str) -> str:
-    """The ledger account holding what is on its way through ``venue`` (SPEC: postings through a venue account)."""
-    return ledger.swap_venue(venue)
+    """The ledger account holding what is on its way through ``venue`` (SPEC: postings through a venue account).
+
+    This plugin's own account (the core opens none for venues); like the
+    core's constructors it refuses a name that would spell another account.
+    """
+    if not isinstance(venue, str) or not venue or ledger_accounts.SEPARATOR in venue:
+        raise ValueError(f"venue must be a non-empty string without {ledger_accounts.SEPARATOR!r}: {venue!r}")
+    return f"swap:{venue}"
 
 
 def venue_world(venue: str) -> str:
@@ -92,10 +99,10 @@ def parse_request(gateway: "Gateway", body: Mapping[str, Any]) -> tuple[str, str
 
 def pick_venue(gateway: "Gateway", from_coin: str, to_coin: str) -> SwapVenue:
     """The venue for the pair (the configured one first); 503 when none is installed, 400 when none converts it."""
-    if not len(gateway.venues):
+    if not len(venues_of(gateway)):
         raise NotConfigured("not configured", code="swaps_not_configured",
                             detail={"venue": "no swap venue is enabled on this deployment"})
-    venue = gateway.venues.for_pair(from_coin, to_coin, read_settings(gateway.config).venue)
+    venue = venues_of(gateway).for_pair(from_coin, to_coin, read_settings(gateway.config).venue)
     if venue is None:
         raise ValidationError({"to_coin": f"no venue converts {from_coin} to {to_coin}"})
     return venue

@@ -20,13 +20,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...core import ledger
 from ...core.errors import ValidationError
 from . import store, venuein
 from .service import pick_venue, platform_fee, venue_account
 from .settings import read_settings
+from .venue_registry import venues_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -53,7 +54,7 @@ def parse_field(gateway: "Gateway", value: Any, payment_type: str, merchant_id: 
     if payment_type != WHITE_LABEL:
         raise ValidationError({FIELD: "is accepted on white-label payments"})
     symbol = settlement_coin_symbol(gateway, value)
-    if not len(gateway.venues):
+    if not len(venues_of(gateway)):
         pick_venue(gateway, symbol, symbol)  # raises the 503 "not configured"
     return symbol
 
@@ -84,7 +85,7 @@ async def _target(gateway: "Gateway", credit: "Credit") -> tuple[str, str] | Non
     default = await store.default_coin(gateway, credit.merchant_id)
     if default is None or default == credit.coin:
         return None
-    venue = gateway.venues.for_pair(credit.coin, default, read_settings(gateway.config).venue)
+    venue = venues_of(gateway).for_pair(credit.coin, default, read_settings(gateway.config).venue)
     if venue is None:
         return None  # nothing converts it: the merchant keeps the coin paid (documented)
     return venue.name, default
@@ -158,6 +159,15 @@ async def set_default(gateway: "Gateway", merchant_id: str, value: Any) -> str |
     symbol = None if value is None else settlement_coin_symbol(gateway, value, "default_settlement_coin")
     await store.set_default_coin(gateway, merchant_id, symbol)
     return symbol
+
+
+def settlement_coin_of(merchant: Mapping[str, Any]) -> str | None:
+    """``decide_settlement_coin``: the account's default settlement coin, what a swap-only coin becomes.
+
+    The core asks before it lets a merchant take XMR; the account row it
+    passes carries the field this plugin sets (``set_default``).
+    """
+    return merchant.get("default_settlement_coin") or None
 
 
 async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:

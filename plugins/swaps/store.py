@@ -163,7 +163,7 @@ async def locked_quote(gateway: "Gateway", track_id: str) -> dict[str, Any] | No
 
 
 async def default_coin(gateway: "Gateway", merchant_id: str) -> str | None:
-    """The account's default settlement coin: the core account field (SPEC 2.7), the one the core checks for XMR."""
+    """The account's default settlement coin: the core account field (SPEC 2.7) this plugin decides with."""
     return await services.default_settlement_coin(gateway, merchant_id)
 
 

@@ -46,6 +46,7 @@ from ...core import ledger
 from . import store
 from .service import LEDGER_KIND, SWAPIN_HELD, venue_account
 from .settings import read_settings
+from .venue_registry import venues_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.gateway import Gateway
@@ -91,7 +92,7 @@ async def _target(gateway: "Gateway", merchant_id: str, track_id: str | None, am
     if to_coin is None or to_coin == XMR:
         log.warning("XMR swap-in for merchant %s is held: no settlement coin", merchant_id)
         return None
-    venue = gateway.venues.for_pair(XMR, to_coin, preferred)
+    venue = venues_of(gateway).for_pair(XMR, to_coin, preferred)
     if venue is None:
         log.warning("XMR swap-in for merchant %s is held: no venue converts XMR to %s", merchant_id, to_coin)
         return None

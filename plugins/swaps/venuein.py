@@ -41,12 +41,13 @@ from ...core import services
 from ...core.errors import ServiceUnavailable, ValidationError
 from ...core.keys import AddressError
 from ...core.receive import ReceiveTarget
-from ...core.venues import (
-    EXPIRED, FAILED as VENUE_FAILED, FINISHED, REFUNDED, SwapVenue, VenueError, VenueRefused, VenueUnavailable,
-)
 from . import store
 from .service import venue_quote
 from .settings import read_settings
+from .venue_registry import venues_of
+from .venues import (
+    EXPIRED, FAILED as VENUE_FAILED, FINISHED, REFUNDED, SwapVenue, VenueError, VenueRefused, VenueUnavailable,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...core.coins import Coin
@@ -63,7 +64,7 @@ REFUND_FIELD = "refund_address"
 
 
 def _deposit_venue(gateway: "Gateway", from_coin: str, to_coin: str) -> SwapVenue | None:
-    venue = gateway.venues.for_pair(from_coin, to_coin, read_settings(gateway.config).venue)
+    venue = venues_of(gateway).for_pair(from_coin, to_coin, read_settings(gateway.config).venue)
     return venue if venue is not None and venue.needs_deposit else None
 
 
@@ -213,7 +214,7 @@ async def _later(gateway: "Gateway", row: Mapping[str, Any], why: str, **changes
 
 async def follow(gateway: "Gateway", row: Mapping[str, Any]) -> None:
     """One look at the order by our swap id: record what the venue reports, end it when it failed."""
-    venue = gateway.venues.get(row["venue"])
+    venue = venues_of(gateway).get(row["venue"])
     if venue is None:
         await _later(gateway, row, "venue not installed")
         return

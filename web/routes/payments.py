@@ -19,6 +19,7 @@ from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import envelope, read_json
 from ..payment_answer import payment_answer
 from ..keys import gateway_of
+from ..openapi.paths_payments import WHITE_LABEL_BODY
 from ..validation import MAX_TIMESTAMP, Field, pagination, validate
 
 routes = web.RouteTableDef()
@@ -29,8 +30,6 @@ COMMON_FIELDS = [
     Field("callback_url", "url", max_len=500),
     Field("user_id", max_len=128),
 ]
-# Create-body fields only a plugin can serve: refused with 503 unless one registered them.
-PLUGIN_ONLY_FIELDS = ("splits", "settlement_coin")
 LIFETIME = Field("lifetime", "int", minimum=1, maximum=svc.MAX_LIFETIME_MINUTES)
 
 
@@ -45,6 +44,10 @@ WHITE_LABEL_FIELDS = (
     Field("fiat_currency", upper=True, choices=FIAT_CURRENCIES), _coin_field("pay_currency"),
     LIFETIME, *COMMON_FIELDS,
 )
+# White-label fields the API documents (SPEC 4.2) that the core does not parse: plugins serve them
+# (``register_payment_fields``), so none is named here. One nobody serves is refused with 503, never dropped.
+PLUGIN_FIELDS = tuple(name for name in WHITE_LABEL_BODY["properties"]
+                      if name not in {field.name for field in WHITE_LABEL_FIELDS})
 INVOICE_FIELDS = (
     Field("amount", "amount", required=True), Field("currency", upper=True, max_len=20),
     LIFETIME, Field("expires_in", "int", minimum=60, maximum=svc.MAX_LIFETIME_MINUTES * 60),
@@ -68,8 +71,7 @@ async def parse_payment_request(
         if values["amount_fiat"] is not None and not values["fiat_currency"]:
             raise ValidationError({"fiat_currency": "is required with amount_fiat"})
         check_exclusive_fields(gateway, body)
-        if any(body.get(name) and name not in gateway.payment_fields for name in PLUGIN_ONLY_FIELDS):
-            raise NotConfigured("splits and auto-settlement are not enabled on this deployment")
+        refuse_unserved_fields(gateway, body)
     else:
         values = validate(body, INVOICE_FIELDS)
         if values["lifetime"] is None and values["expires_in"] is not None:
@@ -96,9 +98,18 @@ async def parse_payment_request(
     )
 
 
+def refuse_unserved_fields(gateway: Gateway, body: Mapping[str, Any]) -> None:
+    """503 for a documented plugin field sent while no plugin registered it: the caller asked for
+    something (a split, a conversion) this deployment would otherwise silently not do."""
+    unserved = [name for name in PLUGIN_FIELDS if body.get(name) and name not in gateway.payment_fields]
+    if unserved:
+        raise NotConfigured(f"{' and '.join(unserved)}: not enabled on this deployment"
+                            f" (no plugin serves {'this field' if len(unserved) == 1 else 'these fields'})")
+
+
 def check_exclusive_fields(gateway: Gateway, body: Mapping[str, Any]) -> None:
-    """400 with the plugin's code when a plugin field comes with one it excludes (``splits`` and
-    ``settlement_coin``), before any 503 for a field nobody serves: the combination is wrong anywhere."""
+    """400 with the plugin's code when a plugin field comes with one it excludes (the splits plugin's
+    ``excludes``), before any 503 for a field nobody serves: the combination is wrong anywhere."""
     for payment_field in gateway.payment_fields:
         if body.get(payment_field.name) is None:
             continue

@@ -1,10 +1,11 @@
-"""The swap venue contract: what an exchange plugin implements so the gateway can convert coins.
+"""The swap venue contract: what an exchange plugin implements so the swaps plugin can convert coins.
 
 A venue (an instant-exchange service, the devnet's simulated one) is a
-plugin contributed through ``register_swap_venues(registry, gateway)``. The
-gateway's swap features (balance swaps, auto-settle, a payer paying in a
-source-only coin) talk to every venue through this one interface, so a new
-exchange is a new plugin and nothing else changes. See ``docs/swaps.md``.
+plugin contributed through ``register_swap_venues(registry, gateway)``, the
+hook the ``swaps`` plugin declares (``hookspecs.py``). Its features (balance
+swaps, auto-settle, a payer paying in a source-only coin) talk to every
+venue through this one interface, so a new exchange is a new plugin and
+nothing else changes. The core knows no venue. See ``docs/swaps.md``.
 
 Rules every venue follows:
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 
-from .registries import Registry
+from ...core.registries import Registry
 
 # Where an order stands at the venue (``VenueStatus.state``).
 WAITING = "waiting"        # order open, the source coin not received (or not confirmed) yet
