@@ -13,7 +13,7 @@ import textwrap
 
 from .cli_support import close_chains, config_from_args
 from .config import Config
-from .gateway import build_gateway
+from .startup import build_gateway
 from .plugin_identity import WAITING, PluginInfo, describe_plugins
 
 WIDTH = 100

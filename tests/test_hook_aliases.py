@@ -16,7 +16,7 @@ import pytest
 
 from orbchain.core import hookspecs
 from orbchain.core.config import ConfigError, load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.hook_aliases import RENAMED_HOOKS
 from orbchain.core.plugins import call_event, call_first, get_plugin_manager, hookimpl
 

@@ -21,7 +21,7 @@ from orbchain.core import cli
 from orbchain.core.chains import BlockRef, ChainAdapter
 from orbchain.core.coins import Coin
 from orbchain.core.config import checked_block, load_config
-from orbchain.core.gateway import build_gateway
+from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, SECP256K1, AddressFamily, DerivationScheme, coin_type_for
 from orbchain.core.plugin_identity import check_declarations
 from orbchain.core.plugins import get_plugin_manager, hookimpl
