@@ -1,4 +1,4 @@
-"""ChangeNOW (API v2) as a swap venue: the contract of ``orbchain.core.venues`` over its HTTP API.
+"""ChangeNOW (API v2) as a swap venue: the contract of ``orbchain.api.venues`` over its HTTP API.
 
 Endpoints used (ChangeNOW API v2, docs/decisions.md names the doc version):
 
@@ -32,11 +32,10 @@ from typing import Any, Callable, Mapping
 
 import aiohttp
 
-from ...core.coins import CoinRegistry
-from ...core.db import Database
-from ...core.venues import (
-    EXCHANGING, EXPIRED, FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueOrder, VenueQuote, VenueRefused,
-    VenueStatus, VenueUnavailable,
+from ...api import CoinRegistry, Database
+from ...api.venues import (
+    EXCHANGING, EXPIRED, FAILED, FINISHED, REFUNDED, SwapVenue, VenueOrder, VenueQuote, VenueRefused, VenueStatus,
+    VenueUnavailable, WAITING,
 )
 from .settings import ChangeNowSettings
 

@@ -22,15 +22,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...core import ledger
-from ...core.errors import ValidationError
+from ...api import ValidationError, ledger
 from . import store, venuein
 from .service import pick_venue, platform_fee, venue_account
 from .settings import read_settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import Credit, PaymentView
+    from ...api import Gateway
+    from ...api import Credit, PaymentView
 
 FIELD = "settlement_coin"
 WHITE_LABEL = "white_label"
