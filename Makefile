@@ -31,15 +31,20 @@ run: install
 	$(BIN)/orbchain migrate
 	$(BIN)/orbchain serve $(SERVE_FLAGS)
 
-## make lint: ruff, then mypy; rules in pyproject.toml, reasons in docs/decisions.md "Lint and types".
+## make lint: ruff, mypy, then import-linter; rules in pyproject.toml, reasons in docs/decisions.md "Lint and types"
+## and "One public plugin API, kept by import-linter".
 # mypy must see the module names the code is installed under (setup.cfg package_dir maps core/ to
 # orbchain.core, web/ to orbchain.web ...; the relative imports need them). It cannot follow the
 # editable install (an import hook) and checked as `mypy core web` it stops at the first `from ..web`.
 # scripts/typecheck.py lays build/typecheck/orbchain/* symlinks from package_dir, runs mypy there
 # (pyproject sets mypy_path and packages, so it checks `-p orbchain`) and reports source paths.
-# Both always run, so one pass shows every finding; either failing fails the target.
+# scripts/lint_imports.py checks the import contracts (plugins and chains reach orbchain only through orbchain.api,
+# the core never imports web, plugins or chains) on the same tree, where the modules have their installed names.
+# All three always run, so one pass shows every finding; any failing fails the target.
 lint: install-test
-	$(BIN)/python -m ruff check .; ruff=$$?; $(BIN)/python scripts/typecheck.py && exit $$ruff
+	$(BIN)/python -m ruff check .; ruff=$$?; \
+	$(BIN)/python scripts/typecheck.py; mypy=$$?; \
+	$(BIN)/python scripts/lint_imports.py && [ $$ruff -eq 0 ] && [ $$mypy -eq 0 ]
 
 ## make test: lint, install test deps (Python packages, Chromium, litecoind, monero, anvil and solc,
 ## systemd-analyze), find or start PostgreSQL, run the whole suite on both databases.

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ..core.coins import Coin, CoinRegistry
-from ..core.config import ConfigError
+from ..api import Coin, CoinRegistry, ConfigError
 
 
 def read_contracts(block: Mapping[str, Any], prefix: str, coins: Iterable[Coin]) -> dict[str, str]:

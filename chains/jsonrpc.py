@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.chains import ChainUnavailable
+from ..api import ChainUnavailable
 
 
 class JsonRpcError(RuntimeError):

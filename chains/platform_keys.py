@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..core.addresses import keystore
-from ..core.services import address_key
+from ..api import address_key
+from ..api.addresses import keystore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..core.gateway import Gateway
-    from ..core.keys import AddressFamily
+    from ..api import Gateway
+    from ..api import AddressFamily
 
 HOT_WALLET_ACCOUNT = 0
 HOT_WALLET_INDEX = 0

@@ -22,13 +22,10 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from ..core import ledger
-from ..core.ledger import Posting
-from ..core.ledger_accounts import world
-from ..core.services import CreditedAddress, credited_addresses
+from ..api import CreditedAddress, Posting, credited_addresses, ledger, world
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..core.gateway import Gateway
+    from ..api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -23,9 +23,7 @@ from typing import Any, Iterable, Mapping
 
 import httpx
 
-from ..core.config import ConfigError
-from ..core.plugins import hookimpl
-from ..core.prices import PriceService
+from ..api import ConfigError, PriceService, hookimpl
 
 PLUGIN_NAME = "prices"
 DEFAULT_URL = "https://api.coingecko.com/api/v3"

@@ -145,7 +145,7 @@ async def test_a_crash_after_the_claim_never_pays_twice(env, monkeypatch):
     async def crash(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(check.services, "request_payout", crash)
+    monkeypatch.setattr(check, "request_payout", crash)
     with pytest.raises(KeyboardInterrupt):
         await run_autowithdraw(gateway)
     monkeypatch.undo()

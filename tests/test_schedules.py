@@ -195,7 +195,7 @@ async def test_a_crash_between_advancing_and_paying_never_pays_twice(env, monkey
     async def crash(*args, **kwargs):
         raise KeyboardInterrupt  # the process dies: nothing after the claim runs
 
-    monkeypatch.setattr(tick.services, "request_payout", crash)
+    monkeypatch.setattr(tick, "request_payout", crash)
     with pytest.raises(KeyboardInterrupt):
         await run_schedules(gateway)
     monkeypatch.undo()

@@ -479,14 +479,14 @@ async def test_a_crash_mid_tick_never_bills_twice(env, monkeypatch, crash_point)
     client, merchant, devnet = env
     gateway = devnet.gateway
     _, plan, sid = await frozen_subscription(client, merchant, gateway)
-    real_create = billing.services.create_invoice
+    real_create = billing.create_invoice
 
     async def crash(*args, **kwargs):
         if crash_point == "after_create":
             await real_create(*args, **kwargs)  # the payment is made, then the process dies
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(billing.services, "create_invoice", crash)
+    monkeypatch.setattr(billing, "create_invoice", crash)
     with pytest.raises(KeyboardInterrupt):
         await run_billing(gateway)
     monkeypatch.undo()

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import logging
 
-from ...core.config import ConfigError
-from ...core.keys import NETWORKS
-from ...core.plugins import hookimpl
+from ...api import ConfigError, NETWORKS, hookimpl
 from .adapter import BitcoinAdapter
 from .coins import COINS, URI_SCHEMES
 from .families import address_families

@@ -17,15 +17,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Sequence
 
-from ...core import addresses
-from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer, addresses
 from .blocks import parse_block, transaction_transfers
 from .rpc import NodeRpc, RpcError
 from .sender import BitcoinPayouts
 from .settings import CoinSettings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ...core.chains import Block, Transfer
+from ...api import Block, Transfer
 from .rpc import coin_units
 
 GENESIS_PARENT = "0" * 64

@@ -7,7 +7,7 @@ Data only; ``orbchain.chains.bitcoin`` registers them through
 
 from __future__ import annotations
 
-from ...core.coins import Coin
+from ...api import Coin
 
 # max_amount: the supply cap of the protocol (no amount can be larger); DOGE has none (the default).
 COINS: tuple[Coin, ...] = (

@@ -8,11 +8,10 @@ compressed public key (BIP-44 m/44'/3'/...).
 
 from __future__ import annotations
 
-from ...core.keys.base58check import b58check_decode, b58check_encode
-from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
-from ...core.keys.errors import AddressError
-from ...core.keys.hashing import hash160
-from ...core.keys.inputs import clean
+from ...api import AddressError
+from ...api.addresses import (
+    b58check_decode, b58check_encode, burn_list, check_burn_literal, check_zero_payload, clean, hash160,
+)
 
 __all__ = ["DOGE_VERSIONS", "doge_p2pkh_address", "validate_doge"]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from ...core.keys import SECP256K1, AddressFamily, DerivationScheme, coin_type_for
+from ...api import AddressFamily, DerivationScheme, SECP256K1, coin_type_for
 from .doge import BURN_ADDRESSES as DOGE_BURN_ADDRESSES
 from .doge import doge_p2pkh_address, validate_doge
 from .segwit import BURN_ADDRESSES as SEGWIT_BURN_ADDRESSES

@@ -25,8 +25,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from ...core.chains import ChainUnavailable
-from ...core.money import AmountError, to_base_units
+from ...api import AmountError, ChainUnavailable, to_base_units
 
 log = logging.getLogger(__name__)
 

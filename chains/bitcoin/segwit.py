@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import bech32 as _bech32
 
-from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
-from ...core.keys.errors import AddressError
-from ...core.keys.hashing import hash160
-from ...core.keys.inputs import clean
+from ...api import AddressError
+from ...api.addresses import burn_list, check_burn_literal, check_zero_payload, clean, hash160
 
 __all__ = [
     "HRPS",

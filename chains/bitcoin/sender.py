@@ -19,9 +19,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...core.addresses import keystore, next_counter
-from ...core.chains import BroadcastError, ChainUnavailable, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
-from ...core.keys import AddressError
+from ...api import AddressError, BroadcastError, ChainUnavailable, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api.addresses import keystore, next_counter
 from . import wallet
 from .rpc import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
@@ -31,7 +30,7 @@ from .settings import CoinSettings
 from .transactions import Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

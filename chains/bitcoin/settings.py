@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import Config, ConfigError, int_setting, seconds_setting
+from ...api import Config, ConfigError, int_setting, seconds_setting
 
 PLUGIN_NAME = "bitcoin"
 NETWORKS = ("mainnet", "testnet", "regtest")

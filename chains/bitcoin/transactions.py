@@ -23,8 +23,7 @@ from typing import Sequence
 
 from coincurve import PrivateKey
 
-from ...core.keys.base58check import b58check_decode
-from ...core.keys.hashing import double_sha256, hash160
+from ...api.addresses import b58check_decode, double_sha256, hash160
 from .doge import DOGE_VERSIONS
 from .segwit import HRPS, decode_segwit
 

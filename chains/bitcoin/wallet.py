@@ -22,11 +22,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ...core.services import credited_outputs, payout_statuses
+from ...api import credited_outputs, payout_statuses
 from .transactions import estimate_vsize, input_vsize
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 PLATFORM_ACCOUNT = 0  # change lives on the platform's own HD account, internal branch
 MAX_INPUTS = 500  # keeps a payout far below the 100,000-vbyte standardness limit

@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import logging
 
-from ...core.plugins import hookimpl
-from ...web.pages import PayPageForm
+from ...api import PayPageForm, hookimpl
 from .adapter import DevnetAdapter, devnet_chain
 from .chain import DevnetChain
 from .openapi import register_openapi

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterable, Sequence
 
-from ...core.chains import Block, BlockRef, Capability, ChainAdapter, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, Transfer
 from .chain import NETWORK, DevnetChain
 from .payouts import DevnetPayouts
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 CHAIN_NAME = "devnet"
 

@@ -22,10 +22,10 @@ from typing import Any, Awaitable, Callable, Collection, Iterable, Sequence, Typ
 
 import asyncpg
 
-from ...core.chains import Block, BlockRef, ChainUnavailable, Transfer
-from ...core.coins import Coin
-from ...core.db import Database
-from ...core.keys import AddressError, AddressFamilyRegistry, UnknownFamilyError
+from ...api import (
+    AddressError, AddressFamilyRegistry, Block, BlockRef, ChainUnavailable, Coin, Database, Transfer,
+    UnknownFamilyError,
+)
 
 NETWORK = "mainnet"
 GENESIS_PARENT = "0" * 64

@@ -14,14 +14,13 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING, Awaitable, Callable
 
-from ...core.migrate import migrate
-from ...core.money import AmountError
+from ...api import AmountError, migrate
 from .adapter import devnet_chain
 from .chain import DevnetChain, DevnetError, InvalidAmount, UnservedCoin
 from .settings import PLUGIN_NAME
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Action = Callable[[argparse.Namespace, "Gateway", DevnetChain], Awaitable[int]]
 USAGE_ERROR = 2

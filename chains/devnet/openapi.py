@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ...core.plugins import hookimpl
-from ...web.openapi import Op, obj, redirect
+from ...api import hookimpl
+from ...api.openapi import Op, obj, redirect
 
 PAY_FORM = Op(
     "POST", "/pay/{track_id}/devnet-pay", "Pay from the hosted page on the simulated chain", "Hosted pages",

@@ -13,7 +13,7 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
 from .chain import DevnetError
 
 if TYPE_CHECKING:  # pragma: no cover

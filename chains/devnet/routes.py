@@ -13,18 +13,15 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ...core.errors import Conflict, InvalidRequest, NotFound, ValidationError
-from ...core.money import AmountError
-from ...core.services import find_payment
-from ...web.form_body import read_form
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.pages import html_page
+from ...api import (
+    AmountError, Conflict, InvalidRequest, NotFound, ValidationError, find_payment, gateway_of, html_page, rate_class,
+    read_form,
+)
 from .adapter import devnet_chain
 from .chain import DevnetError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 routes = web.RouteTableDef()
 

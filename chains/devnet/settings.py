@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.coins import Coin, CoinRegistry
-from ...core.config import Config, ConfigError, checked_block, seconds_setting
-from ...core.keys import AddressFamilyRegistry
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Config, ConfigError, checked_block, seconds_setting
 from .chain import NETWORK
 
 PLUGIN_NAME = "devnet"

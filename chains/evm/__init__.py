@@ -25,9 +25,7 @@ from __future__ import annotations
 
 import logging
 
-from ...core.config import ConfigError
-from ...core.keys import NETWORKS
-from ...core.plugins import hookimpl
+from ...api import ConfigError, NETWORKS, hookimpl
 from ..contracts import pin_contracts
 from .adapter import EvmAdapter
 from .address import address_family

@@ -25,8 +25,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from eth_utils import to_checksum_address
 
-from ...core import addresses
-from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer, addresses
 from .payouts import EvmPayouts
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 from .settings import ChainSettings
@@ -34,7 +33,7 @@ from .signer import TxStore
 from .tokens import TRANSFER_TOPIC, decode_transfer
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 
 class EvmAdapter(ChainAdapter, EvmPayouts):

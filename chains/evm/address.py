@@ -13,11 +13,8 @@ import re
 from coincurve import PublicKey
 from eth_utils import to_checksum_address
 
-from ...core.keys import SECP256K1, AddressFamily, DerivationScheme, coin_type_for
-from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
-from ...core.keys.errors import AddressError
-from ...core.keys.hashing import keccak256
-from ...core.keys.inputs import clean
+from ...api import AddressError, AddressFamily, DerivationScheme, SECP256K1, coin_type_for
+from ...api.addresses import burn_list, check_burn_literal, check_zero_payload, clean, keccak256
 
 __all__ = ["BURN_ADDRESSES", "address_family", "eip55", "evm_address", "evm_address_bytes", "validate_evm"]
 

@@ -6,12 +6,12 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING
 
-from ...core.secrets import load_secrets
+from ...api import load_secrets
 from .keys import hot_wallet_address
 from .rpc import quantity
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.coins import Coin
+from ...api import Coin
 
 FAMILY = "evm"
 

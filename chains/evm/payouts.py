@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
 from .keys import hot_wallet_key
 from .tokens import transfer_calldata
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .signer import TxStore
 
 PAYOUT = "payout"

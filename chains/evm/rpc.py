@@ -20,7 +20,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from ...core.chains import ChainUnavailable
+from ...api import ChainUnavailable
 from ..jsonrpc import JsonRpcError, rpc_result
 
 

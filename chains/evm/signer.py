@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from eth_utils import to_checksum_address
 
-from ...core.chains import BroadcastError, ChainUnavailable, PayoutStatus
+from ...api import BroadcastError, ChainUnavailable, PayoutStatus
 from .eth_account_import import Account  # not eth_account: that import raises the recursion limit
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -32,10 +32,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from eth_utils import to_checksum_address
 
-from ...core.chains import BroadcastError, ChainUnavailable
-from ...core.keys import WatchOnlyError
-from ...core.ledger import Posting
-from ...core.ledger_accounts import NETWORK_FEES, world
+from ...api import BroadcastError, ChainUnavailable, NETWORK_FEES, Posting, WatchOnlyError, world
 from .. import sweeping
 from ..sweeping import SWEEP, TOPUP, SweepReport, SweepTables, deposit_addresses_account, hot_wallet_account
 from .keys import deposit_key, hot_wallet_address, hot_wallet_key
@@ -44,7 +41,7 @@ from .signer import NATIVE_TRANSFER_GAS, StoredTx
 from .tokens import balance_of_calldata, decode_uint, transfer_calldata
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .adapter import EvmAdapter
 
 log = logging.getLogger(__name__)

@@ -20,8 +20,7 @@ import asyncio
 import contextlib
 import logging
 
-from ...core.keys import NETWORKS
-from ...core.plugins import call_collect, hookimpl
+from ...api import NETWORKS, call_collect, hookimpl
 from . import devnet_page, hookspecs, lnurl, receive, settlement, store
 from .address import address_family
 from .backend import LightningBackendRegistry
@@ -81,7 +80,7 @@ def register_chains(registry, gateway) -> None:
     backends = call_collect(gateway.pm, "register_lightning_backends", LightningBackendRegistry(), gateway=gateway)
     factory = backends.get(settings.backend)
     if factory is None:
-        from ...core.config import ConfigError
+        from ...api import ConfigError
 
         raise ConfigError(f"config key 'plugin.lightning.backend': unknown backend {settings.backend!r}"
                           f" (known: {', '.join(backends.names())})")

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 
-from ...core.keys import AddressFamily
-from ...core.keys.errors import AddressError
-from ...core.keys.inputs import clean
+from ...api import AddressError, AddressFamily
+from ...api.addresses import clean
 from .bolt11 import MAX_BOLT11_LENGTH, decode_bolt11
 
 __all__ = ["INVOICE_NETWORKS", "address_family", "validate_lightning", "validate_lightning_address"]

@@ -23,8 +23,8 @@ from coincurve import PublicKey
 from coincurve.ecdsa import cdata_to_der, deserialize_compact
 from coincurve.utils import GROUP_ORDER_INT
 
-from ...core.keys.errors import AddressError
-from ...core.keys.inputs import clean
+from ...api import AddressError
+from ...api.addresses import clean
 from ..bitcoin.segwit import BECH32_CONST, decode_bech32
 
 __all__ = ["BOLT11_NETWORKS", "Bolt11Invoice", "MAX_BOLT11_LENGTH", "decode_bolt11"]

@@ -21,15 +21,14 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
-from ...core.migrate import migrate
-from ...core.money import AmountError
+from ...api import AmountError, migrate
 from .devnet import DevnetLightningBackend, DevnetLightningError
 from .receive import lightning_chain
 from .settings import PLUGIN_NAME
 from .settlement import COIN
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 USAGE_ERROR = 2
 

@@ -5,7 +5,7 @@ Amounts in BTC with satoshi precision; credited the moment an invoice is paid.
 
 from __future__ import annotations
 
-from ...core.coins import Coin
+from ...api import Coin
 from .bolt11 import MAX_BOLT11_LENGTH
 
 COINS: tuple[Coin, ...] = (

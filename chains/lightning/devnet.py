@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping
 
 from coincurve import PrivateKey
 
-from ...core.keys import AddressError
+from ...api import AddressError
 from .backend import (
     FAILED, IN_FLIGHT, OPEN, SETTLED, SUCCEEDED, InvoiceState, LightningBackend, NewInvoice, PaymentState,
 )
@@ -34,7 +34,7 @@ from .bolt11 import decode_bolt11
 from .bolt11_encode import encode_bolt11
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.db import Database
+    from ...api import Database
     from .settings import LightningSettings
 
 __all__ = ["DevnetLightningBackend", "DevnetLightningError", "NODE_KEY", "PAYEE_KEY"]

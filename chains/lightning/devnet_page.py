@@ -15,19 +15,14 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ...core.errors import Conflict, NotFound
-from ...core.pages import PayPageForm
-from ...core.services import find_payment
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.openapi import Op, obj, redirect
-from ...web.pages import html_page
+from ...api import Conflict, NotFound, PayPageForm, find_payment, gateway_of, html_page, rate_class
+from ...api.openapi import Op, obj, redirect
 from . import settlement, store
 from .devnet import DevnetLightningBackend, DevnetLightningError
 from .settlement import COIN
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 routes = web.RouteTableDef()
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...core.hookspecs import hookspec
+from ...api import hookspec
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .backend import LightningBackendRegistry
 
 

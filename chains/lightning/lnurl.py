@@ -27,8 +27,7 @@ from urllib.parse import urlencode, urlsplit, urlunsplit, parse_qsl
 
 import aiohttp
 
-from ...core import netguard
-from ...core.keys import AddressError
+from ...api import AddressError, UnsafeUrl, check_public_url, outbound_session
 from .bolt11 import Bolt11Invoice, decode_bolt11
 
 __all__ = ["LnurlError", "Lookup", "PayParams", "fetch_pay_params", "request_invoice", "resolve"]
@@ -85,10 +84,10 @@ async def _get_json(lookup: Lookup, url: str) -> dict[str, Any]:
     if urlsplit(url).scheme != "https":
         raise LnurlError("a Lightning Address service must use https", "lightning_address_invalid")
     try:
-        await netguard.check_public_url(url, allow_private=lookup.allow_private)
-    except netguard.UnsafeUrl as exc:
+        await check_public_url(url, allow_private=lookup.allow_private)
+    except UnsafeUrl as exc:
         raise LnurlError(f"Lightning Address host refused: {exc}", "lightning_address_private_host") from None
-    session = netguard.outbound_session(allow_private=lookup.allow_private, timeout_seconds=lookup.timeout_seconds)
+    session = outbound_session(allow_private=lookup.allow_private, timeout_seconds=lookup.timeout_seconds)
     try:
         async with session, session.get(url, ssl=lookup.ssl_context(), allow_redirects=False,
                                         headers={"Accept": "application/json"}) as response:

@@ -32,12 +32,10 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ...core.chains import (
-    Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, PayoutOrder, PayoutSender,
-    PayoutStatus, SignedPayout,
+from ...api import (
+    AddressError, Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, InvalidRequest,
+    PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
 )
-from ...core.errors import InvalidRequest
-from ...core.keys import AddressError
 from . import lnurl, store
 from .address import INVOICE_NETWORKS
 from .backend import FAILED, SUCCEEDED, BackendUnavailable, LightningBackend

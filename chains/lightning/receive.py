@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core.errors import InvalidRequest, ServiceUnavailable
-from ...core.keys import AddressError
-from ...core.receive import ReceiveTarget
+from ...api import AddressError, InvalidRequest, ReceiveTarget, ServiceUnavailable
 from . import store
 from .address import INVOICE_NETWORKS
 from .backend import OPEN, BackendUnavailable
@@ -22,8 +20,8 @@ from .payouts import LightningChain
 from .settlement import CHAIN, COIN, lightning_block
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.coins import Coin
-    from ...core.gateway import Gateway
+    from ...api import Coin
+    from ...api import Gateway
 
 MIN_EXPIRY_SECONDS = 60
 

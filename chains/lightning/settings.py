@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting
+from ...api import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting
 
 PLUGIN_NAME = "lightning"
 DEVNET, NO_BACKEND = "devnet", "none"

@@ -22,13 +22,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...core.chains import Transfer
-from ...core.deposits import observe_final
+from ...api import Transfer, observe_final
 from . import store
 from .backend import CANCELED, SETTLED, BackendUnavailable, InvoiceState, LightningBackend
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
+from ...api import delete_rows_naming
 from .backend import OPEN
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 CURSOR = "settle_index"
 
@@ -93,7 +93,7 @@ async def invoice_for_payment(gateway: "Gateway", track_id: str) -> IssuedInvoic
 
 async def forget_invoices(gateway: "Gateway", track_ids: list[str]) -> None:
     """Drop the invoices issued for these payments (the core is pruning them unpaid); idempotent."""
-    await services.delete_rows_naming(gateway, "lightning_invoices", "track_id", track_ids)
+    await delete_rows_naming(gateway, "lightning_invoices", "track_id", track_ids)
 
 
 async def claim_payment_hash(db: Any, payment_hash: str, payout_id: str, now: int) -> str:

@@ -14,9 +14,7 @@ XMR stays 400 ``xmr_receive_unsupported`` (the coin has
 
 from __future__ import annotations
 
-from ...core.keys import NETWORKS
-from ...core.plugins import hookimpl
-from ...core.receive import ReceiveTarget
+from ...api import NETWORKS, ReceiveTarget, hookimpl
 from . import swapin
 from .adapter import CHAIN, MoneroAdapter
 from .address import address_family

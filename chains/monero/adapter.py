@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping, Sequence
 
-from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
 from .rpc import MoneroRpc, MoneroRpcError, piconero
 from .settings import MoneroSettings
 

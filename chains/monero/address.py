@@ -16,11 +16,8 @@ from dataclasses import dataclass
 
 from nacl.bindings import crypto_core_ed25519_is_valid_point
 
-from ...core.keys import AddressFamily
-from ...core.keys.base58check import B58_ALPHABET
-from ...core.keys.errors import AddressError
-from ...core.keys.hashing import keccak256
-from ...core.keys.inputs import clean
+from ...api import AddressError, AddressFamily
+from ...api.addresses import B58_ALPHABET, clean, keccak256
 
 __all__ = [
     "MONERO_NETWORK_BYTES",

@@ -6,7 +6,7 @@ out, and there is no standing address to receive it at.
 
 from __future__ import annotations
 
-from ...core.coins import Coin
+from ...api import Coin
 
 COINS: tuple[Coin, ...] = (
     # SPEC 2.7 lists no confirmation count and no minimum payout ("not payable"): both null in the

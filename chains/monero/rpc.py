@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from ...core.chains import ChainUnavailable
+from ...api import ChainUnavailable
 
 
 class MoneroRpcError(RuntimeError):

@@ -13,8 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting
-from ...core.keys import NETWORKS
+from ...api import Config, ConfigError, NETWORKS, checked_block, int_setting, seconds_setting, text_setting
 
 PLUGIN_NAME = "monero"
 KEYS = ("daemon_url", "daemon_user", "daemon_password", "wallet_rpc_url", "wallet_rpc_user", "wallet_rpc_password",

@@ -7,7 +7,7 @@ merchant's default settlement coin. So the credit of an XMR deposit (from
 once on the deposit by the converter, in the settlement coin; the core's
 proposed XMR fee is kept on the row for it), and ``decide_credit_status``
 holds the deposit CONFIRMED: the payment stays Paying until the converter
-calls ``orbchain.core.deposits.complete_credit``.
+calls ``orbchain.api.complete_credit``.
 
 A converter (the ``swaps`` plugin) uses two functions here:
 
@@ -25,12 +25,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...core import ledger, services
+from ...api import find_deposit, ledger
 from .adapter import CHAIN
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import Credit
+    from ...api import Gateway
+    from ...api import Credit
 
 SWAP_IN_ACCOUNT = "monero:swap_in"
 HELD = "CONFIRMED"
@@ -112,7 +112,7 @@ async def take(gateway: "Gateway", deposit_id: str, *, to_account: str,
                                  {"d": deposit_id})
         if row is None or row["status"] != AWAITING:
             return None
-        deposit = await services.find_deposit(gateway, deposit_id)
+        deposit = await find_deposit(gateway, deposit_id)
         if deposit is None or deposit.status != HELD:
             return None
         posted = await ledger.transfer(db, from_account=SWAP_IN_ACCOUNT, to_account=to_account, coin=deposit.coin,

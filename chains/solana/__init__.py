@@ -17,8 +17,7 @@ the block no chain serves SOL but the devnet. See ``docs/solana.md``.
 
 from __future__ import annotations
 
-from ...core.keys import NETWORKS
-from ...core.plugins import hookimpl
+from ...api import NETWORKS, hookimpl
 from .adapter import SolanaAdapter
 from .address import address_family
 from .coins import COINS

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core.chains import (Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable,
-                            PastTransfer)
+from ...api import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, PastTransfer
 from . import blocks
 from .history import AddressHistory
 from .payouts import SolanaPayouts
@@ -24,7 +23,7 @@ from .settings import CHAIN, SolanaSettings
 from .txstore import TxStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 
 class SolanaAdapter(ChainAdapter, SolanaPayouts):

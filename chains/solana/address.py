@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import base58
 
-from ...core.keys import ED25519, AddressFamily, DerivationScheme, coin_type_for
-from ...core.keys.base58check import B58_ALPHABET
-from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
-from ...core.keys.errors import AddressError
-from ...core.keys.inputs import clean
+from ...api import AddressError, AddressFamily, DerivationScheme, ED25519, coin_type_for
+from ...api.addresses import B58_ALPHABET, burn_list, check_burn_literal, check_zero_payload, clean
 
 __all__ = ["BURN_ADDRESSES", "address_family", "solana_address", "validate_solana"]
 

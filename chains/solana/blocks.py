@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.chains import Block, ChainUnavailable, Transfer
+from ...api import Block, ChainUnavailable, Transfer
 from .rpc import lamports
 
 SKIPPED = "skipped"

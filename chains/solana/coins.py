@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.coins import Coin
+from ...api import Coin
 
 COINS: tuple[Coin, ...] = (
     Coin("SOL", "Solana", "solana", 9, 32, "0.01", "solana",

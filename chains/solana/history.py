@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Sequence
 
-from ...core.chains import BlockRef, ChainUnavailable, PastTransfer
+from ...api import BlockRef, ChainUnavailable, PastTransfer
 from .blocks import transaction_transfers
 from .rpc import SolanaRpc, lamports
 

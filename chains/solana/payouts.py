@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Protocol
 
-from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
 from .keys import hot_wallet_key
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .txstore import StoredTx, TxStore
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 
 import httpx
 
-from ...core.chains import ChainUnavailable
+from ...api import ChainUnavailable
 from ..jsonrpc import JsonRpcError, rpc_result
 
 # Solana RPC error codes (agave rpc-client-api custom_error.rs).

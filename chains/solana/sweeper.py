@@ -25,11 +25,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ...core.chains import BroadcastError, ChainUnavailable
-from ...core.keys import WatchOnlyError
-from ...core.ledger import Posting
-from ...core.ledger_accounts import NETWORK_FEES, world
-from ...core.services import credited_addresses
+from ...api import BroadcastError, ChainUnavailable, NETWORK_FEES, Posting, WatchOnlyError, credited_addresses, world
 from .. import sweeping
 from ..sweeping import SWEEP, deposit_addresses_account, hot_wallet_account
 from .keys import deposit_key, hot_wallet_address
@@ -37,7 +33,7 @@ from .rpc import RpcError
 from .txstore import LIVE, NothingToSend, StoredTx
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .adapter import SolanaAdapter
 
 log = logging.getLogger(__name__)

@@ -19,12 +19,12 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core.chains import BroadcastError, ChainUnavailable
+from ...api import BroadcastError, ChainUnavailable
 from . import wire
 from .rpc import RpcError, SolanaRpc, lamports
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,7 @@ See ``docs/tron.md``.
 
 from __future__ import annotations
 
-from ...core.config import ConfigError
-from ...core.keys import NETWORKS
-from ...core.plugins import hookimpl
+from ...api import ConfigError, NETWORKS, hookimpl
 from ..contracts import pin_contracts
 from .adapter import TronAdapter
 from .address import address_family

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ...core.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
 from ..evm.tokens import TRANSFER_TOPIC
 from .address import address_bytes, from_hex
 from .http import TronHttp, integer
@@ -37,7 +37,7 @@ from .settings import CHAIN, TronSettings
 from .signer import TxStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 _TOPIC = TRANSFER_TOPIC[2:]
 _WORD = 64

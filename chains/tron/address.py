@@ -8,11 +8,8 @@ the 41-prefixed hex form, so a single spelling reaches the ledger.
 
 from __future__ import annotations
 
-from ...core.keys import SECP256K1, AddressFamily, DerivationScheme, coin_type_for
-from ...core.keys.base58check import b58check_decode, b58check_encode
-from ...core.keys.burn import burn_list, check_burn_literal, check_zero_payload
-from ...core.keys.errors import AddressError
-from ...core.keys.inputs import clean
+from ...api import AddressError, AddressFamily, DerivationScheme, SECP256K1, coin_type_for
+from ...api.addresses import b58check_decode, b58check_encode, burn_list, check_burn_literal, check_zero_payload, clean
 from ..evm.address import evm_address_bytes
 
 __all__ = ["BURN_ADDRESSES", "TRON_VERSION", "address_bytes", "address_family", "from_hex", "tron_address",

@@ -13,10 +13,7 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING
 
-from ...core.chains import BroadcastError, ChainUnavailable
-from ...core.keys import coin_type_for
-from ...core.money import format_units
-from ...core.secrets import load_secrets
+from ...api import BroadcastError, ChainUnavailable, coin_type_for, format_units, load_secrets
 from .http import NodeError
 from ..platform_keys import HOT_WALLET_ACCOUNT, HOT_WALLET_INDEX
 from .keys import hot_wallet_address
@@ -24,7 +21,7 @@ from .resources import account_state, chain_parameters, token_balance
 from .settings import PLUGIN_NAME, read_settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .adapter import TronAdapter
 
 TRX_DECIMALS = 6

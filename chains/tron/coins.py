@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...core.coins import Coin
+from ...api import Coin
 
 FAMILY = "tron"
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import httpx
 
-from ...core.chains import ChainUnavailable
+from ...api import ChainUnavailable
 
 API_KEY_HEADER = "TRON-PRO-API-KEY"
 

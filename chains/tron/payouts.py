@@ -18,14 +18,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from ...core.chains import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
 from .address import address_bytes
 from .keys import hot_wallet_address, hot_wallet_key
 from .resources import account_state, chain_parameters, transfer_data
 from .transactions import transfer, trigger
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .http import TronHttp
     from .settings import TronSettings
     from .signer import TxStore

@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.chains import BroadcastError, ChainUnavailable
+from ...api import BroadcastError, ChainUnavailable
 from ..evm.tokens import balance_of_calldata, decode_uint, transfer_calldata
 from .address import address_bytes
 from .http import NodeError, TronHttp, integer

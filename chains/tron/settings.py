@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...core.config import ConfigError, int_setting, seconds_setting
+from ...api import ConfigError, int_setting, seconds_setting
 from ..contracts import read_contracts
 from .coins import COINS
 

@@ -21,12 +21,12 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core.chains import BroadcastError, ChainUnavailable, PayoutStatus
+from ...api import BroadcastError, ChainUnavailable, PayoutStatus
 from .http import TronHttp, integer
 from .transactions import Call, RefBlock, SignedTx, sign
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -35,10 +35,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...core.chains import BroadcastError, ChainUnavailable
-from ...core.keys import WatchOnlyError
-from ...core.ledger import Posting
-from ...core.ledger_accounts import NETWORK_FEES, world
+from ...api import BroadcastError, ChainUnavailable, NETWORK_FEES, Posting, WatchOnlyError, world
 from .. import sweeping
 from ..sweeping import SWEEP, TOPUP, SweepReport, SweepTables, deposit_addresses_account, hot_wallet_account
 from .address import address_bytes
@@ -49,7 +46,7 @@ from .signer import MinedInfo, StoredTx
 from .transactions import RefBlock, SignedTx, transfer, trigger
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
     from .adapter import TronAdapter
 
 log = logging.getLogger(__name__)

@@ -212,6 +212,7 @@ class AdapterConformance:
         payout = await shop.payout(destination)
 
         sender = sender_of(shop.adapter)
+        assert sender is not None, f"{shop.adapter.name} does not declare payouts"
         signatures: list[str] = []
         sign = sender.sign_payout
 

@@ -138,7 +138,9 @@ class ChainShop:
         """Mine and tick until the payout is final (at most its confirmations plus two rounds)."""
         from ..core.payouts import sender_of
 
-        rounds = sender_of(self.adapter).payout_confirmations + 2
+        sender = sender_of(self.adapter)
+        assert sender is not None, f"{self.adapter.name} does not declare payouts"
+        rounds = sender.payout_confirmations + 2
         row = await self.payout_row(track_id)
         for _ in range(rounds):
             if row["status"] != "Confirming":

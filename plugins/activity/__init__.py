@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, openapi, store
 from .routes import routes
 

@@ -13,8 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any, Mapping
 
-from ...core.errors import NotFound, ValidationError
-from ...core.pages import DashboardNotice, DashboardView
+from ...api import DashboardNotice, DashboardView, NotFound, ValidationError
 from . import store
 
 PAGE_PATH = "/app/activity"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, Param, envelope, obj, ref
+from ...api.openapi import Op, Param, envelope, obj, ref
 
 STRING, INTEGER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
 NULLABLE_STRING = {"anyOf": [STRING, {"type": "null"}]}

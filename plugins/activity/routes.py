@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope
-from ...web.keys import gateway_of
-from ...web.validation import pagination
+from ...api import envelope, gateway_of, pagination, principal_of, requires
 from . import store
 
 routes = web.RouteTableDef()

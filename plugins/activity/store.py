@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, Mapping
 from .describe import describe
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import SecurityEvent
+    from ...api import Gateway
+    from ...api import SecurityEvent
 
 _SELECT = ("SELECT e.*, d.dismissed_at FROM security_events e"
            " LEFT JOIN security_event_dismissals d ON d.event_id = e.id")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, openapi
 from .counting import CATCH_UP_SECONDS, catch_up, on_posted
 from .routes import routes

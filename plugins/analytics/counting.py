@@ -22,11 +22,10 @@ import logging
 from datetime import datetime, UTC
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
-from ...core import services
-from ...core.ledger_accounts import WORLD_PREFIX
+from ...api import WORLD_PREFIX, ledger_history, usd_units
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -71,10 +70,10 @@ async def event_of(gateway: "Gateway", txn: Mapping[str, Any]) -> Event | None:
     coin, world_amount = leg
     if txn["kind"] == "deposit" and world_amount < 0:
         return Event(merchant_id, day_of(txn["created_at"]), "deposit", 1,
-                     await services.usd_units(gateway, coin, -world_amount))
+                     await usd_units(gateway, coin, -world_amount))
     if txn["kind"] == "payout_confirm" and world_amount > 0:
         return Event(merchant_id, day_of(txn["created_at"]), "payout", 1,
-                     await services.usd_units(gateway, coin, world_amount))
+                     await usd_units(gateway, coin, world_amount))
     return None
 
 
@@ -121,7 +120,7 @@ async def catch_up(gateway: "Gateway") -> int:
                                       {"s": start})
     known = {row["transaction_id"] for row in rows}
     counted = 0
-    async for txn in services.ledger_history(gateway, start, now + 1, KINDS):
+    async for txn in ledger_history(gateway, start, now + 1, KINDS):
         if txn["id"] in known:
             continue
         try:

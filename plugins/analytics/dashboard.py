@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from markupsafe import Markup
 
-from ...core.pages import DashboardView
+from ...api import DashboardView
 from .chart import bar_chart
 from .report import analytics
 

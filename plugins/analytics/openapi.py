@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, envelope, obj, ref
+from ...api.openapi import Op, envelope, obj, ref
 
 INTEGER = {"type": "integer"}
 USD = {"type": "string", "description": "US dollars, exact decimal, each event valued when it was counted."}

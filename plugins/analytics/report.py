@@ -5,17 +5,16 @@ from __future__ import annotations
 from datetime import datetime, timedelta, UTC
 from typing import TYPE_CHECKING, Any
 
-from ...core import services
-from ...core.money import format_units
+from ...api import USD_DECIMALS, format_units
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 WINDOW_DAYS = 30
 
 
 def usd(units: int) -> str:
-    return format_units(int(units), services.USD_DECIMALS)
+    return format_units(int(units), USD_DECIMALS)
 
 
 def window(now: int, days: int = WINDOW_DAYS) -> list[str]:

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope
-from ...web.keys import gateway_of
+from ...api import envelope, gateway_of, principal_of, requires
 from .report import analytics
 
 routes = web.RouteTableDef()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import for_key_kinds, hookimpl
+from ...api import for_key_kinds, hookimpl
 from . import dashboard, openapi
 from .routes import routes
 from .writer import AuditWriter

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.pages import DashboardView
-from ...web.validation import int_from_text
+from ...api import DashboardView, int_from_text
 from .store import key_log, require_own_key
 
 PAGE_SIZE = 50

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...core import services
-from ...core.errors import NotFound
+from ...api import NotFound, api_key_exists
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 
 def entry_view(row: Any) -> dict[str, Any]:
@@ -18,7 +17,7 @@ def entry_view(row: Any) -> dict[str, Any]:
 
 async def require_own_key(gateway: "Gateway", merchant_id: str, key_id: str) -> None:
     """404 "api key not found" unless ``key_id`` names one of this merchant's keys (revoked ones included)."""
-    if not key_id or len(key_id) > 64 or not await services.api_key_exists(gateway, merchant_id, key_id):
+    if not key_id or len(key_id) > 64 or not await api_key_exists(gateway, merchant_id, key_id):
         raise NotFound("api key not found")
 
 

@@ -17,8 +17,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import KeyRequest
+    from ...api import Gateway
+    from ...api import KeyRequest
 
 log = logging.getLogger(__name__)
 

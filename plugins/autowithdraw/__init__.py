@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, openapi
 from .check import CHECK_SECONDS, JOB_NAME, run_autowithdraw
 from .routes import routes

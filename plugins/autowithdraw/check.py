@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
-from ...core.errors import ApiError, ServiceUnavailable
+from ...api import ApiError, ServiceUnavailable, available_balance, request_payout
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +52,7 @@ async def _fire(gateway: "Gateway", row: Mapping[str, Any], now: int) -> int:
     merchant_id, symbol = row["merchant_id"], row["coin"]
     if cooling(row, now):
         return 0
-    balance = await services.available_balance(gateway, merchant_id, symbol)
+    balance = await available_balance(gateway, merchant_id, symbol)
     if balance <= 0 or balance < gateway.db.to_int(row["threshold"]):
         return 0
     if not await store.claim(gateway, merchant_id, symbol, now=now, cooldown=COOLDOWN_SECONDS):
@@ -61,7 +60,7 @@ async def _fire(gateway: "Gateway", row: Mapping[str, Any], now: int) -> int:
     coin = gateway.coins.get(symbol)
     amount = coin.format(balance) if coin is not None else str(balance)
     try:
-        payout = await services.request_payout(
+        payout = await request_payout(
             gateway, merchant_id, coin=symbol, destination=row["destination"], amount=balance,
             idempotency_key=idempotency_key(merchant_id, symbol, amount, now), description="auto-withdraw")
     except ServiceUnavailable as exc:  # breaker or no sender: recorded, retried at the next check

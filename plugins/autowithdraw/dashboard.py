@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.errors import ValidationError
-from ...core.pages import DashboardView
+from ...api import DashboardView, ValidationError
 from . import store
 from .routes import MAX_RULES, replace_rules, rule_view
 

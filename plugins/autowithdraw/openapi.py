@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, envelope, obj, ref
+from ...api.openapi import Op, envelope, obj, ref
 
 TAG = "Dashboard: settings"
 JWT = ("jwt",)

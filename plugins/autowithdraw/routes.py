@@ -6,13 +6,10 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import ValidationError
-from ...core.gateway import Gateway
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
-from ...web.validation import Field, validate
+from ...api import (
+    Field, Gateway, ValidationError, envelope, gateway_of, payout_amount, payout_destination, principal_of, read_json,
+    requires, validate,
+)
 from . import store
 
 routes = web.RouteTableDef()
@@ -44,9 +41,9 @@ def parse_rule(gateway: Gateway, index: int, raw: Any) -> tuple[str, int, str]:
     coin = gateway.coins.get(clean["coin"])
     if coin is None or not coin.payable:
         raise ValidationError({f"rules[{index}].coin": f"unknown or unpayable coin {clean['coin']}"})
-    threshold = services.payout_amount(gateway, coin.symbol, clean["threshold_native"],
-                                       f"rules[{index}].threshold_native")
-    return coin.symbol, threshold, services.payout_destination(gateway, coin.symbol, clean["destination"])
+    threshold = payout_amount(gateway, coin.symbol, clean["threshold_native"],
+                              f"rules[{index}].threshold_native")
+    return coin.symbol, threshold, payout_destination(gateway, coin.symbol, clean["destination"])
 
 
 @routes.get("/dashboard/settings/auto-withdraw")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import branding, dashboard, openapi
 from .routes import routes
 

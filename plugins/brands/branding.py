@@ -13,13 +13,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...core import services
-from ...core.key_destination import WebhookDestination
-from ...core.pages import PageBranding
+from ...api import PageBranding, WebhookDestination, cached
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 LOOKS = ("logo_url", "theme_mode", "brand_color")
@@ -33,7 +31,7 @@ async def page_branding(gateway: "Gateway", merchant_id: str, brand_id: str | No
     empties the cache after each change it commits, and the brands table's
     trigger (migration m0002) makes every other process empty theirs.
     """
-    return await services.cached(gateway, "brands:page", (merchant_id, brand_id),
+    return await cached(gateway, "brands:page", (merchant_id, brand_id),
                                   lambda: _page_branding(gateway, merchant_id, brand_id))
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.errors import ValidationError
-from ...core.pages import DashboardView
+from ...api import DashboardView, ValidationError
 from . import store
 from .routes import archive_brand, brand_view, create_brand
 

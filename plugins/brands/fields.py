@@ -2,8 +2,9 @@
 
 Create needs ``name``; an update changes only the fields present, and a
 field present as null (or "") clears it back to inheriting. Every value
-that reaches a page or a CSP goes through ``orbchain.core.pages`` (the same
-checks ``PageBranding`` applies), so what is stored is what may be shown.
+that reaches a page or a CSP goes through ``logo_url`` and ``brand_color`` of
+``orbchain.api`` (the checks ``PageBranding`` applies), so what is stored is
+what may be shown.
 """
 
 from __future__ import annotations
@@ -13,13 +14,11 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ...core import pages
-from ...core.accounts import check_webhook_url
-from ...core.errors import ValidationError
-from ...web.validation import Field, validate
+from ...api import Field, MAX_LOGO_URL_LENGTH, THEME_MODES, ValidationError, brand_color, logo_url, validate
+from ...api.merchant import check_webhook_url
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 MAX_NAME, MAX_SLUG = 80, 40
 MIN_SECRET, MAX_SECRET = 16, 128
@@ -58,10 +57,10 @@ def _secret(value: str) -> None:
 FIELDS: dict[str, Field] = {
     "name": Field("name", min_len=1, max_len=MAX_NAME, check=_problem(_name)),
     "slug": Field("slug", max_len=MAX_SLUG, check=_problem(_slug)),
-    "logo_url": Field("logo_url", max_len=pages.MAX_LOGO_URL_LENGTH, aliases=("logoUrl",),
-                      check=_problem(pages.logo_url)),
-    "theme_mode": Field("theme_mode", upper=True, choices=pages.THEME_MODES, aliases=("themeMode",)),
-    "brand_color": Field("brand_color", max_len=7, aliases=("brandColor",), check=_problem(pages.brand_color)),
+    "logo_url": Field("logo_url", max_len=MAX_LOGO_URL_LENGTH, aliases=("logoUrl",),
+                      check=_problem(logo_url)),
+    "theme_mode": Field("theme_mode", upper=True, choices=THEME_MODES, aliases=("themeMode",)),
+    "brand_color": Field("brand_color", max_len=7, aliases=("brandColor",), check=_problem(brand_color)),
     "webhook_url": Field("webhook_url", "url", max_len=500, aliases=("webhookUrl",)),
     "webhook_secret": Field("webhook_secret", min_len=MIN_SECRET, max_len=MAX_SECRET, aliases=("webhookSecret",),
                             check=_problem(_secret)),
@@ -86,9 +85,9 @@ async def _normalized(gateway: "Gateway", clean: dict[str, Any]) -> dict[str, An
     if clean.get("slug"):
         clean["slug"] = clean["slug"].lower()
     if clean.get("logo_url"):
-        clean["logo_url"] = pages.logo_url(clean["logo_url"])
+        clean["logo_url"] = logo_url(clean["logo_url"])
     if clean.get("brand_color"):
-        clean["brand_color"] = pages.brand_color(clean["brand_color"])
+        clean["brand_color"] = brand_color(clean["brand_color"])
     if clean.get("webhook_url"):
         # SPEC 4.11: the same SSRF rules as the account's webhook URL.
         clean["webhook_url"] = await check_webhook_url(gateway, clean["webhook_url"])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...web.openapi import Op, Param, envelope, obj, ref
+from ...api.openapi import Op, Param, envelope, obj, ref
 from . import fields
 
 TAG = "Dashboard: brands"

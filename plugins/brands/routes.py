@@ -6,10 +6,7 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core.errors import InvalidRequest, ValidationError
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
+from ...api import InvalidRequest, ValidationError, envelope, gateway_of, principal_of, read_json, requires
 from . import fields, store
 
 routes = web.RouteTableDef()

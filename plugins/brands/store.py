@@ -11,12 +11,10 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core import services
-from ...core.db import is_unique_violation
-from ...core.errors import Conflict
+from ...api import Conflict, cache_changed, insert_statement, is_unique_violation, merchant_row, update_row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Row = Mapping[str, Any]
 DEFAULT_SLUG = "default"
@@ -34,8 +32,8 @@ async def _insert(gateway: "Gateway", merchant_id: str, fields: Mapping[str, Any
     now = gateway.now()
     row = {"id": new_id(), "merchant_id": merchant_id, **fields, "created_at": now, "updated_at": now}
     inserted = await gateway.db.fetch_val(
-        services.insert_statement("brands", row) + " ON CONFLICT (merchant_id, slug) DO NOTHING RETURNING id", row)
-    services.cache_changed(gateway)  # branding.py caches page looks; a new default brand may change them
+        insert_statement("brands", row) + " ON CONFLICT (merchant_id, slug) DO NOTHING RETURNING id", row)
+    cache_changed(gateway)  # branding.py caches page looks; a new default brand may change them
     return inserted
 
 
@@ -72,7 +70,7 @@ async def count_live(gateway: "Gateway", merchant_id: str) -> int:
 
 
 async def get(gateway: "Gateway", merchant_id: str, brand_id: str) -> Row:
-    return await services.merchant_row(gateway, "brands", merchant_id, brand_id)
+    return await merchant_row(gateway, "brands", merchant_id, brand_id)
 
 
 async def list_for(gateway: "Gateway", merchant_id: str, *, archived: bool) -> list[Row]:
@@ -91,12 +89,12 @@ async def update(gateway: "Gateway", merchant_id: str, brand_id: str, changes: M
         values = {**changes, "updated_at": gateway.now()}
         try:
             async with gateway.db.transaction():
-                await services.update_row(gateway, "brands", brand_id, values, merchant_id=merchant_id)
+                await update_row(gateway, "brands", brand_id, values, merchant_id=merchant_id)
         except Exception as exc:
             if is_unique_violation(exc):
                 raise Conflict("slug already used by another brand of this account", code="slug_taken") from None
             raise
-        services.cache_changed(gateway)
+        cache_changed(gateway)
     return await get(gateway, merchant_id, brand_id)
 
 
@@ -107,7 +105,7 @@ async def archive(gateway: "Gateway", merchant_id: str, brand_id: str) -> Row:
         "UPDATE brands SET archived_at = :now, updated_at = :now"
         " WHERE id = :id AND merchant_id = :m AND archived_at IS NULL",
         {"now": now, "id": brand_id, "m": merchant_id})
-    services.cache_changed(gateway)
+    cache_changed(gateway)
     return await get(gateway, merchant_id, brand_id)
 
 

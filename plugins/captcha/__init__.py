@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from .settings import PLUGIN_NAME, CaptchaSettings, parse_settings
 from .siteverify import verify_sign_in
 

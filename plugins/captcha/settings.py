@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import ConfigError
-from ...core.pages import SignInWidget
+from ...api import ConfigError, SignInWidget
 
 PLUGIN_NAME = "captcha"
 # Cloudflare Turnstile's published server-side validation endpoint.

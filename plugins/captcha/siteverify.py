@@ -13,7 +13,7 @@ from typing import Any
 
 import aiohttp
 
-from ...core.errors import Forbidden
+from ...api import Forbidden
 from .settings import CaptchaSettings
 
 log = logging.getLogger("orbchain.plugins.captcha")

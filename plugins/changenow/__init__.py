@@ -7,7 +7,7 @@ the wire format. ChangeNOW converts XMR too, so XMR swap-in can use it.
 
 from __future__ import annotations
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from .settings import PLUGIN_NAME, read_settings
 from .venue import ChangeNowVenue
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from ...core.config import Config, ConfigError, checked_block, text_setting
+from ...api import Config, ConfigError, checked_block, text_setting
 
 PLUGIN_NAME = "changenow"
 KEYS = ("api_key", "base_url", "flow", "timeout_seconds", "tickers")

@@ -32,11 +32,10 @@ from typing import Any, Callable, Mapping
 
 import aiohttp
 
-from ...core.coins import CoinRegistry
-from ...core.db import Database
+from ...api import CoinRegistry, Database
 from ..swaps.venues import (
-    EXCHANGING, EXPIRED, FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueOrder, VenueQuote, VenueRefused,
-    VenueStatus, VenueUnavailable,
+    EXCHANGING, EXPIRED, FAILED, FINISHED, REFUNDED, SwapVenue, VenueOrder, VenueQuote, VenueRefused, VenueStatus,
+    VenueUnavailable, WAITING,
 )
 from .settings import ChangeNowSettings
 

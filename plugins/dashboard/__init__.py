@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import openapi, routes_auth, routes_money, routes_payments, routes_settings
 from .plugin_pages import page_routes
 from .settings import PLUGIN_NAME, settings_of

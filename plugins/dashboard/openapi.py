@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...web.openapi import Op, Param, html, obj, redirect
+from ...api.openapi import Op, Param, html, obj, redirect
 
 TAG = "Dashboard pages (HTML, /app)"
 FORM = "application/x-www-form-urlencoded"

@@ -12,10 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core.errors import ApiError
-from ...core.pages import DashboardView
-from ...core.registries import DashboardPage
-from ...web.keys import GATEWAY
+from ...api import ApiError, DashboardPage, DashboardView, GATEWAY
 from .session import Session
 from .views import error_text, render, see_other, signed_in
 

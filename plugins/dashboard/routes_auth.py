@@ -18,16 +18,11 @@ from urllib.parse import unquote
 
 from aiohttp import web
 
-from ...core import accounts
-from ...core.errors import ApiError, InvalidRequest, NotConfigured
-from ...core.pages import widget_token
-from ...core.plugins import call_first
-from ...web.form_body import read_form
-from ...web.keys import GATEWAY
-from ...web.middlewares import client_ip, rate_class
-from ...web.pages import html_page
-from ...web.routes.dashboard_auth import validate_with_passwords
-from ...web.validation import Field
+from ...api import (
+    ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, call_first, client_ip, html_page, rate_class, read_form,
+    widget_token,
+)
+from ...api.merchant import log_in, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
                       session_for_token, set_pre_cookie, sign_out, start_session)
 from .sign_in_widget import widget_for
@@ -102,7 +97,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         body = _body(form)
         clean = validate_with_passwords(body, [Field("email", required=True, max_len=254), TOKEN], {"password": False})
         await _check_sign_in(request, "login", body)
-        _, token = await accounts.log_in(request.app[GATEWAY], clean["email"], clean["password"])
+        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"])
     except ApiError as exc:
         return await _auth_page(request, "dashboard/login.html", status=exc.status, error=error_text(exc),
                                 values=values)
@@ -134,7 +129,7 @@ async def signup(request: web.Request) -> web.StreamResponse:
         await _check_sign_in(request, "signup", body)
         ref = body.get("ref")
         ref = ref.strip() if isinstance(ref, str) and 0 < len(ref.strip()) <= 64 else None
-        result = await accounts.sign_up(request.app[GATEWAY], clean["email"], clean["password"], ref)
+        result = await sign_up(request.app[GATEWAY], clean["email"], clean["password"], ref)
     except ApiError as exc:
         return await _auth_page(request, "dashboard/signup.html", status=exc.status, error=error_text(exc),
                                 values=values)

@@ -13,17 +13,12 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core import payouts as svc
-from ...core import transfers
-from ...core.accounts import require_merchant
-from ...core.errors import ApiError, InvalidRequest, ValidationError
-from ...core.payments import servable_coins
-from ...core.payout_worker import create_and_send
-from ...web.edge import text_problem
-from ...web.keys import GATEWAY, REQUEST_ID
-from ...web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIELDS
-from ...web.routes.transfers import parse_transfer
-from ...web.validation import pagination, validate
+from ...api import ApiError, GATEWAY, InvalidRequest, REQUEST_ID, ValidationError, pagination, text_problem, validate
+from ...api.merchant import (
+    BATCH_ITEM_FIELDS, BATCH_NS, DASHBOARD, KEY_NS, MAX_BATCH_ITEMS, PAYOUT_FIELDS, PayoutRequest, check_destination,
+    create_and_send, fingerprint, item_error, list_payouts, list_transfers, namespaced, parse_transfer, payout_route,
+    payout_units, require_merchant, send_transfer, servable_coins,
+)
 from .routes_payments import form_body, pager, principal
 from .session import Session
 from .views import error_text, render, see_other, signed_in, signed_in_with_files
@@ -34,20 +29,20 @@ CSV_COLUMNS = ("currency", "address", "amount", "external_id")
 MAX_CSV_BYTES = 64 * 1024
 
 
-def payout_request(gateway: Any, values: dict[str, Any], idem_key: str | None, **extra: Any) -> svc.PayoutRequest:
+def payout_request(gateway: Any, values: dict[str, Any], idem_key: str | None, **extra: Any) -> PayoutRequest:
     """A validated payout body as the core's request (the same checks as ``POST /v1/payout``)."""
-    route = svc.payout_route(gateway, values["currency"])
+    route = payout_route(gateway, values["currency"])
     if len(values["address"]) > route.coin.max_destination_length:
         raise ValidationError({"address": f"must be at most {route.coin.max_destination_length} characters"})
-    units = svc.payout_units(route.coin, values["amount"])
-    destination = svc.check_destination(route, values["address"])
+    units = payout_units(route.coin, values["amount"])
+    destination = check_destination(route, values["address"])
     # The fingerprint covers what the API's route covers, so a replay with other values is refused alike.
     covered = {"description": values["description"], "callback_url": None} if "description" in values else {}
-    return svc.PayoutRequest(route=route, destination=destination, amount=units,
-                             description=values.get("description"), idem_key=idem_key,
-                             request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination,
-                                                          amount=units, **covered),
-                             **extra)
+    return PayoutRequest(route=route, destination=destination, amount=units,
+                         description=values.get("description"), idem_key=idem_key,
+                         request_hash=fingerprint(coin=route.coin.symbol, destination=destination,
+                                                  amount=units, **covered),
+                         **extra)
 
 
 async def _ledger_page(request: web.Request, session: Session, template: str, rows: str, list_rows: Any,
@@ -64,7 +59,7 @@ async def _ledger_page(request: web.Request, session: Session, template: str, ro
 
 
 async def _payouts_page(request: web.Request, session: Session, **context: Any) -> web.Response:
-    return await _ledger_page(request, session, "dashboard/payouts.html", "payouts", svc.list_payouts, (20, 200),
+    return await _ledger_page(request, session, "dashboard/payouts.html", "payouts", list_payouts, (20, 200),
                               **context)
 
 
@@ -81,7 +76,7 @@ async def create_payout(request: web.Request, session: Session, form: Any) -> we
     body = form_body(form, ("currency", "address", "amount", "description", "idempotency_key"))
     try:
         values = validate(body, PAYOUT_FIELDS)
-        payout = payout_request(gateway, values, svc.namespaced(svc.KEY_NS, values["idempotency_key"]),
+        payout = payout_request(gateway, values, namespaced(KEY_NS, values["idempotency_key"]),
                                 request_id=request.get(REQUEST_ID))
         await create_and_send(gateway, session.merchant_id, payout)
     except ApiError as exc:
@@ -123,11 +118,11 @@ async def _batch_item(gateway: Any, merchant_id: str, index: int, item: dict[str
               "error": None}
     try:
         values = validate(item, BATCH_ITEM_FIELDS)
-        payout = payout_request(gateway, values, svc.namespaced(svc.BATCH_NS, values["external_id"]),
+        payout = payout_request(gateway, values, namespaced(BATCH_NS, values["external_id"]),
                                 external_id=values["external_id"], request_id=request_id)
         outcome = await create_and_send(gateway, merchant_id, payout)
     except ApiError as exc:
-        result["error"] = svc.item_error(exc)
+        result["error"] = item_error(exc)
         return result
     result.update(track_id=outcome.row["track_id"], status="idempotent" if outcome.replay else "created")
     return result
@@ -165,7 +160,7 @@ async def batch(request: web.Request, session: Session, form: Any) -> web.Stream
 
 
 async def _transfers_page(request: web.Request, session: Session, **context: Any) -> web.Response:
-    return await _ledger_page(request, session, "dashboard/transfers.html", "transfers", transfers.list_transfers,
+    return await _ledger_page(request, session, "dashboard/transfers.html", "transfers", list_transfers,
                               (100, 500), **context)
 
 
@@ -177,12 +172,12 @@ async def transfers_page(request: web.Request, session: Session, form: Any) -> w
 
 @routes.post("/app/transfers")
 @signed_in
-async def send_transfer(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+async def submit_transfer(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     body = form_body(form, ("to_account_id", "coin", "amount", "idempotency_key", "totp_code"))
     try:
-        transfer = parse_transfer(gateway, request, body, principal(session), transfers.DASHBOARD)
-        await transfers.send_transfer(gateway, session.merchant_id, transfer)
+        transfer = parse_transfer(gateway, request, body, principal(session), DASHBOARD)
+        await send_transfer(gateway, session.merchant_id, transfer)
     except ApiError as exc:
         body.pop("totp_code", None)
         return await _transfers_page(request, session, error=error_text(exc), values=body, status=exc.status)

@@ -12,26 +12,21 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import ledger
-from ...core import payments as svc
-from ...core import refunds
-from ...core.accounts import account_view, require_merchant
-from ...core.errors import ApiError
-from ...core.pages import DashboardNotice
-from ...core.plugins import call_collect_answers
-from ...core.receipts import issue_receipt
-from ...web.auth import Principal
-from ...web.keys import GATEWAY
-from ...web.routes.payments import LIST_FIELDS, parse_payment_request
-from ...web.routes.payouts import REFUND_FIELDS
-from ...web.validation import form_integer, pagination, validate
+from ...api import (
+    ApiError, DashboardNotice, GATEWAY, Principal, call_collect_answers, form_integer, ledger, pagination, validate,
+)
+from ...api.merchant import (
+    INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
+    account_view, cancel_payment, create_payment, get_payment, issue_receipt, list_payments, parse_payment_request,
+    refund_payment, require_merchant, servable_coins, show_payment,
+)
 from .session import Session
 from .views import error_text, render, see_other, signed_in
 
 routes = web.RouteTableDef()
 
-TYPE_LABELS = {svc.INVOICE: "Invoice (hosted page)", svc.WHITE_LABEL: "White-label (you show the address)",
-               svc.STATIC: "Static address"}
+TYPE_LABELS = {INVOICE: "Invoice (hosted page)", WHITE_LABEL: "White-label (you show the address)",
+               STATIC: "Static address"}
 CREATE_FIELDS = ("type", "currency", "amount", "pay_currency", "order_id", "description", "lifetime", "callback_url",
                  "return_url", "email", "user_id")
 
@@ -65,7 +60,7 @@ async def balances(gateway: Any, merchant_id: str) -> list[tuple[str, str]]:
 async def home(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
-    recent = await svc.list_payments(gateway, session.merchant_id, limit=5)
+    recent = await list_payments(gateway, session.merchant_id, limit=5)
     notices = await call_collect_answers(gateway.pm, "extra_dashboard_notices", gateway=gateway,
                                          merchant_id=session.merchant_id)
     return render(request, session, "dashboard/home.html", {
@@ -86,16 +81,16 @@ async def payments(request: web.Request, session: Session, form: Any) -> web.Str
         limit, offset = pagination(query, default_limit=20, max_limit=200)
     except ApiError as exc:
         return render(request, session, "dashboard/payments.html",
-                      {"error": error_text(exc), "rows": [], "filters": query, "statuses": svc.STATUSES,
-                       "types": svc.PAYMENT_TYPES, "page": None}, status=exc.status)
-    status = next((s for s in svc.STATUSES if s.upper() == values["status"]), None)
-    result = await svc.list_payments(
+                      {"error": error_text(exc), "rows": [], "filters": query, "statuses": STATUSES,
+                       "types": PAYMENT_TYPES, "page": None}, status=exc.status)
+    status = next((s for s in STATUSES if s.upper() == values["status"]), None)
+    result = await list_payments(
         gateway, session.merchant_id, status=status, type=values["type"].lower() if values["type"] else None,
         order_id=values["order_id"], currency=values["currency"], limit=limit, offset=offset,
         sort_order=values["sort_order"])
     keep = {k: v for k, v in query.items() if k not in ("offset", "notice")}
     return render(request, session, "dashboard/payments.html", {
-        "rows": result["payments"], "filters": query, "statuses": svc.STATUSES, "types": svc.PAYMENT_TYPES,
+        "rows": result["payments"], "filters": query, "statuses": STATUSES, "types": PAYMENT_TYPES,
         "page": pager(result["total"], limit, offset, keep),
     })
 
@@ -119,7 +114,7 @@ async def _new_page(request: web.Request, session: Session, *, values: Mapping[s
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
     return render(request, session, "dashboard/payment_new.html", {
-        "types": TYPE_LABELS, "coins": svc.servable_coins(gateway, merchant), "values": values or {"type": svc.INVOICE},
+        "types": TYPE_LABELS, "coins": servable_coins(gateway, merchant), "values": values or {"type": INVOICE},
         "error": error}, status=status)
 
 
@@ -131,21 +126,21 @@ async def new_payment(request: web.Request, session: Session, form: Any) -> web.
 
 @routes.post("/app/payments/new")
 @signed_in
-async def create_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+async def submit_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     body = form_body(form, CREATE_FIELDS)
     payment_type = body.get("type")
     try:
-        if payment_type not in svc.PAYMENT_TYPES:
+        if payment_type not in PAYMENT_TYPES:
             raise ApiError("choose a payment type")
-        if payment_type == svc.INVOICE:
+        if payment_type == INVOICE:
             body.pop("user_id", None)
         else:
             for name in ("return_url", "email"):
                 body.pop(name, None)
         parsed = await parse_payment_request(gateway, body, payment_type, principal(session))
         merchant = await require_merchant(gateway.db, session.merchant_id)
-        created = await svc.create_payment(gateway, merchant, parsed)
+        created = await create_payment(gateway, merchant, parsed)
     except ApiError as exc:
         return await _new_page(request, session, values=body, error=error_text(exc), status=exc.status)
     raise see_other(f"/app/payments/{created['track_id']}", "payment-created")
@@ -155,10 +150,10 @@ async def _detail(request: web.Request, session: Session, *, error: str | None =
                   status: int = 200) -> web.Response:
     gateway = request.app[GATEWAY]
     track_id = request.match_info["track_id"]
-    payment = await svc.show_payment(gateway, session.merchant_id, track_id)
+    payment = await show_payment(gateway, session.merchant_id, track_id)
     receipt = None
-    if payment["status"] == svc.PAID:
-        receipt = await issue_receipt(gateway, await svc.get_payment(gateway, session.merchant_id, track_id))
+    if payment["status"] == PAID:
+        receipt = await issue_receipt(gateway, await get_payment(gateway, session.merchant_id, track_id))
     return render(request, session, "dashboard/payment.html", {
         "payment": payment, "receipt": receipt, "error": error,
         "actions": gateway.dashboard.entries("payment-actions"),
@@ -176,7 +171,7 @@ async def payment(request: web.Request, session: Session, form: Any) -> web.Stre
 async def cancel(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     track_id = request.match_info["track_id"]
     try:
-        await svc.cancel_payment(request.app[GATEWAY], session.merchant_id, track_id)
+        await cancel_payment(request.app[GATEWAY], session.merchant_id, track_id)
     except ApiError as exc:
         if exc.status == 404:
             raise
@@ -189,11 +184,11 @@ async def cancel(request: web.Request, session: Session, form: Any) -> web.Strea
 async def refund(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     track_id = request.match_info["track_id"]
-    await svc.get_payment(gateway, session.merchant_id, track_id)  # 404 for another merchant's payment
+    await get_payment(gateway, session.merchant_id, track_id)  # 404 for another merchant's payment
     try:
         values = validate(form_body(form, ("destination", "amount", "amount_usd", "description", "external_id")),
                           REFUND_FIELDS)
-        await refunds.refund_payment(gateway, session.merchant_id, track_id, refunds.RefundRequest(
+        await refund_payment(gateway, session.merchant_id, track_id, RefundRequest(
             destination=values["destination"], amount=values["amount"], amount_usd=values["amount_usd"],
             description=values["description"], external_id=values["external_id"]))
     except ApiError as exc:

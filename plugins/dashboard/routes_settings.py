@@ -11,14 +11,13 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core import accounts, api_keys, webhooks
-from ...core.auth import normalize_totp_code
-from ...core.errors import ApiError, ValidationError
-from ...core.qr import qr_svg
-from ...web.keys import GATEWAY
-from ...web.routes.dashboard_keys import create_fields
-from ...web.routes.dashboard_settings import KEY_TYPES
-from ...web.validation import Field, form_integer, pagination, validate
+from ...api import ApiError, Field, GATEWAY, ValidationError, form_integer, pagination, qr_svg, validate
+from ...api.merchant import (
+    KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
+    enable_totp, list_api_keys, normalize_totp_code, redeliver, redeliverable_events, require_merchant,
+    revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, set_accepted_coins, set_confirmations,
+    set_customer_static_mode, set_webhook, start_totp_setup,
+)
 from .routes_payments import pager
 from .session import Session
 from .views import error_text, nav_entries, render, see_other, signed_in
@@ -30,8 +29,8 @@ MAX_KEY_DAYS = 3650  # a key made on this page expires within ten years
 
 async def _settings_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
     gateway = request.app[GATEWAY]
-    row = await accounts.require_merchant(gateway.db, session.merchant_id)
-    account = accounts.account_view(gateway, row)
+    row = await require_merchant(gateway.db, session.merchant_id)
+    account = account_view(gateway, row)
     return render(request, session, "dashboard/settings.html", {
         "account": account, "coins": list(gateway.coins.names()), "key_types": KEY_TYPES,
         "tabs": nav_entries(gateway, "settings-nav"), **context}, status=status)
@@ -54,29 +53,29 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
         if section == "webhook":
             clean = validate({"webhook_url": form.get("webhook_url", "").strip()},
                              [Field("webhook_url", "url", required=True, max_len=500)])
-            result = await accounts.set_webhook(gateway, merchant_id, clean["webhook_url"],
-                                                form.get("rotate_secret") == "1")
+            result = await set_webhook(gateway, merchant_id, clean["webhook_url"],
+                                       form.get("rotate_secret") == "1")
             if result.get("webhook_secret"):
                 shown = {"title": "Webhook secret", "name": "webhook_secret", "value": result["webhook_secret"]}
         elif section == "coins":
             coins = [c.upper() for c in form.getall("accepted_coins", [])]
             if not coins:
                 raise ValidationError({"accepted_coins": "choose at least one coin"})
-            await accounts.set_accepted_coins(gateway, merchant_id, coins)
+            await set_accepted_coins(gateway, merchant_id, coins)
         elif section == "confirmations":
             thresholds: dict[str, int] = {}
             for name, value in form.items():
                 if name.startswith("conf_") and isinstance(value, str) and value.strip():
                     coin = name[len("conf_"):].upper()
                     thresholds[coin] = form_integer(value, coin, minimum=0)  # the core checks the coin's floor
-            await accounts.set_confirmations(gateway, merchant_id, thresholds)
+            await set_confirmations(gateway, merchant_id, thresholds)
         elif section == "static-mode":
-            await accounts.set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
+            await set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
         elif section == "rotate-key":
             key_type = form.get("key_type")
             if key_type not in KEY_TYPES:
                 raise ValidationError({"key_type": "choose a key"})
-            new_key = await accounts.rotate_legacy_key(gateway, merchant_id, KEY_TYPES[key_type])
+            new_key = await rotate_legacy_key(gateway, merchant_id, KEY_TYPES[key_type])
             shown = {"title": "New API key", "name": f"{KEY_TYPES[key_type]}_api_key", "value": new_key}
         else:
             raise web.HTTPNotFound()
@@ -104,17 +103,17 @@ async def totp(request: web.Request, session: Session, form: Any) -> web.StreamR
     action = request.match_info["action"]
     try:
         if action == "setup":
-            secret, url = await accounts.start_totp_setup(gateway, merchant_id)
+            secret, url = await start_totp_setup(gateway, merchant_id)
             return render(request, session, "dashboard/security.html",
                           {"setup": {"secret": secret, "qr": await qr_svg(gateway.cpu, url, scale=5, cache=False)}})
         code = normalize_totp_code(form.get("code"))
         if code is None:
             raise ValidationError({"code": "must be a 6-digit code"})
         if action == "verify":
-            await accounts.enable_totp(gateway, merchant_id, code)
+            await enable_totp(gateway, merchant_id, code)
             raise see_other("/app/security", "totp-enabled")
         if action == "disable":
-            await accounts.disable_totp(gateway, merchant_id, code)
+            await disable_totp(gateway, merchant_id, code)
             raise see_other("/app/security", "totp-disabled")
     except ApiError as exc:
         return render(request, session, "dashboard/security.html", {"error": error_text(exc)}, status=exc.status)
@@ -126,7 +125,7 @@ async def totp(request: web.Request, session: Session, form: Any) -> web.StreamR
 
 async def _keys_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
     gateway = request.app[GATEWAY]
-    listed = await api_keys.list_api_keys(gateway.db, session.merchant_id)
+    listed = await list_api_keys(gateway.db, session.merchant_id)
     return render(request, session, "dashboard/keys.html", {
         "keys": listed["keys"], "scopes": list(gateway.scopes), "values": {},
         "key_actions": gateway.dashboard.entries("key-actions"), **context}, status=status)
@@ -164,7 +163,7 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
         if "rate_limit_rpm" in body:
             body["rate_limit_rpm"] = form_integer(body["rate_limit_rpm"], "rate_limit_rpm")
         clean = validate(body, create_fields(gateway.scopes.names()))
-        result = await api_keys.create_scoped_key(gateway, session.merchant_id, api_keys.ScopedKeyRequest(**clean))
+        result = await create_scoped_key(gateway, session.merchant_id, ScopedKeyRequest(**clean))
     except ApiError as exc:
         return await _keys_page(request, session, error=error_text(exc), values=body, status=exc.status)
     return await _keys_page(request, session, created=result)
@@ -179,9 +178,9 @@ async def change_key(request: web.Request, session: Session, form: Any) -> web.S
         raise web.HTTPNotFound()
     try:
         if action == "revoke":
-            await api_keys.revoke_scoped_key(gateway, session.merchant_id, key_id)
+            await revoke_scoped_key(gateway, session.merchant_id, key_id)
             raise see_other("/app/keys", "key-revoked")
-        result = await api_keys.rotate_scoped_key(gateway, session.merchant_id, key_id)
+        result = await rotate_scoped_key(gateway, session.merchant_id, key_id)
     except ApiError as exc:
         if exc.status == 404:
             raise
@@ -197,16 +196,16 @@ async def change_key(request: web.Request, session: Session, form: Any) -> web.S
 async def webhook_logs(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     limit, offset = pagination(request.query, default_limit=50, max_limit=200)
-    logs, total = await webhooks.delivery_log(gateway, session.merchant_id, limit=limit, offset=offset)
-    again = await webhooks.redeliverable_events(gateway, session.merchant_id, [log["event_id"] for log in logs])
+    logs, total = await delivery_log(gateway, session.merchant_id, limit=limit, offset=offset)
+    again = await redeliverable_events(gateway, session.merchant_id, [log["event_id"] for log in logs])
     return render(request, session, "dashboard/webhooks.html", {
         "logs": logs, "redeliverable": again, "page": pager(total, limit, offset, {})})
 
 
 @routes.post("/app/webhooks/{event_id}/redeliver")
 @signed_in
-async def redeliver(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+async def redeliver_event(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
-    if not await webhooks.redeliver(gateway, session.merchant_id, request.match_info["event_id"]):
+    if not await redeliver(gateway, session.merchant_id, request.match_info["event_id"]):
         raise web.HTTPNotFound()
     raise see_other("/app/webhooks", "redelivery-queued")

@@ -30,9 +30,8 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core import accounts, auth, services
-from ...core.errors import Unauthorized
-from ...web.keys import GATEWAY
+from ...api import GATEWAY, Unauthorized, dashboard_token_revoked, revoke_dashboard_token
+from ...api.merchant import JWT_LIFETIME_SECONDS, decode_dashboard_token, get_merchant
 from .settings import settings_of
 
 SESSION_COOKIE = "orb_session"
@@ -84,7 +83,7 @@ def start_session(request: web.Request, response: web.StreamResponse, token: str
     """Sign the browser in with a dashboard JWT (from log-in or sign-up): a new session id unless one is kept."""
     gateway = request.app[GATEWAY]
     body = _SEP.join((token, session_id or secrets.token_urlsafe(18), str(gateway.now())))
-    _cookie(response, request, SESSION_COOKIE, f"{body}{_SEP}{_mac(gateway, body)}", max_age=auth.JWT_LIFETIME_SECONDS)
+    _cookie(response, request, SESSION_COOKIE, f"{body}{_SEP}{_mac(gateway, body)}", max_age=JWT_LIFETIME_SECONDS)
     response.del_cookie(PRE_COOKIE, path="/app")
 
 
@@ -95,7 +94,7 @@ def end_session(response: web.StreamResponse) -> None:
 
 async def sign_out(request: web.Request, response: web.StreamResponse, session: Session) -> None:
     """End the session for good: its token is revoked (refused on the JSON API too) and the cookie cleared."""
-    await services.revoke_dashboard_token(request.app[GATEWAY], session.token)
+    await revoke_dashboard_token(request.app[GATEWAY], session.token)
     end_session(response)
 
 
@@ -134,13 +133,13 @@ async def current_session(request: web.Request) -> Session | None:
 async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) -> Session | None:
     """The session a dashboard JWT stands for, None when it is invalid, revoked or its account disabled."""
     try:
-        claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
+        claims = decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
     except Unauthorized:
         return None
-    row = await accounts.get_merchant(gateway.db, claims["sub"])
+    row = await get_merchant(gateway.db, claims["sub"])
     if row is None or not row["enabled"] or int(row["token_version"]) != claims.get("tv", 0):
         return None
-    if await services.dashboard_token_revoked(gateway, claims):
+    if await dashboard_token_revoked(gateway, claims):
         return None
     return Session(merchant_id=row["id"], email=row["email"], csrf=_mac(gateway, f"csrf{_SEP}{token}"),
                    totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]),
@@ -170,15 +169,15 @@ async def ended_because(request: web.Request) -> str | None:
         return "session-invalid"
     token, _, seen = found
     try:  # now=0: any expiry passes here; it is judged below, after the reasons that matter more
-        claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, 0)
+        claims = decode_dashboard_token(gateway.require_secrets().jwt_secret, token, 0)
     except Unauthorized:
         return "session-invalid"
-    row = await accounts.get_merchant(gateway.db, claims["sub"])
+    row = await get_merchant(gateway.db, claims["sub"])
     if row is None:
         return "session-invalid"
     if not row["enabled"]:
         return "account-disabled"
-    if await services.dashboard_token_revoked(gateway, claims):
+    if await dashboard_token_revoked(gateway, claims):
         return "session-signed-out"
     if int(row["token_version"]) != claims.get("tv", 0):
         return "session-revoked"

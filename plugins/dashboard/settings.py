@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.config import ConfigError
+from ...api import ConfigError
 
 PLUGIN_NAME = "dashboard"
 DEFAULT_IDLE_MINUTES = 30

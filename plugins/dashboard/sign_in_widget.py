@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core import services
-from ...core.pages import SignInWidget
+from ...api import SignInWidget, form_widget
 
 
 async def widget_for(gateway: Any) -> SignInWidget | None:
-    """The widget to render, or None (``services.form_widget``, shared with public forms)."""
-    return await services.form_widget(gateway)
+    """The widget to render, or None (``form_widget``, shared with public forms)."""
+    return await form_widget(gateway)

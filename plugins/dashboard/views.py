@@ -19,10 +19,7 @@ from urllib.parse import quote, urlencode
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...core.errors import ApiError
-from ...web.form_body import read_form
-from ...web.keys import GATEWAY
-from ...web.pages import html_page, page_security_headers
+from ...api import ApiError, GATEWAY, html_page, page_security_headers, read_form
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
 # The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.

@@ -21,8 +21,7 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ...core.config import Config, ConfigError, checked_block
-from ...core.plugins import hookimpl
+from ...api import Config, ConfigError, checked_block, hookimpl
 from .venue import DevnetVenue, Knobs
 
 PLUGIN_NAME = "devnet_venue"

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field, replace
 from decimal import ROUND_DOWN, ROUND_UP, Decimal
 from typing import Callable
 
-from ...core.coins import Coin, CoinRegistry
+from ...api import Coin, CoinRegistry
 from ..swaps.venues import (
-    EXCHANGING, FAILED, FINISHED, REFUNDED, WAITING, SwapVenue, VenueOrder, VenueQuote, VenueRefused, VenueStatus,
-    VenueUnavailable,
+    EXCHANGING, FAILED, FINISHED, REFUNDED, SwapVenue, VenueOrder, VenueQuote, VenueRefused, VenueStatus,
+    VenueUnavailable, WAITING,
 )
 
 QUOTE_SECONDS = 600

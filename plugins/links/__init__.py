@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, openapi, store
 from .routes_dashboard import routes as dashboard_routes
 from .routes_public import routes as public_routes

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.errors import ValidationError
-from ...core.pages import DashboardView
-from ...web.validation import form_integer
+from ...api import DashboardView, ValidationError, form_integer
 from . import store
 from .routes_dashboard import create_link
 from .views import DEFAULT_LABEL, embed_snippet, link_view

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...web.middlewares import client_ip, count_request
-from ...web.keys import gateway_of
+from ...api import client_ip, count_request, gateway_of
 from .settings import settings_of
 
 

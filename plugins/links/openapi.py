@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, Param, envelope, html, obj, redirect, ref
+from ...api.openapi import Op, Param, envelope, html, obj, redirect, ref
 
 TAG = "Dashboard: payment links"
 PAGES = "Hosted pages"

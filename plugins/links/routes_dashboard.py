@@ -6,14 +6,10 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import InvalidRequest, ValidationError
-from ...core.money import AmountError
-from ...core.prices import FIAT_CURRENCIES
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
-from ...web.validation import Field, validate
+from ...api import (
+    AmountError, FIAT_CURRENCIES, Field, InvalidRequest, ValidationError, check_receivable, envelope, gateway_of,
+    merchant_record, principal_of, read_json, requires, validate,
+)
 from . import store
 from .views import DEFAULT_LABEL, embed_snippet, link_view
 
@@ -45,8 +41,8 @@ async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -
         raise ValidationError({"fiat_currency": "is required with amount_fiat"})
     if clean["amount"] is not None and clean["fiat_currency"]:
         raise ValidationError({"fiat_currency": "prices a link in fiat; a native amount takes none"})
-    merchant = await services.merchant_record(gateway, merchant_id)
-    services.check_receivable(gateway, merchant, clean["coin"])
+    merchant = await merchant_record(gateway, merchant_id)
+    check_receivable(gateway, merchant, clean["coin"])
     units = None
     if clean["amount"] is not None:
         try:

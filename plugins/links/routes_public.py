@@ -20,15 +20,10 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import ApiError, ValidationError
-from ...core.gateway import Gateway
-from ...core.maintenance import refuse_in_maintenance
-from ...core.money import AmountError, parse_decimal
-from ...core.views import PaymentView
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.pages import html_page, render_page
+from ...api import (
+    AmountError, ApiError, Gateway, PaymentView, ValidationError, create_invoice, gateway_of, html_page,
+    page_branding_for, parse_decimal, rate_class, refuse_in_maintenance, render_page,
+)
 from . import store, visitors
 from .minting import pay_page, spend_mint_budget
 from .settings import PLUGIN_NAME, settings_of
@@ -75,7 +70,7 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
 
 async def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str = "", error: str | None = None,
                   status: int = 200) -> web.Response:
-    branding = await services.page_branding_for(gateway_of(request), link["merchant_id"])
+    branding = await page_branding_for(gateway_of(request), link["merchant_id"])
     return render_page(request, "links/prompt.html", {
         "slug": link["slug"], "description": link["description"], "coin": link["coin"],
         "currency": _prompt_currency(link), "amount": amount, "error": error,
@@ -92,7 +87,7 @@ async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, 
     async def count_use(payment: PaymentView) -> None:
         await store.count_use(gateway, link["id"], payment.track_id)
 
-    invoice = await services.create_invoice(
+    invoice = await create_invoice(
         gateway, link["merchant_id"], amount=amount, currency=currency, coins=[link["coin"]],
         lifetime_minutes=None if link["lifetime_minutes"] is None else int(link["lifetime_minutes"]),
         description=link["description"], order_id=f"link:{link['slug']}", in_transaction=count_use,
@@ -115,7 +110,7 @@ def _fixed_price(gateway: Gateway, link: Mapping[str, Any]) -> tuple[Decimal, st
 
 async def _preview(request: web.Request, link: Mapping[str, Any], price: tuple[Decimal, str]) -> web.Response:
     """What a link unfurler or prefetch gets instead of a new invoice (``visitors.py``)."""
-    branding = await services.page_branding_for(gateway_of(request), link["merchant_id"])
+    branding = await page_branding_for(gateway_of(request), link["merchant_id"])
     amount, currency = price
     return render_page(request, "links/preview.html", {
         "slug": link["slug"], "description": link["description"], "amount": format(amount, "f"),

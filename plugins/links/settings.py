@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...core.config import ConfigError
+from ...api import ConfigError
 
 PLUGIN_NAME = "links"
 DEFAULT_MINT_PER_MINUTE = 10

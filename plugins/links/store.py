@@ -10,11 +10,12 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
-from ...core.errors import Gone
+from ...api import (
+    Gone, delete_rows_naming, insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Row = Mapping[str, Any]
 # Lower-case letters and digits without the look-alikes (0/o, 1/l/i): 31 symbols, 12 of them ~59 bits.
@@ -31,7 +32,7 @@ def is_slug(text: str) -> bool:
 
 
 async def count(gateway: "Gateway", merchant_id: str) -> int:
-    return await services.merchant_row_count(gateway, "payment_links", merchant_id)
+    return await merchant_row_count(gateway, "payment_links", merchant_id)
 
 
 async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int | None, amount_fiat: str | None,
@@ -45,12 +46,12 @@ async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int
            "fiat_currency": fiat_currency, "lifetime_minutes": lifetime, "description": description,
            "enabled": True, "uses": 0, "created_at": now, "updated_at": now}
     # 31**12 slugs: a collision is astronomically rare, and the UNIQUE constraint would refuse it loudly.
-    await gateway.db.execute(services.insert_statement("payment_links", row), row)
+    await gateway.db.execute(insert_statement("payment_links", row), row)
     return await get(gateway, merchant_id, link_id)
 
 
 async def get(gateway: "Gateway", merchant_id: str, link_id: str) -> Row:
-    return await services.merchant_row(gateway, "payment_links", merchant_id, link_id)
+    return await merchant_row(gateway, "payment_links", merchant_id, link_id)
 
 
 async def by_slug(gateway: "Gateway", slug: str) -> Row | None:
@@ -60,13 +61,13 @@ async def by_slug(gateway: "Gateway", slug: str) -> Row | None:
 
 
 async def list_for(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    return await services.merchant_rows(gateway, "payment_links", merchant_id)
+    return await merchant_rows(gateway, "payment_links", merchant_id)
 
 
 async def set_enabled(gateway: "Gateway", merchant_id: str, link_id: str, enabled: bool) -> Row:
     await get(gateway, merchant_id, link_id)
-    await services.update_row(gateway, "payment_links", link_id, {"enabled": enabled, "updated_at": gateway.now()},
-                              merchant_id=merchant_id)
+    await update_row(gateway, "payment_links", link_id, {"enabled": enabled, "updated_at": gateway.now()},
+                     merchant_id=merchant_id)
     return await get(gateway, merchant_id, link_id)
 
 
@@ -102,4 +103,4 @@ async def minted_by(gateway: "Gateway", link_id: str, track_id: str) -> bool:
 
 async def forget_invoices(gateway: "Gateway", track_ids: list[str]) -> None:
     """The ``payments_pruning`` hook: these unpaid invoices are being deleted; their rows go too (``uses`` stays)."""
-    await services.delete_rows_naming(gateway, "payment_link_invoices", "track_id", track_ids)
+    await delete_rows_naming(gateway, "payment_link_invoices", "track_id", track_ids)

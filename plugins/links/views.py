@@ -6,7 +6,7 @@ from typing import Any, Mapping
 
 from markupsafe import escape
 
-from ...core.gateway import Gateway
+from ...api import Gateway
 
 DEFAULT_LABEL = "Donate crypto"  # SPEC 4.14, donate.js's own default
 

@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from aiohttp import web
 
-from ...core import services
+from ...api import find_payment
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 # Lower-case fragments of User-Agent strings of link unfurlers, crawlers and preview services.
 PREVIEW_AGENTS = re.compile(
@@ -62,7 +62,7 @@ async def open_invoice(gateway: "Gateway", request: web.Request, link: Mapping[s
     track_id = request.cookies.get(_cookie(link), "")
     if not 0 < len(track_id) <= 64 or not await store.minted_by(gateway, link["id"], track_id):
         return None
-    payment = await services.find_payment(gateway, track_id)
+    payment = await find_payment(gateway, track_id)
     return track_id if payment is not None and payment.is_open else None
 
 

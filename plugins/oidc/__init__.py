@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import landings, openapi
 from .config import settings_of
 from .routes import routes

@@ -8,7 +8,7 @@ from .provider import Provider
 from .settings import PLUGIN_NAME, OidcSettings, parse_settings
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 _SETTINGS = "oidc.settings"
 _PROVIDER = "oidc.provider"

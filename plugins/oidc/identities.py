@@ -12,7 +12,7 @@
 
 A disabled account is refused at every step (403 ``merchant_disabled``) and
 is not linked. Accounts are read and created only through
-``orbchain.core.services``; this module's SQL touches the plugin's table.
+``orbchain.api``; this module's SQL touches the plugin's table.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...core import services
-from ...core.errors import Conflict, Forbidden
-from ...core.maintenance import refuse_in_maintenance
+from ...api import (
+    AccountSession, Conflict, Forbidden, account_by_email, create_account, refuse_in_maintenance, sign_in_account,
+)
 from .provider import Identity
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger("orbchain.plugins.oidc")
 
@@ -57,29 +57,29 @@ async def _touch(gateway: "Gateway", identity: Identity) -> None:
         {"now": gateway.now(), "e": identity.email, "i": identity.issuer, "s": identity.subject})
 
 
-async def sign_in(gateway: "Gateway", identity: Identity) -> services.AccountSession:
+async def sign_in(gateway: "Gateway", identity: Identity) -> AccountSession:
     """The session for ``identity`` under the linking rule above; raises 403 when refused."""
     merchant_id = await _linked_merchant(gateway, identity)
     if merchant_id is not None:
-        session = await services.sign_in_account(gateway, merchant_id)
+        session = await sign_in_account(gateway, merchant_id)
         await _touch(gateway, identity)
         return session
     if not identity.email or not identity.email_verified:
         raise EmailNotVerified()
-    account = await services.account_by_email(gateway, identity.email)
+    account = await account_by_email(gateway, identity.email)
     if account is None:
         refuse_in_maintenance(gateway)  # like POST /dashboard/auth/signup; signing in to an account still works
         try:
-            session = await services.create_account(gateway, identity.email)
+            session = await create_account(gateway, identity.email)
         except Conflict:  # another sign-in created it a moment ago: link to it instead
-            account = await services.account_by_email(gateway, identity.email)
+            account = await account_by_email(gateway, identity.email)
             if account is None:
                 raise
         else:
             await _link(gateway, identity, session.merchant_id, session.email)
             log.info("merchant %s created through identity-provider sign-in", session.merchant_id)
             return session
-    session = await services.sign_in_account(gateway, account.merchant_id)  # refuses a disabled account
+    session = await sign_in_account(gateway, account.merchant_id)  # refuses a disabled account
     await _link(gateway, identity, account.merchant_id, account.email)
     log.info("identity-provider sign-in linked to merchant %s (verified e-mail)", account.merchant_id)
     return session

@@ -30,12 +30,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from aiohttp import web
 
-from ...core.errors import Forbidden, InvalidRequest
-from ...core.services import AccountSession
+from ...api import AccountSession, Forbidden, InvalidRequest
 from .logins import secret_hash
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
     from .settings import OidcSettings
 

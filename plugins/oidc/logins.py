@@ -23,7 +23,7 @@ import secrets
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 COOKIE_NAME = "orbchain_oidc"
 _STATE = re.compile(r"[A-Za-z0-9_-]{1,128}")  # secrets.token_urlsafe

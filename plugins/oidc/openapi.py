@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, Param, html, redirect
+from ...api.openapi import Op, Param, html, redirect
 from .settings import CALLBACK_PATH
 
 TAG = "Dashboard: account"

@@ -16,7 +16,7 @@ import base64
 import json
 from typing import Any
 
-from ...core.services import AccountSession
+from ...api import AccountSession
 
 FRAGMENT_KEY = "google-auth"
 

@@ -13,10 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core.errors import InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.pages import html_page
+from ...api import InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, gateway_of, html_page, rate_class
 from . import identities, landings, logins, payload
 from .config import provider_of
 from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import ConfigError
+from ...api import ConfigError
 
 PLUGIN_NAME = "oidc"
 # Google's published discovery document; any OpenID Connect provider works.

@@ -8,7 +8,7 @@ core services are used (``merchant_record``, ``available_balance``,
 
 from __future__ import annotations
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from pathlib import Path
 
 from . import dashboard, openapi

@@ -6,10 +6,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...core import services
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope
-from ...web.keys import gateway_of
+from ...api import available_balance, envelope, gateway_of, merchant_record, principal_of, requires
 from .valuation import portfolio
 
 routes = web.RouteTableDef()
@@ -24,12 +21,12 @@ async def show(request: web.Request) -> web.Response:
 
 async def merchant_portfolio(gateway: Any, merchant_id: str) -> dict[str, Any]:
     """The portfolio of one merchant (the route's answer and the dashboard page's)."""
-    merchant = await services.merchant_record(gateway, merchant_id)
+    merchant = await merchant_record(gateway, merchant_id)
     holdings = []
     for symbol in merchant.accepted_coins:
         coin = gateway.coins.get(symbol)
         if coin is not None:  # a coin whose chain plugin was removed has no decimals to format with
-            holdings.append((coin, await services.available_balance(gateway, merchant.merchant_id, symbol)))
+            holdings.append((coin, await available_balance(gateway, merchant.merchant_id, symbol)))
     service = gateway.services.get("prices")
     quotes = await service.quotes() if service is not None else {}
     return portfolio(merchant.account_id, holdings, quotes, gateway.clock())

@@ -12,7 +12,7 @@ from __future__ import annotations
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Any, Mapping, Sequence
 
-from ...core.prices import CACHE_SECONDS, Quote
+from ...api import CACHE_SECONDS, Quote
 
 FRESH_SECONDS = CACHE_SECONDS  # SPEC 4.7: spot prices cached 60 s
 STALE_LIMIT_SECONDS = 600  # SPEC 4.7: stale-tolerated 10 min

@@ -7,14 +7,14 @@ each share to the ledger from ``platform:fees`` when the credit is posted
 (``ledger_posted``), reverses it when the deposit is reversed, and a job
 catches up on anything a crash kept from the hook. ``GET
 /dashboard/referrals`` reports it. Core data only through
-``orbchain.core.services``; the plugin's own table is ``referral_earnings``.
+``orbchain.api``; the plugin's own table is ``referral_earnings``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, openapi
 from .earnings import CATCH_UP_SECONDS, catch_up, on_posted
 from .routes import routes

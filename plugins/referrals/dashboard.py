@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.pages import DashboardView
+from ...api import DashboardView
 from .stats import referral_stats
 
 

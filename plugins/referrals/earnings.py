@@ -17,12 +17,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import ledger, services
-from ...core.ledger_accounts import PLATFORM_FEES, merchant_available
+from ...api import (
+    MerchantRecord, PLATFORM_FEES, ledger, ledger_history, merchant_available, merchant_record, reversed_references,
+    usd_units,
+)
 from .terms import earning_units, eligibility_ends_at
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,7 @@ def _platform_fee(txn: Mapping[str, Any]) -> tuple[str, int] | None:
 
 
 async def earn(gateway: "Gateway", txn: Mapping[str, Any],
-               merchants: dict[str, services.MerchantRecord] | None = None) -> bool:
+               merchants: dict[str, MerchantRecord] | None = None) -> bool:
     """Pay the referrer its share of this credit's platform fee; True when something was posted.
     ``merchants`` caches merchant records across calls (the catch-up job)."""
     fee = _platform_fee(txn)
@@ -49,17 +51,17 @@ async def earn(gateway: "Gateway", txn: Mapping[str, Any],
     coin, fee_units = fee
     referee = merchants.get(txn["merchant_id"]) if merchants is not None else None
     if referee is None:
-        referee = await services.merchant_record(gateway, txn["merchant_id"])
+        referee = await merchant_record(gateway, txn["merchant_id"])
         if merchants is not None:
             merchants[referee.merchant_id] = referee
     if referee.referrer_id is None or txn["created_at"] >= eligibility_ends_at(referee.signed_up_at):
         return False
     earning = earning_units(fee_units)
-    if earning <= 0 or await services.reversed_references(gateway, [txn["reference"]]):
+    if earning <= 0 or await reversed_references(gateway, [txn["reference"]]):
         return False  # a credit already reversed earns nothing
     reference = f"referral:{txn['reference']}"
-    fee_usd = await services.usd_units(gateway, coin, fee_units)
-    earning_usd = await services.usd_units(gateway, coin, earning)
+    fee_usd = await usd_units(gateway, coin, fee_units)
+    earning_usd = await usd_units(gateway, coin, earning)
     db = gateway.db
     async with db.transaction():
         posted = await ledger.post(
@@ -117,9 +119,9 @@ async def catch_up(gateway: "Gateway") -> int:
         "SELECT source_txn_id FROM referral_earnings WHERE created_at >= :start AND reversed = FALSE",
         {"start": start})
     earned = {row["source_txn_id"] for row in rows}
-    merchants: dict[str, services.MerchantRecord] = {}
+    merchants: dict[str, MerchantRecord] = {}
     posted = 0
-    async for txn in services.ledger_history(gateway, start, now + 1, KINDS):
+    async for txn in ledger_history(gateway, start, now + 1, KINDS):
         if txn["kind"] == "deposit" and txn["id"] in earned:
             continue
         try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, envelope, obj, ref
+from ...api.openapi import Op, envelope, obj, ref
 
 STRING, INTEGER, BOOLEAN = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
 USD = {"type": "string", "description": "US dollars, exact decimal (valued when each fee was earned)."}

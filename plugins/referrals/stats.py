@@ -9,21 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...core import services
-from ...core.money import format_units
+from ...api import USD_DECIMALS, format_units, merchant_record, referred_merchants
 from .terms import ELIGIBILITY_MONTHS, RATE_BPS, eligibility_ends_at
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 
 def usd(units: int) -> str:
-    return format_units(int(units), services.USD_DECIMALS)
+    return format_units(int(units), USD_DECIMALS)
 
 
 async def referral_stats(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
-    me = await services.merchant_record(gateway, merchant_id)
-    referees = await services.referred_merchants(gateway, merchant_id)
+    me = await merchant_record(gateway, merchant_id)
+    referees = await referred_merchants(gateway, merchant_id)
     rows = await gateway.db.fetch_all(
         "SELECT referee_id, SUM(fee_usd) AS fees, SUM(earning_usd) AS earned FROM referral_earnings"
         " WHERE referrer_id = :m AND reversed = FALSE GROUP BY referee_id", {"m": merchant_id})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, openapi
 from .routes import routes
 from .tick import JOB_NAME, TICK_SECONDS, run_schedules

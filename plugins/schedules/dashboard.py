@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.errors import ValidationError
-from ...core.pages import DashboardView
-from ...web.validation import form_integer
+from ...api import DashboardView, ValidationError, form_integer
 from . import store
 from .routes import MAX_INTERVAL, MIN_INTERVAL, create_schedule, schedule_view
 

@@ -6,13 +6,10 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import InvalidRequest, ValidationError
-from ...core.gateway import Gateway
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
-from ...web.validation import Field, validate
+from ...api import (
+    Field, Gateway, InvalidRequest, ValidationError, envelope, gateway_of, payout_amount, payout_destination,
+    principal_of, read_json, requires, validate,
+)
 from . import store
 
 routes = web.RouteTableDef()
@@ -49,8 +46,8 @@ async def create_schedule(gateway: Gateway, merchant_id: str, body: Mapping[str,
         Field("min_amount", "amount", required=True), Field("interval_sec", "int", required=True,
                                                              minimum=MIN_INTERVAL, maximum=MAX_INTERVAL),
     ])
-    destination = services.payout_destination(gateway, clean["coin"], clean["destination"])
-    units = services.payout_amount(gateway, clean["coin"], clean["min_amount"], "min_amount")
+    destination = payout_destination(gateway, clean["coin"], clean["destination"])
+    units = payout_amount(gateway, clean["coin"], clean["min_amount"], "min_amount")
     if await store.count(gateway, merchant_id) >= MAX_SCHEDULES:
         raise InvalidRequest(f"at most {MAX_SCHEDULES} payout schedules", code="too_many_schedules")
     row = await store.insert(gateway, merchant_id, coin=clean["coin"], destination=destination, min_amount=units,
@@ -80,7 +77,7 @@ async def patch(request: web.Request) -> web.Response:
     if not changes:
         raise ValidationError({"body": "give at least one of enabled, min_amount, interval_sec"})
     if "min_amount" in changes:
-        changes["min_amount"] = services.payout_amount(gateway, current["coin"], changes["min_amount"], "min_amount")
+        changes["min_amount"] = payout_amount(gateway, current["coin"], changes["min_amount"], "min_amount")
     row = await store.update(gateway, merchant_id, current["id"], changes)
     return envelope(schedule_view(gateway, row))
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
+from ...api import insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Row = Mapping[str, Any]
 COLUMNS = ("id", "merchant_id", "coin", "destination", "min_amount", "interval_sec", "enabled", "last_run_at",
@@ -20,7 +20,7 @@ COLUMNS = ("id", "merchant_id", "coin", "destination", "min_amount", "interval_s
 
 
 async def count(gateway: "Gateway", merchant_id: str) -> int:
-    return await services.merchant_row_count(gateway, "payout_schedules", merchant_id)
+    return await merchant_row_count(gateway, "payout_schedules", merchant_id)
 
 
 async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, destination: str, min_amount: int,
@@ -29,16 +29,16 @@ async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, destination
     row = {"id": "sch_" + secrets.token_hex(8), "merchant_id": merchant_id, "coin": coin,
            "destination": destination, "min_amount": gateway.db.amount_param(min_amount),
            "interval_sec": interval_sec, "enabled": True, "next_run_at": now + interval_sec, "created_at": now}
-    await gateway.db.execute(services.insert_statement("payout_schedules", row), row)
+    await gateway.db.execute(insert_statement("payout_schedules", row), row)
     return await get(gateway, merchant_id, row["id"])
 
 
 async def get(gateway: "Gateway", merchant_id: str, schedule_id: str) -> Row:
-    return await services.merchant_row(gateway, "payout_schedules", merchant_id, schedule_id)
+    return await merchant_row(gateway, "payout_schedules", merchant_id, schedule_id)
 
 
 async def list_for(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    return await services.merchant_rows(gateway, "payout_schedules", merchant_id)
+    return await merchant_rows(gateway, "payout_schedules", merchant_id)
 
 
 async def update(gateway: "Gateway", merchant_id: str, schedule_id: str, changes: Mapping[str, Any]) -> Row:
@@ -47,7 +47,7 @@ async def update(gateway: "Gateway", merchant_id: str, schedule_id: str, changes
         values = dict(changes)
         if "min_amount" in values:
             values["min_amount"] = gateway.db.amount_param(values["min_amount"])
-        await services.update_row(gateway, "payout_schedules", schedule_id, values, merchant_id=merchant_id)
+        await update_row(gateway, "payout_schedules", schedule_id, values, merchant_id=merchant_id)
     return await get(gateway, merchant_id, schedule_id)
 
 

@@ -14,12 +14,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
-from ...core.errors import ApiError
+from ...api import ApiError, available_balance, request_payout
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -44,13 +43,13 @@ async def run_schedules(gateway: "Gateway") -> int:
     now = gateway.now()
     paid = 0
     for row in await store.due(gateway, now, BATCH):
-        balance = await services.available_balance(gateway, row["merchant_id"], row["coin"])
+        balance = await available_balance(gateway, row["merchant_id"], row["coin"])
         if balance <= 0 or balance < gateway.db.to_int(row["min_amount"]):
             continue  # stays due: it fires on the first tick that finds enough money
         if not await store.claim(gateway, row, now=now, next_run_at=next_run(row, now)):
             continue  # another tick took this run
         try:
-            payout = await services.request_payout(
+            payout = await request_payout(
                 gateway, row["merchant_id"], coin=row["coin"], destination=row["destination"], amount=balance,
                 idempotency_key=idempotency_key(row), description=f"payout schedule {row['id']}")
         except ApiError as exc:

@@ -7,12 +7,12 @@ The plugin uses only the contract: ``register_payment_fields`` for the field
 (and its exclusion of ``settlement_coin``), ``filter_credit_postings`` to cut each
 credited deposit's net into shares inside the crediting transaction,
 ``deposit_credited`` / a job to turn address shares into payouts through
-``services.request_payout``, ``deposit_reversed`` for reorgs.
+``request_payout``, ``deposit_reversed`` for reorgs.
 """
 
 from __future__ import annotations
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import openapi
 from .credit import split_postings
 from .entries import FIELD, parse, store

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ...core import ledger
+from ...api import ledger
 from .arithmetic import distribute
 from .entries import entries_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import Credit
+    from ...api import Gateway
+    from ...api import Credit
 
 PENDING = "pending"
 REQUESTED = "requested"

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ...core import services
-from ...core.errors import InvalidRequest, NotFound, ValidationError
+from ...api import InvalidRequest, NotFound, ValidationError, merchant_record, payout_destination
 from .arithmetic import MAX_SPLITS, TOTAL_BPS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import PaymentView
+    from ...api import Gateway
+    from ...api import PaymentView
 
 FIELD = "splits"
 WHITE_LABEL = "white_label"
@@ -79,7 +78,7 @@ async def store(gateway: "Gateway", payment: "PaymentView", entries: tuple[Split
             await _require_merchant(gateway, index, entry.recipient_merchant_id)
         else:
             assert entry.recipient_address is not None
-            address = services.payout_destination(gateway, coin, entry.recipient_address)
+            address = payout_destination(gateway, coin, entry.recipient_address)
         rows.append({"t": payment.track_id, "p": index, "m": payment.merchant_id, "b": entry.bps,
                      "rm": entry.recipient_merchant_id, "ra": address, "now": gateway.now()})
     await gateway.db.execute_many(
@@ -89,7 +88,7 @@ async def store(gateway: "Gateway", payment: "PaymentView", entries: tuple[Split
 
 async def _require_merchant(gateway: "Gateway", index: int, merchant_id: str) -> None:
     try:
-        await services.merchant_record(gateway, merchant_id)
+        await merchant_record(gateway, merchant_id)
     except NotFound:
         raise InvalidRequest("split recipient not found", code="recipient_not_found",
                              detail={f"{FIELD}[{index}].recipient_merchant_id": "no such merchant"}) from None

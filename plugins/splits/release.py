@@ -2,7 +2,7 @@
 
 A share waits in ``splits:payouts:<merchant>`` (see ``credit.py``). Releasing
 it is one transaction: move it to the payment merchant's available balance
-and request the payout (``services.request_payout``, idempotency key
+and request the payout (``request_payout``, idempotency key
 ``splits:<deposit>:<position>``) from there, so the merchant can never spend
 it in between and a crash leaves either both or neither. Runs right after
 the credit (``deposit_credited``) and from a job every minute, which also
@@ -19,12 +19,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import ledger, services
-from ...core.errors import ApiError, ServiceUnavailable
+from ...api import ApiError, ServiceUnavailable, find_deposit, ledger, request_payout
 from .credit import FAILED, PENDING, REQUESTED, REVERSED, payouts_account
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +64,7 @@ async def release_pending(gateway: "Gateway") -> int:
 
 async def release(gateway: "Gateway", row: Mapping[str, Any]) -> int:
     """One share: 1 when its payout was requested now, else 0 (not due, failed or retried later)."""
-    deposit = await services.find_deposit(gateway, row["deposit_id"])
+    deposit = await find_deposit(gateway, row["deposit_id"])
     if deposit is None or deposit.status != CREDITED:
         return 0  # reorganised away (deposit_reversed marks it) or not credited yet
     db = gateway.db
@@ -99,7 +98,7 @@ async def _release_locked(gateway: "Gateway", row: Mapping[str, Any]) -> tuple[A
         kind="splits_release", merchant_id=merchant_id, memo=f"split payout of {row['track_id']}")
     values = {"d": row["deposit_id"], "p": row["position"], "now": gateway.now()}
     try:
-        payout = await services.request_payout(
+        payout = await request_payout(
             gateway, merchant_id, coin=row["coin"], destination=row["address"], amount=amount,
             idempotency_key=idempotency_key(row["deposit_id"], int(row["position"])),
             description=f"split of payment {row['track_id']}")
@@ -125,7 +124,7 @@ async def _note(gateway: "Gateway", key: tuple[str, int], error: str) -> None:
 
 async def mark_reversed(gateway: "Gateway", deposit_id: str) -> None:
     """The deposit's credit was reorganised away before its shares were released: they are not owed."""
-    deposit = await services.find_deposit(gateway, deposit_id)
+    deposit = await find_deposit(gateway, deposit_id)
     if deposit is not None and deposit.status == CREDITED:
         return  # credited again already: the rows stand
     await gateway.db.execute("UPDATE splits_payouts SET status = :r, updated_at = :now"

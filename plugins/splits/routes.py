@@ -6,12 +6,7 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import NotFound
-from ...core.gateway import Gateway
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope
-from ...web.keys import gateway_of
+from ...api import Gateway, NotFound, envelope, find_payment, gateway_of, principal_of, requires
 from .entries import entries_of
 
 routes = web.RouteTableDef()
@@ -39,7 +34,7 @@ def payout_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
 async def show_splits(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     track_id = request.match_info["track_id"]
-    payment = await services.find_payment(gateway, track_id)
+    payment = await find_payment(gateway, track_id)
     if payment is None or payment.merchant_id != principal_of(request).merchant_id:
         raise NotFound()
     rows = await gateway.db.fetch_all(

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import billing, dashboard, openapi, webhooks
 from .pages import routes as page_routes
 from .routes_api import SCOPES, routes as api_routes

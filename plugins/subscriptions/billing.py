@@ -8,7 +8,7 @@ Minting a period's invoice is three steps, each safe to repeat:
    (subscription, period_start, attempt) makes a second claim impossible,
    whatever the number of processes.
 2. **create** the core payment with that ``track_id``
-   (``services.create_invoice``); called again with the same id it returns
+   (``create_invoice``); called again with the same id it returns
    the payment already made instead of a second one.
 3. **open** (one transaction): ``minting`` -> ``open`` once, together with
    the ``subscription.invoiced`` webhook.
@@ -39,17 +39,15 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
-from ...core.db import is_unique_violation
-from ...core.errors import ApiError
+from ...api import ApiError, create_invoice, find_payment, is_unique_violation, new_track_id
 from . import store, webhooks
 from .enrolment import manage_url
 from .settings import DEFAULT_LIFETIME_MINUTES, read_settings
 from .store import ACTIVE, EXPIRED, FAILED, INV_EXPIRED, INV_PAID, MINTING, OPEN, PAUSED, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.services import PaymentRecord
+    from ...api import Gateway
+    from ...api import PaymentRecord
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +78,7 @@ async def run_billing(gateway: "Gateway") -> TickReport:
     report = TickReport()
     now = gateway.now()
     for invoice in await store.expired_open_invoices(gateway, now, BATCH):
-        record = await services.find_payment(gateway, invoice["track_id"])
+        record = await find_payment(gateway, invoice["track_id"])
         if record is not None:
             _count(report, await settle(gateway, record))
     for unfinished in await store.invoices_in(gateway, MINTING, BATCH):
@@ -137,7 +135,7 @@ async def claim_period(gateway: "Gateway", sub: Mapping[str, Any], plan: Mapping
         "id": "sinv_" + secrets.token_hex(10), "subscription_id": sub["id"],
         "merchant_id": sub["merchant_id"], "period_start": start,
         "period_end": start + int(plan["interval_sec"]), "attempt": int(sub["grace_count"]),
-        "track_id": services.new_track_id(), "amount_usd": plan["amount_usd"], "status": MINTING,
+        "track_id": new_track_id(), "amount_usd": plan["amount_usd"], "status": MINTING,
         "pay_url": None, "expires_at": None, "paid_coin": None, "paid_amount": None, "created_at": now,
         "resolved_at": None,
     }
@@ -169,7 +167,7 @@ async def mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> bool:
     sub = await store.subscription_row(gateway, invoice["subscription_id"])
     plan = await store.plan_of(gateway, invoice["merchant_id"], sub["plan_id"])
     pending = sub["status"] == PENDING
-    record = await services.create_invoice(
+    record = await create_invoice(
         gateway, invoice["merchant_id"], track_id=invoice["track_id"], amount=Decimal(invoice["amount_usd"]),
         currency="USD", coins=store.coins_of(plan), order_id=f"subscription:{sub['id']}",
         description=f"{plan['label']} (subscription)", email=sub["customer_email"],
@@ -195,7 +193,7 @@ async def payment_changed(gateway: "Gateway", track_id: str) -> None:
     try:
         if await store.invoice_by_track_id(gateway, track_id) is None:
             return  # not a subscription invoice: one indexed look-up
-        record = await services.find_payment(gateway, track_id)
+        record = await find_payment(gateway, track_id)
         if record is not None:
             await settle(gateway, record)
     except Exception:  # hooks must not raise; the tick settles it later

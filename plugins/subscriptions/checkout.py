@@ -21,13 +21,13 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from ...core.errors import ApiError, InvalidRequest, RateLimited
+from ...api import ApiError, InvalidRequest, RateLimited
 from . import billing, enrolment, store
 from .settings import read_settings
 from .store import EXPIRED, INV_EXPIRED, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 PENDING_CAP_CODE = "too_many_pending_enrolments"
 

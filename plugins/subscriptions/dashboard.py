@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.errors import ValidationError
-from ...core.pages import DashboardView
-from ...web.validation import form_integer
+from ...api import DashboardView, ValidationError, form_integer
 from . import enrolment, plans, store
 from .routes_api import new_plan
 

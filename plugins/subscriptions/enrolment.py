@@ -22,14 +22,12 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
-from ...core.errors import InvalidRequest, NotFound, ValidationError
-from ...web.validation import Field, validate
+from ...api import Field, InvalidRequest, NotFound, ValidationError, found, validate
 from . import store
 from .store import ACTIVE, CANCELLED, ENDED, EXPIRED, FAILED, PAUSED, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 MONTH_SECONDS = 30 * 86400  # the MRR's month (docs/decisions.md)
 START_AT_PAST = 86400  # start_at up to a day ago is read as now (docs/subscriptions.md)
@@ -170,7 +168,7 @@ async def cancel(gateway: "Gateway", subscription_id: str) -> None:
 
 
 async def _locked(gateway: "Gateway", subscription_id: str) -> Mapping[str, Any]:
-    return services.found(await store.lock_subscription(gateway, subscription_id))
+    return found(await store.lock_subscription(gateway, subscription_id))
 
 
 def _require(row: Mapping[str, Any], status: str, message: str) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, Param, envelope, html, obj, redirect, ref
+from ...api.openapi import Op, Param, envelope, html, obj, redirect, ref
 from .plans import MAX_INTERVAL, MIN_INTERVAL
 from .routes_api import SCOPE_CANCEL, SCOPE_CREATE, SCOPE_READ
 from .store import STATUSES

@@ -23,14 +23,11 @@ from typing import Any, Mapping
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...core import services
-from ...core.errors import ApiError, Forbidden, InvalidRequest, ValidationError
-from ...core.pages import SignInWidget, widget_token
-from ...web.form_body import read_form
-from ...web.keys import gateway_of
-from ...web.middlewares import client_ip, rate_class
-from ...web.pages import html_page, page_security_headers
-from ...web.validation import Field, validate
+from ...api import (
+    ApiError, Field, Forbidden, InvalidRequest, SignInWidget, ValidationError, check_public_form, client_ip,
+    form_widget, gateway_of, html_page, page_branding_for, page_security_headers, rate_class, read_form, validate,
+    widget_token,
+)
 from . import checkout, enrolment, store
 from .store import ACTIVE, PAUSED, PENDING
 
@@ -55,7 +52,7 @@ def every(seconds: int) -> str:
 async def _render(request: web.Request, template: str, context: Mapping[str, Any], merchant_id: str,
                   status: int = 200, widget: SignInWidget | None = None) -> web.Response:
     """A customer page, branded; ``widget`` (a captcha) adds its script, by nonce and origin, to that page only."""
-    branding = await services.page_branding_for(gateway_of(request), merchant_id)
+    branding = await page_branding_for(gateway_of(request), merchant_id)
     nonce = secrets.token_urlsafe(16) if widget else None
     response = aiohttp_jinja2.render_template(f"subscriptions/{template}", request, {
         **context, "branding": branding, "widget": widget, "nonce": nonce}, status=status)
@@ -64,10 +61,10 @@ async def _render(request: web.Request, template: str, context: Mapping[str, Any
 
 async def _form_page(request: web.Request, plan: Mapping[str, Any], *, values: Mapping[str, Any] | None = None,
                      errors: Mapping[str, str] | None = None, status: int = 200) -> web.Response:
-    """The enrolment form, with the captcha widget when a plugin asks for one (``services.form_widget``)."""
+    """The enrolment form, with the captcha widget when a plugin asks for one (``form_widget``)."""
     return await _render(request, "subscribe.html", {**_plan_context(plan), "values": values or {},
                                                      "errors": errors or {}}, plan["merchant_id"], status,
-                         widget=await services.form_widget(gateway_of(request)))
+                         widget=await form_widget(gateway_of(request)))
 
 
 def _not_found(request: web.Request, title: str, message: str) -> web.Response:
@@ -116,8 +113,8 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
     try:
         clean = validate(form, FORM_FIELDS)
-        await services.check_public_form(gateway, "subscribe", {"turnstile_token": widget_token(form)},
-                                         client_ip(request))
+        await check_public_form(gateway, "subscribe", {"turnstile_token": widget_token(form)},
+                                client_ip(request))
         pay_url = await checkout.enrol_pending(gateway, plan["id"], customer_ref=clean["customer_ref"],
                                                customer_email=clean["email"], client_ip=client_ip(request))
     except ValidationError as exc:

@@ -12,13 +12,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core import services
-from ...core.errors import InvalidRequest, ValidationError
-from ...web.validation import Field
+from ...api import Field, InvalidRequest, ValidationError, merchant_record
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 MIN_INTERVAL, MAX_INTERVAL = 3600, 31_536_000  # SPEC 8
 MAX_PLANS = 200  # per merchant (docs/decisions.md)
@@ -66,7 +64,7 @@ async def check_coins(gateway: "Gateway", merchant_id: str, coins: Sequence[str]
     not_receivable = [c for c in unique if not gateway.coins.require(c).receive_address]
     if not_receivable:
         raise ValidationError({"accepted_coins": f"cannot be received: {', '.join(not_receivable)}"})
-    accepted = (await services.merchant_record(gateway, merchant_id)).accepted_coins
+    accepted = (await merchant_record(gateway, merchant_id)).accepted_coins
     refused = [c for c in unique if c not in accepted]
     if refused:
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted",

@@ -13,10 +13,7 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...web.auth import principal_of, requires
-from ...web.envelope import data_only, envelope, read_json
-from ...web.keys import gateway_of
-from ...web.validation import Field, pagination, validate
+from ...api import Field, data_only, envelope, gateway_of, pagination, principal_of, read_json, requires, validate
 from . import enrolment, plans, store
 
 routes = web.RouteTableDef()

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.config import ConfigError, checked_block, int_setting
+from ...api import ConfigError, checked_block, int_setting
 
 PLUGIN_NAME = "subscriptions"
 KEYS = ("invoice_lifetime_minutes", "pending_per_ip", "unpaid_retention_days")

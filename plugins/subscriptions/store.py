@@ -13,10 +13,12 @@ import json
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...core import services
+from ...api import (
+    delete_rows_naming, found, insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Row = Mapping[str, Any]
 
@@ -43,7 +45,7 @@ def coins_of(plan: Row) -> list[str]:
 
 
 async def count_plans(gateway: "Gateway", merchant_id: str) -> int:
-    return await services.merchant_row_count(gateway, "subscription_plans", merchant_id)
+    return await merchant_row_count(gateway, "subscription_plans", merchant_id)
 
 
 async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amount_usd: str, interval_sec: int,
@@ -53,12 +55,12 @@ async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amoun
     row: dict[str, Any] = {"id": plan_id, "merchant_id": merchant_id, "label": label,
            "amount_usd": amount_usd, "interval_sec": interval_sec, "accepted_coins": json.dumps(list(accepted_coins)),
            "enabled": True, "created_at": now, "updated_at": now}
-    await gateway.db.execute(services.insert_statement("subscription_plans", row), row)
+    await gateway.db.execute(insert_statement("subscription_plans", row), row)
     return await plan_of(gateway, merchant_id, plan_id)
 
 
 async def plan_of(gateway: "Gateway", merchant_id: str, plan_id: str) -> Row:
-    return await services.merchant_row(gateway, "subscription_plans", merchant_id, plan_id)
+    return await merchant_row(gateway, "subscription_plans", merchant_id, plan_id)
 
 
 async def public_plan(gateway: "Gateway", plan_id: str) -> Row | None:
@@ -73,7 +75,7 @@ async def lock_plan(gateway: "Gateway", plan_id: str) -> Row | None:
 
 
 async def plans_of(gateway: "Gateway", merchant_id: str) -> list[Row]:
-    return await services.merchant_rows(gateway, "subscription_plans", merchant_id)
+    return await merchant_rows(gateway, "subscription_plans", merchant_id)
 
 
 async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, changes: Mapping[str, Any]) -> Row:
@@ -81,7 +83,7 @@ async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, change
     if "accepted_coins" in values:
         values["accepted_coins"] = json.dumps(list(values["accepted_coins"]))
     values["updated_at"] = gateway.now()
-    await services.update_row(gateway, "subscription_plans", plan_id, values, merchant_id=merchant_id)
+    await update_row(gateway, "subscription_plans", plan_id, values, merchant_id=merchant_id)
     return await plan_of(gateway, merchant_id, plan_id)
 
 
@@ -89,19 +91,19 @@ async def update_plan(gateway: "Gateway", merchant_id: str, plan_id: str, change
 
 
 async def insert_subscription(gateway: "Gateway", row: Mapping[str, Any]) -> None:
-    await gateway.db.execute(services.insert_statement("subscriptions", row), row)
+    await gateway.db.execute(insert_statement("subscriptions", row), row)
 
 
 async def subscription_of(gateway: "Gateway", merchant_id: str, subscription_id: str) -> Row:
     """A subscription with its plan's label, price and interval and its open invoice's pay URL."""
-    return services.found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",
-                                                     {"i": subscription_id, "m": merchant_id}))
+    return found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",
+                                            {"i": subscription_id, "m": merchant_id}))
 
 
 async def subscription_row(gateway: "Gateway", subscription_id: str) -> Row:
     """Any merchant's subscription (the tick's own look-up), as ``subscription_of`` shows it."""
-    return services.found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i",
-                                                     {"i": subscription_id}))
+    return found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i",
+                                            {"i": subscription_id}))
 
 
 async def subscription_by_token_hash(gateway: "Gateway", token_hash: str) -> Row | None:
@@ -158,7 +160,7 @@ async def lock_subscription(gateway: "Gateway", subscription_id: str) -> Row | N
 
 
 async def update_subscription(gateway: "Gateway", subscription_id: str, changes: Mapping[str, Any]) -> None:
-    await services.update_row(gateway, "subscriptions", subscription_id, {**changes, "updated_at": gateway.now()})
+    await update_row(gateway, "subscriptions", subscription_id, {**changes, "updated_at": gateway.now()})
 
 
 async def due_subscriptions(gateway: "Gateway", now: int, limit: int) -> list[str]:
@@ -173,7 +175,7 @@ async def due_subscriptions(gateway: "Gateway", now: int, limit: int) -> list[st
 
 
 async def insert_invoice(gateway: "Gateway", row: Mapping[str, Any]) -> None:
-    await gateway.db.execute(services.insert_statement("subscription_invoices", row), row)
+    await gateway.db.execute(insert_statement("subscription_invoices", row), row)
 
 
 async def invoice_by_track_id(gateway: "Gateway", track_id: str) -> Row | None:
@@ -208,12 +210,12 @@ async def open_invoice(gateway: "Gateway", invoice_id: str, *, pay_url: str, exp
 
 
 async def resolve_invoice(gateway: "Gateway", invoice_id: str, changes: Mapping[str, Any]) -> None:
-    await services.update_row(gateway, "subscription_invoices", invoice_id, changes)
+    await update_row(gateway, "subscription_invoices", invoice_id, changes)
 
 
 async def forget_invoices(gateway: "Gateway", track_ids: Sequence[str]) -> None:
     """Drop the invoice rows of these (pruned) payments, then every EXPIRED subscription left with none."""
-    await services.delete_rows_naming(gateway, "subscription_invoices", "track_id", track_ids)
+    await delete_rows_naming(gateway, "subscription_invoices", "track_id", track_ids)
     await gateway.db.execute(
         "DELETE FROM subscriptions WHERE status = :expired AND NOT EXISTS"
         " (SELECT 1 FROM subscription_invoices i WHERE i.subscription_id = subscriptions.id)",

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core.events import enqueue_event
+from ...api import enqueue_event
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 INVOICED, PAID, FAILED = "subscription.invoiced", "subscription.paid", "subscription.failed"
 EVENT_KINDS = {

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import dashboard, hookspecs, openapi, settle, venuein
 from .engine import JOB_NAME, JOB_SECONDS, run_swaps
 from .routes import routes

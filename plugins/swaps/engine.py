@@ -30,9 +30,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import ledger, services
-from ...core.deposits import complete_credit
-from ...core.errors import ApiError
+from ...api import ApiError, complete_credit, ledger, payout_statuses, request_payout
 from . import store, venuein
 from .service import LEDGER_KIND, SWAPIN_HELD, platform_fee, venue_account, venue_world
 from .settings import SwapSettings, read_settings
@@ -43,7 +41,7 @@ from .venues import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +186,7 @@ async def _pay_in(gateway: "Gateway", row: Swap, order: VenueOrder) -> None:
                 db, from_account=venue_account(row["venue"]), to_account=ledger.merchant_available(merchant_id),
                 coin=coin, amount=amount, reference=f"swap:{row['id']}:payin", kind=LEDGER_KIND,
                 merchant_id=merchant_id)
-            payout = await services.request_payout(
+            payout = await request_payout(
                 gateway, merchant_id, coin=coin, destination=order.deposit_address, amount=amount,
                 idempotency_key=f"swap:{row['id']}:payin", description=f"swap {row['id']} deposit")
             await store.move(gateway, row["id"], store.PENDING, payin_payout_id=payout.id)
@@ -202,7 +200,7 @@ async def _pay_in(gateway: "Gateway", row: Swap, order: VenueOrder) -> None:
 async def _follow_order(gateway: "Gateway", venue: SwapVenue, row: Swap, settings: SwapSettings) -> None:
     """PENDING: ask the venue where the order stands and act on a final answer."""
     if not row["funded"] and row["payin_payout_id"]:
-        statuses = await services.payout_statuses(gateway, [row["payin_payout_id"]])
+        statuses = await payout_statuses(gateway, [row["payin_payout_id"]])
         if statuses.get(row["payin_payout_id"]) == "Failed":  # the pipeline re-credited the merchant
             await fail(gateway, row, PAYIN_FAILED, refund=False)
             return

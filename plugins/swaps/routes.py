@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...core.errors import ValidationError
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.validation import pagination
+from ...api import ValidationError, envelope, gateway_of, pagination, principal_of, rate_class, read_json, requires
 from . import service, settle
 
 routes = web.RouteTableDef()

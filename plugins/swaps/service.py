@@ -1,7 +1,7 @@
 """Balance swaps without HTTP: quote, commit, read (SPEC 3.5, 4.12, 4.13).
 
 The dashboard routes and the mini-app call these functions; they take
-plain values and return plain dicts, raising ``orbchain.core.errors``.
+plain values and return plain dicts, raising ``orbchain.api`` errors.
 
 * ``quote`` asks the venue and changes nothing.
 * ``commit`` asks for a fresh quote, then in ONE database transaction
@@ -19,21 +19,18 @@ from datetime import datetime, UTC
 from decimal import ROUND_DOWN, Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import accounts, ledger, ledger_accounts
-from ...core.lockout import DASHBOARD_CHANNEL
-from ...core.errors import (
-    Conflict, Forbidden, InsufficientBalance, NotConfigured, NotFound, ServiceUnavailable, Unauthorized,
-    ValidationError,
+from ...api import (
+    AmountError, Conflict, Forbidden, InsufficientBalance, NotConfigured, NotFound, ServiceUnavailable, Unauthorized,
+    ValidationError, body_idempotency_key, ledger,
 )
-from ...core.money import AmountError
-from ...web.validation import body_idempotency_key
+from ...api.merchant import DASHBOARD_CHANNEL, require_merchant, verify_totp
+from .venues import SwapVenue, VenueQuote, VenueRefused, VenueUnavailable
 from . import store
 from .settings import read_settings
 from .venue_registry import venues_of
-from .venues import SwapVenue, VenueQuote, VenueRefused, VenueUnavailable
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 LEDGER_KIND = "swap"
 # XMR taken from the monero plugin's swap-in account waits here between conversion attempts (never a balance).
@@ -55,8 +52,8 @@ def venue_account(venue: str) -> str:
     This plugin's own account (the core opens none for venues); like the
     core's constructors it refuses a name that would spell another account.
     """
-    if not isinstance(venue, str) or not venue or ledger_accounts.SEPARATOR in venue:
-        raise ValueError(f"venue must be a non-empty string without {ledger_accounts.SEPARATOR!r}: {venue!r}")
+    if not isinstance(venue, str) or not venue or ledger.ACCOUNT_SEPARATOR in venue:
+        raise ValueError(f"venue must be a non-empty string without {ledger.ACCOUNT_SEPARATOR!r}: {venue!r}")
     return f"swap:{venue}"
 
 
@@ -161,12 +158,12 @@ async def quote(gateway: "Gateway", body: Mapping[str, Any]) -> dict[str, Any]:
 async def _step_up(gateway: "Gateway", merchant_id: str, code: Any, always: bool, channel: str) -> None:
     """TOTP: the mini-app always asks (SPEC 5.4); the dashboard when 2FA is on, as for transfers.
     A wrong code counts against ``channel``'s lockout (core/lockout.py)."""
-    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    merchant = await require_merchant(gateway.db, merchant_id)
     if not merchant["totp_enabled"]:
         if always:
             raise Forbidden("two-factor authentication must be set up first", code="totp_setup_required")
         return
-    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=channel):
+    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=channel):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
 
 

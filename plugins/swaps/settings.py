@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...core.config import Config, ConfigError, checked_block
+from ...api import Config, ConfigError, checked_block
 
 PLUGIN_NAME = "swaps"
 KEYS = ("venue", "fallback_bps", "create_timeout_seconds", "retry_seconds", "payout_addresses", "refund_addresses")

@@ -22,16 +22,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import ledger
-from ...core.errors import ValidationError
+from ...api import ValidationError, ledger
 from . import store, venuein
 from .service import pick_venue, platform_fee, venue_account
 from .settings import read_settings
 from .venue_registry import venues_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
-    from ...core.views import Credit, PaymentView
+    from ...api import Gateway
+    from ...api import Credit, PaymentView
 
 FIELD = "settlement_coin"
 WHITE_LABEL = "white_label"

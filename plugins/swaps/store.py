@@ -11,10 +11,10 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import services
+from ...api import default_settlement_coin, insert_statement, set_default_settlement_coin
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Row = Mapping[str, Any]
 
@@ -51,7 +51,7 @@ async def insert_swap(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, A
     for name in AMOUNT_COLUMNS:
         if values.get(name) is not None:
             values[name] = db.amount_param(values[name])
-    inserted = await db.fetch_one(services.insert_statement("swaps", values) + " ON CONFLICT DO NOTHING RETURNING *",
+    inserted = await db.fetch_one(insert_statement("swaps", values) + " ON CONFLICT DO NOTHING RETURNING *",
                                   values)
     return _clean(gateway, inserted)
 
@@ -164,8 +164,8 @@ async def locked_quote(gateway: "Gateway", track_id: str) -> dict[str, Any] | No
 
 async def default_coin(gateway: "Gateway", merchant_id: str) -> str | None:
     """The account's default settlement coin: the core account field (SPEC 2.7) this plugin decides with."""
-    return await services.default_settlement_coin(gateway, merchant_id)
+    return await default_settlement_coin(gateway, merchant_id)
 
 
 async def set_default_coin(gateway: "Gateway", merchant_id: str, coin: str | None) -> None:
-    await services.set_default_settlement_coin(gateway, merchant_id, coin)
+    await set_default_settlement_coin(gateway, merchant_id, coin)

@@ -42,14 +42,14 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from ...chains.monero import swapin as monero_swapin
 from ...chains.monero.adapter import CHAIN as MONERO, SYMBOL as XMR
-from ...core import ledger
+from ...api import ledger
 from . import store
 from .service import LEDGER_KIND, SWAPIN_HELD, venue_account
 from .settings import read_settings
 from .venue_registry import venues_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...core.plugins import call_collect
+from ...api import call_collect
 from .venues import SwapVenueRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger(__name__)
 

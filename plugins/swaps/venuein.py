@@ -37,10 +37,7 @@ import logging
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...chains.monero.adapter import CHAIN as MONERO, SYMBOL as XMR
-from ...core import services
-from ...core.errors import ServiceUnavailable, ValidationError
-from ...core.keys import AddressError
-from ...core.receive import ReceiveTarget
+from ...api import AddressError, ReceiveTarget, ServiceUnavailable, ValidationError, find_payment, fresh_receive_address
 from . import store
 from .service import venue_quote
 from .settings import read_settings
@@ -50,9 +47,9 @@ from .venues import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.coins import Coin
-    from ...core.gateway import Gateway
-    from ...core.views import Credit
+    from ...api import Coin
+    from ...api import Gateway
+    from ...api import Credit
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +79,7 @@ async def receive_target(gateway: "Gateway", payment: Mapping[str, Any], coin: "
         return None
     amount = int(amount)
     quote = await venue_quote(gateway, coin.symbol, to_coin, amount, venue)
-    payout = (await services.fresh_receive_address(gateway, merchant_id, to_coin)).address
+    payout = (await fresh_receive_address(gateway, merchant_id, to_coin)).address
     settings = read_settings(gateway.config)
     swap_id = store.new_swap_id()
     try:
@@ -240,7 +237,7 @@ async def follow(gateway: "Gateway", row: Mapping[str, Any]) -> None:
         # The payout is on its way to our address: the scanner credits it; the venue's figure is kept for the record.
         await _later(gateway, row, status.state, actual_to_amount=status.actual_to_amount, **hashes)
         return
-    payment = await services.find_payment(gateway, row["track_id"])
+    payment = await find_payment(gateway, row["track_id"])
     closed = (payment is None and gateway.now() > int(row["deadline_at"])) or (
         payment is not None and payment.status not in ("Waiting", "Paying"))
     if closed and not status.payin_hash:  # the payment's creation failed, or it expired unpaid

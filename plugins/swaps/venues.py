@@ -30,7 +30,7 @@ from __future__ import annotations
 import abc
 from dataclasses import dataclass
 
-from ...core.registries import Registry
+from ...api import Registry
 
 # Where an order stands at the venue (``VenueStatus.state``).
 WAITING = "waiting"        # order open, the source coin not received (or not confirmed) yet

@@ -10,7 +10,7 @@ linked chat gets notifications (``notify.py``); the mini-app page
 (``initdata.py``, ``session.py``) and shows balances, payments, receive
 addresses and prices, and sends payouts, transfers and swaps with a TOTP
 code every time (``wallet.py``). Written as a third-party package would be:
-hooks only, its own tables, core data through ``orbchain.core.services``.
+hooks only, its own tables, core data through ``orbchain.api``.
 See docs/telegram.md.
 """
 
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from . import bot, dashboard, linking, notify, openapi
 from .routes_app import routes as app_routes
 from .routes_link import routes as link_routes

@@ -25,7 +25,7 @@ from .botapi import BotApi, BotApiError
 from .settings import settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 log = logging.getLogger("orbchain.plugins.telegram")
 

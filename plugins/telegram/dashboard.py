@@ -15,8 +15,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...core.errors import ApiError, ValidationError
-from ...core.pages import DashboardView
+from ...api import ApiError, DashboardView, ValidationError
 from . import linking, store
 from .settings import settings_of
 

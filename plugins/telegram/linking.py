@@ -4,7 +4,7 @@ A link token in a URL proves only that the bot handed it to some chat; it
 says nothing about who opened it. So nothing binds a chat until the signed-in
 account holder has seen whose chat it is (the name and @username the bot
 recorded at ``/start``, never anything from the URL) and confirmed with the
-password, or a TOTP code when 2FA is on (``services.confirm_account_holder``:
+password, or a TOTP code when 2FA is on (``confirm_account_holder``:
 counted against the account's lockouts). ``complete_link`` does that for
 ``POST /dashboard/tg/link/complete`` and for the plugin's dashboard page
 (``dashboard.py``, ``/app/telegram``); the dashboard plugin's fragment
@@ -19,8 +19,8 @@ import re
 from typing import Any, Mapping, NamedTuple
 from urllib.parse import quote
 
-from ...core import accounts, services
-from ...core.errors import InvalidRequest, NotConfigured, ValidationError
+from ...api import InvalidRequest, NotConfigured, ValidationError, announce_security_event, confirm_account_holder
+from ...api.merchant import require_merchant
 from . import bot, link_tokens, store
 from .settings import settings_of
 
@@ -89,8 +89,8 @@ async def complete_link(gateway: Any, merchant_id: str, token: object, *, passwo
     binds nothing and leaves the token unspent.
     """
     pending = await pending_link(gateway, token)
-    await services.confirm_account_holder(gateway, merchant_id, password=password, totp_code=totp_code)
-    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    await confirm_account_holder(gateway, merchant_id, password=password, totp_code=totp_code)
+    merchant = await require_merchant(gateway.db, merchant_id)
     chat_id = pending.token.chat_id
     async with gateway.db.transaction():
         if not await store.spend(gateway, store.LINK, pending.text, pending.token.expires_at):
@@ -103,7 +103,7 @@ async def complete_link(gateway: Any, merchant_id: str, token: object, *, passwo
     for old in replaced:
         if (old["merchant_id"], int(old["chat_id"])) != (merchant_id, chat_id):
             await _announce_unlinked(gateway, old, RELINKED)
-    await services.announce_security_event(gateway, merchant_id, CHAT_LINKED, chat_details(pending.chat, chat_id))
+    await announce_security_event(gateway, merchant_id, CHAT_LINKED, chat_details(pending.chat, chat_id))
     return {"ok": True, "account_id": merchant["account_id"]}
 
 
@@ -121,8 +121,8 @@ async def unlink(gateway: Any, merchant_id: str, *, via: str) -> bool:
 
 async def _announce_unlinked(gateway: Any, link: Mapping[str, Any], via: str) -> None:
     chat_id = int(link["chat_id"])
-    await services.announce_security_event(gateway, link["merchant_id"], CHAT_UNLINKED,
-                                           {**chat_details(store.profile_of_row(link), chat_id), "via": via})
+    await announce_security_event(gateway, link["merchant_id"], CHAT_UNLINKED,
+                                  {**chat_details(store.profile_of_row(link), chat_id), "via": via})
 
 
 def link_view(link: Mapping[str, Any] | None) -> dict[str, Any]:

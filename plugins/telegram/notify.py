@@ -17,7 +17,7 @@ from .bot import text_message
 from .settings import settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 
 def _amount(gateway: "Gateway", coin: str, units: Any) -> str:

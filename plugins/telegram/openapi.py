@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...web.openapi import Op, Param, envelope, html, obj, redirect, ref
+from ...api.openapi import Op, Param, envelope, html, obj, redirect, ref
 
 LINKING, MINIAPP = "Messaging: linking", "Messaging: mini-app"
 JWT = ("jwt",)

@@ -12,15 +12,11 @@ import secrets
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...core import accounts, services
-from ...core.errors import Forbidden, NotFound, Unauthorized, ValidationError
-from ...core.qr import MAX_QR_DATA, qr_svg
-from ...core.security_events import SIGN_IN
-from ...web.envelope import envelope, read_json
-from ...web.keys import REQUEST_ID, gateway_of
-from ...web.middlewares import rate_class
-from ...web.pages import html_page
-from ...web.rate_identity import count_failure
+from ...api import (
+    Forbidden, MAX_QR_DATA, NotFound, REQUEST_ID, SIGN_IN, Unauthorized, ValidationError, announce_security_event,
+    count_failure, envelope, gateway_of, html_page, qr_svg, rate_class, read_json,
+)
+from ...api.merchant import accepted_coins, require_merchant
 from . import initdata, linking, session, store, wallet
 from .linking import require_enabled
 from .session import Handler, caller_of, miniapp_session
@@ -67,7 +63,7 @@ async def open_session(request: web.Request) -> web.Response:
     if link is None:
         raise Forbidden("this Telegram account is not linked: send /start to the bot", code="not_linked")
     merchant_id = link["merchant_id"]
-    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    merchant = await require_merchant(gateway.db, merchant_id)
     if not merchant["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
     # One session per init data: a copy of it (a log, a shoulder) opens nothing more.
@@ -75,12 +71,12 @@ async def open_session(request: web.Request) -> web.Response:
         await count_failure(request)
         raise Unauthorized("this init data was already used: open the mini-app again", code="init_data_replayed")
     token = session.issue(gateway, merchant_id, user.user_id, int(merchant["token_version"]), link["link_id"])
-    await services.announce_security_event(gateway, merchant_id, SIGN_IN, {
+    await announce_security_event(gateway, merchant_id, SIGN_IN, {
         "method": linking.MINIAPP, **linking.chat_details(store.profile_of_row(link), user.user_id)})
     return envelope({"token": token, "expires_in": session.SESSION_TTL, "merchant": {
         "id": merchant_id, "account_id": merchant["account_id"], "email": merchant["email"],
         "default_settlement_coin": await wallet.default_settlement_coin(gateway, merchant_id),
-        "accepted_coins": accounts.accepted_coins(merchant)}})
+        "accepted_coins": accepted_coins(merchant)}})
 
 
 def _for_caller(action: str, *, with_body: bool = False) -> Handler:

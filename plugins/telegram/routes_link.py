@@ -17,13 +17,10 @@ import json
 
 from aiohttp import web
 
-from ...core.errors import NotFound, Unauthorized, ValidationError
-from ...web.auth import principal_of, requires
-from ...web.envelope import envelope, read_json
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.pages import html_page, render_page
-from ...web.rate_identity import count_failure
+from ...api import (
+    NotFound, Unauthorized, ValidationError, count_failure, envelope, gateway_of, html_page, principal_of, rate_class,
+    read_json, render_page, requires,
+)
 from . import bot, link_tokens, linking, store
 from .settings import settings_of
 

@@ -21,14 +21,12 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 import jwt
 from aiohttp import web
 
-from ...core import accounts
-from ...core.errors import Forbidden, Unauthorized
-from ...web.keys import gateway_of
-from ...web.rate_identity import count_failure, refuse_if_blocked
+from ...api import Forbidden, Unauthorized, count_failure, gateway_of, refuse_if_blocked
+from ...api.merchant import get_merchant
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 SESSION_TTL = 3600  # SPEC 8: mini-app JWT 1 hour
 AUDIENCE = SOURCE = "tgapp"
@@ -77,7 +75,7 @@ async def caller_for(gateway: "Gateway", header: str) -> MiniAppCaller:
     if header[:7].lower() != "bearer " or not header[7:].strip():
         raise Unauthorized("missing token")
     claims = decode(gateway, header[7:].strip())
-    merchant = await accounts.get_merchant(gateway.db, claims["m"])
+    merchant = await get_merchant(gateway.db, claims["m"])
     if merchant is None or int(merchant["token_version"]) != claims.get("tv", 0):
         raise Unauthorized("invalid token")
     link = await store.link_for_chat(gateway, claims["tg"])

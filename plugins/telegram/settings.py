@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...core.config import ConfigError
+from ...api import ConfigError
 
 PLUGIN_NAME = "telegram"
 DEFAULT_API_BASE_URL = "https://api.telegram.org"

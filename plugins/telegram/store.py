@@ -8,7 +8,7 @@ import secrets
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 Row = Mapping[str, Any]
 MAX_ATTEMPTS = 5

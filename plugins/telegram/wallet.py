@@ -1,8 +1,8 @@
 """What the mini-app does with the money, without HTTP (SPEC 4.13).
 
 Reads go through the core's documented services; money moves only through
-the core's payout pipeline (``services.request_payout``), its internal
-transfer (``transfers.send_transfer``) and the swaps plugin's service
+the core's payout pipeline (``request_payout``), its internal
+transfer (``orbchain.api.merchant.send_transfer``) and the swaps plugin's service
 (``plugins/swaps/service.py``, ``totp_always``): the mini-app adds no
 ledger movement of its own. Payouts and swaps always need a TOTP code
 (SPEC 5.4): an account without 2FA gets 403 ``totp_setup_required``, a
@@ -20,20 +20,21 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...core import accounts, payments, services, transfers
-from ...core.auth import normalize_totp_code
-from ...core.errors import (
-    ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized, ValidationError,
+from ...api import (
+    AmountError, ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized,
+    ValidationError, available_balance, body_idempotency_key, payout_amount, payout_destination, receive_address,
+    request_payout,
 )
-from ...core.money import AmountError
-from ...web.routes.payments import balances_of
-from ...web.validation import body_idempotency_key
+from ...api.merchant import (
+    DASHBOARD, TransferRequest, balances_of, enable_totp, is_account_id, list_payments, normalize_totp_code,
+    require_merchant, send_transfer, start_totp_setup, verify_totp,
+)
 from . import store
 from .linking import MINIAPP
 from .settings import settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...core.gateway import Gateway
+    from ...api import Gateway
 
 RECENT_PAYMENTS = 10  # SPEC 4.13: the 10 most recent payments
 MAX_DESTINATION = 128  # SPEC 8: payout address max 128
@@ -47,7 +48,7 @@ async def balances(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
 
 
 async def recent_payments(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
-    listed = await payments.list_payments(gateway, merchant_id, limit=RECENT_PAYMENTS, offset=0, sort_order="desc")
+    listed = await list_payments(gateway, merchant_id, limit=RECENT_PAYMENTS, offset=0, sort_order="desc")
     return {"payments": listed["payments"]}
 
 
@@ -60,7 +61,7 @@ def network_label(gateway: "Gateway", symbol: str) -> str:
 
 async def receive(gateway: "Gateway", merchant_id: str, symbol: str) -> dict[str, Any]:
     """The standing address (SPEC 4.13); 400 missing_coin, coin_not_accepted, xmr_receive_unsupported."""
-    found = await services.receive_address(gateway, merchant_id, symbol)
+    found = await receive_address(gateway, merchant_id, symbol)
     return {"coin": found.coin, "address": found.address, "network_label": network_label(gateway, found.coin)}
 
 
@@ -76,7 +77,7 @@ async def prices(gateway: "Gateway") -> dict[str, Any]:
 
 
 async def mfa_status(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
-    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    merchant = await require_merchant(gateway.db, merchant_id)
     return {"totpEnabled": bool(merchant["totp_enabled"])}
 
 
@@ -107,7 +108,7 @@ def _duration(seconds: int) -> str:
 
 async def mfa_setup(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
     await require_cooled_off(gateway, merchant_id)
-    secret, url = await accounts.start_totp_setup(gateway, merchant_id)
+    secret, url = await start_totp_setup(gateway, merchant_id)
     return {"secret": secret, "otpauth": url}
 
 
@@ -116,13 +117,13 @@ async def mfa_verify(gateway: "Gateway", merchant_id: str, body: Mapping[str, An
     if code is None:
         raise ValidationError({"code": "must be a 6-digit code"})
     await require_cooled_off(gateway, merchant_id)
-    await accounts.enable_totp(gateway, merchant_id, code, via=MINIAPP)
+    await enable_totp(gateway, merchant_id, code, via=MINIAPP)
     return {"ok": True, "totpEnabled": True}
 
 
 async def require_totp_setup(gateway: "Gateway", merchant_id: str) -> None:
     """403 ``totp_setup_required`` for an account without 2FA: the mini-app never moves money without it."""
-    merchant = await accounts.require_merchant(gateway.db, merchant_id)
+    merchant = await require_merchant(gateway.db, merchant_id)
     if not merchant["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
     if not merchant["totp_enabled"]:
@@ -165,7 +166,7 @@ async def payout(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], 
         raise ValidationError({"amount": "is required: a decimal string"})
     key = body_idempotency_key(body)
     await require_totp_setup(gateway, merchant_id)
-    if transfers.is_account_id(destination):
+    if is_account_id(destination):
         return await _transfer(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key,
                                request_id)
     return await _onchain(gateway, merchant_id, coin, destination, amount, body.get("totp_code"), key, request_id)
@@ -179,12 +180,12 @@ async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination
         raise ValidationError({"amount": str(exc)}) from None
     if units <= 0:
         raise ValidationError({"amount": "must be greater than 0"})
-    request = transfers.TransferRequest(to_account_id=destination, coin=coin.symbol, amount=units,
-                                        idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key}" if key else None,
-                                        totp_code=code, source=transfers.DASHBOARD, key_has_webhook=False,
-                                        request_id=request_id, totp_channel=MINIAPP)
+    request = TransferRequest(to_account_id=destination, coin=coin.symbol, amount=units,
+                              idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key}" if key else None,
+                              totp_code=code, source=DASHBOARD, key_has_webhook=False,
+                              request_id=request_id, totp_channel=MINIAPP)
     try:
-        result = await transfers.send_transfer(gateway, merchant_id, request)
+        result = await send_transfer(gateway, merchant_id, request)
     except Unauthorized:
         raise _invalid_totp() from None
     except ApiError as exc:
@@ -198,13 +199,13 @@ async def _transfer(gateway: "Gateway", merchant_id: str, coin: Any, destination
 
 async def _onchain(gateway: "Gateway", merchant_id: str, coin: Any, destination: str, amount: Any,
                    code: Any, key: str | None, request_id: str | None) -> dict[str, Any]:
-    target = services.payout_destination(gateway, coin.symbol, destination)
-    units = services.payout_amount(gateway, coin.symbol, amount)
-    if await services.available_balance(gateway, merchant_id, coin.symbol) < units:
+    target = payout_destination(gateway, coin.symbol, destination)
+    units = payout_amount(gateway, coin.symbol, amount)
+    if await available_balance(gateway, merchant_id, coin.symbol) < units:
         raise InsufficientBalance()  # an early answer that spends no TOTP code; the ledger decides again
-    if not await accounts.verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=MINIAPP):
+    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=MINIAPP):
         raise _invalid_totp()
-    record = await services.request_payout(
+    record = await request_payout(
         gateway, merchant_id, coin=coin.symbol, destination=target, amount=units,
         idempotency_key=f"{IDEMPOTENCY_NAMESPACE}:{key or secrets.token_hex(16)}", request_id=request_id)
     return {"kind": "payout", "track_id": record.track_id, "status": record.status.upper(), "coin": coin.symbol,

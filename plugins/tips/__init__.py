@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ...core.plugins import hookimpl
+from ...api import hookimpl
 from ..links.settings import settings_of
 from . import openapi
 from .routes import routes

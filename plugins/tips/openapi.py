@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ...web.openapi import Op, Param, html, obj, redirect
+from ...api.openapi import Op, Param, html, obj, redirect
 
 PAGES = "Hosted pages"
 

@@ -16,12 +16,10 @@ from typing import Sequence
 
 from aiohttp import web
 
-from ...core import services
-from ...core.money import AmountError, parse_decimal
-from ...web.form_body import read_form
-from ...web.keys import gateway_of
-from ...web.middlewares import rate_class
-from ...web.pages import html_page, render_page
+from ...api import (
+    AmountError, MerchantRecord, create_invoice, gateway_of, html_page, merchant_by_account_id, page_branding_for,
+    parse_decimal, rate_class, read_form, receivable_coins, render_page,
+)
 from ..links.minting import pay_page, spend_mint_budget
 from ..links.settings import settings_of
 from .settings import PLUGIN_NAME
@@ -39,22 +37,22 @@ def _not_found(request: web.Request) -> web.Response:
         status=404)
 
 
-async def _page(request: web.Request, merchant: services.MerchantRecord, coins: Sequence[str], coin: str, *,
+async def _page(request: web.Request, merchant: MerchantRecord, coins: Sequence[str], coin: str, *,
                 amount: str = "", error: str | None = None, status: int = 200) -> web.Response:
-    branding = await services.page_branding_for(gateway_of(request), merchant.merchant_id)
+    branding = await page_branding_for(gateway_of(request), merchant.merchant_id)
     return render_page(request, "tips/tip.html", {
         "account_id": merchant.account_id, "coins": list(coins), "selected": coin, "amount": amount, "error": error,
     }, status=status, branding=branding)
 
 
-async def _tippable(request: web.Request) -> tuple[services.MerchantRecord, tuple[str, ...]] | web.Response:
+async def _tippable(request: web.Request) -> tuple[MerchantRecord, tuple[str, ...]] | web.Response:
     """The merchant of the page and the coins a tip can be paid in, or the error page
     (404 no usable page, 503 no coin to tip in) that both routes answer instead."""
     gateway = gateway_of(request)
-    merchant = await services.merchant_by_account_id(gateway, request.match_info["account_id"])
+    merchant = await merchant_by_account_id(gateway, request.match_info["account_id"])
     if merchant is None or not merchant.enabled:
         return _not_found(request)
-    coins = services.receivable_coins(gateway, merchant)
+    coins = receivable_coins(gateway, merchant)
     if not coins:
         return render_page(request, "error.html", {
             "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
@@ -105,7 +103,7 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
         return await _page(request, merchant, coins, coin, amount=shown,
                            error=f"The amount {exc}. Enter an amount of {coin}, for example 0.01.", status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
-    invoice = await services.create_invoice(
+    invoice = await create_invoice(
         gateway, merchant.merchant_id, amount=value, currency=coin, coins=[coin], description=TIP_DESCRIPTION,
         order_id=TIP_ORDER_ID, unpaid_retention_seconds=settings_of(gateway, PLUGIN_NAME).unpaid_retention_seconds)
     raise web.HTTPSeeOther(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})

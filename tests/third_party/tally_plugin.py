@@ -1,5 +1,6 @@
 """``tally_orbchain``: a feature plugin written the way a third party would, using only the
-documented contract (hooks, registries, views, core services) and its own table.
+documented contract (hooks, registries, views, core services), imported from ``orbchain.api`` alone,
+and its own table.
 
 It adds a scope (``tally:read``), two routes documented in /openapi.json, a page from its own
 template with its own static file, a dashboard entry, a webhook event kind (``tally.counted``)
@@ -12,17 +13,12 @@ import json
 import aiohttp_jinja2
 from aiohttp import web
 
-from orbchain.core.config import ConfigError
-from orbchain.core.errors import InvalidRequest, ValidationError
-from orbchain.core.events import enqueue_event
-from orbchain.core.ledger import PLATFORM_FEES, Posting, merchant_available, world
-from orbchain.core.migrate import Migration
-from orbchain.core.plugins import hookimpl
-from orbchain.web.auth import principal_of, requires
-from orbchain.web.envelope import envelope as reply
-from orbchain.web.keys import gateway_of
-from orbchain.web.openapi import Op, envelope, html, obj, redirect
-from orbchain.web.pages import PayPageForm, html_page
+from orbchain.api import (
+    PLATFORM_FEES, ConfigError, InvalidRequest, Migration, PayPageForm, Posting, ValidationError, enqueue_event,
+    gateway_of, hookimpl, html_page, merchant_available, principal_of, requires, world,
+)
+from orbchain.api import envelope as reply
+from orbchain.api.openapi import Op, envelope, html, obj, redirect
 
 HERE = __import__("pathlib").Path(__file__).parent
 SEEN = []  # (hook name, view) of every lifecycle event, for the test to read

@@ -8,7 +8,7 @@ databases (``core.migrate.append_only``, the mechanism the audit plugin's
 log uses). Rows are read newest first per merchant, hence the index.
 """
 
-from ....core.migrate import append_only
+from ....api import append_only
 
 
 def up(dialect: str) -> list[str]:

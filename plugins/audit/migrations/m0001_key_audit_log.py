@@ -7,7 +7,7 @@ this plugin nor a stray query can rewrite history; only dropping the table
 key, hence the (key_id, id) index.
 """
 
-from ....core.migrate import append_only
+from ....api import append_only
 
 _REFUSE = "the key audit log is append-only"
 

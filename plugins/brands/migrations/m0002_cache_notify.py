@@ -1,7 +1,7 @@
 """PostgreSQL only: every process forgets its cached page looks when a brand changes.
 
 Hosted pages read a brand's looks from a per-process cache
-(plugins/brands/branding.py, ``services.cached``). The core's
+(plugins/brands/branding.py, ``orbchain.api.cached``). The core's
 ``orbchain_auth_changed()`` trigger function (core migration m0010) NOTIFYs
 the channel every process listens on, so a change committed by any process,
 or by an operator in psql, empties every cache. SQLite deployments are one

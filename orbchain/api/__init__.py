@@ -1,0 +1,211 @@
+"""``orbchain.api``: everything a plugin may use, under one name.
+
+A plugin, built-in or third-party, imports Orbchain only from here (the way
+a pytest plugin imports from ``pytest``)::
+
+    from orbchain.api import Gateway, ValidationError, hookimpl, requires
+
+What is listed in ``__all__`` is the contract (docs/plugins.md, "The public
+API"); the modules behind it are the core's to rearrange. Groups a plugin
+rarely needs are sub-namespaces: ``orbchain.api.ledger`` (posting and
+reading ledger transactions), ``orbchain.api.openapi`` (documenting routes),
+``orbchain.api.addresses`` (a chain's address derivation and encoding) and
+``orbchain.api.merchant`` (a merchant's own operations, for front-ends such
+as the dashboard and Telegram). ``make lint`` (import-linter) refuses any
+other import of ``orbchain`` from ``plugins/`` and ``chains/``.
+
+This module only re-exports: no code lives here.
+"""
+
+# Declaring hooks: the marker every hook implementation carries, and calling a hook from a plugin.
+from ..core.plugins import call_collect, call_collect_answers, call_first, for_key_kinds, hookimpl
+
+# Declaring hooks of your own for the plugins that build on yours (register_hookspecs), and their registries.
+from ..core.hookspecs import hookspec
+from ..core.registries import Registry
+
+# The gateway every hook receives, and its configuration.
+from ..core.gateway import Gateway
+from ..core.config import Config
+
+# Reading a plugin's own [plugin.<name>] block: each reader raises ConfigError naming the bad key.
+from ..core.config import ConfigError, checked_block, int_setting, seconds_setting, text_setting
+
+# Coins and address families (register_coins, register_address_families), and the key derivation they name.
+from ..core.coins import Coin, CoinRegistry
+from ..core.keys import (
+    ED25519, NETWORKS, SECP256K1, AddressError, AddressFamily, AddressFamilyRegistry, DerivationScheme,
+    UnknownFamilyError, WatchOnlyError, coin_type_for,
+)
+
+# The chain adapter contract (register_chains): blocks, transfers, payouts and what an adapter declares.
+from ..core.chains import (
+    Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, PastTransfer,
+    PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
+)
+
+# Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
+from ..core.receive import ReceiveTarget
+from ..core.deposits import complete_credit, observe_final
+
+# Ledger postings and account names (credit_postings, a plugin's own accounts), and reading an account's balance.
+from ..core.ledger import Posting
+from ..core.ledger import balance as ledger_balance
+from ..core.ledger import balances as ledger_balances
+from ..core.ledger_accounts import (
+    NETWORK_FEES, PLATFORM_FEES, WORLD_PREFIX, chain_hot_wallet, merchant_available, merchant_held, payouts_in_flight,
+    world,
+)
+from ..core.ledger_accounts import SEPARATOR as ACCOUNT_SEPARATOR
+
+# Frozen views that event and filter hooks receive instead of database rows.
+from ..core.views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
+
+# Webhook events a plugin declares (register_event_kinds) and sends through the core's outbox.
+from ..core.events import OutboxEvent, enqueue_event, enqueue_events
+
+# Errors: raise them from a route or a service and the caller gets the SPEC's envelope with their status.
+from ..core.errors import (
+    ApiError, Conflict, Forbidden, Gone, InsufficientBalance, InvalidRequest, Maintenance, NotConfigured, NotFound,
+    PayloadTooLarge, RateLimited, ServiceUnavailable, Unauthorized, ValidationError,
+)
+
+# Schema migrations (register_migrations), and running them from a plugin's own CLI command.
+from ..core.migrate import Migration, append_only, migrate
+
+# Money: exact decimal parsing and base units (amounts are ints, never floats).
+from ..core.money import AmountError, format_units, parse_decimal, to_base_units
+
+# The database handle (gateway.db: SQL with :name parameters, amount_param, to_int, transaction) and its helpers.
+from ..core.db import Database, is_unique_violation
+
+# A plugin's own merchant-owned rows: one statement each, scoped to the merchant.
+from ..core.plugin_rows import (
+    delete_rows_naming, found, insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row,
+)
+
+# Core services: what a plugin needs of core data, as immutable records (docs/plugins.md, "Core services").
+from ..core.services import (
+    USD_DECIMALS, AddressKey, CreditedAddress, CreditedOutput, DepositRecord, MerchantRecord, PaymentRecord,
+    ReceiveAddress, address_key, api_key_exists, available_balance, cache_changed, cached, check_receivable,
+    credited_addresses, credited_outputs, default_settlement_coin, find_deposit, find_payment, fresh_receive_address,
+    has_standing_address, ledger_history, merchant_by_account_id, merchant_record, payout_statuses, receivable_coins,
+    receive_address, recent_deposits, referred_merchants, reversed_references, set_default_settlement_coin, usd_units,
+)
+
+# Core services that create: hosted invoices and payouts through the standard pipeline.
+from ..core.services import (
+    InvoiceRecord, PayoutRecord, create_invoice, new_track_id, payout_amount, payout_destination, request_payout,
+)
+
+# Core services for plugins that sign merchants in or guard an account (identity providers, chat links).
+from ..core.security_events import SIGN_IN
+from ..core.services import (
+    AccountRecord, AccountSession, account_by_email, announce_security_event, confirm_account_holder, create_account,
+    dashboard_token_revoked, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
+)
+
+# Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
+from ..core.pages import DashboardNotice, DashboardView
+from ..core.registries import DashboardPage
+
+# Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
+from ..core.key_destination import WebhookDestination
+from ..core.pages import (
+    MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, PageBranding, PayPageForm, SignInWidget, brand_color,
+    logo_url, widget_token,
+)
+from ..core.qr import MAX_QR_DATA, qr_svg
+from ..core.services import check_public_form, form_widget, page_branding_for
+from ..web.pages import html_page, page_security_headers, render_page
+
+# Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
+from ..core.maintenance import refuse_in_maintenance
+from ..web.auth import Principal, principal_of, requires
+from ..web.edge import text_problem
+from ..web.envelope import data_only, envelope, read_json
+from ..web.form_body import read_form
+from ..web.keys import GATEWAY, REQUEST_ID, gateway_of
+from ..web.middlewares import client_ip, count_request, holds_no_connection, rate_class
+from ..web.rate_identity import count_failure, refuse_if_blocked
+
+# Validating request bodies and queries into 400s that name the field.
+from ..web.validation import Field, body_idempotency_key, form_integer, int_from_text, pagination, validate
+
+# USD prices (register_price_sources, gateway.services["prices"]): for display, never for amounts.
+from ..core.prices import CACHE_SECONDS, FIAT_CURRENCIES, PriceService, Quote
+
+# Outbound HTTP to a URL a merchant or payer gave: refuse private addresses.
+from ..core.netguard import UnsafeUrl, check_public_url, outbound_session
+
+# Plugin CLI commands (register_commands): the operator's secrets.
+from ..core.secrets import load_secrets
+
+# Jobs (register_jobs): give back a claim when the process stops mid-run.
+from ..core.stopping import undone_if_cancelled
+
+__all__ = [
+    # hooks
+    "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
+    # gateway and configuration
+    "Config", "ConfigError", "Gateway", "checked_block", "int_setting", "seconds_setting", "text_setting",
+    # coins and address families
+    "ED25519", "NETWORKS", "SECP256K1", "AddressError", "AddressFamily", "AddressFamilyRegistry", "Coin",
+    "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
+    # chain adapters
+    "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
+    "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
+    # receiving
+    "ReceiveTarget", "complete_credit", "observe_final",
+    # ledger
+    "NETWORK_FEES", "PLATFORM_FEES", "WORLD_PREFIX", "Posting", "chain_hot_wallet", "ledger_balance",
+    "ledger_balances", "merchant_available", "merchant_held", "payouts_in_flight", "world", "ACCOUNT_SEPARATOR",
+    # views
+    "Credit", "DepositView", "KeyRequest", "PaymentView", "PayoutView", "SecurityEvent",
+    # webhook events
+    "OutboxEvent", "enqueue_event", "enqueue_events",
+    # errors
+    "ApiError", "Conflict", "Forbidden", "Gone", "InsufficientBalance", "InvalidRequest", "Maintenance",
+    "NotConfigured", "NotFound", "PayloadTooLarge", "RateLimited", "ServiceUnavailable", "Unauthorized",
+    "ValidationError",
+    # migrations
+    "Migration", "append_only", "migrate",
+    # money
+    "AmountError", "format_units", "parse_decimal", "to_base_units",
+    # database
+    "Database", "is_unique_violation",
+    "delete_rows_naming", "found", "insert_statement", "merchant_row", "merchant_row_count", "merchant_rows",
+    "update_row",
+    # core services: reads
+    "USD_DECIMALS", "AddressKey", "CreditedAddress", "CreditedOutput", "DepositRecord", "MerchantRecord",
+    "PaymentRecord", "ReceiveAddress", "address_key", "api_key_exists", "available_balance", "cache_changed",
+    "cached", "check_receivable", "credited_addresses", "credited_outputs", "default_settlement_coin",
+    "find_deposit", "find_payment", "fresh_receive_address", "has_standing_address", "ledger_history",
+    "merchant_by_account_id", "merchant_record", "payout_statuses", "receivable_coins", "receive_address",
+    "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_units",
+    # core services: invoices and payouts
+    "InvoiceRecord", "PayoutRecord", "create_invoice", "new_track_id", "payout_amount", "payout_destination",
+    "request_payout",
+    # core services: accounts
+    "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
+    "confirm_account_holder", "create_account", "dashboard_token_revoked", "revoke_dashboard_token",
+    "revoke_dashboard_tokens", "sign_in_account",
+    # dashboard
+    "DashboardNotice", "DashboardPage", "DashboardView",
+    # hosted pages
+    "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
+    "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
+    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "widget_token",
+    # routes
+    "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
+    "gateway_of", "holds_no_connection", "principal_of", "rate_class", "read_form", "read_json",
+    "refuse_if_blocked", "refuse_in_maintenance", "requires", "text_problem",
+    # validation
+    "Field", "body_idempotency_key", "form_integer", "int_from_text", "pagination", "validate",
+    # prices
+    "CACHE_SECONDS", "FIAT_CURRENCIES", "PriceService", "Quote",
+    # outbound HTTP
+    "UnsafeUrl", "check_public_url", "outbound_session",
+    # CLI commands and jobs
+    "load_secrets", "undone_if_cancelled",
+]
