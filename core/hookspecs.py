@@ -311,7 +311,7 @@ def decide_settlement_coin(gateway: "Gateway", merchant: Mapping[str, Any], coin
     """The coin this merchant's money in ``coin`` is converted into, when a plugin converts it.
 
     Asked only for a coin that settles only via a swap
-    (``Coin.settles_only_via_swap``: XMR), whenever the core must know
+    (``Coin.settles_only_via_swap``), whenever the core must know
     whether the merchant may take it: when the accepted coins are set and
     when a payment in it is created. ``merchant`` is the account (the
     ``swaps`` plugin answers its ``default_settlement_coin``). Return a

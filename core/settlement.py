@@ -1,6 +1,6 @@
 """Whether a merchant may take a coin that settles only via a swap: the core asks, a plugin decides.
 
-A coin such as XMR is never held (``Coin.settles_only_via_swap``); it is
+A coin that settles only via a swap is never held (``Coin.settles_only_via_swap``); it is
 accepted only when some plugin converts it into another coin for the
 merchant. The core does not know which plugin that is or where it keeps
 the merchant's choice: it asks ``decide_settlement_coin`` (the ``swaps``
