@@ -46,7 +46,7 @@ class LnurlStandIn:
         self.min_sendable = min_sendable
         self.max_sendable = max_sendable
         self.fault: str | None = None
-        self.slow_seconds = 5.0
+        self.slow_seconds = 15.0
         self.requests: list[tuple[str, dict[str, str]]] = []
         self.issued: list[str] = []
         self.port = 0
