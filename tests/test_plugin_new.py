@@ -10,21 +10,23 @@ on the databases this run uses.
 
 from __future__ import annotations
 
+import configparser
 import os
 import subprocess
 import sys
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import pytest
 from packaging.specifiers import SpecifierSet
 
 from orbchain import __version__
 from orbchain.core.cli import main
-from orbchain.core.plugin_scaffold import ScaffoldError, scaffold, supported_range
+from orbchain.core.plugin_scaffold import TEMPLATES, ScaffoldError, scaffold, supported_range
 from orbchain.testing import PG_ENV, SQLITE_ONLY_ENV
 
 from .support import install_entry_point_package
 
+ROOT = Path(__file__).resolve().parent.parent
 SUITE_SECONDS = 240  # each generated suite takes 10-30 s here; the cap only stops a hung run
 
 
@@ -95,3 +97,13 @@ def test_an_existing_folder_is_never_overwritten(tmp_path, capsys):
     assert scaffold("empty", "chain", tmp_path).files
     with pytest.raises(ScaffoldError, match="kind 'library'"):
         scaffold("other", "library", tmp_path)
+
+
+def test_every_template_ships_as_package_data():
+    """An installed Orbchain (not only this checkout) has the templates: setup.cfg's patterns cover each file."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    patterns = [p.strip() for p in parser["options.package_data"]["orbchain.core"].split(",")]
+    files = [PurePosixPath(path.relative_to(TEMPLATES.parent).as_posix()) for path in TEMPLATES.rglob("*")
+             if path.is_file()]
+    assert files and [str(f) for f in files if not any(f.match(p) for p in patterns)] == []
