@@ -71,6 +71,9 @@ def tokens(name: str, kind: str) -> dict[str, str]:
         "{{SYMBOL}}": name.replace("_", "").upper()[:10],
         "{{kind}}": kind,
         "{{requires}}": supported_range(),
+        # The packages the generated code imports itself: a feature's routes are aiohttp's.
+        "{{dependencies}}": ", ".join(f'"{d}"' for d in (f"orbchain{supported_range()}",
+                                                         *(("aiohttp",) if kind == "feature" else ()))),
         "{{version}}": __version__,
     }
 

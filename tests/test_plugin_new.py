@@ -14,6 +14,7 @@ import configparser
 import os
 import subprocess
 import sys
+import tomllib
 from pathlib import Path, PurePosixPath
 
 import pytest
@@ -55,7 +56,9 @@ def test_both_kinds_pass_their_own_tests_at_once(tmp_path):
         imported = {line.split()[1] for path in made.root.rglob("orbchain_*/*.py")
                     for line in path.read_text().splitlines() if line.startswith(("import orbchain", "from orbchain"))}
         assert imported == {"orbchain.api"} | ({"orbchain.api.openapi"} if kind == "feature" else set()), imported
-        assert f'{name} = "orbchain_{name}"' in (made.root / "pyproject.toml").read_text()
+        project = tomllib.loads((made.root / "pyproject.toml").read_text())["project"]
+        assert project["entry-points"]["orbchain"] == {name: f"orbchain_{name}"}
+        assert project["dependencies"][0] == f"orbchain{supported_range()}"
         site = tmp_path / f"site-{name}"
         _install(site, name)
         runs[name] = _start_suite(made.root, site)
