@@ -1,7 +1,7 @@
 """The core's operator commands of the ``orbchain`` command.
 
 ``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
-``plugins``, ``payouts work``, the operator tools of ``ops_cli.py``
+``plugins``, ``plugin new``, ``payouts work``, the operator tools of ``ops_cli.py``
 (``webhooks``, ``payouts show``, ``doctor``) and the plugins' commands. ``serve`` needs the
 web layer, which the core never imports: ``orbchain.web.serve`` adds it and
 ``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
@@ -25,6 +25,7 @@ from .config import ConfigError
 from .gateway import Gateway
 from .startup import build_gateway
 from .ops_cli import add_ops_commands
+from .plugin_scaffold import add_plugin_command
 from .registries import StartupError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +147,8 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
         arm_exit_deadline(HARD_MARGIN_SECONDS, command)  # a thread left running must not keep the exit waiting
 
 
-CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor")
+CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor",
+                 "plugin")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -223,6 +225,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     work.add_argument("--once", action="store_true", help="process the due payouts once, then exit")
     work.set_defaults(func=cmd_payouts_work)
     add_ops_commands(sub, payouts_sub)
+    add_plugin_command(sub)  # plugin authoring: `plugin new`
     _add_plugin_commands(sub)
     return parser
 
