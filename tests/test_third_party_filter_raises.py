@@ -12,16 +12,7 @@ import logging
 from orbchain.core.plugins import get_plugin_manager, hookimpl
 
 from .support import Devnet, api, signup
-
-LOGGER = "orbchain.core.credit_postings"
-
-
-class PassesThrough:
-    PLUGIN_NAME = "passes_through"
-
-    @hookimpl
-    def filter_credit_postings(self, postings):
-        return list(postings)
+from .test_credit_refusal_log import LOGGER, PassesThrough, _paid
 
 
 class RaisesOnCredit:
@@ -37,17 +28,6 @@ class RaisesOnCredit:
 def _errors(caplog) -> list[logging.LogRecord]:
     """What the crediting path logged at WARNING and above (a refusal, or an unattributed failure)."""
     return [r for r in caplog.records if r.levelno >= logging.WARNING and r.name in (LOGGER, "orbchain.core.deposits")]
-
-
-async def _paid(client, merchant, devnet, blocks: int) -> dict:
-    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
-                             json={"currency": "BTC", "amount": "0.001"})
-    assert status == 200, body
-    payment = body["data"]
-    await devnet.pay("BTC", payment["address"], payment["pay_amount"])
-    for _ in range(blocks):
-        await devnet.mine(1)
-    return (await api(client, "GET", f"/v1/payment/{payment['track_id']}", merchant.merchant_key))[1]["data"]
 
 
 async def test_a_raising_filter_is_logged_once_per_plugin_and_deposit(make_client, make_config, caplog):
