@@ -2,8 +2,9 @@
 
 Every module under tests/third_party/ (the zed chain, the loyalty feature,
 the tally package and their tests), the chain packages
-test_third_party_chain.py and test_scanner.py install from a string, and
-every Python example in docs/ are parsed: an import of any
+test_third_party_chain.py and test_scanner.py install from a string,
+tests/test_testing_pay_on_devnet.py (an example to copy) and every Python
+example in docs/ are parsed: an import of any
 other part of ``orbchain`` (the core, the web layer, a built-in plugin), or
 of Orbchain's own test helpers (``tests.*``, a relative import climbing out
 of tests/third_party/), fails with the file and line. import-linter keeps
@@ -66,6 +67,12 @@ def test_the_installed_inline_chain_packages_import_only_the_api():
 
     assert forbidden_imports(chain_test.ZETA_MODULE) == []
     assert forbidden_imports(scanner_test.THIRD_PARTY_MODULE) == []
+
+
+def test_the_copyable_plugin_test_imports_only_the_api():
+    """docs/plugins.md sends a feature author to tests/test_testing_pay_on_devnet.py to copy as it stands."""
+    path = ROOT / "tests" / "test_testing_pay_on_devnet.py"
+    assert forbidden_imports(path.read_text(encoding="utf-8")) == []
 
 
 def python_examples() -> list[tuple[str, str]]:
