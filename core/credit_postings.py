@@ -17,8 +17,10 @@ A refusal raises :class:`CreditRefused` naming the plugin whose result broke
 a rule; the transaction rolls back and the deposit stays PENDING, retried at
 the next scan. ``report_refusal`` logs it once per plugin and reason in a
 process (every scan retries the deposit: the same line each time would bury
-the rest of the log). The ledger then posts the result once under the
-credit's reference.
+the rest of the log). A plugin whose hook raises is reported the same way
+(:class:`CreditHookFailed`, its exception the cause), once per plugin and
+deposit with the traceback: a bug may fail one deposit and not another. The
+ledger then posts the result once under the credit's reference.
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ class CreditRefused(ValueError):
         return CreditRefused(self.reference, self.reason, self.detail, plugin)
 
 
+class CreditHookFailed(CreditRefused):
+    """A plugin's ``filter_credit_postings`` raised; the exception is ``__cause__``.
+
+    Logged once per (plugin, deposit) rather than per reason: the message of
+    a bug's exception differs from deposit to deposit, and each failing
+    deposit deserves its one traceback.
+    """
+
+
 def default_postings(credit: "Credit") -> list[ledger.Posting]:
     postings = [ledger.Posting(ledger.world(credit.chain), credit.coin, -credit.amount)]
     if credit.amount - credit.fee:
@@ -72,8 +83,12 @@ async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.P
     """The core's postings passed through every ``filter_credit_postings`` plugin, then checked."""
     proposed = default_postings(credit)
     steps: list[tuple[str, Any]] = []
-    postings = await call_filter(gateway.pm, "filter_credit_postings", "postings", list(proposed), steps=steps,
-                                 gateway=gateway, credit=credit)
+    try:
+        postings = await call_filter(gateway.pm, "filter_credit_postings", "postings", list(proposed), steps=steps,
+                                     gateway=gateway, credit=credit)
+    except Exception as exc:  # a plugin's bug: named, rolled back, retried at the next scan, logged once
+        raise CreditHookFailed(credit.reference, f"filter_credit_postings raised {type(exc).__name__}", str(exc),
+                               _raised_by(gateway, exc)) from exc
     if postings == proposed:
         return proposed  # untouched: the core's own lines need no re-check (and no merchant look-up)
     try:
@@ -93,8 +108,23 @@ async def _first_to_break(gateway: "Gateway", credit: "Credit", steps: list[tupl
         except CreditRefused as first:
             return first.by(plugin)
     # Nobody returned a bad list: one changed the list it was given in place.
-    implementers = sorted({impl.plugin_name for impl in gateway.pm.hook.filter_credit_postings.get_hookimpls()})
-    return refused.by(" or ".join(implementers))
+    return refused.by(" or ".join(_implementers(gateway)))
+
+
+def _implementers(gateway: "Gateway") -> list[str]:
+    return sorted({impl.plugin_name for impl in gateway.pm.hook.filter_credit_postings.get_hookimpls()})
+
+
+def _raised_by(gateway: "Gateway", exc: BaseException) -> str:
+    """The plugin whose ``filter_credit_postings`` the traceback passes through first (the one the core called)."""
+    plugins = {getattr(impl.function, "__code__", None): impl.plugin_name
+               for impl in gateway.pm.hook.filter_credit_postings.get_hookimpls()}
+    frame = exc.__traceback__
+    while frame is not None:
+        if frame.tb_frame.f_code in plugins:
+            return plugins[frame.tb_frame.f_code]
+        frame = frame.tb_next
+    return " or ".join(_implementers(gateway))  # a wrapped implementation: name every suspect
 
 
 async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) -> None:
@@ -130,13 +160,17 @@ def report_refusal(gateway: "Gateway", refused: CreditRefused, deposit_id: str) 
     """Log a refused credit once per (plugin, reason) in this process; a repeat only at debug level.
 
     The deposit stays PENDING and every scan retries it, so the same error
-    would otherwise fill the log once a scan until the plugin is fixed.
+    would otherwise fill the log once a scan until the plugin is fixed. A
+    hook that raised (``CreditHookFailed``) is logged once per (plugin,
+    deposit), with its traceback.
     """
     logged = gateway.services.setdefault(REFUSALS_LOGGED, set())
-    key = (refused.plugin, refused.reason)
+    failed = isinstance(refused, CreditHookFailed)
+    key = ("raised", refused.plugin, deposit_id) if failed else (refused.plugin, refused.reason)
     if key in logged:
         log.debug("deposit %s stays PENDING: %s", deposit_id, refused)
         return
     logged.add(key)
-    log.error("%s; deposit %s stays PENDING and is retried at every scan (logged once per plugin and reason"
-              " until restart)", refused, deposit_id)
+    log.error("%s; deposit %s stays PENDING and is retried at every scan (logged once per plugin and %s"
+              " until restart)", refused, deposit_id, "deposit" if failed else "reason",
+              exc_info=refused.__cause__ if failed else None)

@@ -205,9 +205,7 @@ async def test_pruned_blocks_are_caught_up_through_address_history(setup):
 THIRD_PARTY_MODULE = textwrap.dedent('''
     """A throwaway third-party chain adapter package (test only)."""
     import hashlib
-    from orbchain.core.chains import Block, BlockRef, ChainAdapter, Transfer
-    from orbchain.core.coins import Coin
-    from orbchain.core.plugins import hookimpl
+    from orbchain.api import Block, BlockRef, ChainAdapter, Coin, Transfer, hookimpl
 
     BLOCKS = []
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.api import get_plugin_manager, hookimpl
 from orbchain.testing import api, pay_on_devnet, signup
 
 

@@ -18,22 +18,22 @@ import textwrap
 
 import pytest
 
-from orbchain.core.chains import ChainAdapter
-from orbchain.core.coins import Coin
-from orbchain.core.keys import NETWORKS, AddressError, AddressFamily
-from orbchain.core.plugins import get_plugin_manager, hookimpl, plugin_names
-from orbchain.core.receive import ReceiveTarget, qr_payload
-from orbchain.web.keys import GATEWAY
+# The plugins written here (the zeta package's source, the invoice classes) use the public API alone
+# (tests/test_third_party_imports.py); the test itself also asks the core what it registered.
+from orbchain.api import (
+    GATEWAY, NETWORKS, AddressError, AddressFamily, ChainAdapter, Coin, ReceiveTarget, get_plugin_manager, hookimpl,
+)
+from orbchain.core.plugins import plugin_names
+from orbchain.core.receive import qr_payload
 
 from .support import Devnet, api, signup
 
 ZETA_MODULE = textwrap.dedent('''
     """A throwaway third-party chain package with its own address format (test only)."""
-    from orbchain.core.coins import Coin
-    from orbchain.core.keys import NETWORKS, SECP256K1, AddressError, AddressFamily, DerivationScheme, coin_type_for
-    from orbchain.core.keys.burn import check_zero_payload
-    from orbchain.core.keys.hashing import hash160
-    from orbchain.core.plugins import hookimpl
+    from orbchain.api import (
+        NETWORKS, SECP256K1, AddressError, AddressFamily, Coin, DerivationScheme, coin_type_for, hookimpl,
+    )
+    from orbchain.api.addresses import check_zero_payload, hash160
 
     PREFIX = {"mainnet": "zeta1", "testnet": "tzeta1", "regtest": "rzeta1"}
 

@@ -24,6 +24,9 @@ from ..core.plugins import call_collect, call_collect_answers, call_first, for_k
 from ..core.hookspecs import hookspec
 from ..core.registries import Registry
 
+# A plugin set built by hand (a plugin's own tests, a tool): entry points plus the plugins given.
+from ..core.plugins import get_plugin_manager
+
 # The gateway every hook receives, and its configuration.
 from ..core.gateway import Gateway
 from ..core.config import Config
@@ -147,6 +150,7 @@ from ..core.stopping import undone_if_cancelled
 __all__ = [
     # hooks
     "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
+    "get_plugin_manager",
     # gateway and configuration
     "Config", "ConfigError", "Gateway", "checked_block", "int_setting", "seconds_setting", "text_setting",
     # coins and address families
