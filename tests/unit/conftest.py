@@ -14,7 +14,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -32,9 +32,12 @@ class UnitTierViolation(AssertionError):
     """A tests/unit test did what the fast tier forbids; move it to tests/."""
 
 
-def _refuse(what: str) -> Callable[..., Any]:
+def _refuse(what: str, seen: list[str] | None = None) -> Callable[..., Any]:
     def refused(*args: Any, **kwargs: Any) -> Any:
-        raise UnitTierViolation(f"a unit test may not {what}: move it out of tests/unit (make test runs it)")
+        message = f"a unit test may not {what}: move it out of tests/unit (make test runs it)"
+        if seen is not None:
+            seen.append(message)
+        raise UnitTierViolation(message)
 
     return refused
 
@@ -49,13 +52,17 @@ def _pg_addresses() -> set[Any]:
     return {(host, port), ("127.0.0.1" if host == "localhost" else host, port)}
 
 
-def install_guard(monkeypatch: pytest.MonkeyPatch, allowed: set[Any] | None = None) -> None:
-    """Refuse processes and network sockets for the rest of the test (``monkeypatch`` undoes it)."""
+def install_guard(monkeypatch: pytest.MonkeyPatch, allowed: set[Any] | None = None,
+                  seen: list[str] | None = None) -> None:
+    """Refuse processes and network sockets for the rest of the test (``monkeypatch`` undoes it).
+
+    Each refusal is also appended to ``seen``, so code that swallows the exception still fails the test.
+    """
     allowed = _pg_addresses() if allowed is None else allowed
-    monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse("start a process"))
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", _refuse("start a process", seen))
     for name in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp"):
         if hasattr(os, name):
-            monkeypatch.setattr(os, name, _refuse(f"start a process (os.{name})"))
+            monkeypatch.setattr(os, name, _refuse(f"start a process (os.{name})", seen))
     original_connect, original_connect_ex = socket.socket.connect, socket.socket.connect_ex
     original_bind = socket.socket.bind
 
@@ -66,17 +73,17 @@ def install_guard(monkeypatch: pytest.MonkeyPatch, allowed: set[Any] | None = No
 
     def connect(sock: socket.socket, address: Any) -> Any:
         if not allowed_address(sock, address):
-            _refuse(f"open a network connection (to {address!r})")()
+            _refuse(f"open a network connection (to {address!r})", seen)()
         return original_connect(sock, address)
 
     def connect_ex(sock: socket.socket, address: Any) -> Any:
         if not allowed_address(sock, address):
-            _refuse(f"open a network connection (to {address!r})")()
+            _refuse(f"open a network connection (to {address!r})", seen)()
         return original_connect_ex(sock, address)
 
     def bind(sock: socket.socket, address: Any) -> Any:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
-            _refuse(f"listen on a network socket ({address!r})")()
+            _refuse(f"listen on a network socket ({address!r})", seen)()
         return original_bind(sock, address)
 
     monkeypatch.setattr(socket.socket, "connect", connect)
@@ -100,9 +107,24 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         raise UnitTierViolation(f"{item.nodeid} {problem}: a unit test may not; move it out of tests/unit")
 
 
+REFUSALS = pytest.StashKey[list]()
+
+
 @pytest.fixture(autouse=True)
-def _unit_tier_guard(monkeypatch: pytest.MonkeyPatch) -> None:
-    install_guard(monkeypatch)
+def _unit_tier_guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    request.node.stash[REFUSALS] = seen = []
+    install_guard(monkeypatch, seen=seen)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A test that passed although the guard refused something (the code caught it) fails all the same."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    seen = item.stash.get(REFUSALS, [])
+    if report.when == "call" and report.passed and seen:
+        report.outcome = "failed"
+        report.longrepr = f"{seen[0]} ({len(seen)} refusal(s), caught by the code under test)"
 
 
 @pytest.fixture(scope="session")

@@ -18,7 +18,7 @@ from orbchain.core.config import ConfigError
 from orbchain.core.startup import build_gateway
 from orbchain.core.plugins import get_plugin_manager
 
-from ..anvil import abi_call_data, balance_of_data
+from .anvil import abi_call_data, balance_of_data
 
 ADDRESS = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8"
 
