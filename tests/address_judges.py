@@ -1,4 +1,4 @@
-"""Judges of address validity that owe nothing to the product's code, for tests/unit/test_keys_fuzz.py.
+"""Judges of address validity that owe nothing to the product's code, for tests/test_keys_fuzz.py.
 
 * Monero: Monero's own published vectors (tests/keys_vectors/monero_validate_address.json,
   from monero-project/monero's functional tests) and a decoder written here from

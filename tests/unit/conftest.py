@@ -4,7 +4,7 @@ honest. Such a test belongs in tests/ (``make test`` runs both). See docs/decisi
 
 Under ``make test`` these modules run on PostgreSQL too: the only connection allowed is the one to
 the server ``ORBCHAIN_TEST_PG_DSN`` names. Gateways are migrated once per plugin set on SQLite and
-copied per test (``gateway`` below); a test that asks for ``db_url`` itself still gets an empty database.
+copied per test (``config`` below); a test without the ``gateway`` fixture still gets an empty database.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterator
+from typing import Any, Callable, Iterator
 from urllib.parse import urlsplit
 
 import pytest
@@ -129,7 +129,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 @pytest.fixture(scope="session")
 def _migrated_sqlite_templates(tmp_path_factory: pytest.TempPathFactory) -> dict[Any, Path]:
-    """SQLite files migrated once per plugin set, keyed by the blocked plugins (filled by ``gateway``)."""
+    """SQLite files migrated once per plugin set, keyed by the blocked plugins (filled by ``config``)."""
     return {}
 
 
@@ -141,38 +141,35 @@ def _copy_template(template: Path, target: Path) -> None:
     shutil.copyfile(template, target)
 
 
-@pytest_asyncio.fixture
-async def gateway(config: Any, db_backend: str, tmp_path_factory: pytest.TempPathFactory,
-                  _migrated_sqlite_templates: dict[Any, Path]) -> AsyncIterator[Any]:
-    """``orbchain.testing``'s migrated gateway; on SQLite it starts from a copy of a migrated template.
-
-    Migrations still run (and find nothing to do), so a template missing one would still be migrated.
-    """
+async def _migrated_template(config: Any, path: Path) -> Path:
+    """A SQLite file at ``path`` migrated for ``config``'s plugin set."""
     from orbchain.core.migrate import migrate
     from orbchain.core.plugins import get_plugin_manager
-    from orbchain.core.secrets import load_secrets
     from orbchain.core.startup import build_gateway
 
-    if db_backend == "sqlite" and config.database.url.startswith(SQLITE_PREFIX):
-        key = tuple(sorted(config.plugins.blocked))
-        template = _migrated_sqlite_templates.get(key)
-        if template is None:
-            template = tmp_path_factory.mktemp("migrated") / "template.db"
-            cfg = config.with_overrides(database={"url": SQLITE_PREFIX + str(template)})
-            gw = build_gateway(cfg, get_plugin_manager(blocked=cfg.plugins.blocked))
-            await gw.db.connect()
-            try:
-                await migrate(gw.db, gw.migrations)
-            finally:
-                await gw.db.disconnect()
-            _migrated_sqlite_templates[key] = template
-        _copy_template(template, Path(config.database.url[len(SQLITE_PREFIX):]))
-
-    gw = build_gateway(config, get_plugin_manager(blocked=config.plugins.blocked))
+    cfg = config.with_overrides(database={"url": SQLITE_PREFIX + str(path)})
+    gw = build_gateway(cfg, get_plugin_manager(blocked=cfg.plugins.blocked))
     await gw.db.connect()
-    await migrate(gw.db, gw.migrations)
-    gw.secrets = load_secrets(config)
     try:
-        yield gw
+        await migrate(gw.db, gw.migrations)
     finally:
         await gw.db.disconnect()
+    return path
+
+
+@pytest_asyncio.fixture
+async def config(config: Any, db_backend: str, request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory, _migrated_sqlite_templates: dict[Any, Path]) -> Any:
+    """The kit's config; when the test's ``gateway`` (the kit's) is built on SQLite, its file starts as a copy.
+
+    The kit's gateway still runs the migrations (they find nothing to do), so a template missing one would
+    still be migrated; a test without ``gateway`` keeps an empty database. PostgreSQL is untouched.
+    """
+    if db_backend == "sqlite" and "gateway" in request.node.fixturenames and config.database.url.startswith(
+            SQLITE_PREFIX):
+        key = tuple(sorted(config.plugins.blocked))
+        if key not in _migrated_sqlite_templates:
+            path = tmp_path_factory.mktemp("migrated") / "template.db"
+            _migrated_sqlite_templates[key] = await _migrated_template(config, path)
+        _copy_template(_migrated_sqlite_templates[key], Path(config.database.url[len(SQLITE_PREFIX):]))
+    return config
