@@ -6,7 +6,7 @@ HOST ?=
 PORT ?=
 SERVE_FLAGS := $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
-.PHONY: run test test-sqlite lint install install-test migrate bench clean
+.PHONY: run test test-fast test-sqlite lint install install-test migrate bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -63,6 +63,13 @@ test: install-test lint
 SQLITE_ONLY_PYTEST := ORBCHAIN_TEST_SQLITE_ONLY=1 $(BIN)/python -m pytest
 test-sqlite: install-test
 	$(SQLITE_ONLY_PYTEST) $(PYTEST_ARGS)
+
+## make test-fast: the inner loop, tests/unit on SQLite in under a minute: no lint, no node, no browser, no PostgreSQL.
+# tests/unit/conftest.py fails a test there that starts a process, opens a network socket, builds an app or is
+# postgresql_only; `make test` still runs tests/unit (on both databases) with everything else. The schemathesis
+# and anyio pytest plugins are left unloaded: no unit test uses them and they cost seconds of start-up.
+test-fast: install-test
+	$(SQLITE_ONLY_PYTEST) tests/unit -q -p no:cacheprovider -p no:schemathesis -p no:anyio $(PYTEST_ARGS)
 
 bench: install-test
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done

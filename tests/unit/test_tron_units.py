@@ -13,7 +13,7 @@ from orbchain.chains.tron.signer import mined_info
 from orbchain.chains.tron.transactions import RefBlock, raw_data, transfer, trigger
 from orbchain.core.config import ConfigError
 
-from .tron_support import tron_protos  # noqa: F401 - the fixture
+from ..tron_support import tron_protos  # noqa: F401 - the fixture
 
 ids = st.binary(min_size=20, max_size=20).map(lambda b: b"\x41" + b)
 
@@ -74,7 +74,7 @@ def test_mined_info_splits_activation_from_bandwidth_and_energy():
 
 
 def test_the_stand_ins_free_bandwidth_fades_over_a_day_like_java_tron():
-    from .tron_node import WINDOW_SLOTS, window_usage
+    from ..tron_node import WINDOW_SLOTS, window_usage
 
     assert WINDOW_SLOTS == 28_800  # 24 h of 3-second slots
     assert window_usage(0, 345, 10, 10) == 345

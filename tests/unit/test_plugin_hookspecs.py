@@ -33,7 +33,7 @@ from orbchain.plugins.swaps import hookspecs as swaps_hookspecs
 from orbchain.plugins.swaps.service import venue_account
 from orbchain.plugins.swaps.venue_registry import SERVICE_NAME, venues_of
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "plugins.md"
 DECLARED = {"swaps": swaps_hookspecs, "lightning": lightning_hookspecs}
 
 

@@ -20,7 +20,7 @@ import pytest
 from orbchain.core.config import load_config
 from orbchain.core.startup import build_gateway
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("core", "web")
 
 

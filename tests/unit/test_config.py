@@ -236,7 +236,7 @@ def test_every_orbchain_variable_the_project_names_is_known(tmp_path):
 
     from orbchain.core.config import env_key
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     folders = ("core", "web", "chains", "plugins", "scheduler", "orbchain", "scripts", "deploy", "docs", "tests")
     files = [root / "README.md", root / "Makefile", *(p for f in folders for p in (root / f).rglob("*")
                                                      if p.is_file() and p.suffix in ("", ".py", ".md", ".sh",

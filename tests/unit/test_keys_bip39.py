@@ -23,7 +23,7 @@ from orbchain.core.keys import (
 from orbchain.core.keys.wordlist_en import ENGLISH_SHA256, WORDS
 
 VECTORS = json.loads(
-    (pathlib.Path(__file__).parent / "keys_vectors" / "bip39_trezor.json").read_text()
+    (pathlib.Path(__file__).parents[1] / "keys_vectors" / "bip39_trezor.json").read_text()
 )
 ABANDON = " ".join(["abandon"] * 11 + ["about"])
 
