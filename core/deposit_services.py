@@ -3,9 +3,7 @@
 Why its own module: chain plugins that spend what the gateway received (a UTXO hot wallet, a
 sweep) and feature plugins that show deposits read them here, not from the deposits table.
 
-A plugin never reads core tables (STYLE.md; ``tests/test_plugin_sql.py``): it asks here and gets
-immutable ``NamedTuple`` records whose fields are listed in docs/plugins.md ("Core services for
-plugins"), re-exported by ``orbchain.api``. Amounts are integers in the coin's base units.
+Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.md, "Core services").
 """
 
 from __future__ import annotations
