@@ -392,7 +392,7 @@ def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], cl
 def security_event_occurred(gateway: "Gateway", event: "SecurityEvent") -> None:
     """Something changed who can reach an account: record it, show it, alert on it.
 
-    Announced (``orbchain.core.services.announce_security_event``) after the
+    Announced (``orbchain.api.announce_security_event``) after the
     change committed, by the core (``sign_in``, ``sign_in_locked``,
     ``password_changed``, ``totp_enabled``, ``totp_disabled``,
     ``api_key_created``, ``api_key_rotated``, ``api_key_revoked``) and by
@@ -473,7 +473,7 @@ def decide_page_branding(
     """How a hosted page of ``merchant_id`` looks: logo, light or dark theme, accent colour.
 
     Called for every render of ``/pay/<track_id>`` and by any plugin page
-    through ``orbchain.core.services.page_branding_for``. ``brand_id`` is the
+    through ``orbchain.api.page_branding_for``. ``brand_id`` is the
     payment's brand (the creating key's ``brand_id``) or the one a plugin
     page belongs to, None when untagged; ``payment`` is the public payment
     view, or None for a page not about one payment (a tip page, a link's

@@ -1,4 +1,4 @@
-"""Reads and writes of a plugin's own merchant-owned rows, for ``orbchain.core.services``.
+"""Reads and writes of a plugin's own merchant-owned rows, for ``orbchain.api``.
 
 Feature plugins keep tables whose rows belong to one merchant (plans,
 links, schedules, brands): every dashboard read names the merchant, so

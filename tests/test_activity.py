@@ -14,7 +14,8 @@ import json
 import pyotp
 import pytest
 
-from orbchain.core import lockout, services
+from orbchain.core import lockout
+from orbchain import api as services
 from orbchain.core.pages import DashboardNotice
 from orbchain.core.plugins import hookimpl
 from orbchain.plugins.activity.describe import describe

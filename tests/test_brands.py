@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.pages import PageBranding, accent_stylesheet
 from orbchain.core.webhooks import deliver_due
 

@@ -183,7 +183,7 @@ async def test_an_ended_session_says_why_it_ended(app_client):
     revoked = next(c for c in jar if c.key == "orb_session").value
     merchant_id = (await app_client.app[GATEWAY].db.fetch_one(
         "SELECT id FROM merchants WHERE email = :e", {"e": "why@example.com"}))["id"]
-    from orbchain.core import services
+    from orbchain import api as services
 
     await services.revoke_dashboard_tokens(gateway, merchant_id)
     assert (await _ended_notice(app_client, revoked)).startswith("session-revoked: This session was ended because")
@@ -455,7 +455,7 @@ def test_the_captcha_widget_settings_are_checked():
 
 
 def test_google_auth_takes_exactly_the_oidc_payload():
-    from orbchain.core.services import AccountSession
+    from orbchain.api import AccountSession
     from orbchain.plugins.dashboard.routes_auth import google_auth_payload, pasted_link
     from orbchain.plugins.oidc import payload
 

@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from orbchain.core.services import AccountSession
+from orbchain.api import AccountSession
 from orbchain.core.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.keys import GATEWAY

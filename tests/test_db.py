@@ -124,7 +124,7 @@ async def test_concurrent_atomic_writes_commit_together_and_fail_alone(gateway, 
     rolls back only its own statements and raises to its own caller."""
     import asyncio
 
-    from orbchain.core import db as db_module
+    from orbchain.core import db_group_commit as db_module
 
     db = gateway.db
     await db.execute("CREATE TABLE t_g (id INTEGER PRIMARY KEY, v TEXT)")
@@ -251,7 +251,7 @@ async def test_keyed_reads_never_wait_on_a_leader_without_a_connection(gateway, 
     """One pooled connection, held by A, and one group in flight at most. B waits for the pool;
     A's read must not queue behind B (a leader with no connection yet) while holding the
     connection B waits for: under load that deadlocked the whole pool."""
-    import orbchain.core.db as db_module
+    import orbchain.core.db_keyed as db_module
 
     monkeypatch.setattr(db_module, "READ_GROUPS_IN_FLIGHT", 1)
     db = await _pool_of(gateway, 1)
@@ -409,7 +409,7 @@ async def test_sqlite_long_read_stops_and_moves_to_a_thread(tmp_path, monkeypatc
     No stopwatch: "stopped" is the inline attempt returning None, and "the loop kept
     turning" is a ticker that yields every iteration advancing while the threaded run
     is awaited (an inline run of the whole statement would leave it unchanged)."""
-    from orbchain.core import db as db_module
+    from orbchain.core import db_sqlite_reader as db_module
 
     db, threaded = await _sqlite_db(tmp_path, monkeypatch)
     long = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < :top)"

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import jwt
 
-from orbchain.core import auth, services
+from orbchain.core import auth
+from orbchain import api as services
 from orbchain.core.jwt_revocation import CACHE_TABLE, PRUNE_JOB, prune
 from orbchain.web.keys import GATEWAY
 

@@ -12,7 +12,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.config import ConfigError
 from orbchain.core.errors import Gone
 from orbchain.core.prices import PriceService

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyotp
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.errors import Forbidden
 from orbchain.web.keys import GATEWAY
 

@@ -21,7 +21,7 @@ from aiohttp.test_utils import TestServer
 from yarl import URL
 
 from orbchain.core.config import ConfigError
-from orbchain.core.services import AccountSession
+from orbchain.api import AccountSession
 from orbchain.plugins.oidc import payload
 from orbchain.plugins.oidc.settings import parse_settings
 from orbchain.web.app import create_app
@@ -574,7 +574,7 @@ async def test_server_start_refuses_a_bad_block(make_config, aiohttp_client):
 
 
 def test_payload_round_trip_is_url_safe():
-    from orbchain.core.services import AccountSession
+    from orbchain.api import AccountSession
     session = AccountSession("mer_1", "a@example.com", "tok.en.x", {"merchant_api_key": "ok_m_+/="})
     encoded = payload.encode(session, True, "landing-value")
     assert set(encoded) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")

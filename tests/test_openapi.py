@@ -37,9 +37,9 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from orbchain import __version__
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.payout_worker import process_payouts
-from orbchain.core.services import AccountSession
+from orbchain.api import AccountSession
 from orbchain.core.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.auth import AUTH_ATTR

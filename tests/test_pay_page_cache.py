@@ -18,7 +18,7 @@ import pytest
 
 from orbchain.chains.devnet import devnet_chain
 from orbchain.core import payments as svc
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.pages import PageBranding, PayPageForm
 from orbchain.core.plugins import hookimpl
 from orbchain.core.scanner import scan_chain

@@ -11,7 +11,8 @@ import pytest
 
 from orbchain.chains.lightning import settlement
 from orbchain.chains.lightning.receive import lightning_chain
-from orbchain.core import payment_pruning, services
+from orbchain.core import payment_pruning
+from orbchain import api as services
 from orbchain.core.config import ConfigError
 from orbchain.core.startup import build_gateway
 from orbchain.core.ledger_check import check_ledger

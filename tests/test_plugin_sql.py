@@ -1,4 +1,4 @@
-"""Plugins keep SQL on their own tables; core data comes through ``orbchain.core.services``.
+"""Plugins keep SQL on their own tables; core data comes through ``orbchain.api`` (core/*_services.py).
 
 The core's table names are read from the core migrations themselves (every
 ``CREATE TABLE`` their ``up()`` returns on either dialect), so a new core

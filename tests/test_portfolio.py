@@ -10,7 +10,7 @@ from decimal import Decimal
 
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.errors import NotFound
 from orbchain.core.prices import PriceService, Quote
 from orbchain.plugins.portfolio.valuation import coin_line, portfolio

@@ -81,7 +81,7 @@ async def test_referrer_earns_a_fifth_of_the_platform_fee_as_a_ledger_posting(en
 
 
 async def _deposit_id(devnet):
-    from orbchain.core import services
+    from orbchain import api as services
     (deposit,) = [d for d in await services.recent_deposits(devnet.gateway, await _referee_id(devnet), 5)]
     return deposit.id
 

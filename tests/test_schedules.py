@@ -9,7 +9,7 @@ import asyncio
 
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.plugins.schedules import tick
 from orbchain.plugins.schedules.tick import run_schedules
 

@@ -1,4 +1,4 @@
-"""The core services plugins read through (core/services.py), on a devnet journey, both databases."""
+"""The core services plugins read through (orbchain.api, core/*_services.py), on a devnet journey, both databases."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from tests.families import get_family
 
 from .support import Devnet, api, signup

@@ -16,7 +16,7 @@ import pytest
 
 from orbchain.core.ledger_check import check_ledger
 from orbchain.core.payment_status import expire_payments
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.registries import ScopeRegistry, StartupError
 from orbchain.plugins.subscriptions import billing, enrolment
 from orbchain.plugins.subscriptions.billing import run_billing

@@ -173,7 +173,7 @@ async def test_with_2fa_on_the_link_needs_a_code_not_the_password(make_client, m
 
 async def test_a_password_less_account_must_turn_on_2fa_to_link(make_client, make_config, standin):
     """An identity-provider account has no password to confirm with: 403 password_not_set, nothing bound."""
-    from orbchain.core import services
+    from orbchain import api as services
 
     client, _, gateway = await telegram_shop(make_client, make_config, standin)
     session = await services.create_account(gateway, "sso@example.com")

@@ -88,22 +88,29 @@ from ..core.plugin_rows import (
 )
 
 # Core services: what a plugin needs of core data, as immutable records (docs/plugins.md, "Core services").
-from ..core.services import (
-    USD_DECIMALS, AddressKey, CreditedAddress, CreditedOutput, DepositRecord, MerchantRecord, PaymentRecord,
-    ReceiveAddress, address_key, api_key_exists, available_balance, cache_changed, cached, check_receivable,
-    credited_addresses, credited_outputs, default_settlement_coin, find_deposit, find_payment, fresh_receive_address,
-    has_standing_address, ledger_history, merchant_by_account_id, merchant_record, payout_statuses, receivable_coins,
-    receive_address, recent_deposits, referred_merchants, reversed_references, set_default_settlement_coin, usd_units,
+from ..core.address_services import (
+    AddressKey, ReceiveAddress, address_key, fresh_receive_address, has_standing_address, receive_address,
 )
+from ..core.deposit_services import (
+    CreditedAddress, CreditedOutput, DepositRecord, credited_addresses, credited_outputs, find_deposit,
+    recent_deposits,
+)
+from ..core.ledger_services import USD_DECIMALS, available_balance, ledger_history, reversed_references, usd_units
+from ..core.merchant_services import (
+    MerchantRecord, api_key_exists, default_settlement_coin, merchant_by_account_id, merchant_record,
+    referred_merchants, set_default_settlement_coin,
+)
+from ..core.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
+from ..core.payout_services import payout_statuses
+from ..core.plugin_cache import cache_changed, cached
 
 # Core services that create: hosted invoices and payouts through the standard pipeline.
-from ..core.services import (
-    InvoiceRecord, PayoutRecord, create_invoice, new_track_id, payout_amount, payout_destination, request_payout,
-)
+from ..core.payment_services import InvoiceRecord, create_invoice, new_track_id
+from ..core.payout_services import PayoutRecord, payout_amount, payout_destination, request_payout
 
 # Core services for plugins that sign merchants in or guard an account (identity providers, chat links).
 from ..core.security_events import SIGN_IN
-from ..core.services import (
+from ..core.account_services import (
     AccountRecord, AccountSession, account_by_email, announce_security_event, confirm_account_holder, create_account,
     dashboard_token_revoked, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
 )
@@ -119,7 +126,7 @@ from ..core.pages import (
     logo_url, widget_token,
 )
 from ..core.qr import MAX_QR_DATA, qr_svg
-from ..core.services import check_public_form, form_widget, page_branding_for
+from ..core.page_services import check_public_form, form_widget, page_branding_for
 from ..web.pages import html_page, page_security_headers, render_page
 
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.

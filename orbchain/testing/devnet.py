@@ -53,19 +53,19 @@ async def pay_on_devnet(client_or_gateway: Any, payment: Any, amount: int | str 
     """Pay ``payment`` on the devnet, mine it to its confirmations and scan; the payment afterwards.
 
     ``payment`` is a track id, the ``data`` of a payment the API answered, or
-    an ``orbchain.core.services.PaymentRecord``; it needs its address (a
+    an ``orbchain.api.PaymentRecord``; it needs its address (a
     hosted invoice has one once its coin is chosen). ``amount`` defaults to
     what the payment asks; an ``int`` is base units, a ``str``/``Decimal`` a
     decimal in the payment's coin (pay less to test an underpayment).
     ``confirm=False`` leaves the transfer in the mempool, scanned once: the
-    payment shows Paying. Returns the :class:`~orbchain.core.services.PaymentRecord`
+    payment shows Paying. Returns the :class:`~orbchain.api.PaymentRecord`
     read after the last scan. A deposit still PENDING after its confirmations
     (a plugin's ``filter_credit_postings`` refused, say; the log names it) raises
     ``AssertionError``.
     """
     from ..chains.devnet import devnet_chain
     from ..core.scanner import scan_chain
-    from ..core.services import find_payment
+    from ..core.payment_services import find_payment
 
     gateway = gateway_of(client_or_gateway)
     chain, adapter = devnet_chain(gateway), gateway.chains.get("devnet")

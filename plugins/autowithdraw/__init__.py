@@ -2,7 +2,7 @@
 
 "When my ETH balance reaches 1, send it all to my cold wallet": rules live
 in this plugin's own tables, a job every 5 minutes requests the payouts
-through the core's payout service (``orbchain.core.services.request_payout``),
+through the core's payout service (``orbchain.api.request_payout``),
 so money moves only through the ledgered payout pipeline and the backlog
 breaker applies. Written as a third-party package would be: hooks only.
 """

@@ -3,7 +3,7 @@
 A merchant creates a link in the dashboard (``/dashboard/payment-links``)
 and shares ``/l/<slug>`` or pastes the donate.js snippet. Each visit mints a
 fresh invoice through the core's invoice service
-(``orbchain.core.services.create_invoice``), so pricing, fiat rate locking,
+(``orbchain.api.create_invoice``), so pricing, fiat rate locking,
 addresses and the hosted page are exactly the payment API's; link previews
 mint nothing and a browser coming back finds its open invoice
 (``visitors.py``), and unpaid invoices are pruned after

@@ -3,7 +3,7 @@
 A merchant asks for "pay my whole BTC balance to this address every day
 once it reaches 0.01": ``/dashboard/payout-schedules`` stores the schedule
 in this plugin's own table, and a job every minute requests the payouts
-through the core's payout service (``orbchain.core.services.request_payout``),
+through the core's payout service (``orbchain.api.request_payout``),
 so the money moves only through the standard, ledgered payout pipeline.
 Written exactly as a third-party package would be: hooks only, no core table.
 """

@@ -5,7 +5,7 @@ through the API, the dashboard or the hosted page ``/subscribe/<plan_id>``.
 A page enrolment is PENDING until the first period's invoice, opened at
 enrolment, is paid (``checkout.py``). Every 5 minutes a billing job mints the
 invoice of each due period of an ACTIVE subscription through the core's
-invoice service (``orbchain.core.services.create_invoice``), so the money
+invoice service (``orbchain.api.create_invoice``), so the money
 moves only through the core's payments and ledger. The outcome
 of each invoice arrives through the ``payment_paid``/``payment_expired``/
 ``payment_cancelled`` hooks (and the tick's own check as a fallback).

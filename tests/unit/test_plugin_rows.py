@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core import services
+from orbchain import api as services
 from orbchain.core.errors import NotFound
 
 TABLE = "rowkit_notes"

@@ -8,7 +8,7 @@ from aiohttp import web
 
 from ...core import payments as svc
 from ...core import payouts as payout_svc
-from ...core import services
+from ...core import address_services, deposit_services
 from ...core.accounts import require_merchant
 from ...core.errors import ValidationError
 from ...core.qr import qr_data_uri
@@ -75,14 +75,14 @@ async def dashboard_transactions(request: web.Request) -> web.Response:
     deposits = [
         {"id": d.id, "coin": d.coin, "amount": gateway.coins.require(d.coin).format(d.amount),
          "amountUsd": d.amount_usd, "status": d.status, "confirmations": d.confirmations}
-        for d in await services.recent_deposits(gateway, merchant_id, limit)
+        for d in await deposit_services.recent_deposits(gateway, merchant_id, limit)
     ]
     payouts = await payout_svc.recent_payouts(gateway, merchant_id, limit)
     return envelope({"deposits": deposits, "payouts": payouts})
 
 
 def _standing_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
-    return [c for c in svc.servable_coins(gateway, merchant) if services.has_standing_address(gateway, c)]
+    return [c for c in svc.servable_coins(gateway, merchant) if address_services.has_standing_address(gateway, c)]
 
 
 @routes.get("/dashboard/deposit-addresses")
@@ -97,7 +97,7 @@ async def deposit_addresses(request: web.Request) -> web.Response:
     merchant = await require_merchant(gateway.db, principal_of(request).merchant_id)
     rows = []
     for symbol in _standing_coins(gateway, merchant):
-        address = await services.standing_address(gateway, merchant, gateway.coins.require(symbol))
+        address = await address_services.standing_address(gateway, merchant, gateway.coins.require(symbol))
         rows.append({"coin": symbol, "address": address, "qr": await qr_data_uri(gateway.cpu, address)})
     return envelope({"account_id": merchant["account_id"], "addresses": rows})
 
@@ -107,5 +107,6 @@ async def deposit_addresses(request: web.Request) -> web.Response:
 async def receive_address(request: web.Request) -> web.Response:
     """The standing address of ``?coin=``; in maintenance mode one derived before, else 503 (deriving writes)."""
     gateway = gateway_of(request)
-    found = await services.receive_address(gateway, principal_of(request).merchant_id, request.query.get("coin") or "")
+    found = await address_services.receive_address(gateway, principal_of(request).merchant_id,
+                                                   request.query.get("coin") or "")
     return envelope({"coin": found.coin, "address": found.address})

@@ -26,7 +26,7 @@ from aiohttp import hdrs, web
 from markupsafe import Markup
 
 from ...core import payments as svc
-from ...core import services
+from ...core import page_services
 from ...core.bounded import LruMap, values_key
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
@@ -273,7 +273,7 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     content = await page_content(gateway, row, deposits, now)
     view = dict(content.view)  # the hooks' own copy: the cached one is shared by every view
     forms = plugin_forms(gateway, view) if content.wants_forms else []
-    branding = await services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)
+    branding = await page_services.page_branding_for(gateway, row["merchant_id"], view.get("brand_id"), view)
     nonce = secrets.token_urlsafe(16)
     values = countdown(content.context, content.expires_at, now)
     values["nonce"] = nonce

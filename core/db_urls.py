@@ -1,0 +1,44 @@
+"""Database URLs: what each driver is given for a ``sqlite:///`` or ``postgresql://`` URL.
+
+Why its own module: operators write one URL (with options such as
+``schema`` or ``max_size``); turning it into a SQLite file or ``file:`` URI,
+or into asyncpg's DSN and pool options, is parsing the handle need not hold.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+
+
+def sqlite_target(url: str) -> tuple[str, bool]:
+    """The file (or ``file:`` URI when the URL has options) of a ``sqlite[+aiosqlite]:///path`` URL."""
+    parts = urlsplit(url)
+    path = unquote(parts.path[1:]) if parts.path.startswith("/") else unquote(parts.path)
+    if parts.query:
+        return f"file:{path}?{parts.query}", True
+    return path or ":memory:", False
+
+
+def pg_options(url: str) -> tuple[str, dict[str, Any]]:
+    """asyncpg's DSN and pool options from a ``postgresql[+asyncpg]://`` URL.
+
+    ``min_size``/``max_size`` size the pool (1 and 20 unless given); ``schema``
+    selects a dedicated schema through ``search_path`` (operators, and one per
+    test). Other options go to asyncpg as they are (``sslmode``, ...).
+    """
+    url = re.sub(r"^postgres(?:ql)?(?:\+\w+)?://", "postgresql://", url)
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    taken = {k: v for k, v in pairs if k in ("schema", "min_size", "max_size", "ssl")}
+    options: dict[str, Any] = {"min_size": int(taken.get("min_size", 1)), "max_size": int(taken.get("max_size", 20))}
+    schema = taken.get("schema")
+    if schema is not None:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", schema):
+            raise ValueError("database URL option 'schema' must be a plain SQL identifier")
+        options["server_settings"] = {"search_path": schema}
+    if "ssl" in taken:
+        options["ssl"] = {"true": True, "false": False}.get(taken["ssl"].lower(), taken["ssl"])
+    rest = urlencode([(k, v) for k, v in pairs if k not in taken])
+    return urlunsplit(parts._replace(query=rest)), options
