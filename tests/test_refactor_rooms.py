@@ -262,3 +262,12 @@ def test_the_real_map_places_every_core_module_and_names_real_rooms():
     core = ROOT / "core"
     unplaced = [p.name for p in core.glob("*.py") if tool.place(p.stem, table) is None]
     assert unplaced == []
+
+
+def test_a_long_import_is_wrapped_one_name_a_line(tmp_path):
+    names = ", ".join(f"name_number_{i}" for i in range(8))
+    files = {**FILES, "core/ledger_accounts.py": "".join(f"name_number_{i} = {i}\n" for i in range(8)),
+             "core/payment_status.py": f"def f():\n    from .ledger_accounts import {names}\n"}
+    assert run(tmp_path, lay(tmp_path, files)) == 0
+    wrapped = "".join(f"        name_number_{i},\n" for i in range(8))
+    assert read(tmp_path, "core/payments/status.py") == f"def f():\n    from ..ledger.accounts import (\n{wrapped}    )\n"

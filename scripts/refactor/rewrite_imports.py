@@ -149,7 +149,8 @@ def make_plan(root: Path, table: dict) -> Plan:
         plan.moving.add(leaf)
         destination = Path("core", room, new + ("" if is_package else ".py"))
         plan.moves.append((entry.relative_to(root), destination))
-    plan.new_rooms = sorted({new.parts[1] for _, new in plan.moves if not (root / "core" / new.parts[1]).is_dir()})
+    plan.new_rooms = sorted({new.parts[1] for _, new in plan.moves
+                             if not (root / "core" / new.parts[1] / "__init__.py").is_file()})
     _check_collisions(plan)
     return plan
 
@@ -179,7 +180,8 @@ def _dotted_pattern(plan: Plan) -> re.Pattern[str] | None:
     if not plan.names:
         return None
     names = "|".join(sorted(map(re.escape, plan.names), key=len, reverse=True))
-    return re.compile(rf"(?<![\w.])(?P<pre>(?:orbchain\.)?core)\.(?P<name>{names})\b(?P<rest>\.(?P<attr>[A-Za-z_]\w*))?")
+    attr = r"(?P<rest>\.(?P<attr>[A-Za-z_]\w*))?"
+    return re.compile(rf"(?<![\w.])(?P<pre>(?:orbchain\.)?core)\.(?P<name>{names})\b{attr}")
 
 
 def _path_pattern(plan: Plan) -> re.Pattern[str] | None:
@@ -283,6 +285,10 @@ def needs_cst(text: str, plan: Plan, old_package: str | None, moved: bool) -> bo
     return False
 
 
+LINE_LIMIT = 120  # pyproject.toml's ruff line-length
+_EMPTY = cst.Module(body=[])
+
+
 class _Imports(cst.CSTTransformer):
     """Rewrites ``from ... import ...`` statements naming moved modules; see ``rewrite_python``."""
 
@@ -292,6 +298,30 @@ class _Imports(cst.CSTTransformer):
         self.new_package = new_package  # the package it is in after the move
         self.moved = old_package != new_package
         self.changed = False
+        self.depth = 0  # indented blocks around the statement: a function-local import is 4 columns further in
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> bool:  # libcst's visitor name
+        self.depth += 1
+        return True
+
+    def leave_IndentedBlock(  # libcst's visitor name
+        self, original: cst.IndentedBlock, updated: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        self.depth -= 1
+        return updated
+
+    def fit(self, line: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        """A ``from`` import longer than the line limit, one name a line in parentheses (the code's style)."""
+        node = line.body[0]
+        assert isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar)
+        if node.lpar is not None or 4 * self.depth + len(_EMPTY.code_for_node(node)) <= LINE_LIMIT:
+            return line
+        newline = cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace("    "))
+        names = [a.with_changes(comma=cst.Comma(whitespace_after=newline)) for a in node.names]
+        last = cst.ParenthesizedWhitespace(indent=True, last_line=cst.SimpleWhitespace(""))
+        names[-1] = names[-1].with_changes(comma=cst.Comma(whitespace_after=last))
+        node = node.with_changes(names=names, lpar=cst.LeftParen(whitespace_after=newline), rpar=cst.RightParen())
+        return line.with_changes(body=[node])
 
     def new_name(self, dotted: str) -> str | None:
         return new_name(self.plan, dotted)
@@ -299,7 +329,7 @@ class _Imports(cst.CSTTransformer):
     def resolve(self, node: cst.ImportFrom) -> str | None:
         return resolve(self.old_package, len(node.relative), _dotted(node.module))
 
-    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:  # noqa: N802 - libcst's name
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:  # libcst's visitor name
         return False  # the import is handled whole on leaving; its expressions need no visit (speed)
 
     def emit_module(self, target: str, relative: bool) -> tuple[list[cst.Dot], cst.Attribute | cst.Name | None]:
@@ -313,7 +343,7 @@ class _Imports(cst.CSTTransformer):
         rest = tgt[common:]
         return [cst.Dot()] * (len(pkg) - common + 1), (_expr(".".join(rest)) if rest else None)
 
-    def leave_SimpleStatementLine(  # noqa: N802 - libcst's visitor name
+    def leave_SimpleStatementLine(  # libcst's visitor name
         self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement]:
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):
@@ -357,7 +387,7 @@ class _Imports(cst.CSTTransformer):
             else:
                 fresh = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
                 new_node = cst.ImportFrom(module=module, names=fresh, relative=dots)
-            line = updated.with_changes(body=[new_node])
+            line = self.fit(updated.with_changes(body=[new_node]))
             if index:
                 line = line.with_changes(leading_lines=[])
             statements.append(line)
@@ -470,7 +500,7 @@ def _rooms_after(root: Path, plan: Plan) -> set[str]:
 def apply(root: Path, plan: Plan, changes: dict[Path, tuple[Path, str]], use_git: bool) -> None:
     for room in plan.new_rooms:
         folder = root / "core" / room
-        folder.mkdir()
+        folder.mkdir(exist_ok=True)  # a folder left with only __pycache__ by an earlier checkout
         (folder / "__init__.py").write_text(f'"""{plan.rooms[room]}"""\n', encoding="utf-8")
         if use_git:
             subprocess.run(["git", "add", str(folder / "__init__.py")], cwd=root, check=True)
@@ -506,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"move    {old} -> {new}")
     for room in plan.new_rooms:
         print(f"room    core/{room}/__init__.py")
-    for old, (new, _) in sorted(changes.items()):
+    for new, _ in sorted(changes.values()):
         print(f"rewrite {new}")
     if args.check:
         print(f"{len(plan.moves)} moves, {len(changes)} files to change ({time.monotonic() - started:.1f} s)")
