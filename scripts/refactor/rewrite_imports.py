@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import configparser
 import fnmatch
 import re
 import subprocess
@@ -45,6 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from shadow_tree import package_dirs  # a sibling script (scripts/ is no package)
 
 ROOT = Path(__file__).resolve().parents[2]
 MAP = Path(__file__).resolve().parent / "moves.toml"
@@ -410,17 +412,6 @@ def rewrite_python(source: str, plan: Plan, old_module: str | None, new_module: 
 # ---------------------------------------------------------------------------------------------- setup.cfg
 
 
-def package_dirs(root: Path) -> dict[str, str]:
-    """setup.cfg's ``package_dir`` as {"core": "orbchain.core", ...} (folder -> package)."""
-    cfg = configparser.ConfigParser()
-    cfg.read(root / "setup.cfg")
-    mapping = {}
-    for line in cfg["options"]["package_dir"].strip().splitlines():
-        name, _, folder = line.partition("=")
-        mapping[folder.strip()] = name.strip()
-    return mapping
-
-
 def rewrite_setup_cfg(text: str, plan: Plan, rooms_present: list[str]) -> str:
     """Rooms join ``packages`` (after ``orbchain.core``); ``package_data`` of core follows the data files."""
     lines = text.splitlines(keepends=True)
@@ -470,7 +461,7 @@ def module_of(relative: Path, folders: dict[str, str]) -> str | None:
 
 def compute(root: Path, plan: Plan) -> dict[Path, tuple[Path, str]]:
     """{old relative path: (new relative path, new text)} of every file whose place or text changes."""
-    folders = package_dirs(root)
+    folders = {folder: name for name, folder in package_dirs(root).items()}
     moved = {old: new for old, new in plan.moves}
     results: dict[Path, tuple[Path, str]] = {}
     for path in scanned_files(root):
