@@ -270,3 +270,19 @@ def test_a_long_import_is_wrapped_one_name_a_line(tmp_path):
     assert run(tmp_path, lay(tmp_path, files)) == 0
     wrapped = "".join(f"        name_number_{i},\n" for i in range(8))
     assert read(tmp_path, "core/payments/status.py") == f"def f():\n    from ..ledger.accounts import (\n{wrapped}    )\n"
+
+
+def test_a_package_moves_whole_into_its_room(tmp_path):
+    """A module split into a package (core/store/) moves with its sub-modules; references follow by prefix."""
+    files = {**FILES,
+             "core/store/__init__.py": "from .reader import read\n",
+             "core/store/reader.py": "from ..errors import Invalid\nfrom ..config import LIMIT\n\n\ndef read():\n"
+                                     "    return Invalid, LIMIT\n",
+             "web/store_user.py": "from ..core.store.reader import read\nfrom ..core import store\n"
+                                  "PATCH = 'orbchain.core.store.reader.read'  # core/store/reader.py\n"}
+    assert run(tmp_path, lay(tmp_path, files, MAP.replace('config = "infra"', 'config = "infra"\nstore = "infra"'))) == 0
+    assert read(tmp_path, "core/infra/store/__init__.py") == "from .reader import read\n"
+    assert read(tmp_path, "core/infra/store/reader.py").startswith("from ...errors import Invalid\nfrom ..config import")
+    assert read(tmp_path, "web/store_user.py") == (
+        "from ..core.infra.store.reader import read\nfrom ..core.infra import store\n"
+        "PATCH = 'orbchain.core.infra.store.reader.read'  # core/infra/store/reader.py\n")
