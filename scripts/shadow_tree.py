@@ -21,10 +21,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SHADOW = Path("build", "typecheck")
 
 
-def _package_dirs() -> dict[str, str]:
-    """setup.cfg's ``package_dir`` as {"orbchain.core": "core", ...}."""
+def package_dirs(root: Path = ROOT) -> dict[str, str]:
+    """setup.cfg's ``package_dir`` as {"orbchain.core": "core", ...} (also read by scripts/refactor/)."""
     cfg = configparser.ConfigParser()
-    cfg.read(ROOT / "setup.cfg")
+    cfg.read(root / "setup.cfg")
     mapping = {}
     for line in cfg["options"]["package_dir"].strip().splitlines():
         name, _, folder = line.partition("=")
@@ -34,7 +34,7 @@ def _package_dirs() -> dict[str, str]:
 
 def lay_shadow_tree() -> dict[str, str]:
     """Symlink each mapped folder under build/typecheck; return {shadow prefix: source prefix}, longest first."""
-    mapping = _package_dirs()
+    mapping = package_dirs()
     top = mapping.pop("orbchain")
     pkg = ROOT / SHADOW / "orbchain"
     pkg.mkdir(parents=True, exist_ok=True)

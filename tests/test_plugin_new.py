@@ -106,7 +106,8 @@ def test_every_template_ships_as_package_data():
     """An installed Orbchain (not only this checkout) has the templates: setup.cfg's patterns cover each file."""
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")
-    patterns = [p.strip() for p in parser["options.package_data"]["orbchain.core"].split(",")]
+    package = scaffold.__module__.rpartition(".")[0]  # the package the templates ship in, wherever it lives
+    patterns = [p.strip() for p in parser["options.package_data"][package].split(",")]
     files = [PurePosixPath(path.relative_to(TEMPLATES.parent).as_posix()) for path in TEMPLATES.rglob("*")
              if path.is_file()]
     assert files and [str(f) for f in files if not any(f.match(p) for p in patterns)] == []
