@@ -33,9 +33,9 @@ import asyncpg
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from orbchain.core import accounts
-from orbchain.core.config import load_config
-from orbchain.core.migrate import migrate
+from orbchain.core.accounts import merchants as accounts
+from orbchain.core.infra.config import load_config
+from orbchain.core.infra.migrate import migrate
 from orbchain.plugins.analytics.counting import catch_up
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
@@ -109,7 +109,7 @@ async def run(payments: int, requests: int) -> None:
             gateway = app[GATEWAY]
             await gateway.db.connect()
             await migrate(gateway.db, gateway.migrations)
-            from orbchain.core.secrets import load_secrets
+            from orbchain.core.infra.secrets import load_secrets
             gateway.secrets = load_secrets(config)
             signed = await accounts.sign_up(gateway, "busy@example.com", "bench-pass-1234")
             await gateway.db.disconnect()

@@ -21,7 +21,7 @@ from pathlib import Path
 import asyncpg
 from aiohttp.test_utils import TestClient, TestServer
 
-from orbchain.core.config import load_config
+from orbchain.core.infra.config import load_config
 from orbchain.web.app import create_app
 
 

@@ -28,15 +28,15 @@ from pathlib import Path
 
 from orbchain.chains.bitcoin.adapter import BitcoinAdapter
 from orbchain.chains.bitcoin.settings import read_settings
-from orbchain.core.accounts import sign_up
-from orbchain.core.config import load_config
+from orbchain.core.accounts.merchants import sign_up
+from orbchain.core.infra.config import load_config
 from orbchain.core.startup import build_gateway
 from orbchain.chains.bitcoin.families import address_families
 from orbchain.core.keys import SeedKeyStore
-from orbchain.core.migrate import migrate
-from orbchain.core.plugins import get_plugin_manager
-from orbchain.core.scanner import scan_chain
-from orbchain.core.secrets import load_secrets
+from orbchain.core.infra.migrate import migrate
+from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.core.watching.scanner import scan_chain
+from orbchain.core.infra.secrets import load_secrets
 
 HITS_PER_BLOCK = 20
 INSERT_CHUNK = 100_000

@@ -13,7 +13,7 @@ import argparse
 import time
 
 from orbchain.core.keys import AddressFamilyRegistry, SeedKeyStore, WatchOnlyKeyStore
-from orbchain.core.plugins import call_collect, get_plugin_manager
+from orbchain.core.contract.plugins import call_collect, get_plugin_manager
 
 TEST_MNEMONIC = " ".join(["abandon"] * 11 + ["about"])
 FAMILIES = ("btc", "ltc", "doge", "evm", "tron", "solana")

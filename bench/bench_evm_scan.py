@@ -30,7 +30,7 @@ from eth_utils import keccak, to_checksum_address  # noqa: E402
 
 from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
 from orbchain.core.startup import build_gateway  # noqa: E402
-from orbchain.core.plugins import get_plugin_manager  # noqa: E402
+from orbchain.core.contract.plugins import get_plugin_manager  # noqa: E402
 from tests.anvil import CHAIN_ID, DEPLOYER, PAYER, start_anvil  # noqa: E402
 
 TRANSFER = keccak(text="transfer(address,uint256)")[:4].hex()

@@ -26,8 +26,8 @@ from pathlib import Path
 from aiohttp.test_utils import TestClient, TestServer
 
 from orbchain.core import money
-from orbchain.core.config import load_config
-from orbchain.core.db import Database
+from orbchain.core.infra.config import load_config
+from orbchain.core.infra.db import Database
 from orbchain.web.app import create_app
 from orbchain.testing.api import signup
 

@@ -47,8 +47,8 @@ import aiohttp
 import asyncpg
 
 import loadgen
-from orbchain.core import ledger
-from orbchain.core.db import Database
+from orbchain.core.ledger import book as ledger
+from orbchain.core.infra.db import Database
 
 HERE = Path(__file__).resolve().parent
 ORBCHAIN = [sys.executable, "-m", "orbchain"]

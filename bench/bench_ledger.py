@@ -22,9 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-from orbchain.core import ledger
-from orbchain.core.db import Database
-from orbchain.core.migrate import MigrationRegistry, migrate
+from orbchain.core.ledger import book as ledger
+from orbchain.core.infra.db import Database
+from orbchain.core.infra.migrate import MigrationRegistry, migrate
 
 CONCURRENCY = 50
 

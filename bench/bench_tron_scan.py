@@ -41,7 +41,7 @@ from aiohttp import web  # noqa: E402
 
 from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
 from orbchain.core.startup import build_gateway  # noqa: E402
-from orbchain.core.plugins import get_plugin_manager  # noqa: E402
+from orbchain.core.contract.plugins import get_plugin_manager  # noqa: E402
 from tests.tron_node import TronNode, address_of, compile_protos, t_address  # noqa: E402
 
 

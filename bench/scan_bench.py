@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from orbchain.core import accounts, addresses, scanner
-from orbchain.core.config import load_config
-from orbchain.core.migrate import migrate
-from orbchain.core.secrets import load_secrets
+from orbchain.core.accounts import merchants as accounts
+from orbchain.core.watching import addresses, scanner
+from orbchain.core.infra.config import load_config
+from orbchain.core.infra.migrate import migrate
+from orbchain.core.infra.secrets import load_secrets
 
 SIZES = (1_000, 1_000_000)
 OURS_PER_BLOCK = 2

@@ -17,19 +17,19 @@ from typing import Any, Callable
 
 import pluggy
 
-from .chains import check_capabilities
-from .coins import CoinRegistry
-from .config import Config, ConfigError, naming_variable
-from .cpu_pool import CpuPool
-from .auth import CORE_SCOPE_DESCRIPTIONS
-from .db import Database
-from .events import CORE_EVENT_KINDS
+from .contract.chains import check_capabilities
+from .contract.coins import CoinRegistry
+from .infra.config import Config, ConfigError, naming_variable
+from .infra.cpu_pool import CpuPool
+from .accounts.auth import CORE_SCOPE_DESCRIPTIONS
+from .infra.db import Database
+from .events.outbox import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
-from .metrics import Metrics
-from .migrate import MigrationRegistry
-from .plugin_identity import check_declarations, hold_unconfigured
-from .plugins import call_collect, call_event, check_plugin_blocks, get_plugin_manager
-from .registries import (
+from .infra.metrics import Metrics
+from .infra.migrate import MigrationRegistry
+from .contract.plugin_identity import check_declarations, hold_unconfigured
+from .contract.plugins import call_collect, call_event, check_plugin_blocks, get_plugin_manager
+from .contract.registries import (
     AssetRegistry,
     ChainRegistry,
     DashboardRegistry,
@@ -41,8 +41,8 @@ from .registries import (
     ScopeRegistry,
     StartupError,
 )
-from .secrets import Secrets
-from .stopping import Stop
+from .infra.secrets import Secrets
+from .infra.stopping import Stop
 
 log = logging.getLogger(__name__)
 
@@ -70,13 +70,13 @@ class Gateway:
     secrets: Secrets | None = None
     clock: Callable[[], float] = time.time
     maintenance: bool = False
-    # This process's Prometheus metrics (core/metrics.py); built with the gateway, after any fork.
+    # This process's Prometheus metrics (core/infra/metrics.py); built with the gateway, after any fork.
     metrics: Metrics = field(default_factory=Metrics)
-    # The bounded pool CPU-heavy work runs in, off the event loop (core/cpu_pool.py).
+    # The bounded pool CPU-heavy work runs in, off the event loop (core/infra/cpu_pool.py).
     cpu: CpuPool = field(default_factory=CpuPool)
     # Services attached by the web app or the CLI at start (prices, outbox ...).
     services: dict[str, Any] = field(default_factory=dict)
-    # This process's stop (core/stopping.py): set on SIGTERM/SIGINT; long loops may end early on it.
+    # This process's stop (core/infra/stopping.py): set on SIGTERM/SIGINT; long loops may end early on it.
     stop: Stop = field(init=False)
 
     def __post_init__(self) -> None:

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import jwt_revocation, payment_pruning
-from .chains import Capability
-from .lockout import prune
-from .metrics_db import ledger_check_job
-from .payment_status import expire_payments
-from .payout_worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
-from .scanner import scan_job
-from .webhooks import deliver_due
+from .accounts import jwt_revocation
+from .payments import pruning as payment_pruning
+from .contract.chains import Capability
+from .accounts.lockout import prune
+from .infra.metrics_db import ledger_check_job
+from .payments.status import expire_payments
+from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
+from .watching.scanner import scan_job
+from .events.webhooks import deliver_due
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway

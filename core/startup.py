@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pluggy
 
-from .config import Config
+from .infra.config import Config
 from .gateway import Gateway, assemble_gateway
 from .jobs import register_core_jobs
 

@@ -1,7 +1,7 @@
 """Core schema: merchants, API keys, the double-entry ledger and shared counters.
 
 Amount columns are ``{amount}``: NUMERIC(78,0) on PostgreSQL, integer text
-on SQLite (see core/migrate.py). Literal braces are doubled for ``format``.
+on SQLite (see core/infra/migrate.py). Literal braces are doubled for ``format``.
 """
 
 

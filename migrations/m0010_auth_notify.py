@@ -1,16 +1,16 @@
 """PostgreSQL only: tell every process when credentials change, and which processes are alive.
 
 Processes cache authenticated keys and dashboard-token checks
-(core/auth_cache.py). These triggers NOTIFY ``orbchain_auth`` in the very
+(core/accounts/auth_cache.py). These triggers NOTIFY ``orbchain_auth`` in the very
 transaction that changes a key, a rotated-out secret, or an account's
 ``enabled``/``token_version``, whoever runs it (the gateway, a plugin, an
 operator in psql), so every process drops its cache when it commits.
 ``last_used_at`` touches are left out: they change nothing about access.
 
 ``gateway_nodes`` lists the live processes (a heartbeat a second,
-core/pg_side.py): the rate limiter divides a bucket's remaining budget among
-them between syncs (core/ratelimit.py), and a credential change waits until
-each has acknowledged it in ``auth_acks`` (core/auth_fanout.py).
+core/infra/pg_side.py): the rate limiter divides a bucket's remaining budget among
+them between syncs (core/infra/ratelimit.py), and a credential change waits until
+each has acknowledged it in ``auth_acks`` (core/accounts/auth_fanout.py).
 
 SQLite deployments are one process: invalidation there is in process and
 counts stay in memory, so nothing is created.

@@ -1,6 +1,6 @@
 """Ledger transactions by time: plugins that keep a derived view (analytics) catch up by time window.
 
-``orbchain.core.ledger.transactions_between`` reads a window of
+``orbchain.core.ledger.book.transactions_between`` reads a window of
 ``created_at``; without this index that is a scan of the whole ledger.
 """
 

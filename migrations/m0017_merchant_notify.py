@@ -1,9 +1,9 @@
 """PostgreSQL only: any change to a merchant row empties every process's caches.
 
 Payment creation reads the merchant row (accepted coins, key account,
-customer static mode) from a per-process cache (core/accounts.py,
+customer static mode) from a per-process cache (core/accounts/merchants.py,
 ``merchant_for_payments``). The settings functions wait until every process
-has dropped it (core/auth_fanout.py); this trigger covers every other
+has dropped it (core/accounts/auth_fanout.py); this trigger covers every other
 writer (a plugin, an operator in psql), as m0010's triggers do for
 credentials. It replaces m0010's narrower trigger on ``enabled`` and
 ``token_version``, which it includes.

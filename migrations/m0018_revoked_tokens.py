@@ -1,4 +1,4 @@
-"""Dashboard JWTs revoked before they expire (core/jwt_revocation.py).
+"""Dashboard JWTs revoked before they expire (core/accounts/jwt_revocation.py).
 
 * ``revoked_tokens``: one row per signed-out token, by its ``jti``, kept
   until the token would have expired (``expires_at``, indexed for pruning);

@@ -1,4 +1,4 @@
-"""Unpaid invoices minted for anonymous visitors can be pruned (issue 29; core/payment_pruning.py).
+"""Unpaid invoices minted for anonymous visitors can be pruned (issue 29; core/payments/pruning.py).
 
 A payment link, a tip page or a customer's enrolment mints an invoice for
 whoever asks; most are never paid. Their creator gives them a retention

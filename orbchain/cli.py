@@ -1,6 +1,6 @@
 """The ``orbchain`` console script and ``python -m orbchain``.
 
-The core's commands (``orbchain.core.cli``) plus ``serve`` from the web
+The core's commands (``orbchain.core.cli.commands``) plus ``serve`` from the web
 layer: the only place both layers meet, so the core never imports the web.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from .core import cli as core_cli
+from .core.cli import commands as core_cli
 from .web.serve import add_serve_command
 
 

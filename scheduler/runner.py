@@ -6,7 +6,7 @@ job runs in exactly one of them at a time; on SQLite (one process) the lock
 is always granted. A failing run is logged and retried at the next tick.
 Every run that took the lock is counted in the job metrics (runs, failures, duration).
 
-On a stop (core/stopping.py) ``JobScheduler.drain`` starts no new run, lets
+On a stop (core/infra/stopping.py) ``JobScheduler.drain`` starts no new run, lets
 the runs in flight finish until the stop's deadline and cancels the rest:
 every job is idempotent and resumable, so a cancelled run is simply done
 again, whole, by the next one.
@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from ..core.registries import Job
-from ..core.stopping import CANCEL_SECONDS
+from ..core.contract.registries import Job
+from ..core.infra.stopping import CANCEL_SECONDS
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.gateway import Gateway

@@ -22,7 +22,7 @@ from typing import Any
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from orbchain.core.config import load_config
+from orbchain.core.infra.config import load_config
 from orbchain.web.app import create_app
 
 SNAPSHOT = Path(__file__).resolve().parent.parent / "tests" / "snapshots" / "openapi.json"

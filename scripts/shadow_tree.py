@@ -57,7 +57,7 @@ def lay_shadow_tree() -> dict[str, str]:
 
 
 def source_paths(text: str, prefixes: dict[str, str]) -> str:
-    """``text`` with shadow paths turned back into source paths (``core/ledger.py``), for editors."""
+    """``text`` with shadow paths turned back into source paths (``core/ledger/book.py``), for editors."""
     for shadow, source in prefixes.items():  # longest first: the package's own folder is last
         text = text.replace(shadow, source)
     return text

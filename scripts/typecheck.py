@@ -9,7 +9,7 @@ module ``core`` and stops at the first ``from ..web``. So this script lays a
 tree of symlinks, ``build/typecheck/orbchain/core -> core/`` ... (scripts/shadow_tree.py,
 made from setup.cfg's own mapping), and mypy checks ``-p orbchain`` there (pyproject.toml
 sets ``mypy_path`` and ``packages``). Paths in mypy's report are turned back
-into source paths (``core/ledger.py``), so editors can jump to them.
+into source paths (``core/ledger/book.py``), so editors can jump to them.
 
 Extra arguments are passed to mypy. Exit status is mypy's.
 """

@@ -236,7 +236,7 @@ class EvmShop:
                                  "latest"), 16)
 
     async def scan(self) -> Any:
-        from orbchain.core.scanner import scan_chain
+        from orbchain.core.watching.scanner import scan_chain
 
         self.node.settle()
         return await scan_chain(self.gateway, self.adapter)
@@ -255,7 +255,7 @@ class EvmShop:
         broadcast: anvil answers ``eth_sendRawTransaction`` before its miner runs,
         so the first tick's own poll may still find the transaction pending.
         """
-        from orbchain.core.payout_worker import process_payouts
+        from orbchain.core.payouts.worker import process_payouts
 
         if not self.node.automine:
             return await process_payouts(self.gateway)
@@ -270,7 +270,7 @@ class EvmShop:
 
 
 async def open_shop(node: Anvil, make_client: Any, make_config: Any, **evm_settings: Any) -> EvmShop:
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
     from orbchain.web.keys import GATEWAY
 
     from .support import signup

@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import pytest
 
-from orbchain.core.auth_cache import CHANNEL
+from orbchain.core.accounts.auth_cache import CHANNEL
 from orbchain.web.keys import GATEWAY
 
 CROSS_PROCESS = pytest.mark.postgresql_only("two processes on one database: SQLite is one process by design")

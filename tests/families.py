@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from orbchain.core.keys import AddressFamily, AddressFamilyRegistry
-from orbchain.core.plugins import call_collect, get_plugin_manager
+from orbchain.core.contract.plugins import call_collect, get_plugin_manager
 
 
 @lru_cache(maxsize=1)

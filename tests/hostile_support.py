@@ -37,7 +37,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from aiohttp import web
 
-from orbchain.core.config import RateLimitConfig
+from orbchain.core.infra.config import RateLimitConfig
 
 from .support import free_port  # also lent to test_hostile_input
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from orbchain.core.plugins import hookimpl
+from orbchain.core.contract.plugins import hookimpl
 from orbchain.testing.fixtures import open_shop
 
 from .support import api

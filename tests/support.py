@@ -18,7 +18,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from orbchain.chains.devnet.adapter import devnet_chain
-from orbchain.core.scanner import scan_chain
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.testing.api import Merchant, api, bearer, signup, signup_data  # noqa: F401 - re-exported
 from orbchain.web.keys import GATEWAY
 
@@ -124,7 +124,7 @@ def install_entry_point_package(site: Any, package: str, entry_name: str, files:
 def config_from_environment(make_config: Any, **variables: str) -> Any:
     """The config ``orbchain serve`` builds from ``ORBCHAIN_*`` variables alone (no file): this test's data
     folder and database, private URLs allowed, scheduler off, plus ``variables``."""
-    from orbchain.core.config import load_config
+    from orbchain.core.infra.config import load_config
 
     base = make_config()
     return load_config(None, environ={

@@ -32,7 +32,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.plugins.telegram import bot
 
 from orbchain.web.keys import GATEWAY

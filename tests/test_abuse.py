@@ -248,7 +248,7 @@ async def test_a_right_code_forgives_earlier_failures(mfa_client):
     for _ in range(4):
         assert (await client.post("/dashboard/mfa/disable", json={"code": wrong(totp, now[0])},
                                   headers=owner.jwt)).status == 401
-    from orbchain.core import accounts
+    from orbchain.core.accounts import merchants as accounts
 
     assert await accounts.verify_totp(client.app[GATEWAY].db, owner.merchant_id, totp.at(now[0]), now=now[0])
     now[0] += 30

@@ -7,7 +7,7 @@ import hashlib
 import logging
 import re
 
-from orbchain.core import accounts
+from orbchain.core.accounts import merchants as accounts
 from orbchain.web.keys import GATEWAY
 
 from .support import bearer

@@ -14,10 +14,10 @@ import json
 import pyotp
 import pytest
 
-from orbchain.core import lockout
+from orbchain.core.accounts import lockout
 from orbchain import api as services
-from orbchain.core.pages import DashboardNotice
-from orbchain.core.plugins import hookimpl
+from orbchain.core.contract.pages import DashboardNotice
+from orbchain.core.contract.plugins import hookimpl
 from orbchain.plugins.activity.describe import describe
 from orbchain.web.keys import GATEWAY
 
@@ -210,7 +210,7 @@ async def test_announcing_refuses_secret_looking_details_and_a_failing_plugin_ch
         async def extra_dashboard_notices(self, gateway, merchant_id):
             raise RuntimeError("notices down")
 
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     client = await make_client(make_config(scheduler={"enabled": False}), get_plugin_manager([Broken()]))
     gateway = client.app[GATEWAY]

@@ -13,7 +13,7 @@ from datetime import datetime, UTC
 import pytest
 
 import orbchain.plugins.analytics as plugin
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.plugins.analytics import counting
 from orbchain.plugins.analytics.report import window
 

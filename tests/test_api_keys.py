@@ -7,8 +7,8 @@ import hashlib
 import pytest
 from aiohttp import web
 
-from orbchain.core import accounts, api_keys
-from orbchain.core.auth import find_api_key, key_problem
+from orbchain.core.accounts import merchants as accounts, api_keys
+from orbchain.core.accounts.auth import find_api_key, key_problem
 from orbchain.web.app import create_app
 from orbchain.web.auth import principal_of, requires
 from orbchain.web.envelope import envelope

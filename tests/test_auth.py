@@ -1,4 +1,4 @@
-"""Credentials (core/auth.py) and the auth middleware (web/auth.py) on both databases."""
+"""Credentials (core/accounts/auth.py) and the auth middleware (web/auth.py) on both databases."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import jwt
 import pytest
 from aiohttp import web
 
-from orbchain.core import auth
+from orbchain.core.accounts import auth
 from orbchain.core.errors import Forbidden, Unauthorized
 from orbchain.web.app import create_app
 from orbchain.web.auth import Principal, ensure_coin_allowed, principal_of, requires

@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import time
 
-from orbchain.core.auth import ROTATION_GRACE_SECONDS, hash_api_key
-from orbchain.core.auth_fanout import WAIT_SECONDS
-from orbchain.core.pg_side import STALE_AFTER_SECONDS
+from orbchain.core.accounts.auth import ROTATION_GRACE_SECONDS, hash_api_key
+from orbchain.core.accounts.auth_fanout import WAIT_SECONDS
+from orbchain.core.infra.pg_side import STALE_AFTER_SECONDS
 from orbchain.web.keys import GATEWAY
 
 from .cross_process import CROSS_PROCESS, HANG_SECONDS, two_processes

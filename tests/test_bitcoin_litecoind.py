@@ -15,12 +15,12 @@ import pytest
 
 from orbchain.chains.bitcoin import BitcoinAdapter, wallet
 from orbchain.chains.bitcoin.transactions import Outpoint, Output, Spend, script_for_address, sign_transaction
-from orbchain.core import payout_worker
-from orbchain.core.addresses import keystore
-from orbchain.core.chains import ChainUnavailable
-from orbchain.core.plugins import get_plugin_manager
-from orbchain.core.scanner import scan_chain
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.payouts import worker as payout_worker
+from orbchain.core.watching.addresses import keystore
+from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.core.watching.scanner import scan_chain
+from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family
 

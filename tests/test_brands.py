@@ -15,8 +15,8 @@ import re
 import pytest
 
 from orbchain import api as services
-from orbchain.core.pages import PageBranding, accent_stylesheet
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.contract.pages import PageBranding, accent_stylesheet
+from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, api, signup
 
@@ -429,7 +429,7 @@ async def test_a_failing_or_odd_plugin_leaves_the_page_plain(shop):
         def decide_page_branding(gateway, merchant_id, brand_id, payment):
             return {"brand_color": "#000000"}
 
-    from orbchain.core.plugins import hookimpl
+    from orbchain.core.contract.plugins import hookimpl
 
     for plugin in (Broken, Odd):
         plugin.decide_page_branding = hookimpl(tryfirst=True)(plugin.decide_page_branding)

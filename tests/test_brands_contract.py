@@ -14,10 +14,10 @@ import hmac
 
 import pytest
 
-from orbchain.core.key_destination import WebhookDestination
-from orbchain.core.pages import PageBranding
-from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.events.key_destination import WebhookDestination
+from orbchain.core.contract.pages import PageBranding
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, api, signup
 

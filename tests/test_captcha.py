@@ -9,10 +9,10 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from orbchain.core.config import ConfigError
+from orbchain.core.infra.config import ConfigError
 from orbchain.core.errors import Forbidden
 from orbchain.core.startup import build_gateway
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 
 from .support import config_from_environment
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from orbchain import cli
-from orbchain.core import cli as core_cli
+from orbchain.core.cli import commands as core_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import logging
 
-from orbchain.core import ledger
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.ledger import book as ledger
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 
 from .support import Devnet, api, signup
 
-LOGGER = "orbchain.core.credit_postings"
+LOGGER = "orbchain.core.ledger.credit_postings"
 
 
 class PassesThrough:

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import FormData
 from yarl import URL
 
-from orbchain.core.payout_worker import process_payouts
+from orbchain.core.payouts.worker import process_payouts
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import PASSWORD, Visitor, csrf_of
@@ -202,7 +202,7 @@ async def test_an_ended_session_says_why_it_ended(app_client):
 
 
 async def test_idle_minutes_is_configurable_and_checked(make_client, make_config):
-    from orbchain.core.config import ConfigError
+    from orbchain.core.infra.config import ConfigError
     from orbchain.plugins.dashboard.settings import parse_settings
 
     assert parse_settings({"idle_minutes": 5}).idle_seconds == 300
@@ -364,7 +364,7 @@ async def test_two_factor_setup_and_a_transfer_that_needs_the_code(app_client):
 
 
 async def test_plugin_pages_join_the_navigation_and_vanish_when_blocked(make_client, make_config):
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     client = await make_client(make_config(scheduler={"enabled": False}))
     visitor = Visitor(client)
@@ -400,8 +400,8 @@ async def test_plugin_pages_join_the_navigation_and_vanish_when_blocked(make_cli
 
 
 def test_rendered_dashboard_pages_are_checked_at_startup():
-    from orbchain.core.pages import DashboardView
-    from orbchain.core.registries import DashboardRegistry, StartupError
+    from orbchain.core.contract.pages import DashboardView
+    from orbchain.core.contract.registries import DashboardRegistry, StartupError
 
     registry = DashboardRegistry()
     registry.current_plugin = "acme"
@@ -442,7 +442,7 @@ async def test_sign_in_pages_show_the_captcha_widget_when_configured(make_client
 
 
 def test_the_captcha_widget_settings_are_checked():
-    from orbchain.core.config import ConfigError
+    from orbchain.core.infra.config import ConfigError
     from orbchain.plugins.captcha.settings import parse_settings
 
     settings = parse_settings({"secret": "x", "site_key": "abc"}, allow_plain_http=False)

@@ -15,7 +15,7 @@ import json
 import pytest
 
 from orbchain.api import AccountSession
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.events.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.keys import GATEWAY
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyotp
 import pytest
 
-from orbchain.core import accounts
+from orbchain.core.accounts import merchants as accounts
 from orbchain.web.keys import GATEWAY
 
 from .support import bearer
@@ -182,7 +182,7 @@ async def test_rotate_key_invalidates_the_old_key_at_once(client, owner):
     data = body["data"]
     assert status == 200 and data["key_type"] == "merchantApiKey" and data["new_key"].startswith("ok_m_")
     db = client.app[GATEWAY].db
-    from orbchain.core.auth import find_api_key
+    from orbchain.core.accounts.auth import find_api_key
 
     assert await find_api_key(db, old_key) is None
     assert (await find_api_key(db, data["new_key"])).row["id"] == f"legacy_merchant_{owner['merchant_id']}"

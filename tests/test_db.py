@@ -24,7 +24,7 @@ async def test_78_digit_amounts_round_trip_exactly(gateway):
 def test_amount_param_refuses_non_integers(tmp_path):
     from decimal import Decimal
 
-    from orbchain.core.db import Database
+    from orbchain.core.infra.db import Database
 
     db = Database(f"sqlite+aiosqlite:///{tmp_path}/x.db")
     for bad in (1.5, Decimal("1"), "1", True):
@@ -124,7 +124,7 @@ async def test_concurrent_atomic_writes_commit_together_and_fail_alone(gateway, 
     rolls back only its own statements and raises to its own caller."""
     import asyncio
 
-    from orbchain.core import db_group_commit as db_module
+    from orbchain.core.infra import db_group_commit as db_module
 
     db = gateway.db
     await db.execute("CREATE TABLE t_g (id INTEGER PRIMARY KEY, v TEXT)")
@@ -166,7 +166,7 @@ async def test_rows_are_mappings_with_driver_types(gateway):
 
 async def _pool_of(gateway, max_size: int):
     """A second connected Database on the test's database; on PostgreSQL at most ``max_size`` connections."""
-    from orbchain.core.db import Database
+    from orbchain.core.infra.db import Database
 
     url = gateway.db.url
     if gateway.db.is_postgres:
@@ -215,7 +215,7 @@ async def _keyed_table(db):
 
 
 def _keyed(select: str):
-    from orbchain.core.db import KeyedRead
+    from orbchain.core.infra.db import KeyedRead
 
     return KeyedRead(one=select + " WHERE k = :key", many=select + " WHERE k = ANY(:keys)", column="k")
 
@@ -251,7 +251,7 @@ async def test_keyed_reads_never_wait_on_a_leader_without_a_connection(gateway, 
     """One pooled connection, held by A, and one group in flight at most. B waits for the pool;
     A's read must not queue behind B (a leader with no connection yet) while holding the
     connection B waits for: under load that deadlocked the whole pool."""
-    import orbchain.core.db_keyed as db_module
+    import orbchain.core.infra.db_keyed as db_module
 
     monkeypatch.setattr(db_module, "READ_GROUPS_IN_FLIGHT", 1)
     db = await _pool_of(gateway, 1)
@@ -315,7 +315,7 @@ async def test_a_keyed_read_failing_for_one_key_fails_only_that_caller(gateway):
 
 async def _sqlite_db(tmp_path, monkeypatch, name: str = "inline.db", options: str = ""):
     """A connected SQLite Database with one table, and the list of statements that went to a thread."""
-    from orbchain.core.db import Database
+    from orbchain.core.infra.db import Database
 
     db = Database(f"sqlite+aiosqlite:///{tmp_path / name}{options}")
     await db.connect()
@@ -409,7 +409,7 @@ async def test_sqlite_long_read_stops_and_moves_to_a_thread(tmp_path, monkeypatc
     No stopwatch: "stopped" is the inline attempt returning None, and "the loop kept
     turning" is a ticker that yields every iteration advancing while the threaded run
     is awaited (an inline run of the whole statement would leave it unchanged)."""
-    from orbchain.core import db_sqlite_reader as db_module
+    from orbchain.core.infra import db_sqlite_reader as db_module
 
     db, threaded = await _sqlite_db(tmp_path, monkeypatch)
     long = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < :top)"
@@ -510,7 +510,7 @@ async def test_sqlite_writes_and_waits_are_never_done_inline(tmp_path, monkeypat
 async def test_sqlite_in_memory_and_uri_databases(tmp_path, monkeypatch):
     """An in-memory database cannot be shared: no inline reader, reads as before. A ``file:`` URI
     with options gets one, opened read-only whatever its mode."""
-    from orbchain.core.db import Database
+    from orbchain.core.infra.db import Database
 
     memory = Database("sqlite+aiosqlite:///:memory:")
     await memory.connect()
@@ -537,7 +537,7 @@ async def test_disconnect_closes_connections_still_in_use_and_opens_none_after(d
     task gets an error instead of a connection."""
     import threading
 
-    from orbchain.core.db import Database
+    from orbchain.core.infra.db import Database
 
     before = set(threading.enumerate())
     db = Database(db_url)

@@ -147,7 +147,7 @@ def _seconds(value: str) -> float:
 def _stop_bound() -> float:
     """How long ``serve --workers N`` may take to stop with the default drain (issue 34): the supervisor
     kills workers still alive after it, its own backstop ends it a second later."""
-    from orbchain.core.config import ServerConfig
+    from orbchain.core.infra.config import ServerConfig
     from orbchain.web.workers import SUPERVISOR_MARGIN_SECONDS
 
     return ServerConfig().drain_seconds + SUPERVISOR_MARGIN_SECONDS + 1

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core.deposits import expire_payments
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.ledger import book as ledger
+from orbchain.core.watching.deposits import expire_payments
+from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, api, signup
 

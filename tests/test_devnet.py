@@ -9,11 +9,11 @@ import pytest
 
 from orbchain.chains.devnet import DevnetAdapter, DevnetChain, devnet_chain
 from orbchain.chains.devnet.chain import InvalidAddress, InvalidAmount, InvalidReorg, UnknownBlock, UnservedCoin
-from orbchain.core.chains import ChainAdapter, Transfer
-from orbchain.core.config import ConfigError
-from orbchain.core.db import Database
+from orbchain.core.contract.chains import ChainAdapter, Transfer
+from orbchain.core.infra.config import ConfigError
+from orbchain.core.infra.db import Database
 from orbchain.core.startup import build_gateway
-from orbchain.core.plugins import get_plugin_manager
+from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.web.app import collect_routes
 from orbchain.web.keys import GATEWAY
 
@@ -272,7 +272,7 @@ def test_config_errors_name_the_key(make_config, block, key):
 
 async def _app_with_payment(make_client, make_config, *, status="Waiting", currency="BTC", address=BTC_ADDRESS,
                             pay_amount=12_345, **sections):
-    from orbchain.core.accounts import sign_up
+    from orbchain.core.accounts.merchants import sign_up
 
     sections.setdefault("scheduler", {"enabled": False})  # no mining job racing the assertions
     client = await make_client(make_config(**sections))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from eth_account import Account
 
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import merchant_available
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import merchant_available
 
 from .anvil import CHAIN_ID, PAYER, PAYER_KEY, REVERT_CODE, EvmShop, anvil, open_shop  # noqa: F401 - anvil is a fixture
 from .support import api

@@ -1,4 +1,4 @@
-"""EVM payouts through the core payout pipeline (core/payouts.py + core/payout_worker.py) on anvil."""
+"""EVM payouts through the core payout pipeline (core/payouts/service.py + core/payouts/worker.py) on anvil."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from eth_account import Account
 
 from orbchain.chains.evm.keys import hot_wallet_address
-from orbchain.core import ledger
-from orbchain.core.chains import PayoutOrder
-from orbchain.core.ledger_accounts import NETWORK_FEES, merchant_available
+from orbchain.core.ledger import book as ledger
+from orbchain.core.contract.chains import PayoutOrder
+from orbchain.core.ledger.accounts import NETWORK_FEES, merchant_available
 
 from .anvil import EvmShop, anvil, credited_deposit, open_shop  # noqa: F401 - anvil is a fixture
 from .support import api
@@ -121,7 +121,7 @@ async def test_a_refused_transaction_frees_its_nonce(shop):
     shop.node.set_balance(hot, 10**18)
     big = await shop.adapter.sign_payout(PayoutOrder("po_big", "ETH", _somebody(), 10**17))
     shop.node.set_balance(hot, 10**15)  # no longer enough: the node refuses it for good
-    from orbchain.core.chains import BroadcastError
+    from orbchain.core.contract.chains import BroadcastError
 
     with pytest.raises(BroadcastError) as refused:
         await shop.adapter.broadcast(big)
@@ -136,7 +136,7 @@ async def test_a_refused_transaction_frees_its_nonce(shop):
 
 async def test_a_failed_payout_the_node_never_saw_frees_its_nonce(shop):
     """Dropped or never accepted: the nonce is reused, so later transactions are not stuck behind a gap."""
-    from orbchain.core.plugins import call_event
+    from orbchain.core.contract.plugins import call_event
 
     hot = hot_wallet_address(shop.gateway)
     shop.node.set_balance(hot, 10**18)

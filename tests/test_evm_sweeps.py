@@ -6,8 +6,8 @@ import pytest
 
 from orbchain.chains.evm.keys import hot_wallet_address
 from orbchain.chains.evm.sweeper import deposit_addresses_account, hot_wallet_account
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import NETWORK_FEES, merchant_available, world
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import NETWORK_FEES, merchant_available, world
 
 from .anvil import EvmShop, anvil, credited_deposit, open_shop  # noqa: F401 - anvil is a fixture
 

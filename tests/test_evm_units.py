@@ -13,10 +13,10 @@ from orbchain.chains.evm.tokens import (
     decode_uint,
     transfer_calldata,
 )
-from orbchain.core.chains import ChainUnavailable
-from orbchain.core.config import ConfigError
+from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
-from orbchain.core.plugins import get_plugin_manager
+from orbchain.core.contract.plugins import get_plugin_manager
 
 from .anvil import abi_call_data, balance_of_data
 

@@ -1,4 +1,4 @@
-"""Renamed hooks keep their old names for one release (core/hook_aliases.py, issue 30).
+"""Renamed hooks keep their old names for one release (core/contract/hook_aliases.py, issue 30).
 
 A plugin implementing an old name is called under the new one and its author
 is told once (DeprecationWarning and a log line) per plugin and hook; a plugin
@@ -14,11 +14,11 @@ import warnings
 
 import pytest
 
-from orbchain.core import hookspecs
-from orbchain.core.config import ConfigError, load_config
+from orbchain.core.contract import hookspecs
+from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
-from orbchain.core.hook_aliases import RENAMED_HOOKS
-from orbchain.core.plugins import call_event, call_first, get_plugin_manager, hookimpl
+from orbchain.core.contract.hook_aliases import RENAMED_HOOKS
+from orbchain.core.contract.plugins import call_event, call_first, get_plugin_manager, hookimpl
 
 
 def _unique(prefix: str) -> str:
@@ -46,7 +46,7 @@ async def test_an_old_event_name_is_called_under_the_new_one_and_warns_once(capl
             seen.append(payment["track_id"])
 
     name = _unique("old_listener")
-    caplog.set_level(logging.WARNING, logger="orbchain.core.hook_aliases")
+    caplog.set_level(logging.WARNING, logger="orbchain.core.contract.hook_aliases")
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
         pm = get_plugin_manager([(name, OldListener())], load_entrypoints=False)

@@ -8,7 +8,7 @@ import re
 from functools import cache
 from pathlib import Path
 
-from orbchain.core import hookspecs
+from orbchain.core.contract import hookspecs
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -106,7 +106,7 @@ def test_every_hook_is_called_by_the_product_and_implemented_somewhere():
 
     Replaces "its name appears anywhere in tests/" (comments counted). Breaks
     caught (tried): the only call of ``decide_qr_payload`` removed from
-    core/receive.py; a hook added to hookspecs.py that nothing implements.
+    core/payments/receive.py; a hook added to hookspecs.py that nothing implements.
     """
     names = set(_hook_names())
     implemented, called = implementations(names), call_sites(names)
@@ -147,7 +147,7 @@ def test_every_hook_name_says_its_kind():
 
 
 def test_the_renamed_hooks_table_lists_every_rename():
-    from orbchain.core.hook_aliases import RENAMED_HOOKS
+    from orbchain.core.contract.hook_aliases import RENAMED_HOOKS
 
     text = DOCS.read_text(encoding="utf-8")
     rows = set(re.findall(r"^\| `(\w+)` \| `(\w+)` \|", text, flags=re.MULTILINE))

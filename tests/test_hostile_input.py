@@ -670,7 +670,7 @@ def target_path(route: Route, path_values: dict[str, str]) -> bytes:
 
 def page_routes_of(config_path: Path) -> tuple[set[tuple[str, str]], list[str]]:
     """The app's form routes and GET pages, from its own router, built here from the server's config file."""
-    from orbchain.core.config import load_config
+    from orbchain.core.infra.config import load_config
     from orbchain.web.app import create_app
 
     return form_and_page_routes(create_app(load_config(config_path, environ={})))

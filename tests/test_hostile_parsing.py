@@ -21,7 +21,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from orbchain.core import accounts, money
+from orbchain.core.accounts import merchants as accounts
+from orbchain.core import money
 from orbchain.core.errors import ValidationError
 from orbchain.web import json_body
 from orbchain.web.keys import GATEWAY
@@ -81,8 +82,8 @@ def test_serving_process_keeps_the_default_recursion_limit(tmp_path: Path):
     script = f"""
 import sys
 default = sys.getrecursionlimit()
-from orbchain.core.config import load_config
-from orbchain.core.plugins import get_plugin_manager
+from orbchain.core.infra.config import load_config
+from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.web.app import create_app
 config = load_config(None, environ={{}}).with_overrides(
     server={{"data_dir": {str(tmp_path)!r}, "environment": "development"}},
@@ -350,7 +351,7 @@ async def test_change_password_refuses_weak_passwords_and_login_still_takes_old_
 
 
 def test_common_password_list_ships_with_the_package():
-    from orbchain.core.passwords import common_passwords
+    from orbchain.core.accounts.passwords import common_passwords
 
     words = common_passwords()
     assert len(words) > 8000

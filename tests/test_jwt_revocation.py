@@ -1,4 +1,4 @@
-"""Dashboard JWTs revoked before they expire: one token (sign-out) or all of a merchant's (core/jwt_revocation.py).
+"""Dashboard JWTs revoked before they expire: one token (sign-out) or all of a merchant's (core/accounts/jwt_revocation.py).
 
 The cross-process tests (PostgreSQL only, tests/cross_process.py) use two
 app instances on one database as two ``orbchain serve`` processes: the
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import jwt
 
-from orbchain.core import auth
+from orbchain.core.accounts import auth
 from orbchain import api as services
-from orbchain.core.jwt_revocation import CACHE_TABLE, PRUNE_JOB, prune
+from orbchain.core.accounts.jwt_revocation import CACHE_TABLE, PRUNE_JOB, prune
 from orbchain.web.keys import GATEWAY
 
 from .cross_process import CROSS_PROCESS, two_processes

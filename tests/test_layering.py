@@ -155,7 +155,7 @@ def test_the_gateway_module_reaches_no_job_the_composition_root_wires():
         for dep in graph[todo.pop()] - reached:
             reached.add(dep)
             todo.append(dep)
-    wired = {"orbchain.core.jobs", "orbchain.core.scanner", "orbchain.core.payout_worker", "orbchain.core.webhooks",
+    wired = {"orbchain.core.jobs", "orbchain.core.watching.scanner", "orbchain.core.payouts.worker", "orbchain.core.events.webhooks",
              "orbchain.core.startup"}
     assert not reached & wired, sorted(reached & wired)
     assert {"orbchain.core.gateway", "orbchain.core.jobs"} <= graph["orbchain.core.startup"]

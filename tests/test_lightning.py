@@ -15,12 +15,13 @@ import pytest
 from orbchain.chains.lightning import settlement
 from orbchain.chains.lightning.backend import LightningBackendRegistry
 from orbchain.chains.lightning.lnd import LndBackend
-from orbchain.core.config import ConfigError
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.infra.config import ConfigError
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.chains.lightning.payouts import max_fee_sat
 from orbchain.chains.lightning.receive import lightning_chain
-from orbchain.core import netguard, payout_worker
-from orbchain.core.ledger_check import check_ledger
+from orbchain.core.infra import netguard
+from orbchain.core.payouts import worker as payout_worker
+from orbchain.core.ledger.check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
 from .lightning_support import balance, create_payment, lightning_shop, listen_for_paid, payment, until_paid
@@ -137,7 +138,7 @@ async def test_stream_catches_up_after_a_restart_from_the_stored_settle_index(sh
 async def test_settlement_after_the_payment_expired_is_a_late_deposit(shop, lnd):
     data = await create_payment(shop)
     shop.gateway.clock = lambda: data["expires_at"] + 1
-    from orbchain.core.deposits import expire_payments
+    from orbchain.core.watching.deposits import expire_payments
 
     assert await expire_payments(shop.gateway) == 1
     lnd.settle(data["lightning"]["payment_hash"])
@@ -431,7 +432,7 @@ async def test_two_payouts_racing_to_one_invoice_pay_it_once_and_debit_once(shop
 
 async def test_a_second_payout_signing_a_claimed_invoice_fails_and_is_recredited(shop, lnd):
     """The race's other order, forced: the second payout passed its check before the first signed."""
-    from orbchain.core.chains import BroadcastError, PayoutOrder
+    from orbchain.core.contract.chains import BroadcastError, PayoutOrder
 
     chain = lightning_chain(shop.gateway)
     bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)

@@ -23,7 +23,7 @@ from orbchain.chains.lightning.devnet import NODE_KEY, PAYEE_KEY, DevnetLightnin
 from orbchain.chains.lightning.receive import lightning_chain
 from orbchain.chains.lightning.settings import read_settings
 from orbchain.cli import main
-from orbchain.core.ledger_check import check_ledger
+from orbchain.core.ledger.check import check_ledger
 from orbchain.testing.fixtures import open_shop
 
 from .lightning_support import balance as shown_balance
@@ -293,7 +293,7 @@ async def test_a_failed_payout_asked_again_keeps_the_next_payouts_claim(shop):
     Break caught: ``release_payment_hash`` by hash alone (the old code dropped ``po_second``'s claim,
     so a third payout could pay the same hash while the second was paying).
     """
-    from orbchain.core.chains import BroadcastError, PayoutOrder
+    from orbchain.core.contract.chains import BroadcastError, PayoutOrder
 
     chain = lightning_chain(shop.gateway)
     foreign = foreign_invoice(shop)

@@ -13,10 +13,10 @@ from html.parser import HTMLParser
 import pytest
 
 from orbchain import api as services
-from orbchain.core.config import ConfigError
+from orbchain.core.infra.config import ConfigError
 from orbchain.core.errors import Gone
-from orbchain.core.prices import PriceService
-from orbchain.core.ratelimit import MemoryRateLimiter
+from orbchain.core.payments.prices import PriceService
+from orbchain.core.infra.ratelimit import MemoryRateLimiter
 from orbchain.plugins.links import store
 from orbchain.plugins.links.settings import parse_settings
 from orbchain.testing.fixtures import open_shop

@@ -19,9 +19,9 @@ import time
 import pyotp
 import pytest
 
-from orbchain.core.config import LoggingConfig
-from orbchain.core.logs import configure_logging
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.infra.config import LoggingConfig
+from orbchain.core.infra.logs import configure_logging
+from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
 
 from .support import Devnet, WebhookReceiver, api, signup

@@ -11,9 +11,9 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from orbchain.core.metrics_db import ledger_check_job
-from orbchain.core.registries import Job
-from orbchain.core.scanner import scan_job
+from orbchain.core.infra.metrics_db import ledger_check_job
+from orbchain.core.contract.registries import Job
+from orbchain.core.watching.scanner import scan_job
 from orbchain.scheduler.runner import run_job_once
 from orbchain.testing.api import api, signup
 from orbchain.web.keys import GATEWAY
@@ -151,7 +151,7 @@ async def test_database_facts_jobs_chains_and_ledger(shop):
 async def test_webhook_delivery_outcomes(shop):
     client, merchant, devnet = shop
     gateway = client.app[GATEWAY]
-    from orbchain.core.webhooks import deliver_due
+    from orbchain.core.events.webhooks import deliver_due
 
     # A receiver that refuses: the attempt is counted as retrying.
     await api(client, "PUT", "/dashboard/settings/webhook", merchant.jwt, json={"webhook_url": "http://127.0.0.1:9/"})
@@ -203,7 +203,7 @@ async def test_separate_listener_may_also_require_the_token(make_client, make_co
 
 
 def test_stale_metric_files_are_cleared_and_nothing_else(tmp_path):
-    from orbchain.core.metrics import clear_metric_files
+    from orbchain.core.infra.metrics import clear_metric_files
 
     for name in ("counter_123.db", "gauge_mostrecent_123.db", "histogram_9.db", "orbchain.db", "seed"):
         (tmp_path / name).write_text("x")
@@ -222,14 +222,14 @@ def test_stale_metric_files_are_cleared_and_nothing_else(tmp_path):
     ({"readiness": {"node_timeout_seconds": 0}}, "readiness.node_timeout_seconds"),
 ])
 def test_operations_config_is_validated(sections, message):
-    from orbchain.core.config import ConfigError, load_config
+    from orbchain.core.infra.config import ConfigError, load_config
 
     with pytest.raises(ConfigError, match=message.replace(".", r"\.")):
         load_config(None, environ={}).with_overrides(**sections)
 
 
 def test_operations_config_from_the_environment():
-    from orbchain.core.config import load_config
+    from orbchain.core.infra.config import load_config
 
     config = load_config(None, environ={"ORBCHAIN_METRICS__TOKEN_FILE": "/run/secrets/metrics_token",
                                         "ORBCHAIN_LOGGING__FORMAT": "json", "ORBCHAIN_LOGGING__ACCESS_LOG": "true",

@@ -1,7 +1,7 @@
 """Metrics under ``orbchain serve --workers N`` (issue 22): every scrape reports all workers' requests.
 
 A real supervisor with two worker processes on PostgreSQL (multiprocess
-mode, core/metrics.py): requests spread over both workers by the kernel,
+mode, core/infra/metrics.py): requests spread over both workers by the kernel,
 then several scrapes, each on a fresh connection so different workers
 answer; each must count every request, not its own share. On SQLite (one
 process by design) the single process is checked the same way.

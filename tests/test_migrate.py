@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.config import ConfigError
+from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
-from orbchain.core.migrate import Migration, MigrationError, MigrationRegistry, applied, migrate, pending
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.infra.migrate import Migration, MigrationError, MigrationRegistry, applied, migrate, pending
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.web.app import create_app
 
 

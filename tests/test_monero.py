@@ -15,10 +15,10 @@ from decimal import Decimal
 import pytest
 
 from orbchain.chains.monero import swapin
-from orbchain.core import ledger
-from orbchain.core.deposits import complete_credit
-from orbchain.core.ledger import Posting
-from orbchain.core.scanner import scan_chain
+from orbchain.core.ledger import book as ledger
+from orbchain.core.watching.deposits import complete_credit
+from orbchain.core.ledger.book import Posting
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family
 

@@ -17,7 +17,7 @@ from decimal import Decimal
 
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 
 from .support import api, bearer, signup
 from .telegram_support import (balance, enable_totp, fund, init_data_for, link_via_bot, next_code, open_session,
@@ -96,7 +96,7 @@ async def test_miniapp_merchant_disabled_for_an_open_session_and_a_new_one(env, 
     assert (status, body["error"]["code"]) == (403, "merchant_disabled"), body
     assert await balance(gateway, merchant) == Decimal("0.0099")
 
-    # Re-enabled: a session from before is not revived (core/jwt_revocation.py, m0018); a new one works.
+    # Re-enabled: a session from before is not revived (core/accounts/jwt_revocation.py, m0018); a new one works.
     await set_enabled(gateway, merchant, True)
     status, body = await api(client, "GET", "/tgapp/balances", mini)
     assert (status, body["error"]["code"]) == (401, "unauthorized"), body

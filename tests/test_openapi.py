@@ -38,9 +38,9 @@ from referencing.jsonschema import DRAFT202012
 
 from orbchain import __version__
 from orbchain import api as services
-from orbchain.core.payout_worker import process_payouts
+from orbchain.core.payouts.worker import process_payouts
 from orbchain.api import AccountSession
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.events.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.auth import AUTH_ATTR
 from orbchain.web.keys import GATEWAY
@@ -311,7 +311,7 @@ async def test_every_route_is_documented_and_every_operation_exists(client):
 def _plugin_with_route(document_it: bool):
     from aiohttp import web
 
-    from orbchain.core.plugins import hookimpl
+    from orbchain.core.contract.plugins import hookimpl
     from orbchain.web.auth import requires
     from orbchain.web.envelope import envelope as reply
     from orbchain.web.openapi import Op, envelope, obj
@@ -344,7 +344,7 @@ def _plugin_with_route(document_it: bool):
 
 
 async def test_plugin_routes_are_held_to_the_same_check(make_client, make_config):
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     config = make_config(scheduler={"enabled": False})
     documented = await make_client(config, get_plugin_manager([_plugin_with_route(True)]))

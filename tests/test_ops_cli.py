@@ -14,8 +14,8 @@ import hmac
 import pytest
 
 from orbchain.cli import main
-from orbchain.core.accounts import sign_up
-from orbchain.core.events import enqueue_event
+from orbchain.core.accounts.merchants import sign_up
+from orbchain.core.events.outbox import enqueue_event
 
 from .support import WebhookReceiver
 
@@ -128,7 +128,7 @@ async def test_doctor(gateway, config_path, capsys):
 
 
 def test_doctor_findings_thresholds(tmp_path):
-    from orbchain.core.ops_cli import clock_finding, disk_finding
+    from orbchain.core.cli.ops import clock_finding, disk_finding
 
     assert clock_finding(0.5).level == "OK" and clock_finding(-5).level == "WARN" and clock_finding(90).level == "FAIL"
     assert disk_finding(tmp_path / "not" / "yet").detail.endswith(str(tmp_path))

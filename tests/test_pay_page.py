@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from orbchain.chains.devnet import devnet_chain
-from orbchain.core.scanner import scan_chain
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
-from orbchain.core.receive import qr_payload
+from orbchain.core.payments.receive import qr_payload
 from orbchain.web.routes.pay_page import countdown_text
 
 REFRESH = '<meta http-equiv="refresh" content="15">'

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from orbchain.chains.devnet import devnet_chain
-from orbchain.core.scanner import scan_chain
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
 from .browser import Browser, assert_png, serve_app

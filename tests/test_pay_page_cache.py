@@ -17,11 +17,11 @@ import aiohttp_jinja2
 import pytest
 
 from orbchain.chains.devnet import devnet_chain
-from orbchain.core import payments as svc
+from orbchain.core.payments import service as svc
 from orbchain import api as services
-from orbchain.core.pages import PageBranding, PayPageForm
-from orbchain.core.plugins import hookimpl
-from orbchain.core.scanner import scan_chain
+from orbchain.core.contract.pages import PageBranding, PayPageForm
+from orbchain.core.contract.plugins import hookimpl
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 from orbchain.web.routes.pay_page import countdown_text, page_context
 

@@ -13,7 +13,7 @@ from typing import Any
 import orjson
 import pytest
 
-from orbchain.core import payments as svc
+from orbchain.core.payments import service as svc
 from orbchain.web.keys import GATEWAY
 from orbchain.web.payment_answer import CACHE
 

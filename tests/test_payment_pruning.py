@@ -1,4 +1,4 @@
-"""Unpaid invoices minted for anonymous visitors are pruned after their retention (core/payment_pruning.py).
+"""Unpaid invoices minted for anonymous visitors are pruned after their retention (core/payments/pruning.py).
 
 Issue 29 item 5: a payment link, a tip page or a customer's enrolment mints an
 invoice for whoever asks; left unpaid it must cost the merchant a row for a
@@ -11,13 +11,13 @@ import pytest
 
 from orbchain.chains.lightning import settlement
 from orbchain.chains.lightning.receive import lightning_chain
-from orbchain.core import payment_pruning
+from orbchain.core.payments import pruning as payment_pruning
 from orbchain import api as services
-from orbchain.core.config import ConfigError
+from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
-from orbchain.core.ledger_check import check_ledger
-from orbchain.core.payment_status import expire_payments
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.ledger.check import check_ledger
+from orbchain.core.payments.status import expire_payments
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.plugins.links import store as links_store
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.testing.fixtures import Shop, open_shop

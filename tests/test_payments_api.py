@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.plugins import get_plugin_manager
+from orbchain.core.contract.plugins import get_plugin_manager
 
 from .support import Devnet, api, signup
 

@@ -14,9 +14,9 @@ import pytest
 from nacl.exceptions import BadSignatureError
 from nacl.signing import VerifyKey
 
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import PLATFORM_FEES
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import PLATFORM_FEES
+from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, api, signup
 

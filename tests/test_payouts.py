@@ -1,4 +1,4 @@
-"""The payout pipeline on devnet (core/payouts.py, core/payout_worker.py), on both databases.
+"""The payout pipeline on devnet (core/payouts/service.py, core/payouts/worker.py), on both databases.
 
 Helpers here (``payout_env``, ``fund``, ``work`` ...) are shared by the other
 payout test modules.
@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core import payout_worker as worker
-from orbchain.core import payouts
-from orbchain.core.chains import BroadcastError, PayoutStatus, SignedPayout
-from orbchain.core.ledger_accounts import NETWORK_FEES, payouts_in_flight, world
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts import worker
+from orbchain.core.payouts import service as payouts
+from orbchain.core.contract.chains import BroadcastError, PayoutStatus, SignedPayout
+from orbchain.core.ledger.accounts import NETWORK_FEES, payouts_in_flight, world
+from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, advance_clock, api, signup
 

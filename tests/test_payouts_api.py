@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core import payouts
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts import service as payouts
 
 from .support import advance_clock, api, fill_backlog, signup
 from .test_payouts import BTC_DEST, EVM_DEST, balance, create, fund, payout_env, payout_row, work

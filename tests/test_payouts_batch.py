@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core import ledger, payouts
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts import service as payouts
 
 from .support import api, fill_backlog
 from .test_payouts import BTC_DEST, balance, fund, payout_env, work

@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 
 from .support import api
 from .test_payouts import BTC_DEST, balance, fund, in_flight, payout_env

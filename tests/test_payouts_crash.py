@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core import payout_worker as worker
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts import worker
 
 from .test_payouts import BTC_DEST, balance, create, devnet_txs, fund, in_flight, outbox, payout_env, payout_row, work
 

@@ -17,25 +17,25 @@ import textwrap
 import pytest
 
 from orbchain import __version__
-from orbchain.core import cli
-from orbchain.core.chains import BlockRef, ChainAdapter
-from orbchain.core.coins import Coin
-from orbchain.core.config import checked_block, load_config
+from orbchain.core.cli import commands as cli
+from orbchain.core.contract.chains import BlockRef, ChainAdapter
+from orbchain.core.contract.coins import Coin
+from orbchain.core.infra.config import checked_block, load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, SECP256K1, AddressFamily, DerivationScheme, coin_type_for
-from orbchain.core.plugin_identity import check_declarations
-from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.readiness import watched_chains
-from orbchain.core.registries import StartupError
-from orbchain.core.scanner import scan_chain
+from orbchain.core.contract.plugin_identity import check_declarations
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+from orbchain.core.infra.readiness import watched_chains
+from orbchain.core.contract.registries import StartupError
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
 from .support import install_entry_point_package
 
 ACME = textwrap.dedent('''
     """A throwaway third-party plugin that declares itself (test only)."""
-    from orbchain.core.config import checked_block
-    from orbchain.core.plugins import hookimpl
+    from orbchain.core.infra.config import checked_block
+    from orbchain.core.contract.plugins import hookimpl
 
     {declarations}
 
@@ -219,7 +219,7 @@ async def _scan_all(gateway) -> None:
 
 
 async def test_an_unconfigured_node_chain_stays_off_and_the_gateway_stays_ready(make_client, make_config, caplog):
-    caplog.set_level(logging.INFO, logger="orbchain.core.plugin_identity")
+    caplog.set_level(logging.INFO, logger="orbchain.core.contract.plugin_identity")
     client = await make_client(make_config(scheduler={"enabled": False}, metrics={"token": TOKEN}),
                                get_plugin_manager([NodeChain()]))
     gateway = client.app[GATEWAY]
@@ -246,7 +246,7 @@ async def test_configured_the_node_chain_is_on_and_ready_waits_for_its_node(make
 
 
 def test_outside_development_an_unconfigured_node_chain_is_off_with_a_warning(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="orbchain.core.plugin_identity")
+    caplog.set_level(logging.INFO, logger="orbchain.core.contract.plugin_identity")
     gateway = build_gateway(_config(tmp_path, server={"environment": "production"}),
                             get_plugin_manager([NodeChain()]))
     assert "nodchain" not in gateway.chains and "devnet" not in gateway.chains

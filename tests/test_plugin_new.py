@@ -21,8 +21,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 
 from orbchain import __version__
-from orbchain.core.cli import main
-from orbchain.core.plugin_scaffold import TEMPLATES, ScaffoldError, scaffold, supported_range
+from orbchain.core.cli.commands import main
+from orbchain.core.cli.plugin_scaffold import TEMPLATES, ScaffoldError, scaffold, supported_range
 from orbchain.testing import PG_ENV, SQLITE_ONLY_ENV
 
 from .support import install_entry_point_package

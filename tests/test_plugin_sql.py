@@ -55,7 +55,7 @@ def sql_strings(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-# services' helpers for a plugin's own rows (core/plugin_rows.py) take the table as a string argument.
+# services' helpers for a plugin's own rows (core/contract/plugin_rows.py) take the table as a string argument.
 ROW_HELPERS = {"merchant_row", "merchant_rows", "merchant_row_count", "update_row", "insert_statement"}
 
 

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 import orbchain.testing
-from orbchain.core.config import Config
+from orbchain.core.infra.config import Config
 from orbchain.testing import AdapterConformance, ChainDriver
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "plugins.md"

@@ -12,7 +12,7 @@ import pytest
 
 from orbchain import api as services
 from orbchain.core.errors import NotFound
-from orbchain.core.prices import PriceService, Quote
+from orbchain.core.payments.prices import PriceService, Quote
 from orbchain.plugins.portfolio.valuation import coin_line, portfolio
 
 from .support import api

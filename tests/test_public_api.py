@@ -64,7 +64,7 @@ def test_what_the_examples_needed_is_in_the_api():
     import orbchain.api
     import orbchain.api.addresses
     from orbchain.core.keys import SeedKeyStore, WatchOnlyKeyStore
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     assert orbchain.api.get_plugin_manager is get_plugin_manager  # a plugin's own tests build their plugin set
     assert (orbchain.api.addresses.SeedKeyStore, orbchain.api.addresses.WatchOnlyKeyStore) == (

@@ -2,7 +2,7 @@
 
 The issue: ``GET /tgapp/qr?data=<500 emoji>`` cost 0.15 s of CPU *on the
 event loop* per request, so eight clients from one IP kept ``/health`` waiting
-1.5 s. CPU-heavy work now runs in the bounded pool (core/cpu_pool.py).
+1.5 s. CPU-heavy work now runs in the bounded pool (core/infra/cpu_pool.py).
 
 ``test_no_public_request_costs_the_event_loop_more_than_a_bound`` serves the
 app on its own thread (``LoopThreadServer``) and reads that thread's CPU
@@ -39,7 +39,7 @@ from urllib.parse import quote
 import pytest
 import segno
 
-from orbchain.core import qr
+from orbchain.core.payments import qr
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from orbchain.core import addresses
+from orbchain.core.watching import addresses
 from orbchain.web.keys import GATEWAY
 
 from .support import Devnet, api, signup

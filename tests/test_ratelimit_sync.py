@@ -11,9 +11,9 @@ from __future__ import annotations
 import asyncio
 import math
 
-from orbchain.core.coordination import coordination
-from orbchain.core.pg_side import SideConnection
-from orbchain.core.ratelimit import STALE_SECONDS, MemoryRateLimiter, SyncedRateLimiter
+from orbchain.core.infra.coordination import coordination
+from orbchain.core.infra.pg_side import SideConnection
+from orbchain.core.infra.ratelimit import STALE_SECONDS, MemoryRateLimiter, SyncedRateLimiter
 
 from .cross_process import CROSS_PROCESS
 

@@ -13,8 +13,8 @@ import aiohttp
 import pytest
 
 from orbchain.chains.devnet.adapter import devnet_chain
-from orbchain.core.readiness import watched_chains
-from orbchain.core.scanner import scan_chain
+from orbchain.core.infra.readiness import watched_chains
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
 from .support import advance_clock, free_port

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import PLATFORM_FEES, merchant_available
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import PLATFORM_FEES, merchant_available
 from orbchain.plugins.referrals import earnings
 from orbchain.plugins.referrals.terms import earning_units, eligibility_ends_at
 

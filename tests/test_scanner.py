@@ -13,9 +13,9 @@ import textwrap
 
 import pytest
 
-from orbchain.core.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, PastTransfer, Transfer
-from orbchain.core.plugins import get_plugin_manager, plugin_names
-from orbchain.core.scanner import scan_chain
+from orbchain.core.contract.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, PastTransfer, Transfer
+from orbchain.core.contract.plugins import get_plugin_manager, plugin_names
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
 from .support import api, signup
@@ -76,7 +76,7 @@ class MemoryChainPlugin:
     def __init__(self, chain: MemoryChain) -> None:
         self.chain = chain
 
-    from orbchain.core.plugins import hookimpl
+    from orbchain.core.contract.plugins import hookimpl
 
     @hookimpl
     def register_chains(self, registry):

@@ -11,9 +11,9 @@ import asyncio
 
 from apscheduler.events import EVENT_JOB_EXECUTED
 
-from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.registries import Job, JobRegistry
-from orbchain.core.stopping import Stop
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+from orbchain.core.contract.registries import Job, JobRegistry
+from orbchain.core.infra.stopping import Stop
 from orbchain.scheduler.runner import JobScheduler, run_job_once
 from orbchain.web.keys import GATEWAY
 

@@ -12,10 +12,10 @@ import warnings
 
 import pytest
 
-from orbchain.core import settlement
-from orbchain.core.config import load_config
+from orbchain.core.payments import settlement
+from orbchain.core.infra.config import load_config
 from orbchain.core.startup import build_gateway
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.web.keys import GATEWAY
 
 from .support import api, signup

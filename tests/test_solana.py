@@ -15,8 +15,8 @@ from solders.keypair import Keypair
 from orbchain.chains.solana.blocks import transfers
 from orbchain.chains.solana.rpc import SolanaRpc
 from orbchain.chains.solana.settings import read_settings
-from orbchain.core.chains import ChainUnavailable
-from orbchain.core.config import ConfigError
+from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.infra.config import ConfigError
 
 from .solana_node import SolanaNode, open_solana_shop, running_node
 
@@ -154,7 +154,7 @@ def test_hot_wallet_command_prints_the_address_to_fund(make_config, capsys):
     from orbchain.chains.solana.cli import cmd_hot_wallet
     from orbchain.chains.solana.keys import hot_wallet_address
     from orbchain.core.startup import build_gateway
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     config = make_config(plugin={"solana": {"rpc_url": "http://127.0.0.1:9", "timeout_seconds": 1}})
     gateway = build_gateway(config, get_plugin_manager(blocked=["devnet"]))
@@ -165,7 +165,7 @@ def test_hot_wallet_command_prints_the_address_to_fund(make_config, capsys):
 
 def test_registration_follows_the_config(make_config):
     from orbchain.core.startup import build_gateway
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     coin_only = build_gateway(make_config(), get_plugin_manager())
     assert coin_only.chains.get("solana") is None

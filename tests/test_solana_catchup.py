@@ -17,9 +17,9 @@ from solders.keypair import Keypair
 
 from orbchain.chains.solana.adapter import SolanaAdapter
 from orbchain.chains.solana.settings import read_settings
-from orbchain.core.chains import BlocksPruned, ChainUnavailable
-from orbchain.core.config import ConfigError
-from orbchain.core.scanner import scan_chain
+from orbchain.core.contract.chains import BlocksPruned, ChainUnavailable
+from orbchain.core.infra.config import ConfigError
+from orbchain.core.watching.scanner import scan_chain
 
 from .solana_node import FINALITY, SolanaNode, open_solana_shop, running_node
 
@@ -177,7 +177,7 @@ async def test_only_addresses_of_open_payments_are_searched(solana_node, make_co
 async def test_a_payment_that_expired_while_the_gateway_was_down_is_still_searched(solana_node, make_config,
                                                                                   make_client):
     """The expiry job may run at restart before the scan reaches the gap: the payer paid in time."""
-    from orbchain.core.payment_status import expire_payments
+    from orbchain.core.payments.status import expire_payments
 
     shop = await open_solana_shop(solana_node, make_config, make_client)
     payment = await shop.payment()

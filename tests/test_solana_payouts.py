@@ -13,9 +13,10 @@ import pytest_asyncio
 from solders.keypair import Keypair
 
 from orbchain.chains.solana.keys import hot_wallet_address
-from orbchain.core import ledger, payout_worker
-from orbchain.core.chains import BroadcastError, PayoutOrder
-from orbchain.core.ledger_accounts import NETWORK_FEES
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts import worker as payout_worker
+from orbchain.core.contract.chains import BroadcastError, PayoutOrder
+from orbchain.core.ledger.accounts import NETWORK_FEES
 from orbchain.testing import SimulatedCrash, open_chain_shop
 
 from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, SolanaNode, running_node

@@ -13,8 +13,8 @@ import pytest_asyncio
 from orbchain.chains.solana import sweep_chain
 from orbchain.chains.solana.keys import hot_wallet_address
 from orbchain.chains.solana.sweeper import deposit_addresses_account, hot_wallet_account
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import NETWORK_FEES
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import NETWORK_FEES
 from orbchain.testing import SimulatedCrash, open_chain_shop
 
 from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, SolanaNode, running_node

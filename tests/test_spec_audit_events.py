@@ -6,7 +6,7 @@ field sets, so a field dropped from a body fails here by name.
 
 from __future__ import annotations
 
-from orbchain.core.payment_status import expire_payments
+from orbchain.core.payments.status import expire_payments
 from orbchain.plugins.subscriptions import billing
 from orbchain.plugins.subscriptions.billing import run_billing
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.ratelimit import MemoryRateLimiter
+from orbchain.core.infra.ratelimit import MemoryRateLimiter
 from orbchain.plugins.autowithdraw.check import run_autowithdraw
 from orbchain.plugins.schedules.tick import run_schedules
 from orbchain.plugins.subscriptions.billing import billing_job

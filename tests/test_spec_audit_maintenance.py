@@ -1,7 +1,7 @@
 """SPEC 7 "maintenance: all write operations rejected" on the GETs that write.
 
 The middleware refuses every POST/PUT/PATCH/DELETE; a GET (or HEAD) that
-writes refuses by itself with ``core.maintenance.refuse_in_maintenance``:
+writes refuses by itself with ``core.infra.maintenance.refuse_in_maintenance``:
 resolving a payment link (mints an invoice), the hosted page's coin picker
 (re-prices the invoice, derives an address), and the standing receive
 addresses (``/dashboard/deposit-addresses``, ``/dashboard/receive-address``,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.payment_status import expire_payments
+from orbchain.core.payments.status import expire_payments
 from orbchain.testing.fixtures import open_shop
 
 from .support import api

@@ -10,8 +10,8 @@ import asyncio
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core import payout_worker as worker
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts import worker
 from orbchain.plugins.splits import release_pending
 from orbchain.plugins.splits.credit import payouts_account
 

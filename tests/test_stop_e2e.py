@@ -46,8 +46,8 @@ from typing import Any, Callable
 import aiohttp
 import pytest
 
-from orbchain.core.db import Database
-from orbchain.core.stopping import REPEAT_SECONDS
+from orbchain.core.infra.db import Database
+from orbchain.core.infra.stopping import REPEAT_SECONDS
 from orbchain.testing.api import api, create_payment, signup, view_payment
 
 from .hostile_support import ledger_check, write_config

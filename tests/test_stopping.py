@@ -1,4 +1,4 @@
-"""core/stopping.py: the stop's deadline, what its signals mean, and the backstop that ends a stuck exit.
+"""core/infra/stopping.py: the stop's deadline, what its signals mean, and the backstop that ends a stuck exit.
 
 Signals are sent to small child processes (``python -c``), never to the
 test process. The end-to-end stops of ``orbchain serve``, its workers and
@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from orbchain.core.stopping import REPEAT_SECONDS, Stop, undone_if_cancelled
+from orbchain.core.infra.stopping import REPEAT_SECONDS, Stop, undone_if_cancelled
 
 PROBE_TIMEOUT = 60  # only catches a hang
 
@@ -42,7 +42,7 @@ def test_a_stop_begins_once_and_counts_down_to_its_deadline():
 
 PROBE_HEADER = """
 import asyncio, logging, os, signal, sys
-from orbchain.core.stopping import Stop, StopSignals
+from orbchain.core.infra.stopping import Stop, StopSignals
 logging.basicConfig(level=logging.INFO, stream=sys.stdout, format="%(message)s")
 
 async def main():
@@ -94,7 +94,7 @@ def test_a_second_signal_after_the_loop_ended_still_exits_at_once():
     (PID 1 in a container ignores a default SIGTERM) and does not raise in the middle of the exit."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import asyncio, os, signal, threading, time
-        from orbchain.core.stopping import Stop, StopSignals
+        from orbchain.core.infra.stopping import Stop, StopSignals
         stop = Stop(30)
         signals = StopSignals(stop, "probe")
 
@@ -118,7 +118,7 @@ def test_a_thread_left_running_cannot_keep_the_process_alive():
     at its hard deadline, naming the thread and dumping its stack."""
     done = subprocess.run([sys.executable, "-c", textwrap.dedent("""
         import asyncio, os, signal, threading
-        from orbchain.core.stopping import Stop, StopSignals
+        from orbchain.core.infra.stopping import Stop, StopSignals
 
         async def main():
             stop = Stop(0.2)

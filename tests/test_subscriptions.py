@@ -14,10 +14,10 @@ from decimal import Decimal
 
 import pytest
 
-from orbchain.core.ledger_check import check_ledger
-from orbchain.core.payment_status import expire_payments
+from orbchain.core.ledger.check import check_ledger
+from orbchain.core.payments.status import expire_payments
 from orbchain import api as services
-from orbchain.core.registries import ScopeRegistry, StartupError
+from orbchain.core.contract.registries import ScopeRegistry, StartupError
 from orbchain.plugins.subscriptions import billing, enrolment
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY
@@ -565,7 +565,7 @@ def test_a_scope_can_be_given_to_legacy_keys_by_kind():
 
 
 async def test_the_tick_is_a_five_minute_job_and_the_lifetime_is_checked(env, make_config):
-    from orbchain.core.config import ConfigError
+    from orbchain.core.infra.config import ConfigError
     from orbchain.core.startup import build_gateway
     _, _, devnet = env
     job = devnet.gateway.jobs["subscriptions.billing"]

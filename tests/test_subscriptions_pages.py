@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from orbchain.core.payment_status import expire_payments
+from orbchain.core.payments.status import expire_payments
 from orbchain.plugins.subscriptions import billing, enrolment
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY

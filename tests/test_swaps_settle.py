@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.plugins.swaps.engine import run_swaps
 from orbchain.plugins.swaps.service import venue_account
 from orbchain.plugins.swaps.venue_registry import venues_of

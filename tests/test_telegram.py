@@ -14,7 +14,7 @@ from urllib.parse import urlencode
 import jwt
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.plugins.telegram import bot, initdata, link_tokens, linking
 from orbchain.web.keys import GATEWAY
 
@@ -469,7 +469,7 @@ async def test_notifications_on_paid_and_final_payouts_say_no_more_than_needed(e
                              json={"currency": "BTC", "address": BTC_DEST, "amount": "0.001"})
     assert status == 200, body
     payout_id = body["data"]["track_id"]
-    from orbchain.core import payout_worker
+    from orbchain.core.payouts import worker as payout_worker
 
     for _ in range(4):
         advance_clock(gateway, 60)
@@ -535,7 +535,7 @@ async def test_webhook_mode_registers_and_checks_the_secret(make_client, make_co
 
 
 async def test_config_is_checked(make_config):
-    from orbchain.core.config import ConfigError
+    from orbchain.core.infra.config import ConfigError
     from orbchain.plugins.telegram.settings import parse_settings
 
     for block, key in (({"bot_tokn": "1:a"}, "bot_tokn"), ({"bot_token": "no colon"}, "bot_token"),

@@ -16,8 +16,8 @@ from decimal import Decimal
 import pyotp
 import pytest
 
-from orbchain.core import lockout
-from orbchain.core.config import ConfigError
+from orbchain.core.accounts import lockout
+from orbchain.core.infra.config import ConfigError
 from orbchain.plugins.telegram import bot, link_tokens, store
 from orbchain.plugins.telegram.settings import DEFAULT_MFA_COOLING_OFF, parse_settings
 from orbchain.web.keys import GATEWAY

@@ -23,8 +23,8 @@ import pytest
 from orbchain.api import (
     GATEWAY, NETWORKS, AddressError, AddressFamily, ChainAdapter, Coin, ReceiveTarget, get_plugin_manager, hookimpl,
 )
-from orbchain.core.plugins import plugin_names
-from orbchain.core.receive import qr_payload
+from orbchain.core.contract.plugins import plugin_names
+from orbchain.core.payments.receive import qr_payload
 
 from .support import Devnet, api, signup
 

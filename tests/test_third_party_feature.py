@@ -14,17 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core.cli import build_parser
-from orbchain.core.config import ConfigError
-from orbchain.core.deposits import complete_credit
+from orbchain.core.ledger import book as ledger
+from orbchain.core.cli.commands import build_parser
+from orbchain.core.infra.config import ConfigError
+from orbchain.core.watching.deposits import complete_credit
 from orbchain.core.startup import build_gateway
-from orbchain.core.ledger_check import check_ledger
-from orbchain.core.payment_status import expire_payments
-from orbchain.core.plugins import for_key_kinds, get_plugin_manager, hookimpl, plugin_names
-from orbchain.core.registries import DashboardPage
-from orbchain.core.views import Credit, DepositView, PaymentView
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.ledger.check import check_ledger
+from orbchain.core.payments.status import expire_payments
+from orbchain.core.contract.plugins import for_key_kinds, get_plugin_manager, hookimpl, plugin_names
+from orbchain.core.contract.registries import DashboardPage
+from orbchain.core.contract.views import Credit, DepositView, PaymentView
+from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
 from orbchain.web.openapi import app_routes
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from orbchain.core.plugins import get_plugin_manager, hookimpl
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 
 from .support import Devnet, api, signup
 from .test_credit_refusal_log import LOGGER, PassesThrough, _paid
@@ -27,7 +27,7 @@ class RaisesOnCredit:
 
 def _errors(caplog) -> list[logging.LogRecord]:
     """What the crediting path logged at WARNING and above (a refusal, or an unattributed failure)."""
-    return [r for r in caplog.records if r.levelno >= logging.WARNING and r.name in (LOGGER, "orbchain.core.deposits")]
+    return [r for r in caplog.records if r.levelno >= logging.WARNING and r.name in (LOGGER, "orbchain.core.watching.deposits")]
 
 
 async def test_a_raising_filter_is_logged_once_per_plugin_and_deposit(make_client, make_config, caplog):

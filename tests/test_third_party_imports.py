@@ -92,8 +92,8 @@ def test_a_documented_example_imports_orbchain_only_through_the_api(name, block)
 
 
 def test_the_check_catches_what_it_must():
-    source = ("from orbchain.core.ledger import balance\nimport orbchain.web.auth\nfrom tests.support import api\n"
+    source = ("from orbchain.core.ledger.book import balance\nimport orbchain.web.auth\nfrom tests.support import api\n"
               "from ...support import Devnet\nfrom orbchain.api.ledger import post\nfrom orbchain.testing import api\n"
               "import aiohttp\nfrom .node import ZedNode\n")
     assert forbidden_imports(source, depth=1) == [
-        "1: orbchain.core.ledger", "2: orbchain.web.auth", "3: tests.support", "4: ...support (outside tests/third_party)"]
+        "1: orbchain.core.ledger.book", "2: orbchain.web.auth", "3: tests.support", "4: ...support (outside tests/third_party)"]

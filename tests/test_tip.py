@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.ratelimit import MemoryRateLimiter
+from orbchain.core.infra.ratelimit import MemoryRateLimiter
 from orbchain.testing.fixtures import open_shop
 
 from .support import api

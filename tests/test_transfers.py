@@ -5,9 +5,9 @@ from __future__ import annotations
 import pyotp
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core.events import event_id_for
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.ledger import book as ledger
+from orbchain.core.events.outbox import event_id_for
+from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, api, signup
 

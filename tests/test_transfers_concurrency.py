@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from orbchain.core import ledger, transfers
+from orbchain.core.ledger import book as ledger, transfers
 
 from .support import Devnet, api, signup
 from .test_transfers import account_id, fund

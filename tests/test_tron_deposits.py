@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import merchant_available
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import merchant_available
 
 from .tron_node import TRANSFER_SELECTOR, account_id
 from .tron_support import TronShop, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures

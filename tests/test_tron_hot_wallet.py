@@ -10,7 +10,7 @@ import pytest
 from orbchain.chains.tron.address import address_bytes
 from orbchain.chains.tron.cli import hot_wallet_report
 from orbchain.chains.tron.keys import hot_wallet_address
-from orbchain.core import cli
+from orbchain.core.cli import commands as cli
 
 from .tron_node import PARAMETERS
 from .tron_support import open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures

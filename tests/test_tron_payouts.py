@@ -8,9 +8,9 @@ import pytest
 
 from orbchain.chains.tron.keys import hot_wallet_address
 from orbchain.chains.tron.transactions import RefBlock, sign, transfer
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import NETWORK_FEES, merchant_available
-from orbchain.core.payout_worker import process_payouts
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import NETWORK_FEES, merchant_available
+from orbchain.core.payouts.worker import process_payouts
 from orbchain.testing import api
 
 from .tron_node import ENERGY_NEW_HOLDER, PARAMETERS, account_id

@@ -6,8 +6,8 @@ import pytest
 
 from orbchain.chains.tron.keys import hot_wallet_address
 from orbchain.chains.tron.sweeper import deposit_addresses_account, hot_wallet_account
-from orbchain.core import ledger
-from orbchain.core.ledger_accounts import NETWORK_FEES, merchant_available
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import NETWORK_FEES, merchant_available
 
 from .tron_node import ENERGY_NEW_HOLDER, PARAMETERS
 from .tron_support import TronShop, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures

@@ -26,13 +26,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from orbchain.core import auth
-from orbchain.core.db import Database
+from orbchain.core.accounts import auth
+from orbchain.core.infra.db import Database
 from orbchain.core.gateway import collect_migrations
-from orbchain.core.ledger_check import check_ledger
-from orbchain.core.ledger_accounts import merchant_available, world
-from orbchain.core.migrate import Migration, migrate
-from orbchain.core.plugins import get_plugin_manager
+from orbchain.core.ledger.check import check_ledger
+from orbchain.core.ledger.accounts import merchant_available, world
+from orbchain.core.infra.migrate import Migration, migrate
+from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.testing.api import api
 
 BASELINES = Path(__file__).parent / "upgrade_baselines"

@@ -19,8 +19,8 @@ from decimal import Decimal
 import pytest
 from aiohttp import web
 
-from orbchain.core import ledger
-from orbchain.core.payout_worker import process_payouts
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts.worker import process_payouts
 from orbchain.plugins.changenow import ChangeNowVenue
 from orbchain.plugins.swaps.engine import run_swaps
 from orbchain.plugins.swaps.service import venue_account

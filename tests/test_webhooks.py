@@ -1,4 +1,4 @@
-"""Webhook delivery (core/webhooks.py) against a real local receiver, on both databases."""
+"""Webhook delivery (core/events/webhooks.py) against a real local receiver, on both databases."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from orbchain.core import accounts, api_keys
-from orbchain.core.events import enqueue_event, event_id_for, outbox_row
+from orbchain.core.accounts import merchants as accounts, api_keys
+from orbchain.core.events.outbox import enqueue_event, event_id_for, outbox_row
 from orbchain.core.startup import build_gateway
-from orbchain.core.migrate import migrate
-from orbchain.core import webhooks
-from orbchain.core.plugins import get_plugin_manager
-from orbchain.core.webhooks import (
+from orbchain.core.infra.migrate import migrate
+from orbchain.core.events import webhooks
+from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.core.events.webhooks import (
     claim_due,
     deliver_due,
     deliver_now,
@@ -462,7 +462,7 @@ async def test_a_stopping_gateway_starts_no_new_batch(gateway, clock, receiver):
 
 
 async def test_a_late_worker_cannot_overwrite_a_newer_claim(gateway, clock, receiver):
-    from orbchain.core.webhooks import Outcome, record_attempt
+    from orbchain.core.events.webhooks import Outcome, record_attempt
 
     merchant = await add_merchant(gateway, webhook_url=receiver.url)
     event_id = await paid(gateway, merchant)

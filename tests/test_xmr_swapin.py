@@ -19,8 +19,8 @@ from decimal import Decimal
 import pytest
 
 from orbchain.chains.monero import swapin as monero_swapin
-from orbchain.core import ledger
-from orbchain.core.scanner import scan_chain
+from orbchain.core.ledger import book as ledger
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.plugins.swaps import engine, store
 from orbchain.plugins.swaps.engine import run_swaps
 from orbchain.plugins.swaps.service import SWAPIN_HELD

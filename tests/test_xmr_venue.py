@@ -24,8 +24,8 @@ from decimal import Decimal
 
 import pytest
 
-from orbchain.core import ledger
-from orbchain.core.payment_status import expire_payments
+from orbchain.core.ledger import book as ledger
+from orbchain.core.payments.status import expire_payments
 from orbchain.plugins.swaps.engine import run_swaps
 
 from .support import Devnet, advance_clock, api, signup

@@ -67,7 +67,7 @@ class TronDriver(ChainDriver):
 
     async def attach(self, gateway: Any) -> None:
         """TRX is not among a new merchant's default coins: the shop accepts it, as a merchant would."""
-        from orbchain.core.accounts import accepted_coins, set_accepted_coins
+        from orbchain.core.accounts.merchants import accepted_coins, set_accepted_coins
 
         for merchant in await gateway.db.fetch_all("SELECT * FROM merchants"):
             coins = accepted_coins(merchant)
@@ -132,7 +132,7 @@ class TronShop:
         return self.online.node
 
     async def scan(self) -> Any:
-        from orbchain.core.scanner import scan_chain
+        from orbchain.core.watching.scanner import scan_chain
 
         return await scan_chain(self.gateway, self.adapter)
 
@@ -160,7 +160,7 @@ class TronShop:
 
 
 async def open_tron_shop(online: NodeOnline, make_config: Any, make_client: Any, **settings: Any) -> TronShop:
-    from orbchain.core.accounts import set_accepted_coins
+    from orbchain.core.accounts.merchants import set_accepted_coins
     from orbchain.testing import open_shop
 
     shop = await open_shop(make_config, make_client, blocked=("devnet",), email="tron-shop@example.com",

@@ -18,16 +18,16 @@ import jinja2
 import pluggy
 from aiohttp import web
 
-from ..core.auth import LEGACY_SCOPES
-from ..core.config import Config, ConfigError
+from ..core.accounts.auth import LEGACY_SCOPES
+from ..core.infra.config import Config, ConfigError
 from ..core.gateway import Gateway
 from ..core.startup import build_gateway
-from ..core.migrate import migrate, pending
-from ..core.netguard import outbound_session
-from ..core.plugins import call_collect, call_event
-from ..core.coordination import coordination
-from ..core.registries import RouteRegistry, StartupError
-from ..core.secrets import load_secrets
+from ..core.infra.migrate import migrate, pending
+from ..core.infra.netguard import outbound_session
+from ..core.contract.plugins import call_collect, call_event
+from ..core.infra.coordination import coordination
+from ..core.contract.registries import RouteRegistry, StartupError
+from ..core.infra.secrets import load_secrets
 from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, authenticate_request
 from .key_requests import KEY_REQUEST_LISTENERS, key_request_listeners

@@ -27,8 +27,8 @@ from typing import Any, Callable, Sequence
 
 from aiohttp import web
 
-from ..core import auth, jwt_revocation
-from ..core.auth_cache import auth_cache
+from ..core.accounts import auth, jwt_revocation
+from ..core.accounts.auth_cache import auth_cache
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
 from .keys import GATEWAY, PRINCIPAL

@@ -15,7 +15,7 @@ is storable.
 (``web/envelope.read_json``, ``web/form_body.read_form``): parsing a 1 MiB
 body costs up to a quarter of a second of CPU, so a body over
 ``INLINE_PARSE_BYTES`` is parsed in the gateway's bounded CPU pool
-(``core/cpu_pool.py``), never on the event loop.
+(``core/infra/cpu_pool.py``), never on the event loop.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The edge middleware calls this last, after the response is built and before
 it leaves, so an audit plugin's row is committed before the client sees the
 answer. Which implementations want which key kinds is worked out once, when
-the app is built (``core.plugins.for_key_kinds``): requests without an API
+the app is built (``core.contract.plugins.for_key_kinds``): requests without an API
 key, with a kind no plugin wants, or on a gateway where no plugin listens,
 cost one dict look-up, and no ``KeyRequest`` is built for them.
 """
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from aiohttp import web
 
-from ..core.plugins import KEY_KINDS_ATTR, call_event_impls
-from ..core.views import KeyRequest
+from ..core.contract.plugins import KEY_KINDS_ATTR, call_event_impls
+from ..core.contract.views import KeyRequest
 from .keys import GATEWAY
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -23,9 +23,9 @@ from aiohttp.typedefs import Middleware
 
 from ..core.errors import ApiError, Maintenance, RateLimited, ValidationError
 from ..core.gateway import Gateway
-from ..core.logs import ACCESS_LOGGER, request_context
-from ..core.metrics import UNMATCHED_ROUTE
-from ..core.security_events import request_origin
+from ..core.infra.logs import ACCESS_LOGGER, request_context
+from ..core.infra.metrics import UNMATCHED_ROUTE
+from ..core.accounts.security_events import request_origin
 from .edge import request_text_problems
 from .envelope import error_response
 from .pages import is_html_page, is_html_path, page_security_headers
@@ -211,7 +211,7 @@ def _page_address(request: web.Request) -> bool:
 
 
 class _Origin:
-    """The request as a security event names it (core/security_events.py); read only when one is announced."""
+    """The request as a security event names it (core/accounts/security_events.py); read only when one is announced."""
 
     __slots__ = ("_request",)
 

@@ -6,7 +6,7 @@ still be required). It is a second, tiny app sharing this process's gateway,
 started and stopped with the main app (a cleanup context). With
 ``serve --workers N`` every worker binds it with SO_REUSEPORT, like the main
 port; any of them answers for all, since metrics are aggregated across
-workers (core/metrics.py).
+workers (core/infra/metrics.py).
 """
 
 from __future__ import annotations

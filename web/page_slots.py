@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping
 import jinja2
 from markupsafe import Markup, escape
 
-from ..core.bounded import LruMap
+from ..core.infra.bounded import LruMap
 
 CACHED_PAGES = 512  # distinct contents kept (an open page is a few KB)
 _PLAIN = frozenset({str, int, bool, float, type(None), Markup})  # hashable as they are: no _frozen call

@@ -3,7 +3,7 @@
 A payment is read far more often than it changes (merchants poll it while
 the payer pays), and its view (SPEC 2.2) is a function of its row and its
 deposit rows alone. The encoded envelope is kept per process, keyed on every
-value of those rows (``core.bounded.values_key``): a status change, a new
+value of those rows (``core.infra.bounded.values_key``): a status change, a new
 deposit or a confirmation is a new key, so nothing needs invalidating and
 no answer can be stale. The rows are still read on every request.
 """
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from ..core import payments as svc
-from ..core.bounded import remember, values_key
+from ..core.payments import service as svc
+from ..core.infra.bounded import remember, values_key
 from .envelope import envelope_bytes, json_answer
 
 if TYPE_CHECKING:  # pragma: no cover

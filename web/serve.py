@@ -1,6 +1,6 @@
 """``orbchain serve``: the one command that needs the web layer.
 
-It lives here, not in ``core/cli.py``, because the core never imports the
+It lives here, not in ``core/cli/commands.py``, because the core never imports the
 web layer; ``orbchain.cli`` adds it to the core's commands. It serves with
 ``web.server.run``, not ``web.run_app``, whose runner answers malformed
 requests in plain text, echoing them.
@@ -12,8 +12,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from ..core.cli import config_from_args
-from ..core.metrics import enable_multiprocess
+from ..core.cli.commands import config_from_args
+from ..core.infra.metrics import enable_multiprocess
 from .app import create_app
 from .server import run
 from .workers import serve_workers
@@ -36,7 +36,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
              config.server.port, config.server.environment, database, workers, "s" if workers > 1 else "")
     if workers > 1:
         # Before the fork and before any metric exists: every worker writes to, and a scrape of any
-        # worker reads, the same directory (core/metrics.py).
+        # worker reads, the same directory (core/infra/metrics.py).
         enable_multiprocess(Path(config.metrics.multiprocess_dir) if config.metrics.multiprocess_dir
                             else config.data_dir / "metrics")
         return serve_workers(lambda: create_app(config), config.server.host, config.server.port, workers,

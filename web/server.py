@@ -40,7 +40,7 @@ from aiohttp.web_request import BaseRequest
 from yarl import URL
 
 from ..core.errors import ApiError
-from ..core.stopping import CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline
+from ..core.infra.stopping import CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline
 from .envelope import error_response
 from .keys import GATEWAY
 from .pages import is_html_path, page_security_headers
@@ -206,7 +206,7 @@ async def _requests_in_flight(server: web.Server, stop: Stop) -> int:
 
 def run(app: web.Application, host: str, port: int, *, sock: socket.socket | None = None,
         ready: Callable[[], None] | None = None, command: str = "orbchain serve", **runner_kwargs: Any) -> None:
-    """Serve ``app`` until SIGTERM or SIGINT, then stop gracefully (core/stopping.py).
+    """Serve ``app`` until SIGTERM or SIGINT, then stop gracefully (core/infra/stopping.py).
 
     With ``sock`` (a listening socket a supervisor bound before forking,
     web/workers.py) the app serves on it instead of binding ``host:port``;

@@ -14,7 +14,7 @@ do. SQLite is refused (one writer process by design, docs/decisions.md).
 
 SIGTERM or SIGINT to the supervisor stops every worker gracefully: it
 passes SIGTERM on and waits for them, bounded (each worker drains and
-closes as a single ``orbchain serve`` does, core/stopping.py); a worker
+closes as a single ``orbchain serve`` does, core/infra/stopping.py); a worker
 still alive after the drain plus ``SUPERVISOR_MARGIN_SECONDS`` is killed
 and the supervisor exits 1, as it does at once on a second signal. If a
 worker dies on its own the supervisor stops the others and exits non-zero,
@@ -32,7 +32,7 @@ from typing import Any, Callable
 
 from aiohttp import web
 
-from ..core.stopping import HARD_MARGIN_SECONDS, Stop, StopSignals
+from ..core.infra.stopping import HARD_MARGIN_SECONDS, Stop, StopSignals
 from .server import run
 
 log = logging.getLogger("orbchain")
@@ -111,7 +111,7 @@ def _supervise(children: list[int], drain_seconds: float) -> int:
     """Wait for the workers; on a stop pass it on and wait for them, bounded; returns the exit status.
 
     The workers finish their stop within the drain plus their own margin
-    (core/stopping.py); one still alive a second after that is killed, and
+    (core/infra/stopping.py); one still alive a second after that is killed, and
     the supervisor exits 1. A second signal kills the workers at once.
     """
     alive = set(children)

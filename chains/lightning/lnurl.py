@@ -3,7 +3,7 @@
 Why here and guarded: the domain is the merchant's choice, so the gateway
 fetching ``https://<domain>/.well-known/lnurlp/<user>`` (and then the
 service's callback URL) is an outbound request to an arbitrary host. Both
-go through ``core.netguard``: private, loopback, link-local and internal
+go through ``core.infra.netguard``: private, loopback, link-local and internal
 addresses are refused before the request and again at connect time (DNS
 rebinding), unless the operator allowed them with ``[plugin.lightning]
 lnurl_allow_private_hosts = true`` (tests and a local LNURL server only; off

@@ -20,7 +20,7 @@ import threading
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Mapping
 
-from ..bounded import LruMap
+from ..infra.bounded import LruMap
 from .bip32 import MAINNET_VERSIONS, TESTNET_VERSIONS, ExtendedKey
 from .bip39 import mnemonic_to_seed, seed_from_hex, seed_from_secret
 from .errors import DerivationError, SeedError, WatchOnlyError

@@ -18,54 +18,54 @@ This module only re-exports: no code lives here.
 """
 
 # Declaring hooks: the marker every hook implementation carries, and calling a hook from a plugin.
-from ..core.plugins import call_collect, call_collect_answers, call_first, for_key_kinds, hookimpl
+from ..core.contract.plugins import call_collect, call_collect_answers, call_first, for_key_kinds, hookimpl
 
 # Declaring hooks of your own for the plugins that build on yours (register_hookspecs), and their registries.
-from ..core.hookspecs import hookspec
-from ..core.registries import Registry
+from ..core.contract.hookspecs import hookspec
+from ..core.contract.registries import Registry
 
 # A plugin set built by hand (a plugin's own tests, a tool): entry points plus the plugins given.
-from ..core.plugins import get_plugin_manager
+from ..core.contract.plugins import get_plugin_manager
 
 # The gateway every hook receives, and its configuration.
 from ..core.gateway import Gateway
-from ..core.config import Config
+from ..core.infra.config import Config
 
 # Reading a plugin's own [plugin.<name>] block: each reader raises ConfigError naming the bad key.
-from ..core.config import ConfigError, checked_block, int_setting, seconds_setting, text_setting
+from ..core.infra.config import ConfigError, checked_block, int_setting, seconds_setting, text_setting
 
 # Coins and address families (register_coins, register_address_families), and the key derivation they name.
-from ..core.coins import Coin, CoinRegistry
+from ..core.contract.coins import Coin, CoinRegistry
 from ..core.keys import (
     ED25519, NETWORKS, SECP256K1, AddressError, AddressFamily, AddressFamilyRegistry, DerivationScheme,
     UnknownFamilyError, WatchOnlyError, coin_type_for,
 )
 
 # The chain adapter contract (register_chains): blocks, transfers, payouts and what an adapter declares.
-from ..core.chains import (
+from ..core.contract.chains import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, PastTransfer,
     PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
 
 # Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
-from ..core.receive import ReceiveTarget
-from ..core.deposits import complete_credit, observe_final
+from ..core.payments.receive import ReceiveTarget
+from ..core.watching.deposits import complete_credit, observe_final
 
 # Ledger postings and account names (credit_postings, a plugin's own accounts), and reading an account's balance.
-from ..core.ledger import Posting
-from ..core.ledger import balance as ledger_balance
-from ..core.ledger import balances as ledger_balances
-from ..core.ledger_accounts import (
+from ..core.ledger.book import Posting
+from ..core.ledger.book import balance as ledger_balance
+from ..core.ledger.book import balances as ledger_balances
+from ..core.ledger.accounts import (
     NETWORK_FEES, PLATFORM_FEES, WORLD_PREFIX, chain_hot_wallet, merchant_available, merchant_held, payouts_in_flight,
     world,
 )
-from ..core.ledger_accounts import SEPARATOR as ACCOUNT_SEPARATOR
+from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 # Frozen views that event and filter hooks receive instead of database rows.
-from ..core.views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
+from ..core.contract.views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
 
 # Webhook events a plugin declares (register_event_kinds) and sends through the core's outbox.
-from ..core.events import OutboxEvent, enqueue_event, enqueue_events
+from ..core.events.outbox import OutboxEvent, enqueue_event, enqueue_events
 
 # Errors: raise them from a route or a service and the caller gets the SPEC's envelope with their status.
 from ..core.errors import (
@@ -74,63 +74,69 @@ from ..core.errors import (
 )
 
 # Schema migrations (register_migrations), and running them from a plugin's own CLI command.
-from ..core.migrate import Migration, append_only, migrate
+from ..core.infra.migrate import Migration, append_only, migrate
 
 # Money: exact decimal parsing and base units (amounts are ints, never floats).
 from ..core.money import AmountError, format_units, parse_decimal, to_base_units
 
 # The database handle (gateway.db: SQL with :name parameters, amount_param, to_int, transaction) and its helpers.
-from ..core.db import Database, is_unique_violation
+from ..core.infra.db import Database, is_unique_violation
 
 # A plugin's own merchant-owned rows: one statement each, scoped to the merchant.
-from ..core.plugin_rows import (
+from ..core.contract.plugin_rows import (
     delete_rows_naming, found, insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row,
 )
 
 # Core services: what a plugin needs of core data, as immutable records (docs/plugins.md, "Core services").
-from ..core.address_services import (
+from ..core.watching.address_services import (
     AddressKey, ReceiveAddress, address_key, fresh_receive_address, has_standing_address, receive_address,
 )
-from ..core.deposit_services import (
+from ..core.watching.deposit_services import (
     CreditedAddress, CreditedOutput, DepositRecord, credited_addresses, credited_outputs, find_deposit,
     recent_deposits,
 )
-from ..core.ledger_services import USD_DECIMALS, available_balance, ledger_history, reversed_references, usd_units
-from ..core.merchant_services import (
+from ..core.ledger.ledger_services import (
+    USD_DECIMALS,
+    available_balance,
+    ledger_history,
+    reversed_references,
+    usd_units,
+)
+from ..core.accounts.merchant_services import (
     MerchantRecord, api_key_exists, default_settlement_coin, merchant_by_account_id, merchant_record,
     referred_merchants, set_default_settlement_coin,
 )
-from ..core.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
-from ..core.payout_services import payout_statuses
-from ..core.plugin_cache import cache_changed, cached
+from ..core.payments.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
+from ..core.payouts.payout_services import payout_statuses
+from ..core.contract.plugin_cache import cache_changed, cached
 
 # Core services that create: hosted invoices and payouts through the standard pipeline.
-from ..core.payment_services import InvoiceRecord, create_invoice, new_track_id
-from ..core.payout_services import PayoutRecord, payout_amount, payout_destination, request_payout
+from ..core.payments.payment_services import InvoiceRecord, create_invoice, new_track_id
+from ..core.payouts.payout_services import PayoutRecord, payout_amount, payout_destination, request_payout
 
 # Core services for plugins that sign merchants in or guard an account (identity providers, chat links).
-from ..core.security_events import SIGN_IN
-from ..core.account_services import (
+from ..core.accounts.security_events import SIGN_IN
+from ..core.accounts.account_services import (
     AccountRecord, AccountSession, account_by_email, announce_security_event, confirm_account_holder, create_account,
     dashboard_token_revoked, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
 )
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
-from ..core.pages import DashboardNotice, DashboardView
-from ..core.registries import DashboardPage
+from ..core.contract.pages import DashboardNotice, DashboardView
+from ..core.contract.registries import DashboardPage
 
 # Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
-from ..core.key_destination import WebhookDestination
-from ..core.pages import (
+from ..core.events.key_destination import WebhookDestination
+from ..core.contract.pages import (
     MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, PageBranding, PayPageForm, SignInWidget, brand_color,
     logo_url, widget_token,
 )
-from ..core.qr import MAX_QR_DATA, qr_svg
-from ..core.page_services import check_public_form, form_widget, page_branding_for
+from ..core.payments.qr import MAX_QR_DATA, qr_svg
+from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
 from ..web.pages import html_page, page_security_headers, render_page
 
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
-from ..core.maintenance import refuse_in_maintenance
+from ..core.infra.maintenance import refuse_in_maintenance
 from ..web.auth import Principal, principal_of, requires
 from ..web.edge import text_problem
 from ..web.envelope import data_only, envelope, read_json
@@ -143,16 +149,16 @@ from ..web.rate_identity import count_failure, refuse_if_blocked
 from ..web.validation import Field, body_idempotency_key, form_integer, int_from_text, pagination, validate
 
 # USD prices (register_price_sources, gateway.services["prices"]): for display, never for amounts.
-from ..core.prices import CACHE_SECONDS, FIAT_CURRENCIES, PriceService, Quote
+from ..core.payments.prices import CACHE_SECONDS, FIAT_CURRENCIES, PriceService, Quote
 
 # Outbound HTTP to a URL a merchant or payer gave: refuse private addresses.
-from ..core.netguard import UnsafeUrl, check_public_url, outbound_session
+from ..core.infra.netguard import UnsafeUrl, check_public_url, outbound_session
 
 # Plugin CLI commands (register_commands): the operator's secrets.
-from ..core.secrets import load_secrets
+from ..core.infra.secrets import load_secrets
 
 # Jobs (register_jobs): give back a claim when the process stops mid-run.
-from ..core.stopping import undone_if_cancelled
+from ..core.infra.stopping import undone_if_cancelled
 
 __all__ = [
     # hooks

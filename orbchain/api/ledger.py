@@ -8,20 +8,20 @@ strings such as ``swap:<venue>``, never containing ``ACCOUNT_SEPARATOR`` in a pa
 """
 
 # Postings and transactions, and the overdraft every account but the world refuses.
-from ..core.ledger import LedgerOverdraft, LedgerTransaction, Posting
+from ..core.ledger.book import LedgerOverdraft, LedgerTransaction, Posting
 
 # Writing: one transaction per reference.
-from ..core.ledger import notify_posted, post, post_and_notify, reverse, transfer
+from ..core.ledger.book import notify_posted, post, post_and_notify, reverse, transfer
 
 # Reading balances (``balance(gateway.db, account, coin)``, 0 for an account that never moved).
-from ..core.ledger import balance, balances, merchant_balances
+from ..core.ledger.book import balance, balances, merchant_balances
 
 # Account names: the only place they are spelled.
-from ..core.ledger_accounts import (
+from ..core.ledger.accounts import (
     NETWORK_FEES, PLATFORM_FEES, WORLD_PREFIX, chain_hot_wallet, merchant_available, merchant_held, payouts_in_flight,
     world,
 )
-from ..core.ledger_accounts import SEPARATOR as ACCOUNT_SEPARATOR
+from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 __all__ = [
     "LedgerOverdraft", "LedgerTransaction", "Posting",

@@ -9,49 +9,55 @@ contract.
 """
 
 # The account: sign-up, log-in and the merchant row a session names.
-from ..core.accounts import account_view, accepted_coins, get_merchant, log_in, require_merchant, sign_up
-from ..core.auth import JWT_LIFETIME_SECONDS, decode_dashboard_token
+from ..core.accounts.merchants import account_view, accepted_coins, get_merchant, log_in, require_merchant, sign_up
+from ..core.accounts.auth import JWT_LIFETIME_SECONDS, decode_dashboard_token
 
 # Settings: webhook, accepted coins, confirmations, static mode, the legacy keys.
-from ..core.accounts import (
+from ..core.accounts.merchants import (
     check_webhook_url, rotate_legacy_key, set_accepted_coins, set_confirmations, set_customer_static_mode, set_webhook,
 )
 
 # Two-factor authentication; DASHBOARD_CHANNEL names the dashboard's TOTP lockout channel.
-from ..core.accounts import disable_totp, enable_totp, start_totp_setup, verify_totp
-from ..core.auth import normalize_totp_code
-from ..core.lockout import DASHBOARD_CHANNEL
+from ..core.accounts.merchants import disable_totp, enable_totp, start_totp_setup, verify_totp
+from ..core.accounts.auth import normalize_totp_code
+from ..core.accounts.lockout import DASHBOARD_CHANNEL
 
 # Scoped API keys.
-from ..core.api_keys import ScopedKeyRequest, create_scoped_key, list_api_keys, revoke_scoped_key, rotate_scoped_key
+from ..core.accounts.api_keys import (
+    ScopedKeyRequest,
+    create_scoped_key,
+    list_api_keys,
+    revoke_scoped_key,
+    rotate_scoped_key,
+)
 from ..web.routes.dashboard_keys import create_fields
 from ..web.routes.dashboard_settings import KEY_TYPES
 from ..web.routes.dashboard_auth import validate_with_passwords
 
 # Payments: the API's types and statuses, creating, showing, listing, cancelling; receipts; balances.
-from ..core.ledger import merchant_balances
-from ..core.payments import (
+from ..core.ledger.book import merchant_balances
+from ..core.payments.service import (
     INVOICE, PAID, PAYMENT_TYPES, STATIC, STATUSES, WHITE_LABEL, cancel_payment, create_payment, get_payment,
     list_payments, servable_coins, show_payment,
 )
-from ..core.receipts import issue_receipt
+from ..core.payments.receipts import issue_receipt
 from ..web.routes.payments import LIST_FIELDS, balances_of, parse_payment_request
 
 # Payouts (one, or a batch) and refunds, as POST /v1/payout, /v1/payout/batch and /v1/payment/{id}/refund do them.
-from ..core.payout_worker import create_and_send
-from ..core.payouts import (
+from ..core.payouts.worker import create_and_send
+from ..core.payouts.service import (
     BATCH_NS, KEY_NS, PayoutRequest, check_destination, fingerprint, item_error, list_payouts, namespaced,
     payout_route, payout_units,
 )
-from ..core.refunds import RefundRequest, refund_payment
+from ..core.payments.refunds import RefundRequest, refund_payment
 from ..web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIELDS, REFUND_FIELDS
 
 # Internal transfers between merchants; DASHBOARD is the source recorded for a transfer not made through the API.
-from ..core.transfers import DASHBOARD, TransferRequest, is_account_id, list_transfers, send_transfer
+from ..core.ledger.transfers import DASHBOARD, TransferRequest, is_account_id, list_transfers, send_transfer
 from ..web.routes.transfers import parse_transfer
 
 # Webhook deliveries: the log and redelivery.
-from ..core.webhooks import delivery_log, redeliver, redeliverable_events
+from ..core.events.webhooks import delivery_log, redeliver, redeliverable_events
 
 __all__ = [
     # account

@@ -200,9 +200,9 @@ class AdapterConformance:
     async def test_crash_rebroadcasts_the_stored_transaction(self, chain_shop: ChainShop, crash_point: str,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
         """The worker dies between signing and recording the broadcast; a new tick sends the stored bytes."""
-        from ..core import payout_worker
-        from ..core.chains import SignedPayout
-        from ..core.payouts import sender_of
+        from ..core.payouts import worker as payout_worker
+        from ..core.contract.chains import SignedPayout
+        from ..core.payouts.service import sender_of
 
         shop = chain_shop
         _, net = await shop.paid_deposit()
@@ -250,9 +250,9 @@ class AdapterConformance:
     @staticmethod
     async def _check_network_fee(shop: ChainShop, final: Any) -> None:
         """A mined payout books its network fee: platform network fees -> the chain's world account."""
-        from ..core import ledger
-        from ..core.ledger_accounts import NETWORK_FEES
-        from ..core.payouts import fee_coin
+        from ..core.ledger import book as ledger
+        from ..core.ledger.accounts import NETWORK_FEES
+        from ..core.payouts.service import fee_coin
 
         booked = await ledger.find_transaction(shop.gateway.db, f"payout:{final['id']}:network_fee")
         if not shop.driver.charges_network_fee:

@@ -64,8 +64,8 @@ async def pay_on_devnet(client_or_gateway: Any, payment: Any, amount: int | str 
     ``AssertionError``.
     """
     from ..chains.devnet import devnet_chain
-    from ..core.scanner import scan_chain
-    from ..core.payment_services import find_payment
+    from ..core.watching.scanner import scan_chain
+    from ..core.payments.payment_services import find_payment
 
     gateway = gateway_of(client_or_gateway)
     chain, adapter = devnet_chain(gateway), gateway.chains.get("devnet")
@@ -88,7 +88,7 @@ async def pay_on_devnet(client_or_gateway: Any, payment: Any, amount: int | str 
 
 async def _mine_until_final(gateway: Any, chain: Any, adapter: Any, tx_hash: str) -> None:
     """One block at a time (each scanned) until the deposit is no longer PENDING; at most its threshold."""
-    from ..core.scanner import scan_chain
+    from ..core.watching.scanner import scan_chain
 
     blocks = 0
     while True:

@@ -20,7 +20,7 @@ from .api import Merchant, signup
 @pytest.fixture
 def make_config(tmp_path: Path, db_url: str) -> Callable[..., Any]:
     """``make_config(server={...}, webhooks={...})``: a test config on this test's database."""
-    from ..core.config import load_config
+    from ..core.infra.config import load_config
 
     def make(**sections: dict[str, Any]) -> Any:
         base = load_config(None, environ={}).with_overrides(
@@ -42,9 +42,9 @@ def config(make_config: Callable[..., Any]) -> Any:
 async def gateway(config: Any) -> AsyncIterator[Any]:
     """A migrated gateway without HTTP, for service-level tests."""
     from ..core.startup import build_gateway
-    from ..core.migrate import migrate
-    from ..core.plugins import get_plugin_manager
-    from ..core.secrets import load_secrets
+    from ..core.infra.migrate import migrate
+    from ..core.contract.plugins import get_plugin_manager
+    from ..core.infra.secrets import load_secrets
 
     gw = build_gateway(config, get_plugin_manager(blocked=config.plugins.blocked))
     await gw.db.connect()
@@ -93,7 +93,7 @@ class Shop:
 async def open_shop(make_config: Callable[..., Any], make_client: Callable, *, blocked: tuple[str, ...] = (),
                     email: str = "merchant@example.com", **sections: dict[str, Any]) -> Shop:
     """An app on this test's database (scheduler off unless ``sections`` say otherwise) and a merchant."""
-    from ..core.plugins import get_plugin_manager
+    from ..core.contract.plugins import get_plugin_manager
     from ..web.keys import GATEWAY
 
     config = make_config(**merge_sections({"scheduler": {"enabled": False}}, sections))

@@ -30,7 +30,7 @@ class ChainShop:
     # -- the chain, through the scanner ----------------------------------------------------------
 
     async def scan(self) -> Any:
-        from ..core.scanner import scan_chain
+        from ..core.watching.scanner import scan_chain
 
         await self.driver.settle()
         return await scan_chain(self.gateway, self.adapter)
@@ -50,14 +50,14 @@ class ChainShop:
 
     async def balance(self) -> int:
         """The merchant's available balance of the coin under test, in base units."""
-        from ..core import ledger
-        from ..core.ledger_accounts import merchant_available
+        from ..core.ledger import book as ledger
+        from ..core.ledger.accounts import merchant_available
 
         return await ledger.balance(self.gateway.db, merchant_available(self.merchant.merchant_id), self.driver.coin)
 
     async def net_of(self, amount: int) -> int:
         """What the merchant is credited for a deposit of ``amount``: less its platform fee."""
-        from ..core.accounts import effective_fee_percent
+        from ..core.accounts.merchants import effective_fee_percent
         from ..core.money import fee_units
 
         merchant = await self.gateway.db.fetch_one("SELECT * FROM merchants WHERE id = :m",
@@ -65,7 +65,7 @@ class ChainShop:
         return amount - fee_units(amount, effective_fee_percent(self.gateway, merchant))
 
     async def ledger_ok(self) -> bool:
-        from ..core.ledger_check import check_ledger
+        from ..core.ledger.check import check_ledger
 
         return (await check_ledger(self.gateway.db)).ok
 
@@ -91,7 +91,7 @@ class ChainShop:
 
     async def coin_threshold(self) -> int:
         """The confirmations a new deposit of the coin under test will need."""
-        from ..core.deposits import deposit_threshold
+        from ..core.watching.deposits import deposit_threshold
 
         merchant = await self.gateway.db.fetch_one("SELECT * FROM merchants WHERE id = :m",
                                                    {"m": self.merchant.merchant_id})
@@ -128,7 +128,7 @@ class ChainShop:
 
     async def work_payouts(self, seconds: int = 5) -> int:
         """Let ``seconds`` pass (retry and poll times come due), then one tick of the core payout worker."""
-        from ..core.payout_worker import process_payouts
+        from ..core.payouts.worker import process_payouts
 
         await self.driver.settle()
         self.advance_clock(seconds)
@@ -136,7 +136,7 @@ class ChainShop:
 
     async def confirm_payout(self, track_id: str) -> Any:
         """Mine and tick until the payout is final (at most its confirmations plus two rounds)."""
-        from ..core.payouts import sender_of
+        from ..core.payouts.service import sender_of
 
         sender = sender_of(self.adapter)
         assert sender is not None, f"{self.adapter.name} does not declare payouts"

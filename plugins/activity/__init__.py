@@ -4,7 +4,7 @@ The core and other plugins announce what changes who can reach an account
 through the ``security_event_occurred`` hook (sign-ins, sign-in lockouts, password
 changes, 2FA on and off and from where, API keys, Telegram chats linked
 and unlinked); this plugin appends each to ``security_events``, a table the
-database keeps append-only (``core.migrate.append_only``, as for the key
+database keeps append-only (``core.infra.migrate.append_only``, as for the key
 audit log), and shows them newest first at ``/app/activity`` (main
 navigation) and ``GET /dashboard/activity``. Events marked ``alert`` (2FA
 turned on or off anywhere but the dashboard, a sign-in lockout) show on the

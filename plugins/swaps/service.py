@@ -157,7 +157,7 @@ async def quote(gateway: "Gateway", body: Mapping[str, Any]) -> dict[str, Any]:
 
 async def _step_up(gateway: "Gateway", merchant_id: str, code: Any, always: bool, channel: str) -> None:
     """TOTP: the mini-app always asks (SPEC 5.4); the dashboard when 2FA is on, as for transfers.
-    A wrong code counts against ``channel``'s lockout (core/lockout.py)."""
+    A wrong code counts against ``channel``'s lockout (core/accounts/lockout.py)."""
     merchant = await require_merchant(gateway.db, merchant_id)
     if not merchant["totp_enabled"]:
         if always:

@@ -143,8 +143,8 @@ def _copy_template(template: Path, target: Path) -> None:
 
 async def _migrated_template(config: Any, path: Path) -> Path:
     """A SQLite file at ``path`` migrated for ``config``'s plugin set."""
-    from orbchain.core.migrate import migrate
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.infra.migrate import migrate
+    from orbchain.core.contract.plugins import get_plugin_manager
     from orbchain.core.startup import build_gateway
 
     cfg = config.with_overrides(database={"url": SQLITE_PREFIX + str(path)})

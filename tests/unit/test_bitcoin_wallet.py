@@ -11,7 +11,7 @@ from orbchain.chains.bitcoin.transactions import (
     sign_transaction,
 )
 from orbchain.chains.bitcoin.wallet import InsufficientFunds, WalletOutput, fee_for, select_outputs
-from orbchain.core.config import ConfigError, load_config
+from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.keys import SeedKeyStore
 from orbchain.core.keys.hashing import hash160
 from tests.families import get_family

@@ -2,7 +2,7 @@
 
 import pytest
 
-from orbchain.core.bounded import LruMap
+from orbchain.core.infra.bounded import LruMap
 
 
 def test_keeps_the_most_recently_used():

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.cli import main
-from orbchain.core.db import Database
+from orbchain.core.infra.db import Database
 
 
 @pytest.fixture

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.config import ConfigError, load_config
+from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
 
 TETHER_TEST = "0x1111111111111111111111111111111111111111"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.config import ConfigError, load_config
+from orbchain.core.infra.config import ConfigError, load_config
 
 
 def write(tmp_path, text):
@@ -77,7 +77,7 @@ def test_with_overrides_revalidates():
 
 
 def test_plugin_setting_helpers_name_the_key():
-    from orbchain.core.config import int_setting, seconds_setting
+    from orbchain.core.infra.config import int_setting, seconds_setting
 
     assert int_setting({"n": 3}, "plugin.x", "n", 1, minimum=1) == 3
     assert int_setting({}, "plugin.x", "n", None) is None
@@ -93,7 +93,7 @@ def test_plugin_setting_helpers_name_the_key():
 
 
 def test_text_setting_is_a_non_empty_string_or_absent():
-    from orbchain.core.config import text_setting
+    from orbchain.core.infra.config import text_setting
 
     assert text_setting({"k": "v"}, "plugin.x", "k") == "v"
     assert text_setting({}, "plugin.x", "k") is None
@@ -103,7 +103,7 @@ def test_text_setting_is_a_non_empty_string_or_absent():
 
 
 def test_checked_block_copies_the_block_and_names_the_first_unknown_key():
-    from orbchain.core.config import checked_block
+    from orbchain.core.infra.config import checked_block
 
     config = load_config(environ={}).with_overrides(plugin={"x": {"b": 2, "a": 1}})
     block = checked_block(config, "x", ("b", "a", "c"))
@@ -125,7 +125,7 @@ def env_config(tmp_path, **variables: str):
 
 
 def test_plugin_blocks_take_environment_overrides(tmp_path):
-    """Before, core/config.py dropped every ORBCHAIN_PLUGIN__* variable: the blocks below stayed as in the file."""
+    """Before, core/infra/config.py dropped every ORBCHAIN_PLUGIN__* variable: the blocks below stayed as in the file."""
     path = write(tmp_path, '[plugin.oidc]\nclient_id = "from-file"\n'
                            '[plugin.evm.ethereum]\nrpc_url = "http://file.example"\nconfirmations = 12\n')
     config = load_config(path, environ={
@@ -152,7 +152,7 @@ def test_plugin_blocks_take_environment_overrides(tmp_path):
     ("https://x.example/a", "https://x.example/a"), ("[broken", "[broken"), ("", ""), ("True", "True"),
 ])
 def test_plugin_values_from_the_environment_are_toml_literals_or_text(text, value):
-    from orbchain.core.config import env_value
+    from orbchain.core.infra.config import env_value
 
     assert env_value(text) == value and type(env_value(text)) is type(value)
 
@@ -200,7 +200,7 @@ def test_every_plugin_block_is_checked_by_someone(tmp_path):
     """A [plugin.<name>] block (file or environment) is read by a plugin that refuses unknown keys, or stops
     the start. Before, subscriptions ignored unknown keys and plugins without a block ignored any block."""
     from orbchain.core.startup import build_gateway
-    from orbchain.core.plugins import get_plugin_manager
+    from orbchain.core.contract.plugins import get_plugin_manager
 
     pm = get_plugin_manager()
     for name, _ in pm.list_name_plugin():
@@ -234,7 +234,7 @@ def test_every_orbchain_variable_the_project_names_is_known(tmp_path):
     import re
     from pathlib import Path
 
-    from orbchain.core.config import env_key
+    from orbchain.core.infra.config import env_key
 
     root = Path(__file__).resolve().parents[2]
     folders = ("core", "web", "chains", "plugins", "scheduler", "orbchain", "scripts", "deploy", "docs", "tests")
@@ -248,7 +248,7 @@ def test_every_orbchain_variable_the_project_names_is_known(tmp_path):
         names |= set(re.findall(r"\bORBCHAIN_[A-Z0-9_]*[A-Z0-9]\b", path.read_text(encoding="utf-8", errors="replace")))
     assert {"ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_PLUGIN__TELEGRAM__BOT_TOKEN"} <= names
     documented_typos = {"ORBCHAIN_PLUGIN__CAPTCHA__SECRT", "ORBCHAIN_SERVR__PORT"}  # README, docs/telegram.md
-    from orbchain.core.plugin_identity import NEEDS_CONFIG_ATTR, REQUIRES_ATTR
+    from orbchain.core.contract.plugin_identity import NEEDS_CONFIG_ATTR, REQUIRES_ATTR
 
     plugin_module_attributes = {NEEDS_CONFIG_ATTR, REQUIRES_ATTR}  # a plugin module's declarations, not variables
     for name in sorted(names - documented_typos - plugin_module_attributes):

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from orbchain.core import chains
-from orbchain.core.chains import Block, BlockRef, ChainAdapter
+from orbchain.core.contract import chains
+from orbchain.core.contract.chains import Block, BlockRef, ChainAdapter
 from orbchain.testing import AdapterConformance, capabilities
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from orbchain.core.config import load_config
+from orbchain.core.infra.config import load_config
 from orbchain.core.startup import build_gateway
 
 ROOT = Path(__file__).resolve().parents[2]

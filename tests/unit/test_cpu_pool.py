@@ -1,4 +1,4 @@
-"""The bounded CPU pool (core/cpu_pool.py): work off the event loop, a bounded line, shared results.
+"""The bounded CPU pool (core/infra/cpu_pool.py): work off the event loop, a bounded line, shared results.
 
 Jobs here block on ``threading.Event`` s the test controls, so "busy" and
 "waiting" are states the test sets up, never a timing it hopes for.
@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from orbchain.core.config import ConfigError, load_config
-from orbchain.core.cpu_pool import CpuPool, PoolBusy
+from orbchain.core.infra.config import ConfigError, load_config
+from orbchain.core.infra.cpu_pool import CpuPool, PoolBusy
 from orbchain.core.startup import build_gateway
 
 HANG = 10  # seconds: only to turn a hang into a failure

@@ -1,4 +1,4 @@
-"""Event ids and the transactional outbox (core/events.py), on both databases."""
+"""Event ids and the transactional outbox (core/events/outbox.py), on both databases."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from decimal import Decimal
 
 import pytest
 
-from orbchain.core.events import (
+from orbchain.core.events.outbox import (
     CROCKFORD_ALPHABET,
     OutboxEvent,
     enqueue_event,
@@ -18,7 +18,7 @@ from orbchain.core.events import (
     outbox_row,
     seal_body,
 )
-from orbchain.core.webhooks import deliver_due
+from orbchain.core.events.webhooks import deliver_due
 
 _KEY_ACCOUNT = iter(range(1, 10**6))
 

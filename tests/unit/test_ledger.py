@@ -1,4 +1,4 @@
-"""The double-entry ledger (core/ledger.py) on SQLite and PostgreSQL."""
+"""The double-entry ledger (core/ledger/book.py) on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import random
 
 import pytest
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.core.errors import InsufficientBalance
-from orbchain.core.ledger import (
+from orbchain.core.ledger.book import (
     PLATFORM_FEES,
     LedgerOverdraft,
     Posting,
@@ -25,7 +25,7 @@ from orbchain.core.ledger import (
     transfer,
     world,
 )
-from orbchain.core.plugins import hookimpl
+from orbchain.core.contract.plugins import hookimpl
 
 ETH_UNIT = 10**18
 

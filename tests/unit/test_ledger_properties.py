@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from orbchain.core import ledger
+from orbchain.core.ledger import book as ledger
 from orbchain.core.errors import InsufficientBalance
-from orbchain.core.ledger import Posting, ReferenceConflict, may_go_negative, merchant_available, world
+from orbchain.core.ledger.book import Posting, ReferenceConflict, may_go_negative, merchant_available, world
 
 CHAINS = {"BTC": "bitcoin", "ETH": "ethereum"}
 MERCHANTS = ["m0", "m1", "m2"]

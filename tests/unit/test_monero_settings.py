@@ -7,8 +7,8 @@ import pytest
 from orbchain.chains import monero
 from orbchain.chains.monero.adapter import MoneroAdapter
 from orbchain.chains.monero.settings import read_settings
-from orbchain.core.chains import ChainUnavailable
-from orbchain.core.config import ConfigError
+from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
 
 GOOD = {"daemon_url": "http://127.0.0.1:18081", "wallet_rpc_url": "http://127.0.0.1:18083", "network": "regtest"}

@@ -1,4 +1,4 @@
-"""The outbound URL guard (core/netguard.py): no webhook or look-up into the operator's network."""
+"""The outbound URL guard (core/infra/netguard.py): no webhook or look-up into the operator's network."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from orbchain.core.netguard import MAX_URL_LENGTH, UnsafeUrl, check_public_url, parse_http_url
+from orbchain.core.infra.netguard import MAX_URL_LENGTH, UnsafeUrl, check_public_url, parse_http_url
 
 PRIVATE_LITERALS = [
     "http://127.0.0.1/hook",
@@ -167,7 +167,7 @@ def test_parse_http_url_defaults_the_port_by_scheme():
 
 
 async def test_guarded_resolver_refuses_names_that_resolve_inside():
-    from orbchain.core.netguard import GuardedResolver, outbound_session
+    from orbchain.core.infra.netguard import GuardedResolver, outbound_session
 
     resolver = GuardedResolver(allow_private=False)
     with pytest.raises(OSError, match="private or internal"):
@@ -219,7 +219,7 @@ async def test_ipv6_forms_embedding_a_public_ipv4_are_judged_as_that_address(url
 def test_embedded_ipv4_reads_each_form():
     from ipaddress import IPv4Address, IPv6Address
 
-    from orbchain.core.netguard import embedded_ipv4
+    from orbchain.core.infra.netguard import embedded_ipv4
 
     loopback = IPv4Address("127.0.0.1")
     assert embedded_ipv4(IPv6Address("2002:7f00:1::")) == [loopback]
@@ -244,7 +244,7 @@ async def test_a_name_resolving_to_a_transition_form_of_loopback_is_refused(fake
 @pytest.mark.parametrize("address", ["2002:7f00:1::", "2001:0:808:808::80ff:fffe", "64:ff9b::a9fe:a9fe", "::7f00:1"])
 async def test_guarded_resolver_refuses_transition_forms_at_connect_time(address):
     """DNS rebinding to a 6to4/Teredo/NAT64 spelling of an internal host is caught when connecting."""
-    from orbchain.core.netguard import GuardedResolver
+    from orbchain.core.infra.netguard import GuardedResolver
 
     class Rebinding:
         async def resolve(self, host, port=0, family=socket.AF_INET):

@@ -1,4 +1,4 @@
-"""Group commit of concurrent atomic writes (core/pg_groups.py): shared round trips, separate outcomes."""
+"""Group commit of concurrent atomic writes (core/infra/pg_groups.py): shared round trips, separate outcomes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 import asyncpg
 import pytest
 
-from orbchain.core.pg_groups import Groups, WriteGroups, _write_group
+from orbchain.core.infra.pg_groups import Groups, WriteGroups, _write_group
 
 
 class FakeConnection:

@@ -19,14 +19,14 @@ from pluggy import PluginValidationError
 from orbchain.chains.lightning import hookspecs as lightning_hookspecs
 from orbchain.chains.lightning.devnet import DevnetLightningBackend
 from orbchain.chains.lightning.receive import lightning_chain
-from orbchain.core import hookspecs as core_hookspecs
-from orbchain.core.config import load_config
-from orbchain.core.db import Database
+from orbchain.core.contract import hookspecs as core_hookspecs
+from orbchain.core.infra.config import load_config
+from orbchain.core.infra.db import Database
 from orbchain.core.gateway import Gateway
 from orbchain.core.startup import build_gateway
-from orbchain.core.hookspecs import hookspec
-from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.registries import StartupError
+from orbchain.core.contract.hookspecs import hookspec
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+from orbchain.core.contract.registries import StartupError
 from orbchain.plugins import devnet_venue, swaps
 from orbchain.plugins.devnet_venue import DevnetVenue
 from orbchain.plugins.swaps import hookspecs as swaps_hookspecs

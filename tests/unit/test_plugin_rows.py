@@ -1,4 +1,4 @@
-"""``services.merchant_row`` and friends (core/plugin_rows.py), on a plugin-owned table, on both databases."""
+"""``services.merchant_row`` and friends (core/contract/plugin_rows.py), on a plugin-owned table, on both databases."""
 
 from __future__ import annotations
 

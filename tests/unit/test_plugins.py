@@ -7,12 +7,12 @@ import re
 import pytest
 from aiohttp import web
 
-from orbchain.core.coins import Coin
-from orbchain.core.config import ConfigError, load_config
+from orbchain.core.contract.coins import Coin
+from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, AddressFamily
-from orbchain.core.plugins import call_event, get_plugin_manager, hookimpl, plugin_names
-from orbchain.core.registries import StartupError
+from orbchain.core.contract.plugins import call_event, get_plugin_manager, hookimpl, plugin_names
+from orbchain.core.contract.registries import StartupError
 from orbchain.web.app import create_app
 
 

@@ -7,8 +7,8 @@ import threading
 import pytest
 import segno
 
-from orbchain.core import qr
-from orbchain.core.cpu_pool import CpuPool
+from orbchain.core.payments import qr
+from orbchain.core.infra.cpu_pool import CpuPool
 
 
 @pytest.fixture

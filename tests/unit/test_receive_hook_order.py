@@ -7,8 +7,8 @@ registered the Lightning plugin was never asked and BTC_LN payments were 503.
 
 from __future__ import annotations
 
-from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.receive import ReceiveTarget, plugin_receive_target
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+from orbchain.core.payments.receive import ReceiveTarget, plugin_receive_target
 
 
 class Silent:

@@ -17,7 +17,7 @@ import base64
 
 import pytest
 
-from orbchain.core import accounts, auth
+from orbchain.core.accounts import merchants as accounts, auth
 
 SECRET_ASCII = b"12345678901234567890"
 SECRET = base64.b32encode(SECRET_ASCII).decode()  # as authenticator apps and the product store it

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from orbchain.chains.tron.settings import read_settings
 from orbchain.chains.tron.signer import mined_info
 from orbchain.chains.tron.transactions import RefBlock, raw_data, transfer, trigger
-from orbchain.core.config import ConfigError
+from orbchain.core.infra.config import ConfigError
 
 from ..tron_support import tron_protos  # noqa: F401 - the fixture
 

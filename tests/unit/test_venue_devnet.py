@@ -13,10 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from orbchain.core.config import ConfigError, load_config
+from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
-from orbchain.core.plugins import get_plugin_manager, hookimpl
-from orbchain.core.registries import StartupError
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+from orbchain.core.contract.registries import StartupError
 from orbchain.plugins.devnet_venue import DevnetVenue, Knobs
 from orbchain.plugins.swaps.venue_registry import venues_of
 from orbchain.plugins.swaps.venues import (
@@ -116,7 +116,7 @@ def test_the_devnet_venue_is_off_in_production_and_its_config_is_checked():
 
 
 async def test_payment_webhook_fields_never_replace_a_core_field(gateway):
-    from orbchain.core.payment_status import add_plugin_fields
+    from orbchain.core.payments.status import add_plugin_fields
 
     class Extra:
         @hookimpl

@@ -12,7 +12,7 @@ from typing import Any, Iterable
 from aiohttp import web
 
 from . import paths_dashboard, paths_payments, paths_payouts, paths_public
-from ...core.registries import OperationRegistry
+from ...core.contract.registries import OperationRegistry
 from .operations import Op, error_components
 from .schemas import component_schemas
 

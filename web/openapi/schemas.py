@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping
 
-from ...core import auth
+from ...core.accounts import auth
 
 Schema = dict[str, Any]
 

@@ -11,10 +11,10 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import accounts
+from ...core.accounts import merchants as accounts
 from ...core.errors import ValidationError
-from ...core.plugins import call_first
-from ...core.passwords import password_problem
+from ...core.contract.plugins import call_first
+from ...core.accounts.passwords import password_problem
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from aiohttp import web
 
-from ...core import api_keys
+from ...core.accounts import api_keys
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of

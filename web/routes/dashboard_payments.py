@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from aiohttp import web
 
-from ...core import payments as svc
-from ...core import payouts as payout_svc
-from ...core import address_services, deposit_services
-from ...core.accounts import require_merchant
+from ...core.payments import service as svc
+from ...core.payouts import service as payout_svc
+from ...core.watching import address_services, deposit_services
+from ...core.accounts.merchants import require_merchant
 from ...core.errors import ValidationError
-from ...core.qr import qr_data_uri
+from ...core.payments.qr import qr_data_uri
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..payment_answer import payment_answer

@@ -11,10 +11,10 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import accounts
-from ...core.auth import normalize_totp_code
+from ...core.accounts import merchants as accounts
+from ...core.accounts.auth import normalize_totp_code
 from ...core.errors import ValidationError
-from ...core.qr import qr_data_uri
+from ...core.payments.qr import qr_data_uri
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import gateway_of

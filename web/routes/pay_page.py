@@ -25,15 +25,15 @@ import aiohttp_jinja2
 from aiohttp import hdrs, web
 from markupsafe import Markup
 
-from ...core import payments as svc
-from ...core import page_services
-from ...core.bounded import LruMap, values_key
+from ...core.payments import service as svc
+from ...core.contract import page_services
+from ...core.infra.bounded import LruMap, values_key
 from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
-from ...core.maintenance import refuse_in_maintenance
-from ...core.pages import accent_stylesheet
-from ...core.qr import MAX_QR_DATA, qr_svg
-from ...core.receive import qr_payload
+from ...core.infra.maintenance import refuse_in_maintenance
+from ...core.contract.pages import accent_stylesheet
+from ...core.payments.qr import MAX_QR_DATA, qr_svg
+from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import rate_class
 from ..page_slots import CACHED_PAGES, SlottedTemplate
@@ -117,7 +117,7 @@ async def content_context(
 ) -> dict[str, Any]:
     """What ``pay.html`` shows that the payment alone decides (its shown ``status`` included): no hook
     answer, no per-view value (``forms``, ``remaining`` and ``remaining_seconds`` are left empty).
-    The QR is rendered in the gateway's CPU pool (``core/qr.py``), never on the event loop."""
+    The QR is rendered in the gateway's CPU pool (``core/payments/qr.py``), never on the event loop."""
     is_open = status in svc.OPEN_STATUSES
     address = view["address"]
     expires_at = view["expires_at"]

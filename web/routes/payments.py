@@ -7,14 +7,14 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import deposits as deposit_engine
-from ...core import ledger
-from ...core import payments as svc
-from ...core.accounts import check_webhook_url, merchant_for_payments, require_merchant
+from ...core.watching import deposits as deposit_engine
+from ...core.ledger import book as ledger
+from ...core.payments import service as svc
+from ...core.accounts.merchants import check_webhook_url, merchant_for_payments, require_merchant
 from ...core.errors import InvalidRequest, NotConfigured, ValidationError
 from ...core.gateway import Gateway
-from ...core.prices import FIAT_CURRENCIES
-from ...core.receipts import issue_receipt
+from ...core.payments.prices import FIAT_CURRENCIES
+from ...core.payments.receipts import issue_receipt
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import envelope, read_json
 from ..payment_answer import payment_answer

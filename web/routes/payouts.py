@@ -6,13 +6,13 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import payouts as svc
-from ...core import refunds
-from ...core.payout_worker import create_and_send
-from ...core.accounts import check_webhook_url
+from ...core.payouts import service as svc
+from ...core.payments import refunds
+from ...core.payouts.worker import create_and_send
+from ...core.accounts.merchants import check_webhook_url
 from ...core.errors import ApiError, InvalidRequest, ValidationError
 from ...core.gateway import Gateway
-from ...core.payments import get_payment
+from ...core.payments.service import get_payment
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import data_only, envelope, read_json
 from ..keys import REQUEST_ID, gateway_of

@@ -6,9 +6,9 @@ from typing import Iterable
 
 from aiohttp import web
 
-from ...core.coins import Coin
+from ...core.contract.coins import Coin
 from ...core.errors import NotConfigured
-from ...core.receipts import public_key_fields
+from ...core.payments.receipts import public_key_fields
 from ..envelope import JsonNumber, envelope, envelope_text
 from ..keys import gateway_of
 from ..middlewares import rate_class

@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core import transfers as svc
+from ...core.ledger import transfers as svc
 from ...core.errors import ValidationError
 from ...core.gateway import Gateway
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from ...core.webhooks import delivery_log
+from ...core.events.webhooks import delivery_log
 from ..auth import principal_of, requires
 from ..envelope import envelope
 from ..keys import gateway_of

@@ -4,7 +4,7 @@
 hook); ``security_event_dismissals`` records which alerts the account
 holder dismissed from the dashboard's home page (a row per dismissal, so
 the log itself never changes). Both refuse UPDATE and DELETE on both
-databases (``core.migrate.append_only``, the mechanism the audit plugin's
+databases (``core.infra.migrate.append_only``, the mechanism the audit plugin's
 log uses). Rows are read newest first per merchant, hence the index.
 """
 

@@ -1,6 +1,6 @@
 """The per-key audit log (SPEC 5.2): append-only, enforced by the database itself.
 
-Triggers refuse UPDATE and DELETE on both databases (``core.migrate.append_only``,
+Triggers refuse UPDATE and DELETE on both databases (``core.infra.migrate.append_only``,
 which the activity plugin's security log uses too), so neither a bug in
 this plugin nor a stray query can rewrite history; only dropping the table
 (an operator's deliberate act) removes rows. Rows are read newest first per

@@ -1,0 +1,1 @@
+"""Who may do what: merchants, credentials, API keys, sessions, lockouts and security events."""

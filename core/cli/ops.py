@@ -1,0 +1,217 @@
+"""Operator commands for running a gateway: webhooks, one payout, and ``doctor``.
+
+``orbchain webhooks pending`` lists what waits in the outbox,
+``orbchain webhooks redeliver <event_id>`` sends one event again now,
+``orbchain payouts show <track_id>`` prints one payout's state machine, and
+``orbchain doctor`` checks config, secrets, database, migrations, nodes,
+clock skew and disk, one line each, exiting 1 when something fails. They
+print operator-facing facts (ids, states, errors), never a secret: no
+webhook secret, no signed transaction bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+from .support import config_from_args, with_db
+from ..infra.config import ConfigError
+from ..events.outbox import PENDING
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+Work = Callable[["Gateway"], Awaitable[int]]
+# doctor thresholds: TOTP steps are 30 s and JWT expiry is checked to the second.
+CLOCK_WARN_SECONDS, CLOCK_FAIL_SECONDS = 2.0, 30.0
+DISK_WARN_BYTES, DISK_FAIL_BYTES = 1 << 30, 100 << 20
+
+
+def _when(ts: int | None) -> str:
+    return "-" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(int(ts)))
+
+
+def _run(args: argparse.Namespace, work: Work) -> int:
+    from ..startup import build_gateway
+
+    gateway = build_gateway(config_from_args(args))
+    return asyncio.run(with_db(gateway, work))
+
+
+# -- webhooks -------------------------------------------------------------------------------------
+
+
+def cmd_webhooks_pending(args: argparse.Namespace) -> int:
+    async def work(gw: "Gateway") -> int:
+        total = int(await gw.db.fetch_val("SELECT COUNT(*) FROM webhook_events WHERE status = :p", {"p": PENDING}))
+        rows = await gw.db.fetch_all(
+            "SELECT event_id, event_type, merchant_id, attempts, next_attempt_at, created_at, last_error"
+            " FROM webhook_events WHERE status = :p ORDER BY created_at, event_id LIMIT :n",
+            {"p": PENDING, "n": args.limit})
+        for r in rows:
+            print(f"{r['event_id']}  {r['event_type']}  merchant {r['merchant_id']}  attempts {r['attempts']}"
+                  f"  next {_when(r['next_attempt_at'])}  created {_when(r['created_at'])}"
+                  f"  last error: {r['last_error'] or '-'}")
+        print(f"{total} webhook event(s) pending" + (f", {len(rows)} shown" if total > len(rows) else ""))
+        return 0
+
+    return _run(args, work)
+
+
+def cmd_webhooks_redeliver(args: argparse.Namespace) -> int:
+    from ..events.webhooks import deliver_now, requeue_event
+
+    async def work(gw: "Gateway") -> int:
+        if not await requeue_event(gw, args.event_id):
+            print(f"no webhook event {args.event_id}")
+            return 1
+        delivered = await deliver_now(gw, args.event_id)
+        row = await gw.db.fetch_one("SELECT status, attempts, last_error FROM webhook_events WHERE event_id = :e",
+                                    {"e": args.event_id})
+        assert row is not None
+        if delivered:
+            print(f"{args.event_id} delivered")
+            return 0
+        print(f"{args.event_id} not delivered now ({row['last_error'] or 'no attempt made'}); status {row['status']},"
+              " the delivery job keeps retrying" if row["status"] == PENDING else
+              f"{args.event_id} not delivered: {row['last_error'] or row['status']}")
+        return 1
+
+    return _run(args, work)
+
+
+# -- payouts --------------------------------------------------------------------------------------
+
+PAYOUT_FIELDS = ("track_id", "merchant_id", "coin", "chain", "destination", "amount", "network_fee", "status",
+                 "stage", "tx_hash", "confirmations", "failure_reason", "attempts", "last_error", "idem_key",
+                 "external_id", "refund_of_payment_id", "created_at", "updated_at", "next_attempt_at",
+                 "finished_at")
+
+
+def cmd_payouts_show(args: argparse.Namespace) -> int:
+    from ..infra.db import Database
+
+    async def work(gw: "Gateway") -> int:
+        row = await gw.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": args.track_id})
+        if row is None:
+            print(f"no payout {args.track_id}")
+            return 1
+        coin = gw.coins.get(row["coin"])
+        for name in PAYOUT_FIELDS:
+            value = row.get(name)
+            if name in ("amount", "network_fee") and value is not None:
+                units = Database.to_int(value)
+                value = f"{coin.format(units)} {row['coin']}" if coin else f"{units} base units"
+            elif name.endswith("_at"):
+                value = _when(value)
+            print(f"{name:>20}: {'-' if value is None else value}")
+        return 0
+
+    return _run(args, work)
+
+
+# -- doctor ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finding:
+    level: str  # OK, WARN or FAIL
+    check: str
+    detail: str
+
+    def line(self) -> str:
+        return f"{self.level:<4} {self.check}: {self.detail}"
+
+
+def disk_finding(path: Path) -> Finding:
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    usage = shutil.disk_usage(probe)
+    detail = f"{usage.free / (1 << 30):.1f} GiB free of {usage.total / (1 << 30):.1f} GiB at {probe}"
+    if usage.free < DISK_FAIL_BYTES:
+        return Finding("FAIL", "disk", detail)
+    return Finding("WARN" if usage.free < DISK_WARN_BYTES else "OK", "disk", detail)
+
+
+def clock_finding(skew: float | None) -> Finding:  # float ok: seconds of clock skew
+    if skew is None:
+        return Finding("OK", "clock", "SQLite runs on this host: no second clock to compare")
+    detail = f"this host is {skew:+.2f} s from the database server"
+    if abs(skew) > CLOCK_FAIL_SECONDS:
+        return Finding("FAIL", "clock", detail + " (TOTP codes and token expiry will be wrong)")
+    return Finding("WARN" if abs(skew) > CLOCK_WARN_SECONDS else "OK", "clock", detail)
+
+
+async def doctor_findings(gateway: "Gateway") -> list[Finding]:
+    from ..infra.readiness import check_readiness
+    from ..infra.secrets import load_secrets
+
+    config = gateway.config
+    findings = [Finding("OK", "config", f"{config.source}; environment {config.server.environment};"
+                                        f" {len(list(gateway.chains))} chain adapter(s)")]
+    try:
+        load_secrets(config)
+        findings.append(Finding("OK", "secrets", "JWT secret, seed and receipt key load"))
+    except ConfigError as exc:
+        findings.append(Finding("FAIL", "secrets", str(exc)))
+    readiness = await check_readiness(gateway)
+    if not readiness.database:
+        findings.append(Finding("FAIL", "database", f"cannot query ({readiness.database_error})"))
+    else:
+        findings.append(Finding("OK", "database", config.database_url.split(":", 1)[0]))
+        pending = readiness.migrations_pending or 0
+        findings.append(Finding("FAIL" if pending else "OK", "migrations",
+                                f"{pending} pending: run `orbchain migrate`" if pending else "up to date"))
+        skew = None
+        if gateway.db.is_postgres:
+            before = time.time()
+            server = float(await gateway.db.fetch_val("SELECT EXTRACT(EPOCH FROM clock_timestamp())"))
+            skew = (before + time.time()) / 2 - server
+        findings.append(clock_finding(skew))
+    for chain in readiness.chains:
+        if not chain.reachable:
+            findings.append(Finding("FAIL", f"chain {chain.chain}", f"node unreachable ({chain.error})"))
+        elif not chain.synced:
+            findings.append(Finding("WARN", f"chain {chain.chain}",
+                                    f"node at {chain.node_height}, scanner at {chain.scanned_height}"
+                                    f" ({chain.error or f'{chain.lag} blocks behind'})"))
+        else:
+            findings.append(Finding("OK", f"chain {chain.chain}", f"node at {chain.node_height}, lag {chain.lag}"))
+    findings.append(disk_finding(config.data_dir))
+    return findings
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    async def work(gw: "Gateway") -> int:
+        findings = await doctor_findings(gw)
+        for finding in findings:
+            print(finding.line())
+        failed = sum(f.level == "FAIL" for f in findings)
+        print(f"{failed} problem(s)" if failed else "no problems found")
+        return 1 if failed else 0
+
+    return _run(args, work)
+
+
+def add_ops_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
+                     payouts_sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """``webhooks``, ``doctor`` and ``payouts show`` (``payouts`` itself belongs to cli.py)."""
+    webhooks = sub.add_parser("webhooks", help="webhook outbox tools")
+    webhooks_sub = webhooks.add_subparsers(dest="webhooks_command", required=True)
+    pending = webhooks_sub.add_parser("pending", help="list webhook events waiting to be delivered")
+    pending.add_argument("--limit", type=int, default=50, help="show at most this many (default 50)")
+    pending.set_defaults(func=cmd_webhooks_pending)
+    redeliver = webhooks_sub.add_parser("redeliver", help="send one webhook event again now")
+    redeliver.add_argument("event_id")
+    redeliver.set_defaults(func=cmd_webhooks_redeliver)
+    show = payouts_sub.add_parser("show", help="print one payout's state")
+    show.add_argument("track_id")
+    show.set_defaults(func=cmd_payouts_show)
+    doctor = sub.add_parser("doctor", help="check config, secrets, database, nodes, clock and disk")
+    doctor.set_defaults(func=cmd_doctor)

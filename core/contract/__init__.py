@@ -1,0 +1,1 @@
+"""What a plugin implements and receives: hook specs, the plugin manager, registries, chains, coins, views."""

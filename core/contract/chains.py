@@ -1,0 +1,332 @@
+"""The chain-adapter contract: what a chain plugin implements.
+
+A chain adapter only reports what it observes on its chain; the core's
+scanner (``core/watching/scanner.py``) decides what that means for deposits. The
+scanner follows the best chain one block at a time, remembers the hashes
+of recent blocks to detect reorganisations, looks up each reported transfer
+in the address table (cost grows with transactions, never with the number
+of watched addresses) and recomputes confirmations from the current tip.
+
+To add a chain, subclass :class:`ChainAdapter`, implement ``tip``, ``block``
+and optionally ``mempool``, and register an instance from your plugin's
+``register_chains`` hook. Results are immutable value objects.
+
+What an adapter can do beyond watching deposits is declared, not guessed:
+``capabilities`` is a frozenset of :class:`Capability` and the core asks
+``adapter.supports(Capability.PAYOUTS)`` (LNbits' feature flags), never
+``getattr``/``isinstance``. :func:`check_capabilities` refuses, at startup,
+an adapter whose declaration its methods do not back.
+"""
+
+from __future__ import annotations
+
+import enum
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence, cast
+
+
+@dataclass(frozen=True)
+class BlockRef:
+    """A block by height and hash; the hash identifies it across reorgs."""
+
+    height: int
+    hash: str
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """Value arriving at an address: one transaction output (UTXO), one native
+    value transfer (account chains; ``output_index`` 0) or one token Transfer
+    log (``output_index`` = log index). ``amount`` is in the coin's base
+    units. Report only successful transfers: a reverted transaction never
+    credits.
+    """
+
+    tx_hash: str
+    output_index: int
+    address: str
+    coin: str
+    amount: int
+
+
+@dataclass(frozen=True)
+class Block:
+    height: int
+    hash: str
+    parent_hash: str
+    transfers: tuple[Transfer, ...] = field(default_factory=tuple)
+    timestamp: int | None = None
+
+    @property
+    def ref(self) -> BlockRef:
+        return BlockRef(self.height, self.hash)
+
+
+class ChainUnavailable(RuntimeError):
+    """The node cannot be reached or answered nonsense; the scan retries later."""
+
+
+class BlocksPruned(ChainUnavailable):
+    """The node no longer keeps the block at ``height``: its history now starts at ``first_available``.
+
+    Raised by ``block``/``block_hash`` for a block the node deleted (pruned
+    ledger, restart from a recent snapshot), never for a height that simply
+    has no block. Blocks that old are final. With ``Capability.HISTORY`` the
+    scanner catches up through ``address_history`` and resumes at
+    ``first_available``; without it the scan stops there, as for any outage.
+    """
+
+    def __init__(self, height: int, first_available: int) -> None:
+        super().__init__(f"block {height} was pruned by the node; its history starts at {first_available}")
+        self.height = height
+        self.first_available = first_available
+
+
+@dataclass(frozen=True)
+class PastTransfer:
+    """A transfer found by ``address_history`` and the block it is in (``hash`` may be a stand-in name)."""
+
+    transfer: Transfer
+    block: BlockRef
+
+
+class Capability(enum.Enum):
+    """What a chain adapter declares it can do (``ChainAdapter.capabilities``).
+
+    * ``DEPOSITS``: ``tip``/``block`` follow the chain; the core schedules a
+      scan job for it (``chain.<name>.scan``).
+    * ``MEMPOOL``: ``mempool()`` reports unconfirmed transfers, so payments
+      show Paying before the first confirmation; without it the core never
+      calls ``mempool()``.
+    * ``PAYOUTS``: ``payout_role()`` returns a :class:`PayoutSender`; the core
+      routes payouts of the adapter's coins to it. Without it payouts of those
+      coins answer 503 ``payouts_not_configured``.
+    * ``SWEEPS``: the plugin moves credited deposits to its hot wallet with a
+      job of its own. For operators and other plugins; the core does nothing
+      with it.
+    * ``INSTANT_PAYOUTS`` (with ``PAYOUTS``): a payout is final as soon as it is
+      sent (a Lightning payment settles or fails within seconds), so the
+      request that creates one drives it through the worker's stages before
+      answering; its response already shows Confirmed or Failed. What is
+      still undecided when the request gives up is left to the worker.
+    * ``HISTORY``: ``address_history()`` finds the transfers to given
+      addresses inside blocks the node pruned (``BlocksPruned``), so deposits
+      made while the gateway was down are not lost when the node forgot
+      those blocks. Without it the scan cannot pass a pruned block.
+    """
+
+    DEPOSITS = "deposits"
+    MEMPOOL = "mempool"
+    PAYOUTS = "payouts"
+    SWEEPS = "sweeps"
+    INSTANT_PAYOUTS = "instant_payouts"
+    HISTORY = "history"
+
+
+class ChainAdapter(ABC):
+    """One chain: its coins and the deposit-watching role.
+
+    Class attributes a subclass sets:
+
+    * ``name``: unique chain name (the registry key), e.g. ``"litecoin"``.
+    * ``coins``: coin symbols this adapter serves (each registered through
+      ``register_coins`` by some plugin).
+    * ``network``: the key layer's network for deriving and validating
+      addresses: ``"mainnet"``, ``"testnet"`` or ``"regtest"``.
+    * ``scan_seconds``: how often the core scans this chain.
+    * ``start_height``: where a fresh database starts scanning (None = tip).
+    * ``simulated``: True for a chain that only simulates (devnet); a real
+      adapter serving the same coin is always preferred over it.
+    * ``drop_after_seconds``: an unconfirmed deposit missing from both the
+      chain and the mempool this long is marked FAILED.
+    * ``capabilities``: the :class:`Capability` set this adapter declares
+      (an instance may set its own, e.g. from its settings).
+    * ``max_history_addresses`` (with ``HISTORY``): at most this many
+      addresses are passed to one ``address_history`` call.
+
+    Report addresses in the canonical form the key layer derives (bech32
+    lower case, EIP-55 checksummed hex, ...): the address table is matched
+    exactly.
+    """
+
+    name: str = ""
+    coins: tuple[str, ...] = ()
+    network: str = "mainnet"
+    scan_seconds: float = 5.0
+    max_blocks_per_scan: int = 200
+    start_height: int | None = None
+    drop_after_seconds: int = 3600
+    simulated: bool = False
+    capabilities: frozenset[Capability] = frozenset({Capability.DEPOSITS})
+    max_history_addresses: int = 1000
+
+    @abstractmethod
+    async def tip(self) -> BlockRef:
+        """The best chain's newest block."""
+
+    @abstractmethod
+    async def block(self, height: int) -> Block:
+        """The best chain's block at ``height`` with every transfer in it.
+
+        Raise ``ChainUnavailable`` when the node cannot answer. A block
+        whose height is above the tip is a programming error.
+        """
+
+    async def block_hash(self, height: int) -> str:
+        """Hash of the best chain's block at ``height`` (override when cheaper than ``block``)."""
+        return (await self.block(height)).hash
+
+    async def mempool(self) -> Sequence[Transfer]:
+        """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
+        return ()
+
+    async def address_history(self, addresses: Sequence[str], start: int, end: int) -> Sequence[PastTransfer]:
+        """Successful transfers to ``addresses`` in blocks ``start``..``end`` (all pruned, so final).
+
+        Called only with ``Capability.HISTORY``, when ``block(start)`` raised
+        ``BlocksPruned`` (``end`` is its ``first_available - 1``). Report each
+        transfer with the same ``(tx_hash, output_index)`` ``block`` would
+        give it, so a later scan of the same block never credits it twice.
+        Bound your own work per call and log what you leave out; raise
+        ``ChainUnavailable`` to have the whole catch-up retried.
+        """
+        return ()
+
+    async def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing to release
+        """Release connections. The core calls it once at shutdown (the web app's
+        cleanup, the end of a CLI command), after the jobs stopped and the
+        plugins' ``gateway_stopping`` ran; it must not raise and may be
+        called on an adapter that never connected."""
+
+    def supports(self, capability: Capability) -> bool:
+        """Whether this adapter declared ``capability``: the only way the core asks."""
+        return capability in self.capabilities
+
+    def payout_role(self) -> "PayoutSender":
+        """The payout role, asked only when ``supports(Capability.PAYOUTS)``.
+
+        The default is the adapter itself (implement ``PayoutSender`` on the
+        same class); override to return a separate object.
+        """
+        return cast("PayoutSender", self)
+
+    def serves(self, coin: str) -> bool:
+        return coin in self.coins
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.network}>"
+
+
+# -- payout role -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PayoutOrder:
+    """What to send: the core's payout, in the chain's terms."""
+
+    payout_id: str
+    coin: str
+    destination: str
+    amount: int  # base units
+
+
+@dataclass(frozen=True)
+class SignedPayout:
+    """A signed transaction ready to broadcast. The core stores it before
+    broadcasting and only ever re-broadcasts these exact bytes after a
+    crash, so inputs and nonces are never spent twice.
+    """
+
+    tx_hash: str
+    raw: str  # hex (or the chain's own text form)
+    network_fee: int = 0  # base units the platform pays on top of the amount
+    # Public fields shown with the payout (a Lightning payout's ``lightning`` block); stored with it.
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PayoutStatus:
+    """Where a broadcast transaction stands on the best chain.
+
+    ``confirmations`` is 0 while it waits in the mempool; ``found`` is False
+    when the node knows nothing of it (dropped or never arrived); ``failed``
+    is True when it was mined but reverted (account chains). ``network_fee``
+    is the fee actually paid once mined (account chains charge gas used, not
+    the signed ceiling); None means the signed ``network_fee`` stands.
+    """
+
+    found: bool
+    confirmations: int = 0
+    failed: bool = False
+    network_fee: int | None = None  # the fee actually paid, once mined, when the chain tells
+    # Public fields learned at the end (a Lightning preimage), merged into the stored ``details``.
+    details: Mapping[str, Any] = field(default_factory=dict)
+    failure_reason: str | None = None  # why it ``failed``, when the chain says better than "reverted"
+
+
+class BroadcastError(RuntimeError):
+    """The node refused the transaction. ``permanent`` refusals fail the payout
+    at once (bad signature, insufficient funds); others are retried."""
+
+    def __init__(self, message: str, *, permanent: bool = False, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+        self.reason = reason  # the payout's failure_reason when permanent (else "broadcast_rejected: ...")
+
+
+class PayoutSender(ABC):
+    """The payout-signing role of a chain adapter (implement it on the same
+    class as ``ChainAdapter`` or on its own). ``payout_confirmations`` is how
+    deep a payout must be before it counts as Confirmed.
+    """
+
+    payout_confirmations: int = 1
+
+    async def check_payout(self, order: PayoutOrder) -> None:  # noqa: B027 - optional: most chains check nothing more
+        """Refuse a payout before any money is reserved, beyond the address family's syntax check.
+
+        Called by the request (``order.payout_id`` is empty) outside any
+        database transaction; may ask the node or the network (a Lightning
+        invoice's expiry and amount, a Lightning Address's limits). Raise
+        ``orbchain.core.errors.InvalidRequest`` (400) with a ``code``; return
+        None to accept.
+        """
+
+    @abstractmethod
+    async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
+        """Build and sign a transaction for ``order`` from the hot wallet.
+
+        Must not broadcast. Called once per payout; the result is stored.
+        """
+
+    @abstractmethod
+    async def broadcast(self, signed: SignedPayout) -> None:
+        """Send the stored transaction; sending it again must be harmless."""
+
+    @abstractmethod
+    async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
+        """Where the transaction stands now."""
+
+
+# -- declaration check -------------------------------------------------------------------------
+
+
+def check_capabilities(adapter: ChainAdapter) -> None:
+    """Refuse (``ValueError`` naming the adapter) a declaration the adapter does not back.
+
+    Called once per adapter while the gateway is built, so a wrong declaration
+    stops the start instead of failing the first payout.
+    """
+    declared = adapter.capabilities
+    if not isinstance(declared, frozenset) or not all(isinstance(c, Capability) for c in declared):
+        raise ValueError(f"chain adapter {adapter.name!r}: capabilities must be a frozenset of Capability,"
+                         f" not {declared!r}")
+    if adapter.supports(Capability.PAYOUTS) and not isinstance(adapter.payout_role(), PayoutSender):
+        raise ValueError(f"chain adapter {adapter.name!r} declares PAYOUTS but payout_role() is not a PayoutSender")
+    if adapter.supports(Capability.INSTANT_PAYOUTS) and not adapter.supports(Capability.PAYOUTS):
+        raise ValueError(f"chain adapter {adapter.name!r} declares INSTANT_PAYOUTS without PAYOUTS")
+    if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:
+        raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")
+    if adapter.supports(Capability.HISTORY) and type(adapter).address_history is ChainAdapter.address_history:
+        raise ValueError(f"chain adapter {adapter.name!r} declares HISTORY but does not implement address_history()")

@@ -1,0 +1,58 @@
+"""Core services for hosted pages: branding, and the checks and widget of an anonymous visitor's form.
+
+Why its own module: every hosted page (the core's ``/pay``, a payment link's prompt, a tip page)
+asks the same hooks the same forgiving way.
+
+Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.md, "Core services").
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, Mapping
+
+from .pages import PageBranding, SignInWidget
+from .plugins import call_first
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+
+async def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], client_ip: str) -> None:
+    """Ask every plugin whether an anonymous visitor's ``form`` may go on (hook ``check_public_form``).
+
+    Raises what a plugin raised (403 ``captcha_failed`` from the captcha plugin); returns when all allow.
+    Call it before anything is written.
+    """
+    await call_first(gateway.pm, "check_public_form", gateway=gateway, form=form, body=body, client_ip=client_ip)
+
+
+async def form_widget(gateway: "Gateway") -> SignInWidget | None:
+    """The captcha widget a browser form must show (hook ``decide_sign_in_widget``), or None; a plugin answer
+    that is not a ``SignInWidget`` is ignored."""
+    widget = await call_first(gateway.pm, "decide_sign_in_widget", gateway=gateway)
+    return widget if isinstance(widget, SignInWidget) else None
+
+
+async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str | None = None,
+                            payment: Mapping[str, Any] | None = None) -> PageBranding | None:
+    """The branding of a hosted page (the ``decide_page_branding`` hook), or None for the plain page.
+
+    Any page asks this: the core's ``/pay`` page and every plugin page (a
+    payment link's prompt, a tip page). Branding is cosmetic, so it never
+    breaks a page: a plugin that raises or answers something other than a
+    ``PageBranding`` is logged and the page renders unbranded. Apply the
+    answer with ``orbchain.web.pages.branded`` (template context and CSP).
+    """
+    try:
+        result = await call_first(gateway.pm, "decide_page_branding", gateway=gateway, merchant_id=merchant_id,
+                                  brand_id=brand_id, payment=payment)
+    except Exception:
+        log.exception("decide_page_branding failed for merchant %s, brand %s", merchant_id, brand_id)
+        return None
+    if result is not None and not isinstance(result, PageBranding):
+        log.error("decide_page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
+        return None
+    return result

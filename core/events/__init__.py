@@ -1,0 +1,1 @@
+"""What the outside world is told: the event outbox, webhook delivery and after-commit actions."""

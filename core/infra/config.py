@@ -1,0 +1,521 @@
+"""Operator configuration: one TOML file plus ``ORBCHAIN_*`` environment overrides.
+
+Everything is validated when the process starts, so a typo in a key or a
+wrong type stops the gateway with a message naming the key instead of
+surfacing later as a confusing runtime error.
+
+Environment overrides use ``ORBCHAIN_<SECTION>__<KEY>`` (double underscore
+between section and key), ``ORBCHAIN_PLUGIN__<NAME>__<KEY>`` for a plugin's
+block (deeper blocks add ``__<KEY>`` levels), plus a few short aliases
+operators expect: ``ORBCHAIN_HOST``, ``ORBCHAIN_PORT``,
+``ORBCHAIN_DATABASE_URL``, ``ORBCHAIN_ALLOW_PRIVATE_URLS`` and
+``ORBCHAIN_MAINTENANCE``. Any other ``ORBCHAIN_`` variable, except the few
+read elsewhere (``NON_CONFIG_VARIABLES``), stops the start naming it, like
+an unknown key in the file: a typo never leaves a setting silently unset.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Mapping, Sequence, overload
+
+ENV_PREFIX = "ORBCHAIN_"
+ENV_ALIASES = {
+    "ORBCHAIN_HOST": ("server", "host"),
+    "ORBCHAIN_PORT": ("server", "port"),
+    "ORBCHAIN_BASE_URL": ("server", "base_url"),
+    "ORBCHAIN_DATA_DIR": ("server", "data_dir"),
+    "ORBCHAIN_ENVIRONMENT": ("server", "environment"),
+    "ORBCHAIN_MAINTENANCE": ("server", "maintenance"),
+    "ORBCHAIN_DATABASE_URL": ("database", "url"),
+    "ORBCHAIN_ALLOW_PRIVATE_URLS": ("webhooks", "allow_private_urls"),
+}
+# ``ORBCHAIN_`` variables that are not configuration, each read where it is named: the config file's path
+# (``default_config_path``), the test suite's databases (orbchain/testing/databases.py: the PostgreSQL DSN
+# and the SQLite-only opt-in), the payout worker's crash hook for tests (core/payouts/worker.py) and the
+# node tools' folder (scripts/ensure_node_tools.sh).
+NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_TEST_SQLITE_ONLY",
+                                  "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS"})
+PLUGIN_SECTION = "plugin"
+ENVIRONMENTS = ("development", "production")
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+MAX_DRAIN_SECONDS = 3600
+
+
+class ConfigError(ValueError):
+    """A configuration value is missing, unknown or of the wrong type."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8080
+    base_url: str = ""
+    data_dir: str = "./var"
+    environment: str = "development"
+    maintenance: bool = False
+    trust_forwarded_for: bool = False
+    # The bounded pool for CPU-heavy work (core/infra/cpu_pool.py): threads, and jobs that may wait for one.
+    cpu_workers: int = 2
+    cpu_queue: int = 64
+    # On SIGTERM/SIGINT: how long requests and job runs in flight may take to finish before they are
+    # cancelled (docs/operations.md, "Stopping"); fits the systemd unit's TimeoutStopSec.
+    drain_seconds: int = 25
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    url: str = ""
+
+
+@dataclass(frozen=True)
+class SecretsConfig:
+    jwt_secret: str = ""
+    jwt_secret_file: str = ""
+    seed_mnemonic: str = ""
+    seed_file: str = ""
+    seed_passphrase: str = ""
+    # Watch-only processes: account xpubs exported by `orbchain keys export-xpubs`.
+    account_xpubs_file: str = ""
+    receipt_signing_key: str = ""
+    receipt_signing_key_file: str = ""
+
+
+@dataclass(frozen=True)
+class FeesConfig:
+    default_fee_percent: str = "1"
+
+
+@dataclass(frozen=True)
+class WebhooksConfig:
+    allow_private_urls: bool = False
+    timeout_seconds: int = 10
+    max_attempts: int = 5
+    tick_seconds: int = 5
+
+
+@dataclass(frozen=True)
+class RateLimitConfig:
+    enabled: bool = True
+    read_per_minute: int = 300
+    write_per_minute: int = 60
+    auth_per_minute: int = 10
+    public_page_per_minute: int = 60
+    # Public routes whose answer costs real CPU even when cached work is skipped (GET /tgapp/qr), per IP.
+    cpu_per_minute: int = 30
+    # Failed authentications (bad key, token or IP allowlist) per client IP.
+    auth_failures_per_minute: int = 20
+
+
+@dataclass(frozen=True)
+class PluginsConfig:
+    blocked: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    enabled: bool = True
+
+
+@dataclass(frozen=True)
+class MetricsConfig:
+    """``/metrics``: served only when a bearer token or a separate listen address is configured."""
+
+    token: str = ""
+    token_file: str = ""
+    # "host:port" of a listener that serves only /metrics and /ready (then not on the main port).
+    listen: str = ""
+    # Where ``serve --workers N`` keeps the per-process metric files (default <data_dir>/metrics).
+    multiprocess_dir: str = ""
+    # Seconds between ``ledger.check`` job runs; 0 turns the job off.
+    ledger_check_seconds: int = 3600
+
+
+@dataclass(frozen=True)
+class ReadinessConfig:
+    """``/ready``: when a chain counts as synced, and how long a node may take to answer."""
+
+    max_lag_blocks: int = 6
+    node_timeout_seconds: int = 3
+
+
+@dataclass(frozen=True)
+class LoggingConfig:
+    """``format`` text (default) or json (one object per line); ``access_log`` one line per request."""
+
+    format: str = "text"
+    access_log: bool = False
+    level: str = "INFO"
+
+
+@dataclass(frozen=True)
+class Config:
+    """The whole validated configuration; immutable once loaded."""
+
+    server: ServerConfig = field(default_factory=ServerConfig)
+    database: DatabaseConfig = field(default_factory=DatabaseConfig)
+    secrets: SecretsConfig = field(default_factory=SecretsConfig)
+    fees: FeesConfig = field(default_factory=FeesConfig)
+    webhooks: WebhooksConfig = field(default_factory=WebhooksConfig)
+    rate_limits: RateLimitConfig = field(default_factory=RateLimitConfig)
+    plugins: PluginsConfig = field(default_factory=PluginsConfig)
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
+    plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    source: str = "<defaults>"
+    # Dotted key -> the environment variable that set it, so an error about the key can name the variable.
+    env_sources: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.server.data_dir).resolve()
+
+    @property
+    def database_url(self) -> str:
+        """The configured DSN, or an SQLite file under the data directory."""
+        if self.database.url:
+            return self.database.url
+        # Four slashes: the absolute path keeps its own leading slash.
+        return f"sqlite+aiosqlite:///{self.data_dir / 'orbchain.db'}"
+
+    @property
+    def base_url(self) -> str:
+        if self.server.base_url:
+            return self.server.base_url.rstrip("/")
+        return f"http://{self.server.host}:{self.server.port}"
+
+    @property
+    def is_development(self) -> bool:
+        return self.server.environment == "development"
+
+    def plugin_config(self, name: str) -> Mapping[str, Any]:
+        """The ``[plugin.<name>]`` block, empty when absent."""
+        return self.plugin.get(name, {})
+
+    def with_overrides(self, **sections: Mapping[str, Any]) -> "Config":
+        """A copy with some keys of some sections replaced (tests, CLI flags)."""
+        return _build(_merge(_as_raw(self), sections), self.source, self.env_sources)
+
+
+_SECTIONS = {f.name: f.type for f in fields(Config) if f.name not in ("plugin", "source", "env_sources")}
+
+
+def _section_class(name: str) -> type:
+    return {
+        "server": ServerConfig,
+        "database": DatabaseConfig,
+        "secrets": SecretsConfig,
+        "fees": FeesConfig,
+        "webhooks": WebhooksConfig,
+        "rate_limits": RateLimitConfig,
+        "plugins": PluginsConfig,
+        "scheduler": SchedulerConfig,
+        "metrics": MetricsConfig,
+        "readiness": ReadinessConfig,
+        "logging": LoggingConfig,
+    }[name]
+
+
+def _coerce(key: str, value: Any, default: Any) -> Any:
+    """Coerce ``value`` to the type of ``default``; environment values arrive as text."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if isinstance(value, str) and value.strip().lower() in ("0", "false", "no", "off", ""):
+            return False
+        raise ConfigError(f"config key {key!r} must be a boolean, got {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, bool):
+            raise ConfigError(f"config key {key!r} must be an integer, got {value!r}")
+        if isinstance(value, int):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        raise ConfigError(f"config key {key!r} must be an integer, got {value!r}")
+    if isinstance(default, tuple):
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(",") if part.strip()]
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"config key {key!r} must be a list of strings")
+        return tuple(value)
+    if not isinstance(value, str):
+        raise ConfigError(f"config key {key!r} must be a string, got {value!r}")
+    return value
+
+
+def _build(raw: Mapping[str, Any], source: str, env_sources: Mapping[str, str] | None = None) -> Config:
+    sections: dict[str, Any] = {}
+    for name, values in raw.items():
+        if name == PLUGIN_SECTION:
+            if not isinstance(values, Mapping) or not all(isinstance(v, Mapping) for v in values.values()):
+                raise ConfigError("config key 'plugin' must hold tables like [plugin.<name>]")
+            sections["plugin"] = {k: dict(v) for k, v in values.items()}
+            continue
+        if name not in _SECTIONS:
+            raise ConfigError(f"unknown config section {name!r} (known: {', '.join(sorted(_SECTIONS))}, plugin)")
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"config key {name!r} must be a table")
+        cls = _section_class(name)
+        defaults = cls()
+        known = {f.name for f in fields(cls)}
+        kwargs = {}
+        for key, value in values.items():
+            if key not in known:
+                raise ConfigError(f"unknown config key '{name}.{key}' (known: {', '.join(sorted(known))})")
+            kwargs[key] = _coerce(f"{name}.{key}", value, getattr(defaults, key))
+        sections[name] = replace(defaults, **kwargs)
+    config = Config(**sections, source=source, env_sources=dict(env_sources or {}))
+    _check_values(config)
+    return config
+
+
+def _check_values(config: Config) -> None:
+    if config.server.environment not in ENVIRONMENTS:
+        raise ConfigError(f"config key 'server.environment' must be one of {', '.join(ENVIRONMENTS)}")
+    if not 0 < config.server.port < 65536:
+        raise ConfigError("config key 'server.port' must be between 1 and 65535")
+    if not 0 <= config.server.drain_seconds <= MAX_DRAIN_SECONDS:
+        raise ConfigError(f"config key 'server.drain_seconds' must be between 0 and {MAX_DRAIN_SECONDS}")
+    try:
+        fee = Decimal(config.fees.default_fee_percent)
+    except InvalidOperation:
+        raise ConfigError("config key 'fees.default_fee_percent' must be a decimal string such as \"1.5\"") from None
+    if not fee.is_finite() or not Decimal(0) <= fee < Decimal(100):
+        raise ConfigError("config key 'fees.default_fee_percent' must be at least 0 and below 100")
+    if not 1 <= config.server.cpu_workers <= 64 or not 0 <= config.server.cpu_queue <= 10_000:
+        raise ConfigError("config keys 'server.cpu_workers' (1-64) and 'server.cpu_queue' (0-10000) are out of range")
+    if not 1 <= config.webhooks.max_attempts <= 20:
+        raise ConfigError("config key 'webhooks.max_attempts' must be between 1 and 20")
+    if config.logging.format not in LOG_FORMATS:
+        raise ConfigError(f"config key 'logging.format' must be one of {', '.join(LOG_FORMATS)}")
+    if config.logging.level.upper() not in LOG_LEVELS:
+        raise ConfigError(f"config key 'logging.level' must be one of {', '.join(LOG_LEVELS)}")
+    if config.metrics.listen and not _is_host_port(config.metrics.listen):
+        raise ConfigError("config key 'metrics.listen' must look like 127.0.0.1:9100")
+    if config.metrics.ledger_check_seconds < 0 or config.readiness.max_lag_blocks < 0:
+        raise ConfigError("config keys 'metrics.ledger_check_seconds' and 'readiness.max_lag_blocks' must be >= 0")
+    if config.readiness.node_timeout_seconds < 1:
+        raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
+    url = config.database_url
+    if not (url.startswith("sqlite") or url.startswith("postgres")):
+        raise ConfigError("config key 'database.url' must be an sqlite+aiosqlite:// or postgresql:// URL")
+
+
+def _is_host_port(value: str) -> bool:
+    host, sep, port = value.rpartition(":")
+    return bool(sep) and bool(host) and port.isdigit() and 0 < int(port) < 65536
+
+
+def _as_raw(config: Config) -> dict[str, Any]:
+    raw: dict[str, Any] = {}
+    for name in _SECTIONS:
+        section = getattr(config, name)
+        raw[name] = {f.name: getattr(section, f.name) for f in fields(section)}
+    raw["plugin"] = {k: dict(v) for k, v in config.plugin.items()}
+    return raw
+
+
+def _merge(base: Mapping[str, Any], extra: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    merged = {k: dict(v) for k, v in base.items()}
+    for section, values in extra.items():
+        merged.setdefault(section, {}).update(values)
+    return merged
+
+
+def env_key(name: str) -> tuple[str, ...] | None:
+    """The config key an ``ORBCHAIN_`` variable sets (``("server", "port")``, ``("plugin", "telegram",
+    "bot_token")``), None for one that is no configuration; ``ConfigError`` naming it when it matches no key.
+
+    A plugin's keys are judged by the plugin itself when it validates its block.
+    """
+    if name in ENV_ALIASES:
+        return ENV_ALIASES[name]
+    if name in NON_CONFIG_VARIABLES or not name.startswith(ENV_PREFIX):
+        return None
+    parts = tuple(name[len(ENV_PREFIX):].lower().split("__"))
+    if len(parts) >= 3 and parts[0] == PLUGIN_SECTION and all(parts):
+        return parts
+    if len(parts) == 2 and parts[0] in _SECTIONS:
+        known = [f.name for f in fields(_section_class(parts[0]))]
+        if parts[1] in known:
+            return parts
+        raise ConfigError(f"unknown environment variable {name}: no config key '{parts[0]}.{parts[1]}'"
+                          f" (known: {', '.join(known)})")
+    raise ConfigError(
+        f"unknown environment variable {name}: it matches no config key (use ORBCHAIN_<SECTION>__<KEY> with a"
+        f" section of {', '.join(sorted(_SECTIONS))}, ORBCHAIN_PLUGIN__<NAME>__<KEY>, or an alias:"
+        f" {', '.join(sorted(ENV_ALIASES))})")
+
+
+# Text shaped like a TOML boolean, decimal number, array, inline table or quoted string; anything else
+# (a token, a URL, a hex-looking secret) stays text.
+_LITERAL = re.compile(r"(true|false|[+-]?\d+(\.\d+)?|\[.*\]|\{.*\}|\".*\"|'.*')", re.DOTALL)
+
+
+def env_value(text: str) -> Any:
+    """A plugin setting from the environment: a TOML literal when it is shaped like one, else the text.
+
+    Sections know their keys' types and convert text themselves (``_coerce``);
+    a plugin's block is checked by the plugin, so ``5``, ``true`` and
+    ``["a", "b"]`` arrive as TOML would give them and a secret stays text.
+    Quote a value to force text: ``'"12345"'``.
+    """
+    stripped = text.strip()
+    if _LITERAL.fullmatch(stripped):
+        try:
+            return tomllib.loads(f"v = {stripped}")["v"]
+        except tomllib.TOMLDecodeError:
+            pass
+    return text
+
+
+def _env_overrides(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """(the overrides, dotted key -> variable) of every ``ORBCHAIN_`` variable; unknown ones raise."""
+    overrides: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, value in sorted(environ.items()):
+        key = env_key(name)
+        if key is None:
+            continue
+        if key[0] == PLUGIN_SECTION:
+            table = overrides.setdefault(PLUGIN_SECTION, {})
+            for part in key[1:-1]:
+                if not isinstance(table.get(part), dict):
+                    table[part] = {}
+                table = table[part]
+            table[key[-1]] = env_value(value)
+        else:
+            overrides.setdefault(key[0], {})[key[1]] = value
+        sources[".".join(key)] = name
+    return overrides, sources
+
+
+def _deep_merge(base: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base) if isinstance(base, Mapping) else {}
+    for key, value in extra.items():
+        merged[key] = _deep_merge(merged.get(key), value) if isinstance(value, Mapping) else value
+    return merged
+
+
+_DOTTED_KEY = re.compile(r"[a-z][a-z0-9_]*(?:\.[a-z0-9_]+)+")
+
+
+def naming_variable(error: ConfigError, env_sources: Mapping[str, str]) -> ConfigError:
+    """``error``, plus the environment variable that set the key it names (when one did).
+
+    A plugin's validation names keys (``plugin.captcha.secret``); an operator
+    who set it as ``ORBCHAIN_PLUGIN__CAPTCHA__SECRET`` is told so. Searched in
+    order: the key itself or a key inside the block named, then a key beside
+    the one named (a block the variable created lacks a required key).
+    """
+    message = str(error)
+    named = _DOTTED_KEY.findall(message)
+    for key, variable in env_sources.items():
+        if any(key == n or key.startswith(n + ".") for n in named):
+            return ConfigError(f"{message} (set by environment variable {variable})")
+    for key, variable in env_sources.items():
+        if any(n.count(".") >= 2 and key.startswith(n.rpartition(".")[0] + ".") for n in named):
+            return ConfigError(f"{message} (in a block set by environment variable {variable})")
+    return error
+
+
+# -- helpers for plugins' own blocks ([plugin.<name>]) --------------------------------------
+
+
+@overload
+def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: int, *, minimum: int = 0) -> int: ...
+@overload
+def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: None, *,
+                minimum: int = 0) -> int | None: ...
+def int_setting(block: Mapping[str, Any], prefix: str, name: str, default: int | None, *,
+                minimum: int = 0) -> int | None:
+    """An integer from a plugin's config block; a missing optional value stays None.
+
+    With an integer default the result is always an integer (the overloads tell callers so).
+
+    ``prefix`` is the block's dotted name (``plugin.evm.ethereum``); errors name ``prefix.name``.
+    """
+    key = f"{prefix}.{name}"
+    value = block.get(name, default)
+    if value is None and default is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ConfigError(f"config key '{key}' must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def seconds_setting(block: Mapping[str, Any], prefix: str, name: str, default: float, *,
+                    maximum: float = float("inf")) -> float:  # float ok: a duration, not money
+    """A positive duration in seconds (an interval or a timeout, never money)."""
+    key = f"{prefix}.{name}"
+    value = block.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < maximum:
+        raise ConfigError(f"config key '{key}' must be a positive number of seconds, got {value!r}")
+    return float(value)  # float ok: a duration, not money
+
+
+def text_setting(block: Mapping[str, Any], prefix: str, name: str) -> str | None:
+    """A non-empty string from a plugin's config block, None when absent; errors name ``prefix.name``."""
+    value = block.get(name)
+    if value is not None and (not isinstance(value, str) or not value):
+        raise ConfigError(f"config key '{prefix}.{name}' must be a non-empty string")
+    return value
+
+
+def checked_block(config: "Config", plugin: str, known: Sequence[str]) -> dict[str, Any]:
+    """A copy of ``[plugin.<plugin>]`` (empty when absent), every key in ``known``.
+
+    A misspelt key stops the start instead of being ignored: ``ConfigError``
+    ``unknown config key 'plugin.<plugin>.<key>' (known: a, b)`` names the
+    first one, ``known`` listed in the order given.
+    """
+    block = dict(config.plugin_config(plugin))
+    for name in block:
+        if name not in known:
+            raise ConfigError(f"unknown config key 'plugin.{plugin}.{name}' (known: {', '.join(known)})")
+    return block
+
+
+def default_config_path(environ: Mapping[str, str] | None = None) -> Path | None:
+    """``$ORBCHAIN_CONFIG`` or ``./orbchain.toml`` when it exists."""
+    environ = os.environ if environ is None else environ
+    if environ.get("ORBCHAIN_CONFIG"):
+        return Path(environ["ORBCHAIN_CONFIG"])
+    candidate = Path("orbchain.toml")
+    return candidate if candidate.exists() else None
+
+
+def load_config(path: str | Path | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read the TOML file (if any), apply environment overrides and validate."""
+    environ = os.environ if environ is None else environ
+    raw: dict[str, Any] = {}
+    source = "<defaults>"
+    if path is not None:
+        path = Path(path)
+        try:
+            raw = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ConfigError(f"config file not found: {path}") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+        source = str(path)
+    overrides, sources = _env_overrides(environ)
+    plugin_overrides = overrides.pop(PLUGIN_SECTION, None)
+    merged = _merge(raw, overrides)
+    if plugin_overrides:
+        merged[PLUGIN_SECTION] = _deep_merge(merged.get(PLUGIN_SECTION), plugin_overrides)
+    try:
+        return _build(merged, source, sources)
+    except ConfigError as exc:
+        raise naming_variable(exc, sources) from None

@@ -1,0 +1,52 @@
+"""What one process shares with the others: rate-limit counts and credential-cache invalidation.
+
+On PostgreSQL a dedicated side connection (core/infra/pg_side.py) LISTENs for
+credential changes (emptying the auth cache, core/accounts/auth_cache.py, and
+acknowledging them, core/accounts/auth_fanout.py) and carries the rate limiter's
+batched sync (core/infra/ratelimit.py). On SQLite, one process
+by design, both stay in memory and the cache is invalidated in process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, AsyncIterator
+
+from ..accounts.auth_cache import CHANNEL, AuthCache
+from ..accounts.auth_fanout import AuthFanout
+from .pg_side import SideConnection
+from .ratelimit import MemoryRateLimiter, SyncedRateLimiter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+
+@contextlib.asynccontextmanager
+async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
+    """Install ``rate_limiter`` and ``auth_cache`` in ``gateway.services`` for the app's lifetime."""
+    clock = lambda: gateway.clock()  # noqa: E731 - tests swap gateway.clock
+    if not gateway.db.is_postgres:
+        gateway.services["rate_limiter"] = MemoryRateLimiter(clock)
+        gateway.services["auth_cache"] = AuthCache()
+        yield
+        return
+    cache = AuthCache(lambda: side.healthy())
+    side = SideConnection(gateway.db.url, CHANNEL, on_notify=lambda payload: fanout.notified(payload),
+                          on_reset=cache.invalidate)
+    fanout = AuthFanout(side, cache)
+    await side.start()
+    limiter = SyncedRateLimiter(side, clock)
+    gateway.services["auth_cache"] = cache
+    gateway.services["auth_fanout"] = fanout
+    gateway.services["rate_limiter"] = limiter
+    syncing = asyncio.create_task(limiter.run(), name="orbchain-rate-sync")
+    try:
+        yield
+    finally:
+        syncing.cancel()
+        await asyncio.gather(syncing, return_exceptions=True)
+        await limiter.sync()  # hand this process's last counts to the others
+        await fanout.close()
+        gateway.services.pop("auth_fanout", None)
+        await side.stop()

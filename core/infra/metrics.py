@@ -1,0 +1,153 @@
+"""Prometheus metrics of one gateway process, and of all ``serve --workers N`` processes together.
+
+Counters, histograms and gauges that the process itself moves (HTTP
+requests, webhook delivery outcomes, job runs, what each chain's scan saw)
+live on :class:`Metrics`, one instance per gateway (``gateway.metrics``), in
+a registry of its own: tests build many gateways in one process and a
+global registry would refuse the second. Numbers that are facts of the
+database (webhook queue depth, payouts by state, the last ledger check) are
+read at scrape time (``core/infra/metrics_db.py``), so every process reports the
+same truth however many there are.
+
+With several worker processes a scrape reaches one of them, so each
+process's own counters would be a random fraction of the whole. prometheus-
+client's multiprocess mode is used then: every process writes its values to
+memory-mapped files in one directory and any process sums them at scrape
+time (:func:`enable_multiprocess`, called by ``serve --workers`` before it
+forks). Gauges that one process sets for everyone (a chain's height, set by
+whichever process led the scan job) use the "most recent" mode.
+
+Labels never carry merchant data: routes are templates
+(``/v1/payment/{track_id}``), jobs and chains are names the operator
+configured, outcomes are fixed words.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Iterable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# Request latency buckets (seconds): the hot path answers in about a millisecond.
+HTTP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+JOB_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
+# Anything else a client sends as a method is one label value: no unbounded label set.
+KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED_ROUTE = "<unmatched>"
+# prometheus-client names its files <kind>_<pid>.db (gauges <kind>_<mode>_<pid>.db).
+METRIC_FILE_KINDS = frozenset({"counter", "gauge", "histogram", "summary"})
+
+
+def multiprocess_enabled() -> bool:
+    return bool(os.environ.get(MULTIPROC_ENV))
+
+
+def enable_multiprocess(directory: Path) -> None:
+    """Switch this process (and every process forked from it) to multiprocess metrics in ``directory``.
+
+    Must run before any :class:`Metrics` is built. prometheus-client picks its
+    value store when it is first imported, from the environment; the CLI
+    imports it long before it knows ``--workers``, so the store is switched
+    here as well (``values.ValueClass`` is what every metric reads when it is
+    constructed). Files of an earlier run are removed: their counters belong
+    to processes that no longer exist.
+    """
+    clear_metric_files(directory)
+    os.environ[MULTIPROC_ENV] = str(directory)
+    values.ValueClass = values.get_value_class()
+
+
+def clear_metric_files(directory: Path) -> None:
+    """Create ``directory`` or remove the metric files of earlier processes from it.
+
+    Only prometheus-client's own files go: a directory pointed at by mistake keeps everything else.
+    """
+    directory.mkdir(parents=True, mode=0o700, exist_ok=True)
+    for stale in directory.glob("*.db"):
+        if stale.name.split("_", 1)[0] in METRIC_FILE_KINDS:
+            stale.unlink()
+
+
+class HttpMetrics:
+    """Requests by method, route template and status; latency by method and route.
+
+    ``observe`` is on every request's path: it looks the pre-bound label
+    children up in a dict and moves them, nothing else (see docs/decisions.md,
+    Operations, for the measured cost).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter("orbchain_http_requests", "HTTP requests answered, by route template and status",
+                                ("method", "route", "status"), registry=registry)
+        self.latency = Histogram("orbchain_http_request_duration_seconds",
+                                 "Time from the request reaching the gateway to its answer",
+                                 ("method", "route"), buckets=HTTP_BUCKETS, registry=registry)
+        self._children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
+
+    def observe(self, method: str, route: str, status: int, seconds: float) -> None:  # float ok: a duration
+        key = (method, route, status)
+        children = self._children.get(key)
+        if children is None:
+            children = self._bind(*key)
+        counter, histogram = children
+        counter.inc()
+        histogram.observe(seconds)
+
+    def _bind(self, method: str, route: str, status: int) -> tuple[Counter, Histogram]:
+        label = method if method in KNOWN_METHODS else "OTHER"
+        children = (self.requests.labels(label, route, str(status)), self.latency.labels(label, route))
+        self._children[(method, route, status)] = children
+        return children
+
+
+class Metrics:
+    """Every metric this process moves; one per gateway (``gateway.metrics``)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        registry = self.registry
+        self.http = HttpMetrics(registry)
+        self.webhook_deliveries = Counter(
+            "orbchain_webhook_deliveries", "Webhook delivery attempts by outcome (delivered, retrying, failed, ...)",
+            ("outcome",), registry=registry)
+        self.job_runs = Counter("orbchain_job_runs", "Periodic job runs by job name", ("job",), registry=registry)
+        self.job_failures = Counter("orbchain_job_failures", "Periodic job runs that raised", ("job",),
+                                    registry=registry)
+        self.job_duration = Histogram("orbchain_job_duration_seconds", "How long one run of a job took", ("job",),
+                                      buckets=JOB_BUCKETS, registry=registry)
+        self.chain_node_height = Gauge("orbchain_chain_node_height", "Best block height the chain node reported",
+                                       ("chain",), multiprocess_mode="mostrecent", registry=registry)
+        self.chain_scanned_height = Gauge("orbchain_chain_scanned_height", "Last block height the scanner processed",
+                                          ("chain",), multiprocess_mode="mostrecent", registry=registry)
+        self.chain_lag = Gauge("orbchain_chain_lag_blocks", "Blocks the scanner is behind the node",
+                               ("chain",), multiprocess_mode="mostrecent", registry=registry)
+        self.chain_last_scan = Gauge("orbchain_chain_last_scan_timestamp_seconds", "When the last scan pass ended",
+                                     ("chain",), multiprocess_mode="mostrecent", registry=registry)
+
+    def job_finished(self, job: str, seconds: float, failed: bool) -> None:  # float ok: a duration
+        self.job_runs.labels(job).inc()
+        self.job_duration.labels(job).observe(seconds)
+        if failed:
+            self.job_failures.labels(job).inc()
+
+    def chain_scanned(self, chain: str, node_height: int, scanned_height: int | None, at: float) -> None:
+        self.chain_node_height.labels(chain).set(node_height)
+        if scanned_height is not None:
+            self.chain_scanned_height.labels(chain).set(scanned_height)
+            self.chain_lag.labels(chain).set(max(0, node_height - scanned_height))
+        self.chain_last_scan.labels(chain).set(at)
+
+    def exposition(self, extra: Iterable[CollectorRegistry] = ()) -> bytes:
+        """The text format of this process's metrics (or every worker's) followed by ``extra``."""
+        if multiprocess_enabled():
+            combined = CollectorRegistry()
+            MultiProcessCollector(combined)
+            text = generate_latest(combined)
+        else:
+            text = generate_latest(self.registry)
+        return text + b"".join(generate_latest(registry) for registry in extra)

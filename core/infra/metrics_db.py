@@ -1,0 +1,134 @@
+"""Metrics that are facts of the database, read when Prometheus scrapes.
+
+Webhook queue depth, payouts by state and the payout backlog, and the last
+``ledger check`` are the same whichever process answers the scrape, so they
+are read from the database then (a handful of indexed counts) instead of
+being tracked in each process. They are rendered through a collector of
+metric families, never through ``Gauge`` objects, so multiprocess mode
+writes nothing for them to its shared files.
+
+``record_ledger_check`` stores each check's result (the ``ledger.check`` job
+and ``orbchain ledger check`` both call it); ``ledger_check_job`` is the job.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from ..events.outbox import PENDING
+from ..ledger.check import LedgerReport, check_ledger
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .db import Database
+    from ..gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+# Check results kept; the metrics read only the newest.
+KEEP_CHECKS = 100
+PAYOUT_BACKLOG_STATUS = "Confirming"
+
+
+@dataclass(frozen=True)
+class DatabaseFacts:
+    """What one scrape read from the database."""
+
+    webhook_pending: int = 0
+    webhook_oldest_pending_age: int | None = None
+    payouts_by_status: dict[str, int] = field(default_factory=dict)
+    payout_backlog_by_stage: dict[str, int] = field(default_factory=dict)
+    payout_oldest_backlog_age: int | None = None
+    ledger_check_ok: bool | None = None
+    ledger_check_problems: int = 0
+    ledger_check_age: int | None = None
+
+
+async def read_facts(gateway: "Gateway") -> DatabaseFacts:
+    db, now = gateway.db, gateway.now()
+    pending = await db.fetch_one(
+        "SELECT COUNT(*) AS n, MIN(created_at) AS oldest FROM webhook_events WHERE status = :p", {"p": PENDING})
+    by_status = await db.fetch_all("SELECT status, COUNT(*) AS n FROM payouts GROUP BY status")
+    backlog = await db.fetch_all(
+        "SELECT stage, COUNT(*) AS n, MIN(created_at) AS oldest FROM payouts WHERE status = :s GROUP BY stage",
+        {"s": PAYOUT_BACKLOG_STATUS})
+    check = await db.fetch_one(
+        "SELECT checked_at, ok, problems FROM ledger_checks ORDER BY checked_at DESC, id DESC LIMIT 1")
+    oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
+    return DatabaseFacts(
+        webhook_pending=int(pending["n"]) if pending else 0,
+        webhook_oldest_pending_age=None if not pending or pending["oldest"] is None else now - int(pending["oldest"]),
+        payouts_by_status={r["status"]: int(r["n"]) for r in by_status},
+        payout_backlog_by_stage={r["stage"]: int(r["n"]) for r in backlog},
+        payout_oldest_backlog_age=None if oldest_backlog is None else now - oldest_backlog,
+        ledger_check_ok=None if check is None else bool(check["ok"]),
+        ledger_check_problems=0 if check is None else int(check["problems"]),
+        ledger_check_age=None if check is None else now - int(check["checked_at"]),
+    )
+
+
+class FactsCollector(Collector):
+    def __init__(self, facts: DatabaseFacts) -> None:
+        self.facts = facts
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        f = self.facts
+        yield GaugeMetricFamily("orbchain_webhook_queue_depth", "Webhook events waiting to be delivered",
+                                value=f.webhook_pending)
+        if f.webhook_oldest_pending_age is not None:
+            yield GaugeMetricFamily("orbchain_webhook_oldest_pending_age_seconds",
+                                    "Age of the oldest webhook event still waiting", value=f.webhook_oldest_pending_age)
+        payouts = GaugeMetricFamily("orbchain_payouts", "Payouts by status", labels=("status",))
+        for status, count in sorted(f.payouts_by_status.items()):
+            payouts.add_metric((status,), count)
+        yield payouts
+        backlog = GaugeMetricFamily("orbchain_payout_backlog", "Payouts not yet final, by pipeline stage",
+                                    labels=("stage",))
+        for stage, count in sorted(f.payout_backlog_by_stage.items()):
+            backlog.add_metric((stage,), count)
+        yield backlog
+        if f.payout_oldest_backlog_age is not None:
+            yield GaugeMetricFamily("orbchain_payout_oldest_backlog_age_seconds",
+                                    "Age of the oldest payout not yet final", value=f.payout_oldest_backlog_age)
+        if f.ledger_check_ok is not None and f.ledger_check_age is not None:
+            yield GaugeMetricFamily("orbchain_ledger_check_ok", "1 when the last ledger check found no problem",
+                                    value=1 if f.ledger_check_ok else 0)
+            yield GaugeMetricFamily("orbchain_ledger_check_problems", "Problems the last ledger check found",
+                                    value=f.ledger_check_problems)
+            yield GaugeMetricFamily("orbchain_ledger_check_age_seconds", "Seconds since the last ledger check",
+                                    value=f.ledger_check_age)
+
+
+def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(FactsCollector(facts))
+    return registry
+
+
+async def record_ledger_check(db: "Database", report: LedgerReport, source: str, now: int | None = None) -> None:
+    """Store one check's result (``source``: "job" or "cli") and keep only the newest ``KEEP_CHECKS``."""
+    at = int(time.time()) if now is None else now
+    async with db.transaction():
+        await db.execute(
+            "INSERT INTO ledger_checks (checked_at, ok, problems, balances_checked, transactions_checked, source)"
+            " VALUES (:at, :ok, :problems, :balances, :transactions, :source)",
+            {"at": at, "ok": report.ok, "problems": len(report.problems), "balances": report.balances_checked,
+             "transactions": report.transactions_checked, "source": source})
+        await db.execute(
+            "DELETE FROM ledger_checks WHERE id NOT IN"
+            " (SELECT id FROM ledger_checks ORDER BY checked_at DESC, id DESC LIMIT :keep)", {"keep": KEEP_CHECKS})
+
+
+async def ledger_check_job(gateway: "Gateway") -> None:
+    """The periodic ``ledger.check`` job: check, log a mismatch loudly, store the result."""
+    report = await check_ledger(gateway.db)
+    if not report.ok:
+        log.error("ledger check found %d problem(s): %s", len(report.problems),
+                                          "; ".join(report.lines()[:5]))
+    await record_ledger_check(gateway.db, report, "job", gateway.now())

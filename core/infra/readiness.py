@@ -1,0 +1,151 @@
+"""Readiness: can this process serve traffic right now? (``GET /ready``, ``orbchain doctor``)
+
+Liveness (``/health``, SPEC 4.1) only says the process runs. Ready means the
+database answers, no migration is pending, and every chain adapter that
+watches deposits has a reachable node whose tip our scanner follows within
+``readiness.max_lag_blocks``. Nodes are asked in parallel with a timeout, so
+one hung node makes the answer "not ready", never a hung probe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from ..contract.chains import Capability, ChainAdapter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+
+@dataclass(frozen=True)
+class ChainReadiness:
+    chain: str
+    reachable: bool
+    synced: bool
+    node_height: int | None = None
+    scanned_height: int | None = None
+    lag: int | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"chain": self.chain, "reachable": self.reachable, "synced": self.synced,
+                "node_height": self.node_height, "scanned_height": self.scanned_height, "lag": self.lag,
+                "error": self.error}
+
+
+@dataclass(frozen=True)
+class Readiness:
+    database: bool
+    migrations_pending: int | None
+    chains: tuple[ChainReadiness, ...] = field(default_factory=tuple)
+    database_error: str | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.database and self.migrations_pending == 0 and all(c.reachable and c.synced for c in self.chains)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ready": self.ready,
+            "database": {"ok": self.database, "error": self.database_error},
+            "migrations": {"ok": self.migrations_pending == 0, "pending": self.migrations_pending},
+            "chains": [c.as_dict() for c in self.chains],
+        }
+
+
+def watched_chains(gateway: "Gateway") -> list[ChainAdapter]:
+    return [a for a in gateway.chains if a.supports(Capability.DEPOSITS)]
+
+
+async def _chain(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None) -> ChainReadiness:
+    timeout = gateway.config.readiness.node_timeout_seconds
+    try:
+        tip = await asyncio.wait_for(adapter.tip(), timeout)
+    except TimeoutError:
+        return ChainReadiness(adapter.name, False, False, scanned_height=scanned, error=f"no answer in {timeout} s")
+    except Exception as exc:  # noqa: BLE001 - any failure to reach the node means "not ready", with its kind
+        return ChainReadiness(adapter.name, False, False, scanned_height=scanned, error=type(exc).__name__)
+    if scanned is None:
+        return ChainReadiness(adapter.name, True, False, tip.height, None, None, "not scanned yet")
+    lag = max(0, tip.height - scanned)
+    return ChainReadiness(adapter.name, True, lag <= gateway.config.readiness.max_lag_blocks, tip.height, scanned, lag)
+
+
+async def check_readiness(gateway: "Gateway") -> Readiness:
+    """Database, migrations and every watched chain; never raises."""
+    db = gateway.db
+    try:
+        await db.fetch_val("SELECT 1")
+        # Read-only: ``migrate.pending`` would first create the bookkeeping table.
+        done = {(r["namespace"], int(r["version"])) for r in
+                await db.fetch_all("SELECT namespace, version FROM schema_migrations")}
+        todo = sum(1 for m in gateway.migrations if (m.namespace, m.version) not in done)
+        rows = await db.fetch_all("SELECT chain, MAX(height) AS height FROM chain_blocks GROUP BY chain")
+    except Exception as exc:  # noqa: BLE001 - a database that cannot answer is exactly what this reports
+        return Readiness(False, None, database_error=type(exc).__name__)
+    scanned = {r["chain"]: int(r["height"]) for r in rows if r["height"] is not None}
+    chains = await asyncio.gather(*(_chain(gateway, a, scanned.get(a.name)) for a in watched_chains(gateway)))
+    return Readiness(True, todo, tuple(chains))
+
+
+# One answer serves every /ready request of this second: the probe asks the database and every node, so
+# without this an anonymous client could make each request cost one RPC per chain (an amplifier).
+SHARED_FOR_SECONDS = 1
+
+
+class SharedReadiness:
+    """The last check, shared by concurrent and closely following callers (one check in flight at a time).
+
+    The first caller runs the check itself, on its own database connection; the others wait for its answer.
+    A check in a task of its own would need one more connection while every waiting request holds one: on a
+    full PostgreSQL pool that deadlocks. A leader that is cancelled hands over to the next caller.
+    """
+
+    def __init__(self, clock: Callable[[], int]) -> None:
+        self._clock = clock
+        self._last: tuple[int, Readiness] | None = None
+        self._running: asyncio.Future[Readiness] | None = None
+
+    async def check(self, gateway: "Gateway") -> Readiness:
+        while True:
+            if self._last is not None and self._clock() - self._last[0] < SHARED_FOR_SECONDS:
+                return self._last[1]
+            running = self._running
+            if running is None:
+                return await self._lead(gateway)
+            try:
+                return await asyncio.shield(running)
+            except asyncio.CancelledError:
+                if not running.cancelled():
+                    raise  # this caller was cancelled, not the leader
+                # the leader went away before answering: the next one of us leads
+
+    async def _lead(self, gateway: "Gateway") -> Readiness:
+        answer: asyncio.Future[Readiness] = asyncio.get_running_loop().create_future()
+        self._running = answer
+        try:
+            readiness = await check_readiness(gateway)
+        except BaseException:
+            answer.cancel()
+            raise
+        finally:
+            self._running = None
+        self._last = (self._clock(), readiness)
+        answer.set_result(readiness)
+        return readiness
+
+
+SERVICE_NAME = "readiness"
+
+
+async def shared_readiness(gateway: "Gateway") -> Readiness:
+    """``check_readiness``, at most once a second per process, for anonymous ``GET /ready`` callers.
+
+    The operator's detailed answer (the metrics token) is always fresh; it is not the amplifier.
+    """
+    shared = gateway.services.get(SERVICE_NAME)
+    if shared is None:
+        shared = gateway.services[SERVICE_NAME] = SharedReadiness(gateway.now)
+    return await shared.check(gateway)

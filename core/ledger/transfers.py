@@ -1,0 +1,285 @@
+"""Internal transfers: an instant, zero-fee move between two merchants' balances.
+
+A transfer is one ledger transaction (sender available -> recipient
+available), its ``transfers`` row and its two outbox events
+(``transfer.sent`` to the sender, ``transfer.received`` to the recipient),
+all committed in one database transaction: the recipient can spend the
+money the moment the request returns, and no webhook ever announces a
+transfer that rolled back. Delivery happens later; a failed webhook never
+undoes a transfer (SPEC 6.1).
+
+Guarantees callers may rely on:
+
+* The sender never goes below zero, also under concurrent requests on
+  either database: the ledger refuses the overdraft under its row lock.
+* A request with an ``idempotency_key`` the sender already used returns the
+  first transfer (``idempotent=True``) and moves nothing; the same key with
+  a different recipient, coin or amount is a 409. Concurrent twins create
+  one transfer (the unique key is claimed before any balance is touched).
+* With 2FA on, every new transfer needs a fresh TOTP code. A replay needs
+  none: it moves no money and only repeats what this caller already did.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Mapping
+
+from . import book as ledger
+from ..accounts.merchants import (
+    ACCOUNT_ID_BODY_LENGTH,
+    ACCOUNT_ID_PREFIX,
+    BASE58_ALPHABET,
+    find_by_account_id,
+    verify_totp,
+)
+from ..infra.db import Database, Row
+from ..errors import Conflict, InsufficientBalance, InvalidRequest, NotFound, Unauthorized
+from ..events.outbox import OutboxEvent, enqueue_events
+from ..events.key_destination import key_destination
+from ..accounts.lockout import DASHBOARD_CHANNEL
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+LEDGER_KIND = "transfer"
+API, DASHBOARD = "api", "dashboard"  # ``transfers.source``: which door the request came through
+ACCOUNT_ID = re.compile(rf"^{re.escape(ACCOUNT_ID_PREFIX)}-[{BASE58_ALPHABET}]{{{ACCOUNT_ID_BODY_LENGTH}}}$")
+
+
+def new_transfer_id() -> str:
+    """Sortable by creation (nanosecond clock, then random), so the history's
+    tie-break within one second is still newest first."""
+    return f"trf_{time.time_ns():016x}{secrets.token_hex(6)}"
+
+
+def ledger_reference(transfer_id: str) -> str:
+    return f"transfer:{transfer_id}"
+
+
+def is_account_id(value: Any) -> bool:
+    """True for a well-formed public account id (``ORB-`` and 20 base58 characters)."""
+    return isinstance(value, str) and ACCOUNT_ID.match(value) is not None
+
+
+@dataclass(frozen=True)
+class TransferRequest:
+    """A validated transfer request; ``amount`` is in base units of ``coin``."""
+
+    to_account_id: str
+    coin: str
+    amount: int
+    idempotency_key: str | None = None
+    totp_code: Any = None
+    source: str = API
+    key_id: str | None = None
+    request_id: str | None = None
+    # False when the caller knows the key has no webhook URL of its own (keys
+    # never change theirs), so nothing is read to find out.
+    key_has_webhook: bool = True
+    # Whose TOTP lockout a wrong code counts against (core/accounts/lockout.py ``totp_policy``).
+    totp_channel: str = DASHBOARD_CHANNEL
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    row: Row
+    idempotent: bool
+
+
+# -- sending ----------------------------------------------------------------------------------
+
+
+async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferRequest) -> TransferResult:
+    """Move ``request.amount`` from the sender to the recipient, at most once per idempotency key.
+
+    Raises 400 ``self_transfer_forbidden``, ``recipient_not_found``,
+    ``recipient_disabled``, ``insufficient_balance``; 401 "invalid TOTP
+    code"; 409 ``idempotency_key_reused``.
+    """
+    if not isinstance(request.amount, int) or isinstance(request.amount, bool) or request.amount <= 0:
+        raise ValueError("transfer amount must be a positive int in base units")
+    db = gateway.db
+    sender = await db.fetch_one("SELECT * FROM merchants WHERE id = :id", {"id": sender_id})
+    if sender is None:
+        raise NotFound()
+    if request.idempotency_key:
+        existing = await _by_idempotency_key(db, sender_id, request.idempotency_key)
+        if existing is not None:
+            return TransferResult(_same_request(db, existing, request), True)
+    recipient = await _recipient(db, sender, request.to_account_id)
+    # A cheap early answer that does not use up the caller's TOTP code; the
+    # ledger checks again under its row lock, which is what counts.
+    if await ledger.balance(db, ledger.merchant_available(sender_id), request.coin) < request.amount:
+        # A twin with the same key may have committed since the look-up above and
+        # spent the balance: then this request is its replay, not a refusal.
+        twin = await _by_idempotency_key(db, sender_id, request.idempotency_key) if request.idempotency_key else None
+        if twin is not None:
+            return TransferResult(_same_request(db, twin, request), True)
+        raise InsufficientBalance()
+    await _step_up(gateway, sender, request.totp_code, request.totp_channel)
+    row, posted = await _commit(gateway, sender, recipient, request)
+    if posted is None:  # a concurrent twin with the same key committed first
+        return TransferResult(_same_request(db, row, request), True)
+    await ledger.notify_posted(gateway, posted)
+    return TransferResult(row, False)
+
+
+async def _recipient(db: Database, sender: Row, to_account_id: str) -> Row:
+    if to_account_id == sender["account_id"]:
+        raise InvalidRequest("cannot transfer to your own account", code="self_transfer_forbidden")
+    recipient = await find_by_account_id(db, to_account_id)
+    if recipient is None:
+        raise InvalidRequest("recipient not found", code="recipient_not_found")
+    if not recipient["enabled"]:
+        raise InvalidRequest("recipient account is disabled", code="recipient_disabled")
+    return recipient
+
+
+async def _step_up(gateway: "Gateway", sender: Row, code: Any, channel: str) -> None:
+    """With 2FA on, a valid unused TOTP code; it is spent here, in its own transaction.
+
+    Checking it apart from the money transaction keeps the merchant row's
+    FOR UPDATE out of the transfer's locks, so two opposite transfers
+    between 2FA accounts cannot deadlock on each other's merchant rows.
+    """
+    if not sender["totp_enabled"]:
+        return
+    if not await verify_totp(gateway.db, sender["id"], code, now=gateway.now(), channel=channel):
+        raise Unauthorized("invalid TOTP code", code="totp_invalid")
+
+
+async def _commit(
+    gateway: "Gateway", sender: Row, recipient: Row, request: TransferRequest
+) -> tuple[Row, ledger.LedgerTransaction | None]:
+    """Row, ledger transaction and both outbox events in one transaction.
+
+    Returns ``(existing_row, None)`` when another request holding the same
+    idempotency key committed first. The row is inserted first: on
+    PostgreSQL a twin then waits on the unique key before it has locked
+    any balance, and sees the winner's row once that commits.
+    """
+    db = gateway.db
+    row: dict[str, Any] = {
+        "id": new_transfer_id(), "from_merchant_id": sender["id"], "to_merchant_id": recipient["id"],
+        "from_account_id": sender["account_id"], "to_account_id": recipient["account_id"],
+        "coin": request.coin, "amount": request.amount, "idempotency_key": request.idempotency_key,
+        "source": request.source, "key_id": request.key_id, "request_id": request.request_id,
+        "created_at": gateway.now(),
+    }
+    async with db.transaction():
+        claimed = await db.fetch_val(
+            "INSERT INTO transfers (id, from_merchant_id, to_merchant_id, from_account_id, to_account_id, coin,"
+            " amount, idempotency_key, source, key_id, request_id, created_at)"
+            " VALUES (:id, :from_merchant_id, :to_merchant_id, :from_account_id, :to_account_id, :coin, :amount,"
+            " :idempotency_key, :source, :key_id, :request_id, :created_at)"
+            " ON CONFLICT DO NOTHING RETURNING id",
+            {**row, "amount": db.amount_param(request.amount)},
+        )
+        if claimed is None:
+            existing = await _by_idempotency_key(db, sender["id"], request.idempotency_key or "")
+            if existing is None:  # pragma: no cover - only an idempotency key can conflict
+                raise RuntimeError(f"transfer {row['id']} conflicted without an idempotency key")
+            return existing, None
+        # No savepoint: any error here (an overdraft above all) rolls this whole transaction back.
+        posted = await ledger.transfer(
+            db, from_account=ledger.merchant_available(sender["id"]),
+            to_account=ledger.merchant_available(recipient["id"]), coin=request.coin, amount=request.amount,
+            reference=ledger_reference(row["id"]), kind=LEDGER_KIND, merchant_id=sender["id"],
+            memo=f"{row['from_account_id']} -> {row['to_account_id']}", savepoint=False,
+        )
+        await _enqueue_webhooks(gateway, row, request, {sender["id"]: sender, recipient["id"]: recipient})
+    return row, posted
+
+
+async def _enqueue_webhooks(
+    gateway: "Gateway", row: Mapping[str, Any], request: TransferRequest, merchants: Mapping[str, Row]
+) -> None:
+    """Both sides' events in one batch: a few statements inside the money transaction, not ten.
+
+    The two merchant rows were read by this request a moment ago; their
+    webhook settings are not read again.
+    """
+    body = webhook_body(gateway, row)
+    url, secret = None, None
+    if request.key_has_webhook:
+        url, secret = await key_destination(gateway.db, row["from_merchant_id"], request.key_id)
+    await enqueue_events(gateway, [
+        OutboxEvent(row["from_merchant_id"], "transfer.sent", body, f"transfer.sent:{row['id']}", url=url,
+                    secret=secret, request_id=request.request_id),
+        OutboxEvent(row["to_merchant_id"], "transfer.received", body, f"transfer.received:{row['id']}",
+                    request_id=request.request_id),
+    ], merchants=merchants)
+
+
+async def _by_idempotency_key(db: Database, sender_id: str, key: str) -> Row | None:
+    row = await db.fetch_one(
+        "SELECT * FROM transfers WHERE from_merchant_id = :m AND idempotency_key = :k", {"m": sender_id, "k": key}
+    )
+    return None if row is None else {**row, "amount": Database.to_int(row["amount"])}
+
+
+def _same_request(db: Database, existing: Row, request: TransferRequest) -> Row:
+    """The earlier transfer, if ``request`` asks for the same thing; else 409."""
+    same = (existing["to_account_id"], existing["coin"], Database.to_int(existing["amount"])) == (
+        request.to_account_id, request.coin, request.amount)
+    if not same:
+        raise Conflict("idempotency_key was already used for a different transfer", code="idempotency_key_reused")
+    return existing
+
+
+# -- shapes -------------------------------------------------------------------------------------
+
+
+def _amount(gateway: "Gateway", coin: str, units: Any) -> str:
+    units = Database.to_int(units)
+    known = gateway.coins.get(coin)
+    return known.format(units) if known is not None else str(units)
+
+
+def transfer_view(gateway: "Gateway", row: Mapping[str, Any], idempotent: bool = False) -> dict[str, Any]:
+    """The API response (SPEC 2.12); ``idempotent: true`` only on a replay."""
+    view: dict[str, Any] = {
+        "transfer_id": row["id"], "to_account_id": row["to_account_id"], "coin": row["coin"],
+        "amount": _amount(gateway, row["coin"], row["amount"]), "created_at": int(row["created_at"]),
+    }
+    if idempotent:
+        view["idempotent"] = True
+    return view
+
+
+def webhook_body(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, Any]:
+    """SPEC 6.4; the outbox adds event_id, event_type, event_timestamp (and request_id)."""
+    return {
+        "type": "transfer", "transfer_id": row["id"], "from_account_id": row["from_account_id"],
+        "to_account_id": row["to_account_id"], "coin": row["coin"],
+        "amount": _amount(gateway, row["coin"], row["amount"]), "created_at": int(row["created_at"]),
+    }
+
+
+def history_view(gateway: "Gateway", row: Mapping[str, Any], merchant_id: str) -> dict[str, Any]:
+    """One row of ``GET /dashboard/transfers``, seen from ``merchant_id``'s side."""
+    return {
+        "transfer_id": row["id"], "direction": "sent" if row["from_merchant_id"] == merchant_id else "received",
+        "from_account_id": row["from_account_id"], "to_account_id": row["to_account_id"], "coin": row["coin"],
+        "amount": _amount(gateway, row["coin"], row["amount"]), "created_at": int(row["created_at"]),
+    }
+
+
+# -- history ------------------------------------------------------------------------------------
+
+
+async def list_transfers(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> dict[str, Any]:
+    """Transfers the merchant sent or received, newest first (SPEC 4.12)."""
+    db = gateway.db
+    where = "from_merchant_id = :m OR to_merchant_id = :m"
+    rows = await db.fetch_all(
+        f"SELECT * FROM transfers WHERE {where} ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset",
+        {"m": merchant_id, "limit": limit, "offset": offset},
+    )
+    total = await db.fetch_val(f"SELECT COUNT(*) FROM transfers WHERE {where}", {"m": merchant_id})
+    return {"transfers": [history_view(gateway, r, merchant_id) for r in rows], "total": int(total),
+            "limit": limit, "offset": offset}

@@ -1,0 +1,31 @@
+"""Whether a merchant may take a coin that settles only via a swap: the core asks, a plugin decides.
+
+A coin that settles only via a swap is never held (``Coin.settles_only_via_swap``); it is
+accepted only when some plugin converts it into another coin for the
+merchant. The core does not know which plugin that is or where it keeps
+the merchant's choice: it asks ``decide_settlement_coin`` (the ``swaps``
+plugin answers the account's ``default_settlement_coin``). No answer, or
+the coin itself, means nobody converts it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..contract.coins import Coin
+    from ..gateway import Gateway
+
+
+def settles(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> bool:
+    """True unless ``coin`` settles only via a swap and no plugin converts it into another coin for ``merchant``."""
+    if not coin.settles_only_via_swap:
+        return True
+    answer = gateway.pm.hook.decide_settlement_coin(gateway=gateway, merchant=merchant, coin=coin)
+    if inspect.isawaitable(answer):
+        close = getattr(answer, "close", None)
+        if close is not None:
+            close()  # never awaited: say so instead of a "coroutine was never awaited" warning
+        raise TypeError("decide_settlement_coin must answer synchronously (no async def)")
+    return answer not in (None, "", coin.symbol)

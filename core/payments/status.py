@@ -1,0 +1,140 @@
+"""A payment's status follows its deposits and its lifetime (docs/decisions.md, "Payments").
+
+Paid once its credited deposits add up to at least its pay_amount (static
+addresses: the first credited deposit); Paying while money is on its way or
+underpaid; Expired when its lifetime elapsed and nothing is still
+confirming. Every change enqueues its webhook inside the caller's
+transaction and fires its hook after the commit, with a ``PaymentView``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from typing import TYPE_CHECKING, Any, Mapping
+
+from ..events.after_commit import AfterCommit, run_after_commit
+from ..watching.deposit_status import CREDITED, IN_PROGRESS
+from ..events.outbox import enqueue_event
+from ..events.key_destination import payment_destination
+from ..contract.plugins import call_first
+from .service import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
+from ..contract.views import payment_view_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+
+async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:
+    """Recompute a payment's status from its deposits (inside the caller's transaction)."""
+    db = gateway.db
+    payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}", {"t": track_id})
+    if payment is None or payment["status"] not in (WAITING, PAYING, PAID):
+        return
+    deposits = await payment_deposits(gateway, track_id)
+    credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
+    live = any(d["status"] in IN_PROGRESS for d in deposits)
+    covered = await call_first(gateway.pm, "decide_payment_covered", gateway=gateway, payment=payment,
+                               deposits=deposits)
+    if covered is not None:
+        paid = bool(covered)  # a plugin settles this payment in another coin (a venue's payout)
+    elif payment["type"] == STATIC:
+        paid = credited > 0
+    else:
+        paid = credited >= db.to_int(payment["pay_amount"])
+    status = PAID if paid else (PAYING if live or credited else WAITING)
+    if status == payment["status"]:
+        return
+    now = gateway.now()
+    if status == PAID:
+        generation = int(payment["paid_count"]) + 1
+        await db.execute(
+            "UPDATE payments SET status = :s, paid_at = :now, paid_count = :g, updated_at = :now WHERE track_id = :t",
+            {"s": PAID, "now": now, "g": generation, "t": track_id},
+        )
+        await payment_event(gateway, track_id, "payment.paid", f"payment.paid:{track_id}:{generation}")
+        await emit_after(gateway, "payment_paid", track_id, after)
+    else:
+        await db.execute("UPDATE payments SET status = :s, paid_at = NULL, updated_at = :now WHERE track_id = :t",
+                         {"s": status, "now": now, "t": track_id})
+
+
+async def _payment_row(gateway: "Gateway", track_id: str) -> Mapping[str, Any]:
+    """The row of a payment the caller just read or wrote (payments are never deleted)."""
+    row = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
+    assert row is not None, f"payment {track_id} exists: payments are never deleted"
+    return row
+
+
+async def emit_after(gateway: "Gateway", hook_name: str, track_id: str, after: AfterCommit) -> None:
+    """Queue ``hook_name(payment=PaymentView)`` with the payment as it stands now in this transaction."""
+    view = payment_view_of(gateway, await _payment_row(gateway, track_id))
+    after.append(lambda: gateway.emit(hook_name, payment=view))
+
+
+async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logical_key: str) -> None:
+    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now."""
+    payment = await _payment_row(gateway, track_id)
+    view = payment_view(gateway, payment, await payment_deposits(gateway, track_id))
+    body = {
+        "type": "payment",
+        **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
+                                    "address", "order_id", "paid_at", "transactions")},
+    }
+    if gateway.coins.require(payment["pay_currency"]).webhook_status_upper:
+        body["status"] = str(body["status"]).upper()
+    # A plugin's receive fields (a settled invoice's block) travel with the payment (SPEC 6.4).
+    if payment["receive_extra"]:
+        body.update({k: v for k, v in json.loads(payment["receive_extra"]).items() if k not in body})
+    await add_plugin_fields(gateway, body, payment_view_of(gateway, payment))
+    url, secret = await payment_destination(gateway, payment)
+    await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
+                        logical_key=logical_key, url=url, secret=secret)
+
+
+async def expire_payments(gateway: "Gateway") -> int:
+    """Waiting payments past their lifetime -> Expired; so are underpaid Paying ones
+    whose deposits have all settled (nothing still on its way). Fires ``payment_expired``."""
+    db = gateway.db
+    now = gateway.now()
+    rows = await db.fetch_all(
+        "SELECT track_id, status FROM payments WHERE status IN ('Waiting', 'Paying') AND expires_at IS NOT NULL"
+        " AND expires_at <= :now", {"now": now})
+    expired = 0
+    for row in rows:
+        after: AfterCommit = []
+        async with db.transaction():
+            payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}",
+                                         {"t": row["track_id"]})
+            assert payment is not None, "selected just above; payments are never deleted"
+            if payment["status"] not in OPEN_STATUSES:
+                continue
+            if await call_first(gateway.pm, "decide_payment_held_open", gateway=gateway, payment=payment):
+                continue  # paid in time where only a plugin sees it (a venue's deposit address)
+            if payment["status"] == PAYING:
+                waiting_on = await db.fetch_val(
+                    "SELECT COUNT(*) FROM deposits WHERE track_id = :t AND status IN (:p, :c)",
+                    {"t": row["track_id"], "p": IN_PROGRESS[0], "c": IN_PROGRESS[1]})
+                if waiting_on:
+                    continue  # paid in time, still confirming or converting: wait for it
+            await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
+                             {"s": EXPIRED, "now": now, "t": row["track_id"]})
+            await emit_after(gateway, "payment_expired", row["track_id"], after)
+            expired += 1
+        await run_after_commit(after)
+    return expired
+
+
+async def add_plugin_fields(gateway: "Gateway", body: dict[str, Any], payment: Any) -> None:
+    """``extra_payment_webhook_fields``: each plugin's extra fields, never replacing one already there."""
+    caller = gateway.pm.hook.extra_payment_webhook_fields
+    for impl in reversed(caller.get_hookimpls()):
+        args = {"gateway": gateway, "payment": payment}
+        extra: Any = impl.function(*[args[arg] for arg in impl.argnames])
+        if inspect.isawaitable(extra):
+            extra = await extra
+        if not isinstance(extra, Mapping) and extra is not None:
+            raise TypeError(f"plugin {impl.plugin_name} answered extra_payment_webhook_fields"
+                            f" with {type(extra).__name__}")
+        for key, value in (extra or {}).items():
+            body.setdefault(key, value)

@@ -1,0 +1,267 @@
+"""The payout worker: signs, broadcasts and confirms queued payouts, crash-safe.
+
+Runs as the core job ``payouts.process`` (every ``TICK_SECONDS``, one leader
+per job across processes) and as ``orbchain payouts work [--once]``. Each
+tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
+plus a lease) and moves each as far as it can go now:
+
+* queued: ``sign_payout`` once; the signed bytes are stored (stage signed)
+  before any broadcast, so a crash never leads to a second signature.
+* signed: ``broadcast`` the stored bytes (after a crash: the same bytes
+  again, which the sender contract makes harmless), then stage broadcast.
+* broadcast: ``payout_status`` until ``payout_confirmations`` deep
+  (Confirmed), reverted (Failed ``reverted``) or missing from the node for
+  longer than the chain's ``drop_after_seconds`` (Failed ``dropped``).
+
+Chain calls never run inside a database transaction. A permanent refusal
+fails the payout at once (``broadcast_rejected: <reason>``); transient
+errors back off and fail as ``broadcast_timeout`` after ``MAX_ATTEMPTS`` or
+``BROADCAST_TIMEOUT_SECONDS``, but only once the node says it has never seen
+the transaction: money that may be on its way is never re-credited.
+
+Test hook: with ``ORBCHAIN_FAULT=after_sign`` or ``after_broadcast`` in the
+environment the process kills itself (SIGKILL) at that point. Unset, it is
+a no-op; it exists for ``tests/test_payouts_crash.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import TYPE_CHECKING
+
+from . import service as payouts
+from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..infra.stopping import undone_if_cancelled
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+JOB_NAME = "payouts.process"
+TICK_SECONDS = 2
+BATCH_SIZE = 100
+# A claim outlives any sane chain call; a crashed worker's payouts return after it.
+LEASE_SECONDS = 60
+MAX_ATTEMPTS = 10
+BROADCAST_TIMEOUT_SECONDS = 1800
+MAX_BACKOFF_SECONDS = 300
+DEFAULT_POLL_SECONDS = 10
+FAULT_ENV = "ORBCHAIN_FAULT"
+
+Row = payouts.Row
+
+
+def _fault(point: str) -> None:
+    """Test hook: die here, uncleanly, when ``ORBCHAIN_FAULT`` names this point."""
+    if os.environ.get(FAULT_ENV) == point:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def backoff_seconds(attempts: int) -> int:
+    return min(MAX_BACKOFF_SECONDS, 2 ** max(1, attempts))
+
+
+async def process_payouts(gateway: "Gateway", *, limit: int = BATCH_SIZE) -> int:
+    """One tick: claim due payouts and advance each; returns how many were claimed.
+
+    Cancelled (a stop's deadline), the tick gives back the claims it still
+    holds, so the payouts go on at the next tick, here after a restart or in
+    another worker, instead of after ``LEASE_SECONDS``.
+    """
+    claimed = await payouts.claim_due(gateway, limit, LEASE_SECONDS)
+    if not claimed:
+        return 0
+    async with undone_if_cancelled(lambda: payouts.release_claim(gateway, claimed[0]["claim_token"]),
+                                   f"the payout tick ({len(claimed)} claimed)"):
+        for row in claimed:
+            if gateway.stop.requested.is_set():
+                break  # stopping: the payouts not started yet keep for the next tick (claims given back below)
+            try:
+                await advance(gateway, row)
+            except Exception:  # one payout's bug must not stall the others
+                # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
+                log.exception("payout %s: unexpected error at stage %s", row["id"], row["stage"])
+        if gateway.stop.requested.is_set():
+            await payouts.release_claim(gateway, claimed[0]["claim_token"])
+    return len(claimed)
+
+
+async def process_job(gateway: "Gateway") -> None:
+    await process_payouts(gateway)
+
+
+async def run_worker(gateway: "Gateway", *, once: bool = False) -> int:
+    """The CLI loop: tick every ``TICK_SECONDS`` (or once) until the gateway's stop; returns the exit status."""
+    stop = gateway.stop.requested
+    while not stop.is_set():
+        claimed = await process_payouts(gateway)
+        if once:
+            print(f"processed {claimed} payout(s)")
+            return 0
+        try:
+            await asyncio.wait_for(stop.wait(), TICK_SECONDS)
+        except TimeoutError:
+            pass
+    return 0
+
+
+async def create_and_send(gateway: "Gateway", merchant_id: str,
+                          request: payouts.PayoutRequest) -> payouts.PayoutOutcome:
+    """``payouts.create_payout``, then, on a chain with ``INSTANT_PAYOUTS``, the payout sent before answering."""
+    outcome = await payouts.create_payout(gateway, merchant_id, request)
+    if request.route.instant and not outcome.replay:
+        outcome = payouts.PayoutOutcome(await drive_now(gateway, outcome.row), False, outcome.posted)
+    return outcome
+
+
+async def drive_now(gateway: "Gateway", row: Row) -> Row:
+    """Advance one just-reserved payout of an ``INSTANT_PAYOUTS`` chain in the request that made it.
+
+    The payout is claimed like the worker claims it, so a worker tick cannot
+    send it at the same time; whatever is still undecided when the sender
+    returns (an in-flight Lightning payment) stays Confirming for the worker.
+    Returns the row as it stands afterwards.
+    """
+    claimed = await payouts.claim_one(gateway, row["id"], LEASE_SECONDS)
+    if claimed is not None:
+        async with undone_if_cancelled(lambda: payouts.release_claim(gateway, claimed["claim_token"]),
+                                       f"sending payout {row['id']} at once"):
+            try:
+                await advance(gateway, claimed)
+            except Exception:  # the worker takes it over when the claim expires
+                log.exception("payout %s: unexpected error while sending it at once", row["id"])
+    current = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": row["id"]})
+    assert current is not None, "payouts are never deleted"
+    return current
+
+
+def _sender(gateway: "Gateway", row: Row) -> tuple[ChainAdapter | None, PayoutSender | None]:
+    adapter = gateway.chains.get(row["chain"])
+    return adapter, (payouts.sender_of(adapter) if adapter is not None else None)
+
+
+async def advance(gateway: "Gateway", row: Row) -> None:
+    """Move one claimed payout through as many stages as it can take now."""
+    adapter, sender = _sender(gateway, row)
+    if adapter is None or sender is None:
+        log.warning("payout %s: chain %s has no payout sender here; retrying later", row["id"], row["chain"])
+        await payouts.record_retry(gateway, row, error=f"chain {row['chain']} is not configured",
+                                   next_at=gateway.now() + DEFAULT_POLL_SECONDS)
+        return
+    current: Row | None = row  # None once another worker holds the claim
+    if row["stage"] == payouts.QUEUED:
+        current = await _sign(gateway, sender, row)
+    if current is not None and current["stage"] == payouts.SIGNED:
+        current = await _broadcast(gateway, sender, current)
+    if current is not None and current["stage"] == payouts.BROADCAST:
+        await _poll(gateway, adapter, sender, current)
+
+
+def _signed(row: Row) -> SignedPayout:
+    return SignedPayout(row["tx_hash"], row["raw_tx"])
+
+
+async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    order = PayoutOrder(payout_id=row["id"], coin=row["coin"], destination=row["destination"],
+                        amount=gateway.db.to_int(row["amount"]))
+    try:
+        signed = await sender.sign_payout(order)
+    except BroadcastError as exc:
+        if exc.permanent:
+            await payouts.finish(gateway, row, status=payouts.FAILED,
+                                 failure_reason=exc.reason or f"sign_rejected: {exc}")
+        else:
+            await _retry_or_time_out(gateway, sender, row, exc)
+        return None
+    except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
+        await _retry_or_time_out(gateway, sender, row, exc)
+        return None
+    stored = await payouts.record_signed(gateway, row, signed)
+    if stored is not None:
+        _fault("after_sign")
+    return stored
+
+
+async def _broadcast(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    try:
+        await sender.broadcast(_signed(row))
+    except BroadcastError as exc:
+        if not exc.permanent:
+            await _retry_or_time_out(gateway, sender, row, exc)
+        elif await _seen(sender, row):  # an earlier attempt did land: the refusal is about a duplicate
+            return await payouts.record_broadcast(gateway, row)
+        else:
+            await payouts.finish(gateway, row, status=payouts.FAILED,
+                                 failure_reason=exc.reason or f"broadcast_rejected: {exc}")
+        return None
+    except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
+        await _retry_or_time_out(gateway, sender, row, exc)
+        return None
+    _fault("after_broadcast")
+    return await payouts.record_broadcast(gateway, row)
+
+
+async def _seen(sender: PayoutSender, row: Row) -> bool | None:
+    """Does the node know the stored transaction? None when it cannot say."""
+    try:
+        return (await sender.payout_status(_signed(row))).found
+    except Exception:  # noqa: BLE001
+        return None
+
+
+async def _retry_or_time_out(gateway: "Gateway", sender: PayoutSender, row: Row, exc: BaseException) -> None:
+    now = gateway.now()
+    attempts = int(row["attempts"]) + 1
+    first = row["first_attempt_at"] or now
+    error = f"{type(exc).__name__}: {exc}"
+    log.warning("payout %s: %s failed (attempt %d): %s", row["id"], row["stage"], attempts, error)
+    if attempts >= MAX_ATTEMPTS or now - first >= BROADCAST_TIMEOUT_SECONDS:
+        seen = False if row["stage"] == payouts.QUEUED else await _seen(sender, row)
+        if seen is False:
+            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.BROADCAST_TIMEOUT)
+            return
+        if seen:
+            await payouts.record_broadcast(gateway, row)
+            return
+        # The node cannot even say whether it has the transaction: keep trying, never re-credit blind.
+    await payouts.record_retry(gateway, row, error=error, attempts=attempts, next_at=now + backoff_seconds(attempts))
+
+
+def _poll_seconds(adapter: ChainAdapter) -> int:
+    return max(1, int(adapter.scan_seconds))
+
+
+async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row) -> None:
+    now = gateway.now()
+    try:
+        status = await sender.payout_status(_signed(row))
+    except Exception as exc:  # noqa: BLE001 - ask again next time
+        await payouts.record_retry(gateway, row, error=f"{type(exc).__name__}: {exc}",
+                                   next_at=now + _poll_seconds(adapter))
+        return
+    if status.failed:
+        await payouts.finish(gateway, row, status=payouts.FAILED,
+                             failure_reason=status.failure_reason or payouts.REVERTED,
+                             confirmations=status.confirmations, network_fee=status.network_fee,
+                             details=status.details)
+    elif status.found and status.confirmations >= sender.payout_confirmations:
+        await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations,
+                             network_fee=status.network_fee, details=status.details)
+    elif status.found:
+        await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
+                                      next_at=now + _poll_seconds(adapter))
+    else:
+        missing_since = row["missing_since"] or now
+        if now - missing_since >= int(adapter.drop_after_seconds):
+            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.DROPPED, confirmations=0)
+            return
+        try:  # evicted from a mempool: offer the same bytes again
+            await sender.broadcast(_signed(row))
+        except Exception as exc:  # noqa: BLE001 - best effort; the grace period decides
+            log.info("payout %s: re-broadcast of a missing transaction failed: %s", row["id"], exc)
+        await payouts.record_progress(gateway, row, confirmations=0, missing_since=missing_since,
+                                      next_at=now + _poll_seconds(adapter))

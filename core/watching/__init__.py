@@ -1,0 +1,1 @@
+"""Following the chains: deposit addresses, the scanner, the deposit engine and catch-up over pruned blocks."""
