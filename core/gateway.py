@@ -42,6 +42,7 @@ from .contract.registries import (
     StartupError,
 )
 from .infra.secrets import Secrets
+from .infra.signals import Signals
 from .infra.stopping import Stop
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,8 @@ class Gateway:
     cpu: CpuPool = field(default_factory=CpuPool)
     # Services attached by the web app or the CLI at start (prices, outbox ...).
     services: dict[str, Any] = field(default_factory=dict)
+    # Messages every process of this gateway hears (core/infra/signals.py): wake a scan, a payment changed.
+    signals: Signals = field(default_factory=Signals)
     # This process's stop (core/infra/stopping.py): set on SIGTERM/SIGINT; long loops may end early on it.
     stop: Stop = field(init=False)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import enum
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence, cast
+from typing import Any, Callable, Mapping, Sequence, cast
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,11 @@ class Capability(enum.Enum):
       addresses inside blocks the node pruned (``BlocksPruned``), so deposits
       made while the gateway was down are not lost when the node forgot
       those blocks. Without it the scan cannot pass a pruned block.
+    * ``PUSH``: ``push(heard)`` follows the node's own notifications (a P2P
+      peer's announcements, ZMQ, a WebSocket subscription) and calls
+      ``heard`` for each new transaction or block, so the core scans at once
+      instead of waiting for ``scan_seconds``. The poll keeps running as the
+      safety net; a lost stream is reconnected by the core with backoff.
     """
 
     DEPOSITS = "deposits"
@@ -122,6 +127,7 @@ class Capability(enum.Enum):
     SWEEPS = "sweeps"
     INSTANT_PAYOUTS = "instant_payouts"
     HISTORY = "history"
+    PUSH = "push"
 
 
 class ChainAdapter(ABC):
@@ -192,6 +198,20 @@ class ChainAdapter(ABC):
         ``ChainUnavailable`` to have the whole catch-up retried.
         """
         return ()
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        """Follow the node's notifications until the stream ends; called only with ``Capability.PUSH``.
+
+        Connect, then call ``heard("tx")`` when the node announces a new
+        transaction and ``heard("block")`` for a new block (``heard`` only
+        wakes the scan: it is cheap, never blocks and may be called in
+        bursts). Return or raise ``ChainUnavailable`` when the stream is lost;
+        the core calls ``push`` again after a backoff, and the periodic scan
+        keeps crediting meanwhile, so a missed notification delays a deposit
+        by at most ``scan_seconds`` and never loses it. Cancellation (the
+        gateway stopping) must close the connection.
+        """
+        raise NotImplementedError(f"{type(self).__name__} declares Capability.PUSH without push()")
 
     async def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing to release
         """Release connections. The core calls it once at shutdown (the web app's
@@ -328,5 +348,7 @@ def check_capabilities(adapter: ChainAdapter) -> None:
         raise ValueError(f"chain adapter {adapter.name!r} declares INSTANT_PAYOUTS without PAYOUTS")
     if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:
         raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")
+    if adapter.supports(Capability.PUSH) and type(adapter).push is ChainAdapter.push:
+        raise ValueError(f"chain adapter {adapter.name!r} declares Capability.PUSH but does not implement push()")
     if adapter.supports(Capability.HISTORY) and type(adapter).address_history is ChainAdapter.address_history:
         raise ValueError(f"chain adapter {adapter.name!r} declares HISTORY but does not implement address_history()")

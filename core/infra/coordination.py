@@ -1,9 +1,10 @@
-"""What one process shares with the others: rate-limit counts and credential-cache invalidation.
+"""What one process shares with the others: rate-limit counts, credential-cache invalidation, signals.
 
 On PostgreSQL a dedicated side connection (core/infra/pg_side.py) LISTENs for
 credential changes (emptying the auth cache, core/accounts/auth_cache.py, and
 acknowledging them, core/accounts/auth_fanout.py) and carries the rate limiter's
-batched sync (core/infra/ratelimit.py). On SQLite, one process
+batched sync (core/infra/ratelimit.py) and the gateway's signals (core/infra/signals.py:
+wake a scan, a payment changed). On SQLite, one process
 by design, both stay in memory and the cache is invalidated in process.
 """
 
@@ -17,6 +18,7 @@ from ..accounts.auth_cache import CHANNEL, AuthCache
 from ..accounts.auth_fanout import AuthFanout
 from .pg_side import SideConnection
 from .ratelimit import MemoryRateLimiter, SyncedRateLimiter
+from .signals import CHANNEL as SIGNAL_CHANNEL
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -32,10 +34,18 @@ async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
         yield
         return
     cache = AuthCache(lambda: side.healthy())
+    signals = gateway.signals
+
+    def reset() -> None:
+        cache.invalidate()
+        signals.lost()
+
     side = SideConnection(gateway.db.url, CHANNEL, on_notify=lambda payload: fanout.notified(payload),
-                          on_reset=cache.invalidate)
+                          on_reset=reset)
+    side.listen(SIGNAL_CHANNEL, signals.received)
     fanout = AuthFanout(side, cache)
     await side.start()
+    signals.attach(lambda message: side.fetch("SELECT pg_notify($1, $2)", SIGNAL_CHANNEL, message))
     limiter = SyncedRateLimiter(side, clock)
     gateway.services["auth_cache"] = cache
     gateway.services["auth_fanout"] = fanout
@@ -47,6 +57,7 @@ async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
         syncing.cancel()
         await asyncio.gather(syncing, return_exceptions=True)
         await limiter.sync()  # hand this process's last counts to the others
+        await signals.detach()
         await fanout.close()
         gateway.services.pop("auth_fanout", None)
         await side.stop()

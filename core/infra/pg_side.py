@@ -72,6 +72,11 @@ class SideConnection:
         self._last_ok = float("-inf")  # float ok: a monotonic clock reading
         self._task: asyncio.Task | None = None
         self._closing = False
+        self._more: dict[str, Callable[[str], None]] = {}
+
+    def listen(self, channel: str, on_notify: Callable[[str], None]) -> None:
+        """LISTEN on ``channel`` too (from the next connect on: call before ``start``)."""
+        self._more[channel] = on_notify
 
     def healthy(self) -> bool:
         return self._conn is not None and self._clock() - self._last_ok < STALE_AFTER_SECONDS
@@ -114,6 +119,8 @@ class SideConnection:
         conn = await asyncpg.connect(self._dsn, server_settings=self._settings or None)
         conn.add_termination_listener(lambda _conn: asyncio.get_running_loop().create_task(self._lost()))
         await conn.add_listener(self._channel, self._notified)
+        for channel, on_notify in self._more.items():
+            await conn.add_listener(channel, lambda _c, _p, _ch, payload, cb=on_notify: cb(payload))
         await conn.execute(_BEAT_SQL, self.node, int(self._wall()))
         self._conn = conn
         # Anything sent while no session listened is unknown: start from nothing.
