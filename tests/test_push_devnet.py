@@ -24,7 +24,9 @@ HOUR = 3600
 async def _status(shop: Any, track_id: str, wanted: str) -> None:
     """Until the merchant API shows ``wanted`` (bounded only against a hang)."""
     async def poll() -> None:
-        while (await view_payment(shop.client, shop.merchant, track_id))["status"] != wanted:
+        while True:
+            if (await view_payment(shop.client, shop.merchant, track_id))["status"] == wanted:
+                return
             await asyncio.sleep(0.05)
 
     await asyncio.wait_for(poll(), HANG_SECONDS)

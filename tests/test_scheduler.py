@@ -191,7 +191,9 @@ class Gate:
 async def _idle(scheduler: JobScheduler) -> None:
     """Until no run is in flight (a queued run starts before the one it follows leaves ``running``)."""
     async def poll() -> None:
-        while scheduler.running:
+        while True:
+            if not scheduler.running:
+                return
             await asyncio.sleep(0)
 
     await asyncio.wait_for(poll(), HANG_SECONDS)
@@ -249,7 +251,7 @@ async def test_a_wake_heard_in_one_process_runs_the_job_in_the_leader(make_clien
     A reaches B by NOTIFY, and B runs the job once more as soon as its run ends; A's own try is refused the
     lock. Break caught: the wake kept in process (B never runs again), or A running it beside the leader."""
     entered: list[str] = []
-    release, b_heard = asyncio.Event(), asyncio.Event()
+    release, b_heard, b_started = asyncio.Event(), asyncio.Event(), asyncio.Event()
 
     class Gated:
         PLUGIN_NAME = "gated"
@@ -261,6 +263,8 @@ async def test_a_wake_heard_in_one_process_runs_the_job_in_the_leader(make_clien
         def register_jobs(self, registry):
             async def gated(gateway):
                 entered.append(self.name)
+                if self.name == "b":
+                    b_started.set()
                 await release.wait()
 
             registry.add("gated.job", gated, seconds=3600)
@@ -272,11 +276,7 @@ async def test_a_wake_heard_in_one_process_runs_the_job_in_the_leader(make_clien
     scheduler_a, scheduler_b = gw_a.services["scheduler"], gw_b.services["scheduler"]
     scheduler_b.wake("gated.job")  # B leads: its run holds the lock
     try:
-        async def b_runs() -> None:
-            while entered != ["b"]:
-                await asyncio.sleep(0.01)
-
-        await asyncio.wait_for(b_runs(), HANG_SECONDS)
+        await asyncio.wait_for(b_started.wait(), HANG_SECONDS)
         gw_b.signals.subscribe("wake", lambda name: b_heard.set())  # after the scheduler's own subscriber
         gw_a.signals.publish("wake", "gated.job")
         await asyncio.wait_for(b_heard.wait(), HANG_SECONDS)

@@ -64,7 +64,9 @@ def _gateway(*adapters: ChainAdapter) -> SimpleNamespace:
 
 async def _until(condition) -> None:
     async def poll() -> None:
-        while not condition():
+        while True:
+            if condition():
+                return
             await asyncio.sleep(0)
 
     await asyncio.wait_for(poll(), HANG_SECONDS)
