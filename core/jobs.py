@@ -19,7 +19,7 @@ from .accounts.lockout import prune
 from .infra.metrics_db import ledger_check_job
 from .payments.status import expire_payments
 from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
-from .watching.scanner import scan_job
+from .watching.scanner import scan_job, scan_job_name
 from .events.webhooks import deliver_due
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,4 +48,4 @@ def register_core_jobs(gateway: "Gateway") -> None:
     if gateway.config.metrics.ledger_check_seconds:
         gateway.jobs.add("ledger.check", ledger_check_job, seconds=gateway.config.metrics.ledger_check_seconds)
     for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):
-        gateway.jobs.add(f"chain.{adapter.name}.scan", scan_job(adapter), seconds=adapter.scan_seconds)
+        gateway.jobs.add(scan_job_name(adapter.name), scan_job(adapter), seconds=adapter.scan_seconds)

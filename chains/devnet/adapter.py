@@ -3,12 +3,14 @@
 The scanner treats it like any node-backed adapter: it follows ``tip`` and
 ``block(height)``, notices replaced hashes after a reorg and reads
 ``mempool`` for the Paying state. Addresses are real mainnet formats.
-It also sends payouts (``DevnetPayouts``) from a simulated hot wallet.
+It also sends payouts (``DevnetPayouts``) from a simulated hot wallet, and
+pushes (``Capability.PUSH``): a payment made through this process (the pay
+form, ``pay_on_devnet``) is scanned at once.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ...api import Block, BlockRef, Capability, ChainAdapter, Transfer
 from .chain import NETWORK, DevnetChain
@@ -24,7 +26,7 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
     name = CHAIN_NAME
     network = NETWORK
     simulated = True
-    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS})
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.PUSH})
     # The whole devnet history is short and local: scan it from genesis.
     start_height = 0
 
@@ -41,6 +43,9 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
 
     async def mempool(self) -> Sequence[Transfer]:
         return await self.chain.mempool()
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        await self.chain.follow(heard)
 
 
 def devnet_chain(gateway: "Gateway") -> DevnetChain | None:

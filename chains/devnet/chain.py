@@ -10,11 +10,18 @@ Every write runs in ``db.transaction()`` and first locks the genesis row
 database layer already), so concurrent ``mine``/``reorg`` calls from any
 process take turns. Should two writers still collide on a height, the
 primary key refuses the second block and that writer retries on the new tip.
+
+Like a node's notifications, ``follow(heard)`` hears ``"tx"`` after each
+committed ``pay``/``submit`` and ``"block"`` after each ``mine``/``reorg``
+made by this process (the adapter's ``push``); a write from another process
+(``orbchain devnet`` in a shell) is found by the periodic scan.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import logging
 import secrets
 import sqlite3
 import time
@@ -26,6 +33,8 @@ from ...api import (
     AddressError, AddressFamilyRegistry, Block, BlockRef, ChainUnavailable, Coin, Database, Transfer,
     UnknownFamilyError,
 )
+
+log = logging.getLogger(__name__)
 
 NETWORK = "mainnet"
 GENESIS_PARENT = "0" * 64
@@ -99,6 +108,7 @@ class DevnetChain:
         self.coins = None if coins is None else frozenset(coins)
         self._clock = clock
         self.families = families if families is not None else AddressFamilyRegistry()
+        self._listeners: list[Callable[[str], None]] = []
 
     def serves(self, symbol: str) -> bool:
         return self.coins is None or symbol in self.coins
@@ -133,6 +143,7 @@ class DevnetChain:
                 {"tx": tx_hash, "coin": coin.symbol, "address": normalized,
                  "amount": self.db.amount_param(amount_units), "t": self._now()},
             )
+        self._announce("tx")
         return tx_hash
 
     async def submit(self, tx_hash: str, coin: str, address: str, amount_units: int) -> bool:
@@ -153,6 +164,8 @@ class DevnetChain:
                 {"tx": tx_hash.lower(), "coin": coin, "address": address,
                  "amount": self.db.amount_param(amount_units), "t": self._now()},
             )
+        if inserted is not None:
+            self._announce("tx")
         return inserted is not None
 
     async def mine(self, n: int = 1) -> list[BlockRef]:
@@ -169,7 +182,9 @@ class DevnetChain:
                     mined.append(tip)
                 return mined
 
-        return await self._retry_on_conflict(work)
+        mined = await self._retry_on_conflict(work)
+        self._announce("block")
+        return mined
 
     async def reorg(self, depth: int, drop: Sequence[str] = ()) -> None:
         """Replace the newest ``depth`` blocks by ``depth + 1`` new ones.
@@ -213,6 +228,7 @@ class DevnetChain:
                     parent = await self._append_block(parent, take_mempool=False)
 
         await self._retry_on_conflict(work)
+        self._announce("block")
 
     async def _check_droppable(self, to_drop: set[str], fork: int) -> None:
         clause, values = _in_list("d", sorted(to_drop))
@@ -262,6 +278,23 @@ class DevnetChain:
                 if not _is_unique_violation(exc) or attempt == _CONFLICT_RETRIES - 1:
                     raise
         raise AssertionError("unreachable")
+
+    # -- notifications ---------------------------------------------------------------------------
+
+    async def follow(self, heard: Callable[[str], None]) -> None:
+        """Call ``heard`` for every transaction and block this process makes, until cancelled."""
+        self._listeners.append(heard)
+        try:
+            await asyncio.Event().wait()  # an in-process stream never drops
+        finally:
+            self._listeners.remove(heard)
+
+    def _announce(self, kind: str) -> None:
+        for heard in list(self._listeners):
+            try:
+                heard(kind)
+            except Exception:  # a listener's failure is not the write's: it committed
+                log.exception("devnet %s listener failed", kind)
 
     # -- reads -------------------------------------------------------------------
 

@@ -121,6 +121,8 @@ class PluginsConfig:
 @dataclass(frozen=True)
 class SchedulerConfig:
     enabled: bool = True
+    # Follow chain nodes' notification streams (Capability.PUSH) to scan at once; off: polling only.
+    push: bool = True
 
 
 @dataclass(frozen=True)

@@ -128,6 +128,13 @@ class Metrics:
                                ("chain",), multiprocess_mode="mostrecent", registry=registry)
         self.chain_last_scan = Gauge("orbchain_chain_last_scan_timestamp_seconds", "When the last scan pass ended",
                                      ("chain",), multiprocess_mode="mostrecent", registry=registry)
+        # Push streams (core/watching/push.py): every serving process follows them, so "any process connected".
+        self.push_connected = Gauge("orbchain_chain_push_connected", "1 while the chain node's notification"
+                                    " stream is up", ("chain",), multiprocess_mode="livemax", registry=registry)
+        self.push_notifications = Counter("orbchain_chain_push_notifications", "Notifications the chain node"
+                                          " pushed, by kind (tx, block)", ("chain", "kind"), registry=registry)
+        self.push_reconnects = Counter("orbchain_chain_push_reconnects", "Times the notification stream was"
+                                       " opened again after it ended", ("chain",), registry=registry)
 
     def job_finished(self, job: str, seconds: float, failed: bool) -> None:  # float ok: a duration
         self.job_runs.labels(job).inc()

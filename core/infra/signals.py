@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 CHANNEL = "orbchain_signals"
 RESET = "signals.reset"
+# Payload: a job's name. Every process hears it; the one that leads the job runs it now (scheduler/runner.py).
+WAKE = "wake"
 MAX_PAYLOAD = 7000  # NOTIFY's payload limit is 8000 bytes; topic and origin ride along
 
 Callback = Callable[[str], None]
@@ -59,8 +61,13 @@ class Signals:
     def subscribers(self, topic: str) -> int:
         return len(self._subscribers.get(topic, ()))
 
-    def publish(self, topic: str, payload: str = "") -> None:
-        """Deliver ``payload`` on ``topic`` here now and to the other processes soon (never blocks)."""
+    def publish(self, topic: str, payload: str = "") -> asyncio.Task | None:
+        """Deliver ``payload`` on ``topic`` here now and to the other processes soon (never blocks).
+
+        Returns the forward to the other processes (done once the NOTIFY was
+        sent), None when there are none (SQLite), so a caller can keep at
+        most one in flight.
+        """
         if " " in topic or not topic:
             raise ValueError(f"signal topic must be one non-empty word, not {topic!r}")
         if len(payload) > MAX_PAYLOAD:
@@ -71,6 +78,8 @@ class Signals:
             task = asyncio.get_running_loop().create_task(self._forward(self._send, message))
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
+            return task
+        return None
 
     def attach(self, send: Sender) -> None:
         """Forward every publication through ``send(message)`` (the side connection's NOTIFY)."""

@@ -147,6 +147,11 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
     return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited, tip.height)
 
 
+def scan_job_name(chain: str) -> str:
+    """The name of a chain's scan job, which a wake signal names to scan that chain now."""
+    return f"chain.{chain}.scan"
+
+
 def scan_job(adapter: ChainAdapter) -> Callable[["Gateway"], Awaitable[None]]:
     """The periodic job the core registers for each chain adapter."""
 

@@ -160,6 +160,10 @@ from ..core.infra.secrets import load_secrets
 # Jobs (register_jobs): give back a claim when the process stops mid-run.
 from ..core.infra.stopping import undone_if_cancelled
 
+# Signals every process hears (gateway.signals): WAKE runs a job now in its leader, e.g. a chain's scan.
+from ..core.infra.signals import RESET, WAKE, Signals
+from ..core.watching.scanner import scan_job_name
+
 __all__ = [
     # hooks
     "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
@@ -172,6 +176,8 @@ __all__ = [
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
     "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
+    # signals
+    "RESET", "WAKE", "Signals", "scan_job_name",
     # receiving
     "ReceiveTarget", "complete_credit", "observe_final",
     # ledger

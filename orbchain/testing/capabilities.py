@@ -16,8 +16,8 @@ from typing import Any, Callable, TypeVar
 
 import pytest
 
-DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY = "deposits", "mempool", "reorgs", "payouts", "history"
-CAPABILITIES = (DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY)
+DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY, PUSH = "deposits", "mempool", "reorgs", "payouts", "history", "push"
+CAPABILITIES = (DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY, PUSH)
 MARKER = "orbchain_requires"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,7 +32,7 @@ def requires(*capabilities: str) -> Callable[[F], F]:
 
 
 _CORE_NAMES = {DEPOSITS: "DEPOSITS", MEMPOOL: "MEMPOOL", REORGS: "DEPOSITS", PAYOUTS: "PAYOUTS",
-               HISTORY: "HISTORY"}
+               HISTORY: "HISTORY", PUSH: "PUSH"}
 
 
 def supports(adapter: Any, capability: str) -> bool:

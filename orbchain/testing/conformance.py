@@ -14,7 +14,8 @@ Each test gets a fresh gateway (on SQLite, and on PostgreSQL when
 and checks one promise of the adapter contract end to end: the scanner sees
 the deposit, counts confirmations on the best chain, survives reorganisations
 before and after crediting, catches up over blocks the node pruned
-(``HISTORY``), and the payout worker signs, broadcasts and
+(``HISTORY``), the node's notification stream announces what the
+driver does (``PUSH``), and the payout worker signs, broadcasts and
 confirms payouts, re-broadcasting the stored bytes after a crash. A test
 whose capability the adapter does not declare is reported as not
 applicable (``capabilities.requires``).
@@ -22,15 +23,24 @@ applicable (``capabilities.requires``).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any, AsyncIterator, Callable
 
 import pytest
 import pytest_asyncio
 
-from .capabilities import (DEPOSITS, HISTORY, MEMPOOL, PAYOUTS, REORGS, requires, skip_unless_applicable,
+from .capabilities import (DEPOSITS, HISTORY, MEMPOOL, PAYOUTS, PUSH, REORGS, requires, skip_unless_applicable,
                            supports)
 from .driver import ChainDriver
 from .harness import ChainShop, open_chain_shop
+
+
+# Bounds that only catch a hang (a stream that never announces, a push() that ignores its cancellation).
+PUSH_HANG_SECONDS = 30.0
+# How long one block mined to prove the stream is subscribed is waited for before mining another.
+PUSH_PRIME_SECONDS = 1.0
+PUSH_KINDS = frozenset({"tx", "block"})
 
 
 class SimulatedCrash(BaseException):
@@ -171,6 +181,50 @@ class AdapterConformance:
         reversed_ = await shop.events("deposit.reversed")
         assert [e["tx_hash"] for e in reversed_] == [tx_hash]
         assert await shop.ledger_ok()
+
+    # -- push ------------------------------------------------------------------------------------
+
+    @requires(DEPOSITS, PUSH)
+    async def test_push_announces_a_transfer_and_its_block(self, chain_shop: ChainShop) -> None:
+        """``push(heard)`` follows the node: once subscribed (proved by a block it announced), a transfer and
+        the block mining it are heard, only as "tx" or "block"; cancelling ``push`` ends it."""
+        shop = chain_shop
+        heard: list[str] = []
+        news = asyncio.Event()
+
+        def on(kind: str) -> None:
+            heard.append(kind)
+            news.set()
+
+        stream = asyncio.create_task(shop.adapter.push(on))
+        try:
+            await self._until_heard(shop, news, stream)
+            news.clear()
+            since = len(heard)
+            payment = await shop.payment()
+            await shop.driver.send(payment["address"], shop.units(shop.driver.deposit_amount))
+            await shop.driver.mine(1)
+            await asyncio.wait_for(news.wait(), PUSH_HANG_SECONDS)
+            assert len(heard) > since and not stream.done()
+            assert set(heard) <= PUSH_KINDS, heard
+        finally:
+            stream.cancel()
+            await asyncio.wait({stream}, timeout=PUSH_HANG_SECONDS)
+        assert stream.done(), "push() must end when cancelled (closing its connection)"
+        if not stream.cancelled() and stream.exception() is not None:
+            raise AssertionError("push() raised when cancelled") from stream.exception()
+
+    @staticmethod
+    async def _until_heard(shop: ChainShop, news: asyncio.Event, stream: asyncio.Task) -> None:
+        """Mine one block at a time until the stream announces one: then it is subscribed."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + PUSH_HANG_SECONDS
+        while not news.is_set():
+            assert not stream.done(), f"push() ended before announcing anything: {stream!r}"
+            assert loop.time() < give_up, f"push() announced none of the blocks mined in {PUSH_HANG_SECONDS} s"
+            await shop.driver.mine(1)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(news.wait(), PUSH_PRIME_SECONDS)
 
     # -- payouts ---------------------------------------------------------------------------------
 

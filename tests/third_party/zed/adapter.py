@@ -4,13 +4,15 @@ Declares every capability the conformance kit checks: deposits (blocks and
 reorgs through ``tip``/``block``), the mempool (Paying before a block),
 payouts from the hot wallet (HD account 0, index 0 of the ``zed`` family:
 merchants derive under accounts 1 and up) and history (deposits inside
-pruned blocks, through the node's address index). Payouts cost a flat
-network fee the platform pays.
+pruned blocks, through the node's address index) and push (the node's
+announcements of transactions and blocks). Payouts cost a flat network fee
+the platform pays.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import asyncio
+from typing import Any, Callable, Sequence
 
 from orbchain.api import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, PastTransfer, PayoutOrder, PayoutSender,
@@ -29,7 +31,8 @@ HOT_WALLET = (0, 0)  # (account, index)
 class ZedAdapter(ChainAdapter, PayoutSender):
     name = CHAIN
     coins = (COIN,)
-    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.HISTORY})
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.HISTORY,
+                              Capability.PUSH})
     payout_confirmations = 2
 
     def __init__(self, gateway: Any, node: ZedNode, network: str, payout_fee: int) -> None:
@@ -51,6 +54,13 @@ class ZedAdapter(ChainAdapter, PayoutSender):
 
     async def address_history(self, addresses: Sequence[str], start: int, end: int) -> Sequence[PastTransfer]:
         return [PastTransfer(_transfer(tx), _ref(block)) for block, tx in self.node.history(set(addresses), start, end)]
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        self.node.subscribers.append(heard)
+        try:
+            await asyncio.Event().wait()  # the node lives in this process: its stream never drops
+        finally:
+            self.node.subscribers.remove(heard)
 
     # -- payouts -----------------------------------------------------------------------------------
 

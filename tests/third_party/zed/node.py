@@ -15,6 +15,7 @@ import hashlib
 import itertools
 import json
 from dataclasses import dataclass
+from typing import Callable
 
 FAUCET = "faucet"
 
@@ -69,6 +70,11 @@ class ZedNode:
         self._branches = itertools.count(1)
         self._branch = 0
         self._nonces = itertools.count(1)
+        self.subscribers: list[Callable[[str], None]] = []  # notified "tx" / "block", like a node's ZMQ
+
+    def _announce(self, kind: str) -> None:
+        for subscriber in list(self.subscribers):
+            subscriber(kind)
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -114,6 +120,7 @@ class ZedNode:
         if tx.sender != FAUCET and self.balance(tx.sender, pending=True) < tx.amount + tx.fee:
             raise InsufficientFunds(f"{tx.sender} cannot pay {tx.amount} + fee {tx.fee}")
         self.mempool[tx.hash] = tx
+        self._announce("tx")
         return tx
 
     def faucet(self, to: str, amount: int) -> str:
@@ -132,6 +139,7 @@ class ZedNode:
             height = parent.height + 1
             block_hash = digest(f"{parent.hash}|{height}|{self._branch}|{','.join(tx.hash for tx in taken)}")
             self.blocks.append(ZedBlock(height, block_hash, parent.hash, tuple(taken)))
+            self._announce("block")
 
     @staticmethod
     def _spent(taken: list[ZedTx], sender: str) -> int:
