@@ -220,8 +220,10 @@ def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None 
     datadir.mkdir(parents=True, exist_ok=True)
     rpc_port = rpc_port or free_port()
     log = datadir / "stdout.log"
-    listen = (["-listen=1", f"-bind=127.0.0.1:{p2p_port}", "-whitelist=noban@127.0.0.1"] if p2p_port
-              else ["-listen=0", f"-port={free_port()}"])
+    # A node that is stopped and restarted under a running gateway: a short -rpcservertimeout, or its
+    # shutdown waits 30 s for the gateway's idle keep-alive RPC connection.
+    listen = (["-listen=1", f"-bind=127.0.0.1:{p2p_port}", "-whitelist=noban@127.0.0.1", "-rpcservertimeout=2"]
+              if p2p_port else ["-listen=0", f"-port={free_port()}"])
     args = [
         BINARY, "-regtest", f"-datadir={datadir}", *listen, "-server", f"-rpcport={rpc_port}",
         "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
