@@ -317,7 +317,13 @@ async def test_chain_notify_wakes_every_process_on_postgresql_and_refuses_on_sql
                                get_plugin_manager(blocked=["devnet"]))
     gateway = client.app[GATEWAY]
     woken: list[str] = []
-    gateway.signals.subscribe("wake", woken.append)
+    arrived = asyncio.Event()
+
+    def wake(payload: str) -> None:
+        woken.append(payload)
+        arrived.set()
+
+    gateway.signals.subscribe("wake", wake)
     path = tmp_path / "orbchain.toml"
     path.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\nenvironment = "development"\n\n'
                     f'[database]\nurl = "{db_url}"\n\n[plugin.bitcoin.LTC]\n'
@@ -334,9 +340,7 @@ async def test_chain_notify_wakes_every_process_on_postgresql_and_refuses_on_sql
         assert "needs PostgreSQL" in capsys.readouterr().err and woken == []
         return
     assert await notify("litecoin") == 0
-    deadline = time.monotonic() + WAIT
-    while not woken and time.monotonic() < deadline:
-        await asyncio.sleep(0.05)
+    await asyncio.wait_for(arrived.wait(), WAIT)
     assert woken == ["chain.litecoin.scan"]
 
 
@@ -366,7 +370,7 @@ class ScanDriver:
         while True:
             try:
                 await asyncio.wait_for(self.heard.changed.wait(), self.poll)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             self.heard.changed.clear()
             try:

@@ -74,7 +74,7 @@ async def follow(peer: Peer, heard: Callable[[str], None], idle_seconds: float =
     while True:
         try:
             command, payload = await asyncio.wait_for(peer.receive(), idle_seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             if pinged:
                 raise wire.WireError(f"no answer to a ping within {idle_seconds:g} s") from None
             await peer.send("ping", secrets.randbits(64).to_bytes(8, "little"))
@@ -101,7 +101,7 @@ async def listen(host: str, port: int, magic: bytes, heard: Callable[[str], None
     where = f"{label}: P2P peer {host}:{port}"
     try:
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), handshake_seconds)
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         raise ChainUnavailable(f"{where}: cannot connect ({exc or type(exc).__name__})") from None
     peer = Peer(reader, writer, magic)
     try:
@@ -110,7 +110,7 @@ async def listen(host: str, port: int, magic: bytes, heard: Callable[[str], None
         await follow(peer, heard, idle_seconds)
     except wire.WireError as exc:
         raise ChainUnavailable(f"{where} misbehaved, disconnected: {exc}") from None
-    except asyncio.TimeoutError:
+    except TimeoutError:
         raise ChainUnavailable(f"{where}: no handshake within {handshake_seconds:g} s") from None
     except (OSError, asyncio.IncompleteReadError) as exc:
         raise ChainUnavailable(f"{where}: connection lost ({exc or type(exc).__name__})") from None
