@@ -253,7 +253,7 @@ def test_lightning_address_invalid(address):
 # ------------------------------------------------------------------- burn list
 
 @pytest.mark.parametrize("family,address", [
-    (family, address) for family, addresses in BURN_ADDRESSES.items() for address in addresses
+    (family, address) for family, addresses in BURN_ADDRESSES.items() for address in sorted(addresses)
 ])
 def test_every_listed_burn_address_is_refused(family, address):
     err = burn(validate_address, family, address)
