@@ -1,7 +1,7 @@
 """A real Litecoin Core regtest node for the bitcoin-family integration tests.
 
 ``litecoind_node`` (session scope) starts ``litecoind`` on free ports in a
-temporary data directory (no P2P, no wallet, no -txindex), waits for its RPC,
+temporary data directory (no P2P unless asked, no wallet, no -txindex), waits for its RPC,
 and stops it by PID at the end of the run, also when a test failed: the
 ``stop`` RPC first, SIGKILL if it does not exit. A missing binary is a
 failure pointing at ``scripts/ensure_litecoind.sh``, never a skip.
@@ -53,10 +53,11 @@ FAUCET_FEE = 20_000  # satoshis, flat: far above the relay minimum for a 1-in 2-
 class Node:
     """Synchronous RPC to the test node (setup and assertions; the gateway has its own client)."""
 
-    def __init__(self, process: subprocess.Popen, datadir: Path, rpc_port: int) -> None:
+    def __init__(self, process: subprocess.Popen, datadir: Path, rpc_port: int, p2p_port: int | None = None) -> None:
         self.process = process
         self.datadir = datadir
         self.rpc_port = rpc_port
+        self.p2p_port = p2p_port  # set when the node listens for peers (start_node(p2p_port=...))
         self.url = f"http://127.0.0.1:{rpc_port}"
         self._http = httpx.Client(auth=(RPC_USER, RPC_PASSWORD), timeout=60)
 
@@ -210,21 +211,28 @@ def stop(node: Node) -> None:
         node.process.wait(timeout=10)
 
 
-def start_node(datadir: Path) -> Node:
+def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None = None) -> Node:
+    """Start litecoind on ``datadir``; with ``p2p_port`` it listens for peers on 127.0.0.1 and lets them in
+    without trickling (``-whitelist=noban``, as docs/bitcoin.md tells operators for the gateway's P2P peer).
+    Pass the ports of a stopped node to restart it where the gateway expects it."""
     if shutil.which(BINARY) is None:
         pytest.fail(f"{BINARY} is not installed: run scripts/ensure_litecoind.sh (make test does)", pytrace=False)
     datadir.mkdir(parents=True, exist_ok=True)
-    rpc_port = free_port()
+    rpc_port = rpc_port or free_port()
     log = datadir / "stdout.log"
+    # A node that is stopped and restarted under a running gateway: a short -rpcservertimeout, or its
+    # shutdown waits 30 s for the gateway's idle keep-alive RPC connection.
+    listen = (["-listen=1", f"-bind=127.0.0.1:{p2p_port}", "-whitelist=noban@127.0.0.1", "-rpcservertimeout=2"]
+              if p2p_port else ["-listen=0", f"-port={free_port()}"])
     args = [
-        BINARY, "-regtest", f"-datadir={datadir}", "-listen=0", "-server", f"-rpcport={rpc_port}",
-        f"-port={free_port()}", "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
+        BINARY, "-regtest", f"-datadir={datadir}", *listen, "-server", f"-rpcport={rpc_port}",
+        "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
         f"-rpcuser={RPC_USER}", f"-rpcpassword={RPC_PASSWORD}", "-fallbackfee=0.0001", "-txindex=0",
         "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0",
     ]
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)
-    node = Node(process, datadir, rpc_port)
+    node = Node(process, datadir, rpc_port, p2p_port)
     try:
         _wait_for_rpc(node, log)
     except BaseException:

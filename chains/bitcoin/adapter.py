@@ -6,6 +6,9 @@ DOGE -> "dogecoin"). Deposits: ``block(height)`` is ``getblockhash`` plus
 core scanner matches, confirms and handles reorganisations. Payouts are the
 ``BitcoinPayouts`` role (``sender.py``).
 
+``push(heard)`` (``Capability.PUSH``, declared only when ``p2p`` or a ZMQ
+endpoint is configured) follows the node's announcements: ``notifications.py``.
+
 ``mempool()`` decodes each new mempool transaction once (batched
 ``getrawtransaction <txid> true``, at most ``MEMPOOL_BATCH`` new ones per
 scan) and keeps only the outputs paying our addresses, so a full mainnet
@@ -15,9 +18,10 @@ mempool costs one address look-up per transaction, not one per scan.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer, addresses
+from . import notifications
 from .blocks import parse_block, transaction_transfers
 from .rpc import NodeRpc, RpcError
 from .sender import BitcoinPayouts
@@ -49,6 +53,8 @@ class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
         self.start_height = settings.start_height
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
+        if settings.push:
+            self.capabilities = self.capabilities | {Capability.PUSH}
         self.rpc = rpc or NodeRpc(settings.rpc_url, user=settings.rpc_user, password=settings.rpc_password,
                                   cookie_file=settings.rpc_cookie_file, timeout=settings.rpc_timeout_seconds,
                                   label=f"{spec.node} ({spec.symbol})")
@@ -121,6 +127,9 @@ class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
             for txid, transfers in seen.items():
                 self._mempool[txid] = tuple(t for t in transfers if t.address in ours)
         return [t for transfers in self._mempool.values() for t in transfers]
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        await notifications.follow(self.settings, heard, self.name)
 
     async def close(self) -> None:
         await self.rpc.close()

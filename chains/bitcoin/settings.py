@@ -12,13 +12,19 @@ One block per coin; a coin without a block registers nothing::
 
 Optional: ``scan_seconds``, ``start_height`` (where a fresh database starts;
 default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``.
+
+Push (the adapter declares ``Capability.PUSH`` only when one is set; both may be)::
+
+    p2p = "127.0.0.1:19444"                       # the node's P2P port (-whitelist=noban@...)
+    zmq_rawtx = "tcp://127.0.0.1:28332"           # -zmqpubrawtx
+    zmq_hashblock = "tcp://127.0.0.1:28332"       # -zmqpubhashblock
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from ...api import Config, ConfigError, int_setting, seconds_setting
 
@@ -48,7 +54,9 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 }
 
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
-        "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds")
+        "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
+        "p2p", "zmq_rawtx", "zmq_hashblock")
+ZMQ_SCHEMES = ("tcp", "ipc")
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,12 @@ class CoinSettings:
     start_height: int | None
     rpc_timeout_seconds: float
     drop_after_seconds: int
+    p2p: tuple[str, int] | None = None  # (host, port) of the node's P2P listener
+    zmq: Mapping[str, str] = field(default_factory=dict)  # ZMQ topic ("rawtx", "hashblock") -> endpoint
+
+    @property
+    def push(self) -> bool:
+        return self.p2p is not None or bool(self.zmq)
 
     def __repr__(self) -> str:  # never the password
         return f"<CoinSettings {self.spec.symbol} {self.network} {self.rpc_url}>"
@@ -79,6 +93,42 @@ def _text(block: Mapping[str, Any], symbol: str, name: str) -> str | None:
     if value is not None and (not isinstance(value, str) or not value):
         raise ConfigError(f"config key '{_key(symbol, name)}' must be a non-empty string")
     return value
+
+
+def _p2p(block: Mapping[str, Any], symbol: str) -> tuple[str, int] | None:
+    """``"host:port"`` or ``"[v6]:port"`` of the node's P2P listener."""
+    value = _text(block, symbol, "p2p")
+    if value is None:
+        return None
+    host, _, port = value.rpartition(":")
+    host = host[1:-1] if host.startswith("[") and host.endswith("]") else host
+    if not host or not port.isdigit() or not 0 < int(port) < 65536 or "/" in host:
+        raise ConfigError(f"config key '{_key(symbol, 'p2p')}' must be host:port of the node's P2P listener"
+                          f" (e.g. \"127.0.0.1:19444\"), got {value!r}")
+    return host, int(port)
+
+
+def _port(parts: SplitResult) -> int | None:
+    try:
+        return parts.port
+    except ValueError:  # out of range
+        return None
+
+
+def _zmq(block: Mapping[str, Any], symbol: str) -> dict[str, str]:
+    endpoints = {}
+    for topic in ("rawtx", "hashblock"):
+        url = _text(block, symbol, f"zmq_{topic}")
+        if url is None:
+            continue
+        parts = urlsplit(url)
+        if parts.scheme not in ZMQ_SCHEMES or not (parts.netloc or parts.path):
+            raise ConfigError(f"config key '{_key(symbol, f'zmq_{topic}')}' must be a ZMQ endpoint such as"
+                              f" \"tcp://127.0.0.1:28332\" (the node's -zmqpub{topic}), got {url!r}")
+        if parts.scheme == "tcp" and (not parts.hostname or _port(parts) is None):
+            raise ConfigError(f"config key '{_key(symbol, f'zmq_{topic}')}' needs a host and port, got {url!r}")
+        endpoints[topic] = url
+    return endpoints
 
 
 def _coin_settings(symbol: str, block: Any) -> CoinSettings:
@@ -113,6 +163,7 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         start_height=int_setting(block, _key(symbol), "start_height", None, minimum=0),
         rpc_timeout_seconds=seconds_setting(block, _key(symbol), "rpc_timeout_seconds", 30.0),
         drop_after_seconds=int_setting(block, _key(symbol), "drop_after_seconds", 3 * 3600, minimum=1),
+        p2p=_p2p(block, symbol), zmq=_zmq(block, symbol),
     )
 
 

@@ -1,7 +1,7 @@
 """The core's operator commands of the ``orbchain`` command.
 
 ``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
-``plugins``, ``plugin new``, ``payouts work``, the operator tools of ``ops_cli.py``
+``plugins``, ``plugin new``, ``payouts work``, ``chain notify``, the operator tools of ``ops_cli.py``
 (``webhooks``, ``payouts show``, ``doctor``) and the plugins' commands. ``serve`` needs the
 web layer, which the core never imports: ``orbchain.web.serve`` adds it and
 ``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
@@ -25,6 +25,7 @@ from ..infra.config import ConfigError
 from ..gateway import Gateway
 from ..startup import build_gateway
 from .ops import add_ops_commands
+from .chain_notify import add_chain_command
 from .plugin_scaffold import add_plugin_command
 from ..contract.registries import StartupError
 
@@ -148,7 +149,7 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
 
 
 CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor",
-                 "plugin")
+                 "plugin", "chain")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -226,6 +227,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     work.set_defaults(func=cmd_payouts_work)
     add_ops_commands(sub, payouts_sub)
     add_plugin_command(sub)  # plugin authoring: `plugin new`
+    add_chain_command(sub)  # `chain notify`, for a node's -blocknotify
     _add_plugin_commands(sub)
     return parser
 

@@ -74,12 +74,16 @@ class Signals:
             raise ValueError(f"signal payload longer than {MAX_PAYLOAD} characters")
         self._deliver(topic, payload)
         if self._send is not None:
-            message = f"{self.origin} {topic} {payload}"
+            message = self.message(topic, payload)
             task = asyncio.get_running_loop().create_task(self._forward(self._send, message))
             self._sending.add(task)
             task.add_done_callback(self._sending.discard)
             return task
         return None
+
+    def message(self, topic: str, payload: str = "") -> str:
+        """The NOTIFY text of a signal from this process (a short-lived command sends it on its own connection)."""
+        return f"{self.origin} {topic} {payload}"
 
     def attach(self, send: Sender) -> None:
         """Forward every publication through ``send(message)`` (the side connection's NOTIFY)."""
