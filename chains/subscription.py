@@ -69,7 +69,7 @@ async def follow(url: str, subscription: Subscription, notice: Callable[[Any], N
                         await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": UNSUBSCRIBE_ID,
                                                       "method": subscription.unsubscribe, "params": [sub_id]}))
                     raise
-    except asyncio.TimeoutError:  # before OSError, its base class
+    except TimeoutError:  # before OSError, its base class
         raise ChainUnavailable(f"{what} WebSocket timed out (connecting or {subscription.method})") from None
     except (aiohttp.ClientError, OSError) as exc:
         raise ChainUnavailable(f"{what} WebSocket failed: {type(exc).__name__}") from None

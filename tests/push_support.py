@@ -44,7 +44,7 @@ class Watch:
         while True:
             try:
                 await asyncio.wait_for(self._wake.wait(), self.poll)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             self._wake.clear()
             try:

@@ -59,7 +59,7 @@ async def follow(url: str, heard: Callable[[str], None], *, timeout: float = 10.
             raise ChainUnavailable(f"monerod ZMQ publisher: {exc}") from None
         try:
             await asyncio.wait_for(_until_event(monitor, zmq.EVENT_CONNECTED), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ChainUnavailable(f"monerod ZMQ publisher not reachable within {timeout} s") from None
         poller = zmq.asyncio.Poller()
         poller.register(sub, zmq.POLLIN)
