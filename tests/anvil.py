@@ -145,6 +145,11 @@ class Anvil:
     def revert(self, snapshot_id: str) -> None:
         assert self.rpc("evm_revert", snapshot_id) is True
 
+    @property
+    def ws_url(self) -> str:
+        """anvil serves WebSocket (eth_subscribe) on its HTTP port."""
+        return "ws" + self.url[len("http"):]
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()
@@ -157,15 +162,16 @@ class Anvil:
 _NODE: Anvil | None = None
 
 
-def start_anvil() -> Anvil:
-    """The process-wide anvil (started on first use, stopped at exit)."""
-    global _NODE
-    if _NODE is not None and _NODE.process.poll() is None:
-        return _NODE
+def launch_anvil(port: int | None = None, *options: str) -> Anvil:
+    """A new anvil process on ``port`` (a free one by default) with extra command-line ``options``.
+
+    For tests that stop or restart their node: every other test shares
+    :func:`start_anvil`'s. The caller stops it (``stop``, or ``process.kill()``).
+    """
     artifact = compile_token()
-    port = free_port()
+    port = port or free_port()
     process = subprocess.Popen([str(ANVIL), "--port", str(port), "--chain-id", str(CHAIN_ID), "--silent",
-                                "--host", "127.0.0.1"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                                "--host", "127.0.0.1", *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     node = Anvil(process, f"http://127.0.0.1:{port}", artifact)
     deadline = time.monotonic() + 30
     while True:
@@ -173,12 +179,20 @@ def start_anvil() -> Anvil:
             pytest.fail(f"anvil exited: {process.stderr.read().decode(errors='replace')}", pytrace=False)
         try:
             node.height()
-            break
+            return node
         except (httpx.HTTPError, ValueError):
             if time.monotonic() > deadline:
                 node.stop()
                 pytest.fail("anvil did not answer within 30 s", pytrace=False)
             time.sleep(0.05)
+
+
+def start_anvil() -> Anvil:
+    """The process-wide anvil (started on first use, stopped at exit)."""
+    global _NODE
+    if _NODE is not None and _NODE.process.poll() is None:
+        return _NODE
+    node = launch_anvil()
     atexit.register(node.stop)
     _NODE = node
     return node

@@ -1,7 +1,7 @@
 """A real monerod in regtest with two monero-wallet-rpc processes, for the XMR detection tests.
 
 ``monero_regtest`` (module scope) starts ``monerod --regtest --offline`` with a
-fixed difficulty of 1 on free ports in a temporary directory, then two
+fixed difficulty of 1 and its ZMQ publisher (``--zmq-pub``) on free ports in a temporary directory, then two
 ``monero-wallet-rpc`` processes against it:
 
 * the **gateway's** wallet: a full wallet is created only to read its
@@ -77,6 +77,7 @@ class MoneroRegtest:
     gateway_wallet: Service
     payer_wallet: Service
     payer_address: str
+    zmq_pub_url: str  # monerod's --zmq-pub publisher (the adapter's push)
 
     @property
     def node(self) -> Rpc:
@@ -176,9 +177,9 @@ def stop(service: Service) -> None:
             service.process.wait(timeout=10)
 
 
-def start_daemon(root: Path) -> Service:
+def start_daemon(root: Path, zmq_pub_url: str) -> Service:
     port = free_port()
-    args = [DAEMON, "--regtest", "--offline", "--fixed-difficulty", "1", "--no-igd", "--non-interactive",
+    args = [DAEMON, f"--zmq-pub={zmq_pub_url}", "--regtest", "--offline", "--fixed-difficulty", "1", "--no-igd", "--non-interactive",
             f"--data-dir={root / 'monerod'}", "--rpc-bind-ip=127.0.0.1", f"--rpc-bind-port={port}",
             f"--p2p-bind-port={free_port()}", f"--zmq-rpc-bind-port={free_port()}", "--log-level=0",
             f"--log-file={root / 'monerod.log'}"]
@@ -211,7 +212,8 @@ def _view_only(wallet: Rpc) -> None:
 
 
 def start_regtest(root: Path) -> MoneroRegtest:
-    daemon = start_daemon(root)
+    zmq_pub_url = f"tcp://127.0.0.1:{free_port()}"
+    daemon = start_daemon(root, zmq_pub_url)
     started = [daemon]
     try:
         port = int(daemon.rpc.url.rsplit(":", 1)[1])
@@ -222,7 +224,7 @@ def start_regtest(root: Path) -> MoneroRegtest:
         _view_only(gateway_wallet.rpc)
         payer_wallet.rpc.call("create_wallet", filename="payer", language="English")
         payer_address = payer_wallet.rpc.call("get_address", account_index=0)["address"]
-        regtest = MoneroRegtest(daemon, gateway_wallet, payer_wallet, payer_address)
+        regtest = MoneroRegtest(daemon, gateway_wallet, payer_wallet, payer_address, zmq_pub_url)
         regtest.mine(COINBASE_UNLOCK + SPENDABLE_AFTER + 2 * RING_DECOYS)
         payer_wallet.rpc.call("refresh")
         return regtest

@@ -28,6 +28,12 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
   (``getSignaturesForAddress``, newest first with ``before``/``until``/
   ``limit``/``minContextSlot``, and ``getTransaction``, from the runtime's
   executed transactions), as on a provider with long-term storage.
+* PubSub: a WebSocket on the same port (GET ``/``, ``ws_url``) answers
+  ``slotSubscribe`` with a subscription id and sends a ``slotNotification``
+  (``{parent, root, slot}``, root being the finalized slot) for every
+  produced block; ``slotUnsubscribe`` answers true, or -32602 for an
+  unknown id; ``drop_streams`` closes every socket (a node restart, as the
+  client sees it). Solana's own validator serves PubSub on the RPC port + 1.
 * forks: ``reorg(depth)`` drops the newest blocks (never finalized ones),
   rebuilds the runtime by replaying the surviving blocks, and produces a
   longer branch at the same slots with new hashes; dropped transactions are
@@ -36,6 +42,7 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 import json
@@ -108,6 +115,10 @@ class SolanaNode:
         self.airdrop(self.payer.pubkey(), 10_000 * 10**9)
         self.url = ""
         self._runner: web.AppRunner | None = None
+        self.ws_calls: list[str] = []  # PubSub methods as received
+        self.slot_subscribers: dict[int, asyncio.Queue] = {}  # subscription id -> its socket's outbox
+        self._sockets: set[web.WebSocketResponse] = set()
+        self._next_subscription = 0
 
     @staticmethod
     def _runtime() -> LiteSVM:
@@ -183,6 +194,14 @@ class SolanaNode:
                     block.txs.append((tx, meta))
             self.blocks.append(block)
             self.next_slot += 1
+            self._notify_slot(block)
+
+    def _notify_slot(self, block: BlockRecord) -> None:
+        root = self.finalized().slot
+        for subscription, outbox in self.slot_subscribers.items():
+            outbox.put_nowait({"jsonrpc": "2.0", "method": "slotNotification", "params": {
+                "result": {"parent": block.parent_slot, "root": root, "slot": block.slot},
+                "subscription": subscription}})
 
     def finalized(self) -> BlockRecord:
         limit = self.tip.slot - FINALITY
@@ -379,9 +398,62 @@ class SolanaNode:
             answer = {"jsonrpc": "2.0", "id": body.get("id"), "error": error}
         return web.json_response(answer)
 
+    async def _ws(self, request: web.Request) -> web.StreamResponse:
+        for name, value in self.required_headers.items():
+            if request.headers.get(name) != value:
+                return web.Response(status=401, text="unauthorized")
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        outbox: asyncio.Queue = asyncio.Queue()
+        mine: set[int] = set()
+        sender = asyncio.create_task(self._send(ws, outbox))
+        self._sockets.add(ws)
+        try:
+            async for message in ws:
+                if message.type == web.WSMsgType.TEXT:
+                    outbox.put_nowait(self._pubsub(json.loads(message.data), outbox, mine))
+        finally:
+            self._sockets.discard(ws)
+            for subscription in mine:
+                self.slot_subscribers.pop(subscription, None)
+            sender.cancel()
+        return ws
+
+    def _pubsub(self, body: dict[str, Any], outbox: asyncio.Queue, mine: set[int]) -> dict[str, Any]:
+        method, params = body.get("method"), body.get("params") or []
+        self.ws_calls.append(method)
+        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": body.get("id")}
+        if method == "slotSubscribe":
+            subscription, self._next_subscription = self._next_subscription, self._next_subscription + 1
+            self.slot_subscribers[subscription] = outbox
+            mine.add(subscription)
+            return {**answer, "result": subscription}
+        if method == "slotUnsubscribe" and params and params[0] in mine:
+            mine.discard(params[0])
+            del self.slot_subscribers[params[0]]
+            return {**answer, "result": True}
+        if method == "slotUnsubscribe":
+            return {**answer, "error": {"code": -32602, "message": "Invalid subscription id."}}
+        return {**answer, "error": {"code": -32601, "message": "Method not found"}}
+
+    @staticmethod
+    async def _send(ws: web.WebSocketResponse, outbox: asyncio.Queue) -> None:
+        while True:
+            await ws.send_str(json.dumps(await outbox.get()))
+
+    async def drop_streams(self) -> None:
+        """Close every PubSub socket, as a restarting node does."""
+        for ws in list(self._sockets):
+            await ws.close()
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.url[len("http"):]
+
     async def start(self) -> "SolanaNode":
         app = web.Application()
         app.router.add_post("/", self._http)
+        app.router.add_get("/", self._ws)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -391,6 +463,7 @@ class SolanaNode:
         return self
 
     async def stop(self) -> None:
+        await self.drop_streams()
         if self._runner is not None:
             await self._runner.cleanup()
 

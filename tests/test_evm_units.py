@@ -88,6 +88,8 @@ def test_quantities_are_hex_ints_and_nothing_else():
     ({"ethereum": {"rpc_url": "http://n", "chain_id": 1, "payout_confirmations": 0}},
      "plugin.evm.ethereum.payout_confirmations' must be an integer >= 1"),
     ({"ethereum": "http://n"}, "'plugin.evm.ethereum' must be a table"),
+    ({"ethereum": {"rpc_url": "http://n", "chain_id": 1, "ws_url": "http://n"}},
+     "plugin.evm.ethereum.ws_url' must be a ws(s):// URL"),
 ])
 def test_config_errors_name_the_key(block, message):
     with pytest.raises(ConfigError) as excinfo:
@@ -98,6 +100,7 @@ def test_config_errors_name_the_key(block, message):
 def test_defaults():
     settings = read_settings({"bsc": {"rpc_url": "https://bsc.example", "chain_id": 56}})["bsc"]
     assert settings.payout_confirmations == 1 and settings.sweep and settings.start_height is None
+    assert settings.ws_url is None  # never guessed from rpc_url (docs/evm.md, "Push")
 
 
 def test_chains_register_only_with_a_block(make_config):

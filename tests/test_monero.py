@@ -10,11 +10,17 @@ the converter; a stand-in converter here takes it through the seam
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
+import zmq
+import zmq.asyncio
 
 from orbchain.chains.monero import swapin
+from orbchain.chains.monero.adapter import MoneroAdapter
+from orbchain.chains.monero.settings import MoneroSettings
+from orbchain.core.contract.chains import Capability, ChainUnavailable, check_capabilities
 from orbchain.core.ledger import book as ledger
 from orbchain.core.watching.deposits import complete_credit
 from orbchain.core.ledger.book import Posting
@@ -23,7 +29,8 @@ from orbchain.web.keys import GATEWAY
 from tests.families import get_family
 
 from .monerod import monero_regtest  # noqa: F401 - module fixture
-from .support import api, signup
+from .push_support import Watch, until
+from .support import api, free_port, signup
 
 PICONERO = 10**12
 CONFIRMATIONS = 10  # XMR's floor (SPEC 2.7 lists none; chains/monero/coins.py)
@@ -56,10 +63,10 @@ class Shop:
         return {b["coin"]: b["amount"] for b in body["data"]["balances"]}
 
 
-@pytest.fixture
-async def shop(make_client, make_config, monero_regtest):  # noqa: F811 - the fixture, passed on
+async def open_xmr_shop(make_client, make_config, regtest, **block) -> Shop:
+    """A gateway on the regtest node and wallet (``block`` adds to ``[plugin.monero]``), scanned to the tip."""
     client = await make_client(make_config(scheduler={"enabled": False},
-                                           plugin={"monero": monero_regtest.plugin_block()}))
+                                           plugin={"monero": regtest.plugin_block(**block)}))
     merchant = await signup(client)
     gateway = client.app[GATEWAY]
     # default_settlement_coin is set by the swaps plugin's settings; straight into the row here.
@@ -68,9 +75,14 @@ async def shop(make_client, make_config, monero_regtest):  # noqa: F811 - the fi
     status, body = await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt,
                              json={"accepted_coins": ["BTC", "XMR"]})
     assert status == 200, body
-    shop = Shop(client, merchant, monero_regtest)
+    shop = Shop(client, merchant, regtest)
     await shop.scan()  # the scanner starts at the current tip
     return shop
+
+
+@pytest.fixture
+async def shop(make_client, make_config, monero_regtest):  # noqa: F811 - the fixture, passed on
+    return await open_xmr_shop(make_client, make_config, monero_regtest)
 
 
 async def test_each_payment_gets_its_own_subaddress_of_the_view_only_wallet(shop):
@@ -201,3 +213,73 @@ async def test_reorg_after_the_credit_empties_the_swap_in_before_it_is_taken(sho
     assert await ledger.balance(shop.gateway.db, swapin.SWAP_IN_ACCOUNT, "XMR") == 0
     assert "XMR" not in await shop.balances()
     assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
+# -- push: monerod's ZMQ publisher ------------------------------------------------------------
+#
+# The real monerod publishes json-minimal-chain_main for every block, here too. It publishes
+# json-minimal-txpool_add only for transactions it broadcasts in Dandelion++'s fluff phase, which an
+# --offline node never does; so the pool announcement is replayed by a publisher of the test's own, in
+# monerod's frame format, for the real node's own pool transaction.
+
+
+async def test_monerods_block_announcements_wake_the_scan(make_client, make_config, monero_regtest):  # noqa: F811
+    """Break caught: a wrong topic name or frame parsing (nothing heard, or blocks heard as "tx")."""
+    shop = await open_xmr_shop(make_client, make_config, monero_regtest, zmq_pub_url=monero_regtest.zmq_pub_url,
+                               scan_seconds=3600)
+    assert shop.adapter.supports(Capability.PUSH)
+    check_capabilities(shop.adapter)
+    status, body = await shop.create("0.5")
+    assert status == 200, body
+    # The poll is an hour away: only the announcements can make these scans happen.
+    async with Watch(shop.gateway, shop.adapter, poll=3600) as watch:
+        await until(lambda: "block" in watch.heard, "the first chain_main announcement",
+                    step=lambda: monero_regtest.mine(1))
+        watch.heard.clear()
+        txid = monero_regtest.pay(body["data"]["address"], int(Decimal("0.5") * PICONERO))
+        monero_regtest.mine_including(txid)
+        await until(lambda: _seen(shop, body["data"]["track_id"], txid, 1), "the mined payment scanned")
+    assert set(watch.heard) == {"block"} and watch.losses == 0
+
+
+async def test_a_pool_announcement_shows_paying_and_a_lost_publisher_ends_push(make_client, make_config,
+                                                                              monero_regtest):  # noqa: F811
+    """Break caught: txpool_add not waking the scan; push waiting forever on a publisher that went away."""
+    context = zmq.asyncio.Context.instance()
+    publisher = context.socket(zmq.PUB)
+    port = publisher.bind_to_random_port("tcp://127.0.0.1")
+    shop = await open_xmr_shop(make_client, make_config, monero_regtest, zmq_pub_url=f"tcp://127.0.0.1:{port}",
+                               scan_seconds=3600)
+    status, body = await shop.create("0.25")
+    assert status == 200, body
+    async with Watch(shop.gateway, shop.adapter, poll=3600) as watch:
+        txid = monero_regtest.pay(body["data"]["address"], int(Decimal("0.25") * PICONERO))
+        [pooled] = [t for t in monero_regtest.node.other("/get_transaction_pool")["transactions"]
+                    if t["id_hash"] == txid]
+        frame = b"json-minimal-txpool_add:" + json.dumps(
+            [{"id": txid, "blob_size": pooled["blob_size"], "weight": pooled["weight"], "fee": pooled["fee"]}]).encode()
+
+        def announce() -> None:  # a topic the adapter does not follow, then the pool's
+            publisher.send(b"json-full-miner_data:{}")
+            publisher.send(frame)
+
+        # A subscriber misses what is sent before its subscription arrives: announce until heard.
+        await until(lambda: "tx" in watch.heard, "the pool announcement heard", step=announce)
+        await until(lambda: _seen(shop, body["data"]["track_id"], txid, 0), "the payment to show Paying")
+        assert set(watch.heard) == {"tx"} and watch.losses == 0  # miner_data is not followed
+        publisher.close(linger=0)
+        await until(lambda: watch.losses >= 1, "push to report the lost publisher")
+    monero_regtest.mine_including(txid)  # leave the pool empty for the next test
+
+
+async def _seen(shop: Shop, track_id: str, txid: str, confirmations: int) -> bool:
+    view = await shop.payment(track_id)
+    return (view["status"] == "Paying" and view["transactions"][0]["tx_hash"] == txid
+            and view["transactions"][0]["confirmations"] >= confirmations)
+
+
+async def test_an_unreachable_publisher_ends_push():
+    settings = MoneroSettings("http://127.0.0.1:9", None, None, "http://127.0.0.1:9", None, None, "regtest", 0, 1.0,
+                              None, 1.0, 3600, zmq_pub_url=f"tcp://127.0.0.1:{free_port()}")
+    with pytest.raises(ChainUnavailable, match="not reachable"):
+        await MoneroAdapter(settings).push(lambda _: None)

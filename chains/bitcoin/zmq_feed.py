@@ -18,9 +18,9 @@ from typing import Callable, Mapping
 
 import zmq
 import zmq.asyncio
-from zmq.utils.monitor import parse_monitor_message
 
 from ...api import ChainUnavailable
+from ..zmq_messages import messages
 
 log = logging.getLogger(__name__)
 
@@ -86,21 +86,13 @@ async def listen(endpoints: Mapping[str, str], heard: Callable[[str], None], lab
             for topic in topics:
                 socket.setsockopt(zmq.SUBSCRIBE, topic.encode())
             socket.connect(url)
-        poller = zmq.asyncio.Poller()
-        poller.register(socket, zmq.POLLIN)
-        poller.register(monitor, zmq.POLLIN)
-        while True:
-            ready = dict(await poller.poll())
-            if monitor in ready:
-                event = parse_monitor_message(await monitor.recv_multipart())
-                raise ChainUnavailable(f"{label}: ZMQ publisher {event['endpoint']!r} disconnected")
-            if socket in ready:
-                topic, sequence = parse(await socket.recv_multipart())
-                skipped = sequences.gap(topic, sequence)
-                if skipped:
-                    log.warning("%s: %d ZMQ %s notification(s) missed (sequence %d); the poll catches up",
-                                label, skipped, topic, sequence)
-                heard(TOPICS[topic])
+        async for message in messages(socket, monitor, label):
+            topic, sequence = parse(message)
+            skipped = sequences.gap(topic, sequence)
+            if skipped:
+                log.warning("%s: %d ZMQ %s notification(s) missed (sequence %d); the poll catches up",
+                            label, skipped, topic, sequence)
+            heard(TOPICS[topic])
     except zmq.ZMQError as exc:
         raise ChainUnavailable(f"{label}: ZMQ: {exc}") from None
     finally:

@@ -17,15 +17,22 @@ Per block, two kinds of deposit:
 ``parent_hash`` comes from the node, so the core's reorg detection works.
 ``mempool()`` returns nothing: a deposit shows from its first block
 (docs/evm.md).
+
+With ``ws_url`` set the adapter declares ``Capability.PUSH``: ``push``
+follows ``eth_subscribe("newHeads")`` and wakes the scan for each new head,
+so a deposit is seen as soon as its block is, not up to ``scan_seconds``
+later. No pending-transaction subscription: without a mempool watch there
+is nothing a new transaction could show.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from eth_utils import to_checksum_address
 
 from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer, addresses
+from ..subscription import Subscription, follow
 from .payouts import EvmPayouts
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 from .settings import ChainSettings
@@ -34,6 +41,9 @@ from .tokens import TRANSFER_TOPIC, decode_transfer
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
+
+
+NEW_HEADS = Subscription("eth_subscribe", "eth_subscription", "eth_unsubscribe", ("newHeads",))
 
 
 class EvmAdapter(ChainAdapter, EvmPayouts):
@@ -55,7 +65,8 @@ class EvmAdapter(ChainAdapter, EvmPayouts):
         self.payout_confirmations = settings.payout_confirmations
         # No mempool watch: an EVM deposit shows once mined. Sweeping is this plugin's own job.
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
-                                      | ({Capability.SWEEPS} if settings.sweep else set()))
+                                      | ({Capability.SWEEPS} if settings.sweep else set())
+                                      | ({Capability.PUSH} if settings.ws_url else set()))
         self.rpc = rpc or JsonRpc(settings.rpc_url, timeout=settings.timeout_seconds)
         self.txs = TxStore(gateway, settings.chain, settings.chain_id, self.rpc,
                            gas_margin_percent=settings.gas_margin_percent, priority_fee_wei=settings.priority_fee_wei)
@@ -128,6 +139,12 @@ class EvmAdapter(ChainAdapter, EvmPayouts):
             found.append(Transfer(decoded.tx_hash, decoded.log_index, decoded.recipient,
                                   self.contracts[decoded.contract], decoded.value))
         return found
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        """Wake the scan on every new head until the WebSocket is lost (``ChainUnavailable``)."""
+        assert self.settings.ws_url, "PUSH is declared only with ws_url"
+        await follow(self.settings.ws_url, NEW_HEADS, lambda _head: heard("block"), what=f"{self.name} node",
+                     timeout=self.settings.timeout_seconds)
 
     async def close(self) -> None:
         await self.rpc.close()

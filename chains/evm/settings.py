@@ -5,6 +5,7 @@ One block per EVM chain the operator runs a node (or an RPC provider) for::
     [plugin.evm.ethereum]
     rpc_url = "http://127.0.0.1:8545"
     chain_id = 1
+    ws_url = "ws://127.0.0.1:8546"         # optional: push through eth_subscribe newHeads
     payout_confirmations = 1      # optional
     contracts = { USDT_ERC20 = "0x..." }   # optional: replace pinned token contracts
 
@@ -18,13 +19,14 @@ from typing import Any, Mapping
 
 from ...api import ConfigError, int_setting, seconds_setting
 from ..contracts import read_contracts
+from ..subscription import is_ws_url
 from .coins import COINS
 
 PLUGIN_NAME = "evm"
 REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
-    "timeout_seconds", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei", "contracts",
+    "timeout_seconds", "ws_url", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei", "contracts",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
@@ -46,6 +48,7 @@ class ChainSettings:
     max_blocks_per_scan: int = 200
     drop_after_seconds: int = 3600
     timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS
+    ws_url: str | None = None  # None: no push, the scan polls every scan_seconds
     sweep: bool = True
     sweep_seconds: float = DEFAULT_SWEEP_SECONDS
     gas_margin_percent: int = DEFAULT_GAS_MARGIN_PERCENT
@@ -69,6 +72,11 @@ def _chain(chain: str, block: Any) -> ChainSettings:
     url = block["rpc_url"]
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"config key '{_key(chain, 'rpc_url')}' must be an http(s) URL")
+    # Never derived from rpc_url: geth and reth serve WebSocket on another port (8546), Infura on another
+    # path, so a guess would fail on every reconnect; push is on only when the operator names the endpoint.
+    ws_url = block.get("ws_url")
+    if ws_url is not None and not is_ws_url(ws_url):
+        raise ConfigError(f"config key '{_key(chain, 'ws_url')}' must be a ws(s):// URL")
     sweep = block.get("sweep", True)
     if not isinstance(sweep, bool):
         raise ConfigError(f"config key '{_key(chain, 'sweep')}' must be true or false, got {sweep!r}")
@@ -84,6 +92,7 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         max_blocks_per_scan=int_setting(block, _key(chain), "max_blocks_per_scan", 200, minimum=1),
         drop_after_seconds=int_setting(block, _key(chain), "drop_after_seconds", 3600, minimum=0),
         timeout_seconds=seconds_setting(block, _key(chain), "timeout_seconds", DEFAULT_TIMEOUT_SECONDS, maximum=86_400),
+        ws_url=ws_url,
         sweep=sweep,
         sweep_seconds=seconds_setting(block, _key(chain), "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
         gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),

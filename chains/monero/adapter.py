@@ -16,14 +16,19 @@ asked. One transfer is one (transaction, subaddress) pair; its output index
 is the subaddress's minor index, unique within a transaction. Time-locked
 transfers (``unlock_time`` set) are never reported: a payer cannot pay with
 money the merchant could not use for years.
+
+With ``zmq_pub_url`` set the adapter declares ``Capability.PUSH``:
+monerod's ZMQ publisher wakes the scan for each new block and each
+transaction entering the pool (``publisher.py``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from . import publisher
 from .rpc import MoneroRpc, MoneroRpcError, piconero
 from .settings import MoneroSettings
 
@@ -40,6 +45,8 @@ class MoneroAdapter(ChainAdapter):
 
     def __init__(self, settings: MoneroSettings) -> None:
         self.settings = settings
+        if settings.zmq_pub_url:
+            self.capabilities = self.capabilities | {Capability.PUSH}
         self.network = settings.network
         self.scan_seconds = settings.scan_seconds
         self.start_height = settings.start_height
@@ -115,6 +122,11 @@ class MoneroAdapter(ChainAdapter):
             found.append(Transfer(str(entry["txid"]), int(index["minor"]), str(entry["address"]), SYMBOL,
                                   piconero(entry["amount"])))
         return found
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        """Wake the scan on monerod's ZMQ announcements until the publisher is lost (``ChainUnavailable``)."""
+        assert self.settings.zmq_pub_url, "PUSH is declared only with zmq_pub_url"
+        await publisher.follow(self.settings.zmq_pub_url, heard, timeout=min(self.settings.rpc_timeout_seconds, 10.0))
 
     async def create_subaddress(self, label: str) -> tuple[str, int]:
         """A new subaddress of our account for one payment: (address, minor index)."""

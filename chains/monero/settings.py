@@ -14,10 +14,12 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ...api import Config, ConfigError, NETWORKS, checked_block, int_setting, seconds_setting, text_setting
+from .publisher import is_zmq_url
 
 PLUGIN_NAME = "monero"
 KEYS = ("daemon_url", "daemon_user", "daemon_password", "wallet_rpc_url", "wallet_rpc_user", "wallet_rpc_password",
-        "network", "account_index", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds")
+        "network", "account_index", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
+        "zmq_pub_url")
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,7 @@ class MoneroSettings:
     start_height: int | None
     rpc_timeout_seconds: float
     drop_after_seconds: int
+    zmq_pub_url: str | None = None  # monerod's --zmq-pub endpoint: push; None polls only
 
     def __repr__(self) -> str:  # never the passwords
         return f"<MoneroSettings {self.network} {self.daemon_url} {self.wallet_rpc_url}>"
@@ -74,6 +77,10 @@ def read_settings(config: Config) -> MoneroSettings | None:
         raise ConfigError(f"config key '{_key('network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
     daemon_user, daemon_password = _pair(block, "daemon")
     wallet_user, wallet_password = _pair(block, "wallet_rpc")
+    zmq_pub_url = _text(block, "zmq_pub_url")
+    if zmq_pub_url is not None and not is_zmq_url(zmq_pub_url):
+        raise ConfigError(f"config key '{_key('zmq_pub_url')}' must be monerod's --zmq-pub endpoint,"
+                          f" e.g. tcp://127.0.0.1:18084, got {zmq_pub_url!r}")
     prefix = f"plugin.{PLUGIN_NAME}"
     return MoneroSettings(
         daemon_url=_url(block, "daemon_url", "monerod's RPC, e.g. http://127.0.0.1:18081"),
@@ -85,4 +92,5 @@ def read_settings(config: Config) -> MoneroSettings | None:
         start_height=int_setting(block, prefix, "start_height", None, minimum=0),
         rpc_timeout_seconds=seconds_setting(block, prefix, "rpc_timeout_seconds", 60.0),
         drop_after_seconds=int_setting(block, prefix, "drop_after_seconds", 3 * 3600, minimum=1),
+        zmq_pub_url=zmq_pub_url,
     )

@@ -8,13 +8,20 @@ confirmations are 32 slots on top of it (docs/solana.md). ``mempool()`` is
 not offered: Solana has no public mempool, a transfer shows from its block.
 Slots the node pruned raise ``BlocksPruned``; the scanner then catches up
 through ``address_history`` (``history.py``).
+
+With ``ws_url`` set the adapter declares ``Capability.PUSH``: ``push``
+follows PubSub ``slotSubscribe`` and wakes the scan for every slot the node
+processes (about 2.5 a second). A processed slot is not yet confirmed, so
+the scan it wakes may find nothing new; the next slot's wakes it again, and
+the scan then reads the few slots confirmed since, as a poll would.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ...api import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, PastTransfer
+from ..subscription import Subscription, follow
 from . import blocks
 from .history import AddressHistory
 from .payouts import SolanaPayouts
@@ -43,7 +50,8 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
         self.payout_confirmations = settings.payout_confirmations
         self.max_history_addresses = settings.history_max_addresses
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY}
-                                      | ({Capability.SWEEPS} if settings.sweep else set()))
+                                      | ({Capability.SWEEPS} if settings.sweep else set())
+                                      | ({Capability.PUSH} if settings.ws_url else set()))
         self.rpc = rpc or SolanaRpc(settings.rpc_url, headers=settings.headers, timeout=settings.timeout_seconds)
         self.txs = TxStore(gateway, self.rpc, settings.commitment)
         self.history = AddressHistory(self.rpc, settings.commitment, coin, pages=settings.history_pages,
@@ -104,6 +112,13 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
 
     async def address_history(self, addresses: Sequence[str], start: int, end: int) -> Sequence[PastTransfer]:
         return await self.history.transfers(addresses, start, end)
+
+    async def push(self, heard: Callable[[str], None]) -> None:
+        """Wake the scan on every processed slot until the PubSub socket is lost (``ChainUnavailable``)."""
+        assert self.settings.ws_url, "PUSH is declared only with ws_url"
+        slots = Subscription("slotSubscribe", "slotNotification", "slotUnsubscribe", headers=self.settings.headers)
+        await follow(self.settings.ws_url, slots, lambda _slot: heard("block"), what=f"{self.name} node",
+                     timeout=self.settings.timeout_seconds)
 
     async def close(self) -> None:
         await self.rpc.close()

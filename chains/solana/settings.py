@@ -5,6 +5,7 @@ Without ``rpc_url`` the plugin stays coin-only (the devnet simulates SOL)::
     [plugin.solana]
     rpc_url = "http://127.0.0.1:8899"
     headers = { Authorization = "Bearer ..." }   # optional: hosted providers' API key
+    ws_url = "ws://127.0.0.1:8900"               # optional: PubSub, slotSubscribe wakes the scan
     commitment = "confirmed"                     # or "finalized"
     payout_confirmations = 1                     # optional
 
@@ -17,12 +18,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ...api import ConfigError, int_setting, seconds_setting
+from ..subscription import is_ws_url
 
 PLUGIN_NAME = "solana"
 CHAIN = "solana"
 COMMITMENTS = ("confirmed", "finalized")  # getBlock refuses "processed"
 KNOWN = (
-    "rpc_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
+    "rpc_url", "ws_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
     "history_max_addresses", "history_pages", "history_page_size",
 )
@@ -35,6 +37,7 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 @dataclass(frozen=True)
 class SolanaSettings:
     rpc_url: str
+    ws_url: str | None = None  # None: no push (a validator serves PubSub on the RPC port + 1, never guessed)
     headers: Mapping[str, str] = field(default_factory=dict)
     commitment: str = "confirmed"
     payout_confirmations: int = 1
@@ -73,6 +76,9 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
     url = block.get("rpc_url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise ConfigError(f"config key '{_key('rpc_url')}' must be an http(s) URL")
+    ws_url = block.get("ws_url")
+    if ws_url is not None and not is_ws_url(ws_url):
+        raise ConfigError(f"config key '{_key('ws_url')}' must be a ws(s):// URL")
     commitment = block.get("commitment", "confirmed")
     if commitment not in COMMITMENTS:
         raise ConfigError(f"config key '{_key('commitment')}' must be one of {', '.join(COMMITMENTS)},"
@@ -83,6 +89,7 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
     prefix = _key()
     return SolanaSettings(
         rpc_url=url,
+        ws_url=ws_url,
         headers=_headers(block.get("headers", {})),
         commitment=commitment,
         payout_confirmations=int_setting(block, prefix, "payout_confirmations", 1, minimum=1),

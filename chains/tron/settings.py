@@ -30,7 +30,11 @@ KNOWN = (
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds", "fee_limit_sun",
     "expiration_seconds",
 )
-DEFAULT_SCAN_SECONDS = 3.0  # one block every 3 s
+# Mainnet, Shasta and Nile all produce a block every 3 s (DPoS slots), and no hosted provider pushes: one
+# scan per block keeps a deposit at most one block late, and a faster poll would only ask for blocks
+# that are not there yet (docs/tron.md, "Scan interval").
+BLOCK_SECONDS = 3.0
+DEFAULT_SCAN_SECONDS = BLOCK_SECONDS
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_FEE_LIMIT_SUN = 50_000_000  # 50 TRX: a first USDT transfer to a new holder burns about a third of it

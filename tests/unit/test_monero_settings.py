@@ -7,7 +7,7 @@ import pytest
 from orbchain.chains import monero
 from orbchain.chains.monero.adapter import MoneroAdapter
 from orbchain.chains.monero.settings import read_settings
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.contract.chains import Capability, ChainUnavailable, check_capabilities
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
 
@@ -28,6 +28,13 @@ def test_a_good_block(make_config):
     assert "s3cr3t-pw" not in repr(found)
 
 
+def test_push_only_with_the_publisher(make_config):
+    assert not MoneroAdapter(settings(make_config, **GOOD)).supports(Capability.PUSH)
+    pushing = MoneroAdapter(settings(make_config, **GOOD, zmq_pub_url="tcp://127.0.0.1:18084"))
+    assert pushing.supports(Capability.PUSH) and pushing.scan_seconds == 5.0  # the poll stays the safety net
+    check_capabilities(pushing)
+
+
 @pytest.mark.parametrize("block, named", [
     ({**GOOD, "surprise": 1}, "plugin.monero.surprise"),
     ({k: v for k, v in GOOD.items() if k != "daemon_url"}, "plugin.monero.daemon_url"),
@@ -35,6 +42,8 @@ def test_a_good_block(make_config):
     ({**GOOD, "network": "stagenet"}, "plugin.monero.network"),
     ({**GOOD, "wallet_rpc_user": "u"}, "plugin.monero.wallet_rpc_user"),
     ({**GOOD, "account_index": -1}, "account_index"),
+    ({**GOOD, "zmq_pub_url": "http://127.0.0.1:18084"}, "plugin.monero.zmq_pub_url"),
+    ({**GOOD, "zmq_pub_url": "tcp://127.0.0.1"}, "plugin.monero.zmq_pub_url"),
 ])
 def test_bad_blocks_name_the_key(make_config, block, named):
     with pytest.raises(ConfigError) as info:

@@ -56,6 +56,13 @@ def test_bad_settings_name_the_key(block, message):
         read_settings(block)
 
 
+@pytest.mark.parametrize("network", ["mainnet", "testnet"])
+def test_the_scan_follows_tron_blocks_on_every_network(network):
+    """No push on Tron: the poll is the only way in, one scan per 3 s block (docs/tron.md)."""
+    assert read_settings({"url": "http://node", "network": network}).scan_seconds == 3.0
+    assert read_settings({"url": "http://node", "network": network, "scan_seconds": 6}).scan_seconds == 6.0
+
+
 def test_settings_hide_the_endpoint():
     settings = read_settings({"url": "https://secret-provider.example/key123", "api_key": "k"})
     assert "key123" not in repr(settings) and "k'" not in repr(settings)
