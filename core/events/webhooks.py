@@ -1,9 +1,12 @@
 """Webhook delivery: signing, attempts, backoff and the replay tick (SPEC 6.1-6.2).
 
 Correctness comes from the outbox (``core/events/outbox.py``): :func:`deliver_due`
-runs every ``webhooks.tick_seconds``, claims due rows and sends them, so an
-event survives a crash, a restart or a receiver that is down for a while.
-:func:`deliver_now` is only a shortcut that saves the wait for the next tick.
+runs every ``webhooks.tick_seconds`` and whenever a new event committed (the
+``wake`` signal, ``core/events/delivery_wake.py``), claims due rows and sends
+them until none is left, so an event survives a crash, a restart or a
+receiver that is down for a while. How one run sends them, side by side
+across endpoints and in order within one, is ``core/events/delivery_run.py``.
+:func:`deliver_now` is only a shortcut for one event (the CLI, a redelivery).
 
 Claiming is safe with several processes: on PostgreSQL the claim takes
 ``FOR UPDATE SKIP LOCKED`` on the due rows, on SQLite the claim runs in the
@@ -17,7 +20,6 @@ due again at once, after a restart or in another process.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import logging
@@ -32,7 +34,6 @@ import aiohttp
 
 from .outbox import DELIVERED, FAILED, PENDING, PREVIEW_CHARS, SKIPPED_NO_SECRET, SKIPPED_NO_URL
 from ..infra.netguard import UnsafeUrl, check_public_url, outbound_session
-from ..infra.stopping import undone_if_cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -46,8 +47,6 @@ SIGNATURE_HEADER = "HMAC"
 RETRY_DELAYS = (10, 60, 600, 3600)
 MAX_RETRY_DELAY = 86_400
 BATCH_SIZE = 100
-MAX_BATCHES_PER_TICK = 10
-CONCURRENCY = 16
 # A claimed row becomes due again this long after the request timeout, in
 # case the worker holding it died.
 LEASE_MARGIN_SECONDS = 60
@@ -92,6 +91,8 @@ class Claim:
     secret: str | None
     attempt: int
     token: str
+    # Unix seconds when this claim's lease ends and another worker may claim the event.
+    leased_until: int = 0
 
     def __repr__(self) -> str:  # never print the secret
         return f"<Claim {self.event_id} attempt {self.attempt}>"
@@ -108,6 +109,8 @@ class Outcome:
     duration_ms: int | None = None
     # Set when the event can never be sent (secret or URL removed since enqueue).
     final_status: str | None = None
+    # No answer at all (timeout, connection refused): the endpoint is down, not just this event refused.
+    unreachable: bool = False
 
 
 def delivery_headers(claim: Claim) -> dict[str, str]:
@@ -165,16 +168,18 @@ async def claim_due(gateway: "Gateway", *, limit: int = BATCH_SIZE, event_id: st
             return []
         token = secrets.token_hex(12)
         placeholders, ids = _in_list("id", [row["event_id"] for row in rows])
+        lease = now + cfg.timeout_seconds + LEASE_MARGIN_SECONDS
         await db.execute(
             "UPDATE webhook_events SET attempts = attempts + 1, next_attempt_at = :lease,"
             f" claim_token = :token, updated_at = :now WHERE event_id IN ({placeholders})",
-            {"lease": now + cfg.timeout_seconds + LEASE_MARGIN_SECONDS, "token": token, "now": now, **ids},
+            {"lease": lease, "token": token, "now": now, **ids},
         )
     return [
         Claim(
             event_id=row["event_id"], merchant_id=row["merchant_id"], event_type=row["event_type"],
             body=row["body"], event_timestamp=int(row["event_timestamp"]), request_id=row["request_id"],
             url=row["url"] or None, secret=row["secret"] or None, attempt=int(row["attempts"]) + 1, token=token,
+            leased_until=lease,
         )
         for row in rows
     ]
@@ -227,10 +232,12 @@ async def attempt_delivery(gateway: "Gateway", http: aiohttp.ClientSession, clai
             raw = await response.content.read(RESPONSE_READ_BYTES)
             status = response.status
     except TimeoutError:
-        return Outcome(False, error=f"timeout after {cfg.timeout_seconds}s", duration_ms=_ms(started))
+        return Outcome(False, error=f"timeout after {cfg.timeout_seconds}s", duration_ms=_ms(started),
+                       unreachable=True)
     except aiohttp.ClientError as exc:
         reason = str(exc) or type(exc).__name__
-        return Outcome(False, error=f"connection failed: {reason}"[:300], duration_ms=_ms(started))
+        return Outcome(False, error=f"connection failed: {reason}"[:300], duration_ms=_ms(started),
+                       unreachable=isinstance(exc, aiohttp.ClientConnectorError))
     success = 200 <= status < 300
     return Outcome(
         success,
@@ -261,38 +268,45 @@ def _next_state(gateway: "Gateway", claim: Claim, outcome: Outcome, now: int) ->
 
 
 async def record_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome]]) -> list[str | None]:
-    """Record a batch of attempts in one transaction (SQLite has one writer: fewer, larger commits)."""
+    """Record a batch of attempts in one transaction: one insert into the log, one update per kind of result.
+
+    Why batched: at hundreds of deliveries a second, two statements per
+    attempt were most of a run's database time. Deliveries (the common case)
+    move together, per claim token; a failure's error and next attempt are
+    its own, so each moves alone.
+    """
     db = gateway.db
     now = gateway.now()
-    statuses: list[str | None] = []
+    moved: set[tuple[str, str]] = set()
+    states = [_next_state(gateway, claim, outcome, now) for claim, outcome in results]
     async with db.transaction():
-        for claim, outcome in results:
-            status, next_at = _next_state(gateway, claim, outcome, now)
-            await db.execute(
-                "INSERT INTO webhook_deliveries (event_id, merchant_id, url, status_code, success, attempt, error,"
-                " payload_preview, response_preview, duration_ms, created_at)"
-                " VALUES (:event_id, :merchant_id, :url, :status_code, :success, :attempt, :error,"
-                " :payload_preview, :response_preview, :duration_ms, :now)",
-                {
-                    "event_id": claim.event_id, "merchant_id": claim.merchant_id, "url": claim.url,
-                    "status_code": outcome.status_code, "success": outcome.success, "attempt": claim.attempt,
-                    "error": outcome.error, "payload_preview": claim.body[:PREVIEW_CHARS],
-                    "response_preview": outcome.response_preview, "duration_ms": outcome.duration_ms, "now": now,
-                },
-            )
+        await _log_attempts(gateway, results, now)
+        delivered: dict[str, list[str]] = {}
+        for (claim, outcome), (status, next_at) in zip(results, states):
+            if status == DELIVERED:
+                delivered.setdefault(claim.token, []).append(claim.event_id)
+                continue
             # The claim token guards against a worker whose lease ran out
             # overwriting the result of a newer claim.
-            moved = await db.fetch_val(
+            if await db.fetch_val(
                 "UPDATE webhook_events SET status = :status, next_attempt_at = :next_at, claim_token = NULL,"
-                " last_error = :error, updated_at = :now, delivered_at = :delivered_at"
+                " last_error = :error, updated_at = :now"
                 " WHERE event_id = :event_id AND claim_token = :token RETURNING event_id",
-                {
-                    "status": status, "next_at": next_at, "error": outcome.error, "now": now,
-                    "delivered_at": now if outcome.success else None, "event_id": claim.event_id,
-                    "token": claim.token,
-                },
-            )
-            statuses.append(status if moved else None)
+                {"status": status, "next_at": next_at, "error": outcome.error, "now": now,
+                 "event_id": claim.event_id, "token": claim.token},
+            ):
+                moved.add((claim.event_id, claim.token))
+        for token, event_ids in delivered.items():
+            placeholders, ids = _in_list("id", event_ids)
+            for row in await db.fetch_all(
+                "UPDATE webhook_events SET status = :status, next_attempt_at = NULL, claim_token = NULL,"
+                " last_error = NULL, updated_at = :now, delivered_at = :now"
+                f" WHERE claim_token = :token AND event_id IN ({placeholders}) RETURNING event_id",
+                {"status": DELIVERED, "now": now, "token": token, **ids},
+            ):
+                moved.add((row["event_id"], token))
+    statuses = [status if (claim.event_id, claim.token) in moved else None
+                for (claim, _), (status, _) in zip(results, states)]
     for (claim, outcome), new_status in zip(results, statuses):
         gateway.metrics.webhook_deliveries.labels(_OUTCOMES.get(new_status or "", "claimed_elsewhere")).inc()
         host = urlsplit(claim.url or "").hostname or "-"
@@ -302,6 +316,26 @@ async def record_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome
             log.info("webhook %s attempt %d to %s failed (%s); now %s", claim.event_id, claim.attempt, host,
                      outcome.error, new_status or "claimed elsewhere")
     return statuses
+
+
+async def _log_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome]], now: int) -> None:
+    """The delivery log's lines for these attempts, in one statement."""
+    rows: list[str] = []
+    values: dict[str, object] = {"now": now}
+    for i, (claim, outcome) in enumerate(results):
+        rows.append(f"(:event_id{i}, :merchant_id{i}, :url{i}, :status_code{i}, :success{i}, :attempt{i},"
+                    f" :error{i}, :payload_preview{i}, :response_preview{i}, :duration_ms{i}, :now)")
+        values.update({
+            f"event_id{i}": claim.event_id, f"merchant_id{i}": claim.merchant_id, f"url{i}": claim.url,
+            f"status_code{i}": outcome.status_code, f"success{i}": outcome.success, f"attempt{i}": claim.attempt,
+            f"error{i}": outcome.error, f"payload_preview{i}": claim.body[:PREVIEW_CHARS],
+            f"response_preview{i}": outcome.response_preview, f"duration_ms{i}": outcome.duration_ms,
+        })
+    await gateway.db.execute(
+        "INSERT INTO webhook_deliveries (event_id, merchant_id, url, status_code, success, attempt, error,"
+        " payload_preview, response_preview, duration_ms, created_at) VALUES " + ", ".join(rows),
+        values,
+    )
 
 
 # -- entry points ------------------------------------------------------------------
@@ -321,54 +355,34 @@ async def _http_session(gateway: "Gateway") -> AsyncIterator[aiohttp.ClientSessi
         yield session
 
 
-async def _deliver_claims(gateway: "Gateway", http: aiohttp.ClientSession, claims: list[Claim]) -> list[str | None]:
-    gate = asyncio.Semaphore(CONCURRENCY)
-
-    async def one(claim: Claim) -> Outcome:
-        async with gate:
-            try:
-                return await attempt_delivery(gateway, http, claim)
-            except Exception:  # one odd URL must not lose the batch's results
-                log.exception("webhook %s attempt %d failed unexpectedly", claim.event_id, claim.attempt)
-                return Outcome(False, error="internal error while sending")
-
-    async with undone_if_cancelled(lambda: release_claims(gateway, claims), f"delivery of {len(claims)} webhook(s)"):
-        outcomes = await asyncio.gather(*(one(claim) for claim in claims))
-        return await record_attempts(gateway, list(zip(claims, outcomes)))
-
-
-async def release_claims(gateway: "Gateway", claims: list[Claim]) -> None:
-    """Give back claims whose attempts never ended (a stop cancelled them): due at once, the attempt not counted.
+async def release_claims(gateway: "Gateway", claims: list[Claim], *, delay: int = 0) -> None:
+    """Give back claims whose attempts never happened: due again after ``delay`` seconds, the attempt not counted.
 
     An attempt cut short by our own stop says nothing about the receiver;
     counted, a restart during the last attempt would fail the event. The
     receiver may have read the body already and will see the same event id
     again, which it deduplicates (docs/webhooks.md). Only rows still under
-    these claims move (a recorded attempt cleared its token).
+    these claims move (a recorded attempt cleared its token). A delivery run
+    also gives back what it will not send in this run (core/events/delivery_run.py).
     """
     now = gateway.now()
-    for token in sorted({claim.token for claim in claims}):
+    by_token: dict[str, list[str]] = {}
+    for claim in claims:
+        by_token.setdefault(claim.token, []).append(claim.event_id)
+    for token in sorted(by_token):
+        placeholders, ids = _in_list("id", by_token[token])
         await gateway.db.execute(
-            "UPDATE webhook_events SET attempts = attempts - 1, next_attempt_at = :now, claim_token = NULL,"
-            " updated_at = :now WHERE claim_token = :token AND status = :pending",
-            {"now": now, "token": token, "pending": PENDING})
+            "UPDATE webhook_events SET attempts = attempts - 1, next_attempt_at = :due, claim_token = NULL,"
+            f" updated_at = :now WHERE claim_token = :token AND status = :pending AND event_id IN ({placeholders})",
+            {"due": now + delay, "now": now, "token": token, "pending": PENDING, **ids})
 
 
 async def deliver_due(gateway: "Gateway") -> int:
-    """The periodic job: send every due event once; returns the number of attempts made."""
-    attempts = 0
+    """The delivery job: send every due event once, until none is left; returns the number of attempts claimed."""
+    from .delivery_run import run_due  # it drives this module's claims and attempts
+
     async with _http_session(gateway) as http:
-        for _ in range(MAX_BATCHES_PER_TICK):
-            if gateway.stop.requested.is_set():
-                break  # stopping: the rest waits for the next tick
-            claims = await claim_due(gateway, limit=BATCH_SIZE)
-            if not claims:
-                break
-            await _deliver_claims(gateway, http, claims)
-            attempts += len(claims)
-            if len(claims) < BATCH_SIZE:
-                break
-    return attempts
+        return await run_due(gateway, http)
 
 
 async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
@@ -377,13 +391,15 @@ async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
     Returns True when the receiver accepted it. Never raises: if anything
     goes wrong the outbox row is still there and the tick delivers it.
     """
+    from .delivery_run import run_claims
+
     try:
         claims = await claim_due(gateway, limit=1, event_id=event_id)
         if not claims:
             return False
         async with _http_session(gateway) as http:
-            statuses = await _deliver_claims(gateway, http, claims)
-        return statuses == [DELIVERED]
+            statuses = await run_claims(gateway, http, claims)
+        return statuses.get(event_id) == DELIVERED
     except Exception:  # the tick retries; the caller's request must not fail
         log.exception("immediate delivery of webhook %s failed; the delivery tick retries it", event_id)
         return False
