@@ -254,6 +254,14 @@ async def pending(gateway: Any) -> int:
     return int(await gateway.db.fetch_val("SELECT COUNT(*) FROM webhook_events WHERE status = 'pending'"))
 
 
+async def drained(gateway: Any, *, seconds: float) -> None:
+    """Wait until nothing is pending, for at most ``seconds`` (the checks then tell what is missing)."""
+    for _ in range(int(seconds / 0.05)):
+        if not await pending(gateway):
+            return
+        await asyncio.sleep(0.05)
+
+
 async def backlog(gateway: Any, scheduler: Scheduler, merchants: list[str], base: str,
                   args: argparse.Namespace) -> list[str]:
     """Enqueue the backlog in a few large transactions with the job held, then let it drain from the first run."""
@@ -270,8 +278,7 @@ async def backlog(gateway: Any, scheduler: Scheduler, merchants: list[str], base
     scheduler.runs = scheduler.wakes = 0
     started = time.time()
     scheduler.start()
-    while await pending(gateway):
-        await asyncio.sleep(0.05)
+    await drained(gateway, seconds=600)
     result = await check(gateway, base, enqueued)
     elapsed = result["last"] - started
     lat = result["latencies"]
@@ -292,9 +299,7 @@ async def trickle(gateway: Any, scheduler: Scheduler, merchants: list[str], base
             [event_id] = await enqueue_events(gateway, [event(merchants[i % len(merchants)], f"new-{i}")])
         trickled[event_id] = time.time()
         await asyncio.sleep(1 / args.rate)
-    deadline = time.time() + gateway.config.webhooks.tick_seconds * 3
-    while time.time() < deadline and await pending(gateway):
-        await asyncio.sleep(0.1)
+    await drained(gateway, seconds=gateway.config.webhooks.tick_seconds * 3)
     result = await check(gateway, base, trickled, one_run=False)
     lat = [1000 * s for s in result["latencies"]]
     print(f"  trickle {args.trickle} events at {args.rate:g}/s, tick {gateway.config.webhooks.tick_seconds} s:"

@@ -32,12 +32,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Coroutine
 
 import aiohttp
 
 from ..infra.stopping import undone_if_cancelled
-from . import webhooks as wh
+from . import attempts
+from .outbox import PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -52,11 +53,11 @@ class DeliveryRun:
         self.gateway = gateway
         self.http = http
         self.gate = asyncio.Semaphore(max(1, gateway.config.webhooks.concurrency))
-        self.lanes: dict[str, deque[wh.Claim]] = {}
+        self.lanes: dict[str, deque[attempts.Claim]] = {}
         self.workers: set[asyncio.Task] = set()
         self.down: set[str] = set()  # endpoints left to the next tick: unreachable, or too slow, in this run
-        self.unrecorded: dict[tuple[str, str], wh.Claim] = {}  # (event id, token) -> claim
-        self.results: list[tuple[wh.Claim, wh.Outcome]] = []
+        self.unrecorded: dict[tuple[str, str], attempts.Claim] = {}  # (event id, token) -> claim
+        self.results: list[tuple[attempts.Claim, attempts.Outcome]] = []
         self.arrived = asyncio.Event()
         self.recorder: asyncio.Task | None = None
         self.closing = False  # every lane ended: the recorder stops once it wrote what is left
@@ -76,7 +77,7 @@ class DeliveryRun:
             self.moved.clear()
             await self.moved.wait()
 
-    async def add(self, claims: list[wh.Claim]) -> None:
+    async def add(self, claims: list[attempts.Claim]) -> None:
         """Queue claims on their endpoints' lanes (those of a down endpoint go back to the next tick)."""
         for claim in claims:
             self.unrecorded[(claim.event_id, claim.token)] = claim
@@ -118,16 +119,16 @@ class DeliveryRun:
         for task in list(self.workers):
             task.cancel()
         await asyncio.gather(*self.workers, return_exceptions=True)
-        await wh.release_claims(self.gateway, list(self.unrecorded.values()))
+        await attempts.release_claims(self.gateway, list(self.unrecorded.values()))
 
     # -- lanes ------------------------------------------------------------------------
 
-    def _spawn(self, work: object) -> asyncio.Task:
-        task = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> asyncio.Task:
+        task = asyncio.get_running_loop().create_task(work)
         self.workers.add(task)
         return task
 
-    async def _lane(self, key: str, lane: deque[wh.Claim]) -> None:
+    async def _lane(self, key: str, lane: deque[attempts.Claim]) -> None:
         """Send one endpoint's claims in order, one at a time."""
         cfg = self.gateway.config.webhooks
         while lane:
@@ -154,7 +155,7 @@ class DeliveryRun:
         if self.lanes.get(key) is lane:
             del self.lanes[key]
 
-    def _drain(self, key: str, lane: deque[wh.Claim]) -> list[wh.Claim]:
+    def _drain(self, key: str, lane: deque[attempts.Claim]) -> list[attempts.Claim]:
         claims = list(lane)
         lane.clear()
         if self.lanes.get(key) is lane:
@@ -162,22 +163,22 @@ class DeliveryRun:
         self.moved.set()
         return claims
 
-    async def _attempt(self, claim: wh.Claim) -> wh.Outcome:
+    async def _attempt(self, claim: attempts.Claim) -> attempts.Outcome:
         try:
-            return await wh.attempt_delivery(self.gateway, self.http, claim)
+            return await attempts.attempt_delivery(self.gateway, self.http, claim)
         except Exception:  # one odd URL must not lose the run's results
             log.exception("webhook %s attempt %d failed unexpectedly", claim.event_id, claim.attempt)
-            return wh.Outcome(False, error="internal error while sending")
+            return attempts.Outcome(False, error="internal error while sending")
 
-    async def _give_back(self, claims: list[wh.Claim], *, later: bool) -> None:
+    async def _give_back(self, claims: list[attempts.Claim], *, later: bool) -> None:
         """Claims this run will not send: uncounted, due now (``later``: at the next tick)."""
         if not claims:
             return
         delay = self.gateway.config.webhooks.tick_seconds if later else 0
-        await wh.release_claims(self.gateway, claims, delay=delay)
+        await attempts.release_claims(self.gateway, claims, delay=delay)
         for claim in claims:
             self.unrecorded.pop((claim.event_id, claim.token), None)
-            self.statuses[claim.event_id] = wh.PENDING
+            self.statuses[claim.event_id] = PENDING
 
     # -- the recorder -------------------------------------------------------------------
 
@@ -188,7 +189,7 @@ class DeliveryRun:
             self.arrived.clear()
             batch, self.results = self.results, []
             if batch:
-                statuses = await wh.record_attempts(self.gateway, batch)
+                statuses = await attempts.record_attempts(self.gateway, batch)
                 for (claim, _), status in zip(batch, statuses):
                     self.unrecorded.pop((claim.event_id, claim.token), None)
                     self.statuses[claim.event_id] = status
@@ -196,7 +197,9 @@ class DeliveryRun:
                 return
 
 
-async def run_claims(gateway: "Gateway", http: aiohttp.ClientSession, claims: list[wh.Claim]) -> dict[str, str | None]:
+async def run_claims(
+    gateway: "Gateway", http: aiohttp.ClientSession, claims: list[attempts.Claim]
+) -> dict[str, str | None]:
     """Send and record these claims (``deliver_now``); event id -> new status."""
     run = DeliveryRun(gateway, http)
     async with undone_if_cancelled(run.release_unrecorded, f"delivery of {len(claims)} webhook(s)"):
@@ -204,19 +207,20 @@ async def run_claims(gateway: "Gateway", http: aiohttp.ClientSession, claims: li
         return await run.finish()
 
 
-async def run_due(gateway: "Gateway", http: aiohttp.ClientSession) -> int:
-    """Claim and send due events until none is left or a stop began; returns the attempts claimed."""
+async def run_due(gateway: "Gateway", http: aiohttp.ClientSession, *, batch: int = attempts.CLAIM_BATCH) -> int:
+    """Claim and send due events, ``batch`` per claim, until none is left or a stop began; returns the attempts
+    claimed."""
     run = DeliveryRun(gateway, http)
     claimed = 0
     async with undone_if_cancelled(run.release_unrecorded, "a webhook delivery run"):
         while not gateway.stop.requested.is_set():
-            await run.room(ahead=wh.BATCH_SIZE // 2)
-            claims = await wh.claim_due(gateway, limit=wh.BATCH_SIZE)
+            await run.room(ahead=batch // 2)
+            claims = await attempts.claim_due(gateway, limit=batch)
             if not claims:
                 break
             claimed += len(claims)
             await run.add(claims)
-            if len(claims) < wh.BATCH_SIZE:
+            if len(claims) < batch:
                 break
         await run.finish()
     return claimed

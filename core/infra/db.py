@@ -479,5 +479,5 @@ def _run_committed(callbacks: list[Callable[[], None]]) -> None:
     for callback in callbacks:
         try:
             callback()
-        except Exception:  # noqa: BLE001 - the transaction committed; its caller must not see a failure
+        except Exception:  # the transaction committed; its caller must not see a failure
             log.exception("an after-commit callback failed")
