@@ -114,7 +114,7 @@ async def test_a_dead_endpoint_costs_one_attempt_per_run_and_holds_nobody_up(gat
     alive = await add_merchant(gateway, webhook_url=live.url)
     dead_ids = [await paid(gateway, dead, f"DEAD-{i}") for i in range(5)]
     live_ids = [await paid(gateway, alive, f"LIVE-{i}") for i in range(5)]
-    await deliver_due(gateway)
+    assert await deliver_due(gateway) == 6
     assert sorted(live.event_ids()) == sorted(live_ids)
     rows = {row["event_id"]: row for row in await gateway.db.fetch_all(
         "SELECT event_id, status, attempts, next_attempt_at, claim_token FROM webhook_events")}
@@ -133,7 +133,7 @@ async def test_an_endpoint_too_slow_for_its_leases_leaves_the_rest_to_the_next_t
     merchant = await add_merchant(gateway, webhook_url=rx.url)
     ids = [await paid(gateway, merchant, f"SLOW-{i}") for i in range(3)]
     rx.on_request = lambda: clock.advance(LEASE_MARGIN_SECONDS + 1)  # the first answer takes over a minute
-    assert await deliver_due(gateway) == 3
+    assert await deliver_due(gateway) == 1
     first, *rest = await due_order(gateway, ids)
     assert rx.event_ids() == [first]
     for event_id in rest:

@@ -63,6 +63,7 @@ class DeliveryRun:
         self.closing = False  # every lane ended: the recorder stops once it wrote what is left
         self.moved = asyncio.Event()  # a lane took a claim: the claimer may have room again
         self.statuses: dict[str, str | None] = {}
+        self.sent = 0  # attempts made (given-back claims are not attempts)
 
     @property
     def queued(self) -> int:
@@ -111,6 +112,7 @@ class DeliveryRun:
         except Exception:
             for task in self.workers:
                 task.cancel()  # unrecorded claims come back when their lease ends
+            await asyncio.gather(*self.workers, return_exceptions=True)
             raise
         return self.statuses
 
@@ -146,6 +148,7 @@ class DeliveryRun:
             self.moved.set()
             async with self.gate:
                 outcome = await self._attempt(claim)
+            self.sent += 1
             self.results.append((claim, outcome))
             self.arrived.set()
             if outcome.unreachable and lane:
@@ -209,18 +212,16 @@ async def run_claims(
 
 async def run_due(gateway: "Gateway", http: aiohttp.ClientSession, *, batch: int = attempts.CLAIM_BATCH) -> int:
     """Claim and send due events, ``batch`` per claim, until none is left or a stop began; returns the attempts
-    claimed."""
+    made."""
     run = DeliveryRun(gateway, http)
-    claimed = 0
     async with undone_if_cancelled(run.release_unrecorded, "a webhook delivery run"):
         while not gateway.stop.requested.is_set():
             await run.room(ahead=batch // 2)
             claims = await attempts.claim_due(gateway, limit=batch)
             if not claims:
                 break
-            claimed += len(claims)
             await run.add(claims)
             if len(claims) < batch:
                 break
         await run.finish()
-    return claimed
+    return run.sent

@@ -60,7 +60,7 @@ async def _http_session(gateway: "Gateway") -> AsyncIterator[aiohttp.ClientSessi
 
 
 async def deliver_due(gateway: "Gateway") -> int:
-    """The delivery job: send every due event once, until none is left; returns the number of attempts claimed."""
+    """The delivery job: send every due event once, until none is left; returns the number of attempts made."""
     async with _http_session(gateway) as http:
         return await run_due(gateway, http, batch=BATCH_SIZE)
 
