@@ -21,6 +21,7 @@ from .payments.status import expire_payments
 from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .watching.scanner import scan_job, scan_job_name
 from .events.webhooks import deliver_due
+from .events.delivery_wake import JOB as DELIVERY_JOB
 
 if TYPE_CHECKING:  # pragma: no cover
     from .gateway import Gateway
@@ -39,7 +40,7 @@ async def prune_lockouts_job(gateway: "Gateway") -> None:
 
 def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.current_plugin = "core"
-    gateway.jobs.add("webhooks.deliver", deliver_due, seconds=gateway.config.webhooks.tick_seconds)
+    gateway.jobs.add(DELIVERY_JOB, deliver_due, seconds=gateway.config.webhooks.tick_seconds)
     gateway.jobs.add("payments.expire", expire_payments_job, seconds=EXPIRY_SECONDS)
     gateway.jobs.add(PAYOUT_JOB, process_job, seconds=PAYOUT_TICK)
     gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)

@@ -3,8 +3,9 @@
 A state change and the webhook announcing it must commit together, or a
 crash between the two either loses the webhook or announces something that
 never happened. So callers write the outbox row with :func:`enqueue_event`
-inside their own ``db.transaction()``; the delivery tick in
-``core/events/webhooks.py`` sends it later, as often as it takes.
+inside their own ``db.transaction()``; the delivery job in
+``core/events/webhooks.py`` sends it, as often as it takes: woken once the
+transaction committed (``core/events/delivery_wake.py``), else at its tick.
 
 Event ids are derived from a logical key ("payment.paid:<track_id>"), never
 random: the same logical event gets the same id on every retry and every
@@ -21,6 +22,8 @@ import re
 from decimal import Decimal
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+from .delivery_wake import wake_delivery
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -253,6 +256,8 @@ async def _write_batch(
         + " ON CONFLICT (event_id) DO NOTHING RETURNING event_id",
         params,
     )}
+    if any(params[f"status{i}"] == PENDING for i, event_id in enumerate(batch) if event_id in inserted):
+        db.on_commit(lambda: wake_delivery(gateway))  # the first attempt leaves now, not at the next tick
     already = [event_id for event_id in batch if event_id not in inserted]
     if already:
         marks, values = _in_list("e", already)

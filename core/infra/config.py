@@ -98,6 +98,8 @@ class WebhooksConfig:
     timeout_seconds: int = 10
     max_attempts: int = 5
     tick_seconds: int = 5
+    # Webhook requests in flight at once, across endpoints (one at a time per endpoint).
+    concurrency: int = 32
 
 
 @dataclass(frozen=True)
@@ -299,6 +301,8 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config keys 'server.cpu_workers' (1-64) and 'server.cpu_queue' (0-10000) are out of range")
     if not 1 <= config.webhooks.max_attempts <= 20:
         raise ConfigError("config key 'webhooks.max_attempts' must be between 1 and 20")
+    if not 1 <= config.webhooks.concurrency <= 1000:
+        raise ConfigError("config key 'webhooks.concurrency' must be between 1 and 1000")
     if config.logging.format not in LOG_FORMATS:
         raise ConfigError(f"config key 'logging.format' must be one of {', '.join(LOG_FORMATS)}")
     if config.logging.level.upper() not in LOG_LEVELS:

@@ -39,11 +39,12 @@ amounts and ``0``/``1`` booleans. Rows are plain dicts.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, AsyncIterator, Mapping, Sequence
+from typing import Any, AsyncIterator, Callable, Mapping, Sequence
 
 import aiosqlite
 import asyncpg
@@ -60,6 +61,7 @@ from .pg_groups import WriteGroups
 __all__ = ["DISCONNECT_SECONDS", "Database", "KeyedRead", "Row", "is_unique_violation"]
 
 Row = Mapping[str, Any]
+log = logging.getLogger(__name__)
 
 # ``disconnect``: how long connections still in use at the close may take to end (their statement is
 # interrupted first); one still busy after it ends its thread when its statement ends.
@@ -324,6 +326,21 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
                 self._writer = None
                 await self._close(writer)
 
+    def on_commit(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once the current transaction committed; at once outside one; never on a rollback.
+
+        Why: a signal announcing a write (a new webhook wakes the delivery
+        job) must not go out before the write is visible to the process that
+        hears it, nor for a write that was rolled back. Callbacks added inside
+        a savepoint that rolls back are dropped with it. They run on the event
+        loop and must not block; one that raises is logged.
+        """
+        pin = current_pin()
+        if pin is not None and pin.tx_depth > 0:
+            pin.after_commit.append(callback)
+        else:
+            _run_committed([callback])
+
     @asynccontextmanager
     async def _top_transaction(self, begin: str) -> AsyncIterator[None]:
         async with self.connection():
@@ -331,18 +348,22 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
             assert pin is not None
             await self._plain(pin.conn, begin)
             pin.tx_depth = 1
+            pin.after_commit = []
             try:
                 yield
             except BaseException:
                 pin.tx_depth = 0
+                pin.after_commit = []
                 await self._rollback(pin.conn)
                 raise
             pin.tx_depth = 0
+            committed, pin.after_commit = pin.after_commit, []
             try:
                 await self._plain(pin.conn, "COMMIT")
             except BaseException:
                 await self._rollback(pin.conn)
                 raise
+        _run_committed(committed)
 
     async def _rollback(self, conn: Any) -> None:
         """Roll back after a failure without hiding it; a connection left dirty is not reused.
@@ -367,9 +388,11 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         name = f"orbchain_sp_{next(pin.savepoints)}"
         await self._plain(pin.conn, f"SAVEPOINT {name}")
         pin.tx_depth += 1
+        kept = len(pin.after_commit)
         try:
             yield
         except BaseException:
+            del pin.after_commit[kept:]  # what the savepoint's work asked for is undone with it
             await self._plain(pin.conn, f"ROLLBACK TO SAVEPOINT {name}")
             raise
         finally:
@@ -449,3 +472,12 @@ def _first_value(rows: list[dict[str, Any]]) -> Any:
     if not rows:
         return None
     return next(iter(rows[0].values()), None)
+
+
+def _run_committed(callbacks: list[Callable[[], None]]) -> None:
+    """``on_commit`` callbacks, each on its own: one that raises does not stop the others (the write stands)."""
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:  # the transaction committed; its caller must not see a failure
+            log.exception("an after-commit callback failed")

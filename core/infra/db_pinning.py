@@ -12,7 +12,7 @@ import asyncio
 import contextvars
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 
 @dataclass(eq=False)
@@ -23,6 +23,8 @@ class Pin:
     conn: Any
     tx_depth: int = 0
     savepoints: itertools.count = field(default_factory=itertools.count)
+    # ``Database.on_commit`` callbacks of the transaction in progress, run once it committed.
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
 
 
 # The connection the current task has pinned. Tasks spawned from inside inherit

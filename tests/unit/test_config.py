@@ -51,6 +51,7 @@ def test_env_port_wins_over_file(tmp_path):
         ('[fees]\ndefault_fee_percent = "abc"\n', {}, "fees.default_fee_percent"),
         ('[fees]\ndefault_fee_percent = "100"\n', {}, "fees.default_fee_percent"),
         ("[webhooks]\nallow_private_urls = 3\n", {}, "webhooks.allow_private_urls"),
+        ("[webhooks]\nconcurrency = 0\n", {}, "webhooks.concurrency"),
         ('[database]\nurl = "mysql://x"\n', {}, "database.url"),
         ("[plugins]\nblocked = [1]\n", {}, "plugins.blocked"),
     ],
