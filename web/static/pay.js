@@ -109,6 +109,7 @@
     }
     if (state.final) {
       hideAll(".deposit, .devnet, .countdown");
+      text("amount-label", "Amount");
       if (state.status === "Paid") { showReturnLink(state.return_url); }
     }
     document.dispatchEvent(new CustomEvent("orbchain:payment", {detail: state}));
