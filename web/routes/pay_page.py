@@ -310,7 +310,8 @@ async def stylesheet(request: web.Request) -> web.StreamResponse:
 @routes.get("/assets/pay.js")
 @rate_class(None)
 async def script(request: web.Request) -> web.StreamResponse:
-    return web.FileResponse(SCRIPT, headers={"Cache-Control": "public, max-age=3600"})
+    return web.FileResponse(SCRIPT, headers={"Cache-Control": "public, max-age=3600",
+                                             hdrs.CONTENT_TYPE: "text/javascript; charset=utf-8"})
 
 
 @routes.get("/assets/accent/{color:[0-9a-fA-F]{6}}.css")
