@@ -12,6 +12,8 @@ bucket (``pay_page``), and bounded in number (``live.*``).
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 from aiohttp import hdrs, web
 
 from ...core.errors import NotFound
@@ -30,6 +32,11 @@ HEADERS = {
     "X-Accel-Buffering": "no",  # nginx passes each event on at once
 }
 RETRY_MS = 3000  # how soon a browser reconnects after the stream drops
+
+
+def events_path(track_id: str) -> str:
+    """Where a hosted payment's live status streams (``orbchain.api.pay_events_path`` for plugin pages)."""
+    return f"/pay/{quote(track_id, safe='')}/events"
 
 
 def event_bytes(state: State, event_id: int) -> bytes:

@@ -37,6 +37,7 @@ from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import client_ip, count_request, rate_class
 from ..live_state import paid_and_due, shown_status
+from .pay_events import events_path
 from ..page_slots import CACHED_PAGES, SlottedTemplate
 from ..pages import html_page, page_security_headers, security_headers
 
@@ -131,7 +132,7 @@ async def content_context(
         "transactions": _transactions(view, deposits),
         "paid_amount": None,
         "due_amount": None,
-        "events_url": page_url(view["track_id"]) + "/events" if is_open else None,
+        "events_url": events_path(view["track_id"]) if is_open else None,
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "picker_options": None,
         "return_url": view.get("return_url") if status == svc.PAID else None,
