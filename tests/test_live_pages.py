@@ -195,3 +195,32 @@ async def test_a_lost_signal_is_made_good_by_reset(shop):
     await gateway.db.execute("UPDATE payments SET status = 'Cancelled' WHERE track_id = :t", {"t": track_id})
     gateway.signals.lost()  # the side connection dropped: its signals may be gone
     assert (await stream.event())["status"] == "Cancelled"
+
+
+async def test_shutdown_ends_every_stream_at_once(shop):
+    from orbchain.web.live import end_streams
+
+    client, key = shop
+    track_id = (await new_invoice(client, key))["track_id"]
+    stream = await open_stream(client, track_id)
+    assert (await stream.event())["status"] == "Waiting"
+    await end_streams(client.app[GATEWAY])  # what on_shutdown runs
+    assert await stream.next() is None  # ended (the browser reconnects elsewhere), the payment still open
+
+
+async def test_the_expiry_job_announces_what_it_expired(shop):
+    from orbchain.core.payments.status import expire_payments
+
+    client, key = shop
+    track_id = (await new_invoice(client, key))["track_id"]
+    gateway = client.app[GATEWAY]
+    stream = await open_stream(client, track_id)
+    assert (await stream.event())["status"] == "Waiting"
+    hub = gateway.services["live_hub"]
+    reads = hub.reads
+    real = gateway.clock
+    gateway.clock = lambda: real() + 3600 * 2
+    assert await expire_payments(gateway) == 1
+    state = await stream.event()
+    assert state["status"] == "Expired" and state["final"]
+    assert hub.reads == reads + 1  # woken by the job's announcement, not by the heartbeat
