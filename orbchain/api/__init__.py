@@ -220,7 +220,8 @@ __all__ = [
     "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "widget_token",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
-    "gateway_of", "holds_no_connection", "PAYMENT_CHANGED", "pay_events_path", "principal_of", "rate_class", "read_form", "read_json",
+    "gateway_of", "holds_no_connection", "PAYMENT_CHANGED", "pay_events_path", "principal_of", "rate_class",
+    "read_form", "read_json",
     "refuse_if_blocked", "refuse_in_maintenance", "requires", "text_problem",
     # validation
     "Field", "body_idempotency_key", "form_integer", "int_from_text", "pagination", "validate",
