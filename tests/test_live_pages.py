@@ -28,6 +28,15 @@ def in_use(db: Any) -> int:
     return db._taken - len(db._spare) if db.is_postgres else len(db._open) - len(db._idle)
 
 
+async def watched(shop: Any) -> tuple[Any, Any, dict[str, Any], EventStream]:
+    """(client, gateway, invoice, stream): a new invoice and a stream on it, past its first (Waiting) event."""
+    client, key = shop
+    invoice = await new_invoice(client, key)
+    stream = await open_stream(client, invoice["track_id"])
+    assert (await stream.event())["status"] == "Waiting"
+    return client, client.app[GATEWAY], invoice, stream
+
+
 async def scan(client: Any) -> None:
     gateway = client.app[GATEWAY]
     await scan_chain(gateway, gateway.chains["devnet"])
@@ -173,11 +182,7 @@ async def test_a_change_made_by_another_process_reaches_the_stream(make_client, 
 
 
 async def test_a_waiting_payment_is_shown_expired_by_the_clock(shop):
-    client, key = shop
-    invoice = await new_invoice(client, key)
-    gateway = client.app[GATEWAY]
-    stream = await open_stream(client, invoice["track_id"])
-    assert (await stream.event())["status"] == "Waiting"
+    client, gateway, invoice, stream = await watched(shop)
     real = gateway.clock
     gateway.clock = lambda: real() + 3600 * 2  # past the lifetime; the expiry job has not run
     gateway.signals.publish("payment", invoice["track_id"])  # anything waking the stream
@@ -187,12 +192,9 @@ async def test_a_waiting_payment_is_shown_expired_by_the_clock(shop):
 
 
 async def test_a_lost_signal_is_made_good_by_reset(shop):
-    client, key = shop
-    track_id = (await new_invoice(client, key))["track_id"]
-    gateway = client.app[GATEWAY]
-    stream = await open_stream(client, track_id)
-    assert (await stream.event())["status"] == "Waiting"
-    await gateway.db.execute("UPDATE payments SET status = 'Cancelled' WHERE track_id = :t", {"t": track_id})
+    client, gateway, invoice, stream = await watched(shop)
+    await gateway.db.execute("UPDATE payments SET status = 'Cancelled' WHERE track_id = :t",
+                             {"t": invoice["track_id"]})
     gateway.signals.lost()  # the side connection dropped: its signals may be gone
     assert (await stream.event())["status"] == "Cancelled"
 
@@ -200,22 +202,15 @@ async def test_a_lost_signal_is_made_good_by_reset(shop):
 async def test_shutdown_ends_every_stream_at_once(shop):
     from orbchain.web.live import end_streams
 
-    client, key = shop
-    track_id = (await new_invoice(client, key))["track_id"]
-    stream = await open_stream(client, track_id)
-    assert (await stream.event())["status"] == "Waiting"
-    await end_streams(client.app[GATEWAY])  # what on_shutdown runs
+    client, gateway, invoice, stream = await watched(shop)
+    await end_streams(gateway)  # what on_shutdown runs
     assert await stream.next() is None  # ended (the browser reconnects elsewhere), the payment still open
 
 
 async def test_the_expiry_job_announces_what_it_expired(shop):
     from orbchain.core.payments.status import expire_payments
 
-    client, key = shop
-    track_id = (await new_invoice(client, key))["track_id"]
-    gateway = client.app[GATEWAY]
-    stream = await open_stream(client, track_id)
-    assert (await stream.event())["status"] == "Waiting"
+    client, gateway, invoice, stream = await watched(shop)
     hub = gateway.services["live_hub"]
     reads = hub.reads
     real = gateway.clock
