@@ -5,6 +5,14 @@ if already set; the local server at 127.0.0.1:5432 when it answers; else a
 throwaway cluster made with ``initdb`` under /tmp when PostgreSQL's binaries
 are installed (stopped and removed afterwards). Without any of them the run
 fails: the suite is never silently SQLite-only.
+
+The suite runs in ``ORBCHAIN_TEST_WORKERS`` processes (pytest-xdist, default
+2, one per core of the CI machine; 0 runs in this process alone): most of a
+test's time is spent waiting on a node, a browser, a subprocess or a
+database, so two workers roughly halve the run (docs/decisions.md "The suite
+in two processes"). Each worker has its own PostgreSQL database for the run,
+so advisory locks and NOTIFY never cross between workers. ``-n`` in the
+arguments wins.
 """
 
 from __future__ import annotations
@@ -88,6 +96,9 @@ def main(argv: list[str]) -> int:
     print(f"make test: PostgreSQL at {dsn.split('@')[-1]}", flush=True)
     env = {**os.environ, "ORBCHAIN_TEST_PG_DSN": dsn}
     env.pop("ORBCHAIN_TEST_SQLITE_ONLY", None)  # make test runs both databases, whatever the shell says
+    workers = os.environ.get("ORBCHAIN_TEST_WORKERS", "2")
+    if not any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in argv) and workers != "0":
+        argv = ["-n", workers, *argv]
     try:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
     finally:

@@ -34,16 +34,31 @@ def check_collection(config: pytest.Config, items: list[pytest.Item]) -> None:
         raise pytest.UsageError(problem)
 
 
+def backend_in_id(nodeid: str) -> str | None:
+    """The backend named in a test id's parameters (``test_x[postgresql-after_sign]``), for runs whose
+    controller never collected the items: under pytest-xdist the workers collect, the controller reports."""
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    params = nodeid[nodeid.rindex("[") + 1:-1].split("-")
+    return next((p for p in params if p in ("sqlite", "postgresql")), None)
+
+
 def _tally(terminalreporter: Any, by_node: dict[str, str]) -> dict[str, Counter]:
-    outcome_of: dict[str, str] = {}
+    def backend_of_id(nodeid: str) -> str | None:
+        return by_node.get(nodeid) if by_node else backend_in_id(nodeid)
+
+    outcome_of: dict[str, tuple[str, str]] = {}  # nodeid -> (backend, outcome)
     for outcome in _OUTCOMES:
         for report in terminalreporter.stats.get(outcome, ()):
             nodeid = getattr(report, "nodeid", None)
-            if nodeid in by_node and outcome_of.get(nodeid) not in ("failed", "error"):
-                outcome_of[nodeid] = outcome  # a teardown error after a pass counts as the error
+            if not isinstance(nodeid, str):
+                continue
+            backend = backend_of_id(nodeid)
+            if backend and outcome_of.get(nodeid, ("", ""))[1] not in ("failed", "error"):
+                outcome_of[nodeid] = (backend, outcome)  # a teardown error after a pass counts as the error
     counts: dict[str, Counter] = defaultdict(Counter)
-    for nodeid, outcome in outcome_of.items():
-        counts[by_node[nodeid]][outcome] += 1
+    for backend, outcome in outcome_of.values():
+        counts[backend][outcome] += 1
     return counts
 
 
