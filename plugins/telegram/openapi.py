@@ -85,7 +85,10 @@ OPERATIONS = [
                    "per init data); 403 not_linked, merchant_disabled."),
     _app("GET", "/tgapp/balances", "Balances", envelope(ref("Balances"))),
     _app("GET", "/tgapp/payments", "The 10 most recent payments", envelope(obj({
-        "payments": {"type": "array", "items": ref("PaymentSummary"), "maxItems": 10}}))),
+        "payments": {"type": "array", "maxItems": 10, "items": {"allOf": [
+            ref("PaymentSummary"), obj({"events_url": NULLABLE_STRING})]}}})),
+         description="events_url: the hosted page's event stream (GET /pay/{track_id}/events) of each of the 4 "
+                     "newest open invoices, which the mini-app follows live; null for the others."),
     _app("GET", "/tgapp/receive", "The standing address of a coin",
          envelope(obj({"coin": COIN, "address": STRING, "network_label": STRING})),
          query=(Param("coin", COIN, "One of the accepted coins.", required=True),),
