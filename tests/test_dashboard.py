@@ -253,7 +253,7 @@ async def _paid_invoice(client, visitor: Visitor, amount: str = "0.01") -> str:
                                                           "order_id": "order-1"})
     track_id = response.headers["Location"].split("/")[-1].split("?")[0]
     page = await visitor.get(f"/app/payments/{track_id}")
-    assert 'id="status" data-live="15">Waiting' in page  # the script reloads an open payment
+    assert 'id="status" data-events="/pay/' in page  # the script follows an open invoice's stream
     payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
                                                         " WHERE track_id = :t", {"t": track_id})
     devnet = Devnet(client)

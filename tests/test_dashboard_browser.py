@@ -19,9 +19,10 @@ from orbchain.core.events.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.keys import GATEWAY
 
-from .browser import Browser, assert_png, serve_app
+from .browser import Browser, BrowserError, assert_png, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import Devnet, WebhookReceiver
+from .test_live_pages_browser import POLLS, shows
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 
@@ -29,6 +30,34 @@ BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 @pytest.fixture
 async def served(aiohttp_server, aiohttp_client, make_config):
     return await serve_app(aiohttp_server, aiohttp_client, make_config)
+
+
+async def streaming(gateway) -> None:
+    """Until the page's event stream is open (the hub counts it)."""
+    for _ in range(POLLS):
+        hub = gateway.services.get("live_hub")
+        if hub is not None and hub.open_streams:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the payment detail never opened its event stream")
+
+
+async def until_receipt(browser: Browser) -> None:
+    """Until the page reloaded itself once Paid (the receipt is rendered by the server)."""
+    for _ in range(POLLS):
+        try:
+            if await browser.evaluate("!!document.getElementById('receipt-signature')"):
+                return
+        except BrowserError:
+            pass  # evaluated while the page reloads
+        await asyncio.sleep(0.1)
+    raise AssertionError("the paid payment's detail never showed its receipt")
+
+
+def console_errors(browser: Browser) -> list:
+    return [e for e in browser.events if e.get("method") == "Log.entryAdded"
+            and e["params"]["entry"]["level"] == "error"
+            and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
 
 
 @pytest.fixture
@@ -83,9 +112,22 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
         address = (await browser.text("#address") or "").strip()
         assert_png(await browser.screenshot(shots / "invoice_waiting.png"))
         devnet = Devnet(client)
-        await devnet.pay("BTC", address, "0.01")
-        await devnet.mine(6)
-        await browser.goto(payment_url)
+        if javascript:  # the detail follows the hosted page's stream: Paying in place, then one reload when Paid
+            await browser.send("Log.enable")
+            await browser.evaluate("window.__kept = 'no reload'")
+            await streaming(gateway)
+            await devnet.pay("BTC", address, "0.01")
+            await shows(browser, "#status", "Paying")
+            assert await browser.evaluate("window.__kept") == "no reload"
+            assert await browser.text("#deposit-rows td:nth-child(4)") == "0"  # confirmations, in place
+            assert await browser.evaluate("document.querySelector('#cancel-form').hidden") is True
+            assert not console_errors(browser)  # no CSP refusal, no script error
+            await devnet.mine(6)
+            await until_receipt(browser)
+        else:
+            await devnet.pay("BTC", address, "0.01")
+            await devnet.mine(6)
+            await browser.goto(payment_url)
         assert await browser.text("#status") == "Paid"
         assert "signature" in (await browser.text("#receipt") or "") or await browser.text("#receipt-signature")
         assert_png(await browser.screenshot(shots / "invoice_paid.png"))

@@ -133,7 +133,7 @@ from ..core.contract.pages import (
 )
 from ..core.payments.qr import MAX_QR_DATA, qr_svg
 from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
-from ..web.pages import html_page, page_security_headers, render_page
+from ..web.pages import html_page, page_security_headers, render_page, security_headers
 
 # Live pages: the change feed's topic on gateway.signals (payload: the payment's track id, after each commit
 # that changed its status, deposits or confirmations) and the event stream a hosted payment's page follows.
@@ -223,7 +223,8 @@ __all__ = [
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
-    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "widget_token",
+    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "security_headers",
+    "widget_token",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
     "gateway_of", "holds_no_connection", "PAYMENT_CHANGED", "pay_events_path", "principal_of", "rate_class",

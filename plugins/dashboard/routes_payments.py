@@ -13,7 +13,8 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...api import (
-    ApiError, DashboardNotice, GATEWAY, Principal, call_collect_answers, form_integer, ledger, pagination, validate,
+    ApiError, DashboardNotice, GATEWAY, Principal, call_collect_answers, form_integer, ledger, pagination,
+    pay_events_path, validate,
 )
 from ...api.merchant import (
     INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
@@ -25,6 +26,7 @@ from .views import error_text, render, see_other, signed_in
 
 routes = web.RouteTableDef()
 
+OPEN = ("Waiting", "Paying")  # a payment still moving: its page follows it
 TYPE_LABELS = {INVOICE: "Invoice (hosted page)", WHITE_LABEL: "White-label (you show the address)",
                STATIC: "Static address"}
 CREATE_FIELDS = ("type", "currency", "amount", "pay_currency", "order_id", "description", "lifetime", "callback_url",
@@ -154,10 +156,19 @@ async def _detail(request: web.Request, session: Session, *, error: str | None =
     receipt = None
     if payment["status"] == PAID:
         receipt = await issue_receipt(gateway, await get_payment(gateway, session.merchant_id, track_id))
+    events_url = live_events_url(payment)
     return render(request, session, "dashboard/payment.html", {
-        "payment": payment, "receipt": receipt, "error": error,
+        "payment": payment, "receipt": receipt, "error": error, "events_url": events_url,
         "actions": gateway.dashboard.entries("payment-actions"),
-    }, status=status)
+    }, status=status, live=events_url is not None)
+
+
+def live_events_url(payment: Mapping[str, Any]) -> str | None:
+    """The hosted page's public stream an open invoice's detail follows (docs/decisions.md, "The dashboard's
+    payment detail, live"); None for other types (no public page: the detail reloads itself) and closed ones."""
+    if payment["type"] != INVOICE or payment["status"] not in OPEN:
+        return None
+    return pay_events_path(payment["track_id"])
 
 
 @routes.get("/app/payments/{track_id}")

@@ -19,7 +19,7 @@ from urllib.parse import quote, urlencode
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...api import ApiError, GATEWAY, html_page, page_security_headers, read_form
+from ...api import ApiError, GATEWAY, html_page, page_security_headers, read_form, security_headers
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
 # The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.
@@ -124,11 +124,12 @@ def nav_entries(gateway: Any, slot: str = "header-nav") -> list[tuple[str, str]]
 
 
 def render(request: web.Request, session: Session | None, template: str, context: Mapping[str, Any] | None = None,
-           *, status: int = 200, script_origin: str | None = None) -> web.Response:
+           *, status: int = 200, script_origin: str | None = None, live: bool = False) -> web.Response:
     """A dashboard page: ``template`` (extending ``dashboard/layout.html``) with the layout's context.
 
     ``script_origin`` lets one page (sign-in with a captcha widget) load the
     provider's script and frame; every other page runs only its nonce'd script.
+    ``live`` lets the page's script open its payment's event stream (``connect-src 'self'``).
     """
     gateway = request.app[GATEWAY]
     nonce = secrets.token_urlsafe(16)
@@ -140,7 +141,8 @@ def render(request: web.Request, session: Session | None, template: str, context
         **(context or {}),
     }
     response = aiohttp_jinja2.render_template(template, request, values, status=status)
-    return page_security_headers(response, nonce, script_origin=script_origin)
+    response.headers.update(security_headers(nonce, script_origin=script_origin, live=live))
+    return response
 
 
 def when(timestamp: Any) -> str:

@@ -26,6 +26,12 @@ COOLING_OFF = ("403 mfa_cooling_off (error.detail.available_at: when it becomes 
 SWAP_BODY = obj({"from_coin": STRING, "to_coin": STRING, "amount": AMOUNT},
                 {"idempotency_key": {"type": "string", "minLength": 8, "maxLength": 128}})
 
+TIMESTAMP = {"type": "integer"}
+# A row of GET /v1/payment (PaymentSummary) and the stream the mini-app follows for it.
+RECENT_PAYMENT = obj({"track_id": STRING, "type": STRING, "status": STRING, "currency": STRING,
+                      "address": NULLABLE_STRING, "paid_at": {"anyOf": [TIMESTAMP, {"type": "null"}]},
+                      "created_at": TIMESTAMP, "events_url": NULLABLE_STRING})
+
 MINIAPP_SCHEME = {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
                   "description": "Mini-app JWT from POST /tgapp/session, valid 1 hour (claims m, tg, src=tgapp). "
                                  "Accepted only on /tgapp routes; the dashboard JWT is never accepted there."}
@@ -85,7 +91,10 @@ OPERATIONS = [
                    "per init data); 403 not_linked, merchant_disabled."),
     _app("GET", "/tgapp/balances", "Balances", envelope(ref("Balances"))),
     _app("GET", "/tgapp/payments", "The 10 most recent payments", envelope(obj({
-        "payments": {"type": "array", "items": ref("PaymentSummary"), "maxItems": 10}}))),
+        "payments": {"type": "array", "maxItems": 10, "items": RECENT_PAYMENT}})),
+         description="A row of GET /v1/payment plus events_url: the hosted page's event stream "
+                     "(GET /pay/{track_id}/events) of each of the 4 newest open invoices, which the mini-app "
+                     "follows live; null for the others."),
     _app("GET", "/tgapp/receive", "The standing address of a coin",
          envelope(obj({"coin": COIN, "address": STRING, "network_label": STRING})),
          query=(Param("coin", COIN, "One of the accepted coins.", required=True),),

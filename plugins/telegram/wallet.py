@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ...api import (
     AmountError, ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized,
-    ValidationError, available_balance, body_idempotency_key, payout_amount, payout_destination, receive_address,
-    request_payout,
+    ValidationError, available_balance, body_idempotency_key, pay_events_path, payout_amount, payout_destination,
+    receive_address, request_payout,
 )
 from ...api.merchant import (
-    DASHBOARD, TransferRequest, balances_of, enable_totp, is_account_id, list_payments, normalize_totp_code,
+    DASHBOARD, INVOICE, TransferRequest, balances_of, enable_totp, is_account_id, list_payments, normalize_totp_code,
     require_merchant, send_transfer, start_totp_setup, verify_totp,
 )
 from . import store
@@ -37,6 +37,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
 
 RECENT_PAYMENTS = 10  # SPEC 4.13: the 10 most recent payments
+# Open invoices whose status the list follows live (the newest first): below the hosted stream's per-IP bound
+# (live.max_streams_per_ip, default 8), so a merchant's phone never crowds out a payer's page on the same network.
+LIVE_PAYMENTS = 4
+OPEN = ("Waiting", "Paying")
 MAX_DESTINATION = 128  # SPEC 8: payout address max 128
 IDEMPOTENCY_NAMESPACE = "tgapp"
 # Mini-app payout error codes (SPEC 7) for what the core names otherwise.
@@ -49,7 +53,13 @@ async def balances(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
 
 async def recent_payments(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
     listed = await list_payments(gateway, merchant_id, limit=RECENT_PAYMENTS, offset=0, sort_order="desc")
-    return {"payments": listed["payments"]}
+    payments, live = [], 0
+    for row in listed["payments"]:
+        events_url = None
+        if row["type"] == INVOICE and row["status"] in OPEN and live < LIVE_PAYMENTS:
+            events_url, live = pay_events_path(row["track_id"]), live + 1
+        payments.append({**row, "events_url": events_url})
+    return {"payments": payments}
 
 
 def network_label(gateway: "Gateway", symbol: str) -> str:

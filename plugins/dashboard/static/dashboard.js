@@ -12,7 +12,8 @@
     form.submit();
     return;
   }
-  // Live status: an open payment's page reloads itself (without script: the Refresh link).
+  // Live status: an open payment with no public stream (white-label, static) reloads itself; an open invoice
+  // follows its stream (payment_live.js); without script: the Refresh link.
   var live = document.querySelector("[data-live]");
   if (live) {
     setTimeout(function () { window.location.reload(); }, 1000 * parseInt(live.getAttribute("data-live"), 10));

@@ -62,6 +62,29 @@
     }
   }
 
+  // An open invoice's status follows the hosted page's public event stream (events_url: its track id is the
+  // capability, as on /pay), in place; the list's next refresh closes the old streams and opens the new ones.
+  var streams = [];
+  function follow(list, payments) {
+    streams.forEach(function (source) { source.close(); });
+    streams = [];
+    if (!window.EventSource) { return; }
+    payments.forEach(function (p, i) {
+      if (!p.events_url) { return; }
+      var statusCell = list.children[i] && list.children[i].children[1];
+      if (!statusCell) { return; }
+      var source = new EventSource(p.events_url);
+      source.addEventListener("payment", function (event) {
+        var state;
+        try { state = JSON.parse(event.data); } catch (e) { return; }
+        statusCell.textContent = state.status;
+        document.dispatchEvent(new CustomEvent("orbchain:payment", { detail: state }));
+        if (state.final) { source.close(); }
+      });
+      streams.push(source);
+    });
+  }
+
   function options(select, coins) {
     select.textContent = "";
     coins.forEach(function (coin) {
@@ -85,6 +108,7 @@
       }),
       request("GET", "/tgapp/payments").then(function (data) {
         fill($("tg-payments"), data.payments, function (p) { return [p.track_id, p.status]; });
+        follow($("tg-payments"), data.payments);
       }),
       request("GET", "/tgapp/mfa/status").then(function (data) {
         $("tg-mfa-state").textContent = data.totpEnabled ? "2FA is on." : "2FA is off: sending and swapping need it.";

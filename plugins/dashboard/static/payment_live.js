@@ -1,0 +1,67 @@
+/* The payment detail of an open invoice, live: it follows the hosted page's own event stream (the element with
+   data-events names it, GET /pay/{id}/events) and updates the status and the deposits table in place; each state
+   also goes to the document as an "orbchain:payment" event (detail: the state), as on the hosted page. Once the
+   payment is Paid the page reloads once, so the server renders its receipt and refund form (Expired and
+   Cancelled only update in place). Without JavaScript
+   the Refresh link stays; when the stream is refused (or EventSource is missing) the page reloads every 15 s. */
+(function () {
+  "use strict";
+  var RELOAD_MS = 15000;
+  var status = document.querySelector("[data-events]");
+  if (!status) { return; }
+  var reloading = false;
+
+  function reloadIn(ms) {
+    if (reloading) { return; }
+    reloading = true;
+    setTimeout(function () { window.location.reload(); }, ms);
+  }
+
+  function cell(row, text, className) {
+    var td = document.createElement("td");
+    if (className) { td.className = className; }
+    td.textContent = text;
+    row.appendChild(td);
+    return td;
+  }
+
+  function showDeposits(list) {
+    var body = document.getElementById("deposit-rows");
+    if (!body || !list || !list.length) { return; }
+    while (body.firstChild) { body.removeChild(body.firstChild); }
+    list.forEach(function (tx) {
+      var row = document.createElement("tr");
+      var hash = document.createElement("code");
+      hash.textContent = tx.tx_hash;
+      cell(row, "").appendChild(hash);
+      cell(row, tx.amount + " " + tx.coin, "num");
+      cell(row, tx.status);
+      cell(row, String(tx.confirmations), "num");
+      body.appendChild(row);
+    });
+  }
+
+  function show(state) {
+    status.textContent = state.status;
+    status.className = "badge badge-" + String(state.status).toLowerCase();
+    showDeposits(state.transactions);
+    var cancel = document.getElementById("cancel-form");
+    if (cancel && state.status !== "Waiting") { cancel.hidden = true; }
+    document.dispatchEvent(new CustomEvent("orbchain:payment", { detail: state }));
+  }
+
+  if (!window.EventSource) { reloadIn(RELOAD_MS); return; }
+  var source = new EventSource(status.getAttribute("data-events"));
+  source.addEventListener("payment", function (event) {
+    var state;
+    try { state = JSON.parse(event.data); } catch (e) { return; }
+    show(state);
+    if (state.final) {
+      source.close();
+      if (state.status === "Paid") { reloadIn(0); }  // Expired by the clock stays Waiting in the row: no reload loop
+    }
+  });
+  source.onerror = function () {
+    if (source.readyState === EventSource.CLOSED) { reloadIn(RELOAD_MS); }
+  };
+}());
