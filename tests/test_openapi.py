@@ -551,6 +551,9 @@ async def journey_payments(c: CheckedClient, shop: Merchant, devnet: Devnet) -> 
     await devnet.mine(6)
     _, body = await c.call("GET", f"/v1/payment/{invoice['track_id']}", key, expect=200)
     assert body["data"]["status"] == "Paid", body
+    await c.call("GET", f"{page}/events", expect=200)  # Paid: one event, then the stream ends
+    await c.call("GET", "/pay/no-such-payment/events", expect=404)
+    await c.call("GET", "/assets/pay.js", expect=200)
     await devnet.pay("ETH", static["address"], "0.1")
     await devnet.mine(12)
 

@@ -88,9 +88,10 @@ async def test_page_headers_forbid_external_resources_and_caching(shop):
     response = await client.get(f"/pay/{invoice['track_id']}")
     csp = response.headers["Content-Security-Policy"]
     assert "default-src 'none'" in csp and "form-action 'self'" in csp
+    assert "connect-src 'self'" in csp  # the page's own event stream, nothing else
     assert response.headers["Cache-Control"] == "no-store"
     nonce = re.search(r"'nonce-([^']+)'", csp).group(1)
-    assert f'<script nonce="{nonce}">' in await response.text()
+    assert f'<script nonce="{nonce}" src="/assets/pay.js" defer></script>' in await response.text()
 
 
 async def test_stylesheet_is_served(client):
@@ -281,8 +282,8 @@ async def test_no_devnet_form_in_production(make_client, make_config):
     assert "devnet-pay" not in html and "Pay with devnet" not in html
 
 
-async def test_page_is_limited_per_ip_as_a_public_page(make_client, make_config):
-    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"public_page_per_minute": 2}))
+async def test_page_is_limited_per_ip_in_its_own_bucket(make_client, make_config):
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"pay_page_per_minute": 2}))
     client.app[GATEWAY].clock = lambda: 1_800_000_001.0  # all three requests inside one window
     for _ in range(2):
         assert (await client.get("/pay/anything")).status == 404

@@ -33,6 +33,7 @@ from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, authenticate_request
 from .key_requests import KEY_REQUEST_LISTENERS, key_request_listeners
 from .keys import GATEWAY
+from .live import end_streams
 from .middlewares import middlewares
 from .ops_listener import ops_listener_ctx
 from .routes import core_route_tables, plugin_static
@@ -109,6 +110,11 @@ async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
         await drain_jobs(app)  # again after on_shutdown: nothing left to do
 
 
+async def close_streams(app: web.Application) -> None:
+    """``on_shutdown``: live pages' event streams end (web/live.py); the browsers reconnect elsewhere."""
+    await end_streams(app[GATEWAY])
+
+
 async def drain_jobs(app: web.Application) -> None:
     """``on_shutdown``: the push streams close; job runs in flight finish until the stop's deadline, alongside
     the requests."""
@@ -170,5 +176,5 @@ def create_app(
     aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True, auto_reload=False)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx, ops_listener_ctx])
-    app.on_shutdown.append(drain_jobs)
+    app.on_shutdown.extend([close_streams, drain_jobs])
     return app

@@ -53,10 +53,14 @@ _HTTP_ERRORS = {
 
 
 def rate_class(kind: str | None) -> Callable[[Handler], Handler]:
-    """Choose a handler's limit: "auth", "public_page", "cpu", "read", "write" or None (exempt).
+    """Choose a handler's limit: "auth", "public_page", "pay_page", "cpu", "read", "write" or None (exempt).
 
     "cpu" is for public routes whose work is CPU-bound (a QR image): a lower
-    per-IP limit (``rate_limits.cpu_per_minute``) than the pages'.
+    per-IP limit (``rate_limits.cpu_per_minute``) than the pages'. "pay_page"
+    is a payer's own payment page and its live stream: reads, counted per IP
+    in their own bucket (``rate_limits.pay_page_per_minute``), so a payer
+    watching a payment never uses up the 60/min that /tip and /subscribe
+    share (SPEC 8).
     """
 
     def mark(handler: Handler) -> Handler:
@@ -257,7 +261,8 @@ def _route_rate(request: web.Request, gateway: Gateway) -> tuple[str | None, tup
         return None, None
     if kind == "read" or kind == "write":
         return kind, None
-    limit = {"auth": limits.auth_per_minute, "cpu": limits.cpu_per_minute}.get(kind, limits.public_page_per_minute)
+    limit = {"auth": limits.auth_per_minute, "cpu": limits.cpu_per_minute,
+             "pay_page": limits.pay_page_per_minute}.get(kind, limits.public_page_per_minute)
     return None, (f"{kind}:ip:{client_ip(request)}", limit)
 
 

@@ -69,7 +69,7 @@ def _policy(branding: PageBranding | None) -> tuple[str, str]:
 
 
 def security_headers(nonce: str | None = None, branding: PageBranding | None = None,
-                     script_origin: str | None = None) -> dict[str, str]:
+                     script_origin: str | None = None, live: bool = False) -> dict[str, str]:
     """No external resource but a brand's logo; the only script a page may run carries ``nonce``.
 
     A branded page (``branding``, rendered by ``base.html``) adds exactly one
@@ -77,12 +77,17 @@ def security_headers(nonce: str | None = None, branding: PageBranding | None = N
     from a same-origin stylesheet, so ``style-src 'self'`` stays as it is.
     ``script_origin`` (a form with a captcha widget, ``SignInWidget.origin``)
     lets that one provider's script, frame and requests in, on that page only.
+    ``live`` lets the page's script open its own event stream (``connect-src 'self'``).
     """
     before, after = _policy(branding)
     scripts = f"'nonce-{nonce}'" if nonce else "'none'"
+    connect = "'self'" if live else ""
     if script_origin:
         scripts += f" {script_origin}"
-        after += f"; frame-src {script_origin}; connect-src {script_origin}"
+        after += f"; frame-src {script_origin}"
+        connect = f"{connect} {script_origin}".strip()
+    if connect:
+        after += f"; connect-src {connect}"
     return {CSP: f"{before}{scripts}{after}",
             CACHE_CONTROL: "no-store", REFERRER_POLICY: "same-origin", X_CONTENT_TYPE_OPTIONS: "nosniff"}
 

@@ -109,10 +109,22 @@ class RateLimitConfig:
     write_per_minute: int = 60
     auth_per_minute: int = 10
     public_page_per_minute: int = 60
+    # A payer's own payment page and its live stream (GET /pay/{id}, /pay/{id}/events), per IP: reads, so
+    # not in the 60/min bucket /tip and /subscribe share (SPEC 8 lists only those two).
+    pay_page_per_minute: int = 300
     # Public routes whose answer costs real CPU even when cached work is skipped (GET /tgapp/qr), per IP.
     cpu_per_minute: int = 30
     # Failed authentications (bad key, token or IP allowlist) per client IP.
     auth_failures_per_minute: int = 20
+
+
+@dataclass(frozen=True)
+class LiveConfig:
+    """Live pages' event streams (``GET /pay/{id}/events``, web/live.py): bounds and heartbeat."""
+
+    max_streams: int = 2000  # open in this process; past it 503 with Retry-After
+    max_streams_per_ip: int = 8  # open from one client IP in this process; past it 429
+    heartbeat_seconds: int = 15  # a comment line this often keeps proxies from closing an idle stream
 
 
 @dataclass(frozen=True)
@@ -168,6 +180,7 @@ class Config:
     fees: FeesConfig = field(default_factory=FeesConfig)
     webhooks: WebhooksConfig = field(default_factory=WebhooksConfig)
     rate_limits: RateLimitConfig = field(default_factory=RateLimitConfig)
+    live: LiveConfig = field(default_factory=LiveConfig)
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
@@ -221,6 +234,7 @@ def _section_class(name: str) -> type:
         "fees": FeesConfig,
         "webhooks": WebhooksConfig,
         "rate_limits": RateLimitConfig,
+        "live": LiveConfig,
         "plugins": PluginsConfig,
         "scheduler": SchedulerConfig,
         "metrics": MetricsConfig,
@@ -311,6 +325,10 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config key 'metrics.listen' must look like 127.0.0.1:9100")
     if config.metrics.ledger_check_seconds < 0 or config.readiness.max_lag_blocks < 0:
         raise ConfigError("config keys 'metrics.ledger_check_seconds' and 'readiness.max_lag_blocks' must be >= 0")
+    live = config.live
+    if live.max_streams < 0 or live.max_streams_per_ip < 0 or not 1 <= live.heartbeat_seconds <= 300:
+        raise ConfigError("config keys 'live.max_streams' and 'live.max_streams_per_ip' must be >= 0"
+                          " and 'live.heartbeat_seconds' between 1 and 300")
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url

@@ -22,6 +22,7 @@ import base58
 
 from ..watching import addresses
 from . import receive, settlement
+from .changes import announce_now
 from ..infra.db import KeyedRead
 from ..errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from ..money import AmountError
@@ -560,6 +561,7 @@ async def cancel_payment(gateway: "Gateway", merchant_id: str, track_id: str) ->
             "UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
             {"s": CANCELLED, "now": gateway.now(), "t": track_id},
         )
+    announce_now(gateway, track_id)
     cancelled = await get_payment(gateway, merchant_id, track_id)
     await gateway.emit("payment_cancelled", payment=payment_view_of(gateway, cancelled))
     return cancelled
@@ -614,5 +616,6 @@ async def change_pay_currency(gateway: "Gateway", track_id: str, symbol: str) ->
              "ch": adapter.name, "r": priced.get("rate_locked"), "ra": priced.get("rate_locked_at"),
              "x": fields["receive_extra"], "now": gateway.now(), "t": track_id},
         )
+    announce_now(gateway, track_id)
     return True
 

@@ -4,7 +4,8 @@ Paid once its credited deposits add up to at least its pay_amount (static
 addresses: the first credited deposit); Paying while money is on its way or
 underpaid; Expired when its lifetime elapsed and nothing is still
 confirming. Every change enqueues its webhook inside the caller's
-transaction and fires its hook after the commit, with a ``PaymentView``.
+transaction and fires its hook after the commit, with a ``PaymentView``,
+and is announced on the change feed (core/payments/changes.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..events.after_commit import AfterCommit, run_after_commit
+from .changes import payment_changed
 from ..watching.deposit_status import CREDITED, IN_PROGRESS
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination
@@ -46,6 +48,7 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
     if status == payment["status"]:
         return
     now = gateway.now()
+    payment_changed(gateway, track_id, after)
     if status == PAID:
         generation = int(payment["paid_count"]) + 1
         await db.execute(
@@ -120,6 +123,7 @@ async def expire_payments(gateway: "Gateway") -> int:
             await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                              {"s": EXPIRED, "now": now, "t": row["track_id"]})
             await emit_after(gateway, "payment_expired", row["track_id"], after)
+            payment_changed(gateway, row["track_id"], after)
             expired += 1
         await run_after_commit(after)
     return expired

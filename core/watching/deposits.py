@@ -21,7 +21,8 @@ the ledger postings (splits, auto-settle, brand fees; see
 ``core/ledger/credit_postings.py`` for what the core still enforces) and
 ``decide_credit_status`` may hold the deposit CONFIRMED until
 :func:`complete_credit`. What a deposit does to its payment lives in
-``core/payments/status.py``.
+``core/payments/status.py``. Every change to a payment's deposit is announced
+after its commit on the change feed (``core/payments/changes.py``).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDI
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination_of
 from ..money import fee_units
+from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
 from ..payments.service import PAYING, WAITING
 from ..contract.plugins import call_first
@@ -191,6 +193,7 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
     await db.execute(
         f"INSERT INTO deposits ({', '.join(deposit)}) VALUES ({', '.join(':' + k for k in deposit)})", deposit
     )
+    payment_changed(gateway, deposit["track_id"], after)
     if payment is not None and payment["status"] == WAITING:
         await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                          {"s": PAYING, "now": now, "t": payment["track_id"]})
@@ -262,6 +265,7 @@ async def _replace_block(gateway: "Gateway", deposit: Mapping[str, Any], block: 
         {"h": block.height, "b": block.hash, "s": status, "conf": _confirmations(block, scanned_tip),
          "now": gateway.now(), "id": deposit["id"]},
     )
+    payment_changed(gateway, deposit["track_id"], after)
     if deposit["status"] == FAILED and deposit["track_id"]:
         await refresh_payment(gateway, deposit["track_id"], after)
 
@@ -276,13 +280,14 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
     """
     db = gateway.db
     rows = await db.fetch_all(
-        "SELECT id, block_height, confirmations, threshold, status FROM deposits WHERE chain = :c"
+        "SELECT id, track_id, block_height, confirmations, threshold, status FROM deposits WHERE chain = :c"
         " AND block_height IS NOT NULL AND (status = :pending OR (status IN (:credited, :confirmed)"
         " AND block_height > :deep))",
         {"c": chain, "pending": PENDING, "credited": CREDITED, "confirmed": CONFIRMED,
          "deep": scanned_tip - REORG_WATCH_BLOCKS},
     )
     credited = 0
+    changed: set[str | None] = set()
     for row in rows:
         confirmations = max(0, scanned_tip - int(row["block_height"]) + 1)
         if row["status"] == PENDING and confirmations >= row["threshold"]:
@@ -290,6 +295,9 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
         elif confirmations != row["confirmations"]:
             await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",
                              {"n": confirmations, "id": row["id"]})
+            changed.add(row["track_id"])
+    for track_id in changed:  # committed: each statement above ran on its own
+        announce_now(gateway, track_id)
     return credited
 
 
@@ -355,6 +363,7 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
                 "credited_at": now}
     if not held:
         await _announce_credit(gateway, credited, after)
+    payment_changed(gateway, deposit["track_id"], after)
     if deposit["track_id"]:
         await refresh_payment(gateway, deposit["track_id"], after)
 
@@ -396,6 +405,7 @@ async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
         await db.execute("UPDATE deposits SET status = :s, credited = :t, updated_at = :now WHERE id = :id",
                          {"s": CREDITED, "t": True, "now": now, "id": deposit_id})
         await _announce_credit(gateway, {**deposit, "status": CREDITED, "credited": True, "updated_at": now}, after)
+        payment_changed(gateway, deposit["track_id"], after)
         if deposit["track_id"]:
             await refresh_payment(gateway, deposit["track_id"], after)
     await run_after_commit(after)
@@ -447,6 +457,7 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
                 " credited = :f, updated_at = :now WHERE id = :id",
                 {"s": PENDING, "f": False, "now": gateway.now(), "id": deposit_id},
             )
+            payment_changed(gateway, deposit["track_id"], after)
             if deposit["track_id"]:
                 await refresh_payment(gateway, deposit["track_id"], after)
         await run_after_commit(after)
@@ -491,6 +502,7 @@ async def mark_missing(gateway: "Gateway", chain: str, mempool_hashes: set[str],
         async with db.transaction():
             await db.execute("UPDATE deposits SET status = :s, updated_at = :now WHERE id = :id AND status = :p"
                              " AND block_height IS NULL", {"s": FAILED, "now": now, "id": row["id"], "p": PENDING})
+            payment_changed(gateway, row["track_id"], after)
             if row["track_id"]:
                 await refresh_payment(gateway, row["track_id"], after)
         await run_after_commit(after)

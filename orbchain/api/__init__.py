@@ -135,6 +135,11 @@ from ..core.payments.qr import MAX_QR_DATA, qr_svg
 from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
 from ..web.pages import html_page, page_security_headers, render_page
 
+# Live pages: the change feed's topic on gateway.signals (payload: the payment's track id, after each commit
+# that changed its status, deposits or confirmations) and the event stream a hosted payment's page follows.
+from ..core.payments.changes import TOPIC as PAYMENT_CHANGED
+from ..web.routes.pay_events import events_path as pay_events_path
+
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
 from ..core.infra.maintenance import refuse_in_maintenance
 from ..web.auth import Principal, principal_of, requires
@@ -221,7 +226,8 @@ __all__ = [
     "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "widget_token",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
-    "gateway_of", "holds_no_connection", "principal_of", "rate_class", "read_form", "read_json",
+    "gateway_of", "holds_no_connection", "PAYMENT_CHANGED", "pay_events_path", "principal_of", "rate_class",
+    "read_form", "read_json",
     "refuse_if_blocked", "refuse_in_maintenance", "requires", "text_problem",
     # validation
     "Field", "body_idempotency_key", "form_integer", "int_from_text", "pagination", "validate",

@@ -16,6 +16,17 @@ READINESS = obj({"ready": BOOLEAN}, {
     "chains": array(_CHAIN_READINESS),
 })
 
+_TX_STATE = obj({"tx_hash": STRING, "amount": STRING, "coin": STRING, "status": STRING, "confirmations": INTEGER,
+                 "required": INTEGER})
+# One event of GET /pay/{track_id}/events (web/live_state.py): what the hosted page shows, nothing private.
+LIVE_STATE = obj({
+    "track_id": STRING, "status": STRING, "final": BOOLEAN, "pay_currency": STRING, "pay_amount": nullable(STRING),
+    "paid_amount": STRING, "due_amount": nullable(STRING), "expires_at": nullable(INTEGER),
+    "remaining_seconds": nullable(INTEGER), "confirmations": nullable(INTEGER),
+    "confirmations_required": nullable(INTEGER), "transactions": array(_TX_STATE), "paid_at": nullable(INTEGER),
+    "return_url": nullable(STRING),
+})
+
 OPERATIONS = [
     Op("GET", "/health", "Liveness", TAG, obj({"ok": BOOLEAN}), rate_limited=False,
        description="A bare object, not the envelope; 200 while the process runs."),
@@ -49,8 +60,28 @@ OPERATIONS = [
            "303": redirect("After ?pay_currency=: back to the clean page URL."),
            "404": html("Unknown track id, or not an invoice."),
        }, page=True, errors=(503,),
-       description="Only invoices have a hosted page; a refresh meta tag polls every 15 s while open. 503 when the"
+       description="Only invoices have a hosted page. While open, its script (/assets/pay.js) follows"
+                   " /pay/{track_id}/events and updates the page in place; without JavaScript a refresh meta tag"
+                   " inside <noscript> polls every 15 s. Counted per IP in its own bucket"
+                   " (rate_limits.pay_page_per_minute, default 300), not the public pages' 60. 503 when the"
                    " CPU pool that draws the QR code is full."),
+    Op("GET", "/pay/{track_id}/events", "Live status of a hosted payment (Server-Sent Events)", PAGES,
+       responses={
+           "200": {"description": "text/event-stream: at once, then on every change, an event `payment` whose data"
+                                  " is the JSON object of LiveState; a `: heartbeat` comment every"
+                                  " live.heartbeat_seconds (15); the stream ends after the event whose `final` is"
+                                  " true (Paid, Expired, Cancelled). Headers Cache-Control: no-cache and"
+                                  " X-Accel-Buffering: no.",
+                   "content": {"text/event-stream": {"schema": LIVE_STATE}}},
+       }, errors=(404, 503),
+       description="The hosted page's live status (the page dispatches each state as a document"
+                   " `orbchain:payment` CustomEvent for a merchant's embed). Only invoices: 404 in the envelope for"
+                   " any other track id. Holds no database connection while idle. Open streams are bounded:"
+                   " live.max_streams_per_ip (8, then 429) and live.max_streams (2000 per process, then 503), both"
+                   " with Retry-After. Counted per IP in rate_limits.pay_page_per_minute."),
+    Op("GET", "/assets/pay.js", "Script of the hosted payment page", PAGES, rate_limited=False,
+       responses={"200": {"description": "JavaScript (countdown and live status)",
+                          "content": {"text/javascript": {"schema": {"type": "string"}}}}}),
     Op("GET", "/assets/orbchain.css", "Stylesheet of the hosted pages", PAGES,
        responses={"200": {"description": "CSS", "content": {"text/css": {"schema": {"type": "string"}}}}}),
     Op("GET", "/assets/accent/{color}.css", "Accent colour of a branded page", PAGES,

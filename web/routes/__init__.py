@@ -20,6 +20,7 @@ CORE_ROUTE_MODULES = (
     "dashboard_payments",
     "payouts",
     "pay_page",
+    "pay_events",
     "transfers",
     "openapi",
     "operations",

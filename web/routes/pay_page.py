@@ -35,13 +35,17 @@ from ...core.contract.pages import accent_stylesheet
 from ...core.payments.qr import MAX_QR_DATA, qr_svg
 from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
-from ..middlewares import rate_class
+from ..middlewares import client_ip, count_request, rate_class
+from ..live_state import paid_and_due, shown_status
+from .pay_events import events_path
 from ..page_slots import CACHED_PAGES, SlottedTemplate
 from ..pages import html_page, page_security_headers, security_headers
 
 routes = web.RouteTableDef()
 
 STYLESHEET = Path(__file__).resolve().parent.parent / "static" / "orbchain.css"
+# The page's one script (countdown, live status): a file, so the nonce'd tag is all the page carries.
+SCRIPT = STYLESHEET.with_name("pay.js")
 REFRESH_SECONDS = 15
 MAX_SYMBOL_LENGTH = 20
 # What differs between two views of the same page (web/page_slots.py).
@@ -80,19 +84,6 @@ def picker_options(coins: tuple[str, ...], selected: str | None) -> Markup:
     return Markup("").join(
         Markup('<option value="{0}"{1}>{0}</option>').format(coin, Markup(" selected") if coin == selected else "")
         for coin in coins)
-
-
-def shown_status(view: Mapping[str, Any], now: int) -> str:
-    """The status the payer sees.
-
-    A Waiting payment past its expiry is shown Expired before the expiry job
-    runs: the deposit engine no longer attributes deposits to it. A Paying
-    one stays Paying: money is on the way and the engine decides.
-    """
-    expires_at = view["expires_at"]
-    if view["status"] == svc.WAITING and expires_at is not None and expires_at <= now:
-        return svc.EXPIRED
-    return view["status"]
 
 
 def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -139,6 +130,9 @@ async def content_context(
         "qr_svg": None,
         "pay_request": None,
         "transactions": _transactions(view, deposits),
+        "paid_amount": None,
+        "due_amount": None,
+        "events_url": events_path(view["track_id"]) if is_open else None,
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "picker_options": None,
         "return_url": view.get("return_url") if status == svc.PAID else None,
@@ -149,6 +143,11 @@ async def content_context(
         "expires_iso": None,
         "expires_text": None,
     }
+    if deposits:
+        pay_units = None if view["pay_amount"] is None else gateway.coins.require(view["pay_currency"]).to_units(
+            view["pay_amount"])
+        context["paid_amount"], context["due_amount"] = paid_and_due(gateway, view["pay_currency"], pay_units,
+                                                                     deposits)
     if context["picker_coins"]:
         context["picker_options"] = picker_options(tuple(accepted), view["pay_currency"])
     if is_open:
@@ -248,7 +247,7 @@ def not_found_page(request: web.Request) -> web.Response:
 
 
 @routes.get("/pay/{track_id}")
-@rate_class("public_page")
+@rate_class("pay_page")
 @html_page
 async def pay_page(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
@@ -262,6 +261,7 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
         return not_found_page(request)
     if "pay_currency" in request.query:
         refuse_in_maintenance(gateway)  # a GET that writes: the middleware only refuses write methods (SPEC 7)
+        await count_coin_switch(request)
         symbol = request.query["pay_currency"].strip().upper()
         if request.method == "GET" and 0 < len(symbol) <= MAX_SYMBOL_LENGTH:
             try:
@@ -284,7 +284,15 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     # The key: the content, then the hooks' answers (they run on every view; a new answer is a new rendering).
     key = (content, tuple(forms), branding) if content.cached else None
     body = _pay_template(gateway).render_bytes(aiohttp_jinja2.get_env(request.app), key, values, context)
-    return web.Response(body=body, headers={hdrs.CONTENT_TYPE: HTML, **security_headers(nonce, branding)})
+    headers = security_headers(nonce, branding, live=content.context["events_url"] is not None)
+    return web.Response(body=body, headers={hdrs.CONTENT_TYPE: HTML, **headers})
+
+
+async def count_coin_switch(request: web.Request) -> None:
+    """A coin switch reserves an address: it counts in the public pages' bucket, not only the page's reads."""
+    limits = gateway_of(request).config.rate_limits
+    if limits.enabled:
+        await count_request(request, f"public_page:ip:{client_ip(request)}", limits.public_page_per_minute)
 
 
 def _pay_template(gateway: Gateway) -> SlottedTemplate:
@@ -298,6 +306,13 @@ def _pay_template(gateway: Gateway) -> SlottedTemplate:
 @routes.get("/assets/orbchain.css")
 async def stylesheet(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(STYLESHEET, headers={"Cache-Control": "public, max-age=3600"})
+
+
+@routes.get("/assets/pay.js")
+@rate_class(None)
+async def script(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(SCRIPT, headers={"Cache-Control": "public, max-age=3600",
+                                             hdrs.CONTENT_TYPE: "text/javascript; charset=utf-8"})
 
 
 @routes.get("/assets/accent/{color:[0-9a-fA-F]{6}}.css")

@@ -1,0 +1,102 @@
+"""The hosted page, live, in a real headless Chromium (issue 31): JavaScript on, the page follows its
+event stream in place; JavaScript off, the refresh inside ``<noscript>`` still polls.
+
+Needs /usr/bin/chromium (``scripts/ensure_chromium.sh``); fails, never skips, without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from orbchain.chains.devnet import devnet_chain
+from orbchain.core.watching.scanner import scan_chain
+from orbchain.web.keys import GATEWAY
+
+from .browser import Browser, BrowserError, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
+from .test_pay_page import merchant_key, new_invoice
+
+POLLS = 150  # bounded waits for the page to show what the stream said (0.1 s apart)
+LISTEN = ("window.__orbchain = []; window.__kept = 'no reload';"
+          " document.addEventListener('orbchain:payment', e => window.__orbchain.push(e.detail));")
+
+
+@pytest.fixture
+async def served(aiohttp_server, aiohttp_client, make_config):
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
+
+
+async def shows(browser: Browser, selector: str, text: str) -> None:
+    for _ in range(POLLS):
+        if await browser.text(selector) == text:
+            return
+        await asyncio.sleep(0.1)
+    raise BrowserError(f"{selector} never showed {text!r} (last: {await browser.text(selector)!r})")
+
+
+async def scan(client: Any) -> None:
+    gateway = client.app[GATEWAY]
+    await scan_chain(gateway, gateway.chains["devnet"])
+
+
+async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, tmp_path):
+    client = served
+    key = await merchant_key(client)
+    invoice = await new_invoice(client, key, return_url="https://shop.example/thanks")
+    gateway = client.app[GATEWAY]
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.send("Log.enable")
+        await browser.goto(invoice["payment_url"])
+        assert await browser.evaluate("document.querySelector('head > meta[http-equiv=refresh]')") is None
+        await browser.evaluate(LISTEN)
+        for _ in range(POLLS):  # the stream is open once the hub counts it
+            if gateway.services.get("live_hub") and gateway.services["live_hub"].open_streams:
+                break
+            await asyncio.sleep(0.1)
+        assert gateway.services["live_hub"].open_streams == 1
+
+        chain = devnet_chain(gateway)
+        coin = gateway.coins.require(invoice["pay_currency"])
+        await chain.pay(coin, invoice["address"], coin.to_units(invoice["pay_amount"]))
+        await scan(client)
+        await shows(browser, "#status", "Paying")
+        assert await browser.evaluate("window.__kept") == "no reload"
+        assert "Payment detected" in await browser.text("#notice")
+        assert await browser.text("#paid-amount") == invoice["pay_amount"]
+        assert await browser.text("#due-amount") == "0"
+        assert await browser.evaluate("document.querySelector('#transactions').hidden") is False
+        assert await browser.text("#tx-list .confirmations") == f"0 of {coin.confirmations}"
+        # The stream's first state (Waiting) may come before or after the listener: the change comes after.
+        assert (await browser.evaluate("window.__orbchain.map(d => d.status)"))[-1:] == ["Paying"]
+        assert await browser.evaluate("window.__orbchain.at(-1).track_id") == invoice["track_id"]
+        assert_png(await browser.screenshot(tmp_path / "live_paying.png"))
+
+        for _ in range(coin.confirmations + 1):
+            await chain.mine(1)
+            await scan(client)
+        await shows(browser, "#status", "Paid")
+        assert await browser.evaluate("window.__kept") == "no reload"
+        assert await browser.evaluate("window.__orbchain.at(-1).final") is True
+        assert await browser.evaluate("document.querySelector('.deposit').hidden") is True  # no address to pay
+        assert await browser.evaluate("document.querySelector('#return-link').href") == "https://shop.example/thanks"
+        assert "Paid" in await browser.evaluate("document.title")
+        assert_png(await browser.screenshot(tmp_path / "live_paid.png"))
+        problems = [e for e in browser.events if e.get("method") == "Log.entryAdded"
+                    and e["params"]["entry"]["level"] == "error"
+                    and not e["params"]["entry"].get("url", "").endswith("/favicon.ico")]
+        assert problems == []  # no CSP refusal, no script error
+
+
+async def test_without_javascript_the_refresh_inside_noscript_still_polls(served, tmp_path):
+    client = served
+    key = await merchant_key(client)
+    invoice = await new_invoice(client, key)
+    async with Browser.launch(tmp_path) as browser:
+        await browser.goto(invoice["payment_url"])
+        # Parsed as an element (scripting off), so the browser honours it.
+        assert await browser.evaluate("document.querySelector('noscript > meta[http-equiv=refresh]').content") == "15"
+        assert await browser.text("#status") == "Waiting"
+        assert client.app[GATEWAY].services.get("live_hub") is None  # no script, no stream

@@ -1,0 +1,134 @@
+/* The hosted payment page, live: countdown, then status, amounts and confirmations from the page's
+   event stream (GET /pay/{id}/events), updated in place. Each state also goes to the merchant's embed as
+   document "orbchain:payment" events (detail: the state). Without JavaScript the page reloads itself
+   (the meta refresh inside <noscript>); when the stream is refused, this script reloads the same way. */
+(function () {
+  "use strict";
+  var RELOAD_MS = 15000;
+  var NOTICES = {
+    Paying: ["notice notice-info", "Payment detected. Waiting for network confirmations; this page updates by itself."],
+    Paid: ["notice notice-success", "Paid. Thank you, your payment is complete."],
+    Expired: ["notice notice-error", "This payment has expired. Do not send funds to it; ask the merchant for a new payment link."],
+    Cancelled: ["notice notice-error", "This payment was cancelled. Do not send funds to it."]
+  };
+  var root = document.getElementById("payment");
+  var countdown = document.getElementById("countdown");
+  var timer = null;
+
+  function byId(id) { return document.getElementById(id); }
+  function text(id, value) { var el = byId(id); if (el && value !== null && value !== undefined) { el.textContent = value; } }
+  function hideAll(selector) {
+    var found = document.querySelectorAll(selector);
+    for (var i = 0; i < found.length; i++) { found[i].hidden = true; }
+  }
+
+  function pad(n) { return (n < 10 ? "0" : "") + n; }
+  function startCountdown() {
+    if (!countdown) { return; }
+    var end = Date.now() + Number(countdown.getAttribute("data-remaining")) * 1000;
+    function tick() {
+      var s = Math.max(0, Math.round((end - Date.now()) / 1000));
+      var h = Math.floor(s / 3600), m = Math.floor(s % 3600 / 60);
+      countdown.textContent = (h ? h + ":" + pad(m) : pad(m)) + ":" + pad(s % 60);
+      timer = s > 0 ? setTimeout(tick, 1000) : null;
+    }
+    tick();
+  }
+  function stopCountdown() {
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+  }
+
+  function showTransactions(list) {
+    var section = byId("transactions"), ul = byId("tx-list");
+    if (!section || !ul || !list || !list.length) { return; }
+    while (ul.firstChild) { ul.removeChild(ul.firstChild); }
+    list.forEach(function (tx) {
+      var li = document.createElement("li");
+      var hash = document.createElement("code");
+      hash.className = "hash";
+      hash.textContent = tx.tx_hash;
+      var line = document.createElement("span");
+      line.className = "tx-line";
+      var amount = document.createElement("strong");
+      amount.textContent = tx.amount + " " + tx.coin;
+      var confirmations = document.createElement("span");
+      confirmations.className = "confirmations";
+      confirmations.textContent = tx.confirmations < tx.required ? tx.confirmations + " of " + tx.required : String(tx.confirmations);
+      var status = document.createElement("span");
+      status.className = "tx-status";
+      status.textContent = tx.status.charAt(0).toUpperCase() + tx.status.slice(1).toLowerCase();
+      line.appendChild(amount);
+      line.appendChild(document.createTextNode(" · "));
+      line.appendChild(confirmations);
+      line.appendChild(document.createTextNode(" confirmations · "));
+      line.appendChild(status);
+      li.appendChild(hash);
+      li.appendChild(line);
+      ul.appendChild(li);
+    });
+    section.hidden = false;
+  }
+
+  function showReturnLink(url) {
+    var notice = byId("notice");
+    if (!url || !notice || byId("return-link")) { return; }
+    var p = document.createElement("p");
+    p.className = "actions";
+    var a = document.createElement("a");
+    a.id = "return-link";
+    a.className = "button";
+    a.href = url;
+    a.rel = "noopener noreferrer";
+    a.textContent = "Return to merchant";
+    p.appendChild(a);
+    notice.parentNode.insertBefore(p, notice.nextSibling);
+  }
+
+  function apply(state) {
+    var badge = byId("status");
+    if (badge) {
+      badge.textContent = state.status;
+      badge.className = "badge badge-" + state.status.toLowerCase();
+    }
+    if (state.pay_amount) {
+      document.title = state.status + " · Pay " + state.pay_amount + " " + state.pay_currency;
+      text("pay-amount", state.pay_amount);
+    }
+    var notice = byId("notice"), wording = NOTICES[state.status];
+    if (notice && wording) { notice.className = wording[0]; notice.textContent = wording[1]; }
+    if (state.paid_amount && state.paid_amount !== "0") {
+      text("paid-amount", state.paid_amount);
+      text("due-amount", state.due_amount);
+      var received = byId("received");
+      if (received) { received.hidden = false; }
+    }
+    showTransactions(state.transactions);
+    if (state.status !== "Waiting") {
+      stopCountdown();
+      hideAll(".picker");
+    }
+    if (state.final) {
+      hideAll(".deposit, .devnet, .countdown");
+      text("amount-label", "Amount");
+      if (state.status === "Paid") { showReturnLink(state.return_url); }
+    }
+    document.dispatchEvent(new CustomEvent("orbchain:payment", {detail: state}));
+  }
+
+  startCountdown();
+  if (!root || !window.EventSource) {
+    if (root) { setTimeout(function () { location.reload(); }, RELOAD_MS); }
+    return;
+  }
+  var source = new EventSource(root.getAttribute("data-events"));
+  source.addEventListener("payment", function (event) {
+    var state;
+    try { state = JSON.parse(event.data); } catch (e) { return; }
+    apply(state);
+    if (state.final) { source.close(); }
+  });
+  source.onerror = function () {
+    // A dropped stream reconnects by itself; a refused one (busy, unknown) falls back to reloading.
+    if (source.readyState === EventSource.CLOSED) { setTimeout(function () { location.reload(); }, RELOAD_MS); }
+  };
+})();
