@@ -184,7 +184,16 @@ class Watch:
         self.moving = asyncio.Event()
         self.moved_at = self.paid_at = 0.0
         self.required = 0
-        self.task = asyncio.create_task(self._follow())
+        self.error: BaseException | None = None
+        self.task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        try:
+            await self._follow()
+        except Exception as exc:  # noqa: BLE001 - the wave reports it; the waits must not hang on it
+            self.error = exc
+            self.opened.set()
+            self.moving.set()
 
     async def _follow(self) -> None:
         async with self.session.get(f"{self.base}/pay/{self.track_id}/events") as response:
@@ -213,8 +222,14 @@ async def wave(chain: str, count: int, base: str, session: aiohttp.ClientSession
         _data(session, "POST", base + "/v1/payment/invoice", headers={"merchant_api_key": key},
               json={"currency": symbol, "amount": AMOUNT}) for _ in range(count)))
     watches = [Watch(session, base, invoice) for invoice in invoices]
+
+    def check() -> None:
+        if failed := [w for w in watches if w.error is not None]:
+            raise Lost(f"{chain}: {len(failed)} stream(s) failed, first: {failed[0].error!r}")
+
     try:
         await asyncio.wait_for(asyncio.gather(*(w.opened.wait() for w in watches)), wait)
+        check()
         broadcast: dict[str, float] = {}
         for w in watches:
             units = int(Decimal(w.invoice["pay_amount"]).scaleb(decimals))
@@ -227,12 +242,15 @@ async def wave(chain: str, count: int, base: str, session: aiohttp.ClientSession
             await asyncio.wait_for(asyncio.gather(*(w.moving.wait() for w in watches)), wait)
         except TimeoutError:
             stuck = [w.track_id for w in watches if not w.moving.is_set()]
-            raise Lost(f"{chain}: no Paying event within {wait:.0f} s for {len(stuck)} payment(s): {stuck[:3]}")
+            raise Lost(f"{chain}: no Paying event within {wait:.0f} s for {len(stuck)} payment(s): "
+                       f"{stuck[:3]}") from None
+        check()
         have = 1 if chain == "ethereum" else 0  # the block that included them already counts on ethereum
         await asyncio.to_thread(payers.confirm, chain, max(w.required for w in watches) - have)
         mined = time.time()
         await receiver.until([w.track_id for w in watches], wait)
         await asyncio.wait_for(asyncio.gather(*(w.task for w in watches)), wait)  # each stream ends on Paid
+        check()
     finally:
         for w in watches:
             w.task.cancel()
@@ -316,14 +334,18 @@ def print_table(results: dict[str, dict[str, Samples]]) -> None:
         print("  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))))
 
 
-def start_payers(root: Path, payments: int, concurrency: int) -> Payers:
+def start_payers(root: Path) -> Payers:
     node = start_node(root / "litecoind", p2p_port=free_port())
-    faucet = Faucet(node)
-    start = node.height()
-    coinbases = min(100, 20 + payments // 10)  # spends chain on unconfirmed change within a wave only
-    faucet.mine(COINBASE_MATURITY + coinbases)
-    faucet.collect_coinbases(start + 1, start + coinbases)
-    anvil = launch_anvil(None, "--no-mining")
+    try:
+        faucet = Faucet(node)
+        start = node.height()
+        coinbases = 40  # each payment spends the last change: a chain of unconfirmed spends within a wave only
+        faucet.mine(COINBASE_MATURITY + coinbases)
+        faucet.collect_coinbases(start + 1, start + coinbases)
+        anvil = launch_anvil(None, "--no-mining")
+    except BaseException:
+        stop(node)
+        raise
     anvil.automine = False
     return Payers(faucet, anvil)
 
@@ -346,12 +368,13 @@ def main() -> int:
     mode = modes[0]
     with tempfile.TemporaryDirectory(prefix="orbchain-latency-") as tmp:
         root = Path(tmp)
-        payers = start_payers(root, args.payments, args.concurrency)
+        payers = start_payers(root)
         try:
             for mode in modes:
                 with postgres_target(args.pg_dsn, root) as target:
                     (root / "orbchain.toml").write_text(config_text(payers.faucet.node, payers.anvil))
                     env = {**target.gateway_env(), "ORBCHAIN_CONFIG": str(root / "orbchain.toml"),
+                           "ORBCHAIN_RATE_LIMITS__PAY_PAGE_PER_MINUTE": "100000000",
                            "ORBCHAIN_ALLOW_PRIVATE_URLS": "true", "ORBCHAIN_LIVE__MAX_STREAMS_PER_IP": "1000",
                            "ORBCHAIN_SCHEDULER__PUSH": "true" if mode == "on" else "false"}
                     print(f"  push {mode}: {args.payments} payment(s) per chain, {args.concurrency} at a time; "
