@@ -41,6 +41,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import random
 import secrets
 import sys
 import tempfile
@@ -64,8 +65,8 @@ from tests.live_support import EventStream  # noqa: E402
 
 AMOUNT = "0.01"
 COINS = {"litecoin": ("LTC", 8), "ethereum": ("ETH", 18)}
-LTC_MAINNET_SCAN_SECONDS = 30  # docs/bitcoin.md; regtest would default to 5
-ETH_SCAN_SECONDS = 5  # docs/evm.md: the default on every network
+# litecoin: docs/bitcoin.md's mainnet default (regtest's would be 5); ethereum: docs/evm.md's, every network.
+SCAN_SECONDS = {"litecoin": 30, "ethereum": 5}
 STREAM_READ_SECONDS = 60.0  # one read of an event stream (heartbeats come every 15 s)
 GOAL_P50, GOAL_P99 = 1.0, 2.0
 
@@ -215,8 +216,13 @@ class Watch:
 
 
 async def wave(chain: str, count: int, base: str, session: aiohttp.ClientSession, key: str, payers: Payers,
-               receiver: Receiver, samples: Samples | None, wait: float) -> None:
-    """``count`` payments on ``chain`` from invoice to payment.paid; their figures into ``samples`` (None: warm-up)."""
+               receiver: Receiver, samples: Samples | None, wait: float, phase: float) -> None:
+    """``count`` payments on ``chain`` from invoice to payment.paid; their figures into ``samples`` (None: warm-up).
+
+    ``phase`` (push off: the chain's scan interval) spreads the broadcasts and delays the confirming blocks at
+    random within it: a wave starts just after the scan that ended the last one, so without it every payment
+    would wait a whole interval and the figures would be the worst case, not the poll's spread.
+    """
     symbol, decimals = COINS[chain]
     invoices = await asyncio.gather(*(
         _data(session, "POST", base + "/v1/payment/invoice", headers={"merchant_api_key": key},
@@ -231,11 +237,15 @@ async def wave(chain: str, count: int, base: str, session: aiohttp.ClientSession
         await asyncio.wait_for(asyncio.gather(*(w.opened.wait() for w in watches)), wait)
         check()
         broadcast: dict[str, float] = {}
-        for w in watches:
+        start = time.monotonic()
+        spread = sorted(random.uniform(0, phase) if chain == "litecoin" else 0.0 for _ in watches)
+        for w, offset in zip(watches, spread):
+            await asyncio.sleep(start + offset - time.monotonic())
             units = int(Decimal(w.invoice["pay_amount"]).scaleb(decimals))
             await asyncio.to_thread(payers.send, chain, w.invoice["address"], units)
             broadcast[w.track_id] = time.time()
         if chain == "ethereum":
+            await asyncio.sleep(random.uniform(0, phase))
             await asyncio.to_thread(payers.include, chain)
             broadcast = dict.fromkeys(broadcast, time.time())
         try:
@@ -245,6 +255,7 @@ async def wave(chain: str, count: int, base: str, session: aiohttp.ClientSession
             raise Lost(f"{chain}: no Paying event within {wait:.0f} s for {len(stuck)} payment(s): "
                        f"{stuck[:3]}") from None
         check()
+        await asyncio.sleep(random.uniform(0, phase))
         have = 1 if chain == "ethereum" else 0  # the block that included them already counts on ethereum
         await asyncio.to_thread(payers.confirm, chain, max(w.required for w in watches) - have)
         mined = time.time()
@@ -263,7 +274,7 @@ async def wave(chain: str, count: int, base: str, session: aiohttp.ClientSession
 
 
 async def run_mode(base: str, payers: Payers, chains: list[str], payments: int, concurrency: int,
-                   wait: float) -> dict[str, Samples]:
+                   wait: float, push: bool) -> dict[str, Samples]:
     receiver = Receiver()
     hook_url, runner = await receiver.start()
     timeout = aiohttp.ClientTimeout(total=None, sock_read=STREAM_READ_SECONDS + 30)
@@ -279,14 +290,15 @@ async def run_mode(base: str, payers: Payers, chains: list[str], payments: int, 
             receiver.secret = webhook["webhook_secret"]
             key = owner["api_keys"]["merchant_api_key"]
             # One payment per chain first, not counted: the node streams are connected, the caches warm.
-            await asyncio.gather(*(wave(c, 1, base, session, key, payers, receiver, None, wait) for c in chains))
+            await asyncio.gather(*(wave(c, 1, base, session, key, payers, receiver, None, wait, 0.0) for c in chains))
             results = {c: Samples() for c in chains}
 
             async def chain_run(chain: str) -> None:
                 done = 0
                 while done < payments:
                     count = min(concurrency, payments - done)
-                    await wave(chain, count, base, session, key, payers, receiver, results[chain], wait)
+                    await wave(chain, count, base, session, key, payers, receiver, results[chain], wait,
+                               0.0 if push else SCAN_SECONDS[chain])
                     done += count
                     print(f"    {chain}: {done}/{payments}", file=sys.stderr, flush=True)
 
@@ -302,8 +314,8 @@ async def run_mode(base: str, payers: Payers, chains: list[str], payments: int, 
 
 
 def config_text(node: Node, anvil: Anvil) -> str:
-    ltc = node.plugin_block(p2p=f"127.0.0.1:{node.p2p_port}", scan_seconds=LTC_MAINNET_SCAN_SECONDS)
-    eth = {"rpc_url": anvil.url, "ws_url": anvil.ws_url, "chain_id": 31337, "scan_seconds": ETH_SCAN_SECONDS,
+    ltc = node.plugin_block(p2p=f"127.0.0.1:{node.p2p_port}", scan_seconds=SCAN_SECONDS["litecoin"])
+    eth = {"rpc_url": anvil.url, "ws_url": anvil.ws_url, "chain_id": 31337, "scan_seconds": SCAN_SECONDS["ethereum"],
            "sweep": False}
 
     def block(values: dict[str, Any]) -> str:
@@ -353,6 +365,8 @@ def start_payers(root: Path) -> Payers:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--payments", type=int, default=200, help="measured payments per chain and mode")
+    parser.add_argument("--off-payments", type=int, help="with push off (default: --payments); a wave waits "
+                        "for litecoin's 30 s polls there")
     parser.add_argument("--concurrency", type=int, default=10, help="payments in flight per chain (<= 20: "
                         "litecoin's mempool chains at most 25 unconfirmed spends)")
     parser.add_argument("--modes", default="on,off", help="push on, off, or both (default on,off)")
@@ -371,18 +385,19 @@ def main() -> int:
         payers = start_payers(root)
         try:
             for mode in modes:
+                count = args.payments if mode == "on" or args.off_payments is None else args.off_payments
                 with postgres_target(args.pg_dsn, root) as target:
                     (root / "orbchain.toml").write_text(config_text(payers.faucet.node, payers.anvil))
                     env = {**target.gateway_env(), "ORBCHAIN_CONFIG": str(root / "orbchain.toml"),
                            "ORBCHAIN_RATE_LIMITS__PAY_PAGE_PER_MINUTE": "100000000",
                            "ORBCHAIN_ALLOW_PRIVATE_URLS": "true", "ORBCHAIN_LIVE__MAX_STREAMS_PER_IP": "1000",
                            "ORBCHAIN_SCHEDULER__PUSH": "true" if mode == "on" else "false"}
-                    print(f"  push {mode}: {args.payments} payment(s) per chain, {args.concurrency} at a time; "
+                    print(f"  push {mode}: {count} payment(s) per chain, {args.concurrency} at a time; "
                           f"{uptime()}", file=sys.stderr, flush=True)
                     with running([*ORBCHAIN, "serve", "--host", "127.0.0.1"], env, root,
                                  root / f"gateway-{mode}.log") as base:
-                        results[mode] = asyncio.run(run_mode(base, payers, chains, args.payments,
-                                                             args.concurrency, args.wait))
+                        results[mode] = asyncio.run(run_mode(base, payers, chains, count, args.concurrency,
+                                                             args.wait, mode == "on"))
                     print(f"  push {mode} done; {uptime()}", file=sys.stderr, flush=True)
         except Lost as exc:
             print(f"FAILED: {exc}", file=sys.stderr)
