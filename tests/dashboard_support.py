@@ -6,6 +6,8 @@ import html
 import re
 from typing import Any
 
+from .support import Devnet
+
 CSRF = re.compile(r'name="csrf_token" value="([^"]*)"')
 PASSWORD = "correct horse battery"
 
@@ -53,3 +55,21 @@ class Visitor:
         await self.get("/app/login")
         response = await self.submit("/app/login", {"email": email, "password": password})
         assert response.headers["Location"] == "/app"
+
+
+async def paid_invoice(client: Any, visitor: Visitor, amount: str = "0.01") -> str:
+    """An invoice created on the dashboard, paid on the devnet and seen Paid; returns its track id."""
+    await visitor.get("/app/payments/new")
+    response = await visitor.submit("/app/payments/new", {"type": "invoice", "amount": amount, "currency": "BTC",
+                                                          "order_id": "order-1"})
+    track_id = response.headers["Location"].split("/")[-1].split("?")[0]
+    page = await visitor.get(f"/app/payments/{track_id}")
+    assert 'id="status" data-events="/pay/' in page  # the script follows an open invoice's stream
+    payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
+                                                        " WHERE track_id = :t", {"t": track_id})
+    devnet = Devnet(client)
+    await devnet.pay("BTC", payment["address"], amount)
+    await devnet.mine(6)
+    page = await visitor.get(f"/app/payments/{track_id}")
+    assert 'id="status">Paid' in page and 'id="receipt"' in page
+    return track_id

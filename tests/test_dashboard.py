@@ -18,7 +18,7 @@ from yarl import URL
 from orbchain.core.payouts.worker import process_payouts
 from orbchain.web.keys import GATEWAY
 
-from .dashboard_support import PASSWORD, Visitor, csrf_of
+from .dashboard_support import PASSWORD, Visitor, csrf_of, paid_invoice
 from .support import Devnet, WebhookReceiver, api, bearer, signup
 
 
@@ -246,29 +246,11 @@ async def settle_payouts(client) -> None:
         await Devnet(client).mine(1)
 
 
-async def _paid_invoice(client, visitor: Visitor, amount: str = "0.01") -> str:
-    """An invoice created on the dashboard, paid on the devnet and seen Paid; returns its track id."""
-    await visitor.get("/app/payments/new")
-    response = await visitor.submit("/app/payments/new", {"type": "invoice", "amount": amount, "currency": "BTC",
-                                                          "order_id": "order-1"})
-    track_id = response.headers["Location"].split("/")[-1].split("?")[0]
-    page = await visitor.get(f"/app/payments/{track_id}")
-    assert 'id="status" data-events="/pay/' in page  # the script follows an open invoice's stream
-    payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
-                                                        " WHERE track_id = :t", {"t": track_id})
-    devnet = Devnet(client)
-    await devnet.pay("BTC", payment["address"], amount)
-    await devnet.mine(6)
-    page = await visitor.get(f"/app/payments/{track_id}")
-    assert 'id="status">Paid' in page and 'id="receipt"' in page
-    return track_id
-
-
 async def test_the_merchant_journey_over_http(app_client):
     """Every page of the dashboard, each form posted as a browser without JavaScript would."""
     visitor = Visitor(app_client)
     await visitor.sign_up("journey@example.com")
-    track_id = await _paid_invoice(app_client, visitor)
+    track_id = await paid_invoice(app_client, visitor)
     assert "0.0099" in await visitor.get("/app")  # the balance, net of the platform fee
 
     # Payments: the SPEC filters and paging.
@@ -339,7 +321,7 @@ async def test_the_merchant_journey_over_http(app_client):
 async def test_two_factor_setup_and_a_transfer_that_needs_the_code(app_client):
     visitor = Visitor(app_client)
     await visitor.sign_up("tfa@example.com")
-    await _paid_invoice(app_client, visitor)
+    await paid_invoice(app_client, visitor)
     friend = (await signup(app_client, "friend@example.com"))
     friend_account = (await api(app_client, "GET", "/dashboard/account", friend.jwt))[1]
     to_account = friend_account["data"]["account"]["account_id"]
@@ -521,7 +503,7 @@ async def test_links_schedules_and_auto_withdraw_pages_take_forms(app_client):
     await visitor.get("/app/links")
     await visitor.submit("/app/links", {"action": "create", "coin": "BTC", "amount": "1", "amount_fiat": "5"},
                          expect=400)
-    assert "give amount or amount_fiat, not both" in visitor.page
+    assert "Give amount or fiat price, not both." in visitor.page
     await visitor.submit("/app/links", {"action": "create", "coin": "BTC"}, token="forged", expect=403)
 
     await visitor.get("/app/schedules")
@@ -546,7 +528,7 @@ async def test_links_schedules_and_auto_withdraw_pages_take_forms(app_client):
 async def test_subscription_plans_and_swaps_pages(app_client):
     visitor = Visitor(app_client)
     await visitor.sign_up("plans@example.com")
-    await _paid_invoice(app_client, visitor)
+    await paid_invoice(app_client, visitor)
     await visitor.get("/app/subscriptions")
     await visitor.submit("/app/subscriptions", {"action": "create", "label": "Pro", "amount_usd": "9.999",
                                                 "interval_days": "30"}, expect=400)
@@ -600,7 +582,7 @@ async def test_an_event_that_gave_up_is_sent_again_with_its_event_id(app_client)
     try:
         visitor = Visitor(app_client)
         await visitor.sign_up("redeliver@example.com")
-        track_id = await _paid_invoice(app_client, visitor)  # no webhook URL: the events are skipped
+        track_id = await paid_invoice(app_client, visitor)  # no webhook URL: the events are skipped
         page = await visitor.get("/app/webhooks")
         event_ids = re.findall(r'action="/app/webhooks/(\w+)/redeliver"', page)
         assert event_ids

@@ -275,9 +275,11 @@ async def test_the_dashboard_pages_confirm_a_link_with_and_without_script(env, s
     await visitor.get(confirm)
     assert 'id="tg-confirm-name">Ada Lovelace<' in visitor.page and ">@ada_l<" in visitor.page
     assert 'name="password"' in visitor.page and "If someone sent you this link" in visitor.page
-    for fields, status in (({}, 400), ({"password": "not-my-password"}, 401)):
+    # Asked again: a missing password is a field's error (the summary), a wrong one the banner.
+    for fields, status, shown in (({}, 400, 'id="form-errors"'), ({"password": "not-my-password"}, 401,
+                                                                   'id="form-error"')):
         await visitor.submit(confirm, {"action": "link", "t": token, **fields}, expect=status)
-        assert 'id="tg-confirm-form"' in visitor.page and 'id="form-error"' in visitor.page  # asked again
+        assert 'id="tg-confirm-form"' in visitor.page and shown in visitor.page
     assert await linked_chats(gateway) == []
     await visitor.submit(confirm, {"action": "link", "t": token, "password": PASSWORD}, expect=200)
     assert "Your Telegram chat is linked" in visitor.page and await linked_chats(gateway) == [CHAT]

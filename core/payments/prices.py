@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Callable, Iterable, Mapping, Protocol
 
 log = logging.getLogger(__name__)
@@ -19,6 +19,25 @@ log = logging.getLogger(__name__)
 CACHE_SECONDS = 60
 # SPEC 4.2: the fiat currencies a white-label or invoice amount may be priced in.
 FIAT_CURRENCIES = ("USD", "EUR", "GBP", "JPY", "CAD", "AUD", "CHF", "CNY", "INR", "RUB")
+CENT = Decimal("0.01")
+# A quote older than this is not used to value anything (SPEC 4.7: stale-tolerated 10 min).
+STALE_LIMIT_SECONDS = 600
+
+
+def usd_value(units: int, decimals: int, usd_price: Decimal) -> Decimal:
+    """``units`` base units of a coin with ``decimals`` at ``usd_price``, in cents rounded half-up.
+
+    Exact: the context holds enough digits for any coin (30 decimals) at any
+    price, where the default 28 digits would round an 18-decimal balance first.
+    """
+    with localcontext() as ctx:
+        ctx.prec = 120
+        return (Decimal(units).scaleb(-decimals) * usd_price).quantize(CENT, rounding=ROUND_HALF_UP)
+
+
+def usable_quote(quote: "Quote | None", now: float) -> "Quote | None":  # float ok: a clock time, not money
+    """``quote`` when young enough to value a balance with (``STALE_LIMIT_SECONDS``), else None."""
+    return quote if quote is not None and now - quote.at <= STALE_LIMIT_SECONDS else None
 
 
 class PriceSource(Protocol):

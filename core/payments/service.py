@@ -524,8 +524,10 @@ def summary_view(row: Mapping[str, Any]) -> dict[str, Any]:
 async def list_payments(
     gateway: "Gateway", merchant_id: str, *, status: str | None = None, type: str | None = None,
     order_id: str | None = None, currency: str | None = None, limit: int = 20, offset: int = 0,
-    sort_order: str = "desc",
+    sort_order: str = "desc", full: bool = False,
 ) -> dict[str, Any]:
+    """``GET /v1/payment``'s page: summary rows (SPEC 4.2), or with ``full`` each payment's whole view
+    without its transactions (amounts, fiat price, order id, description: what a merchant's list shows)."""
     clauses, values = ["merchant_id = :m"], {"m": merchant_id}
     for column, value in (("status", status), ("type", type), ("order_id", order_id), ("currency", currency)):
         if value is not None:
@@ -539,7 +541,8 @@ async def list_payments(
         " LIMIT :limit OFFSET :offset",
         {**values, "limit": limit, "offset": offset},
     )
-    return {"payments": [summary_view(r) for r in rows], "total": int(total), "limit": limit, "offset": offset}
+    views = [payment_view(gateway, r, ()) for r in rows] if full else [summary_view(r) for r in rows]
+    return {"payments": views, "total": int(total), "limit": limit, "offset": offset}
 
 
 # -- changes by the merchant or the payer ---------------------------------------------------------

@@ -154,7 +154,9 @@ from ..web.rate_identity import count_failure, refuse_if_blocked
 from ..web.validation import Field, body_idempotency_key, form_integer, int_from_text, pagination, validate
 
 # USD prices (register_price_sources, gateway.services["prices"]): for display, never for amounts.
-from ..core.payments.prices import CACHE_SECONDS, FIAT_CURRENCIES, PriceService, Quote
+from ..core.payments.prices import (
+    CACHE_SECONDS, FIAT_CURRENCIES, STALE_LIMIT_SECONDS, PriceService, Quote, usable_quote, usd_value,
+)
 
 # Outbound HTTP to a URL a merchant or payer gave: refuse private addresses.
 from ..core.infra.netguard import UnsafeUrl, check_public_url, outbound_session
@@ -233,7 +235,7 @@ __all__ = [
     # validation
     "Field", "body_idempotency_key", "form_integer", "int_from_text", "pagination", "validate",
     # prices
-    "CACHE_SECONDS", "FIAT_CURRENCIES", "PriceService", "Quote",
+    "CACHE_SECONDS", "FIAT_CURRENCIES", "PriceService", "Quote", "STALE_LIMIT_SECONDS", "usable_quote", "usd_value",
     # outbound HTTP
     "UnsafeUrl", "check_public_url", "outbound_session",
     # CLI commands and jobs

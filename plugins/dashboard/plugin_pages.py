@@ -14,7 +14,8 @@ from aiohttp import web
 
 from ...api import ApiError, DashboardPage, DashboardView, GATEWAY
 from .session import Session
-from .views import error_text, render, see_other, signed_in
+from .form_errors import error_context
+from .views import render, see_other, signed_in
 
 
 async def _call(func: Any, *args: Any) -> Any:
@@ -23,12 +24,14 @@ async def _call(func: Any, *args: Any) -> Any:
 
 
 def _show(request: web.Request, session: Session, page: DashboardPage, view: DashboardView, *,
-          error: str | None = None, status: int | None = None) -> web.Response:
+          status: int | None = None, **refused: Any) -> web.Response:
+    """The page; after a refused form, ``refused`` holds ``form_values`` (what was typed) and either
+    ``errors`` (field -> sentence, shown beside each field) or ``error`` (one banner)."""
     if not isinstance(view, DashboardView):
         raise TypeError(f"dashboard page {page.path} of plugin {page.plugin!r} returned {type(view).__name__},"
                         " not a DashboardView")
     return render(request, session, "dashboard/plugin_page.html", {
-        **view.context, "view": view, "page_title": page.title, "page_path": page.path, "error": error,
+        **view.context, "view": view, "page_title": page.title, "page_path": page.path, **refused,
     }, status=status or view.status)
 
 
@@ -58,7 +61,8 @@ def _poster(page: DashboardPage) -> Any:
             result = await _call(page.submit, gateway, session.merchant_id, form)
         except ApiError as exc:
             view = await _call(page.render, gateway, session.merchant_id, request.query)
-            return _show(request, session, page, view, error=error_text(exc), status=exc.status)
+            typed = {name: value for name, value in form.items() if isinstance(value, str) and name != "csrf_token"}
+            return _show(request, session, page, view, status=exc.status, form_values=typed, **error_context(exc))
         if result is None:
             raise see_other(request.path_qs, "saved")
         return _show(request, session, page, result)

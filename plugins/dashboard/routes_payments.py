@@ -13,14 +13,16 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...api import (
-    ApiError, DashboardNotice, GATEWAY, Principal, call_collect_answers, form_integer, ledger, pagination,
-    pay_events_path, validate,
+    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError, call_collect_answers,
+    form_integer, pagination, pay_events_path, validate,
 )
 from ...api.merchant import (
     INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
     account_view, cancel_payment, create_payment, get_payment, issue_receipt, list_payments, parse_payment_request,
     refund_payment, require_merchant, servable_coins, show_payment,
 )
+from .amounts import balance_cards
+from .form_errors import error_context, field_errors
 from .session import Session
 from .views import error_text, render, see_other, signed_in
 
@@ -38,23 +40,18 @@ def principal(session: Session) -> Principal:
     return Principal(merchant_id=session.merchant_id, via="jwt")
 
 
+def form_values(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]:
+    """The fields as typed (trimmed); empty ones are absent, as in the JSON body the API would get."""
+    return {name: value.strip() for name in names if isinstance(value := form.get(name), str) and value.strip()}
+
+
 def form_body(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    """A form as the JSON body the API would get: empty fields are absent, amounts stay text, and an
-    integer field (``lifetime``) is read by the one bounded parser (``form_integer``)."""
-    body: dict[str, Any] = {}
-    for name in names:
-        value = form.get(name)
-        if isinstance(value, str) and value.strip():
-            body[name] = value.strip()
+    """A form as the JSON body the API would get: amounts stay text, and an integer field (``lifetime``) is
+    read by the one bounded parser (``form_integer``)."""
+    body: dict[str, Any] = dict(form_values(form, names))
     if "lifetime" in body:
         body["lifetime"] = form_integer(body["lifetime"], "lifetime")
     return body
-
-
-async def balances(gateway: Any, merchant_id: str) -> list[tuple[str, str]]:
-    table = await ledger.merchant_balances(gateway.db, merchant_id)
-    return [(coin, gateway.coins.require(coin).format(units) if coin in gateway.coins else str(units))
-            for coin, units in sorted(table.items()) if units]
 
 
 @routes.get("/app")
@@ -62,11 +59,11 @@ async def balances(gateway: Any, merchant_id: str) -> list[tuple[str, str]]:
 async def home(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
-    recent = await list_payments(gateway, session.merchant_id, limit=5)
+    recent = await list_payments(gateway, session.merchant_id, limit=5, full=True)
     notices = await call_collect_answers(gateway.pm, "extra_dashboard_notices", gateway=gateway,
                                          merchant_id=session.merchant_id)
     return render(request, session, "dashboard/home.html", {
-        "account": account_view(gateway, merchant), "balances": await balances(gateway, session.merchant_id),
+        "account": account_view(gateway, merchant), "balances": await balance_cards(gateway, session.merchant_id),
         "payments": recent["payments"], "fragment_fallback": True,
         "panels": gateway.dashboard.entries("home-panels"),
         "alerts": [n for n in notices if isinstance(n, DashboardNotice)],
@@ -89,7 +86,7 @@ async def payments(request: web.Request, session: Session, form: Any) -> web.Str
     result = await list_payments(
         gateway, session.merchant_id, status=status, type=values["type"].lower() if values["type"] else None,
         order_id=values["order_id"], currency=values["currency"], limit=limit, offset=offset,
-        sort_order=values["sort_order"])
+        sort_order=values["sort_order"], full=True)
     keep = {k: v for k, v in query.items() if k not in ("offset", "notice")}
     return render(request, session, "dashboard/payments.html", {
         "rows": result["payments"], "filters": query, "statuses": STATUSES, "types": PAYMENT_TYPES,
@@ -112,12 +109,15 @@ def pager(total: int, limit: int, offset: int, keep: Mapping[str, str]) -> dict[
 
 
 async def _new_page(request: web.Request, session: Session, *, values: Mapping[str, Any] | None = None,
-                    error: str | None = None, status: int = 200) -> web.Response:
+                    status: int = 200, **context: Any) -> web.Response:
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
+    coins = servable_coins(gateway, merchant)
     return render(request, session, "dashboard/payment_new.html", {
-        "types": TYPE_LABELS, "coins": servable_coins(gateway, merchant), "values": values or {"type": INVOICE},
-        "error": error}, status=status)
+        "types": TYPE_LABELS, "coins": coins, "fiats": FIAT_CURRENCIES,
+        # What the API picks when currency is absent (SPEC 4.2: the first accepted coin), shown as the choice.
+        "default_currency": coins[0] if coins else None,
+        "values": values or {"type": INVOICE}, **context}, status=status)
 
 
 @routes.get("/app/payments/new")
@@ -129,23 +129,53 @@ async def new_payment(request: web.Request, session: Session, form: Any) -> web.
 @routes.post("/app/payments/new")
 @signed_in
 async def submit_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """Every field's problem at once (the form's own checks, then the API's), else the created payment."""
     gateway = request.app[GATEWAY]
-    body = form_body(form, CREATE_FIELDS)
-    payment_type = body.get("type")
+    typed = form_values(form, CREATE_FIELDS)
+    payment_type = typed.get("type")
+    merchant = await require_merchant(gateway.db, session.merchant_id)
+    errors = choice_errors(typed, servable_coins(gateway, merchant))
+    body: dict[str, Any] = {k: v for k, v in typed.items() if k not in errors}
+    if payment_type == INVOICE:
+        body.pop("user_id", None)
+    else:
+        for name in ("return_url", "email"):
+            body.pop(name, None)
+    if "lifetime" in body:
+        try:
+            body["lifetime"] = form_integer(body["lifetime"], "lifetime")
+        except ValidationError as exc:
+            errors.update(field_errors(exc))
+            del body["lifetime"]
+    parsed = None
     try:
-        if payment_type not in PAYMENT_TYPES:
-            raise ApiError("choose a payment type")
-        if payment_type == INVOICE:
-            body.pop("user_id", None)
-        else:
-            for name in ("return_url", "email"):
-                body.pop(name, None)
-        parsed = await parse_payment_request(gateway, body, payment_type, principal(session))
-        merchant = await require_merchant(gateway.db, session.merchant_id)
+        if payment_type in PAYMENT_TYPES:
+            try:
+                parsed = await parse_payment_request(gateway, body, payment_type, principal(session))
+            except ValidationError as exc:
+                errors = {**field_errors(exc), **errors}
+        if errors or parsed is None:
+            return await _new_page(request, session, values=typed, errors=errors, status=400)
         created = await create_payment(gateway, merchant, parsed)
     except ApiError as exc:
-        return await _new_page(request, session, values=body, error=error_text(exc), status=exc.status)
+        return await _new_page(request, session, values=typed, status=exc.status, **error_context(exc))
     raise see_other(f"/app/payments/{created['track_id']}", "payment-created")
+
+
+def choice_errors(typed: Mapping[str, str], coins: list[str]) -> dict[str, str]:
+    """The form's pickers, checked: a type, and currencies among those it offers (a forged value is refused
+    here in words; the API would refuse it too, some only with a code that names no field)."""
+    errors = {}
+    if typed.get("type") not in PAYMENT_TYPES:
+        errors["type"] = "Choose a payment type."
+    fiats = FIAT_CURRENCIES if typed.get("type") == INVOICE else ()
+    currency, pay_currency = typed.get("currency"), typed.get("pay_currency")
+    if currency is not None and currency not in coins and currency not in fiats:
+        errors["currency"] = ("Choose one of your accepted coins" + (" or a fiat currency" if fiats else "")
+                              + " from the list.")
+    if pay_currency is not None and pay_currency not in coins:
+        errors["pay_currency"] = "Choose one of your accepted coins from the list."
+    return errors
 
 
 async def _detail(request: web.Request, session: Session, *, error: str | None = None,

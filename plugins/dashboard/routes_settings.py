@@ -19,6 +19,7 @@ from ...api.merchant import (
     set_customer_static_mode, set_webhook, start_totp_setup,
 )
 from .routes_payments import pager
+from .form_errors import error_context
 from .session import Session
 from .views import error_text, nav_entries, render, see_other, signed_in
 
@@ -80,6 +81,9 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
         else:
             raise web.HTTPNotFound()
     except ApiError as exc:
+        if section == "webhook":  # its one field: the error beside it, the typed URL and choice kept
+            typed = {"webhook_url": form.get("webhook_url", ""), "rotate_secret": form.get("rotate_secret") == "1"}
+            return await _settings_page(request, session, webhook_form=typed, status=exc.status, **error_context(exc))
         return await _settings_page(request, session, error=error_text(exc), status=exc.status)
     if shown:
         return await _settings_page(request, session, secret=shown)

@@ -20,6 +20,8 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...api import ApiError, GATEWAY, html_page, page_security_headers, read_form, security_headers
+from .amounts import fiat_text
+from .form_errors import banner, field_errors, label
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
 # The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.
@@ -137,7 +139,7 @@ def render(request: web.Request, session: Session | None, template: str, context
     values = {
         "nonce": nonce, "session": session, "csrf": session.csrf if session else None,
         "nav": nav_entries(gateway) if session else [], "current": request.path, "notice": notice,
-        "when": when, "form_id": f"dash-{secrets.token_hex(12)}",
+        "when": when, "label": label, "fiat": fiat_text, "form_id": f"dash-{secrets.token_hex(12)}",
         **(context or {}),
     }
     response = aiohttp_jinja2.render_template(template, request, values, status=status)
@@ -153,8 +155,6 @@ def when(timestamp: Any) -> str:
 
 
 def error_text(exc: ApiError) -> str:
-    """What went wrong, for the form that caused it: the message and each field's complaint."""
-    detail = getattr(exc, "detail", None) or {}
-    if isinstance(detail, Mapping) and detail:
-        return "; ".join(f"{name}: {why}" for name, why in detail.items())
-    return exc.message[:1].upper() + exc.message[1:]
+    """What went wrong, in one line for a form without per-field errors: each field's complaint by its label."""
+    errors = field_errors(exc)
+    return " ".join(f"{label(name)}: {text}" for name, text in errors.items()) if errors else banner(exc)

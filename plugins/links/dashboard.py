@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import DashboardView, ValidationError, form_integer
+from ...api import FIAT_CURRENCIES, DashboardView, ValidationError
 from . import store
 from .routes_dashboard import create_link
 from .views import DEFAULT_LABEL, embed_snippet, link_view
@@ -16,7 +16,8 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
     rows = await store.list_for(gateway, merchant_id)
     links = [{**link_view(gateway, row), "snippet": embed_snippet(gateway, row["slug"], DEFAULT_LABEL)}
              for row in rows]
-    return DashboardView("links/dashboard.html", {"links": links, "coins": list(gateway.coins.names())})
+    return DashboardView("links/dashboard.html", {"links": links, "coins": list(gateway.coins.names()),
+                                                         "fiats": FIAT_CURRENCIES})
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
@@ -25,9 +26,7 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> Non
     if action == "create":
         body: dict[str, Any] = {name: form[name].strip() for name in FIELDS
                                 if isinstance(form.get(name), str) and form[name].strip()}
-        if "lifetime" in body:
-            body["lifetime"] = form_integer(body["lifetime"], "lifetime")
-        await create_link(gateway, merchant_id, body)
+        await create_link(gateway, merchant_id, body, text=True)
     elif action in ("enable", "disable"):
         link_id = form.get("link_id")
         await store.get(gateway, merchant_id, str(link_id))  # 404 for another merchant's link

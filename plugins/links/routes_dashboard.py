@@ -28,13 +28,15 @@ async def create(request: web.Request) -> web.Response:
     return envelope(link_view(gateway, row))
 
 
-async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> Any:
-    """Validate a link's body and store it (the API route's and the dashboard page's one way)."""
+async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any], *, text: bool = False) -> Any:
+    """Validate a link's body and store it (the API route's and the dashboard page's one way).
+
+    ``text``: the body is a form's (``lifetime`` is digits), so every field's problem comes back in one error."""
     clean = validate(body, [
         Field("coin", required=True, upper=True, max_len=20), Field("amount", "amount"),
         Field("amount_fiat", "amount"), Field("fiat_currency", upper=True, choices=FIAT_CURRENCIES),
         Field("lifetime", "int", minimum=1, maximum=MAX_LIFETIME), Field("description", max_len=500),
-    ])
+    ], text=text)
     if clean["amount"] is not None and clean["amount_fiat"] is not None:
         raise ValidationError({"amount": "give amount or amount_fiat, not both"})
     if clean["amount_fiat"] is not None and not clean["fiat_currency"]:

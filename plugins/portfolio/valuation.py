@@ -9,17 +9,13 @@ count towards the total.
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, localcontext
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Mapping, Sequence
 
-from ...api import CACHE_SECONDS, Quote
+from ...api import CACHE_SECONDS, Quote, usable_quote, usd_value
 
 FRESH_SECONDS = CACHE_SECONDS  # SPEC 4.7: spot prices cached 60 s
-STALE_LIMIT_SECONDS = 600  # SPEC 4.7: stale-tolerated 10 min
 CENT = Decimal("0.01")
-# Enough digits that amount x spot is exact for any coin (30 decimals max) and any price:
-# the default 28-digit context would round an 18-decimal balance before the cents rounding.
-PRECISION = 120
 
 
 def usd_text(value: Decimal) -> str:
@@ -30,9 +26,7 @@ def usd_text(value: Decimal) -> str:
 def coin_line(coin: Any, units: int, quote: Quote | None,
               now: float) -> tuple[dict[str, Any], Decimal]:  # float ok: a clock time, not money
     """One ``per_coin`` entry and the cents it adds to the total (0 when its price is unusable)."""
-    amount = Decimal(units).scaleb(-coin.decimals)
-    if quote is not None and now - quote.at > STALE_LIMIT_SECONDS:
-        quote = None
+    quote = usable_quote(quote, now)
     line: dict[str, Any] = {
         "coin": coin.symbol, "amount": coin.format(units),
         "spot_usd": format(quote.usd, "f") if quote is not None else None,
@@ -41,9 +35,7 @@ def coin_line(coin: Any, units: int, quote: Quote | None,
     }
     if quote is None:
         return line, Decimal(0)
-    with localcontext() as ctx:
-        ctx.prec = PRECISION
-        cents = (amount * quote.usd).quantize(CENT, rounding=ROUND_HALF_UP)
+    cents = usd_value(units, coin.decimals, quote.usd)
     line["value_usd"] = format(cents, "f")
     return line, cents
 
