@@ -35,7 +35,8 @@ def listen(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         return socket.create_server((host, port), family=family, backlog=BACKLOG, reuse_port=reuse_port)
     except socket.gaierror as exc:
-        raise ListenError(f"cannot listen on {where}: unknown host ({exc.strerror}); check --host or ORBCHAIN_HOST")
+        raise ListenError(f"cannot listen on {where}: unknown host ({exc.strerror});"
+                          " check --host or ORBCHAIN_HOST") from None
     except OSError as exc:
         advice = _ADVICE.get(exc.errno or 0, exc.strerror or str(exc))
         raise ListenError(f"cannot listen on {where}: {advice}") from None
