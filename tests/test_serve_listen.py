@@ -56,7 +56,10 @@ async def test_a_taken_port_is_one_line_and_serving_is_announced_once_bound(db_u
         lines = _lines(process)
         seen = []
         while not any("serving on" in line for line in seen):
-            line = lines.get(timeout=HANG)
+            try:
+                line = lines.get(timeout=HANG)
+            except queue.Empty:
+                raise AssertionError(f"no 'serving on' within {HANG} s: {''.join(seen)}") from None
             assert line, f"exited before serving: {''.join(seen)}"
             seen.append(line)
         # Announced only once bound: a connection made right after the line is accepted.
@@ -64,9 +67,9 @@ async def test_a_taken_port_is_one_line_and_serving_is_announced_once_bound(db_u
             pass
         process.send_signal(signal.SIGTERM)
         status = await wait_exit(process, HANG)
-        rest = []
-        while (line := lines.get(timeout=HANG)):
-            rest.append(line)
+        rest = []  # what was printed so far (a forked child may still hold the pipe open: no wait for its end)
+        while not lines.empty():
+            rest.append(lines.get_nowait())
         assert status == 0, "".join(seen + rest)
     finally:
         kill_group(process)

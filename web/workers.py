@@ -92,9 +92,7 @@ def serve_workers(make_app: Callable[[], web.Application], host: str, port: int,
     for fd in waiting:
         os.close(fd)
     log.info("Orbchain supervisor %d started %d workers: %s", os.getpid(), workers, ", ".join(map(str, children)))
-    if ready is not None and all(started):
-        ready()
-    return _supervise(children, drain_seconds)
+    return _supervise(children, drain_seconds, ready if all(started) else None)
 
 
 def _worker(make_app: Callable[[], web.Application], sock: socket.socket, development: bool,
@@ -120,7 +118,7 @@ def _worker(make_app: Callable[[], web.Application], sock: socket.socket, develo
         return 1
 
 
-def _supervise(children: list[int], drain_seconds: float) -> int:
+def _supervise(children: list[int], drain_seconds: float, ready: Callable[[], None] | None = None) -> int:
     """Wait for the workers; on a stop pass it on and wait for them, bounded; returns the exit status.
 
     The workers finish their stop within the drain plus their own margin
@@ -133,6 +131,8 @@ def _supervise(children: list[int], drain_seconds: float) -> int:
                           on_exit_now=lambda: _kill_all(alive),
                           hard_seconds=drain_seconds + SUPERVISOR_MARGIN_SECONDS + 1)
     signals.install()
+    if ready is not None:
+        ready()  # once a stop would be handled: a SIGTERM right after "serving on" is a clean stop
     status = 0
     while alive:
         try:
