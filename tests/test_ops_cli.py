@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import os
 
 import pytest
 
@@ -138,3 +139,38 @@ async def test_ledger_check_result_is_kept_for_metrics(gateway, config_path):
     assert await orbchain(config_path, "ledger", "check") == 0
     row = await gateway.db.fetch_one("SELECT ok, problems, source FROM ledger_checks ORDER BY id DESC LIMIT 1")
     assert bool(row["ok"]) and row["problems"] == 0 and row["source"] == "cli"
+
+
+async def test_config_check_and_doctor_give_one_verdict_and_need_a_chain_in_production(db_url, tmp_path, capsys,
+                                                                                      monkeypatch):
+    """Issue 32: ``config check`` said OK where ``doctor`` said FAIL, and ``doctor`` passed a production
+    gateway with no chain adapter. Now config check runs doctor's static checks and says what it leaves out."""
+    for name in [n for n in os.environ if n.startswith("ORBCHAIN_")]:
+        monkeypatch.delenv(name)
+    credentials = tmp_path / "credentials"
+    assert await asyncio.to_thread(main, ["secrets", "init", "--dir", str(credentials)]) == 0
+    path = tmp_path / "orbchain.toml"
+    path.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\nenvironment = "production"\n\n'
+                    f'[database]\nurl = "{db_url}"\n\n[secrets]\n'
+                    + "".join(f'{name}_file = "{credentials / name}"\n'
+                              for name in ("jwt_secret", "receipt_signing_key"))
+                    + f'seed_file = "{credentials / "seed"}"\n')
+    capsys.readouterr()
+
+    def static(out: str) -> list[str]:
+        return [line for line in out.splitlines() if line[5:].split(":", 1)[0] in ("config", "chains", "secrets")]
+
+    assert await orbchain(str(path), "config", "check") == 1
+    checked = capsys.readouterr().out
+    assert "FAIL chains: no chain adapter: no payment can be received" in checked
+    assert checked.strip().endswith("not checked here: run `orbchain doctor`)")
+    assert await orbchain(str(path), "doctor") == 1
+    doctor = capsys.readouterr().out
+    assert static(doctor) == static(checked) and len(static(checked)) == 3
+
+    monkeypatch.setenv("ORBCHAIN_PLUGIN__DEVNET__ENABLED", "true")  # one chain that can receive
+    assert await orbchain(str(path), "config", "check") == 0
+    checked = capsys.readouterr().out
+    assert "OK   chains: 1 chain adapter(s)" in checked and "no problems found in the config" in checked
+    await orbchain(str(path), "doctor")
+    assert static(capsys.readouterr().out) == static(checked)

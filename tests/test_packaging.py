@@ -36,6 +36,31 @@ def test_every_package_directory_is_declared_in_setup_cfg():
     assert not missing, f"add to setup.cfg [options] packages: {sorted(missing)}"
 
 
+def test_every_data_folder_is_a_declared_package():
+    """A folder of templates or static files left out of ``packages`` made setuptools warn on every install
+    (19 warnings in `make run`, issue 32) and ships only through a parent's glob."""
+    declared = _declared_packages()
+    folders = set()
+    for top in TOP_LEVEL:
+        for folder in (ROOT / top).rglob("*"):
+            rel = folder.relative_to(ROOT).parts
+            if folder.is_dir() and "__pycache__" not in rel and not (folder / "__init__.py").exists():
+                folders.add(".".join(("orbchain", *rel)))
+    assert folders, "no data folder found: the walk is broken"
+    missing = folders - declared
+    assert not missing, f"add to setup.cfg [options] packages (and their files to package_data): {sorted(missing)}"
+
+
+def test_package_data_names_only_declared_packages_own_files():
+    """Each package_data glob stays in its package's own folder, so no file rides on a parent's glob."""
+    parser = configparser.ConfigParser()
+    parser.read(ROOT / "setup.cfg")
+    declared = _declared_packages()
+    for package, globs in parser["options.package_data"].items():
+        assert package in declared, package
+        assert "/" not in globs, f"{package}: {globs}"
+
+
 def test_builtins_are_entry_points_of_the_public_group():
     names = {ep.name for ep in entry_points(group="orbchain")}
     assert {"bitcoin", "evm", "tron", "solana", "monero", "lightning", "devnet", "prices"} <= names

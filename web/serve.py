@@ -3,7 +3,8 @@
 It lives here, not in ``core/cli/commands.py``, because the core never imports the
 web layer; ``orbchain.cli`` adds it to the core's commands. It serves with
 ``web.server.run``, not ``web.run_app``, whose runner answers malformed
-requests in plain text, echoing them.
+requests in plain text, echoing them. The port is bound first (web/listen.py), so
+"serving on" is printed only once it is held and a taken port is one line.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 from ..core.cli.commands import config_from_args
 from ..core.infra.metrics import enable_multiprocess
 from .app import create_app
+from .listen import listen
 from .server import run
 from .workers import serve_workers
 
@@ -32,8 +34,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log.error("--workers %d needs PostgreSQL: a SQLite gateway is one process (its rate limits and caches"
                   " live in memory)", workers)
         return 2
-    log.info("Orbchain serving on http://%s:%d (%s, database %s, %d worker%s)", config.server.host,
-             config.server.port, config.server.environment, database, workers, "s" if workers > 1 else "")
+
+    def serving() -> None:
+        log.info("Orbchain serving on http://%s:%d (%s, database %s, %d worker%s)", config.server.host,
+                 config.server.port, config.server.environment, database, workers, "s" if workers > 1 else "")
+
     if workers > 1:
         # Before the fork and before any metric exists: every worker writes to, and a scrape of any
         # worker reads, the same directory (core/infra/metrics.py).
@@ -41,8 +46,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
                             else config.data_dir / "metrics")
         return serve_workers(lambda: create_app(config), config.server.host, config.server.port, workers,
                              drain_seconds=config.server.drain_seconds, development=config.is_development,
-                             access_log=None)
-    run(create_app(config), config.server.host, config.server.port, access_log=None)
+                             ready=serving, access_log=None)
+    sock = listen(config.server.host, config.server.port)  # ListenError: one line from the CLI, exit 2
+    run(create_app(config), config.server.host, config.server.port, sock=sock, ready=serving, access_log=None)
     return 0
 
 

@@ -33,6 +33,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ..core.infra.stopping import HARD_MARGIN_SECONDS, Stop, StopSignals
+from .listen import listen
 from .server import run
 
 log = logging.getLogger("orbchain")
@@ -51,13 +52,17 @@ async def worker_header(request: web.Request, response: web.StreamResponse) -> N
 
 
 def serve_workers(make_app: Callable[[], web.Application], host: str, port: int, workers: int,
-                  drain_seconds: float, development: bool = False, **runner_kwargs: Any) -> int:
-    """Fork ``workers`` processes serving ``make_app()`` on one socket; returns the exit status."""
-    first = socket.create_server((host, port), backlog=1024, reuse_port=True)
+                  drain_seconds: float, development: bool = False, ready: Callable[[], None] | None = None,
+                  **runner_kwargs: Any) -> int:
+    """Fork ``workers`` processes serving ``make_app()`` on one socket; returns the exit status.
+
+    ``ListenError`` (web/listen.py) when the port cannot be bound; ``ready`` is called once every worker runs.
+    """
+    first = listen(host, port, reuse_port=True)
     bound_port = first.getsockname()[1]
-    socks = [first] + [socket.create_server((host, bound_port), backlog=1024, reuse_port=True)
-                       for _ in range(workers - 1)]
+    socks = [first] + [listen(host, bound_port, reuse_port=True) for _ in range(workers - 1)]
     children: list[int] = []
+    waiting: list[int] = []  # the other workers' ready pipes, read once all are forked
     for index, sock in enumerate(socks):
         read_end, write_end = os.pipe()
         pid = os.fork()
@@ -77,11 +82,17 @@ def serve_workers(make_app: Callable[[], web.Application], host: str, port: int,
             for other in socks:
                 other.close()
             return 1
-        os.close(read_end)
+        if index == 0:
+            os.close(read_end)
+        else:
+            waiting.append(read_end)
     for sock in socks:
         sock.close()
+    started = [bool(os.read(fd, 1)) for fd in waiting]  # EOF: that worker died; _supervise sees its exit
+    for fd in waiting:
+        os.close(fd)
     log.info("Orbchain supervisor %d started %d workers: %s", os.getpid(), workers, ", ".join(map(str, children)))
-    return _supervise(children, drain_seconds)
+    return _supervise(children, drain_seconds, ready if all(started) else None)
 
 
 def _worker(make_app: Callable[[], web.Application], sock: socket.socket, development: bool,
@@ -93,7 +104,7 @@ def _worker(make_app: Callable[[], web.Application], sock: socket.socket, develo
         try:
             os.write(ready_fd, b"1")
         except BrokenPipeError:
-            pass  # only the first worker is waited for
+            pass  # the supervisor gave up waiting (it is stopping)
         os.close(ready_fd)
 
     try:
@@ -107,7 +118,7 @@ def _worker(make_app: Callable[[], web.Application], sock: socket.socket, develo
         return 1
 
 
-def _supervise(children: list[int], drain_seconds: float) -> int:
+def _supervise(children: list[int], drain_seconds: float, ready: Callable[[], None] | None = None) -> int:
     """Wait for the workers; on a stop pass it on and wait for them, bounded; returns the exit status.
 
     The workers finish their stop within the drain plus their own margin
@@ -120,6 +131,8 @@ def _supervise(children: list[int], drain_seconds: float) -> int:
                           on_exit_now=lambda: _kill_all(alive),
                           hard_seconds=drain_seconds + SUPERVISOR_MARGIN_SECONDS + 1)
     signals.install()
+    if ready is not None:
+        ready()  # once a stop would be handled: a SIGTERM right after "serving on" is a clean stop
     status = 0
     while alive:
         try:

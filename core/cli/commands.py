@@ -1,7 +1,7 @@
 """The core's operator commands of the ``orbchain`` command.
 
 ``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
-``plugins``, ``plugin new``, ``payouts work``, ``chain notify``, the operator tools of ``ops_cli.py``
+``plugins``, ``plugin new``, ``payouts work``, ``chain notify``, ``secrets init``, the operator tools of ``ops_cli.py``
 (``webhooks``, ``payouts show``, ``doctor``) and the plugins' commands. ``serve`` needs the
 web layer, which the core never imports: ``orbchain.web.serve`` adds it and
 ``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
@@ -24,8 +24,9 @@ from .support import close_chains, config_from_args, with_db
 from ..infra.config import ConfigError
 from ..gateway import Gateway
 from ..startup import build_gateway
-from .ops import add_ops_commands
+from .ops import add_ops_commands, cmd_config_check
 from .chain_notify import add_chain_command
+from .secrets_init import add_secrets_command
 from .plugin_scaffold import add_plugin_command
 from ..contract.registries import StartupError
 
@@ -95,14 +96,6 @@ async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
         log.warning("ledger check result not recorded (%s); run `orbchain migrate`", type(exc).__name__)
 
 
-def cmd_config_check(args: argparse.Namespace) -> int:
-    config = config_from_args(args)
-    close_chains(build_gateway(config))
-    print(f"config OK ({config.source}); database {config.database_url.split(':', 1)[0]}; "
-          f"environment {config.server.environment}")
-    return 0
-
-
 def cmd_export_xpubs(args: argparse.Namespace) -> int:
     """Print account xpubs for watch-only processes (public keys only)."""
     import json
@@ -149,7 +142,7 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
 
 
 CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor",
-                 "plugin", "chain")
+                 "plugin", "chain", "secrets")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -203,9 +196,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
 
     config = sub.add_parser("config", help="configuration tools")
     config_sub = config.add_subparsers(dest="config_command", required=True)
-    config_sub.add_parser("check", help="validate the config and plugins, then exit").set_defaults(
-        func=cmd_config_check
-    )
+    config_sub.add_parser("check", help="doctor's static checks: config, plugins, chains, secrets (no database)"
+                          ).set_defaults(func=cmd_config_check)
 
     keys = sub.add_parser("keys", help="key custody tools")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
@@ -228,6 +220,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     add_ops_commands(sub, payouts_sub)
     add_plugin_command(sub)  # plugin authoring: `plugin new`
     add_chain_command(sub)  # `chain notify`, for a node's -blocknotify
+    add_secrets_command(sub)  # `secrets init`, a production gateway's secret files
     _add_plugin_commands(sub)
     return parser
 

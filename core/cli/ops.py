@@ -3,8 +3,10 @@
 ``orbchain webhooks pending`` lists what waits in the outbox,
 ``orbchain webhooks redeliver <event_id>`` sends one event again now,
 ``orbchain payouts show <track_id>`` prints one payout's state machine, and
-``orbchain doctor`` checks config, secrets, database, migrations, nodes,
-clock skew and disk, one line each, exiting 1 when something fails. They
+``orbchain doctor`` checks config, chains, secrets, database, migrations, nodes,
+clock skew and disk, one line each, exiting 1 when something fails;
+``orbchain config check`` runs the same static checks (config, chains,
+secrets) without a database or a node, so the two give one verdict. They
 print operator-facing facts (ids, states, errors), never a secret: no
 webhook secret, no signed transaction bytes.
 """
@@ -148,18 +150,38 @@ def clock_finding(skew: float | None) -> Finding:  # float ok: seconds of clock 
     return Finding("WARN" if abs(skew) > CLOCK_WARN_SECONDS else "OK", "clock", detail)
 
 
-async def doctor_findings(gateway: "Gateway") -> list[Finding]:
-    from ..infra.readiness import check_readiness
+def static_findings(gateway: "Gateway") -> list[Finding]:
+    """What the config alone decides, without a database or a node: ``config check`` runs exactly these,
+    ``doctor`` runs them first, so the two never disagree about the file (issue 32)."""
     from ..infra.secrets import load_secrets
 
     config = gateway.config
+    chains = len(list(gateway.chains))
     findings = [Finding("OK", "config", f"{config.source}; environment {config.server.environment};"
-                                        f" {len(list(gateway.chains))} chain adapter(s)")]
+                                        f" {chains} chain adapter(s)")]
+    findings.append(chains_finding(chains, config.is_development))
     try:
         load_secrets(config)
         findings.append(Finding("OK", "secrets", "JWT secret, seed and receipt key load"))
     except ConfigError as exc:
         findings.append(Finding("FAIL", "secrets", str(exc)))
+    return findings
+
+
+def chains_finding(chains: int, development: bool) -> Finding:
+    """A production gateway with no chain adapter serves checkouts no payment can ever reach."""
+    if chains:
+        return Finding("OK", "chains", f"{chains} chain adapter(s) can receive payments")
+    detail = ("no chain adapter: no payment can be received; configure a chain plugin block"
+              " (docs/operations.md, \"First production run\")")
+    return Finding("WARN" if development else "FAIL", "chains", detail)
+
+
+async def doctor_findings(gateway: "Gateway") -> list[Finding]:
+    from ..infra.readiness import check_readiness
+
+    config = gateway.config
+    findings = static_findings(gateway)
     readiness = await check_readiness(gateway)
     if not readiness.database:
         findings.append(Finding("FAIL", "database", f"cannot query ({readiness.database_error})"))
@@ -187,16 +209,34 @@ async def doctor_findings(gateway: "Gateway") -> list[Finding]:
     return findings
 
 
+def report(findings: list[Finding], after: str = "") -> int:
+    """Print one line per finding and the verdict (``after`` appended to it); 1 when any failed."""
+    for finding in findings:
+        print(finding.line())
+    failed = sum(f.level == "FAIL" for f in findings)
+    print((f"{failed} problem(s)" if failed else "no problems found") + after)
+    return 1 if failed else 0
+
+
 def cmd_doctor(args: argparse.Namespace) -> int:
     async def work(gw: "Gateway") -> int:
-        findings = await doctor_findings(gw)
-        for finding in findings:
-            print(finding.line())
-        failed = sum(f.level == "FAIL" for f in findings)
-        print(f"{failed} problem(s)" if failed else "no problems found")
-        return 1 if failed else 0
+        return report(await doctor_findings(gw))
 
     return _run(args, work)
+
+
+def cmd_config_check(args: argparse.Namespace) -> int:
+    """``doctor``'s static checks (config, chains, secrets); says plainly what it leaves to ``doctor``."""
+    from ..startup import build_gateway
+    from .support import close_chains
+
+    gateway = build_gateway(config_from_args(args))
+    try:
+        findings = static_findings(gateway)
+    finally:
+        close_chains(gateway)
+    return report(findings, " in the config (database, migrations, nodes, clock and disk are not checked here:"
+                            " run `orbchain doctor`)")
 
 
 def add_ops_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
@@ -213,5 +253,5 @@ def add_ops_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
     show = payouts_sub.add_parser("show", help="print one payout's state")
     show.add_argument("track_id")
     show.set_defaults(func=cmd_payouts_show)
-    doctor = sub.add_parser("doctor", help="check config, secrets, database, nodes, clock and disk")
+    doctor = sub.add_parser("doctor", help="check config, chains, secrets, database, nodes, clock and disk")
     doctor.set_defaults(func=cmd_doctor)

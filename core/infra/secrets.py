@@ -69,14 +69,30 @@ def _resolve(
 
 
 def _new_mnemonic_placeholder() -> str:
-    # A 256-bit hex seed; operators supply a BIP-39 mnemonic in production.
+    # A 256-bit hex seed; operators supply a BIP-39 mnemonic in production (`orbchain secrets init`).
     return stdlib_secrets.token_hex(32)
+
+
+def new_jwt_secret() -> str:
+    return stdlib_secrets.token_urlsafe(48)
+
+
+def new_receipt_key() -> str:
+    """A base64 32-byte Ed25519 seed, the form ``secrets.receipt_signing_key`` takes."""
+    return base64.b64encode(bytes(SigningKey.generate())).decode()
+
+
+def new_mnemonic() -> str:
+    """A 24-word BIP-39 mnemonic (256 bits): what a production seed file holds; writable on paper."""
+    from ..keys.bip39 import entropy_to_mnemonic
+
+    return entropy_to_mnemonic(stdlib_secrets.token_bytes(32))
 
 
 def load_secrets(config: Config) -> Secrets:
     s = config.secrets
     jwt_text, _ = _resolve(config, s.jwt_secret, s.jwt_secret_file, "jwt_secret", "jwt_secret",
-                           lambda: stdlib_secrets.token_urlsafe(48), "JWT secret")
+                           new_jwt_secret, "JWT secret")
     if s.account_xpubs_file and not (s.seed_mnemonic or s.seed_file):
         seed_text = ""  # watch-only: derives deposit addresses from xpubs, signs nothing
     else:
@@ -84,8 +100,7 @@ def load_secrets(config: Config) -> Secrets:
                                 _new_mnemonic_placeholder, "HD seed")
     key_text, generated = _resolve(config, s.receipt_signing_key, s.receipt_signing_key_file,
                                    "receipt_signing_key", "receipt_signing_key",
-                                   lambda: base64.b64encode(bytes(SigningKey.generate())).decode(),
-                                   "receipt signing key")
+                                   new_receipt_key, "receipt signing key")
     if len(jwt_text) < 32:
         raise ConfigError("config key 'secrets.jwt_secret' must be at least 32 characters")
     try:

@@ -1,0 +1,103 @@
+"""``orbchain secrets init`` (issue 32): production secret files, their permissions, and no silent overwrite."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from orbchain import cli
+from orbchain.core.cli.secrets_init import NAMES
+from orbchain.core.infra.config import load_config
+from orbchain.core.infra.secrets import load_secrets
+from orbchain.core.keys.bip39 import mnemonic_to_seed
+
+
+@pytest.fixture
+def shell(tmp_path, monkeypatch):
+    """An operator's shell: no gateway variables, a loose umask that must not loosen the files."""
+    for name in [n for n in os.environ if n.startswith("ORBCHAIN_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    old = os.umask(0o002)
+    yield tmp_path
+    os.umask(old)
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def contents(folder: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted(folder.iterdir())}
+
+
+def test_writes_every_secret_0600_in_a_0700_folder_that_production_loads(shell, capsys):
+    folder = shell / "etc" / "credentials"
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert mode(folder) == 0o700
+    assert sorted(p.name for p in folder.iterdir()) == sorted(NAMES)
+    for name in NAMES:
+        assert mode(folder / name) == 0o600, name
+        assert f"wrote    {folder / name} (0600)" in out
+    # What to back up, and what losing each means, is printed for each file.
+    backup = out.split("Back up now", 1)[1]
+    for name in NAMES:
+        assert f"  {name} " in backup
+    assert "UNRECOVERABLE" in backup and "signs everyone out" in backup
+    seed = (folder / "seed").read_text().split()
+    assert len(seed) == 24 and len(mnemonic_to_seed(" ".join(seed))) == 64
+    config = load_config(None, environ={
+        "ORBCHAIN_ENVIRONMENT": "production", "ORBCHAIN_DATA_DIR": str(shell / "var"),
+        "ORBCHAIN_SECRETS__SEED_FILE": str(folder / "seed"),
+        "ORBCHAIN_SECRETS__JWT_SECRET_FILE": str(folder / "jwt_secret"),
+        "ORBCHAIN_SECRETS__RECEIPT_SIGNING_KEY_FILE": str(folder / "receipt_signing_key"),
+    })
+    secrets = load_secrets(config)
+    assert secrets.seed_material == " ".join(seed) and not secrets.receipt_key_generated
+    assert not (shell / "var").exists()  # nothing was generated in its place
+
+
+def test_an_existing_file_is_never_overwritten_silently(shell, capsys):
+    folder = shell / "credentials"
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 0
+    before = contents(folder)
+    capsys.readouterr()
+
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert contents(folder) == before
+    assert f"{folder / 'seed'} exists, not overwritten" in err and "nothing written" in err
+
+    (folder / "jwt_secret").unlink()
+    assert cli.main(["secrets", "init", "--dir", str(folder), "--keep-existing"]) == 0
+    out = capsys.readouterr().out
+    after = contents(folder)
+    assert {k: v for k, v in after.items() if k != "jwt_secret"} == {k: v for k, v in before.items()
+                                                                      if k != "jwt_secret"}
+    assert after["jwt_secret"] != before["jwt_secret"] and f"kept     {folder / 'seed'}" in out
+
+    assert cli.main(["secrets", "init", "--dir", str(folder), "--replace", "seed"]) == 0
+    out = capsys.readouterr().out
+    replaced = [p for p in folder.iterdir() if p.name.startswith("seed.replaced-")]
+    assert len(replaced) == 1 and replaced[0].read_text() == before["seed"] and mode(replaced[0]) == 0o600
+    assert (folder / "seed").read_text() != before["seed"] and mode(folder / "seed") == 0o600
+    assert "REPLACED" in out and "UNRECOVERABLE" in out.split("REPLACED", 1)[1].splitlines()[0]
+
+
+def test_a_loose_existing_folder_is_tightened_and_said_so(shell, capsys):
+    folder = shell / "credentials"
+    folder.mkdir(mode=0o755)
+    os.chmod(folder, 0o755)
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 0
+    assert mode(folder) == 0o700
+    assert "permissions 0755 tightened to 0700" in capsys.readouterr().out
+
+
+def test_an_unknown_name_to_replace_is_refused(shell, capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["secrets", "init", "--dir", str(shell / "c"), "--replace", "passwords"])
+    assert not (shell / "c").exists()
