@@ -32,7 +32,7 @@ GROUP_TITLES = "[...document.querySelectorAll('.nav-group-title')].map(e => e.te
 # Each list table's first card: the labels its cells show (from data-label; ' / ""' keeps them from screen
 # readers, which read the header cells).
 CARD_LABELS = r"""[...document.querySelector('table.cards tbody tr').cells]
-  .filter(td => td.getClientRects().length && getComputedStyle(td).display === 'block')
+  .filter(td => td.getClientRects().length && getComputedStyle(td).display !== 'table-cell')
   .map(td => getComputedStyle(td, '::before').content.replace(/ \/ ""$/, ''))"""
 EXPECTED_LABELS = {
     "payments": ['"Payment"', '"Status"', '"Amount"', '"Type"', '"Created"'],
