@@ -1,6 +1,6 @@
 """The merchant dashboard on a phone (390x844) in headless Chromium, JavaScript off (issue 32 item 3).
 
-One browser session: a merchant with payments, two keys and three webhook
+One browser session: a merchant with two payments, a scoped key and three webhook
 deliveries opens the payments, keys and webhook log pages. On the phone the
 navigation is one "Menu" disclosure (``<details>``, no script) and the list
 tables reflow into labelled cards; on a desktop the same markup is a visible
@@ -8,8 +8,6 @@ navigation bar and real tables. Screenshots land in the test's ``tmp_path``.
 """
 
 from __future__ import annotations
-
-import json
 
 from orbchain.core.events.outbox import enqueue_event
 from orbchain.core.events.webhooks import deliver_due
@@ -119,4 +117,4 @@ async def test_payments_keys_and_webhook_log_fit_a_phone(aiohttp_server, aiohttp
             await browser.send("Emulation.setDeviceMetricsOverride", VIEWPORT)
     finally:
         await receiver.close()
-    print(tmp_path)
+    print(f"screenshots: {tmp_path}")
