@@ -22,6 +22,7 @@ from aiohttp import web
 from ...api import ApiError, GATEWAY, html_page, page_security_headers, read_form, security_headers
 from .amounts import fiat_text
 from .form_errors import banner, field_errors, label
+from .nav_groups import group_nav
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
 # The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.
@@ -138,7 +139,7 @@ def render(request: web.Request, session: Session | None, template: str, context
     notice = NOTICES.get(request.query.get("notice", ""))
     values = {
         "nonce": nonce, "session": session, "csrf": session.csrf if session else None,
-        "nav": nav_entries(gateway) if session else [], "current": request.path, "notice": notice,
+        "nav": group_nav(nav_entries(gateway)) if session else [], "current": request.path, "notice": notice,
         "when": when, "label": label, "fiat": fiat_text, "form_id": f"dash-{secrets.token_hex(12)}",
         **(context or {}),
     }

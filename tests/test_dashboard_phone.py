@@ -1,0 +1,120 @@
+"""The merchant dashboard on a phone (390x844) in headless Chromium, JavaScript off (issue 32 item 3).
+
+One browser session: a merchant with two payments, a scoped key and three webhook
+deliveries opens the payments, keys and webhook log pages. On the phone the
+navigation is one "Menu" disclosure (``<details>``, no script) and the list
+tables reflow into labelled cards; on a desktop the same markup is a visible
+navigation bar and real tables. Screenshots land in the test's ``tmp_path``.
+"""
+
+from __future__ import annotations
+
+from orbchain.core.events.outbox import enqueue_event
+from orbchain.core.events.webhooks import deliver_due
+from orbchain.web.keys import GATEWAY
+
+from .browser import Browser, VIEWPORT, assert_png, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
+from .support import WebhookReceiver
+
+DESKTOP = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+PAGE_FACTS = """(() => {
+  const nav = document.querySelector('header.topbar');
+  return {width: document.documentElement.scrollWidth, view: innerWidth,
+          height: document.documentElement.scrollHeight, topbar: nav.getBoundingClientRect().height};
+})()"""
+MAX_TOPBAR = 80  # one row: logo, Menu, account, Sign out
+MAX_WEBHOOK_LOG_HEIGHT = 1400  # three cards under the bar, the pager and the footer (about 920 px)
+VISIBLE_LINKS = "[...document.querySelectorAll('#nav a')].filter(a => a.checkVisibility()).length"
+GROUP_TITLES = "[...document.querySelectorAll('.nav-group-title')].map(e => e.textContent)"
+# Each list table's first card: the labels its cells show (from data-label; ' / ""' keeps them from screen
+# readers, which read the header cells).
+CARD_LABELS = r"""[...document.querySelector('table.cards tbody tr').cells]
+  .filter(td => td.getClientRects().length && getComputedStyle(td).display !== 'table-cell')
+  .map(td => getComputedStyle(td, '::before').content.replace(/ \/ ""$/, ''))"""
+EXPECTED_LABELS = {
+    "payments": ['"Payment"', '"Status"', '"Amount"', '"Type"', '"Created"'],
+    "keys": ['"Label"', '"Prefix"', '"Scopes"', '"Last used"', '"State"', "none"],
+    "webhooks": ['"When"', '"Event"', '"Attempt"', '"Result"', '"Payload"', '"Response"'],
+}
+
+
+async def test_payments_keys_and_webhook_log_fit_a_phone(aiohttp_server, aiohttp_client, make_config, tmp_path):
+    client = await serve_app(aiohttp_server, aiohttp_client, make_config)
+    gateway = client.app[GATEWAY]
+    base = str(client.server.make_url("/")).rstrip("/")
+    receiver = WebhookReceiver()
+    hook_url = await receiver.start()
+    try:
+        async with Browser.launch(tmp_path) as browser:
+            await browser.goto(f"{base}/app/signup")
+            await browser.fill("#email", "phone@example.com")
+            await browser.fill("#password", "correct horse battery")
+            await browser.click("#create-account")
+            api_key = (await browser.text("#merchant_api_key") or "").strip()
+            await browser.click("#continue")
+            merchant = await gateway.db.fetch_val("SELECT id FROM merchants WHERE email = :e",
+                                                  {"e": "phone@example.com"})
+            for order in ("order-1", "order-2"):
+                response = await client.post("/v1/payment/invoice", headers={"merchant_api_key": api_key},
+                                             json={"amount": "0.015", "currency": "BTC", "order_id": order,
+                                                   "description": "A long description of what was bought"})
+                assert response.status == 200, await response.text()
+            await gateway.db.execute("UPDATE merchants SET webhook_url = :u, webhook_secret = :s WHERE id = :id",
+                                     {"u": hook_url, "s": "s" * 32, "id": merchant})
+            for n in range(3):
+                body = {"type": "payment", "track_id": f"TRK-{n}", "status": "Paid", "amount": "0.00150000",
+                        "currency": "BTC", "transactions": [{"tx_hash": "ab" * 32, "amount": "0.00150000"}]}
+                await enqueue_event(gateway, merchant_id=merchant, event_type="payment.paid", body=body,
+                                    logical_key=f"payment.paid:TRK-{n}")
+            await deliver_due(gateway)
+            await browser.goto(f"{base}/app/keys")
+            await browser.fill("#label", "shop backend")
+            await browser.check("#scope-payment-read")
+            await browser.click("#create-key")
+
+            for page in ("payments", "keys", "webhooks"):
+                await browser.goto(f"{base}/app/{page}")
+                facts = await browser.evaluate(PAGE_FACTS)
+                assert facts["width"] <= facts["view"], (page, facts)  # nothing cut off or scrolled sideways
+                assert facts["topbar"] <= MAX_TOPBAR, (page, facts)  # before: 303 px of links on every page
+                assert await browser.evaluate(CARD_LABELS) == EXPECTED_LABELS[page], page
+                assert_png(await browser.screenshot(tmp_path / f"phone-{page}.png"))
+                if page == "webhooks":  # before: 11,600 px for 3 rows, the previews squeezed to one character
+                    assert await browser.evaluate("document.querySelectorAll('#webhook-logs tbody tr').length") == 3
+                    assert facts["height"] <= MAX_WEBHOOK_LOG_HEIGHT, facts
+
+            # The menu: closed, its links out of sight; opened from the keyboard, every link there, grouped.
+            links = await browser.evaluate("document.querySelectorAll('#nav a').length")
+            assert links >= 16  # the dashboard's seven and the installed plugins' pages
+            assert await browser.evaluate(VISIBLE_LINKS) == 0
+            await browser.evaluate("document.getElementById('menu-button').focus()")
+            await browser.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Enter", "code": "Enter",
+                                                           "windowsVirtualKeyCode": 13, "text": "\r"})
+            await browser.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": "Enter", "code": "Enter",
+                                                           "windowsVirtualKeyCode": 13})
+            assert await browser.evaluate("document.getElementById('menu').open") is True
+            assert await browser.evaluate(VISIBLE_LINKS) == links
+            assert await browser.evaluate(GROUP_TITLES) == ["Overview", "Get paid", "Move money", "Developers",
+                                                            "Account"]
+            assert_png(await browser.screenshot(tmp_path / "phone-menu.png"))
+            await browser.click("#nav a[href='/app/keys']")
+            assert await browser.url() == f"{base}/app/keys"
+            assert await browser.evaluate("document.getElementById('menu').open") is False
+
+            # A desktop: no button, the links in the bar, real tables; screen readers see the links.
+            await browser.send("Emulation.setDeviceMetricsOverride", DESKTOP)
+            await browser.goto(f"{base}/app/webhooks")
+            assert await browser.evaluate("getComputedStyle(document.getElementById('menu-button')).display") == "none"
+            assert await browser.evaluate(VISIBLE_LINKS) == links
+            assert await browser.evaluate("getComputedStyle(document.querySelector('#webhook-logs td')).display") \
+                == "table-cell"
+            root = (await browser.send("DOM.getDocument", {"depth": 0}))["root"]["nodeId"]
+            tree = await browser.send("Accessibility.queryAXTree", {"nodeId": root, "accessibleName": "API keys",
+                                                                    "role": "link"})
+            assert [n for n in tree["nodes"] if not n.get("ignored")], "the desktop bar's links are not exposed"
+            assert_png(await browser.screenshot(tmp_path / "desktop-webhooks.png"))
+            await browser.send("Emulation.setDeviceMetricsOverride", VIEWPORT)
+    finally:
+        await receiver.close()
+    print(f"screenshots: {tmp_path}")
