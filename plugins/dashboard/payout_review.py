@@ -99,7 +99,9 @@ async def review_batch(gateway: Any, session: Session, rows: list[dict[str, str]
     """Every row checked on its own, the balance drawn down row by row; the payable rows' token and totals."""
     balances = await merchant_balances(gateway.db, session.merchant_id)
     left = dict(balances)
-    lines, payable, totals = [], [], {}
+    lines: list[dict[str, Any]] = []
+    payable: list[dict[str, Any]] = []
+    totals: dict[str, dict[str, Any]] = {}
     for index, row in enumerate(rows):
         line: dict[str, Any] = {"row": index + 1, **row, "error": None}
         try:

@@ -36,10 +36,12 @@ def _mac(gateway: Any, session: Session, body: str) -> str:
 
 
 def seal(gateway: Any, session: Session, kind: str, payload: Any) -> str:
-    """A token for ``payload`` (JSON, a Decimal as its exact text), good for ``REVIEW_SECONDS`` in this session for this kind of confirm."""
+    """A token for ``payload`` (JSON, a Decimal as its exact text), good for ``REVIEW_SECONDS``
+    in this session for this kind of confirm."""
     claims = {"kind": kind, "merchant": session.merchant_id, "expires": gateway.now() + REVIEW_SECONDS,
               "payload": payload}
-    body = base64.urlsafe_b64encode(json.dumps(claims, separators=(",", ":"), default=str).encode()).decode().rstrip("=")
+    text = json.dumps(claims, separators=(",", ":"), default=str)
+    body = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
     return f"{body}.{_mac(gateway, session, body)}"
 
 
