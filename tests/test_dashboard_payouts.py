@@ -91,6 +91,17 @@ async def test_a_payout_is_reviewed_then_paid_exactly_once(make_client, make_con
     assert await _state(client, merchant_id) == paid
     assert ">Sending<" in await visitor.get("/app/payouts")
 
+    # Two reviews of what the balance covers once: the second confirm is refused beside the amount.
+    reviews = []
+    for key in ("review-2", "review-3"):
+        await visitor.submit("/app/payouts", {**form, "amount": "0.007", "idempotency_key": key}, expect=200)
+        reviews.append(visitor.page)
+    for review, status in zip(reviews, (303, 400)):
+        await visitor.submit("/app/payouts/confirm", {"review_token": review_token(review), "action": "confirm"},
+                             token=csrf_of(review), expect=status)
+    assert 'id="error-amount"' in visitor.page and "available balance of 0.0009 BTC" in visitor.page
+    assert await _state(client, merchant_id) == (paid[0] + 1, paid[1] - 700_000)
+
 
 async def test_a_batch_is_reviewed_row_by_row_then_paid_once(make_client, make_config):
     client = await make_client(make_config(scheduler={"enabled": False}))

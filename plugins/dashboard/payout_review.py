@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from ...api import ApiError, Conflict, InvalidRequest, ValidationError, validate
+from ...api import ApiError, Conflict, InsufficientBalance, InvalidRequest, PayoutOrder, ValidationError, validate
 from ...api.merchant import (
     BATCH_ITEM_FIELDS, BATCH_NS, KEY_NS, PayoutRequest, check_destination, create_and_send, fingerprint, item_error,
     merchant_balances, namespaced, payout_route, payout_units,
@@ -54,6 +54,14 @@ def payout_request(gateway: Any, values: dict[str, Any], idem_key: str | None, *
                          **extra)
 
 
+async def _checked(gateway: Any, values: dict[str, Any]) -> PayoutRequest:
+    """``payout_request``, then the chain's own refusals (a Lightning invoice's amount or expiry), as at confirm."""
+    payout = payout_request(gateway, values, None)
+    route = payout.route
+    await route.sender.check_payout(PayoutOrder("", route.coin.symbol, payout.destination, payout.amount))
+    return payout
+
+
 def _over_balance(payout: PayoutRequest, available: int) -> ValidationError:
     coin = payout.route.coin
     return ValidationError({"amount": f"is more than your available balance of {coin.format(available)}"
@@ -76,7 +84,7 @@ async def review_payout(gateway: Any, session: Session, values: dict[str, Any]) 
     had none), so every confirm of this review names the same payout.
     """
     values = {**values, "idempotency_key": values.get("idempotency_key") or secrets.token_urlsafe(18)}
-    payout = payout_request(gateway, values, None)
+    payout = await _checked(gateway, values)
     available = (await merchant_balances(gateway.db, session.merchant_id)).get(payout.route.coin.symbol, 0)
     if payout.amount > available:
         raise _over_balance(payout, available)
@@ -88,7 +96,11 @@ async def confirm_payout(gateway: Any, session: Session, token: Any, request_id:
     """Pay the reviewed payout; 409 ``review_used`` when this review was paid already (nothing more is sent)."""
     values = unseal(gateway, session, SINGLE, token)
     payout = payout_request(gateway, values, namespaced(KEY_NS, values["idempotency_key"]), request_id=request_id)
-    outcome = await create_and_send(gateway, session.merchant_id, payout)
+    try:
+        outcome = await create_and_send(gateway, session.merchant_id, payout)
+    except InsufficientBalance:  # the balance fell since the review: said beside the amount, as at review
+        available = (await merchant_balances(gateway.db, session.merchant_id)).get(payout.route.coin.symbol, 0)
+        raise _over_balance(payout, available) from None
     if outcome.replay:
         raise Conflict(f"This payout was already confirmed (track id {outcome.row['track_id']}) and is sent"
                        " once: nothing more was sent.", code="review_used")
@@ -106,7 +118,7 @@ async def review_batch(gateway: Any, session: Session, rows: list[dict[str, str]
         line: dict[str, Any] = {"row": index + 1, **row, "error": None}
         try:
             values = validate(row, BATCH_ITEM_FIELDS)
-            payout = payout_request(gateway, values, None)
+            payout = await _checked(gateway, values)
             symbol = payout.route.coin.symbol
             if payout.amount > left.get(symbol, 0):
                 raise _over_balance(payout, left.get(symbol, 0))
