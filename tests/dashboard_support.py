@@ -12,6 +12,16 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]*)"')
 PASSWORD = "correct horse battery"
 
 
+REVIEW = re.compile(r'name="review_token" value="([^"]*)"')
+
+
+def review_token(page: str) -> str:
+    """The sealed review a payout's review page carries to its confirm."""
+    found = REVIEW.search(page)
+    assert found, "the page is not a payout review"
+    return html.unescape(found.group(1))
+
+
 def csrf_of(page: str) -> str:
     """The CSRF token of the first form on ``page`` (every form of a page carries the same one)."""
     found = CSRF.search(page)

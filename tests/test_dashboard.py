@@ -18,7 +18,7 @@ from yarl import URL
 from orbchain.core.payouts.worker import process_payouts
 from orbchain.web.keys import GATEWAY
 
-from .dashboard_support import PASSWORD, Visitor, csrf_of, paid_invoice
+from .dashboard_support import PASSWORD, Visitor, csrf_of, paid_invoice, review_token
 from .support import Devnet, WebhookReceiver, api, bearer, signup
 
 
@@ -270,21 +270,24 @@ async def test_the_merchant_journey_over_http(app_client):
     # The refusal itself, not the word "address" (every payout form has that label).
     assert "invalid destination address" in visitor.page.lower(), visitor.page[-2000:]
     form = {"currency": "BTC", "address": BTC_DEST, "amount": "0.002", "idempotency_key": "dash-payout-1"}
-    await visitor.submit("/app/payouts", form)
-    await visitor.submit("/app/payouts", form)  # the same form posted twice pays once
+    await visitor.submit("/app/payouts", form, expect=200)  # the review (tests/test_dashboard_payouts.py)
+    await visitor.submit("/app/payouts/confirm", {"review_token": review_token(visitor.page), "action": "confirm"})
     page = await visitor.get("/app/payouts")
-    assert page.count("CONFIRMING") == 2  # the refund and the payout
+    assert page.count(">Sending<") == 2  # the refund and the payout
     await settle_payouts(app_client)
-    assert "CONFIRMED" in await visitor.get("/app/payouts")
+    assert ">Confirmed<" in await visitor.get("/app/payouts")
 
-    # A batch file: one good row, one bad address.
+    # A batch file: one good row, one bad address; reviewed, then paid.
     csv_text = f"currency,address,amount,external_id\nBTC,{BTC_DEST},0.001,row-1\nBTC,bc1qnope,0.001,row-2\n"
     data = FormData()
     data.add_field("csrf_token", csrf_of(visitor.page))
     data.add_field("file", csv_text.encode(), filename="batch.csv", content_type="text/csv")
     response = await app_client.post("/app/payouts/batch", data=data, allow_redirects=False)
-    text = await response.text()
-    assert response.status == 200 and "2 rows: 1 created, 0 already paid, 1 failed" in text
+    visitor.page = await response.text()
+    assert response.status == 200 and "1 will be paid, 1 refused" in visitor.page
+    await visitor.submit("/app/payouts/batch/confirm", {"review_token": review_token(visitor.page),
+                                                        "action": "confirm"}, expect=200)
+    assert "1 rows: 1 created, 0 already paid, 0 failed" in visitor.page
     # SPEC 6.1: the form's and the batch's payouts carry their request's id into their webhooks.
     gateway = app_client.app[GATEWAY]
     rows = await gateway.db.fetch_all("SELECT request_id FROM payouts WHERE external_id = 'row-1' OR amount = 200000")

@@ -134,14 +134,17 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
         await browser.goto(f"{base}/app/payments?status=PAID")
         assert await browser.evaluate("document.querySelectorAll('#payments-table tbody a').length") == 1
 
-        # Pay out part of the balance.
+        # Pay out part of the balance: reviewed first, then confirmed.
         await browser.goto(f"{base}/app/payouts")
         await browser.select("#payout-currency", "BTC")
         await browser.fill("#payout-address", BTC_DEST)
         await browser.fill("#payout-amount", "0.002")
         await browser.click("#send-payout")
+        assert await browser.text("#review-debit") == "0.002 BTC"
+        assert_png(await browser.screenshot(shots / "payout_review.png"))
+        await browser.click("#confirm-payout")
         assert await browser.text("#notice") == "Payout created."
-        assert await browser.text("#payouts-table .payout-status") == "CONFIRMING"
+        assert await browser.text("#payouts-table .payout-status") == "Sending"
         assert_png(await browser.screenshot(shots / "payouts.png"))
 
         # A scoped key, then rotated: the new secret is shown once.

@@ -47,6 +47,7 @@ from orbchain.web.keys import GATEWAY
 from orbchain.web.middlewares import RATE_ATTR
 from orbchain.web.openapi import all_operations, app_routes, build_document
 
+from .dashboard_support import review_token
 from .support import Devnet, Merchant, WebhookReceiver, bearer
 from .telegram_support import BOT_TOKEN, init_data_for
 
@@ -927,10 +928,15 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("POST", f"/app/payments/{paid_id}/refund", data={"csrf_token": token, "destination": BTC_DEST,
                                                                  "amount": "0.001"}, expect=303)
     await c.call("GET", "/app/payouts", expect=200)
-    await c.call("POST", "/app/payouts", data={"csrf_token": token, "currency": "BTC", "address": BTC_DEST,
-                                               "amount": "0.001", "idempotency_key": "pages-payout-1"}, expect=303)
+    _, page = await c.call("POST", "/app/payouts", data={
+        "csrf_token": token, "currency": "BTC", "address": BTC_DEST, "amount": "0.001",
+        "idempotency_key": "pages-payout-1"}, expect=200)
+    await c.call("POST", "/app/payouts/confirm", data={"csrf_token": token, "action": "confirm",
+                                                       "review_token": review_token(page)}, expect=303)
     rows = f"currency,address,amount,external_id\nBTC,{BTC_DEST},0.001,pages-1\n"
-    await c.call("POST", "/app/payouts/batch", data={"csrf_token": token, "rows": rows}, expect=200)
+    _, page = await c.call("POST", "/app/payouts/batch", data={"csrf_token": token, "rows": rows}, expect=200)
+    await c.call("POST", "/app/payouts/batch/confirm", data={"csrf_token": token, "action": "confirm",
+                                                             "review_token": review_token(page)}, expect=200)
     await c.call("GET", "/app/transfers", expect=200)
     _, body = await c.call("GET", "/dashboard/account", friend.jwt, expect=200)
     await c.call("POST", "/app/transfers", data={"csrf_token": token, "to_account_id": body["data"]["account"][

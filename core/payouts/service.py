@@ -381,6 +381,17 @@ async def list_payouts(gateway: "Gateway", merchant_id: str, *, limit: int, offs
             "offset": offset}
 
 
+async def failure_reasons(gateway: "Gateway", merchant_id: str, payout_ids: list[str]) -> dict[str, str]:
+    """Why each of the merchant's Failed payouts among ``payout_ids`` failed (the dashboard says it in words)."""
+    if not payout_ids:
+        return {}
+    names = {f"i{n}": i for n, i in enumerate(payout_ids)}
+    rows = await gateway.db.fetch_all(
+        f"SELECT id, failure_reason FROM payouts WHERE merchant_id = :m AND status = :s"
+        f" AND id IN ({', '.join(':' + k for k in names)})", {**names, "m": merchant_id, "s": FAILED})
+    return {r["id"]: r["failure_reason"] or "" for r in rows}
+
+
 async def recent_payouts(gateway: "Gateway", merchant_id: str, limit: int) -> list[dict[str, Any]]:
     """The payouts[] of GET /dashboard/transactions (id, coin, destination, amount, status)."""
     listed = await list_payouts(gateway, merchant_id, limit=limit, offset=0)

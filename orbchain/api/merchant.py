@@ -46,8 +46,8 @@ from ..web.routes.payments import LIST_FIELDS, balances_of, parse_payment_reques
 # Payouts (one, or a batch) and refunds, as POST /v1/payout, /v1/payout/batch and /v1/payment/{id}/refund do them.
 from ..core.payouts.worker import create_and_send
 from ..core.payouts.service import (
-    BATCH_NS, KEY_NS, PayoutRequest, check_destination, fingerprint, item_error, list_payouts, namespaced,
-    payout_route, payout_units,
+    BATCH_NS, KEY_NS, PayoutRequest, check_destination, failure_reasons, fingerprint, item_error, list_payouts,
+    namespaced, payout_route, payout_units,
 )
 from ..core.payments.refunds import RefundRequest, refund_payment
 from ..web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIELDS, REFUND_FIELDS
@@ -77,8 +77,8 @@ __all__ = [
     "parse_payment_request", "servable_coins", "show_payment",
     # payouts and refunds
     "BATCH_ITEM_FIELDS", "BATCH_NS", "KEY_NS", "MAX_BATCH_ITEMS", "PAYOUT_FIELDS", "REFUND_FIELDS", "PayoutRequest",
-    "RefundRequest", "check_destination", "create_and_send", "fingerprint", "item_error", "list_payouts",
-    "namespaced", "payout_route", "payout_units", "refund_payment",
+    "RefundRequest", "check_destination", "create_and_send", "failure_reasons", "fingerprint", "item_error",
+    "list_payouts", "namespaced", "payout_route", "payout_units", "refund_payment",
     # transfers
     "DASHBOARD", "TransferRequest", "is_account_id", "list_transfers", "parse_transfer", "send_transfer",
     # webhook deliveries

@@ -83,12 +83,21 @@ OPERATIONS = [
         {"destination": TEXT}, {"amount": TEXT, "amount_usd": TEXT, "description": TEXT, "external_id": TEXT}),
         "Back to the payment."),
     page("/app/payouts", "Payouts: history, single and batch forms"),
-    action("/app/payouts", "Send a payout", form({"currency": TEXT, "address": TEXT, "amount": TEXT},
-                                                 {"description": TEXT, "idempotency_key": TEXT}),
-           "Back to the payouts (the same idempotency_key pays once)."),
-    action("/app/payouts/batch", "Pay a CSV batch (currency,address,amount,external_id)",
+    action("/app/payouts", "Review a payout (nothing is sent yet)", form(
+        {"currency": TEXT, "address": TEXT, "amount": TEXT}, {"description": TEXT, "idempotency_key": TEXT}),
+        "", shows="The review: coin, network, destination, amount, fee, what leaves the balance, the balance and"
+                  " the coin's minimum, with Confirm and pay and Back/Edit; or the form naming the bad field."),
+    action("/app/payouts/confirm", "Confirm a reviewed payout (action=confirm) or edit it (action=edit)", form(
+        {"review_token": TEXT}, {"action": {"type": "string", "enum": ["confirm", "edit"]}, "currency": TEXT,
+                                 "address": TEXT, "amount": TEXT, "description": TEXT, "idempotency_key": TEXT}),
+        "Back to the payouts (paid once: a second confirm of the same review is refused, 409).",
+        shows="Back/Edit: the form with the reviewed input."),
+    action("/app/payouts/batch", "Review a CSV batch (currency,address,amount,external_id); nothing is sent yet",
            form({}, {"file": {"type": "string", "contentMediaType": "text/csv"}, "rows": TEXT}),
-           "", media=MULTIPART, shows="The payouts page with each row's result."),
+           "", media=MULTIPART, shows="The review: each row checked, refusals on their rows, totals per coin."),
+    action("/app/payouts/batch/confirm", "Pay a reviewed batch (action=confirm) or edit it (action=edit)", form(
+        {}, {"review_token": TEXT, "rows": TEXT, "action": {"type": "string", "enum": ["confirm", "edit"]}}),
+        "", shows="The payouts page with each row's result (each external_id pays once), or the rows to edit."),
     page("/app/transfers", "Transfers: history and form"),
     action("/app/transfers", "Send an internal transfer", form(
         {"to_account_id": TEXT, "coin": TEXT, "amount": TEXT}, {"idempotency_key": TEXT, "totp_code": TEXT}),
