@@ -101,7 +101,7 @@ async def test_payer_switches_coin_pays_and_sees_paid_without_javascript(served,
         assert await browser.evaluate("document.querySelector('#paid-message') !== null")
         assert await browser.evaluate(
             "[...document.querySelectorAll('a')].some(a => a.href === 'https://shop.example/thanks'"
-            " && a.textContent.includes('Return to merchant'))")
+            " && a.textContent.includes('Return to the store'))")
         assert await browser.evaluate("document.querySelector('#address')") is None
         assert_png(await browser.screenshot(tmp_path / "pay_paid.png"))
 
