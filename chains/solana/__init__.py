@@ -27,7 +27,7 @@ from .sweeper import sweep_chain, sweep_job
 
 __all__ = ["PLUGIN_NAME", "SolanaAdapter", "solana_adapter", "sweep_chain"]
 
-SYMBOLS = frozenset(coin.symbol for coin in COINS)
+CHAIN = "solana"  # the chain and address family of our coins (and of any SPL token added to them)
 MIGRATIONS_PACKAGE = "orbchain.chains.solana.migrations"
 
 
@@ -76,7 +76,7 @@ def register_jobs(registry, gateway) -> None:
 @hookimpl
 def decide_qr_payload(payment, coin):
     """A Solana Pay transfer request: the amount in SOL (or token) units, a token's mint as ``spl-token``."""
-    if coin.symbol not in SYMBOLS:
+    if coin.chain != CHAIN or coin.address_family != CHAIN:  # any coin of ours, a token too
         return None
     return decimal_uri("solana", payment, coin, **({"spl_token": coin.contract} if coin.contract else {}))
 

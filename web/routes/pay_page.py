@@ -32,6 +32,7 @@ from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
 from ...core.infra.maintenance import refuse_in_maintenance
 from ...core.contract.pages import accent_stylesheet
+from ...core.payments.prices import usable_quote, usd_value
 from ...core.payments.qr import MAX_QR_DATA, qr_svg
 from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
@@ -95,6 +96,20 @@ def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]
     ]
 
 
+async def usd_estimate(gateway: Gateway, view: Mapping[str, Any]) -> str | None:
+    """The USD value of a payment priced in a coin (a Lightning tip, a coin invoice: no fiat amount of its own)
+    at the last good quote, to the cent from integer units; None without a price. Decorative: never fails the page."""
+    service = gateway.services.get("prices")
+    if service is None or not view["pay_amount"]:
+        return None
+    coin = gateway.coins.require(view["pay_currency"])
+    try:
+        quote = usable_quote((await service.quotes()).get(coin.symbol), gateway.clock())
+    except Exception:  # noqa: BLE001 - a price outage leaves the estimate out, nothing else
+        return None
+    return None if quote is None else format(usd_value(coin.to_units(view["pay_amount"]), coin.decimals, quote.usd), ",f")
+
+
 def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
     """Forms plugins add to an open payment's page (``extra_pay_page_forms`` hook)."""
     forms: list[Any] = []
@@ -124,6 +139,7 @@ async def content_context(
         "network": view["network"],
         "amount_fiat": view.get("amount_fiat"),
         "fiat_currency": view.get("fiat_currency"),
+        "fiat_estimated": False,
         "description": view["description"],
         "order_id": view["order_id"],
         "address": address if is_open else None,
@@ -160,6 +176,10 @@ async def content_context(
             context["pay_request"] = payload
         elif payload and payload != address:  # the chain's URI: the QR and the "Open in wallet" link agree
             context["wallet_uri"] = payload
+    if is_open and not context["amount_fiat"]:
+        estimate = await usd_estimate(gateway, view)
+        if estimate is not None:
+            context.update(amount_fiat=estimate, fiat_currency="USD", fiat_estimated=True)
     if is_open and expires_at is not None:
         context["expires_iso"], context["expires_text"] = expiry_texts(expires_at)
     if status == svc.PAID and view.get("paid_at"):
