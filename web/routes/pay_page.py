@@ -107,7 +107,9 @@ async def usd_estimate(gateway: Gateway, view: Mapping[str, Any]) -> str | None:
         quote = usable_quote((await service.quotes()).get(coin.symbol), gateway.clock())
     except Exception:  # noqa: BLE001 - a price outage leaves the estimate out, nothing else
         return None
-    return None if quote is None else format(usd_value(coin.to_units(view["pay_amount"]), coin.decimals, quote.usd), ",f")
+    if quote is None:
+        return None
+    return format(usd_value(coin.to_units(view["pay_amount"]), coin.decimals, quote.usd), ",f")
 
 
 def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
