@@ -57,6 +57,16 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
                 break
             await asyncio.sleep(0.1)
         assert gateway.services["live_hub"].open_streams == 1
+        # With JavaScript the copy buttons show; the address one copies the address (or selects it).
+        assert await browser.evaluate("[...document.querySelectorAll('button.copy')].every(b => !b.hidden)")
+        await browser.click("button.copy[data-copy=address]", navigates=False)
+        copied = ("document.querySelector('button.copy[data-copy=address]').textContent === 'Copied'"
+                  " || String(getSelection()) === document.getElementById('address').textContent")
+        for _ in range(POLLS):  # the clipboard answers a promise
+            if await browser.evaluate(copied):
+                break
+            await asyncio.sleep(0.1)
+        assert await browser.evaluate(copied)
 
         chain = devnet_chain(gateway)
         coin = gateway.coins.require(invoice["pay_currency"])
@@ -65,6 +75,7 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
         await shows(browser, "#status", "Paying")
         assert await browser.evaluate("window.__kept") == "no reload"
         assert "Payment detected" in await browser.text("#notice")
+        assert await browser.evaluate("document.querySelector('.countdown').hidden") is True  # stopped once Paying
         assert await browser.text("#paid-amount") == invoice["pay_amount"]
         assert await browser.text("#due-amount") == "0"
         assert await browser.evaluate("document.querySelector('#transactions').hidden") is False
@@ -82,6 +93,7 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
         assert await browser.evaluate("window.__orbchain.at(-1).final") is True
         assert await browser.evaluate("document.querySelector('.deposit').hidden") is True  # no address to pay
         assert await browser.evaluate("document.querySelector('#return-link').href") == "https://shop.example/thanks"
+        assert await browser.text("#return-link") == "Return to the store"
         assert "Paid" in await browser.evaluate("document.title")
         assert_png(await browser.screenshot(tmp_path / "live_paid.png"))
         problems = [e for e in browser.events if e.get("method") == "Log.entryAdded"

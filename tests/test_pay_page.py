@@ -184,7 +184,7 @@ async def test_paid_page_stops_refreshing_and_links_back(shop):
     html = await page(client, invoice["track_id"])
     assert 'http-equiv="refresh"' not in html
     assert 'id="paid-message"' in html and "Paid" in html
-    assert 'href="https://shop.example/thanks?o=1&amp;x=2"' in html and "Return to merchant" in html
+    assert 'href="https://shop.example/thanks?o=1&amp;x=2"' in html and "Return to the store" in html
     assert "shop.example/cart" not in html and 'name="pay_currency"' not in html and "devnet-pay" not in html
     assert re.search(r'class="confirmations">[2-9]\d*</span> confirmations', html)  # threshold reached: no "of"
 

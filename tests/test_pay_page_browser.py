@@ -77,7 +77,13 @@ async def test_payer_switches_coin_pays_and_sees_paid_without_javascript(served,
         assert switched["pay_currency"] == "LTC" and switched["address"] != invoice["address"]
         assert await browser.text("#pay-currency") == "LTC"
         assert await browser.text("#address") == switched["address"]
-        assert "litecoin:" not in await browser.html()  # the URI is inside the QR, not in text
+        # The BIP-21 URI is the QR's and the "Open in wallet" link's, never printed text.
+        ltc = client.app[GATEWAY].coins.require("LTC")
+        uri = f"litecoin:{switched['address']}?amount={ltc.format(ltc.to_units(switched['pay_amount']))}"
+        assert await browser.evaluate("document.getElementById('wallet-link').getAttribute('href')") == uri
+        assert "litecoin:" not in await browser.text(".deposit")
+        # Without JavaScript the copy buttons stay hidden; the values are selectable text.
+        assert await browser.evaluate("[...document.querySelectorAll('button.copy')].every(b => b.hidden)")
         assert_png(await browser.screenshot(tmp_path / "pay_switched.png"))
 
         # The development pay form: the payer pays from the page.
@@ -101,7 +107,7 @@ async def test_payer_switches_coin_pays_and_sees_paid_without_javascript(served,
         assert await browser.evaluate("document.querySelector('#paid-message') !== null")
         assert await browser.evaluate(
             "[...document.querySelectorAll('a')].some(a => a.href === 'https://shop.example/thanks'"
-            " && a.textContent.includes('Return to merchant'))")
+            " && a.textContent.includes('Return to the store'))")
         assert await browser.evaluate("document.querySelector('#address')") is None
         assert_png(await browser.screenshot(tmp_path / "pay_paid.png"))
 

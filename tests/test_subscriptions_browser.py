@@ -67,7 +67,7 @@ async def test_customer_enrols_pays_link_pauses_resumes_and_cancels(served, tmp_
         await browser.reload()
         assert await browser.text("#status") == "Paid"
         back = await browser.evaluate(
-            "[...document.querySelectorAll('a')].find(a => a.textContent.includes('Return to merchant')).href")
+            "[...document.querySelectorAll('a')].find(a => a.textContent.includes('Return to the store')).href")
         assert back == manage_url  # the invoice's return link is the manage page
         await browser.goto(manage_url)
         assert await browser.text("#status") == "ACTIVE"

@@ -10,6 +10,7 @@ as the hosted page, never the callback URL, email or user id.
 from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
+from urllib.parse import urlsplit
 
 from ..core.errors import NotFound
 from ..core.gateway import Gateway
@@ -76,8 +77,20 @@ def state_of(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mappin
              "required": int(d["threshold"])}
             for d in deposits],
         "paid_at": row["paid_at"],
-        "return_url": row["return_url"] if row["status"] == svc.PAID else None,
+        "return_url": safe_return_url(row["return_url"]) if row["status"] == svc.PAID else None,
     }
+
+
+def safe_return_url(url: Any) -> str | None:
+    """``url`` when it is an absolute http(s) URL, else None: a stored value the API did not check
+    (an older row, a plugin's insert) never becomes a ``javascript:`` link on the payer's page."""
+    if not isinstance(url, str) or any(ch.isspace() or ord(ch) < 32 for ch in url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.hostname else None
 
 
 def shown(state: State, now: int) -> State:

@@ -17,6 +17,7 @@ import logging
 
 from ...api import ConfigError, NETWORKS, hookimpl
 from .adapter import BitcoinAdapter
+from ..payment_uri import decimal_uri
 from .coins import COINS, URI_SCHEMES
 from .families import address_families
 from .settings import COIN_SPECS, PLUGIN_NAME, read_settings
@@ -54,12 +55,9 @@ def register_address_families(registry) -> None:
 
 @hookimpl
 def decide_qr_payload(payment, coin):
-    """A BIP-21 URI (amount in coin units, as the payment view shows it) for our coins."""
+    """A BIP-21 URI (``bitcoin:<address>?amount=<BTC>``, LTC and DOGE alike) for our coins."""
     scheme = URI_SCHEMES.get(coin.chain) if coin.symbol in SYMBOLS else None
-    if scheme is None or not payment.get("address"):
-        return None
-    amount = payment.get("pay_amount")
-    return f"{scheme}:{payment['address']}" + (f"?amount={amount}" if amount else "")
+    return None if scheme is None else decimal_uri(scheme, payment, coin)
 
 
 @hookimpl

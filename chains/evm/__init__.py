@@ -16,7 +16,9 @@ pinned contracts and price ids) and the ``evm`` address family. A chain's
 adapter serves the registered coins of that chain: its native coin (no
 contract) and the tokens pinned to it, whose contracts an operator may
 override with ``contracts = { SYMBOL = "0x..." }`` in the chain's block. QR
-payloads stay the bare address (see docs/decisions.md). Each adapter also sends
+payloads and "Open in wallet" links are EIP-681 URIs with the configured
+``chain_id``; a chain without a block keeps the bare address (a URI without
+a chain id could pay on the wrong chain). Each adapter also sends
 payouts from the hot wallet, and a job ``evm.<chain>.sweep`` moves credited
 deposits to it. See ``docs/evm.md``.
 """
@@ -27,9 +29,10 @@ import logging
 
 from ...api import ConfigError, NETWORKS, hookimpl
 from ..contracts import pin_contracts
+from ..payment_uri import eip681_uri
 from .adapter import EvmAdapter
 from .address import address_family
-from .coins import COINS
+from .coins import COINS, FAMILY
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
 from .sweeper import sweep_chain, sweep_job
 
@@ -106,6 +109,15 @@ async def payout_finished(gateway, payout) -> None:
         await adapter.release_failed_payout(payout["id"])
     except Exception:  # the hook must not fail the finished payout
         log.exception("%s: releasing the nonce of payout %s failed", adapter.name, payout.get("id"))
+
+
+@hookimpl
+def decide_qr_payload(gateway, payment, coin):
+    """EIP-681 for a coin of a configured EVM chain (its ``chain_id``); None for the others."""
+    if coin.address_family != FAMILY:
+        return None
+    settings = read_settings(gateway.config.plugin_config(PLUGIN_NAME)).get(coin.chain)
+    return None if settings is None else eip681_uri(payment, coin, settings.chain_id)
 
 
 @hookimpl

@@ -18,6 +18,7 @@ the block no chain serves SOL but the devnet. See ``docs/solana.md``.
 from __future__ import annotations
 
 from ...api import NETWORKS, hookimpl
+from ..payment_uri import decimal_uri
 from .adapter import SolanaAdapter
 from .address import address_family
 from .coins import COINS
@@ -26,7 +27,7 @@ from .sweeper import sweep_chain, sweep_job
 
 __all__ = ["PLUGIN_NAME", "SolanaAdapter", "solana_adapter", "sweep_chain"]
 
-SYMBOLS = frozenset(coin.symbol for coin in COINS)
+CHAIN = "solana"  # the chain and address family of our coins (and of any SPL token added to them)
 MIGRATIONS_PACKAGE = "orbchain.chains.solana.migrations"
 
 
@@ -74,11 +75,10 @@ def register_jobs(registry, gateway) -> None:
 
 @hookimpl
 def decide_qr_payload(payment, coin):
-    """Solana Pay: the amount is in SOL (decimal), which the payment view already shows."""
-    if coin.symbol not in SYMBOLS or not payment.get("address"):
+    """A Solana Pay transfer request: the amount in SOL (or token) units, a token's mint as ``spl-token``."""
+    if coin.chain != CHAIN or coin.address_family != CHAIN:  # any coin of ours, a token too
         return None
-    amount = payment.get("pay_amount")
-    return f"solana:{payment['address']}" + (f"?amount={amount}" if amount else "")
+    return decimal_uri("solana", payment, coin, **({"spl_token": coin.contract} if coin.contract else {}))
 
 
 @hookimpl

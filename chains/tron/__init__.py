@@ -13,13 +13,17 @@ address to fund and what it holds::
     api_key = "..."                        # TRON-PRO-API-KEY for hosted providers
     contracts = { USDT_TRC20 = "T..." }    # optional pin overrides
 
-See ``docs/tron.md``.
+QR payloads and "Open in wallet" links of TRX are ``tron:<address>?amount=``
+(the form Trust Wallet and TokenPocket read); TRC-20 tokens keep the bare
+address, since no URI form names the token that TRON wallets agree on
+(docs/decisions.md). See ``docs/tron.md``.
 """
 
 from __future__ import annotations
 
 from ...api import ConfigError, NETWORKS, hookimpl
 from ..contracts import pin_contracts
+from ..payment_uri import decimal_uri
 from .adapter import TronAdapter
 from .address import address_family
 from .coins import COINS
@@ -73,6 +77,14 @@ def register_chains(registry, gateway) -> None:
 def tron_adapter(gateway) -> TronAdapter | None:
     adapter = gateway.chains.get(CHAIN)
     return adapter if isinstance(adapter, TronAdapter) else None
+
+
+@hookimpl
+def decide_qr_payload(payment, coin):
+    """``tron:<address>?amount=<TRX>`` for TRX; None for tokens (a wallet could send TRX instead)."""
+    if coin.chain != CHAIN or coin.address_family != "tron" or coin.contract is not None:
+        return None
+    return decimal_uri("tron", payment, coin)
 
 
 @hookimpl

@@ -328,7 +328,8 @@ def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coi
     ``payment`` is the public payment view (address, pay_amount as a decimal
     string, pay_currency, ...). Return a URI (``bitcoin:<address>?amount=..``)
     or None; the first non-None answer wins, and without one the QR holds the
-    bare address.
+    bare address. A URI answer is also the page's "Open in wallet" link (QR
+    and link agree); write its amount from the coin's integer base units.
     """
 
 

@@ -38,9 +38,11 @@ async def page_branding(gateway: "Gateway", merchant_id: str, brand_id: str | No
 async def _page_branding(gateway: "Gateway", merchant_id: str, brand_id: str | None) -> PageBranding | None:
     brand, default = await store.brand_and_default(gateway, merchant_id, brand_id)
     looks = {field: store.effective(brand, default, field) for field in LOOKS}
-    if not any(looks.values()):
-        return None
     name = (brand or default or {}).get("name")
+    if name == store.DEFAULT_NAME:  # the placeholder every account starts with names nobody
+        name = None
+    if not any(looks.values()) and not name:  # a name alone is shown too: the payer sees whom they pay
+        return None
     try:
         return PageBranding(name=name, **looks)
     except ValueError:

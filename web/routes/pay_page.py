@@ -32,11 +32,12 @@ from ...core.errors import ApiError, NotFound
 from ...core.gateway import Gateway
 from ...core.infra.maintenance import refuse_in_maintenance
 from ...core.contract.pages import accent_stylesheet
+from ...core.payments.prices import usable_quote, usd_value
 from ...core.payments.qr import MAX_QR_DATA, qr_svg
 from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import client_ip, count_request, rate_class
-from ..live_state import paid_and_due, shown_status
+from ..live_state import paid_and_due, safe_return_url, shown_status
 from .pay_events import events_path
 from ..page_slots import CACHED_PAGES, SlottedTemplate
 from ..pages import html_page, page_security_headers, security_headers
@@ -95,6 +96,22 @@ def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]
     ]
 
 
+async def usd_estimate(gateway: Gateway, view: Mapping[str, Any]) -> str | None:
+    """The USD value of a payment priced in a coin (a Lightning tip, a coin invoice: no fiat amount of its own)
+    at the last good quote, to the cent from integer units; None without a price. Decorative: never fails the page."""
+    service = gateway.services.get("prices")
+    if service is None or not view["pay_amount"]:
+        return None
+    coin = gateway.coins.require(view["pay_currency"])
+    try:
+        quote = usable_quote((await service.quotes()).get(coin.symbol), gateway.clock())
+    except Exception:  # noqa: BLE001 - a price outage leaves the estimate out, nothing else
+        return None
+    if quote is None:
+        return None
+    return format(usd_value(coin.to_units(view["pay_amount"]), coin.decimals, quote.usd), ",f")
+
+
 def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
     """Forms plugins add to an open payment's page (``extra_pay_page_forms`` hook)."""
     forms: list[Any] = []
@@ -124,18 +141,20 @@ async def content_context(
         "network": view["network"],
         "amount_fiat": view.get("amount_fiat"),
         "fiat_currency": view.get("fiat_currency"),
+        "fiat_estimated": False,
         "description": view["description"],
         "order_id": view["order_id"],
         "address": address if is_open else None,
         "qr_svg": None,
         "pay_request": None,
+        "wallet_uri": None,
         "transactions": _transactions(view, deposits),
         "paid_amount": None,
         "due_amount": None,
         "events_url": events_path(view["track_id"]) if is_open else None,
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "picker_options": None,
-        "return_url": view.get("return_url") if status == svc.PAID else None,
+        "return_url": safe_return_url(view.get("return_url")) if status == svc.PAID else None,
         "cancel_url": view.get("cancel_url") if status in (svc.WAITING, svc.EXPIRED, svc.CANCELLED) else None,
         "forms": [],
         "remaining": None,
@@ -157,6 +176,12 @@ async def content_context(
             else None
         if not address and payload:
             context["pay_request"] = payload
+        elif payload and payload != address:  # the chain's URI: the QR and the "Open in wallet" link agree
+            context["wallet_uri"] = payload
+    if is_open and not context["amount_fiat"]:
+        estimate = await usd_estimate(gateway, view)
+        if estimate is not None:
+            context.update(amount_fiat=estimate, fiat_currency="USD", fiat_estimated=True)
     if is_open and expires_at is not None:
         context["expires_iso"], context["expires_text"] = expiry_texts(expires_at)
     if status == svc.PAID and view.get("paid_at"):
@@ -170,8 +195,9 @@ def wants_forms(context: Mapping[str, Any]) -> bool:
 
 
 def countdown(context: Mapping[str, Any], expires_at: int | None, now: int) -> dict[str, Any]:
-    """The per-view countdown values of an open page with an expiry (None for the others)."""
-    if not context["is_open"] or expires_at is None:
+    """The per-view countdown of a Waiting page with an expiry (None for the others: once Paying, the
+    payment was seen and the clock no longer asks the payer to hurry)."""
+    if context["status"] != svc.WAITING or expires_at is None:
         return {"remaining": None, "remaining_seconds": None}
     left = max(0, expires_at - now)
     return {"remaining": countdown_text(left), "remaining_seconds": left}

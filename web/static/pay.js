@@ -1,7 +1,8 @@
 /* The hosted payment page, live: countdown, then status, amounts and confirmations from the page's
    event stream (GET /pay/{id}/events), updated in place. Each state also goes to the merchant's embed as
    document "orbchain:payment" events (detail: the state). Without JavaScript the page reloads itself
-   (the meta refresh inside <noscript>); when the stream is refused, this script reloads the same way. */
+   (the meta refresh inside <noscript>); when the stream is refused, this script reloads the same way.
+   It also shows the copy buttons (hidden in the HTML: without JavaScript the values stay selectable text). */
 (function () {
   "use strict";
   var RELOAD_MS = 15000;
@@ -69,9 +70,46 @@
     section.hidden = false;
   }
 
+  // Copies the text of the element the button names; the clipboard API needs a secure context,
+  // else the text is selected and copied the old way (and stays selected for a manual copy).
+  function copyText(el, done) {
+    var value = el.textContent;
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(value).then(done, function () { selectAndCopy(el, done); });
+    } else {
+      selectAndCopy(el, done);
+    }
+  }
+  function selectAndCopy(el, done) {
+    var range = document.createRange();
+    range.selectNodeContents(el);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    try { if (document.execCommand("copy")) { done(); } } catch (e) { /* left selected */ }
+  }
+  function setUpCopyButtons() {
+    var buttons = document.querySelectorAll("button.copy[data-copy]");
+    for (var i = 0; i < buttons.length; i++) {
+      (function (button) {
+        var target = byId(button.getAttribute("data-copy"));
+        if (!target) { return; }
+        var label = button.textContent;
+        button.hidden = false;
+        button.addEventListener("click", function () {
+          copyText(target, function () {
+            button.textContent = "Copied";
+            setTimeout(function () { button.textContent = label; }, 2000);
+          });
+        });
+      })(buttons[i]);
+    }
+  }
+
   function showReturnLink(url) {
     var notice = byId("notice");
-    if (!url || !notice || byId("return-link")) { return; }
+    // Only an http(s) URL becomes a link (the server sends no other; never a javascript: one).
+    if (!url || !/^https?:\/\//i.test(url) || !notice || byId("return-link")) { return; }
     var p = document.createElement("p");
     p.className = "actions";
     var a = document.createElement("a");
@@ -79,7 +117,7 @@
     a.className = "button";
     a.href = url;
     a.rel = "noopener noreferrer";
-    a.textContent = "Return to merchant";
+    a.textContent = "Return to the store";
     p.appendChild(a);
     notice.parentNode.insertBefore(p, notice.nextSibling);
   }
@@ -105,7 +143,7 @@
     showTransactions(state.transactions);
     if (state.status !== "Waiting") {
       stopCountdown();
-      hideAll(".picker");
+      hideAll(".picker, .countdown");
     }
     if (state.final) {
       hideAll(".deposit, .devnet, .countdown");
@@ -115,6 +153,7 @@
     document.dispatchEvent(new CustomEvent("orbchain:payment", {detail: state}));
   }
 
+  setUpCopyButtons();
   startCountdown();
   if (!root || !window.EventSource) {
     if (root) { setTimeout(function () { location.reload(); }, RELOAD_MS); }
