@@ -99,19 +99,18 @@ async def enrol_pending(gateway: "Gateway", plan_id: str, *, customer_ref: str |
         plan = await store.lock_plan(gateway, plan_id)
         if plan is None or not plan["enabled"]:
             raise InvalidRequest("plan not found or disabled", code=enrolment.PLAN_MISSING)
-        retried = await store.payable_pending(gateway, plan_id, digest, customer_email=customer_email,
+        # The same visitor posting the same form again: the same invoice, no slot of the cap used.
+        invoice = await store.payable_pending(gateway, plan_id, digest, customer_email=customer_email,
                                               customer_ref=customer_ref, now=now)
-        if retried is None and cap:
-            count, first_expiry = await store.pending_from(gateway, plan_id, digest)
-            if count >= cap:
-                raise PendingCapReached(max(1, (first_expiry or now + 60) - now))
-        if retried is None:
+        if invoice is None:
+            if cap:
+                count, first_expiry = await store.pending_from(gateway, plan_id, digest)
+                if count >= cap:
+                    raise PendingCapReached(max(1, (first_expiry or now + 60) - now))
             row = enrolment.new_row(gateway, plan, status=PENDING, customer_ref=customer_ref,
                                     customer_email=customer_email, start=now, enrol_ip_hash=digest)
             await store.insert_subscription(gateway, row)
             invoice = await billing.claim_period(gateway, row, plan, now)
-        else:
-            invoice = retried  # the same visitor posting the same form again: the same invoice
     if invoice["status"] == MINTING:  # a retry may find the first post still minting: finishing it is safe
         try:
             await billing.mint(gateway, invoice)
