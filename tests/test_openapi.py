@@ -468,6 +468,7 @@ async def journey_settings(c: CheckedClient, shop: Merchant, hook_url: str) -> N
     gateway = Devnet(c.client).gateway
     await c.call("PUT", "/dashboard/settings/webhook", shop.jwt, json={"webhook_url": hook_url}, expect=200)
     await c.call("PUT", "/dashboard/settings/webhook", shop.jwt, json={"webhook_url": "ftp://x"}, expect=400)
+    await c.call("POST", "/dashboard/settings/webhook/test", shop.jwt, expect=200)
     await c.call("PUT", "/dashboard/settings/coins", shop.jwt,
                  json={"accepted_coins": ["BTC", "LTC", "ETH", "USDT_ERC20", "USDT_TRC20", "SOL"]}, expect=200)
     await c.call("PUT", "/dashboard/settings/coins", shop.jwt, json={"accepted_coins": []}, expect=400)
@@ -981,6 +982,10 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     _, page = await c.call("GET", "/app/webhooks", expect=200)
     event_id = re.search(r'action="/app/webhooks/(\w+)/redeliver"', page).group(1)  # no webhook URL: skipped
     await c.call("POST", f"/app/webhooks/{event_id}/redeliver", data={"csrf_token": token}, expect=303)
+    await c.call("POST", "/app/settings/webhook/test", data={"csrf_token": token}, expect=400)  # no URL set
+    await c.call("POST", "/app/settings/webhook", data={"csrf_token": token, "webhook_url": "http://127.0.0.1:9/h"},
+                 expect=200)
+    await c.call("POST", "/app/settings/webhook/test", data={"csrf_token": token}, expect=303)
     await c.call("POST", "/app/logout", data={"csrf_token": token}, expect=303)
     await c.call("GET", "/app", expect=303)
     _, page = await c.call("GET", "/app/login", expect=200)

@@ -49,6 +49,21 @@ async def frozen_subscription(client, merchant, gateway):
     return start, plan, (await subscribe(client, merchant, plan["id"]))["subscription_id"]
 
 
+def rfc3339(timestamp):
+    return datetime.fromtimestamp(timestamp, UTC).isoformat().replace("+00:00", "Z")
+
+
+async def due_later(client, merchant, plan_id, gateways, count=1):
+    """``count`` subscriptions starting a minute from now, then the clocks a minute on: due, none minted yet,
+    so the tick's own minting is what a test sees (an enrolment starting now opens its invoice itself)."""
+    now = gateways[0].now()
+    ids = [(await subscribe(client, merchant, plan_id, start_at=rfc3339(now + 60)))["subscription_id"]
+           for _ in range(count)]
+    for gateway in gateways:
+        gateway.clock = lambda t=now + 60: t
+    return ids
+
+
 async def subscribe(client, merchant, plan_id, **fields):
     status, answer = await api(client, "POST", SUBS, merchant.merchant_key, json={"plan_id": plan_id, **fields})
     assert status == 200, answer
@@ -289,9 +304,10 @@ async def test_a_year_of_monthly_billing(env):
     plan = await make_plan(client, merchant)
     sub = await subscribe(client, merchant, plan["id"], customer_ref="c1", customer_email="c@example.com")
     sid = sub["subscription_id"]
+    assert sub["pay_url"] is not None  # the first period's invoice is open at enrolment (issue 32)
     for month in range(12):
         report = await run_billing(gateway)
-        assert report.minted == 1, (month, report)
+        assert report.minted == (0 if month == 0 else 1), (month, report)
         assert (await run_billing(gateway)).minted == 0  # one invoice per period
         invoiced = (await outbox(gateway, "subscription.invoiced"))[-1]
         assert invoiced["subscription_id"] == sid and invoiced["grace_count"] == 0
@@ -323,9 +339,8 @@ async def test_start_at_in_the_future_delays_the_first_invoice(env):
     freeze_clock(gateway)
     plan = await make_plan(client, merchant)
     later = gateway.now() + 86400
-    start_at = datetime.fromtimestamp(later, UTC).isoformat().replace("+00:00", "Z")
-    sub = await subscribe(client, merchant, plan["id"], start_at=start_at)
-    assert sub["next_billing_at"] == later
+    sub = await subscribe(client, merchant, plan["id"], start_at=rfc3339(later))
+    assert sub["next_billing_at"] == later and sub["pay_url"] is None  # nothing opened before it starts
     assert (await run_billing(gateway)).minted == 0
     advance_clock(gateway, 86400 - 1)
     assert (await run_billing(gateway)).minted == 0
@@ -448,8 +463,7 @@ async def test_two_concurrent_ticks_mint_one_invoice(env, monkeypatch):
     gateway = devnet.gateway
     freeze_clock(gateway)
     plan = await make_plan(client, merchant)
-    for _ in range(3):
-        await subscribe(client, merchant, plan["id"])
+    await due_later(client, merchant, plan["id"], [gateway], count=3)
     readers = hold_concurrent_reads(monkeypatch, billing.store, "due_subscriptions")  # both hold the due rows
     reports = await asyncio.gather(run_billing(gateway), run_billing(gateway))
     assert sum(r.minted for r in reports) == 3 and all(len(rows) == 3 for rows in readers)
@@ -465,8 +479,7 @@ async def test_two_processes_on_one_database_mint_once(env, make_client, make_co
     now = freeze_clock(gateways[0])
     gateways[1].clock = lambda: now
     plan = await make_plan(client, merchant)
-    for _ in range(4):
-        await subscribe(client, merchant, plan["id"])
+    await due_later(client, merchant, plan["id"], gateways, count=4)
     readers = hold_concurrent_reads(monkeypatch, billing.store, "due_subscriptions")
     reports = await asyncio.gather(*(run_billing(g) for g in gateways))
     assert sum(r.minted for r in reports) == 4 and all(len(rows) == 4 for rows in readers)
@@ -478,7 +491,8 @@ async def test_two_processes_on_one_database_mint_once(env, make_client, make_co
 async def test_a_crash_mid_tick_never_bills_twice(env, monkeypatch, crash_point):
     client, merchant, devnet = env
     gateway = devnet.gateway
-    _, plan, sid = await frozen_subscription(client, merchant, gateway)
+    freeze_clock(gateway)
+    [sid] = await due_later(client, merchant, (await make_plan(client, merchant))["id"], [gateway])
     real_create = billing.create_invoice
 
     async def crash(*args, **kwargs):
@@ -523,10 +537,16 @@ async def test_a_lost_paid_hook_is_settled_by_the_tick(env, monkeypatch):
 
 
 async def test_a_failed_mint_is_recorded_and_retried(env):
+    """The enrolment's own mint fails (the plan's coin is no longer accepted): the subscription is stored
+    with the reason, and the tick opens the same period once the coin is back."""
     client, merchant, devnet = env
     gateway = devnet.gateway
-    _, plan, sid = await frozen_subscription(client, merchant, gateway)
+    freeze_clock(gateway)
+    plan = await make_plan(client, merchant)
     await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt, json={"accepted_coins": ["LTC"]})
+    sub = await subscribe(client, merchant, plan["id"])
+    sid = sub["subscription_id"]
+    assert sub["status"] == "ACTIVE" and sub["pay_url"] is None and sub["last_error"] == "currency_not_accepted"
     assert (await run_billing(gateway)).minted == 0
     assert (await show(client, merchant, sid))["last_error"] == "currency_not_accepted"
     assert await payments_of(client, merchant) == []
@@ -535,6 +555,33 @@ async def test_a_failed_mint_is_recorded_and_retried(env):
     assert (await run_billing(gateway)).minted == 1
     after = await show(client, merchant, sid)
     assert after["last_error"] is None and after["pay_url"] is not None
+
+
+async def test_an_enrolment_opens_its_first_invoice_at_once_and_only_once(env, monkeypatch):
+    """Issue 32 item 5, break caught: an API enrolment was ACTIVE with no invoice until the next 5-minute tick."""
+    client, merchant, devnet = env
+    gateway = devnet.gateway
+    start = freeze_clock(gateway)
+    plan = await make_plan(client, merchant)
+    sub = await subscribe(client, merchant, plan["id"], customer_ref="c1")
+    [payment] = await payments_of(client, merchant)
+    assert sub["status"] == "ACTIVE" and sub["pay_url"].endswith(f"/pay/{payment['track_id']}")
+    [invoiced] = await outbox(gateway, "subscription.invoiced")
+    assert invoiced["pay_url"] == sub["pay_url"] and invoiced["subscription_id"] == sub["subscription_id"]
+    assert (await run_billing(gateway)).minted == 0  # the tick sees the period claimed: no second invoice
+    status, answer = await api(client, "POST", "/dashboard/subscriptions", merchant.jwt, json={"plan_id": plan["id"]})
+    assert status == 200 and answer["data"]["pay_url"] is not None  # the dashboard twin too
+    await pay(client, merchant, devnet, payment["track_id"])
+    assert (await show(client, merchant, sub["subscription_id"]))["current_period_start"] == start
+    # An enrolment cut short after its claim (the process died before the payment was made):
+    # the tick finishes that period under the claimed track id, once.
+    monkeypatch.setattr(billing, "mint_guarded", lambda *args: asyncio.sleep(0, 0))
+    cut = await subscribe(client, merchant, plan["id"])
+    monkeypatch.undo()
+    assert cut["pay_url"] is None and len(await payments_of(client, merchant)) == 2
+    assert (await run_billing(gateway)).minted == 1 and (await run_billing(gateway)).minted == 0
+    assert (await show(client, merchant, cut["subscription_id"]))["pay_url"] is not None
+    assert len(await payments_of(client, merchant)) == 3 and len(await outbox(gateway, "subscription.invoiced")) == 3
 
 
 async def test_the_invoice_service_is_idempotent_per_track_id(env):

@@ -145,9 +145,10 @@ async def test_unpaid_enrolments_per_ip_and_plan_are_capped(make_client, make_co
     gateway = client.app[GATEWAY]
     now = freeze_clock(gateway)
     here, elsewhere = {"X-Forwarded-For": "203.0.113.7"}, {"X-Forwarded-For": "198.51.100.9"}
-    first = await enrol(client, plans[0]["id"], headers=here)
-    await enrol(client, plans[0]["id"], headers=here)
-    refused = await client.post(f"/subscribe/{plans[0]['id']}", data={}, headers=here, allow_redirects=False)
+    first = await enrol(client, plans[0]["id"], headers=here, customer_ref="1")
+    await enrol(client, plans[0]["id"], headers=here, customer_ref="2")
+    refused = await client.post(f"/subscribe/{plans[0]['id']}", data={"customer_ref": "3"}, headers=here,
+                                allow_redirects=False)
     page = await refused.text()
     assert refused.status == 429 and refused.content_type == "text/html" and 'id="pending-cap"' in page
     assert int(refused.headers["Retry-After"]) == billing.DEFAULT_LIFETIME_MINUTES * 60  # the oldest lapses then
@@ -155,7 +156,7 @@ async def test_unpaid_enrolments_per_ip_and_plan_are_capped(make_client, make_co
     await enrol(client, plans[0]["id"], headers=elsewhere)  # per IP
     assert len(await subscriptions(client, merchant)) == 4
     await pay_first_invoice(client, merchant, first)  # a paid one is no longer pending: a slot is free
-    await enrol(client, plans[0]["id"], headers=here)
+    await enrol(client, plans[0]["id"], headers=here, customer_ref="3")
     assert gateway.now() == now
 
 
@@ -165,10 +166,28 @@ async def test_parallel_enrolments_from_one_ip_stop_at_the_cap(make_client, make
     merchant = await signup(client)
     plan = (await api(client, "POST", "/dashboard/plans", merchant.jwt, json={
         "label": "A", "amount_usd": "5", "interval_sec": MONTH, "accepted_coins": ["BTC"]}))[1]["data"]
-    responses = await asyncio.gather(*(client.post(f"/subscribe/{plan['id']}", data={}, allow_redirects=False)
-                                       for _ in range(10)))
+    responses = await asyncio.gather(*(client.post(f"/subscribe/{plan['id']}", data={"customer_ref": str(n)},
+                                                   allow_redirects=False) for n in range(10)))
     assert sorted(r.status for r in responses) == [303] * 3 + [429] * 7
     assert [s["status"] for s in await subscriptions(client, merchant)] == ["PENDING"] * 3
+
+
+async def test_a_retried_enrolment_goes_to_the_same_invoice(shop):
+    """Issue 32 item 5: a double click, a reload or the back button re-posts the form; while its invoice can be
+    paid, the same visitor with the same fields is sent to the same invoice, not a second one."""
+    client, merchant, plan = shop
+    gateway = client.app[GATEWAY]
+    freeze_clock(gateway)
+    form = {"email": "a@example.com", "customer_ref": "r1"}
+    first = await enrol(client, plan["id"], **form)
+    assert await enrol(client, plan["id"], **form) == first
+    racing = await asyncio.gather(*(enrol(client, plan["id"], **form) for _ in range(3)))
+    assert set(racing) == {first} and len(await subscriptions(client, merchant)) == 1
+    other = await enrol(client, plan["id"], email="a@example.com")  # different fields: another enrolment
+    assert other != first and len(await subscriptions(client, merchant)) == 2
+    advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60)  # the first invoice can no longer be paid
+    assert await enrol(client, plan["id"], **form) not in (first, other)
+    assert len(await subscriptions(client, merchant)) == 3
 
 
 async def test_both_fields_are_optional_and_bad_ones_redisplay_the_form(shop):

@@ -46,6 +46,8 @@ NEVER_SENT = (SKIPPED_NO_SECRET, SKIPPED_NO_URL)
 # The delivery log keeps this much of each body and response (SPEC 2.16 previews).
 PREVIEW_CHARS = 500
 
+# A merchant's test of their endpoint (core/events/test_event.py; beyond SPEC 6.3).
+TEST_EVENT_TYPE = "webhook.test"
 # The core's event kinds (SPEC 6.3); plugins declare theirs with ``register_event_kinds``.
 CORE_EVENT_KINDS: Mapping[str, str] = {
     "payment.paying": "A payment's first deposit was seen below its confirmation threshold.",
@@ -56,6 +58,7 @@ CORE_EVENT_KINDS: Mapping[str, str] = {
     "payout.failed": "A payout reached Failed.",
     "transfer.sent": "An internal transfer, to the sender.",
     "transfer.received": "An internal transfer, to the recipient.",
+    TEST_EVENT_TYPE: "A test event the merchant asked for (Settings, or POST /dashboard/settings/webhook/test).",
 }
 
 

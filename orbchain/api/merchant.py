@@ -58,6 +58,7 @@ from ..web.routes.transfers import parse_transfer
 
 # Webhook deliveries: the log and redelivery.
 from ..core.events.webhooks import delivery_log, redeliver, redeliverable_events
+from ..core.events.test_event import send_test_event
 
 __all__ = [
     # account
@@ -82,5 +83,5 @@ __all__ = [
     # transfers
     "DASHBOARD", "TransferRequest", "is_account_id", "list_transfers", "parse_transfer", "send_transfer",
     # webhook deliveries
-    "delivery_log", "redeliver", "redeliverable_events",
+    "delivery_log", "redeliver", "redeliverable_events", "send_test_event",
 ]

@@ -107,6 +107,9 @@ OPERATIONS = [
            form({}, {"webhook_url": TEXT, "rotate_secret": TEXT, "accepted_coins": TEXT, "enabled": TEXT,
                      "key_type": TEXT}),
            "Back to the settings.", shows="A new secret or key, shown once."),
+    action("/app/settings/webhook/test", "Send a signed webhook.test event to the webhook URL", form(),
+           "To the webhook deliveries, where its attempts show (refused: the settings page with the reason, 400"
+           " without a webhook URL, 429 past 3 a minute)."),
     page("/app/security", "Two-factor authentication"),
     action("/app/security/{action}", "Set up, verify or turn off TOTP (setup, verify, disable)",
            form({}, {"code": TEXT}), "Back to the page.", shows="The secret and its QR code (setup)."),

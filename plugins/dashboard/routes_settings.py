@@ -1,5 +1,5 @@
 """Settings (webhook and its secret, coins, confirmations, customer static mode, legacy keys), 2FA, API keys,
-webhook logs with redelivery.
+webhook logs with redelivery, and a test event to the webhook URL.
 
 Secrets the core creates (an API key, a webhook secret, a TOTP secret) are
 shown once, in the 200 answer to the form that created them, never in a URL.
@@ -15,7 +15,7 @@ from ...api import ApiError, Field, GATEWAY, ValidationError, form_integer, pagi
 from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
     enable_totp, list_api_keys, normalize_totp_code, redeliver, redeliverable_events, require_merchant,
-    revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, set_accepted_coins, set_confirmations,
+    revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins, set_confirmations,
     set_customer_static_mode, set_webhook, start_totp_setup,
 )
 from .routes_payments import pager
@@ -26,6 +26,15 @@ from .views import error_text, nav_entries, render, see_other, signed_in
 routes = web.RouteTableDef()
 
 MAX_KEY_DAYS = 3650  # a key made on this page expires within ten years
+PRIVATE_REFUSED = "private or internal address"  # core/infra/netguard.py's words for a refused private URL
+
+
+def private_url_help(gateway: Any, errors: Any) -> str | None:
+    """Which help to show beside a webhook URL refused for being private: how to allow one ("development",
+    where ``ORBCHAIN_ALLOW_PRIVATE_URLS`` is for) or why not ("production"); None for any other error."""
+    if PRIVATE_REFUSED not in str((errors or {}).get("webhook_url", "")):
+        return None
+    return "development" if gateway.config.is_development else "production"
 
 
 async def _settings_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
@@ -83,7 +92,9 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
     except ApiError as exc:
         if section == "webhook":  # its one field: the error beside it, the typed URL and choice kept
             typed = {"webhook_url": form.get("webhook_url", ""), "rotate_secret": form.get("rotate_secret") == "1"}
-            return await _settings_page(request, session, webhook_form=typed, status=exc.status, **error_context(exc))
+            context = error_context(exc)
+            return await _settings_page(request, session, webhook_form=typed, status=exc.status,
+                                        private_url_help=private_url_help(gateway, context.get("errors")), **context)
         return await _settings_page(request, session, error=error_text(exc), status=exc.status)
     if shown:
         return await _settings_page(request, session, secret=shown)
@@ -204,6 +215,18 @@ async def webhook_logs(request: web.Request, session: Session, form: Any) -> web
     again = await redeliverable_events(gateway, session.merchant_id, [log["event_id"] for log in logs])
     return render(request, session, "dashboard/webhooks.html", {
         "logs": logs, "redeliverable": again, "page": pager(total, limit, offset, {})})
+
+
+@routes.post("/app/settings/webhook/test")
+@signed_in
+async def webhook_test(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """"Send test event": a signed ``webhook.test`` through the outbox, then the log where its attempts show."""
+    gateway = request.app[GATEWAY]
+    try:
+        await send_test_event(gateway, session.merchant_id)
+    except ApiError as exc:  # no URL yet, or the limit of a few a minute
+        return await _settings_page(request, session, error=error_text(exc), status=exc.status)
+    raise see_other("/app/webhooks", "test-event-queued")
 
 
 @routes.post("/app/webhooks/{event_id}/redeliver")

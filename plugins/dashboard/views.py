@@ -57,6 +57,7 @@ NOTICES = {
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
     "redelivery-queued": "The event was queued for delivery again.",
+    "test-event-queued": "A test event was queued for your webhook URL: its attempts appear below.",
     "saved": "Saved.",
 }
 

@@ -2,9 +2,9 @@
 
 A merchant defines plans (USD price, interval, coins); customers enrol
 through the API, the dashboard or the hosted page ``/subscribe/<plan_id>``.
-A page enrolment is PENDING until the first period's invoice, opened at
-enrolment, is paid (``checkout.py``). Every 5 minutes a billing job mints the
-invoice of each due period of an ACTIVE subscription through the core's
+Every enrolment opens its first period's invoice at once (``checkout.py``);
+a page enrolment is PENDING until that invoice is paid. Every 5 minutes a
+billing job mints the invoice of each later due period of an ACTIVE subscription through the core's
 invoice service (``orbchain.api.create_invoice``), so the money
 moves only through the core's payments and ledger. The outcome
 of each invoice arrives through the ``payment_paid``/``payment_expired``/

@@ -82,11 +82,11 @@ async def run_billing(gateway: "Gateway") -> TickReport:
         if record is not None:
             _count(report, await settle(gateway, record))
     for unfinished in await store.invoices_in(gateway, MINTING, BATCH):
-        report.minted += await _guarded_mint(gateway, unfinished)
+        report.minted += await mint_guarded(gateway, unfinished)
     for subscription_id in await store.due_subscriptions(gateway, now, BATCH):
         claimed = await claim(gateway, subscription_id, now)
         if claimed is not None:
-            report.minted += await _guarded_mint(gateway, claimed)
+            report.minted += await mint_guarded(gateway, claimed)
     return report
 
 
@@ -144,8 +144,9 @@ async def claim_period(gateway: "Gateway", sub: Mapping[str, Any], plan: Mapping
     return invoice
 
 
-async def _guarded_mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> int:
-    """Steps 2 and 3 for one invoice; a failure is written to the subscription and never stops the tick."""
+async def mint_guarded(gateway: "Gateway", invoice: Mapping[str, Any]) -> int:
+    """Steps 2 and 3 for one invoice; a failure is written to the subscription (the tick tries again) and
+    never stops the tick or an enrolment."""
     try:
         return 1 if await mint(gateway, invoice) else 0
     except ApiError as exc:

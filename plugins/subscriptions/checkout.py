@@ -1,30 +1,45 @@
-"""The customer page's enrolment (SPEC 4.14, issue 29): PENDING until the first invoice is paid.
+"""Enrolments that open their first period's invoice at once (SPEC 3.4, 4.5, 4.14; issues 29, 32).
 
-``POST /subscribe/<plan>`` is anonymous, so an enrolment must cost the
-merchant nothing until someone pays. It is stored PENDING with the first
-period's invoice claimed in the same transaction, then that invoice is
-minted at once (``billing.mint``) and the customer goes straight to its
-hosted page, whose "Return to merchant" link (once Paid) is the manage page.
-Paying it makes the subscription ACTIVE (``billing.settle``); letting it
-expire makes it EXPIRED, for good: the billing tick bills only ACTIVE
-subscriptions, no webhook is sent for it, and the core prunes the unpaid
-invoice (and the plugin the enrolment) after ``unpaid_retention_days``.
+Nobody waits for the 5-minute billing tick: the first period is claimed in
+the transaction that stores the subscription and minted right after it
+(``billing.claim_period`` and ``billing.mint``, the tick's own idempotent
+steps), so the answer already carries the invoice's pay URL. The claim keeps
+it to one invoice per period: the subscription points at it
+(``pending_invoice_id``), which the tick's ``due_subscriptions`` skips, and a
+mint cut short is finished by the tick under the same track id.
 
-One visitor holds at most ``pending_per_ip`` unpaid enrolments per plan: the
-plan row is locked while they are counted and the new one is stored, so
-parallel posts cannot pass the cap together. Only a digest of (plan, IP) is
-stored, never the address.
+**The API and dashboard enrolment** (``enrol``) is ACTIVE, as SPEC 3.4 has
+it; its first invoice is announced by ``subscription.invoiced`` like any
+other. A ``start_at`` in the future opens nothing now: the tick invoices it
+when due.
+
+**The customer page's enrolment** (``enrol_pending``) is anonymous, so it
+must cost the merchant nothing until someone pays: it is PENDING, and the
+customer goes straight to the first invoice's hosted page, whose "Return to
+merchant" link (once Paid) is the manage page. Paying it makes the
+subscription ACTIVE (``billing.settle``); letting it expire makes it
+EXPIRED, for good: the tick bills only ACTIVE subscriptions, no webhook is
+sent for it, and the core prunes the unpaid invoice (and the plugin the
+enrolment) after ``unpaid_retention_days``. A retried post (a double click,
+a reload, the back button) from the same visitor with the same fields,
+while that invoice is still payable, is sent to the same invoice instead of
+opening another.
+
+One visitor holds at most ``pending_per_ip`` unpaid enrolments per plan:
+the plan row is locked while they are counted and the new one is stored,
+so parallel posts cannot pass the cap together. Only a digest of (plan, IP)
+is stored, never the address.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import ApiError, InvalidRequest, RateLimited
+from ...api import ApiError, InvalidRequest, RateLimited, validate
 from . import billing, enrolment, store
 from .settings import read_settings
-from .store import EXPIRED, INV_EXPIRED, PENDING
+from .store import ACTIVE, EXPIRED, INV_EXPIRED, MINTING, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -39,6 +54,28 @@ class PendingCapReached(RateLimited):
         super().__init__("too many unpaid enrolments from this address", code=PENDING_CAP_CODE,
                          headers={"Retry-After": str(retry_after)})
         self.retry_after = retry_after
+
+
+async def enrol(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An ACTIVE subscription to an enabled plan of ``merchant_id``, its first invoice open when it starts now.
+
+    A failed mint (no price: 503) does not undo the enrolment: it is written to
+    ``last_error`` and the tick retries the claimed period.
+    """
+    clean = validate(body, enrolment.CREATE_FIELDS)
+    now = gateway.now()
+    start = enrolment.parse_start_at(clean["start_at"], now)
+    plan = await store.public_plan(gateway, clean["plan_id"])
+    if plan is None or plan["merchant_id"] != merchant_id or not plan["enabled"]:
+        raise InvalidRequest("plan not found or disabled", code=enrolment.PLAN_MISSING)
+    row = enrolment.new_row(gateway, plan, status=ACTIVE, customer_ref=clean["customer_ref"],
+                            customer_email=clean["customer_email"], start=start)
+    async with gateway.db.transaction():
+        await store.insert_subscription(gateway, row)
+        invoice = await billing.claim_period(gateway, row, plan, now) if start <= now else None
+    if invoice is not None:
+        await billing.mint_guarded(gateway, invoice)
+    return await store.subscription_of(gateway, merchant_id, row["id"])
 
 
 def enrol_ip_hash(plan_id: str, client_ip: str) -> str:
@@ -62,20 +99,25 @@ async def enrol_pending(gateway: "Gateway", plan_id: str, *, customer_ref: str |
         plan = await store.lock_plan(gateway, plan_id)
         if plan is None or not plan["enabled"]:
             raise InvalidRequest("plan not found or disabled", code=enrolment.PLAN_MISSING)
-        if cap:
-            count, first_expiry = await store.pending_from(gateway, plan_id, digest)
-            if count >= cap:
-                raise PendingCapReached(max(1, (first_expiry or now + 60) - now))
-        row = enrolment.new_row(gateway, plan, status=PENDING, customer_ref=customer_ref,
-                                customer_email=customer_email, start=now, enrol_ip_hash=digest)
-        await store.insert_subscription(gateway, row)
-        invoice = await billing.claim_period(gateway, row, plan, now)
-    try:
-        await billing.mint(gateway, invoice)
-    except ApiError:
-        await _lapse(gateway, row["id"], invoice["id"])
-        raise
-    opened = await store.subscription_row(gateway, row["id"])
+        # The same visitor posting the same form again: the same invoice, no slot of the cap used.
+        invoice = await store.payable_pending(gateway, plan_id, digest, customer_email=customer_email,
+                                              customer_ref=customer_ref, now=now)
+        if invoice is None:
+            if cap:
+                count, first_expiry = await store.pending_from(gateway, plan_id, digest)
+                if count >= cap:
+                    raise PendingCapReached(max(1, (first_expiry or now + 60) - now))
+            row = enrolment.new_row(gateway, plan, status=PENDING, customer_ref=customer_ref,
+                                    customer_email=customer_email, start=now, enrol_ip_hash=digest)
+            await store.insert_subscription(gateway, row)
+            invoice = await billing.claim_period(gateway, row, plan, now)
+    if invoice["status"] == MINTING:  # a retry may find the first post still minting: finishing it is safe
+        try:
+            await billing.mint(gateway, invoice)
+        except ApiError:
+            await _lapse(gateway, invoice["subscription_id"], invoice["id"])
+            raise
+    opened = await store.subscription_row(gateway, invoice["subscription_id"])
     return str(opened["open_pay_url"])
 
 

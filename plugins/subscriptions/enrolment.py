@@ -1,9 +1,9 @@
 """Subscriptions (SPEC 2.13, 3.4, 4.5, 4.10): enrolment, the state moves people make, and views.
 
-The billing tick (``billing.py``) mints the invoices; here a subscription is
-created ACTIVE with its first billing time (the API and the dashboard; the
-customer page's PENDING enrolment is ``checkout.py``), and the customer or
-merchant pauses, resumes and cancels it. Every move locks the row, so a move racing
+The billing tick (``billing.py``) mints the invoices and ``checkout.py``
+stores new subscriptions (opening their first invoice at once); here are
+their rows and tokens, and the moves the customer or merchant makes: pause,
+resume and cancel. Every move locks the row, so a move racing
 the tick or another move sees the state the other one left.
 
 The magic token of the customer's management page is 256 random bits. It
@@ -22,7 +22,7 @@ from decimal import ROUND_HALF_EVEN, Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import Field, InvalidRequest, NotFound, ValidationError, found, validate
+from ...api import Field, InvalidRequest, NotFound, ValidationError, found
 from . import store
 from .store import ACTIVE, CANCELLED, ENDED, EXPIRED, FAILED, PAUSED, PENDING
 
@@ -81,26 +81,6 @@ def parse_start_at(text: str | None, now: int) -> int:
     if when > now + START_AT_AHEAD:
         raise ValidationError({"start_at": f"must be at most {START_AT_AHEAD // 86400} days ahead"})
     return max(now, when)
-
-
-async def enrol(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Create an ACTIVE subscription to an enabled plan of ``merchant_id``; its row with the plan's fields."""
-    clean = validate(body, CREATE_FIELDS)
-    now = gateway.now()
-    start = parse_start_at(clean["start_at"], now)
-    plan = await store.public_plan(gateway, clean["plan_id"])
-    if plan is None or plan["merchant_id"] != merchant_id or not plan["enabled"]:
-        raise InvalidRequest("plan not found or disabled", code=PLAN_MISSING)
-    return await _insert(gateway, plan, customer_ref=clean["customer_ref"], customer_email=clean["customer_email"],
-                         start=start)
-
-
-async def _insert(gateway: "Gateway", plan: Mapping[str, Any], *, customer_ref: str | None,
-                  customer_email: str | None, start: int) -> Mapping[str, Any]:
-    row = new_row(gateway, plan, status=ACTIVE, customer_ref=customer_ref, customer_email=customer_email,
-                  start=start)
-    await store.insert_subscription(gateway, row)
-    return await store.subscription_of(gateway, plan["merchant_id"], row["id"])
 
 
 def new_row(gateway: "Gateway", plan: Mapping[str, Any], *, status: str, customer_ref: str | None,

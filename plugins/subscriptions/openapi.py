@@ -58,8 +58,10 @@ TOKEN_PAGE_404 = html("Unknown or rotated magic token.")
 OPERATIONS = [
     Op("POST", "/v1/subscription", "Create a subscription", API, data_only(ref("Subscription")), auth=KEY,
        scope=SCOPE_CREATE, body=CREATE_BODY,
-       description="ACTIVE at once; the billing tick mints the first invoice within 5 minutes of start_at and "
-                   "sends subscription.invoiced with its pay_url. 400 plan_not_found_or_disabled."),
+       description="ACTIVE at once. Starting now, the first period's invoice is opened in the request: pay_url "
+                   "is set (send the customer there) and subscription.invoiced carries it too; null with "
+                   "last_error when it could not be minted (the billing tick retries). With start_at ahead, "
+                   "the tick opens it within 5 minutes of start_at. 400 plan_not_found_or_disabled."),
     Op("GET", "/v1/subscription", "List subscriptions", API, data_only(SUBSCRIPTION_PAGE), auth=KEY,
        scope=SCOPE_READ, query=LIST_QUERY, description="Newest first."),
     Op("GET", "/v1/subscription/{id}", "Show a subscription", API, data_only(ref("Subscription")), auth=KEY,

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...api import Field, data_only, envelope, gateway_of, pagination, principal_of, read_json, requires, validate
-from . import enrolment, plans, store
+from . import checkout, enrolment, plans, store
 
 routes = web.RouteTableDef()
 
@@ -29,7 +29,7 @@ LIST_FILTERS = [Field("status", upper=True, choices=store.STATUSES), Field("cust
 
 async def _created(request: web.Request) -> dict[str, Any]:
     gateway = gateway_of(request)
-    row = await enrolment.enrol(gateway, principal_of(request).merchant_id, await read_json(request))
+    row = await checkout.enrol(gateway, principal_of(request).merchant_id, await read_json(request))
     return enrolment.subscription_view(gateway, row)
 
 

@@ -153,6 +153,20 @@ async def pending_from(gateway: "Gateway", plan_id: str, enrol_ip_hash: str) -> 
     return int(row["n"]), None if row["first_expiry"] is None else int(row["first_expiry"])
 
 
+async def payable_pending(gateway: "Gateway", plan_id: str, enrol_ip_hash: str, *, customer_email: str | None,
+                          customer_ref: str | None, now: int) -> Row | None:
+    """The first invoice of this visitor's PENDING enrolment with the same fields, while it can still be paid
+    (being minted, or open and not expired): what a retried post is sent to."""
+    return await gateway.db.fetch_one(
+        "SELECT i.* FROM subscriptions s JOIN subscription_invoices i ON i.id = s.pending_invoice_id"
+        " WHERE s.plan_id = :p AND s.enrol_ip_hash = :h AND s.status = :pending"
+        " AND COALESCE(s.customer_email, '') = :e AND COALESCE(s.customer_ref, '') = :r"
+        " AND (i.status = :minting OR (i.status = :open AND i.expires_at > :now))"
+        " ORDER BY s.created_at DESC, s.id DESC LIMIT 1",
+        {"p": plan_id, "h": enrol_ip_hash, "pending": PENDING, "e": customer_email or "", "r": customer_ref or "",
+         "minting": MINTING, "open": OPEN, "now": now})
+
+
 async def lock_subscription(gateway: "Gateway", subscription_id: str) -> Row | None:
     """The subscription row, locked for the caller's transaction."""
     return await gateway.db.fetch_one(f"SELECT * FROM subscriptions WHERE id = :i{gateway.db.for_update}",

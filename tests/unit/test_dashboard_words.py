@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from decimal import Decimal
 from fractions import Fraction
+from types import SimpleNamespace
 
 from orbchain.api import Quote, ValidationError, usable_quote, usd_value
+from orbchain.core.infra.netguard import UnsafeUrl, check_public_url
 from orbchain.plugins.dashboard.amounts import fiat_text
 from orbchain.plugins.dashboard.form_errors import error_context, sentence
+from orbchain.plugins.dashboard.routes_settings import private_url_help
 
 
 def test_a_field_complaint_reads_as_a_sentence_with_labels_not_field_names():
@@ -42,3 +46,22 @@ def test_a_balance_value_is_exact_to_the_cent_and_a_stale_quote_values_nothing()
     quote = Quote(Decimal("1"), at=1000.0)
     assert usable_quote(quote, 1600.0) is quote and usable_quote(quote, 1600.5) is None
     assert usable_quote(None, 0.0) is None
+
+
+def test_private_url_help_follows_the_guards_words_and_the_environment():
+    """Help only for a private-URL refusal, fit for where the gateway runs (issue 32 item 8): the
+    development switch ORBCHAIN_ALLOW_PRIVATE_URLS is never suggested to a production operator."""
+
+    async def refusal() -> str:
+        try:
+            await check_public_url("http://10.0.0.5/hook")
+        except UnsafeUrl as exc:
+            return str(exc)
+        raise AssertionError("a private URL passed")
+
+    refused = {"webhook_url": sentence(asyncio.run(refusal()))}  # as the page words it
+    development, production = (SimpleNamespace(config=SimpleNamespace(is_development=flag)) for flag in (True, False))
+    assert private_url_help(development, refused) == "development"
+    assert private_url_help(production, refused) == "production"
+    assert private_url_help(development, {"webhook_url": "Must be an http or https URL."}) is None
+    assert private_url_help(development, None) is None

@@ -37,6 +37,13 @@ OPERATIONS = [
        envelope(obj({"webhook_url": STRING, "account": ref("Account")},
                     {"webhook_secret": {"type": "string", "description": "Returned once, when created or rotated."}})),
        auth=JWT, body=body({"webhook_url": URL}, {"rotate_secret": BOOLEAN})),
+    Op("POST", "/dashboard/settings/webhook/test", "Send a test event to the webhook URL", SETTINGS,
+       envelope(obj({"event_id": STRING, "event_type": {"const": "webhook.test"}, "webhook_url": STRING})),
+       auth=JWT,
+       description="Queues a signed webhook.test event (body: type test, merchant_id, message, created_at) to"
+                   " the webhook URL through the outbox; it appears in GET /dashboard/webhook-logs with every"
+                   " attempt. At most 3 a minute per account (429 test_event_rate_limited, with Retry-After);"
+                   " 400 when no webhook URL is set. Not in SPEC (docs/decisions.md)."),
     Op("PUT", "/dashboard/settings/coins", "Set accepted coins", SETTINGS, envelope(ACCOUNT_DATA), auth=JWT,
        body=body({"accepted_coins": array(COIN, minItems=1)})),
     Op("PUT", "/dashboard/settings/confirmations", "Raise confirmation thresholds", SETTINGS,
