@@ -107,7 +107,17 @@ def test_every_template_ships_as_package_data():
     parser = configparser.ConfigParser()
     parser.read(ROOT / "setup.cfg")
     package = scaffold.__module__.rpartition(".")[0]  # the package the templates ship in, wherever it lives
-    patterns = [p.strip() for p in parser["options.package_data"][package].split(",")]
-    files = [PurePosixPath(path.relative_to(TEMPLATES.parent).as_posix()) for path in TEMPLATES.rglob("*")
-             if path.is_file()]
-    assert files and [str(f) for f in files if not any(f.match(p) for p in patterns)] == []
+    package_data = parser["options.package_data"]
+    packages = {line.strip() for line in parser["options"]["packages"].splitlines() if line.strip()}
+    files = [path.relative_to(TEMPLATES.parent) for path in TEMPLATES.rglob("*") if path.is_file()]
+
+    def shipped(relative: Path) -> bool:
+        """Its folder is a declared package whose package_data patterns match its name (or the package's
+        own patterns match its path below it)."""
+        folder = ".".join((package, *relative.parent.parts))
+        if folder in packages and folder in package_data:
+            return any(PurePosixPath(relative.name).match(p.strip()) for p in package_data[folder].split(","))
+        own = [p.strip() for p in package_data.get(package, "").split(",") if p.strip()]
+        return any(PurePosixPath(relative.as_posix()).match(p) for p in own)
+
+    assert files and [str(f) for f in files if not shipped(f)] == []
