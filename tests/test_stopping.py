@@ -156,3 +156,25 @@ async def test_undone_if_cancelled_runs_its_undo_then_lets_the_cancellation_go_o
     with pytest.raises(asyncio.CancelledError):
         await task
     assert undone == ["given back"]
+
+
+def test_a_repeated_stop_signal_in_the_handover_to_plain_handlers_is_the_same_stop():
+    """Removing a loop's handler resets the signal to its default action until the plain handler is set;
+    ``make`` passing a SIGTERM on lands there now and then (under load the serve test saw exit -15). The
+    probe sends the repeat after every change of SIGTERM's handler once the stop began, so also in
+    that gap when there is one."""
+    result = probe("""
+        real_signal = signal.signal
+
+        def signal_with_repeat(signum, handler):
+            previous = real_signal(signum, handler)
+            if signum == signal.SIGTERM:
+                os.kill(os.getpid(), signal.SIGTERM)  # the repeat, right after the change
+            return previous
+
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.wait_for(stop.requested.wait(), 10)
+        signal.signal = signal_with_repeat
+    """)
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+    assert "returned from main" in result.stdout and "the same stop delivered twice" in result.stdout

@@ -235,6 +235,7 @@ def run(app: web.Application, host: str, port: int, *, sock: socket.socket | Non
             stop.begin("serving ended")  # no signal: start-up failed; nothing is in flight
             await runner.stop(stop)
             stop.report(command)
+            signals.uninstall()  # before asyncio.run closes the loop, which would reset them to the default
 
     try:
         asyncio.run(serve())

@@ -132,12 +132,32 @@ class StopSignals:
             self._loop.add_signal_handler(signum, self.received, signum)
 
     def uninstall(self) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            for signum in STOP_SIGNALS:
-                self._loop.remove_signal_handler(signum)
-        self._loop = None
+        """Hand the signals from the loop to plain handlers without a moment of the default action.
+
+        ``loop.remove_signal_handler`` resets a signal to its default action (death by SIGTERM, exit
+        status -15) before the plain handler could be set, and so does a loop closing with handlers;
+        a repeated stop signal (make passes one on) landed in that gap under load. Blocking the signal
+        does not close it: the backstop's thread (``arm_exit_deadline``) would take it. So the plain
+        handler is set first and the loop forgets its own without resetting it (asyncio's selector
+        loops keep them in ``_signal_handlers``; another loop falls back to its public removal). Call
+        it while the loop still runs.
+        """
+        loop, self._loop = self._loop, None
         for signum in STOP_SIGNALS:
             signal.signal(signum, lambda number, _frame: self.received(number))
+        if loop is None or loop.is_closed():
+            return
+        registered = getattr(loop, "_signal_handlers", None)
+        if not isinstance(registered, dict):
+            for signum in STOP_SIGNALS:
+                loop.remove_signal_handler(signum)
+            for signum in STOP_SIGNALS:  # set again after the fallback's reset
+                signal.signal(signum, lambda number, _frame: self.received(number))
+            return
+        for signum in STOP_SIGNALS:
+            registered.pop(signum, None)
+        if not registered:
+            signal.set_wakeup_fd(-1)  # as the loop does once it has no handler left
 
     def received(self, signum: int) -> None:
         name = signal.Signals(signum).name
