@@ -127,7 +127,7 @@ async def test_payment_lists_tell_payments_apart_and_balances_show_their_usd_val
 
     for path in ("/app/payments", "/app"):
         page = await visitor.get(path)
-        rows = re.findall(r"<tr><td>.*?</tr>", page, re.S)
+        rows = re.findall(r"<tr><td data-label=\"Payment\">.*?</tr>", page, re.S)
         assert len(rows) == 3, path
         fiat, static, paid = (next(r for r in rows if mark in r) for mark in ("A-17", "static_address", "order-1"))
         assert "Blue mug" in fiat and "A-17" in fiat and f"{pay_btc} BTC" in fiat and "25.00 USD" in fiat
