@@ -294,6 +294,23 @@ async def test_make_run_stops_every_time(db_url, tmp_path):
             kill_group(make)
 
 
+async def test_a_stop_signal_repeated_as_the_process_exits_is_ignored(db_url, tmp_path):
+    """make passes SIGTERM on a moment after the group got it; a gateway that stops fast (nothing in flight)
+    is already exiting then, where the interpreter puts signal handlers back to the default action. That
+    killed it (status -15 instead of 0) every time on an idle gateway; now the late repeat is ignored."""
+    for attempt in range(3):
+        port, log = free_port(), tmp_path / f"serve{attempt}.log"
+        proc = serve_process(db_url, tmp_path, port, 1, log=log)
+        try:
+            await wait_healthy(port, proc, log=log)
+            os.killpg(proc.pid, signal.SIGTERM)
+            await asyncio.sleep(0.01)
+            os.kill(proc.pid, signal.SIGTERM)
+            assert await wait_exit(proc, HANG, log) == 0, log.read_text()[-3000:]
+        finally:
+            kill_group(proc)
+
+
 async def second_signal_exits_at_once(proc: Any, log: Path) -> None:
     """A second SIGTERM, later than ``REPEAT_SECONDS`` after the first, while a 60 s drain is still waiting:
     the process is gone at once, with status 143 (128 + SIGTERM), and says so."""

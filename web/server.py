@@ -40,7 +40,8 @@ from aiohttp.web_request import BaseRequest
 from yarl import URL
 
 from ..core.errors import ApiError
-from ..core.infra.stopping import CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline
+from ..core.infra.stopping import (
+    CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline, ignore_late_stop_signals)
 from .envelope import error_response
 from .keys import GATEWAY
 from .pages import is_html_path, page_security_headers
@@ -243,3 +244,4 @@ def run(app: web.Application, host: str, port: int, *, sock: socket.socket | Non
         signals.uninstall()
         # However serving ended (a stop, a failed start-up), a thread left running must not keep the exit waiting.
         arm_exit_deadline(HARD_MARGIN_SECONDS, command)
+        ignore_late_stop_signals()

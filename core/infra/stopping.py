@@ -236,6 +236,18 @@ def exit_now(signum: int, command: str) -> None:
     os._exit(status)
 
 
+def ignore_late_stop_signals() -> None:
+    """The command is done and the process only exits: a stop signal now repeats one already obeyed.
+
+    The interpreter's finalization puts every signal with a Python handler back to the default
+    action, so a SIGTERM arriving then (make passes the stop on to its child a moment later) killed a
+    process that had stopped cleanly: exit status -15 instead of 0. Ignored signals are left ignored.
+    A process stuck while exiting is still ended by ``arm_exit_deadline``'s backstop.
+    """
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+
+
 def arm_exit_deadline(seconds: float, command: str) -> threading.Thread:
     """The backstop: exit with status 1 if the process is still alive ``seconds`` from now.
 
