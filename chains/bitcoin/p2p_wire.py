@@ -10,10 +10,12 @@ the connection on one. Pure functions: no sockets here (``p2p.py`` has them).
 
 from __future__ import annotations
 
-import hashlib
 import struct
 from dataclasses import dataclass
 from typing import Mapping
+
+from ...api.addresses import double_sha256
+from .transactions import varint
 
 HEADER_SIZE = 24
 # Bitcoin Core's MAX_PROTOCOL_MESSAGE_LENGTH; we never ask for blocks, so what we read is far smaller.
@@ -56,7 +58,7 @@ class Header:
 
 
 def checksum(payload: bytes) -> bytes:
-    return hashlib.sha256(hashlib.sha256(payload).digest()).digest()[:4]
+    return double_sha256(payload)[:4]
 
 
 def frame(magic: bytes, command: str, payload: bytes = b"") -> bytes:
@@ -115,16 +117,6 @@ class Reader:
         if n > limit:
             raise WireError(f"{self.what}: {n} entries exceed {limit}")
         return n
-
-
-def varint(n: int) -> bytes:
-    if n < 0xFD:
-        return bytes([n])
-    if n <= 0xFFFF:
-        return b"\xfd" + struct.pack("<H", n)
-    if n <= 0xFFFFFFFF:
-        return b"\xfe" + struct.pack("<I", n)
-    return b"\xff" + struct.pack("<Q", n)
 
 
 def _net_addr(host: str, port: int) -> bytes:
