@@ -219,3 +219,14 @@ async def test_the_expiry_job_announces_what_it_expired(shop):
     state = await stream.event()
     assert state["status"] == "Expired" and state["final"]
     assert hub.reads == reads + 1  # woken by the job's announcement, not by the heartbeat
+
+
+def test_with_workers_each_takes_its_share_of_the_total_and_the_per_client_bounds_stay():
+    from orbchain.core.infra.config import Config, LiveConfig
+    from orbchain.web.serve import worker_share
+
+    config = Config(live=LiveConfig(max_streams=2000, max_streams_per_ip=8, max_streams_per_merchant=16))
+    assert worker_share(config, 1).live == config.live
+    shared = worker_share(config, 3).live
+    assert (shared.max_streams, shared.max_streams_per_ip, shared.max_streams_per_merchant) == (667, 8, 16)
+    assert worker_share(Config(live=LiveConfig(max_streams=0)), 4).live.max_streams == 0  # 0 stays "none"
