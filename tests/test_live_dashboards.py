@@ -141,18 +141,31 @@ async def test_another_merchants_payment_is_refused_as_unknown(make_client, make
     assert anonymous.status == 303 and anonymous.headers["Location"].startswith("/app/login")
 
 
-async def test_a_revoked_session_ends_the_stream(make_client, make_config):
+async def watched_white_label(make_client, make_config, email: str):
+    """(client, visitor, track id, stream): a signed-in merchant watching a new white-label payment's detail
+    stream, past its first (Waiting) event; the session is checked every second."""
     client = await make_client(make_config(scheduler={"enabled": False}, live={"heartbeat_seconds": 1}))
     visitor = Visitor(client)
-    keys = await visitor.sign_up("live-revoked@example.com")
+    keys = await visitor.sign_up(email)
     track_id = (await white_label(client, keys["merchant_api_key"]))["track_id"]
     stream = await dashboard_stream(client, track_id)
     assert (await stream.event())["status"] == "Waiting"
-    await visitor.get("/app")
-    await visitor.submit("/app/logout")  # signs out: the token is revoked everywhere
+    return client, visitor, track_id, stream
+
+
+async def rest_of(stream: EventStream) -> list:
+    """Everything the stream still sends, until it ends (bounded per read)."""
     items = []
     while (item := await stream.next(timeout=10)) is not None:
         items.append(item)
+    return items
+
+
+async def test_a_revoked_session_ends_the_stream(make_client, make_config):
+    client, visitor, track_id, stream = await watched_white_label(make_client, make_config, "live-revoked@example.com")
+    await visitor.get("/app")
+    await visitor.submit("/app/logout")  # signs out: the token is revoked everywhere
+    items = await rest_of(stream)
     assert items and items[-1]["event"] == "signed-out"  # then the end, the payment still open
     assert client.app[GATEWAY].services["live_hub"].open_streams == 0
     again = await client.get(f"/app/payments/{track_id}/events", allow_redirects=False)
@@ -206,3 +219,17 @@ async def test_the_mini_app_follows_its_newest_open_invoices(make_client, make_c
     state = await stream.event()
     assert state["track_id"] == followed[0] and state["status"] == "Waiting"
     assert client.app[GATEWAY].services["live_hub"].open_streams == 1
+
+
+async def test_a_session_check_that_fails_ends_the_stream_unconfirmed(make_client, make_config, monkeypatch):
+    from orbchain.plugins.dashboard import routes_payments
+
+    client, _, _, stream = await watched_white_label(make_client, make_config, "live-db-away@example.com")
+
+    async def unreachable(request):
+        raise ConnectionError("database away")
+
+    monkeypatch.setattr(routes_payments, "current_session", unreachable)  # the stream's check only
+    items = await rest_of(stream)
+    assert all(i.get("event") != "signed-out" for i in items)  # ended, neither shown on nor said signed out
+    assert client.app[GATEWAY].services["live_hub"].open_streams == 0

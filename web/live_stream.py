@@ -10,11 +10,14 @@ connection (its routes are ``holds_no_connection``).
 A stream that stands for a signed-in merchant (``merchant_payment_events``)
 asks ``still_allowed`` once per heartbeat interval; once the answer is no
 (signed out, revoked, idle) it sends ``event: signed-out`` and ends, so a
-revoked session stops seeing the payment within ``heartbeat_seconds``.
+revoked session stops seeing the payment within ``heartbeat_seconds``; a
+check that fails (database away) ends the stream too, so nothing is shown
+unconfirmed, and the browser's reconnect meets the session check again.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Awaitable, Callable
 
@@ -25,6 +28,8 @@ from .envelope import encode
 from .keys import gateway_of
 from .live import Stream, live_hub
 from .live_state import State, read_state, shown
+
+log = logging.getLogger(__name__)
 
 EVENT = "payment"
 SIGNED_OUT = b"event: signed-out\ndata: {}\n\n"
@@ -108,6 +113,11 @@ async def _follow(request: web.Request, response: web.StreamResponse, stream: St
             await response.write(b": heartbeat\n\n")
         if still_allowed is not None and time.monotonic() - checked >= heartbeat:
             checked = time.monotonic()
-            if not await still_allowed():
+            try:
+                allowed = await still_allowed()
+            except Exception:  # the check could not be made (database away): end unconfirmed, the browser retries
+                log.warning("session check of a live stream failed; the stream ends", exc_info=True)
+                return
+            if not allowed:
                 await response.write(SIGNED_OUT)
                 return
