@@ -74,7 +74,7 @@ async def paid_invoice(client: Any, visitor: Visitor, amount: str = "0.01") -> s
                                                           "order_id": "order-1"})
     track_id = response.headers["Location"].split("/")[-1].split("?")[0]
     page = await visitor.get(f"/app/payments/{track_id}")
-    assert 'id="status" data-events="/pay/' in page  # the script follows an open invoice's stream
+    assert 'id="status" data-events="/app/payments/' in page  # the script follows the payment's stream
     payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
                                                         " WHERE track_id = :t", {"t": track_id})
     devnet = Devnet(client)

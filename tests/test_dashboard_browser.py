@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from orbchain.api import AccountSession
+from orbchain.api import AccountSession, revoke_dashboard_tokens
 from orbchain.core.events.webhooks import deliver_due
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.keys import GATEWAY
@@ -206,3 +206,48 @@ async def test_a_foreign_sign_in_fragment_signs_nobody_in(served, tmp_path):
         assert "not enabled" in (await browser.text("#form-error") or "")
         await browser.goto(f"{base}/app")
         assert await browser.text("#who") is None
+
+
+async def test_a_white_label_payment_detail_is_live_and_ends_with_the_session(aiohttp_server, aiohttp_client,
+                                                                                make_config, tmp_path):
+    """JavaScript on: the detail of a white-label payment (no public page) flips to Paying in place over its
+    dashboard stream, tells the embed, and goes to the sign-in page once the session is revoked elsewhere."""
+    client = await serve_app(aiohttp_server, aiohttp_client, make_config, live={"heartbeat_seconds": 1})
+    gateway = client.app[GATEWAY]
+    base = str(client.server.make_url("/")).rstrip("/")
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(f"{base}/app/signup")
+        await browser.fill("#email", "white-live@example.com")
+        await browser.fill("#password", "correct horse battery")
+        await browser.click("#create-account")
+        await browser.click("#continue")
+        await browser.goto(f"{base}/app/payments/new")
+        await browser.check("#type-white_label")
+        await browser.fill("#amount", "0.01")
+        await browser.select("#currency", "BTC")
+        await browser.click("#create-payment")
+        assert await browser.text("#status") == "Waiting"
+        track_id = (await browser.url()).split("?")[0].rsplit("/", 1)[1]
+        address = (await browser.text("#address") or "").strip()
+        await browser.send("Log.enable")
+        await browser.evaluate("window.__kept = 'no reload'; window.__seen = [];"
+                               " document.addEventListener('orbchain:payment', e => window.__seen.push(e.detail))")
+        await streaming(gateway)
+        await Devnet(client).pay("BTC", address, "0.01")
+        await shows(browser, "#status", "Paying")
+        assert await browser.evaluate("window.__kept") == "no reload"
+        assert await browser.text("#deposit-rows td:nth-child(2)") == "0.01 BTC"
+        seen = await browser.evaluate("window.__seen.map(s => s.track_id + ' ' + s.type + ' ' + s.status)")
+        assert seen[-1] == f"{track_id} white_label Paying"
+        assert not console_errors(browser)
+        assert_png(await browser.screenshot(tmp_path / "white_label_paying.png"))
+
+        merchant_id = (await gateway.db.fetch_one("SELECT merchant_id FROM payments WHERE track_id = :t",
+                                                  {"t": track_id}))["merchant_id"]
+        await revoke_dashboard_tokens(gateway, merchant_id)  # "sign out everywhere", from another device
+        for _ in range(POLLS):
+            if (await browser.url()).startswith(f"{base}/app/login"):
+                break
+            await asyncio.sleep(0.1)
+        assert (await browser.url()).startswith(f"{base}/app/login")
+        assert gateway.services["live_hub"].open_streams == 0

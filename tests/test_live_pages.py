@@ -219,3 +219,25 @@ async def test_the_expiry_job_announces_what_it_expired(shop):
     state = await stream.event()
     assert state["status"] == "Expired" and state["final"]
     assert hub.reads == reads + 1  # woken by the job's announcement, not by the heartbeat
+
+
+def test_with_workers_each_takes_its_share_of_the_total_and_the_per_client_bounds_stay():
+    from orbchain.core.infra.config import Config, LiveConfig
+    from orbchain.web.serve import worker_share
+
+    config = Config(live=LiveConfig(max_streams=2000, max_streams_per_ip=8, max_streams_per_merchant=16))
+    assert worker_share(config, 1).live == config.live
+    shared = worker_share(config, 3).live
+    assert (shared.max_streams, shared.max_streams_per_ip, shared.max_streams_per_merchant) == (667, 8, 16)
+    assert worker_share(Config(live=LiveConfig(max_streams=0)), 4).live.max_streams == 0  # 0 stays "none"
+
+
+def test_a_negative_merchant_bound_is_refused_naming_the_key(tmp_path):
+    from orbchain.core.infra.config import ConfigError, load_config
+
+    path = tmp_path / "orbchain.toml"
+    path.write_text("[live]\nmax_streams_per_merchant = -1\n")
+    with pytest.raises(ConfigError, match="live.max_streams_per_merchant"):
+        load_config(path, environ={})
+    path.write_text("[live]\nmax_streams_per_merchant = 3\n")
+    assert load_config(path, environ={}).live.max_streams_per_merchant == 3

@@ -926,6 +926,8 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await devnet.mine(6)
     await c.call("GET", f"/app/payments/{paid_id}", expect=200)
     await c.call("GET", "/app/payments/not-mine", expect=404)
+    await c.call("GET", f"/app/payments/{paid_id}/events", expect=200)  # final: one event, then the end
+    await c.call("GET", "/app/payments/not-mine/events", expect=404)
     await c.call("POST", f"/app/payments/{paid_id}/refund", data={"csrf_token": token, "destination": BTC_DEST,
                                                                  "amount": "0.001"}, expect=303)
     await c.call("GET", "/app/payouts", expect=200)

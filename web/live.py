@@ -9,8 +9,10 @@ signal) and hands the state to each of its streams. While idle nothing
 holds a database connection: a read borrows one per statement.
 
 It also bounds the streams: ``live.max_streams`` in this process (503
-past it) and ``live.max_streams_per_ip`` per client (429), each refusal
-with ``Retry-After``. At shutdown every stream ends, so a stop never waits
+past it; web/serve.py gives each of N workers its share), and per client
+(429): ``live.max_streams_per_ip`` for the public pages' streams,
+``live.max_streams_per_merchant`` for the dashboard's; each refusal with
+``Retry-After``. At shutdown every stream ends, so a stop never waits
 on a payer's open page (the browser reconnects to a process still serving).
 """
 
@@ -36,11 +38,11 @@ Reader = Callable[[Gateway, str], Awaitable["State | None"]]
 class Stream:
     """One open stream: the latest state the hub handed it, and a flag the stream's handler waits on."""
 
-    __slots__ = ("track_id", "ip", "latest", "ended", "_wake")
+    __slots__ = ("track_id", "client", "latest", "ended", "_wake")
 
-    def __init__(self, track_id: str, ip: str) -> None:
+    def __init__(self, track_id: str, client: tuple[str, str]) -> None:
         self.track_id = track_id
-        self.ip = ip
+        self.client = client  # ("ip", address) or ("merchant", id): whose bound it counts in
         self.latest: State | None = None
         self.ended = False
         self._wake = asyncio.Event()
@@ -74,8 +76,8 @@ class LiveHub:
         self.gateway = gateway
         self._reader = reader
         self._streams: dict[str, set[Stream]] = {}
-        self._per_ip: Counter[str] = Counter()
-        self._open = 0
+        self._per_client: Counter[tuple[str, str]] = Counter()
+        self._open_count = 0
         self._reading: set[str] = set()
         self._again: set[str] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -85,20 +87,27 @@ class LiveHub:
 
     @property
     def open_streams(self) -> int:
-        return self._open
+        return self._open_count
 
     def open(self, track_id: str, ip: str) -> Stream:
-        """Register a stream, or refuse it past the bounds (429 per IP, 503 in total, with Retry-After)."""
-        live = self.gateway.config.live
+        """Register a public page's stream, or refuse it past the bounds (429 per IP, 503 in total)."""
+        return self._open(track_id, ("ip", ip), self.gateway.config.live.max_streams_per_ip, "from this address")
+
+    def open_for_merchant(self, track_id: str, merchant_id: str) -> Stream:
+        """Register a dashboard stream, or refuse it past the bounds (429 per merchant, 503 in total)."""
+        return self._open(track_id, ("merchant", merchant_id), self.gateway.config.live.max_streams_per_merchant,
+                          "for this merchant")
+
+    def _open(self, track_id: str, client: tuple[str, str], per_client: int, whose: str) -> Stream:
         retry = {"Retry-After": str(RETRY_SECONDS)}
-        if self._open >= live.max_streams:
+        if self._open_count >= self.gateway.config.live.max_streams:
             raise ServiceUnavailable("too many open event streams", headers=retry)
-        if self._per_ip[ip] >= live.max_streams_per_ip:
-            raise RateLimited("too many open event streams from this address", headers=retry)
-        stream = Stream(track_id, ip)
+        if self._per_client[client] >= per_client:
+            raise RateLimited(f"too many open event streams {whose}", headers=retry)
+        stream = Stream(track_id, client)
         self._streams.setdefault(track_id, set()).add(stream)
-        self._per_ip[ip] += 1
-        self._open += 1
+        self._per_client[client] += 1
+        self._open_count += 1
         return stream
 
     def close(self, stream: Stream) -> None:
@@ -108,10 +117,10 @@ class LiveHub:
         streams.discard(stream)
         if not streams:
             del self._streams[stream.track_id]
-        self._per_ip[stream.ip] -= 1
-        if self._per_ip[stream.ip] <= 0:
-            del self._per_ip[stream.ip]
-        self._open -= 1
+        self._per_client[stream.client] -= 1
+        if self._per_client[stream.client] <= 0:
+            del self._per_client[stream.client]
+        self._open_count -= 1
 
     async def shutdown(self) -> None:
         """End every stream and stop listening (``on_shutdown``)."""

@@ -1,10 +1,10 @@
 """What a payment's live stream says: the state a payer sees, from one read of the payment.
 
-Built once per change and shared by every stream of that payment
-(web/live.py); ``shown`` then applies the clock per stream, so a Waiting
-payment past its expiry is announced Expired exactly as its page shows it
-(``shown_status``), without a read. Nothing private leaves: the same fields
-as the hosted page, never the callback URL, email or user id.
+Built once per change and shared by every stream of that payment (web/live.py:
+the hosted page's, the dashboard's); ``shown`` then applies the clock per
+stream, so a Waiting payment past its expiry is announced Expired exactly as
+its page shows it (``shown_status``), without a read. Nothing private leaves:
+the same fields as the hosted page, never the callback URL, email or user id.
 """
 
 from __future__ import annotations
@@ -42,13 +42,16 @@ def paid_and_due(gateway: Gateway, pay_currency: str, pay_amount: int | None,
     return coin.format(paid), None if pay_amount is None else coin.format(max(0, pay_amount - paid))
 
 
-async def read_state(gateway: Gateway, track_id: str) -> State | None:
-    """The payment's state, or None when no hosted page shows it (unknown, or not an invoice)."""
+async def read_state(gateway: Gateway, track_id: str, merchant_id: str | None = None) -> State | None:
+    """The payment's state whatever its type, or None when unknown (or, given ``merchant_id``, another's).
+
+    Every type: the hub reads a payment once for all of its streams, and the
+    dashboard follows white-label and static payments too. Only an invoice
+    has a public stream: ``GET /pay/{id}/events`` checks ``type`` itself.
+    """
     try:
-        row, deposits = await svc.payment_with_deposits(gateway, None, track_id)
+        row, deposits = await svc.payment_with_deposits(gateway, merchant_id, track_id)
     except NotFound:
-        return None
-    if row["type"] != svc.INVOICE:
         return None
     return state_of(gateway, row, deposits)
 
@@ -62,6 +65,7 @@ def state_of(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mappin
                      key=lambda d: int(d["confirmations"]) - int(d["threshold"]), default=None)
     return {
         "track_id": row["track_id"],
+        "type": row["type"],
         "status": row["status"],
         "pay_currency": row["pay_currency"],
         "pay_amount": None if due is None else gateway.coins.require(row["pay_currency"]).format(due),

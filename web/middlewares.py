@@ -15,7 +15,7 @@ import re
 import secrets
 from functools import lru_cache
 from time import perf_counter
-from typing import Any, Awaitable, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping, TypeVar
 
 import aiohttp_jinja2
 from aiohttp import web
@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 access_log = logging.getLogger(ACCESS_LOGGER)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Marked = TypeVar("Marked", bound=Callable[..., Any])  # a handler, or a plugin's before its own decorator wraps it
 
 REQUEST_ID_HEADER = "X-Request-Id"
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
@@ -70,7 +71,7 @@ def rate_class(kind: str | None) -> Callable[[Handler], Handler]:
     return mark
 
 
-def holds_no_connection(handler: Handler) -> Handler:
+def holds_no_connection(handler: Marked) -> Marked:
     """Serve a route without the request's pinned database connection.
 
     For handlers that wait on work other tasks do (a check shared by many

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import replace
 from pathlib import Path
 
 from ..core.cli.commands import config_from_args
+from ..core.infra.config import Config
 from ..core.infra.metrics import enable_multiprocess
 from .app import create_app
 from .listen import listen
@@ -44,12 +46,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
         # worker reads, the same directory (core/infra/metrics.py).
         enable_multiprocess(Path(config.metrics.multiprocess_dir) if config.metrics.multiprocess_dir
                             else config.data_dir / "metrics")
-        return serve_workers(lambda: create_app(config), config.server.host, config.server.port, workers,
+        shared = worker_share(config, workers)
+        return serve_workers(lambda: create_app(shared), config.server.host, config.server.port, workers,
                              drain_seconds=config.server.drain_seconds, development=config.is_development,
                              ready=serving, access_log=None)
     sock = listen(config.server.host, config.server.port)  # ListenError: one line from the CLI, exit 2
     run(create_app(config), config.server.host, config.server.port, sock=sock, ready=serving, access_log=None)
     return 0
+
+
+def worker_share(config: Config, workers: int) -> Config:
+    """``config`` for one of ``workers`` processes: ``[live] max_streams`` bounds the server, so each worker
+    takes its share, rounded up (the kernel spreads connections evenly among them). The per-client bounds
+    stay per process: one client's connections land on any worker, so a share could refuse it early."""
+    live = config.live
+    return replace(config, live=replace(live, max_streams=-(-live.max_streams // workers)))
 
 
 def add_serve_command(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

@@ -121,10 +121,12 @@ class RateLimitConfig:
 
 @dataclass(frozen=True)
 class LiveConfig:
-    """Live pages' event streams (``GET /pay/{id}/events``, web/live.py): bounds and heartbeat."""
+    """Live pages' event streams (``GET /pay/{id}/events``, ``/app/payments/{id}/events``, web/live.py): bounds
+    and heartbeat."""
 
-    max_streams: int = 2000  # open in this process; past it 503 with Retry-After
-    max_streams_per_ip: int = 8  # open from one client IP in this process; past it 429
+    max_streams: int = 2000  # open in all of this server's processes (``serve --workers N``: each gets 1/N); then 503
+    max_streams_per_ip: int = 8  # public streams from one client IP in one process; past it 429
+    max_streams_per_merchant: int = 16  # dashboard streams of one merchant in one process; past it 429
     heartbeat_seconds: int = 15  # a comment line this often keeps proxies from closing an idle stream
 
 
@@ -327,9 +329,11 @@ def _check_values(config: Config) -> None:
     if config.metrics.ledger_check_seconds < 0 or config.readiness.max_lag_blocks < 0:
         raise ConfigError("config keys 'metrics.ledger_check_seconds' and 'readiness.max_lag_blocks' must be >= 0")
     live = config.live
-    if live.max_streams < 0 or live.max_streams_per_ip < 0 or not 1 <= live.heartbeat_seconds <= 300:
-        raise ConfigError("config keys 'live.max_streams' and 'live.max_streams_per_ip' must be >= 0"
-                          " and 'live.heartbeat_seconds' between 1 and 300")
+    if min(live.max_streams, live.max_streams_per_ip, live.max_streams_per_merchant) < 0 \
+            or not 1 <= live.heartbeat_seconds <= 300:
+        raise ConfigError("config keys 'live.max_streams', 'live.max_streams_per_ip' and"
+                          " 'live.max_streams_per_merchant' must be >= 0 and 'live.heartbeat_seconds'"
+                          " between 1 and 300")
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url

@@ -136,8 +136,10 @@ from ..core.contract.page_services import check_public_form, form_widget, page_b
 from ..web.pages import html_page, page_security_headers, render_page, security_headers
 
 # Live pages: the change feed's topic on gateway.signals (payload: the payment's track id, after each commit
-# that changed its status, deposits or confirmations) and the event stream a hosted payment's page follows.
+# that changed its status, deposits or confirmations), the event stream a hosted payment's page follows, and
+# the one a signed-in merchant's page serves for any of its payments (the plugin checks its own session).
 from ..core.payments.changes import TOPIC as PAYMENT_CHANGED
+from ..web.live_stream import merchant_payment_events
 from ..web.routes.pay_events import events_path as pay_events_path
 
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
@@ -229,7 +231,8 @@ __all__ = [
     "widget_token",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
-    "gateway_of", "holds_no_connection", "PAYMENT_CHANGED", "pay_events_path", "principal_of", "rate_class",
+    "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",
+    "principal_of", "rate_class",
     "read_form", "read_json",
     "refuse_if_blocked", "refuse_in_maintenance", "requires", "text_problem",
     # validation

@@ -78,6 +78,16 @@ OPERATIONS = [
     page("/app/payments/new", "New payment form"),
     action("/app/payments/new", "Create a payment", PAYMENT_FORM, "To the new payment's page."),
     page("/app/payments/{track_id}", "A payment: deposits, receipt, refund"),
+    Op("GET", "/app/payments/{track_id}/events", "Live status of one of the merchant's payments (Server-Sent Events)",
+       TAG, page=True, errors=(404, 429, 503),
+       responses={"200": {"description": "text/event-stream, as GET /pay/{track_id}/events sends for an invoice, for"
+                                          " any type; `event: signed-out` then the end once the session is over.",
+                          "content": {"text/event-stream": {"schema": STRING}}},
+                  "303": TO_LOGIN, "404": html("Unknown, or another merchant's payment.")},
+       description="What the payment detail's script follows while the payment is open. The session is checked"
+                   " again every live.heartbeat_seconds (15). Bounded per merchant (live.max_streams_per_merchant,"
+                   " 16 per process, then 429) and in total (live.max_streams, then 503), both with Retry-After."
+                   " Holds no database connection while idle."),
     action("/app/payments/{track_id}/cancel", "Cancel a Waiting payment", form(), "Back to the payment."),
     action("/app/payments/{track_id}/refund", "Refund a Paid payment", form(
         {"destination": TEXT}, {"amount": TEXT, "amount_usd": TEXT, "description": TEXT, "external_id": TEXT}),

@@ -9,12 +9,13 @@ so validation, limits and errors are the API's own.
 from __future__ import annotations
 
 from typing import Any, Mapping
+from urllib.parse import quote
 
 from aiohttp import web
 
 from ...api import (
     ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError, call_collect_answers,
-    form_integer, pagination, pay_events_path, validate,
+    form_integer, holds_no_connection, merchant_payment_events, pagination, validate,
 )
 from ...api.merchant import (
     INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
@@ -23,7 +24,7 @@ from ...api.merchant import (
 )
 from .amounts import balance_cards
 from .form_errors import error_context, field_errors
-from .session import Session
+from .session import Session, current_session
 from .views import error_text, render, see_other, signed_in
 
 routes = web.RouteTableDef()
@@ -194,11 +195,24 @@ async def _detail(request: web.Request, session: Session, *, error: str | None =
 
 
 def live_events_url(payment: Mapping[str, Any]) -> str | None:
-    """The hosted page's public stream an open invoice's detail follows (docs/decisions.md, "The dashboard's
-    payment detail, live"); None for other types (no public page: the detail reloads itself) and closed ones."""
-    if payment["type"] != INVOICE or payment["status"] not in OPEN:
+    """The stream an open payment's detail follows, any type (docs/decisions.md, "The dashboard's own stream");
+    None once closed (nothing moves: no stream, no reload)."""
+    if payment["status"] not in OPEN:
         return None
-    return pay_events_path(payment["track_id"])
+    return f"/app/payments/{quote(payment['track_id'], safe='')}/events"
+
+
+@routes.get("/app/payments/{track_id}/events", allow_head=False)
+@signed_in
+@holds_no_connection
+async def payment_events(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """The payment's live state for its merchant's signed-in browser; ends once the session does."""
+
+    async def still_signed_in() -> bool:
+        return await current_session(request) is not None
+
+    return await merchant_payment_events(request, session.merchant_id, request.match_info["track_id"],
+                                         still_signed_in)
 
 
 @routes.get("/app/payments/{track_id}")

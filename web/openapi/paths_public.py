@@ -20,7 +20,8 @@ _TX_STATE = obj({"tx_hash": STRING, "amount": STRING, "coin": STRING, "status": 
                  "required": INTEGER})
 # One event of GET /pay/{track_id}/events (web/live_state.py): what the hosted page shows, nothing private.
 LIVE_STATE = obj({
-    "track_id": STRING, "status": STRING, "final": BOOLEAN, "pay_currency": STRING, "pay_amount": nullable(STRING),
+    "track_id": STRING, "type": STRING, "status": STRING, "final": BOOLEAN, "pay_currency": STRING,
+    "pay_amount": nullable(STRING),
     "paid_amount": STRING, "due_amount": nullable(STRING), "expires_at": nullable(INTEGER),
     "remaining_seconds": nullable(INTEGER), "confirmations": nullable(INTEGER),
     "confirmations_required": nullable(INTEGER), "transactions": array(_TX_STATE), "paid_at": nullable(INTEGER),
@@ -77,8 +78,9 @@ OPERATIONS = [
        description="The hosted page's live status (the page dispatches each state as a document"
                    " `orbchain:payment` CustomEvent for a merchant's embed). Only invoices: 404 in the envelope for"
                    " any other track id. Holds no database connection while idle. Open streams are bounded:"
-                   " live.max_streams_per_ip (8, then 429) and live.max_streams (2000 per process, then 503), both"
-                   " with Retry-After. Counted per IP in rate_limits.pay_page_per_minute."),
+                   " live.max_streams_per_ip (8 per process, then 429) and live.max_streams (2000 per server,"
+                   " each of N workers 1/N, then 503), both with Retry-After. Counted per IP in"
+                   " rate_limits.pay_page_per_minute."),
     Op("GET", "/assets/pay.js", "Script of the hosted payment page", PAGES, rate_limited=False,
        responses={"200": {"description": "JavaScript (countdown and live status)",
                           "content": {"text/javascript": {"schema": {"type": "string"}}}}}),

@@ -12,12 +12,7 @@
     form.submit();
     return;
   }
-  // Live status: an open payment with no public stream (white-label, static) reloads itself; an open invoice
-  // follows its stream (payment_live.js); without script: the Refresh link.
-  var live = document.querySelector("[data-live]");
-  if (live) {
-    setTimeout(function () { window.location.reload(); }, 1000 * parseInt(live.getAttribute("data-live"), 10));
-  }
+  // Live status: an open payment's detail follows its stream (payment_live.js); without script: the Refresh link.
   document.querySelectorAll("[data-copy]").forEach(function (el) {
     if (!navigator.clipboard) return;
     var button = document.createElement("button");

@@ -1,9 +1,10 @@
-/* The payment detail of an open invoice, live: it follows the hosted page's own event stream (the element with
-   data-events names it, GET /pay/{id}/events) and updates the status and the deposits table in place; each state
-   also goes to the document as an "orbchain:payment" event (detail: the state), as on the hosted page. Once the
-   payment is Paid the page reloads once, so the server renders its receipt and refund form (Expired and
-   Cancelled only update in place). Without JavaScript
-   the Refresh link stays; when the stream is refused (or EventSource is missing) the page reloads every 15 s. */
+/* The payment detail of an open payment (any type), live: it follows the dashboard's own event stream (the element
+   with data-events names it, GET /app/payments/{id}/events, the session cookie authenticates it) and updates the
+   status and the deposits table in place; each state also goes to the document as an "orbchain:payment" event
+   (detail: the state), as on the hosted page. Once the payment is Paid the page reloads once, so the server renders
+   its receipt and refund form (Expired and Cancelled only update in place). When the session ends (signed out,
+   revoked, idle) the stream says "signed-out" and the page reloads to the sign-in page. Without JavaScript the
+   Refresh link stays; when the stream is refused (or EventSource is missing) the page reloads every 15 s. */
 (function () {
   "use strict";
   var RELOAD_MS = 15000;
@@ -60,6 +61,10 @@
       source.close();
       if (state.status === "Paid") { reloadIn(0); }  // Expired by the clock stays Waiting in the row: no reload loop
     }
+  });
+  source.addEventListener("signed-out", function () {
+    source.close();
+    reloadIn(0);  // the server sends the sign-in page, naming why
   });
   source.onerror = function () {
     if (source.readyState === EventSource.CLOSED) { reloadIn(RELOAD_MS); }
