@@ -47,7 +47,7 @@ async def test_lightning_page_shows_the_invoice_and_turns_paid_when_checked_agai
     async with Browser.launch(tmp_path) as browser:
         await browser.goto(payment["payment_url"])
         html = await browser.html()
-        assert 'http-equiv="refresh"' not in html and "<svg" in html
+        assert '<noscript><meta http-equiv="refresh" content="15"></noscript>' in html and "<svg" in html
         assert await browser.text("#status") == "Waiting"
         assert await browser.text("#pay-currency") == "BTC_LN"
         shown = await browser.text("#pay-request")

@@ -1,9 +1,10 @@
 """The hosted payment page, ``GET /pay/{track_id}`` (SPEC 4.14), and its stylesheet.
 
 Server-rendered and complete without JavaScript: while the payment is open
-(Waiting, Paying) a "Check again" link reloads it (no timed refresh: it would
-pull the page from under a screen reader; with JavaScript the page updates
-from its event stream), and the
+(Waiting, Paying) a refresh meta tag inside ``<noscript>`` polls every 15
+seconds (SPEC 4.14; a browser running scripts ignores it and follows the
+page's event stream instead, so screen-reader users with scripts on are never
+pulled from the page) and a "Check again" link reloads at once, and the
 pay-with-any-coin picker is a GET form whose ``?pay_currency=`` this handler
 applies and then 303-redirects to the clean URL. Only invoices have a hosted
 page (only they have a ``payment_url``); every other track id is the same
@@ -49,6 +50,7 @@ routes = web.RouteTableDef()
 STYLESHEET = Path(__file__).resolve().parent.parent / "static" / "orbchain.css"
 # The page's one script (countdown, live status): a file, so the nonce'd tag is all the page carries.
 SCRIPT = STYLESHEET.with_name("pay.js")
+REFRESH_SECONDS = 15
 MAX_SYMBOL_LENGTH = 20
 # What differs between two views of the same page (web/page_slots.py).
 PER_VIEW = ("nonce", "remaining", "remaining_seconds")
@@ -136,6 +138,7 @@ async def content_context(
         "page_url": page_url(view["track_id"]),
         "status": status,
         "is_open": is_open,
+        "refresh_seconds": REFRESH_SECONDS if is_open else None,
         "pay_amount": view["pay_amount"],
         "pay_currency": view["pay_currency"],
         "network": view["network"],
