@@ -120,6 +120,8 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
             await shows(browser, "#status", "Paying")
             assert await browser.evaluate("window.__kept") == "no reload"
             assert await browser.text("#deposit-rows td:nth-child(4)") == "0"  # confirmations, in place
+            assert await browser.evaluate("document.querySelector('#deposit-rows td:nth-child(4)').dataset.label") \
+                == "Confirmations"  # labelled as the server labels it: a card on a phone
             assert await browser.evaluate("document.querySelector('#cancel-form').hidden") is True
             assert not console_errors(browser)  # no CSP refusal, no script error
             await devnet.mine(6)

@@ -17,6 +17,8 @@ from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import Visitor, paid_invoice
 
+AUTOWITHDRAW = "/app/auto-withdraw"
+
 
 @pytest.fixture
 async def app_client(make_client, make_config):
@@ -175,3 +177,45 @@ async def test_the_payment_link_form_says_every_problem_at_once_and_keeps_the_in
                                         "fiat_currency": "EUR", "lifetime": "15"})
     page = await visitor.get("/app/links")
     assert "5 EUR in BTC" in page and 'id="form-errors"' not in page
+
+
+def options_of(page: str, select_id: str) -> list[str]:
+    """The options of the select ``select_id``, in order (their text)."""
+    found = re.search(rf'<select id="{select_id}"[^>]*>(.*?)</select>', page, re.S)
+    assert found, f"no select #{select_id}"
+    return re.findall(r"<option[^>]*>([^<]*)</option>", found.group(1))
+
+
+async def test_link_schedule_and_auto_withdraw_pickers_offer_the_merchants_coins(app_client):
+    visitor = Visitor(app_client)
+    await visitor.sign_up("pickers@example.com")
+    response = await app_client.post("/dashboard/auth/login", json={"email": "pickers@example.com",
+                                                                      "password": "correct horse battery"})
+    jwt = {"Authorization": f"Bearer {(await response.json())['data']['token']}"}
+    response = await app_client.put("/dashboard/settings/coins", headers=jwt, json={"accepted_coins": ["LTC", "BTC"]})
+    assert response.status == 200, await response.text()
+    # Before: every coin of the gateway (20), a link in a coin the API then refused.
+    for path, select in (("/app/links", "link-coin"), ("/app/schedules", "schedule-coin"), (AUTOWITHDRAW, "aw-coin")):
+        page = await visitor.get(path)
+        assert options_of(page, select) == ["LTC", "BTC"], path  # the merchant's order: LTC is prefilled
+
+
+async def test_the_shop_name_from_settings_shows_on_the_hosted_page(app_client):
+    visitor = Visitor(app_client)
+    keys = await visitor.sign_up("shopname@example.com")
+    response = await app_client.post("/v1/payment/invoice", headers={"merchant_api_key": keys["merchant_api_key"]},
+                                     json={"amount": "0.01", "currency": "BTC"})
+    pay_path = "/pay/" + (await response.json())["data"]["track_id"]
+    assert 'id="merchant-name"' not in await visitor.get(pay_path)  # no name yet, no brands plugin answer
+
+    await visitor.get("/app/settings")
+    await visitor.submit("/app/settings/profile", {"display_name": "n" * 81}, expect=400)
+    assert field_error(visitor.page, "display_name") == "Must be at most 80 characters."
+    assert f'value="{"n" * 81}"' in visitor.page  # the typed name kept
+    await visitor.submit("/app/settings/profile", {"display_name": "  Corner Café & Co  "})
+    assert 'value="Corner Café &amp; Co"' in await visitor.get("/app/settings")
+    assert '<p class="merchant" id="merchant-name">Corner Café &amp; Co</p>' in await visitor.get(pay_path)
+
+    await visitor.get("/app/settings")
+    await visitor.submit("/app/settings/profile", {"display_name": ""})  # cleared: the page names no one
+    assert 'id="merchant-name"' not in await visitor.get(pay_path)

@@ -90,6 +90,10 @@ async def test_a_payout_is_reviewed_then_paid_exactly_once(make_client, make_con
     assert "already confirmed" in visitor.page and "nothing more was sent" in visitor.page
     assert await _state(client, merchant_id) == paid
     assert ">Sending<" in await visitor.get("/app/payouts")
+    # Home's recent payouts say it in the same words, never the API's raw status.
+    home = await visitor.get("/app")
+    assert 'id="payouts-table"' in home and '<td class="payout-status" data-label="Status">Sending</td>' in home
+    assert "CONFIRMING" not in home and BTC_DEST in home
 
     # Two reviews of what the balance covers once: the second confirm is refused beside the amount.
     reviews = []

@@ -1,5 +1,5 @@
 """The hosted page, live, in a real headless Chromium (issue 31): JavaScript on, the page follows its
-event stream in place; JavaScript off, the refresh inside ``<noscript>`` still polls.
+event stream in place; JavaScript off, the "Check again" link inside ``<noscript>`` reloads it.
 
 Needs /usr/bin/chromium (``scripts/ensure_chromium.sh``); fails, never skips, without it.
 """
@@ -50,7 +50,8 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
     async with Browser.launch(tmp_path, javascript=True) as browser:
         await browser.send("Log.enable")
         await browser.goto(invoice["payment_url"])
-        assert await browser.evaluate("document.querySelector('head > meta[http-equiv=refresh]')") is None
+        assert await browser.evaluate("document.querySelector('meta[http-equiv=refresh]')") is None
+        assert await browser.evaluate("document.getElementById('check-again-link')") is None  # <noscript>: text
         await browser.evaluate(LISTEN)
         for _ in range(POLLS):  # the stream is open once the hub counts it
             if gateway.services.get("live_hub") and gateway.services["live_hub"].open_streams:
@@ -102,13 +103,42 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
         assert problems == []  # no CSP refusal, no script error
 
 
-async def test_without_javascript_the_refresh_inside_noscript_still_polls(served, tmp_path):
+async def test_without_javascript_the_payer_checks_again_by_a_link(served, tmp_path):
     client = served
     key = await merchant_key(client)
     invoice = await new_invoice(client, key)
     async with Browser.launch(tmp_path) as browser:
         await browser.goto(invoice["payment_url"])
-        # Parsed as an element (scripting off), so the browser honours it.
-        assert await browser.evaluate("document.querySelector('noscript > meta[http-equiv=refresh]').content") == "15"
+        # Parsed as an element (scripting off), so the payer sees it; nothing reloads by itself.
+        assert await browser.evaluate("document.querySelector('noscript #check-again-link').checkVisibility()")
+        assert await browser.evaluate("document.querySelector('meta[http-equiv=refresh]')") is None
         assert await browser.text("#status") == "Waiting"
         assert client.app[GATEWAY].services.get("live_hub") is None  # no script, no stream
+
+
+async def test_a_partial_payment_redraws_the_qr_and_wallet_link_for_the_rest(served, tmp_path):
+    client = served
+    key = await merchant_key(client)
+    invoice = await new_invoice(client, key, amount="0.01", currency="BTC", accepted_coins=["BTC"])
+    gateway = client.app[GATEWAY]
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(invoice["payment_url"])
+        assert (await browser.evaluate("document.getElementById('wallet-link').href")).endswith("?amount=0.01")
+        await browser.evaluate(LISTEN)
+        for _ in range(POLLS):  # the stream is open once the hub counts it
+            if gateway.services.get("live_hub") and gateway.services["live_hub"].open_streams:
+                break
+            await asyncio.sleep(0.1)
+        coin = gateway.coins.require("BTC")
+        reloaded = browser.expect("Page.loadEventFired")
+        await devnet_chain(gateway).pay(coin, invoice["address"], coin.to_units("0.004"))
+        await scan(client)
+        await browser._until(reloaded, "the page drawn again for the rest")
+        assert await browser.evaluate("window.__kept") is None  # a new document
+        assert (await browser.evaluate("document.getElementById('wallet-link').href")).endswith("?amount=0.006")
+        assert await browser.text("#due-amount") == "0.006" and await browser.text("#status") == "Paying"
+        await asyncio.sleep(1)  # the new page's stream says the same state: no second reload
+        assert await browser.evaluate("document.getElementById('due-amount').textContent") == "0.006"
+        await browser.evaluate("window.__kept = 'no reload'")
+        await asyncio.sleep(1)
+        assert await browser.evaluate("window.__kept") == "no reload"

@@ -10,10 +10,14 @@ import pytest
 from orbchain.chains.devnet import devnet_chain
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
+from orbchain.core.payments.qr import qr_svg
 from orbchain.core.payments.receive import qr_payload
 from orbchain.web.routes.pay_page import countdown_text
 
-REFRESH = '<meta http-equiv="refresh" content="15">'
+# An open page, without JavaScript, refreshes itself every 15 s (SPEC 4.14, inside <noscript> so a
+# browser running scripts follows the event stream instead) and offers a link to check at once.
+CHECK_AGAIN = 'id="check-again-link"'
+REFRESH = '<noscript><meta http-equiv="refresh" content="15"></noscript>'
 BTC_ADDRESS = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 
 
@@ -68,7 +72,7 @@ async def test_waiting_page_shows_everything_to_pay(shop):
                                 callback_url="https://merchant.example/hook?token=s3cret", email="buyer@example.com")
     assert invoice["payment_url"].endswith(f"/pay/{invoice['track_id']}")
     html = await page(client, invoice["track_id"])
-    assert REFRESH in html
+    assert CHECK_AGAIN in html and REFRESH in html
     assert invoice["address"] in html and invoice["pay_amount"] in html and invoice["pay_currency"] in html
     assert "10 USD" in html and invoice["network"] in html
     assert "<svg" in html and 'class="segno"' in html
@@ -173,7 +177,7 @@ async def test_single_coin_invoice_has_no_picker(shop):
 # -- terminal states -----------------------------------------------------------------------
 
 
-async def test_paid_page_stops_refreshing_and_links_back(shop):
+async def test_paid_page_stops_offering_a_reload_and_links_back(shop):
     client, key = shop
     invoice = await new_invoice(client, key, accepted_coins=["BTC"], return_url="https://shop.example/thanks?o=1&x=2",
                                 cancel_url="https://shop.example/cart")
@@ -182,14 +186,14 @@ async def test_paid_page_stops_refreshing_and_links_back(shop):
     await pay_and_confirm(client, invoice)
     assert (await api_payment(client, key, invoice["track_id"]))["status"] == "Paid"
     html = await page(client, invoice["track_id"])
-    assert 'http-equiv="refresh"' not in html
+    assert CHECK_AGAIN not in html and 'http-equiv="refresh"' not in html
     assert 'id="paid-message"' in html and "Paid" in html
     assert 'href="https://shop.example/thanks?o=1&amp;x=2"' in html and "Return to the store" in html
     assert "shop.example/cart" not in html and 'name="pay_currency"' not in html and "devnet-pay" not in html
     assert re.search(r'class="confirmations">[2-9]\d*</span> confirmations', html)  # threshold reached: no "of"
 
 
-async def test_paying_page_keeps_refreshing_and_shows_confirmations(shop):
+async def test_paying_page_still_offers_a_reload_and_shows_confirmations(shop):
     client, key = shop
     invoice = await new_invoice(client, key, accepted_coins=["BTC"])
     gateway = client.app[GATEWAY]
@@ -200,7 +204,7 @@ async def test_paying_page_keeps_refreshing_and_shows_confirmations(shop):
     await scan_chain(gateway, gateway.chains["devnet"])
     assert (await api_payment(client, key, invoice["track_id"]))["status"] == "Paying"
     html = await page(client, invoice["track_id"])
-    assert REFRESH in html and "Paying" in html
+    assert CHECK_AGAIN in html and REFRESH in html and "Paying" in html
     assert re.search(r'class="confirmations">1 of 2<', html)
     assert 'name="pay_currency"' not in html  # the coin is fixed once money is on the way
 
@@ -213,7 +217,7 @@ async def test_expired_page_hides_the_address(shop):
     gateway.clock = lambda: start + 61
     html = await page(client, invoice["track_id"])
     assert 'id="expired-message"' in html and "Expired" in html
-    assert 'http-equiv="refresh"' not in html
+    assert CHECK_AGAIN not in html and 'http-equiv="refresh"' not in html
     assert invoice["address"] not in html and "<svg" not in html and "devnet-pay" not in html
     assert 'name="pay_currency"' not in html
 
@@ -224,7 +228,7 @@ async def test_cancelled_page(shop):
     response = await client.post(f"/v1/payment/{invoice['track_id']}/cancel", headers={"merchant_api_key": key})
     assert response.status == 200
     html = await page(client, invoice["track_id"])
-    assert 'id="cancelled-message"' in html and 'http-equiv="refresh"' not in html
+    assert 'id="cancelled-message"' in html and CHECK_AGAIN not in html and 'http-equiv="refresh"' not in html
     assert invoice["address"] not in html and "<svg" not in html
 
 
@@ -298,3 +302,20 @@ async def test_page_errors_in_maintenance_are_pages_too(make_client, make_config
     assert response.status == 503 and response.content_type == "text/html"
     assert "Temporarily unavailable" in await response.text()
     assert "default-src 'none'" in response.headers["Content-Security-Policy"]
+
+
+async def test_after_a_partial_payment_the_qr_and_wallet_link_ask_for_the_rest(shop):
+    client, key = shop
+    invoice = await new_invoice(client, key, amount="0.01", currency="BTC", accepted_coins=["BTC"])
+    gateway = client.app[GATEWAY]
+    coin = gateway.coins.require("BTC")
+    sent = coin.to_units("0.00345679")  # leaves 0.00654321: exact in satoshis, no float anywhere
+    await devnet_chain(gateway).pay(coin, invoice["address"], sent)
+    await scan_chain(gateway, gateway.chains["devnet"])
+    rest = coin.format(coin.to_units(invoice["pay_amount"]) - sent)
+    assert rest == "0.00654321"
+    html = await page(client, invoice["track_id"])
+    assert 'id="status">Paying<' in html and 'still due <span id="due-amount">0.00654321</span>' in html
+    uri = f"bitcoin:{invoice['address']}?amount=0.00654321"
+    assert f'href="{uri}" id="wallet-link"' in html  # before: ?amount=0.01, the whole amount again
+    assert str(await qr_svg(gateway.cpu, uri, scale=5)) in html  # the QR encodes the same request

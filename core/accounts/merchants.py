@@ -25,6 +25,7 @@ from .auth_cache import remembered
 from ..infra.db import Database, Row, is_unique_violation
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
 from ..infra.netguard import UnsafeUrl, check_public_url
+from ..contract.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown where a brand's name would be
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: the gateway module imports the jobs that import us
     from ..gateway import Gateway
@@ -433,6 +434,14 @@ async def set_confirmations(gateway: Gateway, merchant_id: str, thresholds: Mapp
         updated = await _update(gateway, merchant_id, "confirmations = :c", {"c": json.dumps(merged, sort_keys=True)})
     await auth_changed(gateway)  # committed now: see _update
     return updated
+
+
+async def set_display_name(gateway: Gateway, merchant_id: str, name: str | None) -> Row:
+    """The name payers see on the hosted pages (a brand's own name wins); empty clears it."""
+    name = (name or "").strip() or None
+    if name is not None and len(name) > MAX_DISPLAY_NAME:
+        raise ValidationError({"display_name": f"must be at most {MAX_DISPLAY_NAME} characters"})
+    return await _update(gateway, merchant_id, "display_name = :n", {"n": name})
 
 
 async def set_customer_static_mode(gateway: Gateway, merchant_id: str, enabled: bool) -> Row:

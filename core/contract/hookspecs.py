@@ -326,7 +326,8 @@ def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coi
     """The text the hosted page's QR code encodes for an open payment.
 
     ``payment`` is the public payment view (address, pay_amount as a decimal
-    string, pay_currency, ...). Return a URI (``bitcoin:<address>?amount=..``)
+    string, pay_currency, ...); after a partial payment its pay_amount is
+    what is still due, so the URI asks for the rest. Return a URI (``bitcoin:<address>?amount=..``)
     or None; the first non-None answer wins, and without one the QR holds the
     bare address. A URI answer is also the page's "Open in wallet" link (QR
     and link agree); write its amount from the coin's integer base units.

@@ -9,8 +9,11 @@ Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..accounts.merchants import merchant_for_payments
+from ..errors import NotFound
 from .pages import PageBranding, SignInWidget
 from .plugins import call_first
 
@@ -55,4 +58,17 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
     if result is not None and not isinstance(result, PageBranding):
         log.error("decide_page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)
         return None
+    if result is None or result.name is None:
+        name = await display_name(gateway, merchant_id)
+        if name:
+            return PageBranding(name=name) if result is None else replace(result, name=name)
     return result
+
+
+async def display_name(gateway: "Gateway", merchant_id: str) -> str | None:
+    """The merchant's own name from Settings (the per-process merchant cache, so no query per page view)."""
+    try:
+        row = await merchant_for_payments(gateway, merchant_id)
+    except NotFound:
+        return None
+    return row.get("display_name")

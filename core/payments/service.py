@@ -104,6 +104,11 @@ def servable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]
     return [c for c in merchant_coins(merchant) if _servable(gateway, c)]
 
 
+def payable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
+    """The merchant's servable coins that can also leave (the coin pickers of payout schedules and rules)."""
+    return [c for c in servable_coins(gateway, merchant) if (coin := gateway.coins.get(c)) is not None and coin.payable]
+
+
 def chain_for(gateway: "Gateway", coin: str) -> Any:
     """The adapter serving ``coin`` (a real chain before a simulated one); 503 when none does."""
     simulated = None

@@ -14,7 +14,8 @@ from ..core.accounts.auth import JWT_LIFETIME_SECONDS, decode_dashboard_token
 
 # Settings: webhook, accepted coins, confirmations, static mode, the legacy keys.
 from ..core.accounts.merchants import (
-    check_webhook_url, rotate_legacy_key, set_accepted_coins, set_confirmations, set_customer_static_mode, set_webhook,
+    check_webhook_url, rotate_legacy_key, set_accepted_coins, set_confirmations, set_customer_static_mode,
+    set_display_name, set_webhook,
 )
 
 # Two-factor authentication; DASHBOARD_CHANNEL names the dashboard's TOTP lockout channel.
@@ -38,7 +39,7 @@ from ..web.routes.dashboard_auth import validate_with_passwords
 from ..core.ledger.book import merchant_balances
 from ..core.payments.service import (
     INVOICE, PAID, PAYMENT_TYPES, STATIC, STATUSES, WHITE_LABEL, cancel_payment, create_payment, get_payment,
-    list_payments, servable_coins, show_payment,
+    list_payments, payable_coins, servable_coins, show_payment,
 )
 from ..core.payments.receipts import issue_receipt
 from ..web.routes.payments import LIST_FIELDS, balances_of, parse_payment_request
@@ -66,6 +67,7 @@ __all__ = [
     "require_merchant", "sign_up",
     # settings
     "check_webhook_url", "rotate_legacy_key", "set_accepted_coins", "set_confirmations", "set_customer_static_mode",
+    "set_display_name",
     "set_webhook",
     # two-factor authentication
     "DASHBOARD_CHANNEL", "disable_totp", "enable_totp", "normalize_totp_code", "start_totp_setup", "verify_totp",
@@ -75,7 +77,7 @@ __all__ = [
     # payments
     "INVOICE", "LIST_FIELDS", "PAID", "PAYMENT_TYPES", "STATIC", "STATUSES", "WHITE_LABEL", "balances_of",
     "cancel_payment", "create_payment", "get_payment", "issue_receipt", "list_payments", "merchant_balances",
-    "parse_payment_request", "servable_coins", "show_payment",
+    "parse_payment_request", "payable_coins", "servable_coins", "show_payment",
     # payouts and refunds
     "BATCH_ITEM_FIELDS", "BATCH_NS", "KEY_NS", "MAX_BATCH_ITEMS", "PAYOUT_FIELDS", "REFUND_FIELDS", "PayoutRequest",
     "RefundRequest", "check_destination", "create_and_send", "failure_reasons", "fingerprint", "item_error",

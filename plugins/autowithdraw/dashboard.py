@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ...api import DashboardView, ValidationError
+from ...api.merchant import payable_coins, require_merchant
 from . import store
 from .routes import MAX_RULES, replace_rules, rule_view
 
@@ -13,7 +14,7 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
     rows = await store.rules_of(gateway, merchant_id)
     return DashboardView("autowithdraw/dashboard.html", {
         "rules": [rule_view(gateway, row) for row in rows], "max_rules": MAX_RULES,
-        "coins": [c.symbol for c in gateway.coins if c.payable]})
+        "coins": payable_coins(gateway, await require_merchant(gateway.db, merchant_id))})
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:

@@ -14,8 +14,8 @@ from typing import Any
 
 from ...api import ApiError, Conflict, InsufficientBalance, InvalidRequest, PayoutOrder, ValidationError, validate
 from ...api.merchant import (
-    BATCH_ITEM_FIELDS, BATCH_NS, KEY_NS, PayoutRequest, check_destination, create_and_send, fingerprint, item_error,
-    merchant_balances, namespaced, payout_route, payout_units,
+    BATCH_ITEM_FIELDS, BATCH_NS, KEY_NS, PayoutRequest, check_destination, create_and_send, failure_reasons,
+    fingerprint, item_error, list_payouts, merchant_balances, namespaced, payout_route, payout_units,
 )
 from .review_seal import seal, unseal
 from .session import Session
@@ -163,6 +163,15 @@ async def _batch_item(gateway: Any, merchant_id: str, index: int, values: dict[s
         return result
     result.update(track_id=outcome.row["track_id"], status="idempotent" if outcome.replay else "created")
     return result
+
+
+async def payout_history(gateway: Any, merchant_id: str, limit: int, offset: int = 0) -> dict[str, Any]:
+    """A page of payouts, newest first, each with its status in words (the payouts page's and Home's)."""
+    listed = await list_payouts(gateway, merchant_id, limit=limit, offset=offset)
+    reasons = await failure_reasons(gateway, merchant_id,
+                                    [p["id"] for p in listed["payouts"] if p["status"] == "FAILED"])
+    rows = [{**p, "words": status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
+    return {"payouts": rows, "total": listed["total"]}
 
 
 def status_words(status: str, reason: str | None) -> str:

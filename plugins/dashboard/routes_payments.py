@@ -24,11 +24,13 @@ from ...api.merchant import (
 )
 from .amounts import balance_cards
 from .form_errors import error_context, field_errors
+from .payout_review import payout_history
 from .session import Session, current_session
 from .views import error_text, render, see_other, signed_in
 
 routes = web.RouteTableDef()
 
+RECENT = 5  # payments and payouts on Home
 OPEN = ("Waiting", "Paying")  # a payment still moving: its page follows it
 TYPE_LABELS = {INVOICE: "Invoice (hosted page)", WHITE_LABEL: "White-label (you show the address)",
                STATIC: "Static address"}
@@ -60,12 +62,13 @@ def form_body(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, Any]
 async def home(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
-    recent = await list_payments(gateway, session.merchant_id, limit=5, full=True)
+    recent = await list_payments(gateway, session.merchant_id, limit=RECENT, full=True)
     notices = await call_collect_answers(gateway.pm, "extra_dashboard_notices", gateway=gateway,
                                          merchant_id=session.merchant_id)
     return render(request, session, "dashboard/home.html", {
         "account": account_view(gateway, merchant), "balances": await balance_cards(gateway, session.merchant_id),
         "payments": recent["payments"], "fragment_fallback": True,
+        "payouts": (await payout_history(gateway, session.merchant_id, RECENT))["payouts"],
         "panels": gateway.dashboard.entries("home-panels"),
         "alerts": [n for n in notices if isinstance(n, DashboardNotice)],
     })

@@ -17,10 +17,10 @@ from aiohttp import web
 
 from ...api import ApiError, GATEWAY, InvalidRequest, REQUEST_ID, ValidationError, pagination, text_problem, validate
 from ...api.merchant import (
-    MAX_BATCH_ITEMS, PAYOUT_FIELDS, failure_reasons, list_payouts, merchant_balances, require_merchant, servable_coins,
+    MAX_BATCH_ITEMS, PAYOUT_FIELDS, merchant_balances, require_merchant, servable_coins,
 )
 from .form_errors import error_context
-from .payout_review import FEE_NOTE, confirm_batch, confirm_payout, review_batch, review_payout, status_words
+from .payout_review import FEE_NOTE, confirm_batch, confirm_payout, payout_history, review_batch, review_payout
 from .routes_payments import form_body, pager
 from .session import Session
 from .views import render, see_other, signed_in, signed_in_with_files
@@ -48,14 +48,11 @@ async def _payouts_page(request: web.Request, session: Session, *, status: int =
     """The payouts page: the forms (with balances and minimums), then the history in words."""
     gateway = request.app[GATEWAY]
     limit, offset = pagination(request.query, default_limit=20, max_limit=200)
-    listed = await list_payouts(gateway, session.merchant_id, limit=limit, offset=offset)
-    reasons = await failure_reasons(gateway, session.merchant_id,
-                                    [p["id"] for p in listed["payouts"] if p["status"] == "FAILED"])
-    rows = [{**p, "words": status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
+    listed = await payout_history(gateway, session.merchant_id, limit, offset)
     merchant = await require_merchant(gateway.db, session.merchant_id)
     coins = servable_coins(gateway, merchant)
     return render(request, session, "dashboard/payouts.html", {
-        "payouts": rows, "page": pager(listed["total"], limit, offset, {}), "coins": coins,
+        "payouts": listed["payouts"], "page": pager(listed["total"], limit, offset, {}), "coins": coins,
         "balances": await _coin_table(gateway, session.merchant_id, coins), "values": {}, "rows_text": "",
         **context}, status=status)
 

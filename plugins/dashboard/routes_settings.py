@@ -16,7 +16,7 @@ from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
     enable_totp, list_api_keys, normalize_totp_code, redeliver, redeliverable_events, require_merchant,
     revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins, set_confirmations,
-    set_customer_static_mode, set_webhook, start_totp_setup,
+    set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
 )
 from .routes_payments import pager
 from .form_errors import error_context
@@ -42,7 +42,8 @@ async def _settings_page(request: web.Request, session: Session, *, status: int 
     row = await require_merchant(gateway.db, session.merchant_id)
     account = account_view(gateway, row)
     return render(request, session, "dashboard/settings.html", {
-        "account": account, "coins": list(gateway.coins.names()), "key_types": KEY_TYPES,
+        "account": account, "display_name": row["display_name"] or "", "coins": list(gateway.coins.names()),
+        "key_types": KEY_TYPES,
         "tabs": nav_entries(gateway, "settings-nav"), **context}, status=status)
 
 
@@ -79,6 +80,8 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
                     coin = name[len("conf_"):].upper()
                     thresholds[coin] = form_integer(value, coin, minimum=0)  # the core checks the coin's floor
             await set_confirmations(gateway, merchant_id, thresholds)
+        elif section == "profile":
+            await set_display_name(gateway, merchant_id, form.get("display_name"))
         elif section == "static-mode":
             await set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
         elif section == "rotate-key":
@@ -95,6 +98,9 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
             context = error_context(exc)
             return await _settings_page(request, session, webhook_form=typed, status=exc.status,
                                         private_url_help=private_url_help(gateway, context.get("errors")), **context)
+        if section == "profile":
+            return await _settings_page(request, session, profile_form={"display_name": form.get("display_name", "")},
+                                        status=exc.status, **error_context(exc))
         return await _settings_page(request, session, error=error_text(exc), status=exc.status)
     if shown:
         return await _settings_page(request, session, secret=shown)

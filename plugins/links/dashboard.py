@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ...api import FIAT_CURRENCIES, DashboardView, ValidationError
+from ...api.merchant import require_merchant, servable_coins
 from . import store
 from .routes_dashboard import create_link
 from .views import DEFAULT_LABEL, embed_snippet, link_view
@@ -16,8 +17,10 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
     rows = await store.list_for(gateway, merchant_id)
     links = [{**link_view(gateway, row), "snippet": embed_snippet(gateway, row["slug"], DEFAULT_LABEL)}
              for row in rows]
-    return DashboardView("links/dashboard.html", {"links": links, "coins": list(gateway.coins.names()),
-                                                         "fiats": FIAT_CURRENCIES})
+    merchant = await require_merchant(gateway.db, merchant_id)
+    # The coins a link can mint invoices in (the API refuses any other): the merchant's, the first chosen.
+    return DashboardView("links/dashboard.html", {"links": links, "coins": servable_coins(gateway, merchant),
+                                                  "fiats": FIAT_CURRENCIES})
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ...api import DashboardView, ValidationError, form_integer
+from ...api.merchant import payable_coins, require_merchant
 from . import store
 from .routes import MAX_INTERVAL, MIN_INTERVAL, create_schedule, schedule_view
 
@@ -13,7 +14,7 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
     rows = await store.list_for(gateway, merchant_id)
     return DashboardView("schedules/dashboard.html", {
         "schedules": [schedule_view(gateway, row) for row in rows],
-        "coins": [c.symbol for c in gateway.coins if c.payable], "min_interval": MIN_INTERVAL,
+        "coins": payable_coins(gateway, await require_merchant(gateway.db, merchant_id)), "min_interval": MIN_INTERVAL,
         "max_interval": MAX_INTERVAL})
 
 

@@ -1,7 +1,10 @@
 """The hosted payment page, ``GET /pay/{track_id}`` (SPEC 4.14), and its stylesheet.
 
-Server-rendered and complete without JavaScript: a refresh meta tag polls
-every 15 seconds while the payment is open (Waiting, Paying), and the
+Server-rendered and complete without JavaScript: while the payment is open
+(Waiting, Paying) a refresh meta tag inside ``<noscript>`` polls every 15
+seconds (SPEC 4.14; a browser running scripts ignores it and follows the
+page's event stream instead, so screen-reader users with scripts on are never
+pulled from the page) and a "Check again" link reloads at once, and the
 pay-with-any-coin picker is a GET form whose ``?pay_currency=`` this handler
 applies and then 303-redirects to the clean URL. Only invoices have a hosted
 page (only they have a ``payment_url``); every other track id is the same
@@ -56,7 +59,7 @@ HTML = "text/html; charset=utf-8"
 
 @lru_cache(maxsize=1024)
 def page_url(track_id: str) -> str:
-    """The page's own URL (quoted once per payment, not on every 15 s refresh)."""
+    """The page's own URL (quoted once per payment, not on every reload)."""
     return f"/pay/{quote(track_id, safe='')}"
 
 
@@ -74,7 +77,7 @@ def _utc(timestamp: int) -> datetime:
 
 @lru_cache(maxsize=1024)
 def expiry_texts(expires_at: int) -> tuple[str, str]:
-    """ISO and human text of an expiry: formatted once per payment, not on every 15 s refresh of its page."""
+    """ISO and human text of an expiry: formatted once per payment, not on every reload of its page."""
     when = _utc(expires_at)
     return when.isoformat().replace("+00:00", "Z"), when.strftime("%Y-%m-%d %H:%M UTC")
 
@@ -171,7 +174,8 @@ async def content_context(
         context["picker_options"] = picker_options(tuple(accepted), view["pay_currency"])
     if is_open:
         # No address (an invoice-style target): the plugin's payload is what the payer uses.
-        payload = qr_payload(gateway, view, gateway.coins.require(view["pay_currency"]))
+        coin = gateway.coins.require(view["pay_currency"])
+        payload = qr_payload(gateway, still_due(view, context["due_amount"]), coin)
         context["qr_svg"] = await qr_svg(gateway.cpu, payload, scale=5) if payload and len(payload) <= MAX_QR_DATA \
             else None
         if not address and payload:
@@ -187,6 +191,14 @@ async def content_context(
     if status == svc.PAID and view.get("paid_at"):
         context["paid_text"] = _utc(view["paid_at"]).strftime("%Y-%m-%d %H:%M UTC")
     return context
+
+
+def still_due(view: Mapping[str, Any], due_amount: str | None) -> Mapping[str, Any]:
+    """The view the QR and wallet link are written from: after a partial payment they ask for what is still
+    due (``paid_and_due``, exact base units), not the whole amount again; nothing due keeps the view as is."""
+    if due_amount is None or due_amount == "0" or due_amount == view["pay_amount"]:
+        return view
+    return {**view, "pay_amount": due_amount}
 
 
 def wants_forms(context: Mapping[str, Any]) -> bool:

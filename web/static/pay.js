@@ -1,7 +1,7 @@
 /* The hosted payment page, live: countdown, then status, amounts and confirmations from the page's
    event stream (GET /pay/{id}/events), updated in place. Each state also goes to the merchant's embed as
-   document "orbchain:payment" events (detail: the state). Without JavaScript the page reloads itself
-   (the meta refresh inside <noscript>); when the stream is refused, this script reloads the same way.
+   document "orbchain:payment" events (detail: the state). Without JavaScript the payer reloads it with
+   the "Check again" link inside <noscript>; when the stream is refused, this script reloads every 15 s.
    It also shows the copy buttons (hidden in the HTML: without JavaScript the values stay selectable text). */
 (function () {
   "use strict";
@@ -15,6 +15,7 @@
   var root = document.getElementById("payment");
   var countdown = document.getElementById("countdown");
   var timer = null;
+  var shownDue = byId("due-amount") ? byId("due-amount").textContent : null;  // what the QR asks for, once paid in part
 
   function byId(id) { return document.getElementById(id); }
   function text(id, value) { var el = byId(id); if (el && value !== null && value !== undefined) { el.textContent = value; } }
@@ -135,6 +136,11 @@
     var notice = byId("notice"), wording = NOTICES[state.status];
     if (notice && wording) { notice.className = wording[0]; notice.textContent = wording[1]; }
     if (state.paid_amount && state.paid_amount !== "0") {
+      // A part arrived: the server-drawn QR and wallet link must ask for the rest, so draw the page again.
+      if (!state.final && state.due_amount !== "0" && shownDue !== state.due_amount && byId("wallet-link")) {
+        location.reload();
+        return;
+      }
       text("paid-amount", state.paid_amount);
       text("due-amount", state.due_amount);
       var received = byId("received");

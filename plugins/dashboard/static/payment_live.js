@@ -18,8 +18,11 @@
     setTimeout(function () { window.location.reload(); }, ms);
   }
 
+  // Each cell labelled by its column's header, as the server renders it (a card on a phone: table.cards).
   function cell(row, text, className) {
     var td = document.createElement("td");
+    var head = document.querySelectorAll("#deposits thead th")[row.cells.length];
+    if (head) { td.setAttribute("data-label", head.textContent); }
     if (className) { td.className = className; }
     td.textContent = text;
     row.appendChild(td);
