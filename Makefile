@@ -6,7 +6,7 @@ HOST ?=
 PORT ?=
 SERVE_FLAGS := $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
-.PHONY: run test test-fast test-sqlite lint install install-test migrate bench clean
+.PHONY: run test test-fast test-sqlite lint install install-test migrate bench clean catalogues
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -30,6 +30,24 @@ migrate: install
 run: install
 	$(BIN)/orbchain migrate
 	$(BIN)/orbchain serve $(SERVE_FLAGS)
+
+## make catalogues: the payer pages' messages (babel.cfg) extracted into web/locale/orbchain.pot, merged into
+## every language's .po, and the .mo files compiled. The .mo files are committed, so a clean clone's `make install`
+## ships them with no build step; tests/test_i18n_catalogues.py fails when a .po is incomplete or a .mo is stale.
+## docs/decisions.md "Payer pages in eight languages" says how to add a language.
+CATALOGUE_LANGS := es pt ru zh de fr tr
+catalogues: install
+	$(BIN)/pybabel extract -F babel.cfg -k N_ -k gettext_noop --no-location --sort-output --project=Orbchain \
+		--copyright-holder="Orbchain contributors" -o web/locale/orbchain.pot .
+	for l in $(CATALOGUE_LANGS); do \
+		case $$l in zh) locale=zh_Hans_CN;; *) locale=$$l;; esac; \
+		if [ -f web/locale/$$l.po ]; then \
+			$(BIN)/pybabel update -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
+		else \
+			$(BIN)/pybabel init -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
+		fi; \
+		$(BIN)/pybabel compile -i web/locale/$$l.po -o web/locale/$$l.mo -l $$locale --statistics || exit 1; \
+	done
 
 ## make lint: ruff, mypy, then import-linter; rules in pyproject.toml, reasons in docs/decisions.md "Lint and types"
 ## and "One public plugin API, kept by import-linter".

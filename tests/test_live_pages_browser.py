@@ -142,3 +142,34 @@ async def test_a_partial_payment_redraws_the_qr_and_wallet_link_for_the_rest(ser
         await browser.evaluate("window.__kept = 'no reload'")
         await asyncio.sleep(1)
         assert await browser.evaluate("window.__kept") == "no reload"
+
+
+async def test_the_live_script_speaks_the_page_language(served, tmp_path):
+    """pay.js writes only words the page gave it (data-texts): a Spanish page stays Spanish as it updates."""
+    client = served
+    key = await merchant_key(client)
+    invoice = await new_invoice(client, key, return_url="https://shop.example/gracias")
+    gateway = client.app[GATEWAY]
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(invoice["payment_url"] + "?lang=es")
+        assert await browser.evaluate("document.documentElement.lang") == "es"
+        for _ in range(POLLS):
+            if gateway.services.get("live_hub") and gateway.services["live_hub"].open_streams:
+                break
+            await asyncio.sleep(0.1)
+        chain = devnet_chain(gateway)
+        coin = gateway.coins.require(invoice["pay_currency"])
+        await chain.pay(coin, invoice["address"], coin.to_units(invoice["pay_amount"]))
+        await scan(client)
+        await shows(browser, "#status", "Pagando")
+        assert await browser.text("#notice") == ("Pago detectado. Esperando las confirmaciones de la red; "
+                                                 "esta página se actualiza sola.")
+        assert await browser.text("#tx-list .confirmations") == f"0 de {coin.confirmations}"
+        assert "confirmaciones" in await browser.text("#tx-list .tx-line")
+        for _ in range(coin.confirmations + 1):
+            await chain.mine(1)
+            await scan(client)
+        await shows(browser, "#status", "Pagado")
+        assert await browser.text("#return-link") == "Volver a la tienda"
+        assert (await browser.evaluate("document.title")).startswith("Pagado · Pagar ")
+        assert await browser.text("#amount-label") == "Importe"

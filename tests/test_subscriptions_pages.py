@@ -97,7 +97,7 @@ async def test_the_form_enrols_pending_and_sends_the_customer_to_the_first_invoi
     assert await outbox(gateway, "subscription.") == []  # an unpaid sign-up costs the merchant no webhook
     assert (await run_billing(gateway)).minted == 0  # the tick bills only ACTIVE subscriptions
     manage = await (await client.get(manage_path(sub))).text()
-    assert 'id="status">PENDING<' in manage and 'id="pending-message"' in manage and pay_url in manage
+    assert 'id="status">Pending<' in manage and 'id="pending-message"' in manage and pay_url in manage
     assert "/pause" not in manage and "/cancel" in manage
 
     await pay_first_invoice(client, merchant, pay_url)
@@ -108,7 +108,7 @@ async def test_the_form_enrols_pending_and_sends_the_customer_to_the_first_invoi
     paid_page = await (await client.get(urlsplit(pay_url).path)).text()
     assert sub["manage_url"] in paid_page  # "Return to merchant" leads to the manage page once Paid
     manage = await (await client.get(manage_path(sub))).text()
-    assert 'id="status">ACTIVE<' in manage and 'id="period-end"' in manage
+    assert 'id="status">Active<' in manage and 'id="period-end"' in manage
 
 
 async def test_an_unpaid_enrolment_expires_with_its_invoice_and_never_bills(shop):
@@ -127,7 +127,7 @@ async def test_an_unpaid_enrolment_expires_with_its_invoice_and_never_bills(shop
     assert len((await api(client, "GET", "/v1/payment", merchant.merchant_key))[1]["data"]["payments"]) == 1
     assert await outbox(gateway, "subscription.") == []  # no invoiced, no failed: it never was a customer
     manage = await (await client.get(manage_path(sub))).text()
-    assert 'id="status">EXPIRED<' in manage and 'id="expired-message"' in manage and "/cancel" not in manage
+    assert 'id="status">Expired<' in manage and 'id="expired-message"' in manage and "/cancel" not in manage
     refused = await client.post(f"{manage_path(sub)}/cancel", allow_redirects=False)
     assert refused.status == 400
     summary = await enrolment.summary(gateway, merchant.merchant_id)  # (the dashboard JWT has expired by now)
@@ -229,7 +229,7 @@ async def test_pause_resume_cancel_and_the_rotated_link(shop):
     assert old.status == 404 and "Link not valid" in await old.text()
     assert (await client.post(f"{location}/resume", allow_redirects=False)).status == 404
     html = await (await client.get(fresh)).text()
-    assert 'id="status">CANCELLED<' in html and 'id="cancelled-message"' in html and "/pause" not in html
+    assert 'id="status">Cancelled<' in html and 'id="cancelled-message"' in html and "/pause" not in html
     refused = await client.post(f"{fresh}/resume", allow_redirects=False)
     assert refused.status == 400 and refused.content_type == "text/html"
     [sub] = await subscriptions(client, merchant)

@@ -23,6 +23,7 @@ from ..core.infra.config import Config, ConfigError
 from ..core.gateway import Gateway
 from ..core.startup import build_gateway
 from ..core.infra.migrate import migrate, pending
+from . import i18n
 from ..core.infra.netguard import outbound_session
 from ..core.contract.plugins import call_collect, call_event
 from ..core.infra.coordination import coordination
@@ -173,7 +174,8 @@ def create_app(
         app.router.add_routes(table)
     # Templates ship inside the packages and never change under a running
     # process: compile each once and skip the per-render stat of its file.
-    aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True, auto_reload=False)
+    env = aiohttp_jinja2.setup(app, loader=template_loader(gateway), autoescape=True, auto_reload=False)
+    i18n.install(env)  # payer pages in the payer's language (web/i18n.py)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx, ops_listener_ctx])
     app.on_shutdown.extend([close_streams, drain_jobs])

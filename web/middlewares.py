@@ -26,7 +26,9 @@ from ..core.gateway import Gateway
 from ..core.infra.logs import ACCESS_LOGGER, request_context
 from ..core.infra.metrics import UNMATCHED_ROUTE
 from ..core.accounts.security_events import request_origin
+from . import i18n
 from .edge import request_text_problems
+from .i18n import gettext as _, gettext_noop as N_
 from .envelope import error_response
 from .pages import is_html_page, is_html_path, page_security_headers
 from .key_requests import announce_key_request, key_request_listened
@@ -127,6 +129,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
         log_context = {"request_id": request_id}
         request_context.set(log_context)
         request_origin.set(_Origin(request))
+        i18n.bind(request)
         gateway = request.app[GATEWAY]
         try:
             errors = request_text_problems(request.path, request.query if request.query_string else _NO_QUERY,
@@ -167,6 +170,8 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             err.status, err.type = 500, "internal"
             response = _render_error(request, err)
         response.headers[REQUEST_ID_HEADER] = request_id
+        if response.content_type == "text/html":
+            i18n.mark_page_response(request, response)
         served(request, gateway, response.status, started)
         principal = request.get(PRINCIPAL)  # also set when the request was refused after authentication
         if principal is not None and principal.key_id is not None:
@@ -194,15 +199,25 @@ def served(request: web.Request, gateway: Gateway, status: int, started: float) 
                                "duration_ms": round(seconds * 1000, 3)})
 
 
-_PAGE_TITLES = {404: "Not found", 429: "Too many requests", 503: "Temporarily unavailable", 500: "Something went wrong"}
+_PAGE_TITLES = {404: N_("Not found"), 429: N_("Too many requests"), 503: N_("Temporarily unavailable"),
+                500: N_("Something went wrong")}
+# Statuses whose cause the payer can do nothing about but wait or go back: one sentence in their language
+# (the others keep the error's own words, which name the field or value at fault).
+_PAGE_MESSAGES = {
+    404: N_("There is nothing at this address. Check the link you were given."),
+    429: N_("Please wait a minute and reload this page."),
+    503: N_("This service is briefly unavailable. Please try again in a few minutes."),
+    500: N_("Something went wrong on our side. Please try again in a moment."),
+}
 
 
 def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:
     """The JSON envelope for the API; an HTML page for routes people see (any method at their address)."""
     if not is_html_page(_route_handler(request)) and not (error.status == 405 and _page_address(request)):
         return error_response(error)
-    title = _PAGE_TITLES.get(error.status, "Request refused")
-    message = "Please wait a minute and reload this page." if error.status == 429 else error.message.capitalize() + "."
+    title = _(_PAGE_TITLES.get(error.status, N_("Request refused")))
+    fixed = _PAGE_MESSAGES.get(error.status)
+    message = _(fixed) if fixed else error.message.capitalize() + "."
     response = aiohttp_jinja2.render_template("error.html", request, {"title": title, "message": message},
                                               status=error.status)
     response.headers.update(error.headers)

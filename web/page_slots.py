@@ -10,6 +10,9 @@ pieces with that view's values, escaped as the template would have escaped
 them. A slot whose value is None is part of the content (the template may
 test it), not a slot.
 
+The page's language (``web/i18n.py``) is part of every key: one payer's
+language is never served to another.
+
 Hooks (``decide_page_branding``, ``extra_pay_page_forms``) still run on every view: their
 answers are part of the context, so a changed answer is a new rendering.
 A caller that knows what its content depends on (the pay page: its rows'
@@ -28,6 +31,7 @@ import jinja2
 from markupsafe import Markup, escape
 
 from ..core.infra.bounded import LruMap
+from .i18n import language
 
 CACHED_PAGES = 512  # distinct contents kept (an open page is a few KB)
 _PLAIN = frozenset({str, int, bool, float, type(None), Markup})  # hashable as they are: no _frozen call
@@ -77,6 +81,8 @@ class SlottedTemplate:
         of this view, and ``context()`` builds the whole context (slots
         included), called only on a miss.
         """
+        if key is not None:
+            key = (language(), key)  # the same content in two languages is two renderings
         try:
             pieces = None if key is None else self._renderings.get(key)
         except TypeError:  # an unhashable value (a plugin's object): render as usual

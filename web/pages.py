@@ -108,7 +108,8 @@ def render_page(request: web.Request, template: str, context: Mapping[str, Any],
     page may run carries it) and the response the hosted pages' security
     headers (``script_origin``: a captcha widget's provider, see
     ``security_headers``). Plugin pages extend ``base.html``, so the layout's branding
-    (``branding``: ask ``services.page_branding_for``) reaches them too.
+    (``branding``: ask ``services.page_branding_for``), ``<html lang>`` and the language links
+    reach them too; their ``_()`` answers in the request's language (web/i18n.py).
     """
     nonce = secrets.token_urlsafe(16)
     response = aiohttp_jinja2.render_template(template, request, {**context, "nonce": nonce, "branding": branding},

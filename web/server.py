@@ -43,6 +43,7 @@ from ..core.errors import ApiError
 from ..core.infra.stopping import (
     CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline, ignore_late_stop_signals)
 from .envelope import error_response
+from .i18n import gettext as _
 from .keys import GATEWAY
 from .pages import is_html_path, page_security_headers
 
@@ -97,8 +98,8 @@ def _routed_path(text: str) -> str | None:
 def error_page(app: web.Application, status: int) -> web.Response:
     """The hosted pages' error page for a request to a page's address that could not even be parsed."""
     body = aiohttp_jinja2.get_env(app).get_template("error.html").render(
-        title="Request refused", message="This address is too long or malformed, so nothing was done. Go back"
-                                         " to the page that sent you here and start again.")
+        title=_("Request refused"), message=_("This address is too long or malformed, so nothing was done. Go back"
+                                              " to the page that sent you here and start again."))
     response = page_security_headers(web.Response(status=status, text=body, content_type="text/html"))
     response.headers["Server"] = SERVER_NAME
     return response

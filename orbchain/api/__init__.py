@@ -135,6 +135,11 @@ from ..core.payments.qr import MAX_QR_DATA, qr_svg
 from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
 from ..web.pages import html_page, page_security_headers, render_page, security_headers
 
+# Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
+# the lookups templates and handlers share, and a plugin's own catalogue.
+from ..web.i18n import LANGUAGES, add_catalogue, format_timestamp, gettext, gettext_noop, ngettext, using_language
+from ..web.i18n import language as page_language
+
 # Live pages: the change feed's topic on gateway.signals (payload: the payment's track id, after each commit
 # that changed its status, deposits or confirmations), the event stream a hosted payment's page follows, and
 # the one a signed-in merchant's page serves for any of its payments (the plugin checks its own session).
@@ -229,6 +234,9 @@ __all__ = [
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
     "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "security_headers",
     "widget_token",
+    # payer pages' languages
+    "LANGUAGES", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext", "page_language",
+    "using_language",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
     "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",

@@ -22,7 +22,7 @@ from aiohttp import web
 
 from ...api import (
     AmountError, ApiError, Gateway, PaymentView, ValidationError, create_invoice, gateway_of, html_page,
-    page_branding_for, parse_decimal, rate_class, refuse_in_maintenance, render_page,
+    gettext as _, ngettext, page_branding_for, parse_decimal, rate_class, refuse_in_maintenance, render_page,
 )
 from . import store, visitors
 from .minting import pay_page, spend_mint_budget
@@ -53,18 +53,18 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
     try:
         amount = parse_decimal(text)
     except AmountError as exc:
-        raise ValueError(f"The amount {exc}.") from None
+        raise ValueError(_("The amount %(problem)s.", problem=_(str(exc)))) from None
     if amount <= 0:
-        raise ValueError("Enter an amount greater than 0.")
+        raise ValueError(_("Enter an amount greater than 0."))
     if link["fiat_currency"]:
         exponent = amount.as_tuple().exponent
         if isinstance(exponent, int) and -exponent > FIAT_DECIMALS:
-            raise ValueError(f"Use at most {FIAT_DECIMALS} decimals.")
+            raise ValueError(ngettext("Use at most %(num)d decimal.", "Use at most %(num)d decimals.", FIAT_DECIMALS))
         return amount  # its coin amount is bounded when the invoice prices it (a ValidationError)
     try:
         gateway.coins.require(link["coin"]).to_units(amount)
     except AmountError as exc:
-        raise ValueError(f"The amount {exc}.") from None
+        raise ValueError(_("The amount %(problem)s.", problem=_(str(exc)))) from None
     return amount
 
 
@@ -124,11 +124,11 @@ async def resolve(request: web.Request) -> web.StreamResponse:
     gateway = gateway_of(request)
     link = await store.by_slug(gateway, request.match_info["slug"])
     if link is None:
-        return _error_page(request, 404, "Payment link not found",
-                           "This payment link is not valid. Check the link you were given.")
+        return _error_page(request, 404, _("Payment link not found"),
+                           _("This payment link is not valid. Check the link you were given."))
     if not link["enabled"]:
-        return _error_page(request, 410, "Payment link disabled",
-                           "This payment link is no longer active. Ask the merchant for a new one.")
+        return _error_page(request, 410, _("Payment link disabled"),
+                           _("This payment link is no longer active. Ask the merchant for a new one."))
     try:
         price = _fixed_price(gateway, link)
         if price is not None:
@@ -146,12 +146,12 @@ async def resolve(request: web.Request) -> web.StreamResponse:
         except ValueError as exc:
             error = str(exc)
         except ValidationError as exc:  # priced above the coin's maximum: the payer's amount to fix
-            error = f"The amount {'; '.join((exc.detail or {}).values()) or exc.message}."
+            error = _("The amount %(problem)s.", problem="; ".join((exc.detail or {}).values()) or exc.message)
         return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=error, status=400)
     except ApiError as exc:
         if exc.status == 410:  # disabled while this request minted: the invoice rolled back
-            return _error_page(request, 410, "Payment link disabled",
-                               "This payment link is no longer active. Ask the merchant for a new one.")
+            return _error_page(request, 410, _("Payment link disabled"),
+                               _("This payment link is no longer active. Ask the merchant for a new one."))
         raise
 
 

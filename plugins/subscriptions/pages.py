@@ -17,7 +17,6 @@ link answers 404.
 from __future__ import annotations
 
 import secrets
-from datetime import UTC, datetime
 from typing import Any, Mapping
 
 import aiohttp_jinja2
@@ -25,8 +24,8 @@ from aiohttp import web
 
 from ...api import (
     ApiError, Field, Forbidden, InvalidRequest, SignInWidget, ValidationError, check_public_form, client_ip,
-    form_widget, gateway_of, html_page, page_branding_for, page_security_headers, rate_class, read_form, validate,
-    widget_token,
+    form_widget, format_timestamp, gateway_of, gettext as _, html_page, ngettext, page_branding_for,
+    page_security_headers, rate_class, read_form, validate, widget_token,
 )
 from . import checkout, enrolment, store
 from .store import ACTIVE, PAUSED, PENDING
@@ -37,16 +36,17 @@ FORM_FIELDS = [Field("email", "email", max_len=254), Field("customer_ref", max_l
 
 
 def when(timestamp: Any) -> str | None:
-    return None if timestamp is None else datetime.fromtimestamp(int(timestamp), UTC).strftime("%Y-%m-%d %H:%M UTC")
+    """A date the customer reads, in the page's language (``format_timestamp``)."""
+    return None if timestamp is None else format_timestamp(int(timestamp))
 
 
 def every(seconds: int) -> str:
     """The interval in words a customer reads ("30 days", "1 hour", "90 minutes" stays in seconds)."""
-    for unit, size in (("day", 86400), ("hour", 3600)):
-        if seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}" + ("s" if count != 1 else "")
-    return f"{seconds} seconds"
+    if seconds % 86400 == 0:
+        return ngettext("%(num)d day", "%(num)d days", seconds // 86400)
+    if seconds % 3600 == 0:
+        return ngettext("%(num)d hour", "%(num)d hours", seconds // 3600)
+    return ngettext("%(num)d second", "%(num)d seconds", seconds)
 
 
 async def _render(request: web.Request, template: str, context: Mapping[str, Any], merchant_id: str,
@@ -83,8 +83,9 @@ async def _enabled_plan(request: web.Request) -> Mapping[str, Any] | None:
 
 
 def _plan_gone(request: web.Request) -> web.Response:
-    return _not_found(request, "Plan not available",
-                      "This subscription plan does not exist or is no longer offered. Ask the merchant for a new link.")
+    return _not_found(request, _("Plan not available"),
+                      _("This subscription plan does not exist or is no longer offered. "
+                        "Ask the merchant for a new link."))
 
 
 async def _form(request: web.Request) -> Mapping[str, Any]:
@@ -141,9 +142,9 @@ async def _by_token(request: web.Request) -> Mapping[str, Any] | None:
 
 
 def _link_gone(request: web.Request) -> web.Response:
-    return _not_found(request, "Link not valid",
-                      "This subscription link is not valid: it may have been replaced after a cancellation. "
-                      "Use the newest link you were given.")
+    return _not_found(request, _("Link not valid"),
+                      _("This subscription link is not valid: it may have been replaced after a cancellation. "
+                        "Use the newest link you were given."))
 
 
 @routes.get("/subscribe/manage/{token}")

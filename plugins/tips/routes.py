@@ -18,7 +18,7 @@ from aiohttp import web
 
 from ...api import (
     AmountError, MerchantRecord, create_invoice, gateway_of, html_page, merchant_by_account_id, page_branding_for,
-    parse_decimal, rate_class, read_form, receivable_coins, render_page,
+    gettext as _, parse_decimal, rate_class, read_form, receivable_coins, render_page,
 )
 from ..links.minting import pay_page, spend_mint_budget
 from ..links.settings import settings_of
@@ -33,7 +33,7 @@ TIP_ORDER_ID = "tip"
 
 def _not_found(request: web.Request) -> web.Response:
     return render_page(request, "error.html", {
-        "title": "Tip page not found", "message": "There is no tip page here. Check the link you were given."},
+        "title": _("Tip page not found"), "message": _("There is no tip page here. Check the link you were given.")},
         status=404)
 
 
@@ -55,7 +55,7 @@ async def _tippable(request: web.Request) -> tuple[MerchantRecord, tuple[str, ..
     coins = receivable_coins(gateway, merchant)
     if not coins:
         return render_page(request, "error.html", {
-            "title": "Tips unavailable", "message": "This merchant accepts no tips right now."}, status=503)
+            "title": _("Tips unavailable"), "message": _("This merchant accepts no tips right now.")}, status=503)
     return merchant, coins
 
 
@@ -92,7 +92,7 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     shown = typed[:MAX_FIELD_TEXT]  # echoed in the form only: the amount itself is never cut
     if coin is None:
         return await _page(request, merchant, coins, coins[0], amount=shown,
-                           error="Choose one of the coins offered.", status=400)
+                           error=_("Choose one of the coins offered."), status=400)
     gateway = gateway_of(request)
     try:
         value = parse_decimal(typed)  # the one strict parser: no spaces, no comma, no exponent
@@ -101,7 +101,8 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
         gateway.coins.require(coin).to_units(value)  # and the coin's maximum
     except AmountError as exc:
         return await _page(request, merchant, coins, coin, amount=shown,
-                           error=f"The amount {exc}. Enter an amount of {coin}, for example 0.01.", status=400)
+                           error=_("The amount %(problem)s. Enter an amount of %(coin)s, for example 0.01.",
+                                   problem=_(str(exc)), coin=coin), status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
     invoice = await create_invoice(
         gateway, merchant.merchant_id, amount=value, currency=coin, coins=[coin], description=TIP_DESCRIPTION,

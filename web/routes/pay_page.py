@@ -44,6 +44,7 @@ from ..live_state import paid_and_due, safe_return_url, shown_status
 from .pay_events import events_path
 from ..page_slots import CACHED_PAGES, SlottedTemplate
 from ..pages import html_page, page_security_headers, security_headers
+from ..i18n import gettext as _
 
 routes = web.RouteTableDef()
 
@@ -76,10 +77,10 @@ def _utc(timestamp: int) -> datetime:
 
 
 @lru_cache(maxsize=1024)
-def expiry_texts(expires_at: int) -> tuple[str, str]:
-    """ISO and human text of an expiry: formatted once per payment, not on every reload of its page."""
-    when = _utc(expires_at)
-    return when.isoformat().replace("+00:00", "Z"), when.strftime("%Y-%m-%d %H:%M UTC")
+def expiry_iso(expires_at: int) -> str:
+    """The machine-readable expiry (``<time datetime>``), formatted once per payment; the text the payer reads
+    is the template's ``payer_datetime``, in their language."""
+    return _utc(expires_at).isoformat().replace("+00:00", "Z")
 
 
 @lru_cache(maxsize=1024)
@@ -163,7 +164,8 @@ async def content_context(
         "remaining": None,
         "remaining_seconds": None,
         "expires_iso": None,
-        "expires_text": None,
+        "expires_at": None,
+        "paid_at": None,
     }
     if deposits:
         pay_units = None if view["pay_amount"] is None else gateway.coins.require(view["pay_currency"]).to_units(
@@ -187,9 +189,9 @@ async def content_context(
         if estimate is not None:
             context.update(amount_fiat=estimate, fiat_currency="USD", fiat_estimated=True)
     if is_open and expires_at is not None:
-        context["expires_iso"], context["expires_text"] = expiry_texts(expires_at)
+        context["expires_iso"], context["expires_at"] = expiry_iso(expires_at), expires_at
     if status == svc.PAID and view.get("paid_at"):
-        context["paid_text"] = _utc(view["paid_at"]).strftime("%Y-%m-%d %H:%M UTC")
+        context["paid_at"] = view["paid_at"]
     return context
 
 
@@ -278,7 +280,8 @@ async def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Seque
 def not_found_page(request: web.Request) -> web.Response:
     response = aiohttp_jinja2.render_template(
         "error.html", request,
-        {"title": "Payment not found", "message": "This payment link is not valid. Check the link you were given."},
+        {"title": _("Payment not found"),
+         "message": _("This payment link is not valid. Check the link you were given.")},
         status=404,
     )
     return page_security_headers(response)
@@ -319,7 +322,8 @@ async def pay_page(request: web.Request) -> web.StreamResponse:
     def context() -> dict[str, Any]:  # only when this content and these answers were never rendered
         return {**content.context, "forms": forms, "branding": branding, **values}
 
-    # The key: the content, then the hooks' answers (they run on every view; a new answer is a new rendering).
+    # The key: the content, then the hooks' answers (they run on every view; a new answer is a new rendering);
+    # SlottedTemplate adds the page's language.
     key = (content, tuple(forms), branding) if content.cached else None
     body = _pay_template(gateway).render_bytes(aiohttp_jinja2.get_env(request.app), key, values, context)
     headers = security_headers(nonce, branding, live=content.context["events_url"] is not None)

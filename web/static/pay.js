@@ -1,18 +1,22 @@
 /* The hosted payment page, live: countdown, then status, amounts and confirmations from the page's
    event stream (GET /pay/{id}/events), updated in place. Each state also goes to the merchant's embed as
-   document "orbchain:payment" events (detail: the state). Without JavaScript the payer reloads it with
-   the "Check again" link inside <noscript>; when the stream is refused, this script reloads every 15 s.
-   It also shows the copy buttons (hidden in the HTML: without JavaScript the values stay selectable text). */
+   document "orbchain:payment" events (detail: the state). Without JavaScript the page reloads itself
+   (the meta refresh inside <noscript>, SPEC 4.14) or by the "Check again" link; when the stream is refused,
+   this script reloads every 15 s. It also shows the copy buttons (hidden in the HTML: without JavaScript
+   the values stay selectable text). Every word it writes comes from the page (data-texts, rendered in the
+   payer's language by the server). */
 (function () {
   "use strict";
   var RELOAD_MS = 15000;
-  var NOTICES = {
-    Paying: ["notice notice-info", "Payment detected. Waiting for network confirmations; this page updates by itself."],
-    Paid: ["notice notice-success", "Paid. Thank you, your payment is complete."],
-    Expired: ["notice notice-error", "This payment has expired. Do not send funds to it; ask the merchant for a new payment link."],
-    Cancelled: ["notice notice-error", "This payment was cancelled. Do not send funds to it."]
-  };
+  var NOTICE_CLASSES = {Paying: "notice notice-info", Paid: "notice notice-success",
+                        Expired: "notice notice-error", Cancelled: "notice notice-error"};
   var root = document.getElementById("payment");
+  var TEXTS = {statuses: {}, notices: {}, tx_statuses: {}};
+  try { TEXTS = JSON.parse(root.getAttribute("data-texts")) || TEXTS; } catch (e) { /* no page texts: the raw values */ }
+  function fill(pattern, values) {
+    return String(pattern || "").replace(/\{(\w+)\}/g, function (all, name) { return name in values ? values[name] : all; });
+  }
+  function say(key, fallback) { return TEXTS[key] || fallback; }
   var countdown = document.getElementById("countdown");
   var timer = null;
   var shownDue = byId("due-amount") ? byId("due-amount").textContent : null;  // what the QR asks for, once paid in part
@@ -55,14 +59,16 @@
       amount.textContent = tx.amount + " " + tx.coin;
       var confirmations = document.createElement("span");
       confirmations.className = "confirmations";
-      confirmations.textContent = tx.confirmations < tx.required ? tx.confirmations + " of " + tx.required : String(tx.confirmations);
+      confirmations.textContent = tx.confirmations < tx.required ?
+        fill(say("of", "{done} of {required}"), {done: tx.confirmations, required: tx.required}) : String(tx.confirmations);
       var status = document.createElement("span");
       status.className = "tx-status";
-      status.textContent = tx.status.charAt(0).toUpperCase() + tx.status.slice(1).toLowerCase();
+      status.textContent = TEXTS.tx_statuses[tx.status.toLowerCase()] ||
+        tx.status.charAt(0).toUpperCase() + tx.status.slice(1).toLowerCase();
       line.appendChild(amount);
       line.appendChild(document.createTextNode(" · "));
       line.appendChild(confirmations);
-      line.appendChild(document.createTextNode(" confirmations · "));
+      line.appendChild(document.createTextNode(" " + say("confirmations", "confirmations") + " · "));
       line.appendChild(status);
       li.appendChild(hash);
       li.appendChild(line);
@@ -99,7 +105,7 @@
         button.hidden = false;
         button.addEventListener("click", function () {
           copyText(target, function () {
-            button.textContent = "Copied";
+            button.textContent = say("copied", "Copied");
             setTimeout(function () { button.textContent = label; }, 2000);
           });
         });
@@ -118,7 +124,7 @@
     a.className = "button";
     a.href = url;
     a.rel = "noopener noreferrer";
-    a.textContent = "Return to the store";
+    a.textContent = say("return", "Return to the store");
     p.appendChild(a);
     notice.parentNode.insertBefore(p, notice.nextSibling);
   }
@@ -126,15 +132,19 @@
   function apply(state) {
     var badge = byId("status");
     if (badge) {
-      badge.textContent = state.status;
+      badge.textContent = TEXTS.statuses[state.status] || state.status;
       badge.className = "badge badge-" + state.status.toLowerCase();
     }
     if (state.pay_amount) {
-      document.title = state.status + " · Pay " + state.pay_amount + " " + state.pay_currency;
+      document.title = fill(say("title", "{status} · Pay {amount} {currency}"), {
+        status: TEXTS.statuses[state.status] || state.status, amount: state.pay_amount, currency: state.pay_currency});
       text("pay-amount", state.pay_amount);
     }
-    var notice = byId("notice"), wording = NOTICES[state.status];
-    if (notice && wording) { notice.className = wording[0]; notice.textContent = wording[1]; }
+    var notice = byId("notice"), wording = TEXTS.notices[state.status];
+    if (notice && wording && NOTICE_CLASSES[state.status]) {
+      notice.className = NOTICE_CLASSES[state.status];
+      notice.textContent = wording;
+    }
     if (state.paid_amount && state.paid_amount !== "0") {
       // A part arrived: the server-drawn QR and wallet link must ask for the rest, so draw the page again.
       if (!state.final && state.due_amount !== "0" && shownDue !== state.due_amount && byId("wallet-link")) {
@@ -153,7 +163,7 @@
     }
     if (state.final) {
       hideAll(".deposit, .devnet, .countdown");
-      text("amount-label", "Amount");
+      text("amount-label", say("amount", "Amount"));
       if (state.status === "Paid") { showReturnLink(state.return_url); }
     }
     document.dispatchEvent(new CustomEvent("orbchain:payment", {detail: state}));
