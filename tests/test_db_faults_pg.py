@@ -26,7 +26,7 @@ from orbchain.core.ledger.check import check_ledger
 from orbchain.scheduler.runner import run_job_once
 
 from .support import api
-from .test_db_faults_sqlite import OUTAGE_LOG, assert_unavailable
+from .test_db_faults_sqlite import OUTAGE_LOG, assert_unavailable, outage_ends_at_once  # noqa: F401 - autouse
 
 pytestmark = pytest.mark.postgresql_only("pg_terminate_backend and advisory locks are PostgreSQL's")
 

@@ -20,6 +20,7 @@ from typing import Any, Iterator
 
 import pytest
 
+from orbchain.core.infra import db_faults
 from orbchain.core.infra.config import load_config
 from orbchain.core.ledger.check import check_ledger
 from orbchain.web.app import create_app
@@ -29,6 +30,12 @@ from .support import api, signup
 
 TOKEN = "db-faults-metrics-token-0123"
 OUTAGE_LOG = "orbchain.core.infra.db_faults"
+
+
+@pytest.fixture(autouse=True)
+def outage_ends_at_once(monkeypatch):
+    """The first answer after the fault ends the outage (no second of quiet to wait for in a test)."""
+    monkeypatch.setattr(db_faults, "QUIET_SECONDS", 0)
 
 
 def _run(*command: str) -> None:

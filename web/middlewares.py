@@ -157,11 +157,14 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             err = ApiError(message)
             err.status, err.type = exc.status, kind
             response = _render_error(request, err)
-        except ConnectionResetError:
-            # The client left before sending the body it announced: nobody reads an
-            # answer, and a traceback per dropped client would let anyone fill the log.
-            log.info("client went away during %s %s (request %s)", request.method, request.path, request_id)
-            response = _render_error(request, ApiError("request body incomplete"))
+        except ConnectionResetError as exc:
+            if (cause := unavailable_cause(exc)) is not None:  # the database's socket, not the client's
+                response = _render_error(request, gateway.db_outage.failed(cause, _where(request)))
+            else:
+                # The client left before sending the body it announced: nobody reads an
+                # answer, and a traceback per dropped client would let anyone fill the log.
+                log.info("client went away during %s %s (request %s)", request.method, request.path, request_id)
+                response = _render_error(request, ApiError("request body incomplete"))
         except Exception as exc:  # the envelope must hide internals
             cause = unavailable_cause(exc)
             if cause is not None:  # the database is away: 503, logged once per outage (core/infra/db_faults.py)

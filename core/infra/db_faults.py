@@ -29,7 +29,8 @@ from ..errors import ServiceUnavailable
 log = logging.getLogger(__name__)
 
 COMPONENT = "database"
-RETRY_AFTER_SECONDS = 5  # a restart takes seconds; clients retry soon rather than give up
+RETRY_AFTER_SECONDS = 5
+QUIET_SECONDS = 1.0  # an outage ends when the database answered and no error came for this long  # a restart takes seconds; clients retry soon rather than give up
 _ASYNCPG_DIR = str(Path(asyncpg.__file__).parent)
 _DB_LAYER = str(Path(__file__).parent / "db")  # core/infra/db*.py: connecting, acquiring
 
@@ -74,11 +75,26 @@ def unavailable_cause(exc: BaseException) -> str | None:
     return None
 
 
+def connection_gone(conn: asyncpg.Connection, exc: BaseException) -> bool:
+    """Whether ``exc`` ended ``conn``'s session (closed, or the server said it is going away).
+
+    A statement that failed this way must not be followed by another on the
+    same connection: asyncpg may not have seen the socket close yet, and
+    the next statement fails as "another operation is in progress".
+    """
+    return conn.is_closed() or unavailable_cause(exc) is not None
+
+
 def _cause_of(exc: BaseException) -> str | None:
     for kind, cause in _PG_AWAY:
         if isinstance(exc, kind):
             return cause
     if isinstance(exc, asyncpg.InterfaceError) and "connection is closed" in str(exc):
+        return "connection lost"
+    if isinstance(exc, asyncpg.InternalClientError) and "another operation" in str(exc):
+        # The server ended an idle session (shutdown, pg_terminate_backend) with a message asyncpg got
+        # between two statements: the next statement finds the protocol still busy with it. Statements
+        # of one connection never overlap here otherwise (core/infra/db_pinning.py).
         return "connection lost"
     if isinstance(exc, sqlite3.OperationalError):
         text = str(exc).lower()
@@ -138,6 +154,7 @@ class DatabaseOutage:
         self.down_since: float | None = None  # float ok: a monotonic clock reading
         self.cause: str | None = None
         self.errors = 0  # errors in the current (or last) outage
+        self._last_error = float("-inf")  # float ok: a monotonic clock reading
 
     @property
     def down(self) -> bool:
@@ -146,6 +163,7 @@ class DatabaseOutage:
     def failed(self, cause: str, where: str) -> DatabaseUnavailable:
         """Count one error; log the first of an outage, naming the component and where it was met."""
         self._count(cause)
+        self._last_error = self._clock()
         if self.down_since is None:
             self.down_since, self.cause, self.errors = self._clock(), cause, 0
             self._up(False)
@@ -156,8 +174,12 @@ class DatabaseOutage:
         return DatabaseUnavailable(cause)
 
     def answered(self) -> None:
-        """The database answered: end the outage, if there was one, with one line."""
-        if self.down_since is None:
+        """The database answered: end the outage, if there was one, with one line.
+
+        Only once no error came for ``QUIET_SECONDS``: while a server shuts down, sessions not yet told
+        still answer for a moment, and an outage ended at once would be logged again a moment later.
+        """
+        if self.down_since is None or self._clock() - self._last_error < QUIET_SECONDS:
             return
         seconds = self._clock() - self.down_since
         self.down_since = None
