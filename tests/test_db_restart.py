@@ -15,7 +15,7 @@ Retry-After (never a 500); every create and payout answered 200 exists;
 every devnet payment is one deposit, credited once; every payout is paid
 once; the webhooks arrived; ``ledger check`` is clean; ``/ready`` named the
 database while it was away; ``/metrics`` counted the errors; the log named
-each outage once. One test, one cluster: about 20 seconds.
+each outage once. One test on one cluster: about 25 seconds, the cluster's start included.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .test_payouts import BTC_DEST
 pytestmark = pytest.mark.slow
 
 OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
-FAULTS = (("fast", 1.5), ("immediate", 1.0), ("kill", 1.0))  # how the server goes away, and for how long
+FAULTS = (("fast", 1.0), ("immediate", 1.0), ("kill", 1.0))  # how the server goes away, and for how long
 CALM_SECONDS = 1.5  # load before, between and after the faults
 
 
@@ -78,7 +78,7 @@ async def creates(client: Any, merchant: Any, load: Load) -> None:
                                                    json={"currency": "BTC", "amount": "0.0002"}))
         if body is not None:
             load.created.append((body["data"]["track_id"], body["data"]["address"]))
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(0.1)
 
 
 async def payouts(client: Any, merchant: Any, load: Load) -> None:
@@ -96,6 +96,8 @@ async def payers(gateway: Any, load: Load) -> None:
     chain, coin = devnet_chain(gateway), gateway.coins.require("BTC")
     while not load.stopping:
         for track_id, address in list(load.created):
+            if load.stopping:
+                break
             if track_id in load.paid:
                 continue
             try:
