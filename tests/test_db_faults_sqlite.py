@@ -168,7 +168,7 @@ async def test_read_only_file_answers_503_then_writes_again(aiohttp_client, tmp_
         assert status == 200, body
         assert len([r for r in caplog.records if r.name == OUTAGE_LOG and "unavailable (" in r.getMessage()]) == 1
     finally:
-        subprocess.run(["chattr", "-i", *files], check=False)
+        _run("chattr", "-i", *files)
     status, body, _ = await create(client, merchant)
     assert status == 200, body
     created.append(body["data"]["track_id"])

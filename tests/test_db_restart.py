@@ -38,7 +38,7 @@ from orbchain.scheduler.runner import run_job_once
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .pg_cluster import PrivateCluster, private_pg  # noqa: F401 - the session fixture
+from .pg_cluster import PrivateCluster  # its session fixture private_pg: a plugin of tests/conftest.py
 from .support import WebhookReceiver, advance_clock, api, bearer, signup
 from .test_db_faults_sqlite import OUTAGE_LOG, TOKEN
 from .test_payouts import BTC_DEST

@@ -29,8 +29,8 @@ from ..errors import ServiceUnavailable
 log = logging.getLogger(__name__)
 
 COMPONENT = "database"
-RETRY_AFTER_SECONDS = 5
-QUIET_SECONDS = 1.0  # an outage ends when the database answered and no error came for this long  # a restart takes seconds; clients retry soon rather than give up
+RETRY_AFTER_SECONDS = 5  # a restart takes seconds; clients retry soon rather than give up
+QUIET_SECONDS = 1.0  # an outage ends when the database answered and no error came for this long
 _ASYNCPG_DIR = str(Path(asyncpg.__file__).parent)
 _DB_LAYER = str(Path(__file__).parent / "db")  # core/infra/db*.py: connecting, acquiring
 
