@@ -55,6 +55,7 @@ class Load:
 
     def __init__(self) -> None:
         self.statuses: Counter[int] = Counter()
+        self.page_statuses: Counter[int] = Counter()
         self.refusals: list[tuple[dict[str, Any], dict[str, str]]] = []
         self.created: list[tuple[str, str]] = []  # (track_id, address) of each create answered 200
         self.paid: dict[str, str] = {}  # track_id -> devnet tx hash
@@ -121,6 +122,19 @@ async def scheduler(gateway: Any, load: Load, jobs: tuple[str, ...]) -> None:
         await asyncio.sleep(0.1)
 
 
+async def pages(client: Any, load: Load, path: str) -> None:
+    """The payer's hosted page: a 503 is the HTML "Temporarily unavailable" page, not the JSON envelope."""
+    while not load.stopping:
+        if path:
+            response = await client.get(path)
+            text = await response.text()
+            load.page_statuses[response.status] += 1
+            if response.status == 503:
+                assert "text/html" in response.headers["Content-Type"] and "Temporarily unavailable" in text
+                assert int(response.headers["Retry-After"]) > 0
+        await asyncio.sleep(0.1)
+
+
 async def probe_ready(client: Any, load: Load) -> None:
     while not load.stopping:
         response = await client.get("/ready", headers=OPERATOR)
@@ -173,7 +187,10 @@ async def restart_shop(private_pg, aiohttp_client, tmp_path):
     for _ in range(btc.confirmations + 1):
         await chain.mine(1)
         await run_job_once(gateway, gateway.jobs.get(scan_job_name("devnet")))
-    yield client, merchant, gateway, receiver
+    status, body = await api(client, "POST", "/v1/payment/invoice", merchant.merchant_key,
+                             json={"amount": "25", "currency": "USD"})
+    assert status == 200, body
+    yield client, merchant, gateway, receiver, f"/pay/{body['data']['track_id']}"
     await receiver.close()
 
 
@@ -197,12 +214,12 @@ async def settle(gateway: Any, load: Load, jobs: tuple[str, ...]) -> None:
 
 async def test_restarts_under_load_lose_nothing_and_credit_once(private_pg, restart_shop, caplog):
     caplog.set_level(logging.INFO)
-    client, merchant, gateway, receiver = restart_shop
+    client, merchant, gateway, receiver, page = restart_shop
     jobs = (scan_job_name("devnet"), PAYOUT_JOB, DELIVERY_JOB)
     load = Load()
     tasks = [asyncio.ensure_future(work) for work in (
         creates(client, merchant, load), creates(client, merchant, load), payouts(client, merchant, load),
-        payers(gateway, load), scheduler(gateway, load, jobs), probe_ready(client, load))]
+        payers(gateway, load), scheduler(gateway, load, jobs), probe_ready(client, load), pages(client, load, page))]
     windows = []
     try:
         await asyncio.sleep(CALM_SECONDS)
@@ -218,6 +235,7 @@ async def test_restarts_under_load_lose_nothing_and_credit_once(private_pg, rest
     for body, headers in load.refusals:
         assert body["status"] == 503 and body["data"] is None and body["error"]["code"] == "database_unavailable"
         assert body["error"]["detail"]["component"] == "database" and int(headers["Retry-After"]) > 0
+    assert set(load.page_statuses) == {200, 503}, load.page_statuses
     assert load.ready_down and all(b["database"]["error"] for b in load.ready_down)
     # The leader lock was taken again after the last restart (it went with the session each time).
     assert any(when > windows[-1][1] for name, when in load.led if name == scan_job_name("devnet"))
