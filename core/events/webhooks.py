@@ -27,7 +27,6 @@ from .attempts import (  # noqa: F401 - re-exported: callers and tests name them
 )
 from .delivery_run import run_claims, run_due
 from .outbox import DELIVERED, FAILED, PENDING, SKIPPED_NO_SECRET, SKIPPED_NO_URL
-from ..infra.db_faults import unavailable_cause
 from ..infra.netguard import outbound_session
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,9 +79,7 @@ async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
             statuses = await run_claims(gateway, http, claims)
         return statuses.get(event_id) == DELIVERED
     except Exception as exc:  # the tick retries; the caller's request must not fail
-        if (cause := unavailable_cause(exc)) is not None:
-            gateway.db_outage.failed(cause, "an immediate webhook delivery")  # logged once per outage
-        else:
+        if not gateway.db_outage.absorb(exc, "an immediate webhook delivery"):  # an outage: logged once
             log.exception("immediate delivery of webhook %s failed; the delivery tick retries it", event_id)
         return False
 

@@ -173,6 +173,15 @@ class DatabaseOutage:
         self.errors += 1
         return DatabaseUnavailable(cause)
 
+    def absorb(self, exc: BaseException, where: str) -> bool:
+        """For code that must not raise (event hooks, a delivery after commit): True when ``exc`` is the
+        database being away, now counted and logged once per outage; False for anything else, to log as before."""
+        cause = unavailable_cause(exc)
+        if cause is None:
+            return False
+        self.failed(cause, where)
+        return True
+
     def answered(self) -> None:
         """The database answered: end the outage, if there was one, with one line.
 
