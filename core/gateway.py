@@ -25,6 +25,7 @@ from .accounts.auth import CORE_SCOPE_DESCRIPTIONS
 from .infra.db import Database
 from .events.outbox import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
+from .infra.db_faults import DatabaseOutage
 from .infra.metrics import Metrics
 from .infra.migrate import MigrationRegistry
 from .contract.plugin_identity import check_declarations, hold_unconfigured
@@ -81,9 +82,12 @@ class Gateway:
     signals: Signals = field(default_factory=Signals)
     # This process's stop (core/infra/stopping.py): set on SIGTERM/SIGINT; long loops may end early on it.
     stop: Stop = field(init=False)
+    # The database being away, as this process met it (core/infra/db_faults.py): 503s, one log line, counters.
+    db_outage: DatabaseOutage = field(init=False)
 
     def __post_init__(self) -> None:
         self.stop = Stop(self.config.server.drain_seconds)
+        self.db_outage = DatabaseOutage(self.metrics.database_error, self.metrics.database_up.set)
 
     def now(self) -> int:
         """Unix seconds; tests replace ``clock`` to move time."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from ..core.contract.registries import Job
+from ..core.infra.db_faults import unavailable_cause
 from ..core.infra.signals import WAKE
 from ..core.infra.stopping import CANCEL_SECONDS
 
@@ -40,18 +41,36 @@ log = logging.getLogger(__name__)
 
 
 async def run_job_once(gateway: "Gateway", job: Job) -> bool:
-    """Run ``job`` if this process wins its lock; returns whether it ran."""
-    async with gateway.db.connection(), gateway.db.advisory_lock(f"job:{job.name}") as leader:
-        if not leader:
-            return False
-        started, failed = time.perf_counter(), False
-        try:
-            await job.func(gateway)
-        except Exception:  # keep the scheduler alive
-            failed = True
-            log.exception("job %s failed; it runs again at the next tick", job.name)
-        gateway.metrics.job_finished(job.name, time.perf_counter() - started, failed)
-        return True
+    """Run ``job`` if this process wins its lock; returns whether it ran.
+
+    The lock lives in the run's database session: when the database restarts
+    or the session is killed, the lock goes with it and the next tick, in
+    whichever process asks first, elects a leader again. A run that met the
+    database away is reported to ``gateway.db_outage`` (one log line per
+    outage), not logged with a traceback per tick.
+    """
+    try:
+        async with gateway.db.connection(), gateway.db.advisory_lock(f"job:{job.name}") as leader:
+            if not leader:
+                return False
+            started, failed = time.perf_counter(), False
+            try:
+                await job.func(gateway)
+            except Exception as exc:  # keep the scheduler alive
+                failed = True
+                if (cause := unavailable_cause(exc)) is None:
+                    log.exception("job %s failed; it runs again at the next tick", job.name)
+                else:
+                    gateway.db_outage.failed(cause, f"job {job.name}")
+            gateway.metrics.job_finished(job.name, time.perf_counter() - started, failed)
+    except Exception as exc:
+        if (cause := unavailable_cause(exc)) is None:
+            raise
+        gateway.db_outage.failed(cause, f"job {job.name}")  # the lock could not be asked for, or not given back
+        return False
+    if not failed:
+        gateway.db_outage.answered()
+    return True
 
 
 class JobScheduler:

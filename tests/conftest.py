@@ -14,7 +14,8 @@ import os
 import pytest
 
 # tests.telegram_support: the telegram tests' ``standin`` fixture (the Bot API stand-in), shared by three modules.
-pytest_plugins = ["orbchain.testing", "tests.telegram_support"]
+# tests.pg_cluster: ``private_pg``, a PostgreSQL cluster of the run's own that fault tests restart and kill.
+pytest_plugins = ["orbchain.testing", "tests.telegram_support", "tests.pg_cluster"]
 
 
 PG_ENV = "ORBCHAIN_TEST_PG_DSN"  # orbchain.testing.PG_ENV; not imported here, so the plugin's asserts are rewritten

@@ -24,6 +24,7 @@ from aiohttp.typedefs import Middleware
 from ..core.errors import ApiError, Maintenance, RateLimited, ValidationError
 from ..core.gateway import Gateway
 from ..core.infra.logs import ACCESS_LOGGER, request_context
+from ..core.infra.db_faults import unavailable_cause
 from ..core.infra.metrics import UNMATCHED_ROUTE
 from ..core.accounts.security_events import request_origin
 from . import i18n
@@ -131,6 +132,7 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
         request_origin.set(_Origin(request))
         i18n.bind(request)
         gateway = request.app[GATEWAY]
+        queries = gateway.db.query_count
         try:
             errors = request_text_problems(request.path, request.query if request.query_string else _NO_QUERY,
                                            request.headers)
@@ -159,16 +161,26 @@ def edge_middleware(authenticate: Authenticate) -> Middleware:
             err = ApiError(message)
             err.status, err.type = exc.status, kind
             response = _render_error(request, err)
-        except ConnectionResetError:
-            # The client left before sending the body it announced: nobody reads an
-            # answer, and a traceback per dropped client would let anyone fill the log.
-            log.info("client went away during %s %s (request %s)", request.method, request.path, request_id)
-            response = _render_error(request, ApiError("request body incomplete"))
-        except Exception:  # the envelope must hide internals
-            log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request_id)
-            err = ApiError("internal error")
-            err.status, err.type = 500, "internal"
-            response = _render_error(request, err)
+        except ConnectionResetError as exc:
+            if (cause := unavailable_cause(exc)) is not None:  # the database's socket, not the client's
+                response = _render_error(request, gateway.db_outage.failed(cause, _where(request)))
+            else:
+                # The client left before sending the body it announced: nobody reads an
+                # answer, and a traceback per dropped client would let anyone fill the log.
+                log.info("client went away during %s %s (request %s)", request.method, request.path, request_id)
+                response = _render_error(request, ApiError("request body incomplete"))
+        except Exception as exc:  # the envelope must hide internals
+            cause = unavailable_cause(exc)
+            if cause is not None:  # the database is away: 503, logged once per outage (core/infra/db_faults.py)
+                response = _render_error(request, gateway.db_outage.failed(cause, _where(request)))
+            else:
+                log.exception("unhandled error on %s %s (request %s)", request.method, request.path, request_id)
+                err = ApiError("internal error")
+                err.status, err.type = 500, "internal"
+                response = _render_error(request, err)
+        else:
+            if gateway.db_outage.down and gateway.db.query_count != queries:
+                gateway.db_outage.answered()  # this request's queries were answered: the outage is over
         response.headers[REQUEST_ID_HEADER] = request_id
         if response.content_type == "text/html":
             i18n.mark_page_response(request, response)
@@ -190,8 +202,7 @@ _NO_QUERY: Mapping[str, str] = {}
 def served(request: web.Request, gateway: Gateway, status: int, started: float) -> None:  # float ok: a clock
     """Count the answered request (route template, never the raw path) and write its access-log line."""
     seconds = perf_counter() - started
-    resource = request.match_info.route.resource
-    route = resource.canonical if resource is not None else UNMATCHED_ROUTE
+    route = _route_template(request)
     gateway.metrics.http.observe(request.method, route, status, seconds)
     if gateway.config.logging.access_log:
         access_log.info("%s %s %d %.1fms", request.method, route, status, seconds * 1000,
@@ -209,6 +220,16 @@ _PAGE_MESSAGES = {
     503: N_("This service is briefly unavailable. Please try again in a few minutes."),
     500: N_("Something went wrong on our side. Please try again in a moment."),
 }
+
+
+def _route_template(request: web.Request) -> str:
+    """The route as metrics and logs name it: its template, never the raw path (no merchant data)."""
+    resource = request.match_info.route.resource
+    return resource.canonical if resource is not None else UNMATCHED_ROUTE
+
+
+def _where(request: web.Request) -> str:
+    return f"{request.method} {_route_template(request)}"
 
 
 def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:

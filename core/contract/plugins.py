@@ -157,8 +157,11 @@ async def call_event_impls(impls: Sequence[Any], hook_name: str, **kwargs: Any) 
             result = impl.function(*[kwargs[arg] for arg in impl.argnames])
             if inspect.isawaitable(result):
                 await result
-        except Exception:  # isolate plugins from each other
-            log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
+        except Exception as exc:  # isolate plugins from each other
+            gateway = kwargs.get("gateway")
+            outage = getattr(gateway, "db_outage", None)
+            if outage is None or not outage.absorb(exc, f"plugin {impl.plugin_name} in hook {hook_name}"):
+                log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
 
 
 async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str, value: Any, *,

@@ -78,8 +78,9 @@ async def deliver_now(gateway: "Gateway", event_id: str) -> bool:
         async with _http_session(gateway) as http:
             statuses = await run_claims(gateway, http, claims)
         return statuses.get(event_id) == DELIVERED
-    except Exception:  # the tick retries; the caller's request must not fail
-        log.exception("immediate delivery of webhook %s failed; the delivery tick retries it", event_id)
+    except Exception as exc:  # the tick retries; the caller's request must not fail
+        if not gateway.db_outage.absorb(exc, "an immediate webhook delivery"):  # an outage: logged once
+            log.exception("immediate delivery of webhook %s failed; the delivery tick retries it", event_id)
         return False
 
 

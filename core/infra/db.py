@@ -50,6 +50,7 @@ import aiosqlite
 import asyncpg
 
 from .db_dialect import advisory_key, pg_args, pg_bind, pg_combined_plan, pg_sql
+from .db_faults import quiet_pool_tracebacks
 from .db_group_commit import GroupCommit
 from .db_keyed import KeyedRead, KeyedReads
 from .db_pinning import Pin, current_pin, in_write_tx, pinned
@@ -112,6 +113,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     async def connect(self) -> None:
         self._closed = False
         if self.is_postgres:
+            quiet_pool_tracebacks()  # a refused reconnect is logged by its cause, not a stack (db_faults.py)
             self._pool = await asyncpg.create_pool(
                 self._pg_dsn, statement_cache_size=PG_STATEMENT_CACHE_SIZE, reset=keep_session,
                 **self._pg_options)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 import asyncpg
 
 from .db_dialect import pg_bind
+from .db_faults import connection_gone
 from .db_pinning import current_pin
 from .pg_groups import Groups
 
@@ -84,8 +85,8 @@ class KeyedReads:
             try:
                 found = {record[read.column]: record for record in await conn.fetch(sql, *args)}
                 return [None if (record := found.get(key)) is None else dict(record.items()) for key in keys]
-            except asyncpg.PostgresError:
-                if conn.is_closed():
+            except asyncpg.PostgresError as exc:
+                if connection_gone(conn, exc):
                     raise
                 # Nothing was read: each key alone, so only a failing read's caller hears its error.
         outcomes: dict[Any, Any] = {}
@@ -96,7 +97,7 @@ class KeyedReads:
                 record = await conn.fetchrow(sql, *args)
                 outcomes[key] = None if record is None else record
             except asyncpg.PostgresError as exc:
-                if conn.is_closed():
+                if connection_gone(conn, exc):
                     raise
                 outcomes[key] = exc
         return [outcome if outcome is None or isinstance(outcome, BaseException) else dict(outcome.items())

@@ -136,6 +136,17 @@ class Metrics:
         self.push_reconnects = Counter("orbchain_chain_push_reconnects", "Times the notification stream was"
                                        " opened again after it ended", ("chain",), registry=registry)
 
+        # The database being away (core/infra/db_faults.py): every error met, by cause, and whether it answers.
+        self.database_errors = Counter("orbchain_database_errors", "Errors because the database was away"
+                                       " (restart, lost connection, full disk, read-only file), by cause",
+                                       ("cause",), registry=registry)
+        self.database_up = Gauge("orbchain_database_up", "0 from the first database error of an outage until"
+                                 " the database answers again", multiprocess_mode="livemin", registry=registry)
+        self.database_up.set(1)
+
+    def database_error(self, cause: str) -> None:
+        self.database_errors.labels(cause).inc()
+
     def job_finished(self, job: str, seconds: float, failed: bool) -> None:  # float ok: a duration
         self.job_runs.labels(job).inc()
         self.job_duration.labels(job).observe(seconds)

@@ -33,6 +33,8 @@ from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 import asyncpg
 
+from .db_faults import connection_gone
+
 _LEAD = object()  # a waiting caller's future result: "you lead the next group"
 
 P = TypeVar("P")
@@ -157,8 +159,8 @@ async def _write_group(conn: asyncpg.Connection, group: list[_Write]) -> list[Ba
                     for sql, rows in by_sql.items():
                         await conn.executemany(sql, rows)
             return [None] * len(group)
-        except (asyncpg.PostgresError, asyncpg.InterfaceError):
-            if conn.is_closed():
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
+            if connection_gone(conn, exc):
                 raise
             # Nothing of the group was committed: each alone, so only a failing write's caller hears.
     outcomes: list[BaseException | None] = []
@@ -167,7 +169,7 @@ async def _write_group(conn: asyncpg.Connection, group: list[_Write]) -> list[Ba
             await conn.fetchval(write.sql, *write.args)
             outcomes.append(None)
         except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
-            if conn.is_closed():
+            if connection_gone(conn, exc):
                 raise
             outcomes.append(exc)
     return outcomes

@@ -143,15 +143,21 @@ class SideConnection:
             conn.terminate()
 
     async def _keepalive(self) -> None:
+        down = False
         while not self._closing:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             try:
                 if self._conn is None:
                     await self._connect()
-                    log.info("side connection to PostgreSQL restored")
+                    if down:
+                        log.info("side connection to PostgreSQL restored (LISTEN, rate-limit sync, heartbeat)")
+                    down = False
                 else:
                     await self.beat()
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, ConnectionError) as exc:
-                log.warning("side connection to PostgreSQL down: %s", exc)
+                if not down:  # once per outage: it retries every second until the server is back
+                    log.warning("side connection to PostgreSQL down, retrying every %.0f s: %s",
+                                RECONNECT_SECONDS + HEARTBEAT_SECONDS, exc)
+                down = True
                 await self._drop()
                 await asyncio.sleep(RECONNECT_SECONDS)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..contract.chains import Capability, ChainAdapter
+from .db_faults import unavailable_cause
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -84,7 +85,11 @@ async def check_readiness(gateway: "Gateway") -> Readiness:
         todo = sum(1 for m in gateway.migrations if (m.namespace, m.version) not in done)
         rows = await db.fetch_all("SELECT chain, MAX(height) AS height FROM chain_blocks GROUP BY chain")
     except Exception as exc:  # noqa: BLE001 - a database that cannot answer is exactly what this reports
-        return Readiness(False, None, database_error=type(exc).__name__)
+        cause = unavailable_cause(exc)
+        if cause is not None:
+            gateway.db_outage.failed(cause, "the readiness probe")
+        return Readiness(False, None, database_error=cause or type(exc).__name__)
+    gateway.db_outage.answered()
     scanned = {r["chain"]: int(r["height"]) for r in rows if r["height"] is not None}
     chains = await asyncio.gather(*(_chain(gateway, a, scanned.get(a.name)) for a in watched_chains(gateway)))
     return Readiness(True, todo, tuple(chains))

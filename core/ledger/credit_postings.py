@@ -32,6 +32,7 @@ from . import book as ledger
 from ..watching.deposit_status import CONFIRMED
 from .accounts import WORLD_PREFIX, merchant_of
 from ..contract.plugins import call_filter, call_first_answer
+from ..infra.db_faults import unavailable_cause
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -87,6 +88,8 @@ async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.P
         postings = await call_filter(gateway.pm, "filter_credit_postings", "postings", list(proposed), steps=steps,
                                      gateway=gateway, credit=credit)
     except Exception as exc:  # a plugin's bug: named, rolled back, retried at the next scan, logged once
+        if unavailable_cause(exc) is not None:
+            raise  # the database went away under the plugin: not its bug (core/infra/db_faults.py)
         raise CreditHookFailed(credit.reference, f"filter_credit_postings raised {type(exc).__name__}", str(exc),
                                _raised_by(gateway, exc)) from exc
     if postings == proposed:

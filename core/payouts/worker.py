@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 from . import service as payouts
 from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -82,8 +83,10 @@ async def process_payouts(gateway: "Gateway", *, limit: int = BATCH_SIZE) -> int
                 break  # stopping: the payouts not started yet keep for the next tick (claims given back below)
             try:
                 await advance(gateway, row)
-            except Exception:  # one payout's bug must not stall the others
+            except Exception as exc:  # one payout's bug must not stall the others
                 # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
+                if unavailable_cause(exc) is not None:
+                    raise  # the database is away: the next payouts would fail too; the job's run reports it once
                 log.exception("payout %s: unexpected error at stage %s", row["id"], row["stage"])
         if gateway.stop.requested.is_set():
             await payouts.release_claim(gateway, claimed[0]["claim_token"])

@@ -46,6 +46,7 @@ from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
 from ..payments.service import PAYING, WAITING
 from ..contract.plugins import call_first
+from ..infra.db_faults import unavailable_cause
 from ..contract.views import Credit, deposit_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -307,7 +308,9 @@ async def _credit_by_id(gateway: "Gateway", deposit_id: str, confirmations: int)
     except CreditRefused as refused:  # a plugin's lines broke a rule: logged once per plugin and reason
         report_refusal(gateway, refused, deposit_id)
         return 0
-    except Exception:  # a plugin's filter failed: rolled back, retried at the next scan
+    except Exception as exc:  # a plugin's filter failed: rolled back, retried at the next scan
+        if unavailable_cause(exc) is not None:
+            raise  # the database is away: every next deposit would fail too; the scan's run reports it once
         log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit_id)
         return 0
 

@@ -197,8 +197,9 @@ async def payment_changed(gateway: "Gateway", track_id: str) -> None:
         record = await find_payment(gateway, track_id)
         if record is not None:
             await settle(gateway, record)
-    except Exception:  # hooks must not raise; the tick settles it later
-        log.exception("settling subscription invoice %s failed", track_id)
+    except Exception as exc:  # hooks must not raise; the tick settles it later
+        if not gateway.db_outage.absorb(exc, "a subscription invoice's settlement"):  # an outage: logged once
+            log.exception("settling subscription invoice %s failed", track_id)
 
 
 async def settle(gateway: "Gateway", record: "PaymentRecord") -> str | None:
