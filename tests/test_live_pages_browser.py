@@ -103,15 +103,15 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
         assert problems == []  # no CSP refusal, no script error
 
 
-async def test_without_javascript_the_payer_checks_again_by_a_link(served, tmp_path):
+async def test_without_javascript_the_page_refreshes_and_offers_a_check_again_link(served, tmp_path):
     client = served
     key = await merchant_key(client)
     invoice = await new_invoice(client, key)
     async with Browser.launch(tmp_path) as browser:
         await browser.goto(invoice["payment_url"])
-        # Parsed as an element (scripting off), so the payer sees it; nothing reloads by itself.
+        # <noscript> parsed as elements (scripting off): the payer sees the link and SPEC 4.14's refresh applies.
         assert await browser.evaluate("document.querySelector('noscript #check-again-link').checkVisibility()")
-        assert await browser.evaluate("document.querySelector('meta[http-equiv=refresh]')") is None
+        assert await browser.evaluate("document.querySelector('meta[http-equiv=refresh]').content") == "15"
         assert await browser.text("#status") == "Waiting"
         assert client.app[GATEWAY].services.get("live_hub") is None  # no script, no stream
 
