@@ -8,6 +8,7 @@ their sessions at once; the account holder is always an owner; the activity log 
 
 from __future__ import annotations
 
+import asyncio
 import html
 import re
 
@@ -279,3 +280,85 @@ async def test_identity_provider_sign_in_and_sign_up_know_members(app_client):
     status, body = await api(app_client, "POST", "/dashboard/auth/signup", {},
                              json={"email": "sso@example.com", "password": "another good one"})
     assert status == 409, body
+
+
+class _SmtpSink:
+    """A minimal SMTP server on localhost (no TLS) keeping each message's text: enough for smtplib."""
+
+    def __init__(self) -> None:
+        self.messages: list[str] = []
+        self.server: asyncio.AbstractServer | None = None
+
+    async def start(self) -> int:
+        self.server = await asyncio.start_server(self._session, "127.0.0.1", 0)
+        return self.server.sockets[0].getsockname()[1]
+
+    async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"220 sink ready\r\n")
+        while line := await reader.readline():
+            verb = line.decode().strip().upper()
+            if verb == "DATA":
+                writer.write(b"354 go on\r\n")
+                await writer.drain()
+                body = []
+                while (row := await reader.readline()) not in (b".\r\n", b""):
+                    body.append(row.decode())
+                self.messages.append("".join(body))
+                writer.write(b"250 queued\r\n")
+            elif verb == "QUIT":
+                writer.write(b"221 bye\r\n")
+                await writer.drain()
+                break
+            else:
+                writer.write(b"250 ok\r\n")
+            await writer.drain()
+        writer.close()
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            await self.server.wait_closed()
+
+
+async def test_an_invitation_is_mailed_when_smtp_is_configured(make_client, make_config):
+    sink = _SmtpSink()
+    port = await sink.start()
+    try:
+        client = await make_client(make_config(scheduler={"enabled": False}, plugin={"teams": {
+            "smtp_host": "127.0.0.1", "smtp_port": port, "smtp_starttls": False,
+            "smtp_from": "Orbchain <no-reply@example.com>"}}))
+        owner = await owner_of(client)
+        link = await invite(owner, "mailed@example.com", "viewer")
+        assert "It was e-mailed too." in owner.page
+        assert len(sink.messages) == 1 and "To: mailed@example.com" in sink.messages[0]
+        assert link.split("token=")[1] in sink.messages[0].replace("=\r\n", "")
+    finally:
+        await sink.close()
+    # An SMTP server that is gone: the invitation exists, the inviter is told, the link shown.
+    owner_page = await invite(owner, "unmailed@example.com", "viewer")
+    assert owner_page and "Sending the e-mail failed" in owner.page
+
+
+async def test_two_accepts_of_one_link_make_one_member(app_client):
+    from orbchain.plugins.teams import invites
+
+    owner = await owner_of(app_client)
+    token = (await invite(owner, "race@example.com", "viewer")).split("token=")[1]
+    gateway = app_client.app[GATEWAY]
+    form = {"token": token, "password": PASSWORD, "password_confirm": PASSWORD}
+    results = await asyncio.gather(invites.accept(gateway, form), invites.accept(gateway, form),
+                                   return_exceptions=True)
+    assert sorted(type(r).__name__ for r in results) == ["Gone", "str"], results
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM team_members", {}) == 1
+
+
+def test_settings_refuse_bad_values(make_config):
+    from orbchain.api import ConfigError
+    from orbchain.plugins.teams.settings import parse
+
+    assert parse(make_config()).invite_seconds == 72 * 3600
+    for block, word in (({"invite_hours": 0}, "invite_hours"), ({"invite_hours": 721}, "invite_hours"),
+                        ({"smtp_host": "mx.example"}, "smtp_from"), ({"smtp_starttls": "yes"}, "smtp_starttls"),
+                        ({"smtp_hots": "x"}, "smtp_hots")):
+        with pytest.raises(ConfigError, match=word):
+            parse(make_config(plugin={"teams": block}))
