@@ -179,6 +179,10 @@ async def test_viewer_is_refused_on_the_dashboard_and_the_api(app_client):
     await viewer.get("/app/keys", expect=403)
     await viewer.get("/app/team", expect=403)
     await viewer.get("/app/security", expect=403)
+    await viewer.get("/app/schedules", expect=403)  # a plugin page naming a permission (payout:create)
+    await viewer.get("/app/telegram", expect=403)  # the holder's own linked chats
+    page = await viewer.get("/app/activity")  # a plugin page naming none: readable
+    assert 'href="/app/schedules"' not in page and 'href="/app/swaps"' not in page
     token = await member_jwt(app_client, "view@example.com")
     status, body = await api(app_client, "POST", "/dashboard/create-payout", bearer(token),
                              json={"address": "x", "amount": "1", "currency": "BTC"})
@@ -200,7 +204,8 @@ async def test_finance_passes_the_scope_check_and_a_custom_role_grants_its_scope
     await owner.submit("/app/team", {"action": "custom-role", "name": "support", "scopes": "payment:read"})
     fin = await join(app_client, await invite(owner, "fin@example.com", "finance"))
     page = await fin.get("/app/payouts")
-    assert 'id="payout-form"' in page
+    assert 'id="payout-form"' in page and 'href="/app/schedules"' in page and 'href="/app/keys"' not in page
+    await fin.get("/app/schedules")
     app_client.session.cookie_jar.clear()
     await owner.sign_in(OWNER)
     support = await join(app_client, await invite(owner, "help@example.com", "support"))
