@@ -21,7 +21,7 @@ from .contract.chains import check_capabilities
 from .contract.coins import CoinRegistry
 from .infra.config import Config, ConfigError, naming_variable
 from .infra.cpu_pool import CpuPool
-from .accounts.auth import CORE_SCOPE_DESCRIPTIONS
+from .accounts.auth import CORE_SCOPE_DESCRIPTIONS, MEMBER_SCOPE_DESCRIPTIONS
 from .infra.db import Database
 from .events.outbox import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
@@ -136,6 +136,8 @@ def collect_features(gateway: Gateway) -> None:
     pm = gateway.pm
     for name, description in CORE_SCOPE_DESCRIPTIONS.items():
         gateway.scopes.add(name, description)
+    for name, description in MEMBER_SCOPE_DESCRIPTIONS.items():
+        gateway.scopes.add(name, description, members_only=True)
     for name, description in CORE_EVENT_KINDS.items():
         gateway.event_kinds.add(name, description)
     call_collect(pm, "register_scopes", gateway.scopes, gateway=gateway)

@@ -965,6 +965,14 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("GET", "/app/activity", expect=200)
     await c.call("POST", "/app/activity", data={"csrf_token": token, "action": "dismiss", "event_id": event_id},
                  expect=303)
+    await c.call("GET", "/app/team", expect=200)
+    _, page = await c.call("POST", "/app/team", data={"csrf_token": token, "action": "invite",
+                                                      "email": "teammate@example.com", "role": "viewer"}, expect=200)
+    invite_token = re.search(r'accept\?token=([\w-]+)', page).group(1)
+    _, page = await c.call("GET", "/app/team/accept", params={"token": invite_token}, expect=200)
+    await c.call("POST", "/app/team/accept", data={"csrf_token": _csrf(page), "token": invite_token,
+                                                   "password": "s3cret-pass", "password_confirm": "s3cret-pass"},
+                 expect=303)
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
                  "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
         await c.call("GET", path, expect=200)

@@ -143,7 +143,7 @@ def collect_routes(gateway: Gateway) -> RouteRegistry:
 
 def _check_scopes(gateway: Gateway, registry: RouteRegistry) -> None:
     """A route requiring a scope nobody registered could never be called with a scoped key."""
-    known = {*gateway.scopes.names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
+    known = {*gateway.scopes.all_names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
     for table in registry.tables():
         for route in table:
             if not isinstance(route, web.RouteDef):

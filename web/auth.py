@@ -29,6 +29,7 @@ from aiohttp import web
 
 from ..core.accounts import auth, jwt_revocation
 from ..core.accounts.auth_cache import auth_cache
+from ..core.contract.plugins import call_first
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
 from .keys import GATEWAY, PRINCIPAL
@@ -58,14 +59,23 @@ class Principal:
     webhook_url: str | None = None
     brand_id: str | None = None
     rate_limit_rpm: int | None = None
+    member_id: str | None = None  # a team member's dashboard session (scopes: their role's), None: the holder
+    member_email: str | None = None
 
     @property
     def is_dashboard(self) -> bool:
         return self.via == "jwt"
 
+    @property
+    def actor(self) -> str | None:
+        """Who acts, for logs: ``member <e-mail>``, ``key <id>``; None for the account holder's own session."""
+        if self.member_id is not None:
+            return f"member {self.member_email}"
+        return f"key {self.key_id}" if self.key_id is not None else None
+
     def has_scope(self, scope: str) -> bool:
-        # The dashboard owner may do everything its own keys may.
-        return self.is_dashboard or scope in self.scopes
+        # The account holder's dashboard may do everything its own keys may; a member only what their role grants.
+        return (self.is_dashboard and self.member_id is None) or scope in self.scopes
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,12 @@ def requires(*kinds: str, scope: str | None = None) -> Callable:
 def principal_of(request: web.Request) -> Principal:
     """The caller of an authenticated route (set by the middleware)."""
     return request[PRINCIPAL]
+
+
+def bind_principal(request: web.Request, principal: Principal) -> None:
+    """Name the caller of a request a plugin authenticated itself (a dashboard page's session cookie),
+    so what the request does is attributed to them (security events' ``actor``)."""
+    request[PRINCIPAL] = principal
 
 
 def ensure_coin_allowed(principal: Principal, coin: str) -> None:
@@ -124,7 +140,20 @@ async def _from_jwt(gateway: Gateway, token: str) -> Principal:
         raise Unauthorized("token revoked")
     if not row["enabled"]:
         raise _disabled()
-    return Principal(merchant_id=claims["sub"], via="jwt")
+    member_id = claims.get("mbr")
+    if member_id is None:
+        return Principal(merchant_id=claims["sub"], via="jwt")
+    member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=claims["sub"],
+                              member_id=member_id)
+    if member is None or member.merchant_id != claims["sub"]:
+        raise Unauthorized("this member's access to the account has ended", code="member_removed")
+    return Principal(merchant_id=claims["sub"], via="jwt", scopes=frozenset(member.scopes), member_id=member_id,
+                     member_email=member.email)
+
+
+async def dashboard_principal(gateway: Gateway, token: str) -> Principal:
+    """Who a dashboard JWT stands for now (the holder, or a member with their scopes); 401/403 as the API answers."""
+    return await _from_jwt(gateway, token)
 
 
 def _ip_allowed(request: web.Request, cidrs: Sequence[str]) -> bool:
@@ -244,10 +273,40 @@ async def identify(request: web.Request, spec: AuthSpec) -> Principal:
     raise Unauthorized("missing token")
 
 
-def authorize(principal: Principal, spec: AuthSpec) -> None:
-    """403 unless the identified caller may use a route declaring ``spec``."""
+# What a team member needs for a dashboard write whose route names no scope (default deny: plugins' pages too).
+UNSCOPED_WRITE_SCOPE = "settings:manage"
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def member_scope_for(scope: str | None, method: str) -> str | None:
+    """The scope a member needs for a route declaring ``scope``: reads without one are open, writes need one."""
+    if scope is None and method.upper() not in SAFE_METHODS:
+        return UNSCOPED_WRITE_SCOPE
+    return scope
+
+
+def missing_scope(principal: Principal, scope: str | None, method: str = "GET") -> str | None:
+    """The scope a team member lacks for a route declaring ``scope`` (None: allowed; never for the holder)."""
+    if principal.member_id is None:
+        return None
+    needed = member_scope_for(scope, method)
+    return needed if needed is not None and needed not in principal.scopes else None
+
+
+def member_refused(scope: str) -> Forbidden:
+    """The 403 a team member gets for a route their role does not cover, naming the scope (SPEC 7 envelope)."""
+    return Forbidden(f"access denied: your role lacks scope {scope}", code="missing_scope", detail={"scope": scope})
+
+
+def authorize(principal: Principal, spec: AuthSpec, method: str = "GET") -> None:
+    """403 unless the identified caller may use a route declaring ``spec`` (``method``: the request's)."""
     if spec.scope is None and principal.via == "scoped_key":
         raise Forbidden("access denied: this route takes a legacy key")
+    if principal.member_id is not None:
+        lacking = missing_scope(principal, spec.scope, method)
+        if lacking is not None:
+            raise member_refused(lacking)
+        return
     if spec.scope is not None and not principal.has_scope(spec.scope):
         raise Forbidden(f"access denied: the key lacks scope {spec.scope}")
 
@@ -255,7 +314,7 @@ def authorize(principal: Principal, spec: AuthSpec) -> None:
 async def authenticate(request: web.Request, spec: AuthSpec) -> Principal:
     """Resolve the caller for a route declaring ``spec``, or raise 401/403."""
     principal = await identify(request, spec)
-    authorize(principal, spec)
+    authorize(principal, spec, request.method)
     return principal
 
 
@@ -282,7 +341,7 @@ async def authenticate_request(request: web.Request, kind: str | None) -> Princi
         request[PRINCIPAL] = principal
         if kind is not None:
             await count_for(request, kind, principal)
-        authorize(principal, spec)
+        authorize(principal, spec, request.method)
         return principal
     if kind is not None:
         await count_for(request, kind, None)

@@ -271,6 +271,11 @@ class _Origin:
     def request_id(self) -> str | None:
         return self._request.get(REQUEST_ID)
 
+    @property
+    def actor(self) -> str | None:
+        principal = self._request.get(PRINCIPAL)
+        return principal.actor if principal is not None else None
+
 
 def client_ip(request: web.Request) -> str:
     if request.app[GATEWAY].config.server.trust_forwarded_for:

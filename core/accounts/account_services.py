@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
-from . import merchants as accounts, jwt_revocation, security_events
+from . import auth, merchants as accounts, jwt_revocation, security_events
 from ..errors import Forbidden
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,6 +57,29 @@ async def sign_in_account(gateway: "Gateway", merchant_id: str, *, method: str =
     session = AccountSession(row["id"], row["email"], accounts.dashboard_token(gateway, row), None)
     await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": method})
     return session
+
+
+async def sign_in_member(gateway: "Gateway", merchant_id: str, member_id: str, email: str, *,
+                         method: str = "invite") -> AccountSession:
+    """A dashboard session for a team member of ``merchant_id`` (their JWT carries ``member_id``).
+
+    The caller (a teams plugin) has proven who the member is (an invite
+    accepted, a password) and must answer ``decide_member`` for them, or the
+    token is refused. 403 ``merchant_disabled``, 404 as ``sign_in_account``.
+    The sign-in is announced with the member as its actor.
+    """
+    row = await accounts.require_merchant(gateway.db, merchant_id)
+    if not row["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    token = accounts.dashboard_token(gateway, row, member_id)
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": method},
+                                   actor=f"member {email}")
+    return AccountSession(row["id"], email, token, None)
+
+
+async def hash_password(gateway: "Gateway", password: str) -> str:
+    """A password's stored form (scrypt, off the event loop), for credentials a plugin keeps (a member's)."""
+    return await auth.hash_password_async(gateway.cpu, password)
 
 
 async def create_account(gateway: "Gateway", email: str, *, method: str = IDENTITY_PROVIDER) -> AccountSession:

@@ -121,6 +121,17 @@ CORE_SCOPE_DESCRIPTIONS: Mapping[str, str] = {
     "balance:read": "Read balances.",
     "transfer:create": "Send internal transfers.",
 }
+HOLDER_SCOPE = "account:credentials"
+# Dashboard permissions that no API key holds (members_only): a team member needs them for the dashboard's
+# writes that no key scope covers. The account holder's own session holds every scope.
+MEMBER_SCOPE_DESCRIPTIONS: Mapping[str, str] = {
+    "refund:create": "Refund payments.",
+    "key:manage": "Create, rotate and revoke API keys.",
+    "webhook:manage": "Send test events and redeliver webhooks.",
+    "settings:manage": "Change account settings (and any dashboard write no other scope names).",
+    "team:manage": "Invite, change and remove team members.",
+    HOLDER_SCOPE: "Change the account holder's own credentials (password, 2FA, linked chats): no role grants it.",
+}
 # Not shown by the spec; chosen to match what each header "covers" in SPEC 5.1.
 LEGACY_SCOPES: Mapping[str, frozenset[str]] = {
     "merchant": frozenset({"payment:create", "payment:read", "transfer:create"}),
@@ -245,9 +256,14 @@ JWT_LIFETIME_SECONDS = 24 * 3600
 JTI_MAX_LENGTH = 64  # ours are 22 characters; a longer one was never issued here
 
 
-def issue_dashboard_token(secret: bytes, merchant_id: str, token_version: int, now: int) -> str:
-    """A token with its own id (``jti``), so it can be revoked alone (core/accounts/jwt_revocation.py)."""
-    claims = {
+def issue_dashboard_token(secret: bytes, merchant_id: str, token_version: int, now: int,
+                          member_id: str | None = None) -> str:
+    """A token with its own id (``jti``), so it can be revoked alone (core/accounts/jwt_revocation.py).
+
+    ``member_id`` (claim ``mbr``) makes it a team member's session on the account: its
+    scopes are resolved on every request (``decide_member``), never carried in the token.
+    """
+    claims: dict[str, Any] = {
         "sub": merchant_id,
         "aud": JWT_AUDIENCE,
         "iat": now,
@@ -255,6 +271,8 @@ def issue_dashboard_token(secret: bytes, merchant_id: str, token_version: int, n
         "tv": token_version,
         "jti": secrets.token_urlsafe(16),
     }
+    if member_id is not None:
+        claims["mbr"] = member_id
     return jwt.encode(claims, secret, algorithm=JWT_ALGORITHM)
 
 
@@ -280,6 +298,9 @@ def decode_dashboard_token(secret: bytes, token: str, now: int) -> dict[str, Any
     if not isinstance(exp, int) or exp <= now or not isinstance(claims["sub"], str) or not isinstance(version, int):
         raise Unauthorized("invalid token")
     if not isinstance(jti, str) or not 0 < len(jti) <= JTI_MAX_LENGTH:
+        raise Unauthorized("invalid token")
+    member = claims.get("mbr")
+    if member is not None and (not isinstance(member, str) or not 0 < len(member) <= JTI_MAX_LENGTH):
         raise Unauthorized("invalid token")
     return claims
 

@@ -26,6 +26,7 @@ from ..infra.db import Database, Row, is_unique_violation
 from ..errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
 from ..infra.netguard import UnsafeUrl, check_public_url
 from ..contract.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown where a brand's name would be
+from ..contract.plugins import call_first
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: the gateway module imports the jobs that import us
     from ..gateway import Gateway
@@ -187,13 +188,15 @@ NO_PASSWORD = "!no-password"
 
 
 async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str | None = None) -> SignupResult:
-    """Create a merchant with its three legacy keys; 409 when the e-mail is taken.
+    """Create a merchant with its three legacy keys; 409 when the e-mail is taken (a team member's too:
+    one e-mail signs in to one place).
 
     ``password`` None creates an account that cannot sign in with a password
     (identity-provider sign-in, ``services.create_account``).
     """
     db, email = gateway.db, normalize_email(email)
-    if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}):
+    if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}) or await call_first(
+            gateway.pm, "decide_member_login", gateway=gateway, email=email) is not None:
         raise Conflict("email already registered")
     password_hash = NO_PASSWORD if password is None else await auth.hash_password_async(gateway.cpu, password)
     referrer = await find_by_account_id(db, ref) if ref else None
@@ -240,33 +243,44 @@ async def _count_password_check(gateway: Gateway, email: str, row: Row | None, m
 
 
 async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]:
-    """The merchant row and a fresh token; one message for any wrong credential."""
+    """The merchant row and a fresh token; one message for any wrong credential.
+
+    An e-mail no account holder has may be a team member's (``decide_member_login``):
+    the same lockout, timing and message, and a member session on their account.
+    """
     db = gateway.db
     email = normalize_email(email)
     row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": email})
+    member = None
+    if row is None:
+        member = await call_first(gateway.pm, "decide_member_login", gateway=gateway, email=email)
+        if member is not None:
+            row = await get_merchant(db, member.merchant_id)
     # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).
     await _count_password_check(gateway, email, row, "too many failed sign-ins; try again later")
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
     # Accounts without a password (identity-provider sign-in) take the same path.
-    has_password = row is not None and row["password_hash"] != NO_PASSWORD
-    stored = row["password_hash"] if row is not None and has_password else None  # None: the dummy hash
-    ok = await auth.verify_password_async(gateway.cpu, password, stored)
+    stored_hash = member.password_hash if member is not None else row["password_hash"] if row is not None else None
+    has_password = stored_hash is not None and stored_hash != NO_PASSWORD
+    ok = await auth.verify_password_async(gateway.cpu, password, stored_hash if has_password else None)
     if row is None or not has_password or not ok:
         raise Unauthorized("invalid credentials")
     await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
-    if auth.needs_rehash(row["password_hash"]):
+    if member is None and auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(gateway.cpu, password), "id": row["id"]})
-    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": "password"})
-    return row, dashboard_token(gateway, row)
+    member_id = member.member_id if member is not None else None
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": "password"},
+                                   actor=f"member {email}" if member is not None else None)
+    return row, dashboard_token(gateway, row, member_id)
 
 
-def dashboard_token(gateway: Gateway, row: Row) -> str:
-    """A fresh 24-hour dashboard JWT for the merchant ``row`` (bound to its token version)."""
+def dashboard_token(gateway: Gateway, row: Row, member_id: str | None = None) -> str:
+    """A fresh 24-hour dashboard JWT for the merchant ``row`` (bound to its token version), a member's with an id."""
     secret = gateway.require_secrets().jwt_secret
-    return auth.issue_dashboard_token(secret, row["id"], row["token_version"], gateway.now())
+    return auth.issue_dashboard_token(secret, row["id"], row["token_version"], gateway.now(), member_id)
 
 
 async def check_password(gateway: Gateway, row: Row, password: str) -> None:

@@ -65,6 +65,9 @@ class RequestOrigin(Protocol):
     @property
     def request_id(self) -> str | None: ...
 
+    @property
+    def actor(self) -> str | None: ...  # the request principal's ``actor`` (a member, a key), None for the holder
+
 
 request_origin: ContextVar[RequestOrigin | None] = ContextVar("orbchain_request_origin", default=None)
 
@@ -84,10 +87,11 @@ def clean_details(details: Mapping[str, Any] | None) -> dict[str, str]:
 
 
 async def announce(gateway: "Gateway", merchant_id: str, kind: str, details: Mapping[str, Any] | None = None,
-                   *, alert: bool = False) -> SecurityEvent:
+                   *, alert: bool = False, actor: str | None = None) -> SecurityEvent:
     """Tell every plugin (``security_event_occurred``) that ``kind`` happened to ``merchant_id``'s account.
 
-    Returns the event.
+    ``actor`` names who did it when the request's principal does not yet (a
+    member signing in); by default, the request's. Returns the event.
     """
     if not isinstance(kind, str) or not _NAME.match(kind):
         raise ValueError(f"security event kind {kind!r} must be a lower-case name")
@@ -96,7 +100,8 @@ async def announce(gateway: "Gateway", merchant_id: str, kind: str, details: Map
         merchant_id=merchant_id, kind=kind, at=gateway.now(), details=clean_details(details),
         client_ip=origin.client_ip if origin is not None else None,
         user_agent=origin.user_agent[:MAX_USER_AGENT_LENGTH] if origin is not None else None,
-        request_id=origin.request_id if origin is not None else None, alert=alert)
+        request_id=origin.request_id if origin is not None else None, alert=alert,
+        actor=actor or (origin.actor if origin is not None else None))
     log.info("security event %s for merchant %s", kind, merchant_id)
     await gateway.emit(HOOK, event=event)
     return event

@@ -65,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         RouteRegistry,
         ScopeRegistry,
     )
-    from .views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
+    from .views import Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, SecurityEvent
 
 hookspec = pluggy.HookspecMarker("orbchain")
 
@@ -366,6 +366,30 @@ def decide_sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     browser; the page loads ``script_url`` (its origin alone is added to that
     page's CSP) and posts the widget's token, which reaches the check as
     ``turnstile_token``. Stops at first non-None result.
+    """
+
+
+@hookspec(firstresult=True)
+def decide_member(gateway: "Gateway", merchant_id: str, member_id: str) -> "Member | None":
+    """Who a team member's session (a dashboard JWT with a member id) acts as, now.
+
+    Asked on every request such a token makes (cache your answer with
+    ``cached``, and call ``cache_changed`` after a change). Return
+    ``orbchain.api.Member`` (e-mail, role, scopes) for a member of
+    ``merchant_id``, None for anyone else: the token is then refused (401),
+    which is how removing a member ends their sessions at once. Without a
+    plugin answering, no member token is honoured. Stops at first non-None. May be async.
+    """
+
+
+@hookspec(firstresult=True)
+def decide_member_login(gateway: "Gateway", email: str) -> "MemberLogin | None":
+    """The team member who signs in with ``email`` (lower-cased), for a password sign-in.
+
+    Asked by the dashboard's sign-in when no account holder has that e-mail.
+    Return ``orbchain.api.MemberLogin`` (account, member id, password hash);
+    the core checks the password with the holder's lockout and timing and
+    issues a member session. Stops at first non-None result. May be async.
     """
 
 

@@ -187,6 +187,7 @@ class Scope(Described):
     """
 
     legacy_keys: tuple[str, ...] = ()
+    members_only: bool = False  # a dashboard member's permission (team:manage), never an API key's
 
 
 class EventKind(Described):
@@ -218,14 +219,23 @@ class ScopeRegistry(_NamedRegistry[Scope]):
     kind, item_type, pattern, expected = "scope", Scope, _SCOPE, "'resource:action', lower case"
     _legacy_grants: dict[str, frozenset[str]] | None = None
 
-    def add(self, name: str | Scope, description: str = "", *, legacy_keys: tuple[str, ...] = ()) -> Scope:
-        item = Scope(name, description, tuple(legacy_keys)) if isinstance(name, str) else name
+    def add(self, name: str | Scope, description: str = "", *, legacy_keys: tuple[str, ...] = (),
+            members_only: bool = False) -> Scope:
+        item = Scope(name, description, tuple(legacy_keys), members_only) if isinstance(name, str) else name
         unknown = [k for k in item.legacy_keys if k not in LEGACY_KEY_KINDS]
         if unknown:
             raise StartupError(f"plugin {self.current_plugin!r} gave scope {item.name!r} to unknown legacy key(s)"
                                f" {unknown} (expected some of {', '.join(LEGACY_KEY_KINDS)})")
         self._legacy_grants = None
         return super().add(item)
+
+    def names(self) -> list[str]:
+        """The scopes an API key may hold (what key creation offers and the API documents)."""
+        return [scope.name for scope in self if not scope.members_only]
+
+    def all_names(self) -> list[str]:
+        """Every scope, the members-only ones (dashboard permissions) too: what a route may require."""
+        return [scope.name for scope in self]
 
     def legacy_grants(self, key_kind: str) -> frozenset[str]:
         """The registered scopes a legacy key of ``key_kind`` holds beyond the core's own (cached)."""
@@ -251,6 +261,10 @@ class DashboardPage:
     (may be async). With ``submit`` too, forms posted to ``path`` (CSRF
     checked by the dashboard) reach ``submit(gateway, merchant_id, form)``,
     which returns None (back to the page) or a ``DashboardView`` to show.
+    Either callback may also take a ``principal`` keyword: who is signed in
+    (``orbchain.api.Principal``: the holder, or a team member and their scopes).
+    ``scope``: what a team member needs to see the entry and use the page
+    (forms without one need ``settings:manage``); the holder needs nothing.
     """
 
     slot: str
@@ -260,6 +274,7 @@ class DashboardPage:
     order: int = 100
     render: Callable[..., Any] | None = None
     submit: Callable[..., Any] | None = None
+    scope: str | None = None
 
 
 class DashboardRegistry(Registry[DashboardPage]):
@@ -271,9 +286,10 @@ class DashboardRegistry(Registry[DashboardPage]):
         return f"{item.slot} {item.path}"
 
     def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *, order: int = 100,
-            render: Callable[..., Any] | None = None, submit: Callable[..., Any] | None = None) -> DashboardPage:
+            render: Callable[..., Any] | None = None, submit: Callable[..., Any] | None = None,
+            scope: str | None = None) -> DashboardPage:
         page = slot if isinstance(slot, DashboardPage) else DashboardPage(slot, title, path, order=order,
-                                                                          render=render, submit=submit)
+                                                                          render=render, submit=submit, scope=scope)
         if not isinstance(page.slot, str) or not _SLOT.match(page.slot):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed dashboard slot {page.slot!r}")
         if not page.title or not isinstance(page.path, str) or not page.path.startswith("/"):
@@ -286,7 +302,7 @@ class DashboardRegistry(Registry[DashboardPage]):
             raise StartupError(f"plugin {self.current_plugin!r} registered dashboard page {page.path!r}: a page the"
                                " dashboard renders lives under /app/")
         page = DashboardPage(page.slot, page.title, page.path, self.current_plugin, page.order, page.render,
-                             page.submit)
+                             page.submit, page.scope)
         return super().add(page)
 
     def rendered(self) -> list[DashboardPage]:

@@ -213,3 +213,34 @@ class SecurityEvent(_View):
     user_agent: str | None = None
     request_id: str | None = None
     alert: bool = False
+    actor: str | None = None  # who did it: "member <e-mail>", "key <key id>"; None: the account holder (or no request)
+
+
+@dataclass(frozen=True)
+class Member(_View):
+    """A team member of a merchant account, as ``decide_member`` answers: whom a member session acts as.
+
+    ``scopes`` are what the member may do (their role's, resolved now, so a
+    role change or removal takes effect on the next request); ``role`` names it
+    for display (``owner``, ``finance``, or a custom role's name).
+    """
+
+    member_id: str
+    merchant_id: str
+    email: str
+    role: str
+    scopes: frozenset[str]
+
+
+@dataclass(frozen=True)
+class MemberLogin(_View):
+    """A member's password sign-in credentials, as ``decide_member_login`` answers for an e-mail.
+
+    ``password_hash`` is what ``orbchain.api.hash_password`` returned when the
+    member chose the password; the core checks it (same lockout, same timing).
+    """
+
+    member_id: str
+    merchant_id: str
+    email: str
+    password_hash: str

@@ -62,7 +62,9 @@ from ..core.ledger.accounts import (
 from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 # Frozen views that event and filter hooks receive instead of database rows.
-from ..core.contract.views import Credit, DepositView, KeyRequest, PaymentView, PayoutView, SecurityEvent
+from ..core.contract.views import (
+    Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, SecurityEvent,
+)
 
 # Webhook events a plugin declares (register_event_kinds) and sends through the core's outbox.
 from ..core.events.outbox import OutboxEvent, enqueue_event, enqueue_events
@@ -118,7 +120,8 @@ from ..core.payouts.payout_services import PayoutRecord, payout_amount, payout_d
 from ..core.accounts.security_events import SIGN_IN
 from ..core.accounts.account_services import (
     AccountRecord, AccountSession, account_by_email, announce_security_event, confirm_account_holder, create_account,
-    dashboard_token_revoked, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
+    dashboard_token_revoked, hash_password, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
+    sign_in_member,
 )
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
@@ -149,7 +152,9 @@ from ..web.routes.pay_events import events_path as pay_events_path
 
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
 from ..core.infra.maintenance import refuse_in_maintenance
-from ..web.auth import Principal, principal_of, requires
+from ..web.auth import (
+    Principal, bind_principal, dashboard_principal, member_refused, missing_scope, principal_of, requires,
+)
 from ..web.edge import text_problem
 from ..web.envelope import data_only, envelope, read_json
 from ..web.form_body import read_form
@@ -198,7 +203,7 @@ __all__ = [
     "NETWORK_FEES", "PLATFORM_FEES", "WORLD_PREFIX", "Posting", "chain_hot_wallet", "ledger_balance",
     "ledger_balances", "merchant_available", "merchant_held", "payouts_in_flight", "world", "ACCOUNT_SEPARATOR",
     # views
-    "Credit", "DepositView", "KeyRequest", "PaymentView", "PayoutView", "SecurityEvent",
+    "Credit", "DepositView", "KeyRequest", "Member", "MemberLogin", "PaymentView", "PayoutView", "SecurityEvent",
     # webhook events
     "OutboxEvent", "enqueue_event", "enqueue_events",
     # errors
@@ -226,7 +231,7 @@ __all__ = [
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
     "confirm_account_holder", "create_account", "dashboard_token_revoked", "revoke_dashboard_token",
-    "revoke_dashboard_tokens", "sign_in_account",
+    "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
     "DashboardNotice", "DashboardPage", "DashboardView",
     # hosted pages
@@ -241,7 +246,7 @@ __all__ = [
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
     "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",
     "principal_of", "rate_class",
-    "read_form", "read_json",
+    "read_form", "read_json", "bind_principal", "dashboard_principal", "member_refused", "missing_scope",
     "refuse_if_blocked", "refuse_in_maintenance", "requires", "text_problem",
     # validation
     "Field", "body_idempotency_key", "form_integer", "int_from_text", "pagination", "validate",

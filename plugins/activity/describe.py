@@ -11,6 +11,10 @@ from typing import Any, Mapping
 
 _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Signed in through the identity provider",
             "miniapp": "Telegram mini-app session opened"}
+# Team changes (the teams plugin's events).
+_MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
+           "member_role_changed": "Role of {member} changed from {role_was} to {role}",
+           "member_removed": "Removed {member} ({role}); their sessions ended"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
         "relinked": "because the chat was linked again elsewhere"}
 
@@ -48,5 +52,8 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
         return f"Telegram chat {_chat(details)} linked"
     if kind == "chat_unlinked":
         return f"Telegram chat {_chat(details)} unlinked {_via(details)}".rstrip()
+    if kind in _MEMBER:
+        return _MEMBER[kind].format(member=details.get("member", "?"), role=details.get("role", "?"),
+                                    role_was=details.get("role_was", "?"))
     shown = ", ".join(f"{name}: {value}" for name, value in sorted(details.items()))
     return kind.replace("_", " ").capitalize() + (f" ({shown})" if shown else "")

@@ -10,6 +10,7 @@ NULLABLE_STRING = {"anyOf": [STRING, {"type": "null"}]}
 EVENT = obj({"id": INTEGER, "kind": STRING, "description": STRING,
              "details": {"type": "object", "additionalProperties": STRING}, "client_ip": NULLABLE_STRING,
              "user_agent": NULLABLE_STRING, "request_id": NULLABLE_STRING, "alert": BOOLEAN, "dismissed": BOOLEAN,
+             "actor": NULLABLE_STRING,
              "created_at": INTEGER})
 
 
@@ -27,4 +28,5 @@ def register(registry) -> None:
                     "dashboard or miniapp), API keys created, rotated or revoked, Telegram chats linked and "
                     "unlinked (with the chat's name). Append-only: the database refuses updates and deletes. "
                     "alert marks events the dashboard's home page shows until dismissed. Query limit "
-                    "(default 50, 1-200) and offset. No secret ever appears in an event."))
+                    "(default 50, 1-200) and offset. No secret ever appears in an event. actor: who did it, "
+                    "\"member <e-mail>\" (a team member) or \"key <id>\"; null for the account holder."))

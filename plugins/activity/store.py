@@ -18,10 +18,10 @@ _SELECT = ("SELECT e.*, d.dismissed_at FROM security_events e"
 async def record(gateway: "Gateway", event: "SecurityEvent") -> None:
     await gateway.db.execute(
         "INSERT INTO security_events (merchant_id, kind, details, client_ip, user_agent, request_id, alert,"
-        " created_at) VALUES (:m, :k, :d, :ip, :ua, :rid, :alert, :at)",
+        " actor, created_at) VALUES (:m, :k, :d, :ip, :ua, :rid, :alert, :actor, :at)",
         {"m": event.merchant_id, "k": event.kind, "d": json.dumps(dict(event.details), sort_keys=True),
          "ip": event.client_ip, "ua": event.user_agent, "rid": event.request_id, "alert": bool(event.alert),
-         "at": int(event.at)})
+         "actor": event.actor, "at": int(event.at)})
 
 
 def event_view(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def event_view(row: Mapping[str, Any]) -> dict[str, Any]:
     details = json.loads(row["details"])
     return {"id": int(row["id"]), "kind": row["kind"], "description": describe(row["kind"], details),
             "details": details, "client_ip": row["client_ip"], "user_agent": row["user_agent"],
-            "request_id": row["request_id"], "alert": bool(row["alert"]),
+            "request_id": row["request_id"], "alert": bool(row["alert"]), "actor": row["actor"],
             "dismissed": row["dismissed_at"] is not None, "created_at": int(row["created_at"])}
 
 

@@ -59,4 +59,4 @@ def register_templates(registry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry) -> None:
-    registry.add("key-actions", "Audit log", "/app/keys/audit", render=dashboard.page)
+    registry.add("key-actions", "Audit log", "/app/keys/audit", render=dashboard.page, scope="key:manage")

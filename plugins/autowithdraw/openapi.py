@@ -21,7 +21,7 @@ OPERATIONS = [
        body=obj({"rules": {"type": "array", "maxItems": 20, "items": RULE_IN}}),
        description="At most 20 rules, one per coin. Every 5 minutes a rule whose coin's available balance is at "
                    "least threshold_native pays the whole balance to destination through the payout pipeline, "
-                   "then waits 30 minutes. 503 when payouts of a coin are not configured."),
+                   "then waits 30 minutes. 503 when payouts of a coin are not configured.", scope="payout:create"),
 ]
 
 

@@ -55,7 +55,7 @@ async def get_rules(request: web.Request) -> web.Response:
 
 
 @routes.put("/dashboard/settings/auto-withdraw")
-@requires("jwt")
+@requires("jwt", scope="payout:create")
 async def put_rules(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     await replace_rules(gateway, merchant_id, (await read_json(request)).get("rules"))

@@ -18,8 +18,10 @@ from .form_errors import error_context
 from .views import render, see_other, signed_in
 
 
-async def _call(func: Any, *args: Any) -> Any:
-    result = func(*args)
+async def _call(func: Any, *args: Any, principal: Any = None) -> Any:
+    """The plugin's callback, given ``principal`` (who is signed in) when it takes that keyword."""
+    extra = {"principal": principal} if "principal" in inspect.signature(func).parameters else {}
+    result = func(*args, **extra)
     return await result if inspect.isawaitable(result) else result
 
 
@@ -39,15 +41,16 @@ def page_routes(pages: list[DashboardPage]) -> web.RouteTableDef:
     """GET (and POST when the page takes forms) for every rendered plugin page."""
     routes = web.RouteTableDef()
     for page in pages:
-        routes.get(page.path)(signed_in(_getter(page)))
+        routes.get(page.path)(signed_in(_getter(page), scope=page.scope))
         if page.submit is not None:
-            routes.post(page.path)(signed_in(_poster(page)))
+            routes.post(page.path)(signed_in(_poster(page), scope=page.scope))
     return routes
 
 
 def _getter(page: DashboardPage) -> Any:
     async def show(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-        view = await _call(page.render, request.app[GATEWAY], session.merchant_id, request.query)
+        view = await _call(page.render, request.app[GATEWAY], session.merchant_id, request.query,
+                           principal=session.principal)
         return _show(request, session, page, view)
 
     show.__name__ = show.__qualname__ = f"plugin_page_{page.plugin}"
@@ -58,9 +61,10 @@ def _poster(page: DashboardPage) -> Any:
     async def submit(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
         gateway = request.app[GATEWAY]
         try:
-            result = await _call(page.submit, gateway, session.merchant_id, form)
+            result = await _call(page.submit, gateway, session.merchant_id, form, principal=session.principal)
         except ApiError as exc:
-            view = await _call(page.render, gateway, session.merchant_id, request.query)
+            view = await _call(page.render, gateway, session.merchant_id, request.query,
+                               principal=session.principal)
             typed = {name: value for name, value in form.items() if isinstance(value, str) and name != "csrf_token"}
             return _show(request, session, page, view, status=exc.status, form_values=typed, **error_context(exc))
         if result is None:

@@ -26,7 +26,7 @@ from ...api.merchant import log_in, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
                       session_for_token, set_pre_cookie, sign_out, start_session)
 from .sign_in_widget import widget_for
-from .views import error_text, forbidden_form, render, see_other, signed_in
+from .views import EVERYONE, error_text, forbidden_form, render, see_other, signed_in
 
 routes = web.RouteTableDef()
 
@@ -78,7 +78,8 @@ async def _read_form(request: web.Request) -> Any:
 async def login_page(request: web.Request) -> web.StreamResponse:
     if await current_session(request) is not None:
         raise see_other(safe_next(request.query.get("next")))
-    response = await _auth_page(request, "dashboard/login.html")
+    email = request.query.get("email", "")[:254]  # prefilled after joining a team (escaped by the template)
+    response = await _auth_page(request, "dashboard/login.html", values={"email": email})
     if has_session_cookie(request):  # a session that ended (current_session said no): forget its cookie
         end_session(response)
     return response
@@ -147,7 +148,7 @@ async def _show_new_keys(request: web.Request, token: str, api_keys: Mapping[str
 
 
 @routes.post("/app/logout")
-@signed_in
+@signed_in(scope=EVERYONE)
 async def logout(request: web.Request, session: Any, form: Any) -> web.StreamResponse:
     response = see_other("/app/login", "signed-out")
     await sign_out(request, response, session)

@@ -33,13 +33,13 @@ async def _transfers_page(request: web.Request, session: Session, *, status: int
 
 
 @routes.get("/app/transfers")
-@signed_in
+@signed_in(scope="balance:read")
 async def transfers_page(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return await _transfers_page(request, session)
 
 
 @routes.post("/app/transfers")
-@signed_in
+@signed_in(scope="transfer:create")
 async def submit_transfer(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     body = form_body(form, ("to_account_id", "coin", "amount", "idempotency_key", "totp_code"))

@@ -75,7 +75,7 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
 
 
 @routes.get("/app/payments")
-@signed_in
+@signed_in(scope="payment:read")
 async def payments(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     query = {k: v for k, v in request.query.items() if v != ""}
@@ -125,13 +125,13 @@ async def _new_page(request: web.Request, session: Session, *, values: Mapping[s
 
 
 @routes.get("/app/payments/new")
-@signed_in
+@signed_in(scope="payment:create")
 async def new_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return await _new_page(request, session)
 
 
 @routes.post("/app/payments/new")
-@signed_in
+@signed_in(scope="payment:create")
 async def submit_payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """Every field's problem at once (the form's own checks, then the API's), else the created payment."""
     gateway = request.app[GATEWAY]
@@ -219,13 +219,13 @@ async def payment_events(request: web.Request, session: Session, form: Any) -> w
 
 
 @routes.get("/app/payments/{track_id}")
-@signed_in
+@signed_in(scope="payment:read")
 async def payment(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return await _detail(request, session)
 
 
 @routes.post("/app/payments/{track_id}/cancel")
-@signed_in
+@signed_in(scope="payment:create")
 async def cancel(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     track_id = request.match_info["track_id"]
     try:
@@ -238,7 +238,7 @@ async def cancel(request: web.Request, session: Session, form: Any) -> web.Strea
 
 
 @routes.post("/app/payments/{track_id}/refund")
-@signed_in
+@signed_in(scope="refund:create")
 async def refund(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     track_id = request.match_info["track_id"]

@@ -58,13 +58,13 @@ async def _payouts_page(request: web.Request, session: Session, *, status: int =
 
 
 @routes.get("/app/payouts")
-@signed_in
+@signed_in(scope="payout:read")
 async def payouts(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return await _payouts_page(request, session)
 
 
 @routes.post("/app/payouts")
-@signed_in
+@signed_in(scope="payout:create")
 async def review(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """The review of the payout form; nothing moves until its confirm."""
     body = form_body(form, FORM_NAMES)
@@ -76,7 +76,7 @@ async def review(request: web.Request, session: Session, form: Any) -> web.Strea
 
 
 @routes.post("/app/payouts/confirm")
-@signed_in
+@signed_in(scope="payout:create")
 async def confirm(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """"Confirm and pay" (the sealed review pays once) or "Back/Edit" (the form, input kept)."""
     body = form_body(form, FORM_NAMES)
@@ -136,7 +136,7 @@ def _upload_text(form: Any) -> str:
 
 
 @routes.post("/app/payouts/batch")
-@signed_in_with_files
+@signed_in_with_files(scope="payout:create")
 async def batch(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """The batch's review: every row checked (each refusal on its row), totals per coin; nothing moves yet."""
     pasted = form.get("rows") if isinstance(form.get("rows"), str) else ""
@@ -149,7 +149,7 @@ async def batch(request: web.Request, session: Session, form: Any) -> web.Stream
 
 
 @routes.post("/app/payouts/batch/confirm")
-@signed_in
+@signed_in(scope="payout:create")
 async def batch_confirm(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """"Confirm and pay" the reviewed rows (each once, by its external_id) or "Back/Edit" the pasted rows."""
     text = form.get("rows") if isinstance(form.get("rows"), str) else ""

@@ -23,6 +23,13 @@ from .form_errors import error_context
 from .session import Session
 from .views import error_text, nav_entries, render, see_other, signed_in
 
+# What a team member needs for each settings form (the account holder needs nothing).
+SECTION_SCOPES = {"webhook": "webhook:manage", "rotate-key": "key:manage"}
+
+
+def _settings_scope(request: web.Request) -> str:
+    return SECTION_SCOPES.get(request.match_info["section"], "settings:manage")
+
 routes = web.RouteTableDef()
 
 MAX_KEY_DAYS = 3650  # a key made on this page expires within ten years
@@ -44,17 +51,17 @@ async def _settings_page(request: web.Request, session: Session, *, status: int 
     return render(request, session, "dashboard/settings.html", {
         "account": account, "display_name": row["display_name"] or "", "coins": list(gateway.coins.names()),
         "key_types": KEY_TYPES,
-        "tabs": nav_entries(gateway, "settings-nav"), **context}, status=status)
+        "tabs": nav_entries(gateway, "settings-nav", session), **context}, status=status)
 
 
 @routes.get("/app/settings")
-@signed_in
+@signed_in(scope="settings:manage")
 async def settings(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return await _settings_page(request, session)
 
 
 @routes.post("/app/settings/{section}")
-@signed_in
+@signed_in(scope=_settings_scope)
 async def save_settings(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """One handler per settings form, each calling the core function behind its ``PUT /dashboard/settings/*``."""
     gateway, merchant_id = request.app[GATEWAY], session.merchant_id
@@ -111,13 +118,13 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
 
 
 @routes.get("/app/security")
-@signed_in
+@signed_in(scope="account:credentials")
 async def security(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return render(request, session, "dashboard/security.html", {})
 
 
 @routes.post("/app/security/{action}")
-@signed_in
+@signed_in(scope="account:credentials")
 async def totp(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """setup (secret and a server-rendered QR), verify (turns 2FA on), disable (needs a code)."""
     gateway, merchant_id = request.app[GATEWAY], session.merchant_id
@@ -153,7 +160,7 @@ async def _keys_page(request: web.Request, session: Session, *, status: int = 20
 
 
 @routes.get("/app/keys")
-@signed_in
+@signed_in(scope="key:manage")
 async def keys(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return await _keys_page(request, session)
 
@@ -166,7 +173,7 @@ def _lines(value: Any) -> list[str]:
 
 
 @routes.post("/app/keys")
-@signed_in
+@signed_in(scope="key:manage")
 async def create_key(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     body: dict[str, Any] = {"label": form.get("label", "").strip(), "scopes": form.getall("scopes", []),
@@ -191,7 +198,7 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
 
 
 @routes.post("/app/keys/{key_id}/{action}")
-@signed_in
+@signed_in(scope="key:manage")
 async def change_key(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway, key_id = request.app[GATEWAY], request.match_info["key_id"]
     action = request.match_info["action"]
@@ -213,7 +220,7 @@ async def change_key(request: web.Request, session: Session, form: Any) -> web.S
 
 
 @routes.get("/app/webhooks")
-@signed_in
+@signed_in(scope="webhook:manage")
 async def webhook_logs(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     limit, offset = pagination(request.query, default_limit=50, max_limit=200)
@@ -224,7 +231,7 @@ async def webhook_logs(request: web.Request, session: Session, form: Any) -> web
 
 
 @routes.post("/app/settings/webhook/test")
-@signed_in
+@signed_in(scope="webhook:manage")
 async def webhook_test(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """"Send test event": a signed ``webhook.test`` through the outbox, then the log where its attempts show."""
     gateway = request.app[GATEWAY]
@@ -236,7 +243,7 @@ async def webhook_test(request: web.Request, session: Session, form: Any) -> web
 
 
 @routes.post("/app/webhooks/{event_id}/redeliver")
-@signed_in
+@signed_in(scope="webhook:manage")
 async def redeliver_event(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway = request.app[GATEWAY]
     if not await redeliver(gateway, session.merchant_id, request.match_info["event_id"]):

@@ -30,7 +30,10 @@ from typing import Any
 
 from aiohttp import web
 
-from ...api import GATEWAY, Unauthorized, dashboard_token_revoked, revoke_dashboard_token
+from ...api import (
+    GATEWAY, ApiError, Principal, Unauthorized, call_first, dashboard_principal, dashboard_token_revoked,
+    revoke_dashboard_token,
+)
 from ...api.merchant import JWT_LIFETIME_SECONDS, decode_dashboard_token, get_merchant
 from .settings import settings_of
 
@@ -56,6 +59,11 @@ class Session:
     refresh: bool  # the cookie's last_seen is old enough to rewrite
     expires_at: int  # when the JWT inside expires
     token: str = field(default="", repr=False)  # the dashboard JWT, revoked on sign-out
+    principal: Principal | None = None  # who acts: the holder, or a team member with their role's scopes
+
+    @property
+    def is_member(self) -> bool:
+        return self.principal is not None and self.principal.member_id is not None
 
 
 def _key(gateway: Any) -> bytes:
@@ -131,7 +139,8 @@ async def current_session(request: web.Request) -> Session | None:
 
 
 async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) -> Session | None:
-    """The session a dashboard JWT stands for, None when it is invalid, revoked or its account disabled."""
+    """The session a dashboard JWT stands for, None when it is invalid, revoked, its account disabled
+    or its team member removed."""
     try:
         claims = decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
     except Unauthorized:
@@ -141,9 +150,16 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
         return None
     if await dashboard_token_revoked(gateway, claims):
         return None
-    return Session(merchant_id=row["id"], email=row["email"], csrf=_mac(gateway, f"csrf{_SEP}{token}"),
+    principal = Principal(merchant_id=row["id"], via="jwt")
+    if claims.get("mbr") is not None:
+        try:  # the member's role, now (the JSON API's resolution)
+            principal = await dashboard_principal(gateway, token)
+        except ApiError:
+            return None
+    email = principal.member_email if principal.member_id is not None else row["email"]
+    return Session(merchant_id=row["id"], email=email or "", csrf=_mac(gateway, f"csrf{_SEP}{token}"),
                    totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]),
-                   token=token)
+                   token=token, principal=principal)
 
 
 def has_session_cookie(request: web.Request) -> bool:
@@ -179,6 +195,9 @@ async def ended_because(request: web.Request) -> str | None:
         return "account-disabled"
     if await dashboard_token_revoked(gateway, claims):
         return "session-signed-out"
+    if claims.get("mbr") is not None and await call_first(
+            gateway.pm, "decide_member", gateway=gateway, merchant_id=row["id"], member_id=claims["mbr"]) is None:
+        return "member-removed"
     if int(row["token_version"]) != claims.get("tv", 0):
         return "session-revoked"
     now = gateway.now()

@@ -19,7 +19,9 @@ from urllib.parse import quote, urlencode
 import aiohttp_jinja2
 from aiohttp import web
 
-from ...api import ApiError, GATEWAY, html_page, page_security_headers, read_form, security_headers
+from ...api import (
+    ApiError, GATEWAY, bind_principal, html_page, missing_scope, page_security_headers, read_form, security_headers,
+)
 from .amounts import fiat_text
 from .form_errors import banner, field_errors, label
 from .nav_groups import group_nav
@@ -36,6 +38,16 @@ NAV = (
     ("Settings", "/app/settings"),
 )
 
+# The scope a team member needs to see each section (the routes refuse the same; the account holder sees all).
+NAV_SCOPES = {
+    "/app/payments": "payment:read",
+    "/app/payouts": "payout:read",
+    "/app/keys": "key:manage",
+    "/app/webhooks": "webhook:manage",
+    "/app/settings": "settings:manage",
+}
+EVERYONE = "*"  # a form any signed-in member may post (sign out), instead of the default for writes
+
 # Messages a redirect may ask a page to show (``?notice=<code>``): never text from the URL itself.
 NOTICES = {
     "signed-out": "You are signed out.",
@@ -47,6 +59,8 @@ NOTICES = {
     "session-expired": "This session expired (a sign-in lasts 24 hours). Please sign in again.",
     "account-disabled": "This account is disabled.",
     "session-invalid": "This session is not valid any more. Please sign in again.",
+    "member-removed": "Your access to this account was removed by an owner.",
+    "member-joined": "You joined the account. Sign in with your e-mail and the password you chose.",
     "payment-created": "Payment created.",
     "payment-cancelled": "Payment cancelled.",
     "payout-created": "Payout created.",
@@ -62,6 +76,7 @@ NOTICES = {
 }
 
 Handler = Callable[[web.Request, Session, Any], Awaitable[web.StreamResponse]]
+Scope = str | Callable[[web.Request], str | None] | None
 
 
 def see_other(location: str, notice: str | None = None) -> web.HTTPSeeOther:
@@ -77,30 +92,59 @@ def login_redirect(request: web.Request, notice: str | None = None) -> web.HTTPS
 
 
 def forbidden_form(request: web.Request) -> web.Response:
-    response = aiohttp_jinja2.render_template(
-        "error.html", request,
-        {"title": "Form expired", "message": "This form has expired or came from another site. Go back, reload the"
-                                             " page and try again. Nothing was changed."}, status=403)
+    return _forbidden(request, "Form expired", "This form has expired or came from another site. Go back, reload"
+                                               " the page and try again. Nothing was changed.")
+
+
+def _forbidden(request: web.Request, title: str, message: str) -> web.Response:
+    response = aiohttp_jinja2.render_template("error.html", request, {"title": title, "message": message},
+                                              status=403)
     return page_security_headers(response)
 
 
-def signed_in(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
-    """Serve ``handler`` to a signed-in browser only; forms must carry its CSRF token."""
-    return _signed_in(handler, files=False)
+def signed_in(handler: Handler | None = None, *, scope: Scope = None) -> Any:
+    """Serve ``handler`` to a signed-in browser only; forms must carry its CSRF token.
+
+    ``scope``: what a team member needs (a name, or a function of the request
+    naming it); a page refuses a member without it with a 403 page. Without
+    one, reads are open and forms need ``settings:manage`` (``EVERYONE``: none).
+    """
+    if handler is None:
+        return lambda inner: _signed_in(inner, files=False, scope=scope)
+    return _signed_in(handler, files=False, scope=scope)
 
 
-def signed_in_with_files(handler: Handler) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def signed_in_with_files(handler: Handler | None = None, *, scope: Scope = None) -> Any:
     """``signed_in`` for a page whose form uploads a file (``multipart/form-data``)."""
-    return _signed_in(handler, files=True)
+    if handler is None:
+        return lambda inner: _signed_in(inner, files=True, scope=scope)
+    return _signed_in(handler, files=True, scope=scope)
 
 
-def _signed_in(handler: Handler, *, files: bool) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+def lacking_scope(request: web.Request, session: Session, scope: Scope) -> str | None:
+    """The scope this request needs that the session's member lacks; None when allowed (always for the holder)."""
+    needed = scope(request) if callable(scope) else scope
+    if needed == EVERYONE or session.principal is None:
+        return None
+    return missing_scope(session.principal, needed, request.method)
+
+
+def refused_page(request: web.Request, scope: str) -> web.Response:
+    """403: the member's role does not cover this page or form; nothing was changed."""
+    return _forbidden(request, "Not allowed", f"Your role does not allow this (it needs the permission {scope})."
+                                              " Ask an owner of the account. Nothing was changed.")
+
+
+def _signed_in(handler: Handler, *, files: bool,
+               scope: Scope = None) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
     @html_page
     @wraps(handler)
     async def page(request: web.Request) -> web.StreamResponse:
         session = await current_session(request)
         if session is None:
             raise login_redirect(request, await ended_because(request))
+        if session.principal is not None:
+            bind_principal(request, session.principal)  # what this request does is attributed to them
         form = None
         if request.method == "POST":
             form = await read_form(request, files=files)  # the edge's checks (web/form_body.py), then CSRF
@@ -108,6 +152,9 @@ def _signed_in(handler: Handler, *, files: bool) -> Callable[[web.Request], Awai
                 check_csrf(request, form, session)
             except CsrfRefused:
                 return forbidden_form(request)
+        lacking = lacking_scope(request, session, scope)
+        if lacking is not None:
+            return refused_page(request, lacking)
         try:
             response = await handler(request, session, form)
         except web.HTTPException as exc:
@@ -121,10 +168,23 @@ def _signed_in(handler: Handler, *, files: bool) -> Callable[[web.Request], Awai
     return page
 
 
-def nav_entries(gateway: Any, slot: str = "header-nav") -> list[tuple[str, str]]:
-    """The layout's navigation: the dashboard's sections, then what installed plugins put in ``slot``."""
+def can(session: Session | None, scope: str | None) -> bool:
+    """Whether the session may post a form needing ``scope`` (templates hide what it may not)."""
+    if session is None or session.principal is None:
+        return True
+    return missing_scope(session.principal, scope, "POST") is None
+
+
+def nav_entries(gateway: Any, slot: str = "header-nav", session: Session | None = None) -> list[tuple[str, str]]:
+    """The layout's navigation: the dashboard's sections, then what installed plugins put in ``slot``;
+    with ``session``, only what its member may see."""
     own = list(NAV) if slot == "header-nav" else []
-    return own + [(entry.title, entry.path) for entry in gateway.dashboard.entries(slot)]
+    entries = own + [(entry.title, entry.path) for entry in gateway.dashboard.entries(slot)]
+    scopes = {**NAV_SCOPES, **{entry.path: entry.scope for entry in gateway.dashboard.entries(slot) if entry.scope}}
+    if session is None or session.principal is None:
+        return entries
+    return [(title, path) for title, path in entries
+            if missing_scope(session.principal, scopes.get(path), "GET") is None]
 
 
 def render(request: web.Request, session: Session | None, template: str, context: Mapping[str, Any] | None = None,
@@ -140,7 +200,8 @@ def render(request: web.Request, session: Session | None, template: str, context
     notice = NOTICES.get(request.query.get("notice", ""))
     values = {
         "nonce": nonce, "session": session, "csrf": session.csrf if session else None,
-        "nav": group_nav(nav_entries(gateway)) if session else [], "current": request.path, "notice": notice,
+        "nav": group_nav(nav_entries(gateway, session=session)) if session else [],
+        "can": lambda scope=None: can(session, scope), "current": request.path, "notice": notice,
         "when": when, "label": label, "fiat": fiat_text, "form_id": f"dash-{secrets.token_hex(12)}",
         **(context or {}),
     }

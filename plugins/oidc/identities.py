@@ -6,7 +6,10 @@
    (``email_verified`` true); an unverified or missing e-mail neither links
    nor creates an account.
 3. A verified e-mail that belongs to an account links the identity to it.
-4. A verified e-mail that belongs to no account creates one (without a
+4. A verified e-mail that is a team member's (``decide_member_login``)
+   signs the member in to their account with their role, and links
+   nothing: a linked identity would sign in as the account holder.
+5. A verified e-mail that belongs to no account creates one (without a
    password) and links the identity; only then are API keys returned.
    In maintenance mode no account is created (503), as for sign-up.
 
@@ -21,7 +24,8 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...api import (
-    AccountSession, Conflict, Forbidden, account_by_email, create_account, refuse_in_maintenance, sign_in_account,
+    AccountSession, Conflict, Forbidden, account_by_email, call_first, create_account, refuse_in_maintenance,
+    sign_in_account, sign_in_member,
 )
 from .provider import Identity
 
@@ -68,6 +72,10 @@ async def sign_in(gateway: "Gateway", identity: Identity) -> AccountSession:
         raise EmailNotVerified()
     account = await account_by_email(gateway, identity.email)
     if account is None:
+        member = await call_first(gateway.pm, "decide_member_login", gateway=gateway, email=identity.email.lower())
+        if member is not None:
+            return await sign_in_member(gateway, member.merchant_id, member.member_id, member.email,
+                                        method="identity_provider")
         refuse_in_maintenance(gateway)  # like POST /dashboard/auth/signup; signing in to an account still works
         try:
             session = await create_account(gateway, identity.email)

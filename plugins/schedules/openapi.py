@@ -23,15 +23,15 @@ OPERATIONS = [
                            "min_amount": MIN_AMOUNT, "interval_sec": INTERVAL}),
        description="Every interval_sec the full available balance of coin is paid to destination through the "
                    "standard payout pipeline, when it is at least min_amount. The first run is one interval "
-                   "after creation. 503 when payouts of the coin are not configured."),
+                   "after creation. 503 when payouts of the coin are not configured.", scope="payout:create"),
     Op("GET", "/dashboard/payout-schedules", "List payout schedules", TAG,
-       envelope(obj({"schedules": {"type": "array", "items": ref("PayoutSchedule")}})), auth=JWT),
+       envelope(obj({"schedules": {"type": "array", "items": ref("PayoutSchedule")}})), auth=JWT, scope="payout:read"),
     Op("PATCH", "/dashboard/payout-schedules/{id}", "Change a payout schedule", TAG,
        envelope(ref("PayoutSchedule")), auth=JWT,
-       body=obj({}, {"enabled": BOOLEAN, "min_amount": MIN_AMOUNT, "interval_sec": INTERVAL})),
+       body=obj({}, {"enabled": BOOLEAN, "min_amount": MIN_AMOUNT, "interval_sec": INTERVAL}), scope="payout:create"),
     Op("DELETE", "/dashboard/payout-schedules/{id}", "Delete a payout schedule", TAG,
        envelope(obj({"id": STRING, "deleted": BOOLEAN})), auth=JWT,
-       description="Stops future runs only; payouts already requested finish."),
+       description="Stops future runs only; payouts already requested finish.", scope="payout:create"),
 ]
 
 

@@ -33,7 +33,7 @@ def schedule_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @routes.post("/dashboard/payout-schedules")
-@requires("jwt")
+@requires("jwt", scope="payout:create")
 async def create(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     return envelope(schedule_view(gateway, await create_schedule(gateway, merchant_id, await read_json(request))))
@@ -56,7 +56,7 @@ async def create_schedule(gateway: Gateway, merchant_id: str, body: Mapping[str,
 
 
 @routes.get("/dashboard/payout-schedules")
-@requires("jwt")
+@requires("jwt", scope="payout:read")
 async def list_schedules(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     rows = await store.list_for(gateway, principal_of(request).merchant_id)
@@ -64,7 +64,7 @@ async def list_schedules(request: web.Request) -> web.Response:
 
 
 @routes.patch("/dashboard/payout-schedules/{id}")
-@requires("jwt")
+@requires("jwt", scope="payout:create")
 async def patch(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     current = await store.get(gateway, merchant_id, request.match_info["id"])
@@ -83,7 +83,7 @@ async def patch(request: web.Request) -> web.Response:
 
 
 @routes.delete("/dashboard/payout-schedules/{id}")
-@requires("jwt")
+@requires("jwt", scope="payout:create")
 async def delete(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     await store.delete(gateway, merchant_id, request.match_info["id"])

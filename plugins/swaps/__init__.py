@@ -33,6 +33,12 @@ def register_hookspecs(registry) -> None:
 
 
 @hookimpl
+def register_scopes(registry) -> None:
+    # A team member's permission to swap (finance's); the dashboard routes take no API key.
+    registry.add("swap:create", "Quote and start swaps from the dashboard.", members_only=True)
+
+
+@hookimpl
 def check_config(gateway) -> None:
     read_settings(gateway.config)
 
@@ -122,4 +128,5 @@ def register_templates(registry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry) -> None:
-    registry.add("header-nav", "Swaps", "/app/swaps", order=70, render=dashboard.page, submit=dashboard.submit)
+    registry.add("header-nav", "Swaps", "/app/swaps", order=70, render=dashboard.page, submit=dashboard.submit,
+                 scope="swap:create")

@@ -31,12 +31,13 @@ OPERATIONS = [
     Op("POST", "/dashboard/swap/quote", "Quote a balance swap", TAG, envelope(ref("SwapQuote")), auth=JWT,
        body=BODY, errors=(503,),
        description="Asks the venue; changes nothing (counted as a read). No markup is added. With floating_rate "
-                   "true the delivered amount may drift about 2 percent. 503 venue_unavailable."),
+                   "true the delivered amount may drift about 2 percent. 503 venue_unavailable.", scope="swap:create"),
     Op("POST", "/dashboard/swap", "Swap part of a balance into another coin", TAG, envelope(ref("Swap")),
        auth=JWT, body=BODY, errors=(401, 409, 503),
        description="Debits from_coin at once (400 insufficient_balance) and schedules the swap (status QUOTED). "
                    "On venue failure or timeout the source is credited back in full (FAILED). totp_code is "
-                   "required when the account has 2FA on. idempotency_key replays the first swap."),
+                   "required when the account has 2FA on. idempotency_key replays the first swap.",
+       scope="swap:create"),
     Op("GET", "/dashboard/swap/{swap_id}", "One swap", TAG, envelope(ref("Swap")), auth=JWT, errors=(404,),
        description="Another merchant's swap is 404. Use actual_to_amount, not the quote, for reconciliation."),
     Op("GET", "/dashboard/swaps", "List swaps (newest first)", TAG,
@@ -46,7 +47,8 @@ OPERATIONS = [
        "Dashboard: settings", SETTLEMENT, auth=JWT),
     Op("PUT", "/dashboard/settings/settlement-coin", "Set the account's default settlement coin",
        "Dashboard: settings", SETTLEMENT, auth=JWT, body=obj({"default_settlement_coin": NULLABLE_STRING}),
-       description="Credited payment deposits in another coin are converted into it (auto-settle); null clears it."),
+       description="Credited payment deposits in another coin are converted into it (auto-settle); null clears it.",
+       scope="settings:manage"),
 ]
 
 

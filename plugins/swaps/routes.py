@@ -11,14 +11,14 @@ routes = web.RouteTableDef()
 
 
 @routes.post("/dashboard/swap/quote")
-@requires("jwt")
+@requires("jwt", scope="swap:create")
 @rate_class("read")  # SPEC 8: a swap quote counts as a read
 async def post_quote(request: web.Request) -> web.Response:
     return envelope(await service.quote(gateway_of(request), await read_json(request)))
 
 
 @routes.post("/dashboard/swap")
-@requires("jwt")
+@requires("jwt", scope="swap:create")
 async def post_swap(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     return envelope(await service.commit(gateway, merchant_id, await read_json(request)))
@@ -47,7 +47,7 @@ async def get_settlement_coin(request: web.Request) -> web.Response:
 
 
 @routes.put("/dashboard/settings/settlement-coin")
-@requires("jwt")
+@requires("jwt", scope="settings:manage")
 async def put_settlement_coin(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     body = await read_json(request)

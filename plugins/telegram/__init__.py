@@ -60,7 +60,7 @@ def register_templates(registry) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("settings-nav", "Telegram", linking.PAGE_PATH, order=60, render=dashboard.page,
-                 submit=dashboard.submit)
+                 submit=dashboard.submit, scope="account:credentials")
 
 
 @hookimpl

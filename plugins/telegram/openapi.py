@@ -62,7 +62,7 @@ OPERATIONS = [
                    "link_token_expired, link_token_used, link_chat_unknown when the bot never recorded who the "
                    "chat is), binds the chat (replacing this account's previous chat and the chat's previous "
                    "account) and sends a confirmation message. A refusal binds nothing and leaves the token "
-                   "unspent. 503 telegram_not_configured without a bot token."),
+                   "unspent. 503 telegram_not_configured without a bot token.", scope="account:credentials"),
     Op("GET", "/dashboard/tg/link/status", "Whether a chat is linked, and whose", LINKING,
        envelope(obj({"linked": BOOLEAN, "linked_at": {"anyOf": [INTEGER, {"type": "null"}]},
                      "chat_id": {"anyOf": [INTEGER, {"type": "null"}]}, "first_name": NULLABLE_STRING,
@@ -72,7 +72,7 @@ OPERATIONS = [
     Op("POST", "/dashboard/tg/unlink", "Unlink the chat from the dashboard", LINKING,
        envelope(obj({"ok": {"const": True}, "unlinked": BOOLEAN})), auth=JWT,
        description="Removes the binding (unlinked false when none); the chat's mini-app sessions end at once "
-                   "and stay ended if the chat is linked again."),
+                   "and stay ended if the chat is linked again.", scope="account:credentials"),
     Op("POST", "/tg/webhook", "Telegram updates (webhook mode)", LINKING, envelope(obj({"ok": {"const": True}})),
        body=obj({"update_id": INTEGER}), rate_limited=False, errors=(401, 404),
        description="Telegram's servers post updates here when plugin.telegram.mode is webhook; the header "

@@ -52,7 +52,7 @@ async def link_start(request: web.Request) -> web.StreamResponse:
 
 
 @routes.post("/dashboard/tg/link/complete")
-@requires("jwt")
+@requires("jwt", scope="account:credentials")
 async def link_complete(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     linking.require_enabled(gateway)
@@ -69,7 +69,7 @@ async def link_status(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/tg/unlink")
-@requires("jwt")
+@requires("jwt", scope="account:credentials")
 async def unlink(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     unlinked = await linking.unlink(gateway, principal_of(request).merchant_id, via=linking.DASHBOARD)

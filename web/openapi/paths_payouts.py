@@ -50,19 +50,19 @@ OPERATIONS = [
        description="Creates a payout in the payment's pay currency; without amount or amount_usd the whole "
                    "remaining balance is refunded."),
     Op("POST", "/dashboard/create-payout", "Send a payout", PAYOUTS, envelope(ref("Payout")), auth=JWT,
-       body=body(PAYOUT_FIELDS, PAYOUT_OPTIONAL)),
+       body=body(PAYOUT_FIELDS, PAYOUT_OPTIONAL), scope="payout:create"),
     Op("GET", "/dashboard/payouts", "List payouts", PAYOUTS, envelope(page("payouts", PAYOUT_ROW)), auth=JWT,
        query=(Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 20}),
-              Param("offset", {"type": "integer", "minimum": 0, "default": 0}))),
+              Param("offset", {"type": "integer", "minimum": 0, "default": 0})), scope="payout:read"),
     Op("POST", "/v1/transfer", "Internal transfer", TRANSFERS, data_only(ref("Transfer")), auth=MERCHANT_KEY,
        scope="transfer:create", body=TRANSFER_BODY,
        description="Instant and fee-free; a body with only data. 400 self_transfer_forbidden, "
                    "recipient_not_found, recipient_disabled, insufficient_balance, coin_not_supported; "
                    "401 wrong TOTP code."),
     Op("POST", "/dashboard/transfer", "Internal transfer", TRANSFERS, data_only(ref("Transfer")), auth=JWT,
-       body=TRANSFER_BODY),
+       body=TRANSFER_BODY, scope="transfer:create"),
     Op("GET", "/dashboard/transfers", "Transfers sent and received", TRANSFERS,
        envelope(page("transfers", ref("TransferRow"))), auth=JWT,
        query=(Param("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 100}),
-              Param("offset", {"type": "integer", "minimum": 0, "default": 0}))),
+              Param("offset", {"type": "integer", "minimum": 0, "default": 0})), scope="balance:read"),
 ]

@@ -40,7 +40,7 @@ async def list_keys(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/api-keys")
-@requires("jwt")
+@requires("jwt", scope="key:manage")
 async def create_key(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), create_fields(gateway_of(request).scopes.names()))
     result = await api_keys.create_scoped_key(
@@ -49,7 +49,7 @@ async def create_key(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/api-keys/{key_id}/revoke")
-@requires("jwt")
+@requires("jwt", scope="key:manage")
 async def revoke_key(request: web.Request) -> web.Response:
     result = await api_keys.revoke_scoped_key(gateway_of(request), principal_of(request).merchant_id,
                                               request.match_info["key_id"])
@@ -57,7 +57,7 @@ async def revoke_key(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/api-keys/{key_id}/rotate")
-@requires("jwt")
+@requires("jwt", scope="key:manage")
 async def rotate_key(request: web.Request) -> web.Response:
     result = await api_keys.rotate_scoped_key(gateway_of(request), principal_of(request).merchant_id,
                                               request.match_info["key_id"])

@@ -26,20 +26,20 @@ routes = web.RouteTableDef()
 
 
 @routes.get("/dashboard/payments")
-@requires("jwt")
+@requires("jwt", scope="payment:read")
 async def dashboard_payments(request: web.Request) -> web.Response:
     return await list_for(request, principal_of(request).merchant_id)
 
 
 @routes.get("/dashboard/payments/{track_id}")
-@requires("jwt")
+@requires("jwt", scope="payment:read")
 async def dashboard_payment(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     return await payment_answer(gateway, principal_of(request).merchant_id, request.match_info["track_id"])
 
 
 @routes.post("/dashboard/payments/{track_id}/cancel")
-@requires("jwt")
+@requires("jwt", scope="payment:create")
 async def dashboard_cancel(request: web.Request) -> web.Response:
     gateway = gateway_of(request)
     merchant_id = principal_of(request).merchant_id
@@ -48,7 +48,7 @@ async def dashboard_cancel(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/create-payment")
-@requires("jwt")
+@requires("jwt", scope="payment:create")
 async def dashboard_create_payment(request: web.Request) -> web.Response:
     body = await read_json(request)
     payment_type = validate(body, [Field("type", required=True, choices=svc.PAYMENT_TYPES)])["type"]
@@ -60,13 +60,13 @@ async def dashboard_create_payment(request: web.Request) -> web.Response:
 
 
 @routes.get("/dashboard/balances")
-@requires("jwt")
+@requires("jwt", scope="balance:read")
 async def dashboard_balances(request: web.Request) -> web.Response:
     return envelope({"balances": await balances_of(gateway_of(request), principal_of(request).merchant_id)})
 
 
 @routes.get("/dashboard/transactions")
-@requires("jwt")
+@requires("jwt", scope="balance:read")
 async def dashboard_transactions(request: web.Request) -> web.Response:
     """Newest deposits and payouts, ``limit`` applied to each list separately."""
     gateway = gateway_of(request)
@@ -86,7 +86,7 @@ def _standing_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str
 
 
 @routes.get("/dashboard/deposit-addresses")
-@requires("jwt")
+@requires("jwt", scope="payment:read")
 async def deposit_addresses(request: web.Request) -> web.Response:
     """The merchant's own standing address per accepted coin, with QR codes.
 
@@ -103,7 +103,7 @@ async def deposit_addresses(request: web.Request) -> web.Response:
 
 
 @routes.get("/dashboard/receive-address")
-@requires("jwt")
+@requires("jwt", scope="payment:read")
 async def receive_address(request: web.Request) -> web.Response:
     """The standing address of ``?coin=``; in maintenance mode one derived before, else 503 (deriving writes)."""
     gateway = gateway_of(request)

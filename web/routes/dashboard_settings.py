@@ -34,7 +34,7 @@ async def _account_response(request: web.Request, row: Mapping[str, Any]) -> web
 
 
 @routes.put("/dashboard/settings/webhook")
-@requires("jwt")
+@requires("jwt", scope="webhook:manage")
 async def put_webhook(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), [
         Field("webhook_url", "url", required=True, max_len=500),
@@ -47,7 +47,7 @@ async def put_webhook(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/settings/webhook/test")
-@requires("jwt")
+@requires("jwt", scope="webhook:manage")
 async def post_webhook_test(request: web.Request) -> web.Response:
     """Queue a signed ``webhook.test`` event to the webhook URL (beyond SPEC; core/events/test_event.py)."""
     return envelope(await send_test_event(gateway_of(request), principal_of(request).merchant_id,
@@ -55,7 +55,7 @@ async def post_webhook_test(request: web.Request) -> web.Response:
 
 
 @routes.put("/dashboard/settings/coins")
-@requires("jwt")
+@requires("jwt", scope="settings:manage")
 async def put_coins(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), [
         Field("accepted_coins", "list", required=True, min_len=1, max_len=50, upper=True),
@@ -66,7 +66,7 @@ async def put_coins(request: web.Request) -> web.Response:
 
 
 @routes.put("/dashboard/settings/confirmations")
-@requires("jwt")
+@requires("jwt", scope="settings:manage")
 async def put_confirmations(request: web.Request) -> web.Response:
     body = await read_json(request)
     # Accept the bare object (SPEC 4.8) and also {"confirmations": {...}}.
@@ -77,7 +77,7 @@ async def put_confirmations(request: web.Request) -> web.Response:
 
 
 @routes.put("/dashboard/settings/customer-static-mode")
-@requires("jwt")
+@requires("jwt", scope="settings:manage")
 async def put_customer_static_mode(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), [Field("enabled", "bool", required=True)])
     row = await accounts.set_customer_static_mode(gateway_of(request), principal_of(request).merchant_id,
@@ -86,7 +86,7 @@ async def put_customer_static_mode(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/settings/change-password")
-@requires("jwt")
+@requires("jwt", scope="account:credentials")
 async def change_password(request: web.Request) -> web.Response:
     clean = validate_with_passwords(await read_json(request), [],
                                     {"current_password": False, "new_password": True})
@@ -97,7 +97,7 @@ async def change_password(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/settings/rotate-key")
-@requires("jwt")
+@requires("jwt", scope="key:manage")
 async def rotate_key(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), [
         Field("key_type", required=True, choices=tuple(KEY_TYPES), aliases=("keyType",)),
@@ -118,7 +118,7 @@ def _code(body: dict) -> str:
 
 
 @routes.post("/dashboard/mfa/setup")
-@requires("jwt")
+@requires("jwt", scope="account:credentials")
 async def mfa_setup(request: web.Request) -> web.Response:
     secret, url = await accounts.start_totp_setup(gateway_of(request), principal_of(request).merchant_id)
     qr = await qr_data_uri(gateway_of(request).cpu, url, cache=False)  # the URL carries the TOTP secret
@@ -126,7 +126,7 @@ async def mfa_setup(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/mfa/verify")
-@requires("jwt")
+@requires("jwt", scope="account:credentials")
 async def mfa_verify(request: web.Request) -> web.Response:
     code = _code(await read_json(request))
     await accounts.enable_totp(gateway_of(request), principal_of(request).merchant_id, code)
@@ -134,7 +134,7 @@ async def mfa_verify(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/mfa/disable")
-@requires("jwt")
+@requires("jwt", scope="account:credentials")
 async def mfa_disable(request: web.Request) -> web.Response:
     code = _code(await read_json(request))
     await accounts.disable_totp(gateway_of(request), principal_of(request).merchant_id, code)

@@ -170,13 +170,13 @@ async def refund_payment(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/create-payout")
-@requires("jwt")
+@requires("jwt", scope="payout:create")
 async def dashboard_create_payout(request: web.Request) -> web.Response:
     return await create_one(request)
 
 
 @routes.get("/dashboard/payouts")
-@requires("jwt")
+@requires("jwt", scope="payout:read")
 async def dashboard_payouts(request: web.Request) -> web.Response:
     limit, offset = pagination(request.query, default_limit=20, max_limit=200)
     return envelope(await svc.list_payouts(gateway_of(request), principal_of(request).merchant_id,

@@ -63,13 +63,13 @@ async def create_transfer(request: web.Request) -> web.Response:
 
 
 @routes.post("/dashboard/transfer")
-@requires("jwt")
+@requires("jwt", scope="transfer:create")
 async def dashboard_transfer(request: web.Request) -> web.Response:
     return await _send(request, svc.DASHBOARD)
 
 
 @routes.get("/dashboard/transfers")
-@requires("jwt")
+@requires("jwt", scope="balance:read")
 async def dashboard_transfers(request: web.Request) -> web.Response:
     limit, offset = pagination(request.query, default_limit=100, max_limit=500)
     return envelope(await svc.list_transfers(gateway_of(request), principal_of(request).merchant_id,

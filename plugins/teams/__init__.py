@@ -1,0 +1,62 @@
+"""Built-in feature plugin ``teams``: several people on one merchant account, each with a role (issue 36).
+
+The account holder invites members by e-mail (a single-use, expiring link,
+shown to copy and mailed when SMTP is configured); a member chooses a
+password on accepting and signs in on the dashboard's sign-in page to the
+same account. A member's session is a dashboard JWT naming the member
+(``sign_in_member``, the ``mbr`` claim); on every request the core asks this
+plugin who the member is now (``decide_member``): their role's scopes,
+which the dashboard and the JSON API both enforce (403 naming the missing
+scope). Removing a member ends their sessions at once. See docs/teams.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ...api import hookimpl
+from . import accept, members, openapi, page
+from .settings import PLUGIN_NAME, settings_of
+
+MIGRATIONS_PACKAGE = "orbchain.plugins.teams.migrations"
+
+
+@hookimpl
+def check_config(gateway) -> None:
+    settings_of(gateway)
+
+
+@hookimpl
+def register_migrations(registry) -> None:
+    registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_routes(registry) -> None:
+    registry.add(accept.routes)
+
+
+@hookimpl
+def register_openapi(registry) -> None:
+    openapi.register(registry)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("settings-nav", "Team", page.PAGE_PATH, order=20, render=page.render, submit=page.submit,
+                 scope=page.SCOPE)
+
+
+@hookimpl
+async def decide_member(gateway, merchant_id, member_id):
+    return await members.member(gateway, merchant_id, member_id)
+
+
+@hookimpl
+async def decide_member_login(gateway, email):
+    return await members.login(gateway, email)

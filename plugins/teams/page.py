@@ -1,0 +1,59 @@
+"""The Team page (``/app/team``): members and their roles, invitations, custom roles.
+
+Served by the dashboard (signed in, CSRF checked, ``team:manage`` needed:
+owners and admins); each form posts here with an ``action``. A refused form
+comes back with its error and what was typed (the dashboard's plugin-page
+rules). The invite link is shown once, to copy; it is also e-mailed when
+SMTP is configured.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ...api import DashboardView, Principal, ValidationError
+from ...api.merchant import get_merchant
+from . import invites, mail, members, roles
+
+PAGE_PATH = "/app/team"
+SCOPE = "team:manage"
+
+
+async def _holder_email(gateway: Any, merchant_id: str) -> str:
+    row = await get_merchant(gateway.db, merchant_id)
+    return row["email"] if row is not None else ""
+
+
+async def render(gateway: Any, merchant_id: str, query: Mapping[str, str], principal: Principal | None = None,
+                 **shown: Any) -> DashboardView:
+    holder = await _holder_email(gateway, merchant_id)
+    custom = await roles.custom_roles(gateway, merchant_id)
+    return DashboardView("teams/team.html", {
+        "members": await members.listing(gateway, merchant_id, holder),
+        "invites": await invites.pending(gateway, merchant_id),
+        "role_names": [*roles.BUILT_IN, *sorted(custom)],
+        "custom_roles": sorted(custom.items()),
+        "built_in": {name: sorted(roles.built_in_scopes(gateway, name)) for name in roles.BUILT_IN},
+        "scopes": [(scope.name, scope.description) for scope in gateway.scopes if scope.name != roles.HOLDER_SCOPE],
+        "acting_role": await members.acting_role(gateway, principal), **shown})
+
+
+async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
+                 principal: Principal | None = None) -> DashboardView | None:
+    action = form.get("action")
+    if action == "invite":
+        email, url = await invites.create(gateway, merchant_id, form, principal)
+        sent = await mail.send_invite(gateway, email, url, await _holder_email(gateway, merchant_id))
+        return await render(gateway, merchant_id, {}, principal, invite_link=url, invited=email, mailed=sent)
+    if action == "role":
+        await members.change_role(gateway, merchant_id, form.get("member_id"), form.get("role"), principal)
+    elif action == "remove":
+        await members.remove(gateway, merchant_id, form.get("member_id"), principal)
+    elif action == "cancel-invite":
+        await invites.cancel(gateway, merchant_id, form.get("invite_id"))
+    elif action == "custom-role":
+        scopes = form.getall("scopes", []) if hasattr(form, "getall") else form.get("scopes", [])
+        await roles.create_custom_role(gateway, merchant_id, form.get("name"), scopes)
+    else:
+        raise ValidationError({"action": "unknown action"})
+    return None
