@@ -119,6 +119,21 @@ async def test_a_node_down_or_hanging_leaves_the_others_to_serve():
     assert await adapter.client.send("tx") == f"sent tx via {nodes[1].url}"  # failover past the down node
 
 
+async def test_a_down_node_is_probed_aside_and_never_waited_for():
+    adapter, nodes, _ = make([HONEST, HONEST, HONEST])
+    nodes[0].hang = True
+    assert await adapter.tip() == BlockRef(3, "a3")  # waited once, answer_seconds, to learn it is down
+    assert states(adapter)[0] == "down"
+    assert await adapter.tip() == BlockRef(3, "a3")
+    probe = adapter.nodes.nodes[0].probe
+    assert probe is not None and not probe.done()  # the tip was agreed without it
+    nodes[0].hang = False
+    await probe
+    assert await adapter.tip() == BlockRef(3, "a3")
+    await adapter.tip()
+    assert states(adapter) == ["up", "up", "up"]
+
+
 async def test_a_node_contradicting_the_quorum_is_set_aside_once_then_asked_again(caplog):
     liar = HONEST[:2] + ["forged2", "forged3"]
     adapter, nodes, clock = make([liar, HONEST, HONEST])

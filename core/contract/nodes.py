@@ -90,6 +90,7 @@ class _Node(Generic[C]):
         self.height: int | None = None
         self.error: str | None = None
         self.aside_until = 0.0
+        self.probe: asyncio.Task[None] | None = None
 
     def state(self) -> NodeState:
         return NodeState(self.name, self.health.value, self.height, self.error)
@@ -120,6 +121,7 @@ class NodeSet(Generic[C]):
         self.chain, self.quorum, self.lag_blocks = chain, quorum, lag_blocks
         self.answer_seconds, self.set_aside_seconds, self._clock = answer_seconds, set_aside_seconds, clock
         self.nodes = [_Node(name, url, make(url)) for name, url in zip(_names(urls), urls)]
+        self._agreed_height = -1  # the last agreed tip, which "behind" is measured from
         self._pinned: ContextVar[_Node[C] | None] = ContextVar(f"pinned node of {chain}", default=None)
 
     def client(self) -> C:
@@ -248,6 +250,12 @@ class NodeSet(Generic[C]):
                          read_hash: Callable[[int], Awaitable[str]]) -> BlockRef:
         """The highest block ``quorum`` nodes have and agree on; marks each node up, behind or down."""
         usable = self._usable()
+        live = [n for n in usable if n.health is not Health.DOWN]
+        if len(live) >= self.quorum:  # a down node (perhaps hanging) is probed aside, never waited for
+            for node in usable:
+                if node not in live:
+                    self._probe(node, read_tip)
+            usable = live
         tips = dict(zip(usable, await asyncio.gather(*(self._ask(n, read_tip) for n in usable))))
         reached = {n: t for n, t in tips.items() if isinstance(t, BlockRef)}
         if len(reached) < self.quorum:
@@ -258,14 +266,33 @@ class NodeSet(Generic[C]):
         hashes: dict[_Node[C], Any] = {n: t.hash for n, t in reached.items() if t.height == height}
         hashes.update(zip(higher, await asyncio.gather(*(self._ask(n, lambda: read_hash(height)) for n in higher))))
         agreed = self._decide(hashes, f"block {height}", lambda a: a)
+        self._agreed_height = height
         for node, ref in reached.items():
-            node.height = ref.height
-            if node.health is not Health.SET_ASIDE:
-                node.health = Health.BEHIND if ref.height < height - self.lag_blocks else Health.UP
+            self._place(node, ref.height)
         return BlockRef(height, agreed)
+
+    def _place(self, node: _Node[C], height: int) -> None:
+        """Record a node's tip: up, or behind when it is more than ``lag_blocks`` below the agreed tip."""
+        node.height = height
+        if node.health is not Health.SET_ASIDE:
+            node.health = Health.BEHIND if height < self._agreed_height - self.lag_blocks else Health.UP
+
+    def _probe(self, node: _Node[C], read_tip: Callable[[], Awaitable[BlockRef]]) -> None:
+        """Ask a down node for its tip in the background (one probe at a time): it is up again once it answers."""
+        if node.probe is not None and not node.probe.done():
+            return
+
+        async def probe() -> None:
+            answer = await self._ask(node, read_tip)
+            if isinstance(answer, BlockRef):
+                self._place(node, answer.height)
+
+        node.probe = asyncio.get_running_loop().create_task(probe())
 
     async def close(self) -> None:
         for node in self.nodes:
+            if node.probe is not None:
+                node.probe.cancel()
             close = getattr(node.client, "close", None)
             if close is not None:
                 await close()
