@@ -6,6 +6,10 @@ DOGE -> "dogecoin"). Deposits: ``block(height)`` is ``getblockhash`` plus
 core scanner matches, confirms and handles reorganisations. Payouts are the
 ``BitcoinPayouts`` role (``sender.py``).
 
+Several ``rpc_url`` nodes: ``self.rpc`` fails over between them, and the
+contract's ``tip``/``block_hash``/``block`` are what ``quorum`` of them agree
+on (``NodeQuorum``); this class implements the single-node reads.
+
 ``push(heard)`` (``Capability.PUSH``, declared only when ``p2p`` or a ZMQ
 endpoint is configured) follows the node's announcements: ``notifications.py``.
 
@@ -20,7 +24,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer, addresses
+from ...api import (
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer, addresses,
+)
 from . import notifications
 from .blocks import parse_block, transaction_transfers
 from .rpc import NodeRpc, RpcError
@@ -37,9 +43,10 @@ log = logging.getLogger(__name__)
 LEGACY_GETBLOCK_ERRORS = (-1, -3)
 
 MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
+LAG_BLOCKS = 2  # a node this many blocks below the agreed tip is "behind" (failover prefers the others)
 
 
-class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
+class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
     capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS})
 
     def __init__(self, gateway: "Gateway", settings: CoinSettings, rpc: NodeRpc | None = None) -> None:
@@ -55,9 +62,15 @@ class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
         self.payout_confirmations = settings.payout_confirmations
         if settings.push:
             self.capabilities = self.capabilities | {Capability.PUSH}
-        self.rpc = rpc or NodeRpc(settings.rpc_url, user=settings.rpc_user, password=settings.rpc_password,
-                                  cookie_file=settings.rpc_cookie_file, timeout=settings.rpc_timeout_seconds,
-                                  label=f"{spec.node} ({spec.symbol})")
+        label = f"{spec.node} ({spec.symbol})"
+        self.nodes: NodeSet[NodeRpc] = NodeSet(
+            self.name, settings.rpc_urls if rpc is None else (getattr(rpc, "url", "http://node"),),
+            lambda url: rpc or NodeRpc(url, user=settings.rpc_user, password=settings.rpc_password,
+                                       cookie_file=settings.rpc_cookie_file, timeout=settings.rpc_timeout_seconds,
+                                       label=label),
+            quorum=settings.quorum if rpc is None else 1, lag_blocks=LAG_BLOCKS,
+            answer_seconds=settings.rpc_timeout_seconds)
+        self.rpc = self.nodes.client()
         # txid -> our transfers in it (often none); only txids still in the mempool are kept.
         self._mempool: dict[str, tuple[Transfer, ...]] = {}
 
@@ -65,18 +78,18 @@ class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
     def coin(self) -> str:
         return self.settings.spec.symbol
 
-    async def tip(self) -> BlockRef:
+    async def node_tip(self) -> BlockRef:
         info = await self.rpc.call("getblockchaininfo")
         return BlockRef(int(info["blocks"]), info["bestblockhash"])
 
-    async def block_hash(self, height: int) -> str:
+    async def node_block_hash(self, height: int) -> str:
         try:
             return await self.rpc.call("getblockhash", height)
         except RpcError as exc:  # above the tip: the chain shrank under us (a reorg in progress)
             raise ChainUnavailable(str(exc)) from None
 
-    async def block(self, height: int) -> Block:
-        block_hash = await self.block_hash(height)
+    async def node_block(self, height: int) -> Block:
+        block_hash = await self.node_block_hash(height)
         data = await self._block_with_transactions(block_hash)
         return parse_block(data, self.coin)
 
@@ -132,4 +145,4 @@ class BitcoinAdapter(ChainAdapter, BitcoinPayouts):
         await notifications.follow(self.settings, heard, self.name)
 
     async def close(self) -> None:
-        await self.rpc.close()
+        await self.nodes.close()

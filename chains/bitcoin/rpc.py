@@ -25,7 +25,7 @@ from typing import Any, Sequence
 
 import httpx
 
-from ...api import AmountError, ChainUnavailable, to_base_units
+from ...api import AmountError, ChainUnavailable, node_name, to_base_units
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +83,7 @@ class NodeRpc:
     ) -> None:
         self.url = url
         self.label = label
+        self.name = node_name(url)  # for messages: no credentials
         self._user = user
         self._password = password
         self._cookie_file = cookie_file
@@ -91,7 +92,7 @@ class NodeRpc:
         self._client: httpx.AsyncClient | None = None
 
     def __repr__(self) -> str:  # no credentials
-        return f"<NodeRpc {self.label} {self.url}>"
+        return f"<NodeRpc {self.label} {self.name}>"
 
     def _auth(self) -> tuple[str, str] | None:
         if self._cookie_file:
@@ -121,9 +122,9 @@ class NodeRpc:
         try:
             response = await self._http().post(self.url, content=body, headers={"Content-Type": "application/json"})
         except httpx.TimeoutException:
-            raise ChainUnavailable(f"{self.label}: no answer from {self.url} within {self._timeout:g} s") from None
+            raise ChainUnavailable(f"{self.label}: no answer from {self.name} within {self._timeout:g} s") from None
         except httpx.HTTPError as exc:
-            raise ChainUnavailable(f"{self.label}: cannot reach {self.url}: {type(exc).__name__}: {exc}") from None
+            raise ChainUnavailable(f"{self.label}: cannot reach {self.name}: {type(exc).__name__}: {exc}") from None
         if response.status_code in (401, 403):
             await self.close()  # a cookie may have been rotated: re-read it next time
             raise ChainUnavailable(f"{self.label}: the node refused our RPC credentials (HTTP {response.status_code})")
@@ -131,7 +132,7 @@ class NodeRpc:
             return json.loads(response.content, parse_float=Decimal)
         except ValueError:
             raise ChainUnavailable(
-                f"{self.label}: HTTP {response.status_code} from {self.url} is not JSON-RPC") from None
+                f"{self.label}: HTTP {response.status_code} from {self.name} is not JSON-RPC") from None
 
     def _result(self, method: str, answer: Any) -> Any:
         if not isinstance(answer, dict):

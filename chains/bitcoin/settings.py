@@ -13,6 +13,14 @@ One block per coin; a coin without a block registers nothing::
 Optional: ``scan_seconds``, ``start_height`` (where a fresh database starts;
 default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``.
 
+Several nodes (one or more providers): ``rpc_url`` may be a list; credentials
+shared by all come from ``rpc_user``/``rpc_password`` (or the cookie), or each
+URL carries its own (``http://user:pass@host:port``). ``quorum`` (default: a
+majority of the URLs) is how many must agree on a block before it counts::
+
+    rpc_url = ["http://10.0.0.1:9332", "http://10.0.0.2:9332", "http://10.0.0.3:9332"]
+    quorum = 2
+
 Push (the adapter declares ``Capability.PUSH`` only when one is set; both may be)::
 
     p2p = "127.0.0.1:19444"                       # the node's P2P port (-whitelist=noban@...)
@@ -26,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import SplitResult, urlsplit
 
-from ...api import Config, ConfigError, int_setting, seconds_setting
+from ...api import Config, ConfigError, int_setting, node_name, node_urls_setting, quorum_setting, seconds_setting
 
 PLUGIN_NAME = "bitcoin"
 NETWORKS = ("mainnet", "testnet", "regtest")
@@ -55,14 +63,14 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "p2p", "zmq_rawtx", "zmq_hashblock")
+        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum")
 ZMQ_SCHEMES = ("tcp", "ipc")
 
 
 @dataclass(frozen=True)
 class CoinSettings:
     spec: CoinSpec
-    rpc_url: str
+    rpc_urls: tuple[str, ...]
     rpc_user: str | None
     rpc_password: str | None
     rpc_cookie_file: str | None
@@ -75,13 +83,14 @@ class CoinSettings:
     drop_after_seconds: int
     p2p: tuple[str, int] | None = None  # (host, port) of the node's P2P listener
     zmq: Mapping[str, str] = field(default_factory=dict)  # ZMQ topic ("rawtx", "hashblock") -> endpoint
+    quorum: int = 1  # nodes that must agree on a block
 
     @property
     def push(self) -> bool:
         return self.p2p is not None or bool(self.zmq)
 
     def __repr__(self) -> str:  # never the password
-        return f"<CoinSettings {self.spec.symbol} {self.network} {self.rpc_url}>"
+        return f"<CoinSettings {self.spec.symbol} {self.network} {len(self.rpc_urls)} node(s)>"
 
 
 def _key(symbol: str, name: str | None = None) -> str:
@@ -138,11 +147,12 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         if name not in KEYS:
             raise ConfigError(f"unknown config key '{_key(symbol, name)}' (known: {', '.join(KEYS)})")
     spec = COIN_SPECS[symbol]
-    url = _text(block, symbol, "rpc_url")
-    if url is None:
+    urls = node_urls_setting(block, _key(symbol), "rpc_url")
+    if urls is None:
         raise ConfigError(f"config key '{_key(symbol, 'rpc_url')}' is required (the node's JSON-RPC URL)")
-    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-        raise ConfigError(f"config key '{_key(symbol, 'rpc_url')}' must be an http(s) URL, got {url!r}")
+    for url in urls:
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            raise ConfigError(f"config key '{_key(symbol, 'rpc_url')}' must be http(s) URLs, got {node_name(url)!r}")
     user, password = _text(block, symbol, "rpc_user"), _text(block, symbol, "rpc_password")
     cookie = _text(block, symbol, "rpc_cookie_file")
     if cookie and (user or password):
@@ -155,7 +165,8 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         raise ConfigError(
             f"config key '{_key(symbol, 'network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
     return CoinSettings(
-        spec=spec, rpc_url=url, rpc_user=user, rpc_password=password, rpc_cookie_file=cookie, network=network,
+        spec=spec, rpc_urls=urls, quorum=quorum_setting(block, _key(symbol), len(urls)), rpc_user=user,
+        rpc_password=password, rpc_cookie_file=cookie, network=network,
         fee_fallback_sat_per_vbyte=int_setting(block, _key(symbol), "fee_fallback_sat_per_vbyte",
                                                spec.default_fallback_sat_per_vbyte, minimum=1),
         payout_confirmations=int_setting(block, _key(symbol), "payout_confirmations", 1, minimum=1),

@@ -15,6 +15,8 @@ Per block, two kinds of deposit:
   ignored (SPEC 2.7).
 
 ``parent_hash`` comes from the node, so the core's reorg detection works.
+Several ``rpc_url`` nodes: ``self.rpc`` fails over, and ``tip``/``block`` are
+what ``quorum`` of them agree on (``NodeQuorum``, docs/evm.md).
 ``mempool()`` returns nothing: a deposit shows from its first block
 (docs/evm.md).
 
@@ -31,7 +33,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from eth_utils import to_checksum_address
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer, addresses
+from ...api import (
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer, addresses,
+)
 from ..subscription import Subscription, follow
 from .payouts import EvmPayouts
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
@@ -46,7 +50,10 @@ if TYPE_CHECKING:  # pragma: no cover
 NEW_HEADS = Subscription("eth_subscribe", "eth_subscription", "eth_unsubscribe", ("newHeads",))
 
 
-class EvmAdapter(ChainAdapter, EvmPayouts):
+LAG_BLOCKS = 5  # a node this many blocks below the agreed tip is "behind" (failover prefers the others)
+
+
+class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
     network = "mainnet"  # EVM addresses are the same on every network and testnet
 
     def __init__(self, gateway: "Gateway", settings: ChainSettings, native: str, tokens: Mapping[str, str],
@@ -67,7 +74,12 @@ class EvmAdapter(ChainAdapter, EvmPayouts):
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
-        self.rpc = rpc or JsonRpc(settings.rpc_url, timeout=settings.timeout_seconds)
+        self.nodes: NodeSet[JsonRpc] = NodeSet(
+            self.name, settings.rpc_url if rpc is None else getattr(rpc, "url", "http://node"),
+            lambda url: rpc or JsonRpc(url, timeout=settings.timeout_seconds),
+            quorum=settings.quorum if rpc is None else 1, lag_blocks=LAG_BLOCKS,
+            answer_seconds=settings.timeout_seconds)
+        self.rpc = self.nodes.client()
         self.txs = TxStore(gateway, settings.chain, settings.chain_id, self.rpc,
                            gas_margin_percent=settings.gas_margin_percent, priority_fee_wei=settings.priority_fee_wei)
 
@@ -85,14 +97,14 @@ class EvmAdapter(ChainAdapter, EvmPayouts):
             raise ChainUnavailable(f"{self.name}: no block {tag}")
         return header
 
-    async def tip(self) -> BlockRef:
+    async def node_tip(self) -> BlockRef:
         header = await self._header("latest")
         return BlockRef(quantity(header["number"]), header["hash"])
 
-    async def block_hash(self, height: int) -> str:
+    async def node_block_hash(self, height: int) -> str:
         return (await self._header(hex_quantity(height)))["hash"]
 
-    async def block(self, height: int) -> Block:
+    async def node_block(self, height: int) -> Block:
         raw = await self.rpc.call("eth_getBlockByNumber", hex_quantity(height), True)
         if not isinstance(raw, dict):
             raise ChainUnavailable(f"{self.name}: no block {height}")
@@ -147,4 +159,4 @@ class EvmAdapter(ChainAdapter, EvmPayouts):
                      timeout=self.settings.timeout_seconds)
 
     async def close(self) -> None:
-        await self.rpc.close()
+        await self.nodes.close()

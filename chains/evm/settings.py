@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, seconds_setting
+from ...api import ConfigError, int_setting, node_urls_setting, quorum_setting, seconds_setting
 from ..contracts import read_contracts
 from ..subscription import is_ws_url
 from .coins import COINS
@@ -26,7 +26,8 @@ PLUGIN_NAME = "evm"
 REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
-    "timeout_seconds", "ws_url", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei", "contracts",
+    "timeout_seconds", "ws_url", "quorum", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei",
+    "contracts",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
@@ -40,7 +41,8 @@ class ChainSettings:
     """One EVM chain's validated block."""
 
     chain: str
-    rpc_url: str
+    # One node, or several (failover, and a quorum on blocks); never in repr: API keys live in provider URLs.
+    rpc_url: str | tuple[str, ...] = field(repr=False)
     chain_id: int
     payout_confirmations: int = 1
     scan_seconds: float = DEFAULT_SCAN_SECONDS
@@ -54,6 +56,7 @@ class ChainSettings:
     gas_margin_percent: int = DEFAULT_GAS_MARGIN_PERCENT
     priority_fee_wei: int | None = None  # None: ask the node (eth_maxPriorityFeePerGas)
     contracts: Mapping[str, str] = field(default_factory=dict)  # symbol -> contract overrides
+    quorum: int = 1  # nodes that must agree on a block
 
 
 def _key(chain: str, name: str | None = None) -> str:
@@ -69,9 +72,9 @@ def _chain(chain: str, block: Any) -> ChainSettings:
     for name in REQUIRED:
         if name not in block:
             raise ConfigError(f"config key '{_key(chain, name)}' is required")
-    url = block["rpc_url"]
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"config key '{_key(chain, 'rpc_url')}' must be an http(s) URL")
+    urls = node_urls_setting(block, _key(chain), "rpc_url") or ()
+    if not all(url.startswith(("http://", "https://")) for url in urls):
+        raise ConfigError(f"config key '{_key(chain, 'rpc_url')}' must be an http(s) URL or a list of them")
     # Never derived from rpc_url: geth and reth serve WebSocket on another port (8546), Infura on another
     # path, so a guess would fail on every reconnect; push is on only when the operator names the endpoint.
     ws_url = block.get("ws_url")
@@ -84,7 +87,8 @@ def _chain(chain: str, block: Any) -> ChainSettings:
     assert chain_id is not None, "chain_id is REQUIRED: its presence was checked above"
     return ChainSettings(
         chain=chain,
-        rpc_url=url,
+        rpc_url=urls,
+        quorum=quorum_setting(block, _key(chain), len(urls)),
         chain_id=chain_id,
         payout_confirmations=int_setting(block, _key(chain), "payout_confirmations", 1, minimum=1),
         scan_seconds=seconds_setting(block, _key(chain), "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),

@@ -17,6 +17,10 @@ is the subaddress's minor index, unique within a transaction. Time-locked
 transfers (``unlock_time`` set) are never reported: a payer cannot pay with
 money the merchant could not use for years.
 
+Several ``daemon_url`` monerods: calls fail over and ``tip``/``block`` are
+what ``quorum`` of them agree on (``NodeQuorum``); the wallet stays one
+(it follows its own daemon, docs/monero.md).
+
 With ``zmq_pub_url`` set the adapter declares ``Capability.PUSH``:
 monerod's ZMQ publisher wakes the scan for each new block and each
 transaction entering the pool (``publisher.py``).
@@ -27,7 +31,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer
 from . import publisher
 from .rpc import MoneroRpc, MoneroRpcError, piconero
 from .settings import MoneroSettings
@@ -36,9 +40,10 @@ log = logging.getLogger(__name__)
 
 CHAIN = "monero"
 SYMBOL = "XMR"
+LAG_BLOCKS = 2  # a monerod this many blocks below the agreed tip is "behind"
 
 
-class MoneroAdapter(ChainAdapter):
+class MoneroAdapter(NodeQuorum, ChainAdapter):
     name = CHAIN
     coins = (SYMBOL,)
     capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL})
@@ -52,8 +57,12 @@ class MoneroAdapter(ChainAdapter):
         self.start_height = settings.start_height
         self.drop_after_seconds = settings.drop_after_seconds
         self.account_index = settings.account_index
-        self.daemon = MoneroRpc(settings.daemon_url, user=settings.daemon_user, password=settings.daemon_password,
-                                timeout=settings.rpc_timeout_seconds, what="monerod")
+        self.nodes: NodeSet[MoneroRpc] = NodeSet(
+            CHAIN, settings.daemon_url,
+            lambda url: MoneroRpc(url, user=settings.daemon_user, password=settings.daemon_password,
+                                  timeout=settings.rpc_timeout_seconds, what="monerod"),
+            quorum=settings.quorum, lag_blocks=LAG_BLOCKS, answer_seconds=settings.rpc_timeout_seconds)
+        self.daemon = self.nodes.client()
         self.wallet = MoneroRpc(settings.wallet_rpc_url, user=settings.wallet_rpc_user,
                                 password=settings.wallet_rpc_password, timeout=settings.rpc_timeout_seconds,
                                 what="monero-wallet-rpc")
@@ -77,13 +86,16 @@ class MoneroAdapter(ChainAdapter):
 
     async def tip(self) -> BlockRef:
         await self._wallet("refresh")
+        return await super().tip()
+
+    async def node_tip(self) -> BlockRef:
         header = (await self._daemon("get_last_block_header"))["block_header"]
         return BlockRef(int(header["height"]), header["hash"])
 
-    async def block_hash(self, height: int) -> str:
+    async def node_block_hash(self, height: int) -> str:
         return str((await self._header(height))["hash"])
 
-    async def block(self, height: int) -> Block:
+    async def node_block(self, height: int) -> Block:
         header = await self._header(height)
         transfers = await self._incoming_at(height) if height > 0 else ()
         if (await self._header(height))["hash"] != header["hash"]:
@@ -134,7 +146,7 @@ class MoneroAdapter(ChainAdapter):
         return str(answer["address"]), int(answer["address_index"])
 
     async def close(self) -> None:
-        for client in (self.daemon, self.wallet):
+        for client in (self.nodes, self.wallet):
             try:
                 await client.close()
             except Exception:  # shutdown must not raise

@@ -13,18 +13,21 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...api import Config, ConfigError, NETWORKS, checked_block, int_setting, seconds_setting, text_setting
+from ...api import (
+    Config, ConfigError, NETWORKS, checked_block, int_setting, node_name, node_urls_setting, quorum_setting,
+    seconds_setting, text_setting,
+)
 from .publisher import is_zmq_url
 
 PLUGIN_NAME = "monero"
 KEYS = ("daemon_url", "daemon_user", "daemon_password", "wallet_rpc_url", "wallet_rpc_user", "wallet_rpc_password",
         "network", "account_index", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "zmq_pub_url")
+        "zmq_pub_url", "quorum")
 
 
 @dataclass(frozen=True)
 class MoneroSettings:
-    daemon_url: str
+    daemon_url: str | tuple[str, ...]  # one monerod, or several (failover, and a quorum on blocks)
     daemon_user: str | None
     daemon_password: str | None
     wallet_rpc_url: str
@@ -37,9 +40,10 @@ class MoneroSettings:
     rpc_timeout_seconds: float
     drop_after_seconds: int
     zmq_pub_url: str | None = None  # monerod's --zmq-pub endpoint: push; None polls only
+    quorum: int = 1  # monerods that must agree on a block
 
     def __repr__(self) -> str:  # never the passwords
-        return f"<MoneroSettings {self.network} {self.daemon_url} {self.wallet_rpc_url}>"
+        return f"<MoneroSettings {self.network}>"
 
 
 def _key(name: str) -> str:
@@ -82,8 +86,14 @@ def read_settings(config: Config) -> MoneroSettings | None:
         raise ConfigError(f"config key '{_key('zmq_pub_url')}' must be monerod's --zmq-pub endpoint,"
                           f" e.g. tcp://127.0.0.1:18084, got {zmq_pub_url!r}")
     prefix = f"plugin.{PLUGIN_NAME}"
+    daemons = node_urls_setting(block, prefix, "daemon_url")
+    if daemons is None:
+        raise ConfigError(f"config key '{_key('daemon_url')}' is required (monerod's RPC, e.g. http://127.0.0.1:18081)")
+    for url in daemons:
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+            raise ConfigError(f"config key '{_key('daemon_url')}' must be http(s) URLs, got {node_name(url)!r}")
     return MoneroSettings(
-        daemon_url=_url(block, "daemon_url", "monerod's RPC, e.g. http://127.0.0.1:18081"),
+        daemon_url=tuple(url.rstrip("/") for url in daemons), quorum=quorum_setting(block, prefix, len(daemons)),
         daemon_user=daemon_user, daemon_password=daemon_password,
         wallet_rpc_url=_url(block, "wallet_rpc_url", "monero-wallet-rpc, e.g. http://127.0.0.1:18083"),
         wallet_rpc_user=wallet_user, wallet_rpc_password=wallet_password, network=network,

@@ -7,7 +7,9 @@ blocks it reads are the cluster's view at that level, and the SPEC's 32
 confirmations are 32 slots on top of it (docs/solana.md). ``mempool()`` is
 not offered: Solana has no public mempool, a transfer shows from its block.
 Slots the node pruned raise ``BlocksPruned``; the scanner then catches up
-through ``address_history`` (``history.py``).
+through ``address_history`` (``history.py``). Several ``rpc_url`` nodes:
+``self.rpc`` fails over, ``tip``/``block`` are what ``quorum`` agree on
+(``NodeQuorum``); ``address_history`` asks one node (docs/solana.md).
 
 With ``ws_url`` set the adapter declares ``Capability.PUSH``: ``push``
 follows PubSub ``slotSubscribe`` and wakes the scan for every slot the node
@@ -20,7 +22,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from ...api import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, PastTransfer
+from ...api import (
+    Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, PastTransfer,
+)
 from ..subscription import Subscription, follow
 from . import blocks
 from .history import AddressHistory
@@ -33,7 +37,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
 
 
-class SolanaAdapter(ChainAdapter, SolanaPayouts):
+LAG_SLOTS = 150  # a node this many slots (~1 min) below the agreed tip is "behind"
+
+
+class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
     name = CHAIN
     network = "mainnet"  # the solana family derives the same addresses on every cluster
 
@@ -52,7 +59,12 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
-        self.rpc = rpc or SolanaRpc(settings.rpc_url, headers=settings.headers, timeout=settings.timeout_seconds)
+        self.nodes: NodeSet[SolanaRpc] = NodeSet(
+            self.name, settings.rpc_url if rpc is None else getattr(rpc, "url", "http://node"),
+            lambda url: rpc or SolanaRpc(url, headers=settings.headers, timeout=settings.timeout_seconds),
+            quorum=settings.quorum if rpc is None else 1, lag_blocks=LAG_SLOTS,
+            answer_seconds=settings.timeout_seconds)
+        self.rpc = self.nodes.client()
         self.txs = TxStore(gateway, self.rpc, settings.commitment)
         self.history = AddressHistory(self.rpc, settings.commitment, coin, pages=settings.history_pages,
                                       page_size=settings.history_page_size)
@@ -96,15 +108,15 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
             raise ChainUnavailable(f"{self.name}: slot {slot} changed while it was read")
         return blocks.skipped_block(slot, lamports(nxt["parentSlot"]), nxt["previousBlockhash"])
 
-    async def tip(self) -> BlockRef:
+    async def node_tip(self) -> BlockRef:
         slot = lamports(await self.rpc.call("getSlot", {"commitment": self.commitment}))
-        return BlockRef(slot, await self.block_hash(slot))
+        return BlockRef(slot, await self.node_block_hash(slot))
 
-    async def block_hash(self, height: int) -> str:
+    async def node_block_hash(self, height: int) -> str:
         raw = await self._get_block(height, "none")
         return raw["blockhash"] if raw is not None else (await self._skipped(height)).hash
 
-    async def block(self, height: int) -> Block:
+    async def node_block(self, height: int) -> Block:
         raw = await self._get_block(height, "full")
         if raw is None:
             return await self._skipped(height)
@@ -121,4 +133,4 @@ class SolanaAdapter(ChainAdapter, SolanaPayouts):
                      timeout=self.settings.timeout_seconds)
 
     async def close(self) -> None:
-        await self.rpc.close()
+        await self.nodes.close()

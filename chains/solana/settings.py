@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, seconds_setting
+from ...api import ConfigError, int_setting, node_urls_setting, quorum_setting, seconds_setting
 from ..subscription import is_ws_url
 
 PLUGIN_NAME = "solana"
@@ -26,7 +26,7 @@ COMMITMENTS = ("confirmed", "finalized")  # getBlock refuses "processed"
 KNOWN = (
     "rpc_url", "ws_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
-    "history_max_addresses", "history_pages", "history_page_size",
+    "history_max_addresses", "history_pages", "history_page_size", "quorum",
 )
 MAX_PAGE_SIZE = 1000  # getSignaturesForAddress refuses a larger limit
 DEFAULT_SCAN_SECONDS = 2.0  # a slot is ~400 ms: one scan takes the few slots since the last
@@ -36,9 +36,10 @@ DEFAULT_TIMEOUT_SECONDS = 10.0
 
 @dataclass(frozen=True)
 class SolanaSettings:
-    rpc_url: str
+    # One node, or several (failover, and a quorum on blocks); never in repr: API keys live in provider URLs.
+    rpc_url: str | tuple[str, ...] = field(repr=False)
     ws_url: str | None = None  # None: no push (a validator serves PubSub on the RPC port + 1, never guessed)
-    headers: Mapping[str, str] = field(default_factory=dict)
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)  # may hold an API key
     commitment: str = "confirmed"
     payout_confirmations: int = 1
     scan_seconds: float = DEFAULT_SCAN_SECONDS
@@ -51,6 +52,7 @@ class SolanaSettings:
     history_max_addresses: int = 1000  # catch-up over pruned slots: open-payment addresses searched
     history_pages: int = 10  # ... pages of getSignaturesForAddress per address
     history_page_size: int = MAX_PAGE_SIZE
+    quorum: int = 1  # nodes that must agree on a block
 
 
 def _key(name: str | None = None) -> str:
@@ -73,9 +75,9 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
             raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KNOWN)})")
     if not block:
         return None
-    url = block.get("rpc_url")
-    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
-        raise ConfigError(f"config key '{_key('rpc_url')}' must be an http(s) URL")
+    url = node_urls_setting(block, _key(), "rpc_url") or ("",)
+    if not all(u.startswith(("http://", "https://")) for u in url):
+        raise ConfigError(f"config key '{_key('rpc_url')}' must be an http(s) URL or a list of them")
     ws_url = block.get("ws_url")
     if ws_url is not None and not is_ws_url(ws_url):
         raise ConfigError(f"config key '{_key('ws_url')}' must be a ws(s):// URL")
@@ -89,6 +91,7 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
     prefix = _key()
     return SolanaSettings(
         rpc_url=url,
+        quorum=quorum_setting(block, prefix, len(url)),
         ws_url=ws_url,
         headers=_headers(block.get("headers", {})),
         commitment=commitment,

@@ -20,7 +20,9 @@ Per block (``wallet/getblockbynum``, ``visible: false``), two kinds of deposit:
   contract (an exchange's withdrawal), which call data would miss.
 
 ``parent_hash`` is the block header's ``parentHash``, so the core scanner
-detects and rewinds reorganisations. There is no mempool watch: a deposit
+detects and rewinds reorganisations. Several ``url`` nodes: ``self.http``
+fails over, ``tip``/``block`` are what ``quorum`` agree on (``NodeQuorum``).
+There is no mempool watch: a deposit
 shows from its first block (every 3 s).
 """
 
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Transfer
+from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer
 from ..evm.tokens import TRANSFER_TOPIC
 from .address import address_bytes, from_hex
 from .http import TronHttp, integer
@@ -43,7 +45,10 @@ _TOPIC = TRANSFER_TOPIC[2:]
 _WORD = 64
 
 
-class TronAdapter(ChainAdapter, TronPayouts):
+LAG_BLOCKS = 5  # a node this many blocks (3 s each) below the agreed tip is "behind"
+
+
+class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
     name = CHAIN
 
     def __init__(self, gateway: "Gateway", settings: TronSettings, native: str, tokens: Mapping[str, str],
@@ -64,7 +69,12 @@ class TronAdapter(ChainAdapter, TronPayouts):
         self.payout_confirmations = settings.payout_confirmations
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
                                       | ({Capability.SWEEPS} if settings.sweep else set()))
-        self.http = http or TronHttp(settings.url, api_key=settings.api_key, timeout=settings.timeout_seconds)
+        self.nodes: NodeSet[TronHttp] = NodeSet(
+            CHAIN, settings.url if http is None else getattr(http, "url", "http://node"),
+            lambda url: http or TronHttp(url, api_key=settings.api_key, timeout=settings.timeout_seconds),
+            quorum=settings.quorum if http is None else 1, lag_blocks=LAG_BLOCKS,
+            answer_seconds=settings.timeout_seconds)
+        self.http = self.nodes.client()
         self.txs = TxStore(gateway, self.http, expiration_seconds=settings.expiration_seconds)
 
     def token_contract(self, coin: str) -> str | None:
@@ -84,13 +94,13 @@ class TronAdapter(ChainAdapter, TronPayouts):
             raise ChainUnavailable(f"tron: no block {height}")
         return block
 
-    async def tip(self) -> BlockRef:
+    async def node_tip(self) -> BlockRef:
         return self._ref(await self.http.call("wallet/getnowblock"))
 
-    async def block_hash(self, height: int) -> str:
+    async def node_block_hash(self, height: int) -> str:
         return self._ref(await self._block(height)).hash
 
-    async def block(self, height: int) -> Block:
+    async def node_block(self, height: int) -> Block:
         raw = await self._block(height)
         header = raw["block_header"]["raw_data"]
         if integer(header.get("number")) != height:
@@ -150,4 +160,4 @@ class TronAdapter(ChainAdapter, TronPayouts):
         return Transfer(tx_id, index, from_hex(topics[2][24:]), symbol, amount)
 
     async def close(self) -> None:
-        await self.http.close()
+        await self.nodes.close()

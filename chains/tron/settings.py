@@ -19,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, seconds_setting
+from ...api import ConfigError, int_setting, node_urls_setting, quorum_setting, seconds_setting
 from ..contracts import read_contracts
 from .coins import COINS
 
 PLUGIN_NAME = "tron"
 CHAIN = "tron"
 KNOWN = (
+    "quorum",
     "url", "api_key", "network", "contracts", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds", "fee_limit_sun",
     "expiration_seconds",
@@ -46,7 +47,8 @@ MAX_EXPIRATION_SECONDS = 86_400  # java-tron refuses an expiration more than 24 
 class TronSettings:
     """The validated block; ``url`` None means "no adapter"."""
 
-    url: str | None = None
+    url: str | tuple[str, ...] | None = None  # one node, or several (failover, and a quorum on blocks)
+    quorum: int = 1  # nodes that must agree on a block
     api_key: str | None = None
     network: str = "mainnet"
     contracts: Mapping[str, str] = field(default_factory=dict)
@@ -78,9 +80,9 @@ def read_settings(block: Mapping[str, Any]) -> TronSettings:
             raise ConfigError(f"unknown config key '{_key(name)}' (known: {', '.join(KNOWN)})")
     prefix = f"plugin.{PLUGIN_NAME}"
     contracts = read_contracts(block, prefix, COINS)
-    url = block.get("url")
-    if url is not None and (not isinstance(url, str) or not url.startswith(("http://", "https://"))):
-        raise ConfigError(f"config key '{_key('url')}' must be an http(s) URL")
+    url = node_urls_setting(block, prefix, "url")
+    if url is not None and not all(u.startswith(("http://", "https://")) for u in url):
+        raise ConfigError(f"config key '{_key('url')}' must be an http(s) URL or a list of them")
     api_key = block.get("api_key")
     if api_key is not None and (not isinstance(api_key, str) or not api_key or "\n" in api_key):
         raise ConfigError(f"config key '{_key('api_key')}' must be a non-empty string")
@@ -98,7 +100,8 @@ def read_settings(block: Mapping[str, Any]) -> TronSettings:
         # A payout is failed (and re-credited) only once its transaction can no longer be mined.
         raise ConfigError(f"config key '{_key('drop_after_seconds')}' must exceed expiration_seconds ({expiration})")
     return TronSettings(
-        url=url, api_key=api_key, network=network, contracts=contracts,
+        url=url, quorum=quorum_setting(block, prefix, len(url or ("",))), api_key=api_key, network=network,
+        contracts=contracts,
         payout_confirmations=int_setting(block, prefix, "payout_confirmations", 19, minimum=1),
         scan_seconds=seconds_setting(block, prefix, "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),
         start_height=int_setting(block, prefix, "start_height", None, minimum=0),

@@ -63,6 +63,24 @@ class Block:
         return BlockRef(self.height, self.hash)
 
 
+@dataclass(frozen=True)
+class NodeState:
+    """One configured node of a chain as ``/ready`` and ``/metrics`` show it.
+
+    ``name`` is the node's URL without credentials, path or query (where API
+    keys live); ``state`` is ``up``, ``behind``, ``set aside`` (it reported
+    another block than the quorum), ``down`` or ``unknown`` (not asked yet).
+    """
+
+    name: str
+    state: str
+    height: int | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "state": self.state, "height": self.height, "error": self.error}
+
+
 class ChainUnavailable(RuntimeError):
     """The node cannot be reached or answered nonsense; the scan retries later."""
 
@@ -218,6 +236,10 @@ class ChainAdapter(ABC):
         cleanup, the end of a CLI command), after the jobs stopped and the
         plugins' ``gateway_stopping`` ran; it must not raise and may be
         called on an adapter that never connected."""
+
+    def node_states(self) -> Sequence[NodeState]:
+        """Each configured node's health (a ``NodeSet`` adapter reports its nodes); empty when not tracked."""
+        return ()
 
     def supports(self, capability: Capability) -> bool:
         """Whether this adapter declared ``capability``: the only way the core asks."""

@@ -31,6 +31,8 @@ from typing import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from ..contract.chains import NodeState
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # Request latency buckets (seconds): the hot path answers in about a millisecond.
@@ -40,6 +42,7 @@ JOB_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED_ROUTE = "<unmatched>"
 # prometheus-client names its files <kind>_<pid>.db (gauges <kind>_<mode>_<pid>.db).
+NODE_STATES = ("up", "behind", "set aside", "down", "unknown")  # core/contract/nodes.py Health
 METRIC_FILE_KINDS = frozenset({"counter", "gauge", "histogram", "summary"})
 
 
@@ -128,6 +131,13 @@ class Metrics:
                                ("chain",), multiprocess_mode="mostrecent", registry=registry)
         self.chain_last_scan = Gauge("orbchain_chain_last_scan_timestamp_seconds", "When the last scan pass ended",
                                      ("chain",), multiprocess_mode="mostrecent", registry=registry)
+        # Each configured node of a chain (core/contract/nodes.py), named without credentials.
+        self.chain_node_state = Gauge("orbchain_chain_node_state", "1 for the node's current state (up, behind,"
+                                      " set aside, down, unknown), 0 for the others", ("chain", "node", "state"),
+                                      multiprocess_mode="mostrecent", registry=registry)
+        self.chain_node_peer_height = Gauge("orbchain_chain_node_reported_height", "Tip height this node last"
+                                            " reported", ("chain", "node"), multiprocess_mode="mostrecent",
+                                            registry=registry)
         # Push streams (core/watching/push.py): every serving process follows them, so "any process connected".
         self.push_connected = Gauge("orbchain_chain_push_connected", "1 while the chain node's notification"
                                     " stream is up", ("chain",), multiprocess_mode="livemax", registry=registry)
@@ -159,6 +169,13 @@ class Metrics:
             self.chain_scanned_height.labels(chain).set(scanned_height)
             self.chain_lag.labels(chain).set(max(0, node_height - scanned_height))
         self.chain_last_scan.labels(chain).set(at)
+
+    def chain_nodes(self, chain: str, nodes: Iterable[NodeState]) -> None:
+        for node in nodes:
+            for state in NODE_STATES:
+                self.chain_node_state.labels(chain, node.name, state).set(1 if node.state == state else 0)
+            if node.height is not None:
+                self.chain_node_peer_height.labels(chain, node.name).set(node.height)
 
     def exposition(self, extra: Iterable[CollectorRegistry] = ()) -> bytes:
         """The text format of this process's metrics (or every worker's) followed by ``extra``."""

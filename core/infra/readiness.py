@@ -4,16 +4,18 @@ Liveness (``/health``, SPEC 4.1) only says the process runs. Ready means the
 database answers, no migration is pending, and every chain adapter that
 watches deposits has a reachable node whose tip our scanner follows within
 ``readiness.max_lag_blocks``. Nodes are asked in parallel with a timeout, so
-one hung node makes the answer "not ready", never a hung probe.
+one hung node makes the answer "not ready", never a hung probe. With several
+nodes per chain, "reachable" means a quorum of them agreed on the tip, and
+``nodes`` lists each one's state (up, behind, set aside, down).
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..contract.chains import Capability, ChainAdapter
+from ..contract.chains import Capability, ChainAdapter, NodeState
 from .db_faults import unavailable_cause
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,11 +31,12 @@ class ChainReadiness:
     scanned_height: int | None = None
     lag: int | None = None
     error: str | None = None
+    nodes: tuple[NodeState, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
         return {"chain": self.chain, "reachable": self.reachable, "synced": self.synced,
                 "node_height": self.node_height, "scanned_height": self.scanned_height, "lag": self.lag,
-                "error": self.error}
+                "error": self.error, "nodes": [n.as_dict() for n in self.nodes]}
 
 
 @dataclass(frozen=True)
@@ -61,6 +64,11 @@ def watched_chains(gateway: "Gateway") -> list[ChainAdapter]:
 
 
 async def _chain(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None) -> ChainReadiness:
+    found = await _tip(gateway, adapter, scanned)
+    return replace(found, nodes=tuple(adapter.node_states()))
+
+
+async def _tip(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None) -> ChainReadiness:
     timeout = gateway.config.readiness.node_timeout_seconds
     try:
         tip = await asyncio.wait_for(adapter.tip(), timeout)

@@ -156,7 +156,10 @@ def scan_job(adapter: ChainAdapter) -> Callable[["Gateway"], Awaitable[None]]:
     """The periodic job the core registers for each chain adapter."""
 
     async def run(gateway: "Gateway") -> None:
-        report = await scan_chain(gateway, adapter)
+        try:
+            report = await scan_chain(gateway, adapter)
+        finally:  # a scan that failed because nodes are down or disagree shows that too
+            gateway.metrics.chain_nodes(adapter.name, adapter.node_states())
         scanned = report.scanned_tip if report.scanned_tip is not None and report.scanned_tip >= 0 else None
         gateway.metrics.chain_scanned(adapter.name, report.node_tip or 0, scanned, gateway.clock())
 

@@ -44,8 +44,11 @@ from ..core.keys import (
 # The chain adapter contract (register_chains): blocks, transfers, payouts and what an adapter declares.
 from ..core.contract.chains import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, PastTransfer,
-    PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
+    NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
+
+# Several nodes per chain: failover for every call, and tip/blocks agreed by a quorum of them.
+from ..core.contract.nodes import NodeQuorum, NodeSet, node_name, node_urls_setting, quorum_setting
 
 # Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
 from ..core.payments.receive import ReceiveTarget
@@ -194,6 +197,7 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
+    "NodeQuorum", "NodeSet", "NodeState", "node_name", "node_urls_setting", "quorum_setting",
     "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
     # signals
     "RESET", "WAKE", "Signals", "scan_job_name",

@@ -7,8 +7,11 @@ from .schemas import BOOLEAN, INTEGER, STRING, array, envelope, nullable, obj, r
 
 TAG, PAGES, OPS = "Public", "Hosted pages", "Operations"
 
+# One configured node: its URL without credentials, path or query; state up, behind, set aside, down or unknown.
+_NODE_STATE = obj({"name": STRING, "state": STRING, "height": nullable(INTEGER), "error": nullable(STRING)})
 _CHAIN_READINESS = obj({"chain": STRING, "reachable": BOOLEAN, "synced": BOOLEAN, "node_height": nullable(INTEGER),
-                        "scanned_height": nullable(INTEGER), "lag": nullable(INTEGER), "error": nullable(STRING)})
+                        "scanned_height": nullable(INTEGER), "lag": nullable(INTEGER), "error": nullable(STRING),
+                        "nodes": array(_NODE_STATE)})
 # Anyone gets "ready" alone; the rest only with the metrics token (or on metrics.listen's address).
 READINESS = obj({"ready": BOOLEAN}, {
     "database": obj({"ok": BOOLEAN, "error": nullable(STRING)}),
