@@ -14,7 +14,10 @@ _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Sig
 # Team changes (the teams plugin's events).
 _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
-           "member_removed": "Removed {member} ({role}); their sessions ended"}
+           "member_removed": "Removed {member} ({role}); their sessions ended",
+           # The approvals plugin's decisions: the event's actor approved or rejected.
+           "payout_approved": "Approved payout {payout} requested by {requested_by}",
+           "payout_rejected": "Rejected payout {payout} requested by {requested_by}"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
         "relinked": "because the chat was linked again elsewhere"}
 
@@ -54,6 +57,7 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
         return f"Telegram chat {_chat(details)} unlinked {_via(details)}".rstrip()
     if kind in _MEMBER:
         return _MEMBER[kind].format(member=details.get("member", "?"), role=details.get("role", "?"),
-                                    role_was=details.get("role_was", "?"))
+                                    role_was=details.get("role_was", "?"), payout=details.get("payout", "?"),
+                                    requested_by=details.get("requested_by", "?"))
     shown = ", ".join(f"{name}: {value}" for name, value in sorted(details.items()))
     return kind.replace("_", " ").capitalize() + (f" ({shown})" if shown else "")

@@ -95,7 +95,8 @@ async def review_payout(gateway: Any, session: Session, values: dict[str, Any]) 
 async def confirm_payout(gateway: Any, session: Session, token: Any, request_id: str | None) -> Any:
     """Pay the reviewed payout; 409 ``review_used`` when this review was paid already (nothing more is sent)."""
     values = unseal(gateway, session, SINGLE, token)
-    payout = payout_request(gateway, values, namespaced(KEY_NS, values["idempotency_key"]), request_id=request_id)
+    payout = payout_request(gateway, values, namespaced(KEY_NS, values["idempotency_key"]), request_id=request_id,
+                            requested_by=session.requester)
     try:
         outcome = await create_and_send(gateway, session.merchant_id, payout)
     except InsufficientBalance:  # the balance fell since the review: said beside the amount, as at review
@@ -143,21 +144,22 @@ async def review_batch(gateway: Any, session: Session, rows: list[dict[str, str]
 async def confirm_batch(gateway: Any, session: Session, token: Any, request_id: str | None) -> list[dict[str, Any]]:
     """Pay each reviewed row, idempotent by its external_id; 409 ``review_used`` when every row was paid before."""
     rows = unseal(gateway, session, BATCH, token)
-    results = [await _batch_item(gateway, session.merchant_id, i, values, request_id) for i, values in enumerate(rows)]
+    results = [await _batch_item(gateway, session, i, values, request_id) for i, values in enumerate(rows)]
     if all(r["status"] == "idempotent" for r in results):
         raise Conflict("This batch was already confirmed and each row is paid once: nothing more was sent.",
                        code="review_used")
     return results
 
 
-async def _batch_item(gateway: Any, merchant_id: str, index: int, values: dict[str, Any],
+async def _batch_item(gateway: Any, session: Session, index: int, values: dict[str, Any],
                       request_id: str | None) -> dict[str, Any]:
     result = {"index": index, "external_id": values["external_id"], "track_id": None, "status": "failed",
               "error": None}
     try:
         payout = payout_request(gateway, values, namespaced(BATCH_NS, values["external_id"]),
-                                external_id=values["external_id"], request_id=request_id)
-        outcome = await create_and_send(gateway, merchant_id, payout)
+                                external_id=values["external_id"], request_id=request_id,
+                                requested_by=session.requester)
+        outcome = await create_and_send(gateway, session.merchant_id, payout)
     except ApiError as exc:
         result["error"] = item_error(exc)
         return result
