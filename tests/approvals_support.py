@@ -47,9 +47,9 @@ def next_code(gateway, secret) -> str:
 
 
 async def approve(client, headers, track_id, code):
-    return await api(client, "POST", f"/dashboard/payout-approvals/{track_id}/approve", headers,
+    return await api(client, "POST", f"/dashboard/approvals/{track_id}/approve", headers,
                      json={"totp_code": code})
 
 
 async def reject(client, headers, track_id):
-    return await api(client, "POST", f"/dashboard/payout-approvals/{track_id}/reject", headers, json={})
+    return await api(client, "POST", f"/dashboard/approvals/{track_id}/reject", headers, json={})

@@ -17,7 +17,7 @@ from orbchain.plugins.approvals import holds
 from orbchain.web.keys import GATEWAY
 
 from .approvals_support import add_member, approve, enable_totp, next_code, reject, set_policy
-from .support import advance_clock, api
+from .support import advance_clock, api, signup
 from .test_payouts import BTC_DEST, balance, create, devnet_txs, fund, in_flight, payout_env, payout_row, work
 
 HELD = "held"
@@ -60,9 +60,9 @@ async def test_threshold_holds_and_another_person_approves_once(make_client, mak
     status, got = await api(client, "GET", f"/v1/payout/{track}", merchant.payout_key)
     assert got["data"]["awaiting_approval"] is True
     admin = await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
-    status, listed = await api(client, "GET", "/dashboard/payout-approvals", admin)
-    assert status == 200 and [p["track_id"] for p in listed["data"]["payouts"]] == [track]
-    assert listed["data"]["payouts"][0]["usd"] == "300.00" and listed["data"]["payouts"][0]["reason"] == "threshold"
+    status, listed = await api(client, "GET", "/dashboard/approvals", admin)
+    assert status == 200 and [p["id"] for p in listed["data"]["held"]] == [track]
+    assert listed["data"]["held"][0]["usd"] == "300.00" and listed["data"]["held"][0]["reason"] == "threshold"
     secret = await enable_totp(client, gateway, merchant.jwt)
     status, answer = await approve(client, admin, track, next_code(gateway, secret))
     assert status == 200 and answer["data"]["state"] == "approved", answer
@@ -144,8 +144,8 @@ async def test_daily_limit_per_key_holds_what_goes_past_it(make_client, make_con
     first = (await create(client, merchant, amount="0.005"))[1]["data"]  # $300
     second = (await create(client, merchant, amount="0.005"))[1]["data"]  # $600 today: past the limit
     assert "awaiting_approval" not in first and second["awaiting_approval"] is True
-    status, listed = await api(client, "GET", "/dashboard/payout-approvals", merchant.jwt)
-    assert listed["data"]["payouts"][0]["reason"] == "daily_limit"
+    status, listed = await api(client, "GET", "/dashboard/approvals", merchant.jwt)
+    assert listed["data"]["held"][0]["reason"] == "daily_limit"
     # The holder's own dashboard payouts have the per-person limit (none set): not held.
     status, body = await api(client, "POST", "/dashboard/create-payout", merchant.jwt,
                              json={"currency": "BTC", "address": BTC_DEST, "amount": "0.001"})
@@ -191,4 +191,42 @@ async def test_two_approvals_at_once_send_once(make_client, make_config):
     assert row["tx_hash"] and len(await devnet_txs(gateway, row["tx_hash"])) == 1
     assert await gateway.db.fetch_val(
         "SELECT COUNT(*) FROM security_events WHERE kind = 'payout_approved'") == 1
+    await ledger_clean(gateway)
+
+
+async def test_a_transfer_is_held_then_approved_or_rejected(make_client, make_config):
+    client, merchant, _, gateway = await env(make_client, make_config, threshold_BTC="100")
+    bob = await signup(client, "bob@example.com")
+    bob_account = (await api(client, "GET", "/dashboard/account", bob.jwt))[1]["data"]["account"]["account_id"]
+    before = await balance(client, merchant)
+
+    async def send(amount):
+        return await api(client, "POST", "/v1/transfer", merchant.merchant_key,
+                         json={"to_account_id": bob_account, "coin": "BTC", "amount": amount})
+
+    status, body = await send("0.005")  # $300: held
+    assert status == 200 and body["data"]["awaiting_approval"] is True, body
+    held_id = body["data"]["transfer_id"]
+    assert (await balance(client, bob)).get("BTC", "0") in ("0", "0.00000000")  # the recipient has nothing yet
+    assert (await balance(client, merchant))["BTC"] != before["BTC"]  # the sender's money is held: spent once
+    assert (await api(client, "GET", "/dashboard/transfers", bob.jwt))[1]["data"]["transfers"] == []
+    small = (await send("0.001"))[1]["data"]  # $60: under the threshold, moves at once
+    assert "awaiting_approval" not in small
+    status, body = await send("0.005")
+    rejected_id = body["data"]["transfer_id"]
+    admin = await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
+    status, listed = await api(client, "GET", "/dashboard/approvals", admin)
+    assert [(h["kind"], h["id"]) for h in listed["data"]["held"]] == [("transfer", held_id), ("transfer", rejected_id)]
+    secret = await enable_totp(client, gateway, merchant.jwt)
+    status, answer = await approve(client, admin, held_id, next_code(gateway, secret))
+    assert status == 200 and answer["data"] == {**answer["data"], "kind": "transfer", "state": "approved"}
+    assert (await balance(client, bob))["BTC"] == "0.006"
+    received = await gateway.db.fetch_all("SELECT logical_key FROM webhook_events WHERE event_type LIKE 'transfer.%'")
+    assert sum(1 for r in received if held_id in r["logical_key"]) == 2  # sent and received, once each
+    status, _ = await reject(client, admin, rejected_id)
+    assert status == 200
+    status, history = await api(client, "GET", "/dashboard/transfers", merchant.jwt)
+    shown = {t["transfer_id"]: t for t in history["data"]["transfers"]}
+    assert shown[rejected_id]["failure_reason"] == "rejected" and "awaiting_approval" not in shown[held_id]
+    assert len((await api(client, "GET", "/dashboard/transfers", bob.jwt))[1]["data"]["transfers"]) == 2
     await ledger_clean(gateway)

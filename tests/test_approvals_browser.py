@@ -50,6 +50,6 @@ async def test_a_second_member_approves_a_held_payout(served, tmp_path):
         await browser.goto(f"{base}/app/approvals")
         await browser.fill(f"#totp-{track}", next_code(gateway, secret))
         await browser.click(f"#approve-button-{track}")
-        assert await browser.text("#approvals-none") == "No payout is waiting."
+        assert await browser.text("#approvals-none") == "Nothing is waiting."
         assert_png(await browser.screenshot(tmp_path / "approved.png"))
     assert (await payout_row(gateway, track))["stage"] == "queued"

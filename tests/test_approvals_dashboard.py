@@ -73,17 +73,17 @@ async def test_a_member_approves_on_the_page_with_the_code(make_client, make_con
     admin = await signed_in(client, "admin@example.com")
     page = await admin.get(PAGE)
     assert f'id="held-{tracks[0]}"' in page and "key " in page  # requested by the API key
-    await admin.submit(PAGE, {"action": "approve", "track_id": tracks[0], "totp_code": "000000"}, expect=401)
+    await admin.submit(PAGE, {"action": "approve", "id": tracks[0], "totp_code": "000000"}, expect=401)
     assert "Invalid two-factor code" in admin.page and (await payout_row(gateway, tracks[0]))["stage"] == "held"
-    await admin.submit(PAGE, {"action": "approve", "track_id": "<b>nope</b>", "totp_code": "1"}, expect=404)
+    await admin.submit(PAGE, {"action": "approve", "id": "<b>nope</b>", "totp_code": "1"}, expect=404)
     assert "<b>nope</b>" not in admin.page
     await admin.get(PAGE)
-    await admin.submit(PAGE, {"action": "approve", "track_id": tracks[0], "totp_code": next_code(gateway, secret)})
+    await admin.submit(PAGE, {"action": "approve", "id": tracks[0], "totp_code": next_code(gateway, secret)})
     assert (await payout_row(gateway, tracks[0]))["stage"] == "queued"
     await admin.get(PAGE)
-    await admin.submit(PAGE, {"action": "reject", "track_id": tracks[1]})
+    await admin.submit(PAGE, {"action": "reject", "id": tracks[1]})
     row = await payout_row(gateway, tracks[1])
     assert row["status"] == "Failed" and row["failure_reason"] == "rejected"
-    assert "No payout is waiting." in await admin.get(PAGE)
+    assert "Nothing is waiting." in await admin.get(PAGE)
     activity = await admin.get("/app/activity")
     assert "Approved payout" in activity and "Rejected payout" in activity and "member admin@example.com" in activity

@@ -410,6 +410,21 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
     """
 
 
+@hookspec(firstresult=True)
+def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], requested_by: "str | None") -> "bool | None":
+    """Hold an internal transfer for approval: the sender's money held, the recipient told nothing yet.
+
+    Asked once for every new transfer (API, dashboard, mini-app) inside the
+    transaction that records it, before any money moves. ``transfer`` has
+    ``id``, ``merchant_id`` (the sender), ``to_account_id``, ``coin`` and
+    ``amount`` (base units); ``requested_by`` as for ``decide_payout_hold``.
+    Return True to hold it (sender available -> held, ``status`` ``held``, no
+    webhook); write your own rows in the same transaction. Finish it with
+    ``approve_held_transfer`` or ``reject_held_transfer``. Stops at first
+    non-None result. May be async.
+    """
+
+
 @hookspec
 def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], client_ip: str) -> None:
     """Let a plugin refuse an anonymous visitor's form that creates something (a captcha, IP rules).

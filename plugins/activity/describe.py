@@ -17,7 +17,9 @@ _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{me
            "member_removed": "Removed {member} ({role}); their sessions ended",
            # The approvals plugin's decisions: the event's actor approved or rejected.
            "payout_approved": "Approved payout {payout} requested by {requested_by}",
-           "payout_rejected": "Rejected payout {payout} requested by {requested_by}"}
+           "payout_rejected": "Rejected payout {payout} requested by {requested_by}",
+           "transfer_approved": "Approved transfer {transfer} requested by {requested_by}",
+           "transfer_rejected": "Rejected transfer {transfer} requested by {requested_by}"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
         "relinked": "because the chat was linked again elsewhere"}
 
@@ -58,6 +60,7 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
     if kind in _MEMBER:
         return _MEMBER[kind].format(member=details.get("member", "?"), role=details.get("role", "?"),
                                     role_was=details.get("role_was", "?"), payout=details.get("payout", "?"),
+                                    transfer=details.get("transfer", "?"),
                                     requested_by=details.get("requested_by", "?"))
     shown = ", ".join(f"{name}: {value}" for name, value in sorted(details.items()))
     return kind.replace("_", " ").capitalize() + (f" ({shown})" if shown else "")

@@ -1,4 +1,4 @@
-"""Built-in feature plugin ``approvals``: payouts that need a second person (issue 36, second half).
+"""Built-in feature plugin ``approvals``: payouts and transfers that need a second person (issue 36, second half).
 
 An account's policy (``/app/approvals``) sets, per coin, a threshold in US
 dollars and daily limits per person and per API key. A payout past them is
@@ -6,7 +6,8 @@ held by the core's ``decide_payout_hold`` hook at the one place every payout
 is reserved: its money stays reserved, the worker leaves it alone, and it is
 sent only when someone other than its requester with ``payout:approve``
 approves it with a TOTP code. Rejected or expired, it fails and the money
-comes back. No policy: nothing changes. See docs/teams.md, "Approvals".
+comes back. Internal transfers are held the same way (``decide_transfer_hold``).
+No policy: nothing changes. See docs/teams.md, "Approvals".
 """
 
 from __future__ import annotations
@@ -64,4 +65,13 @@ def register_dashboard_pages(registry) -> None:
 
 @hookimpl
 async def decide_payout_hold(gateway, payout, requested_by):
-    return await holds.decide(gateway, payout, requested_by)
+    subject = holds.Subject(holds.PAYOUT, payout.id, payout.track_id, payout.merchant_id, payout.coin, payout.amount,
+                            payout.destination)
+    return await holds.decide(gateway, subject, requested_by)
+
+
+@hookimpl
+async def decide_transfer_hold(gateway, transfer, requested_by):
+    subject = holds.Subject(holds.TRANSFER, transfer["id"], transfer["id"], transfer["merchant_id"],
+                            transfer["coin"], transfer["amount"], transfer["to_account_id"])
+    return await holds.decide(gateway, subject, requested_by)

@@ -45,9 +45,9 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
                  principal: Principal | None = None) -> DashboardView | None:
     action = form.get("action")
     if action == "approve":
-        await holds.approve(gateway, merchant_id, form.get("track_id"), _who(principal), form.get("totp_code"))
+        await holds.approve(gateway, merchant_id, form.get("id"), _who(principal), form.get("totp_code"))
     elif action == "reject":
-        await holds.reject(gateway, merchant_id, form.get("track_id"), _who(principal))
+        await holds.reject(gateway, merchant_id, form.get("id"), _who(principal))
     elif action in ("policy", "policy-off"):
         if not _may_manage(principal):
             raise Forbidden(f"access denied: your role lacks scope {MANAGE}", code="missing_scope",

@@ -1,4 +1,4 @@
-"""A held payout as the API and the page show it: the payout, who asked, why it is held, until when."""
+"""A held payout or transfer as the API and the page show it: what, who asked, why it is held, until when."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from .policy import usd_text
 
 async def held_view(gateway: Any, merchant_id: str, row: Mapping[str, Any]) -> dict[str, Any]:
     coin = gateway.coins.require(row["coin"])
-    return {"track_id": row["track_id"], "coin": row["coin"], "amount": coin.format(gateway.db.to_int(row["amount"])),
-            "destination": row["destination"], "usd": usd_text(gateway.db.to_int(row["hold_usd"])),
-            "reason": row["hold_reason"], "requested_by": await people.label(gateway, merchant_id, row["requested_by"]),
-            "requested_by_id": row["requested_by"], "created_at": row["created_at"],
-            "expires_at": row["hold_expires_at"]}
+    return {"kind": row["kind"], "id": row["ref"], "coin": row["coin"],
+            "amount": coin.format(gateway.db.to_int(row["amount"])), "destination": row["destination"],
+            "usd": usd_text(gateway.db.to_int(row["usd"])), "reason": row["reason"],
+            "requested_by": await people.label(gateway, merchant_id, row["requested_by"]),
+            "requested_by_id": row["requested_by"], "created_at": row["created_at"], "expires_at": row["expires_at"]}
 
 
 def decision_view(hold: Mapping[str, Any]) -> dict[str, Any]:
-    return {"track_id": hold["track_id"], "state": hold["state"], "decided_at": hold["decided_at"]}
+    return {"kind": hold["kind"], "id": hold["ref"], "state": hold["state"], "decided_at": hold["decided_at"]}

@@ -1,9 +1,11 @@
-"""The approval policy of an account, the payouts it holds, and what each requester spent per day.
+"""The approval policy of an account, the payouts and transfers it holds, and what each requester spent per day.
 
 Amounts in USD are integers of 1e-8 dollars (``USD_DECIMALS``), never
 floats. ``approval_holds.state`` leaves ``awaiting`` once, by a conditional
 UPDATE in the transaction that moves the payout (approve, reject, expire).
-``approval_spend`` has a row for every payout made under a policy: the
+``subject_id`` is a payout's or a transfer's id (``kind``), ``ref`` the id
+people see (a payout's track id, a transfer's id). ``approval_spend`` has a
+row for every payout and transfer made under a policy: the
 daily limits sum it (UTC day), under the merchant lock the payout takes.
 """
 
@@ -19,8 +21,13 @@ def up(dialect: str) -> list[str]:
             updated_at {ts} NOT NULL
         )""",
         """CREATE TABLE approval_holds (
-            payout_id TEXT PRIMARY KEY,
+            subject_id TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            ref TEXT NOT NULL,
             merchant_id TEXT NOT NULL,
+            coin TEXT NOT NULL,
+            amount {amount} NOT NULL,
+            destination TEXT NOT NULL,
             requested_by TEXT,
             reason TEXT NOT NULL,
             usd {bigint} NOT NULL,
@@ -30,10 +37,11 @@ def up(dialect: str) -> list[str]:
             expires_at {ts} NOT NULL,
             created_at {ts} NOT NULL
         )""",
+        "CREATE UNIQUE INDEX approval_holds_ref ON approval_holds (merchant_id, ref)",
         "CREATE INDEX approval_holds_merchant ON approval_holds (merchant_id, state, created_at)",
         "CREATE INDEX approval_holds_expiry ON approval_holds (state, expires_at)",
         """CREATE TABLE approval_spend (
-            payout_id TEXT PRIMARY KEY,
+            subject_id TEXT PRIMARY KEY,
             merchant_id TEXT NOT NULL,
             requested_by TEXT NOT NULL,
             day TEXT NOT NULL,
