@@ -230,3 +230,26 @@ async def test_a_transfer_is_held_then_approved_or_rejected(make_client, make_co
     assert shown[rejected_id]["failure_reason"] == "rejected" and "awaiting_approval" not in shown[held_id]
     assert len((await api(client, "GET", "/dashboard/transfers", bob.jwt))[1]["data"]["transfers"]) == 2
     await ledger_clean(gateway)
+
+
+async def test_approval_and_its_record_commit_together(make_client, make_config):
+    """The hold's record moves in the transaction that queues the payout: a failure in between undoes both,
+    so a crash can never leave an approved record beside a held payout, nor a queued payout without it."""
+    client, merchant, _, gateway = await env(make_client, make_config, threshold_BTC="100")
+    track = (await create(client, merchant, amount="0.005"))[1]["data"]["track_id"]
+    payout_id = (await payout_row(gateway, track))["id"]
+
+    async def crash(_row):
+        raise RuntimeError("the process died here")
+
+    for move in (approve_held_payout(gateway, payout_id, crash), reject_held_payout(gateway, payout_id, "x", crash)):
+        try:
+            await move
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError("the failure inside the transaction must surface")
+    row = await payout_row(gateway, track)
+    assert row["stage"] == HELD and row["status"] == "Confirming" and await in_flight(gateway) == 500_000
+    assert await gateway.db.fetch_val("SELECT state FROM approval_holds WHERE ref = :r", {"r": track}) == "awaiting"
+    await ledger_clean(gateway)

@@ -73,6 +73,8 @@ async def test_a_member_approves_on_the_page_with_the_code(make_client, make_con
     admin = await signed_in(client, "admin@example.com")
     page = await admin.get(PAGE)
     assert f'id="held-{tracks[0]}"' in page and "key " in page  # requested by the API key
+    assert (await admin.get("/app/payouts")).count("Awaiting approval") == 2
+    await admin.get(PAGE)
     await admin.submit(PAGE, {"action": "approve", "id": tracks[0], "totp_code": "000000"}, expect=401)
     assert "Invalid two-factor code" in admin.page and (await payout_row(gateway, tracks[0]))["stage"] == "held"
     await admin.submit(PAGE, {"action": "approve", "id": "<b>nope</b>", "totp_code": "1"}, expect=404)
@@ -85,5 +87,6 @@ async def test_a_member_approves_on_the_page_with_the_code(make_client, make_con
     row = await payout_row(gateway, tracks[1])
     assert row["status"] == "Failed" and row["failure_reason"] == "rejected"
     assert "Nothing is waiting." in await admin.get(PAGE)
+    assert "Failed: rejected by an approver" in await admin.get("/app/payouts")
     activity = await admin.get("/app/activity")
     assert "Approved payout" in activity and "Rejected payout" in activity and "member admin@example.com" in activity

@@ -381,8 +381,11 @@ def hook_record(gateway: "Gateway", row: Row) -> PayoutView:
 
 def dashboard_row(gateway: "Gateway", row: Row) -> dict[str, Any]:
     """A row of GET /dashboard/payouts; the dashboard shows statuses in upper case (SPEC 3.3)."""
-    return {"id": row["id"], "trackId": row["track_id"], "coin": row["coin"], "destination": row["destination"],
-            "amount": _amount(gateway, row), "status": row["status"].upper(), "txHash": _public_tx_hash(row)}
+    shown = {"id": row["id"], "trackId": row["track_id"], "coin": row["coin"], "destination": row["destination"],
+             "amount": _amount(gateway, row), "status": row["status"].upper(), "txHash": _public_tx_hash(row)}
+    if row["stage"] == HELD:  # only with an approval policy on (docs/decisions.md)
+        shown["awaitingApproval"] = True
+    return shown
 
 
 async def list_payouts(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> dict[str, Any]:

@@ -32,6 +32,8 @@ FAILURES = {
     "reverted": "the transaction was reverted on chain",
     "broadcast_rejected": "the network refused the transaction",
     "sign_rejected": "the transaction could not be signed",
+    "rejected": "rejected by an approver",  # the approvals plugin
+    "expired": "not approved in time",
 }
 
 
@@ -172,7 +174,8 @@ async def payout_history(gateway: Any, merchant_id: str, limit: int, offset: int
     listed = await list_payouts(gateway, merchant_id, limit=limit, offset=offset)
     reasons = await failure_reasons(gateway, merchant_id,
                                     [p["id"] for p in listed["payouts"] if p["status"] == "FAILED"])
-    rows = [{**p, "words": status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
+    rows = [{**p, "words": "Awaiting approval" if p.get("awaitingApproval") else
+             status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
     return {"payouts": rows, "total": listed["total"]}
 
 
