@@ -52,4 +52,4 @@ async def approve(client, headers, track_id, code):
 
 
 async def reject(client, headers, track_id):
-    return await api(client, "POST", f"/dashboard/approvals/{track_id}/reject", headers, json={})
+    return await api(client, "POST", f"/dashboard/approvals/{track_id}/reject", headers)

@@ -652,8 +652,8 @@ async def journey_approvals(c: CheckedClient, shop: Merchant) -> None:
     rejected = body["data"]["track_id"]
     _, body = await c.call("GET", "/dashboard/approvals", shop.jwt, expect=200)
     assert [h["id"] for h in body["data"]["held"]] == [rejected]
-    await c.call("POST", f"/dashboard/approvals/{rejected}/reject", shop.jwt, json={}, expect=200)
-    await c.call("POST", "/dashboard/approvals/po-nope/reject", shop.jwt, json={}, expect=404)
+    await c.call("POST", f"/dashboard/approvals/{rejected}/reject", shop.jwt, expect=200)
+    await c.call("POST", "/dashboard/approvals/po-nope/reject", shop.jwt, expect=404)
     _, body = await c.call("POST", "/v1/payout", shop.payout_key, json=payout, expect=200)
     approved = body["data"]["track_id"]
     await c.call("POST", f"/dashboard/approvals/{approved}/approve", shop.jwt, json={"totp_code": "1"}, expect=403)
