@@ -23,6 +23,7 @@ import asyncio
 import logging
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
@@ -39,7 +40,21 @@ POOLER_SETTING = ("PgBouncer's pool_mode = transaction (or statement) does not k
 
 
 async def keeps_sessions(dsn: str, settings: dict[str, str] | None = None) -> bool:
-    """Whether each client connection of ``dsn`` stays on one server session (no transaction pooling)."""
+    """Whether each client connection of ``dsn`` stays on one server session (no transaction pooling).
+
+    Judged once per process and address (a pooler's mode does not change under a running process;
+    a probe costs two connections, about 0.1 s on a busy machine, and tests connect thousands of times).
+    """
+    address = urlunsplit(urlsplit(dsn)._replace(query=""))
+    if address not in _VERDICTS:
+        _VERDICTS[address] = await _probe(dsn, settings)
+    return _VERDICTS[address]
+
+
+_VERDICTS: dict[str, bool] = {}
+
+
+async def _probe(dsn: str, settings: dict[str, str] | None) -> bool:
     first = await asyncpg.connect(dsn, statement_cache_size=0, server_settings=settings or None)
     try:
         second = await asyncpg.connect(dsn, statement_cache_size=0, server_settings=settings or None)
