@@ -65,7 +65,7 @@ lint: install-test
 	$(BIN)/python scripts/lint_imports.py && [ $$ruff -eq 0 ] && [ $$mypy -eq 0 ]
 
 ## make test: lint, install test deps (Python packages, Chromium, litecoind, monero, anvil and solc,
-## systemd-analyze, nginx), find or start PostgreSQL, run the whole suite on both databases.
+## systemd-analyze, nginx, pgbouncer), find or start PostgreSQL, run the whole suite on both databases.
 test: install-test lint
 	scripts/ensure_chromium.sh
 	scripts/ensure_litecoind.sh
@@ -73,6 +73,7 @@ test: install-test lint
 	scripts/ensure_node_tools.sh
 	scripts/ensure_systemd_analyze.sh
 	scripts/ensure_nginx.sh
+	scripts/ensure_pgbouncer.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
 
 ## make test-sqlite: PYTEST_ARGS (default: the whole suite) on SQLite alone, asked for by name.
