@@ -37,12 +37,12 @@ run: install
 ## docs/decisions.md "Payer pages in eight languages" says how to add a language.
 CATALOGUE_LANGS := es pt ru zh de fr tr
 catalogues: install
-	$(BIN)/pybabel extract -F babel.cfg -k N_ -k gettext_noop --no-location --sort-output --project=Orbchain \
+	$(BIN)/pybabel extract -F babel.cfg --no-location --sort-output --project=Orbchain \
 		--copyright-holder="Orbchain contributors" -o web/locale/orbchain.pot .
 	for l in $(CATALOGUE_LANGS); do \
 		case $$l in zh) locale=zh_Hans_CN;; *) locale=$$l;; esac; \
 		if [ -f web/locale/$$l.po ]; then \
-			$(BIN)/pybabel update -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
+			$(BIN)/pybabel update --no-fuzzy-matching -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
 		else \
 			$(BIN)/pybabel init -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
 		fi; \

@@ -143,7 +143,10 @@ from ..web.pages import html_page, page_security_headers, render_page, security_
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
 # the lookups templates and handlers share, and a plugin's own catalogue.
-from ..web.i18n import LANGUAGES, add_catalogue, format_timestamp, gettext, gettext_noop, ngettext, using_language
+from ..core.messages import Translatable
+from ..web.i18n import (
+    LANGUAGES, add_catalogue, format_timestamp, gettext, gettext_noop, ngettext, pgettext, translate, using_language,
+)
 from ..web.i18n import language as page_language
 
 # Live pages: the change feed's topic on gateway.signals (payload: the payment's track id, after each commit
@@ -244,8 +247,8 @@ __all__ = [
     "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "security_headers",
     "widget_token",
     # payer pages' languages
-    "LANGUAGES", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext", "page_language",
-    "using_language",
+    "LANGUAGES", "Translatable", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext",
+    "page_language", "pgettext", "translate", "using_language",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
     "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",
