@@ -6,7 +6,8 @@ schema, then ``pg_restore`` over it. Between backup and restore the merchant
 creates invoices and a static address (lost with the restore) and pays some
 of them; the chain keeps everything (the devnet's tables, standing for the
 node, are put back as they are now). After the recovery: no address handed
-out before the restore (after the backup included) is handed out again, the
+out before the restore (after the backup included) is handed out again, nor
+the HD account of a merchant who signed up after the backup, the
 money sent to lost addresses, before or after the restore, is credited once
 as recovered (ledger memo, ``recovered_from`` in the webhook), the invoice
 the backup knew is credited to its invoice, a second run changes nothing and
@@ -101,6 +102,9 @@ async def test_recover_after_a_restore_reissues_nothing_and_credits_lost_address
     static_eth = body["data"]["address"]
     await devnet.pay("BTC", lost[0]["address"], "0.02")  # paid and credited before the restore
     await devnet.mine(2)
+    lost_merchant = await signup(client, "lost@example.com")  # signed up after the backup
+    lost_account = await devnet.gateway.db.fetch_val("SELECT key_account FROM merchants WHERE id = :m",
+                                                     {"m": lost_merchant.merchant_id})
     handed_out = {r["address"] for r in await devnet.gateway.db.fetch_all("SELECT address FROM deposit_addresses")}
     chain = {t: await devnet.gateway.db.fetch_all(f"SELECT * FROM {t}") for t in CHAIN_TABLES}
     await client.close()
@@ -147,4 +151,7 @@ async def test_recover_after_a_restore_reissues_nothing_and_credits_lost_address
                              json={"currency": "ETH", "order_id": "after-restore"})
     assert status == 200, body
     assert not (fresh | {body["data"]["address"]}) & handed_out
+    newcomer = await signup(client, "new@example.com")  # never the lost merchant's HD account (its addresses)
+    assert await db.fetch_val("SELECT key_account FROM merchants WHERE id = :m",
+                              {"m": newcomer.merchant_id}) > int(lost_account)
     assert (await ledger.check_ledger(db)).ok

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import addresses
+from ..accounts.merchants import KEY_ACCOUNT_COUNTER
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -67,11 +68,14 @@ def derived_pairs(gateway: "Gateway") -> set[tuple[str, str]]:
 
 
 async def _open_counters(gateway: "Gateway") -> None:
-    """A counter row (at -1: nothing handed out) for every merchant and derived family still without one.
+    """A counter row (at "nothing handed out") for every merchant and derived family still without one,
+    and for the merchant-account counter.
 
-    Why: a merchant's first address of a coin may have come after the backup;
-    without its row the counter would start again at index 0.
+    Why: a merchant's first address of a coin (or the first merchant) may have
+    come after the backup; without its row the counter would start again.
     """
+    await gateway.db.execute("INSERT INTO counters (name, value) VALUES (:n, 0) ON CONFLICT (name) DO NOTHING",
+                             {"n": KEY_ACCOUNT_COUNTER})  # next_key_account's first value is 1
     merchants = await gateway.db.fetch_all("SELECT id FROM merchants")
     rows = [{"n": addresses.counter_name(m["id"], family, network)}
             for m in merchants for family, network in sorted(derived_pairs(gateway))]
