@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from ...api import (
-    Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, merchant_row, update_row,
+    Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, forget_member_second_factor,
+    merchant_row, update_row,
 )
 from . import roles
 
@@ -85,5 +86,6 @@ async def remove(gateway: Any, merchant_id: str, member_id: Any, principal: Prin
         "DELETE FROM team_members WHERE id = :id AND merchant_id = :m RETURNING id",
         {"id": target["id"], "m": merchant_id})
     if deleted is not None:  # a concurrent removal announced it already
+        await forget_member_second_factor(gateway, merchant_id, target["id"])
         await announce_security_event(gateway, merchant_id, "member_removed",
                                       {"member": target["email"], "role": target["role"]})
