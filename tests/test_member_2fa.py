@@ -28,7 +28,7 @@ FIN = "fin@example.com"
 
 @pytest.fixture
 async def env(make_client, make_config):
-    client = await make_client(make_config(rate_limits={"write_per_minute": 100000}, scheduler={"enabled": False}))
+    client = await make_client(make_config(rate_limits={"write_per_minute": 100000, "auth_per_minute": 1000}, scheduler={"enabled": False}))
     gateway = client.app[GATEWAY]
     now = [gateway.now()]
     gateway.clock = lambda: now[0]
@@ -248,3 +248,43 @@ async def test_security_forms_refuse_forgery_and_hostile_input(env):
     assert (await api(client, "POST", "/dashboard/auth/login", {},
                       json={"email": "view@example.com", "password": PASSWORD,
                             "totp_code": totp.at(now[0])}))[0] == 200
+
+
+async def test_owner_requires_members_2fa_and_members_without_it_may_only_read(env):
+    client, now = env
+    owner = await owner_of(client)
+    admin = await join(client, await invite(owner, "admin@example.com", "admin"))
+    client.session.cookie_jar.clear()
+    await owner.sign_in(OWNER)
+    fin_link = await invite(owner, FIN, "finance")  # the finance member joins below, in their own browser
+    # Only an owner changes the rule; a forged form changes nothing.
+    await owner.get("/app/team")
+    assert "may do what their role allows" in owner.page
+    await owner.submit("/app/team", {"action": "require-2fa", "require_2fa": "on"}, token="forged", expect=403)
+    await owner.get("/app/team")
+    await owner.submit("/app/team", {"action": "require-2fa", "require_2fa": "on"})
+    assert "<strong>may only read</strong>" in await owner.get("/app/team")
+    client.session.cookie_jar.clear()
+    await admin.sign_in("admin@example.com")
+    page = await admin.get("/app/payments")  # an admin without 2FA reads ...
+    assert 'href="/app/team"' not in page
+    await admin.get("/app/team", expect=403)  # ... and nothing more
+    member = await join(client, fin_link)
+    await member.get("/app/payouts")
+    assert 'id="payout-form"' not in member.page
+    token = await member_jwt(client, FIN)
+    status, body = await api(client, "POST", "/dashboard/transfer", bearer(token),
+                             json={"to_account_id": "ORB-" + "1" * 20, "coin": "BTC", "amount": "0.001"})
+    assert (status, body["error"]["detail"]) == (403, {"scope": "transfer:create"}), body
+    # Setting up their own 2FA lifts it at their next click.
+    await member_setup(member, now)
+    await member.get("/app/payouts")
+    assert 'id="payout-form"' in member.page
+    # The owner turns it off again; the activity log says both.
+    client.session.cookie_jar.clear()
+    await owner.sign_in(OWNER)
+    await owner.get("/app/team")
+    await owner.submit("/app/team", {"action": "require-2fa", "require_2fa": "off"})
+    page = await owner.get("/app/activity")
+    assert "Members must now use two-factor authentication" in page and "no longer have to" in page
+

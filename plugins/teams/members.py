@@ -17,7 +17,7 @@ from ...api import (
     Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, forget_member_second_factor,
     merchant_row, update_row,
 )
-from . import roles
+from . import policy, roles
 
 HOLDER_ID = "holder"  # the account holder's entry in the members list (not a row)
 
@@ -28,8 +28,9 @@ async def member(gateway: Any, merchant_id: str, member_id: str) -> Member | Non
                                      {"id": member_id, "m": merchant_id})
     if row is None:
         return None
-    scopes = await roles.role_scopes(gateway, merchant_id, row["role"])
-    return Member(row["id"], row["merchant_id"], row["email"], row["role"], scopes or frozenset())
+    scopes = await policy.limit(gateway, merchant_id, row["id"],
+                                await roles.role_scopes(gateway, merchant_id, row["role"]) or frozenset())
+    return Member(row["id"], row["merchant_id"], row["email"], row["role"], scopes)
 
 
 async def login(gateway: Any, email: str) -> MemberLogin | None:
@@ -61,6 +62,11 @@ async def _target(gateway: Any, merchant_id: str, member_id: Any) -> dict[str, A
     if not isinstance(member_id, str) or not member_id.startswith("mbr_") or len(member_id) > 40:
         raise ValidationError({"member_id": "must name a member of this account"})
     return dict(await merchant_row(gateway, "team_members", merchant_id, member_id))
+
+
+async def require_owner(gateway: Any, principal: Principal | None) -> None:
+    if await acting_role(gateway, principal) != roles.OWNER:
+        raise Forbidden("only an owner may change the team's two-factor rule", code="owner_required")
 
 
 async def _require_owner_for(gateway: Any, principal: Principal | None, *roles_involved: str) -> None:
