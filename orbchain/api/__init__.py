@@ -126,6 +126,8 @@ from ..core.accounts.account_services import (
     dashboard_token_revoked, hash_password, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
     sign_in_member,
 )
+# The acting principal's own second factor (the holder's TOTP, or a team member's): every step-up asks this.
+from ..core.accounts.second_factor import forget_member_second_factor, verify_second_factor
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
 from ..core.contract.pages import DashboardNotice, DashboardView
@@ -237,7 +239,8 @@ __all__ = [
     "request_payout",
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
-    "confirm_account_holder", "create_account", "dashboard_token_revoked", "revoke_dashboard_token",
+    "confirm_account_holder", "create_account", "forget_member_second_factor", "verify_second_factor",
+    "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
     "DashboardNotice", "DashboardPage", "DashboardView",

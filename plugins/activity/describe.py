@@ -14,7 +14,9 @@ _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Sig
 # Team changes (the teams plugin's events).
 _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
-           "member_removed": "Removed {member} ({role}); their sessions ended"}
+           "member_removed": "Removed {member} ({role}); their sessions ended",
+           "team_2fa_required": "Members must now use two-factor authentication (without it: read only)",
+           "team_2fa_optional": "Members no longer have to use two-factor authentication"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
         "relinked": "because the chat was linked again elsewhere"}
 
