@@ -37,12 +37,12 @@ run: install
 ## docs/decisions.md "Payer pages in eight languages" says how to add a language.
 CATALOGUE_LANGS := es pt ru zh de fr tr
 catalogues: install
-	$(BIN)/pybabel extract -F babel.cfg -k N_ -k gettext_noop --no-location --sort-output --project=Orbchain \
+	$(BIN)/pybabel extract -F babel.cfg --no-location --sort-output --project=Orbchain \
 		--copyright-holder="Orbchain contributors" -o web/locale/orbchain.pot .
 	for l in $(CATALOGUE_LANGS); do \
 		case $$l in zh) locale=zh_Hans_CN;; *) locale=$$l;; esac; \
 		if [ -f web/locale/$$l.po ]; then \
-			$(BIN)/pybabel update -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
+			$(BIN)/pybabel update --no-fuzzy-matching -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
 		else \
 			$(BIN)/pybabel init -i web/locale/orbchain.pot -o web/locale/$$l.po -l $$locale || exit 1; \
 		fi; \
@@ -65,7 +65,7 @@ lint: install-test
 	$(BIN)/python scripts/lint_imports.py && [ $$ruff -eq 0 ] && [ $$mypy -eq 0 ]
 
 ## make test: lint, install test deps (Python packages, Chromium, litecoind, monero, anvil and solc,
-## systemd-analyze, nginx), find or start PostgreSQL, run the whole suite on both databases.
+## systemd-analyze, nginx, pgbouncer), find or start PostgreSQL, run the whole suite on both databases.
 test: install-test lint
 	scripts/ensure_chromium.sh
 	scripts/ensure_litecoind.sh
@@ -73,6 +73,7 @@ test: install-test lint
 	scripts/ensure_node_tools.sh
 	scripts/ensure_systemd_analyze.sh
 	scripts/ensure_nginx.sh
+	scripts/ensure_pgbouncer.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
 
 ## make test-sqlite: PYTEST_ARGS (default: the whole suite) on SQLite alone, asked for by name.

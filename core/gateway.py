@@ -167,7 +167,8 @@ def _assemble(config: Config, pm: pluggy.PluginManager | None, core_jobs: Callab
     if pm is None:
         pm = get_plugin_manager(blocked=config.plugins.blocked)
     check_declarations(pm)
-    gateway = Gateway(config=config, pm=pm, db=Database(config.database_url), maintenance=config.server.maintenance,
+    db = Database(config.database_url, config.database.direct_url or None)
+    gateway = Gateway(config=config, pm=pm, db=db, maintenance=config.server.maintenance,
                       cpu=CpuPool(config.server.cpu_workers, config.server.cpu_queue))
     pm.hook.check_config(gateway=gateway, config=config.plugin)
     check_plugin_blocks(pm, config.plugin)

@@ -13,6 +13,8 @@ import re
 from decimal import ROUND_DOWN, Decimal, localcontext
 from typing import Any
 
+from .messages import N_
+
 # 78 digits holds 2**256, the largest amount any supported chain can express.
 MAX_DIGITS = 78
 # The finest amount any field takes: 10**-MAX_DIGITS (no coin has more than 18 decimals,
@@ -32,6 +34,12 @@ MAX_TEXT = MAX_DIGITS + MAX_SCALE + 2
 class AmountError(ValueError):
     """An amount is not a positive, finite number representable in the coin."""
 
+    @property
+    def problem(self) -> str:
+        """The problem as raised: a ``Translatable`` a payer page shows in its language (``str(error)``
+        is the English only)."""
+        return self.args[0] if self.args else ""
+
 
 def parse_decimal(value: Any) -> Decimal:
     """Read a decimal string or an exact JSON number; reject floats and anything not plainly written.
@@ -41,28 +49,28 @@ def parse_decimal(value: Any) -> Decimal:
     """
     if isinstance(value, bool) or isinstance(value, float):
         # A float already lost exactness before it reached us.
-        raise AmountError("must be a decimal string")
+        raise AmountError(N_("must be a decimal string"))
     if isinstance(value, int):
         if value.bit_length() > 4 * MAX_DIGITS:  # cheap, and long before str() of it would be slow
-            raise AmountError("is too large")
+            raise AmountError(N_("is too large"))
         number = Decimal(value)
     elif isinstance(value, Decimal):
         number = value
     elif isinstance(value, str):
         number = _parse_text(value)
     else:
-        raise AmountError("must be a decimal string")
+        raise AmountError(N_("must be a decimal string"))
     if not number.is_finite():
-        raise AmountError("must be a finite number")
+        raise AmountError(N_("must be a finite number"))
     check_bounds(number)
     return number
 
 
 def _parse_text(text: str) -> Decimal:
     if not text:
-        raise AmountError("must not be empty")
+        raise AmountError(N_("must not be empty"))
     if len(text) > MAX_TEXT:
-        raise AmountError("has too many digits")
+        raise AmountError(N_("has too many digits"))
     if not _DECIMAL_TEXT.fullmatch(text):
         raise AmountError(_why_not(text))
     return Decimal(text)
@@ -72,20 +80,20 @@ def _why_not(text: str) -> str:
     """What is wrong with an amount's text, in words a person can act on."""
     lowered = text.lower()
     if any(c.isspace() for c in text):
-        return "must not contain spaces"
+        return N_("must not contain spaces")
     if lowered.lstrip("+-") in ("nan", "snan", "inf", "infinity"):
-        return "must be a finite number"
+        return N_("must be a finite number")
     if lowered.lstrip("+-").startswith("0x"):
-        return "must be a decimal number, not hexadecimal"
+        return N_("must be a decimal number, not hexadecimal")
     if text.startswith("+"):
-        return "must be written without a plus sign"
+        return N_("must be written without a plus sign")
     if "," in text or "_" in text or "'" in text:
-        return "must use a dot (.) as the decimal separator and no thousands separator, for example 1234.5"
+        return N_("must use a dot (.) as the decimal separator and no thousands separator, for example 1234.5")
     if "e" in lowered and _DECIMAL_TEXT.fullmatch(lowered.split("e", 1)[0]):
-        return "must be written out in full, without an exponent"
+        return N_("must be written out in full, without an exponent")
     if text.startswith(".") or text.endswith(".") or text.startswith("-."):
-        return "needs a digit on each side of the decimal point, for example 0.5"
-    return "must be a decimal string such as 12.50"
+        return N_("needs a digit on each side of the decimal point, for example 0.5")
+    return N_("must be a decimal string such as 12.50")
 
 
 def check_bounds(number: Decimal) -> None:
@@ -97,13 +105,13 @@ def check_bounds(number: Decimal) -> None:
     """
     _sign, digits, exponent = number.as_tuple()
     if not isinstance(exponent, int):  # NaN/Infinity
-        raise AmountError("must be a finite number")
+        raise AmountError(N_("must be a finite number"))
     if len(digits) > MAX_DIGITS + MAX_SCALE:
-        raise AmountError("has too many digits")
+        raise AmountError(N_("has too many digits"))
     if exponent < -MAX_SCALE:
-        raise AmountError(f"has more than {MAX_SCALE} decimal places")
+        raise AmountError(N_("has more than %(places)d decimal places", places=MAX_SCALE))
     if len(digits) + exponent > MAX_DIGITS:  # the integer part alone has more than MAX_DIGITS digits
-        raise AmountError("is too large")
+        raise AmountError(N_("is too large"))
 
 
 def to_base_units(value: Any, decimals: int, *, allow_zero: bool = False) -> int:
@@ -114,20 +122,20 @@ def to_base_units(value: Any, decimals: int, *, allow_zero: bool = False) -> int
     """
     number = parse_decimal(value)
     if number < 0 or (number == 0 and not allow_zero):
-        raise AmountError("must be greater than 0")
+        raise AmountError(N_("must be greater than 0"))
     exponent = number.as_tuple().exponent
     if isinstance(exponent, int) and -exponent > decimals and number != number.to_integral_value():
         normalized = number.normalize().as_tuple().exponent
         if isinstance(normalized, int) and -normalized > decimals:  # int: the number is finite
-            raise AmountError(f"has more than {decimals} decimal places")
+            raise AmountError(N_("has more than %(places)d decimal places", places=decimals))
     with localcontext() as ctx:
         ctx.prec = MAX_DIGITS + 30
         units = number.scaleb(decimals)
         if units != units.to_integral_value():
-            raise AmountError(f"has more than {decimals} decimal places")
+            raise AmountError(N_("has more than %(places)d decimal places", places=decimals))
         result = int(units)
     if len(str(result)) > MAX_DIGITS:
-        raise AmountError("is too large")
+        raise AmountError(N_("is too large"))
     return result
 
 

@@ -5,6 +5,9 @@ job, so with several ``orbchain serve`` processes on one database a periodic
 job runs in exactly one of them at a time; on SQLite (one process) the lock
 is always granted. A failing run is logged and retried at the next tick.
 Every run that took the lock is counted in the job metrics (runs, failures, duration).
+A tick also claims the job's ``job_ticks`` row (PostgreSQL): however many
+processes tick, a job runs about once per interval across them all, not
+once per process (migrations/m0021_job_ticks.py).
 
 ``JobScheduler.wake(name)`` runs a job now instead of at its next tick: the
 scheduler hears the ``wake`` signal (core/infra/signals.py) in every process,
@@ -40,19 +43,31 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-async def run_job_once(gateway: "Gateway", job: Job) -> bool:
-    """Run ``job`` if this process wins its lock; returns whether it ran.
+# A tick runs when the job's last tick in any process started at least this share of its interval ago:
+# one process's own ticks, a little late or early, still always run; another process's, a moment later, do not.
+TICK_SHARE = 0.8
+_CLAIM_TICK = """INSERT INTO job_ticks (name, started_at) VALUES (:name, clock_timestamp())
+ON CONFLICT (name) DO UPDATE SET started_at = clock_timestamp()
+WHERE job_ticks.started_at <= clock_timestamp() - make_interval(secs => :seconds)
+RETURNING name"""
 
-    The lock lives in the run's database session: when the database restarts
-    or the session is killed, the lock goes with it and the next tick, in
-    whichever process asks first, elects a leader again. A run that met the
-    database away is reported to ``gateway.db_outage`` (one log line per
-    outage), not logged with a traceback per tick.
+
+async def run_job_once(gateway: "Gateway", job: Job, *, tick: bool = False) -> bool:
+    """Run ``job`` if this process wins its lock (and, for a ``tick``, the interval is due); returns whether it ran.
+
+    A woken run or a direct call skips the interval check: it was asked for now. The lock lives in the
+    run's database session: when the database restarts or the session is killed, the lock goes with it
+    and the next tick, in whichever process asks first, elects a leader again. A run that met the
+    database away is reported to ``gateway.db_outage`` (one log line per outage), not logged with a
+    traceback per tick.
     """
     try:
         async with gateway.db.connection(), gateway.db.advisory_lock(f"job:{job.name}") as leader:
             if not leader:
                 return False
+            if tick and gateway.db.is_postgres and await gateway.db.fetch_one(
+                    _CLAIM_TICK, {"name": job.name, "seconds": float(job.seconds) * TICK_SHARE}) is None:
+                return False  # another process ran this interval's tick
             started, failed = time.perf_counter(), False
             try:
                 await job.func(gateway)
@@ -143,7 +158,8 @@ class JobScheduler:
         because a woken run of the job is in flight here."""
         task = asyncio.current_task()
         assert task is not None
-        if task not in self._runs:  # a tick: APScheduler's own task
+        tick = task not in self._runs
+        if tick:  # APScheduler's own task
             if self._stopping:
                 return None  # a tick already due when the stop began
             if job.name in self._runs.values():
@@ -152,7 +168,7 @@ class JobScheduler:
         try:
             if self._stopping:
                 return None  # woken just before the stop began
-            return await run_job_once(self.gateway, job)
+            return await run_job_once(self.gateway, job, tick=tick)
         except asyncio.CancelledError:
             if not self._stopping:
                 raise

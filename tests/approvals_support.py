@@ -53,3 +53,12 @@ async def approve(client, headers, track_id, code):
 
 async def reject(client, headers, track_id):
     return await api(client, "POST", f"/dashboard/approvals/{track_id}/reject", headers)
+
+
+async def member_totp(gateway, merchant_id, email) -> str:
+    """The member's own 2FA turned on (as their Security page does); the secret."""
+    from orbchain.api.merchant import enable_member_totp, start_member_totp_setup
+    member_id = await gateway.db.fetch_val("SELECT id FROM team_members WHERE email = :e", {"e": email})
+    secret, _ = await start_member_totp_setup(gateway, merchant_id, member_id, email)
+    await enable_member_totp(gateway, merchant_id, member_id, email, pyotp.TOTP(secret).at(gateway.now()))
+    return secret

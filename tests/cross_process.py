@@ -23,6 +23,7 @@ from typing import Any, Callable
 import pytest
 
 from orbchain.core.accounts.auth_cache import CHANNEL
+from orbchain.testing.api import bearer
 from orbchain.web.keys import GATEWAY
 
 CROSS_PROCESS = pytest.mark.postgresql_only("two processes on one database: SQLite is one process by design")
@@ -83,3 +84,14 @@ async def two_processes(make_client: Callable, config: Any, *, b_hears_late: flo
     else:
         side_b._on_notify = on_notify
     return pair
+
+
+async def settings_change_reaches(a: Any, b: Any, owner: Any) -> None:
+    """A coin setting changed in A is in force in B's next payment create (B had the merchant row cached)."""
+    key = owner.keys["merchant_api_key"]
+    body = {"currency": "BTC", "amount": "0.01"}
+    assert (await b.post("/v1/payment/white-label", json=body, headers={"merchant_api_key": key})).status == 200
+    response = await a.put("/dashboard/settings/coins", json={"accepted_coins": ["ETH"]}, headers=bearer(owner.token))
+    assert response.status == 200
+    refused = await b.post("/v1/payment/white-label", json=body, headers={"merchant_api_key": key})
+    assert refused.status == 400 and (await refused.json())["error"]["code"] == "currency_not_accepted"

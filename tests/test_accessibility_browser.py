@@ -2,7 +2,8 @@
 
 One server, one merchant and one headless Chromium (page scripts off, as a payer
 without JavaScript) visit the hosted pages (on-chain and Lightning, unpaid, part
-paid and paid; link, tip and subscribe), sign-in and sign-up, and every
+paid and paid; link, tip, subscribe and a subscription's manage page, some in
+another language and with an error shown), sign-in and sign-up, and every
 dashboard page including the forms with their errors shown and the payout
 review. axe-core (npm, installed by scripts/ensure_node_tools.sh, never a CDN)
 is injected from DevTools into each page at 1280x800 and 390x844; any violation
@@ -122,12 +123,19 @@ async def open_site(client: Any) -> Site:
         "label": "Newsletter", "amount_usd": "5", "interval_sec": 30 * 86400, "accepted_coins": ["BTC"]})
     assert status == 200, body
     plan = body["data"]["subscribe_url"]
+    response = await client.post(f"/subscribe/{body['data']['id']}", data={"email": "reader@example.com"},
+                                 allow_redirects=False)
+    assert response.status == 303  # enrolled: the first period's invoice is open
+    _, body = await api(client, "GET", "/v1/subscription", site.merchant.merchant_key)
+    manage = body["data"]["subscriptions"][0]["manage_url"]
     _, body = await api(client, "GET", "/dashboard/account", jwt)
     account = body["data"]["account"]["account_id"]
     site.pages = {
         "pay on-chain waiting": waiting["payment_url"], "pay on-chain part paid": part["payment_url"],
         "pay on-chain paid": paid["payment_url"], "pay Lightning waiting": ln_waiting["payment_url"],
         "pay Lightning paid": ln_paid["payment_url"], "link": link, "tip": f"/tip/{account}", "subscribe": plan,
+        "subscribe in Russian": f"{plan}?lang=ru", "subscription manage": manage,
+        "subscription manage in German": f"{manage}?lang=de", "link amount refused in Spanish": f"{link}?amount=1,5&lang=es",
         "home": "/app", "payments": "/app/payments", "payment detail": f"/app/payments/{paid['track_id']}",
         "payment part paid detail": f"/app/payments/{part['track_id']}", "new payment": "/app/payments/new",
         "payouts": "/app/payouts", "transfers": "/app/transfers", "settings": "/app/settings",

@@ -11,12 +11,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pyotp
+
 from orbchain.api import approve_held_payout, reject_held_payout, request_payout
 from orbchain.core.ledger.check import check_ledger
 from orbchain.plugins.approvals import holds
 from orbchain.web.keys import GATEWAY
 
-from .approvals_support import add_member, approve, enable_totp, next_code, reject, set_policy
+from .approvals_support import add_member, approve, enable_totp, member_totp, next_code, reject, set_policy
 from .support import advance_clock, api, signup
 from .test_payouts import BTC_DEST, balance, create, devnet_txs, fund, in_flight, payout_env, payout_row, work
 
@@ -63,7 +65,7 @@ async def test_threshold_holds_and_another_person_approves_once(make_client, mak
     status, listed = await api(client, "GET", "/dashboard/approvals", admin)
     assert status == 200 and [p["id"] for p in listed["data"]["held"]] == [track]
     assert listed["data"]["held"][0]["usd"] == "300.00" and listed["data"]["held"][0]["reason"] == "threshold"
-    secret = await enable_totp(client, gateway, merchant.jwt)
+    secret = await member_totp(gateway, merchant.merchant_id, "admin@example.com")
     status, answer = await approve(client, admin, track, next_code(gateway, secret))
     assert status == 200 and answer["data"]["state"] == "approved", answer
     status, again = await approve(client, admin, track, next_code(gateway, secret))  # twice = once
@@ -94,6 +96,7 @@ async def test_the_requester_cannot_approve_and_totp_is_required(make_client, ma
     secret = await enable_totp(client, gateway, merchant.jwt)
     status, refused = await approve(client, merchant.jwt, track, next_code(gateway, secret))
     assert status == 403 and refused["error"]["code"] == "self_approval"
+    admin_secret = await member_totp(gateway, merchant.merchant_id, "admin@example.com")
     for code in ("000000", None, "x" * 50):
         status, refused = await approve(client, admin, track, code)
         assert status == 401 and refused["error"]["code"] == "totp_invalid"
@@ -101,7 +104,7 @@ async def test_the_requester_cannot_approve_and_totp_is_required(make_client, ma
     status, refused = await approve(client, finance, track, next_code(gateway, secret))
     assert status == 403 and refused["error"]["detail"] == {"scope": "payout:approve"}
     assert (await payout_row(gateway, track))["stage"] == HELD
-    status, _ = await approve(client, admin, track, next_code(gateway, secret))
+    status, _ = await approve(client, admin, track, next_code(gateway, admin_secret))
     assert status == 200 and (await payout_row(gateway, track))["stage"] == "queued"
 
 
@@ -181,9 +184,10 @@ async def test_two_approvals_at_once_send_once(make_client, make_config):
     # Through the API: two members with the same fresh code at once.
     first = await add_member(client, gateway, merchant.merchant_id, "a@example.com")
     second = await add_member(client, gateway, merchant.merchant_id, "b@example.com")
-    secret = await enable_totp(client, gateway, merchant.jwt)
-    code = next_code(gateway, secret)
-    answers = await asyncio.gather(approve(client, first, tracks[1], code), approve(client, second, tracks[1], code))
+    secrets_ = [await member_totp(gateway, merchant.merchant_id, e) for e in ("a@example.com", "b@example.com")]
+    codes = [next_code(gateway, secrets_[0]), pyotp.TOTP(secrets_[1]).at(gateway.now())]
+    answers = await asyncio.gather(approve(client, first, tracks[1], codes[0]),
+                                   approve(client, second, tracks[1], codes[1]))
     assert any(status == 200 for status, _ in answers), answers
     for _ in range(3):
         await work(gateway)
@@ -217,7 +221,7 @@ async def test_a_transfer_is_held_then_approved_or_rejected(make_client, make_co
     admin = await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
     status, listed = await api(client, "GET", "/dashboard/approvals", admin)
     assert [(h["kind"], h["id"]) for h in listed["data"]["held"]] == [("transfer", held_id), ("transfer", rejected_id)]
-    secret = await enable_totp(client, gateway, merchant.jwt)
+    secret = await member_totp(gateway, merchant.merchant_id, "admin@example.com")
     status, answer = await approve(client, admin, held_id, next_code(gateway, secret))
     assert status == 200 and answer["data"] == {**answer["data"], "kind": "transfer", "state": "approved"}
     assert (await balance(client, bob))["BTC"] == "0.006"

@@ -21,7 +21,7 @@ from orbchain.core.accounts.auth_fanout import WAIT_SECONDS
 from orbchain.core.infra.pg_side import STALE_AFTER_SECONDS
 from orbchain.web.keys import GATEWAY
 
-from .cross_process import CROSS_PROCESS, HANG_SECONDS, two_processes
+from .cross_process import CROSS_PROCESS, HANG_SECONDS, settings_change_reaches, two_processes
 from .support import bearer, signup
 
 pytestmark = CROSS_PROCESS
@@ -177,11 +177,4 @@ async def test_a_settings_change_reaches_the_other_process_before_the_answer(mak
     """Payment creation reads the merchant row from a per-process cache: a settings change answers
     only once no process holds the old row, so the next create anywhere sees it."""
     a, b = await _pair(make_client, config)
-    owner = await signup(a)
-    key = owner.keys["merchant_api_key"]
-    body = {"currency": "BTC", "amount": "0.01"}
-    assert (await b.post("/v1/payment/white-label", json=body, headers={"merchant_api_key": key})).status == 200
-    response = await a.put("/dashboard/settings/coins", json={"accepted_coins": ["ETH"]}, headers=bearer(owner.token))
-    assert response.status == 200
-    refused = await b.post("/v1/payment/white-label", json=body, headers={"merchant_api_key": key})
-    assert refused.status == 400 and (await refused.json())["error"]["code"] == "currency_not_accepted"
+    await settings_change_reaches(a, b, await signup(a))

@@ -102,6 +102,31 @@ def test_compose_file():
     assert all("file" in spec for spec in compose["secrets"].values())
 
 
+def test_compose_pgbouncer_override_splits_queries_from_sessions():
+    """deploy/compose.pgbouncer.yaml: both gateway services query through PgBouncer and keep their sessions on
+    PostgreSQL itself (the gateway refuses a transaction pooler without the direct URL: tests/test_pgbouncer.py);
+    deploy/pgbouncer.ini pools per transaction with the settings the PgBouncer tests run (tests/pgbouncer.py)."""
+    from tests.pgbouncer import INI
+
+    override = yaml.safe_load((DEPLOY / "compose.pgbouncer.yaml").read_text())
+    services = override["services"]
+    for name in ("orbchain", "migrate"):
+        environment = services[name]["environment"]
+        assert environment["ORBCHAIN_DATABASE_URL"].startswith("postgresql://orbchain@pgbouncer:6432/")
+        assert environment["ORBCHAIN_DATABASE_DIRECT_URL"].startswith("postgresql://orbchain@db:5432/")
+    bouncer = services["pgbouncer"]
+    assert bouncer["read_only"] is True and bouncer["cap_drop"] == ["ALL"]
+    assert "./pgbouncer.ini:/etc/pgbouncer/pgbouncer.ini:ro" in bouncer["volumes"]
+    ini = configparser.ConfigParser(interpolation=None)
+    ini.read_string((DEPLOY / "pgbouncer.ini").read_text())
+    tested = configparser.ConfigParser(interpolation=None)
+    tested.read_string(INI.format(databases="* = host=db", port=6432, dir="/d", pool=4, mode="transaction"))
+    for key in ("pool_mode", "server_reset_query", "ignore_startup_parameters"):
+        assert ini["pgbouncer"][key] == tested["pgbouncer"][key], key
+    assert ini["pgbouncer"]["auth_file"] == "/run/secrets/pgbouncer_userlist"
+    assert set(bouncer["secrets"]) == {"pgbouncer_userlist"} and "file" in override["secrets"]["pgbouncer_userlist"]
+
+
 def unit() -> configparser.ConfigParser:
     parser = configparser.ConfigParser(strict=False, interpolation=None)
     parser.optionxform = str  # type: ignore[assignment,method-assign]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from orbchain.api import BroadcastError, ChainUnavailable, PayoutOrder
 from orbchain.chains.devnet import devnet_chain
 from orbchain.cli import main
 
@@ -73,6 +74,23 @@ async def test_mine_status_and_reorg(gateway, config_path, capsys):
     assert await devnet(config_path, "status") == 0
     out = capsys.readouterr().out
     assert f"tip: 4 {(await chain.tip()).hash}" in out and "mempool: 1 transfer(s)" in out
+
+
+async def test_outage_takes_the_node_away_from_the_gateway_until_off(gateway, config_path, capsys):
+    adapter = gateway.chains.get("devnet")
+    assert await devnet(config_path, "outage", "on") == 0
+    assert await devnet(config_path, "outage", "on") == 0  # twice: still one outage
+    assert "unreachable" in capsys.readouterr().out
+    for read in (adapter.tip(), adapter.block(0), adapter.mempool()):
+        with pytest.raises(ChainUnavailable, match="simulated outage"):
+            await read
+    signed = await adapter.sign_payout(PayoutOrder("p1", "BTC", BTC_ADDRESS, 1000))
+    with pytest.raises(BroadcastError) as refused:
+        await adapter.broadcast(signed)
+    assert not refused.value.permanent  # retried later, not failed
+    await devnet(config_path, "pay", "--coin", "BTC", BTC_ADDRESS, "0.1")  # the chain itself goes on
+    assert await devnet(config_path, "outage", "off") == 0
+    assert (await adapter.tip()).height >= 0 and len(await adapter.mempool()) == 1
 
 
 async def test_commands_migrate_a_fresh_database(tmp_path, db_url, capsys):

@@ -161,3 +161,140 @@ async def test_link_tip_and_subscription_pages_are_translated(shop):
     [sub] = (await api(client, "GET", "/v1/subscription", merchant.merchant_key))[1]["data"]["subscriptions"]
     status, page, _ = await get(shop, "/subscribe/manage/" + sub["manage_url"].rsplit("/", 1)[1], accept="tr")
     assert status == 200 and html_lang(page) == "tr" and "Aboneliği iptal et" in page and "Beklemede" in page
+
+
+async def _buyer_link(shop, **fields):
+    status, body = await api(shop.client, "POST", "/dashboard/payment-links", shop.merchant.jwt,
+                             json={"coin": "BTC", **fields})
+    assert status == 200, body
+    return body["data"]["slug"]
+
+
+async def _plan(shop):
+    status, body = await api(shop.client, "POST", "/dashboard/plans", shop.merchant.jwt, json={
+        "label": "Club", "amount_usd": "4.99", "interval_sec": 30 * 86400, "accepted_coins": ["BTC"]})
+    assert status == 200, body
+    return body["data"]["id"]
+
+
+def notice(page):
+    """The text of the page's error notice (tags dropped, entities read, spaces collapsed)."""
+    found = re.search(r'<p class="notice notice-error"[^>]*>(.*?)</p>', page, re.S)
+    assert found, page
+    return " ".join(htmllib.unescape(re.sub(r"<[^>]+>", "", found.group(1))).split())
+
+
+async def test_the_cores_amount_problems_reach_the_link_page_in_the_payers_language(shop):
+    slug = await _buyer_link(shop)
+    maximum = shop.gateway.coins.require("BTC").format(shop.gateway.coins.require("BTC").max_units)
+    cases = [  # (typed, language, the whole sentence the payer reads)
+        ("1,5", "de", "Der Betrag muss einen Punkt (.) als Dezimaltrennzeichen und kein Tausendertrennzeichen "
+                      "verwenden, zum Beispiel 1234.5."),
+        ("0.000000001", "es", "El importe tiene más de 8 decimales."),
+        (str(10 ** 15 + 1), "ru", f"Сумма должна быть не больше {maximum} BTC."),
+        ("1e3", "zh", "金额必须完整写出，不能使用指数。"),
+        ("+1", "tr", "Tutar artı işareti olmadan yazılmalı."),
+        ("1,5", "en", "The amount must use a dot (.) as the decimal separator and no thousands separator, "
+                      "for example 1234.5."),
+    ]
+    for typed, lang, sentence in cases:
+        status, page, _ = await get(shop, f"/l/{slug}?amount={typed.replace('+', '%2B')}", lang=lang)
+        assert status == 400 and html_lang(page) == i18n.html_lang(lang), (typed, lang)
+        assert notice(page) == sentence, (typed, lang)
+
+
+async def test_a_fiat_price_above_the_coins_maximum_is_said_in_the_payers_language(shop):
+    slug = await _buyer_link(shop, fiat_currency="USD")
+    status, page, _ = await get(shop, f"/l/{slug}?amount=999999999999999999", lang="pt")
+    maximum = shop.gateway.coins.require("BTC").format(shop.gateway.coins.require("BTC").max_units)
+    assert status == 400 and notice(page) == f"O valor vale mais de {maximum} BTC, o máximo de um pagamento."
+
+
+async def test_the_tip_amount_problem_is_in_the_payers_language(shop):
+    account = (await api(shop.client, "GET", "/dashboard/account", shop.merchant.jwt))[1]["data"]["account"][
+        "account_id"]
+    shop.client.session.cookie_jar.clear()
+    response = await shop.client.post(f"/tip/{account}?lang=fr", data={"coin": "BTC", "amount": "1 000"})
+    page = await response.text()
+    assert response.status == 400 and html_lang(page) == "fr"
+    assert notice(page).startswith("Le montant ne doit pas contenir d’espaces."), notice(page)
+
+
+async def test_the_subscribe_forms_field_problems_are_in_the_payers_language(shop):
+    plan_id = await _plan(shop)
+    shop.client.session.cookie_jar.clear()
+    response = await shop.client.post(f"/subscribe/{plan_id}?lang=pt",
+                                      data={"email": "not-an-address", "customer_ref": "r" * 129})
+    page = await response.text()
+    assert response.status == 400 and html_lang(page) == "pt"
+    text = " ".join(htmllib.unescape(re.search(r'id="form-error"[^>]*>(.*?)</p>', page, re.S).group(1)).split())
+    assert "deve ser um endereço de e-mail" in text and "deve ter no máximo 128 caracteres" in text, text
+    assert "must be" not in text
+
+
+async def test_the_json_api_keeps_its_english_problems_whatever_the_language(shop):
+    status, body = await api(shop.client, "POST", "/v1/payment/invoice",
+                             {**shop.merchant.merchant_key, "Accept-Language": "de", "Cookie": f"{i18n.COOKIE}=de"},
+                             json={"amount": "1,5", "currency": "BTC"})
+    assert status == 400
+    problem = "must use a dot (.) as the decimal separator and no thousands separator, for example 1234.5"
+    assert body["error"]["detail"] == {"amount": problem}
+    assert body["error"]["message"] == f"validation error: amount: {problem}"
+
+
+@pytest.mark.parametrize(("lang", "payment", "subscription"), [
+    ("es", ("Vencido", "Cancelado"), ("Vencida", "Cancelada")),
+    ("pt", ("Expirado", "Cancelado"), ("Expirada", "Cancelada")),
+    ("ru", ("Просрочен", "Отменён"), ("Истекла", "Отменена")),
+    ("de", ("Abgelaufen", "Storniert"), ("Abgelaufen", "Gekündigt")),
+    ("fr", ("Expiré", "Annulé"), ("Expiré", "Résilié")),
+])
+def test_a_payments_and_a_subscriptions_status_words_agree_with_their_noun(lang, payment, subscription):
+    with i18n.using_language(lang):
+        assert (i18n.pgettext("payment status", "Expired"), i18n.pgettext("payment status", "Cancelled")) == payment
+        assert (i18n.pgettext("subscription status", "Expired"),
+                i18n.pgettext("subscription status", "Cancelled")) == subscription
+
+
+async def test_a_cancelled_subscription_reads_in_the_feminine_in_spanish(shop):
+    plan_id = await _plan(shop)
+    shop.client.session.cookie_jar.clear()
+    response = await shop.client.post(f"/subscribe/{plan_id}", data={}, allow_redirects=False)
+    assert response.status == 303
+    [sub] = (await api(shop.client, "GET", "/v1/subscription", shop.merchant.merchant_key))[1]["data"][
+        "subscriptions"]
+    token = sub["manage_url"].rsplit("/", 1)[1]
+    response = await shop.client.post(f"/subscribe/manage/{token}/cancel", allow_redirects=False)
+    assert response.status == 303
+    status, page, _ = await get(shop, response.headers["Location"], lang="es")
+    assert status == 200 and '<span class="badge badge-cancelled" id="status">Cancelada</span>' in page
+
+
+async def test_the_shop_name_shows_on_the_link_tip_and_subscribe_pages(shop):
+    from orbchain.core.accounts.merchants import set_display_name
+
+    slug, plan_id = await _buyer_link(shop), await _plan(shop)
+    account = (await api(shop.client, "GET", "/dashboard/account", shop.merchant.jwt))[1]["data"]["account"][
+        "account_id"]
+    pages = (f"/l/{slug}", f"/tip/{account}", f"/subscribe/{plan_id}")
+    for path in pages:
+        assert 'id="merchant-name"' not in (await get(shop, path))[1], path  # no name set, no brand
+    await set_display_name(shop.gateway, shop.merchant.merchant_id, "Corner Café & Co")
+    for path in pages:
+        status, page, _ = await get(shop, path, lang="ru")
+        assert status == 200 and '<p class="merchant" id="merchant-name">Corner Café &amp; Co</p>' in page, path
+
+
+async def test_a_stale_button_on_the_manage_page_says_why_in_the_payers_language(shop):
+    plan_id = await _plan(shop)
+    shop.client.session.cookie_jar.clear()
+    assert (await shop.client.post(f"/subscribe/{plan_id}", data={}, allow_redirects=False)).status == 303
+    [sub] = (await api(shop.client, "GET", "/v1/subscription", shop.merchant.merchant_key))[1]["data"][
+        "subscriptions"]
+    token = sub["manage_url"].rsplit("/", 1)[1]
+    # A pause form left open from an earlier state: the subscription is still PENDING, so nothing changes.
+    response = await shop.client.post(f"/subscribe/manage/{token}/pause?lang=es", allow_redirects=False)
+    page = await response.text()
+    assert response.status == 400 and html_lang(page) == "es"
+    assert notice(page) == "Este cambio no es posible para esta suscripción en su estado actual, que se muestra abajo."
+    assert '<span class="badge badge-pending" id="status">Pendiente</span>' in page

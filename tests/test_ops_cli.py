@@ -128,6 +128,24 @@ async def test_doctor(gateway, config_path, capsys):
     assert "FAIL migrations: 1 pending" in out and out.strip().endswith("1 problem(s)")
 
 
+async def test_restore_recover_refuses_bad_input_runs_once_per_backup_and_shows_in_doctor(gateway, config_path,
+                                                                                         capsys):
+    for argv in (("restore", "recover", " "), ("restore", "recover", "b.dump", "--skip", "0")):
+        assert await orbchain(config_path, *argv) != 0
+    assert "--skip must be between 1" in capsys.readouterr().err
+    assert not await gateway.db.fetch_all("SELECT * FROM restore_recoveries")
+    await gateway.db.execute("INSERT INTO counters (name, value) VALUES ('change:bitcoin:mainnet', 4)")
+    assert await orbchain(config_path, "restore", "recover", "b.dump", "--skip", "7") == 0
+    assert "recovered from b.dump: 2 counter(s) skipped 7 ahead" in capsys.readouterr().out
+    counters = {r["name"]: int(r["value"]) for r in await gateway.db.fetch_all("SELECT * FROM counters")}
+    assert counters == {"change:bitcoin:mainnet": 11, "merchant_key_account": 7}  # no merchant, no address counter
+    assert await orbchain(config_path, "restore", "recover", "b.dump", "--skip", "7") == 0
+    assert "already recovered from b.dump" in capsys.readouterr().out
+    assert {r["name"]: int(r["value"]) for r in await gateway.db.fetch_all("SELECT * FROM counters")} == counters
+    await orbchain(config_path, "doctor")
+    assert "OK   restore: recovered from b.dump at" in capsys.readouterr().out
+
+
 def test_doctor_findings_thresholds(tmp_path):
     from orbchain.core.cli.ops import clock_finding, disk_finding
 

@@ -82,6 +82,17 @@ def envelope_bytes(data: Any, status: int = 200) -> bytes:
     return encode({"data": data, "message": "OK", "error": None, "status": status, "version": ENVELOPE_VERSION})
 
 
+def kept_envelope_bytes(data: Any) -> bytes:
+    """``envelope_bytes`` for an answer a cache keeps, copied to its exact length.
+
+    orjson's bytes keep the whole buffer it wrote into, about 8 times the
+    text (12 KB for a 1.4 KB answer): harmless for a response sent and
+    dropped, most of a cached answer's memory (docs/decisions.md, "Worker
+    RSS growth").
+    """
+    return bytes(memoryview(envelope_bytes(data)))
+
+
 def envelope_text(data: Any, status: int = 200) -> str:
     return envelope_bytes(data, status).decode()
 

@@ -31,9 +31,11 @@ from babel.dates import format_skeleton
 from markupsafe import Markup
 from babel.support import NullTranslations, Translations
 
+from ..core.messages import Translatable
+
 __all__ = ["COOKIE", "DEFAULT", "LANGUAGES", "add_catalogue", "bind", "choose", "format_timestamp", "gettext",
            "gettext_noop", "html_lang", "install", "language", "mark_page_response", "ngettext",
-           "parse_accept_language", "using_language"]
+           "parse_accept_language", "pgettext", "translate", "using_language"]
 
 LOCALE_DIR = Path(__file__).resolve().parent / "locale"
 DOMAIN = "orbchain"
@@ -59,13 +61,6 @@ def gettext_noop(message: str) -> str:
     """Mark ``message`` for the catalogue where it is defined; ``gettext`` translates it where it is shown."""
     return message
 
-
-# The fixed words of an amount the money parser refuses (core/money.py), which payer forms show as
-# "The amount <problem>.": here for the catalogue, translated where shown (``gettext(str(error))``).
-AMOUNT_PROBLEMS = (
-    gettext_noop("must be a decimal string"), gettext_noop("is too large"), gettext_noop("must be a finite number"),
-    gettext_noop("must not be empty"), gettext_noop("has too many digits"), gettext_noop("must be greater than 0"),
-)
 
 _request: ContextVar[web.Request | None] = ContextVar("orbchain_page_request", default=None)
 _override: ContextVar[str | None] = ContextVar("orbchain_page_language", default=None)
@@ -199,6 +194,21 @@ def gettext(message: str, **variables: Any) -> str:
     return text % variables if variables else text
 
 
+def pgettext(context: str, message: str, **variables: Any) -> str:
+    """``message`` as said in ``context`` (a word whose gender or number differs: a payment's "Expired"
+    is not a subscription's), in the current language."""
+    text = str(translations(language()).pgettext(context, message))
+    return text % variables if variables else text
+
+
+def translate(text: str) -> str:
+    """A problem the core or a plugin raised, in the current language: a ``Translatable`` by its message id
+    and named values (core/messages.py), any other text as the catalogue has it (else as it is)."""
+    if isinstance(text, Translatable):
+        return gettext(text.msgid, **text.values)
+    return gettext(str(text))
+
+
 def ngettext(singular: str, plural: str, n: int, **variables: Any) -> str:
     """The singular or plural form for ``n`` in the current language; ``%(num)d`` is ``n``."""
     text = translations(language()).ngettext(singular, plural, n)
@@ -248,6 +258,7 @@ def install(env: jinja2.Environment) -> None:
     env.install_gettext_translations(_CurrentTranslations(), newstyle=True)  # type: ignore[attr-defined]
     env.globals.update(page_lang=html_lang, language_links=switcher, Markup=Markup)
     env.filters["payer_datetime"] = format_timestamp
+    env.filters["translate"] = translate
 
 
 def mark_page_response(request: web.Request, response: web.StreamResponse) -> None:

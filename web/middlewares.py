@@ -29,7 +29,7 @@ from ..core.infra.metrics import UNMATCHED_ROUTE
 from ..core.accounts.security_events import request_origin
 from . import i18n
 from .edge import request_text_problems
-from .i18n import gettext as _, gettext_noop as N_
+from .i18n import gettext as _, gettext_noop as N_, translate
 from .envelope import error_response
 from .pages import is_html_page, is_html_path, page_security_headers
 from .key_requests import announce_key_request, key_request_listened
@@ -232,13 +232,18 @@ def _where(request: web.Request) -> str:
     return f"{request.method} {_route_template(request)}"
 
 
+def _sentence(text: str) -> str:
+    """A problem as the page's sentence: its first letter capitalised (the rest as written), a full stop."""
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
 def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:
     """The JSON envelope for the API; an HTML page for routes people see (any method at their address)."""
     if not is_html_page(_route_handler(request)) and not (error.status == 405 and _page_address(request)):
         return error_response(error)
     title = _(_PAGE_TITLES.get(error.status, N_("Request refused")))
     fixed = _PAGE_MESSAGES.get(error.status)
-    message = _(fixed) if fixed else error.message.capitalize() + "."
+    message = _(fixed) if fixed else _sentence(translate(error.message))
     response = aiohttp_jinja2.render_template("error.html", request, {"title": title, "message": message},
                                               status=error.status)
     response.headers.update(error.headers)

@@ -33,7 +33,10 @@ from markupsafe import Markup, escape
 from ..core.infra.bounded import LruMap
 from .i18n import language
 
-CACHED_PAGES = 512  # distinct contents kept (an open page is a few KB)
+# Distinct contents kept per process: a rendering is about 14 KB (its inline QR SVG included) and its
+# content about 7 KB, so 512 held about 10 MB per worker once a soak had filled them (docs/decisions.md,
+# "Worker RSS growth"); 128 open pages per worker still render once each.
+CACHED_PAGES = 128
 _PLAIN = frozenset({str, int, bool, float, type(None), Markup})  # hashable as they are: no _frozen call
 
 

@@ -16,12 +16,15 @@ from aiohttp import web
 
 from ..core.payments import service as svc
 from ..core.infra.bounded import remember, values_key
-from .envelope import envelope_bytes, json_answer
+from .envelope import json_answer, kept_envelope_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.gateway import Gateway
 
-CACHED_ANSWERS = 1024  # distinct payment states kept (an answer is about 1 KB)
+# Distinct payment states kept per process: an answer and its key (every value of the rows) are 2-3 KB (the
+# answer alone took 8-12 KB before ``kept_envelope_bytes``), so 1024 held about 10 MB per worker once full
+# (docs/decisions.md, "Worker RSS growth").
+CACHED_ANSWERS = 256
 CACHE = "payment_answers"  # its name in gateway.services
 
 
@@ -29,5 +32,5 @@ async def payment_answer(gateway: "Gateway", merchant_id: str | None, track_id: 
     """``svc.show_payment`` as the success envelope; 404 for an unknown or another merchant's payment."""
     row, deposits = await svc.payment_with_deposits(gateway, merchant_id, track_id)
     body = remember(gateway.services, CACHE, CACHED_ANSWERS, values_key(row, deposits),
-                    lambda: envelope_bytes(svc.payment_view(gateway, row, deposits)))
+                    lambda: kept_envelope_bytes(svc.payment_view(gateway, row, deposits)))
     return json_answer(body)

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 from multidict import MultiMapping
 
 from ..core.errors import ValidationError
+from ..core.messages import N_
 from ..core.money import AmountError, parse_decimal
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
@@ -109,16 +110,16 @@ def _check_one(spec: Field, value: Any, text: bool) -> tuple[Any, str | None]:
         if spec.upper:
             value = value.upper()
         if spec.min_len is not None and len(value) < spec.min_len:
-            return None, f"must be at least {spec.min_len} characters"
+            return None, N_("must be at least %(min_len)d characters", min_len=spec.min_len)
         if spec.max_len is not None and len(value) > spec.max_len:
-            return None, f"must be at most {spec.max_len} characters"
+            return None, N_("must be at most %(max_len)d characters", max_len=spec.max_len)
         if kind == "url":
             parts = urlsplit(value)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 return None, "must be an http or https URL"
         if kind == "email":
             if not _EMAIL.match(value):
-                return None, "must be an email address"
+                return None, N_("must be an email address")
             value = value.lower()
     elif kind == "int":
         number = _as_int(value, text)
@@ -139,9 +140,9 @@ def _check_one(spec: Field, value: Any, text: bool) -> tuple[Any, str | None]:
         try:
             value = parse_decimal(value)
         except AmountError as exc:
-            return None, str(exc)
+            return None, exc.problem
         if value <= 0:
-            return None, "must be greater than 0"
+            return None, N_("must be greater than 0")
     elif kind == "list":
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             return None, "must be an array of strings"
@@ -191,7 +192,7 @@ def validate(source: Mapping[str, Any], fields: Sequence[Field], *, text: bool |
                 break
         if value is MISSING:
             if spec.required:
-                errors[spec.name] = "is required"
+                errors[spec.name] = N_("is required")
             else:
                 clean[spec.name] = spec.default
             continue
@@ -249,4 +250,4 @@ def coin_units(coin: Any, value: Any, field: str = "amount") -> int:
     try:
         return coin.to_units(value)
     except AmountError as exc:
-        raise ValidationError({field: str(exc)}) from None
+        raise ValidationError({field: exc.problem}) from None

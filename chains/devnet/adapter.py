@@ -5,14 +5,18 @@ The scanner treats it like any node-backed adapter: it follows ``tip`` and
 ``mempool`` for the Paying state. Addresses are real mainnet formats.
 It also sends payouts (``DevnetPayouts``) from a simulated hot wallet, and
 pushes (``Capability.PUSH``): a payment made through this process (the pay
-form, ``pay_on_devnet``) is scanned at once.
+form, ``pay_on_devnet``) is scanned at once. During a simulated outage
+(``orbchain devnet outage on``) every read and broadcast raises
+``ChainUnavailable``/``BroadcastError`` as an unreachable node's would.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, Transfer
+from ...api import (
+    Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, SignedPayout, Transfer,
+)
 from .chain import NETWORK, DevnetChain
 from .payouts import DevnetPayouts
 
@@ -35,14 +39,26 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
         self.coins = tuple(coins)
         self.scan_seconds = scan_seconds
 
+    async def _reachable(self) -> None:
+        if await self.chain.in_outage():
+            raise ChainUnavailable("devnet node unreachable (simulated outage: orbchain devnet outage off)")
+
     async def tip(self) -> BlockRef:
+        await self._reachable()
         return await self.chain.tip()
 
     async def block(self, height: int) -> Block:
+        await self._reachable()
         return await self.chain.block(height)
 
     async def mempool(self) -> Sequence[Transfer]:
+        await self._reachable()
         return await self.chain.mempool()
+
+    async def broadcast(self, signed: SignedPayout) -> None:
+        if await self.chain.in_outage():
+            raise BroadcastError("devnet node unreachable (simulated outage)")
+        await super().broadcast(signed)
 
     async def push(self, heard: Callable[[str], None]) -> None:
         await self.chain.follow(heard)

@@ -298,6 +298,18 @@ class DevnetChain:
 
     # -- reads -------------------------------------------------------------------
 
+    async def set_outage(self, down: bool) -> None:
+        """Take the simulated node away from the gateway (``down``) or give it back; the chain itself goes on."""
+        if down:
+            await self.db.execute(
+                "INSERT INTO devnet_outage (one, since) VALUES (1, :now) ON CONFLICT (one) DO NOTHING",
+                {"now": self._now()})
+        else:
+            await self.db.execute("DELETE FROM devnet_outage")
+
+    async def in_outage(self) -> bool:
+        return await self.db.fetch_one("SELECT one FROM devnet_outage") is not None
+
     async def tip(self) -> BlockRef:
         """The newest block of the best chain; creates genesis on first use."""
         row = await self.db.fetch_one("SELECT height, hash FROM devnet_blocks ORDER BY height DESC LIMIT 1")

@@ -1,4 +1,4 @@
-"""``orbchain devnet pay|mine|reorg|status``: drive the simulated chain from a shell.
+"""``orbchain devnet pay|mine|reorg|status|outage``: drive the simulated chain from a shell.
 
 Each command opens the gateway's database itself and applies the devnet's
 own migrations if they are missing, so it works before the first ``serve``
@@ -29,7 +29,7 @@ USAGE_ERROR = 2
 def configure(parser: argparse.ArgumentParser) -> None:
     # The sub-commands set ``devnet_action``, not ``func``: the core wraps the
     # ``devnet`` parser's ``func`` to build the gateway first.
-    sub = parser.add_subparsers(dest="devnet_command", required=True, metavar="{pay,mine,reorg,status}")
+    sub = parser.add_subparsers(dest="devnet_command", required=True, metavar="{pay,mine,reorg,status,outage}")
 
     pay = sub.add_parser("pay", help="send a transfer to an address; it waits in the mempool")
     pay.add_argument("--coin", required=True, help="coin symbol, e.g. BTC or USDT_ERC20")
@@ -49,6 +49,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
     status = sub.add_parser("status", help="show the tip and the mempool size")
     status.set_defaults(devnet_action=cmd_status)
+
+    outage = sub.add_parser("outage", help="take the node away from the gateway (on) or give it back (off)")
+    outage.add_argument("state", choices=("on", "off"))
+    outage.set_defaults(devnet_action=cmd_outage)
 
     parser.set_defaults(func=run)
 
@@ -106,4 +110,10 @@ async def cmd_status(args: argparse.Namespace, gateway: "Gateway", chain: Devnet
     waiting = await chain.mempool()
     print(f"tip: {tip.height} {tip.hash}")
     print(f"mempool: {len(waiting)} transfer(s)")
+    return 0
+
+
+async def cmd_outage(args: argparse.Namespace, gateway: "Gateway", chain: DevnetChain) -> int:
+    await chain.set_outage(args.state == "on")
+    print(f"devnet node {'unreachable' if args.state == 'on' else 'reachable'}")
     return 0

@@ -19,6 +19,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import auth, lockout, security_events
+from .totp_codes import check_stored_code
+from .second_factor import check_member_sign_in
 from ..payments import settlement
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
@@ -242,11 +244,12 @@ async def _count_password_check(gateway: Gateway, email: str, row: Row | None, m
         raise lockout.LockedOut(message, found.locked_seconds)
 
 
-async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]:
+async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = None) -> tuple[Row, str]:
     """The merchant row and a fresh token; one message for any wrong credential.
 
     An e-mail no account holder has may be a team member's (``decide_member_login``):
-    the same lockout, timing and message, and a member session on their account.
+    the same lockout, timing and message, and a member session on their account;
+    a member with their own 2FA on also gives a fresh code (``totp_code``).
     """
     db = gateway.db
     email = normalize_email(email)
@@ -268,6 +271,8 @@ async def log_in(gateway: Gateway, email: str, password: str) -> tuple[Row, str]
     await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
+    if member is not None:
+        await check_member_sign_in(gateway, row["id"], member.member_id, totp_code)
     if member is None and auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(gateway.cpu, password), "id": row["id"]})
@@ -487,31 +492,7 @@ async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pe
     ``channel`` (the dashboard's, or a plugin client's such as the mini-app)
     counts and locks on its own.
     """
-    code = auth.normalize_totp_code(code)
-    if code is None:
-        return False
-    locked = 0
-    async with db.transaction():
-        row = await db.fetch_one(
-            "SELECT totp_secret, totp_enabled, totp_last_step FROM merchants WHERE id = :id" + db.for_update,
-            {"id": merchant_id},
-        )
-        if row is None or not row["totp_secret"] or (not pending and not row["totp_enabled"]):
-            return False
-        # One failure count per account for every endpoint that takes a code;
-        # counted under the row lock, before the code is compared.
-        policy = lockout.totp_policy(channel)
-        locked = await lockout.attempt(db, policy, merchant_id, now)
-        if not locked:
-            step = auth.matching_totp_step(row["totp_secret"], code, now)
-            if step is None or (row["totp_last_step"] is not None and step <= int(row["totp_last_step"])):
-                return False
-            await db.execute("UPDATE merchants SET totp_last_step = :s WHERE id = :id",
-                             {"s": step, "id": merchant_id})
-            await lockout.succeeded(db, policy, merchant_id)
-    if locked:  # raised outside the transaction, so the lockout itself is committed
-        raise lockout.LockedOut("too many invalid TOTP codes; try again later", locked)
-    return True
+    return await check_stored_code(db, "merchants", merchant_id, code, now=now, pending=pending, channel=channel)
 
 
 async def enable_totp(gateway: Gateway, merchant_id: str, code: Any, *,

@@ -1,9 +1,9 @@
 """The core's operator commands of the ``orbchain`` command.
 
 ``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
-``plugins``, ``plugin new``, ``payouts work``, ``chain notify``, ``secrets init``, the operator tools of ``ops_cli.py``
-(``webhooks``, ``payouts show``, ``doctor``) and the plugins' commands. ``serve`` needs the
-web layer, which the core never imports: ``orbchain.web.serve`` adds it and
+``plugins``, ``plugin new``, ``payouts work``, ``chain notify``, ``secrets init``, ``restore recover``,
+the operator tools of ``ops_cli.py`` (``webhooks``, ``payouts show``, ``doctor``) and the plugins'
+commands. ``serve`` needs the web layer, which the core never imports: ``orbchain.web.serve`` adds it and
 ``orbchain.cli`` (the console script, also ``python -m orbchain``) puts the
 two together. Every command reads the same config (``--config``,
 ``$ORBCHAIN_CONFIG`` or ``./orbchain.toml``) and environment overrides.
@@ -27,6 +27,7 @@ from ..startup import build_gateway
 from .ops import add_ops_commands, cmd_config_check
 from .chain_notify import add_chain_command
 from .secrets_init import add_secrets_command
+from .restore import add_restore_command
 from .plugin_scaffold import add_plugin_command
 from ..contract.registries import StartupError
 
@@ -221,6 +222,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     add_plugin_command(sub)  # plugin authoring: `plugin new`
     add_chain_command(sub)  # `chain notify`, for a node's -blocknotify
     add_secrets_command(sub)  # `secrets init`, a production gateway's secret files
+    add_restore_command(sub)  # `restore recover`, after restoring a backup
     _add_plugin_commands(sub)
     return parser
 

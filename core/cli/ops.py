@@ -168,6 +168,18 @@ def static_findings(gateway: "Gateway") -> list[Finding]:
     return findings
 
 
+async def restore_finding(gateway: "Gateway") -> Finding:
+    """The last after-restore recovery: a restore itself leaves no trace the database could see."""
+    from ..watching.recovery import last_recovery
+
+    done = await last_recovery(gateway)
+    if done is None:
+        return Finding("OK", "restore", "no recovery recorded (after restoring a backup, run"
+                                        " `orbchain restore recover <backup>` before starting)")
+    return Finding("OK", "restore", f"recovered from {done.label} at {_when(done.recovered_at)}"
+                                    f" ({done.addresses} address(es) watched)")
+
+
 def chains_finding(chains: int, development: bool) -> Finding:
     """A production gateway with no chain adapter serves checkouts no payment can ever reach."""
     if chains:
@@ -196,6 +208,8 @@ async def doctor_findings(gateway: "Gateway") -> list[Finding]:
             server = float(await gateway.db.fetch_val("SELECT EXTRACT(EPOCH FROM clock_timestamp())"))
             skew = (before + time.time()) / 2 - server
         findings.append(clock_finding(skew))
+        if not pending:
+            findings.append(await restore_finding(gateway))
     for chain in readiness.chains:
         if not chain.reachable:
             findings.append(Finding("FAIL", f"chain {chain.chain}", f"node unreachable ({chain.error})"))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterable, Iterator
 
+from ..messages import N_
 from ..money import AmountError, format_units, to_base_units
 from .registries import Registry, StartupError
 
@@ -107,7 +108,8 @@ class Coin:
         """
         units = to_base_units(value, self.decimals)
         if units > self.max_units:
-            raise AmountError(f"must be at most {self.format(self.max_units)} {self.symbol}")
+            raise AmountError(N_("must be at most %(maximum)s %(symbol)s", maximum=self.format(self.max_units),
+                                 symbol=self.symbol))
         return units
 
     def format(self, units: int) -> str:

@@ -8,7 +8,7 @@ Environment overrides use ``ORBCHAIN_<SECTION>__<KEY>`` (double underscore
 between section and key), ``ORBCHAIN_PLUGIN__<NAME>__<KEY>`` for a plugin's
 block (deeper blocks add ``__<KEY>`` levels), plus a few short aliases
 operators expect: ``ORBCHAIN_HOST``, ``ORBCHAIN_PORT``,
-``ORBCHAIN_DATABASE_URL``, ``ORBCHAIN_ALLOW_PRIVATE_URLS`` and
+``ORBCHAIN_DATABASE_URL``, ``ORBCHAIN_DATABASE_DIRECT_URL``, ``ORBCHAIN_ALLOW_PRIVATE_URLS`` and
 ``ORBCHAIN_MAINTENANCE``. Any other ``ORBCHAIN_`` variable, except the few
 read elsewhere (``NON_CONFIG_VARIABLES``), stops the start naming it, like
 an unknown key in the file: a typo never leaves a setting silently unset.
@@ -33,6 +33,7 @@ ENV_ALIASES = {
     "ORBCHAIN_ENVIRONMENT": ("server", "environment"),
     "ORBCHAIN_MAINTENANCE": ("server", "maintenance"),
     "ORBCHAIN_DATABASE_URL": ("database", "url"),
+    "ORBCHAIN_DATABASE_DIRECT_URL": ("database", "direct_url"),
     "ORBCHAIN_ALLOW_PRIVATE_URLS": ("webhooks", "allow_private_urls"),
 }
 # ``ORBCHAIN_`` variables that are not configuration, each read where it is named: the config file's path
@@ -73,6 +74,9 @@ class ServerConfig:
 @dataclass(frozen=True)
 class DatabaseConfig:
     url: str = ""
+    # PostgreSQL behind a transaction pooler (PgBouncer pool_mode = transaction): PostgreSQL itself (or a
+    # session pool) for what needs a session: LISTEN/NOTIFY and advisory locks (core/infra/pg_sessions.py).
+    direct_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -339,6 +343,10 @@ def _check_values(config: Config) -> None:
     url = config.database_url
     if not (url.startswith("sqlite") or url.startswith("postgres")):
         raise ConfigError("config key 'database.url' must be an sqlite+aiosqlite:// or postgresql:// URL")
+    if config.database.direct_url and not (url.startswith("postgres") and config.database.direct_url.startswith(
+            "postgres")):
+        raise ConfigError("config key 'database.direct_url' must be a postgresql:// URL, next to a PostgreSQL"
+                          " 'database.url' (the pooler's)")
 
 
 def _is_host_port(value: str) -> bool:

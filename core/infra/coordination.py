@@ -1,6 +1,7 @@
 """What one process shares with the others: rate-limit counts, credential-cache invalidation, signals.
 
-On PostgreSQL a dedicated side connection (core/infra/pg_side.py) LISTENs for
+On PostgreSQL a dedicated side connection (core/infra/pg_side.py, on ``[database] direct_url`` when the
+gateway's URL is a transaction pooler: core/infra/pg_sessions.py) LISTENs for
 credential changes (emptying the auth cache, core/accounts/auth_cache.py, and
 acknowledging them, core/accounts/auth_fanout.py) and carries the rate limiter's
 batched sync (core/infra/ratelimit.py) and the gateway's signals (core/infra/signals.py:
@@ -40,7 +41,7 @@ async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
         cache.invalidate()
         signals.lost()
 
-    side = SideConnection(gateway.db.url, CHANNEL, on_notify=lambda payload: fanout.notified(payload),
+    side = SideConnection(gateway.db.session_url, CHANNEL, on_notify=lambda payload: fanout.notified(payload),
                           on_reset=reset)
     side.listen(SIGNAL_CHANNEL, signals.received)
     fanout = AuthFanout(side, cache)

@@ -58,6 +58,7 @@ from .db_pool import PG_STATEMENT_CACHE_SIZE, ConnectionPool, keep_session
 from .db_sqlite_reader import InlineReads, sqlite_reader
 from .db_urls import pg_options, sqlite_target
 from .pg_groups import WriteGroups
+from .pg_sessions import SessionLocks, check_sessions, waited_lock
 
 __all__ = ["DISCONNECT_SECONDS", "Database", "KeyedRead", "Row", "is_unique_violation"]
 
@@ -72,8 +73,15 @@ DISCONNECT_SECONDS = 1.0
 class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     """Async access to the gateway's database, identical on both dialects."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, direct_url: str | None = None) -> None:
         self.url = url
+        #: PostgreSQL: where what needs a session goes (LISTEN, advisory locks) when ``url`` is a
+        #: transaction pooler (core/infra/pg_sessions.py); ``url`` itself otherwise.
+        self.session_url = direct_url or url
+        self._direct_url = direct_url
+        #: PostgreSQL: whether ``connect`` found ``url`` pooled per transaction (named statements off).
+        self.pooled = False
+        self._session_locks: SessionLocks | None = None
         self.dialect = "postgresql" if url.startswith("postgres") else "sqlite"
         self._write_lock = asyncio.Lock()
         self._writer: aiosqlite.Connection | None = None  # SQLite: the one connection every write uses
@@ -114,9 +122,14 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         self._closed = False
         if self.is_postgres:
             quiet_pool_tracebacks()  # a refused reconnect is logged by its cause, not a stack (db_faults.py)
+            self.pooled = await check_sessions(self.url, self._direct_url)
+            if self._direct_url:
+                self._session_locks = SessionLocks(self._direct_url)
+            # Behind a transaction pooler a statement prepared on one server session is run on another:
+            # asyncpg's unnamed statements instead (parsed, bound and run in one exchange).
             self._pool = await asyncpg.create_pool(
-                self._pg_dsn, statement_cache_size=PG_STATEMENT_CACHE_SIZE, reset=keep_session,
-                **self._pg_options)
+                self._pg_dsn, statement_cache_size=0 if self.pooled else PG_STATEMENT_CACHE_SIZE,
+                reset=keep_session, **self._pg_options)
             return
         if not self._sqlite_uri and self._sqlite_target != ":memory:":
             Path(self._sqlite_target).parent.mkdir(parents=True, exist_ok=True)
@@ -141,6 +154,9 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         would keep ``pool.close()`` waiting for its release forever.
         """
         self._closed = True
+        if self._session_locks is not None:
+            locks, self._session_locks = self._session_locks, None
+            await locks.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             spare, self._spare = self._spare, []
@@ -440,13 +456,19 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         """Try to become the single runner of ``name`` across processes.
 
         Yields True when this process holds the lock. PostgreSQL uses a
-        session advisory lock on the task's connection; SQLite deployments
-        are single-process, so the lock is always granted.
+        session advisory lock on the task's connection, or on this process's
+        lock session of ``direct_url`` when one is set (a transaction pooler
+        would leave the lock on a server session nobody unlocks); SQLite
+        deployments are single-process, so the lock is always granted.
         """
         if not self.is_postgres:
             yield True
             return
         key = advisory_key(name)
+        if self._session_locks is not None:
+            async with self._session_locks.held(key) as got:
+                yield got
+            return
         async with self._conn() as conn:  # the task's pinned connection, as its work runs there
             got = await conn.fetchval("SELECT pg_try_advisory_lock($1)", key)
             try:
@@ -458,6 +480,19 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
                     except BaseException:
                         conn.terminate()  # the session ends, and its lock with it
                         raise
+
+    @asynccontextmanager
+    async def waited_lock(self, key: int) -> AsyncIterator[None]:
+        """Wait for session advisory lock ``key`` (PostgreSQL; SQLite has one process): migrations.
+
+        On a session of its own of ``session_url``: on a pooled connection the
+        lock would stay behind on whichever server session took it.
+        """
+        if not self.is_postgres:
+            yield
+            return
+        async with waited_lock(self.session_url, key):
+            yield
 
 
 def is_unique_violation(exc: BaseException) -> bool:

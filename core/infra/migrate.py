@@ -96,6 +96,9 @@ class Migration:
     up: Callable[[str], Sequence[str]]
 
 
+MIGRATION_LOCK = 7_302_023_001  # the session advisory lock one migrating process holds
+
+
 class MigrationError(RuntimeError):
     pass
 
@@ -158,27 +161,21 @@ async def migrate(db: Database, migrations: Iterable[Migration]) -> list[Migrati
     advisory lock while the others wait, then find nothing left to do.
     """
     ran: list[Migration] = []
-    async with db.connection():
-        if db.is_postgres:
-            await db.fetch_val("SELECT pg_advisory_lock(:k)", {"k": 7_302_023_001})
-        try:
-            done = await applied(db)
-            for migration in migrations:
-                if (migration.namespace, migration.version) in done:
-                    continue
-                async with db.transaction():
-                    for statement in migration.up(db.dialect):
-                        await db.execute(expand(statement, db.dialect))
-                    await db.execute(
-                        "INSERT INTO schema_migrations (namespace, version, name, applied_at)"
-                        " VALUES (:ns, :v, :n, :t)",
-                        {"ns": migration.namespace, "v": migration.version, "n": migration.name, "t": int(time.time())},
-                    )
-                log.info("applied migration %s:%04d_%s", migration.namespace, migration.version, migration.name)
-                ran.append(migration)
-        finally:
-            if db.is_postgres:
-                await db.fetch_val("SELECT pg_advisory_unlock(:k)", {"k": 7_302_023_001})
+    async with db.waited_lock(MIGRATION_LOCK), db.connection():
+        done = await applied(db)
+        for migration in migrations:
+            if (migration.namespace, migration.version) in done:
+                continue
+            async with db.transaction():
+                for statement in migration.up(db.dialect):
+                    await db.execute(expand(statement, db.dialect))
+                await db.execute(
+                    "INSERT INTO schema_migrations (namespace, version, name, applied_at)"
+                    " VALUES (:ns, :v, :n, :t)",
+                    {"ns": migration.namespace, "v": migration.version, "n": migration.name, "t": int(time.time())},
+                )
+            log.info("applied migration %s:%04d_%s", migration.namespace, migration.version, migration.name)
+            ran.append(migration)
     return ran
 
 

@@ -16,8 +16,12 @@ Guarantees callers may rely on:
   first transfer (``idempotent=True``) and moves nothing; the same key with
   a different recipient, coin or amount is a 409. Concurrent twins create
   one transfer (the unique key is claimed before any balance is touched).
-* With 2FA on, every new transfer needs a fresh TOTP code. A replay needs
-  none: it moves no money and only repeats what this caller already did.
+* With 2FA on, every new transfer needs a fresh TOTP code of whoever sends
+  it (``second_factor``: a team member's own). A replay needs none: it
+  moves no money and only repeats what this caller already did. The code is
+  spent in its own transaction, apart from the money's, so the merchant
+  row's FOR UPDATE never joins the transfer's locks (no deadlock between
+  two opposite transfers of 2FA accounts).
 """
 
 from __future__ import annotations
@@ -34,10 +38,10 @@ from ..accounts.merchants import (
     ACCOUNT_ID_PREFIX,
     BASE58_ALPHABET,
     find_by_account_id,
-    verify_totp,
 )
+from ..accounts.second_factor import verify_acting
 from ..infra.db import Database, Row
-from ..errors import Conflict, InsufficientBalance, InvalidRequest, NotFound, Unauthorized
+from ..errors import Conflict, InsufficientBalance, InvalidRequest, NotFound
 from ..contract.plugins import call_first
 from ..events.outbox import OutboxEvent, enqueue_events
 from .accounts import merchant_held
@@ -85,6 +89,8 @@ class TransferRequest:
     key_has_webhook: bool = True
     # Whose TOTP lockout a wrong code counts against (core/accounts/lockout.py ``totp_policy``).
     totp_channel: str = DASHBOARD_CHANNEL
+    # The team member sending (their own code is asked), None: the holder or one of their keys.
+    member_id: str | None = None
     requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a plugin (decide_transfer_hold)
 
 
@@ -124,7 +130,8 @@ async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferReq
         if twin is not None:
             return TransferResult(_same_request(db, twin, request), True)
         raise InsufficientBalance()
-    await _step_up(gateway, sender, request.totp_code, request.totp_channel)
+    await verify_acting(gateway, sender_id, request.member_id, request.totp_code, channel=request.totp_channel,
+                        holder=sender)
     row, posted = await _commit(gateway, sender, recipient, request)
     if posted is None:  # a concurrent twin with the same key committed first
         return TransferResult(_same_request(db, row, request), True)
@@ -141,19 +148,6 @@ async def _recipient(db: Database, sender: Row, to_account_id: str) -> Row:
     if not recipient["enabled"]:
         raise InvalidRequest("recipient account is disabled", code="recipient_disabled")
     return recipient
-
-
-async def _step_up(gateway: "Gateway", sender: Row, code: Any, channel: str) -> None:
-    """With 2FA on, a valid unused TOTP code; it is spent here, in its own transaction.
-
-    Checking it apart from the money transaction keeps the merchant row's
-    FOR UPDATE out of the transfer's locks, so two opposite transfers
-    between 2FA accounts cannot deadlock on each other's merchant rows.
-    """
-    if not sender["totp_enabled"]:
-        return
-    if not await verify_totp(gateway.db, sender["id"], code, now=gateway.now(), channel=channel):
-        raise Unauthorized("invalid TOTP code", code="totp_invalid")
 
 
 async def _commit(

@@ -24,7 +24,9 @@ import segno
 from ..infra.cpu_pool import CpuPool
 
 MAX_QR_DATA = 512  # SPEC 8: QR data max 512 characters
-QR_CACHE_SIZE = 1024  # distinct payloads kept; an SVG at scale 5 is about 5-15 kB
+# Distinct payloads kept per process; an SVG at scale 5 is about 3-15 kB, so 1024 held 3-15 MB once full
+# (docs/decisions.md, "Worker RSS growth"); the hosted pages also keep theirs in their own cache.
+QR_CACHE_SIZE = 256
 CACHE_NAME = "qr"
 
 

@@ -25,6 +25,7 @@ from . import receive, settlement
 from .changes import announce_now
 from ..infra.db import KeyedRead
 from ..errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
+from ..messages import N_
 from ..money import AmountError
 from .prices import FIAT_CURRENCIES
 from ..contract.views import PaymentView, payment_view_of
@@ -173,10 +174,10 @@ def units_ceiling(value: Decimal, coin: "Coin") -> int:
         ctx.prec = 120
         units = (value * (Decimal(10) ** coin.decimals)).to_integral_value(rounding=ROUND_CEILING)
     if units <= 0:
-        raise ValidationError({"amount": "is too small to pay in this coin"})
+        raise ValidationError({"amount": N_("is too small to pay in this coin")})
     if units > coin.max_units:  # a fiat or cross-coin price, bounded like a typed amount (Coin.max_amount)
-        raise ValidationError({"amount": f"is worth more than {coin.format(coin.max_units)} {coin.symbol},"
-                                         " the most one payment may be"})
+        raise ValidationError({"amount": N_("is worth more than %(maximum)s %(symbol)s, the most one payment may be",
+                                            maximum=coin.format(coin.max_units), symbol=coin.symbol)})
     return int(units)
 
 
@@ -216,7 +217,7 @@ async def price_payment(
     try:
         units = coin.to_units(request.amount)
     except AmountError as exc:
-        raise ValidationError({"amount": str(exc)}) from None
+        raise ValidationError({"amount": exc.problem}) from None
     fields = {"amount": coin.format(units), "pay_amount": units}
     if pay_coin.symbol != coin.symbol:
         # Coin-to-coin: convert through USD at creation and freeze the result.

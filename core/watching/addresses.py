@@ -135,8 +135,16 @@ def _index_blocks(gateway: "Gateway") -> IndexBlocks:
     return gateway.services.setdefault("address_index_blocks", IndexBlocks())
 
 
+ADDRESS_COUNTER_PREFIX = "addr:"
+
+
+def counter_name(merchant_id: str, family: str, network: str) -> str:
+    """The counter of one merchant's address indexes in one family on one network."""
+    return f"{ADDRESS_COUNTER_PREFIX}{merchant_id}:{family}:{network}"
+
+
 def _counter_name(merchant: Mapping[str, Any], family: AddressFamily, network: str) -> str:
-    return f"addr:{merchant['id']}:{family.name}:{network}"
+    return counter_name(merchant["id"], family.name, network)
 
 
 @dataclass(frozen=True)
@@ -149,7 +157,8 @@ class FreshAddress:
     index: int
 
 
-def _derive(gateway: "Gateway", merchant: Mapping[str, Any], family: AddressFamily, network: str, index: int) -> str:
+def derive_address(gateway: "Gateway", merchant: Mapping[str, Any], family: AddressFamily, network: str,
+                   index: int) -> str:
     try:
         return family.address_at(keystore(gateway, network), int(merchant["key_account"]), index)
     except WatchOnlyError as exc:
@@ -159,13 +168,29 @@ def _derive(gateway: "Gateway", merchant: Mapping[str, Any], family: AddressFami
 
 def _insert(
     gateway: "Gateway", merchant: Mapping[str, Any], address: str, family: str, network: str, index: int,
-    user_key: str | None,
+    user_key: str | None, recovery: str | None = None,
 ) -> tuple[str, dict[str, Any]]:
     return (
-        "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at)"
-        " VALUES (:a, :f, :n, :m, :i, :u, :t)",
-        {"a": address, "f": family, "n": network, "m": merchant["id"], "i": index, "u": user_key, "t": gateway.now()},
+        "INSERT INTO deposit_addresses (address, family, network, merchant_id, key_index, user_key, created_at,"
+        " recovery) VALUES (:a, :f, :n, :m, :i, :u, :t, :r)",
+        {"a": address, "f": family, "n": network, "m": merchant["id"], "i": index, "u": user_key, "t": gateway.now(),
+         "r": recovery},
     )
+
+
+def recovered_insert(gateway: "Gateway", merchant: Mapping[str, Any], family: str, network: str, index: int,
+                     recovery: str) -> tuple[str, dict[str, Any]]:
+    """The statement watching an address ``orbchain restore recover`` re-derived (no payment: its row was lost)."""
+    address = derive_address(gateway, merchant, gateway.address_families.require(family, network), network,
+                             index)
+    query, values = _insert(gateway, merchant, address, family, network, index, None, recovery)
+    return query + " ON CONFLICT (address) DO NOTHING", values
+
+
+async def recovery_of(gateway: "Gateway", address: str) -> str | None:
+    """The backup whose recovery re-derived ``address`` (a deposit to it had its invoice lost), or None."""
+    return await gateway.db.fetch_val("SELECT recovery FROM deposit_addresses WHERE address = :a",
+                                      {"a": address}) or None
 
 
 async def _store(
@@ -180,7 +205,7 @@ async def reserve_fresh(gateway: "Gateway", merchant: Mapping[str, Any], coin: "
     """Take an index and derive a never-used address, outside any transaction (no lock is held after)."""
     family = family_of(gateway, coin, network)
     index = await _index_blocks(gateway).take(gateway, _counter_name(merchant, family, network))
-    return FreshAddress(_derive(gateway, merchant, family, network, index), family.name, network, index)
+    return FreshAddress(derive_address(gateway, merchant, family, network, index), family.name, network, index)
 
 
 def fresh_insert(gateway: "Gateway", merchant: Mapping[str, Any], fresh: FreshAddress) -> tuple[str, dict[str, Any]]:
@@ -212,7 +237,7 @@ async def _derive_and_store(
 ) -> str:
     family = family_of(gateway, coin, network)
     index = await next_counter(gateway, _counter_name(merchant, family, network))
-    address = _derive(gateway, merchant, family, network, index)
+    address = derive_address(gateway, merchant, family, network, index)
     return await _store(gateway, merchant, address, family.name, network, index, user_key)
 
 

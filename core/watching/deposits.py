@@ -38,6 +38,8 @@ from ..accounts.merchants import effective_confirmations, effective_fee_percent
 from ..events.after_commit import AfterCommit, run_after_commit
 from ..contract.chains import BlockRef, Transfer
 from ..ledger.credit_postings import CreditRefused, credit_status, report_refusal, shaped_postings
+from .addresses import recovery_of
+from .recovery import recovered_memo
 from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination_of
@@ -351,7 +353,8 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
         reference=reference,
     )
     postings = await shaped_postings(gateway, credit)
-    txn = await ledger.post(db, kind="deposit", reference=reference, postings=postings, merchant_id=merchant["id"])
+    txn = await ledger.post(db, kind="deposit", reference=reference, postings=postings, merchant_id=merchant["id"],
+                            memo=await recovered_memo(gateway, deposit))
     fee = sum(p.amount for p in postings if p.account == ledger.PLATFORM_FEES)
     held = await credit_status(gateway, credit) == CONFIRMED
     status = CONFIRMED if held else CREDITED
@@ -430,6 +433,8 @@ async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[s
         view["fee"] = coin.format(fee_int)
         view["net_amount"] = coin.format(gateway.db.to_int(deposit["amount"]) - fee_int)
     view["type"] = "deposit"
+    if not deposit.get("track_id") and (label := await recovery_of(gateway, deposit["address"])):
+        view["recovered_from"] = label  # its invoice was lost in a restore: the merchant matches it by hand
     return view
 
 

@@ -129,6 +129,8 @@ from ..core.accounts.account_services import (
     dashboard_token_revoked, hash_password, revoke_dashboard_token, revoke_dashboard_tokens, sign_in_account,
     sign_in_member,
 )
+# The acting principal's own second factor (the holder's TOTP, or a team member's): every step-up asks this.
+from ..core.accounts.second_factor import forget_member_second_factor, verify_second_factor
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
 from ..core.contract.pages import DashboardNotice, DashboardView
@@ -146,7 +148,10 @@ from ..web.pages import html_page, page_security_headers, render_page, security_
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
 # the lookups templates and handlers share, and a plugin's own catalogue.
-from ..web.i18n import LANGUAGES, add_catalogue, format_timestamp, gettext, gettext_noop, ngettext, using_language
+from ..core.messages import Translatable
+from ..web.i18n import (
+    LANGUAGES, add_catalogue, format_timestamp, gettext, gettext_noop, ngettext, pgettext, translate, using_language,
+)
 from ..web.i18n import language as page_language
 
 # Live pages: the change feed's topic on gateway.signals (payload: the payment's track id, after each commit
@@ -237,7 +242,8 @@ __all__ = [
     "request_payout", "approve_held_payout", "reject_held_payout", "approve_held_transfer", "reject_held_transfer",
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
-    "confirm_account_holder", "create_account", "dashboard_token_revoked", "revoke_dashboard_token",
+    "confirm_account_holder", "create_account", "forget_member_second_factor", "verify_second_factor",
+    "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
     "DashboardNotice", "DashboardPage", "DashboardView",
@@ -247,8 +253,8 @@ __all__ = [
     "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "security_headers",
     "widget_token",
     # payer pages' languages
-    "LANGUAGES", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext", "page_language",
-    "using_language",
+    "LANGUAGES", "Translatable", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext",
+    "page_language", "pgettext", "translate", "using_language",
     # routes
     "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
     "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",

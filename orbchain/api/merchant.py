@@ -22,6 +22,10 @@ from ..core.accounts.merchants import (
 from ..core.accounts.merchants import disable_totp, enable_totp, start_totp_setup, verify_totp
 from ..core.accounts.auth import normalize_totp_code
 from ..core.accounts.lockout import DASHBOARD_CHANNEL
+# A team member's own 2FA (their Security page); ``orbchain.api.verify_second_factor`` checks whoever acts.
+from ..core.accounts.second_factor import (
+    disable_member_totp, enable_member_totp, member_totp_enabled, start_member_totp_setup,
+)
 
 # Scoped API keys.
 from ..core.accounts.api_keys import (
@@ -71,6 +75,7 @@ __all__ = [
     "set_webhook",
     # two-factor authentication
     "DASHBOARD_CHANNEL", "disable_totp", "enable_totp", "normalize_totp_code", "start_totp_setup", "verify_totp",
+    "disable_member_totp", "enable_member_totp", "member_totp_enabled", "start_member_totp_setup",
     # scoped API keys
     "KEY_TYPES", "ScopedKeyRequest", "create_fields", "create_scoped_key", "list_api_keys", "revoke_scoped_key",
     "rotate_scoped_key", "validate_with_passwords",

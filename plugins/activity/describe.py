@@ -15,6 +15,8 @@ _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Sig
 _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
            "member_removed": "Removed {member} ({role}); their sessions ended",
+           "team_2fa_required": "Members must now use two-factor authentication (without it: read only)",
+           "team_2fa_optional": "Members no longer have to use two-factor authentication",
            # The approvals plugin's decisions: the event's actor approved or rejected.
            "payout_approved": "Approved payout {payout} requested by {requested_by}",
            "payout_rejected": "Rejected payout {payout} requested by {requested_by}",

@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from typing import Any, Mapping
 
 from ...api import (
-    Conflict, Forbidden, NotFound, Unauthorized, announce_security_event, approve_held_payout, approve_held_transfer,
-    insert_statement, reject_held_payout, reject_held_transfer, usd_units,
+    Conflict, Forbidden, NotFound, Principal, announce_security_event, approve_held_payout, approve_held_transfer,
+    insert_statement, reject_held_payout, reject_held_transfer, usd_units, verify_second_factor,
 )
-from ...api.merchant import get_merchant, verify_totp
+from ...api.merchant import get_merchant, member_totp_enabled
 from . import people, policy as policies
 
 AWAITING, APPROVED, REJECTED, EXPIRED = "awaiting", "approved", "rejected", "expired"
@@ -137,17 +137,20 @@ def _mark(gateway: Any, subject_id: str, state: str, by: str | None):
     return within
 
 
-async def _check_approver(gateway: Any, merchant_id: str, hold: Mapping[str, Any], approver: str, code: Any) -> None:
-    if hold["requested_by"] == approver:
+async def _check_approver(gateway: Any, hold: Mapping[str, Any], approver: Principal, code: Any) -> None:
+    """Someone other than the requester, with two-factor authentication of their own on, and its fresh code."""
+    if hold["requested_by"] == approver.requester:
         raise Forbidden(f"a {hold['kind']} needs a second person: its requester cannot approve it",
                         code="self_approval")
-    merchant = await get_merchant(gateway.db, merchant_id)
-    if merchant is None or not merchant["totp_enabled"]:
-        raise Forbidden("approving needs two-factor authentication: turn it on in Settings → Security first",
+    if approver.member_id is not None:
+        has_2fa = await member_totp_enabled(gateway.db, approver.merchant_id, approver.member_id)
+    else:
+        merchant = await get_merchant(gateway.db, approver.merchant_id)
+        has_2fa = merchant is not None and bool(merchant["totp_enabled"])
+    if not has_2fa:
+        raise Forbidden("approving needs your own two-factor authentication: set it up on your Security page first",
                         code="totp_required")
-    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now()):
-        raise Unauthorized("invalid two-factor code: enter the current code of the account's authenticator app",
-                           code="totp_invalid")
+    await verify_second_factor(gateway, approver, code)
 
 
 async def _announce(gateway: Any, merchant_id: str, kind: str, hold: Mapping[str, Any]) -> None:
@@ -156,14 +159,15 @@ async def _announce(gateway: Any, merchant_id: str, kind: str, hold: Mapping[str
         hold["kind"]: hold["ref"], "requested_by": await people.label(gateway, merchant_id, hold["requested_by"])})
 
 
-async def approve(gateway: Any, merchant_id: str, ref: Any, approver: str, code: Any) -> Mapping[str, Any]:
-    """Send the held payout or transfer: another person than its requester, with a TOTP code. Twice = once."""
+async def approve(gateway: Any, approver: Principal, ref: Any, code: Any) -> Mapping[str, Any]:
+    """Send the held payout or transfer: another person than its requester, with their TOTP code. Twice = once."""
+    merchant_id = approver.merchant_id
     hold = await _hold(gateway, merchant_id, ref)
     if hold["state"] != AWAITING:
         return _settled(hold, APPROVED)
-    await _check_approver(gateway, merchant_id, hold, approver, code)
+    await _check_approver(gateway, hold, approver, code)
     move = MOVES[hold["kind"]][0]
-    if await move(gateway, hold["subject_id"], _mark(gateway, hold["subject_id"], APPROVED, approver)):
+    if await move(gateway, hold["subject_id"], _mark(gateway, hold["subject_id"], APPROVED, approver.requester)):
         await _announce(gateway, merchant_id, APPROVED, hold)
     return _settled(await _hold(gateway, merchant_id, ref), APPROVED)
 

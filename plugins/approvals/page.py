@@ -45,7 +45,8 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
                  principal: Principal | None = None) -> DashboardView | None:
     action = form.get("action")
     if action == "approve":
-        await holds.approve(gateway, merchant_id, form.get("id"), _who(principal), form.get("totp_code"))
+        acting = principal if principal is not None else Principal(merchant_id=merchant_id, via="jwt")
+        await holds.approve(gateway, acting, form.get("id"), form.get("totp_code"))
     elif action == "reject":
         await holds.reject(gateway, merchant_id, form.get("id"), _who(principal))
     elif action in ("policy", "policy-off"):

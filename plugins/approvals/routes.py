@@ -25,8 +25,7 @@ async def listing(request: web.Request) -> web.Response:
 async def approve(request: web.Request) -> web.Response:
     gateway, principal = gateway_of(request), principal_of(request)
     body = await read_json(request)
-    hold = await holds.approve(gateway, principal.merchant_id, request.match_info["id"], principal.requester,
-                               body.get("totp_code"))
+    hold = await holds.approve(gateway, principal, request.match_info["id"], body.get("totp_code"))
     return envelope(decision_view(hold))
 
 

@@ -56,7 +56,7 @@ OPERATIONS = [
        responses={"200": PAGE, "303": redirect("Already signed in: to next.")}),
     Op("POST", "/app/login", "Sign in", TAG, page=True, body_media_type=FORM, errors=FORM_ERRORS,
        body=form({"email": TEXT, "password": TEXT}, {"next": TEXT, "turnstile_token": TEXT,
-                                                      "cf-turnstile-response": TEXT}),
+                                                      "cf-turnstile-response": TEXT, "totp_code": TEXT}),
        responses={"303": redirect("Signed in (session cookie set): to next or /app."),
                   "400": html("The form again."), "401": html("The form again: invalid credentials.")}),
     Op("GET", "/app/signup", "Sign-up page", TAG, page=True, query=(Param("ref", STRING),),
@@ -120,7 +120,7 @@ OPERATIONS = [
     action("/app/settings/webhook/test", "Send a signed webhook.test event to the webhook URL", form(),
            "To the webhook deliveries, where its attempts show (refused: the settings page with the reason, 400"
            " without a webhook URL, 429 past 3 a minute)."),
-    page("/app/security", "Two-factor authentication"),
+    page("/app/security", "Two-factor authentication (a team member's own, for a member)"),
     action("/app/security/{action}", "Set up, verify or turn off TOTP (setup, verify, disable)",
            form({}, {"code": TEXT}), "Back to the page.", shows="The secret and its QR code (setup)."),
     page("/app/keys", "Scoped API keys"),

@@ -98,7 +98,7 @@ async def login(request: web.Request) -> web.StreamResponse:
         body = _body(form)
         clean = validate_with_passwords(body, [Field("email", required=True, max_len=254), TOKEN], {"password": False})
         await _check_sign_in(request, "login", body)
-        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"])
+        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"], form.get("totp_code"))
     except ApiError as exc:
         return await _auth_page(request, "dashboard/login.html", status=exc.status, error=error_text(exc),
                                 values=values)

@@ -39,8 +39,10 @@ CREATE_FIELDS = ("type", "currency", "amount", "pay_currency", "order_id", "desc
 
 
 def principal(session: Session) -> Principal:
-    """The signed-in merchant as the API's dashboard principal (every scope, no allowlist)."""
-    return Principal(merchant_id=session.merchant_id, via="jwt")
+    """Who is signed in as the API's dashboard principal: the holder (every scope, no allowlist) or the team
+    member (their role's scopes; their own second factor is asked on money forms)."""
+    return session.principal if session.principal is not None else Principal(merchant_id=session.merchant_id,
+                                                                              via="jwt")
 
 
 def form_values(form: Mapping[str, Any], names: tuple[str, ...]) -> dict[str, str]:

@@ -17,11 +17,12 @@ from ...api.merchant import (
     enable_totp, list_api_keys, normalize_totp_code, redeliver, redeliverable_events, require_merchant,
     revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins, set_confirmations,
     set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
+    disable_member_totp, enable_member_totp, start_member_totp_setup,
 )
 from .routes_payments import pager
 from .form_errors import error_context
 from .session import Session
-from .views import error_text, nav_entries, render, see_other, signed_in
+from .views import EVERYONE, error_text, nav_entries, render, see_other, signed_in
 
 # What a team member needs for each settings form (the account holder needs nothing).
 SECTION_SCOPES = {"webhook": "webhook:manage", "rotate-key": "key:manage"}
@@ -118,34 +119,60 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
 
 
 @routes.get("/app/security")
-@signed_in(scope="account:credentials")
+@signed_in(scope=EVERYONE)
 async def security(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     return render(request, session, "dashboard/security.html", {})
 
 
+class _OwnTotp:
+    """The signed-in person's own second factor: the holder's (``account:credentials``) or a member's."""
+
+    def __init__(self, request: web.Request, session: Session) -> None:
+        self.gateway, self.session = request.app[GATEWAY], session
+        self.member = session.principal.member_id if session.is_member and session.principal else None
+
+    async def setup(self) -> tuple[str, str]:
+        if self.member is None:
+            return await start_totp_setup(self.gateway, self.session.merchant_id)
+        return await start_member_totp_setup(self.gateway, self.session.merchant_id, self.member, self.session.email)
+
+    async def enable(self, code: str) -> None:
+        if self.member is None:
+            await enable_totp(self.gateway, self.session.merchant_id, code)
+        else:
+            await enable_member_totp(self.gateway, self.session.merchant_id, self.member, self.session.email, code)
+
+    async def disable(self, code: str) -> None:
+        if self.member is None:
+            await disable_totp(self.gateway, self.session.merchant_id, code)
+        else:
+            await disable_member_totp(self.gateway, self.session.merchant_id, self.member, self.session.email, code)
+
+
 @routes.post("/app/security/{action}")
-@signed_in(scope="account:credentials")
+@signed_in(scope=EVERYONE)
 async def totp(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    """setup (secret and a server-rendered QR), verify (turns 2FA on), disable (needs a code)."""
-    gateway, merchant_id = request.app[GATEWAY], session.merchant_id
+    """setup (secret and a server-rendered QR), verify (turns 2FA on), disable (needs a code): of whoever
+    is signed in (a team member's own second factor, never the holder's)."""
+    own = _OwnTotp(request, session)
     action = request.match_info["action"]
+    if action not in ("setup", "verify", "disable"):
+        raise web.HTTPNotFound()
     try:
         if action == "setup":
-            secret, url = await start_totp_setup(gateway, merchant_id)
+            secret, url = await own.setup()
             return render(request, session, "dashboard/security.html",
-                          {"setup": {"secret": secret, "qr": await qr_svg(gateway.cpu, url, scale=5, cache=False)}})
+                          {"setup": {"secret": secret, "qr": await qr_svg(own.gateway.cpu, url, scale=5, cache=False)}})
         code = normalize_totp_code(form.get("code"))
         if code is None:
             raise ValidationError({"code": "must be a 6-digit code"})
         if action == "verify":
-            await enable_totp(gateway, merchant_id, code)
+            await own.enable(code)
             raise see_other("/app/security", "totp-enabled")
-        if action == "disable":
-            await disable_totp(gateway, merchant_id, code)
-            raise see_other("/app/security", "totp-disabled")
+        await own.disable(code)
+        raise see_other("/app/security", "totp-disabled")
     except ApiError as exc:
         return render(request, session, "dashboard/security.html", {"error": error_text(exc)}, status=exc.status)
-    raise web.HTTPNotFound()
 
 
 # -- API keys ----------------------------------------------------------------------------------------

@@ -34,7 +34,7 @@ from ...api import (
     GATEWAY, ApiError, Principal, Unauthorized, call_first, dashboard_principal, dashboard_token_revoked,
     revoke_dashboard_token,
 )
-from ...api.merchant import JWT_LIFETIME_SECONDS, decode_dashboard_token, get_merchant
+from ...api.merchant import JWT_LIFETIME_SECONDS, decode_dashboard_token, get_merchant, member_totp_enabled
 from .settings import settings_of
 
 SESSION_COOKIE = "orb_session"
@@ -55,7 +55,7 @@ class Session:
     merchant_id: str
     email: str
     csrf: str
-    totp_enabled: bool
+    totp_enabled: bool  # the acting person's own 2FA (a member's, not the holder's)
     refresh: bool  # the cookie's last_seen is old enough to rewrite
     expires_at: int  # when the JWT inside expires
     token: str = field(default="", repr=False)  # the dashboard JWT, revoked on sign-out
@@ -161,9 +161,12 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
             principal = await dashboard_principal(gateway, token)
         except ApiError:
             return None
-    email = principal.member_email if principal.member_id is not None else row["email"]
+    if principal.member_id is not None:  # a member's own 2FA: the code their forms ask for is theirs
+        email, totp_on = principal.member_email, await member_totp_enabled(gateway.db, row["id"], principal.member_id)
+    else:
+        email, totp_on = row["email"], bool(row["totp_enabled"])
     return Session(merchant_id=row["id"], email=email or "", csrf=_mac(gateway, f"csrf{_SEP}{token}"),
-                   totp_enabled=bool(row["totp_enabled"]), refresh=refresh, expires_at=int(claims["exp"]),
+                   totp_enabled=totp_on, refresh=refresh, expires_at=int(claims["exp"]),
                    token=token, principal=principal)
 
 

@@ -23,6 +23,7 @@ from aiohttp import web
 from ...api import (
     AmountError, ApiError, Gateway, PaymentView, ValidationError, create_invoice, gateway_of, html_page,
     gettext as _, ngettext, page_branding_for, parse_decimal, rate_class, refuse_in_maintenance, render_page,
+    translate,
 )
 from . import store, visitors
 from .minting import pay_page, spend_mint_budget
@@ -53,7 +54,7 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
     try:
         amount = parse_decimal(text)
     except AmountError as exc:
-        raise ValueError(_("The amount %(problem)s.", problem=_(str(exc)))) from None
+        raise ValueError(_("The amount %(problem)s.", problem=translate(exc.problem))) from None
     if amount <= 0:
         raise ValueError(_("Enter an amount greater than 0."))
     if link["fiat_currency"]:
@@ -64,7 +65,7 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
     try:
         gateway.coins.require(link["coin"]).to_units(amount)
     except AmountError as exc:
-        raise ValueError(_("The amount %(problem)s.", problem=_(str(exc)))) from None
+        raise ValueError(_("The amount %(problem)s.", problem=translate(exc.problem))) from None
     return amount
 
 
@@ -146,7 +147,8 @@ async def resolve(request: web.Request) -> web.StreamResponse:
         except ValueError as exc:
             error = str(exc)
         except ValidationError as exc:  # priced above the coin's maximum: the payer's amount to fix
-            error = _("The amount %(problem)s.", problem="; ".join((exc.detail or {}).values()) or exc.message)
+            error = _("The amount %(problem)s.", problem="; ".join(map(translate, (exc.detail or {}).values()))
+                      or translate(exc.message))
         return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=error, status=400)
     except ApiError as exc:
         if exc.status == 410:  # disabled while this request minted: the invoice rolled back

@@ -107,6 +107,10 @@ async def by_token(gateway: "Gateway", token: str) -> Mapping[str, Any]:
     return row
 
 
+# The codes of a move the subscription's state refuses (the manage page shows the state instead).
+STATE_CODES = ("subscription_state", "subscription_failed")
+
+
 # -- moves ---------------------------------------------------------------------------------------------
 
 

@@ -107,6 +107,8 @@ OPERATIONS = [
 ] + [
     Op("POST", f"/subscribe/manage/{{token}}/{action}", f"{action.capitalize()} a subscription", PAGES, page=True,
        responses={"303": redirect("Back to the manage page (after a cancel: the new token's)."),
+                  "400": html("The manage page again, saying the subscription's state refuses the change "
+                              "(a page left open while it moved on)."),
                   "404": TOKEN_PAGE_404})
     for action in ("pause", "resume", "cancel")
 ]

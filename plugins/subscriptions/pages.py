@@ -151,10 +151,16 @@ def _link_gone(request: web.Request) -> web.Response:
 @rate_class("public_page")
 @html_page
 async def manage_page(request: web.Request) -> web.StreamResponse:
-    gateway = gateway_of(request)
     sub = await _by_token(request)
     if sub is None:
         return _link_gone(request)
+    return await _manage(request, sub)
+
+
+async def _manage(request: web.Request, sub: Mapping[str, Any], *, error: str | None = None,
+                  status_code: int = 200) -> web.Response:
+    """The manage page of ``sub``; ``error``: why the button just pressed changed nothing."""
+    gateway = gateway_of(request)
     invoices = await store.history(gateway, sub["id"])
     status = sub["status"]
     context = {
@@ -165,14 +171,14 @@ async def manage_page(request: web.Request) -> web.StreamResponse:
         else None,
         "period_end": when(sub["current_period_end"]), "pay_url": sub["open_pay_url"],
         "can_pause": status == ACTIVE, "can_resume": status == PAUSED,
-        "can_cancel": status in (ACTIVE, PAUSED, PENDING),
+        "can_cancel": status in (ACTIVE, PAUSED, PENDING), "error": error,
         "action_base": enrolment.manage_path(request.match_info["token"]),
         "history": [{"created": when(i["created_at"]), "amount_usd": i["amount_usd"], "status": i["status"],
                      "period": f"{when(i['period_start'])} – {when(i['period_end'])}", "pay_url": i["pay_url"],
                      "paid": f"{i['paid_amount']} {i['paid_coin']}" if i["paid_coin"] else None}
                     for i in invoices if i["status"] != store.MINTING],
     }
-    return await _render(request, "manage.html", context, sub["merchant_id"])
+    return await _render(request, "manage.html", context, sub["merchant_id"], status_code)
 
 
 async def _act(request: web.Request, action: str) -> web.StreamResponse:
@@ -180,8 +186,14 @@ async def _act(request: web.Request, action: str) -> web.StreamResponse:
     sub = await _by_token(request)
     if sub is None:
         return _link_gone(request)
-    await {"pause": enrolment.pause, "resume": enrolment.resume, "cancel": enrolment.cancel}[action](
-        gateway, sub["id"])
+    try:
+        await {"pause": enrolment.pause, "resume": enrolment.resume, "cancel": enrolment.cancel}[action](
+            gateway, sub["id"])
+    except InvalidRequest as exc:  # a page left open while the state moved on: show the state, say why
+        if exc.code not in enrolment.STATE_CODES:
+            raise
+        return await _manage(request, await store.subscription_row(gateway, sub["id"]), status_code=400, error=_(
+            "This change is not possible for this subscription in its current state, shown below."))
     fresh = await store.subscription_row(gateway, sub["id"])  # a cancel rotated the token
     raise web.HTTPSeeOther(enrolment.manage_path(fresh["magic_token"]))
 

@@ -22,12 +22,15 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str],
         "asked": asked or {}})
 
 
-async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> DashboardView | None:
+async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
+                 principal: Any = None) -> DashboardView | None:
+    """Quote, or commit with the TOTP of whoever is signed in (``principal``: a team member's own)."""
     action = form.get("action")
     if action == "quote":
         asked = _body(form, FIELDS)
         return await page(gateway, merchant_id, {}, await service.quote(gateway, asked), asked)
     if action == "commit":
-        await service.commit(gateway, merchant_id, _body(form, (*FIELDS, "idempotency_key", "totp_code")))
+        await service.commit(gateway, merchant_id, _body(form, (*FIELDS, "idempotency_key", "totp_code")),
+                             principal=principal)
         return None
     raise ValidationError({"action": "must be quote or commit"})

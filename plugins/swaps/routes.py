@@ -20,8 +20,8 @@ async def post_quote(request: web.Request) -> web.Response:
 @routes.post("/dashboard/swap")
 @requires("jwt", scope="swap:create")
 async def post_swap(request: web.Request) -> web.Response:
-    gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    return envelope(await service.commit(gateway, merchant_id, await read_json(request)))
+    gateway, principal = gateway_of(request), principal_of(request)
+    return envelope(await service.commit(gateway, principal.merchant_id, await read_json(request), principal=principal))
 
 
 @routes.get("/dashboard/swap/{swap_id}")

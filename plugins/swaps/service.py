@@ -20,10 +20,10 @@ from decimal import ROUND_DOWN, Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...api import (
-    AmountError, Conflict, Forbidden, InsufficientBalance, NotConfigured, NotFound, ServiceUnavailable, Unauthorized,
-    ValidationError, body_idempotency_key, ledger,
+    AmountError, Conflict, Forbidden, InsufficientBalance, NotConfigured, NotFound, Principal, ServiceUnavailable,
+    ValidationError, body_idempotency_key, ledger, verify_second_factor,
 )
-from ...api.merchant import DASHBOARD_CHANNEL, require_merchant, verify_totp
+from ...api.merchant import DASHBOARD_CHANNEL, require_merchant
 from .venues import SwapVenue, VenueQuote, VenueRefused, VenueUnavailable
 from . import store
 from .settings import read_settings
@@ -155,16 +155,13 @@ async def quote(gateway: "Gateway", body: Mapping[str, Any]) -> dict[str, Any]:
 # -- commit ------------------------------------------------------------------------------------
 
 
-async def _step_up(gateway: "Gateway", merchant_id: str, code: Any, always: bool, channel: str) -> None:
-    """TOTP: the mini-app always asks (SPEC 5.4); the dashboard when 2FA is on, as for transfers.
-    A wrong code counts against ``channel``'s lockout (core/accounts/lockout.py)."""
-    merchant = await require_merchant(gateway.db, merchant_id)
-    if not merchant["totp_enabled"]:
-        if always:
-            raise Forbidden("two-factor authentication must be set up first", code="totp_setup_required")
-        return
-    if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=channel):
-        raise Unauthorized("invalid TOTP code", code="totp_invalid")
+async def _step_up(gateway: "Gateway", principal: Principal, code: Any, always: bool, channel: str) -> None:
+    """TOTP of whoever swaps (a team member's own): the mini-app (the holder's chat) always asks (SPEC 5.4),
+    the dashboard when that person has 2FA on, as for transfers. A wrong code counts against ``channel``'s
+    lockout (core/accounts/lockout.py)."""
+    if always and not (await require_merchant(gateway.db, principal.merchant_id))["totp_enabled"]:
+        raise Forbidden("two-factor authentication must be set up first", code="totp_setup_required")
+    await verify_second_factor(gateway, principal, code, channel=channel)
 
 
 def _same(existing: Mapping[str, Any], from_coin: str, to_coin: str, units: int) -> dict[str, Any]:
@@ -174,8 +171,11 @@ def _same(existing: Mapping[str, Any], from_coin: str, to_coin: str, units: int)
 
 
 async def commit(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], *,
-                 totp_always: bool = False, totp_channel: str = DASHBOARD_CHANNEL) -> dict[str, Any]:
+                 totp_always: bool = False, totp_channel: str = DASHBOARD_CHANNEL,
+                 principal: Principal | None = None) -> dict[str, Any]:
     """POST /dashboard/swap and /tgapp/swap: debit the source atomically and schedule the swap.
+
+    ``principal`` is who swaps (their own TOTP is asked); None: the account holder.
 
     Returns the swap view (status QUOTED; ``idempotent: true`` on a replay of
     ``idempotency_key``). 400 insufficient_balance, validation; 401/403 TOTP;
@@ -191,7 +191,8 @@ async def commit(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any], 
     fresh = await venue_quote(gateway, from_coin, to_coin, units, venue)
     if await ledger.balance(gateway.db, ledger.merchant_available(merchant_id), from_coin) < units:
         raise InsufficientBalance()  # early answer that spends no TOTP code; the ledger decides below
-    await _step_up(gateway, merchant_id, body.get("totp_code"), totp_always, totp_channel)
+    actor = principal if principal is not None else Principal(merchant_id=merchant_id, via="jwt")
+    await _step_up(gateway, actor, body.get("totp_code"), totp_always, totp_channel)
     settings = read_settings(gateway.config)
     now = gateway.now()
     row = {

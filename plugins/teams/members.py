@@ -14,9 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from ...api import (
-    Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, merchant_row, update_row,
+    Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, forget_member_second_factor,
+    merchant_row, update_row,
 )
-from . import roles
+from . import policy, roles
 
 HOLDER_ID = "holder"  # the account holder's entry in the members list (not a row)
 
@@ -27,8 +28,9 @@ async def member(gateway: Any, merchant_id: str, member_id: str) -> Member | Non
                                      {"id": member_id, "m": merchant_id})
     if row is None:
         return None
-    scopes = await roles.role_scopes(gateway, merchant_id, row["role"])
-    return Member(row["id"], row["merchant_id"], row["email"], row["role"], scopes or frozenset())
+    scopes = await policy.limit(gateway, merchant_id, row["id"],
+                                await roles.role_scopes(gateway, merchant_id, row["role"]) or frozenset())
+    return Member(row["id"], row["merchant_id"], row["email"], row["role"], scopes)
 
 
 async def login(gateway: Any, email: str) -> MemberLogin | None:
@@ -62,6 +64,11 @@ async def _target(gateway: Any, merchant_id: str, member_id: Any) -> dict[str, A
     return dict(await merchant_row(gateway, "team_members", merchant_id, member_id))
 
 
+async def require_owner(gateway: Any, principal: Principal | None) -> None:
+    if await acting_role(gateway, principal) != roles.OWNER:
+        raise Forbidden("only an owner may change the team's two-factor rule", code="owner_required")
+
+
 async def _require_owner_for(gateway: Any, principal: Principal | None, *roles_involved: str) -> None:
     if roles.OWNER in roles_involved and await acting_role(gateway, principal) != roles.OWNER:
         raise Forbidden("only an owner may make someone an owner or change an owner", code="owner_required")
@@ -85,5 +92,6 @@ async def remove(gateway: Any, merchant_id: str, member_id: Any, principal: Prin
         "DELETE FROM team_members WHERE id = :id AND merchant_id = :m RETURNING id",
         {"id": target["id"], "m": merchant_id})
     if deleted is not None:  # a concurrent removal announced it already
+        await forget_member_second_factor(gateway, merchant_id, target["id"])
         await announce_security_event(gateway, merchant_id, "member_removed",
                                       {"member": target["email"], "role": target["role"]})

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from ...api import DashboardView, Principal, ValidationError
 from ...api.merchant import get_merchant
-from . import invites, mail, members, roles
+from . import invites, mail, members, policy, roles
 
 PAGE_PATH = "/app/team"
 SCOPE = "team:manage"
@@ -35,7 +35,8 @@ async def render(gateway: Any, merchant_id: str, query: Mapping[str, str], princ
         "custom_roles": sorted(custom.items()),
         "built_in": {name: sorted(roles.built_in_scopes(gateway, name)) for name in roles.BUILT_IN},
         "scopes": [(scope.name, scope.description) for scope in gateway.scopes if scope.name != roles.HOLDER_SCOPE],
-        "acting_role": await members.acting_role(gateway, principal), **shown})
+        "acting_role": await members.acting_role(gateway, principal),
+        "require_2fa": await policy.requires_2fa(gateway, merchant_id), **shown})
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
@@ -51,6 +52,9 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
         await members.remove(gateway, merchant_id, form.get("member_id"), principal)
     elif action == "cancel-invite":
         await invites.cancel(gateway, merchant_id, form.get("invite_id"))
+    elif action == "require-2fa":
+        await members.require_owner(gateway, principal)
+        await policy.set_require_2fa(gateway, merchant_id, form.get("require_2fa") == "on")
     elif action == "custom-role":
         scopes = form.getall("scopes", []) if hasattr(form, "getall") else form.get("scopes", [])
         await roles.create_custom_role(gateway, merchant_id, form.get("name"), scopes)

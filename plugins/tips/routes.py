@@ -18,7 +18,7 @@ from aiohttp import web
 
 from ...api import (
     AmountError, MerchantRecord, create_invoice, gateway_of, html_page, merchant_by_account_id, page_branding_for,
-    gettext as _, parse_decimal, rate_class, read_form, receivable_coins, render_page,
+    gettext as _, parse_decimal, rate_class, read_form, receivable_coins, render_page, translate,
 )
 from ..links.minting import pay_page, spend_mint_budget
 from ..links.settings import settings_of
@@ -97,12 +97,12 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     try:
         value = parse_decimal(typed)  # the one strict parser: no spaces, no comma, no exponent
         if value <= 0:
-            raise AmountError("must be greater than 0")
+            raise AmountError("must be greater than 0")  # a message the catalogue has (core/money.py)
         gateway.coins.require(coin).to_units(value)  # and the coin's maximum
     except AmountError as exc:
         return await _page(request, merchant, coins, coin, amount=shown,
                            error=_("The amount %(problem)s. Enter an amount of %(coin)s, for example 0.01.",
-                                   problem=_(str(exc)), coin=coin), status=400)
+                                   problem=translate(exc.problem), coin=coin), status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
     invoice = await create_invoice(
         gateway, merchant.merchant_id, amount=value, currency=coin, coins=[coin], description=TIP_DESCRIPTION,

@@ -259,3 +259,14 @@ def test_every_orbchain_variable_the_project_names_is_known(tmp_path):
     for name in documented_typos:  # the docs say these stop the start: they do
         with pytest.raises(ConfigError, match=name):
             build_gateway(env_config(tmp_path, **{name: "1"}))
+
+
+def test_direct_url_is_for_a_postgresql_url_behind_a_pooler(tmp_path):
+    """``[database] direct_url`` (docs/operations.md, "Behind a connection pooler"): its alias sets it, and it
+    is refused beside SQLite or when it is no PostgreSQL URL."""
+    config = env_config(tmp_path, ORBCHAIN_DATABASE_URL="postgresql://o@pgbouncer:6432/o",
+                        ORBCHAIN_DATABASE_DIRECT_URL="postgresql://o@db:5432/o")
+    assert config.database.direct_url == "postgresql://o@db:5432/o"
+    for url, direct in (("sqlite+aiosqlite:///x.db", "postgresql://o@db/o"), ("postgresql://o@p/o", "mysql://db")):
+        with pytest.raises(ConfigError, match="database.direct_url"):
+            env_config(tmp_path, ORBCHAIN_DATABASE_URL=url, ORBCHAIN_DATABASE_DIRECT_URL=direct)

@@ -43,7 +43,7 @@ def parse_transfer(
         to_account_id=values["to_account_id"], coin=coin.symbol, amount=coin_units(coin, values["amount"]),
         idempotency_key=idempotency_key(request.headers, values["idempotency_key"]),
         # Checked only when the sender has 2FA on; any other value then reads as a wrong code (401).
-        totp_code=body.get("totp_code"), source=source, key_id=principal.key_id,
+        totp_code=body.get("totp_code"), source=source, key_id=principal.key_id, member_id=principal.member_id,
         request_id=request.get(REQUEST_ID), key_has_webhook=principal.webhook_url is not None,
         requested_by=principal.requester,
     )
