@@ -41,6 +41,7 @@ from orbchain import api as services
 from orbchain.core.payouts.worker import process_payouts
 from orbchain.api import AccountSession
 from orbchain.core.events.webhooks import deliver_due
+from orbchain.plugins.approvals import policy as approval_policy
 from orbchain.plugins.oidc import payload as oidc_payload
 from orbchain.web.auth import AUTH_ATTR
 from orbchain.web.keys import GATEWAY
@@ -48,7 +49,7 @@ from orbchain.web.middlewares import RATE_ATTR
 from orbchain.web.openapi import all_operations, app_routes, build_document
 
 from .dashboard_support import review_token
-from .support import Devnet, Merchant, WebhookReceiver, bearer
+from .support import Devnet, Merchant, WebhookReceiver, advance_clock, bearer
 from .telegram_support import BOT_TOKEN, init_data_for
 
 # -- the generic checker ---------------------------------------------------------------------------
@@ -641,6 +642,32 @@ async def journey_transfers(c: CheckedClient, shop: Merchant, friend: Merchant) 
     await c.call("GET", "/dashboard/transfers", friend.jwt, expect=200)
 
 
+async def journey_approvals(c: CheckedClient, shop: Merchant) -> None:
+    """The approvals plugin: a held payout listed, rejected, another approved with the code; policy off after."""
+    gateway = c.client.app[GATEWAY]
+    await approval_policy.save(gateway, shop.merchant_id, approval_policy.parse(gateway, {"threshold_BTC": "0"}))
+    payout = {"currency": "BTC", "address": BTC_DEST, "amount": "0.0002"}
+    _, body = await c.call("POST", "/v1/payout", shop.payout_key, json=payout, expect=200)
+    assert body["data"]["awaiting_approval"] is True
+    rejected = body["data"]["track_id"]
+    _, body = await c.call("GET", "/dashboard/approvals", shop.jwt, expect=200)
+    assert [h["id"] for h in body["data"]["held"]] == [rejected]
+    await c.call("POST", f"/dashboard/approvals/{rejected}/reject", shop.jwt, expect=200)
+    await c.call("POST", "/dashboard/approvals/po-nope/reject", shop.jwt, expect=404)
+    _, body = await c.call("POST", "/v1/payout", shop.payout_key, json=payout, expect=200)
+    approved = body["data"]["track_id"]
+    await c.call("POST", f"/dashboard/approvals/{approved}/approve", shop.jwt, json={"totp_code": "1"}, expect=403)
+    _, body = await c.call("POST", "/dashboard/mfa/setup", shop.jwt, expect=200)
+    totp = pyotp.TOTP(body["data"]["secret"])
+    await c.call("POST", "/dashboard/mfa/verify", shop.jwt, json={"code": totp.at(gateway.now())}, expect=200)
+    advance_clock(gateway, 30)  # a code is good once: the next time step's
+    await c.call("POST", f"/dashboard/approvals/{approved}/approve", shop.jwt, expect=200,
+                 json={"totp_code": totp.at(gateway.now())})
+    advance_clock(gateway, 30)
+    await c.call("POST", "/dashboard/mfa/disable", shop.jwt, json={"code": totp.at(gateway.now())}, expect=200)
+    await approval_policy.remove(gateway, shop.merchant_id)
+
+
 async def journey_webhook_logs(c: CheckedClient, shop: Merchant) -> None:
     await deliver_due(Devnet(c.client).gateway)
     _, body = await c.call("GET", "/dashboard/webhook-logs", shop.jwt, params={"limit": "50"}, expect=200)
@@ -965,6 +992,12 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("GET", "/app/activity", expect=200)
     await c.call("POST", "/app/activity", data={"csrf_token": token, "action": "dismiss", "event_id": event_id},
                  expect=303)
+    await c.call("GET", "/app/approvals", expect=200)
+    await c.call("POST", "/app/approvals", data={"csrf_token": token, "action": "policy", "threshold_BTC": "-1"},
+                 expect=400)
+    await c.call("POST", "/app/approvals", data={"csrf_token": token, "action": "policy", "threshold_BTC": "100"},
+                 expect=303)
+    await c.call("POST", "/app/approvals", data={"csrf_token": token, "action": "policy-off"}, expect=303)
     await c.call("GET", "/app/team", expect=200)
     _, page = await c.call("POST", "/app/team", data={"csrf_token": token, "action": "invite",
                                                       "email": "teammate@example.com", "role": "viewer"}, expect=200)
@@ -1026,6 +1059,7 @@ async def test_real_responses_match_the_document(checked, receiver):
     await journey_dashboard(checked, shop)
     await journey_payouts(checked, shop, devnet, payments)
     await journey_transfers(checked, shop, friend)
+    await journey_approvals(checked, shop)
     await journey_webhook_logs(checked, shop)
     await journey_schedules(checked, shop, friend)
     await journey_autowithdraw(checked, shop)

@@ -73,6 +73,15 @@ class Principal:
             return f"member {self.member_email}"
         return f"key {self.key_id}" if self.key_id is not None else None
 
+    @property
+    def requester(self) -> str:
+        """Who asks for a payout, as ``payouts.requested_by`` stores it: member, key or the holder."""
+        if self.member_id is not None:
+            return f"member:{self.member_id}"
+        if self.key_id is not None:
+            return f"key:{self.key_id}"
+        return "holder" if self.is_dashboard else f"key:{self.via}"
+
     def has_scope(self, scope: str) -> bool:
         # The account holder's dashboard may do everything its own keys may; a member only what their role grants.
         return (self.is_dashboard and self.member_id is None) or scope in self.scopes

@@ -42,7 +42,9 @@ from ..accounts.merchants import (
 from ..accounts.second_factor import verify_acting
 from ..infra.db import Database, Row
 from ..errors import Conflict, InsufficientBalance, InvalidRequest, NotFound
+from ..contract.plugins import call_first
 from ..events.outbox import OutboxEvent, enqueue_events
+from .accounts import merchant_held
 from ..events.key_destination import key_destination
 from ..accounts.lockout import DASHBOARD_CHANNEL
 
@@ -50,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
 
 LEDGER_KIND = "transfer"
+HELD = "held"  # transfers.status while an approval policy holds it (decide_transfer_hold)
 API, DASHBOARD = "api", "dashboard"  # ``transfers.source``: which door the request came through
 ACCOUNT_ID = re.compile(rf"^{re.escape(ACCOUNT_ID_PREFIX)}-[{BASE58_ALPHABET}]{{{ACCOUNT_ID_BODY_LENGTH}}}$")
 
@@ -88,6 +91,7 @@ class TransferRequest:
     totp_channel: str = DASHBOARD_CHANNEL
     # The team member sending (their own code is asked), None: the holder or one of their keys.
     member_id: str | None = None
+    requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a plugin (decide_transfer_hold)
 
 
 @dataclass(frozen=True)
@@ -162,14 +166,14 @@ async def _commit(
         "from_account_id": sender["account_id"], "to_account_id": recipient["account_id"],
         "coin": request.coin, "amount": request.amount, "idempotency_key": request.idempotency_key,
         "source": request.source, "key_id": request.key_id, "request_id": request.request_id,
-        "created_at": gateway.now(),
+        "created_at": gateway.now(), "requested_by": request.requested_by,
     }
     async with db.transaction():
         claimed = await db.fetch_val(
             "INSERT INTO transfers (id, from_merchant_id, to_merchant_id, from_account_id, to_account_id, coin,"
-            " amount, idempotency_key, source, key_id, request_id, created_at)"
+            " amount, idempotency_key, source, key_id, request_id, created_at, requested_by)"
             " VALUES (:id, :from_merchant_id, :to_merchant_id, :from_account_id, :to_account_id, :coin, :amount,"
-            " :idempotency_key, :source, :key_id, :request_id, :created_at)"
+            " :idempotency_key, :source, :key_id, :request_id, :created_at, :requested_by)"
             " ON CONFLICT DO NOTHING RETURNING id",
             {**row, "amount": db.amount_param(request.amount)},
         )
@@ -178,6 +182,9 @@ async def _commit(
             if existing is None:  # pragma: no cover - only an idempotency key can conflict
                 raise RuntimeError(f"transfer {row['id']} conflicted without an idempotency key")
             return existing, None
+        if await call_first(gateway.pm, "decide_transfer_hold", gateway=gateway, transfer=hold_view(row),
+                            requested_by=request.requested_by):
+            return await _hold(gateway, row)
         # No savepoint: any error here (an overdraft above all) rolls this whole transaction back.
         posted = await ledger.transfer(
             db, from_account=ledger.merchant_available(sender["id"]),
@@ -185,11 +192,29 @@ async def _commit(
             reference=ledger_reference(row["id"]), kind=LEDGER_KIND, merchant_id=sender["id"],
             memo=f"{row['from_account_id']} -> {row['to_account_id']}", savepoint=False,
         )
-        await _enqueue_webhooks(gateway, row, request, {sender["id"]: sender, recipient["id"]: recipient})
+        await enqueue_webhooks(gateway, row, request, {sender["id"]: sender, recipient["id"]: recipient})
     return row, posted
 
 
-async def _enqueue_webhooks(
+def hold_view(row: Mapping[str, Any]) -> dict[str, Any]:
+    """What ``decide_transfer_hold`` sees: id, merchant_id (the sender), to_account_id, coin, amount (base units)."""
+    return {"id": row["id"], "merchant_id": row["from_merchant_id"], "to_account_id": row["to_account_id"],
+            "coin": row["coin"], "amount": Database.to_int(row["amount"])}
+
+
+async def _hold(gateway: "Gateway", row: dict[str, Any]) -> tuple[Row, ledger.LedgerTransaction]:
+    """Held for approval: the sender's money moves to its held account (spent once), nothing is announced."""
+    db = gateway.db
+    posted = await ledger.transfer(
+        db, from_account=ledger.merchant_available(row["from_merchant_id"]),
+        to_account=merchant_held(row["from_merchant_id"]), coin=row["coin"], amount=Database.to_int(row["amount"]),
+        reference=ledger_reference(row["id"]) + ":hold", kind=LEDGER_KIND, merchant_id=row["from_merchant_id"],
+        savepoint=False)
+    await db.execute("UPDATE transfers SET status = :s WHERE id = :id", {"s": HELD, "id": row["id"]})
+    return {**row, "status": HELD}, posted
+
+
+async def enqueue_webhooks(
     gateway: "Gateway", row: Mapping[str, Any], request: TransferRequest, merchants: Mapping[str, Row]
 ) -> None:
     """Both sides' events in one batch: a few statements inside the money transaction, not ten.
@@ -242,6 +267,16 @@ def transfer_view(gateway: "Gateway", row: Mapping[str, Any], idempotent: bool =
     }
     if idempotent:
         view["idempotent"] = True
+    return _with_hold(view, row)
+
+
+def _with_hold(view: dict[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """An approval policy's extension: ``awaiting_approval`` while held, ``failure_reason`` if it never moved."""
+    status = row.get("status")
+    if status == HELD:
+        view["awaiting_approval"] = True
+    elif status is not None:
+        view["failure_reason"] = status
     return view
 
 
@@ -256,20 +291,20 @@ def webhook_body(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, Any]:
 
 def history_view(gateway: "Gateway", row: Mapping[str, Any], merchant_id: str) -> dict[str, Any]:
     """One row of ``GET /dashboard/transfers``, seen from ``merchant_id``'s side."""
-    return {
+    return _with_hold({
         "transfer_id": row["id"], "direction": "sent" if row["from_merchant_id"] == merchant_id else "received",
         "from_account_id": row["from_account_id"], "to_account_id": row["to_account_id"], "coin": row["coin"],
         "amount": _amount(gateway, row["coin"], row["amount"]), "created_at": int(row["created_at"]),
-    }
+    }, row)
 
 
 # -- history ------------------------------------------------------------------------------------
 
 
 async def list_transfers(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> dict[str, Any]:
-    """Transfers the merchant sent or received, newest first (SPEC 4.12)."""
+    """Transfers the merchant sent or received, newest first (SPEC 4.12); a recipient never sees a held one."""
     db = gateway.db
-    where = "from_merchant_id = :m OR to_merchant_id = :m"
+    where = "from_merchant_id = :m OR (to_merchant_id = :m AND status IS NULL)"
     rows = await db.fetch_all(
         f"SELECT * FROM transfers WHERE {where} ORDER BY created_at DESC, id DESC LIMIT :limit OFFSET :offset",
         {"m": merchant_id, "limit": limit, "offset": offset},

@@ -41,6 +41,7 @@ class RefundRequest:
     external_id: str | None = None
     key_id: str | None = None
     request_id: str | None = None
+    requested_by: str | None = None  # payouts.requested_by (the approval policy's requester)
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ async def refund_payment(gateway: "Gateway", merchant_id: str, track_id: str, re
         request_hash=svc.fingerprint(payment=track_id, destination=destination, amount=asked,
                                      amount_usd=_text(request.amount_usd), description=request.description),
         external_id=request.external_id, refund_of_payment_id=track_id, key_id=request.key_id,
-        request_id=request.request_id)
+        request_id=request.request_id, requested_by=request.requested_by)
     if idem_key:
         existing = await svc.find_by_key(gateway, merchant_id, idem_key)
         if existing is not None:

@@ -27,6 +27,7 @@ from ..ledger import book as ledger
 from ..contract.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
                      ValidationError)
+from ..contract.plugins import call_first
 from ..events.outbox import enqueue_event
 from ..contract.views import PayoutView, payout_view_of
 from ..keys import AddressError, AddressFamily
@@ -40,6 +41,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 CONFIRMING, CONFIRMED, FAILED = "Confirming", "Confirmed", "Failed"
 QUEUED, SIGNED, BROADCAST = "queued", "signed", "broadcast"
+# A payout a plugin holds for approval (``decide_payout_hold``): reserved, Confirming, never claimed by the worker.
+HELD = "held"
 # failure_reason values of the worker (plus "broadcast_rejected: <why>", "sign_rejected: <why>").
 BROADCAST_TIMEOUT, DROPPED, REVERTED = "broadcast_timeout", "dropped", "reverted"
 # SPEC 8: 500 or more payouts not yet final -> 503. Counted per merchant (docs/payouts.md).
@@ -142,6 +145,7 @@ class PayoutRequest:
     refund_of_payment_id: str | None = None
     key_id: str | None = None
     request_id: str | None = None
+    requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a job or plugin
 
 
 @dataclass(frozen=True)
@@ -237,6 +241,7 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         "request_hash": request.request_hash, "external_id": request.external_id,
         "refund_of_payment_id": request.refund_of_payment_id, "key_id": request.key_id,
         "request_id": request.request_id, "next_attempt_at": now, "created_at": now, "updated_at": now,
+        "requested_by": request.requested_by,
     }
     inserted = await db.fetch_val(
         f"INSERT INTO payouts ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"
@@ -249,7 +254,15 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         db, from_account=merchant_available(merchant_id), to_account=payouts_in_flight(route.chain),
         coin=route.coin.symbol, amount=request.amount, reference=f"payout:{row['id']}:reserve",
         kind="payout_reserve", merchant_id=merchant_id)
+    await _hold_if_asked(gateway, await _row(gateway, row["id"]), request.requested_by)
     return PayoutOutcome(await _row(gateway, row["id"]), False, posted)
+
+
+async def _hold_if_asked(gateway: "Gateway", row: Row, requested_by: str | None) -> None:
+    """``decide_payout_hold``: a plugin (the approval policy) may keep the reserved payout from the worker."""
+    if await call_first(gateway.pm, "decide_payout_hold", gateway=gateway, payout=hook_record(gateway, row),
+                        requested_by=requested_by):
+        await gateway.db.execute("UPDATE payouts SET stage = :held WHERE id = :id", {"held": HELD, "id": row["id"]})
 
 
 async def _require_accepted_or_held(gateway: "Gateway", merchant: Row, coin: str) -> None:
@@ -335,6 +348,8 @@ def payout_view(gateway: "Gateway", row: Row) -> dict[str, Any]:
     }
     if row["refund_of_payment_id"]:
         view["refund_of_payment_id"] = row["refund_of_payment_id"]
+    if row["stage"] == HELD:  # only ever with an approval policy on (docs/decisions.md)
+        view["awaiting_approval"] = True
     return _with_details(view, row)
 
 
@@ -366,8 +381,11 @@ def hook_record(gateway: "Gateway", row: Row) -> PayoutView:
 
 def dashboard_row(gateway: "Gateway", row: Row) -> dict[str, Any]:
     """A row of GET /dashboard/payouts; the dashboard shows statuses in upper case (SPEC 3.3)."""
-    return {"id": row["id"], "trackId": row["track_id"], "coin": row["coin"], "destination": row["destination"],
-            "amount": _amount(gateway, row), "status": row["status"].upper(), "txHash": _public_tx_hash(row)}
+    shown = {"id": row["id"], "trackId": row["track_id"], "coin": row["coin"], "destination": row["destination"],
+             "amount": _amount(gateway, row), "status": row["status"].upper(), "txHash": _public_tx_hash(row)}
+    if row["stage"] == HELD:  # only with an approval policy on (docs/decisions.md)
+        shown["awaitingApproval"] = True
+    return shown
 
 
 async def list_payouts(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> dict[str, Any]:
@@ -415,10 +433,10 @@ async def claim_due(gateway: "Gateway", limit: int, lease_seconds: int) -> list[
     skip_locked = " FOR UPDATE SKIP LOCKED" if db.is_postgres else ""
     async with db.transaction():
         due = await db.fetch_all(
-            "SELECT id FROM payouts WHERE status = :s AND next_attempt_at <= :now"
+            "SELECT id FROM payouts WHERE status = :s AND stage <> :held AND next_attempt_at <= :now"
             " AND (claimed_until IS NULL OR claimed_until <= :now)"
             f" ORDER BY next_attempt_at, created_at LIMIT :n{skip_locked}",
-            {"s": CONFIRMING, "now": now, "n": limit})
+            {"s": CONFIRMING, "held": HELD, "now": now, "n": limit})
         if not due:
             return []
         names = {f"i{n}": r["id"] for n, r in enumerate(due)}
@@ -436,9 +454,9 @@ async def claim_one(gateway: "Gateway", payout_id: str, lease_seconds: int) -> R
     async with gateway.db.transaction():
         return await gateway.db.fetch_one(
             "UPDATE payouts SET claimed_until = :until, claim_token = :tok WHERE id = :id AND status = :s"
-            " AND (claimed_until IS NULL OR claimed_until <= :now) RETURNING *",
+            " AND stage <> :held AND (claimed_until IS NULL OR claimed_until <= :now) RETURNING *",
             {"until": now + lease_seconds, "tok": secrets.token_hex(12), "id": payout_id, "s": CONFIRMING,
-             "now": now})
+             "held": HELD, "now": now})
 
 
 async def release_claim(gateway: "Gateway", token: str) -> None:

@@ -16,7 +16,12 @@ _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{me
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
            "member_removed": "Removed {member} ({role}); their sessions ended",
            "team_2fa_required": "Members must now use two-factor authentication (without it: read only)",
-           "team_2fa_optional": "Members no longer have to use two-factor authentication"}
+           "team_2fa_optional": "Members no longer have to use two-factor authentication",
+           # The approvals plugin's decisions: the event's actor approved or rejected.
+           "payout_approved": "Approved payout {payout} requested by {requested_by}",
+           "payout_rejected": "Rejected payout {payout} requested by {requested_by}",
+           "transfer_approved": "Approved transfer {transfer} requested by {requested_by}",
+           "transfer_rejected": "Rejected transfer {transfer} requested by {requested_by}"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
         "relinked": "because the chat was linked again elsewhere"}
 
@@ -56,6 +61,8 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
         return f"Telegram chat {_chat(details)} unlinked {_via(details)}".rstrip()
     if kind in _MEMBER:
         return _MEMBER[kind].format(member=details.get("member", "?"), role=details.get("role", "?"),
-                                    role_was=details.get("role_was", "?"))
+                                    role_was=details.get("role_was", "?"), payout=details.get("payout", "?"),
+                                    transfer=details.get("transfer", "?"),
+                                    requested_by=details.get("requested_by", "?"))
     shown = ", ".join(f"{name}: {value}" for name, value in sorted(details.items()))
     return kind.replace("_", " ").capitalize() + (f" ({shown})" if shown else "")

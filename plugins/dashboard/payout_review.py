@@ -32,6 +32,8 @@ FAILURES = {
     "reverted": "the transaction was reverted on chain",
     "broadcast_rejected": "the network refused the transaction",
     "sign_rejected": "the transaction could not be signed",
+    "rejected": "rejected by an approver",  # the approvals plugin
+    "expired": "not approved in time",
 }
 
 
@@ -95,7 +97,8 @@ async def review_payout(gateway: Any, session: Session, values: dict[str, Any]) 
 async def confirm_payout(gateway: Any, session: Session, token: Any, request_id: str | None) -> Any:
     """Pay the reviewed payout; 409 ``review_used`` when this review was paid already (nothing more is sent)."""
     values = unseal(gateway, session, SINGLE, token)
-    payout = payout_request(gateway, values, namespaced(KEY_NS, values["idempotency_key"]), request_id=request_id)
+    payout = payout_request(gateway, values, namespaced(KEY_NS, values["idempotency_key"]), request_id=request_id,
+                            requested_by=session.requester)
     try:
         outcome = await create_and_send(gateway, session.merchant_id, payout)
     except InsufficientBalance:  # the balance fell since the review: said beside the amount, as at review
@@ -143,21 +146,22 @@ async def review_batch(gateway: Any, session: Session, rows: list[dict[str, str]
 async def confirm_batch(gateway: Any, session: Session, token: Any, request_id: str | None) -> list[dict[str, Any]]:
     """Pay each reviewed row, idempotent by its external_id; 409 ``review_used`` when every row was paid before."""
     rows = unseal(gateway, session, BATCH, token)
-    results = [await _batch_item(gateway, session.merchant_id, i, values, request_id) for i, values in enumerate(rows)]
+    results = [await _batch_item(gateway, session, i, values, request_id) for i, values in enumerate(rows)]
     if all(r["status"] == "idempotent" for r in results):
         raise Conflict("This batch was already confirmed and each row is paid once: nothing more was sent.",
                        code="review_used")
     return results
 
 
-async def _batch_item(gateway: Any, merchant_id: str, index: int, values: dict[str, Any],
+async def _batch_item(gateway: Any, session: Session, index: int, values: dict[str, Any],
                       request_id: str | None) -> dict[str, Any]:
     result = {"index": index, "external_id": values["external_id"], "track_id": None, "status": "failed",
               "error": None}
     try:
         payout = payout_request(gateway, values, namespaced(BATCH_NS, values["external_id"]),
-                                external_id=values["external_id"], request_id=request_id)
-        outcome = await create_and_send(gateway, merchant_id, payout)
+                                external_id=values["external_id"], request_id=request_id,
+                                requested_by=session.requester)
+        outcome = await create_and_send(gateway, session.merchant_id, payout)
     except ApiError as exc:
         result["error"] = item_error(exc)
         return result
@@ -170,7 +174,8 @@ async def payout_history(gateway: Any, merchant_id: str, limit: int, offset: int
     listed = await list_payouts(gateway, merchant_id, limit=limit, offset=offset)
     reasons = await failure_reasons(gateway, merchant_id,
                                     [p["id"] for p in listed["payouts"] if p["status"] == "FAILED"])
-    rows = [{**p, "words": status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
+    rows = [{**p, "words": "Awaiting approval" if p.get("awaitingApproval") else
+             status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
     return {"payouts": rows, "total": listed["total"]}
 
 

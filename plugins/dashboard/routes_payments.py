@@ -250,7 +250,7 @@ async def refund(request: web.Request, session: Session, form: Any) -> web.Strea
                           REFUND_FIELDS)
         await refund_payment(gateway, session.merchant_id, track_id, RefundRequest(
             destination=values["destination"], amount=values["amount"], amount_usd=values["amount_usd"],
-            description=values["description"], external_id=values["external_id"]))
+            description=values["description"], external_id=values["external_id"], requested_by=session.requester))
     except ApiError as exc:
         return await _detail(request, session, error=error_text(exc), status=exc.status)
     raise see_other(f"/app/payments/{track_id}", "refund-created")

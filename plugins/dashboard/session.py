@@ -65,6 +65,11 @@ class Session:
     def is_member(self) -> bool:
         return self.principal is not None and self.principal.member_id is not None
 
+    @property
+    def requester(self) -> str:
+        """Who asks for a payout from this browser (``payouts.requested_by``)."""
+        return self.principal.requester if self.principal is not None else "holder"
+
 
 def _key(gateway: Any) -> bytes:
     return hmac.new(gateway.require_secrets().jwt_secret, b"orbchain dashboard session", hashlib.sha256).digest()

@@ -186,14 +186,18 @@ PAYOUT = obj(
      "created_at": TIMESTAMP, "tx_hash": nullable(STRING), "failure_reason": nullable(STRING),
      "updated_at": TIMESTAMP},
     {"idempotent": {"type": "boolean", "const": True, "description": "Present (true) on an idempotent replay."},
-     "lightning": ref("Lightning"), "refund_of_payment_id": STRING},
+     "lightning": ref("Lightning"), "refund_of_payment_id": STRING,
+     "awaiting_approval": {"type": "boolean", "const": True,
+                           "description": "Present (true) while an approval policy holds it (an extension: "
+                                          "docs/teams.md, Approvals); absent without a policy."}},
     description="A payout (SPEC 2.5): tx_hash and failure_reason are null until they apply.",
 )
 
 REFUND = obj(
     {**{name: PAYOUT["properties"][name] for name in PAYOUT["required"]},
      "refund_of_payment_id": STRING, "refunded_total": AMOUNT, "refundable_remaining": AMOUNT},
-    {"idempotent": PAYOUT["properties"]["idempotent"]},
+    {"idempotent": PAYOUT["properties"]["idempotent"],
+     "awaiting_approval": PAYOUT["properties"]["awaiting_approval"]},
     description="A refund: the payout it created (SPEC 2.5, refund_of_payment_id set) and the payment's "
                 "refund totals after it.",
 )

@@ -72,7 +72,7 @@ async def create_one(request: web.Request) -> web.Response:
         callback_url=callback, idem_key=svc.namespaced(svc.KEY_NS, key),
         request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units,
                                      description=values["description"], callback_url=callback),
-        key_id=principal.key_id, request_id=request[REQUEST_ID])
+        key_id=principal.key_id, request_id=request[REQUEST_ID], requested_by=principal.requester)
     outcome = await create_and_send(gateway, principal.merchant_id, payout)
     return envelope(svc.created_view(gateway, outcome))
 
@@ -127,7 +127,7 @@ async def _batch_item(request: web.Request, index: int, item: Any) -> dict[str, 
             route=route, destination=destination, amount=units,
             idem_key=svc.namespaced(svc.BATCH_NS, values["external_id"]), external_id=values["external_id"],
             request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units),
-            key_id=principal.key_id, request_id=request[REQUEST_ID])
+            key_id=principal.key_id, request_id=request[REQUEST_ID], requested_by=principal.requester)
         outcome = await create_and_send(gateway, principal.merchant_id, payout)
     except ApiError as exc:
         result["error"] = svc.item_error(exc)
@@ -162,7 +162,7 @@ async def refund_payment(request: web.Request) -> web.Response:
     outcome = await refunds.refund_payment(gateway, principal.merchant_id, track_id, refunds.RefundRequest(
         destination=values["destination"], amount=values["amount"], amount_usd=values["amount_usd"],
         description=values["description"], external_id=values["external_id"], key_id=principal.key_id,
-        request_id=request[REQUEST_ID]))
+        request_id=request[REQUEST_ID], requested_by=principal.requester))
     return envelope(refunds.refund_view(gateway, outcome))
 
 

@@ -45,6 +45,7 @@ def parse_transfer(
         # Checked only when the sender has 2FA on; any other value then reads as a wrong code (401).
         totp_code=body.get("totp_code"), source=source, key_id=principal.key_id, member_id=principal.member_id,
         request_id=request.get(REQUEST_ID), key_has_webhook=principal.webhook_url is not None,
+        requested_by=principal.requester,
     )
 
 

@@ -1,0 +1,65 @@
+"""Payouts held for approval (``decide_payout_hold``): let one go, or give its money back.
+
+A held payout is Confirming at stage ``held`` with its money already
+reserved (merchant available -> payouts in flight), so it cannot be spent
+twice. Approving moves it to stage ``queued`` in one conditional UPDATE: the
+worker then signs and sends it like any payout, crash-safe as ever, and two
+approvals at once move it once. Rejecting (or expiring) settles it Failed:
+in flight -> merchant available, the row and the ``payout.failed`` webhook
+in the same transaction. ``within`` lets the caller write its own record of
+the decision in that transaction, and runs only when this call moved it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+from ..events.outbox import enqueue_event
+from ..ledger import book as ledger
+from ..ledger.accounts import merchant_available, payouts_in_flight
+from .service import CONFIRMING, FAILED, HELD, QUEUED, Row, hook_record, webhook_body
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+Within = Callable[[Row], Awaitable[None]] | None
+
+
+async def approve_held_payout(gateway: "Gateway", payout_id: str, within: Within = None) -> Row | None:
+    """Queue a held payout for the worker; None when it is no longer held (approved, rejected, expired)."""
+    db = gateway.db
+    now = gateway.now()
+    async with db.transaction():
+        row = await db.fetch_one(
+            "UPDATE payouts SET stage = :queued, next_attempt_at = :now, updated_at = :now"
+            " WHERE id = :id AND status = :s AND stage = :held RETURNING *",
+            {"queued": QUEUED, "now": now, "id": payout_id, "s": CONFIRMING, "held": HELD})
+        if row is not None and within is not None:
+            await within(row)
+    return row
+
+
+async def reject_held_payout(gateway: "Gateway", payout_id: str, reason: str, within: Within = None) -> Row | None:
+    """Fail a held payout with ``reason`` and give its reserve back; None when it is no longer held."""
+    db = gateway.db
+    now = gateway.now()
+    async with db.transaction():
+        row = await db.fetch_one(
+            "UPDATE payouts SET status = :failed, stage = :stage, failure_reason = :reason, finished_at = :now,"
+            " updated_at = :now WHERE id = :id AND status = :s AND stage = :held RETURNING *",
+            {"failed": FAILED, "stage": FAILED.lower(), "reason": reason, "now": now, "id": payout_id,
+             "s": CONFIRMING, "held": HELD})
+        if row is None:
+            return None
+        posted = await ledger.transfer(
+            db, from_account=payouts_in_flight(row["chain"]), to_account=merchant_available(row["merchant_id"]),
+            coin=row["coin"], amount=db.to_int(row["amount"]), reference=f"payout:{row['id']}:release",
+            kind="payout_release", merchant_id=row["merchant_id"])
+        await enqueue_event(gateway, merchant_id=row["merchant_id"], event_type="payout.failed",
+                            body=webhook_body(gateway, row), logical_key=f"payout.failed:{row['track_id']}",
+                            url=row["callback_url"], request_id=row["request_id"])
+        if within is not None:
+            await within(row)
+    await ledger.notify_posted(gateway, posted)
+    await gateway.emit("payout_finished", payout=hook_record(gateway, row))
+    return row

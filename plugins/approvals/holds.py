@@ -1,0 +1,197 @@
+"""Which payouts and transfers wait for approval, and approving, rejecting and expiring them.
+
+``decide`` answers ``decide_payout_hold`` and ``decide_transfer_hold``
+inside the transaction that reserves the money, with the merchant row
+locked (the core's payout reserve locks it; for a transfer ``decide``
+does), so the day's spend it sums cannot change under it. A hold leaves
+``awaiting`` once: the conditional UPDATE of its row runs in the core's
+transaction that moves the money (``approve_held_*``/``reject_held_*``),
+so two approvers at once send it once, and an approval answered twice is
+one approval.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Mapping
+
+from ...api import (
+    Conflict, Forbidden, NotFound, Principal, announce_security_event, approve_held_payout, approve_held_transfer,
+    insert_statement, reject_held_payout, reject_held_transfer, usd_units, verify_second_factor,
+)
+from ...api.merchant import get_merchant, member_totp_enabled
+from . import people, policy as policies
+
+AWAITING, APPROVED, REJECTED, EXPIRED = "awaiting", "approved", "rejected", "expired"
+THRESHOLD, DAILY_LIMIT = "threshold", "daily_limit"
+PAYOUT, TRANSFER = "payout", "transfer"
+SYSTEM = "system"  # requested_by of a job's or plugin's payout, in the spend table
+MOVES = {PAYOUT: (approve_held_payout, reject_held_payout), TRANSFER: (approve_held_transfer, reject_held_transfer)}
+
+
+@dataclass(frozen=True)
+class Subject:
+    """A new payout or transfer as the policy weighs it."""
+
+    kind: str
+    id: str
+    ref: str  # the id people see: a payout's track id, a transfer's id
+    merchant_id: str
+    coin: str
+    amount: int
+    destination: str
+
+
+def utc_day(now: int) -> str:
+    return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
+
+
+async def spent_today(gateway: Any, merchant_id: str, requested_by: str, day: str) -> int:
+    """USD (1e-8) of the requester's payouts and transfers today that did not fail, reject or expire."""
+    value = await gateway.db.fetch_val(
+        "SELECT COALESCE(SUM(s.usd), 0) FROM approval_spend s"
+        " LEFT JOIN payouts p ON p.id = s.subject_id LEFT JOIN transfers t ON t.id = s.subject_id"
+        " WHERE s.merchant_id = :m AND s.requested_by = :r AND s.day = :d"
+        " AND (p.status IS NULL OR p.status <> 'Failed') AND (t.status IS NULL OR t.status = 'held')",
+        {"m": merchant_id, "r": requested_by, "d": day})
+    return gateway.db.to_int(value)
+
+
+async def _lock_merchant(gateway: Any, merchant_id: str) -> None:
+    """Serialise a transfer's limit check with the merchant's other payouts and transfers (the payout
+    reserve takes the same lock); NO KEY UPDATE, as the reserve, so webhook rows' foreign keys do not wait."""
+    if gateway.db.is_postgres:
+        await gateway.db.fetch_val("SELECT id FROM merchants WHERE id = :m FOR NO KEY UPDATE", {"m": merchant_id})
+
+
+async def decide(gateway: Any, subject: Subject, requested_by: str | None) -> bool | None:
+    """Hold ``subject`` when it is worth more than its coin's threshold or takes the requester past the day's limit.
+
+    A price the gateway cannot tell (0) holds whatever a threshold or limit
+    would have compared: the policy fails closed.
+    """
+    policy = await policies.load(gateway, subject.merchant_id)
+    if policy is None:
+        return None
+    if subject.kind == TRANSFER:
+        await _lock_merchant(gateway, subject.merchant_id)
+    now = gateway.now()
+    usd = await usd_units(gateway, subject.coin, subject.amount)
+    reason = None
+    threshold = policy.thresholds.get(subject.coin)
+    if threshold is not None and (usd == 0 or usd > threshold):
+        reason = THRESHOLD
+    limit = policy.daily_limit(requested_by)
+    who, day = requested_by or SYSTEM, utc_day(now)
+    if reason is None and limit is not None and \
+            (usd == 0 or await spent_today(gateway, subject.merchant_id, who, day) + usd > limit):
+        reason = DAILY_LIMIT
+    db = gateway.db
+    spend = {"subject_id": subject.id, "merchant_id": subject.merchant_id, "requested_by": who, "day": day,
+             "usd": usd}
+    await db.execute(insert_statement("approval_spend", spend), spend)
+    if reason is None:
+        return None
+    hold = {"subject_id": subject.id, "kind": subject.kind, "ref": subject.ref, "merchant_id": subject.merchant_id,
+            "coin": subject.coin, "amount": db.amount_param(subject.amount), "destination": subject.destination,
+            "requested_by": requested_by, "reason": reason, "usd": usd, "state": AWAITING,
+            "expires_at": now + policy.expiry_hours * 3600, "created_at": now}
+    await db.execute(insert_statement("approval_holds", hold), hold)
+    return True
+
+
+async def awaiting(gateway: Any, merchant_id: str) -> list[Mapping[str, Any]]:
+    """The account's payouts and transfers waiting for a decision, oldest first."""
+    return await gateway.db.fetch_all(
+        "SELECT * FROM approval_holds WHERE merchant_id = :m AND state = :s ORDER BY created_at, ref",
+        {"m": merchant_id, "s": AWAITING})
+
+
+async def _hold(gateway: Any, merchant_id: str, ref: Any) -> Mapping[str, Any]:
+    """The hold of the account's payout (track id) or transfer (id) ``ref``; 404 for unknown, foreign or never
+    held ones alike."""
+    row = None
+    if isinstance(ref, str) and 0 < len(ref) <= 64:
+        row = await gateway.db.fetch_one("SELECT * FROM approval_holds WHERE merchant_id = :m AND ref = :r",
+                                         {"m": merchant_id, "r": ref})
+    if row is None:
+        raise NotFound("nothing awaiting approval with this id", code="approval_not_found")
+    return row
+
+
+def _settled(hold: Mapping[str, Any], wanted: str) -> Mapping[str, Any]:
+    """A hold decided before: the same decision is answered again (idempotent), another one is a 409."""
+    if hold["state"] == wanted:
+        return hold
+    raise Conflict(f"this {hold['kind']} was {hold['state']} already", code=f"approval_{hold['state']}")
+
+
+def _mark(gateway: Any, subject_id: str, state: str, by: str | None):
+    async def within(_row: Any) -> None:
+        moved = await gateway.db.execute(
+            "UPDATE approval_holds SET state = :s, decided_by = :by, decided_at = :now"
+            " WHERE subject_id = :id AND state = :awaiting RETURNING subject_id",
+            {"s": state, "by": by, "now": gateway.now(), "id": subject_id, "awaiting": AWAITING})
+        assert moved is not None, "the hold moves with its payout or transfer"
+    return within
+
+
+async def _check_approver(gateway: Any, hold: Mapping[str, Any], approver: Principal, code: Any) -> None:
+    """Someone other than the requester, with two-factor authentication of their own on, and its fresh code."""
+    if hold["requested_by"] == approver.requester:
+        raise Forbidden(f"a {hold['kind']} needs a second person: its requester cannot approve it",
+                        code="self_approval")
+    if approver.member_id is not None:
+        has_2fa = await member_totp_enabled(gateway.db, approver.merchant_id, approver.member_id)
+    else:
+        merchant = await get_merchant(gateway.db, approver.merchant_id)
+        has_2fa = merchant is not None and bool(merchant["totp_enabled"])
+    if not has_2fa:
+        raise Forbidden("approving needs your own two-factor authentication: set it up on your Security page first",
+                        code="totp_required")
+    await verify_second_factor(gateway, approver, code)
+
+
+async def _announce(gateway: Any, merchant_id: str, kind: str, hold: Mapping[str, Any]) -> None:
+    """The activity log's line: the actor decided, the details say which payout and who had asked."""
+    await announce_security_event(gateway, merchant_id, f"{hold['kind']}_{kind}", {
+        hold["kind"]: hold["ref"], "requested_by": await people.label(gateway, merchant_id, hold["requested_by"])})
+
+
+async def approve(gateway: Any, approver: Principal, ref: Any, code: Any) -> Mapping[str, Any]:
+    """Send the held payout or transfer: another person than its requester, with their TOTP code. Twice = once."""
+    merchant_id = approver.merchant_id
+    hold = await _hold(gateway, merchant_id, ref)
+    if hold["state"] != AWAITING:
+        return _settled(hold, APPROVED)
+    await _check_approver(gateway, hold, approver, code)
+    move = MOVES[hold["kind"]][0]
+    if await move(gateway, hold["subject_id"], _mark(gateway, hold["subject_id"], APPROVED, approver.requester)):
+        await _announce(gateway, merchant_id, APPROVED, hold)
+    return _settled(await _hold(gateway, merchant_id, ref), APPROVED)
+
+
+async def reject(gateway: Any, merchant_id: str, ref: Any, by: str) -> Mapping[str, Any]:
+    """Fail the held payout or transfer (``rejected``) and give its money back; the requester may withdraw theirs."""
+    hold = await _hold(gateway, merchant_id, ref)
+    if hold["state"] == AWAITING and await _release(gateway, hold, REJECTED, by):
+        await _announce(gateway, merchant_id, REJECTED, hold)
+    return _settled(await _hold(gateway, merchant_id, ref), REJECTED)
+
+
+async def _release(gateway: Any, hold: Mapping[str, Any], state: str, by: str | None) -> Any:
+    move = MOVES[hold["kind"]][1]
+    return await move(gateway, hold["subject_id"], state, _mark(gateway, hold["subject_id"], state, by))
+
+
+async def expire_due(gateway: Any, limit: int = 100) -> int:
+    """The job: fail every hold past its time (``expired``) and give its money back; returns how many."""
+    due = await gateway.db.fetch_all(
+        "SELECT * FROM approval_holds WHERE state = :s AND expires_at <= :now ORDER BY expires_at LIMIT :l",
+        {"s": AWAITING, "now": gateway.now(), "l": limit})
+    done = 0
+    for hold in due:  # each its own transaction; one another process expired meanwhile is skipped
+        if await _release(gateway, hold, EXPIRED, None):
+            done += 1
+    return done

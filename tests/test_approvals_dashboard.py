@@ -1,0 +1,92 @@
+"""The Approvals page (plugins/approvals): the policy form and Approve/Reject, no JavaScript, on both databases.
+
+Hostile input comes back as errors beside the fields with what was typed; a form without its CSRF
+token changes nothing; roles without ``payout:approve`` are refused the page; approving asks for the
+account's TOTP code and a wrong one leaves the payout held.
+"""
+
+from __future__ import annotations
+
+import html
+
+from orbchain.web.keys import GATEWAY
+
+from .approvals_support import PASSWORD, add_member, member_totp, next_code, set_policy
+from .dashboard_support import Visitor
+from .test_payouts import create, fund, payout_env, payout_row
+
+PAGE = "/app/approvals"
+
+
+async def signed_in(client, email, password=PASSWORD) -> Visitor:
+    client.session.cookie_jar.clear()
+    visitor = Visitor(client)
+    await visitor.sign_in(email, password)
+    return visitor
+
+
+async def test_policy_form_refuses_hostile_input_and_keeps_it(make_client, make_config):
+    client, merchant, _ = await payout_env(make_client, make_config)
+    holder = await signed_in(client, "merchant@example.com", "s3cret-pass")
+    page = await holder.get(PAGE)
+    assert "No policy: every payout is sent without approval." in page and 'id="policy-form"' in page
+    hostile = {"action": "policy", "threshold_BTC": "<script>alert(1)</script>", "threshold_LTC": "-5",
+               "expiry_hours": "9999", "member_daily_usd": "1.001", "key_daily_usd": "1e9"}
+    await holder.submit(PAGE, hostile, expect=400)
+    page = holder.page
+    assert 'id="error-threshold_BTC"' in page and 'id="error-threshold_LTC"' in page
+    assert 'id="error-expiry_hours"' in page and 'id="error-member_daily_usd"' in page
+    assert "<script>alert(1)</script>" not in page and html.escape("<script>alert(1)</script>") in page
+    assert 'value="9999"' in page and 'value="1.001"' in page  # what was typed, kept
+    gateway = client.app[GATEWAY]
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM approval_policies") == 0
+    await holder.submit(PAGE, {"action": "policy", "threshold_BTC": "100"}, token="forged", expect=403)
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM approval_policies") == 0
+    await holder.get(PAGE)
+    await holder.submit(PAGE, {"action": "policy", "threshold_BTC": "100", "expiry_hours": "12",
+                               "key_daily_usd": "1000.5"})
+    page = await holder.get(PAGE)
+    assert "The policy is on." in page and 'value="100.00"' in page and 'value="1000.50"' in page
+    await holder.submit(PAGE, {"action": "policy-off"})
+    assert "No policy" in await holder.get(PAGE)
+
+
+async def test_roles_without_the_approve_scope_are_refused(make_client, make_config):
+    client, merchant, _ = await payout_env(make_client, make_config)
+    gateway = client.app[GATEWAY]
+    for role in ("viewer", "finance", "developer"):
+        await add_member(client, gateway, merchant.merchant_id, f"{role}@example.com", role=role)
+        member = await signed_in(client, f"{role}@example.com")
+        await member.get(PAGE, expect=403)
+        assert "payout:approve" in member.page
+        assert f'href="{PAGE}"' not in await member.get("/app")
+
+
+async def test_a_member_approves_on_the_page_with_the_code(make_client, make_config):
+    client, merchant, devnet = await payout_env(make_client, make_config)
+    gateway = client.app[GATEWAY]
+    await fund(client, merchant, devnet, amount="0.02")
+    await set_policy(gateway, merchant.merchant_id, threshold_BTC="100")
+    tracks = [(await create(client, merchant, amount="0.005"))[1]["data"]["track_id"] for _ in range(2)]
+    await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
+    admin = await signed_in(client, "admin@example.com")
+    secret = await member_totp(gateway, merchant.merchant_id, "admin@example.com")  # after signing in without it
+    page = await admin.get(PAGE)
+    assert f'id="held-{tracks[0]}"' in page and "key " in page  # requested by the API key
+    assert (await admin.get("/app/payouts")).count("Awaiting approval") == 2
+    await admin.get(PAGE)
+    await admin.submit(PAGE, {"action": "approve", "id": tracks[0], "totp_code": "000000"}, expect=401)
+    assert "two-factor code" in admin.page and (await payout_row(gateway, tracks[0]))["stage"] == "held"
+    await admin.submit(PAGE, {"action": "approve", "id": "<b>nope</b>", "totp_code": "1"}, expect=404)
+    assert "<b>nope</b>" not in admin.page
+    await admin.get(PAGE)
+    await admin.submit(PAGE, {"action": "approve", "id": tracks[0], "totp_code": next_code(gateway, secret)})
+    assert (await payout_row(gateway, tracks[0]))["stage"] == "queued"
+    await admin.get(PAGE)
+    await admin.submit(PAGE, {"action": "reject", "id": tracks[1]})
+    row = await payout_row(gateway, tracks[1])
+    assert row["status"] == "Failed" and row["failure_reason"] == "rejected"
+    assert "Nothing is waiting." in await admin.get(PAGE)
+    assert "Failed: rejected by an approver" in await admin.get("/app/payouts")
+    activity = await admin.get("/app/activity")
+    assert "Approved payout" in activity and "Rejected payout" in activity and "member admin@example.com" in activity
