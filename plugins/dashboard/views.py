@@ -20,9 +20,9 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...api import (
-    ApiError, GATEWAY, bind_principal, html_page, missing_scope, page_security_headers, read_form, security_headers,
+    ApiError, GATEWAY, bind_principal, fiat_text, html_page, missing_scope, page_security_headers, read_form,
+    security_headers,
 )
-from .amounts import fiat_text
 from .form_errors import banner, field_errors, label
 from .nav_groups import group_nav
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
