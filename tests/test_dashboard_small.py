@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import html
 import re
+from pathlib import Path
 
 import pytest
 
+import orbchain.plugins as plugins_package
 from orbchain.plugins.analytics.report import analytics, window
+from orbchain.plugins.dashboard.views import status_words
 from orbchain.plugins.swaps.dashboard import default_pair
 from orbchain.web.keys import GATEWAY
 
@@ -102,3 +105,35 @@ async def test_analytics_shows_fiat_to_the_cent_like_every_other_page(app_client
     assert '<td class="num" data-label="Deposits USD">25.00 USD</td>' in page and ": 25.00 USD</title>" in page
     assert "25.0002" not in page
     assert (await analytics(gateway, merchant["id"]))["totals"]["total_deposits_usd"] == "25.0002"  # the API's
+
+
+RAW_STATUS = re.compile(r"\{\{\s*[\w.]*status\s*\}\}")
+
+
+def test_no_dashboard_template_prints_a_status_code_raw():
+    """Every status a dashboard page shows goes through ``status_words`` (one vocabulary: Credited beside Paid)."""
+    root = Path(plugins_package.__file__).parent
+    raw = [f"{path.relative_to(root)}: {found.group(0)}" for path in sorted(root.glob("*/templates/*.html"))
+           for found in RAW_STATUS.finditer(path.read_text())]
+    assert raw == []
+    assert [status_words(code) for code in ("CREDITED", "ACTIVE", "pending_review", "Waiting", "Paid", 404)] == \
+        ["Credited", "Active", "Pending review", "Waiting", "Paid", "404"]
+
+
+async def test_statuses_read_as_words_not_codes(app_client):
+    visitor = Visitor(app_client)
+    await visitor.sign_up("words@example.com")
+    track_id = await paid_invoice(app_client, visitor)
+    page = await visitor.get(f"/app/payments/{track_id}")
+    assert '<td data-label="Status">Credited</td>' in page and "CREDITED" not in page
+    await visitor.get("/app/subscriptions")
+    await visitor.submit("/app/subscriptions", {"action": "create", "label": "Pro", "amount_usd": "9.50",
+                                                "interval_days": "30", "accepted_coins": "BTC"})
+    page = await visitor.get("/app/subscriptions")
+    subscribe = re.search(r'href="http[^"]+(/subscribe/[^"]+)"', page).group(1)
+    form = await (await app_client.get(subscribe)).text()
+    token = re.search(r'name="csrf_token" value="([^"]*)"', form)
+    fields = {"email": "customer@example.com", **({"csrf_token": html.unescape(token.group(1))} if token else {})}
+    await app_client.post(subscribe, data=fields, allow_redirects=False)
+    page = await visitor.get("/app/subscriptions")
+    assert '<td data-label="Status">Pending</td>' in page and ">PENDING<" not in page
