@@ -202,7 +202,8 @@ def render(request: web.Request, session: Session | None, template: str, context
         "nonce": nonce, "session": session, "csrf": session.csrf if session else None,
         "nav": group_nav(nav_entries(gateway, session=session)) if session else [],
         "can": lambda scope=None: can(session, scope), "current": request.path, "notice": notice,
-        "when": when, "label": label, "fiat": fiat_text, "status_words": status_words, "form_id": f"dash-{secrets.token_hex(12)}",
+        "when": when, "label": label, "fiat": fiat_text, "status_words": status_words,
+        "form_id": f"dash-{secrets.token_hex(12)}",
         **(context or {}),
     }
     response = aiohttp_jinja2.render_template(template, request, values, status=status)
