@@ -1,6 +1,6 @@
 """Any address under ``/app`` that no page serves: a 404 page in the dashboard's look, not the API's JSON.
 
-One catch-all route. aiohttp indexes routes by their fixed prefix, so every
+One catch-all route (GET and POST: what a browser sends). aiohttp indexes routes by their fixed prefix, so every
 real page (``/app/payments``, a plugin's ``/app/links/{id}``) still wins
 whatever the registration order. A path a page serves with other methods is
 405 as before: the catch-all would otherwise hide it, so it checks.
@@ -18,7 +18,8 @@ routes = web.RouteTableDef()
 CATCH_ALL = "/app/{missing:.*}"
 
 
-@routes.route("*", CATCH_ALL)
+@routes.get(CATCH_ALL)
+@routes.post(CATCH_ALL)
 @rate_class("public_page")
 @html_page
 async def not_found(request: web.Request) -> web.StreamResponse:
