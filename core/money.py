@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from decimal import ROUND_DOWN, Decimal, localcontext
+from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
 from .messages import N_
@@ -150,6 +150,26 @@ def format_units(units: int, decimals: int) -> str:
     digits = digits.rjust(decimals + 1, "0")
     whole, frac = digits[:-decimals], digits[-decimals:].rstrip("0")
     return f"{sign}{whole}.{frac}" if frac else f"{sign}{whole}"
+
+
+FIAT_MINOR_DIGITS = {"JPY": 0}  # ISO 4217 minor units of the SPEC 4.2 fiat currencies: 2 unless listed
+
+
+def fiat_text(amount: Any, currency: Any) -> str:
+    """A fiat amount as pages show it, to the currency's minor unit (``25.0002`` USD -> ``25.00 USD``), exactly.
+
+    Empty when there is no amount (or it is not a number). Decimal rounding, half up: never a float.
+    """
+    if amount in (None, "") or not currency:
+        return ""
+    try:
+        value = Decimal(str(amount))
+    except InvalidOperation:
+        return ""
+    if not value.is_finite():
+        return ""
+    digits = FIAT_MINOR_DIGITS.get(str(currency), 2)
+    return f"{value.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):,f} {currency}"
 
 
 def fee_units(amount: int, fee_percent: Decimal | str) -> int:

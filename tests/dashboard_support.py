@@ -67,10 +67,10 @@ class Visitor:
         assert response.headers["Location"] == "/app"
 
 
-async def paid_invoice(client: Any, visitor: Visitor, amount: str = "0.01") -> str:
+async def paid_invoice(client: Any, visitor: Visitor, amount: str = "0.01", coin: str = "BTC") -> str:
     """An invoice created on the dashboard, paid on the devnet and seen Paid; returns its track id."""
     await visitor.get("/app/payments/new")
-    response = await visitor.submit("/app/payments/new", {"type": "invoice", "amount": amount, "currency": "BTC",
+    response = await visitor.submit("/app/payments/new", {"type": "invoice", "amount": amount, "currency": coin,
                                                           "order_id": "order-1"})
     track_id = response.headers["Location"].split("/")[-1].split("?")[0]
     page = await visitor.get(f"/app/payments/{track_id}")
@@ -78,7 +78,7 @@ async def paid_invoice(client: Any, visitor: Visitor, amount: str = "0.01") -> s
     payment = await Devnet(client).gateway.db.fetch_one("SELECT address, pay_amount FROM payments"
                                                         " WHERE track_id = :t", {"t": track_id})
     devnet = Devnet(client)
-    await devnet.pay("BTC", payment["address"], amount)
+    await devnet.pay(coin, payment["address"], amount)
     await devnet.mine(6)
     page = await visitor.get(f"/app/payments/{track_id}")
     assert 'id="status">Paid' in page and 'id="receipt"' in page

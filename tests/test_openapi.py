@@ -222,6 +222,9 @@ UNEXERCISED: dict[tuple[str, str], str] = {
     # and a configured client; tests/test_oidc.py runs the whole chain against it.
     ("GET", "/dashboard/auth/google"): "tests/test_oidc.py",
     ("GET", "/dashboard/auth/google/callback"): "tests/test_oidc.py",
+    # The dashboard's not-found page only ever answers 404 (or 405): the journey calls it, it never succeeds.
+    ("GET", "/app/{missing}"): "tests/test_dashboard_small.py",
+    ("POST", "/app/{missing}"): "tests/test_dashboard_small.py",
 }
 TG_WEBHOOK_SECRET = "journey-webhook-secret-0123"
 SHOP_PASSWORD = "n3w-secret-pass"  # the shop's password once journey_settings changed it
@@ -955,6 +958,8 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("GET", "/app/payments/not-mine", expect=404)
     await c.call("GET", f"/app/payments/{paid_id}/events", expect=200)  # final: one event, then the end
     await c.call("GET", "/app/payments/not-mine/events", expect=404)
+    await c.call("GET", "/app/no/such/page", expect=404)  # the dashboard's not-found page, in HTML
+    await c.call("POST", "/app/no-such-form", data={"csrf_token": token}, expect=404)
     await c.call("POST", f"/app/payments/{paid_id}/refund", data={"csrf_token": token, "destination": BTC_DEST,
                                                                  "amount": "0.001"}, expect=303)
     await c.call("GET", "/app/payouts", expect=200)

@@ -260,6 +260,10 @@ async def test_the_manage_page_shows_the_open_invoice_and_history(shop):
     html = await (await client.get(manage_path(sub))).text()
     assert 'id="pay-link"' in html and sub["pay_url"] in html
     assert 'id="history"' in html and "4.99 USD" in html and "open" in html and "paid" in html
+    # Cancelling is the destructive choice: outlined in red, not the filled primary button that Pause is.
+    assert '<button type="submit" id="cancel" class="danger">' in html and '<button type="submit" id="pause">' in html
+    css = await (await client.get("/assets/orbchain.css")).text()
+    assert re.search(r"button\.danger \{ background: #fff; color: #b91c1c;", css)
 
 
 async def test_pages_are_limited_per_ip(make_client, make_config):

@@ -80,7 +80,7 @@ async def test_the_settings_button_queues_a_test_event_behind_the_form_token(mak
     await deliver_due(client.app[GATEWAY])
     assert [r["body"]["event_type"] for r in receiver.requests] == ["webhook.test"]
     log = await visitor.get("/app/webhooks?notice=test-event-queued")
-    assert "webhook.test" in log and "delivered" in log and "A test event was queued" in log
+    assert "webhook.test" in log and "Delivered" in log and "A test event was queued" in log
 
 
 async def test_a_refused_private_url_says_how_to_allow_one_in_development(make_client, make_config):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import secrets
 from functools import lru_cache
-from typing import Any, Callable, Mapping, TypeVar
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 import aiohttp_jinja2
 from aiohttp import hdrs, web
@@ -17,7 +17,7 @@ from aiohttp import hdrs, web
 from ..core.contract.pages import PageBranding, PayPageForm
 
 __all__ = ["PageBranding", "PayPageForm", "html_page", "is_html_page", "is_html_path", "page_security_headers",
-           "render_page", "security_headers"]
+           "render_page", "resources_at", "security_headers"]
 
 HTML_ATTR = "__orbchain_html__"
 R = TypeVar("R", bound=web.StreamResponse)
@@ -45,6 +45,12 @@ def is_html_path(app: web.Application, path: str) -> bool:
     answer is the error page, not the API's JSON. Walks the routes, so it is
     only for those error paths.
     """
+    return any(is_html_page(route.handler) for resource in resources_at(app, path) for route in resource)
+
+
+def resources_at(app: web.Application, path: str) -> Iterator[web.AbstractResource]:
+    """The app's route resources whose path matches ``path`` exactly (static folders aside); a walk, for error
+    paths only."""
     for resource in app.router.resources():
         info = resource.get_info()
         if "path" in info:
@@ -53,9 +59,8 @@ def is_html_path(app: web.Application, path: str) -> bool:
             matched = info["pattern"].fullmatch(path) is not None
         else:  # a static folder: files, not pages
             continue
-        if matched and any(is_html_page(route.handler) for route in resource):
-            return True
-    return False
+        if matched:
+            yield resource
 
 
 @lru_cache(maxsize=256)

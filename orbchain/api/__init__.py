@@ -82,7 +82,7 @@ from ..core.errors import (
 from ..core.infra.migrate import Migration, append_only, migrate
 
 # Money: exact decimal parsing and base units (amounts are ints, never floats).
-from ..core.money import AmountError, format_units, parse_decimal, to_base_units
+from ..core.money import AmountError, fiat_text, format_units, parse_decimal, to_base_units
 
 # The database handle (gateway.db: SQL with :name parameters, amount_param, to_int, transaction) and its helpers.
 from ..core.infra.db import Database, is_unique_violation
@@ -144,7 +144,7 @@ from ..core.contract.pages import (
 )
 from ..core.payments.qr import MAX_QR_DATA, qr_svg
 from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
-from ..web.pages import html_page, page_security_headers, render_page, security_headers
+from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
 # the lookups templates and handlers share, and a plugin's own catalogue.
@@ -225,7 +225,7 @@ __all__ = [
     # migrations
     "Migration", "append_only", "migrate",
     # money
-    "AmountError", "format_units", "parse_decimal", "to_base_units",
+    "AmountError", "fiat_text", "format_units", "parse_decimal", "to_base_units",
     # database
     "Database", "is_unique_violation",
     "delete_rows_naming", "found", "insert_statement", "merchant_row", "merchant_row_count", "merchant_rows",
@@ -250,7 +250,8 @@ __all__ = [
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
-    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "security_headers",
+    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "resources_at",
+    "security_headers",
     "widget_token",
     # payer pages' languages
     "LANGUAGES", "Translatable", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext",

@@ -10,6 +10,8 @@ from decimal import Decimal
 from typing import Sequence
 from xml.sax.saxutils import escape
 
+from ...api import fiat_text
+
 WIDTH, HEIGHT, PAD, AXIS = 600, 200, 8, 16
 
 
@@ -25,7 +27,7 @@ def bar_chart(title: str, days: Sequence[str], values: Sequence[str]) -> str:
         x = round(PAD + index * slot + slot * 0.15, 2)
         y = round(HEIGHT - PAD - AXIS - height, 2)
         bars.append(f'<rect x="{x}" y="{y}" width="{round(slot * 0.7, 2)}" height="{height}" fill="#2563eb">'
-                    f"<title>{escape(day)}: {escape(amount)} USD</title></rect>")
+                    f"<title>{escape(day)}: {escape(fiat_text(amount, 'USD'))}</title></rect>")
     first, last = (escape(days[0]), escape(days[-1])) if days else ("", "")
     baseline = HEIGHT - PAD - AXIS
     return (f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {HEIGHT}" role="img" '

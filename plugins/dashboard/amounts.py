@@ -7,26 +7,9 @@ quote (none older than ``STALE_LIMIT_SECONDS``: no value rather than a stale one
 
 from __future__ import annotations
 
-from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from ...api import ledger, usable_quote, usd_value
-
-MINOR_DIGITS = {"JPY": 0}  # ISO 4217 minor units of the SPEC 4.2 fiat currencies: 2 unless listed
-
-
-def fiat_text(amount: Any, currency: Any) -> str:
-    """``25`` USD -> ``25.00 USD``; empty when there is no fiat price (or it is not a number)."""
-    if amount in (None, "") or not currency:
-        return ""
-    try:
-        value = Decimal(str(amount))
-    except InvalidOperation:
-        return ""
-    if not value.is_finite():
-        return ""
-    digits = MINOR_DIGITS.get(str(currency), 2)
-    return f"{value.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):,f} {currency}"
+from ...api import fiat_text, ledger, usable_quote, usd_value
 
 
 async def balance_cards(gateway: Any, merchant_id: str) -> list[dict[str, Any]]:

@@ -131,6 +131,11 @@ OPERATIONS = [
            "Back to the keys (revoked).", shows="The rotated key, shown once."),
     page("/app/webhooks", "Webhook deliveries"),
     action("/app/webhooks/{event_id}/redeliver", "Send a failed event again", form(), "Back to the deliveries."),
+    *(Op(method, "/app/{missing}", "Any other address under /app: the dashboard's not-found page", TAG, page=True,
+         rate_limited=True, responses={"404": html("Page not found, in the dashboard's layout (with its navigation"
+                                                   " when signed in), never the API's JSON."),
+                                       "405": html("A page's address with a method it lacks.")})
+      for method in ("GET", "POST")),
 ]
 
 

@@ -20,9 +20,9 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...api import (
-    ApiError, GATEWAY, bind_principal, html_page, missing_scope, page_security_headers, read_form, security_headers,
+    ApiError, GATEWAY, bind_principal, fiat_text, html_page, missing_scope, page_security_headers, read_form,
+    security_headers,
 )
-from .amounts import fiat_text
 from .form_errors import banner, field_errors, label
 from .nav_groups import group_nav
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
@@ -202,12 +202,22 @@ def render(request: web.Request, session: Session | None, template: str, context
         "nonce": nonce, "session": session, "csrf": session.csrf if session else None,
         "nav": group_nav(nav_entries(gateway, session=session)) if session else [],
         "can": lambda scope=None: can(session, scope), "current": request.path, "notice": notice,
-        "when": when, "label": label, "fiat": fiat_text, "form_id": f"dash-{secrets.token_hex(12)}",
+        "when": when, "label": label, "fiat": fiat_text, "status_words": status_words,
+        "form_id": f"dash-{secrets.token_hex(12)}",
         **(context or {}),
     }
     response = aiohttp_jinja2.render_template(template, request, values, status=status)
     response.headers.update(security_headers(nonce, script_origin=script_origin, live=live))
     return response
+
+
+def status_words(code: Any) -> str:
+    """A status as every dashboard page words it: ``CREDITED``/``ACTIVE``/``pending_review`` -> ``Credited``/
+    ``Active``/``Pending review``, beside the payments' own ``Waiting``/``Paid`` (the API keeps SPEC's casing)."""
+    text = "" if code is None else str(code)
+    if text.isupper() or text.islower():
+        return text.replace("_", " ").capitalize()
+    return text
 
 
 def when(timestamp: Any) -> str:

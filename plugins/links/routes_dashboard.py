@@ -11,13 +11,13 @@ from ...api import (
     merchant_record, principal_of, read_json, requires, validate,
 )
 from . import store
-from .views import DEFAULT_LABEL, embed_snippet, link_view
+from .views import DEFAULT_LABEL, MAX_LABEL, embed_snippet, link_view
 
 routes = web.RouteTableDef()
 
 MAX_LINKS = 1000  # per merchant (docs/decisions.md, "Payment links and tips")
 MAX_LIFETIME = 43200  # SPEC 8: minutes per minted invoice
-LABEL = Field("label", min_len=1, max_len=80)  # SPEC 8: label 1-80
+LABEL = Field("label", min_len=1, max_len=MAX_LABEL)
 
 
 @routes.post("/dashboard/payment-links")

@@ -9,6 +9,8 @@ from markupsafe import escape
 from ...api import Gateway
 
 DEFAULT_LABEL = "Donate crypto"  # SPEC 4.14, donate.js's own default
+PRICED_LABEL = "Pay with crypto"  # a link with a price sells something: "donate" would mislabel it
+MAX_LABEL = 80  # SPEC 8: label 1-80
 
 
 def link_url(gateway: Gateway, slug: str) -> str:
@@ -29,6 +31,15 @@ def link_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
         "lifetime": None if row["lifetime_minutes"] is None else int(row["lifetime_minutes"]),
         "description": row["description"], "created_at": int(row["created_at"]),
     }
+
+
+def button_text(view: Mapping[str, Any]) -> str:
+    """The embed button's text unless the merchant typed one: the link's purpose (its description, when it
+    fits a button), else what a priced or pay-what-you-want link asks for."""
+    description = " ".join((view.get("description") or "").split())
+    if 0 < len(description) <= MAX_LABEL:
+        return description
+    return PRICED_LABEL if view.get("amount") or view.get("amount_fiat") else DEFAULT_LABEL
 
 
 def embed_snippet(gateway: Gateway, slug: str, label: str) -> str:
