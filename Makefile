@@ -73,6 +73,7 @@ test: install-test lint
 	scripts/ensure_node_tools.sh
 	scripts/ensure_systemd_analyze.sh
 	scripts/ensure_nginx.sh
+	scripts/ensure_jq.sh
 	scripts/ensure_pgbouncer.sh
 	$(BIN)/python scripts/run_tests.py $(PYTEST_ARGS)
 
