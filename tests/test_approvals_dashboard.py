@@ -38,6 +38,9 @@ async def test_policy_form_refuses_hostile_input_and_keeps_it(make_client, make_
     assert 'id="error-expiry_hours"' in page and 'id="error-member_daily_usd"' in page
     assert "<script>alert(1)</script>" not in page and html.escape("<script>alert(1)</script>") in page
     assert 'value="9999"' in page and 'value="1.001"' in page  # what was typed, kept
+    for hours in ("²", "9" * 5000, "٣"):  # int() raises on the first two, accepts the last: all refused, no 500
+        await holder.submit(PAGE, {"action": "policy", "threshold_BTC": "100", "expiry_hours": hours}, expect=400)
+        assert 'id="error-expiry_hours"' in holder.page
     gateway = client.app[GATEWAY]
     assert await gateway.db.fetch_val("SELECT COUNT(*) FROM approval_policies") == 0
     await holder.submit(PAGE, {"action": "policy", "threshold_BTC": "100"}, token="forged", expect=403)

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...api import USD_DECIMALS, AmountError, ValidationError, insert_statement, to_base_units
+from ...api import USD_DECIMALS, AmountError, ValidationError, insert_statement, int_from_text, to_base_units
 
 DEFAULT_EXPIRY_HOURS, MAX_EXPIRY_HOURS = 24, 720
 MAX_USD = 10 ** 9  # dollars: keeps 1e-8-dollar integers inside a BIGINT
@@ -61,10 +61,11 @@ def _hours(value: Any, errors: dict[str, str]) -> int:
     text = str(value).strip() if isinstance(value, (str, int)) and not isinstance(value, bool) else None
     if value is None or text == "":
         return DEFAULT_EXPIRY_HOURS
-    if text is None or not text.isdigit() or not 1 <= int(text) <= MAX_EXPIRY_HOURS:
+    hours = None if text is None else int_from_text(text)  # bounded ASCII digits: no 500 on 5,000 digits or "²"
+    if hours is None or not 1 <= hours <= MAX_EXPIRY_HOURS:
         errors["expiry_hours"] = f"a whole number of hours from 1 to {MAX_EXPIRY_HOURS}"
         return DEFAULT_EXPIRY_HOURS
-    return int(text)
+    return hours
 
 
 def parse(gateway: Any, form: Mapping[str, Any]) -> Policy:
