@@ -244,6 +244,8 @@ def _render_error(request: web.Request, error: ApiError) -> web.StreamResponse:
     title = _(_PAGE_TITLES.get(error.status, N_("Request refused")))
     fixed = _PAGE_MESSAGES.get(error.status)
     message = _(fixed) if fixed else _sentence(translate(error.message))
+    if error.status == 503 and error.message:  # which service is away, or why (maintenance, not configured)
+        message = f"{message} {_sentence(translate(error.message))}"
     response = aiohttp_jinja2.render_template("error.html", request, {"title": title, "message": message},
                                               status=error.status)
     response.headers.update(error.headers)

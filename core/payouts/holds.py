@@ -63,3 +63,24 @@ async def reject_held_payout(gateway: "Gateway", payout_id: str, reason: str, wi
     await ledger.notify_posted(gateway, posted)
     await gateway.emit("payout_finished", payout=hook_record(gateway, row))
     return row
+
+
+async def released_subjects(gateway: "Gateway", ids: list[str]) -> set[str]:
+    """Which of these payout or transfer ids no longer hold their money against a daily limit: payouts
+    that failed (rejected, expired or refused) and transfers no longer held (approved ones count on
+    their own rows; rejected and expired ones gave the money back). For a plugin's limit sums."""
+    if not ids:
+        return set()
+    params = {f"i{n}": value for n, value in enumerate(ids)}
+    marks = ", ".join(f":{name}" for name in params)
+    rows = await gateway.db.fetch_all(
+        f"SELECT id FROM payouts WHERE id IN ({marks}) AND status = 'Failed'"
+        f" UNION SELECT id FROM transfers WHERE id IN ({marks}) AND status <> 'held'", params)
+    return {row["id"] for row in rows}
+
+
+async def lock_merchant_money(gateway: "Gateway", merchant_id: str) -> None:
+    """Serialise a plugin's check with the merchant's payouts and transfers: the lock the payout reserve
+    takes (NO KEY UPDATE, so webhook rows' foreign keys do not wait); SQLite's writer lock already does."""
+    if gateway.db.is_postgres:
+        await gateway.db.fetch_val("SELECT id FROM merchants WHERE id = :m FOR NO KEY UPDATE", {"m": merchant_id})

@@ -119,7 +119,9 @@ from ..core.contract.plugin_cache import cache_changed, cached
 from ..core.payments.payment_services import InvoiceRecord, create_invoice, new_track_id
 from ..core.payouts.payout_services import PayoutRecord, payout_amount, payout_destination, request_payout
 # Payouts a plugin held (decide_payout_hold): let one go to the worker, or fail it and give the reserve back.
-from ..core.payouts.holds import approve_held_payout, reject_held_payout
+from ..core.payouts.holds import (
+    approve_held_payout, lock_merchant_money, reject_held_payout, released_subjects,
+)
 from ..core.ledger.transfer_holds import approve_held_transfer, reject_held_transfer
 
 # Core services for plugins that sign merchants in or guard an account (identity providers, chat links).
@@ -240,6 +242,7 @@ __all__ = [
     # core services: invoices and payouts
     "InvoiceRecord", "PayoutRecord", "create_invoice", "new_track_id", "payout_amount", "payout_destination",
     "request_payout", "approve_held_payout", "reject_held_payout", "approve_held_transfer", "reject_held_transfer",
+    "lock_merchant_money", "released_subjects",
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
     "confirm_account_holder", "create_account", "forget_member_second_factor", "verify_second_factor",

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, Mapping
 
 from ...api import (
+    lock_merchant_money, released_subjects,
     Conflict, Forbidden, NotFound, Principal, announce_security_event, approve_held_payout, approve_held_transfer,
     insert_statement, reject_held_payout, reject_held_transfer, usd_units, verify_second_factor,
 )
@@ -49,20 +50,16 @@ def utc_day(now: int) -> str:
 
 async def spent_today(gateway: Any, merchant_id: str, requested_by: str, day: str) -> int:
     """USD (1e-8) of the requester's payouts and transfers today that did not fail, reject or expire."""
-    value = await gateway.db.fetch_val(
-        "SELECT COALESCE(SUM(s.usd), 0) FROM approval_spend s"
-        " LEFT JOIN payouts p ON p.id = s.subject_id LEFT JOIN transfers t ON t.id = s.subject_id"
-        " WHERE s.merchant_id = :m AND s.requested_by = :r AND s.day = :d"
-        " AND (p.status IS NULL OR p.status <> 'Failed') AND (t.status IS NULL OR t.status = 'held')",
+    rows = await gateway.db.fetch_all(
+        "SELECT subject_id, usd FROM approval_spend WHERE merchant_id = :m AND requested_by = :r AND day = :d",
         {"m": merchant_id, "r": requested_by, "d": day})
-    return gateway.db.to_int(value)
+    released = await released_subjects(gateway, [row["subject_id"] for row in rows])
+    return sum(gateway.db.to_int(row["usd"]) for row in rows if row["subject_id"] not in released)
 
 
 async def _lock_merchant(gateway: Any, merchant_id: str) -> None:
-    """Serialise a transfer's limit check with the merchant's other payouts and transfers (the payout
-    reserve takes the same lock); NO KEY UPDATE, as the reserve, so webhook rows' foreign keys do not wait."""
-    if gateway.db.is_postgres:
-        await gateway.db.fetch_val("SELECT id FROM merchants WHERE id = :m FOR NO KEY UPDATE", {"m": merchant_id})
+    """Serialise a transfer's limit check with the merchant's other payouts and transfers."""
+    await lock_merchant_money(gateway, merchant_id)
 
 
 async def decide(gateway: Any, subject: Subject, requested_by: str | None) -> bool | None:

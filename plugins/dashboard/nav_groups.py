@@ -12,9 +12,9 @@ from typing import Iterable, NamedTuple
 GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
     ("Overview", frozenset({"/app", "/app/portfolio", "/app/analytics", "/app/activity"})),
     ("Get paid", frozenset({"/app/payments", "/app/links", "/app/subscriptions", "/app/schedules"})),
-    ("Move money", frozenset({"/app/payouts", "/app/transfers", "/app/swaps"})),
+    ("Move money", frozenset({"/app/payouts", "/app/approvals", "/app/transfers", "/app/swaps"})),
     ("Developers", frozenset({"/app/keys", "/app/webhooks"})),
-    ("Account", frozenset({"/app/settings", "/app/brands", "/app/referrals"})),
+    ("Account", frozenset({"/app/settings", "/app/team", "/app/brands", "/app/referrals"})),
 )
 OTHER = "More"
 
