@@ -57,11 +57,6 @@ async def spent_today(gateway: Any, merchant_id: str, requested_by: str, day: st
     return sum(gateway.db.to_int(row["usd"]) for row in rows if row["subject_id"] not in released)
 
 
-async def _lock_merchant(gateway: Any, merchant_id: str) -> None:
-    """Serialise a transfer's limit check with the merchant's other payouts and transfers."""
-    await lock_merchant_money(gateway, merchant_id)
-
-
 async def decide(gateway: Any, subject: Subject, requested_by: str | None) -> bool | None:
     """Hold ``subject`` when it is worth more than its coin's threshold or takes the requester past the day's limit.
 
@@ -72,7 +67,7 @@ async def decide(gateway: Any, subject: Subject, requested_by: str | None) -> bo
     if policy is None:
         return None
     if subject.kind == TRANSFER:
-        await _lock_merchant(gateway, subject.merchant_id)
+        await lock_merchant_money(gateway, subject.merchant_id)
     now = gateway.now()
     usd = await usd_units(gateway, subject.coin, subject.amount)
     reason = None
