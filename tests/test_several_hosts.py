@@ -130,6 +130,7 @@ async def test_a_host_killed_mid_load_loses_nothing(hosts):
     await until_paid(client, a, merchant, track)
 
     created: list[str] = []
+    sent: list[str] = []  # devnet payments the gateway answered 303 to: each made one devnet transfer
     transfers: list[str] = []
     stop = asyncio.Event()
 
@@ -139,7 +140,9 @@ async def test_a_host_killed_mid_load_loses_nothing(hosts):
                                        {"currency": "BTC", "amount": "0.001", "pay_currency": "BTC"})
             if answer.status == 200:
                 created.append(answer.body["data"]["track_id"])
-                await client.request("POST", f"/pay/{created[-1]}/devnet-pay", allow_redirects=False)
+                paying = await client.request("POST", f"/pay/{created[-1]}/devnet-pay", allow_redirects=False)
+                if paying.status == 303:
+                    sent.append(created[-1])
 
     async def transferring() -> None:
         while not stop.is_set():
@@ -164,8 +167,9 @@ async def test_a_host_killed_mid_load_loses_nothing(hosts):
 
     existing = {r["track_id"] for r in await fetch(dsn, "SELECT track_id FROM payments")}
     assert len(created) > 20 and set(created) <= existing
-    paid = await settle(dsn)
-    assert paid >= len(created) // 2
+    paid = await settle(dsn)  # every devnet transfer to our addresses, the float invoice's included
+    # The public-page rate bucket may refuse some pay clicks (429): count what was answered 303, not what was created.
+    assert len(sent) > 20 and len(sent) + 1 <= paid <= len(created) + 1, (len(sent), paid, len(created))
     assert not await fetch(dsn, "SELECT id FROM deposits WHERE credit_count <> 1")
     booked = [r["idempotency_key"] for r in await fetch(dsn, "SELECT idempotency_key FROM transfers")]
     assert transfers and set(transfers) <= set(booked) and len(booked) == len(set(booked))

@@ -584,6 +584,32 @@ async def test_an_enrolment_opens_its_first_invoice_at_once_and_only_once(env, m
     assert len(await payments_of(client, merchant)) == 3 and len(await outbox(gateway, "subscription.invoiced")) == 3
 
 
+async def test_a_retried_enrolment_with_its_idempotency_key_enrols_once(env):
+    """Review of issue 36: a merchant's retry (a lost answer, a timeout) enrolled and billed the customer twice."""
+    client, merchant, _ = env
+    gateway = client.app[GATEWAY]
+    plan = await make_plan(client, merchant)
+    body = {"plan_id": plan["id"], "customer_ref": "c1", "idempotency_key": "enrol-c1"}
+    answers = await asyncio.gather(*(api(client, "POST", SUBS, merchant.merchant_key, json=body) for _ in range(4)))
+    assert {status for status, _ in answers} == {200}, answers
+    assert len({answer["data"]["subscription_id"] for _, answer in answers}) == 1
+    again = await subscribe(client, merchant, plan["id"], customer_ref="c1", idempotency_key="enrol-c1")
+    assert again["subscription_id"] == answers[0][1]["data"]["subscription_id"]
+    assert len(await payments_of(client, merchant)) == 1 and len(await outbox(gateway, "subscription.invoiced")) == 1
+    status, answer = await api(client, "POST", SUBS, merchant.merchant_key, json={**body, "customer_ref": "c2"})
+    assert (status, answer["error"]["code"]) == (409, "idempotency_key_reused"), answer
+    # Keys are the merchant's own: another merchant's same key enrols its own customer.
+    other = await signup(client, "other@example.com")
+    other_plan = await make_plan(client, other)
+    theirs = await subscribe(client, other, other_plan["id"], customer_ref="c1", idempotency_key="enrol-c1")
+    assert theirs["subscription_id"] != again["subscription_id"]
+    # Without a key every request is a new enrolment, as SPEC 4.5 has it.
+    plain = [await subscribe(client, merchant, plan["id"], customer_ref="c3") for _ in range(2)]
+    assert plain[0]["subscription_id"] != plain[1]["subscription_id"]
+    status, answer = await api(client, "POST", SUBS, merchant.merchant_key, json={**body, "idempotency_key": "k" * 129})
+    assert status == 400 and "idempotency_key" in json.dumps(answer), answer
+
+
 async def test_the_invoice_service_is_idempotent_per_track_id(env):
     client, merchant, devnet = env
     gateway = devnet.gateway

@@ -49,9 +49,24 @@ def _generated(config: Config, filename: str, make: Callable[[], str], what: str
         return path.read_text(encoding="utf-8").strip()
     path.parent.mkdir(parents=True, exist_ok=True)
     value = make()
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
+    # Written whole under a private name, then linked into place: a process
+    # starting at the same moment on the same data_dir (serve --workers, two
+    # hosts on one volume) either wins the link or reads the winner's complete
+    # file, never a half-written or second secret.
+    scratch = path.with_name(f".{filename}.{os.getpid()}.{stdlib_secrets.token_hex(4)}")
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(value + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(scratch, path)
+        except FileExistsError:
+            log.info("using the development %s another process just generated at %s", what, path)
+            return path.read_text(encoding="utf-8").strip()
+    finally:
+        scratch.unlink(missing_ok=True)
     log.warning("generated a development %s at %s (set it in the config for production)", what, path)
     return value
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import ApiError, InvalidRequest, RateLimited, validate
+from ...api import ApiError, Conflict, InvalidRequest, RateLimited, found, validate
 from . import billing, enrolment, store
 from .settings import read_settings
 from .store import ACTIVE, EXPIRED, INV_EXPIRED, MINTING, PENDING
@@ -60,22 +60,44 @@ async def enrol(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -
     """An ACTIVE subscription to an enabled plan of ``merchant_id``, its first invoice open when it starts now.
 
     A failed mint (no price: 503) does not undo the enrolment: it is written to
-    ``last_error`` and the tick retries the claimed period.
+    ``last_error`` and the tick retries the claimed period. With an
+    ``idempotency_key`` the merchant already used, the answer is the
+    subscription that key created (when plan, customer_ref and customer_email
+    match; else 409 ``idempotency_key_reused``): a retried request never
+    enrols, and bills, the customer twice.
     """
     clean = validate(body, enrolment.CREATE_FIELDS)
+    key = clean["idempotency_key"]
+    if key:
+        earlier = await store.subscription_by_key(gateway, merchant_id, key)
+        if earlier is not None:
+            return _same_enrolment(earlier, clean)
     now = gateway.now()
     start = enrolment.parse_start_at(clean["start_at"], now)
     plan = await store.public_plan(gateway, clean["plan_id"])
     if plan is None or plan["merchant_id"] != merchant_id or not plan["enabled"]:
         raise InvalidRequest("plan not found or disabled", code=enrolment.PLAN_MISSING)
     row = enrolment.new_row(gateway, plan, status=ACTIVE, customer_ref=clean["customer_ref"],
-                            customer_email=clean["customer_email"], start=start)
+                            customer_email=clean["customer_email"], start=start, idempotency_key=key)
     async with gateway.db.transaction():
-        await store.insert_subscription(gateway, row)
+        if key and not await store.claim_keyed_subscription(gateway, row):
+            twin = await store.subscription_by_key(gateway, merchant_id, key)  # a parallel twin won the key
+            return _same_enrolment(found(twin), clean)
+        if not key:
+            await store.insert_subscription(gateway, row)
         invoice = await billing.claim_period(gateway, row, plan, now) if start <= now else None
     if invoice is not None:
         await billing.mint_guarded(gateway, invoice)
     return await store.subscription_of(gateway, merchant_id, row["id"])
+
+
+def _same_enrolment(earlier: Mapping[str, Any], clean: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The earlier subscription when the retry asks for the same enrolment; else 409."""
+    asked = (clean["plan_id"], clean["customer_ref"], clean["customer_email"])
+    if (earlier["plan_id"], earlier["customer_ref"], earlier["customer_email"]) != asked:
+        raise Conflict("idempotency_key was already used for a different subscription",
+                       code="idempotency_key_reused")
+    return earlier
 
 
 def enrol_ip_hash(plan_id: str, client_ip: str) -> str:

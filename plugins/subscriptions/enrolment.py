@@ -39,6 +39,7 @@ CREATE_FIELDS = [
     Field("customer_ref", max_len=128),
     Field("customer_email", "email", max_len=254),
     Field("start_at", max_len=64),
+    Field("idempotency_key", max_len=128),
 ]
 
 
@@ -84,7 +85,8 @@ def parse_start_at(text: str | None, now: int) -> int:
 
 
 def new_row(gateway: "Gateway", plan: Mapping[str, Any], *, status: str, customer_ref: str | None,
-            customer_email: str | None, start: int, enrol_ip_hash: str | None = None) -> dict[str, Any]:
+            customer_email: str | None, start: int, enrol_ip_hash: str | None = None,
+            idempotency_key: str | None = None) -> dict[str, Any]:
     """A new subscription's row (not yet stored), with a fresh magic token."""
     now = gateway.now()
     token, digest = new_token()
@@ -93,7 +95,7 @@ def new_row(gateway: "Gateway", plan: Mapping[str, Any], *, status: str, custome
         "status": status, "customer_ref": customer_ref, "customer_email": customer_email, "next_billing_at": start,
         "current_period_start": None, "current_period_end": None, "grace_count": 0, "pending_invoice_id": None,
         "magic_token": token, "token_hash": digest, "last_error": None, "created_at": now, "updated_at": now,
-        "ended_at": None, "enrol_ip_hash": enrol_ip_hash,
+        "ended_at": None, "enrol_ip_hash": enrol_ip_hash, "idempotency_key": idempotency_key,
     }
 
 

@@ -42,7 +42,11 @@ SUMMARY = obj({"active": INTEGER, "paused": INTEGER, "failed": INTEGER, "cancell
 CREATE_BODY = obj({"plan_id": STRING}, {
     "customer_ref": {"type": "string", "maxLength": 128}, "customer_email": {"type": "string", "format": "email"},
     "start_at": {"type": "string", "format": "date-time",
-                 "description": "RFC 3339; defaults to now; a past time means now. Delays the first invoice."}})
+                 "description": "RFC 3339; defaults to now; a past time means now. Delays the first invoice."},
+    "idempotency_key": {"type": "string", "maxLength": 128,
+                        "description": "Extension: the same key from the same merchant answers the subscription it "
+                                       "first created (409 idempotency_key_reused if plan_id, customer_ref or "
+                                       "customer_email differ), so a retried request never enrols a customer twice."}})
 LIST_QUERY = (Param("status", STATUS), Param("customer_ref", STRING),
               Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 20}),
               Param("offset", {"type": "integer", "minimum": 0, "default": 0}))

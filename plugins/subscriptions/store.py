@@ -94,6 +94,19 @@ async def insert_subscription(gateway: "Gateway", row: Mapping[str, Any]) -> Non
     await gateway.db.execute(insert_statement("subscriptions", row), row)
 
 
+async def claim_keyed_subscription(gateway: "Gateway", row: Mapping[str, Any]) -> bool:
+    """Store ``row`` unless its merchant already used its ``idempotency_key``; whether it was stored."""
+    claimed = await gateway.db.fetch_val(
+        insert_statement("subscriptions", row) + " ON CONFLICT DO NOTHING RETURNING id", row)
+    return claimed is not None
+
+
+async def subscription_by_key(gateway: "Gateway", merchant_id: str, key: str) -> Row | None:
+    """The subscription a merchant created with idempotency key ``key``, if any."""
+    return await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.merchant_id = :m AND s.idempotency_key = :k",
+                                      {"m": merchant_id, "k": key})
+
+
 async def subscription_of(gateway: "Gateway", merchant_id: str, subscription_id: str) -> Row:
     """A subscription with its plan's label, price and interval and its open invoice's pay URL."""
     return found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",

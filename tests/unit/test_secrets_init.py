@@ -101,3 +101,30 @@ def test_an_unknown_name_to_replace_is_refused(shell, capsys):
     with pytest.raises(SystemExit):
         cli.main(["secrets", "init", "--dir", str(shell / "c"), "--replace", "passwords"])
     assert not (shell / "c").exists()
+
+
+def test_processes_starting_together_in_development_share_one_generated_secret(shell):
+    """CI break: two hosts on one data_dir started at once; the second died with FileExistsError on jwt_secret.
+
+    Each generated file is written whole under a private name and linked into
+    place, so every starter ends with the same complete secrets."""
+    import threading
+
+    config = load_config(None, environ={"ORBCHAIN_DATA_DIR": str(shell / "var")})
+    barrier, found, failed = threading.Barrier(8), [], []
+
+    def start() -> None:
+        barrier.wait()
+        try:
+            found.append(load_secrets(config))
+        except Exception as exc:  # noqa: BLE001 - the test reports any failure, whatever it is
+            failed.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed and len(found) == 8
+    assert len({(s.jwt_secret, s.seed_material, bytes(s.receipt_key)) for s in found}) == 1
+    assert sorted(p.name for p in (shell / "var").iterdir()) == ["jwt_secret", "receipt_signing_key", "seed"]
