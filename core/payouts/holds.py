@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable
 from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
 from ..ledger.accounts import merchant_available, payouts_in_flight
-from .service import CONFIRMING, FAILED, HELD, QUEUED, Row, hook_record, webhook_body
+from .service import CONFIRMING, FAILED, HELD, QUEUED, Row, hook_record, locked_merchant, webhook_body
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -80,7 +80,5 @@ async def released_subjects(gateway: "Gateway", ids: list[str]) -> set[str]:
 
 
 async def lock_merchant_money(gateway: "Gateway", merchant_id: str) -> None:
-    """Serialise a plugin's check with the merchant's payouts and transfers: the lock the payout reserve
-    takes (NO KEY UPDATE, so webhook rows' foreign keys do not wait); SQLite's writer lock already does."""
-    if gateway.db.is_postgres:
-        await gateway.db.fetch_val("SELECT id FROM merchants WHERE id = :m FOR NO KEY UPDATE", {"m": merchant_id})
+    """Serialise a plugin's check with the merchant's payouts and transfers: the lock the payout reserve takes."""
+    await locked_merchant(gateway.db, merchant_id)

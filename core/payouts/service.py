@@ -38,6 +38,7 @@ from ..payments.service import chain_for, merchant_coins, new_track_id
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.coins import Coin
     from ..gateway import Gateway
+    from ..infra.db import Database
 
 CONFIRMING, CONFIRMED, FAILED = "Confirming", "Confirmed", "Failed"
 QUEUED, SIGNED, BROADCAST = "queued", "signed", "broadcast"
@@ -199,6 +200,18 @@ async def create_payout(gateway: "Gateway", merchant_id: str, request: PayoutReq
     return outcome
 
 
+async def locked_merchant(db: "Database", merchant_id: str, columns: str = "id") -> Row | None:
+    """The merchant row, locked for the rest of the transaction: one money move per merchant at a time.
+
+    NO KEY UPDATE, not UPDATE: no conflict with the FOR KEY SHARE that a
+    foreign key to merchants takes (a webhook row inserted by a transaction
+    that already holds ledger balance rows this one wants: that order
+    deadlocked). SQLite's single writer already serialises.
+    """
+    lock = " FOR NO KEY UPDATE" if db.is_postgres else ""
+    return await db.fetch_one(f"SELECT {columns} FROM merchants WHERE id = :m{lock}", {"m": merchant_id})
+
+
 async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRequest) -> PayoutOutcome:
     """``create_payout`` inside the caller's transaction (refunds add their own checks first).
 
@@ -207,12 +220,7 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
     the ledger, which refuses any overdraft.
     """
     db = gateway.db
-    # NO KEY UPDATE: still one reserve per merchant at a time, but no conflict with the FOR KEY SHARE
-    # that a foreign key to merchants takes (a webhook row inserted by a transaction that already
-    # holds ledger balance rows this one wants: that order deadlocked).
-    lock = " FOR NO KEY UPDATE" if db.is_postgres else ""
-    merchant = await db.fetch_one(f"SELECT id, enabled, accepted_coins FROM merchants WHERE id = :m{lock}",
-                                  {"m": merchant_id})
+    merchant = await locked_merchant(db, merchant_id, "id, enabled, accepted_coins")
     if request.idem_key:
         existing = await find_by_key(gateway, merchant_id, request.idem_key)
         if existing is not None:
