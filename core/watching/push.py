@@ -1,11 +1,11 @@
 """Following each chain node's own notifications, so a scan starts the moment the node announces something.
 
 For every adapter declaring ``Capability.PUSH`` one supervised task calls
-``adapter.push(heard)``. ``heard`` publishes the ``wake`` signal naming the
-chain's scan job (core/infra/signals.py): every process hears it and the one
-leading the scan runs it at once (scheduler/runner.py). A burst of
-announcements keeps at most one publication in flight per chain, and the
-first one always leaves at once. When ``push`` returns or raises, the stream
+``adapter.push(heard)``. ``heard`` asks for a ``wake`` of the chain's scan
+job (core/infra/wakes.py): every process hears it and the one leading the
+scan runs it at once (scheduler/runner.py). A burst of announcements keeps
+at most one publication in flight per chain, and the first one always
+leaves at once. When ``push`` returns or raises, the stream
 is opened again after a backoff; the periodic scan keeps crediting
 meanwhile, so an outage only costs latency. One warning per outage, one
 info line when the stream is back.
@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..contract.chains import Capability, ChainAdapter
-from ..infra.signals import WAKE
 from ..infra.stopping import CANCEL_SECONDS
+from ..infra.wakes import JobWake
 from .scanner import scan_job_name
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -57,8 +57,7 @@ class ChainPush:
         self.chain = adapter.name
         self.job = scan_job_name(adapter.name)
         self.up = False
-        self._forwarding: asyncio.Task | None = None  # the wake publication in flight to other processes
-        self._again = False  # heard while it was in flight: publish once more after it
+        self.wake = JobWake(gateway.signals, self.job)  # one publication in flight, the first at once
         self._alive: asyncio.Event | None = None  # set by the first notification of the current stream
         self._down_since: float | None = None  # when the outage being reported began
         metrics = gateway.metrics
@@ -73,22 +72,7 @@ class ChainPush:
         self.gateway.metrics.push_notifications.labels(self.chain, kind if kind in KINDS else "other").inc()
         if self._alive is not None:
             self._alive.set()
-        if self._forwarding is not None:
-            self._again = True
-            return
-        self._publish()
-
-    def _publish(self) -> None:
-        forward = self.gateway.signals.publish(WAKE, self.job)
-        if forward is not None:
-            self._forwarding = forward
-            forward.add_done_callback(self._forwarded)
-
-    def _forwarded(self, _task: asyncio.Task) -> None:
-        self._forwarding = None
-        if self._again:
-            self._again = False
-            self._publish()
+        self.wake.request()
 
     # -- the stream ------------------------------------------------------------------------------
 

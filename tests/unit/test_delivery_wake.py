@@ -1,18 +1,20 @@
-"""The delivery job's wake (core/events/delivery_wake.py): a burst folds into few signals, the last never lost."""
+"""A job's wake (core/infra/wakes.py, as the delivery job uses it): a burst folds into few signals, the last
+never lost."""
 
 from __future__ import annotations
 
 import asyncio
 
-from orbchain.core.events.delivery_wake import JOB, WAKE, WINDOW, DeliveryWake
-from orbchain.core.infra.signals import Signals
+from orbchain.core.events.delivery_wake import JOB, WINDOW
+from orbchain.core.infra.signals import WAKE, Signals
+from orbchain.core.infra.wakes import JobWake
 
 
 async def test_a_burst_in_one_moment_gives_one_wake_now_and_one_at_the_windows_end():
     signals = Signals()
     heard: list[str] = []
     signals.subscribe(WAKE, heard.append)
-    wake = DeliveryWake(signals)
+    wake = JobWake(signals, JOB, WINDOW)
     for _ in range(100):
         wake.request()
     assert heard == [JOB]  # the first at once
@@ -26,7 +28,7 @@ async def test_a_request_after_a_quiet_window_goes_out_at_once():
     signals = Signals()
     heard: list[str] = []
     signals.subscribe(WAKE, heard.append)
-    wake = DeliveryWake(signals)
+    wake = JobWake(signals, JOB, WINDOW)
     wake.request()
     await asyncio.sleep(WINDOW * 2)
     wake.request()

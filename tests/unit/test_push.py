@@ -159,8 +159,8 @@ async def test_a_burst_keeps_one_publication_in_flight_and_sends_the_first_at_on
     await asyncio.sleep(0)
     assert len(sent) == 1
     release.set()
-    await _until(lambda: len(sent) == 2 and push._forwarding is None)
-    assert push._again is False  # nothing more to send
+    await _until(lambda: len(sent) == 2 and push.wake.idle)
+    assert push.wake.published == 2  # nothing more to send
     assert [m.split(" ", 1)[1] for m in sent] == ["wake chain.scripted.scan"] * 2
     assert _value(gateway, "orbchain_chain_push_notifications_total", chain="scripted", kind="tx") == 10
     assert _value(gateway, "orbchain_chain_push_notifications_total", chain="scripted", kind="other") == 1
