@@ -190,5 +190,11 @@ async def test_config_check_and_doctor_give_one_verdict_and_need_a_chain_in_prod
     assert await orbchain(str(path), "config", "check") == 0
     checked = capsys.readouterr().out
     assert "OK   chains: 1 chain adapter(s)" in checked and "no problems found in the config" in checked
+    assert "webhooks" not in checked
     await orbchain(str(path), "doctor")
     assert static(capsys.readouterr().out) == static(checked)
+
+    # The SSRF guard switched off in production: a warning in both verdicts (review), not a refusal.
+    monkeypatch.setenv("ORBCHAIN_ALLOW_PRIVATE_URLS", "1")
+    assert await orbchain(str(path), "config", "check") == 0
+    assert "WARN webhooks: webhooks.allow_private_urls is on in production" in capsys.readouterr().out

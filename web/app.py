@@ -24,7 +24,7 @@ from ..core.gateway import Gateway
 from ..core.startup import build_gateway
 from ..core.infra.migrate import migrate, pending
 from . import i18n
-from ..core.infra.netguard import outbound_session
+from ..core.infra.netguard import PRIVATE_URLS_IN_PRODUCTION, outbound_session
 from ..core.contract.plugins import call_collect, call_event
 from ..core.infra.coordination import coordination
 from ..core.contract.registries import RouteRegistry, StartupError
@@ -66,6 +66,8 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
     if gateway.secrets is None:
         gateway.secrets = load_secrets(gateway.config)
     webhooks = gateway.config.webhooks
+    if webhooks.allow_private_urls and not gateway.config.is_development:
+        log.warning(PRIVATE_URLS_IN_PRODUCTION)
     async with coordination(gateway), outbound_session(allow_private=webhooks.allow_private_urls,
                                                        timeout_seconds=webhooks.timeout_seconds) as http:
         gateway.services["http"] = http

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Awaitable, Callable
 
 from .support import config_from_args, with_db
-from ..infra.config import ConfigError
+from ..infra.config import Config, ConfigError
+from ..infra.netguard import PRIVATE_URLS_IN_PRODUCTION
 from ..events.outbox import PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -160,6 +161,7 @@ def static_findings(gateway: "Gateway") -> list[Finding]:
     findings = [Finding("OK", "config", f"{config.source}; environment {config.server.environment};"
                                         f" {chains} chain adapter(s)")]
     findings.append(chains_finding(chains, config.is_development))
+    findings.extend(private_urls_findings(config))
     try:
         load_secrets(config)
         findings.append(Finding("OK", "secrets", "JWT secret, seed and receipt key load"))
@@ -178,6 +180,13 @@ async def restore_finding(gateway: "Gateway") -> Finding:
                                         " `orbchain restore recover <backup>` before starting)")
     return Finding("OK", "restore", f"recovered from {done.label} at {_when(done.recovered_at)}"
                                     f" ({done.addresses} address(es) watched)")
+
+
+def private_urls_findings(config: Config) -> list[Finding]:
+    """The SSRF guard switched off where strangers sign up: said, not refused (an operator may mean it)."""
+    if config.webhooks.allow_private_urls and not config.is_development:
+        return [Finding("WARN", "webhooks", PRIVATE_URLS_IN_PRODUCTION)]
+    return []
 
 
 def chains_finding(chains: int, development: bool) -> Finding:

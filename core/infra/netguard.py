@@ -26,6 +26,11 @@ from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
 
 MAX_URL_LENGTH = 500
+# Said by `config check`, `doctor` and the log at start: the guard switched off where strangers sign up.
+PRIVATE_URLS_IN_PRODUCTION = (
+    "webhooks.allow_private_urls is on in production: merchants' webhook URLs (and identity-provider and"
+    " captcha URLs) may reach this host's loopback and private network; turn it off unless every merchant"
+    " on this gateway is trusted (docs/operations.md)")
 
 
 class UnsafeUrl(ValueError):
