@@ -21,6 +21,7 @@ import asyncpg
 import pytest
 
 from orbchain.api import enqueue_event, hookimpl
+from orbchain.core.events.held import HeldCall, HeldEvents
 from orbchain.core.infra.config import load_config
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
@@ -116,3 +117,32 @@ async def test_postgresql_stopped_holds_the_hook_call_until_it_is_back(private_p
     merchant = await signup(client, "held@example.com")
     await held_then_delivered(client, client.app[GATEWAY], merchant.merchant_id, private_pg.async_stop,
                               private_pg.async_start)
+
+
+async def test_held_calls_go_again_in_order_stop_at_the_next_outage_and_are_named_when_lost(caplog):
+    """``HeldEvents`` alone: the database away again keeps the rest held; another error is logged and dropped;
+    over the limit the oldest is dropped; the stop names what it loses."""
+    away = [True]
+    ran: list[str] = []
+
+    def call(name: str, fails: BaseException | None = None) -> HeldCall:
+        def function(what: str) -> None:
+            if fails is not None and not (isinstance(fails, ConnectionError) and not away[0]):
+                raise fails
+            ran.append(what)
+        return HeldCall(f"plugin-{name}", "ledger_posted", function, {"what": name})
+
+    held = HeldEvents(lambda exc, where: isinstance(exc, ConnectionError) and away[0], limit=3)
+    for held_call in (call("a"), call("b", ConnectionError("away")), call("c")):
+        held.hold(held_call)
+    assert await held.replay() == 1 and ran == ["a"] and len(held) == 2  # b met the outage again: b, c stay
+    away[0] = False
+    held.hold(call("d", ValueError("the plugin's own bug")))
+    held.hold(call("e"))  # a fourth: over the limit, the oldest (b) is dropped
+    assert "plugin plugin-b's ledger_posted dropped" in caplog.text
+    assert await held.replay() == 2 and ran == ["a", "c", "e"] and not held
+    assert "plugin plugin-d failed in hook ledger_posted, called again" in caplog.text
+    held.hold(call("f"))
+    await held.close()
+    assert "plugin plugin-f in hook ledger_posted was held while the database was away and is lost" in caplog.text
+    assert not held
