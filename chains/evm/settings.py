@@ -26,8 +26,8 @@ PLUGIN_NAME = "evm"
 REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
-    "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei",
-    "contracts",
+    "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent",
+    "priority_fee_wei", "contracts",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0

@@ -14,8 +14,8 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ...api import (
-    Config, ConfigError, NETWORKS, checked_block, int_setting, lag_setting, node_name, node_urls_setting, quorum_setting,
-    seconds_setting, text_setting,
+    Config, ConfigError, NETWORKS, checked_block, int_setting, lag_setting, node_name, node_urls_setting,
+    quorum_setting, seconds_setting, text_setting,
 )
 from .publisher import is_zmq_url
 

@@ -53,7 +53,7 @@ class HeldEvents:
         self._absorbs = absorbs
         self._calls: deque[HeldCall] = deque()
         self._limit = limit
-        self._replay: asyncio.Task[None] | None = None
+        self._replay: asyncio.Task[int] | None = None
 
     def __len__(self) -> int:
         return len(self._calls)
