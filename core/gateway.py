@@ -91,7 +91,7 @@ class Gateway:
     def __post_init__(self) -> None:
         self.stop = Stop(self.config.server.drain_seconds)
         self.db_outage = DatabaseOutage(self.metrics.database_error, self.metrics.database_up.set)
-        self.held_events = HeldEvents(self.db_outage.absorb)
+        self.held_events = HeldEvents(self.db_outage.absorb, self.metrics.event_hooks_held.set)
         self.db_outage.when_back(self.held_events.database_back)
 
     def now(self) -> int:

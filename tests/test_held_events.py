@@ -66,6 +66,7 @@ async def held_then_delivered(client: Any, gateway: Any, merchant_id: str, take_
         await gateway.emit("ledger_posted", transaction={"reference": "held-posting-1"})
         assert (enqueuing.tries, quiet.calls, len(gateway.held_events)) == (1, 1, 1)
         assert gateway.db_outage.down
+        assert "orbchain_event_hooks_held 1.0" in gateway.metrics.exposition().decode()
     finally:
         await bring_back()
 
@@ -78,6 +79,7 @@ async def held_then_delivered(client: Any, gateway: Any, merchant_id: str, take_
 
     await until(in_the_outbox, "the held hook call went through")
     assert enqueuing.tries >= 2 and quiet.calls == 1  # called again, only the one that met the outage
+    assert "orbchain_event_hooks_held 0.0" in gateway.metrics.exposition().decode()
     row = await gateway.db.fetch_one("SELECT merchant_id, event_type FROM webhook_events WHERE logical_key"
                                      " = 'held-posting-1'")
     assert (row["merchant_id"], row["event_type"]) == (merchant_id, "payment.paid")
@@ -132,10 +134,12 @@ async def test_held_calls_go_again_in_order_stop_at_the_next_outage_and_are_name
             ran.append(what)
         return HeldCall(f"plugin-{name}", "ledger_posted", function, {"what": name})
 
-    held = HeldEvents(lambda exc, where: isinstance(exc, ConnectionError) and away[0], limit=3)
+    shown: list[int] = []
+    held = HeldEvents(lambda exc, where: isinstance(exc, ConnectionError) and away[0], shown.append, limit=3)
     for held_call in (call("a"), call("b", ConnectionError("away")), call("c")):
         held.hold(held_call)
     assert await held.replay() == 1 and ran == ["a"] and len(held) == 2  # b met the outage again: b, c stay
+    assert shown == [1, 2, 3, 2]  # the gauge orbchain_event_hooks_held
     away[0] = False
     held.hold(call("d", ValueError("the plugin's own bug")))
     held.hold(call("e"))  # a fourth: over the limit, the oldest (b) is dropped

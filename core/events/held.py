@@ -49,8 +49,10 @@ class HeldCall:
 class HeldEvents:
     """This process's held hook calls; ``absorbs(exc, where)`` is the outage's ``absorb``."""
 
-    def __init__(self, absorbs: Callable[[BaseException, str], bool], limit: int = MAX_HELD) -> None:
+    def __init__(self, absorbs: Callable[[BaseException, str], bool], shown: Callable[[int], None] = lambda n: None,
+                 limit: int = MAX_HELD) -> None:
         self._absorbs = absorbs
+        self._shown = shown  # the gauge orbchain_event_hooks_held
         self._calls: deque[HeldCall] = deque()
         self._limit = limit
         self._replay: asyncio.Task[int] | None = None
@@ -64,6 +66,7 @@ class HeldEvents:
             log.error("held event hook calls over %d: plugin %s's %s dropped", self._limit, lost.plugin,
                       lost.hook_name)
         self._calls.append(call)
+        self._shown(len(self._calls))
         log.warning("plugin %s in hook %s met the database away: held, called again once it is back",
                     call.plugin, call.hook_name)
 
@@ -92,6 +95,7 @@ class HeldEvents:
             else:
                 done += 1
             self._calls.popleft()
+            self._shown(len(self._calls))
         if done:
             log.info("%d held event hook call(s) went through now that the database is back", done)
         return done
@@ -104,3 +108,4 @@ class HeldEvents:
             log.error("plugin %s in hook %s was held while the database was away and is lost with this"
                       " process's stop", call.plugin, call.hook_name)
         self._calls.clear()
+        self._shown(0)
