@@ -26,6 +26,7 @@ from .infra.db import Database
 from .events.outbox import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
 from .infra.db_faults import DatabaseOutage
+from .events.held import HeldEvents
 from .infra.metrics import Metrics
 from .infra.migrate import MigrationRegistry
 from .contract.plugin_identity import check_declarations, hold_unconfigured
@@ -84,10 +85,14 @@ class Gateway:
     stop: Stop = field(init=False)
     # The database being away, as this process met it (core/infra/db_faults.py): 503s, one log line, counters.
     db_outage: DatabaseOutage = field(init=False)
+    # Event hook calls that met the database away, called again once it is back (core/events/held.py).
+    held_events: HeldEvents = field(init=False)
 
     def __post_init__(self) -> None:
         self.stop = Stop(self.config.server.drain_seconds)
         self.db_outage = DatabaseOutage(self.metrics.database_error, self.metrics.database_up.set)
+        self.held_events = HeldEvents(self.db_outage.absorb, self.metrics.event_hooks_held.set)
+        self.db_outage.when_back(self.held_events.database_back)
 
     def now(self) -> int:
         """Unix seconds; tests replace ``clock`` to move time."""

@@ -69,6 +69,8 @@ class Service:
     process: subprocess.Popen
     rpc: Rpc
     log: Path
+    args: list[str]  # how it was started: ``restart`` starts it again with them
+    workdir: Path
 
 
 @dataclass
@@ -154,15 +156,21 @@ def _start(name: str, args: list[str], workdir: Path, port: int, probe: str) -> 
     if shutil.which(args[0]) is None:
         pytest.fail(f"{args[0]} is not installed: run scripts/ensure_monero.sh (make test does)", pytrace=False)
     log = workdir / f"{name}.out"
-    with log.open("wb") as out:
+    with log.open("ab") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=workdir)
-    service = Service(name, process, Rpc(port), log)
+    service = Service(name, process, Rpc(port), log, args, workdir)
     try:
         _wait(service, probe)
     except BaseException:
         stop(service)
         raise
     return service
+
+
+def restart(service: Service, probe: str = "get_info") -> Service:
+    """``service`` started again with the same arguments (ports, data directory), once it answers."""
+    port = int(service.rpc.url.rsplit(":", 1)[1])
+    return _start(service.name, service.args, service.workdir, port, probe)
 
 
 def stop(service: Service) -> None:
@@ -177,13 +185,29 @@ def stop(service: Service) -> None:
             service.process.wait(timeout=10)
 
 
-def start_daemon(root: Path, zmq_pub_url: str) -> Service:
+def start_daemon(root: Path, zmq_pub_url: str | None, *, name: str = "monerod", p2p_port: int | None = None,
+                 peers: tuple[int, ...] = ()) -> Service:
+    """A regtest monerod: ``--offline`` alone, or talking P2P only to the local ``peers`` (their P2P ports),
+    which is how a second node follows the first one's chain (``--add-exclusive-node``: no seed node, no DNS)."""
     port = free_port()
-    args = [DAEMON, f"--zmq-pub={zmq_pub_url}", "--regtest", "--offline", "--fixed-difficulty", "1", "--no-igd", "--non-interactive",
-            f"--data-dir={root / 'monerod'}", "--rpc-bind-ip=127.0.0.1", f"--rpc-bind-port={port}",
-            f"--p2p-bind-port={free_port()}", f"--zmq-rpc-bind-port={free_port()}", "--log-level=0",
-            f"--log-file={root / 'monerod.log'}"]
-    return _start("monerod", args, root, port, "get_info")
+    network = [f"--add-exclusive-node=127.0.0.1:{peer}" for peer in peers] + [
+        "--p2p-bind-ip=127.0.0.1", "--allow-local-ip", "--disable-dns-checkpoints", "--check-updates=disabled",
+    ] if peers else ["--offline"]
+    args = [DAEMON, *([f"--zmq-pub={zmq_pub_url}"] if zmq_pub_url else []), "--regtest", *network,
+            "--fixed-difficulty", "1", "--no-igd", "--non-interactive",
+            f"--data-dir={root / name}", "--rpc-bind-ip=127.0.0.1", f"--rpc-bind-port={port}",
+            f"--p2p-bind-port={p2p_port or free_port()}", f"--zmq-rpc-bind-port={free_port()}", "--log-level=0",
+            f"--log-file={root / (name + '.log')}"]
+    return _start(name, args, root, port, "get_info")
+
+
+def _until_synchronized(daemon: Service, seconds: float = 120) -> None:
+    """A monerod that is not ``--offline`` mines (``generateblocks``) only once it met a peer and synced."""
+    deadline = time.monotonic() + seconds
+    while not daemon.rpc.call("get_info")["synchronized"]:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{daemon.name} met no peer within {seconds} s")
+        time.sleep(0.2)
 
 
 def start_wallet_rpc(root: Path, name: str, daemon_port: int) -> Service:
@@ -211,11 +235,14 @@ def _view_only(wallet: Rpc) -> None:
     raise AssertionError("the gateway's wallet must be view-only")
 
 
-def start_regtest(root: Path) -> MoneroRegtest:
+def start_regtest(root: Path, *, p2p_port: int | None = None, peers: tuple[int, ...] = ()) -> MoneroRegtest:
+    """The node, the two wallets and spendable coins; ``p2p_port``/``peers`` as ``start_daemon``'s."""
     zmq_pub_url = f"tcp://127.0.0.1:{free_port()}"
-    daemon = start_daemon(root, zmq_pub_url)
+    daemon = start_daemon(root, zmq_pub_url, p2p_port=p2p_port, peers=peers)
     started = [daemon]
     try:
+        if peers:
+            _until_synchronized(daemon)
         port = int(daemon.rpc.url.rsplit(":", 1)[1])
         gateway_wallet = start_wallet_rpc(root, "gateway-wallet", port)
         started.append(gateway_wallet)

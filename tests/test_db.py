@@ -544,19 +544,21 @@ async def test_disconnect_closes_connections_still_in_use_and_opens_none_after(d
     before = set(threading.enumerate())
     db = Database(db_url)
     await db.connect()
-    holding, never = asyncio.Event(), asyncio.Event()
+    holding = {write: asyncio.Event() for write in (False, True)}
+    never = asyncio.Event()
 
     async def job(write: bool) -> None:
         async with db.transaction() if write else db.connection():
             if write:
                 await db.execute("CREATE TABLE t_stop (id INTEGER PRIMARY KEY)")
             await db.fetch_val("SELECT 1")
-            holding.set()
+            holding[write].set()
             await never.wait()
 
     jobs = [asyncio.create_task(job(write)) for write in (False, True)]
-    await holding.wait()
-    await asyncio.sleep(0.05)  # the second job too reached its wait (or the writer lock: it holds one either way)
+    # Both jobs hold their connection (the writer's transaction too) when the database closes: waited for, not
+    # slept on, since a loaded machine may take longer than any sleep to run the CREATE TABLE in SQLite's thread.
+    await asyncio.wait_for(asyncio.gather(*(event.wait() for event in holding.values())), 30)
     await asyncio.wait_for(db.disconnect(), 30)  # before: PostgreSQL waited here for ever
     threads = [t for t in threading.enumerate() if t not in before and "_connection_worker_thread" in t.name]
     for thread in threads:

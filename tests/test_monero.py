@@ -63,10 +63,11 @@ class Shop:
         return {b["coin"]: b["amount"] for b in body["data"]["balances"]}
 
 
-async def open_xmr_shop(make_client, make_config, regtest, **block) -> Shop:
-    """A gateway on the regtest node and wallet (``block`` adds to ``[plugin.monero]``), scanned to the tip."""
+async def open_xmr_shop(make_client, make_config, regtest, config: dict | None = None, **block) -> Shop:
+    """A gateway on the regtest node and wallet (``block`` adds to ``[plugin.monero]``, ``config`` other
+    sections), scanned to the tip."""
     client = await make_client(make_config(scheduler={"enabled": False},
-                                           plugin={"monero": regtest.plugin_block(**block)}))
+                                           plugin={"monero": regtest.plugin_block(**block)}, **(config or {})))
     merchant = await signup(client)
     gateway = client.app[GATEWAY]
     # default_settlement_coin is set by the swaps plugin's settings; straight into the row here.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 import pytest
 
@@ -248,3 +249,48 @@ def test_every_chain_takes_one_url_or_a_list_and_a_quorum(plugin, make_config):
         _chain_settings(make_config, plugin, {**base, key: urls, "quorum": 4})
     with pytest.raises(ConfigError, match=f"'plugin.{plugin}.*{key}'"):
         _chain_settings(make_config, plugin, {**base, key: ["http://10.0.0.1:1", "ftp://10.0.0.2"]})
+
+
+# -- how far a node may lag before it is "behind": per chain, a default each ---------------------------------------
+
+LAG_DEFAULTS = {"bitcoin": 4, "evm": 5, "tron": 5, "solana": 150, "monero": 2}  # bitcoin's block here is LTC's
+
+
+@pytest.mark.parametrize("plugin", sorted(CHAINS))
+def test_every_chain_takes_node_lag_blocks_with_its_own_default(plugin, make_config):
+    base, key, _ = CHAINS[plugin]
+    block = {**base, key: ["http://10.0.0.1:1", "http://10.0.0.2:1"]}
+    assert _chain_settings(make_config, plugin, block).node_lag_blocks == LAG_DEFAULTS[plugin]
+    assert _chain_settings(make_config, plugin, {**block, "node_lag_blocks": 0}).node_lag_blocks == 0
+    assert _chain_settings(make_config, plugin, {**block, "node_lag_blocks": 40}).node_lag_blocks == 40
+    for bad in (-1, "many", 2.5, True):
+        with pytest.raises(ConfigError, match=rf"'plugin\.{plugin}\.((LTC|ethereum)\.)?node_lag_blocks' must be an integer >= 0,"
+                                              rf" got {bad!r}"):
+            _chain_settings(make_config, plugin, {**block, "node_lag_blocks": bad})
+
+
+async def test_node_lag_blocks_is_what_marks_a_node_behind():
+    """The same node three blocks below the agreed tip: up with a lag of 3, behind with 2."""
+    for lag, state in ((3, "up"), (2, "behind")):
+        adapter, nodes, _ = make([HONEST, HONEST, HONEST], lag_blocks=lag)
+        nodes[2].chain = HONEST[:1]  # its tip is block 0, the agreed tip block 3
+        assert await adapter.tip() == BlockRef(3, "a3")
+        assert states(adapter) == ["up", "up", state]
+
+
+def test_config_check_names_a_bad_node_lag_blocks(tmp_path, monkeypatch, capsys):
+    """An operator's typo stops ``orbchain config check`` with the key and what it must be, not a traceback."""
+    from orbchain.cli import main
+
+    for name in [n for n in os.environ if n.startswith("ORBCHAIN_")]:
+        monkeypatch.delenv(name)
+    path = tmp_path / "orbchain.toml"
+    base = (f'[server]\ndata_dir = "{tmp_path}"\nenvironment = "development"\n\n'
+            '[plugin.monero]\ndaemon_url = ["http://10.0.0.1:18081", "http://10.0.0.2:18081"]\n'
+            'wallet_rpc_url = "http://10.0.0.3:18083"\nnetwork = "regtest"\n')
+    path.write_text(base + 'node_lag_blocks = "two"\n')
+    assert main(["--config", str(path), "config", "check"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "orbchain: config key 'plugin.monero.node_lag_blocks' must be an integer >= 0, got 'two'")
+    path.write_text(base + "node_lag_blocks = 3\n")
+    assert main(["--config", str(path), "config", "check"]) == 0

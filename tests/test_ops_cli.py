@@ -181,6 +181,9 @@ async def test_config_check_and_doctor_give_one_verdict_and_need_a_chain_in_prod
     assert await orbchain(str(path), "config", "check") == 1
     checked = capsys.readouterr().out
     assert "FAIL chains: no chain adapter: no payment can be received" in checked
+    # Which database, and on PostgreSQL whether a direct_url is set (tests/test_pgbouncer.py: one that is).
+    assert (f"OK   database urls: url {db_url} (SQLite: no direct_url)" if db_url.startswith("sqlite") else
+            f"OK   database urls: url {db_url}; direct_url not set ([database] direct_url") in checked
     assert checked.strip().endswith("not checked here: run `orbchain doctor`)")
     assert await orbchain(str(path), "doctor") == 1
     doctor = capsys.readouterr().out

@@ -249,3 +249,51 @@ async def test_a_wake_signal_crosses_processes_through_the_direct_sessions(make_
     b.app[GATEWAY].signals.subscribe("wake", lambda name: heard.set() if name == "pgbouncer.probe" else None)
     a.app[GATEWAY].signals.publish("wake", "pgbouncer.probe")
     await asyncio.wait_for(heard.wait(), HANG_SECONDS)
+
+
+async def test_doctor_and_config_check_show_the_direct_url_and_doctor_checks_it(
+        pgbouncer, database, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """Issue 33's gap: behind PgBouncer the operator sees both URLs (passwords hidden) in ``config check`` and
+    ``doctor``, and ``doctor`` fails a direct_url that does not connect or is a transaction pooler too."""
+    from orbchain.cli import main
+    from .support import free_port
+
+    for name in [n for n in os.environ if n.startswith("ORBCHAIN_")]:
+        monkeypatch.delenv(name)
+    secret = "direct-s3cret"  # trust auth: sent by nobody, but never printed either
+    pooled = pgbouncer.url(database).replace("postgres@", f"postgres:{secret}@")
+    direct = pgbouncer.direct(database).replace("postgres@", f"postgres:{secret}@")
+
+    def shown(url: str) -> str:
+        return url.replace(f":{secret}@", ":***@")
+
+    async def run(direct_url: str, *argv: str) -> tuple[int, str]:
+        path = tmp_path / "orbchain.toml"
+        path.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\nenvironment = "development"\n\n'
+                        f'[database]\nurl = "{pooled}"\ndirect_url = "{direct_url}"\n')
+        code = await asyncio.to_thread(main, ["--config", str(path), *argv])
+        out = capsys.readouterr().out
+        assert secret not in out
+        return code, out
+
+    assert (await run(direct, "migrate"))[0] == 0
+    code, out = await run(direct, "config", "check")
+    assert code == 0, out
+    assert (f"OK   database urls: url {shown(pooled)}; direct_url {shown(direct)} ([database] direct_url,"
+            " env ORBCHAIN_DATABASE_DIRECT_URL)") in out
+    code, out = await run(direct, "doctor")
+    assert code == 0, out
+    assert f"direct_url {shown(direct)}" in out
+    assert "OK   direct_url: connects and keeps its session" in out
+
+    code, out = await run(pooled, "config", "check")  # the config alone cannot tell a pooler: it shows where
+    assert code == 0 and f"direct_url {shown(pooled)}" in out, out
+    code, out = await run(pooled, "doctor")
+    assert code == 1, out
+    assert "FAIL direct_url: goes through a transaction pooler: PgBouncer's pool_mode = transaction" in out
+    assert "FAIL database: cannot connect (config key 'database.direct_url' goes through a transaction pooler" in out
+
+    nowhere = f"postgresql+asyncpg://postgres:{secret}@127.0.0.1:{free_port()}/{database}"
+    code, out = await run(nowhere, "doctor")
+    assert code == 1, out
+    assert "FAIL direct_url: cannot connect (unreachable: connection refused)" in out

@@ -88,6 +88,7 @@ async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
     await call_event(gateway.pm, "gateway_started", gateway=gateway)
     yield
     await call_event(gateway.pm, "gateway_stopping", gateway=gateway)
+    await gateway.held_events.close()
 
 
 async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:

@@ -43,7 +43,6 @@ log = logging.getLogger(__name__)
 LEGACY_GETBLOCK_ERRORS = (-1, -3)
 
 MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
-LAG_BLOCKS = 2  # a node this many blocks below the agreed tip is "behind" (failover prefers the others)
 
 
 class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
@@ -68,7 +67,7 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
             lambda url: rpc or NodeRpc(url, user=settings.rpc_user, password=settings.rpc_password,
                                        cookie_file=settings.rpc_cookie_file, timeout=settings.rpc_timeout_seconds,
                                        label=label),
-            quorum=settings.quorum if rpc is None else 1, lag_blocks=LAG_BLOCKS,
+            quorum=settings.quorum if rpc is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.rpc_timeout_seconds)
         self.rpc = self.nodes.client()
         # txid -> our transfers in it (often none); only txids still in the mempool are kept.

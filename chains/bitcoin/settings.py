@@ -34,7 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 from urllib.parse import SplitResult, urlsplit
 
-from ...api import Config, ConfigError, int_setting, node_name, node_urls_setting, quorum_setting, seconds_setting
+from ...api import (
+    Config, ConfigError, int_setting, lag_setting, node_name, node_urls_setting, quorum_setting, seconds_setting,
+)
 
 PLUGIN_NAME = "bitcoin"
 NETWORKS = ("mainnet", "testnet", "regtest")
@@ -51,19 +53,20 @@ class CoinSpec:
     change_min_sat: int  # smaller change is left to the miner (above every dust limit)
     default_fallback_sat_per_vbyte: int
     node: str  # for messages and docs
+    node_lag_blocks: int = 2  # a node this many blocks below the agreed tip is "behind" (about 20 minutes on BTC)
 
 
 COIN_SPECS: Mapping[str, CoinSpec] = {
     "BTC": CoinSpec("BTC", "bitcoin", "btc", "p2wpkh", 1_000, 10, "Bitcoin Core"),
     # Litecoin's dust relay fee is ten times Bitcoin's.
-    "LTC": CoinSpec("LTC", "litecoin", "ltc", "p2wpkh", 10_000, 10, "Litecoin Core"),
+    "LTC": CoinSpec("LTC", "litecoin", "ltc", "p2wpkh", 10_000, 10, "Litecoin Core", node_lag_blocks=4),
     # Dogecoin Core's soft dust limit is 0.01 DOGE and its fees are per-kB high.
-    "DOGE": CoinSpec("DOGE", "dogecoin", "doge", "p2pkh", 1_000_000, 1_000, "Dogecoin Core"),
+    "DOGE": CoinSpec("DOGE", "dogecoin", "doge", "p2pkh", 1_000_000, 1_000, "Dogecoin Core", node_lag_blocks=10),
 }
 
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum")
+        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks")
 ZMQ_SCHEMES = ("tcp", "ipc")
 
 
@@ -84,6 +87,7 @@ class CoinSettings:
     p2p: tuple[str, int] | None = None  # (host, port) of the node's P2P listener
     zmq: Mapping[str, str] = field(default_factory=dict)  # ZMQ topic ("rawtx", "hashblock") -> endpoint
     quorum: int = 1  # nodes that must agree on a block
+    node_lag_blocks: int = 2  # blocks below the agreed tip before a node is "behind"
 
     @property
     def push(self) -> bool:
@@ -166,6 +170,7 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
             f"config key '{_key(symbol, 'network')}' must be one of {', '.join(NETWORKS)}, got {network!r}")
     return CoinSettings(
         spec=spec, rpc_urls=urls, quorum=quorum_setting(block, _key(symbol), len(urls)), rpc_user=user,
+        node_lag_blocks=lag_setting(block, _key(symbol), spec.node_lag_blocks),
         rpc_password=password, rpc_cookie_file=cookie, network=network,
         fee_fallback_sat_per_vbyte=int_setting(block, _key(symbol), "fee_fallback_sat_per_vbyte",
                                                spec.default_fallback_sat_per_vbyte, minimum=1),

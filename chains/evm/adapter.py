@@ -50,7 +50,6 @@ if TYPE_CHECKING:  # pragma: no cover
 NEW_HEADS = Subscription("eth_subscribe", "eth_subscription", "eth_unsubscribe", ("newHeads",))
 
 
-LAG_BLOCKS = 5  # a node this many blocks below the agreed tip is "behind" (failover prefers the others)
 
 
 class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
@@ -77,7 +76,7 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
         self.nodes: NodeSet[JsonRpc] = NodeSet(
             self.name, settings.rpc_url if rpc is None else getattr(rpc, "url", "http://node"),
             lambda url: rpc or JsonRpc(url, timeout=settings.timeout_seconds),
-            quorum=settings.quorum if rpc is None else 1, lag_blocks=LAG_BLOCKS,
+            quorum=settings.quorum if rpc is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.timeout_seconds)
         self.rpc = self.nodes.client()
         self.txs = TxStore(gateway, settings.chain, settings.chain_id, self.rpc,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, node_urls_setting, quorum_setting, seconds_setting
+from ...api import ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting
 from ..contracts import read_contracts
 from ..subscription import is_ws_url
 from .coins import COINS
@@ -26,14 +26,15 @@ PLUGIN_NAME = "evm"
 REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
-    "timeout_seconds", "ws_url", "quorum", "sweep", "sweep_seconds", "gas_margin_percent", "priority_fee_wei",
-    "contracts",
+    "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent",
+    "priority_fee_wei", "contracts",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_GAS_MARGIN_PERCENT = 20
+DEFAULT_NODE_LAG_BLOCKS = 5  # a node this many blocks below the agreed tip is "behind" (a minute on Ethereum)
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,7 @@ class ChainSettings:
     priority_fee_wei: int | None = None  # None: ask the node (eth_maxPriorityFeePerGas)
     contracts: Mapping[str, str] = field(default_factory=dict)  # symbol -> contract overrides
     quorum: int = 1  # nodes that must agree on a block
+    node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
 
 
 def _key(chain: str, name: str | None = None) -> str:
@@ -89,6 +91,7 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         chain=chain,
         rpc_url=urls,
         quorum=quorum_setting(block, _key(chain), len(urls)),
+        node_lag_blocks=lag_setting(block, _key(chain), DEFAULT_NODE_LAG_BLOCKS),
         chain_id=chain_id,
         payout_confirmations=int_setting(block, _key(chain), "payout_confirmations", 1, minimum=1),
         scan_seconds=seconds_setting(block, _key(chain), "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),

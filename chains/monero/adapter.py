@@ -40,7 +40,6 @@ log = logging.getLogger(__name__)
 
 CHAIN = "monero"
 SYMBOL = "XMR"
-LAG_BLOCKS = 2  # a monerod this many blocks below the agreed tip is "behind"
 
 
 class MoneroAdapter(NodeQuorum, ChainAdapter):
@@ -61,7 +60,7 @@ class MoneroAdapter(NodeQuorum, ChainAdapter):
             CHAIN, settings.daemon_url,
             lambda url: MoneroRpc(url, user=settings.daemon_user, password=settings.daemon_password,
                                   timeout=settings.rpc_timeout_seconds, what="monerod"),
-            quorum=settings.quorum, lag_blocks=LAG_BLOCKS, answer_seconds=settings.rpc_timeout_seconds)
+            quorum=settings.quorum, lag_blocks=settings.node_lag_blocks, answer_seconds=settings.rpc_timeout_seconds)
         self.daemon = self.nodes.client()
         self.wallet = MoneroRpc(settings.wallet_rpc_url, user=settings.wallet_rpc_user,
                                 password=settings.wallet_rpc_password, timeout=settings.rpc_timeout_seconds,

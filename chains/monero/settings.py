@@ -14,15 +14,16 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ...api import (
-    Config, ConfigError, NETWORKS, checked_block, int_setting, node_name, node_urls_setting, quorum_setting,
-    seconds_setting, text_setting,
+    Config, ConfigError, NETWORKS, checked_block, int_setting, lag_setting, node_name, node_urls_setting,
+    quorum_setting, seconds_setting, text_setting,
 )
 from .publisher import is_zmq_url
 
 PLUGIN_NAME = "monero"
 KEYS = ("daemon_url", "daemon_user", "daemon_password", "wallet_rpc_url", "wallet_rpc_user", "wallet_rpc_password",
         "network", "account_index", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "zmq_pub_url", "quorum")
+        "zmq_pub_url", "quorum", "node_lag_blocks")
+DEFAULT_NODE_LAG_BLOCKS = 2  # a monerod this many blocks (2 min each) below the agreed tip is "behind"
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,7 @@ class MoneroSettings:
     drop_after_seconds: int
     zmq_pub_url: str | None = None  # monerod's --zmq-pub endpoint: push; None polls only
     quorum: int = 1  # monerods that must agree on a block
+    node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
 
     def __repr__(self) -> str:  # never the passwords
         return f"<MoneroSettings {self.network}>"
@@ -94,6 +96,7 @@ def read_settings(config: Config) -> MoneroSettings | None:
             raise ConfigError(f"config key '{_key('daemon_url')}' must be http(s) URLs, got {node_name(url)!r}")
     return MoneroSettings(
         daemon_url=tuple(url.rstrip("/") for url in daemons), quorum=quorum_setting(block, prefix, len(daemons)),
+        node_lag_blocks=lag_setting(block, prefix, DEFAULT_NODE_LAG_BLOCKS),
         daemon_user=daemon_user, daemon_password=daemon_password,
         wallet_rpc_url=_url(block, "wallet_rpc_url", "monero-wallet-rpc, e.g. http://127.0.0.1:18083"),
         wallet_rpc_user=wallet_user, wallet_rpc_password=wallet_password, network=network,

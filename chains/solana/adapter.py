@@ -37,7 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
 
 
-LAG_SLOTS = 150  # a node this many slots (~1 min) below the agreed tip is "behind"
 
 
 class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
@@ -62,7 +61,7 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
         self.nodes: NodeSet[SolanaRpc] = NodeSet(
             self.name, settings.rpc_url if rpc is None else getattr(rpc, "url", "http://node"),
             lambda url: rpc or SolanaRpc(url, headers=settings.headers, timeout=settings.timeout_seconds),
-            quorum=settings.quorum if rpc is None else 1, lag_blocks=LAG_SLOTS,
+            quorum=settings.quorum if rpc is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.timeout_seconds)
         self.rpc = self.nodes.client()
         self.txs = TxStore(gateway, self.rpc, settings.commitment)

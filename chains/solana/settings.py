@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, node_urls_setting, quorum_setting, seconds_setting
+from ...api import ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting
 from ..subscription import is_ws_url
 
 PLUGIN_NAME = "solana"
@@ -26,12 +26,13 @@ COMMITMENTS = ("confirmed", "finalized")  # getBlock refuses "processed"
 KNOWN = (
     "rpc_url", "ws_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
-    "history_max_addresses", "history_pages", "history_page_size", "quorum",
+    "history_max_addresses", "history_pages", "history_page_size", "quorum", "node_lag_blocks",
 )
 MAX_PAGE_SIZE = 1000  # getSignaturesForAddress refuses a larger limit
 DEFAULT_SCAN_SECONDS = 2.0  # a slot is ~400 ms: one scan takes the few slots since the last
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_NODE_LAG_SLOTS = 150  # a node this many slots (~1 min) below the agreed tip is "behind"
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class SolanaSettings:
     history_pages: int = 10  # ... pages of getSignaturesForAddress per address
     history_page_size: int = MAX_PAGE_SIZE
     quorum: int = 1  # nodes that must agree on a block
+    node_lag_blocks: int = DEFAULT_NODE_LAG_SLOTS  # slots, Solana's blocks
 
 
 def _key(name: str | None = None) -> str:
@@ -92,6 +94,7 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
     return SolanaSettings(
         rpc_url=url,
         quorum=quorum_setting(block, prefix, len(url)),
+        node_lag_blocks=lag_setting(block, prefix, DEFAULT_NODE_LAG_SLOTS),
         ws_url=ws_url,
         headers=_headers(block.get("headers", {})),
         commitment=commitment,

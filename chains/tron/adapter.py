@@ -45,7 +45,6 @@ _TOPIC = TRANSFER_TOPIC[2:]
 _WORD = 64
 
 
-LAG_BLOCKS = 5  # a node this many blocks (3 s each) below the agreed tip is "behind"
 
 
 class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
@@ -72,7 +71,7 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
         self.nodes: NodeSet[TronHttp] = NodeSet(
             CHAIN, settings.url if http is None else getattr(http, "url", "http://node"),
             lambda url: http or TronHttp(url, api_key=settings.api_key, timeout=settings.timeout_seconds),
-            quorum=settings.quorum if http is None else 1, lag_blocks=LAG_BLOCKS,
+            quorum=settings.quorum if http is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.timeout_seconds)
         self.http = self.nodes.client()
         self.txs = TxStore(gateway, self.http, expiration_seconds=settings.expiration_seconds)

@@ -19,14 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, node_urls_setting, quorum_setting, seconds_setting
+from ...api import ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting
 from ..contracts import read_contracts
 from .coins import COINS
 
 PLUGIN_NAME = "tron"
 CHAIN = "tron"
 KNOWN = (
-    "quorum",
+    "quorum", "node_lag_blocks",
     "url", "api_key", "network", "contracts", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds", "fee_limit_sun",
     "expiration_seconds",
@@ -38,6 +38,7 @@ BLOCK_SECONDS = 3.0
 DEFAULT_SCAN_SECONDS = BLOCK_SECONDS
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
+DEFAULT_NODE_LAG_BLOCKS = 5  # a node this many blocks (3 s each) below the agreed tip is "behind"
 DEFAULT_FEE_LIMIT_SUN = 50_000_000  # 50 TRX: a first USDT transfer to a new holder burns about a third of it
 DEFAULT_EXPIRATION_SECONDS = 1800
 MAX_EXPIRATION_SECONDS = 86_400  # java-tron refuses an expiration more than 24 h past its head block
@@ -49,6 +50,7 @@ class TronSettings:
 
     url: str | tuple[str, ...] | None = None  # one node, or several (failover, and a quorum on blocks)
     quorum: int = 1  # nodes that must agree on a block
+    node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
     api_key: str | None = None
     network: str = "mainnet"
     contracts: Mapping[str, str] = field(default_factory=dict)
@@ -101,6 +103,7 @@ def read_settings(block: Mapping[str, Any]) -> TronSettings:
         raise ConfigError(f"config key '{_key('drop_after_seconds')}' must exceed expiration_seconds ({expiration})")
     return TronSettings(
         url=url, quorum=quorum_setting(block, prefix, len(url or ("",))), api_key=api_key, network=network,
+        node_lag_blocks=lag_setting(block, prefix, DEFAULT_NODE_LAG_BLOCKS),
         contracts=contracts,
         payout_confirmations=int_setting(block, prefix, "payout_confirmations", 19, minimum=1),
         scan_seconds=seconds_setting(block, prefix, "scan_seconds", DEFAULT_SCAN_SECONDS, maximum=86_400),

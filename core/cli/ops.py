@@ -33,6 +33,7 @@ Work = Callable[["Gateway"], Awaitable[int]]
 # doctor thresholds: TOTP steps are 30 s and JWT expiry is checked to the second.
 CLOCK_WARN_SECONDS, CLOCK_FAIL_SECONDS = 2.0, 30.0
 DISK_WARN_BYTES, DISK_FAIL_BYTES = 1 << 30, 100 << 20
+DIRECT_URL_SECONDS = 10.0  # connecting twice to the direct URL; an unanswered connect is a failure, not a hang
 
 
 def _when(ts: int | None) -> str:
@@ -162,6 +163,7 @@ def static_findings(gateway: "Gateway") -> list[Finding]:
                                         f" {chains} chain adapter(s)")]
     findings.append(chains_finding(chains, config.is_development))
     findings.extend(private_urls_findings(config))
+    findings.append(database_urls_finding(config))
     try:
         load_secrets(config)
         findings.append(Finding("OK", "secrets", "JWT secret, seed and receipt key load"))
@@ -187,6 +189,42 @@ def private_urls_findings(config: Config) -> list[Finding]:
     if config.webhooks.allow_private_urls and not config.is_development:
         return [Finding("WARN", "webhooks", PRIVATE_URLS_IN_PRODUCTION)]
     return []
+
+
+def database_urls_finding(config: Config) -> Finding:
+    """Which database URLs the gateway uses, passwords hidden: behind PgBouncer the operator must see that
+    ``direct_url`` is set, and where it points, before anything else goes wrong (issue 33)."""
+    from ..infra.db_urls import redacted_url
+
+    url = redacted_url(config.database_url)
+    if not config.database_url.startswith("postgres"):
+        return Finding("OK", "database urls", f"url {url} (SQLite: no direct_url)")
+    direct = config.database.direct_url
+    where = f"direct_url {redacted_url(direct)}" if direct else "direct_url not set"
+    use = ("queries go through url, LISTEN and the job locks through direct_url" if direct else
+           "url must then keep sessions (PostgreSQL itself or a pool_mode = session pool)")
+    return Finding("OK", "database urls", f"url {url}; {where} ([database] direct_url, env"
+                                          f" ORBCHAIN_DATABASE_DIRECT_URL): {use}")
+
+
+async def direct_url_finding(config: Config) -> Finding | None:
+    """``direct_url`` connects and keeps sessions, judged as at the start (core/infra/pg_sessions.py); None
+    without one. A transaction pooler there would leave job locks and LISTEN on sessions nobody owns."""
+    from ..infra.db_faults import unavailable_cause
+    from ..infra.pg_sessions import POOLER_SETTING, keeps_sessions
+    from ..infra.pg_side import asyncpg_target
+
+    direct = config.database.direct_url
+    if not direct:
+        return None
+    try:
+        keeps = await asyncio.wait_for(keeps_sessions(*asyncpg_target(direct)), DIRECT_URL_SECONDS)
+    except Exception as exc:  # noqa: BLE001 - whatever stops a connection is what the operator must read
+        cause = unavailable_cause(exc) or f"{type(exc).__name__}: {exc}"
+        return Finding("FAIL", "direct_url", f"cannot connect ({cause})")
+    if not keeps:
+        return Finding("FAIL", "direct_url", f"goes through a transaction pooler: {POOLER_SETTING}")
+    return Finding("OK", "direct_url", "connects and keeps its session (PostgreSQL itself or a session pool)")
 
 
 def chains_finding(chains: int, development: bool) -> Finding:
@@ -219,6 +257,9 @@ async def doctor_findings(gateway: "Gateway") -> list[Finding]:
         findings.append(clock_finding(skew))
         if not pending:
             findings.append(await restore_finding(gateway))
+    direct = await direct_url_finding(config)
+    if direct is not None:
+        findings.append(direct)
     for chain in readiness.chains:
         if not chain.reachable:
             findings.append(Finding("FAIL", f"chain {chain.chain}", f"node unreachable ({chain.error})"))
@@ -242,10 +283,31 @@ def report(findings: list[Finding], after: str = "") -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    async def work(gw: "Gateway") -> int:
-        return report(await doctor_findings(gw))
+    from ..infra.db_faults import unavailable_cause
+    from ..startup import build_gateway
 
-    return _run(args, work)
+    gateway = build_gateway(config_from_args(args))
+
+    async def run() -> int:
+        try:
+            await gateway.db.connect()
+        except Exception as exc:
+            # The start's own refusal (a pooler where a session is needed) or no database at all: one line
+            # among the others, so the operator reads every finding in one pass.
+            cause = str(exc) if isinstance(exc, ConfigError) else unavailable_cause(exc)
+            if cause is None:
+                raise
+            await gateway.close_chains()
+            direct = await direct_url_finding(gateway.config)
+            return report([*static_findings(gateway), Finding("FAIL", "database", f"cannot connect ({cause})"),
+                           *([direct] if direct else []), disk_finding(gateway.config.data_dir)])
+        try:
+            return report(await doctor_findings(gateway))
+        finally:
+            await gateway.close_chains()
+            await gateway.db.disconnect()
+
+    return asyncio.run(run())
 
 
 def cmd_config_check(args: argparse.Namespace) -> int:

@@ -72,6 +72,18 @@ def node_urls_setting(block: Mapping[str, Any], prefix: str, name: str) -> tuple
     return tuple(urls)
 
 
+LAG_KEY = "node_lag_blocks"
+
+
+def lag_setting(block: Mapping[str, Any], prefix: str, default: int) -> int:
+    """``node_lag_blocks``: how far below the agreed tip a node may be before it is "behind".
+
+    Per chain because block times differ (2 on Bitcoin's ten minutes, 150 of
+    Solana's 0.4 s slots); the chain passes its own default. 0 marks any lag.
+    """
+    return int_setting(block, prefix, LAG_KEY, default, minimum=0)
+
+
 def quorum_setting(block: Mapping[str, Any], prefix: str, nodes: int) -> int:
     """``quorum``: how many nodes must agree; default a majority of the configured nodes (1 of 1, 2 of 2 or 3)."""
     quorum = int_setting(block, prefix, "quorum", nodes // 2 + 1, minimum=1)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Collection, Iterable, Sequence, TypeVar
 import pluggy
 
 from . import hookspecs
+from ..events.held import HeldCall
 from .hook_aliases import AliasingPluginManager
 from ..infra.config import ConfigError
 from .registries import HookspecRegistry
@@ -162,6 +163,10 @@ async def call_event_impls(impls: Sequence[Any], hook_name: str, **kwargs: Any) 
             outage = getattr(gateway, "db_outage", None)
             if outage is None or not outage.absorb(exc, f"plugin {impl.plugin_name} in hook {hook_name}"):
                 log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
+            else:  # the database was away: this implementation is called again once it is back
+                assert gateway is not None, "an outage is only met through a gateway"
+                gateway.held_events.hold(HeldCall(impl.plugin_name, hook_name, impl.function,
+                                                  {arg: kwargs[arg] for arg in impl.argnames}))
 
 
 async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str, value: Any, *,

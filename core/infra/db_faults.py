@@ -155,6 +155,11 @@ class DatabaseOutage:
         self.cause: str | None = None
         self.errors = 0  # errors in the current (or last) outage
         self._last_error = float("-inf")  # float ok: a monotonic clock reading
+        self._when_back: list[Callable[[], None]] = []
+
+    def when_back(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` each time an outage ends (held event hook calls go again, core/events/held.py)."""
+        self._when_back.append(listener)
 
     @property
     def down(self) -> bool:
@@ -195,3 +200,5 @@ class DatabaseOutage:
         self._up(True)
         log.warning("%s available again after %.1f s (%s; %d error(s) answered 503)", COMPONENT, seconds,
                     self.cause, self.errors, extra={"component": COMPONENT, "cause": self.cause})
+        for listener in self._when_back:
+            listener()

@@ -42,3 +42,18 @@ def pg_options(url: str) -> tuple[str, dict[str, Any]]:
         options["ssl"] = {"true": True, "false": False}.get(taken["ssl"].lower(), taken["ssl"])
     rest = urlencode([(k, v) for k, v in pairs if k not in taken])
     return urlunsplit(parts._replace(query=rest)), options
+
+
+def redacted_url(url: str) -> str:
+    """``url`` to print (``doctor``, ``config check``): the password, in the userinfo or a ``password``
+    option, shown as ``***``; the user, host, port, database and other options kept, as the operator needs."""
+    parts = urlsplit(url)
+    pairs = parse_qsl(parts.query, keep_blank_values=True)
+    if parts.password is None and not any(k.lower() == "password" for k, _ in pairs):
+        return url  # nothing to hide (and a sqlite:/// URL is printed as written)
+    netloc = parts.netloc
+    if parts.password is not None:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
+    query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
+    return urlunsplit(parts._replace(netloc=netloc, query=query))

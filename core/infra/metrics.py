@@ -153,6 +153,9 @@ class Metrics:
         self.database_up = Gauge("orbchain_database_up", "0 from the first database error of an outage until"
                                  " the database answers again", multiprocess_mode="livemin", registry=registry)
         self.database_up.set(1)
+        self.event_hooks_held = Gauge("orbchain_event_hooks_held", "Plugins' event hook calls that met the"
+                                      " database away, waiting to be called again", multiprocess_mode="livesum",
+                                      registry=registry)
 
     def database_error(self, cause: str) -> None:
         self.database_errors.labels(cause).inc()

@@ -48,7 +48,7 @@ from ..core.contract.chains import (
 )
 
 # Several nodes per chain: failover for every call, and tip/blocks agreed by a quorum of them.
-from ..core.contract.nodes import NodeQuorum, NodeSet, node_name, node_urls_setting, quorum_setting
+from ..core.contract.nodes import NodeQuorum, NodeSet, lag_setting, node_name, node_urls_setting, quorum_setting
 
 # Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
 from ..core.payments.receive import ReceiveTarget
@@ -207,7 +207,7 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "NodeQuorum", "NodeSet", "NodeState", "node_name", "node_urls_setting", "quorum_setting",
+    "NodeQuorum", "NodeSet", "NodeState", "lag_setting", "node_name", "node_urls_setting", "quorum_setting",
     "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
     # signals
     "RESET", "WAKE", "Signals", "scan_job_name",
