@@ -144,7 +144,7 @@ from ..core.contract.pages import (
     MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, PageBranding, PayPageForm, SignInWidget, brand_color,
     logo_url, widget_token,
 )
-from ..core.payments.qr import MAX_QR_DATA, qr_svg
+from ..core.payments.qr import MAX_QR_DATA, qr_data_uri, qr_svg
 from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
@@ -166,7 +166,7 @@ from ..web.routes.pay_events import events_path as pay_events_path
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
 from ..core.infra.maintenance import refuse_in_maintenance
 from ..web.auth import (
-    Principal, bind_principal, dashboard_principal, member_refused, missing_scope, principal_of, requires,
+    EVERYONE, Principal, bind_principal, dashboard_principal, member_refused, missing_scope, principal_of, requires,
 )
 from ..web.edge import text_problem
 from ..web.envelope import data_only, envelope, read_json
@@ -253,14 +253,15 @@ __all__ = [
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
-    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "resources_at",
+    "logo_url", "page_branding_for", "page_security_headers", "qr_data_uri", "qr_svg", "render_page", "resources_at",
     "security_headers",
     "widget_token",
     # payer pages' languages
     "LANGUAGES", "Translatable", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext",
     "page_language", "pgettext", "translate", "using_language",
     # routes
-    "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
+    "EVERYONE", "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only",
+    "envelope",
     "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",
     "principal_of", "rate_class",
     "read_form", "read_json", "bind_principal", "dashboard_principal", "member_refused", "missing_scope",
