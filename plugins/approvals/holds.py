@@ -129,17 +129,20 @@ def _mark(gateway: Any, subject_id: str, state: str, by: str | None):
     return within
 
 
+async def has_own_2fa(gateway: Any, person: Principal) -> bool:
+    """Whether ``person`` (a member, or the holder) has their own two-factor authentication on: approving needs it."""
+    if person.member_id is not None:
+        return await member_totp_enabled(gateway.db, person.merchant_id, person.member_id)
+    merchant = await get_merchant(gateway.db, person.merchant_id)
+    return merchant is not None and bool(merchant["totp_enabled"])
+
+
 async def _check_approver(gateway: Any, hold: Mapping[str, Any], approver: Principal, code: Any) -> None:
     """Someone other than the requester, with two-factor authentication of their own on, and its fresh code."""
     if hold["requested_by"] == approver.requester:
         raise Forbidden(f"a {hold['kind']} needs a second person: its requester cannot approve it",
                         code="self_approval")
-    if approver.member_id is not None:
-        has_2fa = await member_totp_enabled(gateway.db, approver.merchant_id, approver.member_id)
-    else:
-        merchant = await get_merchant(gateway.db, approver.merchant_id)
-        has_2fa = merchant is not None and bool(merchant["totp_enabled"])
-    if not has_2fa:
+    if not await has_own_2fa(gateway, approver):
         raise Forbidden("approving needs your own two-factor authentication: set it up on your Security page first",
                         code="totp_required")
     await verify_second_factor(gateway, approver, code)
