@@ -398,7 +398,8 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
     """Hold a payout for approval: reserved, but not sent until ``approve_held_payout``.
 
     Asked once for every new payout (single, batch item, refund, schedule,
-    auto-withdraw, a plugin's ``request_payout``) inside the transaction that
+    auto-withdraw, a plugin's ``request_payout``; not for one requested with
+    ``holdable=False``, a swap's deposit to its venue) inside the transaction that
     reserved its money, with the merchant row locked (so sums over the
     merchant's payouts are exact). ``requested_by`` names who asked:
     ``"holder"`` (the account holder's session), ``"member:<id>"``,

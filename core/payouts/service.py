@@ -146,6 +146,8 @@ class PayoutRequest:
     key_id: str | None = None
     request_id: str | None = None
     requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a job or plugin
+    # False: one leg of an exchange already under way (a swap's deposit to its venue), never held for approval
+    holdable: bool = True
 
 
 @dataclass(frozen=True)
@@ -254,7 +256,8 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         db, from_account=merchant_available(merchant_id), to_account=payouts_in_flight(route.chain),
         coin=route.coin.symbol, amount=request.amount, reference=f"payout:{row['id']}:reserve",
         kind="payout_reserve", merchant_id=merchant_id)
-    await _hold_if_asked(gateway, await _row(gateway, row["id"]), request.requested_by)
+    if request.holdable:
+        await _hold_if_asked(gateway, await _row(gateway, row["id"]), request.requested_by)
     return PayoutOutcome(await _row(gateway, row["id"]), False, posted)
 
 
