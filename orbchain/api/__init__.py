@@ -105,6 +105,7 @@ from ..core.ledger.ledger_services import (
     available_balance,
     ledger_history,
     reversed_references,
+    usd_price,
     usd_units,
 )
 from ..core.accounts.merchant_services import (
@@ -238,7 +239,8 @@ __all__ = [
     "cached", "check_receivable", "credited_addresses", "credited_outputs", "default_settlement_coin",
     "find_deposit", "find_payment", "fresh_receive_address", "has_standing_address", "ledger_history",
     "merchant_by_account_id", "merchant_record", "payout_statuses", "receivable_coins", "receive_address",
-    "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_units",
+    "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_price",
+    "usd_units",
     # core services: invoices and payouts
     "InvoiceRecord", "PayoutRecord", "create_invoice", "new_track_id", "payout_amount", "payout_destination",
     "request_payout", "approve_held_payout", "reject_held_payout", "approve_held_transfer", "reject_held_transfer",

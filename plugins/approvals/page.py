@@ -35,8 +35,8 @@ async def render(gateway: Any, merchant_id: str, query: Mapping[str, str], princ
     return DashboardView("approvals/approvals.html", {
         "held": held, "me": _who(principal), "policy_on": policy is not None,
         "policy_values": policies.form_values(gateway, policy), "coins": policies.payable_coins(gateway),
-        "may_manage": _may_manage(principal), "own_2fa": await holds.has_own_2fa(gateway, _acting(merchant_id, principal)),
-        "max_expiry": policies.MAX_EXPIRY_HOURS, **shown})
+        "may_manage": _may_manage(principal), "max_expiry": policies.MAX_EXPIRY_HOURS,
+        "own_2fa": await holds.has_own_2fa(gateway, _acting(merchant_id, principal)), **shown})
 
 
 def _acting(merchant_id: str, principal: Principal | None) -> Principal:
