@@ -300,21 +300,21 @@ async def test_the_price_is_read_before_the_reserving_transaction(make_client, m
 
 
 async def test_a_policy_turned_on_after_the_price_was_read_fails_closed(make_client, make_config):
-    """``prepare`` found no policy, so no price was read; the policy appeared before the transaction: the
+    """``quote`` found no policy, so no price was read; the policy appeared before the transaction: the
     payout is held (a threshold compared with an unknown value holds), never sent unchecked."""
     client, merchant, _, gateway = await env(make_client, make_config)
-    real_prepare = holds.prepare
+    real_quote = holds.quote
 
-    async def racing_prepare(gw, merchant_id, coin):
-        answer = await real_prepare(gw, merchant_id, coin)
+    async def racing_quote(gw, merchant_id, coin):
+        answer = await real_quote(gw, merchant_id, coin)
         await set_policy(gw, merchant_id, threshold_BTC="100000")  # so high only "unknown" can hold
         return answer
 
-    holds.prepare = racing_prepare
+    holds.quote = racing_quote
     try:
         status, body = await create(client, merchant, amount="0.001")
     finally:
-        holds.prepare = real_prepare
+        holds.quote = real_quote
     assert status == 200 and body["data"]["awaiting_approval"] is True, body
-    status, body = await create(client, merchant, amount="0.001")  # prepared this time: $60, not held
+    status, body = await create(client, merchant, amount="0.001")  # quote this time: $60, not held
     assert status == 200 and "awaiting_approval" not in body["data"], body

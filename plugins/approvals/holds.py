@@ -1,6 +1,6 @@
 """Which payouts and transfers wait for approval, and approving, rejecting and expiring them.
 
-``prepare`` answers ``prepare_hold`` before that transaction opens: the
+``quote`` answers ``decide_hold_quote`` before that transaction opens: the
 coin's USD price, read (maybe fetched) while no lock is held, so a slow price
 feed never keeps the merchant row locked. ``decide`` answers
 ``decide_payout_hold`` and ``decide_transfer_hold`` with that price,
@@ -61,7 +61,7 @@ async def spent_today(gateway: Any, merchant_id: str, requested_by: str, day: st
     return sum(gateway.db.to_int(row["usd"]) for row in rows if row["subject_id"] not in released)
 
 
-async def prepare(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
+async def quote(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
     """Before the reserving transaction: the coin's USD price when the account has a policy (None: no policy)."""
     if await policies.load(gateway, merchant_id) is None:
         return None
@@ -71,9 +71,9 @@ async def prepare(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
 async def decide(gateway: Any, subject: Subject, requested_by: str | None, price: Any = None) -> bool | None:
     """Hold ``subject`` when it is worth more than its coin's threshold or takes the requester past the day's limit.
 
-    ``price``: ``prepare``'s, read before the transaction; never fetched
-    here. A price the gateway cannot tell (0), or none prepared (the policy
-    was turned on after ``prepare`` looked), holds whatever a threshold or
+    ``price``: ``quote``'s, read before the transaction; never fetched
+    here. A price the gateway cannot tell (0), or no quote (the policy
+    was turned on after ``quote`` looked), holds whatever a threshold or
     limit would have compared: the policy fails closed.
     """
     policy = await policies.load(gateway, subject.merchant_id)
