@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from decimal import Decimal
 
 import pyotp
 
@@ -257,3 +258,63 @@ async def test_approval_and_its_record_commit_together(make_client, make_config)
     assert row["stage"] == HELD and row["status"] == "Confirming" and await in_flight(gateway) == 500_000
     assert await gateway.db.fetch_val("SELECT state FROM approval_holds WHERE ref = :r", {"r": track}) == "awaiting"
     await ledger_clean(gateway)
+
+
+class PriceSpy:
+    """The price service, noting whether each read ran inside a database transaction; after the first read the
+    market 'moves' to 1 USD, so a decision that read the price again would no longer hold $300."""
+
+    def __init__(self, gateway):
+        self.inner, self.gateway, self.inside, self.reads = gateway.services["prices"], gateway, [], 0
+
+    async def price(self, symbol):
+        self.inside.append(self.gateway.db.in_transaction)
+        self.reads += 1
+        return await self.inner.price(symbol) if self.reads == 1 else Decimal(1)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+async def test_the_price_is_read_before_the_reserving_transaction(make_client, make_config):
+    """The policy's price is read before the transaction that locks the merchant (payout, refund, transfer),
+    and the decision uses that read: a price feed that changes (or hangs) afterwards cannot sway or stall it."""
+    client, merchant, devnet, gateway = await env(make_client, make_config, threshold_BTC="100")
+    bob = await signup(client, "bob@example.com")
+    bob_account = (await api(client, "GET", "/dashboard/account", bob.jwt))[1]["data"]["account"]["account_id"]
+    paid = await fund(client, merchant, devnet, amount="0.01")
+    calls = [lambda: create(client, merchant, amount="0.005"),
+             lambda: api(client, "POST", f"/v1/payment/{paid}/refund", merchant.payout_key,
+                         json={"destination": BTC_DEST, "amount": "0.005"}),
+             lambda: api(client, "POST", "/v1/transfer", merchant.merchant_key,
+                         json={"to_account_id": bob_account, "coin": "BTC", "amount": "0.005"})]
+    for call in calls:
+        spy = gateway.services["prices"] = PriceSpy(gateway)
+        status, body = await call()
+        assert status == 200 and body["data"]["awaiting_approval"] is True, body  # $300 at the first read
+        assert spy.inside and not any(spy.inside), spy.inside
+        gateway.services["prices"] = spy.inner
+    usd = await gateway.db.fetch_all("SELECT usd FROM approval_holds ORDER BY created_at")
+    assert [gateway.db.to_int(r["usd"]) for r in usd] == [300 * 10 ** 8] * 3
+    await ledger_clean(gateway)
+
+
+async def test_a_policy_turned_on_after_the_price_was_read_fails_closed(make_client, make_config):
+    """``quote`` found no policy, so no price was read; the policy appeared before the transaction: the
+    payout is held (a threshold compared with an unknown value holds), never sent unchecked."""
+    client, merchant, _, gateway = await env(make_client, make_config)
+    real_quote = holds.quote
+
+    async def racing_quote(gw, merchant_id, coin):
+        answer = await real_quote(gw, merchant_id, coin)
+        await set_policy(gw, merchant_id, threshold_BTC="100000")  # so high only "unknown" can hold
+        return answer
+
+    holds.quote = racing_quote
+    try:
+        status, body = await create(client, merchant, amount="0.001")
+    finally:
+        holds.quote = real_quote
+    assert status == 200 and body["data"]["awaiting_approval"] is True, body
+    status, body = await create(client, merchant, amount="0.001")  # quote this time: $60, not held
+    assert status == 200 and "awaiting_approval" not in body["data"], body

@@ -11,7 +11,7 @@ import html
 
 from orbchain.web.keys import GATEWAY
 
-from .approvals_support import PASSWORD, add_member, member_totp, next_code, set_policy
+from .approvals_support import PASSWORD, add_member, enable_totp, member_totp, next_code, set_policy
 from .dashboard_support import Visitor
 from .test_payouts import create, fund, payout_env, payout_row
 
@@ -93,3 +93,31 @@ async def test_a_member_approves_on_the_page_with_the_code(make_client, make_con
     assert "Failed: rejected by an approver" in await admin.get("/app/payouts")
     activity = await admin.get("/app/activity")
     assert "Approved payout" in activity and "Rejected payout" in activity and "member admin@example.com" in activity
+
+
+async def test_an_approver_without_2fa_is_told_how_to_set_it_up(make_client, make_config):
+    """The page says, in words and with a link to the Security page, that approving needs the approver's *own*
+    2FA (the holder's being on does not count for a member); Home prompts the member too. Once set up, the
+    Approve form is there and the prompts are gone."""
+    client, merchant, devnet = await payout_env(make_client, make_config)
+    gateway = client.app[GATEWAY]
+    await fund(client, merchant, devnet, amount="0.02")
+    await set_policy(gateway, merchant.merchant_id, threshold_BTC="100")
+    track = (await create(client, merchant, amount="0.005"))[1]["data"]["track_id"]
+    await enable_totp(client, gateway, merchant.jwt)  # the holder's 2FA: not the member's
+    await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
+    admin = await signed_in(client, "admin@example.com")
+    page = await admin.get(PAGE)
+    notice = page[page.index('id="approvals-totp"'):]
+    assert "needs your own two-factor authentication" in notice and 'href="/app/security"' in notice
+    assert f'id="approve-{track}"' not in page and "set up your two-factor authentication</a> first" in page
+    assert 'id="home-2fa-prompt"' in await admin.get("/app") and "turn on your own two-factor" in admin.page
+    await admin.get(PAGE)
+    await admin.submit(PAGE, {"action": "approve", "id": track, "totp_code": "123456"}, expect=403)
+    assert "Security page" in admin.page and (await payout_row(gateway, track))["stage"] == "held"
+    await member_totp(gateway, merchant.merchant_id, "admin@example.com")
+    page = await admin.get(PAGE)
+    assert 'id="approvals-totp"' not in page and f'id="approve-{track}"' in page
+    assert 'id="home-2fa-prompt"' not in await admin.get("/app")
+    holder = await signed_in(client, "merchant@example.com", "s3cret-pass")
+    assert 'id="approvals-totp"' not in await holder.get(PAGE)  # the holder's own 2FA is on

@@ -288,3 +288,47 @@ async def test_owner_requires_members_2fa_and_members_without_it_may_only_read(e
     page = await owner.get("/app/activity")
     assert "Members must now use two-factor authentication" in page and "no longer have to" in page
 
+
+
+async def test_a_member_manages_their_own_totp_over_the_json_api(env):
+    """``/dashboard/team/me/mfa/*``: setup, verify and disable like the holder's ``/dashboard/mfa/*``, for the
+    member's own secret; open to a member whom "require 2FA" limited to reading; the holder is sent to theirs."""
+    client, now = env
+    owner = await owner_of(client)
+    await owner.get("/app/team")
+    await owner.submit("/app/team", {"action": "require-2fa", "require_2fa": "on"})
+    await join(client, await invite(owner, FIN, "viewer"))
+    member = bearer(await member_jwt(client, FIN))
+    base = "/dashboard/team/me/mfa"
+    assert (await api(client, "POST", "/dashboard/mfa/setup", member))[0] == 403  # the holder's stay the holder's
+    status, body = await api(client, "POST", f"{base}/verify", member, json={"code": "123456"})
+    assert (status, body["error"]["code"]) == (403, "totp_setup_required"), body
+    status, body = await api(client, "POST", f"{base}/setup", member)
+    assert status == 200 and body["data"]["qr_code"].startswith("data:image/"), body
+    assert FIN.replace("@", "%40") in body["data"]["otpauth_url"]
+    totp = pyotp.TOTP(body["data"]["secret"])
+    wrong = ({"code": other_than(totp.at(now[0]))}, 401)
+    for bad, expected in (wrong, ({"code": "12ab56"}, 400), ({}, 400), ({"code": ["123456"]}, 400)):
+        status, body = await api(client, "POST", f"{base}/verify", member, json=bad)
+        assert status == expected and body["error"]["code" if expected == 401 else "detail"] in (
+            "totp_invalid", {"code": "must be a 6-digit code"}), (bad, body)
+    status, body = await api(client, "POST", f"{base}/verify", member, json={"code": totp.at(now[0])})
+    assert status == 200 and body["data"] == {"ok": True, "totp_enabled": True}
+    gateway = client.app[GATEWAY]
+    holder = await gateway.db.fetch_one("SELECT id, totp_enabled FROM merchants WHERE email = :e", {"e": OWNER})
+    assert not holder["totp_enabled"]  # the member's own, never the holder's
+    assert (await api(client, "POST", f"{base}/setup", member))[0] == 400  # on already: disable first
+    now[0] += 30
+    status, body = await api(client, "POST", "/dashboard/auth/login", {},
+                             json={"email": FIN, "password": PASSWORD, "totp_code": totp.at(now[0])})
+    assert status == 200, body  # their sign-in asks their code now
+    now[0] += 30
+    status, body = await api(client, "POST", f"{base}/disable", member, json={"code": totp.at(now[0])})
+    assert status == 200 and body["data"] == {"ok": True, "totp_enabled": False}
+    assert (await api(client, "POST", "/dashboard/auth/login", {}, json={"email": FIN, "password": PASSWORD}))[0] == 200
+    holder_jwt = bearer(await member_jwt(client, OWNER))
+    status, body = await api(client, "POST", f"{base}/setup", holder_jwt)
+    assert (status, body["error"]["code"]) == (403, "not_a_member") and "/dashboard/mfa/" in body["message"]
+    events = await gateway.db.fetch_all("SELECT kind, actor FROM security_events WHERE actor = :a",
+                                        {"a": f"member {FIN}"})
+    assert {"totp_enabled", "totp_disabled"} <= {e["kind"] for e in events}, events

@@ -671,6 +671,20 @@ async def journey_approvals(c: CheckedClient, shop: Merchant) -> None:
     await approval_policy.remove(gateway, shop.merchant_id)
 
 
+async def journey_member_2fa(c: CheckedClient) -> None:
+    """The teams plugin: the member who just joined turns their own 2FA on and off over JSON."""
+    gateway = c.client.app[GATEWAY]
+    _, body = await c.call("POST", "/dashboard/auth/login", json={"email": "teammate@example.com",
+                                                                  "password": "s3cret-pass"}, expect=200)
+    member = bearer(body["data"]["token"])
+    await c.call("POST", "/dashboard/team/me/mfa/verify", member, json={"code": "12"}, expect=400)
+    _, body = await c.call("POST", "/dashboard/team/me/mfa/setup", member, expect=200)
+    totp = pyotp.TOTP(body["data"]["secret"])
+    await c.call("POST", "/dashboard/team/me/mfa/verify", member, json={"code": totp.at(gateway.now())}, expect=200)
+    advance_clock(gateway, 30)
+    await c.call("POST", "/dashboard/team/me/mfa/disable", member, json={"code": totp.at(gateway.now())}, expect=200)
+
+
 async def journey_webhook_logs(c: CheckedClient, shop: Merchant) -> None:
     await deliver_due(Devnet(c.client).gateway)
     _, body = await c.call("GET", "/dashboard/webhook-logs", shop.jwt, params={"limit": "50"}, expect=200)
@@ -1011,6 +1025,7 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("POST", "/app/team/accept", data={"csrf_token": _csrf(page), "token": invite_token,
                                                    "password": "s3cret-pass", "password_confirm": "s3cret-pass"},
                  expect=303)
+    await journey_member_2fa(c)
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
                  "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
         await c.call("GET", path, expect=200)

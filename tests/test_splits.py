@@ -15,6 +15,7 @@ from orbchain.core.payouts import worker
 from orbchain.plugins.splits import release_pending
 from orbchain.plugins.splits.credit import payouts_account
 
+from .approvals_support import add_member, approve, member_totp, next_code, reject, set_policy
 from .support import Devnet, api, fill_backlog, signup
 
 DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
@@ -285,4 +286,42 @@ async def test_concurrent_releases_request_one_payout(env):
     status, listed = await api(client, "GET", "/dashboard/payouts", owner.jwt)
     assert [p["amount"] for p in listed["data"]["payouts"]] == ["0.0099"], listed
     assert await ledger.balance(gateway.db, payouts_account(owner.merchant_id), "BTC") == 0
+    assert (await ledger.check_ledger(gateway.db)).ok
+
+
+async def test_an_address_share_held_by_the_approval_policy_waits_visibly_then_goes_or_comes_back(env):
+    """A split's address share is a real payout to a third party: past a threshold it is held like any payout.
+    The split does not stall: its share is ``requested`` with the payout's track id at once, the payout waits in
+    the approvals list (requested by a job), and an approval sends it while a rejection gives the share back to
+    the merchant, once, the ledger clean."""
+    client, owner, _, devnet = env
+    gateway = devnet.gateway
+    await set_policy(gateway, owner.merchant_id, threshold_BTC="100")  # a share of ~$198 at the dev price
+    admin = await add_member(client, gateway, owner.merchant_id, "admin@example.com")
+    shares = []
+    for _ in range(2):
+        status, body = await create(client, owner, [{"bps": 5000, "recipient_address": DEST},
+                                                     {"bps": 5000, "recipient_merchant_id": owner.merchant_id}])
+        assert status == 200, body
+        await pay(devnet, body["data"]["address"])
+        [share] = (await splits_of(client, owner, body["data"]["track_id"]))["payouts"]
+        assert share["status"] == "requested" and share["payout_track_id"], share
+        shares.append(share["payout_track_id"])
+    status, out = await api(client, "GET", f"/v1/payout/{shares[0]}", owner.payout_key)
+    assert out["data"]["awaiting_approval"] is True and out["data"]["status"] == "Confirming"
+    listed = (await api(client, "GET", "/dashboard/approvals", admin))[1]["data"]["held"]
+    assert sorted(h["id"] for h in listed) == sorted(shares) and {h["requested_by_id"] for h in listed} == {None}
+    assert await release_pending(gateway) == 0  # nothing left pending: the split is done with these shares
+    before = await units(client, owner)
+    secret = await member_totp(gateway, owner.merchant_id, "admin@example.com")
+    assert (await approve(client, admin, shares[0], next_code(gateway, secret)))[0] == 200
+    assert (await reject(client, admin, shares[1]))[0] == 200
+    gateway.clock = (lambda later: lambda: later)(gateway.now() + 60)
+    await worker.process_payouts(gateway)
+    row = await gateway.db.fetch_one("SELECT stage, tx_hash FROM payouts WHERE track_id = :t", {"t": shares[0]})
+    assert row["stage"] == "broadcast" and row["tx_hash"]
+    status, failed = await api(client, "GET", f"/v1/payout/{shares[1]}", owner.payout_key)
+    assert failed["data"]["status"] == "Failed" and failed["data"]["failure_reason"] == "rejected"
+    assert (await units(client, owner))["BTC"] == before["BTC"] + NET // 2  # the rejected share, back once
+    assert await release_pending(gateway) == 0
     assert (await ledger.check_ledger(gateway.db)).ok

@@ -29,6 +29,7 @@ from orbchain.plugins.swaps.venues import (
     EXCHANGING, FINISHED, REFUNDED, WAITING, VenueQuote, VenueRefused, VenueUnavailable,
 )
 
+from .approvals_support import set_policy
 from .support import api
 from .test_payouts import BTC_DEST, EVM_DEST, advance_clock, fund, payout_env
 
@@ -308,4 +309,36 @@ async def test_a_balance_swap_through_changenow_pays_in_through_the_payout_pipel
     held = {b["coin"]: b["amount"] for b in body["data"]["balances"] if Decimal(b["amount"])}
     assert held == {"BTC": "0.0049", "ETH": "0.0995"}
     assert await ledger.balance(gateway.db, venue_account("changenow"), "BTC") == 0
+    assert (await ledger.check_ledger(gateway.db)).ok
+
+
+async def test_a_swap_deposit_is_never_held_by_the_approval_policy(env):
+    """A swap's deposit is one leg of an exchange whose venue order expires: an approval hold would leave the
+    order to expire (and, refunded by the venue, credit the merchant while the reserve still waited). Under a
+    policy that holds every BTC payout, the deposit goes out and the swap confirms; an ordinary payout of the
+    same size is still held."""
+    client, merchant, devnet, venue, server = env
+    gateway = devnet.gateway
+    await fund(client, merchant, devnet)  # 0.0099 BTC
+    await set_policy(gateway, merchant.merchant_id, threshold_BTC="0")
+    status, body = await api(client, "POST", "/dashboard/swap", merchant.jwt,
+                             json={"from_coin": "BTC", "to_coin": "ETH", "amount": "0.005"})
+    assert status == 200, body
+    swap_id = body["data"]["swap_id"]
+    await run_swaps(gateway)
+    [exchange_id] = list(server.exchanges)
+    [payin] = (await api(client, "GET", "/dashboard/payouts", merchant.jwt))[1]["data"]["payouts"]
+    assert "awaiting_approval" not in payin
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM approval_holds") == 0
+    advance_clock(gateway, 5)
+    await process_payouts(gateway)
+    assert await gateway.db.fetch_val("SELECT stage FROM payouts WHERE description LIKE 'swap %'") == "broadcast"
+    server.exchanges[exchange_id]["status"] = "finished"
+    advance_clock(gateway, 60)
+    await run_swaps(gateway)
+    status, body = await api(client, "GET", f"/dashboard/swap/{swap_id}", merchant.jwt)
+    assert body["data"]["status"] == "CONFIRMED", body
+    status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
+                             json={"currency": "BTC", "address": BTC_DEST, "amount": "0.004"})
+    assert status == 200 and body["data"]["awaiting_approval"] is True  # the policy itself is on
     assert (await ledger.check_ledger(gateway.db)).ok

@@ -31,7 +31,7 @@ from ..core.contract.registries import RouteRegistry, StartupError
 from ..core.infra.secrets import load_secrets
 from ..core.watching.push import PushStreams
 from ..scheduler.runner import JobScheduler
-from .auth import AUTH_ATTR, authenticate_request
+from .auth import AUTH_ATTR, EVERYONE, authenticate_request
 from .key_requests import KEY_REQUEST_LISTENERS, key_request_listeners
 from .keys import GATEWAY
 from .live import end_streams
@@ -146,7 +146,7 @@ def collect_routes(gateway: Gateway) -> RouteRegistry:
 
 def _check_scopes(gateway: Gateway, registry: RouteRegistry) -> None:
     """A route requiring a scope nobody registered could never be called with a scoped key."""
-    known = {*gateway.scopes.all_names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
+    known = {EVERYONE, *gateway.scopes.all_names(), *(s for scopes in LEGACY_SCOPES.values() for s in scopes)}
     for table in registry.tables():
         for route in table:
             if not isinstance(route, web.RouteDef):

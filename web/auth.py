@@ -284,11 +284,16 @@ async def identify(request: web.Request, spec: AuthSpec) -> Principal:
 
 # What a team member needs for a dashboard write whose route names no scope (default deny: plugins' pages too).
 UNSCOPED_WRITE_SCOPE = "settings:manage"
+# A dashboard route every signed-in person may use, a member whatever their role: their own settings (their 2FA).
+EVERYONE = "*"
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def member_scope_for(scope: str | None, method: str) -> str | None:
-    """The scope a member needs for a route declaring ``scope``: reads without one are open, writes need one."""
+    """The scope a member needs for a route declaring ``scope``: reads without one are open, writes need one
+    (``EVERYONE``: none)."""
+    if scope == EVERYONE:
+        return None
     if scope is None and method.upper() not in SAFE_METHODS:
         return UNSCOPED_WRITE_SCOPE
     return scope

@@ -394,15 +394,31 @@ def decide_member_login(gateway: "Gateway", email: str) -> "MemberLogin | None":
 
 
 @hookspec(firstresult=True)
-def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "str | None") -> "bool | None":
+def decide_hold_quote(gateway: "Gateway", merchant_id: str, coin: str) -> Any:
+    """Read what ``decide_payout_hold``/``decide_transfer_hold`` will need, before their transaction opens.
+
+    Asked once per new payout or transfer of ``coin`` by ``merchant_id``
+    (not for ``holdable=False`` payouts), outside any transaction of the
+    core's, so a slow read (a price fetch) never keeps the merchant row
+    locked. The answer (anything; None: nothing to decide) is passed to the
+    decide hook as ``quote``. Stops at first non-None result. May be async.
+    """
+
+
+@hookspec(firstresult=True)
+def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "str | None",
+                       quote: Any = None) -> "bool | None":
     """Hold a payout for approval: reserved, but not sent until ``approve_held_payout``.
 
     Asked once for every new payout (single, batch item, refund, schedule,
-    auto-withdraw, a plugin's ``request_payout``) inside the transaction that
+    auto-withdraw, a plugin's ``request_payout``; not for one requested with
+    ``holdable=False``, a swap's deposit to its venue) inside the transaction that
     reserved its money, with the merchant row locked (so sums over the
     merchant's payouts are exact). ``requested_by`` names who asked:
     ``"holder"`` (the account holder's session), ``"member:<id>"``,
-    ``"key:<id>"``, or None (a job or plugin). Return True to hold it (stage
+    ``"key:<id>"``, or None (a job or plugin); ``quote``: what
+    ``decide_hold_quote`` answered before the transaction (read no price here).
+    Return True to hold it (stage
     ``held``: the worker leaves it alone); write your own rows in the same
     transaction. Raise an ``ApiError`` to refuse the payout (rolled back).
     Release it later with ``approve_held_payout`` or ``reject_held_payout``.
@@ -411,13 +427,14 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
 
 
 @hookspec(firstresult=True)
-def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], requested_by: "str | None") -> "bool | None":
+def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], requested_by: "str | None",
+                         quote: Any = None) -> "bool | None":
     """Hold an internal transfer for approval: the sender's money held, the recipient told nothing yet.
 
     Asked once for every new transfer (API, dashboard, mini-app) inside the
     transaction that records it, before any money moves. ``transfer`` has
     ``id``, ``merchant_id`` (the sender), ``to_account_id``, ``coin`` and
-    ``amount`` (base units); ``requested_by`` as for ``decide_payout_hold``.
+    ``amount`` (base units); ``requested_by`` and ``quote`` as for ``decide_payout_hold``.
     Return True to hold it (sender available -> held, ``status`` ``held``, no
     webhook); write your own rows in the same transaction. Finish it with
     ``approve_held_transfer`` or ``reject_held_transfer``. Stops at first

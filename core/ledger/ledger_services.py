@@ -26,14 +26,21 @@ async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> 
 USD_DECIMALS = 8  # plugins keep USD as integer 1e-8 dollars: exact sums in SQL, never a float
 
 
-async def usd_units(gateway: "Gateway", coin: str, units: int) -> int:
-    """``units`` of ``coin`` valued in USD now (the price service's price, cached up to a minute),
-    as an int of 1e-8 dollars rounded half-even; 0 when the price is unknown. Format it with
-    ``orbchain.core.money.format_units(value, USD_DECIMALS)``."""
+async def usd_price(gateway: "Gateway", coin: str) -> Decimal:
+    """One whole ``coin`` in USD now (the price service's price, cached up to a minute); 0 when unknown.
+    A fetch on a cache miss: read it before opening a transaction, then value amounts with ``usd_units``."""
     service = gateway.services.get("prices")
-    if service is None or not units:
+    return Decimal(0) if service is None else Decimal(await service.price(coin))
+
+
+async def usd_units(gateway: "Gateway", coin: str, units: int, price: Decimal | None = None) -> int:
+    """``units`` of ``coin`` valued in USD at ``price`` (``usd_price``'s; None: read it now), as an int
+    of 1e-8 dollars rounded half-even; 0 when the price is unknown. Format it with
+    ``orbchain.core.money.format_units(value, USD_DECIMALS)``."""
+    if not units:
         return 0
-    price = await service.price(coin)
+    if price is None:
+        price = await usd_price(gateway, coin)
     value = (Decimal(price) * units).scaleb(USD_DECIMALS - gateway.coins.require(coin).decimals)
     return int(value.to_integral_value(rounding=ROUND_HALF_EVEN))
 

@@ -132,7 +132,8 @@ async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferReq
         raise InsufficientBalance()
     await verify_acting(gateway, sender_id, request.member_id, request.totp_code, channel=request.totp_channel,
                         holder=sender)
-    row, posted = await _commit(gateway, sender, recipient, request)
+    quote = await call_first(gateway.pm, "decide_hold_quote", gateway=gateway, merchant_id=sender_id, coin=request.coin)
+    row, posted = await _commit(gateway, sender, recipient, request, quote)
     if posted is None:  # a concurrent twin with the same key committed first
         return TransferResult(_same_request(db, row, request), True)
     await ledger.notify_posted(gateway, posted)
@@ -151,7 +152,7 @@ async def _recipient(db: Database, sender: Row, to_account_id: str) -> Row:
 
 
 async def _commit(
-    gateway: "Gateway", sender: Row, recipient: Row, request: TransferRequest
+    gateway: "Gateway", sender: Row, recipient: Row, request: TransferRequest, quote: Any = None
 ) -> tuple[Row, ledger.LedgerTransaction | None]:
     """Row, ledger transaction and both outbox events in one transaction.
 
@@ -183,7 +184,7 @@ async def _commit(
                 raise RuntimeError(f"transfer {row['id']} conflicted without an idempotency key")
             return existing, None
         if await call_first(gateway.pm, "decide_transfer_hold", gateway=gateway, transfer=hold_view(row),
-                            requested_by=request.requested_by):
+                            requested_by=request.requested_by, quote=quote):
             return await _hold(gateway, row)
         # No savepoint: any error here (an overdraft above all) rolls this whole transaction back.
         posted = await ledger.transfer(

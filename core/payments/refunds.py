@@ -103,6 +103,7 @@ async def refund_payment(gateway: "Gateway", merchant_id: str, track_id: str, re
             return await _outcome(gateway, svc.replay_of(existing, draft), track_id)
     if request.amount_usd is not None:
         asked = await _usd_units(gateway, route.coin, request.amount_usd)  # a price look-up: before the lock
+    draft = await svc.quoted_for_hold(gateway, merchant_id, draft)  # the approval policy's price: likewise
     for attempt in range(DEADLOCK_RETRIES):
         try:
             async with db.transaction():

@@ -62,7 +62,7 @@ def payout_amount(gateway: "Gateway", coin: str, amount: Any, field: str = "amou
 
 async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, destination: str, amount: int,
                          idempotency_key: str, description: str | None = None,
-                         request_id: str | None = None) -> PayoutRecord:
+                         request_id: str | None = None, holdable: bool = True) -> PayoutRecord:
     """Reserve and queue a payout through the standard pipeline (SPEC 4.3), once per key.
 
     The same checks as ``POST /v1/payout`` (destination, minimum, balance,
@@ -71,6 +71,9 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     carry the plugin's own namespace (``"sched:..."``); a second call with
     the key returns the first payout with ``replay=True`` and moves nothing.
     ``request_id``: the HTTP request that asked for it, if any (its webhooks carry it, SPEC 6.1).
+    ``holdable=False``: the payout is one leg of an exchange already under way (a swap's deposit to the
+    venue's address, for an order that expires): ``decide_payout_hold`` is not asked, so no approval
+    policy can leave it waiting while the other leg runs out (docs/decisions.md).
     """
     namespace = idempotency_key.split(":", 1)[0]
     if ":" not in idempotency_key or not namespace or namespace in _CORE_KEY_NAMESPACES:
@@ -80,7 +83,7 @@ async def request_payout(gateway: "Gateway", merchant_id: str, *, coin: str, des
     units = payouts.payout_units(route.coin, route.coin.format(amount))
     request = payouts.PayoutRequest(
         route=route, destination=target, amount=units, description=description, idem_key=idempotency_key,
-        request_id=request_id,
+        request_id=request_id, holdable=holdable,
         request_hash=payouts.fingerprint(coin=coin, destination=target, amount=units, description=description))
     outcome = await payout_worker.create_and_send(gateway, merchant_id, request)
     row = outcome.row

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..ledger import book as ledger
@@ -147,6 +147,9 @@ class PayoutRequest:
     key_id: str | None = None
     request_id: str | None = None
     requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a job or plugin
+    # False: one leg of an exchange already under way (a swap's deposit to its venue), never held for approval
+    holdable: bool = True
+    hold_quote: Any = None  # decide_hold_quote's answer, read before the reserving transaction
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,7 @@ async def create_payout(gateway: "Gateway", merchant_id: str, request: PayoutReq
             return replay_of(existing, request)
     route = request.route
     await route.sender.check_payout(PayoutOrder("", route.coin.symbol, request.destination, request.amount))
+    request = await quoted_for_hold(gateway, merchant_id, request)
     async with gateway.db.transaction():
         outcome = await reserve_payout(gateway, merchant_id, request)
     if outcome.posted is not None:
@@ -262,14 +266,25 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         db, from_account=merchant_available(merchant_id), to_account=payouts_in_flight(route.chain),
         coin=route.coin.symbol, amount=request.amount, reference=f"payout:{row['id']}:reserve",
         kind="payout_reserve", merchant_id=merchant_id)
-    await _hold_if_asked(gateway, await _row(gateway, row["id"]), request.requested_by)
+    if request.holdable:
+        await _hold_if_asked(gateway, await _row(gateway, row["id"]), request)
     return PayoutOutcome(await _row(gateway, row["id"]), False, posted)
 
 
-async def _hold_if_asked(gateway: "Gateway", row: Row, requested_by: str | None) -> None:
+async def quoted_for_hold(gateway: "Gateway", merchant_id: str, request: PayoutRequest) -> PayoutRequest:
+    """``request`` with ``decide_hold_quote``'s answer: asked before the reserving transaction opens (a price read
+    must not hold the merchant's lock). Callers that open their own transaction call it first."""
+    if not request.holdable:
+        return request
+    quote = await call_first(gateway.pm, "decide_hold_quote", gateway=gateway, merchant_id=merchant_id,
+                                coin=request.route.coin.symbol)
+    return replace(request, hold_quote=quote)
+
+
+async def _hold_if_asked(gateway: "Gateway", row: Row, request: PayoutRequest) -> None:
     """``decide_payout_hold``: a plugin (the approval policy) may keep the reserved payout from the worker."""
     if await call_first(gateway.pm, "decide_payout_hold", gateway=gateway, payout=hook_record(gateway, row),
-                        requested_by=requested_by):
+                        requested_by=request.requested_by, quote=request.hold_quote):
         await gateway.db.execute("UPDATE payouts SET stage = :held WHERE id = :id", {"held": HELD, "id": row["id"]})
 
 

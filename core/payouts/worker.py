@@ -19,8 +19,9 @@ errors back off and fail as ``broadcast_timeout`` after ``MAX_ATTEMPTS`` or
 ``BROADCAST_TIMEOUT_SECONDS``, but only once the node says it has never seen
 the transaction: money that may be on its way is never re-credited.
 
-Test hook: with ``ORBCHAIN_FAULT=after_sign`` or ``after_broadcast`` in the
-environment the process kills itself (SIGKILL) at that point. Unset, it is
+Test hook: with ``ORBCHAIN_FAULT=before_sign``, ``after_sign`` or
+``after_broadcast`` in the environment the process kills itself (SIGKILL) at
+that point (``before_sign``: claimed, nothing signed yet). Unset, it is
 a no-op; it exists for ``tests/test_payouts_crash.py``.
 """
 
@@ -171,6 +172,7 @@ def _signed(row: Row) -> SignedPayout:
 async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
     order = PayoutOrder(payout_id=row["id"], coin=row["coin"], destination=row["destination"],
                         amount=gateway.db.to_int(row["amount"]))
+    _fault("before_sign")
     try:
         signed = await sender.sign_payout(order)
     except BroadcastError as exc:

@@ -105,6 +105,7 @@ from ..core.ledger.ledger_services import (
     available_balance,
     ledger_history,
     reversed_references,
+    usd_price,
     usd_units,
 )
 from ..core.accounts.merchant_services import (
@@ -144,7 +145,7 @@ from ..core.contract.pages import (
     MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, PageBranding, PayPageForm, SignInWidget, brand_color,
     logo_url, widget_token,
 )
-from ..core.payments.qr import MAX_QR_DATA, qr_svg
+from ..core.payments.qr import MAX_QR_DATA, qr_data_uri, qr_svg
 from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
@@ -166,7 +167,7 @@ from ..web.routes.pay_events import events_path as pay_events_path
 # Route helpers (register_routes): who calls, the gateway, the SPEC 7 envelope, bodies, limits, maintenance.
 from ..core.infra.maintenance import refuse_in_maintenance
 from ..web.auth import (
-    Principal, bind_principal, dashboard_principal, member_refused, missing_scope, principal_of, requires,
+    EVERYONE, Principal, bind_principal, dashboard_principal, member_refused, missing_scope, principal_of, requires,
 )
 from ..web.edge import text_problem
 from ..web.envelope import data_only, envelope, read_json
@@ -238,7 +239,8 @@ __all__ = [
     "cached", "check_receivable", "credited_addresses", "credited_outputs", "default_settlement_coin",
     "find_deposit", "find_payment", "fresh_receive_address", "has_standing_address", "ledger_history",
     "merchant_by_account_id", "merchant_record", "payout_statuses", "receivable_coins", "receive_address",
-    "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_units",
+    "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_price",
+    "usd_units",
     # core services: invoices and payouts
     "InvoiceRecord", "PayoutRecord", "create_invoice", "new_track_id", "payout_amount", "payout_destination",
     "request_payout", "approve_held_payout", "reject_held_payout", "approve_held_transfer", "reject_held_transfer",
@@ -253,14 +255,15 @@ __all__ = [
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
-    "logo_url", "page_branding_for", "page_security_headers", "qr_svg", "render_page", "resources_at",
+    "logo_url", "page_branding_for", "page_security_headers", "qr_data_uri", "qr_svg", "render_page", "resources_at",
     "security_headers",
     "widget_token",
     # payer pages' languages
     "LANGUAGES", "Translatable", "add_catalogue", "format_timestamp", "gettext", "gettext_noop", "ngettext",
     "page_language", "pgettext", "translate", "using_language",
     # routes
-    "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only", "envelope",
+    "EVERYONE", "GATEWAY", "REQUEST_ID", "Principal", "client_ip", "count_failure", "count_request", "data_only",
+    "envelope",
     "gateway_of", "holds_no_connection", "merchant_payment_events", "PAYMENT_CHANGED", "pay_events_path",
     "principal_of", "rate_class",
     "read_form", "read_json", "bind_principal", "dashboard_principal", "member_refused", "missing_scope",

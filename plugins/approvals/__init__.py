@@ -64,14 +64,19 @@ def register_dashboard_pages(registry) -> None:
 
 
 @hookimpl
-async def decide_payout_hold(gateway, payout, requested_by):
-    subject = holds.Subject(holds.PAYOUT, payout.id, payout.track_id, payout.merchant_id, payout.coin, payout.amount,
-                            payout.destination)
-    return await holds.decide(gateway, subject, requested_by)
+async def decide_hold_quote(gateway, merchant_id, coin):
+    return await holds.quote(gateway, merchant_id, coin)
 
 
 @hookimpl
-async def decide_transfer_hold(gateway, transfer, requested_by):
+async def decide_payout_hold(gateway, payout, requested_by, quote):
+    subject = holds.Subject(holds.PAYOUT, payout.id, payout.track_id, payout.merchant_id, payout.coin, payout.amount,
+                            payout.destination)
+    return await holds.decide(gateway, subject, requested_by, quote)
+
+
+@hookimpl
+async def decide_transfer_hold(gateway, transfer, requested_by, quote):
     subject = holds.Subject(holds.TRANSFER, transfer["id"], transfer["id"], transfer["merchant_id"],
                             transfer["coin"], transfer["amount"], transfer["to_account_id"])
-    return await holds.decide(gateway, subject, requested_by)
+    return await holds.decide(gateway, subject, requested_by, quote)

@@ -1,6 +1,9 @@
 """Which payouts and transfers wait for approval, and approving, rejecting and expiring them.
 
-``decide`` answers ``decide_payout_hold`` and ``decide_transfer_hold``
+``quote`` answers ``decide_hold_quote`` before that transaction opens: the
+coin's USD price, read (maybe fetched) while no lock is held, so a slow price
+feed never keeps the merchant row locked. ``decide`` answers
+``decide_payout_hold`` and ``decide_transfer_hold`` with that price,
 inside the transaction that reserves the money, with the merchant row
 locked (the core's payout reserve locks it; for a transfer ``decide``
 does), so the day's spend it sums cannot change under it. A hold leaves
@@ -14,12 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any, Mapping
 
 from ...api import (
     lock_merchant_money, released_subjects,
     Conflict, Forbidden, NotFound, Principal, announce_security_event, approve_held_payout, approve_held_transfer,
-    insert_statement, reject_held_payout, reject_held_transfer, usd_units, verify_second_factor,
+    insert_statement, reject_held_payout, reject_held_transfer, usd_price, usd_units, verify_second_factor,
 )
 from ...api.merchant import get_merchant, member_totp_enabled
 from . import people, policy as policies
@@ -57,11 +61,20 @@ async def spent_today(gateway: Any, merchant_id: str, requested_by: str, day: st
     return sum(gateway.db.to_int(row["usd"]) for row in rows if row["subject_id"] not in released)
 
 
-async def decide(gateway: Any, subject: Subject, requested_by: str | None) -> bool | None:
+async def quote(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
+    """Before the reserving transaction: the coin's USD price when the account has a policy (None: no policy)."""
+    if await policies.load(gateway, merchant_id) is None:
+        return None
+    return await usd_price(gateway, coin)
+
+
+async def decide(gateway: Any, subject: Subject, requested_by: str | None, price: Any = None) -> bool | None:
     """Hold ``subject`` when it is worth more than its coin's threshold or takes the requester past the day's limit.
 
-    A price the gateway cannot tell (0) holds whatever a threshold or limit
-    would have compared: the policy fails closed.
+    ``price``: ``quote``'s, read before the transaction; never fetched
+    here. A price the gateway cannot tell (0), or no quote (the policy
+    was turned on after ``quote`` looked), holds whatever a threshold or
+    limit would have compared: the policy fails closed.
     """
     policy = await policies.load(gateway, subject.merchant_id)
     if policy is None:
@@ -69,7 +82,7 @@ async def decide(gateway: Any, subject: Subject, requested_by: str | None) -> bo
     if subject.kind == TRANSFER:
         await lock_merchant_money(gateway, subject.merchant_id)
     now = gateway.now()
-    usd = await usd_units(gateway, subject.coin, subject.amount)
+    usd = await usd_units(gateway, subject.coin, subject.amount, price if isinstance(price, Decimal) else Decimal(0))
     reason = None
     threshold = policy.thresholds.get(subject.coin)
     if threshold is not None and (usd == 0 or usd > threshold):
@@ -129,17 +142,20 @@ def _mark(gateway: Any, subject_id: str, state: str, by: str | None):
     return within
 
 
+async def has_own_2fa(gateway: Any, person: Principal) -> bool:
+    """Whether ``person`` (a member, or the holder) has their own two-factor authentication on: approving needs it."""
+    if person.member_id is not None:
+        return await member_totp_enabled(gateway.db, person.merchant_id, person.member_id)
+    merchant = await get_merchant(gateway.db, person.merchant_id)
+    return merchant is not None and bool(merchant["totp_enabled"])
+
+
 async def _check_approver(gateway: Any, hold: Mapping[str, Any], approver: Principal, code: Any) -> None:
     """Someone other than the requester, with two-factor authentication of their own on, and its fresh code."""
     if hold["requested_by"] == approver.requester:
         raise Forbidden(f"a {hold['kind']} needs a second person: its requester cannot approve it",
                         code="self_approval")
-    if approver.member_id is not None:
-        has_2fa = await member_totp_enabled(gateway.db, approver.merchant_id, approver.member_id)
-    else:
-        merchant = await get_merchant(gateway.db, approver.merchant_id)
-        has_2fa = merchant is not None and bool(merchant["totp_enabled"])
-    if not has_2fa:
+    if not await has_own_2fa(gateway, approver):
         raise Forbidden("approving needs your own two-factor authentication: set it up on your Security page first",
                         code="totp_required")
     await verify_second_factor(gateway, approver, code)

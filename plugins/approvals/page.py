@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ...api import DashboardView, Forbidden, Principal, ValidationError
-from ...api.merchant import get_merchant
 from . import holds, policy as policies
 from .views import held_view
 
@@ -32,21 +31,24 @@ def _may_manage(principal: Principal | None) -> bool:
 async def render(gateway: Any, merchant_id: str, query: Mapping[str, str], principal: Principal | None = None,
                  **shown: Any) -> DashboardView:
     policy = await policies.load(gateway, merchant_id)
-    merchant = await get_merchant(gateway.db, merchant_id)
     held = [await held_view(gateway, merchant_id, row) for row in await holds.awaiting(gateway, merchant_id)]
     return DashboardView("approvals/approvals.html", {
         "held": held, "me": _who(principal), "policy_on": policy is not None,
         "policy_values": policies.form_values(gateway, policy), "coins": policies.payable_coins(gateway),
-        "may_manage": _may_manage(principal), "totp_enabled": bool(merchant and merchant["totp_enabled"]),
-        "max_expiry": policies.MAX_EXPIRY_HOURS, **shown})
+        "may_manage": _may_manage(principal), "max_expiry": policies.MAX_EXPIRY_HOURS,
+        "own_2fa": await holds.has_own_2fa(gateway, _acting(merchant_id, principal)), **shown})
+
+
+def _acting(merchant_id: str, principal: Principal | None) -> Principal:
+    """Who uses the page: the member, or the holder (the dashboard passes None for the holder)."""
+    return principal if principal is not None else Principal(merchant_id=merchant_id, via="jwt")
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
                  principal: Principal | None = None) -> DashboardView | None:
     action = form.get("action")
     if action == "approve":
-        acting = principal if principal is not None else Principal(merchant_id=merchant_id, via="jwt")
-        await holds.approve(gateway, acting, form.get("id"), form.get("totp_code"))
+        await holds.approve(gateway, _acting(merchant_id, principal), form.get("id"), form.get("totp_code"))
     elif action == "reject":
         await holds.reject(gateway, merchant_id, form.get("id"), _who(principal))
     elif action in ("policy", "policy-off"):

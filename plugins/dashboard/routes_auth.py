@@ -19,14 +19,14 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ...api import (
-    ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, call_first, client_ip, html_page, rate_class, read_form,
-    widget_token,
+    EVERYONE, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, call_first, client_ip, html_page, rate_class,
+    read_form, widget_token,
 )
 from ...api.merchant import log_in, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
                       session_for_token, set_pre_cookie, sign_out, start_session)
 from .sign_in_widget import widget_for
-from .views import EVERYONE, error_text, forbidden_form, render, see_other, signed_in
+from .views import error_text, forbidden_form, render, see_other, signed_in
 
 routes = web.RouteTableDef()
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...api import ApiError, Field, GATEWAY, ValidationError, form_integer, pagination, qr_svg, validate
+from ...api import EVERYONE, ApiError, Field, GATEWAY, ValidationError, form_integer, pagination, qr_svg, validate
 from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
     enable_totp, list_api_keys, normalize_totp_code, redeliver, redeliverable_events, require_merchant,
@@ -22,7 +22,7 @@ from ...api.merchant import (
 from .routes_payments import pager
 from .form_errors import error_context
 from .session import Session
-from .views import EVERYONE, error_text, nav_entries, render, see_other, signed_in
+from .views import error_text, nav_entries, render, see_other, signed_in
 
 # What a team member needs for each settings form (the account holder needs nothing).
 SECTION_SCOPES = {"webhook": "webhook:manage", "rotate-key": "key:manage"}

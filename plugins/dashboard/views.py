@@ -20,8 +20,8 @@ import aiohttp_jinja2
 from aiohttp import web
 
 from ...api import (
-    ApiError, GATEWAY, bind_principal, fiat_text, html_page, missing_scope, page_security_headers, read_form,
-    security_headers,
+    ApiError, GATEWAY, bind_principal, fiat_text, html_page, missing_scope, page_security_headers,
+    read_form, security_headers,
 )
 from .form_errors import banner, field_errors, label
 from .nav_groups import group_nav
@@ -46,7 +46,6 @@ NAV_SCOPES = {
     "/app/webhooks": "webhook:manage",
     "/app/settings": "settings:manage",
 }
-EVERYONE = "*"  # a form any signed-in member may post (sign out), instead of the default for writes
 
 # Messages a redirect may ask a page to show (``?notice=<code>``): never text from the URL itself.
 NOTICES = {
@@ -124,7 +123,7 @@ def signed_in_with_files(handler: Handler | None = None, *, scope: Scope = None)
 def lacking_scope(request: web.Request, session: Session, scope: Scope) -> str | None:
     """The scope this request needs that the session's member lacks; None when allowed (always for the holder)."""
     needed = scope(request) if callable(scope) else scope
-    if needed == EVERYONE or session.principal is None:
+    if session.principal is None:
         return None
     return missing_scope(session.principal, needed, request.method)
 

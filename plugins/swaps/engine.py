@@ -188,7 +188,8 @@ async def _pay_in(gateway: "Gateway", row: Swap, order: VenueOrder) -> None:
                 merchant_id=merchant_id)
             payout = await request_payout(
                 gateway, merchant_id, coin=coin, destination=order.deposit_address, amount=amount,
-                idempotency_key=f"swap:{row['id']}:payin", description=f"swap {row['id']} deposit")
+                idempotency_key=f"swap:{row['id']}:payin", description=f"swap {row['id']} deposit",
+                holdable=False)  # the venue's order expires: an approval hold would strand the swap
             await store.move(gateway, row["id"], store.PENDING, payin_payout_id=payout.id)
     except ApiError as exc:  # the address or amount is not payable here: nothing moved
         await fail(gateway, row, f"{PAYIN_FAILED}: {exc.code or exc.message}")

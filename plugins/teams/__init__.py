@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...api import hookimpl
-from . import accept, members, openapi, page
+from . import accept, members, openapi, own_2fa, page
 from .settings import PLUGIN_NAME, settings_of
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.teams.migrations"
@@ -34,6 +34,7 @@ def register_migrations(registry) -> None:
 @hookimpl
 def register_routes(registry) -> None:
     registry.add(accept.routes)
+    registry.add(own_2fa.routes)
 
 
 @hookimpl

@@ -1,10 +1,19 @@
-"""The teams plugin documents its public invitation page in ``/openapi.json`` (the Team page is the dashboard's)."""
+"""The teams plugin documents its public invitation page and a member's own 2FA routes in ``/openapi.json``.
+
+(The Team page is the dashboard's.)"""
 
 from __future__ import annotations
 
-from ...api.openapi import Op, Param, html, obj, redirect
+from ...api import EVERYONE
+from ...api.openapi import Op, Param, envelope, html, obj, redirect
+from .own_2fa import BASE
 
 PAGES = "Dashboard pages"
+OWN_2FA = "Dashboard: a team member's own 2FA"
+STRING = {"type": "string"}
+CODE = obj({"code": {"type": "string", "pattern": "^[0-9]{6}$", "description": "A fresh 6-digit code."}})
+NOT_HOLDER = (" A member's token only (403 not_a_member for the account holder's: theirs is /dashboard/mfa/*);"
+              " no role permission needed (scope \"*\"), so a member limited by \"require 2FA\" can set it up.")
 TOKEN = Param("token", {"type": "string"}, "The invitation's token, from the link.")
 
 OPERATIONS = [
@@ -23,6 +32,15 @@ OPERATIONS = [
                   "410": html("The invitation was used or expired.")},
        page=True, errors=(410,),
        description="Single use: the first accepted form creates the member; the link then answers 410."),
+    Op("POST", f"{BASE}/setup", "Start your own TOTP set-up (member)", OWN_2FA,
+       envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=("jwt",), scope=EVERYONE,
+       description="A new pending secret; 2FA stays off until verify. 400 while it is on." + NOT_HOLDER),
+    Op("POST", f"{BASE}/verify", "Turn your own TOTP on (member)", OWN_2FA,
+       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": True}})), auth=("jwt",), body=CODE,
+       scope=EVERYONE, description="The first code of the pending secret (401 totp_invalid)." + NOT_HOLDER),
+    Op("POST", f"{BASE}/disable", "Turn your own TOTP off (member)", OWN_2FA,
+       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": False}})), auth=("jwt",), body=CODE,
+       scope=EVERYONE, description="A fresh code of yours (401 totp_invalid)." + NOT_HOLDER),
 ]
 
 
