@@ -102,12 +102,6 @@ async def _branded_invoice(client, **brand):
     return payment["data"]["payment_url"]
 
 
-def _csp_violations(browser: Browser) -> list[str]:
-    texts = [event["params"]["entry"].get("text", "") for event in browser.events
-             if event.get("method") == "Log.entryAdded"]
-    return [text for text in texts if "Content Security Policy" in text]
-
-
 async def test_a_branded_page_shows_logo_colour_and_theme_under_its_csp(served, logo_host, tmp_path):
     origin, port, hits = logo_host
     url = await _branded_invoice(served, name=HOSTILE_NAME, logo_url=f"{origin}/logo.png", theme_mode="DARK",
@@ -118,8 +112,7 @@ async def test_a_branded_page_shows_logo_colour_and_theme_under_its_csp(served, 
     assert "style-src 'self';" in csp and f"img-src 'self' data: {origin};" in csp
     assert "script-src 'nonce-" in csp and "default-src 'none'" in csp and "unsafe" not in csp
 
-    async with Browser.launch(tmp_path, javascript=True, extra_args=("--ignore-certificate-errors",)) as browser:
-        await browser.send("Log.enable")
+    async with Browser.launch(tmp_path, javascript=True, ignore_https_errors=True) as browser:
         await browser.goto(url)
         logo = await browser.evaluate(
             "(i => i && {w: i.naturalWidth, done: i.complete, alt: i.alt, src: i.currentSrc})"
@@ -137,7 +130,7 @@ async def test_a_branded_page_shows_logo_colour_and_theme_under_its_csp(served, 
         assert await browser.evaluate("document.querySelectorAll('img').length") == 1
         assert await browser.evaluate("document.querySelectorAll('script:not([nonce])').length") == 0
         assert await browser.evaluate("document.getElementById('countdown') !== null")  # the nonce'd script ran
-        assert _csp_violations(browser) == []
+        assert browser.csp_refusals() == []
         await browser.screenshot(tmp_path / "branded.png")
 
         # The CSP is really enforced: another origin's image and an inline style are refused.
@@ -149,7 +142,7 @@ async def test_a_branded_page_shows_logo_colour_and_theme_under_its_csp(served, 
         assert await browser.evaluate("document.getElementById('evil').naturalWidth") == 0
         assert await browser.evaluate("getComputedStyle(document.getElementById('inline')).color") != "rgb(1, 2, 3)"
         assert len(hits) == 1
-        assert _csp_violations(browser), "the browser reported the refused image and style"
+        assert browser.csp_refusals(), "the browser reported the refused image and style"
 
 
 async def test_a_plain_page_keeps_the_default_look(served, tmp_path):

@@ -16,11 +16,11 @@ from orbchain.core.events.outbox import enqueue_event
 from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
 
-from .browser import Browser, VIEWPORT, assert_png, serve_app
+from .browser import Browser, assert_png, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import Devnet, WebhookReceiver, api, signup
 
-DESKTOP = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+DESKTOP = {"width": 1280, "height": 800}
 PAGE_FACTS = """(() => {
   const nav = document.querySelector('header.topbar');
   return {width: document.documentElement.scrollWidth, view: innerWidth,
@@ -121,11 +121,8 @@ async def test_lists_fit_a_phone_as_cards(aiohttp_server, aiohttp_client, make_c
             links = await browser.evaluate("document.querySelectorAll('#nav a').length")
             assert links >= 16  # the dashboard's seven and the installed plugins' pages
             assert await browser.evaluate(VISIBLE_LINKS) == 0
-            await browser.evaluate("document.getElementById('menu-button').focus()")
-            await browser.send("Input.dispatchKeyEvent", {"type": "keyDown", "key": "Enter", "code": "Enter",
-                                                           "windowsVirtualKeyCode": 13, "text": "\r"})
-            await browser.send("Input.dispatchKeyEvent", {"type": "keyUp", "key": "Enter", "code": "Enter",
-                                                           "windowsVirtualKeyCode": 13})
+            await browser.page.focus("#menu-button")
+            await browser.page.keyboard.press("Enter")
             assert await browser.evaluate("document.getElementById('menu').open") is True
             assert await browser.evaluate(VISIBLE_LINKS) == links
             assert await browser.evaluate(GROUP_TITLES) == ["Overview", "Get paid", "Move money", "Developers",
@@ -136,18 +133,15 @@ async def test_lists_fit_a_phone_as_cards(aiohttp_server, aiohttp_client, make_c
             assert await browser.evaluate("document.getElementById('menu').open") is False
 
             # A desktop: no button, the links in the bar, real tables; screen readers see the links.
-            await browser.send("Emulation.setDeviceMetricsOverride", DESKTOP)
+            await browser.page.set_viewport_size(DESKTOP)
             await browser.goto(f"{base}/app/webhooks")
             assert await browser.evaluate("getComputedStyle(document.getElementById('menu-button')).display") == "none"
             assert await browser.evaluate(VISIBLE_LINKS) == links
             assert await browser.evaluate("getComputedStyle(document.querySelector('#webhook-logs td')).display") \
                 == "table-cell"
-            root = (await browser.send("DOM.getDocument", {"depth": 0}))["root"]["nodeId"]
-            tree = await browser.send("Accessibility.queryAXTree", {"nodeId": root, "accessibleName": "API keys",
-                                                                    "role": "link"})
-            assert [n for n in tree["nodes"] if not n.get("ignored")], "the desktop bar's links are not exposed"
+            exposed = browser.page.get_by_role("link", name="API keys", exact=True)  # hidden elements left out
+            assert await exposed.count() == 1, "the desktop bar's links are not exposed"
             assert_png(await browser.screenshot(tmp_path / "desktop-webhooks.png"))
-            await browser.send("Emulation.setDeviceMetricsOverride", VIEWPORT)
     finally:
         await receiver.close()
     print(f"screenshots: {tmp_path}")

@@ -3,8 +3,8 @@
 The gateway and the host page are served on two local ports, so the script
 runs exactly as on a merchant's site: loaded cross-origin, mounting on the
 host's elements, opening the gateway's link URLs. A click is a real mouse
-event; the window it opens is observed through DevTools' target events and
-must land on a freshly minted invoice (the link's uses go up).
+event; the window it opens is Playwright's new page, which must land on a
+freshly minted invoice (the link's uses go up).
 Needs /usr/bin/chromium (``scripts/ensure_chromium.sh``); never skipped.
 """
 
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from typing import Any
 
 import pytest
 from aiohttp import web
+from playwright.async_api import Page
 
 
 from .browser import Browser, free_port, serve_app
@@ -85,17 +85,13 @@ async def _button(browser: Browser, element_id: str) -> dict[str, Any] | None:
     }})()""")
 
 
-async def _opened(created: list[dict[str, Any]], changed: list[dict[str, Any]], prefix: str, *,
-                  besides: str | None = None, timeout: float = 15.0) -> str:
-    """The URL of a page target whose URL came to start with ``prefix`` (other than ``besides``)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        for event in [*created, *changed]:
-            url = event["targetInfo"].get("url", "")
-            if event["targetInfo"].get("type") == "page" and url.startswith(prefix) and url != besides:
-                return url
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no window opened at {prefix}: {[e['targetInfo'].get('url') for e in created + changed]}")
+async def _opened(browser: Browser, selector: str, prefix: str) -> Page:
+    """The window a real click on ``selector`` opens, once it has landed on a URL starting with ``prefix``."""
+    async with browser.context.expect_page() as opened:
+        await browser.click(selector, navigates=False)
+    window = await opened.value
+    await window.wait_for_url(lambda url: url.startswith(prefix))
+    return window
 
 
 async def test_donate_button_on_a_foreign_page(gateway_client, host, tmp_path):
@@ -148,20 +144,13 @@ async def test_donate_button_on_a_foreign_page(gateway_client, host, tmp_path):
         _ = await browser.screenshot(tmp_path / "donate_host.png")
 
         # A click opens the link (popup by default, a new tab for data-target=blank), which mints an invoice.
-        created = browser.record("Target.targetCreated")
-        changed = browser.record("Target.targetInfoChanged")
-        await browser.send("Target.setDiscoverTargets", {"discover": True})
-        await browser.click("#fixed a", navigates=False)
-        first = await _opened(created, changed, f"{gateway_url}/pay/")
-        popup = next(e["targetInfo"]["targetId"] for e in [*created, *changed] if e["targetInfo"].get("url") == first)
-        window = await browser.send("Browser.getWindowForTarget", {"targetId": popup})
-        own = await browser.send("Browser.getWindowForTarget")
+        first = await _opened(browser, "#fixed a", f"{gateway_url}/pay/")
         # A 480x720 popup window of its own (headless clamps the height to its 800x600 screen).
-        assert window["windowId"] != own["windowId"] and window["bounds"]["width"] == 480
-        assert 500 <= window["bounds"]["height"] <= 720
-        await browser.click("#open a", navigates=False)
-        second = await _opened(created, changed, f"{gateway_url}/pay/", besides=first)
-        assert first != second
+        width, height = await first.evaluate("[outerWidth, outerHeight]")
+        assert width == 480 and 500 <= height <= 720
+        assert await browser.evaluate("[outerWidth, outerHeight]") != [width, height]
+        second = await _opened(browser, "#open a", f"{gateway_url}/pay/")
+        assert first.url != second.url
         assert await browser.url() == host_url  # the host page stays where it was
         for _ in range(100):
             uses = await _uses(client, merchant.jwt)

@@ -54,11 +54,6 @@ async def linked_merchant(client, standin):
     return merchant, body["data"]["account_id"]
 
 
-def csp_violations(browser: Browser) -> list[str]:
-    return [e["params"]["entry"]["text"] for e in browser.events if e.get("method") == "Log.entryAdded"
-            and "Content Security Policy" in e["params"]["entry"].get("text", "")]
-
-
 async def test_mini_app_signs_in_from_the_launch_fragment(served, standin, tmp_path):
     client = served
     merchant, account_id = await linked_merchant(client, standin)
@@ -66,7 +61,6 @@ async def test_mini_app_signs_in_from_the_launch_fragment(served, standin, tmp_p
     base = str(client.server.make_url("")).rstrip("/")
     fragment = f"tgWebAppData={quote(init_data_for(CHAT, gateway.now()), safe='')}&tgWebAppVersion=7.10"
     async with Browser.launch(tmp_path, javascript=True) as browser:
-        await browser.send("Log.enable")
         await browser.goto(f"{base}/tgapp#{fragment}")
         assert await wait_for(browser, "document.querySelector('#tg-account').textContent") == account_id
         assert await browser.evaluate("document.querySelector('#tg-app').hidden") is False
@@ -94,7 +88,7 @@ async def test_mini_app_signs_in_from_the_launch_fragment(served, standin, tmp_p
         await browser.reload()
         assert await wait_for(browser, "document.querySelector('#tg-account').textContent") == account_id
         await browser.screenshot(tmp_path / "tgapp.png")
-        assert csp_violations(browser) == []
+        assert browser.csp_refusals() == []
 
 
 async def test_mini_app_outside_telegram_and_without_javascript(served, tmp_path):
@@ -121,7 +115,6 @@ async def test_the_dashboard_confirms_a_link_in_chromium(served, standin, tmp_pa
     token = await start_chat(gateway, standin, CHAT, first_name="Ada", last_name="Lovelace", username="ada_l")
     base = str(client.make_url("")).rstrip("/")
     async with Browser.launch(tmp_path, javascript=True) as browser:
-        await browser.send("Log.enable")
         await browser.goto(base + "/app/login")
         await browser.evaluate("document.querySelector('#email').value = 'tg-browser@example.com';"
                                "document.querySelector('#password').value = 'correct horse battery'")
@@ -136,6 +129,6 @@ async def test_the_dashboard_confirms_a_link_in_chromium(served, standin, tmp_pa
         await browser.evaluate("document.querySelector('#tg-confirm-password').value = 'correct horse battery'")
         await browser.click("#tg-confirm-link")
         await wait_for(browser, "!!document.querySelector('#tg-linked-now')")
-        assert csp_violations(browser) == []
+        assert browser.csp_refusals() == []
     linked = await gateway.db.fetch_all("SELECT chat_id FROM telegram_links")
     assert [int(row["chat_id"]) for row in linked] == [CHAT]
