@@ -7,8 +7,18 @@ worker, one after another, under a paced load on two ``orbchain serve
 every devnet transfer to a payment is credited exactly once, no webhook
 event is given up on, no 5xx (nor a refused connection) outside a fault
 window and its grace, ``ledger check`` clean, and no process's RSS grew
-``RSS_BOUND_PCT`` or more after the warm-up (the per-process caches are bounded by a
-memory budget: docs/decisions.md, "Worker RSS growth"). PostgreSQL only: several hosts need it.
+``RSS_BOUND_PCT`` (the issue's 10 %) or more from after the warm-up to the end.
+
+The baseline is each process's first RSS sample after the 50 s warm-up of
+load, before the first fault: from cold a worker grows by about a fifth in
+its first half minute (modules imported on first use, templates compiled,
+pool connections opened, bounded caches starting to fill), which is start-up,
+not a leak. What grew after it was glibc's free space, fragmented by large
+buffers once its dynamic mmap threshold had risen; ``orbchain serve`` now
+fixes the threshold (core/infra/allocator.py), and the per-process caches
+are bounded by a memory budget (tests/test_cache_footprint.py): with both,
+the growth after the warm-up is 1-4 %; docs/decisions.md, "Worker RSS after
+warm-up". PostgreSQL only: several hosts need it.
 """
 
 from __future__ import annotations
@@ -22,13 +32,14 @@ from .cross_process import CROSS_PROCESS
 
 SOAK = Path(__file__).resolve().parent.parent / "bench" / "soak.py"
 SECONDS = 180
-RSS_BOUND_PCT = 25  # the issue asks 10; a 3-minute window still sees a load jump (22 % once in CI): docs/decisions.md
+WARMUP = 50  # seconds of load before the first fault; the RSS baseline
+RSS_BOUND_PCT = 10
 pytestmark = CROSS_PROCESS
 
 
 def test_three_minute_soak_loses_nothing(db_backend, tmp_path):
     report_file = tmp_path / "soak.json"
-    run = subprocess.run([sys.executable, str(SOAK), "--seconds", str(SECONDS), "--warmup", "50",
+    run = subprocess.run([sys.executable, str(SOAK), "--seconds", str(SECONDS), "--warmup", str(WARMUP),
                           "--fault-every", "25", "--fault-seconds", "6", "--rss-bound", str(RSS_BOUND_PCT),
                           "--json", str(report_file)],
                          capture_output=True, text=True, timeout=SECONDS + 420)

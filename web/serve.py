@@ -15,6 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..core.cli.commands import config_from_args
+from ..core.infra.allocator import fix_mmap_threshold
 from ..core.infra.config import Config
 from ..core.infra.metrics import enable_multiprocess
 from .app import create_app
@@ -36,6 +37,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log.error("--workers %d needs PostgreSQL: a SQLite gateway is one process (its rate limits and caches"
                   " live in memory)", workers)
         return 2
+
+    # Before anything is built or forked: the workers inherit it (core/infra/allocator.py).
+    fix_mmap_threshold()
 
     def serving() -> None:
         log.info("Orbchain serving on http://%s:%d (%s, database %s, %d worker%s)", config.server.host,
