@@ -21,10 +21,11 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
+from orbchain.core.infra.config import Config, load_config
 from tests.support import free_port
 
 OWNER = "postgres"
@@ -116,6 +117,19 @@ class PrivateCluster:
 
     async def async_kill(self) -> None:
         await asyncio.to_thread(self.kill)
+
+    async def gateway_config(self, prefix: str, tmp_path: Path, **overrides: Any) -> Config:
+        """A development gateway's config on a fresh database ``<prefix>_<ms>`` of this cluster, no scheduler."""
+        import asyncpg
+
+        name = f"{prefix}_{int(time.time() * 1000)}"
+        admin = await asyncpg.connect(self.dsn())
+        await admin.execute(f'CREATE DATABASE "{name}"')
+        await admin.close()
+        return load_config(None, environ={}).with_overrides(**{
+            "server": {"data_dir": str(tmp_path / "var"), "environment": "development"},
+            "database": {"url": self.dsn(name).replace("postgresql://", "postgresql+asyncpg://")},
+            "scheduler": {"enabled": False}, "rate_limits": {"enabled": False}, **overrides})
 
 
 def _alive(pid: int) -> bool:

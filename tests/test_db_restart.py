@@ -26,11 +26,9 @@ import time
 from collections import Counter
 from typing import Any
 
-import asyncpg
 import pytest
 
 from orbchain.chains.devnet.adapter import devnet_chain
-from orbchain.core.infra.config import load_config
 from orbchain.core.jobs import DELIVERY_JOB, PAYOUT_JOB
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.watching.scanner import scan_job_name
@@ -160,16 +158,8 @@ async def inject(cluster: PrivateCluster, mode: str, down: float) -> tuple[float
 @pytest.fixture
 async def restart_shop(private_pg, aiohttp_client, tmp_path):
     """An app on a fresh database of the private cluster, a funded merchant, a webhook receiver."""
-    name = f"restart_{int(time.time() * 1000)}"
-    admin = await asyncpg.connect(private_pg.dsn())
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    config = load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(tmp_path / "var"), "environment": "development"},
-        database={"url": private_pg.dsn(name).replace("postgresql://", "postgresql+asyncpg://")},
-        webhooks={"allow_private_urls": True}, scheduler={"enabled": False}, metrics={"token": TOKEN},
-        rate_limits={"enabled": False},
-        readiness={"node_timeout_seconds": 1})
+    config = await private_pg.gateway_config("restart", tmp_path, webhooks={"allow_private_urls": True},
+                                             metrics={"token": TOKEN}, readiness={"node_timeout_seconds": 1})
     receiver = WebhookReceiver()
     url = await receiver.start()
     client = await aiohttp_client(create_app(config))

@@ -13,16 +13,13 @@ not touch the database ran once and is not called again.
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
 from orbchain.api import enqueue_event, hookimpl
 from orbchain.core.events.held import HeldCall, HeldEvents
-from orbchain.core.infra.config import load_config
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
@@ -107,14 +104,7 @@ async def test_sqlite_read_only_file_holds_the_hook_call_until_it_is_writable(ai
 
 
 async def test_postgresql_stopped_holds_the_hook_call_until_it_is_back(private_pg, aiohttp_client, tmp_path):
-    name = f"held_{int(time.time() * 1000)}"
-    admin = await asyncpg.connect(private_pg.dsn())
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    await admin.close()
-    config = load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(tmp_path / "var"), "environment": "development"},
-        database={"url": private_pg.dsn(name).replace("postgresql://", "postgresql+asyncpg://")},
-        scheduler={"enabled": False}, metrics={"token": TOKEN}, rate_limits={"enabled": False})
+    config = await private_pg.gateway_config("held", tmp_path, metrics={"token": TOKEN})
     client = await aiohttp_client(create_app(config))
     merchant = await signup(client, "held@example.com")
     await held_then_delivered(client, client.app[GATEWAY], merchant.merchant_id, private_pg.async_stop,
