@@ -12,6 +12,9 @@ state works once, in whichever worker process receives the callback).
 Starting also makes a random browser key for the landing (``landings.py``):
 the browser gets it in a cookie, the row keeps its SHA-256
 (``binding_hash``), and the callback binds the payload it hands out to it.
+A sign-in a signed-in team member starts to link their identity carries
+their account and member id (``link_*``): the callback links, it does not
+look up.
 """
 
 from __future__ import annotations
@@ -38,6 +41,14 @@ class PendingLogin(NamedTuple):
     code_verifier: str
     expires_at: int
     binding_hash: str  # SHA-256 of the browser key the landing cookie holds
+    link: "MemberLink | None" = None  # set when a signed-in member started this to link their identity
+
+
+class MemberLink(NamedTuple):
+    """The team member a started sign-in links the provider's identity to (``members.py``)."""
+
+    merchant_id: str
+    member_id: str
 
 
 def secret_hash(value: str) -> str:
@@ -73,7 +84,8 @@ def cookie_matches(gateway: "Gateway", cookie: str | None, state: str) -> bool:
     return good_mac and hmac.compare_digest(signed_state.encode(), state.encode("utf-8", "replace"))
 
 
-async def start(gateway: "Gateway", ttl_seconds: int) -> tuple[PendingLogin, str]:
+async def start(gateway: "Gateway", ttl_seconds: int,
+                link: MemberLink | None = None) -> tuple[PendingLogin, str]:
     """Record a new pending sign-in (and forget expired ones, so the table stays small).
 
     Returns the sign-in and the browser key for the landing cookie (only its hash is stored).
@@ -81,13 +93,14 @@ async def start(gateway: "Gateway", ttl_seconds: int) -> tuple[PendingLogin, str
     now = gateway.now()
     browser_key = secrets.token_urlsafe(32)
     login = PendingLogin(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48),
-                         now + ttl_seconds, secret_hash(browser_key))
+                         now + ttl_seconds, secret_hash(browser_key), link)
     await gateway.db.execute("DELETE FROM oidc_logins WHERE expires_at <= :now", {"now": now})
     await gateway.db.execute(
-        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at, binding_hash)"
-        " VALUES (:h, :nonce, :verifier, :now, :exp, :binding)",
+        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at, binding_hash,"
+        " link_merchant_id, link_member_id) VALUES (:h, :nonce, :verifier, :now, :exp, :binding, :lm, :lmbr)",
         {"h": secret_hash(login.state), "nonce": login.nonce, "verifier": login.code_verifier, "now": now,
-         "exp": login.expires_at, "binding": login.binding_hash})
+         "exp": login.expires_at, "binding": login.binding_hash, "lm": link.merchant_id if link else None,
+         "lmbr": link.member_id if link else None})
     return login, browser_key
 
 
@@ -98,8 +111,10 @@ async def consume(gateway: "Gateway", state: str) -> PendingLogin | None:
     two workers receive the same callback at once.
     """
     row = await gateway.db.fetch_one(
-        "DELETE FROM oidc_logins WHERE state_hash = :h RETURNING nonce, code_verifier, expires_at, binding_hash",
+        "DELETE FROM oidc_logins WHERE state_hash = :h"
+        " RETURNING nonce, code_verifier, expires_at, binding_hash, link_merchant_id, link_member_id",
         {"h": secret_hash(state)})
     if row is None or int(row["expires_at"]) <= gateway.now():
         return None
-    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"])
+    link = MemberLink(row["link_merchant_id"], row["link_member_id"]) if row["link_member_id"] else None
+    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"], link)
