@@ -23,14 +23,17 @@ from orbchain.web.keys import GATEWAY
 from .approvals_support import add_member, member_totp, next_code
 from .dashboard_support import Visitor
 from .support import api, bearer, signup
-from .test_oidc import begin, consent, finish, land, oidc_block, provider, refused_page  # noqa: F401 - a fixture
+from . import test_oidc
+from .test_oidc import begin, consent, finish, land, oidc_block, refused_page
+
+provider = test_oidc.provider  # the stand-in provider's fixture, shared
 
 STEP = "/dashboard/auth/google/2fa"
 OWNER = "owner@example.com"
 
 
 @pytest.fixture
-async def team(make_client, make_config, provider):  # noqa: F811 - the fixture imported above
+async def team(make_client, make_config, provider):
     """An account with a viewer member (their token's headers), on a gateway with sign-in configured."""
     client = await make_client(make_config(plugin={"oidc": oidc_block(provider)}, scheduler={"enabled": False},
                                            rate_limits={"auth_per_minute": 1000}))
