@@ -23,7 +23,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+
+from ...api import insert_statement
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -33,6 +35,7 @@ _STATE = re.compile(r"[A-Za-z0-9_-]{1,128}")  # secrets.token_urlsafe
 _EXPIRY = re.compile(r"[0-9]{1,12}")
 _HEX_MAC = re.compile(r"[0-9a-f]{64}")
 _COOKIE_CONTEXT = b"orbchain plugin oidc: login state cookie v1"
+_KEY_COLUMN = {"oidc_landings": "landing_hash", "oidc_second_factor": "step_hash"}  # tables of keep_hashed
 
 
 class PendingLogin(NamedTuple):
@@ -82,6 +85,21 @@ def cookie_matches(gateway: "Gateway", cookie: str | None, state: str) -> bool:
         return False
     good_mac = hmac.compare_digest(mac.encode(), _mac(gateway, signed_state, int(expires)).encode())
     return good_mac and hmac.compare_digest(signed_state.encode(), state.encode("utf-8", "replace"))
+
+
+async def keep_hashed(gateway: "Gateway", table: str, fields: Mapping[str, Any], ttl_seconds: int) -> str:
+    """A new random secret, recorded as a row of ``table`` keyed by its hash: ``key`` (the hash) plus ``fields``.
+
+    The row gets ``created_at`` now and ``expires_at`` ``ttl_seconds`` later;
+    the table's expired rows are dropped first, so it stays small. ``key``
+    is the table's first column (``landing_hash``, ``step_hash``).
+    """
+    now = gateway.now()
+    secret = secrets.token_urlsafe(32)
+    row = {_KEY_COLUMN[table]: secret_hash(secret), **fields, "created_at": now, "expires_at": now + ttl_seconds}
+    await gateway.db.execute(f"DELETE FROM {table} WHERE expires_at <= :now", {"now": now})
+    await gateway.db.execute(insert_statement(table, row), row)
+    return secret
 
 
 async def start(gateway: "Gateway", ttl_seconds: int,

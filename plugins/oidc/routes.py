@@ -21,7 +21,7 @@ from ...api import (
     EVERYONE, Forbidden, InvalidRequest, NotConfigured, Principal, ServiceUnavailable, Unauthorized, envelope,
     gateway_of, html_page, principal_of, rate_class, requires,
 )
-from . import identities, landings, logins, members, payload, second_step
+from . import identities, landings, logins, members, second_step
 from .config import provider_of
 from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable
 from .settings import CALLBACK_PATH
@@ -138,7 +138,6 @@ async def callback(request: web.Request) -> web.StreamResponse:
         response = _redirect(second_step.STEP_PATH)
         await second_step.begin(gateway, session, login.binding_hash, provider.settings, response)
     else:
-        landing = await landings.record(gateway, login.binding_hash, session, provider.settings.login_ttl_seconds)
-        response = _redirect(payload.fragment(provider.settings.app_path, session, landing))
+        response = await landings.send_to_app(gateway, login.binding_hash, session, provider.settings)
     response.del_cookie(logins.COOKIE_NAME, path=CALLBACK_PATH)
     return _no_store(response)

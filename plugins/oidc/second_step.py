@@ -15,7 +15,6 @@ worker) and lands like any sign-in (``landings.py``).
 from __future__ import annotations
 
 import re
-import secrets
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -24,9 +23,9 @@ from ...api import (
     AccountSession, ApiError, InvalidRequest, ValidationError, check_member_sign_in, gateway_of, html_page,
     rate_class, read_form, render_page, sign_in_member,
 )
-from . import landings, payload
+from . import landings
 from .config import provider_of
-from .logins import secret_hash
+from .logins import keep_hashed, secret_hash
 from .members import METHOD, MemberRemoved, SecondFactorDue, current_member
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,14 +49,9 @@ class StepSpent(InvalidRequest):
 async def begin(gateway: "Gateway", due: SecondFactorDue, binding_hash: str, settings: "OidcSettings",
                 response: web.StreamResponse) -> None:
     """Record the step for ``due`` and give the browser its cookie on ``response``."""
-    now = gateway.now()
-    secret = secrets.token_urlsafe(32)
-    await gateway.db.execute("DELETE FROM oidc_second_factor WHERE expires_at <= :now", {"now": now})
-    await gateway.db.execute(
-        "INSERT INTO oidc_second_factor (step_hash, binding_hash, merchant_id, member_id, email, created_at,"
-        " expires_at) VALUES (:h, :b, :m, :mbr, :e, :now, :exp)",
-        {"h": secret_hash(secret), "b": binding_hash, "m": due.merchant_id, "mbr": due.member_id, "e": due.email,
-         "now": now, "exp": now + settings.login_ttl_seconds})
+    secret = await keep_hashed(gateway, "oidc_second_factor", {
+        "binding_hash": binding_hash, "merchant_id": due.merchant_id, "member_id": due.member_id,
+        "email": due.email}, settings.login_ttl_seconds)
     response.set_cookie(COOKIE_NAME, secret, max_age=settings.login_ttl_seconds, path=STEP_PATH, httponly=True,
                         samesite="Strict", secure=settings.redirect_uri.startswith("https:"))
 
@@ -122,9 +116,7 @@ async def step(request: web.Request) -> web.StreamResponse:
         raise
     except ApiError as exc:
         return _form(request, _message(exc), exc.status)
-    settings = provider.settings
-    landing = await landings.record(gateway, binding, session, settings.login_ttl_seconds)
-    response = web.Response(status=302, headers={"Location": payload.fragment(settings.app_path, session, landing),
-                                                 "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+    response = await landings.send_to_app(gateway, binding, session, provider.settings)
+    response.headers["Cache-Control"] = "no-store"
     response.del_cookie(COOKIE_NAME, path=STEP_PATH)
     return response
