@@ -173,3 +173,16 @@ async def test_the_code_step_without_its_cookie_signs_nobody_in(team, provider):
     client.session.cookie_jar.clear()  # another browser
     await refused_page(await client.post(STEP, data={"totp_code": "123456"}, allow_redirects=False), 400,
                        "sign in again")
+
+
+@pytest.mark.parametrize("cookie", ["", "x", "a" * 43 + "\u00e9", "%00" * 20, "s" * 6000, "a" * 43])
+async def test_the_code_step_answers_hostile_input_with_a_page(team, cookie):
+    """Forged or unknown step cookies and odd codes: the HTML page saying to sign in again, never a 500."""
+    client = team[0]
+    for code, words in (("", "sign in again"), ("\x00", "nul characters"), ("9" * 5000, "sign in again"),
+                        ("\u0663" * 6, "sign in again")):
+        response = await client.post(STEP, data={"totp_code": code}, allow_redirects=False,
+                                     headers={"Cookie": f"orbchain_oidc_2fa={cookie}"} if cookie else {})
+        await refused_page(response, 400, words)
+    response = await client.put(STEP, allow_redirects=False)
+    assert (response.status, response.content_type) == (405, "text/html")
