@@ -222,6 +222,9 @@ UNEXERCISED: dict[tuple[str, str], str] = {
     # and a configured client; tests/test_oidc.py runs the whole chain against it.
     ("GET", "/dashboard/auth/google"): "tests/test_oidc.py",
     ("GET", "/dashboard/auth/google/callback"): "tests/test_oidc.py",
+    ("POST", "/dashboard/auth/google/link"): "tests/test_oidc_members.py",
+    ("GET", "/dashboard/auth/google/2fa"): "tests/test_oidc_members.py",
+    ("POST", "/dashboard/auth/google/2fa"): "tests/test_oidc_members.py",
     # The dashboard's not-found page only ever answers 404 (or 405): the journey calls it, it never succeeds.
     ("GET", "/app/{missing}"): "tests/test_dashboard_small.py",
     ("POST", "/app/{missing}"): "tests/test_dashboard_small.py",

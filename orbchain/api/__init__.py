@@ -133,7 +133,7 @@ from ..core.accounts.account_services import (
     sign_in_member,
 )
 # The acting principal's own second factor (the holder's TOTP, or a team member's): every step-up asks this.
-from ..core.accounts.second_factor import forget_member_second_factor, verify_second_factor
+from ..core.accounts.second_factor import check_member_sign_in, forget_member_second_factor, verify_second_factor
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
 from ..core.contract.pages import DashboardNotice, DashboardView
@@ -247,7 +247,8 @@ __all__ = [
     "lock_merchant_money", "released_subjects",
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
-    "confirm_account_holder", "create_account", "forget_member_second_factor", "verify_second_factor",
+    "check_member_sign_in", "confirm_account_holder", "create_account", "forget_member_second_factor",
+    "verify_second_factor",
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard

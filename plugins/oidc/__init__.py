@@ -10,16 +10,21 @@ a payload that lands only in the browser that started the sign-in, once
 service).
 Configured with ``[plugin.oidc] client_id``/``client_secret``
 (docs/oidc.md); without them the routes answer 503 ``not_configured``.
+A signed-in team member links their own identity
+(``POST /dashboard/auth/google/link``, ``members.py``), which then signs in
+as that member; a member with 2FA gives their code after the provider
+(``second_step.py``).
 It uses only the public plugin contract and core services, as a
 third-party package would.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ...api import hookimpl
-from . import landings, openapi
+from . import landings, openapi, second_step
 from .config import settings_of
 from .routes import routes
 from .settings import PLUGIN_NAME
@@ -42,6 +47,12 @@ def register_migrations(registry) -> None:
 @hookimpl
 def register_routes(registry) -> None:
     registry.add(routes)
+    registry.add(second_step.routes)
+
+
+@hookimpl
+def register_templates(registry) -> None:
+    registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl

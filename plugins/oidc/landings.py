@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import hmac
 import re
-import secrets
 from typing import TYPE_CHECKING, Any, Mapping
 
 from aiohttp import web
 
 from ...api import AccountSession, Forbidden, InvalidRequest
-from .logins import secret_hash
+from . import payload
+from .logins import keep_hashed, secret_hash
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -63,15 +63,16 @@ def remember_browser(response: web.StreamResponse, browser_key: str, settings: "
 
 async def record(gateway: "Gateway", binding_hash: str, session: AccountSession, ttl_seconds: int) -> str:
     """Record the landing of ``session`` for the browser whose key hashes to ``binding_hash``; its value."""
-    now = gateway.now()
-    landing = secrets.token_urlsafe(32)
-    await gateway.db.execute("DELETE FROM oidc_landings WHERE expires_at <= :now", {"now": now})
-    await gateway.db.execute(
-        "INSERT INTO oidc_landings (landing_hash, binding_hash, token_hash, merchant_id, created_at, expires_at)"
-        " VALUES (:h, :binding, :token, :m, :now, :exp)",
-        {"h": secret_hash(landing), "binding": binding_hash, "token": secret_hash(session.token),
-         "m": session.merchant_id, "now": now, "exp": now + ttl_seconds})
-    return landing
+    return await keep_hashed(gateway, "oidc_landings", {"binding_hash": binding_hash,
+                                                        "token_hash": secret_hash(session.token),
+                                                        "merchant_id": session.merchant_id}, ttl_seconds)
+
+
+async def send_to_app(gateway: "Gateway", binding_hash: str, session: AccountSession,
+                      settings: "OidcSettings") -> web.Response:
+    """The redirect that lands ``session`` at ``app_path#google-auth=``, recorded for that browser."""
+    landing = await record(gateway, binding_hash, session, settings.login_ttl_seconds)
+    return web.Response(status=302, headers={"Location": payload.fragment(settings.app_path, session, landing)})
 
 
 async def redeem(gateway: "Gateway", landing: str, token: str, browser_key: str | None) -> str:

@@ -12,6 +12,9 @@ state works once, in whichever worker process receives the callback).
 Starting also makes a random browser key for the landing (``landings.py``):
 the browser gets it in a cookie, the row keeps its SHA-256
 (``binding_hash``), and the callback binds the payload it hands out to it.
+A sign-in a signed-in team member starts to link their identity carries
+their account and member id (``link_*``): the callback links, it does not
+look up.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ import hashlib
 import hmac
 import re
 import secrets
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+
+from ...api import insert_statement
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -30,6 +35,7 @@ _STATE = re.compile(r"[A-Za-z0-9_-]{1,128}")  # secrets.token_urlsafe
 _EXPIRY = re.compile(r"[0-9]{1,12}")
 _HEX_MAC = re.compile(r"[0-9a-f]{64}")
 _COOKIE_CONTEXT = b"orbchain plugin oidc: login state cookie v1"
+_KEY_COLUMN = {"oidc_landings": "landing_hash", "oidc_second_factor": "step_hash"}  # tables of keep_hashed
 
 
 class PendingLogin(NamedTuple):
@@ -38,6 +44,14 @@ class PendingLogin(NamedTuple):
     code_verifier: str
     expires_at: int
     binding_hash: str  # SHA-256 of the browser key the landing cookie holds
+    link: "MemberLink | None" = None  # set when a signed-in member started this to link their identity
+
+
+class MemberLink(NamedTuple):
+    """The team member a started sign-in links the provider's identity to (``members.py``)."""
+
+    merchant_id: str
+    member_id: str
 
 
 def secret_hash(value: str) -> str:
@@ -73,7 +87,23 @@ def cookie_matches(gateway: "Gateway", cookie: str | None, state: str) -> bool:
     return good_mac and hmac.compare_digest(signed_state.encode(), state.encode("utf-8", "replace"))
 
 
-async def start(gateway: "Gateway", ttl_seconds: int) -> tuple[PendingLogin, str]:
+async def keep_hashed(gateway: "Gateway", table: str, fields: Mapping[str, Any], ttl_seconds: int) -> str:
+    """A new random secret, recorded as a row of ``table`` keyed by its hash: ``key`` (the hash) plus ``fields``.
+
+    The row gets ``created_at`` now and ``expires_at`` ``ttl_seconds`` later;
+    the table's expired rows are dropped first, so it stays small. ``key``
+    is the table's first column (``landing_hash``, ``step_hash``).
+    """
+    now = gateway.now()
+    secret = secrets.token_urlsafe(32)
+    row = {_KEY_COLUMN[table]: secret_hash(secret), **fields, "created_at": now, "expires_at": now + ttl_seconds}
+    await gateway.db.execute(f"DELETE FROM {table} WHERE expires_at <= :now", {"now": now})
+    await gateway.db.execute(insert_statement(table, row), row)
+    return secret
+
+
+async def start(gateway: "Gateway", ttl_seconds: int,
+                link: MemberLink | None = None) -> tuple[PendingLogin, str]:
     """Record a new pending sign-in (and forget expired ones, so the table stays small).
 
     Returns the sign-in and the browser key for the landing cookie (only its hash is stored).
@@ -81,13 +111,14 @@ async def start(gateway: "Gateway", ttl_seconds: int) -> tuple[PendingLogin, str
     now = gateway.now()
     browser_key = secrets.token_urlsafe(32)
     login = PendingLogin(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48),
-                         now + ttl_seconds, secret_hash(browser_key))
+                         now + ttl_seconds, secret_hash(browser_key), link)
     await gateway.db.execute("DELETE FROM oidc_logins WHERE expires_at <= :now", {"now": now})
     await gateway.db.execute(
-        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at, binding_hash)"
-        " VALUES (:h, :nonce, :verifier, :now, :exp, :binding)",
+        "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at, binding_hash,"
+        " link_merchant_id, link_member_id) VALUES (:h, :nonce, :verifier, :now, :exp, :binding, :lm, :lmbr)",
         {"h": secret_hash(login.state), "nonce": login.nonce, "verifier": login.code_verifier, "now": now,
-         "exp": login.expires_at, "binding": login.binding_hash})
+         "exp": login.expires_at, "binding": login.binding_hash, "lm": link.merchant_id if link else None,
+         "lmbr": link.member_id if link else None})
     return login, browser_key
 
 
@@ -98,8 +129,10 @@ async def consume(gateway: "Gateway", state: str) -> PendingLogin | None:
     two workers receive the same callback at once.
     """
     row = await gateway.db.fetch_one(
-        "DELETE FROM oidc_logins WHERE state_hash = :h RETURNING nonce, code_verifier, expires_at, binding_hash",
+        "DELETE FROM oidc_logins WHERE state_hash = :h"
+        " RETURNING nonce, code_verifier, expires_at, binding_hash, link_merchant_id, link_member_id",
         {"h": secret_hash(state)})
     if row is None or int(row["expires_at"]) <= gateway.now():
         return None
-    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"])
+    link = MemberLink(row["link_merchant_id"], row["link_member_id"]) if row["link_member_id"] else None
+    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"], link)

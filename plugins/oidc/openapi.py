@@ -1,8 +1,11 @@
-"""The identity-provider routes in ``/openapi.json`` (``register_openapi``): two browser redirects."""
+"""The identity-provider routes in ``/openapi.json`` (``register_openapi``): the browser redirects, a member's
+link call and the member's code step."""
 
 from __future__ import annotations
 
-from ...api.openapi import Op, Param, html, redirect
+from ...api import EVERYONE
+from ...api.openapi import Op, Param, envelope, html, obj, redirect
+from .second_step import STEP_PATH
 from .settings import CALLBACK_PATH
 
 TAG = "Dashboard: account"
@@ -28,12 +31,36 @@ OPERATIONS = [
                            "started the sign-in (docs/oidc.md)."),
            "400": html("State missing, used before, expired, or started in another browser."),
            "401": html("The provider refused the code, or its ID token failed verification."),
-           "403": html("The provider has not verified the e-mail (email_not_verified), or the account is "
-                       "disabled (merchant_disabled)."),
+           "403": html("The provider has not verified the e-mail (email_not_verified), the account is "
+                       "disabled (merchant_disabled), or the team member the identity is linked to was removed "
+                       "(member_removed)."),
+           "409": html("A member's link: the identity is already linked to someone else (identity_linked)."),
            "503": html("Not configured here, or the provider cannot be reached."),
-       }, page=True, errors=(401, 403, 503),
+       }, page=True, errors=(401, 403, 409, 503),
        description="Verifies the ID token (signature against the provider's JWKS, issuer, audience, expiry, "
-                   "nonce). An existing account is linked only through a provider-verified e-mail."),
+                   "nonce). An existing account is linked only through a provider-verified e-mail. A team member "
+                   "with their own 2FA on is sent to the code step (302 to " + STEP_PATH + ") instead."),
+    Op("POST", "/dashboard/auth/google/link", "Link your identity-provider account (team member)", TAG,
+       envelope(obj({"authorization_url": STRING})), auth=("jwt",), scope=EVERYONE,
+       description="A team member's token only (403 not_a_member for the account holder's, whose identity links "
+                   "by its verified e-mail). Sets the same cookies as GET /dashboard/auth/google; send the "
+                   "member's browser to authorization_url. The callback links that identity to the member (409 "
+                   "identity_linked when it is someone else's) and signs them in; it then always signs in as "
+                   "the member, until they are removed. 503 not_configured without [plugin.oidc]."),
+    Op("GET", STEP_PATH, "Identity-provider sign-in: the member's 2FA code", TAG,
+       responses={"200": html("The form asking for the member's own 6-digit code.")}, page=True,
+       description="Where the callback sends a team member whose own 2FA is on."),
+    Op("POST", STEP_PATH, "Finish a member's identity-provider sign-in with their code", TAG,
+       body=obj({"totp_code": STRING}), body_media_type="application/x-www-form-urlencoded",
+       responses={
+           "302": redirect("To /app#google-auth=<payload>, as the callback would."),
+           "400": html("The form again (code missing), or the step expired or was used (invalid_state)."),
+           "401": html("The form again: wrong or used code (totp_invalid)."),
+           "403": html("The member was removed (member_removed)."),
+           "429": html("The member's code lockout is running."),
+       }, page=True, errors=(401, 403, 429),
+       description="Needs the step's HttpOnly cookie set by the callback (SameSite=Strict, this path). Counted "
+                   "by the member's TOTP lockout, like their password sign-in."),
 ]
 
 

@@ -1,5 +1,9 @@
 """GET /dashboard/auth/google and its callback (SPEC 4.7, 5.3): the browser's sign-in redirects.
 
+``POST /dashboard/auth/google/link`` (a team member's JSON call) starts the
+same flow marked as that member's link (``members.py``); the callback then
+links instead of looking up.
+
 Both are pages for people: every refusal renders the HTML error page with
 a sentence saying what to do (never a 500, never the provider's raw
 answer). Both count in the sign-in rate-limit class (SPEC 8: 10 a minute
@@ -9,12 +13,15 @@ per IP), like signup and login.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from aiohttp import web
 
-from ...api import InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, gateway_of, html_page, rate_class
-from . import identities, landings, logins, payload
+from ...api import (
+    EVERYONE, Forbidden, InvalidRequest, NotConfigured, Principal, ServiceUnavailable, Unauthorized, envelope,
+    gateway_of, html_page, principal_of, rate_class, requires,
+)
+from . import identities, landings, logins, members, second_step
 from .config import provider_of
 from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable
 from .settings import CALLBACK_PATH
@@ -22,6 +29,7 @@ from .settings import CALLBACK_PATH
 log = logging.getLogger("orbchain.plugins.oidc")
 routes = web.RouteTableDef()
 START_PATH = "/dashboard/auth/google"
+LINK_PATH = "/dashboard/auth/google/link"
 
 
 def _no_store(response: web.StreamResponse) -> web.StreamResponse:
@@ -50,26 +58,43 @@ def _provider(gateway: Any) -> Provider:
     return provider
 
 
-@routes.get(START_PATH)
-@rate_class("auth")
-@html_page
-async def start(request: web.Request) -> web.StreamResponse:
-    gateway = gateway_of(request)
+async def _begin(gateway: Any, response_for: Callable[[str], web.StreamResponse],
+                 link: logins.MemberLink | None = None) -> web.StreamResponse:
+    """Start a sign-in (a link, with ``link``): the answer ``response_for(provider URL)`` with both cookies."""
     provider = _provider(gateway)
     try:
         await provider.metadata()  # before a row is written: a provider outage leaves nothing behind
     except ProviderUnavailable as exc:
         raise _unavailable(exc) from None
     settings = provider.settings
-    login, browser_key = await logins.start(gateway, settings.login_ttl_seconds)
-    url = await provider.authorization_url(login.state, login.nonce, login.code_verifier)
-    response = _redirect(url)
+    login, browser_key = await logins.start(gateway, settings.login_ttl_seconds, link)
+    response = response_for(await provider.authorization_url(login.state, login.nonce, login.code_verifier))
     # SameSite=Lax: the provider's redirect back is a top-level GET, which carries Lax cookies.
     response.set_cookie(logins.COOKIE_NAME, logins.cookie_value(gateway, login),
                         max_age=settings.login_ttl_seconds, path=CALLBACK_PATH, httponly=True,
                         samesite="Lax", secure=settings.redirect_uri.startswith("https:"))
     landings.remember_browser(response, browser_key, settings)  # the payload will land only in this browser
     return _no_store(response)
+
+
+@routes.get(START_PATH)
+@rate_class("auth")
+@html_page
+async def start(request: web.Request) -> web.StreamResponse:
+    return await _begin(gateway_of(request), _redirect)
+
+
+@routes.post(LINK_PATH)
+@rate_class("auth")
+@requires("jwt", scope=EVERYONE)
+async def start_link(request: web.Request) -> web.StreamResponse:
+    """A signed-in team member links their own identity: the provider URL to send their browser to."""
+    principal: Principal = principal_of(request)
+    if principal.member_id is None:
+        raise Forbidden("this links a team member's own identity-provider account; the account holder's links"
+                        " by its verified e-mail when signing in at /dashboard/auth/google", code="not_a_member")
+    link = logins.MemberLink(principal.merchant_id, principal.member_id)
+    return await _begin(gateway_of(request), lambda url: envelope({"authorization_url": url}), link)
 
 
 @routes.get(CALLBACK_PATH)
@@ -105,8 +130,14 @@ async def callback(request: web.Request) -> web.StreamResponse:
     except InvalidIdToken as exc:
         log.warning("identity provider ID token rejected: %s", exc)
         raise Unauthorized("the identity provider's answer could not be verified", code="invalid_id_token") from None
-    session = await identities.sign_in(gateway, identity)
-    landing = await landings.record(gateway, login.binding_hash, session, provider.settings.login_ttl_seconds)
-    response = _redirect(payload.fragment(provider.settings.app_path, session, landing))
+    if login.link is not None:
+        session = await members.link(gateway, identity, login.link)
+    else:
+        session = await identities.sign_in(gateway, identity)
+    if isinstance(session, members.SecondFactorDue):  # the member's own code first (second_step.py)
+        response = _redirect(second_step.STEP_PATH)
+        await second_step.begin(gateway, session, login.binding_hash, provider.settings, response)
+    else:
+        response = await landings.send_to_app(gateway, login.binding_hash, session, provider.settings)
     response.del_cookie(logins.COOKIE_NAME, path=CALLBACK_PATH)
     return _no_store(response)
