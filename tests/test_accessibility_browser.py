@@ -144,7 +144,7 @@ async def open_site(client: Any) -> Site:
         "payment part paid detail": f"/app/payments/{part['track_id']}", "new payment": "/app/payments/new",
         "payouts": "/app/payouts", "transfers": "/app/transfers", "settings": "/app/settings",
         "security": "/app/security", "webhooks": "/app/webhooks", "keys": "/app/keys",
-        "auto-withdraw": "/app/auto-withdraw",
+        "auto-withdraw": "/app/auto-withdraw", "sign-in methods": "/app/sign-in-methods",
     }
     return site
 

@@ -186,3 +186,33 @@ async def test_the_code_step_answers_hostile_input_with_a_page(team, cookie):
         await refused_page(response, 400, words)
     response = await client.put(STEP, allow_redirects=False)
     assert (response.status, response.content_type) == (405, "text/html")
+
+
+async def test_a_member_links_from_the_dashboard_page_without_javascript(team, provider):
+    """The helper's gap: the link was reachable only by the JSON call, which a browser holding the dashboard's
+    HttpOnly session cookie cannot make. The Sign-in tab's form sends the member to the provider (a
+    ``DashboardRedirect`` with the login cookies) and the identity comes back linked to them."""
+    client, gateway, holder, _ = team
+    browser = Visitor(client)
+    await browser.sign_in("view@example.com")
+    page = await browser.get("/app/sign-in-methods")  # a viewer may: it is their own sign-in
+    assert 'id="link-identity-form"' in page and 'id="identity-linked"' not in page
+    provider.user = {"sub": "g-viewer-page", "email": "viewer.page@gmail.example", "email_verified": True}
+    sent = await browser.submit("/app/sign-in-methods")
+    assert sent.headers["Location"].startswith(provider.issuer) and sent.headers["Cache-Control"] == "no-store"
+    assert {"orbchain_oidc", "orbchain_oidc_landing"} <= set(sent.cookies)
+    response = await finish(client, await consent(sent.headers["Location"]))
+    assert landed(response)["email"] == "view@example.com"
+    assert await gateway.db.fetch_val("SELECT member_id FROM oidc_identities WHERE subject = 'g-viewer-page'") == \
+        await member_id_of(gateway, "view@example.com")
+    assert 'id="identity-linked"' in await browser.get("/app/sign-in-methods")
+
+    # Without the page's CSRF token nothing starts; the holder is told their identity links by e-mail.
+    await browser.submit("/app/sign-in-methods", token="forged", expect=403)
+    await browser.get("/app")
+    await browser.submit("/app/logout")
+    owner = Visitor(client)
+    await owner.sign_in(OWNER, "s3cret-pass")  # signup()'s password
+    assert "links by its verified e-mail" in await owner.get("/app/sign-in-methods")
+    await owner.submit("/app/sign-in-methods", expect=403)
+    assert "not_a_member" in owner.page or "verified e-mail" in owner.page

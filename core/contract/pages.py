@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -221,3 +221,27 @@ class DashboardView:
     template: str
     context: Mapping[str, Any] = field(default_factory=dict)
     status: int = 200
+
+
+@dataclass(frozen=True)
+class DashboardRedirect:
+    """A dashboard page's ``submit`` answer that sends the browser on: a 303 to ``location``.
+
+    For a form whose next step is elsewhere, an identity provider above all:
+    ``location`` is an ``https://`` (or, for local development, ``http://``)
+    URL or a path on this server; ``prepare(response)``, when given, is
+    called on the redirect before it leaves, to set the plugin's own cookies
+    (``response.set_cookie``). The answer is never cached.
+    """
+
+    location: str
+    prepare: Callable[[Any], None] | None = None
+
+    def __post_init__(self) -> None:
+        location = self.location
+        if not isinstance(location, str) or not location or any(c in location for c in "\r\n\\"):
+            raise ValueError(f"a dashboard redirect needs a URL or a path, not {location!r}")
+        parts = urlsplit(location)
+        local = location.startswith("/") and not location.startswith("//")
+        if not local and not (parts.scheme in ("https", "http") and parts.netloc):
+            raise ValueError(f"a dashboard redirect goes to an http(s) URL or a path here, not {location!r}")

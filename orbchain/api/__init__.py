@@ -136,7 +136,7 @@ from ..core.accounts.account_services import (
 from ..core.accounts.second_factor import check_member_sign_in, forget_member_second_factor, verify_second_factor
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
-from ..core.contract.pages import DashboardNotice, DashboardView
+from ..core.contract.pages import DashboardNotice, DashboardRedirect, DashboardView
 from ..core.contract.registries import DashboardPage
 
 # Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
@@ -252,7 +252,7 @@ __all__ = [
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
-    "DashboardNotice", "DashboardPage", "DashboardView",
+    "DashboardNotice", "DashboardPage", "DashboardRedirect", "DashboardView",
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",

@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ...api import ApiError, DashboardPage, DashboardView, GATEWAY
+from ...api import ApiError, DashboardPage, DashboardRedirect, DashboardView, GATEWAY
 from .session import Session
 from .form_errors import error_context
 from .views import render, see_other, signed_in
@@ -69,7 +69,18 @@ def _poster(page: DashboardPage) -> Any:
             return _show(request, session, page, view, status=exc.status, form_values=typed, **error_context(exc))
         if result is None:
             raise see_other(request.path_qs, "saved")
+        if isinstance(result, DashboardRedirect):
+            return _sent_on(result)
         return _show(request, session, page, result)
 
     submit.__name__ = submit.__qualname__ = f"plugin_form_{page.plugin}"
     return submit
+
+
+def _sent_on(redirect: DashboardRedirect) -> web.StreamResponse:
+    """A plugin form's 303 elsewhere (an identity provider), with the cookies the plugin sets on it."""
+    response = web.Response(status=303, headers={"Location": redirect.location, "Cache-Control": "no-store",
+                                                 "Referrer-Policy": "no-referrer"})
+    if redirect.prepare is not None:
+        redirect.prepare(response)
+    return response

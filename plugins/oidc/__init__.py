@@ -23,8 +23,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ...api import hookimpl
-from . import landings, openapi, second_step
+from ...api import EVERYONE, hookimpl
+from . import landings, member_page, openapi, second_step
 from .config import settings_of
 from .routes import routes
 from .settings import PLUGIN_NAME
@@ -48,6 +48,12 @@ def register_migrations(registry) -> None:
 def register_routes(registry) -> None:
     registry.add(routes)
     registry.add(second_step.routes)
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("settings-nav", "Sign-in", member_page.PAGE_PATH, order=35, render=member_page.render,
+                 submit=member_page.submit, scope=EVERYONE)
 
 
 @hookimpl

@@ -58,9 +58,8 @@ def _provider(gateway: Any) -> Provider:
     return provider
 
 
-async def _begin(gateway: Any, response_for: Callable[[str], web.StreamResponse],
-                 link: logins.MemberLink | None = None) -> web.StreamResponse:
-    """Start a sign-in (a link, with ``link``): the answer ``response_for(provider URL)`` with both cookies."""
+async def started(gateway: Any, link: logins.MemberLink | None = None) -> tuple[str, Callable[[Any], None]]:
+    """Start a sign-in (a link, with ``link``): the provider URL, and what sets both cookies on the answer."""
     provider = _provider(gateway)
     try:
         await provider.metadata()  # before a row is written: a provider outage leaves nothing behind
@@ -68,12 +67,24 @@ async def _begin(gateway: Any, response_for: Callable[[str], web.StreamResponse]
         raise _unavailable(exc) from None
     settings = provider.settings
     login, browser_key = await logins.start(gateway, settings.login_ttl_seconds, link)
-    response = response_for(await provider.authorization_url(login.state, login.nonce, login.code_verifier))
-    # SameSite=Lax: the provider's redirect back is a top-level GET, which carries Lax cookies.
-    response.set_cookie(logins.COOKIE_NAME, logins.cookie_value(gateway, login),
-                        max_age=settings.login_ttl_seconds, path=CALLBACK_PATH, httponly=True,
-                        samesite="Lax", secure=settings.redirect_uri.startswith("https:"))
-    landings.remember_browser(response, browser_key, settings)  # the payload will land only in this browser
+    url = await provider.authorization_url(login.state, login.nonce, login.code_verifier)
+
+    def set_cookies(response: Any) -> None:
+        # SameSite=Lax: the provider's redirect back is a top-level GET, which carries Lax cookies.
+        response.set_cookie(logins.COOKIE_NAME, logins.cookie_value(gateway, login),
+                            max_age=settings.login_ttl_seconds, path=CALLBACK_PATH, httponly=True,
+                            samesite="Lax", secure=settings.redirect_uri.startswith("https:"))
+        landings.remember_browser(response, browser_key, settings)  # the payload will land only in this browser
+
+    return url, set_cookies
+
+
+async def _begin(gateway: Any, response_for: Callable[[str], web.StreamResponse],
+                 link: logins.MemberLink | None = None) -> web.StreamResponse:
+    """Start a sign-in (a link, with ``link``): the answer ``response_for(provider URL)`` with both cookies."""
+    url, set_cookies = await started(gateway, link)
+    response = response_for(url)
+    set_cookies(response)
     return _no_store(response)
 
 
