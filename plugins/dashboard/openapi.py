@@ -152,5 +152,7 @@ def register(registry: Any, gateway: Any) -> None:
             registry.add(action(entry.path, f"{entry.title}: a form (plugin {entry.plugin})",
                                 {"type": "object", "required": ["csrf_token"],
                                  "properties": {"csrf_token": STRING}, "additionalProperties": True},
-                                "Back to the page.", shows="The page again, or what the form created.",
+                                "Back to the page, or on to where the form leads (a DashboardRedirect: an"
+                                " identity provider's consent page, with the plugin's cookies).",
+                                shows="The page again, or what the form created.",
                                 errors=(*FORM_ERRORS, 404)))  # a form naming an object not this merchant's
