@@ -225,6 +225,7 @@ UNEXERCISED: dict[tuple[str, str], str] = {
     ("POST", "/dashboard/auth/google/link"): "tests/test_oidc_members.py",
     ("GET", "/dashboard/auth/google/2fa"): "tests/test_oidc_members.py",
     ("POST", "/dashboard/auth/google/2fa"): "tests/test_oidc_members.py",
+    ("POST", "/app/sign-in-methods"): "tests/test_oidc_members.py",  # a member's form, to the provider
     # The dashboard's not-found page only ever answers 404 (or 405): the journey calls it, it never succeeds.
     ("GET", "/app/{missing}"): "tests/test_dashboard_small.py",
     ("POST", "/app/{missing}"): "tests/test_dashboard_small.py",
@@ -1029,6 +1030,8 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
                                                    "password": "s3cret-pass", "password_confirm": "s3cret-pass"},
                  expect=303)
     await journey_member_2fa(c)
+    await c.call("GET", "/app/sign-in-methods", expect=200)
+    await c.call("POST", "/app/sign-in-methods", data={"csrf_token": token}, expect=403)  # the holder: by e-mail
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
                  "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
         await c.call("GET", path, expect=200)
