@@ -277,7 +277,7 @@ async def quoted_for_hold(gateway: "Gateway", merchant_id: str, request: PayoutR
     if not request.holdable:
         return request
     quote = await call_first(gateway.pm, "decide_hold_quote", gateway=gateway, merchant_id=merchant_id,
-                                coin=request.route.coin.symbol)
+                             coin=request.route.coin.symbol)
     return replace(request, hold_quote=quote)
 
 

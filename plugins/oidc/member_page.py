@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import DashboardRedirect, DashboardView, Forbidden, Principal
-from . import logins
+from ...api import DashboardRedirect, DashboardView, Principal
+from . import members
 from .config import provider_of
 from .routes import started
 
@@ -39,8 +39,5 @@ async def render(gateway: Any, merchant_id: str, query: Mapping[str, Any], princ
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any], principal: Principal) -> DashboardRedirect:
     """Off to the provider; back at the callback, the identity is the member's (routes.callback)."""
-    if principal.member_id is None:
-        raise Forbidden("the account holder's identity links by its verified e-mail when signing in with the"
-                        " identity provider", code="not_a_member")
-    url, set_cookies = await started(gateway, logins.MemberLink(merchant_id, principal.member_id))
+    url, set_cookies = await started(gateway, members.link_for(principal))
     return DashboardRedirect(url, set_cookies)

@@ -23,7 +23,7 @@ import logging
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...api import (
-    AccountSession, Conflict, Forbidden, Member, announce_security_event, call_first, sign_in_member,
+    AccountSession, Conflict, Forbidden, Member, Principal, announce_security_event, call_first, sign_in_member,
 )
 from ...api.merchant import member_totp_enabled
 from .logins import MemberLink
@@ -48,6 +48,15 @@ class MemberRemoved(Forbidden):
     def __init__(self) -> None:
         super().__init__("the team member this sign-in belongs to was removed from the account, so it no longer"
                          " signs in. Ask the account's owner for a new invitation", code="member_removed")
+
+
+def link_for(principal: Principal) -> MemberLink:
+    """What a signed-in member's link is marked with; 403 ``not_a_member`` for the account holder, whose
+    identity links by its verified e-mail (the JSON route and the dashboard tab both ask here)."""
+    if principal.member_id is None:
+        raise Forbidden("this links a team member's own identity-provider account; the account holder's links"
+                        " by its verified e-mail when signing in at /dashboard/auth/google", code="not_a_member")
+    return MemberLink(principal.merchant_id, principal.member_id)
 
 
 class LinkedElsewhere(Conflict):

@@ -18,7 +18,7 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, Forbidden, InvalidRequest, NotConfigured, Principal, ServiceUnavailable, Unauthorized, envelope,
+    EVERYONE, InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, envelope,
     gateway_of, html_page, principal_of, rate_class, requires,
 )
 from . import identities, landings, logins, members, second_step
@@ -100,11 +100,7 @@ async def start(request: web.Request) -> web.StreamResponse:
 @requires("jwt", scope=EVERYONE)
 async def start_link(request: web.Request) -> web.StreamResponse:
     """A signed-in team member links their own identity: the provider URL to send their browser to."""
-    principal: Principal = principal_of(request)
-    if principal.member_id is None:
-        raise Forbidden("this links a team member's own identity-provider account; the account holder's links"
-                        " by its verified e-mail when signing in at /dashboard/auth/google", code="not_a_member")
-    link = logins.MemberLink(principal.merchant_id, principal.member_id)
+    link = members.link_for(principal_of(request))
     return await _begin(gateway_of(request), lambda url: envelope({"authorization_url": url}), link)
 
 

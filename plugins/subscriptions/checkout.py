@@ -80,11 +80,11 @@ async def enrol(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) -
     row = enrolment.new_row(gateway, plan, status=ACTIVE, customer_ref=clean["customer_ref"],
                             customer_email=clean["customer_email"], start=start, idempotency_key=key)
     async with gateway.db.transaction():
-        if key and not await store.claim_keyed_subscription(gateway, row):
-            twin = await store.subscription_by_key(gateway, merchant_id, key)  # a parallel twin won the key
-            return _same_enrolment(found(twin), clean)
         if not key:
             await store.insert_subscription(gateway, row)
+        elif not await store.claim_keyed_subscription(gateway, row):
+            twin = await store.subscription_by_key(gateway, merchant_id, key)  # a parallel twin won the key
+            return _same_enrolment(found(twin), clean)
         invoice = await billing.claim_period(gateway, row, plan, now) if start <= now else None
     if invoice is not None:
         await billing.mint_guarded(gateway, invoice)
