@@ -94,3 +94,15 @@ async def test_the_api_key_header_is_sent(shop):
         refused = await client.post(f"{shop.online.url}/wallet/getnowblock", content="{}")
     assert refused.status_code == 401
     assert (await shop.adapter.tip()).height == shop.node.head.number
+
+
+async def test_a_token_whose_contract_begins_with_0x41_is_seen(tron_node, make_config, make_client):  # noqa: F811
+    """A log names its contract by the bare 20 bytes; one contract in 256 begins with 0x41 and was unseen."""
+    contract = tron_node.node.deploy_token("USDT41", 10**15, first_byte=0x41)
+    assert account_id(contract)[1] == 0x41
+    shop = await open_tron_shop(tron_node, make_config, make_client, contracts={"USDT_TRC20": contract})
+    payment = await shop.payment("USDT_TRC20", "3")
+    tx_id = shop.node.pay_token(contract, payment["address"], 3_000_000)
+    await shop.mine(1)
+    assert [(d["tx_hash"], d["coin"], int(d["amount"])) for d in await shop.deposits()] == [
+        (tx_id, "USDT_TRC20", 3_000_000)]

@@ -159,9 +159,13 @@ class TronNode:
         digest = hashlib.sha256(f"{number}:{parent}:{salt}:{secrets.token_hex(4)}".encode()).digest()
         return (number.to_bytes(8, "big") + digest[8:]).hex()
 
-    def deploy_token(self, name: str, supply: int) -> str:
-        """A TRC-20 contract (as an account id) with ``supply`` held by the payer; returns its T address."""
-        contract = b"\x41" + keccak(text=f"{name}:{secrets.token_hex(8)}")[-20:]
+    def deploy_token(self, name: str, supply: int, *, first_byte: int | None = None) -> str:
+        """A TRC-20 contract (as an account id) with ``supply`` held by the payer; returns its T address.
+
+        ``first_byte`` fixes the first byte of the contract's 20 (0x41 makes its log address look 41-prefixed).
+        """
+        body = keccak(text=f"{name}:{secrets.token_hex(8)}")[-20:]
+        contract = b"\x41" + (body if first_byte is None else bytes([first_byte]) + body[1:])
         self.state.tokens[contract] = {self.payer: supply}
         for block in self.blocks:
             block.state.tokens.setdefault(contract, {self.payer: supply})

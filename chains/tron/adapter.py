@@ -146,7 +146,7 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
         return found
 
     def _decode_log(self, tx_id: str, index: int, log: Mapping[str, Any]) -> Transfer | None:
-        symbol = self.contracts.get(str(log.get("address", "")).lower().removeprefix("41")[-40:])
+        symbol = self.contracts.get(log_contract(log.get("address")))
         topics = [str(t).lower().removeprefix("0x") for t in log.get("topics") or []]
         data = str(log.get("data", "")).lower().removeprefix("0x")
         if symbol is None or len(topics) != 3 or topics[0] != _TOPIC or len(data) != _WORD:
@@ -160,3 +160,13 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
 
     async def close(self) -> None:
         await self.nodes.close()
+
+
+def log_contract(value: object) -> str:
+    """A log's contract as its 40 hex digits: java-tron writes the bare 20 bytes, some nodes ``41`` + 20.
+
+    Only a 42-digit value loses its ``41``: the bare form of a contract whose
+    own first byte is 0x41 (one in 256) keeps it, or its token would be unseen.
+    """
+    text = str(value or "").lower().removeprefix("0x")
+    return text[2:] if len(text) == 42 and text.startswith("41") else text

@@ -92,3 +92,14 @@ def test_the_stand_ins_free_bandwidth_fades_over_a_day_like_java_tron():
     assert window_usage(345, 0, 0, WINDOW_SLOTS - 1) == 0
     assert window_usage(345, 200, 0, WINDOW_SLOTS) == 200  # a day later only the new use counts
     assert window_usage(300, 300, 5, 5) == 600  # spent the same slot: it adds up
+
+
+@settings(max_examples=60, deadline=None)
+@given(contract=st.binary(min_size=20, max_size=20))
+def test_a_log_contract_is_its_20_bytes_in_either_spelling(contract):
+    from orbchain.chains.tron.adapter import log_contract
+
+    assert log_contract(contract.hex()) == contract.hex()
+    assert log_contract("41" + contract.hex()) == contract.hex()
+    assert log_contract("0x" + contract.hex().upper()) == contract.hex()
+    assert log_contract((b"\x41" + contract[1:]).hex()) == (b"\x41" + contract[1:]).hex()
