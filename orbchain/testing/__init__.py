@@ -19,7 +19,10 @@ It then gives every test module:
   "From an empty package to a passing conformance run");
 * ``pay_on_devnet(client_or_gateway, payment, amount=None)``: a payment paid
   on the devnet and mined to its confirmations through the core scanner, for
-  a feature plugin's own tests (``docs/plugins.md``, "Testing your plugin").
+  a feature plugin's own tests (``docs/plugins.md``, "Testing your plugin");
+* ``statement_log`` (a ``StatementLog``): every statement the gateway sends
+  to its database, counted at the drivers, to hold a hot path to a stated
+  number of statements (``docs/plugins.md``, "Counting a route's statements").
 
 The HTTP fixtures need ``pytest-aiohttp`` (Orbchain's ``test`` extra).
 """
@@ -38,15 +41,17 @@ from .run_report import check_collection, summary_lines
 from .driver import ChainDriver
 from .fixtures import Shop, client, config, gateway, make_client, make_config, merchant_shop, merge_sections, open_shop
 from .harness import ChainShop, open_chain_shop
+from .statements import StatementLog, quiet_process, statement_label, statement_log
 
 __all__ = [
     "AdapterConformance", "CAPABILITIES", "capabilities", "ChainDriver", "ChainShop", "Merchant", "PG_ENV",
     "POSTGRESQL_ONLY", "SQLITE_ONLY_ENV", "Shop",
-    "SimulatedCrash", "api", "backends", "bearer", "merge_sections", "open_chain_shop", "open_shop",
-    "pay_on_devnet", "requires",
-    "signup", "signup_data", "supports",
+    "SimulatedCrash", "StatementLog", "api", "backends", "bearer", "merge_sections", "open_chain_shop", "open_shop",
+    "pay_on_devnet", "quiet_process", "requires",
+    "signup", "signup_data", "statement_label", "supports",
     # fixtures, re-exported so that loading this module as a plugin registers them
     "client", "config", "db_url", "gateway", "make_client", "make_config", "merchant_shop", "pg_run_database",
+    "statement_log",
 ]
 
 def pytest_configure(config: pytest.Config) -> None:
