@@ -14,13 +14,19 @@ the webhook receiver down, one worker SIGKILLed (its host stops and is
 restarted here, as a service manager would). The load is paced
 (``--pause`` between a client's requests) so the run leaves CPU to others.
 
-At the end it waits for the books to settle and reports: throughput, p50 and
-p99, every 5xx outside a fault window (a request overlapping the window or
-the grace after it is inside), payment creates answered 200 but missing,
-devnet transfers not credited exactly once, webhook events never delivered,
-RSS of every process over time and its growth after the warm-up, and
-``orbchain ledger check``. The exit status
-is 0 when every check holds. tests/test_soak.py runs 3 minutes of it.
+At the end it waits for the books to settle. Its verdict (``ok``, the exit
+status) is about what happened, never about how much in a time: every error
+explained by the fault that caused it (tests/soak_verdict.py: a 500
+anywhere fails; a 503 needs Retry-After and a fault of its cause; no answer
+only from a host a worker kill took down, until it was back), no payment
+create answered 200 missing, every devnet transfer credited exactly once, no
+webhook event given up on or still due, ``orbchain ledger check`` clean.
+The figures beside it are the bench's, for docs/decisions.md: throughput,
+p50 and p99, devnet blocks a second (one job leader across the four
+processes), RSS of every process over time and its growth after the
+warm-up, and the errors met after a fault's window plus ``GRACE``
+(``errors_after_grace``: how long effects lasted). tests/test_soak.py runs
+two minutes of it; ``make bench`` three (bench/bench_soak.py).
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import secrets
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -47,9 +53,10 @@ from tests.gateway_hosts import (  # noqa: E402 - the test harness, after the pa
     BTC_DESTINATION, Client, Host, create_database, drop_database, fetch, gateway_config, orbchain_cli, rss_kib,
     terminate_connections,
 )
+from tests.soak_verdict import Fault, judge  # noqa: E402
 
 FAULTS = ("db_kill", "node_outage", "receiver_outage", "worker_kill")
-GRACE = 15.0  # seconds after a fault during which errors still count as its effect
+GRACE = 15.0  # seconds after a fault within which an error is not counted in the errors_after_grace figure
 MIX = (("create", 30), ("read", 25), ("page", 15), ("pay", 12), ("payout", 6), ("transfer", 12))
 SETTLE = 120.0  # seconds to wait at the end for every credit and delivery
 
@@ -102,7 +109,8 @@ class Run:
     config: Path
     receiver: FlakyReceiver
     started: float = field(default_factory=time.monotonic)
-    windows: list[tuple[str, float, float]] = field(default_factory=list)  # fault, start, end
+    faults: list[Fault] = field(default_factory=list)  # as injected; a worker kill's ``back`` is set at the end
+    backs: list[tuple[str, float]] = field(default_factory=list)  # (host, when its restart answered)
     created: list[str] = field(default_factory=list)  # track ids answered 200
     payable: list[str] = field(default_factory=list)
     rss: dict[str, list[tuple[float, int]]] = field(default_factory=dict)  # "host/pid" -> (t, KiB)
@@ -193,7 +201,8 @@ async def inject(run: Run, fault: str, seconds: float) -> None:
     elif fault == "worker_kill":
         run.hosts[-1].kill_worker()  # the last host only: the first keeps its processes for the RSS trend
         await asyncio.sleep(seconds)
-    run.windows.append((fault, start, time.monotonic()))
+    host = run.hosts[-1].name if fault == "worker_kill" else None
+    run.faults.append(Fault(fault, start, time.monotonic(), host))
 
 
 async def clear_faults(run: Run) -> None:
@@ -222,7 +231,7 @@ async def supervise(run: Run, sample_every: float) -> None:
         for host in run.hosts:
             if not host.alive():
                 run.restarts += 1
-                await host.start()
+                await restart(run, host)
         if time.monotonic() - last_sample >= sample_every:
             last_sample = time.monotonic()
             for host in run.hosts:
@@ -232,13 +241,29 @@ async def supervise(run: Run, sample_every: float) -> None:
         await asyncio.sleep(0.5)
 
 
+async def restart(run: Run, host: Host) -> None:
+    """Start ``host`` again; when it answers, it is back (the end of what its worker kill explains)."""
+    await host.start()
+    run.backs.append((host.name, time.monotonic()))
+
+
+def with_backs(run: Run) -> list[Fault]:
+    """The faults, each worker kill with the moment its host was first back after it."""
+    return [replace(f, back=next((t for name, t in run.backs if name == f.host and t >= f.start), None))
+            if f.kind == "worker_kill" else f for f in run.faults]
+
+
 def in_window(run: Run, sent: float, answered: float) -> bool:
-    """Whether a request in flight from ``sent`` to ``answered`` overlaps a fault window or its grace.
+    """Whether a request in flight from ``sent`` to ``answered`` overlaps a fault window or its grace (a figure).
 
     A request sent a moment before a fault began and answered after it (a database session killed under
     it) met the fault: 503 at "50.1 s" for a window from 50.1 s was counted outside before.
     """
-    return any(sent <= end + GRACE and answered >= start for _, start, end in run.windows)
+    return any(sent <= f.end + GRACE and answered >= f.start for f in run.faults)
+
+
+async def devnet_height(dsn: str) -> int:
+    return (await fetch(dsn, "SELECT max(height) AS h FROM devnet_blocks"))[0]["h"] or 0
 
 
 def percentile(values: list[float], share: float) -> float:
@@ -290,7 +315,7 @@ async def settle(run: Run) -> dict[str, Any]:
 
 async def soak(admin_dsn: str, seconds: float, workdir: Path, *, fault_every: float = 30, fault_seconds: float = 8,
                concurrency: int = 3, pause: float = 0.05, warmup: float | None = None, seed: int = 1,
-               keep_database: bool = False, rss_bound: float = 10) -> dict[str, Any]:
+               keep_database: bool = False) -> dict[str, Any]:
     warmup = seconds / 3 if warmup is None else warmup
     dsn = await create_database(admin_dsn, "orbchain_soak")
     receiver = FlakyReceiver()
@@ -309,7 +334,7 @@ async def soak(admin_dsn: str, seconds: float, workdir: Path, *, fault_every: fl
                                       {"webhook_url": hook})
         await fund(run, a, "10")
         run.client.answers.clear()
-        run.started = time.monotonic()
+        run.started, first_height = time.monotonic(), await devnet_height(dsn)
         rng = random.Random(seed)
         tasks = [asyncio.create_task(supervise(run, max(5.0, seconds / 120))),
                  asyncio.create_task(faults(run, warmup, fault_every, fault_seconds))]
@@ -321,43 +346,46 @@ async def soak(admin_dsn: str, seconds: float, workdir: Path, *, fault_every: fl
         await asyncio.gather(tasks[1], return_exceptions=True)
         await clear_faults(run)  # a fault cut short by the end must not outlive it
         await tasks[0]
+        elapsed, mined = time.monotonic() - run.started, await devnet_height(dsn) - first_height
         for host in hosts:  # a host killed by the last fault comes back before the books are read
             if not host.alive():
-                await host.start()
-        elapsed = time.monotonic() - run.started
+                await restart(run, host)
         settled = await settle(run)
         existing = {r["track_id"] for r in await fetch(dsn, "SELECT track_id FROM payments")}
         twice = await fetch(dsn, "SELECT id FROM deposits WHERE credit_count > 1")
         ledger = await asyncio.to_thread(orbchain_cli, config, "ledger", "check")
         answers = run.client.answers
+        problems = judge(answers, with_backs(run), run.started)
         outside = [x for x in answers if not in_window(run, x.at, x.at + x.seconds)]
-        errors_outside = [f"{x.method} {x.route} on {x.host} at {x.at - run.started:.1f} s: {x.status} "
-                          f"{_code(x.body)}" for x in outside
-                          if x.status == "no answer" or (isinstance(x.status, int) and x.status >= 500)]
+        late = [f"{x.method} {x.route} on {x.host} at {x.at - run.started:.1f} s: {x.status} {_code(x.body)}"
+                for x in outside if x.status == "no answer" or (isinstance(x.status, int) and x.status >= 500)]
         latencies = [x.seconds for x in outside]
         points = rss_points(run, warmup)
         report = {
             "seconds": round(elapsed, 1), "requests": len(answers),
             "throughput_rps": round(len(answers) / elapsed, 1),
+            "creates_per_s": round(sum(x.route == "/v1/payment/invoice" and x.status == 200 for x in answers)
+                                   / elapsed, 1),
+            "devnet_blocks_per_s": round(mined / elapsed, 2),  # block_seconds = 1: one leader mines one a second
             "p50_ms": round(1000 * percentile(latencies, 0.5), 1),
             "p99_ms": round(1000 * percentile(latencies, 0.99), 1),
             "by_status": _count(str(x.status) for x in answers),
             "by_route": _count(f"{x.method} {x.route} {x.status}" for x in answers),
             "refusals": sorted({f"{x.route} {x.status} {_code(x.body)}" for x in answers
                                 if isinstance(x.status, int) and 400 <= x.status < 500})[:20],
-            "faults": [(f, round(s - run.started, 1), round(e - s, 1)) for f, s, e in run.windows],
+            "faults": [(f.kind, round(f.start - run.started, 1), round(f.end - f.start, 1)) for f in run.faults],
             "host_restarts": run.restarts,
-            "errors_outside_faults": errors_outside[:50], "errors_outside_faults_count": len(errors_outside),
+            "problems": problems[:50], "problems_count": len(problems),
+            "errors_after_grace": late[:50], "errors_after_grace_count": len(late),
             "creates_ok": len(run.created), "creates_lost": sorted(set(run.created) - existing),
             **settled, "double_credits": len(twice),
             "webhooks_delivered": len(receiver.delivered),
             "ledger_check": {"status": ledger.returncode, "output": (ledger.stdout + ledger.stderr).strip()[-500:]},
             "rss_kib": run.rss, "rss_start_warm_end_kib": points, "rss_growth_pct": rss_growth(points),
         }
-        report["ok"] = bool(not errors_outside and not report["creates_lost"] and not settled["uncredited"]
+        report["ok"] = bool(not problems and not report["creates_lost"] and not settled["uncredited"]
                             and not settled["webhooks"].get("lost") and not settled["webhooks"].get("due")
-                            and not twice and ledger.returncode == 0
-                            and report["rss_growth_pct"] and max(report["rss_growth_pct"].values()) < rss_bound)
+                            and not twice and ledger.returncode == 0)
         return report
     finally:
         run.stopping = True
@@ -398,13 +426,12 @@ def main() -> int:
     parser.add_argument("--pause", type=float, default=0.05, help="seconds between one client's requests")
     parser.add_argument("--warmup", type=float, default=None,
                         help="seconds before the first fault; also the RSS baseline (default: a third of --seconds)")
-    parser.add_argument("--rss-bound", type=float, default=10, help="largest RSS growth (%%) after the warm-up")
     parser.add_argument("--json", type=Path, help="write the whole report (with the RSS series) here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="orbchain-soak-") as tmp:
         report = asyncio.run(soak(args.dsn, args.seconds, Path(tmp), fault_every=args.fault_every,
                                   fault_seconds=args.fault_seconds, concurrency=args.concurrency, pause=args.pause,
-                                  warmup=args.warmup, rss_bound=args.rss_bound))
+                                  warmup=args.warmup))
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     print(summary(report))

@@ -32,6 +32,11 @@ SUBSCRIBE_ID = 1
 UNSUBSCRIBE_ID = 2
 
 
+def _number_or_text(value: Any) -> bool:
+    """Any JSON-RPC subscription id: eth_subscribe answers hex strings, Solana's PubSub numbers."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 @dataclass(frozen=True)
 class Subscription:
     """What to ask for: ``method(params)`` answers an id; notifications come as ``notification``."""
@@ -41,6 +46,37 @@ class Subscription:
     unsubscribe: str
     params: tuple[Any, ...] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
+    is_id: Callable[[Any], bool] = _number_or_text  # what a subscription id may be
+
+
+def subscription_id(subscription: Subscription, answer: Any, what: str) -> Any:
+    """The subscription id ``answer`` (the reply to ``subscription.method``) carries; ``ChainUnavailable`` for a
+    refusal or an answer without a valid id."""
+    try:
+        sub_id = rpc_result(subscription.method, answer)
+    except JsonRpcError as exc:
+        raise ChainUnavailable(f"{what} refused {subscription.method}: {exc.message}") from None
+    if not subscription.is_id(sub_id):
+        raise ChainUnavailable(f"{what} answered {subscription.method} without a subscription id")
+    return sub_id
+
+
+def notification_result(subscription: Subscription, sub_id: Any, message: Any) -> tuple[bool, Any]:
+    """``(True, result)`` when ``message`` is a notification of subscription ``sub_id``, else ``(False, None)``."""
+    if not isinstance(message, dict) or message.get("method") != subscription.notification:
+        return False, None
+    params = message.get("params")
+    if isinstance(params, dict) and params.get("subscription") == sub_id and "result" in params:
+        return True, params["result"]
+    return False, None
+
+
+def read_message(data: str | bytes) -> Any | None:
+    """One WebSocket frame's JSON (numbers with a fraction as ``Decimal``); None for a frame that is not JSON."""
+    try:
+        return json.loads(data, parse_float=Decimal)
+    except ValueError:
+        return None  # a stray frame must not end a healthy stream
 
 
 def is_ws_url(value: Any) -> bool:
@@ -84,31 +120,19 @@ async def _message(ws: aiohttp.ClientWebSocketResponse, what: str) -> Any | None
         raise ChainUnavailable(f"{what} WebSocket closed ({message.type.name.lower()})")
     if message.type not in (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY):
         return None
-    try:
-        return json.loads(message.data, parse_float=Decimal)
-    except ValueError:
-        return None  # a stray frame must not end a healthy stream
+    return read_message(message.data)
 
 
 async def _subscribed(ws: aiohttp.ClientWebSocketResponse, subscription: Subscription, what: str) -> Any:
     while True:
         answer = await _message(ws, what)
         if isinstance(answer, dict) and answer.get("id") == SUBSCRIBE_ID:
-            try:
-                sub_id = rpc_result(subscription.method, answer)
-            except JsonRpcError as exc:
-                raise ChainUnavailable(f"{what} refused {subscription.method}: {exc.message}") from None
-            if not isinstance(sub_id, (int, str)) or isinstance(sub_id, bool):
-                raise ChainUnavailable(f"{what} answered {subscription.method} without a subscription id")
-            return sub_id
+            return subscription_id(subscription, answer, what)
 
 
 async def _notifications(ws: aiohttp.ClientWebSocketResponse, subscription: Subscription, sub_id: Any,
                          notice: Callable[[Any], None], what: str) -> None:
     while True:
-        message = await _message(ws, what)
-        if not isinstance(message, dict) or message.get("method") != subscription.notification:
-            continue
-        params = message.get("params")
-        if isinstance(params, dict) and params.get("subscription") == sub_id:
-            notice(params.get("result"))
+        matched, result = notification_result(subscription, sub_id, await _message(ws, what))
+        if matched:
+            notice(result)

@@ -161,6 +161,7 @@ class Answer:
     route: str
     status: int | str  # the HTTP status, or "no answer"
     body: Any = None
+    retry_after: str | None = None  # the Retry-After header, if any
 
 
 class Client:
@@ -180,6 +181,7 @@ class Client:
         """One request to ``host`` (default: the next host in turn); a refused connection is "no answer"."""
         host = host or self.hosts[next(self._next)]
         started = time.monotonic()
+        retry_after = None
         try:
             async with self._session.request(method, host.base + path, **kwargs) as response:
                 text = await response.text()
@@ -187,9 +189,11 @@ class Client:
                 if response.content_type == "application/json":
                     body = await response.json()
                 status: int | str = response.status
+                retry_after = response.headers.get("Retry-After")
         except (TimeoutError, aiohttp.ClientError):
             status, body = "no answer", None
-        answer = Answer(started, time.monotonic() - started, host.name, method, route or path, status, body)
+        answer = Answer(started, time.monotonic() - started, host.name, method, route or path, status, body,
+                        retry_after)
         self.answers.append(answer)
         return answer
 

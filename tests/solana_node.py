@@ -33,7 +33,10 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
   (``{parent, root, slot}``, root being the finalized slot) for every
   produced block; ``slotUnsubscribe`` answers true, or -32602 for an
   unknown id; ``drop_streams`` closes every socket (a node restart, as the
-  client sees it). Solana's own validator serves PubSub on the RPC port + 1.
+  client sees it). Every PubSub message is serialised by solders' RPC
+  types (Agave's), not written here; tests/unit/test_solana_pubsub.py holds
+  the gateway's parser to solders and Solana's published examples. Solana's
+  own validator serves PubSub on the RPC port + 1.
 * forks: ``reorg(depth)`` drops the newest blocks (never finalized ones),
   rebuilds the runtime by replaying the surviving blocks, and produces a
   longer branch at the same slots with new hashes; dropped transactions are
@@ -57,6 +60,8 @@ from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.message import Message
 from solders.pubkey import Pubkey
+from solders.rpc.errors import InvalidParamsMessage, MethodNotFoundMessage
+from solders.rpc.responses import SlotInfo, SlotNotification, SubscriptionError, SubscriptionResult, UnsubscribeResult
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction, VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
@@ -73,6 +78,12 @@ MISSING = {  # how a node says a slot below its first available block is gone (a
     "long_term": (-32009, "Slot {slot} was skipped, or missing in long-term storage"),
     "cleaned": (-32001, "Block {slot} cleaned up, does not exist on node. First available block: {first}"),
 }
+
+
+def slot_notification(info: SlotInfo, subscription: int) -> str:
+    """A ``slotNotification`` whose params solders serialises (its ``to_json`` leaves out JSON-RPC's envelope)."""
+    params = json.loads(SlotNotification(info, subscription).to_json())
+    return json.dumps({"jsonrpc": "2.0", "method": "slotNotification", "params": params})
 
 
 class RpcFailure(Exception):
@@ -197,11 +208,9 @@ class SolanaNode:
             self._notify_slot(block)
 
     def _notify_slot(self, block: BlockRecord) -> None:
-        root = self.finalized().slot
+        info = SlotInfo(slot=block.slot, parent=block.parent_slot, root=self.finalized().slot)
         for subscription, outbox in self.slot_subscribers.items():
-            outbox.put_nowait({"jsonrpc": "2.0", "method": "slotNotification", "params": {
-                "result": {"parent": block.parent_slot, "root": root, "slot": block.slot},
-                "subscription": subscription}})
+            outbox.put_nowait(slot_notification(info, subscription))
 
     def finalized(self) -> BlockRecord:
         limit = self.tip.slot - FINALITY
@@ -419,27 +428,27 @@ class SolanaNode:
             sender.cancel()
         return ws
 
-    def _pubsub(self, body: dict[str, Any], outbox: asyncio.Queue, mine: set[int]) -> dict[str, Any]:
-        method, params = body.get("method"), body.get("params") or []
+    def _pubsub(self, body: dict[str, Any], outbox: asyncio.Queue, mine: set[int]) -> str:
+        """The answer to one PubSub request, serialised by solders (Agave's RPC types), not written here."""
+        method, params, request = body.get("method"), body.get("params") or [], body.get("id")
         self.ws_calls.append(method)
-        answer: dict[str, Any] = {"jsonrpc": "2.0", "id": body.get("id")}
         if method == "slotSubscribe":
             subscription, self._next_subscription = self._next_subscription, self._next_subscription + 1
             self.slot_subscribers[subscription] = outbox
             mine.add(subscription)
-            return {**answer, "result": subscription}
+            return SubscriptionResult(id=request, result=subscription).to_json()
         if method == "slotUnsubscribe" and params and params[0] in mine:
             mine.discard(params[0])
             del self.slot_subscribers[params[0]]
-            return {**answer, "result": True}
+            return UnsubscribeResult(id=request, result=True).to_json()
         if method == "slotUnsubscribe":
-            return {**answer, "error": {"code": -32602, "message": "Invalid subscription id."}}
-        return {**answer, "error": {"code": -32601, "message": "Method not found"}}
+            return SubscriptionError(request, InvalidParamsMessage("Invalid subscription id.")).to_json()
+        return SubscriptionError(request, MethodNotFoundMessage("Method not found")).to_json()
 
     @staticmethod
     async def _send(ws: web.WebSocketResponse, outbox: asyncio.Queue) -> None:
         while True:
-            await ws.send_str(json.dumps(await outbox.get()))
+            await ws.send_str(await outbox.get())
 
     async def drop_streams(self) -> None:
         """Close every PubSub socket, as a restarting node does."""

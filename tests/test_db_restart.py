@@ -15,7 +15,13 @@ Retry-After (never a 500); every create and payout answered 200 exists;
 every devnet payment is one deposit, credited once; every payout is paid
 once; the webhooks arrived; ``ledger check`` is clean; ``/ready`` named the
 database while it was away; ``/metrics`` counted the errors; the log named
-each outage once. One test on one cluster: about 25 seconds, the cluster's start included.
+each outage once, correlated with its fault rather than counted in a time:
+the next fault is injected only once the gateway logged the last one's
+outage over, so each fault owns the log lines between its start and that
+moment, one "unavailable" and one "available again", and no line falls
+outside a fault (issue 43: three lines held before only while the calm
+between faults outlasted the outage's quiet period). One test on one
+cluster: about 25 seconds, the cluster's start included.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
 from .pg_cluster import PrivateCluster  # its session fixture private_pg: a plugin of tests/conftest.py
+from .push_support import until
 from .support import WebhookReceiver, advance_clock, api, bearer, signup
 from .test_db_faults_sqlite import OUTAGE_LOG, TOKEN
 from .test_payouts import BTC_DEST
@@ -45,7 +52,7 @@ pytestmark = pytest.mark.slow
 
 OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
 FAULTS = (("fast", 1.0), ("immediate", 1.0), ("kill", 1.0))  # how the server goes away, and for how long
-CALM_SECONDS = 1.5  # load before, between and after the faults
+CALM_SECONDS = 1.5  # load before the first fault and after the last one's outage ended
 
 
 class Load:
@@ -203,6 +210,11 @@ async def settle(gateway: Any, load: Load, jobs: tuple[str, ...]) -> None:
     raise AssertionError(f"not settled: {open_payments} payment(s) unpaid, {open_payouts} payout(s) open")
 
 
+def outage_lines(records: list[logging.LogRecord], *words: str) -> list[logging.LogRecord]:
+    """The outage log's lines (core/infra/db_faults.py) containing any of ``words``."""
+    return [r for r in records if r.name == OUTAGE_LOG and any(w in r.getMessage() for w in words)]
+
+
 async def test_restarts_under_load_lose_nothing_and_credit_once(private_pg, restart_shop, caplog):
     caplog.set_level(logging.INFO)
     client, merchant, gateway, receiver, page = restart_shop
@@ -212,11 +224,16 @@ async def test_restarts_under_load_lose_nothing_and_credit_once(private_pg, rest
         creates(client, merchant, load), creates(client, merchant, load), payouts(client, merchant, load),
         payers(gateway, load), scheduler(gateway, load, jobs), probe_ready(client, load), pages(client, load, page))]
     windows = []
+    marks = []  # (fault, caplog index when it began, caplog index once its outage was logged over)
     try:
         await asyncio.sleep(CALM_SECONDS)
         for mode, down in FAULTS:
+            began_at = len(caplog.records)
             windows.append(await inject(private_pg, mode, down))
-            await asyncio.sleep(CALM_SECONDS)
+            await until(lambda since=began_at: bool(outage_lines(caplog.records[since:], "available again")),
+                        f"the gateway to log the {mode} outage over", seconds=60)
+            marks.append((mode, began_at, len(caplog.records)))
+        await asyncio.sleep(CALM_SECONDS)  # a late line of the last fault would show here
     finally:
         load.stopping = True
         await asyncio.gather(*tasks)
@@ -264,9 +281,15 @@ async def test_restarts_under_load_lose_nothing_and_credit_once(private_pg, rest
                   if row.startswith("orbchain_database_errors_total{"))
     assert counted >= len(load.refusals) > 0
     assert "orbchain_database_up 1.0" in text
-    began = [r for r in caplog.records if r.name == OUTAGE_LOG and "unavailable (" in r.getMessage()]
-    ended = [r for r in caplog.records if r.name == OUTAGE_LOG and "available again" in r.getMessage()]
-    assert len(began) == len(ended) == len(FAULTS), [r.getMessage() for r in began + ended]
+    records = caplog.records
+    for mode, start, end in marks:  # each fault: one outage begun, then ended, between its start and the end line
+        lines = [r.getMessage() for r in outage_lines(records[start:end], "unavailable (", "available again")]
+        assert len(lines) == 2 and "unavailable (" in lines[0] and "available again" in lines[1], (mode, lines)
+        assert getattr(outage_lines(records[start:end], "unavailable (")[0], "cause", None), (mode, lines)
+    # The faults' spans are back to back (the next began as the last one's outage was logged over): what is left
+    # is the calm before the first and after the last, where no outage line belongs.
+    outside = records[:marks[0][1]] + records[marks[-1][2]:]
+    assert not outage_lines(outside, "unavailable (", "available again"), "an outage line no fault explains"
     unexpected = [r.getMessage() for r in caplog.records
                   if r.levelno >= logging.ERROR and r.name != OUTAGE_LOG]
     assert not unexpected, unexpected

@@ -7,12 +7,19 @@ connection per request lets the kernel pick one). On PostgreSQL only:
 * a scoped key used on host B (cached there), revoked on host A, is refused
   by B's workers at once; a legacy key rotated on A likewise;
 * accepted coins changed on A are what B's workers answer at once;
-* one job leader across the four processes: the devnet mines one block a
-  second (``block_seconds = 1``), not one per process (scheduler/runner.py);
+* one job leader across the four processes, by the job log: every tick a
+  process claimed (``job_ticks``, logged here by a trigger) came at least
+  0.8 of its job's interval after the last one of that job in any
+  process, every short job ran, and the devnet mined exactly one block per
+  claimed ``devnet.mine`` tick (scheduler/runner.py);
 * host B SIGKILLed under a load of creates, devnet payments and transfers:
   every create answered 200 exists, every transfer answered 200 exists once,
   every devnet payment is credited exactly once (by host A's jobs alone),
   and ``ledger check`` is clean.
+
+Nothing is asserted about how much happened in a time (issue 43): the load
+runs until each thing the checks need has happened (waits whose bound only
+ends a broken run); the block rate is a bench figure (bench/soak.py).
 """
 
 from __future__ import annotations
@@ -21,14 +28,30 @@ import asyncio
 import os
 import secrets
 import time
+from pathlib import Path
 
 import pytest
 
+from orbchain.core.gateway import assemble_gateway
+from orbchain.core.infra.config import load_config
+from orbchain.core.jobs import register_core_jobs
+
 from .cross_process import CROSS_PROCESS
 from .gateway_hosts import Client, Host, create_database, drop_database, fetch, gateway_config, orbchain_cli
+from .push_support import until
 
 pytestmark = CROSS_PROCESS
 PASSWORD = "hosts-pass-1"
+SHORT_JOB_SECONDS = 5  # jobs this often are seen to run (three claims each) before the log is read
+ONCE_PER_INTERVAL = 0.8  # no two ticks of a job closer than this share of its interval (docs/decisions.md)
+# The job log: every tick a process claimed, as the claim's own statement wrote it (an UPDATE whose WHERE did not
+# match, or an INSERT that met the row, fires nothing). Observation only: the gateway never reads it.
+CLAIM_LOG = [
+    "CREATE TABLE test_job_claims (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL, started_at TIMESTAMPTZ NOT NULL)",
+    """CREATE FUNCTION test_log_job_claim() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN INSERT INTO test_job_claims (name, started_at) VALUES (NEW.name, NEW.started_at); RETURN NEW; END $$""",
+    "CREATE TRIGGER test_job_claims AFTER INSERT OR UPDATE ON job_ticks FOR EACH ROW EXECUTE FUNCTION test_log_job_claim()",
+]
 
 
 @pytest.fixture
@@ -39,6 +62,8 @@ async def hosts(db_backend, tmp_path):
     config = gateway_config(tmp_path / "orbchain.toml", dsn, tmp_path / "var")
     migrated = await asyncio.to_thread(orbchain_cli, config, "migrate")
     assert migrated.returncode == 0, migrated.stderr
+    for statement in CLAIM_LOG:
+        await fetch(dsn, statement)
     pair = [Host(name, config, tmp_path, 2) for name in ("a", "b")]
     client = Client(pair)
     try:
@@ -102,18 +127,40 @@ async def test_revocation_and_settings_reach_the_other_host_at_once(hosts):
             assert {tuple(body["data"]["accepted_coins"]) for _, body in answers.values()} == {tuple(coins)}, answers
 
 
+def job_intervals(config: Path) -> dict[str, float]:
+    """Every job the hosts schedule, with its interval: the same config assembled here (nothing started)."""
+    gateway = assemble_gateway(load_config(config, environ={}), None, register_core_jobs)
+    return {job.name: float(job.seconds) for job in gateway.jobs}
+
+
 async def test_one_job_leader_across_every_process(hosts):
-    _, dsn, _ = hosts
-    height = "SELECT max(height) AS h FROM devnet_blocks"
-    await asyncio.sleep(3)  # every process's scheduler ticking
-    first, started = (await fetch(dsn, height))[0]["h"] or 0, time.monotonic()
-    await asyncio.sleep(12)
-    mined = (await fetch(dsn, height))[0]["h"] - first
-    seconds = time.monotonic() - started
-    # One block a second across the four processes; before job_ticks each process mined its own (about 4 a second).
-    assert seconds * 0.5 <= mined <= seconds * 1.5 + 1, (mined, seconds)
-    ticks = await fetch(dsn, "SELECT name FROM job_ticks")
-    assert {"devnet.mine", "chain.devnet.scan"} <= {r["name"] for r in ticks}
+    client, dsn, config = hosts
+    intervals = job_intervals(config)
+    short = {name for name, seconds in intervals.items() if seconds <= SHORT_JOB_SECONDS}
+    assert {"devnet.mine", "chain.devnet.scan"} <= short, intervals
+
+    async def claims() -> dict[str, list]:
+        found: dict[str, list] = {}
+        for row in await fetch(dsn, "SELECT name, started_at FROM test_job_claims ORDER BY id"):
+            found.setdefault(row["name"], []).append(row["started_at"])
+        return found
+
+    async def each_short_job_ran_three_times() -> bool:
+        claimed = await claims()
+        return all(len(claimed.get(name, ())) >= 3 for name in short)
+
+    await until(each_short_job_ran_three_times, "three claimed ticks of every short job", seconds=120)
+    await asyncio.to_thread(lambda: [host.stop() for host in client.hosts])  # runs in flight finish (the drain)
+
+    log = await claims()
+    assert set(log) <= set(intervals), set(log) - set(intervals)
+    for name, starts in log.items():  # never twice in an interval across the four processes
+        gaps = [(later - earlier).total_seconds() for earlier, later in zip(starts, starts[1:])]
+        assert all(gap >= ONCE_PER_INTERVAL * intervals[name] - 1e-6 for gap in gaps), (name, intervals[name], gaps)
+    # Each claimed devnet.mine tick ran once: one block each, none from a process mining on its own (before
+    # job_ticks each process's tick mined its own block), none claimed and not run.
+    height = (await fetch(dsn, "SELECT max(height) AS h FROM devnet_blocks"))[0]["h"]
+    assert height == len(log["devnet.mine"]), (height, len(log["devnet.mine"]))
 
 
 async def test_a_host_killed_mid_load_loses_nothing(hosts):
@@ -153,23 +200,31 @@ async def test_a_host_killed_mid_load_loses_nothing(hosts):
             if answer.status == 200:
                 transfers.append(key)
 
+    def answered_on(host: str, since: int, statuses: tuple) -> int:
+        return sum(x.host == host and x.status in statuses for x in client.answers[since:])
+
     load = [asyncio.create_task(creating()) for _ in range(3)] + [asyncio.create_task(transferring())]
-    await asyncio.sleep(4)
-    before = len(client.answers)
+    # Both hosts carry the load (creates, pay clicks, transfers) before B goes.
+    await until(lambda: answered_on("a", 0, (200,)) >= 5 and answered_on("b", 0, (200,)) >= 5 and bool(sent)
+                and bool(transfers), "both hosts answering creates, a devnet payment and a transfer", seconds=120)
+    before, created_before = len(client.answers), len(created)
     b.kill9()
-    await asyncio.sleep(4)
+    killed = time.monotonic()
+    # A alone goes on: more creates answered, and B refusing what is sent to it.
+    await until(lambda: len(created) >= created_before + 10 and answered_on("b", before, ("no answer",)) >= 5,
+                "ten creates answered after the kill, and five requests refused by B", seconds=120)
     stop.set()
     await asyncio.gather(*load)
-    on_b_after = [x for x in client.answers[before:] if x.host == "b"]
-    assert on_b_after and all(x.status == "no answer" for x in on_b_after[-5:])  # B is gone: A carries on alone
-    on_a = [x for x in client.answers[before:] if x.host == "a"]
+    after = client.answers[before:]
+    assert all(x.status == "no answer" for x in after if x.host == "b" and x.at >= killed)  # B is gone
+    on_a = [x for x in after if x.host == "a"]
     assert on_a and all(x.status in (200, 303) for x in on_a), {str(x.status) for x in on_a}
 
     existing = {r["track_id"] for r in await fetch(dsn, "SELECT track_id FROM payments")}
-    assert len(created) > 20 and set(created) <= existing
+    assert set(created) <= existing  # every create answered 200 exists, the ones B answered before it died too
     paid = await settle(dsn)  # every devnet transfer to our addresses, the float invoice's included
-    # The public-page rate bucket may refuse some pay clicks (429): count what was answered 303, not what was created.
-    assert len(sent) > 20 and len(sent) + 1 <= paid <= len(created) + 1, (len(sent), paid, len(created))
+    # A pay click answered 303 made one transfer; a click cut off by the kill may have made one unanswered.
+    assert len(sent) + 1 <= paid <= len(created) + 1, (len(sent), paid, len(created))
     assert not await fetch(dsn, "SELECT id FROM deposits WHERE credit_count <> 1")
     booked = [r["idempotency_key"] for r in await fetch(dsn, "SELECT idempotency_key FROM transfers")]
     assert transfers and set(transfers) <= set(booked) and len(booked) == len(set(booked))

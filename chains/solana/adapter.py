@@ -20,15 +20,17 @@ the scan then reads the few slots confirmed since, as a poll would.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ...api import (
     Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, PastTransfer,
 )
-from ..subscription import Subscription, follow
+from ..subscription import follow
 from . import blocks
 from .history import AddressHistory
 from .payouts import SolanaPayouts
+from .pubsub import SLOTS, slot_of
 from .rpc import BLOCK_CLEANED_UP, BLOCK_NOT_AVAILABLE, RpcError, SolanaRpc, lamports
 from .settings import CHAIN, SolanaSettings
 from .txstore import TxStore
@@ -127,9 +129,13 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
     async def push(self, heard: Callable[[str], None]) -> None:
         """Wake the scan on every processed slot until the PubSub socket is lost (``ChainUnavailable``)."""
         assert self.settings.ws_url, "PUSH is declared only with ws_url"
-        slots = Subscription("slotSubscribe", "slotNotification", "slotUnsubscribe", headers=self.settings.headers)
-        await follow(self.settings.ws_url, slots, lambda _slot: heard("block"), what=f"{self.name} node",
-                     timeout=self.settings.timeout_seconds)
+
+        def notice(result: Any) -> None:
+            if slot_of(result) is not None:
+                heard("block")
+
+        await follow(self.settings.ws_url, replace(SLOTS, headers=self.settings.headers), notice,
+                     what=f"{self.name} node", timeout=self.settings.timeout_seconds)
 
     async def close(self) -> None:
         await self.nodes.close()
