@@ -43,6 +43,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Collection, NamedTuple, Sequence
 
@@ -58,29 +59,64 @@ log = logging.getLogger(__name__)
 # ----------------------------------------------------------------------------------------- the bridge
 
 
-class _BridgeGreenlet(greenlet.greenlet):
-    """The child a bridged call runs in: ``await_in_bridge`` only works inside one."""
+IDLE_WORKERS = 64  # greenlets kept for reuse: a fresh one costs several times a switch (bench/bench_hook_caller.py)
+
+
+class _Finished:
+    """What a worker hands back when its function returned or raised (anything else is an awaitable)."""
+
+    __slots__ = ("value", "error")
+
+    def __init__(self, value: Any, error: BaseException | None) -> None:
+        self.value, self.error = value, error
+
+
+class _Worker(greenlet.greenlet):
+    """A child greenlet that runs one bridged function at a time, kept for the next (pluggy's planned
+    async support keeps one too); ``await_in_bridge`` only works inside one."""
+
+    def __init__(self) -> None:
+        super().__init__(self._serve)
+
+    def _serve(self, function: Callable[[], Any]) -> None:
+        while True:
+            try:
+                finished = _Finished(function(), None)
+            except greenlet.GreenletExit:
+                raise  # collected while suspended: end, do not serve again
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller, who raises it
+                finished = _Finished(None, exc)
+            function = self.parent.switch(finished)
+
+
+_idle: list[_Worker] = []
 
 
 async def run_bridged(function: Callable[[], Any]) -> Any:
     """Run ``function`` synchronously in a child greenlet, awaiting here every awaitable it hands over."""
-    child = _BridgeGreenlet(function)
-    child.gr_context = greenlet.getcurrent().gr_context  # the caller's contextvars, shared, not copied
-    handed = child.switch()
-    while not child.dead:
+    here = greenlet.getcurrent()
+    worker = _idle.pop() if _idle and _idle[-1].parent is here else _Worker()
+    worker.gr_context = here.gr_context  # the caller's contextvars, shared, not copied
+    handed = worker.switch(function)
+    while not isinstance(handed, _Finished):
         try:
             answer = await handed
         except BaseException as exc:  # noqa: BLE001 - cancellation too: the child's wrappers see it, it comes back
-            handed = child.throw(exc)
+            handed = worker.throw(exc)
         else:
-            handed = child.switch(answer)
-    return handed
+            handed = worker.switch(answer)
+    worker.gr_context = None  # hold no task's context while idle
+    if len(_idle) < IDLE_WORKERS:
+        _idle.append(worker)
+    if handed.error is not None:
+        raise handed.error
+    return handed.value
 
 
 def await_in_bridge(awaitable: Awaitable[Any]) -> Any:
     """Block this child greenlet until its parent awaited ``awaitable``; its answer (or exception)."""
     current = greenlet.getcurrent()
-    if not isinstance(current, _BridgeGreenlet):
+    if not isinstance(current, _Worker):
         raise RuntimeError("await_in_bridge outside a bridged hook call")
     return current.parent.switch(awaitable)
 
@@ -106,18 +142,6 @@ class _CallPlan:
     value: Any = None  # what the filter's next plugin receives
     steps: list[tuple[str, Any]] | None = None
     answered: list[tuple[str, Any]] = field(default_factory=list)  # (plugin, answer not None), in call order
-
-    def wrap(self, impl: pluggy.HookImpl) -> pluggy.HookImpl:
-        """``impl`` for this call: same plugin, options and parameters (pluggy reads them through
-        ``__wrapped__``), its answer awaited and shaped by the hook's kind."""
-        if impl.wrapper or impl.hookwrapper:
-            return impl
-
-        @functools.wraps(impl.function)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            return self.run(impl, list(args), kwargs)
-
-        return pluggy.HookImpl(impl.plugin, impl.plugin_name, run, impl.opts)
 
     def run(self, impl: pluggy.HookImpl, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if self.traits.kind is HookKind.REGISTER:
@@ -168,6 +192,22 @@ class _CallPlan:
         log.exception("plugin %s failed in hook %s", impl.plugin_name, self.hook_name)
 
 
+_PLAN: ContextVar[_CallPlan] = ContextVar("orbchain_hook_call")
+
+
+def _wrap(impl: pluggy.HookImpl) -> pluggy.HookImpl:
+    """``impl`` as pluggy calls it here: same plugin, options and parameters (pluggy reads them through
+    ``__wrapped__``), run by the current call's plan (``_PLAN``), which awaits and shapes its answer."""
+    if impl.wrapper or impl.hookwrapper:
+        return impl
+
+    @functools.wraps(impl.function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        return _PLAN.get().run(impl, list(args), kwargs)
+
+    return pluggy.HookImpl(impl.plugin, impl.plugin_name, run, impl.opts)
+
+
 # ----------------------------------------------------------------------------------------- the callers
 
 
@@ -181,6 +221,8 @@ class HookCalls:
 
     def __init__(self, pm: pluggy.PluginManager) -> None:
         self.pm = pm
+        # hook name -> (its implementations, wrapped): wrapping once per registration, not per call (bench/).
+        self._wrapped: dict[str, tuple[tuple[pluggy.HookImpl, ...], list[pluggy.HookImpl]]] = {}
 
     # -- startup
 
@@ -271,13 +313,22 @@ class HookCalls:
             raise TypeError(f"hook {hook.name}: arguments missing {missing}, not in the spec {unknown}")
         return _CallPlan(hook.name, traits, call_kwargs)
 
-    def _impls(self, hook: pluggy.HookCaller, plan: _CallPlan, skip: Collection[str] = ()) -> list[pluggy.HookImpl]:
-        return [plan.wrap(impl) for impl in hook.get_hookimpls() if impl.plugin_name not in skip]
+    def _impls(self, hook: pluggy.HookCaller, skip: Collection[str] = ()) -> list[pluggy.HookImpl]:
+        """The hook's implementations in pluggy's order, wrapped (the same list until one is (un)registered)."""
+        current = tuple(hook.get_hookimpls())
+        cached = self._wrapped.get(hook.name)
+        if cached is None or cached[0] != current:
+            cached = self._wrapped[hook.name] = (current, [_wrap(impl) for impl in current])
+        return [impl for impl in cached[1] if impl.plugin_name not in skip] if skip else cached[1]
 
     def _run(self, hook: pluggy.HookCaller, plan: _CallPlan, skip: Collection[str] = ()) -> Any:
-        """pluggy's call path (monitors, ordering, wrappers, first result) with this call's wrapped impls."""
-        impls: Sequence[pluggy.HookImpl] = self._impls(hook, plan, skip)
-        return self.pm._hookexec(hook.name, impls, plan.kwargs, plan.traits.kind is HookKind.DECIDE)
+        """pluggy's call path (monitors, ordering, wrappers, first result) with the wrapped impls."""
+        impls: Sequence[pluggy.HookImpl] = self._impls(hook, skip)
+        token = _PLAN.set(plan)
+        try:
+            return self.pm._hookexec(hook.name, impls, plan.kwargs, plan.traits.kind is HookKind.DECIDE)
+        finally:
+            _PLAN.reset(token)
 
     async def _arun(self, hook: pluggy.HookCaller, plan: _CallPlan) -> Any:
         return await run_bridged(functools.partial(self._run, hook, plan))

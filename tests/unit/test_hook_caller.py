@@ -552,3 +552,21 @@ async def test_cancelling_a_call_reaches_its_wrappers_and_the_caller():
     with pytest.raises(asyncio.CancelledError):
         await task
     assert seen == ["CancelledError"]
+
+
+async def test_the_bridge_reuses_its_greenlets_and_serves_on_after_a_failure():
+    from orbchain.core.contract import hook_caller
+
+    def fail() -> None:
+        raise LookupError("gone")
+
+    await run_bridged(lambda: 1)
+    worker = hook_caller._idle[-1]
+    with pytest.raises(LookupError, match="gone"):
+        await run_bridged(fail)
+    assert hook_caller._idle[-1] is worker and worker.gr_context is None  # reused; holds no task's context
+    assert await run_bridged(lambda: hook_caller.await_in_bridge(asyncio.sleep(0, result="served"))) == "served"
+    stray = asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="outside a bridged hook call"):
+        hook_caller.await_in_bridge(stray)
+    stray.close()
