@@ -24,7 +24,7 @@ import ast
 import importlib
 import sys
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,37 +145,48 @@ def method(spec: Spec) -> list[str]:
     return lines + _wrapped(f"{keyword}{call}", arguments, ")", " " * 8)
 
 
-def _imports(source: str, used: set[str]) -> list[str]:
-    """The ``if TYPE_CHECKING:`` imports of the specs module that the facade's annotations use."""
-    tree = ast.parse(source)
-    lines = []
-    for node in tree.body:
+def checked_names(source: str) -> set[str]:
+    """The names the specs module imports under ``if TYPE_CHECKING:`` (the facade reaches them as ``specs.X``)."""
+    names = set()
+    for node in ast.parse(source).body:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             for statement in node.body:
-                if isinstance(statement, ast.ImportFrom):
-                    names = [a for a in statement.names if (a.asname or a.name) in used]
-                    if not names:
-                        continue
-                    head = f"from {'.' * statement.level}{statement.module} import "
-                    aliases = [ast.unparse(a) for a in names]
-                    one = f"    {head}{', '.join(aliases)}"
-                    wrapped = [f"    {head}(", *(f"        {a}," for a in aliases), "    )"]
-                    lines += [one] if len(one) <= LINE else wrapped
-    return lines
+                if isinstance(statement, (ast.Import, ast.ImportFrom)):
+                    names |= {(a.asname or a.name).split(".")[0] for a in statement.names}
+    return names
 
 
-def render(specs: list[Spec], specs_source: str) -> str:
+class _Qualify(ast.NodeTransformer):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:  # ast's visitor name
+        if node.id in self.names:
+            return ast.Attribute(value=ast.Name("specs", ast.Load()), attr=node.id, ctx=ast.Load())
+        return node
+
+
+def qualify(annotation: str, names: set[str]) -> str:
+    """``Coin | None`` -> ``specs.Coin | None`` for the names the specs module imports for typing only."""
+    return ast.unparse(_Qualify(names).visit(ast.parse(annotation, mode="eval")).body)
+
+
+def render(specs: list[Spec], specs_source: str, specs_module: str = "hookspecs") -> str:
+    names = checked_names(specs_source)
+    specs = [replace(spec, answer=qualify(spec.answer, names),
+                     params=[(name, qualify(note, names), default) for name, note, default in spec.params])
+             for spec in specs]
     body: list[str] = []
     for spec in specs:
         body += [""] + method(spec)
     text = "\n".join(body)
     used = {node.id for node in ast.walk(ast.parse(textwrap.dedent("class _:\n" + text)))
             if isinstance(node, ast.Name)}
-    typing = sorted(name for name in TYPING if name in used)
+    typing = sorted({"Any"} | {name for name in TYPING if name in used})  # Any: the class's own gateway
     out = [HEADER, "from __future__ import annotations", "",
-           f"from typing import {', '.join(['TYPE_CHECKING', *typing])}", "", "import pluggy", "",
-           "from .hook_caller import HookCalls", "", "if TYPE_CHECKING:  # pragma: no cover - the specs' types",
-           *_imports(specs_source, used), "", "",
+           f"from typing import {', '.join(typing)}", "", "import pluggy", "",
+           f"from . import {specs_module} as specs  # its types, as ``specs.<name>``",
+           "from .hook_caller import HookCalls", "", "",
            "class Hooks:",
            '    """One typed method per core hook, bound to a plugin manager and (hooks that take it) a gateway."""',
            "",

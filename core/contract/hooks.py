@@ -8,34 +8,12 @@ pluggy's ordering, wrappers and tracing, answers awaited); ``gateway`` is filled
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Collection, Mapping
+from typing import Any, Collection, Mapping
 
 import pluggy
 
+from . import hookspecs as specs  # its types, as ``specs.<name>``
 from .hook_caller import HookCalls
-
-if TYPE_CHECKING:  # pragma: no cover - the specs' types
-    from .coins import Coin, CoinRegistry
-    from ..keys import AddressFamilyRegistry
-    from ..events.key_destination import WebhookDestination
-    from .pages import DashboardNotice, PageBranding, PayPageForm, SignInWidget
-    from ..infra.migrate import MigrationRegistry
-    from ..payments.receive import ReceiveTarget
-    from ..ledger.book import Posting
-    from .registries import (
-        AssetRegistry,
-        ChainRegistry,
-        CommandRegistry,
-        DashboardRegistry,
-        EventKindRegistry,
-        JobRegistry,
-        OperationRegistry,
-        PaymentFieldRegistry,
-        PriceSourceRegistry,
-        RouteRegistry,
-        ScopeRegistry,
-    )
-    from .views import Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, SecurityEvent
 
 
 class Hooks:
@@ -56,24 +34,29 @@ class Hooks:
         """Check this plugin's own config block before anything starts. (check)"""
         self.calls.check_sync(self._pm.hook.check_config, gateway=self.gateway, config=config)
 
-    def register_migrations(self, *, registry: MigrationRegistry, skip: Collection[str] = ()) -> MigrationRegistry:
+    def register_migrations(
+        self,
+        *,
+        registry: specs.MigrationRegistry,
+        skip: Collection[str] = (),
+    ) -> specs.MigrationRegistry:
         """Add this plugin's schema migrations. (register)"""
         return self.calls.register(self._pm.hook.register_migrations, skip=skip, registry=registry)
 
-    def register_coins(self, *, registry: CoinRegistry, skip: Collection[str] = ()) -> CoinRegistry:
+    def register_coins(self, *, registry: specs.CoinRegistry, skip: Collection[str] = ()) -> specs.CoinRegistry:
         """Contribute coins (symbol, chain, decimals, confirmation floor, ...). (register)"""
         return self.calls.register(self._pm.hook.register_coins, skip=skip, gateway=self.gateway, registry=registry)
 
-    def register_chains(self, *, registry: ChainRegistry, skip: Collection[str] = ()) -> ChainRegistry:
+    def register_chains(self, *, registry: specs.ChainRegistry, skip: Collection[str] = ()) -> specs.ChainRegistry:
         """Contribute chain adapters. (register)"""
         return self.calls.register(self._pm.hook.register_chains, skip=skip, gateway=self.gateway, registry=registry)
 
     def register_price_sources(
         self,
         *,
-        registry: PriceSourceRegistry,
+        registry: specs.PriceSourceRegistry,
         skip: Collection[str] = (),
-    ) -> PriceSourceRegistry:
+    ) -> specs.PriceSourceRegistry:
         """Contribute USD price sources for ``/v1/common/prices``. (register)"""
         return self.calls.register(
             self._pm.hook.register_price_sources,
@@ -82,23 +65,33 @@ class Hooks:
             registry=registry,
         )
 
-    def register_routes(self, *, registry: RouteRegistry, skip: Collection[str] = ()) -> RouteRegistry:
+    def register_routes(self, *, registry: specs.RouteRegistry, skip: Collection[str] = ()) -> specs.RouteRegistry:
         """Contribute HTTP routes. (register)"""
         return self.calls.register(self._pm.hook.register_routes, skip=skip, gateway=self.gateway, registry=registry)
 
-    def register_jobs(self, *, registry: JobRegistry, skip: Collection[str] = ()) -> JobRegistry:
+    def register_jobs(self, *, registry: specs.JobRegistry, skip: Collection[str] = ()) -> specs.JobRegistry:
         """Contribute periodic jobs to the scheduler. (register)"""
         return self.calls.register(self._pm.hook.register_jobs, skip=skip, gateway=self.gateway, registry=registry)
 
-    def register_commands(self, *, registry: CommandRegistry, skip: Collection[str] = ()) -> CommandRegistry:
+    def register_commands(
+        self,
+        *,
+        registry: specs.CommandRegistry,
+        skip: Collection[str] = (),
+    ) -> specs.CommandRegistry:
         """Contribute ``orbchain`` CLI sub-commands. (register)"""
         return self.calls.register(self._pm.hook.register_commands, skip=skip, registry=registry)
 
-    def register_scopes(self, *, registry: ScopeRegistry, skip: Collection[str] = ()) -> ScopeRegistry:
+    def register_scopes(self, *, registry: specs.ScopeRegistry, skip: Collection[str] = ()) -> specs.ScopeRegistry:
         """Contribute API-key scopes. (register)"""
         return self.calls.register(self._pm.hook.register_scopes, skip=skip, gateway=self.gateway, registry=registry)
 
-    def register_event_kinds(self, *, registry: EventKindRegistry, skip: Collection[str] = ()) -> EventKindRegistry:
+    def register_event_kinds(
+        self,
+        *,
+        registry: specs.EventKindRegistry,
+        skip: Collection[str] = (),
+    ) -> specs.EventKindRegistry:
         """Declare the webhook event types this plugin sends. (register)"""
         return self.calls.register(
             self._pm.hook.register_event_kinds,
@@ -107,15 +100,25 @@ class Hooks:
             registry=registry,
         )
 
-    def register_openapi(self, *, registry: OperationRegistry, skip: Collection[str] = ()) -> OperationRegistry:
+    def register_openapi(
+        self,
+        *,
+        registry: specs.OperationRegistry,
+        skip: Collection[str] = (),
+    ) -> specs.OperationRegistry:
         """Document this plugin's routes in ``/openapi.json``. (register)"""
         return self.calls.register(self._pm.hook.register_openapi, skip=skip, gateway=self.gateway, registry=registry)
 
-    def register_templates(self, *, registry: AssetRegistry, skip: Collection[str] = ()) -> AssetRegistry:
+    def register_templates(self, *, registry: specs.AssetRegistry, skip: Collection[str] = ()) -> specs.AssetRegistry:
         """Contribute a template folder and a static folder. (register)"""
         return self.calls.register(self._pm.hook.register_templates, skip=skip, gateway=self.gateway, registry=registry)
 
-    def register_dashboard_pages(self, *, registry: DashboardRegistry, skip: Collection[str] = ()) -> DashboardRegistry:
+    def register_dashboard_pages(
+        self,
+        *,
+        registry: specs.DashboardRegistry,
+        skip: Collection[str] = (),
+    ) -> specs.DashboardRegistry:
         """Contribute entries to named dashboard slots (navigation, settings tabs). (register)"""
         return self.calls.register(
             self._pm.hook.register_dashboard_pages,
@@ -127,9 +130,9 @@ class Hooks:
     def register_payment_fields(
         self,
         *,
-        registry: PaymentFieldRegistry,
+        registry: specs.PaymentFieldRegistry,
         skip: Collection[str] = (),
-    ) -> PaymentFieldRegistry:
+    ) -> specs.PaymentFieldRegistry:
         """Accept an extra field in the payment create bodies (``splits``, ``settlement_coin``). (register)"""
         return self.calls.register(
             self._pm.hook.register_payment_fields,
@@ -141,9 +144,9 @@ class Hooks:
     def register_address_families(
         self,
         *,
-        registry: AddressFamilyRegistry,
+        registry: specs.AddressFamilyRegistry,
         skip: Collection[str] = (),
-    ) -> AddressFamilyRegistry:
+    ) -> specs.AddressFamilyRegistry:
         """Contribute the address families of this plugin's coins. (register)"""
         return self.calls.register(
             self._pm.hook.register_address_families,
@@ -152,7 +155,12 @@ class Hooks:
             registry=registry,
         )
 
-    async def decide_receive_target(self, *, payment: Mapping[str, Any], coin: Coin) -> ReceiveTarget | None:
+    async def decide_receive_target(
+        self,
+        *,
+        payment: Mapping[str, Any],
+        coin: specs.Coin,
+    ) -> specs.ReceiveTarget | None:
         """Where the payer of a new payment sends ``coin``, when a plugin decides it. (decide)"""
         return await self.calls.decide(
             self._pm.hook.decide_receive_target,
@@ -161,7 +169,7 @@ class Hooks:
             coin=coin,
         )
 
-    def decide_settlement_coin(self, *, merchant: Mapping[str, Any], coin: Coin) -> str | None:
+    def decide_settlement_coin(self, *, merchant: Mapping[str, Any], coin: specs.Coin) -> str | None:
         """The coin this merchant's money in ``coin`` is converted into, when a plugin converts it. (decide)"""
         return self.calls.decide_sync(
             self._pm.hook.decide_settlement_coin,
@@ -170,7 +178,7 @@ class Hooks:
             coin=coin,
         )
 
-    def decide_qr_payload(self, *, payment: Mapping[str, Any], coin: Coin) -> str | None:
+    def decide_qr_payload(self, *, payment: Mapping[str, Any], coin: specs.Coin) -> str | None:
         """The text the hosted page's QR code encodes for an open payment. (decide)"""
         return self.calls.decide_sync(self._pm.hook.decide_qr_payload, gateway=self.gateway, payment=payment, coin=coin)
 
@@ -185,11 +193,11 @@ class Hooks:
             client_ip=client_ip,
         )
 
-    async def decide_sign_in_widget(self) -> SignInWidget | None:
+    async def decide_sign_in_widget(self) -> specs.SignInWidget | None:
         """The widget a browser sign-in or sign-up form must show (a captcha), or None. (decide)"""
         return await self.calls.decide(self._pm.hook.decide_sign_in_widget, gateway=self.gateway)
 
-    async def decide_member(self, *, merchant_id: str, member_id: str) -> Member | None:
+    async def decide_member(self, *, merchant_id: str, member_id: str) -> specs.Member | None:
         """Who a team member's session (a dashboard JWT with a member id) acts as, now. (decide)"""
         return await self.calls.decide(
             self._pm.hook.decide_member,
@@ -198,7 +206,7 @@ class Hooks:
             member_id=member_id,
         )
 
-    async def decide_member_login(self, *, email: str) -> MemberLogin | None:
+    async def decide_member_login(self, *, email: str) -> specs.MemberLogin | None:
         """The team member who signs in with ``email`` (lower-cased), for a password sign-in. (decide)"""
         return await self.calls.decide(self._pm.hook.decide_member_login, gateway=self.gateway, email=email)
 
@@ -215,7 +223,7 @@ class Hooks:
     async def decide_payout_hold(
         self,
         *,
-        payout: PayoutView,
+        payout: specs.PayoutView,
         requested_by: str | None,
         quote: Any = None,
     ) -> bool | None:
@@ -256,11 +264,11 @@ class Hooks:
             client_ip=client_ip,
         )
 
-    async def security_event_occurred(self, *, event: SecurityEvent) -> None:
+    async def security_event_occurred(self, *, event: specs.SecurityEvent) -> None:
         """Something changed who can reach an account: record it, show it, alert on it. (event)"""
         await self.calls.event(self._pm.hook.security_event_occurred, gateway=self.gateway, event=event)
 
-    async def extra_dashboard_notices(self, *, merchant_id: str) -> list[list[DashboardNotice]]:
+    async def extra_dashboard_notices(self, *, merchant_id: str) -> list[list[specs.DashboardNotice]]:
         """Notices the dashboard's home page shows this merchant until they are dismissed. (extra)"""
         return await self.calls.extra(
             self._pm.hook.extra_dashboard_notices,
@@ -276,7 +284,7 @@ class Hooks:
         """The server is shutting down; the database is still connected. (event)"""
         await self.calls.event(self._pm.hook.gateway_stopping, gateway=self.gateway)
 
-    def extra_pay_page_forms(self, *, payment: Mapping[str, Any]) -> list[list[PayPageForm]]:
+    def extra_pay_page_forms(self, *, payment: Mapping[str, Any]) -> list[list[specs.PayPageForm]]:
         """Forms to show on the hosted payment page of an open payment. (extra)"""
         return self.calls.extra_sync(self._pm.hook.extra_pay_page_forms, gateway=self.gateway, payment=payment)
 
@@ -286,7 +294,7 @@ class Hooks:
         merchant_id: str,
         brand_id: str | None,
         payment: Mapping[str, Any] | None,
-    ) -> PageBranding | None:
+    ) -> specs.PageBranding | None:
         """How a hosted page of ``merchant_id`` looks: logo, light or dark theme, accent colour. (decide)"""
         return await self.calls.decide(
             self._pm.hook.decide_page_branding,
@@ -302,7 +310,7 @@ class Hooks:
         merchant_id: str,
         brand_id: str | None,
         payment: Mapping[str, Any],
-    ) -> WebhookDestination | None:
+    ) -> specs.WebhookDestination | None:
         """Override where a payment's webhooks go and which secret signs them (a brand's own). (decide)"""
         return await self.calls.decide(
             self._pm.hook.decide_webhook_destination,
@@ -324,10 +332,10 @@ class Hooks:
     async def filter_credit_postings(
         self,
         *,
-        credit: Credit,
-        postings: list[Posting],
+        credit: specs.Credit,
+        postings: list[specs.Posting],
         steps: list[tuple[str, Any]] | None = None,
-    ) -> list[Posting]:
+    ) -> list[specs.Posting]:
         """Shape the ledger postings of a deposit credit (splits, auto-settle, brand fees). (filter)"""
         return await self.calls.filter(
             self._pm.hook.filter_credit_postings,
@@ -337,15 +345,15 @@ class Hooks:
             postings=postings,
         )
 
-    async def decide_credit_status(self, *, credit: Credit) -> str | None:
+    async def decide_credit_status(self, *, credit: specs.Credit) -> str | None:
         """Hold a credited deposit as CONFIRMED ("awaiting conversion") instead of CREDITED. (decide)"""
         return await self.calls.decide(self._pm.hook.decide_credit_status, gateway=self.gateway, credit=credit)
 
-    async def extra_payment_webhook_fields(self, *, payment: PaymentView) -> list[Mapping[str, Any]]:
+    async def extra_payment_webhook_fields(self, *, payment: specs.PaymentView) -> list[Mapping[str, Any]]:
         """Add fields to a payment webhook body (``payment.paid`` and ``Paying``). (extra)"""
         return await self.calls.extra(self._pm.hook.extra_payment_webhook_fields, gateway=self.gateway, payment=payment)
 
-    async def deposit_credited(self, *, deposit: DepositView) -> None:
+    async def deposit_credited(self, *, deposit: specs.DepositView) -> None:
         """A deposit reached its confirmation threshold and was credited. (event)"""
         await self.calls.event(self._pm.hook.deposit_credited, gateway=self.gateway, deposit=deposit)
 
@@ -380,24 +388,24 @@ class Hooks:
         (decide)"""
         return await self.calls.decide(self._pm.hook.decide_payment_held_open, gateway=self.gateway, payment=payment)
 
-    async def deposit_reversed(self, *, deposit: DepositView) -> None:
+    async def deposit_reversed(self, *, deposit: specs.DepositView) -> None:
         """A credited (or CONFIRMED) deposit left the best chain and its credit was reversed. (event)"""
         await self.calls.event(self._pm.hook.deposit_reversed, gateway=self.gateway, deposit=deposit)
 
-    async def payment_detected(self, *, payment: PaymentView) -> None:
+    async def payment_detected(self, *, payment: specs.PaymentView) -> None:
         """A Waiting payment saw its first deposit, below the confirmation threshold: it is now Paying.
         (event)"""
         await self.calls.event(self._pm.hook.payment_detected, gateway=self.gateway, payment=payment)
 
-    async def payment_paid(self, *, payment: PaymentView) -> None:
+    async def payment_paid(self, *, payment: specs.PaymentView) -> None:
         """A payment reached Paid. (event)"""
         await self.calls.event(self._pm.hook.payment_paid, gateway=self.gateway, payment=payment)
 
-    async def payment_expired(self, *, payment: PaymentView) -> None:
+    async def payment_expired(self, *, payment: specs.PaymentView) -> None:
         """A payment's lifetime elapsed without enough credited money: it is Expired. (event)"""
         await self.calls.event(self._pm.hook.payment_expired, gateway=self.gateway, payment=payment)
 
-    async def payment_cancelled(self, *, payment: PaymentView) -> None:
+    async def payment_cancelled(self, *, payment: specs.PaymentView) -> None:
         """The merchant cancelled a Waiting payment. (event)"""
         await self.calls.event(self._pm.hook.payment_cancelled, gateway=self.gateway, payment=payment)
 
@@ -405,7 +413,7 @@ class Hooks:
         """These unpaid payments are about to be deleted: drop your rows that name them. (event)"""
         await self.calls.event(self._pm.hook.payments_pruning, gateway=self.gateway, track_ids=track_ids)
 
-    async def payout_finished(self, *, payout: PayoutView) -> None:
+    async def payout_finished(self, *, payout: specs.PayoutView) -> None:
         """A payout reached a final state (Confirmed or Failed). (event)"""
         await self.calls.event(self._pm.hook.payout_finished, gateway=self.gateway, payout=payout)
 
@@ -413,6 +421,6 @@ class Hooks:
         """A ledger transaction was committed. (event)"""
         await self.calls.event(self._pm.hook.ledger_posted, gateway=self.gateway, transaction=transaction)
 
-    async def api_key_request_answered(self, *, request: KeyRequest) -> None:
+    async def api_key_request_answered(self, *, request: specs.KeyRequest) -> None:
         """A request authenticated with an API key was answered; the response has not left yet. (event)"""
         await self.calls.event(self._pm.hook.api_key_request_answered, gateway=self.gateway, request=request)

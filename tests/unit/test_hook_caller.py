@@ -32,43 +32,26 @@ def register_things(registry: Any, gateway: Any) -> None:
     """Add things."""
 
 
-@hookspec(kind=HookKind.CHECK)
-def check_thing(gateway: Any, value: Any) -> None:
-    """Refuse a thing by raising."""
+def declare(name: str, **options: Any) -> Any:
+    """A spec ``name(gateway, value)`` marked with ``options``."""
+
+    def spec(gateway: Any, value: Any) -> Any:
+        """A test hook."""
+
+    spec.__name__ = spec.__qualname__ = name
+    return hookspec(**options)(spec)
 
 
-@hookspec(kind=HookKind.DECIDE)
-def decide_thing(gateway: Any, value: Any) -> Any:
-    """The first answer wins."""
-
-
-@hookspec(kind=HookKind.DECIDE, sync=True)
-def decide_now(gateway: Any, value: Any) -> Any:
-    """A decision its callers cannot await."""
-
-
-@hookspec(kind=HookKind.FILTER)
-def filter_thing(gateway: Any, value: Any) -> Any:
-    """Shape the value."""
-
-
-@hookspec(kind=HookKind.EXTRA)
-def extra_things(gateway: Any, value: Any) -> Any:
-    """Contribute."""
-
-
-@hookspec(kind=HookKind.EXTRA, isolated=True)
-def extra_decorations(gateway: Any, value: Any) -> Any:
-    """Contribute, a failure only logged."""
-
-
-@hookspec(kind=HookKind.EVENT)
-def thing_happened(gateway: Any, value: Any) -> None:
-    """After the fact."""
+check_thing = declare("check_thing", kind=HookKind.CHECK)
+decide_thing = declare("decide_thing", kind=HookKind.DECIDE)
+decide_now = declare("decide_now", kind=HookKind.DECIDE, sync=True)  # its callers cannot await
+filter_thing = declare("filter_thing", kind=HookKind.FILTER)
+extra_things = declare("extra_things", kind=HookKind.EXTRA)
+extra_decorations = declare("extra_decorations", kind=HookKind.EXTRA, isolated=True)  # a failure only logged
+thing_happened = declare("thing_happened", kind=HookKind.EVENT)
 
 
 SPECS = sys.modules[__name__]
-ANSWERING_HOOKS = ("decide_thing", "filter_thing", "extra_things")
 
 
 def manager(*plugins: Any) -> pluggy.PluginManager:
@@ -233,6 +216,23 @@ async def test_wrappers_and_the_tracer_see_every_kind_with_awaited_answers(hook,
         assert result == [("p", "p")]
 
 
+class SeeingFailures:
+    """A new-style wrapper of ``decide_thing`` that records what failed through it, and lets it through."""
+
+    name = "seeing"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    @hookimpl(wrapper=True)
+    def decide_thing(self) -> Any:
+        try:
+            return (yield)
+        except BaseException as exc:  # the test's point: what a wrapper sees (re-raised)
+            self.seen.append(f"{type(exc).__name__}: {exc}")
+            raise
+
+
 async def test_a_wrapper_sees_an_awaited_failure_and_the_caller_gets_it():
     class Failing(Plugin):
         @hookimpl
@@ -243,24 +243,11 @@ async def test_a_wrapper_sees_an_awaited_failure_and_the_caller_gets_it():
 
             return fail()
 
-    wrappers = Wrappers()
-    seen: list[BaseException] = []
-
-    class Catching:
-        name = "catching"
-
-        @hookimpl(wrapper=True)
-        def decide_thing(self) -> Any:
-            try:
-                return (yield)
-            except ValueError as exc:
-                seen.append(exc)
-                raise
-
-    pm = manager(Failing("f"), wrappers, Catching())
+    wrappers, catching = Wrappers(), SeeingFailures()
+    pm = manager(Failing("f"), wrappers, catching)
     with pytest.raises(ValueError, match="nope"):
         await HookCalls(pm).decide(pm.hook.decide_thing, gateway=None, value="v")
-    assert [str(e) for e in seen] == ["nope"]
+    assert catching.seen == ["ValueError: nope"]
 
 
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
@@ -526,7 +513,7 @@ async def test_the_bridge_shares_the_callers_context_and_runs_calls_side_by_side
 
 
 async def test_cancelling_a_call_reaches_its_wrappers_and_the_caller():
-    started, seen = asyncio.Event(), []
+    started = asyncio.Event()
 
     class Slow(Plugin):
         @hookimpl
@@ -534,24 +521,14 @@ async def test_cancelling_a_call_reaches_its_wrappers_and_the_caller():
             started.set()
             await asyncio.sleep(3600)
 
-    class Watching:
-        name = "watching"
-
-        @hookimpl(wrapper=True)
-        def decide_thing(self) -> Any:
-            try:
-                return (yield)
-            except BaseException as exc:  # the test's point: what a wrapper sees (re-raised)
-                seen.append(type(exc).__name__)
-                raise
-
-    pm = manager(Slow("slow"), Watching())
+    watching = SeeingFailures()
+    pm = manager(Slow("slow"), watching)
     task = asyncio.ensure_future(HookCalls(pm).decide(pm.hook.decide_thing, gateway=None, value="v"))
     await started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert seen == ["CancelledError"]
+    assert watching.seen == ["CancelledError: "]
 
 
 async def test_the_bridge_reuses_its_greenlets_and_serves_on_after_a_failure():

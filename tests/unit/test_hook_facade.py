@@ -159,10 +159,11 @@ def test_the_generator_writes_one_method_a_spec_of_any_module(tmp_path, monkeypa
     '''))
     monkeypatch.syspath_prepend(str(tmp_path))
     specs = hook_facade.read_specs(tmp_path / "colour_specs.py", "colour_specs")
-    text = hook_facade.render(specs, (tmp_path / "colour_specs.py").read_text())
-    assert "    from .palette import Colour\n" in text  # the annotations' imports, the unused one left out
-    assert "async def decide_colour(self, *, merchant_id: str, hint: Colour | None = None) -> Colour | None:" in text
+    text = hook_facade.render(specs, (tmp_path / "colour_specs.py").read_text(), "colour_specs")
+    assert "from . import colour_specs as specs" in text and "TYPE_CHECKING" not in text
+    assert ("async def decide_colour(self, *, merchant_id: str, hint: specs.Colour | None = None)"
+            " -> specs.Colour | None:") in text
     assert "return await self.calls.decide(\n            self._pm.hook.decide_colour,\n            gateway=self.gateway," in text
-    assert "    def extra_colours(self, *, name: str) -> list[list[Colour]]:" in text
+    assert "    def extra_colours(self, *, name: str) -> list[list[specs.Colour]]:" in text
     assert "self.calls.extra_sync(self._pm.hook.extra_colours, gateway=self.gateway, name=name)" in text
     compile(text, "hooks.py", "exec")

@@ -17,19 +17,11 @@ sys.path.insert(0, str(ROOT / "scripts" / "refactor"))
 
 import rewrite_imports as tool  # noqa: E402 - the script folder is not a package
 
-SETUP_CFG = """\
-[options]
-package_dir =
-    orbchain = orbchain
-    orbchain.core = core
-    orbchain.web = web
-packages =
-    orbchain
-    orbchain.core
-    orbchain.core.infra
-    orbchain.core.contract
-    orbchain.web
-"""
+SETUP_CFG = "\n".join([
+    "[options]", "package_dir =", "    orbchain = orbchain", "    orbchain.core = core", "    orbchain.web = web",
+    "packages =", "    orbchain", "    orbchain.core", "    orbchain.core.infra", "    orbchain.core.contract",
+    "    orbchain.web", "",
+])
 
 MAP = """\
 [rooms]
