@@ -29,6 +29,7 @@ from .infra.db_faults import DatabaseOutage
 from .events.held import HeldEvents
 from .infra.metrics import Metrics
 from .infra.migrate import MigrationRegistry
+from .contract.hooks import Hooks
 from .contract.plugin_identity import check_declarations, hold_unconfigured
 from .contract.plugins import call_collect, call_event, check_plugin_blocks, get_plugin_manager
 from .contract.registries import (
@@ -87,12 +88,16 @@ class Gateway:
     db_outage: DatabaseOutage = field(init=False)
     # Event hook calls that met the database away, called again once it is back (core/events/held.py).
     held_events: HeldEvents = field(init=False)
+    # Every core hook as a typed method through pluggy: ``await gateway.hooks.payment_paid(payment=...)``
+    # (core/contract/hooks.py, generated from the specs; core/contract/hook_caller.py calls them).
+    hooks: Hooks = field(init=False)
 
     def __post_init__(self) -> None:
         self.stop = Stop(self.config.server.drain_seconds)
         self.db_outage = DatabaseOutage(self.metrics.database_error, self.metrics.database_up.set)
         self.held_events = HeldEvents(self.db_outage.absorb, self.metrics.event_hooks_held.set)
         self.db_outage.when_back(self.held_events.database_back)
+        self.hooks = Hooks(self.pm, self)
 
     def now(self) -> int:
         """Unix seconds; tests replace ``clock`` to move time."""

@@ -24,6 +24,12 @@ A hook's name says its kind (docs/plugins.md, "Hook reference"):
   ``async def`` (the core awaits them), must be idempotent and receive the
   frozen views of ``core/contract/views.py``, never rows.
 
+Each spec declares its kind in its marker (``@hookspec(kind=HookKind.DECIDE)``,
+``core/contract/hook_kinds.py``), checked against its name; the kind says
+how ``core/contract/hook_caller.py`` calls it. ``sync=True`` marks a hook
+whose callers cannot await; ``isolated=True`` an ``extra_*`` hook whose
+failing plugin is logged and skipped.
+
 Hooks renamed to follow this rule keep their old names for one release
 (``core/contract/hook_aliases.py``).
 
@@ -40,7 +46,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-import pluggy
+from .hook_kinds import HookKind, HookspecMarker
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from .coins import Coin, CoinRegistry
@@ -67,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     )
     from .views import Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, SecurityEvent
 
-hookspec = pluggy.HookspecMarker("orbchain")
+hookspec = HookspecMarker("orbchain")
 
 
 # -----------------------------------------------------------------------------
@@ -75,7 +81,7 @@ hookspec = pluggy.HookspecMarker("orbchain")
 # -----------------------------------------------------------------------------
 
 
-@hookspec(historic=True)
+@hookspec(kind=HookKind.REGISTER, historic=True)
 def register_hookspecs(registry: "HookspecRegistry") -> None:
     """Declare hooks this plugin offers the plugins that depend on it (pytest's ``pytest_addhooks``).
 
@@ -91,7 +97,7 @@ def register_hookspecs(registry: "HookspecRegistry") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.CHECK, sync=True)
 def check_config(gateway: "Gateway", config: Mapping[str, Any]) -> None:
     """Check this plugin's own config block before anything starts.
 
@@ -106,7 +112,7 @@ def check_config(gateway: "Gateway", config: Mapping[str, Any]) -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_migrations(registry: "MigrationRegistry") -> None:
     """Add this plugin's schema migrations.
 
@@ -118,7 +124,7 @@ def register_migrations(registry: "MigrationRegistry") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_coins(registry: "CoinRegistry", gateway: "Gateway") -> None:
     """Contribute coins (symbol, chain, decimals, confirmation floor, ...).
 
@@ -128,7 +134,7 @@ def register_coins(registry: "CoinRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_chains(registry: "ChainRegistry", gateway: "Gateway") -> None:
     """Contribute chain adapters.
 
@@ -139,7 +145,7 @@ def register_chains(registry: "ChainRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_price_sources(registry: "PriceSourceRegistry", gateway: "Gateway") -> None:
     """Contribute USD price sources for ``/v1/common/prices``.
 
@@ -150,7 +156,7 @@ def register_price_sources(registry: "PriceSourceRegistry", gateway: "Gateway") 
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_routes(registry: "RouteRegistry", gateway: "Gateway") -> None:
     """Contribute HTTP routes.
 
@@ -162,7 +168,7 @@ def register_routes(registry: "RouteRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_jobs(registry: "JobRegistry", gateway: "Gateway") -> None:
     """Contribute periodic jobs to the scheduler.
 
@@ -174,7 +180,7 @@ def register_jobs(registry: "JobRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_commands(registry: "CommandRegistry") -> None:
     """Contribute ``orbchain`` CLI sub-commands.
 
@@ -191,7 +197,7 @@ def register_commands(registry: "CommandRegistry") -> None:
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_scopes(registry: "ScopeRegistry", gateway: "Gateway") -> None:
     """Contribute API-key scopes.
 
@@ -206,7 +212,7 @@ def register_scopes(registry: "ScopeRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_event_kinds(registry: "EventKindRegistry", gateway: "Gateway") -> None:
     """Declare the webhook event types this plugin sends.
 
@@ -216,7 +222,7 @@ def register_event_kinds(registry: "EventKindRegistry", gateway: "Gateway") -> N
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_openapi(registry: "OperationRegistry", gateway: "Gateway") -> None:
     """Document this plugin's routes in ``/openapi.json``.
 
@@ -228,7 +234,7 @@ def register_openapi(registry: "OperationRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_templates(registry: "AssetRegistry", gateway: "Gateway") -> None:
     """Contribute a template folder and a static folder.
 
@@ -239,7 +245,7 @@ def register_templates(registry: "AssetRegistry", gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") -> None:
     """Contribute entries to named dashboard slots (navigation, settings tabs).
 
@@ -255,7 +261,7 @@ def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") 
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway") -> None:
     """Accept an extra field in the payment create bodies (``splits``, ``settlement_coin``).
 
@@ -274,7 +280,7 @@ def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway"
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.REGISTER)
 def register_address_families(registry: "AddressFamilyRegistry", gateway: "Gateway") -> None:
     """Contribute the address families of this plugin's coins.
 
@@ -288,7 +294,7 @@ def register_address_families(registry: "AddressFamilyRegistry", gateway: "Gatew
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_receive_target(
     gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin"
 ) -> "ReceiveTarget | None":
@@ -306,7 +312,7 @@ def decide_receive_target(
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE, sync=True)
 def decide_settlement_coin(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> str | None:
     """The coin this merchant's money in ``coin`` is converted into, when a plugin converts it.
 
@@ -321,7 +327,7 @@ def decide_settlement_coin(gateway: "Gateway", merchant: Mapping[str, Any], coin
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE, sync=True)
 def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin") -> str | None:
     """The text the hosted page's QR code encodes for an open payment.
 
@@ -339,7 +345,7 @@ def decide_qr_payload(gateway: "Gateway", payment: Mapping[str, Any], coin: "Coi
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.CHECK)
 def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], client_ip: str) -> None:
     """Let a plugin refuse a dashboard sign-up or login before any account work (captcha, IP rules).
 
@@ -354,7 +360,7 @@ def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], clie
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     """The widget a browser sign-in or sign-up form must show (a captcha), or None.
 
@@ -369,7 +375,7 @@ def decide_sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_member(gateway: "Gateway", merchant_id: str, member_id: str) -> "Member | None":
     """Who a team member's session (a dashboard JWT with a member id) acts as, now.
 
@@ -382,7 +388,7 @@ def decide_member(gateway: "Gateway", merchant_id: str, member_id: str) -> "Memb
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_member_login(gateway: "Gateway", email: str) -> "MemberLogin | None":
     """The team member who signs in with ``email`` (lower-cased), for a password sign-in.
 
@@ -393,7 +399,7 @@ def decide_member_login(gateway: "Gateway", email: str) -> "MemberLogin | None":
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_hold_quote(gateway: "Gateway", merchant_id: str, coin: str) -> Any:
     """Read what ``decide_payout_hold``/``decide_transfer_hold`` will need, before their transaction opens.
 
@@ -405,7 +411,7 @@ def decide_hold_quote(gateway: "Gateway", merchant_id: str, coin: str) -> Any:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "str | None",
                        quote: Any = None) -> "bool | None":
     """Hold a payout for approval: reserved, but not sent until ``approve_held_payout``.
@@ -426,7 +432,7 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], requested_by: "str | None",
                          quote: Any = None) -> "bool | None":
     """Hold an internal transfer for approval: the sender's money held, the recipient told nothing yet.
@@ -442,7 +448,7 @@ def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], reques
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.CHECK)
 def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], client_ip: str) -> None:
     """Let a plugin refuse an anonymous visitor's form that creates something (a captcha, IP rules).
 
@@ -463,7 +469,7 @@ def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], cl
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def security_event_occurred(gateway: "Gateway", event: "SecurityEvent") -> None:
     """Something changed who can reach an account: record it, show it, alert on it.
 
@@ -480,7 +486,7 @@ def security_event_occurred(gateway: "Gateway", event: "SecurityEvent") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EXTRA, isolated=True)
 def extra_dashboard_notices(gateway: "Gateway", merchant_id: str) -> "list[DashboardNotice] | None":
     """Notices the dashboard's home page shows this merchant until they are dismissed.
 
@@ -500,7 +506,7 @@ def extra_dashboard_notices(gateway: "Gateway", merchant_id: str) -> "list[Dashb
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def gateway_started(gateway: "Gateway") -> None:
     """The database is connected and migrated; the server is about to serve.
 
@@ -509,7 +515,7 @@ def gateway_started(gateway: "Gateway") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def gateway_stopping(gateway: "Gateway") -> None:
     """The server is shutting down; the database is still connected.
 
@@ -525,7 +531,7 @@ def gateway_stopping(gateway: "Gateway") -> None:
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.EXTRA, sync=True)
 def extra_pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "list[PayPageForm] | None":
     """Forms to show on the hosted payment page of an open payment.
 
@@ -541,7 +547,7 @@ def extra_pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "lis
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_page_branding(
     gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any] | None
 ) -> "PageBranding | None":
@@ -565,7 +571,7 @@ def decide_page_branding(
 # -----------------------------------------------------------------------------
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_webhook_destination(
     gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any]
 ) -> "WebhookDestination | None":
@@ -582,7 +588,7 @@ def decide_webhook_destination(
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> "bool | None":
     """May a new scoped API key of ``merchant_id`` carry ``brand_id`` (SPEC 4.9)?
 
@@ -599,7 +605,7 @@ def decide_key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.FILTER)
 def filter_credit_postings(gateway: "Gateway", credit: "Credit", postings: "list[Posting]") -> "list[Posting] | None":
     """Shape the ledger postings of a deposit credit (splits, auto-settle, brand fees).
 
@@ -617,7 +623,7 @@ def filter_credit_postings(gateway: "Gateway", credit: "Credit", postings: "list
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
     """Hold a credited deposit as CONFIRMED ("awaiting conversion") instead of CREDITED.
 
@@ -636,7 +642,7 @@ def decide_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
 # -----------------------------------------------------------------------------
 
 
-@hookspec
+@hookspec(kind=HookKind.EXTRA)
 def extra_payment_webhook_fields(gateway: "Gateway", payment: "PaymentView") -> "Mapping[str, Any] | None":
     """Add fields to a payment webhook body (``payment.paid`` and ``Paying``).
 
@@ -649,7 +655,7 @@ def extra_payment_webhook_fields(gateway: "Gateway", payment: "PaymentView") -> 
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
     """A deposit reached its confirmation threshold and was credited.
 
@@ -661,7 +667,7 @@ def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_deposit_payment(gateway: "Gateway", chain: str, coin: str, address: str,
                     merchant_id: str) -> "str | None":
     """The payment a new deposit belongs to, when it is not the open payment at its address.
@@ -676,7 +682,7 @@ def decide_deposit_payment(gateway: "Gateway", chain: str, coin: str, address: s
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
                     deposits: "list[Mapping[str, Any]]") -> "bool | None":
     """Whether a payment's credited deposits pay it, for a payment settled in another coin than it is priced in.
@@ -691,7 +697,7 @@ def decide_payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
     """
 
 
-@hookspec(firstresult=True)
+@hookspec(kind=HookKind.DECIDE)
 def decide_payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> "bool | None":
     """Keep a payment past its lifetime because its money is on the way where the core cannot see it.
 
@@ -703,7 +709,7 @@ def decide_payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> 
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
     """A credited (or CONFIRMED) deposit left the best chain and its credit was reversed.
 
@@ -714,7 +720,7 @@ def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def payment_detected(gateway: "Gateway", payment: "PaymentView") -> None:
     """A Waiting payment saw its first deposit, below the confirmation threshold: it is now Paying.
 
@@ -723,7 +729,7 @@ def payment_detected(gateway: "Gateway", payment: "PaymentView") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def payment_paid(gateway: "Gateway", payment: "PaymentView") -> None:
     """A payment reached Paid.
 
@@ -733,7 +739,7 @@ def payment_paid(gateway: "Gateway", payment: "PaymentView") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def payment_expired(gateway: "Gateway", payment: "PaymentView") -> None:
     """A payment's lifetime elapsed without enough credited money: it is Expired.
 
@@ -743,7 +749,7 @@ def payment_expired(gateway: "Gateway", payment: "PaymentView") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def payment_cancelled(gateway: "Gateway", payment: "PaymentView") -> None:
     """The merchant cancelled a Waiting payment.
 
@@ -753,7 +759,7 @@ def payment_cancelled(gateway: "Gateway", payment: "PaymentView") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def payments_pruning(gateway: "Gateway", track_ids: list[str]) -> None:
     """These unpaid payments are about to be deleted: drop your rows that name them.
 
@@ -767,7 +773,7 @@ def payments_pruning(gateway: "Gateway", track_ids: list[str]) -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def payout_finished(gateway: "Gateway", payout: "PayoutView") -> None:
     """A payout reached a final state (Confirmed or Failed).
 
@@ -777,7 +783,7 @@ def payout_finished(gateway: "Gateway", payout: "PayoutView") -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def ledger_posted(gateway: "Gateway", transaction: Mapping[str, Any]) -> None:
     """A ledger transaction was committed.
 
@@ -787,7 +793,7 @@ def ledger_posted(gateway: "Gateway", transaction: Mapping[str, Any]) -> None:
     """
 
 
-@hookspec
+@hookspec(kind=HookKind.EVENT)
 def api_key_request_answered(gateway: "Gateway", request: "KeyRequest") -> None:
     """A request authenticated with an API key was answered; the response has not left yet.
 

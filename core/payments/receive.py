@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..errors import InvalidRequest
-from ..contract.plugins import call_first
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.coins import Coin
@@ -52,11 +51,12 @@ async def plugin_receive_target(
 ) -> ReceiveTarget | None:
     """The first plugin's receive target for ``payment``, or None (the core derives one).
 
-    Every implementation is awaited in turn (pluggy's own first-result call
-    would stop at the first coroutine object, which is never None, so a
-    second async plugin such as Lightning after Monero would never be asked).
+    Every implementation is awaited before the next is asked (pluggy's own
+    first-result call alone would stop at the first coroutine object, which
+    is never None, so a second async plugin such as Lightning after Monero
+    would never be asked); the call goes through pluggy's wrappers and tracing.
     """
-    result = await call_first(gateway.pm, "decide_receive_target", gateway=gateway, payment=payment, coin=coin)
+    result = await gateway.hooks.decide_receive_target(payment=payment, coin=coin)
     if result is not None and not isinstance(result, ReceiveTarget):
         raise TypeError(f"decide_receive_target returned {type(result).__name__}, not a ReceiveTarget")
     return result
@@ -64,5 +64,5 @@ async def plugin_receive_target(
 
 def qr_payload(gateway: "Gateway", view: Mapping[str, Any], coin: "Coin") -> str | None:
     """What the QR of an open payment encodes: a plugin's URI, else the bare address."""
-    payload = gateway.pm.hook.decide_qr_payload(gateway=gateway, payment=view, coin=coin)
+    payload = gateway.hooks.decide_qr_payload(payment=view, coin=coin)
     return payload if isinstance(payload, str) and payload else view.get("address")

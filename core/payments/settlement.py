@@ -10,7 +10,6 @@ the coin itself, means nobody converts it.
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,10 +21,5 @@ def settles(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> bo
     """True unless ``coin`` settles only via a swap and no plugin converts it into another coin for ``merchant``."""
     if not coin.settles_only_via_swap:
         return True
-    answer = gateway.pm.hook.decide_settlement_coin(gateway=gateway, merchant=merchant, coin=coin)
-    if inspect.isawaitable(answer):
-        close = getattr(answer, "close", None)
-        if close is not None:
-            close()  # never awaited: say so instead of a "coroutine was never awaited" warning
-        raise TypeError("decide_settlement_coin must answer synchronously (no async def)")
-    return answer not in (None, "", coin.symbol)
+    # Declared sync (its callers cannot await): an ``async def`` answer is refused naming the plugin, not taken for yes.
+    return gateway.hooks.decide_settlement_coin(merchant=merchant, coin=coin) not in (None, "", coin.symbol)

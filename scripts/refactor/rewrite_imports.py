@@ -57,7 +57,8 @@ SCANNED_DIRS = ("core", "web", "plugins", "chains", "scheduler", "migrations", "
 SCANNED_TOP = ("README.md", "setup.cfg", "pyproject.toml", "Makefile")
 SUFFIXES = (".py", ".md", ".toml", ".cfg")
 # The tool, its map and its tests name old modules on purpose.
-SKIPPED = ("scripts/refactor/", "tests/test_refactor_rooms.py", "tests/upgrade_baselines/")
+SKIPPED = ("scripts/refactor/", "tests/test_refactor_rooms.py", "tests/unit/test_refactor_floors.py",
+           "tests/upgrade_baselines/")
 
 
 class MapError(Exception):
@@ -123,7 +124,7 @@ def make_plan(root: Path, table: dict) -> Plan:
         if room not in rooms:
             raise MapError(f"{leaf}: room {room!r} is not in [rooms]")
         if room != leaf or new:
-            plan.names[leaf] = f"{room}.{new or leaf}"
+            plan.names[leaf] = f"{room}.{new or leaf.rpartition('.')[2]}"
     for entry in sorted(core.iterdir()):
         leaf = entry.stem if entry.suffix == ".py" else entry.name
         if entry.name == "__pycache__" or (entry.is_dir() and leaf in rooms):
@@ -151,10 +152,34 @@ def make_plan(root: Path, table: dict) -> Plan:
         plan.moving.add(leaf)
         destination = Path("core", room, new + ("" if is_package else ".py"))
         plan.moves.append((entry.relative_to(root), destination))
+    _place_room_modules(plan, table)
     plan.new_rooms = sorted({new.parts[1] for _, new in plan.moves
                              if not (root / "core" / new.parts[1] / "__init__.py").is_file()})
     _check_collisions(plan)
     return plan
+
+
+def _place_room_modules(plan: Plan, table: dict) -> None:
+    """[modules] keys naming a module inside a room (``"infra.secrets" = "keys"``, issue 44's floors): moved
+    from room to room. A room's modules the map does not name stay; a key whose file is gone has moved."""
+    for key, target in table.get("modules", {}).items():
+        old_room, dot, module = key.partition(".")
+        if not dot:
+            continue
+        if "." in module:
+            raise MapError(f"{key}: name a room's module as room.module")
+        source = plan.root / "core" / old_room / module
+        is_package = (source / "__init__.py").is_file()
+        if not is_package:
+            source = source.with_suffix(".py")
+            if not source.is_file():
+                continue
+        room, _, new = target.partition("/")
+        plan.moving.add(key)
+        if is_package:
+            plan.packages.add(key)
+        destination = Path("core", room, (new or module) + ("" if is_package else ".py"))
+        plan.moves.append((source.relative_to(plan.root), destination))
 
 
 def _check_collisions(plan: Plan) -> None:
@@ -189,7 +214,8 @@ def _dotted_pattern(plan: Plan) -> re.Pattern[str] | None:
 def _path_pattern(plan: Plan) -> re.Pattern[str] | None:
     if not plan.names:
         return None
-    names = "|".join(sorted(map(re.escape, plan.names), key=len, reverse=True))
+    paths = (name.replace(".", "/") for name in plan.names)  # a room's module: core/infra/secrets.py
+    names = "|".join(sorted(map(re.escape, paths), key=len, reverse=True))
     return re.compile(rf"(?<![\w.-])core/(?P<name>{names})(?P<tail>\.py\b|/)")
 
 
@@ -209,7 +235,7 @@ def rewrite_text(text: str, plan: Plan) -> str:
         return f"{match['pre']}.{plan.names[name]}{match['rest'] or ''}"
 
     def path_repl(match: re.Match[str]) -> str:
-        name, tail = match["name"], match["tail"]
+        name, tail = match["name"].replace("/", "."), match["tail"]
         is_package = name in plan.packages
         if is_package != (tail == "/"):
             return match[0]
@@ -243,12 +269,15 @@ def new_name(plan: Plan, dotted: str) -> str | None:
     prefix = CORE_PKG + "."
     if not dotted.startswith(prefix):
         return None
-    leaf, _, rest = dotted[len(prefix):].partition(".")
-    if leaf not in plan.names:
-        return None
-    if rest and leaf not in plan.packages:
-        return None  # a module has no sub-module: orbchain.core.ledger.book is already new
-    return ".".join(filter(None, (CORE_PKG, plan.names[leaf], rest)))
+    parts = dotted[len(prefix):].split(".")
+    for size in (2, 1):  # a room's module ("infra.secrets") before a module of core/ itself
+        leaf, rest = ".".join(parts[:size]), ".".join(parts[size:])
+        if len(parts) < size or leaf not in plan.names:
+            continue
+        if rest and leaf not in plan.packages:
+            return None  # a module has no sub-module: orbchain.core.ledger.book is already new
+        return ".".join(filter(None, (CORE_PKG, plan.names[leaf], rest)))
+    return None
 
 
 def resolve(package: str | None, level: int, module: str) -> str | None:

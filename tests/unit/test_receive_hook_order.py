@@ -7,6 +7,7 @@ registered the Lightning plugin was never asked and BTC_LN payments were 503.
 
 from __future__ import annotations
 
+from orbchain.core.contract.hooks import Hooks
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.core.payments.receive import ReceiveTarget, plugin_receive_target
 
@@ -30,6 +31,7 @@ class Answering:
 class FakeGateway:
     def __init__(self, pm):
         self.pm = pm
+        self.hooks = Hooks(pm, self)
 
 
 async def test_a_second_async_plugin_is_asked_when_the_first_answers_none():
@@ -42,3 +44,31 @@ async def test_a_second_async_plugin_is_asked_when_the_first_answers_none():
 async def test_nobody_answering_is_none():
     pm = get_plugin_manager([Silent()], load_entrypoints=False)
     assert await plugin_receive_target(FakeGateway(pm), {"track_id": "t"}, object()) is None
+
+
+class Wrapping:
+    """A pluggy hook wrapper: it sees the decision only when the call goes through pluggy (issue 44)."""
+
+    PLUGIN_NAME = "wrapping"
+
+    def __init__(self):
+        self.seen = []
+
+    @hookimpl(wrapper=True)
+    def decide_receive_target(self):
+        answer = yield
+        self.seen.append(answer)
+        return answer
+
+
+async def test_the_decision_goes_through_pluggys_wrappers_and_tracing():
+    wrapping = Wrapping()
+    pm = get_plugin_manager([Answering(), Silent(), wrapping], load_entrypoints=False)
+    traced = []
+    pm.add_hookcall_monitoring(lambda name, impls, kwargs: None,
+                               lambda outcome, name, impls, kwargs: traced.append((name, outcome.get_result())))
+
+    target = await plugin_receive_target(FakeGateway(pm), {"track_id": "t"}, object())
+
+    assert wrapping.seen == [target] and traced == [("decide_receive_target", target)]
+    assert target.extra == {"answered_by": "answering"}
