@@ -132,6 +132,7 @@ async def test_the_mailed_link_joins_once_and_a_new_one_replaces_it(app_client):
     with mailbox() as mails:
         await owner.submit("/app/team", {"action": "send-invite-again", "invite_id": invite_id}, expect=200)
     assert "A new join link for" in owner.page and 'id="send-again-' in owner.page
+    assert "Sent fin@example.com a new join link (finance)" in await owner.get("/app/activity")
     second = join_link_to(mails, "fin@example.com")
     assert second != first
     visitor = Visitor(app_client)

@@ -15,6 +15,7 @@ _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Sig
 _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
            "member_removed": "Removed {member} ({role}); their sessions ended",
+           "member_invite_resent": "Sent {member} a new join link ({role}); the previous one stopped working",
            "member_join_refused": "Refused {member} joining as {role} without proving the address ({reason})",
            "team_2fa_required": "Members must now use two-factor authentication (without it: read only)",
            "team_2fa_optional": "Members no longer have to use two-factor authentication",

@@ -108,13 +108,17 @@ async def send_join_link(gateway: Any, merchant_id: str, invite_id: Any,
     params = {"h": digest(token), "id": invite_id, "m": merchant_id, "now": gateway.now(), "max": MAX_MAILS}
     row = await gateway.db.fetch_one(
         "UPDATE team_invites SET mail_hash = :h, mails_sent = mails_sent + 1 WHERE id = :id AND merchant_id = :m"
-        " AND accepted_at IS NULL AND expires_at > :now AND mails_sent < :max RETURNING email, role", params)
+        " AND accepted_at IS NULL AND expires_at > :now AND mails_sent < :max RETURNING email, role, mails_sent",
+        params)
     if row is None:
         if await gateway.db.fetch_val("SELECT mails_sent FROM team_invites WHERE id = :id AND merchant_id = :m"
                                       " AND accepted_at IS NULL AND expires_at > :now", params) is not None:
             raise Conflict(f"this invitation was e-mailed {MAX_MAILS} times already: cancel it and invite again",
                            code="invite_mail_limit")
         raise NotFound("no such pending invitation")
+    if int(row["mails_sent"]) > 1:
+        await announce_security_event(gateway, merchant_id, "member_invite_resent",
+                                      {"member": row["email"], "role": row["role"]})
     holder = await get_merchant(gateway.db, merchant_id)
     return row["email"], await mail.deliver(gateway, mail.JoinMessage(
         to=row["email"], url=link(gateway, token), account=holder["email"] if holder is not None else "",
