@@ -24,12 +24,14 @@ from orbchain.chains.lightning import settlement
 from orbchain.chains.lightning.receive import lightning_chain
 from orbchain.core.events.outbox import enqueue_event
 from orbchain.core.events.webhooks import deliver_due
+from orbchain.plugins.teams import invites as team_invites
 from orbchain.web.keys import GATEWAY
 
 from .anvil import TOOLS
 from .browser import VIEWPORT, Browser, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import Devnet, WebhookReceiver, api, signup
+from .teams_support import join_link_to, mailbox
 
 AXE = TOOLS / "node_modules" / "axe-core" / "axe.min.js"
 DESKTOP = {"width": 1280, "height": 800}
@@ -134,7 +136,13 @@ async def open_site(client: Any) -> Site:
     manage = body["data"]["subscriptions"][0]["manage_url"]
     _, body = await api(client, "GET", "/dashboard/account", jwt)
     account = body["data"]["account"]["account_id"]
+    with mailbox() as mails:  # a pending invitation: the Team page lists it, and both of its links are pages
+        invitation = await team_invites.create(site.gateway, site.merchant.merchant_id,
+                                               {"email": "teammate@example.com", "role": "viewer"}, None)
+        await team_invites.send_join_link(site.gateway, site.merchant.merchant_id, invitation.id, None)
     site.pages = {
+        "team invitation, mailed join link": join_link_to(mails, "teammate@example.com"),
+        "team invitation, its page": invitation.page_link[invitation.page_link.index("/app/team/accept"):],
         "pay on-chain waiting": waiting["payment_url"], "pay on-chain part paid": part["payment_url"],
         "pay on-chain paid": paid["payment_url"], "pay Lightning waiting": ln_waiting["payment_url"],
         "pay Lightning paid": ln_paid["payment_url"], "link": link, "tip": f"/tip/{account}", "subscribe": plan,

@@ -20,7 +20,7 @@ from orbchain.web.keys import GATEWAY
 from .dashboard_support import PASSWORD, Visitor
 from .support import Devnet, api, bearer, signup
 from .test_payouts import fund
-from .test_teams import OWNER, invite, join, member_jwt, owner_of
+from .teams_support import OWNER, invite, join, member_jwt, owner_of
 
 SECRET = re.compile(r'id="totp-secret"[^>]*>([A-Z2-7]+)</code>')
 FIN = "fin@example.com"

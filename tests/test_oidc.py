@@ -86,12 +86,27 @@ async def sign_in(client) -> dict[str, Any]:
     return payload.decode(fragment.removeprefix("google-auth="))
 
 
+def landed_payload(response) -> dict[str, Any]:
+    """The object of the ``google-auth`` payload a callback redirected with."""
+    location = response.headers.get("Location", "")
+    assert response.status == 302 and "#google-auth=" in location, (response.status, location)
+    return payload.decode(location.split("#google-auth=")[1])
+
+
 async def refused_page(response, status: int, words: str) -> str:
     text = await response.text()
     assert response.status == status, text
     assert response.content_type == "text/html"
     assert words in text.lower()
     return text
+
+
+async def link_holder(client, token: str, password: str = PASSWORD) -> aiohttp.ClientResponse:
+    """The account holder links their identity (issue 42: never by e-mail): the callback's answer."""
+    response = await client.post("/dashboard/auth/google/link", json={"password": password},
+                                 headers={"Authorization": f"Bearer {token}"})
+    assert response.status == 200, await response.text()
+    return await finish(client, await consent((await response.json())["data"]["authorization_url"]))
 
 
 async def account(client, token: str) -> dict[str, Any]:
@@ -165,12 +180,18 @@ async def test_the_dashboard_lands_the_payload_and_signs_the_browser_in(oidc_cli
         await visitor.get("/app", expect=303)
 
 
-async def test_verified_email_links_an_existing_account(oidc_client, provider):
+async def test_a_verified_email_never_takes_an_account_its_holder_links_themselves(oidc_client, provider):
+    """Issue 42: a password sign-up proves nobody holds its address, so a provider sign-in with that verified
+    e-mail used to land in whatever account had registered it. It is refused now; the holder links their
+    identity themselves (signed in, with their password), after which it signs in to their account."""
     client = await oidc_client()
     signup = await client.post("/dashboard/auth/signup", json={"email": "Ada@Example.com", "password": PASSWORD})
     merchant_id = (await signup.json())["data"]["merchant_id"]
-    data = await sign_in(client)
+    await refused_page(await finish(client, await consent(await begin(client))), 409, "not linked to that sign-in")
+    assert await client.app[GATEWAY].db.fetch_val("SELECT COUNT(*) FROM oidc_identities", {}) == 0
+    data = landed_payload(await link_holder(client, (await signup.json())["data"]["token"]))
     assert data["merchant_id"] == merchant_id and data["new_account"] is False and "api_keys" not in data
+    assert (await sign_in(client))["merchant_id"] == merchant_id
     # Once linked, the identity keeps its account even after the e-mail changes at the provider.
     provider.user = {**provider.user, "email": "ada.lovelace@example.org", "email_verified": False}
     assert (await sign_in(client))["merchant_id"] == merchant_id
@@ -187,11 +208,12 @@ async def test_unverified_email_never_links_or_creates(oidc_client, provider, ve
     await refused_page(await finish(client, await consent(await begin(client))), 403, "not verified")
     provider.user = {"sub": "778", "email": "grace@example.com", "email_verified": verified}
     await refused_page(await finish(client, await consent(await begin(client))), 403, "not verified")
-    # Nothing was created or linked: grace@ is still free, and the verified identity now links ada@.
+    # Nothing was created or linked: grace@ is still free, and ada@'s holder can still link the identity.
     fresh = await client.post("/dashboard/auth/signup", json={"email": "grace@example.com", "password": PASSWORD})
     assert fresh.status == 200
     provider.user = {"sub": "777", "email": "ada@example.com", "email_verified": True}
-    assert (await sign_in(client))["merchant_id"] == (await signup.json())["data"]["merchant_id"]
+    linked = landed_payload(await link_holder(client, (await signup.json())["data"]["token"]))
+    assert linked["merchant_id"] == (await signup.json())["data"]["merchant_id"]
 
 
 async def test_a_disabled_account_is_refused(oidc_client, provider):
@@ -201,9 +223,10 @@ async def test_a_disabled_account_is_refused(oidc_client, provider):
                                          {"f": False, "id": first["merchant_id"]})
     await refused_page(await finish(client, await consent(await begin(client))), 403, "disabled")
     signup = await client.post("/dashboard/auth/signup", json={"email": "bob@example.com", "password": PASSWORD})
+    provider.user = {"sub": "2", "email": "bob@example.com", "email_verified": True}
+    landed_payload(await link_holder(client, (await signup.json())["data"]["token"]))
     await client.app[GATEWAY].db.execute("UPDATE merchants SET enabled = :f WHERE id = :id",
                                          {"f": False, "id": (await signup.json())["data"]["merchant_id"]})
-    provider.user = {"sub": "2", "email": "bob@example.com", "email_verified": True}
     await refused_page(await finish(client, await consent(await begin(client))), 403, "disabled")
 
 
@@ -522,6 +545,7 @@ async def test_a_payload_binds_its_token_and_needs_the_landing(oidc_client, prov
     client = await oidc_client()
     signup = await client.post("/dashboard/auth/signup", json={"email": "ada@example.com", "password": PASSWORD})
     password_token = (await signup.json())["data"]["token"]
+    landed_payload(await link_holder(client, password_token))
     value = await own_payload(client)
     data = payload.decode(value)
     swapped = payload.encode(AccountSession(data["merchant_id"], data["email"], password_token, None), False,

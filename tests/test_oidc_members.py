@@ -2,7 +2,8 @@
 
 A signed-in member links their own provider identity (``POST
 /dashboard/auth/google/link``); that identity then signs in as the member,
-with the member's role, never as the account holder. Removing the member
+with the member's role, never as the account holder; an e-mail alone never
+signs anyone in (issue 42). Removing the member
 stops it at once; an identity linked to someone else is refused; a member
 with their own 2FA gives their code after the provider. The provider is the
 local stand-in of tests/test_oidc.py, which checks PKCE and the redirect URI
@@ -50,9 +51,11 @@ def landed(response) -> dict[str, Any]:
     return payload.decode(fragment.removeprefix("google-auth="))
 
 
-async def link(client, headers: dict[str, str]):
-    """The member's link call, then their browser at the provider and back: the callback's answer."""
-    status, body = await api(client, "POST", "/dashboard/auth/google/link", headers)
+async def link(client, headers: dict[str, str], body: dict[str, str] | None = None):
+    """The link call (a member's, or the holder's with ``body``'s password), then the browser at the provider
+    and back: the callback's answer."""
+    status, body = await api(client, "POST", "/dashboard/auth/google/link", headers,
+                             **({"json": body} if body is not None else {}))
     assert status == 200, body
     return await finish(client, await consent(body["data"]["authorization_url"]))
 
@@ -100,11 +103,20 @@ async def test_a_member_links_their_identity_and_signs_in_as_the_member_with_the
                                       {"k": "member_identity_linked"}) == 1
 
 
-async def test_the_account_holder_cannot_use_the_member_link_and_signs_in_as_before(team, provider):
+async def test_the_account_holder_links_with_their_password_and_never_by_e_mail(team, provider):
+    """Issue 42: the holder's verified e-mail at the provider no longer links by itself; the holder links their
+    identity themselves, with their password (their JSON token alone is not enough), and it signs in as the
+    holder, never as a member."""
     client, gateway, holder, _ = team
-    status, body = await api(client, "POST", "/dashboard/auth/google/link", bearer(holder.token))
-    assert status == 403 and body["error"]["code"] == "not_a_member"
     provider.user = {"sub": "g-owner", "email": OWNER, "email_verified": True}
+    await refused_page(await provider_sign_in(client), 409, "not linked to that sign-in")
+    status, body = await api(client, "POST", "/dashboard/auth/google/link", bearer(holder.token))
+    assert status == 400 and "password" in body["error"]["detail"]
+    status, body = await api(client, "POST", "/dashboard/auth/google/link", bearer(holder.token),
+                             json={"password": "not it"})
+    assert status == 401
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM oidc_identities", {}) == 0
+    landed(await link(client, bearer(holder.token), {"password": "s3cret-pass"}))  # signup()'s password
     signed_in = landed(await provider_sign_in(client))
     principal = await services.dashboard_principal(gateway, signed_in["token"])
     assert principal.merchant_id == holder.merchant_id and principal.member_id is None
@@ -125,7 +137,7 @@ async def test_a_removed_members_identity_stops_at_once(team, provider):
 async def test_an_identity_linked_to_someone_else_is_refused(team, provider):
     client, gateway, holder, viewer = team
     provider.user = {"sub": "g-owner", "email": OWNER, "email_verified": True}
-    landed(await provider_sign_in(client))  # the holder's identity, linked by its verified e-mail
+    landed(await link(client, bearer(holder.token), {"password": "s3cret-pass"}))  # the holder's identity
     await refused_page(await link(client, viewer), 409, "already linked to another orbchain sign-in")
     finance = await add_member(client, gateway, holder.merchant_id, "fin@example.com", role="finance")
     provider.user = {"sub": "g-fin", "email": "fin.private@gmail.example", "email_verified": True}
@@ -159,10 +171,10 @@ async def test_a_member_with_2fa_gives_their_code_after_the_provider(team, provi
     again = await client.post(STEP, data={"totp_code": next_code(gateway, secret)}, allow_redirects=False)
     await refused_page(again, 400, "sign in again")  # the step works once
 
-    # The member's verified e-mail at the provider (no link) asks the same code.
+    # The member's verified e-mail at the provider signs nobody in without a link (issue 42: before, it signed
+    # in as the member, so whoever had registered the address as a member got its owner's sign-in).
     provider.user = {"sub": "g-other", "email": "view@example.com", "email_verified": True}
-    response = await provider_sign_in(client)
-    assert response.status == 302 and response.headers["Location"] == STEP
+    await refused_page(await provider_sign_in(client), 409, "not linked to that sign-in")
 
 
 async def test_the_code_step_without_its_cookie_signs_nobody_in(team, provider):
@@ -207,12 +219,12 @@ async def test_a_member_links_from_the_dashboard_page_without_javascript(team, p
         await member_id_of(gateway, "view@example.com")
     assert 'id="identity-linked"' in await browser.get("/app/sign-in-methods")
 
-    # Without the page's CSRF token nothing starts; the holder is told their identity links by e-mail.
+    # Without the page's CSRF token nothing starts; the holder's form asks their password first.
     await browser.submit("/app/sign-in-methods", token="forged", expect=403)
     await browser.get("/app")
     await browser.submit("/app/logout")
     owner = Visitor(client)
     await owner.sign_in(OWNER, "s3cret-pass")  # signup()'s password
-    assert "links by its verified e-mail" in await owner.get("/app/sign-in-methods")
-    await owner.submit("/app/sign-in-methods", expect=403)
-    assert "not_a_member" in owner.page or "verified e-mail" in owner.page
+    assert 'id="link-password"' in await owner.get("/app/sign-in-methods")
+    await owner.submit("/app/sign-in-methods", expect=400)
+    assert 'id="error-password"' in owner.page

@@ -50,6 +50,7 @@ from orbchain.web.openapi import all_operations, app_routes, build_document
 
 from .dashboard_support import review_token
 from .support import Devnet, Merchant, WebhookReceiver, advance_clock, bearer
+from .teams_support import join_link_to, mailbox
 from .telegram_support import BOT_TOKEN, init_data_for
 
 # -- the generic checker ---------------------------------------------------------------------------
@@ -1022,16 +1023,17 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
                  expect=303)
     await c.call("POST", "/app/approvals", data={"csrf_token": token, "action": "policy-off"}, expect=303)
     await c.call("GET", "/app/team", expect=200)
-    _, page = await c.call("POST", "/app/team", data={"csrf_token": token, "action": "invite",
-                                                      "email": "teammate@example.com", "role": "viewer"}, expect=200)
-    invite_token = re.search(r'accept\?token=([\w-]+)', page).group(1)
+    with mailbox() as mails:  # a development server writes the invitation e-mail to its log
+        await c.call("POST", "/app/team", data={"csrf_token": token, "action": "invite",
+                                                "email": "teammate@example.com", "role": "viewer"}, expect=200)
+    invite_token = join_link_to(mails, "teammate@example.com").split("token=")[1]
     _, page = await c.call("GET", "/app/team/accept", params={"token": invite_token}, expect=200)
-    await c.call("POST", "/app/team/accept", data={"csrf_token": _csrf(page), "token": invite_token,
+    await c.call("POST", "/app/team/accept", data={"csrf_token": _csrf(page), "action": "join", "token": invite_token,
                                                    "password": "s3cret-pass", "password_confirm": "s3cret-pass"},
                  expect=303)
     await journey_member_2fa(c)
     await c.call("GET", "/app/sign-in-methods", expect=200)
-    await c.call("POST", "/app/sign-in-methods", data={"csrf_token": token}, expect=403)  # the holder: by e-mail
+    await c.call("POST", "/app/sign-in-methods", data={"csrf_token": token}, expect=400)  # the holder: password
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
                  "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands"):
         await c.call("GET", path, expect=200)

@@ -9,61 +9,20 @@ their sessions at once; the account holder is always an owner; the activity log 
 from __future__ import annotations
 
 import asyncio
-import html
 import re
 
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import PASSWORD, Visitor
 from .support import api, bearer
+from .teams_support import OWNER, invite, join, mailbox, member_jwt, owner_of
 
 import pytest
-
-OWNER = "owner@example.com"
-LINK = re.compile(r'id="invite-link"[^>]*>([^<]+)</code>')
 
 
 @pytest.fixture
 async def app_client(make_client, make_config):
     return await make_client(make_config(scheduler={"enabled": False}))
-
-
-async def owner_of(client) -> Visitor:
-    owner = Visitor(client)
-    await owner.sign_up(OWNER)
-    return owner
-
-
-async def invite(owner: Visitor, email: str, role: str) -> str:
-    """The invite link the Team page shows once (path and query)."""
-    await owner.get("/app/team")
-    await owner.submit("/app/team", {"action": "invite", "email": email, "role": role}, expect=200)
-    found = LINK.search(owner.page)
-    assert found, owner.page[:2000]
-    url = html.unescape(found.group(1))
-    return url[url.index("/app/team/accept"):]
-
-
-async def join(client, link: str, password: str = PASSWORD) -> Visitor:
-    """Accept ``link`` in a fresh browser; the member's browser, signed in."""
-    client.session.cookie_jar.clear()  # the invited person's own browser
-    member = Visitor(client)
-    await member.get(link)
-    response = await member.submit("/app/team/accept", {"token": link.split("token=")[1], "password": password,
-                                                        "password_confirm": password})
-    location = response.headers["Location"]
-    assert location.startswith("/app/login?") and "member-joined" in location
-    email = re.search(r"email=([^&]+)", location).group(1).replace("%40", "@")
-    page = await member.get(location)
-    assert f'value="{email}"' in page and "You joined the account" in page
-    await member.sign_in(email, password)
-    return member
-
-
-async def member_jwt(client, email: str, password: str = PASSWORD) -> str:
-    status, body = await api(client, "POST", "/dashboard/auth/login", {}, json={"email": email, "password": password})
-    assert status == 200, body
-    return body["data"]["token"]
 
 
 async def test_invite_accept_sign_in_and_the_activity_log_names_the_member(app_client):
@@ -86,7 +45,8 @@ async def test_invite_accept_sign_in_and_the_activity_log_names_the_member(app_c
     app_client.session.cookie_jar.clear()
     await owner.sign_in(OWNER)
     page = await owner.get("/app/activity")
-    assert re.search(r"fin@example.com joined as finance</td><td class=\"activity-actor\"[^>]*>Account holder", page)
+    assert re.search(r"fin@example.com joined as finance, proving the address with the link e-mailed to the"
+                     r" address</td><td class=\"activity-actor\"[^>]*>Account holder", page)
     assert re.search(r"Signed in with the password</td><td class=\"activity-actor\"[^>]*>member fin@example.com", page)
     assert "Invited fin@example.com as finance" in page
 
@@ -267,19 +227,18 @@ async def test_the_account_holder_stays_owner_and_only_owners_change_owners(app_
 
 
 async def test_identity_provider_sign_in_and_sign_up_know_members(app_client):
-    """A member's verified e-mail at the identity provider signs them in as the member (never as holder,
-    never a new account), and nobody can open an account with a member's e-mail."""
-    from orbchain import api as services
+    """A member's verified e-mail at the identity provider neither signs them in (only an identity they linked
+    themselves does: issue 42) nor opens an account, and nobody can open an account with a member's e-mail."""
+    from orbchain.api import Conflict
     from orbchain.plugins.oidc.identities import sign_in as oidc_sign_in
     from orbchain.plugins.oidc.provider import Identity
 
     owner = await owner_of(app_client)
     await join(app_client, await invite(owner, "sso@example.com", "viewer"))
     gateway = app_client.app[GATEWAY]
-    session = await oidc_sign_in(gateway, Identity("https://idp.example", "sub-1", "SSO@example.com", True))
-    principal = await services.dashboard_principal(gateway, session.token)
-    assert principal.member_email == "sso@example.com" and principal.scopes == frozenset(
-        {"payment:read", "payout:read", "balance:read"})
+    with pytest.raises(Conflict) as refused:
+        await oidc_sign_in(gateway, Identity("https://idp.example", "sub-1", "SSO@example.com", True))
+    assert refused.value.code == "identity_not_linked"
     assert await gateway.db.fetch_val("SELECT COUNT(*) FROM merchants", {}) == 1
     assert await gateway.db.fetch_val("SELECT COUNT(*) FROM oidc_identities", {}) == 0
     status, body = await api(app_client, "POST", "/dashboard/auth/signup", {},
@@ -333,26 +292,40 @@ async def test_an_invitation_is_mailed_when_smtp_is_configured(make_client, make
             "smtp_host": "127.0.0.1", "smtp_port": port, "smtp_starttls": False,
             "smtp_from": "Orbchain <no-reply@example.com>"}}))
         owner = await owner_of(client)
-        link = await invite(owner, "mailed@example.com", "viewer")
-        assert "It was e-mailed too." in owner.page
+        with mailbox() as logged:
+            await owner.get("/app/team")
+            await owner.submit("/app/team", {"action": "invite", "email": "mailed@example.com", "role": "viewer"},
+                               expect=200)
+        assert "The join link was e-mailed to mailed@example.com" in owner.page
         assert len(sink.messages) == 1 and "To: mailed@example.com" in sink.messages[0]
-        assert link.split("token=")[1] in sink.messages[0].replace("=\r\n", "")
+        mailed = sink.messages[0].replace("=\r\n", "").replace("=3D", "=")
+        token = re.search(r"/app/team/accept\?token=([\w-]+)", mailed).group(1)
+        assert token not in owner.page and not any(token in line for line in logged)  # the mailbox's alone
+        member = await join(client, f"/app/team/accept?token={token}")
+        assert "mailed@example.com" in await member.get("/app")
     finally:
         await sink.close()
-    # An SMTP server that is gone: the invitation exists, the inviter is told, the link shown.
-    owner_page = await invite(owner, "unmailed@example.com", "viewer")
-    assert owner_page and "Sending the e-mail failed" in owner.page
+    # An SMTP server that is gone: the invitation exists, the inviter is told and may send it again later.
+    client.session.cookie_jar.clear()
+    await owner.sign_in(OWNER)
+    await owner.get("/app/team")
+    await owner.submit("/app/team", {"action": "invite", "email": "unmailed@example.com", "role": "viewer"},
+                       expect=200)
+    assert "Sending the e-mail failed" in owner.page and 'id="invite-page-link"' not in owner.page
+    gateway = client.app[GATEWAY]
+    assert await gateway.db.fetch_val("SELECT mails_sent FROM team_invites WHERE email = 'unmailed@example.com'",
+                                      {}) == 1
 
 
 async def test_two_accepts_of_one_link_make_one_member(app_client):
-    from orbchain.plugins.teams import invites
+    from orbchain.plugins.teams import joining
 
     owner = await owner_of(app_client)
     token = (await invite(owner, "race@example.com", "viewer")).split("token=")[1]
     gateway = app_client.app[GATEWAY]
     form = {"token": token, "password": PASSWORD, "password_confirm": PASSWORD}
-    results = await asyncio.gather(invites.accept(gateway, form), invites.accept(gateway, form),
-                                   return_exceptions=True)
+    results = await asyncio.gather(joining.join_with_password(gateway, form),
+                                   joining.join_with_password(gateway, form), return_exceptions=True)
     assert sorted(type(r).__name__ for r in results) == ["Gone", "str"], results
     assert await gateway.db.fetch_val("SELECT COUNT(*) FROM team_members", {}) == 1
 

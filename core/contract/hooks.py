@@ -210,6 +210,26 @@ class Hooks:
         """The team member who signs in with ``email`` (lower-cased), for a password sign-in. (decide)"""
         return await self.calls.decide(self._pm.hook.decide_member_login, gateway=self.gateway, email=email)
 
+    async def decide_address_prover(self) -> specs.AddressProver | None:
+        """How a visitor can prove they hold an e-mail address without a mailed link, or None. (decide)"""
+        return await self.calls.decide(self._pm.hook.decide_address_prover, gateway=self.gateway)
+
+    async def decide_proven_address(
+        self,
+        *,
+        purpose: str,
+        reference: str,
+        address: specs.ProvenAddress,
+    ) -> specs.Member | None:
+        """A person proved ``address`` for ``purpose``/``reference``: act on it; whom to sign in as. (decide)"""
+        return await self.calls.decide(
+            self._pm.hook.decide_proven_address,
+            gateway=self.gateway,
+            purpose=purpose,
+            reference=reference,
+            address=address,
+        )
+
     async def decide_hold_quote(self, *, merchant_id: str, coin: str) -> Any:
         """Read what ``decide_payout_hold``/``decide_transfer_hold`` will need, before their transaction opens.
         (decide)"""

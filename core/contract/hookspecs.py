@@ -53,7 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..gateway import Gateway
     from ..keys import AddressFamilyRegistry
     from ..events.key_destination import WebhookDestination
-    from .pages import DashboardNotice, PageBranding, PayPageForm, SignInWidget
+    from .pages import AddressProver, DashboardNotice, PageBranding, PayPageForm, SignInWidget
     from ..infra.migrate import MigrationRegistry
     from ..payments.receive import ReceiveTarget
     from ..ledger.book import Posting
@@ -71,7 +71,9 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         RouteRegistry,
         ScopeRegistry,
     )
-    from .views import Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, SecurityEvent
+    from .views import (
+        Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, ProvenAddress, SecurityEvent,
+    )
 
 hookspec = HookspecMarker("orbchain")
 
@@ -396,6 +398,39 @@ def decide_member_login(gateway: "Gateway", email: str) -> "MemberLogin | None":
     Return ``orbchain.api.MemberLogin`` (account, member id, password hash);
     the core checks the password with the holder's lockout and timing and
     issues a member session. Stops at first non-None result. May be async.
+    """
+
+
+@hookspec(kind=HookKind.DECIDE)
+def decide_address_prover(gateway: "Gateway") -> "AddressProver | None":
+    """How a visitor can prove they hold an e-mail address without a mailed link, or None.
+
+    Asked by a plugin that must know a person holds an address (the teams
+    plugin, before anyone joins an account as that address) when it renders
+    its page and when the visitor presses the button. An identity-provider
+    plugin answers ``orbchain.api.AddressProver(label, start)`` while it is
+    configured; ``start(purpose, reference)`` records the request with its
+    pending sign-in (bound to that browser) and answers the redirect. After
+    the provider vouched for a verified e-mail in that browser, the prover
+    asks ``decide_proven_address``. Stops at first non-None result.
+    """
+
+
+@hookspec(kind=HookKind.DECIDE)
+def decide_proven_address(gateway: "Gateway", purpose: str, reference: str,
+                          address: "ProvenAddress") -> "Member | None":
+    """A person proved ``address`` for ``purpose``/``reference``: act on it; whom to sign in as.
+
+    Asked by the prover (``decide_address_prover``) once the proof that
+    ``start(purpose, reference)`` began came back, in the browser that began
+    it. The plugin that chose ``purpose`` checks the address is the one it
+    asked for and does what the proof was for (the teams plugin: the
+    invitation ``reference`` is accepted and its member created), then
+    answers ``orbchain.api.Member``: the prover links its identity
+    (``address.issuer``/``subject``) to that member and signs them in. Raise
+    an ``ApiError`` to refuse (the prover shows its message; change nothing
+    then); return None for a purpose that is not yours. Stops at first
+    non-None result. May be async.
     """
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 
@@ -245,3 +245,24 @@ class DashboardRedirect:
         local = location.startswith("/") and not location.startswith("//")
         if not local and not (parts.scheme in ("https", "http") and parts.netloc):
             raise ValueError(f"a dashboard redirect goes to an http(s) URL or a path here, not {location!r}")
+
+
+@dataclass(frozen=True)
+class AddressProver:
+    """A way to prove one holds an e-mail address without mail: the ``decide_address_prover`` hook's answer.
+
+    ``label`` is the button's words ("Continue with your identity provider").
+    ``await start(purpose, reference)`` begins a proof and answers the
+    redirect that sends the browser there (with the prover's cookies set by
+    its ``prepare``); once the person has proved an address in that same
+    browser, the prover asks ``decide_proven_address`` with the same
+    ``purpose`` and ``reference`` (short text the asking plugin chose, e.g.
+    ``"team_invite"`` and an invitation's id) and lands whom it answers.
+    """
+
+    label: str
+    start: Callable[[str, str], Awaitable[DashboardRedirect]]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.label, str) or not self.label.strip():
+            raise ValueError("an address prover needs a label for its button")

@@ -244,3 +244,18 @@ class MemberLogin(_View):
     merchant_id: str
     email: str
     password_hash: str
+
+
+@dataclass(frozen=True)
+class ProvenAddress(_View):
+    """An e-mail address a person has just proved they hold, as ``decide_proven_address`` receives it.
+
+    A plugin that can vouch for addresses (an identity provider whose ID
+    token says ``email_verified``) made it, in the browser that asked for the
+    proof; ``email`` is lower-cased. ``issuer`` and ``subject`` name the
+    person at that provider for good (whatever their e-mail later becomes).
+    """
+
+    email: str
+    issuer: str
+    subject: str

@@ -66,7 +66,7 @@ from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 # Frozen views that event and filter hooks receive instead of database rows.
 from ..core.contract.views import (
-    Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, SecurityEvent,
+    Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, ProvenAddress, SecurityEvent,
 )
 
 # Webhook events a plugin declares (register_event_kinds) and sends through the core's outbox.
@@ -137,6 +137,8 @@ from ..core.accounts.second_factor import check_member_sign_in, forget_member_se
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
 from ..core.contract.pages import DashboardNotice, DashboardRedirect, DashboardView
+# Proving a person holds an e-mail address (decide_address_prover, decide_proven_address): an identity provider.
+from ..core.contract.pages import AddressProver
 from ..core.contract.registries import DashboardPage
 
 # Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
@@ -218,7 +220,8 @@ __all__ = [
     "NETWORK_FEES", "PLATFORM_FEES", "WORLD_PREFIX", "Posting", "chain_hot_wallet", "ledger_balance",
     "ledger_balances", "merchant_available", "merchant_held", "payouts_in_flight", "world", "ACCOUNT_SEPARATOR",
     # views
-    "Credit", "DepositView", "KeyRequest", "Member", "MemberLogin", "PaymentView", "PayoutView", "SecurityEvent",
+    "Credit", "DepositView", "KeyRequest", "Member", "MemberLogin", "PaymentView", "PayoutView", "ProvenAddress",
+    "SecurityEvent",
     # webhook events
     "OutboxEvent", "enqueue_event", "enqueue_events",
     # errors
@@ -253,6 +256,8 @@ __all__ = [
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
     "DashboardNotice", "DashboardPage", "DashboardRedirect", "DashboardView",
+    # proving an e-mail address
+    "AddressProver",
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
     "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",

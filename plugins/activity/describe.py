@@ -15,6 +15,8 @@ _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Sig
 _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
            "member_removed": "Removed {member} ({role}); their sessions ended",
+           "member_invite_resent": "Sent {member} a new join link ({role}); the previous one stopped working",
+           "member_join_refused": "Refused {member} joining as {role} without proving the address ({reason})",
            "team_2fa_required": "Members must now use two-factor authentication (without it: read only)",
            "team_2fa_optional": "Members no longer have to use two-factor authentication",
            # The approvals plugin's decisions: the event's actor approved or rejected.
@@ -59,8 +61,14 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
         return f"Telegram chat {_chat(details)} linked"
     if kind == "chat_unlinked":
         return f"Telegram chat {_chat(details)} unlinked {_via(details)}".rstrip()
+    if kind == "member_joined" and "proven_by" in details:
+        return f"{details.get('member', '?')} joined as {details.get('role', '?')}, proving the address with" \
+               f" {details['proven_by']}"
+    if kind == "identity_linked":
+        return f"Identity-provider account linked to the account holder ({details.get('issuer', '?')})"
     if kind in _MEMBER:
         return _MEMBER[kind].format(member=details.get("member", "?"), role=details.get("role", "?"),
+                                    reason=details.get("reason", "?"),
                                     role_was=details.get("role_was", "?"), payout=details.get("payout", "?"),
                                     transfer=details.get("transfer", "?"),
                                     requested_by=details.get("requested_by", "?"))

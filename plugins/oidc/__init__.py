@@ -3,30 +3,34 @@
 ``GET /dashboard/auth/google`` sends the browser to an OpenID Connect
 provider (Google by default; any provider through ``discovery_url``) with
 the authorization-code flow, PKCE S256, state and nonce; the callback
-verifies the ID token, finds or creates the account under the linking
-rule in ``identities.py`` and redirects to ``/app#google-auth=<payload>``,
+verifies the ID token, finds the sign-in its identity is linked to or
+creates an account (``identities.py``: never by e-mail alone) and
+redirects to ``/app#google-auth=<payload>``,
 a payload that lands only in the browser that started the sign-in, once
 (``landings.py``; the dashboard redeems it through the ``oidc_landing``
 service).
 Configured with ``[plugin.oidc] client_id``/``client_secret``
 (docs/oidc.md); without them the routes answer 503 ``not_configured``.
-A signed-in team member links their own identity
-(``POST /dashboard/auth/google/link``, ``members.py``), which then signs in
-as that member; a member with 2FA gives their code after the provider
-(``second_step.py``).
+A signed-in person links their own identity
+(``POST /dashboard/auth/google/link`` or Settings -> Sign-in,
+``linking.py``), which then signs in as them; a member with 2FA gives
+their code after the provider (``second_step.py``). It also proves
+addresses for other plugins (``decide_address_prover``, ``proofs.py``): an
+invited person joins a team by signing in here as the invited address.
 It uses only the public plugin contract and core services, as a
 third-party package would.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
-from ...api import EVERYONE, hookimpl
-from . import landings, member_page, openapi, second_step
-from .config import settings_of
-from .routes import routes
+from ...api import EVERYONE, AddressProver, hookimpl
+from . import landings, member_page, openapi, proofs, second_step
+from .config import provider_of, settings_of
+from .routes import routes, start_proof
 from .settings import PLUGIN_NAME
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.oidc.migrations"
@@ -69,3 +73,10 @@ def register_openapi(registry) -> None:
 @hookimpl
 def gateway_started(gateway: Any) -> None:
     landings.offer(gateway, settings_of(gateway))
+
+
+@hookimpl
+def decide_address_prover(gateway: Any) -> AddressProver | None:
+    if provider_of(gateway) is None:
+        return None
+    return AddressProver(proofs.LABEL, functools.partial(start_proof, gateway))

@@ -12,9 +12,11 @@ state works once, in whichever worker process receives the callback).
 Starting also makes a random browser key for the landing (``landings.py``):
 the browser gets it in a cookie, the row keeps its SHA-256
 (``binding_hash``), and the callback binds the payload it hands out to it.
-A sign-in a signed-in team member starts to link their identity carries
-their account and member id (``link_*``): the callback links, it does not
-look up.
+A sign-in a signed-in person starts to link their identity carries their
+account and member id (``link_*``; no member id: the account holder): the
+callback links, it does not look up. One started to prove an address for
+another plugin (``decide_address_prover``) carries that plugin's purpose and
+reference (``proof_*``): the callback hands the verified address over.
 """
 
 from __future__ import annotations
@@ -44,14 +46,22 @@ class PendingLogin(NamedTuple):
     code_verifier: str
     expires_at: int
     binding_hash: str  # SHA-256 of the browser key the landing cookie holds
-    link: "MemberLink | None" = None  # set when a signed-in member started this to link their identity
+    link: "LinkTarget | None" = None  # set when a signed-in person started this to link their identity
+    proof: "AddressRequest | None" = None  # set when it proves an address for another plugin
 
 
-class MemberLink(NamedTuple):
-    """The team member a started sign-in links the provider's identity to (``members.py``)."""
+class LinkTarget(NamedTuple):
+    """Whom a started sign-in links the provider's identity to (``linking.py``): a member, or the holder (None)."""
 
     merchant_id: str
-    member_id: str
+    member_id: str | None
+
+
+class AddressRequest(NamedTuple):
+    """What another plugin asked an address proof for (``decide_proven_address``): its purpose and reference."""
+
+    purpose: str
+    reference: str
 
 
 def secret_hash(value: str) -> str:
@@ -102,8 +112,8 @@ async def keep_hashed(gateway: "Gateway", table: str, fields: Mapping[str, Any],
     return secret
 
 
-async def start(gateway: "Gateway", ttl_seconds: int,
-                link: MemberLink | None = None) -> tuple[PendingLogin, str]:
+async def start(gateway: "Gateway", ttl_seconds: int, link: LinkTarget | None = None,
+                proof: AddressRequest | None = None) -> tuple[PendingLogin, str]:
     """Record a new pending sign-in (and forget expired ones, so the table stays small).
 
     Returns the sign-in and the browser key for the landing cookie (only its hash is stored).
@@ -111,14 +121,16 @@ async def start(gateway: "Gateway", ttl_seconds: int,
     now = gateway.now()
     browser_key = secrets.token_urlsafe(32)
     login = PendingLogin(secrets.token_urlsafe(32), secrets.token_urlsafe(32), secrets.token_urlsafe(48),
-                         now + ttl_seconds, secret_hash(browser_key), link)
+                         now + ttl_seconds, secret_hash(browser_key), link, proof)
     await gateway.db.execute("DELETE FROM oidc_logins WHERE expires_at <= :now", {"now": now})
     await gateway.db.execute(
         "INSERT INTO oidc_logins (state_hash, nonce, code_verifier, created_at, expires_at, binding_hash,"
-        " link_merchant_id, link_member_id) VALUES (:h, :nonce, :verifier, :now, :exp, :binding, :lm, :lmbr)",
+        " link_merchant_id, link_member_id, proof_purpose, proof_reference)"
+        " VALUES (:h, :nonce, :verifier, :now, :exp, :binding, :lm, :lmbr, :pp, :pr)",
         {"h": secret_hash(login.state), "nonce": login.nonce, "verifier": login.code_verifier, "now": now,
          "exp": login.expires_at, "binding": login.binding_hash, "lm": link.merchant_id if link else None,
-         "lmbr": link.member_id if link else None})
+         "lmbr": link.member_id if link else None, "pp": proof.purpose if proof else None,
+         "pr": proof.reference if proof else None})
     return login, browser_key
 
 
@@ -130,9 +142,11 @@ async def consume(gateway: "Gateway", state: str) -> PendingLogin | None:
     """
     row = await gateway.db.fetch_one(
         "DELETE FROM oidc_logins WHERE state_hash = :h"
-        " RETURNING nonce, code_verifier, expires_at, binding_hash, link_merchant_id, link_member_id",
-        {"h": secret_hash(state)})
+        " RETURNING nonce, code_verifier, expires_at, binding_hash, link_merchant_id, link_member_id,"
+        " proof_purpose, proof_reference", {"h": secret_hash(state)})
     if row is None or int(row["expires_at"]) <= gateway.now():
         return None
-    link = MemberLink(row["link_merchant_id"], row["link_member_id"]) if row["link_member_id"] else None
-    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"], link)
+    link = LinkTarget(row["link_merchant_id"], row["link_member_id"]) if row["link_merchant_id"] else None
+    proof = AddressRequest(row["proof_purpose"], row["proof_reference"] or "") if row["proof_purpose"] else None
+    return PendingLogin(state, row["nonce"], row["code_verifier"], int(row["expires_at"]), row["binding_hash"], link,
+                        proof)

@@ -32,21 +32,28 @@ OPERATIONS = [
            "400": html("State missing, used before, expired, or started in another browser."),
            "401": html("The provider refused the code, or its ID token failed verification."),
            "403": html("The provider has not verified the e-mail (email_not_verified), the account is "
-                       "disabled (merchant_disabled), or the team member the identity is linked to was removed "
-                       "(member_removed)."),
-           "409": html("A member's link: the identity is already linked to someone else (identity_linked)."),
+                       "disabled (merchant_disabled), the team member the identity is linked to was removed "
+                       "(member_removed), or an invitation's proof named another address (address_mismatch)."),
+           "409": html("The e-mail already signs in here and this identity is not linked to it "
+                       "(identity_not_linked); a link or an invitation's proof with an identity that is someone "
+                       "else's (identity_linked); the invited address signs in elsewhere (address_in_use)."),
            "503": html("Not configured here, or the provider cannot be reached."),
        }, page=True, errors=(401, 403, 409, 503),
        description="Verifies the ID token (signature against the provider's JWKS, issuer, audience, expiry, "
-                   "nonce). An existing account is linked only through a provider-verified e-mail. A team member "
-                   "with their own 2FA on is sent to the code step (302 to " + STEP_PATH + ") instead."),
-    Op("POST", "/dashboard/auth/google/link", "Link your identity-provider account (team member)", TAG,
+                   "nonce). An identity signs in only to what it is linked to; a verified e-mail that signs in "
+                   "nowhere creates an account. A team member with their own 2FA on is sent to the code step "
+                   "(302 to " + STEP_PATH + ") instead."),
+    Op("POST", "/dashboard/auth/google/link", "Link your identity-provider account", TAG,
        envelope(obj({"authorization_url": STRING})), auth=("jwt",), scope=EVERYONE,
-       description="A team member's token only (403 not_a_member for the account holder's, whose identity links "
-                   "by its verified e-mail). Sets the same cookies as GET /dashboard/auth/google; send the "
-                   "member's browser to authorization_url. The callback links that identity to the member (409 "
-                   "identity_linked when it is someone else's) and signs them in; it then always signs in as "
-                   "the member, until they are removed. 503 not_configured without [plugin.oidc]."),
+       body=obj({}, {"password": {"type": "string", "description": "The account holder's password."},
+                     "totp_code": {"type": "string", "description": "The holder's code, when their 2FA is on."}}),
+       body_required=False, errors=(401, 429),
+       description="A team member's token, or the account holder's with their password (or, 2FA on, a fresh code:"
+                   " 400 naming the missing field, 401 wrong, 429 locked; a member sends no body). Sets the same"
+                   " cookies as GET /dashboard/auth/google; send the browser to authorization_url. The callback"
+                   " links that identity to whoever called (409 identity_linked when it is someone else's) and"
+                   " signs them in; it then always signs in as them (a member until they are removed). An"
+                   " identity is never linked by its e-mail alone. 503 not_configured without [plugin.oidc]."),
     Op("GET", STEP_PATH, "Identity-provider sign-in: the member's 2FA code", TAG,
        responses={"200": html("The form asking for the member's own 6-digit code.")}, page=True,
        description="Where the callback sends a team member whose own 2FA is on."),

@@ -1,8 +1,10 @@
 """GET /dashboard/auth/google and its callback (SPEC 4.7, 5.3): the browser's sign-in redirects.
 
-``POST /dashboard/auth/google/link`` (a team member's JSON call) starts the
-same flow marked as that member's link (``members.py``); the callback then
-links instead of looking up.
+``POST /dashboard/auth/google/link`` (a signed-in person's JSON call: a team
+member, or the account holder with their password or code) starts the same
+flow marked as their link (``linking.py``); the callback then links instead
+of looking up. Another plugin's address proof (``proofs.py``) starts it
+marked with that plugin's request; the callback hands the address over.
 
 Both are pages for people: every refusal renders the HTML error page with
 a sentence saying what to do (never a 500, never the provider's raw
@@ -18,10 +20,10 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, envelope,
-    gateway_of, html_page, principal_of, rate_class, requires,
+    EVERYONE, DashboardRedirect, InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, envelope,
+    gateway_of, html_page, principal_of, rate_class, read_json, requires,
 )
-from . import identities, landings, logins, members, second_step
+from . import identities, landings, linking, logins, members, proofs, second_step
 from .config import provider_of
 from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable
 from .settings import CALLBACK_PATH
@@ -58,15 +60,17 @@ def _provider(gateway: Any) -> Provider:
     return provider
 
 
-async def started(gateway: Any, link: logins.MemberLink | None = None) -> tuple[str, Callable[[Any], None]]:
-    """Start a sign-in (a link, with ``link``): the provider URL, and what sets both cookies on the answer."""
+async def started(gateway: Any, link: logins.LinkTarget | None = None,
+                  proof: logins.AddressRequest | None = None) -> tuple[str, Callable[[Any], None]]:
+    """Start a sign-in (a link, with ``link``; an address proof, with ``proof``): the provider URL, and what
+    sets both cookies on the answer."""
     provider = _provider(gateway)
     try:
         await provider.metadata()  # before a row is written: a provider outage leaves nothing behind
     except ProviderUnavailable as exc:
         raise _unavailable(exc) from None
     settings = provider.settings
-    login, browser_key = await logins.start(gateway, settings.login_ttl_seconds, link)
+    login, browser_key = await logins.start(gateway, settings.login_ttl_seconds, link, proof)
     url = await provider.authorization_url(login.state, login.nonce, login.code_verifier)
 
     def set_cookies(response: Any) -> None:
@@ -79,8 +83,14 @@ async def started(gateway: Any, link: logins.MemberLink | None = None) -> tuple[
     return url, set_cookies
 
 
+async def start_proof(gateway: Any, purpose: str, reference: str) -> DashboardRedirect:
+    """``AddressProver.start``: off to the provider to prove an address for ``purpose`` (``proofs.py``)."""
+    url, set_cookies = await started(gateway, proof=logins.AddressRequest(purpose, reference))
+    return DashboardRedirect(url, set_cookies)
+
+
 async def _begin(gateway: Any, response_for: Callable[[str], web.StreamResponse],
-                 link: logins.MemberLink | None = None) -> web.StreamResponse:
+                 link: logins.LinkTarget | None = None) -> web.StreamResponse:
     """Start a sign-in (a link, with ``link``): the answer ``response_for(provider URL)`` with both cookies."""
     url, set_cookies = await started(gateway, link)
     response = response_for(url)
@@ -99,9 +109,14 @@ async def start(request: web.Request) -> web.StreamResponse:
 @rate_class("auth")
 @requires("jwt", scope=EVERYONE)
 async def start_link(request: web.Request) -> web.StreamResponse:
-    """A signed-in team member links their own identity: the provider URL to send their browser to."""
-    link = members.link_for(principal_of(request))
-    return await _begin(gateway_of(request), lambda url: envelope({"authorization_url": url}), link)
+    """A signed-in person links their own identity: the provider URL to send their browser to.
+
+    The account holder sends ``password`` (or ``totp_code`` with 2FA on) in the body; a member sends nothing.
+    """
+    gateway, principal = gateway_of(request), principal_of(request)
+    answers = await read_json(request, required=False) if principal.member_id is None else {}
+    link = await linking.target_for(gateway, principal, answers)
+    return await _begin(gateway, lambda url: envelope({"authorization_url": url}), link)
 
 
 @routes.get(CALLBACK_PATH)
@@ -137,8 +152,10 @@ async def callback(request: web.Request) -> web.StreamResponse:
     except InvalidIdToken as exc:
         log.warning("identity provider ID token rejected: %s", exc)
         raise Unauthorized("the identity provider's answer could not be verified", code="invalid_id_token") from None
-    if login.link is not None:
-        session = await members.link(gateway, identity, login.link)
+    if login.proof is not None:
+        session = await proofs.complete(gateway, identity, login.proof)
+    elif login.link is not None:
+        session = await linking.link(gateway, identity, login.link)
     else:
         session = await identities.sign_in(gateway, identity)
     if isinstance(session, members.SecondFactorDue):  # the member's own code first (second_step.py)

@@ -1,13 +1,16 @@
 """Built-in feature plugin ``teams``: several people on one merchant account, each with a role (issue 36).
 
-The account holder invites members by e-mail (a single-use, expiring link,
-shown to copy and mailed when SMTP is configured); a member chooses a
-password on accepting and signs in on the dashboard's sign-in page to the
-same account. A member's session is a dashboard JWT naming the member
-(``sign_in_member``, the ``mbr`` claim); on every request the core asks this
-plugin who the member is now (``decide_member``): their role's scopes,
-which the dashboard and the JSON API both enforce (403 naming the missing
-scope). Removing a member ends their sessions at once. See docs/teams.md.
+The account holder invites members by e-mail; a membership starts only once
+the invited person proved the address (issue 42): the join link mailed to
+it, where they choose a password, or an identity provider vouching for that
+address (``decide_proven_address``). The inviter only ever sees the
+invitation's page, which joins nobody. A member signs in on the dashboard's
+sign-in page to the same account. A member's session is a dashboard JWT
+naming the member (``sign_in_member``, the ``mbr`` claim); on every request
+the core asks this plugin who the member is now (``decide_member``): their
+role's scopes, which the dashboard and the JSON API both enforce (403
+naming the missing scope). Removing a member ends their sessions at once.
+See docs/teams.md.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...api import hookimpl
-from . import accept, members, openapi, own_2fa, page
+from . import accept, joining, members, openapi, own_2fa, page
 from .settings import PLUGIN_NAME, settings_of
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.teams.migrations"
@@ -61,3 +64,10 @@ async def decide_member(gateway, merchant_id, member_id):
 @hookimpl
 async def decide_member_login(gateway, email):
     return await members.login(gateway, email)
+
+
+@hookimpl
+async def decide_proven_address(gateway, purpose, reference, address):
+    if purpose != joining.PURPOSE:
+        return None
+    return await joining.join_with_proof(gateway, reference, address)

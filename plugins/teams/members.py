@@ -41,9 +41,11 @@ async def login(gateway: Any, email: str) -> MemberLogin | None:
 async def listing(gateway: Any, merchant_id: str, holder_email: str) -> list[dict[str, Any]]:
     """Everyone on the account: the holder first, then members oldest first."""
     rows = await gateway.db.fetch_all(
-        "SELECT id, email, role, created_at FROM team_members WHERE merchant_id = :m ORDER BY created_at, id",
+        "SELECT id, email, role, proven_by, created_at FROM team_members WHERE merchant_id = :m"
+        " ORDER BY created_at, id",
         {"m": merchant_id})
-    return [{"id": HOLDER_ID, "email": holder_email, "role": roles.OWNER, "holder": True, "created_at": None},
+    return [{"id": HOLDER_ID, "email": holder_email, "role": roles.OWNER, "holder": True, "created_at": None,
+             "proven_by": None},
             *({**row, "holder": False} for row in rows)]
 
 

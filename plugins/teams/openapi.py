@@ -17,21 +17,32 @@ NOT_HOLDER = (" A member's token only (403 not_a_member for the account holder's
 TOKEN = Param("token", {"type": "string"}, "The invitation's token, from the link.")
 
 OPERATIONS = [
-    Op("GET", "/app/team/accept", "Accept a team invitation", PAGES, query=(TOKEN,),
-       responses={"200": html("The form to choose a password (works without JavaScript)."),
+    Op("GET", "/app/team/accept", "See a team invitation", PAGES, query=(TOKEN,),
+       responses={"200": html("The invitation; opened with the mailed join link, the form to choose a password;"
+                              " opened with the invitation's page link, the ways to prove the address (works"
+                              " without JavaScript)."),
                   "404": html("Not a valid invitation link."), "410": html("The invitation was used or expired.")},
        page=True, errors=(410,),
-       description="Public, rate-limited like sign-in. Sets a cookie the form must echo (CSRF)."),
-    Op("POST", "/app/team/accept", "Join the account: choose a password", PAGES,
-       body=obj({"token": {"type": "string"}, "password": {"type": "string"},
-                 "password_confirm": {"type": "string"}, "csrf_token": {"type": "string"}}),
+       description="Public, rate-limited like sign-in. Sets a cookie the forms must echo (CSRF). The join link is"
+                   " mailed to the invited address only; the page link, which the inviter may hold, joins nobody."),
+    Op("POST", "/app/team/accept", "Join the account: choose a password, or prove the address", PAGES,
+       body=obj({"token": {"type": "string"}, "csrf_token": {"type": "string"}},
+                {"action": {"type": "string", "enum": ["join", "prove"]}, "password": {"type": "string"},
+                 "password_confirm": {"type": "string"}}),
        body_media_type="application/x-www-form-urlencoded",
-       responses={"303": redirect("To /app/login with the member's e-mail filled in."),
-                  "400": html("The form again, with what to fix."), "403": html("Forged or expired form."),
-                  "404": html("Not a valid invitation link."), "409": html("The e-mail is a member already."),
-                  "410": html("The invitation was used or expired.")},
+       responses={"303": redirect("join: to /app/login with the member's e-mail filled in. prove: to the identity"
+                                  " provider, with its login cookies (decide_address_prover)."),
+                  "400": html("The form again, with what to fix."),
+                  "403": html("Forged or expired form; or a join with the invitation's page link, which proves"
+                              " nothing (proof_required)."),
+                  "404": html("Not a valid invitation link."),
+                  "409": html("The address already signs in to an Orbchain account (address_in_use)."),
+                  "410": html("The invitation was used or expired."),
+                  "503": html("prove: no identity provider is configured.")},
        page=True, errors=(410,),
-       description="Single use: the first accepted form creates the member; the link then answers 410."),
+       description="join (the default): only with the join link mailed to the invited address; single use, the"
+                   " first accepted form creates the member and the link then answers 410. prove: the identity"
+                   " provider must vouch for the invited address itself, in this browser."),
     Op("POST", f"{BASE}/setup", "Start your own TOTP set-up (member)", OWN_2FA,
        envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=("jwt",), scope=EVERYONE,
        description="A new pending secret; 2FA stays off until verify. 400 while it is on." + NOT_HOLDER),

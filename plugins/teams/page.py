@@ -3,8 +3,10 @@
 Served by the dashboard (signed in, CSRF checked, ``team:manage`` needed:
 owners and admins); each form posts here with an ``action``. A refused form
 comes back with its error and what was typed (the dashboard's plugin-page
-rules). The invite link is shown once, to copy; it is also e-mailed when
-SMTP is configured.
+rules). An invitation's join link goes to the invited mailbox only
+(``mail.py``); the page shows the inviter the invitation's page link only,
+which joins nobody (``invites.py``), and says when this server has no way
+for an invited person to prove their address.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any, Mapping
 from ...api import DashboardView, Principal, ValidationError
 from ...api.merchant import get_merchant
 from . import invites, mail, members, policy, roles
+from .settings import settings_of
 
 PAGE_PATH = "/app/team"
 SCOPE = "team:manage"
@@ -28,7 +31,10 @@ async def render(gateway: Any, merchant_id: str, query: Mapping[str, str], princ
                  **shown: Any) -> DashboardView:
     holder = await _holder_email(gateway, merchant_id)
     custom = await roles.custom_roles(gateway, merchant_id)
+    prover = await invites.address_prover(gateway)
     return DashboardView("teams/team.html", {
+        "can_mail": mail.can_mail(gateway), "smtp": bool(settings_of(gateway).smtp_host),
+        "prover": prover.label if prover is not None else None,
         "members": await members.listing(gateway, merchant_id, holder),
         "invites": await invites.pending(gateway, merchant_id),
         "role_names": [*roles.BUILT_IN, *sorted(custom)],
@@ -43,9 +49,15 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
                  principal: Principal | None = None) -> DashboardView | None:
     action = form.get("action")
     if action == "invite":
-        email, url = await invites.create(gateway, merchant_id, form, principal)
-        sent = await mail.send_invite(gateway, email, url, await _holder_email(gateway, merchant_id))
-        return await render(gateway, merchant_id, {}, principal, invite_link=url, invited=email, mailed=sent)
+        invitation = await invites.create(gateway, merchant_id, form, principal)
+        delivery = (await invites.send_join_link(gateway, merchant_id, invitation.id, principal))[1] \
+            if mail.can_mail(gateway) else None
+        page_link = invitation.page_link if await invites.address_prover(gateway) is not None else None
+        return await render(gateway, merchant_id, {}, principal, invited=invitation.email, delivery=delivery,
+                            page_link=page_link)
+    if action == "send-invite-again":
+        email, delivery = await invites.send_join_link(gateway, merchant_id, form.get("invite_id"), principal)
+        return await render(gateway, merchant_id, {}, principal, invited=email, resent=True, delivery=delivery)
     if action == "role":
         await members.change_role(gateway, merchant_id, form.get("member_id"), form.get("role"), principal)
     elif action == "remove":

@@ -77,6 +77,7 @@ class Op:
     auth: tuple[str, ...] = ()  # kinds of ``web.auth.requires``; () is public
     scope: str | None = None
     body: Schema | None = None
+    body_required: bool = True  # False: the body may be left out (some callers send none)
     query: tuple[Param, ...] = ()
     errors: tuple[int, ...] = ()  # statuses beyond the derived ones
     rate_limited: bool = True
@@ -132,7 +133,8 @@ class Op:
         if parameters:
             operation["parameters"] = parameters
         if self.body is not None:
-            operation["requestBody"] = {"required": True, "content": {self.body_media_type: {"schema": self.body}}}
+            operation["requestBody"] = {"required": self.body_required,
+                                        "content": {self.body_media_type: {"schema": self.body}}}
         responses: dict[str, Any] = {}
         if self.response is not None:
             responses["200"] = {"description": "OK", "content": {JSON: {"schema": self.response}}}
