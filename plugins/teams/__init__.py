@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...api import hookimpl
-from . import accept, members, openapi, own_2fa, page
+from . import accept, member_routes, members, openapi, own_2fa, page
 from .settings import PLUGIN_NAME, settings_of
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.teams.migrations"
@@ -35,6 +35,7 @@ def register_migrations(registry) -> None:
 def register_routes(registry) -> None:
     registry.add(accept.routes)
     registry.add(own_2fa.routes)
+    registry.add(member_routes.routes)
 
 
 @hookimpl
