@@ -1,0 +1,380 @@
+"""Who may mint or rotate an API key (issue 42 item 3), on SQLite and PostgreSQL, over JSON and the dashboard's forms.
+
+A person may create or rotate only a key whose every scope they hold; the holder's payout key is the holder's
+alone; every key records who issued it (created or last rotated it); removing a member revokes the keys they
+issued unless the remover keeps them, and either is in the activity log. The table walks every role over every
+key-minting route, through both doors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+import pytest
+
+from orbchain.core.infra.migrate import migrate
+from orbchain.core.gateway import collect_migrations
+from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.core.infra.db import Database
+from orbchain.plugins.teams import roles
+from orbchain.web.keys import GATEWAY
+
+from .approvals_support import PASSWORD, add_member
+from .dashboard_support import Visitor
+from .support import api, signup
+
+HOLDER_PASSWORD = "s3cret-pass"  # orbchain.testing's sign-up password
+CUSTOM = "integrator"
+CUSTOM_SCOPES = ["key:manage", "payment:create", "payment:read", "balance:read"]
+ROLES = ("holder", "owner", "admin", "finance", "developer", "viewer", CUSTOM)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One key-minting request: a scoped key created with ``scopes``, a scoped key with ``scopes`` (made by the
+    holder) rotated, or a legacy key rotated (``legacy``)."""
+
+    name: str
+    kind: str  # "create", "rotate", "legacy"
+    scopes: tuple[str, ...] = ()
+    legacy: str = ""
+
+
+CASES = [
+    Case("create payment:read", "create", ("payment:read",)),
+    Case("create payout:create", "create", ("payout:create",)),
+    Case("create payout+transfer", "create", ("payout:create", "transfer:create")),
+    Case("rotate a payout:create key", "rotate", ("payout:create",)),
+    Case("rotate a payment:read key", "rotate", ("payment:read",)),
+    Case("rotate the merchant key", "legacy", legacy="merchant"),
+    Case("rotate the payout key", "legacy", legacy="payout"),
+    Case("rotate the general key", "legacy", legacy="general"),
+]
+OK, NO_ROLE, NOT_HELD, HOLDER_ONLY = "ok", "missing_scope", "scope_not_held", "holder_only"
+# Rows: CASES in order; columns: ROLES in order. Owners and admins hold every scope, yet the holder's payout
+# key stays the holder's; the developer (no payout:create, no transfer:create) mints payment keys only; the
+# custom role holds key:manage with payment and balance reads.
+EXPECTED = {
+    "create payment:read": (OK, OK, OK, NO_ROLE, OK, NO_ROLE, OK),
+    "create payout:create": (OK, OK, OK, NO_ROLE, NOT_HELD, NO_ROLE, NOT_HELD),
+    "create payout+transfer": (OK, OK, OK, NO_ROLE, NOT_HELD, NO_ROLE, NOT_HELD),
+    "rotate a payout:create key": (OK, OK, OK, NO_ROLE, NOT_HELD, NO_ROLE, NOT_HELD),
+    "rotate a payment:read key": (OK, OK, OK, NO_ROLE, OK, NO_ROLE, OK),
+    "rotate the merchant key": (OK, OK, OK, NO_ROLE, NOT_HELD, NO_ROLE, NOT_HELD),
+    "rotate the payout key": (OK, HOLDER_ONLY, HOLDER_ONLY, NO_ROLE, HOLDER_ONLY, NO_ROLE, HOLDER_ONLY),
+    "rotate the general key": (OK, OK, OK, NO_ROLE, OK, NO_ROLE, OK),
+}
+KEY_TYPES = {"merchant": "merchantApiKey", "payout": "payoutApiKey", "general": "generalApiKey"}
+SECRET = re.compile(r'<code class="secret" id="([\w-]+)"[^>]*>([^<]+)</code>')
+
+
+@pytest.fixture
+async def team(make_client, make_config):
+    """An account with one member of every role (and a custom one); the client, holder, gateway, member tokens."""
+    client = await make_client(make_config(scheduler={"enabled": False},
+                                           rate_limits={"auth_per_minute": 1000, "write_per_minute": 1000}))
+    holder = await signup(client, "holder@example.com")
+    gateway = client.app[GATEWAY]
+    await roles.create_custom_role(gateway, holder.merchant_id, CUSTOM, CUSTOM_SCOPES)
+    tokens = {"holder": holder.jwt}
+    for role in ROLES[1:]:
+        tokens[role] = await add_member(client, gateway, holder.merchant_id, f"{role}@example.com", role=role)
+    return client, holder, gateway, tokens
+
+
+async def person_of(gateway, role):
+    if role == "holder":
+        return "holder"
+    member_id = await gateway.db.fetch_val("SELECT id FROM team_members WHERE email = :e", {"e": f"{role}@example.com"})
+    return f"member:{member_id}"
+
+
+async def key_rows(gateway, merchant_id):
+    rows = await gateway.db.fetch_all("SELECT id, key_hash, revoked_at FROM api_keys WHERE merchant_id = :m",
+                                      {"m": merchant_id})
+    return {row["id"]: (row["key_hash"], row["revoked_at"]) for row in rows}
+
+
+async def holder_key(client, holder, scopes, label="target"):
+    status, body = await api(client, "POST", "/dashboard/api-keys", holder.jwt,
+                             json={"label": label, "scopes": list(scopes)})
+    assert status == 200, body
+    return body["data"]["id"]
+
+
+async def json_attempt(client, headers, case, target):
+    """The case through the JSON API: (status, error code or None, body)."""
+    if case.kind == "create":
+        status, body = await api(client, "POST", "/dashboard/api-keys", headers,
+                                 json={"label": "mine", "scopes": list(case.scopes)})
+    elif case.kind == "rotate":
+        status, body = await api(client, "POST", f"/dashboard/api-keys/{target}/rotate", headers)
+    else:
+        status, body = await api(client, "POST", "/dashboard/settings/rotate-key", headers,
+                                 json={"key_type": KEY_TYPES[case.legacy]})
+    return status, (body.get("error") or {}).get("code"), body
+
+
+async def html_attempt(visitor, case, target):
+    """The case through the dashboard's forms (the CSRF token of the session's every form): (status, page)."""
+    token = _csrf(await visitor.get("/app/security"))  # a page every signed-in person may open
+    if case.kind == "create":
+        path, data = "/app/keys", {"label": "mine", "scopes": list(case.scopes)}
+    elif case.kind == "rotate":
+        path, data = f"/app/keys/{target}/rotate", {}
+    else:
+        path, data = "/app/settings/rotate-key", {"key_type": KEY_TYPES[case.legacy]}
+    response = await visitor.client.post(path, data={"csrf_token": token, **data}, allow_redirects=False)
+    return response.status, await response.text()
+
+
+def _csrf(page):
+    found = re.search(r'name="csrf_token" value="([^"]*)"', page)
+    assert found, page[:500]
+    return found.group(1)
+
+
+async def target_for(client, holder, gateway, case):
+    if case.kind == "rotate":
+        return await holder_key(client, holder, case.scopes)
+    if case.kind == "legacy":
+        return f"legacy_{case.legacy}_{holder.merchant_id}"
+    return None
+
+
+async def check_outcome(gateway, holder, role, case, expected, before, target, refused_with):
+    """Allowed: the key is new or has a new secret, recorded as the person's. Refused: nothing changed."""
+    after = await key_rows(gateway, holder.merchant_id)
+    where = f"{role} / {case.name}"
+    if expected == OK:
+        key_id = target if case.kind != "create" else next(iter(set(after) - set(before)), None)
+        assert key_id is not None, where
+        row = await gateway.db.fetch_one("SELECT issued_by, scopes FROM api_keys WHERE id = :id", {"id": key_id})
+        assert row["issued_by"] == await person_of(gateway, role), where
+        if case.kind == "create":
+            assert set(after) - set(before) == {key_id} and sorted(json.loads(row["scopes"])) == sorted(case.scopes)
+        else:
+            assert after[key_id][0] != before[key_id][0], where
+    else:
+        assert after == before, f"{where}: a refused request changed keys"
+        assert refused_with == expected, f"{where}: {refused_with} instead of {expected}"
+
+
+async def test_every_role_on_every_key_minting_json_route(team):
+    client, holder, gateway, tokens = team
+    for case in CASES:
+        for role, expected in zip(ROLES, EXPECTED[case.name]):
+            target = await target_for(client, holder, gateway, case)
+            before = await key_rows(gateway, holder.merchant_id)
+            status, code, body = await json_attempt(client, tokens[role], case, target)
+            assert status == (200 if expected == OK else 403), (role, case.name, body)
+            await check_outcome(gateway, holder, role, case, expected, before, target, code)
+            if expected == NOT_HELD and case.kind != "legacy":
+                assert set(body["error"]["detail"]["scopes"]) <= set(case.scopes), body
+
+
+async def test_every_role_on_every_key_minting_form(team):
+    client, holder, gateway, _ = team
+    for role in ROLES:
+        client.session.cookie_jar.clear()
+        visitor = Visitor(client)
+        await visitor.sign_in(f"{role}@example.com", HOLDER_PASSWORD if role == "holder" else PASSWORD)
+        for case, expected in ((case, EXPECTED[case.name][ROLES.index(role)]) for case in CASES):
+            target = await target_for(client, holder, gateway, case)
+            before = await key_rows(gateway, holder.merchant_id)
+            status, page = await html_attempt(visitor, case, target)
+            assert status == (200 if expected == OK else 403), (role, case.name, page[:800])
+            refused = None
+            if expected == NO_ROLE:
+                refused = NO_ROLE if "Not allowed" in page else "?"
+            elif expected != OK:
+                refused = NOT_HELD if "your role does not give you" in page else \
+                    HOLDER_ONLY if "only the account holder may rotate" in page.lower() else "?"
+            else:
+                assert SECRET.search(page), (role, case.name)  # the new plaintext, shown once
+            assert refused != "?", re.findall(r'role="alert"[^>]*>(.*?)</', page, re.S) or page[-3000:]
+            await check_outcome(gateway, holder, role, case, expected, before, target, refused)
+
+
+async def test_a_developer_gets_no_payout_power(team):
+    """The issue's attack: the developer role (no payout:create) rotates the payout key and mints payout and
+    transfer keys. Each is refused, the holder's payout key keeps working, and no key is made."""
+    client, holder, gateway, tokens = team
+    dev = tokens["developer"]
+    status, body = await api(client, "POST", "/dashboard/settings/rotate-key", dev, json={"key_type": "payoutApiKey"})
+    assert status == 403 and body["error"]["code"] == "holder_only" and "new_key" not in (body["data"] or {})
+    status, body = await api(client, "POST", "/dashboard/api-keys", dev,
+                             json={"label": "x", "scopes": ["payout:create", "transfer:create"]})
+    assert status == 403 and body["error"]["code"] == "scope_not_held"
+    assert body["error"]["detail"] == {"scopes": ["payout:create", "transfer:create"]}
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM api_keys WHERE merchant_id = :m AND is_legacy = :f",
+                                      {"m": holder.merchant_id, "f": False}) == 0
+    status, body = await api(client, "GET", "/v1/payout/no-such-payout", holder.payout_key)
+    assert status == 404, body  # the holder's payout key still authenticates: unchanged
+    # The forms offer what the developer may do, no more: no payout checkbox to tick, no payout key to rotate.
+    client.session.cookie_jar.clear()
+    visitor = Visitor(client)
+    await visitor.sign_in("developer@example.com")
+    page = await visitor.get("/app/keys")
+    assert re.search(r'id="scope-payout-create" disabled', page) and 'id="scopes-not-held"' in page
+    assert not re.search(r'id="scope-payment-read" disabled', page)
+    settings = await visitor.get("/app/settings")
+    assert 'value="generalApiKey"' in settings and 'value="payoutApiKey"' not in settings
+    assert 'value="merchantApiKey"' not in settings  # it carries transfer:create
+
+
+async def test_every_key_says_who_issued_it(team):
+    client, holder, gateway, tokens = team
+    made = await api(client, "POST", "/dashboard/api-keys", tokens["developer"],
+                     json={"label": "ci", "scopes": ["payment:read"]})
+    assert made[0] == 200 and made[1]["data"]["issued_by"] == await person_of(gateway, "developer")
+    status, listed = await api(client, "GET", "/dashboard/api-keys", holder.jwt)
+    by_id = {key["id"]: key["issued_by"] for key in listed["data"]["keys"]}
+    assert by_id[made[1]["data"]["id"]] == await person_of(gateway, "developer")
+    assert by_id[f"legacy_payout_{holder.merchant_id}"] == "holder"
+    # Rotated by the holder, the key becomes the holder's.
+    status, body = await api(client, "POST", f"/dashboard/api-keys/{made[1]['data']['id']}/rotate", holder.jwt)
+    assert status == 200 and body["data"]["issued_by"] == "holder"
+    client.session.cookie_jar.clear()
+    visitor = Visitor(client)
+    await visitor.sign_in("holder@example.com", HOLDER_PASSWORD)
+    await api(client, "POST", "/dashboard/api-keys", tokens["admin"], json={"label": "ops", "scopes": ["payout:read"]})
+    page = await visitor.get("/app/keys")
+    assert 'class="key-issuer">member admin@example.com</td>' in page
+    assert 'class="key-issuer">account holder</td>' in page
+    # The activity log has the grant: who, which key, which powers.
+    events = await gateway.db.fetch_all("SELECT actor, details FROM security_events WHERE kind = 'api_key_created'"
+                                        " ORDER BY id")
+    assert any(e["actor"] == "member admin@example.com" and json.loads(e["details"])["scopes"] == "payout:read"
+               for e in events)
+
+
+# -- removing a member ----------------------------------------------------------------------------------------
+
+
+async def member_with_keys(client, holder, gateway, tokens, role="admin"):
+    """The member's own scoped key (plaintext) and the general key they rotated (plaintext)."""
+    status, body = await api(client, "POST", "/dashboard/api-keys", tokens[role],
+                             json={"label": f"{role}-key", "scopes": ["payment:read"]})
+    assert status == 200, body
+    scoped = body["data"]["api_key"]
+    status, body = await api(client, "POST", "/dashboard/settings/rotate-key", tokens[role],
+                             json={"key_type": "generalApiKey"})
+    assert status == 200, body
+    return scoped, body["data"]["new_key"]
+
+
+async def works(client, scoped, general):
+    first = (await api(client, "GET", "/v1/payment/accepted-currencies", {"merchant_api_key": scoped}))[0]
+    second = (await api(client, "GET", "/v1/general/account/balance", {"general_api_key": general}))[0]
+    return first, second
+
+
+async def activity(gateway, kind):
+    rows = await gateway.db.fetch_all("SELECT actor, details FROM security_events WHERE kind = :k ORDER BY id",
+                                      {"k": kind})
+    return [(row["actor"], json.loads(row["details"])) for row in rows]
+
+
+async def test_removing_a_member_revokes_the_keys_they_issued(team):
+    client, holder, gateway, tokens = team
+    scoped, general = await member_with_keys(client, holder, gateway, tokens)
+    assert await works(client, scoped, general) == (200, 200)
+    admin_id = (await person_of(gateway, "admin")).split(":")[1]
+    status, listed = await api(client, "GET", "/dashboard/team/members", tokens["owner"])
+    assert status == 200 and len(next(m for m in listed["data"]["members"] if m["id"] == admin_id)["api_keys"]) == 2
+    status, body = await api(client, "POST", f"/dashboard/team/members/{admin_id}/remove", tokens["owner"], json={})
+    assert status == 200 and body["data"]["api_keys"] == "revoke" and len(body["data"]["keys"]) == 2, body
+    assert await works(client, scoped, general) == (401, 401)
+    revoked = await activity(gateway, "api_key_revoked")
+    assert len(revoked) == 2 and all(actor == "member owner@example.com" and "removed member admin@example.com"
+                                     in details["reason"] for actor, details in revoked)
+    assert (await activity(gateway, "member_removed"))[0][1]["api_keys"] == "2 revoked"
+    # The holder brings the general key back by rotating it: theirs from now on.
+    status, body = await api(client, "POST", "/dashboard/settings/rotate-key", holder.jwt,
+                             json={"key_type": "generalApiKey"})
+    assert status == 200 and (await works(client, scoped, body["data"]["new_key"]))[1] == 200
+
+
+async def test_the_remover_may_keep_the_keys_and_the_log_says_so(team):
+    client, holder, gateway, tokens = team
+    scoped, general = await member_with_keys(client, holder, gateway, tokens, role="developer")
+    dev_id = (await person_of(gateway, "developer")).split(":")[1]
+    for bad in ("delete", 1, ["keep"]):
+        status, body = await api(client, "POST", f"/dashboard/team/members/{dev_id}/remove", tokens["admin"],
+                                 json={"api_keys": bad})
+        assert status == 400 and "api_keys" in body["error"]["detail"], body
+    assert await person_of(gateway, "developer") == f"member:{dev_id}"  # still a member
+    status, body = await api(client, "POST", f"/dashboard/team/members/{dev_id}/remove", tokens["admin"],
+                             json={"api_keys": "keep"})
+    assert status == 200 and body["data"]["api_keys"] == "keep" and len(body["data"]["keys"]) == 2
+    assert await works(client, scoped, general) == (200, 200)
+    kept = await activity(gateway, "member_keys_kept")
+    assert kept[0][0] == "member admin@example.com" and kept[0][1]["member"] == "developer@example.com"
+    assert kept[0][1]["count"] == "2"
+    assert (await activity(gateway, "member_removed"))[0][1]["api_keys"] == "2 kept"
+    assert await activity(gateway, "api_key_revoked") == []
+    status, body = await api(client, "GET", "/dashboard/activity", holder.jwt)
+    assert any("Kept the API keys of removed member developer@example.com" in e["description"]
+               for e in body["data"]["events"])
+
+
+async def test_the_team_page_asks_what_becomes_of_the_keys(team):
+    client, holder, gateway, tokens = team
+    scoped, general = await member_with_keys(client, holder, gateway, tokens, role=CUSTOM)
+    scoped_dev, general_dev = await member_with_keys(client, holder, gateway, tokens, role="developer")
+    client.session.cookie_jar.clear()
+    visitor = Visitor(client)
+    await visitor.sign_in("holder@example.com", HOLDER_PASSWORD)
+    custom_id, dev_id = [(await person_of(gateway, r)).split(":")[1] for r in (CUSTOM, "developer")]
+    page = await visitor.get("/app/team")
+    assert f'<select id="remove-keys-{custom_id}" name="api_keys"><option value="revoke" selected>' in page
+    assert f'<label for="remove-keys-{custom_id}">API keys they issued (1)</label>' in page
+    await visitor.submit("/app/team", {"action": "remove", "member_id": custom_id, "api_keys": "sideways"},
+                         expect=400)
+    assert "API keys they issued</a>: Choose revoke or keep." in visitor.page
+    assert await person_of(gateway, CUSTOM) == f"member:{custom_id}"
+    await visitor.get("/app/team")
+    await visitor.submit("/app/team", {"action": "remove", "member_id": dev_id, "api_keys": "keep"})
+    assert await works(client, scoped_dev, general_dev) == (200, 200)
+    await visitor.get("/app/team")
+    await visitor.submit("/app/team", {"action": "remove", "member_id": custom_id})  # the default: revoke
+    assert (await works(client, scoped, scoped))[0] == 401
+    assert [d["member"] for _, d in await activity(gateway, "member_keys_kept")] == ["developer@example.com"]
+
+
+# -- keys made before issue 42 ----------------------------------------------------------------------------------
+
+
+async def test_keys_and_requests_from_before_are_the_holders(db_url, make_config, make_client):
+    """Upgrading: keys made before this change are the holder's, and so are payouts and holds recorded as
+    ``key:<id>`` (their key stays named)."""
+    db = Database(db_url)
+    await db.connect()
+    try:
+        every = collect_migrations(get_plugin_manager())
+        before = [m for m in every if not (m.namespace == "core" and m.version >= 25)
+                  and not (m.namespace == "approvals" and m.version >= 2)]
+        await migrate(db, before)
+        await db.execute("INSERT INTO merchants (id, account_id, email, password_hash, key_account, accepted_coins,"
+                         " confirmations, created_at, updated_at) VALUES ('mer_old', 'ORB-old', 'old@example.com',"
+                         " 'x', 1, '[]', '{}', 1, 1)")
+        await db.execute("INSERT INTO api_keys (id, merchant_id, kind, prefix, key_hash, scopes, is_legacy,"
+                         " created_at) VALUES ('key_old', 'mer_old', 'scoped', 'ok_s_abc', 'h', '[\"payout:create\"]',"
+                         " :f, 1)", {"f": False})
+        await db.execute("INSERT INTO api_key_secrets (key_hash, key_id, valid_until, created_at)"
+                         " VALUES ('h2', 'key_old', 10, 1)")
+        await db.execute("INSERT INTO approval_spend (subject_id, merchant_id, requested_by, day, usd)"
+                         " VALUES ('po_1', 'mer_old', 'key:key_old', '2024-01-01', 1)")
+        await db.execute("INSERT INTO approval_spend (subject_id, merchant_id, requested_by, day, usd)"
+                         " VALUES ('po_2', 'mer_old', 'member:mbr_x', '2024-01-01', 1)")
+        await migrate(db, every)
+        assert await db.fetch_val("SELECT issued_by FROM api_keys WHERE id = 'key_old'") == "holder"
+        assert await db.fetch_val("SELECT issued_by FROM api_key_secrets WHERE key_hash = 'h2'") == "holder"
+        spend = {r["subject_id"]: (r["requested_by"], r["key_id"])
+                 for r in await db.fetch_all("SELECT * FROM approval_spend")}
+        assert spend == {"po_1": ("holder", "key_old"), "po_2": ("member:mbr_x", None)}
+    finally:
+        await db.disconnect()
