@@ -61,10 +61,10 @@ async def test_the_holder_cannot_approve_a_payout_made_with_their_payout_key(sho
     await set_policy(gateway, holder.merchant_id, threshold_BTC="100")
     held = await payout_with(client, holder.payout_key)
     assert held["awaiting_approval"] is True
-    assert dict(await hold_of(gateway, held["track_id"])) == {
-        "requested_by": "holder", "key_id": f"legacy_payout_{holder.merchant_id}", "state": "awaiting"}
     status, body = await approve(client, holder.jwt, held["track_id"], next_code(gateway, secrets_["holder"]))
     assert status == 403 and body["error"]["code"] == "self_approval", body
+    assert dict(await hold_of(gateway, held["track_id"])) == {
+        "requested_by": "holder", "key_id": f"legacy_payout_{holder.merchant_id}", "state": "awaiting"}
     status, listed = await api(client, "GET", "/dashboard/approvals", admin)
     shown = listed["data"]["held"][0]
     assert shown["requested_by"] == f"account holder with key legacy_payout_{holder.merchant_id}"
@@ -78,10 +78,10 @@ async def test_an_admin_cannot_approve_a_payout_made_with_their_own_key(shop):
     await set_policy(gateway, holder.merchant_id, threshold_BTC="100")
     key = await scoped_key(client, admin)
     held = await payout_with(client, {"payout_api_key": key["api_key"]})
-    admin_id = await gateway.db.fetch_val("SELECT id FROM team_members WHERE email = 'admin@example.com'")
-    assert (await hold_of(gateway, held["track_id"]))["requested_by"] == f"member:{admin_id}"
     status, body = await approve(client, admin, held["track_id"], next_code(gateway, secrets_["admin"]))
     assert status == 403 and body["error"]["code"] == "self_approval", body
+    admin_id = await gateway.db.fetch_val("SELECT id FROM team_members WHERE email = 'admin@example.com'")
+    assert (await hold_of(gateway, held["track_id"]))["requested_by"] == f"member:{admin_id}"
     status, body = await approve(client, holder.jwt, held["track_id"], next_code(gateway, secrets_["holder"]))
     assert status == 200 and body["data"]["state"] == "approved"
     events = await gateway.db.fetch_all("SELECT details FROM security_events WHERE kind = 'payout_approved'")
@@ -151,10 +151,10 @@ async def test_a_secret_in_its_grace_counts_as_whoever_held_it(shop):
     status, body = await api(client, "POST", f"/dashboard/api-keys/{key['id']}/rotate", holder.jwt)
     assert status == 200 and body["data"]["issued_by"] == "holder"
     held = await payout_with(client, {"payout_api_key": key["api_key"]})  # the old secret
-    admin_id = await gateway.db.fetch_val("SELECT id FROM team_members WHERE email = 'admin@example.com'")
-    assert (await hold_of(gateway, held["track_id"]))["requested_by"] == f"member:{admin_id}"
     status, refused = await approve(client, admin, held["track_id"], next_code(gateway, secrets_["admin"]))
     assert status == 403 and refused["error"]["code"] == "self_approval"
+    admin_id = await gateway.db.fetch_val("SELECT id FROM team_members WHERE email = 'admin@example.com'")
+    assert (await hold_of(gateway, held["track_id"]))["requested_by"] == f"member:{admin_id}"
     new = await payout_with(client, {"payout_api_key": body["data"]["api_key"]})
     assert (await hold_of(gateway, new["track_id"]))["requested_by"] == "holder"
     owner = await add_member(client, gateway, holder.merchant_id, "owner@example.com", role="owner")
