@@ -8,12 +8,17 @@ key-minting route, through both doors.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from dataclasses import dataclass
 
 import pytest
 
+from orbchain.core.accounts.api_keys import ScopedKeyRequest, create_scoped_key, rotate_scoped_key
+from orbchain.core.accounts.key_powers import KeyIssuer
+from orbchain.core.accounts.merchants import rotate_legacy_key
+from orbchain.core.errors import Forbidden, Unauthorized
 from orbchain.core.infra.migrate import migrate
 from orbchain.core.gateway import collect_migrations
 from orbchain.core.contract.plugins import get_plugin_manager
@@ -367,6 +372,47 @@ async def test_the_team_page_asks_what_becomes_of_the_keys(team):
     assert await works(client, scoped_dev, general_dev) == (200, 200)
     assert [d["member"] for _, d in await activity(gateway, "member_keys_kept")] == ["developer@example.com"]
     assert [d["api_keys"] for _, d in await activity(gateway, "member_removed")] == ["2 revoked", "2 kept"]
+
+
+async def test_a_request_authenticated_before_the_removal_mints_nothing(team):
+    """The member's create or rotate was authenticated, then they were removed (or demoted) before it wrote:
+    the key's transaction asks who they are now. Racing a removal, no working key of theirs survives it."""
+    client, holder, gateway, tokens = team
+    dev = await person_of(gateway, "developer")
+    as_they_were = KeyIssuer(dev, frozenset(roles.BUILT_IN["developer"]))
+    target = await holder_key(client, holder, ["payment:read"])
+    await api(client, "POST", f"/dashboard/team/members/{dev.split(':')[1]}/remove", tokens["owner"], json={})
+    before = await key_rows(gateway, holder.merchant_id)
+    for attempt in (create_scoped_key(gateway, holder.merchant_id, ScopedKeyRequest("late", ["payment:read"]),
+                                      issuer=as_they_were),
+                    rotate_scoped_key(gateway, holder.merchant_id, target, issuer=as_they_were),
+                    rotate_legacy_key(gateway, holder.merchant_id, "general", issuer=as_they_were)):
+        with pytest.raises(Unauthorized) as refused:
+            await attempt
+        assert refused.value.code == "member_removed"
+    assert await key_rows(gateway, holder.merchant_id) == before
+    # Demoted to viewer after authenticating as admin: the admin's powers are gone too.
+    admin = await person_of(gateway, "admin")
+    await gateway.db.execute("UPDATE team_members SET role = 'viewer' WHERE id = :id", {"id": admin.split(":")[1]})
+    with pytest.raises(Forbidden):
+        await create_scoped_key(gateway, holder.merchant_id, ScopedKeyRequest("late", ["payout:create"]),
+                                issuer=KeyIssuer(admin, frozenset(roles.grantable(gateway))))
+    # A removal racing a member's creations: whichever commits first, none of their keys works afterwards.
+    custom = await person_of(gateway, CUSTOM)
+    issuer = KeyIssuer(custom, frozenset(CUSTOM_SCOPES))
+
+    async def create(label):
+        try:
+            await create_scoped_key(gateway, holder.merchant_id, ScopedKeyRequest(label, ["payment:read"]),
+                                    issuer=issuer)
+        except Unauthorized:
+            pass
+
+    await asyncio.gather(create("a"), create("b"), api(client, "POST", f"/dashboard/team/members/"
+                                                        f"{custom.split(':')[1]}/remove", tokens["owner"], json={}),
+                         create("c"), create("d"))
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM api_keys WHERE issued_by = :p AND revoked_at IS NULL",
+                                      {"p": custom}) == 0
 
 
 # -- keys made before issue 42 ----------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import auth, security_events
-from .key_powers import KeyIssuer, check_may_issue, may_rotate_legacy
+from .key_powers import KeyIssuer, check_may_issue, confirm_issuer, lock_account_keys, may_rotate_legacy
 from .merchants import _insert_key, _json, check_webhook_url, legacy_kind_of, new_webhook_secret
 from .auth_cache import changed
 from ..infra.db import Database, Row
@@ -123,8 +123,9 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
     issued = auth.generate_api_key("scoped")
     key_id = "key_" + secrets.token_hex(10)
     async with db.transaction():
-        # Lock the merchant row so concurrent creations cannot overshoot the limit.
-        await db.fetch_one("SELECT id FROM merchants WHERE id = :m" + db.for_update, {"m": merchant_id})
+        # Lock the merchant row so concurrent creations cannot overshoot the limit, nor outrun a removal.
+        await lock_account_keys(gateway, merchant_id)
+        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), scopes, "create")
         active = await db.fetch_val(
             "SELECT COUNT(*) FROM api_keys WHERE merchant_id = :m AND is_legacy = :f AND revoked_at IS NULL"
             " AND (expires_at IS NULL OR expires_at > :now)",
@@ -202,10 +203,11 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str, *,
     issued = auth.generate_api_key("scoped")
     valid_until = now + auth.ROTATION_GRACE_SECONDS
     async with db.transaction():
+        await lock_account_keys(gateway, merchant_id)
         row = await _own_key(db, merchant_id, key_id)
         if row["revoked_at"] is not None:
             raise InvalidRequest("API key is revoked")
-        check_may_issue(issuer, _json(row["scopes"], []), "rotate")
+        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), "rotate")
         await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id AND valid_until <= :now",
                          {"id": key_id, "now": now})
         await db.execute(

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, Iterable
 from . import auth
 from .auth_cache import changed
 from ..contract.plugins import call_first
-from ..errors import Forbidden
+from ..errors import Forbidden, Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
@@ -91,6 +91,22 @@ def check_may_rotate_legacy(gateway: "Gateway", issuer: KeyIssuer, kind: str) ->
         raise refusal
 
 
+async def confirm_issuer(gateway: "Gateway", merchant_id: str, issuer: KeyIssuer) -> KeyIssuer:
+    """``issuer`` as they are now: call inside the transaction that writes the key, the merchant row locked.
+
+    A member removed since their request was authenticated is refused (401 ``member_removed``); a role
+    changed meanwhile counts as it is now. ``revoke_keys_issued_by`` takes the same lock, so a key
+    created while its member is removed is either revoked with the others or never written.
+    """
+    if issuer.scopes is None or not issuer.person.startswith("member:"):
+        return issuer
+    member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
+                              member_id=issuer.person.partition(":")[2])
+    if member is None or member.merchant_id != merchant_id:
+        raise Unauthorized("this member's access to the account has ended", code="member_removed")
+    return KeyIssuer(issuer.person, frozenset(member.scopes))
+
+
 def may_rotate_legacy(gateway: "Gateway", issuer: KeyIssuer, kind: str) -> bool:
     """Whether ``check_may_rotate_legacy`` lets ``issuer`` rotate it (what pages offer)."""
     return _legacy_refusal(gateway, issuer, kind) is None
@@ -107,6 +123,11 @@ async def describe_person(gateway: "Gateway", merchant_id: str, person: str) -> 
     member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
                               member_id=member_id)
     return f"member {member.email}" if member is not None else "a removed member"
+
+
+async def lock_account_keys(gateway: "Gateway", merchant_id: str) -> None:
+    """Lock the merchant row for the rest of the transaction: one change to the account's keys at a time."""
+    await gateway.db.fetch_one("SELECT id FROM merchants WHERE id = :m" + gateway.db.for_update, {"m": merchant_id})
 
 
 async def keys_issued_by(gateway: "Gateway", merchant_id: str, person: str) -> list[dict]:
@@ -129,6 +150,7 @@ async def revoke_keys_issued_by(gateway: "Gateway", merchant_id: str, person: st
     """
     db, now = gateway.db, gateway.now()
     async with db.transaction():
+        await lock_account_keys(gateway, merchant_id)
         if first is not None and not await first():
             return None
         revoked = await db.fetch_all(

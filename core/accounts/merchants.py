@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from . import auth, lockout, security_events
 from .totp_codes import check_stored_code
 from .second_factor import check_member_sign_in
-from .key_powers import KeyIssuer, check_may_rotate_legacy
+from .key_powers import KeyIssuer, check_may_rotate_legacy, confirm_issuer, lock_account_keys
 from ..payments import settlement
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
@@ -332,13 +332,16 @@ async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str, *, is
     """
     check_may_rotate_legacy(gateway, issuer, kind)
     issued = auth.generate_api_key(kind)
-    await gateway.db.execute(
-        "UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, previous_hash = NULL,"
-        " previous_valid_until = NULL, last_used_at = NULL, revoked_at = NULL, issued_by = :by"
-        " WHERE id = :id AND merchant_id = :m",
-        {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id),
-         "m": merchant_id, "by": issuer.person},
-    )
+    async with gateway.db.transaction():
+        await lock_account_keys(gateway, merchant_id)
+        check_may_rotate_legacy(gateway, await confirm_issuer(gateway, merchant_id, issuer), kind)
+        await gateway.db.execute(
+            "UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, previous_hash = NULL,"
+            " previous_valid_until = NULL, last_used_at = NULL, revoked_at = NULL, issued_by = :by"
+            " WHERE id = :id AND merchant_id = :m",
+            {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id),
+             "m": merchant_id, "by": issuer.person},
+        )
     await auth_changed(gateway)
     log.info("merchant %s rotated its %s key", merchant_id, kind)
     await security_events.announce(gateway, merchant_id, security_events.API_KEY_ROTATED,
