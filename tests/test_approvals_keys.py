@@ -14,9 +14,8 @@ import pytest
 
 from orbchain.testing import pay_on_devnet
 from orbchain.testing.api import create_payment
-from orbchain.web.keys import GATEWAY
 
-from .approvals_support import add_member, approve, enable_totp, member_totp, next_code, set_policy
+from .approvals_support import add_member, approve, enable_totp, holder_account, member_totp, next_code, set_policy
 from .support import api, signup
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
@@ -25,10 +24,7 @@ BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
 @pytest.fixture
 async def shop(make_client, make_config):
     """A funded account ($1,200 of BTC at the dev price) with an admin, both with their own 2FA; the policy on."""
-    client = await make_client(make_config(scheduler={"enabled": False},
-                                           rate_limits={"auth_per_minute": 1000, "write_per_minute": 1000}))
-    holder = await signup(client, "holder@example.com")
-    gateway = client.app[GATEWAY]
+    client, holder, gateway = await holder_account(make_client, make_config)
     payment = await create_payment(client, holder, "BTC", "0.0202")
     await pay_on_devnet(client, payment["track_id"])
     admin = await add_member(client, gateway, holder.merchant_id, "admin@example.com")

@@ -24,11 +24,10 @@ from orbchain.core.gateway import collect_migrations
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.infra.db import Database
 from orbchain.plugins.teams import roles
-from orbchain.web.keys import GATEWAY
 
-from .approvals_support import PASSWORD, add_member
+from .approvals_support import PASSWORD, add_member, holder_account
 from .dashboard_support import Visitor
-from .support import api, signup
+from .support import api
 
 HOLDER_PASSWORD = "s3cret-pass"  # orbchain.testing's sign-up password
 CUSTOM = "integrator"
@@ -78,10 +77,7 @@ SECRET = re.compile(r'<code class="secret" id="([\w-]+)"[^>]*>([^<]+)</code>')
 @pytest.fixture
 async def team(make_client, make_config):
     """An account with one member of every role (and a custom one); the client, holder, gateway, member tokens."""
-    client = await make_client(make_config(scheduler={"enabled": False},
-                                           rate_limits={"auth_per_minute": 1000, "write_per_minute": 1000}))
-    holder = await signup(client, "holder@example.com")
-    gateway = client.app[GATEWAY]
+    client, holder, gateway = await holder_account(make_client, make_config)
     await roles.create_custom_role(gateway, holder.merchant_id, CUSTOM, CUSTOM_SCOPES)
     tokens = {"holder": holder.jwt}
     for role in ROLES[1:]:
