@@ -12,7 +12,7 @@ keys they issued unless the remover keeps them (``revoke_keys_issued_by``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Awaitable, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 
 from . import auth
 from .auth_cache import changed
@@ -23,13 +23,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
 
 HOLDER = "holder"
+MEMBER_PREFIX = "member:"
 # Legacy keys no one but the account holder may rotate: the payout key moves the account's money (SPEC 5.1).
 HOLDER_ONLY_KINDS = frozenset({"payout"})
 
 
 def member_person(member_id: str) -> str:
     """A team member as ``issued_by`` and ``requested_by`` name them."""
-    return f"member:{member_id}"
+    return MEMBER_PREFIX + member_id
 
 
 @dataclass(frozen=True)
@@ -98,10 +99,9 @@ async def confirm_issuer(gateway: "Gateway", merchant_id: str, issuer: KeyIssuer
     changed meanwhile counts as it is now. ``revoke_keys_issued_by`` takes the same lock, so a key
     created while its member is removed is either revoked with the others or never written.
     """
-    if issuer.scopes is None or not issuer.person.startswith("member:"):
+    if issuer.scopes is None or not issuer.person.startswith(MEMBER_PREFIX):
         return issuer
-    member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
-                              member_id=issuer.person.partition(":")[2])
+    member = await _member_now(gateway, merchant_id, issuer.person)
     if member is None or member.merchant_id != merchant_id:
         raise Unauthorized("this member's access to the account has ended", code="member_removed")
     return KeyIssuer(issuer.person, frozenset(member.scopes))
@@ -117,12 +117,16 @@ async def describe_person(gateway: "Gateway", merchant_id: str, person: str) -> 
     "a removed member" (asked of ``decide_member``: only the teams plugin knows its members)."""
     if person == HOLDER:
         return "account holder"
-    kind, _, member_id = person.partition(":")
-    if kind != "member":
+    if not person.startswith(MEMBER_PREFIX):
         return person
-    member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
-                              member_id=member_id)
+    member = await _member_now(gateway, merchant_id, person)
     return f"member {member.email}" if member is not None else "a removed member"
+
+
+async def _member_now(gateway: "Gateway", merchant_id: str, person: str) -> Any:
+    """The team member ``person`` names, as ``decide_member`` answers now (None: removed, or no teams plugin)."""
+    return await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
+                            member_id=person.removeprefix(MEMBER_PREFIX))
 
 
 async def lock_account_keys(gateway: "Gateway", merchant_id: str) -> None:
