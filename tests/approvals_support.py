@@ -9,9 +9,19 @@ import pyotp
 from orbchain.core.accounts.auth import hash_password
 from orbchain.plugins.approvals import policy as policies
 
-from .support import advance_clock, api, bearer
+from orbchain.web.keys import GATEWAY
+
+from .support import advance_clock, api, bearer, signup
 
 PASSWORD = "correct horse battery"
+
+
+async def holder_account(make_client, make_config, email="holder@example.com"):
+    """A fresh app (scheduler off, sign-in and write limits out of the way of many people) and its holder:
+    (client, holder, gateway)."""
+    client = await make_client(make_config(scheduler={"enabled": False},
+                                           rate_limits={"auth_per_minute": 1000, "write_per_minute": 1000}))
+    return client, await signup(client, email), client.app[GATEWAY]
 
 
 async def set_policy(gateway, merchant_id, **fields) -> None:

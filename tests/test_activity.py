@@ -97,7 +97,8 @@ async def test_every_security_change_is_listed_newest_first_with_ip_and_user_age
                                                  "chat_username": "ada_l"}
     assert by_kind["totp_enabled"]["alert"] is True and by_kind["totp_disabled"]["alert"] is False
     assert by_kind["totp_enabled"]["description"] == "Two-factor authentication turned on from the Telegram mini-app"
-    assert by_kind["api_key_created"]["description"] == f"API key \u201cshop\u201d ({key['id']}) created"
+    assert by_kind["api_key_created"]["description"] == \
+        f"API key \u201cshop\u201d ({key['id']}) created (scopes payment:read)"  # the power it grants (issue 42)
     oldest = data["events"][-1]
     assert (oldest["client_ip"], oldest["user_agent"]) == ("127.0.0.1", UA["User-Agent"])
     assert oldest["request_id"] and oldest["description"] == "Signed in with the password"

@@ -9,6 +9,7 @@ from aiohttp import web
 
 from orbchain.core.accounts import merchants as accounts, api_keys
 from orbchain.core.accounts.auth import find_api_key, key_problem
+from orbchain.core.accounts.key_powers import ACCOUNT_HOLDER
 from orbchain.web.app import create_app
 from orbchain.web.auth import principal_of, requires
 from orbchain.web.envelope import envelope
@@ -18,7 +19,7 @@ from .support import bearer
 from .support import signup_data as signup
 
 ROW_FIELDS = {"id", "label", "prefix", "scopes", "coin_allowlist", "ip_allowlist", "webhook_url", "rate_limit_rpm",
-              "last_used_at", "revoked_at", "expires_at", "created_at", "is_legacy", "brand_id"}
+              "last_used_at", "revoked_at", "expires_at", "created_at", "is_legacy", "brand_id", "issued_by"}
 
 
 @pytest.fixture
@@ -132,7 +133,8 @@ async def test_soft_limit_of_fifty_active_keys(client, owner):
     gateway = client.app[GATEWAY]
     for i in range(api_keys.SCOPED_KEY_SOFT_LIMIT):
         await api_keys.create_scoped_key(gateway, owner["merchant_id"],
-                                         api_keys.ScopedKeyRequest(label=f"k{i}", scopes=["payment:read"]))
+                                         api_keys.ScopedKeyRequest(label=f"k{i}", scopes=["payment:read"]),
+                                         issuer=ACCOUNT_HOLDER)
     status, body = await create(client, owner["token"])
     assert status == 400 and "50" in body["message"]
     # Revoking one makes room again.

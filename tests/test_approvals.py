@@ -59,7 +59,9 @@ async def test_threshold_holds_and_another_person_approves_once(make_client, mak
     assert (await balance(client, merchant))["BTC"] != before["BTC"]
     await work(gateway)
     row = await payout_row(gateway, track)
-    assert row["stage"] == HELD and row["tx_hash"] is None and row["requested_by"].startswith("key:")
+    # Made with the holder's payout key: requested by the holder (issue 42), the key named beside.
+    assert row["stage"] == HELD and row["tx_hash"] is None and row["requested_by"] == "holder"
+    assert row["key_id"] == f"legacy_payout_{merchant.merchant_id}"
     status, got = await api(client, "GET", f"/v1/payout/{track}", merchant.payout_key)
     assert got["data"]["awaiting_approval"] is True
     admin = await add_member(client, gateway, merchant.merchant_id, "admin@example.com")

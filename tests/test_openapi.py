@@ -651,7 +651,9 @@ async def journey_transfers(c: CheckedClient, shop: Merchant, friend: Merchant) 
 
 
 async def journey_approvals(c: CheckedClient, shop: Merchant) -> None:
-    """The approvals plugin: a held payout listed, rejected, another approved with the code; policy off after."""
+    """The approvals plugin: a held payout listed, rejected, another approved with the code; policy off after.
+
+    The one approved is a job's: the holder cannot approve what their own payout key asked for (issue 42)."""
     gateway = c.client.app[GATEWAY]
     await approval_policy.save(gateway, shop.merchant_id, approval_policy.parse(gateway, {"threshold_BTC": "0"}))
     payout = {"currency": "BTC", "address": BTC_DEST, "amount": "0.0002"}
@@ -663,7 +665,9 @@ async def journey_approvals(c: CheckedClient, shop: Merchant) -> None:
     await c.call("POST", f"/dashboard/approvals/{rejected}/reject", shop.jwt, expect=200)
     await c.call("POST", "/dashboard/approvals/po-nope/reject", shop.jwt, expect=404)
     _, body = await c.call("POST", "/v1/payout", shop.payout_key, json=payout, expect=200)
-    approved = body["data"]["track_id"]
+    own = body["data"]["track_id"]
+    approved = (await services.request_payout(gateway, shop.merchant_id, coin="BTC", destination=BTC_DEST,
+                                              amount=20_000, idempotency_key="sched:journey-1")).track_id
     await c.call("POST", f"/dashboard/approvals/{approved}/approve", shop.jwt, json={"totp_code": "1"}, expect=403)
     _, body = await c.call("POST", "/dashboard/mfa/setup", shop.jwt, expect=200)
     totp = pyotp.TOTP(body["data"]["secret"])
@@ -671,6 +675,11 @@ async def journey_approvals(c: CheckedClient, shop: Merchant) -> None:
     advance_clock(gateway, 30)  # a code is good once: the next time step's
     await c.call("POST", f"/dashboard/approvals/{approved}/approve", shop.jwt, expect=200,
                  json={"totp_code": totp.at(gateway.now())})
+    advance_clock(gateway, 30)
+    _, body = await c.call("POST", f"/dashboard/approvals/{own}/approve", shop.jwt, expect=403,
+                           json={"totp_code": totp.at(gateway.now())})
+    assert body["error"]["code"] == "self_approval"
+    await c.call("POST", f"/dashboard/approvals/{own}/reject", shop.jwt, expect=200)
     advance_clock(gateway, 30)
     await c.call("POST", "/dashboard/mfa/disable", shop.jwt, json={"code": totp.at(gateway.now())}, expect=200)
     await approval_policy.remove(gateway, shop.merchant_id)
@@ -688,6 +697,19 @@ async def journey_member_2fa(c: CheckedClient) -> None:
     await c.call("POST", "/dashboard/team/me/mfa/verify", member, json={"code": totp.at(gateway.now())}, expect=200)
     advance_clock(gateway, 30)
     await c.call("POST", "/dashboard/team/me/mfa/disable", member, json={"code": totp.at(gateway.now())}, expect=200)
+
+
+async def journey_team(c: CheckedClient) -> None:
+    """The teams plugin's JSON twins of the Team page: the list, and removing the teammate (keys: revoke or keep)."""
+    _, body = await c.call("POST", "/dashboard/auth/login", json={"email": "pages@example.com",
+                                                                  "password": "s3cret-pass"}, expect=200)
+    holder = bearer(body["data"]["token"])
+    _, body = await c.call("GET", "/dashboard/team/members", holder, expect=200)
+    teammate = next(m["id"] for m in body["data"]["members"] if m["email"] == "teammate@example.com")
+    await c.call("POST", f"/dashboard/team/members/{teammate}/remove", holder, json={"api_keys": "no"}, expect=400)
+    await c.call("POST", "/dashboard/team/members/holder/remove", holder, json={}, expect=403)
+    await c.call("POST", f"/dashboard/team/members/{teammate}/remove", holder, json={"api_keys": "keep"}, expect=200)
+    await c.call("POST", f"/dashboard/team/members/{teammate}/remove", holder, json={}, expect=404)
 
 
 async def journey_webhook_logs(c: CheckedClient, shop: Merchant) -> None:
@@ -1032,6 +1054,7 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
                                                    "password": "s3cret-pass", "password_confirm": "s3cret-pass"},
                  expect=303)
     await journey_member_2fa(c)
+    await journey_team(c)
     await c.call("GET", "/app/sign-in-methods", expect=200)
     await c.call("POST", "/app/sign-in-methods", data={"csrf_token": token}, expect=400)  # the holder: password
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",

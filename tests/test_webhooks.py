@@ -15,6 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from orbchain.core.accounts import merchants as accounts, api_keys
+from orbchain.core.accounts.key_powers import ACCOUNT_HOLDER
 from orbchain.core.events.outbox import enqueue_event, event_id_for, outbox_row
 from orbchain.core.startup import build_gateway
 from orbchain.core.infra.migrate import migrate
@@ -199,7 +200,8 @@ async def test_the_api_keys_are_never_the_signing_key(gateway, clock, receiver):
     merchant = signed_up.merchant_id
     secret = (await accounts.set_webhook(gateway, merchant, receiver.url))["webhook_secret"]
     scoped = await api_keys.create_scoped_key(gateway, merchant,
-                                              api_keys.ScopedKeyRequest(label="k", scopes=["payment:read"]))
+                                              api_keys.ScopedKeyRequest(label="k", scopes=["payment:read"]),
+                                              issuer=ACCOUNT_HOLDER)
     keys = [*signed_up.api_keys.values(), scoped["api_key"]]
     assert len(keys) == 4 and secret not in keys
     await paid(gateway, merchant, "TRK-BRAND", secret="brand-secret-0123456789")

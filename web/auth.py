@@ -29,6 +29,7 @@ from aiohttp import web
 
 from ..core.accounts import auth, jwt_revocation
 from ..core.accounts.auth_cache import auth_cache
+from ..core.accounts.key_powers import ACCOUNT_HOLDER, HOLDER, KeyIssuer, legacy_scopes, member_person
 from ..core.contract.plugins import call_first
 from ..core.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
@@ -61,6 +62,7 @@ class Principal:
     rate_limit_rpm: int | None = None
     member_id: str | None = None  # a team member's dashboard session (scopes: their role's), None: the holder
     member_email: str | None = None
+    issued_by: str | None = None  # a key's person: "holder" or "member:<id>" (who created or last rotated it)
 
     @property
     def is_dashboard(self) -> bool:
@@ -75,12 +77,20 @@ class Principal:
 
     @property
     def requester(self) -> str:
-        """Who asks for a payout, as ``payouts.requested_by`` stores it: member, key or the holder."""
+        """Who asks for a payout, as ``payouts.requested_by`` stores it: ``member:<id>`` or ``holder``.
+
+        A key asks as the person who issued it (created or last rotated it), so every approval rule
+        (self-approval, daily limits) sees through the key to that person; ``key_id`` names the key.
+        """
         if self.member_id is not None:
-            return f"member:{self.member_id}"
-        if self.key_id is not None:
-            return f"key:{self.key_id}"
-        return "holder" if self.is_dashboard else f"key:{self.via}"
+            return member_person(self.member_id)
+        return self.issued_by or HOLDER
+
+    def key_issuer(self) -> KeyIssuer:
+        """This caller as the issuer of a key they mint or rotate: the holder holds every scope, others theirs."""
+        if self.is_dashboard and self.member_id is None:
+            return ACCOUNT_HOLDER
+        return KeyIssuer(self.requester, self.scopes)
 
     def has_scope(self, scope: str) -> bool:
         # The account holder's dashboard may do everything its own keys may; a member only what their role grants.
@@ -233,7 +243,7 @@ def _key_principal(gateway: Gateway, match: auth.KeyMatch) -> Principal:
     row = match.row
     if row["is_legacy"]:
         via = f"{row['kind']}_key"
-        scopes = auth.LEGACY_SCOPES[row["kind"]] | gateway.scopes.legacy_grants(row["kind"])
+        scopes = legacy_scopes(gateway, row["kind"])
     else:
         via, scopes = "scoped_key", frozenset(_json_list(row["scopes"]))
     principal = Principal(
@@ -245,6 +255,7 @@ def _key_principal(gateway: Gateway, match: auth.KeyMatch) -> Principal:
         webhook_url=row["webhook_url"],
         brand_id=row["brand_id"],
         rate_limit_rpm=row["rate_limit_rpm"],
+        issued_by=match.issued_by,
     )
     match.derived["principal"] = principal
     return principal

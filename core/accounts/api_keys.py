@@ -3,7 +3,8 @@
 Only a key's SHA-256 and its 8-character prefix are stored; the plaintext is
 returned once. Rotation keeps each previous secret valid for its own 30-minute
 grace window (``api_key_secrets``); revocation ends them all immediately. Legacy keys are listed masked and rotate
-through the account settings instead.
+through the account settings instead. Creating or rotating needs every scope of the key (``key_powers``), and
+the key records the person who did it (``issued_by``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import auth, security_events
-from .merchants import _insert_key, _json, check_webhook_url, new_webhook_secret
+from .key_powers import KeyIssuer, check_may_issue, confirm_issuer, lock_account_keys, may_rotate_legacy
+from .merchants import _insert_key, _json, check_webhook_url, legacy_kind_of, new_webhook_secret
 from .auth_cache import changed
 from ..infra.db import Database, Row
 from ..errors import InvalidRequest, NotFound, ValidationError
@@ -54,7 +56,15 @@ def key_view(row: Row) -> dict[str, Any]:
         "created_at": row["created_at"],
         "is_legacy": bool(row["is_legacy"]),
         "brand_id": row["brand_id"],
+        "issued_by": row["issued_by"],
     }
+
+
+def may_rotate(gateway: Gateway, issuer: KeyIssuer, key: dict[str, Any]) -> bool:
+    """Whether ``issuer`` may rotate the listed ``key`` (``key_view``): what the pages offer."""
+    if key["is_legacy"]:
+        return may_rotate_legacy(gateway, issuer, legacy_kind_of(key["id"]))
+    return not issuer.lacking(key["scopes"])
 
 
 async def list_api_keys(db: Database, merchant_id: str) -> dict[str, Any]:
@@ -91,8 +101,12 @@ class ScopedKeyRequest:
     brand_id: str | None = None
 
 
-async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRequest) -> dict[str, Any]:
-    """Create a scoped key; the plaintext (and its webhook secret) is in the result once."""
+async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRequest, *,
+                            issuer: KeyIssuer) -> dict[str, Any]:
+    """Create a scoped key for ``issuer``; the plaintext (and its webhook secret) is in the result once.
+
+    403 ``scope_not_held`` when ``issuer`` lacks one of its scopes (as they are when it is written).
+    """
     db, now = gateway.db, gateway.now()
     unknown = [c for c in req.coin_allowlist if c not in gateway.coins]
     if unknown:
@@ -108,8 +122,9 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
     issued = auth.generate_api_key("scoped")
     key_id = "key_" + secrets.token_hex(10)
     async with db.transaction():
-        # Lock the merchant row so concurrent creations cannot overshoot the limit.
-        await db.fetch_one("SELECT id FROM merchants WHERE id = :m" + db.for_update, {"m": merchant_id})
+        # Lock the merchant row so concurrent creations cannot overshoot the limit, nor outrun a removal.
+        await lock_account_keys(gateway, merchant_id)
+        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), scopes, "create")
         active = await db.fetch_val(
             "SELECT COUNT(*) FROM api_keys WHERE merchant_id = :m AND is_legacy = :f AND revoked_at IS NULL"
             " AND (expires_at IS NULL OR expires_at > :now)",
@@ -122,12 +137,14 @@ async def create_scoped_key(gateway: Gateway, merchant_id: str, req: ScopedKeyRe
             scopes=json.dumps(scopes), coin_allowlist=json.dumps(list(dict.fromkeys(req.coin_allowlist))),
             ip_allowlist=json.dumps(cidrs), webhook_url=webhook_url, webhook_secret=webhook_secret,
             rate_limit_rpm=req.rate_limit_rpm, expires_at=req.expires_at, brand_id=req.brand_id, is_legacy=False,
+            issued_by=issuer.person,
         )
     log.info("merchant %s created API key %s", merchant_id, key_id)
     await security_events.announce(gateway, merchant_id, security_events.API_KEY_CREATED,
-                                   {"key_id": key_id, "label": req.label})
+                                   {"key_id": key_id, "label": req.label, "scopes": " ".join(scopes),
+                                    "issued_by": issuer.person})
     result = {"api_key": issued.plaintext, "id": key_id, "label": req.label, "prefix": issued.prefix,
-              "scopes": scopes, "created_at": now}
+              "scopes": scopes, "created_at": now, "issued_by": issuer.person}
     if webhook_secret:
         result["webhook_secret"] = webhook_secret
     return result
@@ -171,31 +188,38 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
     return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
 
 
-async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> dict[str, Any]:
-    """A fresh secret; the current one stays valid for the grace window.
+async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str, *,
+                            issuer: KeyIssuer) -> dict[str, Any]:
+    """A fresh secret, now ``issuer``'s; the current one stays valid for the grace window.
 
-    Each rotated-out secret keeps its own grace in ``api_key_secrets``:
-    rotating again inside the window does not cut an older secret's grace
-    short. Revoking the key ends every one of them at once.
+    Each rotated-out secret keeps its own grace in ``api_key_secrets``, and
+    the person who held it (a request with it counts as theirs): rotating
+    again inside the window does not cut an older secret's grace short.
+    Revoking the key ends every one of them at once. 403
+    ``scope_not_held`` when ``issuer`` lacks one of the key's scopes.
     """
     db, now = gateway.db, gateway.now()
     issued = auth.generate_api_key("scoped")
     valid_until = now + auth.ROTATION_GRACE_SECONDS
     async with db.transaction():
+        await lock_account_keys(gateway, merchant_id)
         row = await _own_key(db, merchant_id, key_id)
         if row["revoked_at"] is not None:
             raise InvalidRequest("API key is revoked")
+        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), "rotate")
         await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id AND valid_until <= :now",
                          {"id": key_id, "now": now})
         await db.execute(
-            "INSERT INTO api_key_secrets (key_hash, key_id, valid_until, created_at) VALUES (:h, :id, :until, :now)",
-            {"h": row["key_hash"], "id": key_id, "until": valid_until, "now": now},
+            "INSERT INTO api_key_secrets (key_hash, key_id, valid_until, created_at, issued_by)"
+            " VALUES (:h, :id, :until, :now, :by)",
+            {"h": row["key_hash"], "id": key_id, "until": valid_until, "now": now, "by": row["issued_by"]},
         )
-        await db.execute("UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s WHERE id = :id",
-                         {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": key_id})
+        await db.execute("UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, issued_by = :by WHERE id = :id",
+                         {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": key_id,
+                          "by": issuer.person})
     await changed(gateway)
     log.info("merchant %s rotated API key %s", merchant_id, key_id)
     await security_events.announce(gateway, merchant_id, security_events.API_KEY_ROTATED,
-                                   {"key_id": key_id, "label": row["label"]})
+                                   {"key_id": key_id, "label": row["label"], "issued_by": issuer.person})
     return {"id": key_id, "api_key": issued.plaintext, "prefix": issued.prefix,
-            "previous_valid_until": valid_until}
+            "previous_valid_until": valid_until, "issued_by": issuer.person}

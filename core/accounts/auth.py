@@ -166,14 +166,22 @@ def generate_api_key(kind: str) -> IssuedKey:
 
 @dataclass(frozen=True)
 class KeyMatch:
-    """An ``api_keys`` row found by a presented key; ``previous_valid_until`` is set for a rotated-out secret."""
+    """An ``api_keys`` row found by a presented key; ``previous_valid_until`` is set for a rotated-out secret,
+    ``previous_issued_by`` names the person who held that secret."""
 
     row: Mapping[str, Any]
     via_previous: bool
     previous_valid_until: int | None = None
+    previous_issued_by: str | None = None
     # What callers work out from ``row`` alone, kept with the match so it is worked out once per
     # cached match and dies with it (an invalidation or expiry drops the match, and this with it).
     derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def issued_by(self) -> str:
+        """The person a request with this secret acts for: who created or last rotated the key, or, for a
+        rotated-out secret in its grace, who held it (``api_keys.issued_by``, ``api_key_secrets.issued_by``)."""
+        return self.previous_issued_by if self.via_previous and self.previous_issued_by else self.row["issued_by"]
 
 
 _KEY_SELECT = "SELECT k.*, m.enabled AS merchant_enabled FROM api_keys k JOIN merchants m ON m.id = k.merchant_id"
@@ -213,14 +221,14 @@ async def _find_by_digest(db: Database, digest: str) -> KeyMatch | None:
     row = await db.fetch_one(_KEY_SELECT + " WHERE k.key_hash = :h", {"h": digest})
     if row is not None:
         return KeyMatch(row, False)
-    previous = await db.fetch_one("SELECT key_id, valid_until FROM api_key_secrets WHERE key_hash = :h",
+    previous = await db.fetch_one("SELECT key_id, valid_until, issued_by FROM api_key_secrets WHERE key_hash = :h",
                                   {"h": digest})
     if previous is None:
         return None
     row = await db.fetch_one(_KEY_SELECT + " WHERE k.id = :id", {"id": previous["key_id"]})
     if row is None:
         return None
-    return KeyMatch(row, True, int(previous["valid_until"]))
+    return KeyMatch(row, True, int(previous["valid_until"]), previous["issued_by"])
 
 
 def key_problem(match: KeyMatch, now: int) -> str | None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from . import auth, lockout, security_events
 from .totp_codes import check_stored_code
 from .second_factor import check_member_sign_in
+from .key_powers import KeyIssuer, check_may_rotate_legacy, confirm_issuer, lock_account_keys
 from ..payments import settlement
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
@@ -65,6 +66,11 @@ def _json(value: Any, default: Any) -> Any:
 
 def legacy_key_id(kind: str, merchant_id: str) -> str:
     return f"legacy_{kind}_{merchant_id}"
+
+
+def legacy_kind_of(key_id: str) -> str:
+    """The kind (merchant, payout, general) of the legacy key ``legacy_key_id`` named ``key_id``."""
+    return key_id.split("_", 2)[1]
 
 
 # -- records --------------------------------------------------------------------------
@@ -318,19 +324,28 @@ async def change_password(gateway: Gateway, merchant_id: str, current: str, new:
     return auth.issue_dashboard_token(gateway.require_secrets().jwt_secret, merchant_id, int(version), gateway.now())
 
 
-async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str) -> str:
-    """A new plaintext for a legacy key; the old value stops working at once."""
+async def rotate_legacy_key(gateway: Gateway, merchant_id: str, kind: str, *, issuer: KeyIssuer) -> str:
+    """A new plaintext for a legacy key, now ``issuer``'s; the old value stops working at once.
+
+    403 unless ``issuer`` may (``check_may_rotate_legacy``: the payout key is the holder's alone, any other
+    needs its scopes). Rotating a key revoked with a departing member brings it back for its new issuer.
+    """
     issued = auth.generate_api_key(kind)
-    await gateway.db.execute(
-        "UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, previous_hash = NULL,"
-        " previous_valid_until = NULL, last_used_at = NULL WHERE id = :id AND merchant_id = :m",
-        {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id),
-         "m": merchant_id},
-    )
+    async with gateway.db.transaction():
+        await lock_account_keys(gateway, merchant_id)
+        check_may_rotate_legacy(gateway, await confirm_issuer(gateway, merchant_id, issuer), kind)
+        await gateway.db.execute(
+            "UPDATE api_keys SET key_hash = :h, prefix = :p, suffix = :s, previous_hash = NULL,"
+            " previous_valid_until = NULL, last_used_at = NULL, revoked_at = NULL, issued_by = :by"
+            " WHERE id = :id AND merchant_id = :m",
+            {"h": issued.key_hash, "p": issued.prefix, "s": issued.suffix, "id": legacy_key_id(kind, merchant_id),
+             "m": merchant_id, "by": issuer.person},
+        )
     await auth_changed(gateway)
     log.info("merchant %s rotated its %s key", merchant_id, kind)
     await security_events.announce(gateway, merchant_id, security_events.API_KEY_ROTATED,
-                                   {"key_id": legacy_key_id(kind, merchant_id), "label": f"{kind}_api_key"})
+                                   {"key_id": legacy_key_id(kind, merchant_id), "label": f"{kind}_api_key",
+                                    "issued_by": issuer.person})
     return issued.plaintext
 
 

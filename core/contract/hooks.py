@@ -246,6 +246,7 @@ class Hooks:
         payout: specs.PayoutView,
         requested_by: str | None,
         quote: Any = None,
+        key_id: str | None = None,
     ) -> bool | None:
         """Hold a payout for approval: reserved, but not sent until ``approve_held_payout``. (decide)"""
         return await self.calls.decide(
@@ -254,6 +255,7 @@ class Hooks:
             payout=payout,
             requested_by=requested_by,
             quote=quote,
+            key_id=key_id,
         )
 
     async def decide_transfer_hold(
@@ -262,6 +264,7 @@ class Hooks:
         transfer: Mapping[str, Any],
         requested_by: str | None,
         quote: Any = None,
+        key_id: str | None = None,
     ) -> bool | None:
         """Hold an internal transfer for approval: the sender's money held, the recipient told nothing yet.
         (decide)"""
@@ -271,6 +274,7 @@ class Hooks:
             transfer=transfer,
             requested_by=requested_by,
             quote=quote,
+            key_id=key_id,
         )
 
     async def check_public_form(self, *, form: str, body: Mapping[str, Any], client_ip: str) -> None:

@@ -448,16 +448,19 @@ def decide_hold_quote(gateway: "Gateway", merchant_id: str, coin: str) -> Any:
 
 @hookspec(kind=HookKind.DECIDE)
 def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "str | None",
-                       quote: Any = None) -> "bool | None":
+                       quote: Any = None, key_id: "str | None" = None) -> "bool | None":
     """Hold a payout for approval: reserved, but not sent until ``approve_held_payout``.
 
     Asked once for every new payout (single, batch item, refund, schedule,
     auto-withdraw, a plugin's ``request_payout``; not for one requested with
     ``holdable=False``, a swap's deposit to its venue) inside the transaction that
     reserved its money, with the merchant row locked (so sums over the
-    merchant's payouts are exact). ``requested_by`` names who asked:
-    ``"holder"`` (the account holder's session), ``"member:<id>"``,
-    ``"key:<id>"``, or None (a job or plugin); ``quote``: what
+    merchant's payouts are exact). ``requested_by`` names the person who asked:
+    ``"holder"`` (the account holder) or ``"member:<id>"`` (a team member), or
+    None (a job or plugin). A payout made with an API key is requested by the
+    person who created or last rotated that key, and ``key_id`` names the key
+    (None for a dashboard session, a job or a plugin): a rule about people
+    (self-approval, a person's daily limit) must see through keys. ``quote``: what
     ``decide_hold_quote`` answered before the transaction (read no price here).
     Return True to hold it (stage
     ``held``: the worker leaves it alone); write your own rows in the same
@@ -469,13 +472,13 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
 
 @hookspec(kind=HookKind.DECIDE)
 def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], requested_by: "str | None",
-                         quote: Any = None) -> "bool | None":
+                         quote: Any = None, key_id: "str | None" = None) -> "bool | None":
     """Hold an internal transfer for approval: the sender's money held, the recipient told nothing yet.
 
     Asked once for every new transfer (API, dashboard, mini-app) inside the
     transaction that records it, before any money moves. ``transfer`` has
     ``id``, ``merchant_id`` (the sender), ``to_account_id``, ``coin`` and
-    ``amount`` (base units); ``requested_by`` and ``quote`` as for ``decide_payout_hold``.
+    ``amount`` (base units); ``requested_by``, ``quote`` and ``key_id`` as for ``decide_payout_hold``.
     Return True to hold it (sender available -> held, ``status`` ``held``, no
     webhook); write your own rows in the same transaction. Finish it with
     ``approve_held_transfer`` or ``reject_held_transfer``. Stops at first

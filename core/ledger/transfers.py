@@ -91,7 +91,7 @@ class TransferRequest:
     totp_channel: str = DASHBOARD_CHANNEL
     # The team member sending (their own code is asked), None: the holder or one of their keys.
     member_id: str | None = None
-    requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a plugin (decide_transfer_hold)
+    requested_by: str | None = None  # "holder", "member:<id>" (a key's: its issuer's); None: a plugin
 
 
 @dataclass(frozen=True)
@@ -184,7 +184,7 @@ async def _commit(
                 raise RuntimeError(f"transfer {row['id']} conflicted without an idempotency key")
             return existing, None
         if await call_first(gateway.pm, "decide_transfer_hold", gateway=gateway, transfer=hold_view(row),
-                            requested_by=request.requested_by, quote=quote):
+                            requested_by=request.requested_by, quote=quote, key_id=request.key_id):
             return await _hold(gateway, row)
         # No savepoint: any error here (an overdraft above all) rolls this whole transaction back.
         posted = await ledger.transfer(

@@ -146,7 +146,7 @@ class PayoutRequest:
     refund_of_payment_id: str | None = None
     key_id: str | None = None
     request_id: str | None = None
-    requested_by: str | None = None  # "holder", "member:<id>", "key:<id>"; None: a job or plugin
+    requested_by: str | None = None  # "holder", "member:<id>" (a key's: its issuer's, key_id names it); None: a job
     # False: one leg of an exchange already under way (a swap's deposit to its venue), never held for approval
     holdable: bool = True
     hold_quote: Any = None  # decide_hold_quote's answer, read before the reserving transaction
@@ -284,7 +284,7 @@ async def quoted_for_hold(gateway: "Gateway", merchant_id: str, request: PayoutR
 async def _hold_if_asked(gateway: "Gateway", row: Row, request: PayoutRequest) -> None:
     """``decide_payout_hold``: a plugin (the approval policy) may keep the reserved payout from the worker."""
     if await call_first(gateway.pm, "decide_payout_hold", gateway=gateway, payout=hook_record(gateway, row),
-                        requested_by=request.requested_by, quote=request.hold_quote):
+                        requested_by=request.requested_by, quote=request.hold_quote, key_id=request.key_id):
         await gateway.db.execute("UPDATE payouts SET stage = :held WHERE id = :id", {"held": HELD, "id": row["id"]})
 
 

@@ -134,6 +134,10 @@ from ..core.accounts.account_services import (
 )
 # The acting principal's own second factor (the holder's TOTP, or a team member's): every step-up asks this.
 from ..core.accounts.second_factor import check_member_sign_in, forget_member_second_factor, verify_second_factor
+# Whom an API key acts for (``holder``, ``member:<id>``): a member leaving takes the keys they issued with them.
+from ..core.accounts.key_powers import (
+    KeyIssuer, describe_person, keys_issued_by, member_person, revoke_keys_issued_by,
+)
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
 from ..core.contract.pages import DashboardNotice, DashboardRedirect, DashboardView
@@ -251,7 +255,7 @@ __all__ = [
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
     "check_member_sign_in", "confirm_account_holder", "create_account", "forget_member_second_factor",
-    "verify_second_factor",
+    "verify_second_factor", "KeyIssuer", "describe_person", "keys_issued_by", "member_person", "revoke_keys_issued_by",
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard

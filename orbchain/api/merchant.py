@@ -27,14 +27,16 @@ from ..core.accounts.second_factor import (
     disable_member_totp, enable_member_totp, member_totp_enabled, start_member_totp_setup,
 )
 
-# Scoped API keys.
+# Scoped API keys; creating or rotating one needs its scopes (``may_rotate`` for what a page offers).
 from ..core.accounts.api_keys import (
     ScopedKeyRequest,
     create_scoped_key,
     list_api_keys,
+    may_rotate,
     revoke_scoped_key,
     rotate_scoped_key,
 )
+from ..core.accounts.key_powers import may_rotate_legacy
 from ..web.routes.dashboard_keys import create_fields
 from ..web.routes.dashboard_settings import KEY_TYPES
 from ..web.routes.dashboard_auth import validate_with_passwords
@@ -77,8 +79,8 @@ __all__ = [
     "DASHBOARD_CHANNEL", "disable_totp", "enable_totp", "normalize_totp_code", "start_totp_setup", "verify_totp",
     "disable_member_totp", "enable_member_totp", "member_totp_enabled", "start_member_totp_setup",
     # scoped API keys
-    "KEY_TYPES", "ScopedKeyRequest", "create_fields", "create_scoped_key", "list_api_keys", "revoke_scoped_key",
-    "rotate_scoped_key", "validate_with_passwords",
+    "KEY_TYPES", "ScopedKeyRequest", "create_fields", "create_scoped_key", "list_api_keys", "may_rotate",
+    "may_rotate_legacy", "revoke_scoped_key", "rotate_scoped_key", "validate_with_passwords",
     # payments
     "INVOICE", "LIST_FIELDS", "PAID", "PAYMENT_TYPES", "STATIC", "STATUSES", "WHITE_LABEL", "balances_of",
     "cancel_payment", "create_payment", "get_payment", "issue_receipt", "list_payments", "merchant_balances",

@@ -14,7 +14,8 @@ _SIGN_IN = {"password": "Signed in with the password", "identity_provider": "Sig
 # Team changes (the teams plugin's events).
 _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{member} joined as {role}",
            "member_role_changed": "Role of {member} changed from {role_was} to {role}",
-           "member_removed": "Removed {member} ({role}); their sessions ended",
+           "member_removed": "Removed {member} ({role}); their sessions ended; their API keys: {api_keys}",
+           "member_keys_kept": "Kept the API keys of removed member {member} working: {keys}",
            "member_invite_resent": "Sent {member} a new join link ({role}); the previous one stopped working",
            "member_join_refused": "Refused {member} joining as {role} without proving the address ({reason})",
            "team_2fa_required": "Members must now use two-factor authentication (without it: read only)",
@@ -43,6 +44,13 @@ def _key(details: Mapping[str, Any]) -> str:
     return f"\u201c{details.get('label', '')}\u201d ({details.get('key_id', '?')})"
 
 
+def _key_more(details: Mapping[str, Any]) -> str:
+    """What else a key event says: the scopes it was given, why it was revoked."""
+    more = [f"scopes {details['scopes']}"] if details.get("scopes") else []
+    more += [details["reason"]] if details.get("reason") else []
+    return f" ({'; '.join(more)})" if more else ""
+
+
 def describe(kind: str, details: Mapping[str, Any]) -> str:
     if kind == "sign_in":
         text = _SIGN_IN.get(details.get("method", ""), f"Signed in ({details.get('method', 'unknown method')})")
@@ -56,7 +64,7 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
         state = "on" if kind == "totp_enabled" else "off"
         return f"Two-factor authentication turned {state} {_via(details)}".rstrip()
     if kind.startswith("api_key_"):
-        return f"API key {_key(details)} {kind[len('api_key_'):]}"
+        return f"API key {_key(details)} {kind[len('api_key_'):]}{_key_more(details)}"
     if kind == "chat_linked":
         return f"Telegram chat {_chat(details)} linked"
     if kind == "chat_unlinked":
@@ -71,6 +79,7 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
                                     reason=details.get("reason", "?"),
                                     role_was=details.get("role_was", "?"), payout=details.get("payout", "?"),
                                     transfer=details.get("transfer", "?"),
-                                    requested_by=details.get("requested_by", "?"))
+                                    requested_by=details.get("requested_by", "?"),
+                                    api_keys=details.get("api_keys", "none"), keys=details.get("keys", "?"))
     shown = ", ".join(f"{name}: {value}" for name, value in sorted(details.items()))
     return kind.replace("_", " ").capitalize() + (f" ({shown})" if shown else "")

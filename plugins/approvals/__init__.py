@@ -5,8 +5,10 @@ dollars and daily limits per person and per API key. A payout past them is
 held by the core's ``decide_payout_hold`` hook at the one place every payout
 is reserved: its money stays reserved, the worker leaves it alone, and it is
 sent only when someone other than its requester with ``payout:approve``
-approves it with a TOTP code. Rejected or expired, it fails and the money
-comes back. Internal transfers are held the same way (``decide_transfer_hold``).
+approves it with a TOTP code. A payout made with an API key is requested by
+the person who created or last rotated the key (issue 42), so they cannot
+approve it either. Rejected or expired, it fails and the money comes back.
+Internal transfers are held the same way (``decide_transfer_hold``).
 No policy: nothing changes. See docs/teams.md, "Approvals".
 """
 
@@ -69,14 +71,14 @@ async def decide_hold_quote(gateway, merchant_id, coin):
 
 
 @hookimpl
-async def decide_payout_hold(gateway, payout, requested_by, quote):
+async def decide_payout_hold(gateway, payout, requested_by, quote, key_id):
     subject = holds.Subject(holds.PAYOUT, payout.id, payout.track_id, payout.merchant_id, payout.coin, payout.amount,
                             payout.destination)
-    return await holds.decide(gateway, subject, requested_by, quote)
+    return await holds.decide(gateway, subject, requested_by, quote, key_id)
 
 
 @hookimpl
-async def decide_transfer_hold(gateway, transfer, requested_by, quote):
+async def decide_transfer_hold(gateway, transfer, requested_by, quote, key_id):
     subject = holds.Subject(holds.TRANSFER, transfer["id"], transfer["id"], transfer["merchant_id"],
                             transfer["coin"], transfer["amount"], transfer["to_account_id"])
-    return await holds.decide(gateway, subject, requested_by, quote)
+    return await holds.decide(gateway, subject, requested_by, quote, key_id)

@@ -52,13 +52,31 @@ def utc_day(now: int) -> str:
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
 
 
-async def spent_today(gateway: Any, merchant_id: str, requested_by: str, day: str) -> int:
-    """USD (1e-8) of the requester's payouts and transfers today that did not fail, reject or expire."""
+# Whose day's spend a limit sums: a person's (whatever they used: session or any key of theirs), or a key's.
+SPENDERS = {"person": "requested_by", "key": "key_id"}
+
+
+async def spent_today(gateway: Any, merchant_id: str, spender: str, name: str, day: str) -> int:
+    """USD (1e-8) of the payouts and transfers today of ``name`` (a ``spender``: a person or a key) that did not
+    fail, reject or expire."""
     rows = await gateway.db.fetch_all(
-        "SELECT subject_id, usd FROM approval_spend WHERE merchant_id = :m AND requested_by = :r AND day = :d",
-        {"m": merchant_id, "r": requested_by, "d": day})
+        f"SELECT subject_id, usd FROM approval_spend WHERE merchant_id = :m AND {SPENDERS[spender]} = :r"
+        " AND day = :d", {"m": merchant_id, "r": name, "d": day})
     released = await released_subjects(gateway, [row["subject_id"] for row in rows])
     return sum(gateway.db.to_int(row["usd"]) for row in rows if row["subject_id"] not in released)
+
+
+async def past_daily_limit(gateway: Any, policy: policies.Policy, merchant_id: str, requested_by: str | None,
+                           key_id: str | None, usd: int, day: str) -> bool:
+    """Whether ``usd`` more today takes the person who asked past their limit (their keys count as them), or
+    the key they used past its own. Jobs and plugins (no person, no key) have no limit."""
+    limits = [("person", requested_by, policy.member_daily_usd), ("key", key_id, policy.key_daily_usd)]
+    for spender, name, limit in limits:
+        if name is None or limit is None:
+            continue
+        if usd == 0 or await spent_today(gateway, merchant_id, spender, name, day) + usd > limit:
+            return True
+    return False
 
 
 async def quote(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
@@ -68,8 +86,10 @@ async def quote(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
     return await usd_price(gateway, coin)
 
 
-async def decide(gateway: Any, subject: Subject, requested_by: str | None, price: Any = None) -> bool | None:
-    """Hold ``subject`` when it is worth more than its coin's threshold or takes the requester past the day's limit.
+async def decide(gateway: Any, subject: Subject, requested_by: str | None, price: Any = None,
+                 key_id: str | None = None) -> bool | None:
+    """Hold ``subject`` when it is worth more than its coin's threshold or takes the requester (a person: a key's
+    issuer for a payout made with ``key_id``) or that key past the day's limit.
 
     ``price``: ``quote``'s, read before the transaction; never fetched
     here. A price the gateway cannot tell (0), or no quote (the policy
@@ -87,20 +107,19 @@ async def decide(gateway: Any, subject: Subject, requested_by: str | None, price
     threshold = policy.thresholds.get(subject.coin)
     if threshold is not None and (usd == 0 or usd > threshold):
         reason = THRESHOLD
-    limit = policy.daily_limit(requested_by)
-    who, day = requested_by or SYSTEM, utc_day(now)
-    if reason is None and limit is not None and \
-            (usd == 0 or await spent_today(gateway, subject.merchant_id, who, day) + usd > limit):
+    day = utc_day(now)
+    if reason is None and await past_daily_limit(gateway, policy, subject.merchant_id, requested_by, key_id, usd,
+                                                 day):
         reason = DAILY_LIMIT
     db = gateway.db
-    spend = {"subject_id": subject.id, "merchant_id": subject.merchant_id, "requested_by": who, "day": day,
-             "usd": usd}
+    spend = {"subject_id": subject.id, "merchant_id": subject.merchant_id, "requested_by": requested_by or SYSTEM,
+             "key_id": key_id, "day": day, "usd": usd}
     await db.execute(insert_statement("approval_spend", spend), spend)
     if reason is None:
         return None
     hold = {"subject_id": subject.id, "kind": subject.kind, "ref": subject.ref, "merchant_id": subject.merchant_id,
             "coin": subject.coin, "amount": db.amount_param(subject.amount), "destination": subject.destination,
-            "requested_by": requested_by, "reason": reason, "usd": usd, "state": AWAITING,
+            "requested_by": requested_by, "key_id": key_id, "reason": reason, "usd": usd, "state": AWAITING,
             "expires_at": now + policy.expiry_hours * 3600, "created_at": now}
     await db.execute(insert_statement("approval_holds", hold), hold)
     return True
@@ -164,7 +183,8 @@ async def _check_approver(gateway: Any, hold: Mapping[str, Any], approver: Princ
 async def _announce(gateway: Any, merchant_id: str, kind: str, hold: Mapping[str, Any]) -> None:
     """The activity log's line: the actor decided, the details say which payout and who had asked."""
     await announce_security_event(gateway, merchant_id, f"{hold['kind']}_{kind}", {
-        hold["kind"]: hold["ref"], "requested_by": await people.label(gateway, merchant_id, hold["requested_by"])})
+        hold["kind"]: hold["ref"],
+        "requested_by": await people.label(gateway, merchant_id, hold["requested_by"], hold["key_id"])})
 
 
 async def approve(gateway: Any, approver: Principal, ref: Any, code: Any) -> Mapping[str, Any]:

@@ -18,7 +18,12 @@ HELD = obj({"kind": KIND, "id": {"type": "string", "description": "A payout's tr
             "reason": {"type": "string", "enum": ["threshold", "daily_limit"]},
             "requested_by": {"type": "string", "description": "Who asked, for people to read."},
             "requested_by_id": {"anyOf": [STRING, {"type": "null"}],
-                                "description": "holder, member:<id>, key:<id>; null for a job or plugin."},
+                                "description": "holder or member:<id> (for a payout made with an API key: the "
+                                               "person who created or last rotated the key); null for a job "
+                                               "or plugin."},
+            "key_id": {"anyOf": [STRING, {"type": "null"}],
+                       "description": "The API key the payout or transfer was requested with; null for a "
+                                      "dashboard session, a job or a plugin."},
             "created_at": TIME, "expires_at": TIME})
 DECISION = obj({"kind": KIND, "id": STRING, "state": {"type": "string", "enum": ["approved", "rejected"]},
                 "decided_at": TIME})

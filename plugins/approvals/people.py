@@ -1,22 +1,19 @@
-"""Requesters and approvers as people read them: "account holder", a member's e-mail, "key <id>"."""
+"""Requesters and approvers as people read them: "account holder", a member's e-mail, and the key they used."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ...api import call_first
-
-HOLDER = "holder"
+from ...api import describe_person
 
 
-async def label(gateway: Any, merchant_id: str, who: str | None) -> str:
+async def label(gateway: Any, merchant_id: str, who: str | None, key_id: str | None = None) -> str:
+    """``who`` (``requested_by``) for people to read, with the key they used when there was one."""
+    person = await _person(gateway, merchant_id, who)
+    return f"{person} with key {key_id}" if key_id else person
+
+
+async def _person(gateway: Any, merchant_id: str, who: str | None) -> str:
     if who is None:
         return "a job (schedule, auto-withdraw, plugin)"
-    if who == HOLDER:
-        return "account holder"
-    kind, _, ident = who.partition(":")
-    if kind == "member":
-        member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
-                                  member_id=ident)
-        return f"member {member.email}" if member is not None else "a removed member"
-    return f"key {ident}"
+    return await describe_person(gateway, merchant_id, who)

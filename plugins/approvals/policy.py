@@ -24,14 +24,8 @@ SCALE = 10 ** (USD_DECIMALS - CENTS)
 class Policy:
     thresholds: Mapping[str, int]  # coin -> USD (1e-8 dollars); a payout worth more is held
     expiry_hours: int
-    member_daily_usd: int | None  # per person (the holder or a member) per UTC day; None: no limit
-    key_daily_usd: int | None  # per API key per UTC day
-
-    def daily_limit(self, requested_by: str | None) -> int | None:
-        """The limit that applies to ``requested_by`` (jobs and plugins have none)."""
-        if requested_by is None:
-            return None
-        return self.key_daily_usd if requested_by.startswith("key:") else self.member_daily_usd
+    member_daily_usd: int | None  # per person (the holder or a member, their keys included) per UTC day; None: none
+    key_daily_usd: int | None  # per API key per UTC day (besides its person's)
 
 
 def usd_text(value: int | None) -> str:

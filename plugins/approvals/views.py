@@ -13,8 +13,9 @@ async def held_view(gateway: Any, merchant_id: str, row: Mapping[str, Any]) -> d
     return {"kind": row["kind"], "id": row["ref"], "coin": row["coin"],
             "amount": coin.format(gateway.db.to_int(row["amount"])), "destination": row["destination"],
             "usd": usd_text(gateway.db.to_int(row["usd"])), "reason": row["reason"],
-            "requested_by": await people.label(gateway, merchant_id, row["requested_by"]),
-            "requested_by_id": row["requested_by"], "created_at": row["created_at"], "expires_at": row["expires_at"]}
+            "requested_by": await people.label(gateway, merchant_id, row["requested_by"], row["key_id"]),
+            "requested_by_id": row["requested_by"], "key_id": row["key_id"], "created_at": row["created_at"],
+            "expires_at": row["expires_at"]}
 
 
 def decision_view(hold: Mapping[str, Any]) -> dict[str, Any]:

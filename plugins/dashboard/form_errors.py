@@ -22,6 +22,7 @@ LABELS = {
     "webhook_url": "Webhook URL", "coin": "Coin", "amount_fiat": "Fiat price", "fiat_currency": "Fiat currency",
     "accepted_coins": "Accepted coins", "destination": "Destination", "amount_usd": "Amount in USD",
     "external_id": "External id", "recipient": "Recipient", "settlement_coin": "Settlement coin",
+    "api_keys": "API keys they issued",
 }
 _NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # a snake_case field name inside a message
 
@@ -38,10 +39,16 @@ def sentence(message: str) -> str:
     return text if text.endswith((".", "?", "!")) else text + "."
 
 
+# A refusal of who asks (401, 403) names no field: its detail says what they lack (``{"scope": ...}``).
+_NOT_ABOUT_FIELDS = frozenset({401, 403})
+
+
 def field_errors(exc: ApiError) -> dict[str, str]:
     """Field -> sentence for every field ``exc`` names (empty when it names none)."""
     detail = exc.detail or {}
-    return {str(name): sentence(str(why)) for name, why in detail.items()} if isinstance(detail, Mapping) else {}
+    if not isinstance(detail, Mapping) or exc.status in _NOT_ABOUT_FIELDS:
+        return {}
+    return {str(name): sentence(str(why)) for name, why in detail.items()}
 
 
 def banner(exc: ApiError) -> str:

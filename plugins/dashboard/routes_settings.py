@@ -11,18 +11,20 @@ from typing import Any
 
 from aiohttp import web
 
-from ...api import EVERYONE, ApiError, Field, GATEWAY, ValidationError, form_integer, pagination, qr_svg, validate
+from ...api import (
+    EVERYONE, ApiError, Field, GATEWAY, ValidationError, describe_person, form_integer, pagination, qr_svg, validate,
+)
 from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
-    enable_totp, list_api_keys, normalize_totp_code, redeliver, redeliverable_events, require_merchant,
-    revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins, set_confirmations,
-    set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
+    enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code, redeliver, redeliverable_events,
+    require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins,
+    set_confirmations, set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
     disable_member_totp, enable_member_totp, start_member_totp_setup,
 )
-from .routes_payments import pager
+from .routes_payments import pager, principal
 from .form_errors import error_context
 from .session import Session
-from .views import error_text, nav_entries, render, see_other, signed_in
+from .views import can, error_text, nav_entries, render, see_other, signed_in
 
 # What a team member needs for each settings form (the account holder needs nothing).
 SECTION_SCOPES = {"webhook": "webhook:manage", "rotate-key": "key:manage"}
@@ -49,9 +51,10 @@ async def _settings_page(request: web.Request, session: Session, *, status: int 
     gateway = request.app[GATEWAY]
     row = await require_merchant(gateway.db, session.merchant_id)
     account = account_view(gateway, row)
+    issuer = principal(session).key_issuer()
     return render(request, session, "dashboard/settings.html", {
         "account": account, "display_name": row["display_name"] or "", "coins": list(gateway.coins.names()),
-        "key_types": KEY_TYPES,
+        "key_types": {name: kind for name, kind in KEY_TYPES.items() if may_rotate_legacy(gateway, issuer, kind)},
         "tabs": nav_entries(gateway, "settings-nav", session), **context}, status=status)
 
 
@@ -96,7 +99,8 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
             key_type = form.get("key_type")
             if key_type not in KEY_TYPES:
                 raise ValidationError({"key_type": "choose a key"})
-            new_key = await rotate_legacy_key(gateway, merchant_id, KEY_TYPES[key_type])
+            new_key = await rotate_legacy_key(gateway, merchant_id, KEY_TYPES[key_type],
+                                              issuer=principal(session).key_issuer())
             shown = {"title": "New API key", "name": f"{KEY_TYPES[key_type]}_api_key", "value": new_key}
         else:
             raise web.HTTPNotFound()
@@ -109,10 +113,22 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
         if section == "profile":
             return await _settings_page(request, session, profile_form={"display_name": form.get("display_name", "")},
                                         status=exc.status, **error_context(exc))
+        if section == "rotate-key":
+            return await _rotation_page(request, session, error=error_text(exc), status=exc.status)
         return await _settings_page(request, session, error=error_text(exc), status=exc.status)
+    if section == "rotate-key":
+        return await _rotation_page(request, session, secret=shown)
     if shown:
         return await _settings_page(request, session, secret=shown)
     raise see_other("/app/settings", "settings-saved")
+
+
+async def _rotation_page(request: web.Request, session: Session, **context: Any) -> web.Response:
+    """The answer to an account key's rotation: the settings page, or the keys page for a member who manages keys
+    but may not read the settings (their role lacks ``settings:manage``)."""
+    if can(session, "settings:manage"):
+        return await _settings_page(request, session, **context)
+    return await _keys_page(request, session, **context)
 
 
 # -- two-factor ------------------------------------------------------------------------------------
@@ -179,10 +195,17 @@ async def totp(request: web.Request, session: Session, form: Any) -> web.StreamR
 
 
 async def _keys_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
+    """The keys, who issued each, and the forms: only the scopes the signed-in person holds can be given,
+    only keys whose scopes they hold can be rotated (the core refuses the rest anyway)."""
     gateway = request.app[GATEWAY]
     listed = await list_api_keys(gateway.db, session.merchant_id)
+    issuer = principal(session).key_issuer()
+    people = {person: await describe_person(gateway, session.merchant_id, person)
+              for person in {key["issued_by"] for key in listed["keys"]}}
     return render(request, session, "dashboard/keys.html", {
-        "keys": listed["keys"], "scopes": list(gateway.scopes), "values": {},
+        "keys": listed["keys"], "scopes": [s for s in gateway.scopes if not s.members_only], "values": {},
+        "not_held": set(issuer.lacking(gateway.scopes.names())), "people": people,
+        "rotatable": {key["id"] for key in listed["keys"] if may_rotate(gateway, issuer, key)},
         "key_actions": gateway.dashboard.entries("key-actions"), **context}, status=status)
 
 
@@ -218,7 +241,8 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
         if "rate_limit_rpm" in body:
             body["rate_limit_rpm"] = form_integer(body["rate_limit_rpm"], "rate_limit_rpm")
         clean = validate(body, create_fields(gateway.scopes.names()))
-        result = await create_scoped_key(gateway, session.merchant_id, ScopedKeyRequest(**clean))
+        result = await create_scoped_key(gateway, session.merchant_id, ScopedKeyRequest(**clean),
+                                         issuer=principal(session).key_issuer())
     except ApiError as exc:
         return await _keys_page(request, session, error=error_text(exc), values=body, status=exc.status)
     return await _keys_page(request, session, created=result)
@@ -235,7 +259,7 @@ async def change_key(request: web.Request, session: Session, form: Any) -> web.S
         if action == "revoke":
             await revoke_scoped_key(gateway, session.merchant_id, key_id)
             raise see_other("/app/keys", "key-revoked")
-        result = await rotate_scoped_key(gateway, session.merchant_id, key_id)
+        result = await rotate_scoped_key(gateway, session.merchant_id, key_id, issuer=principal(session).key_issuer())
     except ApiError as exc:
         if exc.status == 404:
             raise

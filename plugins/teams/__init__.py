@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...api import hookimpl
-from . import accept, joining, members, openapi, own_2fa, page
+from . import accept, joining, member_routes, members, openapi, own_2fa, page
 from .settings import PLUGIN_NAME, settings_of
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.teams.migrations"
@@ -38,6 +38,7 @@ def register_migrations(registry) -> None:
 def register_routes(registry) -> None:
     registry.add(accept.routes)
     registry.add(own_2fa.routes)
+    registry.add(member_routes.routes)
 
 
 @hookimpl

@@ -6,7 +6,9 @@ cannot be removed or demoted, and an account therefore always keeps an
 owner. Members with the owner role are owners too; only an owner may make
 someone an owner or change or remove an owner. Removing a member deletes
 their row: ``decide_member`` then answers None and every session they hold
-is refused at its next request (dashboard and JSON API alike).
+is refused at its next request (dashboard and JSON API alike). The API keys
+they issued (created or last rotated) are revoked with it, unless the remover
+chooses to keep them; either choice is in the activity log (issue 42).
 """
 
 from __future__ import annotations
@@ -15,11 +17,13 @@ from typing import Any
 
 from ...api import (
     Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, forget_member_second_factor,
-    merchant_row, update_row,
+    keys_issued_by, member_person, merchant_row, revoke_keys_issued_by, update_row,
 )
 from . import policy, roles
 
 HOLDER_ID = "holder"  # the account holder's entry in the members list (not a row)
+# What happens to the API keys a removed member issued: revoked (the default) or kept, by the remover's choice.
+REVOKE_KEYS, KEEP_KEYS = "revoke", "keep"
 
 
 async def member(gateway: Any, merchant_id: str, member_id: str) -> Member | None:
@@ -87,13 +91,51 @@ async def change_role(gateway: Any, merchant_id: str, member_id: Any, role: Any,
                                   {"member": target["email"], "role_was": target["role"], "role": role})
 
 
-async def remove(gateway: Any, merchant_id: str, member_id: Any, principal: Principal | None) -> None:
+def keys_choice(value: Any) -> str:
+    """The remover's choice for the member's API keys: ``revoke`` (also when not given) or ``keep``; else 400."""
+    if value in (None, "", REVOKE_KEYS):
+        return REVOKE_KEYS
+    if value == KEEP_KEYS:
+        return KEEP_KEYS
+    raise ValidationError({"api_keys": "choose revoke or keep"})
+
+
+async def remove(gateway: Any, merchant_id: str, member_id: Any, principal: Principal | None,
+                 api_keys: Any = REVOKE_KEYS) -> list[dict[str, Any]]:
+    """Remove the member and revoke the keys they issued (``api_keys`` ``keep``: keep them); the keys concerned.
+
+    The removal and the revocation commit together; a concurrent removal that got there first is answered
+    with nothing done twice (and nothing announced twice).
+    """
     target = await _target(gateway, merchant_id, member_id)
     await _require_owner_for(gateway, principal, target["role"])
-    deleted = await gateway.db.execute(
-        "DELETE FROM team_members WHERE id = :id AND merchant_id = :m RETURNING id",
-        {"id": target["id"], "m": merchant_id})
-    if deleted is not None:  # a concurrent removal announced it already
-        await forget_member_second_factor(gateway, merchant_id, target["id"])
-        await announce_security_event(gateway, merchant_id, "member_removed",
-                                      {"member": target["email"], "role": target["role"]})
+    choice = keys_choice(api_keys)
+    person = member_person(target["id"])
+
+    async def delete_member() -> bool:
+        return await gateway.db.execute("DELETE FROM team_members WHERE id = :id AND merchant_id = :m RETURNING id",
+                                        {"id": target["id"], "m": merchant_id}) is not None
+
+    if choice == REVOKE_KEYS:
+        keys = await revoke_keys_issued_by(gateway, merchant_id, person, first=delete_member)
+    else:
+        keys = await keys_issued_by(gateway, merchant_id, person) if await delete_member() else None
+    if keys is None:  # a concurrent removal announced it already
+        return []
+    await forget_member_second_factor(gateway, merchant_id, target["id"])
+    fate = "revoked" if choice == REVOKE_KEYS else "kept"
+    await announce_security_event(gateway, merchant_id, "member_removed", {
+        "member": target["email"], "role": target["role"], "api_keys": f"{len(keys)} {fate}"})
+    await _announce_keys(gateway, merchant_id, target["email"], choice, keys)
+    return keys
+
+
+async def _announce_keys(gateway: Any, merchant_id: str, email: str, choice: str, keys: list[dict[str, Any]]) -> None:
+    """Each revoked key in the activity log, or the keys kept (one line), by whoever removed the member."""
+    if choice == REVOKE_KEYS:
+        for key in keys:
+            await announce_security_event(gateway, merchant_id, "api_key_revoked", {
+                "key_id": key["id"], "label": key["label"], "reason": f"issued by removed member {email}"})
+    elif keys:
+        await announce_security_event(gateway, merchant_id, "member_keys_kept", {
+            "member": email, "keys": " ".join(key["id"] for key in keys), "count": len(keys)})

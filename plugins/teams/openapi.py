@@ -5,16 +5,25 @@
 from __future__ import annotations
 
 from ...api import EVERYONE
-from ...api.openapi import Op, Param, envelope, html, obj, redirect
+from ...api.openapi import Op, Param, array, envelope, html, nullable, obj, redirect
+from .member_routes import BASE as MEMBERS
 from .own_2fa import BASE
+from .page import SCOPE
 
 PAGES = "Dashboard pages"
 OWN_2FA = "Dashboard: a team member's own 2FA"
+TEAM = "Dashboard: team"
 STRING = {"type": "string"}
 CODE = obj({"code": {"type": "string", "pattern": "^[0-9]{6}$", "description": "A fresh 6-digit code."}})
 NOT_HOLDER = (" A member's token only (403 not_a_member for the account holder's: theirs is /dashboard/mfa/*);"
               " no role permission needed (scope \"*\"), so a member limited by \"require 2FA\" can set it up.")
 TOKEN = Param("token", {"type": "string"}, "The invitation's token, from the link.")
+KEY_IDS = array(STRING)
+KEYS_CHOICE = {"type": "string", "enum": ["revoke", "keep"]}
+MEMBER = obj({"id": {"type": "string", "description": "mbr_...; \"holder\" for the account holder."},
+              "email": STRING, "role": STRING, "holder": {"type": "boolean"},
+              "created_at": nullable({"$ref": "#/components/schemas/Timestamp"}),
+              "api_keys": {**KEY_IDS, "description": "Working API keys the member issued (created or last rotated)."}})
 
 OPERATIONS = [
     Op("GET", "/app/team/accept", "See a team invitation", PAGES, query=(TOKEN,),
@@ -43,6 +52,16 @@ OPERATIONS = [
        description="join (the default): only with the join link mailed to the invited address; single use, the"
                    " first accepted form creates the member and the link then answers 410. prove: the identity"
                    " provider must vouch for the invited address itself, in this browser."),
+    Op("GET", MEMBERS, "List the account's team", TEAM, envelope(obj({"members": array(MEMBER)})), auth=("jwt",),
+       scope=SCOPE, description="The account holder first, then members oldest first, each with the API keys they"
+                                " issued."),
+    Op("POST", f"{MEMBERS}/{{member_id}}/remove", "Remove a member", TEAM,
+       envelope(obj({"removed": STRING, "api_keys": KEYS_CHOICE, "keys": KEY_IDS})), auth=("jwt",), scope=SCOPE,
+       body=obj({"api_keys": {**KEYS_CHOICE, "description": "What becomes of the API keys the member issued"
+                                                            " (created or last rotated): revoked (default) or kept."}}),
+       description="Their sessions end at their next request. keys lists the keys revoked or kept; the activity log"
+                   " records the removal and the choice. 403 owner_required to remove an owner unless an owner;"
+                   " 403 last_owner for the account holder."),
     Op("POST", f"{BASE}/setup", "Start your own TOTP set-up (member)", OWN_2FA,
        envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=("jwt",), scope=EVERYONE,
        description="A new pending secret; 2FA stays off until verify. 400 while it is on." + NOT_HOLDER),

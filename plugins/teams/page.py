@@ -6,14 +6,15 @@ comes back with its error and what was typed (the dashboard's plugin-page
 rules). An invitation's join link goes to the invited mailbox only
 (``mail.py``); the page shows the inviter the invitation's page link only,
 which joins nobody (``invites.py``), and says when this server has no way
-for an invited person to prove their address.
+for an invited person to prove their address. Removing a member asks what becomes of the API keys they
+issued: revoked (the default) or kept.
 """
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import DashboardView, Principal, ValidationError
+from ...api import DashboardView, Principal, ValidationError, keys_issued_by, member_person
 from ...api.merchant import get_merchant
 from . import invites, mail, members, policy, roles
 from .settings import settings_of
@@ -32,10 +33,13 @@ async def render(gateway: Any, merchant_id: str, query: Mapping[str, str], princ
     holder = await _holder_email(gateway, merchant_id)
     custom = await roles.custom_roles(gateway, merchant_id)
     prover = await invites.address_prover(gateway)
+    listed = await members.listing(gateway, merchant_id, holder)
     return DashboardView("teams/team.html", {
         "can_mail": mail.can_mail(gateway), "smtp": bool(settings_of(gateway).smtp_host),
         "prover": prover.label if prover is not None else None,
-        "members": await members.listing(gateway, merchant_id, holder),
+        "members": listed,
+        "member_keys": {m["id"]: len(await keys_issued_by(gateway, merchant_id, member_person(m["id"])))
+                        for m in listed if not m["holder"]},
         "invites": await invites.pending(gateway, merchant_id),
         "role_names": [*roles.BUILT_IN, *sorted(custom)],
         "custom_roles": sorted(custom.items()),
@@ -61,7 +65,7 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
     if action == "role":
         await members.change_role(gateway, merchant_id, form.get("member_id"), form.get("role"), principal)
     elif action == "remove":
-        await members.remove(gateway, merchant_id, form.get("member_id"), principal)
+        await members.remove(gateway, merchant_id, form.get("member_id"), principal, form.get("api_keys"))
     elif action == "cancel-invite":
         await invites.cancel(gateway, merchant_id, form.get("invite_id"))
     elif action == "require-2fa":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .operations import Op, Param, body
-from .schemas import BOOLEAN, COIN, STRING, TIMESTAMP, array, envelope, obj, page, ref
+from .schemas import BOOLEAN, COIN, ISSUED_BY, STRING, TIMESTAMP, array, envelope, obj, page, ref
 
 AUTH, ACCOUNT, SETTINGS, KEYS = "Dashboard: auth", "Dashboard: account", "Dashboard: settings", "Dashboard: API keys"
 JWT = ("jwt",)
@@ -13,6 +13,8 @@ EMAIL = {"type": "string", "format": "email", "maxLength": 254}
 URL = {"type": "string", "format": "uri", "maxLength": 500}
 TOTP = {"type": "string", "pattern": r"^[0-9]{6}$"}
 LEGACY_KEY_HEADERS = ("merchant_api_key", "payout_api_key", "general_api_key")
+KEY_POWERS = ("A team member may create or rotate only a key whose every scope their role gives them: 403"
+              " scope_not_held naming the others in detail.scopes (issue 42).")
 
 SESSION = {"token": STRING, "merchant_id": STRING, "email": STRING}
 ACCOUNT_DATA = obj({"account": ref("Account")})
@@ -65,7 +67,9 @@ OPERATIONS = [
     Op("POST", "/dashboard/settings/rotate-key", "Rotate a legacy API key", SETTINGS,
        envelope(obj({"key_type": STRING, "new_key": STRING})), auth=JWT,
        body=body({"key_type": {"type": "string", "enum": ["merchantApiKey", "payoutApiKey", "generalApiKey"]}}),
-       description="The old key is invalid at once; the new one is shown once.", scope="key:manage"),
+       description="The old key is invalid at once; the new one is shown once, and the key is now the rotating"
+                   " person's. " + KEY_POWERS + " The payout key is the account holder's alone (403 holder_only).",
+       scope="key:manage"),
     Op("POST", "/dashboard/mfa/setup", "Start TOTP set-up", SETTINGS,
        envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=JWT,
        scope="account:credentials"),
@@ -81,21 +85,25 @@ OPERATIONS = [
     Op("POST", "/dashboard/api-keys", "Create a scoped API key", KEYS,
        envelope(obj({"api_key": STRING, "id": STRING, "label": STRING, "prefix": STRING,
                      "scopes": array(ref("Scope")), "created_at": TIMESTAMP},
-                    {"webhook_secret": {"type": "string", "description": "With webhook_url; returned once."}})),
+                    {"webhook_secret": {"type": "string", "description": "With webhook_url; returned once."},
+                     "issued_by": ISSUED_BY})),
        auth=JWT,
        body=body({"label": {"type": "string", "minLength": 1, "maxLength": 80},
                   "scopes": array(ref("Scope"), minItems=1)},
                  {"coin_allowlist": array(COIN), "ip_allowlist": array(STRING, description="CIDRs"),
                   "webhook_url": URL, "rate_limit_rpm": {"type": "integer", "minimum": 1, "maximum": 10000},
                   "expires_at": TIMESTAMP, "brand_id": STRING}),
-       description="The plaintext api_key is returned once.", scope="key:manage"),
+       description="The plaintext api_key is returned once; issued_by names the creator. " + KEY_POWERS,
+       scope="key:manage"),
     Op("POST", "/dashboard/api-keys/{key_id}/revoke", "Revoke a scoped key", KEYS,
        envelope(obj({"ok": {"const": True}, "already_revoked": BOOLEAN, "id": STRING, "revoked_at": TIMESTAMP})),
        auth=JWT, errors=(400,), scope="key:manage"),
     Op("POST", "/dashboard/api-keys/{key_id}/rotate", "Rotate a scoped key", KEYS,
-       envelope(obj({"id": STRING, "api_key": STRING, "prefix": STRING, "previous_valid_until": TIMESTAMP})),
-       auth=JWT, errors=(400,), description="The previous secret stays valid for a 30-minute grace window.",
-       scope="key:manage"),
+       envelope(obj({"id": STRING, "api_key": STRING, "prefix": STRING, "previous_valid_until": TIMESTAMP},
+                    {"issued_by": ISSUED_BY})),
+       auth=JWT, errors=(400,), description="The previous secret stays valid for a 30-minute grace window (and"
+                                            " acts for whoever held it); the key is now the rotating person's. "
+                                            + KEY_POWERS, scope="key:manage"),
     Op("GET", "/dashboard/webhook-logs", "Webhook delivery log", ACCOUNT,
        envelope(page("logs", ref("WebhookLog"))), auth=JWT, query=PAGINATION),
 ]

@@ -241,13 +241,18 @@ ACCOUNT = obj(
     description="The merchant account (SPEC 2.15).",
 )
 
+ISSUED_BY = {"type": "string", "pattern": "^(holder|member:.+)$",
+             "description": "The person the key acts for, who created or last rotated it: holder (the account"
+                            " holder) or member:<id> (a team member). A payout made with the key is theirs for"
+                            " every approval rule."}
+
 API_KEY_ROW = obj(
     {"id": STRING, "label": nullable(STRING), "prefix": STRING, "scopes": array(ref("ShownScope")),
      "coin_allowlist": array(COIN), "ip_allowlist": array(STRING), "webhook_url": nullable(STRING),
      "rate_limit_rpm": nullable({"type": "integer", "minimum": 1, "maximum": 10000}),
      "last_used_at": nullable(TIMESTAMP), "revoked_at": nullable(TIMESTAMP), "expires_at": nullable(TIMESTAMP),
      "created_at": TIMESTAMP, "is_legacy": BOOLEAN},
-    {"brand_id": nullable(STRING)},
+    {"brand_id": nullable(STRING), "issued_by": ISSUED_BY},
     description="A row of GET /dashboard/api-keys (SPEC 2.14); never the secret.",
 )
 

@@ -1,4 +1,7 @@
-"""Dashboard API keys: list, create, revoke and rotate scoped keys (SPEC 4.9, 2.14)."""
+"""Dashboard API keys: list, create, revoke and rotate scoped keys (SPEC 4.9, 2.14).
+
+Creating or rotating a key needs every scope of the key besides ``key:manage`` (core/accounts/key_powers.py).
+"""
 
 from __future__ import annotations
 
@@ -43,8 +46,9 @@ async def list_keys(request: web.Request) -> web.Response:
 @requires("jwt", scope="key:manage")
 async def create_key(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), create_fields(gateway_of(request).scopes.names()))
-    result = await api_keys.create_scoped_key(
-        gateway_of(request), principal_of(request).merchant_id, api_keys.ScopedKeyRequest(**clean))
+    principal = principal_of(request)
+    result = await api_keys.create_scoped_key(gateway_of(request), principal.merchant_id,
+                                              api_keys.ScopedKeyRequest(**clean), issuer=principal.key_issuer())
     return envelope(result)
 
 
@@ -59,6 +63,7 @@ async def revoke_key(request: web.Request) -> web.Response:
 @routes.post("/dashboard/api-keys/{key_id}/rotate")
 @requires("jwt", scope="key:manage")
 async def rotate_key(request: web.Request) -> web.Response:
-    result = await api_keys.rotate_scoped_key(gateway_of(request), principal_of(request).merchant_id,
-                                              request.match_info["key_id"])
+    principal = principal_of(request)
+    result = await api_keys.rotate_scoped_key(gateway_of(request), principal.merchant_id, request.match_info["key_id"],
+                                              issuer=principal.key_issuer())
     return envelope(result)

@@ -102,8 +102,9 @@ async def rotate_key(request: web.Request) -> web.Response:
     clean = validate(await read_json(request), [
         Field("key_type", required=True, choices=tuple(KEY_TYPES), aliases=("keyType",)),
     ])
-    new_key = await accounts.rotate_legacy_key(gateway_of(request), principal_of(request).merchant_id,
-                                               KEY_TYPES[clean["key_type"]])
+    principal = principal_of(request)
+    new_key = await accounts.rotate_legacy_key(gateway_of(request), principal.merchant_id,
+                                               KEY_TYPES[clean["key_type"]], issuer=principal.key_issuer())
     return envelope({"key_type": clean["key_type"], "new_key": new_key})
 
 
