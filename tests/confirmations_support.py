@@ -74,10 +74,16 @@ async def next_count(stream: EventStream, count: int, threshold: int) -> dict[st
     return state
 
 
-def stream_counts(stream: EventStream, seen: list[int]) -> Callable[[int, int], Awaitable[None]]:
-    """``shown`` for ``count_every_confirmation``: the stream's next event shows the count (recorded in ``seen``)."""
+async def stream_shows_every_count(client: Any, faucet: Faucet, invoice: dict[str, Any], stream: EventStream) -> None:
+    """``stream`` (just opened on ``invoice``) shows Waiting, then every count from 0 to the threshold, one event
+    each, then ends: Paid is final."""
+    assert (await stream.event())["status"] == "Waiting"
+    seen: list[int] = []
+
     async def shown(count: int, threshold: int) -> None:
         await next_count(stream, count, threshold)
         seen.append(count)
 
-    return shown
+    threshold = await count_every_confirmation(client, faucet, invoice, shown)
+    assert seen == list(range(threshold + 1))
+    assert await stream.event() is None

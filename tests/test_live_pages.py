@@ -11,7 +11,7 @@ from orbchain.chains.devnet import devnet_chain
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
-from .confirmations_support import count_every_confirmation, litecoin_plugins, ltc_invoice, stream_counts
+from .confirmations_support import litecoin_plugins, ltc_invoice, stream_shows_every_count
 from .litecoind import faucet, litecoind_node  # noqa: F401 - session fixtures
 from .live_support import EventStream, open_stream
 from .test_pay_page import merchant_key, new_invoice
@@ -99,12 +99,7 @@ async def test_the_stream_shows_every_confirmation_of_a_real_node_one_block_at_a
     confirmation feed (core/watching/deposits.py refresh_confirmations), so a step it misses fails here."""
     client = await make_client(make_config(scheduler={"enabled": False}, plugin=litecoin_plugins(litecoind_node)))
     invoice = await ltc_invoice(client, await merchant_key(client))
-    stream = await open_stream(client, invoice["track_id"])
-    assert (await stream.event())["status"] == "Waiting"
-    seen: list[int] = []
-    threshold = await count_every_confirmation(client, faucet, invoice, stream_counts(stream, seen))
-    assert seen == list(range(threshold + 1))
-    assert await stream.next() is None  # Paid is final: the stream ended
+    await stream_shows_every_count(client, faucet, invoice, await open_stream(client, invoice["track_id"]))
 
 
 async def test_unknown_or_unhosted_payments_are_404_in_the_envelope(shop):
