@@ -12,10 +12,7 @@ test's time is spent waiting on a node, a browser, a subprocess or a
 database, so two workers roughly halve the run (docs/decisions.md "The suite
 in two processes"). Each worker has its own PostgreSQL database for the run,
 so advisory locks and NOTIFY never cross between workers. ``-n`` in the
-arguments wins. Tests are spread one by one (``--dist loadgroup``), except
-those marked ``xdist_group(name)``, which run together on one worker: a
-module whose module-scoped nodes are costly (tests/test_push_served.py)
-starts them once, not once per worker.
+arguments wins.
 """
 
 from __future__ import annotations
@@ -102,8 +99,6 @@ def main(argv: list[str]) -> int:
     workers = os.environ.get("ORBCHAIN_TEST_WORKERS", "2")
     if not any(a == "-n" or a.startswith(("-n", "--numprocesses")) for a in argv) and workers != "0":
         argv = ["-n", workers, *argv]
-        if not any(a.startswith("--dist") for a in argv):  # a module marked xdist_group keeps one worker
-            argv = ["--dist", "loadgroup", *argv]
     try:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
     finally:

@@ -36,10 +36,7 @@ def check_collection(config: pytest.Config, items: list[pytest.Item]) -> None:
 
 def backend_in_id(nodeid: str) -> str | None:
     """The backend named in a test id's parameters (``test_x[postgresql-after_sign]``), for runs whose
-    controller never collected the items: under pytest-xdist the workers collect, the controller reports.
-    ``--dist loadgroup`` ends a grouped test's id with ``@<group>``, which is not a parameter."""
-    if "@" in nodeid and not nodeid.endswith("]"):
-        nodeid = nodeid.rsplit("@", 1)[0]
+    controller never collected the items: under pytest-xdist the workers collect, the controller reports."""
     if not nodeid.endswith("]") or "[" not in nodeid:
         return None
     params = nodeid[nodeid.rindex("[") + 1:-1].split("-")

@@ -16,9 +16,7 @@ from orbchain.testing.run_report import _tally, backend_in_id
     ("tests/test_x.py::test_a[after_sign-sqlite]", "sqlite"),
     ("tests/test_x.py::test_a[btc-1sqlite]", None),
     ("tests/test_x.py::test_plain", None),
-    ("tests/test_x.py::test_a[postgresql]@served-push", "postgresql"),
-    ("tests/test_x.py::test_plain@served-push", None),
-], ids=["first", "among-others", "last", "lookalike", "unparametrized", "grouped", "grouped-plain"])  # ids of their own: not counted as a backend
+], ids=["first", "among-others", "last", "lookalike", "unparametrized"])  # ids of their own: not counted as a backend
 def test_backend_in_id(nodeid: str, backend: str | None) -> None:
     assert backend_in_id(nodeid) == backend
 
