@@ -41,8 +41,6 @@ from .live_support import EventStream
 from .monerod import MoneroRegtest, restart as restart_monero, start_regtest, stop as stop_monero
 from .support import free_port
 
-pytestmark = pytest.mark.xdist_group("served-push")  # one worker starts this module's nodes, once
-
 HOUR = 3600
 WAIT = 120.0  # a guard against a hang, never a timing assertion
 METRICS_TOKEN = "served-push-metrics"
