@@ -1,7 +1,8 @@
 """A real Litecoin Core regtest node for the bitcoin-family integration tests.
 
 ``litecoind_node`` (session scope) starts ``litecoind`` on free ports in a
-temporary data directory (no P2P unless asked, no wallet, no -txindex), waits for its RPC,
+temporary data directory (listening for peers on loopback, as the gateway's push peer needs;
+no wallet, no -txindex), waits for its RPC,
 and stops it by PID at the end of the run, also when a test failed: the
 ``stop`` RPC first, SIGKILL if it does not exit. A missing binary is a
 failure pointing at ``scripts/ensure_litecoind.sh``, never a skip.
@@ -75,6 +76,12 @@ class Node:
 
     def height(self) -> int:
         return int(self.call("getblockcount"))
+
+    @property
+    def p2p(self) -> str:
+        """``host:port`` of the node's P2P listener, the ``p2p`` push setting (a node started with ``p2p_port``)."""
+        assert self.p2p_port, "this node does not listen for peers"
+        return f"127.0.0.1:{self.p2p_port}"
 
     def plugin_block(self, **extra: Any) -> dict[str, Any]:
         """The ``[plugin.bitcoin.LTC]`` block pointing the gateway at this node."""
@@ -245,7 +252,8 @@ def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None 
 
 @pytest.fixture(scope="session")
 def litecoind_node(tmp_path_factory: pytest.TempPathFactory):
-    node = start_node(tmp_path_factory.mktemp("litecoind"))
+    """The session's node, listening for peers so the conformance kit's push case can follow it (``p2p``)."""
+    node = start_node(tmp_path_factory.mktemp("litecoind"), p2p_port=free_port())
     try:
         yield node
     finally:

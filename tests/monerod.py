@@ -112,6 +112,17 @@ class MoneroRegtest:
         assert sent["tx_hash"] in self.pool_hashes(), "the node took the payer's transaction into its pool"
         return sent["tx_hash"]
 
+    def pay_announced(self, address: str, amount: int) -> str:
+        """A real transfer the payer's wallet signs and the test hands to the node itself, kept from relay
+        (``send_raw_transaction`` with ``do_not_relay``); its txid. monerod announces such a transaction on
+        ``json-minimal-txpool_add`` at once, as it does one it fluffs (an ``--offline`` node fluffs none)."""
+        self.payer.call("refresh")
+        built = self.payer.call("transfer", destinations=[{"address": address, "amount": amount}],
+                                do_not_relay=True, get_tx_hex=True)
+        self.node.other("/send_raw_transaction", tx_as_hex=built["tx_blob"], do_not_relay=True)
+        assert built["tx_hash"] in self.pool_hashes(), "the node took the payer's transaction into its pool"
+        return built["tx_hash"]
+
     def tx_height(self, txid: str) -> int | None:
         """The height of the block holding ``txid`` on the node's best chain, None while in the pool."""
         [tx] = self.node.other("/get_transactions", txs_hashes=[txid])["txs"]
@@ -186,9 +197,10 @@ def stop(service: Service) -> None:
 
 
 def start_daemon(root: Path, zmq_pub_url: str | None, *, name: str = "monerod", p2p_port: int | None = None,
-                 peers: tuple[int, ...] = ()) -> Service:
+                 peers: tuple[int, ...] = (), options: tuple[str, ...] = ()) -> Service:
     """A regtest monerod: ``--offline`` alone, or talking P2P only to the local ``peers`` (their P2P ports),
-    which is how a second node follows the first one's chain (``--add-exclusive-node``: no seed node, no DNS)."""
+    which is how a second node follows the first one's chain (``--add-exclusive-node``: no seed node, no DNS).
+    ``options`` adds flags (``--keep-fakechain``: a restart keeps the regtest chain instead of starting anew)."""
     port = free_port()
     network = [f"--add-exclusive-node=127.0.0.1:{peer}" for peer in peers] + [
         "--p2p-bind-ip=127.0.0.1", "--allow-local-ip", "--disable-dns-checkpoints", "--check-updates=disabled",
@@ -197,7 +209,7 @@ def start_daemon(root: Path, zmq_pub_url: str | None, *, name: str = "monerod", 
             "--fixed-difficulty", "1", "--no-igd", "--non-interactive",
             f"--data-dir={root / name}", "--rpc-bind-ip=127.0.0.1", f"--rpc-bind-port={port}",
             f"--p2p-bind-port={p2p_port or free_port()}", f"--zmq-rpc-bind-port={free_port()}", "--log-level=0",
-            f"--log-file={root / (name + '.log')}"]
+            f"--log-file={root / (name + '.log')}", *options]
     return _start(name, args, root, port, "get_info")
 
 
@@ -235,10 +247,11 @@ def _view_only(wallet: Rpc) -> None:
     raise AssertionError("the gateway's wallet must be view-only")
 
 
-def start_regtest(root: Path, *, p2p_port: int | None = None, peers: tuple[int, ...] = ()) -> MoneroRegtest:
-    """The node, the two wallets and spendable coins; ``p2p_port``/``peers`` as ``start_daemon``'s."""
+def start_regtest(root: Path, *, p2p_port: int | None = None, peers: tuple[int, ...] = (),
+                  options: tuple[str, ...] = ()) -> MoneroRegtest:
+    """The node, the two wallets and spendable coins; ``p2p_port``/``peers``/``options`` as ``start_daemon``'s."""
     zmq_pub_url = f"tcp://127.0.0.1:{free_port()}"
-    daemon = start_daemon(root, zmq_pub_url, p2p_port=p2p_port, peers=peers)
+    daemon = start_daemon(root, zmq_pub_url, p2p_port=p2p_port, peers=peers, options=options)
     started = [daemon]
     try:
         if peers:

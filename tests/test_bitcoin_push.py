@@ -55,7 +55,7 @@ class ListeningNode:
 
     @property
     def p2p(self) -> str:
-        return f"127.0.0.1:{self.node.p2p_port}"
+        return self.node.p2p
 
     def terminate(self) -> None:
         """SIGTERM, as a service manager stops it (a clean stop keeps its chain and mempool)."""

@@ -1,6 +1,7 @@
 """The adapter conformance suite (``orbchain.testing``) against the bitcoin plugin on litecoind regtest.
 
-Shares the session's node and faucet with ``test_bitcoin_litecoind.py``.
+Shares the session's node and faucet with ``test_bitcoin_litecoind.py``; the gateway follows the node
+as a P2P peer (``p2p``), so the kit's push case runs too.
 A reorganisation invalidates the newest blocks and mines a longer branch of
 empty blocks (``generateblock`` with no transactions) to a second address,
 so the new blocks never repeat the old ones and the deposit stays in the
@@ -33,7 +34,7 @@ class LitecoindDriver(ChainDriver):
         self.branch_address = self.family.derive(faucet.store, 0, 1).address
 
     def config_sections(self) -> dict[str, dict[str, Any]]:
-        return {"plugin": {"bitcoin": {"LTC": self.node.plugin_block()}}}
+        return {"plugin": {"bitcoin": {"LTC": self.node.plugin_block(p2p=self.node.p2p)}}}
 
     async def send(self, address: str, amount: int) -> str:
         return self.faucet.pay(address, amount)
@@ -63,5 +64,6 @@ class TestLitecoindConformance(AdapterConformance):
         return LitecoindDriver(litecoind_node, faucet)
 
     async def test_every_capability_but_history_is_declared(self, chain_shop):
-        """A full node keeps every block: no address-history catch-up (docs/plugins.md, pruned blocks)."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.HISTORY, capabilities.PUSH}
+        """A full node keeps every block: no address-history catch-up (docs/plugins.md, pruned blocks). PUSH is
+        declared (``p2p`` set), so the kit's push case is not skipped as "not applicable"."""
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.HISTORY}

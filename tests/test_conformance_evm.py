@@ -33,8 +33,8 @@ class AnvilDriver(ChainDriver):
         self.node, self.token = node, token
 
     def config_sections(self) -> dict[str, dict[str, Any]]:
-        settings = {"rpc_url": self.node.url, "chain_id": CHAIN_ID, "start_height": self.node.height() + 1,
-                    "scan_seconds": 1, "contracts": {"USDT_ERC20": self.token}}
+        settings = {"rpc_url": self.node.url, "ws_url": self.node.ws_url, "chain_id": CHAIN_ID,
+                    "start_height": self.node.height() + 1, "scan_seconds": 1, "contracts": {"USDT_ERC20": self.token}}
         return {"plugin": {"evm": {"ethereum": settings}}}
 
     async def send(self, address: str, amount: int) -> str:
@@ -103,8 +103,8 @@ class TestAnvilEthConformance(AdapterConformance):
         return AnvilDriver(*manual_anvil)
 
     async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
-        """EVM deposits show from their first block (docs/evm.md); all the rest is declared."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY, capabilities.PUSH}
+        """EVM deposits show from their first block (docs/evm.md); all the rest is declared, PUSH with ``ws_url``."""
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}
 
 
 class TestAnvilTokenConformance(AdapterConformance):
@@ -114,4 +114,4 @@ class TestAnvilTokenConformance(AdapterConformance):
 
     async def test_every_capability_but_the_mempool_and_history_is_declared(self, chain_shop):
         """An ERC-20 token declares what ETH does (docs/evm.md): a capability dropped skips its tests silently."""
-        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY, capabilities.PUSH}
+        assert capabilities.missing(chain_shop.adapter) == {capabilities.MEMPOOL, capabilities.HISTORY}

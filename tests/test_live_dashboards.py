@@ -15,7 +15,9 @@ import re
 from orbchain.testing.api import create_payment
 from orbchain.web.keys import GATEWAY
 
+from .confirmations_support import litecoin_plugins, ltc_invoice, stream_shows_every_count
 from .dashboard_support import Visitor
+from .litecoind import faucet, litecoind_node  # noqa: F401 - session fixtures
 from .live_support import EventStream
 from .support import Devnet, api, bearer
 from .telegram_support import link_via_bot, open_session, standin, telegram_shop  # noqa: F401 - fixture
@@ -63,6 +65,16 @@ async def test_the_detail_of_an_open_invoice_follows_the_dashboard_stream(make_c
 
     page, csp = await detail(client, track_id)  # closed: no stream, no reload, no connect-src
     assert 'id="status">Cancelled<' in page and "connect-src" not in csp and "payment_live.js" not in page
+
+
+async def test_the_detail_stream_shows_every_confirmation_of_a_real_node(
+        make_client, make_config, litecoind_node, faucet):  # noqa: F811 - session fixtures
+    """Issue 43: the dashboard's live detail counts each block litecoind mines, 0 to the threshold, each awaited
+    before the next block is mined; a count the confirmation feed does not announce fails here."""
+    client = await make_client(make_config(scheduler={"enabled": False}, plugin=litecoin_plugins(litecoind_node)))
+    keys = await Visitor(client).sign_up("live-counts@example.com")
+    invoice = await ltc_invoice(client, keys["merchant_api_key"])
+    await stream_shows_every_count(client, faucet, invoice, await dashboard_stream(client, invoice["track_id"]))
 
 
 async def dashboard_stream(client, track_id: str) -> EventStream:

@@ -17,6 +17,8 @@ from orbchain.web.keys import GATEWAY
 
 from .browser import Browser, BrowserError, assert_png, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
+from .confirmations_support import count_every_confirmation, litecoin_plugins, ltc_invoice
+from .litecoind import faucet, litecoind_node  # noqa: F401 - session fixtures
 from .test_pay_page import merchant_key, new_invoice
 
 POLLS = 150  # bounded waits for the page to show what the stream said (0.1 s apart)
@@ -97,6 +99,37 @@ async def test_the_page_follows_its_stream_in_place_and_tells_the_embed(served, 
         assert "Paid" in await browser.evaluate("document.title")
         assert_png(await browser.screenshot(tmp_path / "live_paid.png"))
         assert browser.console_errors() == []  # no CSP refusal, no script error
+
+
+async def test_the_page_counts_every_confirmation_of_a_real_node(aiohttp_server, aiohttp_client, make_config,
+                                                                  litecoind_node, faucet, tmp_path):  # noqa: F811
+    """Issue 43: litecoind mines one block at a time and the page, following its stream in place, shows each
+    count ("k of N", N alone once reached) before the next block is mined, then Paid; a count the confirmation
+    feed misses fails."""
+    client = await serve_app(aiohttp_server, aiohttp_client, make_config, plugin=litecoin_plugins(litecoind_node))
+    invoice = await ltc_invoice(client, await merchant_key(client))
+    hub_of = client.app[GATEWAY].services
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(invoice["payment_url"])
+        await browser.evaluate(LISTEN)
+        for _ in range(POLLS):  # the stream is open once the hub counts it
+            if hub_of.get("live_hub") and hub_of["live_hub"].open_streams:
+                break
+            await asyncio.sleep(0.1)
+        shown: list[str] = []
+
+        def drawn(count: int, threshold: int) -> str:
+            return f"{count} of {threshold}" if count < threshold else str(count)
+
+        async def page_shows(count: int, threshold: int) -> None:
+            await shows(browser, "#tx-list .confirmations", drawn(count, threshold))
+            await shows(browser, "#status", "Paid" if count == threshold else "Paying")
+            shown.append(await browser.text("#tx-list .confirmations"))
+
+        threshold = await count_every_confirmation(client, faucet, invoice, page_shows)
+        assert shown == [drawn(count, threshold) for count in range(threshold + 1)]
+        assert await browser.evaluate("window.__kept") == "no reload"  # every count drawn in place
+        assert browser.console_errors() == []
 
 
 async def test_without_javascript_the_page_refreshes_and_offers_a_check_again_link(served, tmp_path):

@@ -12,7 +12,7 @@ import logging
 from decimal import Decimal
 from typing import Any
 
-from orbchain.api import ChainUnavailable
+from orbchain.api import PAYMENT_CHANGED, ChainUnavailable
 from orbchain.chains.devnet import DevnetAdapter, devnet_chain
 from orbchain.testing import open_shop
 from orbchain.testing.api import create_payment, view_payment
@@ -22,14 +22,31 @@ HOUR = 3600
 
 
 async def _status(shop: Any, track_id: str, wanted: str) -> None:
-    """Until the merchant API shows ``wanted`` (bounded only against a hang)."""
-    async def poll() -> None:
-        while True:
-            if (await view_payment(shop.client, shop.merchant, track_id))["status"] == wanted:
-                return
-            await asyncio.sleep(0.05)
+    """Until the merchant API shows ``wanted``: read once, then once more per change the core announces for
+    this payment (its change feed), never on a clock. A payment that push never moves is read once, so a
+    broken push fails here as "never reached", not as a 429 from a status poll (bounded only against a hang)."""
+    changed = asyncio.Event()
+    seen: list[str] = []
 
-    await asyncio.wait_for(poll(), HANG_SECONDS)
+    def on_change(payload: str) -> None:
+        if payload == track_id:
+            changed.set()
+
+    async def watch() -> None:
+        while True:
+            changed.clear()
+            seen.append((await view_payment(shop.client, shop.merchant, track_id))["status"])
+            if seen[-1] == wanted:
+                return
+            await changed.wait()
+
+    unsubscribe = shop.gateway.signals.subscribe(PAYMENT_CHANGED, on_change)
+    try:
+        await asyncio.wait_for(watch(), HANG_SECONDS)
+    except TimeoutError:
+        raise AssertionError(f"{track_id} never reached {wanted} in {HANG_SECONDS} s (read {seen})") from None
+    finally:
+        unsubscribe()
 
 
 async def _pay_and_confirm(shop: Any) -> None:
