@@ -1,7 +1,9 @@
 """The subscriptions API (SPEC 4.5, merchant key) and its dashboard twins (SPEC 4.10, JWT).
 
 Merchant-key routes answer bare ``{data}`` (SPEC 2.1 names subscriptions
-among the data-only responses) and need the plugin's scopes when called with
+among the data-only responses), list and show subscriptions only (an
+enrolment from the customer page joins them, ACTIVE, once its first invoice
+is paid: ``store.IS_SUBSCRIPTION``) and need the plugin's scopes when called with
 a scoped key: ``subscription:create``, ``subscription:read``,
 ``subscription:cancel`` (the legacy merchant key has all three). The
 dashboard routes answer the full envelope.
@@ -24,7 +26,8 @@ SCOPES = {
     SCOPE_READ: "Read subscriptions (GET /v1/subscription, /v1/subscription/{id}).",
     SCOPE_CANCEL: "Cancel subscriptions (POST /v1/subscription/{id}/cancel).",
 }
-LIST_FILTERS = [Field("status", upper=True, choices=store.STATUSES), Field("customer_ref", max_len=128)]
+# SPEC 4.5: the four statuses of SPEC 3.4; an unpaid page enrolment is not a subscription (store.IS_SUBSCRIPTION).
+LIST_FILTERS = [Field("status", upper=True, choices=store.SPEC_STATUSES), Field("customer_ref", max_len=128)]
 
 
 async def _created(request: web.Request) -> dict[str, Any]:
