@@ -54,6 +54,12 @@ class Coin:
     saying what its ``confirmations`` and ``min_payout`` mean where they are
     not block confirmations and an on-chain payout minimum (a swap-only
     coin, Lightning); None for the others.
+    ``min_payment``: the smallest amount a payment may ask a payer to send,
+    in coin units (a decimal string): its chain's dust limit or rent floor,
+    below which the payer's transaction would not be relayed or would leave
+    the gateway an output it cannot spend. None: one base unit (a chain with
+    no such floor). Every payment is refused below it when it is priced
+    (core/payments/minimums.py).
     ``price_id``: the asset's id at CoinGecko-compatible price sources
     (tokens price as their asset); ``dev_price_usd``: the offline
     development price of the ``static`` source (a decimal string).
@@ -87,6 +93,7 @@ class Coin:
     # SPEC 8: payout addresses are at most 128 characters; a coin paid to longer requests (BOLT 11) says so.
     max_destination_length: int = 128
     max_amount: str | None = None
+    min_payment: str | None = None
 
     @property
     def default_threshold(self) -> int:
@@ -97,6 +104,13 @@ class Coin:
         if self.min_payout is None:
             return 0
         return to_base_units(self.min_payout, self.decimals, allow_zero=True)
+
+    @cached_property
+    def min_payment_units(self) -> int:
+        """``min_payment`` in base units (at least one): the smallest ``pay_amount`` a payment may have."""
+        if self.min_payment is None:
+            return 1
+        return max(1, to_base_units(self.min_payment, self.decimals))
 
     @cached_property
     def max_units(self) -> int:
@@ -141,7 +155,7 @@ class CoinRegistry(Registry[Coin]):
     def add(self, item: Coin) -> Coin:
         if not isinstance(item.decimals, int) or not 0 <= item.decimals <= 30:
             raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has bad decimals")
-        for name, derived in (("max_amount", "max_units"),):
+        for name, derived in (("max_amount", "max_units"), ("min_payment", "min_payment_units")):
             try:
                 getattr(item, derived)
             except AmountError as exc:  # derived once here, so a bad value stops the start

@@ -11,6 +11,7 @@ dashboard routes answer the full envelope.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Mapping
 
 from aiohttp import web
@@ -111,6 +112,7 @@ async def new_plan(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> A
     """Validate a plan's body and store it (the API route's and the dashboard page's one way)."""
     clean = validate(body, plans.CREATE_FIELDS)
     coins = await plans.check_coins(gateway, merchant_id, clean["accepted_coins"] or [])
+    await plans.check_price(gateway, merchant_id, clean["amount_usd"], coins)
     if await store.count_plans(gateway, merchant_id) >= plans.MAX_PLANS:
         raise plans.too_many()
     row = await store.insert_plan(gateway, merchant_id, label=clean["label"],
@@ -137,6 +139,9 @@ async def patch_plan(request: web.Request) -> web.Response:
         raise plans.nothing_to_change()
     if "accepted_coins" in changes:
         changes["accepted_coins"] = await plans.check_coins(gateway, merchant_id, changes["accepted_coins"])
+    if "amount_usd" in changes or "accepted_coins" in changes:  # the price as it will be, in the coins it will offer
+        await plans.check_price(gateway, merchant_id, Decimal(changes.get("amount_usd", current["amount_usd"])),
+                                changes.get("accepted_coins", store.coins_of(current)))
     if "amount_usd" in changes:
         changes["amount_usd"] = plans.usd_text(changes["amount_usd"])
     row = await store.update_plan(gateway, merchant_id, current["id"], changes)
