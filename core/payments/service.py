@@ -225,18 +225,17 @@ async def price_payment(
         units = coin.to_units(request.amount)
     except AmountError as exc:
         raise ValidationError({"amount": exc.problem}) from None
-    fields = {"amount": coin.format(units), "pay_amount": units}
-    price = Decimal(1)  # of one pay coin in the amount's coin
+    pay_units, price = units, Decimal(1)  # price: of one pay coin in the amount's coin
     if pay_coin.symbol != coin.symbol:
         # Coin-to-coin: convert through USD at creation and freeze the result.
         from_usd = await coin_rate_in(gateway, coin.symbol, "USD")
         to_usd = await coin_rate_in(gateway, pay_coin.symbol, "USD")
         with localcontext() as ctx:
             ctx.prec = 120
-            fields["pay_amount"] = units_ceiling(Decimal(units).scaleb(-coin.decimals) * from_usd / to_usd, pay_coin)
+            pay_units = units_ceiling(Decimal(units).scaleb(-coin.decimals) * from_usd / to_usd, pay_coin)
             price = to_usd / from_usd
-    minimums.require_payable(pay_coin, fields["pay_amount"], field="amount", priced_in=coin, price=price)
-    return fields
+    minimums.require_payable(pay_coin, pay_units, field="amount", priced_in=coin, price=price)
+    return {"amount": coin.format(units), "pay_amount": pay_units}
 
 
 # -- creation ---------------------------------------------------------------------------

@@ -140,8 +140,8 @@ async def patch_plan(request: web.Request) -> web.Response:
     if "accepted_coins" in changes:
         changes["accepted_coins"] = await plans.check_coins(gateway, merchant_id, changes["accepted_coins"])
     if "amount_usd" in changes or "accepted_coins" in changes:  # the price as it will be, in the coins it will offer
-        await plans.check_price(gateway, merchant_id, Decimal(changes.get("amount_usd", current["amount_usd"])),
-                                changes.get("accepted_coins", store.coins_of(current)))
+        price = changes["amount_usd"] if "amount_usd" in changes else Decimal(current["amount_usd"])
+        await plans.check_price(gateway, merchant_id, price, changes.get("accepted_coins", store.coins_of(current)))
     if "amount_usd" in changes:
         changes["amount_usd"] = plans.usd_text(changes["amount_usd"])
     row = await store.update_plan(gateway, merchant_id, current["id"], changes)
