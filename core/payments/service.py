@@ -216,7 +216,7 @@ async def price_payment(
             coin_rate = rate if coin.symbol == pay_coin.symbol else await coin_rate_in(gateway, coin.symbol, fiat)
             with localcontext() as ctx:
                 ctx.prec = 120
-                fields["amount"] = coin.format(units_ceiling(fiat_amount / coin_rate, coin))
+                fields["amount"] = coin.format(units_ceiling(fiat_amount / coin_rate, coin, field))
         else:
             fields["amount"] = fields["amount_fiat"]
         return fields
