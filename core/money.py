@@ -155,6 +155,11 @@ def format_units(units: int, decimals: int) -> str:
 FIAT_MINOR_DIGITS = {"JPY": 0}  # ISO 4217 minor units of the SPEC 4.2 fiat currencies: 2 unless listed
 
 
+def fiat_decimals(currency: str) -> int:
+    """How many decimals an amount of the fiat ``currency`` may have: its ISO 4217 minor unit (USD 2, JPY 0)."""
+    return FIAT_MINOR_DIGITS.get(currency, 2)
+
+
 def fiat_text(amount: Any, currency: Any) -> str:
     """A fiat amount as pages show it, to the currency's minor unit (``25.0002`` USD -> ``25.00 USD``), exactly.
 
@@ -168,7 +173,7 @@ def fiat_text(amount: Any, currency: Any) -> str:
         return ""
     if not value.is_finite():
         return ""
-    digits = FIAT_MINOR_DIGITS.get(str(currency), 2)
+    digits = fiat_decimals(str(currency))
     return f"{value.quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP):,f} {currency}"
 
 

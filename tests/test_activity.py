@@ -19,10 +19,12 @@ from orbchain import api as services
 from orbchain.core.contract.pages import DashboardNotice
 from orbchain.core.contract.plugins import hookimpl
 from orbchain.plugins.activity.describe import describe
+from orbchain.plugins.teams import roles
 from orbchain.web.keys import GATEWAY
 
 from orbchain.testing.api import Merchant
 
+from .approvals_support import PASSWORD, add_member
 from .dashboard_support import Visitor
 from .support import advance_clock, api, bearer, signup
 from .telegram_support import CHAT, MERCHANT_PASSWORD, enable_totp, link_via_bot, open_session, telegram_config
@@ -284,3 +286,62 @@ async def test_an_identity_provider_sign_in_is_listed_with_its_ip_and_browser(ma
     events = (await activity(client, Merchant(token, "", {})))["events"]
     assert [(e["kind"], e["details"], e["client_ip"], e["user_agent"]) for e in events] == [
         ("sign_in", {"method": "identity_provider"}, "127.0.0.1", UA["User-Agent"])] * 2
+
+
+# -- who reads what (issue 42 item 7) ---------------------------------------------------------------------
+
+
+async def test_a_member_without_activity_read_sees_only_their_own_entries(make_client, make_config):
+    """Break: a viewer read everyone's sign-in IPs and user agents on GET /dashboard/activity and /app/activity.
+
+    The holder, owners and admins (and a custom role given ``activity:read``) read the whole log; a viewer,
+    a developer or a finance member reads only what they did, on the JSON list, the page, the home page's
+    alerts, and cannot dismiss an alert they may not read."""
+    client = await make_client(make_config(scheduler={"enabled": False}, rate_limits={"auth_per_minute": 1000}))
+    gateway = client.app[GATEWAY]
+    holder = await signup(client, "holder@example.com", MERCHANT_PASSWORD)
+    response = await client.post("/dashboard/auth/login", headers={"User-Agent": "HolderPhone/1"},
+                                 json={"email": "holder@example.com", "password": MERCHANT_PASSWORD})
+    assert response.status == 200
+    await roles.create_custom_role(gateway, holder.merchant_id, "auditor", ["activity:read"])
+    members = {role: await add_member(client, gateway, holder.merchant_id, f"{role}@example.com", role)
+               for role in ("viewer", "developer", "finance", "admin", "auditor")}
+    status, body = await api(client, "POST", "/dashboard/api-keys", members["developer"],
+                             json={"label": "ci", "scopes": ["payment:read"]})
+    assert status == 200, body
+    await services.announce_security_event(gateway, holder.merchant_id, "widget_paired", alert=True)
+
+    whole = await activity(client, holder, limit=200)
+    assert any(e["user_agent"] == "HolderPhone/1" for e in whole["events"])
+    actors = {e["actor"] for e in whole["events"]}
+    assert {None, "member viewer@example.com", "member developer@example.com"} <= actors
+    for role in ("admin", "auditor"):
+        status, body = await api(client, "GET", "/dashboard/activity", members[role], params={"limit": 200})
+        assert status == 200 and body["data"]["total"] == whole["total"], (role, body)
+    for role, kinds in (("viewer", ["sign_in"]), ("finance", ["sign_in"]),
+                        ("developer", ["api_key_created", "sign_in"])):
+        status, body = await api(client, "GET", "/dashboard/activity", members[role], params={"limit": 200})
+        assert status == 200, body
+        own = body["data"]["events"]
+        assert [e["kind"] for e in own] == kinds and body["data"]["total"] == len(kinds), (role, own)
+        assert {e["actor"] for e in own} == {f"member {role}@example.com"}
+        assert "HolderPhone/1" not in str(body)
+
+    browser = Visitor(client)
+    await browser.sign_in("developer@example.com", PASSWORD)
+    page = await browser.get("/app/activity")
+    # Their two sign-ins (JSON, this browser) and their key: nothing of anyone else's.
+    assert "3 security events of yours" in page and "HolderPhone/1" not in page and "Widget paired" not in page
+    assert page.count('class="activity-actor" data-label="Who">member developer@example.com') == 3
+    home = await browser.get("/app")
+    assert "Widget paired" not in home  # the holder's alert is not theirs to read
+    alert = next(e for e in whole["events"] if e["kind"] == "widget_paired")
+    await browser.get("/app/activity")
+    await browser.submit("/app/activity", {"action": "dismiss", "event_id": str(alert["id"])}, expect=404)
+    assert not (await activity(client, holder))["events"][0]["dismissed"]
+
+    await browser.submit("/app/logout")
+    await browser.sign_in("admin@example.com", PASSWORD)
+    page = await browser.get("/app/activity")
+    assert f"{whole['total'] + 2} security events on this account" in page and "HolderPhone/1" in page
+    assert "Widget paired" in await browser.get("/app")

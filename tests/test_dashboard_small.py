@@ -15,6 +15,7 @@ from orbchain.plugins.swaps.dashboard import default_pair
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import Visitor, paid_invoice
+from .support import Devnet
 
 
 @pytest.fixture
@@ -136,4 +137,12 @@ async def test_statuses_read_as_words_not_codes(app_client):
     fields = {"email": "customer@example.com", **({"csrf_token": html.unescape(token.group(1))} if token else {})}
     await app_client.post(subscribe, data=fields, allow_redirects=False)
     page = await visitor.get("/app/subscriptions")
-    assert '<td data-label="Status">Pending</td>' in page and ">PENDING<" not in page
+    # Waiting for its first payment: a sign-up listed apart, not yet a subscription (issue 42 item 9).
+    assert "customer@example.com" in page.split('id="pending-table"', 1)[1] and ">PENDING<" not in page
+    gateway = app_client.app[GATEWAY]
+    first = await gateway.db.fetch_one("SELECT address, pay_amount FROM payments WHERE order_id LIKE 'subscription:%'")
+    devnet = Devnet(app_client)
+    await devnet.pay("BTC", first["address"], gateway.coins.require("BTC").format(gateway.db.to_int(first["pay_amount"])))
+    await devnet.mine(2)
+    page = await visitor.get("/app/subscriptions")
+    assert '<td data-label="Status">Active</td>' in page and ">ACTIVE<" not in page

@@ -130,6 +130,11 @@ async def test_create_list_patch(shop):
     ({"amount": "-1"}, "amount"),
     ({"amount": "0.000000001"}, "amount"),  # finer than a satoshi
     ({"amount_fiat": "abc", "fiat_currency": "USD"}, "amount_fiat"),
+    # Issue 42 item 8: a price finer than the currency's minor unit, or below the coin's smallest payment now.
+    ({"amount_fiat": "5.001", "fiat_currency": "USD"}, "amount_fiat"),
+    ({"amount_fiat": "500.5", "fiat_currency": "JPY"}, "amount_fiat"),
+    ({"amount_fiat": "0.10", "fiat_currency": "USD"}, "amount_fiat"),  # BTC at 60000: 167 satoshi
+    ({"amount": "0.000005"}, "amount"),  # 500 satoshi
     ({"lifetime": 0}, "lifetime"),
     ({"lifetime": 43201}, "lifetime"),
     ({"description": "d" * 501}, "description"),
@@ -284,6 +289,27 @@ async def test_buyer_entered_link_prompts_then_mints(shop):
     invoice = await minted(shop, link["slug"], {"amount": "0.5"})
     assert invoice["amount"] == "0.5" and invoice["pay_amount"] == "0.5" and invoice["currency"] == "BTC"
     assert (await links(shop))[0]["uses"] == 1
+
+
+async def test_a_buyer_entered_price_is_refused_below_the_smallest_payment_or_finer_than_the_currency(shop):
+    """Issue 42 item 8: what a payer types goes through the same minimums as the merchant's prices, and is told
+    the minimum in the link's own currency; a yen price is whole yen."""
+    usd = await created(shop, fiat_currency="USD")
+    yen = await created(shop, fiat_currency="JPY")
+    native = await created(shop)
+    for slug, amount, problem in (
+            (usd["slug"], "0.05", "The amount must be at least 0.60 USD at the current rate: a BTC payment must be"
+                                  " at least 0.00001 BTC."),
+            (usd["slug"], "1.005", "Use at most 2 decimals."),
+            (yen["slug"], "150.5", "Use at most 0 decimals."),
+            (native["slug"], "0.000001", "The amount must be at least 0.00001 BTC, the smallest payment BTC can"
+                                         " receive.")):
+        response = await resolve(shop, slug, {"amount": amount})
+        text = await response.text()
+        assert response.status == 400 and problem in text, (amount, text[:3000])
+    assert await payment_count(shop) == 0
+    assert (await minted(shop, usd["slug"], {"amount": "0.60"}))["pay_amount"] == "0.00001"
+    assert (await minted(shop, yen["slug"], {"amount": "150"}))["amount_fiat"] == "150"
 
 
 @pytest.mark.parametrize("amount, problem", [

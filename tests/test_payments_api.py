@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.web.keys import GATEWAY
 
+from .dashboard_support import Visitor
 from .support import Devnet, api, signup
 
 
@@ -39,6 +41,18 @@ async def env(make_client, make_config):
         ("/v1/payment/invoice", {"amount": "10", "expires_in": 30}, "expires_in"),
         ("/v1/payment/invoice", {"amount": "10", "email": "not-an-email"}, "email"),
         ("/v1/payment/invoice", {"amount": "10", "accepted_coins": []}, "accepted_coins"),
+        # Issue 42 item 8. Breaks caught: a USD invoice of 1e-19 was priced at 1 satoshi; fiat finer than its minor
+        # unit and pay amounts below the coin's dust limit (or Solana's rent floor) were accepted.
+        ("/v1/payment/invoice", {"amount": "0.0000000000000000001", "currency": "USD"}, "amount"),
+        ("/v1/payment/invoice", {"amount": "0.01", "currency": "USD"}, "amount"),
+        ("/v1/payment/invoice", {"amount": "100.5", "currency": "JPY"}, "amount"),
+        ("/v1/payment/invoice", {"amount": "0.000001", "currency": "BTC"}, "amount"),
+        ("/v1/payment/white-label", {"currency": "BTC", "amount": "0.000005"}, "amount"),
+        ("/v1/payment/white-label", {"currency": "BTC", "amount_fiat": "0.001", "fiat_currency": "USD"},
+         "amount_fiat"),
+        ("/v1/payment/white-label", {"currency": "BTC", "amount_fiat": "0.10", "fiat_currency": "USD"}, "amount_fiat"),
+        ("/v1/payment/white-label", {"currency": "ETH", "amount": "0.0001", "pay_currency": "BTC"}, "amount"),
+        ("/v1/payment/white-label", {"currency": "SOL", "amount": "0.0005"}, "amount"),
     ],
 )
 async def test_bad_input_names_the_field(env, path, body, field):
@@ -268,3 +282,59 @@ async def test_the_status_filter_takes_any_case_and_names_the_values_it_knows(en
         status, body = await api(client, "GET", path, headers, params={"status": "Settled"})
         assert status == 400 and body["error"]["detail"]["status"] == \
             "must be one of WAITING, PAYING, PAID, EXPIRED, CANCELLED", body
+
+
+async def test_the_smallest_payment_is_named_in_the_currency_the_amount_was_written_in(env):
+    """Issue 42 item 8: the minimum is the pay coin's smallest payment (BTC 0.00001, the dust floor its payouts
+    keep too), said in the amount's own currency at the moment's rate; one minor unit of a fiat is the finest
+    price (a cent, a whole yen). The same on the dashboard's JSON and its no-script form."""
+    client, merchant = env
+    cases = [
+        ({"amount": "0.59", "currency": "USD"},
+         "must be at least 0.60 USD at the current rate: a BTC payment must be at least 0.00001 BTC"),
+        ({"amount": "0.01", "currency": "BTC"}, None),
+        ({"amount": "0.000009", "currency": "BTC"}, "must be at least 0.00001 BTC, the smallest payment BTC can receive"),
+        ({"amount": "100.5", "currency": "JPY"}, "has more than 0 decimal places"),
+        ({"amount": "12.345", "currency": "EUR"}, "has more than 2 decimal places"),
+    ]
+    for body, problem in cases:
+        status, answer = await api(client, "POST", "/v1/payment/invoice", merchant.merchant_key, json=body)
+        if problem is None:
+            assert status == 200, answer
+            continue
+        assert status == 400 and answer["error"]["detail"] == {"amount": problem}, (body, answer)
+        status, answer = await api(client, "POST", "/dashboard/create-payment", merchant.jwt,
+                                   json={"type": "invoice", **body})
+        assert status == 400 and answer["error"]["detail"] == {"amount": problem}, (body, answer)
+    for body, pay_amount in (({"amount": "0.60", "currency": "USD"}, "0.00001"),
+                             ({"amount": "100", "currency": "JPY"}, "0.00001112"),
+                             ({"amount": "12.500", "currency": "EUR"}, "0.00023149")):
+        status, answer = await api(client, "POST", "/v1/payment/invoice", merchant.merchant_key, json=body)
+        assert status == 200 and answer["data"]["pay_amount"] == pay_amount, (body, answer)
+    status, answer = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                               json={"currency": "ETH", "amount": "0.0001", "pay_currency": "BTC"})
+    assert answer["error"]["detail"] == {"amount": "must be at least 0.0002 ETH at the current rate: a BTC payment "
+                                                   "must be at least 0.00001 BTC"}, answer
+    status, answer = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                               json={"currency": "SOL", "amount": "0.00089087"})
+    assert answer["error"]["detail"] == {"amount": "must be at least 0.00089088 SOL, the smallest payment SOL can "
+                                                   "receive"}, answer
+    before = (await api(client, "GET", "/v1/payment", merchant.merchant_key))[1]["data"]["total"]
+
+    visitor = Visitor(client)
+    await visitor.sign_up("form@example.com")
+    await visitor.get("/app/payments/new")
+    await visitor.submit("/app/payments/new", {"type": "invoice", "amount": "0.0000000000000000001",
+                                               "currency": "USD"}, expect=400)
+    assert 'id="error-amount">Has more than 2 decimal places.' in visitor.page
+    assert 'value="0.0000000000000000001"' in visitor.page
+    await visitor.submit("/app/payments/new", {"type": "invoice", "amount": "0.10", "currency": "USD"}, expect=400)
+    assert 'id="error-amount">Must be at least 0.60 USD at the current rate' in visitor.page
+    await visitor.submit("/app/payments/new", {"type": "white_label", "amount": "0.000001", "currency": "BTC"},
+                         expect=400)
+    assert 'id="error-amount">Must be at least 0.00001 BTC, the smallest payment BTC can receive' in visitor.page
+    assert (await api(client, "GET", "/v1/payment", merchant.merchant_key))[1]["data"]["total"] == before
+    made = await client.app[GATEWAY].db.fetch_val(
+        "SELECT COUNT(*) FROM payments p JOIN merchants m ON m.id = p.merchant_id WHERE m.email = :e",
+        {"e": "form@example.com"})
+    assert made == 0  # nothing the refused forms asked for was created

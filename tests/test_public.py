@@ -27,17 +27,21 @@ async def test_currencies_list_the_whole_coin_table(client):
     assert symbols == SPEC_SYMBOLS
     btc = body["data"][0]
     assert btc == {"symbol": "BTC", "name": "Bitcoin", "network": "bitcoin", "decimals": 8,
-                   "confirmations": 2, "min_payout": "0.0001"}
+                   "confirmations": 2, "min_payout": "0.0001", "note": None}
     trx = next(row for row in body["data"] if row["symbol"] == "TRX")
     assert trx["confirmations"] == 3 and trx["decimals"] == 6
-    # SPEC 2.7's "none listed", "not payable" and "n/a" read as null (docs/decisions.md).
+    # Every row has SPEC 2.6's types: an integer and a decimal string (issue 42 item 9: XMR and BTC_LN had null).
     rows = {row["symbol"]: row for row in body["data"]}
-    assert rows["XMR"] == {"symbol": "XMR", "name": "Monero", "network": "monero", "decimals": 12,
-                           "confirmations": None, "min_payout": None}
-    assert rows["BTC_LN"] == {"symbol": "BTC_LN", "name": "Bitcoin Lightning", "network": "lightning",
-                              "decimals": 8, "confirmations": None, "min_payout": None}
-    assert all(row["confirmations"] is not None and row["min_payout"] is not None
-               for symbol, row in rows.items() if symbol not in ("XMR", "BTC_LN"))
+    for symbol, row in rows.items():
+        assert type(row["confirmations"]) is int and row["confirmations"] >= 0, symbol
+        assert isinstance(row["min_payout"], str) and Decimal(row["min_payout"]) >= 0, symbol
+        assert (row["note"] is None) == (symbol not in ("XMR", "BTC_LN")), symbol
+    # Where SPEC 2.7 lists none, the row says what its numbers mean for a coin not paid out on chain.
+    xmr, lightning = rows["XMR"], rows["BTC_LN"]
+    assert (xmr["confirmations"], xmr["min_payout"], xmr["decimals"]) == (10, "0", 12)
+    assert "never paid out" in xmr["note"] and "10 confirmations" in xmr["note"]
+    assert (lightning["confirmations"], lightning["min_payout"], lightning["decimals"]) == (0, "0.00000001", 8)
+    assert "BOLT11 invoice is paid" in lightning["note"] and "one satoshi" in lightning["note"]
 
 
 async def test_prices_are_exact_numbers_from_the_static_source(client):

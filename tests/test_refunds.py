@@ -58,6 +58,9 @@ async def test_amount_usd_uses_the_current_price(env):
     assert status == 200 and body["data"]["amount"] == "0.001"
     status, body = await refund(client, merchant, track_id, amount_usd="0.000001")
     assert status == 400 and "amount_usd" in body["error"]["detail"]
+    # Issue 42 item 8: a USD amount is cents at most (this one was refunded at 60.001 USD's price before).
+    status, body = await refund(client, merchant, track_id, amount_usd="60.001")
+    assert status == 400 and body["error"]["detail"] == {"amount_usd": "has more than 2 decimal places"}, body
     status, body = await refund(client, merchant, track_id, amount="0.001", amount_usd="60")
     assert status == 400 and body["error"]["type"] == "validation"
 

@@ -6,6 +6,8 @@ are allowed, a missing one fails by name). Both databases.
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 from orbchain.plugins.swaps.engine import run_swaps
 
 from .support import api
@@ -125,3 +127,43 @@ async def test_not_shown_list_shapes_are_the_recorded_ones(env):  # noqa: F811 -
                                                    "mrr_usd"}}
     for path, keys in shapes.items():
         assert set(await ok(client, "GET", path, merchant.jwt)) == keys, path
+
+
+# -- strict decoding of SPEC's types (issue 42 item 9: the audit's two findings that broke such a client) ----------
+
+SPEC_SUBSCRIPTION_STATUSES = {"ACTIVE", "PAUSED", "CANCELLED", "FAILED"}  # SPEC 3.4
+
+
+async def test_every_currency_row_has_spec_26s_types(env):  # noqa: F811 - the imported fixture
+    """SPEC 2.6: confirmations (integer), min_payout (string). XMR and BTC_LN answered null for both."""
+    client, _, _, _ = env
+    rows = (await ok(client, "GET", "/v1/common/currencies", {}))
+    for row in rows:
+        assert type(row["symbol"]) is str and type(row["name"]) is str and type(row["network"]) is str, row
+        assert type(row["decimals"]) is int and type(row["confirmations"]) is int, row
+        assert type(row["min_payout"]) is str and Decimal(row["min_payout"]) >= 0, row
+
+
+async def test_the_subscriptions_api_shows_only_spec_34s_statuses(env):  # noqa: F811 - the imported fixture
+    """SPEC 3.4 and 4.5: a customer's unpaid page enrolment (PENDING, later EXPIRED) is not a subscription: no list,
+    no look-up, no filter, no webhook names it; paid, it joins the list ACTIVE."""
+    client, merchant, gateway, _ = env
+    plan = await ok(client, "POST", "/dashboard/plans", merchant.jwt,
+                    {"label": "Pro", "amount_usd": "5.00", "interval_sec": 3600, "accepted_coins": ["BTC"]})
+    await ok(client, "POST", "/dashboard/subscriptions", merchant.jwt, {"plan_id": plan["id"]})
+    for ref in ("a", "b"):
+        response = await client.post(f"/subscribe/{plan['id']}", data={"customer_ref": ref}, allow_redirects=False)
+        assert response.status == 303
+    unpaid = [r["id"] for r in await gateway.db.fetch_all("SELECT id FROM subscriptions WHERE status = 'PENDING'")]
+    assert len(unpaid) == 2
+    listed = (await ok(client, "GET", "/v1/subscription", merchant.merchant_key))["subscriptions"]
+    assert len(listed) == 1 and {s["status"] for s in listed} <= SPEC_SUBSCRIPTION_STATUSES
+    for subscription_id in unpaid:
+        status, _ = await api(client, "GET", f"/v1/subscription/{subscription_id}", merchant.merchant_key)
+        assert status == 404
+    for bad in ("PENDING", "EXPIRED"):
+        status, answer = await api(client, "GET", "/v1/subscription", merchant.merchant_key, params={"status": bad})
+        assert status == 400 and "status" in answer["error"]["detail"], answer
+    bodies = [r["body"] for r in await gateway.db.fetch_all(
+        "SELECT body FROM webhook_events WHERE event_type LIKE 'subscription.%'")]
+    assert not any(subscription_id in body for body in bodies for subscription_id in unpaid)

@@ -133,6 +133,10 @@ async def test_plans_create_list_patch(env):
     ({"label": "x" * 81}, "label"),
     ({"accepted_coins": "BTC"}, "accepted_coins"),
     ({"accepted_coins": ["NOPE"]}, "accepted_coins"),
+    # Issue 42 item 8: a price below the smallest payment of a coin its invoices offer (BTC at 60000: 0.60 USD),
+    # of the plan's coins or, with none, of every coin the merchant accepts (BTC among them).
+    ({"amount_usd": "0.59"}, "amount_usd"),
+    ({"amount_usd": "0.01", "accepted_coins": []}, "amount_usd"),
 ])
 async def test_bad_plans_are_a_400_envelope_and_create_nothing(env, fields, field):
     client, merchant, _ = env
@@ -141,6 +145,27 @@ async def test_bad_plans_are_a_400_envelope_and_create_nothing(env, fields, fiel
     assert status == 400, answer
     assert answer["data"] is None and answer["error"]["type"] == "validation" and field in answer["error"]["detail"]
     assert (await api(client, "GET", PLANS, merchant.jwt))[1]["data"]["plans"] == []
+
+
+async def test_a_plan_price_buys_at_least_the_smallest_payment_of_its_coins(env):
+    """Issue 42 item 8. Break caught: a 0.01 USD plan was accepted, and every period's invoice asked for 17
+    satoshi, below BTC's dust floor (no wallet sends it). The price is checked against each coin the plan's
+    invoices offer, when it is set and when its price or coins change."""
+    client, merchant, _ = env
+    status, answer = await api(client, "POST", PLANS, merchant.jwt,
+                               json={"label": "x", "amount_usd": "0.10", "interval_sec": MONTH,
+                                     "accepted_coins": ["LTC", "BTC"]})
+    assert status == 400 and answer["error"]["detail"] == {
+        "amount_usd": "must be at least 0.60 USD at the current rate: a BTC payment must be at least 0.00001 BTC"}
+    plan = await make_plan(client, merchant, amount_usd="0.10", accepted_coins=["LTC"])  # LTC's floor: 0.008 USD
+    for change in ({"accepted_coins": ["LTC", "BTC"]}, {"amount_usd": "0.005"}):
+        status, answer = await api(client, "PATCH", f"{PLANS}/{plan['id']}", merchant.jwt, json=change)
+        assert status == 400 and "amount_usd" in answer["error"]["detail"], (change, answer)
+    [kept] = (await api(client, "GET", PLANS, merchant.jwt))[1]["data"]["plans"]
+    assert kept == plan
+    status, answer = await api(client, "PATCH", f"{PLANS}/{plan['id']}", merchant.jwt,
+                               json={"amount_usd": "0.60", "accepted_coins": ["LTC", "BTC"]})
+    assert status == 200 and answer["data"]["amount_usd"] == "0.60", answer
 
 
 async def test_plan_coins_must_be_accepted_and_patches_are_checked(env):
@@ -269,7 +294,7 @@ async def test_a_disabled_or_unknown_plan_refuses_enrolment(env):
 async def test_dashboard_twins_and_summary_with_exact_mrr(env):
     client, merchant, devnet = env
     monthly = await make_plan(client, merchant, amount_usd="10.00")
-    weekly = await make_plan(client, merchant, amount_usd="0.01", interval_sec=7 * 86400)
+    weekly = await make_plan(client, merchant, amount_usd="1.00", interval_sec=7 * 86400)
     yearly = await make_plan(client, merchant, amount_usd="100", interval_sec=365 * 86400)
     ids = []
     for plan in (monthly, weekly, weekly, weekly, yearly):
@@ -288,9 +313,9 @@ async def test_dashboard_twins_and_summary_with_exact_mrr(env):
         await pay(client, merchant, devnet, (await show(client, merchant, sid))["pay_url"].rsplit("/", 1)[1])
     status, answer = await api(client, "GET", "/dashboard/subscriptions/summary", merchant.jwt)
     assert status == 200, answer
-    # 10 + 3 * 0.01 * 30/7 = 10.128571... -> 10.13 (exact fractions, rounded once)
+    # 10 + 3 * 1.00 * 30/7 = 22.857142... -> 22.86 (exact fractions, rounded once)
     assert answer["data"] == {"active": 4, "paused": 0, "failed": 0, "cancelled": 1, "pending": 0, "expired": 0,
-                              "mrr_usd": "10.13"}
+                              "mrr_usd": "22.86"}
     assert (await api(client, "GET", "/dashboard/subscriptions/summary", merchant.merchant_key))[0] == 401
 
 

@@ -2,7 +2,8 @@
 
 Forms are posted as a browser without JavaScript posts them
 (``application/x-www-form-urlencoded``) and redirects are checked, not followed.
-An enrolment from the page is PENDING until its first invoice is paid (issue 29).
+An enrolment from the page is PENDING until its first invoice is paid (issue 29), and until then it is not a
+subscription: the API and the subscription webhooks show none (issue 42 item 9).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from orbchain.core.payments.status import expire_payments
-from orbchain.plugins.subscriptions import billing, enrolment
+from orbchain.plugins.subscriptions import billing, enrolment, store
 from orbchain.plugins.subscriptions.billing import run_billing
 from orbchain.web.keys import GATEWAY
 
+from .dashboard_support import Visitor
 from .support import Devnet, advance_clock, api, freeze_clock, signup
 
 MONTH = 30 * 86400
@@ -37,6 +39,15 @@ async def shop(make_client, make_config):
 
 async def subscriptions(client, merchant):
     return (await api(client, "GET", "/v1/subscription", merchant.merchant_key))[1]["data"]["subscriptions"]
+
+
+async def enrolments(client, merchant):
+    """Every row the plugin keeps for the merchant, subscriptions and unpaid enrolments alike, newest first, as the
+    views show one (the manage page and the dashboard see enrolments the API does not list)."""
+    gateway = client.app[GATEWAY]
+    rows = await gateway.db.fetch_all("SELECT id FROM subscriptions WHERE merchant_id = :m"
+                                      " ORDER BY created_at DESC, id DESC", {"m": merchant.merchant_id})
+    return [enrolment.subscription_view(gateway, await store.subscription_row(gateway, r["id"])) for r in rows]
 
 
 async def enrol(client, plan_id, headers=None, **form):
@@ -87,8 +98,14 @@ async def test_the_form_enrols_pending_and_sends_the_customer_to_the_first_invoi
     assert f'action="/subscribe/{plan["id"]}"' in html and "default-src 'none'" in page.headers[
         "Content-Security-Policy"]
     pay_url = await enrol(client, plan["id"], email="Buyer@Example.com", customer_ref="order-7")
-    [sub] = await subscriptions(client, merchant)
+    [sub] = await enrolments(client, merchant)
     assert sub["status"] == "PENDING" and sub["customer_email"] == "buyer@example.com"
+    # Issue 42 item 9, break caught: the API listed it PENDING, outside SPEC 3.4's four statuses.
+    assert await subscriptions(client, merchant) == []
+    status, body = await api(client, "GET", f"/v1/subscription/{sub['subscription_id']}", merchant.merchant_key)
+    assert status == 404, body
+    status, body = await api(client, "GET", "/v1/subscription", merchant.merchant_key, params={"status": "PENDING"})
+    assert status == 400 and body["error"]["detail"]["status"], body
     assert sub["customer_ref"] == "order-7" and sub["pay_url"] == pay_url
     status, body = await api(client, "GET", f"/v1/payment/{pay_url.rsplit('/', 1)[1]}", merchant.merchant_key)
     invoice = body["data"]
@@ -118,8 +135,9 @@ async def test_an_unpaid_enrolment_expires_with_its_invoice_and_never_bills(shop
     await enrol(client, plan["id"])
     advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60 + 1)
     await expire_payments(gateway)
-    [sub] = await subscriptions(client, merchant)
+    [sub] = await enrolments(client, merchant)
     assert sub["status"] == "EXPIRED" and sub["next_billing_at"] is None and sub["pay_url"] is None
+    assert await subscriptions(client, merchant) == []  # it never was a subscription
     for days in (1, 31, 62):  # months later the tick still mints nothing for it
         gateway.clock = lambda d=days: start + d * 86400
         report = await run_billing(gateway)
@@ -132,6 +150,54 @@ async def test_an_unpaid_enrolment_expires_with_its_invoice_and_never_bills(shop
     assert refused.status == 400
     summary = await enrolment.summary(gateway, merchant.merchant_id)  # (the dashboard JWT has expired by now)
     assert summary["expired"] == 1 and summary["pending"] == 0 and summary["mrr_usd"] == "0.00"
+
+
+async def test_an_unpaid_enrolment_is_never_a_subscription_of_the_api_or_its_webhooks(shop):
+    """Issue 42 item 9: SPEC 3.4 has four statuses. A page enrolment stays out of GET /v1/subscription (and its
+    id, its cancel, GET /dashboard/subscriptions, the subscription webhooks) until its first invoice is paid; one
+    the customer cancels before paying never joins, even when that invoice is paid afterwards (the merchant is
+    credited, payment.paid fires, subscription.paid does not). The dashboard page lists waiting ones apart."""
+    client, merchant, plan = shop
+    gateway = client.app[GATEWAY]
+    waiting_url = await enrol(client, plan["id"], customer_ref="waiting")
+    cancelled_url = await enrol(client, plan["id"], customer_ref="gave-up")
+    waiting, cancelled = sorted(await enrolments(client, merchant), key=lambda s: s["customer_ref"] != "waiting")
+    response = await client.post(f"{manage_path(cancelled)}/cancel", allow_redirects=False)
+    assert response.status == 303
+    subscribed = await active_enrolment(client, merchant, plan, customer_ref="paid")
+    await pay_first_invoice(client, merchant, cancelled_url)  # paid after the customer cancelled
+    for row in await enrolments(client, merchant):
+        assert row["status"] in ("PENDING", "CANCELLED", "ACTIVE"), row
+    for headers, path in ((merchant.merchant_key, "/v1/subscription"), (merchant.jwt, "/dashboard/subscriptions")):
+        status, body = await api(client, "GET", path, headers)
+        assert status == 200, body
+        listed = body["data"]["subscriptions"]
+        assert [s["subscription_id"] for s in listed] == [subscribed["subscription_id"]] and body["data"]["total"] == 1
+        assert {s["status"] for s in listed} <= {"ACTIVE", "PAUSED", "CANCELLED", "FAILED"}
+    for unpaid in (waiting, cancelled):
+        for method, suffix in (("GET", ""), ("POST", "/cancel")):
+            status, _ = await api(client, method, f"/v1/subscription/{unpaid['subscription_id']}{suffix}",
+                                  merchant.merchant_key)
+            assert status == 404, (unpaid["customer_ref"], method)
+    status, body = await api(client, "GET", "/v1/subscription", merchant.merchant_key, params={"status": "CANCELLED"})
+    assert status == 200 and body["data"]["subscriptions"] == []
+    events = await outbox(gateway, "subscription.")
+    assert [(kind, body["subscription_id"]) for kind, body in events] == [
+        ("subscription.paid", subscribed["subscription_id"])]
+    paid = await gateway.db.fetch_all("SELECT body FROM webhook_events WHERE event_type = 'payment.paid'")
+    assert cancelled_url.rsplit("/", 1)[1] in " ".join(r["body"] for r in paid)  # the money itself is announced
+    summary = await enrolment.summary(gateway, merchant.merchant_id)
+    assert (summary["active"], summary["cancelled"], summary["pending"]) == (1, 0, 1), summary
+    status, body = await api(client, "GET", "/dashboard/subscriptions/summary", merchant.jwt)
+    assert status == 200 and body["data"] == summary
+    # The merchant still sees the waiting sign-up, as an enrolment, with its invoice.
+    browser = Visitor(client)
+    await browser.sign_in("merchant@example.com", "s3cret-pass")
+    html = await browser.get("/app/subscriptions")
+    waiting_rows = html.split('id="pending-table"', 1)[1].split("</table>", 1)[0]
+    assert "waiting" in waiting_rows and waiting_url in waiting_rows and "gave-up" not in waiting_rows
+    listed_rows = html.split('id="subscriptions-table"', 1)[1].split("</table>", 1)[0]
+    assert "paid" in listed_rows and "waiting" not in listed_rows and "gave-up" not in listed_rows
 
 
 async def test_unpaid_enrolments_per_ip_and_plan_are_capped(make_client, make_config):
@@ -154,7 +220,7 @@ async def test_unpaid_enrolments_per_ip_and_plan_are_capped(make_client, make_co
     assert int(refused.headers["Retry-After"]) == billing.DEFAULT_LIFETIME_MINUTES * 60  # the oldest lapses then
     await enrol(client, plans[1]["id"], headers=here)  # per plan
     await enrol(client, plans[0]["id"], headers=elsewhere)  # per IP
-    assert len(await subscriptions(client, merchant)) == 4
+    assert len(await enrolments(client, merchant)) == 4
     await pay_first_invoice(client, merchant, first)  # a paid one is no longer pending: a slot is free
     await enrol(client, plans[0]["id"], headers=here, customer_ref="3")
     assert gateway.now() == now
@@ -169,7 +235,7 @@ async def test_parallel_enrolments_from_one_ip_stop_at_the_cap(make_client, make
     responses = await asyncio.gather(*(client.post(f"/subscribe/{plan['id']}", data={"customer_ref": str(n)},
                                                    allow_redirects=False) for n in range(10)))
     assert sorted(r.status for r in responses) == [303] * 3 + [429] * 7
-    assert [s["status"] for s in await subscriptions(client, merchant)] == ["PENDING"] * 3
+    assert [s["status"] for s in await enrolments(client, merchant)] == ["PENDING"] * 3
 
 
 async def test_a_retried_enrolment_goes_to_the_same_invoice(shop):
@@ -182,12 +248,12 @@ async def test_a_retried_enrolment_goes_to_the_same_invoice(shop):
     first = await enrol(client, plan["id"], **form)
     assert await enrol(client, plan["id"], **form) == first
     racing = await asyncio.gather(*(enrol(client, plan["id"], **form) for _ in range(3)))
-    assert set(racing) == {first} and len(await subscriptions(client, merchant)) == 1
+    assert set(racing) == {first} and len(await enrolments(client, merchant)) == 1
     other = await enrol(client, plan["id"], email="a@example.com")  # different fields: another enrolment
-    assert other != first and len(await subscriptions(client, merchant)) == 2
+    assert other != first and len(await enrolments(client, merchant)) == 2
     advance_clock(gateway, billing.DEFAULT_LIFETIME_MINUTES * 60)  # the first invoice can no longer be paid
     assert await enrol(client, plan["id"], **form) not in (first, other)
-    assert len(await subscriptions(client, merchant)) == 3
+    assert len(await enrolments(client, merchant)) == 3
 
 
 async def test_both_fields_are_optional_and_bad_ones_redisplay_the_form(shop):
@@ -198,7 +264,7 @@ async def test_both_fields_are_optional_and_bad_ones_redisplay_the_form(shop):
     html = await bad.text()
     assert bad.status == 400 and bad.content_type == "text/html"
     assert 'id="form-error"' in html and "email" in html and "customer_ref" in html and 'value="nope"' in html
-    assert len(await subscriptions(client, merchant)) == 1  # nothing created by the bad post
+    assert len(await enrolments(client, merchant)) == 1  # nothing created by the bad post
 
 
 async def test_a_disabled_or_unknown_plan_shows_a_clear_page(shop):
@@ -210,7 +276,7 @@ async def test_a_disabled_or_unknown_plan_shows_a_clear_page(shop):
             html = await response.text()
             assert response.status == 404 and response.content_type == "text/html", (method, plan_id)
             assert "Plan not available" in html and "no longer offered" in html
-    assert await subscriptions(client, merchant) == []
+    assert await enrolments(client, merchant) == []
 
 
 async def test_pause_resume_cancel_and_the_rotated_link(shop):

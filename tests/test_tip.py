@@ -93,6 +93,9 @@ async def test_tip_mints_an_invoice_in_the_chosen_coin(shop):
     ({"coin": "BTC", "amount": "21000000.00000001"}, "must be at most 21000000 BTC"),
     ({"coin": "BTC", "amount": "1,5"}, "as the decimal separator"),
     ({"coin": "BTC", "amount": " 0.01"}, "must not contain spaces"),
+    # Issue 42 item 8. Break caught: a tip below BTC's dust floor was minted (an invoice no wallet can pay).
+    ({"coin": "BTC", "amount": "0.000009"},
+     "The amount must be at least 0.00001 BTC, the smallest payment BTC can receive."),
 ])
 async def test_bad_tips_show_the_form_again_and_mint_nothing(shop, form, message):
     account = await account_id(shop)

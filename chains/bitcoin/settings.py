@@ -38,6 +38,8 @@ from ...api import (
     Config, ConfigError, int_setting, lag_setting, node_name, node_urls_setting, quorum_setting, seconds_setting,
 )
 
+from .coins import COINS
+
 PLUGIN_NAME = "bitcoin"
 NETWORKS = ("mainnet", "testnet", "regtest")
 
@@ -50,18 +52,18 @@ class CoinSpec:
     chain: str  # the coin table's chain name, also the adapter's name
     family: str  # the key layer's address family
     script: str  # "p2wpkh" (native segwit deposits) or "p2pkh" (legacy, DOGE)
-    change_min_sat: int  # smaller change is left to the miner (above every dust limit)
+    change_min_sat: int  # smaller change is left to the miner (above every dust limit): the coin's min_payment
     default_fallback_sat_per_vbyte: int
     node: str  # for messages and docs
     node_lag_blocks: int = 2  # a node this many blocks below the agreed tip is "behind" (about 20 minutes on BTC)
 
 
+_DUST = {coin.symbol: coin.min_payment_units for coin in COINS}  # one figure per coin (coins.py says why)
 COIN_SPECS: Mapping[str, CoinSpec] = {
-    "BTC": CoinSpec("BTC", "bitcoin", "btc", "p2wpkh", 1_000, 10, "Bitcoin Core"),
-    # Litecoin's dust relay fee is ten times Bitcoin's.
-    "LTC": CoinSpec("LTC", "litecoin", "ltc", "p2wpkh", 10_000, 10, "Litecoin Core", node_lag_blocks=4),
-    # Dogecoin Core's soft dust limit is 0.01 DOGE and its fees are per-kB high.
-    "DOGE": CoinSpec("DOGE", "dogecoin", "doge", "p2pkh", 1_000_000, 1_000, "Dogecoin Core", node_lag_blocks=10),
+    "BTC": CoinSpec("BTC", "bitcoin", "btc", "p2wpkh", _DUST["BTC"], 10, "Bitcoin Core"),
+    "LTC": CoinSpec("LTC", "litecoin", "ltc", "p2wpkh", _DUST["LTC"], 10, "Litecoin Core", node_lag_blocks=4),
+    # Dogecoin's fees are per-kB high.
+    "DOGE": CoinSpec("DOGE", "dogecoin", "doge", "p2pkh", _DUST["DOGE"], 1_000, "Dogecoin Core", node_lag_blocks=10),
 }
 
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",

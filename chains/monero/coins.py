@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from ...api import Coin
 
+# SPEC 2.7 lists no confirmation count and no minimum payout ("not payable"); SPEC 2.6 types both, so the
+# coin table shows the 10 confirmations the swap detection waits for and min_payout "0", and says so.
+NOTE = ("Source-only: never held and never paid out, so min_payout is 0 (there is no XMR payout). A deposit is"
+        " swapped into the merchant's settlement coin once it has 10 confirmations.")
+
 COINS: tuple[Coin, ...] = (
-    # SPEC 2.7 lists no confirmation count and no minimum payout ("not payable"): both null in the
-    # coin table (docs/decisions.md); 10 stays the floor the swap detection works with.
     Coin("XMR", "Monero", "monero", 12, 10, None, "xmr", payable=False, receive_address=False,
-         settles_only_via_swap=True, price_id="monero", dev_price_usd="160", rank=19, confirmations_listed=False),
+         settles_only_via_swap=True, price_id="monero", dev_price_usd="160", rank=19, note=NOTE),
 )

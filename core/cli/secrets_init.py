@@ -9,6 +9,11 @@ JWT secret and the metrics token as 0600 files in a 0700 directory, the names
 to back up and what losing each means. An existing file is never overwritten
 unless named with ``--replace``, and then the old one is kept beside it:
 replacing the seed by accident would strand every deposit address's funds.
+
+All or none (issue 42): every target is checked before anything is written
+(a planted symbolic link, something that is not a file, another user's file
+or folder stop the command), the new files are written under scratch names
+and linked into place together, and a failure on the way leaves nothing new.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..infra.config import ConfigError
-from ..infra.secrets import new_jwt_secret, new_mnemonic, new_receipt_key
+from ..infra.secrets import new_jwt_secret, new_mnemonic, new_receipt_key, write_scratch
 
 DEFAULT_DIR = "/etc/orbchain/credentials"  # where deploy/orbchain.service's LoadCredential= reads them
 
@@ -52,6 +57,92 @@ SECRET_FILES = (
 NAMES = tuple(s.name for s in SECRET_FILES)
 
 
+@dataclass(frozen=True)
+class Step:
+    """What ``init`` does with one secret file: ``write`` a new one, ``replace`` it (the old one kept as
+    ``kept``), or ``keep`` the one there."""
+
+    secret: SecretFile
+    path: Path
+    action: str
+    kept: Path | None = None
+
+
+def _kind(path: Path) -> os.stat_result | None:
+    """``lstat`` of ``path`` (a symbolic link is itself, never what it points to); None when nothing is there."""
+    try:
+        return os.lstat(path)
+    except FileNotFoundError:
+        return None
+
+
+def _owner_problem(path: Path, found: os.stat_result) -> str | None:
+    if found.st_uid != os.geteuid():
+        return f"{path} belongs to user {found.st_uid}, not to the user running this: refusing to use it"
+    return None
+
+
+def _target_problem(path: Path, found: os.stat_result | None) -> str | None:
+    """Why a secret's target may not be used, or None: only nothing, or a regular file of ours, will do."""
+    if found is None:
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        return (f"{path} is a symbolic link: refusing to write through it or keep it (a secret must be a file"
+                " in this folder; remove the link if you did not make it)")
+    if not stat.S_ISREG(found.st_mode):
+        return f"{path} exists and is not a regular file: refusing to use it"
+    return _owner_problem(path, found)
+
+
+def _folder_problem(directory: Path) -> str | None:
+    """Why the folder may not hold the secrets, or None (it may not exist yet)."""
+    try:
+        found = os.stat(directory)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(found.st_mode):
+        return f"{directory} exists and is not a folder"
+    return _owner_problem(directory, found)
+
+
+def plan(directory: Path, replace: frozenset[str], keep_existing: bool) -> tuple[list[Step], list[str], list[str]]:
+    """Every file's step, checked before anything is written: (steps, problems, blocking).
+
+    ``problems`` (a planted symbolic link, something not a file, another
+    user's file or folder, a name taken for the replaced file) and
+    ``blocking`` (a file that exists and was neither kept nor replaced) each
+    stop the command before it writes anything.
+    """
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    steps, problems, blocking = [], [], []
+    folder = _folder_problem(directory)
+    if folder is not None:
+        return [], [folder], []
+    for secret in SECRET_FILES:
+        path = directory / secret.name
+        found = _kind(path)
+        problem = _target_problem(path, found)
+        if problem is not None:
+            problems.append(problem)
+        elif found is None:
+            steps.append(Step(secret, path, "write"))
+        elif secret.name in replace:
+            kept = path.with_name(f"{secret.name}.replaced-{stamp}")
+            if _kind(kept) is not None:
+                problems.append(f"{kept} exists already: refusing to overwrite it")
+            steps.append(Step(secret, path, "replace", kept))
+        elif keep_existing or replace:  # naming what to replace keeps the rest
+            steps.append(Step(secret, path, "keep"))
+        else:
+            blocking.append(f"{path} exists, not overwritten (losing it: {secret.loss})")
+    return steps, problems, blocking
+
+
+def _missing_folders(directory: Path) -> list[Path]:
+    """The folders ``mkdir -p directory`` would create, deepest first (removed again if nothing is written)."""
+    return [p for p in (directory, *directory.parents) if not p.exists()]
+
+
 def _prepare(directory: Path) -> list[str]:
     """Create ``directory`` 0700 (tightening an existing one); notes for the operator."""
     notes = []
@@ -67,37 +158,95 @@ def _prepare(directory: Path) -> list[str]:
     return notes
 
 
-def _write(path: Path, value: str) -> None:
-    """A new 0600 file holding ``value``; refuses (FileExistsError) to replace one."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    os.fchmod(fd, 0o600)  # whatever the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(value + "\n")
+def _place(steps: list[Step], scratch: dict[Path, Path]) -> list[str]:
+    """Link every written scratch file into place, all or none: a failure puts back what was placed."""
+    placed: list[Step] = []
+    try:
+        for step in steps:
+            new = scratch[step.path]
+            if step.action == "replace":
+                assert step.kept is not None, "a replace step names where the old file goes"
+                os.link(step.path, step.kept, follow_symlinks=False)  # the old one stays, under its new name
+                placed.append(step)
+                os.replace(new, step.path)
+            else:
+                os.link(new, step.path)  # refuses anything that appeared there since the check
+                placed.append(step)
+    except OSError:
+        for step in reversed(placed):
+            if step.action == "replace":
+                assert step.kept is not None
+                os.replace(step.kept, step.path)
+            else:
+                step.path.unlink(missing_ok=True)
+        raise
+    notes = []
+    for step in steps:
+        if step.action == "replace":
+            notes.append(f"REPLACED {step.path}; the old one is kept as {step.kept} (losing it: {step.secret.loss})")
+        notes.append(f"wrote    {step.path} (0600)")
+    return notes
+
+
+def _tighten(steps: list[Step]) -> list[str]:
+    """Kept files readable by others are made 0600 (they were checked to be regular files of ours)."""
+    notes = []
+    for step in steps:
+        mode = stat.S_IMODE(os.lstat(step.path).st_mode)
+        if mode & 0o077:
+            os.chmod(step.path, 0o600)
+            notes.append(f"kept     {step.path} (it exists; permissions {mode:04o} tightened to 0600)")
+        else:
+            notes.append(f"kept     {step.path} (it exists)")
+    return notes
+
+
+def _write_all(directory: Path, steps: list[Step]) -> list[str]:
+    """Write every new secret under a scratch name, then place them all; nothing new is left on a failure."""
+    created = _missing_folders(directory)
+    notes = _prepare(directory)
+    writes = [s for s in steps if s.action != "keep"]
+    scratch: dict[Path, Path] = {}
+    try:
+        for step in writes:
+            scratch[step.path] = write_scratch(directory, step.secret.name, step.secret.make())
+        placed = _place(writes, scratch)
+    except BaseException:
+        for folder in created:  # only if empty: a folder that held nothing before holds nothing again
+            try:
+                folder.rmdir()
+            except OSError:
+                break
+        raise
+    finally:
+        for path in scratch.values():
+            path.unlink(missing_ok=True)
+    return notes + _tighten([s for s in steps if s.action == "keep"]) + placed
 
 
 def init_secrets(directory: Path, replace: frozenset[str] = frozenset(), keep_existing: bool = False) -> int:
-    """Write the missing secret files; 1 (writing nothing) when one exists that is neither kept nor replaced."""
-    existing = [s for s in SECRET_FILES if (directory / s.name).exists()]
-    blocking = [s for s in existing if s.name not in replace]
-    if blocking and not (keep_existing or replace):  # naming what to replace keeps the rest
-        for s in blocking:
-            print(f"orbchain: {directory / s.name} exists, not overwritten (losing it: {s.loss})", file=sys.stderr)
+    """Write the missing secret files, all or none; 1 (writing nothing) when a target may not be used.
+
+    Every target is checked first (a symbolic link, something not a file,
+    another user's file, a file neither kept nor replaced stop it); then each
+    new secret is written under a scratch name and all are linked into
+    place, and a failure on the way removes what was placed (a replaced file
+    comes back). A folder it created for nothing is removed again.
+    """
+    steps, problems, blocking = plan(directory, replace, keep_existing)
+    for line in problems or blocking:
+        print(f"orbchain: {line}", file=sys.stderr)
+    if problems:
+        print("orbchain: nothing written.", file=sys.stderr)
+        return 1
+    if blocking:
         print("orbchain: nothing written. --keep-existing writes only the missing files; --replace NAME"
               " overwrites that one, keeping the others (and the old file beside it)", file=sys.stderr)
         return 1
-    notes = _prepare(directory)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    for s in SECRET_FILES:
-        path = directory / s.name
-        if s in existing and s.name not in replace:
-            notes.append(f"kept     {path} (it exists)")
-            continue
-        if s in existing:
-            kept = path.with_name(f"{s.name}.replaced-{stamp}")
-            os.replace(path, kept)
-            notes.append(f"REPLACED {path}; the old one is kept as {kept} (losing it: {s.loss})")
-        _write(path, s.make())
-        notes.append(f"wrote    {path} (0600)")
+    try:
+        notes = _write_all(directory, steps)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {exc.filename or directory}: {exc.strerror}; nothing was written") from None
     for note in notes:
         print(note)
     print(f"\nBack up now, offline (paper, an encrypted medium), and keep {directory} readable by root only:")

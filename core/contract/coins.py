@@ -48,10 +48,18 @@ class Coin:
     accepted coins), lower first, ties in registration order; plugin load
     order is not a meaningful order, so the built-ins use their SPEC 2.7 row.
     ``min_payout``: None where no minimum is published (SPEC 2.7 "not
-    payable" or "n/a"); the only floor is then one base unit.
-    ``confirmations_listed``: False where SPEC 2.7 lists no confirmation count
-    (a swap-only coin, Lightning): ``/v1/common/currencies`` shows null, while
-    ``confirmations`` stays the floor the chain plugin works with.
+    payable" or "n/a"); the only floor is then one base unit, and
+    ``/v1/common/currencies`` shows that unit ("0" for a coin never paid out).
+    ``note``: one sentence for the coin's row in ``/v1/common/currencies``
+    saying what its ``confirmations`` and ``min_payout`` mean where they are
+    not block confirmations and an on-chain payout minimum (a swap-only
+    coin, Lightning); None for the others.
+    ``min_payment``: the smallest amount a payment may ask a payer to send,
+    in coin units (a decimal string): its chain's dust limit or rent floor,
+    below which the payer's transaction would not be relayed or would leave
+    the gateway an output it cannot spend. None: one base unit (a chain with
+    no such floor). Every payment is refused below it when it is priced
+    (core/payments/minimums.py).
     ``price_id``: the asset's id at CoinGecko-compatible price sources
     (tokens price as their asset); ``dev_price_usd``: the offline
     development price of the ``static`` source (a decimal string).
@@ -79,12 +87,13 @@ class Coin:
     price_id: str | None = None
     dev_price_usd: str | None = None
     rank: int = 1000
-    confirmations_listed: bool = True
+    note: str | None = None
     # SPEC 3.1: this coin's payment webhooks show the status in upper case (a Lightning payment.paid: PAID).
     webhook_status_upper: bool = False
     # SPEC 8: payout addresses are at most 128 characters; a coin paid to longer requests (BOLT 11) says so.
     max_destination_length: int = 128
     max_amount: str | None = None
+    min_payment: str | None = None
 
     @property
     def default_threshold(self) -> int:
@@ -95,6 +104,13 @@ class Coin:
         if self.min_payout is None:
             return 0
         return to_base_units(self.min_payout, self.decimals, allow_zero=True)
+
+    @cached_property
+    def min_payment_units(self) -> int:
+        """``min_payment`` in base units (at least one): the smallest ``pay_amount`` a payment may have."""
+        if self.min_payment is None:
+            return 1
+        return max(1, to_base_units(self.min_payment, self.decimals))
 
     @cached_property
     def max_units(self) -> int:
@@ -122,8 +138,11 @@ class Coin:
             "name": self.name,
             "network": self.chain,
             "decimals": self.decimals,
-            "confirmations": self.confirmations if self.confirmations_listed else None,
-            "min_payout": self.min_payout,
+            "confirmations": self.confirmations,
+            # SPEC 2.6 types a string: where no minimum is published, the only floor (one base unit), or "0"
+            # for a coin never paid out; ``note`` says which.
+            "min_payout": self.min_payout if self.min_payout is not None else self.format(1 if self.payable else 0),
+            "note": self.note,
         }
 
 
@@ -136,11 +155,12 @@ class CoinRegistry(Registry[Coin]):
     def add(self, item: Coin) -> Coin:
         if not isinstance(item.decimals, int) or not 0 <= item.decimals <= 30:
             raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has bad decimals")
-        try:
-            item.max_units  # noqa: B018 - derived once here, so a bad max_amount stops the start
-        except AmountError as exc:
-            raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has a bad max_amount:"
-                               f" {exc}") from None
+        for name, derived in (("max_amount", "max_units"), ("min_payment", "min_payment_units")):
+            try:
+                getattr(item, derived)
+            except AmountError as exc:  # derived once here, so a bad value stops the start
+                raise StartupError(f"coin {item.symbol!r} from plugin {self.current_plugin!r} has a bad {name}:"
+                                   f" {exc}") from None
         return super().add(item)
 
     def __iter__(self) -> Iterator[Coin]:

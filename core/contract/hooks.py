@@ -292,12 +292,13 @@ class Hooks:
         """Something changed who can reach an account: record it, show it, alert on it. (event)"""
         await self.calls.event(self._pm.hook.security_event_occurred, gateway=self.gateway, event=event)
 
-    async def extra_dashboard_notices(self, *, merchant_id: str) -> list[list[specs.DashboardNotice]]:
+    async def extra_dashboard_notices(self, *, merchant_id: str, principal: Any) -> list[list[specs.DashboardNotice]]:
         """Notices the dashboard's home page shows this merchant until they are dismissed. (extra)"""
         return await self.calls.extra(
             self._pm.hook.extra_dashboard_notices,
             gateway=self.gateway,
             merchant_id=merchant_id,
+            principal=principal,
         )
 
     async def gateway_started(self) -> None:

@@ -525,11 +525,14 @@ def security_event_occurred(gateway: "Gateway", event: "SecurityEvent") -> None:
 
 
 @hookspec(kind=HookKind.EXTRA, isolated=True)
-def extra_dashboard_notices(gateway: "Gateway", merchant_id: str) -> "list[DashboardNotice] | None":
+def extra_dashboard_notices(gateway: "Gateway", merchant_id: str,
+                            principal: Any) -> "list[DashboardNotice] | None":
     """Notices the dashboard's home page shows this merchant until they are dismissed.
 
     Asked on every render of the home page (``/app``); every plugin's
-    answers are shown. Return a list of
+    answers are shown. ``principal`` is who is looking
+    (``orbchain.api.Principal``: the account holder, or a team member and the
+    scopes of their role): answer only what they may read. Return a list of
     ``orbchain.core.contract.pages.DashboardNotice(text, dismiss_path, fields,
     link_title, link_path)`` or None. The page renders ``text`` (escaped)
     and a Dismiss button posting ``fields`` plus the CSRF token to

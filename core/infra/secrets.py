@@ -41,6 +41,27 @@ def _read_file(path: str, key: str) -> str:
         raise ConfigError(f"config key {key!r}: cannot read {path}: {exc.strerror}") from None
 
 
+def write_scratch(directory: Path, name: str, value: str) -> Path:
+    """``value`` written whole and synced to a new private (0600) file in ``directory``; its path.
+
+    The name is hidden and random (``.NAME.<pid>.<random>``) and created
+    exclusively without following a symbolic link, so nothing planted there is
+    written through. The caller links or renames it into place, or unlinks it.
+    """
+    scratch = directory / f".{name}.{os.getpid()}.{stdlib_secrets.token_hex(4)}"
+    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)  # whatever the umask
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(value + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    except BaseException:
+        scratch.unlink(missing_ok=True)
+        raise
+    return scratch
+
+
 def _generated(config: Config, filename: str, make: Callable[[], str], what: str) -> str:
     """Read ``data_dir/filename`` or create it, saying which in the log."""
     path = config.data_dir / filename
@@ -53,18 +74,12 @@ def _generated(config: Config, filename: str, make: Callable[[], str], what: str
     # starting at the same moment on the same data_dir (serve --workers, two
     # hosts on one volume) either wins the link or reads the winner's complete
     # file, never a half-written or second secret.
-    scratch = path.with_name(f".{filename}.{os.getpid()}.{stdlib_secrets.token_hex(4)}")
-    fd = os.open(scratch, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    scratch = write_scratch(path.parent, filename, value)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(value + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(scratch, path)
-        except FileExistsError:
-            log.info("using the development %s another process just generated at %s", what, path)
-            return path.read_text(encoding="utf-8").strip()
+        os.link(scratch, path)
+    except FileExistsError:
+        log.info("using the development %s another process just generated at %s", what, path)
+        return path.read_text(encoding="utf-8").strip()
     finally:
         scratch.unlink(missing_ok=True)
     log.warning("generated a development %s at %s (set it in the config for production)", what, path)

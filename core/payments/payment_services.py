@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Awaitable, Callable, NamedTuple, Sequence
 from ..accounts import merchants as accounts
 from . import service as payments
 from ..infra.db import is_unique_violation
-from ..errors import Forbidden
+from ..errors import Forbidden, NotConfigured, ServiceUnavailable, ValidationError
 from .service import OPEN_STATUSES
 from ..contract.views import PaymentView
 
@@ -69,6 +69,31 @@ def check_receivable(gateway: "Gateway", merchant: MerchantRecord, coin: str, fi
     (a source-only coin), 400 ``currency_not_accepted``, 503 when no chain here serves it.
     """
     payments.receivable_coin(gateway, {"accepted_coins": list(merchant.accepted_coins)}, coin, field)
+
+
+async def check_invoice_amount(gateway: "Gateway", amount: Decimal, currency: str, coins: Sequence[str], *,
+                               field: str = "amount") -> None:
+    """Refuse now what an invoice of ``amount`` ``currency`` (a fiat code or a coin) payable in ``coins`` would be
+    refused for when it is minted: 400 validation naming ``field``.
+
+    For what sets a price before any invoice exists (a payment link, a
+    plan): more decimals than the currency has, or an amount below the
+    smallest payment of one of ``coins`` at the current rate. A coin without
+    a rate right now (or with no chain here) is not checked: the mint checks
+    again then. Change nothing.
+    """
+    request = payments.PaymentRequest(type=payments.INVOICE, amount=amount)
+    for symbol in coins:
+        pay_coin = gateway.coins.get(symbol)
+        if pay_coin is None:
+            continue
+        try:
+            await payments.price_payment(gateway, request, currency, pay_coin)
+        except (ServiceUnavailable, NotConfigured):
+            continue
+        except ValidationError as exc:
+            # price_payment names one field (amount or amount_fiat): the problem, under the caller's name.
+            raise ValidationError({field: next(iter((exc.detail or {"": exc.message}).values()))}) from None
 
 
 class InvoiceRecord(NamedTuple):

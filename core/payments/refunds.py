@@ -21,6 +21,7 @@ from ..ledger import book as ledger
 from ..payouts import service as svc
 from ..errors import InvalidRequest, NotFound, ValidationError
 from .service import PAID, coin_rate_in
+from . import minimums
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.coins import Coin
@@ -85,6 +86,8 @@ async def refund_payment(gateway: "Gateway", merchant_id: str, track_id: str, re
         raise NotFound()
     if request.amount is not None and request.amount_usd is not None:
         raise ValidationError({"amount": "give amount or amount_usd, not both"})
+    if request.amount_usd is not None:
+        minimums.check_fiat_amount(request.amount_usd, "USD", "amount_usd")  # cents at most, like any USD amount
     route = svc.payout_route(gateway, payment["pay_currency"])
     destination = svc.check_destination(route, request.destination)
     asked = None

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 import base58
 
 from ..watching import addresses
-from . import receive, settlement
+from . import minimums, receive, settlement
 from .changes import announce_now
 from ..infra.db import KeyedRead
 from ..errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
@@ -168,16 +168,16 @@ async def coin_rate_in(gateway: "Gateway", symbol: str, fiat: str) -> Decimal:
     return rate
 
 
-def units_ceiling(value: Decimal, coin: "Coin") -> int:
+def units_ceiling(value: Decimal, coin: "Coin", field: str = "amount") -> int:
     """Base units of a computed coin amount, rounded up: the payer never pays short."""
     with localcontext() as ctx:
         ctx.prec = 120
         units = (value * (Decimal(10) ** coin.decimals)).to_integral_value(rounding=ROUND_CEILING)
     if units <= 0:
-        raise ValidationError({"amount": N_("is too small to pay in this coin")})
+        raise ValidationError({field: N_("is too small to pay in this coin")})
     if units > coin.max_units:  # a fiat or cross-coin price, bounded like a typed amount (Coin.max_amount)
-        raise ValidationError({"amount": N_("is worth more than %(maximum)s %(symbol)s, the most one payment may be",
-                                            maximum=coin.format(coin.max_units), symbol=coin.symbol)})
+        raise ValidationError({field: N_("is worth more than %(maximum)s %(symbol)s, the most one payment may be",
+                                         maximum=coin.format(coin.max_units), symbol=coin.symbol)})
     return int(units)
 
 
@@ -188,19 +188,26 @@ def _rate_text(rate: Decimal) -> str:
 async def price_payment(
     gateway: "Gateway", request: PaymentRequest, currency: str, pay_coin: "Coin"
 ) -> dict[str, Any]:
-    """Amount fields of a priced payment: pay_amount in base units plus the fiat lock."""
+    """Amount fields of a priced payment: pay_amount in base units plus the fiat lock.
+
+    400 naming the amount's field for a fiat amount finer than its currency's
+    minor unit and for a pay amount below the pay coin's smallest payment
+    (``minimums.py``).
+    """
     now = gateway.now()
     if request.amount_fiat is not None or currency in FIAT_CURRENCIES:
         if request.amount_fiat is not None:
             assert request.fiat_currency is not None, "validated input: fiat_currency comes with amount_fiat"
-            fiat, fiat_amount = request.fiat_currency, request.amount_fiat
+            fiat, fiat_amount, field = request.fiat_currency, request.amount_fiat, "amount_fiat"
         else:
             assert request.amount is not None, "validated input: amount or amount_fiat is set"
-            fiat, fiat_amount = currency, request.amount
+            fiat, fiat_amount, field = currency, request.amount, "amount"
+        minimums.check_fiat_amount(fiat_amount, fiat, field)
         rate = await coin_rate_in(gateway, pay_coin.symbol, fiat)
         with localcontext() as ctx:
             ctx.prec = 120
-            pay_units = units_ceiling(fiat_amount / rate, pay_coin)
+            pay_units = units_ceiling(fiat_amount / rate, pay_coin, field)
+        minimums.require_payable(pay_coin, pay_units, field=field, priced_in=fiat, price=rate)
         fields = {"amount_fiat": format(fiat_amount.normalize(), "f"), "fiat_currency": fiat,
                   "rate_locked": _rate_text(rate), "rate_locked_at": now, "pay_amount": pay_units}
         if request.amount_fiat is not None:
@@ -209,7 +216,7 @@ async def price_payment(
             coin_rate = rate if coin.symbol == pay_coin.symbol else await coin_rate_in(gateway, coin.symbol, fiat)
             with localcontext() as ctx:
                 ctx.prec = 120
-                fields["amount"] = coin.format(units_ceiling(fiat_amount / coin_rate, coin))
+                fields["amount"] = coin.format(units_ceiling(fiat_amount / coin_rate, coin, field))
         else:
             fields["amount"] = fields["amount_fiat"]
         return fields
@@ -218,15 +225,17 @@ async def price_payment(
         units = coin.to_units(request.amount)
     except AmountError as exc:
         raise ValidationError({"amount": exc.problem}) from None
-    fields = {"amount": coin.format(units), "pay_amount": units}
+    pay_units, price = units, Decimal(1)  # price: of one pay coin in the amount's coin
     if pay_coin.symbol != coin.symbol:
         # Coin-to-coin: convert through USD at creation and freeze the result.
         from_usd = await coin_rate_in(gateway, coin.symbol, "USD")
         to_usd = await coin_rate_in(gateway, pay_coin.symbol, "USD")
         with localcontext() as ctx:
             ctx.prec = 120
-            fields["pay_amount"] = units_ceiling(Decimal(units).scaleb(-coin.decimals) * from_usd / to_usd, pay_coin)
-    return fields
+            pay_units = units_ceiling(Decimal(units).scaleb(-coin.decimals) * from_usd / to_usd, pay_coin)
+            price = to_usd / from_usd
+    minimums.require_payable(pay_coin, pay_units, field="amount", priced_in=coin, price=price)
+    return {"amount": coin.format(units), "pay_amount": pay_units}
 
 
 # -- creation ---------------------------------------------------------------------------

@@ -82,7 +82,7 @@ from ..core.errors import (
 from ..core.infra.migrate import Migration, append_only, migrate
 
 # Money: exact decimal parsing and base units (amounts are ints, never floats).
-from ..core.money import AmountError, fiat_text, format_units, parse_decimal, to_base_units
+from ..core.money import AmountError, fiat_decimals, fiat_text, format_units, parse_decimal, to_base_units
 
 # The database handle (gateway.db: SQL with :name parameters, amount_param, to_int, transaction) and its helpers.
 from ..core.infra.db import Database, is_unique_violation
@@ -117,7 +117,7 @@ from ..core.payouts.payout_services import payout_statuses
 from ..core.contract.plugin_cache import cache_changed, cached
 
 # Core services that create: hosted invoices and payouts through the standard pipeline.
-from ..core.payments.payment_services import InvoiceRecord, create_invoice, new_track_id
+from ..core.payments.payment_services import InvoiceRecord, check_invoice_amount, create_invoice, new_track_id
 from ..core.payouts.payout_services import PayoutRecord, payout_amount, payout_destination, request_payout
 # Payouts a plugin held (decide_payout_hold): let one go to the worker, or fail it and give the reserve back.
 from ..core.payouts.holds import (
@@ -235,7 +235,7 @@ __all__ = [
     # migrations
     "Migration", "append_only", "migrate",
     # money
-    "AmountError", "fiat_text", "format_units", "parse_decimal", "to_base_units",
+    "AmountError", "fiat_decimals", "fiat_text", "format_units", "parse_decimal", "to_base_units",
     # database
     "Database", "is_unique_violation",
     "delete_rows_naming", "found", "insert_statement", "merchant_row", "merchant_row_count", "merchant_rows",
@@ -249,7 +249,8 @@ __all__ = [
     "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_price",
     "usd_units",
     # core services: invoices and payouts
-    "InvoiceRecord", "PayoutRecord", "create_invoice", "new_track_id", "payout_amount", "payout_destination",
+    "InvoiceRecord", "PayoutRecord", "check_invoice_amount", "create_invoice", "new_track_id", "payout_amount",
+    "payout_destination",
     "request_payout", "approve_held_payout", "reject_held_payout", "approve_held_transfer", "reject_held_transfer",
     "lock_merchant_money", "released_subjects",
     # core services: accounts

@@ -8,8 +8,10 @@ database keeps append-only (``core.infra.migrate.append_only``, as for the key
 audit log), and shows them newest first at ``/app/activity`` (main
 navigation) and ``GET /dashboard/activity``. Events marked ``alert`` (2FA
 turned on or off anywhere but the dashboard, a sign-in lockout) show on the
-dashboard's home page until dismissed (``extra_dashboard_notices``). Blocked,
-nothing is recorded and nothing else changes. See docs/dashboard.md.
+dashboard's home page until dismissed (``extra_dashboard_notices``). The
+holder, owners and admins (``activity:read``) read the whole log; other team
+members only their own entries (``visibility.py``). Blocked, nothing is
+recorded and nothing else changes. See docs/dashboard.md.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...api import hookimpl
-from . import dashboard, openapi, store
+from . import dashboard, openapi, store, visibility
 from .routes import routes
 
 PLUGIN_NAME = "activity"
@@ -27,6 +29,11 @@ MIGRATIONS_PACKAGE = "orbchain.plugins.activity.migrations"
 @hookimpl
 def register_migrations(registry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
+
+
+@hookimpl
+def register_scopes(registry) -> None:
+    registry.add(visibility.SCOPE, visibility.DESCRIPTION, members_only=True)
 
 
 @hookimpl
@@ -56,5 +63,5 @@ async def security_event_occurred(gateway, event) -> None:
 
 
 @hookimpl
-async def extra_dashboard_notices(gateway, merchant_id):
-    return await dashboard.notices(gateway, merchant_id)
+async def extra_dashboard_notices(gateway, merchant_id, principal):
+    return await dashboard.notices(gateway, merchant_id, principal)

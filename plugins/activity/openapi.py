@@ -29,4 +29,6 @@ def register(registry) -> None:
                     "unlinked (with the chat's name). Append-only: the database refuses updates and deletes. "
                     "alert marks events the dashboard's home page shows until dismissed. Query limit "
                     "(default 50, 1-200) and offset. No secret ever appears in an event. actor: who did it, "
-                    "\"member <e-mail>\" (a team member) or \"key <id>\"; null for the account holder."))
+                    "\"member <e-mail>\" (a team member) or \"key <id>\"; null for the account holder. A team member "
+                    "without activity:read (owners and admins hold it) gets only the entries they made themselves "
+                    "(actor \"member <their e-mail>\"), total counting those."))

@@ -33,28 +33,41 @@ def event_view(row: Mapping[str, Any]) -> dict[str, Any]:
             "dismissed": row["dismissed_at"] is not None, "created_at": int(row["created_at"])}
 
 
-async def events(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
-    """A page of the merchant's events, newest first, and how many there are."""
+def _whose(merchant_id: str, actor: str | None) -> tuple[str, dict[str, Any]]:
+    """The WHERE clause of the merchant's events, only ``actor``'s when one is named (``visibility.py``)."""
+    if actor is None:
+        return "e.merchant_id = :m", {"m": merchant_id}
+    return "e.merchant_id = :m AND e.actor = :actor", {"m": merchant_id, "actor": actor}
+
+
+async def events(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int,
+                 actor: str | None = None) -> tuple[list[dict[str, Any]], int]:
+    """A page of the merchant's events (only ``actor``'s when named), newest first, and how many there are."""
     db = gateway.db
-    total = await db.fetch_val("SELECT COUNT(*) FROM security_events WHERE merchant_id = :m", {"m": merchant_id})
-    rows = await db.fetch_all(f"{_SELECT} WHERE e.merchant_id = :m ORDER BY e.id DESC LIMIT :limit OFFSET :offset",
-                              {"m": merchant_id, "limit": limit, "offset": offset})
+    where, values = _whose(merchant_id, actor)
+    total = await db.fetch_val(f"SELECT COUNT(*) FROM security_events e WHERE {where}", values)
+    rows = await db.fetch_all(f"{_SELECT} WHERE {where} ORDER BY e.id DESC LIMIT :limit OFFSET :offset",
+                              {**values, "limit": limit, "offset": offset})
     return [event_view(row) for row in rows], int(total or 0)
 
 
-async def open_alerts(gateway: "Gateway", merchant_id: str, limit: int) -> list[dict[str, Any]]:
-    """The merchant's alerts not dismissed yet, newest first."""
+async def open_alerts(gateway: "Gateway", merchant_id: str, limit: int,
+                      actor: str | None = None) -> list[dict[str, Any]]:
+    """The merchant's alerts (only ``actor``'s when named) not dismissed yet, newest first."""
+    where, values = _whose(merchant_id, actor)
     rows = await gateway.db.fetch_all(
-        f"{_SELECT} WHERE e.merchant_id = :m AND e.alert = :t AND d.event_id IS NULL ORDER BY e.id DESC LIMIT :limit",
-        {"m": merchant_id, "t": True, "limit": limit})
+        f"{_SELECT} WHERE {where} AND e.alert = :t AND d.event_id IS NULL ORDER BY e.id DESC LIMIT :limit",
+        {**values, "t": True, "limit": limit})
     return [event_view(row) for row in rows]
 
 
-async def dismiss(gateway: "Gateway", merchant_id: str, event_id: int) -> bool:
-    """Dismiss one of the merchant's own alerts (again: no change); False when it names no such alert."""
+async def dismiss(gateway: "Gateway", merchant_id: str, event_id: int, actor: str | None = None) -> bool:
+    """Dismiss one of the merchant's alerts (only ``actor``'s when named; again: no change); False when it
+    names no such alert."""
+    where, values = _whose(merchant_id, actor)
     found = await gateway.db.fetch_val(
-        "SELECT id FROM security_events WHERE id = :id AND merchant_id = :m AND alert = :t",
-        {"id": event_id, "m": merchant_id, "t": True})
+        f"SELECT e.id FROM security_events e WHERE e.id = :id AND {where} AND e.alert = :t",
+        {**values, "id": event_id, "t": True})
     if found is None:
         return False
     await gateway.db.execute(

@@ -66,7 +66,7 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
     merchant = await require_merchant(gateway.db, session.merchant_id)
     recent = await list_payments(gateway, session.merchant_id, limit=RECENT, full=True)
     notices = await call_collect_answers(gateway.pm, "extra_dashboard_notices", gateway=gateway,
-                                         merchant_id=session.merchant_id)
+                                         merchant_id=session.merchant_id, principal=principal(session))
     return render(request, session, "dashboard/home.html", {
         "account": account_view(gateway, merchant), "balances": await balance_cards(gateway, session.merchant_id),
         "payments": recent["payments"], "fragment_fallback": True,

@@ -7,8 +7,8 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...api import (
-    AmountError, FIAT_CURRENCIES, Field, InvalidRequest, ValidationError, check_receivable, envelope, gateway_of,
-    merchant_record, principal_of, read_json, requires, validate,
+    AmountError, FIAT_CURRENCIES, Field, InvalidRequest, ValidationError, check_invoice_amount, check_receivable,
+    envelope, gateway_of, merchant_record, principal_of, read_json, requires, validate,
 )
 from . import store
 from .views import DEFAULT_LABEL, MAX_LABEL, embed_snippet, link_view
@@ -51,6 +51,10 @@ async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any], *
             units = gateway.coins.require(clean["coin"]).to_units(clean["amount"])
         except AmountError as exc:
             raise ValidationError({"amount": str(exc)}) from None
+        await check_invoice_amount(gateway, clean["amount"], clean["coin"], [clean["coin"]], field="amount")
+    elif clean["amount_fiat"] is not None:  # cents at most, and no less than the coin's smallest payment now
+        await check_invoice_amount(gateway, clean["amount_fiat"], clean["fiat_currency"], [clean["coin"]],
+                                   field="amount_fiat")
     if await store.count(gateway, merchant_id) >= MAX_LINKS:
         raise InvalidRequest(f"at most {MAX_LINKS} payment links", code="too_many_links")
     amount_fiat = None if clean["amount_fiat"] is None else format(clean["amount_fiat"].normalize(), "f")

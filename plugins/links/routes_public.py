@@ -21,8 +21,8 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...api import (
-    AmountError, ApiError, Gateway, PaymentView, ValidationError, create_invoice, gateway_of, html_page,
-    gettext as _, ngettext, page_branding_for, parse_decimal, rate_class, refuse_in_maintenance, render_page,
+    AmountError, ApiError, Gateway, PaymentView, ValidationError, create_invoice, fiat_decimals, gateway_of,
+    html_page, gettext as _, ngettext, page_branding_for, parse_decimal, rate_class, refuse_in_maintenance, render_page,
     translate,
 )
 from . import store, visitors
@@ -35,7 +35,6 @@ DONATE_JS = Path(__file__).resolve().parent / "static" / "donate.js"
 DONATE_JS_CACHE = "public, max-age=3600"
 MAX_AMOUNT_TEXT = 40  # of a refused amount echoed back into the form (the amount itself is never cut)
 NO_STORE = {"Cache-Control": "no-store"}
-FIAT_DECIMALS = 2  # a buyer-entered fiat amount: cents, not fractions of them
 
 
 def _error_page(request: web.Request, status: int, title: str, message: str) -> web.Response:
@@ -58,9 +57,10 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
     if amount <= 0:
         raise ValueError(_("Enter an amount greater than 0."))
     if link["fiat_currency"]:
-        exponent = amount.as_tuple().exponent
-        if isinstance(exponent, int) and -exponent > FIAT_DECIMALS:
-            raise ValueError(ngettext("Use at most %(num)d decimal.", "Use at most %(num)d decimals.", FIAT_DECIMALS))
+        places = fiat_decimals(link["fiat_currency"])  # cents (a whole yen), not fractions of them
+        exponent = amount.normalize().as_tuple().exponent
+        if isinstance(exponent, int) and -exponent > places:
+            raise ValueError(ngettext("Use at most %(num)d decimal.", "Use at most %(num)d decimals.", places))
         return amount  # its coin amount is bounded when the invoice prices it (a ValidationError)
     try:
         gateway.coins.require(link["coin"]).to_units(amount)
@@ -146,7 +146,7 @@ async def resolve(request: web.Request) -> web.StreamResponse:
             return await _mint(request, link, _buyer_amount(gateway, link, text), _prompt_currency(link))
         except ValueError as exc:
             error = str(exc)
-        except ValidationError as exc:  # priced above the coin's maximum: the payer's amount to fix
+        except ValidationError as exc:  # priced above the coin's maximum or below its smallest payment: to fix
             error = _("The amount %(problem)s.", problem="; ".join(map(translate, (exc.detail or {}).values()))
                       or translate(exc.message))
         return await _prompt(request, link, amount=text[:MAX_AMOUNT_TEXT], error=error, status=400)

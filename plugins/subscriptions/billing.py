@@ -29,6 +29,10 @@ way, at enrolment, while PENDING: its invoice is not announced (no
 ``subscription.invoiced``: an anonymous sign-up costs the merchant no
 webhook), paying it makes the subscription ACTIVE, and its expiry makes it
 EXPIRED, silently and for good (the tick bills only ACTIVE subscriptions).
+No subscription webhook ever names an enrolment that is not a subscription
+(``store.is_subscription``): paying the invoice of one the customer
+cancelled first credits the merchant (the core's ``payment.paid``) and
+sends no ``subscription.paid``.
 """
 
 from __future__ import annotations
@@ -181,7 +185,7 @@ async def mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> bool:
                                         expires_at=record.expires_at):
             return False  # another tick opened it
         await store.update_subscription(gateway, sub["id"], {"last_error": None})
-        if locked["status"] != PENDING:
+        if store.is_subscription(locked):  # an unpaid page enrolment's first invoice is announced by nothing
             await webhooks.invoiced(gateway, locked, invoice, record.payment_url)
     return True
 
@@ -233,8 +237,10 @@ async def settle(gateway: "Gateway", record: "PaymentRecord") -> str | None:
                                 "next_billing_at": int(invoice["period_end"]), "grace_count": 0})
                 if sub["status"] == PENDING:
                     changes["status"] = ACTIVE  # the first period is paid: the enrolment is real
-            plan = await store.plan_of(gateway, sub["merchant_id"], sub["plan_id"])
-            await webhooks.paid(gateway, sub, plan, invoice, paid_coin=record.pay_currency, paid_amount=paid_amount)
+            if store.is_subscription({**sub, **changes}):  # not for an enrolment cancelled before paying
+                plan = await store.plan_of(gateway, sub["merchant_id"], sub["plan_id"])
+                await webhooks.paid(gateway, sub, plan, invoice, paid_coin=record.pay_currency,
+                                    paid_amount=paid_amount)
         else:
             outcome = INV_EXPIRED
             await store.resolve_invoice(gateway, invoice["id"], {"status": INV_EXPIRED, "resolved_at": now})

@@ -1,4 +1,9 @@
-"""Plans and subscriptions as a dashboard page: the plans (create, turn on or off), the subscriptions, the MRR."""
+"""Plans and subscriptions as a dashboard page: the plans (create, turn on or off), the subscriptions, the MRR.
+
+Sign-ups from the customer page still waiting for their first payment are
+listed apart, as enrolments, with their invoice: they are not subscriptions
+(the API does not list them) until that invoice is paid.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,18 @@ from . import enrolment, plans, store
 from .routes_api import new_plan
 
 DAY = 86400
+LISTED = 50  # rows of each table on the page
 
 
 async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> DashboardView:
     plan_rows = await store.plans_of(gateway, merchant_id)
-    rows, total = await store.list_subscriptions(gateway, merchant_id, status=None, customer_ref=None, limit=50,
-                                                 offset=0)
+    rows, total = await store.list_subscriptions(gateway, merchant_id, status=None, customer_ref=None,
+                                                 limit=LISTED, offset=0)
+    pending = await store.pending_enrolments(gateway, merchant_id, LISTED)
     return DashboardView("subscriptions/dashboard.html", {
         "plans": [plans.plan_view(gateway, r) for r in plan_rows],
         "subscriptions": [enrolment.subscription_view(gateway, r) for r in rows], "total": total,
+        "pending": [enrolment.subscription_view(gateway, r) for r in pending],
         "summary": await enrolment.summary(gateway, merchant_id),
         "min_days": plans.MIN_INTERVAL // DAY or 1, "max_days": plans.MAX_INTERVAL // DAY})
 

@@ -184,7 +184,8 @@ def subscription_view(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, A
 
 
 async def summary(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
-    """Counts per status and the approximate MRR from paid periods only.
+    """Counts of subscriptions per status, of unpaid page enrolments (``pending``: waiting for their first
+    payment, ``expired``: lapsed), and the approximate MRR from paid periods only.
 
     The MRR is each ACTIVE subscription's price per 30 days, counted only
     while the period it is in has been paid (``current_period_end`` still
@@ -194,9 +195,10 @@ async def summary(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
     run and database.
     """
     counts = await store.status_counts(gateway, merchant_id)
+    subscriptions = {status: counts.get((status, True), 0) for status in store.SPEC_STATUSES}
     total = sum((Fraction(Decimal(r["amount_usd"])) * MONTH_SECONDS / int(r["interval_sec"])
                  for r in await store.paid_active_prices(gateway, merchant_id, gateway.now())), Fraction(0))
     mrr = (Decimal(total.numerator) / Decimal(total.denominator)).quantize(Decimal("0.01"), rounding=ROUND_HALF_EVEN)
-    return {"active": counts.get(ACTIVE, 0), "paused": counts.get(PAUSED, 0), "failed": counts.get(FAILED, 0),
-            "cancelled": counts.get(CANCELLED, 0), "pending": counts.get(PENDING, 0),
-            "expired": counts.get(EXPIRED, 0), "mrr_usd": format(mrr, "f")}
+    return {"active": subscriptions[ACTIVE], "paused": subscriptions[PAUSED], "failed": subscriptions[FAILED],
+            "cancelled": subscriptions[CANCELLED], "pending": counts.get((PENDING, False), 0),
+            "expired": counts.get((EXPIRED, False), 0), "mrr_usd": format(mrr, "f")}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...api.openapi import Op, Param, envelope, html, obj, redirect, ref
 from .plans import MAX_INTERVAL, MIN_INTERVAL
 from .routes_api import SCOPE_CANCEL, SCOPE_CREATE, SCOPE_READ
-from .store import STATUSES
+from .store import SPEC_STATUSES
 
 API, DASHBOARD, PAGES = "Subscriptions", "Dashboard: plans and subscriptions", "Hosted pages"
 KEY, JWT = ("merchant_key",), ("jwt",)
@@ -17,7 +17,7 @@ USD = {"type": "string", "description": "Exact decimal USD, at most 2 decimals (
 INTERVAL = {"type": "integer", "minimum": MIN_INTERVAL, "maximum": MAX_INTERVAL}
 COINS = {"type": "array", "items": STRING,
          "description": "Coins the invoices may be paid in; empty: every coin the merchant accepts at minting."}
-STATUS = {"type": "string", "enum": list(STATUSES)}
+STATUS = {"type": "string", "enum": list(SPEC_STATUSES)}  # SPEC 3.4: nothing else is ever shown
 
 PLAN = obj({"id": STRING, "plan_id": STRING, "label": STRING, "amount_usd": USD, "interval_sec": INTERVAL,
             "accepted_coins": COINS, "enabled": BOOLEAN, "subscribe_url": STRING, "created_at": TIME,
@@ -67,9 +67,11 @@ OPERATIONS = [
                    "last_error when it could not be minted (the billing tick retries). With start_at ahead, "
                    "the tick opens it within 5 minutes of start_at. 400 plan_not_found_or_disabled."),
     Op("GET", "/v1/subscription", "List subscriptions", API, data_only(SUBSCRIPTION_PAGE), auth=KEY,
-       scope=SCOPE_READ, query=LIST_QUERY, description="Newest first."),
+       scope=SCOPE_READ, query=LIST_QUERY,
+       description="Newest first. Subscriptions only: a customer's enrolment on the plan's page joins the list, "
+                   "ACTIVE, once its first invoice is paid (unpaid, it is an enrolment the dashboard shows)."),
     Op("GET", "/v1/subscription/{id}", "Show a subscription", API, data_only(ref("Subscription")), auth=KEY,
-       scope=SCOPE_READ, description="Another merchant's id answers 404."),
+       scope=SCOPE_READ, description="Another merchant's id, and an enrolment not paid yet, answer 404."),
     Op("POST", "/v1/subscription/{id}/cancel", "Cancel a subscription", API, data_only(ref("Subscription")),
        auth=KEY, scope=SCOPE_CANCEL,
        description="Final; rotates the magic token (the old manage link stops working). Cancelling again "
@@ -87,7 +89,7 @@ OPERATIONS = [
     Op("POST", "/dashboard/subscriptions", "Enrol a customer", DASHBOARD, envelope(ref("Subscription")), auth=JWT,
        body=CREATE_BODY),
     Op("GET", "/dashboard/subscriptions", "List subscriptions", DASHBOARD, envelope(SUBSCRIPTION_PAGE), auth=JWT,
-       query=LIST_QUERY),
+       query=LIST_QUERY, description="As GET /v1/subscription: subscriptions only."),
     Op("GET", "/dashboard/subscriptions/summary", "Subscription counts and MRR", DASHBOARD, envelope(SUMMARY),
        auth=JWT),
     Op("GET", "/subscribe/{plan_id}", "Subscribe to a plan", PAGES, page=True,
@@ -98,8 +100,9 @@ OPERATIONS = [
                                                                                    "maxLength": 128},
                      "cf-turnstile-response": {"type": "string", "description": "The captcha widget's token, "
                                                                                 "when a captcha is configured."}}),
-       responses={"303": redirect("To the hosted page of the first period's invoice; the subscription is PENDING "
-                                  "until it is paid, and its return link is the manage page."),
+       responses={"303": redirect("To the hosted page of the first period's invoice; the enrolment waits for it "
+                                  "(PENDING on the manage page, not a subscription of the API yet) until it is "
+                                  "paid, and its return link is the manage page."),
                   "400": html("The form again, naming the bad field."),
                   "403": html("The form again: the captcha (check_public_form) refused."),
                   "404": html("Unknown or disabled plan."),

@@ -1,7 +1,9 @@
 """Plans (SPEC 2.13, 4.10): what they may hold, and how the dashboard shows them.
 
 ``amount_usd`` is kept as the exact decimal text the merchant gave (in
-cents at most: an invoice is priced in USD), never a float. The coins of a
+cents at most: an invoice is priced in USD), never a float, and buys at
+least the smallest payment of each coin the plan's invoices offer, at the
+rate of the moment it is set (``check_price``). The coins of a
 plan must be coins the merchant accepts and a chain here can receive; an
 empty list means "every coin the merchant accepts when the invoice is
 minted".
@@ -12,7 +14,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ...api import Field, InvalidRequest, ValidationError, merchant_record
+from ...api import Field, InvalidRequest, ValidationError, check_invoice_amount, merchant_record, receivable_coins
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,6 +72,14 @@ async def check_coins(gateway: "Gateway", merchant_id: str, coins: Sequence[str]
         raise InvalidRequest("currency not accepted by merchant", code="currency_not_accepted",
                              detail={"accepted_coins": f"not accepted: {', '.join(refused)}"})
     return unique
+
+
+async def check_price(gateway: "Gateway", merchant_id: str, amount_usd: Decimal, coins: Sequence[str]) -> None:
+    """400 naming ``amount_usd`` when the price would buy less than the smallest payment of a coin the plan's
+    invoices offer (its coins, or every coin the merchant can be paid in now), at the current rate: every
+    period's invoice would be refused (``check_invoice_amount``)."""
+    offered = list(coins) or list(receivable_coins(gateway, await merchant_record(gateway, merchant_id)))
+    await check_invoice_amount(gateway, amount_usd, "USD", offered, field="amount_usd")
 
 
 def plan_view(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """The subscriptions API (SPEC 4.5, merchant key) and its dashboard twins (SPEC 4.10, JWT).
 
 Merchant-key routes answer bare ``{data}`` (SPEC 2.1 names subscriptions
-among the data-only responses) and need the plugin's scopes when called with
+among the data-only responses), list and show subscriptions only (an
+enrolment from the customer page joins them, ACTIVE, once its first invoice
+is paid: ``store.IS_SUBSCRIPTION``) and need the plugin's scopes when called with
 a scoped key: ``subscription:create``, ``subscription:read``,
 ``subscription:cancel`` (the legacy merchant key has all three). The
 dashboard routes answer the full envelope.
@@ -9,6 +11,7 @@ dashboard routes answer the full envelope.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Mapping
 
 from aiohttp import web
@@ -24,7 +27,8 @@ SCOPES = {
     SCOPE_READ: "Read subscriptions (GET /v1/subscription, /v1/subscription/{id}).",
     SCOPE_CANCEL: "Cancel subscriptions (POST /v1/subscription/{id}/cancel).",
 }
-LIST_FILTERS = [Field("status", upper=True, choices=store.STATUSES), Field("customer_ref", max_len=128)]
+# SPEC 4.5: the four statuses of SPEC 3.4; an unpaid page enrolment is not a subscription (store.IS_SUBSCRIPTION).
+LIST_FILTERS = [Field("status", upper=True, choices=store.SPEC_STATUSES), Field("customer_ref", max_len=128)]
 
 
 async def _created(request: web.Request) -> dict[str, Any]:
@@ -108,6 +112,7 @@ async def new_plan(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> A
     """Validate a plan's body and store it (the API route's and the dashboard page's one way)."""
     clean = validate(body, plans.CREATE_FIELDS)
     coins = await plans.check_coins(gateway, merchant_id, clean["accepted_coins"] or [])
+    await plans.check_price(gateway, merchant_id, clean["amount_usd"], coins)
     if await store.count_plans(gateway, merchant_id) >= plans.MAX_PLANS:
         raise plans.too_many()
     row = await store.insert_plan(gateway, merchant_id, label=clean["label"],
@@ -134,6 +139,9 @@ async def patch_plan(request: web.Request) -> web.Response:
         raise plans.nothing_to_change()
     if "accepted_coins" in changes:
         changes["accepted_coins"] = await plans.check_coins(gateway, merchant_id, changes["accepted_coins"])
+    if "amount_usd" in changes or "accepted_coins" in changes:  # the price as it will be, in the coins it will offer
+        price = changes["amount_usd"] if "amount_usd" in changes else Decimal(current["amount_usd"])
+        await plans.check_price(gateway, merchant_id, price, changes.get("accepted_coins", store.coins_of(current)))
     if "amount_usd" in changes:
         changes["amount_usd"] = plans.usd_text(changes["amount_usd"])
     row = await store.update_plan(gateway, merchant_id, current["id"], changes)

@@ -23,10 +23,24 @@ if TYPE_CHECKING:  # pragma: no cover
 Row = Mapping[str, Any]
 
 ACTIVE, PAUSED, CANCELLED, FAILED = "ACTIVE", "PAUSED", "CANCELLED", "FAILED"
-# A customer-page enrolment before its first invoice is paid, and one whose first invoice lapsed.
+SPEC_STATUSES = (ACTIVE, PAUSED, CANCELLED, FAILED)  # SPEC 3.4: all a subscription (API, webhooks) ever shows
+# A customer-page enrolment before its first invoice is paid, and one whose first invoice lapsed: not yet a
+# subscription, so neither is ever shown by the subscriptions API or its webhooks (issue 42 item 9).
 PENDING, EXPIRED = "PENDING", "EXPIRED"
-STATUSES = (ACTIVE, PAUSED, CANCELLED, FAILED, PENDING, EXPIRED)
+STATUSES = (*SPEC_STATUSES, PENDING, EXPIRED)
 ENDED = (CANCELLED, FAILED, EXPIRED)  # nothing is billed again
+
+# Which rows are subscriptions (SPEC 2.13, 3.4), as SQL over ``subscriptions s`` and as a test of one row:
+# every enrolment the merchant made (API, dashboard: ``enrol_ip_hash`` is written only for customer-page
+# enrolments, migration m0002), and a customer-page enrolment once a period of it was paid (it turned
+# ACTIVE then). An unpaid page enrolment (PENDING, EXPIRED, or cancelled before paying) is only an
+# enrolment: the subscriptions API lists none, answers 404 for one, and no subscription webhook names one.
+IS_SUBSCRIPTION = "(s.enrol_ip_hash IS NULL OR s.current_period_end IS NOT NULL)"
+
+
+def is_subscription(row: Row) -> bool:
+    """``IS_SUBSCRIPTION`` for one subscriptions row."""
+    return row["enrol_ip_hash"] is None or row["current_period_end"] is not None
 # Invoice rows: claimed (payment not yet known to exist), open, then paid or expired.
 MINTING, OPEN, INV_PAID, INV_EXPIRED = "minting", "open", "paid", "expired"
 
@@ -108,9 +122,11 @@ async def subscription_by_key(gateway: "Gateway", merchant_id: str, key: str) ->
 
 
 async def subscription_of(gateway: "Gateway", merchant_id: str, subscription_id: str) -> Row:
-    """A subscription with its plan's label, price and interval and its open invoice's pay URL."""
-    return found(await gateway.db.fetch_one(f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m",
-                                            {"i": subscription_id, "m": merchant_id}))
+    """A subscription with its plan's label, price and interval and its open invoice's pay URL; 404 for
+    another merchant's, and for an enrolment that is not a subscription yet (``IS_SUBSCRIPTION``)."""
+    return found(await gateway.db.fetch_one(
+        f"{_SUBSCRIPTION_SELECT} WHERE s.id = :i AND s.merchant_id = :m AND {IS_SUBSCRIPTION}",
+        {"i": subscription_id, "m": merchant_id}))
 
 
 async def subscription_row(gateway: "Gateway", subscription_id: str) -> Row:
@@ -125,7 +141,8 @@ async def subscription_by_token_hash(gateway: "Gateway", token_hash: str) -> Row
 
 async def list_subscriptions(gateway: "Gateway", merchant_id: str, *, status: str | None, customer_ref: str | None,
                              limit: int, offset: int) -> tuple[list[Row], int]:
-    clauses, values = ["s.merchant_id = :m"], {"m": merchant_id}
+    """The merchant's subscriptions (``IS_SUBSCRIPTION``: no unpaid enrolment), newest first, and their count."""
+    clauses, values = ["s.merchant_id = :m", IS_SUBSCRIPTION], {"m": merchant_id}
     if status is not None:
         clauses.append("s.status = :status")
         values["status"] = status
@@ -140,10 +157,19 @@ async def list_subscriptions(gateway: "Gateway", merchant_id: str, *, status: st
     return rows, int(total)
 
 
-async def status_counts(gateway: "Gateway", merchant_id: str) -> dict[str, int]:
+async def status_counts(gateway: "Gateway", merchant_id: str) -> dict[tuple[str, bool], int]:
+    """How many rows the merchant has per (status, whether it is a subscription: ``IS_SUBSCRIPTION``)."""
     rows = await gateway.db.fetch_all(
-        "SELECT status, COUNT(*) AS n FROM subscriptions WHERE merchant_id = :m GROUP BY status", {"m": merchant_id})
-    return {r["status"]: int(r["n"]) for r in rows}
+        f"SELECT s.status, CASE WHEN {IS_SUBSCRIPTION} THEN 1 ELSE 0 END AS listed, COUNT(*) AS n"
+        " FROM subscriptions s WHERE s.merchant_id = :m GROUP BY s.status, listed", {"m": merchant_id})
+    return {(r["status"], bool(r["listed"])): int(r["n"]) for r in rows}
+
+
+async def pending_enrolments(gateway: "Gateway", merchant_id: str, limit: int) -> list[Row]:
+    """The merchant's customer-page enrolments waiting for their first payment, newest first (the dashboard)."""
+    return await gateway.db.fetch_all(
+        f"{_SUBSCRIPTION_SELECT} WHERE s.merchant_id = :m AND s.status = :pending"
+        " ORDER BY s.created_at DESC, s.id DESC LIMIT :limit", {"m": merchant_id, "pending": PENDING, "limit": limit})
 
 
 async def paid_active_prices(gateway: "Gateway", merchant_id: str, now: int) -> list[Row]:

@@ -17,8 +17,8 @@ from typing import Sequence
 from aiohttp import web
 
 from ...api import (
-    AmountError, MerchantRecord, create_invoice, gateway_of, html_page, merchant_by_account_id, page_branding_for,
-    gettext as _, parse_decimal, rate_class, read_form, receivable_coins, render_page, translate,
+    AmountError, MerchantRecord, ValidationError, create_invoice, gateway_of, html_page, merchant_by_account_id,
+    page_branding_for, gettext as _, parse_decimal, rate_class, read_form, receivable_coins, render_page, translate,
 )
 from ..links.minting import pay_page, spend_mint_budget
 from ..links.settings import settings_of
@@ -104,7 +104,12 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
                            error=_("The amount %(problem)s. Enter an amount of %(coin)s, for example 0.01.",
                                    problem=translate(exc.problem), coin=coin), status=400)
     await spend_mint_budget(request, PLUGIN_NAME)
-    invoice = await create_invoice(
-        gateway, merchant.merchant_id, amount=value, currency=coin, coins=[coin], description=TIP_DESCRIPTION,
-        order_id=TIP_ORDER_ID, unpaid_retention_seconds=settings_of(gateway, PLUGIN_NAME).unpaid_retention_seconds)
+    try:
+        invoice = await create_invoice(
+            gateway, merchant.merchant_id, amount=value, currency=coin, coins=[coin], description=TIP_DESCRIPTION,
+            order_id=TIP_ORDER_ID, unpaid_retention_seconds=settings_of(gateway, PLUGIN_NAME).unpaid_retention_seconds)
+    except ValidationError as exc:  # below the coin's smallest payment: the payer's amount to fix
+        problem = "; ".join(map(translate, (exc.detail or {}).values())) or translate(exc.message)
+        return await _page(request, merchant, coins, coin, amount=shown,
+                           error=_("The amount %(problem)s.", problem=problem), status=400)
     raise web.HTTPSeeOther(pay_page(invoice.track_id), headers={"Cache-Control": "no-store"})

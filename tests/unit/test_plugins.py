@@ -92,6 +92,28 @@ def test_coin_of_an_unregistered_family_stops_startup_naming_coin_and_family(tmp
     assert "'ORPH'" in str(info.value) and "'orphanfamily'" in str(info.value) and "orphan" in str(info.value)
 
 
+@pytest.mark.parametrize("field, value", [("min_payment", "0.000000001"), ("min_payment", "abc"),
+                                          ("max_amount", "-1")])
+def test_a_coin_with_a_bad_bound_stops_startup_naming_it(tmp_path, field, value):
+    """``min_payment`` (issue 42 item 8) and ``max_amount`` are read once at registration: a value the coin cannot
+    hold stops the start, naming the coin, the plugin and the field."""
+    class Bounded:
+        PLUGIN_NAME = "bounded"
+
+        @hookimpl
+        def register_coins(self, registry):
+            registry.add(Coin("BND", "Bounded", "bndchain", 8, 3, "1", "xyz", **{field: value}))
+
+    with pytest.raises(StartupError) as info:
+        build_gateway(_config(tmp_path), get_plugin_manager([Bounded()], load_entrypoints=False))
+    assert "'BND'" in str(info.value) and "'bounded'" in str(info.value) and f"bad {field}" in str(info.value)
+
+
+def test_the_smallest_payment_is_one_base_unit_unless_a_plugin_says_more():
+    assert Coin("ONE", "One", "onechain", 8, 3, "1", "xyz").min_payment_units == 1
+    assert Coin("DST", "Dust", "dustchain", 8, 3, "1", "xyz", min_payment="0.00001").min_payment_units == 1000
+
+
 def test_address_family_rules_at_startup(tmp_path):
     class Partial:
         PLUGIN_NAME = "partial"

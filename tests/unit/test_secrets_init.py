@@ -1,4 +1,5 @@
-"""``orbchain secrets init`` (issue 32): production secret files, their permissions, and no silent overwrite."""
+"""``orbchain secrets init`` (issues 32, 42): production secret files, their permissions, no silent overwrite,
+and all of them or none."""
 
 from __future__ import annotations
 
@@ -128,3 +129,85 @@ def test_processes_starting_together_in_development_share_one_generated_secret(s
     assert not failed and len(found) == 8
     assert len({(s.jwt_secret, s.seed_material, bytes(s.receipt_key)) for s in found}) == 1
     assert sorted(p.name for p in (shell / "var").iterdir()) == ["jwt_secret", "receipt_signing_key", "seed"]
+
+
+# -- all or none (issue 42 item 8) ------------------------------------------------------------------------
+
+
+def test_a_planted_symlink_for_the_third_file_stops_the_command_before_any_file_is_written(shell, capsys):
+    """Break: seed and receipt key were written, then jwt_secret's planted link refused: two stray secrets."""
+    folder = shell / "credentials"
+    folder.mkdir(mode=0o700)
+    elsewhere = shell / "attacker-reads-this"
+    (folder / "jwt_secret").symlink_to(elsewhere)  # dangling: writing through it would create the target
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 1
+    err = capsys.readouterr().err
+    assert f"{folder / 'jwt_secret'} is a symbolic link" in err and "nothing written" in err
+    assert sorted(p.name for p in folder.iterdir()) == ["jwt_secret"]  # nothing new, scratch files included
+    assert not elsewhere.exists() and (folder / "jwt_secret").is_symlink()
+
+
+def test_a_symlink_to_a_known_file_is_never_kept_as_a_secret(shell, capsys):
+    """Break: --keep-existing kept a link to a file someone else knows: the gateway would sign sessions with it."""
+    folder = shell / "credentials"
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 0
+    known = shell / "known"
+    known.write_text("a secret the attacker chose\n")
+    (folder / "jwt_secret").unlink()
+    (folder / "jwt_secret").symlink_to(known)
+    before = {p.name: os.readlink(p) if p.is_symlink() else p.read_text() for p in folder.iterdir()}
+    capsys.readouterr()
+    for args in (["--keep-existing"], ["--replace", "jwt_secret"], ["--replace", "seed"]):
+        assert cli.main(["secrets", "init", "--dir", str(folder), *args]) == 1, args
+        assert "is a symbolic link" in capsys.readouterr().err
+        assert {p.name: os.readlink(p) if p.is_symlink() else p.read_text() for p in folder.iterdir()} == before
+    assert known.read_text() == "a secret the attacker chose\n"
+
+
+def test_something_that_is_not_a_file_or_a_folder_of_files_is_refused(shell, capsys):
+    folder = shell / "credentials"
+    folder.mkdir()
+    (folder / "metrics_token").mkdir()
+    assert cli.main(["secrets", "init", "--dir", str(folder), "--keep-existing"]) == 1
+    assert "metrics_token exists and is not a regular file" in capsys.readouterr().err
+    assert sorted(p.name for p in folder.iterdir()) == ["metrics_token"]
+    not_a_folder = shell / "plain-file"
+    not_a_folder.write_text("")
+    assert cli.main(["secrets", "init", "--dir", str(not_a_folder)]) == 1
+    assert "is not a folder" in capsys.readouterr().err
+
+
+def test_a_failure_while_placing_the_files_puts_everything_back(shell, capsys, monkeypatch):
+    """A file that appears between the check and the write (or a full disk) ends with nothing new, and a
+    replaced file is back in its place."""
+    folder = shell / "credentials"
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) == 0
+    (folder / "metrics_token").unlink()
+    before = contents(folder)
+    real_link = os.link
+
+    def link(src, dst, **kwargs):
+        if Path(dst).name == "metrics_token":  # the last file: someone planted it meanwhile
+            Path(dst).symlink_to(shell / "elsewhere")
+        return real_link(src, dst, **kwargs)
+
+    monkeypatch.setattr(os, "link", link)
+    capsys.readouterr()
+    assert cli.main(["secrets", "init", "--dir", str(folder), "--replace", "seed"]) != 0
+    monkeypatch.undo()
+    assert "File exists; nothing was written" in capsys.readouterr().err
+    (folder / "metrics_token").unlink()  # the planted link, untouched
+    assert contents(folder) == before  # the seed is the old one, no .replaced- copy, no scratch file
+    assert not (shell / "elsewhere").exists()
+
+
+def test_a_folder_made_for_nothing_is_removed_again(shell, capsys, monkeypatch):
+    folder = shell / "new" / "credentials"
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device", str(folder / "seed"))
+
+    monkeypatch.setattr("orbchain.core.cli.secrets_init.write_scratch", full_disk)
+    assert cli.main(["secrets", "init", "--dir", str(folder)]) != 0
+    assert "No space left on device; nothing was written" in capsys.readouterr().err
+    assert not (shell / "new").exists()

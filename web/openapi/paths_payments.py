@@ -24,7 +24,10 @@ WHITE_LABEL_BODY = body(
      "splits": array(obj({"bps": {"type": "integer", "minimum": 1, "maximum": 10000}},
                          {"recipient_merchant_id": STRING, "recipient_address": STRING}), maxItems=10),
      "settlement_coin": COIN},
-    description="Exactly one of amount or amount_fiat (with fiat_currency).",
+    description="Exactly one of amount or amount_fiat (with fiat_currency). A fiat amount has at most its "
+                "currency's minor unit (2 decimals; JPY none); what the payer is asked for is at least the pay "
+                "coin's smallest payment (its dust limit or rent floor), else 400 validation naming the field "
+                "with the minimum in the amount's currency.",
 )
 INVOICE_BODY = body(
     {"amount": AMOUNT},
@@ -33,6 +36,8 @@ INVOICE_BODY = body(
      "return_url": URL, "cancel_url": URL, "email": {"type": "string", "format": "email"},
      "customer_email": {"type": "string", "format": "email", "description": "Alias of email."},
      "accepted_coins": array(COIN, minItems=1), "pay_currency": COIN, **COMMON},
+    description="amount in a fiat currency has at most its minor unit (2 decimals; JPY none); what the payer is "
+                "asked for is at least the pay coin's smallest payment, else 400 validation naming amount.",
 )
 DASHBOARD_BODY = body(
     {"type": {"type": "string", "enum": ["static_address", "white_label", "invoice"]}},

@@ -227,9 +227,11 @@ TRANSFER_ROW = obj(
 
 CURRENCY = obj(
     {"symbol": COIN, "name": STRING, "network": STRING, "decimals": {"type": "integer", "minimum": 0},
-     "confirmations": nullable({"type": "integer", "minimum": 0}), "min_payout": nullable(AMOUNT)},
-    description="A coin table entry (SPEC 2.6). confirmations and min_payout are null where SPEC 2.7 lists"
-                " none: a swap-only source coin (not payable) and Lightning (credited when the invoice is paid).",
+     "confirmations": {"type": "integer", "minimum": 0}, "min_payout": AMOUNT, "note": nullable(STRING)},
+    description="A coin table entry (SPEC 2.6). Where SPEC 2.7 lists no confirmation count or minimum payout"
+                " (a swap-only source coin, Lightning), confirmations is what the gateway waits for (0: credited"
+                " when the Lightning invoice is paid) and min_payout the only floor (one base unit, or 0 for a"
+                " coin never paid out); note says so in words. note is null for every other coin.",
 )
 
 ACCOUNT = obj(
