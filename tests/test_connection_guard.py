@@ -18,27 +18,23 @@ import pytest
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
-from .support import GatewayTestServer
+from .support import GatewayTestServer, api, signup
 
 HANG = 20  # a bound that only catches a connection left open for good
 HEALTH = b"GET /health HTTP/1.1\r\nHost: gateway\r\n\r\n"
 
 
 @pytest.fixture
-async def served(make_config):
+def served(make_config, aiohttp_client):
     """``served(**server_keys)``: the app behind ``GatewayAppRunner`` on a free port, one-second deadlines."""
-    servers = []
 
     async def serve(**server):
         keys = {"header_timeout_seconds": 1, "body_timeout_seconds": 1, "keepalive_seconds": 1, **server}
-        test_server = GatewayTestServer(create_app(make_config(scheduler={"enabled": False}, server=keys)))
-        await test_server.start_server()
-        servers.append(test_server)
-        return test_server
+        client = await aiohttp_client(GatewayTestServer(create_app(make_config(scheduler={"enabled": False},
+                                                                               server=keys))))
+        return client.server
 
-    yield serve
-    for test_server in servers:
-        await test_server.close()
+    return serve
 
 
 async def connect(server, source: str = "127.0.0.1") -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -108,6 +104,23 @@ async def test_a_body_that_does_not_arrive_in_time_gets_408_through_the_envelope
     status, body = answer_of(await everything_until_closed(reader))
     assert status == 408 and body["error"]["type"] == "invalid_request" and "body" in body["message"]
     assert closed_for(server, "body_timeout") == 1
+    writer.close()
+
+
+async def test_a_payer_form_whose_body_is_late_gets_the_408_page_in_the_payers_language(make_config, aiohttp_client):
+    client = await aiohttp_client(GatewayTestServer(create_app(make_config(
+        scheduler={"enabled": False}, server={"body_timeout_seconds": 1}))))
+    merchant = await signup(client)
+    status, body = await api(client, "GET", "/dashboard/account", merchant.jwt)
+    assert status == 200, body
+    reader, writer = await connect(client.server)
+    writer.write(f"POST /tip/{body['data']['account']['account_id']} HTTP/1.1\r\nHost: gateway\r\n"
+                 "Accept-Language: de\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                 "Content-Length: 100\r\n\r\ncoin=BTC&am".encode())  # the tip form, cut short
+    head, _, page = (await everything_until_closed(reader)).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 408 ") and b"text/html" in head
+    text = page.decode()
+    assert "Zeitüberschreitung der Anfrage" in text and "Bitte senden Sie es erneut." in text
     writer.close()
 
 
