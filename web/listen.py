@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import socket
 from typing import Any
 
@@ -105,9 +106,15 @@ def _where(sock: socket.socket) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def listen(host: str, port: int, *, reuse_port: bool = False) -> Listener:
-    """A listening TCP socket on ``host:port`` (IPv6 when the host is one); ``ListenError`` when refused."""
+def listen(host: str, port: int, *, reuse_port: bool = False, setting: str | None = None) -> Listener:
+    """A listening TCP socket on ``host:port`` (IPv6 when the host is one); ``ListenError`` when refused.
+
+    ``setting`` names the config key the address came from, when it is not the main port's (``--host``,
+    ``--port``): the refusal then tells the operator to change that key.
+    """
     where = f"[{host}]:{port}" if ":" in host else f"{host or '0.0.0.0'}:{port}"
+    if setting is not None:
+        where = f"{where} ({setting})"
     try:
         family = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
         bound = socket.create_server((host, port), family=family, backlog=BACKLOG, reuse_port=reuse_port)
@@ -116,5 +123,6 @@ def listen(host: str, port: int, *, reuse_port: bool = False) -> Listener:
         raise ListenError(f"cannot listen on {where}: unknown host ({exc.strerror});"
                           " check --host or ORBCHAIN_HOST") from None
     except OSError as exc:
-        advice = _ADVICE.get(exc.errno or 0, exc.strerror or str(exc))
+        advice = _ADVICE.get(exc.errno or 0, exc.strerror or str(exc)) if setting is None else \
+            f"{os.strerror(exc.errno) if exc.errno else exc}: choose another address in {setting}"
         raise ListenError(f"cannot listen on {where}: {advice}") from None

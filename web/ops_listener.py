@@ -47,7 +47,8 @@ async def ops_listener_ctx(app: web.Application) -> AsyncIterator[None]:
     runner = GatewayAppRunner(ops_app(app), access_log=None)
     await runner.setup()
     # A Listener (web/listen.py), as the main port: a process out of files logs one line, not a flood.
-    site = web.SockSite(runner, listening_socket(host.strip("[]"), int(port), reuse_port=True))
+    site = web.SockSite(runner, listening_socket(host.strip("[]"), int(port), reuse_port=True,
+                                                 setting="metrics.listen"))
     await site.start()
     log.info("metrics and readiness on http://%s/metrics and /ready", listen)
     try:
