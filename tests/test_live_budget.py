@@ -172,6 +172,7 @@ async def test_failed_accepts_are_one_line_when_they_begin_and_one_with_their_co
     again = re.findall(r"accepting connections on \S+ again after (\d+) failed accepts", text)
     assert len(again) == 1 and int(again[0]) >= 1, text
     assert "Traceback" not in text and "out of system resource" not in text, text
+    assert text.count(" ERROR ") == 1, text  # the episode's first line; its end is a warning
 
 
 async def test_serve_raises_its_open_file_limit_to_the_hard_limit(db_url, tmp_path):

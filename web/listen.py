@@ -62,7 +62,7 @@ class Listener(socket.socket):
                  " wait in the backlog and accepting is retried every second; later failures of this episode"
                  " are only counted",
             "accepting connections on %(where)s again after %(count)d failed accepts in %(seconds).1f s",
-            level=logging.ERROR)
+            level=logging.ERROR, end_level=logging.WARNING)
 
     def accept(self) -> tuple[socket.socket, Any]:
         if self._resting:

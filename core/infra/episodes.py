@@ -21,13 +21,15 @@ class Episode:
     """One kind of repeated trouble in this process; ``hit`` per occurrence, ``over`` when it stopped."""
 
     def __init__(self, logger: logging.Logger, begins: str, ends: str, *, level: int = logging.WARNING,
-                 quiet_seconds: float | None = None) -> None:  # float ok: a duration
+                 end_level: int | None = None, quiet_seconds: float | None = None) -> None:  # float ok: a duration
         """``begins`` is formatted with the first hit's arguments; ``ends`` with the count, the seconds and
-        those same arguments (``%(count)d``, ``%(seconds).1f`` and the names the first hit gave)."""
+        those same arguments (``%(count)d``, ``%(seconds).1f`` and the names the first hit gave), logged at
+        ``end_level`` (default: ``level``)."""
         self._log = logger
         self._begins = begins
         self._ends = ends
         self._level = level
+        self._end_level = level if end_level is None else end_level
         self._quiet = quiet_seconds
         self.count = 0
         self._first: dict[str, Any] = {}
@@ -57,7 +59,7 @@ class Episode:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        self._log.log(self._level, self._ends,
+        self._log.log(self._end_level, self._ends,
                       {**self._first, "count": self.count, "seconds": time.monotonic() - self._since})
         self.count = 0
 

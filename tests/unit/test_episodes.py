@@ -14,12 +14,14 @@ def lines(caplog) -> list[str]:
 
 def test_a_thousand_occurrences_are_two_lines_with_the_count(caplog):
     caplog.set_level(logging.INFO)
-    episode = Episode(log, "cannot accept on %(where)s", "accepting on %(where)s again after %(count)d failures")
+    episode = Episode(log, "cannot accept on %(where)s", "accepting on %(where)s again after %(count)d failures",
+                      level=logging.ERROR, end_level=logging.WARNING)
     for _ in range(1000):
         episode.hit(where="127.0.0.1:8080")
     assert lines(caplog) == ["cannot accept on 127.0.0.1:8080"]
     episode.over()
     assert lines(caplog)[1] == "accepting on 127.0.0.1:8080 again after 1000 failures"
+    assert [r.levelname for r in caplog.records if r.name == log.name] == ["ERROR", "WARNING"]
     episode.over()  # nothing new: nothing logged
     episode.hit(where="127.0.0.1:8080")  # a new episode begins with its own line
     assert len(lines(caplog)) == 3 and episode.count == 1
