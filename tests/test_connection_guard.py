@@ -141,6 +141,18 @@ async def test_a_kept_alive_connection_may_idle_between_requests_and_is_closed_a
     writer.close()
 
 
+async def test_a_kept_alive_connections_next_head_has_its_deadline_too(served):
+    server = await served(header_timeout_seconds=1, keepalive_seconds=30)
+    reader, writer = await connect(server)
+    writer.write(HEALTH)
+    assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANG)).startswith(b"HTTP/1.1 200 ")
+    await asyncio.wait_for(reader.readuntil(b"}"), HANG)
+    writer.write(b"GET /hea")  # the next request starts, and stops
+    assert (await everything_until_closed(reader)).startswith(b"HTTP/1.1 408 ")
+    assert closed_for(server, "header_timeout") == 1
+    writer.close()
+
+
 async def test_one_address_may_hold_only_so_many_connections_that_sent_no_request(served, caplog):
     server = await served(header_timeout_seconds=60, max_pending_connections_per_ip=3)
     waiting = [await connect(server, "127.0.0.5") for _ in range(3)]

@@ -181,13 +181,15 @@ class GuardedRequestHandler(RequestHandler):
         if guard is None:
             super().data_received(data)
             return
-        if data and self._deadline is None and self._body is None and not self._request_in_progress \
-                and not self._messages:
-            self._expect(guard.rules.header_timeout, self._head_late)  # a kept-alive connection's next request
+        # The first bytes of a kept-alive connection's next request: its head is due within the deadline.
+        next_request = bool(data) and self._deadline is None and self._body is None \
+            and not self._request_in_progress and not self._messages
         heads = self._request_count
         super().data_received(data)
         if self._request_count != heads:
             self._head_arrived(self._messages[-1][1] if self._messages else None)
+        elif next_request:  # only when the head did not come whole (the usual case needs no timer)
+            self._expect(guard.rules.header_timeout, self._head_late)
         elif self._body is not None and self._body.is_eof():
             self._stop_waiting()
 
