@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -133,11 +134,16 @@ def config_from_environment(make_config: Any, **variables: str) -> Any:
 
 
 class GatewayTestServer(TestServer):
-    """A test server behind ``GatewayAppRunner`` (what ``orbchain serve`` runs), for raw-socket tests."""
+    """A test server behind ``GatewayAppRunner`` (what ``orbchain serve`` runs), for raw-socket tests.
+
+    As ``orbchain serve`` runs it: aiohttp's test server cancels a handler whose client left
+    (``handler_cancellation``), the served gateway does not, so a test here sees what a real client would.
+    """
 
     async def _make_runner(self, **kwargs: Any) -> Any:
         from orbchain.web.server import GatewayAppRunner
 
+        kwargs.pop("handler_cancellation", None)
         return GatewayAppRunner(self.app, **kwargs)
 
 
@@ -231,30 +237,38 @@ def orbchain_env(db_url: str, tmp_path: Any, **env: str | None) -> dict[str, str
     return child
 
 
-def start_session(command: list[str], tmp_path: Any, env: dict[str, str], log: Any = None) -> subprocess.Popen:
+def start_session(command: list[str], tmp_path: Any, env: dict[str, str], log: Any = None,
+                  open_files: tuple[int, int] | None = None) -> subprocess.Popen:
     """``command`` started as an operator would: its own session, so ``os.killpg(proc.pid, ...)`` signals
     it and everything it started the way a service manager or a terminal does. Output goes to the file
-    ``log`` when given, else to a pipe."""
+    ``log`` when given, else to a pipe. ``open_files`` (soft, hard) is its RLIMIT_NOFILE, as a unit's
+    ``LimitNOFILE`` or a shell's ``ulimit -n`` would set it."""
     output = open(log, "ab") if log is not None else subprocess.PIPE  # the child has its own copy once started
+
+    def limit_open_files() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, open_files)
+
     try:
         return subprocess.Popen(command, env=env, cwd=tmp_path, stdout=output, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True, preexec_fn=limit_open_files if open_files else None)
     finally:
         if log is not None:
             output.close()
 
 
-def orbchain_process(db_url: str, tmp_path: Any, *args: str, log: Any = None, **env: str | None) -> subprocess.Popen:
+def orbchain_process(db_url: str, tmp_path: Any, *args: str, log: Any = None,
+                     open_files: tuple[int, int] | None = None, **env: str | None) -> subprocess.Popen:
     """``orbchain <args>`` (``orbchain_env``, ``start_session``)."""
     return start_session([sys.executable, "-m", "orbchain", *args], tmp_path, orbchain_env(db_url, tmp_path, **env),
-                         log)
+                         log, open_files)
 
 
 def serve_process(db_url: str, tmp_path: Any, port: int, workers: int, log: Any = None,
-                  **env: str | None) -> subprocess.Popen:
+                  open_files: tuple[int, int] | None = None, **env: str | None) -> subprocess.Popen:
     """``orbchain serve --workers N`` on 127.0.0.1:``port`` (``orbchain_process``)."""
     return orbchain_process(db_url, tmp_path, "serve", "--host", "127.0.0.1", "--port", str(port),
-                            "--workers", str(workers), log=log, **env)
+                            "--workers", str(workers), log=log, open_files=open_files, **env)
 
 
 def children_of(pid: int) -> set[int]:

@@ -178,6 +178,37 @@ def _stop_bound() -> float:
     return ServerConfig().drain_seconds + SUPERVISOR_MARGIN_SECONDS + 1
 
 
+def _serves_max_streams(open_files: int, workers: int) -> bool:
+    """Whether a worker given ``open_files`` holds its share of the default ``max_streams`` (issue 42): the
+    budget's arithmetic (web/stream_budget.py) with a generous count of files open at start."""
+    from orbchain.core.infra.config import LiveConfig
+    from orbchain.web.stream_budget import StreamBudget
+
+    live = LiveConfig()
+    share = -(-live.max_streams // workers)
+    budget = StreamBudget(configured=share, file_limit=open_files, open_at_start=500, reserved=live.reserved_files,
+                          page_share_percent=live.max_page_share_percent)
+    return not budget.limited_by_files
+
+
+def _workers(command: list[str]) -> int:
+    return int(command[command.index("--workers") + 1]) if "--workers" in command else 1
+
+
+def test_systemd_unit_gives_the_gateway_the_open_files_its_streams_need():
+    """Without LimitNOFILE a service gets 1,024 open files: about 750 streams (issue 42)."""
+    service = unit()["Service"]
+    assert _serves_max_streams(int(service["LimitNOFILE"]), _workers(service["ExecStart"].split()))
+    assert not _serves_max_streams(1024, _workers(service["ExecStart"].split()))  # what it had before
+
+
+def test_compose_gives_the_gateway_the_open_files_its_streams_need():
+    service = yaml.safe_load((DEPLOY / "compose.yaml").read_text())["services"]["orbchain"]
+    nofile = service["ulimits"]["nofile"]
+    assert nofile["soft"] == nofile["hard"]
+    assert _serves_max_streams(nofile["soft"], _workers(service["command"]))
+
+
 def test_systemd_unit_gives_the_stop_time_to_drain():
     """SIGTERM to the supervisor only (it passes the stop on; a worker signalled twice would just ignore the
     repeat), and a stop timeout longer than the gateway's own bound, so systemd never SIGKILLs a clean stop."""

@@ -187,7 +187,8 @@ async def test_a_revoked_session_ends_the_stream(make_client, make_config):
 async def test_dashboard_streams_are_bounded_per_merchant_and_share_the_total(make_client, make_config):
     client = await make_client(make_config(
         scheduler={"enabled": False},
-        live={"max_streams": 3, "max_streams_per_merchant": 2, "max_streams_per_ip": 8, "heartbeat_seconds": 1}))
+        live={"max_streams": 3, "max_streams_per_merchant": 2, "max_streams_per_ip": 8, "heartbeat_seconds": 1,
+              "max_page_share_percent": 100}))  # one payment may take them all here: its share is tested apart
     visitor = Visitor(client)
     keys = await visitor.sign_up("live-bounds@example.com")
     track_id = (await white_label(client, keys["merchant_api_key"]))["track_id"]

@@ -15,6 +15,10 @@ import signal
 import socket
 import threading
 
+import pytest
+
+from orbchain.web.listen import ListenError, listen
+
 from .support import free_port, kill_group, serve_process, wait_exit
 
 HANG = 60  # an upper bound that only catches a hang (start-up, migrations); nothing is timed
@@ -73,3 +77,14 @@ async def test_a_taken_port_is_one_line_and_serving_is_announced_once_bound(db_u
         assert status == 0, "".join(seen + rest)
     finally:
         kill_group(process)
+
+
+def test_a_taken_metrics_listen_address_is_one_line_naming_its_key():
+    """The operator listener binds through listen() too (a Listener, issue 42): its refusal names
+    ``metrics.listen``, not the main port's flags."""
+    with socket.create_server(("127.0.0.1", 0)) as holder:
+        port = holder.getsockname()[1]
+        with pytest.raises(ListenError) as refused:
+            listen("127.0.0.1", port, reuse_port=True, setting="metrics.listen")
+    assert str(refused.value) == (f"cannot listen on 127.0.0.1:{port} (metrics.listen): Address already in use:"
+                                  " choose another address in metrics.listen")

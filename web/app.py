@@ -34,7 +34,7 @@ from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, EVERYONE, authenticate_request
 from .key_requests import KEY_REQUEST_LISTENERS, key_request_listeners
 from .keys import GATEWAY
-from .live import end_streams
+from .live import end_streams, state_budget
 from .middlewares import middlewares
 from .ops_listener import ops_listener_ctx
 from .routes import core_route_tables, plugin_static
@@ -114,6 +114,12 @@ async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
         await drain_jobs(app)  # again after on_shutdown: nothing left to do
 
 
+async def budget_streams(app: web.Application) -> None:
+    """``on_startup``, after every cleanup context opened what it holds: the live streams' budget from the
+    open-file limit and the files now open (web/stream_budget.py), stated in the log."""
+    state_budget(app[GATEWAY])
+
+
 async def close_streams(app: web.Application) -> None:
     """``on_shutdown``: live pages' event streams end (web/live.py); the browsers reconnect elsewhere."""
     await end_streams(app[GATEWAY])
@@ -181,5 +187,6 @@ def create_app(
     i18n.install(env)  # payer pages in the payer's language (web/i18n.py)
     app.on_response_prepare.append(server_header)  # no version banner (web/server.py)
     app.cleanup_ctx.extend([database_ctx, services_ctx, chains_ctx, lifecycle_ctx, scheduler_ctx, ops_listener_ctx])
+    app.on_startup.append(budget_streams)
     app.on_shutdown.extend([close_streams, drain_jobs])
     return app

@@ -20,6 +20,7 @@ from . import json_body
 from .edge import parse_off_loop
 
 ENVELOPE_VERSION = "2.0.0"
+SERVER_NAME = "orbchain"  # the Server header of every answer: no product version for an attacker to read
 
 
 _NUMBER_MARK = "\u0001orbchain-num:"
@@ -105,16 +106,20 @@ def data_only(data: Any, status: int = 200) -> web.Response:
     return json_answer(encode({"data": data}), status)
 
 
-def error_response(error: ApiError, headers: Mapping[str, str] | None = None) -> web.Response:
-    body = {
+def error_body(error: ApiError) -> bytes:
+    """The JSON of ``error``'s envelope (also written straight to a socket, web/connection_guard.py)."""
+    return encode({
         "data": None,
         "message": error.message,
         "error": error.error_object(),
         "status": error.status,
         "version": ENVELOPE_VERSION,
-    }
+    })
+
+
+def error_response(error: ApiError, headers: Mapping[str, str] | None = None) -> web.Response:
     merged = {**error.headers, **(headers or {})}
-    return json_answer(encode(body), error.status, merged)
+    return json_answer(error_body(error), error.status, merged)
 
 
 async def read_json(request: web.Request, *, required: bool = True) -> dict[str, Any]:

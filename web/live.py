@@ -8,12 +8,20 @@ signal heard during the read gets one more read after it, never one per
 signal) and hands the state to each of its streams. While idle nothing
 holds a database connection: a read borrows one per statement.
 
-It also bounds the streams: ``live.max_streams`` in this process (503
-past it; web/serve.py gives each of N workers its share), and per client
-(429): ``live.max_streams_per_ip`` for the public pages' streams,
-``live.max_streams_per_merchant`` for the dashboard's; each refusal with
-``Retry-After``. At shutdown every stream ends, so a stop never waits
-on a payer's open page (the browser reconnects to a process still serving).
+It also bounds the streams. In total, this process's budget (503 past it):
+its share of ``live.max_streams`` (web/serve.py gives each of N workers
+its share), never more than its open-file limit leaves room for
+(web/stream_budget.py). Then 429 past any of: one payment's share of the
+budget (``live.max_page_share_percent``); for the public pages' streams
+``live.max_streams_per_ip`` per IPv4 address or IPv6 /64
+(web/client_address.py); for the dashboard's ``live.max_streams_per_merchant``
+per merchant and ``live.max_dashboard_streams_per_ip`` per address. Each
+refusal carries ``Retry-After`` and is counted by bound
+(``orbchain_live_streams_refused_total``). A slot is given back when its
+handler ends or, sooner, when the client's connection closes
+(web/connection_guard.py). At shutdown every stream ends, so a stop never
+waits on a payer's open page (the browser reconnects to a process still
+serving).
 """
 
 from __future__ import annotations
@@ -27,22 +35,26 @@ from ..core.errors import RateLimited, ServiceUnavailable
 from ..core.gateway import Gateway
 from ..core.infra.signals import RESET
 from ..core.payments.changes import TOPIC
+from .client_address import address_group
 from .live_state import State, read_state
+from .stream_budget import StreamBudget, measure
 
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 30  # Retry-After of a refused stream; the page meanwhile reloads on its own
 Reader = Callable[[Gateway, str], Awaitable["State | None"]]
+Key = tuple[str, str]  # ("page", track id), ("ip", address group), ("merchant", id), ("dashboard-ip", group)
+Bound = tuple[Key, int, str]  # a key, how many streams it may hold, and how a refusal names it
 
 
 class Stream:
     """One open stream: the latest state the hub handed it, and a flag the stream's handler waits on."""
 
-    __slots__ = ("track_id", "client", "latest", "ended", "_wake")
+    __slots__ = ("track_id", "keys", "latest", "ended", "_wake")
 
-    def __init__(self, track_id: str, client: tuple[str, str]) -> None:
+    def __init__(self, track_id: str, keys: tuple[Key, ...]) -> None:
         self.track_id = track_id
-        self.client = client  # ("ip", address) or ("merchant", id): whose bound it counts in
+        self.keys = keys  # the bounds it counts in (its page's, its address's, its merchant's)
         self.latest: State | None = None
         self.ended = False
         self._wake = asyncio.Event()
@@ -72,11 +84,12 @@ class Stream:
 class LiveHub:
     """payment id -> its open streams, fed by one subscription per process."""
 
-    def __init__(self, gateway: Gateway, reader: Reader = read_state) -> None:
+    def __init__(self, gateway: Gateway, budget: StreamBudget, reader: Reader = read_state) -> None:
         self.gateway = gateway
+        self.budget = budget
         self._reader = reader
         self._streams: dict[str, set[Stream]] = {}
-        self._per_client: Counter[tuple[str, str]] = Counter()
+        self._held: Counter[Key] = Counter()
         self._open_count = 0
         self._reading: set[str] = set()
         self._again: set[str] = set()
@@ -90,37 +103,53 @@ class LiveHub:
         return self._open_count
 
     def open(self, track_id: str, ip: str) -> Stream:
-        """Register a public page's stream, or refuse it past the bounds (429 per IP, 503 in total)."""
-        return self._open(track_id, ("ip", ip), self.gateway.config.live.max_streams_per_ip, "from this address")
+        """Register a public page's stream, or refuse it past the bounds (429 per page or address, 503 in
+        total)."""
+        live = self.gateway.config.live
+        return self._open(track_id, (("ip", address_group(ip)), live.max_streams_per_ip, "from this address"))
 
-    def open_for_merchant(self, track_id: str, merchant_id: str) -> Stream:
-        """Register a dashboard stream, or refuse it past the bounds (429 per merchant, 503 in total)."""
-        return self._open(track_id, ("merchant", merchant_id), self.gateway.config.live.max_streams_per_merchant,
-                          "for this merchant")
+    def open_for_merchant(self, track_id: str, merchant_id: str, ip: str) -> Stream:
+        """Register a dashboard stream, or refuse it past the bounds (429 per page, merchant or address, 503 in
+        total)."""
+        live = self.gateway.config.live
+        return self._open(track_id, (("merchant", merchant_id), live.max_streams_per_merchant, "for this merchant"),
+                          (("dashboard-ip", address_group(ip)), live.max_dashboard_streams_per_ip,
+                           "from this address"))
 
-    def _open(self, track_id: str, client: tuple[str, str], per_client: int, whose: str) -> Stream:
+    def _open(self, track_id: str, *bounds: Bound) -> Stream:
         retry = {"Retry-After": str(RETRY_SECONDS)}
-        if self._open_count >= self.gateway.config.live.max_streams:
+        if self._open_count >= self.budget.streams:
+            self._refused("total")
             raise ServiceUnavailable("too many open event streams", headers=retry)
-        if self._per_client[client] >= per_client:
-            raise RateLimited(f"too many open event streams {whose}", headers=retry)
-        stream = Stream(track_id, client)
+        for key, most, whose in ((("page", track_id), self.budget.per_page, "for this payment"), *bounds):
+            if self._held[key] >= most:
+                self._refused(key[0])
+                raise RateLimited(f"too many open event streams {whose}", headers=retry)
+        stream = Stream(track_id, (("page", track_id), *(key for key, _, _ in bounds)))
         self._streams.setdefault(track_id, set()).add(stream)
-        self._per_client[client] += 1
+        for key in stream.keys:
+            self._held[key] += 1
         self._open_count += 1
+        self.gateway.metrics.live_streams_open.inc()
         return stream
 
     def close(self, stream: Stream) -> None:
+        """Give ``stream``'s slot back (once, however often it is called)."""
         streams = self._streams.get(stream.track_id)
         if streams is None or stream not in streams:
             return
         streams.discard(stream)
         if not streams:
             del self._streams[stream.track_id]
-        self._per_client[stream.client] -= 1
-        if self._per_client[stream.client] <= 0:
-            del self._per_client[stream.client]
+        for key in stream.keys:
+            self._held[key] -= 1
+            if self._held[key] <= 0:
+                del self._held[key]
         self._open_count -= 1
+        self.gateway.metrics.live_streams_open.dec()
+
+    def _refused(self, bound: str) -> None:
+        self.gateway.metrics.live_streams_refused.labels(_BOUND_NAMES.get(bound, bound)).inc()
 
     async def shutdown(self) -> None:
         """End every stream and stop listening (``on_shutdown``)."""
@@ -171,12 +200,28 @@ class LiveHub:
             self._again.discard(track_id)
 
 
+_BOUND_NAMES = {"ip": "address", "dashboard-ip": "address"}
+
+
 def live_hub(gateway: Gateway) -> LiveHub:
-    """This process's hub, made with the first stream (one per gateway)."""
+    """This process's hub (one per gateway), made with the first stream on the budget ``state_budget`` measured."""
     hub = gateway.services.get("live_hub")
     if hub is None:
-        hub = gateway.services["live_hub"] = LiveHub(gateway)
+        budget = gateway.services.get("stream_budget") or measure(gateway.config)
+        hub = gateway.services["live_hub"] = LiveHub(gateway, budget)
     return hub
+
+
+def state_budget(gateway: Gateway) -> StreamBudget:
+    """Once the process serves (``on_startup``): its stream budget, measured now and stated in the log (a
+    warning when the open-file limit, not ``max_streams``, decides it: then raise ``LimitNOFILE``)."""
+    budget = gateway.services["stream_budget"] = measure(gateway.config)
+    if budget.limited_by_files:
+        log.warning("%s: the open-file limit decides it; raise it (LimitNOFILE, ulimit -n) to serve"
+                    " [live] max_streams", budget.describe())
+    else:
+        log.info("%s", budget.describe())
+    return budget
 
 
 async def end_streams(gateway: Gateway) -> None:

@@ -13,21 +13,29 @@ asks ``still_allowed`` once per heartbeat interval; once the answer is no
 revoked session stops seeing the payment within ``heartbeat_seconds``; a
 check that fails (database away) ends the stream too, so nothing is shown
 unconfirmed, and the browser's reconnect meets the session check again.
+
+Both routes hold their slot through ``holding``: it is given back when the
+handler ends, or at once when the client's connection closes (not at the
+next heartbeat's failed write, which left a full server refusing new
+streams for up to ``heartbeat_seconds`` after every client had gone).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from typing import Awaitable, Callable
+from contextlib import contextmanager
+from typing import Awaitable, Callable, Iterator
 
 from aiohttp import hdrs, web
 
 from ..core.errors import NotFound
 from .envelope import encode
+from .connection_guard import on_peer_gone
 from .keys import gateway_of
-from .live import Stream, live_hub
+from .live import LiveHub, Stream, live_hub
 from .live_state import State, read_state, shown
+from .middlewares import client_ip
 
 log = logging.getLogger(__name__)
 
@@ -52,18 +60,32 @@ async def merchant_payment_events(request: web.Request, merchant_id: str, track_
     """The stream of one of ``merchant_id``'s payments, any type (``orbchain.api``: the dashboard's detail).
 
     Another merchant's payment is 404 as an unknown one. Bounded per merchant
-    (``live.max_streams_per_merchant``) and in total; ``still_allowed`` is the
-    caller's session check, asked once per heartbeat interval.
+    (``live.max_streams_per_merchant``), per address, per payment and in total
+    (web/live.py); ``still_allowed`` is the caller's session check, asked once
+    per heartbeat interval.
     """
     gateway = gateway_of(request)
     hub = live_hub(gateway)
-    stream = hub.open_for_merchant(track_id, merchant_id)
-    try:
+    with holding(request, hub, hub.open_for_merchant(track_id, merchant_id, client_ip(request))) as stream:
         first = await read_state(gateway, track_id, merchant_id)
         if first is None:
             raise NotFound("payment not found")
         return await serve_stream(request, stream, first, still_allowed)
+
+
+@contextmanager
+def holding(request: web.Request, hub: LiveHub, stream: Stream) -> Iterator[Stream]:
+    """``stream``'s slot for the handler's lifetime, given back at once when the client's connection closes."""
+
+    def gone() -> None:
+        hub.close(stream)
+        stream.end()  # the handler wakes and returns instead of waiting for its next heartbeat
+
+    forget = on_peer_gone(request, gone)
+    try:
+        yield stream
     finally:
+        forget()
         hub.close(stream)
 
 

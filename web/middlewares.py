@@ -210,12 +210,13 @@ def served(request: web.Request, gateway: Gateway, status: int, started: float) 
                                "duration_ms": round(seconds * 1000, 3)})
 
 
-_PAGE_TITLES = {404: N_("Not found"), 429: N_("Too many requests"), 503: N_("Temporarily unavailable"),
-                500: N_("Something went wrong")}
+_PAGE_TITLES = {404: N_("Not found"), 408: N_("Request timed out"), 429: N_("Too many requests"),
+                503: N_("Temporarily unavailable"), 500: N_("Something went wrong")}
 # Statuses whose cause the payer can do nothing about but wait or go back: one sentence in their language
 # (the others keep the error's own words, which name the field or value at fault).
 _PAGE_MESSAGES = {
     404: N_("There is nothing at this address. Check the link you were given."),
+    408: N_("Your browser took too long to send this form, so nothing was done. Please send it again."),
     429: N_("Please wait a minute and reload this page."),
     503: N_("This service is briefly unavailable. Please try again in a few minutes."),
     500: N_("Something went wrong on our side. Please try again in a moment."),

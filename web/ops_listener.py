@@ -17,6 +17,7 @@ from typing import AsyncIterator
 from aiohttp import web
 
 from .keys import GATEWAY
+from .listen import listen as listening_socket
 from .middlewares import middlewares
 from .routes.operations import OPS_LISTENER, routes
 from .server import GatewayAppRunner, server_header
@@ -45,7 +46,9 @@ async def ops_listener_ctx(app: web.Application) -> AsyncIterator[None]:
     host, _, port = listen.rpartition(":")
     runner = GatewayAppRunner(ops_app(app), access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host.strip("[]"), int(port), reuse_port=True)
+    # A Listener (web/listen.py), as the main port: a process out of files logs one line, not a flood.
+    site = web.SockSite(runner, listening_socket(host.strip("[]"), int(port), reuse_port=True,
+                                                 setting="metrics.listen"))
     await site.start()
     log.info("metrics and readiness on http://%s/metrics and /ready", listen)
     try:

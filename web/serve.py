@@ -18,6 +18,7 @@ from ..core.cli.commands import config_from_args
 from ..core.infra.allocator import fix_mmap_threshold
 from ..core.infra.config import Config
 from ..core.infra.metrics import enable_multiprocess
+from ..core.infra.open_files import raise_open_file_limit
 from .app import create_app
 from .listen import listen
 from .server import run
@@ -38,8 +39,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
                   " live in memory)", workers)
         return 2
 
-    # Before anything is built or forked: the workers inherit it (core/infra/allocator.py).
+    # Before anything is built or forked: the workers inherit both (core/infra/allocator.py,
+    # core/infra/open_files.py; the streams' budget is derived from the open-file limit, web/stream_budget.py).
     fix_mmap_threshold()
+    raise_open_file_limit()
 
     def serving() -> None:
         log.info("Orbchain serving on http://%s:%d (%s, database %s, %d worker%s)", config.server.host,

@@ -42,14 +42,15 @@ from yarl import URL
 from ..core.errors import ApiError
 from ..core.infra.stopping import (
     CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline, ignore_late_stop_signals)
-from .envelope import error_response
+from .connection_guard import ConnectionGuard, ConnectionRules, GuardedRequestHandler
+from .envelope import SERVER_NAME, error_response
 from .i18n import gettext as _
 from .keys import GATEWAY
+from .listen import quiet_accept_errors
 from .pages import is_html_path, page_security_headers
 
 log = logging.getLogger(__name__)
 
-SERVER_NAME = "orbchain"
 REQUEST_POLL_SECONDS = 0.05  # how often a stop looks whether the requests in flight are done
 
 
@@ -118,8 +119,9 @@ def protocol_error(status: int) -> web.Response:
     return response
 
 
-class GatewayRequestHandler(RequestHandler):
-    """aiohttp's connection handler with the gateway's answer for requests it cannot handle."""
+class GatewayRequestHandler(GuardedRequestHandler):
+    """aiohttp's connection handler with the gateway's answer for requests it cannot handle, its read
+    deadlines and its per-address cap (web/connection_guard.py)."""
 
     def handle_error(
         self,
@@ -149,23 +151,40 @@ class GatewayRequestHandler(RequestHandler):
 class GatewayServer(web.Server):
     """Builds a ``GatewayRequestHandler`` per connection (``web.Server`` hard-wires its own).
 
-    ``app`` (set by ``GatewayAppRunner``) lets a refused request to a page's address be answered as a page.
+    ``app`` (set by ``GatewayAppRunner``) lets a refused request to a page's address be answered as a page;
+    ``guard`` holds the connections' rules and counts (web/connection_guard.py).
     """
 
     app: web.Application | None = None
+    guard: ConnectionGuard | None = None
 
     def __call__(self) -> RequestHandler:
         return GatewayRequestHandler(self, loop=self._loop, **self._kwargs)
 
 
 class GatewayAppRunner(web.AppRunner):
-    """``web.AppRunner`` serving through ``GatewayServer``, stopped the gateway's way (``stop``)."""
+    """``web.AppRunner`` serving through ``GatewayServer``, stopped the gateway's way (``stop``).
+
+    An app with a gateway sets the idle keep-alive time (``[server] keepalive_seconds``; aiohttp's own
+    default holds an idle connection, an open file, for an hour) and the connections' rules.
+    """
+
+    def __init__(self, app: web.Application, **kwargs: Any) -> None:
+        if GATEWAY in app:
+            kwargs.setdefault("keepalive_timeout", app[GATEWAY].config.server.keepalive_seconds)
+        super().__init__(app, **kwargs)
 
     async def _make_server(self) -> web.Server:
         server = await super()._make_server()
         # Same handler, request factory and settings; only the connection class differs.
         server.__class__ = GatewayServer
-        cast(GatewayServer, server).app = self.app
+        gateway_server = cast(GatewayServer, server)
+        gateway_server.app = self.app
+        if GATEWAY in self.app:
+            gateway = self.app[GATEWAY]
+            budget = gateway.services.get("stream_budget")  # measured at start-up, which ran just before
+            rules = ConnectionRules.of(gateway.config, budget.connections if budget is not None else 0)
+            gateway_server.guard = ConnectionGuard(rules, gateway.metrics.connection_closed)
         return server
 
     async def stop(self, stop: Stop) -> None:
@@ -221,6 +240,7 @@ def run(app: web.Application, host: str, port: int, *, sock: socket.socket | Non
 
     async def serve() -> None:
         signals.install()
+        asyncio.get_running_loop().set_exception_handler(quiet_accept_errors)
         runner = GatewayAppRunner(app, **runner_kwargs)
         try:
             await runner.setup()

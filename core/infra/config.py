@@ -49,6 +49,7 @@ ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 MAX_DRAIN_SECONDS = 3600
+MAX_CONNECTION_SECONDS = 3600
 
 
 class ConfigError(ValueError):
@@ -70,6 +71,16 @@ class ServerConfig:
     # On SIGTERM/SIGINT: how long requests and job runs in flight may take to finish before they are
     # cancelled (docs/operations.md, "Stopping"); fits the systemd unit's TimeoutStopSec.
     drain_seconds: int = 25
+    # Connections (web/connection_guard.py, docs/operations.md "Connections"): a request's head must arrive
+    # within header_timeout_seconds of the connection (or of its first byte on a kept-alive one), its body
+    # within body_timeout_seconds of the head, else 408 and the connection closes; an idle kept-alive
+    # connection closes after keepalive_seconds (longer than nginx's 60 s upstream keep-alive).
+    header_timeout_seconds: int = 20
+    body_timeout_seconds: int = 60
+    keepalive_seconds: int = 75
+    # Connections from one IPv4 address or IPv6 /64 that have not yet sent a request; past it new ones are
+    # closed at once (0: no cap). Not applied behind a proxy (trust_forwarded_for): every peer is the proxy.
+    max_pending_connections_per_ip: int = 32
 
 
 @dataclass(frozen=True)
@@ -130,8 +141,14 @@ class LiveConfig:
     and heartbeat."""
 
     max_streams: int = 2000  # open in all of this server's processes (``serve --workers N``: each gets 1/N); then 503
-    max_streams_per_ip: int = 8  # public streams from one client IP in one process; past it 429
+    max_streams_per_ip: int = 8  # public streams from one IPv4 address or IPv6 /64 in one process; past it 429
     max_streams_per_merchant: int = 16  # dashboard streams of one merchant in one process; past it 429
+    max_dashboard_streams_per_ip: int = 32  # dashboard streams from one address, any merchants; past it 429
+    max_page_share_percent: int = 10  # streams of one payment, as a share of this process's budget; past it 429
+    # Open files each process keeps out of the streams' reach beyond those open once it serves: requests,
+    # database, node and webhook connections (web/stream_budget.py); a process serves at most
+    # its open-file limit minus both, whatever max_streams says.
+    reserved_files: int = 256
     heartbeat_seconds: int = 15  # a comment line this often keeps proxies from closing an idle stream
 
 
@@ -334,11 +351,14 @@ def _check_values(config: Config) -> None:
     if config.metrics.ledger_check_seconds < 0 or config.readiness.max_lag_blocks < 0:
         raise ConfigError("config keys 'metrics.ledger_check_seconds' and 'readiness.max_lag_blocks' must be >= 0")
     live = config.live
-    if min(live.max_streams, live.max_streams_per_ip, live.max_streams_per_merchant) < 0 \
-            or not 1 <= live.heartbeat_seconds <= 300:
-        raise ConfigError("config keys 'live.max_streams', 'live.max_streams_per_ip' and"
-                          " 'live.max_streams_per_merchant' must be >= 0 and 'live.heartbeat_seconds'"
-                          " between 1 and 300")
+    if min(live.max_streams, live.max_streams_per_ip, live.max_streams_per_merchant,
+           live.max_dashboard_streams_per_ip, live.reserved_files) < 0 or not 1 <= live.heartbeat_seconds <= 300:
+        raise ConfigError("config keys 'live.max_streams', 'live.max_streams_per_ip',"
+                          " 'live.max_streams_per_merchant', 'live.max_dashboard_streams_per_ip' and"
+                          " 'live.reserved_files' must be >= 0 and 'live.heartbeat_seconds' between 1 and 300")
+    if not 1 <= live.max_page_share_percent <= 100:
+        raise ConfigError("config key 'live.max_page_share_percent' must be between 1 and 100")
+    _check_connection_keys(config.server)
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url
@@ -348,6 +368,14 @@ def _check_values(config: Config) -> None:
             "postgres")):
         raise ConfigError("config key 'database.direct_url' must be a postgresql:// URL, next to a PostgreSQL"
                           " 'database.url' (the pooler's)")
+
+
+def _check_connection_keys(server: ServerConfig) -> None:
+    for key in ("header_timeout_seconds", "body_timeout_seconds", "keepalive_seconds"):
+        if not 1 <= getattr(server, key) <= MAX_CONNECTION_SECONDS:
+            raise ConfigError(f"config key 'server.{key}' must be between 1 and {MAX_CONNECTION_SECONDS}")
+    if server.max_pending_connections_per_ip < 0:
+        raise ConfigError("config key 'server.max_pending_connections_per_ip' must be >= 0 (0: no cap)")
 
 
 def _is_host_port(value: str) -> bool:

@@ -157,6 +157,19 @@ class Metrics:
                                       " database away, waiting to be called again", multiprocess_mode="livesum",
                                       registry=registry)
 
+        # Connections and live streams (web/connection_guard.py, web/live.py): what was refused or closed, and why.
+        self.connections_closed = Counter("orbchain_connections_closed", "Connections closed or refused by the"
+                                          " gateway: header_timeout, body_timeout, pending_per_address",
+                                          ("reason",), registry=registry)
+        self.live_streams_refused = Counter("orbchain_live_streams_refused", "Event streams refused, by the bound"
+                                            " that refused them: total, address, merchant, page",
+                                            ("bound",), registry=registry)
+        self.live_streams_open = Gauge("orbchain_live_streams_open", "Event streams open", multiprocess_mode="livesum",
+                                       registry=registry)
+
+    def connection_closed(self, reason: str) -> None:
+        self.connections_closed.labels(reason).inc()
+
     def database_error(self, cause: str) -> None:
         self.database_errors.labels(cause).inc()
 

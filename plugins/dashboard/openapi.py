@@ -86,7 +86,9 @@ OPERATIONS = [
                   "303": TO_LOGIN, "404": html("Unknown, or another merchant's payment.")},
        description="What the payment detail's script follows while the payment is open. The session is checked"
                    " again every live.heartbeat_seconds (15). Bounded per merchant (live.max_streams_per_merchant,"
-                   " 16 per process, then 429) and in total (live.max_streams, then 503), both with Retry-After."
+                   " 16 per process), per address (live.max_dashboard_streams_per_ip, 32), per payment"
+                   " (live.max_page_share_percent, 10 %), each then 429, and in total (the process's stream"
+                   " budget, then 503), each with Retry-After."
                    " Holds no database connection while idle."),
     action("/app/payments/{track_id}/cancel", "Cancel a Waiting payment", form(), "Back to the payment."),
     action("/app/payments/{track_id}/refund", "Refund a Paid payment", form(

@@ -54,6 +54,14 @@ def test_env_port_wins_over_file(tmp_path):
         ("[webhooks]\nconcurrency = 0\n", {}, "webhooks.concurrency"),
         ('[database]\nurl = "mysql://x"\n', {}, "database.url"),
         ("[plugins]\nblocked = [1]\n", {}, "plugins.blocked"),
+        ("[server]\nheader_timeout_seconds = 0\n", {}, "server.header_timeout_seconds"),
+        ("", {"ORBCHAIN_SERVER__BODY_TIMEOUT_SECONDS": "-5"}, "server.body_timeout_seconds"),
+        ("[server]\nkeepalive_seconds = 7200\n", {}, "server.keepalive_seconds"),
+        ("[server]\nmax_pending_connections_per_ip = -1\n", {}, "server.max_pending_connections_per_ip"),
+        ("[live]\nmax_page_share_percent = 0\n", {}, "live.max_page_share_percent"),
+        ("[live]\nmax_page_share_percent = 101\n", {}, "live.max_page_share_percent"),
+        ("[live]\nreserved_files = -1\n", {}, "live.reserved_files"),
+        ("[live]\nmax_dashboard_streams_per_ip = -1\n", {}, "live.max_dashboard_streams_per_ip"),
     ],
 )
 def test_bad_values_name_the_key(tmp_path, text, env, named):

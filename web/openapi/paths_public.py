@@ -81,9 +81,11 @@ OPERATIONS = [
        description="The hosted page's live status (the page dispatches each state as a document"
                    " `orbchain:payment` CustomEvent for a merchant's embed). Only invoices: 404 in the envelope for"
                    " any other track id. Holds no database connection while idle. Open streams are bounded:"
-                   " live.max_streams_per_ip (8 per process, then 429) and live.max_streams (2000 per server,"
-                   " each of N workers 1/N, then 503), both with Retry-After. Counted per IP in"
-                   " rate_limits.pay_page_per_minute."),
+                   " live.max_streams_per_ip (8 per IPv4 address or IPv6 /64 per process, then 429), one"
+                   " payment's share live.max_page_share_percent (10 % of the process's streams, then 429) and"
+                   " the process's budget (live.max_streams, 2000 per server, each of N workers 1/N, never more"
+                   " than its open files allow, then 503), each with Retry-After; a slot is free again once the"
+                   " client's connection closes. Counted per IP in rate_limits.pay_page_per_minute."),
     Op("GET", "/assets/pay.js", "Script of the hosted payment page", PAGES, rate_limited=False,
        responses={"200": {"description": "JavaScript (countdown and live status)",
                           "content": {"text/javascript": {"schema": {"type": "string"}}}}}),
