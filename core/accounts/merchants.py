@@ -18,9 +18,9 @@ from types import MappingProxyType
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import auth, lockout, security_events
+from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
-from .second_factor import check_member_sign_in
+from .sign_in_factor import check_sign_in_code, second_factor_due
 from ..payments import settlement
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
@@ -248,8 +248,10 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
     """The merchant row and a fresh token; one message for any wrong credential.
 
     An e-mail no account holder has may be a team member's (``decide_member_login``):
-    the same lockout, timing and message, and a member session on their account;
-    a member with their own 2FA on also gives a fresh code (``totp_code``).
+    the same lockout, timing and message, and a member session on their account.
+    Whoever has their own 2FA on also gives ``totp_code`` (a fresh code or a
+    recovery code): 401 ``totp_required`` (``SecondFactorRequired``, carrying
+    who owes it) until they do, only once the password was right.
     """
     db = gateway.db
     email = normalize_email(email)
@@ -271,13 +273,15 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
     await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
-    if member is not None:
-        await check_member_sign_in(gateway, row["id"], member.member_id, totp_code)
+    member_id = member.member_id if member is not None else None
+    details = {"method": "password"}
+    due = await second_factor_due(gateway, row["id"], member_id, email)
+    if due is not None:
+        details["second_factor"] = await check_sign_in_code(gateway, due, totp_code, method="password")
     if member is None and auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(gateway.cpu, password), "id": row["id"]})
-    member_id = member.member_id if member is not None else None
-    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": "password"},
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, details,
                                    actor=f"member {email}" if member is not None else None)
     return row, dashboard_token(gateway, row, member_id)
 
@@ -496,9 +500,10 @@ async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pe
 
 
 async def enable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
-                      via: str = lockout.DASHBOARD_CHANNEL) -> None:
-    """Turn 2FA on with a first code. ``via`` is the channel asking (its own TOTP lockout); turned on
-    anywhere but the dashboard, the dashboard is alerted (a ``totp_enabled`` event with ``alert``)."""
+                      via: str = lockout.DASHBOARD_CHANNEL) -> list[str]:
+    """Turn 2FA on with a first code; the new recovery codes (show them once). ``via`` is the channel asking
+    (its own TOTP lockout); turned on anywhere but the dashboard, the dashboard is alerted (a ``totp_enabled``
+    event with ``alert``)."""
     row = await require_merchant(gateway.db, merchant_id)
     if row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is already enabled")
@@ -506,10 +511,14 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
         raise Forbidden("run MFA setup first", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True, channel=via):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
-    await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
+    async with gateway.db.transaction():
+        await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
+        codes = await recovery_codes.issue(gateway.db, merchant_id, merchant_id, gateway.now())
+    await auth_changed(gateway)  # committed now: see _update
     log.info("merchant %s enabled two-factor authentication", merchant_id)
     await security_events.announce(gateway, merchant_id, security_events.TOTP_ENABLED, {"via": via},
                                    alert=via != lockout.DASHBOARD_CHANNEL)
+    return codes
 
 
 async def disable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
@@ -519,7 +528,10 @@ async def disable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
         raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=via):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
-    await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
+    async with gateway.db.transaction():
+        await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
+        await recovery_codes.forget(gateway.db, merchant_id)
+    await auth_changed(gateway)  # committed now: see _update
     log.info("merchant %s disabled two-factor authentication", merchant_id)
     await security_events.announce(gateway, merchant_id, security_events.TOTP_DISABLED, {"via": via},
                                    alert=via != lockout.DASHBOARD_CHANNEL)

@@ -20,10 +20,11 @@ sign-in asks the same code.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from ...api import (
-    AccountSession, Conflict, Forbidden, Member, Principal, announce_security_event, call_first, sign_in_member,
+    AccountSession, Conflict, Forbidden, Member, Principal, SecondFactorDue, announce_security_event, call_first,
+    sign_in_member,
 )
 from ...api.merchant import member_totp_enabled
 from .logins import MemberLink
@@ -34,14 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger("orbchain.plugins.oidc")
 METHOD = "identity_provider"
-
-
-class SecondFactorDue(NamedTuple):
-    """A member the provider vouched for whose own TOTP code is still to be given."""
-
-    merchant_id: str
-    member_id: str
-    email: str
 
 
 class MemberRemoved(Forbidden):

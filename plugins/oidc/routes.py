@@ -18,8 +18,8 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, envelope,
-    gateway_of, html_page, principal_of, rate_class, requires,
+    EVERYONE, InvalidRequest, NotConfigured, SecondFactorDue, SecondFactorRequired, ServiceUnavailable, Unauthorized,
+    envelope, gateway_of, html_page, principal_of, rate_class, requires,
 )
 from . import identities, landings, logins, members, second_step
 from .config import provider_of
@@ -137,11 +137,14 @@ async def callback(request: web.Request) -> web.StreamResponse:
     except InvalidIdToken as exc:
         log.warning("identity provider ID token rejected: %s", exc)
         raise Unauthorized("the identity provider's answer could not be verified", code="invalid_id_token") from None
-    if login.link is not None:
-        session = await members.link(gateway, identity, login.link)
-    else:
-        session = await identities.sign_in(gateway, identity)
-    if isinstance(session, members.SecondFactorDue):  # the member's own code first (second_step.py)
+    try:
+        if login.link is not None:
+            session = await members.link(gateway, identity, login.link)
+        else:
+            session = await identities.sign_in(gateway, identity)
+    except SecondFactorRequired as required:  # the holder's 2FA is on: no session from the provider alone
+        session = required.due
+    if isinstance(session, SecondFactorDue):  # the person's own code first (second_step.py)
         response = _redirect(second_step.STEP_PATH)
         await second_step.begin(gateway, session, login.binding_hash, provider.settings, response)
     else:

@@ -2,7 +2,10 @@
 
 ``turnstile_token`` is validated here but judged by plugins: both routes ask
 the ``check_sign_in`` hook before any account work, and a captcha plugin
-(``plugins/captcha``) refuses there with 403 ``captcha_failed``.
+(``plugins/captcha``) refuses there with 403 ``captcha_failed``. A person with 2FA on also sends
+``totp_code`` (their authenticator's code or a recovery code): 401
+``totp_required`` until they do (issue 42; a deliberate difference from
+SPEC, docs/api.md).
 """
 
 from __future__ import annotations
@@ -95,7 +98,7 @@ async def login(request: web.Request) -> web.Response:
     clean = validate_with_passwords(
         body, [Field("email", required=True, max_len=254), Field("turnstile_token", max_len=4096)], {"password": False})
     await check_sign_in(request, "login", body)
-    # A team member with their own 2FA on also sends totp_code (400 naming it when missing).
+    # Whoever has their own 2FA on (the holder or a team member) also sends totp_code: 401 totp_required until then.
     row, token = await accounts.log_in(gateway_of(request), clean["email"], clean["password"], body.get("totp_code"))
     return envelope({"token": token, "merchant_id": row["id"], "email": row["email"]})
 
