@@ -229,22 +229,28 @@ async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str |
     return SignupResult(merchant_id, email, token, keys)
 
 
-async def _count_password_check(gateway: Gateway, email: str, row: Row | None, message: str) -> None:
+async def _count_password_check(gateway: Gateway, email: str, row: Row | None, message: str, *,
+                                challenged: bool = False) -> None:
     """Count a password check against the e-mail's sign-in lockout; 429 ``message`` while it is locked.
 
     The check that starts a lock is announced once to the account holder
     (``sign_in_locked``, an alert): a burst of wrong passwords, whoever sent them.
+    ``challenged``: this request passed a plugin's human challenge (a
+    captcha, ``decide_sign_in_challenge``), which then stands in for the
+    lock: the password is checked rather than refused, so ten wrong
+    passwords from anyone do not lock the person out (issue 42).
     """
     found = await lockout.count_attempt(gateway.db, lockout.LOGIN_POLICY, email, gateway.now())
     if found.newly_locked and row is not None:
         await security_events.announce(gateway, row["id"], security_events.SIGN_IN_LOCKED, {
-            "failures": lockout.LOGIN_POLICY.max_failures,
-            "locked_minutes": lockout.LOGIN_POLICY.lock_seconds // 60}, alert=True)
-    if found.locked_seconds:
+            "failures": lockout.LOGIN_POLICY.max_failures, "locked_minutes": lockout.LOGIN_POLICY.lock_seconds // 60,
+            "then": "challenge" if challenged else "refused"}, alert=True)
+    if found.locked_seconds and not challenged:
         raise lockout.LockedOut(message, found.locked_seconds)
 
 
-async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = None) -> tuple[Row, str]:
+async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = None, *,
+                 challenged: bool = False) -> tuple[Row, str]:
     """The merchant row and a fresh token; one message for any wrong credential.
 
     An e-mail no account holder has may be a team member's (``decide_member_login``):
@@ -252,6 +258,7 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
     Whoever has their own 2FA on also gives ``totp_code`` (a fresh code or a
     recovery code): 401 ``totp_required`` (``SecondFactorRequired``, carrying
     who owes it) until they do, only once the password was right.
+    ``challenged``: see ``_count_password_check``.
     """
     db = gateway.db
     email = normalize_email(email)
@@ -262,7 +269,8 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
         if member is not None:
             row = await get_merchant(db, member.merchant_id)
     # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).
-    await _count_password_check(gateway, email, row, "too many failed sign-ins; try again later")
+    await _count_password_check(gateway, email, row, "too many failed sign-ins; try again later",
+                                challenged=challenged)
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
     # Accounts without a password (identity-provider sign-in) take the same path.
     stored_hash = member.password_hash if member is not None else row["password_hash"] if row is not None else None

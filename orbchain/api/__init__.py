@@ -151,7 +151,7 @@ from ..core.contract.pages import (
     logo_url, widget_token,
 )
 from ..core.payments.qr import MAX_QR_DATA, qr_data_uri, qr_svg
-from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
+from ..core.contract.page_services import check_public_form, form_widget, page_branding_for, screen_sign_in
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
@@ -254,7 +254,7 @@ __all__ = [
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
     "confirm_account_holder", "create_account", "forget_member_second_factor", "verify_second_factor",
     "MemberRemoved", "SecondFactorDue", "SecondFactorRequired", "SignInStepSpent", "begin_sign_in_step",
-    "check_sign_in_code", "finish_sign_in_step", "second_factor_due",
+    "check_sign_in_code", "finish_sign_in_step", "second_factor_due", "screen_sign_in",
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard

@@ -21,8 +21,8 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, SecondFactorRequired, call_first, client_ip,
-    html_page, rate_class, read_form, widget_token,
+    EVERYONE, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, SecondFactorRequired, client_ip, html_page,
+    rate_class, read_form, screen_sign_in, widget_token,
 )
 from ...api.merchant import log_in, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
@@ -68,12 +68,6 @@ async def _auth_page(request: web.Request, template: str, *, status: int = 200, 
     return response
 
 
-async def _check_sign_in(request: web.Request, action: str, body: Mapping[str, Any]) -> None:
-    gateway = request.app[GATEWAY]
-    await call_first(gateway.pm, "check_sign_in", gateway=gateway, action=action, body=body,
-                     client_ip=client_ip(request))
-
-
 async def _read_form(request: web.Request) -> Any:
     form = await read_form(request)
     check_csrf(request, form, None)
@@ -104,8 +98,9 @@ async def login(request: web.Request) -> web.StreamResponse:
     try:
         body = _body(form)
         clean = validate_with_passwords(body, [Field("email", required=True, max_len=254), TOKEN], {"password": False})
-        await _check_sign_in(request, "login", body)
-        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"], form.get("totp_code"))
+        challenged = await screen_sign_in(request.app[GATEWAY], "login", body, client_ip(request))
+        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"], form.get("totp_code"),
+                                challenged=challenged)
     except SecondFactorRequired as due:  # the password was right: the person's own code next, on its own page
         raise await code_step.begin(request, due.due, safe_next(form.get("next"))) from None
     except ApiError as exc:
@@ -136,7 +131,7 @@ async def signup(request: web.Request) -> web.StreamResponse:
     try:
         body = _body(form)
         clean = validate_with_passwords(body, [EMAIL, TOKEN], {"password": True})
-        await _check_sign_in(request, "signup", body)
+        await screen_sign_in(request.app[GATEWAY], "signup", body, client_ip(request))
         ref = body.get("ref")
         ref = ref.strip() if isinstance(ref, str) and 0 < len(ref.strip()) <= 64 else None
         result = await sign_up(request.app[GATEWAY], clean["email"], clean["password"], ref)

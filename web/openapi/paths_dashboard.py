@@ -44,7 +44,9 @@ OPERATIONS = [
        errors=(400, 401, 403), responses={"401": SIGN_IN_REFUSED},
        description="Without 2FA the answer is SPEC's. With the person's own 2FA on, no token comes from the password"
                    " alone: 401 totp_required until totp_code is sent with the password (a deliberate difference"
-                   " from SPEC, which asks the code for transfers only: docs/api.md). 403 when a captcha fails."),
+                   " from SPEC, which asks the code for transfers only: docs/api.md). 403 when a captcha fails. 429"
+                   " while the e-mail's password lockout runs, unless this request passed the captcha, which then"
+                   " stands in for it."),
     Op("GET", "/dashboard/account", "The account", ACCOUNT, envelope(ACCOUNT_DATA), auth=JWT),
     Op("PUT", "/dashboard/settings/webhook", "Set the webhook URL", SETTINGS,
        envelope(obj({"webhook_url": STRING, "account": ref("Account")},
