@@ -61,9 +61,14 @@ class Visitor:
         assert set(keys) == {"merchant_api_key", "payout_api_key", "general_api_key"}, self.page[:800]
         return keys
 
-    async def sign_in(self, email: str, password: str = PASSWORD) -> None:
+    async def sign_in(self, email: str, password: str = PASSWORD, code: str | None = None) -> None:
+        """Sign in from the sign-in page; with ``code``, the person has 2FA on and types it on the next page."""
         await self.get("/app/login")
         response = await self.submit("/app/login", {"email": email, "password": password})
+        if code is not None:
+            assert response.headers["Location"] == "/app/login/code"
+            await self.get("/app/login/code")
+            response = await self.submit("/app/login/code", {"totp_code": code})
         assert response.headers["Location"] == "/app"
 
 

@@ -4,8 +4,8 @@ One server, one merchant and one headless Chromium (page scripts off, as a payer
 without JavaScript) visit the hosted pages (on-chain and Lightning, unpaid, part
 paid and paid; link, tip, subscribe and a subscription's manage page, some in
 another language and with an error shown), sign-in and sign-up, and every
-dashboard page including the forms with their errors shown and the payout
-review. axe-core (npm, installed by scripts/ensure_node_tools.sh, never a CDN)
+dashboard page including the forms with their errors shown, the payout
+review, the recovery codes shown once and the sign-in's code page. axe-core (npm, installed by scripts/ensure_node_tools.sh, never a CDN)
 is injected from DevTools into each page at 1280x800 and 390x844; any violation
 fails, with its rule, impact and the offending elements. Screenshots land in
 the folder the test prints.
@@ -18,6 +18,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pyotp
 import pytest
 
 from orbchain.chains.lightning import settlement
@@ -169,11 +170,15 @@ async def deliver_webhooks(site: Site, hook_url: str) -> None:
     await deliver_due(site.gateway)
 
 
-async def sign_in(browser: Browser, site: Site) -> None:
+async def sign_in_page_submitted(browser: Browser, site: Site) -> None:
     await browser.goto(site.url("/app/login"))
     await browser.fill("#email", EMAIL)
     await browser.fill("#password", PASSWORD)
     await browser.click("#sign-in")
+
+
+async def sign_in(browser: Browser, site: Site) -> None:
+    await sign_in_page_submitted(browser, site)
     assert await browser.url() == site.url("/app")
 
 
@@ -194,6 +199,26 @@ async def show_payout_review(browser: Browser, site: Site) -> None:
     await browser.fill("#payout-amount", "0.001")
     await browser.click("#send-payout")
     assert "review_token" in await browser.html()
+
+
+async def show_recovery_codes(browser: Browser, site: Site) -> None:
+    """2FA turned on from the Security page: the recovery codes, shown this once."""
+    await browser.goto(site.url("/app/security"))
+    await browser.click("#setup-totp")
+    secret = re.search(r'id="totp-secret"[^>]*>([A-Z2-7]+)</code>', await browser.html()).group(1)
+    await browser.fill("#code", pyotp.TOTP(secret).at(site.gateway.now()))
+    await browser.click("#verify-totp")
+    assert 'id="recovery-codes"' in await browser.html()
+
+
+async def show_sign_in_code(browser: Browser, site: Site) -> None:
+    """Signed out, the sign-in of a person with 2FA on: its code page, with a wrong code's error shown."""
+    await browser.context.clear_cookies()
+    await sign_in_page_submitted(browser, site)
+    assert await browser.url() == site.url("/app/login/code")
+    await browser.fill("#totp_code", "12")
+    await browser.click("#sign-in-code")
+    assert 'aria-invalid="true"' in await browser.html()
 
 
 async def check(browser: Browser, source: str, name: str, shots: Path, found: dict[str, list]) -> None:
@@ -231,7 +256,8 @@ async def test_every_page_is_axe_clean_on_desktop_and_phone(aiohttp_server, aioh
                 await browser.goto(site.url(path))
                 await check(browser, axe_source, name, shots, found)
             for name, show in (("new payment with errors", show_payment_errors),
-                               ("payout review", show_payout_review)):
+                               ("payout review", show_payout_review), ("recovery codes", show_recovery_codes),
+                               ("sign-in code with an error", show_sign_in_code)):
                 await show(browser, site)
                 await check(browser, axe_source, name, shots, found)
     finally:

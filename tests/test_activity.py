@@ -27,7 +27,9 @@ from orbchain.testing.api import Merchant
 from .approvals_support import PASSWORD, add_member
 from .dashboard_support import Visitor
 from .support import advance_clock, api, bearer, signup
-from .telegram_support import CHAT, MERCHANT_PASSWORD, enable_totp, link_via_bot, open_session, telegram_config
+from .telegram_support import (
+    CHAT, MERCHANT_PASSWORD, enable_totp, link_via_bot, next_code, open_session, telegram_config,
+)
 
 UA = {"User-Agent": "ActivityTest/1.0 (security journey)"}
 
@@ -246,12 +248,12 @@ async def test_a_blocked_activity_plugin_breaks_nothing(make_client, make_config
     merchant = await signup(client, password=MERCHANT_PASSWORD)
     await link_via_bot(client, gateway, standin, merchant)
     mini = bearer((await open_session(client, gateway))["token"])
-    await enable_totp(client, gateway, mini)
+    secret = await enable_totp(client, gateway, mini)
     status, _ = await api(client, "POST", "/dashboard/api-keys", merchant.jwt,
                           json={"label": "k", "scopes": ["payment:read"]})
     assert status == 200
     browser = Visitor(client)
-    await browser.sign_in("merchant@example.com", MERCHANT_PASSWORD)
+    await browser.sign_in("merchant@example.com", MERCHANT_PASSWORD, code=next_code(gateway, secret))
     await browser.get("/app")
     assert 'href="/app/activity"' not in browser.page and 'role="alert"' not in browser.page
     await browser.get("/app/activity", expect=404)

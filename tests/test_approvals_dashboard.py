@@ -18,10 +18,10 @@ from .test_payouts import create, fund, payout_env, payout_row
 PAGE = "/app/approvals"
 
 
-async def signed_in(client, email, password=PASSWORD) -> Visitor:
+async def signed_in(client, email, password=PASSWORD, code=None) -> Visitor:
     client.session.cookie_jar.clear()
     visitor = Visitor(client)
-    await visitor.sign_in(email, password)
+    await visitor.sign_in(email, password, code)
     return visitor
 
 
@@ -104,7 +104,7 @@ async def test_an_approver_without_2fa_is_told_how_to_set_it_up(make_client, mak
     await fund(client, merchant, devnet, amount="0.02")
     await set_policy(gateway, merchant.merchant_id, threshold_BTC="100")
     track = (await create(client, merchant, amount="0.005"))[1]["data"]["track_id"]
-    await enable_totp(client, gateway, merchant.jwt)  # the holder's 2FA: not the member's
+    secret = await enable_totp(client, gateway, merchant.jwt)  # the holder's 2FA: not the member's
     await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
     admin = await signed_in(client, "admin@example.com")
     page = await admin.get(PAGE)
@@ -119,5 +119,5 @@ async def test_an_approver_without_2fa_is_told_how_to_set_it_up(make_client, mak
     page = await admin.get(PAGE)
     assert 'id="approvals-totp"' not in page and f'id="approve-{track}"' in page
     assert 'id="home-2fa-prompt"' not in await admin.get("/app")
-    holder = await signed_in(client, "merchant@example.com", "s3cret-pass")
+    holder = await signed_in(client, "merchant@example.com", "s3cret-pass", next_code(gateway, secret))
     assert 'id="approvals-totp"' not in await holder.get(PAGE)  # the holder's own 2FA is on

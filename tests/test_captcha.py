@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from orbchain.core.accounts.auth import hash_password
+from orbchain.core.accounts.lockout import LOGIN_POLICY
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.errors import Forbidden
 from orbchain.core.startup import build_gateway
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+
+from orbchain.web.keys import GATEWAY
 
 from .support import config_from_environment
 
@@ -140,6 +145,39 @@ async def test_outage_with_fail_open_lets_sign_in_through_and_warns(captcha_clie
     provider.mode = "ok"
     await _refused(await _login(client, "f@example.com", turnstile_token="forged"))
     await _refused(await _login(client, "f@example.com"))
+
+
+async def test_wrong_passwords_from_anyone_ask_a_captcha_instead_of_locking_the_person_out(make_client, make_config,
+                                                                                            provider):
+    """Issue 42 item 8: on main, ten wrong passwords from anyone locked the holder (and a member) out for the
+    window, the right password with a solved captcha refused 429. With a captcha on every try the lock asks
+    the captcha instead: a confirmed token and the right password sign in. A token no provider confirmed
+    (``fail_open`` during an outage) does not pass the lock, which then refuses as before."""
+    settings = {"secret": SECRET, "siteverify_url": provider.url, "timeout_seconds": 0.5, "fail_open": True}
+    client = await make_client(make_config(plugin={"captcha": settings}, rate_limits={"auth_per_minute": 1000}))
+    gateway = client.app[GATEWAY]
+    signup = await _signup(client, "holder@example.com", turnstile_token=GOOD)
+    merchant_id = (await signup.json())["data"]["merchant_id"]
+    await gateway.db.execute(
+        "INSERT INTO team_members (id, merchant_id, email, role, password_hash, created_at)"
+        " VALUES ('mbr_captcha01', :m, 'member@example.com', 'viewer', :h, :now)",
+        {"m": merchant_id, "h": hash_password(PASSWORD), "now": gateway.now()})
+    for email in ("holder@example.com", "member@example.com"):
+        for _ in range(LOGIN_POLICY.max_failures + 2):  # past the lock: each wrong one is still just wrong
+            assert (await _login(client, email, "wrong-pass-1", turnstile_token=GOOD)).status == 401
+        response = await _login(client, email, turnstile_token=GOOD)
+        assert response.status == 200, await response.text()
+        await _refused(await _login(client, email))  # the captcha is still asked of every sign-in
+    locks = await gateway.db.fetch_all("SELECT details, alert FROM security_events WHERE kind = 'sign_in_locked'", {})
+    assert len(locks) == 2 and all(json.loads(r["details"])["then"] == "challenge" and r["alert"] for r in locks)
+
+    for _ in range(LOGIN_POLICY.max_failures + 1):
+        await _login(client, "holder@example.com", "wrong-pass-1", turnstile_token=GOOD)
+    provider.mode = "down"  # fail_open lets the token through unchecked: no challenge was passed
+    response = await _login(client, "holder@example.com", turnstile_token=GOOD)
+    assert response.status == 429, await response.text()
+    provider.mode = "ok"
+    assert (await _login(client, "holder@example.com", turnstile_token=GOOD)).status == 200
 
 
 async def test_unconfigured_captcha_does_nothing(make_client, make_config, provider):

@@ -100,7 +100,7 @@ async def test_miniapp_merchant_disabled_for_an_open_session_and_a_new_one(env, 
     await set_enabled(gateway, merchant, True)
     status, body = await api(client, "GET", "/tgapp/balances", mini)
     assert (status, body["error"]["code"]) == (401, "unauthorized"), body
-    mini = bearer((await open_session(client, gateway))["token"])
+    mini = bearer((await open_session(client, gateway, totp_code=next_code(gateway, secret)))["token"])
     status, body = await api(client, "POST", "/tgapp/payout", mini, json={
         "currency": "BTC", "destination": BTC_DEST, "amount": "0.001", "totp_code": next_code(gateway, secret)})
     assert status == 200 and body["data"]["kind"] == "payout", body

@@ -16,6 +16,7 @@ import socket
 from typing import Any, AsyncIterator
 
 import aiohttp
+import pyotp
 import pytest
 from aiohttp.test_utils import TestServer
 from yarl import URL
@@ -30,9 +31,10 @@ from orbchain.web.keys import GATEWAY
 from .dashboard_support import Visitor, csrf_of
 
 from .oidc_standin import CLIENT_ID, CLIENT_SECRET, OidcProvider, start_provider
-from .support import RATE_LIMIT_TABLES, database_rows
+from .support import RATE_LIMIT_TABLES, advance_clock, database_rows
 
 CALLBACK = "/dashboard/auth/google/callback"
+STEP = "/dashboard/auth/google/2fa"
 REDIRECT_URI = "http://gateway.test" + CALLBACK
 PASSWORD = "s3cret-pass-9"
 
@@ -228,6 +230,43 @@ async def test_a_disabled_account_is_refused(oidc_client, provider):
     await client.app[GATEWAY].db.execute("UPDATE merchants SET enabled = :f WHERE id = :id",
                                          {"f": False, "id": (await signup.json())["data"]["merchant_id"]})
     await refused_page(await finish(client, await consent(await begin(client))), 403, "disabled")
+
+
+async def test_the_holders_2fa_is_asked_after_the_provider_before_any_session(oidc_client, provider):
+    """Issue 42: with the holder's 2FA on, the provider alone gave a session (main); now the code page comes
+    first, the same pending sign-in the password page uses, and a recovery code passes it too."""
+    client = await oidc_client(rate_limits={"auth_per_minute": 1000})
+    gateway = client.app[GATEWAY]
+    first = await sign_in(client)
+    holder = {"Authorization": f"Bearer {first['token']}"}
+    secret = (await (await client.post("/dashboard/mfa/setup", headers=holder)).json())["data"]["secret"]
+    totp = pyotp.TOTP(secret)
+    verified = await client.post("/dashboard/mfa/verify", headers=holder, json={"code": totp.at(gateway.now())})
+    codes = (await verified.json())["data"]["recovery_codes"]
+
+    response = await finish(client, await consent(await begin(client)))
+    assert response.status == 302 and response.headers["Location"] == STEP, response.headers  # no payload
+    step = response.cookies["orbchain_oidc_2fa"]
+    assert step["httponly"] and step["samesite"] == "Strict" and step["path"] == STEP
+    await refused_page(await client.post(STEP, data={"totp_code": ""}, allow_redirects=False), 401,
+                       "authenticator app")
+    await refused_page(await client.post(STEP, data={"totp_code": "000000" if totp.at(gateway.now()) != "000000"
+                                                     else "111111"}, allow_redirects=False), 401, "invalid totp")
+    advance_clock(gateway, 30)
+    response = await client.post(STEP, data={"totp_code": totp.at(gateway.now())}, allow_redirects=False)
+    landed = payload.decode(response.headers["Location"].split("#google-auth=")[1])
+    assert landed["merchant_id"] == first["merchant_id"]
+    again = await client.post(STEP, data={"totp_code": codes[0]}, allow_redirects=False)
+    await refused_page(again, 400, "sign in again")  # the step works once
+
+    response = await finish(client, await consent(await begin(client)))
+    assert response.headers["Location"] == STEP
+    response = await client.post(STEP, data={"totp_code": codes[0]}, allow_redirects=False)
+    assert payload.decode(response.headers["Location"].split("#google-auth=")[1])["merchant_id"] == \
+        first["merchant_id"]
+    rows = await gateway.db.fetch_all("SELECT kind, details FROM security_events WHERE kind = :k ORDER BY id",
+                                      {"k": "sign_in"})
+    assert [json.loads(r["details"]).get("second_factor") for r in rows][-2:] == ["totp", "recovery_code"]
 
 
 # -- ID tokens that must be refused ---------------------------------------------------------------

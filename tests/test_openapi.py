@@ -495,7 +495,20 @@ async def journey_settings(c: CheckedClient, shop: Merchant, hook_url: str) -> N
     _, body = await c.call("POST", "/dashboard/mfa/setup", shop.jwt, expect=200)
     totp = pyotp.TOTP(body["data"]["secret"])
     await c.call("POST", "/dashboard/mfa/verify", shop.jwt, json={"code": "12"}, expect=400)
-    await c.call("POST", "/dashboard/mfa/verify", shop.jwt, json={"code": totp.at(gateway.now())}, expect=200)
+    _, verified = await c.call("POST", "/dashboard/mfa/verify", shop.jwt, json={"code": totp.at(gateway.now())},
+                               expect=200)
+    credentials = {"email": "shop@example.com", "password": SHOP_PASSWORD}
+    _, body = await c.call("POST", "/dashboard/auth/login", json=credentials, expect=401)  # 2FA on: the code too
+    assert body["error"]["code"] == "totp_required"
+    await c.call("POST", "/dashboard/auth/login", json={**credentials, "totp_code": "12"}, expect=401)
+    await c.call("POST", "/dashboard/auth/login", json={**credentials, "totp_code": verified["data"]["recovery_codes"][0]},
+                 expect=200)
+    advance_clock(gateway, 30)
+    _, body = await c.call("POST", "/dashboard/mfa/recovery-codes", shop.jwt, json={"code": totp.at(gateway.now())},
+                           expect=200)
+    await c.call("POST", "/dashboard/auth/login", json={**credentials, "totp_code": body["data"]["recovery_codes"][0]},
+                 expect=200)
+    await c.call("POST", "/dashboard/mfa/recovery-codes", shop.jwt, json={"code": "12"}, expect=400)
     later = gateway.now() + 30
     gateway.clock = lambda: later
     await c.call("POST", "/dashboard/mfa/disable", shop.jwt, json={"code": totp.at(later)}, expect=200)
@@ -695,6 +708,10 @@ async def journey_member_2fa(c: CheckedClient) -> None:
     _, body = await c.call("POST", "/dashboard/team/me/mfa/setup", member, expect=200)
     totp = pyotp.TOTP(body["data"]["secret"])
     await c.call("POST", "/dashboard/team/me/mfa/verify", member, json={"code": totp.at(gateway.now())}, expect=200)
+    await c.call("POST", "/dashboard/team/me/mfa/recovery-codes", member, json={"code": "12"}, expect=400)
+    advance_clock(gateway, 30)
+    await c.call("POST", "/dashboard/team/me/mfa/recovery-codes", member, json={"code": totp.at(gateway.now())},
+                 expect=200)
     advance_clock(gateway, 30)
     await c.call("POST", "/dashboard/team/me/mfa/disable", member, json={"code": totp.at(gateway.now())}, expect=200)
 
@@ -1095,6 +1112,26 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
                                                 "value": foreign}, expect=503)
     assert "pages@example.com" in (await c.call("GET", "/app", expect=200))[1]
     await c.call("POST", "/app/fragment", data={"csrf_token": _csrf(page), "value": "no link here"}, expect=303)
+    # 2FA on from the Security page (the recovery codes shown once), then the sign-in's code page.
+    gateway = c.client.app[GATEWAY]
+    _, page = await c.call("POST", "/app/security/setup", data={"csrf_token": _csrf(page)}, expect=200)
+    totp = pyotp.TOTP(re.search(r'id="totp-secret"[^>]*>([A-Z2-7]+)</code>', page).group(1))
+    _, page = await c.call("POST", "/app/security/verify", data={"csrf_token": _csrf(page),
+                                                                  "code": totp.at(gateway.now())}, expect=200)
+    assert len(re.findall(r"<li><code>([a-z2-7-]{19})</code></li>", page)) == 10
+    advance_clock(gateway, 30)
+    _, page = await c.call("POST", "/app/security/recovery-codes", data={"csrf_token": _csrf(page),
+                                                                          "code": totp.at(gateway.now())}, expect=200)
+    recovery = re.findall(r"<li><code>([a-z2-7-]{19})</code></li>", page)
+    await c.call("POST", "/app/logout", data={"csrf_token": _csrf(page)}, expect=303)
+    _, page = await c.call("GET", "/app/login", expect=200)
+    await c.call("POST", "/app/login", data={"csrf_token": _csrf(page), "email": "pages@example.com",
+                                             "password": "s3cret-pass"}, expect=303)
+    _, page = await c.call("GET", "/app/login/code", expect=200)
+    await c.call("POST", "/app/login/code", data={"csrf_token": _csrf(page), "totp_code": "000000"}, expect=401)
+    await c.call("POST", "/app/login/code", data={"csrf_token": _csrf(page), "totp_code": recovery[0]}, expect=303)
+    assert "pages@example.com" in (await c.call("GET", "/app", expect=200))[1]
+    await c.call("GET", "/app/login/code", expect=303)  # signed in: nothing pending
     await c.call("POST", "/app/logout", data={"csrf_token": "stale"}, expect=403)
     await c.call("GET", "/static/dashboard/dashboard.css", expect=200)
 

@@ -4,7 +4,8 @@ The page is opened the way Telegram's web view opens it, with the signed
 init data in ``#tgWebAppData=...`` (signed by ``tests/telegram_support.py``
 from the published algorithm). With JavaScript on it signs in and shows the
 account, balances and a receive address with its QR code, and refuses a
-payout without 2FA; nothing trips the Content-Security-Policy. With
+payout without 2FA; with the holder's 2FA on it asks their code before it
+signs in; nothing trips the Content-Security-Policy. With
 JavaScript off it says what it needs. Needs /usr/bin/chromium; never skipped.
 """
 
@@ -14,13 +15,14 @@ import asyncio
 import json
 from urllib.parse import quote
 
+import pyotp
 import pytest
 
 from orbchain.web.keys import GATEWAY
 
 from .browser import Browser, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
-from .support import api, signup
+from .support import advance_clock, api, signup
 from .telegram_support import BOT_TOKEN, MERCHANT_PASSWORD, init_data_for, start_chat
 
 CHAT = 5550002
@@ -88,6 +90,39 @@ async def test_mini_app_signs_in_from_the_launch_fragment(served, standin, tmp_p
         await browser.reload()
         assert await wait_for(browser, "document.querySelector('#tg-account').textContent") == account_id
         await browser.screenshot(tmp_path / "tgapp.png")
+        assert browser.csp_refusals() == []
+
+
+async def test_mini_app_asks_the_holders_code_before_it_signs_in(served, standin, tmp_path):
+    """Issue 42: with the holder's 2FA on, the session needs their code; the page asks for it and sends the same
+    init data again (on main the init data alone opened the session)."""
+    client = served
+    merchant, account_id = await linked_merchant(client, standin)
+    gateway = client.app[GATEWAY]
+    secret = (await api(client, "POST", "/dashboard/mfa/setup", merchant.jwt))[1]["data"]["secret"]
+    totp = pyotp.TOTP(secret)
+    status, body = await api(client, "POST", "/dashboard/mfa/verify", merchant.jwt,
+                             json={"code": totp.at(gateway.now())})
+    assert status == 200, body
+    advance_clock(gateway, 30)
+    base = str(client.server.make_url("")).rstrip("/")
+    fragment = f"tgWebAppData={quote(init_data_for(CHAT, gateway.now()), safe='')}&tgWebAppVersion=7.10"
+    form_shown = "!document.querySelector('#tg-signin-form').hidden"
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(f"{base}/tgapp#{fragment}")
+        await wait_for(browser, form_shown)
+        assert "two-factor authentication is on" in await browser.text("#tg-status")
+        assert await browser.evaluate("document.querySelector('#tg-app').hidden") is True
+        wrong = "000000" if totp.at(gateway.now()) != "000000" else "111111"
+        await browser.fill("#tg-signin-code", wrong)
+        await browser.click("#tg-signin-submit", navigates=False)
+        await wait_for(browser, f"{form_shown} && document.querySelector('#tg-status').textContent"
+                                ".includes('invalid TOTP code')")
+        await browser.fill("#tg-signin-code", totp.at(gateway.now()))
+        await browser.click("#tg-signin-submit", navigates=False)
+        assert await wait_for(browser, "document.querySelector('#tg-account').textContent") == account_id
+        assert await browser.evaluate("document.querySelector('#tg-signin-form').hidden") is True
+        assert "2FA is on" in await wait_for(browser, "document.querySelector('#tg-mfa-state').textContent")
         assert browser.csp_refusals() == []
 
 

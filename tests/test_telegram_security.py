@@ -279,7 +279,7 @@ async def test_mini_app_2fa_waits_for_the_cooling_off_and_is_announced(make_clie
     assert status == 200, body
 
     browser = Visitor(client)
-    await browser.sign_in("merchant@example.com", MERCHANT_PASSWORD)
+    await browser.sign_in("merchant@example.com", MERCHANT_PASSWORD, code=next_code(gateway, secret))
     await browser.get("/app")
     assert "Two-factor authentication turned on from the Telegram mini-app" in browser.page
     alert = re.search(r'<div class="notice notice-error" role="alert" id="home-alert-1">(.*?)</div>', browser.page,
@@ -311,7 +311,7 @@ async def test_mini_app_code_failures_do_not_lock_the_dashboard(make_client, mak
     status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt,
                              json={"token": token, "totp_code": next_code(gateway, secret)})
     assert status == 200, body
-    mini = bearer((await open_session(client, gateway))["token"])
+    mini = bearer((await open_session(client, gateway, totp_code=next_code(gateway, secret)))["token"])
     payout = {"currency": "BTC", "destination": BTC_DEST, "amount": "0.001"}
 
     def wrong() -> str:
@@ -335,7 +335,8 @@ async def test_mini_app_code_failures_do_not_lock_the_dashboard(make_client, mak
     status, _ = await api(client, "POST", "/dashboard/mfa/disable", merchant.jwt,
                           json={"code": next_code(gateway, secret)})
     assert status == 429  # the dashboard is locked now ...
-    mini = bearer((await open_session(client, gateway, query_id="AAE-q9"))["token"])
+    mini = bearer((await open_session(client, gateway, query_id="AAE-q9",
+                                      totp_code=next_code(gateway, secret)))["token"])  # its own lockout, too
     status, body = await api(client, "POST", "/tgapp/payout", mini,
                              json={**payout, "totp_code": next_code(gateway, secret)})
     assert status == 200, body  # ... the mini-app is not

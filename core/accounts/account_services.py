@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from . import auth, merchants as accounts, jwt_revocation, security_events
+from .sign_in_factor import SecondFactorRequired, second_factor_due
 from ..errors import Forbidden
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -44,19 +45,45 @@ async def account_by_email(gateway: "Gateway", email: str) -> AccountRecord | No
 IDENTITY_PROVIDER = "identity_provider"  # the sign-in method a plugin's own authentication is recorded as
 
 
-async def sign_in_account(gateway: "Gateway", merchant_id: str, *, method: str = IDENTITY_PROVIDER) -> AccountSession:
-    """A dashboard session for a merchant a plugin has authenticated itself (an identity provider).
+async def open_session(gateway: "Gateway", merchant_id: str, member_id: str | None, email: str, *,
+                       method: str, second_factor: str | None = None) -> AccountSession:
+    """The session of a person whose every factor is proven: the holder's (``member_id`` None) or a member's
+    (``email`` theirs; the holder's is read from the account).
 
-    403 ``merchant_disabled`` for a disabled account, 404 for an unknown one.
-    The caller is responsible for having proven who the user is. The
-    sign-in is announced (a ``sign_in`` security event, ``method`` in its details).
+    403 ``merchant_disabled``, 404 unknown. Announced as ``sign_in`` with
+    ``method`` and the ``second_factor`` used (none when their 2FA is off).
     """
     row = await accounts.require_merchant(gateway.db, merchant_id)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
-    session = AccountSession(row["id"], row["email"], accounts.dashboard_token(gateway, row), None)
-    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": method})
-    return session
+    token = accounts.dashboard_token(gateway, row, member_id)
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN,
+                                   {"method": method, "second_factor": second_factor},
+                                   actor=None if member_id is None else f"member {email}")
+    return AccountSession(row["id"], row["email"] if member_id is None else email, token, None)
+
+
+async def _unless_due(gateway: "Gateway", merchant_id: str, member_id: str | None, email: str) -> None:
+    due = await second_factor_due(gateway, merchant_id, member_id, email)
+    if due is not None:
+        raise SecondFactorRequired(due)
+
+
+async def sign_in_account(gateway: "Gateway", merchant_id: str, *, method: str = IDENTITY_PROVIDER) -> AccountSession:
+    """A dashboard session for a merchant a plugin has authenticated itself (an identity provider).
+
+    403 ``merchant_disabled`` for a disabled account, 404 for an unknown one.
+    The caller is responsible for having proven who the user is. With the
+    holder's 2FA on, no session: 401 ``totp_required``
+    (``SecondFactorRequired``, whose ``due`` a plugin hands to
+    ``begin_sign_in_step`` to ask the code). The sign-in is announced (a
+    ``sign_in`` security event, ``method`` in its details).
+    """
+    row = await accounts.require_merchant(gateway.db, merchant_id)
+    if not row["enabled"]:
+        raise Forbidden("account disabled", code="merchant_disabled")
+    await _unless_due(gateway, row["id"], None, row["email"])
+    return await open_session(gateway, row["id"], None, row["email"], method=method)
 
 
 async def sign_in_member(gateway: "Gateway", merchant_id: str, member_id: str, email: str, *,
@@ -65,16 +92,15 @@ async def sign_in_member(gateway: "Gateway", merchant_id: str, member_id: str, e
 
     The caller (a teams plugin) has proven who the member is (an invite
     accepted, a password) and must answer ``decide_member`` for them, or the
-    token is refused. 403 ``merchant_disabled``, 404 as ``sign_in_account``.
+    token is refused. 403 ``merchant_disabled``, 404 and, with the member's
+    own 2FA on, 401 ``totp_required`` as ``sign_in_account``.
     The sign-in is announced with the member as its actor.
     """
     row = await accounts.require_merchant(gateway.db, merchant_id)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
-    token = accounts.dashboard_token(gateway, row, member_id)
-    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": method},
-                                   actor=f"member {email}")
-    return AccountSession(row["id"], email, token, None)
+    await _unless_due(gateway, merchant_id, member_id, email)
+    return await open_session(gateway, merchant_id, member_id, email, method=method)
 
 
 async def hash_password(gateway: "Gateway", password: str) -> str:

@@ -18,9 +18,9 @@ from types import MappingProxyType
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from . import auth, lockout, security_events
+from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
-from .second_factor import check_member_sign_in
+from .sign_in_factor import check_sign_in_code, second_factor_due
 from .key_powers import KeyIssuer, check_may_rotate_legacy, confirm_issuer, lock_account_keys
 from ..payments import settlement
 from .auth_cache import changed as auth_changed
@@ -235,27 +235,36 @@ async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str |
     return SignupResult(merchant_id, email, token, keys)
 
 
-async def _count_password_check(gateway: Gateway, email: str, row: Row | None, message: str) -> None:
+async def _count_password_check(gateway: Gateway, email: str, row: Row | None, message: str, *,
+                                challenged: bool = False) -> None:
     """Count a password check against the e-mail's sign-in lockout; 429 ``message`` while it is locked.
 
     The check that starts a lock is announced once to the account holder
     (``sign_in_locked``, an alert): a burst of wrong passwords, whoever sent them.
+    ``challenged``: this request passed a plugin's human challenge (a
+    captcha, ``decide_sign_in_challenge``), which then stands in for the
+    lock: the password is checked rather than refused, so ten wrong
+    passwords from anyone do not lock the person out (issue 42).
     """
     found = await lockout.count_attempt(gateway.db, lockout.LOGIN_POLICY, email, gateway.now())
     if found.newly_locked and row is not None:
         await security_events.announce(gateway, row["id"], security_events.SIGN_IN_LOCKED, {
-            "failures": lockout.LOGIN_POLICY.max_failures,
-            "locked_minutes": lockout.LOGIN_POLICY.lock_seconds // 60}, alert=True)
-    if found.locked_seconds:
+            "failures": lockout.LOGIN_POLICY.max_failures, "locked_minutes": lockout.LOGIN_POLICY.lock_seconds // 60,
+            "then": "challenge" if challenged else "refused"}, alert=True)
+    if found.locked_seconds and not challenged:
         raise lockout.LockedOut(message, found.locked_seconds)
 
 
-async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = None) -> tuple[Row, str]:
+async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = None, *,
+                 challenged: bool = False) -> tuple[Row, str]:
     """The merchant row and a fresh token; one message for any wrong credential.
 
     An e-mail no account holder has may be a team member's (``decide_member_login``):
-    the same lockout, timing and message, and a member session on their account;
-    a member with their own 2FA on also gives a fresh code (``totp_code``).
+    the same lockout, timing and message, and a member session on their account.
+    Whoever has their own 2FA on also gives ``totp_code`` (a fresh code or a
+    recovery code): 401 ``totp_required`` (``SecondFactorRequired``, carrying
+    who owes it) until they do, only once the password was right.
+    ``challenged``: see ``_count_password_check``.
     """
     db = gateway.db
     email = normalize_email(email)
@@ -266,7 +275,8 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
         if member is not None:
             row = await get_merchant(db, member.merchant_id)
     # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).
-    await _count_password_check(gateway, email, row, "too many failed sign-ins; try again later")
+    await _count_password_check(gateway, email, row, "too many failed sign-ins; try again later",
+                                challenged=challenged)
     # Unknown e-mails still pay for one scrypt, so timing does not reveal accounts.
     # Accounts without a password (identity-provider sign-in) take the same path.
     stored_hash = member.password_hash if member is not None else row["password_hash"] if row is not None else None
@@ -277,13 +287,15 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
     await lockout.succeeded(db, lockout.LOGIN_POLICY, email)
     if not row["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
-    if member is not None:
-        await check_member_sign_in(gateway, row["id"], member.member_id, totp_code)
+    member_id = member.member_id if member is not None else None
+    details = {"method": "password"}
+    due = await second_factor_due(gateway, row["id"], member_id, email)
+    if due is not None:
+        details["second_factor"] = await check_sign_in_code(gateway, due, totp_code, method="password")
     if member is None and auth.needs_rehash(row["password_hash"]):
         await db.execute("UPDATE merchants SET password_hash = :pw WHERE id = :id",
                          {"pw": await auth.hash_password_async(gateway.cpu, password), "id": row["id"]})
-    member_id = member.member_id if member is not None else None
-    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, {"method": "password"},
+    await security_events.announce(gateway, row["id"], security_events.SIGN_IN, details,
                                    actor=f"member {email}" if member is not None else None)
     return row, dashboard_token(gateway, row, member_id)
 
@@ -511,9 +523,10 @@ async def verify_totp(db: Database, merchant_id: str, code: Any, *, now: int, pe
 
 
 async def enable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
-                      via: str = lockout.DASHBOARD_CHANNEL) -> None:
-    """Turn 2FA on with a first code. ``via`` is the channel asking (its own TOTP lockout); turned on
-    anywhere but the dashboard, the dashboard is alerted (a ``totp_enabled`` event with ``alert``)."""
+                      via: str = lockout.DASHBOARD_CHANNEL) -> list[str]:
+    """Turn 2FA on with a first code; the new recovery codes (show them once). ``via`` is the channel asking
+    (its own TOTP lockout); turned on anywhere but the dashboard, the dashboard is alerted (a ``totp_enabled``
+    event with ``alert``)."""
     row = await require_merchant(gateway.db, merchant_id)
     if row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is already enabled")
@@ -521,10 +534,14 @@ async def enable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
         raise Forbidden("run MFA setup first", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), pending=True, channel=via):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
-    await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
+    async with gateway.db.transaction():
+        await _update(gateway, merchant_id, "totp_enabled = :t", {"t": True})
+        codes = await recovery_codes.issue(gateway.db, merchant_id, merchant_id, gateway.now())
+    await auth_changed(gateway)  # committed now: see _update
     log.info("merchant %s enabled two-factor authentication", merchant_id)
     await security_events.announce(gateway, merchant_id, security_events.TOTP_ENABLED, {"via": via},
                                    alert=via != lockout.DASHBOARD_CHANNEL)
+    return codes
 
 
 async def disable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
@@ -534,7 +551,10 @@ async def disable_totp(gateway: Gateway, merchant_id: str, code: Any, *,
         raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
     if not await verify_totp(gateway.db, merchant_id, code, now=gateway.now(), channel=via):
         raise Unauthorized("invalid TOTP code", code="totp_invalid")
-    await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
+    async with gateway.db.transaction():
+        await _update(gateway, merchant_id, "totp_enabled = :t, totp_secret = NULL", {"t": False})
+        await recovery_codes.forget(gateway.db, merchant_id)
+    await auth_changed(gateway)  # committed now: see _update
     log.info("merchant %s disabled two-factor authentication", merchant_id)
     await security_events.announce(gateway, merchant_id, security_events.TOTP_DISABLED, {"via": via},
                                    alert=via != lockout.DASHBOARD_CHANNEL)

@@ -6,16 +6,18 @@ holder's code never passes for a member. ``verify_second_factor`` is the one
 check every step-up (transfers, swaps, approvals) makes for the acting
 principal; an API key acts for the holder. When the holder turned 2FA on, a
 member without their own is refused money actions (403
-``totp_setup_required``) rather than let through without a code.
+``totp_setup_required``) rather than let through without a code. Each
+person's recovery codes (``recovery_codes``) are made with their 2FA and
+renewed here; sign-in takes them (``sign_in_factor``), step-ups never do.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import auth, lockout, security_events
+from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
-from ..errors import Forbidden, InvalidRequest, NotFound, Unauthorized, ValidationError
+from ..errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from ..infra.db import Database, Row
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,17 +78,6 @@ async def verify_second_factor(gateway: "Gateway", principal: Any, code: Any, *,
     await verify_acting(gateway, principal.merchant_id, principal.member_id, code, channel=channel)
 
 
-async def check_member_sign_in(gateway: "Gateway", merchant_id: str, member_id: str, code: Any) -> None:
-    """At sign-in, after the password: a member with 2FA on gives a fresh code of theirs (400 when missing)."""
-    if not await member_totp_enabled(gateway.db, merchant_id, member_id):
-        return
-    if code in (None, ""):
-        raise ValidationError({"totp_code": "is required: two-factor authentication is on, so enter the 6-digit"
-                                            " code from your authenticator app"})
-    if not await check_stored_code(gateway.db, TABLE, member_id, code, now=gateway.now()):
-        raise invalid_code()
-
-
 # -- a member's own setup -----------------------------------------------------------------------
 
 
@@ -104,7 +95,9 @@ async def start_member_totp_setup(gateway: "Gateway", merchant_id: str, member_i
     return secret, auth.totp_provisioning_uri(secret, email)
 
 
-async def enable_member_totp(gateway: "Gateway", merchant_id: str, member_id: str, email: str, code: Any) -> None:
+async def enable_member_totp(gateway: "Gateway", merchant_id: str, member_id: str, email: str,
+                             code: Any) -> list[str]:
+    """Turn the member's 2FA on with a first code; their new recovery codes (show them once)."""
     row = await _member_row(gateway.db, merchant_id, member_id)
     if row is not None and row["totp_enabled"]:
         raise InvalidRequest("two-factor authentication is already enabled")
@@ -112,9 +105,13 @@ async def enable_member_totp(gateway: "Gateway", merchant_id: str, member_id: st
         raise Forbidden("run MFA setup first", code="totp_setup_required")
     if not await check_stored_code(gateway.db, TABLE, member_id, code, now=gateway.now(), pending=True):
         raise invalid_code()
-    await gateway.db.execute(f"UPDATE {TABLE} SET totp_enabled = :on WHERE id = :id", {"on": True, "id": member_id})
+    async with gateway.db.transaction():
+        await gateway.db.execute(f"UPDATE {TABLE} SET totp_enabled = :on WHERE id = :id",
+                                 {"on": True, "id": member_id})
+        codes = await recovery_codes.issue(gateway.db, merchant_id, member_id, gateway.now())
     await security_events.announce(gateway, merchant_id, security_events.TOTP_ENABLED,
                                    {"via": lockout.DASHBOARD_CHANNEL}, actor=f"member {email}")
+    return codes
 
 
 async def disable_member_totp(gateway: "Gateway", merchant_id: str, member_id: str, email: str, code: Any) -> None:
@@ -122,13 +119,47 @@ async def disable_member_totp(gateway: "Gateway", merchant_id: str, member_id: s
         raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
     if not await check_stored_code(gateway.db, TABLE, member_id, code, now=gateway.now()):
         raise invalid_code()
-    await gateway.db.execute(f"UPDATE {TABLE} SET totp_enabled = :off, totp_secret = NULL WHERE id = :id",
-                             {"off": False, "id": member_id})
+    async with gateway.db.transaction():
+        await gateway.db.execute(f"UPDATE {TABLE} SET totp_enabled = :off, totp_secret = NULL WHERE id = :id",
+                                 {"off": False, "id": member_id})
+        await recovery_codes.forget(gateway.db, member_id)
     await security_events.announce(gateway, merchant_id, security_events.TOTP_DISABLED,
                                    {"via": lockout.DASHBOARD_CHANNEL}, actor=f"member {email}")
 
 
 async def forget_member_second_factor(gateway: "Gateway", merchant_id: str, member_id: str) -> None:
-    """Drop a removed member's secret (the teams plugin calls this when it deletes the member)."""
+    """Drop a removed member's secret and recovery codes (the teams plugin calls this when it deletes the member)."""
     await gateway.db.execute(f"DELETE FROM {TABLE} WHERE id = :id AND merchant_id = :m",
                              {"id": member_id, "m": merchant_id})
+    await recovery_codes.forget(gateway.db, member_id)
+
+
+# -- recovery codes, for the holder and members alike ----------------------------------------------------
+
+
+async def recovery_codes_left(gateway: "Gateway", merchant_id: str, member_id: str | None) -> int:
+    """How many unused recovery codes the holder (``member_id`` None) or that member has."""
+    return await recovery_codes.remaining(gateway.db, member_id or merchant_id)
+
+
+async def renew_recovery_codes(gateway: "Gateway", merchant_id: str, member_id: str | None, code: Any, *,
+                               via: str = lockout.DASHBOARD_CHANNEL) -> list[str]:
+    """A new set of the person's recovery codes (the old set stops working), against a fresh TOTP code of theirs.
+
+    The person is the holder (``member_id`` None) or that member. 403
+    ``totp_setup_required`` while their 2FA is off; 401 ``totp_invalid``
+    for a wrong code (a recovery code does not renew the set); 429 while
+    their TOTP lockout of ``via`` runs. Announced as ``recovery_codes_created``.
+    """
+    table, owner = ("merchants", merchant_id) if member_id is None else (TABLE, member_id)
+    if member_id is None:
+        on = bool((await _holder(gateway.db, merchant_id))["totp_enabled"])
+    else:
+        on = await member_totp_enabled(gateway.db, merchant_id, member_id)
+    if not on:
+        raise Forbidden("two-factor authentication is not enabled", code="totp_setup_required")
+    if not await check_stored_code(gateway.db, table, owner, code, now=gateway.now(), channel=via):
+        raise invalid_code()
+    codes = await recovery_codes.issue(gateway.db, merchant_id, owner, gateway.now())
+    await security_events.announce(gateway, merchant_id, security_events.RECOVERY_CODES_CREATED, {"via": via})
+    return codes

@@ -193,6 +193,17 @@ class Hooks:
             client_ip=client_ip,
         )
 
+    async def decide_sign_in_challenge(self, *, action: str, body: Mapping[str, Any], client_ip: str) -> bool | None:
+        """Whether this password sign-in passed your human challenge, which then stands in for the account's
+        lockout. (decide)"""
+        return await self.calls.decide(
+            self._pm.hook.decide_sign_in_challenge,
+            gateway=self.gateway,
+            action=action,
+            body=body,
+            client_ip=client_ip,
+        )
+
     async def decide_sign_in_widget(self) -> specs.SignInWidget | None:
         """The widget a browser sign-in or sign-up form must show (a captcha), or None. (decide)"""
         return await self.calls.decide(self._pm.hook.decide_sign_in_widget, gateway=self.gateway)

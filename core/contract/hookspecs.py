@@ -363,6 +363,22 @@ def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], clie
 
 
 @hookspec(kind=HookKind.DECIDE)
+def decide_sign_in_challenge(gateway: "Gateway", action: str, body: Mapping[str, Any], client_ip: str) -> "bool | None":
+    """Whether this password sign-in passed your human challenge, which then stands in for the account's lockout.
+
+    Asked by every password sign-in (``action`` "login": the JSON API and
+    the dashboard's page) right after ``check_sign_in`` allowed it, with the
+    same arguments. Return True only when *this request* passed a challenge
+    you checked yourself (a captcha your ``check_sign_in`` verified with its
+    provider): while the e-mail's password lockout runs (too many wrong
+    passwords, from anyone), the password is then checked instead of
+    refused (429), so a stranger cannot lock the person out. Wrong
+    passwords still count and announce the lock. Return None otherwise
+    (the lockout refuses as before). Stops at first non-None result. May be async.
+    """
+
+
+@hookspec(kind=HookKind.DECIDE)
 def decide_sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     """The widget a browser sign-in or sign-up form must show (a captcha), or None.
 

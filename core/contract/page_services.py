@@ -32,6 +32,22 @@ async def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, An
     await call_first(gateway.pm, "check_public_form", gateway=gateway, form=form, body=body, client_ip=client_ip)
 
 
+async def screen_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], client_ip: str) -> bool:
+    """Ask every plugin whether a dashboard sign-up or sign-in may go on, before any account work.
+
+    Raises what a ``check_sign_in`` implementation raised (403
+    ``captcha_failed``). Then, for a sign-in (``action`` "login"), True when a
+    plugin says this request passed its human challenge
+    (``decide_sign_in_challenge``): pass that on to the password check as
+    ``challenged``. False otherwise.
+    """
+    await call_first(gateway.pm, "check_sign_in", gateway=gateway, action=action, body=body, client_ip=client_ip)
+    if action != "login":
+        return False
+    return await call_first(gateway.pm, "decide_sign_in_challenge", gateway=gateway, action=action, body=body,
+                            client_ip=client_ip) is True
+
+
 async def form_widget(gateway: "Gateway") -> SignInWidget | None:
     """The captcha widget a browser form must show (hook ``decide_sign_in_widget``), or None; a plugin answer
     that is not a ``SignInWidget`` is ignored."""

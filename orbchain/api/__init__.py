@@ -133,7 +133,12 @@ from ..core.accounts.account_services import (
     sign_in_member,
 )
 # The acting principal's own second factor (the holder's TOTP, or a team member's): every step-up asks this.
-from ..core.accounts.second_factor import check_member_sign_in, forget_member_second_factor, verify_second_factor
+from ..core.accounts.second_factor import forget_member_second_factor, verify_second_factor
+# The second factor of a sign-in (the holder's or a member's code, or a recovery code), and the page between.
+from ..core.accounts.sign_in_factor import (
+    SecondFactorDue, SecondFactorRequired, check_sign_in_code, second_factor_due,
+)
+from ..core.accounts.sign_in_steps import MemberRemoved, SignInStepSpent, begin_sign_in_step, finish_sign_in_step
 # Whom an API key acts for (``holder``, ``member:<id>``): a member leaving takes the keys they issued with them.
 from ..core.accounts.key_powers import (
     KeyIssuer, describe_person, keys_issued_by, member_person, revoke_keys_issued_by,
@@ -152,7 +157,7 @@ from ..core.contract.pages import (
     logo_url, widget_token,
 )
 from ..core.payments.qr import MAX_QR_DATA, qr_data_uri, qr_svg
-from ..core.contract.page_services import check_public_form, form_widget, page_branding_for
+from ..core.contract.page_services import check_public_form, form_widget, page_branding_for, screen_sign_in
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
@@ -255,8 +260,10 @@ __all__ = [
     "lock_merchant_money", "released_subjects",
     # core services: accounts
     "SIGN_IN", "AccountRecord", "AccountSession", "account_by_email", "announce_security_event",
-    "check_member_sign_in", "confirm_account_holder", "create_account", "forget_member_second_factor",
-    "verify_second_factor", "KeyIssuer", "describe_person", "keys_issued_by", "member_person", "revoke_keys_issued_by",
+    "confirm_account_holder", "create_account", "forget_member_second_factor", "verify_second_factor",
+    "MemberRemoved", "SecondFactorDue", "SecondFactorRequired", "SignInStepSpent", "begin_sign_in_step",
+    "check_sign_in_code", "finish_sign_in_step", "second_factor_due", "screen_sign_in",
+    "KeyIssuer", "describe_person", "keys_issued_by", "member_person", "revoke_keys_issued_by",
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard

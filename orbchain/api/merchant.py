@@ -26,6 +26,8 @@ from ..core.accounts.lockout import DASHBOARD_CHANNEL
 from ..core.accounts.second_factor import (
     disable_member_totp, enable_member_totp, member_totp_enabled, start_member_totp_setup,
 )
+# Recovery codes (made with 2FA, renewed with a fresh code) of the holder (member_id None) or a member.
+from ..core.accounts.second_factor import recovery_codes_left, renew_recovery_codes
 
 # Scoped API keys; creating or rotating one needs its scopes (``may_rotate`` for what a page offers).
 from ..core.accounts.api_keys import (
@@ -78,6 +80,7 @@ __all__ = [
     # two-factor authentication
     "DASHBOARD_CHANNEL", "disable_totp", "enable_totp", "normalize_totp_code", "start_totp_setup", "verify_totp",
     "disable_member_totp", "enable_member_totp", "member_totp_enabled", "start_member_totp_setup",
+    "recovery_codes_left", "renew_recovery_codes",
     # scoped API keys
     "KEY_TYPES", "ScopedKeyRequest", "create_fields", "create_scoped_key", "list_api_keys", "may_rotate",
     "may_rotate_legacy", "revoke_scoped_key", "rotate_scoped_key", "validate_with_passwords",

@@ -25,6 +25,8 @@ _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{me
            "payout_rejected": "Rejected payout {payout} requested by {requested_by}",
            "transfer_approved": "Approved transfer {transfer} requested by {requested_by}",
            "transfer_rejected": "Rejected transfer {transfer} requested by {requested_by}"}
+_FACTOR = {"totp": "the authenticator code", "recovery_code": "a recovery code"}
+_FIRST = {"password": "the password", "identity_provider": "the identity provider", "miniapp": "the Telegram mini-app"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
         "relinked": "because the chat was linked again elsewhere"}
 
@@ -38,6 +40,11 @@ def _chat(details: Mapping[str, Any]) -> str:
 def _via(details: Mapping[str, Any]) -> str:
     via = details.get("via")
     return _VIA.get(via, f"({via})") if via else ""
+
+
+def _first(details: Mapping[str, Any]) -> str:
+    method = details.get("method", "")
+    return _FIRST.get(method, f"the first step ({method})" if method else "the first step")
 
 
 def _key(details: Mapping[str, Any]) -> str:
@@ -54,10 +61,22 @@ def _key_more(details: Mapping[str, Any]) -> str:
 def describe(kind: str, details: Mapping[str, Any]) -> str:
     if kind == "sign_in":
         text = _SIGN_IN.get(details.get("method", ""), f"Signed in ({details.get('method', 'unknown method')})")
-        return f"{text} from Telegram chat {_chat(details)}" if "chat_id" in details else text
+        text = f"{text} from Telegram chat {_chat(details)}" if "chat_id" in details else text
+        factor = details.get("second_factor")
+        return f"{text} (two-factor: {_FACTOR.get(factor, factor)})" if factor else text
     if kind == "sign_in_locked":
+        if details.get("then") == "challenge":
+            return (f"{details.get('failures', 'Too many')} wrong passwords: for {details.get('locked_minutes', '?')}"
+                    " minutes a sign-in goes on only past the human check (captcha)")
         return (f"Sign-in locked for {details.get('locked_minutes', '?')} minutes after "
                 f"{details.get('failures', 'too many')} wrong passwords")
+    if kind == "second_factor_refused":
+        return f"Sign-in stopped at the two-factor step: a wrong code after {_first(details)}"
+    if kind == "recovery_code_used":
+        return (f"Signed in with a recovery code after {_first(details)}; "
+                f"{details.get('remaining', '?')} left")
+    if kind == "recovery_codes_created":
+        return " ".join(filter(None, ("New recovery codes made", _via(details)))) + "; the older ones no longer work"
     if kind == "password_changed":
         return "Password changed"
     if kind in ("totp_enabled", "totp_disabled"):

@@ -8,12 +8,19 @@ hook, before any account work; a failure answers 403 ``captcha_failed``.
 Public forms that create something for an anonymous visitor (the
 subscription enrolment at ``/subscribe/<plan>``) get the same check
 through the ``check_public_form`` hook.
+A sign-in whose token the provider confirmed has passed a human challenge:
+the plugin says so through ``decide_sign_in_challenge``, so the e-mail's
+password lockout checks the password instead of refusing it (issue 42: ten
+wrong passwords from a stranger no longer lock the person out when a
+captcha guards every try). A token let through unchecked by ``fail_open``
+during an outage does not count as passed.
 Without a secret it does nothing, so a fresh install signs in as before.
 It uses only the public plugin contract, as a third-party package would.
 """
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any, Mapping
 
 from ...api import hookimpl
@@ -21,6 +28,10 @@ from .settings import PLUGIN_NAME, CaptchaSettings, parse_settings
 from .siteverify import verify_sign_in
 
 _SERVICE = "captcha.settings"
+# The token of a sign-in the provider confirmed in this request: aiohttp runs each request in its own task, and
+# ``check_sign_in`` and ``decide_sign_in_challenge`` are awaited one after the other in that task, so the second
+# sees what the first set and no other request ever does (a token is single-use at the provider, too).
+_confirmed: ContextVar[str | None] = ContextVar("orbchain_captcha_confirmed", default=None)
 
 
 def _settings(gateway: Any) -> CaptchaSettings:
@@ -43,7 +54,17 @@ async def check_sign_in(gateway: Any, action: str, body: Mapping[str, Any], clie
     if not settings.enabled:
         return
     remote_ip = client_ip if client_ip and client_ip != "unknown" else None
-    await verify_sign_in(gateway.services.get("http"), settings, action, body.get("turnstile_token"), remote_ip)
+    token = body.get("turnstile_token")
+    if await verify_sign_in(gateway.services.get("http"), settings, action, token, remote_ip):
+        _confirmed.set(token if isinstance(token, str) else None)
+
+
+@hookimpl
+def decide_sign_in_challenge(gateway: Any, action: str, body: Mapping[str, Any], client_ip: str) -> bool | None:
+    """True when this very sign-in's token was confirmed by the provider (not let through by ``fail_open``)."""
+    token = body.get("turnstile_token")
+    confirmed = _confirmed.get()
+    return True if action == "login" and isinstance(token, str) and token and token == confirmed else None
 
 
 @hookimpl

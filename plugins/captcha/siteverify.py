@@ -52,8 +52,9 @@ async def siteverify(http: aiohttp.ClientSession, settings: CaptchaSettings, tok
 
 
 async def verify_sign_in(http: aiohttp.ClientSession | None, settings: CaptchaSettings, action: str,
-                         token: object, remote_ip: str | None) -> None:
-    """Return when the sign-in may go on; raise 403 ``captcha_failed`` otherwise.
+                         token: object, remote_ip: str | None) -> bool:
+    """Return when the sign-in may go on: True when the provider confirmed the token, False when an outage
+    let it through unchecked; raise 403 ``captcha_failed`` otherwise.
 
     No token refuses without asking the provider. An outage refuses unless
     ``fail_open``, in which case it is let through and logged at WARNING so
@@ -68,10 +69,11 @@ async def verify_sign_in(http: aiohttp.ClientSession | None, settings: CaptchaSe
     except ProviderUnavailable as exc:
         if settings.fail_open:
             log.warning("captcha provider unavailable (%s): %s allowed unchecked (fail_open)", exc, action)
-            return
+            return False
         log.warning("captcha provider unavailable (%s): %s refused (fail closed)", exc, action)
         raise refused() from None
     if not success:
         if OPERATOR_ERRORS.intersection(codes):
             log.error("captcha provider rejects the configured secret (%s)", ", ".join(codes))
         raise refused()
+    return True

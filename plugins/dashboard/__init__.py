@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ...api import hookimpl
-from . import openapi, routes_auth, routes_missing, routes_money, routes_payments, routes_payouts, routes_settings
+from . import (
+    code_step, openapi, routes_auth, routes_missing, routes_money, routes_payments, routes_payouts, routes_settings,
+)
 from .plugin_pages import page_routes
 from .settings import PLUGIN_NAME, settings_of
 
@@ -39,7 +41,8 @@ def register_templates(registry: Any) -> None:
 
 @hookimpl
 def register_routes(registry: Any, gateway: Any) -> None:
-    for module in (routes_auth, routes_payments, routes_money, routes_payouts, routes_settings, routes_missing):
+    for module in (routes_auth, code_step, routes_payments, routes_money, routes_payouts, routes_settings,
+                   routes_missing):
         registry.add(module.routes)
     pages = gateway.dashboard.rendered()
     if pages:

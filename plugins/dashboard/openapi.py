@@ -57,8 +57,22 @@ OPERATIONS = [
     Op("POST", "/app/login", "Sign in", TAG, page=True, body_media_type=FORM, errors=FORM_ERRORS,
        body=form({"email": TEXT, "password": TEXT}, {"next": TEXT, "turnstile_token": TEXT,
                                                       "cf-turnstile-response": TEXT, "totp_code": TEXT}),
-       responses={"303": redirect("Signed in (session cookie set): to next or /app."),
+       responses={"303": redirect("Signed in (session cookie set): to next or /app. With the person's own 2FA on,"
+                                  " no session yet: to /app/login/code, with that step's cookie."),
                   "400": html("The form again."), "401": html("The form again: invalid credentials.")}),
+    Op("GET", "/app/login/code", "Sign-in: the person's 2FA code", TAG, page=True,
+       responses={"200": PAGE, "303": redirect("No pending sign-in in this browser: to /app/login (or /app when"
+                                               " signed in).")},
+       description="The page after a right password for whoever has their own 2FA on; the pending sign-in is an "
+                   "HttpOnly, SameSite=Strict cookie on this path, lasting five minutes."),
+    Op("POST", "/app/login/code", "Finish signing in with the code", TAG, page=True, body_media_type=FORM,
+       errors=FORM_ERRORS, body=form({"totp_code": TEXT}),
+       responses={"303": redirect("Signed in (session cookie set): to next or /app; an expired or used step: to"
+                                  " /app/login with a notice."),
+                  "401": html("The form again: code missing, wrong or used."),
+                  "403": html("The form's CSRF token is missing or wrong, or it came from another origin."),
+                  "429": html("The form again: the person's code lockout is running.")},
+       description="The authenticator's 6-digit code, or one of the person's recovery codes (once each)."),
     Op("GET", "/app/signup", "Sign-up page", TAG, page=True, query=(Param("ref", STRING),),
        responses={"200": PAGE, "303": redirect("Already signed in.")}),
     Op("POST", "/app/signup", "Create an account", TAG, page=True, body_media_type=FORM, errors=FORM_ERRORS,
@@ -123,8 +137,9 @@ OPERATIONS = [
            "To the webhook deliveries, where its attempts show (refused: the settings page with the reason, 400"
            " without a webhook URL, 429 past 3 a minute)."),
     page("/app/security", "Two-factor authentication (a team member's own, for a member)"),
-    action("/app/security/{action}", "Set up, verify or turn off TOTP (setup, verify, disable)",
-           form({}, {"code": TEXT}), "Back to the page.", shows="The secret and its QR code (setup)."),
+    action("/app/security/{action}", "Set up, verify or turn off TOTP, or make new recovery codes (setup, verify,"
+           " disable, recovery-codes)", form({}, {"code": TEXT}), "Back to the page (disable).",
+           shows="The secret and its QR code (setup); the recovery codes, shown once (verify, recovery-codes)."),
     page("/app/keys", "Scoped API keys"),
     action("/app/keys", "Create a scoped key", form({"label": TEXT}, {
         "scopes": TEXT, "coin_allowlist": TEXT, "ip_allowlist": TEXT, "webhook_url": TEXT, "rate_limit_rpm": TEXT,

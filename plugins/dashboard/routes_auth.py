@@ -3,7 +3,9 @@
 The forms post to these pages, which call the same core functions as
 ``POST /dashboard/auth/signup`` and ``/login`` (the ``check_sign_in`` hook
 included, so a captcha plugin judges them too) and then hold the resulting
-JWT in the session cookie (``session.py``), never in the page.
+JWT in the session cookie (``session.py``), never in the page. A person
+with 2FA on types their code on the next page (``code_step.py``) before
+the browser is signed in.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, call_first, client_ip, html_page, rate_class,
-    read_form, widget_token,
+    EVERYONE, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, SecondFactorRequired, client_ip, html_page,
+    rate_class, read_form, screen_sign_in, widget_token,
 )
 from ...api.merchant import log_in, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
                       session_for_token, set_pre_cookie, sign_out, start_session)
+from . import code_step
 from .sign_in_widget import widget_for
 from .views import error_text, forbidden_form, render, see_other, signed_in
 
@@ -34,9 +37,13 @@ EMAIL = Field("email", "email", required=True, max_len=254)
 TOKEN = Field("turnstile_token", max_len=4096)
 
 
+MAX_NEXT_LENGTH = 512
+
+
 def safe_next(value: Any) -> str:
-    """Where to go after signing in: a dashboard path only, never another site."""
-    if isinstance(value, str) and value.startswith("/app") and not value.startswith("//") and "\\" not in value:
+    """Where to go after signing in: a dashboard path only (of a sane length), never another site."""
+    if isinstance(value, str) and value.startswith("/app") and not value.startswith("//") and "\\" not in value \
+            and len(value) <= MAX_NEXT_LENGTH:
         return value
     return "/app"
 
@@ -59,12 +66,6 @@ async def _auth_page(request: web.Request, template: str, *, status: int = 200, 
     }, status=status, script_origin=widget.origin if widget else None)
     set_pre_cookie(request, response, fresh)
     return response
-
-
-async def _check_sign_in(request: web.Request, action: str, body: Mapping[str, Any]) -> None:
-    gateway = request.app[GATEWAY]
-    await call_first(gateway.pm, "check_sign_in", gateway=gateway, action=action, body=body,
-                     client_ip=client_ip(request))
 
 
 async def _read_form(request: web.Request) -> Any:
@@ -97,8 +98,11 @@ async def login(request: web.Request) -> web.StreamResponse:
     try:
         body = _body(form)
         clean = validate_with_passwords(body, [Field("email", required=True, max_len=254), TOKEN], {"password": False})
-        await _check_sign_in(request, "login", body)
-        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"], form.get("totp_code"))
+        challenged = await screen_sign_in(request.app[GATEWAY], "login", body, client_ip(request))
+        _, token = await log_in(request.app[GATEWAY], clean["email"], clean["password"], form.get("totp_code"),
+                                challenged=challenged)
+    except SecondFactorRequired as due:  # the password was right: the person's own code next, on its own page
+        raise await code_step.begin(request, due.due, safe_next(form.get("next"))) from None
     except ApiError as exc:
         return await _auth_page(request, "dashboard/login.html", status=exc.status, error=error_text(exc),
                                 values=values)
@@ -127,7 +131,7 @@ async def signup(request: web.Request) -> web.StreamResponse:
     try:
         body = _body(form)
         clean = validate_with_passwords(body, [EMAIL, TOKEN], {"password": True})
-        await _check_sign_in(request, "signup", body)
+        await screen_sign_in(request.app[GATEWAY], "signup", body, client_ip(request))
         ref = body.get("ref")
         ref = ref.strip() if isinstance(ref, str) and 0 < len(ref.strip()) <= 64 else None
         result = await sign_up(request.app[GATEWAY], clean["email"], clean["password"], ref)

@@ -7,6 +7,7 @@ shown once, in the 200 answer to the form that created them, never in a URL.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -19,7 +20,7 @@ from ...api.merchant import (
     enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code, redeliver, redeliverable_events,
     require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins,
     set_confirmations, set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
-    disable_member_totp, enable_member_totp, start_member_totp_setup,
+    disable_member_totp, enable_member_totp, recovery_codes_left, renew_recovery_codes, start_member_totp_setup,
 )
 from .routes_payments import pager, principal
 from .form_errors import error_context
@@ -137,7 +138,15 @@ async def _rotation_page(request: web.Request, session: Session, **context: Any)
 @routes.get("/app/security")
 @signed_in(scope=EVERYONE)
 async def security(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    return render(request, session, "dashboard/security.html", {})
+    return await _security_page(request, session)
+
+
+async def _security_page(request: web.Request, session: Session, *, status: int = 200,
+                         **context: Any) -> web.Response:
+    """The page, with how many of the person's recovery codes are left while their 2FA is on."""
+    own = _OwnTotp(request, session)
+    left = await recovery_codes_left(own.gateway, session.merchant_id, own.member) if session.totp_enabled else None
+    return render(request, session, "dashboard/security.html", {"codes_left": left, **context}, status=status)
 
 
 class _OwnTotp:
@@ -152,11 +161,11 @@ class _OwnTotp:
             return await start_totp_setup(self.gateway, self.session.merchant_id)
         return await start_member_totp_setup(self.gateway, self.session.merchant_id, self.member, self.session.email)
 
-    async def enable(self, code: str) -> None:
+    async def enable(self, code: str) -> list[str]:
         if self.member is None:
-            await enable_totp(self.gateway, self.session.merchant_id, code)
-        else:
-            await enable_member_totp(self.gateway, self.session.merchant_id, self.member, self.session.email, code)
+            return await enable_totp(self.gateway, self.session.merchant_id, code)
+        return await enable_member_totp(self.gateway, self.session.merchant_id, self.member, self.session.email,
+                                        code)
 
     async def disable(self, code: str) -> None:
         if self.member is None:
@@ -164,15 +173,19 @@ class _OwnTotp:
         else:
             await disable_member_totp(self.gateway, self.session.merchant_id, self.member, self.session.email, code)
 
+    async def renew_codes(self, code: str) -> list[str]:
+        return await renew_recovery_codes(self.gateway, self.session.merchant_id, self.member, code)
+
 
 @routes.post("/app/security/{action}")
 @signed_in(scope=EVERYONE)
 async def totp(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    """setup (secret and a server-rendered QR), verify (turns 2FA on), disable (needs a code): of whoever
-    is signed in (a team member's own second factor, never the holder's)."""
+    """setup (secret and a server-rendered QR), verify (turns 2FA on and shows the recovery codes once),
+    recovery-codes (a new set, shown once), disable (needs a code): of whoever is signed in (a team member's
+    own second factor, never the holder's)."""
     own = _OwnTotp(request, session)
     action = request.match_info["action"]
-    if action not in ("setup", "verify", "disable"):
+    if action not in ("setup", "verify", "disable", "recovery-codes"):
         raise web.HTTPNotFound()
     try:
         if action == "setup":
@@ -182,13 +195,14 @@ async def totp(request: web.Request, session: Session, form: Any) -> web.StreamR
         code = normalize_totp_code(form.get("code"))
         if code is None:
             raise ValidationError({"code": "must be a 6-digit code"})
-        if action == "verify":
-            await own.enable(code)
-            raise see_other("/app/security", "totp-enabled")
-        await own.disable(code)
-        raise see_other("/app/security", "totp-disabled")
+        if action == "disable":
+            await own.disable(code)
+            raise see_other("/app/security", "totp-disabled")
+        codes = await own.enable(code) if action == "verify" else await own.renew_codes(code)
     except ApiError as exc:
-        return render(request, session, "dashboard/security.html", {"error": error_text(exc)}, status=exc.status)
+        return await _security_page(request, session, error=error_text(exc), status=exc.status)
+    # Shown in this answer only (never in a URL); the session still says 2FA is off right after verify.
+    return await _security_page(request, replace(session, totp_enabled=True), recovery_codes=codes)
 
 
 # -- API keys ----------------------------------------------------------------------------------------

@@ -59,6 +59,7 @@ NOTICES = {
     "account-disabled": "This account is disabled.",
     "session-invalid": "This session is not valid any more. Please sign in again.",
     "member-removed": "Your access to this account was removed by an owner.",
+    "sign-in-step-ended": "That sign-in expired or was finished already: nothing was signed in. Please sign in again.",
     "member-joined": "You joined the account. Sign in with your e-mail and the password you chose.",
     "payment-created": "Payment created.",
     "payment-cancelled": "Payment cancelled.",

@@ -31,12 +31,12 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...api import (
-    AccountSession, Conflict, Forbidden, account_by_email, call_first, create_account, refuse_in_maintenance,
-    sign_in_account,
+    AccountSession, Conflict, Forbidden, SecondFactorDue, account_by_email, call_first, create_account,
+    refuse_in_maintenance, sign_in_account,
 )
 from .linking import attach, linked_to
 from .logins import LinkTarget
-from .members import SecondFactorDue, linked_member
+from .members import linked_member
 from .provider import Identity
 
 if TYPE_CHECKING:  # pragma: no cover

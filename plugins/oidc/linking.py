@@ -24,10 +24,11 @@ import logging
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...api import (
-    AccountSession, Conflict, Principal, announce_security_event, confirm_account_holder, sign_in_account,
+    AccountSession, Conflict, MemberRemoved, Principal, SecondFactorDue, announce_security_event,
+    confirm_account_holder, sign_in_account,
 )
 from .logins import LinkTarget
-from .members import MemberRemoved, SecondFactorDue, current_member, member_session
+from .members import current_member, member_session
 from .provider import Identity
 
 if TYPE_CHECKING:  # pragma: no cover

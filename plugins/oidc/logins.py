@@ -37,7 +37,7 @@ _STATE = re.compile(r"[A-Za-z0-9_-]{1,128}")  # secrets.token_urlsafe
 _EXPIRY = re.compile(r"[0-9]{1,12}")
 _HEX_MAC = re.compile(r"[0-9a-f]{64}")
 _COOKIE_CONTEXT = b"orbchain plugin oidc: login state cookie v1"
-_KEY_COLUMN = {"oidc_landings": "landing_hash", "oidc_second_factor": "step_hash"}  # tables of keep_hashed
+_KEY_COLUMN = {"oidc_landings": "landing_hash"}  # tables of keep_hashed
 
 
 class PendingLogin(NamedTuple):

@@ -15,9 +15,9 @@ sign-in asks the same code.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from ...api import AccountSession, Forbidden, Member, call_first, sign_in_member
+from ...api import AccountSession, Member, MemberRemoved, SecondFactorDue, call_first, sign_in_member
 from ...api.merchant import member_totp_enabled
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,19 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 METHOD = "identity_provider"
 
-
-class SecondFactorDue(NamedTuple):
-    """A member the provider vouched for whose own TOTP code is still to be given."""
-
-    merchant_id: str
-    member_id: str
-    email: str
-
-
-class MemberRemoved(Forbidden):
-    def __init__(self) -> None:
-        super().__init__("the team member this sign-in belongs to was removed from the account, so it no longer"
-                         " signs in. Ask the account's owner for a new invitation", code="member_removed")
 
 
 async def current_member(gateway: "Gateway", merchant_id: str, member_id: str) -> Member | None:

@@ -41,8 +41,9 @@ OPERATIONS = [
        }, page=True, errors=(401, 403, 409, 503),
        description="Verifies the ID token (signature against the provider's JWKS, issuer, audience, expiry, "
                    "nonce). An identity signs in only to what it is linked to; a verified e-mail that signs in "
-                   "nowhere creates an account. A team member with their own 2FA on is sent to the code step "
-                   "(302 to " + STEP_PATH + ") instead."),
+                   "nowhere creates an account. Whoever has their own 2FA on (the account holder or a "
+                   "team member) is sent to the code step (302 to " + STEP_PATH + ") instead: no session from the "
+                   "provider alone."),
     Op("POST", "/dashboard/auth/google/link", "Link your identity-provider account", TAG,
        envelope(obj({"authorization_url": STRING})), auth=("jwt",), scope=EVERYONE,
        body=obj({}, {"password": {"type": "string", "description": "The account holder's password."},
@@ -54,20 +55,21 @@ OPERATIONS = [
                    " links that identity to whoever called (409 identity_linked when it is someone else's) and"
                    " signs them in; it then always signs in as them (a member until they are removed). An"
                    " identity is never linked by its e-mail alone. 503 not_configured without [plugin.oidc]."),
-    Op("GET", STEP_PATH, "Identity-provider sign-in: the member's 2FA code", TAG,
-       responses={"200": html("The form asking for the member's own 6-digit code.")}, page=True,
-       description="Where the callback sends a team member whose own 2FA is on."),
-    Op("POST", STEP_PATH, "Finish a member's identity-provider sign-in with their code", TAG,
+    Op("GET", STEP_PATH, "Identity-provider sign-in: the person's 2FA code", TAG,
+       responses={"200": html("The form asking for the person's own 6-digit code (or a recovery code).")},
+       page=True, description="Where the callback sends the account holder or a team member whose own 2FA is on."),
+    Op("POST", STEP_PATH, "Finish an identity-provider sign-in with the person's code", TAG,
        body=obj({"totp_code": STRING}), body_media_type="application/x-www-form-urlencoded",
        responses={
            "302": redirect("To /app#google-auth=<payload>, as the callback would."),
-           "400": html("The form again (code missing), or the step expired or was used (invalid_state)."),
-           "401": html("The form again: wrong or used code (totp_invalid)."),
+           "400": html("The step expired or was used (invalid_state)."),
+           "401": html("The form again: code missing (totp_required), or wrong or used (totp_invalid)."),
            "403": html("The member was removed (member_removed)."),
            "429": html("The member's code lockout is running."),
        }, page=True, errors=(401, 403, 429),
-       description="Needs the step's HttpOnly cookie set by the callback (SameSite=Strict, this path). Counted "
-                   "by the member's TOTP lockout, like their password sign-in."),
+       description="Needs the step's HttpOnly cookie set by the callback (SameSite=Strict, this path). A recovery "
+                   "code is taken in place of the code, once. Counted by the person's TOTP lockout, like their "
+                   "password sign-in."),
 ]
 
 

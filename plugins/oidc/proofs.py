@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...api import AccountSession, InvalidRequest, ProvenAddress, call_first
+from ...api import AccountSession, InvalidRequest, ProvenAddress, SecondFactorDue, call_first
 from .identities import verified_email
 from .linking import LinkedElsewhere, left_behind, link, linked_to
 from .logins import AddressRequest, LinkTarget
-from .members import SecondFactorDue
 from .provider import Identity
 
 if TYPE_CHECKING:  # pragma: no cover

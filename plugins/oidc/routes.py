@@ -20,10 +20,10 @@ from typing import Any, Callable
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, DashboardRedirect, InvalidRequest, NotConfigured, ServiceUnavailable, Unauthorized, envelope,
-    gateway_of, html_page, principal_of, rate_class, read_json, requires,
+    EVERYONE, DashboardRedirect, InvalidRequest, NotConfigured, SecondFactorDue, SecondFactorRequired,
+    ServiceUnavailable, Unauthorized, envelope, gateway_of, html_page, principal_of, rate_class, read_json, requires,
 )
-from . import identities, landings, linking, logins, members, proofs, second_step
+from . import identities, landings, linking, logins, proofs, second_step
 from .config import provider_of
 from .provider import InvalidIdToken, Provider, ProviderRefused, ProviderUnavailable
 from .settings import CALLBACK_PATH
@@ -152,13 +152,16 @@ async def callback(request: web.Request) -> web.StreamResponse:
     except InvalidIdToken as exc:
         log.warning("identity provider ID token rejected: %s", exc)
         raise Unauthorized("the identity provider's answer could not be verified", code="invalid_id_token") from None
-    if login.proof is not None:
-        session = await proofs.complete(gateway, identity, login.proof)
-    elif login.link is not None:
-        session = await linking.link(gateway, identity, login.link)
-    else:
-        session = await identities.sign_in(gateway, identity)
-    if isinstance(session, members.SecondFactorDue):  # the member's own code first (second_step.py)
+    try:
+        if login.proof is not None:
+            session = await proofs.complete(gateway, identity, login.proof)
+        elif login.link is not None:
+            session = await linking.link(gateway, identity, login.link)
+        else:
+            session = await identities.sign_in(gateway, identity)
+    except SecondFactorRequired as required:  # the holder's 2FA is on: no session from the provider alone
+        session = required.due
+    if isinstance(session, SecondFactorDue):  # the person's own code first (second_step.py)
         response = _redirect(second_step.STEP_PATH)
         await second_step.begin(gateway, session, login.binding_hash, provider.settings, response)
     else:

@@ -1,32 +1,31 @@
-"""The code step after the provider, for a team member with their own 2FA on.
+"""The code step after the provider, for whoever has their own 2FA on: the account holder or a team member.
 
-The provider proves who the person is; a member's own second factor is
-asked as their password sign-in asks it (``check_member_sign_in``, with its
-lockout). The callback records the pending sign-in in
-``oidc_second_factor`` (a hash of a random value, the member, the landing's
-browser binding) and hands the browser that value in an HttpOnly,
-SameSite=Strict cookie scoped to the step's path: it never appears in a
-URL, and no other site can plant its own step in a victim's browser or post
-this form cross-site. A wrong code leaves the step in place (the lockout
-counts); the right one spends it (``DELETE ... RETURNING``: once, in any
-worker) and lands like any sign-in (``landings.py``).
+The provider proves who the person is; their own second factor is asked
+as their password sign-in asks it, through the core's pending sign-in
+(``begin_sign_in_step``/``finish_sign_in_step``, the machinery of the
+dashboard's password page too), with its lockout and recovery codes. The
+callback records the step with the landing's browser binding as its
+context and hands the browser the step's secret in an HttpOnly,
+SameSite=Strict cookie scoped to this path: it never appears in a URL, and
+no other site can plant its own step in a victim's browser or post this
+form cross-site. A wrong code leaves the step in place (the lockout
+counts); the right one spends it (once, in any worker) and lands like any
+sign-in (``landings.py``).
 """
 
 from __future__ import annotations
 
-import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from ...api import (
-    AccountSession, ApiError, InvalidRequest, ValidationError, check_member_sign_in, gateway_of, html_page,
-    rate_class, read_form, render_page, sign_in_member,
+    ApiError, MemberRemoved, SecondFactorDue, SignInStepSpent, begin_sign_in_step,
+    finish_sign_in_step, gateway_of, html_page, rate_class, read_form, render_page,
 )
 from . import landings
 from .config import provider_of
-from .logins import keep_hashed, secret_hash
-from .members import METHOD, MemberRemoved, SecondFactorDue, current_member
+from .members import METHOD
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -36,49 +35,16 @@ if TYPE_CHECKING:  # pragma: no cover
 STEP_PATH = "/dashboard/auth/google/2fa"
 COOKIE_NAME = "orbchain_oidc_2fa"
 TEMPLATE = "oidc/second_factor.html"
-_SECRET = re.compile(r"^[A-Za-z0-9_-]{32,128}$")
 routes = web.RouteTableDef()
-
-
-class StepSpent(InvalidRequest):
-    def __init__(self) -> None:
-        super().__init__("this sign-in has expired or was finished already; please sign in again",
-                         code="invalid_state")
 
 
 async def begin(gateway: "Gateway", due: SecondFactorDue, binding_hash: str, settings: "OidcSettings",
                 response: web.StreamResponse) -> None:
     """Record the step for ``due`` and give the browser its cookie on ``response``."""
-    secret = await keep_hashed(gateway, "oidc_second_factor", {
-        "binding_hash": binding_hash, "merchant_id": due.merchant_id, "member_id": due.member_id,
-        "email": due.email}, settings.login_ttl_seconds)
+    secret = await begin_sign_in_step(gateway, due, method=METHOD, context=binding_hash,
+                                      ttl_seconds=settings.login_ttl_seconds)
     response.set_cookie(COOKIE_NAME, secret, max_age=settings.login_ttl_seconds, path=STEP_PATH, httponly=True,
                         samesite="Strict", secure=settings.redirect_uri.startswith("https:"))
-
-
-async def finish(gateway: "Gateway", secret: Any, code: Any) -> tuple[AccountSession, str]:
-    """The member's session once ``code`` is theirs, and the landing's browser binding.
-
-    400 ``invalid_state`` for an unknown, expired or spent step; 403
-    ``member_removed``; what ``check_member_sign_in`` raises for the code
-    (400 missing, 401 ``totp_invalid``, 429 locked), the step then kept.
-    """
-    if not isinstance(secret, str) or not _SECRET.match(secret):
-        raise StepSpent()
-    key = secret_hash(secret)
-    row = await gateway.db.fetch_one("SELECT * FROM oidc_second_factor WHERE step_hash = :h", {"h": key})
-    if row is None or int(row["expires_at"]) <= gateway.now():
-        raise StepSpent()
-    member = await current_member(gateway, row["merchant_id"], row["member_id"])
-    if member is None:
-        raise MemberRemoved()
-    await check_member_sign_in(gateway, row["merchant_id"], row["member_id"], code)
-    spent = await gateway.db.fetch_one("DELETE FROM oidc_second_factor WHERE step_hash = :h RETURNING step_hash",
-                                       {"h": key})
-    if spent is None:  # another request finished it a moment ago
-        raise StepSpent()
-    session = await sign_in_member(gateway, row["merchant_id"], row["member_id"], member.email, method=METHOD)
-    return session, row["binding_hash"]
 
 
 def _form(request: web.Request, error: str | None = None, status: int = 200) -> web.Response:
@@ -88,8 +54,6 @@ def _form(request: web.Request, error: str | None = None, status: int = 200) -> 
 
 
 def _message(exc: ApiError) -> str:
-    if isinstance(exc, ValidationError) and isinstance(exc.detail, dict) and exc.detail.get("totp_code"):
-        return f"Code: {exc.detail['totp_code']}"
     return exc.message[:1].upper() + exc.message[1:]
 
 
@@ -108,11 +72,11 @@ async def step(request: web.Request) -> web.StreamResponse:
     provider = provider_of(gateway)
     origin = request.headers.get("Origin")
     if provider is None or (origin is not None and origin.split("://", 1)[-1] != request.host):
-        raise StepSpent()
+        raise SignInStepSpent()
     form = await read_form(request)
     try:
-        session, binding = await finish(gateway, request.cookies.get(COOKIE_NAME), form.get("totp_code"))
-    except (StepSpent, MemberRemoved):
+        session, binding = await finish_sign_in_step(gateway, request.cookies.get(COOKIE_NAME), form.get("totp_code"))
+    except (SignInStepSpent, MemberRemoved):
         raise
     except ApiError as exc:
         return _form(request, _message(exc), exc.status)

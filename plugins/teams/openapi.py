@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from ...api import EVERYONE
-from ...api.openapi import Op, Param, array, envelope, html, nullable, obj, redirect
+from ...api.openapi import Op, Param, array, envelope, html, nullable, obj, redirect, ref
 from .member_routes import BASE as MEMBERS
 from .own_2fa import BASE
 from .page import SCOPE
@@ -17,6 +17,7 @@ STRING = {"type": "string"}
 CODE = obj({"code": {"type": "string", "pattern": "^[0-9]{6}$", "description": "A fresh 6-digit code."}})
 NOT_HOLDER = (" A member's token only (403 not_a_member for the account holder's: theirs is /dashboard/mfa/*);"
               " no role permission needed (scope \"*\"), so a member limited by \"require 2FA\" can set it up.")
+RECOVERY_CODES = ref("RecoveryCodes")
 TOKEN = Param("token", {"type": "string"}, "The invitation's token, from the link.")
 KEY_IDS = array(STRING)
 KEYS_CHOICE = {"type": "string", "enum": ["revoke", "keep"]}
@@ -66,8 +67,14 @@ OPERATIONS = [
        envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=("jwt",), scope=EVERYONE,
        description="A new pending secret; 2FA stays off until verify. 400 while it is on." + NOT_HOLDER),
     Op("POST", f"{BASE}/verify", "Turn your own TOTP on (member)", OWN_2FA,
-       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": True}})), auth=("jwt",), body=CODE,
-       scope=EVERYONE, description="The first code of the pending secret (401 totp_invalid)." + NOT_HOLDER),
+       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": True}, "recovery_codes": RECOVERY_CODES})),
+       auth=("jwt",), body=CODE, scope=EVERYONE,
+       description="The first code of the pending secret (401 totp_invalid); the answer carries your recovery"
+                   " codes, shown once (each signs you in once in place of a code)." + NOT_HOLDER),
+    Op("POST", f"{BASE}/recovery-codes", "New recovery codes (member)", OWN_2FA,
+       envelope(obj({"recovery_codes": RECOVERY_CODES})), auth=("jwt",), body=CODE, scope=EVERYONE,
+       description="Against a fresh code of yours: a new set, the old one stops working (403 totp_setup_required"
+                   " while your 2FA is off, 401 totp_invalid)." + NOT_HOLDER),
     Op("POST", f"{BASE}/disable", "Turn your own TOTP off (member)", OWN_2FA,
        envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": False}})), auth=("jwt",), body=CODE,
        scope=EVERYONE, description="A fresh code of yours (401 totp_invalid)." + NOT_HOLDER),

@@ -1,7 +1,8 @@
 """A member's own two-factor authentication over the JSON API: ``/dashboard/team/me/mfa/*``.
 
 The JSON twin of the member's Security page, shaped like the holder's
-``/dashboard/mfa/*`` (setup, verify, disable; the same bodies and answers).
+``/dashboard/mfa/*`` (setup, verify, disable, recovery-codes; the same bodies
+and answers: verify's carries the member's recovery codes, shown once).
 The holder's routes need ``account:credentials``, which no role grants, so
 members get their own; these need no scope at all (``EVERYONE``): a member
 whom "require two-factor authentication" limited to reading must still be
@@ -14,7 +15,9 @@ from aiohttp import web
 
 from ...api import EVERYONE, Forbidden, Principal, ValidationError, envelope, gateway_of, principal_of, qr_data_uri, \
     read_json, requires
-from ...api.merchant import disable_member_totp, enable_member_totp, normalize_totp_code, start_member_totp_setup
+from ...api.merchant import (
+    disable_member_totp, enable_member_totp, normalize_totp_code, renew_recovery_codes, start_member_totp_setup,
+)
 
 routes = web.RouteTableDef()
 BASE = "/dashboard/team/me/mfa"
@@ -48,8 +51,8 @@ async def setup(request: web.Request) -> web.Response:
 @routes.post(f"{BASE}/verify")
 @requires("jwt", scope=EVERYONE)
 async def verify(request: web.Request) -> web.Response:
-    await enable_member_totp(gateway_of(request), *_member(request), await _code(request))
-    return envelope({"ok": True, "totp_enabled": True})
+    codes = await enable_member_totp(gateway_of(request), *_member(request), await _code(request))
+    return envelope({"ok": True, "totp_enabled": True, "recovery_codes": codes})
 
 
 @routes.post(f"{BASE}/disable")
@@ -57,3 +60,11 @@ async def verify(request: web.Request) -> web.Response:
 async def disable(request: web.Request) -> web.Response:
     await disable_member_totp(gateway_of(request), *_member(request), await _code(request))
     return envelope({"ok": True, "totp_enabled": False})
+
+
+@routes.post(f"{BASE}/recovery-codes")
+@requires("jwt", scope=EVERYONE)
+async def recovery_codes(request: web.Request) -> web.Response:
+    merchant_id, member_id, _ = _member(request)
+    codes = await renew_recovery_codes(gateway_of(request), merchant_id, member_id, await _code(request))
+    return envelope({"recovery_codes": codes})

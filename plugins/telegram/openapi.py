@@ -84,11 +84,17 @@ OPERATIONS = [
        envelope(obj({"token": STRING, "expires_in": {"const": 3600}, "merchant": obj({
            "id": STRING, "account_id": ref("AccountId"), "email": STRING,
            "default_settlement_coin": NULLABLE_STRING, "accepted_coins": {"type": "array", "items": COIN}})})),
-       body=obj({"init_data": {"type": "string", "maxLength": 4096}}), errors=(401, 403, 503),
+       body=obj({"init_data": {"type": "string", "maxLength": 4096}}, {"totp_code": {
+           "type": "string", "maxLength": 64,
+           "description": "With the account's 2FA on: the holder's 6-digit code or one of their recovery codes."}}),
+       errors=(401, 403, 429, 503),
        description="init_data is Telegram.WebApp.initData, verified with HMAC-SHA256 and the WebAppData-derived "
                    "key. 401 init_data_invalid (forged), init_data_expired (auth_date older than "
                    "plugin.telegram.init_data_max_age_seconds, default 1 hour), init_data_replayed (one session "
-                   "per init data); 403 not_linked, merchant_disabled."),
+                   "per init data); 403 not_linked, merchant_disabled. With the account's 2FA on, 401 "
+                   "totp_required until totp_code comes with the same init data (spent only when the session "
+                   "opens) and 401 totp_invalid for a wrong one, counted by the mini-app's own code lockout "
+                   "(429): a deliberate difference from SPEC, as for every sign-in (docs/api.md)."),
     _app("GET", "/tgapp/balances", "Balances", envelope(ref("Balances"))),
     _app("GET", "/tgapp/payments", "The 10 most recent payments", envelope(obj({
         "payments": {"type": "array", "maxItems": 10, "items": RECENT_PAYMENT}})),
@@ -113,9 +119,10 @@ OPERATIONS = [
     _app("POST", "/tgapp/mfa/setup", "Start TOTP set-up", envelope(obj({"secret": STRING, "otpauth": STRING})),
          description="2FA stays off until /tgapp/mfa/verify; 400 when it is already on. " + COOLING_OFF),
     _app("POST", "/tgapp/mfa/verify", "Enable TOTP",
-         envelope(obj({"ok": {"const": True}, "totpEnabled": {"const": True}})), body=obj({"code": TOTP}),
+         envelope(obj({"ok": {"const": True}, "totpEnabled": {"const": True},
+                       "recovery_codes": ref("RecoveryCodes")})), body=obj({"code": TOTP}),
          description=COOLING_OFF + " Turning 2FA on here is announced on the dashboard (an alert on its home page "
-                                   "and a security event)."),
+                                   "and a security event). The answer carries the recovery codes, shown once."),
     _app("POST", "/tgapp/payout", "Send: internal transfer or on-chain payout", envelope(obj({
         "kind": {"type": "string", "enum": ["transfer", "payout"]}, "track_id": STRING,
         "status": {"type": "string", "enum": ["CONFIRMING", "CONFIRMED", "FAILED"]}, "coin": COIN,

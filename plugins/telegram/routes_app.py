@@ -14,7 +14,8 @@ from aiohttp import web
 
 from ...api import (
     Forbidden, MAX_QR_DATA, NotFound, REQUEST_ID, SIGN_IN, Unauthorized, ValidationError, announce_security_event,
-    count_failure, envelope, gateway_of, html_page, qr_svg, rate_class, read_json,
+    check_sign_in_code, count_failure, envelope, gateway_of, html_page, qr_svg, rate_class, read_json,
+    second_factor_due,
 )
 from ...api.merchant import accepted_coins, require_merchant
 from . import initdata, linking, session, store, wallet
@@ -66,13 +67,20 @@ async def open_session(request: web.Request) -> web.Response:
     merchant = await require_merchant(gateway.db, merchant_id)
     if not merchant["enabled"]:
         raise Forbidden("account disabled", code="merchant_disabled")
+    # With the holder's 2FA on, their code (or a recovery code) before any session, as every sign-in asks it
+    # (issue 42); counted on the mini-app's own TOTP lockout, and before the init data is spent, so the client
+    # that got 401 totp_required sends the same init data again with the code.
+    due = await second_factor_due(gateway, merchant_id, None, merchant["email"])
+    factor = None if due is None else await check_sign_in_code(gateway, due, body.get("totp_code"),
+                                                                method=linking.MINIAPP, channel=linking.MINIAPP)
     # One session per init data: a copy of it (a log, a shoulder) opens nothing more.
     if not await store.spend(gateway, store.INIT_DATA, user.hash, user.auth_date + settings.init_data_max_age_seconds):
         await count_failure(request)
         raise Unauthorized("this init data was already used: open the mini-app again", code="init_data_replayed")
     token = session.issue(gateway, merchant_id, user.user_id, int(merchant["token_version"]), link["link_id"])
     await announce_security_event(gateway, merchant_id, SIGN_IN, {
-        "method": linking.MINIAPP, **linking.chat_details(store.profile_of_row(link), user.user_id)})
+        "method": linking.MINIAPP, "second_factor": factor,
+        **linking.chat_details(store.profile_of_row(link), user.user_id)})
     return envelope({"token": token, "expires_in": session.SESSION_TTL, "merchant": {
         "id": merchant_id, "account_id": merchant["account_id"], "email": merchant["email"],
         "default_settlement_coin": await wallet.default_settlement_coin(gateway, merchant_id),

@@ -127,8 +127,8 @@ async def mfa_verify(gateway: "Gateway", merchant_id: str, body: Mapping[str, An
     if code is None:
         raise ValidationError({"code": "must be a 6-digit code"})
     await require_cooled_off(gateway, merchant_id)
-    await enable_totp(gateway, merchant_id, code, via=MINIAPP)
-    return {"ok": True, "totpEnabled": True}
+    codes = await enable_totp(gateway, merchant_id, code, via=MINIAPP)
+    return {"ok": True, "totpEnabled": True, "recovery_codes": codes}  # shown once, as on the dashboard
 
 
 async def require_totp_setup(gateway: "Gateway", merchant_id: str) -> None:

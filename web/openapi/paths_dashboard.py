@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .operations import Op, Param, body
+from .operations import JSON, Op, Param, body
 from .schemas import BOOLEAN, COIN, ISSUED_BY, STRING, TIMESTAMP, array, envelope, obj, page, ref
 
 AUTH, ACCOUNT, SETTINGS, KEYS = "Dashboard: auth", "Dashboard: account", "Dashboard: settings", "Dashboard: API keys"
@@ -17,6 +17,16 @@ KEY_POWERS = ("A team member may create or rotate only a key whose every scope t
               " scope_not_held naming the others in detail.scopes (issue 42).")
 
 SESSION = {"token": STRING, "merchant_id": STRING, "email": STRING}
+SIGN_IN_CODE = {"type": "string", "maxLength": 64, "description": (
+    "Whoever has their own 2FA on (the account holder or a team member): the 6-digit code from their"
+    " authenticator app, or one of their recovery codes (xxxx-xxxx-xxxx-xxxx; sign-in only, never a transfer).")}
+SIGN_IN_REFUSED = {
+    "description": "invalid credentials (error.code unauthorized); totp_required: the password was right and the"
+                   " person's 2FA is on, so send totp_code (nothing else happened); totp_invalid: a wrong, used or"
+                   " malformed code (counted by the person's code lockout: 429 past five).",
+    "content": {JSON: {"schema": {"allOf": [ref("Error")], "properties": {"error": {"properties": {"code": {
+        "enum": ["unauthorized", "totp_required", "totp_invalid"]}}}}}}}}
+RECOVERY_CODES = ref("RecoveryCodes")
 ACCOUNT_DATA = obj({"account": ref("Account")})
 PAGINATION = (
     Param("limit", {"type": "integer", "minimum": 1, "maximum": 200, "default": 50}),
@@ -32,13 +42,13 @@ OPERATIONS = [
        errors=(403, 409),
        description="Returns a 24-hour JWT and the three API keys (shown once). 403 when a captcha fails."),
     Op("POST", "/dashboard/auth/login", "Sign in", AUTH, envelope(obj(SESSION)),
-       body=body({"email": STRING, "password": STRING},
-                 {"turnstile_token": STRING,
-                  "totp_code": {"type": "string", "pattern": r"^[0-9]{6}$",
-                                "description": "A team member with their own 2FA on: a fresh code of theirs."}}),
-       errors=(400, 401, 403),
-       description="401 invalid credentials (or totp_invalid: a team member's wrong or used code); 400 naming"
-                   " totp_code when a team member with 2FA on sent none; 403 when a captcha fails."),
+       body=body({"email": STRING, "password": STRING}, {"turnstile_token": STRING, "totp_code": SIGN_IN_CODE}),
+       errors=(400, 401, 403), responses={"401": SIGN_IN_REFUSED},
+       description="Without 2FA the answer is SPEC's. With the person's own 2FA on, no token comes from the password"
+                   " alone: 401 totp_required until totp_code is sent with the password (a deliberate difference"
+                   " from SPEC, which asks the code for transfers only: docs/api.md). 403 when a captcha fails. 429"
+                   " while the e-mail's password lockout runs, unless this request passed the captcha, which then"
+                   " stands in for it."),
     Op("GET", "/dashboard/account", "The account", ACCOUNT, envelope(ACCOUNT_DATA), auth=JWT),
     Op("PUT", "/dashboard/settings/webhook", "Set the webhook URL", SETTINGS,
        envelope(obj({"webhook_url": STRING, "account": ref("Account")},
@@ -74,8 +84,15 @@ OPERATIONS = [
        envelope(obj({"secret": STRING, "otpauth_url": STRING, "qr_code": STRING})), auth=JWT,
        scope="account:credentials"),
     Op("POST", "/dashboard/mfa/verify", "Enable TOTP", SETTINGS,
-       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": True}})), auth=JWT,
-       body=body({"code": TOTP}), scope="account:credentials"),
+       envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": True}, "recovery_codes": RECOVERY_CODES})),
+       auth=JWT, body=body({"code": TOTP}), scope="account:credentials",
+       description="From now on every sign-in asks the code too. The recovery codes each sign in once in place of"
+                   " a code (a lost phone is not a lost account); they are not accepted for transfers."),
+    Op("POST", "/dashboard/mfa/recovery-codes", "New recovery codes", SETTINGS,
+       envelope(obj({"recovery_codes": RECOVERY_CODES})), auth=JWT, body=body({"code": TOTP}),
+       scope="account:credentials",
+       description="Against a fresh authenticator code (never a recovery code): a new set of ten, the old set stops"
+                   " working. 403 totp_setup_required while 2FA is off; 401 totp_invalid."),
     Op("POST", "/dashboard/mfa/disable", "Disable TOTP", SETTINGS,
        envelope(obj({"ok": {"const": True}, "totp_enabled": {"const": False}})), auth=JWT,
        body=body({"code": TOTP}), scope="account:credentials"),

@@ -84,6 +84,10 @@ PRIMITIVES: dict[str, Schema] = {
     "Timestamp": {"type": "integer", "minimum": 0, "description": "Unix seconds."},
     "Scope": enum(SCOPES, "A scope a scoped key can be given (SPEC 5.2)."),
     "ShownScope": enum(ALL_SCOPES, "A scope as key rows show it; legacy payout keys also hold refund:create."),
+    "RecoveryCodes": {"type": "array", "minItems": 10, "maxItems": 10,
+                      "items": {"type": "string", "pattern": "^[a-z2-7]{4}(-[a-z2-7]{4}){3}$"},
+                      "description": "Ten single-use recovery codes, shown this once (stored hashed): each signs"
+                                     " its person in once in place of a 2FA code; never accepted for a transfer."},
 }
 
 # -- envelope and errors (SPEC 2.1, 7) ------------------------------------------------------------

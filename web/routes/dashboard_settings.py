@@ -15,6 +15,7 @@ from aiohttp import web
 
 from ...core.accounts import merchants as accounts
 from ...core.accounts.auth import normalize_totp_code
+from ...core.accounts.second_factor import renew_recovery_codes
 from ...core.errors import ValidationError
 from ...core.events.test_event import send_test_event
 from ...core.payments.qr import qr_data_uri
@@ -129,9 +130,19 @@ async def mfa_setup(request: web.Request) -> web.Response:
 @routes.post("/dashboard/mfa/verify")
 @requires("jwt", scope="account:credentials")
 async def mfa_verify(request: web.Request) -> web.Response:
+    """Turns 2FA on; the answer carries the ten recovery codes, shown this once (issue 42)."""
     code = _code(await read_json(request))
-    await accounts.enable_totp(gateway_of(request), principal_of(request).merchant_id, code)
-    return envelope({"ok": True, "totp_enabled": True})
+    codes = await accounts.enable_totp(gateway_of(request), principal_of(request).merchant_id, code)
+    return envelope({"ok": True, "totp_enabled": True, "recovery_codes": codes})
+
+
+@routes.post("/dashboard/mfa/recovery-codes")
+@requires("jwt", scope="account:credentials")
+async def mfa_recovery_codes(request: web.Request) -> web.Response:
+    """A new set of recovery codes against a fresh TOTP code; the old set stops working."""
+    code = _code(await read_json(request))
+    codes = await renew_recovery_codes(gateway_of(request), principal_of(request).merchant_id, None, code)
+    return envelope({"recovery_codes": codes})
 
 
 @routes.post("/dashboard/mfa/disable")

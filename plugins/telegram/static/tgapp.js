@@ -127,13 +127,37 @@
     return refresh();
   }
 
+  // With two-factor authentication on, a session needs the holder's code (or a recovery code) first: ask for it,
+  // then send the same init data again with it (the server spends init data only when a session opens).
+  function askCode(message) {
+    return new Promise(function (resolve) {
+      var form = $("tg-signin-form");
+      status(message, "info");
+      $("tg-signin-code").value = "";
+      form.hidden = false;
+      form.onsubmit = function (event) {
+        event.preventDefault();
+        form.hidden = true;
+        status("Signing in…", "info");
+        resolve(value("tg-signin-code"));
+      };
+    });
+  }
+
+  function open(body) {
+    return request("POST", "/tgapp/session", body).catch(function (error) {
+      if (error.code !== "totp_required" && error.code !== "totp_invalid") { throw error; }
+      return askCode(error.message).then(function (code) { body.totp_code = code; return open(body); });
+    });
+  }
+
   function session() {
     var token = sessionStorage.getItem(TOKEN_KEY);
     var merchant = sessionStorage.getItem(TOKEN_KEY + ".merchant");
     if (token && merchant) { return Promise.resolve(JSON.parse(merchant)); }
     var data = initData();
     if (!data) { return Promise.reject(new Error("Open this page from the Orbchain bot in Telegram.")); }
-    return request("POST", "/tgapp/session", { init_data: data }).then(function (answer) {
+    return open({ init_data: data }).then(function (answer) {
       sessionStorage.setItem(TOKEN_KEY, answer.token);
       sessionStorage.setItem(TOKEN_KEY + ".merchant", JSON.stringify(answer.merchant));
       return answer.merchant;
@@ -166,8 +190,12 @@
 
   $("tg-mfa-form").addEventListener("submit", function (event) {
     event.preventDefault();
-    request("POST", "/tgapp/mfa/verify", { code: value("tg-mfa-code") }).then(refresh)
-      .catch(function (error) { status(error.message, "error"); });
+    request("POST", "/tgapp/mfa/verify", { code: value("tg-mfa-code") }).then(function (data) {
+      // The recovery codes, shown this once: each signs in once if the authenticator is lost.
+      fill($("tg-recovery-codes"), data.recovery_codes || [], function (code) { return [code]; });
+      $("tg-recovery").hidden = false;
+      return refresh();
+    }).catch(function (error) { status(error.message, "error"); });
   });
 
   $("tg-payout-form").addEventListener("submit", function (event) {
