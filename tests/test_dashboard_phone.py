@@ -44,7 +44,7 @@ EXPECTED_LABELS = {
     "payouts": ("#payouts-table", ['"Track id"', '"Coin"', '"Amount"', '"Destination"', '"Status"']),
     "transfers": ("#transfers-table", ['"Direction"', '"Account"', '"Coin"', '"Amount"', '"When"']),
     "links": ("#links-table", ['"Link"', '"Price"', '"Uses"', '"State"', "none"]),
-    "keys": ("table.cards", ['"Label"', '"Prefix"', '"Scopes"', '"Last used"', '"State"', "none"]),
+    "keys": ("table.cards", ['"Label"', '"Prefix"', '"Scopes"', '"Issued by"', '"Last used"', '"State"', "none"]),
     "webhooks": ("table.cards", ['"When"', '"Event"', '"Attempt"', '"Result"', '"Payload"', '"Response"']),
 }
 

@@ -117,10 +117,26 @@ class NodeRpc:
             await self._client.aclose()
             self._client = None
 
+    async def _send(self, body: bytes) -> httpx.Response:
+        """One POST; a pooled connection the node closed as we reused it is retried once on a new one.
+
+        The node drops an idle keep-alive connection after ``-rpcservertimeout``; a request written into it
+        just as it closes gets no answer at all ("Server disconnected without sending a response"). Every
+        method this client sends is safe to repeat (reads, and ``sendrawtransaction`` of the same bytes is
+        answered "already known", which the sender takes as sent), so the one retry cannot double anything.
+        """
+        headers = {"Content-Type": "application/json"}
+        try:
+            return await self._http().post(self.url, content=body, headers=headers)
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as exc:
+            log.debug("%s: %s dropped the connection (%s); asking again on a new one", self.label, self.name, exc)
+            await self.close()
+            return await self._http().post(self.url, content=body, headers=headers)
+
     async def _post(self, payload: Any) -> Any:
         body = json.dumps(payload).encode()
         try:
-            response = await self._http().post(self.url, content=body, headers={"Content-Type": "application/json"})
+            response = await self._send(body)
         except httpx.TimeoutException:
             raise ChainUnavailable(f"{self.label}: no answer from {self.name} within {self._timeout:g} s") from None
         except httpx.HTTPError as exc:
