@@ -118,5 +118,5 @@ async def test_a_plugins_price_source_can_be_chosen(make_client, make_config):
 
 
 def test_an_unknown_price_source_stops_startup(make_config):
-    with pytest.raises(ConfigError, match="no price source 'nope' .registered: coingecko, static"):
+    with pytest.raises(ConfigError, match="no price source 'nope' .registered: coinbase, coingecko, kraken, static"):
         build_gateway(make_config(plugin={"prices": {"source": "nope"}}))

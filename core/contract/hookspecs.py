@@ -152,9 +152,11 @@ def register_price_sources(registry: "PriceSourceRegistry", gateway: "Gateway") 
     """Contribute USD price sources for ``/v1/common/prices``.
 
     Called once at startup. Call ``registry.add(source)`` with an object
-    having ``name`` and ``async fetch(symbols) -> dict[str, Decimal]``. The
-    source chosen by ``[plugin.prices] source`` is used; the core caches
-    answers for 60 seconds and reports a coin that fails as 0.
+    having ``name`` and ``async fetch(symbols) -> dict[str, Decimal]``
+    (optionally ``async fetch_fiat(currencies)`` and an ``unpriced`` dict of
+    reasons). The sources named by ``[plugin.prices] source`` or ``sources``
+    are used, several as their median within bounds; the core caches answers
+    for at most 60 seconds and reports a coin that fails as 0.
     """
 
 

@@ -124,6 +124,15 @@ class PriceService:
                 cached = self._fiat_cache = _Cached(self._clock(), table)
         return cached.prices.get(fiat, Decimal(0))
 
+    def unpriced_reason(self, key: str) -> str | None:
+        """Why the source gave ``key`` (a coin or a fiat code) no price at its last fetch, when it says.
+
+        A source that weighs several others (the prices plugin's consensus) keeps an ``unpriced`` table;
+        the 503 of a fiat-priced payment then names the reason instead of a bare "no rate".
+        """
+        reasons = getattr(self.source, "unpriced", None)
+        return reasons.get(key) if isinstance(reasons, dict) else None
+
     async def coin_price_in(self, symbol: str, fiat: str) -> Decimal:
         """Price of one ``symbol`` in ``fiat``; 0 when either side is unknown."""
         usd = await self.price(symbol)

@@ -162,9 +162,11 @@ def _prices(gateway: "Gateway") -> Any:
 
 async def coin_rate_in(gateway: "Gateway", symbol: str, fiat: str) -> Decimal:
     """Price of one coin in ``fiat``; 503 when unknown (never guess a payer's amount)."""
-    rate = await _prices(gateway).coin_price_in(symbol, fiat)
+    service = _prices(gateway)
+    rate = await service.coin_price_in(symbol, fiat)
     if rate <= 0:
-        raise ServiceUnavailable(f"no {symbol}/{fiat} rate is available right now")
+        reason = service.unpriced_reason(symbol) or service.unpriced_reason(fiat)
+        raise ServiceUnavailable(f"no {symbol}/{fiat} rate is available right now" + (f": {reason}" if reason else ""))
     return rate
 
 
