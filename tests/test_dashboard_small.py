@@ -146,3 +146,15 @@ async def test_statuses_read_as_words_not_codes(app_client):
     await devnet.mine(2)
     page = await visitor.get("/app/subscriptions")
     assert '<td data-label="Status">Active</td>' in page and ">ACTIVE<" not in page
+
+
+async def test_a_webhook_url_without_a_secret_is_said_on_the_settings_page(app_client):
+    """Issue 49 item 10: the configuration problem the log states once is shown where the merchant fixes it."""
+    visitor = Visitor(app_client)
+    await visitor.sign_up("unsigned@example.com")
+    assert 'id="webhook-unsigned"' not in await visitor.get("/app/settings")
+    gateway = app_client.app[GATEWAY]
+    await gateway.db.execute("UPDATE merchants SET webhook_url = 'https://shop.example/hook', webhook_secret = NULL"
+                             " WHERE email = 'unsigned@example.com'")
+    page = await visitor.get("/app/settings")
+    assert 'id="webhook-unsigned"' in page and "it has no signing secret" in page

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import logging
 import secrets
 import socket
 from contextlib import asynccontextmanager
@@ -373,6 +374,30 @@ async def test_a_secret_removed_after_enqueue_stops_delivery(gateway, clock, rec
     assert await deliver_due(gateway) == 1
     assert receiver.requests == []
     assert (await outbox_row(gateway, event_id))["status"] == "skipped_no_secret"
+
+
+async def test_an_account_without_a_webhook_url_logs_nothing_per_event(gateway, clock, caplog):
+    """Issue 49 item 10: a merchant with neither URL nor secret logged a WARNING for every event."""
+    merchant = await add_merchant(gateway, webhook_url=None, webhook_secret=None)
+    with caplog.at_level(logging.WARNING, logger="orbchain"):
+        events = [await paid(gateway, merchant, track_id=f"TRK{n}") for n in range(3)]
+        await deliver_due(gateway)
+    assert [r.getMessage() for r in caplog.records if merchant in r.getMessage()] == []
+    for event_id in events:
+        assert (await outbox_row(gateway, event_id))["status"] == "no_url"
+        assert [log["error"] for log in await logs(gateway, event_id)] == ["not sent: no webhook URL is configured"]
+
+
+async def test_a_url_without_a_secret_is_said_once_and_logged_per_event(gateway, clock, receiver, caplog):
+    merchant = await add_merchant(gateway, webhook_url=receiver.url, webhook_secret=None)
+    with caplog.at_level(logging.WARNING, logger="orbchain"):
+        events = [await paid(gateway, merchant, track_id=f"TRK{n}") for n in range(3)]
+        await deliver_due(gateway)
+    said = [r.getMessage() for r in caplog.records if merchant in r.getMessage()]
+    assert len(said) == 1 and "has a webhook URL but no webhook_secret" in said[0], said
+    assert receiver.requests == []
+    for event_id in events:
+        assert [log["error"] for log in await logs(gateway, event_id)] == ["not sent: webhook_secret is not set"]
 
 
 # -- SSRF -------------------------------------------------------------------------------------------

@@ -197,10 +197,10 @@ def _preview(raw: bytes, secret: str | None) -> str:
 
 async def attempt_delivery(gateway: "Gateway", http: aiohttp.ClientSession, claim: Claim) -> Outcome:
     """POST the sealed body once; never raises for anything the receiver does."""
-    if not claim.secret:
-        return Outcome(False, error="not sent: webhook_secret is not set", final_status=SKIPPED_NO_SECRET)
     if not claim.url:
         return Outcome(False, error="not sent: no webhook URL is configured", final_status=SKIPPED_NO_URL)
+    if not claim.secret:
+        return Outcome(False, error="not sent: webhook_secret is not set", final_status=SKIPPED_NO_SECRET)
     cfg = gateway.config.webhooks
     try:
         # Checked before every attempt, not only when the URL was saved:

@@ -231,10 +231,10 @@ async def _write_batch(
     for i, (event_id, event) in enumerate(batch.items()):
         merchant = destinations[event.merchant_id]
         target = event.url or merchant["webhook_url"]
-        if not (event.secret or merchant["webhook_secret"]):
-            status, reason = SKIPPED_NO_SECRET, "not sent: webhook_secret is not set"
-        elif not target:
+        if not target:  # a merchant who wants no webhooks: recorded as not sent, nothing to warn about
             status, reason = SKIPPED_NO_URL, "not sent: no webhook URL is configured"
+        elif not (event.secret or merchant["webhook_secret"]):
+            status, reason = SKIPPED_NO_SECRET, "not sent: webhook_secret is not set"
         else:
             status, reason = PENDING, None
         text = seal_body(event.body, event_id=event_id, event_type=event.event_type, event_timestamp=now,
@@ -272,16 +272,35 @@ async def _write_batch(
     await _log_never_sent(gateway, {k: v for k, v in skipped.items() if k in inserted}, batch, now)
 
 
+UNSIGNED_WARNED = "webhooks.unsigned_warned"
+UNSIGNED_WARNED_MAX = 10_000
+
+
+def _first_unsigned(gateway: "Gateway", merchant_id: str) -> bool:
+    """True the first time this process meets ``merchant_id`` with a URL and no secret: a configuration
+    problem is stated once (and on the dashboard's settings page), not once per event."""
+    warned: set[str] = gateway.services.setdefault(UNSIGNED_WARNED, set())
+    if merchant_id in warned:
+        return False
+    if len(warned) >= UNSIGNED_WARNED_MAX:
+        warned.clear()  # bounded: at worst a merchant is warned about again
+    warned.add(merchant_id)
+    return True
+
+
 async def _log_never_sent(gateway: "Gateway", skipped: dict[str, tuple[str | None, str, str]],
                           batch: dict[str, OutboxEvent], now: int) -> None:
-    """Once per event, never with the secret: tells the operator why nothing arrives."""
+    """Each event's delivery log says why it was not sent (never with the secret); the process log says it
+    only for a URL without a secret, once per merchant: no URL means the merchant wants no webhooks."""
     if not skipped:
         return
     rows: list[str] = []
     values: dict[str, Any] = {"ts": now}
     for i, (event_id, (target, reason, text)) in enumerate(skipped.items()):
         event = batch[event_id]
-        log.warning("webhook %s (%s) for merchant %s %s", event_id, event.event_type, event.merchant_id, reason)
+        if target and _first_unsigned(gateway, event.merchant_id):
+            log.warning("merchant %s has a webhook URL but no webhook_secret: no event is sent until one is set"
+                         " (said once per process; each event is in the webhook log)", event.merchant_id)
         rows.append(f"(:id{i}, :m{i}, :url{i}, NULL, FALSE, 0, :error{i}, :preview{i}, NULL, :ts)")
         values.update({f"id{i}": event_id, f"m{i}": event.merchant_id, f"url{i}": target, f"error{i}": reason,
                        f"preview{i}": text[:PREVIEW_CHARS]})

@@ -55,6 +55,7 @@ async def _settings_page(request: web.Request, session: Session, *, status: int 
     issuer = principal(session).key_issuer()
     return render(request, session, "dashboard/settings.html", {
         "account": account, "display_name": row["display_name"] or "", "coins": list(gateway.coins.names()),
+        "webhook_unsigned": bool(row["webhook_url"]) and not row["webhook_secret"],
         "key_types": {name: kind for name, kind in KEY_TYPES.items() if may_rotate_legacy(gateway, issuer, kind)},
         "tabs": nav_entries(gateway, "settings-nav", session), **context}, status=status)
 
