@@ -201,3 +201,46 @@ async def test_config_check_and_doctor_give_one_verdict_and_need_a_chain_in_prod
     monkeypatch.setenv("ORBCHAIN_ALLOW_PRIVATE_URLS", "1")
     assert await orbchain(str(path), "config", "check") == 0
     assert "WARN webhooks: webhooks.allow_private_urls is on in production" in capsys.readouterr().out
+
+
+async def test_config_check_writes_nothing_and_names_every_missing_secret(db_url, tmp_path, capsys, monkeypatch):
+    """Issue 49: ``config check`` with no config wrote the development secrets into ./var (a check must not
+    write); production named only the first missing secret, and a missing seed file under a key that does not
+    exist (``seed_mnemonic_file``); ``doctor`` before ``migrate`` said "cannot query"."""
+    for name in [n for n in os.environ if n.startswith("ORBCHAIN_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+    assert await asyncio.to_thread(main, ["config", "check"]) == 0
+    out = capsys.readouterr().out
+    assert "to be generated into" in out and "at the first start" in out
+    assert list(tmp_path.iterdir()) == []  # nothing written: no ./var, no secret file
+
+    monkeypatch.setenv("ORBCHAIN_ENVIRONMENT", "production")
+    assert await asyncio.to_thread(main, ["config", "check"]) == 1
+    out = capsys.readouterr().out
+    assert ("FAIL secrets: required in production: 'secrets.jwt_secret' (or 'secrets.jwt_secret_file'),"
+            " 'secrets.seed_mnemonic' (or 'secrets.seed_file'), 'secrets.receipt_signing_key'"
+            " (or 'secrets.receipt_signing_key_file')") in out
+    monkeypatch.setenv("ORBCHAIN_SECRETS__SEED_FILE", str(tmp_path / "no-such-seed"))
+    assert await asyncio.to_thread(main, ["config", "check"]) == 1
+    assert "config key 'secrets.seed_file': cannot read" in capsys.readouterr().out
+
+    monkeypatch.delenv("ORBCHAIN_ENVIRONMENT")
+    monkeypatch.delenv("ORBCHAIN_SECRETS__SEED_FILE")
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    path = fresh / "orbchain.toml"
+    path.write_text(f'[server]\ndata_dir = "{fresh / "var"}"\n\n[database]\nurl = "{_fresh_database(db_url)}"\n')
+    assert await orbchain(str(path), "doctor") == 1
+    doctor = capsys.readouterr().out
+    assert "FAIL migrations:" in doctor and "pending: run `orbchain migrate`" in doctor, doctor
+    assert "cannot query" not in doctor
+
+
+def _fresh_database(db_url: str) -> str:
+    """A database no migration has touched: a new SQLite file, or on PostgreSQL the test's own database
+    under a schema that does not exist yet (search_path), so nothing is created."""
+    if db_url.startswith("sqlite"):
+        return "sqlite+aiosqlite:///" + str(os.path.join(os.path.dirname(db_url.split("///", 1)[1]), "never.db"))
+    separator = "&" if "?" in db_url else "?"
+    return f"{db_url}{separator}options=-csearch_path%3Dnever_migrated"

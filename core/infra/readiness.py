@@ -82,11 +82,23 @@ async def _tip(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None) -
     return ChainReadiness(adapter.name, True, lag <= gateway.config.readiness.max_lag_blocks, tip.height, scanned, lag)
 
 
+async def _migrated_at_all(db: Any) -> bool:
+    """Whether the migrations' bookkeeping table exists (read-only on both databases)."""
+    if db.is_postgres:
+        return await db.fetch_val("SELECT to_regclass('schema_migrations') IS NOT NULL") is True
+    return await db.fetch_val("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table'"
+                              " AND name = 'schema_migrations'") == 1
+
+
 async def check_readiness(gateway: "Gateway") -> Readiness:
     """Database, migrations and every watched chain; never raises."""
     db = gateway.db
     try:
         await db.fetch_val("SELECT 1")
+        if not await _migrated_at_all(db):
+            # A database never migrated: every migration is pending, which is what the operator must read
+            # (not "cannot query" about a table that does not exist yet).
+            return Readiness(True, sum(1 for _ in gateway.migrations), ())
         # Read-only: ``migrate.pending`` would first create the bookkeeping table.
         done = {(r["namespace"], int(r["version"])) for r in
                 await db.fetch_all("SELECT namespace, version FROM schema_migrations")}

@@ -32,6 +32,8 @@ class Secrets:
     # True when the gateway made the receipt key itself (development only):
     # GET /v1/common/receipt-public-key reports it as "ephemeral".
     receipt_key_generated: bool = False
+    # A check's load (write=False): the development secrets the first start will generate into data_dir.
+    to_generate: tuple[str, ...] = ()
 
 
 def _read_file(path: str, key: str) -> str:
@@ -62,12 +64,15 @@ def write_scratch(directory: Path, name: str, value: str) -> Path:
     return scratch
 
 
-def _generated(config: Config, filename: str, make: Callable[[], str], what: str) -> str:
-    """Read ``data_dir/filename`` or create it, saying which in the log."""
+def _generated(config: Config, filename: str, make: Callable[[], str], what: str, write: bool) -> str:
+    """Read ``data_dir/filename`` or create it, saying which in the log; ``write=False`` (a check) only makes
+    a value in memory: a check must not write, and the first start generates the file."""
     path = config.data_dir / filename
     if path.exists():
         log.info("using the development %s from %s", what, path)
         return path.read_text(encoding="utf-8").strip()
+    if not write:
+        return make()
     path.parent.mkdir(parents=True, exist_ok=True)
     value = make()
     # Written whole under a private name, then linked into place: a process
@@ -86,16 +91,37 @@ def _generated(config: Config, filename: str, make: Callable[[], str], what: str
     return value
 
 
-def _resolve(
-    config: Config, value: str, file_value: str, key: str, filename: str, make: Callable[[], str], what: str
-) -> tuple[str, bool]:
-    if value:
-        return value, False
-    if file_value:
-        return _read_file(file_value, f"secrets.{key}_file"), False
-    if not config.is_development:
-        raise ConfigError(f"config key 'secrets.{key}' (or 'secrets.{key}_file') is required in production")
-    return _generated(config, filename, make, what), True
+@dataclass(frozen=True)
+class _Wanted:
+    """One secret: its value key and file key as the operator writes them, where development keeps it."""
+
+    key: str
+    file_key: str
+    filename: str
+    make: Callable[[], str]
+    what: str
+
+
+@dataclass
+class _Resolver:
+    """Resolves each secret; in production every missing one is collected, so one error names them all."""
+
+    config: Config
+    write: bool
+    missing: list[str] = field(default_factory=list)
+    made: list[str] = field(default_factory=list)  # development secrets generated (or, in a check, to be)
+
+    def resolve(self, wanted: _Wanted, value: str, file_value: str) -> tuple[str, bool]:
+        if value:
+            return value, False
+        if file_value:
+            return _read_file(file_value, f"secrets.{wanted.file_key}"), False
+        if not self.config.is_development:
+            self.missing.append(f"'secrets.{wanted.key}' (or 'secrets.{wanted.file_key}')")
+            return "", False
+        if not (self.config.data_dir / wanted.filename).exists():
+            self.made.append(wanted.what)
+        return _generated(self.config, wanted.filename, wanted.make, wanted.what, self.write), True
 
 
 def _new_mnemonic_placeholder() -> str:
@@ -119,18 +145,25 @@ def new_mnemonic() -> str:
     return entropy_to_mnemonic(stdlib_secrets.token_bytes(32))
 
 
-def load_secrets(config: Config) -> Secrets:
+JWT = _Wanted("jwt_secret", "jwt_secret_file", "jwt_secret", new_jwt_secret, "JWT secret")
+SEED = _Wanted("seed_mnemonic", "seed_file", "seed", _new_mnemonic_placeholder, "HD seed")
+RECEIPT = _Wanted("receipt_signing_key", "receipt_signing_key_file", "receipt_signing_key", new_receipt_key,
+                  "receipt signing key")
+
+
+def load_secrets(config: Config, *, write: bool = True) -> Secrets:
+    """The three secrets; ``write=False`` for a check, which reads but never creates a development file
+    (``Secrets.to_generate`` then names what the first start will make)."""
     s = config.secrets
-    jwt_text, _ = _resolve(config, s.jwt_secret, s.jwt_secret_file, "jwt_secret", "jwt_secret",
-                           new_jwt_secret, "JWT secret")
+    resolver = _Resolver(config, write)
+    jwt_text, _ = resolver.resolve(JWT, s.jwt_secret, s.jwt_secret_file)
     if s.account_xpubs_file and not (s.seed_mnemonic or s.seed_file):
         seed_text = ""  # watch-only: derives deposit addresses from xpubs, signs nothing
     else:
-        seed_text, _ = _resolve(config, s.seed_mnemonic, s.seed_file, "seed_mnemonic", "seed",
-                                _new_mnemonic_placeholder, "HD seed")
-    key_text, generated = _resolve(config, s.receipt_signing_key, s.receipt_signing_key_file,
-                                   "receipt_signing_key", "receipt_signing_key",
-                                   new_receipt_key, "receipt signing key")
+        seed_text, _ = resolver.resolve(SEED, s.seed_mnemonic, s.seed_file)
+    key_text, generated = resolver.resolve(RECEIPT, s.receipt_signing_key, s.receipt_signing_key_file)
+    if resolver.missing:
+        raise ConfigError(f"required in production: {', '.join(resolver.missing)}")
     if len(jwt_text) < 32:
         raise ConfigError("config key 'secrets.jwt_secret' must be at least 32 characters")
     try:
@@ -140,4 +173,5 @@ def load_secrets(config: Config) -> Secrets:
         receipt_key = SigningKey(raw_key)
     except ValueError:
         raise ConfigError("config key 'secrets.receipt_signing_key' must be a base64 32-byte Ed25519 seed") from None
-    return Secrets(jwt_text.encode(), seed_text, receipt_key, receipt_key_generated=generated)
+    return Secrets(jwt_text.encode(), seed_text, receipt_key, receipt_key_generated=generated,
+                   to_generate=() if write else tuple(resolver.made))

@@ -43,7 +43,7 @@ _coin_table = CoinTableText()
 @rate_class(None)
 async def health(request: web.Request) -> web.Response:
     # A bare object, not the envelope (SPEC 2.1); 200 while the process runs.
-    return web.json_response({"ok": True})
+    return web.json_response(text='{"ok": true}\n')  # a line, as curl and shell scripts expect
 
 
 @routes.get("/v1/common/currencies")
