@@ -47,6 +47,28 @@ async def test_underpayment_stays_paying_then_expires_but_is_credited(env):
     assert view["status"] == "Expired" and view["transactions"][0]["status"] == "CREDITED"
 
 
+async def test_an_expired_payment_sends_its_webhook_once(env):
+    """Issue 46: expiry sent no webhook, so a merchant's order stayed reserved until someone polled."""
+    client, merchant, devnet = env
+    receiver = WebhookReceiver()
+    url = await receiver.start()
+    try:
+        await devnet.gateway.db.execute("UPDATE merchants SET webhook_url = :u, webhook_secret = :s WHERE id = :m",
+                                        {"u": url, "s": "s" * 32, "m": merchant.merchant_id})
+        wl = await white_label(client, merchant, "0.01", lifetime=1, order_id="order-7")
+        devnet.gateway.clock = lambda: wl["expires_at"] + 1
+        assert await expire_payments(devnet.gateway) == 1
+        assert await expire_payments(devnet.gateway) == 0
+        await deliver_due(devnet.gateway)
+        bodies = [request["body"] for request in receiver.requests]
+        expired = [body for body in bodies if body["event_type"] == "payment.expired"]
+        assert len(expired) == 1, bodies
+        assert expired[0]["track_id"] == wl["track_id"] and expired[0]["status"] == "Expired"
+        assert expired[0]["order_id"] == "order-7"
+    finally:
+        await receiver.close()
+
+
 async def test_several_deposits_add_up_and_overpayment_is_credited_in_full(env):
     client, merchant, devnet = env
     wl = await white_label(client, merchant, "0.01")

@@ -3,7 +3,7 @@
 Paid once its credited deposits add up to at least its pay_amount (static
 addresses: the first credited deposit); Paying while money is on its way or
 underpaid; Expired when its lifetime elapsed and nothing is still
-confirming. Every change enqueues its webhook inside the caller's
+confirming (``payment.expired``, beyond SPEC 6.3). Every change enqueues its webhook inside the caller's
 transaction and fires its hook after the commit, with a ``PaymentView``,
 and is announced on the change feed (core/payments/changes.py).
 """
@@ -122,6 +122,8 @@ async def expire_payments(gateway: "Gateway") -> int:
                     continue  # paid in time, still confirming or converting: wait for it
             await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                              {"s": EXPIRED, "now": now, "t": row["track_id"]})
+            # The merchant's order can be released now (issue 46: expiry sent no webhook); one per payment.
+            await payment_event(gateway, row["track_id"], "payment.expired", f"payment.expired:{row['track_id']}")
             await emit_after(gateway, "payment_expired", row["track_id"], after)
             payment_changed(gateway, row["track_id"], after)
             expired += 1
