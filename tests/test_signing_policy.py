@@ -20,6 +20,7 @@ from orbchain.core.payouts import worker
 from orbchain.core.payouts.policy_holds import cancel_policy_hold, release_policy_hold
 from orbchain.web.keys import GATEWAY
 
+from .approvals_support import set_policy
 from .support import Devnet, advance_clock, api, signup
 from .test_payouts import BTC_DEST, balance, create, devnet_txs, fund, in_flight, payout_row, work
 
@@ -164,6 +165,22 @@ async def test_a_destination_outside_the_allow_list_is_held(make_client, make_co
     assert (await payout_row(gw, allowed))["stage"] == "broadcast"
     assert held_count(gw, "destination_not_allowed") == 1
     assert [e["reason"] for e in await activity(gw, merchant.merchant_id)] == ["destination_not_allowed"]
+
+
+async def test_a_payout_held_for_approval_and_moved_on_by_sql_is_not_signed(make_client, make_config):
+    client, merchant, devnet, _ = await shop(make_client, make_config)
+    gw = devnet.gateway
+    await set_policy(gw, merchant.merchant_id, threshold_BTC="100")
+    track_id = (await create(client, merchant, "0.005"))[1]["data"]["track_id"]  # $300: held for approval
+    assert (await payout_row(gw, track_id))["stage"] == "held"
+    await gw.db.execute("UPDATE payouts SET stage = 'queued' WHERE track_id = :t", {"t": track_id})
+    await work(gw)
+    row = await payout_row(gw, track_id)
+    assert (row["stage"], row["policy_hold"]) == ("policy_held", "approval_missing") and await signed_txs(gw) == 0
+    # An operator's release does not stand in for the account's approval.
+    await release_policy_hold(gw, row["id"], "operator")
+    await work(gw)
+    assert (await payout_row(gw, track_id))["stage"] == "policy_held" and await signed_txs(gw) == 0
 
 
 def test_a_signing_policy_naming_an_unknown_coin_or_a_bad_address_stops_the_start(make_config):
