@@ -190,7 +190,7 @@ class ReadinessConfig:
 class SigningConfig:
     """The signer's spending policy (core/payouts/signing_policy.py, docs/payouts.md "The signer's policy").
 
-    Each entry is ``"<COIN>=<amount>"`` in the coin's own unit (``"LTC=1.5"``); a coin not named has no such
+    Each entry is ``"<COIN>=<amount>"`` in the coin's own unit; a coin not named has no such
     cap. Allow-lists are ``"<COIN>=<address>"`` (every merchant) and ``"<merchant_id>:<COIN>=<address>"``
     (one merchant): a coin named in either list may be paid only to the addresses listed for it.
     """
@@ -407,7 +407,7 @@ def _check_signing_keys(signing: SigningConfig) -> None:
     for key in ("max_per_payout", "max_per_hour", "max_per_day", "max_per_merchant_day"):
         for entry in getattr(signing, key):
             if not _SIGNING_AMOUNT.match(entry):
-                raise ConfigError(f"config key 'signing.{key}' entries look like \"LTC=1.5\", got {entry!r}")
+                raise ConfigError(f"config key 'signing.{key}' entries look like \"<COIN>=<amount>\", got {entry!r}")
     for key in ("allowed_destinations", "merchant_allowed_destinations"):
         for entry in getattr(signing, key):
             scoped = entry.split("=", 1)[0].count(":") == 1
