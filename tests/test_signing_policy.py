@@ -112,6 +112,8 @@ async def test_a_payout_over_the_per_payout_cap_is_held_then_released_and_signed
     assert held_count(gw, "over_payout_cap") == 1
     assert await activity(gw, merchant.merchant_id) == [
         {"payout": track_id, "coin": "BTC", "amount": "0.004", "reason": "over_payout_cap"}]
+    listed = (await api(client, "GET", "/dashboard/activity", merchant.jwt))[1]["data"]
+    assert f"Payout {track_id} of 0.004 BTC held by the operator's signing policy (over_payout_cap)" in str(listed)
     # The dashboard says why; the API's payout keeps SPEC's shape.
     listed = (await api(client, "GET", "/dashboard/payouts", merchant.jwt))[1]["data"]["payouts"]
     assert [p.get("heldByPolicy") for p in listed if p["trackId"] == track_id] == ["over_payout_cap"]
