@@ -202,7 +202,8 @@ async def _window_sums(gateway: "Gateway", row: Row) -> tuple[int, int, int]:
 
 async def _announce_hold(gateway: "Gateway", row: Row, reason: str) -> None:
     """Count, log and announce a hold: the metric, an ERROR line, the merchant's activity log."""
-    gateway.metrics.payouts_held_by_policy.labels(coin=row["coin"], reason=reason).inc()
+    coin = row["coin"] if gateway.coins.get(row["coin"]) is not None else "unknown"  # a forged row's text: no new label
+    gateway.metrics.payouts_held_by_policy.labels(coin=coin, reason=reason).inc()
     log.error("payout %s (%s, merchant %s) held by the signing policy: %s; release or cancel it with"
               " `orbchain payouts release|cancel %s`", row["id"], row["coin"], row["merchant_id"], reason,
               row["track_id"])
