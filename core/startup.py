@@ -14,11 +14,15 @@ import pluggy
 from .infra.config import Config
 from .gateway import Gateway, assemble_gateway
 from .jobs import register_core_jobs
+from .payouts.signing_gate import load_policy
 
 
 def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gateway:
     """A gateway for ``config`` with the core's jobs and every plugin's contributions, config validated.
 
-    ``pm`` defaults to the installed plugins less ``[plugins] blocked``.
+    ``pm`` defaults to the installed plugins less ``[plugins] blocked``. The signer's ``[signing]`` policy is
+    judged against the chains here, so a wrong coin or address stops the start, not the first payout.
     """
-    return assemble_gateway(config, pm, register_core_jobs)
+    gateway = assemble_gateway(config, pm, register_core_jobs)
+    load_policy(gateway)
+    return gateway

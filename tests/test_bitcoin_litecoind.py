@@ -4,7 +4,8 @@ Deposits: seen in the mempool (Paying), credited after 6 blocks (Paid, webhooks
 delivered), a reorganisation before and after the threshold, catching up after
 downtime. Payouts: signed by the gateway, accepted by the node (the node is the
 judge of our signatures), confirmed, change spent again; a refused broadcast
-and a double-spent input fail the payout and re-credit the merchant.
+and a double-spent input fail the payout and re-credit the merchant; a destination changed by SQL
+after the reserve is held by the signing policy, never signed.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import pytest
 from orbchain.chains.bitcoin import BitcoinAdapter, wallet
 from orbchain.chains.bitcoin.transactions import Outpoint, Output, Spend, script_for_address, sign_transaction
 from orbchain.core.payouts import worker as payout_worker
+from orbchain.core.payouts.policy_holds import cancel_policy_hold
 from orbchain.core.watching.addresses import keystore
 from orbchain.core.contract.chains import ChainUnavailable
 from orbchain.core.contract.plugins import get_plugin_manager
@@ -230,6 +232,23 @@ async def test_payout_signed_by_the_gateway_is_accepted_and_confirmed(shop, lite
     await work(shop, 10)
     assert (await payout_row(shop, second["track_id"]))["status"] == "Confirmed"
     assert await shop.balance() == {"LTC": "0.49"}
+
+
+async def test_a_payout_redirected_by_sql_is_held_not_signed_and_cancel_recredits_it(shop, litecoind_node):  # noqa: F811
+    """The signer's policy on a real node: a destination changed in the database after the reserve is never paid."""
+    await shop.funded("1")
+    payout = await create_payout(shop, "0.3", external_address(0))
+    attacker = external_address(2)
+    await shop.gateway.db.execute("UPDATE payouts SET destination = :d WHERE track_id = :t",
+                                  {"d": attacker, "t": payout["track_id"]})
+    await work(shop)
+    row = await payout_row(shop, payout["track_id"])
+    assert (row["stage"], row["policy_hold"], row["tx_hash"]) == ("policy_held", "binding_mismatch", None)
+    paid_to = [out["scriptPubKey"].get("addresses") for txid in litecoind_node.call("getrawmempool")
+               for out in litecoind_node.call("getrawtransaction", txid, True)["vout"]]
+    assert [attacker] not in paid_to
+    assert await cancel_policy_hold(shop.gateway, row["id"], "operator") is not None
+    assert await shop.balance() == {"LTC": "0.99"}
 
 
 async def test_refused_broadcast_fails_the_payout_and_releases_its_inputs(shop, monkeypatch):

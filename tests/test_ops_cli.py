@@ -112,6 +112,28 @@ async def test_payouts_show(gateway, config_path, capsys):
     assert "no payout trk_unknown" in capsys.readouterr().out
 
 
+async def test_payouts_release_and_cancel_answer_a_policy_hold_once(gateway, config_path, capsys):
+    result = await sign_up(gateway, "held@example.com", "ops-passw0rd-long")
+    now = gateway.now()
+    for n in (1, 2):  # rows the ledger never reserved, held by the signer's policy
+        await gateway.db.execute(
+            "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
+            " policy_hold, next_attempt_at, created_at, updated_at) VALUES (:id, :t, :m, 'BTC', 'devnet', 'bc1qdest',"
+            " :amount, 'Confirming', 'policy_held', 'no_reservation', :now, :now, :now)",
+            {"id": f"po_held{n}", "t": f"trk_held_{n}", "m": result.merchant_id,
+             "amount": gateway.db.amount_param(1000), "now": now})
+    assert await orbchain(config_path, "payouts", "release", "trk_held_1", "--by", "alice") == 0
+    assert "released (was held: no_reservation)" in capsys.readouterr().out
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = 'po_held1'")
+    assert (row["stage"], row["policy_released_by"]) == ("queued", "operator:alice")
+    assert await orbchain(config_path, "payouts", "release", "trk_held_1") == 1  # no longer held
+    assert "is not held by the signing policy" in capsys.readouterr().out
+    assert await orbchain(config_path, "payouts", "cancel", "po_held2") == 0  # the id works as well
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = 'po_held2'")
+    assert (row["status"], row["failure_reason"]) == ("Failed", "cancelled_by_operator")
+    assert await orbchain(config_path, "payouts", "cancel", "trk_held_2") == 1
+
+
 async def test_doctor(gateway, config_path, capsys):
     assert await orbchain(config_path, "doctor") == 0
     lines = capsys.readouterr().out.splitlines()

@@ -2,7 +2,8 @@
 
 ``orbchain webhooks pending`` lists what waits in the outbox,
 ``orbchain webhooks redeliver <event_id>`` sends one event again now,
-``orbchain payouts show <track_id>`` prints one payout's state machine, and
+``orbchain payouts show <track_id>`` prints one payout's state machine,
+``orbchain payouts release|cancel <track_id>`` answers a payout the signer's policy held, and
 ``orbchain doctor`` checks config, chains, secrets, database, migrations, nodes,
 clock skew and disk, one line each, exiting 1 when something fails;
 ``orbchain config check`` runs the same static checks (config, chains,
@@ -94,7 +95,7 @@ def cmd_webhooks_redeliver(args: argparse.Namespace) -> int:
 PAYOUT_FIELDS = ("track_id", "merchant_id", "coin", "chain", "destination", "amount", "network_fee", "status",
                  "stage", "tx_hash", "confirmations", "failure_reason", "attempts", "last_error", "idem_key",
                  "external_id", "refund_of_payment_id", "created_at", "updated_at", "next_attempt_at",
-                 "finished_at")
+                 "finished_at", "policy_hold", "authorized_at", "policy_released_by")
 
 
 def cmd_payouts_show(args: argparse.Namespace) -> int:
@@ -117,6 +118,44 @@ def cmd_payouts_show(args: argparse.Namespace) -> int:
         return 0
 
     return _run(args, work)
+
+
+def _policy_decision(args: argparse.Namespace, cancel: bool) -> int:
+    """``payouts release|cancel <id>``: the operator's answer to a payout the signer's policy held."""
+    from ..infra.secrets import load_secrets
+    from ..payouts.policy_holds import cancel_policy_hold, find_held, release_policy_hold
+    from ..startup import build_gateway
+
+    config = config_from_args(args)
+    gateway = build_gateway(config)
+    gateway.secrets = load_secrets(config)  # the reservation proof recomputes the binding digest
+
+    async def work(gw: "Gateway") -> int:
+        row = await find_held(gw, args.payout)
+        if row is None:
+            print(f"no payout {args.payout}")
+            return 1
+        by = f"operator:{args.by}" if args.by else "operator"
+        moved = await (cancel_policy_hold if cancel else release_policy_hold)(gw, row["id"], by)
+        if moved is None:
+            print(f"payout {row['track_id']} is not held by the signing policy (stage {row['stage']},"
+                  f" status {row['status']})")
+            return 1
+        if cancel:
+            print(f"payout {moved['track_id']} cancelled (was held: {row['policy_hold']}); reserved money re-credited")
+        else:
+            print(f"payout {moved['track_id']} released (was held: {row['policy_hold']}); the worker signs it next")
+        return 0
+
+    return asyncio.run(with_db(gateway, work))
+
+
+def cmd_payouts_release(args: argparse.Namespace) -> int:
+    return _policy_decision(args, cancel=False)
+
+
+def cmd_payouts_cancel(args: argparse.Namespace) -> int:
+    return _policy_decision(args, cancel=True)
 
 
 # -- doctor ---------------------------------------------------------------------------------------
@@ -340,5 +379,14 @@ def add_ops_commands(sub: "argparse._SubParsersAction[argparse.ArgumentParser]",
     show = payouts_sub.add_parser("show", help="print one payout's state")
     show.add_argument("track_id")
     show.set_defaults(func=cmd_payouts_show)
+    decisions = (("release", cmd_payouts_release,
+                  "let a payout held by the signing policy past the caps and allow-lists (never its reservation)"),
+                 ("cancel", cmd_payouts_cancel,
+                  "fail a payout held by the signing policy and re-credit what the ledger reserved for it"))
+    for name, func, words in decisions:
+        decision = payouts_sub.add_parser(name, help=words)
+        decision.add_argument("payout", help="the payout's track id or id")
+        decision.add_argument("--by", default="", help="who decides (written to the payout and the activity log)")
+        decision.set_defaults(func=func)
     doctor = sub.add_parser("doctor", help="check config, chains, secrets, database, nodes, clock and disk")
     doctor.set_defaults(func=cmd_doctor)

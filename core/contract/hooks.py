@@ -269,6 +269,11 @@ class Hooks:
             key_id=key_id,
         )
 
+    async def check_payout_signing(self, *, payout: specs.PayoutView) -> None:
+        """Object to a payout at the signing boundary, right before the signer's policy decides on it.
+        (check)"""
+        await self.calls.check(self._pm.hook.check_payout_signing, gateway=self.gateway, payout=payout)
+
     async def decide_transfer_hold(
         self,
         *,

@@ -488,6 +488,24 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
     """
 
 
+@hookspec(kind=HookKind.CHECK)
+def check_payout_signing(gateway: "Gateway", payout: "PayoutView") -> None:
+    """Object to a payout at the signing boundary, right before the signer's policy decides on it.
+
+    Asked by ``core/payouts/signing_gate.py`` for every payout about to be
+    signed (after a worker claimed it, outside any transaction), so a rule a
+    plugin applied when the payout was made holds at the moment keys are
+    used, even if the payout row was changed since (the ``approvals`` plugin:
+    a payout it held for approval is signed only once its approval is
+    recorded, for the same amount and destination). Raise an ``ApiError``
+    whose ``code`` names why (e.g. ``Forbidden("no approval",
+    code="approval_missing")``): the payout is held by the policy (reason
+    ``approval_missing``), not failed, and the operator releases or cancels
+    it. Return None to allow. Every plugin is asked; the first to raise wins.
+    Read only your own tables; write nothing. May be async.
+    """
+
+
 @hookspec(kind=HookKind.DECIDE)
 def decide_transfer_hold(gateway: "Gateway", transfer: Mapping[str, Any], requested_by: "str | None",
                          quote: Any = None, key_id: "str | None" = None) -> "bool | None":

@@ -187,6 +187,23 @@ class ReadinessConfig:
 
 
 @dataclass(frozen=True)
+class SigningConfig:
+    """The signer's spending policy (core/payouts/signing_policy.py, docs/payouts.md "The signer's policy").
+
+    Each entry is ``"<COIN>=<amount>"`` in the coin's own unit; a coin not named has no such
+    cap. Allow-lists are ``"<COIN>=<address>"`` (every merchant) and ``"<merchant_id>:<COIN>=<address>"``
+    (one merchant): a coin named in either list may be paid only to the addresses listed for it.
+    """
+
+    max_per_payout: tuple[str, ...] = ()
+    max_per_hour: tuple[str, ...] = ()  # all payouts of the coin signed in the last 3600 s, this one included
+    max_per_day: tuple[str, ...] = ()  # the same over the last 86400 s
+    max_per_merchant_day: tuple[str, ...] = ()  # one merchant's payouts of the coin over the last 86400 s
+    allowed_destinations: tuple[str, ...] = ()
+    merchant_allowed_destinations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class LoggingConfig:
     """``format`` text (default) or json (one object per line); ``access_log`` one line per request."""
 
@@ -211,6 +228,7 @@ class Config:
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
     readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
+    signing: SigningConfig = field(default_factory=SigningConfig)
     # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
     plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"
@@ -265,6 +283,7 @@ def _section_class(name: str) -> type:
         "metrics": MetricsConfig,
         "readiness": ReadinessConfig,
         "logging": LoggingConfig,
+        "signing": SigningConfig,
     }[name]
 
 
@@ -359,6 +378,7 @@ def _check_values(config: Config) -> None:
     if not 1 <= live.max_page_share_percent <= 100:
         raise ConfigError("config key 'live.max_page_share_percent' must be between 1 and 100")
     _check_connection_keys(config.server)
+    _check_signing_keys(config.signing)
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url
@@ -376,6 +396,24 @@ def _check_connection_keys(server: ServerConfig) -> None:
             raise ConfigError(f"config key 'server.{key}' must be between 1 and {MAX_CONNECTION_SECONDS}")
     if server.max_pending_connections_per_ip < 0:
         raise ConfigError("config key 'server.max_pending_connections_per_ip' must be >= 0 (0: no cap)")
+
+
+_SIGNING_AMOUNT = re.compile(r"^[A-Za-z0-9_.-]+=\d+(\.\d+)?$")
+_SIGNING_ADDRESS = re.compile(r"^([A-Za-z0-9_-]+:)?[A-Za-z0-9_.-]+=\S+$")
+
+
+def _check_signing_keys(signing: SigningConfig) -> None:
+    """The shape of every ``signing`` entry; coins, amounts and addresses are judged against the chains at start."""
+    for key in ("max_per_payout", "max_per_hour", "max_per_day", "max_per_merchant_day"):
+        for entry in getattr(signing, key):
+            if not _SIGNING_AMOUNT.match(entry):
+                raise ConfigError(f"config key 'signing.{key}' entries look like \"<COIN>=<amount>\", got {entry!r}")
+    for key in ("allowed_destinations", "merchant_allowed_destinations"):
+        for entry in getattr(signing, key):
+            scoped = entry.split("=", 1)[0].count(":") == 1
+            if not _SIGNING_ADDRESS.match(entry) or scoped != (key == "merchant_allowed_destinations"):
+                shape = "<merchant_id>:<COIN>=<address>" if scoped or key.startswith("merchant") else "<COIN>=<address>"
+                raise ConfigError(f"config key 'signing.{key}' entries look like \"{shape}\", got {entry!r}")
 
 
 def _is_host_port(value: str) -> bool:

@@ -166,6 +166,10 @@ class Metrics:
                                             ("bound",), registry=registry)
         self.live_streams_open = Gauge("orbchain_live_streams_open", "Event streams open", multiprocess_mode="livesum",
                                        registry=registry)
+        # The signer's policy (core/payouts/signing_policy.py): payouts it refused to sign, by coin and reason.
+        self.payouts_held_by_policy = Counter("orbchain_payouts_held_by_policy", "Payouts the signer's policy held"
+                                              " instead of signing, by coin and reason (no_reservation,"
+                                              " over_hourly_cap ...)", ("coin", "reason"), registry=registry)
 
     def connection_closed(self, reason: str) -> None:
         self.connections_closed.labels(reason).inc()

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..ledger import book as ledger
+from .binding import binding_key, payout_binding
 from ..contract.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
                      ValidationError)
@@ -44,6 +45,9 @@ CONFIRMING, CONFIRMED, FAILED = "Confirming", "Confirmed", "Failed"
 QUEUED, SIGNED, BROADCAST = "queued", "signed", "broadcast"
 # A payout a plugin holds for approval (``decide_payout_hold``): reserved, Confirming, never claimed by the worker.
 HELD = "held"
+# A payout the signer's policy refused (core/payouts/signing_gate.py): reserved, Confirming, never claimed, the reason
+# in ``policy_hold``; the operator releases or cancels it (core/payouts/policy_holds.py).
+POLICY_HELD = "policy_held"
 # failure_reason values of the worker (plus "broadcast_rejected: <why>", "sign_rejected: <why>").
 BROADCAST_TIMEOUT, DROPPED, REVERTED = "broadcast_timeout", "dropped", "reverted"
 # SPEC 8: 500 or more payouts not yet final -> 503. Counted per merchant (docs/payouts.md).
@@ -262,10 +266,13 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         existing = await find_by_key(gateway, merchant_id, request.idem_key or "")
         assert existing is not None, "only an idempotency key conflicts"
         return replay_of(existing, request)
+    binding = payout_binding(binding_key(gateway), payout_id=row["id"], merchant_id=merchant_id,
+                             coin=route.coin.symbol, chain=route.chain, amount=request.amount,
+                             destination=request.destination)
     posted = await ledger.transfer(
         db, from_account=merchant_available(merchant_id), to_account=payouts_in_flight(route.chain),
         coin=route.coin.symbol, amount=request.amount, reference=f"payout:{row['id']}:reserve",
-        kind="payout_reserve", merchant_id=merchant_id)
+        kind="payout_reserve", merchant_id=merchant_id, memo=binding)
     if request.holdable:
         await _hold_if_asked(gateway, await _row(gateway, row["id"]), request)
     return PayoutOutcome(await _row(gateway, row["id"]), False, posted)
@@ -408,6 +415,8 @@ def dashboard_row(gateway: "Gateway", row: Row) -> dict[str, Any]:
              "amount": _amount(gateway, row), "status": row["status"].upper(), "txHash": _public_tx_hash(row)}
     if row["stage"] == HELD:  # only with an approval policy on (docs/decisions.md)
         shown["awaitingApproval"] = True
+    if row["stage"] == POLICY_HELD:  # the signer's policy refused it; the operator decides (docs/payouts.md)
+        shown["heldByPolicy"] = row["policy_hold"]
     return shown
 
 
@@ -456,10 +465,10 @@ async def claim_due(gateway: "Gateway", limit: int, lease_seconds: int) -> list[
     skip_locked = " FOR UPDATE SKIP LOCKED" if db.is_postgres else ""
     async with db.transaction():
         due = await db.fetch_all(
-            "SELECT id FROM payouts WHERE status = :s AND stage <> :held AND next_attempt_at <= :now"
-            " AND (claimed_until IS NULL OR claimed_until <= :now)"
+            "SELECT id FROM payouts WHERE status = :s AND stage NOT IN (:held, :policy_held)"
+            " AND next_attempt_at <= :now AND (claimed_until IS NULL OR claimed_until <= :now)"
             f" ORDER BY next_attempt_at, created_at LIMIT :n{skip_locked}",
-            {"s": CONFIRMING, "held": HELD, "now": now, "n": limit})
+            {"s": CONFIRMING, "held": HELD, "policy_held": POLICY_HELD, "now": now, "n": limit})
         if not due:
             return []
         names = {f"i{n}": r["id"] for n, r in enumerate(due)}
@@ -477,9 +486,9 @@ async def claim_one(gateway: "Gateway", payout_id: str, lease_seconds: int) -> R
     async with gateway.db.transaction():
         return await gateway.db.fetch_one(
             "UPDATE payouts SET claimed_until = :until, claim_token = :tok WHERE id = :id AND status = :s"
-            " AND stage <> :held AND (claimed_until IS NULL OR claimed_until <= :now) RETURNING *",
+            " AND stage NOT IN (:held, :policy_held) AND (claimed_until IS NULL OR claimed_until <= :now) RETURNING *",
             {"until": now + lease_seconds, "tok": secrets.token_hex(12), "id": payout_id, "s": CONFIRMING,
-             "held": HELD, "now": now})
+             "held": HELD, "policy_held": POLICY_HELD, "now": now})
 
 
 async def release_claim(gateway: "Gateway", token: str) -> None:

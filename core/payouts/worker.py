@@ -5,7 +5,9 @@ per job across processes) and as ``orbchain payouts work [--once]``. Each
 tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
 plus a lease) and moves each as far as it can go now:
 
-* queued: ``sign_payout`` once; the signed bytes are stored (stage signed)
+* queued: the signer's policy (``signing_gate.authorize``: the ledger's
+  reserve, the operator's caps and allow-lists) holds it or lets it on;
+  then ``sign_payout`` once; the signed bytes are stored (stage signed)
   before any broadcast, so a crash never leads to a second signature.
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
   again, which the sender contract makes harmless), then stage broadcast.
@@ -34,6 +36,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from . import service as payouts
+from . import signing_gate
 from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
@@ -170,6 +173,10 @@ def _signed(row: Row) -> SignedPayout:
 
 
 async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    authorized = await signing_gate.authorize(gateway, row)  # the signer's policy: held, or on to sign
+    if authorized is None:
+        return None
+    row = authorized
     order = PayoutOrder(payout_id=row["id"], coin=row["coin"], destination=row["destination"],
                         amount=gateway.db.to_int(row["amount"]))
     _fault("before_sign")

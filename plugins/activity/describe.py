@@ -25,6 +25,11 @@ _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{me
            "payout_rejected": "Rejected payout {payout} requested by {requested_by}",
            "transfer_approved": "Approved transfer {transfer} requested by {requested_by}",
            "transfer_rejected": "Rejected transfer {transfer} requested by {requested_by}"}
+# The core's signing policy (core/payouts/signing_gate.py, policy_holds.py): a payout held, then the operator's answer.
+_POLICY = {"payout_held_by_policy": "Payout {payout} of {amount} {coin} held by the operator's signing policy"
+                                    " ({reason})",
+           "payout_policy_released": "Payout {payout} released by {by} past the signing policy ({reason})",
+           "payout_policy_cancelled": "Payout {payout} cancelled by {by} ({reason}); re-credited: {recredited}"}
 _FACTOR = {"totp": "the authenticator code", "recovery_code": "a recovery code"}
 _FIRST = {"password": "the password", "identity_provider": "the identity provider", "miniapp": "the Telegram mini-app"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
@@ -93,6 +98,9 @@ def describe(kind: str, details: Mapping[str, Any]) -> str:
                f" {details['proven_by']}"
     if kind == "identity_linked":
         return f"Identity-provider account linked to the account holder ({details.get('issuer', '?')})"
+    if kind in _POLICY:
+        return _POLICY[kind].format(**{name: details.get(name, "?") for name in
+                                       ("payout", "amount", "coin", "reason", "by", "recredited")})
     if kind in _MEMBER:
         return _MEMBER[kind].format(member=details.get("member", "?"), role=details.get("role", "?"),
                                     reason=details.get("reason", "?"),

@@ -78,6 +78,11 @@ async def decide_payout_hold(gateway, payout, requested_by, quote, key_id):
 
 
 @hookimpl
+async def check_payout_signing(gateway, payout):
+    await holds.check_signing(gateway, payout)
+
+
+@hookimpl
 async def decide_transfer_hold(gateway, transfer, requested_by, quote, key_id):
     subject = holds.Subject(holds.TRANSFER, transfer["id"], transfer["id"], transfer["merchant_id"],
                             transfer["coin"], transfer["amount"], transfer["to_account_id"])

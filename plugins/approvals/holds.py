@@ -223,3 +223,20 @@ async def expire_due(gateway: Any, limit: int = 100) -> int:
         if await _release(gateway, hold, EXPIRED, None):
             done += 1
     return done
+
+
+async def check_signing(gateway: Any, payout: Any) -> None:
+    """``check_payout_signing``: a payout this policy held is signed only with its approval recorded, unchanged.
+
+    The core's stage ``held`` keeps it from the worker; this answers for the moment keys are used, so a
+    row moved out of ``held`` by anything but ``approve`` (or edited after approval) is not signed.
+    """
+    hold = await gateway.db.fetch_one(
+        "SELECT state, coin, amount, destination FROM approval_holds WHERE subject_id = :id AND kind = :k",
+        {"id": payout.id, "k": PAYOUT})
+    if hold is None:
+        return
+    same = (hold["coin"], int(hold["amount"]), hold["destination"]) == (payout.coin, payout.amount,
+                                                                       payout.destination)
+    if hold["state"] != APPROVED or not same:
+        raise Forbidden("this payout's approval is not recorded", code="approval_missing")

@@ -174,9 +174,18 @@ async def payout_history(gateway: Any, merchant_id: str, limit: int, offset: int
     listed = await list_payouts(gateway, merchant_id, limit=limit, offset=offset)
     reasons = await failure_reasons(gateway, merchant_id,
                                     [p["id"] for p in listed["payouts"] if p["status"] == "FAILED"])
-    rows = [{**p, "words": "Awaiting approval" if p.get("awaitingApproval") else
-             status_words(p["status"], reasons.get(p["id"]))} for p in listed["payouts"]]
+    rows = [{**p, "words": _held_words(p) or status_words(p["status"], reasons.get(p["id"]))}
+            for p in listed["payouts"]]
     return {"payouts": rows, "total": listed["total"]}
+
+
+def _held_words(payout: dict[str, Any]) -> str | None:
+    """Why a Confirming payout waits: an approval, or the operator's signing policy (its reason code)."""
+    if payout.get("awaitingApproval"):
+        return "Awaiting approval"
+    if payout.get("heldByPolicy"):
+        return f"Held by the operator's signing policy ({payout['heldByPolicy']}); the operator releases or cancels it"
+    return None
 
 
 def status_words(status: str, reason: str | None) -> str:

@@ -1,0 +1,82 @@
+"""The operator's answer to a payout the signer's policy held: release it, or cancel it and give the money back.
+
+Release (``orbchain payouts release``) queues the payout again with
+``policy_released_by`` set: the signing boundary then lets it past the
+operator's caps, allow-lists and the destination binding (the operator read
+the destination), never past the ledger's reservation proof or a missing
+approval, which hold it again.
+
+Cancel (``orbchain payouts cancel``) fails it and re-credits the merchant
+with what the LEDGER reserved for it (payouts in flight -> merchant
+available, reference ``payout:<id>:release``, the same double-entry path as
+any failed payout) and nothing when the ledger reserved nothing (a row
+inserted by SQL), so an amount edited on the row can never mint money. One
+conditional UPDATE moves the row, in the transaction that moves the money:
+two cancels at once re-credit once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..events.outbox import enqueue_event
+from ..ledger import book as ledger
+from ..ledger.accounts import merchant_available, payouts_in_flight
+from .service import CONFIRMING, FAILED, POLICY_HELD, QUEUED, Row, hook_record, webhook_body
+from .signing_gate import announce_payout, reservation_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+CANCELLED_REASON = "cancelled_by_operator"
+RELEASED_EVENT, CANCELLED_EVENT = "payout_policy_released", "payout_policy_cancelled"
+
+
+async def find_held(gateway: "Gateway", ref: str) -> Row | None:
+    """A payout by its id or track id (the operator may paste either)."""
+    return await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :r OR track_id = :r", {"r": ref})
+
+
+async def release_policy_hold(gateway: "Gateway", payout_id: str, by: str) -> Row | None:
+    """Queue a policy-held payout again, past the operator's policy; None when it is not held by the policy."""
+    now = gateway.now()
+    async with gateway.db.transaction():
+        row = await gateway.db.fetch_one(
+            "UPDATE payouts SET stage = :queued, policy_released_by = :by, next_attempt_at = :now, updated_at = :now"
+            " WHERE id = :id AND status = :s AND stage = :held RETURNING *",
+            {"queued": QUEUED, "by": by[:200], "now": now, "id": payout_id, "s": CONFIRMING, "held": POLICY_HELD})
+    if row is not None:
+        await announce_payout(gateway, row, RELEASED_EVENT, by=by, reason=row["policy_hold"])
+    return row
+
+
+async def cancel_policy_hold(gateway: "Gateway", payout_id: str, by: str) -> Row | None:
+    """Fail a policy-held payout and re-credit what the ledger reserved for it; None when it is not held."""
+    db = gateway.db
+    now = gateway.now()
+    posted = None
+    async with db.transaction():
+        row = await db.fetch_one(
+            "UPDATE payouts SET status = :failed, stage = :stage, failure_reason = :reason, finished_at = :now,"
+            " updated_at = :now WHERE id = :id AND status = :s AND stage = :held RETURNING *",
+            {"failed": FAILED, "stage": FAILED.lower(), "reason": CANCELLED_REASON, "now": now, "id": payout_id,
+             "s": CONFIRMING, "held": POLICY_HELD})
+        if row is None:
+            return None
+        reservation, given_back = await reservation_of(gateway, row)
+        if reservation is not None and reservation.merchant_id is not None and not given_back:
+            # The ledger's figures, not the row's: an amount edited by SQL re-credits what was really reserved.
+            posted = await ledger.transfer(
+                db, from_account=payouts_in_flight(reservation.chain),
+                to_account=merchant_available(reservation.merchant_id), coin=reservation.coin,
+                amount=reservation.amount, reference=f"payout:{row['id']}:release", kind="payout_release",
+                merchant_id=reservation.merchant_id)
+            await enqueue_event(gateway, merchant_id=row["merchant_id"], event_type="payout.failed",
+                                body=webhook_body(gateway, row), logical_key=f"payout.failed:{row['track_id']}",
+                                url=row["callback_url"], request_id=row["request_id"])
+    if posted is not None:
+        await ledger.notify_posted(gateway, posted)
+        await gateway.emit("payout_finished", payout=hook_record(gateway, row))
+    await announce_payout(gateway, row, CANCELLED_EVENT, by=by, reason=row["policy_hold"],
+                          recredited="yes" if posted is not None else "no (nothing was reserved)")
+    return row

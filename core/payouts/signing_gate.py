@@ -1,0 +1,222 @@
+"""The signing boundary: the one place a payout is judged before a chain adapter signs it.
+
+The worker calls :func:`authorize` with its claim, right before
+``sign_payout`` (``core/payouts/worker.py``, also for an instant payout
+driven inside its request). It reads, from the database, what the signer's
+policy needs (``signing_policy.SigningFacts``): the payout's reserve posting
+in the ledger (never the row's own word for it), whether that reserve was
+given back, the binding digest kept with it, a plugin's objection (the
+approvals plugin: an approval asked for and not given) and the coin's
+payouts authorized in the last hour and day. ``signing_policy.judge``
+decides; this module writes the verdict.
+
+Race-free caps: the counting and the verdict happen in one transaction that
+first locks the coin's row of ``signing_locks`` (``FOR UPDATE`` on
+PostgreSQL; SQLite's single writer, ``BEGIN IMMEDIATE``, already serialises),
+and a payout that passes gets ``authorized_at`` in that transaction, so the
+next worker (in this process or another ``serve``) counts it. A payout held
+leaves the worker (stage ``policy_held``, never claimed again) with its money
+still reserved; it is counted in ``orbchain_payouts_held_by_policy_total``,
+logged as an ERROR and announced to the merchant's activity log
+(``payout_held_by_policy``). The operator releases or cancels it
+(``core/payouts/policy_holds.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ..accounts.security_events import announce
+from ..contract.views import payout_view_of
+from ..errors import ApiError
+from ..infra.config import ConfigError
+from ..ledger.accounts import merchant_available, payouts_in_flight
+from .binding import binding_key, binding_matches
+from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, payout_route
+from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, Reservation, SigningFacts, SigningPolicy, judge,
+                             needs_window_counts, policy_from_config)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+    from ..infra.db import Database
+
+log = logging.getLogger(__name__)
+
+POLICY_SERVICE = "signing_policy"  # gateway.services key of the loaded policy
+HELD_EVENT = "payout_held_by_policy"  # the security event (activity log) of a hold
+
+
+def load_policy(gateway: "Gateway") -> SigningPolicy:
+    """Build the ``[signing]`` policy against this gateway's coins and chains; ``ConfigError`` naming the entry."""
+
+    def to_units(coin: str, amount: Decimal) -> int:
+        known = gateway.coins.get(coin)
+        if known is None:
+            raise ValueError(f"unknown coin {coin}")
+        return known.to_units(amount)
+
+    def canonical(coin: str, address: str) -> str:
+        try:
+            route = payout_route(gateway, coin)
+        except ApiError:
+            raise ValueError(f"{coin} payouts are not configured here") from None
+        return route.family.validate(address)
+
+    try:
+        policy = policy_from_config(gateway.config.signing, to_units, canonical)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    gateway.services[POLICY_SERVICE] = policy
+    return policy
+
+
+def current_policy(gateway: "Gateway") -> SigningPolicy:
+    policy = gateway.services.get(POLICY_SERVICE)
+    return policy if isinstance(policy, SigningPolicy) else load_policy(gateway)
+
+
+async def authorize(gateway: "Gateway", row: Row) -> Row | None:
+    """The claimed, queued payout with ``authorized_at`` set, ready to sign; None when it was held or the claim lost.
+
+    Chain calls never happen here; the caller signs after this returns.
+    """
+    policy = current_policy(gateway)
+    objection = await _plugin_objection(gateway, row)  # before the lock: a plugin's own reads stay outside it
+    db = gateway.db
+    now = gateway.now()
+    async with db.transaction():
+        await _lock_coin(db, row["coin"])
+        current = await db.fetch_one(
+            f"SELECT * FROM payouts WHERE id = :id AND claim_token = :tok AND stage = :queued AND status = :s"
+            f"{db.for_update}", {"id": row["id"], "tok": row["claim_token"], "queued": QUEUED, "s": CONFIRMING})
+        if current is None:
+            return None
+        facts = await read_facts(gateway, current, objection, policy)
+        reason = judge(facts, policy)
+        if reason is None:
+            return await db.fetch_one(
+                "UPDATE payouts SET authorized_at = COALESCE(authorized_at, :now), updated_at = :now WHERE id = :id"
+                " RETURNING *", {"now": now, "id": current["id"]})
+        held = await db.fetch_one(
+            "UPDATE payouts SET stage = :held, policy_hold = :reason, claimed_until = NULL, claim_token = NULL,"
+            " updated_at = :now WHERE id = :id RETURNING *",
+            {"held": POLICY_HELD, "reason": reason, "now": now, "id": current["id"]})
+    assert held is not None, "the payout row is locked by this transaction"
+    await _announce_hold(gateway, held, reason)
+    return None
+
+
+async def _plugin_objection(gateway: "Gateway", row: Row) -> str | None:
+    """``check_payout_signing``: a plugin's refusal, as its error code (or message)."""
+    try:
+        await gateway.hooks.check_payout_signing(payout=payout_view_of(gateway, row))
+    except ApiError as exc:
+        return exc.code or str(exc)
+    return None
+
+
+async def _lock_coin(db: "Database", coin: str) -> None:
+    """Serialise every signing decision of ``coin`` across processes until this transaction ends."""
+    await db.execute("INSERT INTO signing_locks (coin) VALUES (:c) ON CONFLICT DO NOTHING", {"c": coin})
+    await db.fetch_one(f"SELECT coin FROM signing_locks WHERE coin = :c{db.for_update}", {"c": coin})
+
+
+async def read_facts(gateway: "Gateway", row: Row, objection: str | None, policy: SigningPolicy) -> SigningFacts:
+    """What ``judge`` needs about ``row``, from the ledger and the payouts table."""
+    db = gateway.db
+    amount = db.to_int(row["amount"])
+    reservation, released = await reservation_of(gateway, row)
+    hour = day = merchant_day = 0
+    if needs_window_counts(policy, row["coin"]):
+        hour, day, merchant_day = await _window_sums(gateway, row)
+    return SigningFacts(
+        payout_id=row["id"], merchant_id=row["merchant_id"], coin=row["coin"], chain=row["chain"], amount=amount,
+        destination=row["destination"], reservation=reservation, reservation_released=released,
+        approval_objection=objection, operator_released=bool(row["policy_released_by"]),
+        coin_last_hour=hour, coin_last_day=day, merchant_last_day=merchant_day)
+
+
+async def reservation_of(gateway: "Gateway", row: Row) -> tuple[Reservation | None, bool]:
+    """The payout's reserve posting as the ledger has it, and whether it was given back (released or reversed)."""
+    db = gateway.db
+    amount = db.to_int(row["amount"])
+    reserve = await db.fetch_one(
+        "SELECT id, kind, merchant_id, memo FROM ledger_transactions WHERE reference = :r",
+        {"r": f"payout:{row['id']}:reserve"})
+    if reserve is None or reserve["kind"] != "payout_reserve":
+        return None, False
+    postings = await db.fetch_all(
+        "SELECT account, coin, amount FROM ledger_postings WHERE transaction_id = :t", {"t": reserve["id"]})
+    reservation = _reserved(reserve["merchant_id"], [(p["account"], p["coin"], db.to_int(p["amount"]))
+                                                     for p in postings])
+    if reservation is None:
+        return Reservation(None, "", "", 0, False), False
+    merchant_id, coin, chain, reserved = reservation
+    bound = binding_matches(binding_key(gateway), reserve["memo"], payout_id=row["id"], merchant_id=row["merchant_id"],
+                            coin=row["coin"], chain=row["chain"], amount=amount, destination=row["destination"])
+    given_back = await db.fetch_val(
+        "SELECT 1 FROM ledger_transactions WHERE reference = :r OR reverses = :t LIMIT 1",
+        {"r": f"payout:{row['id']}:release", "t": reserve["id"]})
+    return Reservation(merchant_id, coin, chain, reserved, bound), bool(given_back)
+
+
+def _reserved(merchant_id: str | None, postings: list[tuple[str, str, int]]) -> tuple[str, str, str, int] | None:
+    """(merchant, coin, chain, amount) when the postings are exactly a payout reserve, else None.
+
+    A reserve is two postings of one coin: ``-amount`` out of the merchant's available balance and
+    ``+amount`` into one chain's payouts in flight.
+    """
+    if merchant_id is None or len(postings) != 2:
+        return None
+    (out_account, out_coin, out_amount), (in_account, in_coin, in_amount) = sorted(postings, key=lambda p: p[2])
+    chain = in_account.split(":")[1] if in_account.count(":") == 2 else ""
+    if (out_account != merchant_available(merchant_id) or not chain or in_account != payouts_in_flight(chain)
+            or out_coin != in_coin or out_amount != -in_amount or in_amount <= 0):
+        return None
+    return merchant_id, in_coin, chain, in_amount
+
+
+async def _window_sums(gateway: "Gateway", row: Row) -> tuple[int, int, int]:
+    """Other payouts of the coin authorized in the last hour and day (all merchants), and this merchant's day.
+
+    Summed in Python (SQLite stores amounts as text). A payout that failed before anything was signed
+    (no ``tx_hash``) no longer counts; one that was signed counts even if it failed later (a
+    transaction that may still confirm is money that may have left).
+    """
+    db = gateway.db
+    now = gateway.now()
+    rows = await db.fetch_all(
+        "SELECT merchant_id, amount, authorized_at FROM payouts WHERE coin = :c AND authorized_at > :since"
+        " AND id <> :id AND NOT (status = 'Failed' AND tx_hash IS NULL)",
+        {"c": row["coin"], "since": now - DAY_SECONDS, "id": row["id"]})
+    hour = day = merchant_day = 0
+    for other in rows:
+        units = db.to_int(other["amount"])
+        day += units
+        hour += units if int(other["authorized_at"]) > now - HOUR_SECONDS else 0
+        merchant_day += units if other["merchant_id"] == row["merchant_id"] else 0
+    return hour, day, merchant_day
+
+
+async def _announce_hold(gateway: "Gateway", row: Row, reason: str) -> None:
+    """Count, log and announce a hold: the metric, an ERROR line, the merchant's activity log."""
+    coin = row["coin"] if gateway.coins.get(row["coin"]) is not None else "unknown"  # a forged row's text: no new label
+    gateway.metrics.payouts_held_by_policy.labels(coin=coin, reason=reason).inc()
+    log.error("payout %s (%s, merchant %s) held by the signing policy: %s; release or cancel it with"
+              " `orbchain payouts release|cancel %s`", row["id"], row["coin"], row["merchant_id"], reason,
+              row["track_id"])
+    await announce_payout(gateway, row, HELD_EVENT, reason=reason)
+
+
+async def announce_payout(gateway: "Gateway", row: Row, kind: str, **details: Any) -> None:
+    """A security event about this payout; a merchant id the books do not know (a forged row) gets none."""
+    known = await gateway.db.fetch_val("SELECT 1 FROM merchants WHERE id = :m", {"m": row["merchant_id"]})
+    if not known:
+        return
+    amount = gateway.db.to_int(row["amount"])
+    coin = gateway.coins.get(row["coin"])
+    shown = coin.format(amount) if coin is not None else str(amount)
+    await announce(gateway, row["merchant_id"], kind,
+                   {"payout": row["track_id"], "coin": row["coin"], "amount": shown, **details}, alert=True)

@@ -1,0 +1,46 @@
+"""The signer's verdict (core/payouts/signing_policy.py) on facts alone: the caps the devnet tests do not reach."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from decimal import Decimal
+
+import pytest
+
+from orbchain.core.infra.config import SigningConfig
+from orbchain.core.payouts import signing_policy as sp
+
+RESERVED = sp.Reservation("m_1", "COIN", "chain", 100, binding_ok=True)
+FACTS = sp.SigningFacts(payout_id="po_1", merchant_id="m_1", coin="COIN", chain="chain", amount=100,
+                        destination="dest-a", reservation=RESERVED, reservation_released=False,
+                        approval_objection=None, operator_released=False, coin_last_hour=0, coin_last_day=0,
+                        merchant_last_day=0)
+
+
+def policy(**signing) -> sp.SigningPolicy:
+    return sp.policy_from_config(SigningConfig(**signing), lambda coin, amount: int(amount * 100),
+                                 lambda coin, address: address.lower())
+
+
+@pytest.mark.parametrize("signing, facts, reason", [
+    ({}, {}, None),
+    ({"max_per_day": ("COIN=5",)}, {"coin_last_day": 401}, sp.OVER_DAILY_CAP),
+    ({"max_per_day": ("COIN=5",)}, {"coin_last_day": 400}, None),
+    ({"max_per_merchant_day": ("COIN=2",)}, {"merchant_last_day": 101}, sp.OVER_MERCHANT_DAILY_CAP),
+    ({"merchant_allowed_destinations": ("m_1:COIN=DEST-B",)}, {}, sp.DESTINATION_NOT_ALLOWED),
+    ({"merchant_allowed_destinations": ("m_2:COIN=DEST-B",)}, {}, None),  # another merchant's list
+    ({"allowed_destinations": ("COIN=DEST-A",)}, {}, None),  # compared in canonical form
+    ({"max_per_payout": ("COIN=0.5",)}, {"operator_released": True}, None),
+    ({}, {"reservation": replace(RESERVED, amount=99)}, sp.RESERVATION_MISMATCH),
+    ({}, {"reservation": replace(RESERVED, binding_ok=False)}, sp.BINDING_MISMATCH),
+    ({}, {"reservation": replace(RESERVED, binding_ok=False), "operator_released": True}, None),
+    ({}, {"reservation_released": True, "operator_released": True}, sp.RESERVATION_RELEASED),
+])
+def test_verdict(signing, facts, reason):
+    assert sp.judge(replace(FACTS, **facts), policy(**signing)) == reason
+
+
+def test_a_bad_entry_names_itself():
+    with pytest.raises(ValueError, match="signing.max_per_hour.*COIN=x"):
+        sp.policy_from_config(SigningConfig(max_per_hour=("COIN=x",)),
+                              lambda coin, amount: int(Decimal(amount)), lambda coin, address: address)
