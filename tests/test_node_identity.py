@@ -2,7 +2,9 @@
 
 litecoind (the session regtest node) against a configuration expecting
 Litecoin's mainnet; anvil (chain id 31337) against a configuration expecting
-chain id 1. ``/ready`` names the node and what it reported, ``/metrics`` has
+chain id 1; the Tron stand-in with Nile's genesis under a mainnet
+configuration; the Solana stand-in with devnet's genesis under the default
+cluster (mainnet-beta). ``/ready`` names the node and what it reported, ``/metrics`` has
 ``orbchain_node_refused``, and the scan reads no block. The same nodes under
 their right configuration are used. The rules on their own, with an injected
 clock: tests/unit/test_node_identity.py.
@@ -21,6 +23,9 @@ from orbchain.web.keys import GATEWAY
 
 from .anvil import CHAIN_ID, anvil  # noqa: F401 - anvil is a fixture
 from .litecoind import RPC_PASSWORD, litecoind_node  # noqa: F401 - the session fixture
+from .solana_node import DEVNET_GENESIS_HASH, MAINNET_GENESIS_HASH, running_node
+from .tron_node import MAINNET_GENESIS_ID, NILE_GENESIS_ID, TronNode
+from .tron_support import API_KEY, tron_node, tron_protos, tron_settings  # noqa: F401 - fixtures
 
 TOKEN = "node-identity-metrics-token"
 LTC_MAINNET_GENESIS = "12a765e31ffd4059bada1e25190f6e98c99d9714d334efa41a195a7e7e04bfe2"
@@ -86,3 +91,38 @@ async def test_anvil_under_another_chain_id_is_refused(make_client, make_config,
     right = await open_gateway(make_client, make_config, {"evm": block(CHAIN_ID)})
     ready = await chain_readiness(right, "ethereum")
     assert ready["reachable"] is True and [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
+
+
+async def test_a_tron_node_on_nile_under_a_mainnet_configuration_is_refused(
+        tron_node, tron_protos, aiohttp_server, make_client, make_config):  # noqa: F811
+    nile = TronNode(tron_protos, api_key=API_KEY, genesis_id=NILE_GENESIS_ID)
+    nile_url = str((await aiohttp_server(nile.app())).make_url("")).rstrip("/")
+    client = await open_gateway(make_client, make_config, {"tron": tron_settings(tron_node, url=nile_url)})
+    ready = await chain_readiness(client, "tron")
+    assert ready["reachable"] is False
+    (node,) = ready["nodes"]
+    assert node["state"] == "refused" and node["refused"] == "wrong_network"
+    assert node["error"] == (f"refused: it reports genesis {NILE_GENESIS_ID}; the configuration expects genesis"
+                             f" '{MAINNET_GENESIS_ID}'")
+    assert API_KEY not in str(ready)
+
+    right = await open_gateway(make_client, make_config, {"tron": tron_settings(tron_node)})
+    ready = await chain_readiness(right, "tron")
+    assert ready["reachable"] is True and [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
+
+
+async def test_a_solana_node_on_devnet_under_the_default_mainnet_cluster_is_refused(make_client, make_config):
+    async with running_node(genesis_hash=DEVNET_GENESIS_HASH) as devnet, running_node() as mainnet:
+        client = await open_gateway(make_client, make_config, {"solana": {"rpc_url": devnet.url}})
+        ready = await chain_readiness(client, "solana")
+        assert ready["reachable"] is False
+        (node,) = ready["nodes"]
+        assert node["state"] == "refused" and node["refused"] == "wrong_network"
+        assert node["error"] == (f"refused: it reports genesis {DEVNET_GENESIS_HASH}; the configuration expects"
+                                 f" genesis '{MAINNET_GENESIS_HASH}'")
+        # Only what it says about itself was read (its newest block, for the tip age): never asked for the tip.
+        assert [method for method, _ in devnet.calls] == ["getGenesisHash", "getHealth", "getSlot", "getBlock"]
+
+        right = await open_gateway(make_client, make_config, {"solana": {"rpc_url": mainnet.url}})
+        ready = await chain_readiness(right, "solana")
+        assert ready["reachable"] is True and [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]

@@ -62,8 +62,10 @@ class Refusal:
     message: str
 
 
-def _shown(network: str | None, genesis: str | None) -> str:
-    return f"network {network!r}" + (f" (genesis {genesis})" if genesis else "")
+def _shown(identity: NodeIdentity, networks: frozenset[str]) -> str:
+    if not networks and identity.network is None:  # a chain told apart by its genesis alone (Tron, Solana)
+        return f"genesis {identity.genesis}"
+    return f"network {identity.network!r}" + (f" (genesis {identity.genesis})" if identity.genesis else "")
 
 
 def _expected(values: Iterable[str]) -> str:
@@ -76,7 +78,7 @@ def judge(identity: NodeIdentity, *, networks: frozenset[str], geneses: frozense
     if networks and identity.network not in networks or geneses and identity.genesis not in geneses:
         wanted = " and ".join(part for part in (
             networks and f"network {_expected(networks)}", geneses and f"genesis {_expected(geneses)}") if part)
-        return Refusal(WRONG_NETWORK, f"reports {_shown(identity.network, identity.genesis)};"
+        return Refusal(WRONG_NETWORK, f"reports {_shown(identity, networks)};"
                                       f" the configuration expects {wanted}")
     if identity.syncing:
         return Refusal(INITIAL_SYNC, "is still in its initial sync (it says so itself)")
