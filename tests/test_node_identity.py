@@ -4,7 +4,8 @@ litecoind (the session regtest node) against a configuration expecting
 Litecoin's mainnet; anvil (chain id 31337) against a configuration expecting
 chain id 1; the Tron stand-in with Nile's genesis under a mainnet
 configuration; the Solana stand-in with devnet's genesis under the default
-cluster (mainnet-beta). ``/ready`` names the node and what it reported, ``/metrics`` has
+cluster (mainnet-beta); the LND stand-in on testnet under a regtest
+configuration issues no invoice. ``/ready`` names the node and what it reported, ``/metrics`` has
 ``orbchain_node_refused``, and the scan reads no block. The same nodes under
 their right configuration are used. The rules on their own, with an injected
 clock: tests/unit/test_node_identity.py.
@@ -17,14 +18,18 @@ from typing import Any
 import pytest
 
 from orbchain.api import ChainUnavailable
+from orbchain.chains.lightning import poll_job
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.watching.scanner import scan_job
 from orbchain.web.keys import GATEWAY
 
 from .anvil import CHAIN_ID, anvil  # noqa: F401 - anvil is a fixture
+from .lightning_support import lightning_shop
 from .litecoind import RPC_PASSWORD, litecoind_node  # noqa: F401 - the session fixture
+from .lnd_standin import LndStandIn
 from .solana_node import DEVNET_GENESIS_HASH, MAINNET_GENESIS_HASH, running_node
 from .tron_node import MAINNET_GENESIS_ID, NILE_GENESIS_ID, TronNode
+from .support import api
 from .tron_support import API_KEY, tron_node, tron_protos, tron_settings  # noqa: F401 - fixtures
 
 TOKEN = "node-identity-metrics-token"
@@ -126,3 +131,39 @@ async def test_a_solana_node_on_devnet_under_the_default_mainnet_cluster_is_refu
         right = await open_gateway(make_client, make_config, {"solana": {"rpc_url": mainnet.url}})
         ready = await chain_readiness(right, "solana")
         assert ready["reachable"] is True and [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
+
+
+def lnd_block(node: LndStandIn) -> dict[str, Any]:
+    return {"backend": "lnd", "network": "regtest", "lnd_url": node.url, "macaroon_path": node.macaroon_path,
+            "tls_cert_path": node.cert_path, "subscribe": False}
+
+
+async def test_an_lnd_on_testnet_under_a_regtest_configuration_issues_no_invoice(make_client, make_config,
+                                                                                 tmp_path):
+    testnet, regtest = LndStandIn("tb"), LndStandIn()
+    for node, directory in ((testnet, tmp_path / "testnet"), (regtest, tmp_path / "regtest")):
+        directory.mkdir()
+        await node.start(directory)
+    try:
+        shop = await lightning_shop(make_config, make_client, metrics={"token": TOKEN},
+                                    plugin={"lightning": lnd_block(testnet)})
+        status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
+                                 json={"currency": "BTC_LN", "amount": "0.0001", "lifetime": 30})
+        assert status == 503, body
+        assert not [path for _, path, _ in testnet.requests if path == "/v1/invoices"]  # never asked to issue
+        await poll_job(shop.gateway)  # the scheduler's poll: it sets the node metrics
+        ready = await chain_readiness(shop.client, "lightning")
+        (node,) = ready["nodes"]
+        assert ready["reachable"] is False and node["state"] == "refused" and node["refused"] == "wrong_network"
+        assert node["error"] == ("refused: it reports network 'bitcoin:testnet'; the configuration expects network"
+                                 " 'bitcoin:regtest'")
+        assert (f'orbchain_node_refused{{chain="lightning",node="{testnet.url}",reason="wrong_network"}} 1.0'
+                in shop.gateway.metrics.exposition().decode())
+
+        right = (await open_gateway(make_client, make_config, {"lightning": lnd_block(regtest)})).app[GATEWAY]
+        invoice = await right.chains.get("lightning").backend.create_invoice(10_000, "the right node", 600)
+        assert invoice.bolt11.startswith("lnbcrt")
+        assert [(n.state, n.refused) for n in right.chains.get("lightning").node_states()] == [("up", None)]
+    finally:
+        await testnet.close()
+        await regtest.close()

@@ -10,7 +10,7 @@ block is hours old, reports a chain that is not the chain's present.
 A chain adapter reads one node's :class:`NodeIdentity` (``node_identity``,
 a single-node read like ``node_tip``) and declares what the configuration
 expects (``node_networks``, ``node_geneses``, ``max_tip_age_seconds``);
-:func:`judge` compares the two. ``NodeSet.vet`` (core/contract/nodes.py)
+:func:`judge_node` compares the two. ``NodeSet.vet`` (core/contract/nodes.py)
 applies it to each node at start, after each reconnect and every
 ``recheck_seconds``; a refused node is not asked for anything.
 """
@@ -72,7 +72,7 @@ def _expected(values: Iterable[str]) -> str:
     return " or ".join(repr(v) for v in sorted(values))
 
 
-def judge(identity: NodeIdentity, *, networks: frozenset[str], geneses: frozenset[str],
+def judge_node(identity: NodeIdentity, *, networks: frozenset[str], geneses: frozenset[str],
           max_tip_age_seconds: int, now: float) -> Refusal | None:
     """None when the node may be used; else why not. ``now`` is the wall clock (Unix seconds)."""
     if networks and identity.network not in networks or geneses and identity.genesis not in geneses:

@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ..infra.config import ConfigError, int_setting
 from .chains import Block, BlockRef, BlocksPruned, ChainAdapter, ChainUnavailable, NodeState
-from .node_identity import NodeIdentity, Refusal, identity_checked, judge
+from .node_identity import NodeIdentity, Refusal, identity_checked, judge_node
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ class NodeSet(Generic[C]):
             self._down(node, str(exc) or type(exc).__name__)
             return
         node.checked_at = self._clock()
-        refusal = judge(identity, networks=adapter.node_networks, geneses=adapter.node_geneses,
+        refusal = judge_node(identity, networks=adapter.node_networks, geneses=adapter.node_geneses,
                         max_tip_age_seconds=adapter.max_tip_age_seconds, now=self._wall())
         if refusal is not None:
             if node.refusal is None or node.refusal.reason != refusal.reason:

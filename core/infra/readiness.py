@@ -107,7 +107,19 @@ async def check_readiness(gateway: "Gateway") -> Readiness:
     gateway.db_outage.answered()
     scanned = {r["chain"]: int(r["height"]) for r in rows if r["height"] is not None}
     chains = await asyncio.gather(*(_chain(gateway, a, scanned.get(a.name)) for a in watched_chains(gateway)))
-    return Readiness(True, todo, tuple(chains))
+    return Readiness(True, todo, tuple(chains) + _refused_elsewhere(gateway))
+
+
+def _refused_elsewhere(gateway: "Gateway") -> tuple[ChainReadiness, ...]:
+    """Adapters without blocks to scan (Lightning) count only when their node was refused: then nothing of
+    theirs may be trusted, and the operator must hear it here too."""
+    found = []
+    for adapter in gateway.chains:
+        nodes = tuple(adapter.node_states())
+        refused = [f"node {n.name} refused ({n.refused})" for n in nodes if n.refused]
+        if refused and not adapter.supports(Capability.DEPOSITS):
+            found.append(ChainReadiness(adapter.name, False, False, error="; ".join(refused), nodes=nodes))
+    return tuple(found)
 
 
 # One answer serves every /ready request of this second: the probe asks the database and every node, so

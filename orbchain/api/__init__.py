@@ -51,7 +51,7 @@ from ..core.contract.chains import (
 from ..core.contract.nodes import NodeQuorum, NodeSet, lag_setting, node_name, node_urls_setting, quorum_setting
 
 # What a node says about itself (network, genesis, sync), checked before it is asked anything else.
-from ..core.contract.node_identity import NodeIdentity, tip_age_setting
+from ..core.contract.node_identity import NodeIdentity, Refusal, judge_node, tip_age_setting
 
 # Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
 from ..core.payments.receive import ReceiveTarget
@@ -222,7 +222,8 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "lag_setting", "tip_age_setting", "node_name",
+    "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting", "tip_age_setting",
+    "node_name",
     "node_urls_setting", "quorum_setting",
     "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
     # signals

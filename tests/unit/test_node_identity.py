@@ -12,14 +12,14 @@ import logging
 import pytest
 
 from orbchain.api import BlockRef, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet
-from orbchain.core.contract.node_identity import INITIAL_SYNC, STALE_TIP, WRONG_NETWORK, judge, warn_unchecked
+from orbchain.core.contract.node_identity import INITIAL_SYNC, STALE_TIP, WRONG_NETWORK, judge_node, warn_unchecked
 
 NOW = 1_800_000_000
 MAX_AGE = 3600
 
 
 def verdict(identity: NodeIdentity, *, now: float = NOW, max_age: int = MAX_AGE) -> str | None:
-    refusal = judge(identity, networks=frozenset({"main"}), geneses=frozenset({"g0"}), max_tip_age_seconds=max_age,
+    refusal = judge_node(identity, networks=frozenset({"main"}), geneses=frozenset({"g0"}), max_tip_age_seconds=max_age,
                     now=now)
     return refusal.reason if refusal else None
 
@@ -30,7 +30,7 @@ def test_the_right_network_with_a_fresh_tip_is_accepted():
 
 @pytest.mark.parametrize("network, genesis", [("regtest", "g0"), ("main", "other"), (None, "g0"), ("main", None)])
 def test_another_network_or_genesis_is_refused_naming_both(network, genesis):
-    refusal = judge(NodeIdentity(network, genesis, False, NOW), networks=frozenset({"main"}),
+    refusal = judge_node(NodeIdentity(network, genesis, False, NOW), networks=frozenset({"main"}),
                     geneses=frozenset({"g0"}), max_tip_age_seconds=0, now=NOW)
     assert refusal is not None and refusal.reason == WRONG_NETWORK
     assert f"reports network {network!r}" in refusal.message and "expects network 'main' and genesis 'g0'" in refusal.message
@@ -45,7 +45,7 @@ def test_a_tip_older_than_the_bound_is_stale_against_the_injected_wall_clock():
     assert verdict(identity) == STALE_TIP
     assert verdict(identity, now=NOW - 1) is None  # the same tip, a second earlier
     assert verdict(identity, max_age=0) is None  # 0 turns the check off (regtest, devnet)
-    refusal = judge(identity, networks=frozenset(), geneses=frozenset(), max_tip_age_seconds=MAX_AGE, now=NOW)
+    refusal = judge_node(identity, networks=frozenset(), geneses=frozenset(), max_tip_age_seconds=MAX_AGE, now=NOW)
     assert refusal is not None and "3601 s old, more than the 3600 s allowed" in refusal.message
 
 
