@@ -18,6 +18,7 @@ from typing import Any, Callable
 import pluggy
 
 from .contract.chains import check_capabilities
+from .contract.node_identity import warn_unchecked
 from .contract.coins import CoinRegistry
 from .infra.config import Config, ConfigError, naming_variable
 from .infra.cpu_pool import CpuPool
@@ -193,6 +194,7 @@ def _assemble(config: Config, pm: pluggy.PluginManager | None, core_jobs: Callab
             check_capabilities(adapter)
         except ValueError as exc:
             raise StartupError(str(exc)) from None
+        warn_unchecked(adapter)
     call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
     core_jobs(gateway)
     call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)

@@ -22,7 +22,8 @@ Test controls (Python calls, not HTTP): ``settle``, ``drop_streams``,
 sent their backlog and wait for settlements: an event, not a sleep),
 ``route_fee_sat`` (the cheapest route's fee; above the caller's
 ``fee_limit_sat`` means FAILURE_REASON_NO_ROUTE), ``fail_with`` and
-``hold_payments``.
+``hold_payments``; ``network`` (GetInfo's, from the invoice currency) and
+``synced_to_chain``.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ VERIFICATION_FAILED = {"code": 2, "message": "verification failed: signature mis
                        "details": []}
 
 UPSTREAM = json.loads((Path(__file__).resolve().parent / "upstream" / "lnd_rest.json").read_text(encoding="utf-8"))
+
+
+NETWORK_OF_CURRENCY = {"bc": "mainnet", "tb": "testnet", "bcrt": "regtest"}  # BOLT 11 prefix -> LND network
 
 
 def proto_json_kind(schema: dict[str, Any]) -> str:
@@ -164,6 +168,9 @@ class LndStandIn:
 
     def __init__(self, currency: str = "bcrt") -> None:
         self.currency = currency
+        # GetInfo's chains[0].network: the network the node's invoices are for, as LND names it.
+        self.network = NETWORK_OF_CURRENCY[currency]
+        self.synced_to_chain = True
         self.node_key = coincurve.PrivateKey()
         self.macaroon = os.urandom(48)
         self.invoices: dict[str, Invoice] = {}
@@ -248,12 +255,21 @@ class LndStandIn:
         app.router.add_get("/v1/payreq/{pay_req}", self._decode_pay_req)
         app.router.add_post("/v2/router/send", self._send_payment)
         app.router.add_get("/v2/router/track/{payment_hash}", self._track_payment)
+        app.router.add_get("/v1/getinfo", self._get_info)
         self._runner = web.AppRunner(app, shutdown_timeout=0.5)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=context)
         await site.start()
         port = site._server.sockets[0].getsockname()[1]
         self.url = f"https://127.0.0.1:{port}"
+
+    async def _get_info(self, request: web.Request) -> web.Response:
+        """GetInfo, the fields the gateway reads and a few more; the best header is "now" (a live chain)."""
+        return web.json_response({
+            "identity_pubkey": self.node_key.public_key.format().hex(), "alias": "stand-in",
+            "best_header_timestamp": str(int(time.time())), "synced_to_chain": self.synced_to_chain,
+            "synced_to_graph": True, "testnet": self.network == "testnet",
+            "chains": [{"chain": "bitcoin", "network": self.network}]})
 
     async def close(self) -> None:
         await self.drop_streams()

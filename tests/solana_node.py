@@ -100,6 +100,10 @@ def error_json(error: Any) -> Any:
     return {name.removeprefix("TransactionError"): json.loads(error.to_json())}
 
 
+MAINNET_GENESIS_HASH = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"  # mainnet-beta's getGenesisHash
+DEVNET_GENESIS_HASH = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
+
+
 @dataclass
 class BlockRecord:
     slot: int
@@ -112,8 +116,10 @@ class BlockRecord:
 
 
 class SolanaNode:
-    def __init__(self, *, required_headers: dict[str, str] | None = None) -> None:
+    def __init__(self, *, required_headers: dict[str, str] | None = None,
+                 genesis_hash: str = MAINNET_GENESIS_HASH) -> None:
         self.required_headers = required_headers or {}
+        self.genesis_hash = genesis_hash  # getGenesisHash: the cluster this node says it is on
         self.svm = self._runtime()
         genesis = BlockRecord(FIRST_SLOT, self._new_hash(), FIRST_SLOT - 1, self._new_hash(), 0)
         self.blocks: list[BlockRecord] = [genesis]
@@ -297,6 +303,10 @@ class SolanaNode:
 
     def handle(self, method: str, params: list[Any]) -> Any:
         context = {"slot": self.tip.slot}
+        if method == "getGenesisHash":
+            return self.genesis_hash
+        if method == "getHealth":
+            return "ok"
         if method == "getSlot":
             return self._at(self._options(params, 0)).slot
         if method == "getBlockHeight":

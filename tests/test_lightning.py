@@ -19,6 +19,7 @@ from orbchain.core.infra.config import ConfigError
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.chains.lightning.payouts import max_fee_sat
 from orbchain.chains.lightning.receive import lightning_chain
+from orbchain.chains.lightning.vetted import VettedBackend
 from orbchain.core.infra import netguard
 from orbchain.core.payouts import worker as payout_worker
 from orbchain.core.ledger.check import check_ledger
@@ -311,7 +312,8 @@ async def test_register_lightning_backends_lets_a_plugin_supply_the_node(make_co
     config = make_config(**lightning_config(lnd, backend="thirdparty"))
     gateway = build_gateway(config, get_plugin_manager([_ThirdPartyBackends]))
     chain = lightning_chain(gateway)
-    assert chain is not None and isinstance(chain.backend, LndBackend)
+    # The plugin's backend, behind the check of its node's network (it reports node_identity).
+    assert chain is not None and isinstance(chain.backend, VettedBackend) and isinstance(chain.backend.inner, LndBackend)
     registry = LightningBackendRegistry()
     registry.add("lnd", LndBackend)
     with pytest.raises(ValueError, match="registered by both"):

@@ -64,13 +64,14 @@ class NodeProxy(NodeGate):
         if self.mode == "behind":
             shown = tip - self.lag
             if method == "getblockchaininfo":
-                return {"blocks": shown, "bestblockhash": await self._call("getblockhash", shown)}, None
+                return {**await self._call("getblockchaininfo"), "blocks": shown,
+                        "bestblockhash": await self._call("getblockhash", shown)}, None
             if method == "getblockhash" and params[0] > shown:
                 return None, {"code": -8, "message": "Block height out of range"}
             return None
         forged = self.forged_height
         if method == "getblockchaininfo" and forged >= tip:
-            return {"blocks": forged, "bestblockhash": FORGED_HASH}, None
+            return {**await self._call("getblockchaininfo"), "blocks": forged, "bestblockhash": FORGED_HASH}, None
         if method == "getblockhash" and params[0] == forged:
             return FORGED_HASH, None
         if method == "getblock" and params[0] == FORGED_HASH:

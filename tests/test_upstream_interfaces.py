@@ -152,5 +152,9 @@ async def test_the_stand_ins_http_answers_are_lnds(tmp_path):
             async with session.get(f"{node.url}/v1/invoice/{r_hash}", ssl=context) as response:
                 looked_up = await response.json()
             assert response.status == 200 and _problems(looked_up, "lnrpcInvoice") == []
+            async with session.get(f"{node.url}/v1/getinfo", ssl=context) as response:
+                info = await response.json()
+            assert response.status == 200 and _problems(info, "lnrpcGetInfoResponse") == []
+            assert [_problems(chain, "lnrpcChain") for chain in info["chains"]] == [[]]
     finally:
         await node.close()

@@ -30,6 +30,7 @@ import math
 import secrets
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,6 +54,9 @@ SLOT_MS = 3000  # one block slot; resource time is counted in slots since genesi
 WINDOW_SLOTS = 86_400_000 // SLOT_MS  # used bandwidth is forgotten linearly over 24 h
 USAGE_PRECISION = 1_000_000
 _KEYS = KeyAPI(NativeECCBackend)
+# Block 0's id on Tron's mainnet and on Nile, answered for wallet/getblockbynum {"num": 0}: the network a node is on.
+MAINNET_GENESIS_ID = "00000000000000001ebf88508a03865c71d452e25f4d51194196a1d22b6653dc"
+NILE_GENESIS_ID = "0000000000000000d698d4192c56cb6be724a558448e2684802de4d6cd8690dc"
 
 
 def compile_protos(out: Path) -> Any:
@@ -129,15 +133,16 @@ class NodeBlock:
 
 
 class TronNode:
-    def __init__(self, pb: Any, *, api_key: str | None = None) -> None:
+    def __init__(self, pb: Any, *, api_key: str | None = None, genesis_id: str = MAINNET_GENESIS_ID) -> None:
         self.pb = pb
         self.api_key = api_key
+        self.genesis_id = genesis_id
         self.payer_key = secrets.token_bytes(32)
         self.payer = address_of(self.payer_key)
         self.contracts: dict[str, bytes] = {}
         genesis = State(trx={self.payer: 10**15})
         self.blocks = [NodeBlock(7_000_000, self._block_id(7_000_000, "00" * 32, 1), "00" * 32,
-                                 1_700_000_000_000, [], genesis)]
+                                 time.time_ns() // 1_000_000 // SLOT_MS * SLOT_MS, [], genesis)]  # a live tip
         self.pending: list[tuple[Any, dict[str, Any]]] = []
         self.reverting: set[bytes] = set()
         self.broadcasts: list[dict[str, Any]] = []  # every body we were sent, for tests to inspect
@@ -488,6 +493,8 @@ class TronNode:
         return self._block_json(self.head)
 
     def http_getblockbynum(self, body: dict[str, Any]) -> Any:
+        if body.get("num") == 0:  # as java-tron answers its genesis: no number or timestamp in raw_data
+            return {"blockID": self.genesis_id, "block_header": {"raw_data": {"parentHash": "00" * 32}}}
         block = self._by_number(body.get("num"))
         return self._block_json(block) if block else {}
 

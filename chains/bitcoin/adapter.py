@@ -25,10 +25,12 @@ import logging
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ...api import (
-    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer, addresses,
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+    addresses,
 )
 from . import notifications
 from .blocks import parse_block, transaction_transfers
+from .networks import CHAIN_NAMES, GENESIS
 from .rpc import NodeRpc, RpcError
 from .sender import BitcoinPayouts
 from .settings import CoinSettings
@@ -59,6 +61,9 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
         self.start_height = settings.start_height
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
+        self.node_networks = CHAIN_NAMES[settings.network]
+        self.node_geneses = GENESIS.get((spec.symbol, settings.network), frozenset())
+        self.max_tip_age_seconds = settings.max_tip_age_seconds
         if settings.push:
             self.capabilities = self.capabilities | {Capability.PUSH}
         label = f"{spec.node} ({spec.symbol})"
@@ -80,6 +85,15 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
     async def node_tip(self) -> BlockRef:
         info = await self.rpc.call("getblockchaininfo")
         return BlockRef(int(info["blocks"]), info["bestblockhash"])
+
+    async def node_identity(self) -> NodeIdentity:
+        info = await self.rpc.call("getblockchaininfo")
+        genesis = await self.rpc.call("getblockhash", 0)
+        header = await self.rpc.call("getblockheader", info["bestblockhash"])
+        chain = str(info.get("chain"))
+        # A regtest node stays in "initial block download" until someone mines a block: not a sync to wait for.
+        syncing = bool(info.get("initialblockdownload")) and chain != "regtest"
+        return NodeIdentity(chain, str(genesis), syncing, int(header["time"]))
 
     async def node_block_hash(self, height: int) -> str:
         try:

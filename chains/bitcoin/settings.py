@@ -11,7 +11,9 @@ One block per coin; a coin without a block registers nothing::
     payout_confirmations = 1
 
 Optional: ``scan_seconds``, ``start_height`` (where a fresh database starts;
-default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``.
+default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``,
+``node_max_tip_age_seconds`` (a node whose newest block is older is not used;
+0 = off; default per coin and network, off on regtest: networks.py).
 
 Several nodes (one or more providers): ``rpc_url`` may be a list; credentials
 shared by all come from ``rpc_user``/``rpc_password`` (or the cookie), or each
@@ -36,7 +38,9 @@ from urllib.parse import SplitResult, urlsplit
 
 from ...api import (
     Config, ConfigError, int_setting, lag_setting, node_name, node_urls_setting, quorum_setting, seconds_setting,
+    tip_age_setting,
 )
+from .networks import default_tip_age
 
 from .coins import COINS
 
@@ -68,7 +72,7 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks")
+        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds")
 ZMQ_SCHEMES = ("tcp", "ipc")
 
 
@@ -90,6 +94,7 @@ class CoinSettings:
     zmq: Mapping[str, str] = field(default_factory=dict)  # ZMQ topic ("rawtx", "hashblock") -> endpoint
     quorum: int = 1  # nodes that must agree on a block
     node_lag_blocks: int = 2  # blocks below the agreed tip before a node is "behind"
+    max_tip_age_seconds: int = 0  # a node whose newest block is older is refused; 0 = off
 
     @property
     def push(self) -> bool:
@@ -182,6 +187,7 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         rpc_timeout_seconds=seconds_setting(block, _key(symbol), "rpc_timeout_seconds", 30.0),
         drop_after_seconds=int_setting(block, _key(symbol), "drop_after_seconds", 3 * 3600, minimum=1),
         p2p=_p2p(block, symbol), zmq=_zmq(block, symbol),
+        max_tip_age_seconds=tip_age_setting(block, _key(symbol), default_tip_age(symbol, network)),
     )
 
 

@@ -34,7 +34,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 from eth_utils import to_checksum_address
 
 from ...api import (
-    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer, addresses,
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+    addresses,
 )
 from ..subscription import Subscription, follow
 from .payouts import EvmPayouts
@@ -69,6 +70,8 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
         self.max_blocks_per_scan = settings.max_blocks_per_scan
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
+        self.node_networks = frozenset({str(settings.chain_id)})  # eth_chainId, in decimal
+        self.max_tip_age_seconds = settings.max_tip_age_seconds
         # No mempool watch: an EVM deposit shows once mined. Sweeping is this plugin's own job.
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
@@ -99,6 +102,12 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
     async def node_tip(self) -> BlockRef:
         header = await self._header("latest")
         return BlockRef(quantity(header["number"]), header["hash"])
+
+    async def node_identity(self) -> NodeIdentity:
+        chain_id = quantity(await self.rpc.call("eth_chainId"))
+        syncing = await self.rpc.call("eth_syncing")  # False, or the progress object while it catches up
+        header = await self._header("latest")
+        return NodeIdentity(str(chain_id), None, syncing is not False, quantity(header["timestamp"]))
 
     async def node_block_hash(self, height: int) -> str:
         return (await self._header(hex_quantity(height)))["hash"]

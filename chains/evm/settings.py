@@ -7,6 +7,7 @@ One block per EVM chain the operator runs a node (or an RPC provider) for::
     chain_id = 1
     ws_url = "ws://127.0.0.1:8546"         # optional: push through eth_subscribe newHeads
     payout_confirmations = 1      # optional
+    node_max_tip_age_seconds = 600  # optional: a node whose newest block is older is refused (0 = off)
     contracts = { USDT_ERC20 = "0x..." }   # optional: replace pinned token contracts
 
 A chain without a block registers nothing. Every error names the key.
@@ -17,7 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting
+from ...api import (
+    ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting, tip_age_setting,
+)
 from ..contracts import read_contracts
 from ..subscription import is_ws_url
 from .coins import COINS
@@ -27,7 +30,7 @@ REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
     "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent",
-    "priority_fee_wei", "contracts",
+    "priority_fee_wei", "contracts", "node_max_tip_age_seconds",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
@@ -35,6 +38,10 @@ DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_GAS_MARGIN_PERCENT = 20
 DEFAULT_NODE_LAG_BLOCKS = 5  # a node this many blocks below the agreed tip is "behind" (a minute on Ethereum)
+# A node whose newest block is older than this is refused (docs/decisions.md): 50 Ethereum slots, and still
+# minutes on 2-second chains. Development chains (anvil, hardhat, geth --dev) mine on demand: off.
+DEFAULT_MAX_TIP_AGE_SECONDS = 600
+DEVELOPMENT_CHAIN_IDS = frozenset({1337, 31337})
 
 
 @dataclass(frozen=True)
@@ -59,6 +66,7 @@ class ChainSettings:
     contracts: Mapping[str, str] = field(default_factory=dict)  # symbol -> contract overrides
     quorum: int = 1  # nodes that must agree on a block
     node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
+    max_tip_age_seconds: int = DEFAULT_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
 
 
 def _key(chain: str, name: str | None = None) -> str:
@@ -105,6 +113,8 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),
         priority_fee_wei=int_setting(block, _key(chain), "priority_fee_wei", None, minimum=0),
         contracts=read_contracts(block, _key(chain), [coin for coin in COINS if coin.chain == chain]),
+        max_tip_age_seconds=tip_age_setting(
+            block, _key(chain), 0 if chain_id in DEVELOPMENT_CHAIN_IDS else DEFAULT_MAX_TIP_AGE_SECONDS),
     )
 
 

@@ -23,12 +23,13 @@ import logging
 from ...api import NETWORKS, call_collect, hookimpl
 from . import devnet_page, hookspecs, lnurl, receive, settlement, store
 from .address import address_family
-from .backend import LightningBackendRegistry
+from .backend import BackendUnavailable, LightningBackendRegistry
 from .coins import COINS
 from .devnet import DevnetLightningBackend
 from .lnd import LndBackend
 from .payouts import LightningChain
 from .settings import PLUGIN_NAME, read_settings
+from .vetted import VettedBackend
 
 log = logging.getLogger(__name__)
 
@@ -97,8 +98,17 @@ def register_jobs(registry, gateway) -> None:
 
 async def poll_job(gateway) -> None:
     chain = receive.lightning_chain(gateway)
-    if chain is not None:
+    if chain is None:
+        return
+    try:
+        if isinstance(chain.backend, VettedBackend):
+            try:  # the node is checked at start and each minute even when no invoice is open
+                await chain.backend.vet()
+            except BackendUnavailable:
+                return  # refused (logged once) or away; the next poll asks again
         await settlement.poll_open_invoices(gateway, chain.backend)
+    finally:
+        gateway.metrics.chain_nodes(chain.name, chain.node_states())
 
 
 @hookimpl

@@ -20,6 +20,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import AsyncIterator, Callable, Iterator
 
+from ...api import NodeIdentity
+
 __all__ = ["BackendUnavailable", "InvoiceState", "LightningBackend", "LightningBackendRegistry", "NewInvoice",
            "PaymentState", "OPEN", "SETTLED", "CANCELED", "ACCEPTED", "IN_FLIGHT", "SUCCEEDED", "FAILED"]
 
@@ -100,6 +102,12 @@ class LightningBackend(ABC):
     @abstractmethod
     async def payment(self, payment_hash: str) -> PaymentState | None:
         """An outgoing payment by hash; None when the node never tried to pay it."""
+
+    async def node_identity(self) -> NodeIdentity:
+        """The node's network as ``"<chain>:<network>"`` (``"bitcoin:mainnet"``), whether it is synced to the
+        chain, and its best block's time; the plugin refuses a node on another network, unsynced or stale
+        (vetted.py). Not implemented: the node is used unchecked (a simulated node has nothing to check)."""
+        raise NotImplementedError(f"{type(self).__name__} does not report its node's identity")
 
     async def close(self) -> None:  # noqa: B027 - optional: a backend may hold nothing
         """Release connections; called once at shutdown, must not raise."""

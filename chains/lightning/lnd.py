@@ -14,8 +14,8 @@ only certificate trusted for its URL.
 Calls used: ``POST /v1/invoices`` (AddInvoice), ``GET /v1/invoice/{r_hash_str}``
 (LookupInvoice), ``GET /v1/invoices/subscribe`` (SubscribeInvoices, with
 ``settle_index`` for the catch-up), ``GET /v1/payreq/{pay_req}`` (DecodePayReq),
-``POST /v2/router/send`` (SendPaymentV2) and ``GET /v2/router/track/{payment_hash}``
-(TrackPaymentV2).
+``POST /v2/router/send`` (SendPaymentV2), ``GET /v2/router/track/{payment_hash}``
+(TrackPaymentV2) and ``GET /v1/getinfo`` (GetInfo: the node's network and sync, vetted.py).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Any, AsyncIterator, Mapping
 
 import aiohttp
 
+from ...api import NodeIdentity
 from .backend import (
     FAILED, IN_FLIGHT, SETTLED, SUCCEEDED, BackendUnavailable, InvoiceState, LightningBackend, NewInvoice,
     PaymentState,
@@ -117,6 +118,16 @@ class LndBackend(LightningBackend):
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:
             await self._session.close()
+
+    async def node_identity(self) -> NodeIdentity:
+        """GetInfo: ``chains[0]`` (chain and network), ``synced_to_chain``, ``best_header_timestamp``."""
+        info = await self._call("GET", "/v1/getinfo") or {}
+        chains = info.get("chains") or [{}]
+        network = f"{chains[0].get('chain') or 'bitcoin'}:{chains[0].get('network')}"
+        stamp = str(info.get("best_header_timestamp") or "")
+        # A regtest LND is "not synced" until its chain backend mines a recent block: not a sync to wait for.
+        syncing = not info.get("synced_to_chain", False) and not network.endswith(":regtest")
+        return NodeIdentity(network, None, syncing, int(stamp) if stamp.isdigit() and stamp != "0" else None)
 
     async def _call(self, method: str, path: str, body: Mapping[str, Any] | None = None,
                     *, timeout: float = 30, missing_ok: bool = False) -> dict[str, Any] | None:

@@ -30,17 +30,19 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ...api import (
     AddressError, Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, InvalidRequest,
-    PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
+    NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, node_name,
 )
 from . import lnurl, store
 from .address import INVOICE_NETWORKS
 from .backend import FAILED, SUCCEEDED, BackendUnavailable, LightningBackend
 from .bolt11 import Bolt11Invoice, decode_bolt11
 from .settlement import CHAIN, COIN
+from .settings import NODE_NETWORKS
+from .vetted import VettedBackend, checks_identity
 
 if TYPE_CHECKING:  # pragma: no cover
     from .settings import LightningSettings
@@ -108,6 +110,10 @@ class LightningChain(ChainAdapter, PayoutSender):
 
     def __init__(self, backend: LightningBackend, settings: "LightningSettings", *, clock, lookup: lnurl.Lookup,
                  db: Any):
+        if checks_identity(backend):
+            backend = VettedBackend(backend, node_name(settings.lnd_url or f"{backend.name}://node"),
+                                    networks=NODE_NETWORKS[settings.network],
+                                    max_tip_age_seconds=settings.max_tip_age_seconds)
         self.backend = backend
         self._db = db
         self.network = settings.network
@@ -128,6 +134,9 @@ class LightningChain(ChainAdapter, PayoutSender):
 
     async def close(self) -> None:
         await self.backend.close()
+
+    def node_states(self) -> Sequence[NodeState]:
+        return (self.backend.state(),) if isinstance(self.backend, VettedBackend) else ()
 
     # -- before reserving ----------------------------------------------------------------------
 

@@ -31,13 +31,19 @@ from pathlib import Path
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from ...api import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting
+from ...api import Config, ConfigError, checked_block, int_setting, seconds_setting, text_setting, tip_age_setting
 
 PLUGIN_NAME = "lightning"
 DEVNET, NO_BACKEND = "devnet", "none"
 NETWORKS = ("mainnet", "testnet", "regtest")
 KEYS = ("backend", "network", "lnd_url", "macaroon_path", "tls_cert_path", "pay_timeout_seconds", "poll_seconds",
-        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds", "lnurl_allow_private_hosts")
+        "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds", "lnurl_allow_private_hosts", "node_max_tip_age_seconds")
+# GetInfo's chain:network a node must report for each configured network (vetted.py).
+NODE_NETWORKS = {"mainnet": frozenset({"bitcoin:mainnet"}),
+                 "testnet": frozenset({"bitcoin:testnet", "bitcoin:testnet4", "bitcoin:signet"}),
+                 "regtest": frozenset({"bitcoin:regtest"})}
+# The Bitcoin bounds (chains/bitcoin/networks.py, docs/decisions.md): the node's chain backend is Bitcoin's.
+TIP_AGE_SECONDS = {"mainnet": 3 * 3600, "testnet": 9 * 3600, "regtest": 0}
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,7 @@ class LightningSettings:
     lnurl_ca_file: str | None
     lnurl_timeout_seconds: float
     lnurl_allow_private_hosts: bool
+    max_tip_age_seconds: int = 0  # a node whose best block is older is refused; 0 = off
 
     @property
     def enabled(self) -> bool:
@@ -109,4 +116,5 @@ def read_settings(config: Config) -> LightningSettings:
         subscribe=subscribe, lnurl_ca_file=_file(block, "lnurl_ca_file"),
         lnurl_timeout_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "lnurl_timeout_seconds", 10.0),
         lnurl_allow_private_hosts=_flag(block, "lnurl_allow_private_hosts", False),
+        max_tip_age_seconds=tip_age_setting(block, f"plugin.{PLUGIN_NAME}", TIP_AGE_SECONDS[network]),
     )

@@ -31,10 +31,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping, Sequence
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer
+from ...api import (
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+)
 from . import publisher
 from .rpc import MoneroRpc, MoneroRpcError, piconero
-from .settings import MoneroSettings
+from .settings import NETTYPES, MoneroSettings
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +58,8 @@ class MoneroAdapter(NodeQuorum, ChainAdapter):
         self.start_height = settings.start_height
         self.drop_after_seconds = settings.drop_after_seconds
         self.account_index = settings.account_index
+        self.node_networks = NETTYPES[settings.network]
+        self.max_tip_age_seconds = settings.max_tip_age_seconds
         self.nodes: NodeSet[MoneroRpc] = NodeSet(
             CHAIN, settings.daemon_url,
             lambda url: MoneroRpc(url, user=settings.daemon_user, password=settings.daemon_password,
@@ -90,6 +94,14 @@ class MoneroAdapter(NodeQuorum, ChainAdapter):
     async def node_tip(self) -> BlockRef:
         header = (await self._daemon("get_last_block_header"))["block_header"]
         return BlockRef(int(header["height"]), header["hash"])
+
+    async def node_identity(self) -> NodeIdentity:
+        info = await self._daemon("get_info")
+        header = (await self._daemon("get_last_block_header"))["block_header"]
+        nettype = str(info.get("nettype"))
+        # An offline regtest monerod has no peers to be synchronized with: its own chain is the chain.
+        syncing = not info.get("synchronized", False) and nettype != "fakechain"
+        return NodeIdentity(nettype, None, syncing, int(header["timestamp"]))
 
     async def node_block_hash(self, height: int) -> str:
         return str((await self._header(height))["hash"])

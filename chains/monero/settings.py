@@ -15,15 +15,21 @@ from urllib.parse import urlsplit
 
 from ...api import (
     Config, ConfigError, NETWORKS, checked_block, int_setting, lag_setting, node_name, node_urls_setting,
-    quorum_setting, seconds_setting, text_setting,
+    quorum_setting, seconds_setting, text_setting, tip_age_setting,
 )
 from .publisher import is_zmq_url
 
 PLUGIN_NAME = "monero"
 KEYS = ("daemon_url", "daemon_user", "daemon_password", "wallet_rpc_url", "wallet_rpc_user", "wallet_rpc_password",
         "network", "account_index", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "zmq_pub_url", "quorum", "node_lag_blocks")
+        "zmq_pub_url", "quorum", "node_lag_blocks", "node_max_tip_age_seconds")
 DEFAULT_NODE_LAG_BLOCKS = 2  # a monerod this many blocks (2 min each) below the agreed tip is "behind"
+# A monerod whose newest block is older is refused (docs/decisions.md): 30 two-minute blocks; three times
+# that on testnet/stagenet; off on regtest, which mines on demand.
+MAINNET_MAX_TIP_AGE_SECONDS = 3600
+# get_info's nettype for each configured network (regtest runs as "fakechain"; our testnet is either test net).
+NETTYPES = {"mainnet": frozenset({"mainnet"}), "testnet": frozenset({"testnet", "stagenet"}),
+            "regtest": frozenset({"fakechain"})}
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class MoneroSettings:
     zmq_pub_url: str | None = None  # monerod's --zmq-pub endpoint: push; None polls only
     quorum: int = 1  # monerods that must agree on a block
     node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
+    max_tip_age_seconds: int = 0  # a monerod whose newest block is older is refused; 0 = off
 
     def __repr__(self) -> str:  # never the passwords
         return f"<MoneroSettings {self.network}>"
@@ -106,4 +113,6 @@ def read_settings(config: Config) -> MoneroSettings | None:
         rpc_timeout_seconds=seconds_setting(block, prefix, "rpc_timeout_seconds", 60.0),
         drop_after_seconds=int_setting(block, prefix, "drop_after_seconds", 3 * 3600, minimum=1),
         zmq_pub_url=zmq_pub_url,
+        max_tip_age_seconds=tip_age_setting(block, prefix, {"mainnet": MAINNET_MAX_TIP_AGE_SECONDS, "regtest": 0}.get(
+            network, 3 * MAINNET_MAX_TIP_AGE_SECONDS)),
     )

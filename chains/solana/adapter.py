@@ -24,14 +24,15 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ...api import (
-    Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, PastTransfer,
+    Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet,
+    PastTransfer,
 )
 from ..subscription import follow
 from . import blocks
 from .history import AddressHistory
 from .payouts import SolanaPayouts
 from .pubsub import SLOTS, slot_of
-from .rpc import BLOCK_CLEANED_UP, BLOCK_NOT_AVAILABLE, RpcError, SolanaRpc, lamports
+from .rpc import BLOCK_CLEANED_UP, BLOCK_NOT_AVAILABLE, NODE_UNHEALTHY, RpcError, SolanaRpc, lamports
 from .settings import CHAIN, SolanaSettings
 from .txstore import TxStore
 
@@ -57,6 +58,8 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
         self.max_history_addresses = settings.history_max_addresses
+        self.node_geneses = settings.genesis_hashes
+        self.max_tip_age_seconds = settings.max_tip_age_seconds
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
@@ -112,6 +115,19 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
     async def node_tip(self) -> BlockRef:
         slot = lamports(await self.rpc.call("getSlot", {"commitment": self.commitment}))
         return BlockRef(slot, await self.node_block_hash(slot))
+
+    async def node_identity(self) -> NodeIdentity:
+        """getGenesisHash; getHealth's "behind" (-32005) as syncing; the newest block's blockTime (None if skipped)."""
+        genesis = await self.rpc.call("getGenesisHash")
+        try:
+            await self.rpc.call("getHealth")
+            syncing = False
+        except RpcError as exc:  # a provider without getHealth is judged by its tip's age alone
+            syncing = exc.code == NODE_UNHEALTHY
+        slot = lamports(await self.rpc.call("getSlot", {"commitment": self.commitment}))
+        raw = await self._get_block(slot, "none")
+        tip_time = raw.get("blockTime") if raw is not None else None
+        return NodeIdentity(None, str(genesis), syncing, int(tip_time) if tip_time is not None else None)
 
     async def node_block_hash(self, height: int) -> str:
         raw = await self._get_block(height, "none")

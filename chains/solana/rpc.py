@@ -22,6 +22,7 @@ from ...api import ChainUnavailable
 from ..jsonrpc import JsonRpcError, rpc_result
 
 # Solana RPC error codes (agave rpc-client-api custom_error.rs).
+NODE_UNHEALTHY = -32005  # getHealth: "Node is behind by N slots" (or unhealthy otherwise)
 BLOCK_CLEANED_UP = -32001  # "Block N cleaned up, does not exist on node. First available block: M"
 SLOT_SKIPPED = -32007  # "Slot N was skipped, or missing due to ledger jump to recent snapshot"
 LONG_TERM_STORAGE_SLOT_SKIPPED = -32009  # "Slot N was skipped, or missing in long-term storage"

@@ -8,6 +8,9 @@ Without ``rpc_url`` the plugin stays coin-only (the devnet simulates SOL)::
     ws_url = "ws://127.0.0.1:8900"               # optional: PubSub, slotSubscribe wakes the scan
     commitment = "confirmed"                     # or "finalized"
     payout_confirmations = 1                     # optional
+    cluster = "mainnet-beta"                     # or "devnet", "testnet", "localnet": the genesis nodes must have
+    genesis_hash = "..."                         # optional: another cluster's (a localnet's) genesis hash
+    node_max_tip_age_seconds = 120               # optional: a node whose newest block is older is refused (0 = off)
 
 Every error names the key.
 """
@@ -17,7 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting
+from ...api import (
+    ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting, tip_age_setting,
+)
 from ..subscription import is_ws_url
 
 PLUGIN_NAME = "solana"
@@ -27,7 +32,19 @@ KNOWN = (
     "rpc_url", "ws_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
     "history_max_addresses", "history_pages", "history_page_size", "quorum", "node_lag_blocks",
+    "cluster", "genesis_hash", "node_max_tip_age_seconds",
 )
+# getGenesisHash of each public cluster: a node answering another is on another cluster. A localnet's is
+# made when it starts: nothing to compare unless the operator names it (genesis_hash).
+GENESIS_HASHES = {
+    "mainnet-beta": frozenset({"5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"}),
+    "devnet": frozenset({"EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"}),
+    "testnet": frozenset({"4uhcVJyU9pJkvQyS88uRDiswHXSCkY3zQawwpjk2NsNY"}),
+    "localnet": frozenset[str](),
+}
+# A node whose newest block is older than this is refused (docs/decisions.md): 300 slots of 0.4 s on
+# mainnet-beta, three times that on devnet/testnet, off on a localnet (it may sit still).
+MAINNET_MAX_TIP_AGE_SECONDS = 120
 MAX_PAGE_SIZE = 1000  # getSignaturesForAddress refuses a larger limit
 DEFAULT_SCAN_SECONDS = 2.0  # a slot is ~400 ms: one scan takes the few slots since the last
 DEFAULT_SWEEP_SECONDS = 300.0
@@ -55,6 +72,8 @@ class SolanaSettings:
     history_page_size: int = MAX_PAGE_SIZE
     quorum: int = 1  # nodes that must agree on a block
     node_lag_blocks: int = DEFAULT_NODE_LAG_SLOTS  # slots, Solana's blocks
+    genesis_hashes: frozenset[str] = GENESIS_HASHES["mainnet-beta"]  # what getGenesisHash must answer
+    max_tip_age_seconds: int = MAINNET_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
 
 
 def _key(name: str | None = None) -> str:
@@ -91,6 +110,13 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
     if not isinstance(sweep, bool):
         raise ConfigError(f"config key '{_key('sweep')}' must be true or false, got {sweep!r}")
     prefix = _key()
+    cluster = block.get("cluster", "mainnet-beta")
+    if cluster not in GENESIS_HASHES:
+        raise ConfigError(f"config key '{_key('cluster')}' must be one of {', '.join(GENESIS_HASHES)}, got {cluster!r}")
+    genesis = block.get("genesis_hash")
+    if genesis is not None and (not isinstance(genesis, str) or not 32 <= len(genesis) <= 44):
+        raise ConfigError(f"config key '{_key('genesis_hash')}' must be a base58 hash (getGenesisHash's answer)")
+    tip_age = {"mainnet-beta": MAINNET_MAX_TIP_AGE_SECONDS, "localnet": 0}.get(cluster, 3 * MAINNET_MAX_TIP_AGE_SECONDS)
     return SolanaSettings(
         rpc_url=url,
         quorum=quorum_setting(block, prefix, len(url)),
@@ -109,6 +135,8 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
         history_max_addresses=int_setting(block, prefix, "history_max_addresses", 1000, minimum=1),
         history_pages=int_setting(block, prefix, "history_pages", 10, minimum=1),
         history_page_size=_page_size(block, prefix),
+        genesis_hashes=frozenset({genesis}) if genesis else GENESIS_HASHES[cluster],
+        max_tip_age_seconds=tip_age_setting(block, prefix, tip_age),
     )
 
 

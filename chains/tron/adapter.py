@@ -30,7 +30,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ...api import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeQuorum, NodeSet, Transfer
+from ...api import (
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+)
 from ..evm.tokens import TRANSFER_TOPIC
 from .address import address_bytes, from_hex
 from .http import TronHttp, integer
@@ -66,6 +68,8 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
         self.max_blocks_per_scan = settings.max_blocks_per_scan
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
+        self.node_geneses = settings.genesis_block_ids
+        self.max_tip_age_seconds = settings.max_tip_age_seconds
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
                                       | ({Capability.SWEEPS} if settings.sweep else set()))
         self.nodes: NodeSet[TronHttp] = NodeSet(
@@ -98,6 +102,15 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
 
     async def node_block_hash(self, height: int) -> str:
         return self._ref(await self._block(height)).hash
+
+    async def node_identity(self) -> NodeIdentity:
+        """Block 0's id (java-tron has no network name over HTTP) and the head block's time (ms)."""
+        genesis = await self.http.call("wallet/getblockbynum", {"num": 0, "visible": False})
+        head = await self.http.call("wallet/getnowblock")
+        if not head or "blockID" not in head:
+            raise ChainUnavailable("tron: the node answered no block")
+        return NodeIdentity(None, str(genesis.get("blockID")) if genesis else None, False,
+                            integer(head["block_header"]["raw_data"].get("timestamp")) // 1000)
 
     async def node_block(self, height: int) -> Block:
         raw = await self._block(height)

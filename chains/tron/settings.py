@@ -10,6 +10,9 @@ on Tron through a full node's HTTP API::
     network = "mainnet"                    # or "testnet" (Shasta, Nile): coin type 1 for keys
     fee_limit_sun = 50000000               # ceiling of energy a TRC-20 payout may burn
     contracts = { USDT_TRC20 = "T..." }    # optional: replace pinned TRC-20 contracts
+    genesis_block_id = "..."               # optional: a private network's block 0 (default: mainnet's, or
+                                           # Nile's or Shasta's on testnet); a node with another is refused
+    node_max_tip_age_seconds = 300         # optional: a node whose newest block is older is refused (0 = off)
 
 Every error names the key.
 """
@@ -19,7 +22,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ...api import ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting
+from ...api import (
+    ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting, tip_age_setting,
+)
 from ..contracts import read_contracts
 from .coins import COINS
 
@@ -29,8 +34,16 @@ KNOWN = (
     "quorum", "node_lag_blocks",
     "url", "api_key", "network", "contracts", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds", "fee_limit_sun",
-    "expiration_seconds",
+    "expiration_seconds", "genesis_block_id", "node_max_tip_age_seconds",
 )
+# The id of block 0 (wallet/getblockbynum {"num": 0}) on each network: a node with another is on another chain.
+GENESIS_BLOCK_IDS = {
+    "mainnet": frozenset({"00000000000000001ebf88508a03865c71d452e25f4d51194196a1d22b6653dc"}),
+    "testnet": frozenset({"0000000000000000d698d4192c56cb6be724a558448e2684802de4d6cd8690dc",  # Nile
+                          "0000000000000000de1aa88295e1fcf982742f773e0419c5a9c134c994a9059e"}),  # Shasta
+}
+# A node whose newest block is older than this is refused (docs/decisions.md): 100 three-second slots.
+DEFAULT_MAX_TIP_AGE_SECONDS = 300
 # Mainnet, Shasta and Nile all produce a block every 3 s (DPoS slots), and no hosted provider pushes: one
 # scan per block keeps a deposit at most one block late, and a faster poll would only ask for blocks
 # that are not there yet (docs/tron.md, "Scan interval").
@@ -53,6 +66,8 @@ class TronSettings:
     node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
     api_key: str | None = None
     network: str = "mainnet"
+    genesis_block_ids: frozenset[str] = GENESIS_BLOCK_IDS["mainnet"]
+    max_tip_age_seconds: int = DEFAULT_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
     contracts: Mapping[str, str] = field(default_factory=dict)
     payout_confirmations: int = 19
     scan_seconds: float = DEFAULT_SCAN_SECONDS
@@ -115,4 +130,15 @@ def read_settings(block: Mapping[str, Any]) -> TronSettings:
         sweep_seconds=seconds_setting(block, prefix, "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
         fee_limit_sun=int_setting(block, prefix, "fee_limit_sun", DEFAULT_FEE_LIMIT_SUN, minimum=1),
         expiration_seconds=expiration,
+        genesis_block_ids=_genesis(block, network),
+        max_tip_age_seconds=tip_age_setting(block, prefix, DEFAULT_MAX_TIP_AGE_SECONDS),
     )
+
+
+def _genesis(block: Mapping[str, Any], network: str) -> frozenset[str]:
+    value = block.get("genesis_block_id")
+    if value is None:
+        return GENESIS_BLOCK_IDS[network]
+    if not isinstance(value, str) or len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ConfigError(f"config key '{_key('genesis_block_id')}' must be 64 lower-case hex digits (block 0's id)")
+    return frozenset({value})

@@ -25,6 +25,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence, cast
 
+from .node_identity import NodeIdentity
+
 
 @dataclass(frozen=True)
 class BlockRef:
@@ -69,16 +71,20 @@ class NodeState:
 
     ``name`` is the node's URL without credentials, path or query (where API
     keys live); ``state`` is ``up``, ``behind``, ``set aside`` (it reported
-    another block than the quorum), ``down`` or ``unknown`` (not asked yet).
+    another block than the quorum), ``refused`` (on another network, in its
+    initial sync or with a stale tip: ``refused`` names which,
+    core/contract/node_identity.py), ``down`` or ``unknown`` (not asked yet).
     """
 
     name: str
     state: str
     height: int | None = None
     error: str | None = None
+    refused: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "state": self.state, "height": self.height, "error": self.error}
+        return {"name": self.name, "state": self.state, "height": self.height, "error": self.error,
+                "refused": self.refused}
 
 
 class ChainUnavailable(RuntimeError):
@@ -168,6 +174,10 @@ class ChainAdapter(ABC):
       (an instance may set its own, e.g. from its settings).
     * ``max_history_addresses`` (with ``HISTORY``): at most this many
       addresses are passed to one ``address_history`` call.
+    * ``node_networks``, ``node_geneses``: what ``node_identity()`` must report
+      (any of them; empty: not compared), from the configuration.
+    * ``max_tip_age_seconds``: how old a node's best block may be against the
+      wall clock before the node is refused; 0 turns the check off.
 
     Report addresses in the canonical form the key layer derives (bech32
     lower case, EIP-55 checksummed hex, ...): the address table is matched
@@ -184,6 +194,9 @@ class ChainAdapter(ABC):
     simulated: bool = False
     capabilities: frozenset[Capability] = frozenset({Capability.DEPOSITS})
     max_history_addresses: int = 1000
+    node_networks: frozenset[str] = frozenset()
+    node_geneses: frozenset[str] = frozenset()
+    max_tip_age_seconds: int = 0
 
     @abstractmethod
     async def tip(self) -> BlockRef:
@@ -230,6 +243,13 @@ class ChainAdapter(ABC):
         gateway stopping) must close the connection.
         """
         raise NotImplementedError(f"{type(self).__name__} declares Capability.PUSH without push()")
+
+    async def node_identity(self) -> NodeIdentity:
+        """One node's network and sync state, as a single-node read (``NodeQuorum`` pins it to each node).
+
+        Not implemented by default: the node is not checked, and the gateway warns once at start.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not report its node's identity")
 
     async def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing to release
         """Release connections. The core calls it once at shutdown (the web app's
@@ -372,5 +392,7 @@ def check_capabilities(adapter: ChainAdapter) -> None:
         raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")
     if adapter.supports(Capability.PUSH) and type(adapter).push is ChainAdapter.push:
         raise ValueError(f"chain adapter {adapter.name!r} declares Capability.PUSH but does not implement push()")
+    if (adapter.node_networks or adapter.node_geneses) and type(adapter).node_identity is ChainAdapter.node_identity:
+        raise ValueError(f"chain adapter {adapter.name!r} expects node networks but does not implement node_identity()")
     if adapter.supports(Capability.HISTORY) and type(adapter).address_history is ChainAdapter.address_history:
         raise ValueError(f"chain adapter {adapter.name!r} declares HISTORY but does not implement address_history()")

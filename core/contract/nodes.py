@@ -16,6 +16,11 @@ is set aside for ``set_aside_seconds`` and logged once; a tie or too few
 answers raises ``ChainUnavailable``, so the scanner waits instead of
 crediting on one node's word. One configured node means quorum 1: exactly
 the single-node behaviour.
+
+Before a node is asked anything, ``vet`` checks what it says about itself
+(core/contract/node_identity.py): a node on another network, in its initial
+sync or with a stale tip is ``refused`` and left out until a later check
+(every ``recheck_seconds``, and after each time it was down) accepts it.
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ from typing import Any, Awaitable, Callable, Generic, Hashable, Mapping, Sequenc
 from urllib.parse import urlsplit
 
 from ..infra.config import ConfigError, int_setting
-from .chains import Block, BlockRef, BlocksPruned, ChainUnavailable, NodeState
+from .chains import Block, BlockRef, BlocksPruned, ChainAdapter, ChainUnavailable, NodeState
+from .node_identity import NodeIdentity, Refusal, identity_checked, judge_node
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,7 @@ C = TypeVar("C")
 T = TypeVar("T")
 
 SET_ASIDE_SECONDS = 600.0  # how long a node that contradicted the quorum is not asked
+RECHECK_SECONDS = 60.0  # how often a node's network and sync state are read again (one or two calls)
 
 
 class Health(enum.Enum):
@@ -46,6 +53,7 @@ class Health(enum.Enum):
     BEHIND = "behind"
     DOWN = "down"
     SET_ASIDE = "set aside"
+    REFUSED = "refused"
 
 
 PREFERENCE = {Health.UP: 0, Health.UNKNOWN: 1, Health.BEHIND: 2, Health.DOWN: 3}
@@ -103,9 +111,12 @@ class _Node(Generic[C]):
         self.error: str | None = None
         self.aside_until = 0.0
         self.probe: asyncio.Task[None] | None = None
+        self.checked_at: float | None = None  # when vet last read its identity; None since it (re)connected
+        self.refusal: Refusal | None = None
 
     def state(self) -> NodeState:
-        return NodeState(self.name, self.health.value, self.height, self.error)
+        return NodeState(self.name, self.health.value, self.height, self.error,
+                         self.refusal.reason if self.refusal else None)
 
     def scrub(self, error: str) -> str:
         """``error`` without the node's URL, userinfo, path or query (API keys), which clients may quote."""
@@ -126,12 +137,15 @@ class NodeSet(Generic[C]):
 
     def __init__(self, chain: str, urls: str | Sequence[str], make: Callable[[str], C], *, quorum: int = 1,
                  lag_blocks: int = 2, answer_seconds: float = 30.0,  # float ok: a duration
-                 set_aside_seconds: float = SET_ASIDE_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+                 set_aside_seconds: float = SET_ASIDE_SECONDS, clock: Callable[[], float] = time.monotonic,
+                 recheck_seconds: float = RECHECK_SECONDS, wall: Callable[[], float] = time.time) -> None:
         urls = (urls,) if isinstance(urls, str) else tuple(urls)
         if not urls or not 1 <= quorum <= len(urls):
             raise ValueError(f"{chain}: quorum {quorum} of {len(urls)} node(s)")
         self.chain, self.quorum, self.lag_blocks = chain, quorum, lag_blocks
         self.answer_seconds, self.set_aside_seconds, self._clock = answer_seconds, set_aside_seconds, clock
+        self.recheck_seconds, self._wall = recheck_seconds, wall
+        self.vetting = False  # set by the first vet of an adapter that checks: from then on only vetted nodes
         self.nodes = [_Node(name, url, make(url)) for name, url in zip(_names(urls), urls)]
         self._agreed_height = -1  # the last agreed tip, which "behind" is measured from
         self._pinned: ContextVar[_Node[C] | None] = ContextVar(f"pinned node of {chain}", default=None)
@@ -155,8 +169,10 @@ class NodeSet(Generic[C]):
 
     def _down(self, node: _Node[C], error: str) -> None:
         error = node.scrub(error)
+        node.checked_at = None  # whatever answers at that URL next is checked again before it is used
         if node.health is Health.SET_ASIDE:
             return
+        node.refusal = None
         if node.health is not Health.DOWN:
             log.warning("%s: node %s is down: %s", self.chain, node.name, error)
         node.health, node.error = Health.DOWN, error
@@ -169,8 +185,62 @@ class NodeSet(Generic[C]):
 
     def _usable(self) -> list[_Node[C]]:
         self._release()
-        live = [n for n in self.nodes if n.health is not Health.SET_ASIDE]
+        live = [n for n in self.nodes if n.health not in (Health.SET_ASIDE, Health.REFUSED)
+                and (not self.vetting or n.checked_at is not None)]
         return sorted(live, key=lambda n: PREFERENCE[n.health])
+
+    # -- identity -------------------------------------------------------------------------------
+
+    async def vet(self, adapter: ChainAdapter, read_tip: Callable[[], Awaitable[BlockRef]] | None = None) -> None:
+        """Check each node due for it (never checked, back from down, or checked ``recheck_seconds`` ago).
+
+        A node that is down is checked in the background, as ``agreed_tip`` probes it, never waited for;
+        once accepted its tip is read (``read_tip``) so it shows up, behind or unknown at once.
+        """
+        if not identity_checked(adapter):
+            return
+        self.vetting = True
+        self._release()
+        now = self._clock()
+        due = [n for n in self.nodes if n.health is not Health.SET_ASIDE
+               and (n.checked_at is None or now - n.checked_at >= self.recheck_seconds)]
+        waited = [n for n in due if n.health is not Health.DOWN]
+        live = [n for n in self.nodes if n.health not in (Health.DOWN, Health.SET_ASIDE, Health.REFUSED)]
+        if len(live) < self.quorum:  # as agreed_tip: without them there is no quorum, so they are waited for
+            waited = due
+        for node in due:
+            if node not in waited and (node.probe is None or node.probe.done()):
+                node.probe = asyncio.get_running_loop().create_task(self._check_then_place(node, adapter, read_tip))
+        await asyncio.gather(*(self._check(n, adapter) for n in waited))
+
+    async def _check_then_place(self, node: _Node[C], adapter: ChainAdapter,
+                                read_tip: Callable[[], Awaitable[BlockRef]] | None) -> None:
+        await self._check(node, adapter)
+        if read_tip is not None and node.checked_at is not None and node.health is not Health.REFUSED:
+            answer = await self._ask(node, read_tip)
+            if isinstance(answer, BlockRef):
+                self._place(node, answer.height)
+
+    async def _check(self, node: _Node[C], adapter: ChainAdapter) -> None:
+        try:
+            identity: NodeIdentity = await self._on(node, adapter.node_identity)
+        except TimeoutError:
+            self._down(node, f"no answer in {self.answer_seconds:g} s")
+            return
+        except Exception as exc:  # noqa: BLE001 - a node that cannot say who it is is down, like any failure
+            self._down(node, str(exc) or type(exc).__name__)
+            return
+        node.checked_at = self._clock()
+        refusal = judge_node(identity, networks=adapter.node_networks, geneses=adapter.node_geneses,
+                        max_tip_age_seconds=adapter.max_tip_age_seconds, now=self._wall())
+        if refusal is not None:
+            if node.refusal is None or node.refusal.reason != refusal.reason:
+                log.error("%s: node %s refused: it %s", self.chain, node.name, refusal.message)
+            node.health, node.refusal, node.error = Health.REFUSED, refusal, f"refused: it {refusal.message}"
+        elif node.health in (Health.REFUSED, Health.DOWN):
+            if node.health is Health.REFUSED:
+                log.warning("%s: node %s is accepted again (%s)", self.chain, node.name, identity.network)
+            node.health, node.refusal, node.error = Health.UNKNOWN, None, None
 
     # -- calls ----------------------------------------------------------------------------------
 
@@ -286,7 +356,7 @@ class NodeSet(Generic[C]):
     def _place(self, node: _Node[C], height: int) -> None:
         """Record a node's tip: up, or behind when it is more than ``lag_blocks`` below the agreed tip."""
         node.height = height
-        if node.health is not Health.SET_ASIDE:
+        if node.health not in (Health.SET_ASIDE, Health.REFUSED):
             node.health = Health.BEHIND if height < self._agreed_height - self.lag_blocks else Health.UP
 
     def _probe(self, node: _Node[C], read_tip: Callable[[], Awaitable[BlockRef]]) -> None:
@@ -296,7 +366,7 @@ class NodeSet(Generic[C]):
 
         async def probe() -> None:
             answer = await self._ask(node, read_tip)
-            if isinstance(answer, BlockRef):
+            if isinstance(answer, BlockRef) and (not self.vetting or node.checked_at is not None):
                 self._place(node, answer.height)
 
         node.probe = asyncio.get_running_loop().create_task(probe())
@@ -347,6 +417,10 @@ class NodeQuorum:
         raise NotImplementedError
 
     async def tip(self) -> BlockRef:
+        # Every scan (and /ready) starts here, so each node is vetted before any block of it is read; from
+        # then on block reads and failover calls skip nodes that are refused or not checked since they
+        # came back.
+        await self.nodes.vet(cast(ChainAdapter, self), self.node_tip)
         return await self.nodes.agreed_tip(self.node_tip, self.node_block_hash)
 
     async def block_hash(self, height: int) -> str:

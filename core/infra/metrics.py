@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.multiprocess import MultiProcessCollector
 
 from ..contract.chains import NodeState
+from ..contract.node_identity import REASONS as REFUSAL_REASONS
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -42,7 +43,7 @@ JOB_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0, 300.0)
 KNOWN_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 UNMATCHED_ROUTE = "<unmatched>"
 # prometheus-client names its files <kind>_<pid>.db (gauges <kind>_<mode>_<pid>.db).
-NODE_STATES = ("up", "behind", "set aside", "down", "unknown")  # core/contract/nodes.py Health
+NODE_STATES = ("up", "behind", "set aside", "refused", "down", "unknown")  # core/contract/nodes.py Health
 METRIC_FILE_KINDS = frozenset({"counter", "gauge", "histogram", "summary"})
 
 
@@ -135,6 +136,9 @@ class Metrics:
         self.chain_node_state = Gauge("orbchain_chain_node_state", "1 for the node's current state (up, behind,"
                                       " set aside, down, unknown), 0 for the others", ("chain", "node", "state"),
                                       multiprocess_mode="mostrecent", registry=registry)
+        self.node_refused = Gauge("orbchain_node_refused", "1 while the node is refused for this reason"
+                                  " (wrong_network, initial_sync, stale_tip), 0 once accepted",
+                                  ("chain", "node", "reason"), multiprocess_mode="mostrecent", registry=registry)
         self.chain_node_peer_height = Gauge("orbchain_chain_node_reported_height", "Tip height this node last"
                                             " reported", ("chain", "node"), multiprocess_mode="mostrecent",
                                             registry=registry)
@@ -194,6 +198,8 @@ class Metrics:
         for node in nodes:
             for state in NODE_STATES:
                 self.chain_node_state.labels(chain, node.name, state).set(1 if node.state == state else 0)
+            for reason in REFUSAL_REASONS:
+                self.node_refused.labels(chain, node.name, reason).set(1 if node.refused == reason else 0)
             if node.height is not None:
                 self.chain_node_peer_height.labels(chain, node.name).set(node.height)
 

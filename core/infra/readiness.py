@@ -6,7 +6,10 @@ watches deposits has a reachable node whose tip our scanner follows within
 ``readiness.max_lag_blocks``. Nodes are asked in parallel with a timeout, so
 one hung node makes the answer "not ready", never a hung probe. With several
 nodes per chain, "reachable" means a quorum of them agreed on the tip, and
-``nodes`` lists each one's state (up, behind, set aside, down).
+``nodes`` lists each one's state (up, behind, set aside, refused, down). A
+node on another network, in its initial sync or with a stale tip is refused
+(core/contract/node_identity.py): never asked, so never the reason a chain
+looks ready, and ``error`` names it when the chain is not.
 """
 
 from __future__ import annotations
@@ -65,7 +68,11 @@ def watched_chains(gateway: "Gateway") -> list[ChainAdapter]:
 
 async def _chain(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None) -> ChainReadiness:
     found = await _tip(gateway, adapter, scanned)
-    return replace(found, nodes=tuple(adapter.node_states()))
+    nodes = tuple(adapter.node_states())
+    refused = [f"node {n.name} refused ({n.refused})" for n in nodes if n.refused]
+    if refused and not (found.reachable and found.synced):  # why no quorum: say which node was refused and why
+        found = replace(found, error="; ".join([*refused, *([found.error] if found.error else [])]))
+    return replace(found, nodes=nodes)
 
 
 async def _tip(gateway: "Gateway", adapter: ChainAdapter, scanned: int | None) -> ChainReadiness:
@@ -112,7 +119,19 @@ async def check_readiness(gateway: "Gateway") -> Readiness:
     gateway.db_outage.answered()
     scanned = {r["chain"]: int(r["height"]) for r in rows if r["height"] is not None}
     chains = await asyncio.gather(*(_chain(gateway, a, scanned.get(a.name)) for a in watched_chains(gateway)))
-    return Readiness(True, todo, tuple(chains))
+    return Readiness(True, todo, tuple(chains) + _refused_elsewhere(gateway))
+
+
+def _refused_elsewhere(gateway: "Gateway") -> tuple[ChainReadiness, ...]:
+    """Adapters without blocks to scan (Lightning) count only when their node was refused: then nothing of
+    theirs may be trusted, and the operator must hear it here too."""
+    found = []
+    for adapter in gateway.chains:
+        nodes = tuple(adapter.node_states())
+        refused = [f"node {n.name} refused ({n.refused})" for n in nodes if n.refused]
+        if refused and not adapter.supports(Capability.DEPOSITS):
+            found.append(ChainReadiness(adapter.name, False, False, error="; ".join(refused), nodes=nodes))
+    return tuple(found)
 
 
 # One answer serves every /ready request of this second: the probe asks the database and every node, so

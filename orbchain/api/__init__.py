@@ -50,6 +50,9 @@ from ..core.contract.chains import (
 # Several nodes per chain: failover for every call, and tip/blocks agreed by a quorum of them.
 from ..core.contract.nodes import NodeQuorum, NodeSet, lag_setting, node_name, node_urls_setting, quorum_setting
 
+# What a node says about itself (network, genesis, sync), checked before it is asked anything else.
+from ..core.contract.node_identity import NodeIdentity, Refusal, judge_node, tip_age_setting
+
 # Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
 from ..core.payments.receive import ReceiveTarget
 from ..core.watching.deposits import complete_credit, observe_final
@@ -219,7 +222,9 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "NodeQuorum", "NodeSet", "NodeState", "lag_setting", "node_name", "node_urls_setting", "quorum_setting",
+    "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting", "tip_age_setting",
+    "node_name",
+    "node_urls_setting", "quorum_setting",
     "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
     # signals
     "RESET", "WAKE", "Signals", "scan_job_name",

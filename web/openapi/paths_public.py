@@ -7,8 +7,10 @@ from .schemas import BOOLEAN, INTEGER, STRING, array, envelope, nullable, obj, r
 
 TAG, PAGES, OPS = "Public", "Hosted pages", "Operations"
 
-# One configured node: its URL without credentials, path or query; state up, behind, set aside, down or unknown.
-_NODE_STATE = obj({"name": STRING, "state": STRING, "height": nullable(INTEGER), "error": nullable(STRING)})
+# One configured node: its URL without credentials, path or query; state up, behind, set aside, refused, down or
+# unknown; refused: why (wrong_network, initial_sync, stale_tip), else null.
+_NODE_STATE = obj({"name": STRING, "state": STRING, "height": nullable(INTEGER), "error": nullable(STRING),
+                   "refused": nullable(STRING)})
 _CHAIN_READINESS = obj({"chain": STRING, "reachable": BOOLEAN, "synced": BOOLEAN, "node_height": nullable(INTEGER),
                         "scanned_height": nullable(INTEGER), "lag": nullable(INTEGER), "error": nullable(STRING),
                         "nodes": array(_NODE_STATE)})

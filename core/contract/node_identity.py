@@ -1,0 +1,117 @@
+"""Is this node on our network and caught up? What a node says about itself, and the verdict.
+
+Why: every read of the chain trusts the node's answer. A node on another
+network (a testnet node behind a mainnet configuration, a Litecoin node
+configured as Bitcoin, an RPC provider pointed at the wrong chain id) would
+report its own blocks and the scanner would credit deposits that never
+happened on ours; a node still in its initial download, or whose newest
+block is hours old, reports a chain that is not the chain's present.
+
+A chain adapter reads one node's :class:`NodeIdentity` (``node_identity``,
+a single-node read like ``node_tip``) and declares what the configuration
+expects (``node_networks``, ``node_geneses``, ``max_tip_age_seconds``);
+:func:`judge_node` compares the two. ``NodeSet.vet`` (core/contract/nodes.py)
+applies it to each node at start, after each reconnect and every
+``recheck_seconds``; a refused node is not asked for anything.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from ..infra.config import int_setting
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chains import ChainAdapter
+
+log = logging.getLogger(__name__)
+
+WRONG_NETWORK = "wrong_network"
+INITIAL_SYNC = "initial_sync"
+STALE_TIP = "stale_tip"
+REASONS = (WRONG_NETWORK, INITIAL_SYNC, STALE_TIP)
+
+TIP_AGE_KEY = "node_max_tip_age_seconds"
+
+
+@dataclass(frozen=True)
+class NodeIdentity:
+    """What one node reports about itself.
+
+    ``network`` is the node's own name for its network (``getblockchaininfo.chain``,
+    the EVM chain id in decimal, Monero's ``nettype``); ``genesis`` the id of
+    its block 0 where the chain has one to ask for; ``syncing`` True while it
+    is still in its initial download (``initialblockdownload``, ``eth_syncing``,
+    Monero not ``synchronized``); ``tip_time`` its best block's own timestamp
+    (Unix seconds) when the chain tells.
+    """
+
+    network: str | None = None
+    genesis: str | None = None
+    syncing: bool = False
+    tip_time: int | None = None
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a node is not used: one of :data:`REASONS`, and what it reported (never its URL)."""
+
+    reason: str
+    message: str
+
+
+def _shown(identity: NodeIdentity, networks: frozenset[str]) -> str:
+    if not networks and identity.network is None:  # a chain told apart by its genesis alone (Tron, Solana)
+        return f"genesis {identity.genesis}"
+    return f"network {identity.network!r}" + (f" (genesis {identity.genesis})" if identity.genesis else "")
+
+
+def _expected(values: Iterable[str]) -> str:
+    return " or ".join(repr(v) for v in sorted(values))
+
+
+def judge_node(identity: NodeIdentity, *, networks: frozenset[str], geneses: frozenset[str],
+          max_tip_age_seconds: int, now: float) -> Refusal | None:
+    """None when the node may be used; else why not. ``now`` is the wall clock (Unix seconds)."""
+    if networks and identity.network not in networks or geneses and identity.genesis not in geneses:
+        wanted = " and ".join(part for part in (
+            networks and f"network {_expected(networks)}", geneses and f"genesis {_expected(geneses)}") if part)
+        return Refusal(WRONG_NETWORK, f"reports {_shown(identity, networks)};"
+                                      f" the configuration expects {wanted}")
+    if identity.syncing:
+        return Refusal(INITIAL_SYNC, "is still in its initial sync (it says so itself)")
+    if max_tip_age_seconds and identity.tip_time is not None:
+        age = int(now) - identity.tip_time
+        if age > max_tip_age_seconds:
+            return Refusal(STALE_TIP, f"its best block is {age} s old, more than the {max_tip_age_seconds} s"
+                                      f" allowed ({TIP_AGE_KEY})")
+    return None
+
+
+def tip_age_setting(block: Mapping[str, Any], prefix: str, default: int) -> int:
+    """``node_max_tip_age_seconds``: how old a node's newest block may be; 0 turns the check off.
+
+    Per chain and network because block times differ; the chain passes its own default
+    (0 on regtest and development chains, whose blocks are mined on demand).
+    """
+    return int_setting(block, prefix, TIP_AGE_KEY, default, minimum=0)
+
+
+def identity_checked(adapter: "ChainAdapter") -> bool:
+    """Whether the adapter reads its nodes' identity at all (it implements ``node_identity``)."""
+    from .chains import ChainAdapter
+    own = getattr(type(adapter), "node_identity", None)
+    return own is not None and own is not ChainAdapter.node_identity
+
+
+def warn_unchecked(adapter: "ChainAdapter") -> None:
+    """Once per adapter at start: a deposit-watching adapter whose nodes are believed unchecked."""
+    from .chains import Capability
+    from .nodes import NodeQuorum
+    if adapter.simulated or not adapter.supports(Capability.DEPOSITS):
+        return
+    if not identity_checked(adapter) or not isinstance(adapter, NodeQuorum):
+        log.warning("chain adapter %r does not check its node's network or sync (no node_identity through"
+                    " NodeQuorum): a node on another network would be believed", adapter.name)
