@@ -300,8 +300,8 @@ async def _log_never_sent(gateway: "Gateway", skipped: dict[str, tuple[str | Non
     for i, (event_id, (target, reason, text)) in enumerate(skipped.items()):
         event = batch[event_id]
         if target and _first_unsigned(gateway, event.merchant_id):
-            log.warning("merchant %s has a webhook URL but no webhook_secret: no event is sent until one is set"
-                         " (said once per process; each event is in the webhook log)", event.merchant_id)
+            log.warning("merchant %s has a webhook URL but webhook_secret is not set: no event is sent until one is"
+                         " set (said once per process; each event is in the webhook log)", event.merchant_id)
         rows.append(f"(:id{i}, :m{i}, :url{i}, NULL, FALSE, 0, :error{i}, :preview{i}, NULL, :ts)")
         values.update({f"id{i}": event_id, f"m{i}": event.merchant_id, f"url{i}": target, f"error{i}": reason,
                        f"preview{i}": text[:PREVIEW_CHARS]})
