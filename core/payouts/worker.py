@@ -5,8 +5,10 @@ per job across processes) and as ``orbchain payouts work [--once]``. Each
 tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
 plus a lease) and moves each as far as it can go now:
 
-* queued: ``sign_payout`` once; the signed bytes are stored (stage signed)
-  before any broadcast, so a crash never leads to a second signature.
+* queued: waits (``last_error`` "paused: ...") while a custody shortfall
+  pauses its coin (``custody.pause_payouts``); else ``sign_payout`` once;
+  the signed bytes are stored (stage signed) before any broadcast, so a
+  crash never leads to a second signature.
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
   again, which the sender contract makes harmless), then stage broadcast.
 * broadcast: ``payout_status`` until ``payout_confirmations`` deep
@@ -34,6 +36,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from . import service as payouts
+from .pauses import pause_reason
 from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
@@ -52,6 +55,7 @@ MAX_ATTEMPTS = 10
 BROADCAST_TIMEOUT_SECONDS = 1800
 MAX_BACKOFF_SECONDS = 300
 DEFAULT_POLL_SECONDS = 10
+PAUSED_RECHECK_SECONDS = 30  # a payout of a coin paused by a custody shortfall looks again this often
 FAULT_ENV = "ORBCHAIN_FAULT"
 
 Row = payouts.Row
@@ -157,6 +161,11 @@ async def advance(gateway: "Gateway", row: Row) -> None:
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
         return
     current: Row | None = row  # None once another worker holds the claim
+    if row["stage"] == payouts.QUEUED and (pause := await pause_reason(gateway.db, row["coin"])) is not None:
+        # Waits, never fails: no attempt is counted, so no timeout; signed payouts go on to the chain.
+        await payouts.record_retry(gateway, row, error=f"paused: {pause}",
+                                   next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
+        return
     if row["stage"] == payouts.QUEUED:
         current = await _sign(gateway, sender, row)
     if current is not None and current["stage"] == payouts.SIGNED:
