@@ -9,6 +9,9 @@ clean check, which the operator's cold address given as watch-only makes.
 
 from __future__ import annotations
 
+import asyncio
+
+from orbchain.cli import main
 from orbchain.core.custody.report import OK, SHORTFALL
 from orbchain.core.custody.run import run_custody_check
 from orbchain.core.infra.metrics_db import read_facts
@@ -48,7 +51,18 @@ async def test_clean_after_payments_payouts_and_a_refund(make_client, make_confi
     assert (await read_facts(gateway)).custody_shortfall["BTC"] == 0
 
 
-async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts(make_client, make_config):
+async def custody_cli(tmp_path, db_url, monkeypatch) -> int:
+    """``orbchain custody check`` in an operator's shell, on the test's database and settings."""
+    for name in ("ORBCHAIN_CONFIG", "ORBCHAIN_DATABASE_URL", "ORBCHAIN_DATA_DIR", "ORBCHAIN_ENVIRONMENT"):
+        monkeypatch.delenv(name, raising=False)
+    path = tmp_path / "orbchain.toml"
+    path.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\nenvironment = "development"\n\n'
+                    f'[database]\nurl = "{db_url}"\n\n[custody]\npause_payouts = true\ncold = ["devnet:{COLD}"]\n')
+    return await asyncio.to_thread(main, ["--config", str(path), "custody", "check"])
+
+
+async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts(make_client, make_config, tmp_path,
+                                                                                 db_url, monkeypatch, capsys):
     client, merchant, devnet = await payout_env(make_client, make_config,
                                                 custody={"pause_payouts": True, "cold": [f"devnet:{COLD}"]})
     gateway = devnet.gateway
@@ -57,6 +71,11 @@ async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts
     await devnet.chain.submit("ab" * 32, "BTC", THIEF, 300_000, payout_id="not-a-payout")
     await devnet.mine(1)
 
+    capsys.readouterr()
+    assert await custody_cli(tmp_path, db_url, monkeypatch) == 1
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[-1] == "custody SHORTFALL: BTC 0.003"
+    assert "BTC [devnet]: SHORTFALL -0.003: held 0.007, owed 0.01; books 0.01 (node - books -0.003)" in printed
     report = await run_custody_check(gateway, "test")
     btc = report.by_coin()["BTC"]
     assert btc.status == SHORTFALL and btc.shortfall == 300_000 and btc.books_difference == -300_000
@@ -77,6 +96,7 @@ async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts
     # The operator finds the coins and puts them in cold storage: the next check is clean and payouts go on.
     await devnet.pay("BTC", COLD, "0.003")
     await devnet.mine(1)
+    assert await custody_cli(tmp_path, db_url, monkeypatch) == 0
     report = await run_custody_check(gateway, "test")
     assert report.by_coin()["BTC"].status == OK and report.ok
     assert (await read_facts(gateway)).custody_paused["BTC"] is False

@@ -210,11 +210,6 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
         func=cmd_ledger_check
     )
 
-    custody = sub.add_parser("custody", help="custody tools")
-    custody_sub = custody.add_subparsers(dest="custody_command", required=True)
-    custody_sub.add_parser("check", help="compare what the nodes hold with what the ledger owes, per coin"
-                           ).set_defaults(func=cmd_custody_check)
-
     config = sub.add_parser("config", help="configuration tools")
     config_sub = config.add_subparsers(dest="config_command", required=True)
     config_sub.add_parser("check", help="doctor's static checks: config, plugins, chains, secrets (no database)"
@@ -238,6 +233,10 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     work = payouts_sub.add_parser("work", help="sign, broadcast and confirm queued payouts (every 2 s)")
     work.add_argument("--once", action="store_true", help="process the due payouts once, then exit")
     work.set_defaults(func=cmd_payouts_work)
+    custody = sub.add_parser("custody", help="custody tools")
+    custody_sub = custody.add_subparsers(dest="custody_command", required=True)
+    custody_sub.add_parser("check", help="compare what the nodes hold with what the ledger owes, per coin"
+                           ).set_defaults(func=cmd_custody_check)
     add_ops_commands(sub, payouts_sub)
     add_plugin_command(sub)  # plugin authoring: `plugin new`
     add_chain_command(sub)  # `chain notify`, for a node's -blocknotify
