@@ -14,7 +14,9 @@ import asyncio
 from orbchain.cli import main
 from orbchain.core.custody.report import OK, SHORTFALL
 from orbchain.core.custody.run import run_custody_check
-from orbchain.core.infra.metrics_db import read_facts
+from orbchain.core.infra.metrics_db import facts_registry, read_facts
+from orbchain.core.startup import build_gateway
+from prometheus_client import generate_latest
 from orbchain.core.payouts import service as payouts
 
 from .test_payouts import create, fund, payout_env, payout_row, work
@@ -84,6 +86,9 @@ async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts
     assert facts.custody_shortfall["BTC"] == 300_000 and facts.custody_paused["BTC"] is True
     assert facts.custody_shortfall["ETH"] == 0 and facts.custody_paused["ETH"] is False  # others covered
     assert facts.custody_last_check_at == report.checked_at
+    scraped = generate_latest(facts_registry(facts)).decode()
+    assert 'orbchain_custody_shortfall{coin="BTC"} 300000.0' in scraped
+    assert 'orbchain_custody_payouts_paused{coin="BTC"} 1.0' in scraped
 
     status, body = await create(client, merchant, "0.002")
     assert status == 200, body
@@ -102,3 +107,8 @@ async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts
     assert (await read_facts(gateway)).custody_paused["BTC"] is False
     await work(gateway, 60)
     assert (await payout_row(gateway, body["data"]["track_id"]))["stage"] == payouts.BROADCAST
+
+
+def test_the_job_runs_on_its_schedule_and_zero_turns_it_off(make_config):
+    assert "custody.check" in build_gateway(make_config()).jobs.names()
+    assert "custody.check" not in build_gateway(make_config(custody={"check_seconds": 0})).jobs.names()
