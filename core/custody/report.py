@@ -138,3 +138,22 @@ class CustodyReport:
         else:
             out.append(f"custody OK: {sum(c.status in CHECKED for c in self.coins)} coin(s) checked")
         return out
+
+
+def seen_twice(first: CustodyReport, second: CustodyReport) -> CustodyReport:
+    """``second``, except that a coin short in only one of the two looks keeps its other result.
+
+    Why: the ledger and the nodes are read one after the other, so a deposit
+    credited or a payout settled in between can look like a shortfall for
+    one read; money really gone is short in both. The check looks again only
+    when the first look found a shortfall.
+    """
+    before = first.by_coin()
+    coins = []
+    for coin in second.coins:
+        earlier = before.get(coin.coin)
+        if earlier is not None and (coin.status == SHORTFALL) != (earlier.status == SHORTFALL):
+            coins.append(earlier if coin.status == SHORTFALL else coin)
+        else:
+            coins.append(coin)
+    return CustodyReport(second.checked_at, tuple(coins))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Callable
 
 from ..money import format_units
 from .check import check_custody
-from .report import SURPLUS, CustodyReport
+from .report import SURPLUS, CustodyReport, seen_twice
 from .store import record_custody_check
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -35,6 +35,8 @@ def amount_formatter(gateway: "Gateway") -> Callable[[str, int], str]:
 
 async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
     report = await check_custody(gateway)
+    if report.shortfalls:  # a shortfall must be seen on a second look (report.seen_twice says why)
+        report = seen_twice(report, await check_custody(gateway))
     fmt = amount_formatter(gateway)
     for coin in report.shortfalls:
         log.error("custody SHORTFALL: %s short by %s (held %s, owed %s)%s", coin.coin, fmt(coin.coin, coin.shortfall),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from orbchain.core.contract.chains import CustodyPlace, Holding
 from orbchain.core.custody.check import classify, world_chain
-from orbchain.core.custody.report import OK, SHORTFALL, SURPLUS, CustodyReport, Owed
+from orbchain.core.custody.report import OK, SHORTFALL, SURPLUS, CustodyReport, Owed, seen_twice
 from orbchain.core.custody.check import judge
 
 
@@ -40,3 +40,13 @@ def test_a_shortfall_is_exact_and_a_surplus_is_no_alarm():
     report = CustodyReport(0, (short, ))
     assert not report.ok and report.lines(lambda coin, units: str(units))[-1] == "custody SHORTFALL: LTC 12345"
     assert CustodyReport(0, (extra,)).lines(lambda coin, units: str(units))[-1] == "custody OK: 1 coin(s) checked"
+
+
+def test_a_shortfall_counts_only_when_both_looks_see_it():
+    owed = Owed(merchants_available=10**8)
+    short, covered = (judge("LTC", owed, 10**8, ("litecoin",), held(10**8 - 7)),
+                      judge("LTC", owed, 10**8, ("litecoin",), held(10**8)))
+    assert seen_twice(CustodyReport(1, (short,)), CustodyReport(2, (covered,))).shortfalls == ()
+    assert seen_twice(CustodyReport(1, (covered,)), CustodyReport(2, (short,))).shortfalls == ()
+    again = judge("LTC", owed, 10**8, ("litecoin",), held(10**8 - 9))
+    assert seen_twice(CustodyReport(1, (short,)), CustodyReport(2, (again,))).shortfalls == (again,)
