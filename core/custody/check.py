@@ -83,8 +83,9 @@ async def _ask(adapter: ChainAdapter, cold: Sequence[str]) -> Sequence[Holding] 
         return f"{adapter.name}: {type(exc).__name__}: {exc}"
 
 
-def _coins_to_check(gateway: "Gateway", owed: Mapping[str, Owed], books: Mapping[tuple[str, str], int]) -> list[str]:
-    served = {coin for adapter in gateway.chains if adapter.supports(Capability.CUSTODY) for coin in adapter.coins}
+def _coins_to_check(chains: Sequence[ChainAdapter], owed: Mapping[str, Owed],
+                    books: Mapping[tuple[str, str], int]) -> list[str]:
+    served = {coin for adapter in chains if adapter.supports(Capability.CUSTODY) for coin in adapter.coins}
     booked = {coin for coin, o in owed.items() if o.total} | {coin for (_, coin), v in books.items() if v}
     return sorted(served | booked)
 
@@ -98,7 +99,7 @@ async def check_custody(gateway: "Gateway", adapters: Iterable[ChainAdapter] | N
         if adapter.supports(Capability.CUSTODY):
             answers[adapter.name] = await _ask(adapter, gateway.config.custody.cold_addresses(adapter.name))
     results = []
-    for coin in _coins_to_check(gateway, owed, books):
+    for coin in _coins_to_check(chains, owed, books):
         serving = [a for a in chains if a.serves(coin)]
         names = tuple(a.name for a in serving)
         coin_owed = owed.get(coin, Owed())
