@@ -53,14 +53,15 @@ async def test_clean_after_payments_payouts_and_a_refund(make_client, make_confi
     assert (await read_facts(gateway)).custody_shortfall["BTC"] == 0
 
 
-async def custody_cli(tmp_path, db_url, monkeypatch) -> int:
-    """``orbchain custody check`` in an operator's shell, on the test's database and settings."""
+async def custody_cli(tmp_path, db_url, monkeypatch, command: str = "custody") -> int:
+    """``orbchain custody check`` (or ``doctor``) in an operator's shell, on the test's database and settings."""
     for name in ("ORBCHAIN_CONFIG", "ORBCHAIN_DATABASE_URL", "ORBCHAIN_DATA_DIR", "ORBCHAIN_ENVIRONMENT"):
         monkeypatch.delenv(name, raising=False)
     path = tmp_path / "orbchain.toml"
     path.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\nenvironment = "development"\n\n'
                     f'[database]\nurl = "{db_url}"\n\n[custody]\npause_payouts = true\ncold = ["devnet:{COLD}"]\n')
-    return await asyncio.to_thread(main, ["--config", str(path), "custody", "check"])
+    argv = ["custody", "check"] if command == "custody" else [command]
+    return await asyncio.to_thread(main, ["--config", str(path), *argv])
 
 
 async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts(make_client, make_config, tmp_path,
@@ -78,6 +79,9 @@ async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts
     printed = capsys.readouterr().out.splitlines()
     assert printed[-1] == "custody SHORTFALL: BTC 0.003"
     assert "BTC [devnet]: SHORTFALL -0.003: held 0.007, owed 0.01; books 0.01 (node - books -0.003)" in printed
+    assert await custody_cli(tmp_path, db_url, monkeypatch, "doctor") == 1
+    assert any(line.startswith("FAIL custody: at ") and line.endswith(": BTC short by 0.003 (payouts paused)")
+               for line in capsys.readouterr().out.splitlines())
     report = await run_custody_check(gateway, "test")
     btc = report.by_coin()["BTC"]
     assert btc.status == SHORTFALL and btc.shortfall == 300_000 and btc.books_difference == -300_000
@@ -102,6 +106,10 @@ async def test_coins_taken_outside_the_gateway_are_a_shortfall_and_pause_payouts
     await devnet.pay("BTC", COLD, "0.003")
     await devnet.mine(1)
     assert await custody_cli(tmp_path, db_url, monkeypatch) == 0
+    capsys.readouterr()
+    await custody_cli(tmp_path, db_url, monkeypatch, "doctor")
+    assert any(line.startswith("OK   custody: at ") and line.endswith(": every checked coin covered")
+               for line in capsys.readouterr().out.splitlines())
     report = await run_custody_check(gateway, "test")
     assert report.by_coin()["BTC"].status == OK and report.ok
     assert (await read_facts(gateway)).custody_paused["BTC"] is False
