@@ -12,6 +12,7 @@ shortfall of exactly their amount.
 
 from __future__ import annotations
 
+import secrets
 from decimal import Decimal
 
 import pytest
@@ -306,9 +307,10 @@ async def test_double_spent_input_fails_the_payout(shop, monkeypatch, litecoind_
         " WHERE d.address = :a", {"a": payment["address"]})
     family = get_family("ltc", "regtest")
     key = keystore(gateway).private_key_for(family, deposit["key_account"], deposit["key_index"])
+    thief = external_address(100 + secrets.randbelow(10**9))  # fresh on the shared node, for the cold check below
     theft = sign_transaction(
         [Spend(Outpoint(deposit["tx_hash"], deposit["output_index"]), LTC, "p2wpkh", key)],
-        [Output(LTC - 20_000, script_for_address("ltc", "regtest", external_address(9)))])
+        [Output(LTC - 20_000, script_for_address("ltc", "regtest", thief))])
     node.call("sendrawtransaction", theft.hex)
     shop.faucet.mine(1)
 
@@ -327,3 +329,12 @@ async def test_double_spent_input_fails_the_payout(shop, monkeypatch, litecoind_
     ltc = report.by_coin()["LTC"]
     assert ltc.status == SHORTFALL and ltc.shortfall == LTC and ltc.held == 0 and ltc.owed.total == LTC
     assert report.lines(lambda coin, units: str(units))[-1] == f"custody SHORTFALL: LTC {LTC}"
+    # Had the operator moved it to its own cold address (given as watch-only), only the fee would be missing.
+    config = gateway.config
+    gateway.config = config.with_overrides(custody={"cold": [f"litecoin:{thief}"]})
+    try:
+        ltc = (await run_custody_check(gateway, "test")).by_coin()["LTC"]
+    finally:
+        gateway.config = config
+    assert [(h.place, h.amount) for h in ltc.holdings if h.place == "cold"] == [("cold", LTC - 20_000)]
+    assert ltc.shortfall == 20_000
