@@ -3,7 +3,8 @@
 Webhook delivery, one scan per chain adapter (adapters only report; the
 core scans), payment expiry, the payout worker, pruning old lockout rows,
 revocations of expired dashboard tokens and unpaid invoices past their
-retention, and the periodic ledger check whose result /metrics reports.
+retention, the periodic ledger check whose result /metrics reports, and the
+custody check that proves the books against the nodes (``custody.check``).
 These modules name the gateway only for type checking, so they import at the
 top without a cycle (tests/test_layering.py keeps it that way).
 """
@@ -17,6 +18,7 @@ from .payments import pruning as payment_pruning
 from .contract.chains import Capability
 from .accounts.lockout import prune
 from .infra.metrics_db import ledger_check_job
+from .custody.run import JOB_NAME as CUSTODY_JOB, custody_check_job
 from .payments.status import expire_payments
 from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .watching.scanner import scan_job, scan_job_name
@@ -48,5 +50,7 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add(payment_pruning.JOB_NAME, payment_pruning.prune_job, seconds=payment_pruning.TICK_SECONDS)
     if gateway.config.metrics.ledger_check_seconds:
         gateway.jobs.add("ledger.check", ledger_check_job, seconds=gateway.config.metrics.ledger_check_seconds)
+    if gateway.config.custody.check_seconds:
+        gateway.jobs.add(CUSTODY_JOB, custody_check_job, seconds=gateway.config.custody.check_seconds)
     for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):
         gateway.jobs.add(scan_job_name(adapter.name), scan_job(adapter), seconds=adapter.scan_seconds)

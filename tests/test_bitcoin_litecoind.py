@@ -6,16 +6,22 @@ downtime. Payouts: signed by the gateway, accepted by the node (the node is the
 judge of our signatures), confirmed, change spent again; a refused broadcast
 and a double-spent input fail the payout and re-credit the merchant; a destination changed by SQL
 after the reserve is held by the signing policy, never signed.
+Custody (``orbchain custody check``): zero difference after payments,
+payouts and a refund, at every step; coins taken outside the gateway are a
+shortfall of exactly their amount.
 """
 
 from __future__ import annotations
 
+import secrets
 from decimal import Decimal
 
 import pytest
 
 from orbchain.chains.bitcoin import BitcoinAdapter, wallet
 from orbchain.chains.bitcoin.transactions import Outpoint, Output, Spend, script_for_address, sign_transaction
+from orbchain.core.custody.report import OK, SHORTFALL
+from orbchain.core.custody.run import run_custody_check
 from orbchain.core.payouts import worker as payout_worker
 from orbchain.core.payouts.policy_holds import cancel_policy_hold
 from orbchain.core.watching.addresses import keystore
@@ -191,6 +197,18 @@ async def payout_row(shop: Shop, track_id: str):
     return await shop.gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": track_id})
 
 
+async def network_fees(shop: Shop) -> int:
+    rows = await shop.gateway.db.fetch_all("SELECT network_fee FROM payouts WHERE status = 'Confirmed'")
+    return sum(int(r["network_fee"] or 0) for r in rows)
+
+
+async def custody_difference(shop: Shop) -> int | None:
+    """The custody check's held - owed for LTC (asserting the books agree with the node too)."""
+    ltc = (await run_custody_check(shop.gateway, "test")).by_coin()["LTC"]
+    assert ltc.books_difference == ltc.difference, ltc
+    return ltc.difference
+
+
 async def work(shop: Shop, seconds: int = 5) -> int:
     later = shop.gateway.now() + seconds
     shop.gateway.clock = lambda: later
@@ -199,10 +217,12 @@ async def work(shop: Shop, seconds: int = 5) -> int:
 
 async def test_payout_signed_by_the_gateway_is_accepted_and_confirmed(shop, litecoind_node):  # noqa: F811
     node = litecoind_node
-    await shop.funded("1")
+    paid = await shop.funded("1")
+    assert await custody_difference(shop) == 0
     destination = external_address(0)
     payout = await create_payout(shop, "0.3", destination)
     await work(shop)
+    assert await custody_difference(shop) == 0  # in flight: its inputs at their booked value
     row = await payout_row(shop, payout["track_id"])
     assert row["stage"] == "broadcast", row["last_error"]
     assert row["tx_hash"] in node.call("getrawmempool")  # sendrawtransaction accepted our signatures
@@ -211,6 +231,7 @@ async def test_payout_signed_by_the_gateway_is_accepted_and_confirmed(shop, lite
     assert tx["vsize"] <= 141
 
     shop.faucet.mine(1)
+    assert await custody_difference(shop) == 0  # mined, the ledger not yet told: still in flight for both
     await work(shop, 10)
     row = await payout_row(shop, payout["track_id"])
     assert row["status"] == "Confirmed" and row["confirmations"] == 1
@@ -232,6 +253,19 @@ async def test_payout_signed_by_the_gateway_is_accepted_and_confirmed(shop, lite
     await work(shop, 10)
     assert (await payout_row(shop, second["track_id"]))["status"] == "Confirmed"
     assert await shop.balance() == {"LTC": "0.49"}
+
+    # A refund is a payout too; afterwards the node holds exactly what the ledger owes.
+    status, body = await api(shop.client, "POST", f"/v1/payment/{paid['track_id']}/refund", shop.merchant.payout_key,
+                             json={"amount": "0.1", "destination": external_address(4)})
+    assert status == 200, body
+    await work(shop)
+    shop.faucet.mine(1)
+    await work(shop, 10)
+    assert (await payout_row(shop, body["data"]["track_id"]))["status"] == "Confirmed"
+    report = await run_custody_check(shop.gateway, "test")
+    ltc = report.by_coin()["LTC"]
+    assert ltc.status == OK and ltc.difference == 0 and report.ok
+    assert ltc.held == ltc.owed.total == LTC - 60_000_000 - (await network_fees(shop))
 
 
 async def test_a_payout_redirected_by_sql_is_held_not_signed_and_cancel_recredits_it(shop, litecoind_node):  # noqa: F811
@@ -292,9 +326,10 @@ async def test_double_spent_input_fails_the_payout(shop, monkeypatch, litecoind_
         " WHERE d.address = :a", {"a": payment["address"]})
     family = get_family("ltc", "regtest")
     key = keystore(gateway).private_key_for(family, deposit["key_account"], deposit["key_index"])
+    thief = external_address(100 + secrets.randbelow(10**9))  # fresh on the shared node, for the cold check below
     theft = sign_transaction(
         [Spend(Outpoint(deposit["tx_hash"], deposit["output_index"]), LTC, "p2wpkh", key)],
-        [Output(LTC - 20_000, script_for_address("ltc", "regtest", external_address(9)))])
+        [Output(LTC - 20_000, script_for_address("ltc", "regtest", thief))])
     node.call("sendrawtransaction", theft.hex)
     shop.faucet.mine(1)
 
@@ -308,3 +343,17 @@ async def test_double_spent_input_fails_the_payout(shop, monkeypatch, litecoind_
                                        {"h": deposit["tx_hash"]})
     assert state == "spent"  # never selected again
     assert await wallet.spendable_outputs(gateway, "litecoin", "regtest") == []
+    # The merchant was re-credited, but the coins are gone: the custody check says so, to the satoshi.
+    report = await run_custody_check(gateway, "test")
+    ltc = report.by_coin()["LTC"]
+    assert ltc.status == SHORTFALL and ltc.shortfall == LTC and ltc.held == 0 and ltc.owed.total == LTC
+    assert report.lines(lambda coin, units: str(units))[-1] == f"custody SHORTFALL: LTC {LTC}"
+    # Had the operator moved it to its own cold address (given as watch-only), only the fee would be missing.
+    config = gateway.config
+    gateway.config = config.with_overrides(custody={"cold": [f"litecoin:{thief}"]})
+    try:
+        ltc = (await run_custody_check(gateway, "test")).by_coin()["LTC"]
+    finally:
+        gateway.config = config
+    assert [(h.place, h.amount) for h in ltc.holdings if h.place == "cold"] == [("cold", LTC - 20_000)]
+    assert ltc.shortfall == 20_000

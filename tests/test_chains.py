@@ -137,24 +137,32 @@ def test_a_declaration_the_adapter_does_not_back_stops_the_start(config):
     with pytest.raises(ValueError, match="'nohistory' declares HISTORY but does not implement address_history"):
         check_capabilities(NoHistory())
 
+    class NoCustody(NoSender):
+        name = "nocustody"
+        capabilities = frozenset({Capability.DEPOSITS, Capability.CUSTODY})
+
+    with pytest.raises(ValueError, match="'nocustody' declares CUSTODY but does not implement custody_holdings"):
+        check_capabilities(NoCustody())
+
 
 def test_built_in_adapters_declare_what_they_do(config):
     from orbchain.chains.bitcoin.adapter import BitcoinAdapter
     from orbchain.chains.devnet.adapter import DevnetAdapter
     from orbchain.chains.evm.adapter import EvmAdapter
 
-    assert BitcoinAdapter.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS}
+    assert BitcoinAdapter.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,
+                                           Capability.CUSTODY}
     devnet = build_gateway(config).chains.get("devnet")
     assert isinstance(devnet, DevnetAdapter)
     assert devnet.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,
-                                   Capability.PUSH}
+                                   Capability.PUSH, Capability.CUSTODY}
     evm_config = config.with_overrides(plugin={"evm": {
         "ethereum": {"rpc_url": "http://127.0.0.1:9", "chain_id": 1, "sweep": True},
         "polygon": {"rpc_url": "http://127.0.0.1:9", "chain_id": 137, "sweep": False}}})
     evm = [a for a in build_gateway(evm_config).chains if isinstance(a, EvmAdapter)]
     declared = {a.name: a.capabilities for a in evm}
-    assert declared["ethereum"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.SWEEPS}
-    assert declared["polygon"] == {Capability.DEPOSITS, Capability.PAYOUTS}
+    assert declared["ethereum"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.SWEEPS, Capability.CUSTODY}
+    assert declared["polygon"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY}
 
 
 # -- close at shutdown ----------------------------------------------------------------------------

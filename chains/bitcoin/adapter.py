@@ -4,7 +4,8 @@ One instance per configured coin (BTC -> "bitcoin", LTC -> "litecoin",
 DOGE -> "dogecoin"). Deposits: ``block(height)`` is ``getblockhash`` plus
 ``getblock <hash> 2`` and every output paying an address is reported; the
 core scanner matches, confirms and handles reorganisations. Payouts are the
-``BitcoinPayouts`` role (``sender.py``).
+``BitcoinPayouts`` role (``sender.py``); what the node says the wallet holds,
+for the custody check, is ``custody.py``.
 
 Several ``rpc_url`` nodes: ``self.rpc`` fails over between them, and the
 contract's ``tip``/``block_hash``/``block`` are what ``quorum`` of them agree
@@ -25,10 +26,11 @@ import logging
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from ...api import (
-    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Holding, NodeIdentity, NodeQuorum, NodeSet, Transfer,
     addresses,
 )
 from . import notifications
+from .custody import bitcoin_holdings
 from .blocks import parse_block, transaction_transfers
 from .networks import CHAIN_NAMES, GENESIS
 from .rpc import NodeRpc, RpcError
@@ -48,7 +50,7 @@ MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
 
 
 class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
-    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS})
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.CUSTODY})
 
     def __init__(self, gateway: "Gateway", settings: CoinSettings, rpc: NodeRpc | None = None) -> None:
         self.gateway = gateway
@@ -81,6 +83,10 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
     @property
     def coin(self) -> str:
         return self.settings.spec.symbol
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        """The node's word on every output the books say we hold (``custody.py``)."""
+        return await bitcoin_holdings(self, cold_addresses)
 
     async def node_tip(self) -> BlockRef:
         info = await self.rpc.call("getblockchaininfo")

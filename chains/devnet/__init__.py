@@ -54,7 +54,7 @@ def register_chains(registry, gateway) -> None:
         return
     coins = served_coins(settings, gateway.coins, gateway.address_families)
     chain = DevnetChain(gateway.db, coins, clock=gateway.now, families=gateway.address_families)
-    registry.add(DevnetAdapter(chain, coins, settings.scan_seconds))
+    registry.add(DevnetAdapter(chain, coins, settings.scan_seconds, gateway))
 
 
 async def mine_block(gateway) -> None:

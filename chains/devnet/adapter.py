@@ -3,7 +3,8 @@
 The scanner treats it like any node-backed adapter: it follows ``tip`` and
 ``block(height)``, notices replaced hashes after a reorg and reads
 ``mempool`` for the Paying state. Addresses are real mainnet formats.
-It also sends payouts (``DevnetPayouts``) from a simulated hot wallet, and
+It also sends payouts (``DevnetPayouts``) from a simulated hot wallet, says
+what that wallet holds for the custody check (``custody.py``), and
 pushes (``Capability.PUSH``): a payment made through this process (the pay
 form, ``pay_on_devnet``) is scanned at once. During a simulated outage
 (``orbchain devnet outage on``) every read and broadcast raises
@@ -15,9 +16,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 from ...api import (
-    Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, SignedPayout, Transfer,
+    Block, BlockRef, BroadcastError, Capability, ChainAdapter, ChainUnavailable, Holding, SignedPayout, Transfer,
 )
 from .chain import NETWORK, DevnetChain
+from .custody import devnet_holdings
 from .payouts import DevnetPayouts
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,12 +32,15 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
     name = CHAIN_NAME
     network = NETWORK
     simulated = True
-    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.PUSH})
+    capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.PUSH,
+                              Capability.CUSTODY})
     # The whole devnet history is short and local: scan it from genesis.
     start_height = 0
 
-    def __init__(self, chain: DevnetChain, coins: Iterable[str], scan_seconds: float) -> None:
+    def __init__(self, chain: DevnetChain, coins: Iterable[str], scan_seconds: float,
+                 gateway: "Gateway | None" = None) -> None:
         self.chain = chain
+        self.gateway = gateway  # for the custody check's view of the books (credited addresses, payouts)
         self.coins = tuple(coins)
         self.scan_seconds = scan_seconds
 
@@ -59,6 +64,12 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
         if await self.chain.in_outage():
             raise BroadcastError("devnet node unreachable (simulated outage)")
         await super().broadcast(signed)
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        await self._reachable()
+        if self.gateway is None:
+            raise ChainUnavailable("devnet adapter built without a gateway cannot tell its holdings")
+        return await devnet_holdings(self.gateway, self.name, self.coins, cold_addresses)
 
     async def push(self, heard: Callable[[str], None]) -> None:
         await self.chain.follow(heard)

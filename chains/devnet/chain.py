@@ -146,7 +146,8 @@ class DevnetChain:
         self._announce("tx")
         return tx_hash
 
-    async def submit(self, tx_hash: str, coin: str, address: str, amount_units: int) -> bool:
+    async def submit(self, tx_hash: str, coin: str, address: str, amount_units: int,
+                     payout_id: str | None = None) -> bool:
         """Accept a signed payout transaction into the mempool under its own hash.
 
         Idempotent like a node's ``sendrawtransaction``: a hash it already
@@ -159,10 +160,10 @@ class DevnetChain:
         async with self.db.transaction():
             inserted = await self.db.fetch_val(
                 "INSERT INTO devnet_txs (tx_hash, output_index, coin, address, amount, block_height, status,"
-                " created_at) VALUES (:tx, 0, :coin, :address, :amount, NULL, 'mempool', :t)"
+                " created_at, payout_id) VALUES (:tx, 0, :coin, :address, :amount, NULL, 'mempool', :t, :p)"
                 " ON CONFLICT DO NOTHING RETURNING tx_hash",
                 {"tx": tx_hash.lower(), "coin": coin, "address": address,
-                 "amount": self.db.amount_param(amount_units), "t": self._now()},
+                 "amount": self.db.amount_param(amount_units), "t": self._now(), "p": payout_id},
             )
         if inserted is not None:
             self._announce("tx")

@@ -46,7 +46,7 @@ class DevnetPayouts(PayoutSender):
         if _hash(signed.raw) != signed.tx_hash:
             raise BroadcastError("transaction hash does not match its contents", permanent=True)
         try:
-            await self.chain.submit(signed.tx_hash, tx["coin"], tx["to"], amount)
+            await self.chain.submit(signed.tx_hash, tx["coin"], tx["to"], amount, payout_id=tx.get("payout_id"))
         except DevnetError as exc:
             raise BroadcastError(str(exc), permanent=True) from None
 

@@ -15,6 +15,7 @@ Per block, two kinds of deposit:
   ignored (SPEC 2.7).
 
 ``parent_hash`` comes from the node, so the core's reorg detection works.
+What the node says the gateway holds, for the custody check: ``custody.py``.
 Several ``rpc_url`` nodes: ``self.rpc`` fails over, and ``tip``/``block`` are
 what ``quorum`` of them agree on (``NodeQuorum``, docs/evm.md).
 ``mempool()`` returns nothing: a deposit shows from its first block
@@ -29,15 +30,16 @@ is nothing a new transaction could show.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from eth_utils import to_checksum_address
 
 from ...api import (
-    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Holding, NodeIdentity, NodeQuorum, NodeSet, Transfer,
     addresses,
 )
 from ..subscription import Subscription, follow
+from .custody import evm_holdings
 from .payouts import EvmPayouts
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 from .settings import ChainSettings
@@ -73,7 +75,7 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
         self.node_networks = frozenset({str(settings.chain_id)})  # eth_chainId, in decimal
         self.max_tip_age_seconds = settings.max_tip_age_seconds
         # No mempool watch: an EVM deposit shows once mined. Sweeping is this plugin's own job.
-        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
         self.nodes: NodeSet[JsonRpc] = NodeSet(
@@ -90,6 +92,10 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
             if symbol == coin:
                 return to_checksum_address(contract)
         return None
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        """Hot wallet, credited deposit addresses and cold addresses as the node sees them (``custody.py``)."""
+        return await evm_holdings(self, cold_addresses)
 
     # -- the deposit-watching role ----------------------------------------------------------
 

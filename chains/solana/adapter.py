@@ -24,11 +24,12 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ...api import (
-    Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet,
-    PastTransfer,
+    Block, BlockRef, BlocksPruned, Capability, ChainAdapter, ChainUnavailable, Holding, NodeIdentity, NodeQuorum,
+    NodeSet, PastTransfer,
 )
 from ..subscription import follow
 from . import blocks
+from .custody import solana_holdings
 from .history import AddressHistory
 from .payouts import SolanaPayouts
 from .pubsub import SLOTS, slot_of
@@ -60,7 +61,8 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
         self.max_history_addresses = settings.history_max_addresses
         self.node_geneses = settings.genesis_hashes
         self.max_tip_age_seconds = settings.max_tip_age_seconds
-        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY}
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY,
+                                       Capability.CUSTODY}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
         self.nodes: NodeSet[SolanaRpc] = NodeSet(
@@ -72,6 +74,10 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
         self.txs = TxStore(gateway, self.rpc, settings.commitment)
         self.history = AddressHistory(self.rpc, settings.commitment, coin, pages=settings.history_pages,
                                       page_size=settings.history_page_size)
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        """Hot wallet, credited deposit addresses and cold addresses as the node sees them (``custody.py``)."""
+        return await solana_holdings(self, cold_addresses)
 
     # -- the deposit-watching role ----------------------------------------------------------
 

@@ -28,13 +28,14 @@ shows from its first block (every 3 s).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from ...api import (
-    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet, Transfer,
+    Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Holding, NodeIdentity, NodeQuorum, NodeSet, Transfer,
 )
 from ..evm.tokens import TRANSFER_TOPIC
 from .address import address_bytes, from_hex
+from .custody import tron_holdings
 from .http import TronHttp, integer
 from .payouts import TronPayouts
 from .settings import CHAIN, TronSettings
@@ -70,7 +71,7 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
         self.payout_confirmations = settings.payout_confirmations
         self.node_geneses = settings.genesis_block_ids
         self.max_tip_age_seconds = settings.max_tip_age_seconds
-        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS}
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY}
                                       | ({Capability.SWEEPS} if settings.sweep else set()))
         self.nodes: NodeSet[TronHttp] = NodeSet(
             CHAIN, settings.url if http is None else getattr(http, "url", "http://node"),
@@ -82,6 +83,10 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
 
     def token_contract(self, coin: str) -> str | None:
         return self.token_contracts.get(coin)
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        """Hot wallet, credited deposit addresses and cold addresses as the node sees them (``custody.py``)."""
+        return await tron_holdings(self, cold_addresses)
 
     # -- the deposit-watching role ----------------------------------------------------------
 

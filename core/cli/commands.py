@@ -1,6 +1,6 @@
 """The core's operator commands of the ``orbchain`` command.
 
-``migrate``, ``ledger check``, ``config check``, ``keys export-xpubs``,
+``migrate``, ``ledger check``, ``custody check``, ``config check``, ``keys export-xpubs``,
 ``plugins``, ``plugin new``, ``payouts work``, ``chain notify``, ``secrets init``, ``restore recover``,
 the operator tools of ``ops_cli.py`` (``webhooks``, ``payouts show``, ``doctor``) and the plugins'
 commands. ``serve`` needs the web layer, which the core never imports: ``orbchain.web.serve`` adds it and
@@ -97,6 +97,21 @@ async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
         log.warning("ledger check result not recorded (%s); run `orbchain migrate`", type(exc).__name__)
 
 
+def cmd_custody_check(args: argparse.Namespace) -> int:
+    """Exit 0: every coin covered (a surplus is fine); 1: a shortfall (named); 3: a node could not say."""
+    from ..custody.run import amount_formatter, run_custody_check
+
+    gateway = build_gateway(config_from_args(args))
+
+    async def work(gw: Gateway) -> int:
+        report = await run_custody_check(gw, "cli")
+        for line in report.lines(amount_formatter(gw)):
+            print(line)
+        return 1 if report.shortfalls else 3 if report.unavailable else 0
+
+    return asyncio.run(with_db(gateway, work))
+
+
 def cmd_export_xpubs(args: argparse.Namespace) -> int:
     """Print account xpubs for watch-only processes (public keys only)."""
     import json
@@ -142,7 +157,7 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
         arm_exit_deadline(HARD_MARGIN_SECONDS, command)  # a thread left running must not keep the exit waiting
 
 
-CORE_COMMANDS = ("serve", "migrate", "ledger", "config", "keys", "plugins", "payouts", "webhooks", "doctor",
+CORE_COMMANDS = ("serve", "migrate", "ledger", "custody", "config", "keys", "plugins", "payouts", "webhooks", "doctor",
                  "plugin", "chain", "secrets")
 
 
@@ -218,6 +233,10 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     work = payouts_sub.add_parser("work", help="sign, broadcast and confirm queued payouts (every 2 s)")
     work.add_argument("--once", action="store_true", help="process the due payouts once, then exit")
     work.set_defaults(func=cmd_payouts_work)
+    custody = sub.add_parser("custody", help="custody tools")
+    custody_sub = custody.add_subparsers(dest="custody_command", required=True)
+    custody_sub.add_parser("check", help="compare what the nodes hold with what the ledger owes, per coin"
+                           ).set_defaults(func=cmd_custody_check)
     add_ops_commands(sub, payouts_sub)
     add_plugin_command(sub)  # plugin authoring: `plugin new`
     add_chain_command(sub)  # `chain notify`, for a node's -blocknotify

@@ -225,6 +225,28 @@ async def restore_finding(gateway: "Gateway") -> Finding:
                                     f" ({done.addresses} address(es) watched)")
 
 
+async def custody_finding(gateway: "Gateway") -> Finding:
+    """The last custody check: FAIL while a coin's last result is a shortfall (docs/operations.md)."""
+    from ..custody.report import SHORTFALL, UNAVAILABLE
+    from ..custody.run import amount_formatter
+    from ..custody.store import last_check_at, latest_by_coin
+    from ..payouts.pauses import paused_coins
+
+    at = await last_check_at(gateway.db)
+    if at is None:
+        return Finding("WARN", "custody", "never checked: run `orbchain custody check` (or keep custody.check_seconds)")
+    coins, paused, fmt = await latest_by_coin(gateway.db), await paused_coins(gateway.db), amount_formatter(gateway)
+    short = [f"{c['coin']} short by {fmt(c['coin'], -c['difference'])}" + (" (payouts paused)" if c["coin"] in paused
+                                                                            else "")
+             for c in coins if c["status"] == SHORTFALL]
+    if short:
+        return Finding("FAIL", "custody", f"at {_when(at)}: " + ", ".join(short))
+    unknown = [c["coin"] for c in coins if c["status"] == UNAVAILABLE]
+    if unknown:
+        return Finding("WARN", "custody", f"at {_when(at)}: the node could not say for " + ", ".join(unknown))
+    return Finding("OK", "custody", f"at {_when(at)}: every checked coin covered")
+
+
 def private_urls_findings(config: Config) -> list[Finding]:
     """The SSRF guard switched off where strangers sign up: said, not refused (an operator may mean it)."""
     if config.webhooks.allow_private_urls and not config.is_development:
@@ -298,6 +320,7 @@ async def doctor_findings(gateway: "Gateway") -> list[Finding]:
         findings.append(clock_finding(skew))
         if not pending:
             findings.append(await restore_finding(gateway))
+            findings.append(await custody_finding(gateway))
     direct = await direct_url_finding(config)
     if direct is not None:
         findings.append(direct)

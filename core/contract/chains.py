@@ -143,6 +143,11 @@ class Capability(enum.Enum):
       ``heard`` for each new transaction or block, so the core scans at once
       instead of waiting for ``scan_seconds``. The poll keeps running as the
       safety net; a lost stream is reconnected by the core with backoff.
+    * ``CUSTODY``: ``custody_holdings(cold_addresses)`` says what the node
+      shows the gateway holds (hot wallet, unswept deposit addresses, the
+      operator's watch-only cold addresses, channels), so ``orbchain custody
+      check`` can prove the books against the chain. Without it that check
+      reports the adapter's coins as "not supported", never as zero.
     """
 
     DEPOSITS = "deposits"
@@ -152,6 +157,33 @@ class Capability(enum.Enum):
     INSTANT_PAYOUTS = "instant_payouts"
     HISTORY = "history"
     PUSH = "push"
+    CUSTODY = "custody"
+
+
+class CustodyPlace:
+    """Where a :class:`Holding` sits; the custody report shows each place on its own line."""
+
+    HOT_WALLET = "hot_wallet"  # the gateway's spending wallet (a UTXO chain's change, an account's balance)
+    DEPOSIT_ADDRESSES = "deposit_addresses"  # credited, not yet swept (a UTXO chain's deposits stay there)
+    PAYOUTS_IN_FLIGHT = "payouts_in_flight"  # inputs a payout not yet final holds, at their booked value
+    COLD = "cold"  # the operator's watch-only addresses (config ``custody.cold``)
+    CHANNELS = "channels"  # a Lightning node's local channel balance
+
+
+@dataclass(frozen=True)
+class Holding:
+    """What the node says the gateway holds of ``coin`` in one ``place`` (:class:`CustodyPlace`), in base units.
+
+    ``count`` is how many outputs or addresses were asked (for the report);
+    ``node_checked`` is False for a figure taken from the books because the
+    node cannot tell it yet (inputs of a payout still in flight).
+    """
+
+    coin: str
+    place: str
+    amount: int
+    count: int = 0
+    node_checked: bool = True
 
 
 class ChainAdapter(ABC):
@@ -250,6 +282,20 @@ class ChainAdapter(ABC):
         Not implemented by default: the node is not checked, and the gateway warns once at start.
         """
         raise NotImplementedError(f"{type(self).__name__} does not report its node's identity")
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        """What the node says the gateway holds, per coin and place; called only with ``Capability.CUSTODY``.
+
+        Report every coin of ``coins`` the gateway holds anywhere (a zero
+        amount is a real answer: the node says there is nothing). Count the
+        hot wallet, the deposit addresses not yet swept and each of
+        ``cold_addresses`` (the operator's watch-only cold storage on this
+        chain, from config ``custody.cold``). Ask the node for the state
+        as the books know it: a payout the ledger still holds in flight is
+        counted as not yet spent. Raise ``ChainUnavailable`` when the node
+        cannot answer: the check then says "unavailable", never zero.
+        """
+        raise NotImplementedError(f"{type(self).__name__} declares Capability.CUSTODY without custody_holdings()")
 
     async def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing to release
         """Release connections. The core calls it once at shutdown (the web app's
@@ -394,5 +440,7 @@ def check_capabilities(adapter: ChainAdapter) -> None:
         raise ValueError(f"chain adapter {adapter.name!r} declares Capability.PUSH but does not implement push()")
     if (adapter.node_networks or adapter.node_geneses) and type(adapter).node_identity is ChainAdapter.node_identity:
         raise ValueError(f"chain adapter {adapter.name!r} expects node networks but does not implement node_identity()")
+    if adapter.supports(Capability.CUSTODY) and type(adapter).custody_holdings is ChainAdapter.custody_holdings:
+        raise ValueError(f"chain adapter {adapter.name!r} declares CUSTODY but does not implement custody_holdings()")
     if adapter.supports(Capability.HISTORY) and type(adapter).address_history is ChainAdapter.address_history:
         raise ValueError(f"chain adapter {adapter.name!r} declares HISTORY but does not implement address_history()")

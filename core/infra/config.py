@@ -179,6 +179,21 @@ class MetricsConfig:
 
 
 @dataclass(frozen=True)
+class CustodyConfig:
+    """``orbchain custody check`` and its job: the books proven against what the nodes hold (docs/operations.md)."""
+
+    # Seconds between ``custody.check`` job runs; 0 turns the job off.
+    check_seconds: int = 900
+    # A shortfall of a coin makes its payouts wait (not fail) until a clean check.
+    pause_payouts: bool = False
+    # The operator's watch-only cold storage, "<chain>:<address>" each (counted as held, never spent).
+    cold: tuple[str, ...] = ()
+
+    def cold_addresses(self, chain: str) -> tuple[str, ...]:
+        return tuple(entry.partition(":")[2] for entry in self.cold if entry.partition(":")[0] == chain)
+
+
+@dataclass(frozen=True)
 class ReadinessConfig:
     """``/ready``: when a chain counts as synced, and how long a node may take to answer."""
 
@@ -226,6 +241,7 @@ class Config:
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
     scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
     metrics: MetricsConfig = field(default_factory=MetricsConfig)
+    custody: CustodyConfig = field(default_factory=CustodyConfig)
     readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     signing: SigningConfig = field(default_factory=SigningConfig)
@@ -281,6 +297,7 @@ def _section_class(name: str) -> type:
         "plugins": PluginsConfig,
         "scheduler": SchedulerConfig,
         "metrics": MetricsConfig,
+        "custody": CustodyConfig,
         "readiness": ReadinessConfig,
         "logging": LoggingConfig,
         "signing": SigningConfig,
@@ -369,6 +386,12 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config key 'metrics.listen' must look like 127.0.0.1:9100")
     if config.metrics.ledger_check_seconds < 0 or config.readiness.max_lag_blocks < 0:
         raise ConfigError("config keys 'metrics.ledger_check_seconds' and 'readiness.max_lag_blocks' must be >= 0")
+    if config.custody.check_seconds < 0:
+        raise ConfigError("config key 'custody.check_seconds' must be >= 0")
+    for entry in config.custody.cold:
+        chain, _, address = entry.partition(":")
+        if not chain or not address:
+            raise ConfigError(f"config key 'custody.cold' entries look like \"litecoin:<address>\", not {entry!r}")
     live = config.live
     if min(live.max_streams, live.max_streams_per_ip, live.max_streams_per_merchant,
            live.max_dashboard_streams_per_ip, live.reserved_files) < 0 or not 1 <= live.heartbeat_seconds <= 300:

@@ -7,6 +7,7 @@ being tracked in each process. They are rendered through a collector of
 metric families, never through ``Gauge`` objects, so multiprocess mode
 writes nothing for them to its shared files.
 
+The latest custody check per coin (``core/custody``) is read the same way.
 ``record_ledger_check`` stores each check's result (the ``ledger.check`` job
 and ``orbchain ledger check`` both call it); ``ledger_check_job`` is the job.
 """
@@ -24,6 +25,8 @@ from prometheus_client.registry import Collector
 
 from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
+from ..custody.store import last_check_at, latest_by_coin
+from ..payouts.pauses import paused_coins
 
 if TYPE_CHECKING:  # pragma: no cover
     from .db import Database
@@ -48,6 +51,10 @@ class DatabaseFacts:
     ledger_check_ok: bool | None = None
     ledger_check_problems: int = 0
     ledger_check_age: int | None = None
+    # Latest custody check per coin: shortfall in base units (0 when covered), payouts paused or not.
+    custody_shortfall: dict[str, int] = field(default_factory=dict)
+    custody_paused: dict[str, bool] = field(default_factory=dict)
+    custody_last_check_at: int | None = None
 
 
 async def read_facts(gateway: "Gateway") -> DatabaseFacts:
@@ -60,6 +67,9 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         {"s": PAYOUT_BACKLOG_STATUS})
     check = await db.fetch_one(
         "SELECT checked_at, ok, problems FROM ledger_checks ORDER BY checked_at DESC, id DESC LIMIT 1")
+    custody = await latest_by_coin(db)
+    paused = await paused_coins(db)
+    checked = [c for c in custody if c["difference"] is not None]
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
     return DatabaseFacts(
         webhook_pending=int(pending["n"]) if pending else 0,
@@ -70,6 +80,9 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         ledger_check_ok=None if check is None else bool(check["ok"]),
         ledger_check_problems=0 if check is None else int(check["problems"]),
         ledger_check_age=None if check is None else now - int(check["checked_at"]),
+        custody_shortfall={c["coin"]: max(0, -c["difference"]) for c in checked},
+        custody_paused={c["coin"]: c["coin"] in paused for c in custody},
+        custody_last_check_at=await last_check_at(db),
     )
 
 
@@ -103,6 +116,21 @@ class FactsCollector(Collector):
                                     value=f.ledger_check_problems)
             yield GaugeMetricFamily("orbchain_ledger_check_age_seconds", "Seconds since the last ledger check",
                                     value=f.ledger_check_age)
+
+        if f.custody_last_check_at is not None:
+            yield GaugeMetricFamily("orbchain_custody_last_check_timestamp_seconds",
+                                    "Unix time of the last custody check", value=f.custody_last_check_at)
+        shortfall = GaugeMetricFamily("orbchain_custody_shortfall",
+                                      "What the nodes hold below what the ledger owes, in the coin's base units"
+                                      " (0: covered), at the last custody check", labels=("coin",))
+        for coin, units in sorted(f.custody_shortfall.items()):
+            shortfall.add_metric((coin,), units)
+        yield shortfall
+        paused = GaugeMetricFamily("orbchain_custody_payouts_paused",
+                                   "1 while a custody shortfall makes the coin's payouts wait", labels=("coin",))
+        for coin, on in sorted(f.custody_paused.items()):
+            paused.add_metric((coin,), 1 if on else 0)
+        yield paused
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:

@@ -5,10 +5,12 @@ per job across processes) and as ``orbchain payouts work [--once]``. Each
 tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
 plus a lease) and moves each as far as it can go now:
 
-* queued: the signer's policy (``signing_gate.authorize``: the ledger's
-  reserve, the operator's caps and allow-lists) holds it or lets it on;
-  then ``sign_payout`` once; the signed bytes are stored (stage signed)
-  before any broadcast, so a crash never leads to a second signature.
+* queued: waits (``last_error`` "paused: ...") while a custody shortfall
+  pauses its coin (``custody.pause_payouts``); else the signer's policy
+  (``signing_gate.authorize``: the ledger's reserve, the operator's caps and
+  allow-lists) holds it or lets it on; then ``sign_payout`` once; the signed
+  bytes are stored (stage signed) before any broadcast, so a crash never
+  leads to a second signature.
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
   again, which the sender contract makes harmless), then stage broadcast.
 * broadcast: ``payout_status`` until ``payout_confirmations`` deep
@@ -37,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from . import service as payouts
 from . import signing_gate
+from .pauses import pause_reason
 from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
@@ -55,6 +58,7 @@ MAX_ATTEMPTS = 10
 BROADCAST_TIMEOUT_SECONDS = 1800
 MAX_BACKOFF_SECONDS = 300
 DEFAULT_POLL_SECONDS = 10
+PAUSED_RECHECK_SECONDS = 30  # a payout of a coin paused by a custody shortfall looks again this often
 FAULT_ENV = "ORBCHAIN_FAULT"
 
 Row = payouts.Row
@@ -160,6 +164,11 @@ async def advance(gateway: "Gateway", row: Row) -> None:
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
         return
     current: Row | None = row  # None once another worker holds the claim
+    if row["stage"] == payouts.QUEUED and (pause := await pause_reason(gateway.db, row["coin"])) is not None:
+        # Waits, never fails: no attempt is counted, so no timeout; signed payouts go on to the chain.
+        await payouts.record_retry(gateway, row, error=f"paused: {pause}",
+                                   next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
+        return
     if row["stage"] == payouts.QUEUED:
         current = await _sign(gateway, sender, row)
     if current is not None and current["stage"] == payouts.SIGNED:

@@ -17,7 +17,8 @@ from typing import Any, Callable, TypeVar
 import pytest
 
 DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY, PUSH = "deposits", "mempool", "reorgs", "payouts", "history", "push"
-CAPABILITIES = (DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY, PUSH)
+CUSTODY = "custody"
+CAPABILITIES = (DEPOSITS, MEMPOOL, REORGS, PAYOUTS, HISTORY, PUSH, CUSTODY)
 MARKER = "orbchain_requires"
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,7 +33,7 @@ def requires(*capabilities: str) -> Callable[[F], F]:
 
 
 _CORE_NAMES = {DEPOSITS: "DEPOSITS", MEMPOOL: "MEMPOOL", REORGS: "DEPOSITS", PAYOUTS: "PAYOUTS",
-               HISTORY: "HISTORY", PUSH: "PUSH"}
+               HISTORY: "HISTORY", PUSH: "PUSH", CUSTODY: "CUSTODY"}
 
 
 def supports(adapter: Any, capability: str) -> bool:

@@ -16,7 +16,9 @@ the deposit, counts confirmations on the best chain, survives reorganisations
 before and after crediting, catches up over blocks the node pruned
 (``HISTORY``), the node's notification stream announces what the
 driver does (``PUSH``), and the payout worker signs, broadcasts and
-confirms payouts, re-broadcasting the stored bytes after a crash. A test
+confirms payouts, re-broadcasting the stored bytes after a crash; after
+that payout, an adapter declaring ``CUSTODY`` reports holdings that cover
+what the ledger owes. A test
 whose capability the adapter does not declare is reported as not
 applicable (``capabilities.requires``).
 """
@@ -30,8 +32,8 @@ from typing import Any, AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from .capabilities import (DEPOSITS, HISTORY, MEMPOOL, PAYOUTS, PUSH, REORGS, requires, skip_unless_applicable,
-                           supports)
+from .capabilities import (CUSTODY, DEPOSITS, HISTORY, MEMPOOL, PAYOUTS, PUSH, REORGS, requires,
+                           skip_unless_applicable, supports)
 from .driver import ChainDriver
 from .harness import ChainShop, open_chain_shop
 
@@ -248,6 +250,17 @@ class AdapterConformance:
         await self._check_network_fee(shop, final)
         assert len(await shop.events("payout.confirmed")) == 1 and await shop.events("payout.failed") == []
         assert await shop.ledger_ok()
+        if supports(shop.adapter, CUSTODY):
+            await self._check_custody(shop)
+
+    async def _check_custody(self, shop: ChainShop) -> None:
+        """After a deposit and a payout the node covers what the ledger owes (more: the driver's funding)."""
+        from ..core.custody.check import check_custody
+        from ..core.custody.report import OK, SURPLUS
+
+        coin = (await check_custody(shop.gateway, [shop.adapter])).by_coin()[shop.driver.coin]
+        assert coin.status in (OK, SURPLUS), coin
+        assert coin.holdings and all(type(h.amount) is int and h.coin == shop.driver.coin for h in coin.holdings)
 
     @requires(DEPOSITS, PAYOUTS)
     @pytest.mark.parametrize("crash_point", ["after_sign", "after_broadcast"])

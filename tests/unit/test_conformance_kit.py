@@ -31,7 +31,7 @@ def _request(*needed: str) -> SimpleNamespace:
 def test_a_missing_capability_is_reported_as_not_applicable():
     adapter = WatchOnly()
     assert capabilities.missing(adapter) == {capabilities.MEMPOOL, capabilities.PAYOUTS, capabilities.HISTORY,
-                                         capabilities.PUSH}
+                                         capabilities.PUSH, capabilities.CUSTODY}
     with pytest.raises(pytest.skip.Exception, match="not applicable: watchonly does not declare payouts"):
         capabilities.skip_unless_applicable(_request(capabilities.DEPOSITS, capabilities.PAYOUTS), adapter)
     capabilities.skip_unless_applicable(_request(capabilities.DEPOSITS, capabilities.REORGS), adapter)  # runs
@@ -52,6 +52,7 @@ def test_the_kit_asks_the_adapters_own_declaration():
     """A declared capability counts even where the adapter would look able otherwise, and vice versa."""
     adapter = WatchOnly()
     adapter.capabilities = frozenset({chains.Capability.DEPOSITS, chains.Capability.MEMPOOL})
-    assert capabilities.missing(adapter) == {capabilities.PAYOUTS, capabilities.HISTORY, capabilities.PUSH}
+    assert capabilities.missing(adapter) == {capabilities.PAYOUTS, capabilities.HISTORY, capabilities.PUSH,
+                                         capabilities.CUSTODY}
     adapter.capabilities = frozenset()
     assert capabilities.missing(adapter) == set(capabilities.CAPABILITIES)

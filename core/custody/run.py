@@ -1,0 +1,56 @@
+"""One custody check end to end, as the ``custody.check`` job and ``orbchain custody check`` run it.
+
+Check, then make the result loud where it must be: a shortfall is an ERROR
+naming the coin and the amount, a surplus an INFO line, a coin the node
+could not answer for a WARNING; the result is stored (history, latest per
+coin, payout pauses when ``custody.pause_payouts`` is on) for /metrics and
+the payout worker.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Callable
+
+from ..money import format_units
+from .check import check_custody
+from .report import SURPLUS, CustodyReport, seen_twice
+from .store import record_custody_check
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..gateway import Gateway
+
+log = logging.getLogger(__name__)
+
+JOB_NAME = "custody.check"
+
+
+def amount_formatter(gateway: "Gateway") -> Callable[[str, int], str]:
+    """Render base units of a coin as its decimal string (base units for a coin not registered here)."""
+    def fmt(coin: str, units: int) -> str:
+        known = gateway.coins.get(coin)
+        return format_units(units, known.decimals) if known is not None else str(units)
+    return fmt
+
+
+async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
+    report = await check_custody(gateway)
+    if report.shortfalls:  # a shortfall must be seen on a second look (report.seen_twice says why)
+        report = seen_twice(report, await check_custody(gateway))
+    fmt = amount_formatter(gateway)
+    for coin in report.shortfalls:
+        log.error("custody SHORTFALL: %s short by %s (held %s, owed %s)%s", coin.coin, fmt(coin.coin, coin.shortfall),
+                  fmt(coin.coin, coin.held or 0), fmt(coin.coin, coin.owed.total),
+                  "; its payouts wait for a clean check" if gateway.config.custody.pause_payouts else "")
+    for coin in report.coins:
+        if coin.status == SURPLUS:
+            log.info("custody surplus: %s holds %s more than it owes", coin.coin, fmt(coin.coin, coin.difference or 0))
+    for coin in report.unavailable:
+        log.warning("custody check: %s could not be checked: %s", coin.coin, coin.error)
+    await record_custody_check(gateway.db, report, source=source, pause_payouts=gateway.config.custody.pause_payouts,
+                               fmt=fmt)
+    return report
+
+
+async def custody_check_job(gateway: "Gateway") -> None:
+    await run_custody_check(gateway, "job")
