@@ -7,7 +7,9 @@ its confirmations reach the merchant's threshold (never below the coin's
 floor), and credits the merchant minus the platform fee in the same database
 transaction as its status change and its webhook. A deposit whose block
 leaves the best chain goes back to PENDING; one that was already credited is
-reversed in the ledger and announced with a ``deposit.reversed`` event.
+reversed in the ledger and announced with a ``deposit.reversed`` event. An
+unconfirmed deposit whose inputs another transaction spent (a payer's
+replacement or double-spend) is FAILED within one scan (``conflicts.py``).
 
 Payment rules (docs/decisions.md): a payment is Paid once its credited
 deposits add up to at least its pay_amount (static addresses: the first
