@@ -38,7 +38,7 @@ from aiohttp.test_utils import TestServer
 
 from orbchain.chains.bitcoin.rpc import coin_units
 from orbchain.chains.bitcoin.transactions import (
-    Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction,
+    SEQUENCE_FINAL, Outpoint, Output, SignedTransaction, Spend, script_for_address, script_for_key, sign_transaction,
 )
 from orbchain.core.keys import SeedKeyStore
 from tests.families import get_family
@@ -119,15 +119,25 @@ class Faucet:
         self.utxos.sort(key=lambda u: u[2])
         index = next(i for i, u in enumerate(self.utxos) if u[2] >= amount + FAUCET_FEE + 100_000)
         txid, vout, value = self.utxos.pop(index)
+        signed = self.spend((txid, vout, value), address, amount, FAUCET_FEE)
+        self.utxos.append((signed.txid, 1, value - amount - FAUCET_FEE))
+        return signed.txid
+
+    def spend(self, utxo: tuple[str, int, int], address: str, amount: int, fee: int, *,
+              sequence: int = SEQUENCE_FINAL, broadcast: bool = True) -> SignedTransaction:
+        """Spend one faucet ``utxo`` (txid, vout, value): ``amount`` to ``address``, the rest back to the faucet
+        (change at output 1), broadcast unless told not to, not mined. A ``sequence`` below final signals
+        replaceability (BIP 125): a payer's wallet that may replace or double-spend it later with the same
+        ``utxo``."""
+        txid, vout, value = utxo
         key = self.store.private_key_for(self.family, 0, 0)
         public_key = self.family.derive(self.store, 0, 0).public_key
         outputs = [Output(amount, script_for_address("ltc", "regtest", address)),
-                   Output(value - amount - FAUCET_FEE, script_for_key("p2wpkh", public_key))]
-        signed = sign_transaction([Spend(Outpoint(txid, vout), value, "p2wpkh", key)], outputs)
-        sent = self.node.call("sendrawtransaction", signed.hex)
-        assert sent == signed.txid
-        self.utxos.append((signed.txid, 1, value - amount - FAUCET_FEE))
-        return signed.txid
+                   Output(value - amount - fee, script_for_key("p2wpkh", public_key))]
+        signed = sign_transaction([Spend(Outpoint(txid, vout), value, "p2wpkh", key)], outputs, sequence=sequence)
+        if broadcast:
+            assert self.node.call("sendrawtransaction", signed.hex) == signed.txid
+        return signed
 
 
 def external_address(index: int) -> str:
@@ -218,10 +228,12 @@ def stop(node: Node) -> None:
         node.process.wait(timeout=10)
 
 
-def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None = None) -> Node:
+def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None = None,
+               extra_args: tuple[str, ...] = ()) -> Node:
     """Start litecoind on ``datadir``; with ``p2p_port`` it listens for peers on 127.0.0.1 and lets them in
     without trickling (``-whitelist=noban``, as docs/bitcoin.md tells operators for the gateway's P2P peer).
-    Pass the ports of a stopped node to restart it where the gateway expects it."""
+    Pass the ports of a stopped node to restart it where the gateway expects it. ``extra_args`` are more
+    node options (``-mempoolreplacement=1``: a module's own node that accepts replacements)."""
     if shutil.which(BINARY) is None:
         pytest.fail(f"{BINARY} is not installed: run scripts/ensure_litecoind.sh (make test does)", pytrace=False)
     datadir.mkdir(parents=True, exist_ok=True)
@@ -235,7 +247,7 @@ def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None 
         BINARY, "-regtest", f"-datadir={datadir}", *listen, "-server", f"-rpcport={rpc_port}",
         "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
         f"-rpcuser={RPC_USER}", f"-rpcpassword={RPC_PASSWORD}", "-fallbackfee=0.0001", "-txindex=0",
-        "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0",
+        "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0", *extra_args,
     ]
     with log.open("ab") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)

@@ -170,6 +170,9 @@ async def test_reorg_after_crediting_reverses_with_an_event(make_client, make_co
         await deliver_due(devnet.gateway)
         reversed_hooks = [b for b in hook.verified(secret) if b["event_type"] == "deposit.reversed"]
         assert reversed_hooks and reversed_hooks[0]["tx_hash"] == tx
+        # The payment stepped back from Paid: the merchant hears it with the status it now has.
+        reverted = [b for b in hook.verified(secret) if b["event_type"] == "payment.reverted"]
+        assert [(b["track_id"], b["status"]) for b in reverted] == [(wl["track_id"], "Paying")]
         # Re-broadcast: the same transaction confirms again and is credited once more.
         await devnet.chain.pay(devnet.gateway.coins.require("BTC"), wl["address"], 1_000_000)
         await devnet.mine(2)

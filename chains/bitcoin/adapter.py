@@ -160,6 +160,30 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
                 self._mempool[txid] = tuple(t for t in transfers if t.address in ours)
         return [t for transfers in self._mempool.values() for t in transfers]
 
+    async def conflicted(self, transfers: Sequence[Transfer]) -> frozenset[str]:
+        """Deposits whose transaction is gone while an input of it is spent: replaced or double-spent.
+
+        ``gettxout <txid> <n> true`` sees the mempool and the UTXO set: our
+        output still there means the transaction lives (pool or chain; pending
+        deposits are never spent by us), and an input no longer there means
+        another transaction spent it. An input whose unconfirmed parent left
+        the pool too looks the same; should the transaction come back in a
+        block, the deposit engine revives it.
+        """
+        checked = [t for t in transfers if t.spends]
+        if not checked:
+            return frozenset()
+        own = await self.rpc.batch("gettxout", [[t.tx_hash, t.output_index, True] for t in checked])
+        gone = [t for t, answer in zip(checked, own) if answer is None]
+        outpoints = sorted({o for t in gone for o in t.spends})
+        if not outpoints:
+            return frozenset()
+        answers = await self.rpc.batch("gettxout", [[o.split(":")[0], int(o.split(":")[1]), True] for o in outpoints])
+        if any(isinstance(a, RpcError) for a in [*own, *answers]):
+            raise ChainUnavailable(f"{self.name}: gettxout failed while checking deposits for conflicts")
+        spent = {o for o, answer in zip(outpoints, answers) if answer is None}
+        return frozenset(t.tx_hash for t in gone if spent.intersection(t.spends))
+
     async def push(self, heard: Callable[[str], None]) -> None:
         await notifications.follow(self.settings, heard, self.name)
 

@@ -37,9 +37,15 @@ def output_address(output: Mapping[str, Any]) -> str | None:
     return None
 
 
+def spent_outpoints(tx: Mapping[str, Any]) -> tuple[str, ...]:
+    """The outpoints ``"txid:n"`` a decoded transaction spends (none for a coinbase)."""
+    return tuple(f"{vin['txid']}:{int(vin['vout'])}" for vin in tx.get("vin", ()) if "txid" in vin)
+
+
 def transaction_transfers(tx: Mapping[str, Any], coin: str) -> list[Transfer]:
-    """Every output of one decoded transaction that pays an address."""
+    """Every output of one decoded transaction that pays an address, with the outpoints it spends."""
     txid = tx["txid"]
+    spends = spent_outpoints(tx)
     transfers = []
     for output in tx.get("vout", ()):
         address = output_address(output)
@@ -47,7 +53,7 @@ def transaction_transfers(tx: Mapping[str, Any], coin: str) -> list[Transfer]:
             continue
         amount = coin_units(output["value"])
         if amount > 0:
-            transfers.append(Transfer(txid, int(output["n"]), address, coin, amount))
+            transfers.append(Transfer(txid, int(output["n"]), address, coin, amount, spends))
     return transfers
 
 

@@ -43,6 +43,11 @@ class Transfer:
     log (``output_index`` = log index). ``amount`` is in the coin's base
     units. Report only successful transfers: a reverted transaction never
     credits.
+
+    ``spends`` (UTXO chains): the outpoints ``"txid:n"`` the transaction
+    spends. The core keeps them with the deposit, so a payer's replacement or
+    double-spend (another transaction spending one of them) is recognised
+    within one scan instead of after ``drop_after_seconds``.
     """
 
     tx_hash: str
@@ -50,6 +55,7 @@ class Transfer:
     address: str
     coin: str
     amount: int
+    spends: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,19 @@ class ChainAdapter(ABC):
     async def mempool(self) -> Sequence[Transfer]:
         """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
         return ()
+
+    async def conflicted(self, transfers: Sequence[Transfer]) -> frozenset[str]:
+        """Which of these unconfirmed transfers (gone from the mempool) can no longer confirm.
+
+        Each carries the ``spends`` it was reported with. Answer the
+        ``tx_hash`` of every transfer whose transaction is neither in the
+        mempool nor in the chain while one of its ``spends`` is spent by
+        another transaction (in the mempool or the chain): the payer replaced
+        or double-spent it. The core marks those deposits FAILED at once
+        (``failure_reason``) and turns their payment back. Called once per scan
+        with ``Capability.MEMPOOL``; the default (no ``spends`` to check) is none.
+        """
+        return frozenset()
 
     async def address_history(self, addresses: Sequence[str], start: int, end: int) -> Sequence[PastTransfer]:
         """Successful transfers to ``addresses`` in blocks ``start``..``end`` (all pruned, so final).

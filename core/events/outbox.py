@@ -53,6 +53,8 @@ CORE_EVENT_KINDS: Mapping[str, str] = {
     "payment.paying": "A payment's first deposit was seen below its confirmation threshold.",
     "payment.paid": "A payment reached Paid.",
     "payment.expired": "A payment's lifetime elapsed before it was paid (underpaid ones: once nothing is on its way).",
+    "payment.reverted": "A payment stepped back (to Paying or Waiting): a deposit was replaced, double-spent,"
+                        " dropped or left the best chain.",
     "deposit.credited": "A deposit was credited to the merchant.",
     "deposit.reversed": "A credited deposit left the best chain; its credit was reversed.",
     "payout.confirmed": "A payout reached Confirmed.",

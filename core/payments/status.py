@@ -3,9 +3,11 @@
 Paid once its credited deposits add up to at least its pay_amount (static
 addresses: the first credited deposit); Paying while money is on its way or
 underpaid; Expired when its lifetime elapsed and nothing is still
-confirming (``payment.expired``, beyond SPEC 6.3). Every change enqueues its webhook inside the caller's
-transaction and fires its hook after the commit, with a ``PaymentView``,
-and is announced on the change feed (core/payments/changes.py).
+confirming (``payment.expired``, beyond SPEC 6.3). A step back (Paid to
+Paying, Paying to Waiting: a deposit replaced, double-spent, dropped or
+reorganised away) sends ``payment.reverted`` with the status it now has.
+Every change enqueues its webhook inside the caller's transaction and
+fires its hook after the commit, with a ``PaymentView``, and is announced on the change feed (core/payments/changes.py).
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ from ..contract.views import payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway
+
+# The open statuses in the order money moves them; a move to an earlier one is a revert.
+_PROGRESS = (WAITING, PAYING, PAID)
 
 
 async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:
@@ -57,6 +62,13 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
         )
         await payment_event(gateway, track_id, "payment.paid", f"payment.paid:{track_id}:{generation}")
         await emit_after(gateway, "payment_paid", track_id, after)
+    elif _PROGRESS.index(status) < _PROGRESS.index(payment["status"]):
+        # A step back (a deposit replaced, double-spent, dropped or reorganised away): the merchant must know.
+        generation = int(payment["reverted_count"]) + 1
+        await db.execute(
+            "UPDATE payments SET status = :s, paid_at = NULL, reverted_count = :g, updated_at = :now"
+            " WHERE track_id = :t", {"s": status, "g": generation, "now": now, "t": track_id})
+        await payment_event(gateway, track_id, "payment.reverted", f"payment.reverted:{track_id}:{generation}")
     else:
         await db.execute("UPDATE payments SET status = :s, paid_at = NULL, updated_at = :now WHERE track_id = :t",
                          {"s": status, "now": now, "t": track_id})

@@ -2,7 +2,9 @@
 
 PENDING: seen, below its threshold. CONFIRMED: its credit was posted but
 waits on a conversion (``decide_credit_status``), so it does not count as
-paid yet. CREDITED: the merchant has it. FAILED: dropped from chain and mempool.
+paid yet. CREDITED: the merchant has it. FAILED: it will not confirm: dropped from
+chain and mempool past the grace period, or at once when the payer replaced or
+double-spent it (``deposits.failure_reason``, ``core/watching/conflicts.py``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ its confirmations reach the merchant's threshold (never below the coin's
 floor), and credits the merchant minus the platform fee in the same database
 transaction as its status change and its webhook. A deposit whose block
 leaves the best chain goes back to PENDING; one that was already credited is
-reversed in the ledger and announced with a ``deposit.reversed`` event.
+reversed in the ledger and announced with a ``deposit.reversed`` event. An
+unconfirmed deposit whose inputs another transaction spent (a payer's
+replacement or double-spend) is FAILED within one scan (``conflicts.py``).
 
 Payment rules (docs/decisions.md): a payment is Paid once its credited
 deposits add up to at least its pay_amount (static addresses: the first
@@ -39,6 +41,7 @@ from ..events.after_commit import AfterCommit, run_after_commit
 from ..contract.chains import BlockRef, Transfer
 from ..ledger.credit_postings import CreditRefused, credit_status, report_refusal, shaped_postings
 from .addresses import recovery_of
+from .conflicts import replace_conflicting, spends_column
 from .recovery import recovered_memo
 from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from ..events.outbox import enqueue_event
@@ -191,11 +194,13 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
         "track_id": payment["track_id"] if payment else None,
         "block_height": block.height if block else None, "block_hash": block.hash if block else None,
         "confirmations": confirmations, "threshold": threshold, "status": PENDING,
-        "created_at": now, "updated_at": now,
+        "spends": spends_column(transfer.spends), "created_at": now, "updated_at": now,
     }
     await db.execute(
         f"INSERT INTO deposits ({', '.join(deposit)}) VALUES ({', '.join(':' + k for k in deposit)})", deposit
     )
+    if not final:  # after the insert: a payment this replacement pays stays Paying, never steps back
+        await replace_conflicting(gateway, chain, transfer, after)
     payment_changed(gateway, deposit["track_id"], after)
     if payment is not None and payment["status"] == WAITING:
         await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
@@ -264,7 +269,7 @@ async def _replace_block(gateway: "Gateway", deposit: Mapping[str, Any], block: 
     status = PENDING if deposit["status"] == FAILED else deposit["status"]
     await gateway.db.execute(
         "UPDATE deposits SET block_height = :h, block_hash = :b, missing_since = NULL, status = :s,"
-        " confirmations = :conf, updated_at = :now WHERE id = :id",
+        " failure_reason = NULL, confirmations = :conf, updated_at = :now WHERE id = :id",
         {"h": block.height, "b": block.hash, "s": status, "conf": _confirmations(block, scanned_tip),
          "now": gateway.now(), "id": deposit["id"]},
     )

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import addresses, deposits, history
+from . import addresses, conflicts, deposits, history
 from ..contract.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,7 +142,9 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
             if owner is not None:
                 await deposits.observe(gateway, adapter.name, transfer, owner, None, last_height)
                 observed += 1
-    await deposits.mark_missing(gateway, adapter.name, {t.tx_hash for t in mempool}, adapter.drop_after_seconds)
+    in_mempool = {t.tx_hash for t in mempool}
+    await conflicts.mark_conflicted(gateway, adapter, in_mempool)
+    await deposits.mark_missing(gateway, adapter.name, in_mempool, adapter.drop_after_seconds)
     credited = await deposits.refresh_confirmations(gateway, adapter.name, last_height) if last_height >= 0 else 0
     return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited, tip.height)
 
