@@ -13,7 +13,7 @@ from orbchain.web.keys import GATEWAY
 
 from .approvals_support import PASSWORD, add_member, enable_totp, member_totp, next_code, set_policy
 from .dashboard_support import Visitor
-from .test_payouts import create, fund, payout_env, payout_row
+from .test_payouts import BTC_DEST, create, fund, payout_env, payout_row
 
 PAGE = "/app/approvals"
 
@@ -93,6 +93,44 @@ async def test_a_member_approves_on_the_page_with_the_code(make_client, make_con
     assert "Failed: rejected by an approver" in await admin.get("/app/payouts")
     activity = await admin.get("/app/activity")
     assert "Approved payout" in activity and "Rejected payout" in activity and "member admin@example.com" in activity
+
+
+async def test_a_held_payout_says_so_at_review_on_confirm_and_when_approved(make_client, make_config):
+    """Issue 49 item 5: the review did not say the payout would be held, the result said "Payout created." and
+    the approver's confirmation said "Saved."."""
+    client, merchant, devnet = await payout_env(make_client, make_config)
+    gateway = client.app[GATEWAY]
+    await fund(client, merchant, devnet, amount="0.02")
+    await set_policy(gateway, merchant.merchant_id, threshold_BTC="100")
+    holder = await signed_in(client, "merchant@example.com", "s3cret-pass")
+    await holder.get("/app/payouts")
+    await holder.submit("/app/payouts", {"currency": "BTC", "address": BTC_DEST, "amount": "0.005"}, expect=200)
+    review = holder.page
+    assert 'id="review-hold"' in review and "it is worth more than 100.00 USD" in review
+    assert "approved by a second person" in review and "Confirm and send for approval" in review
+    confirmed = await holder.submit("/app/payouts/confirm", {"action": "confirm",
+                                                              "review_token": _field(review, "review_token")})
+    assert confirmed.headers["Location"] == "/app/payouts?notice=payout-held"
+    page = await holder.get(confirmed.headers["Location"])
+    assert "Payout created and held: nothing is sent until a second person approves it" in page
+    assert "Awaiting approval by a second person" in page
+    await holder.get("/app/payouts")
+    await holder.submit("/app/payouts", {"currency": "BTC", "address": BTC_DEST, "amount": "0.001"}, expect=200)
+    assert 'id="review-hold"' not in holder.page  # worth less than the threshold: nothing said
+    await add_member(client, gateway, merchant.merchant_id, "admin@example.com")
+    admin = await signed_in(client, "admin@example.com")
+    secret = await member_totp(gateway, merchant.merchant_id, "admin@example.com")
+    track = (await gateway.db.fetch_one("SELECT track_id FROM payouts WHERE stage = 'held'"))["track_id"]
+    await admin.get(PAGE)
+    approved = await admin.submit(PAGE, {"action": "approve", "id": track, "totp_code": next_code(gateway, secret)})
+    assert approved.headers["Location"] == f"{PAGE}?notice=approved"
+    assert "Approved: it is sent now" in await admin.get(approved.headers["Location"])
+    assert "Approved: it is sent now" not in await admin.get(f"{PAGE}?notice=<b>x</b>")  # only the page's own words
+
+
+def _field(page: str, name: str) -> str:
+    import re
+    return re.search(rf'name="{name}" value="([^"]*)"', page).group(1)
 
 
 async def test_an_approver_without_2fa_is_told_how_to_set_it_up(make_client, make_config):

@@ -269,6 +269,25 @@ class Hooks:
             key_id=key_id,
         )
 
+    async def decide_payout_hold_notice(
+        self,
+        *,
+        merchant_id: str,
+        coin: str,
+        amount: int,
+        requested_by: str | None,
+    ) -> str | None:
+        """A sentence for a payout's review step: whether it would be held for approval, why, and who approves.
+        (decide)"""
+        return await self.calls.decide(
+            self._pm.hook.decide_payout_hold_notice,
+            gateway=self.gateway,
+            merchant_id=merchant_id,
+            coin=coin,
+            amount=amount,
+            requested_by=requested_by,
+        )
+
     async def check_payout_signing(self, *, payout: specs.PayoutView) -> None:
         """Object to a payout at the signing boundary, right before the signer's policy decides on it.
         (check)"""

@@ -488,6 +488,21 @@ def decide_payout_hold(gateway: "Gateway", payout: "PayoutView", requested_by: "
     """
 
 
+@hookspec(kind=HookKind.DECIDE)
+def decide_payout_hold_notice(gateway: "Gateway", merchant_id: str, coin: str, amount: int,
+                              requested_by: "str | None") -> "str | None":
+    """A sentence for a payout's review step: whether it would be held for approval, why, and who approves.
+
+    None when it would not be held (or the plugin holds nothing).
+
+    Asked before anything is reserved, outside any transaction, with the
+    amount in base units of ``coin`` and ``requested_by`` as in
+    ``decide_payout_hold``; read only (the hold itself is still decided by
+    ``decide_payout_hold`` when the payout is made). May be async; the first
+    non-None answer wins.
+    """
+
+
 @hookspec(kind=HookKind.CHECK)
 def check_payout_signing(gateway: "Gateway", payout: "PayoutView") -> None:
     """Object to a payout at the signing boundary, right before the signer's policy decides on it.

@@ -7,7 +7,7 @@ startup with an error naming both plugins instead of one silently winning.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Iterator, Mapping, TypeVar
 
@@ -265,6 +265,9 @@ class DashboardPage:
     (``orbchain.api.Principal``: the holder, or a team member and their scopes).
     ``scope``: what a team member needs to see the entry and use the page
     (forms without one need ``settings:manage``); the holder needs nothing.
+    ``notices``: code -> sentence the page shows when opened with
+    ``?notice=<code>`` (a ``submit`` answers ``DashboardRedirect(f"{path}?notice=<code>")``
+    to say what it did: "Approved." rather than a bare "Saved."); never text from the URL.
     """
 
     slot: str
@@ -275,6 +278,7 @@ class DashboardPage:
     render: Callable[..., Any] | None = None
     submit: Callable[..., Any] | None = None
     scope: str | None = None
+    notices: Mapping[str, str] = field(default_factory=dict)
 
 
 class DashboardRegistry(Registry[DashboardPage]):
@@ -287,9 +291,9 @@ class DashboardRegistry(Registry[DashboardPage]):
 
     def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *, order: int = 100,
             render: Callable[..., Any] | None = None, submit: Callable[..., Any] | None = None,
-            scope: str | None = None) -> DashboardPage:
-        page = slot if isinstance(slot, DashboardPage) else DashboardPage(slot, title, path, order=order,
-                                                                          render=render, submit=submit, scope=scope)
+            scope: str | None = None, notices: Mapping[str, str] | None = None) -> DashboardPage:
+        page = slot if isinstance(slot, DashboardPage) else DashboardPage(
+            slot, title, path, order=order, render=render, submit=submit, scope=scope, notices=dict(notices or {}))
         if not isinstance(page.slot, str) or not _SLOT.match(page.slot):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed dashboard slot {page.slot!r}")
         if not page.title or not isinstance(page.path, str) or not page.path.startswith("/"):
@@ -301,8 +305,7 @@ class DashboardRegistry(Registry[DashboardPage]):
         if page.render is not None and not page.path.startswith("/app/"):
             raise StartupError(f"plugin {self.current_plugin!r} registered dashboard page {page.path!r}: a page the"
                                " dashboard renders lives under /app/")
-        page = DashboardPage(page.slot, page.title, page.path, self.current_plugin, page.order, page.render,
-                             page.submit, page.scope)
+        page = replace(page, plugin=self.current_plugin)
         return super().add(page)
 
     def rendered(self) -> list[DashboardPage]:

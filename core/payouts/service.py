@@ -164,6 +164,11 @@ class PayoutOutcome:
     replay: bool
     posted: ledger.LedgerTransaction | None = None
 
+    @property
+    def held_for_approval(self) -> bool:
+        """Reserved but kept from the worker until someone approves it (``decide_payout_hold``)."""
+        return self.row["stage"] == HELD
+
 
 def fingerprint(**fields: Any) -> str:
     """A stable hash of what a request asked for, to tell a replay from a reused key."""

@@ -62,7 +62,12 @@ def register_templates(registry) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("header-nav", "Approvals", page.PAGE_PATH, order=65, render=page.render, submit=page.submit,
-                 scope=page.SCOPE)
+                 scope=page.SCOPE, notices=page.NOTICES)
+
+
+@hookimpl
+async def decide_payout_hold_notice(gateway, merchant_id, coin, amount, requested_by):
+    return await holds.review_notice(gateway, merchant_id, coin, amount, requested_by)
 
 
 @hookimpl

@@ -240,3 +240,26 @@ async def check_signing(gateway: Any, payout: Any) -> None:
                                                                        payout.destination)
     if hold["state"] != APPROVED or not same:
         raise Forbidden("this payout's approval is not recorded", code="approval_missing")
+
+
+async def review_notice(gateway: Any, merchant_id: str, coin: str, amount: int, requested_by: str | None) -> str | None:
+    """What the payout review says before anything is reserved: the rule that will hold this payout and who may
+    approve it (``decide_payout_hold_notice``); None when the policy would let it go. Reads only: the hold is
+    still decided, with the money locked, when the payout is made."""
+    policy = await policies.load(gateway, merchant_id)
+    if policy is None:
+        return None
+    price = await usd_price(gateway, coin)
+    usd = await usd_units(gateway, coin, amount, price if isinstance(price, Decimal) else Decimal(0))
+    who = ("a second person (an owner or admin with two-factor authentication on), on the Approvals page;"
+           " you cannot approve your own payout")
+    threshold = policy.thresholds.get(coin)
+    if threshold is not None and (usd == 0 or usd > threshold):
+        limit = policies.usd_text(threshold)
+        worth = "its value cannot be priced now" if usd == 0 else f"it is worth more than {limit} USD"
+        return (f"This payout will be held for approval: {worth}, the account's limit for {coin}. It is sent"
+                f" once approved by {who}.")
+    if await past_daily_limit(gateway, policy, merchant_id, requested_by, None, usd, utc_day(gateway.now())):
+        return (f"This payout will be held for approval: it takes you past your daily limit. It is sent once"
+                f" approved by {who}.")
+    return None

@@ -11,13 +11,20 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import DashboardView, Forbidden, Principal, ValidationError
+from ...api import DashboardRedirect, DashboardView, Forbidden, Principal, ValidationError
 from . import holds, policy as policies
 from .views import held_view
 
 PAGE_PATH = "/app/approvals"
 SCOPE = "payout:approve"
 MANAGE = "team:manage"
+# What each form did, said on the page it comes back to (a bare "Saved." said nothing about money).
+NOTICES = {
+    "approved": "Approved: it is sent now, and its requester sees it as sending.",
+    "rejected": "Rejected: nothing was sent and the money is back in the balance.",
+    "policy-saved": "Approval policy saved: it applies to payouts and transfers made from now on.",
+    "policy-off": "Approval policy turned off: new payouts and transfers are no longer held.",
+}
 
 
 def _who(principal: Principal | None) -> str:
@@ -45,20 +52,24 @@ def _acting(merchant_id: str, principal: Principal | None) -> Principal:
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any],
-                 principal: Principal | None = None) -> DashboardView | None:
+                 principal: Principal | None = None) -> DashboardRedirect:
     action = form.get("action")
     if action == "approve":
         await holds.approve(gateway, _acting(merchant_id, principal), form.get("id"), form.get("totp_code"))
+        done = "approved"
     elif action == "reject":
         await holds.reject(gateway, merchant_id, form.get("id"), _who(principal))
+        done = "rejected"
     elif action in ("policy", "policy-off"):
         if not _may_manage(principal):
             raise Forbidden(f"access denied: your role lacks scope {MANAGE}", code="missing_scope",
                             detail={"scope": MANAGE})
         if action == "policy":
             await policies.save(gateway, merchant_id, policies.parse(gateway, form))
+            done = "policy-saved"
         else:
             await policies.remove(gateway, merchant_id)
+            done = "policy-off"
     else:
         raise ValidationError({"action": "unknown action"})
-    return None
+    return DashboardRedirect(f"{PAGE_PATH}?notice={done}")

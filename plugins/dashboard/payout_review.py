@@ -90,7 +90,10 @@ async def review_payout(gateway: Any, session: Session, values: dict[str, Any]) 
     available = (await merchant_balances(gateway.db, session.merchant_id)).get(payout.route.coin.symbol, 0)
     if payout.amount > available:
         raise _over_balance(payout, available)
-    return {**_facts(payout, available), "description": values.get("description"),
+    hold_notice = await gateway.hooks.decide_payout_hold_notice(
+        merchant_id=session.merchant_id, coin=payout.route.coin.symbol, amount=payout.amount,
+        requested_by=session.requester)
+    return {**_facts(payout, available), "description": values.get("description"), "hold_notice": hold_notice,
             "token": seal(gateway, session, SINGLE, values)}
 
 
@@ -182,7 +185,7 @@ async def payout_history(gateway: Any, merchant_id: str, limit: int, offset: int
 def _held_words(payout: dict[str, Any]) -> str | None:
     """Why a Confirming payout waits: an approval, or the operator's signing policy (its reason code)."""
     if payout.get("awaitingApproval"):
-        return "Awaiting approval"
+        return "Awaiting approval by a second person (Approvals)"
     if payout.get("heldByPolicy"):
         return f"Held by the operator's signing policy ({payout['heldByPolicy']}); the operator releases or cancels it"
     return None

@@ -32,8 +32,10 @@ def _show(request: web.Request, session: Session, page: DashboardPage, view: Das
     if not isinstance(view, DashboardView):
         raise TypeError(f"dashboard page {page.path} of plugin {page.plugin!r} returned {type(view).__name__},"
                         " not a DashboardView")
+    told = page.notices.get(request.query.get("notice", ""))  # the page's own words for what its form did
     return render(request, session, "dashboard/plugin_page.html", {
-        **view.context, "view": view, "page_title": page.title, "page_path": page.path, **refused,
+        **({"notice": told} if told else {}), **view.context, "view": view, "page_title": page.title,
+        "page_path": page.path, **refused,
     }, status=status or view.status)
 
 

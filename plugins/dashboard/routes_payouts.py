@@ -83,10 +83,10 @@ async def confirm(request: web.Request, session: Session, form: Any) -> web.Stre
     if form.get("action") == "edit":
         return await _payouts_page(request, session, values=body)
     try:
-        await confirm_payout(request.app[GATEWAY], session, form.get("review_token"), request.get(REQUEST_ID))
+        outcome = await confirm_payout(request.app[GATEWAY], session, form.get("review_token"), request.get(REQUEST_ID))
     except ApiError as exc:
         return await _payouts_page(request, session, values=body, status=exc.status, **error_context(exc))
-    raise see_other("/app/payouts", "payout-created")
+    raise see_other("/app/payouts", "payout-held" if outcome.held_for_approval else "payout-created")
 
 
 def parse_csv(data: bytes) -> list[dict[str, str]]:

@@ -64,6 +64,8 @@ NOTICES = {
     "payment-created": "Payment created.",
     "payment-cancelled": "Payment cancelled.",
     "payout-created": "Payout created.",
+    "payout-held": "Payout created and held: nothing is sent until a second person approves it (Approvals). It is"
+                   " listed below as waiting for approval.",
     "refund-created": "Refund created.",
     "transfer-sent": "Transfer sent.",
     "settings-saved": "Settings saved.",
