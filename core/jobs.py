@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 from .accounts import jwt_revocation
 from .payments import pruning as payment_pruning
-from .contract.chains import Capability
+from .types.chains import Capability
 from .accounts.lockout import prune
-from .infra.metrics_db import ledger_check_job
+from .health.metrics_db import ledger_check_job
 from .payments.status import expire_payments
 from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .watching.scanner import scan_job, scan_job_name

@@ -16,8 +16,8 @@ import pytest
 from orbchain.chains.bitcoin import BitcoinAdapter, wallet
 from orbchain.chains.bitcoin.transactions import Outpoint, Output, Spend, script_for_address, sign_transaction
 from orbchain.core.payouts import worker as payout_worker
-from orbchain.core.watching.addresses import keystore
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.addresses.store import keystore
+from orbchain.core.types.chains import ChainUnavailable
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.core.events.webhooks import deliver_due

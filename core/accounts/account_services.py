@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from . import auth, merchants as accounts, jwt_revocation, security_events
 from .sign_in_factor import SecondFactorRequired, second_factor_due
-from ..errors import Forbidden
+from ..types.errors import Forbidden
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from . import auth
 from .auth_cache import changed, remembered
-from ..errors import Unauthorized
+from ..types.errors import Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
 from . import auth
 from .auth_cache import changed
 from ..contract.plugins import call_first
-from ..errors import Forbidden, Unauthorized
+from ..types.errors import Forbidden, Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

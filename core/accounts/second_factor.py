@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
-from ..errors import Forbidden, InvalidRequest, NotFound, Unauthorized
+from ..types.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from ..infra.db import Database, Row
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -25,7 +25,7 @@ from . import auth, lockout, recovery_codes, security_events
 from .second_factor import TABLE as MEMBER_TABLE
 from .second_factor import invalid_code, member_totp_enabled
 from .totp_codes import check_stored_code
-from ..errors import Unauthorized
+from ..types.errors import Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

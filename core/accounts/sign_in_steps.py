@@ -25,7 +25,7 @@ from . import lockout
 from .account_services import AccountSession, open_session
 from .sign_in_factor import SecondFactorDue, check_sign_in_code
 from ..contract.plugins import call_first
-from ..errors import Forbidden, InvalidRequest
+from ..types.errors import Forbidden, InvalidRequest
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -89,7 +89,7 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
 
 async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
     """Keep the result for /metrics; a database not yet migrated to hold it still gets its check."""
-    from ..infra.metrics_db import record_ledger_check
+    from ..health.metrics_db import record_ledger_check
 
     try:
         await record_ledger_check(gateway.db, report, "cli", gateway.now())
@@ -101,9 +101,9 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
     """Print account xpubs for watch-only processes (public keys only)."""
     import json
 
-    from ..watching.addresses import export_account_xpubs
+    from ..addresses.store import export_account_xpubs
     from ..keys import SeedKeyStore, UnknownFamilyError
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
 
     config = config_from_args(args)
     secrets = load_secrets(config)
@@ -128,7 +128,7 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
 def cmd_payouts_work(args: argparse.Namespace) -> int:
     """``payouts work``: SIGTERM/SIGINT let the tick in flight finish (to the drain deadline), then exit 0."""
     from ..payouts.worker import run_worker
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
     from ..infra.stopping import HARD_MARGIN_SECONDS, arm_exit_deadline, run_until_stopped
 
     command = "orbchain payouts work"

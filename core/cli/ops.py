@@ -155,7 +155,7 @@ def clock_finding(skew: float | None) -> Finding:  # float ok: seconds of clock 
 def static_findings(gateway: "Gateway") -> list[Finding]:
     """What the config alone decides, without a database or a node: ``config check`` runs exactly these,
     ``doctor`` runs them first, so the two never disagree about the file (issue 32)."""
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
 
     config = gateway.config
     chains = len(list(gateway.chains))
@@ -237,7 +237,7 @@ def chains_finding(chains: int, development: bool) -> Finding:
 
 
 async def doctor_findings(gateway: "Gateway") -> list[Finding]:
-    from ..infra.readiness import check_readiness
+    from ..health.readiness import check_readiness
 
     config = gateway.config
     findings = static_findings(gateway)

@@ -30,7 +30,7 @@ from typing import Any, Awaitable, Callable, Generic, Hashable, Mapping, Sequenc
 from urllib.parse import urlsplit
 
 from ..infra.config import ConfigError, int_setting
-from .chains import Block, BlockRef, BlocksPruned, ChainUnavailable, NodeState
+from ..types.chains import Block, BlockRef, BlocksPruned, ChainUnavailable, NodeState
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..errors import NotFound
+from ..types.errors import NotFound
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -257,7 +257,7 @@ class DashboardPage:
 
     With ``render`` the dashboard serves the page itself at ``path`` (under
     ``/app/``), signed in and inside its layout: ``render(gateway,
-    merchant_id, query)`` returns an ``orbchain.core.contract.pages.DashboardView``
+    merchant_id, query)`` returns an ``orbchain.core.types.pages.DashboardView``
     (may be async). With ``submit`` too, forms posted to ``path`` (CSRF
     checked by the dashboard) reach ``submit(gateway, merchant_id, form)``,
     which returns None (back to the page) or a ``DashboardView`` to show.
@@ -389,9 +389,9 @@ class PaymentField:
     """An extra field of the payment create bodies, handled by a plugin (``splits``).
 
     ``parse(gateway, value, payment_type, merchant_id)`` returns the cleaned
-    value or raises ``orbchain.core.errors.ValidationError``;
+    value or raises ``orbchain.core.types.errors.ValidationError``;
     ``store(gateway, payment, value)`` is awaited inside the transaction that
-    creates the payment, with the :class:`orbchain.core.contract.views.PaymentView`.
+    creates the payment, with the :class:`orbchain.core.types.views.PaymentView`.
     ``excludes`` maps another create-body field to the error code of a 400
     when both are sent (``{"settlement_coin": "splits_settlement_coin_exclusive"}``);
     it is checked whether or not a plugin serves the other field.

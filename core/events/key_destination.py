@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from ..infra.db import Database
 from ..contract.plugins import call_first
-from ..contract.views import payment_view_of
+from ..types.views import payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import RateLimited, ValidationError
+from ..types.errors import RateLimited, ValidationError
 from .outbox import TEST_EVENT_TYPE, enqueue_event, event_id_for, outbox_row
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import Maintenance
+from ..types.errors import Maintenance
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

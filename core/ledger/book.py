@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
 
 from ..infra.db import Database
-from ..errors import InsufficientBalance
+from ..types.errors import InsufficientBalance
 from .accounts import (
     PLATFORM_FEES,
     chain_hot_wallet,

@@ -36,7 +36,7 @@ async def usd_price(gateway: "Gateway", coin: str) -> Decimal:
 async def usd_units(gateway: "Gateway", coin: str, units: int, price: Decimal | None = None) -> int:
     """``units`` of ``coin`` valued in USD at ``price`` (``usd_price``'s; None: read it now), as an int
     of 1e-8 dollars rounded half-even; 0 when the price is unknown. Format it with
-    ``orbchain.core.money.format_units(value, USD_DECIMALS)``."""
+    ``orbchain.core.money.amounts.format_units(value, USD_DECIMALS)``."""
     if not units:
         return 0
     if price is None:

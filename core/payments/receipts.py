@@ -13,7 +13,7 @@ import base64
 import json
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..errors import InvalidRequest
+from ..types.errors import InvalidRequest
 from .service import PAID, payment_deposits
 
 if TYPE_CHECKING:  # pragma: no cover

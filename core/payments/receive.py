@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import InvalidRequest
+from ..types.errors import InvalidRequest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
+    from ..money.coins import Coin
     from ..gateway import Gateway
 
 

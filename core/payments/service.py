@@ -20,18 +20,19 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import base58
 
-from ..watching import addresses
-from . import minimums, receive, settlement
+from ..addresses import store as addresses
+from . import minimums, receive
+from ..accounts import settlement
 from .changes import announce_now
 from ..infra.db import KeyedRead
-from ..errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
-from ..messages import N_
-from ..money import AmountError
-from .prices import FIAT_CURRENCIES
-from ..contract.views import PaymentView, payment_view_of
+from ..types.errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
+from ..types.messages import N_
+from ..money.amounts import AmountError
+from ..money.prices import FIAT_CURRENCIES
+from ..types.views import PaymentView, payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
+    from ..money.coins import Coin
     from ..gateway import Gateway
 
 STATIC, WHITE_LABEL, INVOICE = "static_address", "white_label", "invoice"
@@ -132,7 +133,7 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
     for a ``one_time`` payment on a chain a plugin serves (a subaddress per
     payment; the plugin must then answer ``decide_receive_target``). A coin
     that settles only via a swap also needs a plugin converting it into
-    another coin for this merchant (``core/payments/settlement.py``).
+    another coin for this merchant (``core/accounts/settlement.py``).
     """
     coin = gateway.coins.get(symbol)
     if coin is None:
@@ -305,7 +306,7 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
 
     The address and the payment commit together: one write (and one fsync)
     per payment; the address's index comes from a per-process block
-    reserved beforehand (core/watching/addresses.py).
+    reserved beforehand (core/addresses/store.py).
     """
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)

@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..events.after_commit import AfterCommit, run_after_commit
 from .changes import payment_changed
-from ..watching.deposit_status import CREDITED, IN_PROGRESS
+from ..types.deposit_status import CREDITED, IN_PROGRESS
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination
 from ..contract.plugins import call_first
 from .service import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
-from ..contract.views import payment_view_of
+from ..types.views import payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

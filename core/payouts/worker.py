@@ -34,7 +34,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from . import service as payouts
-from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..types.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 

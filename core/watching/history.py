@@ -23,8 +23,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from . import addresses, deposits
-from ..contract.chains import ChainAdapter
+from ..addresses import store as addresses
+from . import deposits
+from ..types.chains import ChainAdapter
 from ..payments.service import EXPIRED, PAYING, WAITING
 
 if TYPE_CHECKING:  # pragma: no cover

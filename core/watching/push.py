@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..contract.chains import Capability, ChainAdapter
+from ..types.chains import Capability, ChainAdapter
 from ..infra.stopping import CANCEL_SECONDS
 from ..infra.wakes import JobWake
 from .scanner import scan_job_name

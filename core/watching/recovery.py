@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from . import addresses
+from ..addresses import store as addresses
 from ..accounts.merchants import KEY_ACCOUNT_COUNTER
 
 if TYPE_CHECKING:  # pragma: no cover

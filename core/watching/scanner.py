@@ -18,8 +18,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import addresses, deposits, history
-from ..contract.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
+from ..addresses import store as addresses
+from . import deposits, history
+from ..types.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

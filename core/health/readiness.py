@@ -15,8 +15,8 @@ import asyncio
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..contract.chains import Capability, ChainAdapter, NodeState
-from .db_faults import unavailable_cause
+from ..types.chains import Capability, ChainAdapter, NodeState
+from ..infra.db_faults import unavailable_cause
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -26,7 +26,7 @@ from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .db import Database
+    from ..infra.db import Database
     from ..gateway import Gateway
 
 log = logging.getLogger(__name__)

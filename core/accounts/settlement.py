@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
+    from ..money.coins import Coin
     from ..gateway import Gateway
 
 

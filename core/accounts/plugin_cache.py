@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..accounts import auth_cache
+from . import auth_cache
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..gateway import Gateway

@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..infra.config import ConfigError
-from ..errors import NotConfigured
+from ..types.errors import NotConfigured
 from ..keys import AddressFamily, SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
+    from ..money.coins import Coin
     from ..gateway import Gateway
 
 MERCHANT_KEY = ""  # user_key of a merchant's own standing address

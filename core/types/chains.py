@@ -331,7 +331,7 @@ class PayoutSender(ABC):
         Called by the request (``order.payout_id`` is empty) outside any
         database transaction; may ask the node or the network (a Lightning
         invoice's expiry and amount, a Lightning Address's limits). Raise
-        ``orbchain.core.errors.InvalidRequest`` (400) with a ``code``; return
+        ``orbchain.core.types.errors.InvalidRequest`` (400) with a ``code``; return
         None to accept.
         """
 

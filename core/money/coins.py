@@ -14,9 +14,9 @@ from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import Any, Iterable, Iterator
 
-from ..messages import N_
-from ..money import AmountError, format_units, to_base_units
-from .registries import Registry, StartupError
+from ..types.messages import N_
+from .amounts import AmountError, format_units, to_base_units
+from ..contract.registries import Registry, StartupError
 
 # The most one amount of a coin may name when its plugin declares no ``max_amount``: 10**15 whole
 # coins, above the total supply of every coin in SPEC 2.7 (the largest is a token's 589 trillion).

@@ -19,12 +19,12 @@ import asyncpg
 
 from ..ledger import book as ledger
 from ..payouts import service as svc
-from ..errors import InvalidRequest, NotFound, ValidationError
-from .service import PAID, coin_rate_in
-from . import minimums
+from ..types.errors import InvalidRequest, NotFound, ValidationError
+from ..payments.service import PAID, coin_rate_in
+from ..payments import minimums
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
+    from ..money.coins import Coin
     from ..gateway import Gateway
 
 
