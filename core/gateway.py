@@ -42,8 +42,8 @@ from .contract.registries import (
     PaymentFieldRegistry,
     PriceSourceRegistry,
     ScopeRegistry,
-    StartupError,
-)
+    )
+from .types.registry import StartupError
 from .keys.secrets import Secrets
 from .infra.signals import Signals
 from .infra.stopping import Stop

@@ -24,7 +24,7 @@ from .events.webhooks import deliver_due
 from .events.delivery_wake import JOB as DELIVERY_JOB
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .gateway import Gateway
+    from .contract.gateway import PluginGateway as Gateway
 
 EXPIRY_SECONDS = 15
 LOCKOUT_PRUNE_SECONDS = 3600

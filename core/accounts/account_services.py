@@ -15,7 +15,7 @@ from .sign_in_factor import SecondFactorRequired, second_factor_due
 from ..types.errors import Forbidden
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 class AccountRecord(NamedTuple):

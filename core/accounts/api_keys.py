@@ -22,7 +22,7 @@ from .merchants import _insert_key, _json, check_webhook_url, legacy_kind_of, ne
 from .auth_cache import changed
 from ..infra.db import Database, Row
 from ..types.errors import InvalidRequest, NotFound, ValidationError
-from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 from ..contract.plugins import call_first
 
 log = logging.getLogger(__name__)

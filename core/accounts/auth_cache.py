@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 from ..infra.bounded import LruMap
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 MAX_AGE_SECONDS = 30.0
 MAX_ENTRIES = 10_000

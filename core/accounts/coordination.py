@@ -22,7 +22,7 @@ from ..infra.ratelimit import MemoryRateLimiter, SyncedRateLimiter
 from ..infra.signals import CHANNEL as SIGNAL_CHANNEL
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 @contextlib.asynccontextmanager

@@ -32,7 +32,7 @@ from .auth_cache import changed, remembered
 from ..types.errors import Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

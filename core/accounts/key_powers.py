@@ -20,7 +20,7 @@ from ..contract.plugins import call_first
 from ..types.errors import Forbidden, Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 HOLDER = "holder"
 MEMBER_PREFIX = "member:"

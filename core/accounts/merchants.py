@@ -40,7 +40,7 @@ from ..types.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown whe
 from ..contract.plugins import call_first
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only: the gateway module imports the jobs that import us
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from ..types.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from ..infra.db import Database, Row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 TABLE = "member_totp"
 

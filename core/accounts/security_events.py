@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Protocol
 from ..types.views import SecurityEvent
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

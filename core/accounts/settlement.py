@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 def settles(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> bool:

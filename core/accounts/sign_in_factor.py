@@ -28,7 +28,7 @@ from .totp_codes import check_stored_code
 from ..types.errors import Unauthorized
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 TOTP = "totp"
 RECOVERY_CODE = "recovery_code"

@@ -28,7 +28,7 @@ from ..contract.plugins import call_first
 from ..types.errors import Forbidden, InvalidRequest
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 STEP_TTL_SECONDS = 5 * 60
 MAX_CONTEXT_LENGTH = 1000

@@ -29,7 +29,7 @@ from ..keys import AddressFamily, SeedKeyStore, WatchOnlyError, WatchOnlyKeyStor
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 MERCHANT_KEY = ""  # user_key of a merchant's own standing address
 

@@ -29,7 +29,7 @@ from .chain_notify import add_chain_command
 from .secrets_init import add_secrets_command
 from .restore import add_restore_command
 from .plugin_scaffold import add_plugin_command
-from ..contract.registries import StartupError
+from ..types.registry import StartupError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ledger.check import LedgerReport

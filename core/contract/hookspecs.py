@@ -50,13 +50,13 @@ from .hook_kinds import HookKind, HookspecMarker
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..money.coins import Coin, CoinRegistry
-    from ..gateway import Gateway
+    from .gateway import PluginGateway as Gateway
     from ..keys import AddressFamilyRegistry
-    from ..events.key_destination import WebhookDestination
+    from ..types.destinations import WebhookDestination
     from ..types.pages import AddressProver, DashboardNotice, PageBranding, PayPageForm, SignInWidget
     from ..infra.migrate import MigrationRegistry
-    from ..payments.receive import ReceiveTarget
-    from ..ledger.book import Posting
+    from ..types.receive import ReceiveTarget
+    from ..types.postings import Posting
     from .registries import (
         AssetRegistry,
         ChainRegistry,
@@ -306,7 +306,7 @@ def decide_receive_target(
     switches its coin), before the core derives an address. ``payment``
     holds track_id, merchant_id, type, currency, pay_currency, pay_amount
     (base units, None for static payments), user_id, chain and expires_at.
-    Return ``orbchain.core.payments.receive.ReceiveTarget(address, extra)`` (a node's
+    Return ``orbchain.core.types.receive.ReceiveTarget(address, extra)`` (a node's
     invoice, a venue deposit address, a subaddress) or None to let the core
     derive one from the seed. The first non-None answer wins; may be async.
     A coin whose family is validate-only and that no plugin answers for is
@@ -637,7 +637,7 @@ def decide_webhook_destination(
     Called inside the transaction that enqueues a ``payment.*`` event or a
     ``deposit.*`` event of a payment. ``brand_id`` is the payment's brand
     (None when untagged) and ``payment`` its ``PaymentView``. Return
-    ``orbchain.core.events.key_destination.WebhookDestination(url, secret)``; a None
+    ``orbchain.core.types.destinations.WebhookDestination(url, secret)``; a None
     field inherits. The URL is used when neither the payment's
     ``callback_url`` nor the creating key's URL applies (else the account's);
     the secret signs unless the key has its own. Stops at first non-None
@@ -671,7 +671,7 @@ def filter_credit_postings(gateway: "Gateway", credit: "Credit", postings: "list
     core's: ``world:<chain>`` minus the amount, the merchant's available
     account plus the net, ``platform:fees`` plus the fee). ``credit`` is a
     :class:`orbchain.core.types.views.Credit`. Return the new list of
-    ``orbchain.core.ledger.book.Posting`` or None to leave it unchanged. May be
+    ``orbchain.core.types.postings.Posting`` or None to leave it unchanged. May be
     async. The core then refuses (and rolls the credit back, to be retried
     at the next scan) postings that do not sum to zero, touch another coin,
     change the ``world`` leg or name a merchant that does not exist; the

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from ..types.errors import NotFound
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from .gateway import PluginGateway as Gateway
 
 Row = Mapping[str, Any]
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*\Z")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..infra.wakes import JobWake
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 JOB = "webhooks.deliver"
 WINDOW = 0.05  # seconds

@@ -23,7 +23,7 @@ from ..types.errors import RateLimited, ValidationError
 from .outbox import TEST_EVENT_TYPE, enqueue_event, event_id_for, outbox_row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 WINDOW_SECONDS = 60
 PER_WINDOW = 3

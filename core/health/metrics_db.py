@@ -27,7 +27,7 @@ from ..ledger.check import LedgerReport, check_ledger
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..infra.db import Database
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from ..types.chains import Capability, ChainAdapter, NodeState
 from ..infra.db_faults import unavailable_cause
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from ..contract.registries import Registry, StartupError
+from ..types.registry import Registry, StartupError
 from .errors import DerivationError, UnknownFamilyError
 from .paths import SECP256K1, DerivationScheme
 

@@ -35,7 +35,7 @@ from ..contract.plugins import call_filter, call_first_answer
 from ..infra.db_faults import unavailable_cause
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
     from ..types.views import Credit
 
 log = logging.getLogger(__name__)

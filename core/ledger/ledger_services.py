@@ -15,7 +15,7 @@ from . import book as ledger
 from .accounts import merchant_available
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> int:

@@ -18,7 +18,7 @@ from ..types.pages import PageBranding, SignInWidget
 from ..contract.plugins import call_first
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

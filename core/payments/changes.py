@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from ..events.after_commit import AfterCommit
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 TOPIC = "payment"
 

@@ -14,10 +14,11 @@ import json
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ..types.errors import InvalidRequest
-from .service import PAID, payment_deposits
+from ..types.statuses import PAID
+from .service import payment_deposits
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 RECEIPT_VERSION = 1
 # DER prefix of SubjectPublicKeyInfo for Ed25519 (RFC 8410, section 4).

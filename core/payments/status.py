@@ -20,11 +20,12 @@ from ..types.deposit_status import CREDITED, IN_PROGRESS
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination
 from ..contract.plugins import call_first
-from .service import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
+from ..types.statuses import EXPIRED, OPEN_STATUSES, PAID, PAYING, WAITING
+from .service import STATIC, payment_deposits, payment_view
 from ..types.views import payment_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:

@@ -20,7 +20,7 @@ from ..ledger.accounts import merchant_available, payouts_in_flight
 from .service import CONFIRMING, FAILED, HELD, QUEUED, Row, hook_record, locked_merchant, webhook_body
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 Within = Callable[[Row], Awaitable[None]] | None
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 from . import worker as payout_worker, service as payouts
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 class PayoutRecord(NamedTuple):

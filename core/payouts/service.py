@@ -33,11 +33,13 @@ from ..types.views import PayoutView, payout_view_of
 from ..keys import AddressError, AddressFamily
 from ..ledger.accounts import NETWORK_FEES, merchant_available, payouts_in_flight, world
 from ..money.amounts import AmountError
-from ..payments.service import chain_for, merchant_coins, new_track_id
+from ..money.coins import chain_for
+from ..types.records import merchant_coins
+from ..types.ids import new_track_id
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
     from ..infra.db import Database
 
 CONFIRMING, CONFIRMED, FAILED = "Confirming", "Confirmed", "Failed"

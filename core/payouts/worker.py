@@ -39,7 +39,7 @@ from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from ..payments.receive import receive_unsupported_code, require_receive_address
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 class AddressKey(NamedTuple):

@@ -15,11 +15,11 @@ from ..accounts import merchants as accounts
 from ..payments import service as payments
 from ..infra.db import is_unique_violation
 from ..types.errors import Forbidden, NotConfigured, ServiceUnavailable, ValidationError
-from ..payments.service import OPEN_STATUSES
+from ..types.statuses import OPEN_STATUSES
 from ..types.views import PaymentView
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
     from ..accounts.merchant_services import MerchantRecord
 
 

@@ -20,12 +20,13 @@ import asyncpg
 from ..ledger import book as ledger
 from ..payouts import service as svc
 from ..types.errors import InvalidRequest, NotFound, ValidationError
-from ..payments.service import PAID, coin_rate_in
+from ..types.statuses import PAID
+from ..payments.service import coin_rate_in
 from ..payments import minimums
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 
 DEADLOCK_RETRIES = 3

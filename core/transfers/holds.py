@@ -20,7 +20,7 @@ from .service import HELD, TransferRequest, enqueue_webhooks, ledger_reference
 from ..infra.db import Row
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 Within = Callable[[Row], Awaitable[None]] | None
 

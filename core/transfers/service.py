@@ -49,7 +49,7 @@ from ..events.key_destination import key_destination
 from ..accounts.lockout import DASHBOARD_CHANNEL
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 LEDGER_KIND = "transfer"
 HELD = "held"  # transfers.status while an approval policy holds it (decide_transfer_hold)

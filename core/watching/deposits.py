@@ -46,13 +46,13 @@ from ..events.key_destination import payment_destination_of
 from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
-from ..payments.service import PAYING, WAITING
+from ..types.statuses import PAYING, WAITING
 from ..contract.plugins import call_first
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 from ..addresses import store as addresses
 from . import deposits
 from ..types.chains import ChainAdapter
-from ..payments.service import EXPIRED, PAYING, WAITING
+from ..types.statuses import EXPIRED, PAYING, WAITING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

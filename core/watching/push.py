@@ -28,7 +28,7 @@ from ..infra.wakes import JobWake
 from .scanner import scan_job_name
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

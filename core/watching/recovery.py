@@ -26,7 +26,7 @@ from ..addresses import store as addresses
 from ..accounts.merchants import KEY_ACCOUNT_COUNTER
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 # Indexes skipped per counter: 50 blocks of INDEX_BLOCK, far more than a night's
 # addresses of one merchant and coin on most deployments; ``--skip`` raises it.

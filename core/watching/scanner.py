@@ -23,7 +23,7 @@ from . import deposits, history
 from ..types.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 
