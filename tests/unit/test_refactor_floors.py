@@ -121,7 +121,8 @@ def test_the_floors_map_places_every_module_of_core():
     assert plan.unplaced == []
     for key in table["modules"]:
         room, dot, module = key.partition(".")
-        if dot:  # a room's module the map names exists where it was or where it went, or the map is stale
+        if dot and key not in table.get("incoming", {}).get("modules", []):
+            # a room's module the map names exists where it was or where it went, or the map is stale
             target = table["modules"][key]
             moved_to = target if "/" in target else f"{target}/{module}"
             before, after = ROOT / "core" / room / f"{module}.py", ROOT / "core" / f"{moved_to}.py"
