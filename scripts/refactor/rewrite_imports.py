@@ -32,7 +32,8 @@ Usage (from the repository root)::
     python scripts/refactor/rewrite_imports.py           # move and rewrite
     python scripts/refactor/rewrite_imports.py --no-git  # rename without git (a copy of the tree)
 
-Exit status: 0 done or nothing to do, 1 (--check) work left, 2 unplaced modules or a bad map.
+Exit status: 0 done or nothing to do, 1 (--check) work left, 2 unplaced modules, a bad map or a Python
+file that does not parse (nothing is changed then).
 """
 
 from __future__ import annotations
@@ -541,6 +542,18 @@ def module_of(relative: Path, folders: dict[str, str]) -> str | None:
     return None
 
 
+def unparsable(root: Path) -> list[Path]:
+    """Python files of the scanned tree that do not parse: their imports cannot be rewritten."""
+    broken = []
+    for path in scanned_files(root):
+        if path.suffix == ".py":
+            try:
+                ast.parse(path.read_text(encoding="utf-8"))
+            except SyntaxError:
+                broken.append(path.relative_to(root))
+    return broken
+
+
 def compute(root: Path, plan: Plan) -> dict[Path, tuple[Path, str]]:
     """{old relative path: (new relative path, new text)} of every file whose place or text changes."""
     folders = {folder: name for name, folder in package_dirs(root).items()}
@@ -603,6 +616,12 @@ def main(argv: list[str] | None = None) -> int:
         print("unplaced (add to scripts/refactor/moves.toml [modules], [patterns] or [data]):", file=sys.stderr)
         for entry in plan.unplaced:
             print(f"  {entry}", file=sys.stderr)
+        return 2
+    broken = unparsable(args.root)
+    if broken:  # its imports could not be read, so they would be left in the old layout without a word
+        print("unparsable (a merge left conflict markers? fix them first):", file=sys.stderr)
+        for path in broken:
+            print(f"  {path}", file=sys.stderr)
         return 2
     changes = compute(args.root, plan)
     for old, new in plan.moves:

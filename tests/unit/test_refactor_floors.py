@@ -177,3 +177,10 @@ def test_a_second_run_rewrites_what_a_merged_branch_added_and_then_finds_nothing
     routes = (tmp_path / "web" / "routes.py").read_text()  # outside core/ a split value keeps its old name
     assert routes == "from orbchain.core.types.views import Value\nfrom ..core.keys import seed as secrets\n"
     assert run(tmp_path, table, "--check") == 0
+
+
+def test_a_file_a_merge_left_unparsable_stops_the_run_before_anything_changes(tmp_path):
+    table = lay(tmp_path)
+    (tmp_path / "web" / "app.py").write_text("<<<<<<< HEAD\nfrom ..core.errors import Invalid\n=======\n")
+    assert run(tmp_path, table) == 2
+    assert (tmp_path / "core" / "errors.py").is_file() and not (tmp_path / "core" / "types").exists()
