@@ -10,8 +10,6 @@ top without a cycle (tests/test_layering.py keeps it that way).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .accounts import jwt_revocation
 from .payments import pruning as payment_pruning
 from .types.chains import Capability
@@ -22,9 +20,7 @@ from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK,
 from .watching.scanner import scan_job, scan_job_name
 from .events.webhooks import deliver_due
 from .events.delivery_wake import JOB as DELIVERY_JOB
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .contract.gateway import PluginGateway as Gateway
+from .contract.gateway import PluginGateway as Gateway
 
 EXPIRY_SECONDS = 15
 LOCKOUT_PRUNE_SECONDS = 3600

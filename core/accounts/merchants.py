@@ -16,7 +16,7 @@ import secrets
 from dataclasses import dataclass
 from types import MappingProxyType
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
@@ -38,9 +38,7 @@ from ..types.errors import (
 from ..infra.netguard import UnsafeUrl, check_public_url
 from ..types.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown where a brand's name would be
 from ..contract.plugins import call_first
-
-if TYPE_CHECKING:  # pragma: no cover - annotations only: the gateway module imports the jobs that import us
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

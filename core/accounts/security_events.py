@@ -24,12 +24,10 @@ from __future__ import annotations
 import logging
 import re
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
 from ..types.views import SecurityEvent
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,10 @@ from ..infra.config import ConfigError
 from ..types.errors import NotConfigured
 from ..keys import AddressFamily, SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..contract.gateway import PluginGateway as Gateway
 
 MERCHANT_KEY = ""  # user_key of a merchant's own standing address
 

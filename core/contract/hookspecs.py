@@ -48,9 +48,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .hook_kinds import HookKind, HookspecMarker
 
+from .gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..money.coins import Coin, CoinRegistry
-    from .gateway import PluginGateway as Gateway
     from ..keys import AddressFamilyRegistry
     from ..types.destinations import WebhookDestination
     from ..types.pages import AddressProver, DashboardNotice, PageBranding, PayPageForm, SignInWidget

@@ -25,9 +25,10 @@ from prometheus_client.registry import Collector
 from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..infra.db import Database
-    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
 from ..types.chains import Capability, ChainAdapter, NodeState
 from ..infra.db_faults import unavailable_cause
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 
 @dataclass(frozen=True)

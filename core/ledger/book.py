@@ -33,7 +33,7 @@ import secrets
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from ..infra.db import Database
 from ..types.errors import InsufficientBalance
@@ -48,9 +48,7 @@ from .accounts import (
     payouts_in_flight,
     world,
 )
-
-if TYPE_CHECKING:
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 __all__ = [
     "PLATFORM_FEES", "chain_hot_wallet", "merchant_available", "merchant_held", "payouts_in_flight",

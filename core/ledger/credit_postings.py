@@ -34,8 +34,9 @@ from .accounts import WORLD_PREFIX, merchant_of
 from ..contract.plugins import call_filter, call_first_answer
 from ..infra.db_faults import unavailable_cause
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
     from ..types.views import Credit
 
 log = logging.getLogger(__name__)

@@ -9,13 +9,11 @@ Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Iterable
 
 from . import book as ledger
 from .accounts import merchant_available
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 
 async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> int:

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..types.errors import InvalidRequest
 from ..types.receive import ReceiveTarget  # moved to the ground floor; the name stays importable here
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..contract.gateway import PluginGateway as Gateway
 
 
 def receive_unsupported_code(coin: "Coin") -> str:

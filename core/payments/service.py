@@ -42,9 +42,10 @@ from ..types.statuses import (
     WAITING,
 )
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..contract.gateway import PluginGateway as Gateway
 
 STATIC, WHITE_LABEL, INVOICE = "static_address", "white_label", "invoice"
 PAYMENT_TYPES = (STATIC, WHITE_LABEL, INVOICE)

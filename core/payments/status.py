@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..events.after_commit import AfterCommit, run_after_commit
 from .changes import payment_changed
@@ -23,9 +23,7 @@ from ..contract.plugins import call_first
 from ..types.statuses import EXPIRED, OPEN_STATUSES, PAID, PAYING, WAITING
 from .service import STATIC, payment_deposits, payment_view
 from ..types.views import payment_view_of
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 
 async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:

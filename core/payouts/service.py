@@ -37,9 +37,10 @@ from ..money.coins import chain_for
 from ..types.records import merchant_coins
 from ..types.ids import new_track_id
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..contract.gateway import PluginGateway as Gateway
     from ..infra.db import Database
 
 CONFIRMING, CONFIRMED, FAILED = "Confirming", "Confirmed", "Failed"

@@ -17,9 +17,10 @@ from ..types.errors import InvalidRequest
 from ..infra.maintenance import refuse_in_maintenance
 from ..payments.receive import receive_unsupported_code, require_receive_address
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..contract.gateway import PluginGateway as Gateway
 
 
 class AddressKey(NamedTuple):

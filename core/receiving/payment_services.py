@@ -18,8 +18,9 @@ from ..types.errors import Forbidden, NotConfigured, ServiceUnavailable, Validat
 from ..types.statuses import OPEN_STATUSES
 from ..types.views import PaymentView
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
     from ..accounts.merchant_services import MerchantRecord
 
 

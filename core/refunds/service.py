@@ -24,9 +24,10 @@ from ..types.statuses import PAID
 from ..payments.service import coin_rate_in
 from ..payments import minimums
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
-    from ..contract.gateway import PluginGateway as Gateway
 
 
 DEADLOCK_RETRIES = 3

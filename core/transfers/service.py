@@ -30,7 +30,7 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..ledger import book as ledger
 from ..accounts.merchants import (
@@ -47,9 +47,7 @@ from ..events.outbox import OutboxEvent, enqueue_events
 from ..ledger.accounts import merchant_held
 from ..events.key_destination import key_destination
 from ..accounts.lockout import DASHBOARD_CHANNEL
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 LEDGER_KIND = "transfer"
 HELD = "held"  # transfers.status while an approval policy holds it (decide_transfer_hold)

@@ -31,7 +31,7 @@ import json
 import logging
 import secrets
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..ledger import book as ledger
 from ..accounts.merchants import effective_confirmations, effective_fee_percent
@@ -50,9 +50,7 @@ from ..types.statuses import PAYING, WAITING
 from ..contract.plugins import call_first
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -16,14 +16,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..addresses import store as addresses
 from . import deposits, history
 from ..types.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.gateway import PluginGateway as Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 
