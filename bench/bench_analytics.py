@@ -109,7 +109,7 @@ async def run(payments: int, requests: int) -> None:
             gateway = app[GATEWAY]
             await gateway.db.connect()
             await migrate(gateway.db, gateway.migrations)
-            from orbchain.core.infra.secrets import load_secrets
+            from orbchain.core.keys.secrets import load_secrets
             gateway.secrets = load_secrets(config)
             signed = await accounts.sign_up(gateway, "busy@example.com", "bench-pass-1234")
             await gateway.db.disconnect()

@@ -36,7 +36,7 @@ from orbchain.core.keys import SeedKeyStore
 from orbchain.core.infra.migrate import migrate
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.watching.scanner import scan_chain
-from orbchain.core.infra.secrets import load_secrets
+from orbchain.core.keys.secrets import load_secrets
 
 HITS_PER_BLOCK = 20
 INSERT_CHUNK = 100_000

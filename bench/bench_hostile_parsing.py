@@ -25,7 +25,7 @@ from pathlib import Path
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from orbchain.core import money
+from orbchain.core.money import amounts as money
 from orbchain.core.infra.config import load_config
 from orbchain.core.infra.db import Database
 from orbchain.web.app import create_app

@@ -35,7 +35,7 @@ import base58  # noqa: E402
 from bench.scan_bench import OURS_PER_BLOCK, SIZES, scan_config, seed_watched, timed_scan  # noqa: E402
 from orbchain.core.startup import build_gateway  # noqa: E402
 from orbchain.core.contract.plugins import get_plugin_manager  # noqa: E402
-from orbchain.core.infra.secrets import load_secrets  # noqa: E402
+from orbchain.core.keys.secrets import load_secrets  # noqa: E402
 from tests.solana_node import SolanaNode  # noqa: E402
 
 

@@ -17,10 +17,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from orbchain.core.accounts import merchants as accounts
-from orbchain.core.watching import addresses, scanner
+from orbchain.core.addresses import store as addresses
+from orbchain.core.watching import scanner
 from orbchain.core.infra.config import load_config
 from orbchain.core.infra.migrate import migrate
-from orbchain.core.infra.secrets import load_secrets
+from orbchain.core.keys.secrets import load_secrets
 
 SIZES = (1_000, 1_000_000)
 OURS_PER_BLOCK = 2

@@ -17,9 +17,9 @@ from typing import Any, Callable
 
 import pluggy
 
-from .contract.chains import check_capabilities
-from .contract.node_identity import warn_unchecked
-from .contract.coins import CoinRegistry
+from .types.chains import check_capabilities
+from .contract.nodes import warn_unchecked
+from .money.coins import CoinRegistry
 from .infra.config import Config, ConfigError, naming_variable
 from .infra.cpu_pool import CpuPool
 from .accounts.auth import CORE_SCOPE_DESCRIPTIONS, MEMBER_SCOPE_DESCRIPTIONS
@@ -27,7 +27,7 @@ from .infra.db import Database
 from .events.outbox import CORE_EVENT_KINDS
 from .keys import AddressFamilyRegistry
 from .infra.db_faults import DatabaseOutage
-from .events.held import HeldEvents
+from .contract.held import HeldEvents
 from .infra.metrics import Metrics
 from .infra.migrate import MigrationRegistry
 from .contract.hooks import Hooks
@@ -43,9 +43,9 @@ from .contract.registries import (
     PaymentFieldRegistry,
     PriceSourceRegistry,
     ScopeRegistry,
-    StartupError,
-)
-from .infra.secrets import Secrets
+    )
+from .types.registry import StartupError
+from .keys.secrets import Secrets
 from .infra.signals import Signals
 from .infra.stopping import Stop
 
@@ -87,7 +87,7 @@ class Gateway:
     stop: Stop = field(init=False)
     # The database being away, as this process met it (core/infra/db_faults.py): 503s, one log line, counters.
     db_outage: DatabaseOutage = field(init=False)
-    # Event hook calls that met the database away, called again once it is back (core/events/held.py).
+    # Event hook calls that met the database away, called again once it is back (core/contract/held.py).
     held_events: HeldEvents = field(init=False)
     # Every core hook as a typed method through pluggy: ``await gateway.hooks.payment_paid(payment=...)``
     # (core/contract/hooks.py, generated from the specs; core/contract/hook_caller.py calls them).

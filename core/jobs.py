@@ -11,22 +11,18 @@ top without a cycle (tests/test_layering.py keeps it that way).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .accounts import jwt_revocation
 from .payments import pruning as payment_pruning
-from .contract.chains import Capability
+from .types.chains import Capability
 from .accounts.lockout import prune
-from .infra.metrics_db import ledger_check_job
+from .health.metrics_db import ledger_check_job
 from .custody.run import JOB_NAME as CUSTODY_JOB, custody_check_job
 from .payments.status import expire_payments
 from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .watching.scanner import scan_job, scan_job_name
 from .events.webhooks import deliver_due
 from .events.delivery_wake import JOB as DELIVERY_JOB
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .gateway import Gateway
+from .contract.gateway import PluginGateway as Gateway
 
 EXPIRY_SECONDS = 15
 LOCKOUT_PRUNE_SECONDS = 3600

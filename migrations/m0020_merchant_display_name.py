@@ -1,7 +1,7 @@
 """The name payers see on the merchant's hosted pages without the brands plugin (issue 32 item 7).
 
 NULL until the merchant sets one in Settings; a brand's own name still wins
-(``core/contract/page_services.py``, ``page_branding_for``).
+(``core/pages/services.py``, ``page_branding_for``).
 """
 
 

@@ -14,7 +14,7 @@ import asyncio
 import time
 from typing import Any, Awaitable, Callable
 
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.types.chains import ChainUnavailable
 
 
 class Watch:

@@ -16,7 +16,7 @@ import pytest
 
 from orbchain.core.accounts import lockout
 from orbchain import api as services
-from orbchain.core.contract.pages import DashboardNotice
+from orbchain.core.types.pages import DashboardNotice
 from orbchain.core.contract.plugins import hookimpl
 from orbchain.plugins.activity.describe import describe
 from orbchain.plugins.teams import roles

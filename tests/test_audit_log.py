@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-from orbchain.core.contract.views import KeyRequest
+from orbchain.core.types.views import KeyRequest
 from orbchain.plugins.audit import writer_of
 from orbchain.web.keys import GATEWAY
 

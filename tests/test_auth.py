@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 from orbchain.core.accounts import auth
-from orbchain.core.errors import Forbidden, Unauthorized
+from orbchain.core.types.errors import Forbidden, Unauthorized
 from orbchain.web.app import create_app
 from orbchain.web.auth import Principal, ensure_coin_allowed, principal_of, requires
 from orbchain.web.envelope import envelope, read_json

@@ -20,7 +20,7 @@ from orbchain.chains.bitcoin.adapter import BitcoinAdapter
 from orbchain.chains.bitcoin.blocks import output_address
 from orbchain.chains.bitcoin.rpc import NodeRpc, coin_units
 from orbchain.chains.bitcoin.settings import COIN_SPECS, CoinSettings
-from orbchain.core.contract.chains import ChainUnavailable, Transfer
+from orbchain.core.types.chains import ChainUnavailable, Transfer
 
 BLOCK_HASH = "00000000000000000002a7c4c1e48d76c5a37902165a270156b7a8d72728a054"
 PARENT_HASH = "00000000000000000000ef9f1e1e5d41e3a9a0a0c3b1c7e7f0b8f0e8b8d6c4a2"

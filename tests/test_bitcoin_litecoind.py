@@ -24,8 +24,8 @@ from orbchain.core.custody.report import OK, SHORTFALL
 from orbchain.core.custody.run import run_custody_check
 from orbchain.core.payouts import worker as payout_worker
 from orbchain.core.payouts.policy_holds import cancel_policy_hold
-from orbchain.core.watching.addresses import keystore
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.addresses.store import keystore
+from orbchain.core.types.chains import ChainUnavailable
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.core.events.webhooks import deliver_due

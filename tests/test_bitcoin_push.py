@@ -31,7 +31,7 @@ from orbchain.chains.bitcoin import BitcoinAdapter, p2p
 from orbchain.chains.bitcoin import p2p_wire as wire
 from orbchain.chains.bitcoin.settings import read_settings
 from orbchain.cli import main
-from orbchain.core.contract.chains import Capability, ChainUnavailable
+from orbchain.core.types.chains import Capability, ChainUnavailable
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.events.webhooks import deliver_due
 from orbchain.core.watching.scanner import scan_chain

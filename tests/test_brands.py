@@ -15,7 +15,7 @@ import re
 import pytest
 
 from orbchain import api as services
-from orbchain.core.contract.pages import PageBranding, accent_stylesheet
+from orbchain.core.types.pages import PageBranding, accent_stylesheet
 from orbchain.core.events.webhooks import deliver_due
 
 from .support import Devnet, WebhookReceiver, api, signup

@@ -15,7 +15,7 @@ import hmac
 import pytest
 
 from orbchain.core.events.key_destination import WebhookDestination
-from orbchain.core.contract.pages import PageBranding
+from orbchain.core.types.pages import PageBranding
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.core.events.webhooks import deliver_due
 

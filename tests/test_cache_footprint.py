@@ -16,7 +16,7 @@ import sys
 import tracemalloc
 from typing import Any
 
-from orbchain.core.payments import qr
+from orbchain.core.pages import qr
 from orbchain.web import payment_answer
 from orbchain.web.envelope import envelope_bytes, kept_envelope_bytes
 from orbchain.web.keys import GATEWAY

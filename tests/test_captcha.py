@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestServer
 from orbchain.core.accounts.auth import hash_password
 from orbchain.core.accounts.lockout import LOGIN_POLICY
 from orbchain.core.infra.config import ConfigError
-from orbchain.core.errors import Forbidden
+from orbchain.core.types.errors import Forbidden
 from orbchain.core.startup import build_gateway
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 

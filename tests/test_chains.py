@@ -1,4 +1,4 @@
-"""The chain-adapter contract (core/contract/chains.py): declared capabilities, and ``close`` at shutdown."""
+"""The chain-adapter contract (core/types/chains.py): declared capabilities, and ``close`` at shutdown."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import pytest
 
 from orbchain import cli
 from orbchain.core import gateway as gateway_module
-from orbchain.core.contract.chains import (
+from orbchain.core.types.chains import (
     Block, BlockRef, Capability, ChainAdapter, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
     check_capabilities,
 )
-from orbchain.core.errors import NotConfigured
+from orbchain.core.types.errors import NotConfigured
 from orbchain.core.startup import build_gateway
 from orbchain.core.payouts.service import payout_route
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl

@@ -14,7 +14,7 @@ import asyncio
 from orbchain.cli import main
 from orbchain.core.custody.report import OK, SHORTFALL
 from orbchain.core.custody.run import run_custody_check
-from orbchain.core.infra.metrics_db import facts_registry, read_facts
+from orbchain.core.health.metrics_db import facts_registry, read_facts
 from orbchain.core.startup import build_gateway
 from prometheus_client import generate_latest
 from orbchain.core.payouts import service as payouts

@@ -386,7 +386,7 @@ async def test_plugin_pages_join_the_navigation_and_vanish_when_blocked(make_cli
 
 
 def test_rendered_dashboard_pages_are_checked_at_startup():
-    from orbchain.core.contract.pages import DashboardView
+    from orbchain.core.types.pages import DashboardView
     from orbchain.core.contract.registries import DashboardRegistry, StartupError
 
     registry = DashboardRegistry()

@@ -9,7 +9,7 @@ import pytest
 
 from orbchain.chains.devnet import DevnetAdapter, DevnetChain, devnet_chain
 from orbchain.chains.devnet.chain import InvalidAddress, InvalidAmount, InvalidReorg, UnknownBlock, UnservedCoin
-from orbchain.core.contract.chains import ChainAdapter, Transfer
+from orbchain.core.types.chains import ChainAdapter, Transfer
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.infra.db import Database
 from orbchain.core.startup import build_gateway

@@ -10,7 +10,7 @@ from eth_account import Account
 
 from orbchain.chains.evm.keys import hot_wallet_address
 from orbchain.core.ledger import book as ledger
-from orbchain.core.contract.chains import PayoutOrder
+from orbchain.core.types.chains import PayoutOrder
 from orbchain.core.ledger.accounts import NETWORK_FEES, merchant_available
 
 from .anvil import EvmShop, anvil, credited_deposit, open_shop  # noqa: F401 - anvil is a fixture
@@ -121,7 +121,7 @@ async def test_a_refused_transaction_frees_its_nonce(shop):
     shop.node.set_balance(hot, 10**18)
     big = await shop.adapter.sign_payout(PayoutOrder("po_big", "ETH", _somebody(), 10**17))
     shop.node.set_balance(hot, 10**15)  # no longer enough: the node refuses it for good
-    from orbchain.core.contract.chains import BroadcastError
+    from orbchain.core.types.chains import BroadcastError
 
     with pytest.raises(BroadcastError) as refused:
         await shop.adapter.broadcast(big)

@@ -10,7 +10,7 @@ import pytest
 
 from orbchain.chains.evm.adapter import EvmAdapter
 from orbchain.chains.evm.settings import ChainSettings
-from orbchain.core.contract.chains import Capability, ChainUnavailable, check_capabilities
+from orbchain.core.types.chains import Capability, ChainUnavailable, check_capabilities
 from orbchain.core.ledger import book as ledger
 from orbchain.core.ledger.accounts import merchant_available
 

@@ -13,7 +13,7 @@ from orbchain.chains.evm.tokens import (
     decode_uint,
     transfer_calldata,
 )
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.types.chains import ChainUnavailable
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
 from orbchain.core.contract.plugins import get_plugin_manager

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from orbchain.api import enqueue_event, hookimpl
-from orbchain.core.events.held import HeldCall, HeldEvents
+from orbchain.core.contract.held import HeldCall, HeldEvents
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 

@@ -22,8 +22,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orbchain.core.accounts import merchants as accounts
-from orbchain.core import money
-from orbchain.core.errors import ValidationError
+from orbchain.core.money import amounts as money
+from orbchain.core.types.errors import ValidationError
 from orbchain.web import json_body
 from orbchain.web.keys import GATEWAY
 

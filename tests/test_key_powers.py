@@ -18,7 +18,7 @@ import pytest
 from orbchain.core.accounts.api_keys import ScopedKeyRequest, create_scoped_key, rotate_scoped_key
 from orbchain.core.accounts.key_powers import KeyIssuer
 from orbchain.core.accounts.merchants import rotate_legacy_key
-from orbchain.core.errors import Forbidden, Unauthorized
+from orbchain.core.types.errors import Forbidden, Unauthorized
 from orbchain.core.infra.migrate import migrate
 from orbchain.core.gateway import collect_migrations
 from orbchain.core.contract.plugins import get_plugin_manager

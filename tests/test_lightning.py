@@ -434,7 +434,7 @@ async def test_two_payouts_racing_to_one_invoice_pay_it_once_and_debit_once(shop
 
 async def test_a_second_payout_signing_a_claimed_invoice_fails_and_is_recredited(shop, lnd):
     """The race's other order, forced: the second payout passed its check before the first signed."""
-    from orbchain.core.contract.chains import BroadcastError, PayoutOrder
+    from orbchain.core.types.chains import BroadcastError, PayoutOrder
 
     chain = lightning_chain(shop.gateway)
     bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)

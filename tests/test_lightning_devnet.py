@@ -293,7 +293,7 @@ async def test_a_failed_payout_asked_again_keeps_the_next_payouts_claim(shop):
     Break caught: ``release_payment_hash`` by hash alone (the old code dropped ``po_second``'s claim,
     so a third payout could pay the same hash while the second was paying).
     """
-    from orbchain.core.contract.chains import BroadcastError, PayoutOrder
+    from orbchain.core.types.chains import BroadcastError, PayoutOrder
 
     chain = lightning_chain(shop.gateway)
     foreign = foreign_invoice(shop)

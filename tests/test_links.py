@@ -14,8 +14,8 @@ import pytest
 
 from orbchain import api as services
 from orbchain.core.infra.config import ConfigError
-from orbchain.core.errors import Gone
-from orbchain.core.payments.prices import PriceService
+from orbchain.core.types.errors import Gone
+from orbchain.core.money.prices import PriceService
 from orbchain.core.infra.ratelimit import MemoryRateLimiter
 from orbchain.plugins.links import store
 from orbchain.plugins.links.settings import parse_settings

@@ -11,7 +11,7 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from orbchain.core.infra.metrics_db import ledger_check_job
+from orbchain.core.health.metrics_db import ledger_check_job
 from orbchain.core.contract.registries import Job
 from orbchain.core.watching.scanner import scan_job
 from orbchain.scheduler.runner import run_job_once

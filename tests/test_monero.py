@@ -20,7 +20,7 @@ import zmq.asyncio
 from orbchain.chains.monero import swapin
 from orbchain.chains.monero.adapter import MoneroAdapter
 from orbchain.chains.monero.settings import MoneroSettings
-from orbchain.core.contract.chains import Capability, ChainUnavailable, check_capabilities
+from orbchain.core.types.chains import Capability, ChainUnavailable, check_capabilities
 from orbchain.core.ledger import book as ledger
 from orbchain.core.watching.deposits import complete_credit
 from orbchain.core.ledger.book import Posting

@@ -12,7 +12,7 @@ import pyotp
 import pytest
 
 from orbchain import api as services
-from orbchain.core.errors import Forbidden
+from orbchain.core.types.errors import Forbidden
 from orbchain.web.keys import GATEWAY
 
 from .support import Devnet, api, signup

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from orbchain.core.infra.readiness import check_readiness
+from orbchain.core.health.readiness import check_readiness
 from orbchain.core.watching.scanner import scan_job
 
 from .litecoind import NodeGate, faucet, litecoind_node  # noqa: F401 - session fixtures

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.types.chains import ChainUnavailable
 
 from .solana_node import open_solana_shop, running_node
 

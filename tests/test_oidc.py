@@ -743,7 +743,7 @@ async def test_maintenance_mode_signs_in_but_creates_no_account(oidc_client, pro
 ])
 async def test_a_forged_login_cookie_is_simply_not_ours(gateway, cookie):
     """The login-state cookie is the browser's to write: any shape but ours reads as "no cookie", never raises."""
-    from orbchain.core.infra.secrets import load_secrets
+    from orbchain.core.keys.secrets import load_secrets
     from orbchain.plugins.oidc import logins
 
     gateway.secrets = gateway.secrets or load_secrets(gateway.config)

@@ -10,7 +10,7 @@ import pytest
 from orbchain.chains.devnet import devnet_chain
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
-from orbchain.core.payments.qr import qr_svg
+from orbchain.core.pages.qr import qr_svg
 from orbchain.core.payments.receive import qr_payload
 from orbchain.web.routes.pay_page import countdown_text
 

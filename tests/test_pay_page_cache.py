@@ -19,7 +19,7 @@ import pytest
 from orbchain.chains.devnet import devnet_chain
 from orbchain.core.payments import service as svc
 from orbchain import api as services
-from orbchain.core.contract.pages import PageBranding, PayPageForm
+from orbchain.core.types.pages import PageBranding, PayPageForm
 from orbchain.core.contract.plugins import hookimpl
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY

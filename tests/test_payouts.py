@@ -15,7 +15,7 @@ import pytest
 from orbchain.core.ledger import book as ledger
 from orbchain.core.payouts import worker
 from orbchain.core.payouts import service as payouts
-from orbchain.core.contract.chains import BroadcastError, PayoutStatus, SignedPayout
+from orbchain.core.types.chains import BroadcastError, PayoutStatus, SignedPayout
 from orbchain.core.ledger.accounts import NETWORK_FEES, payouts_in_flight, world
 from orbchain.core.events.webhooks import deliver_due
 

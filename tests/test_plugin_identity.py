@@ -18,14 +18,14 @@ import pytest
 
 from orbchain import __version__
 from orbchain.core.cli import commands as cli
-from orbchain.core.contract.chains import BlockRef, ChainAdapter
-from orbchain.core.contract.coins import Coin
+from orbchain.core.types.chains import BlockRef, ChainAdapter
+from orbchain.core.money.coins import Coin
 from orbchain.core.infra.config import checked_block, load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, SECP256K1, AddressFamily, DerivationScheme, coin_type_for
 from orbchain.core.contract.plugin_identity import check_declarations
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
-from orbchain.core.infra.readiness import watched_chains
+from orbchain.core.health.readiness import watched_chains
 from orbchain.core.contract.registries import StartupError
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY

@@ -11,8 +11,8 @@ from decimal import Decimal
 import pytest
 
 from orbchain import api as services
-from orbchain.core.errors import NotFound
-from orbchain.core.payments.prices import PriceService, Quote
+from orbchain.core.types.errors import NotFound
+from orbchain.core.money.prices import PriceService, Quote
 from orbchain.plugins.portfolio.valuation import coin_line, portfolio
 
 from .support import api

@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestServer
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
-from orbchain.core.payments.prices import PriceService
+from orbchain.core.money.prices import PriceService
 from orbchain.plugins.prices import CoinGeckoPriceSource, StaticPriceSource
 from orbchain.web.keys import GATEWAY
 

@@ -39,7 +39,7 @@ from urllib.parse import quote
 import pytest
 import segno
 
-from orbchain.core.payments import qr
+from orbchain.core.pages import qr
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 

@@ -41,7 +41,7 @@ from typing import Any, Awaitable, Callable
 import pytest
 
 from orbchain.core.accounts.auth_cache import AuthCache
-from orbchain.core.watching import addresses
+from orbchain.core.addresses import store as addresses
 from orbchain.testing import pay_on_devnet
 from orbchain.web.keys import GATEWAY
 

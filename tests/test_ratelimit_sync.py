@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import math
 
-from orbchain.core.infra.coordination import coordination
+from orbchain.core.accounts.coordination import coordination
 from orbchain.core.infra.pg_side import SideConnection
 from orbchain.core.infra.ratelimit import STALE_SECONDS, MemoryRateLimiter, SyncedRateLimiter
 

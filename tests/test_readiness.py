@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from orbchain.chains.devnet.adapter import devnet_chain
-from orbchain.core.infra.readiness import watched_chains
+from orbchain.core.health.readiness import watched_chains
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 

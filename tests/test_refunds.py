@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orbchain.core.ledger import book as ledger
-from orbchain.core.contract.chains import BroadcastError
+from orbchain.core.types.chains import BroadcastError
 
 from .support import api, signup
 from .test_payouts import BTC_DEST, balance, fund, payout_env, payout_row, work

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from orbchain.core.contract.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, PastTransfer, Transfer
+from orbchain.core.types.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter, PastTransfer, Transfer
 from orbchain.core.contract.plugins import get_plugin_manager, plugin_names
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY

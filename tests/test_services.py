@@ -80,7 +80,7 @@ async def test_address_key_locates_the_address_in_the_seed(paid):
     gateway, merchant, created, _ = paid
     key = await services.address_key(gateway, created[0]["address"], "ltc")
     assert key.merchant_id == merchant.merchant_id and key.family == "ltc"
-    from orbchain.core.watching.addresses import keystore
+    from orbchain.core.addresses.store import keystore
 
     derived = get_family("ltc", key.network).derive(keystore(gateway, key.network), key.key_account, key.key_index)
     assert derived.address == created[0]["address"]
@@ -107,7 +107,7 @@ async def test_payout_statuses_of_known_ids_only(paid):
 async def test_account_services_for_sign_in_plugins(gateway):
     """account_by_email, create_account and sign_in_account (used by plugins/oidc)."""
     from orbchain.core.accounts import merchants as accounts, auth
-    from orbchain.core.errors import Conflict, Forbidden, Unauthorized
+    from orbchain.core.types.errors import Conflict, Forbidden, Unauthorized
 
     assert await services.account_by_email(gateway, "new@example.com") is None
     created = await services.create_account(gateway, "New@Example.com")

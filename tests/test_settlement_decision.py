@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-from orbchain.core.payments import settlement
+from orbchain.core.accounts import settlement
 from orbchain.core.infra.config import load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl

@@ -15,7 +15,7 @@ from solders.keypair import Keypair
 from orbchain.chains.solana.blocks import transfers
 from orbchain.chains.solana.rpc import SolanaRpc
 from orbchain.chains.solana.settings import read_settings
-from orbchain.core.contract.chains import ChainUnavailable
+from orbchain.core.types.chains import ChainUnavailable
 from orbchain.core.infra.config import ConfigError
 
 from .solana_node import SolanaNode, open_solana_shop, running_node

@@ -17,7 +17,7 @@ from solders.keypair import Keypair
 
 from orbchain.chains.solana.adapter import SolanaAdapter
 from orbchain.chains.solana.settings import read_settings
-from orbchain.core.contract.chains import BlocksPruned, ChainUnavailable
+from orbchain.core.types.chains import BlocksPruned, ChainUnavailable
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.watching.scanner import scan_chain
 

@@ -15,7 +15,7 @@ from solders.keypair import Keypair
 from orbchain.chains.solana.keys import hot_wallet_address
 from orbchain.core.ledger import book as ledger
 from orbchain.core.payouts import worker as payout_worker
-from orbchain.core.contract.chains import BroadcastError, PayoutOrder
+from orbchain.core.types.chains import BroadcastError, PayoutOrder
 from orbchain.core.ledger.accounts import NETWORK_FEES
 from orbchain.testing import SimulatedCrash, open_chain_shop
 

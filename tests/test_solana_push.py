@@ -20,7 +20,7 @@ from solders.rpc.responses import (
 
 from orbchain.chains.solana.adapter import SolanaAdapter
 from orbchain.chains.solana.settings import SolanaSettings, read_settings
-from orbchain.core.contract.chains import Capability, ChainUnavailable, check_capabilities
+from orbchain.core.types.chains import Capability, ChainUnavailable, check_capabilities
 from orbchain.core.infra.config import ConfigError
 
 from .push_support import Watch, until

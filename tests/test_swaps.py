@@ -319,7 +319,7 @@ async def test_concurrent_swaps_never_spend_what_is_not_there(env):
 
 
 async def test_the_service_without_http_always_asks_totp_for_the_mini_app(env):
-    from orbchain.core.errors import Forbidden
+    from orbchain.core.types.errors import Forbidden
     from orbchain.plugins.swaps import service
 
     client, merchant, gateway, _ = env

@@ -23,7 +23,7 @@ from orbchain.core.ledger.check import check_ledger
 from orbchain.core.payments.status import expire_payments
 from orbchain.core.contract.plugins import for_key_kinds, get_plugin_manager, hookimpl, plugin_names
 from orbchain.core.contract.registries import DashboardPage
-from orbchain.core.contract.views import Credit, DepositView, PaymentView
+from orbchain.core.types.views import Credit, DepositView, PaymentView
 from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.keys import GATEWAY
 from orbchain.web.openapi import app_routes

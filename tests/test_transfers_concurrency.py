@@ -14,7 +14,8 @@ import random
 
 import pytest
 
-from orbchain.core.ledger import book as ledger, transfers
+from orbchain.core.ledger import book as ledger
+from orbchain.core.transfers import service as transfers
 
 from .support import Devnet, api, signup
 from .test_transfers import account_id, fund

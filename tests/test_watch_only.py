@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from orbchain.core.watching.addresses import keystore
+from orbchain.core.addresses.store import keystore
 from orbchain.cli import main
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family

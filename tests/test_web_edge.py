@@ -7,7 +7,7 @@ import logging
 
 from aiohttp import web
 
-from orbchain.core.errors import InsufficientBalance
+from orbchain.core.types.errors import InsufficientBalance
 from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 from orbchain.web.envelope import envelope, read_json
 from orbchain.web.app import create_app

@@ -26,9 +26,9 @@ from ..core.infra.migrate import migrate, pending
 from . import i18n
 from ..core.infra.netguard import PRIVATE_URLS_IN_PRODUCTION, outbound_session
 from ..core.contract.plugins import call_collect, call_event
-from ..core.infra.coordination import coordination
+from ..core.accounts.coordination import coordination
 from ..core.contract.registries import RouteRegistry, StartupError
-from ..core.infra.secrets import load_secrets
+from ..core.keys.secrets import load_secrets
 from ..core.watching.push import PushStreams
 from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, EVERYONE, authenticate_request

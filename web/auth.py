@@ -31,7 +31,7 @@ from ..core.accounts import auth, jwt_revocation
 from ..core.accounts.auth_cache import auth_cache
 from ..core.accounts.key_powers import ACCOUNT_HOLDER, HOLDER, KeyIssuer, legacy_scopes, member_person
 from ..core.contract.plugins import call_first
-from ..core.errors import ApiError, Forbidden, Unauthorized
+from ..core.types.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
 from .keys import GATEWAY, PRINCIPAL
 from .middlewares import client_ip

@@ -39,7 +39,7 @@ from typing import Any, Callable
 from aiohttp import web
 from aiohttp.web_protocol import RequestHandler
 
-from ..core.errors import ApiError
+from ..core.types.errors import ApiError
 from ..core.infra.config import Config
 from ..core.infra.episodes import Episode
 from .client_address import address_group

@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import orjson
 from aiohttp import web
 
-from ..core.errors import ApiError, PayloadTooLarge, ValidationError
+from ..core.types.errors import ApiError, PayloadTooLarge, ValidationError
 from . import json_body
 from .edge import parse_off_loop
 

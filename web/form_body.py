@@ -33,7 +33,7 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 from multidict import MultiDict, MultiDictProxy
 
-from ..core.errors import PayloadTooLarge, ValidationError
+from ..core.types.errors import PayloadTooLarge, ValidationError
 from .edge import parse_off_loop, text_problem
 
 URLENCODED = "application/x-www-form-urlencoded"

@@ -31,7 +31,7 @@ from babel.dates import format_skeleton
 from markupsafe import Markup
 from babel.support import NullTranslations, Translations
 
-from ..core.messages import Translatable
+from ..core.types.messages import Translatable
 
 __all__ = ["COOKIE", "DEFAULT", "LANGUAGES", "add_catalogue", "bind", "choose", "format_timestamp", "gettext",
            "gettext_noop", "html_lang", "install", "language", "mark_page_response", "ngettext",
@@ -203,7 +203,7 @@ def pgettext(context: str, message: str, **variables: Any) -> str:
 
 def translate(text: str) -> str:
     """A problem the core or a plugin raised, in the current language: a ``Translatable`` by its message id
-    and named values (core/messages.py), any other text as the catalogue has it (else as it is)."""
+    and named values (core/types/messages.py), any other text as the catalogue has it (else as it is)."""
     if isinstance(text, Translatable):
         return gettext(text.msgid, **text.values)
     return gettext(str(text))

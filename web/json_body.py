@@ -25,8 +25,8 @@ from decimal import Decimal
 from itertools import accumulate
 from typing import Any
 
-from ..core.errors import ValidationError
-from ..core.money import MAX_DIGITS, MAX_SCALE, AmountError, check_bounds
+from ..core.types.errors import ValidationError
+from ..core.money.amounts import MAX_DIGITS, MAX_SCALE, AmountError, check_bounds
 from .edge import REFUSED_TEXT as _TEXT_REFUSED, text_problem
 
 MAX_DEPTH = 32

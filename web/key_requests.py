@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from aiohttp import web
 
 from ..core.contract.plugins import KEY_KINDS_ATTR, call_event_impls
-from ..core.contract.views import KeyRequest
+from ..core.types.views import KeyRequest
 from .keys import GATEWAY
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -31,7 +31,7 @@ import logging
 from collections import Counter
 from typing import Awaitable, Callable
 
-from ..core.errors import RateLimited, ServiceUnavailable
+from ..core.types.errors import RateLimited, ServiceUnavailable
 from ..core.gateway import Gateway
 from ..core.infra.signals import RESET
 from ..core.payments.changes import TOPIC

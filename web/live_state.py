@@ -12,10 +12,10 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 from urllib.parse import urlsplit
 
-from ..core.errors import NotFound
+from ..core.types.errors import NotFound
 from ..core.gateway import Gateway
 from ..core.payments import service as svc
-from ..core.watching.deposit_status import FAILED
+from ..core.types.deposit_status import FAILED
 
 FINAL_STATUSES = frozenset({svc.PAID, svc.EXPIRED, svc.CANCELLED})
 State = dict[str, Any]

@@ -29,7 +29,7 @@ from typing import Awaitable, Callable, Iterator
 
 from aiohttp import hdrs, web
 
-from ..core.errors import NotFound
+from ..core.types.errors import NotFound
 from .envelope import encode
 from .connection_guard import on_peer_gone
 from .keys import gateway_of

@@ -21,7 +21,7 @@ import aiohttp_jinja2
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from ..core.errors import ApiError, Maintenance, RateLimited, ValidationError
+from ..core.types.errors import ApiError, Maintenance, RateLimited, ValidationError
 from ..core.gateway import Gateway
 from ..core.infra.logs import ACCESS_LOGGER, request_context
 from ..core.infra.db_faults import unavailable_cause

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 import aiohttp_jinja2
 from aiohttp import hdrs, web
 
-from ..core.contract.pages import PageBranding, PayPageForm
+from ..core.types.pages import PageBranding, PayPageForm
 
 __all__ = ["PageBranding", "PayPageForm", "html_page", "is_html_page", "is_html_path", "page_security_headers",
            "render_page", "resources_at", "security_headers"]

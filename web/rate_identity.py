@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from ..core.errors import RateLimited
+from ..core.types.errors import RateLimited
 from ..core.infra.ratelimit import Blocks
 from .keys import GATEWAY
 from .middlewares import client_ip, count_request

@@ -39,7 +39,7 @@ from aiohttp.web_protocol import RequestHandler
 from aiohttp.web_request import BaseRequest
 from yarl import URL
 
-from ..core.errors import ApiError
+from ..core.types.errors import ApiError
 from ..core.infra.stopping import (
     CANCEL_SECONDS, HARD_MARGIN_SECONDS, Stop, StopSignals, arm_exit_deadline, ignore_late_stop_signals)
 from .connection_guard import ConnectionGuard, ConnectionRules, GuardedRequestHandler

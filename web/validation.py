@@ -16,9 +16,9 @@ from urllib.parse import urlsplit
 
 from multidict import MultiMapping
 
-from ..core.errors import ValidationError
-from ..core.messages import N_
-from ..core.money import AmountError, parse_decimal
+from ..core.types.errors import ValidationError
+from ..core.types.messages import N_
+from ..core.money.amounts import AmountError, parse_decimal
 
 _EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]{2,}$")
 

@@ -8,14 +8,12 @@ Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple
 
 from . import auth, merchants as accounts, jwt_revocation, security_events
 from .sign_in_factor import SecondFactorRequired, second_factor_due
-from ..errors import Forbidden
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import Forbidden
+from ..contract.gateway import PluginGateway as Gateway
 
 
 class AccountRecord(NamedTuple):

@@ -21,8 +21,8 @@ from .key_powers import KeyIssuer, check_may_issue, confirm_issuer, lock_account
 from .merchants import _insert_key, _json, check_webhook_url, legacy_kind_of, new_webhook_secret
 from .auth_cache import changed
 from ..infra.db import Database, Row
-from ..errors import InvalidRequest, NotFound, ValidationError
-from ..gateway import Gateway
+from ..types.errors import InvalidRequest, NotFound, ValidationError
+from ..contract.gateway import PluginGateway as Gateway
 from ..contract.plugins import call_first
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,7 @@ import pyotp
 
 from ..infra.cpu_pool import CpuPool
 from ..infra.db import Database
-from ..errors import Unauthorized
+from ..types.errors import Unauthorized
 
 # -- passwords -------------------------------------------------------------------
 

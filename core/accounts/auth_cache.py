@@ -39,12 +39,10 @@ process without a staleness window of its own.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from ..infra.bounded import LruMap
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 MAX_AGE_SECONDS = 30.0
 MAX_ENTRIES = 10_000

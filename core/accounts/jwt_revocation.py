@@ -25,14 +25,12 @@ standard for keys: no propagation window).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from . import auth
 from .auth_cache import changed, remembered
-from ..errors import Unauthorized
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import Unauthorized
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

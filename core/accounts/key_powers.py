@@ -12,15 +12,13 @@ keys they issued unless the remover keeps them (``revoke_keys_issued_by``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable
 
 from . import auth
 from .auth_cache import changed
 from ..contract.plugins import call_first
-from ..errors import Forbidden, Unauthorized
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import Forbidden, Unauthorized
+from ..contract.gateway import PluginGateway as Gateway
 
 HOLDER = "holder"
 MEMBER_PREFIX = "member:"

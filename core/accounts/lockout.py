@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..infra.db import Database
-from ..errors import RateLimited
+from ..types.errors import RateLimited
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,10 @@ Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from . import merchants as accounts
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 
 class MerchantRecord(NamedTuple):

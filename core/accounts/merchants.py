@@ -3,7 +3,7 @@
 Scoped API keys live in ``api_keys.py``.
 
 Service functions take the :class:`Gateway` (config, db, coins, secrets,
-clock) and raise :mod:`orbchain.core.errors`; the dashboard routes only
+clock) and raise :mod:`orbchain.core.types.errors`; the dashboard routes only
 parse and shape. Secrets shown once (API keys, webhook secret) are returned
 to the caller and never logged.
 """
@@ -16,23 +16,29 @@ import secrets
 from dataclasses import dataclass
 from types import MappingProxyType
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
 from .sign_in_factor import check_sign_in_code, second_factor_due
 from .key_powers import KeyIssuer, check_may_rotate_legacy, confirm_issuer, lock_account_keys
-from ..payments import settlement
+from . import settlement
 from .auth_cache import changed as auth_changed
 from .auth_cache import remembered
 from ..infra.db import Database, Row, is_unique_violation
-from ..errors import Conflict, Forbidden, InvalidRequest, NotFound, ServiceUnavailable, Unauthorized, ValidationError
+from ..types.errors import (
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    ServiceUnavailable,
+    Unauthorized,
+    ValidationError,
+)
 from ..infra.netguard import UnsafeUrl, check_public_url
-from ..contract.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown where a brand's name would be
+from ..types.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown where a brand's name would be
 from ..contract.plugins import call_first
-
-if TYPE_CHECKING:  # pragma: no cover - annotations only: the gateway module imports the jobs that import us
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

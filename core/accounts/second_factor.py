@@ -13,15 +13,13 @@ renewed here; sign-in takes them (``sign_in_factor``), step-ups never do.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import auth, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
-from ..errors import Forbidden, InvalidRequest, NotFound, Unauthorized
+from ..types.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from ..infra.db import Database, Row
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 TABLE = "member_totp"
 

@@ -2,7 +2,7 @@
 
 The core and plugins announce them with :func:`announce`; the
 ``security_event_occurred`` hook hands each one, as a
-:class:`~orbchain.core.contract.views.SecurityEvent`, to every plugin (the built-in
+:class:`~orbchain.core.types.views.SecurityEvent`, to every plugin (the built-in
 ``activity`` plugin records it append-only and lists it on the dashboard).
 An event is announced after the change it reports committed, and
 announcing never undoes or fails that change: a plugin that raises is
@@ -24,12 +24,10 @@ from __future__ import annotations
 import logging
 import re
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol
 
-from ..contract.views import SecurityEvent
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.views import SecurityEvent
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -19,16 +19,14 @@ is a deliberate difference (docs/api.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from . import auth, lockout, recovery_codes, security_events
 from .second_factor import TABLE as MEMBER_TABLE
 from .second_factor import invalid_code, member_totp_enabled
 from .totp_codes import check_stored_code
-from ..errors import Unauthorized
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import Unauthorized
+from ..contract.gateway import PluginGateway as Gateway
 
 TOTP = "totp"
 RECOVERY_CODE = "recovery_code"

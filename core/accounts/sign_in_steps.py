@@ -19,16 +19,14 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from . import lockout
 from .account_services import AccountSession, open_session
 from .sign_in_factor import SecondFactorDue, check_sign_in_code
 from ..contract.plugins import call_first
-from ..errors import Forbidden, InvalidRequest
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import Forbidden, InvalidRequest
+from ..contract.gateway import PluginGateway as Gateway
 
 STEP_TTL_SECONDS = 5 * 60
 MAX_CONTEXT_LENGTH = 1000

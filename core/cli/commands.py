@@ -29,7 +29,7 @@ from .chain_notify import add_chain_command
 from .secrets_init import add_secrets_command
 from .restore import add_restore_command
 from .plugin_scaffold import add_plugin_command
-from ..contract.registries import StartupError
+from ..types.registry import StartupError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..ledger.check import LedgerReport
@@ -89,7 +89,7 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
 
 async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
     """Keep the result for /metrics; a database not yet migrated to hold it still gets its check."""
-    from ..infra.metrics_db import record_ledger_check
+    from ..health.metrics_db import record_ledger_check
 
     try:
         await record_ledger_check(gateway.db, report, "cli", gateway.now())
@@ -116,9 +116,9 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
     """Print account xpubs for watch-only processes (public keys only)."""
     import json
 
-    from ..watching.addresses import export_account_xpubs
+    from ..addresses.store import export_account_xpubs
     from ..keys import SeedKeyStore, UnknownFamilyError
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
 
     config = config_from_args(args)
     secrets = load_secrets(config)
@@ -143,7 +143,7 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
 def cmd_payouts_work(args: argparse.Namespace) -> int:
     """``payouts work``: SIGTERM/SIGINT let the tick in flight finish (to the drain deadline), then exit 0."""
     from ..payouts.worker import run_worker
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
     from ..infra.stopping import HARD_MARGIN_SECONDS, arm_exit_deadline, run_until_stopped
 
     command = "orbchain payouts work"

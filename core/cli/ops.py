@@ -122,7 +122,7 @@ def cmd_payouts_show(args: argparse.Namespace) -> int:
 
 def _policy_decision(args: argparse.Namespace, cancel: bool) -> int:
     """``payouts release|cancel <id>``: the operator's answer to a payout the signer's policy held."""
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
     from ..payouts.policy_holds import cancel_policy_hold, find_held, release_policy_hold
     from ..startup import build_gateway
 
@@ -194,7 +194,7 @@ def clock_finding(skew: float | None) -> Finding:  # float ok: seconds of clock 
 def static_findings(gateway: "Gateway") -> list[Finding]:
     """What the config alone decides, without a database or a node: ``config check`` runs exactly these,
     ``doctor`` runs them first, so the two never disagree about the file (issue 32)."""
-    from ..infra.secrets import load_secrets
+    from ..keys.secrets import load_secrets
 
     config = gateway.config
     chains = len(list(gateway.chains))
@@ -300,7 +300,7 @@ def chains_finding(chains: int, development: bool) -> Finding:
 
 
 async def doctor_findings(gateway: "Gateway") -> list[Finding]:
-    from ..infra.readiness import check_readiness
+    from ..health.readiness import check_readiness
 
     config = gateway.config
     findings = static_findings(gateway)

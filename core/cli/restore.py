@@ -13,10 +13,10 @@ import argparse
 import asyncio
 import time
 
-from ..errors import NotConfigured
+from ..types.errors import NotConfigured
 from ..gateway import Gateway
 from ..infra.config import ConfigError
-from ..infra.secrets import load_secrets
+from ..keys.secrets import load_secrets
 from ..startup import build_gateway
 from ..watching.recovery import DEFAULT_SKIP, check_input, recover
 from .support import config_from_args, with_db

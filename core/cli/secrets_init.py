@@ -1,7 +1,7 @@
 """``orbchain secrets init``: a production gateway's secret files, written once, safely.
 
 In development the gateway makes its own secrets under ``./var``; production
-refuses to start without them (core/infra/secrets.py) and an operator used to
+refuses to start without them (core/keys/secrets.py) and an operator used to
 make them by hand, with whatever permissions the shell's umask gave. This
 writes the HD seed (a 24-word BIP-39 mnemonic), the receipt signing key, the
 JWT secret and the metrics token as 0600 files in a 0700 directory, the names
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..infra.config import ConfigError
-from ..infra.secrets import new_jwt_secret, new_mnemonic, new_receipt_key, write_scratch
+from ..keys.secrets import new_jwt_secret, new_mnemonic, new_receipt_key, write_scratch
 
 DEFAULT_DIR = "/etc/orbchain/credentials"  # where deploy/orbchain.service's LoadCredential= reads them
 

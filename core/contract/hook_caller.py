@@ -50,7 +50,7 @@ from typing import Any, Awaitable, Callable, Collection, NamedTuple, Sequence
 import greenlet
 import pluggy
 
-from ..events.held import HeldCall
+from .held import HeldCall
 from .hook_kinds import HookKind, HookTraits, traits_of
 
 log = logging.getLogger(__name__)

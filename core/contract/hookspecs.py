@@ -22,7 +22,7 @@ A hook's name says its kind (docs/plugins.md, "Hook reference"):
   change committed; ``<subject>_<-ing>`` (``gateway_stopping``): an
   announcement just before something happens. Event implementations may be
   ``async def`` (the core awaits them), must be idempotent and receive the
-  frozen views of ``core/contract/views.py``, never rows.
+  frozen views of ``core/types/views.py``, never rows.
 
 Each spec declares its kind in its marker (``@hookspec(kind=HookKind.DECIDE)``,
 ``core/contract/hook_kinds.py``), checked against its name; the kind says
@@ -48,15 +48,16 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from .hook_kinds import HookKind, HookspecMarker
 
+from .gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover - typing only
-    from .coins import Coin, CoinRegistry
-    from ..gateway import Gateway
+    from ..money.coins import Coin, CoinRegistry
     from ..keys import AddressFamilyRegistry
-    from ..events.key_destination import WebhookDestination
-    from .pages import AddressProver, DashboardNotice, PageBranding, PayPageForm, SignInWidget
+    from ..types.destinations import WebhookDestination
+    from ..types.pages import AddressProver, DashboardNotice, PageBranding, PayPageForm, SignInWidget
     from ..infra.migrate import MigrationRegistry
-    from ..payments.receive import ReceiveTarget
-    from ..ledger.book import Posting
+    from ..types.receive import ReceiveTarget
+    from ..types.postings import Posting
     from .registries import (
         AssetRegistry,
         ChainRegistry,
@@ -71,7 +72,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
         RouteRegistry,
         ScopeRegistry,
     )
-    from .views import (
+    from ..types.views import (
         Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, ProvenAddress, SecurityEvent,
     )
 
@@ -142,7 +143,7 @@ def register_chains(registry: "ChainRegistry", gateway: "Gateway") -> None:
 
     Called once at startup, after ``register_coins``. Call
     ``registry.add(adapter)`` with an object implementing
-    ``orbchain.core.contract.chains.ChainAdapter`` (``adapter.name`` is its unique
+    ``orbchain.core.types.chains.ChainAdapter`` (``adapter.name`` is its unique
     chain name). Return nothing.
     """
 
@@ -259,7 +260,7 @@ def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") 
     navigation), ``settings-nav`` (settings tabs), ``payment-actions``
     (links on a payment), ``key-actions`` (links on an API key),
     ``home-panels``. With ``render(gateway, merchant_id, query)`` returning
-    an ``orbchain.core.contract.pages.DashboardView`` the dashboard serves the page at
+    an ``orbchain.core.types.pages.DashboardView`` the dashboard serves the page at
     ``path`` (under ``/app/``) inside its layout; ``submit(gateway,
     merchant_id, form)`` takes its CSRF-checked forms. Return nothing.
     """
@@ -271,7 +272,7 @@ def register_payment_fields(registry: "PaymentFieldRegistry", gateway: "Gateway"
 
     Called once at startup. Call ``registry.add(name, parse, store)``:
     ``parse(gateway, value, payment_type, merchant_id)`` returns the cleaned
-    value or raises ``orbchain.core.errors.ValidationError``;
+    value or raises ``orbchain.core.types.errors.ValidationError``;
     ``async store(gateway, payment, value)`` runs inside the transaction
     creating the payment (``payment`` is a ``PaymentView``). Without a
     plugin, ``splits`` and ``settlement_coin`` are refused with 503. Return
@@ -308,7 +309,7 @@ def decide_receive_target(
     switches its coin), before the core derives an address. ``payment``
     holds track_id, merchant_id, type, currency, pay_currency, pay_amount
     (base units, None for static payments), user_id, chain and expires_at.
-    Return ``orbchain.core.payments.receive.ReceiveTarget(address, extra)`` (a node's
+    Return ``orbchain.core.types.receive.ReceiveTarget(address, extra)`` (a node's
     invoice, a venue deposit address, a subaddress) or None to let the core
     derive one from the seed. The first non-None answer wins; may be async.
     A coin whose family is validate-only and that no plugin answers for is
@@ -358,7 +359,7 @@ def check_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], clie
     and before the account is created or the password checked. ``body`` is
     the request's JSON object (``turnstile_token``, ``email`` ...) and
     ``client_ip`` the caller's address as the rate limiter sees it. Raise
-    ``orbchain.core.errors.Forbidden`` (e.g. ``Forbidden("captcha failed",
+    ``orbchain.core.types.errors.Forbidden`` (e.g. ``Forbidden("captcha failed",
     code="captcha_failed")``) to refuse with 403; return None to allow.
     Every plugin is asked; the first to raise wins. May be async.
     """
@@ -387,7 +388,7 @@ def decide_sign_in_widget(gateway: "Gateway") -> "SignInWidget | None":
     Asked by the dashboard each time it renders its sign-in and sign-up
     pages, and by public forms guarded by ``check_public_form`` (ask
     ``services.form_widget``). Return
-    ``orbchain.core.contract.pages.SignInWidget(script_url, site_key)`` when your
+    ``orbchain.core.types.pages.SignInWidget(script_url, site_key)`` when your
     ``check_sign_in``/``check_public_form`` will require a token from the
     browser; the page loads ``script_url`` (its origin alone is added to that
     page's CSP) and posts the widget's token, which reaches the check as
@@ -546,7 +547,7 @@ def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, Any], cl
     written: the ``subscriptions`` plugin's enrolment (``form``
     "subscribe"). ``body`` is the posted form as a mapping (the widget's
     token as ``turnstile_token``) and ``client_ip`` the caller's address as
-    the rate limiter sees it. Raise ``orbchain.core.errors.Forbidden`` (e.g.
+    the rate limiter sees it. Raise ``orbchain.core.types.errors.Forbidden`` (e.g.
     ``Forbidden("captcha failed", code="captcha_failed")``) to refuse with
     403; return None to allow. Every plugin is asked; the first to raise
     wins. May be async.
@@ -568,7 +569,7 @@ def security_event_occurred(gateway: "Gateway", event: "SecurityEvent") -> None:
     ``api_key_created``, ``api_key_rotated``, ``api_key_revoked``) and by
     plugins (the telegram plugin's ``chat_linked``, ``chat_unlinked`` and
     its mini-app ``sign_in``). ``event`` is a
-    :class:`~orbchain.core.contract.views.SecurityEvent`: merchant, kind, time,
+    :class:`~orbchain.core.types.views.SecurityEvent`: merchant, kind, time,
     details (short text, never a secret), the request's client IP, user
     agent and id, and ``alert``. May be async. A failure is logged and the
     change stands. Return nothing.
@@ -584,7 +585,7 @@ def extra_dashboard_notices(gateway: "Gateway", merchant_id: str,
     answers are shown. ``principal`` is who is looking
     (``orbchain.api.Principal``: the account holder, or a team member and the
     scopes of their role): answer only what they may read. Return a list of
-    ``orbchain.core.contract.pages.DashboardNotice(text, dismiss_path, fields,
+    ``orbchain.core.types.pages.DashboardNotice(text, dismiss_path, fields,
     link_title, link_path)`` or None. The page renders ``text`` (escaped)
     and a Dismiss button posting ``fields`` plus the CSRF token to
     ``dismiss_path``, a dashboard page your plugin serves (its ``submit``).
@@ -632,7 +633,7 @@ def extra_pay_page_forms(gateway: "Gateway", payment: Mapping[str, Any]) -> "lis
     request (``decide_qr_payload``, e.g. a Lightning invoice) when it has
     none. ``payment`` is the public payment view (track_id, pay_currency,
     pay_amount, address, status, plugin blocks such as ``lightning`` ...). Return a list of
-    ``orbchain.core.contract.pages.PayPageForm`` (each posts to a route your plugin
+    ``orbchain.core.types.pages.PayPageForm`` (each posts to a route your plugin
     registered) or None. Results of all plugins are shown, in plugin order.
     The devnet uses it for its development "Pay with devnet" button, the
     lightning plugin for "Pay with devnet Lightning".
@@ -650,7 +651,7 @@ def decide_page_branding(
     payment's brand (the creating key's ``brand_id``) or the one a plugin
     page belongs to, None when untagged; ``payment`` is the public payment
     view, or None for a page not about one payment (a tip page, a link's
-    amount prompt). Return ``orbchain.core.contract.pages.PageBranding(name, logo_url,
+    amount prompt). Return ``orbchain.core.types.pages.PageBranding(name, logo_url,
     theme_mode, brand_color)``, which validates every value (https logo URL,
     ``#RRGGBB``, ``LIGHT``/``DARK``) when built, or None for the plain page.
     Stops at first non-None result. May be async. A plugin that raises or
@@ -672,7 +673,7 @@ def decide_webhook_destination(
     Called inside the transaction that enqueues a ``payment.*`` event or a
     ``deposit.*`` event of a payment. ``brand_id`` is the payment's brand
     (None when untagged) and ``payment`` its ``PaymentView``. Return
-    ``orbchain.core.events.key_destination.WebhookDestination(url, secret)``; a None
+    ``orbchain.core.types.destinations.WebhookDestination(url, secret)``; a None
     field inherits. The URL is used when neither the payment's
     ``callback_url`` nor the creating key's URL applies (else the account's);
     the secret signs unless the key has its own. Stops at first non-None
@@ -705,8 +706,8 @@ def filter_credit_postings(gateway: "Gateway", credit: "Credit", postings: "list
     plugin, each receiving the postings the previous one returned (first the
     core's: ``world:<chain>`` minus the amount, the merchant's available
     account plus the net, ``platform:fees`` plus the fee). ``credit`` is a
-    :class:`orbchain.core.contract.views.Credit`. Return the new list of
-    ``orbchain.core.ledger.book.Posting`` or None to leave it unchanged. May be
+    :class:`orbchain.core.types.views.Credit`. Return the new list of
+    ``orbchain.core.types.postings.Posting`` or None to leave it unchanged. May be
     async. The core then refuses (and rolls the credit back, to be retried
     at the next scan) postings that do not sum to zero, touch another coin,
     change the ``world`` leg or name a merchant that does not exist; the
@@ -753,7 +754,7 @@ def deposit_credited(gateway: "Gateway", deposit: "DepositView") -> None:
 
     Called after the crediting transaction committed (for a deposit held
     CONFIRMED by ``decide_credit_status``: after ``complete_credit``).
-    ``deposit`` is a :class:`orbchain.core.contract.views.DepositView` (amount and
+    ``deposit`` is a :class:`orbchain.core.types.views.DepositView` (amount and
     fee in base units). May be async. Must be idempotent: re-scans may call
     it again for the same deposit after a crash. Return nothing.
     """
@@ -806,7 +807,7 @@ def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
     """A credited (or CONFIRMED) deposit left the best chain and its credit was reversed.
 
     Called after the reversal committed; ``deposit`` is the
-    :class:`~orbchain.core.contract.views.DepositView` as it stands after it (status
+    :class:`~orbchain.core.types.views.DepositView` as it stands after it (status
     PENDING, 0 confirmations). May be async. Must be idempotent. Return
     nothing.
     """
@@ -816,7 +817,7 @@ def deposit_reversed(gateway: "Gateway", deposit: "DepositView") -> None:
 def payment_detected(gateway: "Gateway", payment: "PaymentView") -> None:
     """A Waiting payment saw its first deposit, below the confirmation threshold: it is now Paying.
 
-    Called after that committed, with the :class:`~orbchain.core.contract.views.PaymentView`
+    Called after that committed, with the :class:`~orbchain.core.types.views.PaymentView`
     (status Paying). May be async. Must be idempotent. Return nothing.
     """
 
@@ -826,7 +827,7 @@ def payment_paid(gateway: "Gateway", payment: "PaymentView") -> None:
     """A payment reached Paid.
 
     Called after the transaction that marked it Paid committed, with the
-    :class:`~orbchain.core.contract.views.PaymentView`. May be async. Must be
+    :class:`~orbchain.core.types.views.PaymentView`. May be async. Must be
     idempotent. Return nothing.
     """
 
@@ -836,7 +837,7 @@ def payment_expired(gateway: "Gateway", payment: "PaymentView") -> None:
     """A payment's lifetime elapsed without enough credited money: it is Expired.
 
     Called by the expiry job after the change committed, with the
-    :class:`~orbchain.core.contract.views.PaymentView`. May be async. Must be
+    :class:`~orbchain.core.types.views.PaymentView`. May be async. Must be
     idempotent. Return nothing.
     """
 
@@ -846,7 +847,7 @@ def payment_cancelled(gateway: "Gateway", payment: "PaymentView") -> None:
     """The merchant cancelled a Waiting payment.
 
     Called after the change committed (once: cancelling again is a no-op),
-    with the :class:`~orbchain.core.contract.views.PaymentView`. May be async. Return
+    with the :class:`~orbchain.core.types.views.PaymentView`. May be async. Return
     nothing.
     """
 
@@ -870,7 +871,7 @@ def payout_finished(gateway: "Gateway", payout: "PayoutView") -> None:
     """A payout reached a final state (Confirmed or Failed).
 
     Called after the final state committed with the
-    :class:`~orbchain.core.contract.views.PayoutView`; ``payout.status`` tells which.
+    :class:`~orbchain.core.types.views.PayoutView`; ``payout.status`` tells which.
     May be async. Must be idempotent. Return nothing.
     """
 
@@ -889,7 +890,7 @@ def ledger_posted(gateway: "Gateway", transaction: Mapping[str, Any]) -> None:
 def api_key_request_answered(gateway: "Gateway", request: "KeyRequest") -> None:
     """A request authenticated with an API key was answered; the response has not left yet.
 
-    ``request`` is a :class:`~orbchain.core.contract.views.KeyRequest` (key id and
+    ``request`` is a :class:`~orbchain.core.types.views.KeyRequest` (key id and
     kind, merchant, method, route template, status, request id, client IP,
     time). Called for every such request, refused ones included (403 scope,
     rate limit), so keep it cheap; the client waits for it, which lets an

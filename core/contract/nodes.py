@@ -18,7 +18,7 @@ crediting on one node's word. One configured node means quorum 1: exactly
 the single-node behaviour.
 
 Before a node is asked anything, ``vet`` checks what it says about itself
-(core/contract/node_identity.py): a node on another network, in its initial
+(core/types/node_identity.py): a node on another network, in its initial
 sync or with a stale tip is ``refused`` and left out until a later check
 (every ``recheck_seconds``, and after each time it was down) accepts it.
 """
@@ -35,8 +35,8 @@ from typing import Any, Awaitable, Callable, Generic, Hashable, Mapping, Sequenc
 from urllib.parse import urlsplit
 
 from ..infra.config import ConfigError, int_setting
-from .chains import Block, BlockRef, BlocksPruned, ChainAdapter, ChainUnavailable, NodeState
-from .node_identity import NodeIdentity, Refusal, identity_checked, judge_node
+from ..types.chains import Block, BlockRef, BlocksPruned, ChainAdapter, ChainUnavailable, NodeState
+from ..types.node_identity import NodeIdentity, Refusal, identity_checked, judge_node
 
 log = logging.getLogger(__name__)
 
@@ -431,3 +431,14 @@ class NodeQuorum:
 
     def node_states(self) -> Sequence[NodeState]:
         return self.nodes.states()
+
+
+def warn_unchecked(adapter: "ChainAdapter") -> None:
+    """Once per adapter at start: a deposit-watching adapter whose nodes are believed unchecked."""
+    from ..types.chains import Capability
+
+    if adapter.simulated or not adapter.supports(Capability.DEPOSITS):
+        return
+    if not identity_checked(adapter) or not isinstance(adapter, NodeQuorum):
+        log.warning("chain adapter %r does not check its node's network or sync (no node_identity through"
+                    " NodeQuorum): a node on another network would be believed", adapter.name)

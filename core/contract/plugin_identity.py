@@ -29,7 +29,7 @@ import pluggy
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from ... import __version__
-from .registries import StartupError
+from ..types.registry import StartupError
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..infra.config import Config

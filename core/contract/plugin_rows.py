@@ -12,12 +12,10 @@ checks the table names they pass here as it checks their SQL.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..errors import NotFound
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import NotFound
+from .gateway import PluginGateway as Gateway
 
 Row = Mapping[str, Any]
 _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]*\Z")

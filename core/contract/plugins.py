@@ -16,7 +16,7 @@ from typing import Any, Callable, Collection, Iterable, Sequence, TypeVar
 import pluggy
 
 from . import hookspecs
-from ..events.held import HeldCall
+from .held import HeldCall
 from .hook_aliases import AliasingPluginManager
 from ..infra.config import ConfigError
 from .registries import HookspecRegistry

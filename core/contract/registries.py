@@ -9,9 +9,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Generic, Iterator, Mapping, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, TypeVar
 
 from aiohttp import web
+
+from ..types.registry import Registry, StartupError  # the base moved to the ground floor; its names stay here
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from types import ModuleType
@@ -19,60 +21,6 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     import pluggy
 
 T = TypeVar("T")
-
-
-class StartupError(RuntimeError):
-    """The gateway cannot start: a conflict or a bad contribution from a plugin."""
-
-
-class Registry(Generic[T]):
-    """Named items contributed by plugins; ``current_plugin`` is set by the collector."""
-
-    kind = "item"
-
-    def __init__(self) -> None:
-        self._items: dict[str, T] = {}
-        self._owners: dict[str, str] = {}
-        self.current_plugin = "core"
-
-    def _key(self, item: T) -> object:
-        """The item's ``name``; ``add`` refuses anything but a non-empty string (registries keyed
-        otherwise override this, so ``T`` has no bound)."""
-        return getattr(item, "name", None)
-
-    def add(self, item: T) -> T:
-        key = self._key(item)
-        if not key or not isinstance(key, str):
-            raise StartupError(f"plugin {self.current_plugin!r} registered a {self.kind} without a name")
-        if key in self._items:
-            raise StartupError(
-                f"duplicate {self.kind} {key!r}: registered by plugin {self._owners[key]!r} "
-                f"and by plugin {self.current_plugin!r}"
-            )
-        self._items[key] = item
-        self._owners[key] = self.current_plugin
-        return item
-
-    def get(self, key: str) -> T | None:
-        return self._items.get(key)
-
-    def __getitem__(self, key: str) -> T:
-        return self._items[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._items
-
-    def __iter__(self) -> Iterator[T]:
-        return iter(self._items.values())
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def names(self) -> list[str]:
-        return list(self._items)
-
-    def owner(self, key: str) -> str:
-        return self._owners[key]
 
 
 class ChainRegistry(Registry[Any]):
@@ -257,7 +205,7 @@ class DashboardPage:
 
     With ``render`` the dashboard serves the page itself at ``path`` (under
     ``/app/``), signed in and inside its layout: ``render(gateway,
-    merchant_id, query)`` returns an ``orbchain.core.contract.pages.DashboardView``
+    merchant_id, query)`` returns an ``orbchain.core.types.pages.DashboardView``
     (may be async). With ``submit`` too, forms posted to ``path`` (CSRF
     checked by the dashboard) reach ``submit(gateway, merchant_id, form)``,
     which returns None (back to the page) or a ``DashboardView`` to show.
@@ -392,9 +340,9 @@ class PaymentField:
     """An extra field of the payment create bodies, handled by a plugin (``splits``).
 
     ``parse(gateway, value, payment_type, merchant_id)`` returns the cleaned
-    value or raises ``orbchain.core.errors.ValidationError``;
+    value or raises ``orbchain.core.types.errors.ValidationError``;
     ``store(gateway, payment, value)`` is awaited inside the transaction that
-    creates the payment, with the :class:`orbchain.core.contract.views.PaymentView`.
+    creates the payment, with the :class:`orbchain.core.types.views.PaymentView`.
     ``excludes`` maps another create-body field to the error code of a 400
     when both are sent (``{"settlement_coin": "splits_settlement_coin_exclusive"}``);
     it is checked whether or not a plugin serves the other field.

@@ -14,12 +14,12 @@ import logging
 from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
-from ..contract.chains import Capability, ChainAdapter, Holding
+from ..types.chains import Capability, ChainAdapter, Holding
 from ..ledger.accounts import NETWORK_FEES, PLATFORM_FEES, SEPARATOR, WORLD_PREFIX
 from .report import OK, SHORTFALL, SURPLUS, UNAVAILABLE, UNSUPPORTED, CoinCustody, CustodyReport, Owed
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

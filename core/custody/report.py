@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ..contract.chains import Holding
+from ..types.chains import Holding
 
 OK, SURPLUS, SHORTFALL = "ok", "surplus", "shortfall"
 UNSUPPORTED, UNAVAILABLE = "unsupported", "unavailable"

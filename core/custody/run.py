@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Callable
 
-from ..money import format_units
+from ..money.amounts import format_units
 from .check import check_custody
 from .report import SURPLUS, CustodyReport, seen_twice
 from .store import record_custody_check
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -20,16 +20,13 @@ import logging
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import aiohttp
 
 from .outbox import DELIVERED, FAILED, PENDING, PREVIEW_CHARS, SKIPPED_NO_SECRET, SKIPPED_NO_URL
 from ..infra.netguard import UnsafeUrl, check_public_url
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -32,16 +32,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from typing import TYPE_CHECKING, Any, Coroutine
+from typing import Any, Coroutine
 
 import aiohttp
 
 from ..infra.stopping import undone_if_cancelled
 from . import attempts
 from .outbox import PENDING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

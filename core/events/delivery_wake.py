@@ -13,12 +13,8 @@ process leads the job, and once more after a run that was in flight
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..infra.wakes import JobWake
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 JOB = "webhooks.deliver"
 WINDOW = 0.05  # seconds

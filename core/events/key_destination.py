@@ -16,21 +16,13 @@ secret signs whenever the key has no secret of its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
+from typing import Any, Mapping
 
 from ..infra.db import Database
+from ..types.destinations import WebhookDestination  # moved to the ground floor; importable here too
 from ..contract.plugins import call_first
-from ..contract.views import payment_view_of
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
-
-
-class WebhookDestination(NamedTuple):
-    """A plugin's override for a payment's webhooks; a None field inherits (key, then account)."""
-
-    url: str | None = None
-    secret: str | None = None
+from ..types.views import payment_view_of
+from ..contract.gateway import PluginGateway as Gateway
 
 
 async def key_destination(db: Database, merchant_id: str, key_id: str | None) -> tuple[str | None, str | None]:

@@ -21,12 +21,10 @@ import logging
 import re
 from decimal import Decimal
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from .delivery_wake import wake_delivery
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

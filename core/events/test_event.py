@@ -17,13 +17,11 @@ enqueue one event and both answer with it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ..errors import RateLimited, ValidationError
+from ..types.errors import RateLimited, ValidationError
 from .outbox import TEST_EVENT_TYPE, enqueue_event, event_id_for, outbox_row
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 WINDOW_SECONDS = 60
 PER_WINDOW = 3

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hmac
 import logging
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, AsyncIterator, Mapping
+from typing import AsyncIterator, Mapping
 
 import aiohttp
 
@@ -28,9 +28,7 @@ from .attempts import (  # noqa: F401 - re-exported: callers and tests name them
 from .delivery_run import run_claims, run_due
 from .outbox import DELIVERED, FAILED, PENDING, SKIPPED_NO_SECRET, SKIPPED_NO_URL
 from ..infra.netguard import outbound_session
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

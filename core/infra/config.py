@@ -646,3 +646,14 @@ def load_config(path: str | Path | None = None, environ: Mapping[str, str] | Non
         return _build(merged, source, sources)
     except ConfigError as exc:
         raise naming_variable(exc, sources) from None
+
+
+def tip_age_setting(block: Mapping[str, Any], prefix: str, default: int) -> int:
+    """``node_max_tip_age_seconds``: how old a node's newest block may be; 0 turns the check off.
+
+    Per chain and network because block times differ; the chain passes its own default
+    (0 on regtest and development chains, whose blocks are mined on demand).
+    """
+    from ..types.node_identity import TIP_AGE_KEY  # the key the refusal message names too
+
+    return int_setting(block, prefix, TIP_AGE_KEY, default, minimum=0)

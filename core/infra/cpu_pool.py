@@ -32,7 +32,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, Hashable, TypeVar
 
 from .bounded import LruMap
-from ..errors import ServiceUnavailable
+from ..types.errors import ServiceUnavailable
 
 T = TypeVar("T")
 

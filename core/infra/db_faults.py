@@ -24,7 +24,7 @@ from typing import Callable
 
 import asyncpg
 
-from ..errors import ServiceUnavailable
+from ..types.errors import ServiceUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -158,7 +158,7 @@ class DatabaseOutage:
         self._when_back: list[Callable[[], None]] = []
 
     def when_back(self, listener: Callable[[], None]) -> None:
-        """Call ``listener`` each time an outage ends (held event hook calls go again, core/events/held.py)."""
+        """Call ``listener`` each time an outage ends (held event hook calls go again, core/contract/held.py)."""
         self._when_back.append(listener)
 
     @property

@@ -12,15 +12,18 @@ same way (docs/plugins.md, ``register_routes``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from ..errors import Maintenance
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import Maintenance
 
 
-def refuse_in_maintenance(gateway: "Gateway") -> None:
+class Maintained(Protocol):
+    """What the check reads of the gateway (infra stands below the contract's gateway protocol)."""
+
+    maintenance: bool
+
+
+def refuse_in_maintenance(gateway: Maintained) -> None:
     """Raise ``Maintenance`` (503) when the gateway is read-only; call it before a GET's first write."""
     if gateway.maintenance:
         raise Maintenance()

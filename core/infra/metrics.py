@@ -6,7 +6,7 @@ live on :class:`Metrics`, one instance per gateway (``gateway.metrics``), in
 a registry of its own: tests build many gateways in one process and a
 global registry would refuse the second. Numbers that are facts of the
 database (webhook queue depth, payouts by state, the last ledger check) are
-read at scrape time (``core/infra/metrics_db.py``), so every process reports the
+read at scrape time (``core/health/metrics_db.py``), so every process reports the
 same truth however many there are.
 
 With several worker processes a scrape reaches one of them, so each
@@ -31,8 +31,8 @@ from typing import Iterable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest, values
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from ..contract.chains import NodeState
-from ..contract.node_identity import REASONS as REFUSAL_REASONS
+from ..types.chains import NodeState
+from ..types.node_identity import REASONS as REFUSAL_REASONS
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"

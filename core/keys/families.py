@@ -1,6 +1,6 @@
 """Address families: how one family of coins names its addresses on one network.
 
-Why: a coin (core/contract/coins.py) names its family ("btc", "evm", ...); everything a
+Why: a coin (core/money/coins.py) names its family ("btc", "evm", ...); everything a
 chain adapter or the payout route needs about addresses (derive a deposit
 address, validate a destination) is then one look-up in the gateway's
 :class:`AddressFamilyRegistry` away. The core defines no family itself: each
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
-from ..contract.registries import Registry, StartupError
+from ..types.registry import Registry, StartupError
 from .errors import DerivationError, UnknownFamilyError
 from .paths import SECP256K1, DerivationScheme
 

@@ -33,10 +33,11 @@ import secrets
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Collection, Iterable, Sequence
+from typing import Any, Collection, Iterable, Sequence
 
 from ..infra.db import Database
-from ..errors import InsufficientBalance
+from ..types.errors import InsufficientBalance
+from ..types.postings import Posting  # moved to the ground floor; importable here too
 from .accounts import (
     PLATFORM_FEES,
     chain_hot_wallet,
@@ -47,9 +48,7 @@ from .accounts import (
     payouts_in_flight,
     world,
 )
-
-if TYPE_CHECKING:
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 __all__ = [
     "PLATFORM_FEES", "chain_hot_wallet", "merchant_available", "merchant_held", "payouts_in_flight",
@@ -58,15 +57,6 @@ __all__ = [
     "reverse", "find_transaction", "balance", "balances", "merchant_balances", "check_ledger",
     "LedgerProblem", "LedgerReport",
 ]
-
-
-@dataclass(frozen=True)
-class Posting:
-    """One line of a ledger transaction: ``amount`` base units into ``account`` (negative: out of it)."""
-
-    account: str
-    coin: str
-    amount: int
 
 
 @dataclass(frozen=True)

@@ -29,14 +29,15 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from . import book as ledger
-from ..watching.deposit_status import CONFIRMED
+from ..types.deposit_status import CONFIRMED
 from .accounts import WORLD_PREFIX, merchant_of
 from ..contract.plugins import call_filter, call_first_answer
 from ..infra.db_faults import unavailable_cause
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
-    from ..contract.views import Credit
+    from ..types.views import Credit
 
 log = logging.getLogger(__name__)
 

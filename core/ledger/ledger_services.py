@@ -9,13 +9,11 @@ Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.
 from __future__ import annotations
 
 from decimal import ROUND_HALF_EVEN, Decimal
-from typing import TYPE_CHECKING, Any, AsyncIterator, Iterable
+from typing import Any, AsyncIterator, Iterable
 
 from . import book as ledger
 from .accounts import merchant_available
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 
 async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> int:
@@ -36,7 +34,7 @@ async def usd_price(gateway: "Gateway", coin: str) -> Decimal:
 async def usd_units(gateway: "Gateway", coin: str, units: int, price: Decimal | None = None) -> int:
     """``units`` of ``coin`` valued in USD at ``price`` (``usd_price``'s; None: read it now), as an int
     of 1e-8 dollars rounded half-even; 0 when the price is unknown. Format it with
-    ``orbchain.core.money.format_units(value, USD_DECIMALS)``."""
+    ``orbchain.core.money.amounts.format_units(value, USD_DECIMALS)``."""
     if not units:
         return 0
     if price is None:

@@ -11,12 +11,8 @@ free on the hot path: no query, one closure per payment per transaction.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ..events.after_commit import AfterCommit
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 TOPIC = "payment"
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 from decimal import ROUND_CEILING, Decimal, localcontext
 from typing import TYPE_CHECKING
 
-from ..errors import ValidationError
-from ..messages import N_
-from ..money import AmountError, fiat_decimals, to_base_units
+from ..types.errors import ValidationError
+from ..types.messages import N_
+from ..money.amounts import AmountError, fiat_decimals, to_base_units
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
+    from ..money.coins import Coin
 
 
 def check_fiat_amount(amount: Decimal, currency: str, field: str) -> None:

@@ -20,12 +20,9 @@ with the same ids on the next run, so implementations are idempotent.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from .service import CANCELLED, EXPIRED
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.statuses import CANCELLED, EXPIRED
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

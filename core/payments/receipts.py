@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
-from ..errors import InvalidRequest
-from .service import PAID, payment_deposits
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import InvalidRequest
+from ..types.statuses import PAID
+from .service import payment_deposits
+from ..contract.gateway import PluginGateway as Gateway
 
 RECEIPT_VERSION = 1
 # DER prefix of SubjectPublicKeyInfo for Ed25519 (RFC 8410, section 4).

@@ -11,29 +11,15 @@ to receive at is data on the coin (``Coin.receive_address``), never a symbol.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import InvalidRequest
+from ..types.errors import InvalidRequest
+from ..types.receive import ReceiveTarget  # moved to the ground floor; the name stays importable here
+
+from ..contract.gateway import PluginGateway as Gateway
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
-
-
-@dataclass(frozen=True)
-class ReceiveTarget:
-    """A plugin's answer: the address to show (None when there is none, e.g. an
-    invoice) and extra public fields merged into the payment view (e.g.
-    ``{"lightning": {"invoice": ...}}``); extra keys never replace core fields.
-    ``watch_index`` asks the core to watch ``address`` like a derived one."""
-
-    address: str | None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    # Set by a plugin whose own wallet made the address (a Monero subaddress): the core records
-    # it in the address table under the coin's family with this index (unique per merchant,
-    # family and network), so the chain adapter's transfers to it credit the payment.
-    watch_index: int | None = None
+    from ..money.coins import Coin
 
 
 def receive_unsupported_code(coin: "Coin") -> str:

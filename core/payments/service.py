@@ -12,39 +12,45 @@ payer owes. What deposits do to a payment is the deposit engine's job
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass
 from decimal import ROUND_CEILING, Decimal, localcontext
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
-import base58
-
-from ..watching import addresses
-from . import minimums, receive, settlement
+from ..addresses import store as addresses
+from . import minimums, receive
+from ..accounts import settlement
 from .changes import announce_now
 from ..infra.db import KeyedRead
-from ..errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
-from ..messages import N_
-from ..money import AmountError
-from .prices import FIAT_CURRENCIES
-from ..contract.views import PaymentView, payment_view_of
+from ..types.errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
+from ..types.messages import N_
+from ..money.amounts import AmountError
+from ..money.prices import FIAT_CURRENCIES
+from ..types.views import PaymentView, payment_view_of
+# Values split to lower floors (issue 44); their names stay importable here.
+from ..money.coins import chain_for
+from ..types.ids import new_track_id
+from ..types.receive import ReceiveTarget
+from ..types.records import merchant_coins
+from ..types.statuses import (
+    CANCELLED,
+    EXPIRED as EXPIRED,
+    OPEN_STATUSES as OPEN_STATUSES,
+    PAID as PAID,
+    PAYING as PAYING,
+    STATUSES as STATUSES,
+    WAITING,
+)
+
+from ..contract.gateway import PluginGateway as Gateway
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
+    from ..money.coins import Coin
 
 STATIC, WHITE_LABEL, INVOICE = "static_address", "white_label", "invoice"
 PAYMENT_TYPES = (STATIC, WHITE_LABEL, INVOICE)
-WAITING, PAYING, PAID, EXPIRED, CANCELLED = "Waiting", "Paying", "Paid", "Expired", "Cancelled"
-STATUSES = (WAITING, PAYING, PAID, EXPIRED, CANCELLED)
-OPEN_STATUSES = (WAITING, PAYING)
 DEFAULT_LIFETIME = {WHITE_LABEL: 30, INVOICE: 60}
 MAX_LIFETIME_MINUTES = 43200
-
-
-def new_track_id() -> str:
-    return base58.b58encode(secrets.token_bytes(16)).decode()[:22]
 
 
 @dataclass(frozen=True)
@@ -89,17 +95,6 @@ class PaymentRequest:
 # -- coins and prices ----------------------------------------------------------------------
 
 
-def merchant_coins(merchant: Mapping[str, Any]) -> list[str]:
-    value = merchant["accepted_coins"]
-    return list(_coins_of_text(value)) if isinstance(value, str) else list(value)
-
-
-@lru_cache(maxsize=1024)
-def _coins_of_text(text: str) -> tuple[str, ...]:
-    """A stored ``accepted_coins`` list, parsed once per distinct text (each create reads it)."""
-    return tuple(json.loads(text))
-
-
 def servable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
     """The merchant's accepted coins that a chain here can receive now, in the merchant's order."""
     return [c for c in merchant_coins(merchant) if _servable(gateway, c)]
@@ -109,18 +104,6 @@ def payable_coins(gateway: "Gateway", merchant: Mapping[str, Any]) -> list[str]:
     """The merchant's servable coins that can also leave (the coin pickers of payout schedules and rules)."""
     return [c for c in servable_coins(gateway, merchant) if (coin := gateway.coins.get(c)) is not None and coin.payable]
 
-
-def chain_for(gateway: "Gateway", coin: str) -> Any:
-    """The adapter serving ``coin`` (a real chain before a simulated one); 503 when none does."""
-    simulated = None
-    for adapter in gateway.chains:
-        if adapter.serves(coin):
-            if not adapter.simulated:
-                return adapter
-            simulated = simulated or adapter
-    if simulated is None:
-        raise NotConfigured(f"no chain is configured for {coin}")
-    return simulated
 
 
 def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str, field: str = "currency",
@@ -132,7 +115,7 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
     for a ``one_time`` payment on a chain a plugin serves (a subaddress per
     payment; the plugin must then answer ``decide_receive_target``). A coin
     that settles only via a swap also needs a plugin converting it into
-    another coin for this merchant (``core/payments/settlement.py``).
+    another coin for this merchant (``core/accounts/settlement.py``).
     """
     coin = gateway.coins.get(symbol)
     if coin is None:
@@ -282,7 +265,7 @@ def _servable(gateway: "Gateway", symbol: str) -> bool:
 
 async def receive_target(
     gateway: "Gateway", payment: Mapping[str, Any], coin: "Coin", network: str
-) -> "receive.ReceiveTarget | None":
+) -> "ReceiveTarget | None":
     """A plugin's receive target for the new payment, or None when the core derives the address.
 
     Asked before the creating transaction (a plugin may call a node). A coin
@@ -297,7 +280,7 @@ async def receive_target(
     return target
 
 
-def _target_fields(target: "receive.ReceiveTarget") -> dict[str, Any]:
+def _target_fields(target: "ReceiveTarget") -> dict[str, Any]:
     extra = json.dumps(dict(target.extra), sort_keys=True) if target.extra else None
     return {"address": target.address, "receive_extra": extra}
 
@@ -307,7 +290,7 @@ async def create_payment(gateway: "Gateway", merchant: Mapping[str, Any], reques
 
     The address and the payment commit together: one write (and one fsync)
     per payment; the address's index comes from a per-process block
-    reserved beforehand (core/watching/addresses.py).
+    reserved beforehand (core/addresses/store.py).
     """
     now = gateway.now()
     lifetime, expires_at = _expiry(request, now)

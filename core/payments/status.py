@@ -14,19 +14,18 @@ from __future__ import annotations
 
 import inspect
 import json
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..events.after_commit import AfterCommit, run_after_commit
 from .changes import payment_changed
-from ..watching.deposit_status import CREDITED, IN_PROGRESS
+from ..types.deposit_status import CREDITED, IN_PROGRESS
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination
 from ..contract.plugins import call_first
-from .service import EXPIRED, OPEN_STATUSES, PAID, PAYING, STATIC, WAITING, payment_deposits, payment_view
-from ..contract.views import payment_view_of
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.statuses import EXPIRED, OPEN_STATUSES, PAID, PAYING, WAITING
+from .service import STATIC, payment_deposits, payment_view
+from ..types.views import payment_view_of
+from ..contract.gateway import PluginGateway as Gateway
 
 # The open statuses in the order money moves them; a move to an earlier one is a revert.
 _PROGRESS = (WAITING, PAYING, PAID)

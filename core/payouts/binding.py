@@ -22,7 +22,7 @@ import hmac
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 MEMO_PREFIX = "binding:v1:"
 _KEY_LABEL = b"orbchain payout binding v1"

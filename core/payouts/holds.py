@@ -12,15 +12,13 @@ the decision in that transaction, and runs only when this call moved it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import Awaitable, Callable
 
 from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
 from ..ledger.accounts import merchant_available, payouts_in_flight
 from .service import CONFIRMING, FAILED, HELD, QUEUED, Row, hook_record, locked_merchant, webhook_body
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 Within = Callable[[Row], Awaitable[None]] | None
 

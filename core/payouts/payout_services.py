@@ -8,12 +8,10 @@ Records, never rows: plugins reach these through ``orbchain.api`` (docs/plugins.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
+from typing import Any, Iterable, NamedTuple
 
 from . import worker as payout_worker, service as payouts
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 
 class PayoutRecord(NamedTuple):

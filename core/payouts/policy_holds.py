@@ -26,7 +26,7 @@ from .service import CONFIRMING, FAILED, POLICY_HELD, QUEUED, Row, hook_record, 
 from .signing_gate import announce_payout, reservation_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 CANCELLED_REASON = "cancelled_by_operator"
 RELEASED_EVENT, CANCELLED_EVENT = "payout_policy_released", "payout_policy_cancelled"

@@ -25,20 +25,23 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..ledger import book as ledger
 from .binding import binding_key, payout_binding
-from ..contract.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
-from ..errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
+from ..types.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..types.errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
                      ValidationError)
 from ..contract.plugins import call_first
 from ..events.outbox import enqueue_event
-from ..contract.views import PayoutView, payout_view_of
+from ..types.views import PayoutView, payout_view_of
 from ..keys import AddressError, AddressFamily
 from ..ledger.accounts import NETWORK_FEES, merchant_available, payouts_in_flight, world
-from ..money import AmountError
-from ..payments.service import chain_for, merchant_coins, new_track_id
+from ..money.amounts import AmountError
+from ..money.coins import chain_for
+from ..types.records import merchant_coins
+from ..types.ids import new_track_id
+
+from ..contract.gateway import PluginGateway as Gateway
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
+    from ..money.coins import Coin
     from ..infra.db import Database
 
 CONFIRMING, CONFIRMED, FAILED = "Confirming", "Confirmed", "Failed"

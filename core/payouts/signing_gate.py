@@ -29,8 +29,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..accounts.security_events import announce
-from ..contract.views import payout_view_of
-from ..errors import ApiError
+from ..types.views import payout_view_of
+from ..types.errors import ApiError
 from ..infra.config import ConfigError
 from ..ledger.accounts import merchant_available, payouts_in_flight
 from .binding import binding_key, binding_matches
@@ -39,7 +39,7 @@ from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, Reservation, SigningFact
                              needs_window_counts, policy_from_config)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
     from ..infra.db import Database
 
 log = logging.getLogger(__name__)

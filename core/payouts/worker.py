@@ -35,17 +35,14 @@ import asyncio
 import logging
 import os
 import signal
-from typing import TYPE_CHECKING
 
 from . import service as payouts
 from . import signing_gate
 from .pauses import pause_reason
-from ..contract.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..types.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

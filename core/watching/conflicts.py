@@ -26,14 +26,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..contract.chains import Capability, ChainAdapter, Transfer
+from ..types.chains import Capability, ChainAdapter, Transfer
 from ..events.after_commit import AfterCommit, run_after_commit
 from ..payments.changes import payment_changed
 from ..payments.status import refresh_payment
-from .deposit_status import FAILED, PENDING
+from ..types.deposit_status import FAILED, PENDING
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+    from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The deposit engine shared by every chain: what an observed transfer means.
 
-Chain adapters only report transfers and blocks (``core/contract/chains.py``); the
+Chain adapters only report transfers and blocks (``core/types/chains.py``); the
 scanner feeds them here. A deposit is recorded once per (chain, tx_hash,
 output_index) however often it is re-observed, goes PENDING -> CREDITED when
 its confirmations reach the merchant's threshold (never below the coin's
@@ -33,29 +33,27 @@ import json
 import logging
 import secrets
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..ledger import book as ledger
 from ..accounts.merchants import effective_confirmations, effective_fee_percent
 from ..events.after_commit import AfterCommit, run_after_commit
-from ..contract.chains import BlockRef, Transfer
+from ..types.chains import BlockRef, Transfer
 from ..ledger.credit_postings import CreditRefused, credit_status, report_refusal, shaped_postings
-from .addresses import recovery_of
+from ..addresses.store import recovery_of
 from .conflicts import replace_conflicting, spends_column
 from .recovery import recovered_memo
-from .deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
+from ..types.deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination_of
-from ..money import fee_units
+from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
-from ..payments.service import PAYING, WAITING
+from ..types.statuses import PAYING, WAITING
 from ..contract.plugins import call_first
 from ..infra.db_faults import unavailable_cause
-from ..contract.views import Credit, deposit_view_of
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.views import Credit, deposit_view_of
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

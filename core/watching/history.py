@@ -21,14 +21,12 @@ payments first); the rest are logged and not searched (docs/decisions.md).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from . import addresses, deposits
-from ..contract.chains import ChainAdapter
-from ..payments.service import EXPIRED, PAYING, WAITING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..addresses import store as addresses
+from . import deposits
+from ..types.chains import ChainAdapter
+from ..types.statuses import EXPIRED, PAYING, WAITING
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -20,15 +20,12 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..contract.chains import Capability, ChainAdapter
+from ..types.chains import Capability, ChainAdapter
 from ..infra.stopping import CANCEL_SECONDS
 from ..infra.wakes import JobWake
 from .scanner import scan_job_name
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

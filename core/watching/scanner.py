@@ -16,13 +16,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from . import addresses, conflicts, deposits, history
-from ..contract.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..addresses import store as addresses
+from . import conflicts, deposits, history
+from ..types.chains import Block, BlockRef, BlocksPruned, Capability, ChainAdapter
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

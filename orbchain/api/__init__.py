@@ -35,23 +35,25 @@ from ..core.infra.config import Config
 from ..core.infra.config import ConfigError, checked_block, int_setting, seconds_setting, text_setting
 
 # Coins and address families (register_coins, register_address_families), and the key derivation they name.
-from ..core.contract.coins import Coin, CoinRegistry
+from ..core.money.coins import Coin, CoinRegistry
 from ..core.keys import (
     ED25519, NETWORKS, SECP256K1, AddressError, AddressFamily, AddressFamilyRegistry, DerivationScheme,
     UnknownFamilyError, WatchOnlyError, coin_type_for,
 )
 
 # The chain adapter contract (register_chains): blocks, transfers, payouts and what an adapter declares.
-from ..core.contract.chains import (
+from ..core.types.chains import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, CustodyPlace,
-    Holding, PastTransfer, NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
+    Holding, PastTransfer,
+    NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
 
 # Several nodes per chain: failover for every call, and tip/blocks agreed by a quorum of them.
 from ..core.contract.nodes import NodeQuorum, NodeSet, lag_setting, node_name, node_urls_setting, quorum_setting
 
 # What a node says about itself (network, genesis, sync), checked before it is asked anything else.
-from ..core.contract.node_identity import NodeIdentity, Refusal, judge_node, tip_age_setting
+from ..core.types.node_identity import NodeIdentity, Refusal, judge_node
+from ..core.infra.config import tip_age_setting
 
 # Receiving: where a payer pays (payment_receive_target), and deposits a plugin reports or finishes crediting.
 from ..core.payments.receive import ReceiveTarget
@@ -68,7 +70,7 @@ from ..core.ledger.accounts import (
 from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 # Frozen views that event and filter hooks receive instead of database rows.
-from ..core.contract.views import (
+from ..core.types.views import (
     Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, ProvenAddress, SecurityEvent,
 )
 
@@ -76,7 +78,7 @@ from ..core.contract.views import (
 from ..core.events.outbox import OutboxEvent, enqueue_event, enqueue_events
 
 # Errors: raise them from a route or a service and the caller gets the SPEC's envelope with their status.
-from ..core.errors import (
+from ..core.types.errors import (
     ApiError, Conflict, Forbidden, Gone, InsufficientBalance, InvalidRequest, Maintenance, NotConfigured, NotFound,
     PayloadTooLarge, RateLimited, ServiceUnavailable, Unauthorized, ValidationError,
 )
@@ -85,7 +87,7 @@ from ..core.errors import (
 from ..core.infra.migrate import Migration, append_only, migrate
 
 # Money: exact decimal parsing and base units (amounts are ints, never floats).
-from ..core.money import AmountError, fiat_decimals, fiat_text, format_units, parse_decimal, to_base_units
+from ..core.money.amounts import AmountError, fiat_decimals, fiat_text, format_units, parse_decimal, to_base_units
 
 # The database handle (gateway.db: SQL with :name parameters, amount_param, to_int, transaction) and its helpers.
 from ..core.infra.db import Database, is_unique_violation
@@ -96,7 +98,7 @@ from ..core.contract.plugin_rows import (
 )
 
 # Core services: what a plugin needs of core data, as immutable records (docs/plugins.md, "Core services").
-from ..core.watching.address_services import (
+from ..core.receiving.address_services import (
     AddressKey, ReceiveAddress, address_key, fresh_receive_address, has_standing_address, receive_address,
 )
 from ..core.watching.deposit_services import (
@@ -115,18 +117,18 @@ from ..core.accounts.merchant_services import (
     MerchantRecord, api_key_exists, default_settlement_coin, merchant_by_account_id, merchant_record,
     referred_merchants, set_default_settlement_coin,
 )
-from ..core.payments.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
+from ..core.receiving.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
 from ..core.payouts.payout_services import payout_statuses
-from ..core.contract.plugin_cache import cache_changed, cached
+from ..core.accounts.plugin_cache import cache_changed, cached
 
 # Core services that create: hosted invoices and payouts through the standard pipeline.
-from ..core.payments.payment_services import InvoiceRecord, check_invoice_amount, create_invoice, new_track_id
+from ..core.receiving.payment_services import InvoiceRecord, check_invoice_amount, create_invoice, new_track_id
 from ..core.payouts.payout_services import PayoutRecord, payout_amount, payout_destination, request_payout
 # Payouts a plugin held (decide_payout_hold): let one go to the worker, or fail it and give the reserve back.
 from ..core.payouts.holds import (
     approve_held_payout, lock_merchant_money, reject_held_payout, released_subjects,
 )
-from ..core.ledger.transfer_holds import approve_held_transfer, reject_held_transfer
+from ..core.transfers.holds import approve_held_transfer, reject_held_transfer
 
 # Core services for plugins that sign merchants in or guard an account (identity providers, chat links).
 from ..core.accounts.security_events import SIGN_IN
@@ -148,24 +150,24 @@ from ..core.accounts.key_powers import (
 )
 
 # Dashboard slots and pages (register_dashboard_pages, dashboard_notices).
-from ..core.contract.pages import DashboardNotice, DashboardRedirect, DashboardView
+from ..core.types.pages import DashboardNotice, DashboardRedirect, DashboardView
 # Proving a person holds an e-mail address (decide_address_prover, decide_proven_address): an identity provider.
-from ..core.contract.pages import AddressProver
+from ..core.types.pages import AddressProver
 from ..core.contract.registries import DashboardPage
 
 # Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
 from ..core.events.key_destination import WebhookDestination
-from ..core.contract.pages import (
+from ..core.types.pages import (
     MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, PageBranding, PayPageForm, SignInWidget, brand_color,
     logo_url, widget_token,
 )
-from ..core.payments.qr import MAX_QR_DATA, qr_data_uri, qr_svg
-from ..core.contract.page_services import check_public_form, form_widget, page_branding_for, screen_sign_in
+from ..core.pages.qr import MAX_QR_DATA, qr_data_uri, qr_svg
+from ..core.pages.services import check_public_form, form_widget, page_branding_for, screen_sign_in
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
 # the lookups templates and handlers share, and a plugin's own catalogue.
-from ..core.messages import Translatable
+from ..core.types.messages import Translatable
 from ..web.i18n import (
     LANGUAGES, add_catalogue, format_timestamp, gettext, gettext_noop, ngettext, pgettext, translate, using_language,
 )
@@ -194,7 +196,7 @@ from ..web.rate_identity import count_failure, refuse_if_blocked
 from ..web.validation import Field, body_idempotency_key, form_integer, int_from_text, pagination, validate
 
 # USD prices (register_price_sources, gateway.services["prices"]): for display, never for amounts.
-from ..core.payments.prices import (
+from ..core.money.prices import (
     CACHE_SECONDS, FIAT_CURRENCIES, STALE_LIMIT_SECONDS, PriceService, Quote, usable_quote, usd_value,
 )
 
@@ -202,7 +204,7 @@ from ..core.payments.prices import (
 from ..core.infra.netguard import UnsafeUrl, check_public_url, outbound_session
 
 # Plugin CLI commands (register_commands): the operator's secrets.
-from ..core.infra.secrets import load_secrets
+from ..core.keys.secrets import load_secrets
 
 # Jobs (register_jobs): give back a claim when the process stops mid-run.
 from ..core.infra.stopping import undone_if_cancelled

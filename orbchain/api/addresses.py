@@ -7,13 +7,13 @@ checks the built-in address families share.
 """
 
 # Keys and counters: the operator's seed (or watch-only xpubs) and atomic named counters.
-from ..core.watching.addresses import keystore, next_counter
+from ..core.addresses.store import keystore, next_counter
 
 # Key stores by hand (docs/keys.md, "Watch-only operation"): a seed's, or account xpubs' without the seed.
 from ..core.keys import KeyStore, SeedKeyStore, WatchOnlyKeyStore
 
 # Which of these addresses are ours (the deposit-address rows a scan credits).
-from ..core.watching.addresses import lookup
+from ..core.addresses.store import lookup
 
 # Cleaning a destination before validating it.
 from ..core.keys.inputs import clean

@@ -58,11 +58,11 @@ from ..core.payouts.service import (
     BATCH_NS, KEY_NS, PayoutRequest, check_destination, failure_reasons, fingerprint, item_error, list_payouts,
     namespaced, payout_route, payout_units,
 )
-from ..core.payments.refunds import RefundRequest, refund_payment
+from ..core.refunds.service import RefundRequest, refund_payment
 from ..web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIELDS, REFUND_FIELDS
 
 # Internal transfers between merchants; DASHBOARD is the source recorded for a transfer not made through the API.
-from ..core.ledger.transfers import DASHBOARD, TransferRequest, is_account_id, list_transfers, send_transfer
+from ..core.transfers.service import DASHBOARD, TransferRequest, is_account_id, list_transfers, send_transfer
 from ..web.routes.transfers import parse_transfer
 
 # Webhook deliveries: the log and redelivery.

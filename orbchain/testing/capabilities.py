@@ -6,7 +6,7 @@ with the reason ``not applicable: <chain> does not declare <capability>``,
 never as a failure and never silently.
 
 The answer is the adapter's own declaration (``adapter.supports`` with
-``orbchain.core.contract.chains.Capability``); "reorgs" needs only DEPOSITS, since the
+``orbchain.core.types.chains.Capability``); "reorgs" needs only DEPOSITS, since the
 core's scanner rewinds every depositing adapter by its remembered hashes.
 """
 
@@ -38,7 +38,7 @@ _CORE_NAMES = {DEPOSITS: "DEPOSITS", MEMPOOL: "MEMPOOL", REORGS: "DEPOSITS", PAY
 
 def supports(adapter: Any, capability: str) -> bool:
     """True when ``adapter`` declares the core capability behind ``capability``."""
-    from ..core.contract.chains import Capability
+    from ..core.types.chains import Capability
 
     return bool(adapter.supports(Capability[_CORE_NAMES[capability]]))
 

@@ -268,7 +268,7 @@ class AdapterConformance:
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
         """The worker dies between signing and recording the broadcast; a new tick sends the stored bytes."""
         from ..core.payouts import worker as payout_worker
-        from ..core.contract.chains import SignedPayout
+        from ..core.types.chains import SignedPayout
         from ..core.payouts.service import sender_of
 
         shop = chain_shop

@@ -65,7 +65,7 @@ async def pay_on_devnet(client_or_gateway: Any, payment: Any, amount: int | str 
     """
     from ..chains.devnet import devnet_chain
     from ..core.watching.scanner import scan_chain
-    from ..core.payments.payment_services import find_payment
+    from ..core.receiving.payment_services import find_payment
 
     gateway = gateway_of(client_or_gateway)
     chain, adapter = devnet_chain(gateway), gateway.chains.get("devnet")

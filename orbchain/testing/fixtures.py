@@ -44,7 +44,7 @@ async def gateway(config: Any) -> AsyncIterator[Any]:
     from ..core.startup import build_gateway
     from ..core.infra.migrate import migrate
     from ..core.contract.plugins import get_plugin_manager
-    from ..core.infra.secrets import load_secrets
+    from ..core.keys.secrets import load_secrets
 
     gw = build_gateway(config, get_plugin_manager(blocked=config.plugins.blocked))
     await gw.db.connect()

@@ -58,7 +58,7 @@ class ChainShop:
     async def net_of(self, amount: int) -> int:
         """What the merchant is credited for a deposit of ``amount``: less its platform fee."""
         from ..core.accounts.merchants import effective_fee_percent
-        from ..core.money import fee_units
+        from ..core.money.amounts import fee_units
 
         merchant = await self.gateway.db.fetch_one("SELECT * FROM merchants WHERE id = :m",
                                                    {"m": self.merchant.merchant_id})

@@ -97,7 +97,7 @@ async def tip_submit(request: web.Request) -> web.StreamResponse:
     try:
         value = parse_decimal(typed)  # the one strict parser: no spaces, no comma, no exponent
         if value <= 0:
-            raise AmountError("must be greater than 0")  # a message the catalogue has (core/money.py)
+            raise AmountError("must be greater than 0")  # a message the catalogue has (core/money/amounts.py)
         gateway.coins.require(coin).to_units(value)  # and the coin's maximum
     except AmountError as exc:
         return await _page(request, merchant, coins, coin, amount=shown,

@@ -16,6 +16,11 @@ module goes. The tool
   ``core.x`` to the new dotted name, ``core/x.py`` to ``core/room/x.py``); setup.cfg's ``packages``
   gains the rooms and ``package_data`` follows the data files.
 
+* moves values split out of a module by hand ([names]: ``"payments.service.new_track_id" =
+  "types.ids.new_track_id"``, both in the new layout): a ``from`` import of one in core/ (but not in
+  the rooms of [names_keep]) imports it from its new module under the same local name; web/,
+  orbchain.api and tests keep the old names, which stay importable where they were.
+
 Idempotent: references already in the new layout are left alone, so a second run (or ``--check``)
 finds nothing to do. A room may share its name with a module that moves into it (ledger.py becomes
 ledger/book.py); then ``orbchain.core.ledger.<name>`` is rewritten only when ``<name>`` is not a
@@ -27,7 +32,8 @@ Usage (from the repository root)::
     python scripts/refactor/rewrite_imports.py           # move and rewrite
     python scripts/refactor/rewrite_imports.py --no-git  # rename without git (a copy of the tree)
 
-Exit status: 0 done or nothing to do, 1 (--check) work left, 2 unplaced modules or a bad map.
+Exit status: 0 done or nothing to do, 1 (--check) work left, 2 unplaced modules, a bad map or a Python
+file that does not parse (nothing is changed then).
 """
 
 from __future__ import annotations
@@ -78,6 +84,10 @@ class Plan:
     new_rooms: list[str] = field(default_factory=list)
     data_rooms: dict[str, str] = field(default_factory=dict)  # data entry -> room
     unplaced: list[str] = field(default_factory=list)
+    # Values split out of a module by hand ([names]): "room.module.Name" -> "room.module.NewName", and the
+    # rooms where an import of one stays as written ([names_keep]: the composition root builds the dataclass).
+    values: dict[str, str] = field(default_factory=dict)
+    values_keep: dict[str, set[str]] = field(default_factory=dict)
     _children: dict[str, set[str]] = field(default_factory=dict)
 
     def children(self, room: str) -> set[str]:
@@ -116,7 +126,12 @@ def place(leaf: str, table: dict) -> str | None:
 
 def make_plan(root: Path, table: dict) -> Plan:
     rooms = dict(table["rooms"])
-    plan = Plan(root=root, rooms=rooms, data_rooms=dict(table.get("data", {})))
+    plan = Plan(root=root, rooms=rooms, data_rooms=dict(table.get("data", {})),
+                values=dict(table.get("names", {})),
+                values_keep={key: set(rooms_kept) for key, rooms_kept in table.get("names_keep", {}).items()})
+    for key, target in plan.values.items():
+        if "." not in key or "." not in target:
+            raise MapError(f"[names] {key} = {target}: write both as room.module.Name")
     core = root / "core"
     # Every module the map names, present or not: references to them are rewritten even after the move.
     for leaf, target in table.get("modules", {}).items():
@@ -299,7 +314,31 @@ def moves_alias(plan: Plan, absolute: str, name: str) -> bool:
     return new_name(plan, absolute) is not None and not (plan.collides(leaf) and name in plan.children(leaf))
 
 
-def needs_cst(text: str, plan: Plan, old_package: str | None, moved: bool) -> bool:
+def value_target(plan: Plan, module: str, name: str, room: str | None) -> tuple[str, str] | None:
+    """(new module, new name) when ``from <module> import <name>`` names a value [names] split out, else None.
+
+    ``module`` is absolute and already in the new layout; ``room`` is the core room of the importing file,
+    None outside core/ (web/, orbchain.api and tests keep the old names, which stay importable)."""
+    prefix = CORE_PKG + "."
+    if room is None or not module.startswith(prefix):
+        return None
+    key = f"{module[len(prefix):]}.{name}"
+    target = plan.values.get(key)
+    if target is None or room in plan.values_keep.get(key, set()):
+        return None
+    new_module, _, new_value = target.rpartition(".")
+    return f"{prefix}{new_module}", new_value
+
+
+def core_room(module: str | None) -> str | None:
+    """The room (or root module: ``startup``) of core an importing module stands in; None outside core/."""
+    prefix = CORE_PKG + "."
+    if module is None or not module.startswith(prefix):
+        return None
+    return module[len(prefix):].split(".")[0]
+
+
+def needs_cst(text: str, plan: Plan, old_package: str | None, moved: bool, room: str | None = None) -> bool:
     """A fast pass with ``ast``: does any ``from`` import of this file change? (libcst is the slow part.)"""
     try:
         tree = ast.parse(text)
@@ -311,7 +350,12 @@ def needs_cst(text: str, plan: Plan, old_package: str | None, moved: bool) -> bo
         if moved and node.level:
             return True
         absolute = resolve(old_package, node.level, node.module or "")
-        if absolute is not None and any(moves_alias(plan, absolute, a.name) for a in node.names if a.name != "*"):
+        if absolute is None:
+            continue
+        names = [a.name for a in node.names if a.name != "*"]
+        if any(moves_alias(plan, absolute, name) for name in names):
+            return True
+        if any(value_target(plan, absolute, name, room) for name in names):
             return True
     return False
 
@@ -323,8 +367,10 @@ _EMPTY = cst.Module(body=[])
 class _Imports(cst.CSTTransformer):
     """Rewrites ``from ... import ...`` statements naming moved modules; see ``rewrite_python``."""
 
-    def __init__(self, plan: Plan, old_package: str | None, new_package: str | None) -> None:
+    def __init__(self, plan: Plan, old_package: str | None, new_package: str | None,
+                 room: str | None = None) -> None:
         self.plan = plan
+        self.room = room  # the core room the file stands in, for [names] (None outside core/)
         self.old_package = old_package  # the package the file's relative imports were written against
         self.new_package = new_package  # the package it is in after the move
         self.moved = old_package != new_package
@@ -402,6 +448,13 @@ class _Imports(cst.CSTTransformer):
             leaf = absolute.rpartition(".")[2]
             if moved is not None and not (self.plan.collides(leaf) and name in self.plan.children(leaf)):
                 target = moved
+            value = value_target(self.plan, target, name, self.room)
+            if value is not None:  # a value split out by hand: import it from its new module, same local name
+                value_module, value_name = value
+                local = alias.asname.name.value if alias.asname else name  # type: ignore[attr-defined]
+                asname = cst.AsName(name=cst.Name(local)) if local != value_name else None
+                groups.setdefault(value_module, []).append(cst.ImportAlias(name=cst.Name(value_name), asname=asname))
+                continue
             groups.setdefault(target, []).append(alias)
             kept.add(target)
         if list(groups) == [absolute] and not (relative and self.moved):
@@ -431,9 +484,10 @@ def rewrite_python(source: str, plan: Plan, old_module: str | None, new_module: 
     text = rewrite_text(source, plan)
     old_package = old_module if is_package or old_module is None else old_module.rpartition(".")[0]
     new_package = new_module if is_package or new_module is None else new_module.rpartition(".")[0]
-    if not needs_cst(text, plan, old_package, old_package != new_package):
+    room = core_room(new_module)
+    if not needs_cst(text, plan, old_package, old_package != new_package, room):
         return text
-    transformer = _Imports(plan, old_package, new_package)
+    transformer = _Imports(plan, old_package, new_package, room)
     tree = cst.parse_module(text).visit(transformer)
     return tree.code if transformer.changed else text
 
@@ -486,6 +540,18 @@ def module_of(relative: Path, folders: dict[str, str]) -> str | None:
                 rest.pop()
             return ".".join([folders[folder], *rest])
     return None
+
+
+def unparsable(root: Path) -> list[Path]:
+    """Python files of the scanned tree that do not parse: their imports cannot be rewritten."""
+    broken = []
+    for path in scanned_files(root):
+        if path.suffix == ".py":
+            try:
+                ast.parse(path.read_text(encoding="utf-8"))
+            except SyntaxError:
+                broken.append(path.relative_to(root))
+    return broken
 
 
 def compute(root: Path, plan: Plan) -> dict[Path, tuple[Path, str]]:
@@ -550,6 +616,12 @@ def main(argv: list[str] | None = None) -> int:
         print("unplaced (add to scripts/refactor/moves.toml [modules], [patterns] or [data]):", file=sys.stderr)
         for entry in plan.unplaced:
             print(f"  {entry}", file=sys.stderr)
+        return 2
+    broken = unparsable(args.root)
+    if broken:  # its imports could not be read, so they would be left in the old layout without a word
+        print("unparsable (a merge left conflict markers? fix them first):", file=sys.stderr)
+        for path in broken:
+            print(f"  {path}", file=sys.stderr)
         return 2
     changes = compute(args.root, plan)
     for old, new in plan.moves:

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from orbchain.core.contract import chains
-from orbchain.core.contract.chains import Block, BlockRef, ChainAdapter
+from orbchain.core.types import chains
+from orbchain.core.types.chains import Block, BlockRef, ChainAdapter
 from orbchain.testing import AdapterConformance, capabilities
 
 

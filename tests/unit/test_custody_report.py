@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orbchain.core.contract.chains import CustodyPlace, Holding
+from orbchain.core.types.chains import CustodyPlace, Holding
 from orbchain.core.custody.check import classify, world_chain
 from orbchain.core.custody.report import OK, SHORTFALL, SURPLUS, CustodyReport, Owed, seen_twice
 from orbchain.core.custody.check import judge

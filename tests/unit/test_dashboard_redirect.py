@@ -1,4 +1,4 @@
-"""``DashboardRedirect`` (core/contract/pages.py): a plugin form may send the browser to a URL or a path, no further."""
+"""``DashboardRedirect`` (core/types/pages.py): a plugin form may send the browser to a URL or a path, no further."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ import pytest
 
 from orbchain.core.contract.hook_caller import Answer, HookCalls, run_bridged
 from orbchain.core.contract.hook_kinds import HookKind, HookspecMarker
-from orbchain.core.events.held import HeldCall
+from orbchain.core.contract.held import HeldCall
 
 hookspec = HookspecMarker("orbchain")
 hookimpl = pluggy.HookimplMarker("orbchain")

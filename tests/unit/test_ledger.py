@@ -8,7 +8,7 @@ import random
 import pytest
 
 from orbchain.core.ledger import book as ledger
-from orbchain.core.errors import InsufficientBalance
+from orbchain.core.types.errors import InsufficientBalance
 from orbchain.core.ledger.book import (
     PLATFORM_FEES,
     LedgerOverdraft,

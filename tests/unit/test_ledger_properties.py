@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from orbchain.core.ledger import book as ledger
-from orbchain.core.errors import InsufficientBalance
+from orbchain.core.types.errors import InsufficientBalance
 from orbchain.core.ledger.book import Posting, ReferenceConflict, may_go_negative, merchant_available, world
 
 CHAINS = {"BTC": "bitcoin", "ETH": "ethereum"}

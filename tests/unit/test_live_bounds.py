@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orbchain.core.errors import RateLimited, ServiceUnavailable
+from orbchain.core.types.errors import RateLimited, ServiceUnavailable
 from orbchain.core.infra.config import Config, LiveConfig
 from orbchain.core.infra.metrics import Metrics
 from orbchain.web.live import LiveHub

@@ -7,7 +7,7 @@ import pytest
 from orbchain.chains import monero
 from orbchain.chains.monero.adapter import MoneroAdapter
 from orbchain.chains.monero.settings import read_settings
-from orbchain.core.contract.chains import Capability, ChainUnavailable, check_capabilities
+from orbchain.core.types.chains import Capability, ChainUnavailable, check_capabilities
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.startup import build_gateway
 

@@ -1,4 +1,4 @@
-"""A node's network and sync state (core/contract/node_identity.py) and ``NodeSet.vet``, with scripted nodes.
+"""A node's network and sync state (core/types/node_identity.py) and ``NodeSet.vet``, with scripted nodes.
 
 The wall clock and the monotonic clock are injected: a stale tip is a tip
 older than the bound against ``wall``, and a refused node is read again after
@@ -12,7 +12,8 @@ import logging
 import pytest
 
 from orbchain.api import BlockRef, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet
-from orbchain.core.contract.node_identity import INITIAL_SYNC, STALE_TIP, WRONG_NETWORK, judge_node, warn_unchecked
+from orbchain.core.contract.nodes import warn_unchecked
+from orbchain.core.types.node_identity import INITIAL_SYNC, STALE_TIP, WRONG_NETWORK, judge_node
 
 NOW = 1_800_000_000
 MAX_AGE = 3600

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from orbchain import api as services
-from orbchain.core.errors import NotFound
+from orbchain.core.types.errors import NotFound
 
 TABLE = "rowkit_notes"
 

@@ -7,7 +7,7 @@ import re
 import pytest
 from aiohttp import web
 
-from orbchain.core.contract.coins import Coin
+from orbchain.core.money.coins import Coin
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, AddressFamily

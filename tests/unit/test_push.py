@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from orbchain.core.contract.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable
+from orbchain.core.types.chains import Block, BlockRef, Capability, ChainAdapter, ChainUnavailable
 from orbchain.core.infra.metrics import Metrics
 from orbchain.core.infra.signals import WAKE, Signals
 from orbchain.core.watching.push import Backoff, ChainPush, PushStreams

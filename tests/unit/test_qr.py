@@ -7,7 +7,7 @@ import threading
 import pytest
 import segno
 
-from orbchain.core.payments import qr
+from orbchain.core.pages import qr
 from orbchain.core.infra.cpu_pool import CpuPool
 
 

@@ -12,7 +12,7 @@ import pytest
 from orbchain import cli
 from orbchain.core.cli.secrets_init import NAMES
 from orbchain.core.infra.config import load_config
-from orbchain.core.infra.secrets import load_secrets
+from orbchain.core.keys.secrets import load_secrets
 from orbchain.core.keys.bip39 import mnemonic_to_seed
 
 

@@ -17,8 +17,8 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...core.accounts import merchants as accounts
-from ...core.errors import ValidationError
-from ...core.contract.page_services import screen_sign_in
+from ...core.types.errors import ValidationError
+from ...core.pages.services import screen_sign_in
 from ...core.accounts.passwords import password_problem
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json

@@ -8,10 +8,11 @@ from aiohttp import web
 
 from ...core.payments import service as svc
 from ...core.payouts import service as payout_svc
-from ...core.watching import address_services, deposit_services
+from ...core.receiving import address_services
+from ...core.watching import deposit_services
 from ...core.accounts.merchants import require_merchant
-from ...core.errors import ValidationError
-from ...core.payments.qr import qr_data_uri
+from ...core.types.errors import ValidationError
+from ...core.pages.qr import qr_data_uri
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..payment_answer import payment_answer

@@ -16,9 +16,9 @@ from aiohttp import web
 from ...core.accounts import merchants as accounts
 from ...core.accounts.auth import normalize_totp_code
 from ...core.accounts.second_factor import renew_recovery_codes
-from ...core.errors import ValidationError
+from ...core.types.errors import ValidationError
 from ...core.events.test_event import send_test_event
-from ...core.payments.qr import qr_data_uri
+from ...core.pages.qr import qr_data_uri
 from ..auth import principal_of, requires
 from ..envelope import envelope, read_json
 from ..keys import REQUEST_ID, gateway_of

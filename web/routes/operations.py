@@ -21,10 +21,10 @@ from pathlib import Path
 from aiohttp import web
 
 from ...core.infra.config import ConfigError, MetricsConfig
-from ...core.errors import ApiError, NotFound, Unauthorized
+from ...core.types.errors import ApiError, NotFound, Unauthorized
 from ...core.infra.metrics import CONTENT_TYPE
-from ...core.infra.metrics_db import facts_registry, read_facts
-from ...core.infra.readiness import check_readiness, shared_readiness
+from ...core.health.metrics_db import facts_registry, read_facts
+from ...core.health.readiness import check_readiness, shared_readiness
 from ..keys import gateway_of
 from ..middlewares import holds_no_connection, rate_class
 

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from ...core.errors import NotFound
+from ...core.types.errors import NotFound
 from ...core.payments.service import INVOICE
 from ..keys import gateway_of
 from ..live import live_hub

@@ -29,14 +29,14 @@ from aiohttp import hdrs, web
 from markupsafe import Markup
 
 from ...core.payments import service as svc
-from ...core.contract import page_services
+from ...core.pages import services as page_services
 from ...core.infra.bounded import LruMap, values_key
-from ...core.errors import ApiError, NotFound
+from ...core.types.errors import ApiError, NotFound
 from ...core.gateway import Gateway
 from ...core.infra.maintenance import refuse_in_maintenance
-from ...core.contract.pages import accent_stylesheet
-from ...core.payments.prices import usable_quote, usd_value
-from ...core.payments.qr import MAX_QR_DATA, qr_svg
+from ...core.types.pages import accent_stylesheet
+from ...core.money.prices import usable_quote, usd_value
+from ...core.pages.qr import MAX_QR_DATA, qr_svg
 from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
 from ..middlewares import client_ip, count_request, rate_class
@@ -129,7 +129,7 @@ async def content_context(
 ) -> dict[str, Any]:
     """What ``pay.html`` shows that the payment alone decides (its shown ``status`` included): no hook
     answer, no per-view value (``forms``, ``remaining`` and ``remaining_seconds`` are left empty).
-    The QR is rendered in the gateway's CPU pool (``core/payments/qr.py``), never on the event loop."""
+    The QR is rendered in the gateway's CPU pool (``core/pages/qr.py``), never on the event loop."""
     is_open = status in svc.OPEN_STATUSES
     address = view["address"]
     expires_at = view["expires_at"]

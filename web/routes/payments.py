@@ -11,9 +11,9 @@ from ...core.watching import deposits as deposit_engine
 from ...core.ledger import book as ledger
 from ...core.payments import service as svc
 from ...core.accounts.merchants import check_webhook_url, merchant_for_payments, require_merchant
-from ...core.errors import InvalidRequest, NotConfigured, ValidationError
+from ...core.types.errors import InvalidRequest, NotConfigured, ValidationError
 from ...core.gateway import Gateway
-from ...core.payments.prices import FIAT_CURRENCIES
+from ...core.money.prices import FIAT_CURRENCIES
 from ...core.payments.receipts import issue_receipt
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import envelope, read_json

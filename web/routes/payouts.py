@@ -7,10 +7,10 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...core.payouts import service as svc
-from ...core.payments import refunds
+from ...core.refunds import service as refunds
 from ...core.payouts.worker import create_and_send
 from ...core.accounts.merchants import check_webhook_url
-from ...core.errors import ApiError, InvalidRequest, ValidationError
+from ...core.types.errors import ApiError, InvalidRequest, ValidationError
 from ...core.gateway import Gateway
 from ...core.payments.service import get_payment
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from ...core.errors import NotFound
+from ...core.types.errors import NotFound
 from ..keys import gateway_of
 from ..middlewares import rate_class
 from ..openapi import Op

@@ -6,8 +6,8 @@ from typing import Iterable
 
 from aiohttp import web
 
-from ...core.contract.coins import Coin
-from ...core.errors import NotConfigured
+from ...core.money.coins import Coin
+from ...core.types.errors import NotConfigured
 from ...core.payments.receipts import public_key_fields
 from ..envelope import JsonNumber, envelope, envelope_text
 from ..keys import gateway_of

@@ -11,8 +11,8 @@ from typing import Any, Mapping
 
 from aiohttp import web
 
-from ...core.ledger import transfers as svc
-from ...core.errors import ValidationError
+from ...core.transfers import service as svc
+from ...core.types.errors import ValidationError
 from ...core.gateway import Gateway
 from ..auth import Principal, ensure_coin_allowed, principal_of, requires
 from ..envelope import data_only, envelope, read_json

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from nacl.signing import SigningKey
 
-from .config import Config, ConfigError
+from ..infra.config import Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ def new_receipt_key() -> str:
 
 def new_mnemonic() -> str:
     """A 24-word BIP-39 mnemonic (256 bits): what a production seed file holds; writable on paper."""
-    from ..keys.bip39 import entropy_to_mnemonic
+    from .bip39 import entropy_to_mnemonic
 
     return entropy_to_mnemonic(stdlib_secrets.token_bytes(32))
 

@@ -13,16 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, AsyncIterator
+from typing import AsyncIterator
 
-from ..accounts.auth_cache import CHANNEL, AuthCache
-from ..accounts.auth_fanout import AuthFanout
-from .pg_side import SideConnection
-from .ratelimit import MemoryRateLimiter, SyncedRateLimiter
-from .signals import CHANNEL as SIGNAL_CHANNEL
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from .auth_cache import CHANNEL, AuthCache
+from .auth_fanout import AuthFanout
+from ..infra.pg_side import SideConnection
+from ..infra.ratelimit import MemoryRateLimiter, SyncedRateLimiter
+from ..infra.signals import CHANNEL as SIGNAL_CHANNEL
+from ..contract.gateway import PluginGateway as Gateway
 
 
 @contextlib.asynccontextmanager

@@ -13,7 +13,7 @@ import re
 from decimal import ROUND_DOWN, ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
 
-from .messages import N_
+from ..types.messages import N_
 
 # 78 digits holds 2**256, the largest amount any supported chain can express.
 MAX_DIGITS = 78

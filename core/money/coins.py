@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator, Protocol
 
-from ..messages import N_
-from ..money import AmountError, format_units, to_base_units
-from .registries import Registry, StartupError
+from ..types.errors import NotConfigured
+from ..types.messages import N_
+from .amounts import AmountError, format_units, to_base_units
+from ..types.registry import Registry, StartupError
 
 # The most one amount of a coin may name when its plugin declares no ``max_amount``: 10**15 whole
 # coins, above the total supply of every coin in SPEC 2.7 (the largest is a token's 589 trillion).
@@ -192,3 +193,23 @@ class CoinRegistry(Registry[Coin]):
                     f"coin {coin.symbol!r} from plugin {self.owner(coin.symbol)!r} uses address family "
                     f"{coin.address_family!r}, which no plugin registered (register_address_families)"
                 )
+
+
+class ServingChains(Protocol):
+    """What ``chain_for`` reads of the gateway: its chain adapters."""
+
+    @property
+    def chains(self) -> Iterable[Any]: ...
+
+
+def chain_for(gateway: ServingChains, coin: str) -> Any:
+    """The adapter serving ``coin`` (a real chain before a simulated one); 503 when none does."""
+    simulated = None
+    for adapter in gateway.chains:
+        if adapter.serves(coin):
+            if not adapter.simulated:
+                return adapter
+            simulated = simulated or adapter
+    if simulated is None:
+        raise NotConfigured(f"no chain is configured for {coin}")
+    return simulated

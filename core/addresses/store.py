@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..infra.config import ConfigError
-from ..errors import NotConfigured
+from ..types.errors import NotConfigured
 from ..keys import AddressFamily, SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
+    from ..money.coins import Coin
 
 MERCHANT_KEY = ""  # user_key of a merchant's own standing address
 

@@ -28,9 +28,10 @@ from ..ledger.check import LedgerReport, check_ledger
 from ..custody.store import last_check_at, latest_by_coin
 from ..payouts.pauses import paused_coins
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from .db import Database
-    from ..gateway import Gateway
+    from ..infra.db import Database
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ one hung node makes the answer "not ready", never a hung probe. With several
 nodes per chain, "reachable" means a quorum of them agreed on the tip, and
 ``nodes`` lists each one's state (up, behind, set aside, refused, down). A
 node on another network, in its initial sync or with a stale tip is refused
-(core/contract/node_identity.py): never asked, so never the reason a chain
+(core/types/node_identity.py): never asked, so never the reason a chain
 looks ready, and ``error`` names it when the chain is not.
 """
 
@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Callable
+from typing import Any, Callable
 
-from ..contract.chains import Capability, ChainAdapter, NodeState
-from .db_faults import unavailable_cause
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.chains import Capability, ChainAdapter, NodeState
+from ..infra.db_faults import unavailable_cause
+from ..contract.gateway import PluginGateway as Gateway
 
 
 @dataclass(frozen=True)

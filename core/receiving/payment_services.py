@@ -12,14 +12,15 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Awaitable, Callable, NamedTuple, Sequence
 
 from ..accounts import merchants as accounts
-from . import service as payments
+from ..payments import service as payments
 from ..infra.db import is_unique_violation
-from ..errors import Forbidden, NotConfigured, ServiceUnavailable, ValidationError
-from .service import OPEN_STATUSES
-from ..contract.views import PaymentView
+from ..types.errors import Forbidden, NotConfigured, ServiceUnavailable, ValidationError
+from ..types.statuses import OPEN_STATUSES
+from ..types.views import PaymentView
+
+from ..contract.gateway import PluginGateway as Gateway
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
     from ..accounts.merchant_services import MerchantRecord
 
 

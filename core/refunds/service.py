@@ -19,13 +19,15 @@ import asyncpg
 
 from ..ledger import book as ledger
 from ..payouts import service as svc
-from ..errors import InvalidRequest, NotFound, ValidationError
-from .service import PAID, coin_rate_in
-from . import minimums
+from ..types.errors import InvalidRequest, NotFound, ValidationError
+from ..types.statuses import PAID
+from ..payments.service import coin_rate_in
+from ..payments import minimums
+
+from ..contract.gateway import PluginGateway as Gateway
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
+    from ..money.coins import Coin
 
 
 DEADLOCK_RETRIES = 3

@@ -12,15 +12,13 @@ only when this call moved it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import Awaitable, Callable
 
-from . import book as ledger
-from .accounts import merchant_available, merchant_held
-from .transfers import HELD, TransferRequest, enqueue_webhooks, ledger_reference
+from ..ledger import book as ledger
+from ..ledger.accounts import merchant_available, merchant_held
+from .service import HELD, TransferRequest, enqueue_webhooks, ledger_reference
 from ..infra.db import Row
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 Within = Callable[[Row], Awaitable[None]] | None
 

@@ -30,9 +30,9 @@ import re
 import secrets
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
-from . import book as ledger
+from ..ledger import book as ledger
 from ..accounts.merchants import (
     ACCOUNT_ID_BODY_LENGTH,
     ACCOUNT_ID_PREFIX,
@@ -41,15 +41,13 @@ from ..accounts.merchants import (
 )
 from ..accounts.second_factor import verify_acting
 from ..infra.db import Database, Row
-from ..errors import Conflict, InsufficientBalance, InvalidRequest, NotFound
+from ..types.errors import Conflict, InsufficientBalance, InvalidRequest, NotFound
 from ..contract.plugins import call_first
 from ..events.outbox import OutboxEvent, enqueue_events
-from .accounts import merchant_held
+from ..ledger.accounts import merchant_held
 from ..events.key_destination import key_destination
 from ..accounts.lockout import DASHBOARD_CHANNEL
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..contract.gateway import PluginGateway as Gateway
 
 LEDGER_KIND = "transfer"
 HELD = "held"  # transfers.status while an approval policy holds it (decide_transfer_hold)

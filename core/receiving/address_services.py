@@ -11,15 +11,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
 from ..accounts import merchants as accounts
-from . import addresses
+from ..addresses import store as addresses
 from ..payments import service as payments
-from ..errors import InvalidRequest
+from ..types.errors import InvalidRequest
 from ..infra.maintenance import refuse_in_maintenance
 from ..payments.receive import receive_unsupported_code, require_receive_address
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
+    from ..money.coins import Coin
 
 
 class AddressKey(NamedTuple):

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..contract.gateway import PluginGateway as Gateway
+
 if TYPE_CHECKING:  # pragma: no cover
-    from ..contract.coins import Coin
-    from ..gateway import Gateway
+    from ..money.coins import Coin
 
 
 def settles(gateway: "Gateway", merchant: Mapping[str, Any], coin: "Coin") -> bool:

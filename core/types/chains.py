@@ -79,7 +79,7 @@ class NodeState:
     keys live); ``state`` is ``up``, ``behind``, ``set aside`` (it reported
     another block than the quorum), ``refused`` (on another network, in its
     initial sync or with a stale tip: ``refused`` names which,
-    core/contract/node_identity.py), ``down`` or ``unknown`` (not asked yet).
+    core/types/node_identity.py), ``down`` or ``unknown`` (not asked yet).
     """
 
     name: str
@@ -416,7 +416,7 @@ class PayoutSender(ABC):
         Called by the request (``order.payout_id`` is empty) outside any
         database transaction; may ask the node or the network (a Lightning
         invoice's expiry and amount, a Lightning Address's limits). Raise
-        ``orbchain.core.errors.InvalidRequest`` (400) with a ``code``; return
+        ``orbchain.core.types.errors.InvalidRequest`` (400) with a ``code``; return
         None to accept.
         """
 

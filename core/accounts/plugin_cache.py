@@ -6,12 +6,10 @@ gives them the core's auth cache (core/accounts/auth_cache.py) and its cross-pro
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
-from ..accounts import auth_cache
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from . import auth_cache
+from ..contract.gateway import PluginGateway as Gateway
 
 
 async def cached(gateway: "Gateway", table: str, name: Any, load: Callable[[], Awaitable[Any]]) -> Any:

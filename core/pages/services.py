@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Any, Mapping
 
 from ..accounts.merchants import merchant_for_payments
-from ..errors import NotFound
-from .pages import PageBranding, SignInWidget
-from .plugins import call_first
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ..gateway import Gateway
+from ..types.errors import NotFound
+from ..types.pages import PageBranding, SignInWidget
+from ..contract.plugins import call_first
+from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable
 
-from ..infra.config import int_setting
 
 if TYPE_CHECKING:  # pragma: no cover
     from .chains import ChainAdapter
@@ -90,28 +89,8 @@ def judge_node(identity: NodeIdentity, *, networks: frozenset[str], geneses: fro
     return None
 
 
-def tip_age_setting(block: Mapping[str, Any], prefix: str, default: int) -> int:
-    """``node_max_tip_age_seconds``: how old a node's newest block may be; 0 turns the check off.
-
-    Per chain and network because block times differ; the chain passes its own default
-    (0 on regtest and development chains, whose blocks are mined on demand).
-    """
-    return int_setting(block, prefix, TIP_AGE_KEY, default, minimum=0)
-
-
 def identity_checked(adapter: "ChainAdapter") -> bool:
     """Whether the adapter reads its nodes' identity at all (it implements ``node_identity``)."""
     from .chains import ChainAdapter
     own = getattr(type(adapter), "node_identity", None)
     return own is not None and own is not ChainAdapter.node_identity
-
-
-def warn_unchecked(adapter: "ChainAdapter") -> None:
-    """Once per adapter at start: a deposit-watching adapter whose nodes are believed unchecked."""
-    from .chains import Capability
-    from .nodes import NodeQuorum
-    if adapter.simulated or not adapter.supports(Capability.DEPOSITS):
-        return
-    if not identity_checked(adapter) or not isinstance(adapter, NodeQuorum):
-        log.warning("chain adapter %r does not check its node's network or sync (no node_identity through"
-                    " NodeQuorum): a node on another network would be believed", adapter.name)

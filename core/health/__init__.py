@@ -1,0 +1,1 @@
+"""Facts about the running gateway: readiness, and the metrics read from the database."""

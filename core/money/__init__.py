@@ -1,0 +1,1 @@
+"""Exact amounts and the coins they are counted in: base units, the coin registry, display prices."""

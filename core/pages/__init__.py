@@ -1,0 +1,1 @@
+"""Hosted-page services: branding, a public form's check and widget, QR codes."""

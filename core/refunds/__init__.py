@@ -1,0 +1,1 @@
+"""Refunds: a paid payment's money sent back as a payout."""
