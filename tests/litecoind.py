@@ -218,10 +218,12 @@ def stop(node: Node) -> None:
         node.process.wait(timeout=10)
 
 
-def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None = None) -> Node:
+def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None = None,
+               extra_args: tuple[str, ...] = ()) -> Node:
     """Start litecoind on ``datadir``; with ``p2p_port`` it listens for peers on 127.0.0.1 and lets them in
     without trickling (``-whitelist=noban``, as docs/bitcoin.md tells operators for the gateway's P2P peer).
-    Pass the ports of a stopped node to restart it where the gateway expects it."""
+    Pass the ports of a stopped node to restart it where the gateway expects it; ``extra_args`` are more
+    options (``-persistmempool=0``, ``-minrelaytxfee=...``: a restart that is a fee spike)."""
     if shutil.which(BINARY) is None:
         pytest.fail(f"{BINARY} is not installed: run scripts/ensure_litecoind.sh (make test does)", pytrace=False)
     datadir.mkdir(parents=True, exist_ok=True)
@@ -235,7 +237,7 @@ def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None 
         BINARY, "-regtest", f"-datadir={datadir}", *listen, "-server", f"-rpcport={rpc_port}",
         "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
         f"-rpcuser={RPC_USER}", f"-rpcpassword={RPC_PASSWORD}", "-fallbackfee=0.0001", "-txindex=0",
-        "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0",
+        "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0", *extra_args,
     ]
     with log.open("ab") as out:
         process = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT)

@@ -131,6 +131,21 @@ async def reserved_inputs(gateway: "Gateway", chain: str, payout_id: str) -> lis
     return [(r["tx_hash"], int(r["output_index"])) for r in rows]
 
 
+async def reserved_outputs(gateway: "Gateway", chain: str, network: str, payout_id: str) -> list[WalletOutput]:
+    """The outputs ``payout_id`` reserved, with what signing them needs (amount, key); oldest books first."""
+    reserved = set(await reserved_inputs(gateway, chain, payout_id))
+    if not reserved:
+        return []
+    db = gateway.db
+    owned = [WalletOutput(d.tx_hash, d.output_index, d.amount, d.key_account, d.key_index)
+             for d in await credited_outputs(gateway, chain, network)]
+    owned += [WalletOutput(r["tx_hash"], int(r["output_index"]), db.to_int(r["amount"]), PLATFORM_ACCOUNT,
+                           int(r["key_index"]), change=True) for r in await db.fetch_all(
+        "SELECT tx_hash, output_index, amount, key_index FROM bitcoin_change_outputs WHERE chain = :c AND status = :a",
+        {"c": chain, "a": AVAILABLE_CHANGE})]
+    return [o for o in owned if (o.tx_hash, o.output_index) in reserved]
+
+
 async def failed_payouts_holding_inputs(gateway: "Gateway", chain: str) -> list[str]:
     """Payouts that ended Failed but still hold reservations (a missed release)."""
     rows = await gateway.db.fetch_all(

@@ -43,8 +43,8 @@ from ..core.keys import (
 
 # The chain adapter contract (register_chains): blocks, transfers, payouts and what an adapter declares.
 from ..core.contract.chains import (
-    Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, PastTransfer,
-    NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
+    Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, DropClosure,
+    PastTransfer, NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
 
 # Several nodes per chain: failover for every call, and tip/blocks agreed by a quorum of them.
@@ -222,8 +222,8 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting", "tip_age_setting",
-    "node_name",
+    "DropClosure", "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting",
+    "tip_age_setting", "node_name",
     "node_urls_setting", "quorum_setting",
     "PastTransfer", "PayoutOrder", "PayoutSender", "PayoutStatus", "SignedPayout", "Transfer",
     # signals
