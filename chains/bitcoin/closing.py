@@ -27,7 +27,7 @@ from ...api.addresses import keystore, next_counter
 from . import conflicts, wallet
 from .conflicts import Conflict
 from .rpc import RpcError, fee_rate_sat_per_kvb
-from .transactions import Output, estimate_vsize, script_for_key, sign_transaction
+from .transactions import SEQUENCE_RBF, Output, estimate_vsize, script_for_key, sign_transaction
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sender import BitcoinPayouts
@@ -86,7 +86,7 @@ async def _sign_closing(sender: "BitcoinPayouts", payout_id: str, original: Sign
         return f"closing would pay a fee of {fee}, above {CLOSING_FEE_LIMIT} x {floor}; waiting for fees to fall"
     if total - fee < spec.change_min_sat:
         return f"the inputs ({total}) do not cover the closing fee {fee}; the payout stays reserved"
-    closing = sign_transaction(spends, [Output(total - fee, script)])
+    closing = sign_transaction(spends, [Output(total - fee, script)], sequence=SEQUENCE_RBF)
     height = int(await sender.rpc.call("getblockcount"))
     log.warning("%s: payout %s was dropped; closing it with %s (fee %d) before any re-credit", sender.name,
                 payout_id, closing.txid, fee)

@@ -33,7 +33,9 @@ from .rpc import (
     RPC_VERIFY_REJECTED, NodeRpc, RpcError, coin_units, fee_rate_sat_per_kvb,
 )
 from .settings import CoinSettings
-from .transactions import Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction
+from .transactions import (
+    SEQUENCE_RBF, Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -116,7 +118,7 @@ class BitcoinPayouts(PayoutSender):
                 public_key = family.derive(keystore(self.gateway), wallet.PLATFORM_ACCOUNT, change_key_index,
                                            change=True).public_key
                 outputs.append(Output(selection.change, script_for_key(spec.script, public_key)))
-            signed = sign_transaction(spends, outputs)
+            signed = sign_transaction(spends, outputs, sequence=SEQUENCE_RBF)  # replaceable: bumping
             try:
                 await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
                     payout_id=order.payout_id, tx_hash=signed.txid, inputs=selection.inputs,

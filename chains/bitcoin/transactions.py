@@ -31,6 +31,8 @@ SIGHASH_ALL = 1
 TX_VERSION = 2
 # Final, no replace-by-fee signal: a payout is never replaced, only re-broadcast.
 SEQUENCE_FINAL = 0xFFFFFFFE
+# BIP 125: any input's nSequence below 0xfffffffe signals that the spender may replace the transaction by fee.
+SEQUENCE_RBF = 0xFFFFFFFD
 MAX_DER_SIGNATURE = 72  # DER (at most 71) plus the sighash byte
 
 
@@ -146,14 +148,14 @@ class SignedTransaction:
 
 def _serialize(
     version: int, inputs: Sequence[tuple[Outpoint, bytes]], outputs: Sequence[Output], locktime: int,
-    witnesses: Sequence[Sequence[bytes]] | None = None,
+    witnesses: Sequence[Sequence[bytes]] | None = None, sequence: int = SEQUENCE_FINAL,
 ) -> bytes:
     parts = [struct.pack("<i", version)]
     if witnesses is not None:
         parts.append(b"\x00\x01")  # BIP-144 marker and flag
     parts.append(varint(len(inputs)))
     for outpoint, script_sig in inputs:
-        parts += [outpoint.serialize(), varint(len(script_sig)), script_sig, struct.pack("<I", SEQUENCE_FINAL)]
+        parts += [outpoint.serialize(), varint(len(script_sig)), script_sig, struct.pack("<I", sequence)]
     parts.append(varint(len(outputs)))
     parts += [o.serialize() for o in outputs]
     if witnesses is not None:
@@ -169,16 +171,17 @@ def _serialize(
 
 def bip143_sighash(
     spends: Sequence[Spend], outputs: Sequence[Output], index: int, *, version: int = TX_VERSION, locktime: int = 0,
+    sequence: int = SEQUENCE_FINAL,
 ) -> bytes:
     """BIP-143 (segwit v0) SIGHASH_ALL digest for input ``index`` spending P2WPKH."""
     spend = spends[index]
     hash_prevouts = double_sha256(b"".join(s.outpoint.serialize() for s in spends))
-    hash_sequence = double_sha256(struct.pack("<I", SEQUENCE_FINAL) * len(spends))
+    hash_sequence = double_sha256(struct.pack("<I", sequence) * len(spends))
     hash_outputs = double_sha256(b"".join(o.serialize() for o in outputs))
     script_code = p2pkh_script(hash160(spend.public_key))  # P2WPKH's scriptCode
     preimage = b"".join((
         struct.pack("<i", version), hash_prevouts, hash_sequence, spend.outpoint.serialize(),
-        varint(len(script_code)), script_code, struct.pack("<q", spend.amount), struct.pack("<I", SEQUENCE_FINAL),
+        varint(len(script_code)), script_code, struct.pack("<q", spend.amount), struct.pack("<I", sequence),
         hash_outputs, struct.pack("<I", locktime), struct.pack("<I", SIGHASH_ALL),
     ))
     return double_sha256(preimage)
@@ -186,36 +189,40 @@ def bip143_sighash(
 
 def legacy_sighash(
     spends: Sequence[Spend], outputs: Sequence[Output], index: int, *, version: int = TX_VERSION, locktime: int = 0,
+    sequence: int = SEQUENCE_FINAL,
 ) -> bytes:
     """Pre-segwit SIGHASH_ALL digest for input ``index`` spending P2PKH."""
     inputs = [(s.outpoint, p2pkh_script(hash160(s.public_key)) if i == index else b"") for i, s in enumerate(spends)]
-    return double_sha256(_serialize(version, inputs, outputs, locktime) + struct.pack("<I", SIGHASH_ALL))
+    return double_sha256(_serialize(version, inputs, outputs, locktime, sequence=sequence)
+                         + struct.pack("<I", SIGHASH_ALL))
 
 
 def _signature(private_key: bytes, digest: bytes) -> bytes:
     return PrivateKey(private_key).sign(digest, hasher=None) + bytes([SIGHASH_ALL])
 
 
-def sign_transaction(spends: Sequence[Spend], outputs: Sequence[Output], *, locktime: int = 0) -> SignedTransaction:
-    """Sign every input; the result is ready for ``sendrawtransaction``."""
+def sign_transaction(spends: Sequence[Spend], outputs: Sequence[Output], *, locktime: int = 0,
+                     sequence: int = SEQUENCE_FINAL) -> SignedTransaction:
+    """Sign every input (each with ``sequence``); the result is ready for ``sendrawtransaction``."""
     if not spends or not outputs:
         raise ValueError("a transaction needs inputs and outputs")
     segwit = any(s.kind == "p2wpkh" for s in spends)
     inputs: list[tuple[Outpoint, bytes]] = []
     witnesses: list[list[bytes]] = []
+    fields = {"locktime": locktime, "sequence": sequence}
     for i, spend in enumerate(spends):
         if spend.kind == "p2wpkh":
-            sig = _signature(spend.private_key, bip143_sighash(spends, outputs, i, locktime=locktime))
+            sig = _signature(spend.private_key, bip143_sighash(spends, outputs, i, **fields))
             inputs.append((spend.outpoint, b""))
             witnesses.append([sig, spend.public_key])
         elif spend.kind == "p2pkh":
-            sig = _signature(spend.private_key, legacy_sighash(spends, outputs, i, locktime=locktime))
+            sig = _signature(spend.private_key, legacy_sighash(spends, outputs, i, **fields))
             inputs.append((spend.outpoint, push(sig) + push(spend.public_key)))
             witnesses.append([])
         else:
             raise ValueError(f"cannot sign a {spend.kind!r} input")
-    stripped = _serialize(TX_VERSION, inputs, outputs, locktime)
-    raw = _serialize(TX_VERSION, inputs, outputs, locktime, witnesses) if segwit else stripped
+    stripped = _serialize(TX_VERSION, inputs, outputs, locktime, sequence=sequence)
+    raw = _serialize(TX_VERSION, inputs, outputs, locktime, witnesses, sequence=sequence) if segwit else stripped
     weight = len(stripped) * 3 + len(raw)
     return SignedTransaction(double_sha256(stripped)[::-1].hex(), raw, (weight + 3) // 4)
 
