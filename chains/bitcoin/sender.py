@@ -27,7 +27,7 @@ from ...api import (
     AddressError, BroadcastError, ChainUnavailable, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
 )
 from ...api.addresses import keystore, next_counter
-from . import closing, wallet
+from . import bumping, closing, wallet
 from .rpc import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
     RPC_VERIFY_REJECTED, NodeRpc, RpcError, coin_units, fee_rate_sat_per_kvb,
@@ -122,8 +122,8 @@ class BitcoinPayouts(PayoutSender):
             try:
                 await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
                     payout_id=order.payout_id, tx_hash=signed.txid, inputs=selection.inputs,
-                    change_index=1 if selection.change else None, change_amount=selection.change,
-                    change_key_index=change_key_index, signed_height=height))
+                    change_index=wallet.CHANGE_OUTPUT_INDEX if selection.change else None,
+                    change_amount=selection.change, change_key_index=change_key_index, signed_height=height))
             except wallet.ReservationConflict:
                 continue
             log.info("%s: payout %s signed as %s (%d input(s), fee %d, vsize %d)", self.name, order.payout_id,
@@ -184,7 +184,12 @@ class BitcoinPayouts(PayoutSender):
             return PayoutStatus(found=False)
         if block_hash is not None:
             await self._confirmed(row, block_hash)
-        return PayoutStatus(found=True, confirmations=confirmations)
+        status = PayoutStatus(found=True, confirmations=confirmations)
+        return status if row is None else await bumping.status_with_bump(self, row["payout_id"], status)
+
+    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:
+        """A child paying for a payout stuck ``bump_after_blocks`` blocks (``bumping.py``)."""
+        await bumping.bump_stuck(self, payout_id, signed)
 
     async def locate(self, txid: str, remembered_block: str | None,
                      since: int | None) -> tuple[int | None, str | None]:

@@ -32,6 +32,7 @@ PLATFORM_ACCOUNT = 0  # change lives on the platform's own HD account, internal 
 MAX_INPUTS = 500  # keeps a payout far below the 100,000-vbyte standardness limit
 RESERVED, SPENT = "reserved", "spent"
 PENDING_CHANGE, AVAILABLE_CHANGE = "pending", "available"
+CHANGE_OUTPUT_INDEX = 1  # a payout's outputs: the destination, then the change
 
 
 @dataclass(frozen=True)

@@ -386,6 +386,17 @@ class PayoutSender(ABC):
         """
         return DropClosure(closed=True)
 
+    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:  # noqa: B027 - optional
+        """Speed up a payout still waiting unconfirmed (in the node's mempool) at this poll.
+
+        Called by the worker, outside any database transaction, each time
+        ``payout_status`` answers found with 0 confirmations; the sender decides
+        whether it waited long enough and how (a child paying for its parent, a
+        replacement), stores what it signs before broadcasting it, and reports
+        the fee of the bump in ``PayoutStatus.network_fee`` once mined (the fee
+        paid in total, so the booked fee is the fee paid). Default: nothing.
+        """
+
     @abstractmethod
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
         """Build and sign a transaction for ``order`` from the hot wallet.

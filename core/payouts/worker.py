@@ -11,7 +11,8 @@ plus a lease) and moves each as far as it can go now:
   before any broadcast, so a crash never leads to a second signature.
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
   again, which the sender contract makes harmless), then stage broadcast.
-* broadcast: ``payout_status`` until ``payout_confirmations`` deep
+* broadcast: ``payout_status`` (and ``bump_stuck`` while it waits in the
+  mempool) until ``payout_confirmations`` deep
   (Confirmed), reverted (Failed ``reverted``) or missing from the node for
   longer than the chain's ``drop_after_seconds`` (Failed ``dropped``, but
   only once the sender's ``close_dropped`` says no transaction of it can
@@ -266,6 +267,11 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
         await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations,
                              network_fee=status.network_fee, details=status.details)
     elif status.found:
+        if status.confirmations == 0:
+            try:  # still in the mempool: the sender may bump it (CPFP, replacement)
+                await sender.bump_stuck(row["id"], _signed(row))
+            except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
+                log.warning("payout %s: bumping failed: %s", row["id"], exc)
         await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
                                       next_at=now + _poll_seconds(adapter))
     else:
