@@ -18,6 +18,7 @@ from __future__ import annotations
 import pytest
 
 from orbchain.chains.bitcoin import BitcoinAdapter, wallet
+from orbchain.core.contract.chains import ChainUnavailable
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.payouts import worker as payout_worker
@@ -126,17 +127,26 @@ async def network_fees_booked(shop: Shop, payout_id: str) -> int:
     return -sum(shop.gateway.db.to_int(r["amount"]) for r in rows)
 
 
-async def test_a_dropped_payout_is_recredited_only_once_our_closing_transaction_is_mined(shop):
+async def test_a_dropped_payout_is_recredited_only_once_our_closing_transaction_is_mined(shop, monkeypatch):
     row = await shop.funded_payout_evicted()
     node = shop.spiky.node  # the restarted one
 
-    await shop.work(DROP_AFTER + 1)  # past the drop timeout: closed by a transaction of ours, not re-credited yet
-    current = await shop.payout(row["track_id"])
-    assert current["status"] == "Confirming" and "closing transaction" in current["last_error"]
-    assert await shop.balance() == "0.69"
+    async def node_lost(signed) -> None:
+        raise ChainUnavailable("connection reset")
+
+    # Past the drop timeout: the closing transaction is signed and stored, but its broadcast is lost (a crash).
+    monkeypatch.setattr(shop.adapter, "broadcast", node_lost)
+    await shop.work(DROP_AFTER + 1)
     closing = await shop.gateway.db.fetch_one("SELECT * FROM bitcoin_payout_conflicts WHERE payout_id = :p",
                                               {"p": row["id"]})
+    assert node.call("getrawmempool") == []
+    monkeypatch.undo()
+    await shop.work()  # the stored bytes go out, never a second signature
+    current = await shop.payout(row["track_id"])
+    assert current["status"] == "Confirming" and "closing transaction" in current["last_error"]
+    assert await shop.balance() == "0.69"  # not re-credited while the closing transaction is unconfirmed
     assert node.call("getrawmempool") == [closing["tx_hash"]]
+    assert await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM bitcoin_payout_conflicts") == 1
     decoded = node.call("getrawtransaction", closing["tx_hash"], True)
     original = node.call("decoderawtransaction", row["raw_tx"])
     assert {(i["txid"], i["vout"]) for i in decoded["vin"]} == {(i["txid"], i["vout"]) for i in original["vin"]}
