@@ -15,7 +15,9 @@ remembered, and its confirmations are then that block's (``getblockheader``,
 
 ``close_dropped`` (``closing.py``): a payout missing past the drop timeout
 is closed by a transaction of ours spending its inputs, never re-credited on
-our node's word alone.
+our node's word alone. ``bump_stuck`` (``bumping.py``): a payout waiting in
+the mempool for ``bump_after_blocks`` gets a child paying for it (CPFP);
+payouts signal replace-by-fee (BIP 125).
 """
 
 from __future__ import annotations

@@ -277,7 +277,7 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
     else:
         missing_since = row["missing_since"] or now
         if now - missing_since >= int(adapter.drop_after_seconds):
-            await _close_dropped(gateway, adapter, sender, row, missing_since)
+            await _close_dropped(gateway, adapter, sender, row)
             return
         try:  # evicted from a mempool: offer the same bytes again
             await sender.broadcast(_signed(row))
@@ -287,8 +287,7 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
                                       next_at=now + _poll_seconds(adapter))
 
 
-async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row,
-                         missing_since: int) -> None:
+async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row) -> None:
     """Past the drop timeout: re-credit only once the sender says nothing of the payout can confirm any more.
 
     Until then the payout stays Confirming (the sender's closing transaction
