@@ -233,7 +233,8 @@ def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None 
     """Start litecoind on ``datadir``; with ``p2p_port`` it listens for peers on 127.0.0.1 and lets them in
     without trickling (``-whitelist=noban``, as docs/bitcoin.md tells operators for the gateway's P2P peer).
     Pass the ports of a stopped node to restart it where the gateway expects it. ``extra_args`` are more
-    node options (``-mempoolreplacement=1``: a module's own node that accepts replacements)."""
+    node options (``-mempoolreplacement=1``: a module's own node that accepts replacements;
+    ``-persistmempool=0``, ``-minrelaytxfee=...``: a restart that is a fee spike)."""
     if shutil.which(BINARY) is None:
         pytest.fail(f"{BINARY} is not installed: run scripts/ensure_litecoind.sh (make test does)", pytrace=False)
     datadir.mkdir(parents=True, exist_ok=True)

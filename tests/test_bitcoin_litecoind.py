@@ -229,6 +229,9 @@ async def test_payout_signed_by_the_gateway_is_accepted_and_confirmed(shop, lite
     tx = node.call("getrawtransaction", row["tx_hash"], True)
     assert tx["vout"][0]["value"] == Decimal("0.3") and tx["vout"][0]["scriptPubKey"]["addresses"] == [destination]
     assert tx["vsize"] <= 141
+    # Replaceable by fee (BIP 125), so a stuck payout can be bumped where the node allows it.
+    assert {i["sequence"] for i in tx["vin"]} == {0xFFFFFFFD}
+    assert node.call("getmempoolentry", row["tx_hash"])["bip125-replaceable"] is True
 
     shop.faucet.mine(1)
     assert await custody_difference(shop) == 0  # mined, the ledger not yet told: still in flight for both

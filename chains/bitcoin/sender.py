@@ -12,6 +12,12 @@ found with ``getrawtransaction``; once mined, the block that holds it is
 found by searching the blocks since the payout was signed (txids only) and
 remembered, and its confirmations are then that block's (``getblockheader``,
 -1 when a reorganisation removed it, so the search starts again).
+
+``close_dropped`` (``closing.py``): a payout missing past the drop timeout
+is closed by a transaction of ours spending its inputs, never re-credited on
+our node's word alone. ``bump_stuck`` (``bumping.py``): a payout waiting in
+the mempool for ``bump_after_blocks`` gets a child paying for it (CPFP);
+payouts signal replace-by-fee (BIP 125).
 """
 
 from __future__ import annotations
@@ -19,15 +25,19 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ...api import AddressError, BroadcastError, ChainUnavailable, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import (
+    AddressError, BroadcastError, ChainUnavailable, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
+)
 from ...api.addresses import keystore, next_counter
-from . import wallet
+from . import bumping, closing, wallet
 from .rpc import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
     RPC_VERIFY_REJECTED, NodeRpc, RpcError, coin_units, fee_rate_sat_per_kvb,
 )
 from .settings import CoinSettings
-from .transactions import Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction
+from .transactions import (
+    SEQUENCE_RBF, Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -74,14 +84,14 @@ class BitcoinPayouts(PayoutSender):
 
     # -- signing ---------------------------------------------------------------------------
 
-    def _family(self):
+    def payout_family(self):
         return self.gateway.address_families.require(self.settings.spec.family, self.network)
 
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
         spec = self.settings.spec
         if order.coin != spec.symbol:
             raise BroadcastError(f"{self.name} pays {spec.symbol}, not {order.coin}", permanent=True)
-        family = self._family()
+        family = self.payout_family()
         try:
             destination = script_for_address(spec.family, self.network, family.validate(order.destination))
         except (AddressError, ValueError) as exc:
@@ -100,7 +110,7 @@ class BitcoinPayouts(PayoutSender):
                     destination_script=destination, change_script=change_script, change_min=spec.change_min_sat)
             except wallet.InsufficientFunds as exc:
                 raise BroadcastError(f"{self.name}: {exc}", permanent=False) from None
-            spends = await self._spends(selection.inputs)
+            spends = await self.spends_of(selection.inputs)
             if spends is None:
                 continue  # some were gone on the node: select again without them
             outputs = [Output(order.amount, destination)]
@@ -110,12 +120,12 @@ class BitcoinPayouts(PayoutSender):
                 public_key = family.derive(keystore(self.gateway), wallet.PLATFORM_ACCOUNT, change_key_index,
                                            change=True).public_key
                 outputs.append(Output(selection.change, script_for_key(spec.script, public_key)))
-            signed = sign_transaction(spends, outputs)
+            signed = sign_transaction(spends, outputs, sequence=SEQUENCE_RBF)  # replaceable: bumping
             try:
                 await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
                     payout_id=order.payout_id, tx_hash=signed.txid, inputs=selection.inputs,
-                    change_index=1 if selection.change else None, change_amount=selection.change,
-                    change_key_index=change_key_index, signed_height=height))
+                    change_index=wallet.CHANGE_OUTPUT_INDEX if selection.change else None,
+                    change_amount=selection.change, change_key_index=change_key_index, signed_height=height))
             except wallet.ReservationConflict:
                 continue
             log.info("%s: payout %s signed as %s (%d input(s), fee %d, vsize %d)", self.name, order.payout_id,
@@ -123,9 +133,9 @@ class BitcoinPayouts(PayoutSender):
             return SignedPayout(tx_hash=signed.txid, raw=signed.hex, network_fee=selection.fee)
         raise BroadcastError(f"{self.name}: hot wallet busy, try again", permanent=False)
 
-    async def _spends(self, outputs) -> list[Spend] | None:
+    async def spends_of(self, outputs) -> list[Spend] | None:
         """Signing inputs for ``outputs`` after checking each on the node; None if any is gone."""
-        family = self._family()
+        family = self.payout_family()
         store = keystore(self.gateway)
         spends, gone = [], []
         for output in outputs:
@@ -167,30 +177,51 @@ class BitcoinPayouts(PayoutSender):
     # -- following -------------------------------------------------------------------------
 
     async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
+        row = await wallet.payout_tx(self.gateway, self.name, signed.tx_hash)
+        confirmations, block_hash = await self.locate(
+            signed.tx_hash, row["block_hash"] if row else None, int(row["signed_height"]) if row else None)
+        if row is not None and row["block_hash"] and row["block_hash"] != block_hash:
+            await wallet.forget_block(self.gateway, self.name, signed.tx_hash)  # reorganised away
+        if confirmations is None:
+            return PayoutStatus(found=False)
+        if block_hash is not None:
+            await self._confirmed(row, block_hash)
+        status = PayoutStatus(found=True, confirmations=confirmations)
+        return status if row is None else await bumping.status_with_bump(self, row["payout_id"], status)
+
+    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:
+        """A child paying for a payout stuck ``bump_after_blocks`` blocks (``bumping.py``)."""
+        await bumping.bump_stuck(self, payout_id, signed)
+
+    async def locate(self, txid: str, remembered_block: str | None,
+                     since: int | None) -> tuple[int | None, str | None]:
+        """(confirmations, block hash) of ``txid`` on the best chain: (0, None) in the mempool, (None, None) unknown.
+
+        ``remembered_block`` is where it was last seen mined (checked first);
+        else the blocks from ``since`` (the height it was signed at) are searched.
+        """
         try:
-            tx = await self.rpc.call("getrawtransaction", signed.tx_hash, True)
+            tx = await self.rpc.call("getrawtransaction", txid, True)
         except RpcError as exc:
             if exc.code != RPC_INVALID_ADDRESS_OR_KEY:
                 raise ChainUnavailable(str(exc)) from None
             tx = None
         if tx is not None and not tx.get("blockhash"):
-            return PayoutStatus(found=True, confirmations=0)
-        row = await wallet.payout_tx(self.gateway, self.name, signed.tx_hash)
-        block_hash = (tx or {}).get("blockhash") or (row["block_hash"] if row else None)
+            return 0, None
+        block_hash = (tx or {}).get("blockhash") or remembered_block
         if block_hash:
             header = await self.rpc.call("getblockheader", block_hash)
             confirmations = int(header.get("confirmations", -1))
             if confirmations > 0:
-                await self._confirmed(row, block_hash)
-                return PayoutStatus(found=True, confirmations=confirmations)
-            if row is not None:
-                await wallet.forget_block(self.gateway, self.name, signed.tx_hash)  # reorganised away
-        found = await self._search_blocks(signed.tx_hash, int(row["signed_height"]) if row else None)
+                return confirmations, block_hash
+        found = await self._search_blocks(txid, since)
         if found is None:
-            return PayoutStatus(found=False)
-        block_hash, confirmations = found
-        await self._confirmed(row, block_hash)
-        return PayoutStatus(found=True, confirmations=confirmations)
+            return None, None
+        return found[1], found[0]
+
+    async def close_dropped(self, payout_id: str, signed: SignedPayout) -> DropClosure:
+        """Spend the dropped payout's inputs back to ourselves; closed once that is deep enough (``closing.py``)."""
+        return await closing.close_dropped(self, payout_id, signed)
 
     async def _confirmed(self, row: Any, block_hash: str) -> None:
         if row is not None and row["block_hash"] != block_hash:

@@ -13,7 +13,11 @@ One block per coin; a coin without a block registers nothing::
 Optional: ``scan_seconds``, ``start_height`` (where a fresh database starts;
 default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``,
 ``node_max_tip_age_seconds`` (a node whose newest block is older is not used;
-0 = off; default per coin and network, off on regtest: networks.py).
+0 = off; default per coin and network, off on regtest: networks.py),
+``bump_after_blocks`` (default 3; 0 = never) and ``bump_ceiling_sat_per_vbyte``
+(default 20 x the coin's default fallback rate): a payout still unconfirmed that
+many blocks after signing is bumped by a child spending its change (CPFP), the
+package paying the current rate up to the ceiling (``bumping.py``).
 
 Several nodes (one or more providers): ``rpc_url`` may be a list; credentials
 shared by all come from ``rpc_user``/``rpc_password`` (or the cookie), or each
@@ -72,7 +76,10 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
-        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds")
+        "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds",
+        "bump_after_blocks", "bump_ceiling_sat_per_vbyte")
+BUMP_AFTER_BLOCKS = 3  # a payout unconfirmed this many blocks after signing is bumped (CPFP); 0 = never
+BUMP_CEILING_FACTOR = 20  # default bump ceiling: this many times the coin's default fallback rate
 ZMQ_SCHEMES = ("tcp", "ipc")
 
 
@@ -95,6 +102,8 @@ class CoinSettings:
     quorum: int = 1  # nodes that must agree on a block
     node_lag_blocks: int = 2  # blocks below the agreed tip before a node is "behind"
     max_tip_age_seconds: int = 0  # a node whose newest block is older is refused; 0 = off
+    bump_after_blocks: int = BUMP_AFTER_BLOCKS
+    bump_ceiling_sat_per_vbyte: int = 0  # 0: BUMP_CEILING_FACTOR x the coin's default fallback rate
 
     @property
     def push(self) -> bool:
@@ -188,6 +197,9 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         drop_after_seconds=int_setting(block, _key(symbol), "drop_after_seconds", 3 * 3600, minimum=1),
         p2p=_p2p(block, symbol), zmq=_zmq(block, symbol),
         max_tip_age_seconds=tip_age_setting(block, _key(symbol), default_tip_age(symbol, network)),
+        bump_after_blocks=int_setting(block, _key(symbol), "bump_after_blocks", BUMP_AFTER_BLOCKS, minimum=0),
+        bump_ceiling_sat_per_vbyte=int_setting(block, _key(symbol), "bump_ceiling_sat_per_vbyte",
+                                               BUMP_CEILING_FACTOR * spec.default_fallback_sat_per_vbyte, minimum=1),
     )
 
 

@@ -31,6 +31,8 @@ SIGHASH_ALL = 1
 TX_VERSION = 2
 # Final, no replace-by-fee signal: a payout is never replaced, only re-broadcast.
 SEQUENCE_FINAL = 0xFFFFFFFE
+# BIP 125: any input's nSequence below 0xfffffffe signals that the spender may replace the transaction by fee.
+SEQUENCE_RBF = 0xFFFFFFFD
 MAX_DER_SIGNATURE = 72  # DER (at most 71) plus the sighash byte
 
 
@@ -211,21 +213,20 @@ def sign_transaction(spends: Sequence[Spend], outputs: Sequence[Output], *, lock
     segwit = any(s.kind == "p2wpkh" for s in spends)
     inputs: list[tuple[Outpoint, bytes]] = []
     witnesses: list[list[bytes]] = []
+    fields = {"locktime": locktime, "sequence": sequence}
     for i, spend in enumerate(spends):
         if spend.kind == "p2wpkh":
-            sig = _signature(spend.private_key, bip143_sighash(spends, outputs, i, locktime=locktime,
-                                                                   sequence=sequence))
+            sig = _signature(spend.private_key, bip143_sighash(spends, outputs, i, **fields))
             inputs.append((spend.outpoint, b""))
             witnesses.append([sig, spend.public_key])
         elif spend.kind == "p2pkh":
-            sig = _signature(spend.private_key, legacy_sighash(spends, outputs, i, locktime=locktime,
-                                                                   sequence=sequence))
+            sig = _signature(spend.private_key, legacy_sighash(spends, outputs, i, **fields))
             inputs.append((spend.outpoint, push(sig) + push(spend.public_key)))
             witnesses.append([])
         else:
             raise ValueError(f"cannot sign a {spend.kind!r} input")
     stripped = _serialize(TX_VERSION, inputs, outputs, locktime, sequence=sequence)
-    raw = _serialize(TX_VERSION, inputs, outputs, locktime, witnesses, sequence) if segwit else stripped
+    raw = _serialize(TX_VERSION, inputs, outputs, locktime, witnesses, sequence=sequence) if segwit else stripped
     weight = len(stripped) * 3 + len(raw)
     return SignedTransaction(double_sha256(stripped)[::-1].hex(), raw, (weight + 3) // 4)
 

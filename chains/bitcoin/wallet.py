@@ -32,6 +32,7 @@ PLATFORM_ACCOUNT = 0  # change lives on the platform's own HD account, internal 
 MAX_INPUTS = 500  # keeps a payout far below the 100,000-vbyte standardness limit
 RESERVED, SPENT = "reserved", "spent"
 PENDING_CHANGE, AVAILABLE_CHANGE = "pending", "available"
+CHANGE_OUTPUT_INDEX = 1  # a payout's outputs: the destination, then the change
 
 
 @dataclass(frozen=True)
@@ -129,6 +130,21 @@ async def reserved_inputs(gateway: "Gateway", chain: str, payout_id: str) -> lis
         "SELECT tx_hash, output_index FROM bitcoin_wallet_spends WHERE chain = :c AND payout_id = :p AND state = :r",
         {"c": chain, "p": payout_id, "r": RESERVED})
     return [(r["tx_hash"], int(r["output_index"])) for r in rows]
+
+
+async def reserved_outputs(gateway: "Gateway", chain: str, network: str, payout_id: str) -> list[WalletOutput]:
+    """The outputs ``payout_id`` reserved, with what signing them needs (amount, key); oldest books first."""
+    reserved = set(await reserved_inputs(gateway, chain, payout_id))
+    if not reserved:
+        return []
+    db = gateway.db
+    owned = [WalletOutput(d.tx_hash, d.output_index, d.amount, d.key_account, d.key_index)
+             for d in await credited_outputs(gateway, chain, network)]
+    owned += [WalletOutput(r["tx_hash"], int(r["output_index"]), db.to_int(r["amount"]), PLATFORM_ACCOUNT,
+                           int(r["key_index"]), change=True) for r in await db.fetch_all(
+        "SELECT tx_hash, output_index, amount, key_index FROM bitcoin_change_outputs WHERE chain = :c AND status = :a",
+        {"c": chain, "a": AVAILABLE_CHANGE})]
+    return [o for o in owned if (o.tx_hash, o.output_index) in reserved]
 
 
 async def failed_payouts_holding_inputs(gateway: "Gateway", chain: str) -> list[str]:

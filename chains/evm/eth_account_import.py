@@ -14,7 +14,8 @@ import sys
 # CPython's default; the limit in force when py_ecc is already loaded is its own.
 _RECURSION_LIMIT = 1000 if "py_ecc" in sys.modules else sys.getrecursionlimit()
 from eth_account import Account  # noqa: E402 - the limit must be read before this import raises it
+from eth_account.typed_transactions import TypedTransaction  # noqa: E402 - loaded with Account above
 
 sys.setrecursionlimit(min(_RECURSION_LIMIT, sys.getrecursionlimit()))
 
-__all__ = ["Account"]
+__all__ = ["Account", "TypedTransaction"]

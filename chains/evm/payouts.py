@@ -9,6 +9,9 @@ on the pinned contract with value 0. The signed transaction is stored in
 fee per gas, known at signing (the receipt's actual fee is lower; the
 gateway keeps it in ``evm_txs.fee_paid``). It is in the chain's native
 coin (wei), also for token payouts.
+
+A payout dropped from the node is closed by a transaction of ours at its
+nonce before any re-credit (``closing.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
-from ...api import BroadcastError, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import BroadcastError, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from . import closing
 from .keys import hot_wallet_key
 from .tokens import transfer_calldata
 
@@ -34,6 +38,7 @@ class _EvmAdapterParts(Protocol):
     native: str
     gateway: "Gateway"
     txs: "TxStore"
+    payout_confirmations: int
 
     def token_contract(self, coin: str) -> str | None: ...
 
@@ -58,6 +63,11 @@ class EvmPayouts(PayoutSender):
 
     async def broadcast(self: _EvmAdapterParts, signed: SignedPayout) -> None:
         await self.txs.broadcast(signed.tx_hash, signed.raw)
+
+    async def close_dropped(self: _EvmAdapterParts, payout_id: str, signed: SignedPayout) -> DropClosure:
+        """Take the dropped payout's nonce with a transaction of ours; closed once that is deep (``closing.py``)."""
+        original = await self.txs.find(PAYOUT, payout_id)
+        return await closing.close_dropped(self, payout_id, original)
 
     async def release_failed_payout(self: _EvmAdapterParts, payout_id: str) -> bool:
         """A Failed payout whose transaction the node does not know gives its nonce back.

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from eth_utils import to_checksum_address
+from hexbytes import HexBytes
 
 from ...api import BroadcastError, ChainUnavailable, PayoutStatus
-from .eth_account_import import Account  # not eth_account: that import raises the recursion limit
+from .eth_account_import import Account, TypedTransaction  # not eth_account: that import raises the recursion limit
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +46,13 @@ _ALREADY_KNOWN = ("already known", "known transaction", "already imported", "alr
 _PERMANENT = ("nonce too low", "insufficient funds", "intrinsic gas too low", "invalid sender",
               "exceeds block gas limit", "invalid chain id", "gas limit reached", "max fee per gas less than",
               "fee cap less than", "only replay-protected", "oversized data", "transaction type not supported")
+
+
+REPLACEMENT_BUMP_PERCENT = 10  # geth's (and anvil's) least fee rise for a transaction at a taken nonce
+
+
+def _bumped(wei: int) -> int:
+    return wei + -(-wei * REPLACEMENT_BUMP_PERCENT // 100) + 1
 
 
 @dataclass(frozen=True)
@@ -183,6 +191,57 @@ class TxStore:
         assert stored is not None, "inserted just above, and evm_txs rows are never deleted"
         return stored
 
+    async def sign_replacement(self, original: StoredTx, *, kind: str, ref: str, key: bytes) -> StoredTx:
+        """Sign and store a zero-value self-transfer at ``original``'s nonce, to take its place; idempotent.
+
+        Its fees beat the original's by the replacement minimum nodes ask
+        (``REPLACEMENT_BUMP``: geth's 10 %, rounded up) and are at least the
+        current ones. In the same database transaction the original becomes
+        ``abandoned`` (one live transaction per nonce), which never frees the
+        nonce: the replacement holds it.
+        """
+        existing = await self.find(kind, ref)
+        if existing is not None:
+            return existing
+        current = await self.fees()
+        signed_fees = TypedTransaction.from_bytes(HexBytes(original.raw)).as_dict()
+        tip = max(current.max_priority_fee_per_gas, _bumped(int(signed_fees["maxPriorityFeePerGas"])))
+        max_fee = max(current.max_fee_per_gas, _bumped(original.max_fee_per_gas), tip)
+        signed = Account.sign_transaction({
+            "type": 2, "chainId": self.chain_id, "nonce": original.nonce, "to": original.sender, "value": 0,
+            "data": "0x", "gas": NATIVE_TRANSFER_GAS, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": tip,
+        }, key)
+        db = self.gateway.db
+        async with db.transaction():
+            await self._lock_sender(original.sender)
+            again = await self.find(kind, ref)
+            if again is not None:
+                return again
+            await self.abandon(original.tx_hash)
+            now = self.gateway.now()
+            row = {
+                "id": "etx_" + secrets.token_hex(10), "chain": self.chain, "kind": kind, "ref": ref,
+                "sender": original.sender, "nonce": original.nonce, "recipient": original.sender,
+                "coin": original.coin, "amount": db.amount_param(0), "tx_hash": "0x" + bytes(signed.hash).hex(),
+                "raw": "0x" + bytes(signed.raw_transaction).hex(), "gas_limit": NATIVE_TRANSFER_GAS,
+                "max_fee_per_gas": db.amount_param(max_fee), "status": "stored", "created_at": now,
+                "updated_at": now,
+            }
+            await db.execute(f"INSERT INTO evm_txs ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
+        log.info("%s: signed %s %s at nonce %d in place of %s", self.chain, kind, row["tx_hash"], original.nonce,
+                 original.tx_hash)
+        stored = await self.find(kind, ref)
+        assert stored is not None, "inserted just above, and evm_txs rows are never deleted"
+        return stored
+
+    async def confirmed_count(self, sender: str, confirmations: int) -> int | None:
+        """How many of ``sender``'s transactions are at least ``confirmations`` deep; None before that many blocks."""
+        tip = quantity(await self.rpc.call("eth_blockNumber"))
+        deep = tip - max(1, confirmations) + 1
+        if deep < 0:
+            return None
+        return quantity(await self.rpc.call("eth_getTransactionCount", sender, hex_quantity(deep)))
+
     async def _lock_sender(self, sender: str) -> int:
         """Inside the caller's transaction: lock the sender's nonce row; returns its next nonce."""
         db = self.gateway.db
@@ -228,7 +287,8 @@ class TxStore:
             elif await self.known(tx_hash):
                 answer = tx_hash  # "nonce too low" because this very transaction was mined
             elif any(marker in text for marker in _PERMANENT):
-                await self._set_status(tx_hash, "abandoned")
+                # Only bytes no node ever accepted free their nonce: once sent, a copy elsewhere may still be mined.
+                await self.abandon_unsent(tx_hash)
                 raise BroadcastError(exc.message, permanent=True) from None
             else:
                 raise BroadcastError(exc.message, permanent=False) from None

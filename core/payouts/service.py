@@ -556,6 +556,20 @@ async def record_progress(gateway: "Gateway", row: Row, *, confirmations: int, m
         "last_error": None, "claimed_until": None, "claim_token": None})
 
 
+def _fee_paid(db: "Database", current: Row, status: str, failure_reason: str | None, network_fee: int | None) -> int:
+    """The network fee the platform paid for a payout ending now.
+
+    Mined (confirmed or reverted): the chain's figure, else the signed one.
+    Dropped: only the fee of the sender's own closing transaction (passed in);
+    the original was never mined. Any other failure paid nothing.
+    """
+    if status == CONFIRMED or failure_reason == REVERTED:
+        return db.to_int(current["network_fee"]) if network_fee is None else network_fee
+    if failure_reason == DROPPED:
+        return network_fee or 0
+    return 0
+
+
 async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: str | None = None,
                  confirmations: int | None = None, network_fee: int | None = None,
                  details: Mapping[str, Any] | None = None) -> Row | None:
@@ -564,7 +578,8 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
     Confirmed: in flight -> world. Failed: in flight -> merchant available
     (the re-credit). A transaction that was mined (confirmed or reverted)
     also books its network fee: platform network fees -> world, the fee the
-    chain reports as paid (``network_fee``) or else the signed one. Returns
+    chain reports as paid (``network_fee``) or else the signed one; a dropped
+    one books the fee of the transaction that closed it (``network_fee``). Returns
     the final row, or None when this worker no longer holds the claim.
     """
     if status not in (CONFIRMED, FAILED):
@@ -585,9 +600,9 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
                 db, from_account=payouts_in_flight(chain), to_account=merchant_available(merchant_id), coin=coin,
                 amount=amount, reference=f"payout:{current['id']}:release", kind="payout_release",
                 merchant_id=merchant_id)
-        fee = db.to_int(current["network_fee"]) if network_fee is None else network_fee
+        fee = _fee_paid(db, current, status, failure_reason, network_fee)
         fee_posted = None
-        if fee and (status == CONFIRMED or failure_reason == REVERTED):  # mined: the network was paid
+        if fee:
             fee_posted = await ledger.transfer(
                 db, from_account=NETWORK_FEES, to_account=world(chain),
                 coin=fee_coin(gateway, gateway.coins.require(coin)), amount=fee,

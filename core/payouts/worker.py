@@ -13,9 +13,12 @@ plus a lease) and moves each as far as it can go now:
   leads to a second signature.
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
   again, which the sender contract makes harmless), then stage broadcast.
-* broadcast: ``payout_status`` until ``payout_confirmations`` deep
+* broadcast: ``payout_status`` (and ``bump_stuck`` while it waits in the
+  mempool) until ``payout_confirmations`` deep
   (Confirmed), reverted (Failed ``reverted``) or missing from the node for
-  longer than the chain's ``drop_after_seconds`` (Failed ``dropped``).
+  longer than the chain's ``drop_after_seconds`` (Failed ``dropped``, but
+  only once the sender's ``close_dropped`` says no transaction of it can
+  confirm any more: never paid and re-credited both).
 
 Chain calls never run inside a database transaction. A permanent refusal
 fails the payout at once (``broadcast_rejected: <reason>``); transient
@@ -270,12 +273,17 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
         await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations,
                              network_fee=status.network_fee, details=status.details)
     elif status.found:
+        if status.confirmations == 0:
+            try:  # still in the mempool: the sender may bump it (CPFP, replacement)
+                await sender.bump_stuck(row["id"], _signed(row))
+            except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
+                log.warning("payout %s: bumping failed: %s", row["id"], exc)
         await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
                                       next_at=now + _poll_seconds(adapter))
     else:
         missing_since = row["missing_since"] or now
         if now - missing_since >= int(adapter.drop_after_seconds):
-            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.DROPPED, confirmations=0)
+            await _close_dropped(gateway, adapter, sender, row)
             return
         try:  # evicted from a mempool: offer the same bytes again
             await sender.broadcast(_signed(row))
@@ -283,3 +291,26 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
             log.info("payout %s: re-broadcast of a missing transaction failed: %s", row["id"], exc)
         await payouts.record_progress(gateway, row, confirmations=0, missing_since=missing_since,
                                       next_at=now + _poll_seconds(adapter))
+
+
+async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row) -> None:
+    """Past the drop timeout: re-credit only once the sender says nothing of the payout can confirm any more.
+
+    Until then the payout stays Confirming (the sender's closing transaction
+    is on its way, its state in ``last_error``) and the original bytes are no
+    longer offered: they would conflict with our closing transaction.
+    """
+    now = gateway.now()
+    try:
+        signed = SignedPayout(row["tx_hash"], row["raw_tx"], gateway.db.to_int(row["network_fee"] or 0))
+        closure = await sender.close_dropped(row["id"], signed)
+    except Exception as exc:  # noqa: BLE001 - a node outage: ask again next time, never re-credit blind
+        await payouts.record_retry(gateway, row, error=f"closing the dropped payout: {type(exc).__name__}: {exc}",
+                                   next_at=now + _poll_seconds(adapter))
+        return
+    if closure.closed:
+        await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.DROPPED, confirmations=0,
+                             network_fee=closure.network_fee)
+        return
+    await payouts.record_retry(gateway, row, error=closure.detail or "closing the dropped payout",
+                               next_at=now + _poll_seconds(adapter))

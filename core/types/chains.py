@@ -392,6 +392,22 @@ class PayoutStatus:
     failure_reason: str | None = None  # why it ``failed``, when the chain says better than "reverted"
 
 
+@dataclass(frozen=True)
+class DropClosure:
+    """The answer of ``PayoutSender.close_dropped``: may the dropped payout be re-credited now?
+
+    ``closed`` is True only when no transaction of the payout can confirm any
+    more (a transaction of ours spending its inputs, or taking its nonce, is
+    ``payout_confirmations`` deep; or the chain expires it by protocol).
+    ``network_fee`` is what that closing transaction paid (booked as a network
+    fee with the re-credit); ``detail`` says what is awaited while not closed.
+    """
+
+    closed: bool
+    network_fee: int = 0
+    detail: str | None = None
+
+
 class BroadcastError(RuntimeError):
     """The node refused the transaction. ``permanent`` refusals fail the payout
     at once (bad signature, insufficient funds); others are retried."""
@@ -418,6 +434,32 @@ class PayoutSender(ABC):
         invoice's expiry and amount, a Lightning Address's limits). Raise
         ``orbchain.core.types.errors.InvalidRequest`` (400) with a ``code``; return
         None to accept.
+        """
+
+    async def close_dropped(self, payout_id: str, signed: SignedPayout) -> DropClosure:
+        """Close a payout missing from the node for ``drop_after_seconds``, so it can never be paid twice.
+
+        Called by the worker at every poll past the drop timeout (never inside
+        a database transaction) until it answers ``closed=True``; only then is
+        the merchant re-credited. A chain whose transactions can be mined later
+        (anyone may re-broadcast the bytes) must make them unminable first: a
+        transaction of ours spending the same inputs (UTXO) or the same nonce
+        (accounts), stored before it is broadcast, answered ``closed`` once it
+        is ``payout_confirmations`` deep. The default is for chains whose
+        transactions expire by protocol (Tron's expiration, Solana's blockhash),
+        where the drop timeout outlasts the expiry: closed at once.
+        """
+        return DropClosure(closed=True)
+
+    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:  # noqa: B027 - optional
+        """Speed up a payout still waiting unconfirmed (in the node's mempool) at this poll.
+
+        Called by the worker, outside any database transaction, each time
+        ``payout_status`` answers found with 0 confirmations; the sender decides
+        whether it waited long enough and how (a child paying for its parent, a
+        replacement), stores what it signs before broadcasting it, and reports
+        the fee of the bump in ``PayoutStatus.network_fee`` once mined (the fee
+        paid in total, so the booked fee is the fee paid). Default: nothing.
         """
 
     @abstractmethod

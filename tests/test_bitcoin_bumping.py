@@ -1,0 +1,92 @@
+"""A stuck bitcoin-family payout is bumped by a child paying for it (CPFP), on a real Litecoin Core node.
+
+Litecoin Core refuses replacements by default, so CPFP is the bump every
+node takes. The payout is kept out of blocks with ``generateblock`` (empty
+blocks); the fee estimate then rises (a stand-in for ``estimatesmartfee``,
+which has no data on regtest). The child lands with its parent once, and the
+fee booked is the fee both paid.
+"""
+
+from __future__ import annotations
+
+from orbchain.chains.bitcoin import BitcoinAdapter, wallet
+from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.core.ledger.check import check_ledger
+from orbchain.core.payouts import worker as payout_worker
+from orbchain.core.watching.scanner import scan_chain
+from orbchain.web.keys import GATEWAY
+
+from .litecoind import external_address, faucet, litecoind_node  # noqa: F401 - session fixtures
+from .support import api, signup
+
+LTC = 100_000_000
+RISEN_RATE = 30_000  # sat per 1,000 vB: three times the payout's 10 sat/vB
+
+
+async def work(gateway, seconds: int = 5) -> None:
+    later = gateway.now() + seconds
+    gateway.clock = lambda: later
+    await payout_worker.process_payouts(gateway)
+
+
+async def test_a_stuck_payout_gets_a_child_that_pays_for_it_and_the_fee_booked_is_the_fee_paid(
+        make_client, make_config, litecoind_node, faucet, monkeypatch):  # noqa: F811 - the fixtures
+    node = litecoind_node
+    block = node.plugin_block()  # bump_after_blocks: the default, 3
+    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": block}}),
+                               get_plugin_manager(blocked=["devnet"]))
+    gateway = client.app[GATEWAY]
+    adapter: BitcoinAdapter = gateway.chains.get("litecoin")
+    merchant = await signup(client, "bump-shop@example.com")
+    await scan_chain(gateway, adapter)
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "LTC", "amount": "1"})
+    assert status == 200, body
+    faucet.pay(body["data"]["address"], LTC)
+    faucet.mine(6)
+    await scan_chain(gateway, adapter)
+    status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
+                             json={"currency": "LTC", "address": external_address(4), "amount": "0.3"})
+    assert status == 200, body
+    await work(gateway)
+    payout = await gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": body["data"]["track_id"]})
+    assert payout["stage"] == "broadcast", payout["last_error"]
+    parent = node.call("getmempoolentry", payout["tx_hash"])
+
+    for _ in range(2):  # blocks without it: not stuck long enough yet
+        node.call("generateblock", faucet.address, [])
+        await work(gateway)
+    assert node.call("getmempooldescendants", payout["tx_hash"]) == []
+
+    async def risen() -> int:
+        return RISEN_RATE
+
+    monkeypatch.setattr(adapter, "fee_rate", risen)
+    node.call("generateblock", faucet.address, [])
+    await work(gateway)
+    children = node.call("getmempooldescendants", payout["tx_hash"])
+    assert len(children) == 1  # three blocks stuck and the rate rose: a child pays for it
+    bump = await gateway.db.fetch_one("SELECT * FROM bitcoin_payout_bumps WHERE payout_id = :p", {"p": payout["id"]})
+    assert bump["tx_hash"] == children[0]
+    child = node.call("getmempoolentry", bump["tx_hash"])
+    package_fee = parent["fees"]["base"] + child["fees"]["base"]
+    assert package_fee * LTC * 1000 >= RISEN_RATE * (parent["vsize"] + child["vsize"])  # the package pays the rate
+    await work(gateway)
+    assert node.call("getmempooldescendants", payout["tx_hash"]) == children  # one child, never two
+
+    faucet.mine(1)
+    await scan_chain(gateway, adapter)
+    await work(gateway)
+    final = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout["id"]})
+    assert final["status"] == "Confirmed" and final["tx_hash"] == payout["tx_hash"]
+    decoded = node.call("getrawtransaction", bump["tx_hash"], True, node.call("getbestblockhash"))
+    fee_paid = LTC - 30_000_000 - int(decoded["vout"][0]["value"] * LTC)
+    booked = await gateway.db.fetch_val(
+        "SELECT p.amount FROM ledger_postings p JOIN ledger_transactions t ON t.id = p.transaction_id"
+        " WHERE t.reference = :r AND p.account = 'platform:network_fees'", {"r": f"payout:{payout['id']}:network_fee"})
+    assert -gateway.db.to_int(booked) == fee_paid == int(package_fee * LTC)
+    balances = (await api(client, "GET", "/v1/general/account/balance", merchant.general_key))[1]["data"]["balances"]
+    assert {b["coin"]: b["amount"] for b in balances} == {"LTC": "0.69"}
+    assert (await check_ledger(gateway.db)).ok
+    spendable = await wallet.spendable_outputs(gateway, "litecoin", "regtest")
+    assert [(o.tx_hash, o.output_index) for o in spendable] == [(bump["tx_hash"], 0)]  # the child's output only
