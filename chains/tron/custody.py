@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING, Sequence
 
-from ...api import BroadcastError, ChainUnavailable, CustodyPlace, Holding, credited_addresses, payout_statuses
+from ...api import BroadcastError, ChainUnavailable, Holding, credited_addresses, payout_statuses
+from ..account_custody import account_holdings
 from .keys import hot_wallet_address
 from .resources import account_state, chain_parameters, token_balance
 from .signer import mined_info
@@ -73,18 +74,5 @@ async def tron_holdings(adapter: "TronAdapter", cold: Sequence[str]) -> list[Hol
     credited = await credited_addresses(adapter.gateway, adapter.name)
     deposit_pairs = sorted({(adapter.native, c.address) for c in credited}
                            | {(c.coin, c.address) for c in credited if c.coin in adapter.coins})
-    silent: set[str] = set()
-    hot_totals = await _balances(adapter, [(coin, hot) for coin in adapter.coins], silent)
-    deposit_totals = await _balances(adapter, deposit_pairs, silent)
-    cold_totals = await _balances(adapter, [(coin, a) for a in cold for coin in adapter.coins], silent)
-    in_flight = await _mined_in_flight(adapter)
-    addresses = len({a for _, a in deposit_pairs})
-    holdings = []
-    for coin in (c for c in adapter.coins if c not in silent):  # a silent coin is left out: "unavailable"
-        holdings += [Holding(coin, CustodyPlace.HOT_WALLET, hot_totals[coin], 1),
-                     Holding(coin, CustodyPlace.DEPOSIT_ADDRESSES, deposit_totals[coin], addresses)]
-        if in_flight[coin]:
-            holdings.append(Holding(coin, CustodyPlace.PAYOUTS_IN_FLIGHT, in_flight[coin], node_checked=False))
-        if cold:
-            holdings.append(Holding(coin, CustodyPlace.COLD, cold_totals[coin], len(cold)))
-    return holdings
+    return await account_holdings(adapter, hot=hot, deposit_pairs=deposit_pairs, cold=cold, balances=_balances,
+                                  in_flight=await _mined_in_flight(adapter))
