@@ -481,6 +481,9 @@ class PayoutSender(ABC):
         """Build and sign a transaction for ``order`` from the hot wallet.
 
         Must not broadcast. Called once per payout; the result is stored.
+        Raise ``FeeAboveCeiling`` (before reserving anything) when the fee
+        now is above the operator's ceiling: the payout waits and this is
+        called again later.
         """
 
     @abstractmethod
