@@ -27,7 +27,7 @@ from prometheus_client.registry import Collector
 from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
 from ..custody.store import last_check_at, latest_by_coin
-from ..payouts.fee_waits import WAITING
+from ..payouts.fee_waits import FEE_WAITING
 from ..payouts.pauses import paused_coins
 from ..payouts.service import CONFIRMING, QUEUED
 
@@ -77,7 +77,7 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
     paused = await paused_coins(db)
     waiting = await db.fetch_all(
         "SELECT coin, COUNT(*) AS n FROM payouts WHERE status = :s AND stage = :q AND last_error LIKE :w"
-        " GROUP BY coin", {"s": CONFIRMING, "q": QUEUED, "w": f"{WAITING}%"})
+        " GROUP BY coin", {"s": CONFIRMING, "q": QUEUED, "w": f"{FEE_WAITING}%"})
     checked = [c for c in custody if c["difference"] is not None]
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
     return DatabaseFacts(

@@ -10,7 +10,8 @@ never disagree. Imports nothing of the room, so ``service`` can use it.
 
 from __future__ import annotations
 
-WAITING = "waiting: "  # last_error prefix of a queued payout held back by the fee ceiling
+WAITING = "waiting: "  # last_error prefix of a queued payout waiting (other waits may share it)
+FEE_WAITING = f"{WAITING}fee "  # ... for fees: FeeAboveCeiling's message starts "fee "
 FEE_RECHECK_SECONDS = 60  # a waiting payout asks for the fee again this often
 
 
@@ -21,6 +22,6 @@ def waiting_error(reason: str) -> str:
 
 def fee_wait_reason(last_error: str | None) -> str | None:
     """Why a queued payout waits for fees ("fee 200 sat/vB above the ceiling 50"), or None."""
-    if last_error and last_error.startswith(WAITING):
+    if last_error and last_error.startswith(FEE_WAITING):
         return last_error[len(WAITING):]
     return None

@@ -428,7 +428,7 @@ class FeeAboveCeiling(BroadcastError):
     """
 
     def __init__(self, rate: str, ceiling: str, unit: str) -> None:
-        super().__init__(f"fee {rate} {unit} above the ceiling {ceiling}", permanent=False)
+        super().__init__(f"fee {rate} {unit} above the ceiling {ceiling}", permanent=False)  # "fee ": fee_waits.py
         self.rate, self.ceiling, self.unit = rate, ceiling, unit
 
 
