@@ -32,6 +32,20 @@ log = logging.getLogger(__name__)
 SWEEP, TOPUP = "sweep", "topup"
 
 
+class SweepFeeTooHigh(Exception):
+    """The sweep's fee would be above the operator's share of what it moves: it waits for a later run.
+
+    Nothing is signed or marked, so the (address, coin) stays a candidate and
+    is looked at again at each run until the fee falls (or more arrives).
+    """
+
+
+def check_fee_share(fee: int, amount: int, max_percent: int | None, coin: str) -> None:
+    """Raise ``SweepFeeTooHigh`` when ``fee`` (base units of ``coin``) is above ``max_percent`` % of ``amount``."""
+    if max_percent is not None and fee * 100 > amount * max_percent:
+        raise SweepFeeTooHigh(f"fee {fee} is above {max_percent}% of {amount} ({coin} base units)")
+
+
 def deposit_addresses_account(chain: str) -> str:
     return f"{world(chain)}:deposit_addresses"
 
@@ -222,6 +236,10 @@ async def sweep_chain(gateway: "Gateway", steps: SweepSteps, tables: SweepTables
             continue
         try:
             sweep_id = await start(gateway, steps, tables, address, coin, gateway.now())
+        except SweepFeeTooHigh as exc:
+            log.info("%s: sweep of %s %s waits: %s", steps.name, coin, address, exc)
+            busy.add(address)
+            continue
         except retry_later as exc:
             log.warning("%s: cannot sweep %s %s yet: %s", steps.name, coin, address, exc)
             busy.add(address)

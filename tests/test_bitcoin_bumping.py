@@ -2,8 +2,8 @@
 
 Litecoin Core refuses replacements by default, so CPFP is the bump every
 node takes. The payout is kept out of blocks with ``generateblock`` (empty
-blocks); the fee estimate then rises (a stand-in for ``estimatesmartfee``,
-which has no data on regtest). The child lands with its parent once, and the
+blocks); the fee estimate then rises (through the adapter's ``fee_estimator``:
+regtest's ``estimatesmartfee`` has no data). The child lands with its parent once, and the
 fee booked is the fee both paid.
 """
 
@@ -30,7 +30,7 @@ async def work(gateway, seconds: int = 5) -> None:
 
 
 async def test_a_stuck_payout_gets_a_child_that_pays_for_it_and_the_fee_booked_is_the_fee_paid(
-        make_client, make_config, litecoind_node, faucet, monkeypatch):  # noqa: F811 - the fixtures
+        make_client, make_config, litecoind_node, faucet):  # noqa: F811 - the fixtures
     node = litecoind_node
     block = node.plugin_block()  # bump_after_blocks: the default, 3
     client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": block}}),
@@ -61,7 +61,7 @@ async def test_a_stuck_payout_gets_a_child_that_pays_for_it_and_the_fee_booked_i
     async def risen() -> int:
         return RISEN_RATE
 
-    monkeypatch.setattr(adapter, "fee_rate", risen)
+    adapter.fee_estimator = risen  # the adapter's estimator seam (chains/bitcoin/fees.py)
     node.call("generateblock", faucet.address, [])
     await work(gateway)
     children = node.call("getmempooldescendants", payout["tx_hash"])

@@ -159,3 +159,30 @@ async def test_a_failed_payout_the_node_never_saw_frees_its_nonce(shop):
     assert (await shop.adapter.payout_status(again)).confirmations >= 1
     assert (await shop.adapter.payout_status(pending)).confirmations >= 1
     assert lost.tx_hash != again.tx_hash
+
+
+async def test_payouts_wait_while_the_base_fee_is_above_the_ceiling_and_go_when_it_falls(
+        anvil, make_client, make_config):  # noqa: F811 - anvil is the fixture
+    shop = await open_shop(anvil, make_client, make_config, fee_ceiling_gwei=50)
+    await credited_deposit(shop, "ETH", "1", 10**18)
+    shop.node.set_balance(hot_wallet_address(shop.gateway), 2 * 10**18)
+    destination = _somebody()
+    shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(200 * 10**9))  # a fee spike: 200 gwei
+    shop.node.mine(1)
+    payout = await _payout(shop, "ETH", destination, "0.3")
+    await shop.work_payouts()
+    row = await shop.gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": payout["track_id"]})
+    assert (row["status"], row["stage"], row["attempts"], row["tx_hash"]) == ("Confirming", "queued", 0, None)
+    assert row["last_error"].startswith("waiting: fee ") and row["last_error"].endswith(" gwei above the ceiling 50")
+    assert await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM evm_txs WHERE kind = 'payout'") == 0  # nothing signed
+
+    shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(10**9))  # the spike ends: 1 gwei
+    shop.node.mine(1)
+    later = shop.gateway.now() + 60
+    shop.gateway.clock = lambda: later
+    await shop.work_payouts()
+    view = await _state(shop, payout["track_id"])
+    assert view["status"] == "Confirmed", view
+    assert shop.node.balance(destination) == 3 * 10**17
+    signed = shop.node.rpc("eth_getTransactionByHash", view["tx_hash"])
+    assert int(signed["maxFeePerGas"], 16) <= 50 * 10**9  # never above the ceiling

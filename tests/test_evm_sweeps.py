@@ -90,3 +90,26 @@ async def test_a_crash_after_signing_resends_the_same_bytes(shop, monkeypatch):
     await shop.sweep()
     (tx,) = await _txs(shop)
     assert tx["raw"] == stored["raw"] and tx["nonce"] == stored["nonce"] and tx["status"] == "mined"
+
+
+async def test_a_native_sweep_waits_while_its_gas_is_above_the_set_share_of_the_amount(
+        anvil, make_client, make_config):  # noqa: F811 - anvil is the fixture
+    shop = await open_shop(anvil, make_client, make_config, sweep_max_fee_percent=1)
+    address = await credited_deposit(shop, "ETH", "0.1", 10**17)
+    shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(200 * 10**9))  # gas bound ~0.0074 ETH: 7 % of it
+    shop.node.mine(1)
+    for _ in range(2):  # each run looks again; nothing is signed or marked meanwhile
+        report = await shop.sweep()
+        assert (report.started, report.failed) == (0, 0)
+    assert await _txs(shop) == []
+    assert await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM evm_sweep_marks") == 0
+    assert shop.node.balance(address) == 10**17
+
+    shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(10**9))  # fees fall: 1 gwei
+    shop.node.mine(1)
+    assert (await shop.sweep()).started == 1
+    assert (await shop.sweep()).finished == 1
+    (tx,) = await _txs(shop)
+    assert tx["kind"] == "sweep" and tx["status"] == "mined" and tx["sender"] == address
+    assert shop.node.balance(hot_wallet_address(shop.gateway)) == int(tx["amount"])
+    assert (await ledger.check_ledger(shop.gateway.db)).ok

@@ -154,3 +154,24 @@ async def test_a_crash_before_broadcast_resends_the_stored_transaction(shop, mon
     await shop.sweep()
     tx = (await _txs(shop))["sweep"]
     assert tx["body"] == stored["body"] and tx["status"] == "mined"
+
+
+async def test_a_trx_sweep_waits_while_its_burn_is_above_the_set_share_of_the_balance(
+        tron_node, make_config, make_client):  # noqa: F811 - the fixture
+    shop = await open_tron_shop(tron_node, make_config, make_client, payout_confirmations=1, sweep_max_fee_percent=10)
+    node = shop.node
+    address = await _credited(shop, "TRX", 2_000_000)
+    hot = hot_wallet_address(shop.gateway)
+    assert not node.exists(hot)  # the sweep would create it: 1.1 TRX of 2 burned
+    for _ in range(2):
+        report = await shop.sweep()
+        assert (report.started, report.failed) == (0, 0)
+    assert await _txs(shop) == {} and node.balance(address) == 2_000_000
+
+    node.pay_trx(hot, 10**6)  # the hot wallet exists now: the sweep burns nothing
+    node.mine(1)
+    assert (await shop.sweep()).started == 1
+    node.mine(1)
+    assert (await shop.sweep()).finished == 1
+    assert node.balance(address) == 0 and node.balance(hot) == 3_000_000
+    assert (await ledger.check_ledger(shop.gateway.db)).ok

@@ -29,7 +29,7 @@ from ...api import (
     Block, BlockRef, Capability, ChainAdapter, ChainUnavailable, Holding, NodeIdentity, NodeQuorum, NodeSet, Transfer,
     addresses,
 )
-from . import notifications
+from . import fees, notifications
 from .custody import bitcoin_holdings
 from .blocks import parse_block, transaction_transfers
 from .networks import CHAIN_NAMES, GENESIS
@@ -77,6 +77,7 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
             quorum=settings.quorum if rpc is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.rpc_timeout_seconds)
         self.rpc = self.nodes.client()
+        self.fee_estimator: fees.FeeEstimator = fees.NodeFeeEstimator(self.rpc, settings.fee_target_blocks, self.name)
         # txid -> our transfers in it (often none); only txids still in the mempool are kept.
         self._mempool: dict[str, tuple[Transfer, ...]] = {}
 

@@ -3,7 +3,7 @@
 A payout still in the mempool ``bump_after_blocks`` blocks after it was
 signed gets one child: it spends the payout's change output to a fresh
 internal change key, with a fee that brings the package (parent + child) to
-the current rate, never above ``bump_ceiling_sat_per_vbyte``. CPFP works on
+the current rate, never above ``fee_ceiling_sat_per_vbyte``. CPFP works on
 every node, also Litecoin Core and Dogecoin nodes that refuse replacements,
 and leaves the payout's own transaction (its txid, what the merchant sees)
 unchanged. The child is stored before it is broadcast (``bumps.py``).
@@ -54,7 +54,7 @@ async def bump_stuck(sender: "BitcoinPayouts", payout_id: str, signed: SignedPay
     except RpcError:
         return  # mined or gone since the status was read
     parent_vsize, parent_fee = int(entry["vsize"]), coin_units(entry["fees"]["base"])
-    rate = min(await sender.fee_rate(), settings.bump_ceiling_sat_per_vbyte * 1000)
+    rate = min(await sender.fee_rate(), settings.fee_ceiling_sat_per_vbyte * 1000)
     spec = settings.spec
     family = sender.payout_family()
     key_index = await next_counter(sender.gateway, f"change:{sender.name}:{sender.network}")

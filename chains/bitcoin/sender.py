@@ -4,8 +4,9 @@
 (still unspent, the amount and the script we hold the key of), signs
 (``transactions.py``) and reserves the inputs in the same step as it
 remembers the change, so no two payouts ever spend one output. The fee rate
-is ``estimatesmartfee 2`` (never below the node's mempool minimum), else the
-configured fallback.
+is ``estimatesmartfee fee_target_blocks`` (never below the node's mempool
+minimum), else the configured fallback; above ``fee_ceiling_sat_per_vbyte``
+nothing is signed and the payout waits (``fees.py``).
 
 ``payout_status`` works without ``-txindex``: a transaction in the mempool is
 found with ``getrawtransaction``; once mined, the block that holds it is
@@ -29,7 +30,7 @@ from ...api import (
     AddressError, BroadcastError, ChainUnavailable, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
 )
 from ...api.addresses import keystore, next_counter
-from . import bumping, closing, wallet
+from . import bumping, closing, fees, wallet
 from .rpc import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
     RPC_VERIFY_REJECTED, NodeRpc, RpcError, coin_units, fee_rate_sat_per_kvb,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-FEE_TARGET_BLOCKS = 2
 SELECTION_ATTEMPTS = 4
 MAX_PAYOUT_SEARCH_BLOCKS = 2_000
 # Node refusals worth retrying: the mempool is full or our chain of unconfirmed spends is long.
@@ -59,11 +59,12 @@ class BitcoinPayouts(PayoutSender):
     settings: CoinSettings
     name: str
     network: str
+    fee_estimator: fees.FeeEstimator  # the seam tests and other fee sources use (fees.py)
 
     # -- fees ------------------------------------------------------------------------------
 
     async def fee_rate(self) -> int:
-        """Satoshis per 1,000 vbytes for a payout now."""
+        """Satoshis per 1,000 vbytes for a payout now: the estimate (else the fallback), at least the node's floor."""
         floor = 0
         try:
             info = await self.rpc.call("getmempoolinfo")
@@ -71,13 +72,7 @@ class BitcoinPayouts(PayoutSender):
                         fee_rate_sat_per_kvb(info.get("minrelaytxfee", 0) or 0))
         except (RpcError, TypeError):
             pass
-        rate = None
-        try:
-            estimate = await self.rpc.call("estimatesmartfee", FEE_TARGET_BLOCKS)
-            if isinstance(estimate, dict) and estimate.get("feerate") is not None and estimate["feerate"] > 0:
-                rate = fee_rate_sat_per_kvb(estimate["feerate"])
-        except RpcError as exc:
-            log.info("%s: estimatesmartfee failed (%s); using the fallback fee rate", self.name, exc.message)
+        rate = await self.fee_estimator()
         if rate is None:
             rate = self.settings.fee_fallback_sat_per_vbyte * 1000
         return max(rate, floor)
@@ -100,6 +95,7 @@ class BitcoinPayouts(PayoutSender):
             raise BroadcastError(f"amount {order.amount} is below the dust limit", permanent=True)
         await self.release_failed_payouts()
         rate = await self.fee_rate()
+        fees.check_ceiling(rate, self.settings.fee_ceiling_sat_per_vbyte)  # above it: the payout waits
         height = int(await self.rpc.call("getblockcount"))
         change_script = script_for_key(spec.script, family.derive(keystore(self.gateway), 0, 0, change=True).public_key)
         for _ in range(SELECTION_ATTEMPTS):

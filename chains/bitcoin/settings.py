@@ -14,10 +14,14 @@ Optional: ``scan_seconds``, ``start_height`` (where a fresh database starts;
 default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``,
 ``node_max_tip_age_seconds`` (a node whose newest block is older is not used;
 0 = off; default per coin and network, off on regtest: networks.py),
-``bump_after_blocks`` (default 3; 0 = never) and ``bump_ceiling_sat_per_vbyte``
-(default 20 x the coin's default fallback rate): a payout still unconfirmed that
+``bump_after_blocks`` (default 3; 0 = never): a payout still unconfirmed that
 many blocks after signing is bumped by a child spending its change (CPFP), the
 package paying the current rate up to the ceiling (``bumping.py``).
+
+The fee policy (``fees.py``): ``fee_target_blocks`` (default 2), the
+confirmation target asked of ``estimatesmartfee``; ``fee_ceiling_sat_per_vbyte``
+(default 20 x the coin's default fallback rate), the most a payout or its
+bump pays: above it payouts wait queued until the rate falls.
 
 Several nodes (one or more providers): ``rpc_url`` may be a list; credentials
 shared by all come from ``rpc_user``/``rpc_password`` (or the cookie), or each
@@ -77,9 +81,11 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
         "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds",
-        "bump_after_blocks", "bump_ceiling_sat_per_vbyte")
+        "bump_after_blocks", "fee_ceiling_sat_per_vbyte", "fee_target_blocks")
 BUMP_AFTER_BLOCKS = 3  # a payout unconfirmed this many blocks after signing is bumped (CPFP); 0 = never
-BUMP_CEILING_FACTOR = 20  # default bump ceiling: this many times the coin's default fallback rate
+FEE_CEILING_FACTOR = 20  # default fee ceiling: this many times the coin's default fallback rate
+FEE_TARGET_BLOCKS = 2  # default confirmation target for estimatesmartfee
+MAX_FEE_TARGET_BLOCKS = 1008  # the most estimatesmartfee answers for
 ZMQ_SCHEMES = ("tcp", "ipc")
 
 
@@ -103,7 +109,8 @@ class CoinSettings:
     node_lag_blocks: int = 2  # blocks below the agreed tip before a node is "behind"
     max_tip_age_seconds: int = 0  # a node whose newest block is older is refused; 0 = off
     bump_after_blocks: int = BUMP_AFTER_BLOCKS
-    bump_ceiling_sat_per_vbyte: int = 0  # 0: BUMP_CEILING_FACTOR x the coin's default fallback rate
+    fee_ceiling_sat_per_vbyte: int = 0  # payouts and bumps never pay more; above it payouts wait (fees.py)
+    fee_target_blocks: int = FEE_TARGET_BLOCKS
 
     @property
     def push(self) -> bool:
@@ -198,9 +205,18 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         p2p=_p2p(block, symbol), zmq=_zmq(block, symbol),
         max_tip_age_seconds=tip_age_setting(block, _key(symbol), default_tip_age(symbol, network)),
         bump_after_blocks=int_setting(block, _key(symbol), "bump_after_blocks", BUMP_AFTER_BLOCKS, minimum=0),
-        bump_ceiling_sat_per_vbyte=int_setting(block, _key(symbol), "bump_ceiling_sat_per_vbyte",
-                                               BUMP_CEILING_FACTOR * spec.default_fallback_sat_per_vbyte, minimum=1),
+        fee_ceiling_sat_per_vbyte=int_setting(block, _key(symbol), "fee_ceiling_sat_per_vbyte",
+                                              FEE_CEILING_FACTOR * spec.default_fallback_sat_per_vbyte, minimum=1),
+        fee_target_blocks=_fee_target(block, symbol),
     )
+
+
+def _fee_target(block: Mapping[str, Any], symbol: str) -> int:
+    target = int_setting(block, _key(symbol), "fee_target_blocks", FEE_TARGET_BLOCKS, minimum=1)
+    if target > MAX_FEE_TARGET_BLOCKS:
+        raise ConfigError(f"config key '{_key(symbol, 'fee_target_blocks')}' must be at most"
+                          f" {MAX_FEE_TARGET_BLOCKS} (what estimatesmartfee answers for), got {target}")
+    return target
 
 
 def read_settings(config: Config) -> dict[str, CoinSettings]:

@@ -43,7 +43,7 @@ from .custody import evm_holdings
 from .payouts import EvmPayouts
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 from .settings import ChainSettings
-from .signer import TxStore
+from .signer import GWEI, TxStore
 from .tokens import TRANSFER_TOPIC, decode_transfer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -84,8 +84,10 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
             quorum=settings.quorum if rpc is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.timeout_seconds)
         self.rpc = self.nodes.client()
+        ceiling = settings.fee_ceiling_gwei
         self.txs = TxStore(gateway, settings.chain, settings.chain_id, self.rpc,
-                           gas_margin_percent=settings.gas_margin_percent, priority_fee_wei=settings.priority_fee_wei)
+                           gas_margin_percent=settings.gas_margin_percent, priority_fee_wei=settings.priority_fee_wei,
+                           fee_ceiling_wei=None if ceiling is None else ceiling * GWEI)
 
     def token_contract(self, coin: str) -> str | None:
         for contract, symbol in self.contracts.items():

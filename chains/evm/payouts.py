@@ -58,7 +58,7 @@ class EvmPayouts(PayoutSender):
             to, value, data = contract, 0, transfer_calldata(order.destination, order.amount)
         stored = await self.txs.sign_and_store(
             kind=PAYOUT, ref=order.payout_id, key=hot_wallet_key(self.gateway), to=to, value=value, data=data,
-            coin=order.coin, amount=order.amount)
+            coin=order.coin, amount=order.amount, under_ceiling=True)  # above the fee ceiling: the payout waits
         return SignedPayout(stored.tx_hash, stored.raw, stored.max_network_fee)
 
     async def broadcast(self: _EvmAdapterParts, signed: SignedPayout) -> None:

@@ -9,6 +9,8 @@ One block per EVM chain the operator runs a node (or an RPC provider) for::
     payout_confirmations = 1      # optional
     node_max_tip_age_seconds = 600  # optional: a node whose newest block is older is refused (0 = off)
     contracts = { USDT_ERC20 = "0x..." }   # optional: replace pinned token contracts
+    fee_ceiling_gwei = 100        # optional: payouts wait while the next base fee + tip is above it
+    sweep_max_fee_percent = 5     # optional: a native sweep waits while its gas bound is above 5 % of it
 
 A chain without a block registers nothing. Every error names the key.
 """
@@ -30,7 +32,7 @@ REQUIRED = ("rpc_url", "chain_id")
 OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
     "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent",
-    "priority_fee_wei", "contracts", "node_max_tip_age_seconds",
+    "priority_fee_wei", "contracts", "node_max_tip_age_seconds", "fee_ceiling_gwei", "sweep_max_fee_percent",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
@@ -63,6 +65,8 @@ class ChainSettings:
     sweep_seconds: float = DEFAULT_SWEEP_SECONDS
     gas_margin_percent: int = DEFAULT_GAS_MARGIN_PERCENT
     priority_fee_wei: int | None = None  # None: ask the node (eth_maxPriorityFeePerGas)
+    fee_ceiling_gwei: int | None = None  # the most maxFeePerGas of a payout; above it payouts wait (None: no ceiling)
+    sweep_max_fee_percent: int | None = None  # a native sweep waits while its gas bound is above this % of it
     contracts: Mapping[str, str] = field(default_factory=dict)  # symbol -> contract overrides
     quorum: int = 1  # nodes that must agree on a block
     node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
@@ -112,6 +116,8 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         sweep_seconds=seconds_setting(block, _key(chain), "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
         gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),
         priority_fee_wei=int_setting(block, _key(chain), "priority_fee_wei", None, minimum=0),
+        fee_ceiling_gwei=int_setting(block, _key(chain), "fee_ceiling_gwei", None, minimum=1),
+        sweep_max_fee_percent=int_setting(block, _key(chain), "sweep_max_fee_percent", None, minimum=1),
         contracts=read_contracts(block, _key(chain), [coin for coin in COINS if coin.chain == chain]),
         max_tip_age_seconds=tip_age_setting(
             block, _key(chain), 0 if chain_id in DEVELOPMENT_CHAIN_IDS else DEFAULT_MAX_TIP_AGE_SECONDS),

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from eth_utils import to_checksum_address
 from hexbytes import HexBytes
 
-from ...api import BroadcastError, ChainUnavailable, PayoutStatus
+from ...api import BroadcastError, ChainUnavailable, FeeAboveCeiling, PayoutStatus
 from .eth_account_import import Account, TypedTransaction  # not eth_account: that import raises the recursion limit
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 
@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 NATIVE_TRANSFER_GAS = 21_000
+GWEI = 10**9
 # Errors that mean "the node already has (or mined) exactly this transaction".
 _ALREADY_KNOWN = ("already known", "known transaction", "already imported", "alreadyknown",
                   "transaction already exists")
@@ -96,15 +97,36 @@ class TxStore:
     """Signs, stores, broadcasts and follows one chain's transactions."""
 
     def __init__(self, gateway: "Gateway", chain: str, chain_id: int, rpc: JsonRpc, *,
-                 gas_margin_percent: int = 20, priority_fee_wei: int | None = None) -> None:
+                 gas_margin_percent: int = 20, priority_fee_wei: int | None = None,
+                 fee_ceiling_wei: int | None = None) -> None:
         self.gateway, self.chain, self.chain_id, self.rpc = gateway, chain, chain_id, rpc
         self.gas_margin_percent = gas_margin_percent
         self.priority_fee_wei = priority_fee_wei
+        self.fee_ceiling_wei = fee_ceiling_wei
 
     # -- fees and gas ---------------------------------------------------------------------
 
     async def fees(self) -> Fees:
         """maxFee = 2 × next base fee + tip: stays valid through six full blocks of base-fee rises."""
+        next_base, tip = await self._market()
+        return Fees(2 * next_base + tip, tip)
+
+    async def payout_fees(self) -> Fees:
+        """``fees()`` under the operator's ceiling (``fee_ceiling_gwei``).
+
+        maxFee is capped at the ceiling (less headroom against base-fee rises,
+        never more than the operator allows); when the next base fee plus the
+        tip is already above it, ``FeeAboveCeiling``: the payout waits.
+        """
+        next_base, tip = await self._market()
+        ceiling = self.fee_ceiling_wei
+        if ceiling is not None and next_base + tip > ceiling:
+            raise FeeAboveCeiling(gwei(next_base + tip), gwei(ceiling), "gwei")
+        max_fee = 2 * next_base + tip
+        return Fees(max_fee if ceiling is None else min(max_fee, ceiling), tip)
+
+    async def _market(self) -> tuple[int, int]:
+        """(next base fee, tip) in wei per gas."""
         history = await self.rpc.call("eth_feeHistory", hex_quantity(4), "latest", [50])
         base_fees = history.get("baseFeePerGas") or []
         if not base_fees:
@@ -117,7 +139,7 @@ class TxStore:
             except RpcError:  # not every node has it: the median tip of recent blocks
                 rewards = sorted(quantity(r[0]) for r in history.get("reward") or [] if r)
                 tip = rewards[len(rewards) // 2] if rewards else 0
-        return Fees(2 * next_base + tip, tip)
+        return next_base, tip
 
     async def estimate_gas(self, sender: str, to: str, value: int, data: str) -> int:
         """``eth_estimateGas`` plus the configured margin; a plain transfer is exactly 21,000."""
@@ -143,19 +165,20 @@ class TxStore:
 
     async def sign_and_store(self, *, kind: str, ref: str, key: bytes, to: str, value: int, data: str = "0x",
                              coin: str, amount: int, gas_limit: int | None = None, fees: Fees | None = None,
-                             value_after_fees: bool = False) -> StoredTx:
+                             value_after_fees: bool = False, under_ceiling: bool = False) -> StoredTx:
         """Sign one transaction from ``key``'s address and store it; idempotent by (kind, ref).
 
         ``value_after_fees``: send ``value`` minus the gas bound (sweeping a
         whole native balance). Chain calls happen before the database
-        transaction; the nonce is taken inside it.
+        transaction; the nonce is taken inside it. ``under_ceiling``: a
+        payout's fees (``payout_fees``: may raise ``FeeAboveCeiling``).
         """
         existing = await self.find(kind, ref)
         if existing is not None:
             return existing
         sender = Account.from_key(key).address
         to = to_checksum_address(to)
-        fees = fees or await self.fees()
+        fees = fees or await (self.payout_fees() if under_ceiling else self.fees())
         gas = gas_limit or await self.estimate_gas(sender, to, value, data)
         if value_after_fees:
             value -= gas * fees.max_fee_per_gas
@@ -329,3 +352,9 @@ class TxStore:
         status = "reverted" if quantity(receipt["status"]) == 0 else "mined"
         await self._set_status(tx_hash, status, gas_used=gas_used, fee_paid=self.gateway.db.amount_param(fee))
         return fee
+
+
+def gwei(wei: int) -> str:
+    """Wei as the operator writes gwei: exact, no float ("12.5")."""
+    whole, rest = divmod(wei, GWEI)
+    return str(whole) if rest == 0 else f"{whole}.{rest:09d}".rstrip("0")

@@ -8,7 +8,9 @@ The job ``evm.<chain>.sweep`` does two things each run:
    it was last swept: tokens first (the address needs gas: a top-up from
    the hot wallet, then ``transfer`` to the hot wallet), then the native
    balance minus the gas bound (skipped while a token sweep of that address
-   is live, so it never spends the gas sent for it).
+   is live, so it never spends the gas sent for it). A native sweep whose
+   gas bound is above ``sweep_max_fee_percent`` of the balance waits for a
+   later run (``sweeping.check_fee_share``).
 
 Crash safety: the sweep row is written first, then each transaction is
 signed and stored (``evm_txs``, idempotent by kind and sweep id) before it
@@ -146,6 +148,8 @@ class _Steps:
         if balance <= NATIVE_TRANSFER_GAS * fees.max_fee_per_gas:
             await self.tables.mark_swept(gateway, address, adapter.native, through)  # dust: not worth the gas
             return None
+        sweeping.check_fee_share(NATIVE_TRANSFER_GAS * fees.max_fee_per_gas, balance,
+                                 adapter.settings.sweep_max_fee_percent, adapter.native)  # a fee spike: wait
         sweep_id = await self.tables.new_sweep(gateway, address, adapter.native, "sweeping", balance, through)
         stored = await adapter.txs.sign_and_store(
             kind=SWEEP, ref=sweep_id, key=await deposit_key(gateway, address), to=hot_wallet_address(gateway),

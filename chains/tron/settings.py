@@ -34,7 +34,7 @@ KNOWN = (
     "quorum", "node_lag_blocks",
     "url", "api_key", "network", "contracts", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds", "fee_limit_sun",
-    "expiration_seconds", "genesis_block_id", "node_max_tip_age_seconds",
+    "expiration_seconds", "genesis_block_id", "node_max_tip_age_seconds", "sweep_max_fee_percent",
 )
 # The id of block 0 (wallet/getblockbynum {"num": 0}) on each network: a node with another is on another chain.
 GENESIS_BLOCK_IDS = {
@@ -78,6 +78,7 @@ class TronSettings:
     sweep: bool = True
     sweep_seconds: float = DEFAULT_SWEEP_SECONDS
     fee_limit_sun: int = DEFAULT_FEE_LIMIT_SUN
+    sweep_max_fee_percent: int | None = None  # a TRX sweep waits while its burn is above this % of the balance
     expiration_seconds: int = DEFAULT_EXPIRATION_SECONDS
 
     def __repr__(self) -> str:  # the URL and key of a hosted provider are secrets
@@ -129,6 +130,7 @@ def read_settings(block: Mapping[str, Any]) -> TronSettings:
         sweep=sweep,
         sweep_seconds=seconds_setting(block, prefix, "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
         fee_limit_sun=int_setting(block, prefix, "fee_limit_sun", DEFAULT_FEE_LIMIT_SUN, minimum=1),
+        sweep_max_fee_percent=int_setting(block, prefix, "sweep_max_fee_percent", None, minimum=1),
         expiration_seconds=expiration,
         genesis_block_ids=_genesis(block, network),
         max_tip_age_seconds=tip_age_setting(block, prefix, DEFAULT_MAX_TIP_AGE_SECONDS),

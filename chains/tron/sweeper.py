@@ -17,7 +17,9 @@ free bandwidth (600 bytes a day once it exists) does not cover the signed
 transfer's size. The top-up of a fresh address also creates the account:
 the hot wallet pays the activation fee, booked on its own. A TRX sweep
 sends the whole balance when free bandwidth covers it, else the balance
-less the bandwidth burn.
+less the bandwidth burn; with ``sweep_max_fee_percent`` set it waits for a
+later run while that burn is above the share of the balance
+(``sweeping.check_fee_share``).
 
 Crash safety: the sweep row is written first, then each transaction is
 signed and stored before it is broadcast; a crash re-sends the same bytes.
@@ -173,6 +175,7 @@ class _Steps:
         if amount <= 0 or signed is None:
             await self.tables.mark_swept(gateway, address, adapter.native, through)  # dust: not worth the burn
             return None
+        sweeping.check_fee_share(cost, state.balance, adapter.settings.sweep_max_fee_percent, adapter.native)
         sweep_id = await self.tables.new_sweep(gateway, address, adapter.native, "sweeping", amount, through)
         await _store(adapter, SWEEP, sweep_id, signed, block, address, hot, adapter.native, amount, cost)
         return sweep_id

@@ -7,7 +7,8 @@ being tracked in each process. They are rendered through a collector of
 metric families, never through ``Gauge`` objects, so multiprocess mode
 writes nothing for them to its shared files.
 
-The latest custody check per coin (``core/custody``) is read the same way.
+The latest custody check per coin (``core/custody``) is read the same way,
+and so are the payouts waiting for fees below the ceiling (``payouts/fee_waits.py``).
 ``record_ledger_check`` stores each check's result (the ``ledger.check`` job
 and ``orbchain ledger check`` both call it); ``ledger_check_job`` is the job.
 """
@@ -26,7 +27,9 @@ from prometheus_client.registry import Collector
 from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
 from ..custody.store import last_check_at, latest_by_coin
+from ..payouts.fee_waits import FEE_WAITING
 from ..payouts.pauses import paused_coins
+from ..payouts.service import CONFIRMING, QUEUED
 
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -56,6 +59,8 @@ class DatabaseFacts:
     custody_shortfall: dict[str, int] = field(default_factory=dict)
     custody_paused: dict[str, bool] = field(default_factory=dict)
     custody_last_check_at: int | None = None
+    # Queued payouts held back because the network fee is above the operator's ceiling (payouts/fee_waits.py).
+    payouts_waiting_for_fees: dict[str, int] = field(default_factory=dict)
 
 
 async def read_facts(gateway: "Gateway") -> DatabaseFacts:
@@ -70,6 +75,9 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         "SELECT checked_at, ok, problems FROM ledger_checks ORDER BY checked_at DESC, id DESC LIMIT 1")
     custody = await latest_by_coin(db)
     paused = await paused_coins(db)
+    waiting = await db.fetch_all(
+        "SELECT coin, COUNT(*) AS n FROM payouts WHERE status = :s AND stage = :q AND last_error LIKE :w"
+        " GROUP BY coin", {"s": CONFIRMING, "q": QUEUED, "w": f"{FEE_WAITING}%"})
     checked = [c for c in custody if c["difference"] is not None]
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
     return DatabaseFacts(
@@ -84,6 +92,7 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         custody_shortfall={c["coin"]: max(0, -c["difference"]) for c in checked},
         custody_paused={c["coin"]: c["coin"] in paused for c in custody},
         custody_last_check_at=await last_check_at(db),
+        payouts_waiting_for_fees={r["coin"]: int(r["n"]) for r in waiting},
     )
 
 
@@ -132,6 +141,12 @@ class FactsCollector(Collector):
         for coin, on in sorted(f.custody_paused.items()):
             paused.add_metric((coin,), 1 if on else 0)
         yield paused
+        waiting = GaugeMetricFamily("orbchain_payouts_waiting_for_fees",
+                                    "Queued payouts waiting for the network fee to fall below the operator's ceiling",
+                                    labels=("coin",))
+        for coin, count in sorted(f.payouts_waiting_for_fees.items()):
+            waiting.add_metric((coin,), count)
+        yield waiting
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:

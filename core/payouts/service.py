@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..ledger import book as ledger
 from .binding import binding_key, payout_binding
+from .fee_waits import fee_wait_reason
 from ..types.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..types.errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
                      ValidationError)
@@ -425,6 +426,8 @@ def dashboard_row(gateway: "Gateway", row: Row) -> dict[str, Any]:
         shown["awaitingApproval"] = True
     if row["stage"] == POLICY_HELD:  # the signer's policy refused it; the operator decides (docs/payouts.md)
         shown["heldByPolicy"] = row["policy_hold"]
+    if row["stage"] == QUEUED and row["status"] == CONFIRMING and (why := fee_wait_reason(row["last_error"])):
+        shown["waitingForFees"] = why  # the fee is above the operator's ceiling (fee_waits.py)
     return shown
 
 

@@ -8,7 +8,10 @@ plus a lease) and moves each as far as it can go now:
 * queued: waits (``last_error`` "paused: ...") while a custody shortfall
   pauses its coin (``custody.pause_payouts``); else the signer's policy
   (``signing_gate.authorize``: the ledger's reserve, the operator's caps and
-  allow-lists) holds it or lets it on; then ``sign_payout`` once; the signed
+  allow-lists) holds it or lets it on; then ``sign_payout`` once, or, when
+  the sender says the fee is above the operator's ceiling
+  (``FeeAboveCeiling``), it waits (``last_error`` "waiting: fee ...",
+  ``fee_waits.py``) and asks again later; the signed
   bytes are stored (stage signed) before any broadcast, so a crash never
   leads to a second signature.
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
@@ -41,8 +44,9 @@ import signal
 
 from . import service as payouts
 from . import signing_gate
+from .fee_waits import FEE_RECHECK_SECONDS, waiting_error
 from .pauses import pause_reason
-from ..types.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..types.chains import BroadcastError, ChainAdapter, FeeAboveCeiling, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 from ..contract.gateway import PluginGateway as Gateway
@@ -191,6 +195,11 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
     _fault("before_sign")
     try:
         signed = await sender.sign_payout(order)
+    except FeeAboveCeiling as exc:  # waits, never fails: no attempt counted (fee_waits.py)
+        log.info("payout %s waits: %s", row["id"], exc)
+        await payouts.record_retry(gateway, row, error=waiting_error(str(exc)),
+                                   next_at=gateway.now() + FEE_RECHECK_SECONDS)
+        return None
     except BroadcastError as exc:
         if exc.permanent:
             await payouts.finish(gateway, row, status=payouts.FAILED,

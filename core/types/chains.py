@@ -418,6 +418,20 @@ class BroadcastError(RuntimeError):
         self.reason = reason  # the payout's failure_reason when permanent (else "broadcast_rejected: ...")
 
 
+class FeeAboveCeiling(BroadcastError):
+    """The network fee now is above the operator's ceiling for the chain: the payout waits, never fails.
+
+    Raised by ``sign_payout`` before anything is signed or reserved; the
+    worker keeps the payout queued with ``last_error`` "waiting: <message>"
+    and no attempt counted, and tries again later. ``rate`` and ``ceiling``
+    are in ``unit`` (sat/vB, gwei), as the operator's setting is written.
+    """
+
+    def __init__(self, rate: str, ceiling: str, unit: str) -> None:
+        super().__init__(f"fee {rate} {unit} above the ceiling {ceiling}", permanent=False)  # "fee ": fee_waits.py
+        self.rate, self.ceiling, self.unit = rate, ceiling, unit
+
+
 class PayoutSender(ABC):
     """The payout-signing role of a chain adapter (implement it on the same
     class as ``ChainAdapter`` or on its own). ``payout_confirmations`` is how
@@ -467,6 +481,9 @@ class PayoutSender(ABC):
         """Build and sign a transaction for ``order`` from the hot wallet.
 
         Must not broadcast. Called once per payout; the result is stored.
+        Raise ``FeeAboveCeiling`` (before reserving anything) when the fee
+        now is above the operator's ceiling: the payout waits and this is
+        called again later.
         """
 
     @abstractmethod

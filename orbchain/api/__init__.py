@@ -44,7 +44,7 @@ from ..core.keys import (
 # The chain adapter contract (register_chains): blocks, transfers, payouts and what an adapter declares.
 from ..core.types.chains import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, CustodyPlace,
-    DropClosure,
+    DropClosure, FeeAboveCeiling,
     Holding, PastTransfer,
     NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
@@ -225,7 +225,7 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "CustodyPlace", "DropClosure", "Holding",
+    "CustodyPlace", "DropClosure", "FeeAboveCeiling", "Holding",
     "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting", "tip_age_setting",
     "node_name",
     "node_urls_setting", "quorum_setting",

@@ -183,7 +183,9 @@ async def payout_history(gateway: Any, merchant_id: str, limit: int, offset: int
 
 
 def _held_words(payout: dict[str, Any]) -> str | None:
-    """Why a Confirming payout waits: an approval, or the operator's signing policy (its reason code)."""
+    """Why a Confirming payout waits: an approval, the operator's signing policy (its reason code) or the fee."""
+    if payout.get("waitingForFees"):
+        return f"Waiting for network fees to fall ({payout['waitingForFees']}); it is sent when they do"
     if payout.get("awaitingApproval"):
         return "Awaiting approval by a second person (Approvals)"
     if payout.get("heldByPolicy"):
