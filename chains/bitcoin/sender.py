@@ -26,7 +26,8 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...api import (
-    AddressError, BroadcastError, ChainUnavailable, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
+    AddressError, BroadcastError, ChainUnavailable, DropClosure, HotWalletShort, PayoutOrder, PayoutSender,
+    PayoutStatus, SignedPayout,
 )
 from ...api.addresses import keystore, next_counter
 from . import bumping, closing, wallet
@@ -109,7 +110,7 @@ class BitcoinPayouts(PayoutSender):
                     candidates, order.amount, rate_sat_per_kvb=rate, kind=spec.script,
                     destination_script=destination, change_script=change_script, change_min=spec.change_min_sat)
             except wallet.InsufficientFunds as exc:
-                raise BroadcastError(f"{self.name}: {exc}", permanent=False) from None
+                raise HotWalletShort(f"{self.name}: {exc}") from None
             spends = await self.spends_of(selection.inputs)
             if spends is None:
                 continue  # some were gone on the node: select again without them

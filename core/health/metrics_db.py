@@ -25,6 +25,7 @@ from prometheus_client.registry import Collector
 
 from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
+from ..custody.hot_wallet import hot_wallet_limits
 from ..custody.store import last_check_at, latest_by_coin
 from ..payouts.pauses import paused_coins
 
@@ -56,6 +57,8 @@ class DatabaseFacts:
     custody_shortfall: dict[str, int] = field(default_factory=dict)
     custody_paused: dict[str, bool] = field(default_factory=dict)
     custody_last_check_at: int | None = None
+    # Per coin with a configured floor: 1 when the latest check saw its spendable hot balance below it.
+    hot_wallet_below_floor: dict[str, int] = field(default_factory=dict)
 
 
 async def read_facts(gateway: "Gateway") -> DatabaseFacts:
@@ -71,6 +74,8 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
     custody = await latest_by_coin(db)
     paused = await paused_coins(db)
     checked = [c for c in custody if c["difference"] is not None]
+    floors = {coin: limit.floor for coin, limit in hot_wallet_limits(gateway).items() if limit.floor is not None}
+    hot = {c["coin"]: c["hot"] for c in custody if c["hot"] is not None}
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
     return DatabaseFacts(
         webhook_pending=int(pending["n"]) if pending else 0,
@@ -84,6 +89,7 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         custody_shortfall={c["coin"]: max(0, -c["difference"]) for c in checked},
         custody_paused={c["coin"]: c["coin"] in paused for c in custody},
         custody_last_check_at=await last_check_at(db),
+        hot_wallet_below_floor={coin: int(hot[coin] < floor) for coin, floor in floors.items() if coin in hot},
     )
 
 
@@ -132,6 +138,12 @@ class FactsCollector(Collector):
         for coin, on in sorted(f.custody_paused.items()):
             paused.add_metric((coin,), 1 if on else 0)
         yield paused
+        below = GaugeMetricFamily("orbchain_hot_wallet_below_floor",
+                                  "1 when the last custody check saw the coin's spendable hot wallet below the"
+                                  " operator's floor", labels=("coin",))
+        for coin, flag in sorted(f.hot_wallet_below_floor.items()):
+            below.add_metric((coin,), flag)
+        yield below
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:

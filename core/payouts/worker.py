@@ -6,7 +6,9 @@ tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
 plus a lease) and moves each as far as it can go now:
 
 * queued: waits (``last_error`` "paused: ...") while a custody shortfall
-  pauses its coin (``custody.pause_payouts``); else the signer's policy
+  pauses its coin (``custody.pause_payouts``), and (``last_error`` "waiting:
+  hot wallet short: ...", no attempt counted) while the sender says its hot
+  wallet cannot pay it yet (``HotWalletShort``); else the signer's policy
   (``signing_gate.authorize``: the ledger's reserve, the operator's caps and
   allow-lists) holds it or lets it on; then ``sign_payout`` once; the signed
   bytes are stored (stage signed) before any broadcast, so a crash never
@@ -42,7 +44,7 @@ import signal
 from . import service as payouts
 from . import signing_gate
 from .pauses import pause_reason
-from ..types.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
+from ..types.chains import BroadcastError, ChainAdapter, HotWalletShort, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 from ..contract.gateway import PluginGateway as Gateway
@@ -191,6 +193,11 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
     _fault("before_sign")
     try:
         signed = await sender.sign_payout(order)
+    except HotWalletShort as exc:
+        # Waits queued, never fails: the books hold the money, the hot wallet will (change, deposits, a top-up).
+        await payouts.record_retry(gateway, row, error=f"waiting: hot wallet short: {exc}",
+                                   next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
+        return None
     except BroadcastError as exc:
         if exc.permanent:
             await payouts.finish(gateway, row, status=payouts.FAILED,

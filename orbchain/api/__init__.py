@@ -45,7 +45,7 @@ from ..core.keys import (
 from ..core.types.chains import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, CustodyPlace,
     DropClosure,
-    Holding, PastTransfer,
+    Holding, HotWalletShort, PastTransfer,
     NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
 
@@ -225,7 +225,7 @@ __all__ = [
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "CustodyPlace", "DropClosure", "Holding",
+    "CustodyPlace", "DropClosure", "Holding", "HotWalletShort",
     "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting", "tip_age_setting",
     "node_name",
     "node_urls_setting", "quorum_setting",
