@@ -70,6 +70,9 @@ from ..core.ledger.accounts import (
 )
 from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
+# The operator's hot-wallet limits per coin ([custody.hot_wallet.<COIN>]), in base units.
+from ..core.custody.hot_wallet import HotWalletLimits, hot_wallet_limits
+
 # Frozen views that event and filter hooks receive instead of database rows.
 from ..core.types.views import (
     Credit, DepositView, KeyRequest, Member, MemberLogin, PaymentView, PayoutView, ProvenAddress, SecurityEvent,
@@ -219,7 +222,8 @@ __all__ = [
     "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
     "get_plugin_manager",
     # gateway and configuration
-    "Config", "ConfigError", "Gateway", "checked_block", "int_setting", "seconds_setting", "text_setting",
+    "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits",
+    "checked_block", "int_setting", "seconds_setting", "text_setting",
     # coins and address families
     "ED25519", "NETWORKS", "SECP256K1", "AddressError", "AddressFamily", "AddressFamilyRegistry", "Coin",
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
