@@ -23,11 +23,13 @@ import pytest
 
 from orbchain.chains.bitcoin import wallet
 from orbchain.chains.bitcoin.cold_sweep import sweep_to_cold
-from orbchain.core.custody.report import OK
+from orbchain.core.custody.report import OK, SHORTFALL
 from orbchain.core.custody.run import run_custody_check
 from orbchain.core.health.metrics_db import read_facts
+from orbchain.core.keys import SeedKeyStore
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.types.chains import ChainUnavailable, CustodyPlace
+from tests.families import get_family
 
 from .litecoind import external_address, faucet, litecoind_node  # noqa: F401 - session fixtures
 from .test_bitcoin_litecoind import Shop, create_payout, custody_difference, make_shop, payout_row, receiver, work  # noqa: F401
@@ -86,6 +88,31 @@ async def test_above_the_ceiling_the_excess_is_swept_once_to_the_cold_address(ce
     assert ltc.status == OK and ltc.difference == 0 and ltc.books_difference == 0 and report.ok
     assert [h.amount for h in ltc.holdings if h.place == CustodyPlace.COLD] == [60_000_000]
     assert await shop.balance() == {"LTC": "0.99"}  # the merchant's money did not move
+
+
+async def test_a_cold_xpub_gets_a_fresh_address_per_sweep_counted_only_where_it_derives(
+        make_client, make_config, litecoind_node, faucet, receiver):  # noqa: F811
+    family, cold_wallet = get_family("ltc", "regtest"), SeedKeyStore(secrets.token_bytes(32))
+    xpub = cold_wallet.account_xpub(family, 3)  # watch-only: the gateway never holds the cold keys
+    shop = await make_shop(make_client, make_config, litecoind_node, faucet, receiver,
+                           custody={"hot_wallet": {"LTC": {"ceiling": "0.4", "cold": xpub}}})
+    for amount in ("1", "0.5"):
+        await shop.funded(amount)
+        sweep_id = await sweep_to_cold(shop.adapter)
+        shop.faucet.mine(1)
+        assert await sweep_to_cold(shop.adapter) == sweep_id
+    sweeps = await shop.gateway.db.fetch_all("SELECT * FROM bitcoin_cold_sweeps ORDER BY cold_index")
+    assert [(s["status"], s["cold_index"], s["destination"]) for s in sweeps] == [
+        ("done", i, family.derive(cold_wallet, 3, i).address) for i in (0, 1)]
+    ltc = (await run_custody_check(shop.gateway, "test")).by_coin()["LTC"]
+    assert ltc.status == OK and ltc.difference == 0
+    assert [h.amount for h in ltc.holdings if h.place == CustodyPlace.COLD] == [sum(int(s["amount"]) for s in sweeps)]
+
+    # A destination rewritten by SQL is counted only if the xpub derives it: a stranger's address hides nothing.
+    await shop.gateway.db.execute("UPDATE bitcoin_cold_sweeps SET destination = :d WHERE cold_index = 1",
+                                  {"d": external_address(0)})
+    ltc = (await run_custody_check(shop.gateway, "test")).by_coin()["LTC"]
+    assert ltc.status == SHORTFALL and ltc.shortfall == int(sweeps[1]["amount"])
 
 
 async def test_below_the_floor_alerts_and_a_payout_beyond_the_hot_balance_waits_then_goes(floored, caplog):

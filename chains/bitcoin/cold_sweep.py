@@ -5,11 +5,13 @@ One sweep at a time per chain, as the job ``bitcoin.<chain>.cold_sweep``:
 * none live: when the spendable hot wallet (credited deposit outputs and our
   change, ``wallet.spendable_outputs``) holds more than ``ceiling``, the
   excess is paid to ``cold``, the fee on top from the rest (the wallet may end
-  a fee below the ceiling). The destination comes from the config, judged at
-  start, never from the database: whoever can write a table cannot redirect
-  a sweep. Signing reuses the payout path (``sign_spend``): the inputs'
-  reservation and the sweep row with its signed bytes are one transaction,
-  stored before the broadcast, so a crash sends the same bytes again.
+  a fee below the ceiling): the fixed address, or with a cold xpub the next
+  address of its external branch (``cold_sweep:<chain>`` counter), derived
+  watch-only. The destination comes from the config, judged at start, never
+  from the database: whoever can write a table cannot redirect a sweep.
+  Signing reuses the payout path (``sign_spend``): the inputs' reservation
+  and the sweep row with its signed bytes are one transaction, stored before
+  the broadcast, so a crash sends the same bytes again.
 * live: broadcast the stored bytes until the node has them, then follow the
   transaction (no ``-txindex`` needed, as for payouts); once it is
   ``payout_confirmations`` deep the move is booked, idempotent by the sweep's
@@ -22,8 +24,7 @@ One sweep at a time per chain, as the job ``bitcoin.<chain>.cold_sweep``:
   do not move; the cold address is counted as held (``custody.py``).
 
 Not done here: a sweep the node refuses for good (its inputs spent elsewhere)
-stays live, logged at ERROR each tick, for the operator; an xpub as the cold
-destination (a fresh address per sweep).
+stays live, logged at ERROR each tick, for the operator.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ import logging
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import NETWORK_FEES, BroadcastError, Posting, SignedPayout, hot_wallet_limits, ledger, world
+from ...api import (
+    NETWORK_FEES, BroadcastError, HotWalletLimits, Posting, SignedPayout, hot_wallet_limits, ledger, world,
+)
+from ...api.addresses import next_counter
 from ..sweeping import cold_account, hot_wallet_account
 from . import wallet
 from .transactions import SignedTransaction, script_for_address
@@ -67,29 +71,47 @@ async def sweep_to_cold(adapter: "BitcoinAdapter") -> str | None:
         await _follow(adapter, live)
         return str(live["id"])
     limits = hot_wallet_limits(adapter.gateway).get(adapter.coin)
-    if limits is None or limits.ceiling is None or limits.cold is None:
+    if limits is None or limits.ceiling is None or (limits.cold is None and limits.cold_xpub is None):
         return None
     spendable = await wallet.spendable_outputs(adapter.gateway, adapter.name, adapter.network)
     excess = sum(o.amount for o in spendable) - limits.ceiling
     if excess < adapter.settings.spec.change_min_sat:
         return None
-    sweep_id = await _sign(adapter, excess, limits.cold)
+    sweep_id = await _sign(adapter, excess, limits)
     row = await adapter.gateway.db.fetch_one("SELECT * FROM bitcoin_cold_sweeps WHERE id = :id", {"id": sweep_id})
     assert row is not None, "stored with the reservation by _sign"
     await _follow(adapter, row)
     return sweep_id
 
 
-async def _sign(adapter: "BitcoinAdapter", amount: int, cold: str) -> str:
+async def swept_cold_addresses(adapter: "BitcoinAdapter") -> list[str]:
+    """The cold xpub's addresses our sweeps paid, each only if the configured xpub derives it at its index.
+
+    Why re-derive: a row written by SQL must not make a stranger's address count as our cold holdings (that
+    would hide a shortfall).
+    """
+    limits = hot_wallet_limits(adapter.gateway).get(adapter.coin)
+    if limits is None or limits.cold_xpub is None:
+        return []
+    rows = await adapter.gateway.db.fetch_all(
+        "SELECT DISTINCT destination, cold_index FROM bitcoin_cold_sweeps WHERE chain = :c AND cold_index IS NOT NULL",
+        {"c": adapter.name})
+    return sorted(r["destination"] for r in rows if limits.cold_xpub.address(int(r["cold_index"])) == r["destination"])
+
+
+async def _sign(adapter: "BitcoinAdapter", amount: int, limits: HotWalletLimits) -> str:
     gateway, db = adapter.gateway, adapter.gateway.db
     sweep_id = SWEEP_PREFIX + secrets.token_hex(10)
+    index = None if limits.cold_xpub is None else await next_counter(gateway, f"cold_sweep:{adapter.name}")
+    cold = limits.cold_destination(index or 0)
+    assert cold is not None, "sweep_to_cold checked that a cold destination is configured"
     destination = script_for_address(adapter.settings.spec.family, adapter.network, cold)
 
     async def store(signed: SignedTransaction, fee: int) -> None:
         await db.execute(
-            "INSERT INTO bitcoin_cold_sweeps (id, chain, coin, destination, amount, fee, tx_hash, raw_tx, status,"
-            " created_at, updated_at) VALUES (:id, :c, :k, :d, :a, :f, :h, :r, :s, :t, :t)",
-            {"id": sweep_id, "c": adapter.name, "k": adapter.coin, "d": cold, "a": db.amount_param(amount),
+            "INSERT INTO bitcoin_cold_sweeps (id, chain, coin, destination, cold_index, amount, fee, tx_hash, raw_tx,"
+            " status, created_at, updated_at) VALUES (:id, :c, :k, :d, :i, :a, :f, :h, :r, :s, :t, :t)",
+            {"id": sweep_id, "c": adapter.name, "k": adapter.coin, "d": cold, "i": index, "a": db.amount_param(amount),
              "f": db.amount_param(fee), "h": signed.txid, "r": signed.hex, "s": SENT, "t": gateway.now()})
 
     signed, fee = await adapter.sign_spend(sweep_id, amount, destination, store=store)

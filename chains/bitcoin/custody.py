@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...api import ChainUnavailable, CustodyPlace, Holding, credited_outputs, payout_statuses
-from .cold_sweep import sweep_statuses
+from .cold_sweep import swept_cold_addresses, sweep_statuses
 from .rpc import RpcError, coin_units
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,6 +79,7 @@ async def bitcoin_holdings(adapter: "BitcoinAdapter", cold: Sequence[str]) -> li
     if held_for_payout:
         holdings.append(Holding(coin, CustodyPlace.PAYOUTS_IN_FLIGHT, in_flight, len(held_for_payout),
                                 node_checked=False))
+    cold = list(dict.fromkeys([*cold, *await swept_cold_addresses(adapter)]))  # a cold xpub's swept-to addresses
     if cold:
         holdings.append(Holding(coin, CustodyPlace.COLD, await _cold_value(adapter, cold), len(cold)))
     return holdings

@@ -4,7 +4,9 @@ One row per sweep, stored with its signed bytes (``raw_tx``) and its inputs'
 reservation (``bitcoin_wallet_spends`` under the sweep's id) in one
 transaction before anything is broadcast: a crash sends the same bytes again,
 never a second signature. ``status`` is ``sent`` until the transaction is
-``payout_confirmations`` deep and booked, then ``done``.
+``payout_confirmations`` deep and booked, then ``done``. ``cold_index``: the
+index of the cold xpub's address the sweep paid (NULL for a fixed address),
+so the custody check counts it only when the configured xpub derives it.
 """
 
 
@@ -15,6 +17,7 @@ def up(dialect: str) -> list[str]:
             chain TEXT NOT NULL,
             coin TEXT NOT NULL,
             destination TEXT NOT NULL,
+            cold_index INTEGER,
             amount {amount} NOT NULL,
             fee {amount} NOT NULL,
             tx_hash TEXT NOT NULL UNIQUE,
