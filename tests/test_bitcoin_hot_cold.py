@@ -55,6 +55,7 @@ async def ceilinged(make_client, make_config, litecoind_node, faucet, receiver) 
 
 async def test_above_the_ceiling_the_excess_is_swept_once_to_the_cold_address(ceilinged, litecoind_node, monkeypatch):  # noqa: F811
     shop, node, cold = ceilinged, litecoind_node, ceilinged.cold
+    assert "bitcoin.litecoin.cold_sweep" in shop.gateway.jobs  # what the scheduler runs every minute
     await shop.funded("1")
     assert await custody_difference(shop) == 0
 

@@ -21,6 +21,7 @@ async def test_above_the_ceiling_the_native_excess_is_swept_once_to_cold(anvil, 
     cold = to_checksum_address("0x" + secrets.token_hex(20))
     shop = await open_shop(anvil, make_client, make_config,
                            custody={"hot_wallet": {"ETH": {"ceiling": "1", "cold": cold}}})
+    assert "evm.ethereum.cold_sweep" in shop.gateway.jobs  # what the scheduler runs every minute
     await credited_deposit(shop, "ETH", "2", 2 * ETH)
     await shop.sweep()
     assert (await shop.sweep()).finished == 1  # the deposit is in the hot wallet, booked
