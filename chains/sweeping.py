@@ -54,6 +54,11 @@ def hot_wallet_account(chain: str) -> str:
     return f"{world(chain)}:hot_wallet"
 
 
+def cold_account(chain: str) -> str:
+    """What the hot wallet swept to the operator's cold storage (``chains/bitcoin/cold_sweep.py``)."""
+    return f"{world(chain)}:cold"
+
+
 @dataclass
 class SweepReport:
     started: int = 0

@@ -14,6 +14,7 @@ import pluggy
 from .infra.config import Config
 from .gateway import Gateway, assemble_gateway
 from .jobs import register_core_jobs
+from .custody.hot_wallet import load_limits
 from .payouts.signing_gate import load_policy
 
 
@@ -25,4 +26,5 @@ def build_gateway(config: Config, pm: pluggy.PluginManager | None = None) -> Gat
     """
     gateway = assemble_gateway(config, pm, register_core_jobs)
     load_policy(gateway)
+    load_limits(gateway)  # [custody.hot_wallet.<COIN>]: a wrong coin, amount or cold address stops the start
     return gateway

@@ -283,7 +283,8 @@ class EvmShop:
         return await self.scan()
 
 
-async def open_shop(node: Anvil, make_client: Any, make_config: Any, **evm_settings: Any) -> EvmShop:
+async def open_shop(node: Anvil, make_client: Any, make_config: Any, *, custody: dict | None = None,
+                    **evm_settings: Any) -> EvmShop:
     from orbchain.core.contract.plugins import get_plugin_manager
     from orbchain.web.keys import GATEWAY
 
@@ -293,7 +294,8 @@ async def open_shop(node: Anvil, make_client: Any, make_config: Any, **evm_setti
     other = node.deploy_token("Tether USD", "USDT", 6)  # same name, not pinned: must be ignored
     settings = {"rpc_url": node.url, "chain_id": CHAIN_ID, "start_height": node.height() + 1, "scan_seconds": 1,
                 "contracts": {"USDT_ERC20": token}, **evm_settings}
-    config = make_config(scheduler={"enabled": False}, plugin={"evm": {"ethereum": settings}})
+    config = make_config(scheduler={"enabled": False}, plugin={"evm": {"ethereum": settings}},
+                         **({"custody": custody} if custody else {}))
     client = await make_client(config, get_plugin_manager(blocked=["devnet"]))
     merchant = await signup(client, "evm-shop@example.com")
     gateway = client.app[GATEWAY]

@@ -83,8 +83,9 @@ class Shop:
         return payment
 
 
-async def make_shop(make_client, make_config, node, faucet, receiver) -> Shop:  # noqa: F811 - the fixture, passed on
-    config = make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": node.plugin_block()}})
+async def make_shop(make_client, make_config, node, faucet, receiver,  # noqa: F811 - the fixture, passed on
+                    **sections: dict) -> Shop:
+    config = make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": node.plugin_block()}}, **sections)
     client = await make_client(config, get_plugin_manager(blocked=["devnet"]))
     merchant = await signup(client, "ltc-shop@example.com")
     url = await receiver.start()

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import logging
 
-from ...api import ConfigError, NETWORKS, hookimpl
+from ...api import ConfigError, NETWORKS, hookimpl, hot_wallet_limits
 from .adapter import BitcoinAdapter
+from .cold_sweep import cold_sweep_job
 from ..payment_uri import decimal_uri
 from .coins import COINS, URI_SCHEMES
 from .families import address_families
@@ -28,6 +29,7 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_PACKAGE = "orbchain.chains.bitcoin.migrations"
 SYMBOLS = frozenset(coin.symbol for coin in COINS)
+COLD_SWEEP_SECONDS = 60
 
 
 @hookimpl
@@ -68,6 +70,15 @@ def register_chains(registry, gateway) -> None:
             raise ConfigError(f"config block 'plugin.{PLUGIN_NAME}.{symbol}': coin {symbol} is not in the coin table"
                               f" on chain {COIN_SPECS[symbol].chain!r}")
         registry.add(BitcoinAdapter(gateway, settings))
+
+
+@hookimpl
+def register_jobs(registry, gateway) -> None:
+    """A cold sweep job per chain whose coin has a ceiling (``[custody.hot_wallet.<COIN>]``, ``cold_sweep.py``)."""
+    limits = hot_wallet_limits(gateway)
+    for adapter in gateway.chains:
+        if isinstance(adapter, BitcoinAdapter) and getattr(limits.get(adapter.coin), "ceiling", None) is not None:
+            registry.add(f"bitcoin.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS)
 
 
 @hookimpl

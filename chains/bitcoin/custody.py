@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...api import ChainUnavailable, CustodyPlace, Holding, credited_outputs, payout_statuses
+from .cold_sweep import swept_cold_addresses, sweep_statuses
 from .rpc import RpcError, coin_units
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,6 +60,7 @@ async def bitcoin_holdings(adapter: "BitcoinAdapter", cold: Sequence[str]) -> li
     change = await db.fetch_all(
         "SELECT tx_hash, output_index, amount, payout_id FROM bitcoin_change_outputs WHERE chain = :c", {"c": chain})
     statuses = await payout_statuses(gateway, [r["payout_id"] for r in [*spends, *change] if r["payout_id"]])
+    statuses.update(await sweep_statuses(adapter))  # a sweep to cold holds its inputs and change like a payout
     spent_by = {(r["tx_hash"], int(r["output_index"])): statuses.get(r["payout_id"] or "") for r in spends}
     gone = {outpoint for outpoint, status in spent_by.items() if status == CONFIRMED}
     held_for_payout = {outpoint for outpoint, status in spent_by.items() if status == IN_FLIGHT}
@@ -77,6 +79,7 @@ async def bitcoin_holdings(adapter: "BitcoinAdapter", cold: Sequence[str]) -> li
     if held_for_payout:
         holdings.append(Holding(coin, CustodyPlace.PAYOUTS_IN_FLIGHT, in_flight, len(held_for_payout),
                                 node_checked=False))
+    cold = list(dict.fromkeys([*cold, *await swept_cold_addresses(adapter)]))  # a cold xpub's swept-to addresses
     if cold:
         holdings.append(Holding(coin, CustodyPlace.COLD, await _cold_value(adapter, cold), len(cold)))
     return holdings

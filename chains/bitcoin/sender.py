@@ -24,10 +24,12 @@ payouts signal replace-by-fee (BIP 125).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from functools import partial
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ...api import (
-    AddressError, BroadcastError, ChainUnavailable, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
+    AddressError, BroadcastError, ChainUnavailable, DropClosure, HotWalletShort, PayoutOrder, PayoutSender,
+    PayoutStatus, SignedPayout,
 )
 from ...api.addresses import keystore, next_counter
 from . import bumping, closing, fees, wallet
@@ -37,7 +39,7 @@ from .rpc import (
 )
 from .settings import CoinSettings
 from .transactions import (
-    SEQUENCE_RBF, Outpoint, Output, Spend, script_for_address, script_for_key, sign_transaction,
+    SEQUENCE_RBF, Outpoint, Output, SignedTransaction, Spend, script_for_address, script_for_key, sign_transaction,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -94,6 +96,24 @@ class BitcoinPayouts(PayoutSender):
         if order.amount < spec.change_min_sat:
             raise BroadcastError(f"amount {order.amount} is below the dust limit", permanent=True)
         await self.release_failed_payouts()
+        signed, fee = await self.sign_spend(order.payout_id, order.amount, destination)
+        log.info("%s: payout %s signed as %s (fee %d, vsize %d)", self.name, order.payout_id, signed.txid, fee,
+                 signed.vsize)
+        return SignedPayout(tx_hash=signed.txid, raw=signed.hex, network_fee=fee)
+
+    async def sign_spend(self, spend_id: str, amount: int, destination: bytes,
+                         store: Callable[[SignedTransaction, int], Awaitable[None]] | None = None,
+                         ) -> tuple[SignedTransaction, int]:
+        """Pay ``amount`` to ``destination`` from the hot wallet: (the signed transaction, its fee).
+
+        The inputs are reserved and the change remembered under ``spend_id``
+        (a payout's id, or a sweep to cold's) before this returns, so no two
+        spends ever take one output; ``store(signed, fee)`` writes in that same
+        transaction (a sweep keeps its bytes there). ``HotWalletShort`` when the
+        wallet cannot pay it now.
+        """
+        spec = self.settings.spec
+        family = self.payout_family()
         rate = await self.fee_rate()
         fees.check_ceiling(rate, self.settings.fee_ceiling_sat_per_vbyte)  # above it: the payout waits
         height = int(await self.rpc.call("getblockcount"))
@@ -102,14 +122,14 @@ class BitcoinPayouts(PayoutSender):
             candidates = await wallet.spendable_outputs(self.gateway, self.name, self.network)
             try:
                 selection = wallet.select_outputs(
-                    candidates, order.amount, rate_sat_per_kvb=rate, kind=spec.script,
+                    candidates, amount, rate_sat_per_kvb=rate, kind=spec.script,
                     destination_script=destination, change_script=change_script, change_min=spec.change_min_sat)
             except wallet.InsufficientFunds as exc:
-                raise BroadcastError(f"{self.name}: {exc}", permanent=False) from None
+                raise HotWalletShort(f"{self.name}: {exc}") from None
             spends = await self.spends_of(selection.inputs)
             if spends is None:
                 continue  # some were gone on the node: select again without them
-            outputs = [Output(order.amount, destination)]
+            outputs = [Output(amount, destination)]
             change_key_index = None
             if selection.change:
                 change_key_index = await next_counter(self.gateway, f"change:{self.name}:{self.network}")
@@ -119,14 +139,13 @@ class BitcoinPayouts(PayoutSender):
             signed = sign_transaction(spends, outputs, sequence=SEQUENCE_RBF)  # replaceable: bumping
             try:
                 await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
-                    payout_id=order.payout_id, tx_hash=signed.txid, inputs=selection.inputs,
+                    payout_id=spend_id, tx_hash=signed.txid, inputs=selection.inputs,
                     change_index=wallet.CHANGE_OUTPUT_INDEX if selection.change else None,
-                    change_amount=selection.change, change_key_index=change_key_index, signed_height=height))
+                    change_amount=selection.change, change_key_index=change_key_index, signed_height=height),
+                    also=None if store is None else partial(store, signed, selection.fee))
             except wallet.ReservationConflict:
                 continue
-            log.info("%s: payout %s signed as %s (%d input(s), fee %d, vsize %d)", self.name, order.payout_id,
-                     signed.txid, len(spends), selection.fee, signed.vsize)
-            return SignedPayout(tx_hash=signed.txid, raw=signed.hex, network_fee=selection.fee)
+            return signed, selection.fee
         raise BroadcastError(f"{self.name}: hot wallet busy, try again", permanent=False)
 
     async def spends_of(self, outputs) -> list[Spend] | None:

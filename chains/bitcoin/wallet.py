@@ -20,7 +20,7 @@ the fee to spend them at the current rate are never selected.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Iterable, Sequence
 
 from ...api import credited_outputs, payout_statuses
 from .transactions import estimate_vsize, input_vsize
@@ -178,8 +178,9 @@ class SignedSpend:
     signed_height: int
 
 
-async def record_signed(gateway: "Gateway", chain: str, spend: SignedSpend) -> None:
-    """Reserve the inputs and remember the change, in one transaction.
+async def record_signed(gateway: "Gateway", chain: str, spend: SignedSpend,
+                        also: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Reserve the inputs and remember the change, in one transaction (with ``also``'s writes, when given).
 
     Raises ``ReservationConflict`` when another payout took an input first
     (the caller selects again). A previous signature of the same payout
@@ -207,6 +208,8 @@ async def record_signed(gateway: "Gateway", chain: str, spend: SignedSpend) -> N
                 "INSERT INTO bitcoin_payout_txs (chain, tx_hash, payout_id, signed_height, created_at)"
                 " VALUES (:c, :h, :p, :sh, :t)",
                 {"c": chain, "h": spend.tx_hash, "p": spend.payout_id, "sh": spend.signed_height, "t": now})
+            if also is not None:
+                await also()
     except Exception as exc:  # only a unique violation means a lost race
         text = str(exc).lower()
         if "unique" in text or "duplicate" in text:

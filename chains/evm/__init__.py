@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import logging
 
-from ...api import ConfigError, NETWORKS, hookimpl
+from ...api import ConfigError, NETWORKS, hookimpl, hot_wallet_limits
 from ..contracts import pin_contracts
 from ..payment_uri import eip681_uri
 from .adapter import EvmAdapter
 from .address import address_family
 from .coins import COINS, FAMILY
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
+from .cold_sweep import cold_sweep_job
 from .sweeper import sweep_chain, sweep_job
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 __all__ = ["PLUGIN_NAME", "EvmAdapter", "ChainSettings", "sweep_chain", "evm_adapters"]
 
 MIGRATIONS_PACKAGE = "orbchain.chains.evm.migrations"
+COLD_SWEEP_SECONDS = 60
 
 
 @hookimpl
@@ -97,6 +99,8 @@ def register_jobs(registry, gateway) -> None:
     for adapter in evm_adapters(gateway):
         if adapter.settings.sweep:
             registry.add(f"evm.{adapter.name}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
+        if getattr(hot_wallet_limits(gateway).get(adapter.native), "ceiling", None) is not None:
+            registry.add(f"evm.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS)
 
 
 @hookimpl

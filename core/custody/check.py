@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ..types.chains import Capability, ChainAdapter, Holding
 from ..ledger.accounts import NETWORK_FEES, PLATFORM_FEES, SEPARATOR, WORLD_PREFIX
+from .hot_wallet import hot_wallet_limits
 from .report import OK, SHORTFALL, SURPLUS, UNAVAILABLE, UNSUPPORTED, CoinCustody, CustodyReport, Owed
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,6 +91,13 @@ def _coins_to_check(chains: Sequence[ChainAdapter], owed: Mapping[str, Owed],
     return sorted(served | booked)
 
 
+def cold_addresses(gateway: "Gateway", adapter: ChainAdapter) -> list[str]:
+    """``custody.cold`` on the adapter's chain, and the cold destinations its coins' sweeps pay (counted as held)."""
+    limits = hot_wallet_limits(gateway)
+    swept_to = [cold for coin in adapter.coins if coin in limits and (cold := limits[coin].cold)]
+    return list(dict.fromkeys([*gateway.config.custody.cold_addresses(adapter.name), *swept_to]))
+
+
 async def check_custody(gateway: "Gateway", adapters: Iterable[ChainAdapter] | None = None) -> CustodyReport:
     """One custody check over every coin the ledger or a custody-capable adapter knows."""
     owed, books = await ledger_figures(gateway)
@@ -97,7 +105,7 @@ async def check_custody(gateway: "Gateway", adapters: Iterable[ChainAdapter] | N
     answers: dict[str, Sequence[Holding] | str] = {}
     for adapter in chains:
         if adapter.supports(Capability.CUSTODY):
-            answers[adapter.name] = await _ask(adapter, gateway.config.custody.cold_addresses(adapter.name))
+            answers[adapter.name] = await _ask(adapter, cold_addresses(gateway, adapter))
     results = []
     for coin in _coins_to_check(chains, owed, books):
         serving = [a for a in chains if a.serves(coin)]

@@ -22,11 +22,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
-from ..types.chains import Holding
+from ..types.chains import CustodyPlace, Holding
 
 OK, SURPLUS, SHORTFALL = "ok", "surplus", "shortfall"
 UNSUPPORTED, UNAVAILABLE = "unsupported", "unavailable"
 CHECKED = (OK, SURPLUS, SHORTFALL)
+# What a payout can spend now: the hot wallet and, on a UTXO chain, the deposit outputs it signs from directly.
+SPENDABLE_PLACES = (CustodyPlace.HOT_WALLET, CustodyPlace.DEPOSIT_ADDRESSES)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,13 @@ class CoinCustody:
     def held(self) -> int | None:
         """What the nodes show, None when they could not say (never zero for "unknown")."""
         return sum(h.amount for h in self.holdings) if self.status in CHECKED else None
+
+    @property
+    def hot(self) -> int | None:
+        """What the node says a payout can spend now (neither cold nor in flight); None when not checked."""
+        if self.status not in CHECKED:
+            return None
+        return sum(h.amount for h in self.holdings if h.place in SPENDABLE_PLACES and h.node_checked)
 
     @property
     def difference(self) -> int | None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Callable
 
 from ..money.amounts import format_units
 from .check import check_custody
-from .report import SURPLUS, CustodyReport, seen_twice
+from .hot_wallet import hot_wallet_limits
+from .report import SURPLUS, CoinCustody, CustodyReport, seen_twice
 from .store import record_custody_check
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,9 +48,20 @@ async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
             log.info("custody surplus: %s holds %s more than it owes", coin.coin, fmt(coin.coin, coin.difference or 0))
     for coin in report.unavailable:
         log.warning("custody check: %s could not be checked: %s", coin.coin, coin.error)
+    for coin in below_floor(gateway, report):
+        log.error("hot wallet BELOW FLOOR: %s holds %s spendable, floor %s; payouts beyond it wait until it is"
+                  " funded", coin.coin, fmt(coin.coin, coin.hot or 0),
+                  fmt(coin.coin, hot_wallet_limits(gateway)[coin.coin].floor or 0))
     await record_custody_check(gateway.db, report, source=source, pause_payouts=gateway.config.custody.pause_payouts,
                                fmt=fmt)
     return report
+
+
+def below_floor(gateway: "Gateway", report: CustodyReport) -> list[CoinCustody]:
+    """Coins whose spendable hot balance the node showed below the operator's floor."""
+    limits = hot_wallet_limits(gateway)
+    return [c for c in report.coins if c.hot is not None and c.coin in limits
+            and limits[c.coin].floor is not None and c.hot < (limits[c.coin].floor or 0)]
 
 
 async def custody_check_job(gateway: "Gateway") -> None:

@@ -35,14 +35,15 @@ async def record_custody_check(db: "Database", report: CustodyReport, *, source:
             " (SELECT id FROM custody_checks ORDER BY checked_at DESC, id DESC LIMIT :keep)", {"keep": KEEP_CHECKS})
         for coin in report.coins:
             await db.execute(
-                "INSERT INTO custody_coins (coin, checked_at, status, held, owed, difference)"
-                " VALUES (:coin, :at, :status, :held, :owed, :diff)"
+                "INSERT INTO custody_coins (coin, checked_at, status, held, owed, difference, hot)"
+                " VALUES (:coin, :at, :status, :held, :owed, :diff, :hot)"
                 " ON CONFLICT (coin) DO UPDATE SET checked_at = excluded.checked_at, status = excluded.status,"
-                " held = excluded.held, owed = excluded.owed, difference = excluded.difference",
+                " held = excluded.held, owed = excluded.owed, difference = excluded.difference, hot = excluded.hot",
                 {"coin": coin.coin, "at": at, "status": coin.status,
                  "held": None if coin.held is None else db.amount_param(coin.held),
                  "owed": db.amount_param(coin.owed.total),
-                 "diff": None if coin.difference is None else db.amount_param(coin.difference)})
+                 "diff": None if coin.difference is None else db.amount_param(coin.difference),
+                 "hot": None if coin.hot is None else db.amount_param(coin.hot)})
             if coin.status == SHORTFALL and pause_payouts:
                 await pause(db, coin.coin, f"custody shortfall of {fmt(coin.coin, coin.shortfall)} {coin.coin}", at)
             elif coin.status in CHECKED:  # clean (or pausing is off): payouts go on
@@ -50,10 +51,11 @@ async def record_custody_check(db: "Database", report: CustodyReport, *, source:
 
 
 async def latest_by_coin(db: "Database") -> list[dict[str, Any]]:
-    """The latest result per coin, for /metrics: coin, status, difference (int, or None when not checked)."""
-    rows = await db.fetch_all("SELECT coin, status, difference FROM custody_coins ORDER BY coin")
+    """The latest result per coin, for /metrics: coin, status, difference and hot (ints, or None when not checked)."""
+    rows = await db.fetch_all("SELECT coin, status, difference, hot FROM custody_coins ORDER BY coin")
     return [{"coin": r["coin"], "status": r["status"],
-             "difference": None if r["difference"] is None else db.to_int(r["difference"])} for r in rows]
+             "difference": None if r["difference"] is None else db.to_int(r["difference"]),
+             "hot": None if r["hot"] is None else db.to_int(r["hot"])} for r in rows]
 
 
 async def last_check_at(db: "Database") -> int | None:

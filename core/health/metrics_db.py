@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from ..events.outbox import PENDING
 from ..ledger.check import LedgerReport, check_ledger
+from ..custody.hot_wallet import hot_wallet_limits
 from ..custody.store import last_check_at, latest_by_coin
 from ..payouts.fee_waits import FEE_WAITING
 from ..payouts.pauses import paused_coins
@@ -61,6 +62,8 @@ class DatabaseFacts:
     custody_last_check_at: int | None = None
     # Queued payouts held back because the network fee is above the operator's ceiling (payouts/fee_waits.py).
     payouts_waiting_for_fees: dict[str, int] = field(default_factory=dict)
+    # Per coin with a configured floor: 1 when the latest check saw its spendable hot balance below it.
+    hot_wallet_below_floor: dict[str, int] = field(default_factory=dict)
 
 
 async def read_facts(gateway: "Gateway") -> DatabaseFacts:
@@ -79,6 +82,8 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         "SELECT coin, COUNT(*) AS n FROM payouts WHERE status = :s AND stage = :q AND last_error LIKE :w"
         " GROUP BY coin", {"s": CONFIRMING, "q": QUEUED, "w": f"{FEE_WAITING}%"})
     checked = [c for c in custody if c["difference"] is not None]
+    floors = {coin: limit.floor for coin, limit in hot_wallet_limits(gateway).items() if limit.floor is not None}
+    hot = {c["coin"]: c["hot"] for c in custody if c["hot"] is not None}
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
     return DatabaseFacts(
         webhook_pending=int(pending["n"]) if pending else 0,
@@ -93,6 +98,7 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         custody_paused={c["coin"]: c["coin"] in paused for c in custody},
         custody_last_check_at=await last_check_at(db),
         payouts_waiting_for_fees={r["coin"]: int(r["n"]) for r in waiting},
+        hot_wallet_below_floor={coin: int(hot[coin] < floor) for coin, floor in floors.items() if coin in hot},
     )
 
 
@@ -147,6 +153,12 @@ class FactsCollector(Collector):
         for coin, count in sorted(f.payouts_waiting_for_fees.items()):
             waiting.add_metric((coin,), count)
         yield waiting
+        below = GaugeMetricFamily("orbchain_hot_wallet_below_floor",
+                                  "1 when the last custody check saw the coin's spendable hot wallet below the"
+                                  " operator's floor", labels=("coin",))
+        for coin, flag in sorted(f.hot_wallet_below_floor.items()):
+            below.add_metric((coin,), flag)
+        yield below
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:

@@ -188,6 +188,9 @@ class CustodyConfig:
     pause_payouts: bool = False
     # The operator's watch-only cold storage, "<chain>:<address>" each (counted as held, never spent).
     cold: tuple[str, ...] = ()
+    # Per coin, ``[custody.hot_wallet.<COIN>]``: ``floor`` and ``ceiling`` in the coin's unit (decimal strings),
+    # ``cold`` the address the excess above the ceiling is swept to (core/custody/hot_wallet.py).
+    hot_wallet: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def cold_addresses(self, chain: str) -> tuple[str, ...]:
         return tuple(entry.partition(":")[2] for entry in self.cold if entry.partition(":")[0] == chain)
@@ -304,8 +307,28 @@ def _section_class(name: str) -> type:
     }[name]
 
 
+HOT_WALLET_KEYS = ("floor", "ceiling", "cold")
+
+
+def _coerce_tables(key: str, value: Any) -> dict[str, dict[str, str]]:
+    """``[<key>.<NAME>]`` tables of text values (amounts as strings: money is never a float)."""
+    if not isinstance(value, Mapping) or not all(isinstance(v, Mapping) for v in value.values()):
+        raise ConfigError(f"config key {key!r} must hold tables like [{key}.<COIN>]")
+    tables: dict[str, dict[str, str]] = {}
+    for name, table in value.items():
+        for entry, text in table.items():
+            if entry not in HOT_WALLET_KEYS:
+                raise ConfigError(f"unknown config key '{key}.{name}.{entry}' (known: {', '.join(HOT_WALLET_KEYS)})")
+            if isinstance(text, bool) or not isinstance(text, (str, int)):
+                raise ConfigError(f"config key '{key}.{name}.{entry}' must be a string such as \"1.5\", got {text!r}")
+        tables[str(name)] = {entry: str(text) for entry, text in table.items()}
+    return tables
+
+
 def _coerce(key: str, value: Any, default: Any) -> Any:
     """Coerce ``value`` to the type of ``default``; environment values arrive as text."""
+    if isinstance(default, Mapping):
+        return _coerce_tables(key, value)
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value

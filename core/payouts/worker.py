@@ -6,7 +6,9 @@ tick claims due payouts (``payouts.claim_due``: ``FOR UPDATE SKIP LOCKED``
 plus a lease) and moves each as far as it can go now:
 
 * queued: waits (``last_error`` "paused: ...") while a custody shortfall
-  pauses its coin (``custody.pause_payouts``); else the signer's policy
+  pauses its coin (``custody.pause_payouts``), and (``last_error`` "waiting:
+  hot wallet short: ...", no attempt counted) while the sender says its hot
+  wallet cannot pay it yet (``HotWalletShort``); else the signer's policy
   (``signing_gate.authorize``: the ledger's reserve, the operator's caps and
   allow-lists) holds it or lets it on; then ``sign_payout`` once, or, when
   the sender says the fee is above the operator's ceiling
@@ -46,7 +48,8 @@ from . import service as payouts
 from . import signing_gate
 from .fee_waits import FEE_RECHECK_SECONDS, waiting_error
 from .pauses import pause_reason
-from ..types.chains import BroadcastError, ChainAdapter, FeeAboveCeiling, PayoutOrder, PayoutSender, SignedPayout
+from ..types.chains import (BroadcastError, ChainAdapter, FeeAboveCeiling, HotWalletShort, PayoutOrder, PayoutSender,
+                          SignedPayout)
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 from ..contract.gateway import PluginGateway as Gateway
@@ -199,6 +202,10 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
         log.info("payout %s waits: %s", row["id"], exc)
         await payouts.record_retry(gateway, row, error=waiting_error(str(exc)),
                                    next_at=gateway.now() + FEE_RECHECK_SECONDS)
+    except HotWalletShort as exc:
+        # Waits queued, never fails: the books hold the money, the hot wallet will (change, deposits, a top-up).
+        await payouts.record_retry(gateway, row, error=f"waiting: hot wallet short: {exc}",
+                                   next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
         return None
     except BroadcastError as exc:
         if exc.permanent:

@@ -432,6 +432,18 @@ class FeeAboveCeiling(BroadcastError):
         self.rate, self.ceiling, self.unit = rate, ceiling, unit
 
 
+class HotWalletShort(BroadcastError):
+    """The hot wallet cannot pay this now, though it may once funded (change confirming, a deposit, a top-up).
+
+    Why its own kind: the payout waits queued with the reason in ``last_error``
+    and no attempt counted (like a custody pause), instead of backing off until
+    it times out and fails while the merchant's money is there in the books.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, permanent=False)
+
+
 class PayoutSender(ABC):
     """The payout-signing role of a chain adapter (implement it on the same
     class as ``ChainAdapter`` or on its own). ``payout_confirmations`` is how

@@ -45,7 +45,7 @@ from ..core.keys import (
 from ..core.types.chains import (
     Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, ChainUnavailable, CustodyPlace,
     DropClosure, FeeAboveCeiling,
-    Holding, PastTransfer,
+    Holding, HotWalletShort, PastTransfer,
     NodeState, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer,
 )
 
@@ -69,6 +69,9 @@ from ..core.ledger.accounts import (
     world,
 )
 from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
+
+# The operator's hot-wallet limits per coin ([custody.hot_wallet.<COIN>]), in base units.
+from ..core.custody.hot_wallet import HotWalletLimits, hot_wallet_limits
 
 # Frozen views that event and filter hooks receive instead of database rows.
 from ..core.types.views import (
@@ -219,13 +222,14 @@ __all__ = [
     "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
     "get_plugin_manager",
     # gateway and configuration
-    "Config", "ConfigError", "Gateway", "checked_block", "int_setting", "seconds_setting", "text_setting",
+    "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits",
+    "checked_block", "int_setting", "seconds_setting", "text_setting",
     # coins and address families
     "ED25519", "NETWORKS", "SECP256K1", "AddressError", "AddressFamily", "AddressFamilyRegistry", "Coin",
     "CoinRegistry", "DerivationScheme", "UnknownFamilyError", "WatchOnlyError", "coin_type_for",
     # chain adapters
     "Block", "BlockRef", "BlocksPruned", "BroadcastError", "Capability", "ChainAdapter", "ChainUnavailable",
-    "CustodyPlace", "DropClosure", "FeeAboveCeiling", "Holding",
+    "CustodyPlace", "DropClosure", "FeeAboveCeiling", "Holding", "HotWalletShort",
     "NodeIdentity", "NodeQuorum", "NodeSet", "NodeState", "Refusal", "judge_node", "lag_setting", "tip_age_setting",
     "node_name",
     "node_urls_setting", "quorum_setting",
