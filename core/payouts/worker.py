@@ -40,7 +40,7 @@ import os
 import signal
 
 from . import service as payouts
-from . import signing_gate
+from . import remote_signing, signing_gate
 from .pauses import pause_reason
 from ..types.chains import BroadcastError, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..infra.db_faults import unavailable_cause
@@ -182,15 +182,12 @@ def _signed(row: Row) -> SignedPayout:
 
 
 async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
-    authorized = await signing_gate.authorize(gateway, row)  # the signer's policy: held, or on to sign
-    if authorized is None:
-        return None
-    row = authorized
-    order = PayoutOrder(payout_id=row["id"], coin=row["coin"], destination=row["destination"],
-                        amount=gateway.db.to_int(row["amount"]))
-    _fault("before_sign")
+    """Have the payout signed, here or by the ``orbchain signer`` the config names; the stored row or None."""
     try:
-        signed = await sender.sign_payout(order)
+        if gateway.config.signer.url:
+            stored = await remote_signing.sign_remotely(gateway, row)
+        else:
+            stored = await sign_here(gateway, sender, row)
     except BroadcastError as exc:
         if exc.permanent:
             await payouts.finish(gateway, row, status=payouts.FAILED,
@@ -198,13 +195,30 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
         else:
             await _retry_or_time_out(gateway, sender, row, exc)
         return None
-    except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
+    except Exception as exc:  # noqa: BLE001 - a node (or signer) outage: retried with backoff
         await _retry_or_time_out(gateway, sender, row, exc)
         return None
-    stored = await payouts.record_signed(gateway, row, signed)
     if stored is not None:
         _fault("after_sign")
     return stored
+
+
+async def sign_here(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    """The signer's step, in the process holding the seed: the policy, then ``sign_payout``, then the stored row.
+
+    The signed bytes are stored (stage signed) before this returns, so a caller
+    that never hears the answer (the serve of a remote signer) finds them in the
+    row and no payout is ever signed twice. None: held by the policy, or the
+    claim was lost. Raises what ``sign_payout`` raises.
+    """
+    authorized = await signing_gate.authorize(gateway, row)  # the signer's policy: held, or on to sign
+    if authorized is None:
+        return None
+    order = PayoutOrder(payout_id=authorized["id"], coin=authorized["coin"], destination=authorized["destination"],
+                        amount=gateway.db.to_int(authorized["amount"]))
+    _fault("before_sign")
+    signed = await sender.sign_payout(order)
+    return await payouts.record_signed(gateway, authorized, signed)
 
 
 async def _broadcast(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:

@@ -154,6 +154,12 @@ class Capability(enum.Enum):
       operator's watch-only cold addresses, channels), so ``orbchain custody
       check`` can prove the books against the chain. Without it that check
       reports the adapter's coins as "not supported", never as zero.
+    * ``REMOTE_SIGNING`` (with ``PAYOUTS``): a separate ``orbchain signer``
+      may sign this chain's payouts: ``sign_payout`` runs there (holding the
+      seed) and every other sender step the worker runs in ``serve``
+      (``broadcast``, ``payout_status``, ``bump_stuck``, ``close_dropped``)
+      needs no key. A seedless ``serve`` (``[signer] url``) refuses to start
+      with a payout chain that does not declare it.
     """
 
     DEPOSITS = "deposits"
@@ -164,6 +170,7 @@ class Capability(enum.Enum):
     HISTORY = "history"
     PUSH = "push"
     CUSTODY = "custody"
+    REMOTE_SIGNING = "remote_signing"
 
 
 class CustodyPlace:
