@@ -1,6 +1,6 @@
 """``orbchain signer``: the process that holds the seed and signs payouts, and nothing else.
 
-It answers one request, ``POST /v1/sign`` with ``{"payout_id": ...}``, on a
+It answers one request, ``POST /v1/sign`` with ``{"payout_id": ..., "step": "sign" | "bump" | "close"}``, on a
 Unix socket (default) or TCP, and only when the request carries the channel
 credential (``core/keys/signer_channel.py``: HMAC, timestamp window, one-time
 nonce). The request is trusted for the payout id alone: the signer reads the
@@ -11,7 +11,11 @@ and runs the same policy as an in-process signer
 It stores the signed bytes in the row (stage signed) before it answers, so an
 answer lost on the way never leads to a second signature.
 
-Answers, always 200 with JSON once the credential passed: ``signed``,
+``bump`` and ``close`` (a child paying for a stuck payout, a conflicting
+transaction closing a dropped one: new signatures, so here too) act on a
+broadcast payout's stored bytes and answer ``done`` (with ``closed``,
+``network_fee``, ``detail`` for a close). Sign answers, always 200 with JSON
+once the credential passed: ``signed``,
 ``held`` (the policy's reason), ``not_queued`` (nothing to sign: already
 signed, held or final, or claimed by nobody) and ``error`` (the chain's
 refusal: ``permanent``, ``reason``, ``message``). 401 for a refused
@@ -32,9 +36,9 @@ from aiohttp import web
 
 from ..keys.signer_channel import ChannelRefused, RequestVerifier
 from ..payouts import service as payouts
-from ..payouts.remote_signing import SIGN_PATH
+from ..payouts.remote_signing import BUMP, CLOSE, SIGN, SIGN_PATH, STEPS
 from ..payouts.worker import sign_here
-from ..types.chains import BroadcastError
+from ..types.chains import BroadcastError, SignedPayout
 from ..types.errors import ApiError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,25 +80,48 @@ async def answer_sign(gateway: "Gateway", payout_id: str) -> dict[str, Any]:
     return {"outcome": "not_queued", "stage": after["stage"] if after is not None else None}
 
 
+async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str, Any]:
+    """``bump`` or ``close`` a broadcast payout the database has, with its stored bytes (never the request's)."""
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
+    if row is None or row["stage"] != payouts.BROADCAST or row["status"] != payouts.CONFIRMING \
+            or (step == CLOSE and row["missing_since"] is None):
+        return {"outcome": "not_queued", "step": step, "message": "not a payout waiting on the chain"}
+    try:
+        sender = payouts.payout_route(gateway, row["coin"]).sender
+        stored = SignedPayout(row["tx_hash"], row["raw_tx"], gateway.db.to_int(row["network_fee"] or 0))
+        if step == BUMP:
+            await sender.bump_stuck(payout_id, stored)
+            return {"outcome": "done", "step": step}
+        closure = await sender.close_dropped(payout_id, stored)
+    except Exception as exc:  # noqa: BLE001 - the worker asks again at its next poll
+        log.warning("payout %s: %s failed: %s: %s", payout_id, step, type(exc).__name__, exc)
+        return {"outcome": "error", "step": step, "message": f"{type(exc).__name__}: {exc}"}
+    return {"outcome": "done", "step": step, "closed": closure.closed, "network_fee": int(closure.network_fee),
+            "detail": closure.detail}
+
+
 def signer_app(gateway: "Gateway", verifier: RequestVerifier) -> web.Application:
     """The signer's one route, behind the credential check."""
 
     async def sign(request: web.Request) -> web.Response:
-        body = await request.content.read(MAX_BODY_BYTES + 1)
+        body = await request.read()  # client_max_size bounds it (413 beyond)
         try:
             verifier.verify(request.headers, body, int(time.time()))  # wall clock: the channel spans hosts
         except ChannelRefused as exc:
             log.warning("signer: refused a request from %s: %s", request.remote or "the socket", exc)
             return web.json_response({"outcome": "refused", "message": str(exc)}, status=401)
         try:
-            payout_id = json.loads(body)["payout_id"]
-            if not isinstance(payout_id, str) or not 0 < len(payout_id) <= 64 or len(body) > MAX_BODY_BYTES:
+            request_body = json.loads(body)
+            payout_id, step = request_body["payout_id"], request_body.get("step", SIGN)
+            if not isinstance(payout_id, str) or not 0 < len(payout_id) <= 64 or step not in STEPS:
                 raise ValueError
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, AttributeError):
             return web.json_response({"outcome": "refused", "message": "malformed request"}, status=400)
-        return web.json_response(await answer_sign(gateway, payout_id))
+        if step == SIGN:
+            return web.json_response(await answer_sign(gateway, payout_id))
+        return web.json_response(await answer_step(gateway, payout_id, step))
 
-    app = web.Application(client_max_size=MAX_BODY_BYTES * 4)
+    app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(SIGN_PATH, sign)
     return app
 

@@ -1,9 +1,10 @@
 """The payout worker's side of a separate signer: ask ``orbchain signer`` to sign a payout, by its id alone.
 
 A seedless ``serve`` (``[signer] url``) cannot sign; its worker claims a
-queued payout as always and sends the signer nothing but the payout's id in a
-signed request (``core/keys/signer_channel.py``). The signer reads the row and
-its reservation itself, judges it with the same policy, signs and stores the
+queued payout as always and sends the signer nothing but the payout's id (and
+the step: sign, bump a stuck one, close a dropped one) in a signed request
+(``core/keys/signer_channel.py``). The signer reads the row and its
+reservation itself, judges it with the same policy, signs and stores the
 signed bytes in the row before it answers (``core/custody/signer.py``), so
 this side only re-reads the row: stage signed goes on to broadcast; anything
 else (held, claim lost) leaves the worker. A signing refusal comes back as the
@@ -29,12 +30,16 @@ import aiohttp
 from . import service as payouts
 from ..keys.signer_channel import read_channel_key, signed_headers
 from ..infra.config import ConfigError
-from ..types.chains import BroadcastError, Capability
+from ..types.chains import BroadcastError, Capability, DropClosure
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
 
 SIGN_PATH = "/v1/sign"
+# What the signer does for a payout, each on the row as the database has it: sign it (queued), sign a child
+# paying for it (broadcast, waiting in the mempool), or close it with a conflicting transaction (missing).
+SIGN, BUMP, CLOSE = "sign", "bump", "close"
+STEPS = (SIGN, BUMP, CLOSE)
 KEY_SERVICE = "signer_channel_key"  # gateway.services: the channel key, read once
 TIMEOUT_SECONDS = 60  # a bitcoin-family signature selects outputs and asks the node: seconds, not minutes
 
@@ -60,13 +65,13 @@ def check_remote_capable(gateway: "Gateway") -> None:
                           " ([signer] in_process = true) until they can")
 
 
-async def ask_signer(gateway: "Gateway", payout_id: str) -> dict[str, Any]:
-    """The signer's answer (a JSON object) to "sign payout ``payout_id``"."""
+async def ask_signer(gateway: "Gateway", payout_id: str, step: str = SIGN) -> dict[str, Any]:
+    """The signer's answer (a JSON object) to "``step`` payout ``payout_id``" (:data:`STEPS`)."""
     config = gateway.config.signer
     key = gateway.services.get(KEY_SERVICE)
     if not isinstance(key, bytes):
         key = gateway.services[KEY_SERVICE] = read_channel_key(config.key_file)
-    body = json.dumps({"payout_id": payout_id}).encode()
+    body = json.dumps({"payout_id": payout_id, "step": step}).encode()
     connector, base = connection(config.url)
     sent_at = int(time.time())  # the wall clock, not the gateway's: the channel spans hosts
     headers = {"Content-Type": "application/json", **signed_headers(key, body, sent_at)}
@@ -95,3 +100,24 @@ async def sign_remotely(gateway: "Gateway", row: payouts.Row) -> payouts.Row | N
         "SELECT * FROM payouts WHERE id = :id AND claim_token = :tok AND stage = :signed",
         {"id": row["id"], "tok": row["claim_token"], "signed": payouts.SIGNED})
     return current
+
+
+def _refusal(answer: dict[str, Any]) -> Exception:
+    return SignerUnavailable(f"the signer could not {answer.get('step', 'do it')}: {answer.get('message', '')}")
+
+
+async def bump_remotely(gateway: "Gateway", row: payouts.Row) -> None:
+    """``bump_stuck`` in the signer (a child paying for the payout is a new signature)."""
+    answer = await ask_signer(gateway, row["id"], BUMP)
+    if answer.get("outcome") != "done":
+        raise _refusal(answer)
+
+
+async def close_remotely(gateway: "Gateway", row: payouts.Row) -> DropClosure:
+    """``close_dropped`` in the signer (the closing transaction spends our inputs: a new signature)."""
+    answer = await ask_signer(gateway, row["id"], CLOSE)
+    if answer.get("outcome") != "done":
+        raise _refusal(answer)
+    fee = answer.get("network_fee")
+    return DropClosure(closed=answer.get("closed") is True, network_fee=fee if isinstance(fee, int) else 0,
+                       detail=answer.get("detail") if isinstance(answer.get("detail"), str) else None)

@@ -289,7 +289,10 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
     elif status.found:
         if status.confirmations == 0:
             try:  # still in the mempool: the sender may bump it (CPFP, replacement)
-                await sender.bump_stuck(row["id"], _signed(row))
+                if gateway.config.signer.url:
+                    await remote_signing.bump_remotely(gateway, row)
+                else:
+                    await sender.bump_stuck(row["id"], _signed(row))
             except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
                 log.warning("payout %s: bumping failed: %s", row["id"], exc)
         await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
@@ -317,7 +320,8 @@ async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: Payo
     now = gateway.now()
     try:
         signed = SignedPayout(row["tx_hash"], row["raw_tx"], gateway.db.to_int(row["network_fee"] or 0))
-        closure = await sender.close_dropped(row["id"], signed)
+        closure = (await remote_signing.close_remotely(gateway, row) if gateway.config.signer.url
+                   else await sender.close_dropped(row["id"], signed))
     except Exception as exc:  # noqa: BLE001 - a node outage: ask again next time, never re-credit blind
         await payouts.record_retry(gateway, row, error=f"closing the dropped payout: {type(exc).__name__}: {exc}",
                                    next_at=now + _poll_seconds(adapter))

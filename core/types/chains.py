@@ -155,10 +155,9 @@ class Capability(enum.Enum):
       check`` can prove the books against the chain. Without it that check
       reports the adapter's coins as "not supported", never as zero.
     * ``REMOTE_SIGNING`` (with ``PAYOUTS``): a separate ``orbchain signer``
-      may sign this chain's payouts: ``sign_payout`` runs there (holding the
-      seed) and every other sender step the worker runs in ``serve``
-      (``broadcast``, ``payout_status``, ``bump_stuck``, ``close_dropped``)
-      needs no key. A seedless ``serve`` (``[signer] url``) refuses to start
+      may sign this chain's payouts: ``sign_payout``, ``bump_stuck`` and
+      ``close_dropped`` run there (holding the seed) and ``broadcast`` and
+      ``payout_status``, run in ``serve``, need no key. A seedless ``serve`` (``[signer] url``) refuses to start
       with a payout chain that does not declare it.
     """
 
