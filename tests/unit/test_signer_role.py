@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from orbchain.core.cli.ops import static_findings
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.keys.secrets import check_signing_role, load_secrets
 from orbchain.core.keys.signer_channel import ChannelRefused, RequestVerifier, signed_headers
@@ -73,3 +74,13 @@ def test_the_channel_refuses_missing_wrong_stale_and_replayed_credentials():
         verifier.verify(fresh, body, now + 5)
     with pytest.raises(ChannelRefused, match="wrong credential"):
         verifier.verify(fresh, b'{"payout_id": "po_2"}', now)
+
+
+@pytest.mark.parametrize("signer, status, words", [
+    ({}, "FAIL", "names no signer"),
+    ({"in_process": True}, "WARN", "this host is also the signer"),
+    ({"key_file": "/etc/orbchain/credentials/signer_key"}, "OK", "a signer's config"),
+])
+def test_config_check_says_who_signs_as_the_start_does(tmp_path, signer, status, words):
+    findings = {f.check: f for f in static_findings(build_gateway(production(tmp_path, **signer)))}
+    assert findings["signer"].level == status and words in findings["signer"].detail
