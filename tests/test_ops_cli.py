@@ -194,7 +194,8 @@ async def test_config_check_and_doctor_give_one_verdict_and_need_a_chain_in_prod
                     f'[database]\nurl = "{db_url}"\n\n[secrets]\n'
                     + "".join(f'{name}_file = "{credentials / name}"\n'
                               for name in ("jwt_secret", "receipt_signing_key"))
-                    + f'seed_file = "{credentials / "seed"}"\n')
+                    + f'seed_file = "{credentials / "seed"}"\n'
+                    + '[signer]\nin_process = true\n')  # one host signs too, said so
     capsys.readouterr()
 
     def static(out: str) -> list[str]:

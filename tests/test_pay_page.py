@@ -277,7 +277,7 @@ async def test_no_devnet_form_in_production(make_client, make_config):
     var = dev_config.data_dir
     prod = await make_client(make_config(
         scheduler={"enabled": False}, server={"environment": "production", "data_dir": str(var)},
-        plugin={"devnet": {"enabled": True}},
+        plugin={"devnet": {"enabled": True}}, signer={"in_process": True},  # this host signs too, said so
         secrets={"jwt_secret_file": str(var / "jwt_secret"), "seed_file": str(var / "seed"),
                  "receipt_signing_key_file": str(var / "receipt_signing_key")},
     ))

@@ -28,7 +28,8 @@ from ..core.infra.netguard import PRIVATE_URLS_IN_PRODUCTION, outbound_session
 from ..core.contract.plugins import call_collect, call_event
 from ..core.accounts.coordination import coordination
 from ..core.contract.registries import RouteRegistry, StartupError
-from ..core.keys.secrets import load_secrets
+from ..core.keys.secrets import check_signing_role, load_secrets
+from ..core.payouts.remote_signing import check_remote_capable
 from ..core.watching.push import PushStreams
 from ..scheduler.runner import JobScheduler
 from .auth import AUTH_ATTR, EVERYONE, authenticate_request
@@ -65,6 +66,9 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
     if gateway.secrets is None:
         gateway.secrets = load_secrets(gateway.config)
+    check_signing_role(gateway.config, gateway.secrets)
+    if gateway.config.signer.url:
+        check_remote_capable(gateway)
     webhooks = gateway.config.webhooks
     if webhooks.allow_private_urls and not gateway.config.is_development:
         log.warning(PRIVATE_URLS_IN_PRODUCTION)

@@ -33,7 +33,7 @@ class DevnetAdapter(ChainAdapter, DevnetPayouts):
     network = NETWORK
     simulated = True
     capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.PUSH,
-                              Capability.CUSTODY})
+                              Capability.CUSTODY, Capability.REMOTE_SIGNING})
     # The whole devnet history is short and local: scan it from genesis.
     start_height = 0
 

@@ -27,6 +27,7 @@ from ..startup import build_gateway
 from .ops import add_ops_commands, cmd_config_check
 from .chain_notify import add_chain_command
 from .secrets_init import add_secrets_command
+from .signer_command import add_signer_command
 from .restore import add_restore_command
 from .plugin_scaffold import add_plugin_command
 from ..types.registry import StartupError
@@ -143,13 +144,17 @@ def cmd_export_xpubs(args: argparse.Namespace) -> int:
 def cmd_payouts_work(args: argparse.Namespace) -> int:
     """``payouts work``: SIGTERM/SIGINT let the tick in flight finish (to the drain deadline), then exit 0."""
     from ..payouts.worker import run_worker
-    from ..keys.secrets import load_secrets
+    from ..keys.secrets import check_signing_role, load_secrets
+    from ..payouts.remote_signing import check_remote_capable
     from ..infra.stopping import HARD_MARGIN_SECONDS, arm_exit_deadline, run_until_stopped
 
     command = "orbchain payouts work"
     config = config_from_args(args)
     gateway = build_gateway(config)
     gateway.secrets = load_secrets(config)  # signing derives keys from the seed, as in `serve`
+    check_signing_role(config, gateway.secrets)
+    if config.signer.url:
+        check_remote_capable(gateway)
     try:
         return asyncio.run(with_db(gateway, lambda gw: run_until_stopped(gw.stop, command,
                                                                          run_worker(gw, once=args.once))))
@@ -158,7 +163,7 @@ def cmd_payouts_work(args: argparse.Namespace) -> int:
 
 
 CORE_COMMANDS = ("serve", "migrate", "ledger", "custody", "config", "keys", "plugins", "payouts", "webhooks", "doctor",
-                 "plugin", "chain", "secrets")
+                 "plugin", "chain", "secrets", "signer")
 
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
@@ -242,6 +247,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     add_chain_command(sub)  # `chain notify`, for a node's -blocknotify
     add_secrets_command(sub)  # `secrets init`, a production gateway's secret files
     add_restore_command(sub)  # `restore recover`, after restoring a backup
+    add_signer_command(sub)  # `signer`, the process that holds the seed
     _add_plugin_commands(sub)
     return parser
 

@@ -208,9 +208,36 @@ def static_findings(gateway: "Gateway") -> list[Finding]:
         later = (f" ({', '.join(loaded.to_generate)} to be generated into {config.data_dir} at the first start)"
                  if loaded.to_generate else "")
         findings.append(Finding("OK", "secrets", f"JWT secret, seed and receipt key load{later}"))
+        findings.append(signer_finding(gateway, bool(loaded.seed_material)))
     except ConfigError as exc:
         findings.append(Finding("FAIL", "secrets", str(exc)))
     return findings
+
+
+def signer_finding(gateway: "Gateway", holds_seed: bool) -> Finding:
+    """Who signs this config's payouts; the rules ``serve`` starts by (docs/operations.md "Custody: a signer on
+    its own host"), so the check and the start agree."""
+    from ..payouts.remote_signing import check_remote_capable
+
+    signer = gateway.config.signer
+    if signer.url:
+        try:
+            check_remote_capable(gateway)
+        except ConfigError as exc:
+            return Finding("FAIL", "signer", str(exc))
+        return Finding("OK", "signer", f"payouts signed by the signer at {signer.url}; no seed here")
+    if not holds_seed:
+        return Finding("OK", "signer", "no seed and no signer: this process signs no payout")
+    if gateway.config.is_development:
+        return Finding("OK", "signer", "payouts signed in this process (development)")
+    if signer.in_process:
+        return Finding("WARN", "signer", "this host is also the signer ([signer] in_process = true): the seed is"
+                                         " in the process that faces the internet")
+    if signer.key_file:
+        return Finding("OK", "signer", "a signer's config: `orbchain signer` signs with it; `serve` and `payouts"
+                                       " work` refuse it (they take [signer] url)")
+    return Finding("FAIL", "signer", "this config holds the seed but names no signer: set [signer] url (a signer"
+                                     " on its own host) or [signer] in_process = true")
 
 
 async def restore_finding(gateway: "Gateway") -> Finding:

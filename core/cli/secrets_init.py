@@ -4,7 +4,7 @@ In development the gateway makes its own secrets under ``./var``; production
 refuses to start without them (core/keys/secrets.py) and an operator used to
 make them by hand, with whatever permissions the shell's umask gave. This
 writes the HD seed (a 24-word BIP-39 mnemonic), the receipt signing key, the
-JWT secret and the metrics token as 0600 files in a 0700 directory, the names
+JWT secret, the metrics token and the signer channel's key as 0600 files in a 0700 directory, the names
 ``deploy/orbchain.service`` and ``deploy/compose.yaml`` load, and prints what
 to back up and what losing each means. An existing file is never overwritten
 unless named with ``--replace``, and then the old one is kept beside it:
@@ -30,6 +30,7 @@ from typing import Callable
 
 from ..infra.config import ConfigError
 from ..keys.secrets import new_jwt_secret, new_mnemonic, new_receipt_key, write_scratch
+from ..keys.signer_channel import new_channel_key
 
 DEFAULT_DIR = "/etc/orbchain/credentials"  # where deploy/orbchain.service's LoadCredential= reads them
 
@@ -53,6 +54,8 @@ SECRET_FILES = (
                "every dashboard session ends (a new one only signs everyone out)"),
     SecretFile("metrics_token", "metrics.token_file", lambda: token_urlsafe(32),
                "the /metrics scraper is refused until it gets the new token"),
+    SecretFile("signer_key", "signer.key_file", new_channel_key,
+               "the signer refuses the web process's requests until both hold the new key (copy it to both)"),
 )
 NAMES = tuple(s.name for s in SECRET_FILES)
 

@@ -222,6 +222,23 @@ class SigningConfig:
 
 
 @dataclass(frozen=True)
+class SignerConfig:
+    """Where payouts are signed (core/custody/signer.py, docs/operations.md "Custody: a signer on its own host").
+
+    ``url`` (serve): the ``orbchain signer`` to ask, ``unix:///path`` or ``http://host:port``; empty signs in
+    this process, which production must confirm with ``in_process = true``. ``listen`` (the signer): where it
+    answers, default ``unix://<data_dir>/signer.sock``. ``key_file``: the channel key both sides hold
+    (``orbchain secrets signer-key``); a request older or newer than ``max_skew_seconds`` is refused.
+    """
+
+    url: str = ""
+    in_process: bool = False
+    key_file: str = ""
+    listen: str = ""
+    max_skew_seconds: int = 30
+
+
+@dataclass(frozen=True)
 class LoggingConfig:
     """``format`` text (default) or json (one object per line); ``access_log`` one line per request."""
 
@@ -248,6 +265,7 @@ class Config:
     readiness: ReadinessConfig = field(default_factory=ReadinessConfig)
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     signing: SigningConfig = field(default_factory=SigningConfig)
+    signer: SignerConfig = field(default_factory=SignerConfig)
     # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
     plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"
@@ -304,6 +322,7 @@ def _section_class(name: str) -> type:
         "readiness": ReadinessConfig,
         "logging": LoggingConfig,
         "signing": SigningConfig,
+        "signer": SignerConfig,
     }[name]
 
 
@@ -425,6 +444,7 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config key 'live.max_page_share_percent' must be between 1 and 100")
     _check_connection_keys(config.server)
     _check_signing_keys(config.signing)
+    _check_signer_keys(config.signer)
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url
@@ -442,6 +462,18 @@ def _check_connection_keys(server: ServerConfig) -> None:
             raise ConfigError(f"config key 'server.{key}' must be between 1 and {MAX_CONNECTION_SECONDS}")
     if server.max_pending_connections_per_ip < 0:
         raise ConfigError("config key 'server.max_pending_connections_per_ip' must be >= 0 (0: no cap)")
+
+
+def _check_signer_keys(signer: SignerConfig) -> None:
+    for key in ("url", "listen"):
+        value = getattr(signer, key)
+        if value and not (value.startswith("unix:///") or re.match(r"^http://[^/:]+:\d+/?$", value)):
+            raise ConfigError(f"config key 'signer.{key}' must look like unix:///run/orbchain/signer.sock or"
+                              f" http://10.0.0.5:8700, got {value!r}")
+    if signer.url and signer.in_process:
+        raise ConfigError("config keys 'signer.url' and 'signer.in_process' exclude each other: sign here or there")
+    if not 1 <= signer.max_skew_seconds <= 300:
+        raise ConfigError("config key 'signer.max_skew_seconds' must be between 1 and 300")
 
 
 _SIGNING_AMOUNT = re.compile(r"^[A-Za-z0-9_.-]+=\d+(\.\d+)?$")

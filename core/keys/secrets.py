@@ -157,7 +157,12 @@ def load_secrets(config: Config, *, write: bool = True) -> Secrets:
     s = config.secrets
     resolver = _Resolver(config, write)
     jwt_text, _ = resolver.resolve(JWT, s.jwt_secret, s.jwt_secret_file)
-    if s.account_xpubs_file and not (s.seed_mnemonic or s.seed_file):
+    if config.signer.url:
+        if s.seed_mnemonic or s.seed_file:
+            raise ConfigError("[signer] url is set: this process must not hold the seed (the signer does);"
+                              " remove 'secrets.seed_mnemonic' and 'secrets.seed_file' from its config")
+        seed_text = ""  # a separate signer signs; deposit addresses come from account xpubs
+    elif s.account_xpubs_file and not (s.seed_mnemonic or s.seed_file):
         seed_text = ""  # watch-only: derives deposit addresses from xpubs, signs nothing
     else:
         seed_text, _ = resolver.resolve(SEED, s.seed_mnemonic, s.seed_file)
@@ -175,3 +180,16 @@ def load_secrets(config: Config, *, write: bool = True) -> Secrets:
         raise ConfigError("config key 'secrets.receipt_signing_key' must be a base64 32-byte Ed25519 seed") from None
     return Secrets(jwt_text.encode(), seed_text, receipt_key, receipt_key_generated=generated,
                    to_generate=() if write else tuple(resolver.made))
+
+
+def check_signing_role(config: Config, secrets: Secrets) -> None:
+    """Who signs payouts must be said in production: a seed here without ``[signer] in_process = true`` stops
+    the start, so the seed never lands on an internet-facing host by default; said, the log names the risk."""
+    if config.signer.url or not secrets.seed_material or config.is_development:
+        return
+    if not config.signer.in_process:
+        raise ConfigError("this process holds the seed but no signer is configured: run `orbchain signer` on its"
+                          " own host and set [signer] url here (docs/operations.md \"Custody: a signer on its own"
+                          " host\"), or say [signer] in_process = true to sign here")
+    log.warning("this host is also the signer ([signer] in_process = true): the seed is in the process that"
+                " faces the internet")

@@ -45,7 +45,7 @@ import os
 import signal
 
 from . import service as payouts
-from . import signing_gate
+from . import remote_signing, signing_gate
 from .fee_waits import FEE_RECHECK_SECONDS, waiting_error
 from .pauses import pause_reason
 from ..types.chains import (BroadcastError, ChainAdapter, FeeAboveCeiling, HotWalletShort, PayoutOrder, PayoutSender,
@@ -189,19 +189,17 @@ def _signed(row: Row) -> SignedPayout:
 
 
 async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
-    authorized = await signing_gate.authorize(gateway, row)  # the signer's policy: held, or on to sign
-    if authorized is None:
-        return None
-    row = authorized
-    order = PayoutOrder(payout_id=row["id"], coin=row["coin"], destination=row["destination"],
-                        amount=gateway.db.to_int(row["amount"]))
-    _fault("before_sign")
+    """Have the payout signed, here or by the ``orbchain signer`` the config names; the stored row or None."""
     try:
-        signed = await sender.sign_payout(order)
+        if gateway.config.signer.url:
+            stored = await remote_signing.sign_remotely(gateway, row)
+        else:
+            stored = await sign_here(gateway, sender, row)
     except FeeAboveCeiling as exc:  # waits, never fails: no attempt counted (fee_waits.py)
         log.info("payout %s waits: %s", row["id"], exc)
         await payouts.record_retry(gateway, row, error=waiting_error(str(exc)),
                                    next_at=gateway.now() + FEE_RECHECK_SECONDS)
+        return None
     except HotWalletShort as exc:
         # Waits queued, never fails: the books hold the money, the hot wallet will (change, deposits, a top-up).
         await payouts.record_retry(gateway, row, error=f"waiting: hot wallet short: {exc}",
@@ -214,13 +212,30 @@ async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | Non
         else:
             await _retry_or_time_out(gateway, sender, row, exc)
         return None
-    except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
+    except Exception as exc:  # noqa: BLE001 - a node (or signer) outage: retried with backoff
         await _retry_or_time_out(gateway, sender, row, exc)
         return None
-    stored = await payouts.record_signed(gateway, row, signed)
     if stored is not None:
         _fault("after_sign")
     return stored
+
+
+async def sign_here(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+    """The signer's step, in the process holding the seed: the policy, then ``sign_payout``, then the stored row.
+
+    The signed bytes are stored (stage signed) before this returns, so a caller
+    that never hears the answer (the serve of a remote signer) finds them in the
+    row and no payout is ever signed twice. None: held by the policy, or the
+    claim was lost. Raises what ``sign_payout`` raises.
+    """
+    authorized = await signing_gate.authorize(gateway, row)  # the signer's policy: held, or on to sign
+    if authorized is None:
+        return None
+    order = PayoutOrder(payout_id=authorized["id"], coin=authorized["coin"], destination=authorized["destination"],
+                        amount=gateway.db.to_int(authorized["amount"]))
+    _fault("before_sign")
+    signed = await sender.sign_payout(order)
+    return await payouts.record_signed(gateway, authorized, signed)
 
 
 async def _broadcast(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
@@ -291,7 +306,10 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
     elif status.found:
         if status.confirmations == 0:
             try:  # still in the mempool: the sender may bump it (CPFP, replacement)
-                await sender.bump_stuck(row["id"], _signed(row))
+                if gateway.config.signer.url:
+                    await remote_signing.bump_remotely(gateway, row)
+                else:
+                    await sender.bump_stuck(row["id"], _signed(row))
             except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
                 log.warning("payout %s: bumping failed: %s", row["id"], exc)
         await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
@@ -319,7 +337,8 @@ async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: Payo
     now = gateway.now()
     try:
         signed = SignedPayout(row["tx_hash"], row["raw_tx"], gateway.db.to_int(row["network_fee"] or 0))
-        closure = await sender.close_dropped(row["id"], signed)
+        closure = (await remote_signing.close_remotely(gateway, row) if gateway.config.signer.url
+                   else await sender.close_dropped(row["id"], signed))
     except Exception as exc:  # noqa: BLE001 - a node outage: ask again next time, never re-credit blind
         await payouts.record_retry(gateway, row, error=f"closing the dropped payout: {type(exc).__name__}: {exc}",
                                    next_at=now + _poll_seconds(adapter))

@@ -154,6 +154,11 @@ class Capability(enum.Enum):
       operator's watch-only cold addresses, channels), so ``orbchain custody
       check`` can prove the books against the chain. Without it that check
       reports the adapter's coins as "not supported", never as zero.
+    * ``REMOTE_SIGNING`` (with ``PAYOUTS``): a separate ``orbchain signer``
+      may sign this chain's payouts: ``sign_payout``, ``bump_stuck`` and
+      ``close_dropped`` run there (holding the seed) and ``broadcast`` and
+      ``payout_status``, run in ``serve``, need no key. A seedless ``serve`` (``[signer] url``) refuses to start
+      with a payout chain that does not declare it.
     """
 
     DEPOSITS = "deposits"
@@ -164,6 +169,7 @@ class Capability(enum.Enum):
     HISTORY = "history"
     PUSH = "push"
     CUSTODY = "custody"
+    REMOTE_SIGNING = "remote_signing"
 
 
 class CustodyPlace:

@@ -1,0 +1,49 @@
+"""``orbchain signer``: run the payout signer, the one process that holds the seed (core/custody/signer.py).
+
+It builds the gateway from the config like any command (database, chains,
+the ``[signing]`` policy, plugins for ``check_payout_signing``), loads the
+seed, reads the channel key (``[signer] key_file``, required: a signer with
+no credential would sign for anyone who reaches the socket) and answers on
+``[signer] listen`` until SIGTERM/SIGINT. It never runs jobs or web routes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+
+from .support import config_from_args, with_db
+from ..infra.config import ConfigError
+from ..startup import build_gateway
+
+
+def cmd_signer(args: argparse.Namespace) -> int:
+    from ..custody.signer import default_listen, run_signer
+    from ..infra.stopping import HARD_MARGIN_SECONDS, arm_exit_deadline, run_until_stopped
+    from ..keys.secrets import load_secrets
+    from ..keys.signer_channel import RequestVerifier, read_channel_key
+
+    config = config_from_args(args)
+    if config.signer.url:  # one config file shared by both processes on one host: the signer signs itself
+        config = config.with_overrides(signer={"url": ""})
+    if args.listen:
+        config = config.with_overrides(signer={"listen": args.listen})
+    gateway = build_gateway(config)
+    gateway.secrets = load_secrets(config)
+    if not gateway.secrets.seed_material:
+        raise ConfigError("the signer needs the seed: set secrets.seed_file (or seed_mnemonic) in its config")
+    verifier = RequestVerifier(read_channel_key(config.signer.key_file), config.signer.max_skew_seconds)
+    command = "orbchain signer"
+    try:
+        return asyncio.run(with_db(gateway, lambda gw: run_until_stopped(
+            gw.stop, command, run_signer(gw, verifier, default_listen(gw), asyncio.Event()))))
+    finally:
+        arm_exit_deadline(HARD_MARGIN_SECONDS, command)
+
+
+def add_signer_command(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    parser = sub.add_parser("signer", help="hold the seed and sign payouts for seedless `serve` processes")
+    parser.add_argument("--listen", default="",
+                        help="unix:///path or http://host:port (default: [signer] listen, else"
+                             " unix://<data_dir>/signer.sock)")
+    parser.set_defaults(func=cmd_signer)

@@ -1,0 +1,86 @@
+"""Who signs payouts is said, never assumed: a production serve and the ``[signer]`` keys (issue 45 item 1)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from orbchain.core.cli.ops import static_findings
+from orbchain.core.infra.config import ConfigError, load_config
+from orbchain.core.keys.secrets import check_signing_role, load_secrets
+from orbchain.core.keys.signer_channel import ChannelRefused, RequestVerifier, signed_headers
+from orbchain.core.payouts.remote_signing import check_remote_capable
+from orbchain.core.startup import build_gateway
+
+PRODUCTION_SECRETS = {"jwt_secret": "j" * 40, "receipt_signing_key": "A" * 43 + "=",
+                      "seed_mnemonic": "000102030405060708090a0b0c0d0e0f"}
+
+
+def production(tmp_path, secrets=PRODUCTION_SECRETS, **signer):
+    return load_config(None, environ={}).with_overrides(
+        server={"data_dir": str(tmp_path), "environment": "production"}, secrets=secrets, signer=signer)
+
+
+def test_a_production_serve_with_the_seed_must_say_it_is_the_signer(tmp_path, caplog):
+    config = production(tmp_path)
+    with pytest.raises(ConfigError, match="in_process = true"):
+        check_signing_role(config, load_secrets(config))
+    said = production(tmp_path, in_process=True)
+    with caplog.at_level(logging.WARNING):
+        check_signing_role(said, load_secrets(said))
+    assert "this host is also the signer" in caplog.text
+
+
+def test_a_serve_given_a_signer_url_and_a_seed_refuses_to_start(tmp_path):
+    with pytest.raises(ConfigError, match="must not hold the seed"):
+        load_secrets(production(tmp_path, url="unix:///run/orbchain/signer.sock"))
+    seedless = {k: v for k, v in PRODUCTION_SECRETS.items() if k != "seed_mnemonic"}
+    config = production(tmp_path, seedless, url="http://10.0.0.5:8700")
+    loaded = load_secrets(config)
+    assert loaded.seed_material == ""
+    check_signing_role(config, loaded)  # nothing to say: this host signs nothing
+
+
+@pytest.mark.parametrize("signer, message", [
+    ({"url": "tcp://10.0.0.5"}, "signer.url"),
+    ({"listen": "/run/signer.sock"}, "signer.listen"),
+    ({"url": "unix:///s.sock", "in_process": True}, "exclude each other"),
+    ({"max_skew_seconds": 0}, "max_skew_seconds"),
+])
+def test_signer_keys_are_checked(signer, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(None, environ={}).with_overrides(signer=signer)
+
+
+def test_a_seedless_serve_refuses_a_chain_that_cannot_sign_remotely(tmp_path):
+    config = load_config(None, environ={}).with_overrides(
+        server={"data_dir": str(tmp_path), "environment": "development"}, signer={"url": "unix:///s.sock"})
+    with pytest.raises(ConfigError, match=r"chain\(s\) lightning cannot"):
+        check_remote_capable(build_gateway(config))
+
+
+def test_the_channel_refuses_missing_wrong_stale_and_replayed_credentials():
+    key, body, now = b"k" * 32, b'{"payout_id": "po_1"}', 1_000_000
+    verifier = RequestVerifier(key, window_seconds=30)
+    refusals = [({}, body, "no credential"), (signed_headers(b"x" * 32, body, now), body, "wrong credential"),
+                (signed_headers(key, body, now - 31), body, "stale request")]
+    for headers, sent, reason in refusals:
+        with pytest.raises(ChannelRefused, match=reason):
+            verifier.verify(headers, sent, now)
+    fresh = signed_headers(key, body, now)
+    verifier.verify(fresh, body, now)
+    with pytest.raises(ChannelRefused, match="replayed"):
+        verifier.verify(fresh, body, now + 5)
+    with pytest.raises(ChannelRefused, match="wrong credential"):
+        verifier.verify(fresh, b'{"payout_id": "po_2"}', now)
+
+
+@pytest.mark.parametrize("signer, status, words", [
+    ({}, "FAIL", "names no signer"),
+    ({"in_process": True}, "WARN", "this host is also the signer"),
+    ({"key_file": "/etc/orbchain/credentials/signer_key"}, "OK", "a signer's config"),
+])
+def test_config_check_says_who_signs_as_the_start_does(tmp_path, signer, status, words):
+    findings = {f.check: f for f in static_findings(build_gateway(production(tmp_path, **signer)))}
+    assert findings["signer"].level == status and words in findings["signer"].detail
