@@ -33,7 +33,12 @@ import asyncpg
 import pytest
 
 from orbchain.chains.devnet.adapter import devnet_chain
+from orbchain.core.infra import db_hosts
 from orbchain.core.infra.config import load_config
+from orbchain.core.infra.db import Database
+from orbchain.core.infra.db_faults import unavailable_cause
+from orbchain.core.infra.db_hosts import single_host_dsns
+from orbchain.core.infra.db_urls import pg_options
 from orbchain.core.jobs import DELIVERY_JOB, PAYOUT_JOB
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.watching.scanner import scan_job_name
@@ -209,3 +214,38 @@ async def test_primary_killed_and_standby_promoted_loses_nothing_acknowledged(re
         advance_clock(gateway, 30)
         await run_job_once(gateway, gateway.jobs.get(DELIVERY_JOB))
     assert {b.get("track_id") for b in receiver.of_type("payment.paid")} >= set(load.paid)
+
+
+def test_a_multi_host_url_is_tried_host_by_host_and_a_standby_is_an_outage():
+    url = "postgresql://orb:secret@10.0.0.1:5432,10.0.0.2:5433/shop?target_session_attrs=read-write&sslmode=prefer"
+    dsn, options = pg_options(url.replace("postgresql://", "postgresql+asyncpg://"))
+    assert dsn == url and options == {"min_size": 1, "max_size": 20}
+    assert single_host_dsns(dsn) == [
+        "postgresql://orb:secret@10.0.0.1:5432/shop?target_session_attrs=read-write&sslmode=prefer",
+        "postgresql://orb:secret@10.0.0.2:5433/shop?target_session_attrs=read-write&sslmode=prefer"]
+    assert single_host_dsns("postgresql://db.example:5432/shop") == ["postgresql://db.example:5432/shop"]
+    assert unavailable_cause(asyncpg.TargetServerAttributeNotMatched("only standbys")) is not None
+
+
+async def test_a_silent_first_host_costs_its_own_timeout_not_the_whole_connect(private_pg, monkeypatch):
+    """A primary whose machine is gone accepts nothing and refuses nothing: the next host must still be tried."""
+    monkeypatch.setattr(db_hosts, "HOST_CONNECT_SECONDS", 0.5)
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # never answers the startup message
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    silent_port = server.sockets[0].getsockname()[1]
+    db = Database(f"postgresql+asyncpg://postgres@127.0.0.1:{silent_port},127.0.0.1:{private_pg.port}/postgres"
+                  "?target_session_attrs=read-write")
+    try:
+        # The bound only ends a hang: asyncpg alone waits its 60 s connect timeout on the silent host.
+        await asyncio.wait_for(db.connect(), 30)
+        assert await db.fetch_val("SELECT inet_server_port()") == private_pg.port
+        assert accepted  # the silent host was tried first
+    finally:
+        await db.disconnect()
+        server.close()
+        for writer in accepted:
+            writer.close()

@@ -51,6 +51,7 @@ import asyncpg
 
 from .db_dialect import advisory_key, pg_args, pg_bind, pg_combined_plan, pg_sql
 from .db_faults import quiet_pool_tracebacks
+from .db_hosts import connect as connect_hosts
 from .db_group_commit import GroupCommit
 from .db_keyed import KeyedRead, KeyedReads
 from .db_pinning import Pin, current_pin, in_write_tx, pinned
@@ -127,9 +128,10 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
                 self._session_locks = SessionLocks(self._direct_url)
             # Behind a transaction pooler a statement prepared on one server session is run on another:
             # asyncpg's unnamed statements instead (parsed, bound and run in one exchange).
+            # ``connect_hosts``: each host of a multi-host URL its own connect timeout (core/infra/db_hosts.py).
             self._pool = await asyncpg.create_pool(
                 self._pg_dsn, statement_cache_size=0 if self.pooled else PG_STATEMENT_CACHE_SIZE,
-                reset=keep_session, **self._pg_options)
+                reset=keep_session, connect=connect_hosts, **self._pg_options)
             return
         if not self._sqlite_uri and self._sqlite_target != ":memory:":
             Path(self._sqlite_target).parent.mkdir(parents=True, exist_ok=True)
