@@ -47,6 +47,7 @@ from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
 
 from .pg_cluster import PrivateCluster
+from .dashboard_support import Visitor
 from .push_support import until
 from .support import WebhookReceiver, advance_clock, api, free_port, signup
 from .test_db_restart import Load, creates, payers, payouts, scheduler, settle
@@ -89,6 +90,28 @@ async def transfers(client: Any, merchant: Any, to_account: str, load: Failover)
         await asyncio.sleep(0.15)
 
 
+async def reports_read_the_standby(client: Any, merchant: Any, gateway: Any) -> None:
+    """``[database] read_url`` (issue 48 item 5): analytics read the standby, its page says as of when; money
+    reads the primary."""
+    assert await gateway.db.fetch_val("SELECT pg_is_in_recovery()") is False
+    assert await gateway.reports_db.fetch_val("SELECT pg_is_in_recovery()") is True
+
+    async def credit_replayed() -> bool:
+        status, body = await api(client, "GET", "/dashboard/analytics", merchant.jwt)
+        assert status == 200, body
+        return body["data"]["totals"]["total_deposit_count"] == 1
+
+    gateway.db.query_log, gateway.reports_db.query_log = [], []
+    await until(credit_replayed, "the fixture's credited deposit in the standby's analytics")
+    assert any("analytics_daily" in q for q in gateway.reports_db.query_log)
+    assert not any("analytics_daily" in q for q in gateway.db.query_log)  # nor on the request's pinned connection
+    gateway.db.query_log = gateway.reports_db.query_log = None
+    visitor = Visitor(client)
+    await visitor.sign_up("reader@example.com")
+    page = await visitor.get("/app/analytics")
+    assert "Read from a standby: figures as of" in page
+
+
 @pytest.fixture
 async def replicated():
     """A primary and its synchronous streaming standby, each on a free port; a database ``failover`` on both."""
@@ -124,7 +147,8 @@ async def failover_shop(replicated, aiohttp_client, tmp_path):
     url = (f"postgresql+asyncpg://postgres@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/failover"
            "?target_session_attrs=read-write")
     config = load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(tmp_path / "var"), "environment": "development"}, database={"url": url},
+        server={"data_dir": str(tmp_path / "var"), "environment": "development"},
+        database={"url": url, "read_url": standby.dsn("failover")},
         scheduler={"enabled": False}, rate_limits={"enabled": False}, webhooks={"allow_private_urls": True})
     receiver = WebhookReceiver()
     hook_url = await receiver.start()
@@ -153,6 +177,7 @@ async def test_primary_killed_and_standby_promoted_loses_nothing_acknowledged(re
     primary, standby = replicated
     client, merchant, bob_account, gateway, receiver = failover_shop
     jobs = (scan_job_name("devnet"), PAYOUT_JOB, DELIVERY_JOB)
+    await reports_read_the_standby(client, merchant, gateway)
     load = Failover()
     tasks = [asyncio.ensure_future(work) for work in (
         creates(client, merchant, load), creates(client, merchant, load), payouts(client, merchant, load),

@@ -115,7 +115,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     @property
     def in_transaction(self) -> bool:
         """Whether the current task is inside ``transaction()`` (a nested one is a savepoint)."""
-        return in_write_tx()
+        return in_write_tx(self)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -192,6 +192,15 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
             await asyncio.wait([asyncio.ensure_future(self._close(conn)) for conn in in_use],
                                timeout=DISCONNECT_SECONDS)
 
+    async def replayed_at(self) -> int | None:
+        """Unix seconds of the last transaction this server replayed when it is a standby: a report read from
+        ``[database] read_url`` is as fresh as that, and its page says so. None on a primary or SQLite (current)."""
+        if self.is_sqlite:
+            return None
+        value = await self.fetch_val("SELECT CASE WHEN pg_is_in_recovery()"
+                                     " THEN extract(epoch FROM pg_last_xact_replay_timestamp()) END")
+        return None if value is None else int(value)
+
     # -- queries ---------------------------------------------------------------
 
     def _count(self, query: str) -> None:
@@ -242,7 +251,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         Outside a transaction the statement commits on its own; on SQLite it
         also takes this process's writer lock first.
         """
-        if self.is_sqlite and not in_write_tx():
+        if self.is_sqlite and not in_write_tx(self):
             async with self._write_lock, self._sqlite_writer():
                 return await self._execute(query, values)
         return await self._execute(query, values)
@@ -260,7 +269,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
 
     async def execute_many(self, query: str, values: Sequence[Mapping[str, Any]]) -> None:
         async with self.transaction():
-            pin = current_pin()
+            pin = current_pin(self)
             assert pin is not None
             self._count(query)
             if self.is_postgres:
@@ -299,7 +308,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         except KeyError as exc:
             raise ValueError(f"no value for SQL parameter :{exc.args[0]}") from None
         self._count(query)
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None:  # grouped with concurrent writers on a writer's own connection (core/infra/pg_groups.py)
             await self._pg_groups.write(pin.conn, sql, args)
             return
@@ -311,7 +320,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
         """A write transaction; nested calls in the same task become savepoints."""
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None and pin.tx_depth > 0:
             async with self._savepoint(pin):
                 yield
@@ -337,7 +346,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         if self._writer is None:
             self._writer = await self._sqlite_connect()
         writer = self._writer
-        token = pinned.set(Pin(asyncio.current_task(), writer))
+        token = pinned.set(Pin(asyncio.current_task(), writer, owner=self))
         try:
             yield
         finally:
@@ -355,7 +364,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         a savepoint that rolls back are dropped with it. They run on the event
         loop and must not block; one that raises is logged.
         """
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None and pin.tx_depth > 0:
             pin.after_commit.append(callback)
         else:
@@ -364,7 +373,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     @asynccontextmanager
     async def _top_transaction(self, begin: str) -> AsyncIterator[None]:
         async with self.connection():
-            pin = current_pin()
+            pin = current_pin(self)
             assert pin is not None
             await self._plain(pin.conn, begin)
             pin.tx_depth = 1
