@@ -274,6 +274,10 @@ def test_read_url_is_a_postgresql_standby_beside_a_postgresql_url(tmp_path):
     config = env_config(tmp_path, ORBCHAIN_DATABASE_URL="postgresql://o@db1:5432/o",
                         ORBCHAIN_DATABASE_READ_URL="postgresql://o@db2:5432/o")
     assert config.database.read_url == "postgresql://o@db2:5432/o"
+    from orbchain.core.cli.ops import database_urls_finding
+
+    assert database_urls_finding(config).detail.endswith(  # doctor names it
+        "; read_url postgresql://o@db2:5432/o: the analytics report reads this standby")
     for url, read in (("sqlite+aiosqlite:///x.db", "postgresql://o@db/o"), ("postgresql://o@p/o", "sqlite:///x.db")):
         with pytest.raises(ConfigError, match="database.read_url"):
             env_config(tmp_path, ORBCHAIN_DATABASE_URL=url, ORBCHAIN_DATABASE_READ_URL=read)
