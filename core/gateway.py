@@ -75,6 +75,9 @@ class Gateway:
     secrets: Secrets | None = None
     clock: Callable[[], float] = time.time
     maintenance: bool = False
+    # Where reports and analytics read: a standby when ``[database] read_url`` is set, else ``db`` itself.
+    # Never for a money decision (a standby lags); see ``reports_as_of``.
+    reports_db: Database = field(init=False)
     # This process's Prometheus metrics (core/infra/metrics.py); built with the gateway, after any fork.
     metrics: Metrics = field(default_factory=Metrics)
     # The bounded pool CPU-heavy work runs in, off the event loop (core/infra/cpu_pool.py).
@@ -94,6 +97,7 @@ class Gateway:
     hooks: Hooks = field(init=False)
 
     def __post_init__(self) -> None:
+        self.reports_db = self.db
         self.stop = Stop(self.config.server.drain_seconds)
         self.db_outage = DatabaseOutage(self.metrics.database_error, self.metrics.database_up.set)
         self.held_events = HeldEvents(self.db_outage.absorb, self.metrics.event_hooks_held.set)
@@ -181,6 +185,8 @@ def _assemble(config: Config, pm: pluggy.PluginManager | None, core_jobs: Callab
     db = Database(config.database_url, config.database.direct_url or None)
     gateway = Gateway(config=config, pm=pm, db=db, maintenance=config.server.maintenance,
                       cpu=CpuPool(config.server.cpu_workers, config.server.cpu_queue))
+    if config.database.read_url:
+        gateway.reports_db = Database(config.database.read_url)
     pm.hook.check_config(gateway=gateway, config=config.plugin)
     check_plugin_blocks(pm, config.plugin)
     gateway.migrations = collect_migrations(pm)

@@ -77,6 +77,21 @@ class PrivateCluster:
                 raise RuntimeError(f"private PostgreSQL did not start: {done.stdout}{done.stderr}\n{self.tail()}")
             time.sleep(0.2)
 
+    def standby_of(self, primary: "PrivateCluster") -> None:
+        """Make this (not yet initialised) cluster a streaming standby of ``primary``: ``pg_basebackup -R``
+        (primary_conninfo and standby.signal written), WAL streamed during the copy; ``start`` it next."""
+        if self._user is not None:
+            os.chown(self.root, self._user.pw_uid, self._user.pw_gid)
+        self._run("pg_basebackup", "-h", "127.0.0.1", "-p", str(primary.port), "-U", "postgres",
+                  "-D", str(self.data), "-R", "-X", "stream", "--no-sync", "-c", "fast")
+
+    def promote(self) -> None:
+        """``pg_ctl promote -w``: this standby leaves recovery and takes writes."""
+        self._run("pg_ctl", "-D", str(self.data), "-w", "promote")
+
+    async def async_promote(self) -> None:
+        await asyncio.to_thread(self.promote)
+
     def stop(self, mode: str = "fast") -> None:
         """``pg_ctl stop -m fast`` (sessions ended, clean) or ``immediate`` (no shutdown checkpoint, recovery next)."""
         self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "stop")

@@ -50,6 +50,8 @@ MAX_BODY_BYTES = 1024 * 1024
 async def database_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
     await gateway.db.connect()
+    if gateway.reports_db is not gateway.db:
+        await gateway.reports_db.connect()
     try:
         todo = await pending(gateway.db, gateway.migrations)
         if todo and not gateway.config.is_development:
@@ -59,6 +61,8 @@ async def database_ctx(app: web.Application) -> AsyncIterator[None]:
             await migrate(gateway.db, gateway.migrations)
         yield
     finally:
+        if gateway.reports_db is not gateway.db:
+            await gateway.reports_db.disconnect()
         await gateway.db.disconnect()
 
 

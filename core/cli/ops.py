@@ -293,8 +293,10 @@ def database_urls_finding(config: Config) -> Finding:
     where = f"direct_url {redacted_url(direct)}" if direct else "direct_url not set"
     use = ("queries go through url, LISTEN and the job locks through direct_url" if direct else
            "url must then keep sessions (PostgreSQL itself or a pool_mode = session pool)")
+    read = config.database.read_url
+    reports = f"; read_url {redacted_url(read)}: the analytics report reads this standby" if read else ""
     return Finding("OK", "database urls", f"url {url}; {where} ([database] direct_url, env"
-                                          f" ORBCHAIN_DATABASE_DIRECT_URL): {use}")
+                                          f" ORBCHAIN_DATABASE_DIRECT_URL): {use}{reports}")
 
 
 async def direct_url_finding(config: Config) -> Finding | None:

@@ -46,6 +46,7 @@ class PluginGateway(Protocol):
     config: Config
     pm: pluggy.PluginManager
     db: Database
+    reports_db: Database  # a standby for reports when ``[database] read_url`` is set, else ``db``
     coins: CoinRegistry
     address_families: AddressFamilyRegistry
     chains: ChainRegistry

@@ -34,6 +34,7 @@ ENV_ALIASES = {
     "ORBCHAIN_MAINTENANCE": ("server", "maintenance"),
     "ORBCHAIN_DATABASE_URL": ("database", "url"),
     "ORBCHAIN_DATABASE_DIRECT_URL": ("database", "direct_url"),
+    "ORBCHAIN_DATABASE_READ_URL": ("database", "read_url"),
     "ORBCHAIN_ALLOW_PRIVATE_URLS": ("webhooks", "allow_private_urls"),
 }
 # ``ORBCHAIN_`` variables that are not configuration, each read where it is named: the config file's path
@@ -89,6 +90,9 @@ class DatabaseConfig:
     # PostgreSQL behind a transaction pooler (PgBouncer pool_mode = transaction): PostgreSQL itself (or a
     # session pool) for what needs a session: LISTEN/NOTIFY and advisory locks (core/infra/pg_sessions.py).
     direct_url: str = ""
+    # Optional: a standby for reports and analytics only (``Gateway.reports_db``); every money decision reads
+    # ``url`` (docs/operations.md, "Failover").
+    read_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -454,6 +458,10 @@ def _check_values(config: Config) -> None:
             "postgres")):
         raise ConfigError("config key 'database.direct_url' must be a postgresql:// URL, next to a PostgreSQL"
                           " 'database.url' (the pooler's)")
+    if config.database.read_url and not (url.startswith("postgres") and config.database.read_url.startswith(
+            "postgres")):
+        raise ConfigError("config key 'database.read_url' must be a postgresql:// URL (a standby), next to a"
+                          " PostgreSQL 'database.url'")
 
 
 def _check_connection_keys(server: ServerConfig) -> None:

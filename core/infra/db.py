@@ -51,6 +51,7 @@ import asyncpg
 
 from .db_dialect import advisory_key, pg_args, pg_bind, pg_combined_plan, pg_sql
 from .db_faults import quiet_pool_tracebacks
+from .db_hosts import connect as connect_hosts
 from .db_group_commit import GroupCommit
 from .db_keyed import KeyedRead, KeyedReads
 from .db_pinning import Pin, current_pin, in_write_tx, pinned
@@ -114,7 +115,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     @property
     def in_transaction(self) -> bool:
         """Whether the current task is inside ``transaction()`` (a nested one is a savepoint)."""
-        return in_write_tx()
+        return in_write_tx(self)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -127,9 +128,10 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
                 self._session_locks = SessionLocks(self._direct_url)
             # Behind a transaction pooler a statement prepared on one server session is run on another:
             # asyncpg's unnamed statements instead (parsed, bound and run in one exchange).
+            # ``connect_hosts``: each host of a multi-host URL its own connect timeout (core/infra/db_hosts.py).
             self._pool = await asyncpg.create_pool(
                 self._pg_dsn, statement_cache_size=0 if self.pooled else PG_STATEMENT_CACHE_SIZE,
-                reset=keep_session, **self._pg_options)
+                reset=keep_session, connect=connect_hosts, **self._pg_options)
             return
         if not self._sqlite_uri and self._sqlite_target != ":memory:":
             Path(self._sqlite_target).parent.mkdir(parents=True, exist_ok=True)
@@ -190,6 +192,15 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
             await asyncio.wait([asyncio.ensure_future(self._close(conn)) for conn in in_use],
                                timeout=DISCONNECT_SECONDS)
 
+    async def replayed_at(self) -> int | None:
+        """Unix seconds of the last transaction this server replayed when it is a standby: a report read from
+        ``[database] read_url`` is as fresh as that, and its page says so. None on a primary or SQLite (current)."""
+        if self.is_sqlite:
+            return None
+        value = await self.fetch_val("SELECT CASE WHEN pg_is_in_recovery()"
+                                     " THEN extract(epoch FROM pg_last_xact_replay_timestamp()) END")
+        return None if value is None else int(value)
+
     # -- queries ---------------------------------------------------------------
 
     def _count(self, query: str) -> None:
@@ -240,7 +251,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         Outside a transaction the statement commits on its own; on SQLite it
         also takes this process's writer lock first.
         """
-        if self.is_sqlite and not in_write_tx():
+        if self.is_sqlite and not in_write_tx(self):
             async with self._write_lock, self._sqlite_writer():
                 return await self._execute(query, values)
         return await self._execute(query, values)
@@ -258,7 +269,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
 
     async def execute_many(self, query: str, values: Sequence[Mapping[str, Any]]) -> None:
         async with self.transaction():
-            pin = current_pin()
+            pin = current_pin(self)
             assert pin is not None
             self._count(query)
             if self.is_postgres:
@@ -297,7 +308,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         except KeyError as exc:
             raise ValueError(f"no value for SQL parameter :{exc.args[0]}") from None
         self._count(query)
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None:  # grouped with concurrent writers on a writer's own connection (core/infra/pg_groups.py)
             await self._pg_groups.write(pin.conn, sql, args)
             return
@@ -309,7 +320,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[None]:
         """A write transaction; nested calls in the same task become savepoints."""
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None and pin.tx_depth > 0:
             async with self._savepoint(pin):
                 yield
@@ -335,7 +346,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         if self._writer is None:
             self._writer = await self._sqlite_connect()
         writer = self._writer
-        token = pinned.set(Pin(asyncio.current_task(), writer))
+        token = pinned.set(Pin(asyncio.current_task(), writer, owner=self))
         try:
             yield
         finally:
@@ -353,7 +364,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
         a savepoint that rolls back are dropped with it. They run on the event
         loop and must not block; one that raises is logged.
         """
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None and pin.tx_depth > 0:
             pin.after_commit.append(callback)
         else:
@@ -362,7 +373,7 @@ class Database(ConnectionPool, InlineReads, KeyedReads, GroupCommit):
     @asynccontextmanager
     async def _top_transaction(self, begin: str) -> AsyncIterator[None]:
         async with self.connection():
-            pin = current_pin()
+            pin = current_pin(self)
             assert pin is not None
             await self._plain(pin.conn, begin)
             pin.tx_depth = 1

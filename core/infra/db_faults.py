@@ -40,6 +40,8 @@ _PG_AWAY: tuple[tuple[type[BaseException], str], ...] = (
     (asyncpg.AdminShutdownError, "shut down or connection terminated"),  # 57P01, pg_terminate_backend too
     (asyncpg.CrashShutdownError, "crashed"),  # 57P02
     (asyncpg.TooManyConnectionsError, "too many connections"),
+    # target_session_attrs=read-write met only standbys: the primary is gone and none is promoted yet.
+    (asyncpg.TargetServerAttributeNotMatched, "no read-write server (failover under way)"),
     (asyncpg.PostgresConnectionError, "connection lost"),  # class 08, ConnectionDoesNotExistError
 )
 # SQLite's messages for a file it cannot write (sqlite3 gives no error code before Python 3.11's attributes).

@@ -56,7 +56,7 @@ class GroupCommit:
                 self._grouped = []
                 if not group:
                     continue
-                pin = current_pin()
+                pin = current_pin(self)
                 assert pin is not None
                 try:
                     # One hop to the connection's thread for the whole group.

@@ -68,7 +68,7 @@ class KeyedReads:
         row is read after the request arrived, as alone. Elsewhere, and on
         SQLite (read on the loop's thread), it is ``fetch_one``.
         """
-        pin = current_pin() if self.is_postgres else None
+        pin = current_pin(self) if self.is_postgres else None
         if pin is None or pin.tx_depth:
             return await self.fetch_one(read.one, {"key": key})
         groups = self._read_groups.get(read)

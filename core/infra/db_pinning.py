@@ -21,6 +21,9 @@ class Pin:
 
     task: asyncio.Task | None
     conn: Any
+    # The ``Database`` the connection is of: a task may use two (``Gateway.reports_db``, a standby, beside
+    # ``db``), and a statement for one must never run on the other's pinned connection.
+    owner: Any = None
     tx_depth: int = 0
     savepoints: itertools.count = field(default_factory=itertools.count)
     # ``Database.on_commit`` callbacks of the transaction in progress, run once it committed.
@@ -33,17 +36,18 @@ class Pin:
 pinned: contextvars.ContextVar[Pin | None] = contextvars.ContextVar("orbchain_db_pin", default=None)
 
 
-def current_pin() -> Pin | None:
-    """The current task's pinned connection, or None (one inherited from the spawning task does not count)."""
+def current_pin(owner: object) -> Pin | None:
+    """The current task's pinned connection of database ``owner``, or None (one inherited from the spawning
+    task, or pinned of another database, does not count)."""
     pin = pinned.get()
-    if pin is not None and pin.task is asyncio.current_task():
+    if pin is not None and pin.task is asyncio.current_task() and pin.owner is owner:
         return pin
     return None
 
 
-def in_write_tx() -> bool:
-    """Whether the current task is inside a transaction."""
-    pin = current_pin()
+def in_write_tx(owner: object) -> bool:
+    """Whether the current task is inside a transaction of database ``owner``."""
+    pin = current_pin(owner)
     return pin is not None and pin.tx_depth > 0
 
 
@@ -69,7 +73,7 @@ class Borrowed:
         self._conn: Any = None
 
     async def __aenter__(self) -> Any:
-        pin = current_pin()
+        pin = current_pin(self._db)
         if pin is not None:
             return pin.conn
         self._conn = await self._db._acquire()
@@ -92,10 +96,10 @@ class Pinning:
         self._token: contextvars.Token | None = None
 
     async def __aenter__(self) -> None:
-        if current_pin() is not None:
+        if current_pin(self._db) is not None:
             return
         self._conn = await self._db._acquire()
-        self._token = pinned.set(Pin(asyncio.current_task(), self._conn))
+        self._token = pinned.set(Pin(asyncio.current_task(), self._conn, owner=self._db))
 
     async def __aexit__(self, *exc: object) -> None:
         if self._token is None:

@@ -60,7 +60,7 @@ class InlineReads:
         reader = self._reader
         if reader is None or (self._overran and self._paused(query)):
             return None
-        pin = current_pin()
+        pin = current_pin(self)
         if pin is not None and (pin.tx_depth or pin.conn.in_transaction):
             return None
         try:

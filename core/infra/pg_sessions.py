@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 import asyncpg
 
 from .config import ConfigError
+from .db_hosts import connect as connect_hosts
 from .pg_side import asyncpg_target
 
 log = logging.getLogger(__name__)
@@ -55,9 +56,9 @@ _VERDICTS: dict[str, bool] = {}
 
 
 async def _probe(dsn: str, settings: dict[str, str] | None) -> bool:
-    first = await asyncpg.connect(dsn, statement_cache_size=0, server_settings=settings or None)
+    first = await connect_hosts(dsn, statement_cache_size=0, server_settings=settings or None)
     try:
-        second = await asyncpg.connect(dsn, statement_cache_size=0, server_settings=settings or None)
+        second = await connect_hosts(dsn, statement_cache_size=0, server_settings=settings or None)
         try:
             return await _same_sessions(first, second)
         finally:
@@ -95,7 +96,7 @@ async def check_sessions(url: str, direct_url: str | None) -> bool:
         raise ConfigError(f"config key 'database.direct_url' goes through a transaction pooler too: {POOLER_SETTING}")
     schema = settings.get("search_path")
     if pooled and schema:
-        conn = await asyncpg.connect(dsn, statement_cache_size=0, server_settings=settings)
+        conn = await connect_hosts(dsn, statement_cache_size=0, server_settings=settings)
         try:
             current = await conn.fetchval("SELECT current_schema()")
         finally:
@@ -122,7 +123,7 @@ class SessionLocks:
 
     async def _session(self) -> Any:
         if self._conn is None or self._conn.is_closed():
-            conn = await asyncpg.connect(self._dsn, server_settings=self._settings or None)
+            conn = await connect_hosts(self._dsn, server_settings=self._settings or None)
             conn.add_termination_listener(self._lost)
             self._conn, self._holders = conn, {}
         return self._conn
@@ -173,7 +174,7 @@ class SessionLocks:
 async def waited_lock(url: str, key: int) -> AsyncIterator[None]:
     """Wait for session advisory lock ``key`` on a session of its own of ``url`` (closing it unlocks)."""
     dsn, settings = asyncpg_target(url)
-    conn = await asyncpg.connect(dsn, server_settings=settings or None)
+    conn = await connect_hosts(dsn, server_settings=settings or None)
     try:
         await conn.execute("SELECT pg_advisory_lock($1)", key)
         yield

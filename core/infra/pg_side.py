@@ -31,6 +31,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import asyncpg
 
+from .db_hosts import connect as connect_hosts
+
 log = logging.getLogger(__name__)
 
 HEARTBEAT_SECONDS = 1.0
@@ -116,7 +118,7 @@ class SideConnection:
             return rows
 
     async def _connect(self) -> None:
-        conn = await asyncpg.connect(self._dsn, server_settings=self._settings or None)
+        conn = await connect_hosts(self._dsn, server_settings=self._settings or None)
         conn.add_termination_listener(lambda _conn: asyncio.get_running_loop().create_task(self._lost()))
         await conn.add_listener(self._channel, self._notified)
         for channel, on_notify in self._more.items():

@@ -24,7 +24,7 @@ def window(now: int, days: int = WINDOW_DAYS) -> list[str]:
 
 async def analytics(gateway: "Gateway", merchant_id: str) -> dict[str, Any]:
     days = window(gateway.now())
-    rows = await gateway.db.fetch_all(
+    rows = await gateway.reports_db.fetch_all(  # a standby when [database] read_url is set: reports only
         "SELECT day, deposits_usd, payouts_usd, deposit_count, payout_count FROM analytics_daily"
         " WHERE merchant_id = :m AND day >= :first AND day <= :last",
         {"m": merchant_id, "first": days[0], "last": days[-1]})

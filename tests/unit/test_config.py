@@ -269,6 +269,20 @@ def test_every_orbchain_variable_the_project_names_is_known(tmp_path):
             build_gateway(env_config(tmp_path, **{name: "1"}))
 
 
+def test_read_url_is_a_postgresql_standby_beside_a_postgresql_url(tmp_path):
+    """``[database] read_url`` (docs/operations.md, "Failover"): its alias sets it; refused beside SQLite."""
+    config = env_config(tmp_path, ORBCHAIN_DATABASE_URL="postgresql://o@db1:5432/o",
+                        ORBCHAIN_DATABASE_READ_URL="postgresql://o@db2:5432/o")
+    assert config.database.read_url == "postgresql://o@db2:5432/o"
+    from orbchain.core.cli.ops import database_urls_finding
+
+    assert database_urls_finding(config).detail.endswith(  # doctor names it
+        "; read_url postgresql://o@db2:5432/o: the analytics report reads this standby")
+    for url, read in (("sqlite+aiosqlite:///x.db", "postgresql://o@db/o"), ("postgresql://o@p/o", "sqlite:///x.db")):
+        with pytest.raises(ConfigError, match="database.read_url"):
+            env_config(tmp_path, ORBCHAIN_DATABASE_URL=url, ORBCHAIN_DATABASE_READ_URL=read)
+
+
 def test_direct_url_is_for_a_postgresql_url_behind_a_pooler(tmp_path):
     """``[database] direct_url`` (docs/operations.md, "Behind a connection pooler"): its alias sets it, and it
     is refused beside SQLite or when it is no PostgreSQL URL."""
