@@ -131,11 +131,11 @@ async def test_a_kept_alive_connection_may_idle_between_requests_and_is_closed_a
     reader, writer = await connect(server)
     writer.write(HEALTH)
     assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANG)).startswith(b"HTTP/1.1 200 ")
-    await asyncio.wait_for(reader.readuntil(b"}"), HANG)
+    await asyncio.wait_for(reader.readuntil(b"}\n"), HANG)  # /health is one line
     await asyncio.sleep(1.5)  # longer than the head deadline, shorter than the keep-alive
     writer.write(HEALTH)
     assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANG)).startswith(b"HTTP/1.1 200 ")
-    await asyncio.wait_for(reader.readuntil(b"}"), HANG)
+    await asyncio.wait_for(reader.readuntil(b"}\n"), HANG)  # /health is one line
     assert await everything_until_closed(reader) == b""  # then idle: closed without a word
     assert closed_for(server, "header_timeout") == 0
     writer.close()
@@ -146,7 +146,7 @@ async def test_a_kept_alive_connections_next_head_has_its_deadline_too(served):
     reader, writer = await connect(server)
     writer.write(HEALTH)
     assert (await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), HANG)).startswith(b"HTTP/1.1 200 ")
-    await asyncio.wait_for(reader.readuntil(b"}"), HANG)
+    await asyncio.wait_for(reader.readuntil(b"}\n"), HANG)  # /health is one line
     writer.write(b"GET /hea")  # the next request starts, and stops
     assert (await everything_until_closed(reader)).startswith(b"HTTP/1.1 408 ")
     assert closed_for(server, "header_timeout") == 1
