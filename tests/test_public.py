@@ -16,6 +16,7 @@ async def test_health_is_a_bare_object(client):
     response = await client.get("/health")
     assert response.status == 200
     assert await response.json() == {"ok": True}
+    assert (await response.text()).endswith("}\n")  # one line, as curl and shell scripts expect (issue 49)
 
 
 async def test_currencies_list_the_whole_coin_table(client):
