@@ -106,11 +106,14 @@ async def test_block_extracts_exactly_the_listed_outputs_in_satoshis(node):
     assert calls == [("getblockhash", [800000]), ("getblock", [BLOCK_HASH, 2])]
     assert (block.height, block.hash, block.parent_hash, block.timestamp) == (800000, BLOCK_HASH, PARENT_HASH,
                                                                               1690168629)
+    SPENT = (f"{COINBASE_TXID}:0",)
     assert list(block.transfers) == [
         Transfer(COINBASE_TXID, 0, "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq", "BTC", 637_863_482),
-        Transfer(PAYMENT_TXID, 0, "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa", "BTC", 12_345),
-        Transfer(PAYMENT_TXID, 1, "3P14159f73E4gFr7JterCCQh9QjiTjiZrG", "BTC", 30_000_000),
-        Transfer(PAYMENT_TXID, 4, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", "BTC", 2_099_999_997_690_000),
+        # Each output of a transaction carries the inputs it spends (issue 46: a payer's double-spend is
+        # seen by them); a coinbase spends none.
+        Transfer(PAYMENT_TXID, 0, "1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa", "BTC", 12_345, SPENT),
+        Transfer(PAYMENT_TXID, 1, "3P14159f73E4gFr7JterCCQh9QjiTjiZrG", "BTC", 30_000_000, SPENT),
+        Transfer(PAYMENT_TXID, 4, "bc1qw508d6qejxtdg4y5r3zarvary0c5xw7kv8f3t4", "BTC", 2_099_999_997_690_000, SPENT),
         Transfer(TAPROOT_TXID, 0, "bc1p5d7rjq7g6rdk2yhzks9smlaqtedr4dekq08ge8ztwac72sfr9rusxg3297", "BTC", 546),
     ]
     assert all(type(t.amount) is int for t in block.transfers)
