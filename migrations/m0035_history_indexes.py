@@ -7,6 +7,8 @@
   and its count.
 * ``payments_merchant_order`` (merchant, order_id): ``?order_id=`` was a scan of the merchant's payments
   (280 ms at a million); partial, as most payments have none.
+* ``deposits_merchant_list`` (merchant, created_at, id): ``GET /v1/deposits``'s order, replacing
+  ``deposits_merchant_created`` (a deep page read and sorted the merchant's whole set).
 * ``webhook_deliveries_created``, ``webhook_events_created``: the retention job (core/events/retention.py)
   finds what is past its retention oldest first, a batch at a time, without scanning the log.
 """
@@ -18,6 +20,8 @@ def up(dialect: str) -> list[str]:
         "DROP INDEX payments_merchant_created",
         "CREATE INDEX payments_merchant_status ON payments (merchant_id, status, created_at, track_id)",
         "CREATE INDEX payments_merchant_order ON payments (merchant_id, order_id) WHERE order_id IS NOT NULL",
+        "CREATE INDEX deposits_merchant_list ON deposits (merchant_id, created_at, id)",
+        "DROP INDEX deposits_merchant_created",
         "CREATE INDEX webhook_deliveries_created ON webhook_deliveries (created_at)",
         "CREATE INDEX webhook_events_created ON webhook_events (created_at)",
     ]

@@ -25,8 +25,10 @@ from typing import Any, Awaitable, Callable, Iterator
 import pytest
 
 from orbchain.core.events.attempts import claim_due
+from orbchain.core.events.webhooks import delivery_log
 from orbchain.core.ledger.book import merchant_balances
 from orbchain.core.payments.service import list_payments, payment_deposits, show_payment
+from orbchain.core.watching.deposits import list_deposits
 from orbchain.plugins.activity.store import events as activity_events
 
 pytestmark = pytest.mark.postgresql_only("EXPLAIN plans are PostgreSQL's")
@@ -66,6 +68,13 @@ HOT_PATHS = (
             lambda gw, m: list_payments(gw, m, status="Expired", limit=20, offset=2_000), rows=MINE // 5 + SLACK),
     HotPath("payment by order_id", lambda gw, m: list_payments(gw, m, order_id="order-777", limit=20),
             rows=SLACK),
+    HotPath("deposits list, first page", lambda gw, m: list_deposits(gw, m, limit=50), rows=50 + SLACK),
+    HotPath("deposits list since a date", lambda gw, m: list_deposits(gw, m, since=START + 11_000 * 60, limit=50),
+            rows=50 + SLACK),
+    # Deep in the merchant's deposits (every other payment's) the planner may read all of them.
+    HotPath("deposits list, page 100", lambda gw, m: list_deposits(gw, m, limit=50, offset=5_000),
+            rows=MINE // 2 + SLACK),
+    HotPath("webhook log, first page", lambda gw, m: delivery_log(gw, m, limit=50, offset=0), rows=50 + SLACK),
     HotPath("balances", lambda gw, m: merchant_balances(gw.db, m), rows=SLACK),
     HotPath("webhook claim", lambda gw, m: claim_due(gw, limit=20), rows=20 + SLACK),
     HotPath("activity log, first page", lambda gw, m: activity_events(gw, m, limit=50, offset=0), rows=50 + SLACK),
