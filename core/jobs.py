@@ -21,6 +21,7 @@ from .payments.status import expire_payments
 from .payouts.worker import JOB_NAME as PAYOUT_JOB, TICK_SECONDS as PAYOUT_TICK, process_job
 from .watching.scanner import scan_job, scan_job_name
 from .events.webhooks import deliver_due
+from .events import retention as webhooks_retention
 from .events.delivery_wake import JOB as DELIVERY_JOB
 from .contract.gateway import PluginGateway as Gateway
 
@@ -44,6 +45,9 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)
     gateway.jobs.add(jwt_revocation.PRUNE_JOB, jwt_revocation.prune, seconds=jwt_revocation.PRUNE_SECONDS)
     gateway.jobs.add(payment_pruning.JOB_NAME, payment_pruning.prune_job, seconds=payment_pruning.TICK_SECONDS)
+    if gateway.config.webhooks.retention_days:
+        gateway.jobs.add(webhooks_retention.JOB_NAME, webhooks_retention.prune_job,
+                         seconds=webhooks_retention.TICK_SECONDS)
     if gateway.config.metrics.ledger_check_seconds:
         gateway.jobs.add("ledger.check", ledger_check_job, seconds=gateway.config.metrics.ledger_check_seconds)
     if gateway.config.custody.check_seconds:

@@ -50,6 +50,8 @@ ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 MAX_DRAIN_SECONDS = 3600
+# Outbox rows are what refuses a re-announced event as a duplicate: kept at least this long (core/events/retention.py).
+MIN_WEBHOOK_RETENTION_DAYS = 7
 MAX_CONNECTION_SECONDS = 3600
 
 
@@ -121,6 +123,10 @@ class WebhooksConfig:
     tick_seconds: int = 5
     # Webhook requests in flight at once, across endpoints (one at a time per endpoint).
     concurrency: int = 32
+    # Days a delivery attempt, and a finished (sent, failed, skipped) outbox row, is kept
+    # (core/events/retention.py); 0 keeps them forever. At least a week: an event re-announced within it is
+    # still refused as a duplicate by its outbox row.
+    retention_days: int = 90
 
 
 @dataclass(frozen=True)
@@ -424,6 +430,9 @@ def _check_values(config: Config) -> None:
         raise ConfigError("config key 'webhooks.max_attempts' must be between 1 and 20")
     if not 1 <= config.webhooks.concurrency <= 1000:
         raise ConfigError("config key 'webhooks.concurrency' must be between 1 and 1000")
+    if config.webhooks.retention_days != 0 and config.webhooks.retention_days < MIN_WEBHOOK_RETENTION_DAYS:
+        raise ConfigError(f"config key 'webhooks.retention_days' must be 0 (keep forever) or at least"
+                          f" {MIN_WEBHOOK_RETENTION_DAYS}")
     if config.logging.format not in LOG_FORMATS:
         raise ConfigError(f"config key 'logging.format' must be one of {', '.join(LOG_FORMATS)}")
     if config.logging.level.upper() not in LOG_LEVELS:

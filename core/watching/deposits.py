@@ -561,9 +561,13 @@ async def list_deposits(
     where = " AND ".join(clauses)
     direction = "ASC" if sort_order == "asc" else "DESC"
     total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM deposits d WHERE {where}", values)
+    # The page first, then its payments' order ids: joined before the LIMIT, a deep page made PostgreSQL
+    # hash-join the whole payments table (tests/test_query_plans.py).
+    order = f"d.created_at {direction}, d.id {direction}"
     rows = await gateway.db.fetch_all(
-        f"SELECT d.*, p.order_id AS order_id FROM deposits d LEFT JOIN payments p ON p.track_id = d.track_id"
-        f" WHERE {where} ORDER BY d.created_at {direction}, d.id {direction} LIMIT :limit OFFSET :offset",
+        f"SELECT d.*, p.order_id AS order_id FROM (SELECT * FROM deposits d WHERE {where}"
+        f" ORDER BY {order} LIMIT :limit OFFSET :offset) d LEFT JOIN payments p ON p.track_id = d.track_id"
+        f" ORDER BY {order}",
         {**values, "limit": limit, "offset": offset},
     )
     return {"deposits": [deposit_view(gateway, r) for r in rows], "total": int(total), "limit": limit, "offset": offset}
