@@ -19,34 +19,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import secrets
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import asyncpg
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
-from orbchain.core.accounts import merchants as accounts
-from orbchain.core.infra.config import load_config
-from orbchain.core.infra.migrate import migrate
 from orbchain.plugins.analytics.counting import catch_up
-from orbchain.web.app import create_app
-from orbchain.web.keys import GATEWAY
+from scratch_shop import scratch_shop
 
-DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 YEAR = 365 * 86_400
 
-
-def _with_db(dsn: str, name: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
 async def fill(conn: asyncpg.Connection, merchant_id: str, payments: int, now: int) -> None:
@@ -94,57 +80,37 @@ def summary(times: list[float]) -> tuple[float, float]:
 
 
 async def run(payments: int, requests: int) -> None:
-    admin_dsn = os.environ.get("ORBCHAIN_TEST_PG_DSN") or DEFAULT_PG_DSN
-    name = "bench_analytics_" + secrets.token_hex(4)
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    url = _with_db(admin_dsn, name)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            config = load_config(None, environ={}).with_overrides(
-                server={"data_dir": str(Path(tmp) / "var"), "environment": "development"},
-                database={"url": url}, scheduler={"enabled": False},
-                rate_limits={"read_per_minute": 10_000_000})
-            app = create_app(config)
-            gateway = app[GATEWAY]
-            await gateway.db.connect()
-            await migrate(gateway.db, gateway.migrations)
-            from orbchain.core.keys.secrets import load_secrets
-            gateway.secrets = load_secrets(config)
-            signed = await accounts.sign_up(gateway, "busy@example.com", "bench-pass-1234")
-            await gateway.db.disconnect()
-            now = int(time.time())
-            conn = await asyncpg.connect(url)
+    async with scratch_shop("bench_analytics") as shop:
+        app, gateway, url, signed = shop.app, shop.gateway, shop.url, shop.signed
+        now = int(time.time())
+        conn = await asyncpg.connect(url)
+        started = time.perf_counter()
+        await fill(conn, signed.merchant_id, payments, now)
+        print(f"filled {payments:,} payments in {time.perf_counter() - started:.1f} s")
+        await conn.close()
+
+        bare = web.Application()
+        bare.router.add_get("/get", lambda request: web.json_response({"result": 100, "data": {"ok": True}}))
+        async with TestServer(app) as server, TestServer(bare) as bare_server, aiohttp.ClientSession() as s:
+            jwt = {"Authorization": f"Bearer {signed.token}"}
+
+            def check(body):
+                assert len(body["data"]["daily"]) == 30 and body["data"]["totals"]["total_deposit_count"] > 0
+
+            await timed_gets(s, str(server.make_url("/dashboard/analytics")), jwt, 20, check)  # warm up
+            gateway_ms = await timed_gets(s, str(server.make_url("/dashboard/analytics")), jwt, requests, check)
+            bare_ms = await timed_gets(s, str(bare_server.make_url("/get")), {}, requests)
             started = time.perf_counter()
-            await fill(conn, signed.merchant_id, payments, now)
-            print(f"filled {payments:,} payments in {time.perf_counter() - started:.1f} s")
-            await conn.close()
-
-            bare = web.Application()
-            bare.router.add_get("/get", lambda request: web.json_response({"result": 100, "data": {"ok": True}}))
-            async with TestServer(app) as server, TestServer(bare) as bare_server, aiohttp.ClientSession() as s:
-                jwt = {"Authorization": f"Bearer {signed.token}"}
-
-                def check(body):
-                    assert len(body["data"]["daily"]) == 30 and body["data"]["totals"]["total_deposit_count"] > 0
-
-                await timed_gets(s, str(server.make_url("/dashboard/analytics")), jwt, 20, check)  # warm up
-                gateway_ms = await timed_gets(s, str(server.make_url("/dashboard/analytics")), jwt, requests, check)
-                bare_ms = await timed_gets(s, str(bare_server.make_url("/get")), {}, requests)
-                started = time.perf_counter()
-                counted = await catch_up(gateway)
-                catch_up_ms = (time.perf_counter() - started) * 1000
-            g50, g99 = summary(gateway_ms)
-            b50, b99 = summary(bare_ms)
-            print(f"GET /dashboard/analytics  p50 {g50:.2f} ms  p99 {g99:.2f} ms  (goal p99 < 100 ms)")
-            print(f"bare aiohttp GET          p50 {b50:.2f} ms  p99 {b99:.2f} ms")
-            print(f"ratio of p50 to bare: {g50 / b50:.1f}x")
-            print(f"catch-up over the last 6 h of {payments:,} payments: {catch_up_ms:.0f} ms, {counted} counted"
-                  " (all were already counted)")
-            assert counted == 0
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+            counted = await catch_up(gateway)
+            catch_up_ms = (time.perf_counter() - started) * 1000
+        g50, g99 = summary(gateway_ms)
+        b50, b99 = summary(bare_ms)
+        print(f"GET /dashboard/analytics  p50 {g50:.2f} ms  p99 {g99:.2f} ms  (goal p99 < 100 ms)")
+        print(f"bare aiohttp GET          p50 {b50:.2f} ms  p99 {b99:.2f} ms")
+        print(f"ratio of p50 to bare: {g50 / b50:.1f}x")
+        print(f"catch-up over the last 6 h of {payments:,} payments: {catch_up_ms:.0f} ms, {counted} counted"
+              " (all were already counted)")
+        assert counted == 0
 
 
 def main() -> None:

@@ -22,36 +22,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import secrets
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import asyncpg
 from aiohttp.test_utils import TestServer
 
-from orbchain.core.accounts import merchants as accounts
-from orbchain.core.infra.config import load_config
-from orbchain.core.infra.migrate import migrate
-from orbchain.core.keys.secrets import load_secrets
-from orbchain.web.app import create_app
-from orbchain.web.keys import GATEWAY
+from scratch_shop import scratch_shop
 
-DEFAULT_PG_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 YEAR = 365 * 86_400
 BUSY_SHARE = 10  # one payment in BUSY_SHARE is the busy merchant's
 NEIGHBOURS = 1_000
 
-
-def _with_db(dsn: str, name: str) -> str:
-    parts = urlsplit(dsn)
-    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
 async def fill(conn: asyncpg.Connection, busy: str, payments: int, now: int) -> None:
@@ -118,60 +103,41 @@ def p50_p99(times: list[float]) -> tuple[float, float]:
 
 async def measure(payments: int, requests: int) -> tuple[dict[str, tuple[float, float]], float]:
     """One size: each hot path's (p50, p99) in ms, and bytes per payment."""
-    admin_dsn = os.environ.get("ORBCHAIN_TEST_PG_DSN") or DEFAULT_PG_DSN
-    name = "bench_history_" + secrets.token_hex(4)
-    admin = await asyncpg.connect(admin_dsn)
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    url = _with_db(admin_dsn, name)
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            config = load_config(None, environ={}).with_overrides(
-                server={"data_dir": str(Path(tmp) / "var"), "environment": "development"},
-                database={"url": url}, scheduler={"enabled": False},
-                rate_limits={"read_per_minute": 10_000_000, "write_per_minute": 10_000_000})
-            app = create_app(config)
-            gateway = app[GATEWAY]
-            await gateway.db.connect()
-            await migrate(gateway.db, gateway.migrations)
-            gateway.secrets = load_secrets(config)
-            signed = await accounts.sign_up(gateway, "busy@example.com", "bench-pass-1234")
-            await gateway.db.disconnect()
-            conn = await asyncpg.connect(url)
-            empty = await conn.fetchval("SELECT pg_database_size(current_database())")
-            started = time.perf_counter()
-            await fill(conn, signed.merchant_id, payments, int(time.time()))
-            size = await conn.fetchval("SELECT pg_database_size(current_database())")
-            print(f"{payments:,} payments filled in {time.perf_counter() - started:.0f} s,"
-                  f" {(size - empty) / 2**20:.0f} MB", flush=True)
-            await conn.close()
-            busy_track = "H" + str(BUSY_SHARE * 777).zfill(10)
-            since = int(time.time()) - 30 * 86_400
-            paths = {
-                "payment by id": ("GET", f"/v1/payment/{busy_track}", "merchant"),
-                "payments list, first page": ("GET", "/v1/payment?limit=20", "merchant"),
-                "payments list, page 500": ("GET", "/v1/payment?limit=20&offset=9980", "merchant"),
-                "payments list by status": ("GET", "/v1/payment?status=EXPIRED&limit=20", "merchant"),
-                "payment by order_id": ("GET", f"/v1/payment?order_id=order-{BUSY_SHARE * 777}", "merchant"),
-                "deposits since 30 days": ("GET", f"/v1/deposits?since={since}&limit=50", "merchant"),
-                "balances": ("GET", "/v1/general/account/balance", "general"),
-                "dashboard payments": ("GET", "/dashboard/payments?limit=20", "jwt"),
-                "dashboard webhook log": ("GET", "/dashboard/webhook-logs?limit=50", "jwt"),
-                "payment creation": ("POST", "/v1/payment/white-label", "merchant"),
-            }
-            headers = {"merchant": {"merchant_api_key": signed.api_keys["merchant_api_key"]},
-                       "general": {"general_api_key": signed.api_keys["general_api_key"]},
-                       "jwt": {"Authorization": f"Bearer {signed.token}"}}
-            results = {}
-            async with TestServer(app) as server, aiohttp.ClientSession() as session:
-                for label, (method, path, auth) in paths.items():
-                    body = {"json": {"currency": "ETH", "amount": "0.5"}} if method == "POST" else {}
-                    target = str(server.make_url(path))
-                    await timed(session, method, target, headers[auth], 10, **body)  # warm up
-                    results[label] = p50_p99(await timed(session, method, target, headers[auth], requests, **body))
-            return results, (size - empty) / payments
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with scratch_shop("bench_history") as shop:
+        app, url, signed = shop.app, shop.url, shop.signed
+        conn = await asyncpg.connect(url)
+        empty = await conn.fetchval("SELECT pg_database_size(current_database())")
+        started = time.perf_counter()
+        await fill(conn, signed.merchant_id, payments, int(time.time()))
+        size = await conn.fetchval("SELECT pg_database_size(current_database())")
+        print(f"{payments:,} payments filled in {time.perf_counter() - started:.0f} s,"
+              f" {(size - empty) / 2**20:.0f} MB", flush=True)
+        await conn.close()
+        busy_track = "H" + str(BUSY_SHARE * 777).zfill(10)
+        since = int(time.time()) - 30 * 86_400
+        paths = {
+            "payment by id": ("GET", f"/v1/payment/{busy_track}", "merchant"),
+            "payments list, first page": ("GET", "/v1/payment?limit=20", "merchant"),
+            "payments list, page 500": ("GET", "/v1/payment?limit=20&offset=9980", "merchant"),
+            "payments list by status": ("GET", "/v1/payment?status=EXPIRED&limit=20", "merchant"),
+            "payment by order_id": ("GET", f"/v1/payment?order_id=order-{BUSY_SHARE * 777}", "merchant"),
+            "deposits since 30 days": ("GET", f"/v1/deposits?since={since}&limit=50", "merchant"),
+            "balances": ("GET", "/v1/general/account/balance", "general"),
+            "dashboard payments": ("GET", "/dashboard/payments?limit=20", "jwt"),
+            "dashboard webhook log": ("GET", "/dashboard/webhook-logs?limit=50", "jwt"),
+            "payment creation": ("POST", "/v1/payment/white-label", "merchant"),
+        }
+        headers = {"merchant": {"merchant_api_key": signed.api_keys["merchant_api_key"]},
+                   "general": {"general_api_key": signed.api_keys["general_api_key"]},
+                   "jwt": {"Authorization": f"Bearer {signed.token}"}}
+        results = {}
+        async with TestServer(app) as server, aiohttp.ClientSession() as session:
+            for label, (method, path, auth) in paths.items():
+                body = {"json": {"currency": "ETH", "amount": "0.5"}} if method == "POST" else {}
+                target = str(server.make_url(path))
+                await timed(session, method, target, headers[auth], 10, **body)  # warm up
+                results[label] = p50_p99(await timed(session, method, target, headers[auth], requests, **body))
+        return results, (size - empty) / payments
 
 
 async def run(sizes: list[int], requests: int) -> None:
