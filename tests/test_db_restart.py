@@ -55,6 +55,21 @@ FAULTS = (("fast", 1.0), ("immediate", 1.0), ("kill", 1.0))  # how the server go
 CALM_SECONDS = 1.5  # load before the first fault and after the last one's outage ended
 
 
+async def assert_nothing_twice(db: Any, paid: dict[str, str], *, payouts_at_least: int) -> None:
+    """Every devnet transfer to a payment is one deposit, credited once; every confirmed payout is paid by
+    one devnet transfer of its own (none shared): what an outage must never double."""
+    for track_id, tx_hash in paid.items():
+        deposits = await db.fetch_all("SELECT id, status FROM deposits WHERE tx_hash = :h", {"h": tx_hash})
+        assert [d["status"] for d in deposits] == ["CREDITED"], (track_id, deposits)
+        credits = await db.fetch_val("SELECT count(*) FROM ledger_transactions WHERE reference LIKE :r",
+                                     {"r": f"deposit:{deposits[0]['id']}:credit:%"})
+        assert credits == 1, track_id
+    hashes = [r["tx_hash"] for r in await db.fetch_all("SELECT tx_hash FROM payouts WHERE status = 'Confirmed'")]
+    assert len(hashes) == len(set(hashes)) >= payouts_at_least
+    for tx_hash in hashes:
+        assert await db.fetch_val("SELECT count(*) FROM devnet_txs WHERE tx_hash = :h", {"h": tx_hash}) == 1
+
+
 class Load:
     """What the load sent and what it was answered, for the checks afterwards."""
 
@@ -254,18 +269,7 @@ async def test_restarts_under_load_lose_nothing_and_credit_once(private_pg, rest
         assert await db.fetch_val("SELECT 1 FROM payments WHERE track_id = :t", {"t": track_id}) == 1, track_id
     for track_id in load.payouts:
         assert await db.fetch_val("SELECT 1 FROM payouts WHERE track_id = :t", {"t": track_id}) == 1, track_id
-    # Every devnet transfer is one deposit, credited once.
-    for track_id, tx_hash in load.paid.items():
-        deposits = await db.fetch_all("SELECT id, status FROM deposits WHERE tx_hash = :h", {"h": tx_hash})
-        assert [d["status"] for d in deposits] == ["CREDITED"], (track_id, deposits)
-        credits = await db.fetch_val("SELECT count(*) FROM ledger_transactions WHERE reference LIKE :r",
-                                     {"r": f"deposit:{deposits[0]['id']}:credit:%"})
-        assert credits == 1, track_id
-    # Every payout paid once: one devnet transfer each, none shared.
-    hashes = [r["tx_hash"] for r in await db.fetch_all("SELECT tx_hash FROM payouts WHERE status = 'Confirmed'")]
-    assert len(hashes) == len(set(hashes)) >= len(load.payouts)
-    for tx_hash in hashes:
-        assert await db.fetch_val("SELECT count(*) FROM devnet_txs WHERE tx_hash = :h", {"h": tx_hash}) == 1
+    await assert_nothing_twice(db, load.paid, payouts_at_least=len(load.payouts))
     report = await check_ledger(db)
     assert report.ok, report.lines()
     for _ in range(20):  # what the payments' credits enqueued, delivered

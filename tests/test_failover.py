@@ -50,7 +50,7 @@ from .pg_cluster import PrivateCluster
 from .dashboard_support import Visitor
 from .push_support import until
 from .support import WebhookReceiver, advance_clock, api, free_port, signup
-from .test_db_restart import Load, creates, payers, payouts, scheduler, settle
+from .test_db_restart import Load, assert_nothing_twice, creates, payers, payouts, scheduler, settle
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgresql_only("a PostgreSQL primary and its streaming standby")]
 
@@ -217,17 +217,7 @@ async def test_primary_killed_and_standby_promoted_loses_nothing_acknowledged(re
     for transfer_id, _ in load.transfers:
         assert await db.fetch_val("SELECT count(*) FROM ledger_transactions WHERE reference LIKE :r",
                                   {"r": f"%{transfer_id}%"}) >= 1, transfer_id
-    # Every devnet transfer is one deposit, credited once; every payout paid by one devnet transfer.
-    for track_id, tx_hash in load.paid.items():
-        deposits = await db.fetch_all("SELECT id, status FROM deposits WHERE tx_hash = :h", {"h": tx_hash})
-        assert [d["status"] for d in deposits] == ["CREDITED"], (track_id, deposits)
-        credits = await db.fetch_val("SELECT count(*) FROM ledger_transactions WHERE reference LIKE :r",
-                                     {"r": f"deposit:{deposits[0]['id']}:credit:%"})
-        assert credits == 1, track_id
-    hashes = [r["tx_hash"] for r in await db.fetch_all("SELECT tx_hash FROM payouts WHERE status = 'Confirmed'")]
-    assert len(hashes) == len(set(hashes)) >= len(load.payout_at)
-    for tx_hash in hashes:
-        assert await db.fetch_val("SELECT count(*) FROM devnet_txs WHERE tx_hash = :h", {"h": tx_hash}) == 1
+    await assert_nothing_twice(db, load.paid, payouts_at_least=len(load.payout_at))
     report = await check_ledger(db)
     assert report.ok, report.lines()
     # Leadership of each job was taken again on the new primary (the old one's locks died with it).
