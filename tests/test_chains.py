@@ -151,11 +151,11 @@ def test_built_in_adapters_declare_what_they_do(config):
     from orbchain.chains.evm.adapter import EvmAdapter
 
     assert BitcoinAdapter.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,
-                                           Capability.CUSTODY}
+                                           Capability.CUSTODY, Capability.REMOTE_SIGNING}
     devnet = build_gateway(config).chains.get("devnet")
     assert isinstance(devnet, DevnetAdapter)
     assert devnet.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,
-                                   Capability.PUSH, Capability.CUSTODY}
+                                   Capability.PUSH, Capability.CUSTODY, Capability.REMOTE_SIGNING}
     evm_config = config.with_overrides(plugin={"evm": {
         "ethereum": {"rpc_url": "http://127.0.0.1:9", "chain_id": 1, "sweep": True},
         "polygon": {"rpc_url": "http://127.0.0.1:9", "chain_id": 137, "sweep": False}}})

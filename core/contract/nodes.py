@@ -36,7 +36,7 @@ from urllib.parse import urlsplit
 
 from ..infra.config import ConfigError, int_setting
 from ..types.chains import Block, BlockRef, BlocksPruned, ChainAdapter, ChainUnavailable, NodeState
-from ..types.node_identity import NodeIdentity, Refusal, identity_checked, judge_node
+from ..types.node_identity import NodeIdentity, Refusal, judge_node
 
 log = logging.getLogger(__name__)
 
@@ -442,3 +442,9 @@ def warn_unchecked(adapter: "ChainAdapter") -> None:
     if not identity_checked(adapter) or not isinstance(adapter, NodeQuorum):
         log.warning("chain adapter %r does not check its node's network or sync (no node_identity through"
                     " NodeQuorum): a node on another network would be believed", adapter.name)
+
+
+def identity_checked(adapter: "ChainAdapter") -> bool:
+    """Whether the adapter reads its nodes' identity at all (it implements ``node_identity``)."""
+    own = getattr(type(adapter), "node_identity", None)
+    return own is not None and own is not ChainAdapter.node_identity

@@ -19,11 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterable
-
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .chains import ChainAdapter
+from typing import Iterable
 
 log = logging.getLogger(__name__)
 
@@ -87,10 +83,3 @@ def judge_node(identity: NodeIdentity, *, networks: frozenset[str], geneses: fro
             return Refusal(STALE_TIP, f"its best block is {age} s old, more than the {max_tip_age_seconds} s"
                                       f" allowed ({TIP_AGE_KEY})")
     return None
-
-
-def identity_checked(adapter: "ChainAdapter") -> bool:
-    """Whether the adapter reads its nodes' identity at all (it implements ``node_identity``)."""
-    from .chains import ChainAdapter
-    own = getattr(type(adapter), "node_identity", None)
-    return own is not None and own is not ChainAdapter.node_identity
