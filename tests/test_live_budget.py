@@ -23,6 +23,7 @@ from pathlib import Path
 import aiohttp
 
 from .live_support import raw_stream
+from .push_support import until
 from .support import children_of, free_port, kill_group, serve_process, wait_exit, wait_healthy
 
 HANG = 60  # bounds that only catch a hang; nothing is timed
@@ -181,6 +182,8 @@ async def test_serve_raises_its_open_file_limit_to_the_hard_limit(db_url, tmp_pa
     process = serve_process(db_url, tmp_path, port, workers, log=log, open_files=(256, 4096))
     try:
         await wait_healthy(port, process, HANG, log)
+        # One worker answering is not every worker started (seen in CI on a loaded machine): wait for each.
+        await until(lambda: log.read_text().count("open-file limit 4096") == workers, "every worker started", HANG)
         for pid in {process.pid} | children_of(process.pid):
             assert open_file_limits(pid).split()[3:5] == ["4096", "4096"], open_file_limits(pid)
         assert await stop(process) == 0
