@@ -4,8 +4,9 @@ Declares every capability the conformance kit checks: deposits (blocks and
 reorgs through ``tip``/``block``), the mempool (Paying before a block),
 payouts from the hot wallet (HD account 0, index 0 of the ``zed`` family:
 merchants derive under accounts 1 and up) and history (deposits inside
-pruned blocks, through the node's address index) and push (the node's
-announcements of transactions and blocks). Payouts cost a flat network fee
+pruned blocks, through the node's address index), push (the node's
+announcements of transactions and blocks) and custody (what the node says
+the hot wallet, the credited deposit addresses and the cold ones hold). Payouts cost a flat network fee
 the platform pays.
 """
 
@@ -15,8 +16,8 @@ import asyncio
 from typing import Any, Callable, Sequence
 
 from orbchain.api import (
-    Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, PastTransfer, PayoutOrder, PayoutSender,
-    PayoutStatus, SignedPayout, Transfer,
+    Block, BlockRef, BlocksPruned, BroadcastError, Capability, ChainAdapter, CustodyPlace, Holding, PastTransfer,
+    PayoutOrder, PayoutSender, PayoutStatus, SignedPayout, Transfer, credited_addresses,
 )
 from orbchain.api.addresses import keystore
 
@@ -32,7 +33,7 @@ class ZedAdapter(ChainAdapter, PayoutSender):
     name = CHAIN
     coins = (COIN,)
     capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.HISTORY,
-                              Capability.PUSH})
+                              Capability.PUSH, Capability.CUSTODY})
     payout_confirmations = 2
 
     def __init__(self, gateway: Any, node: ZedNode, network: str, payout_fee: int) -> None:
@@ -61,6 +62,17 @@ class ZedAdapter(ChainAdapter, PayoutSender):
             await asyncio.Event().wait()  # the node lives in this process: its stream never drops
         finally:
             self.node.subscribers.remove(heard)
+
+    async def custody_holdings(self, cold_addresses: Sequence[str]) -> Sequence[Holding]:
+        """The node's confirmed balances: the hot wallet, each credited deposit address, each cold address."""
+        deposits = sorted({c.address for c in await credited_addresses(self.gateway, self.name)})
+        holdings = [Holding(COIN, CustodyPlace.HOT_WALLET, self.node.balance(self.hot_wallet()), 1),
+                    Holding(COIN, CustodyPlace.DEPOSIT_ADDRESSES, sum(self.node.balance(a) for a in deposits),
+                            len(deposits))]
+        if cold_addresses:
+            holdings.append(Holding(COIN, CustodyPlace.COLD, sum(self.node.balance(a) for a in cold_addresses),
+                                    len(cold_addresses)))
+        return holdings
 
     # -- payouts -----------------------------------------------------------------------------------
 
