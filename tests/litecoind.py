@@ -60,7 +60,11 @@ class Node:
         self.rpc_port = rpc_port
         self.p2p_port = p2p_port  # set when the node listens for peers (start_node(p2p_port=...))
         self.url = f"http://127.0.0.1:{rpc_port}"
-        self._http = httpx.Client(auth=(RPC_USER, RPC_PASSWORD), timeout=60)
+        # A new connection per call: the node closes an idle one after -rpcservertimeout (2 s here), and a call
+        # written into it just then is answered by nothing ("Server disconnected", seen in CI). The test's own
+        # calls (generatetoaddress among them) are not all safe to repeat, so none is retried.
+        self._http = httpx.Client(auth=(RPC_USER, RPC_PASSWORD), timeout=60,
+                                  limits=httpx.Limits(max_keepalive_connections=0))
 
     @property
     def pid(self) -> int:
@@ -161,7 +165,8 @@ class NodeGate:
         self._released = asyncio.Event()
         self._server: TestServer | None = None
         self.url: str | None = None
-        self._client = httpx.AsyncClient(auth=(RPC_USER, RPC_PASSWORD), timeout=60)
+        self._client = httpx.AsyncClient(auth=(RPC_USER, RPC_PASSWORD), timeout=60,
+                                         limits=httpx.Limits(max_keepalive_connections=0))  # as Node's
 
     async def start(self) -> str:
         app = web.Application()
