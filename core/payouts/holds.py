@@ -17,7 +17,7 @@ from typing import Awaitable, Callable
 from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
 from ..ledger.accounts import merchant_available, payouts_in_flight
-from .service import CONFIRMING, FAILED, HELD, QUEUED, Row, hook_record, locked_merchant, webhook_body
+from .service import CONFIRMING, HELD, QUEUED, Row, fail_held, hook_record, locked_merchant, webhook_body
 from ..contract.gateway import PluginGateway as Gateway
 
 Within = Callable[[Row], Awaitable[None]] | None
@@ -42,11 +42,7 @@ async def reject_held_payout(gateway: "Gateway", payout_id: str, reason: str, wi
     db = gateway.db
     now = gateway.now()
     async with db.transaction():
-        row = await db.fetch_one(
-            "UPDATE payouts SET status = :failed, stage = :stage, failure_reason = :reason, finished_at = :now,"
-            " updated_at = :now WHERE id = :id AND status = :s AND stage = :held RETURNING *",
-            {"failed": FAILED, "stage": FAILED.lower(), "reason": reason, "now": now, "id": payout_id,
-             "s": CONFIRMING, "held": HELD})
+        row = await fail_held(db, payout_id, held_stage=HELD, reason=reason, now=now)
         if row is None:
             return None
         posted = await ledger.transfer(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
 from ..ledger.accounts import merchant_available, payouts_in_flight
-from .service import CONFIRMING, FAILED, POLICY_HELD, QUEUED, Row, hook_record, webhook_body
+from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, fail_held, hook_record, webhook_body
 from .signing_gate import announce_payout, reservation_of
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -56,11 +56,7 @@ async def cancel_policy_hold(gateway: "Gateway", payout_id: str, by: str) -> Row
     now = gateway.now()
     posted = None
     async with db.transaction():
-        row = await db.fetch_one(
-            "UPDATE payouts SET status = :failed, stage = :stage, failure_reason = :reason, finished_at = :now,"
-            " updated_at = :now WHERE id = :id AND status = :s AND stage = :held RETURNING *",
-            {"failed": FAILED, "stage": FAILED.lower(), "reason": CANCELLED_REASON, "now": now, "id": payout_id,
-             "s": CONFIRMING, "held": POLICY_HELD})
+        row = await fail_held(db, payout_id, held_stage=POLICY_HELD, reason=CANCELLED_REASON, now=now)
         if row is None:
             return None
         reservation, given_back = await reservation_of(gateway, row)

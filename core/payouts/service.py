@@ -629,3 +629,14 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
             await ledger.notify_posted(gateway, transaction)
     await gateway.emit("payout_finished", payout=hook_record(gateway, final))
     return final
+
+
+async def fail_held(db: Any, payout_id: str, *, held_stage: str, reason: str, now: int) -> Row | None:
+    """Move a payout still Confirming at ``held_stage`` (an approval's or the signer's policy hold) to Failed
+    with ``reason``, one conditional UPDATE; the row, or None when it was no longer held. The caller gives
+    the reserve back in the same transaction."""
+    return await db.fetch_one(
+        "UPDATE payouts SET status = :failed, stage = :stage, failure_reason = :reason, finished_at = :now,"
+        " updated_at = :now WHERE id = :id AND status = :s AND stage = :held RETURNING *",
+        {"failed": FAILED, "stage": FAILED.lower(), "reason": reason, "now": now, "id": payout_id,
+         "s": CONFIRMING, "held": held_stage})
