@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import logging
 import re
 
 import pytest
@@ -501,3 +502,30 @@ async def test_a_brand_change_reaches_pages_already_cached(make_client, make_con
         await asyncio.sleep(0.01)
     else:
         raise AssertionError("the other process kept serving the page without the brand")
+
+
+async def test_branding_that_meets_the_database_away_is_the_outage_not_an_error(shop, caplog):
+    """A restart met by the branding lookup is the database's outage (logged once by it, counted), not a plugin
+    failure logged per page view (CI caught one in the restart soak)."""
+    import asyncpg
+
+    from orbchain.core.contract.plugins import hookimpl
+
+    client, merchant = shop
+    gateway = _gw(client)
+
+    class Restarting:
+        @staticmethod
+        @hookimpl(tryfirst=True)
+        def decide_page_branding(gateway, merchant_id, brand_id, payment):
+            raise asyncpg.AdminShutdownError("terminating connection due to administrator command")
+
+    gateway.pm.register(Restarting, name="restarting")
+    try:
+        with caplog.at_level(logging.WARNING):
+            assert await services.page_branding_for(gateway, merchant.merchant_id) is None
+    finally:
+        gateway.pm.unregister(name="restarting")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [r.name for r in errors] == ["orbchain.core.infra.db_faults"], caplog.text  # the outage's one line
+    assert gateway.db_outage.down_since is not None and gateway.db_outage.errors >= 1  # counted as the outage

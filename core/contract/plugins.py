@@ -223,8 +223,10 @@ async def call_collect_answers(pm: pluggy.PluginManager, hook_name: str, **kwarg
             result = impl.function(*[kwargs[arg] for arg in impl.argnames])
             if inspect.isawaitable(result):
                 result = await result
-        except Exception:  # isolate plugins from the page
-            log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
+        except Exception as exc:  # isolate plugins from the page; an outage is logged once, by the outage
+            outage = getattr(kwargs.get("gateway"), "db_outage", None)
+            if outage is None or not outage.absorb(exc, f"hook {hook_name}"):
+                log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
             continue
         answers.extend(result or ())
     return answers

@@ -167,8 +167,9 @@ class DeliveryRun:
     async def _attempt(self, claim: attempts.Claim) -> attempts.Outcome:
         try:
             return await attempts.attempt_delivery(self.gateway, self.http, claim)
-        except Exception:  # one odd URL must not lose the run's results
-            log.exception("webhook %s attempt %d failed unexpectedly", claim.event_id, claim.attempt)
+        except Exception as exc:  # one odd URL must not lose the run's results
+            if not self.gateway.db_outage.absorb(exc, "a webhook attempt"):
+                log.exception("webhook %s attempt %d failed unexpectedly", claim.event_id, claim.attempt)
             return attempts.Outcome(False, error="internal error while sending")
 
     async def _give_back(self, claims: list[attempts.Claim], *, later: bool) -> None:

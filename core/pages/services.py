@@ -66,8 +66,9 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
     try:
         result = await call_first(gateway.pm, "decide_page_branding", gateway=gateway, merchant_id=merchant_id,
                                   brand_id=brand_id, payment=payment)
-    except Exception:
-        log.exception("decide_page_branding failed for merchant %s, brand %s", merchant_id, brand_id)
+    except Exception as exc:  # an outage is logged once by the database's outage, not per page view
+        if not gateway.db_outage.absorb(exc, "a hosted page's branding"):
+            log.exception("decide_page_branding failed for merchant %s, brand %s", merchant_id, brand_id)
         return None
     if result is not None and not isinstance(result, PageBranding):
         log.error("decide_page_branding returned %s, not a PageBranding; page left unbranded", type(result).__name__)

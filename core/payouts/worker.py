@@ -150,8 +150,9 @@ async def drive_now(gateway: "Gateway", row: Row) -> Row:
                                        f"sending payout {row['id']} at once"):
             try:
                 await advance(gateway, claimed)
-            except Exception:  # the worker takes it over when the claim expires
-                log.exception("payout %s: unexpected error while sending it at once", row["id"])
+            except Exception as exc:  # the worker takes it over when the claim expires
+                if not gateway.db_outage.absorb(exc, "sending a payout at once"):
+                    log.exception("payout %s: unexpected error while sending it at once", row["id"])
     current = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": row["id"]})
     assert current is not None, "payouts are never deleted"
     return current

@@ -219,8 +219,9 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
             except CreditRefused as refused:  # logged once per plugin and reason; the next scan retries
                 report_refusal(gateway, refused, deposit["id"])
                 return
-            except Exception:  # a plugin's filter failed; the next scan retries the credit
-                log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
+            except Exception as exc:  # a plugin's filter failed (or the database left); the next scan retries
+                if not gateway.db_outage.absorb(exc, "crediting a deposit"):
+                    log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
                 return
         after.extend(credit_after)
 
