@@ -24,9 +24,10 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
-from .outbox import DELIVERED, FAILED, PENDING, PREVIEW_CHARS, SKIPPED_NO_SECRET, SKIPPED_NO_URL
-from ..infra.netguard import UnsafeUrl, check_public_url
 from ..contract.gateway import PluginGateway as Gateway
+from ..infra.db_dialect import in_list
+from ..infra.netguard import UnsafeUrl, check_public_url
+from .outbox import DELIVERED, FAILED, PENDING, PREVIEW_CHARS, SKIPPED_NO_SECRET, SKIPPED_NO_URL
 
 log = logging.getLogger(__name__)
 
@@ -116,10 +117,6 @@ def delivery_headers(claim: Claim) -> dict[str, str]:
 # -- claiming ------------------------------------------------------------------
 
 
-def _in_list(prefix: str, values: list[str]) -> tuple[str, dict[str, str]]:
-    names = {f"{prefix}{i}": value for i, value in enumerate(values)}
-    return ", ".join(f":{name}" for name in names), names
-
 
 async def claim_due(gateway: "Gateway", *, limit: int = CLAIM_BATCH, event_id: str | None = None) -> list[Claim]:
     """Take up to ``limit`` due events (or just ``event_id`` if due) for one attempt each."""
@@ -153,7 +150,7 @@ async def claim_due(gateway: "Gateway", *, limit: int = CLAIM_BATCH, event_id: s
         if not rows:
             return []
         token = secrets.token_hex(12)
-        placeholders, ids = _in_list("id", [row["event_id"] for row in rows])
+        placeholders, ids = in_list("id", [row["event_id"] for row in rows])
         lease = now + cfg.timeout_seconds + LEASE_MARGIN_SECONDS
         await db.execute(
             "UPDATE webhook_events SET attempts = attempts + 1, next_attempt_at = :lease,"
@@ -283,7 +280,7 @@ async def record_attempts(gateway: "Gateway", results: list[tuple[Claim, Outcome
             ):
                 moved.add((claim.event_id, claim.token))
         for token, event_ids in delivered.items():
-            placeholders, ids = _in_list("id", event_ids)
+            placeholders, ids = in_list("id", event_ids)
             for row in await db.fetch_all(
                 "UPDATE webhook_events SET status = :status, next_attempt_at = NULL, claim_token = NULL,"
                 " last_error = NULL, updated_at = :now, delivered_at = :now"
@@ -339,7 +336,7 @@ async def release_claims(gateway: "Gateway", claims: list[Claim], *, delay: int 
     for claim in claims:
         by_token.setdefault(claim.token, []).append(claim.event_id)
     for token in sorted(by_token):
-        placeholders, ids = _in_list("id", by_token[token])
+        placeholders, ids = in_list("id", by_token[token])
         await gateway.db.execute(
             "UPDATE webhook_events SET attempts = attempts - 1, next_attempt_at = :due, claim_token = NULL,"
             f" updated_at = :now WHERE claim_token = :token AND status = :pending AND event_id IN ({placeholders})",

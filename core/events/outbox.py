@@ -19,12 +19,13 @@ import hashlib
 import json
 import logging
 import re
-from decimal import Decimal
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Mapping, Sequence
 
-from .delivery_wake import wake_delivery
 from ..contract.gateway import PluginGateway as Gateway
+from ..infra.db_dialect import in_list
+from .delivery_wake import wake_delivery
 
 log = logging.getLogger(__name__)
 
@@ -206,10 +207,6 @@ def _checked_id(gateway: "Gateway", event: OutboxEvent) -> str:
     return event_id_for(event.logical_key)
 
 
-def _in_list(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
-    names = {f"{prefix}{i}": value for i, value in enumerate(values)}
-    return ", ".join(f":{name}" for name in names), names
-
 
 async def _write_batch(
     gateway: "Gateway", batch: dict[str, OutboxEvent], known: Mapping[str, Mapping[str, Any]]
@@ -219,7 +216,7 @@ async def _write_batch(
     destinations = {m: known[m] for m in merchant_ids if m in known}
     unknown = [m for m in merchant_ids if m not in destinations]
     if unknown:
-        marks, values = _in_list("m", unknown)
+        marks, values = in_list("m", unknown)
         destinations.update({row["id"]: row for row in await db.fetch_all(
             f"SELECT id, webhook_url, webhook_secret FROM merchants WHERE id IN ({marks})", values)})
     for merchant_id in merchant_ids:
@@ -264,7 +261,7 @@ async def _write_batch(
         db.on_commit(lambda: wake_delivery(gateway))  # the first attempt leaves now, not at the next tick
     already = [event_id for event_id in batch if event_id not in inserted]
     if already:
-        marks, values = _in_list("e", already)
+        marks, values = in_list("e", already)
         for row in await db.fetch_all(
             f"SELECT event_id, merchant_id, event_type FROM webhook_events WHERE event_id IN ({marks})", values
         ):

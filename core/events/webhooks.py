@@ -22,11 +22,12 @@ import aiohttp
 
 from .attempts import (  # noqa: F401 - re-exported: callers and tests name them here
     CLAIM_BATCH, LEASE_MARGIN_SECONDS, MAX_RETRY_DELAY, RETRY_DELAYS, SIGNATURE_HEADER, Claim, Outcome,
-    _in_list, attempt_delivery, claim_due, delivery_headers, record_attempt, record_attempts, release_claims,
+    attempt_delivery, claim_due, delivery_headers, record_attempt, record_attempts, release_claims,
     retry_delay, sign,
 )
 from .delivery_run import run_claims, run_due
 from .outbox import DELIVERED, FAILED, PENDING, SKIPPED_NO_SECRET, SKIPPED_NO_URL
+from ..infra.db_dialect import in_list
 from ..infra.netguard import outbound_session
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -151,7 +152,7 @@ async def redeliverable_events(gateway: "Gateway", merchant_id: str, event_ids: 
     """Those of ``event_ids`` (the merchant's own) that gave up and may be sent again."""
     if not event_ids:
         return set()
-    placeholders, ids = _in_list("id", sorted(set(event_ids)))
+    placeholders, ids = in_list("id", sorted(set(event_ids)))
     rows = await gateway.db.fetch_all(
         f"SELECT event_id, status FROM webhook_events WHERE merchant_id = :m AND event_id IN ({placeholders})",
         {"m": merchant_id, **ids})
@@ -167,7 +168,7 @@ async def redeliver(gateway: "Gateway", merchant_id: str, event_id: str) -> bool
     unknown, another merchant's, delivered or still being retried.
     """
     now = gateway.now()
-    placeholders, statuses = _in_list("s", list(REDELIVERABLE))
+    placeholders, statuses = in_list("s", list(REDELIVERABLE))
     moved = await gateway.db.fetch_val(
         "UPDATE webhook_events SET status = :pending, attempts = 0, next_attempt_at = :now, claim_token = NULL,"
         " last_error = NULL, updated_at = :now"

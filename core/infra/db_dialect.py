@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 # Outside quotes and comments, ``:name`` is a parameter, as in SQLAlchemy's
 # ``text()``; ``::type`` casts and ``\:`` (a literal colon) are not.
@@ -93,3 +93,12 @@ def advisory_key(name: str) -> int:
     """A stable signed 63-bit key for ``pg_try_advisory_lock``."""
     digest = hashlib.sha256(f"orbchain:{name}".encode()).digest()
     return int.from_bytes(digest[:8], "big", signed=True) >> 1
+
+
+def in_list(prefix: str, values: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """``IN (...)`` text and its parameters for ``values``: ``":id0, :id1"``, ``{"id0": .., "id1": ..}``.
+
+    Both dialects bind ``:name`` parameters, not arrays, so a list becomes one named parameter per value.
+    """
+    names = {f"{prefix}{i}": value for i, value in enumerate(values)}
+    return ", ".join(f":{name}" for name in names), names
