@@ -2,20 +2,24 @@
 
 For each size, a scratch PostgreSQL database (``ORBCHAIN_TEST_PG_DSN``, else the
 local 127.0.0.1:5432 server; created and dropped here) gets the gateway's own
-schema and a history written straight in SQL: ``payments`` rows over a year, a
-tenth of them the busy merchant's (the one measured), the rest spread over
-neighbours; a deposit for every other payment; a webhook event and its delivery
-attempt per payment; a security-log line per busy-merchant payment. Then
-``ANALYZE``, and the real app (``create_app``, every plugin) answers over HTTP
+schema and a history written straight in SQL (``fill``): ``payments`` rows over a
+year, a tenth of them the busy merchant's (the one measured), the rest spread over
+neighbours (1,000, or one per thousand payments beyond a million); a deposit, its
+ledger transaction and postings for every other payment; a webhook event and its
+delivery attempt per payment; a security-log line per busy-merchant payment. Then
+``VACUUM ANALYZE``, and the real app (``create_app``, every plugin) answers over HTTP
 on a loopback port, one request at a time: p50 and p99 in ms per hot path at
 both sizes, the large/small ratio of p50 (goal <= 1.5), and the database's
-bytes per payment (all tables and indexes, the empty schema subtracted). No
-figure fails the run; a wrong answer does.
+bytes per payment (all tables and indexes, the empty schema subtracted). At the
+small size, also the latency of two hot paths while the retention job prunes
+``--prune-rows`` old delivery attempts, against the same without. No figure
+fails the run; a wrong answer does.
 
     .venv/bin/python bench/bench_history.py                       # 100,000 and 1,000,000 payments
-    .venv/bin/python bench/bench_history.py --sizes 20000,200000  # quick
+    .venv/bin/python bench/bench_history.py --sizes 20000,200000 --prune-rows 0  # quick
+    .venv/bin/python bench/bench_history.py --sizes 100000,3000000  # 7.6 GB, filled in 13 min on 2 loaded cores
     .venv/bin/python bench/bench_history.py --sizes 100000,10000000 --requests 300  # the issue's large size:
-        # about 5 GB and an hour of filling on two cores; the busy merchant then holds 1,000,000 payments
+        # about 26 GB and 45 minutes of filling there (extrapolated); the busy merchant holds 1,000,000 payments
 """
 
 from __future__ import annotations
@@ -33,23 +37,43 @@ from aiohttp.test_utils import TestServer
 
 from scratch_shop import scratch_shop
 
+from orbchain.core.events import retention
+
 YEAR = 365 * 86_400
 BUSY_SHARE = 10  # one payment in BUSY_SHARE is the busy merchant's
 NEIGHBOURS = 1_000
 
 
 
-async def fill(conn: asyncpg.Connection, busy: str, payments: int, now: int) -> None:
-    """The history: payment ``g`` is the busy merchant's when ``g % BUSY_SHARE == 0``, else a neighbour's;
-    statuses cycle within each merchant's payments (three Paid, one Expired, one Cancelled in five)."""
-    start, step = now - YEAR, max(1, YEAR // payments)
-    await conn.execute(f"""
-        INSERT INTO merchants (id, account_id, email, password_hash, key_account, accepted_coins, created_at,
-                               updated_at)
-        SELECT 'mn' || g, 'OC-n' || g, 'n' || g || '@example.com', 'x', 1000000 + g, '[]', {start}, {start}
-        FROM generate_series(1, {NEIGHBOURS}) g""")
-    owner = f"CASE WHEN g % {BUSY_SHARE} = 0 THEN '{busy}' ELSE 'mn' || (1 + g % {NEIGHBOURS}) END"
+CHUNK = 1_000_000  # payments per round of INSERTs: progress shows, and no statement runs for an hour
+
+
+def neighbours_for(payments: int) -> int:
+    """1,000 merchants up to a million payments, one per thousand payments beyond (10,000 at 10 million)."""
+    return max(NEIGHBOURS, payments // 1_000)
+
+
+async def secondary_indexes(conn: asyncpg.Connection) -> list[tuple[str, str]]:
+    """The indexes no constraint owns (name, definition): dropped for the fill, built once after it."""
+    rows = await conn.fetch("""
+        SELECT i.indexname, i.indexdef FROM pg_indexes i
+        WHERE i.schemaname = 'public' AND i.tablename IN
+              ('payments', 'deposits', 'webhook_events', 'webhook_deliveries', 'security_events',
+               'ledger_transactions', 'ledger_postings')
+          AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conname = i.indexname)""")
+    return [(r["indexname"], r["indexdef"]) for r in rows]
+
+
+async def fill_chunk(conn: asyncpg.Connection, busy: str, lo: int, hi: int, start: int, step: int,
+                     neighbours: int) -> None:
+    """Payments ``lo``..``hi`` and what they imply: payment ``g`` is the busy merchant's when
+    ``g % BUSY_SHARE == 0``, else a neighbour's; statuses cycle within each merchant's payments (three Paid,
+    one Expired, one Cancelled in five); every other payment has a credited deposit and its ledger
+    transaction (world, merchant, fee); each has a webhook event and a delivery attempt."""
+    owner = f"CASE WHEN g % {BUSY_SHARE} = 0 THEN '{busy}' ELSE 'mn' || (1 + g % {neighbours}) END"
     at = f"{start} + g::bigint * {step}"
+    series = f"generate_series({lo}, {hi}) g"
+    odd = f"generate_series({lo + (1 - lo % 2)}, {hi}, 2) g"  # the odd ones: a deposit each
     await conn.execute(f"""
         INSERT INTO payments (track_id, merchant_id, type, status, currency, pay_currency, pay_amount, address,
                               chain, order_id, description, created_at, updated_at, expires_at, paid_at)
@@ -58,7 +82,7 @@ async def fill(conn: asyncpg.Connection, busy: str, payments: int, now: int) -> 
                500000000000000000,
                '0x' || md5(g::text), 'ethereum', 'order-' || g, 'order ' || g, {at}, {at}, {at} + 3600,
                CASE WHEN (g / {BUSY_SHARE}) % 5 IN (0, 1, 4) THEN {at} + 600 END
-        FROM generate_series(1, {payments}) g""")
+        FROM {series}""")
     await conn.execute(f"""
         INSERT INTO deposits (id, chain, coin, network, tx_hash, output_index, address, amount, merchant_id,
                               track_id, block_height, block_hash, confirmations, threshold, status, credited,
@@ -66,22 +90,64 @@ async def fill(conn: asyncpg.Connection, busy: str, payments: int, now: int) -> 
         SELECT 'dep' || g, 'ethereum', 'ETH', 'devnet', '0x' || md5('tx' || g), 0, '0x' || md5(g::text),
                500000000000000000, {owner}, 'H' || lpad(g::text, 10, '0'), g, md5('b' || g), 12, 12, 'CREDITED',
                TRUE, 1, {at} + 300, {at} + 600, {at} + 600
-        FROM generate_series(1, {payments}, 2) g""")
+        FROM {odd}""")
+    await conn.execute(f"""
+        INSERT INTO ledger_transactions (id, kind, reference, merchant_id, memo, created_at)
+        SELECT 'ltx' || g, 'deposit', 'deposit:dep' || g || ':credit:1', {owner}, NULL, {at} + 600
+        FROM {odd}""")
+    await conn.execute(f"""
+        INSERT INTO ledger_postings (transaction_id, account, coin, amount, created_at)
+        SELECT 'ltx' || g, a.account, 'ETH', a.amount, {at} + 600
+        FROM {odd}, LATERAL (VALUES ('world:ethereum', -500000000000000000),
+                                    ('merchant:' || {owner} || ':available', 495000000000000000),
+                                    ('platform:fees', 5000000000000000)) a(account, amount)""")
     await conn.execute(f"""
         INSERT INTO webhook_events (event_id, merchant_id, event_type, logical_key, body, event_timestamp,
                                     status, attempts, next_attempt_at, created_at, updated_at, delivered_at)
         SELECT 'ev' || g, {owner}, 'payment.paid', 'payment.paid:H' || g, repeat('x', 600), {at},
                'delivered', 1, {at}, {at}, {at}, {at}
-        FROM generate_series(1, {payments}) g""")
+        FROM {series}""")
     await conn.execute(f"""
         INSERT INTO webhook_deliveries (event_id, merchant_id, url, status_code, success, attempt,
                                         payload_preview, response_preview, duration_ms, created_at)
         SELECT 'ev' || g, {owner}, 'https://shop.example/hook', 200, TRUE, 1, repeat('x', 300), 'ok', 40, {at}
-        FROM generate_series(1, {payments}) g""")
+        FROM {series}""")
     await conn.execute(f"""
         INSERT INTO security_events (merchant_id, kind, details, alert, created_at)
-        SELECT '{busy}', 'sign_in', '{{}}', FALSE, {at} FROM generate_series(1, {payments}, {BUSY_SHARE}) g""")
-    await conn.execute("VACUUM ANALYZE")  # what autovacuum would have done over a year: index-only counts
+        SELECT '{busy}', 'sign_in', '{{}}', FALSE, {at} FROM {series} WHERE g % {BUSY_SHARE} = 0""")
+
+
+async def fill(conn: asyncpg.Connection, busy: str, payments: int, now: int) -> None:
+    """The history, a million payments per round, written server-side (``INSERT ... SELECT`` over
+    ``generate_series``: no row crosses the wire, which a client-side COPY would need) with the secondary
+    indexes dropped and the foreign-key triggers off (``session_replication_role``, as ``pg_restore
+    --disable-triggers``): the rows are consistent by construction. Then the indexes are built once, by sort,
+    and ``VACUUM ANALYZE`` does what autovacuum would have done over a year (index-only counts)."""
+    start, step = now - YEAR, max(1, YEAR // payments)
+    neighbours = neighbours_for(payments)
+    began = time.perf_counter()
+    await conn.execute(f"""
+        INSERT INTO merchants (id, account_id, email, password_hash, key_account, accepted_coins, created_at,
+                               updated_at)
+        SELECT 'mn' || g, 'OC-n' || g, 'n' || g || '@example.com', 'x', 1000000 + g, '[]', {start}, {start}
+        FROM generate_series(1, {neighbours}) g""")
+    indexes = await secondary_indexes(conn)
+    for name, _ in indexes:
+        await conn.execute(f'DROP INDEX "{name}"')
+    await conn.execute("SET session_replication_role = replica")
+    await conn.execute("SET maintenance_work_mem = '256MB'")
+    for lo in range(1, payments + 1, CHUNK):
+        await fill_chunk(conn, busy, lo, min(payments, lo + CHUNK - 1), start, step, neighbours)
+        print(f"  rows for payments {lo:,}..{min(payments, lo + CHUNK - 1):,}"
+              f" at {time.perf_counter() - began:.0f} s", flush=True)
+    await conn.execute("RESET session_replication_role")
+    phase = time.perf_counter()
+    for _, definition in indexes:
+        await conn.execute(definition)
+    print(f"  {len(indexes)} indexes built in {time.perf_counter() - phase:.0f} s", flush=True)
+    phase = time.perf_counter()
+    await conn.execute("VACUUM ANALYZE")
+    print(f"  VACUUM ANALYZE in {time.perf_counter() - phase:.0f} s", flush=True)
 
 
 async def timed(session: aiohttp.ClientSession, method: str, url: str, headers: dict[str, str], count: int,
@@ -101,8 +167,63 @@ def p50_p99(times: list[float]) -> tuple[float, float]:
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
 
 
-async def measure(payments: int, requests: int) -> tuple[dict[str, tuple[float, float]], float]:
-    """One size: each hot path's (p50, p99) in ms, and bytes per payment."""
+PRUNE_PATHS = ("payment by id", "payment creation")
+
+
+async def add_old_deliveries(url: str, rows: int, payments: int, before: int) -> None:
+    """``rows`` delivery attempts older than any other row (all before ``before``), for the pruning run."""
+    conn = await asyncpg.connect(url)
+    try:
+        await conn.execute("SET session_replication_role = replica")
+        await conn.execute(f"""
+            INSERT INTO webhook_deliveries (event_id, merchant_id, url, status_code, success, attempt,
+                                            payload_preview, response_preview, duration_ms, created_at)
+            SELECT 'ev' || (1 + g % {payments}), 'old', 'https://shop.example/hook', 200, TRUE, 1,
+                   repeat('x', 300), 'ok', 40, {before} - g
+            FROM generate_series(1, {rows}) g""")
+        await conn.execute("RESET session_replication_role")
+        await conn.execute("VACUUM ANALYZE webhook_deliveries")
+    finally:
+        await conn.close()
+
+
+async def while_pruning(gateway: Any, url: str, session: aiohttp.ClientSession,
+                        hot: list[tuple[str, str, dict[str, str]]], rows: int, payments: int, requests: int) -> None:
+    """p50/p99 of ``hot`` without pruning, then while the retention job's own batches
+    (``retention.prune_deliveries``, 500 a statement) delete ``rows`` old attempts; printed as a table."""
+    cut = int(time.time()) - YEAR - 86_400
+    await add_old_deliveries(url, rows, payments, cut)
+    body = {"json": {"currency": "ETH", "amount": "0.5"}}
+
+    async def sample() -> list[list[float]]:
+        return [await timed(session, method, target, auth, 1, **(body if method == "POST" else {}))
+                for target, method, auth in hot]
+
+    quiet: list[list[list[float]]] = [await sample() for _ in range(requests)]
+
+    async def prune() -> tuple[int, float]:
+        started, total = time.perf_counter(), 0
+        while (deleted := await retention.prune_deliveries(gateway, cut, retention.BATCH)):
+            total += deleted
+        return total, time.perf_counter() - started
+
+    job = asyncio.ensure_future(prune())
+    busy: list[list[list[float]]] = []
+    while not job.done():
+        busy.append(await sample())
+    pruned, seconds = await job
+    assert pruned == rows, (pruned, rows)
+    print(f"\n{pruned:,} old delivery attempts pruned in {seconds:.0f} s ({pruned / seconds:,.0f} rows/s),"
+          f" {len(busy)} request rounds meanwhile")
+    print("| hot path | p50 / p99 ms, no pruning | p50 / p99 ms, while pruning |\n|---|---|---|")
+    for i, label in enumerate(PRUNE_PATHS):
+        (q50, q99), (b50, b99) = (p50_p99([t for r in rounds for t in r[i]]) for rounds in (quiet, busy))
+        print(f"| {label} | {q50:.1f} / {q99:.1f} | {b50:.1f} / {b99:.1f} |", flush=True)
+
+
+async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[dict[str, tuple[float, float]], float]:
+    """One size: each hot path's (p50, p99) in ms, and bytes per payment; with ``prune_rows``, then the
+    latency of two hot paths while that many old delivery attempts are pruned, against the same without."""
     async with scratch_shop("bench_history") as shop:
         app, url, signed = shop.app, shop.url, shop.signed
         conn = await asyncpg.connect(url)
@@ -137,11 +258,15 @@ async def measure(payments: int, requests: int) -> tuple[dict[str, tuple[float, 
                 target = str(server.make_url(path))
                 await timed(session, method, target, headers[auth], 10, **body)  # warm up
                 results[label] = p50_p99(await timed(session, method, target, headers[auth], requests, **body))
+            if prune_rows:
+                hot = [(str(server.make_url(paths[label][1])), paths[label][0], headers[paths[label][2]])
+                       for label in PRUNE_PATHS]
+                await while_pruning(shop.gateway, url, session, hot, prune_rows, payments, requests)
         return results, (size - empty) / payments
 
 
-async def run(sizes: list[int], requests: int) -> None:
-    measured = [await measure(size, requests) for size in sizes]
+async def run(sizes: list[int], requests: int, prune_rows: int) -> None:
+    measured = [await measure(size, requests, prune_rows if i == 0 else 0) for i, size in enumerate(sizes)]
     (small, small_bytes), (large, large_bytes) = measured[0], measured[-1]
     print(f"\n| hot path | p50 / p99 ms at {sizes[0]:,} | p50 / p99 ms at {sizes[-1]:,} | ratio of p50 |")
     print("|---|---|---|---|")
@@ -156,8 +281,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="100000,1000000", help="two payment counts, small then large")
     parser.add_argument("--requests", type=int, default=200)
+    parser.add_argument("--prune-rows", type=int, default=1_000_000,
+                        help="old delivery attempts pruned under load at the small size (0: skip)")
     args = parser.parse_args()
-    asyncio.run(run([int(s) for s in args.sizes.split(",")], args.requests))
+    asyncio.run(run([int(s) for s in args.sizes.split(",")], args.requests, args.prune_rows))
 
 
 if __name__ == "__main__":

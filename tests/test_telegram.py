@@ -19,12 +19,13 @@ from orbchain.plugins.telegram import bot, initdata, link_tokens, linking
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import PASSWORD, Visitor
-from .support import Devnet, advance_clock, api, bearer, config_from_environment, signup
+from .support import Devnet, advance_clock, api, bearer, config_from_environment, freeze_clock, signup
 from .telegram_support import (BOT_TOKEN, CHAT, MERCHANT_PASSWORD, balance, enable_totp, fund, init_data_for,
                                link_via_bot, next_code, open_session, sign_init_data, start_chat, telegram_config,
                                telegram_shop)
 
 BTC_DEST = "bc1qcr8te4kr609gcawutmrza0j4xv80jy8z306fyu"
+DAY = 86400
 
 
 @pytest.fixture
@@ -507,6 +508,37 @@ async def test_delivery_retries_then_gives_up(env, standin):
     assert await bot.deliver_messages(gateway) == 0  # not due yet
     advance_clock(gateway, 5)
     assert await bot.deliver_messages(gateway) == 1
+
+
+async def test_old_sent_and_given_up_messages_are_pruned_pending_ones_stay(env):
+    """Breaks caught: the bot's outbox grew forever; a prune that takes a message still to be sent or one
+    younger than ``message_retention_days`` (its row still refuses a notification queued twice)."""
+    from orbchain.plugins.telegram import store
+
+    _, _, gateway = env
+    now = freeze_clock(gateway)
+    old, young = now - 31 * DAY, now - 29 * DAY
+    rows = [(f"sent{i}", old, old, None) for i in range(1_200)]
+    rows += [("given-up", old, None, old), ("pending", old, None, None), ("young", young, young, None)]
+    for key, created, sent, failed in rows:
+        await gateway.db.execute(
+            "INSERT INTO telegram_messages (id, chat_id, body, attempts, next_attempt_at, sent_at, failed_at,"
+            " created_at) VALUES (:id, :c, '{}', 1, :t, :s, :f, :t)",
+            {"id": key, "c": CHAT, "t": created, "s": sent, "f": failed})
+    await bot.prune(gateway)
+    left = {r["id"] for r in await gateway.db.fetch_all("SELECT id FROM telegram_messages")}
+    assert left == {"pending", "young"}
+    assert not await store.enqueue(gateway, "young", CHAT, bot.text_message(CHAT, "again"))  # still refused
+
+
+def test_message_retention_is_at_least_a_week():
+    from orbchain.core.infra.config import ConfigError
+    from orbchain.plugins.telegram.settings import parse_settings
+
+    assert parse_settings({}).message_retention_days == 30
+    assert parse_settings({"message_retention_days": 7}).message_retention_days == 7
+    with pytest.raises(ConfigError, match="message_retention_days"):
+        parse_settings({"message_retention_days": 6})
 
 
 # -- webhook mode -----------------------------------------------------------------------------

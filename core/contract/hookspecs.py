@@ -858,8 +858,10 @@ def payments_pruning(gateway: "Gateway", track_ids: list[str]) -> None:
 
     Called by the core's ``payments.prune_unpaid`` job with the track ids of
     invoices minted with ``services.create_invoice(unpaid_retention_seconds=...)``
-    that are past that retention, Expired or Cancelled and never saw a deposit;
-    the core deletes them right after every plugin ran. A crash in between
+    that are past that retention, or (when the operator set
+    ``[payments] unpaid_retention_days``) of the merchants' own API payments
+    that expired longer ago than that, Expired or Cancelled and never saw a
+    deposit; the core deletes them right after every plugin ran. A crash in between
     calls it again with the same ids, so implementations must be idempotent
     (and must not raise: a failure is logged and the payments still go).
     May be async. Return nothing.

@@ -52,6 +52,7 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 MAX_DRAIN_SECONDS = 3600
 # Outbox rows are what refuses a re-announced event as a duplicate: kept at least this long (core/events/retention.py).
 MIN_WEBHOOK_RETENTION_DAYS = 7
+MIN_PAYMENT_RETENTION_DAYS = 30
 MAX_CONNECTION_SECONDS = 3600
 
 
@@ -127,6 +128,14 @@ class WebhooksConfig:
     # (core/events/retention.py); 0 keeps them forever. At least a week: an event re-announced within it is
     # still refused as a duplicate by its outbox row.
     retention_days: int = 90
+
+
+@dataclass(frozen=True)
+class PaymentsConfig:
+    # Days after its expiry that a merchant's own API payment left Expired or Cancelled with no deposit is
+    # kept (core/payments/pruning.py). 0, the default, keeps it forever: the SPEC lets a merchant look up any
+    # payment by id, so deleting one is a change of contract the operator opts into. At least 30 days.
+    unpaid_retention_days: int = 0
 
 
 @dataclass(frozen=True)
@@ -266,6 +275,7 @@ class Config:
     secrets: SecretsConfig = field(default_factory=SecretsConfig)
     fees: FeesConfig = field(default_factory=FeesConfig)
     webhooks: WebhooksConfig = field(default_factory=WebhooksConfig)
+    payments: PaymentsConfig = field(default_factory=PaymentsConfig)
     rate_limits: RateLimitConfig = field(default_factory=RateLimitConfig)
     live: LiveConfig = field(default_factory=LiveConfig)
     plugins: PluginsConfig = field(default_factory=PluginsConfig)
@@ -323,6 +333,7 @@ def _section_class(name: str) -> type:
         "secrets": SecretsConfig,
         "fees": FeesConfig,
         "webhooks": WebhooksConfig,
+        "payments": PaymentsConfig,
         "rate_limits": RateLimitConfig,
         "live": LiveConfig,
         "plugins": PluginsConfig,
@@ -433,6 +444,10 @@ def _check_values(config: Config) -> None:
     if config.webhooks.retention_days != 0 and config.webhooks.retention_days < MIN_WEBHOOK_RETENTION_DAYS:
         raise ConfigError(f"config key 'webhooks.retention_days' must be 0 (keep forever) or at least"
                           f" {MIN_WEBHOOK_RETENTION_DAYS}")
+    payment_days = config.payments.unpaid_retention_days
+    if payment_days != 0 and payment_days < MIN_PAYMENT_RETENTION_DAYS:
+        raise ConfigError(f"config key 'payments.unpaid_retention_days' must be 0 (keep forever) or at least"
+                          f" {MIN_PAYMENT_RETENTION_DAYS}")
     if config.logging.format not in LOG_FORMATS:
         raise ConfigError(f"config key 'logging.format' must be one of {', '.join(LOG_FORMATS)}")
     if config.logging.level.upper() not in LOG_LEVELS:

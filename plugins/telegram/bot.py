@@ -181,3 +181,5 @@ async def deliver_messages(gateway: "Gateway") -> int:
 
 async def prune(gateway: "Gateway") -> None:
     await store.prune(gateway, profile_ttl=2 * link_tokens.LINK_TOKEN_TTL)
+    days = settings_of(gateway).message_retention_days
+    await store.prune_messages(gateway, gateway.now() - days * 86_400)

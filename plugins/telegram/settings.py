@@ -14,6 +14,11 @@ Telegram. ``mode`` picks how updates arrive (docs/telegram.md):
 ``mfa_cooling_off_seconds`` (default 24 hours, 0 turns it off): how long a
 newly linked chat waits before it may set up 2FA from the mini-app, so a
 chat linked by mistake cannot take over the account's payouts at once.
+
+``message_retention_days`` (default 30, 7-3650): how long a sent or given-up
+outbox message is kept. Its row is what makes a notification queued twice
+(an event hook run again) go out once, which happens within minutes, so a
+week is the least; after that the row only grows the table.
 """
 
 from __future__ import annotations
@@ -34,8 +39,10 @@ DEFAULT_TIMEOUT_SECONDS = 10
 # How long after linking a chat before 2FA may be set up from the mini-app (docs/telegram.md).
 DEFAULT_MFA_COOLING_OFF = 24 * 3600
 MAX_MFA_COOLING_OFF = 30 * 24 * 3600
+DEFAULT_MESSAGE_RETENTION_DAYS = 30
 _KEYS = {"bot_token", "api_base_url", "mode", "webhook_secret", "init_data_max_age_seconds",
-         "poll_interval_seconds", "timeout_seconds", "bot_username", "mfa_cooling_off_seconds"}
+         "poll_interval_seconds", "timeout_seconds", "bot_username", "mfa_cooling_off_seconds",
+         "message_retention_days"}
 _SETTINGS = "telegram.settings"
 
 
@@ -50,6 +57,7 @@ class TelegramSettings:
     timeout_seconds: int = DEFAULT_TIMEOUT_SECONDS
     bot_username: str = ""
     mfa_cooling_off_seconds: int = DEFAULT_MFA_COOLING_OFF
+    message_retention_days: int = DEFAULT_MESSAGE_RETENTION_DAYS
 
     @property
     def enabled(self) -> bool:
@@ -108,6 +116,7 @@ def parse_settings(block: Mapping[str, Any]) -> TelegramSettings:
         bot_username=username,
         mfa_cooling_off_seconds=_int(block, "mfa_cooling_off_seconds", DEFAULT_MFA_COOLING_OFF, 0,
                                      MAX_MFA_COOLING_OFF),
+        message_retention_days=_int(block, "message_retention_days", DEFAULT_MESSAGE_RETENTION_DAYS, 7, 3650),
     )
 
 

@@ -134,6 +134,26 @@ async def prune(gateway: "Gateway", profile_ttl: int) -> None:
 
 # -- outbox -----------------------------------------------------------------------------------
 
+PRUNE_BATCH = 500
+PRUNE_MAX_BATCHES = 200  # a backlog (the first run after an upgrade) drains over several ticks
+
+
+async def prune_messages(gateway: "Gateway", cut: int, batch: int = PRUNE_BATCH,
+                         max_batches: int = PRUNE_MAX_BATCHES) -> int:
+    """Delete sent or given-up messages queued before ``cut``, oldest first, one short statement per batch
+    (never a message still to be sent); how many were deleted."""
+    total = 0
+    for _ in range(max_batches):
+        deleted = await gateway.db.fetch_all(
+            "DELETE FROM telegram_messages WHERE id IN (SELECT id FROM telegram_messages WHERE created_at < :cut"
+            " AND (sent_at IS NOT NULL OR failed_at IS NOT NULL) ORDER BY created_at, id LIMIT :n) RETURNING id",
+            {"cut": cut, "n": batch})
+        total += len(deleted)
+        if len(deleted) < batch:
+            break
+    return total
+
+
 
 async def enqueue(gateway: "Gateway", key: str, chat_id: int, payload: Mapping[str, Any]) -> bool:
     """Queue one ``sendMessage`` once per logical ``key``; False when it was already queued."""
