@@ -74,25 +74,30 @@ def forget(path: Path) -> None:
 
 
 def signer_config(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
-                  blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"') -> Path:
-    """The signer's config file; ``seed`` is its ``[secrets]`` line naming the seed."""
+                  blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"',
+                  extra: str = "") -> Path:
+    """The signer's config file; ``seed`` is its ``[secrets]`` line naming the seed, ``extra`` more TOML."""
     config = tmp_path / "signer.toml"
     lines = [f'[server]\ndata_dir = "{tmp_path / "signer"}"\nenvironment = "development"',
              f'[database]\nurl = "{db_url}"', f"[plugins]\nblocked = {json.dumps(list(blocked))}",
              f'[secrets]\n{seed}\njwt_secret = "{JWT}"',
              f'[signer]\nlisten = "unix://{socket}"\nkey_file = "{key_file}"']
     for name, block in (plugins or {}).items():
-        lines.append(f"[plugin.{name}]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in block.items()))
+        lines.append(f"[plugin.{name}]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in block.items()
+                                                     if not isinstance(v, dict)))
+        lines.extend(f"[plugin.{name}.{k}]\n" + "\n".join(f"{kk} = {toml_value(vv)}" for kk, vv in v.items())
+                     for k, v in block.items() if isinstance(v, dict))
+    lines.append(extra)
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return config
 
 
 async def start_signer(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
                        blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"',
-                       env: dict[str, str] | None = None) -> Signer:
+                       env: dict[str, str] | None = None, extra: str = "") -> Signer:
     """``orbchain signer`` on the test's database, listening on ``socket`` once this returns."""
     forget(socket)  # a stopped signer's socket file: wait for the new one
-    config = signer_config(tmp_path, db_url, socket, key_file, plugins, blocked, seed)
+    config = signer_config(tmp_path, db_url, socket, key_file, plugins, blocked, seed, extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orbchain", "--config", str(config), "signer",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env={**os.environ, **(env or {})})
