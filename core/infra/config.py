@@ -234,6 +234,17 @@ class SigningConfig:
 
 
 @dataclass(frozen=True)
+class OperatorConfig:
+    """The operator's own webhook (core/events/operator.py, docs/operations.md "Operator notifications"): payouts
+    held by the signing policy, sweeps to cold, custody shortfalls and recoveries, nodes refused. Signed like a
+    merchant's (header ``HMAC``: HMAC-SHA512 of the body) with ``webhook_secret`` (or the file it is read from)."""
+
+    webhook_url: str = ""
+    webhook_secret: str = ""
+    webhook_secret_file: str = ""
+
+
+@dataclass(frozen=True)
 class SignerConfig:
     """Where payouts are signed (core/custody/signer.py, docs/operations.md "Custody: a signer on its own host").
 
@@ -278,6 +289,7 @@ class Config:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     signing: SigningConfig = field(default_factory=SigningConfig)
     signer: SignerConfig = field(default_factory=SignerConfig)
+    operator: OperatorConfig = field(default_factory=OperatorConfig)
     # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
     plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"
@@ -335,6 +347,7 @@ def _section_class(name: str) -> type:
         "logging": LoggingConfig,
         "signing": SigningConfig,
         "signer": SignerConfig,
+        "operator": OperatorConfig,
     }[name]
 
 
@@ -460,6 +473,12 @@ def _check_values(config: Config) -> None:
     _check_connection_keys(config.server)
     _check_signing_keys(config.signing)
     _check_signer_keys(config.signer)
+    operator = config.operator
+    if operator.webhook_url and not operator.webhook_url.startswith(("http://", "https://")):
+        raise ConfigError("config key 'operator.webhook_url' must be an http:// or https:// URL")
+    if operator.webhook_url and not (operator.webhook_secret or operator.webhook_secret_file):
+        raise ConfigError("config key 'operator.webhook_url' needs 'operator.webhook_secret' (or"
+                          " 'operator.webhook_secret_file'): an operator webhook is always signed")
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url
