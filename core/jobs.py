@@ -23,6 +23,9 @@ from .watching.scanner import scan_job, scan_job_name
 from .events.webhooks import deliver_due
 from .events import retention as webhooks_retention
 from .events.delivery_wake import JOB as DELIVERY_JOB
+from .events.operator import JOB_NAME as OPERATOR_JOB, TICK_SECONDS as OPERATOR_TICK, deliver_operator_events
+from .events.operator import operator_webhook_on
+from .health.node_refusals import announce_refused_nodes
 from .contract.gateway import PluginGateway as Gateway
 
 EXPIRY_SECONDS = 15
@@ -50,6 +53,9 @@ def register_core_jobs(gateway: "Gateway") -> None:
                          seconds=webhooks_retention.TICK_SECONDS)
     if gateway.config.metrics.ledger_check_seconds:
         gateway.jobs.add("ledger.check", ledger_check_job, seconds=gateway.config.metrics.ledger_check_seconds)
+    if operator_webhook_on(gateway):
+        gateway.jobs.add(OPERATOR_JOB, deliver_operator_events, seconds=OPERATOR_TICK)
+        announce_refused_nodes(gateway)
     if gateway.config.custody.check_seconds:
         gateway.jobs.add(CUSTODY_JOB, custody_check_job, seconds=gateway.config.custody.check_seconds)
     for adapter in (a for a in gateway.chains if a.supports(Capability.DEPOSITS)):

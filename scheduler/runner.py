@@ -88,11 +88,20 @@ async def run_job_once(gateway: "Gateway", job: Job, *, tick: bool = False) -> b
     return True
 
 
+def signing_job(job: Job) -> bool:
+    """``orbchain signer``'s selection: only the jobs that sign (sweeps), which a seedless serve leaves to it."""
+    return job.signs
+
+
 class JobScheduler:
     """APScheduler's interval triggers, plus what a stop needs: the runs in flight, by job name."""
 
-    def __init__(self, gateway: "Gateway") -> None:
+    def __init__(self, gateway: "Gateway", select: Callable[[Job], bool] | None = None) -> None:
+        """``select``: the jobs this process runs; by default all but the signing ones when a separate signer
+        holds the keys (``[signer] url``: ``orbchain signer`` runs those, with ``select=signing_job``)."""
         self.gateway = gateway
+        separate = bool(gateway.config.signer.url)
+        self.select = select or (lambda job: not (separate and job.signs))
         self._scheduler = AsyncIOScheduler(timezone="UTC")
         self._runs: dict[asyncio.Task, str] = {}  # runs in flight -> job name
         self._again: set[str] = set()  # jobs woken during their run: one more run when it ends
@@ -102,7 +111,7 @@ class JobScheduler:
         self._shut_down = False
 
     def start(self) -> None:
-        for job in self.gateway.jobs:
+        for job in self.jobs():
             self._scheduler.add_job(
                 self._run,
                 "interval",
@@ -116,7 +125,14 @@ class JobScheduler:
             )
         self._scheduler.start()
         self._unsubscribe = self.gateway.signals.subscribe(WAKE, self.wake)
-        log.info("scheduler started with %d job(s): %s", len(self.gateway.jobs), ", ".join(self.gateway.jobs.names()))
+        names = [job.name for job in self.jobs()]
+        log.info("scheduler started with %d job(s): %s", len(names), ", ".join(names))
+        left = [job.name for job in self.gateway.jobs if not self.select(job)]
+        if left:
+            log.info("jobs left to another process (they sign: `orbchain signer` runs them): %s", ", ".join(left))
+
+    def jobs(self) -> list[Job]:
+        return [job for job in self.gateway.jobs if self.select(job)]
 
     def wake(self, name: str) -> None:
         """Run job ``name`` now (in this process if it wins the job's lock); the ``wake`` signal's subscriber.
@@ -129,6 +145,8 @@ class JobScheduler:
         if self._stopping:
             return
         job = self.gateway.jobs.get(name)
+        if job is not None and not self.select(job):
+            return  # another process runs it (the signer), and heard the same wake
         if job is None:
             if name not in self._unknown:
                 self._unknown.add(name)

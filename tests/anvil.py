@@ -284,7 +284,7 @@ class EvmShop:
 
 
 async def open_shop(node: Anvil, make_client: Any, make_config: Any, *, custody: dict | None = None,
-                    **evm_settings: Any) -> EvmShop:
+                    overrides: dict | None = None, **evm_settings: Any) -> EvmShop:
     from orbchain.core.contract.plugins import get_plugin_manager
     from orbchain.web.keys import GATEWAY
 
@@ -295,8 +295,9 @@ async def open_shop(node: Anvil, make_client: Any, make_config: Any, *, custody:
     settings = {"rpc_url": node.url, "chain_id": CHAIN_ID, "start_height": node.height() + 1, "scan_seconds": 1,
                 "contracts": {"USDT_ERC20": token}, **evm_settings}
     config = make_config(scheduler={"enabled": False}, plugin={"evm": {"ethereum": settings}},
-                         **({"custody": custody} if custody else {}))
-    client = await make_client(config, get_plugin_manager(blocked=["devnet"]))
+                         **({"custody": custody} if custody else {}), **(overrides or {}))
+    client = await make_client(config, get_plugin_manager(blocked=["devnet", *(overrides or {}).get("plugins", {})
+                                                                   .get("blocked", [])]))
     merchant = await signup(client, "evm-shop@example.com")
     gateway = client.app[GATEWAY]
     return EvmShop(node, client, merchant, gateway, gateway.chains.get("ethereum"), token, other)

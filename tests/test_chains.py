@@ -161,8 +161,10 @@ def test_built_in_adapters_declare_what_they_do(config):
         "polygon": {"rpc_url": "http://127.0.0.1:9", "chain_id": 137, "sweep": False}}})
     evm = [a for a in build_gateway(evm_config).chains if isinstance(a, EvmAdapter)]
     declared = {a.name: a.capabilities for a in evm}
-    assert declared["ethereum"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.SWEEPS, Capability.CUSTODY}
-    assert declared["polygon"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY}
+    assert declared["ethereum"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.SWEEPS, Capability.CUSTODY,
+                                    Capability.REMOTE_SIGNING}
+    assert declared["polygon"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY,
+                                   Capability.REMOTE_SIGNING}
 
 
 # -- close at shutdown ----------------------------------------------------------------------------

@@ -26,6 +26,7 @@ import pytest
 from orbchain.core.addresses.store import export_account_xpubs
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.keys import SeedKeyStore
+from orbchain.core.keys.seed_file import PASSPHRASE_VARIABLE, encrypt_seed
 from orbchain.core.keys.signer_channel import new_channel_key, signed_headers
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family
@@ -72,21 +73,34 @@ def forget(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-async def start_signer(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
-                       blocked: tuple[str, ...] = ("lightning",)) -> Signer:
-    """``orbchain signer`` on the test's database, listening on ``socket`` once this returns."""
-    forget(socket)  # a stopped signer's socket file: wait for the new one
+def signer_config(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
+                  blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"',
+                  extra: str = "") -> Path:
+    """The signer's config file; ``seed`` is its ``[secrets]`` line naming the seed, ``extra`` more TOML."""
     config = tmp_path / "signer.toml"
     lines = [f'[server]\ndata_dir = "{tmp_path / "signer"}"\nenvironment = "development"',
              f'[database]\nurl = "{db_url}"', f"[plugins]\nblocked = {json.dumps(list(blocked))}",
-             f'[secrets]\nseed_mnemonic = "{SEED}"\njwt_secret = "{JWT}"',
+             f'[secrets]\n{seed}\njwt_secret = "{JWT}"',
              f'[signer]\nlisten = "unix://{socket}"\nkey_file = "{key_file}"']
     for name, block in (plugins or {}).items():
-        lines.append(f"[plugin.{name}]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in block.items()))
+        lines.append(f"[plugin.{name}]\n" + "\n".join(f"{k} = {toml_value(v)}" for k, v in block.items()
+                                                     if not isinstance(v, dict)))
+        lines.extend(f"[plugin.{name}.{k}]\n" + "\n".join(f"{kk} = {toml_value(vv)}" for kk, vv in v.items())
+                     for k, v in block.items() if isinstance(v, dict))
+    lines.append(extra)
     config.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return config
+
+
+async def start_signer(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
+                       blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"',
+                       env: dict[str, str] | None = None, extra: str = "") -> Signer:
+    """``orbchain signer`` on the test's database, listening on ``socket`` once this returns."""
+    forget(socket)  # a stopped signer's socket file: wait for the new one
+    config = signer_config(tmp_path, db_url, socket, key_file, plugins, blocked, seed, extra)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orbchain", "--config", str(config), "signer",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env={**os.environ, **(env or {})})
     while not is_there(socket):  # listening; the subprocess's own exit ends the wait
         if process.returncode is not None:
             pytest.fail(f"the signer exited: {(await process.stdout.read()).decode()}")  # type: ignore[union-attr]
@@ -108,17 +122,22 @@ def channel(tmp_path) -> tuple[Path, Path, Path]:
     return short, short / "signer.sock", key_file
 
 
+async def seedless_serve(tmp_path, make_config, make_client, socket: Path, key_file: Path):
+    """The serve side (client, merchant, devnet): no seed, deposit addresses from xpubs, ``[signer] url``."""
+    xpubs = tmp_path / "xpubs.json"
+    store = SeedKeyStore.from_secret(SEED, "")
+    xpubs.write_text(json.dumps(export_account_xpubs(store, "mainnet", range(0, 4), [get_family("btc")])))
+    return await payout_env(
+        make_client, make_config, plugins={"blocked": ["lightning"]},  # Lightning cannot sign remotely yet
+        secrets={"account_xpubs_file": str(xpubs), "jwt_secret": JWT},
+        signer={"url": f"unix://{socket}", "key_file": str(key_file)})
+
+
 @pytest.fixture
 async def signer(tmp_path, db_url, make_config, make_client):
     """The serve side (client, merchant, devnet) with its signer subprocess running on the same database."""
     short, socket, key_file = channel(tmp_path)
-    xpubs = tmp_path / "xpubs.json"
-    store = SeedKeyStore.from_secret(SEED, "")
-    xpubs.write_text(json.dumps(export_account_xpubs(store, "mainnet", range(0, 4), [get_family("btc")])))
-    client, merchant, devnet = await payout_env(
-        make_client, make_config, plugins={"blocked": ["lightning"]},  # Lightning cannot sign remotely yet
-        secrets={"account_xpubs_file": str(xpubs), "jwt_secret": JWT},
-        signer={"url": f"unix://{socket}", "key_file": str(key_file)})
+    client, merchant, devnet = await seedless_serve(tmp_path, make_config, make_client, socket, key_file)
     process = await start_signer(tmp_path, db_url, socket, key_file)
     process.start_again = lambda: start_signer(tmp_path, db_url, socket, key_file)
     try:
@@ -203,6 +222,36 @@ async def test_the_signer_refuses_requests_without_a_fresh_credential(signer):
     assert (await process.post(other, fresh))[0] == 401  # the credential covers the body
     row = await payout_row(gw, track_id)
     assert row["stage"] == "queued" and row["tx_hash"] is None  # nothing was signed on those requests
+
+
+async def test_the_signer_starts_from_an_encrypted_seed_and_refuses_a_wrong_passphrase(
+        tmp_path, db_url, make_config, make_client):
+    """The seed encrypted at rest: the passphrase from the environment opens it and the signer signs; a wrong
+    one stops the start with one clear line (no traceback) and nothing listening."""
+    short, socket, key_file = channel(tmp_path)
+    seed_file = tmp_path / "seed"
+    seed_file.write_text(encrypt_seed(SEED, "correct horse battery staple") + "\n")
+    seed_line = f'seed_file = "{seed_file}"'
+    client, merchant, devnet = await seedless_serve(tmp_path, make_config, make_client, socket, key_file)
+    config = signer_config(tmp_path, db_url, socket, key_file, seed=seed_line)
+    refused = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "orbchain", "--config", str(config), "signer",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, PASSPHRASE_VARIABLE: "not the passphrase"})
+    said = (await asyncio.wait_for(refused.communicate(), 60))[0].decode()
+    assert refused.returncode == 2 and "wrong passphrase" in said and "Traceback" not in said, said
+    assert not is_there(socket)
+    process = await start_signer(tmp_path, db_url, socket, key_file, seed=seed_line,
+                                 env={PASSPHRASE_VARIABLE: "correct horse battery staple"})
+    try:
+        gw = client.app[GATEWAY]
+        await fund(client, merchant, devnet)
+        track_id = (await create(client, merchant, "0.004"))[1]["data"]["track_id"]
+        assert await work(gw) == 1
+        assert (await payout_row(gw, track_id))["stage"] == "broadcast"
+    finally:
+        await stop_signer(process)
+        shutil.rmtree(short, ignore_errors=True)
 
 
 async def test_a_seedless_serve_pays_litecoin_through_the_signer(tmp_path, db_url, make_config, make_client,

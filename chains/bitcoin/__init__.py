@@ -78,7 +78,8 @@ def register_jobs(registry, gateway) -> None:
     limits = hot_wallet_limits(gateway)
     for adapter in gateway.chains:
         if isinstance(adapter, BitcoinAdapter) and getattr(limits.get(adapter.coin), "ceiling", None) is not None:
-            registry.add(f"bitcoin.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS)
+            registry.add(f"bitcoin.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS,
+                         signs=True)
 
 
 @hookimpl

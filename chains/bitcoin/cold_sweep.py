@@ -34,7 +34,8 @@ import secrets
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...api import (
-    NETWORK_FEES, BroadcastError, HotWalletLimits, Posting, SignedPayout, hot_wallet_limits, ledger, world,
+    NETWORK_FEES, BroadcastError, HotWalletLimits, Posting, SignedPayout, hot_wallet_limits, ledger,
+    notify_cold_sweep, world,
 )
 from ...api.addresses import next_counter
 from ..sweeping import cold_account, hot_wallet_account
@@ -147,6 +148,8 @@ async def _book(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
                                  postings=postings)
     await gateway.db.execute("UPDATE bitcoin_cold_sweeps SET status = :s, updated_at = :t WHERE id = :id",
                              {"s": DONE, "t": gateway.now(), "id": row["id"]})
+    await notify_cold_sweep(gateway, chain=chain, coin=coin, amount=amount, destination=row["destination"],
+                            tx_hash=row["tx_hash"])
     log.info("%s: cold sweep %s of %d confirmed and booked", chain, row["id"], amount)
 
 

@@ -98,9 +98,11 @@ def evm_adapters(gateway) -> list[EvmAdapter]:
 def register_jobs(registry, gateway) -> None:
     for adapter in evm_adapters(gateway):
         if adapter.settings.sweep:
-            registry.add(f"evm.{adapter.name}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
+            registry.add(f"evm.{adapter.name}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds,
+                         signs=True)
         if getattr(hot_wallet_limits(gateway).get(adapter.native), "ceiling", None) is not None:
-            registry.add(f"evm.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS)
+            registry.add(f"evm.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS,
+                         signs=True)
 
 
 @hookimpl

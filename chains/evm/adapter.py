@@ -74,8 +74,12 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
         self.payout_confirmations = settings.payout_confirmations
         self.node_networks = frozenset({str(settings.chain_id)})  # eth_chainId, in decimal
         self.max_tip_age_seconds = settings.max_tip_age_seconds
-        # No mempool watch: an EVM deposit shows once mined. Sweeping is this plugin's own job.
-        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY}
+        # No mempool watch: an EVM deposit shows once mined. Sweeping is this plugin's own job (a signing job:
+        # run by `orbchain signer` when one holds the keys). REMOTE_SIGNING: the payout and the transaction closing
+        # a dropped one are signed by the signer (nonces allocated in the shared database as ever); broadcast,
+        # status and releasing a failed payout's nonce need no key.
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY,
+                                       Capability.REMOTE_SIGNING}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
         self.nodes: NodeSet[JsonRpc] = NodeSet(

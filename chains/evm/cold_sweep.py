@@ -27,7 +27,7 @@ import logging
 import secrets
 from typing import TYPE_CHECKING, Any
 
-from ...api import NETWORK_FEES, BroadcastError, Posting, hot_wallet_limits, ledger, world
+from ...api import NETWORK_FEES, BroadcastError, Posting, hot_wallet_limits, ledger, notify_cold_sweep, world
 from ..sweeping import cold_account, hot_wallet_account
 from .keys import hot_wallet_address, hot_wallet_key
 from .rpc import quantity
@@ -98,6 +98,9 @@ async def _book(adapter: "EvmAdapter", tx: StoredTx, receipt: Any) -> None:
     if postings:
         await ledger.post_and_notify(gateway, kind=LEDGER_KIND, reference=f"evm:{chain}:{LEDGER_KIND}:{tx.tx_hash}",
                                      postings=postings)
+    if quantity(receipt["status"]) == 1:
+        await notify_cold_sweep(gateway, chain=chain, coin=native, amount=tx.amount, destination=tx.recipient,
+                                tx_hash=tx.tx_hash)
     await adapter.txs.record_receipt(tx.tx_hash, receipt)  # mined or reverted: no longer live
 
 

@@ -209,9 +209,23 @@ def static_findings(gateway: "Gateway") -> list[Finding]:
                  if loaded.to_generate else "")
         findings.append(Finding("OK", "secrets", f"JWT secret, seed and receipt key load{later}"))
         findings.append(signer_finding(gateway, bool(loaded.seed_material)))
+        if loaded.seed_material:
+            findings.append(seed_finding(config, loaded.seed_encrypted))
     except ConfigError as exc:
         findings.append(Finding("FAIL", "secrets", str(exc)))
     return findings
+
+
+def seed_finding(config: "Config", encrypted: bool) -> Finding:
+    """Whether the seed this config loads is encrypted at rest; production warns a plaintext one (an operator may
+    keep it in an encrypted systemd credential or on an encrypted disk instead, which this cannot see)."""
+    if encrypted:
+        return Finding("OK", "seed", "encrypted at rest (Argon2id + AES-GCM); its passphrase opened it")
+    if config.is_development:
+        return Finding("OK", "seed", "plaintext (development)")
+    return Finding("WARN", "seed", "plaintext at rest: `orbchain secrets encrypt-seed` encrypts it, or keep it in"
+                                   " an encrypted systemd credential (docs/operations.md \"The seed encrypted at"
+                                   " rest\")")
 
 
 def signer_finding(gateway: "Gateway", holds_seed: bool) -> Finding:

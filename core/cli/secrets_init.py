@@ -31,6 +31,7 @@ from typing import Callable
 from ..infra.config import ConfigError
 from ..keys.secrets import new_jwt_secret, new_mnemonic, new_receipt_key, write_scratch
 from ..keys.signer_channel import new_channel_key
+from .seed_encrypt import add_encrypt_seed_command
 
 DEFAULT_DIR = "/etc/orbchain/credentials"  # where deploy/orbchain.service's LoadCredential= reads them
 
@@ -278,3 +279,4 @@ def add_secrets_command(sub: "argparse._SubParsersAction[argparse.ArgumentParser
     init.add_argument("--replace", action="append", default=[], choices=NAMES, metavar="NAME",
                       help=f"overwrite this existing file, keeping the old one beside it ({', '.join(NAMES)})")
     init.set_defaults(func=cmd_secrets_init)
+    add_encrypt_seed_command(secrets_sub, DEFAULT_DIR)

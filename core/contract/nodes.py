@@ -148,6 +148,9 @@ class NodeSet(Generic[C]):
         self.vetting = False  # set by the first vet of an adapter that checks: from then on only vetted nodes
         self.nodes = [_Node(name, url, make(url)) for name, url in zip(_names(urls), urls)]
         self._agreed_height = -1  # the last agreed tip, which "behind" is measured from
+        # Told (chain, node name, refusal) when a node is newly refused or its reason changes: the operator's
+        # webhook (core/health/node_refusals.py); the core sets it, a plugin never needs to.
+        self.on_refused: Callable[[str, str, Refusal], None] | None = None
         self._pinned: ContextVar[_Node[C] | None] = ContextVar(f"pinned node of {chain}", default=None)
 
     def client(self) -> C:
@@ -236,6 +239,8 @@ class NodeSet(Generic[C]):
         if refusal is not None:
             if node.refusal is None or node.refusal.reason != refusal.reason:
                 log.error("%s: node %s refused: it %s", self.chain, node.name, refusal.message)
+                if self.on_refused is not None:
+                    self.on_refused(self.chain, node.name, refusal)
             node.health, node.refusal, node.error = Health.REFUSED, refusal, f"refused: it {refusal.message}"
         elif node.health in (Health.REFUSED, Health.DOWN):
             if node.health is Health.REFUSED:

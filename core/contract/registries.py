@@ -33,24 +33,29 @@ class PriceSourceRegistry(Registry[Any]):
 
 @dataclass(frozen=True)
 class Job:
-    """A periodic job: ``await func(gateway)`` every ``seconds``."""
+    """A periodic job: ``await func(gateway)`` every ``seconds``.
+
+    ``signs``: the job signs with the seed's keys (a sweep). A seedless ``serve`` (``[signer] url``) does not run
+    it; ``orbchain signer``, which holds the keys, does (docs/plugins.md ``register_jobs``).
+    """
 
     name: str
     func: Callable[[Any], Awaitable[object]]  # what it returns is not used
     seconds: float
+    signs: bool = False
 
 
 class JobRegistry(Registry[Job]):
     kind = "job"
 
     def add(self, name: str | Job, func: Callable[[Any], Awaitable[object]] | None = None, *,
-            seconds: float = 60) -> Job:
+            seconds: float = 60, signs: bool = False) -> Job:
         if isinstance(name, Job):
             job = name
         elif func is None:
             raise StartupError(f"plugin {self.current_plugin!r} registered job {name!r} without a function")
         else:
-            job = Job(name, func, seconds)
+            job = Job(name, func, seconds, signs)
         if job.seconds <= 0:
             raise StartupError(f"job {job.name!r} needs a positive interval")
         return super().add(job)

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Callable
 from ..money.amounts import format_units
 from .check import check_custody
 from .hot_wallet import hot_wallet_limits
-from .report import SURPLUS, CoinCustody, CustodyReport, seen_twice
-from .store import record_custody_check
+from ..events import operator as operator_events
+from ..events.operator import notify_operator
+from .report import OK, SHORTFALL, SURPLUS, CoinCustody, CustodyReport, seen_twice
+from .store import latest_by_coin, record_custody_check
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -35,6 +37,7 @@ def amount_formatter(gateway: "Gateway") -> Callable[[str, int], str]:
 
 
 async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
+    before = {row["coin"]: row["status"] for row in await latest_by_coin(gateway.db)}
     report = await check_custody(gateway)
     if report.shortfalls:  # a shortfall must be seen on a second look (report.seen_twice says why)
         report = seen_twice(report, await check_custody(gateway))
@@ -54,7 +57,24 @@ async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
                   fmt(coin.coin, hot_wallet_limits(gateway)[coin.coin].floor or 0))
     await record_custody_check(gateway.db, report, source=source, pause_payouts=gateway.config.custody.pause_payouts,
                                fmt=fmt)
+    await announce_changes(gateway, before, report, fmt)
     return report
+
+
+async def announce_changes(gateway: "Gateway", before: dict[str, str], report: CustodyReport,
+                           fmt: Callable[[str, int], str]) -> None:
+    """The operator's webhook hears a coin becoming short and a short coin checked clean again, once each."""
+    for coin in report.coins:
+        was_short = before.get(coin.coin) == SHORTFALL
+        if coin.status == SHORTFALL and not was_short:
+            kind, extra = operator_events.SHORTFALL, {"shortfall": fmt(coin.coin, coin.shortfall)}
+        elif coin.status in (OK, SURPLUS) and was_short:
+            kind, extra = operator_events.RECOVERED, {}
+        else:
+            continue
+        body = {"coin": coin.coin, "status": coin.status, "held": fmt(coin.coin, coin.held or 0),
+                "owed": fmt(coin.coin, coin.owed.total), "checked_at": report.checked_at, **extra}
+        await notify_operator(gateway, kind, body, f"{kind}:{coin.coin}:{report.checked_at}")
 
 
 def below_floor(gateway: "Gateway", report: CustodyReport) -> list[CoinCustody]:

@@ -64,6 +64,9 @@ class DatabaseFacts:
     payouts_waiting_for_fees: dict[str, int] = field(default_factory=dict)
     # Per coin with a configured floor: 1 when the latest check saw its spendable hot balance below it.
     hot_wallet_below_floor: dict[str, int] = field(default_factory=dict)
+    # Operator events (core/events/operator.py) by (type, status): holds, sweeps to cold, shortfalls and
+    # recoveries, nodes refused; "failed" ones never reached the operator's webhook.
+    operator_events: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 async def read_facts(gateway: "Gateway") -> DatabaseFacts:
@@ -85,6 +88,8 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
     floors = {coin: limit.floor for coin, limit in hot_wallet_limits(gateway).items() if limit.floor is not None}
     hot = {c["coin"]: c["hot"] for c in custody if c["hot"] is not None}
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
+    operator = await db.fetch_all("SELECT event_type, status, COUNT(*) AS n FROM operator_events"
+                                  " GROUP BY event_type, status")
     return DatabaseFacts(
         webhook_pending=int(pending["n"]) if pending else 0,
         webhook_oldest_pending_age=None if not pending or pending["oldest"] is None else now - int(pending["oldest"]),
@@ -99,6 +104,7 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         custody_last_check_at=await last_check_at(db),
         payouts_waiting_for_fees={r["coin"]: int(r["n"]) for r in waiting},
         hot_wallet_below_floor={coin: int(hot[coin] < floor) for coin, floor in floors.items() if coin in hot},
+        operator_events={(r["event_type"], r["status"]): int(r["n"]) for r in operator},
     )
 
 
@@ -159,6 +165,13 @@ class FactsCollector(Collector):
         for coin, flag in sorted(f.hot_wallet_below_floor.items()):
             below.add_metric((coin,), flag)
         yield below
+        operator = GaugeMetricFamily("orbchain_operator_events",
+                                     "Operator webhook events (payout holds, sweeps to cold, custody shortfalls and"
+                                     " recoveries, nodes refused) by type and delivery status",
+                                     labels=("type", "status"))
+        for (kind, status), count in sorted(f.operator_events.items()):
+            operator.add_metric((kind, status), count)
+        yield operator
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:

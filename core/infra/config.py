@@ -41,10 +41,12 @@ ENV_ALIASES = {
 # (``default_config_path``), the test suite's databases (orbchain/testing/databases.py: the PostgreSQL DSN
 # and the SQLite-only opt-in), its number of processes (scripts/run_tests.py), the payout worker's crash
 # hook for tests (core/payouts/worker.py), the node tools' folder (scripts/ensure_node_tools.sh) and how long
-# scripts/ensure_debian_package.sh waits for another apt's lock.
+# scripts/ensure_debian_package.sh waits for another apt's lock, and the seed file's passphrase
+# (core/keys/seed_file.py: never a config key, so never in the file beside the seed).
 NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_TEST_SQLITE_ONLY",
                                   "ORBCHAIN_TEST_WORKERS",
-                                  "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS", "ORBCHAIN_APT_LOCK_SECONDS"})
+                                  "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS", "ORBCHAIN_APT_LOCK_SECONDS",
+                                  "ORBCHAIN_SEED_FILE_PASSPHRASE"})
 PLUGIN_SECTION = "plugin"
 ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")
@@ -241,6 +243,17 @@ class SigningConfig:
 
 
 @dataclass(frozen=True)
+class OperatorConfig:
+    """The operator's own webhook (core/events/operator.py, docs/operations.md "Operator notifications"): payouts
+    held by the signing policy, sweeps to cold, custody shortfalls and recoveries, nodes refused. Signed like a
+    merchant's (header ``HMAC``: HMAC-SHA512 of the body) with ``webhook_secret`` (or the file it is read from)."""
+
+    webhook_url: str = ""
+    webhook_secret: str = ""
+    webhook_secret_file: str = ""
+
+
+@dataclass(frozen=True)
 class SignerConfig:
     """Where payouts are signed (core/custody/signer.py, docs/operations.md "Custody: a signer on its own host").
 
@@ -286,6 +299,7 @@ class Config:
     logging: LoggingConfig = field(default_factory=LoggingConfig)
     signing: SigningConfig = field(default_factory=SigningConfig)
     signer: SignerConfig = field(default_factory=SignerConfig)
+    operator: OperatorConfig = field(default_factory=OperatorConfig)
     # Per-plugin blocks, ``[plugin.<name>]``: validated by each plugin at startup.
     plugin: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     source: str = "<defaults>"
@@ -344,6 +358,7 @@ def _section_class(name: str) -> type:
         "logging": LoggingConfig,
         "signing": SigningConfig,
         "signer": SignerConfig,
+        "operator": OperatorConfig,
     }[name]
 
 
@@ -473,6 +488,12 @@ def _check_values(config: Config) -> None:
     _check_connection_keys(config.server)
     _check_signing_keys(config.signing)
     _check_signer_keys(config.signer)
+    operator = config.operator
+    if operator.webhook_url and not operator.webhook_url.startswith(("http://", "https://")):
+        raise ConfigError("config key 'operator.webhook_url' must be an http:// or https:// URL")
+    if operator.webhook_url and not (operator.webhook_secret or operator.webhook_secret_file):
+        raise ConfigError("config key 'operator.webhook_url' needs 'operator.webhook_secret' (or"
+                          " 'operator.webhook_secret_file'): an operator webhook is always signed")
     if config.readiness.node_timeout_seconds < 1:
         raise ConfigError("config key 'readiness.node_timeout_seconds' must be at least 1")
     url = config.database_url

@@ -20,6 +20,7 @@ from pathlib import Path
 from nacl.signing import SigningKey
 
 from ..infra.config import Config, ConfigError
+from .seed_file import is_encrypted, open_seed
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +35,8 @@ class Secrets:
     receipt_key_generated: bool = False
     # A check's load (write=False): the development secrets the first start will generate into data_dir.
     to_generate: tuple[str, ...] = ()
+    # The seed came from a file encrypted at rest (core/keys/seed_file.py); config check and doctor say so.
+    seed_encrypted: bool = False
 
 
 def _read_file(path: str, key: str) -> str:
@@ -166,6 +169,13 @@ def load_secrets(config: Config, *, write: bool = True) -> Secrets:
         seed_text = ""  # watch-only: derives deposit addresses from xpubs, signs nothing
     else:
         seed_text, _ = resolver.resolve(SEED, s.seed_mnemonic, s.seed_file)
+    encrypted = bool(seed_text and s.seed_file and not s.seed_mnemonic and is_encrypted(seed_text))
+    if encrypted:
+        seed_text = open_seed(seed_text, f"secrets.seed_file ({s.seed_file})")
+    elif seed_text and not config.is_development and write:
+        log.warning("the seed is stored in plaintext: encrypt it at rest (`orbchain secrets encrypt-seed`,"
+                    " docs/operations.md \"The seed encrypted at rest\") or keep it in an encrypted systemd"
+                    " credential")
     key_text, generated = resolver.resolve(RECEIPT, s.receipt_signing_key, s.receipt_signing_key_file)
     if resolver.missing:
         raise ConfigError(f"required in production: {', '.join(resolver.missing)}")
@@ -179,7 +189,7 @@ def load_secrets(config: Config, *, write: bool = True) -> Secrets:
     except ValueError:
         raise ConfigError("config key 'secrets.receipt_signing_key' must be a base64 32-byte Ed25519 seed") from None
     return Secrets(jwt_text.encode(), seed_text, receipt_key, receipt_key_generated=generated,
-                   to_generate=() if write else tuple(resolver.made))
+                   to_generate=() if write else tuple(resolver.made), seed_encrypted=encrypted)
 
 
 def check_signing_role(config: Config, secrets: Secrets) -> None:

@@ -29,6 +29,8 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ..accounts.security_events import announce
+from ..events import operator as operator_events
+from ..events.operator import notify_operator
 from ..types.views import payout_view_of
 from ..types.errors import ApiError
 from ..infra.config import ConfigError
@@ -103,6 +105,9 @@ async def authorize(gateway: "Gateway", row: Row) -> Row | None:
             "UPDATE payouts SET stage = :held, policy_hold = :reason, claimed_until = NULL, claim_token = NULL,"
             " updated_at = :now WHERE id = :id RETURNING *",
             {"held": POLICY_HELD, "reason": reason, "now": now, "id": current["id"]})
+        if held is not None:
+            await notify_operator(gateway, operator_events.HELD, _held_body(gateway, held, reason),
+                                  f"{operator_events.HELD}:{held['id']}:{reason}")
     assert held is not None, "the payout row is locked by this transaction"
     await _announce_hold(gateway, held, reason)
     return None
@@ -198,6 +203,15 @@ async def _window_sums(gateway: "Gateway", row: Row) -> tuple[int, int, int]:
         hour += units if int(other["authorized_at"]) > now - HOUR_SECONDS else 0
         merchant_day += units if other["merchant_id"] == row["merchant_id"] else 0
     return hour, day, merchant_day
+
+
+def _held_body(gateway: "Gateway", row: Row, reason: str) -> dict[str, Any]:
+    """The operator event of a hold: the row as the database has it (a forged one's merchant may not exist)."""
+    amount = gateway.db.to_int(row["amount"])
+    coin = gateway.coins.get(row["coin"])
+    return {"payout_id": row["id"], "track_id": row["track_id"], "merchant_id": row["merchant_id"],
+            "coin": row["coin"], "chain": row["chain"], "destination": row["destination"],
+            "amount": coin.format(amount) if coin is not None else str(amount), "reason": reason}
 
 
 async def _announce_hold(gateway: "Gateway", row: Row, reason: str) -> None:

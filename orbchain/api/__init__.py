@@ -72,6 +72,7 @@ from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 # The operator's hot-wallet limits per coin ([custody.hot_wallet.<COIN>]), in base units.
 from ..core.custody.hot_wallet import HotWalletLimits, hot_wallet_limits
+from ..core.events.operator import notify_cold_sweep
 
 # Frozen views that event and filter hooks receive instead of database rows.
 from ..core.types.views import (
@@ -222,7 +223,7 @@ __all__ = [
     "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
     "get_plugin_manager",
     # gateway and configuration
-    "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits",
+    "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits", "notify_cold_sweep",
     "checked_block", "int_setting", "seconds_setting", "text_setting",
     # coins and address families
     "ED25519", "NETWORKS", "SECP256K1", "AddressError", "AddressFamily", "AddressFamilyRegistry", "Coin",
