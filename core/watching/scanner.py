@@ -103,7 +103,8 @@ async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block
     for transfer in block.transfers:
         owner = owners.get(transfer.address)
         if owner is not None:
-            await deposits.observe(gateway, adapter.name, transfer, owner, block.ref, scanned_tip)
+            await deposits.observe(gateway, adapter.name, transfer, owner, block.ref, scanned_tip,
+                                   block_time=block.timestamp)
             observed += 1
     await _remember(gateway, adapter.name, block.height, block.hash)
     return observed
