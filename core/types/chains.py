@@ -159,6 +159,10 @@ class Capability(enum.Enum):
       ``close_dropped`` run there (holding the seed) and ``broadcast`` and
       ``payout_status``, run in ``serve``, need no key. A seedless ``serve`` (``[signer] url``) refuses to start
       with a payout chain that does not declare it.
+    * ``FINALITY``: ``finalized_height()`` names the newest block the chain
+      itself made final (Ethereum's and Polygon's ``finalized`` tag); a
+      deposit is credited only once its block is final AND it has its
+      confirmations, so no reorganisation can take a credit back.
     * ``BATCH_PAYOUTS`` (with ``PAYOUTS``): ``sign_batch(orders)`` pays the
       queued items of one batch payout request in ONE transaction (one output
       per item, a UTXO chain's way to pay N for about the fee of one); the
@@ -176,6 +180,7 @@ class Capability(enum.Enum):
     CUSTODY = "custody"
     REMOTE_SIGNING = "remote_signing"
     BATCH_PAYOUTS = "batch_payouts"
+    FINALITY = "finality"
 
 
 class CustodyPlace:
@@ -267,6 +272,11 @@ class ChainAdapter(ABC):
     async def mempool(self) -> Sequence[Transfer]:
         """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
         return ()
+
+    async def finalized_height(self) -> int | None:
+        """The height of the chain's newest finalized block (``Capability.FINALITY``), once per scan; None when the
+        node cannot say (the confirmation count alone then decides)."""
+        return None
 
     async def conflicted(self, transfers: Sequence[Transfer]) -> frozenset[str]:
         """Which of these unconfirmed transfers (gone from the mempool) can no longer confirm.

@@ -102,14 +102,16 @@ async def _usd_value(gateway: "Gateway", coin: str, units: int) -> str:
 
 async def observe(
     gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any], block: BlockRef | None,
-    scanned_tip: int | None, block_time: int | None = None,
+    scanned_tip: int | None, block_time: int | None = None, finalized: int | None = None,
 ) -> None:
     """Record (or refresh) one transfer to one of our addresses.
 
     ``owner`` is the address-table row; ``block`` is None for a mempool
     transfer; ``block_time`` the block's own time (Unix seconds) when the chain
     says it: lateness is judged by it, not by when the scanner got there.
-    Idempotent: re-observing updates block placement only.
+    ``finalized``: the chain's finalized height (``Capability.FINALITY``), a
+    deposit above it is never credited yet. Idempotent: re-observing updates
+    block placement only.
     """
     coin = gateway.coins.get(transfer.coin)
     if coin is None or coin.address_family != owner["family"]:
@@ -124,7 +126,8 @@ async def observe(
         if existing is not None:
             await _replace_block(gateway, existing, block, scanned_tip, after)
         else:
-            await _insert(gateway, chain, transfer, owner, block, scanned_tip, after, block_time=block_time)
+            await _insert(gateway, chain, transfer, owner, block, scanned_tip, after, block_time=block_time,
+                          finalized=finalized)
     await run_after_commit(after)
 
 
@@ -174,7 +177,8 @@ async def observe_final(
 
 async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any],
                   block: BlockRef | None, scanned_tip: int | None, after: AfterCommit, *,
-                  payment: Mapping[str, Any] | None = None, final: bool = False, block_time: int | None = None) -> None:
+                  payment: Mapping[str, Any] | None = None, final: bool = False, block_time: int | None = None,
+                  finalized: int | None = None) -> None:
     """Insert a new deposit; credit it when it is deep enough (or ``final``: settled when seen).
 
     Without ``final`` the payment is the open one at the transfer's address,
@@ -226,7 +230,7 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
         if confirmations < threshold:
             await payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
             await emit_after(gateway, "payment_detected", payment["track_id"], after)
-    if confirmations >= threshold:
+    if confirmations >= threshold and _is_final(block, finalized):
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
         assert row is not None, "inserted just above, in this transaction"
         credit_after: AfterCommit = []
@@ -285,6 +289,11 @@ async def _lock_payment(gateway: "Gateway", track_id: str | None) -> None:
                                    {"t": track_id})
 
 
+def _is_final(block: BlockRef | None, finalized: int | None) -> bool:
+    """Not above the chain's finalized height (no height known: the confirmation count alone decides)."""
+    return finalized is None or block is None or block.height <= finalized
+
+
 def _confirmations(block: BlockRef | None, scanned_tip: int | None) -> int:
     if block is None or scanned_tip is None or scanned_tip < block.height:
         return 0
@@ -315,8 +324,10 @@ async def _replace_block(gateway: "Gateway", deposit: Mapping[str, Any], block: 
 # -- confirmations and crediting ---------------------------------------------------------------
 
 
-async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int) -> int:
-    """Recompute confirmations from the scanned tip; credit what reached its threshold.
+async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int, *,
+                                finalized: int | None = None) -> int:
+    """Recompute confirmations from the scanned tip; credit what reached its threshold (and, on a chain with
+    finality, is not above the ``finalized`` height).
 
     Returns how many deposits were credited.
     """
@@ -332,7 +343,8 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
     changed: set[str | None] = set()
     for row in rows:
         confirmations = max(0, scanned_tip - int(row["block_height"]) + 1)
-        if row["status"] == PENDING and confirmations >= row["threshold"]:
+        final = finalized is None or int(row["block_height"]) <= finalized
+        if row["status"] == PENDING and confirmations >= row["threshold"] and final:
             credited += await _credit_by_id(gateway, row["id"], confirmations)
         elif confirmations != row["confirmations"]:
             await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",
