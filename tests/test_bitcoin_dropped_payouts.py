@@ -197,3 +197,64 @@ async def test_a_dropped_payout_mined_after_all_ends_confirmed_and_is_never_recr
     await assert_books_clean(shop)
     spendable = await wallet.spendable_outputs(shop.gateway, "litecoin", "regtest")
     assert [o.tx_hash for o in spendable] == [row["tx_hash"]]  # the original's change; nothing of the closing one
+
+
+async def funded_batch_evicted(shop: Shop) -> list:
+    """1 LTC credited, a 3-item batch broadcast as one transaction, then the fee spike evicts it."""
+    status, body = await api(shop.client, "POST", "/v1/payment/white-label", shop.merchant.merchant_key,
+                             json={"currency": "LTC", "amount": "1"})
+    assert status == 200, body
+    shop.spiky.faucet.pay(body["data"]["address"], LTC)
+    await shop.mine(6)
+    items = [{"currency": "LTC", "address": external_address(20 + i), "amount": "0.1", "external_id": f"d-{i}"}
+             for i in range(3)]
+    status, body = await api(shop.client, "POST", "/v1/payout/batch", shop.merchant.payout_key, json={"items": items})
+    assert status == 200 and body["data"]["summary"]["created"] == 3, body
+    await shop.work()
+    rows = [await shop.payout(r["track_id"]) for r in body["data"]["results"]]
+    assert {r["stage"] for r in rows} == {"broadcast"} and len({r["tx_hash"] for r in rows}) == 1
+    assert rows[0]["tx_hash"] in shop.spiky.node.call("getrawmempool")
+    shop.spiky.restart(*SPIKE)
+    await shop.work()
+    assert shop.spiky.node.call("getrawmempool") == []
+    return [dict(r) for r in rows]
+
+
+async def test_a_dropped_batch_is_closed_once_and_every_item_recredited_with_its_share_of_the_closing_fee(shop):
+    rows = await funded_batch_evicted(shop)
+    node = shop.spiky.node
+    await shop.work(DROP_AFTER + 1)
+    closings = await shop.gateway.db.fetch_all("SELECT * FROM bitcoin_payout_conflicts")
+    assert len(closings) == 1  # one closing transaction for the batch, not one per item
+    closing = closings[0]
+    assert node.call("getrawmempool") == [closing["tx_hash"]]
+    assert await shop.balance() == "0.69"  # nothing re-credited while the closing transaction is unconfirmed
+    await shop.mine(1)
+    await shop.work()
+    finals = [await shop.payout(r["track_id"]) for r in rows]
+    assert {(f["status"], f["failure_reason"]) for f in finals} == {("Failed", "dropped")}
+    assert await shop.balance() == "0.99"
+    booked = [await network_fees_booked(shop, r["id"]) for r in rows]
+    assert sum(booked) == shop.gateway.db.to_int(closing["fee"])  # the closing fee, shared to the unit
+    assert max(booked) - min(booked) <= 1
+    with pytest.raises(RuntimeError, match="missingorspent|missing-inputs"):
+        node.call("sendrawtransaction", rows[0]["raw_tx"])
+    await assert_books_clean(shop)
+
+
+async def test_a_dropped_batch_mined_after_all_ends_confirmed_for_every_item(shop):
+    rows = await funded_batch_evicted(shop)
+    node = shop.spiky.node
+    await shop.work(DROP_AFTER + 1)  # our closing transaction waits in the mempool
+    node.call("generateblock", shop.spiky.faucet.address, [rows[0]["raw_tx"]])  # another node's miner had it
+    await scan_chain(shop.gateway, shop.adapter)
+    await shop.work()
+    finals = [await shop.payout(r["track_id"]) for r in rows]
+    assert {(f["status"], f["failure_reason"]) for f in finals} == {("Confirmed", None)}
+    assert await shop.balance() == "0.69"  # paid, never re-credited
+    booked = [await network_fees_booked(shop, r["id"]) for r in rows]
+    assert sum(booked) == sum(shop.gateway.db.to_int(r["network_fee"]) for r in rows)
+    await shop.mine(2)
+    await shop.work()
+    assert await shop.balance() == "0.69"
+    await assert_books_clean(shop)

@@ -151,7 +151,7 @@ def test_built_in_adapters_declare_what_they_do(config):
     from orbchain.chains.evm.adapter import EvmAdapter
 
     assert BitcoinAdapter.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,
-                                           Capability.CUSTODY, Capability.REMOTE_SIGNING}
+                                           Capability.CUSTODY, Capability.REMOTE_SIGNING, Capability.BATCH_PAYOUTS}
     devnet = build_gateway(config).chains.get("devnet")
     assert isinstance(devnet, DevnetAdapter)
     assert devnet.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,

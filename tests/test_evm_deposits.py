@@ -133,3 +133,22 @@ async def test_the_same_transaction_in_the_new_branch_is_credited_once(shop):
     (deposit,) = await _deposits(shop)
     assert deposit["status"] == "CREDITED" and int(deposit["credit_count"]) == 1
     assert (await _view(shop, payment["track_id"]))["status"] == "Paid"
+
+
+async def test_with_credit_at_finalized_a_deposit_waits_for_its_block_to_be_final(anvil, make_client,  # noqa: F811
+                                                                                  make_config):
+    """Issue 46 item 4: on a chain with finality the credit waits for the `finalized` tag, not only the count."""
+    shop = await open_shop(anvil, make_client, make_config, credit_at_finalized=True)
+    payment = await _payment(shop, "ETH", "0.5")
+    shop.node.send(PAYER, payment["address"], value=5 * 10**17)
+    await shop.mine(11)
+    view = await _view(shop, payment["track_id"])
+    assert view["status"] == "Paying" and view["transactions"][0]["confirmations"] == 12  # enough by count alone
+    (deposit,) = await _deposits(shop)
+    finalized = int(shop.node.rpc("eth_getBlockByNumber", "finalized", False)["number"], 16)
+    assert int(deposit["block_height"]) > finalized  # anvil finalizes 64 blocks behind its tip
+    await shop.mine(64)  # the tip's block before these 64 is now final, and so is the deposit's
+    assert int(shop.node.rpc("eth_getBlockByNumber", "finalized", False)["number"], 16) >= int(deposit["block_height"])
+    view = await _view(shop, payment["track_id"])
+    assert view["status"] == "Paid"
+    assert await ledger.balance(shop.gateway.db, merchant_available(shop.merchant.merchant_id), "ETH") == 495 * 10**15

@@ -1075,10 +1075,13 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("GET", "/app/sign-in-methods", expect=200)
     await c.call("POST", "/app/sign-in-methods", data={"csrf_token": token}, expect=400)  # the holder: password
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
-                 "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands", "/app/tolerance"):
+                 "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands", "/app/tolerance",
+                 "/app/speed"):
         await c.call("GET", path, expect=200)
     await c.call("POST", "/app/tolerance", data={"csrf_token": token, "percent": "0.5"}, expect=303)
     await c.call("POST", "/app/tolerance", data={"csrf_token": token, "percent": "9"}, expect=400)
+    await c.call("POST", "/app/speed", data={"csrf_token": token, "tiers_BTC": "0.01:2, 1:6"}, expect=303)
+    await c.call("POST", "/app/speed", data={"csrf_token": token, "tiers_BTC": "0.01:0"}, expect=400)
     await c.call("POST", "/app/subscriptions", data={"csrf_token": token, "action": "create", "label": "Pro",
                                                      "amount_usd": "9.50", "interval_days": "30"}, expect=303)
     await c.call("POST", "/app/brands", data={"csrf_token": token, "action": "create", "name": "Side shop"},

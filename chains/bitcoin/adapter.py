@@ -51,7 +51,8 @@ MEMPOOL_BATCH = 2_000  # new mempool transactions decoded per scan
 
 class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
     capabilities = frozenset({Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS, Capability.CUSTODY,
-                              Capability.REMOTE_SIGNING})  # signing, bumps and closing run in the signer
+                              Capability.REMOTE_SIGNING,  # signing, bumps and closing run in the signer
+                              Capability.BATCH_PAYOUTS})  # a batch request's items: one transaction (sign_batch)
 
     def __init__(self, gateway: "Gateway", settings: CoinSettings, rpc: NodeRpc | None = None) -> None:
         self.gateway = gateway

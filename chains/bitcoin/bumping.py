@@ -95,8 +95,10 @@ async def status_with_bump(sender: "BitcoinPayouts", payout_id: str, status: Pay
                             network_fee=bump.parent_fee + bump.fee)
     if confirmations is None and status.confirmations >= sender.payout_confirmations:
         # The child vanished and the parent made it alone: the change is ours again, the parent's fee stands.
+        change = await _change_of(sender, bump.parent_tx_hash)
+        index = wallet.CHANGE_OUTPUT_INDEX if change is None else change.output_index  # a batch's is after its items
         await wallet.release_payout(sender.gateway, sender.name, bumps.owner(payout_id),
-                                    [(bump.parent_tx_hash, wallet.CHANGE_OUTPUT_INDEX)], [])
+                                    [(bump.parent_tx_hash, index)], [])
         return status
     if confirmations is None:
         await _offer(sender, bump)

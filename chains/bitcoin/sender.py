@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from functools import partial
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from ...api import (
     AddressError, BroadcastError, ChainUnavailable, DropClosure, HotWalletShort, PayoutOrder, PayoutSender,
@@ -101,6 +101,29 @@ class BitcoinPayouts(PayoutSender):
                  signed.vsize)
         return SignedPayout(tx_hash=signed.txid, raw=signed.hex, network_fee=fee)
 
+    async def sign_batch(self, orders: Sequence[PayoutOrder]) -> SignedPayout:
+        """One transaction paying every order (one output each, in order), the change last; reserved under the
+        first order's id (``Capability.BATCH_PAYOUTS``; the core shares the fee among the items)."""
+        spec = self.settings.spec
+        family = self.payout_family()
+        payments: list[tuple[int, bytes]] = []
+        for order in orders:
+            if order.coin != spec.symbol:
+                raise BroadcastError(f"{self.name} pays {spec.symbol}, not {order.coin}", permanent=True)
+            try:
+                script = script_for_address(spec.family, self.network, family.validate(order.destination))
+            except (AddressError, ValueError) as exc:
+                raise BroadcastError(f"invalid destination of {order.payout_id}: {exc}", permanent=True) from None
+            if order.amount < spec.change_min_sat:
+                raise BroadcastError(f"amount {order.amount} of {order.payout_id} is below the dust limit",
+                                     permanent=True)
+            payments.append((order.amount, script))
+        await self.release_failed_payouts()
+        signed, fee = await self.sign_outputs(orders[0].payout_id, payments)
+        log.info("%s: %d payouts signed as one transaction %s (fee %d, vsize %d)", self.name, len(orders),
+                 signed.txid, fee, signed.vsize)
+        return SignedPayout(tx_hash=signed.txid, raw=signed.hex, network_fee=fee)
+
     async def sign_spend(self, spend_id: str, amount: int, destination: bytes,
                          store: Callable[[SignedTransaction, int], Awaitable[None]] | None = None,
                          ) -> tuple[SignedTransaction, int]:
@@ -112,6 +135,14 @@ class BitcoinPayouts(PayoutSender):
         transaction (a sweep keeps its bytes there). ``HotWalletShort`` when the
         wallet cannot pay it now.
         """
+        return await self.sign_outputs(spend_id, [(amount, destination)], store)
+
+    async def sign_outputs(self, spend_id: str, payments: Sequence[tuple[int, bytes]],
+                           store: Callable[[SignedTransaction, int], Awaitable[None]] | None = None,
+                           ) -> tuple[SignedTransaction, int]:
+        """``sign_spend`` for one or more (amount, script) payments, in that output order, the change last."""
+        amount = sum(a for a, _ in payments)
+        destinations = [script for _, script in payments]
         spec = self.settings.spec
         family = self.payout_family()
         rate = await self.fee_rate()
@@ -123,13 +154,13 @@ class BitcoinPayouts(PayoutSender):
             try:
                 selection = wallet.select_outputs(
                     candidates, amount, rate_sat_per_kvb=rate, kind=spec.script,
-                    destination_script=destination, change_script=change_script, change_min=spec.change_min_sat)
+                    destination_script=destinations, change_script=change_script, change_min=spec.change_min_sat)
             except wallet.InsufficientFunds as exc:
                 raise HotWalletShort(f"{self.name}: {exc}") from None
             spends = await self.spends_of(selection.inputs)
             if spends is None:
                 continue  # some were gone on the node: select again without them
-            outputs = [Output(amount, destination)]
+            outputs = [Output(a, script) for a, script in payments]
             change_key_index = None
             if selection.change:
                 change_key_index = await next_counter(self.gateway, f"change:{self.name}:{self.network}")
@@ -140,7 +171,7 @@ class BitcoinPayouts(PayoutSender):
             try:
                 await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
                     payout_id=spend_id, tx_hash=signed.txid, inputs=selection.inputs,
-                    change_index=wallet.CHANGE_OUTPUT_INDEX if selection.change else None,
+                    change_index=len(payments) if selection.change else None,
                     change_amount=selection.change, change_key_index=change_key_index, signed_height=height),
                     also=None if store is None else partial(store, signed, selection.fee))
             except wallet.ReservationConflict:
@@ -206,7 +237,12 @@ class BitcoinPayouts(PayoutSender):
 
     async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:
         """A child paying for a payout stuck ``bump_after_blocks`` blocks (``bumping.py``)."""
-        await bumping.bump_stuck(self, payout_id, signed)
+        await bumping.bump_stuck(self, await self.spend_owner(payout_id, signed), signed)
+
+    async def spend_owner(self, payout_id: str, signed: SignedPayout) -> str:
+        """The id the wallet books ``signed``'s spend under: the payout's own, or its batch's first item's."""
+        row = await wallet.payout_tx(self.gateway, self.name, signed.tx_hash)
+        return payout_id if row is None else str(row["payout_id"])
 
     async def locate(self, txid: str, remembered_block: str | None,
                      since: int | None) -> tuple[int | None, str | None]:
@@ -236,7 +272,7 @@ class BitcoinPayouts(PayoutSender):
 
     async def close_dropped(self, payout_id: str, signed: SignedPayout) -> DropClosure:
         """Spend the dropped payout's inputs back to ourselves; closed once that is deep enough (``closing.py``)."""
-        return await closing.close_dropped(self, payout_id, signed)
+        return await closing.close_dropped(self, await self.spend_owner(payout_id, signed), signed)
 
     async def _confirmed(self, row: Any, block_hash: str) -> None:
         if row is not None and row["block_hash"] != block_hash:

@@ -32,7 +32,7 @@ PLATFORM_ACCOUNT = 0  # change lives on the platform's own HD account, internal 
 MAX_INPUTS = 500  # keeps a payout far below the 100,000-vbyte standardness limit
 RESERVED, SPENT = "reserved", "spent"
 PENDING_CHANGE, AVAILABLE_CHANGE = "pending", "available"
-CHANGE_OUTPUT_INDEX = 1  # a payout's outputs: the destination, then the change
+CHANGE_OUTPUT_INDEX = 1  # a payout's outputs: the destination, then the change (a batch's: after every item)
 
 
 @dataclass(frozen=True)
@@ -72,13 +72,15 @@ def fee_for(vsize: int, rate_sat_per_kvb: int) -> int:
 
 def select_outputs(
     candidates: Iterable[WalletOutput], amount: int, *, rate_sat_per_kvb: int, kind: str,
-    destination_script: bytes, change_script: bytes, change_min: int,
+    destination_script: bytes | Sequence[bytes], change_script: bytes, change_min: int,
 ) -> Selection:
     """Largest-first selection paying ``amount`` plus the fee at ``rate_sat_per_kvb``.
 
-    Change at least ``change_min`` gets its own output; a smaller remainder is
-    added to the fee.
+    ``destination_script``: the one destination, or a batch's (``amount`` is
+    then their total). Change at least ``change_min`` gets its own output; a
+    smaller remainder is added to the fee.
     """
+    destinations = [destination_script] if isinstance(destination_script, bytes) else list(destination_script)
     spend_cost = fee_for(input_vsize(kind), rate_sat_per_kvb)
     chosen: list[WalletOutput] = []
     total = 0
@@ -90,10 +92,10 @@ def select_outputs(
         chosen.append(output)
         total += output.amount
         kinds = [kind] * len(chosen)
-        fee_alone = fee_for(estimate_vsize(kinds, [destination_script]), rate_sat_per_kvb)
+        fee_alone = fee_for(estimate_vsize(kinds, destinations), rate_sat_per_kvb)
         if total < amount + fee_alone:
             continue
-        fee_with_change = fee_for(estimate_vsize(kinds, [destination_script, change_script]), rate_sat_per_kvb)
+        fee_with_change = fee_for(estimate_vsize(kinds, [*destinations, change_script]), rate_sat_per_kvb)
         change = total - amount - fee_with_change
         if change >= change_min:
             return Selection(tuple(chosen), fee_with_change, change)

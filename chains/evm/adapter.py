@@ -30,6 +30,7 @@ is nothing a new transaction could show.
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 from eth_utils import to_checksum_address
@@ -45,6 +46,8 @@ from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 from .settings import ChainSettings
 from .signer import GWEI, TxStore
 from .tokens import TRANSFER_TOPIC, decode_transfer
+
+log = logging.getLogger(__name__)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -81,7 +84,8 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY,
                                        Capability.REMOTE_SIGNING}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
-                                      | ({Capability.PUSH} if settings.ws_url else set()))
+                                      | ({Capability.PUSH} if settings.ws_url else set())
+                                      | ({Capability.FINALITY} if settings.credit_at_finalized else set()))
         self.nodes: NodeSet[JsonRpc] = NodeSet(
             self.name, settings.rpc_url if rpc is None else getattr(rpc, "url", "http://node"),
             lambda url: rpc or JsonRpc(url, timeout=settings.timeout_seconds),
@@ -114,6 +118,15 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
     async def node_tip(self) -> BlockRef:
         header = await self._header("latest")
         return BlockRef(quantity(header["number"]), header["hash"])
+
+    async def finalized_height(self) -> int | None:
+        """The ``finalized`` block's height (``credit_at_finalized``); None from a node that has no such tag."""
+        try:
+            header = await self.rpc.call("eth_getBlockByNumber", "finalized", False)
+        except RpcError as exc:  # a pre-merge node or chain: the confirmation count alone decides
+            log.info("%s: no finalized block from the node (%s); crediting by confirmations", self.name, exc)
+            return None
+        return quantity(header["number"]) if isinstance(header, dict) and header.get("number") else None
 
     async def node_identity(self) -> NodeIdentity:
         chain_id = quantity(await self.rpc.call("eth_chainId"))

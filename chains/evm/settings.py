@@ -11,6 +11,7 @@ One block per EVM chain the operator runs a node (or an RPC provider) for::
     contracts = { USDT_ERC20 = "0x..." }   # optional: replace pinned token contracts
     fee_ceiling_gwei = 100        # optional: payouts wait while the next base fee + tip is above it
     sweep_max_fee_percent = 5     # optional: a native sweep waits while its gas bound is above 5 % of it
+    credit_at_finalized = true    # optional: credit deposits only once their block is `finalized` too
 
 A chain without a block registers nothing. Every error names the key.
 """
@@ -33,6 +34,7 @@ OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
     "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent",
     "priority_fee_wei", "contracts", "node_max_tip_age_seconds", "fee_ceiling_gwei", "sweep_max_fee_percent",
+    "credit_at_finalized",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
@@ -71,6 +73,7 @@ class ChainSettings:
     quorum: int = 1  # nodes that must agree on a block
     node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
     max_tip_age_seconds: int = DEFAULT_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
+    credit_at_finalized: bool = False  # deposits credited only once their block is finalized (Capability.FINALITY)
 
 
 def _key(chain: str, name: str | None = None) -> str:
@@ -97,6 +100,10 @@ def _chain(chain: str, block: Any) -> ChainSettings:
     sweep = block.get("sweep", True)
     if not isinstance(sweep, bool):
         raise ConfigError(f"config key '{_key(chain, 'sweep')}' must be true or false, got {sweep!r}")
+    credit_at_finalized = block.get("credit_at_finalized", False)
+    if not isinstance(credit_at_finalized, bool):
+        raise ConfigError(f"config key '{_key(chain, 'credit_at_finalized')}' must be true or false,"
+                          f" got {credit_at_finalized!r}")
     chain_id = int_setting(block, _key(chain), "chain_id", None, minimum=1)
     assert chain_id is not None, "chain_id is REQUIRED: its presence was checked above"
     return ChainSettings(
@@ -113,6 +120,7 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         timeout_seconds=seconds_setting(block, _key(chain), "timeout_seconds", DEFAULT_TIMEOUT_SECONDS, maximum=86_400),
         ws_url=ws_url,
         sweep=sweep,
+        credit_at_finalized=credit_at_finalized,
         sweep_seconds=seconds_setting(block, _key(chain), "sweep_seconds", DEFAULT_SWEEP_SECONDS, maximum=86_400),
         gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),
         priority_fee_wei=int_setting(block, _key(chain), "priority_fee_wei", None, minimum=0),

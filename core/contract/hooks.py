@@ -443,6 +443,25 @@ class Hooks:
             deposits=deposits,
         )
 
+    async def decide_deposit_confirmations(
+        self,
+        *,
+        merchant_id: str,
+        coin: str,
+        amount: int,
+        payment: Mapping[str, Any] | None,
+    ) -> int | None:
+        """How many confirmations a new deposit needs before it is credited: a speed policy scaled by value.
+        (decide)"""
+        return await self.calls.decide(
+            self._pm.hook.decide_deposit_confirmations,
+            gateway=self.gateway,
+            merchant_id=merchant_id,
+            coin=coin,
+            amount=amount,
+            payment=payment,
+        )
+
     async def decide_payment_held_open(self, *, payment: Mapping[str, Any]) -> bool | None:
         """Keep a payment past its lifetime because its money is on the way where the core cannot see it.
         (decide)"""

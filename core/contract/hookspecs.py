@@ -791,6 +791,20 @@ def decide_payment_covered(gateway: "Gateway", payment: Mapping[str, Any],
 
 
 @hookspec(kind=HookKind.DECIDE)
+def decide_deposit_confirmations(gateway: "Gateway", merchant_id: str, coin: str, amount: int,
+                                 payment: "Mapping[str, Any] | None") -> "int | None":
+    """How many confirmations a new deposit needs before it is credited: a speed policy scaled by value.
+
+    Asked once per deposit, when it is first seen (inside the transaction that
+    records it), with its merchant, coin, amount (base units) and the payment
+    it pays (the row, or None). Return a number of confirmations, or None to
+    keep the merchant's setting. The core never goes below the coin's safe
+    floor (``Coin.confirmations``), whatever the answer. May be async; the
+    first non-None answer wins.
+    """
+
+
+@hookspec(kind=HookKind.DECIDE)
 def decide_payment_held_open(gateway: "Gateway", payment: Mapping[str, Any]) -> "bool | None":
     """Keep a payment past its lifetime because its money is on the way where the core cannot see it.
 

@@ -158,6 +158,7 @@ class PayoutRequest:
     # False: one leg of an exchange already under way (a swap's deposit to its venue), never held for approval
     holdable: bool = True
     hold_quote: Any = None  # decide_hold_quote's answer, read before the reserving transaction
+    batch_id: str | None = None  # the batch request's id: its items may share one transaction (batches.py)
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,11 @@ def fingerprint(**fields: Any) -> str:
     """A stable hash of what a request asked for, to tell a replay from a reused key."""
     text = json.dumps({k: None if v is None else str(v) for k, v in fields.items()}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def new_batch_id() -> str:
+    """The id shared by the payouts of one batch request (``payouts.batch_id``)."""
+    return "pb_" + secrets.token_hex(10)
 
 
 def namespaced(namespace: str, key: str | None) -> str | None:
@@ -266,7 +272,7 @@ async def reserve_payout(gateway: "Gateway", merchant_id: str, request: PayoutRe
         "request_hash": request.request_hash, "external_id": request.external_id,
         "refund_of_payment_id": request.refund_of_payment_id, "key_id": request.key_id,
         "request_id": request.request_id, "next_attempt_at": now, "created_at": now, "updated_at": now,
-        "requested_by": request.requested_by,
+        "requested_by": request.requested_by, "batch_id": request.batch_id,
     }
     inserted = await db.fetch_val(
         f"INSERT INTO payouts ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})"

@@ -25,6 +25,12 @@ plus a lease) and moves each as far as it can go now:
   only once the sender's ``close_dropped`` says no transaction of it can
   confirm any more: never paid and re-credited both).
 
+Batch payouts (``batches.py``): the items of one batch request, on a chain
+declaring ``Capability.BATCH_PAYOUTS``, are claimed and signed together as
+one transaction; from then on every step above runs once for the
+transaction and its outcome applies to every item, each booking its share
+of the fee. Any other payout is a group of one.
+
 Chain calls never run inside a database transaction. A permanent refusal
 fails the payout at once (``broadcast_rejected: <reason>``); transient
 errors back off and fail as ``broadcast_timeout`` after ``MAX_ATTEMPTS`` or
@@ -45,11 +51,11 @@ import os
 import signal
 
 from . import service as payouts
-from . import remote_signing, signing_gate
+from . import batches, remote_signing, signing_gate
 from .fee_waits import FEE_RECHECK_SECONDS, waiting_error
 from .pauses import pause_reason
-from ..types.chains import (BroadcastError, ChainAdapter, FeeAboveCeiling, HotWalletShort, PayoutOrder, PayoutSender,
-                          SignedPayout)
+from ..types.chains import (BroadcastError, Capability, ChainAdapter, FeeAboveCeiling, HotWalletShort, PayoutOrder,
+                          PayoutSender, SignedPayout)
 from ..infra.db_faults import unavailable_cause
 from ..infra.stopping import undone_if_cancelled
 from ..contract.gateway import PluginGateway as Gateway
@@ -69,6 +75,7 @@ PAUSED_RECHECK_SECONDS = 30  # a payout of a coin paused by a custody shortfall 
 FAULT_ENV = "ORBCHAIN_FAULT"
 
 Row = payouts.Row
+Group = list[Row]  # the payouts that move as one: one transaction's items (batches.py), else one payout
 
 
 def _fault(point: str) -> None:
@@ -93,11 +100,14 @@ async def process_payouts(gateway: "Gateway", *, limit: int = BATCH_SIZE) -> int
         return 0
     async with undone_if_cancelled(lambda: payouts.release_claim(gateway, claimed[0]["claim_token"]),
                                    f"the payout tick ({len(claimed)} claimed)"):
+        handled: set[str] = set()  # a batch's items move with the first of them claimed
         for row in claimed:
             if gateway.stop.requested.is_set():
                 break  # stopping: the payouts not started yet keep for the next tick (claims given back below)
+            if row["id"] in handled:
+                continue
             try:
-                await advance(gateway, row)
+                handled.update(await advance(gateway, row))
             except Exception as exc:  # one payout's bug must not stall the others
                 # The claim is left to expire, so the payout is retried after LEASE_SECONDS.
                 if unavailable_cause(exc) is not None:
@@ -163,58 +173,72 @@ def _sender(gateway: "Gateway", row: Row) -> tuple[ChainAdapter | None, PayoutSe
     return adapter, (payouts.sender_of(adapter) if adapter is not None else None)
 
 
-async def advance(gateway: "Gateway", row: Row) -> None:
-    """Move one claimed payout through as many stages as it can take now."""
+def _batchable(gateway: "Gateway", adapter: ChainAdapter) -> bool:
+    """Sign a batch's items together here: the chain can, and this process signs (a remote signer signs one by one)."""
+    return adapter.supports(Capability.BATCH_PAYOUTS) and not gateway.config.signer.url
+
+
+async def advance(gateway: "Gateway", row: Row) -> list[str]:
+    """Move one claimed payout (with the batch items that move with it) as far as it can go now; their ids."""
     adapter, sender = _sender(gateway, row)
     if adapter is None or sender is None:
         log.warning("payout %s: chain %s has no payout sender here; retrying later", row["id"], row["chain"])
         await payouts.record_retry(gateway, row, error=f"chain {row['chain']} is not configured",
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
-        return
-    current: Row | None = row  # None once another worker holds the claim
+        return [row["id"]]
+    group = await batches.claim_group(gateway, row, LEASE_SECONDS, batchable=_batchable(gateway, adapter))
+    if group is None:  # another worker holds an item of the same transaction: it decides for all
+        await payouts.record_retry(gateway, row, error="waiting: its batch transaction is in another worker's hands",
+                                   next_at=gateway.now() + TICK_SECONDS)
+        return [row["id"]]
+    ids = [r["id"] for r in group]
+    current: Group | None = group  # None once another worker holds the claim
     if row["stage"] == payouts.QUEUED and (pause := await pause_reason(gateway.db, row["coin"])) is not None:
         # Waits, never fails: no attempt is counted, so no timeout; signed payouts go on to the chain.
-        await payouts.record_retry(gateway, row, error=f"paused: {pause}",
-                                   next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
-        return
+        await batches.record_retry_group(gateway, group, error=f"paused: {pause}",
+                                         next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
+        return ids
     if row["stage"] == payouts.QUEUED:
-        current = await _sign(gateway, sender, row)
-    if current is not None and current["stage"] == payouts.SIGNED:
+        current = await _sign(gateway, sender, group)
+    if current and current[0]["stage"] == payouts.SIGNED:
         current = await _broadcast(gateway, sender, current)
-    if current is not None and current["stage"] == payouts.BROADCAST:
+    if current and current[0]["stage"] == payouts.BROADCAST:
         await _poll(gateway, adapter, sender, current)
+    return ids
 
 
 def _signed(row: Row) -> SignedPayout:
     return SignedPayout(row["tx_hash"], row["raw_tx"])
 
 
-async def _sign(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
-    """Have the payout signed, here or by the ``orbchain signer`` the config names; the stored row or None."""
+async def _sign(gateway: "Gateway", sender: PayoutSender, group: Group) -> Group | None:
+    """Have the group signed, here or by the ``orbchain signer`` the config names; the stored rows or None."""
+    row = group[0]
     try:
         if gateway.config.signer.url:
-            stored = await remote_signing.sign_remotely(gateway, row)
+            signed_row = await remote_signing.sign_remotely(gateway, row)  # a group of one (_batchable)
+            stored = None if signed_row is None else [signed_row]
         else:
-            stored = await sign_here(gateway, sender, row)
+            stored = await sign_group_here(gateway, sender, group)
     except FeeAboveCeiling as exc:  # waits, never fails: no attempt counted (fee_waits.py)
         log.info("payout %s waits: %s", row["id"], exc)
-        await payouts.record_retry(gateway, row, error=waiting_error(str(exc)),
-                                   next_at=gateway.now() + FEE_RECHECK_SECONDS)
+        await batches.record_retry_group(gateway, group, error=waiting_error(str(exc)),
+                                         next_at=gateway.now() + FEE_RECHECK_SECONDS)
         return None
     except HotWalletShort as exc:
         # Waits queued, never fails: the books hold the money, the hot wallet will (change, deposits, a top-up).
-        await payouts.record_retry(gateway, row, error=f"waiting: hot wallet short: {exc}",
-                                   next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
+        await batches.record_retry_group(gateway, group, error=f"waiting: hot wallet short: {exc}",
+                                         next_at=gateway.now() + PAUSED_RECHECK_SECONDS)
         return None
     except BroadcastError as exc:
         if exc.permanent:
-            await payouts.finish(gateway, row, status=payouts.FAILED,
-                                 failure_reason=exc.reason or f"sign_rejected: {exc}")
+            await batches.finish_group(gateway, group, status=payouts.FAILED,
+                                       failure_reason=exc.reason or f"sign_rejected: {exc}")
         else:
-            await _retry_or_time_out(gateway, sender, row, exc)
+            await _retry_or_time_out(gateway, sender, group, exc)
         return None
     except Exception as exc:  # noqa: BLE001 - a node (or signer) outage: retried with backoff
-        await _retry_or_time_out(gateway, sender, row, exc)
+        await _retry_or_time_out(gateway, sender, group, exc)
         return None
     if stored is not None:
         _fault("after_sign")
@@ -239,23 +263,43 @@ async def sign_here(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row |
     return await payouts.record_signed(gateway, authorized, signed)
 
 
-async def _broadcast(gateway: "Gateway", sender: PayoutSender, row: Row) -> Row | None:
+async def sign_group_here(gateway: "Gateway", sender: PayoutSender, group: Group) -> Group | None:
+    """``sign_here`` for a batch's items: the policy judges each, the ones it lets on are signed as one transaction.
+
+    A group of one (or one item left) is ``sign_here``'s single payout. None:
+    every item was held, or a claim was lost (nothing stored).
+    """
+    if len(group) == 1:
+        stored = await sign_here(gateway, sender, group[0])
+        return None if stored is None else [stored]
+    authorized = [a for a in [await signing_gate.authorize(gateway, r) for r in group] if a is not None]
+    if len(authorized) <= 1:
+        return await sign_group_here(gateway, sender, authorized) if authorized else None
+    orders = [PayoutOrder(payout_id=a["id"], coin=a["coin"], destination=a["destination"],
+                          amount=gateway.db.to_int(a["amount"])) for a in authorized]
+    _fault("before_sign")
+    signed = await sender.sign_batch(orders)
+    return await batches.record_signed_group(gateway, authorized, signed)
+
+
+async def _broadcast(gateway: "Gateway", sender: PayoutSender, group: Group) -> Group | None:
+    row = group[0]
     try:
         await sender.broadcast(_signed(row))
     except BroadcastError as exc:
         if not exc.permanent:
-            await _retry_or_time_out(gateway, sender, row, exc)
+            await _retry_or_time_out(gateway, sender, group, exc)
         elif await _seen(sender, row):  # an earlier attempt did land: the refusal is about a duplicate
-            return await payouts.record_broadcast(gateway, row)
+            return await batches.record_broadcast_group(gateway, group)
         else:
-            await payouts.finish(gateway, row, status=payouts.FAILED,
-                                 failure_reason=exc.reason or f"broadcast_rejected: {exc}")
+            await batches.finish_group(gateway, group, status=payouts.FAILED,
+                                       failure_reason=exc.reason or f"broadcast_rejected: {exc}")
         return None
     except Exception as exc:  # noqa: BLE001 - a node outage: retried with backoff
-        await _retry_or_time_out(gateway, sender, row, exc)
+        await _retry_or_time_out(gateway, sender, group, exc)
         return None
     _fault("after_broadcast")
-    return await payouts.record_broadcast(gateway, row)
+    return await batches.record_broadcast_group(gateway, group)
 
 
 async def _seen(sender: PayoutSender, row: Row) -> bool | None:
@@ -266,7 +310,8 @@ async def _seen(sender: PayoutSender, row: Row) -> bool | None:
         return None
 
 
-async def _retry_or_time_out(gateway: "Gateway", sender: PayoutSender, row: Row, exc: BaseException) -> None:
+async def _retry_or_time_out(gateway: "Gateway", sender: PayoutSender, group: Group, exc: BaseException) -> None:
+    row = group[0]
     now = gateway.now()
     attempts = int(row["attempts"]) + 1
     first = row["first_attempt_at"] or now
@@ -275,35 +320,37 @@ async def _retry_or_time_out(gateway: "Gateway", sender: PayoutSender, row: Row,
     if attempts >= MAX_ATTEMPTS or now - first >= BROADCAST_TIMEOUT_SECONDS:
         seen = False if row["stage"] == payouts.QUEUED else await _seen(sender, row)
         if seen is False:
-            await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.BROADCAST_TIMEOUT)
+            await batches.finish_group(gateway, group, status=payouts.FAILED, failure_reason=payouts.BROADCAST_TIMEOUT)
             return
         if seen:
-            await payouts.record_broadcast(gateway, row)
+            await batches.record_broadcast_group(gateway, group)
             return
         # The node cannot even say whether it has the transaction: keep trying, never re-credit blind.
-    await payouts.record_retry(gateway, row, error=error, attempts=attempts, next_at=now + backoff_seconds(attempts))
+    await batches.record_retry_group(gateway, group, error=error, attempts=attempts,
+                                     next_at=now + backoff_seconds(attempts))
 
 
 def _poll_seconds(adapter: ChainAdapter) -> int:
     return max(1, int(adapter.scan_seconds))
 
 
-async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row) -> None:
+async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, group: Group) -> None:
+    row = group[0]
     now = gateway.now()
     try:
         status = await sender.payout_status(_signed(row))
     except Exception as exc:  # noqa: BLE001 - ask again next time
-        await payouts.record_retry(gateway, row, error=f"{type(exc).__name__}: {exc}",
-                                   next_at=now + _poll_seconds(adapter))
+        await batches.record_retry_group(gateway, group, error=f"{type(exc).__name__}: {exc}",
+                                         next_at=now + _poll_seconds(adapter))
         return
     if status.failed:
-        await payouts.finish(gateway, row, status=payouts.FAILED,
+        await batches.finish_group(gateway, group, status=payouts.FAILED,
                              failure_reason=status.failure_reason or payouts.REVERTED,
                              confirmations=status.confirmations, network_fee=status.network_fee,
                              details=status.details)
     elif status.found and status.confirmations >= sender.payout_confirmations:
-        await payouts.finish(gateway, row, status=payouts.CONFIRMED, confirmations=status.confirmations,
-                             network_fee=status.network_fee, details=status.details)
+        await batches.finish_group(gateway, group, status=payouts.CONFIRMED, confirmations=status.confirmations,
+                                   network_fee=status.network_fee, details=status.details)
     elif status.found:
         if status.confirmations == 0:
             try:  # still in the mempool: the sender may bump it (CPFP, replacement)
@@ -313,40 +360,42 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
                     await sender.bump_stuck(row["id"], _signed(row))
             except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
                 log.warning("payout %s: bumping failed: %s", row["id"], exc)
-        await payouts.record_progress(gateway, row, confirmations=status.confirmations, missing_since=None,
-                                      next_at=now + _poll_seconds(adapter))
+        await batches.record_progress_group(gateway, group, confirmations=status.confirmations, missing_since=None,
+                                            next_at=now + _poll_seconds(adapter))
     else:
         missing_since = row["missing_since"] or now
         if now - missing_since >= int(adapter.drop_after_seconds):
-            await _close_dropped(gateway, adapter, sender, row)
+            await _close_dropped(gateway, adapter, sender, group)
             return
         try:  # evicted from a mempool: offer the same bytes again
             await sender.broadcast(_signed(row))
         except Exception as exc:  # noqa: BLE001 - best effort; the grace period decides
             log.info("payout %s: re-broadcast of a missing transaction failed: %s", row["id"], exc)
-        await payouts.record_progress(gateway, row, confirmations=0, missing_since=missing_since,
-                                      next_at=now + _poll_seconds(adapter))
+        await batches.record_progress_group(gateway, group, confirmations=0, missing_since=missing_since,
+                                            next_at=now + _poll_seconds(adapter))
 
 
-async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, row: Row) -> None:
+async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, group: Group) -> None:
     """Past the drop timeout: re-credit only once the sender says nothing of the payout can confirm any more.
 
     Until then the payout stays Confirming (the sender's closing transaction
     is on its way, its state in ``last_error``) and the original bytes are no
     longer offered: they would conflict with our closing transaction.
     """
+    row = group[0]
     now = gateway.now()
     try:
-        signed = SignedPayout(row["tx_hash"], row["raw_tx"], gateway.db.to_int(row["network_fee"] or 0))
+        signed = SignedPayout(row["tx_hash"], row["raw_tx"], await batches.signed_fee(gateway, row))
         closure = (await remote_signing.close_remotely(gateway, row) if gateway.config.signer.url
                    else await sender.close_dropped(row["id"], signed))
     except Exception as exc:  # noqa: BLE001 - a node outage: ask again next time, never re-credit blind
-        await payouts.record_retry(gateway, row, error=f"closing the dropped payout: {type(exc).__name__}: {exc}",
-                                   next_at=now + _poll_seconds(adapter))
+        await batches.record_retry_group(gateway, group,
+                                         error=f"closing the dropped payout: {type(exc).__name__}: {exc}",
+                                         next_at=now + _poll_seconds(adapter))
         return
     if closure.closed:
-        await payouts.finish(gateway, row, status=payouts.FAILED, failure_reason=payouts.DROPPED, confirmations=0,
-                             network_fee=closure.network_fee)
+        await batches.finish_group(gateway, group, status=payouts.FAILED, failure_reason=payouts.DROPPED,
+                                   confirmations=0, network_fee=closure.network_fee)
         return
-    await payouts.record_retry(gateway, row, error=closure.detail or "closing the dropped payout",
-                               next_at=now + _poll_seconds(adapter))
+    await batches.record_retry_group(gateway, group, error=closure.detail or "closing the dropped payout",
+                                     next_at=now + _poll_seconds(adapter))

@@ -159,6 +159,15 @@ class Capability(enum.Enum):
       ``close_dropped`` run there (holding the seed) and ``broadcast`` and
       ``payout_status``, run in ``serve``, need no key. A seedless ``serve`` (``[signer] url``) refuses to start
       with a payout chain that does not declare it.
+    * ``FINALITY``: ``finalized_height()`` names the newest block the chain
+      itself made final (Ethereum's and Polygon's ``finalized`` tag); a
+      deposit is credited only once its block is final AND it has its
+      confirmations, so no reorganisation can take a credit back.
+    * ``BATCH_PAYOUTS`` (with ``PAYOUTS``): ``sign_batch(orders)`` pays the
+      queued items of one batch payout request in ONE transaction (one output
+      per item, a UTXO chain's way to pay N for about the fee of one); the
+      core splits the fee among the items. Without it each item is its own
+      transaction.
     """
 
     DEPOSITS = "deposits"
@@ -170,6 +179,8 @@ class Capability(enum.Enum):
     PUSH = "push"
     CUSTODY = "custody"
     REMOTE_SIGNING = "remote_signing"
+    BATCH_PAYOUTS = "batch_payouts"
+    FINALITY = "finality"
 
 
 class CustodyPlace:
@@ -261,6 +272,11 @@ class ChainAdapter(ABC):
     async def mempool(self) -> Sequence[Transfer]:
         """Unconfirmed transfers (for the Paying state); called only with ``Capability.MEMPOOL``."""
         return ()
+
+    async def finalized_height(self) -> int | None:
+        """The height of the chain's newest finalized block (``Capability.FINALITY``), once per scan; None when the
+        node cannot say (the confirmation count alone then decides)."""
+        return None
 
     async def conflicted(self, transfers: Sequence[Transfer]) -> frozenset[str]:
         """Which of these unconfirmed transfers (gone from the mempool) can no longer confirm.
@@ -504,6 +520,17 @@ class PayoutSender(ABC):
         called again later.
         """
 
+    async def sign_batch(self, orders: Sequence[PayoutOrder]) -> SignedPayout:
+        """Build and sign ONE transaction paying every order (``Capability.BATCH_PAYOUTS``), in their order.
+
+        Like ``sign_payout`` (never broadcasts; ``FeeAboveCeiling`` before
+        reserving anything), for two or more orders of one coin; the inputs are
+        reserved under ``orders[0].payout_id``. ``network_fee`` is the whole
+        transaction's fee: the core books each item's share. Stored for every
+        order in one database transaction, so no item is ever signed twice.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not declare Capability.BATCH_PAYOUTS")
+
     @abstractmethod
     async def broadcast(self, signed: SignedPayout) -> None:
         """Send the stored transaction; sending it again must be harmless."""
@@ -528,6 +555,10 @@ def check_capabilities(adapter: ChainAdapter) -> None:
                          f" not {declared!r}")
     if adapter.supports(Capability.PAYOUTS) and not isinstance(adapter.payout_role(), PayoutSender):
         raise ValueError(f"chain adapter {adapter.name!r} declares PAYOUTS but payout_role() is not a PayoutSender")
+    if adapter.supports(Capability.BATCH_PAYOUTS) and (
+            not adapter.supports(Capability.PAYOUTS)
+            or type(adapter.payout_role()).sign_batch is PayoutSender.sign_batch):
+        raise ValueError(f"chain adapter {adapter.name!r} declares BATCH_PAYOUTS without a sign_batch")
     if adapter.supports(Capability.INSTANT_PAYOUTS) and not adapter.supports(Capability.PAYOUTS):
         raise ValueError(f"chain adapter {adapter.name!r} declares INSTANT_PAYOUTS without PAYOUTS")
     if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:

@@ -109,6 +109,8 @@ class DepositView(_View):
     credited_at: int | None
     # The deposit valued in USD when it was seen, as decimal text ("0" when no price was known).
     amount_usd: str = "0"
+    # A late deposit (no payment attached): the track_id of the payment at its address it came too late for.
+    late_for: str | None = None
 
 
 @dataclass(frozen=True)
@@ -188,7 +190,7 @@ def deposit_view_of(gateway: ReadsAmounts, row: Mapping[str, Any]) -> DepositVie
         address=row["address"], amount=_int(gateway, row["amount"]) or 0, fee=_int(gateway, row.get("fee")),
         status=row["status"], confirmations=int(row["confirmations"]), threshold=int(row["threshold"]),
         credit_count=int(row["credit_count"]), created_at=row["created_at"], credited_at=row.get("credited_at"),
-        amount_usd=row.get("amount_usd") or "0",
+        amount_usd=row.get("amount_usd") or "0", late_for=row.get("late_for"),
     )
 
 

@@ -49,7 +49,7 @@ from ..events.key_destination import payment_destination_of
 from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
-from ..types.statuses import PAYING, WAITING
+from ..types.statuses import EXPIRED, PAYING, WAITING
 from ..contract.plugins import call_first
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
@@ -77,6 +77,17 @@ def deposit_threshold(gateway: "Gateway", merchant: Mapping[str, Any], coin: str
     return max(floor, configured or gateway.coins.require(coin).default_threshold)
 
 
+async def speed_threshold(gateway: "Gateway", merchant: Mapping[str, Any], transfer: Transfer,
+                          payment: Mapping[str, Any] | None) -> int:
+    """``deposit_threshold``, or a speed policy's answer (``decide_deposit_confirmations``: scaled by value),
+    never below the coin's floor."""
+    answer = await gateway.hooks.decide_deposit_confirmations(
+        merchant_id=merchant["id"], coin=transfer.coin, amount=transfer.amount, payment=payment)
+    if answer is None or isinstance(answer, bool) or not isinstance(answer, int):
+        return deposit_threshold(gateway, merchant, transfer.coin)
+    return max(gateway.coins.require(transfer.coin).confirmations, answer)
+
+
 async def _usd_value(gateway: "Gateway", coin: str, units: int) -> str:
     service = gateway.services.get("prices")
     if service is None:
@@ -91,12 +102,16 @@ async def _usd_value(gateway: "Gateway", coin: str, units: int) -> str:
 
 async def observe(
     gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any], block: BlockRef | None,
-    scanned_tip: int | None,
+    scanned_tip: int | None, block_time: int | None = None, finalized: int | None = None,
 ) -> None:
     """Record (or refresh) one transfer to one of our addresses.
 
     ``owner`` is the address-table row; ``block`` is None for a mempool
-    transfer. Idempotent: re-observing updates block placement only.
+    transfer; ``block_time`` the block's own time (Unix seconds) when the chain
+    says it: lateness is judged by it, not by when the scanner got there.
+    ``finalized``: the chain's finalized height (``Capability.FINALITY``), a
+    deposit above it is never credited yet. Idempotent: re-observing updates
+    block placement only.
     """
     coin = gateway.coins.get(transfer.coin)
     if coin is None or coin.address_family != owner["family"]:
@@ -111,7 +126,8 @@ async def observe(
         if existing is not None:
             await _replace_block(gateway, existing, block, scanned_tip, after)
         else:
-            await _insert(gateway, chain, transfer, owner, block, scanned_tip, after)
+            await _insert(gateway, chain, transfer, owner, block, scanned_tip, after, block_time=block_time,
+                          finalized=finalized)
     await run_after_commit(after)
 
 
@@ -161,26 +177,30 @@ async def observe_final(
 
 async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Mapping[str, Any],
                   block: BlockRef | None, scanned_tip: int | None, after: AfterCommit, *,
-                  payment: Mapping[str, Any] | None = None, final: bool = False) -> None:
+                  payment: Mapping[str, Any] | None = None, final: bool = False, block_time: int | None = None,
+                  finalized: int | None = None) -> None:
     """Insert a new deposit; credit it when it is deep enough (or ``final``: settled when seen).
 
-    Without ``final`` the payment is the open one at the transfer's address;
-    with it the caller found the payment itself (or None: not attributed).
+    Without ``final`` the payment is the open one at the transfer's address,
+    judged at the block's time when the deposit is first seen mined (a
+    scanner that was away must not make an on-time payment late); with it the
+    caller found the payment itself (or None: not attributed).
     """
     db = gateway.db
     now = gateway.now()
     merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": owner["merchant_id"]})
     assert merchant is not None, "an address belongs to a merchant, and merchants are never deleted"
     if not final:
-        payment = await db.fetch_one(
-            "SELECT * FROM payments WHERE address = :a AND pay_currency = :c AND status IN ('Waiting', 'Paying')"
-            f" AND (expires_at IS NULL OR expires_at > :now OR status = 'Paying')"
-            f" ORDER BY created_at DESC LIMIT 1{db.for_update}",
-            {"a": transfer.address, "c": transfer.coin, "now": now},
-        )
+        payment = await _open_payment(gateway, transfer, now if block is None or block_time is None else block_time)
         if payment is None:
             payment = await _plugin_payment(gateway, chain, transfer, merchant["id"])
-    threshold = deposit_threshold(gateway, merchant, transfer.coin)
+    late_for = None
+    if payment is None and not final:
+        late_for = await db.fetch_val(  # the payment this money came too late for: kept, never attached
+            "SELECT track_id FROM payments WHERE address = :a AND pay_currency = :c AND merchant_id = :m"
+            " AND status IN ('Expired', 'Cancelled') ORDER BY created_at DESC LIMIT 1",
+            {"a": transfer.address, "c": transfer.coin, "m": merchant["id"]})
+    threshold = await speed_threshold(gateway, merchant, transfer, payment)
     confirmations = threshold if final else _confirmations(block, scanned_tip)
     deposit = {
         "id": new_deposit_id(), "chain": chain, "coin": transfer.coin,
@@ -192,7 +212,7 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
         "track_id": payment["track_id"] if payment else None,
         "block_height": block.height if block else None, "block_hash": block.hash if block else None,
         "confirmations": confirmations, "threshold": threshold, "status": PENDING,
-        "spends": spends_column(transfer.spends), "created_at": now, "updated_at": now,
+        "spends": spends_column(transfer.spends), "created_at": now, "updated_at": now, "late_for": late_for,
     }
     await db.execute(
         f"INSERT INTO deposits ({', '.join(deposit)}) VALUES ({', '.join(':' + k for k in deposit)})", deposit
@@ -200,13 +220,17 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
     if not final:  # after the insert: a payment this replacement pays stays Paying, never steps back
         await replace_conflicting(gateway, chain, transfer, after)
     payment_changed(gateway, deposit["track_id"], after)
+    if payment is not None and payment["status"] == EXPIRED:
+        # Mined before it expired, scanned after (a node or scanner outage): the payment is open again.
+        log.info("payment %s: deposit %s was mined before the expiry; reopened", payment["track_id"], deposit["id"])
+        payment = {**payment, "status": WAITING}
     if payment is not None and payment["status"] == WAITING:
         await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                          {"s": PAYING, "now": now, "t": payment["track_id"]})
         if confirmations < threshold:
             await payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
             await emit_after(gateway, "payment_detected", payment["track_id"], after)
-    if confirmations >= threshold:
+    if confirmations >= threshold and _is_final(block, finalized):
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
         assert row is not None, "inserted just above, in this transaction"
         credit_after: AfterCommit = []
@@ -224,6 +248,21 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
                     log.exception("crediting deposit %s failed; it stays PENDING and is retried", deposit["id"])
                 return
         after.extend(credit_after)
+
+
+async def _open_payment(gateway: "Gateway", transfer: Transfer, seen_at: int) -> Mapping[str, Any] | None:
+    """The payment at the transfer's address that was open at ``seen_at`` (locked), or None: a late deposit.
+
+    Waiting or Paying and not expired at ``seen_at``; or already Expired by the
+    gateway's clock although ``seen_at`` (the block's time) is before its expiry.
+    """
+    db = gateway.db
+    return await db.fetch_one(
+        "SELECT * FROM payments WHERE address = :a AND pay_currency = :c AND ("
+        " (status IN ('Waiting', 'Paying') AND (expires_at IS NULL OR expires_at > :seen OR status = 'Paying'))"
+        " OR (status = 'Expired' AND expires_at > :seen))"
+        f" ORDER BY created_at DESC LIMIT 1{db.for_update}",
+        {"a": transfer.address, "c": transfer.coin, "seen": seen_at})
 
 
 async def _plugin_payment(gateway: "Gateway", chain: str, transfer: Transfer,
@@ -248,6 +287,11 @@ async def _lock_payment(gateway: "Gateway", track_id: str | None) -> None:
     if track_id:
         await gateway.db.fetch_val(f"SELECT track_id FROM payments WHERE track_id = :t{gateway.db.for_update}",
                                    {"t": track_id})
+
+
+def _is_final(block: BlockRef | None, finalized: int | None) -> bool:
+    """Not above the chain's finalized height (no height known: the confirmation count alone decides)."""
+    return finalized is None or block is None or block.height <= finalized
 
 
 def _confirmations(block: BlockRef | None, scanned_tip: int | None) -> int:
@@ -280,8 +324,10 @@ async def _replace_block(gateway: "Gateway", deposit: Mapping[str, Any], block: 
 # -- confirmations and crediting ---------------------------------------------------------------
 
 
-async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int) -> int:
-    """Recompute confirmations from the scanned tip; credit what reached its threshold.
+async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int, *,
+                                finalized: int | None = None) -> int:
+    """Recompute confirmations from the scanned tip; credit what reached its threshold (and, on a chain with
+    finality, is not above the ``finalized`` height).
 
     Returns how many deposits were credited.
     """
@@ -297,7 +343,8 @@ async def refresh_confirmations(gateway: "Gateway", chain: str, scanned_tip: int
     changed: set[str | None] = set()
     for row in rows:
         confirmations = max(0, scanned_tip - int(row["block_height"]) + 1)
-        if row["status"] == PENDING and confirmations >= row["threshold"]:
+        final = finalized is None or int(row["block_height"]) <= finalized
+        if row["status"] == PENDING and confirmations >= row["threshold"] and final:
             credited += await _credit_by_id(gateway, row["id"], confirmations)
         elif confirmations != row["confirmations"]:
             await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",

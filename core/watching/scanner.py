@@ -97,13 +97,15 @@ async def _pass_gap(gateway: "Gateway", adapter: ChainAdapter, height: int, prun
     return end, observed
 
 
-async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block, scanned_tip: int) -> int:
+async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block, scanned_tip: int,
+                         finalized: int | None = None) -> int:
     owners = await addresses.lookup(gateway, [t.address for t in block.transfers]) if block.transfers else {}
     observed = 0
     for transfer in block.transfers:
         owner = owners.get(transfer.address)
         if owner is not None:
-            await deposits.observe(gateway, adapter.name, transfer, owner, block.ref, scanned_tip)
+            await deposits.observe(gateway, adapter.name, transfer, owner, block.ref, scanned_tip,
+                                   block_time=block.timestamp, finalized=finalized)
             observed += 1
     await _remember(gateway, adapter.name, block.height, block.hash)
     return observed
@@ -112,6 +114,8 @@ async def _process_block(gateway: "Gateway", adapter: ChainAdapter, block: Block
 async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
     """One pass: handle reorgs, process new blocks (bounded), the mempool, confirmations."""
     tip = await adapter.tip()
+    # Asked after the tip: a finalized height is never above the tip it was read against.
+    finalized = await adapter.finalized_height() if adapter.supports(Capability.FINALITY) else None
     height, disconnected = await _rewind(gateway, adapter, tip)
     last_height = height - 1
     end = min(tip.height, height + adapter.max_blocks_per_scan - 1)
@@ -128,7 +132,7 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
         parent = await _remembered(gateway, adapter.name, height - 1)
         if parent is not None and not history.is_gap(parent) and block.parent_hash != parent:
             break  # the chain moved under us; the next pass rewinds
-        observed += await _process_block(gateway, adapter, block, block.height)
+        observed += await _process_block(gateway, adapter, block, block.height, finalized)
         last_height, blocks, height = height, blocks + 1, height + 1
     await gateway.db.execute("DELETE FROM chain_blocks WHERE chain = :c AND height < :h",
                              {"c": adapter.name, "h": last_height - REMEMBERED_BLOCKS})
@@ -143,7 +147,8 @@ async def scan_chain(gateway: "Gateway", adapter: ChainAdapter) -> ScanReport:
     in_mempool = {t.tx_hash for t in mempool}
     await conflicts.mark_conflicted(gateway, adapter, in_mempool)
     await deposits.mark_missing(gateway, adapter.name, in_mempool, adapter.drop_after_seconds)
-    credited = await deposits.refresh_confirmations(gateway, adapter.name, last_height) if last_height >= 0 else 0
+    credited = (await deposits.refresh_confirmations(gateway, adapter.name, last_height, finalized=finalized)
+                if last_height >= 0 else 0)
     return ScanReport(adapter.name, last_height, blocks, disconnected, observed, credited, tip.height)
 
 

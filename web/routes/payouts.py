@@ -112,7 +112,7 @@ def _batch_items(body: Mapping[str, Any]) -> list[Any]:
     return items
 
 
-async def _batch_item(request: web.Request, index: int, item: Any) -> dict[str, Any]:
+async def _batch_item(request: web.Request, index: int, item: Any, batch_id: str) -> dict[str, Any]:
     gateway = gateway_of(request)
     principal = principal_of(request)
     external_id = item.get("external_id") if isinstance(item, dict) else None
@@ -127,7 +127,8 @@ async def _batch_item(request: web.Request, index: int, item: Any) -> dict[str, 
             route=route, destination=destination, amount=units,
             idem_key=svc.namespaced(svc.BATCH_NS, values["external_id"]), external_id=values["external_id"],
             request_hash=svc.fingerprint(coin=route.coin.symbol, destination=destination, amount=units),
-            key_id=principal.key_id, request_id=request[REQUEST_ID], requested_by=principal.requester)
+            key_id=principal.key_id, request_id=request[REQUEST_ID], requested_by=principal.requester,
+            batch_id=batch_id)
         outcome = await create_and_send(gateway, principal.merchant_id, payout)
     except ApiError as exc:
         result["error"] = svc.item_error(exc)
@@ -140,7 +141,8 @@ async def _batch_item(request: web.Request, index: int, item: Any) -> dict[str, 
 @requires("payout_key", scope="payout:create")
 async def create_batch(request: web.Request) -> web.Response:
     items = _batch_items(await read_json(request))
-    results = [await _batch_item(request, index, item) for index, item in enumerate(items)]
+    batch_id = svc.new_batch_id()  # the items a chain can pay together share one transaction (batches.py)
+    results = [await _batch_item(request, index, item, batch_id) for index, item in enumerate(items)]
     summary = {"total": len(results)}
     for status in ("created", "idempotent", "failed"):
         summary[status] = sum(1 for r in results if r["status"] == status)

@@ -1,0 +1,1 @@
+"""Migrations of the speed plugin (its own table)."""
