@@ -31,7 +31,7 @@ from .changes import TOPIC
 
 ROWS_TOPIC = "payment_rows"  # published by the triggers of migrations/m0047_payment_row_notify.py
 MAX_AGE_SECONDS = 30.0
-MAX_ENTRIES = 4096  # a payment's row and deposits are 1-2 KB: a few MB per process once full
+MAX_ENTRIES = 512  # about 2.6 KB each (row and deposits): 1.3 MB per process once full (tests/test_cache_footprint.py)
 SERVICE = "payment_rows"  # its name in gateway.services
 
 Rows = tuple[dict[str, Any], list[Mapping[str, Any]]]
