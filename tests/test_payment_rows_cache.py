@@ -37,12 +37,17 @@ async def _page(client: Any, track_id: str) -> str:
     return await response.text()
 
 
+def quiet(make_config: Any) -> Any:
+    """No scheduler: two processes' scans of one devnet would race each other's deposit inserts."""
+    return make_config(scheduler={"enabled": False})
+
+
 def _payment_statements(window: Any) -> list[str]:
     return [label for label in window.labels if "payments" in label or "deposits" in label]
 
 
-async def test_an_unchanged_payment_is_read_from_the_database_once(make_client, config, statement_log):
-    client = await make_client(config)
+async def test_an_unchanged_payment_is_read_from_the_database_once(make_client, make_config, statement_log):
+    client = await make_client(quiet(make_config))
     key = await merchant_key(client, "rows-once@example.com")
     track_id = (await new_invoice(client, key))["track_id"]
     windows = []
@@ -55,8 +60,8 @@ async def test_an_unchanged_payment_is_read_from_the_database_once(make_client, 
     assert [_payment_statements(w) for w in windows[1:]] == [[], [], []], [w.listing() for w in windows]
 
 
-async def test_an_api_change_in_one_process_reaches_the_other(make_client, config):
-    pair = await two_processes(make_client, config)
+async def test_an_api_change_in_one_process_reaches_the_other(make_client, make_config):
+    pair = await two_processes(make_client, quiet(make_config))
     key = await merchant_key(pair.a, "rows-api@example.com")
     track_id = (await new_invoice(pair.a, key))["track_id"]
     assert (await _read(pair.b, key, track_id))["status"] == "Waiting"
@@ -66,8 +71,8 @@ async def test_an_api_change_in_one_process_reaches_the_other(make_client, confi
     assert (await _read(pair.b, key, track_id))["status"] == "Cancelled"
 
 
-async def test_plain_sql_on_payments_and_deposits_reaches_the_other_process(make_client, config):
-    pair = await two_processes(make_client, config)
+async def test_plain_sql_on_payments_and_deposits_reaches_the_other_process(make_client, make_config):
+    pair = await two_processes(make_client, quiet(make_config))
     key = await merchant_key(pair.a, "rows-sql@example.com")
     invoice = await new_invoice(pair.a, key, accepted_coins=["BTC"])
     track_id = invoice["track_id"]
@@ -96,8 +101,8 @@ async def test_plain_sql_on_payments_and_deposits_reaches_the_other_process(make
     assert (await _read(pair.b, key, track_id))["transactions"] == []
 
 
-async def test_rows_are_not_trusted_without_the_listening_connection(make_client, config):
-    pair = await two_processes(make_client, config)
+async def test_rows_are_not_trusted_without_the_listening_connection(make_client, make_config):
+    pair = await two_processes(make_client, quiet(make_config))
     key = await merchant_key(pair.a, "rows-untrusted@example.com")
     track_id = (await new_invoice(pair.a, key))["track_id"]
     await _read(pair.b, key, track_id)
@@ -109,3 +114,34 @@ async def test_rows_are_not_trusted_without_the_listening_connection(make_client
         assert (await _read(pair.b, key, track_id))["description"] == "unannounced"
     finally:
         await db.execute("ALTER TABLE payments ENABLE TRIGGER payments_rows_changed")
+
+
+async def test_a_hook_after_the_commit_reads_the_new_state_not_the_cached_one(make_client, make_config):
+    """The expiry job's ``payment_expired`` hook runs after the commit and before the change is announced: this
+    process's cached rows must already be gone then (``changes._Forget``, at the commit), not when the
+    notification comes back."""
+    from orbchain.core.contract.plugins import hookimpl
+    from orbchain.core.payments import service as svc
+    from orbchain.core.payments.status import expire_payments
+    from orbchain.web.keys import GATEWAY
+
+    client = await make_client(quiet(make_config))
+    gateway = client.app[GATEWAY]
+    key = await merchant_key(client, "rows-hook@example.com")
+    track_id = (await new_invoice(client, key))["track_id"]
+    assert (await _read(client, key, track_id))["status"] == "Waiting"  # cached now
+    seen = []
+
+    class Reader:
+        @hookimpl
+        async def payment_expired(self, gateway, payment):
+            seen.append((await svc.show_payment(gateway, None, track_id))["status"])
+
+    gateway.pm.register(Reader(), name="reader")
+    try:
+        real = gateway.clock
+        gateway.clock = lambda: real() + 3600 * 2
+        assert await expire_payments(gateway) == 1
+    finally:
+        gateway.pm.unregister(name="reader")
+    assert seen == ["Expired"]

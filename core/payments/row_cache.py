@@ -27,12 +27,12 @@ from ..accounts.auth_cache import auth_cache
 from ..infra.bounded import LruMap
 from ..infra.signals import RESET
 from ..contract.gateway import PluginGateway as Gateway
-from .changes import TOPIC
+from .changes import ROWS_CACHE, TOPIC
 
 ROWS_TOPIC = "payment_rows"  # published by the triggers of migrations/m0047_payment_row_notify.py
 MAX_AGE_SECONDS = 30.0
 MAX_ENTRIES = 512  # about 2.6 KB each (row and deposits): 1.3 MB per process once full (tests/test_cache_footprint.py)
-SERVICE = "payment_rows"  # its name in gateway.services
+SERVICE = ROWS_CACHE  # its name in gateway.services
 
 Rows = tuple[dict[str, Any], list[Mapping[str, Any]]]
 
