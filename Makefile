@@ -6,7 +6,7 @@ HOST ?=
 PORT ?=
 SERVE_FLAGS := $(if $(HOST),--host $(HOST)) $(if $(PORT),--port $(PORT))
 
-.PHONY: run test test-fast test-sqlite lint install install-test migrate bench clean catalogues
+.PHONY: run test test-fast test-sqlite lint install install-test migrate bench bench-compare clean catalogues
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,6 +94,12 @@ test-fast: install-test
 
 bench: install-test
 	@for f in bench/bench_*.py; do echo "== $$f"; $(BIN)/python $$f || exit 1; done
+	$(BIN)/python bench/compare.py
+
+## make bench-compare: the hot routes' CPU per request against bench/baseline_hotpath.json (issue 47); prints
+## every route more than 10 % worse, never fails (a bench figure, not a test).
+bench-compare: install-test
+	$(BIN)/python bench/compare.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache

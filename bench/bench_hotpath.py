@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import secrets
@@ -269,6 +270,13 @@ class Row:
         return [self.label, f"{self.load.rps:,.0f}", f"{self.load.p99_ms:,.1f}", bare, ratio, cpu, errors, self.goal]
 
 
+def write_json(path: Path, rows: list[Row], load: str) -> None:
+    """The figures bench/compare.py compares with a committed baseline."""
+    figures = [{"label": r.label, "rps": r.load.rps, "p99_ms": r.load.p99_ms, "cpu_us": r.load.cpu_us,
+                "of_bare": r.load.rps / r.baseline if r.baseline else None} for r in rows]
+    path.write_text(json.dumps({"machine_load": load, "rows": figures}, indent=1) + "\n")
+
+
 def measure(url: str, seconds: float, connections: int, warmup: float = 1.0, **request) -> loadgen.Load:
     """Requests/s and p99 of ``url``, and the server's CPU time per request (user + system, all workers).
 
@@ -485,6 +493,8 @@ def main() -> int:
                              " Unix socket, else 127.0.0.1:5432)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="bare/gateway pairs per figure; the median ratio is reported (default 1)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write every row (req/s, p99, ratio, CPU us per request) here (bench/compare.py)")
     args = parser.parse_args()
     args.requests = [r for r in args.requests.split(",") if r]
     unknown = set(args.requests) - set(REQUESTS)
@@ -542,6 +552,8 @@ def main() -> int:
                     [[t.label, f"{t.per_second:,.0f}", str(t.failed),
                       t.ledger_check + (f"; goal >={TRANSFER_GOAL:.0f}/s on PostgreSQL" if "Postgre" in t.label
                                         else "")] for t in transfers])
+    if args.json:
+        write_json(args.json, baseline + rows, load_before)
     print()
     print(f"machine load after:  {uptime()}")
     print("each ratio is to the bare app measured just before that figure (the median pair of --rounds);"

@@ -17,6 +17,7 @@ import tracemalloc
 from typing import Any
 
 from orbchain.core.pages import qr
+from orbchain.core.payments import row_cache
 from orbchain.web import payment_answer
 from orbchain.web.envelope import envelope_bytes, kept_envelope_bytes
 from orbchain.web.keys import GATEWAY
@@ -65,6 +66,8 @@ async def test_full_page_and_answer_caches_fit_the_budget(shop):  # noqa: F811 -
         "page renderings": (gateway.services["pay_page_template"]._renderings, CACHED_PAGES),
         "QR codes": (gateway.cpu._memos[qr.CACHE_NAME], qr.QR_CACHE_SIZE),
     }
+    if gateway.db.is_postgres:  # SQLite reads a payment's rows every time
+        caches["payment rows"] = (gateway.services[row_cache.SERVICE]._entries, row_cache.MAX_ENTRIES)
     full = {name: bound * mean_entry(cache) for name, (cache, bound) in caches.items()}
     print({name: f"{size / 2**20:.1f} MiB" for name, size in full.items()})
     for name, (cache, _) in caches.items():

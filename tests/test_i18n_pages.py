@@ -301,3 +301,18 @@ async def test_a_stale_button_on_the_manage_page_says_why_in_the_payers_language
     assert response.status == 400 and html_lang(page) == "es"
     assert notice(page) == "Este cambio no es posible para esta suscripción en su estado actual, que se muestra abajo."
     assert '<span class="badge badge-pending" id="status">Pendiente</span>' in page
+
+
+def test_an_accept_language_value_is_parsed_once_per_process(monkeypatch):
+    """Issue 47: a browser sends the same header on every view; the language it asks for is worked out once,
+    and the remembered answer is the one a fresh parse gives (longer headers are read up to MAX_HEADER alike)."""
+    parsed = []
+    real = i18n.parse_accept_language
+    monkeypatch.setattr(i18n, "parse_accept_language", lambda header: parsed.append(header) or real(header))
+    monkeypatch.setattr(i18n, "_ACCEPTED", i18n.LruMap(4))
+    headers = ["es-MX,es;q=0.9,en;q=0.8", "xx, de;q=0.5", "tlh", "fr;q=0", "a" * 2000 + ",pt"]
+    first = [i18n.choose(None, None, header) for header in headers]
+    assert first == ["es", "de", "en", "en", "en"]
+    assert [i18n.choose(None, None, header) for header in headers[1:]] == first[1:]  # the first one was evicted
+    assert len(parsed) == len(headers) and parsed[-1] == ("a" * 2000)[:i18n.MAX_HEADER]
+    assert i18n.choose("pt", None, headers[0]) == "pt" and i18n.choose(None, "ru", headers[0]) == "ru"

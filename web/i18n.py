@@ -31,6 +31,7 @@ from babel.dates import format_skeleton
 from markupsafe import Markup
 from babel.support import NullTranslations, Translations
 
+from ..core.infra.bounded import LruMap
 from ..core.types.messages import Translatable
 
 __all__ = ["COOKIE", "DEFAULT", "LANGUAGES", "add_catalogue", "bind", "choose", "format_timestamp", "gettext",
@@ -109,10 +110,23 @@ def choose(query: str | None, cookie: str | None, accept: str | None) -> str:
         if value and value.lower() in LANGUAGES:
             return value.lower()
     if accept:
-        ranked = parse_accept_language(accept)
-        if ranked:
-            return ranked[0]
+        return _browser_language(accept[:MAX_HEADER])
     return DEFAULT
+
+
+# Distinct Accept-Language values are few (a browser sends the same one on every view): each is parsed once
+# per process. Bounded: a client making up a header per request only evicts (docs/decisions.md, issue 47).
+_ACCEPTED: LruMap[str, str] = LruMap(512)
+
+
+def _browser_language(accept: str) -> str:
+    """``parse_accept_language``'s first language (else English), remembered per header value."""
+    code = _ACCEPTED.get(accept)
+    if code is None:
+        ranked = parse_accept_language(accept)
+        code = ranked[0] if ranked else DEFAULT
+        _ACCEPTED.put(accept, code)
+    return code
 
 
 def requested_language(request: web.Request) -> str:

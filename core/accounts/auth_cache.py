@@ -66,6 +66,10 @@ class AuthCache:
             table = self._tables[name] = LruMap(MAX_ENTRIES)
         return table
 
+    def trusted(self) -> bool:
+        """Whether this process hears every change now (on PostgreSQL: its side connection is healthy)."""
+        return self._trusted()
+
     def invalidate(self) -> None:
         """Forget every entry of every table; look-ups in flight will not store theirs."""
         self.generation += 1

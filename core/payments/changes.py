@@ -15,6 +15,7 @@ from ..events.after_commit import AfterCommit
 from ..contract.gateway import PluginGateway as Gateway
 
 TOPIC = "payment"
+ROWS_CACHE = "payment_rows"  # core/payments/row_cache.py's name in gateway.services
 
 
 class _Announce:
@@ -38,6 +39,23 @@ def payment_changed(gateway: "Gateway", track_id: str | None, after: AfterCommit
         if type(action) is _Announce and action.track_id == track_id:
             return
     after.append(_Announce(gateway, track_id))
+    # This process's cached rows go at the commit itself, before any after-commit action can read them.
+    gateway.db.on_commit(_Forget(gateway, track_id))
+
+
+class _Forget:
+    """Drop one payment's rows from this process's cache (core/payments/row_cache.py), if it has one."""
+
+    __slots__ = ("gateway", "track_id")
+
+    def __init__(self, gateway: "Gateway", track_id: str) -> None:
+        self.gateway = gateway
+        self.track_id = track_id
+
+    def __call__(self) -> None:
+        rows = self.gateway.services.get(ROWS_CACHE)
+        if rows is not None:
+            rows.changed(self.track_id)
 
 
 def announce_now(gateway: "Gateway", track_id: str | None) -> None:

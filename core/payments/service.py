@@ -21,6 +21,7 @@ from ..addresses import store as addresses
 from . import minimums, receive
 from ..accounts import settlement
 from .changes import announce_now
+from .row_cache import copy as copy_rows, payment_rows
 from ..infra.db import KeyedRead
 from ..types.errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from ..types.messages import N_
@@ -501,13 +502,24 @@ _PAYMENT_READ = KeyedRead(one=_PAYMENT_SELECT + " = :key", many=_PAYMENT_SELECT 
 
 async def payment_with_deposits(gateway: "Gateway", merchant_id: str | None,
                                 track_id: str) -> tuple[dict[str, Any], list[Mapping[str, Any]]]:
-    """One payment's row and its deposits: one query, a second only when it has deposits to list."""
-    row = await gateway.db.fetch_keyed(_PAYMENT_READ, track_id)
-    if row is None or (merchant_id is not None and row["merchant_id"] != merchant_id):
+    """One payment's row and its deposits: one query, a second only when it has deposits to list; none when
+    this process holds them unchanged (core/payments/row_cache.py)."""
+    # Inside a transaction the rows may be its own uncommitted ones: neither served from nor kept in the cache.
+    cache = None if gateway.db.in_transaction else payment_rows(gateway)
+    cached = cache.get(track_id) if cache is not None else None
+    if cached is None:
+        generation = cache.generation if cache is not None else 0
+        found = await gateway.db.fetch_keyed(_PAYMENT_READ, track_id)
+        if found is None or (merchant_id is not None and found["merchant_id"] != merchant_id):
+            raise NotFound()
+        row = dict(found)
+        has_deposits = row.pop("has_deposits")
+        cached = row, await payment_deposits(gateway, track_id) if has_deposits else []
+        if cache is not None:
+            cache.put(track_id, cached, generation)
+    if merchant_id is not None and cached[0]["merchant_id"] != merchant_id:
         raise NotFound()
-    row = dict(row)
-    has_deposits = row.pop("has_deposits")
-    return row, await payment_deposits(gateway, track_id) if has_deposits else []
+    return copy_rows(cached)
 
 
 async def show_payment(gateway: "Gateway", merchant_id: str | None, track_id: str) -> dict[str, Any]:
