@@ -114,7 +114,7 @@ async def test_qr_payloads_come_from_the_chain_plugins_and_default_to_the_bare_a
     assert payload("LTC", "ltc1qx", "1.5") == "litecoin:ltc1qx?amount=1.5"
     assert payload("DOGE", "D8x", "3") == "dogecoin:D8x?amount=3"
     assert payload("SOL", "So1x", "2.5") == "solana:So1x?amount=2.5"
-    assert payload("ETH", "0xabc", "1") == "0xabc"  # EVM: the bare address (docs/decisions.md)
+    assert payload("ETH", "0xabc", "1") == "ethereum:0xabc@1?value=1000000000000000000"  # EIP-681, chain id 1
     assert payload("USDT_TRC20", "Tx", "1") == "Tx"
 
 

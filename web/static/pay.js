@@ -56,7 +56,7 @@
       var line = document.createElement("span");
       line.className = "tx-line";
       var amount = document.createElement("strong");
-      amount.textContent = tx.amount + " " + tx.coin;
+      amount.textContent = tx.amount + " " + (tx.asset || tx.coin);
       var confirmations = document.createElement("span");
       confirmations.className = "confirmations";
       confirmations.textContent = tx.confirmations < tx.required ?
@@ -137,7 +137,8 @@
     }
     if (state.pay_amount) {
       document.title = fill(say("title", "{status} · Pay {amount} {currency}"), {
-        status: TEXTS.statuses[state.status] || state.status, amount: state.pay_amount, currency: state.pay_currency});
+        status: TEXTS.statuses[state.status] || state.status, amount: state.pay_amount,
+        currency: TEXTS.currency || state.pay_currency});
       text("pay-amount", state.pay_amount);
     }
     var notice = byId("notice"), wording = TEXTS.notices[state.status];

@@ -1,0 +1,91 @@
+"""The devnet checkout a newcomer tries first, in Chromium on a phone (issue 49 items 1, 2): each coin's QR, read
+from the screenshot by an independent decoder (zxing-cpp), is its real chain's payment URI for this payment
+(EIP-681 for ETH and tokens, BIP-21, Solana Pay, ``tron:``) and equals the "Open in wallet" link; a token reads
+"USDT on Ethereum (ERC-20)", never the internal symbol."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from orbchain.testing.api import api, signup
+from orbchain.web.keys import GATEWAY
+
+from .browser import Browser, serve_app
+from .browser import require_chromium  # noqa: F401 - autouse fixture
+from .qr_decode import decode_qr
+
+USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7"  # the pinned mainnet contract the devnet's USDT_ERC20 keeps
+
+
+@pytest.fixture
+async def served(aiohttp_server, aiohttp_client, make_config):
+    return await serve_app(aiohttp_server, aiohttp_client, make_config)
+
+
+COINS = ["BTC", "LTC", "SOL", "TRX", "ETH", "USDT_ERC20"]
+
+
+async def merchant_key(client: Any) -> str:
+    """A new merchant accepting ``COINS``; its merchant API key."""
+    merchant = await signup(client, "checkout@example.com")
+    status, body = await api(client, "PUT", "/dashboard/settings/coins", merchant.jwt, json={"accepted_coins": COINS})
+    assert status == 200, body
+    return merchant.keys["merchant_api_key"]
+
+
+async def invoice(client: Any, key: str, symbol: str, amount: str) -> dict[str, Any]:
+    response = await client.post("/v1/payment/invoice", headers={"merchant_api_key": key},
+                                 json={"amount": amount, "currency": symbol, "accepted_coins": [symbol]})
+    assert response.status == 200, await response.text()
+    return (await response.json())["data"]
+
+
+def expected_uri(payment: dict[str, Any], units: int) -> str:
+    """The URI each chain's wallets read, written here from the payment's own fields (not the server's code)."""
+    address, amount = payment["address"], payment["pay_amount"]
+    return {
+        "BTC": f"bitcoin:{address}?amount={amount}",
+        "LTC": f"litecoin:{address}?amount={amount}",
+        "SOL": f"solana:{address}?amount={amount}",
+        "TRX": f"tron:{address}?amount={amount}",
+        "ETH": f"ethereum:{address}@1?value={units}",
+        "USDT_ERC20": f"ethereum:{USDT}@1/transfer?address={address}&uint256={units}",
+    }[payment["pay_currency"]]
+
+
+async def scanned(browser: Browser, path: Any) -> list[str]:
+    """What a camera reads from the page's QR as drawn (the element's own screenshot)."""
+    await browser.page.locator(".qr").screenshot(path=path, scale="css")
+    return decode_qr(path)
+
+
+@pytest.mark.parametrize("symbol, amount, units", [
+    ("USDT_ERC20", "30", 30_000_000), ("ETH", "0.25", 250_000_000_000_000_000),
+    ("BTC", "0.001", None), ("LTC", "1.5", None), ("SOL", "2.5", None), ("TRX", "12", None),
+])
+async def test_each_qr_is_its_chains_uri_for_this_payment(served, tmp_path, symbol, amount, units):
+    client = served
+    payment = await invoice(client, await merchant_key(client), symbol, amount)
+    coin = client.app[GATEWAY].coins.require(symbol)
+    uri = expected_uri(payment, coin.to_units(payment["pay_amount"]) if units is None else units)
+    async with Browser.launch(tmp_path) as browser:
+        await browser.goto(payment["payment_url"])
+        assert await scanned(browser, tmp_path / f"qr_{symbol}.png") == [uri]
+        assert await browser.evaluate("document.getElementById('wallet-link').getAttribute('href')") == uri
+
+
+async def test_a_token_reads_as_people_say_it_never_its_internal_code(served, tmp_path):
+    client = served
+    payment = await invoice(client, await merchant_key(client), "USDT_ERC20", "30")
+    async with Browser.launch(tmp_path) as browser:
+        await browser.goto(payment["payment_url"])
+        body = await browser.evaluate("document.body.innerText")
+        title = await browser.evaluate("document.title")
+        assert "USDT_ERC20" not in body and "USDT_ERC20" not in title
+        assert await browser.text("#pay-currency") == "USDT"
+        assert await browser.text("#network") == "Ethereum (ERC-20)"
+        assert "USDT on Ethereum (ERC-20)" in await browser.text("#asset-warning")
+        assert await browser.text(".deposit .label") == "Deposit address (USDT on Ethereum (ERC-20))"
+        assert await browser.text("#wallet-link") == "Open in wallet"
