@@ -9,10 +9,13 @@ from typing import Any
 
 import pytest
 
+from orbchain.chains.devnet import devnet_chain
+from orbchain.core.watching.scanner import scan_chain
 from orbchain.testing.api import api, signup
 from orbchain.web.keys import GATEWAY
 
-from .browser import Browser, serve_app
+from .browser import Browser, assert_png, serve_app
+from .dashboard_support import Visitor
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .qr_decode import decode_qr
 
@@ -89,3 +92,55 @@ async def test_a_token_reads_as_people_say_it_never_its_internal_code(served, tm
         assert "USDT on Ethereum (ERC-20)" in await browser.text("#asset-warning")
         assert await browser.text(".deposit .label") == "Deposit address (USDT on Ethereum (ERC-20))"
         assert await browser.text("#wallet-link") == "Open in wallet"
+
+
+async def pay(client: Any, payment: dict[str, Any], amount: str, blocks: int) -> None:
+    """The payer's wallet sends ``amount`` on the devnet; ``blocks`` are mined and scanned."""
+    gateway = client.app[GATEWAY]
+    chain, coin = devnet_chain(gateway), gateway.coins.require(payment["pay_currency"])
+    await chain.pay(coin, payment["address"], coin.to_units(amount))
+    for _ in range(blocks):
+        await chain.mine(1)
+        await scan_chain(gateway, gateway.chains["devnet"])
+
+
+async def test_underpaid_says_what_arrived_what_is_due_and_asks_for_the_rest(served, tmp_path):
+    client = served
+    key = await merchant_key(client)
+    payment = await invoice(client, key, "USDT_ERC20", "30")
+    await pay(client, payment, "10", blocks=1)
+    rest = f"ethereum:{USDT}@1/transfer?address={payment['address']}&uint256=20000000"
+    async with Browser.launch(tmp_path) as browser:  # a phone, 390x844, scripts off
+        await browser.goto(payment["payment_url"])
+        assert await browser.text("#status") == "Partly paid"
+        assert await browser.text("#amount-label") == "Still to pay"
+        assert await browser.text("#pay-amount") == "20"
+        assert "10 of 30 USDT" in await browser.text("#notice") and "20 USDT" in await browser.text("#notice")
+        assert await browser.text("#paid-amount") == "10" and await browser.text("#due-amount") == "20"
+        assert await browser.evaluate("document.getElementById('countdown') !== null")  # the clock still runs
+        assert await scanned(browser, tmp_path / "qr_rest.png") == [rest]
+        assert await browser.evaluate("document.getElementById('wallet-link').getAttribute('href')") == rest
+        assert_png(await browser.screenshot(tmp_path / "pay_underpaid.png"))
+    status, body = await api(client, "GET", f"/v1/payment/{payment['track_id']}", {"merchant_api_key": key})
+    assert body["data"]["status"] == "Paying"  # the API's status is SPEC's, unchanged
+
+
+async def test_underpaid_in_the_dashboard(served):
+    client = served
+    payment = await invoice(client, await merchant_key(client), "USDT_ERC20", "30")
+    await pay(client, payment, "10", blocks=1)
+    visitor = Visitor(client)
+    await visitor.sign_in("checkout@example.com", "s3cret-pass")
+    html = await visitor.get(f"/app/payments/{payment['track_id']}")
+    assert 'id="underpaid">Underpaid<' in html
+    assert "The payer sent 10 of 30 USDT_ERC20; 20 USDT_ERC20 is still due." in html
+
+
+async def test_overpaid_says_where_the_excess_went(served, tmp_path):
+    client = served
+    payment = await invoice(client, await merchant_key(client), "USDT_ERC20", "30")
+    await pay(client, payment, "35", blocks=14)
+    async with Browser.launch(tmp_path) as browser:
+        await browser.goto(payment["payment_url"])
+        assert await browser.text("#status") == "Paid"
+        assert "You sent 5 USDT more than the amount due" in await browser.text("#excess-message")

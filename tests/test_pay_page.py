@@ -315,7 +315,7 @@ async def test_after_a_partial_payment_the_qr_and_wallet_link_ask_for_the_rest(s
     rest = coin.format(coin.to_units(invoice["pay_amount"]) - sent)
     assert rest == "0.00654321"
     html = await page(client, invoice["track_id"])
-    assert 'id="status">Paying<' in html and 'still due <span id="due-amount">0.00654321</span>' in html
+    assert 'id="status">Partly paid<' in html and 'still due <span id="due-amount">0.00654321</span>' in html
     uri = f"bitcoin:{invoice['address']}?amount=0.00654321"
     assert f'href="{uri}" id="wallet-link"' in html  # before: ?amount=0.01, the whole amount again
     assert str(await qr_svg(gateway.cpu, uri, scale=5)) in html  # the QR encodes the same request

@@ -174,6 +174,8 @@ async def content_context(
         "transactions": _transactions(gateway, view, deposits),
         "paid_amount": None,
         "due_amount": None,
+        "underpaid": False,
+        "excess_amount": None,
         "events_url": events_path(view["track_id"]) if is_open else None,
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "picker_options": None,
@@ -191,6 +193,10 @@ async def content_context(
             view["pay_amount"])
         context["paid_amount"], context["due_amount"] = paid_and_due(gateway, view["pay_currency"], pay_units,
                                                                      deposits)
+        context["underpaid"] = is_open and is_underpaid(context["paid_amount"], context["due_amount"])
+        if status == svc.PAID and pay_units is not None and context["paid_amount"] != "0":
+            excess = coin.to_units(context["paid_amount"]) - pay_units
+            context["excess_amount"] = coin.format(excess) if excess > 0 else None
     if context["picker_coins"]:
         known = tuple(gateway.coins.get(symbol) for symbol in accepted)
         context["picker_options"] = picker_options(tuple(c for c in known if c is not None), view["pay_currency"])
@@ -214,6 +220,11 @@ async def content_context(
     return context
 
 
+def is_underpaid(paid_amount: str | None, due_amount: str | None) -> bool:
+    """Part of the amount arrived and part is still due: the page's own state (the API's status stays Paying)."""
+    return paid_amount not in (None, "0") and due_amount not in (None, "0")
+
+
 def still_due(view: Mapping[str, Any], due_amount: str | None) -> Mapping[str, Any]:
     """The view the QR and wallet link are written from: after a partial payment they ask for what is still
     due (``paid_and_due``, exact base units), not the whole amount again; nothing due keeps the view as is."""
@@ -228,9 +239,9 @@ def wants_forms(context: Mapping[str, Any]) -> bool:
 
 
 def countdown(context: Mapping[str, Any], expires_at: int | None, now: int) -> dict[str, Any]:
-    """The per-view countdown of a Waiting page with an expiry (None for the others: once Paying, the
-    payment was seen and the clock no longer asks the payer to hurry)."""
-    if context["status"] != svc.WAITING or expires_at is None:
+    """The per-view countdown of a Waiting or underpaid page with an expiry (None for the others: once the
+    whole amount is on its way, the clock no longer asks the payer to hurry; an underpaid payer still must)."""
+    if not (context["status"] == svc.WAITING or context["underpaid"]) or expires_at is None:
         return {"remaining": None, "remaining_seconds": None}
     left = max(0, expires_at - now)
     return {"remaining": countdown_text(left), "remaining_seconds": left}

@@ -130,6 +130,19 @@
   }
 
   function apply(state) {
+    // Part arrived and part is due: the server draws that state (amounts, QR for the rest, countdown), so the
+    // page reloads when the due amount moves and otherwise only follows the transactions.
+    var underpaid = !state.final && !!state.paid_amount && state.paid_amount !== "0" &&
+      !!state.due_amount && state.due_amount !== "0";
+    if (underpaid && shownDue !== state.due_amount && document.querySelector(".deposit")) {
+      location.reload();
+      return;
+    }
+    if (underpaid) {
+      showTransactions(state.transactions);
+      document.dispatchEvent(new CustomEvent("orbchain:payment", {detail: state}));
+      return;
+    }
     var badge = byId("status");
     if (badge) {
       badge.textContent = TEXTS.statuses[state.status] || state.status;
@@ -147,11 +160,6 @@
       notice.textContent = wording;
     }
     if (state.paid_amount && state.paid_amount !== "0") {
-      // A part arrived: the server-drawn QR and wallet link must ask for the rest, so draw the page again.
-      if (!state.final && state.due_amount !== "0" && shownDue !== state.due_amount && byId("wallet-link")) {
-        location.reload();
-        return;
-      }
       text("paid-amount", state.paid_amount);
       text("due-amount", state.due_amount);
       var received = byId("received");
