@@ -5,6 +5,7 @@ from the screenshot by an independent decoder (zxing-cpp), is its real chain's p
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -16,10 +17,19 @@ from orbchain.web.keys import GATEWAY
 
 from .browser import Browser, assert_png, serve_app
 from .dashboard_support import Visitor
+from .test_accessibility_browser import AXE, scripts_off, spec_refresh, violations
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .qr_decode import decode_qr
 
 USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7"  # the pinned mainnet contract the devnet's USDT_ERC20 keeps
+
+
+@pytest.fixture
+def axe() -> str:
+    """axe-core's source (scripts/ensure_node_tools.sh installs it); missing, the test fails, never skips."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} is missing: run scripts/ensure_node_tools.sh (installs npm axe-core)", pytrace=False)
+    return AXE.read_text()
 
 
 @pytest.fixture
@@ -104,13 +114,14 @@ async def pay(client: Any, payment: dict[str, Any], amount: str, blocks: int) ->
         await scan_chain(gateway, gateway.chains["devnet"])
 
 
-async def test_underpaid_says_what_arrived_what_is_due_and_asks_for_the_rest(served, tmp_path):
+async def test_underpaid_says_what_arrived_what_is_due_and_asks_for_the_rest(served, tmp_path, axe):
     client = served
     key = await merchant_key(client)
     payment = await invoice(client, key, "USDT_ERC20", "30")
     await pay(client, payment, "10", blocks=1)
     rest = f"ethereum:{USDT}@1/transfer?address={payment['address']}&uint256=20000000"
-    async with Browser.launch(tmp_path) as browser:  # a phone, 390x844, scripts off
+    async with Browser.launch(tmp_path, javascript=True) as browser:  # a phone, 390x844
+        await scripts_off(browser, True)  # as a payer without JavaScript; on only while axe runs
         await browser.goto(payment["payment_url"])
         assert await browser.text("#status") == "Partly paid"
         assert await browser.text("#amount-label") == "Still to pay"
@@ -121,6 +132,7 @@ async def test_underpaid_says_what_arrived_what_is_due_and_asks_for_the_rest(ser
         assert await scanned(browser, tmp_path / "qr_rest.png") == [rest]
         assert await browser.evaluate("document.getElementById('wallet-link').getAttribute('href')") == rest
         assert_png(await browser.screenshot(tmp_path / "pay_underpaid.png"))
+        assert [v for v in await violations(browser, axe) if not spec_refresh(v, payment["payment_url"])] == []
     status, body = await api(client, "GET", f"/v1/payment/{payment['track_id']}", {"merchant_api_key": key})
     assert body["data"]["status"] == "Paying"  # the API's status is SPEC's, unchanged
 
@@ -144,3 +156,48 @@ async def test_overpaid_says_where_the_excess_went(served, tmp_path):
         await browser.goto(payment["payment_url"])
         assert await browser.text("#status") == "Paid"
         assert "You sent 5 USDT more than the amount due" in await browser.text("#excess-message")
+
+
+async def test_payers_see_the_shop_named_at_sign_up(served, tmp_path, axe):
+    client = served
+    visitor = Visitor(client)
+    await visitor.get("/app/signup")
+    response = await visitor.submit("/app/signup", {"display_name": "Ada's Books", "email": "ada@example.com",
+                                                    "password": "correct horse battery"}, expect=200)
+    key = re.search(r'id="merchant_api_key"[^>]*>([^<]+)<', visitor.page).group(1)
+    assert response.status == 200 and 'id="shop-name-prompt"' not in await visitor.get("/app")
+    payment = await invoice(client, key, "BTC", "0.001")
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await scripts_off(browser, True)
+        await browser.goto(payment["payment_url"])
+        assert (await browser.evaluate("document.title")).endswith(" · Ada's Books")
+        assert await browser.text("#merchant-name") == "Ada's Books"
+        await browser.goto(str(client.server.make_url(f"/tip/{await account_id(client, visitor)}")))
+        assert await browser.text("h1") == "Send a tip to Ada's Books"
+        assert await browser.text("#account-id") is None  # the shop's name, not "To account ORB-..."
+        assert (await browser.evaluate("document.title")).endswith(" · Ada's Books")
+        assert await violations(browser, axe) == []
+
+
+async def test_the_first_dashboard_visit_asks_for_a_missing_shop_name(served):
+    visitor = Visitor(served)
+    await visitor.sign_up("noname@example.com")
+    assert 'href="/app/settings#display_name">Name your shop<' in await visitor.get("/app")
+
+
+async def account_id(client: Any, visitor: Visitor) -> str:
+    """The signed-in merchant's public account id (ORB-...), as the dashboard's home shows it."""
+    return re.search(r'id="account-id"[^>]*>([^<]+)<', await visitor.get("/app")).group(1)
+
+
+async def test_a_links_promise_in_the_dashboard_is_what_its_page_asks(served):
+    """A buyer-entered link priced in fiat: the list says the buyer enters USD and pays in BTC, as its page asks."""
+    visitor = Visitor(served)
+    await visitor.sign_up("links@example.com")
+    await visitor.get("/app/links")
+    await visitor.submit("/app/links", {"action": "create", "coin": "BTC", "fiat_currency": "USD"})
+    page = await visitor.get("/app/links")
+    assert "buyer enters an amount in USD, pays in BTC" in page
+    slug = re.search(r"<code>(\w{12})</code>", page).group(1)
+    prompt = await (await served.get(f"/l/{slug}")).text()
+    assert '<label for="amount">Amount in USD</label>' in prompt

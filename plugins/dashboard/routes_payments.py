@@ -73,6 +73,8 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
         "payouts": (await payout_history(gateway, session.merchant_id, RECENT))["payouts"],
         "panels": gateway.dashboard.entries("home-panels"),
         "alerts": [n for n in notices if isinstance(n, DashboardNotice)],
+        # No shop name yet: payers would see a bare "Payment"; the home page asks for it (issue 49 item 4).
+        "ask_shop_name": not merchant["display_name"],
     })
 
 
