@@ -175,6 +175,8 @@ async def test_payers_see_the_shop_named_at_sign_up(served, tmp_path, axe):
         await browser.goto(str(client.server.make_url(f"/tip/{await account_id(client, visitor)}")))
         assert await browser.text("h1") == "Send a tip to Ada's Books"
         assert await browser.text("#account-id") is None  # the shop's name, not "To account ORB-..."
+        options = await browser.evaluate("[...document.querySelectorAll('#coin option')].map(o => o.textContent)")
+        assert "BTC · Bitcoin" in options and not any("_" in option for option in options)  # never USDT_ERC20
         assert (await browser.evaluate("document.title")).endswith(" · Ada's Books")
         assert await violations(browser, axe) == []
 
@@ -200,4 +202,4 @@ async def test_a_links_promise_in_the_dashboard_is_what_its_page_asks(served):
     assert "buyer enters an amount in USD, pays in BTC" in page
     slug = re.search(r"<code>(\w{12})</code>", page).group(1)
     prompt = await (await served.get(f"/l/{slug}")).text()
-    assert '<label for="amount">Amount in USD</label>' in prompt
+    assert '<label for="amount">Amount in USD</label>' in prompt and "You pay in BTC (Bitcoin)" in prompt
