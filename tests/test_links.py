@@ -341,7 +341,7 @@ async def test_a_buyer_fiat_amount_worth_more_than_the_coins_maximum_shows_the_f
 async def test_buyer_entered_fiat_link(shop):
     link = await created(shop, fiat_currency="USD")
     page = await (await resolve(shop, link["slug"])).text()
-    assert "Amount in USD" in page and "You pay in BTC" in page
+    assert "Amount in USD" in page and "You pay in BTC (Bitcoin) at the rate" in page
     assert (await resolve(shop, link["slug"], {"amount": "1.005"})).status == 400  # cents, not less
     invoice = await minted(shop, link["slug"], {"amount": "30"})
     assert invoice["currency"] == "USD" and invoice["amount_fiat"] == "30" and invoice["pay_currency"] == "BTC"

@@ -166,7 +166,9 @@ async def test_a_partial_payment_redraws_the_qr_and_wallet_link_for_the_rest(ser
             await scan(client)
         assert await browser.evaluate("window.__kept") is None  # a new document
         assert (await browser.evaluate("document.getElementById('wallet-link').href")).endswith("?amount=0.006")
-        assert await browser.text("#due-amount") == "0.006" and await browser.text("#status") == "Paying"
+        assert await browser.text("#due-amount") == "0.006" and await browser.text("#status") == "Partly paid"
+        assert await browser.text("#pay-amount") == "0.006"  # the headline asks for the rest (issue 49 item 2)
+        assert await browser.evaluate("document.querySelector('.countdown').hidden") is False  # the clock runs on
         await asyncio.sleep(1)  # the new page's stream says the same state: no second reload
         assert await browser.evaluate("document.getElementById('due-amount').textContent") == "0.006"
         await browser.evaluate("window.__kept = 'no reload'")

@@ -114,7 +114,7 @@ async def test_qr_payloads_come_from_the_chain_plugins_and_default_to_the_bare_a
     assert payload("LTC", "ltc1qx", "1.5") == "litecoin:ltc1qx?amount=1.5"
     assert payload("DOGE", "D8x", "3") == "dogecoin:D8x?amount=3"
     assert payload("SOL", "So1x", "2.5") == "solana:So1x?amount=2.5"
-    assert payload("ETH", "0xabc", "1") == "0xabc"  # EVM: the bare address (docs/decisions.md)
+    assert payload("ETH", "0xabc", "1") == "ethereum:0xabc@1?value=1000000000000000000"  # EIP-681, chain id 1
     assert payload("USDT_TRC20", "Tx", "1") == "Tx"
 
 
@@ -315,7 +315,7 @@ async def test_after_a_partial_payment_the_qr_and_wallet_link_ask_for_the_rest(s
     rest = coin.format(coin.to_units(invoice["pay_amount"]) - sent)
     assert rest == "0.00654321"
     html = await page(client, invoice["track_id"])
-    assert 'id="status">Paying<' in html and 'still due <span id="due-amount">0.00654321</span>' in html
+    assert 'id="status">Partly paid<' in html and 'still due <span id="due-amount">0.00654321</span>' in html
     uri = f"bitcoin:{invoice['address']}?amount=0.00654321"
     assert f'href="{uri}" id="wallet-link"' in html  # before: ?amount=0.01, the whole amount again
     assert str(await qr_svg(gateway.cpu, uri, scale=5)) in html  # the QR encodes the same request

@@ -77,7 +77,8 @@ def state_of(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mappin
         "confirmations_required": None if waiting_on is None else int(waiting_on["threshold"]),
         "transactions": [
             {"tx_hash": d["tx_hash"], "amount": gateway.coins.require(d["coin"]).format(to_int(d["amount"])),
-             "coin": d["coin"], "status": d["status"], "confirmations": int(d["confirmations"]),
+             "coin": d["coin"], "asset": gateway.coins.require(d["coin"]).payer_asset,  # the asset the payer knows
+             "status": d["status"], "confirmations": int(d["confirmations"]),
              "required": int(d["threshold"])}
             for d in deposits],
         "paid_at": row["paid_at"],

@@ -17,8 +17,9 @@ adapter serves the registered coins of that chain: its native coin (no
 contract) and the tokens pinned to it, whose contracts an operator may
 override with ``contracts = { SYMBOL = "0x..." }`` in the chain's block. QR
 payloads and "Open in wallet" links are EIP-681 URIs with the configured
-``chain_id``; a chain without a block keeps the bare address (a URI without
-a chain id could pay on the wrong chain). Each adapter also sends
+``chain_id``, or the chain's published id (``coins.CHAIN_IDS``) where no
+block names one (the devnet serves these coins): never a URI without a chain
+id, which could pay on the wrong chain. Each adapter also sends
 payouts from the hot wallet, and a job ``evm.<chain>.sweep`` moves credited
 deposits to it. See ``docs/evm.md``.
 """
@@ -32,7 +33,7 @@ from ..contracts import pin_contracts
 from ..payment_uri import eip681_uri
 from .adapter import EvmAdapter
 from .address import address_family
-from .coins import COINS, FAMILY
+from .coins import CHAIN_IDS, COINS, FAMILY
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
 from .cold_sweep import cold_sweep_job
 from .sweeper import sweep_chain, sweep_job
@@ -119,11 +120,13 @@ async def payout_finished(gateway, payout) -> None:
 
 @hookimpl
 def decide_qr_payload(gateway, payment, coin):
-    """EIP-681 for a coin of a configured EVM chain (its ``chain_id``); None for the others."""
+    """EIP-681 for an EVM coin: the chain's configured ``chain_id``, else its published one; None for the others
+    (and for a chain of another plugin's with no id known here: a URI without one could pay on the wrong chain)."""
     if coin.address_family != FAMILY:
         return None
     settings = read_settings(gateway.config.plugin_config(PLUGIN_NAME)).get(coin.chain)
-    return None if settings is None else eip681_uri(payment, coin, settings.chain_id)
+    chain_id = settings.chain_id if settings is not None else CHAIN_IDS.get(coin.chain)
+    return None if chain_id is None else eip681_uri(payment, coin, chain_id)
 
 
 @hookimpl

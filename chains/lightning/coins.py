@@ -18,5 +18,6 @@ COINS: tuple[Coin, ...] = (
     # exceeds bitcoin's supply cap.
     Coin("BTC_LN", "Bitcoin Lightning", "lightning", 8, 0, None, "lightning",
          price_id="bitcoin", dev_price_usd="60000", rank=20, note=NOTE,
-         webhook_status_upper=True, max_destination_length=MAX_BOLT11_LENGTH, max_amount="21000000"),
+         webhook_status_upper=True, max_destination_length=MAX_BOLT11_LENGTH, max_amount="21000000",
+         asset="BTC", network_name="Lightning"),
 )

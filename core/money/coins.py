@@ -64,6 +64,12 @@ class Coin:
     ``price_id``: the asset's id at CoinGecko-compatible price sources
     (tokens price as their asset); ``dev_price_usd``: the offline
     development price of the ``static`` source (a decimal string).
+    ``asset`` and ``network_name``: the coin as payers say it on the hosted
+    pages, never the internal ``symbol``: the asset's ticker (``USDT``;
+    None: the symbol) and its network with the token standard
+    (``Ethereum (ERC-20)``; None: the chain's name capitalised). A token's
+    pages read "USDT on Ethereum (ERC-20)", so a payer can check the asset
+    and network their wallet offers against it.
     ``max_amount``: the most one amount of the coin may be, in coin units (a
     decimal string): its total supply where the protocol caps it (bitcoin's
     ``21000000``); None takes ``DEFAULT_MAX_AMOUNT``. Every amount a request
@@ -95,6 +101,18 @@ class Coin:
     max_destination_length: int = 128
     max_amount: str | None = None
     min_payment: str | None = None
+    asset: str | None = None
+    network_name: str | None = None
+
+    @property
+    def payer_asset(self) -> str:
+        """The asset's ticker as payers say it (``USDT``)."""
+        return self.asset or self.symbol
+
+    @property
+    def payer_network(self) -> str:
+        """The network as payers say it (``Ethereum (ERC-20)``)."""
+        return self.network_name or self.chain.capitalize()
 
     @property
     def default_threshold(self) -> int:

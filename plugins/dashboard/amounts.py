@@ -7,7 +7,7 @@ quote (none older than ``STALE_LIMIT_SECONDS``: no value rather than a stale one
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Mapping
 
 from ...api import fiat_text, ledger, usable_quote, usd_value
 
@@ -29,3 +29,15 @@ async def balance_cards(gateway: Any, merchant_id: str) -> list[dict[str, Any]]:
             "usd": fiat_text(usd_value(units, coin.decimals, quote.usd), "USD") if coin and quote else None,
         })
     return cards
+
+
+def part_paid(gateway: Any, payment: Mapping[str, Any]) -> dict[str, str] | None:
+    """An open payment paid in part: ``received`` and ``due`` in its coin (the API's status stays Paying); None
+    otherwise. Sums the view's transactions in base units; a failed transfer does not count."""
+    coin = gateway.coins.get(payment.get("pay_currency") or "")
+    if payment["status"] not in ("Waiting", "Paying") or coin is None or not payment.get("pay_amount"):
+        return None
+    paid = sum(coin.to_units(t["amount"]) for t in payment.get("transactions") or ()
+               if t["coin"] == coin.symbol and str(t["status"]).lower() != "failed")
+    due = coin.to_units(payment["pay_amount"]) - paid
+    return {"received": coin.format(paid), "due": coin.format(due)} if paid and due > 0 else None

@@ -21,10 +21,10 @@ from urllib.parse import unquote
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, SecondFactorRequired, client_ip, html_page,
-    rate_class, read_form, screen_sign_in, widget_token,
+    EVERYONE, MAX_BRAND_NAME_LENGTH, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, SecondFactorRequired,
+    client_ip, html_page, rate_class, read_form, screen_sign_in, widget_token,
 )
-from ...api.merchant import log_in, sign_up, validate_with_passwords
+from ...api.merchant import log_in, set_display_name, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
                       session_for_token, set_pre_cookie, sign_out, start_session)
 from . import code_step
@@ -35,6 +35,9 @@ routes = web.RouteTableDef()
 
 EMAIL = Field("email", "email", required=True, max_len=254)
 TOKEN = Field("turnstile_token", max_len=4096)
+# The shop's name payers see on the hosted pages (Settings' display_name), asked at sign-up (issue 49 item 4);
+# left empty, the dashboard's home asks again.
+SHOP_NAME = Field("display_name", max_len=MAX_BRAND_NAME_LENGTH)
 
 
 MAX_NEXT_LENGTH = 512
@@ -127,14 +130,16 @@ async def signup(request: web.Request) -> web.StreamResponse:
         form = await _read_form(request)
     except CsrfRefused:
         return forbidden_form(request)
-    values = {"email": form.get("email", ""), "ref": form.get("ref", "")}
+    values = {"email": form.get("email", ""), "ref": form.get("ref", ""), "display_name": form.get("display_name", "")}
     try:
-        body = _body(form)
-        clean = validate_with_passwords(body, [EMAIL, TOKEN], {"password": True})
+        body = {**_body(form), "display_name": (form.get("display_name") or "").strip()}
+        clean = validate_with_passwords(body, [EMAIL, TOKEN, SHOP_NAME], {"password": True})
         await screen_sign_in(request.app[GATEWAY], "signup", body, client_ip(request))
         ref = body.get("ref")
         ref = ref.strip() if isinstance(ref, str) and 0 < len(ref.strip()) <= 64 else None
         result = await sign_up(request.app[GATEWAY], clean["email"], clean["password"], ref)
+        if clean.get("display_name"):
+            await set_display_name(request.app[GATEWAY], result.merchant_id, clean["display_name"])
     except ApiError as exc:
         return await _auth_page(request, "dashboard/signup.html", status=exc.status, error=error_text(exc),
                                 values=values)

@@ -22,7 +22,7 @@ from ...api.merchant import (
     account_view, cancel_payment, create_payment, get_payment, issue_receipt, list_payments, parse_payment_request,
     refund_payment, require_merchant, servable_coins, show_payment,
 )
-from .amounts import balance_cards
+from .amounts import balance_cards, part_paid
 from .form_errors import error_context, field_errors
 from .payout_review import payout_history
 from .session import Session, current_session
@@ -73,6 +73,8 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
         "payouts": (await payout_history(gateway, session.merchant_id, RECENT))["payouts"],
         "panels": gateway.dashboard.entries("home-panels"),
         "alerts": [n for n in notices if isinstance(n, DashboardNotice)],
+        # No shop name yet: payers would see a bare "Payment"; the home page asks for it (issue 49 item 4).
+        "ask_shop_name": not merchant["display_name"],
     })
 
 
@@ -195,6 +197,7 @@ async def _detail(request: web.Request, session: Session, *, error: str | None =
     events_url = live_events_url(payment)
     return render(request, session, "dashboard/payment.html", {
         "payment": payment, "receipt": receipt, "error": error, "events_url": events_url,
+        "part_paid": part_paid(gateway, payment),
         "actions": gateway.dashboard.entries("payment-actions"),
     }, status=status, live=events_url is not None)
 

@@ -71,10 +71,15 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
 
 async def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str = "", error: str | None = None,
                   status: int = 200) -> web.Response:
-    branding = await page_branding_for(gateway_of(request), link["merchant_id"])
+    gateway = gateway_of(request)
+    branding = await page_branding_for(gateway, link["merchant_id"])
+    coin = gateway.coins.get(link["coin"])
+    asset = link["coin"] if coin is None else coin.payer_asset  # the asset payers know, never the internal symbol
+    currency = _prompt_currency(link)
     return render_page(request, "links/prompt.html", {
-        "slug": link["slug"], "description": link["description"], "coin": link["coin"],
-        "currency": _prompt_currency(link), "amount": amount, "error": error,
+        "slug": link["slug"], "description": link["description"], "coin": link["coin"], "currency": currency,
+        "coin_name": asset if coin is None else f"{asset} ({coin.payer_network})",
+        "currency_name": asset if currency == link["coin"] else currency, "amount": amount, "error": error,
     }, status=status, branding=branding)
 
 

@@ -12,7 +12,7 @@ is pruned ``[plugin.tips] unpaid_retention_days`` after it expired.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from aiohttp import web
 
@@ -39,10 +39,18 @@ def _not_found(request: web.Request) -> web.Response:
 
 async def _page(request: web.Request, merchant: MerchantRecord, coins: Sequence[str], coin: str, *,
                 amount: str = "", error: str | None = None, status: int = 200) -> web.Response:
-    branding = await page_branding_for(gateway_of(request), merchant.merchant_id)
+    gateway = gateway_of(request)
+    branding = await page_branding_for(gateway, merchant.merchant_id)
     return render_page(request, "tips/tip.html", {
-        "account_id": merchant.account_id, "coins": list(coins), "selected": coin, "amount": amount, "error": error,
+        "account_id": merchant.account_id, "coins": [(symbol, coin_label(gateway, symbol)) for symbol in coins],
+        "selected": coin, "amount": amount, "error": error,
     }, status=status, branding=branding)
+
+
+def coin_label(gateway: Any, symbol: str) -> str:
+    """A coin as payers say it (``USDT · Ethereum (ERC-20)``), never its internal symbol."""
+    coin = gateway.coins.get(symbol)
+    return symbol if coin is None else f"{coin.payer_asset} · {coin.payer_network}"
 
 
 async def _tippable(request: web.Request) -> tuple[MerchantRecord, tuple[str, ...]] | web.Response:

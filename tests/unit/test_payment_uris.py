@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -61,11 +62,15 @@ def test_eip681_native_and_token():
     assert evm.decide_qr_payload(gateway, {"address": to, "pay_amount": None}, COINS["ETH"]) == f"ethereum:{to}@1"
 
 
-def test_eip681_needs_the_chain_id():
-    """A chain with no block has no known chain id: the bare address, not a URI a wallet could pay on another chain."""
-    gateway = gateway_with_evm({"ethereum": 1})
-    assert evm.decide_qr_payload(gateway, {"address": "0xab", "pay_amount": "1"}, COINS["POL"]) is None
-    assert evm.decide_qr_payload(gateway, {"address": "0xab", "pay_amount": "1"}, COINS["BTC"]) is None
+def test_eip681_names_a_chain_id_always():
+    """A chain with no block (the devnet serves its coins) takes its published id, a block's id wins; a chain with
+    no known id keeps the bare address, not a URI a wallet could pay on another chain (issue 49 item 1)."""
+    gateway = gateway_with_evm({"ethereum": 5})
+    payment = {"address": "0xab", "pay_amount": "1"}
+    assert evm.decide_qr_payload(gateway, payment, COINS["POL"]) == "ethereum:0xab@137?value=1000000000000000000"
+    assert evm.decide_qr_payload(gateway, payment, COINS["ETH"]) == "ethereum:0xab@5?value=1000000000000000000"
+    assert evm.decide_qr_payload(gateway, payment, replace(COINS["POL"], chain="zkfoo")) is None
+    assert evm.decide_qr_payload(gateway, payment, COINS["BTC"]) is None
 
 
 def test_tron_native_only():

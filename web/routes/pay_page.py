@@ -35,6 +35,7 @@ from ...core.types.errors import ApiError, NotFound
 from ...core.gateway import Gateway
 from ...core.infra.maintenance import refuse_in_maintenance
 from ...core.types.pages import accent_stylesheet
+from ...core.money.coins import Coin
 from ...core.money.prices import usable_quote, usd_value
 from ...core.pages.qr import MAX_QR_DATA, qr_svg
 from ...core.payments.receive import qr_payload
@@ -83,21 +84,35 @@ def expiry_iso(expires_at: int) -> str:
     return _utc(expires_at).isoformat().replace("+00:00", "Z")
 
 
+def coin_label(coin: Coin) -> str:
+    """A coin as the picker lists it, asset and network as payers say them (``USDT · Ethereum (ERC-20)``)."""
+    return f"{coin.payer_asset} · {coin.payer_network}"
+
+
 @lru_cache(maxsize=1024)
-def picker_options(coins: tuple[str, ...], selected: str | None) -> Markup:
+def picker_options(coins: tuple[Coin, ...], selected: str | None) -> Markup:
     """The coin picker's ``<option>`` list, built once per coin list and selection (it has one per coin)."""
     return Markup("").join(
-        Markup('<option value="{0}"{1}>{0}</option>').format(coin, Markup(" selected") if coin == selected else "")
+        Markup('<option value="{0}"{1}>{2}</option>').format(
+            coin.symbol, Markup(" selected") if coin.symbol == selected else "", coin_label(coin))
         for coin in coins)
 
 
-def _transactions(view: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _transactions(gateway: Gateway, view: Mapping[str, Any],
+                  deposits: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     # payment_view builds ``transactions`` from these deposit rows in order: pair them for the threshold.
     return [
-        {"tx_hash": tx["tx_hash"], "amount": tx["amount"], "coin": tx["coin"], "status": tx["status"],
+        {"tx_hash": tx["tx_hash"], "amount": tx["amount"], "coin": payer_asset(gateway, tx["coin"]),
+         "status": tx["status"],
          "confirmations": tx["confirmations"], "required": int(deposit["threshold"])}
         for tx, deposit in zip(view["transactions"], deposits)
     ]
+
+
+def payer_asset(gateway: Gateway, symbol: str) -> str:
+    """The asset a payer knows (``USDT``) for a coin symbol; an unregistered one stays as it is."""
+    coin = gateway.coins.get(symbol)
+    return symbol if coin is None else coin.payer_asset
 
 
 async def usd_estimate(gateway: Gateway, view: Mapping[str, Any]) -> str | None:
@@ -134,6 +149,7 @@ async def content_context(
     address = view["address"]
     expires_at = view["expires_at"]
     accepted = view.get("accepted_coins") or []
+    coin = gateway.coins.require(view["pay_currency"])  # what the payment is in: registered, or no page at all
     context: dict[str, Any] = {
         "track_id": view["track_id"],
         "page_url": page_url(view["track_id"]),
@@ -142,7 +158,10 @@ async def content_context(
         "refresh_seconds": REFRESH_SECONDS if is_open else None,
         "pay_amount": view["pay_amount"],
         "pay_currency": view["pay_currency"],
-        "network": view["network"],
+        # The coin as payers say it (asset, network): never the internal symbol on the page.
+        "pay_asset": coin.payer_asset,
+        "pay_network": coin.payer_network,
+        "is_token": coin.contract is not None,
         "amount_fiat": view.get("amount_fiat"),
         "fiat_currency": view.get("fiat_currency"),
         "fiat_estimated": False,
@@ -152,9 +171,11 @@ async def content_context(
         "qr_svg": None,
         "pay_request": None,
         "wallet_uri": None,
-        "transactions": _transactions(view, deposits),
+        "transactions": _transactions(gateway, view, deposits),
         "paid_amount": None,
         "due_amount": None,
+        "underpaid": False,
+        "excess_amount": None,
         "events_url": events_path(view["track_id"]) if is_open else None,
         "picker_coins": accepted if status == svc.WAITING and len(accepted) > 1 else [],
         "picker_options": None,
@@ -172,11 +193,15 @@ async def content_context(
             view["pay_amount"])
         context["paid_amount"], context["due_amount"] = paid_and_due(gateway, view["pay_currency"], pay_units,
                                                                      deposits)
+        context["underpaid"] = is_open and is_underpaid(context["paid_amount"], context["due_amount"])
+        if status == svc.PAID and pay_units is not None and context["paid_amount"] != "0":
+            excess = coin.to_units(context["paid_amount"]) - pay_units
+            context["excess_amount"] = coin.format(excess) if excess > 0 else None
     if context["picker_coins"]:
-        context["picker_options"] = picker_options(tuple(accepted), view["pay_currency"])
+        known = tuple(gateway.coins.get(symbol) for symbol in accepted)
+        context["picker_options"] = picker_options(tuple(c for c in known if c is not None), view["pay_currency"])
     if is_open:
         # No address (an invoice-style target): the plugin's payload is what the payer uses.
-        coin = gateway.coins.require(view["pay_currency"])
         payload = qr_payload(gateway, still_due(view, context["due_amount"]), coin)
         context["qr_svg"] = await qr_svg(gateway.cpu, payload, scale=5) if payload and len(payload) <= MAX_QR_DATA \
             else None
@@ -195,6 +220,11 @@ async def content_context(
     return context
 
 
+def is_underpaid(paid_amount: str | None, due_amount: str | None) -> bool:
+    """Part of the amount arrived and part is still due: the page's own state (the API's status stays Paying)."""
+    return paid_amount not in (None, "0") and due_amount not in (None, "0")
+
+
 def still_due(view: Mapping[str, Any], due_amount: str | None) -> Mapping[str, Any]:
     """The view the QR and wallet link are written from: after a partial payment they ask for what is still
     due (``paid_and_due``, exact base units), not the whole amount again; nothing due keeps the view as is."""
@@ -209,9 +239,9 @@ def wants_forms(context: Mapping[str, Any]) -> bool:
 
 
 def countdown(context: Mapping[str, Any], expires_at: int | None, now: int) -> dict[str, Any]:
-    """The per-view countdown of a Waiting page with an expiry (None for the others: once Paying, the
-    payment was seen and the clock no longer asks the payer to hurry)."""
-    if context["status"] != svc.WAITING or expires_at is None:
+    """The per-view countdown of a Waiting or underpaid page with an expiry (None for the others: once the
+    whole amount is on its way, the clock no longer asks the payer to hurry; an underpaid payer still must)."""
+    if not (context["status"] == svc.WAITING or context["underpaid"]) or expires_at is None:
         return {"remaining": None, "remaining_seconds": None}
     left = max(0, expires_at - now)
     return {"remaining": countdown_text(left), "remaining_seconds": left}

@@ -56,7 +56,7 @@
       var line = document.createElement("span");
       line.className = "tx-line";
       var amount = document.createElement("strong");
-      amount.textContent = tx.amount + " " + tx.coin;
+      amount.textContent = tx.amount + " " + (tx.asset || tx.coin);
       var confirmations = document.createElement("span");
       confirmations.className = "confirmations";
       confirmations.textContent = tx.confirmations < tx.required ?
@@ -130,6 +130,19 @@
   }
 
   function apply(state) {
+    // Part arrived and part is due: the server draws that state (amounts, QR for the rest, countdown), so the
+    // page reloads when the due amount moves and otherwise only follows the transactions.
+    var underpaid = !state.final && !!state.paid_amount && state.paid_amount !== "0" &&
+      !!state.due_amount && state.due_amount !== "0";
+    if (underpaid && shownDue !== state.due_amount && document.querySelector(".deposit")) {
+      location.reload();
+      return;
+    }
+    if (underpaid) {
+      showTransactions(state.transactions);
+      document.dispatchEvent(new CustomEvent("orbchain:payment", {detail: state}));
+      return;
+    }
     var badge = byId("status");
     if (badge) {
       badge.textContent = TEXTS.statuses[state.status] || state.status;
@@ -137,7 +150,8 @@
     }
     if (state.pay_amount) {
       document.title = fill(say("title", "{status} · Pay {amount} {currency}"), {
-        status: TEXTS.statuses[state.status] || state.status, amount: state.pay_amount, currency: state.pay_currency});
+        status: TEXTS.statuses[state.status] || state.status, amount: state.pay_amount,
+        currency: TEXTS.currency || state.pay_currency});
       text("pay-amount", state.pay_amount);
     }
     var notice = byId("notice"), wording = TEXTS.notices[state.status];
@@ -146,11 +160,6 @@
       notice.textContent = wording;
     }
     if (state.paid_amount && state.paid_amount !== "0") {
-      // A part arrived: the server-drawn QR and wallet link must ask for the rest, so draw the page again.
-      if (!state.final && state.due_amount !== "0" && shownDue !== state.due_amount && byId("wallet-link")) {
-        location.reload();
-        return;
-      }
       text("paid-amount", state.paid_amount);
       text("due-amount", state.due_amount);
       var received = byId("received");
