@@ -31,8 +31,6 @@ from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 
-HOOK = "security_event_occurred"
-
 # The kinds the core announces (plugins add their own: the telegram plugin's chat_linked ...).
 SIGN_IN = "sign_in"  # details: method (password, identity_provider, miniapp ...)
 SIGN_IN_LOCKED = "sign_in_locked"  # too many wrong passwords: sign-in locked for a while (alert)
@@ -104,5 +102,5 @@ async def announce(gateway: "Gateway", merchant_id: str, kind: str, details: Map
         request_id=origin.request_id if origin is not None else None, alert=alert,
         actor=actor or (origin.actor if origin is not None else None))
     log.info("security event %s for merchant %s", kind, merchant_id)
-    await gateway.emit(HOOK, event=event)
+    await gateway.hooks.security_event_occurred(event=event)
     return event

@@ -44,7 +44,7 @@ async def prune_unpaid(gateway: "Gateway", batch: int = BATCH) -> int:
     track_ids = [r["track_id"] for r in rows]
     if not track_ids:
         return 0
-    await gateway.emit("payments_pruning", track_ids=list(track_ids))
+    await gateway.hooks.payments_pruning(track_ids=list(track_ids))
     names = {f"t{i}": t for i, t in enumerate(track_ids)}
     deleted = await db.fetch_all(
         f"DELETE FROM payments WHERE track_id IN ({', '.join(':' + k for k in names)}) AND {_PRUNABLE}"
