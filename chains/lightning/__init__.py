@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 
-from ...api import NETWORKS, call_collect, hookimpl
+from ...api import NETWORKS, hookimpl
 from . import devnet_page, hookspecs, lnurl, receive, settlement, store
 from .address import address_family
 from .backend import BackendUnavailable, LightningBackendRegistry
@@ -78,7 +78,8 @@ def register_chains(registry, gateway) -> None:
     settings = read_settings(gateway.config)
     if not settings.enabled:
         return
-    backends = call_collect(gateway.pm, "register_lightning_backends", LightningBackendRegistry(), gateway=gateway)
+    backends = gateway.hooks.collect_declared(hookspecs.register_lightning_backends,
+                                              registry=LightningBackendRegistry())
     factory = backends.get(settings.backend)
     if factory is None:
         from ...api import ConfigError
