@@ -103,7 +103,9 @@ async def run_bridged(function: Callable[[], Any]) -> Any:
         try:
             answer = await handed
         except BaseException as exc:  # noqa: BLE001 - cancellation too: the child's wrappers see it, it comes back
-            handed = worker.throw(exc)
+            # With its traceback: ``throw(exc)`` alone starts a new one, and the outage test
+            # (core/infra/db_faults.py) and a refused credit's culprit read where it was raised.
+            handed = worker.throw(type(exc), exc, exc.__traceback__)
         else:
             handed = worker.switch(answer)
     worker.gr_context = None  # hold no task's context while idle
