@@ -26,6 +26,7 @@ deposits to it. See ``docs/evm.md``.
 from __future__ import annotations
 
 import logging
+from typing import Any, Mapping
 
 from ...api import ConfigError, NETWORKS, hookimpl, hot_wallet_limits
 from ..contracts import pin_contracts
@@ -36,6 +37,8 @@ from .coins import COINS, FAMILY
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
 from .cold_sweep import cold_sweep_job
 from .sweeper import sweep_chain, sweep_job
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway, PayoutView
+from ...api.hooks import ChainRegistry, CommandRegistry, JobRegistry, MigrationRegistry
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +49,7 @@ COLD_SWEEP_SECONDS = 60
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     if gateway.config.plugin_config("coin_table"):
         # The coin table became the chain plugins' own; an ignored override would leave mainnet pins.
         raise ConfigError("config block 'plugin.coin_table' was removed: pin token contracts with"
@@ -55,12 +58,12 @@ def check_config(gateway) -> None:
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_coins(registry, gateway) -> None:
+def register_coins(registry: CoinRegistry, gateway: Gateway) -> None:
     for coin in COINS:
         registry.add(coin)
     for settings in read_settings(gateway.config.plugin_config(PLUGIN_NAME)).values():
@@ -68,7 +71,7 @@ def register_coins(registry, gateway) -> None:
 
 
 @hookimpl
-def register_address_families(registry) -> None:
+def register_address_families(registry: AddressFamilyRegistry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
 
@@ -84,7 +87,7 @@ def _chain_coins(gateway, chain: str) -> tuple[str, dict[str, str]]:
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     for chain, settings in read_settings(gateway.config.plugin_config(PLUGIN_NAME)).items():
         native, tokens = _chain_coins(gateway, chain)
         registry.add(EvmAdapter(gateway, settings, native, tokens))
@@ -95,7 +98,7 @@ def evm_adapters(gateway) -> list[EvmAdapter]:
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     for adapter in evm_adapters(gateway):
         if adapter.settings.sweep:
             registry.add(f"evm.{adapter.name}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
@@ -104,7 +107,7 @@ def register_jobs(registry, gateway) -> None:
 
 
 @hookimpl
-async def payout_finished(gateway, payout) -> None:
+async def payout_finished(gateway: Gateway, payout: PayoutView) -> None:
     """A failed payout's transaction that never reached the chain frees its nonce."""
     adapter = gateway.chains.get(payout.get("chain", ""))
     if not isinstance(adapter, EvmAdapter) or payout.get("status") != "Failed":
@@ -116,7 +119,7 @@ async def payout_finished(gateway, payout) -> None:
 
 
 @hookimpl
-def decide_qr_payload(gateway, payment, coin):
+def decide_qr_payload(gateway: Gateway, payment: Mapping[str, Any], coin: Coin) -> str | None:
     """EIP-681 for a coin of a configured EVM chain (its ``chain_id``); None for the others."""
     if coin.address_family != FAMILY:
         return None
@@ -125,7 +128,7 @@ def decide_qr_payload(gateway, payment, coin):
 
 
 @hookimpl
-def register_commands(registry) -> None:
+def register_commands(registry: CommandRegistry) -> None:
     from .cli import configure
 
     registry.add("evm", "EVM chains: show the hot wallet to fund", configure)
