@@ -6,7 +6,7 @@ The core and plugins announce them with :func:`announce`; the
 ``activity`` plugin records it append-only and lists it on the dashboard).
 An event is announced after the change it reports committed, and
 announcing never undoes or fails that change: a plugin that raises is
-logged and skipped (``call_event``), and with no plugin listening nothing
+logged and skipped (an event hook), and with no plugin listening nothing
 is written anywhere.
 
 Who did it comes from :data:`request_origin`, which the web layer's edge
