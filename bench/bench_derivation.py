@@ -13,7 +13,8 @@ import argparse
 import time
 
 from orbchain.core.keys import AddressFamilyRegistry, SeedKeyStore, WatchOnlyKeyStore
-from orbchain.core.contract.plugins import call_collect, get_plugin_manager
+from orbchain.core.contract.hook_caller import HookCalls
+from orbchain.core.contract.plugins import get_plugin_manager
 
 TEST_MNEMONIC = " ".join(["abandon"] * 11 + ["about"])
 FAMILIES = ("btc", "ltc", "doge", "evm", "tron", "solana")
@@ -42,7 +43,8 @@ def main() -> None:
     args = parser.parse_args()
 
     registry = AddressFamilyRegistry()  # the installed chain plugins' families
-    call_collect(get_plugin_manager(), "register_address_families", registry, gateway=None)
+    pm = get_plugin_manager()
+    HookCalls(pm).register(pm.hook.register_address_families, registry=registry, gateway=None)
     seed_store = SeedKeyStore.from_mnemonic(TEST_MNEMONIC)
     watch = WatchOnlyKeyStore(network=args.network)
     print(f"{args.count} addresses per family, merchant account {args.account}, {args.network}")

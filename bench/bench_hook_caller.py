@@ -1,7 +1,8 @@
 """What a hook call costs through the typed caller (core/contract/hook_caller.py) against ``call_first`` (issue 44).
 
 The caller runs pluggy's own call path in a child greenlet and awaits each implementation's answer in the
-caller; ``call_first`` walks the implementations itself. Both are timed on the same first-result hook with
+caller; ``call_first`` (the core's loop before issue 44, copied below as the baseline) walks the
+implementations itself. Both are timed on the same first-result hook with
 three implementations (two async ones answering None, then one sync answer), and on an event with three async
 implementations, with and without a tracer installed. Figures are microseconds per call (median of five runs
 of ``--calls`` calls); none fails the run.
@@ -15,11 +16,33 @@ import argparse
 import asyncio
 import statistics
 import sys
+import inspect
 import time
 from typing import Any, Awaitable, Callable
 
+import pluggy
+
 from orbchain.core.contract.hooks import Hooks
-from orbchain.core.contract.plugins import call_event, call_first, get_plugin_manager, hookimpl
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
+
+
+async def call_first(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> Any:
+    """The baseline: the removed ``call_first``, a loop over ``impl.function`` past pluggy."""
+    for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):
+        result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+        if inspect.isawaitable(result):
+            result = await result
+        if result is not None:
+            return result
+    return None
+
+
+async def call_event(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> None:
+    """The baseline: the removed ``call_event`` (its failure isolation left out: nothing fails here)."""
+    for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):
+        result = impl.function(*[kwargs[arg] for arg in impl.argnames])
+        if inspect.isawaitable(result):
+            await result
 
 
 class Silent:

@@ -32,7 +32,7 @@ from .infra.metrics import Metrics
 from .infra.migrate import MigrationRegistry
 from .contract.hooks import Hooks
 from .contract.plugin_identity import check_declarations, hold_unconfigured
-from .contract.plugins import call_collect, call_event, check_plugin_blocks, get_plugin_manager
+from .contract.plugins import check_plugin_blocks, get_plugin_manager
 from .contract.registries import (
     AssetRegistry,
     ChainRegistry,
@@ -119,10 +119,6 @@ class Gateway:
             raise RuntimeError("secrets are not loaded yet (the web app loads them at start)")
         return self.secrets
 
-    async def emit(self, hook_name: str, **kwargs: Any) -> None:
-        """Fire an event hook; async implementations are awaited."""
-        await call_event(self.pm, hook_name, gateway=self, **kwargs)
-
     async def close_chains(self) -> None:
         """Call every chain adapter's ``close`` once, at shutdown.
 
@@ -141,26 +137,26 @@ class Gateway:
 def collect_migrations(pm: pluggy.PluginManager) -> MigrationRegistry:
     registry = MigrationRegistry()
     registry.add_package("core", CORE_MIGRATIONS_PACKAGE)
-    call_collect(pm, "register_migrations", registry)
+    Hooks(pm).register_migrations(registry=registry)
     return registry
 
 
 def collect_features(gateway: Gateway) -> None:
     """Scopes, event kinds, dashboard pages, API documentation, template folders and
     payment fields: the core's own first, then every plugin's."""
-    pm = gateway.pm
+    hooks = gateway.hooks
     for name, description in CORE_SCOPE_DESCRIPTIONS.items():
         gateway.scopes.add(name, description)
     for name, description in MEMBER_SCOPE_DESCRIPTIONS.items():
         gateway.scopes.add(name, description, members_only=True)
     for name, description in CORE_EVENT_KINDS.items():
         gateway.event_kinds.add(name, description)
-    call_collect(pm, "register_scopes", gateway.scopes, gateway=gateway)
-    call_collect(pm, "register_event_kinds", gateway.event_kinds, gateway=gateway)
-    call_collect(pm, "register_dashboard_pages", gateway.dashboard, gateway=gateway)
-    call_collect(pm, "register_openapi", gateway.api_operations, gateway=gateway)
-    call_collect(pm, "register_templates", gateway.assets, gateway=gateway)
-    call_collect(pm, "register_payment_fields", gateway.payment_fields, gateway=gateway)
+    hooks.register_scopes(registry=gateway.scopes)
+    hooks.register_event_kinds(registry=gateway.event_kinds)
+    hooks.register_dashboard_pages(registry=gateway.dashboard)
+    hooks.register_openapi(registry=gateway.api_operations)
+    hooks.register_templates(registry=gateway.assets)
+    hooks.register_payment_fields(registry=gateway.payment_fields)
 
 
 def assemble_gateway(config: Config, pm: pluggy.PluginManager | None,
@@ -187,22 +183,23 @@ def _assemble(config: Config, pm: pluggy.PluginManager | None, core_jobs: Callab
                       cpu=CpuPool(config.server.cpu_workers, config.server.cpu_queue))
     if config.database.read_url:
         gateway.reports_db = Database(config.database.read_url)
-    pm.hook.check_config(gateway=gateway, config=config.plugin)
+    hooks = gateway.hooks
+    hooks.check_config(config=config.plugin)
     check_plugin_blocks(pm, config.plugin)
     gateway.migrations = collect_migrations(pm)
-    call_collect(pm, "register_coins", gateway.coins, gateway=gateway)
-    call_collect(pm, "register_address_families", gateway.address_families, gateway=gateway)
+    hooks.register_coins(registry=gateway.coins)
+    hooks.register_address_families(registry=gateway.address_families)
     gateway.address_families.check_complete()
     gateway.coins.check_families(gateway.address_families.family_names())
-    call_collect(pm, "register_chains", gateway.chains, skip=hold_unconfigured(pm, config), gateway=gateway)
+    hooks.register_chains(registry=gateway.chains, skip=hold_unconfigured(pm, config))
     for adapter in gateway.chains:
         try:
             check_capabilities(adapter)
         except ValueError as exc:
             raise StartupError(str(exc)) from None
         warn_unchecked(adapter)
-    call_collect(pm, "register_price_sources", gateway.price_sources, gateway=gateway)
+    hooks.register_price_sources(registry=gateway.price_sources)
     core_jobs(gateway)
-    call_collect(pm, "register_jobs", gateway.jobs, gateway=gateway)
+    hooks.register_jobs(registry=gateway.jobs)
     collect_features(gateway)
     return gateway

@@ -12,6 +12,9 @@ the body's caller and the answer's type:
 
 A hook declared ``sync`` gets a plain method (its callers cannot await); the others are ``async``.
 Historic hooks (``register_hookspecs``) are the plugin manager's own business and get none.
+A hook declared ``answered_by`` also gets ``<hook>_answers`` (each answer with its plugin, for a caller that must name
+who answered); one declared ``selective`` also gets ``<hook>_to(only, ...)``, which tells only the
+given implementations. ``collect_declared`` calls a ``register_*`` hook a plugin declares itself.
 
     .venv/bin/python scripts/hook_facade.py           # rewrite core/contract/hooks.py
     .venv/bin/python scripts/hook_facade.py --check   # exit 1 when it is stale (tests/unit/test_hook_facade.py)
@@ -42,6 +45,16 @@ pluggy's ordering, wrappers and tracing, answers awaited); ``gateway`` is filled
 """
 '''
 
+# Hand-written into the facade: a plugin's own register_* hook, named by its spec function, not a string.
+COLLECT_DECLARED = '''
+    def collect_declared(self, spec: Callable[..., None], *, registry: _R, skip: Collection[str] = ()) -> _R:
+        """Call ``register_*`` hook ``spec``, which a plugin declared (``register_hookspecs``)."""
+        hook = getattr(self._pm.hook, spec.__name__)
+        takes_gateway = hook.spec is not None and "gateway" in hook.spec.argnames
+        arguments = {"gateway": self.gateway} if takes_gateway else {}
+        answer: _R = self.calls.register(hook, skip=skip, registry=registry, **arguments)
+        return answer'''
+
 
 @dataclass(frozen=True)
 class Spec:
@@ -52,6 +65,8 @@ class Spec:
     takes_gateway: bool
     answer: str  # the spec's return annotation source
     summary: str
+    answered_by: bool = False
+    selective: bool = False
 
 
 def _annotation(node: ast.expr | None) -> str:
@@ -83,7 +98,7 @@ def read_specs(path: Path = SPECS, module: str = "orbchain.core.contract.hookspe
         doc = ast.get_docstring(node) or node.name
         specs.append(Spec(node.name, traits.kind.value, traits.sync, params,
                           any(a.arg == "gateway" for a in arguments), _annotation(node.returns),
-                          doc.strip().splitlines()[0]))
+                          doc.strip().splitlines()[0], traits.answered_by, traits.selective))
     return specs
 
 
@@ -106,7 +121,6 @@ def answer_type(spec: Spec) -> str:
         return f"list[{_without_none(spec.answer)}]"
     return "None"
 
-
 def _caller(spec: Spec) -> str:
     if spec.sync and spec.kind in ("check", "decide", "extra"):
         return f"{spec.kind}_sync"
@@ -120,6 +134,44 @@ def _wrapped(head: str, parts: list[str], tail: str, indent: str) -> list[str]:
         return [line]
     inner = indent + "    "
     return [f"{indent}{head}"] + [f"{inner}{part}," for part in parts] + [f"{indent}{tail.lstrip(',')}"]
+
+
+def _call(spec: Spec, caller: str, arguments: list[str], answer: str) -> list[str]:
+    call = f"{'await ' if not (spec.kind == 'register' or spec.sync) else ''}self.calls.{caller}("
+    keyword = "return " if answer != "None" else ""
+    return _wrapped(f"{keyword}{call}", arguments, ")", " " * 8)
+
+
+def _head(spec: Spec, name: str, params: list[str], answer: str, summary: str,
+          leading: tuple[str, ...] = ()) -> list[str]:
+    prefix = "def" if spec.kind == "register" or spec.sync else "async def"
+    parts = ["self", *leading, *(["*", *params] if params else [])]
+    lines = _wrapped(f"{prefix} {name}(", parts, f") -> {answer}:", "    ")
+    return lines + textwrap.wrap(f'"""{summary.replace(chr(34) * 3, chr(39) * 3)}"""', LINE - 8,
+                                 initial_indent=" " * 8, subsequent_indent=" " * 8, break_long_words=False)
+
+
+def siblings(spec: Spec) -> list[str]:
+    """``<hook>_answers`` (declared ``answered_by``) and ``<hook>_to`` (declared ``selective``)."""
+    params = [f"{name}: {note}" + (f" = {default}" if default is not None else "")
+              for name, note, default in spec.params]
+    arguments = [f"self._pm.hook.{spec.name}"]
+    arguments += ["gateway=self.gateway"] if spec.takes_gateway else []
+    arguments += [f"{name}={name}" for name, _, _ in spec.params]
+    lines: list[str] = []
+    if spec.answered_by:
+        answer = (f"tuple[str | None, {spec.answer}]" if spec.kind == "decide"
+                  else f"list[tuple[str, {_without_none(spec.answer)}]]")
+        caller = "decide_answer" if spec.kind == "decide" else "extra_answers"
+        lines += [""] + _head(spec, f"{spec.name}_answers", params, answer,
+                              f"{spec.name} with the plugin of each answer ((None, None): nobody answered).")
+        lines += _call(spec, caller, arguments, answer)
+    if spec.selective:
+        lines += [""] + _head(spec, f"{spec.name}_to", params, "None",
+                              f"{spec.name}, told only to ``only`` (some of its implementations).",
+                              ("only: Collection[pluggy.HookImpl]",))
+        lines += _call(spec, spec.kind, [arguments[0], "only=only", *arguments[1:]], "None")
+    return lines
 
 
 def method(spec: Spec) -> list[str]:
@@ -140,9 +192,7 @@ def method(spec: Spec) -> list[str]:
     arguments += ["skip=skip"] if spec.kind == "register" else ["steps=steps"] if spec.kind == "filter" else []
     arguments += ["gateway=self.gateway"] if spec.takes_gateway else []
     arguments += [f"{name}={name}" for name, _, _ in spec.params]
-    call = f"{'await ' if prefix == 'async def' else ''}self.calls.{_caller(spec)}("
-    keyword = "return " if answer_type(spec) != "None" else ""
-    return lines + _wrapped(f"{keyword}{call}", arguments, ")", " " * 8)
+    return lines + _call(spec, _caller(spec), arguments, answer_type(spec)) + siblings(spec)
 
 
 def checked_names(source: str) -> set[str]:
@@ -182,11 +232,13 @@ def render(specs: list[Spec], specs_source: str, specs_module: str = "hookspecs"
     text = "\n".join(body)
     used = {node.id for node in ast.walk(ast.parse(textwrap.dedent("class _:\n" + text)))
             if isinstance(node, ast.Name)}
-    typing = sorted({"Any"} | {name for name in TYPING if name in used})  # Any: the class's own gateway
+    # Any: the class's own gateway; Callable, Collection, TypeVar: collect_declared.
+    typing = sorted({"Any", "Callable", "Collection", "TypeVar"} | {name for name in TYPING if name in used})
     out = [HEADER, "from __future__ import annotations", "",
            f"from typing import {', '.join(typing)}", "", "import pluggy", "",
            f"from . import {specs_module} as specs  # its types, as ``specs.<name>``",
-           "from .hook_caller import HookCalls", "", "",
+           "from .hook_caller import HookCalls", "",
+           '_R = TypeVar("_R")', "", "",
            "class Hooks:",
            '    """One typed method per core hook, bound to a plugin manager and (hooks that take it) a gateway."""',
            "",
@@ -200,7 +252,7 @@ def render(specs: list[Spec], specs_source: str, specs_module: str = "hookspecs"
            "        if self._gateway is None:",
            '            raise RuntimeError("this hook takes the gateway: build Hooks(pm, gateway)")',
            "        return self._gateway",
-           text, ""]
+           COLLECT_DECLARED, text, ""]
     return "\n".join(out)
 
 

@@ -9,13 +9,15 @@ from __future__ import annotations
 from functools import lru_cache
 
 from orbchain.core.keys import AddressFamily, AddressFamilyRegistry
-from orbchain.core.contract.plugins import call_collect, get_plugin_manager
+from orbchain.core.contract.hook_caller import HookCalls
+from orbchain.core.contract.plugins import get_plugin_manager
 
 
 @lru_cache(maxsize=1)
 def builtin_families() -> AddressFamilyRegistry:
     registry = AddressFamilyRegistry()
-    call_collect(get_plugin_manager(), "register_address_families", registry, gateway=None)
+    pm = get_plugin_manager()
+    HookCalls(pm).register(pm.hook.register_address_families, registry=registry, gateway=None)
     registry.check_complete()
     return registry
 

@@ -136,8 +136,6 @@ async def test_a_refused_transaction_frees_its_nonce(shop):
 
 async def test_a_failed_payout_the_node_never_saw_frees_its_nonce(shop):
     """Dropped or never accepted: the nonce is reused, so later transactions are not stuck behind a gap."""
-    from orbchain.core.contract.plugins import call_event
-
     hot = hot_wallet_address(shop.gateway)
     shop.node.set_balance(hot, 10**18)
     lost = await shop.adapter.sign_payout(PayoutOrder("po_lost", "ETH", _somebody(), 10**15))
@@ -146,8 +144,8 @@ async def test_a_failed_payout_the_node_never_saw_frees_its_nonce(shop):
     await shop.gateway.db.execute("UPDATE evm_txs SET status = 'broadcast' WHERE ref = 'po_lost'")
     await shop.adapter.broadcast(pending)
     for payout_id in ("po_lost", "po_pending"):
-        await call_event(shop.gateway.pm, "payout_finished", gateway=shop.gateway,
-                         payout={"id": payout_id, "chain": shop.adapter.name, "status": "Failed"})
+        await shop.gateway.hooks.payout_finished(payout={"id": payout_id, "chain": shop.adapter.name,
+                                                         "status": "Failed"})
     rows = {r["ref"]: r for r in await shop.gateway.db.fetch_all("SELECT ref, nonce, status FROM evm_txs")}
     assert rows["po_lost"]["status"] == "abandoned"
     assert rows["po_pending"]["status"] == "broadcast"  # the node may still mine it: its nonce stays taken

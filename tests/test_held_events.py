@@ -60,7 +60,7 @@ async def held_then_delivered(client: Any, gateway: Any, merchant_id: str, take_
     gateway.pm.register(quiet, name="held-quiet")
     await take_away()
     try:
-        await gateway.emit("ledger_posted", transaction={"reference": "held-posting-1"})
+        await gateway.hooks.ledger_posted(transaction={"reference": "held-posting-1"})
         assert (enqueuing.tries, quiet.calls, len(gateway.held_events)) == (1, 1, 1)
         assert gateway.db_outage.down
         assert "orbchain_event_hooks_held 1.0" in gateway.metrics.exposition().decode()

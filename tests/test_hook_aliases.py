@@ -18,7 +18,8 @@ from orbchain.core.contract import hookspecs
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.contract.hook_aliases import RENAMED_HOOKS
-from orbchain.core.contract.plugins import call_event, call_first, get_plugin_manager, hookimpl
+from orbchain.core.contract.hooks import Hooks
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl
 
 
 def _unique(prefix: str) -> str:
@@ -55,7 +56,7 @@ async def test_an_old_event_name_is_called_under_the_new_one_and_warns_once(capl
     assert f"plugin '{name}' implements the hook 'payment_paying', renamed 'payment_detected'" in message
     assert [r.getMessage() for r in caplog.records] == [message]
     assert not hasattr(pm.hook, "payment_paying")
-    await call_event(pm, "payment_detected", gateway="gw", payment={"track_id": "T1"})
+    await Hooks(pm, "gw").payment_detected(payment={"track_id": "T1"})
     assert seen == ["T1"]
 
 
@@ -69,8 +70,8 @@ async def test_an_old_decision_name_in_a_module_plugin_answers_the_new_hook():
     module.deposit_credit_status = deposit_credit_status  # type: ignore[attr-defined]
     with pytest.warns(DeprecationWarning, match="'deposit_credit_status', renamed 'decide_credit_status'"):
         pm = get_plugin_manager([(_unique("module"), module)], load_entrypoints=False)
-    assert await call_first(pm, "decide_credit_status", gateway="gw", credit="swap me") == "CONFIRMED"
-    assert await call_first(pm, "decide_credit_status", gateway="gw", credit="keep") is None
+    assert await Hooks(pm, "gw").decide_credit_status(credit="swap me") == "CONFIRMED"
+    assert await Hooks(pm, "gw").decide_credit_status(credit="keep") is None
     assert deposit_credit_status.orbchain_impl["specname"] is None  # type: ignore[attr-defined]
 
 

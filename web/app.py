@@ -25,7 +25,6 @@ from ..core.startup import build_gateway
 from ..core.infra.migrate import migrate, pending
 from . import i18n
 from ..core.infra.netguard import PRIVATE_URLS_IN_PRODUCTION, outbound_session
-from ..core.contract.plugins import call_collect, call_event
 from ..core.accounts.coordination import coordination
 from ..core.contract.registries import RouteRegistry, StartupError
 from ..core.keys.secrets import check_signing_role, load_secrets
@@ -93,9 +92,9 @@ async def chains_ctx(app: web.Application) -> AsyncIterator[None]:
 
 async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
     gateway = app[GATEWAY]
-    await call_event(gateway.pm, "gateway_started", gateway=gateway)
+    await gateway.hooks.gateway_started()
     yield
-    await call_event(gateway.pm, "gateway_stopping", gateway=gateway)
+    await gateway.hooks.gateway_stopping()
     await gateway.held_events.close()
 
 
@@ -153,7 +152,7 @@ def collect_routes(gateway: Gateway) -> RouteRegistry:
         registry.add(plugin_static.routes)
         if plugin_static.OPERATION.key not in gateway.api_operations:
             gateway.api_operations.add(plugin_static.OPERATION)
-    call_collect(gateway.pm, "register_routes", registry, gateway=gateway)
+    gateway.hooks.register_routes(registry=registry)
     _check_scopes(gateway, registry)
     return registry
 

@@ -30,7 +30,6 @@ from aiohttp import web
 from ..core.accounts import auth, jwt_revocation
 from ..core.accounts.auth_cache import auth_cache
 from ..core.accounts.key_powers import ACCOUNT_HOLDER, HOLDER, KeyIssuer, legacy_scopes, member_person
-from ..core.contract.plugins import call_first
 from ..core.types.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
 from .keys import GATEWAY, PRINCIPAL
@@ -162,8 +161,7 @@ async def _from_jwt(gateway: Gateway, token: str) -> Principal:
     member_id = claims.get("mbr")
     if member_id is None:
         return Principal(merchant_id=claims["sub"], via="jwt")
-    member = await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=claims["sub"],
-                              member_id=member_id)
+    member = await gateway.hooks.decide_member(merchant_id=claims["sub"], member_id=member_id)
     if member is None or member.merchant_id != claims["sub"]:
         raise Unauthorized("this member's access to the account has ended", code="member_removed")
     return Principal(merchant_id=claims["sub"], via="jwt", scopes=frozenset(member.scopes), member_id=member_id,

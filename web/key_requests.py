@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from aiohttp import web
 
-from ..core.contract.plugins import KEY_KINDS_ATTR, call_event_impls
+from ..core.contract.plugins import KEY_KINDS_ATTR
 from ..core.types.views import KeyRequest
 from .keys import GATEWAY
 
@@ -25,7 +25,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-HOOK = "api_key_request_answered"
 KEY_KINDS = ("scoped", "merchant_key", "payout_key", "general_key")
 # Key kind -> the hook implementations that want requests made with it (only kinds someone wants).
 KEY_REQUEST_LISTENERS: web.AppKey[dict[str, tuple[Any, ...]]] = web.AppKey("orbchain_key_request_listeners", dict)
@@ -33,7 +32,7 @@ KEY_REQUEST_LISTENERS: web.AppKey[dict[str, tuple[Any, ...]]] = web.AppKey("orbc
 
 def key_request_listeners(gateway: "Gateway") -> dict[str, tuple[Any, ...]]:
     """Each key kind's ``api_key_request_answered`` implementations (an unmarked one wants every kind)."""
-    impls = getattr(gateway.pm.hook, HOOK).get_hookimpls()
+    impls = gateway.pm.hook.api_key_request_answered.get_hookimpls()
     wanted = {}
     for kind in KEY_KINDS:
         chosen = tuple(impl for impl in impls if kind in getattr(impl.function, KEY_KINDS_ATTR, KEY_KINDS))
@@ -71,4 +70,4 @@ async def announce_key_request(request: web.Request, principal: "Principal", lis
         merchant_id=principal.merchant_id, method=request.method, route=_route_template(request),
         status=int(status), request_id=request_id, client_ip=client_ip, at=gateway.now(),
     )
-    await call_event_impls(listeners, HOOK, gateway=gateway, request=view)
+    await gateway.hooks.api_key_request_answered_to(listeners, request=view)

@@ -14,6 +14,7 @@ address families (``families.py``) and their QR payloads (BIP-21 URIs:
 from __future__ import annotations
 
 import logging
+from typing import Any, Mapping
 
 from ...api import ConfigError, NETWORKS, hookimpl, hot_wallet_limits
 from .adapter import BitcoinAdapter
@@ -22,6 +23,8 @@ from ..payment_uri import decimal_uri
 from .coins import COINS, URI_SCHEMES
 from .families import address_families
 from .settings import COIN_SPECS, PLUGIN_NAME, read_settings
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway, PayoutView
+from ...api.hooks import ChainRegistry, JobRegistry, MigrationRegistry
 
 __all__ = ["PLUGIN_NAME", "BitcoinAdapter"]
 
@@ -33,37 +36,37 @@ COLD_SWEEP_SECONDS = 60
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     read_settings(gateway.config)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_coins(registry) -> None:
+def register_coins(registry: CoinRegistry) -> None:
     for coin in COINS:
         registry.add(coin)
 
 
 @hookimpl
-def register_address_families(registry) -> None:
+def register_address_families(registry: AddressFamilyRegistry) -> None:
     for network in NETWORKS:
         for family in address_families(network):
             registry.add(family)
 
 
 @hookimpl
-def decide_qr_payload(payment, coin):
+def decide_qr_payload(payment: Mapping[str, Any], coin: Coin) -> str | None:
     """A BIP-21 URI (``bitcoin:<address>?amount=<BTC>``, LTC and DOGE alike) for our coins."""
     scheme = URI_SCHEMES.get(coin.chain) if coin.symbol in SYMBOLS else None
     return None if scheme is None else decimal_uri(scheme, payment, coin)
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     for symbol, settings in read_settings(gateway.config).items():
         coin = gateway.coins.get(symbol)
         if coin is None or coin.chain != COIN_SPECS[symbol].chain:
@@ -73,7 +76,7 @@ def register_chains(registry, gateway) -> None:
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     """A cold sweep job per chain whose coin has a ceiling (``[custody.hot_wallet.<COIN>]``, ``cold_sweep.py``)."""
     limits = hot_wallet_limits(gateway)
     for adapter in gateway.chains:
@@ -83,7 +86,7 @@ def register_jobs(registry, gateway) -> None:
 
 
 @hookimpl
-async def payout_finished(gateway, payout) -> None:
+async def payout_finished(gateway: Gateway, payout: PayoutView) -> None:
     """A failed payout of ours gives its reserved outputs back; a confirmed one spends them."""
     adapter = gateway.chains.get(payout.get("chain", ""))
     if not isinstance(adapter, BitcoinAdapter):

@@ -18,6 +18,7 @@ Config block (all optional)::
 from __future__ import annotations
 
 import logging
+from typing import Any, Mapping
 
 from ...api import PayPageForm, hookimpl
 from .adapter import DevnetAdapter, devnet_chain
@@ -25,6 +26,8 @@ from .chain import DevnetChain
 from .openapi import register_openapi
 from .routes import pay_form_action, routes
 from .settings import PLUGIN_NAME, read_settings, served_coins
+from ...api import Gateway
+from ...api.hooks import ChainRegistry, CommandRegistry, JobRegistry, MigrationRegistry, RouteRegistry
 
 __all__ = ["PLUGIN_NAME", "DevnetAdapter", "DevnetChain", "devnet_chain", "pay_form_action", "register_openapi"]
 
@@ -35,20 +38,20 @@ MINE_JOB = "devnet.mine"
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     settings = read_settings(gateway.config)
     if settings.enabled and not gateway.config.is_development:
         log.warning("devnet is enabled in production: it credits simulated payments as real ones")
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     # Always registered: the tables are harmless, and enabling later needs no extra step.
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     settings = read_settings(gateway.config)
     if not settings.enabled:
         return
@@ -65,14 +68,14 @@ async def mine_block(gateway) -> None:
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     if devnet_chain(gateway) is None:
         return
     registry.add(MINE_JOB, mine_block, seconds=read_settings(gateway.config).block_seconds)
 
 
 @hookimpl
-def register_routes(registry, gateway) -> None:
+def register_routes(registry: RouteRegistry, gateway: Gateway) -> None:
     # The pay form moves fake money without authentication: development only.
     if devnet_chain(gateway) is None or not gateway.config.is_development:
         return
@@ -80,7 +83,7 @@ def register_routes(registry, gateway) -> None:
 
 
 @hookimpl
-def extra_pay_page_forms(gateway, payment):
+def extra_pay_page_forms(gateway: Gateway, payment: Mapping[str, Any]) -> list[PayPageForm] | None:
     action = pay_form_action(gateway, payment["track_id"], payment["pay_currency"], payment["status"])
     if action is None:
         return None
@@ -89,7 +92,7 @@ def extra_pay_page_forms(gateway, payment):
 
 
 @hookimpl
-def register_commands(registry) -> None:
+def register_commands(registry: CommandRegistry) -> None:
     from .cli import configure
 
     registry.add("devnet", "drive the built-in simulated chain: pay, mine, reorg, status", configure)

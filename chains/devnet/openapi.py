@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...api import hookimpl
 from ...api.openapi import Op, obj, redirect
+from ...api.hooks import OperationRegistry
 
 PAY_FORM = Op(
     "POST", "/pay/{track_id}/devnet-pay", "Pay from the hosted page on the simulated chain", "Hosted pages",
@@ -15,7 +16,7 @@ PAY_FORM = Op(
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     # Documented whenever the plugin is loaded: the served document keeps only
     # routes the app registered, so a production server does not advertise it.
     registry.add(PAY_FORM)

@@ -27,6 +27,7 @@ deposits to it. See ``docs/evm.md``.
 from __future__ import annotations
 
 import logging
+from typing import Any, Mapping
 
 from ...api import ConfigError, NETWORKS, hookimpl, hot_wallet_limits
 from ..contracts import pin_contracts
@@ -37,6 +38,8 @@ from .coins import CHAIN_IDS, COINS, FAMILY
 from .settings import PLUGIN_NAME, ChainSettings, read_settings
 from .cold_sweep import cold_sweep_job
 from .sweeper import sweep_chain, sweep_job
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway, PayoutView
+from ...api.hooks import ChainRegistry, CommandRegistry, JobRegistry, MigrationRegistry
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +50,7 @@ COLD_SWEEP_SECONDS = 60
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     if gateway.config.plugin_config("coin_table"):
         # The coin table became the chain plugins' own; an ignored override would leave mainnet pins.
         raise ConfigError("config block 'plugin.coin_table' was removed: pin token contracts with"
@@ -56,12 +59,12 @@ def check_config(gateway) -> None:
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_coins(registry, gateway) -> None:
+def register_coins(registry: CoinRegistry, gateway: Gateway) -> None:
     for coin in COINS:
         registry.add(coin)
     for settings in read_settings(gateway.config.plugin_config(PLUGIN_NAME)).values():
@@ -69,7 +72,7 @@ def register_coins(registry, gateway) -> None:
 
 
 @hookimpl
-def register_address_families(registry) -> None:
+def register_address_families(registry: AddressFamilyRegistry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
 
@@ -85,7 +88,7 @@ def _chain_coins(gateway, chain: str) -> tuple[str, dict[str, str]]:
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     for chain, settings in read_settings(gateway.config.plugin_config(PLUGIN_NAME)).items():
         native, tokens = _chain_coins(gateway, chain)
         registry.add(EvmAdapter(gateway, settings, native, tokens))
@@ -96,7 +99,7 @@ def evm_adapters(gateway) -> list[EvmAdapter]:
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     for adapter in evm_adapters(gateway):
         if adapter.settings.sweep:
             registry.add(f"evm.{adapter.name}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds,
@@ -107,7 +110,7 @@ def register_jobs(registry, gateway) -> None:
 
 
 @hookimpl
-async def payout_finished(gateway, payout) -> None:
+async def payout_finished(gateway: Gateway, payout: PayoutView) -> None:
     """A failed payout's transaction that never reached the chain frees its nonce."""
     adapter = gateway.chains.get(payout.get("chain", ""))
     if not isinstance(adapter, EvmAdapter) or payout.get("status") != "Failed":
@@ -119,7 +122,7 @@ async def payout_finished(gateway, payout) -> None:
 
 
 @hookimpl
-def decide_qr_payload(gateway, payment, coin):
+def decide_qr_payload(gateway: Gateway, payment: Mapping[str, Any], coin: Coin) -> str | None:
     """EIP-681 for an EVM coin: the chain's configured ``chain_id``, else its published one; None for the others
     (and for a chain of another plugin's with no id known here: a URI without one could pay on the wrong chain)."""
     if coin.address_family != FAMILY:
@@ -130,7 +133,7 @@ def decide_qr_payload(gateway, payment, coin):
 
 
 @hookimpl
-def register_commands(registry) -> None:
+def register_commands(registry: CommandRegistry) -> None:
     from .cli import configure
 
     registry.add("evm", "EVM chains: show the hot wallet to fund", configure)

@@ -19,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from typing import Any, Mapping
 
-from ...api import NETWORKS, call_collect, hookimpl
+from ...api import NETWORKS, hookimpl
 from . import devnet_page, hookspecs, lnurl, receive, settlement, store
 from .address import address_family
 from .backend import BackendUnavailable, LightningBackendRegistry
@@ -30,6 +31,11 @@ from .lnd import LndBackend
 from .payouts import LightningChain
 from .settings import PLUGIN_NAME, read_settings
 from .vetted import VettedBackend
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway, PayPageForm, ReceiveTarget
+from ...api.hooks import (
+    ChainRegistry, CommandRegistry, HookspecRegistry, JobRegistry, MigrationRegistry, OperationRegistry,
+    RouteRegistry,
+)
 
 log = logging.getLogger(__name__)
 
@@ -39,46 +45,48 @@ STREAM_SERVICE = "lightning.stream"
 
 
 @hookimpl
-def register_hookspecs(registry) -> None:
+def register_hookspecs(registry: HookspecRegistry) -> None:
     registry.add(hookspecs)  # register_lightning_backends, for backend plugins
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     settings = read_settings(gateway.config)
     if settings.backend == "devnet" and not gateway.config.is_development:
         log.warning("the devnet Lightning backend is enabled in production: it credits simulated payments")
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_coins(registry) -> None:
+def register_coins(registry: CoinRegistry) -> None:
     for coin in COINS:
         registry.add(coin)
 
 
 @hookimpl
-def register_address_families(registry) -> None:
+def register_address_families(registry: AddressFamilyRegistry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
 
 
 @hookimpl
-def register_lightning_backends(registry, gateway) -> None:
+def register_lightning_backends(registry: LightningBackendRegistry, gateway: Gateway) -> None:
     registry.add("lnd", LndBackend)
     registry.add("devnet", lambda settings: DevnetLightningBackend(settings, gateway.db, gateway.now))
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     settings = read_settings(gateway.config)
     if not settings.enabled:
         return
-    backends = call_collect(gateway.pm, "register_lightning_backends", LightningBackendRegistry(), gateway=gateway)
+    backends = gateway.hooks.collect_declared(hookspecs.register_lightning_backends,
+                                              registry=LightningBackendRegistry())
+    assert settings.backend is not None, "enabled means a backend is named"
     factory = backends.get(settings.backend)
     if factory is None:
         from ...api import ConfigError
@@ -91,7 +99,7 @@ def register_chains(registry, gateway) -> None:
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     if receive.lightning_chain(gateway) is not None:
         registry.add(POLL_JOB, poll_job, seconds=read_settings(gateway.config).poll_seconds)
 
@@ -112,7 +120,7 @@ async def poll_job(gateway) -> None:
 
 
 @hookimpl
-def gateway_started(gateway) -> None:
+def gateway_started(gateway: Gateway) -> None:
     chain = receive.lightning_chain(gateway)
     if chain is None or not read_settings(gateway.config).subscribe:
         return
@@ -121,7 +129,7 @@ def gateway_started(gateway) -> None:
 
 
 @hookimpl
-async def gateway_stopping(gateway) -> None:
+async def gateway_stopping(gateway: Gateway) -> None:
     task = gateway.services.pop(STREAM_SERVICE, None)
     if task is not None:
         task.cancel()
@@ -130,40 +138,40 @@ async def gateway_stopping(gateway) -> None:
 
 
 @hookimpl
-async def decide_receive_target(gateway, payment, coin):
+async def decide_receive_target(gateway: Gateway, payment: Mapping[str, Any], coin: Coin) -> ReceiveTarget | None:
     return await receive.receive_target(gateway, payment, coin)
 
 
 @hookimpl
-def decide_qr_payload(payment, coin):
+def decide_qr_payload(payment: Mapping[str, Any], coin: Coin) -> str | None:
     return receive.qr_payload(payment, coin)
 
 
 @hookimpl
-async def payments_pruning(gateway, track_ids) -> None:
+async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
     """Unpaid payments being deleted by the core: their node invoices (long expired) are forgotten too."""
     await store.forget_invoices(gateway, track_ids)
 
 
 @hookimpl
-def register_routes(registry, gateway) -> None:
+def register_routes(registry: RouteRegistry, gateway: Gateway) -> None:
     if devnet_page.devnet_backend(gateway) is not None:  # development with the devnet node only
         registry.add(devnet_page.routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     # Documented whenever the plugin is loaded; the served document keeps only registered routes.
     registry.add(devnet_page.PAY_FORM)
 
 
 @hookimpl
-def extra_pay_page_forms(gateway, payment):
+def extra_pay_page_forms(gateway: Gateway, payment: Mapping[str, Any]) -> list[PayPageForm] | None:
     return devnet_page.page_forms(gateway, payment)
 
 
 @hookimpl
-def register_commands(registry) -> None:
+def register_commands(registry: CommandRegistry) -> None:
     from .cli import configure
 
     registry.add("lightning", "play payer and payee of the devnet Lightning node: pay, invoice", configure)

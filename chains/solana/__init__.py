@@ -17,6 +17,8 @@ the block no chain serves SOL but the devnet. See ``docs/solana.md``.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ...api import NETWORKS, hookimpl
 from ..payment_uri import decimal_uri
 from .adapter import SolanaAdapter
@@ -24,6 +26,8 @@ from .address import address_family
 from .coins import COINS
 from .settings import PLUGIN_NAME, read_settings
 from .sweeper import sweep_chain, sweep_job
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway
+from ...api.hooks import ChainRegistry, CommandRegistry, JobRegistry, MigrationRegistry
 
 __all__ = ["PLUGIN_NAME", "SolanaAdapter", "solana_adapter", "sweep_chain"]
 
@@ -32,29 +36,29 @@ MIGRATIONS_PACKAGE = "orbchain.chains.solana.migrations"
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     read_settings(gateway.config.plugin_config(PLUGIN_NAME))
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_coins(registry) -> None:
+def register_coins(registry: CoinRegistry) -> None:
     for coin in COINS:
         registry.add(coin)
 
 
 @hookimpl
-def register_address_families(registry) -> None:
+def register_address_families(registry: AddressFamilyRegistry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     settings = read_settings(gateway.config.plugin_config(PLUGIN_NAME))
     if settings is not None:
         (coin,) = COINS
@@ -67,14 +71,14 @@ def solana_adapter(gateway) -> SolanaAdapter | None:
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     adapter = solana_adapter(gateway)
     if adapter is not None and adapter.settings.sweep:
         registry.add(f"{PLUGIN_NAME}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
 
 
 @hookimpl
-def decide_qr_payload(payment, coin):
+def decide_qr_payload(payment: Mapping[str, Any], coin: Coin) -> str | None:
     """A Solana Pay transfer request: the amount in SOL (or token) units, a token's mint as ``spl-token``."""
     if coin.chain != CHAIN or coin.address_family != CHAIN:  # any coin of ours, a token too
         return None
@@ -82,7 +86,7 @@ def decide_qr_payload(payment, coin):
 
 
 @hookimpl
-def register_commands(registry) -> None:
+def register_commands(registry: CommandRegistry) -> None:
     from .cli import configure
 
     registry.add("solana", "Solana: show the hot wallet to fund", configure)

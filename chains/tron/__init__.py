@@ -21,6 +21,8 @@ address, since no URI form names the token that TRON wallets agree on
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from ...api import ConfigError, NETWORKS, hookimpl
 from ..contracts import pin_contracts
 from ..payment_uri import decimal_uri
@@ -29,6 +31,8 @@ from .address import address_family
 from .coins import COINS
 from .settings import CHAIN, PLUGIN_NAME, TronSettings, read_settings
 from .sweeper import sweep_chain, sweep_job
+from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway
+from ...api.hooks import ChainRegistry, CommandRegistry, JobRegistry, MigrationRegistry
 
 __all__ = ["PLUGIN_NAME", "TronAdapter", "TronSettings", "sweep_chain", "tron_adapter"]
 
@@ -40,30 +44,30 @@ def _settings(gateway) -> TronSettings:
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     _settings(gateway)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_coins(registry, gateway) -> None:
+def register_coins(registry: CoinRegistry, gateway: Gateway) -> None:
     for coin in COINS:
         registry.add(coin)
     pin_contracts(registry, _settings(gateway).contracts)
 
 
 @hookimpl
-def register_address_families(registry) -> None:
+def register_address_families(registry: AddressFamilyRegistry) -> None:
     for network in NETWORKS:
         registry.add(address_family(network))
 
 
 @hookimpl
-def register_chains(registry, gateway) -> None:
+def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
     settings = _settings(gateway)
     if settings.url is None:
         return
@@ -80,7 +84,7 @@ def tron_adapter(gateway) -> TronAdapter | None:
 
 
 @hookimpl
-def decide_qr_payload(payment, coin):
+def decide_qr_payload(payment: Mapping[str, Any], coin: Coin) -> str | None:
     """``tron:<address>?amount=<TRX>`` for TRX; None for tokens (a wallet could send TRX instead)."""
     if coin.chain != CHAIN or coin.address_family != "tron" or coin.contract is not None:
         return None
@@ -88,14 +92,14 @@ def decide_qr_payload(payment, coin):
 
 
 @hookimpl
-def register_commands(registry) -> None:
+def register_commands(registry: CommandRegistry) -> None:
     from .cli import configure
 
     registry.add("tron", "Tron: show the hot wallet to fund", configure)
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     adapter = tron_adapter(gateway)
     if adapter is not None and adapter.settings.sweep:
         registry.add(f"{CHAIN}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)

@@ -23,7 +23,6 @@ from .auth_cache import changed
 from ..infra.db import Database, Row
 from ..types.errors import InvalidRequest, NotFound, ValidationError
 from ..contract.gateway import PluginGateway as Gateway
-from ..contract.plugins import call_first
 
 log = logging.getLogger(__name__)
 
@@ -156,8 +155,7 @@ async def check_key_brand(gateway: Gateway, merchant_id: str, brand_id: str) -> 
     The core stores the tag and copies it onto payments; only a brands
     plugin knows what a brand is, so with none installed a brand_id is refused.
     """
-    allowed = await call_first(gateway.pm, "decide_key_brand_allowed", gateway=gateway, merchant_id=merchant_id,
-                               brand_id=brand_id)
+    allowed = await gateway.hooks.decide_key_brand_allowed(merchant_id=merchant_id, brand_id=brand_id)
     if allowed is not True:
         raise ValidationError({"brand_id": "is not a brand of this account"})
 

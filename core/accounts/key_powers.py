@@ -16,7 +16,6 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from . import auth
 from .auth_cache import changed
-from ..contract.plugins import call_first
 from ..types.errors import Forbidden, Unauthorized
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -123,8 +122,7 @@ async def describe_person(gateway: "Gateway", merchant_id: str, person: str) -> 
 
 async def _member_now(gateway: "Gateway", merchant_id: str, person: str) -> Any:
     """The team member ``person`` names, as ``decide_member`` answers now (None: removed, or no teams plugin)."""
-    return await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
-                            member_id=person.removeprefix(MEMBER_PREFIX))
+    return await gateway.hooks.decide_member(merchant_id=merchant_id, member_id=person.removeprefix(MEMBER_PREFIX))
 
 
 async def lock_account_keys(gateway: "Gateway", merchant_id: str) -> None:

@@ -37,7 +37,6 @@ from ..types.errors import (
 )
 from ..infra.netguard import UnsafeUrl, check_public_url
 from ..types.pages import MAX_BRAND_NAME_LENGTH as MAX_DISPLAY_NAME  # shown where a brand's name would be
-from ..contract.plugins import call_first
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
@@ -209,8 +208,8 @@ async def sign_up(gateway: Gateway, email: str, password: str | None, ref: str |
     (identity-provider sign-in, ``services.create_account``).
     """
     db, email = gateway.db, normalize_email(email)
-    if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}) or await call_first(
-            gateway.pm, "decide_member_login", gateway=gateway, email=email) is not None:
+    if await db.fetch_val("SELECT 1 FROM merchants WHERE email = :e", {"e": email}) or (
+            await gateway.hooks.decide_member_login(email=email) is not None):
         raise Conflict("email already registered")
     password_hash = NO_PASSWORD if password is None else await auth.hash_password_async(gateway.cpu, password)
     referrer = await find_by_account_id(db, ref) if ref else None
@@ -277,7 +276,7 @@ async def log_in(gateway: Gateway, email: str, password: str, totp_code: Any = N
     row = await db.fetch_one("SELECT * FROM merchants WHERE email = :e", {"e": email})
     member = None
     if row is None:
-        member = await call_first(gateway.pm, "decide_member_login", gateway=gateway, email=email)
+        member = await gateway.hooks.decide_member_login(email=email)
         if member is not None:
             row = await get_merchant(db, member.merchant_id)
     # Counted per e-mail whether or not an account has it (lockout.LOGIN_POLICY).

@@ -6,7 +6,7 @@ The core and plugins announce them with :func:`announce`; the
 ``activity`` plugin records it append-only and lists it on the dashboard).
 An event is announced after the change it reports committed, and
 announcing never undoes or fails that change: a plugin that raises is
-logged and skipped (``call_event``), and with no plugin listening nothing
+logged and skipped (an event hook), and with no plugin listening nothing
 is written anywhere.
 
 Who did it comes from :data:`request_origin`, which the web layer's edge
@@ -30,8 +30,6 @@ from ..types.views import SecurityEvent
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
-
-HOOK = "security_event_occurred"
 
 # The kinds the core announces (plugins add their own: the telegram plugin's chat_linked ...).
 SIGN_IN = "sign_in"  # details: method (password, identity_provider, miniapp ...)
@@ -104,5 +102,5 @@ async def announce(gateway: "Gateway", merchant_id: str, kind: str, details: Map
         request_id=origin.request_id if origin is not None else None, alert=alert,
         actor=actor or (origin.actor if origin is not None else None))
     log.info("security event %s for merchant %s", kind, merchant_id)
-    await gateway.emit(HOOK, event=event)
+    await gateway.hooks.security_event_occurred(event=event)
     return event

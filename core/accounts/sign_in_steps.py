@@ -24,7 +24,6 @@ from typing import Any
 from . import lockout
 from .account_services import AccountSession, open_session
 from .sign_in_factor import SecondFactorDue, check_sign_in_code
-from ..contract.plugins import call_first
 from ..types.errors import Forbidden, InvalidRequest
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -82,8 +81,8 @@ async def finish_sign_in_step(gateway: "Gateway", secret: Any, code: Any, *,
     if row is None or int(row["expires_at"]) <= gateway.now():
         raise SignInStepSpent()
     due = SecondFactorDue(row["merchant_id"], row["member_id"], row["email"])
-    if due.member_id is not None and await call_first(gateway.pm, "decide_member", gateway=gateway,
-                                                      merchant_id=due.merchant_id, member_id=due.member_id) is None:
+    if due.member_id is not None and await gateway.hooks.decide_member(merchant_id=due.merchant_id,
+                                                                       member_id=due.member_id) is None:
         raise MemberRemoved()
     factor = await check_sign_in_code(gateway, due, code, method=row["method"], channel=channel)
     spent = await gateway.db.fetch_one("DELETE FROM sign_in_steps WHERE step_hash = :h RETURNING step_hash",

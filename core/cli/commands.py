@@ -168,13 +168,14 @@ CORE_COMMANDS = ("serve", "migrate", "ledger", "custody", "config", "keys", "plu
 
 def _add_plugin_commands(sub: argparse._SubParsersAction) -> None:
     """Sub-commands from plugins; they run with a gateway built from the config."""
-    from ..contract.plugins import call_collect, get_plugin_manager
+    from ..contract.hooks import Hooks
+    from ..contract.plugins import get_plugin_manager
     from ..contract.registries import Command, CommandRegistry
 
     registry = CommandRegistry()
     for name in CORE_COMMANDS:  # taken by the core: a plugin registering one fails as a duplicate
         registry.add(Command(name, "", configure=lambda parser: None))
-    call_collect(get_plugin_manager(), "register_commands", registry)
+    Hooks(get_plugin_manager()).register_commands(registry=registry)
     for command in registry:
         if registry.owner(command.name) == "core":
             continue  # the caller adds the core's own sub-commands

@@ -1,6 +1,6 @@
 """Event hook calls that met the database away: held in this process and called again once it is back.
 
-Why: ``call_event`` isolates plugins, so an implementation that raises is
+Why: the event caller (core/contract/hook_caller.py) isolates plugins, so an implementation that raises is
 logged and the others still run. When it raised because the database was
 away (a restart, a failover, a full disk), that is not the plugin's bug, and
 the event must not be lost: the money already moved, and a plugin that
@@ -87,7 +87,7 @@ class HeldEvents:
             call = self._calls[0]
             try:
                 await call.run()
-            except Exception as exc:  # the same isolation as call_event: one plugin's failure is logged
+            except Exception as exc:  # the same isolation as an event call: one plugin's failure is logged
                 if self._absorbs(exc, f"plugin {call.plugin} in hook {call.hook_name}, called again"):
                     break
                 log.exception("plugin %s failed in hook %s, called again after the database was back",

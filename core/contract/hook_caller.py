@@ -29,8 +29,9 @@ What each kind adds, in the same per-call wrapper (``_CallPlan.wrap``):
 and can leave plugins out (``skip``); ``filter`` threads its value, the
 spec's last parameter, from one plugin to the next and records ``steps``;
 ``event`` isolates a failing plugin (logged, or held in
-``gateway.held_events`` while the database is away, as ``call_event`` does);
-an ``extra_*`` hook declared ``isolated`` logs and skips a failing plugin.
+``gateway.held_events`` while the database is away);
+an ``extra_*`` hook declared ``isolated`` logs and skips a failing plugin (a
+database outage is the outage's to log, once).
 A hook declared ``sync`` refuses an awaitable answer, naming the plugin.
 
 Implementations must take pluggy's form: plain or ``async def`` functions,
@@ -102,7 +103,9 @@ async def run_bridged(function: Callable[[], Any]) -> Any:
         try:
             answer = await handed
         except BaseException as exc:  # noqa: BLE001 - cancellation too: the child's wrappers see it, it comes back
-            handed = worker.throw(exc)
+            # With its traceback: ``throw(exc)`` alone starts a new one, and the outage test
+            # (core/infra/db_faults.py) and a refused credit's culprit read where it was raised.
+            handed = worker.throw(type(exc), exc, exc.__traceback__)
         else:
             handed = worker.switch(answer)
     worker.gr_context = None  # hold no task's context while idle
@@ -180,14 +183,18 @@ class _CallPlan:
         return await_in_bridge(answer)
 
     def isolate(self, impl: pluggy.HookImpl, exc: Exception) -> None:
-        """A failing plugin of an isolated hook: held while the database is away (events), else logged."""
+        """A failing plugin of an isolated hook: while the database is away, an event's call is held (called
+        again once it is back) and a page decoration's is the outage's to log once; else logged here."""
         where = f"plugin {impl.plugin_name} in hook {self.hook_name}"
         gateway = self.kwargs.get("gateway")
         outage = getattr(gateway, "db_outage", None)
-        if self.traits.kind is HookKind.EVENT and outage is not None and outage.absorb(exc, where):
-            assert gateway is not None, "an outage is only met through a gateway"
-            arguments = {arg: self.kwargs[arg] for arg in (*impl.argnames, *impl.kwargnames) if arg in self.kwargs}
-            gateway.held_events.hold(HeldCall(impl.plugin_name, self.hook_name, impl.function, arguments))
+        event = self.traits.kind is HookKind.EVENT
+        if outage is not None and outage.absorb(exc, where if event else f"hook {self.hook_name}"):
+            if event:
+                assert gateway is not None, "an outage is only met through a gateway"
+                arguments = {arg: self.kwargs[arg] for arg in (*impl.argnames, *impl.kwargnames)
+                             if arg in self.kwargs}
+                gateway.held_events.hold(HeldCall(impl.plugin_name, self.hook_name, impl.function, arguments))
             return
         log.exception("plugin %s failed in hook %s", impl.plugin_name, self.hook_name)
 
@@ -276,9 +283,17 @@ class HookCalls:
         await self._arun(hook, plan)
         return plan.answered
 
-    async def event(self, hook: pluggy.HookCaller, **kwargs: Any) -> None:
-        """Tell every plugin; a failing one is logged (held while the database is away) and the rest run."""
-        await self._arun(hook, self._plan(hook, HookKind.EVENT, kwargs))
+    async def event(self, hook: pluggy.HookCaller, *, only: Collection[pluggy.HookImpl] | None = None,
+                    **kwargs: Any) -> None:
+        """Tell every plugin; a failing one is logged (held while the database is away) and the rest run.
+
+        ``only``: of the hook's implementations (``hook.get_hookimpls()``), these alone are told (a hook
+        declared ``selective``, whose listeners say which calls they want).
+        """
+        plan = self._plan(hook, HookKind.EVENT, kwargs)
+        if only is not None and not plan.traits.selective:
+            raise TypeError(f"hook {hook.name} is not declared selective: every implementation is told")
+        await self._arun(hook, plan, only)
 
     # -- the same kinds for hooks declared ``sync`` (their callers cannot await)
 
@@ -313,25 +328,30 @@ class HookCalls:
             raise TypeError(f"hook {hook.name}: arguments missing {missing}, not in the spec {unknown}")
         return _CallPlan(hook.name, traits, call_kwargs)
 
-    def _impls(self, hook: pluggy.HookCaller, skip: Collection[str] = ()) -> list[pluggy.HookImpl]:
+    def _impls(self, hook: pluggy.HookCaller, skip: Collection[str] = (),
+               only: Collection[pluggy.HookImpl] | None = None) -> list[pluggy.HookImpl]:
         """The hook's implementations in pluggy's order, wrapped (the same list until one is (un)registered)."""
         current = tuple(hook.get_hookimpls())
         cached = self._wrapped.get(hook.name)
         if cached is None or cached[0] != current:
             cached = self._wrapped[hook.name] = (current, [_wrap(impl) for impl in current])
+        if only is not None:
+            return [wrapped for impl, wrapped in zip(*cached) if impl in only]
         return [impl for impl in cached[1] if impl.plugin_name not in skip] if skip else cached[1]
 
-    def _run(self, hook: pluggy.HookCaller, plan: _CallPlan, skip: Collection[str] = ()) -> Any:
+    def _run(self, hook: pluggy.HookCaller, plan: _CallPlan, skip: Collection[str] = (),
+             only: Collection[pluggy.HookImpl] | None = None) -> Any:
         """pluggy's call path (monitors, ordering, wrappers, first result) with the wrapped impls."""
-        impls: Sequence[pluggy.HookImpl] = self._impls(hook, skip)
+        impls: Sequence[pluggy.HookImpl] = self._impls(hook, skip, only)
         token = _PLAN.set(plan)
         try:
             return self.pm._hookexec(hook.name, impls, plan.kwargs, plan.traits.kind is HookKind.DECIDE)
         finally:
             _PLAN.reset(token)
 
-    async def _arun(self, hook: pluggy.HookCaller, plan: _CallPlan) -> Any:
-        return await run_bridged(functools.partial(self._run, hook, plan))
+    async def _arun(self, hook: pluggy.HookCaller, plan: _CallPlan,
+                    only: Collection[pluggy.HookImpl] | None = None) -> Any:
+        return await run_bridged(functools.partial(self._run, hook, plan, (), only))
 
 
 def _last_parameter(hook: pluggy.HookCaller) -> str:

@@ -56,12 +56,18 @@ class HookTraits:
     await (startup, a check made outside the event loop); an ``async def``
     answer is refused naming the plugin. ``isolated``: a failing
     implementation is logged and the others still run (events always;
-    ``extra_*`` hooks whose answers only decorate a page).
+    ``extra_*`` hooks whose answers only decorate a page). ``answered_by``:
+    a caller must name the plugin behind an answer (a refused decision or
+    field), so the facade adds ``<hook>_answers`` (decide, extra), answers with
+    their plugins. ``selective``: a caller may ask only some implementations
+    (chosen by a mark on the function), so the facade adds ``<hook>_to``.
     """
 
     kind: HookKind
     sync: bool
     isolated: bool
+    answered_by: bool = False
+    selective: bool = False
 
 
 def kind_of_name(name: str) -> HookKind:
@@ -73,13 +79,15 @@ def kind_of_name(name: str) -> HookKind:
 
 
 def resolve_traits(name: str, kind: HookKind | None = None, *, sync: bool | None = None,
-                   isolated: bool | None = None) -> HookTraits:
+                   isolated: bool | None = None, answered_by: bool = False,
+                   selective: bool = False) -> HookTraits:
     """The traits of hook ``name``, refusing a declaration its name contradicts.
 
     Raises ``ValueError`` naming the hook: a kind the name does not say,
     ``isolated`` on a kind whose failures must reach the caller (a decision,
     a filter or a check inside a money transaction), an event declared
-    ``isolated=False``.
+    ``isolated=False``, ``answered_by`` on a kind with no answers to name,
+    ``selective`` on a hook called at startup.
     """
     named = kind_of_name(name)
     if kind is not None and kind is not named:
@@ -98,7 +106,11 @@ def resolve_traits(name: str, kind: HookKind | None = None, *, sync: bool | None
         sync = kind is HookKind.REGISTER
     if not sync and kind is HookKind.REGISTER:
         raise ValueError(f"hook {name!r}: register_* hooks are called at startup, synchronously")
-    return HookTraits(kind, sync, isolated)
+    if answered_by and kind not in (HookKind.DECIDE, HookKind.EXTRA):
+        raise ValueError(f"hook {name!r}: only decide_* and extra_* hooks have answers to name")
+    if selective and (kind is HookKind.REGISTER or sync):
+        raise ValueError(f"hook {name!r}: a selective hook is awaited (register_* hooks take skip=)")
+    return HookTraits(kind, sync, isolated, answered_by, selective)
 
 
 def traits_of(hook: pluggy.HookCaller) -> HookTraits:
@@ -125,19 +137,21 @@ class HookspecMarker:
 
     @overload
     def __call__(self, function: _F, *, kind: HookKind | None = ..., sync: bool | None = ...,
-                 isolated: bool | None = ..., firstresult: bool | None = ..., historic: bool = ...) -> _F: ...
+                 isolated: bool | None = ..., answered_by: bool = ..., selective: bool = ...,
+                 firstresult: bool | None = ..., historic: bool = ...) -> _F: ...
 
     @overload
     def __call__(self, function: None = ..., *, kind: HookKind | None = ..., sync: bool | None = ...,
-                 isolated: bool | None = ..., firstresult: bool | None = ...,
-                 historic: bool = ...) -> Callable[[_F], _F]: ...
+                 isolated: bool | None = ..., answered_by: bool = ..., selective: bool = ...,
+                 firstresult: bool | None = ..., historic: bool = ...) -> Callable[[_F], _F]: ...
 
     def __call__(self, function: _F | None = None, *, kind: HookKind | None = None, sync: bool | None = None,
-                 isolated: bool | None = None, firstresult: bool | None = None,
-                 historic: bool = False) -> _F | Callable[[_F], _F]:
+                 isolated: bool | None = None, answered_by: bool = False, selective: bool = False,
+                 firstresult: bool | None = None, historic: bool = False) -> _F | Callable[[_F], _F]:
         def mark(func: _F) -> _F:
             name = func.__name__
-            traits = resolve_traits(name, kind, sync=sync, isolated=isolated)
+            traits = resolve_traits(name, kind, sync=sync, isolated=isolated, answered_by=answered_by,
+                                    selective=selective)
             first = traits.kind is HookKind.DECIDE
             if firstresult is not None and firstresult is not first:
                 raise ValueError(f"hook {name!r}: firstresult={firstresult} contradicts its kind {traits.kind.value!r}"

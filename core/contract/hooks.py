@@ -8,12 +8,14 @@ pluggy's ordering, wrappers and tracing, answers awaited); ``gateway`` is filled
 
 from __future__ import annotations
 
-from typing import Any, Collection, Mapping
+from typing import Any, Callable, Collection, Mapping, TypeVar
 
 import pluggy
 
 from . import hookspecs as specs  # its types, as ``specs.<name>``
 from .hook_caller import HookCalls
+
+_R = TypeVar("_R")
 
 
 class Hooks:
@@ -29,6 +31,14 @@ class Hooks:
         if self._gateway is None:
             raise RuntimeError("this hook takes the gateway: build Hooks(pm, gateway)")
         return self._gateway
+
+    def collect_declared(self, spec: Callable[..., None], *, registry: _R, skip: Collection[str] = ()) -> _R:
+        """Call ``register_*`` hook ``spec``, which a plugin declared (``register_hookspecs``)."""
+        hook = getattr(self._pm.hook, spec.__name__)
+        takes_gateway = hook.spec is not None and "gateway" in hook.spec.argnames
+        arguments = {"gateway": self.gateway} if takes_gateway else {}
+        answer: _R = self.calls.register(hook, skip=skip, registry=registry, **arguments)
+        return answer
 
     def check_config(self, *, config: Mapping[str, Any]) -> None:
         """Check this plugin's own config block before anything starts. (check)"""
@@ -369,7 +379,7 @@ class Hooks:
         *,
         merchant_id: str,
         brand_id: str | None,
-        payment: Mapping[str, Any],
+        payment: specs.PaymentView,
     ) -> specs.WebhookDestination | None:
         """Override where a payment's webhooks go and which secret signs them (a brand's own). (decide)"""
         return await self.calls.decide(
@@ -409,9 +419,25 @@ class Hooks:
         """Hold a credited deposit as CONFIRMED ("awaiting conversion") instead of CREDITED. (decide)"""
         return await self.calls.decide(self._pm.hook.decide_credit_status, gateway=self.gateway, credit=credit)
 
+    async def decide_credit_status_answers(self, *, credit: specs.Credit) -> tuple[str | None, str | None]:
+        """decide_credit_status with the plugin of each answer ((None, None): nobody answered)."""
+        return await self.calls.decide_answer(self._pm.hook.decide_credit_status, gateway=self.gateway, credit=credit)
+
     async def extra_payment_webhook_fields(self, *, payment: specs.PaymentView) -> list[Mapping[str, Any]]:
         """Add fields to a payment webhook body (``payment.paid`` and ``Paying``). (extra)"""
         return await self.calls.extra(self._pm.hook.extra_payment_webhook_fields, gateway=self.gateway, payment=payment)
+
+    async def extra_payment_webhook_fields_answers(
+        self,
+        *,
+        payment: specs.PaymentView,
+    ) -> list[tuple[str, Mapping[str, Any]]]:
+        """extra_payment_webhook_fields with the plugin of each answer ((None, None): nobody answered)."""
+        return await self.calls.extra_answers(
+            self._pm.hook.extra_payment_webhook_fields,
+            gateway=self.gateway,
+            payment=payment,
+        )
 
     async def deposit_credited(self, *, deposit: specs.DepositView) -> None:
         """A deposit reached its confirmation threshold and was credited. (event)"""
@@ -503,3 +529,12 @@ class Hooks:
     async def api_key_request_answered(self, *, request: specs.KeyRequest) -> None:
         """A request authenticated with an API key was answered; the response has not left yet. (event)"""
         await self.calls.event(self._pm.hook.api_key_request_answered, gateway=self.gateway, request=request)
+
+    async def api_key_request_answered_to(
+        self,
+        only: Collection[pluggy.HookImpl],
+        *,
+        request: specs.KeyRequest,
+    ) -> None:
+        """api_key_request_answered, told only to ``only`` (some of its implementations)."""
+        await self.calls.event(self._pm.hook.api_key_request_answered, only=only, gateway=self.gateway, request=request)

@@ -95,8 +95,8 @@ def register_hookspecs(registry: "HookspecRegistry") -> None:
     registered before or after, are then checked against them. A dependant
     implements them with ``@hookimpl(optionalhook=True)`` so it still loads
     when the declaring plugin is blocked or not installed. The declaring
-    plugin calls its hooks itself (``call_collect(gateway.pm, name,
-    registry)`` ...). Return nothing.
+    plugin calls its hooks itself (``gateway.hooks.collect_declared(
+    hookspecs.<hook>, registry=...)``). Return nothing.
     """
 
 
@@ -666,7 +666,7 @@ def decide_page_branding(
 
 @hookspec(kind=HookKind.DECIDE)
 def decide_webhook_destination(
-    gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: Mapping[str, Any]
+    gateway: "Gateway", merchant_id: str, brand_id: str | None, payment: "PaymentView"
 ) -> "WebhookDestination | None":
     """Override where a payment's webhooks go and which secret signs them (a brand's own).
 
@@ -716,7 +716,7 @@ def filter_credit_postings(gateway: "Gateway", credit: "Credit", postings: "list
     """
 
 
-@hookspec(kind=HookKind.DECIDE)
+@hookspec(kind=HookKind.DECIDE, answered_by=True)
 def decide_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
     """Hold a credited deposit as CONFIRMED ("awaiting conversion") instead of CREDITED.
 
@@ -735,7 +735,7 @@ def decide_credit_status(gateway: "Gateway", credit: "Credit") -> "str | None":
 # -----------------------------------------------------------------------------
 
 
-@hookspec(kind=HookKind.EXTRA)
+@hookspec(kind=HookKind.EXTRA, answered_by=True)
 def extra_payment_webhook_fields(gateway: "Gateway", payment: "PaymentView") -> "Mapping[str, Any] | None":
     """Add fields to a payment webhook body (``payment.paid`` and ``Paying``).
 
@@ -902,7 +902,7 @@ def ledger_posted(gateway: "Gateway", transaction: Mapping[str, Any]) -> None:
     """
 
 
-@hookspec(kind=HookKind.EVENT)
+@hookspec(kind=HookKind.EVENT, selective=True)
 def api_key_request_answered(gateway: "Gateway", request: "KeyRequest") -> None:
     """A request authenticated with an API key was answered; the response has not left yet.
 

@@ -1,4 +1,4 @@
-"""The plugin manager factory and helpers to call hooks.
+"""The plugin manager factory (hooks are called through ``gateway.hooks``, core/contract/hooks.py).
 
 Built-in chains and features are ordinary plugins declared in the public
 ``orbchain`` entry-point group of ``setup.cfg``; the core imports none of them
@@ -9,14 +9,13 @@ loading off.
 from __future__ import annotations
 
 import importlib.metadata
-import inspect
 import logging
-from typing import Any, Callable, Collection, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Collection, Iterable, TypeVar
 
 import pluggy
 
 from . import hookspecs
-from .held import HeldCall
+from .hook_caller import HookCalls
 from .hook_aliases import AliasingPluginManager
 from ..infra.config import ConfigError
 from .registries import HookspecRegistry
@@ -124,109 +123,10 @@ def plugin_names(pm: pluggy.PluginManager) -> list[str]:
 
 def call_collect(pm: pluggy.PluginManager, hook_name: str, registry: Any, *, skip: Collection[str] = (),
                  **kwargs: Any) -> Any:
-    """Call a collection hook one plugin at a time, so the registry knows who adds what.
+    """Call a ``register_*`` hook by name: kept for plugins written against earlier releases.
 
-    Plugins named in ``skip`` are not asked (chains waiting for their configuration).
+    Goes through the typed caller (pluggy's ordering and wrappers, ``core/contract/hook_caller.py``) like
+    every other hook call; new code calls ``gateway.hooks.collect_declared(hookspecs.<hook>, registry=...)``
+    (a test keeps string calls out of the built-ins: tests/unit/test_no_string_hook_calls.py).
     """
-    caller = getattr(pm.hook, hook_name)
-    kwargs = {"registry": registry, **kwargs}
-    for impl in reversed(caller.get_hookimpls()):
-        if impl.plugin_name in skip:
-            continue
-        if hasattr(registry, "current_plugin"):
-            registry.current_plugin = impl.plugin_name
-        impl.function(*[kwargs[arg] for arg in impl.argnames])
-    if hasattr(registry, "current_plugin"):
-        registry.current_plugin = "core"
-    return registry
-
-
-async def call_event(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> None:
-    """Call an event hook and await async implementations.
-
-    A failing plugin is logged and does not stop the others: events fire
-    after the money already moved, and one broken feature must not block
-    the rest.
-    """
-    await call_event_impls(getattr(pm.hook, hook_name).get_hookimpls(), hook_name, **kwargs)
-
-
-async def call_event_impls(impls: Sequence[Any], hook_name: str, **kwargs: Any) -> None:
-    """``call_event`` for a chosen subset of the hook's implementations (in pluggy's order)."""
-    for impl in reversed(impls):
-        try:
-            result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            if inspect.isawaitable(result):
-                await result
-        except Exception as exc:  # isolate plugins from each other
-            gateway = kwargs.get("gateway")
-            outage = getattr(gateway, "db_outage", None)
-            if outage is None or not outage.absorb(exc, f"plugin {impl.plugin_name} in hook {hook_name}"):
-                log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
-            else:  # the database was away: this implementation is called again once it is back
-                assert gateway is not None, "an outage is only met through a gateway"
-                gateway.held_events.hold(HeldCall(impl.plugin_name, hook_name, impl.function,
-                                                  {arg: kwargs[arg] for arg in impl.argnames}))
-
-
-async def call_filter(pm: pluggy.PluginManager, hook_name: str, value_name: str, value: Any, *,
-                      steps: list[tuple[str, Any]] | None = None, **kwargs: Any) -> Any:
-    """Call a filter hook: ``value`` passes through each plugin in turn (registration order).
-
-    An implementation returns the transformed value, or None to pass it on
-    unchanged; async implementations are awaited. Unlike events, exceptions
-    propagate: filters run inside the caller's transaction, which must roll
-    back rather than commit a half-shaped result. ``steps``, when given,
-    receives ``(plugin name, value it returned)`` for each plugin that
-    returned one, so a caller refusing the result can name who shaped it.
-    """
-    caller = getattr(pm.hook, hook_name)
-    for impl in reversed(caller.get_hookimpls()):
-        args = {**kwargs, value_name: value}
-        result = impl.function(*[args[arg] for arg in impl.argnames])
-        if inspect.isawaitable(result):
-            result = await result
-        if result is not None:
-            value = result
-            if steps is not None:
-                steps.append((impl.plugin_name, result))
-    return value
-
-
-async def call_first(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> Any:
-    """Call a first-result hook whose implementations may be async: the first non-None answer."""
-    return (await call_first_answer(pm, hook_name, **kwargs))[1]
-
-
-async def call_first_answer(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> tuple[str | None, Any]:
-    """``call_first``, with the name of the plugin that answered: ``(None, None)`` when none did."""
-    caller = getattr(pm.hook, hook_name)
-    for impl in reversed(caller.get_hookimpls()):
-        result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-        if inspect.isawaitable(result):
-            result = await result
-        if result is not None:
-            return impl.plugin_name, result
-    return None, None
-
-
-async def call_collect_answers(pm: pluggy.PluginManager, hook_name: str, **kwargs: Any) -> list[Any]:
-    """Every plugin's list answer to a hook, concatenated (async implementations awaited).
-
-    For hooks whose answers only decorate a page (``extra_dashboard_notices``): a
-    plugin that raises is logged and skipped, so one broken plugin never
-    takes the page down.
-    """
-    answers: list[Any] = []
-    for impl in reversed(getattr(pm.hook, hook_name).get_hookimpls()):
-        try:
-            result = impl.function(*[kwargs[arg] for arg in impl.argnames])
-            if inspect.isawaitable(result):
-                result = await result
-        except Exception as exc:  # isolate plugins from the page; an outage is logged once, by the outage
-            outage = getattr(kwargs.get("gateway"), "db_outage", None)
-            if outage is None or not outage.absorb(exc, f"hook {hook_name}"):
-                log.exception("plugin %s failed in hook %s", impl.plugin_name, hook_name)
-            continue
-        answers.extend(result or ())
-    return answers
+    return HookCalls(pm).register(getattr(pm.hook, hook_name), skip=skip, registry=registry, **kwargs)

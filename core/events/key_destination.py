@@ -20,7 +20,6 @@ from typing import Any, Mapping
 
 from ..infra.db import Database
 from ..types.destinations import WebhookDestination  # moved to the ground floor; importable here too
-from ..contract.plugins import call_first
 from ..types.views import payment_view_of
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -47,9 +46,9 @@ async def plugin_destination(gateway: "Gateway", payment: Mapping[str, Any]) -> 
     Runs inside the transaction that enqueues the event, so a plugin's error
     propagates and rolls the change back (to be retried), like any money-path hook.
     """
-    result = await call_first(gateway.pm, "decide_webhook_destination", gateway=gateway,
-                              merchant_id=payment["merchant_id"], brand_id=payment.get("brand_id"),
-                              payment=payment_view_of(gateway, payment))
+    result = await gateway.hooks.decide_webhook_destination(merchant_id=payment["merchant_id"],
+                                                            brand_id=payment.get("brand_id"),
+                                                            payment=payment_view_of(gateway, payment))
     if result is None:
         return WebhookDestination()
     if not isinstance(result, WebhookDestination):

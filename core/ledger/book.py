@@ -292,7 +292,7 @@ async def _cached(db: Database, keys: list[tuple[str, str]]) -> dict[tuple[str, 
 
 async def notify_posted(gateway: "Gateway", transaction: LedgerTransaction) -> None:
     """Fire ``ledger_posted``; call it after the transaction that posted has committed."""
-    await gateway.emit("ledger_posted", transaction=transaction.as_event())
+    await gateway.hooks.ledger_posted(transaction=transaction.as_event())
 
 
 async def post_and_notify(gateway: "Gateway", **kwargs: Any) -> LedgerTransaction:

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 from . import book as ledger
 from ..types.deposit_status import CONFIRMED
 from .accounts import WORLD_PREFIX, merchant_of
-from ..contract.plugins import call_filter, call_first_answer
 from ..infra.db_faults import unavailable_cause
 
 from ..contract.gateway import PluginGateway as Gateway
@@ -86,8 +85,7 @@ async def shaped_postings(gateway: "Gateway", credit: "Credit") -> list[ledger.P
     proposed = default_postings(credit)
     steps: list[tuple[str, Any]] = []
     try:
-        postings = await call_filter(gateway.pm, "filter_credit_postings", "postings", list(proposed), steps=steps,
-                                     gateway=gateway, credit=credit)
+        postings = await gateway.hooks.filter_credit_postings(credit=credit, postings=list(proposed), steps=steps)
     except Exception as exc:  # a plugin's bug: named, rolled back, retried at the next scan, logged once
         if unavailable_cause(exc) is not None:
             raise  # the database went away under the plugin: not its bug (core/infra/db_faults.py)
@@ -153,7 +151,7 @@ async def check_postings(gateway: "Gateway", credit: "Credit", postings: Any) ->
 
 async def credit_status(gateway: "Gateway", credit: "Credit") -> str | None:
     """``decide_credit_status``: CONFIRMED holds the deposit until ``complete_credit``; None credits it."""
-    plugin, answer = await call_first_answer(gateway.pm, "decide_credit_status", gateway=gateway, credit=credit)
+    plugin, answer = await gateway.hooks.decide_credit_status_answers(credit=credit)
     if answer not in (None, CONFIRMED):
         raise CreditRefused(credit.reference, f"decide_credit_status must answer None or {CONFIRMED!r}",
                             repr(answer), plugin)

@@ -15,7 +15,6 @@ from typing import Any, Mapping
 from ..accounts.merchants import merchant_for_payments
 from ..types.errors import NotFound
 from ..types.pages import PageBranding, SignInWidget
-from ..contract.plugins import call_first
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
@@ -27,7 +26,7 @@ async def check_public_form(gateway: "Gateway", form: str, body: Mapping[str, An
     Raises what a plugin raised (403 ``captcha_failed`` from the captcha plugin); returns when all allow.
     Call it before anything is written.
     """
-    await call_first(gateway.pm, "check_public_form", gateway=gateway, form=form, body=body, client_ip=client_ip)
+    await gateway.hooks.check_public_form(form=form, body=body, client_ip=client_ip)
 
 
 async def screen_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any], client_ip: str) -> bool:
@@ -39,17 +38,16 @@ async def screen_sign_in(gateway: "Gateway", action: str, body: Mapping[str, Any
     (``decide_sign_in_challenge``): pass that on to the password check as
     ``challenged``. False otherwise.
     """
-    await call_first(gateway.pm, "check_sign_in", gateway=gateway, action=action, body=body, client_ip=client_ip)
+    await gateway.hooks.check_sign_in(action=action, body=body, client_ip=client_ip)
     if action != "login":
         return False
-    return await call_first(gateway.pm, "decide_sign_in_challenge", gateway=gateway, action=action, body=body,
-                            client_ip=client_ip) is True
+    return await gateway.hooks.decide_sign_in_challenge(action=action, body=body, client_ip=client_ip) is True
 
 
 async def form_widget(gateway: "Gateway") -> SignInWidget | None:
     """The captcha widget a browser form must show (hook ``decide_sign_in_widget``), or None; a plugin answer
     that is not a ``SignInWidget`` is ignored."""
-    widget = await call_first(gateway.pm, "decide_sign_in_widget", gateway=gateway)
+    widget = await gateway.hooks.decide_sign_in_widget()
     return widget if isinstance(widget, SignInWidget) else None
 
 
@@ -64,8 +62,7 @@ async def page_branding_for(gateway: "Gateway", merchant_id: str, brand_id: str 
     answer with ``orbchain.web.pages.branded`` (template context and CSP).
     """
     try:
-        result = await call_first(gateway.pm, "decide_page_branding", gateway=gateway, merchant_id=merchant_id,
-                                  brand_id=brand_id, payment=payment)
+        result = await gateway.hooks.decide_page_branding(merchant_id=merchant_id, brand_id=brand_id, payment=payment)
     except Exception as exc:  # an outage is logged once by the database's outage, not per page view
         if not gateway.db_outage.absorb(exc, "a hosted page's branding"):
             log.exception("decide_page_branding failed for merchant %s, brand %s", merchant_id, brand_id)

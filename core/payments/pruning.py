@@ -51,7 +51,7 @@ async def _delete(gateway: "Gateway", track_ids: list[str]) -> int:
     """Tell the plugins, then delete those of ``track_ids`` still prunable; how many were deleted."""
     if not track_ids:
         return 0
-    await gateway.emit("payments_pruning", track_ids=list(track_ids))
+    await gateway.hooks.payments_pruning(track_ids=list(track_ids))
     names = {f"t{i}": t for i, t in enumerate(track_ids)}
     deleted = await gateway.db.fetch_all(
         f"DELETE FROM payments WHERE track_id IN ({', '.join(':' + k for k in names)}) AND {_PRUNABLE}"

@@ -578,7 +578,7 @@ async def cancel_payment(gateway: "Gateway", merchant_id: str, track_id: str) ->
         )
     announce_now(gateway, track_id)
     cancelled = await get_payment(gateway, merchant_id, track_id)
-    await gateway.emit("payment_cancelled", payment=payment_view_of(gateway, cancelled))
+    await gateway.hooks.payment_cancelled(payment=payment_view_of(gateway, cancelled))
     return cancelled
 
 

@@ -12,16 +12,14 @@ fires its hook after the commit, with a ``PaymentView``, and is announced on the
 
 from __future__ import annotations
 
-import inspect
 import json
-from typing import Any, Mapping
+from typing import Any, Awaitable, Callable, Mapping
 
 from ..events.after_commit import AfterCommit, run_after_commit
 from .changes import payment_changed
 from ..types.deposit_status import CREDITED, IN_PROGRESS
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination
-from ..contract.plugins import call_first
 from ..types.statuses import EXPIRED, OPEN_STATUSES, PAID, PAYING, WAITING
 from .service import STATIC, payment_deposits, payment_view
 from ..types.views import payment_view_of
@@ -40,8 +38,7 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
     deposits = await payment_deposits(gateway, track_id)
     credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
     live = any(d["status"] in IN_PROGRESS for d in deposits)
-    covered = await call_first(gateway.pm, "decide_payment_covered", gateway=gateway, payment=payment,
-                               deposits=deposits)
+    covered = await gateway.hooks.decide_payment_covered(payment=payment, deposits=deposits)
     if covered is not None:
         paid = bool(covered)  # a plugin settles this payment in another coin (a venue's payout)
     elif payment["type"] == STATIC:
@@ -60,7 +57,7 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
             {"s": PAID, "now": now, "g": generation, "t": track_id},
         )
         await payment_event(gateway, track_id, "payment.paid", f"payment.paid:{track_id}:{generation}")
-        await emit_after(gateway, "payment_paid", track_id, after)
+        await emit_after(gateway, gateway.hooks.payment_paid, track_id, after)
     elif _PROGRESS.index(status) < _PROGRESS.index(payment["status"]):
         # A step back (a deposit replaced, double-spent, dropped or reorganised away): the merchant must know.
         generation = int(payment["reverted_count"]) + 1
@@ -80,10 +77,12 @@ async def _payment_row(gateway: "Gateway", track_id: str) -> Mapping[str, Any]:
     return row
 
 
-async def emit_after(gateway: "Gateway", hook_name: str, track_id: str, after: AfterCommit) -> None:
-    """Queue ``hook_name(payment=PaymentView)`` with the payment as it stands now in this transaction."""
+async def emit_after(gateway: "Gateway", event: Callable[..., Awaitable[None]], track_id: str,
+                     after: AfterCommit) -> None:
+    """Queue ``event(payment=PaymentView)`` (a payment event of ``gateway.hooks``) with the payment as it
+    stands now in this transaction."""
     view = payment_view_of(gateway, await _payment_row(gateway, track_id))
-    after.append(lambda: gateway.emit(hook_name, payment=view))
+    after.append(lambda: event(payment=view))
 
 
 async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logical_key: str) -> None:
@@ -123,7 +122,7 @@ async def expire_payments(gateway: "Gateway") -> int:
             assert payment is not None, "selected just above; payments are never deleted"
             if payment["status"] not in OPEN_STATUSES:
                 continue
-            if await call_first(gateway.pm, "decide_payment_held_open", gateway=gateway, payment=payment):
+            if await gateway.hooks.decide_payment_held_open(payment=payment):
                 continue  # paid in time where only a plugin sees it (a venue's deposit address)
             if payment["status"] == PAYING:
                 waiting_on = await db.fetch_val(
@@ -135,7 +134,7 @@ async def expire_payments(gateway: "Gateway") -> int:
                              {"s": EXPIRED, "now": now, "t": row["track_id"]})
             # The merchant's order can be released now (issue 46: expiry sent no webhook); one per payment.
             await payment_event(gateway, row["track_id"], "payment.expired", f"payment.expired:{row['track_id']}")
-            await emit_after(gateway, "payment_expired", row["track_id"], after)
+            await emit_after(gateway, gateway.hooks.payment_expired, row["track_id"], after)
             payment_changed(gateway, row["track_id"], after)
             expired += 1
         await run_after_commit(after)
@@ -144,14 +143,8 @@ async def expire_payments(gateway: "Gateway") -> int:
 
 async def add_plugin_fields(gateway: "Gateway", body: dict[str, Any], payment: Any) -> None:
     """``extra_payment_webhook_fields``: each plugin's extra fields, never replacing one already there."""
-    caller = gateway.pm.hook.extra_payment_webhook_fields
-    for impl in reversed(caller.get_hookimpls()):
-        args = {"gateway": gateway, "payment": payment}
-        extra: Any = impl.function(*[args[arg] for arg in impl.argnames])
-        if inspect.isawaitable(extra):
-            extra = await extra
-        if not isinstance(extra, Mapping) and extra is not None:
-            raise TypeError(f"plugin {impl.plugin_name} answered extra_payment_webhook_fields"
-                            f" with {type(extra).__name__}")
-        for key, value in (extra or {}).items():
+    for plugin, extra in await gateway.hooks.extra_payment_webhook_fields_answers(payment=payment):
+        if not isinstance(extra, Mapping):
+            raise TypeError(f"plugin {plugin} answered extra_payment_webhook_fields with {type(extra).__name__}")
+        for key, value in extra.items():
             body.setdefault(key, value)

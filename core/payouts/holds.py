@@ -55,7 +55,7 @@ async def reject_held_payout(gateway: "Gateway", payout_id: str, reason: str, wi
         if within is not None:
             await within(row)
     await ledger.notify_posted(gateway, posted)
-    await gateway.emit("payout_finished", payout=hook_record(gateway, row))
+    await gateway.hooks.payout_finished(payout=hook_record(gateway, row))
     return row
 
 

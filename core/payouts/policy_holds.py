@@ -72,7 +72,7 @@ async def cancel_policy_hold(gateway: "Gateway", payout_id: str, by: str) -> Row
                                 url=row["callback_url"], request_id=row["request_id"])
     if posted is not None:
         await ledger.notify_posted(gateway, posted)
-        await gateway.emit("payout_finished", payout=hook_record(gateway, row))
+        await gateway.hooks.payout_finished(payout=hook_record(gateway, row))
     await announce_payout(gateway, row, CANCELLED_EVENT, by=by, reason=row["policy_hold"],
                           recredited="yes" if posted is not None else "no (nothing was reserved)")
     return row

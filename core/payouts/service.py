@@ -29,7 +29,6 @@ from .fee_waits import fee_wait_reason
 from ..types.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..types.errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
                      ValidationError)
-from ..contract.plugins import call_first
 from ..events.outbox import enqueue_event
 from ..types.views import PayoutView, payout_view_of
 from ..keys import AddressError, AddressFamily
@@ -298,15 +297,14 @@ async def quoted_for_hold(gateway: "Gateway", merchant_id: str, request: PayoutR
     must not hold the merchant's lock). Callers that open their own transaction call it first."""
     if not request.holdable:
         return request
-    quote = await call_first(gateway.pm, "decide_hold_quote", gateway=gateway, merchant_id=merchant_id,
-                             coin=request.route.coin.symbol)
+    quote = await gateway.hooks.decide_hold_quote(merchant_id=merchant_id, coin=request.route.coin.symbol)
     return replace(request, hold_quote=quote)
 
 
 async def _hold_if_asked(gateway: "Gateway", row: Row, request: PayoutRequest) -> None:
     """``decide_payout_hold``: a plugin (the approval policy) may keep the reserved payout from the worker."""
-    if await call_first(gateway.pm, "decide_payout_hold", gateway=gateway, payout=hook_record(gateway, row),
-                        requested_by=request.requested_by, quote=request.hold_quote, key_id=request.key_id):
+    if await gateway.hooks.decide_payout_hold(payout=hook_record(gateway, row), requested_by=request.requested_by,
+                                              quote=request.hold_quote, key_id=request.key_id):
         await gateway.db.execute("UPDATE payouts SET stage = :held WHERE id = :id", {"held": HELD, "id": row["id"]})
 
 
@@ -633,7 +631,7 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
     for transaction in (posted, fee_posted):
         if transaction is not None:
             await ledger.notify_posted(gateway, transaction)
-    await gateway.emit("payout_finished", payout=hook_record(gateway, final))
+    await gateway.hooks.payout_finished(payout=hook_record(gateway, final))
     return final
 
 

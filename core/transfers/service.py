@@ -42,7 +42,6 @@ from ..accounts.merchants import (
 from ..accounts.second_factor import verify_acting
 from ..infra.db import Database, Row
 from ..types.errors import Conflict, InsufficientBalance, InvalidRequest, NotFound
-from ..contract.plugins import call_first
 from ..events.outbox import OutboxEvent, enqueue_events
 from ..ledger.accounts import merchant_held
 from ..events.key_destination import key_destination
@@ -130,7 +129,7 @@ async def send_transfer(gateway: "Gateway", sender_id: str, request: TransferReq
         raise InsufficientBalance()
     await verify_acting(gateway, sender_id, request.member_id, request.totp_code, channel=request.totp_channel,
                         holder=sender)
-    quote = await call_first(gateway.pm, "decide_hold_quote", gateway=gateway, merchant_id=sender_id, coin=request.coin)
+    quote = await gateway.hooks.decide_hold_quote(merchant_id=sender_id, coin=request.coin)
     row, posted = await _commit(gateway, sender, recipient, request, quote)
     if posted is None:  # a concurrent twin with the same key committed first
         return TransferResult(_same_request(db, row, request), True)
@@ -181,8 +180,8 @@ async def _commit(
             if existing is None:  # pragma: no cover - only an idempotency key can conflict
                 raise RuntimeError(f"transfer {row['id']} conflicted without an idempotency key")
             return existing, None
-        if await call_first(gateway.pm, "decide_transfer_hold", gateway=gateway, transfer=hold_view(row),
-                            requested_by=request.requested_by, quote=quote, key_id=request.key_id):
+        if await gateway.hooks.decide_transfer_hold(transfer=hold_view(row), requested_by=request.requested_by,
+                                                    quote=quote, key_id=request.key_id):
             return await _hold(gateway, row)
         # No savepoint: any error here (an overdraft above all) rolls this whole transaction back.
         posted = await ledger.transfer(

@@ -50,7 +50,6 @@ from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
 from ..types.statuses import EXPIRED, PAYING, WAITING
-from ..contract.plugins import call_first
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
 from ..contract.gateway import PluginGateway as Gateway
@@ -229,7 +228,7 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
                          {"s": PAYING, "now": now, "t": payment["track_id"]})
         if confirmations < threshold:
             await payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
-            await emit_after(gateway, "payment_detected", payment["track_id"], after)
+            await emit_after(gateway, gateway.hooks.payment_detected, payment["track_id"], after)
     if confirmations >= threshold and _is_final(block, finalized):
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
         assert row is not None, "inserted just above, in this transaction"
@@ -268,8 +267,8 @@ async def _open_payment(gateway: "Gateway", transfer: Transfer, seen_at: int) ->
 async def _plugin_payment(gateway: "Gateway", chain: str, transfer: Transfer,
                           merchant_id: str) -> Mapping[str, Any] | None:
     """The open payment a plugin attaches this deposit to (``decide_deposit_payment``: a venue's payout), locked."""
-    track_id = await call_first(gateway.pm, "decide_deposit_payment", gateway=gateway, chain=chain, coin=transfer.coin,
-                                address=transfer.address, merchant_id=merchant_id)
+    track_id = await gateway.hooks.decide_deposit_payment(chain=chain, coin=transfer.coin, address=transfer.address,
+                                                          merchant_id=merchant_id)
     if not isinstance(track_id, str) or not track_id:
         return None
     return await gateway.db.fetch_one(
@@ -440,7 +439,7 @@ async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], afte
     """The deposit.credited webhook (in the transaction) and hook (after it)."""
     await _enqueue_deposit_event(gateway, "deposit.credited", credited, credited["credit_count"])
     view = deposit_view_of(gateway, credited)
-    after.append(lambda: gateway.emit("deposit_credited", deposit=view))
+    after.append(lambda: gateway.hooks.deposit_credited(deposit=view))
 
 
 async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
@@ -535,7 +534,7 @@ async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterC
     await _enqueue_deposit_event(gateway, "deposit.reversed", reversed_row, generation)
     view = deposit_view_of(gateway, reversed_row)
     after.append(lambda: ledger.notify_posted(gateway, txn))
-    after.append(lambda: gateway.emit("deposit_reversed", deposit=view))
+    after.append(lambda: gateway.hooks.deposit_reversed(deposit=view))
 
 
 async def mark_missing(gateway: "Gateway", chain: str, mempool_hashes: set[str], drop_after_seconds: int) -> int:

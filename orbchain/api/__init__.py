@@ -18,7 +18,7 @@ This module only re-exports: no code lives here.
 """
 
 # Declaring hooks: the marker every hook implementation carries, and calling a hook from a plugin.
-from ..core.contract.plugins import call_collect, call_collect_answers, call_first, for_key_kinds, hookimpl
+from ..core.contract.plugins import call_collect, for_key_kinds, hookimpl
 
 # Declaring hooks of your own for the plugins that build on yours (register_hookspecs), and their registries.
 from ..core.contract.hookspecs import hookspec
@@ -220,7 +220,7 @@ from ..core.watching.scanner import scan_job_name
 
 __all__ = [
     # hooks
-    "call_collect", "call_collect_answers", "call_first", "for_key_kinds", "hookimpl", "hookspec", "Registry",
+    "call_collect", "for_key_kinds", "hookimpl", "hookspec", "Registry",
     "get_plugin_manager",
     # gateway and configuration
     "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits", "notify_cold_sweep",

@@ -17,51 +17,56 @@ recorded and nothing else changes. See docs/dashboard.md.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ...api import hookimpl
 from . import dashboard, openapi, store, visibility
 from .routes import routes
+from ...api import DashboardNotice, Gateway, SecurityEvent
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry, ScopeRegistry,
+)
 
 PLUGIN_NAME = "activity"
 MIGRATIONS_PACKAGE = "orbchain.plugins.activity.migrations"
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_scopes(registry) -> None:
+def register_scopes(registry: ScopeRegistry) -> None:
     registry.add(visibility.SCOPE, visibility.DESCRIPTION, members_only=True)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Activity", dashboard.PAGE_PATH, order=95, render=dashboard.page,
                  submit=dashboard.submit)
 
 
 @hookimpl
-async def security_event_occurred(gateway, event) -> None:
+async def security_event_occurred(gateway: Gateway, event: SecurityEvent) -> None:
     await store.record(gateway, event)
 
 
 @hookimpl
-async def extra_dashboard_notices(gateway, merchant_id, principal):
+async def extra_dashboard_notices(gateway: Gateway, merchant_id: str, principal: Any) -> list[DashboardNotice] | None:
     return await dashboard.notices(gateway, merchant_id, principal)

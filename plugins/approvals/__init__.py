@@ -15,10 +15,16 @@ No policy: nothing changes. See docs/teams.md, "Approvals".
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from ...api import hookimpl
 from . import holds, openapi, page
 from .routes import routes
+from ...api import Gateway, PayoutView
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, JobRegistry, MigrationRegistry, OperationRegistry, RouteRegistry,
+    ScopeRegistry,
+)
 
 PLUGIN_NAME = "approvals"
 MIGRATIONS_PACKAGE = "orbchain.plugins.approvals.migrations"
@@ -30,65 +36,68 @@ async def expire_job(gateway) -> None:
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_scopes(registry) -> None:
+def register_scopes(registry: ScopeRegistry) -> None:
     registry.add(page.SCOPE, "Approve or reject payouts held by the approval policy.", members_only=True)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry: JobRegistry) -> None:
     registry.add(EXPIRY_JOB, expire_job, seconds=EXPIRY_SECONDS)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Approvals", page.PAGE_PATH, order=65, render=page.render, submit=page.submit,
                  scope=page.SCOPE, notices=page.NOTICES)
 
 
 @hookimpl
-async def decide_payout_hold_notice(gateway, merchant_id, coin, amount, requested_by):
+async def decide_payout_hold_notice(gateway: Gateway, merchant_id: str, coin: str, amount: int,
+                                    requested_by: str | None) -> str | None:
     return await holds.review_notice(gateway, merchant_id, coin, amount, requested_by)
 
 
 @hookimpl
-async def decide_hold_quote(gateway, merchant_id, coin):
+async def decide_hold_quote(gateway: Gateway, merchant_id: str, coin: str) -> Any:
     return await holds.quote(gateway, merchant_id, coin)
 
 
 @hookimpl
-async def decide_payout_hold(gateway, payout, requested_by, quote, key_id):
+async def decide_payout_hold(gateway: Gateway, payout: PayoutView, requested_by: str | None, quote: Any,
+                             key_id: str | None) -> bool | None:
     subject = holds.Subject(holds.PAYOUT, payout.id, payout.track_id, payout.merchant_id, payout.coin, payout.amount,
                             payout.destination)
     return await holds.decide(gateway, subject, requested_by, quote, key_id)
 
 
 @hookimpl
-async def check_payout_signing(gateway, payout):
+async def check_payout_signing(gateway: Gateway, payout: PayoutView) -> None:
     await holds.check_signing(gateway, payout)
 
 
 @hookimpl
-async def decide_transfer_hold(gateway, transfer, requested_by, quote, key_id):
+async def decide_transfer_hold(gateway: Gateway, transfer: Mapping[str, Any], requested_by: str | None, quote: Any,
+                               key_id: str | None) -> bool | None:
     subject = holds.Subject(holds.TRANSFER, transfer["id"], transfer["id"], transfer["merchant_id"],
                             transfer["coin"], transfer["amount"], transfer["to_account_id"])
     return await holds.decide(gateway, subject, requested_by, quote, key_id)

@@ -18,6 +18,8 @@ from ...api import for_key_kinds, hookimpl
 from . import dashboard, openapi
 from .routes import routes
 from .writer import AuditWriter
+from ...api import Gateway, KeyRequest
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 
 PLUGIN_NAME = "audit"
 MIGRATIONS_PACKAGE = "orbchain.plugins.audit.migrations"
@@ -25,17 +27,17 @@ SERVICE = "audit_writer"
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
@@ -48,15 +50,15 @@ def writer_of(gateway) -> AuditWriter:
 
 @hookimpl
 @for_key_kinds("scoped")
-async def api_key_request_answered(gateway, request) -> None:
+async def api_key_request_answered(gateway: Gateway, request: KeyRequest) -> None:
     await writer_of(gateway).append(request)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("key-actions", "Audit log", "/app/keys/audit", render=dashboard.page, scope="key:manage")

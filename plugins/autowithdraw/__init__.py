@@ -15,6 +15,9 @@ from ...api import hookimpl
 from . import dashboard, openapi
 from .check import CHECK_SECONDS, JOB_NAME, run_autowithdraw
 from .routes import routes
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, JobRegistry, MigrationRegistry, OperationRegistry, RouteRegistry,
+)
 
 PLUGIN_NAME = "autowithdraw"
 MIGRATIONS_PACKAGE = "orbchain.plugins.autowithdraw.migrations"
@@ -23,31 +26,31 @@ __all__ = ["PLUGIN_NAME", "run_autowithdraw"]
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry: JobRegistry) -> None:
     registry.add(JOB_NAME, run_autowithdraw, seconds=CHECK_SECONDS)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Auto-withdraw", "/app/auto-withdraw", order=10, render=dashboard.page,
                  submit=dashboard.submit, scope="payout:create")

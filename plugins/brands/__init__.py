@@ -18,46 +18,49 @@ from pathlib import Path
 from ...api import hookimpl
 from . import branding, dashboard, openapi
 from .routes import routes
+from ...api import Gateway, PageBranding, WebhookDestination
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 
 PLUGIN_NAME = "brands"
 MIGRATIONS_PACKAGE = "orbchain.plugins.brands.migrations"
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-async def decide_page_branding(gateway, merchant_id, brand_id):
+async def decide_page_branding(gateway: Gateway, merchant_id: str, brand_id: str | None) -> PageBranding | None:
     return await branding.page_branding(gateway, merchant_id, brand_id)
 
 
 @hookimpl
-async def decide_webhook_destination(gateway, merchant_id, brand_id):
+async def decide_webhook_destination(gateway: Gateway, merchant_id: str,
+                                     brand_id: str | None) -> WebhookDestination | None:
     return await branding.webhook_destination(gateway, merchant_id, brand_id)
 
 
 @hookimpl
-async def decide_key_brand_allowed(gateway, merchant_id, brand_id):
+async def decide_key_brand_allowed(gateway: Gateway, merchant_id: str, brand_id: str) -> bool | None:
     return await branding.key_brand_allowed(gateway, merchant_id, brand_id)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit)

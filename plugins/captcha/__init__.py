@@ -23,7 +23,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any, Mapping
 
-from ...api import hookimpl
+from ...api import Gateway, SignInWidget, hookimpl
 from .settings import PLUGIN_NAME, CaptchaSettings, parse_settings
 from .siteverify import verify_sign_in
 
@@ -44,12 +44,12 @@ def _settings(gateway: Any) -> CaptchaSettings:
 
 
 @hookimpl
-def check_config(gateway: Any) -> None:
+def check_config(gateway: Gateway) -> None:
     _settings(gateway)
 
 
 @hookimpl
-async def check_sign_in(gateway: Any, action: str, body: Mapping[str, Any], client_ip: str) -> None:
+async def check_sign_in(gateway: Gateway, action: str, body: Mapping[str, Any], client_ip: str) -> None:
     settings = _settings(gateway)
     if not settings.enabled:
         return
@@ -60,7 +60,7 @@ async def check_sign_in(gateway: Any, action: str, body: Mapping[str, Any], clie
 
 
 @hookimpl
-def decide_sign_in_challenge(gateway: Any, action: str, body: Mapping[str, Any], client_ip: str) -> bool | None:
+def decide_sign_in_challenge(gateway: Gateway, action: str, body: Mapping[str, Any], client_ip: str) -> bool | None:
     """True when this very sign-in's token was confirmed by the provider (not let through by ``fail_open``)."""
     token = body.get("turnstile_token")
     confirmed = _confirmed.get()
@@ -68,13 +68,13 @@ def decide_sign_in_challenge(gateway: Any, action: str, body: Mapping[str, Any],
 
 
 @hookimpl
-async def check_public_form(gateway: Any, form: str, body: Mapping[str, Any], client_ip: str) -> None:
+async def check_public_form(gateway: Gateway, form: str, body: Mapping[str, Any], client_ip: str) -> None:
     """The same check guards public forms that create something (a subscription enrolment)."""
     await check_sign_in(gateway, form, body, client_ip)
 
 
 @hookimpl
-def decide_sign_in_widget(gateway: Any) -> Any:
+def decide_sign_in_widget(gateway: Gateway) -> SignInWidget | None:
     """The Turnstile widget for browser sign-in pages, when a secret and a ``site_key`` are configured."""
     settings = _settings(gateway)
     return settings.widget if settings.enabled else None

@@ -11,9 +11,9 @@ JSON API keeps header authentication. Plugins add pages through
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from ...api import hookimpl
+from ...api import Gateway, hookimpl
+from ...api.hooks import AssetRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 from . import (
     code_step, openapi, routes_auth, routes_missing, routes_money, routes_payments, routes_payouts, routes_settings,
 )
@@ -25,22 +25,22 @@ MIGRATIONS_PACKAGE = "orbchain.plugins.dashboard.migrations"
 
 
 @hookimpl
-def check_config(gateway: Any) -> None:
+def check_config(gateway: Gateway) -> None:
     settings_of(gateway)
 
 
 @hookimpl
-def register_migrations(registry: Any) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_templates(registry: Any) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=HERE / "templates", static=HERE / "static")
 
 
 @hookimpl
-def register_routes(registry: Any, gateway: Any) -> None:
+def register_routes(registry: RouteRegistry, gateway: Gateway) -> None:
     for module in (routes_auth, code_step, routes_payments, routes_money, routes_payouts, routes_settings,
                    routes_missing):
         registry.add(module.routes)
@@ -50,5 +50,5 @@ def register_routes(registry: Any, gateway: Any) -> None:
 
 
 @hookimpl
-def register_openapi(registry: Any, gateway: Any) -> None:
+def register_openapi(registry: OperationRegistry, gateway: Gateway) -> None:
     openapi.register(registry, gateway)

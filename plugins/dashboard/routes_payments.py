@@ -14,7 +14,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ...api import (
-    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError, call_collect_answers,
+    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError,
     form_integer, holds_no_connection, merchant_payment_events, pagination, validate,
 )
 from ...api.merchant import (
@@ -65,14 +65,13 @@ async def home(request: web.Request, session: Session, form: Any) -> web.StreamR
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
     recent = await list_payments(gateway, session.merchant_id, limit=RECENT, full=True)
-    notices = await call_collect_answers(gateway.pm, "extra_dashboard_notices", gateway=gateway,
-                                         merchant_id=session.merchant_id, principal=principal(session))
+    notices = await gateway.hooks.extra_dashboard_notices(merchant_id=session.merchant_id, principal=principal(session))
     return render(request, session, "dashboard/home.html", {
         "account": account_view(gateway, merchant), "balances": await balance_cards(gateway, session.merchant_id),
         "payments": recent["payments"], "fragment_fallback": True,
         "payouts": (await payout_history(gateway, session.merchant_id, RECENT))["payouts"],
         "panels": gateway.dashboard.entries("home-panels"),
-        "alerts": [n for n in notices if isinstance(n, DashboardNotice)],
+        "alerts": [n for answer in notices for n in answer if isinstance(n, DashboardNotice)],
         # No shop name yet: payers would see a bare "Payment"; the home page asks for it (issue 49 item 4).
         "ask_shop_name": not merchant["display_name"],
     })

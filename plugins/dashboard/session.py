@@ -31,7 +31,7 @@ from typing import Any
 from aiohttp import web
 
 from ...api import (
-    GATEWAY, ApiError, Principal, Unauthorized, call_first, dashboard_principal, dashboard_token_revoked,
+    GATEWAY, ApiError, Principal, Unauthorized, dashboard_principal, dashboard_token_revoked,
     revoke_dashboard_token,
 )
 from ...api.merchant import JWT_LIFETIME_SECONDS, decode_dashboard_token, get_merchant, member_totp_enabled
@@ -203,8 +203,8 @@ async def ended_because(request: web.Request) -> str | None:
         return "account-disabled"
     if await dashboard_token_revoked(gateway, claims):
         return "session-signed-out"
-    if claims.get("mbr") is not None and await call_first(
-            gateway.pm, "decide_member", gateway=gateway, merchant_id=row["id"], member_id=claims["mbr"]) is None:
+    if claims.get("mbr") is not None and await gateway.hooks.decide_member(merchant_id=row["id"],
+                                                                           member_id=claims["mbr"]) is None:
         return "member-removed"
     if int(row["token_version"]) != claims.get("tv", 0):
         return "session-revoked"

@@ -23,6 +23,7 @@ from typing import Any
 
 from ...api import Config, ConfigError, checked_block, hookimpl
 from .venue import DevnetVenue, Knobs
+from ...api import Gateway
 
 PLUGIN_NAME = "devnet_venue"
 KEYS = ("enabled", "fee_bps", "delay_seconds", "short_bps", "rates")
@@ -63,12 +64,12 @@ def read_settings(config: Config) -> tuple[bool, Knobs]:
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     read_settings(gateway.config)
 
 
 @hookimpl(optionalhook=True)  # declared by the swaps plugin: without it, no venue is asked for
-def register_swap_venues(registry, gateway) -> None:
+def register_swap_venues(registry, gateway: Gateway) -> None:
     enabled, knobs = read_settings(gateway.config)
     if enabled:
         registry.add(DevnetVenue(gateway.coins, gateway.now, knobs))

@@ -20,6 +20,8 @@ from . import dashboard, openapi, store
 from .routes_dashboard import routes as dashboard_routes
 from .routes_public import routes as public_routes
 from .settings import PLUGIN_NAME, settings_of
+from ...api import Gateway
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 
 HERE = Path(__file__).resolve().parent
 MIGRATIONS_PACKAGE = "orbchain.plugins.links.migrations"
@@ -28,38 +30,38 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     settings_of(gateway, PLUGIN_NAME)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(dashboard_routes)
     registry.add(public_routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     # donate.js has its own route (/assets/donate.js, SPEC 4.14): no static folder to serve.
     registry.add(templates=HERE / "templates")
 
 
 @hookimpl
-async def payments_pruning(gateway, track_ids) -> None:
+async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
     await store.forget_invoices(gateway, track_ids)
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Payment links", "/app/links", order=50, render=dashboard.page,
                  submit=dashboard.submit)

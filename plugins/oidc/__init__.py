@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
-from typing import Any
 
-from ...api import EVERYONE, AddressProver, hookimpl
+from ...api import EVERYONE, AddressProver, Gateway, hookimpl
 from . import landings, member_page, openapi, proofs, second_step
 from .config import provider_of, settings_of
 from .routes import routes, start_proof
 from .settings import PLUGIN_NAME
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.oidc.migrations"
 
@@ -39,44 +39,44 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def check_config(gateway: Any) -> None:
+def check_config(gateway: Gateway) -> None:
     settings_of(gateway)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
     registry.add(second_step.routes)
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Sign-in", member_page.PAGE_PATH, order=35, render=member_page.render,
                  submit=member_page.submit, scope=EVERYONE)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def gateway_started(gateway: Any) -> None:
+def gateway_started(gateway: Gateway) -> None:
     landings.offer(gateway, settings_of(gateway))
 
 
 @hookimpl
-def decide_address_prover(gateway: Any) -> AddressProver | None:
+def decide_address_prover(gateway: Gateway) -> AddressProver | None:
     if provider_of(gateway) is None:
         return None
     return AddressProver(proofs.LABEL, functools.partial(start_proof, gateway))

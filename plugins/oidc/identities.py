@@ -31,7 +31,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...api import (
-    AccountSession, Conflict, Forbidden, SecondFactorDue, account_by_email, call_first, create_account,
+    AccountSession, Conflict, Forbidden, SecondFactorDue, account_by_email, create_account,
     refuse_in_maintenance, sign_in_account,
 )
 from .linking import attach, linked_to
@@ -89,8 +89,8 @@ async def sign_in(gateway: "Gateway", identity: Identity) -> AccountSession | Se
     if linked is not None:
         return await _linked_session(gateway, identity, linked)
     email = verified_email(identity)
-    if await account_by_email(gateway, email) is not None or await call_first(
-            gateway.pm, "decide_member_login", gateway=gateway, email=email) is not None:
+    if await account_by_email(gateway, email) is not None or (
+            await gateway.hooks.decide_member_login(email=email) is not None):
         raise NotLinked()
     refuse_in_maintenance(gateway)  # like POST /dashboard/auth/signup; signing in to an account still works
     try:

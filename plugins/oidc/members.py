@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...api import AccountSession, Member, MemberRemoved, SecondFactorDue, call_first, sign_in_member
+from ...api import AccountSession, Member, MemberRemoved, SecondFactorDue, sign_in_member
 from ...api.merchant import member_totp_enabled
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,8 +29,7 @@ METHOD = "identity_provider"
 
 async def current_member(gateway: "Gateway", merchant_id: str, member_id: str) -> Member | None:
     """The member as the teams plugin answers now; None once removed (or without a teams plugin)."""
-    return await call_first(gateway.pm, "decide_member", gateway=gateway, merchant_id=merchant_id,
-                            member_id=member_id)
+    return await gateway.hooks.decide_member(merchant_id=merchant_id, member_id=member_id)
 
 
 async def member_session(gateway: "Gateway", merchant_id: str, member_id: str,

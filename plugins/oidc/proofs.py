@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ...api import AccountSession, InvalidRequest, ProvenAddress, SecondFactorDue, call_first
+from ...api import AccountSession, InvalidRequest, ProvenAddress, SecondFactorDue
 from .identities import verified_email
 from .linking import LinkedElsewhere, left_behind, link, linked_to
 from .logins import AddressRequest, LinkTarget
@@ -41,8 +41,8 @@ async def complete(gateway: "Gateway", identity: Identity,
     row = await linked_to(gateway, identity)
     if row is not None and not await left_behind(gateway, row):
         raise LinkedElsewhere()
-    member = await call_first(gateway.pm, "decide_proven_address", gateway=gateway, purpose=request.purpose,
-                              reference=request.reference, address=address)
+    member = await gateway.hooks.decide_proven_address(purpose=request.purpose, reference=request.reference,
+                                                       address=address)
     if member is None:
         raise InvalidRequest("nothing was waiting for this sign-in any more; please start again",
                              code="invalid_state")

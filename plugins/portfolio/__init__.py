@@ -13,25 +13,26 @@ from pathlib import Path
 
 from . import dashboard, openapi
 from .routes import routes
+from ...api.hooks import AssetRegistry, DashboardRegistry, OperationRegistry, RouteRegistry
 
 PLUGIN_NAME = "portfolio"
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Portfolio", "/app/portfolio", order=10, render=dashboard.page)

@@ -31,6 +31,8 @@ from .consensus import ConsensusPriceSource
 from .settings import PLUGIN_NAME, PriceSettings, read_settings
 from .sources import (COINBASE_URL, COINGECKO_URL, KRAKEN_URL, STATIC_FIAT_PER_USD, CoinbasePriceSource,
                       CoinGeckoPriceSource, KrakenPriceSource, StaticPriceSource)
+from ...api import Gateway
+from ...api.hooks import PriceSourceRegistry
 
 __all__ = ["CoinGeckoPriceSource", "CoinbasePriceSource", "ConsensusPriceSource", "KrakenPriceSource",
            "STATIC_FIAT_PER_USD", "StaticPriceSource"]
@@ -52,12 +54,12 @@ def _settings(gateway: Any) -> PriceSettings:
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     _settings(gateway)
 
 
 @hookimpl(trylast=True)
-def register_price_sources(registry, gateway) -> None:
+def register_price_sources(registry: PriceSourceRegistry, gateway: Gateway) -> None:
     # Last, so every other plugin's source is registered before the choice is checked.
     settings = _settings(gateway)
     block = gateway.config.plugin_config(PLUGIN_NAME)
@@ -78,9 +80,9 @@ def register_price_sources(registry, gateway) -> None:
 
 
 @hookimpl
-def gateway_started(gateway) -> None:
+def gateway_started(gateway: Gateway) -> None:
     settings = _settings(gateway)
-    sources = [gateway.price_sources.get(name) for name in settings.sources]
+    sources: list[Any] = [gateway.price_sources.get(name) for name in settings.sources]  # registered: see above
     if not sources:
         return  # production with no source named: nothing is priced rather than priced wrong
     source = sources[0] if len(sources) == 1 else ConsensusPriceSource(

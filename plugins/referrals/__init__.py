@@ -13,11 +13,16 @@ catches up on anything a crash kept from the hook. ``GET
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from ...api import hookimpl
 from . import dashboard, openapi
 from .earnings import CATCH_UP_SECONDS, catch_up, on_posted
 from .routes import routes
+from ...api import Gateway
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, JobRegistry, MigrationRegistry, OperationRegistry, RouteRegistry,
+)
 
 PLUGIN_NAME = "referrals"
 MIGRATIONS_PACKAGE = "orbchain.plugins.referrals.migrations"
@@ -25,35 +30,35 @@ JOB_NAME = "referrals-catch-up"
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry: JobRegistry) -> None:
     registry.add(JOB_NAME, catch_up, seconds=CATCH_UP_SECONDS)
 
 
 @hookimpl
-async def ledger_posted(gateway, transaction) -> None:
+async def ledger_posted(gateway: Gateway, transaction: Mapping[str, Any]) -> None:
     await on_posted(gateway, transaction)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Referrals", "/app/referrals", order=80, render=dashboard.page)

@@ -16,6 +16,9 @@ from ...api import hookimpl
 from . import dashboard, openapi
 from .routes import routes
 from .tick import JOB_NAME, TICK_SECONDS, run_schedules
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, JobRegistry, MigrationRegistry, OperationRegistry, RouteRegistry,
+)
 
 PLUGIN_NAME = "schedules"
 MIGRATIONS_PACKAGE = "orbchain.plugins.schedules.migrations"
@@ -24,31 +27,31 @@ __all__ = ["PLUGIN_NAME", "run_schedules"]
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry: JobRegistry) -> None:
     registry.add(JOB_NAME, run_schedules, seconds=TICK_SECONDS)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Schedules", "/app/schedules", order=60, render=dashboard.page,
                  submit=dashboard.submit, scope="payout:create")

@@ -11,8 +11,10 @@ hook, ``decide_deposit_confirmations``.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
-from ...api import hookimpl
+from ...api import Gateway, hookimpl
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry
 from . import dashboard
 from .rule import required_confirmations
 
@@ -21,21 +23,22 @@ MIGRATIONS_PACKAGE = "orbchain.plugins.speed.migrations"
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Confirmation speed", "/app/speed", order=21, render=dashboard.page,
                  submit=dashboard.submit, scope="settings:manage")
 
 
 @hookimpl
-async def decide_deposit_confirmations(gateway, merchant_id, coin, amount, payment):
+async def decide_deposit_confirmations(gateway: Gateway, merchant_id: str, coin: str, amount: int,
+                                       payment: Mapping[str, Any] | None) -> int | None:
     return await required_confirmations(gateway, merchant_id, coin, amount, payment)

@@ -18,6 +18,8 @@ from .credit import split_postings
 from .entries import FIELD, parse, store
 from .release import JOB_NAME, JOB_SECONDS, mark_reversed, release_deposit, release_pending
 from .routes import routes
+from ...api import Credit, DepositView, Gateway, Posting
+from ...api.hooks import JobRegistry, MigrationRegistry, OperationRegistry, PaymentFieldRegistry, RouteRegistry
 
 PLUGIN_NAME = "splits"
 MIGRATIONS_PACKAGE = "orbchain.plugins.splits.migrations"
@@ -27,40 +29,40 @@ __all__ = ["PLUGIN_NAME", "release_pending"]
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_payment_fields(registry) -> None:
+def register_payment_fields(registry: PaymentFieldRegistry) -> None:
     registry.add(FIELD, parse, store, excludes=EXCLUDES)
 
 
 @hookimpl
-async def filter_credit_postings(gateway, credit, postings):
+async def filter_credit_postings(gateway: Gateway, credit: Credit, postings: list[Posting]) -> list[Posting] | None:
     return await split_postings(gateway, credit, postings)
 
 
 @hookimpl
-async def deposit_credited(gateway, deposit) -> None:
+async def deposit_credited(gateway: Gateway, deposit: DepositView) -> None:
     await release_deposit(gateway, deposit.id)
 
 
 @hookimpl
-async def deposit_reversed(gateway, deposit) -> None:
+async def deposit_reversed(gateway: Gateway, deposit: DepositView) -> None:
     await mark_reversed(gateway, deposit.id)
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry: JobRegistry) -> None:
     registry.add(JOB_NAME, release_pending, seconds=JOB_SECONDS)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)

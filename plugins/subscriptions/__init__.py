@@ -22,6 +22,11 @@ from . import billing, dashboard, openapi, webhooks
 from .pages import routes as page_routes
 from .routes_api import SCOPES, routes as api_routes
 from .settings import PLUGIN_NAME, read_settings
+from ...api import Gateway, PaymentView
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, EventKindRegistry, JobRegistry, MigrationRegistry, OperationRegistry,
+    RouteRegistry, ScopeRegistry,
+)
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.subscriptions.migrations"
 HERE = Path(__file__).resolve().parent
@@ -30,69 +35,69 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     read_settings(gateway)  # settings.py: every key checked, a misspelt one stops the start
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_scopes(registry) -> None:
+def register_scopes(registry: ScopeRegistry) -> None:
     for name, description in SCOPES.items():
         registry.add(name, description, legacy_keys=("merchant",))  # SPEC 5.1: the merchant key covers them
 
 
 @hookimpl
-def register_event_kinds(registry) -> None:
+def register_event_kinds(registry: EventKindRegistry) -> None:
     for name, description in webhooks.EVENT_KINDS.items():
         registry.add(name, description)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(api_routes)
     registry.add(page_routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=HERE / "templates")
 
 
 @hookimpl
-def register_jobs(registry) -> None:
+def register_jobs(registry: JobRegistry) -> None:
     registry.add(billing.JOB_NAME, billing.billing_job, seconds=billing.TICK_SECONDS)
 
 
 @hookimpl
-async def payment_paid(gateway, payment) -> None:
+async def payment_paid(gateway: Gateway, payment: PaymentView) -> None:
     await billing.payment_changed(gateway, payment.track_id)
 
 
 @hookimpl
-async def payment_expired(gateway, payment) -> None:
+async def payment_expired(gateway: Gateway, payment: PaymentView) -> None:
     await billing.payment_changed(gateway, payment.track_id)
 
 
 @hookimpl
-async def payment_cancelled(gateway, payment) -> None:
+async def payment_cancelled(gateway: Gateway, payment: PaymentView) -> None:
     await billing.payment_changed(gateway, payment.track_id)
 
 
 @hookimpl
-async def payments_pruning(gateway, track_ids) -> None:
+async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
     await billing.forget_pruned(gateway, track_ids)
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Subscriptions", "/app/subscriptions", order=40, render=dashboard.page,
                  submit=dashboard.submit)

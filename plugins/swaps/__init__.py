@@ -14,6 +14,7 @@ without HTTP, e.g. by the mini-app), ``engine`` (the job) and ``settle``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from ...api import hookimpl
 from . import dashboard, hookspecs, openapi, settle, venuein
@@ -21,6 +22,11 @@ from .engine import JOB_NAME, JOB_SECONDS, run_swaps
 from .routes import routes
 from .settings import PLUGIN_NAME, read_settings
 from .venue_registry import close_venues, collect_venues
+from ...api import Coin, Credit, DepositView, Gateway, PaymentView, Posting, ReceiveTarget
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, HookspecRegistry, JobRegistry, MigrationRegistry, OperationRegistry,
+    PaymentFieldRegistry, RouteRegistry, ScopeRegistry,
+)
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.swaps.migrations"
 
@@ -28,105 +34,106 @@ __all__ = ["PLUGIN_NAME", "run_swaps"]
 
 
 @hookimpl
-def register_hookspecs(registry) -> None:
+def register_hookspecs(registry: HookspecRegistry) -> None:
     registry.add(hookspecs)  # register_swap_venues, for venue plugins
 
 
 @hookimpl
-def register_scopes(registry) -> None:
+def register_scopes(registry: ScopeRegistry) -> None:
     # A team member's permission to swap (finance's); the dashboard routes take no API key.
     registry.add("swap:create", "Quote and start swaps from the dashboard.", members_only=True)
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     read_settings(gateway.config)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     collect_venues(gateway)  # while the gateway is built: a venue added twice stops the start
     registry.add(JOB_NAME, run_swaps, seconds=JOB_SECONDS)
 
 
 @hookimpl
-async def gateway_stopping(gateway) -> None:
+async def gateway_stopping(gateway: Gateway) -> None:
     await close_venues(gateway)
 
 
 @hookimpl
-def register_payment_fields(registry) -> None:
+def register_payment_fields(registry: PaymentFieldRegistry) -> None:
     settle.register_field(registry)
 
 
 @hookimpl
-async def filter_credit_postings(gateway, credit, postings):
+async def filter_credit_postings(gateway: Gateway, credit: Credit, postings: list[Posting]) -> list[Posting] | None:
     if await venuein.on_credit(gateway, credit):
         return None  # a deposit venue's payout: the settlement coin already, credited as it is
     return await settle.credit_postings(gateway, credit, postings)
 
 
 @hookimpl(tryfirst=True)
-async def decide_receive_target(gateway, payment, coin):
+async def decide_receive_target(gateway: Gateway, payment: Mapping[str, Any], coin: Coin) -> ReceiveTarget | None:
     return await venuein.receive_target(gateway, payment, coin)
 
 
 @hookimpl
-async def decide_deposit_payment(gateway, chain, coin, address, merchant_id):
+async def decide_deposit_payment(gateway: Gateway, chain: str, coin: str, address: str, merchant_id: str) -> str | None:
     return await venuein.deposit_payment(gateway, coin, address, merchant_id)
 
 
 @hookimpl
-async def decide_payment_covered(gateway, payment, deposits):
+async def decide_payment_covered(gateway: Gateway, payment: Mapping[str, Any], deposits: list[Mapping[str,
+                                 Any]]) -> bool | None:
     return await venuein.covered(gateway, payment)
 
 
 @hookimpl
-async def decide_payment_held_open(gateway, payment):
+async def decide_payment_held_open(gateway: Gateway, payment: Mapping[str, Any]) -> bool | None:
     return await venuein.held_open(gateway, payment)
 
 
 @hookimpl
-def decide_settlement_coin(merchant):
+def decide_settlement_coin(merchant: Mapping[str, Any]) -> str | None:
     return settle.settlement_coin_of(merchant)
 
 
 @hookimpl
-async def decide_credit_status(gateway, credit):
+async def decide_credit_status(gateway: Gateway, credit: Credit) -> str | None:
     return await settle.credit_status(gateway, credit)
 
 
 @hookimpl
-async def extra_payment_webhook_fields(gateway, payment):
+async def extra_payment_webhook_fields(gateway: Gateway, payment: PaymentView) -> Mapping[str, Any] | None:
     return await settle.webhook_fields(gateway, payment)
 
 
 @hookimpl
-async def deposit_reversed(gateway, deposit):
+async def deposit_reversed(gateway: Gateway, deposit: DepositView) -> None:
     await settle.deposit_reversed(gateway, deposit)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Swaps", "/app/swaps", order=70, render=dashboard.page, submit=dashboard.submit,
                  scope="swap:create")

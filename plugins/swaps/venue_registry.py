@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...api import call_collect
+from . import hookspecs
 from .venues import SwapVenueRegistry
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,7 +25,7 @@ SERVICE_NAME = "swaps.venues"
 
 def collect_venues(gateway: "Gateway") -> SwapVenueRegistry:
     """Ask every venue plugin for its venues and keep them on the gateway (replacing any earlier set)."""
-    venues = call_collect(gateway.pm, "register_swap_venues", SwapVenueRegistry(), gateway=gateway)
+    venues = gateway.hooks.collect_declared(hookspecs.register_swap_venues, registry=SwapVenueRegistry())
     gateway.services[SERVICE_NAME] = venues
     return venues
 

@@ -20,55 +20,58 @@ from pathlib import Path
 from ...api import hookimpl
 from . import accept, joining, member_routes, members, openapi, own_2fa, page
 from .settings import PLUGIN_NAME, settings_of
+from ...api import Gateway, Member, MemberLogin, ProvenAddress
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 
 MIGRATIONS_PACKAGE = "orbchain.plugins.teams.migrations"
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     settings_of(gateway)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(accept.routes)
     registry.add(own_2fa.routes)
     registry.add(member_routes.routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Team", page.PAGE_PATH, order=20, render=page.render, submit=page.submit,
                  scope=page.SCOPE)
 
 
 @hookimpl
-async def decide_member(gateway, merchant_id, member_id):
+async def decide_member(gateway: Gateway, merchant_id: str, member_id: str) -> Member | None:
     return await members.member(gateway, merchant_id, member_id)
 
 
 @hookimpl
-async def decide_member_login(gateway, email):
+async def decide_member_login(gateway: Gateway, email: str) -> MemberLogin | None:
     return await members.login(gateway, email)
 
 
 @hookimpl
-async def decide_proven_address(gateway, purpose, reference, address):
+async def decide_proven_address(gateway: Gateway, purpose: str, reference: str,
+                                address: ProvenAddress) -> Member | None:
     if purpose != joining.PURPOSE:
         return None
     return await joining.join_with_proof(gateway, reference, address)

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 from ...api import (
     AddressProver, Conflict, Field, Gone, NotConfigured, NotFound, Principal, ValidationError, account_by_email,
-    announce_security_event, call_first, insert_statement, validate,
+    announce_security_event, insert_statement, validate,
 )
 from ...api.merchant import get_merchant
 from . import mail, members, roles
@@ -60,7 +60,7 @@ def link(gateway: Any, token: str) -> str:
 
 async def address_prover(gateway: Any) -> AddressProver | None:
     """The identity provider that can prove an invited address, if one is configured."""
-    return await call_first(gateway.pm, "decide_address_prover", gateway=gateway)
+    return await gateway.hooks.decide_address_prover()
 
 
 async def address_in_use(gateway: Any, email: str) -> bool:

@@ -23,6 +23,10 @@ from . import bot, dashboard, linking, notify, openapi
 from .routes_app import routes as app_routes
 from .routes_link import routes as link_routes
 from .settings import PLUGIN_NAME, settings_of
+from ...api import Gateway, PaymentView, PayoutView
+from ...api.hooks import (
+    AssetRegistry, DashboardRegistry, JobRegistry, MigrationRegistry, OperationRegistry, RouteRegistry,
+)
 
 HERE = Path(__file__).resolve().parent
 MIGRATIONS_PACKAGE = "orbchain.plugins.telegram.migrations"
@@ -32,39 +36,39 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     settings_of(gateway)
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(link_routes)
     registry.add(app_routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=HERE / "templates", static=HERE / "static")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Telegram", linking.PAGE_PATH, order=60, render=dashboard.page,
                  submit=dashboard.submit, scope="account:credentials")
 
 
 @hookimpl
-def register_jobs(registry, gateway) -> None:
+def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     settings = settings_of(gateway)
     if not settings.enabled:
         return
@@ -75,21 +79,21 @@ def register_jobs(registry, gateway) -> None:
 
 
 @hookimpl
-async def gateway_started(gateway) -> None:
+async def gateway_started(gateway: Gateway) -> None:
     linking.offer(gateway)
     await bot.register_webhook(gateway)
 
 
 @hookimpl
-async def gateway_stopping(gateway) -> None:
+async def gateway_stopping(gateway: Gateway) -> None:
     await bot.close(gateway)
 
 
 @hookimpl
-async def payment_paid(gateway, payment) -> None:
+async def payment_paid(gateway: Gateway, payment: PaymentView) -> None:
     await notify.payment_paid(gateway, payment)
 
 
 @hookimpl
-async def payout_finished(gateway, payout) -> None:
+async def payout_finished(gateway: Gateway, payout: PayoutView) -> None:
     await notify.payout_finished(gateway, payout)

@@ -10,14 +10,14 @@ hook that runs twice after a crash queues one message.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from . import store
 from .bot import text_message
 from .settings import settings_of
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ...api import Gateway
+    from ...api import Gateway, PaymentView, PayoutView
 
 
 def _amount(gateway: "Gateway", coin: str, units: Any) -> str:
@@ -36,13 +36,13 @@ async def _send(gateway: "Gateway", merchant_id: str, key: str, text: str) -> No
     await store.enqueue(gateway, f"{key}:{chat_id}", chat_id, text_message(chat_id, text))
 
 
-async def payment_paid(gateway: "Gateway", payment: Mapping[str, Any]) -> None:
+async def payment_paid(gateway: "Gateway", payment: PaymentView) -> None:
     what = _amount(gateway, payment["pay_currency"], payment["pay_amount"])
     await _send(gateway, payment["merchant_id"], f"payment.paid:{payment['track_id']}",
                 f"Payment {payment['track_id']} is paid: {what}.")
 
 
-async def payout_finished(gateway: "Gateway", payout: Mapping[str, Any]) -> None:
+async def payout_finished(gateway: "Gateway", payout: PayoutView) -> None:
     what = _amount(gateway, payout["coin"], payout["amount"])
     if payout["status"] == "Confirmed":
         text = f"Payout {payout['track_id']} is confirmed: {what}."

@@ -15,6 +15,8 @@ from ..links.settings import settings_of
 from . import openapi
 from .routes import routes
 from .settings import PLUGIN_NAME
+from ...api import Gateway
+from ...api.hooks import AssetRegistry, OperationRegistry, RouteRegistry
 
 HERE = Path(__file__).resolve().parent
 
@@ -22,20 +24,20 @@ __all__ = ["PLUGIN_NAME"]
 
 
 @hookimpl
-def check_config(gateway) -> None:
+def check_config(gateway: Gateway) -> None:
     settings_of(gateway, PLUGIN_NAME)
 
 
 @hookimpl
-def register_routes(registry) -> None:
+def register_routes(registry: RouteRegistry) -> None:
     registry.add(routes)
 
 
 @hookimpl
-def register_openapi(registry) -> None:
+def register_openapi(registry: OperationRegistry) -> None:
     openapi.register(registry)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=HERE / "templates")

@@ -12,31 +12,35 @@ answers first.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, Mapping
 
 from ...api import hookimpl
 from . import dashboard
 from .rule import covered_within_tolerance
+from ...api import Gateway
+from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry
 
 PLUGIN_NAME = "tolerance"
 MIGRATIONS_PACKAGE = "orbchain.plugins.tolerance.migrations"
 
 
 @hookimpl
-def register_migrations(registry) -> None:
+def register_migrations(registry: MigrationRegistry) -> None:
     registry.add_package(PLUGIN_NAME, MIGRATIONS_PACKAGE)
 
 
 @hookimpl
-def register_templates(registry) -> None:
+def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
-def register_dashboard_pages(registry) -> None:
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Underpayment tolerance", "/app/tolerance", order=20, render=dashboard.page,
                  submit=dashboard.submit, scope="settings:manage")
 
 
 @hookimpl(trylast=True)
-async def decide_payment_covered(gateway, payment, deposits):
+async def decide_payment_covered(gateway: Gateway, payment: Mapping[str, Any], deposits: list[Mapping[str,
+                                 Any]]) -> bool | None:
     return await covered_within_tolerance(gateway, payment, deposits)

@@ -49,6 +49,7 @@ filter_thing = declare("filter_thing", kind=HookKind.FILTER)
 extra_things = declare("extra_things", kind=HookKind.EXTRA)
 extra_decorations = declare("extra_decorations", kind=HookKind.EXTRA, isolated=True)  # a failure only logged
 thing_happened = declare("thing_happened", kind=HookKind.EVENT)
+thing_watched = declare("thing_watched", kind=HookKind.EVENT, selective=True)  # listeners may be chosen
 
 
 SPECS = sys.modules[__name__]
@@ -454,6 +455,63 @@ async def test_an_isolated_extra_skips_a_failing_plugin_and_a_plain_one_does_not
     pm = manager(Plugin("good", True), Both("failing", True, ValueError("broken")))
     with pytest.raises(ValueError, match="broken"):
         await HookCalls(pm).extra(pm.hook.extra_things, gateway=None, value="v")
+
+
+async def test_an_isolated_extra_leaves_a_database_outage_to_the_outage(caplog):
+    """A page decoration that met the database away: the outage counts and logs it once, not the caller."""
+    pm = manager(Failing("failing", True, ValueError("away")))
+    gateway = Gateway(away=True)
+    with caplog.at_level(logging.ERROR, logger="orbchain.core.contract.hook_caller"):
+        answers = await HookCalls(pm).extra_answers(pm.hook.extra_decorations, gateway=gateway, value="v")
+    assert answers == []
+    assert gateway.absorbed == ["hook extra_decorations"] and gateway.held == []
+    assert "failing" not in caplog.text
+
+
+async def test_an_awaited_failure_keeps_where_it_was_raised():
+    """The outage test and a refused credit's culprit read the traceback: the bridge must not cut it."""
+
+    async def deep_in_the_driver() -> None:
+        await asyncio.sleep(0)
+        raise ConnectionRefusedError(111, "refused")
+
+    class Driver:
+        name = "driver"
+
+        @hookimpl
+        def decide_thing(self, value: Any) -> Any:
+            return deep_in_the_driver()
+
+    pm = manager(Driver())
+    with pytest.raises(ConnectionRefusedError) as raised:
+        await HookCalls(pm).decide(pm.hook.decide_thing, gateway=None, value="v")
+    assert "deep_in_the_driver" in [frame.name for frame in raised.traceback]
+
+
+async def test_a_selective_event_tells_only_the_implementations_given():
+    heard: list[str] = []
+
+    class Listener:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        @hookimpl
+        async def thing_watched(self, value: Any) -> None:
+            heard.append(self.name)
+
+        @hookimpl
+        def thing_happened(self, value: Any) -> None:
+            heard.append(self.name)
+
+    pm = manager(Listener("a"), Listener("b"), Listener("c"))
+    calls = HookCalls(pm)
+    chosen = [impl for impl in pm.hook.thing_watched.get_hookimpls() if impl.plugin_name != "b"]
+    await calls.event(pm.hook.thing_watched, only=chosen, gateway=None, value="v")
+    assert heard == ["c", "a"]
+    await calls.event(pm.hook.thing_watched, only=(), gateway=None, value="v")
+    assert heard == ["c", "a"]
+    with pytest.raises(TypeError, match="thing_happened is not declared selective"):
+        await calls.event(pm.hook.thing_happened, only=chosen, gateway=None, value="v")
 
 
 async def test_extra_returns_every_answer_with_its_plugin():

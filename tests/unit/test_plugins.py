@@ -11,7 +11,8 @@ from orbchain.core.money.coins import Coin
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.startup import build_gateway
 from orbchain.core.keys import NETWORKS, AddressFamily
-from orbchain.core.contract.plugins import call_event, get_plugin_manager, hookimpl, plugin_names
+from orbchain.core.contract.hooks import Hooks
+from orbchain.core.contract.plugins import get_plugin_manager, hookimpl, plugin_names
 from orbchain.core.contract.registries import StartupError
 from orbchain.web.app import create_app
 
@@ -200,7 +201,7 @@ async def test_event_hooks_await_async_impls_and_isolate_failures(caplog):
             seen.append((gateway, payment["track_id"]))
 
     pm = get_plugin_manager([("broken", Broken()), ("listener", AsyncListener())], load_entrypoints=False)
-    await call_event(pm, "payment_paid", gateway="gw", payment={"track_id": "T1"})
+    await Hooks(pm, "gw").payment_paid(payment={"track_id": "T1"})
     assert seen == [("gw", "T1")]
     assert "broken" in caplog.text and "payment_paid" in caplog.text
 

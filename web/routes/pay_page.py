@@ -133,10 +133,7 @@ async def usd_estimate(gateway: Gateway, view: Mapping[str, Any]) -> str | None:
 
 def plugin_forms(gateway: Gateway, view: Mapping[str, Any]) -> list[Any]:
     """Forms plugins add to an open payment's page (``extra_pay_page_forms`` hook)."""
-    forms: list[Any] = []
-    for result in gateway.pm.hook.extra_pay_page_forms(gateway=gateway, payment=view):
-        forms.extend(result or ())
-    return forms
+    return [form for forms in gateway.hooks.extra_pay_page_forms(payment=view) for form in forms]
 
 
 async def content_context(
