@@ -255,7 +255,9 @@ def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") 
     """Contribute entries to named dashboard slots (navigation, settings tabs).
 
     Called once at startup. Call ``registry.add(slot, title, path,
-    order=100, render=None, submit=None)``; the dashboard reads
+    order=100, render=None, submit=None, group="")`` (``group``: the
+    ``header-nav`` group the entry joins, one of ``orbchain.api.NAV_GROUPS``
+    or its own; none means "More"); the dashboard reads
     ``gateway.dashboard.entries(slot)``. Slots: ``header-nav`` (main
     navigation), ``settings-nav`` (settings tabs), ``payment-actions``
     (links on a payment), ``key-actions`` (links on an API key),

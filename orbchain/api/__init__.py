@@ -157,7 +157,7 @@ from ..core.accounts.key_powers import (
 from ..core.types.pages import DashboardNotice, DashboardRedirect, DashboardView
 # Proving a person holds an e-mail address (decide_address_prover, decide_proven_address): an identity provider.
 from ..core.types.pages import AddressProver
-from ..core.contract.registries import DashboardPage
+from ..core.contract.registries import NAV_GROUPS, DashboardPage
 
 # Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
 from ..core.events.key_destination import WebhookDestination
@@ -280,7 +280,7 @@ __all__ = [
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
-    "DashboardNotice", "DashboardPage", "DashboardRedirect", "DashboardView",
+    "NAV_GROUPS", "DashboardNotice", "DashboardPage", "DashboardRedirect", "DashboardView",
     # proving an e-mail address
     "AddressProver",
     # hosted pages

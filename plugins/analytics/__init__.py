@@ -54,4 +54,4 @@ def register_templates(registry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry) -> None:
-    registry.add("header-nav", "Analytics", "/app/analytics", order=20, render=dashboard.page)
+    registry.add("header-nav", "Analytics", "/app/analytics", order=20, render=dashboard.page, group="Overview")

@@ -60,4 +60,5 @@ def register_templates(registry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry) -> None:
-    registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit)
+    registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit,
+                 group="Account")

@@ -62,4 +62,4 @@ async def payments_pruning(gateway, track_ids) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("header-nav", "Payment links", "/app/links", order=50, render=dashboard.page,
-                 submit=dashboard.submit)
+                 submit=dashboard.submit, group="Get paid")

@@ -34,4 +34,4 @@ def register_templates(registry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry) -> None:
-    registry.add("header-nav", "Portfolio", "/app/portfolio", order=10, render=dashboard.page)
+    registry.add("header-nav", "Portfolio", "/app/portfolio", order=10, render=dashboard.page, group="Overview")

@@ -56,4 +56,4 @@ def register_templates(registry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry) -> None:
-    registry.add("header-nav", "Referrals", "/app/referrals", order=80, render=dashboard.page)
+    registry.add("header-nav", "Referrals", "/app/referrals", order=80, render=dashboard.page, group="Account")

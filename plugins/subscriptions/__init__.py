@@ -95,4 +95,4 @@ async def payments_pruning(gateway, track_ids) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("header-nav", "Subscriptions", "/app/subscriptions", order=40, render=dashboard.page,
-                 submit=dashboard.submit)
+                 submit=dashboard.submit, group="Get paid")

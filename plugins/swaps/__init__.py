@@ -129,4 +129,4 @@ def register_templates(registry) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("header-nav", "Swaps", "/app/swaps", order=70, render=dashboard.page, submit=dashboard.submit,
-                 scope="swap:create")
+                 scope="swap:create", group="Money")

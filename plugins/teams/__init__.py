@@ -55,6 +55,7 @@ def register_templates(registry) -> None:
 def register_dashboard_pages(registry) -> None:
     registry.add("settings-nav", "Team", page.PAGE_PATH, order=20, render=page.render, submit=page.submit,
                  scope=page.SCOPE)
+    registry.add("header-nav", "Team", page.PAGE_PATH, order=85, scope=page.SCOPE, group="Account")
 
 
 @hookimpl

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ...api import hookimpl
 from ..links.settings import settings_of
-from . import openapi
+from . import dashboard, openapi
 from .routes import routes
 from .settings import PLUGIN_NAME
 
@@ -39,3 +39,8 @@ def register_openapi(registry) -> None:
 @hookimpl
 def register_templates(registry) -> None:
     registry.add(templates=HERE / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry) -> None:
+    registry.add("header-nav", "Tip page", dashboard.PAGE_PATH, order=45, render=dashboard.page, group="Get paid")
