@@ -155,6 +155,7 @@ async def open_site(client: Any) -> Site:
         "payouts": "/app/payouts", "transfers": "/app/transfers", "settings": "/app/settings",
         "security": "/app/security", "webhooks": "/app/webhooks", "keys": "/app/keys",
         "auto-withdraw": "/app/auto-withdraw", "sign-in methods": "/app/sign-in-methods",
+        "tip page entry": "/app/tip-page",
     }
     return site
 

@@ -218,7 +218,8 @@ class DashboardPage:
     to say what it did: "Approved." rather than a bare "Saved."); never text from the URL.
     ``group``: for a ``header-nav`` entry, the navigation group it joins (one of
     :data:`NAV_GROUPS`, or a new title of its own, shown after them); empty
-    joins "More".
+    joins "More". For a ``settings-nav`` entry, the settings section it is
+    listed in (Business, Payments, Webhooks, Security, Team).
     """
 
     slot: str

@@ -50,4 +50,4 @@ def register_templates(registry) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("settings-nav", "Auto-withdraw", "/app/auto-withdraw", order=10, render=dashboard.page,
-                 submit=dashboard.submit, scope="payout:create")
+                 submit=dashboard.submit, scope="payout:create", group="Payments")

@@ -54,6 +54,11 @@ async def decide_key_brand_allowed(gateway, merchant_id, brand_id):
 
 
 @hookimpl
+async def decide_brand_choices(gateway, merchant_id):
+    return await branding.brand_choices(gateway, merchant_id)
+
+
+@hookimpl
 def register_templates(registry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 

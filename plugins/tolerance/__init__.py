@@ -34,7 +34,7 @@ def register_templates(registry) -> None:
 @hookimpl
 def register_dashboard_pages(registry) -> None:
     registry.add("settings-nav", "Underpayment tolerance", "/app/tolerance", order=20, render=dashboard.page,
-                 submit=dashboard.submit, scope="settings:manage")
+                 submit=dashboard.submit, scope="settings:manage", group="Payments")
 
 
 @hookimpl(trylast=True)
