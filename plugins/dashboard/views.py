@@ -70,7 +70,6 @@ NOTICES = {
                    " listed below as waiting for approval.",
     "refund-created": "Refund created.",
     "transfer-sent": "Transfer sent.",
-    "settings-saved": "Settings saved.",
     "key-revoked": "Key revoked.",
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
