@@ -155,6 +155,7 @@ async def open_site(client: Any) -> Site:
         "payouts": "/app/payouts", "transfers": "/app/transfers", "settings": "/app/settings",
         "security": "/app/security", "webhooks": "/app/webhooks", "keys": "/app/keys",
         "auto-withdraw": "/app/auto-withdraw", "sign-in methods": "/app/sign-in-methods",
+        "tip page entry": "/app/tip-page",
     }
     return site
 
@@ -186,6 +187,7 @@ async def show_payment_errors(browser: Browser, site: Site) -> None:
     """The new payment form as a wrong submission brings it back: every field's error beside it."""
     await browser.goto(site.url("/app/payments/new"))
     await browser.fill("#amount", "-1")
+    await browser.click("#more-options > summary", navigates=False)  # the return URL is under "More options"
     await browser.fill("#return_url", "not a url")
     await browser.click("#create-payment")
     assert 'aria-invalid="true"' in await browser.html()

@@ -95,6 +95,7 @@ async def test_merchant_signs_up_gets_paid_pays_out_rotates_a_key_and_reads_webh
 
         # An invoice, paid on the devnet, seen Paid.
         await browser.goto(f"{base}/app/payments/new")
+        await browser.click("#more-options > summary", navigates=False)  # type, order id: under "More options"
         await browser.check("#type-invoice")
         await browser.fill("#amount", "0.01")
         await browser.select("#currency", "BTC")
@@ -216,6 +217,7 @@ async def test_a_white_label_payment_detail_is_live_and_ends_with_the_session(ai
         await browser.click("#create-account")
         await browser.click("#continue")
         await browser.goto(f"{base}/app/payments/new")
+        await browser.click("#more-options > summary", navigates=False)  # type, order id: under "More options"
         await browser.check("#type-white_label")
         await browser.fill("#amount", "0.01")
         await browser.select("#currency", "BTC")

@@ -125,7 +125,7 @@ async def test_lists_fit_a_phone_as_cards(aiohttp_server, aiohttp_client, make_c
             await browser.page.keyboard.press("Enter")
             assert await browser.evaluate("document.getElementById('menu').open") is True
             assert await browser.evaluate(VISIBLE_LINKS) == links
-            assert await browser.evaluate(GROUP_TITLES) == ["Overview", "Get paid", "Move money", "Developers",
+            assert await browser.evaluate(GROUP_TITLES) == ["Overview", "Get paid", "Money", "Developers",
                                                             "Account"]
             assert_png(await browser.screenshot(tmp_path / "phone-menu.png"))
             await browser.click("#nav a[href='/app/keys']")

@@ -1076,7 +1076,7 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
     await c.call("POST", "/app/sign-in-methods", data={"csrf_token": token}, expect=400)  # the holder: password
     for path in ("/app/portfolio", "/app/analytics", "/app/referrals", "/app/links", "/app/schedules",
                  "/app/auto-withdraw", "/app/swaps", "/app/subscriptions", "/app/brands", "/app/tolerance",
-                 "/app/speed"):
+                 "/app/speed", "/app/tip-page"):
         await c.call("GET", path, expect=200)
     await c.call("POST", "/app/tolerance", data={"csrf_token": token, "percent": "0.5"}, expect=303)
     await c.call("POST", "/app/tolerance", data={"csrf_token": token, "percent": "9"}, expect=400)

@@ -8,7 +8,7 @@ pluggy's ordering, wrappers and tracing, answers awaited); ``gateway`` is filled
 
 from __future__ import annotations
 
-from typing import Any, Callable, Collection, Mapping, TypeVar
+from typing import Any, Callable, Collection, Mapping, Sequence, TypeVar
 
 import pluggy
 
@@ -397,6 +397,14 @@ class Hooks:
             gateway=self.gateway,
             merchant_id=merchant_id,
             brand_id=brand_id,
+        )
+
+    async def decide_brand_choices(self, *, merchant_id: str) -> Sequence[specs.BrandChoice] | None:
+        """The brands a dashboard form may offer ``merchant_id`` (issue 49 items 3 and 8). (decide)"""
+        return await self.calls.decide(
+            self._pm.hook.decide_brand_choices,
+            gateway=self.gateway,
+            merchant_id=merchant_id,
         )
 
     async def filter_credit_postings(

@@ -44,7 +44,7 @@ A plugin that offers hooks to its own dependants (the ``swaps`` plugin's
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from .hook_kinds import HookKind, HookspecMarker
 
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from ..money.coins import Coin, CoinRegistry
     from ..keys import AddressFamilyRegistry
     from ..types.destinations import WebhookDestination
-    from ..types.pages import AddressProver, DashboardNotice, PageBranding, PayPageForm, SignInWidget
+    from ..types.pages import AddressProver, BrandChoice, DashboardNotice, PageBranding, PayPageForm, SignInWidget
     from ..infra.migrate import MigrationRegistry
     from ..types.receive import ReceiveTarget
     from ..types.postings import Posting
@@ -255,7 +255,9 @@ def register_dashboard_pages(registry: "DashboardRegistry", gateway: "Gateway") 
     """Contribute entries to named dashboard slots (navigation, settings tabs).
 
     Called once at startup. Call ``registry.add(slot, title, path,
-    order=100, render=None, submit=None)``; the dashboard reads
+    order=100, render=None, submit=None, group="")`` (``group``: the
+    ``header-nav`` group the entry joins, one of ``orbchain.api.NAV_GROUPS``
+    or its own; none means "More"); the dashboard reads
     ``gateway.dashboard.entries(slot)``. Slots: ``header-nav`` (main
     navigation), ``settings-nav`` (settings tabs), ``payment-actions``
     (links on a payment), ``key-actions`` (links on an API key),
@@ -690,6 +692,21 @@ def decide_key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str
     anything else (another account's, archived, unknown), None when this
     plugin knows no brands. Without a True answer the key is refused with
     400 naming ``brand_id``. Stops at first non-None result. May be async.
+    """
+
+
+@hookspec(kind=HookKind.DECIDE)
+def decide_brand_choices(gateway: "Gateway", merchant_id: str) -> "Sequence[BrandChoice] | None":
+    """The brands a dashboard form may offer ``merchant_id`` (issue 49 items 3 and 8).
+
+    Called when a form that makes a payment (and, later, a link, a plan or a
+    key) is rendered, through ``orbchain.api.brand_choices``. Return the
+    account's live brands a form may tag with as
+    ``orbchain.core.types.pages.BrandChoice(brand_id, name)``, not counting
+    a default look that an untagged payment wears anyway, or None when this
+    plugin knows no brands (an empty answer: the form shows no picker). A brand chosen on a form is
+    checked again with ``decide_key_brand_allowed`` before it is stored.
+    Stops at first non-None result. May be async.
     """
 
 

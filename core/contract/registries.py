@@ -221,6 +221,10 @@ class DashboardPage:
     ``notices``: code -> sentence the page shows when opened with
     ``?notice=<code>`` (a ``submit`` answers ``DashboardRedirect(f"{path}?notice=<code>")``
     to say what it did: "Approved." rather than a bare "Saved."); never text from the URL.
+    ``group``: for a ``header-nav`` entry, the navigation group it joins (one of
+    :data:`NAV_GROUPS`, or a new title of its own, shown after them); empty
+    joins "More". For a ``settings-nav`` entry, the settings section it is
+    listed in (Business, Payments, Webhooks, Security, Team).
     """
 
     slot: str
@@ -232,6 +236,11 @@ class DashboardPage:
     submit: Callable[..., Any] | None = None
     scope: str | None = None
     notices: Mapping[str, str] = field(default_factory=dict)
+    group: str = ""
+
+
+# The main navigation's groups in display order (issue 49 item 6): a header-nav entry names one as its ``group``.
+NAV_GROUPS = ("Overview", "Get paid", "Money", "Developers", "Account")
 
 
 class DashboardRegistry(Registry[DashboardPage]):
@@ -244,9 +253,13 @@ class DashboardRegistry(Registry[DashboardPage]):
 
     def add(self, slot: str | DashboardPage, title: str = "", path: str = "", *, order: int = 100,
             render: Callable[..., Any] | None = None, submit: Callable[..., Any] | None = None,
-            scope: str | None = None, notices: Mapping[str, str] | None = None) -> DashboardPage:
+            scope: str | None = None, notices: Mapping[str, str] | None = None, group: str = "") -> DashboardPage:
         page = slot if isinstance(slot, DashboardPage) else DashboardPage(
-            slot, title, path, order=order, render=render, submit=submit, scope=scope, notices=dict(notices or {}))
+            slot, title, path, order=order, render=render, submit=submit, scope=scope, notices=dict(notices or {}),
+            group=group)
+        if not isinstance(page.group, str) or len(page.group) > 40:
+            raise StartupError(f"plugin {self.current_plugin!r} registered dashboard page {page.path!r} with a"
+                               f" malformed navigation group {page.group!r}")
         if not isinstance(page.slot, str) or not _SLOT.match(page.slot):
             raise StartupError(f"plugin {self.current_plugin!r} registered a malformed dashboard slot {page.slot!r}")
         if not page.title or not isinstance(page.path, str) or not page.path.startswith("/"):

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from ..accounts.merchants import merchant_for_payments
 from ..types.errors import NotFound
-from ..types.pages import PageBranding, SignInWidget
+from ..types.pages import BrandChoice, PageBranding, SignInWidget
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
@@ -84,3 +84,10 @@ async def display_name(gateway: "Gateway", merchant_id: str) -> str | None:
     except NotFound:
         return None
     return row.get("display_name")
+
+
+async def brand_choices(gateway: "Gateway", merchant_id: str) -> list[BrandChoice]:
+    """The brands a dashboard form offers (``decide_brand_choices``); empty without a brands plugin, and then
+    the form shows no picker. Answers that are not a ``BrandChoice`` are left out."""
+    answer = await gateway.hooks.decide_brand_choices(merchant_id=merchant_id)
+    return [choice for choice in answer or () if isinstance(choice, BrandChoice)]

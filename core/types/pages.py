@@ -206,6 +206,15 @@ class DashboardNotice:
 
 
 @dataclass(frozen=True)
+class BrandChoice:
+    """A brand a dashboard form offers (``decide_brand_choices``): its id, stored on what the form makes, and
+    its name, shown."""
+
+    brand_id: str
+    name: str
+
+
+@dataclass(frozen=True)
 class DashboardView:
     """What a plugin's dashboard page shows: its own template and the values it needs.
 

@@ -158,16 +158,16 @@ from ..core.accounts.key_powers import (
 from ..core.types.pages import DashboardNotice, DashboardRedirect, DashboardView
 # Proving a person holds an e-mail address (decide_address_prover, decide_proven_address): an identity provider.
 from ..core.types.pages import AddressProver
-from ..core.contract.registries import DashboardPage
+from ..core.contract.registries import NAV_GROUPS, DashboardPage
 
 # Hosted pages: branding, pay-page forms, the captcha widget, QR codes and webhook destinations.
 from ..core.events.key_destination import WebhookDestination
 from ..core.types.pages import (
-    MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, PageBranding, PayPageForm, SignInWidget, brand_color,
-    logo_url, widget_token,
+    MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, BrandChoice, PageBranding, PayPageForm, SignInWidget,
+    brand_color, logo_url, widget_token,
 )
 from ..core.pages.qr import MAX_QR_DATA, qr_data_uri, qr_svg
-from ..core.pages.services import check_public_form, form_widget, page_branding_for, screen_sign_in
+from ..core.pages.services import brand_choices, check_public_form, form_widget, page_branding_for, screen_sign_in
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
 
 # Payer pages in the payer's language (docs/plugins.md "Translating payer pages"): the current page's language,
@@ -281,12 +281,14 @@ __all__ = [
     "dashboard_token_revoked", "revoke_dashboard_token",
     "revoke_dashboard_tokens", "sign_in_account", "hash_password", "sign_in_member",
     # dashboard
-    "DashboardNotice", "DashboardPage", "DashboardRedirect", "DashboardView",
+    "NAV_GROUPS", "DashboardNotice", "DashboardPage", "DashboardRedirect", "DashboardView",
     # proving an e-mail address
     "AddressProver",
     # hosted pages
-    "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "PageBranding", "PayPageForm",
-    "SignInWidget", "WebhookDestination", "brand_color", "check_public_form", "form_widget", "html_page",
+    "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "BrandChoice", "PageBranding",
+    "PayPageForm",
+    "SignInWidget", "WebhookDestination", "brand_choices", "brand_color", "check_public_form", "form_widget",
+    "html_page",
     "logo_url", "page_branding_for", "page_security_headers", "qr_data_uri", "qr_svg", "render_page", "resources_at",
     "security_headers",
     "widget_token",

@@ -59,7 +59,7 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Activity", dashboard.PAGE_PATH, order=95, render=dashboard.page,
-                 submit=dashboard.submit)
+                 submit=dashboard.submit, group="Overview")
 
 
 @hookimpl

@@ -59,4 +59,4 @@ def register_templates(registry: AssetRegistry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
-    registry.add("header-nav", "Analytics", "/app/analytics", order=20, render=dashboard.page)
+    registry.add("header-nav", "Analytics", "/app/analytics", order=20, render=dashboard.page, group="Overview")

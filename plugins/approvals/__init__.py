@@ -68,7 +68,7 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Approvals", page.PAGE_PATH, order=65, render=page.render, submit=page.submit,
-                 scope=page.SCOPE, notices=page.NOTICES)
+                 scope=page.SCOPE, notices=page.NOTICES, group="Money")
 
 
 @hookimpl

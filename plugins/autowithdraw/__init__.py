@@ -53,4 +53,4 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Auto-withdraw", "/app/auto-withdraw", order=10, render=dashboard.page,
-                 submit=dashboard.submit, scope="payout:create")
+                 submit=dashboard.submit, scope="payout:create", group="Payments")

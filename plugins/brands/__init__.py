@@ -14,11 +14,12 @@ live brands). Written exactly as a third-party package would be.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 from ...api import hookimpl
 from . import branding, dashboard, openapi
 from .routes import routes
-from ...api import Gateway, PageBranding, WebhookDestination
+from ...api import BrandChoice, Gateway, PageBranding, WebhookDestination
 from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, OperationRegistry, RouteRegistry
 
 PLUGIN_NAME = "brands"
@@ -57,10 +58,16 @@ async def decide_key_brand_allowed(gateway: Gateway, merchant_id: str, brand_id:
 
 
 @hookimpl
+async def decide_brand_choices(gateway: Gateway, merchant_id: str) -> Sequence[BrandChoice] | None:
+    return await branding.brand_choices(gateway, merchant_id)
+
+
+@hookimpl
 def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=Path(__file__).parent / "templates")
 
 
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
-    registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit)
+    registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit,
+                 group="Account")

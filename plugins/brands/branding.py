@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...api import PageBranding, WebhookDestination, cached
+from ...api import BrandChoice, PageBranding, WebhookDestination, cached
 from . import store
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,3 +66,9 @@ async def webhook_destination(gateway: "Gateway", merchant_id: str,
 async def key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str) -> bool:
     """A key may name only a live brand of its own account."""
     return await store.live_brand_exists(gateway, merchant_id, brand_id)
+
+
+async def brand_choices(gateway: "Gateway", merchant_id: str) -> list[BrandChoice]:
+    """The live brands a form may tag with, oldest first; not the default brand, which an untagged one wears."""
+    rows = await store.list_for(gateway, merchant_id, archived=False)
+    return [BrandChoice(row["id"], row["name"]) for row in rows if row["slug"] != store.DEFAULT_SLUG]

@@ -22,7 +22,7 @@ LABELS = {
     "webhook_url": "Webhook URL", "coin": "Coin", "amount_fiat": "Fiat price", "fiat_currency": "Fiat currency",
     "accepted_coins": "Accepted coins", "destination": "Destination", "amount_usd": "Amount in USD",
     "external_id": "External id", "recipient": "Recipient", "settlement_coin": "Settlement coin",
-    "api_keys": "API keys they issued",
+    "api_keys": "API keys they issued", "brand_id": "Brand", "default_currency": "Default currency",
 }
 _NAME = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # a snake_case field name inside a message
 

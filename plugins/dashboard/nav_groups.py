@@ -1,22 +1,25 @@
-"""The layout's navigation in a few named groups, so sixteen links read as five short lists (issue 32 item 3).
+"""The layout's navigation in a few named groups, so twenty links read as five short lists (issue 49 item 6).
 
-A page joins the group of its path; a plugin page this table does not know
-joins "More", so a new plugin needs no change here to be reachable.
+Each entry names its group: the dashboard's own sections below, a plugin's
+through the contract (``registry.add("header-nav", ..., group="Get paid")``).
+The groups of ``orbchain.api.NAV_GROUPS`` come first in their order, a group
+a plugin invents after them, and an entry naming none joins "More", so a new
+plugin is reachable with no change here.
 """
 
 from __future__ import annotations
 
 from typing import Iterable, NamedTuple
 
-# Group titles in display order, and the paths each one holds.
-GROUPS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("Overview", frozenset({"/app", "/app/portfolio", "/app/analytics", "/app/activity"})),
-    ("Get paid", frozenset({"/app/payments", "/app/links", "/app/subscriptions", "/app/schedules"})),
-    ("Move money", frozenset({"/app/payouts", "/app/approvals", "/app/transfers", "/app/swaps"})),
-    ("Developers", frozenset({"/app/keys", "/app/webhooks"})),
-    ("Account", frozenset({"/app/settings", "/app/team", "/app/brands", "/app/referrals"})),
-)
+from ...api import NAV_GROUPS
+
 OTHER = "More"
+
+
+class NavEntry(NamedTuple):
+    title: str
+    path: str
+    group: str = ""
 
 
 class NavGroup(NamedTuple):
@@ -24,11 +27,14 @@ class NavGroup(NamedTuple):
     links: list[tuple[str, str]]
 
 
-def group_nav(entries: Iterable[tuple[str, str]]) -> list[NavGroup]:
-    """``(title, path)`` entries in their groups; each group keeps the entries' order, empty groups are left out."""
-    titles = [title for title, _ in GROUPS] + [OTHER]
-    grouped: dict[str, list[tuple[str, str]]] = {title: [] for title in titles}
-    for title, path in entries:
-        home = next((name for name, paths in GROUPS if path in paths), OTHER)
-        grouped[home].append((title, path))
+def group_nav(entries: Iterable[NavEntry]) -> list[NavGroup]:
+    """Entries in their groups; each group keeps the entries' order, empty groups are left out."""
+    grouped: dict[str, list[tuple[str, str]]] = {title: [] for title in NAV_GROUPS}
+    rest: list[tuple[str, str]] = []
+    for entry in entries:
+        if entry.group:
+            grouped.setdefault(entry.group, []).append((entry.title, entry.path))
+        else:
+            rest.append((entry.title, entry.path))
+    grouped[OTHER] = grouped.get(OTHER, []) + rest
     return [NavGroup(title, links) for title, links in grouped.items() if links]

@@ -8,22 +8,24 @@ so validation, limits and errors are the API's own.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 from urllib.parse import quote
 
 from aiohttp import web
 
 from ...api import (
-    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError,
+    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError, brand_choices,
     form_integer, holds_no_connection, merchant_payment_events, pagination, validate,
 )
 from ...api.merchant import (
     INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
-    account_view, cancel_payment, create_payment, get_payment, issue_receipt, list_payments, parse_payment_request,
-    refund_payment, require_merchant, servable_coins, show_payment,
+    account_view, cancel_payment, check_key_brand, create_payment, get_payment, issue_receipt, list_payments,
+    parse_payment_request, refund_payment, require_merchant, servable_coins, show_payment,
 )
 from .amounts import balance_cards, part_paid
 from .form_errors import error_context, field_errors
+from .payment_defaults import chosen_currency, preselected
 from .payout_review import payout_history
 from .session import Session, current_session
 from .views import error_text, render, see_other, signed_in
@@ -35,7 +37,10 @@ OPEN = ("Waiting", "Paying")  # a payment still moving: its page follows it
 TYPE_LABELS = {INVOICE: "Invoice (hosted page)", WHITE_LABEL: "White-label (you show the address)",
                STATIC: "Static address"}
 CREATE_FIELDS = ("type", "currency", "amount", "pay_currency", "order_id", "description", "lifetime", "callback_url",
-                 "return_url", "email", "user_id")
+                 "return_url", "email", "user_id", "brand_id")
+# The new-payment form's fields under "More options" (amount and currency stay in view).
+MORE_FIELDS = ("type", "pay_currency", "order_id", "description", "lifetime", "callback_url", "return_url", "email",
+               "brand_id")
 
 
 def principal(session: Session) -> Principal:
@@ -117,14 +122,20 @@ def pager(total: int, limit: int, offset: int, keep: Mapping[str, str]) -> dict[
 
 async def _new_page(request: web.Request, session: Session, *, values: Mapping[str, Any] | None = None,
                     status: int = 200, **context: Any) -> web.Response:
+    """Amount and currency first, the rest folded under "More options" (open when one of them is filled in or
+    refused, so an error is never hidden)."""
     gateway = request.app[GATEWAY]
     merchant = await require_merchant(gateway.db, session.merchant_id)
     coins = servable_coins(gateway, merchant)
+    values = values or {"type": INVOICE}
+    errors = context.get("errors") or {}
     return render(request, session, "dashboard/payment_new.html", {
         "types": TYPE_LABELS, "coins": coins, "fiats": FIAT_CURRENCIES,
-        # What the API picks when currency is absent (SPEC 4.2: the first accepted coin), shown as the choice.
-        "default_currency": coins[0] if coins else None,
-        "values": values or {"type": INVOICE}, **context}, status=status)
+        "default_currency": preselected(await chosen_currency(gateway, session.merchant_id), coins),
+        "brands": await brand_choices(gateway, session.merchant_id),
+        "more_open": values.get("type", INVOICE) != INVOICE or any(
+            (name in values and name != "type") or name in errors for name in MORE_FIELDS),
+        "values": values, **context}, status=status)
 
 
 @routes.get("/app/payments/new")
@@ -142,7 +153,13 @@ async def submit_payment(request: web.Request, session: Session, form: Any) -> w
     payment_type = typed.get("type")
     merchant = await require_merchant(gateway.db, session.merchant_id)
     errors = choice_errors(typed, servable_coins(gateway, merchant))
-    body: dict[str, Any] = {k: v for k, v in typed.items() if k not in errors}
+    brand = typed.get("brand_id")
+    if brand is not None:
+        try:
+            await check_key_brand(gateway, session.merchant_id, brand)
+        except ValidationError as exc:
+            errors.update({"brand_id": "Choose one of your brands from the list."} if field_errors(exc) else {})
+    body: dict[str, Any] = {k: v for k, v in typed.items() if k not in errors and k != "brand_id"}
     if payment_type == INVOICE:
         body.pop("user_id", None)
     else:
@@ -163,7 +180,7 @@ async def submit_payment(request: web.Request, session: Session, form: Any) -> w
                 errors = {**field_errors(exc), **errors}
         if errors or parsed is None:
             return await _new_page(request, session, values=typed, errors=errors, status=400)
-        created = await create_payment(gateway, merchant, parsed)
+        created = await create_payment(gateway, merchant, replace(parsed, brand_id=brand) if brand else parsed)
     except ApiError as exc:
         return await _new_page(request, session, values=typed, status=exc.status, **error_context(exc))
     raise see_other(f"/app/payments/{created['track_id']}", "payment-created")

@@ -13,17 +13,19 @@ from typing import Any
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, ApiError, Field, GATEWAY, ValidationError, describe_person, form_integer, pagination, qr_svg, validate,
+    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, ValidationError, describe_person, form_integer, pagination,
+    qr_svg, validate,
 )
 from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
     enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code, redeliver, redeliverable_events,
-    require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, set_accepted_coins,
-    set_confirmations, set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
+    require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, servable_coins,
+    set_accepted_coins, set_confirmations, set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
     disable_member_totp, enable_member_totp, recovery_codes_left, renew_recovery_codes, start_member_totp_setup,
 )
 from .routes_payments import pager, principal
 from .form_errors import error_context
+from .payment_defaults import choose_currency, chosen_currency, preselected
 from .session import Session
 from .views import can, error_text, nav_entries, render, see_other, signed_in
 
@@ -48,16 +50,37 @@ def private_url_help(gateway: Any, errors: Any) -> str | None:
     return "development" if gateway.config.is_development else "production"
 
 
+# The settings page's sections in order (issue 49 item 9): anchor -> heading. A ``settings-nav`` entry is listed in
+# the section its ``group`` names, else under "More settings".
+SECTIONS = (("business", "Business"), ("payments", "Payments"), ("webhooks", "Webhooks"), ("security", "Security"),
+            ("team", "Team"))
+# Each form's section (the anchor the browser returns to after saving it).
+FORM_SECTIONS = {"profile": "business", "default-currency": "payments", "coins": "payments",
+                 "confirmations": "payments", "static-mode": "payments", "webhook": "webhooks",
+                 "rotate-key": "security"}
+
+
 async def _settings_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
     gateway = request.app[GATEWAY]
     row = await require_merchant(gateway.db, session.merchant_id)
     account = account_view(gateway, row)
     issuer = principal(session).key_issuer()
+    servable = servable_coins(gateway, row)
+    chosen = await chosen_currency(gateway, session.merchant_id)
+    titles = {title for _, title in SECTIONS}
+    section_tabs: dict[str, list[Any]] = {}
+    for tab in nav_entries(gateway, "settings-nav", session):
+        section_tabs.setdefault(tab.group if tab.group in titles else "", []).append(tab)
+    saved = request.query.get("saved", "")
     return render(request, session, "dashboard/settings.html", {
         "account": account, "display_name": row["display_name"] or "", "coins": list(gateway.coins.names()),
+        "coins_servable": servable, "fiats": FIAT_CURRENCIES, "chosen_currency": chosen,
+        "default_currency": preselected(chosen, servable) if chosen else None,
+        "confirmations_text": ", ".join(f"{coin} {n}" for coin, n in account["confirmations"].items()),
         "webhook_unsigned": bool(row["webhook_url"]) and not row["webhook_secret"],
         "key_types": {name: kind for name, kind in KEY_TYPES.items() if may_rotate_legacy(gateway, issuer, kind)},
-        "tabs": nav_entries(gateway, "settings-nav", session), **context}, status=status)
+        "sections": SECTIONS, "section_tabs": section_tabs, "saved": saved if saved in FORM_SECTIONS else None,
+        "typed": {}, "form_section": None, **context}, status=status)
 
 
 @routes.get("/app/settings")
@@ -66,13 +89,47 @@ async def settings(request: web.Request, session: Session, form: Any) -> web.Str
     return await _settings_page(request, session)
 
 
+def _confirmations(form: Any, coins: Any) -> dict[str, int]:
+    """The confirmations form's numbers by coin; every refused one named by its field (``conf_<COIN>``)."""
+    thresholds: dict[str, int] = {}
+    errors: dict[str, str] = {}
+    for name, value in form.items():
+        if not (name.startswith("conf_") and isinstance(value, str)):
+            continue
+        coin = name[len("conf_"):].upper()
+        if coin not in coins:
+            errors[name] = "not a coin of this gateway"
+        elif value.strip():
+            try:
+                thresholds[coin] = form_integer(value, name, minimum=0)  # the core checks the coin's floor
+            except ValidationError as exc:
+                errors[name] = "; ".join(str(why) for why in (exc.detail or {}).values()) or exc.message
+    if errors:
+        raise ValidationError(errors)
+    return thresholds
+
+
+def _conf_fields(exc: ApiError, coins: Any) -> ApiError:
+    """The core's complaint about a coin's confirmations (``{"BTC": ...}``) named by that coin's field."""
+    detail = exc.detail if isinstance(exc.detail, dict) else None
+    if not detail:
+        return exc
+    return ValidationError({f"conf_{k}" if k in coins else k: v for k, v in detail.items()})
+
+
 @routes.post("/app/settings/{section}")
 @signed_in(scope=_settings_scope)
 async def save_settings(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    """One handler per settings form, each calling the core function behind its ``PUT /dashboard/settings/*``."""
+    """One handler per settings form, each calling the core function behind its ``PUT /dashboard/settings/*``.
+
+    Saved: back to the form's section, which says what it saved. Refused: the page again (4xx), the error
+    beside the field, what was typed kept in that form, and nothing changed."""
     gateway, merchant_id = request.app[GATEWAY], session.merchant_id
     section = request.match_info["section"]
+    if section not in FORM_SECTIONS:
+        raise web.HTTPNotFound()
     shown: dict[str, Any] = {}
+    coins = set(gateway.coins.names())
     try:
         if section == "webhook":
             clean = validate({"webhook_url": form.get("webhook_url", "").strip()},
@@ -82,30 +139,32 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
             if result.get("webhook_secret"):
                 shown = {"title": "Webhook secret", "name": "webhook_secret", "value": result["webhook_secret"]}
         elif section == "coins":
-            coins = [c.upper() for c in form.getall("accepted_coins", [])]
-            if not coins:
+            chosen_coins = [c.upper() for c in form.getall("accepted_coins", []) if isinstance(c, str)]
+            if not chosen_coins:
                 raise ValidationError({"accepted_coins": "choose at least one coin"})
-            await set_accepted_coins(gateway, merchant_id, coins)
+            if any(c not in coins for c in chosen_coins):
+                raise ValidationError({"accepted_coins": "choose coins from the list"})
+            await set_accepted_coins(gateway, merchant_id, chosen_coins)
         elif section == "confirmations":
-            thresholds: dict[str, int] = {}
-            for name, value in form.items():
-                if name.startswith("conf_") and isinstance(value, str) and value.strip():
-                    coin = name[len("conf_"):].upper()
-                    thresholds[coin] = form_integer(value, coin, minimum=0)  # the core checks the coin's floor
-            await set_confirmations(gateway, merchant_id, thresholds)
+            try:
+                await set_confirmations(gateway, merchant_id, _confirmations(form, coins))
+            except ApiError as exc:
+                raise _conf_fields(exc, coins) from exc
         elif section == "profile":
             await set_display_name(gateway, merchant_id, form.get("display_name"))
+        elif section == "default-currency":
+            merchant = await require_merchant(gateway.db, merchant_id)
+            await choose_currency(gateway, merchant_id, form.get("default_currency"),
+                                  servable_coins(gateway, merchant))
         elif section == "static-mode":
             await set_customer_static_mode(gateway, merchant_id, form.get("enabled") == "1")
-        elif section == "rotate-key":
+        else:  # rotate-key
             key_type = form.get("key_type")
             if key_type not in KEY_TYPES:
                 raise ValidationError({"key_type": "choose a key"})
             new_key = await rotate_legacy_key(gateway, merchant_id, KEY_TYPES[key_type],
                                               issuer=principal(session).key_issuer())
             shown = {"title": "New API key", "name": f"{KEY_TYPES[key_type]}_api_key", "value": new_key}
-        else:
-            raise web.HTTPNotFound()
     except ApiError as exc:
         if section == "webhook":  # its one field: the error beside it, the typed URL and choice kept
             typed = {"webhook_url": form.get("webhook_url", ""), "rotate_secret": form.get("rotate_secret") == "1"}
@@ -116,13 +175,16 @@ async def save_settings(request: web.Request, session: Session, form: Any) -> we
             return await _settings_page(request, session, profile_form={"display_name": form.get("display_name", "")},
                                         status=exc.status, **error_context(exc))
         if section == "rotate-key":
-            return await _rotation_page(request, session, error=error_text(exc), status=exc.status)
-        return await _settings_page(request, session, error=error_text(exc), status=exc.status)
+            return await _rotation_page(request, session, status=exc.status, **error_context(exc))
+        typed = {name: value for name, value in form.items() if isinstance(value, str) and name != "csrf_token"}
+        typed["accepted_coins"] = [c for c in form.getall("accepted_coins", []) if isinstance(c, str)]
+        return await _settings_page(request, session, status=exc.status, typed=typed, form_section=section,
+                                    **error_context(exc))
     if section == "rotate-key":
         return await _rotation_page(request, session, secret=shown)
     if shown:
-        return await _settings_page(request, session, secret=shown)
-    raise see_other("/app/settings", "settings-saved")
+        return await _settings_page(request, session, secret=shown, saved=section)
+    raise web.HTTPSeeOther(f"/app/settings?saved={section}#{FORM_SECTIONS[section]}")
 
 
 async def _rotation_page(request: web.Request, session: Session, **context: Any) -> web.Response:

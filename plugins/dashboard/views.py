@@ -24,18 +24,20 @@ from ...api import (
     read_form, security_headers,
 )
 from .form_errors import banner, field_errors, label
-from .nav_groups import group_nav
+from .nav_groups import NavEntry, group_nav
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
-# The dashboard's own sections, in navigation order; plugin entries (slot ``header-nav``) follow.
+# The dashboard's own sections and their groups, in navigation order; plugin entries (slot ``header-nav``)
+# follow, each in the group it names.
 NAV = (
-    ("Home", "/app"),
-    ("Payments", "/app/payments"),
-    ("Payouts", "/app/payouts"),
-    ("Transfers", "/app/transfers"),
-    ("API keys", "/app/keys"),
-    ("Webhooks", "/app/webhooks"),
-    ("Settings", "/app/settings"),
+    NavEntry("Home", "/app", "Overview"),
+    NavEntry("Payments", "/app/payments", "Get paid"),
+    NavEntry("Payouts", "/app/payouts", "Money"),
+    NavEntry("Transfers", "/app/transfers", "Money"),
+    NavEntry("API keys", "/app/keys", "Developers"),
+    NavEntry("Webhooks", "/app/webhooks", "Developers"),
+    NavEntry("Settings", "/app/settings", "Account"),
+    NavEntry("Security", "/app/security", "Account"),
 )
 
 # The scope a team member needs to see each section (the routes refuse the same; the account holder sees all).
@@ -68,7 +70,6 @@ NOTICES = {
                    " listed below as waiting for approval.",
     "refund-created": "Refund created.",
     "transfer-sent": "Transfer sent.",
-    "settings-saved": "Settings saved.",
     "key-revoked": "Key revoked.",
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
@@ -177,16 +178,15 @@ def can(session: Session | None, scope: str | None) -> bool:
     return missing_scope(session.principal, scope, "POST") is None
 
 
-def nav_entries(gateway: Any, slot: str = "header-nav", session: Session | None = None) -> list[tuple[str, str]]:
+def nav_entries(gateway: Any, slot: str = "header-nav", session: Session | None = None) -> list[NavEntry]:
     """The layout's navigation: the dashboard's sections, then what installed plugins put in ``slot``;
     with ``session``, only what its member may see."""
     own = list(NAV) if slot == "header-nav" else []
-    entries = own + [(entry.title, entry.path) for entry in gateway.dashboard.entries(slot)]
+    entries = own + [NavEntry(entry.title, entry.path, entry.group) for entry in gateway.dashboard.entries(slot)]
     scopes = {**NAV_SCOPES, **{entry.path: entry.scope for entry in gateway.dashboard.entries(slot) if entry.scope}}
     if session is None or session.principal is None:
         return entries
-    return [(title, path) for title, path in entries
-            if missing_scope(session.principal, scopes.get(path), "GET") is None]
+    return [entry for entry in entries if missing_scope(session.principal, scopes.get(entry.path), "GET") is None]
 
 
 def render(request: web.Request, session: Session | None, template: str, context: Mapping[str, Any] | None = None,

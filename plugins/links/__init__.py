@@ -64,4 +64,4 @@ async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Payment links", "/app/links", order=50, render=dashboard.page,
-                 submit=dashboard.submit)
+                 submit=dashboard.submit, group="Get paid")

@@ -57,7 +57,7 @@ def register_routes(registry: RouteRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Sign-in", member_page.PAGE_PATH, order=35, render=member_page.render,
-                 submit=member_page.submit, scope=EVERYONE)
+                 submit=member_page.submit, scope=EVERYONE, group="Security")
 
 
 @hookimpl

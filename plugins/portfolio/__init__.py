@@ -35,4 +35,4 @@ def register_templates(registry: AssetRegistry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
-    registry.add("header-nav", "Portfolio", "/app/portfolio", order=10, render=dashboard.page)
+    registry.add("header-nav", "Portfolio", "/app/portfolio", order=10, render=dashboard.page, group="Overview")

@@ -61,4 +61,4 @@ def register_templates(registry: AssetRegistry) -> None:
 
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
-    registry.add("header-nav", "Referrals", "/app/referrals", order=80, render=dashboard.page)
+    registry.add("header-nav", "Referrals", "/app/referrals", order=80, render=dashboard.page, group="Account")

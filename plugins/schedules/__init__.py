@@ -54,4 +54,4 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Schedules", "/app/schedules", order=60, render=dashboard.page,
-                 submit=dashboard.submit, scope="payout:create")
+                 submit=dashboard.submit, scope="payout:create", group="Money")

@@ -35,7 +35,7 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Confirmation speed", "/app/speed", order=21, render=dashboard.page,
-                 submit=dashboard.submit, scope="settings:manage")
+                 submit=dashboard.submit, scope="settings:manage", group="Payments")
 
 
 @hookimpl

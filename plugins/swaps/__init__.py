@@ -136,4 +136,4 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Swaps", "/app/swaps", order=70, render=dashboard.page, submit=dashboard.submit,
-                 scope="swap:create")
+                 scope="swap:create", group="Money")

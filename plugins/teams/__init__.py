@@ -56,7 +56,8 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Team", page.PAGE_PATH, order=20, render=page.render, submit=page.submit,
-                 scope=page.SCOPE)
+                 scope=page.SCOPE, group="Team")
+    registry.add("header-nav", "Team", page.PAGE_PATH, order=85, scope=page.SCOPE, group="Account")
 
 
 @hookimpl

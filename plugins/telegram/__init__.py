@@ -64,7 +64,7 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Telegram", linking.PAGE_PATH, order=60, render=dashboard.page,
-                 submit=dashboard.submit, scope="account:credentials")
+                 submit=dashboard.submit, scope="account:credentials", group="Business")
 
 
 @hookimpl

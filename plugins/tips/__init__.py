@@ -12,11 +12,11 @@ from pathlib import Path
 
 from ...api import hookimpl
 from ..links.settings import settings_of
-from . import openapi
+from . import dashboard, openapi
 from .routes import routes
 from .settings import PLUGIN_NAME
 from ...api import Gateway
-from ...api.hooks import AssetRegistry, OperationRegistry, RouteRegistry
+from ...api.hooks import AssetRegistry, DashboardRegistry, OperationRegistry, RouteRegistry
 
 HERE = Path(__file__).resolve().parent
 
@@ -41,3 +41,8 @@ def register_openapi(registry: OperationRegistry) -> None:
 @hookimpl
 def register_templates(registry: AssetRegistry) -> None:
     registry.add(templates=HERE / "templates")
+
+
+@hookimpl
+def register_dashboard_pages(registry: DashboardRegistry) -> None:
+    registry.add("header-nav", "Tip page", dashboard.PAGE_PATH, order=45, render=dashboard.page, group="Get paid")

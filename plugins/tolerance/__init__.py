@@ -37,7 +37,7 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("settings-nav", "Underpayment tolerance", "/app/tolerance", order=20, render=dashboard.page,
-                 submit=dashboard.submit, scope="settings:manage")
+                 submit=dashboard.submit, scope="settings:manage", group="Payments")
 
 
 @hookimpl(trylast=True)
