@@ -49,7 +49,7 @@ async def test_lightning_page_shows_the_invoice_and_turns_paid_when_checked_agai
         html = await browser.html()
         assert '<noscript><meta http-equiv="refresh" content="15"></noscript>' in html and "<svg" in html
         assert await browser.text("#status") == "Waiting"
-        assert await browser.text("#pay-currency") == "BTC_LN"
+        assert await browser.text("#pay-currency") == "BTC" and await browser.text("#network") == "Lightning"
         shown = await browser.text("#pay-request")
         assert shown == "lightning:" + invoice.upper()
         assert bolt11.decode(shown.removeprefix("lightning:").lower()).amount_msat == 21_000_000

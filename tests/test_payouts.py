@@ -11,13 +11,13 @@ import json
 from dataclasses import replace
 
 import pytest
-
-from orbchain.core.ledger import book as ledger
-from orbchain.core.payouts import worker
-from orbchain.core.payouts import service as payouts
-from orbchain.core.types.chains import BroadcastError, PayoutStatus, SignedPayout
-from orbchain.core.ledger.accounts import NETWORK_FEES, payouts_in_flight, world
+from orbchain.core.contract.plugins import hookimpl
 from orbchain.core.events.webhooks import deliver_due
+from orbchain.core.ledger import book as ledger
+from orbchain.core.ledger.accounts import NETWORK_FEES, payouts_in_flight, world
+from orbchain.core.payouts import service as payouts
+from orbchain.core.payouts import worker
+from orbchain.core.types.chains import BroadcastError, PayoutStatus, SignedPayout
 
 from .support import Devnet, WebhookReceiver, advance_clock, api, signup
 
@@ -150,23 +150,28 @@ async def test_webhook_is_delivered_signed_with_the_request_id(make_client, make
         await hook.close()
 
 
-async def test_payout_finished_hook_fires_once_after_commit(env, monkeypatch):
+async def test_payout_finished_hook_fires_once_after_commit(env):
     client, merchant, devnet = env
     gw = devnet.gateway
     seen = []
 
-    async def emit(hook_name, **kwargs):
-        if hook_name == "payout_finished":
-            row = await payout_row(gw, kwargs["payout"]["track_id"])
-            seen.append((kwargs["payout"]["status"], kwargs["payout"]["amount"], row["status"]))
+    class Watcher:
+        @staticmethod
+        @hookimpl
+        async def payout_finished(gateway, payout):
+            row = await payout_row(gw, payout["track_id"])
+            seen.append((payout["status"], payout["amount"], row["status"]))
 
-    monkeypatch.setattr(gw, "emit", emit)
-    await fund(client, merchant, devnet)
-    await create(client, merchant, "0.001")
-    await work(gw)
-    await devnet.mine(1)
-    await work(gw)
-    await work(gw)
+    gw.pm.register(Watcher, name="payout-finished-watcher")
+    try:
+        await fund(client, merchant, devnet)
+        await create(client, merchant, "0.001")
+        await work(gw)
+        await devnet.mine(1)
+        await work(gw)
+        await work(gw)
+    finally:
+        gw.pm.unregister(name="payout-finished-watcher")
     assert seen == [("Confirmed", 100_000, "Confirmed")]
 
 
