@@ -67,6 +67,8 @@ class Spec:
     summary: str
     answered_by: bool = False
     selective: bool = False
+    isolated: bool = False
+    historic: bool = False  # the plugin manager's own business: no facade method (the reference lists it)
 
 
 def _annotation(node: ast.expr | None) -> str:
@@ -78,7 +80,8 @@ def _annotation(node: ast.expr | None) -> str:
 
 
 def read_specs(path: Path = SPECS, module: str = "orbchain.core.contract.hookspecs") -> list[Spec]:
-    """The specs in source order, with the traits their markers declared (the module is imported for those)."""
+    """The specs in source order, with the traits their markers declared (the module is imported for those);
+    historic ones too, marked (the facade leaves them out, the hook reference in docs/plugins.md lists them)."""
     from orbchain.core.contract.hook_kinds import TRAITS_ATTR, resolve_traits
 
     loaded = importlib.import_module(module)
@@ -86,8 +89,6 @@ def read_specs(path: Path = SPECS, module: str = "orbchain.core.contract.hookspe
     specs = []
     for node in tree.body:
         if not isinstance(node, ast.FunctionDef) or not node.decorator_list:
-            continue
-        if any("historic=True" in ast.unparse(d) for d in node.decorator_list):
             continue
         traits = getattr(getattr(loaded, node.name), TRAITS_ATTR, None) or resolve_traits(node.name)
         arguments = node.args.args
@@ -98,7 +99,8 @@ def read_specs(path: Path = SPECS, module: str = "orbchain.core.contract.hookspe
         doc = ast.get_docstring(node) or node.name
         specs.append(Spec(node.name, traits.kind.value, traits.sync, params,
                           any(a.arg == "gateway" for a in arguments), _annotation(node.returns),
-                          doc.strip().splitlines()[0], traits.answered_by, traits.selective))
+                          doc.strip().splitlines()[0], traits.answered_by, traits.selective, traits.isolated,
+                          any("historic=True" in ast.unparse(d) for d in node.decorator_list)))
     return specs
 
 
@@ -225,7 +227,7 @@ def render(specs: list[Spec], specs_source: str, specs_module: str = "hookspecs"
     names = checked_names(specs_source)
     specs = [replace(spec, answer=qualify(spec.answer, names),
                      params=[(name, qualify(note, names), default) for name, note, default in spec.params])
-             for spec in specs]
+             for spec in specs if not spec.historic]
     body: list[str] = []
     for spec in specs:
         body += [""] + method(spec)

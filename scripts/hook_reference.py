@@ -12,11 +12,11 @@ sections after it stay hand-written. tests/unit/test_hook_reference.py fails whi
 from __future__ import annotations
 
 import argparse
-import ast
-import importlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from hook_facade import read_specs  # scripts/ is on the path: the script's own folder
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "core" / "contract" / "hookspecs.py"
@@ -35,33 +35,16 @@ class Row:
     summary: str
 
 
-def _note(node: ast.expr | None) -> str:
-    if node is None:
-        return "Any"
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    return ast.unparse(node)
-
-
 def read_rows(path: Path = SPECS, module: str = MODULE) -> list[Row]:
-    """One row per spec, in source order, with the traits its marker declared."""
-    from orbchain.core.contract.hook_kinds import TRAITS_ATTR, resolve_traits
-
-    loaded = importlib.import_module(module)
+    """One row per spec, in source order, with the traits its marker declared (read as the facade reads them)."""
     rows = []
-    for node in ast.parse(path.read_text(encoding="utf-8")).body:
-        if not isinstance(node, ast.FunctionDef) or not node.decorator_list:
-            continue
-        traits = getattr(getattr(loaded, node.name), TRAITS_ATTR, None) or resolve_traits(node.name)
-        flags = [traits.kind.value]
-        flags += ["historic"] if any("historic=True" in ast.unparse(d) for d in node.decorator_list) else []
+    for spec in read_specs(path, module):
+        flags = [spec.kind] + (["historic"] if spec.historic else [])
         flags += [flag for flag in ("sync", "isolated", "answered_by", "selective")
-                  if getattr(traits, flag) and not (flag == "sync" and traits.kind.value == "register")
-                  and not (flag == "isolated" and traits.kind.value == "event")]
-        params = ", ".join(f"{a.arg}: {_note(a.annotation)}" for a in node.args.args if a.arg != "gateway")
-        summary = (ast.get_docstring(node) or node.name).strip().splitlines()[0]
-        rows.append(Row(node.name, ", ".join(flags), params, any(a.arg == "gateway" for a in node.args.args),
-                        _note(node.returns), summary))
+                  if getattr(spec, flag) and not (flag == "sync" and spec.kind == "register")
+                  and not (flag == "isolated" and spec.kind == "event")]
+        params = ", ".join(f"{name}: {note}" for name, note, _ in spec.params)
+        rows.append(Row(spec.name, ", ".join(flags), params, spec.takes_gateway, spec.answer, spec.summary))
     return rows
 
 
