@@ -149,16 +149,8 @@ def test_systemd_unit_hardening():
 
 def test_systemd_analyze_verify(tmp_path):
     # Only the install prefix changes: verify checks that the commands exist.
-    orbchain = Path(sys.executable).with_name("orbchain")
-    assert orbchain.exists()
-    copy = tmp_path / "orbchain.service"
-    copy.write_text((DEPLOY / "orbchain.service").read_text().replace("/opt/orbchain/bin/orbchain", str(orbchain)))
-    verify = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True)
-    assert verify.returncode == 0 and not verify.stdout.strip() and not verify.stderr.strip(), verify.stderr
-    security = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(copy)], capture_output=True,
-                              text=True)
-    match = re.search(r"Overall exposure level for orbchain\.service: ([\d.]+)", security.stdout)
-    assert match and float(match.group(1)) <= 2.0, security.stdout[-500:]
+    assert Path(sys.executable).with_name("orbchain").exists()
+    assert _verify_unit(tmp_path, "orbchain.service") <= 2.0
 
 
 def _seconds(value: str) -> float:
@@ -292,3 +284,41 @@ def test_nginx_accepts_the_example_config(tmp_path):
                             "-c", str(tmp_path / "nginx.conf")], capture_output=True, text=True)
     assert check.returncode == 0 and "test is successful" in check.stderr, check.stderr
     assert "[warn]" not in check.stderr and "[emerg]" not in check.stderr, check.stderr
+
+
+def _verify_unit(tmp_path: Path, name: str) -> float:
+    """``systemd-analyze verify`` clean and the offline security exposure of ``deploy/<name>``."""
+    orbchain = Path(sys.executable).with_name("orbchain")
+    copy = tmp_path / name
+    copy.write_text((DEPLOY / name).read_text().replace("/opt/orbchain/bin/orbchain", str(orbchain)))
+    verify = subprocess.run(["systemd-analyze", "verify", str(copy)], capture_output=True, text=True)
+    assert verify.returncode == 0 and not verify.stdout.strip() and not verify.stderr.strip(), verify.stderr
+    security = subprocess.run(["systemd-analyze", "security", "--offline=yes", str(copy)], capture_output=True,
+                              text=True)
+    match = re.search(rf"Overall exposure level for {re.escape(name)}: ([\d.]+)", security.stdout)
+    assert match, security.stdout[-500:]
+    return float(match.group(1))
+
+
+def test_the_signer_unit_verifies_and_is_no_more_exposed_than_the_web_unit(tmp_path):
+    """Issue 45: the signer shipped as a unit of its own, as hardened as the web service's."""
+    assert _verify_unit(tmp_path, "orbchain-signer.service") <= 2.0
+
+
+def test_the_signer_unit_holds_the_seed_and_the_web_unit_can_be_seedless():
+    """The signer loads the seed and its passphrase as credentials (never environment values), listens on
+    a socket only its group reaches, and runs ``orbchain signer``; the channel key is the file both hold."""
+    signer = configparser.ConfigParser(strict=False, interpolation=None)
+    signer.optionxform = str  # type: ignore[assignment,method-assign]
+    signer.read(DEPLOY / "orbchain-signer.service")
+    text = (DEPLOY / "orbchain-signer.service").read_text()
+    service = signer["Service"]
+    assert service["ExecStart"] == "/opt/orbchain/bin/orbchain signer"
+    assert service["UMask"] == "0077" and service["DynamicUser"] == "yes" and service["LimitCORE"] == "0"
+    for credential in ("seed", "seed_file_passphrase", "jwt_secret", "signer_key"):
+        assert f"LoadCredential={credential}:" in text
+    assert "PASSPHRASE" not in text  # the passphrase is a credential, never an environment value
+    assert "Environment=ORBCHAIN_SIGNER__LISTEN=unix:///run/orbchain-signer/" in text
+    assert "RuntimeDirectory=orbchain-signer" in text
+    from orbchain.core.keys.seed_file import CREDENTIAL_NAME
+    assert CREDENTIAL_NAME == "seed_file_passphrase"

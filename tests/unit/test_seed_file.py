@@ -105,6 +105,36 @@ def test_encrypt_seed_rewrites_the_file_once_and_the_gateway_opens_it(shell, mon
     assert "encrypted already" in capsys.readouterr().err
 
 
+def test_change_passphrase_seals_the_same_seed_again_and_refuses_what_it_cannot_open(shell, monkeypatch, capsys):
+    """Issue 45: a passphrase can be rotated without a new seed; the old one stops opening the file."""
+    seed_file = shell / "seed"
+    seed_file.write_text(encrypt_seed(MNEMONIC, PASSPHRASE))
+    os.chmod(seed_file, 0o600)
+    before = seed_file.read_text()
+    new = "a different passphrase entirely"
+    monkeypatch.setenv(PASSPHRASE_VARIABLE, PASSPHRASE + "!")  # wrong current passphrase: nothing changes
+    monkeypatch.setenv("ORBCHAIN_SEED_FILE_NEW_PASSPHRASE", new)
+    assert cli.main(["secrets", "change-passphrase", "--file", str(seed_file)]) == 2
+    assert "wrong passphrase" in capsys.readouterr().err and seed_file.read_text() == before
+    monkeypatch.setenv(PASSPHRASE_VARIABLE, PASSPHRASE)
+    monkeypatch.setenv("ORBCHAIN_SEED_FILE_NEW_PASSPHRASE", PASSPHRASE)
+    assert cli.main(["secrets", "change-passphrase", "--file", str(seed_file)]) == 2
+    assert "is the current one" in capsys.readouterr().err and seed_file.read_text() == before
+    monkeypatch.setenv("ORBCHAIN_SEED_FILE_NEW_PASSPHRASE", new)
+    assert cli.main(["secrets", "change-passphrase", "--file", str(seed_file)]) == 0
+    assert "sealed" in capsys.readouterr().out and [p.name for p in shell.iterdir()] == ["seed"]
+    assert os.stat(seed_file).st_mode & 0o077 == 0
+    assert decrypt_seed(seed_file.read_text(), new) == MNEMONIC
+    with pytest.raises(SeedFileError):
+        decrypt_seed(seed_file.read_text(), PASSPHRASE)
+    monkeypatch.setenv(PASSPHRASE_VARIABLE, new)
+    assert load_secrets(production(shell, seed_file)).seed_material == MNEMONIC
+    plain = shell / "plain"
+    plain.write_text(MNEMONIC + "\n")
+    assert cli.main(["secrets", "change-passphrase", "--file", str(plain)]) == 2
+    assert "not encrypted" in capsys.readouterr().err and plain.read_text() == MNEMONIC + "\n"
+
+
 def test_config_check_says_whether_the_seed_is_encrypted_and_production_warns_plaintext(shell, monkeypatch, caplog):
     plain = shell / "plain"
     plain.write_text(MNEMONIC + "\n")
