@@ -40,6 +40,7 @@ from .test_bitcoin_litecoind import work as ltc_work
 from .test_payouts import BTC_DEST, balance, create, fund, payout_env, payout_row, work
 
 SEED = "000102030405060708090a0b0c0d0e0f"
+METRICS_TOKEN = "m" * 32
 JWT = "j" * 40  # both sides verify the payout binding digest (core/payouts/binding.py) under its derived key
 
 
@@ -55,6 +56,12 @@ class Signer:
         async with aiohttp.ClientSession(connector=connector) as session:
             async with session.post("http://signer/v1/sign", data=body, headers=headers) as response:
                 return response.status, await response.json()
+
+    async def get(self, path: str, headers: dict[str, str]) -> tuple[int, str]:
+        connector = aiohttp.UnixConnector(path=str(self.socket))
+        async with aiohttp.ClientSession(connector=connector) as session:
+            async with session.get(f"http://signer{path}", headers=headers) as response:
+                return response.status, await response.text()
 
 
 def toml_value(value) -> str:
@@ -138,8 +145,9 @@ async def signer(tmp_path, db_url, make_config, make_client):
     """The serve side (client, merchant, devnet) with its signer subprocess running on the same database."""
     short, socket, key_file = channel(tmp_path)
     client, merchant, devnet = await seedless_serve(tmp_path, make_config, make_client, socket, key_file)
-    process = await start_signer(tmp_path, db_url, socket, key_file)
-    process.start_again = lambda: start_signer(tmp_path, db_url, socket, key_file)
+    metrics = f'[metrics]\ntoken = "{METRICS_TOKEN}"'  # the signer's own /metrics (its holds, its jobs)
+    process = await start_signer(tmp_path, db_url, socket, key_file, extra=metrics)
+    process.start_again = lambda: start_signer(tmp_path, db_url, socket, key_file, extra=metrics)
     try:
         yield client, merchant, devnet, process
     finally:
@@ -170,6 +178,12 @@ async def test_a_seedless_serve_pays_through_the_signer_which_holds_a_forged_row
     assert await work(gw) == 1
     forged = await payout_row(gw, "forged")
     assert (forged["stage"], forged["policy_hold"], forged["tx_hash"]) == ("policy_held", "no_reservation", None)
+    # The hold was judged in the signer: its own /metrics counts it (behind the metrics token), no web host's.
+    assert (await process.get("/metrics", {}))[0] == 401
+    assert (await process.get("/metrics", {"Authorization": "Bearer " + "x" * 32}))[0] == 401
+    status, text = await process.get("/metrics", {"Authorization": f"Bearer {METRICS_TOKEN}"})
+    assert status == 200 and 'orbchain_payouts_held_by_policy_total{coin="BTC",reason="no_reservation"} 1.0' \
+        in text, text[-2000:]
 
     # A broadcast payout dropped from the node: closing it is a new signature, so the signer is asked too.
     dropped = (await create(client, merchant, "0.002"))[1]["data"]["track_id"]

@@ -20,6 +20,10 @@ once the credential passed: ``signed``,
 signed, held or final, or claimed by nobody) and ``error`` (the chain's
 refusal: ``permanent``, ``reason``, ``message``). 401 for a refused
 credential, 400 for a malformed body.
+
+``GET /metrics``: this process's own metrics (its policy holds, its signing jobs), which no web host's
+``/metrics`` can see, behind the same bearer token as theirs (``[metrics] token`` / ``token_file``); without
+a token configured the route does not exist.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from ..infra.metrics import CONTENT_TYPE
+from ..infra.metrics_access import bearer_matches, metrics_token
 from ..keys.signer_channel import ChannelRefused, RequestVerifier
 from ..payouts import service as payouts
 from ..payouts.remote_signing import BUMP, CLOSE, SIGN, SIGN_PATH, STEPS
@@ -123,6 +129,15 @@ def signer_app(gateway: "Gateway", verifier: RequestVerifier) -> web.Application
 
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(SIGN_PATH, sign)
+    token = metrics_token(gateway.config.metrics)
+    if token:
+        async def metrics(request: web.Request) -> web.Response:
+            if not bearer_matches(request.headers.get("Authorization", ""), token):
+                return web.json_response({"outcome": "refused", "message": "metrics token required"}, status=401,
+                                         headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+            return web.Response(body=gateway.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
+
+        app.router.add_get("/metrics", metrics)
     return app
 
 

@@ -14,15 +14,11 @@ listener (issue 29: chain heights are an operator's business).
 
 from __future__ import annotations
 
-import hmac
-from functools import lru_cache
-from pathlib import Path
-
 from aiohttp import web
 
-from ...core.infra.config import ConfigError, MetricsConfig
 from ...core.types.errors import ApiError, NotFound, Unauthorized
 from ...core.infra.metrics import CONTENT_TYPE
+from ...core.infra.metrics_access import bearer_matches, metrics_token
 from ...core.health.metrics_db import facts_registry, read_facts
 from ...core.health.readiness import check_readiness, shared_readiness
 from ..keys import gateway_of
@@ -31,19 +27,6 @@ from ..middlewares import holds_no_connection, rate_class
 routes = web.RouteTableDef()
 # Set on the separate listener's app: there /metrics needs no token of its own.
 OPS_LISTENER = web.AppKey("ops_listener", bool)
-
-
-@lru_cache(maxsize=8)
-def _file_token(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(f"config key 'metrics.token_file': cannot read {path}: {exc.strerror}") from None
-
-
-def metrics_token(config: MetricsConfig) -> str:
-    """The bearer token /metrics asks for ("" when none is configured)."""
-    return _file_token(config.token_file) if config.token_file else config.token
 
 
 class MetricsUnauthorized(Unauthorized):
@@ -60,11 +43,8 @@ def _refusal(request: web.Request) -> ApiError | None:
         return NotFound()  # served on the separate address only
     if not config.listen and not token:
         return NotFound()  # never exposed unprotected
-    if token:
-        sent = request.headers.get("Authorization", "")
-        scheme, _, value = sent.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
-            return MetricsUnauthorized()
+    if token and not bearer_matches(request.headers.get("Authorization", ""), token):
+        return MetricsUnauthorized()
     return None
 
 
