@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import auth, lockout, recovery_codes, security_events
+from . import auth, auth_cache, lockout, recovery_codes, security_events
 from .totp_codes import check_stored_code
 from ..types.errors import Forbidden, InvalidRequest, NotFound, Unauthorized
 from ..infra.db import Database, Row
@@ -107,6 +107,7 @@ async def enable_member_totp(gateway: "Gateway", merchant_id: str, member_id: st
         await gateway.db.execute(f"UPDATE {TABLE} SET totp_enabled = :on WHERE id = :id",
                                  {"on": True, "id": member_id})
         codes = await recovery_codes.issue(gateway.db, merchant_id, member_id, gateway.now())
+    await auth_cache.changed(gateway)  # the teams plugin caches what a member may do, which 2FA can change
     await security_events.announce(gateway, merchant_id, security_events.TOTP_ENABLED,
                                    {"via": lockout.DASHBOARD_CHANNEL}, actor=f"member {email}")
     return codes
@@ -121,6 +122,7 @@ async def disable_member_totp(gateway: "Gateway", merchant_id: str, member_id: s
         await gateway.db.execute(f"UPDATE {TABLE} SET totp_enabled = :off, totp_secret = NULL WHERE id = :id",
                                  {"off": False, "id": member_id})
         await recovery_codes.forget(gateway.db, member_id)
+    await auth_cache.changed(gateway)
     await security_events.announce(gateway, merchant_id, security_events.TOTP_DISABLED,
                                    {"via": lockout.DASHBOARD_CHANNEL}, actor=f"member {email}")
 
@@ -130,6 +132,7 @@ async def forget_member_second_factor(gateway: "Gateway", merchant_id: str, memb
     await gateway.db.execute(f"DELETE FROM {TABLE} WHERE id = :id AND merchant_id = :m",
                              {"id": member_id, "m": merchant_id})
     await recovery_codes.forget(gateway.db, member_id)
+    await auth_cache.changed(gateway)
 
 
 # -- recovery codes, for the holder and members alike ----------------------------------------------------

@@ -41,12 +41,13 @@ ENV_ALIASES = {
 # (``default_config_path``), the test suite's databases (orbchain/testing/databases.py: the PostgreSQL DSN
 # and the SQLite-only opt-in), its number of processes (scripts/run_tests.py), the payout worker's crash
 # hook for tests (core/payouts/worker.py), the node tools' folder (scripts/ensure_node_tools.sh) and how long
-# scripts/ensure_debian_package.sh waits for another apt's lock, and the seed file's passphrase
-# (core/keys/seed_file.py: never a config key, so never in the file beside the seed).
+# scripts/ensure_debian_package.sh waits for another apt's lock, and the seed file's passphrase and the new one
+# `secrets change-passphrase` seals it under (core/keys/seed_file.py, core/cli/seed_encrypt.py: never config
+# keys, so never in the file beside the seed).
 NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_TEST_SQLITE_ONLY",
                                   "ORBCHAIN_TEST_WORKERS",
                                   "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS", "ORBCHAIN_APT_LOCK_SECONDS",
-                                  "ORBCHAIN_SEED_FILE_PASSPHRASE"})
+                                  "ORBCHAIN_SEED_FILE_PASSPHRASE", "ORBCHAIN_SEED_FILE_NEW_PASSPHRASE"})
 PLUGIN_SECTION = "plugin"
 ENVIRONMENTS = ("development", "production")
 LOG_FORMATS = ("text", "json")

@@ -124,7 +124,7 @@ from ..core.accounts.merchant_services import (
 )
 from ..core.receiving.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
 from ..core.payouts.payout_services import payout_statuses
-from ..core.accounts.plugin_cache import cache_changed, cached
+from ..core.accounts.plugin_cache import cache_changed, cache_changed_everywhere, cached
 
 # Core services that create: hosted invoices and payouts through the standard pipeline.
 from ..core.receiving.payment_services import InvoiceRecord, check_invoice_amount, create_invoice, new_track_id
@@ -262,7 +262,8 @@ __all__ = [
     # core services: reads
     "USD_DECIMALS", "AddressKey", "CreditedAddress", "CreditedOutput", "DepositRecord", "MerchantRecord",
     "PaymentRecord", "ReceiveAddress", "address_key", "api_key_exists", "available_balance", "cache_changed",
-    "cached", "check_receivable", "credited_addresses", "credited_outputs", "default_settlement_coin",
+    "cache_changed_everywhere", "cached", "check_receivable", "credited_addresses", "credited_outputs",
+    "default_settlement_coin",
     "find_deposit", "find_payment", "fresh_receive_address", "has_standing_address", "ledger_history",
     "merchant_by_account_id", "merchant_record", "payout_statuses", "receivable_coins", "receive_address",
     "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_price",

@@ -22,8 +22,8 @@ import secrets
 from typing import Any
 
 from ...api import (
-    Conflict, Field, Forbidden, Gone, Member, ProvenAddress, ValidationError, announce_security_event, hash_password,
-    insert_statement, is_unique_violation,
+    Conflict, Field, Forbidden, Gone, Member, ProvenAddress, ValidationError, announce_security_event,
+    cache_changed_everywhere, hash_password, insert_statement, is_unique_violation,
 )
 from ...api.merchant import validate_with_passwords
 from . import invites, members
@@ -115,6 +115,7 @@ async def _join(gateway: Any, invite: dict[str, Any], password_hash: str, proven
         if is_unique_violation(exc):
             raise AddressTaken() from None
         raise
+    await cache_changed_everywhere(gateway)  # the new member's id may have been cached as unknown
     await announce_security_event(gateway, invite["merchant_id"], "member_joined", {
         "member": invite["email"], "role": invite["role"], "proven_by": _PROVEN_WORDS[proven_by]})
     return member_id

@@ -9,6 +9,13 @@ their row: ``decide_member`` then answers None and every session they hold
 is refused at its next request (dashboard and JSON API alike). The API keys
 they issued (created or last rotated) are revoked with it, unless the remover
 chooses to keep them; either choice is in the activity log (issue 42).
+
+A member's answer (role, permissions, the 2FA rule's effect) is read on every
+request they make, so it is cached per process (``orbchain.api.cached``):
+every change to it here, in roles.py, policy.py, joining.py and in the core's
+member 2FA awaits ``cache_changed_everywhere`` before answering, so a removed
+or demoted member is refused in every process at their next request; changes
+made in psql reach the caches through the tables' triggers (m0004, core m0055).
 """
 
 from __future__ import annotations
@@ -16,8 +23,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...api import (
-    Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, forget_member_second_factor,
-    keys_issued_by, member_person, merchant_row, revoke_keys_issued_by, update_row,
+    Forbidden, Member, MemberLogin, Principal, ValidationError, announce_security_event, cache_changed_everywhere,
+    cached, forget_member_second_factor, keys_issued_by, member_person, merchant_row, revoke_keys_issued_by,
+    update_row,
 )
 from . import policy, roles
 
@@ -26,8 +34,16 @@ HOLDER_ID = "holder"  # the account holder's entry in the members list (not a ro
 REVOKE_KEYS, KEEP_KEYS = "revoke", "keep"
 
 
+CACHE_TABLE = "team_members"
+
+
 async def member(gateway: Any, merchant_id: str, member_id: str) -> Member | None:
-    """The member as a session acts: None when removed (or their custom role deleted)."""
+    """The member as a session acts: None when removed (or their custom role deleted); cached (module doc)."""
+    return await cached(gateway, CACHE_TABLE, (merchant_id, member_id),
+                        lambda: _read_member(gateway, merchant_id, member_id))
+
+
+async def _read_member(gateway: Any, merchant_id: str, member_id: str) -> Member | None:
     row = await gateway.db.fetch_one("SELECT * FROM team_members WHERE id = :id AND merchant_id = :m",
                                      {"id": member_id, "m": merchant_id})
     if row is None:
@@ -87,6 +103,7 @@ async def change_role(gateway: Any, merchant_id: str, member_id: Any, role: Any,
     if role == target["role"]:
         return
     await update_row(gateway, "team_members", target["id"], {"role": role}, merchant_id=merchant_id)
+    await cache_changed_everywhere(gateway)
     await announce_security_event(gateway, merchant_id, "member_role_changed",
                                   {"member": target["email"], "role_was": target["role"], "role": role})
 
@@ -120,6 +137,7 @@ async def remove(gateway: Any, merchant_id: str, member_id: Any, principal: Prin
         keys = await revoke_keys_issued_by(gateway, merchant_id, person, first=delete_member)
     else:
         keys = await keys_issued_by(gateway, merchant_id, person) if await delete_member() else None
+    await cache_changed_everywhere(gateway)  # removed everywhere before anyone hears it is done
     if keys is None:  # a concurrent removal announced it already
         return []
     await forget_member_second_factor(gateway, merchant_id, target["id"])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...api import announce_security_event
+from ...api import announce_security_event, cache_changed_everywhere
 from ...api.merchant import member_totp_enabled
 from . import roles
 
@@ -41,4 +41,5 @@ async def set_require_2fa(gateway: Any, merchant_id: str, on: bool) -> None:
             "UPDATE team_policy SET require_2fa = :on, updated_at = :now WHERE merchant_id = :m"
             " AND require_2fa <> :on RETURNING merchant_id", params)
     if changed is not None:
+        await cache_changed_everywhere(gateway)  # members' permissions follow the rule at their next request
         await announce_security_event(gateway, merchant_id, "team_2fa_required" if on else "team_2fa_optional", {})

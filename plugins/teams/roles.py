@@ -13,7 +13,8 @@ import json
 import secrets
 from typing import Any, Iterable, Mapping
 
-from ...api import Conflict, ValidationError, insert_statement, is_unique_violation, merchant_rows
+from ...api import (Conflict, ValidationError, cache_changed_everywhere, insert_statement, is_unique_violation,
+                   merchant_rows)
 
 HOLDER_SCOPE = "account:credentials"
 OWNER = "owner"
@@ -87,4 +88,5 @@ async def create_custom_role(gateway: Any, merchant_id: str, name: Any, scopes: 
         if is_unique_violation(exc):
             raise Conflict(f"a role named {name!r} exists already") from None
         raise
+    await cache_changed_everywhere(gateway)  # a member holding a role of that name gains its permissions
     return name
