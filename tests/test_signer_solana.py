@@ -126,6 +126,9 @@ async def test_a_seedless_serve_takes_addresses_from_the_signers_pool_and_the_si
 
     await until(swept, node, "the deposit swept")
     assert node.balance(payment["address"]) == 0 and node.balance(hot) > 0
+    # The seedless serve's custody check sees the hot wallet the signer published (it cannot derive it).
+    held = {h.place: h.amount for h in await shop.adapter.custody_holdings([])}
+    assert held["hot_wallet"] == node.balance(hot), held
 
     # A payout signed by the signer; its cap and its reservation check hold the others.
     node.airdrop(hot, 10**9)

@@ -9,6 +9,7 @@ import asyncio
 import pytest
 
 from orbchain.chains.solana import pool
+from orbchain.chains.solana.keys import hot_wallet_address
 from orbchain.core.addresses.store import keystore, reserve_fresh
 from orbchain.core.types.errors import ServiceUnavailable
 from orbchain.testing import open_shop
@@ -34,6 +35,7 @@ async def test_the_pool_is_derived_from_the_shared_counter_topped_up_and_claimed
 
     assert await pool.top_up(gw, 4) == 4
     assert await pool.top_up(gw, 4) == 0  # full: nothing more
+    assert await gw.db.fetch_val("SELECT address FROM solana_hot_wallet") == hot_wallet_address(gw)  # published
     rows = await gw.db.fetch_all("SELECT address, key_index FROM solana_address_pool WHERE merchant_id = :m",
                                  {"m": merchant_id})
     family = gw.address_families.require("solana", "mainnet")

@@ -19,6 +19,10 @@ harmless as an unused derived index is. An empty pool refuses the payment
 with 503 ``address_pool_empty`` (a WARNING and
 ``orbchain_deposit_addresses_unavailable{reason="pool_empty"}``), never a 500.
 
+The same job publishes the hot wallet's address (``solana_hot_wallet``):
+the serve's custody check reads it there (``hot_wallet``), as it cannot
+derive it either.
+
 A process that holds the seed derives as before and never touches the pool;
 the job runs only where a separate signer is configured (``[signer]
 key_file``), so a single-process development set-up derives nothing ahead.
@@ -29,8 +33,9 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from ...api import ReceiveTarget, ServiceUnavailable, address_accounts, address_counter
+from ...api import ChainUnavailable, ReceiveTarget, ServiceUnavailable, address_accounts, address_counter
 from ...api.addresses import keystore, next_counter
+from .keys import hot_wallet_address
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -59,6 +64,10 @@ async def top_up(gateway: "Gateway", size: int) -> int:
     db = gateway.db
     family = gateway.address_families.require(FAMILY, NETWORK)
     store = keystore(gateway, NETWORK)  # the signer's seed: raises WatchOnlyError anywhere else
+    await db.execute("INSERT INTO solana_hot_wallet (id, address, updated_at) VALUES (1, :a, :now)"
+                     " ON CONFLICT (id) DO UPDATE SET address = excluded.address, updated_at = excluded.updated_at"
+                     " WHERE solana_hot_wallet.address <> excluded.address",
+                     {"a": hot_wallet_address(gateway), "now": gateway.now()})
     free = {row["merchant_id"]: int(row["n"]) for row in await db.fetch_all(
         "SELECT merchant_id, COUNT(*) AS n FROM solana_address_pool WHERE claimed_at IS NULL GROUP BY merchant_id")}
     added = 0
@@ -74,6 +83,17 @@ async def top_up(gateway: "Gateway", size: int) -> int:
     if added:
         log.info("solana: pre-derived %d deposit address(es) for seedless serves", added)
     return added
+
+
+async def hot_wallet(gateway: "Gateway") -> str:
+    """The hot wallet's address: derived where the seed is, else as the signer published it."""
+    if derives_here(gateway):
+        return hot_wallet_address(gateway)
+    address = await gateway.db.fetch_val("SELECT address FROM solana_hot_wallet WHERE id = 1")
+    if not address:
+        raise ChainUnavailable(f"solana: the hot wallet address is unknown here until `orbchain signer` runs its"
+                               f" {JOB_NAME} job")
+    return str(address)
 
 
 def top_up_job(size: int):
