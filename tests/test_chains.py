@@ -165,6 +165,12 @@ def test_built_in_adapters_declare_what_they_do(config):
                                     Capability.REMOTE_SIGNING}
     assert declared["polygon"] == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY,
                                    Capability.REMOTE_SIGNING}
+    others = build_gateway(config.with_overrides(plugin={"tron": {"url": "http://127.0.0.1:9"},
+                                                          "solana": {"rpc_url": "http://127.0.0.1:9"}})).chains
+    assert others.get("tron").capabilities == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.SWEEPS,
+                                               Capability.CUSTODY, Capability.REMOTE_SIGNING}
+    assert others.get("solana").capabilities == {Capability.DEPOSITS, Capability.PAYOUTS, Capability.SWEEPS,
+                                                 Capability.HISTORY, Capability.CUSTODY, Capability.REMOTE_SIGNING}
 
 
 # -- close at shutdown ----------------------------------------------------------------------------

@@ -11,7 +11,10 @@ RPC endpoint configured it also registers the chain adapter::
 
 which watches deposits slot by slot (``adapter.py``, ``blocks.py``), sends
 payouts from the hot wallet (``payouts.py``) and, with the job
-``solana.sweep``, moves credited deposits to it (``sweeper.py``). Without
+``solana.sweep``, moves credited deposits to it (``sweeper.py``). Payouts
+and sweeps may be signed by a separate ``orbchain signer``
+(``REMOTE_SIGNING``); a seedless ``serve`` then takes SOL deposit addresses
+from the pool the signer pre-derives (``pool.py``). Without
 the block no chain serves SOL but the devnet. See ``docs/solana.md``.
 """
 
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import NETWORKS, hookimpl
+from ...api import NETWORKS, ReceiveTarget, hookimpl
 from ..payment_uri import decimal_uri
+from . import pool
 from .adapter import SolanaAdapter
 from .address import address_family
 from .coins import COINS
@@ -73,8 +77,24 @@ def solana_adapter(gateway) -> SolanaAdapter | None:
 @hookimpl
 def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     adapter = solana_adapter(gateway)
-    if adapter is not None and adapter.settings.sweep:
-        registry.add(f"{PLUGIN_NAME}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
+    if adapter is None:
+        return
+    # Both sign (deposit keys; deriving needs the seed): run by ``orbchain signer`` when one holds the seed.
+    if adapter.settings.sweep:
+        registry.add(f"{PLUGIN_NAME}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds, signs=True)
+    if pool.pool_wanted(gateway):
+        registry.add(pool.JOB_NAME, pool.top_up_job(adapter.settings.address_pool_size),
+                     seconds=adapter.settings.address_pool_seconds, signs=True)
+
+
+@hookimpl
+async def decide_receive_target(gateway: Gateway, payment: Mapping[str, Any], coin: Coin) -> ReceiveTarget | None:
+    """In a seedless serve, a SOL payment's address from the signer's pre-derived pool (``pool.py``); else None
+    (the core derives it from the seed)."""
+    adapter = solana_adapter(gateway)
+    if coin.address_family != CHAIN or adapter is None or pool.derives_here(gateway):
+        return None
+    return await pool.claim(gateway, str(payment["merchant_id"]), round(adapter.settings.address_pool_seconds))
 
 
 @hookimpl

@@ -61,8 +61,10 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
         self.max_history_addresses = settings.history_max_addresses
         self.node_geneses = settings.genesis_hashes
         self.max_tip_age_seconds = settings.max_tip_age_seconds
+        # REMOTE_SIGNING: ``sign_payout`` runs in ``orbchain signer`` when one holds the keys; a dropped payout
+        # is closed by its blockhash's expiry (no signature), and the sweep is a job that signs (``signs=True``).
         self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.HISTORY,
-                                       Capability.CUSTODY}
+                                       Capability.CUSTODY, Capability.REMOTE_SIGNING}
                                       | ({Capability.SWEEPS} if settings.sweep else set())
                                       | ({Capability.PUSH} if settings.ws_url else set()))
         self.nodes: NodeSet[SolanaRpc] = NodeSet(

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Sequence
 
-from ...api import ChainUnavailable, CustodyPlace, Holding, credited_addresses, payout_statuses
-from .keys import hot_wallet_address
+from ...api import CustodyPlace, Holding, credited_addresses, payout_statuses
+from .pool import hot_wallet
 
 if TYPE_CHECKING:  # pragma: no cover
     from .adapter import SolanaAdapter
@@ -39,10 +39,7 @@ async def _settled_in_flight(adapter: "SolanaAdapter") -> int:
 
 
 async def solana_holdings(adapter: "SolanaAdapter", cold: Sequence[str]) -> list[Holding]:
-    try:
-        hot = hot_wallet_address(adapter.gateway)
-    except Exception as exc:  # noqa: BLE001 - a watch-only process has no hot wallet key to derive it from
-        raise ChainUnavailable(f"{adapter.name}: the hot wallet address is unknown here: {exc}") from None
+    hot = await hot_wallet(adapter.gateway)  # a seedless serve: as the signer published it
     deposits = sorted({c.address for c in await credited_addresses(adapter.gateway, adapter.name)})
     coin = adapter.native
     holdings = [Holding(coin, CustodyPlace.HOT_WALLET, await _sum(adapter, [hot]), 1),

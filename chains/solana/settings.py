@@ -32,7 +32,7 @@ KNOWN = (
     "rpc_url", "ws_url", "headers", "commitment", "payout_confirmations", "scan_seconds", "start_height",
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
     "history_max_addresses", "history_pages", "history_page_size", "quorum", "node_lag_blocks",
-    "cluster", "genesis_hash", "node_max_tip_age_seconds",
+    "cluster", "genesis_hash", "node_max_tip_age_seconds", "address_pool_size", "address_pool_seconds",
 )
 # getGenesisHash of each public cluster: a node answering another is on another cluster. A localnet's is
 # made when it starts: nothing to compare unless the operator names it (genesis_hash).
@@ -50,6 +50,10 @@ DEFAULT_SCAN_SECONDS = 2.0  # a slot is ~400 ms: one scan takes the few slots si
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_NODE_LAG_SLOTS = 150  # a node this many slots (~1 min) below the agreed tip is "behind"
+# Pre-derived deposit addresses kept unused per merchant for a seedless serve (pool.py), and how often the
+# signer tops them up: 50 covers a burst of 50 new payments a merchant makes between two 30-second runs.
+DEFAULT_ADDRESS_POOL_SIZE = 50
+DEFAULT_ADDRESS_POOL_SECONDS = 30.0
 
 
 @dataclass(frozen=True)
@@ -74,6 +78,8 @@ class SolanaSettings:
     node_lag_blocks: int = DEFAULT_NODE_LAG_SLOTS  # slots, Solana's blocks
     genesis_hashes: frozenset[str] = GENESIS_HASHES["mainnet-beta"]  # what getGenesisHash must answer
     max_tip_age_seconds: int = MAINNET_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
+    address_pool_size: int = DEFAULT_ADDRESS_POOL_SIZE  # unused pre-derived addresses per merchant (pool.py)
+    address_pool_seconds: float = DEFAULT_ADDRESS_POOL_SECONDS
 
 
 def _key(name: str | None = None) -> str:
@@ -137,6 +143,9 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
         history_page_size=_page_size(block, prefix),
         genesis_hashes=frozenset({genesis}) if genesis else GENESIS_HASHES[cluster],
         max_tip_age_seconds=tip_age_setting(block, prefix, tip_age),
+        address_pool_size=int_setting(block, prefix, "address_pool_size", DEFAULT_ADDRESS_POOL_SIZE, minimum=1),
+        address_pool_seconds=seconds_setting(block, prefix, "address_pool_seconds", DEFAULT_ADDRESS_POOL_SECONDS,
+                                             maximum=86_400),
     )
 
 

@@ -102,4 +102,5 @@ def register_commands(registry: CommandRegistry) -> None:
 def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
     adapter = tron_adapter(gateway)
     if adapter is not None and adapter.settings.sweep:
-        registry.add(f"{CHAIN}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds)
+        # It signs (the deposit keys, the hot wallet's top-ups): run by ``orbchain signer`` when one holds the seed.
+        registry.add(f"{CHAIN}.sweep", sweep_job(adapter), seconds=adapter.settings.sweep_seconds, signs=True)

@@ -71,7 +71,11 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
         self.payout_confirmations = settings.payout_confirmations
         self.node_geneses = settings.genesis_block_ids
         self.max_tip_age_seconds = settings.max_tip_age_seconds
-        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY}
+        # REMOTE_SIGNING: ``sign_payout`` (TRX and TRC-20) runs in ``orbchain signer`` when one holds the keys;
+        # nothing else the worker runs signs (a dropped transfer expires by protocol, closed at once: no
+        # signature), and the deposit sweep with its top-ups is a job that signs (``signs=True``).
+        self.capabilities = frozenset({Capability.DEPOSITS, Capability.PAYOUTS, Capability.CUSTODY,
+                                       Capability.REMOTE_SIGNING}
                                       | ({Capability.SWEEPS} if settings.sweep else set()))
         self.nodes: NodeSet[TronHttp] = NodeSet(
             CHAIN, settings.url if http is None else getattr(http, "url", "http://node"),

@@ -174,6 +174,14 @@ class Metrics:
         self.payouts_held_by_policy = Counter("orbchain_payouts_held_by_policy", "Payouts the signer's policy held"
                                               " instead of signing, by coin and reason (no_reservation,"
                                               " over_hourly_cap ...)", ("coin", "reason"), registry=registry)
+        # Payments refused because no deposit address could be given (a seedless serve's pre-derived pool empty).
+        self.deposit_addresses_unavailable = Counter(
+            "orbchain_deposit_addresses_unavailable", "Payments refused (503) because no deposit address could be"
+            " given, by chain and reason (pool_empty: the signer's pre-derived addresses ran out)",
+            ("chain", "reason"), registry=registry)
+
+    def deposit_address_unavailable(self, chain: str, reason: str) -> None:
+        self.deposit_addresses_unavailable.labels(chain, reason).inc()
 
     def connection_closed(self, reason: str) -> None:
         self.connections_closed.labels(reason).inc()

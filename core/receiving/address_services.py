@@ -46,6 +46,29 @@ async def address_key(gateway: "Gateway", address: str, family: str) -> AddressK
                       int(row["key_index"]))
 
 
+class AddressAccount(NamedTuple):
+    """A merchant's HD account, under which its deposit addresses are derived (``m/44'/coin'/key_account'/...``)."""
+
+    merchant_id: str
+    key_account: int
+
+
+async def address_accounts(gateway: "Gateway") -> list[AddressAccount]:
+    """Every enabled merchant's HD account, oldest first.
+
+    For a plugin that pre-derives deposit addresses where the web process cannot (a hardened-only family such
+    as Solana's, whose addresses no xpub yields): the signer derives them ahead, under each account.
+    """
+    rows = await gateway.db.fetch_all("SELECT id, key_account FROM merchants WHERE enabled ORDER BY created_at, id")
+    return [AddressAccount(row["id"], int(row["key_account"])) for row in rows]
+
+
+def address_counter(merchant_id: str, family: str, network: str) -> str:
+    """The named counter (``orbchain.api.addresses.next_counter``) of one merchant's address indexes in a family:
+    the one the core derives from, so an index a plugin takes from it is never handed out twice."""
+    return addresses.counter_name(merchant_id, family, network)
+
+
 class ReceiveAddress(NamedTuple):
     """A merchant's standing address for one coin (stable, no TTL; SPEC 4.7 receive-address)."""
 

@@ -106,6 +106,7 @@ from ..core.contract.plugin_rows import (
 from ..core.receiving.address_services import (
     AddressKey, ReceiveAddress, address_key, fresh_receive_address, has_standing_address, receive_address,
 )
+from ..core.receiving.address_services import AddressAccount, address_accounts, address_counter
 from ..core.watching.deposit_services import (
     CreditedAddress, CreditedOutput, DepositRecord, credited_addresses, credited_outputs, find_deposit,
     recent_deposits,
@@ -261,9 +262,9 @@ __all__ = [
     "update_row",
     # core services: reads
     "USD_DECIMALS", "AddressKey", "CreditedAddress", "CreditedOutput", "DepositRecord", "MerchantRecord",
-    "PaymentRecord", "ReceiveAddress", "address_key", "api_key_exists", "available_balance", "cache_changed",
-    "cache_changed_everywhere", "cached", "check_receivable", "credited_addresses", "credited_outputs",
-    "default_settlement_coin",
+    "PaymentRecord", "ReceiveAddress", "AddressAccount", "address_accounts", "address_counter", "address_key",
+    "api_key_exists", "available_balance", "cache_changed", "cache_changed_everywhere",
+    "cached", "check_receivable", "credited_addresses", "credited_outputs", "default_settlement_coin",
     "find_deposit", "find_payment", "fresh_receive_address", "has_standing_address", "ledger_history",
     "merchant_by_account_id", "merchant_record", "payout_statuses", "receivable_coins", "receive_address",
     "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_price",

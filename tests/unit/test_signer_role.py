@@ -60,6 +60,16 @@ def test_a_seedless_serve_refuses_a_chain_that_cannot_sign_remotely(tmp_path):
         check_remote_capable(build_gateway(config))
 
 
+def test_a_seedless_serve_runs_tron_and_solana_their_payouts_signed_by_the_signer(tmp_path):
+    config = load_config(None, environ={}).with_overrides(
+        server={"data_dir": str(tmp_path), "environment": "development"}, signer={"url": "unix:///s.sock"},
+        plugin={"tron": {"url": "http://127.0.0.1:9"}, "solana": {"rpc_url": "http://127.0.0.1:9"}})
+    gateway = build_gateway(config)
+    assert {"tron", "solana"} <= {adapter.name for adapter in gateway.chains}
+    with pytest.raises(ConfigError, match=r"chain\(s\) lightning cannot"):  # Lightning alone, as before
+        check_remote_capable(gateway)
+
+
 def test_the_channel_refuses_missing_wrong_stale_and_replayed_credentials():
     key, body, now = b"k" * 32, b'{"payout_id": "po_1"}', 1_000_000
     verifier = RequestVerifier(key, window_seconds=30)
