@@ -201,7 +201,7 @@ async def test_the_chat_is_named_from_its_start_message_only(make_client, make_c
     await bot.poll_updates(gateway)
     assert await store.profile_of(gateway, -100777) is None
 
-    unseen = link_tokens.issue(gateway.require_secrets().jwt_secret, CHAT + 9, gateway.now())
+    unseen = link_tokens.issue(link_tokens.key_of(gateway), CHAT + 9, gateway.now())
     status, body = await api(client, "POST", "/dashboard/tg/link/complete", merchant.jwt,
                              json={"token": unseen, "password": MERCHANT_PASSWORD})
     assert (status, body["error"]["code"]) == (400, "link_chat_unknown")

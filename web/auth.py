@@ -29,6 +29,7 @@ from aiohttp import web
 
 from ..core.accounts import auth, jwt_revocation
 from ..core.accounts.auth_cache import auth_cache
+from ..core.accounts.dashboard_tokens import dashboard_token_claims
 from ..core.accounts.key_powers import ACCOUNT_HOLDER, HOLDER, KeyIssuer, legacy_scopes, member_person
 from ..core.types.errors import ApiError, Forbidden, Unauthorized
 from ..core.gateway import Gateway
@@ -150,7 +151,7 @@ async def _merchant_state(gateway: Gateway, merchant_id: str) -> Any:
 
 
 async def _from_jwt(gateway: Gateway, token: str) -> Principal:
-    claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
+    claims = dashboard_token_claims(gateway, token, gateway.now())
     row = await _merchant_state(gateway, claims["sub"])
     if row is None or int(row["token_version"]) != claims.get("tv", 0):
         raise Unauthorized("invalid token")

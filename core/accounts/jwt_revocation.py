@@ -27,8 +27,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
-from . import auth
 from .auth_cache import changed, remembered
+from .dashboard_tokens import dashboard_token_claims
 from ..types.errors import Unauthorized
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -47,7 +47,7 @@ async def revoke_token(gateway: "Gateway", token: str) -> bool:
     own ``sub``: nobody revokes another merchant's tokens by naming a ``jti``.
     """
     try:
-        claims = auth.decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
+        claims = dashboard_token_claims(gateway, token, gateway.now())
     except Unauthorized:
         return False
     jti = claims.get("jti")

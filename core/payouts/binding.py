@@ -21,16 +21,18 @@ import hashlib
 import hmac
 from typing import TYPE_CHECKING
 
+from ..keys.derived import purpose_key
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
 
 MEMO_PREFIX = "binding:v1:"
-_KEY_LABEL = b"orbchain payout binding v1"
+_KEY_PURPOSE = "core/payout-binding"  # the core's namespace: derived_key refuses it to plugins
 
 
 def binding_key(gateway: "Gateway") -> bytes:
     """The binding key of this deployment, derived (never the secret itself) so it can be handed on alone."""
-    return hmac.new(gateway.require_secrets().jwt_secret, _KEY_LABEL, hashlib.sha256).digest()
+    return purpose_key(gateway.require_secrets(), _KEY_PURPOSE)
 
 
 def payout_binding(key: bytes, *, payout_id: str, merchant_id: str, coin: str, chain: str, amount: int,

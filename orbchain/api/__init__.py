@@ -209,6 +209,9 @@ from ..core.money.prices import (
 # Outbound HTTP to a URL a merchant or payer gave: refuse private addresses.
 from ..core.infra.netguard import UnsafeUrl, check_public_url, outbound_session
 
+# A key of the plugin's own, derived by purpose ("<plugin>/<name>") from the root secret it never sees.
+from ..core.keys.derived import PurposeError, derived_key
+
 # Plugin CLI commands (register_commands): the operator's secrets.
 from ..core.keys.secrets import load_secrets
 
@@ -312,4 +315,6 @@ __all__ = [
     "UnsafeUrl", "check_public_url", "outbound_session",
     # CLI commands and jobs
     "load_secrets", "undone_if_cancelled",
+    # keys by purpose
+    "PurposeError", "derived_key",
 ]

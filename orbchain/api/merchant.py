@@ -10,7 +10,8 @@ contract.
 
 # The account: sign-up, log-in and the merchant row a session names.
 from ..core.accounts.merchants import account_view, accepted_coins, get_merchant, log_in, require_merchant, sign_up
-from ..core.accounts.auth import JWT_LIFETIME_SECONDS, decode_dashboard_token
+from ..core.accounts.auth import JWT_LIFETIME_SECONDS
+from ..core.accounts.dashboard_tokens import dashboard_token_claims
 
 # Settings: webhook, accepted coins, confirmations, static mode, the legacy keys.
 from ..core.accounts.merchants import (
@@ -72,7 +73,7 @@ from ..core.events.test_event import send_test_event
 
 __all__ = [
     # account
-    "JWT_LIFETIME_SECONDS", "account_view", "accepted_coins", "decode_dashboard_token", "get_merchant", "log_in",
+    "JWT_LIFETIME_SECONDS", "account_view", "accepted_coins", "dashboard_token_claims", "get_merchant", "log_in",
     "require_merchant", "sign_up",
     # settings
     "check_webhook_url", "rotate_legacy_key", "set_accepted_coins", "set_confirmations", "set_customer_static_mode",

@@ -2,7 +2,7 @@
 
 The review page carries ``<body>.<mac>``: the body is the reviewed payout (or
 batch) as JSON, with its kind, the merchant and an expiry; the MAC (HMAC-SHA256
-under a key derived from the gateway's JWT secret, as the session's) also covers
+under the gateway's key for this purpose, ``derived_key``, as the session's) also covers
 this browser session's CSRF token. So the confirm cannot swap an address or an
 amount, cannot be taken to another session or account, and goes stale after
 ``REVIEW_SECONDS``. Nothing is stored: a second confirm of the same review is
@@ -18,7 +18,7 @@ import hmac
 import json
 from typing import Any
 
-from ...api import InvalidRequest
+from ...api import InvalidRequest, derived_key
 from .session import Session
 
 REVIEW_SECONDS = 15 * 60
@@ -27,7 +27,7 @@ REFUSED = ("This review was changed, has expired (a review lasts 15 minutes) or 
 
 
 def _key(gateway: Any) -> bytes:
-    return hmac.new(gateway.require_secrets().jwt_secret, b"orbchain dashboard payout review", hashlib.sha256).digest()
+    return derived_key(gateway, "dashboard/payout-review")
 
 
 def _mac(gateway: Any, session: Session, body: str) -> str:

@@ -15,8 +15,9 @@
   ``last_seen`` (rewritten at most once a minute).
 * Every form carries a CSRF token: for a signed-in browser an HMAC of its
   session token (a new session, a new token); before sign-in an HMAC of a
-  random ``orb_pre`` cookie (login CSRF). Both are keyed by a key derived from
-  the gateway's JWT secret, so nothing is stored server-side.
+  random ``orb_pre`` cookie (login CSRF). Both are keyed by the gateway's key
+  for this purpose (``derived_key``: never the JWT secret itself, which the
+  core alone holds), so nothing is stored server-side.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ from typing import Any
 from aiohttp import web
 
 from ...api import (
-    GATEWAY, ApiError, Principal, Unauthorized, dashboard_principal, dashboard_token_revoked,
+    GATEWAY, ApiError, Principal, Unauthorized, dashboard_principal, dashboard_token_revoked, derived_key,
     revoke_dashboard_token,
 )
-from ...api.merchant import JWT_LIFETIME_SECONDS, decode_dashboard_token, get_merchant, member_totp_enabled
+from ...api.merchant import JWT_LIFETIME_SECONDS, dashboard_token_claims, get_merchant, member_totp_enabled
 from .settings import settings_of
 
 SESSION_COOKIE = "orb_session"
@@ -72,7 +73,7 @@ class Session:
 
 
 def _key(gateway: Any) -> bytes:
-    return hmac.new(gateway.require_secrets().jwt_secret, b"orbchain dashboard session", hashlib.sha256).digest()
+    return derived_key(gateway, "dashboard/session")
 
 
 def _mac(gateway: Any, text: str) -> str:
@@ -147,7 +148,7 @@ async def session_for_token(gateway: Any, token: str, *, refresh: bool = False) 
     """The session a dashboard JWT stands for, None when it is invalid, revoked, its account disabled
     or its team member removed."""
     try:
-        claims = decode_dashboard_token(gateway.require_secrets().jwt_secret, token, gateway.now())
+        claims = dashboard_token_claims(gateway, token, gateway.now())
     except Unauthorized:
         return None
     row = await get_merchant(gateway.db, claims["sub"])
@@ -193,7 +194,7 @@ async def ended_because(request: web.Request) -> str | None:
         return "session-invalid"
     token, _, seen = found
     try:  # now=0: any expiry passes here; it is judged below, after the reasons that matter more
-        claims = decode_dashboard_token(gateway.require_secrets().jwt_secret, token, 0)
+        claims = dashboard_token_claims(gateway, token, 0)
     except Unauthorized:
         return "session-invalid"
     row = await get_merchant(gateway.db, claims["sub"])

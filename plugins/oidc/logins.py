@@ -27,7 +27,7 @@ import re
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple
 
-from ...api import insert_statement
+from ...api import derived_key, insert_statement
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -36,7 +36,6 @@ COOKIE_NAME = "orbchain_oidc"
 _STATE = re.compile(r"[A-Za-z0-9_-]{1,128}")  # secrets.token_urlsafe
 _EXPIRY = re.compile(r"[0-9]{1,12}")
 _HEX_MAC = re.compile(r"[0-9a-f]{64}")
-_COOKIE_CONTEXT = b"orbchain plugin oidc: login state cookie v1"
 _KEY_COLUMN = {"oidc_landings": "landing_hash"}  # tables of keep_hashed
 
 
@@ -70,8 +69,8 @@ def secret_hash(value: str) -> str:
 
 
 def _cookie_key(gateway: "Gateway") -> bytes:
-    # Derived from the gateway's JWT secret, which every worker shares: any worker can check the cookie.
-    return hmac.new(gateway.require_secrets().jwt_secret, _COOKIE_CONTEXT, hashlib.sha256).digest()
+    # A key of this purpose only, the same in every worker: any worker can check the cookie.
+    return derived_key(gateway, "oidc/login-state")
 
 
 def _mac(gateway: "Gateway", state: str, expires_at: int) -> str:

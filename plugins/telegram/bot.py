@@ -113,7 +113,7 @@ async def handle_update(gateway: "Gateway", update: Mapping[str, Any]) -> None:
         reply = "Linking happens in a private chat: open a chat with me and send /start there."
     else:
         await store.save_profile(gateway, chat_profile(chat))
-        token = link_tokens.issue(gateway.require_secrets().jwt_secret, chat_id, gateway.now())
+        token = link_tokens.issue(link_tokens.key_of(gateway), chat_id, gateway.now())
         url = f"{gateway.config.base_url}/tg/link/start?t={token}"
         reply = ("To link this chat to your Orbchain account, open this link while signed in to your dashboard "
                  "and confirm it there (valid for 10 minutes, once). Never forward it: whoever confirms it "

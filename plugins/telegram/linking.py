@@ -61,7 +61,7 @@ async def pending_link(gateway: Any, token: object) -> PendingLink:
     if not isinstance(token, str) or not token:
         raise ValidationError({"token": "is required: the link token from the bot"})
     try:
-        link = link_tokens.verify(gateway.require_secrets().jwt_secret, token, gateway.now())
+        link = link_tokens.verify(link_tokens.key_of(gateway), token, gateway.now())
     except link_tokens.LinkTokenError as exc:
         raise InvalidRequest(str(exc), code=exc.code) from None
     if await store.is_spent(gateway, token):

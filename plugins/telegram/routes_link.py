@@ -42,7 +42,7 @@ async def link_start(request: web.Request) -> web.StreamResponse:
         return _error_page(request, 404, "There is no Telegram bot on this gateway.")
     token = request.query.get("t", "")
     try:
-        link_tokens.verify(gateway.require_secrets().jwt_secret, token, gateway.now())
+        link_tokens.verify(link_tokens.key_of(gateway), token, gateway.now())
     except link_tokens.LinkTokenError as exc:
         return _error_page(request, 400, str(exc))
     if await store.is_spent(gateway, token):

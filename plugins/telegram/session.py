@@ -14,14 +14,12 @@ session at once, and linking the chat again later never revives them.
 from __future__ import annotations
 
 import functools
-import hashlib
-import hmac
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, NamedTuple
 
 import jwt
 from aiohttp import web
 
-from ...api import Forbidden, Unauthorized, count_failure, gateway_of, refuse_if_blocked
+from ...api import Forbidden, Unauthorized, count_failure, derived_key, gateway_of, refuse_if_blocked
 from ...api.merchant import get_merchant
 from . import store
 
@@ -31,7 +29,6 @@ if TYPE_CHECKING:  # pragma: no cover
 SESSION_TTL = 3600  # SPEC 8: mini-app JWT 1 hour
 AUDIENCE = SOURCE = "tgapp"
 ALGORITHM = "HS256"
-_PURPOSE = b"orbchain tgapp session v1"
 
 
 class MiniAppCaller(NamedTuple):
@@ -42,21 +39,21 @@ class MiniAppCaller(NamedTuple):
 MINIAPP: web.RequestKey[MiniAppCaller] = web.RequestKey("telegram.miniapp")  # the authenticated caller
 
 
-def _key(jwt_secret: bytes) -> bytes:
-    return hmac.new(jwt_secret, _PURPOSE, hashlib.sha256).digest()
+def _key(gateway: "Gateway") -> bytes:
+    return derived_key(gateway, "telegram/miniapp-session")
 
 
 def issue(gateway: "Gateway", merchant_id: str, telegram_user: int, token_version: int, link_id: str) -> str:
     now = gateway.now()
     claims = {"m": merchant_id, "tg": telegram_user, "src": SOURCE, "aud": AUDIENCE, "iat": now,
               "exp": now + SESSION_TTL, "tv": token_version, "lk": link_id}
-    return jwt.encode(claims, _key(gateway.require_secrets().jwt_secret), algorithm=ALGORITHM)
+    return jwt.encode(claims, _key(gateway), algorithm=ALGORITHM)
 
 
 def decode(gateway: "Gateway", token: str) -> dict[str, Any]:
     """The claims of a valid, unexpired mini-app token (gateway clock), else 401."""
     try:
-        claims = jwt.decode(token, _key(gateway.require_secrets().jwt_secret), algorithms=[ALGORITHM],
+        claims = jwt.decode(token, _key(gateway), algorithms=[ALGORITHM],
                             audience=AUDIENCE,
                             options={"require": ["m", "tg", "src", "exp", "iat", "aud", "lk"], "verify_exp": False,
                                      "verify_iat": False})
