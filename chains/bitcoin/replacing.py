@@ -5,14 +5,17 @@ same recipients, the same amounts); only its change is smaller: the extra
 fee comes from the change alone. Its fee is the current rate for its size,
 at least the version it replaces plus the node's incremental relay fee for
 its own size (BIP 125 rules 3-4), and never above ``fee_ceiling_sat_per_vbyte``.
-Each version is stored before it is broadcast (``versions.py``) and its extra
+Each version is stored before it is broadcast (``versions.py``), its extra
 fee counted against the signer's caps first (``authorize_fee_bump``).
 
 Litecoin Core (and most Dogecoin nodes) refuse replacements unless started
 with ``-mempoolreplacement=1``: the node answers ``txn-mempool-conflict``.
-Then the refused version is deleted (no node has its bytes), ``REFUSED`` is
+The signed replacement is put to ``testmempoolaccept`` before its fee is
+counted or it is stored; refused so, its bytes are discarded, ``REFUSED`` is
 answered so the caller bumps by a child instead (``bumping.py``), and the
-sender does not try replacements again until it restarts.
+sender does not try replacements again until it restarts. A stored version a
+node refuses when it is sent (after a restart of the node, a crash before
+sending) and that no node ever took is deleted.
 
 A later bump, when fees rise again, is a new replacement of the newest
 version, ``bump_after_blocks`` after that one was signed.
@@ -79,11 +82,19 @@ async def replace_stuck(sender: "BitcoinPayouts", owner: str, payout_id: str, si
         return f"stuck in the mempool; its change {current_change} cannot pay a replacement fee of {fee}; waiting"
     outputs[change.output_index] = Output(new_change, outputs[change.output_index].script)
     number = 1 if current is None else current.version + 1
+    replacement = sign_transaction(spends, outputs, sequence=SEQUENCE_RBF)
+    verdict = (await sender.rpc.call("testmempoolaccept", [replacement.hex]))[0]
+    if not verdict.get("allowed"):  # asked before anything is counted or stored: the bytes are discarded
+        reason = str(verdict.get("reject-reason", ""))
+        if REPLACEMENT_REFUSAL in reason:
+            log.info("%s: the node refuses replacements (%s); bumping by a child", chain, reason)
+            sender.replacement_refused = True
+            return REFUSED
+        return f"stuck in the mempool; the node would refuse a replacement: {reason}"
     refused = await authorize_fee_bump(gateway, payout_id, f"{chain}:{signed.tx_hash}:v{number}:{fee}",
                                        fee - current_fee)
     if refused is not None:
         return f"stuck in the mempool; a replacement paying {fee - current_fee} more is over the signer's {refused}"
-    replacement = sign_transaction(spends, outputs, sequence=SEQUENCE_RBF)
     made = Version(signed.tx_hash, number, replacement.txid, replacement.hex, fee, new_change, tip)
     first = [] if current is not None else [Version(signed.tx_hash, 0, signed.tx_hash, signed.raw, current_fee,
                                                     change.amount, tip, accepted=True)]
