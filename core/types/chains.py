@@ -191,6 +191,9 @@ class CustodyPlace:
     PAYOUTS_IN_FLIGHT = "payouts_in_flight"  # inputs a payout not yet final holds, at their booked value
     COLD = "cold"  # the operator's watch-only addresses (config ``custody.cold``)
     CHANNELS = "channels"  # a Lightning node's local channel balance
+    # Outputs worth less than the fee to spend them now (a UTXO chain's): held, counted, never spent at a loss,
+    # so not in what a payout can spend (``CoinCustody.hot``).
+    DUST = "dust"
 
 
 @dataclass(frozen=True)
