@@ -168,3 +168,33 @@ async def test_a_bump_over_the_signers_hourly_cap_is_not_signed_and_the_payout_s
     await work(gateway)
     final = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout["id"]})
     assert final["status"] == "Confirmed" and final["tx_hash"] == payout["tx_hash"]
+
+
+async def test_a_stuck_payout_without_change_waits_with_the_reason(make_client, make_config, replacing_node, funds):
+    node = replacing_node
+    client, gateway, adapter, merchant, first = await stuck_payout(make_client, make_config, node, funds,
+                                                                   "rbf-nochange@example.com")
+    funds.mine(1)
+    await work(gateway)  # the first payout confirmed: the wallet holds its change (0.7 LTC less its fee)
+    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                             json={"currency": "LTC", "amount": "1"})
+    funds.pay(body["data"]["address"], LTC)
+    funds.mine(6)
+    await scan_chain(gateway, adapter)
+    # 1 LTC less the fee of a one-in, one-out transaction (110 vB at 10 sat/vB) and 100 sat: no change output.
+    status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
+                             json={"currency": "LTC", "address": external_address(6), "amount": "0.999988"})
+    assert status == 200, body
+    await work(gateway)
+    payout = await gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": body["data"]["track_id"]})
+    assert payout["stage"] == "broadcast", payout["last_error"]
+    assert len(node.call("getrawtransaction", payout["tx_hash"], True)["vout"]) == 1
+    adapter.fee_estimator = rate(RISEN)
+    await empty_blocks(gateway, node, funds, 3)
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout["id"]})
+    assert row["status"] == "Confirming" and "no change output" in row["last_error"]
+    assert node.call("getrawmempool") == [payout["tx_hash"]] and await stored_versions(gateway, payout) == []
+    funds.mine(1)
+    await work(gateway)
+    final = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout["id"]})
+    assert final["status"] == "Confirmed" and final["last_error"] is None

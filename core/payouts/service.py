@@ -624,11 +624,12 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
         final = await db.fetch_one(
             "UPDATE payouts SET status = :s, stage = :stage, failure_reason = :reason, confirmations = :conf,"
             " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details,"
-            " tx_hash = :tx, raw_tx = :raw WHERE id = :id RETURNING *",
+            " tx_hash = :tx, raw_tx = :raw, last_error = :error WHERE id = :id RETURNING *",
             {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
              "id": current["id"], "details": merged, "tx": mined.tx_hash if mined else current["tx_hash"],
-             "raw": mined.raw if mined else current["raw_tx"]})
+             "raw": mined.raw if mined else current["raw_tx"],
+             "error": None if status == CONFIRMED else current["last_error"]})  # a wait's note is over once paid
         assert final is not None, "the payout row is locked by this transaction"
         kind = "confirmed" if status == CONFIRMED else "failed"
         await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",
