@@ -1,7 +1,8 @@
 """A stuck bitcoin-family payout is bumped by a child paying for it (CPFP), on a real Litecoin Core node.
 
-Litecoin Core refuses replacements by default, so CPFP is the bump every
-node takes. The payout is kept out of blocks with ``generateblock`` (empty
+Litecoin Core refuses replacements by default: the replacement tried first
+is refused (``txn-mempool-conflict``) and the child made instead
+(``tests/test_bitcoin_replacement.py``: a node that takes replacements). The payout is kept out of blocks with ``generateblock`` (empty
 blocks); the fee estimate then rises (through the adapter's ``fee_estimator``:
 regtest's ``estimatesmartfee`` has no data). The child lands with its parent once, and the
 fee booked is the fee both paid.
@@ -68,6 +69,11 @@ async def test_a_stuck_payout_gets_a_child_that_pays_for_it_and_the_fee_booked_i
     assert len(children) == 1  # three blocks stuck and the rate rose: a child pays for it
     bump = await gateway.db.fetch_one("SELECT * FROM bitcoin_payout_bumps WHERE payout_id = :p", {"p": payout["id"]})
     assert bump["tx_hash"] == children[0]
+    # A replacement was tried first and refused by this node (no -mempoolreplacement): nothing of it is kept.
+    assert adapter.replacement_refused
+    assert await gateway.db.fetch_all("SELECT * FROM bitcoin_payout_versions") == []
+    counted = await gateway.db.fetch_all("SELECT fee FROM payout_fee_bumps WHERE payout_id = :p", {"p": payout["id"]})
+    assert [gateway.db.to_int(r["fee"]) for r in counted] == [gateway.db.to_int(bump["fee"])]  # the child's fee
     child = node.call("getmempoolentry", bump["tx_hash"])
     package_fee = parent["fees"]["base"] + child["fees"]["base"]
     assert package_fee * LTC * 1000 >= RISEN_RATE * (parent["vsize"] + child["vsize"])  # the package pays the rate

@@ -361,3 +361,28 @@ async def test_double_spent_input_fails_the_payout(shop, monkeypatch, litecoind_
         gateway.config = config
     assert [(h.place, h.amount) for h in ltc.holdings if h.place == "cold"] == [("cold", LTC - 20_000)]
     assert ltc.shortfall == 20_000
+
+
+async def test_dust_is_left_and_reported_by_the_custody_check(shop):
+    """An output worth less than the fee to spend it now is counted on its own line and in the metric."""
+    await shop.funded("1")
+    small = await shop.payment("0.001")
+    shop.faucet.pay(small["address"], 100_000)
+    await shop.mine(6)
+
+    async def spike() -> int:  # 2,000 sat/vB: spending a 68 vB input costs 136,000 sat
+        return 2_000_000
+
+    gateway = shop.gateway
+    gateway.chains.get("litecoin").fee_estimator = spike
+    report = await run_custody_check(gateway, "test")
+    ltc = report.by_coin()["LTC"]
+    assert [(h.amount, h.count) for h in ltc.holdings if h.place == "dust"] == [(100_000, 1)]
+    assert ltc.difference == 0 and ltc.hot == LTC  # still held and owed; not what a payout can spend
+    assert "  dust: 100000 (1 asked, node)" in report.lines(lambda coin, units: str(units))
+    assert gateway.metrics.wallet_dust_units.labels("LTC")._value.get() == 100_000
+    assert gateway.metrics.wallet_dust_outputs.labels("LTC")._value.get() == 1
+    spendable = await wallet.spendable_outputs(gateway, "litecoin", "regtest")
+    selection = wallet.select_outputs(spendable, 50_000_000, rate_sat_per_kvb=2_000_000, kind="p2wpkh",
+                                      destination_script=b"\x00" * 22, change_script=b"\x00" * 22, change_min=1000)
+    assert [o.amount for o in selection.inputs] == [LTC]  # never picked to be spent at a loss

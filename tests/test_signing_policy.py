@@ -17,6 +17,7 @@ import pytest
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.ledger import book as ledger
 from orbchain.core.payouts import worker
+from orbchain.api import authorize_fee_bump
 from orbchain.core.payouts.policy_holds import cancel_policy_hold, release_policy_hold
 from orbchain.web.keys import GATEWAY
 
@@ -194,3 +195,22 @@ def test_a_signing_policy_naming_an_unknown_coin_or_a_bad_address_stops_the_star
         build_gateway(make_config(signing={"max_per_payout": ["NOPE=1"]}))
     with pytest.raises(ConfigError, match="allowed_destinations"):
         build_gateway(make_config(signing={"allowed_destinations": ["BTC=not-an-address"]}))
+
+
+async def test_a_bumps_extra_fee_counts_once_against_the_hourly_cap_and_later_payouts_see_it(
+        make_client, make_config):
+    client, merchant, devnet, _ = await shop(make_client, make_config, max_per_hour=["BTC=0.005"])
+    gw = devnet.gateway
+    first = (await create(client, merchant, "0.003"))[1]["data"]["track_id"]
+    await work(gw)
+    payout = await payout_row(gw, first)
+    assert payout["stage"] == "broadcast"
+    # The payout's own 0.003 is in the window: 0.002 more fits, not a satoshi beyond.
+    assert await authorize_fee_bump(gw, payout["id"], "devnet:bump-1", 200_001) == "over_hourly_cap"
+    assert await authorize_fee_bump(gw, payout["id"], "devnet:bump-1", 150_000) is None
+    assert await authorize_fee_bump(gw, payout["id"], "devnet:bump-1", 150_000) is None  # the same bump: once
+    assert await gw.db.fetch_val("SELECT COUNT(*) FROM payout_fee_bumps") == 1
+    # 0.003 + 0.0015 counted: a payout of 0.001 would pass 0.005, so it is held.
+    second = (await create(client, merchant, "0.001"))[1]["data"]["track_id"]
+    await work(gw)
+    assert (await payout_row(gw, second))["policy_hold"] == "over_hourly_cap"

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from ...api import BroadcastError, DropClosure, SignedPayout
 from ...api.addresses import keystore, next_counter
-from . import conflicts, wallet
+from . import conflicts, versions, wallet
 from .conflicts import Conflict
 from .rpc import RpcError, fee_rate_sat_per_kvb
 from .transactions import SEQUENCE_RBF, Output, estimate_vsize, script_for_key, sign_transaction
@@ -79,7 +79,9 @@ async def _sign_closing(sender: "BitcoinPayouts", payout_id: str, original: Sign
     public_key = family.derive(keystore(gateway), wallet.PLATFORM_ACCOUNT, key_index, change=True).public_key
     script = script_for_key(spec.script, public_key)
     vsize = estimate_vsize([spec.script] * len(spends), [script])
-    floor = int(original.network_fee) + wallet.fee_for(vsize, await _incremental_rate(sender))
+    replaced = await versions.latest_accepted(gateway, sender.name, original.tx_hash)  # a fee replacement's, if any
+    paid = int(original.network_fee) if replaced is None else max(int(original.network_fee), replaced.fee)
+    floor = paid + wallet.fee_for(vsize, await incremental_rate(sender))
     fee = max(floor, wallet.fee_for(vsize, await sender.fee_rate()))
     total = sum(o.amount for o in unspent)
     if fee > CLOSING_FEE_LIMIT * floor:
@@ -93,7 +95,7 @@ async def _sign_closing(sender: "BitcoinPayouts", payout_id: str, original: Sign
     return Conflict(payout_id, closing.txid, closing.hex, fee, total - fee, key_index, height)
 
 
-async def _incremental_rate(sender: "BitcoinPayouts") -> int:
+async def incremental_rate(sender: "BitcoinPayouts") -> int:
     """The node's incremental relay fee (satoshis per 1,000 vbytes): what a replacement pays for its own size."""
     try:
         info = await sender.rpc.call("getnetworkinfo")

@@ -21,7 +21,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ...api import ChainUnavailable, CustodyPlace, Holding, credited_outputs, payout_statuses
+from . import wallet
 from .cold_sweep import swept_cold_addresses, sweep_statuses
+from .transactions import input_vsize
 from .rpc import RpcError, coin_units
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,6 +55,15 @@ async def _cold_value(adapter: "BitcoinAdapter", cold: Sequence[str]) -> int:
     return coin_units(found["total_amount"])
 
 
+async def dust_threshold(adapter: "BitcoinAdapter") -> int:
+    """The fee to spend one of our outputs at the current rate: an output worth no more is dust.
+
+    Coin selection never picks such an output (``wallet.select_outputs``), so it is left where it is, and
+    counted on its own line (``CustodyPlace.DUST``) and in ``orbchain_wallet_dust_*``, not swept at a loss.
+    """
+    return wallet.fee_for(input_vsize(adapter.settings.spec.script), await adapter.fee_rate())
+
+
 async def bitcoin_holdings(adapter: "BitcoinAdapter", cold: Sequence[str]) -> list[Holding]:
     gateway, chain, db = adapter.gateway, adapter.name, adapter.gateway.db
     spends = await db.fetch_all(
@@ -69,13 +80,19 @@ async def bitcoin_holdings(adapter: "BitcoinAdapter", cold: Sequence[str]) -> li
                    if statuses.get(r["payout_id"]) == CONFIRMED}
     booked = {**deposits, **ours_change}
     in_flight = sum(amount for outpoint, amount in booked.items() if outpoint in held_for_payout)
-    ask_deposits = [o for o in deposits if o not in gone and o not in held_for_payout]
-    ask_change = [o for o in ours_change if o not in gone and o not in held_for_payout]
+    spend_cost = await dust_threshold(adapter)
+    dust = [o for o, amount in booked.items() if amount <= spend_cost and o not in gone and o not in held_for_payout]
+    ask_deposits = [o for o in deposits if o not in gone and o not in held_for_payout and o not in dust]
+    ask_change = [o for o in ours_change if o not in gone and o not in held_for_payout and o not in dust]
     coin = adapter.coin
     holdings = [
         Holding(coin, CustodyPlace.DEPOSIT_ADDRESSES, await _unspent_value(adapter, ask_deposits), len(ask_deposits)),
         Holding(coin, CustodyPlace.HOT_WALLET, await _unspent_value(adapter, ask_change), len(ask_change)),
     ]
+    dust_value = await _unspent_value(adapter, dust)
+    gateway.metrics.wallet_dust(coin, len(dust), dust_value)
+    if dust:
+        holdings.append(Holding(coin, CustodyPlace.DUST, dust_value, len(dust)))
     if held_for_payout:
         holdings.append(Holding(coin, CustodyPlace.PAYOUTS_IN_FLIGHT, in_flight, len(held_for_payout),
                                 node_checked=False))

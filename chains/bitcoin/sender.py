@@ -17,8 +17,9 @@ remembered, and its confirmations are then that block's (``getblockheader``,
 ``close_dropped`` (``closing.py``): a payout missing past the drop timeout
 is closed by a transaction of ours spending its inputs, never re-credited on
 our node's word alone. ``bump_stuck`` (``bumping.py``): a payout waiting in
-the mempool for ``bump_after_blocks`` gets a child paying for it (CPFP);
-payouts signal replace-by-fee (BIP 125).
+the mempool for ``bump_after_blocks`` is replaced by one paying more where
+the node accepts replacements (payouts signal BIP 125; every version is
+followed by ``payout_status``), else gets a child paying for it (CPFP).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from ...api import (
     PayoutStatus, SignedPayout,
 )
 from ...api.addresses import keystore, next_counter
-from . import bumping, closing, fees, wallet
+from . import bumping, closing, fees, replacing, versions, wallet
 from .rpc import (
     RPC_DESERIALIZATION_ERROR, RPC_INVALID_ADDRESS_OR_KEY, RPC_VERIFY_ALREADY_IN_CHAIN, RPC_VERIFY_ERROR,
     RPC_VERIFY_REJECTED, NodeRpc, RpcError, coin_units, fee_rate_sat_per_kvb,
@@ -62,6 +63,7 @@ class BitcoinPayouts(PayoutSender):
     name: str
     network: str
     fee_estimator: fees.FeeEstimator  # the seam tests and other fee sources use (fees.py)
+    replacement_refused: bool = False  # the node answered a replacement txn-mempool-conflict (replacing.py)
 
     # -- fees ------------------------------------------------------------------------------
 
@@ -179,13 +181,17 @@ class BitcoinPayouts(PayoutSender):
             return signed, selection.fee
         raise BroadcastError(f"{self.name}: hot wallet busy, try again", permanent=False)
 
-    async def spends_of(self, outputs) -> list[Spend] | None:
-        """Signing inputs for ``outputs`` after checking each on the node; None if any is gone."""
+    async def spends_of(self, outputs, include_mempool: bool = True) -> list[Spend] | None:
+        """Signing inputs for ``outputs`` after checking each on the node; None if any is gone.
+
+        ``include_mempool=False``: unspent in the chain is enough (a replacement spends what the version it
+        replaces spends in the mempool).
+        """
         family = self.payout_family()
         store = keystore(self.gateway)
         spends, gone = [], []
         for output in outputs:
-            coin = await self.rpc.call("gettxout", output.tx_hash, output.output_index, True)
+            coin = await self.rpc.call("gettxout", output.tx_hash, output.output_index, include_mempool)
             if coin is None:
                 gone.append((output.tx_hash, output.output_index))
                 continue
@@ -208,6 +214,10 @@ class BitcoinPayouts(PayoutSender):
     # -- broadcasting ----------------------------------------------------------------------
 
     async def broadcast(self, signed: SignedPayout) -> None:
+        """Send ``signed``; a payout replaced by fee sends its newest version a node took instead."""
+        replaced = await versions.latest_accepted(self.gateway, self.name, signed.tx_hash)
+        if replaced is not None:
+            signed = SignedPayout(replaced.tx_hash, replaced.raw_tx, replaced.fee)
         try:
             await self.rpc.call("sendrawtransaction", signed.raw)
         except RpcError as exc:
@@ -224,6 +234,11 @@ class BitcoinPayouts(PayoutSender):
 
     async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
         row = await wallet.payout_tx(self.gateway, self.name, signed.tx_hash)
+        replaced = await versions.of(self.gateway, self.name, signed.tx_hash)
+        if row is not None and replaced:  # every version: whichever is mined is the payout's
+            change = await bumping.change_of(self, signed.tx_hash)
+            return await replacing.status_of_versions(self, str(row["payout_id"]), signed, replaced,
+                                                      None if change is None else change.output_index)
         confirmations, block_hash = await self.locate(
             signed.tx_hash, row["block_hash"] if row else None, int(row["signed_height"]) if row else None)
         if row is not None and row["block_hash"] and row["block_hash"] != block_hash:
@@ -235,9 +250,9 @@ class BitcoinPayouts(PayoutSender):
         status = PayoutStatus(found=True, confirmations=confirmations)
         return status if row is None else await bumping.status_with_bump(self, row["payout_id"], status)
 
-    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:
-        """A child paying for a payout stuck ``bump_after_blocks`` blocks (``bumping.py``)."""
-        await bumping.bump_stuck(self, await self.spend_owner(payout_id, signed), signed)
+    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> str | None:
+        """A replacement, else a child, for a payout stuck ``bump_after_blocks`` blocks (``bumping.py``)."""
+        return await bumping.bump_stuck(self, payout_id, signed)
 
     async def spend_owner(self, payout_id: str, signed: SignedPayout) -> str:
         """The id the wallet books ``signed``'s spend under: the payout's own, or its batch's first item's."""

@@ -16,7 +16,12 @@ default: the tip), ``rpc_timeout_seconds``, ``drop_after_seconds``,
 0 = off; default per coin and network, off on regtest: networks.py),
 ``bump_after_blocks`` (default 3; 0 = never): a payout still unconfirmed that
 many blocks after signing is bumped by a child spending its change (CPFP), the
-package paying the current rate up to the ceiling (``bumping.py``).
+package paying the current rate up to the ceiling (``bumping.py``);
+``bump_by_replacement`` (default true): first try a replacement paying more
+(BIP 125), which a node started without replace-by-fee refuses (Litecoin
+Core's default: ``-mempoolreplacement=1`` turns it on); the child is then made
+instead. ``false`` never tries (nodes known to refuse; one refused attempt per
+process otherwise).
 
 The fee policy (``fees.py``): ``fee_target_blocks`` (default 2), the
 confirmation target asked of ``estimatesmartfee``; ``fee_ceiling_sat_per_vbyte``
@@ -81,7 +86,7 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
         "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds",
-        "bump_after_blocks", "fee_ceiling_sat_per_vbyte", "fee_target_blocks")
+        "bump_after_blocks", "fee_ceiling_sat_per_vbyte", "fee_target_blocks", "bump_by_replacement")
 BUMP_AFTER_BLOCKS = 3  # a payout unconfirmed this many blocks after signing is bumped (CPFP); 0 = never
 FEE_CEILING_FACTOR = 20  # default fee ceiling: this many times the coin's default fallback rate
 FEE_TARGET_BLOCKS = 2  # default confirmation target for estimatesmartfee
@@ -111,6 +116,7 @@ class CoinSettings:
     bump_after_blocks: int = BUMP_AFTER_BLOCKS
     fee_ceiling_sat_per_vbyte: int = 0  # payouts and bumps never pay more; above it payouts wait (fees.py)
     fee_target_blocks: int = FEE_TARGET_BLOCKS
+    bump_by_replacement: bool = True  # try a replacement first; a node that refuses gets a child (replacing.py)
 
     @property
     def push(self) -> bool:
@@ -208,7 +214,15 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         fee_ceiling_sat_per_vbyte=int_setting(block, _key(symbol), "fee_ceiling_sat_per_vbyte",
                                               FEE_CEILING_FACTOR * spec.default_fallback_sat_per_vbyte, minimum=1),
         fee_target_blocks=_fee_target(block, symbol),
+        bump_by_replacement=_flag(block, symbol, "bump_by_replacement", True),
     )
+
+
+def _flag(block: Mapping[str, Any], symbol: str, name: str, default: bool) -> bool:
+    value = block.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"config key '{_key(symbol, name)}' must be true or false, got {value!r}")
+    return value
 
 
 def _fee_target(block: Mapping[str, Any], symbol: str) -> int:

@@ -96,8 +96,8 @@ async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str
         sender = payouts.payout_route(gateway, row["coin"]).sender
         stored = SignedPayout(row["tx_hash"], row["raw_tx"], gateway.db.to_int(row["network_fee"] or 0))
         if step == BUMP:
-            await sender.bump_stuck(payout_id, stored)
-            return {"outcome": "done", "step": step}
+            waiting = await sender.bump_stuck(payout_id, stored)
+            return {"outcome": "done", "step": step, "detail": waiting}
         closure = await sender.close_dropped(payout_id, stored)
     except Exception as exc:  # noqa: BLE001 - the worker asks again at its next poll
         log.warning("payout %s: %s failed: %s: %s", payout_id, step, type(exc).__name__, exc)

@@ -142,6 +142,13 @@ class Metrics:
         self.chain_node_peer_height = Gauge("orbchain_chain_node_reported_height", "Tip height this node last"
                                             " reported", ("chain", "node"), multiprocess_mode="mostrecent",
                                             registry=registry)
+        # Outputs a UTXO chain leaves because spending them costs more than they hold (set by the custody check).
+        self.wallet_dust_units = Gauge("orbchain_wallet_dust_units", "Base units held in outputs worth less than"
+                                       " the fee to spend them at the last custody check (left, not swept)",
+                                       ("coin",), multiprocess_mode="mostrecent", registry=registry)
+        self.wallet_dust_outputs = Gauge("orbchain_wallet_dust_outputs", "Outputs worth less than the fee to spend"
+                                         " them at the last custody check", ("coin",),
+                                         multiprocess_mode="mostrecent", registry=registry)
         # Push streams (core/watching/push.py): every serving process follows them, so "any process connected".
         self.push_connected = Gauge("orbchain_chain_push_connected", "1 while the chain node's notification"
                                     " stream is up", ("chain",), multiprocess_mode="livemax", registry=registry)
@@ -201,6 +208,11 @@ class Metrics:
             self.chain_scanned_height.labels(chain).set(scanned_height)
             self.chain_lag.labels(chain).set(max(0, node_height - scanned_height))
         self.chain_last_scan.labels(chain).set(at)
+
+    def wallet_dust(self, coin: str, outputs: int, units: int) -> None:
+        """What a chain adapter's custody check found too small to spend at the current fee (its dust)."""
+        self.wallet_dust_outputs.labels(coin).set(outputs)
+        self.wallet_dust_units.labels(coin).set(units)
 
     def chain_nodes(self, chain: str, nodes: Iterable[NodeState]) -> None:
         for node in nodes:

@@ -127,17 +127,21 @@ async def signed_fee(gateway: "Gateway", row: Row) -> int:
 
 async def finish_group(gateway: "Gateway", rows: Sequence[Row], *, status: str, failure_reason: str | None = None,
                        confirmations: int | None = None, network_fee: int | None = None,
-                       details: Any = None) -> None:
-    """``payouts.finish`` for every item of one transaction, each booking its share of ``network_fee``."""
+                       details: Any = None, mined: SignedPayout | None = None) -> None:
+    """``payouts.finish`` for every item of one transaction, each booking its share of ``network_fee``.
+
+    ``mined``: the replacement that was mined, when not the stored version (every item then shows it).
+    """
     lead = rows[0]
     if len(rows) == 1 and not lead["batch_id"]:
         await payouts.finish(gateway, lead, status=status, failure_reason=failure_reason,
-                             confirmations=confirmations, network_fee=network_fee, details=details)
+                             confirmations=confirmations, network_fee=network_fee, details=details, mined=mined)
         return
     shares = await _shares_of(gateway, lead, network_fee) if lead["tx_hash"] else {}
     for row in rows:
         await payouts.finish(gateway, row, status=status, failure_reason=failure_reason,
-                             confirmations=confirmations, network_fee=shares.get(row["id"], 0), details=details)
+                             confirmations=confirmations, network_fee=shares.get(row["id"], 0), details=details,
+                             mined=mined)
 
 
 async def record_retry_group(gateway: "Gateway", rows: Sequence[Row], *, error: str, next_at: int,
@@ -152,8 +156,8 @@ async def record_broadcast_group(gateway: "Gateway", rows: Sequence[Row]) -> lis
 
 
 async def record_progress_group(gateway: "Gateway", rows: Sequence[Row], *, confirmations: int,
-                                missing_since: int | None, next_at: int) -> None:
+                                missing_since: int | None, next_at: int, note: str | None = None) -> None:
     for row in rows:
         await payouts.record_progress(gateway, row, confirmations=confirmations, missing_since=missing_since,
-                                      next_at=next_at)
+                                      next_at=next_at, note=note)
 

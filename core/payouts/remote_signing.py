@@ -106,11 +106,13 @@ def _refusal(answer: dict[str, Any]) -> Exception:
     return SignerUnavailable(f"the signer could not {answer.get('step', 'do it')}: {answer.get('message', '')}")
 
 
-async def bump_remotely(gateway: "Gateway", row: payouts.Row) -> None:
-    """``bump_stuck`` in the signer (a child paying for the payout is a new signature)."""
+async def bump_remotely(gateway: "Gateway", row: payouts.Row) -> str | None:
+    """``bump_stuck`` in the signer (a child or a replacement is a new signature); why it waits, if it does."""
     answer = await ask_signer(gateway, row["id"], BUMP)
     if answer.get("outcome") != "done":
         raise _refusal(answer)
+    detail = answer.get("detail")
+    return detail if isinstance(detail, str) else None
 
 
 async def close_remotely(gateway: "Gateway", row: payouts.Row) -> DropClosure:

@@ -556,11 +556,14 @@ async def record_retry(gateway: "Gateway", row: Row, *, error: str, next_at: int
 
 
 async def record_progress(gateway: "Gateway", row: Row, *, confirmations: int, missing_since: int | None,
-                          next_at: int) -> None:
-    """A broadcast payout is still confirming (or briefly missing): look again at ``next_at``."""
+                          next_at: int, note: str | None = None) -> None:
+    """A broadcast payout is still confirming (or briefly missing): look again at ``next_at``.
+
+    ``note``: why a stuck payout waits (the sender cannot bump it now), kept in ``last_error``.
+    """
     await _advance(gateway, row, stage=BROADCAST, changes={
         "confirmations": confirmations, "missing_since": missing_since, "next_attempt_at": next_at,
-        "last_error": None, "claimed_until": None, "claim_token": None})
+        "last_error": note[:500] if note else None, "claimed_until": None, "claim_token": None})
 
 
 def _fee_paid(db: "Database", current: Row, status: str, failure_reason: str | None, network_fee: int | None) -> int:
@@ -579,8 +582,10 @@ def _fee_paid(db: "Database", current: Row, status: str, failure_reason: str | N
 
 async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: str | None = None,
                  confirmations: int | None = None, network_fee: int | None = None,
-                 details: Mapping[str, Any] | None = None) -> Row | None:
+                 details: Mapping[str, Any] | None = None, mined: SignedPayout | None = None) -> Row | None:
     """Make the payout final: settle the ledger, write the row, enqueue the webhook; one transaction.
+
+    ``mined``: a fee replacement of the stored transaction was mined; its txid and bytes become the row's.
 
     Confirmed: in flight -> world. Failed: in flight -> merchant available
     (the re-credit). A transaction that was mined (confirmed or reverted)
@@ -618,11 +623,13 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
         merged = _merged_details(current, details)
         final = await db.fetch_one(
             "UPDATE payouts SET status = :s, stage = :stage, failure_reason = :reason, confirmations = :conf,"
-            " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details"
-            " WHERE id = :id RETURNING *",
+            " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details,"
+            " tx_hash = :tx, raw_tx = :raw, last_error = :error WHERE id = :id RETURNING *",
             {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
-             "id": current["id"], "details": merged})
+             "id": current["id"], "details": merged, "tx": mined.tx_hash if mined else current["tx_hash"],
+             "raw": mined.raw if mined else current["raw_tx"],
+             "error": None if status == CONFIRMED else current["last_error"]})  # a wait's note is over once paid
         assert final is not None, "the payout row is locked by this transaction"
         kind = "confirmed" if status == CONFIRMED else "failed"
         await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",

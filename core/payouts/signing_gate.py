@@ -38,7 +38,7 @@ from ..ledger.accounts import merchant_available, payouts_in_flight
 from .binding import binding_key, binding_matches
 from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, payout_route
 from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, Reservation, SigningFacts, SigningPolicy, judge,
-                             needs_window_counts, policy_from_config)
+                             judge_fee_bump, needs_window_counts, policy_from_config)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -113,6 +113,44 @@ async def authorize(gateway: "Gateway", row: Row) -> Row | None:
     return None
 
 
+async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str, extra_fee: int) -> str | None:
+    """Judge and count the extra fee of one bump of a broadcast payout; the cap it would pass, or None to sign it.
+
+    Called by a chain's ``bump_stuck`` before it signs (in whichever process
+    holds the keys). Under the coin's signing lock, like ``authorize``: the
+    hour and day windows (other payouts and earlier bumps, and this payout's
+    own amount when it was authorized inside them) plus ``extra_fee`` against
+    the caps; a bump that passes is recorded under ``reference`` in the same
+    transaction, so the next decision counts it. Asking again with the same
+    ``reference`` answers None without counting it twice. A refused bump is
+    not signed: the payout waits in the mempool as it is.
+    """
+    if extra_fee < 0:
+        raise ValueError(f"a bump's extra fee cannot be negative: {extra_fee}")
+    policy = current_policy(gateway)
+    db = gateway.db
+    async with db.transaction():
+        row = await db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
+        if row is None:
+            return "unknown payout"
+        await _lock_coin(db, row["coin"])
+        if await db.fetch_val("SELECT 1 FROM payout_fee_bumps WHERE reference = :r", {"r": reference}):
+            return None
+        if needs_window_counts(policy, row["coin"]):
+            hour, day, merchant_day = await _window_sums(gateway, row, include_self=True)
+            reason = judge_fee_bump(policy, row["coin"], extra_fee, hour, day, merchant_day)
+            if reason is not None:
+                log.error("payout %s (%s): a bump paying %d more would pass the signer's cap (%s); not bumped",
+                          payout_id, row["coin"], extra_fee, reason)
+                return reason
+        await db.execute(
+            "INSERT INTO payout_fee_bumps (reference, payout_id, merchant_id, coin, fee, authorized_at)"
+            " VALUES (:r, :p, :m, :c, :f, :t)",
+            {"r": reference, "p": payout_id, "m": row["merchant_id"], "c": row["coin"],
+             "f": db.amount_param(extra_fee), "t": gateway.now()})
+    return None
+
+
 async def _plugin_objection(gateway: "Gateway", row: Row) -> str | None:
     """``check_payout_signing``: a plugin's refusal, as its error code (or message)."""
     try:
@@ -183,19 +221,22 @@ def _reserved(merchant_id: str | None, postings: list[tuple[str, str, int]]) -> 
     return merchant_id, in_coin, chain, in_amount
 
 
-async def _window_sums(gateway: "Gateway", row: Row) -> tuple[int, int, int]:
+async def _window_sums(gateway: "Gateway", row: Row, include_self: bool = False) -> tuple[int, int, int]:
     """Other payouts of the coin authorized in the last hour and day (all merchants), and this merchant's day.
 
     Summed in Python (SQLite stores amounts as text). A payout that failed before anything was signed
     (no ``tx_hash``) no longer counts; one that was signed counts even if it failed later (a
-    transaction that may still confirm is money that may have left).
+    transaction that may still confirm is money that may have left). The extra fees of bumps
+    (``payout_fee_bumps``) count too. ``include_self``: this payout's own amount as well (judging its bump).
     """
     db = gateway.db
     now = gateway.now()
     rows = await db.fetch_all(
         "SELECT merchant_id, amount, authorized_at FROM payouts WHERE coin = :c AND authorized_at > :since"
-        " AND id <> :id AND NOT (status = 'Failed' AND tx_hash IS NULL)",
-        {"c": row["coin"], "since": now - DAY_SECONDS, "id": row["id"]})
+        " AND (id <> :id OR :self = 1) AND NOT (status = 'Failed' AND tx_hash IS NULL)"
+        " UNION ALL SELECT merchant_id, fee AS amount, authorized_at FROM payout_fee_bumps"
+        " WHERE coin = :c AND authorized_at > :since",
+        {"c": row["coin"], "since": now - DAY_SECONDS, "id": row["id"], "self": 1 if include_self else 0})
     hour = day = merchant_day = 0
     for other in rows:
         units = db.to_int(other["amount"])

@@ -139,6 +139,20 @@ def _operator_policy(facts: SigningFacts, policy: SigningPolicy) -> str | None:
     return None
 
 
+def judge_fee_bump(policy: SigningPolicy, coin: str, extra_fee: int, coin_last_hour: int, coin_last_day: int,
+                   merchant_last_day: int) -> str | None:
+    """The cap a bump's ``extra_fee`` would pass, or None. Only the windows count it: the payout's own amount
+    was judged (and counted) when it was signed, and the per-payout cap and allow-lists are about the amount."""
+    limits = policy.limits(coin)
+    if limits.per_hour is not None and coin_last_hour + extra_fee > limits.per_hour:
+        return OVER_HOURLY_CAP
+    if limits.per_day is not None and coin_last_day + extra_fee > limits.per_day:
+        return OVER_DAILY_CAP
+    if limits.merchant_per_day is not None and merchant_last_day + extra_fee > limits.merchant_per_day:
+        return OVER_MERCHANT_DAILY_CAP
+    return None
+
+
 def needs_window_counts(policy: SigningPolicy, coin: str) -> bool:
     """Whether any cap of ``coin`` sums a window (else the boundary skips the counting queries)."""
     limits = policy.limits(coin)

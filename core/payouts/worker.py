@@ -350,18 +350,19 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
                              details=status.details)
     elif status.found and status.confirmations >= sender.payout_confirmations:
         await batches.finish_group(gateway, group, status=payouts.CONFIRMED, confirmations=status.confirmations,
-                                   network_fee=status.network_fee, details=status.details)
+                                   network_fee=status.network_fee, details=status.details, mined=status.mined)
     elif status.found:
+        waiting = None
         if status.confirmations == 0:
             try:  # still in the mempool: the sender may bump it (CPFP, replacement)
                 if gateway.config.signer.url:
-                    await remote_signing.bump_remotely(gateway, row)
+                    waiting = await remote_signing.bump_remotely(gateway, row)
                 else:
-                    await sender.bump_stuck(row["id"], _signed(row))
+                    waiting = await sender.bump_stuck(row["id"], _signed(row))
             except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
                 log.warning("payout %s: bumping failed: %s", row["id"], exc)
         await batches.record_progress_group(gateway, group, confirmations=status.confirmations, missing_since=None,
-                                            next_at=now + _poll_seconds(adapter))
+                                            next_at=now + _poll_seconds(adapter), note=waiting)
     else:
         missing_since = row["missing_since"] or now
         if now - missing_since >= int(adapter.drop_after_seconds):

@@ -191,6 +191,9 @@ class CustodyPlace:
     PAYOUTS_IN_FLIGHT = "payouts_in_flight"  # inputs a payout not yet final holds, at their booked value
     COLD = "cold"  # the operator's watch-only addresses (config ``custody.cold``)
     CHANNELS = "channels"  # a Lightning node's local channel balance
+    # Outputs worth less than the fee to spend them now (a UTXO chain's): held, counted, never spent at a loss,
+    # so not in what a payout can spend (``CoinCustody.hot``).
+    DUST = "dust"
 
 
 @dataclass(frozen=True)
@@ -412,6 +415,9 @@ class PayoutStatus:
     # Public fields learned at the end (a Lightning preimage), merged into the stored ``details``.
     details: Mapping[str, Any] = field(default_factory=dict)
     failure_reason: str | None = None  # why it ``failed``, when the chain says better than "reverted"
+    # The version that was mined when it is not the stored one (a fee replacement, BIP 125): its txid and bytes
+    # become the payout's when it ends, so the merchant sees the transaction that paid.
+    mined: "SignedPayout | None" = None
 
 
 @dataclass(frozen=True)
@@ -499,16 +505,21 @@ class PayoutSender(ABC):
         """
         return DropClosure(closed=True)
 
-    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> None:  # noqa: B027 - optional
+    async def bump_stuck(self, payout_id: str, signed: SignedPayout) -> str | None:
         """Speed up a payout still waiting unconfirmed (in the node's mempool) at this poll.
 
         Called by the worker, outside any database transaction, each time
         ``payout_status`` answers found with 0 confirmations; the sender decides
         whether it waited long enough and how (a child paying for its parent, a
-        replacement), stores what it signs before broadcasting it, and reports
-        the fee of the bump in ``PayoutStatus.network_fee`` once mined (the fee
-        paid in total, so the booked fee is the fee paid). Default: nothing.
+        replacement), has the bump's extra fee judged by the signer's caps
+        (``authorize_fee_bump``), stores what it signs before broadcasting it,
+        and reports the fee of the bump in ``PayoutStatus.network_fee`` once
+        mined (the fee paid in total, so the booked fee is the fee paid; a
+        replacement that was mined in ``PayoutStatus.mined``). Returns why a
+        stuck payout cannot be bumped now (kept in the payout's ``last_error``
+        while it waits), or None. Default: nothing.
         """
+        return None
 
     @abstractmethod
     async def sign_payout(self, order: PayoutOrder) -> SignedPayout:

@@ -44,3 +44,15 @@ def test_a_bad_entry_names_itself():
     with pytest.raises(ValueError, match="signing.max_per_hour.*COIN=x"):
         sp.policy_from_config(SigningConfig(max_per_hour=("COIN=x",)),
                               lambda coin, amount: int(Decimal(amount)), lambda coin, address: address)
+
+
+@pytest.mark.parametrize("signing, windows, extra_fee, reason", [
+    ({}, (0, 0, 0), 10**9, None),  # no caps: any bump
+    ({"max_per_hour": ("COIN=5",)}, (490, 490, 490), 10, None),  # exactly at the cap
+    ({"max_per_hour": ("COIN=5",)}, (490, 490, 490), 11, sp.OVER_HOURLY_CAP),
+    ({"max_per_day": ("COIN=5",)}, (0, 495, 0), 6, sp.OVER_DAILY_CAP),
+    ({"max_per_merchant_day": ("COIN=2",)}, (0, 0, 195), 6, sp.OVER_MERCHANT_DAILY_CAP),
+    ({"max_per_payout": ("COIN=0.01",)}, (0, 0, 0), 50, None),  # the per-payout cap is about the amount only
+])
+def test_a_bumps_extra_fee_is_judged_against_the_windows_only(signing, windows, extra_fee, reason):
+    assert sp.judge_fee_bump(policy(**signing), "COIN", extra_fee, *windows) == reason
