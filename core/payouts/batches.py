@@ -127,17 +127,18 @@ async def signed_fee(gateway: "Gateway", row: Row) -> int:
 
 async def finish_group(gateway: "Gateway", rows: Sequence[Row], *, status: str, failure_reason: str | None = None,
                        confirmations: int | None = None, network_fee: int | None = None,
-                       details: Any = None) -> None:
+                       details: Any = None, tx_hash: str | None = None) -> None:
     """``payouts.finish`` for every item of one transaction, each booking its share of ``network_fee``."""
     lead = rows[0]
     if len(rows) == 1 and not lead["batch_id"]:
         await payouts.finish(gateway, lead, status=status, failure_reason=failure_reason,
-                             confirmations=confirmations, network_fee=network_fee, details=details)
+                             confirmations=confirmations, network_fee=network_fee, details=details, tx_hash=tx_hash)
         return
     shares = await _shares_of(gateway, lead, network_fee) if lead["tx_hash"] else {}
     for row in rows:
         await payouts.finish(gateway, row, status=status, failure_reason=failure_reason,
-                             confirmations=confirmations, network_fee=shares.get(row["id"], 0), details=details)
+                             confirmations=confirmations, network_fee=shares.get(row["id"], 0), details=details,
+                             tx_hash=tx_hash)
 
 
 async def record_retry_group(gateway: "Gateway", rows: Sequence[Row], *, error: str, next_at: int,
@@ -152,8 +153,9 @@ async def record_broadcast_group(gateway: "Gateway", rows: Sequence[Row]) -> lis
 
 
 async def record_progress_group(gateway: "Gateway", rows: Sequence[Row], *, confirmations: int,
-                                missing_since: int | None, next_at: int) -> None:
+                                missing_since: int | None, next_at: int, tx_hash: str | None = None,
+                                error: str | None = None) -> None:
     for row in rows:
         await payouts.record_progress(gateway, row, confirmations=confirmations, missing_since=missing_since,
-                                      next_at=next_at)
+                                      next_at=next_at, tx_hash=tx_hash, error=error)
 

@@ -30,7 +30,7 @@ import aiohttp
 from . import service as payouts
 from ..keys.signer_channel import read_channel_key, signed_headers
 from ..infra.config import ConfigError
-from ..types.chains import BroadcastError, Capability, DropClosure
+from ..types.chains import BroadcastError, Capability, DropClosure, FeeAboveCeiling
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -107,8 +107,14 @@ def _refusal(answer: dict[str, Any]) -> Exception:
 
 
 async def bump_remotely(gateway: "Gateway", row: payouts.Row) -> None:
-    """``bump_stuck`` in the signer (a child paying for the payout is a new signature)."""
+    """``bump_stuck`` in the signer (a child paying for the payout, a re-signing at its nonce: new signatures).
+
+    Raises ``FeeAboveCeiling`` when the signer says the bump would be above the ceiling (the payout waits).
+    """
     answer = await ask_signer(gateway, row["id"], BUMP)
+    if answer.get("outcome") == "fee_above_ceiling":
+        raise FeeAboveCeiling(str(answer.get("rate", "?")), str(answer.get("ceiling", "?")),
+                              str(answer.get("unit", "")))
     if answer.get("outcome") != "done":
         raise _refusal(answer)
 

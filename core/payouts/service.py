@@ -556,11 +556,18 @@ async def record_retry(gateway: "Gateway", row: Row, *, error: str, next_at: int
 
 
 async def record_progress(gateway: "Gateway", row: Row, *, confirmations: int, missing_since: int | None,
-                          next_at: int) -> None:
-    """A broadcast payout is still confirming (or briefly missing): look again at ``next_at``."""
-    await _advance(gateway, row, stage=BROADCAST, changes={
-        "confirmations": confirmations, "missing_since": missing_since, "next_attempt_at": next_at,
-        "last_error": None, "claimed_until": None, "claim_token": None})
+                          next_at: int, tx_hash: str | None = None, error: str | None = None) -> None:
+    """A broadcast payout is still confirming (or briefly missing): look again at ``next_at``.
+
+    ``tx_hash``: the version the sender re-signed that was mined (shown from
+    now on); ``error``: why a stuck payout was not bumped (a fee ceiling).
+    """
+    changes: dict[str, Any] = {"confirmations": confirmations, "missing_since": missing_since,
+                               "next_attempt_at": next_at, "last_error": error[:500] if error else None,
+                               "claimed_until": None, "claim_token": None}
+    if tx_hash:
+        changes["tx_hash"] = tx_hash
+    await _advance(gateway, row, stage=BROADCAST, changes=changes)
 
 
 def _fee_paid(db: "Database", current: Row, status: str, failure_reason: str | None, network_fee: int | None) -> int:
@@ -579,8 +586,11 @@ def _fee_paid(db: "Database", current: Row, status: str, failure_reason: str | N
 
 async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: str | None = None,
                  confirmations: int | None = None, network_fee: int | None = None,
-                 details: Mapping[str, Any] | None = None) -> Row | None:
+                 details: Mapping[str, Any] | None = None, tx_hash: str | None = None) -> Row | None:
     """Make the payout final: settle the ledger, write the row, enqueue the webhook; one transaction.
+
+    ``tx_hash``: the hash that was mined when the sender re-signed the payout
+    (``PayoutStatus.tx_hash``); the payout and its webhook show it.
 
     Confirmed: in flight -> world. Failed: in flight -> merchant available
     (the re-credit). A transaction that was mined (confirmed or reverted)
@@ -618,11 +628,11 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
         merged = _merged_details(current, details)
         final = await db.fetch_one(
             "UPDATE payouts SET status = :s, stage = :stage, failure_reason = :reason, confirmations = :conf,"
-            " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details"
-            " WHERE id = :id RETURNING *",
+            " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details,"
+            " tx_hash = :hash WHERE id = :id RETURNING *",
             {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
-             "id": current["id"], "details": merged})
+             "id": current["id"], "details": merged, "hash": tx_hash or current["tx_hash"]})
         assert final is not None, "the payout row is locked by this transaction"
         kind = "confirmed" if status == CONFIRMED else "failed"
         await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",

@@ -412,6 +412,9 @@ class PayoutStatus:
     # Public fields learned at the end (a Lightning preimage), merged into the stored ``details``.
     details: Mapping[str, Any] = field(default_factory=dict)
     failure_reason: str | None = None  # why it ``failed``, when the chain says better than "reverted"
+    # The hash actually mined when it is not the one asked about: the sender re-signed the payout (same nonce,
+    # higher fees) and that version won. The core then shows this hash on the payout.
+    tx_hash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -503,7 +506,9 @@ class PayoutSender(ABC):
         """Speed up a payout still waiting unconfirmed (in the node's mempool) at this poll.
 
         Called by the worker, outside any database transaction, each time
-        ``payout_status`` answers found with 0 confirmations; the sender decides
+        ``payout_status`` answers found with 0 confirmations, and when it is
+        missing and the node refuses its bytes back (a node that evicts what a
+        fee spike priced out, rather than keeping it); the sender decides
         whether it waited long enough and how (a child paying for its parent, a
         replacement), stores what it signs before broadcasting it, and reports
         the fee of the bump in ``PayoutStatus.network_fee`` once mined (the fee
