@@ -90,6 +90,7 @@ async def funded_shop(anvil, make_client, make_config, coin: str, **settings) ->
 def no_mining(anvil):  # noqa: F811 - anvil is the fixture
     yield anvil
     anvil.set_automine(True)
+    anvil.rpc("anvil_dropAllTransactions")  # nothing left in the pool for the next test
 
 
 @pytest.mark.parametrize(("coin", "amount", "units"), [("ETH", "0.3", 3 * 10**17), ("USDT_ERC20", "12.5", 12_500_000)])
