@@ -186,3 +186,35 @@ async def test_the_fee_ceiling_stops_the_bump_until_the_least_replacement_is_und
     assert shop.node.balance(destination) == 3 * 10**17
     assert await booked_fee(shop, row["id"]) == fee_paid(shop, hashes[1])
     assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
+async def test_a_gas_top_up_priced_out_is_re_signed_at_its_nonce_and_sent_once(no_mining, make_client, make_config):
+    from orbchain.chains.evm.sweeper import sweep_chain
+
+    shop = await open_shop(no_mining, make_client, make_config, bump_after_blocks=BUMP_AFTER, priority_fee_wei=GWEI)
+    address = await credited_deposit(shop, "USDT_ERC20", "50", 50 * 10**6)
+    shop.node.set_balance(hot_wallet_address(shop.gateway), 2 * 10**18)
+    shop.node.set_automine(False)
+    await sweep_chain(shop.gateway, shop.adapter)  # the top-up (hot wallet -> deposit address) signed and sent
+    topup = await shop.gateway.db.fetch_one("SELECT * FROM evm_txs WHERE kind = 'topup'")
+    assert topup is not None and topup["status"] == "broadcast", topup
+    max_fee = shop.gateway.db.to_int(topup["max_fee_per_gas"])
+
+    shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(4 * max_fee))
+    for _ in range(BUMP_AFTER):
+        shop.node.rpc("evm_mine")
+    await sweep_chain(shop.gateway, shop.adapter)  # stuck: re-signed at its nonce
+    more = await shop.gateway.db.fetch_all("SELECT tx_hash FROM evm_tx_versions WHERE tx_id = :id", {"id": topup["id"]})
+    assert len(more) == 1, more
+    replacement = more[0]["tx_hash"]
+    assert signed(shop, replacement)["nonce"] == hex(int(topup["nonce"]))
+    shop.node.rpc("evm_mine")
+    await sweep_chain(shop.gateway, shop.adapter)  # mined: booked with the fee the mined version paid
+    done = await shop.gateway.db.fetch_one("SELECT * FROM evm_txs WHERE id = :id", {"id": topup["id"]})
+    assert (done["status"], done["mined_hash"]) == ("mined", replacement)
+    assert shop.node.receipt(topup["tx_hash"]) is None
+    assert shop.node.balance(address) == shop.gateway.db.to_int(topup["amount"])  # the gas went out once
+    booked = await shop.gateway.db.fetch_val(
+        "SELECT p.amount FROM ledger_postings p JOIN ledger_transactions t ON t.id = p.transaction_id"
+        " WHERE t.reference = :r AND p.account = 'platform:network_fees'", {"r": f"evm:ethereum:gas:{topup['tx_hash']}"})
+    assert -shop.gateway.db.to_int(booked) == fee_paid(shop, replacement)
