@@ -116,3 +116,43 @@ async def test_the_deposit_sweep_signs_in_the_signer_not_in_the_seedless_serve(r
             break
         await asyncio.sleep(0.1)
     assert shop.node.balance(address) < 10**15 and shop.node.balance(hot) > before + 99 * 10**16
+
+
+async def test_a_stuck_payout_is_re_signed_at_its_nonce_by_the_signer_from_its_stored_transaction(remote):
+    from orbchain.core.payouts.worker import process_payouts
+
+    shop, _ = remote
+    gw = shop.gateway
+    await credited_deposit(shop, "ETH", "1", 10**18)
+    shop.node.set_balance(hot_wallet_address(gw), 5 * 10**18)
+    destination = Account.create().address
+    track_id = await payout(shop, "ETH", destination, "0.3")
+    shop.node.set_automine(False)  # as anvil --no-mining: blocks only when the test mines them
+    try:
+        async def work() -> None:
+            later = gw.now() + 5
+            gw.clock = lambda: later
+            await process_payouts(gw)
+
+        await work()
+        first = await row(shop, track_id)
+        assert first["stage"] == "broadcast", first["last_error"]
+        max_fee = int(shop.node.rpc("eth_getTransactionByHash", first["tx_hash"])["maxFeePerGas"], 16)
+        shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(4 * max_fee))  # priced out for the next blocks
+        for _ in range(3):  # the default bump_after_blocks of the signer's config
+            shop.node.rpc("evm_mine")
+        await work()  # the serve asks the signer to bump; the signer re-signs what the database holds
+        hashes = [r["tx_hash"] for r in await gw.db.fetch_all(
+            "SELECT v.tx_hash FROM evm_tx_versions v JOIN evm_txs t ON t.id = v.tx_id WHERE t.ref = :r",
+            {"r": first["id"]})]
+        assert len(hashes) == 1, hashes
+        shop.node.rpc("evm_mine")
+        await work()
+        final = await row(shop, track_id)
+        assert (final["status"], final["tx_hash"]) == ("Confirmed", hashes[0]), final
+        assert shop.node.balance(destination) == 3 * 10**17  # one transfer
+        assert shop.node.rpc("eth_getTransactionReceipt", first["tx_hash"]) is None
+    finally:
+        shop.node.set_automine(True)
+        shop.node.rpc("evm_mine")  # what the signer's sweep job sent meanwhile, so the next test finds an empty pool
+        shop.node.rpc("anvil_dropAllTransactions")

@@ -69,14 +69,24 @@ async def _mined_in_flight(adapter: "EvmAdapter") -> dict[str, int]:
     taken: dict[str, int] = defaultdict(int)
     if not live:
         return taken
-    receipts = await adapter.rpc.batch([("eth_getTransactionReceipt", (r["tx_hash"],)) for r in live])
-    for row, receipt in zip(live, receipts):
-        if not isinstance(receipt, dict):
+    hashes = [await _version_hashes(adapter, r) for r in live]  # a re-signed payout: any version may be the mined one
+    answers = iter(await adapter.rpc.batch([("eth_getTransactionReceipt", (h,)) for each in hashes for h in each]))
+    for row, each in zip(live, hashes):
+        receipt = next((r for r in [next(answers) for _ in each] if isinstance(r, dict)), None)
+        if receipt is None:
             continue  # not mined: the balance still holds it
         if quantity(receipt.get("status", "0x1")) == 1:
             taken[row["coin"]] += db.to_int(row["amount"])
         taken[adapter.native] += quantity(receipt["gasUsed"]) * quantity(receipt["effectiveGasPrice"])
     return taken
+
+
+async def _version_hashes(adapter: "EvmAdapter", row: Any) -> list[str]:
+    """The hashes of every signed version of a stored payout (``versions.py``), the first one first."""
+    rows = await adapter.gateway.db.fetch_all(
+        "SELECT v.tx_hash FROM evm_tx_versions v JOIN evm_txs t ON t.id = v.tx_id WHERE t.chain = :c"
+        " AND t.tx_hash = :h ORDER BY v.version", {"c": adapter.name, "h": row["tx_hash"]})
+    return [row["tx_hash"], *(r["tx_hash"] for r in rows)]
 
 
 async def evm_holdings(adapter: "EvmAdapter", cold: Sequence[str]) -> list[Holding]:

@@ -11,7 +11,8 @@ gateway keeps it in ``evm_txs.fee_paid``). It is in the chain's native
 coin (wei), also for token payouts.
 
 A payout dropped from the node is closed by a transaction of ours at its
-nonce before any re-credit (``closing.py``).
+nonce before any re-credit (``closing.py``); one stuck in the mempool below
+the market's fees is re-signed at its nonce (``bumping.py``).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from ...api import BroadcastError, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
-from . import closing
+from . import bumping, closing
 from .keys import hot_wallet_key
 from .tokens import transfer_calldata
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
+    from .settings import ChainSettings
     from .signer import TxStore
 
 PAYOUT = "payout"
@@ -39,6 +41,7 @@ class _EvmAdapterParts(Protocol):
     gateway: "Gateway"
     txs: "TxStore"
     payout_confirmations: int
+    settings: "ChainSettings"
 
     def token_contract(self, coin: str) -> str | None: ...
 
@@ -63,6 +66,18 @@ class EvmPayouts(PayoutSender):
 
     async def broadcast(self: _EvmAdapterParts, signed: SignedPayout) -> None:
         await self.txs.broadcast(signed.tx_hash, signed.raw)
+
+    async def bump_stuck(self: _EvmAdapterParts, payout_id: str, signed: SignedPayout) -> None:
+        """Re-sign the payout at its nonce with higher fees once stuck ``bump_after_blocks`` (``bumping.py``).
+
+        Reads the stored transaction itself (never ``signed``'s fields), so the
+        remote signer's ``bump`` step re-signs only what the database holds.
+        Raises ``FeeAboveCeiling`` when even the least replacement is above the
+        ceiling: the payout waits in the mempool, the reason on the payout.
+        """
+        stored = await self.txs.find(PAYOUT, payout_id)
+        if stored is not None:
+            await bumping.bump_stuck(self.txs, stored, hot_wallet_key(self.gateway), self.settings.bump_after_blocks)
 
     async def close_dropped(self: _EvmAdapterParts, payout_id: str, signed: SignedPayout) -> DropClosure:
         """Take the dropped payout's nonce with a transaction of ours; closed once that is deep (``closing.py``)."""

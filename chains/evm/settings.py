@@ -10,6 +10,7 @@ One block per EVM chain the operator runs a node (or an RPC provider) for::
     node_max_tip_age_seconds = 600  # optional: a node whose newest block is older is refused (0 = off)
     contracts = { USDT_ERC20 = "0x..." }   # optional: replace pinned token contracts
     fee_ceiling_gwei = 100        # optional: payouts wait while the next base fee + tip is above it
+    bump_after_blocks = 3         # optional: re-sign a payout or top-up priced out this many blocks (0 = never)
     sweep_max_fee_percent = 5     # optional: a native sweep waits while its gas bound is above 5 % of it
     credit_at_finalized = true    # optional: credit deposits only once their block is `finalized` too
 
@@ -34,13 +35,16 @@ OPTIONAL = (
     "payout_confirmations", "scan_seconds", "start_height", "max_blocks_per_scan", "drop_after_seconds",
     "timeout_seconds", "ws_url", "quorum", "node_lag_blocks", "sweep", "sweep_seconds", "gas_margin_percent",
     "priority_fee_wei", "contracts", "node_max_tip_age_seconds", "fee_ceiling_gwei", "sweep_max_fee_percent",
-    "credit_at_finalized",
+    "credit_at_finalized", "bump_after_blocks",
 )
 # Deposit detection reads one block per call; a public RPC rarely allows more.
 DEFAULT_SCAN_SECONDS = 5.0
 DEFAULT_SWEEP_SECONDS = 300.0
 DEFAULT_TIMEOUT_SECONDS = 10.0
 DEFAULT_GAS_MARGIN_PERCENT = 20
+# A hot-wallet transaction priced below the next block's fees this many blocks after it was signed is re-signed
+# at its nonce (bumping.py): 36 s on Ethereum, long enough for a base fee that jumped one block to come back.
+DEFAULT_BUMP_AFTER_BLOCKS = 3
 DEFAULT_NODE_LAG_BLOCKS = 5  # a node this many blocks below the agreed tip is "behind" (a minute on Ethereum)
 # A node whose newest block is older than this is refused (docs/decisions.md): 50 Ethereum slots, and still
 # minutes on 2-second chains. Development chains (anvil, hardhat, geth --dev) mine on demand: off.
@@ -74,6 +78,7 @@ class ChainSettings:
     node_lag_blocks: int = DEFAULT_NODE_LAG_BLOCKS
     max_tip_age_seconds: int = DEFAULT_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
     credit_at_finalized: bool = False  # deposits credited only once their block is finalized (Capability.FINALITY)
+    bump_after_blocks: int = DEFAULT_BUMP_AFTER_BLOCKS  # 0: a stuck payout or top-up is never re-signed
 
 
 def _key(chain: str, name: str | None = None) -> str:
@@ -125,6 +130,7 @@ def _chain(chain: str, block: Any) -> ChainSettings:
         gas_margin_percent=int_setting(block, _key(chain), "gas_margin_percent", DEFAULT_GAS_MARGIN_PERCENT, minimum=0),
         priority_fee_wei=int_setting(block, _key(chain), "priority_fee_wei", None, minimum=0),
         fee_ceiling_gwei=int_setting(block, _key(chain), "fee_ceiling_gwei", None, minimum=1),
+        bump_after_blocks=int_setting(block, _key(chain), "bump_after_blocks", DEFAULT_BUMP_AFTER_BLOCKS, minimum=0),
         sweep_max_fee_percent=int_setting(block, _key(chain), "sweep_max_fee_percent", None, minimum=1),
         contracts=read_contracts(block, _key(chain), [coin for coin in COINS if coin.chain == chain]),
         max_tip_age_seconds=tip_age_setting(

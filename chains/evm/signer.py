@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from eth_utils import to_checksum_address
-from hexbytes import HexBytes
 
-from ...api import BroadcastError, ChainUnavailable, FeeAboveCeiling, PayoutStatus
-from .eth_account_import import Account, TypedTransaction  # not eth_account: that import raises the recursion limit
+from ...api import BroadcastError, ChainUnavailable, FeeAboveCeiling, PayoutStatus, SignedPayout
+from . import versions
+from .eth_account_import import Account  # not eth_account: that import raises the recursion limit
 from .rpc import JsonRpc, RpcError, hex_quantity, quantity
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -52,7 +52,8 @@ _PERMANENT = ("nonce too low", "insufficient funds", "intrinsic gas too low", "i
 REPLACEMENT_BUMP_PERCENT = 10  # geth's (and anvil's) least fee rise for a transaction at a taken nonce
 
 
-def _bumped(wei: int) -> int:
+def bumped(wei: int) -> int:
+    """The least fee a replacement at a taken nonce may sign: 10 % more, rounded up, plus one wei."""
     return wei + -(-wei * REPLACEMENT_BUMP_PERCENT // 100) + 1
 
 
@@ -79,6 +80,7 @@ class StoredTx:
     gas_limit: int
     max_fee_per_gas: int
     status: str
+    signed_height: int | None = None  # the tip when it was signed (None: signed before versions were kept)
 
     @property
     def max_network_fee(self) -> int:
@@ -90,7 +92,8 @@ def _stored(gateway: "Gateway", row: Mapping[str, Any]) -> StoredTx:
     to_int = gateway.db.to_int
     return StoredTx(row["id"], row["kind"], row["ref"], row["sender"], int(row["nonce"]), row["recipient"],
                     row["coin"], to_int(row["amount"]), row["tx_hash"], row["raw"], int(row["gas_limit"]),
-                    to_int(row["max_fee_per_gas"]), row["status"])
+                    to_int(row["max_fee_per_gas"]), row["status"],
+                    None if row["signed_height"] is None else int(row["signed_height"]))
 
 
 class TxStore:
@@ -108,7 +111,7 @@ class TxStore:
 
     async def fees(self) -> Fees:
         """maxFee = 2 × next base fee + tip: stays valid through six full blocks of base-fee rises."""
-        next_base, tip = await self._market()
+        next_base, tip = await self.market()
         return Fees(2 * next_base + tip, tip)
 
     async def payout_fees(self) -> Fees:
@@ -118,14 +121,14 @@ class TxStore:
         never more than the operator allows); when the next base fee plus the
         tip is already above it, ``FeeAboveCeiling``: the payout waits.
         """
-        next_base, tip = await self._market()
+        next_base, tip = await self.market()
         ceiling = self.fee_ceiling_wei
         if ceiling is not None and next_base + tip > ceiling:
             raise FeeAboveCeiling(gwei(next_base + tip), gwei(ceiling), "gwei")
         max_fee = 2 * next_base + tip
         return Fees(max_fee if ceiling is None else min(max_fee, ceiling), tip)
 
-    async def _market(self) -> tuple[int, int]:
+    async def market(self) -> tuple[int, int]:
         """(next base fee, tip) in wei per gas."""
         history = await self.rpc.call("eth_feeHistory", hex_quantity(4), "latest", [50])
         base_fees = history.get("baseFeePerGas") or []
@@ -158,6 +161,26 @@ class TxStore:
 
     # -- sign and store -------------------------------------------------------------------
 
+    async def owner(self, tx_hash: str) -> StoredTx | None:
+        """The stored transaction ``tx_hash`` is a version of (its first signing or a re-signing), or None."""
+        row = await self.gateway.db.fetch_one("SELECT * FROM evm_txs WHERE chain = :c AND tx_hash = :h",
+                                              {"c": self.chain, "h": tx_hash})
+        if row is None:
+            tx_id = await versions.owner_id(self.gateway, self.chain, tx_hash)
+            if tx_id is not None:
+                row = await self.gateway.db.fetch_one("SELECT * FROM evm_txs WHERE id = :id", {"id": tx_id})
+        return None if row is None else _stored(self.gateway, row)
+
+    async def versions(self, stored: StoredTx) -> list[versions.Version]:
+        return await versions.versions_of(self.gateway, stored)
+
+    async def _hashes(self, tx_hash: str) -> tuple[StoredTx | None, list[str]]:
+        """The owner of ``tx_hash`` and every version's hash, oldest first (``[tx_hash]`` for a stranger)."""
+        owner = await self.owner(tx_hash)
+        if owner is None:
+            return None, [tx_hash]
+        return owner, [v.tx_hash for v in await self.versions(owner)]
+
     async def find(self, kind: str, ref: str) -> StoredTx | None:
         row = await self.gateway.db.fetch_one(
             "SELECT * FROM evm_txs WHERE chain = :c AND kind = :k AND ref = :r", {"c": self.chain, "k": kind, "r": ref})
@@ -186,11 +209,11 @@ class TxStore:
             if value <= 0:
                 raise BroadcastError("balance does not cover the gas", permanent=False)
         counts = await self.rpc.batch([("eth_getTransactionCount", [sender, "latest"]),
-                                       ("eth_getTransactionCount", [sender, "pending"])])
-        mined_count, pending_count = quantity(counts[0]), quantity(counts[1])
+                                       ("eth_getTransactionCount", [sender, "pending"]), ("eth_blockNumber", [])])
+        mined_count, pending_count, height = quantity(counts[0]), quantity(counts[1]), quantity(counts[2])
         db = self.gateway.db
         async with db.transaction():
-            next_nonce = await self._lock_sender(sender)
+            next_nonce = await self.lock_sender(sender)
             again = await self.find(kind, ref)  # a concurrent twin won while we asked the node
             if again is not None:
                 return again
@@ -206,7 +229,7 @@ class TxStore:
                 "nonce": nonce, "recipient": to, "coin": coin, "amount": db.amount_param(amount),
                 "tx_hash": "0x" + bytes(signed.hash).hex(), "raw": "0x" + bytes(signed.raw_transaction).hex(),
                 "gas_limit": gas, "max_fee_per_gas": db.amount_param(fees.max_fee_per_gas), "status": "stored",
-                "created_at": now, "updated_at": now,
+                "signed_height": height, "created_at": now, "updated_at": now,
             }
             await db.execute(f"INSERT INTO evm_txs ({', '.join(row)}) VALUES ({', '.join(':' + k for k in row)})", row)
         log.info("%s: signed %s %s nonce %d from %s", self.chain, kind, row["tx_hash"], nonce, sender)
@@ -227,16 +250,16 @@ class TxStore:
         if existing is not None:
             return existing
         current = await self.fees()
-        signed_fees = TypedTransaction.from_bytes(HexBytes(original.raw)).as_dict()
-        tip = max(current.max_priority_fee_per_gas, _bumped(int(signed_fees["maxPriorityFeePerGas"])))
-        max_fee = max(current.max_fee_per_gas, _bumped(original.max_fee_per_gas), tip)
+        newest = (await self.versions(original))[-1]  # it must beat the highest fees signed at that nonce
+        tip = max(current.max_priority_fee_per_gas, bumped(newest.max_priority_fee_per_gas))
+        max_fee = max(current.max_fee_per_gas, bumped(newest.max_fee_per_gas), tip)
         signed = Account.sign_transaction({
             "type": 2, "chainId": self.chain_id, "nonce": original.nonce, "to": original.sender, "value": 0,
             "data": "0x", "gas": NATIVE_TRANSFER_GAS, "maxFeePerGas": max_fee, "maxPriorityFeePerGas": tip,
         }, key)
         db = self.gateway.db
         async with db.transaction():
-            await self._lock_sender(original.sender)
+            await self.lock_sender(original.sender)
             again = await self.find(kind, ref)
             if again is not None:
                 return again
@@ -265,7 +288,7 @@ class TxStore:
             return None
         return quantity(await self.rpc.call("eth_getTransactionCount", sender, hex_quantity(deep)))
 
-    async def _lock_sender(self, sender: str) -> int:
+    async def lock_sender(self, sender: str) -> int:
         """Inside the caller's transaction: lock the sender's nonce row; returns its next nonce."""
         db = self.gateway.db
         await db.execute("INSERT INTO evm_nonces (chain, address, next_nonce) VALUES (:c, :a, 0)"
@@ -300,18 +323,28 @@ class TxStore:
             " AND status <> 'abandoned'", values)
 
     async def broadcast(self, tx_hash: str, raw: str) -> None:
-        """Send stored bytes; repeating it is harmless. Raises ``BroadcastError``."""
+        """Send the newest version of a stored transaction (any version's hash names it); repeating it is harmless.
+
+        Raises ``BroadcastError``. A transaction re-signed at its nonce
+        (``bumping.py``) is offered as its newest signing: the older ones
+        would only be refused as underpriced.
+        """
+        owner, hashes = await self._hashes(tx_hash)
+        first = tx_hash
+        if owner is not None:
+            newest = (await self.versions(owner))[-1]
+            first, tx_hash, raw = owner.tx_hash, newest.tx_hash, newest.raw
         try:
             answer = await self.rpc.call("eth_sendRawTransaction", raw)
         except RpcError as exc:
             text = exc.message.lower()
             if any(marker in text for marker in _ALREADY_KNOWN):
                 answer = tx_hash
-            elif await self.known(tx_hash):
-                answer = tx_hash  # "nonce too low" because this very transaction was mined
+            elif await self.known_any(hashes):
+                answer = tx_hash  # "nonce too low" because this very transaction (a version of it) was mined
             elif any(marker in text for marker in _PERMANENT):
                 # Only bytes no node ever accepted free their nonce: once sent, a copy elsewhere may still be mined.
-                await self.abandon_unsent(tx_hash)
+                await self.abandon_unsent(first)
                 raise BroadcastError(exc.message, permanent=True) from None
             else:
                 raise BroadcastError(exc.message, permanent=False) from None
@@ -321,7 +354,7 @@ class TxStore:
             raise BroadcastError(f"node reports hash {answer} for {tx_hash}", permanent=True)
         await self.gateway.db.execute(
             "UPDATE evm_txs SET status = 'broadcast', updated_at = :now WHERE chain = :c AND tx_hash = :h"
-            " AND status = 'stored'", {"c": self.chain, "h": tx_hash, "now": self.gateway.now()})
+            " AND status = 'stored'", {"c": self.chain, "h": first, "now": self.gateway.now()})
 
     async def abandon_unsent(self, tx_hash: str) -> None:
         """Give up a stored transaction that was never sent (its nonce becomes reusable)."""
@@ -337,20 +370,46 @@ class TxStore:
     async def known(self, tx_hash: str) -> bool:
         return await self.rpc.call("eth_getTransactionByHash", tx_hash) is not None
 
+    async def known_any(self, hashes: list[str]) -> bool:
+        """Does the node have any of these versions (newest first: the likeliest in its pool)?"""
+        for tx_hash in reversed(hashes):
+            if await self.known(tx_hash):
+                return True
+        return False
+
     async def status(self, tx_hash: str) -> tuple[PayoutStatus, Mapping[str, Any] | None]:
-        """Where ``tx_hash`` stands on the best chain, and its receipt when mined."""
-        receipt, tip = await self.rpc.batch([("eth_getTransactionReceipt", [tx_hash]), ("eth_blockNumber", [])])
-        if receipt is None or receipt.get("blockNumber") is None:
-            return PayoutStatus(found=await self.known(tx_hash), confirmations=0), None
-        confirmations = max(0, quantity(tip) - quantity(receipt["blockNumber"]) + 1)
-        return PayoutStatus(found=True, confirmations=confirmations, failed=quantity(receipt["status"]) == 0), receipt
+        """Where the transaction ``tx_hash`` names stands on the best chain, and its receipt when mined.
+
+        Every version of it is asked about (they share a nonce: at most one is
+        mined); the status names the mined one in ``mined`` when it is not the
+        one asked about, so the payout ends showing what was really mined.
+        """
+        owner = await self.owner(tx_hash)
+        known = await self.versions(owner) if owner is not None else []
+        hashes = [v.tx_hash for v in known] or [tx_hash]
+        *receipts, tip = await self.rpc.batch([*(("eth_getTransactionReceipt", [h]) for h in hashes),
+                                               ("eth_blockNumber", [])])
+        for index, (mined_hash, receipt) in enumerate(zip(hashes, receipts)):
+            if receipt is not None and receipt.get("blockNumber") is not None:
+                confirmations = max(0, quantity(tip) - quantity(receipt["blockNumber"]) + 1)
+                mined = None if mined_hash == tx_hash else SignedPayout(mined_hash, known[index].raw, 0)
+                return PayoutStatus(found=True, confirmations=confirmations, failed=quantity(receipt["status"]) == 0,
+                                    mined=mined), receipt
+        return PayoutStatus(found=await self.known_any(hashes), confirmations=0), None
 
     async def record_receipt(self, tx_hash: str, receipt: Mapping[str, Any]) -> int:
-        """Mark a mined transaction and return the fee it paid (gasUsed × effectiveGasPrice)."""
+        """Mark a mined transaction (any version's hash names it) and return the fee it paid.
+
+        The fee is the mined version's gasUsed × effectiveGasPrice; that
+        version's hash is kept in ``mined_hash``.
+        """
         gas_used = quantity(receipt["gasUsed"])
         fee = gas_used * quantity(receipt["effectiveGasPrice"])
         status = "reverted" if quantity(receipt["status"]) == 0 else "mined"
-        await self._set_status(tx_hash, status, gas_used=gas_used, fee_paid=self.gateway.db.amount_param(fee))
+        owner = await self.owner(tx_hash)
+        await self._set_status(owner.tx_hash if owner is not None else tx_hash, status, gas_used=gas_used,
+                               fee_paid=self.gateway.db.amount_param(fee),
+                               mined_hash=receipt.get("transactionHash") or tx_hash)
         return fee
 
 

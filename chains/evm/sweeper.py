@@ -3,7 +3,9 @@
 The job ``evm.<chain>.sweep`` does two things each run:
 
 1. Follows live sweeps (``evm_sweeps``): re-sends stored bytes the node
-   lost, and when a transaction is mined records it (ledger, status).
+   lost, re-signs a gas top-up priced out in the mempool at its nonce
+   (``bumping.py``), and when a transaction is mined records it (ledger,
+   status).
 2. Starts a sweep for every (address, coin) with a deposit credited since
    it was last swept: tokens first (the address needs gas: a top-up from
    the hot wallet, then ``transfer`` to the hot wallet), then the native
@@ -34,9 +36,10 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from eth_utils import to_checksum_address
 
-from ...api import BroadcastError, ChainUnavailable, NETWORK_FEES, Posting, WatchOnlyError, world
+from ...api import BroadcastError, ChainUnavailable, FeeAboveCeiling, NETWORK_FEES, Posting, WatchOnlyError, world
 from .. import sweeping
 from ..sweeping import SWEEP, TOPUP, SweepReport, SweepTables, deposit_addresses_account, hot_wallet_account
+from . import bumping
 from .keys import deposit_key, hot_wallet_address, hot_wallet_key
 from .rpc import RpcError, quantity
 from .signer import NATIVE_TRANSFER_GAS, StoredTx
@@ -102,6 +105,8 @@ class _Steps:
         status, receipt = await adapter.txs.status(tx.tx_hash)
         if receipt is not None:
             return "done" if await _record_mined(gateway, adapter, tx, receipt) else "failed"
+        if tx.kind == TOPUP:  # waiting in a pool, or evicted from it by a fee spike
+            await self._bump_topup(gateway, tx)
         try:
             await adapter.txs.broadcast(tx.tx_hash, tx.raw)  # first send, or again after a crash or eviction
         except BroadcastError as exc:
@@ -110,6 +115,19 @@ class _Steps:
                 return "failed"
             log.info("%s: %s %s not sent yet: %s", adapter.name, tx.kind, tx.tx_hash, exc)
         return "pending"
+
+    async def _bump_topup(self, gateway: "Gateway", tx: StoredTx) -> None:
+        """A gas top-up priced out in the mempool holds every later hot-wallet nonce: re-sign it (``bumping.py``).
+
+        Only top-ups: they are the hot wallet's. A deposit address's own
+        sweep spends its whole balance (native) or exactly the gas sent to it
+        (tokens), so it has nothing to pay a higher fee with.
+        """
+        try:
+            await bumping.bump_stuck(self.adapter.txs, tx, hot_wallet_key(gateway),
+                                     self.adapter.settings.bump_after_blocks)
+        except FeeAboveCeiling as exc:
+            log.info("%s: top-up %s stays as it is: %s", self.name, tx.tx_hash, exc)
 
     async def topup_failed(self, sweep_id: str) -> None:
         transfer = await self.adapter.txs.find(SWEEP, sweep_id)

@@ -14,7 +14,9 @@ answer lost on the way never leads to a second signature.
 ``bump`` and ``close`` (a child paying for a stuck payout, a conflicting
 transaction closing a dropped one: new signatures, so here too) act on a
 broadcast payout's stored bytes and answer ``done`` (with ``closed``,
-``network_fee``, ``detail`` for a close). Sign answers, always 200 with JSON
+``network_fee``, ``detail`` for a close), or ``fee_above_ceiling`` (``rate``,
+``ceiling``, ``unit``) when a bump would cost more than the operator's
+ceiling. Sign answers, always 200 with JSON
 once the credential passed: ``signed``,
 ``held`` (the policy's reason), ``not_queued`` (nothing to sign: already
 signed, held or final, or claimed by nobody) and ``error`` (the chain's
@@ -44,7 +46,7 @@ from ..keys.signer_channel import ChannelRefused, RequestVerifier
 from ..payouts import service as payouts
 from ..payouts.remote_signing import BUMP, CLOSE, SIGN, SIGN_PATH, STEPS
 from ..payouts.worker import sign_here
-from ..types.chains import BroadcastError, SignedPayout
+from ..types.chains import BroadcastError, FeeAboveCeiling, SignedPayout
 from ..types.errors import ApiError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -99,6 +101,9 @@ async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str
             waiting = await sender.bump_stuck(payout_id, stored)
             return {"outcome": "done", "step": step, "detail": waiting}
         closure = await sender.close_dropped(payout_id, stored)
+    except FeeAboveCeiling as exc:  # the bump waits for fees under the ceiling: the worker words it for the payout
+        return {"outcome": "fee_above_ceiling", "step": step, "rate": exc.rate, "ceiling": exc.ceiling,
+                "unit": exc.unit}
     except Exception as exc:  # noqa: BLE001 - the worker asks again at its next poll
         log.warning("payout %s: %s failed: %s: %s", payout_id, step, type(exc).__name__, exc)
         return {"outcome": "error", "step": step, "message": f"{type(exc).__name__}: {exc}"}

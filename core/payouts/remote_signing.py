@@ -30,7 +30,7 @@ import aiohttp
 from . import service as payouts
 from ..keys.signer_channel import read_channel_key, signed_headers
 from ..infra.config import ConfigError
-from ..types.chains import BroadcastError, Capability, DropClosure
+from ..types.chains import BroadcastError, Capability, DropClosure, FeeAboveCeiling
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -107,8 +107,12 @@ def _refusal(answer: dict[str, Any]) -> Exception:
 
 
 async def bump_remotely(gateway: "Gateway", row: payouts.Row) -> str | None:
-    """``bump_stuck`` in the signer (a child or a replacement is a new signature); why it waits, if it does."""
+    """``bump_stuck`` in the signer (a child, a replacement, a re-signing at the nonce: new signatures); why it
+    waits, if it does. Raises ``FeeAboveCeiling`` when the signer says the bump would be above the ceiling."""
     answer = await ask_signer(gateway, row["id"], BUMP)
+    if answer.get("outcome") == "fee_above_ceiling":
+        raise FeeAboveCeiling(str(answer.get("rate", "?")), str(answer.get("ceiling", "?")),
+                              str(answer.get("unit", "")))
     if answer.get("outcome") != "done":
         raise _refusal(answer)
     detail = answer.get("detail")

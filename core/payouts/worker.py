@@ -19,7 +19,8 @@ plus a lease) and moves each as far as it can go now:
 * signed: ``broadcast`` the stored bytes (after a crash: the same bytes
   again, which the sender contract makes harmless), then stage broadcast.
 * broadcast: ``payout_status`` (and ``bump_stuck`` while it waits in the
-  mempool) until ``payout_confirmations`` deep
+  mempool, or when the node refuses it back after evicting it) until
+  ``payout_confirmations`` deep
   (Confirmed), reverted (Failed ``reverted``) or missing from the node for
   longer than the chain's ``drop_after_seconds`` (Failed ``dropped``, but
   only once the sender's ``close_dropped`` says no transaction of it can
@@ -347,20 +348,12 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
         await batches.finish_group(gateway, group, status=payouts.FAILED,
                              failure_reason=status.failure_reason or payouts.REVERTED,
                              confirmations=status.confirmations, network_fee=status.network_fee,
-                             details=status.details)
+                             details=status.details, mined=status.mined)
     elif status.found and status.confirmations >= sender.payout_confirmations:
         await batches.finish_group(gateway, group, status=payouts.CONFIRMED, confirmations=status.confirmations,
                                    network_fee=status.network_fee, details=status.details, mined=status.mined)
     elif status.found:
-        waiting = None
-        if status.confirmations == 0:
-            try:  # still in the mempool: the sender may bump it (CPFP, replacement)
-                if gateway.config.signer.url:
-                    waiting = await remote_signing.bump_remotely(gateway, row)
-                else:
-                    waiting = await sender.bump_stuck(row["id"], _signed(row))
-            except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
-                log.warning("payout %s: bumping failed: %s", row["id"], exc)
+        waiting = await _bump(gateway, sender, row) if status.confirmations == 0 else None
         await batches.record_progress_group(gateway, group, confirmations=status.confirmations, missing_since=None,
                                             next_at=now + _poll_seconds(adapter), note=waiting)
     else:
@@ -368,12 +361,33 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
         if now - missing_since >= int(adapter.drop_after_seconds):
             await _close_dropped(gateway, adapter, sender, group)
             return
+        bump_error = None
         try:  # evicted from a mempool: offer the same bytes again
             await sender.broadcast(_signed(row))
         except Exception as exc:  # noqa: BLE001 - best effort; the grace period decides
             log.info("payout %s: re-broadcast of a missing transaction failed: %s", row["id"], exc)
+            # Refused: some nodes (anvil among them) evict a transaction a fee spike priced out rather than
+            # keep it waiting, and take it back only at a higher fee. The sender may re-sign it (its same nonce).
+            bump_error = await _bump(gateway, sender, row)
         await batches.record_progress_group(gateway, group, confirmations=0, missing_since=missing_since,
-                                            next_at=now + _poll_seconds(adapter))
+                                            next_at=now + _poll_seconds(adapter), note=bump_error)
+
+
+async def _bump(gateway: "Gateway", sender: PayoutSender, row: Row) -> str | None:
+    """Still in the mempool: the sender may bump it (CPFP, replacement); a fee wait's reason for ``last_error``.
+
+    A bump above the operator's fee ceiling is a wait, worded as the fee
+    policy words a queued payout's ("waiting: fee ... above the ceiling ...").
+    """
+    try:
+        if gateway.config.signer.url:
+            return await remote_signing.bump_remotely(gateway, row)
+        return await sender.bump_stuck(row["id"], _signed(row))
+    except FeeAboveCeiling as exc:
+        return waiting_error(str(exc))
+    except Exception as exc:  # noqa: BLE001 - best effort; the payout stays as it is
+        log.warning("payout %s: bumping failed: %s", row["id"], exc)
+    return None
 
 
 async def _close_dropped(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender, group: Group) -> None:

@@ -415,8 +415,8 @@ class PayoutStatus:
     # Public fields learned at the end (a Lightning preimage), merged into the stored ``details``.
     details: Mapping[str, Any] = field(default_factory=dict)
     failure_reason: str | None = None  # why it ``failed``, when the chain says better than "reverted"
-    # The version that was mined when it is not the stored one (a fee replacement, BIP 125): its txid and bytes
-    # become the payout's when it ends, so the merchant sees the transaction that paid.
+    # The version that was mined when it is not the stored one (a fee replacement: BIP 125, or an EVM re-signing
+    # at the same nonce): its hash and bytes become the payout's when it ends, so the merchant sees what paid.
     mined: "SignedPayout | None" = None
 
 
@@ -509,7 +509,9 @@ class PayoutSender(ABC):
         """Speed up a payout still waiting unconfirmed (in the node's mempool) at this poll.
 
         Called by the worker, outside any database transaction, each time
-        ``payout_status`` answers found with 0 confirmations; the sender decides
+        ``payout_status`` answers found with 0 confirmations, and when it is
+        missing and the node refuses its bytes back (a node that evicts what a
+        fee spike priced out, rather than keeping it); the sender decides
         whether it waited long enough and how (a child paying for its parent, a
         replacement), has the bump's extra fee judged by the signer's caps
         (``authorize_fee_bump``), stores what it signs before broadcasting it,
