@@ -288,7 +288,8 @@ __all__ = [
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "BrandChoice", "PageBranding",
     "PayPageForm",
-    "SignInWidget", "accent_problem", "readable_accent", "WebhookDestination", "brand_choices", "brand_color", "check_public_form", "form_widget",
+    "SignInWidget", "accent_problem", "readable_accent", "WebhookDestination", "brand_choices", "brand_color",
+    "check_public_form", "form_widget",
     "html_page",
     "logo_url", "page_branding_for", "page_security_headers", "qr_data_uri", "qr_svg", "render_page", "resources_at",
     "security_headers",
