@@ -102,6 +102,35 @@ async def test_create_show_update_archive(shop):
     assert (await api(client, "GET", f"{PATH}/{brand['id']}", merchant.jwt))[0] == 200
 
 
+async def test_a_colour_below_aa_is_refused_naming_it_and_its_ratio(shop):
+    """SPEC 4.11 allows any #RRGGBB; payers must read the buttons drawn in it (issue 49 item 3): 400 validation."""
+    client, merchant = shop
+    status, body = await create(client, merchant, brandColor="#FF0000")
+    assert status == 400 and body["error"]["type"] == "validation", body
+    detail = body["error"]["detail"]["brand_color"]
+    assert "#ff0000" in detail and "4.43:1" in detail and "4.5:1" in detail
+    assert [b["slug"] for b in await listed(client, merchant)] == ["default"]  # nothing made
+    default = (await listed(client, merchant))[0]
+    status, body = await api(client, "PUT", f"{PATH}/{default['id']}", merchant.jwt, json={"brand_color": "#808080"})
+    assert status == 400 and "4.49:1" in body["error"]["detail"]["brand_color"], body
+    assert (await listed(client, merchant))[0]["brand_color"] is None
+    status, body = await create(client, merchant, brandColor="#0060DF")  # white on it: 5.61:1
+    assert status == 200 and body["data"]["brand_color"] == "#0060df", body
+
+
+async def test_a_colour_stored_before_the_check_is_drawn_readable(shop):
+    """A brand saved under the old rules keeps its value and its page; the page draws the nearest passing shade."""
+    from orbchain.plugins.brands import store
+    client, merchant = shop
+    _, body = await create(client, merchant, theme_mode="DARK")
+    await store.update(_gw(client), merchant.merchant_id, body["data"]["id"], {"brand_color": "#ff0000"})
+    payment = await invoice(client, await brand_key(client, merchant, body["data"]["id"]))
+    response = await client.get(f"/pay/{payment['track_id']}")
+    assert response.status == 200 and "/assets/accent/ff0000.css" in await response.text()
+    css = await (await client.get("/assets/accent/ff0000.css")).text()
+    assert "--accent: #ff0f0f;" in css and "--accent-text: #111827;" in css
+
+
 async def test_slugs_derived_unique_and_reserved(shop):
     client, merchant = shop
     slugs = []
@@ -348,7 +377,8 @@ async def test_the_pay_page_shows_the_brand_with_its_csp_intact(shop):
     assert " style=" not in html  # no inline style anywhere
     css = await client.get("/assets/accent/ff5500.css")
     assert css.status == 200 and css.content_type == "text/css"
-    assert await css.text() == ":root { --accent: #ff5500; --accent-text: #ffffff; }\n"
+    # orange under near-black reads at 5.53:1 (under white it was 3.21:1, below AA, before issue 49)
+    assert await css.text() == ":root { --accent: #ff5500; --accent-text: #111827; --accent-hover: #ff691f; }\n"
     assert "immutable" in css.headers["Cache-Control"]
 
 

@@ -30,6 +30,9 @@ from cryptography.x509.oid import NameOID
 from .browser import Browser, free_port, serve_app
 from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .support import api, signup
+from . import test_accessibility_browser as a11y
+
+axe_source = a11y.axe_source  # the fixture (axe-core from node_modules, never a CDN), shared as is
 
 
 
@@ -123,7 +126,8 @@ async def test_a_branded_page_shows_logo_colour_and_theme_under_its_csp(served, 
             "(() => { const b = document.querySelector('.picker button'), s = getComputedStyle(b);"
             " return {button: s.backgroundColor, text: s.color, body: getComputedStyle(document.body).backgroundColor,"
             " dark: document.documentElement.classList.contains('theme-dark')}; })()")
-        assert style == {"button": "rgb(10, 132, 255)", "text": "rgb(255, 255, 255)",
+        # #0a84ff reads 4.86:1 under near-black, 3.65:1 under white (issue 49): the label is the one that passes.
+        assert style == {"button": "rgb(10, 132, 255)", "text": "rgb(17, 24, 39)",
                          "body": "rgb(11, 17, 32)", "dark": True}
         # The hostile name stayed an attribute value: nothing ran, nothing was added.
         assert await browser.evaluate("document.title") not in ("1", "pwned")
@@ -156,3 +160,51 @@ async def test_a_plain_page_keeps_the_default_look(served, tmp_path):
         assert await browser.evaluate(
             "getComputedStyle(document.querySelector('.picker button')).backgroundColor") == "rgb(17, 24, 39)"
         assert not await browser.evaluate("document.documentElement.classList.contains('theme-dark')")
+
+
+# An accent under each label in each theme, and #ff0000 stored before the check (drawn as its readable shade).
+AXE_BRANDS = [("LIGHT", "#0060df"), ("DARK", "#0060df"), ("LIGHT", "#0a84ff"), ("DARK", "#0a84ff"),
+              ("DARK", "#ff0000")]
+
+
+async def test_branded_pages_are_axe_clean_in_both_themes(served, tmp_path, axe_source):
+    """Issue 49 item 3: axe (colour contrast included) on the branded pay page, light and dark, with scripts
+    off as a payer without JavaScript; "Open in wallet" and "Switch coin" keep the accent's label colour."""
+    from orbchain.plugins.brands import store
+    from orbchain.web.keys import GATEWAY
+    merchant = await signup(served, "axe-brand@example.com")
+    status, body = await api(served, "PUT", "/dashboard/settings/coins", merchant.jwt,
+                             json={"accepted_coins": ["BTC", "LTC"]})
+    assert status == 200, body
+    pages = {}
+    for theme, color in AXE_BRANDS:
+        refused = color == "#ff0000"
+        status, brand = await api(served, "POST", "/dashboard/brands", merchant.jwt, json={
+            "name": f"{theme} {color}", "theme_mode": theme, "brand_color": None if refused else color})
+        assert status == 200, brand
+        if refused:  # a colour saved before the AA check: only the store takes it now
+            await store.update(served.app[GATEWAY], merchant.merchant_id, brand["data"]["id"], {"brand_color": color})
+        status, key = await api(served, "POST", "/dashboard/api-keys", merchant.jwt, json={
+            "label": f"{theme} {color}", "scopes": ["payment:create"], "brand_id": brand["data"]["id"]})
+        assert status == 200, key
+        status, payment = await api(served, "POST", "/v1/payment/invoice", {"merchant_api_key": key["data"]["api_key"]},
+                                    json={"amount": "0.01", "currency": "BTC"})
+        assert status == 200, payment
+        pages[(theme, color)] = payment["data"]["payment_url"]
+    found = {}
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        for (theme, color), url in pages.items():
+            await browser.cdp("Emulation.setScriptExecutionDisabled", {"value": True})
+            await browser.goto(url)
+            problems = [p for p in await a11y.violations(browser, axe_source) if not a11y.spec_refresh(p, url)]
+            if problems:
+                found[f"{theme} {color}"] = problems
+            colours = await browser.evaluate(
+                "(() => { const c = e => e && getComputedStyle(e).color;"
+                " return {wallet: c(document.getElementById('wallet-link')),"
+                " button: c(document.querySelector('.picker button')),"
+                " dark: document.documentElement.classList.contains('theme-dark')}; })()")
+            assert colours["dark"] is (theme == "DARK")
+            assert colours["wallet"] == colours["button"], (theme, color, colours)  # not the dark theme's link blue
+            await browser.screenshot(tmp_path / f"axe-{theme}-{color[1:]}.png")
+    assert found == {}, json.dumps(found, indent=1)

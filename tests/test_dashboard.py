@@ -570,6 +570,29 @@ async def test_brands_page(app_client):
     assert "Side shop" not in await visitor.get("/app/brands")
 
 
+async def test_brand_colours_below_aa_are_refused_and_old_ones_noted(app_client):
+    """Issue 49 item 3: the form refuses a colour whose button text is below 4.5:1, naming the ratio; a brand
+    stored before the check is listed with the shade its pages draw instead."""
+    from orbchain.plugins.brands import store
+    visitor = Visitor(app_client)
+    await visitor.sign_up("contrast@example.com")
+    await visitor.get("/app/brands")
+    page = await visitor.submit("/app/brands", {"action": "create", "name": "Red shop", "brand_color": "#FF0000"},
+                                expect=400)
+    assert "#ff0000 gives its button text at most 4.43:1 contrast" in visitor.page, page
+    assert "Red shop" not in await visitor.get("/app/brands")
+    await visitor.submit("/app/brands", {"action": "create", "name": "Red shop", "brand_color": "#C2410C"})
+    page = await visitor.get("/app/brands")
+    assert "#c2410c" in page and "accent-note" not in page
+    brand_id = re.search(r'name="brand_id" value="([^"]+)"', page).group(1)
+    gateway = app_client.app[GATEWAY]
+    merchant_id = await gateway.db.fetch_val("SELECT merchant_id FROM brands WHERE id = :i", {"i": brand_id})
+    await store.update(gateway, merchant_id, brand_id, {"brand_color": "#ff0000"})
+    page = await visitor.get("/app/brands")
+    note = re.search(r'<p class="notice notice-warning accent-note"[^>]*>([^<]+)</p>', page).group(1)
+    assert "#ff0000" in note and "4.43:1" in note and "Pages draw it as #ff0f0f." in note
+
+
 async def test_hostile_tokens_and_cookies_are_refused_not_crashed(app_client):
     visitor = Visitor(app_client)
     await visitor.get("/app/login")

@@ -136,7 +136,7 @@ async def create_invoice(
     track_id: str | None = None, lifetime_minutes: int | None = None, description: str | None = None,
     order_id: str | None = None, email: str | None = None, return_url: str | None = None,
     unpaid_retention_seconds: int | None = None,
-    in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None,
+    in_transaction: Callable[[PaymentView], Awaitable[None]] | None = None, brand_id: str | None = None,
 ) -> InvoiceRecord:
     """Create a hosted invoice (SPEC 4.2 ``POST /v1/payment/invoice``) for a merchant, as its API would.
 
@@ -156,6 +156,10 @@ async def create_invoice(
     deposit ever), the payment is deleted this long after it expired by the
     core's ``payments.prune_unpaid`` job, and the ``payments_pruning`` hook
     lets plugins drop their rows naming it first. None keeps it forever.
+
+    ``brand_id``: the brand the payment wears (its page's look, its webhook
+    destination), as a key's brand tags its payments; the caller checked it
+    (``check_key_brand``) when it stored it, e.g. on a payment link.
 
     ``track_id``: a plugin that bills on its own (subscriptions) records
     ``new_track_id()`` in its own table and commits before calling, so a crash
@@ -178,7 +182,7 @@ async def create_invoice(
         type=payments.INVOICE, currency=currency, amount=amount, pay_currency=coins[0] if coins else None,
         accepted_coins=list(coins) or None, lifetime=lifetime_minutes, description=description,
         order_id=order_id, email=email, return_url=return_url, in_transaction=in_transaction, track_id=track_id,
-        unpaid_retention_seconds=unpaid_retention_seconds)
+        unpaid_retention_seconds=unpaid_retention_seconds, brand_id=brand_id)
     try:
         view = await payments.create_payment(gateway, row, request)
     except Exception as exc:

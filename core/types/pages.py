@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Mapping
 from urllib.parse import urlsplit, urlunsplit
 
+from .contrast import accent_hover, accent_label, readable_accent
+
 
 @dataclass(frozen=True)
 class PayPageForm:
@@ -125,16 +127,17 @@ class PageBranding:
 
 
 def accent_stylesheet(hex_digits: str) -> str:
-    """The CSS of one accent colour: custom properties only, text colour picked for contrast.
+    """The CSS of one accent colour: custom properties only, the label colour picked by WCAG contrast.
 
     Served from the gateway's own origin (``/assets/accent/<rrggbb>.css``),
-    so pages keep ``style-src 'self'`` and carry no inline style at all.
+    so pages keep ``style-src 'self'`` and carry no inline style at all. A
+    colour below AA (one stored before the check, or any URL asked for) is
+    drawn as its nearest readable shade (``contrast.readable_accent``), so a
+    branded button always reads at 4.5:1 or more, hovered or not.
     """
-    color = brand_color("#" + hex_digits)
-    red, green, blue = (int(color[i:i + 2], 16) for i in (1, 3, 5))
-    # ITU-R BT.601 luma in integers: light accents get dark text.
-    text = "#111827" if (299 * red + 587 * green + 114 * blue) // 1000 > 150 else "#ffffff"
-    return f":root {{ --accent: {color}; --accent-text: {text}; }}\n"
+    color = readable_accent(brand_color("#" + hex_digits))
+    text, _ = accent_label(color)
+    return f":root {{ --accent: {color}; --accent-text: {text}; --accent-hover: {accent_hover(color)}; }}\n"
 
 
 # -- sign-in widget ----------------------------------------------------------------------------
@@ -208,10 +211,39 @@ class DashboardNotice:
 @dataclass(frozen=True)
 class BrandChoice:
     """A brand a dashboard form offers (``decide_brand_choices``): its id, stored on what the form makes, and
-    its name, shown."""
+    its name, shown; optionally its look as payers will see it (``theme_mode``, ``brand_color``), which the
+    form previews before anything is saved (issue 49 item 3).
+
+    The preview is drawn as SVG attributes (no inline style, so the dashboard's CSP stays ``'self'``) in the
+    colours a payer page uses: the accent as drawn (``readable_accent``) under its label, on the theme's card.
+    """
 
     brand_id: str
     name: str
+    theme_mode: str | None = None
+    brand_color: str | None = None
+
+    @property
+    def dark(self) -> bool:
+        return self.theme_mode == "DARK"
+
+    @property
+    def card(self) -> str:
+        """The card's background and text colours in this brand's theme (``orbchain.css``)."""
+        return "#111827" if self.dark else "#ffffff"
+
+    @property
+    def card_text(self) -> str:
+        return "#e5e7eb" if self.dark else "#111827"
+
+    @property
+    def accent(self) -> str:
+        """The buttons' colour as payer pages draw it (an unbranded page's buttons are #111827)."""
+        return readable_accent(brand_color(self.brand_color)) if self.brand_color else "#111827"
+
+    @property
+    def accent_text(self) -> str:
+        return accent_label(self.accent)[0]
 
 
 @dataclass(frozen=True)

@@ -168,6 +168,7 @@ from ..core.types.pages import (
     MAX_BRAND_NAME_LENGTH, MAX_LOGO_URL_LENGTH, THEME_MODES, BrandChoice, PageBranding, PayPageForm, SignInWidget,
     brand_color, logo_url, widget_token,
 )
+from ..core.types.contrast import accent_problem, readable_accent
 from ..core.pages.qr import MAX_QR_DATA, qr_data_uri, qr_svg
 from ..core.pages.services import brand_choices, check_public_form, form_widget, page_branding_for, screen_sign_in
 from ..web.pages import html_page, page_security_headers, render_page, resources_at, security_headers
@@ -293,7 +294,8 @@ __all__ = [
     # hosted pages
     "MAX_BRAND_NAME_LENGTH", "MAX_LOGO_URL_LENGTH", "MAX_QR_DATA", "THEME_MODES", "BrandChoice", "PageBranding",
     "PayPageForm",
-    "SignInWidget", "WebhookDestination", "brand_choices", "brand_color", "check_public_form", "form_widget",
+    "SignInWidget", "accent_problem", "readable_accent", "WebhookDestination", "brand_choices", "brand_color",
+    "check_public_form", "form_widget",
     "html_page",
     "logo_url", "page_branding_for", "page_security_headers", "qr_data_uri", "qr_svg", "render_page", "resources_at",
     "security_headers",

@@ -69,6 +69,10 @@ async def key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str)
 
 
 async def brand_choices(gateway: "Gateway", merchant_id: str) -> list[BrandChoice]:
-    """The live brands a form may tag with, oldest first; not the default brand, which an untagged one wears."""
+    """The live brands a form may tag with, oldest first, each with its look as its pages inherit it (for the
+    form's preview); not the default brand, which an untagged one wears."""
     rows = await store.list_for(gateway, merchant_id, archived=False)
-    return [BrandChoice(row["id"], row["name"]) for row in rows if row["slug"] != store.DEFAULT_SLUG]
+    default = next((row for row in rows if row["slug"] == store.DEFAULT_SLUG), None)
+    return [BrandChoice(row["id"], row["name"], theme_mode=store.effective(row, default, "theme_mode"),
+                        brand_color=store.effective(row, default, "brand_color"))
+            for row in rows if row["slug"] != store.DEFAULT_SLUG]

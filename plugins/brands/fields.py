@@ -4,7 +4,8 @@ Create needs ``name``; an update changes only the fields present, and a
 field present as null (or "") clears it back to inheriting. Every value
 that reaches a page or a CSP goes through ``logo_url`` and ``brand_color`` of
 ``orbchain.api`` (the checks ``PageBranding`` applies), so what is stored is
-what may be shown.
+what may be shown; a colour must also pass WCAG AA under its button label
+(``accent_problem``), so what a merchant enters is what payers can read.
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import re
 import unicodedata
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from ...api import Field, MAX_LOGO_URL_LENGTH, THEME_MODES, ValidationError, brand_color, logo_url, validate
+from ...api import (
+    Field, MAX_LOGO_URL_LENGTH, THEME_MODES, ValidationError, accent_problem, brand_color, logo_url, validate,
+)
 from ...api.merchant import check_webhook_url
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -49,6 +52,13 @@ def _slug(value: str) -> None:
         raise ValueError("is reserved")
 
 
+def _accent(value: str) -> None:
+    """``#RRGGBB`` that its button label reads on at WCAG AA (SPEC allows any hex; docs/decisions.md, issue 49)."""
+    problem = accent_problem(brand_color(value))
+    if problem:
+        raise ValueError(problem)
+
+
 def _secret(value: str) -> None:
     if not _SECRET.fullmatch(value):
         raise ValueError("must be printable ASCII without spaces")
@@ -60,7 +70,7 @@ FIELDS: dict[str, Field] = {
     "logo_url": Field("logo_url", max_len=MAX_LOGO_URL_LENGTH, aliases=("logoUrl",),
                       check=_problem(logo_url)),
     "theme_mode": Field("theme_mode", upper=True, choices=THEME_MODES, aliases=("themeMode",)),
-    "brand_color": Field("brand_color", max_len=7, aliases=("brandColor",), check=_problem(brand_color)),
+    "brand_color": Field("brand_color", max_len=7, aliases=("brandColor",), check=_problem(_accent)),
     "webhook_url": Field("webhook_url", "url", max_len=500, aliases=("webhookUrl",)),
     "webhook_secret": Field("webhook_secret", min_len=MIN_SECRET, max_len=MAX_SECRET, aliases=("webhookSecret",),
                             check=_problem(_secret)),

@@ -13,8 +13,8 @@ from typing import Any
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, ValidationError, describe_person, form_integer, pagination,
-    qr_svg, validate,
+    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, ValidationError, brand_choices, describe_person,
+    form_integer, pagination, qr_svg, validate,
 )
 from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
@@ -276,11 +276,13 @@ async def _keys_page(request: web.Request, session: Session, *, status: int = 20
     only keys whose scopes they hold can be rotated (the core refuses the rest anyway)."""
     gateway = request.app[GATEWAY]
     listed = await list_api_keys(gateway.db, session.merchant_id)
+    brands = await brand_choices(gateway, session.merchant_id)  # the picker, and each key's brand by name
     issuer = principal(session).key_issuer()
     people = {person: await describe_person(gateway, session.merchant_id, person)
               for person in {key["issued_by"] for key in listed["keys"]}}
     return render(request, session, "dashboard/keys.html", {
         "keys": listed["keys"], "scopes": [s for s in gateway.scopes if not s.members_only], "values": {},
+        "brands": brands, "brand_names": {b.brand_id: b.name for b in brands},
         "not_held": set(issuer.lacking(gateway.scopes.names())), "people": people,
         "rotatable": {key["id"] for key in listed["keys"] if may_rotate(gateway, issuer, key)},
         "key_actions": gateway.dashboard.entries("key-actions"), **context}, status=status)
@@ -306,7 +308,7 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
     body: dict[str, Any] = {"label": form.get("label", "").strip(), "scopes": form.getall("scopes", []),
                             "coin_allowlist": _lines(form.get("coin_allowlist")),
                             "ip_allowlist": _lines(form.get("ip_allowlist"))}
-    for name in ("webhook_url", "rate_limit_rpm", "expires_in_days"):
+    for name in ("webhook_url", "rate_limit_rpm", "expires_in_days", "brand_id"):
         value = form.get(name, "").strip()
         if value:
             body[name] = value

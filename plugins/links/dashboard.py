@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import FIAT_CURRENCIES, DashboardView, Field, ValidationError, validate
+from ...api import FIAT_CURRENCIES, DashboardView, Field, ValidationError, brand_choices, validate
 from ...api.merchant import require_merchant, servable_coins
 from . import store
 from .routes_dashboard import LABEL, create_link
 from .views import button_text, embed_snippet, link_view
 
-FIELDS = ("coin", "amount", "amount_fiat", "fiat_currency", "lifetime", "description")
+FIELDS = ("coin", "amount", "amount_fiat", "fiat_currency", "lifetime", "description", "brand_id")
 
 
 async def page(gateway: Any, merchant_id: str, query: Mapping[str, str],
@@ -23,8 +23,10 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str],
         links.append({**view, "label": label, "snippet": embed_snippet(gateway, row["slug"], label)})
     merchant = await require_merchant(gateway.db, merchant_id)
     # The coins a link can mint invoices in (the API refuses any other): the merchant's, the first chosen.
+    brands = await brand_choices(gateway, merchant_id)  # the picker (decide_brand_choices) and each link's brand
     return DashboardView("links/dashboard.html", {"links": links, "coins": servable_coins(gateway, merchant),
-                                                  "fiats": FIAT_CURRENCIES})
+                                                  "fiats": FIAT_CURRENCIES, "brands": brands,
+                                                  "brand_names": {b.brand_id: b.name for b in brands}})
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> DashboardView | None:

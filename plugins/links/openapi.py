@@ -18,6 +18,7 @@ LINK = obj({
     "fiat_currency": {"anyOf": [FIAT, {"type": "null"}]}, "enabled": BOOLEAN,
     "uses": {"type": "integer", "minimum": 0, "description": "Invoices minted through the link."},
     "lifetime": {"anyOf": [LIFETIME, {"type": "null"}]}, "description": NULLABLE_STRING,
+    "brand_id": {"anyOf": [STRING, {"type": "null"}], "description": "The brand its invoices wear; null: the default."},
     "created_at": {"$ref": "#/components/schemas/Timestamp"},
 })
 
@@ -26,7 +27,10 @@ OPERATIONS = [
        body=obj({"coin": STRING}, {
            "amount": {"type": "string", "description": "Fixed amount in coin units; exclusive with amount_fiat."},
            "amount_fiat": {"type": "string", "description": "Fixed fiat price, locked per minted invoice."},
-           "fiat_currency": FIAT, "lifetime": LIFETIME, "description": {"type": "string", "maxLength": 500}}),
+           "fiat_currency": FIAT, "lifetime": LIFETIME, "description": {"type": "string", "maxLength": 500},
+           "brand_id": {"type": "string", "maxLength": 64,
+                        "description": "A live brand of this account (GET /dashboard/brands): the link's pages and "
+                                       "invoices wear it, as a key's brand tags its payments."}}),
        description="Omit amount and amount_fiat for a buyer-entered link (the payer types the amount, in "
                    "fiat_currency when given, else in coin). The coin must be one the merchant accepts."),
     Op("GET", "/dashboard/payment-links", "List payment links, newest first", TAG,

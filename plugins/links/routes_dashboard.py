@@ -10,6 +10,7 @@ from ...api import (
     AmountError, FIAT_CURRENCIES, Field, InvalidRequest, ValidationError, check_invoice_amount, check_receivable,
     envelope, gateway_of, merchant_record, principal_of, read_json, requires, validate,
 )
+from ...api.merchant import check_key_brand
 from . import store
 from .views import DEFAULT_LABEL, MAX_LABEL, embed_snippet, link_view
 
@@ -36,6 +37,7 @@ async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any], *
         Field("coin", required=True, upper=True, max_len=20), Field("amount", "amount"),
         Field("amount_fiat", "amount"), Field("fiat_currency", upper=True, choices=FIAT_CURRENCIES),
         Field("lifetime", "int", minimum=1, maximum=MAX_LIFETIME), Field("description", max_len=500),
+        Field("brand_id", max_len=64),
     ], text=text)
     if clean["amount"] is not None and clean["amount_fiat"] is not None:
         raise ValidationError({"amount": "give amount or amount_fiat, not both"})
@@ -43,6 +45,8 @@ async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any], *
         raise ValidationError({"fiat_currency": "is required with amount_fiat"})
     if clean["amount"] is not None and clean["fiat_currency"]:
         raise ValidationError({"fiat_currency": "prices a link in fiat; a native amount takes none"})
+    if clean["brand_id"]:  # a live brand of this account, as a key's brand (decide_key_brand_allowed)
+        await check_key_brand(gateway, merchant_id, clean["brand_id"])
     merchant = await merchant_record(gateway, merchant_id)
     check_receivable(gateway, merchant, clean["coin"])
     units = None
@@ -60,7 +64,7 @@ async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any], *
     amount_fiat = None if clean["amount_fiat"] is None else format(clean["amount_fiat"].normalize(), "f")
     row = await store.insert(gateway, merchant_id, coin=clean["coin"], amount=units, amount_fiat=amount_fiat,
                              fiat_currency=clean["fiat_currency"], lifetime=clean["lifetime"],
-                             description=clean["description"] or None)
+                             description=clean["description"] or None, brand_id=clean["brand_id"] or None)
     return row
 
 

@@ -72,7 +72,7 @@ def _buyer_amount(gateway: Gateway, link: Mapping[str, Any], text: str) -> Decim
 async def _prompt(request: web.Request, link: Mapping[str, Any], *, amount: str = "", error: str | None = None,
                   status: int = 200) -> web.Response:
     gateway = gateway_of(request)
-    branding = await page_branding_for(gateway, link["merchant_id"])
+    branding = await page_branding_for(gateway, link["merchant_id"], link["brand_id"])
     coin = gateway.coins.get(link["coin"])
     asset = link["coin"] if coin is None else coin.payer_asset  # the asset payers know, never the internal symbol
     currency = _prompt_currency(link)
@@ -97,6 +97,7 @@ async def _mint(request: web.Request, link: Mapping[str, Any], amount: Decimal, 
         gateway, link["merchant_id"], amount=amount, currency=currency, coins=[link["coin"]],
         lifetime_minutes=None if link["lifetime_minutes"] is None else int(link["lifetime_minutes"]),
         description=link["description"], order_id=f"link:{link['slug']}", in_transaction=count_use,
+        brand_id=link["brand_id"],
         unpaid_retention_seconds=settings_of(gateway, PLUGIN_NAME).unpaid_retention_seconds)
     response = web.HTTPFound(pay_page(invoice.track_id), headers=NO_STORE)
     if remember and invoice.expires_at is not None:
@@ -116,7 +117,7 @@ def _fixed_price(gateway: Gateway, link: Mapping[str, Any]) -> tuple[Decimal, st
 
 async def _preview(request: web.Request, link: Mapping[str, Any], price: tuple[Decimal, str]) -> web.Response:
     """What a link unfurler or prefetch gets instead of a new invoice (``visitors.py``)."""
-    branding = await page_branding_for(gateway_of(request), link["merchant_id"])
+    branding = await page_branding_for(gateway_of(request), link["merchant_id"], link["brand_id"])
     amount, currency = price
     return render_page(request, "links/preview.html", {
         "slug": link["slug"], "description": link["description"], "amount": format(amount, "f"),

@@ -36,7 +36,8 @@ async def count(gateway: "Gateway", merchant_id: str) -> int:
 
 
 async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int | None, amount_fiat: str | None,
-                 fiat_currency: str | None, lifetime: int | None, description: str | None) -> Row:
+                 fiat_currency: str | None, lifetime: int | None, description: str | None,
+                 brand_id: str | None = None) -> Row:
     now = gateway.now()
     # The id leads with the creation time in nanoseconds, so "newest first" holds within one second too.
     link_id = f"lnk_{time.time_ns():016x}{secrets.token_hex(4)}"
@@ -44,7 +45,7 @@ async def insert(gateway: "Gateway", merchant_id: str, *, coin: str, amount: int
            "slug": new_slug(), "coin": coin,
            "amount": None if amount is None else gateway.db.amount_param(amount), "amount_fiat": amount_fiat,
            "fiat_currency": fiat_currency, "lifetime_minutes": lifetime, "description": description,
-           "enabled": True, "uses": 0, "created_at": now, "updated_at": now}
+           "brand_id": brand_id, "enabled": True, "uses": 0, "created_at": now, "updated_at": now}
     # 31**12 slugs: a collision is astronomically rare, and the UNIQUE constraint would refuse it loudly.
     await gateway.db.execute(insert_statement("payment_links", row), row)
     return await get(gateway, merchant_id, link_id)

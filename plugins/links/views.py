@@ -29,7 +29,7 @@ def link_view(gateway: Gateway, row: Mapping[str, Any]) -> dict[str, Any]:
         "amount": amount, "amount_fiat": row["amount_fiat"], "fiat_currency": row["fiat_currency"],
         "enabled": bool(row["enabled"]), "uses": int(row["uses"]),
         "lifetime": None if row["lifetime_minutes"] is None else int(row["lifetime_minutes"]),
-        "description": row["description"], "created_at": int(row["created_at"]),
+        "description": row["description"], "brand_id": row["brand_id"], "created_at": int(row["created_at"]),
     }
 
 

@@ -177,7 +177,8 @@ async def mint(gateway: "Gateway", invoice: Mapping[str, Any]) -> bool:
         currency="USD", coins=store.coins_of(plan), order_id=f"subscription:{sub['id']}",
         description=f"{plan['label']} (subscription)", email=sub["customer_email"],
         lifetime_minutes=invoice_lifetime(gateway), return_url=manage_url(gateway, sub["magic_token"]),
-        unpaid_retention_seconds=read_settings(gateway).unpaid_retention_days * DAY if pending else None)
+        unpaid_retention_seconds=read_settings(gateway).unpaid_retention_days * DAY if pending else None,
+        brand_id=plan["brand_id"])
     async with gateway.db.transaction():
         locked = await store.lock_subscription(gateway, sub["id"])
         assert locked is not None, "a subscription with an invoice in flight is never pruned"

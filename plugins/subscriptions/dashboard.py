@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import DashboardView, ValidationError, form_integer
+from ...api import DashboardView, ValidationError, brand_choices, form_integer
 from . import enrolment, plans, store
 from .routes_api import new_plan
 
@@ -22,12 +22,14 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
     rows, total = await store.list_subscriptions(gateway, merchant_id, status=None, customer_ref=None,
                                                  limit=LISTED, offset=0)
     pending = await store.pending_enrolments(gateway, merchant_id, LISTED)
+    brands = await brand_choices(gateway, merchant_id)  # the picker (decide_brand_choices) and each plan's brand
     return DashboardView("subscriptions/dashboard.html", {
         "plans": [plans.plan_view(gateway, r) for r in plan_rows],
         "subscriptions": [enrolment.subscription_view(gateway, r) for r in rows], "total": total,
         "pending": [enrolment.subscription_view(gateway, r) for r in pending],
         "summary": await enrolment.summary(gateway, merchant_id),
-        "min_days": plans.MIN_INTERVAL // DAY or 1, "max_days": plans.MAX_INTERVAL // DAY})
+        "min_days": plans.MIN_INTERVAL // DAY or 1, "max_days": plans.MAX_INTERVAL // DAY,
+        "brands": brands, "brand_names": {b.brand_id: b.name for b in brands}})
 
 
 async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
@@ -37,7 +39,8 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> Non
         coins = [c.strip().upper() for c in str(form.get("accepted_coins", "")).split(",") if c.strip()]
         await new_plan(gateway, merchant_id, {"label": str(form.get("label", "")).strip(),
                                               "amount_usd": str(form.get("amount_usd", "")).strip(),
-                                              "interval_sec": days * DAY, "accepted_coins": coins})
+                                              "interval_sec": days * DAY, "accepted_coins": coins,
+                                              "brand_id": str(form.get("brand_id") or "").strip() or None})
     elif action in ("enable", "disable"):
         plan = await store.plan_of(gateway, merchant_id, str(form.get("plan_id")))  # 404 when not this merchant's
         await store.update_plan(gateway, merchant_id, plan["id"], {"enabled": action == "enable"})

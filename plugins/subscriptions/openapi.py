@@ -21,6 +21,7 @@ STATUS = {"type": "string", "enum": list(SPEC_STATUSES)}  # SPEC 3.4: nothing el
 
 PLAN = obj({"id": STRING, "plan_id": STRING, "label": STRING, "amount_usd": USD, "interval_sec": INTERVAL,
             "accepted_coins": COINS, "enabled": BOOLEAN, "subscribe_url": STRING, "created_at": TIME,
+            "brand_id": {"anyOf": [STRING, {"type": "null"}], "description": "The brand its pages and invoices wear."},
             "updated_at": TIME})
 SUBSCRIPTION = obj({
     "subscription_id": STRING, "status": STATUS, "plan_id": STRING, "plan_label": STRING, "amount_usd": USD,
@@ -78,7 +79,9 @@ OPERATIONS = [
                    "changes nothing. An open invoice stays payable."),
     Op("POST", "/dashboard/plans", "Create a plan", DASHBOARD, envelope(ref("SubscriptionPlan")), auth=JWT,
        body=obj({"label": {"type": "string", "minLength": 1, "maxLength": 80}, "amount_usd": USD,
-                 "interval_sec": INTERVAL}, {"accepted_coins": COINS})),
+                 "interval_sec": INTERVAL}, {"accepted_coins": COINS, "brand_id": {
+                     "type": "string", "maxLength": 64, "description": "A live brand of this account: the plan's "
+                     "customer pages and every invoice it bills wear it."}})),
     Op("GET", "/dashboard/plans", "List plans", DASHBOARD,
        envelope(obj({"plans": {"type": "array", "items": ref("SubscriptionPlan")}})), auth=JWT),
     Op("PATCH", "/dashboard/plans/{id}", "Change a plan", DASHBOARD, envelope(ref("SubscriptionPlan")), auth=JWT,

@@ -50,9 +50,10 @@ def every(seconds: int) -> str:
 
 
 async def _render(request: web.Request, template: str, context: Mapping[str, Any], merchant_id: str,
-                  status: int = 200, widget: SignInWidget | None = None) -> web.Response:
-    """A customer page, branded; ``widget`` (a captcha) adds its script, by nonce and origin, to that page only."""
-    branding = await page_branding_for(gateway_of(request), merchant_id)
+                  status: int = 200, widget: SignInWidget | None = None, brand_id: str | None = None) -> web.Response:
+    """A customer page, branded as its plan (``brand_id``, else the default brand); ``widget`` (a captcha) adds
+    its script, by nonce and origin, to that page only."""
+    branding = await page_branding_for(gateway_of(request), merchant_id, brand_id)
     nonce = secrets.token_urlsafe(16) if widget else None
     response = aiohttp_jinja2.render_template(f"subscriptions/{template}", request, {
         **context, "branding": branding, "widget": widget, "nonce": nonce}, status=status)
@@ -64,7 +65,7 @@ async def _form_page(request: web.Request, plan: Mapping[str, Any], *, values: M
     """The enrolment form, with the captcha widget when a plugin asks for one (``form_widget``)."""
     return await _render(request, "subscribe.html", {**_plan_context(plan), "values": values or {},
                                                      "errors": errors or {}}, plan["merchant_id"], status,
-                         widget=await form_widget(gateway_of(request)))
+                         widget=await form_widget(gateway_of(request)), brand_id=plan["brand_id"])
 
 
 def _not_found(request: web.Request, title: str, message: str) -> web.Response:
@@ -124,7 +125,7 @@ async def subscribe(request: web.Request) -> web.StreamResponse:
         return await _form_page(request, plan, values=values, errors={"captcha": exc.message}, status=exc.status)
     except checkout.PendingCapReached as exc:
         response = await _render(request, "busy.html", {"label": plan["label"], "minutes": -(-exc.retry_after // 60)},
-                                 plan["merchant_id"], status=429)
+                                 plan["merchant_id"], status=429, brand_id=plan["brand_id"])
         response.headers["Retry-After"] = str(exc.retry_after)
         return response
     except InvalidRequest as exc:
@@ -178,7 +179,8 @@ async def _manage(request: web.Request, sub: Mapping[str, Any], *, error: str | 
                      "paid": f"{i['paid_amount']} {i['paid_coin']}" if i["paid_coin"] else None}
                     for i in invoices if i["status"] != store.MINTING],
     }
-    return await _render(request, "manage.html", context, sub["merchant_id"], status_code)
+    return await _render(request, "manage.html", context, sub["merchant_id"], status_code,
+                         brand_id=sub["plan_brand_id"])
 
 
 async def _act(request: web.Request, action: str) -> web.StreamResponse:

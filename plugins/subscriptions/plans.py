@@ -48,7 +48,8 @@ COINS = Field("accepted_coins", "list", upper=True, max_len=MAX_COINS)
 ENABLED = Field("enabled", "bool")
 CREATE_FIELDS = [Field("label", required=True, min_len=1, max_len=80),
                  Field("amount_usd", "amount", required=True, check=check_amount_usd),
-                 Field("interval_sec", "int", required=True, minimum=MIN_INTERVAL, maximum=MAX_INTERVAL), COINS]
+                 Field("interval_sec", "int", required=True, minimum=MIN_INTERVAL, maximum=MAX_INTERVAL), COINS,
+                 Field("brand_id", max_len=64)]
 PATCH_FIELDS = [LABEL, AMOUNT_USD, INTERVAL, COINS, ENABLED]
 
 
@@ -87,7 +88,8 @@ def plan_view(gateway: "Gateway", row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"], "plan_id": row["id"], "label": row["label"], "amount_usd": row["amount_usd"],
         "interval_sec": int(row["interval_sec"]), "accepted_coins": store.coins_of(row),
-        "enabled": bool(row["enabled"]), "subscribe_url": f"{gateway.config.base_url}/subscribe/{row['id']}",
+        "enabled": bool(row["enabled"]), "brand_id": row["brand_id"],
+        "subscribe_url": f"{gateway.config.base_url}/subscribe/{row['id']}",
         "created_at": int(row["created_at"]), "updated_at": int(row["updated_at"]),
     }
 

@@ -17,6 +17,7 @@ from typing import Any, Mapping
 from aiohttp import web
 
 from ...api import Field, data_only, envelope, gateway_of, pagination, principal_of, read_json, requires, validate
+from ...api.merchant import check_key_brand
 from . import checkout, enrolment, plans, store
 
 routes = web.RouteTableDef()
@@ -111,13 +112,16 @@ async def create_plan(request: web.Request) -> web.Response:
 async def new_plan(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> Any:
     """Validate a plan's body and store it (the API route's and the dashboard page's one way)."""
     clean = validate(body, plans.CREATE_FIELDS)
+    if clean["brand_id"]:  # a live brand of this account, as a key's brand (decide_key_brand_allowed)
+        await check_key_brand(gateway, merchant_id, clean["brand_id"])
     coins = await plans.check_coins(gateway, merchant_id, clean["accepted_coins"] or [])
     await plans.check_price(gateway, merchant_id, clean["amount_usd"], coins)
     if await store.count_plans(gateway, merchant_id) >= plans.MAX_PLANS:
         raise plans.too_many()
     row = await store.insert_plan(gateway, merchant_id, label=clean["label"],
                                   amount_usd=plans.usd_text(clean["amount_usd"]),
-                                  interval_sec=clean["interval_sec"], accepted_coins=coins)
+                                  interval_sec=clean["interval_sec"], accepted_coins=coins,
+                                  brand_id=clean["brand_id"] or None)
     return row
 
 

@@ -46,7 +46,7 @@ MINTING, OPEN, INV_PAID, INV_EXPIRED = "minting", "open", "paid", "expired"
 
 _SUBSCRIPTION_SELECT = (
     "SELECT s.*, p.label AS plan_label, p.amount_usd AS plan_amount_usd, p.interval_sec AS plan_interval_sec,"
-    " i.pay_url AS open_pay_url, i.track_id AS open_track_id"
+    " p.brand_id AS plan_brand_id, i.pay_url AS open_pay_url, i.track_id AS open_track_id"
     " FROM subscriptions s JOIN subscription_plans p ON p.id = s.plan_id"
     " LEFT JOIN subscription_invoices i ON i.id = s.pending_invoice_id AND i.status = 'open'")
 
@@ -63,12 +63,12 @@ async def count_plans(gateway: "Gateway", merchant_id: str) -> int:
 
 
 async def insert_plan(gateway: "Gateway", merchant_id: str, *, label: str, amount_usd: str, interval_sec: int,
-                      accepted_coins: Sequence[str]) -> Row:
+                      accepted_coins: Sequence[str], brand_id: str | None = None) -> Row:
     now = gateway.now()
     plan_id = "plan_" + secrets.token_hex(8)
     row: dict[str, Any] = {"id": plan_id, "merchant_id": merchant_id, "label": label,
            "amount_usd": amount_usd, "interval_sec": interval_sec, "accepted_coins": json.dumps(list(accepted_coins)),
-           "enabled": True, "created_at": now, "updated_at": now}
+           "brand_id": brand_id, "enabled": True, "created_at": now, "updated_at": now}
     await gateway.db.execute(insert_statement("subscription_plans", row), row)
     return await plan_of(gateway, merchant_id, plan_id)
 
