@@ -699,13 +699,15 @@ def decide_key_brand_allowed(gateway: "Gateway", merchant_id: str, brand_id: str
 def decide_brand_choices(gateway: "Gateway", merchant_id: str) -> "Sequence[BrandChoice] | None":
     """The brands a dashboard form may offer ``merchant_id`` (issue 49 items 3 and 8).
 
-    Called when a form that makes a payment (and, later, a link, a plan or a
-    key) is rendered, through ``orbchain.api.brand_choices``. Return the
-    account's live brands a form may tag with as
-    ``orbchain.core.types.pages.BrandChoice(brand_id, name)``, not counting
-    a default look that an untagged payment wears anyway, or None when this
-    plugin knows no brands (an empty answer: the form shows no picker). A brand chosen on a form is
-    checked again with ``decide_key_brand_allowed`` before it is stored.
+    Called when a form that makes a payment, a link, a plan or a key is
+    rendered, through ``orbchain.api.brand_choices``. Return the account's
+    live brands a form may tag with as
+    ``orbchain.core.types.pages.BrandChoice(brand_id, name, theme_mode,
+    brand_color)`` (the look, when given, is previewed under the picker), not
+    counting a default look that an untagged payment wears anyway, or None
+    when this plugin knows no brands (an empty answer: the form shows no
+    picker). A brand chosen on a form is checked again with
+    ``decide_key_brand_allowed`` before it is stored.
     Stops at first non-None result. May be async.
     """
 
