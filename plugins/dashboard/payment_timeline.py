@@ -10,6 +10,7 @@ what did it answer" is read beside the payment rather than in the log.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Mapping, Sequence
 
 from .explorers import explorer_link
@@ -36,6 +37,11 @@ class Entry:
     kind: str = "payment"
     webhook: Mapping[str, Any] | None = None
     attempts: Sequence[Mapping[str, Any]] = field(default_factory=tuple)
+
+
+def iso_time(timestamp: int) -> str:
+    """A Unix time as a ``<time datetime>`` value (the text beside it is ``when``'s)."""
+    return datetime.fromtimestamp(int(timestamp), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def attempt_result(attempt: Mapping[str, Any]) -> str:

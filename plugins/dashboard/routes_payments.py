@@ -31,7 +31,7 @@ from ...api.merchant import (
 from .amounts import balance_cards, part_paid, rate_text
 from .form_errors import error_context, field_errors
 from .payment_defaults import chosen_currency, preselected
-from .payment_timeline import attempt_result, linked_deposits, timeline
+from .payment_timeline import attempt_result, iso_time, linked_deposits, timeline
 from .payout_review import payout_history
 from .session import Session, current_session
 from .settings import settings_of
@@ -224,7 +224,7 @@ async def _detail(request: web.Request, session: Session, *, error: str | None =
         "part_paid": part_paid(gateway, payment), "history": history, "timeline": timeline(payment, history),
         "deposits": linked_deposits(history["deposits"], settings_of(gateway).explorer_urls),
         "rate": rate_text(payment["pay_currency"], payment.get("rate_locked"), payment.get("fiat_currency")),
-        "attempt_result": attempt_result, "actions": gateway.dashboard.entries("payment-actions"),
+        "attempt_result": attempt_result, "iso_time": iso_time, "actions": gateway.dashboard.entries("payment-actions"),
     }, status=status, live=events_url is not None)
 
 
