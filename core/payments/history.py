@@ -55,22 +55,27 @@ async def payment_webhooks(gateway: "Gateway", merchant_id: str, keys: Sequence[
     placeholders, ids = in_list("e", sorted({event_id_for(key) for key in keys}))
     events = await gateway.db.fetch_all(
         "SELECT event_id, event_type, status, attempts, next_attempt_at, created_at, delivered_at"
-        f" FROM webhook_events WHERE merchant_id = :m AND event_id IN ({placeholders})"
-        " ORDER BY created_at, event_id", {"m": merchant_id, **ids})
+        f" FROM webhook_events WHERE merchant_id = :m AND event_id IN ({placeholders})",
+        {"m": merchant_id, **ids})
     if not events:
         return []
     placeholders, ids = in_list("e", [row["event_id"] for row in events])
     attempts = await gateway.db.fetch_all(
-        "SELECT event_id, attempt, url, status_code, success, error, response_preview, created_at"
+        "SELECT id, event_id, attempt, url, status_code, success, error, response_preview, created_at"
         f" FROM webhook_deliveries WHERE merchant_id = :m AND event_id IN ({placeholders}) ORDER BY id",
         {"m": merchant_id, **ids})
     by_event: dict[str, list[dict[str, Any]]] = {}
+    first_line: dict[str, int] = {}  # an event's first delivery-log line: the order events of one second were made
     for row in attempts:
+        first_line.setdefault(row["event_id"], int(row["id"]))
         by_event.setdefault(row["event_id"], []).append({
             "attempt": int(row["attempt"]), "url": row["url"], "status_code": row["status_code"],
             "success": bool(row["success"]), "error": row["error"], "response_preview": row["response_preview"],
             "created_at": int(row["created_at"]),
         })
+    # Times are whole seconds: events of one second keep the order of their first attempt (never tried: last).
+    events = sorted(events, key=lambda row: (int(row["created_at"]), first_line.get(row["event_id"], 2**63),
+                                             row["event_id"]))
     return [{
         "event_id": row["event_id"], "event_type": row["event_type"], "status": row["status"],
         "created_at": int(row["created_at"]), "delivered_at": row["delivered_at"],
