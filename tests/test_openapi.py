@@ -1095,6 +1095,15 @@ async def journey_dashboard_pages(c: CheckedClient, friend: Merchant) -> None:
                                                  "interval_hours": "24"}, expect=303)
     await c.call("POST", "/app/auto-withdraw", data={"csrf_token": token, "action": "add", "coin": "BTC",
                                                      "threshold_native": "0.5", "destination": BTC_DEST}, expect=303)
+    # A payment's own "Send again" (its detail page's timeline), for an event not sent (no webhook URL yet).
+    _, page = await c.call("GET", "/app/payments", expect=200)
+    send_again = None
+    for track in dict.fromkeys(re.findall(r'href="/app/payments/(\w{10,})"', page)):
+        _, detail = await c.call("GET", f"/app/payments/{track}", expect=200)
+        if send_again := re.search(r'action="(/app/payments/\w+/webhooks/\w+/send-again)"', detail):
+            break
+    assert send_again, "no payment of this account has a webhook to send again"
+    await c.call("POST", send_again.group(1), data={"csrf_token": token}, expect=303)
     _, page = await c.call("GET", "/app/webhooks", expect=200)
     event_id = re.search(r'action="/app/webhooks/(\w+)/redeliver"', page).group(1)  # no webhook URL: skipped
     await c.call("POST", f"/app/webhooks/{event_id}/redeliver", data={"csrf_token": token}, expect=303)

@@ -67,6 +67,9 @@ from ..web.routes.payouts import BATCH_ITEM_FIELDS, MAX_BATCH_ITEMS, PAYOUT_FIEL
 from ..core.transfers.service import DASHBOARD, TransferRequest, is_account_id, list_transfers, send_transfer
 from ..web.routes.transfers import parse_transfer
 
+# One payment's deposits with their fees, refunds and webhooks with their attempts (the dashboard's detail page).
+from ..core.payments.history import payment_history
+
 # Webhook deliveries: the log and redelivery.
 from ..core.events.webhooks import delivery_log, redeliver, redeliverable_events
 from ..core.events.test_event import send_test_event
@@ -90,7 +93,7 @@ __all__ = [
     # payments
     "INVOICE", "LIST_FIELDS", "PAID", "PAYMENT_TYPES", "STATIC", "STATUSES", "WHITE_LABEL", "balances_of",
     "cancel_payment", "create_payment", "get_payment", "issue_receipt", "list_payments", "merchant_balances",
-    "parse_payment_request", "payable_coins", "servable_coins", "show_payment",
+    "parse_payment_request", "payable_coins", "payment_history", "servable_coins", "show_payment",
     # payouts and refunds
     "BATCH_ITEM_FIELDS", "BATCH_NS", "KEY_NS", "MAX_BATCH_ITEMS", "PAYOUT_FIELDS", "REFUND_FIELDS", "PayoutRequest",
     "RefundRequest", "check_destination", "create_and_send", "failure_reasons", "fingerprint", "item_error",

@@ -7,6 +7,7 @@ quote (none older than ``STALE_LIMIT_SECONDS``: no value rather than a stale one
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any, Mapping
 
 from ...api import fiat_text, ledger, usable_quote, usd_value
@@ -41,3 +42,15 @@ def part_paid(gateway: Any, payment: Mapping[str, Any]) -> dict[str, str] | None
                if t["coin"] == coin.symbol and str(t["status"]).lower() != "failed")
     due = coin.to_units(payment["pay_amount"]) - paid
     return {"received": coin.format(paid), "due": coin.format(due)} if paid and due > 0 else None
+
+
+def rate_text(coin: str, rate: Any, currency: Any) -> str:
+    """A locked rate as a sentence of money: ``1 BTC = 60,000.00 USD``. A rate below one minor unit of the
+    currency keeps its own digits (``1 DOGE = 0.0812 USD`` would otherwise read 0.08; a tiny coin 0.00)."""
+    text = fiat_text(rate, currency)
+    if not text:
+        return ""
+    value = Decimal(str(rate))
+    if value < 1 and Decimal(text.split()[0].replace(",", "")) != value:
+        text = f"{value.normalize():f} {currency}"
+    return f"1 {coin} = {text}"

@@ -91,7 +91,8 @@ OPERATIONS = [
     page("/app/payments", "Payments, with the SPEC filters and paging", query=LIST_QUERY),
     page("/app/payments/new", "New payment form"),
     action("/app/payments/new", "Create a payment", PAYMENT_FORM, "To the new payment's page."),
-    page("/app/payments/{track_id}", "A payment: deposits, receipt, refund"),
+    page("/app/payments/{track_id}", "A payment: amount, fee and net, transactions, timeline with webhooks, receipt,"
+                                     " refund"),
     Op("GET", "/app/payments/{track_id}/events", "Live status of one of the merchant's payments (Server-Sent Events)",
        TAG, page=True, errors=(404, 429, 503),
        responses={"200": {"description": "text/event-stream, as GET /pay/{track_id}/events sends for an invoice, for"
@@ -105,6 +106,8 @@ OPERATIONS = [
                    " budget, then 503), each with Retry-After."
                    " Holds no database connection while idle."),
     action("/app/payments/{track_id}/cancel", "Cancel a Waiting payment", form(), "Back to the payment."),
+    action("/app/payments/{track_id}/webhooks/{event_id}/send-again", "Send a webhook of this payment again (one"
+           " that gave up or was not sent)", form(), "Back to the payment, saying whether it was queued."),
     action("/app/payments/{track_id}/refund", "Refund a Paid payment", form(
         {"destination": TEXT}, {"amount": TEXT, "amount_usd": TEXT, "description": TEXT, "external_id": TEXT}),
         "Back to the payment."),

@@ -1,5 +1,9 @@
 """Home (balances), payments: list with the SPEC filters, detail with deposits and receipt, create, cancel, refund.
 
+The detail page reads like Stripe's (issue 49 item 7): amount, fee and net, the transactions with explorer
+links, a timeline of what happened (``payment_timeline.py``) with each webhook's attempts and "Send again",
+and the receipt as a summary with its raw signed document folded away.
+
 Each page calls the core functions behind the matching JSON routes
 (``/dashboard/payments``, ``/dashboard/create-payment``, ``/v1/payment/.../receipt``,
 ``/v1/payment/.../refund``) with the signed-in merchant as a dashboard principal,
@@ -21,13 +25,16 @@ from ...api import (
 from ...api.merchant import (
     INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
     account_view, cancel_payment, check_key_brand, create_payment, get_payment, issue_receipt, list_payments,
-    parse_payment_request, refund_payment, require_merchant, servable_coins, show_payment,
+    parse_payment_request, payment_history, redeliver, refund_payment, require_merchant, servable_coins,
+    show_payment,
 )
-from .amounts import balance_cards, part_paid
+from .amounts import balance_cards, part_paid, rate_text
 from .form_errors import error_context, field_errors
 from .payment_defaults import chosen_currency, preselected
+from .payment_timeline import attempt_result, iso_time, linked_deposits, timeline
 from .payout_review import payout_history
 from .session import Session, current_session
+from .settings import settings_of
 from .views import error_text, render, see_other, signed_in
 
 routes = web.RouteTableDef()
@@ -207,14 +214,17 @@ async def _detail(request: web.Request, session: Session, *, error: str | None =
     gateway = request.app[GATEWAY]
     track_id = request.match_info["track_id"]
     payment = await show_payment(gateway, session.merchant_id, track_id)
+    history = await payment_history(gateway, session.merchant_id, track_id)
     receipt = None
     if payment["status"] == PAID:
         receipt = await issue_receipt(gateway, await get_payment(gateway, session.merchant_id, track_id))
     events_url = live_events_url(payment)
     return render(request, session, "dashboard/payment.html", {
         "payment": payment, "receipt": receipt, "error": error, "events_url": events_url,
-        "part_paid": part_paid(gateway, payment),
-        "actions": gateway.dashboard.entries("payment-actions"),
+        "part_paid": part_paid(gateway, payment), "history": history, "timeline": timeline(payment, history),
+        "deposits": linked_deposits(history["deposits"], settings_of(gateway).explorer_urls),
+        "rate": rate_text(payment["pay_currency"], payment.get("rate_locked"), payment.get("fiat_currency")),
+        "attempt_result": attempt_result, "iso_time": iso_time, "actions": gateway.dashboard.entries("payment-actions"),
     }, status=status, live=events_url is not None)
 
 
@@ -273,3 +283,20 @@ async def refund(request: web.Request, session: Session, form: Any) -> web.Strea
     except ApiError as exc:
         return await _detail(request, session, error=error_text(exc), status=exc.status)
     raise see_other(f"/app/payments/{track_id}", "refund-created")
+
+
+@routes.post("/app/payments/{track_id}/webhooks/{event_id}/send-again")
+@signed_in(scope="webhook:manage")
+async def send_again(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """"Send again" beside a webhook of this payment: the webhook log's redelivery (same event id and sealed
+    body, a fresh round of attempts), for an event of this payment only. An event already delivered or still
+    being retried is left as it is and the page says so, so a second click (or a re-post) queues nothing."""
+    gateway = request.app[GATEWAY]
+    track_id, event_id = request.match_info["track_id"], request.match_info["event_id"]
+    history = await payment_history(gateway, session.merchant_id, track_id)  # 404 for another merchant's payment
+    event = next((e for e in history["webhooks"] if e["event_id"] == event_id), None)
+    if event is None:
+        raise web.HTTPNotFound()
+    queued = event["redeliverable"] and await redeliver(gateway, session.merchant_id, event_id)
+    raise see_other(f"/app/payments/{quote(track_id, safe='')}",
+                    "redelivery-queued" if queued else "redelivery-not-needed")

@@ -74,6 +74,7 @@ NOTICES = {
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
     "redelivery-queued": "The event was queued for delivery again.",
+    "redelivery-not-needed": "That event was delivered or is still being sent: nothing was queued again.",
     "test-event-queued": "A test event was queued for your webhook URL: its attempts appear below.",
     "saved": "Saved.",
 }

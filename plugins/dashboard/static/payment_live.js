@@ -32,12 +32,23 @@
   function showDeposits(list) {
     var body = document.getElementById("deposit-rows");
     if (!body || !list || !list.length) { return; }
+    // A transaction the server linked to its block explorer keeps that link (the stream carries no URL).
+    var links = {};
+    body.querySelectorAll("tr[data-tx] a.tx-link").forEach(function (a) {
+      links[a.closest("tr").getAttribute("data-tx")] = a;
+    });
     while (body.firstChild) { body.removeChild(body.firstChild); }
     list.forEach(function (tx) {
       var row = document.createElement("tr");
+      row.setAttribute("data-tx", tx.tx_hash);
       var hash = document.createElement("code");
       hash.textContent = tx.tx_hash;
-      cell(row, "").appendChild(hash);
+      var first = cell(row, "");
+      if (Object.prototype.hasOwnProperty.call(links, tx.tx_hash)) {
+        first.appendChild(links[tx.tx_hash]);
+      } else {
+        first.appendChild(hash);
+      }
       cell(row, tx.amount + " " + tx.coin, "num");
       cell(row, tx.status);
       cell(row, String(tx.confirmations), "num");
