@@ -224,6 +224,34 @@ async def while_pruning(gateway: Any, url: str, session: aiohttp.ClientSession,
         print(f"| {label} | {q50:.1f} / {q99:.1f} | {b50:.1f} / {b99:.1f} |", flush=True)
 
 
+async def list_totals(url: str, merchant_id: str, requests: int) -> dict[str, tuple[float, float]]:
+    """The payments list's ``total`` alone, in SQL on one connection, both ways in the same run (the shared
+    machine's load moves HTTP figures between runs): ``COUNT(*)`` of the merchant's payments, as before
+    m0048, against the kept counts (``counts.total``'s statement), unfiltered and by status."""
+    conn = await asyncpg.connect(url)
+    try:
+        kept = ("SELECT COALESCE((SELECT SUM(n) FROM payment_counts WHERE {w}), 0)"
+                " + COALESCE((SELECT SUM(delta) FROM payment_count_deltas WHERE {w}), 0)")
+        statements = {
+            "list total, COUNT(*) (before)": "SELECT COUNT(*) FROM payments WHERE {w}",
+            "list total, kept counts (after)": kept,
+        }
+        results = {}
+        for filtered, where in (("", "merchant_id = $1"), (" by status", "merchant_id = $1 AND status = 'Expired'")):
+            answers = set()
+            for label, sql in statements.items():
+                query, times = sql.format(w=where), []
+                for _ in range(requests):
+                    started = time.perf_counter()
+                    answers.add(int(await conn.fetchval(query, merchant_id)))
+                    times.append((time.perf_counter() - started) * 1000)
+                results[label.replace(",", filtered + ",")] = p50_p99(times)
+            assert len(answers) == 1, answers  # both ways give the same exact total
+        return results
+    finally:
+        await conn.close()
+
+
 async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[dict[str, tuple[float, float]], float]:
     """One size: each hot path's (p50, p99) in ms, and bytes per payment; with ``prune_rows``, then the
     latency of two hot paths while that many old delivery attempts are pruned, against the same without."""
@@ -270,6 +298,7 @@ async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[di
                 target = str(server.make_url(path))
                 await timed(session, method, target, headers[auth], 10, **body)  # warm up
                 results[label] = p50_p99(await timed(session, method, target, headers[auth], requests, **body))
+            results.update(await list_totals(url, signed.merchant_id, requests))
             if prune_rows:
                 hot = [(str(server.make_url(paths[label][1])), paths[label][0], headers[paths[label][2]])
                        for label in PRUNE_PATHS]
