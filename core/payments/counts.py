@@ -77,7 +77,8 @@ SELECT COALESCE(SUM(rows), 0) FROM summed"""
 async def fold(db: Database, batch: int = BATCH) -> int:
     """Fold up to ``batch`` deltas into ``payment_counts``; how many were folded."""
     if db.is_postgres:
-        return int(await db.fetch_val(_PG_FOLD, {"n": batch}))
+        async with db.transaction():  # a write: never a read a pool might route elsewhere
+            return int(await db.fetch_val(_PG_FOLD, {"n": batch}))
     async with db.transaction():
         upto = await db.fetch_val(
             "SELECT MAX(id) FROM (SELECT id FROM payment_count_deltas ORDER BY id LIMIT :n)", {"n": batch})
