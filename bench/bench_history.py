@@ -7,7 +7,8 @@ year, a tenth of them the busy merchant's (the one measured), the rest spread ov
 neighbours (1,000, or one per thousand payments beyond a million); a deposit, its
 ledger transaction and postings for every other payment; a webhook event and its
 delivery attempt per payment; a security-log line per busy-merchant payment. Then
-``VACUUM ANALYZE``, and the real app (``create_app``, every plugin) answers over HTTP
+``VACUUM ANALYZE``, the lists' payment counts rebuilt (the fill's triggers were off),
+and the real app (``create_app``, every plugin) answers over HTTP
 on a loopback port, one request at a time: p50 and p99 in ms per hot path at
 both sizes, the large/small ratio of p50 (goal <= 1.5), and the database's
 bytes per payment (all tables and indexes, the empty schema subtracted). At the
@@ -38,6 +39,8 @@ from aiohttp.test_utils import TestServer
 from scratch_shop import scratch_shop
 
 from orbchain.core.events import retention
+from orbchain.core.infra.db import Database
+from orbchain.core.payments import counts
 
 YEAR = 365 * 86_400
 BUSY_SHARE = 10  # one payment in BUSY_SHARE is the busy merchant's
@@ -221,6 +224,34 @@ async def while_pruning(gateway: Any, url: str, session: aiohttp.ClientSession,
         print(f"| {label} | {q50:.1f} / {q99:.1f} | {b50:.1f} / {b99:.1f} |", flush=True)
 
 
+async def list_totals(url: str, merchant_id: str, requests: int) -> dict[str, tuple[float, float]]:
+    """The payments list's ``total`` alone, in SQL on one connection, both ways in the same run (the shared
+    machine's load moves HTTP figures between runs): ``COUNT(*)`` of the merchant's payments, as before
+    m0048, against the kept counts (``counts.total``'s statement), unfiltered and by status."""
+    conn = await asyncpg.connect(url)
+    try:
+        kept = ("SELECT COALESCE((SELECT SUM(n) FROM payment_counts WHERE {w}), 0)"
+                " + COALESCE((SELECT SUM(delta) FROM payment_count_deltas WHERE {w}), 0)")
+        statements = {
+            "list total, COUNT(*) (before)": "SELECT COUNT(*) FROM payments WHERE {w}",
+            "list total, kept counts (after)": kept,
+        }
+        results = {}
+        for filtered, where in (("", "merchant_id = $1"), (" by status", "merchant_id = $1 AND status = 'Expired'")):
+            answers = set()
+            for label, sql in statements.items():
+                query, times = sql.format(w=where), []
+                for _ in range(requests):
+                    started = time.perf_counter()
+                    answers.add(int(await conn.fetchval(query, merchant_id)))
+                    times.append((time.perf_counter() - started) * 1000)
+                results[label.replace(",", filtered + ",")] = p50_p99(times)
+            assert len(answers) == 1, answers  # both ways give the same exact total
+        return results
+    finally:
+        await conn.close()
+
+
 async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[dict[str, tuple[float, float]], float]:
     """One size: each hot path's (p50, p99) in ms, and bytes per payment; with ``prune_rows``, then the
     latency of two hot paths while that many old delivery attempts are pruned, against the same without."""
@@ -230,6 +261,15 @@ async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[di
         empty = await conn.fetchval("SELECT pg_database_size(current_database())")
         started = time.perf_counter()
         await fill(conn, signed.merchant_id, payments, int(time.time()))
+        phase = time.perf_counter()
+        db = Database(url)  # the app's own is connected only while it serves
+        await db.connect()
+        try:
+            await counts.rebuild(db)  # the fill ran with the triggers off (session_replication_role)
+        finally:
+            await db.disconnect()
+        await conn.execute("VACUUM ANALYZE payment_counts")
+        print(f"  payment counts rebuilt in {time.perf_counter() - phase:.0f} s", flush=True)
         size = await conn.fetchval("SELECT pg_database_size(current_database())")
         print(f"{payments:,} payments filled in {time.perf_counter() - started:.0f} s,"
               f" {(size - empty) / 2**20:.0f} MB", flush=True)
@@ -258,6 +298,7 @@ async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[di
                 target = str(server.make_url(path))
                 await timed(session, method, target, headers[auth], 10, **body)  # warm up
                 results[label] = p50_p99(await timed(session, method, target, headers[auth], requests, **body))
+            results.update(await list_totals(url, signed.merchant_id, requests))
             if prune_rows:
                 hot = [(str(server.make_url(paths[label][1])), paths[label][0], headers[paths[label][2]])
                        for label in PRUNE_PATHS]

@@ -3,8 +3,9 @@
 Webhook delivery, one scan per chain adapter (adapters only report; the
 core scans), payment expiry, the payout worker, pruning old lockout rows,
 revocations of expired dashboard tokens and unpaid invoices past their
-retention, the periodic ledger check whose result /metrics reports, and the
-custody check that proves the books against the nodes (``custody.check``).
+retention, folding the payment count deltas the lists' totals read
+(``payments.fold_counts``), the periodic ledger check whose result /metrics
+reports, and the custody check that proves the books against the nodes (``custody.check``).
 These modules name the gateway only for type checking, so they import at the
 top without a cycle (tests/test_layering.py keeps it that way).
 """
@@ -12,7 +13,7 @@ top without a cycle (tests/test_layering.py keeps it that way).
 from __future__ import annotations
 
 from .accounts import jwt_revocation
-from .payments import pruning as payment_pruning
+from .payments import counts as payment_counts, pruning as payment_pruning
 from .types.chains import Capability
 from .accounts.lockout import prune
 from .health.metrics_db import ledger_check_job
@@ -48,6 +49,7 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add("auth.prune_lockouts", prune_lockouts_job, seconds=LOCKOUT_PRUNE_SECONDS)
     gateway.jobs.add(jwt_revocation.PRUNE_JOB, jwt_revocation.prune, seconds=jwt_revocation.PRUNE_SECONDS)
     gateway.jobs.add(payment_pruning.JOB_NAME, payment_pruning.prune_job, seconds=payment_pruning.TICK_SECONDS)
+    gateway.jobs.add(payment_counts.JOB_NAME, payment_counts.fold_job, seconds=payment_counts.TICK_SECONDS)
     if gateway.config.webhooks.retention_days:
         gateway.jobs.add(webhooks_retention.JOB_NAME, webhooks_retention.prune_job,
                          seconds=webhooks_retention.TICK_SECONDS)

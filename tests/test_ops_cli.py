@@ -267,3 +267,20 @@ def _fresh_database(db_url: str) -> str:
         return "sqlite+aiosqlite:///" + str(os.path.join(os.path.dirname(db_url.split("///", 1)[1]), "never.db"))
     separator = "&" if "?" in db_url else "?"
     return f"{db_url}{separator}options=-csearch_path%3Dnever_migrated"
+
+
+async def test_doctor_fails_on_drifted_payment_counts_and_payments_recount_repairs_them(gateway, config_path, capsys):
+    """As after rows loaded with the triggers off (pg_restore --disable-triggers, a bulk fill): the lists'
+    totals would be wrong, so doctor says so and names the repair."""
+    merchant_id = (await sign_up(gateway, "counts@example.com", "ops-passw0rd-long")).merchant_id
+    await gateway.db.execute(
+        "INSERT INTO payment_counts (merchant_id, status, type, currency, n) VALUES (:m, 'Paid', 'invoice', 'BTC', 3)",
+        {"m": merchant_id})
+    assert await orbchain(config_path, "doctor") == 1
+    out = capsys.readouterr().out
+    assert "FAIL payment counts: 1 (merchant, status, type, currency)" in out and "by +3" in out
+    assert "orbchain payments recount" in out
+    assert await orbchain(config_path, "payments", "recount") == 0
+    assert "1 key(s) differed" in capsys.readouterr().out
+    assert await orbchain(config_path, "doctor") == 0
+    assert "OK   payment counts: equal to COUNT(*) of payments" in capsys.readouterr().out

@@ -88,6 +88,21 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
     return asyncio.run(with_db(gateway, work))
 
 
+def cmd_payments_recount(args: argparse.Namespace) -> int:
+    """Recount the lists' payment totals from ``payments`` (after rows were loaded with triggers off)."""
+    from ..payments.counts import mismatches, rebuild
+
+    gateway = build_gateway(config_from_args(args))
+
+    async def work(gw: Gateway) -> int:
+        wrong = len(await mismatches(gw.db))
+        await rebuild(gw.db)
+        print(f"payment counts rebuilt from payments ({wrong} key(s) differed)")
+        return 0
+
+    return asyncio.run(with_db(gateway, work))
+
+
 async def _record_check(gateway: Gateway, report: "LedgerReport") -> None:
     """Keep the result for /metrics; a database not yet migrated to hold it still gets its check."""
     from ..health.metrics_db import record_ledger_check
@@ -215,6 +230,11 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     ledger_sub.add_parser("check", help="prove cached balances equal the sum of postings").set_defaults(
         func=cmd_ledger_check
     )
+
+    payments = sub.add_parser("payments", help="payment tools")
+    payments_sub = payments.add_subparsers(dest="payments_command", required=True)
+    payments_sub.add_parser("recount", help="rebuild the lists' payment counts from the payments table (writers"
+                            " of payments wait meanwhile)").set_defaults(func=cmd_payments_recount)
 
     config = sub.add_parser("config", help="configuration tools")
     config_sub = config.add_subparsers(dest="config_command", required=True)

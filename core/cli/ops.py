@@ -266,6 +266,21 @@ async def restore_finding(gateway: "Gateway") -> Finding:
                                     f" ({done.addresses} address(es) watched)")
 
 
+async def payment_counts_finding(gateway: "Gateway") -> Finding:
+    """The payment counts the lists' totals read (m0048) against ``COUNT(*)``: FAIL with the repair when they
+    differ (rows written with the triggers off). Reads every payment once: a check for the operator."""
+    from ..payments.counts import mismatches
+
+    wrong = await mismatches(gateway.db)
+    if not wrong:
+        return Finding("OK", "payment counts", "equal to COUNT(*) of payments")
+    first = wrong[0]
+    return Finding("FAIL", "payment counts",
+                   f"{len(wrong)} (merchant, status, type, currency) differ from COUNT(*), e.g. {first['merchant_id']}"
+                   f" {first['status']} {first['type']} {first['currency']} by {first['difference']:+d}; rows were"
+                   " written with triggers off: recount with `orbchain payments recount` while nothing writes")
+
+
 async def custody_finding(gateway: "Gateway") -> Finding:
     """The last custody check: FAIL while a coin's last result is a shortfall (docs/operations.md)."""
     from ..custody.report import SHORTFALL, UNAVAILABLE
@@ -364,6 +379,7 @@ async def doctor_findings(gateway: "Gateway") -> list[Finding]:
         if not pending:
             findings.append(await restore_finding(gateway))
             findings.append(await custody_finding(gateway))
+            findings.append(await payment_counts_finding(gateway))
     direct = await direct_url_finding(config)
     if direct is not None:
         findings.append(direct)

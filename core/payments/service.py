@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 from ..addresses import store as addresses
-from . import minimums, receive
+from . import counts, minimums, receive
 from ..accounts import settlement
 from .changes import announce_now
 from .row_cache import copy as copy_rows, payment_rows
@@ -539,7 +539,11 @@ async def list_payments(
     sort_order: str = "desc", full: bool = False,
 ) -> dict[str, Any]:
     """``GET /v1/payment``'s page: summary rows (SPEC 4.2), or with ``full`` each payment's whole view
-    without its transactions (amounts, fiat price, order id, description: what a merchant's list shows)."""
+    without its transactions (amounts, fiat price, order id, description: what a merchant's list shows).
+
+    The exact ``total`` comes from the counts the database keeps per (status, type, currency)
+    (core/payments/counts.py): a few rows, however many payments the merchant has. With ``order_id``
+    it is ``COUNT(*)`` over the ``(merchant_id, order_id)`` index, a handful of rows."""
     clauses, values = ["merchant_id = :m"], {"m": merchant_id}
     for column, value in (("status", status), ("type", type), ("order_id", order_id), ("currency", currency)):
         if value is not None:
@@ -547,7 +551,10 @@ async def list_payments(
             values[column] = value
     where = " AND ".join(clauses)
     direction = "ASC" if sort_order == "asc" else "DESC"
-    total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM payments WHERE {where}", values)
+    if order_id is None:
+        total = await counts.total(gateway.db, merchant_id, status=status, type=type, currency=currency)
+    else:
+        total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM payments WHERE {where}", values)
     rows = await gateway.db.fetch_all(
         f"SELECT * FROM payments WHERE {where} ORDER BY created_at {direction}, track_id {direction}"
         " LIMIT :limit OFFSET :offset",

@@ -7,12 +7,13 @@ The plugin uses only the contract: ``register_payment_fields`` for the field
 (and its exclusion of ``settlement_coin``), ``filter_credit_postings`` to cut each
 credited deposit's net into shares inside the crediting transaction,
 ``deposit_credited`` / a job to turn address shares into payouts through
-``request_payout``, ``deposit_reversed`` for reorgs.
+``request_payout``, ``deposit_reversed`` for reorgs, ``payments_pruning`` to drop
+the entries of an unpaid payment the core deletes.
 """
 
 from __future__ import annotations
 
-from ...api import hookimpl
+from ...api import delete_rows_naming, hookimpl
 from . import openapi
 from .credit import split_postings
 from .entries import FIELD, parse, store
@@ -51,6 +52,12 @@ async def deposit_credited(gateway: Gateway, deposit: DepositView) -> None:
 @hookimpl
 async def deposit_reversed(gateway: Gateway, deposit: DepositView) -> None:
     await mark_reversed(gateway, deposit.id)
+
+
+@hookimpl
+async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
+    # Never paid (no deposit), so no ``splits_payouts`` row names them: only their entries are left.
+    await delete_rows_naming(gateway, "splits_entries", "track_id", track_ids)
 
 
 @hookimpl

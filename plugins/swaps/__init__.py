@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ...api import hookimpl
-from . import dashboard, hookspecs, openapi, settle, venuein
+from . import dashboard, hookspecs, openapi, settle, store, venuein
 from .engine import JOB_NAME, JOB_SECONDS, run_swaps
 from .routes import routes
 from .settings import PLUGIN_NAME, read_settings
@@ -126,6 +126,11 @@ async def extra_payment_webhook_fields(gateway: Gateway, payment: PaymentView) -
 @hookimpl
 async def deposit_reversed(gateway: Gateway, deposit: DepositView) -> None:
     await settle.deposit_reversed(gateway, deposit)
+
+
+@hookimpl
+async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
+    await store.forget_payments(gateway, track_ids)
 
 
 @hookimpl

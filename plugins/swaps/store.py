@@ -11,7 +11,7 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import default_settlement_coin, insert_statement, set_default_settlement_coin
+from ...api import default_settlement_coin, delete_rows_naming, insert_statement, set_default_settlement_coin
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -169,3 +169,17 @@ async def default_coin(gateway: "Gateway", merchant_id: str) -> str | None:
 
 async def set_default_coin(gateway: "Gateway", merchant_id: str, coin: str | None) -> None:
     await set_default_settlement_coin(gateway, merchant_id, coin)
+
+
+async def forget_payments(gateway: "Gateway", track_ids: list[str]) -> None:
+    """The ``payments_pruning`` hook: the core deletes these unpaid payments (no deposit ever), so their
+    locked settle quotes go, and so do their deposit-venue orders the venue never saw money for (no
+    ``payin_hash``, never credited). An order with a pay-in stays: it is the record of money in flight,
+    which the job still drives to an outcome. Idempotent, and a no-op for ids not ours."""
+    await delete_rows_naming(gateway, "settle_quotes", "track_id", track_ids)
+    names = {f"t{i}": track_id for i, track_id in enumerate(track_ids)}
+    if names:
+        await gateway.db.execute(
+            f"DELETE FROM swaps WHERE track_id IN ({', '.join(':' + k for k in names)}) AND kind = :kind"
+            " AND payin_hash IS NULL AND deposit_id IS NULL AND status <> :credited",
+            {**names, "kind": VENUEIN, "credited": CONFIRMED})
