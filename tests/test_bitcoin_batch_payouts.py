@@ -14,23 +14,16 @@ from orbchain.chains.bitcoin import BitcoinAdapter
 from orbchain.chains.bitcoin.rpc import coin_units
 from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.ledger.check import check_ledger
-from orbchain.core.payouts import worker as payout_worker
 from orbchain.core.payouts.batches import fee_shares
 from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 
 from .litecoind import external_address, faucet, litecoind_node  # noqa: F401 - session fixtures
+from .ltc_payouts_support import LTC, work
 from .support import api, signup
 
-LTC = 100_000_000
 ITEMS = 20
 ITEM_AMOUNT = LTC // 100  # 0.01 LTC
-
-
-async def work(gateway, seconds: int = 5) -> None:
-    later = gateway.now() + seconds
-    gateway.clock = lambda: later
-    await payout_worker.process_payouts(gateway)
 
 
 async def fees_booked(gateway, payout_ids) -> dict[str, int]:

@@ -10,48 +10,22 @@ fee booked is the fee both paid.
 
 from __future__ import annotations
 
-from orbchain.chains.bitcoin import BitcoinAdapter, wallet
-from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.chains.bitcoin import wallet
 from orbchain.core.ledger.check import check_ledger
-from orbchain.core.payouts import worker as payout_worker
 from orbchain.core.watching.scanner import scan_chain
-from orbchain.web.keys import GATEWAY
 
-from .litecoind import external_address, faucet, litecoind_node  # noqa: F401 - session fixtures
-from .support import api, signup
+from .litecoind import faucet, litecoind_node  # noqa: F401 - session fixtures
+from .ltc_payouts_support import LTC, stuck_payout, work
+from .support import api
 
-LTC = 100_000_000
 RISEN_RATE = 30_000  # sat per 1,000 vB: three times the payout's 10 sat/vB
-
-
-async def work(gateway, seconds: int = 5) -> None:
-    later = gateway.now() + seconds
-    gateway.clock = lambda: later
-    await payout_worker.process_payouts(gateway)
 
 
 async def test_a_stuck_payout_gets_a_child_that_pays_for_it_and_the_fee_booked_is_the_fee_paid(
         make_client, make_config, litecoind_node, faucet):  # noqa: F811 - the fixtures
     node = litecoind_node
-    block = node.plugin_block()  # bump_after_blocks: the default, 3
-    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": block}}),
-                               get_plugin_manager(blocked=["devnet"]))
-    gateway = client.app[GATEWAY]
-    adapter: BitcoinAdapter = gateway.chains.get("litecoin")
-    merchant = await signup(client, "bump-shop@example.com")
-    await scan_chain(gateway, adapter)
-    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
-                             json={"currency": "LTC", "amount": "1"})
-    assert status == 200, body
-    faucet.pay(body["data"]["address"], LTC)
-    faucet.mine(6)
-    await scan_chain(gateway, adapter)
-    status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
-                             json={"currency": "LTC", "address": external_address(4), "amount": "0.3"})
-    assert status == 200, body
-    await work(gateway)
-    payout = await gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": body["data"]["track_id"]})
-    assert payout["stage"] == "broadcast", payout["last_error"]
+    client, gateway, adapter, merchant, payout = await stuck_payout(make_client, make_config, node, faucet,
+                                                                    "bump-shop@example.com", address_index=4)
     parent = node.call("getmempoolentry", payout["tx_hash"])
 
     for _ in range(2):  # blocks without it: not stuck long enough yet

@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import pytest
 
-from orbchain.chains.bitcoin import BitcoinAdapter, wallet
-from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.chains.bitcoin import wallet
 from orbchain.core.ledger.check import check_ledger
-from orbchain.core.payouts import worker as payout_worker
 from orbchain.core.watching.scanner import scan_chain
-from orbchain.web.keys import GATEWAY
 
 from .litecoind import COINBASE_MATURITY, Faucet, external_address, start_node, stop
-from .support import api, signup
+from .ltc_payouts_support import LTC, stuck_payout, work
+from .support import api
 
-LTC = 100_000_000
 PAYOUT = 30_000_000
 RISEN, RISEN_AGAIN = 30_000, 60_000  # sat per 1,000 vB; the payout is signed at the 10 sat/vB fallback
 
@@ -43,39 +40,10 @@ def funds(replacing_node) -> Faucet:
     return faucet
 
 
-async def work(gateway, seconds: int = 5) -> None:
-    later = gateway.now() + seconds
-    gateway.clock = lambda: later
-    await payout_worker.process_payouts(gateway)
-
-
 def rate(value: int):
     async def estimate() -> int:
         return value
     return estimate
-
-
-async def stuck_payout(make_client, make_config, node, faucet, email: str, **signing):
-    """A shop whose 0.3 LTC payout (from a 1 LTC deposit) is broadcast and waits in the mempool."""
-    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": node.plugin_block()}},
-                                           signing=signing), get_plugin_manager(blocked=["devnet"]))
-    gateway = client.app[GATEWAY]
-    adapter: BitcoinAdapter = gateway.chains.get("litecoin")
-    merchant = await signup(client, email)
-    await scan_chain(gateway, adapter)
-    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
-                             json={"currency": "LTC", "amount": "1"})
-    assert status == 200, body
-    faucet.pay(body["data"]["address"], LTC)
-    faucet.mine(6)
-    await scan_chain(gateway, adapter)
-    status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
-                             json={"currency": "LTC", "address": external_address(5), "amount": "0.3"})
-    assert status == 200, body
-    await work(gateway)
-    payout = await gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": body["data"]["track_id"]})
-    assert payout["stage"] == "broadcast", payout["last_error"]
-    return client, gateway, adapter, merchant, payout
 
 
 async def empty_blocks(gateway, node, faucet, count: int) -> None:

@@ -19,8 +19,10 @@ log are never pruned here (docs/operations.md says how to archive them).
 from __future__ import annotations
 
 import logging
+from functools import partial
 
 from .outbox import PENDING
+from ..infra.batched import in_batches
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
@@ -62,11 +64,7 @@ async def prune_history(gateway: "Gateway", *, batch: int = BATCH, max_batches: 
     cut = gateway.now() - days * DAY
     total = 0
     for prune in (prune_deliveries, prune_events):
-        for _ in range(max_batches):
-            deleted = await prune(gateway, cut, batch)
-            total += deleted
-            if deleted < batch:
-                break
+        total += await in_batches(partial(prune, gateway, cut), batch, max_batches)
     if total:
         log.info("pruned %d webhook history row(s) older than %d days", total, days)
     return total

@@ -28,6 +28,7 @@ import logging
 from typing import Any
 
 from ..contract.gateway import PluginGateway as Gateway
+from ..infra.batched import in_batches
 from ..infra.db import Database
 
 log = logging.getLogger(__name__)
@@ -96,13 +97,7 @@ async def fold(db: Database, batch: int = BATCH) -> int:
 
 async def fold_all(db: Database, *, batch: int = BATCH, max_batches: int = MAX_BATCHES) -> int:
     """Fold batch after batch until a short one or ``max_batches``; how many deltas were folded."""
-    folded = 0
-    for _ in range(max_batches):
-        moved = await fold(db, batch)
-        folded += moved
-        if moved < batch:
-            break
-    return folded
+    return await in_batches(lambda n: fold(db, n), batch, max_batches)
 
 
 async def fold_job(gateway: "Gateway") -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from typing import Awaitable, Callable
 
+from ..infra.batched import in_batches
 from ..types.statuses import CANCELLED, EXPIRED
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -84,13 +85,7 @@ async def prune_expired(gateway: "Gateway", batch: int = BATCH) -> int:
 async def drain(gateway: "Gateway", prune: Callable[["Gateway", int], Awaitable[int]], *, batch: int = BATCH,
                 max_batches: int = MAX_BATCHES) -> int:
     """Run ``prune`` batch after batch until a short batch or ``max_batches``; how many were deleted."""
-    total = 0
-    for _ in range(max_batches):
-        deleted = await prune(gateway, batch)
-        total += deleted
-        if deleted < batch:
-            break
-    return total
+    return await in_batches(lambda n: prune(gateway, n), batch, max_batches)
 
 
 async def prune_job(gateway: "Gateway") -> None:

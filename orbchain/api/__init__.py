@@ -29,6 +29,9 @@ from ..core.contract.plugins import get_plugin_manager
 
 # The gateway every hook receives, and its configuration.
 from ..core.gateway import Gateway
+
+# The gateway's machinery as far as a plugin needs it: another plugin loaded here, a database outage.
+from ..core.contract.plugin_services import database_away, plugin_loaded
 from ..core.infra.config import Config
 
 # Reading a plugin's own [plugin.<name>] block: each reader raises ConfigError naming the bad key.
@@ -230,6 +233,7 @@ __all__ = [
     "get_plugin_manager",
     # gateway and configuration
     "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits", "notify_cold_sweep",
+    "database_away", "plugin_loaded",
     "checked_block", "int_setting", "seconds_setting", "text_setting",
     # coins and address families
     "ED25519", "NETWORKS", "SECP256K1", "AddressError", "AddressFamily", "AddressFamilyRegistry", "Coin",

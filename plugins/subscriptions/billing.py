@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import ApiError, create_invoice, find_payment, is_unique_violation, new_track_id
+from ...api import ApiError, create_invoice, database_away, find_payment, is_unique_violation, new_track_id
 from . import store, webhooks
 from .enrolment import manage_url
 from .settings import DEFAULT_LIFETIME_MINUTES, read_settings
@@ -203,7 +203,7 @@ async def payment_changed(gateway: "Gateway", track_id: str) -> None:
         if record is not None:
             await settle(gateway, record)
     except Exception as exc:  # hooks must not raise; the tick settles it later
-        if not gateway.db_outage.absorb(exc, "a subscription invoice's settlement"):  # an outage: logged once
+        if not database_away(gateway, exc, "a subscription invoice's settlement"):  # an outage: logged once
             log.exception("settling subscription invoice %s failed", track_id)
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ...api import (
     AmountError, ApiError, Forbidden, InsufficientBalance, InvalidRequest, NotConfigured, Unauthorized,
     ValidationError, available_balance, body_idempotency_key, pay_events_path, payout_amount, payout_destination,
-    receive_address, request_payout,
+    plugin_loaded, receive_address, request_payout,
 )
 from ...api.merchant import (
     DASHBOARD, INVOICE, TransferRequest, balances_of, enable_totp, is_account_id, list_payments, normalize_totp_code,
@@ -227,7 +227,7 @@ async def _onchain(gateway: "Gateway", merchant_id: str, coin: Any, destination:
 
 def _swaps(gateway: "Gateway") -> Any:
     """The swaps plugin's service, or 503 when that plugin is not loaded here."""
-    if gateway.pm.get_plugin("swaps") is None:
+    if not plugin_loaded(gateway, "swaps"):
         raise NotConfigured("not configured", code="swaps_not_configured")
     from ..swaps import service
 
@@ -255,7 +255,7 @@ async def swap(gateway: "Gateway", merchant_id: str, body: Mapping[str, Any]) ->
 
 async def default_settlement_coin(gateway: "Gateway", merchant_id: str) -> str | None:
     """The account's default settlement coin (the swaps plugin keeps it), None without that plugin."""
-    if gateway.pm.get_plugin("swaps") is None:
+    if not plugin_loaded(gateway, "swaps"):
         return None
     from ..swaps import settle
 
