@@ -35,4 +35,4 @@ def test_serve_comes_from_the_web_layer_and_is_listed_first(capsys):
 def test_python_dash_m_orbchain_runs_the_same_command():
     done = subprocess.run([sys.executable, "-m", "orbchain", "--help"], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert "{serve,migrate,ledger,config,keys,plugins,payouts" in done.stdout
+    assert "{serve,migrate,ledger,payments,config,keys,plugins,payouts" in done.stdout
