@@ -905,7 +905,7 @@ async def journey_telegram(c: CheckedClient, shop: Merchant, friend: Merchant) -
     hook = {"X-Telegram-Bot-Api-Secret-Token": TG_WEBHOOK_SECRET}
     await c.call("POST", "/tg/webhook", hook, json=update, expect=200)  # /start: the bot records who the chat is
     await c.call("POST", "/tg/webhook", {"X-Telegram-Bot-Api-Secret-Token": "wrong"}, json=update, expect=401)
-    token = link_tokens.issue(gateway.require_secrets().jwt_secret, chat, gateway.now())  # the bot's answer's
+    token = link_tokens.issue(link_tokens.key_of(gateway), chat, gateway.now())  # the bot's answer's
     await c.call("GET", "/tg/link/start", params={"t": token}, expect=302)
     await c.call("GET", "/tg/link/start", params={"t": "1.2.3"}, expect=400)
     await c.call("GET", "/dashboard/tg/link/status", shop.jwt, expect=200)
