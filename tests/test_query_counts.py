@@ -74,8 +74,8 @@ COUNTS = {
     READ_SCOPED:        ((8, 6),     (15, 6)),
     READ_HOLDER:        ((3, 1),     (10, 1)),
     READ_MEMBER:        ((5, 1),     (12, 1)),
-    CREATE:             ((10, 6),    (12, 2)),
-    INVOICE:            ((10, 6),    (12, 2)),
+    CREATE:             ((12, 8),    (12, 2)),
+    INVOICE:            ((12, 8),    (12, 2)),
     PAGE:               ((3, 1),     (10, 1)),
     TRANSFER:           ((16, 14),   (22, 14)),
     TRANSFER_HOLDER:    ((16, 14),   (22, 14)),
@@ -94,7 +94,11 @@ _PAYMENT = "SELECT deposits payments"
 _KEY_AUDIT = "{begin} | SAVEPOINT | INSERT key_audit_log | RELEASE | COMMIT"  # plugins/audit, a scoped key's use
 _AUDIT_SQLITE, _AUDIT_PG = _KEY_AUDIT.format(begin="BEGIN IMMEDIATE"), _KEY_AUDIT.format(begin="BEGIN")
 _MEMBER = "SELECT team_members | SELECT team_policy"
-_GROUPED_CREATE = "BEGIN IMMEDIATE | SAVEPOINT | INSERT deposit_addresses | INSERT payments | RELEASE | COMMIT"
+# SQLite's trace reports a trigger's program and each statement in it as the statement that fired it: the payment
+# insert's count delta (m0048's payments_counted_insert) shows as two more "INSERT payments". On PostgreSQL a
+# trigger runs inside the statement, unseen by the driver.
+_GROUPED_CREATE = ("BEGIN IMMEDIATE | SAVEPOINT | INSERT deposit_addresses | INSERT payments | INSERT payments"
+                   " | INSERT payments | RELEASE | COMMIT")
 _RESERVE = "SELECT merchants | INSERT counters"
 _TRANSFER_READS = "SELECT merchants | SELECT merchants | SELECT ledger_balances | SELECT approval_policies"
 _TRANSFER_SQLITE = (_TRANSFER_READS + " | BEGIN IMMEDIATE | INSERT transfers | SELECT approval_policies"
