@@ -25,20 +25,28 @@ async def work(gateway, seconds: int = 5) -> None:
     await payout_worker.process_payouts(gateway)
 
 
-async def stuck_payout(make_client, make_config, node, faucet, email: str, address_index: int = 5, **signing):
-    """A shop whose 0.3 LTC payout (from a 1 LTC deposit) is broadcast and waits in the mempool."""
+async def funded_shop(make_client, make_config, node, faucet, email: str, deposits: int = 1, **signing):
+    """A Litecoin shop (devnet blocked, scheduler off) paid ``deposits`` times 1 LTC, 6 blocks deep and scanned:
+    (client, gateway, adapter, merchant)."""
     client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": node.plugin_block()}},
                                            signing=signing), get_plugin_manager(blocked=["devnet"]))
     gateway = client.app[GATEWAY]
     adapter: BitcoinAdapter = gateway.chains.get("litecoin")
     merchant = await signup(client, email)
     await scan_chain(gateway, adapter)
-    status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
-                             json={"currency": "LTC", "amount": "1"})
-    assert status == 200, body
-    faucet.pay(body["data"]["address"], LTC)
+    for _ in range(deposits):
+        status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
+                                 json={"currency": "LTC", "amount": "1"})
+        assert status == 200, body
+        faucet.pay(body["data"]["address"], LTC)
     faucet.mine(6)
     await scan_chain(gateway, adapter)
+    return client, gateway, adapter, merchant
+
+
+async def stuck_payout(make_client, make_config, node, faucet, email: str, address_index: int = 5, **signing):
+    """A shop whose 0.3 LTC payout (from a 1 LTC deposit) is broadcast and waits in the mempool."""
+    client, gateway, adapter, merchant = await funded_shop(make_client, make_config, node, faucet, email, **signing)
     status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
                              json={"currency": "LTC", "address": external_address(address_index), "amount": "0.3"})
     assert status == 200, body

@@ -10,17 +10,14 @@ figures in docs/decisions.md, "Batch payouts: one transaction").
 
 from __future__ import annotations
 
-from orbchain.chains.bitcoin import BitcoinAdapter
 from orbchain.chains.bitcoin.rpc import coin_units
-from orbchain.core.contract.plugins import get_plugin_manager
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.payouts.batches import fee_shares
 from orbchain.core.watching.scanner import scan_chain
-from orbchain.web.keys import GATEWAY
 
 from .litecoind import external_address, faucet, litecoind_node  # noqa: F401 - session fixtures
-from .ltc_payouts_support import LTC, work
-from .support import api, signup
+from .ltc_payouts_support import LTC, funded_shop, work
+from .support import api
 
 ITEMS = 20
 ITEM_AMOUNT = LTC // 100  # 0.01 LTC
@@ -52,20 +49,8 @@ def test_fee_shares_sum_exactly_and_give_the_remainder_to_the_first_items():
 async def test_a_20_item_batch_is_one_transaction_and_every_item_books_its_share_of_the_fee(
         make_client, make_config, litecoind_node, faucet):  # noqa: F811 - the fixtures
     node = litecoind_node
-    client = await make_client(make_config(scheduler={"enabled": False}, signing={"max_per_payout": ["LTC=0.5"]},
-                                           plugin={"bitcoin": {"LTC": node.plugin_block()}}),
-                               get_plugin_manager(blocked=["devnet"]))
-    gateway = client.app[GATEWAY]
-    adapter: BitcoinAdapter = gateway.chains.get("litecoin")
-    merchant = await signup(client, "batch-shop@example.com")
-    await scan_chain(gateway, adapter)
-    for _ in range(2):
-        status, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key,
-                                 json={"currency": "LTC", "amount": "1"})
-        assert status == 200, body
-        faucet.pay(body["data"]["address"], LTC)
-    faucet.mine(6)
-    await scan_chain(gateway, adapter)
+    client, gateway, adapter, merchant = await funded_shop(make_client, make_config, node, faucet, "batch-shop@example.com",
+                                                           deposits=2, max_per_payout=["LTC=0.5"])
 
     # Before: one payout alone, one transaction.
     status, body = await api(client, "POST", "/v1/payout", merchant.payout_key,
