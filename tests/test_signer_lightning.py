@@ -35,7 +35,6 @@ from tests.families import get_family
 
 from .lightning_support import balance, lightning_shop
 from .lnd_standin import LndStandIn
-from .support import api
 from .test_lightning import funded, pay_out
 
 SEED = "000102030405060708090a0b0c0d0e0f"

@@ -45,7 +45,8 @@ from ...api import Config, ConfigError, checked_block, int_setting, seconds_sett
 PLUGIN_NAME = "lightning"
 DEVNET, NO_BACKEND = "devnet", "none"
 NETWORKS = ("mainnet", "testnet", "regtest")
-KEYS = ("backend", "network", "lnd_url", "macaroon_path", "invoice_macaroon_path", "tls_cert_path", "pay_timeout_seconds", "poll_seconds",
+KEYS = ("backend", "network", "lnd_url", "macaroon_path", "invoice_macaroon_path", "tls_cert_path",
+        "pay_timeout_seconds", "poll_seconds",
         "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds", "lnurl_allow_private_hosts", "node_max_tip_age_seconds")
 # GetInfo's chain:network a node must report for each configured network (vetted.py).
 NODE_NETWORKS = {"mainnet": frozenset({"bitcoin:mainnet"}),

@@ -106,3 +106,27 @@ def test_the_channel_refuses_missing_wrong_stale_and_replayed_credentials():
 def test_config_check_says_who_signs_as_the_start_does(tmp_path, signer, status, words):
     findings = {f.check: f for f in static_findings(build_gateway(production(tmp_path, **signer)))}
     assert findings["signer"].level == status and words in findings["signer"].detail
+
+
+def lnd_block(tmp_path, macaroon_key: str) -> dict:
+    """``[plugin.lightning]`` for an LND at a dead address, with one macaroon file under ``macaroon_key``."""
+    (tmp_path / "some.macaroon").write_bytes(b"\x02" * 40)
+    return {"lightning": {"backend": "lnd", "lnd_url": "http://127.0.0.1:9", macaroon_key: str(tmp_path / "some.macaroon")}}
+
+
+def test_a_production_web_process_beside_a_signer_refuses_the_paying_macaroon(tmp_path):
+    """The signer sends Lightning payouts; the web process may hold only the receiving macaroon, and `config
+    check` (which builds the gateway the way `serve` does) refuses the paying one."""
+    seedless = {k: v for k, v in PRODUCTION_SECRETS.items() if k != "seed_mnemonic"}
+    beside = production(tmp_path, seedless, url="unix:///run/orbchain-signer/signer.sock").with_overrides(
+        plugin=lnd_block(tmp_path, "macaroon_path"))
+    with pytest.raises(ConfigError, match="invoice_macaroon_path"):
+        build_gateway(beside)
+    receiving = beside.with_overrides(plugin=lnd_block(tmp_path, "invoice_macaroon_path"))
+    findings = {f.check: f for f in static_findings(build_gateway(receiving))}
+    assert findings["signer"].level == "OK", findings["signer"]
+    # This host declared the signer (in_process, so no url): it pays here, with the seed's own warning.
+    said = production(tmp_path, in_process=True).with_overrides(plugin=lnd_block(tmp_path, "macaroon_path"))
+    assert {f.check: f for f in static_findings(build_gateway(said))}["signer"].level == "WARN"
+    # Development: nothing changes.
+    build_gateway(beside.with_overrides(server={"environment": "development"}))
