@@ -35,6 +35,7 @@ from tests.families import get_family
 
 from .lightning_support import balance, lightning_shop
 from .lnd_standin import LndStandIn
+from .support import api
 from .test_lightning import funded, pay_out
 
 SEED = "000102030405060708090a0b0c0d0e0f"
@@ -62,9 +63,24 @@ async def lnd(tmp_path):
     await node.close()
 
 
+class SignerSide:
+    """The signer app listening on its socket; ``stop`` and ``start`` it like a signer process going away."""
+
+    def __init__(self, runner: web.AppRunner, socket: Path) -> None:
+        self.runner, self.socket = runner, socket
+
+    async def start(self) -> None:
+        await self.runner.setup()
+        await web.UnixSite(self.runner, str(self.socket)).start()
+
+    async def stop(self) -> None:
+        await self.runner.cleanup()
+        self.socket.unlink(missing_ok=True)
+
+
 @pytest.fixture
 async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):
-    """(shop, signer gateway, socket, channel key): the seedless serve and its in-loop signer."""
+    """(shop, signer gateway, signer side, channel key): the seedless serve and its in-loop signer."""
     short = Path(tempfile.mkdtemp(prefix="osl", dir="/tmp"))  # a Unix socket path stays under ~100 bytes
     socket, key_file = short / "signer.sock", tmp_path / "signer_key"
     key_file.write_text(new_channel_key() + "\n")
@@ -83,14 +99,13 @@ async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):
     signer = build_gateway(config)
     signer.secrets = load_secrets(config)
     await signer.db.connect()  # the serve side migrated the database
-    runner = web.AppRunner(signer_app(signer, RequestVerifier(read_channel_key(str(key_file)), 30)),
-                           access_log=None)
-    await runner.setup()
-    await web.UnixSite(runner, str(socket)).start()
+    side = SignerSide(web.AppRunner(signer_app(signer, RequestVerifier(read_channel_key(str(key_file)), 30)),
+                                    access_log=None), socket)
+    await side.start()
     try:
-        yield shop, signer, socket, read_channel_key(str(key_file))
+        yield shop, signer, side, read_channel_key(str(key_file))
     finally:
-        await runner.cleanup()
+        await side.stop()
         await signer.close_chains()
         await signer.db.disconnect()
         shutil.rmtree(short, ignore_errors=True)
@@ -140,7 +155,7 @@ async def test_a_lightning_payout_is_sent_by_the_signer_and_answers_confirmed(se
 
 
 async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent_by_signer, lnd):
-    shop, _, socket, key = sent_by_signer
+    shop, _, side, key = sent_by_signer
     gw = shop.gateway
     # A payout row claimed by a rogue client (as a worker claims one) that asks the signer to send it.
     bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
@@ -153,7 +168,7 @@ async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent
     request = json.dumps({"payout_id": "po_rogue", "step": "send"}).encode()
 
     async def post(headers: dict[str, str]) -> tuple[int, dict]:
-        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(socket))) as session:
+        async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(side.socket))) as session:
             async with session.post("http://signer/v1/sign", data=request, headers=headers) as response:
                 return response.status, await response.json()
 
@@ -167,3 +182,23 @@ async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent
     assert (status, answer["outcome"], answer["stage"]) == (200, "done", "policy_held"), answer
     assert (await payout_row(shop, "rogue"))["policy_hold"] == "no_reservation"
     assert not sends(lnd) and payment_hash not in lnd.payments
+
+
+async def test_while_the_signer_is_away_a_lightning_payout_waits_then_is_paid_once(sent_by_signer, lnd):
+    shop, _, side, _ = sent_by_signer
+    before = Decimal(await funded(shop, lnd))
+    await side.stop()
+    bolt11, payment_hash = lnd.issue_foreign_invoice(10_000_000)
+    status, body = await pay_out(shop, bolt11)
+    assert status == 200 and body["data"]["status"] == "Confirming", body  # reserved, not sent, not failed
+    row = await payout_row(shop, body["data"]["track_id"])
+    assert row["stage"] == "queued" and "signer" in row["last_error"], dict(row)
+    assert not sends(lnd) and not sends(lnd, refused=True)  # the web host never tries to pay itself
+
+    await side.start()
+    await shop.gateway.db.execute("UPDATE payouts SET next_attempt_at = 0 WHERE id = :id", {"id": row["id"]})
+    assert await payout_worker.process_payouts(shop.gateway) == 1
+    got = (await api(shop.client, "GET", f"/v1/payout/{body['data']['track_id']}", shop.merchant.payout_key))[1]
+    assert got["data"]["status"] == "Confirmed" and got["data"]["lightning"]["preimage"], got
+    assert len(sends(lnd)) == 1 and payment_hash in lnd.payments
+    assert Decimal(await balance(shop)) == before - Decimal("0.0001")
