@@ -36,7 +36,7 @@ from tests.families import get_family
 from .lightning_support import balance, lightning_shop
 from .lnd_standin import LndStandIn
 from .support import api
-from .test_lightning import funded, pay_out
+from .test_lightning import funded, lnd, pay_out  # noqa: F401 - lnd: the LND stand-in's fixture
 
 SEED = "000102030405060708090a0b0c0d0e0f"
 JWT = "j" * 40  # both sides verify the payout binding digest under its derived key
@@ -55,14 +55,6 @@ def sends(node: LndStandIn, refused: bool = False) -> list[dict]:
     return [b for _, p, b in node.requests if p == "/v2/router/send" and ("refused" in b) == refused]
 
 
-@pytest.fixture
-async def lnd(tmp_path):
-    node = LndStandIn()
-    await node.start(tmp_path)
-    yield node
-    await node.close()
-
-
 class SignerSide:
     """The signer app listening on its socket; ``stop`` and ``start`` it like a signer process going away."""
 
@@ -79,7 +71,7 @@ class SignerSide:
 
 
 @pytest.fixture
-async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):
+async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):  # noqa: F811 - the imported fixture
     """(shop, signer gateway, signer side, channel key): the seedless serve and its in-loop signer."""
     short = Path(tempfile.mkdtemp(prefix="osl", dir="/tmp"))  # a Unix socket path stays under ~100 bytes
     socket, key_file = short / "signer.sock", tmp_path / "signer_key"
@@ -115,7 +107,7 @@ async def payout_row(shop, track_id: str):
     return await shop.gateway.db.fetch_one("SELECT * FROM payouts WHERE track_id = :t", {"t": track_id})
 
 
-async def test_a_lightning_payout_is_sent_by_the_signer_and_answers_confirmed(sent_by_signer, lnd):
+async def test_a_lightning_payout_is_sent_by_the_signer_and_answers_confirmed(sent_by_signer, lnd):  # noqa: F811 - the imported fixture
     shop, signer, _, _ = sent_by_signer
     gw = shop.gateway
     assert gw.secrets.seed_material == "" and read_settings(gw.config).macaroon_path is None  # no paying macaroon
@@ -154,7 +146,7 @@ async def test_a_lightning_payout_is_sent_by_the_signer_and_answers_confirmed(se
     assert forged_hash not in lnd.payments and len(sends(lnd)) == 1
 
 
-async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent_by_signer, lnd):
+async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent_by_signer, lnd):  # noqa: F811 - the imported fixture
     shop, _, side, key = sent_by_signer
     gw = shop.gateway
     # A payout row claimed by a rogue client (as a worker claims one) that asks the signer to send it.
@@ -184,7 +176,7 @@ async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent
     assert not sends(lnd) and payment_hash not in lnd.payments
 
 
-async def test_while_the_signer_is_away_a_lightning_payout_waits_then_is_paid_once(sent_by_signer, lnd):
+async def test_while_the_signer_is_away_a_lightning_payout_waits_then_is_paid_once(sent_by_signer, lnd):  # noqa: F811 - the imported fixture
     shop, _, side, _ = sent_by_signer
     before = Decimal(await funded(shop, lnd))
     await side.stop()
