@@ -8,7 +8,12 @@ tests/test_upstream_interfaces.py) and judges what the gateway sends the way
 LND does, independently of the gateway's code:
 
 * the ``Grpc-Metadata-macaroon`` header must hold the macaroon (hex), else
-  the gRPC "verification failed" error; TLS with its own certificate;
+  the gRPC "verification failed" error; TLS with its own certificate; a
+  second, receiving-only macaroon (``invoice_macaroon_path``: what ``lncli
+  bakemacaroon info:read invoices:read invoices:write`` gives) opens GetInfo
+  and the invoice calls and is refused "permission denied" on the rest
+  (paying, tracking, decoding), as LND refuses a macaroon without the
+  ``offchain`` permissions;
 * request bodies are proto3 JSON: unknown field names and wrong types are
   refused (int64 as a string or number, bytes as base64, bools as bools);
 * invoices are real BOLT 11 invoices signed with the node key by the
@@ -46,6 +51,8 @@ from aiohttp import web
 
 VERIFICATION_FAILED = {"code": 2, "message": "verification failed: signature mismatch after caveat verification",
                        "details": []}
+PERMISSION_DENIED = {"code": 2, "message": "verification failed: permission denied", "details": []}
+RECEIVING_PATHS = ("/v1/getinfo", "/v1/invoices", "/v1/invoice/")  # info:read, invoices:read, invoices:write
 
 UPSTREAM = json.loads((Path(__file__).resolve().parent / "upstream" / "lnd_rest.json").read_text(encoding="utf-8"))
 
@@ -173,6 +180,7 @@ class LndStandIn:
         self.synced_to_chain = True
         self.node_key = coincurve.PrivateKey()
         self.macaroon = os.urandom(48)
+        self.invoice_macaroon = os.urandom(48)
         self.invoices: dict[str, Invoice] = {}
         self.payments: dict[str, Payment] = {}
         self.add_index = 0
@@ -189,6 +197,7 @@ class LndStandIn:
         self._runner: web.AppRunner | None = None
         self.url = ""
         self.macaroon_path = ""
+        self.invoice_macaroon_path = ""
         self.cert_path = ""
 
     # -- controls ----------------------------------------------------------------------------
@@ -246,6 +255,8 @@ class LndStandIn:
         ca.cert_pem.write_to_path(self.cert_path)
         self.macaroon_path = str(directory / "admin.macaroon")
         (directory / "admin.macaroon").write_bytes(self.macaroon)
+        self.invoice_macaroon_path = str(directory / "invoice.macaroon")
+        (directory / "invoice.macaroon").write_bytes(self.invoice_macaroon)
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         cert.configure_cert(context)
         app = web.Application(middlewares=[self._auth])
@@ -278,7 +289,12 @@ class LndStandIn:
 
     @web.middleware
     async def _auth(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if request.headers.get("Grpc-Metadata-macaroon") != self.macaroon.hex():
+        given = request.headers.get("Grpc-Metadata-macaroon")
+        if given == self.invoice_macaroon.hex():
+            if not request.path.startswith(RECEIVING_PATHS):
+                self.requests.append((request.method, request.path, {"refused": "permission denied"}))
+                return web.json_response(PERMISSION_DENIED, status=500)
+        elif given != self.macaroon.hex():
             return web.json_response(VERIFICATION_FAILED, status=500)
         try:
             return await handler(request)

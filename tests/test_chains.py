@@ -144,6 +144,13 @@ def test_a_declaration_the_adapter_does_not_back_stops_the_start(config):
     with pytest.raises(ValueError, match="'nocustody' declares CUSTODY but does not implement custody_holdings"):
         check_capabilities(NoCustody())
 
+    class SendsWithoutSigning(NoSender):
+        name = "sendsonly"
+        capabilities = frozenset({Capability.DEPOSITS, Capability.SIGNER_SENDS})
+
+    with pytest.raises(ValueError, match="'sendsonly' declares SIGNER_SENDS without REMOTE_SIGNING"):
+        check_capabilities(SendsWithoutSigning())
+
 
 def test_built_in_adapters_declare_what_they_do(config):
     from orbchain.chains.bitcoin.adapter import BitcoinAdapter
@@ -152,6 +159,8 @@ def test_built_in_adapters_declare_what_they_do(config):
 
     assert BitcoinAdapter.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,
                                            Capability.CUSTODY, Capability.REMOTE_SIGNING, Capability.BATCH_PAYOUTS}
+    assert build_gateway(config).chains.get("lightning").capabilities == {
+        Capability.PAYOUTS, Capability.INSTANT_PAYOUTS, Capability.REMOTE_SIGNING, Capability.SIGNER_SENDS}
     devnet = build_gateway(config).chains.get("devnet")
     assert isinstance(devnet, DevnetAdapter)
     assert devnet.capabilities == {Capability.DEPOSITS, Capability.MEMPOOL, Capability.PAYOUTS,

@@ -135,7 +135,7 @@ async def seedless_serve(tmp_path, make_config, make_client, socket: Path, key_f
     store = SeedKeyStore.from_secret(SEED, "")
     xpubs.write_text(json.dumps(export_account_xpubs(store, "mainnet", range(0, 4), [get_family("btc")])))
     return await payout_env(
-        make_client, make_config, plugins={"blocked": ["lightning"]},  # Lightning cannot sign remotely yet
+        make_client, make_config, plugins={"blocked": ["lightning"]},  # Lightning through the signer: test_signer_lightning.py
         secrets={"account_xpubs_file": str(xpubs), "jwt_secret": JWT},
         signer={"url": f"unix://{socket}", "key_file": str(key_file)})
 

@@ -29,7 +29,7 @@ from .coins import COINS
 from .devnet import DevnetLightningBackend
 from .lnd import LndBackend
 from .payouts import LightningChain
-from .settings import PLUGIN_NAME, read_settings
+from .settings import PLUGIN_NAME, check_paying_macaroon, read_settings
 from .vetted import VettedBackend
 from ...api import AddressFamilyRegistry, Coin, CoinRegistry, Gateway, PayPageForm, ReceiveTarget
 from ...api.hooks import (
@@ -52,6 +52,7 @@ def register_hookspecs(registry: HookspecRegistry) -> None:
 @hookimpl
 def check_config(gateway: Gateway) -> None:
     settings = read_settings(gateway.config)
+    check_paying_macaroon(gateway.config, settings)
     if settings.backend == "devnet" and not gateway.config.is_development:
         log.warning("the devnet Lightning backend is enabled in production: it credits simulated payments")
 

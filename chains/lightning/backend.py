@@ -109,6 +109,12 @@ class LightningBackend(ABC):
         (vetted.py). Not implemented: the node is used unchecked (a simulated node has nothing to check)."""
         raise NotImplementedError(f"{type(self).__name__} does not report its node's identity")
 
+    def payment_seal_key(self) -> bytes | None:
+        """A key only the process able to pay can hold (LND: derived from its macaroon), sealing each invoice
+        ``sign_payout`` fixes so ``broadcast`` never pays one written into the database by anyone else
+        (payouts.py). None (the default; the devnet's simulated node): invoices are not sealed."""
+        return None
+
     async def close(self) -> None:  # noqa: B027 - optional: a backend may hold nothing
         """Release connections; called once at shutdown, must not raise."""
 

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
+import hmac
 import json
 import ssl
 from pathlib import Path
@@ -47,6 +49,9 @@ _FAILURES = {
     "FAILURE_REASON_INSUFFICIENT_BALANCE": "insufficient_node_balance",
     "FAILURE_REASON_CANCELED": "payment_canceled",
 }
+
+
+SEAL_LABEL = b"orbchain/lightning/payment-seal/v1"
 
 
 def failure_code(reason: str | None) -> str:
@@ -100,9 +105,12 @@ class LndBackend(LightningBackend):
     name = "lnd"
 
     def __init__(self, settings: LightningSettings) -> None:
-        assert settings.lnd_url and settings.macaroon_path, "validated by read_settings"
+        macaroon_path = settings.macaroon_path or settings.invoice_macaroon_path  # paying, else receiving only
+        assert settings.lnd_url and macaroon_path, "validated by read_settings"
         self._url = settings.lnd_url.rstrip("/")
-        self._macaroon = Path(settings.macaroon_path).read_bytes().hex()
+        macaroon = Path(macaroon_path).read_bytes()
+        self._macaroon = macaroon.hex()
+        self._seal_key = hmac.new(macaroon, SEAL_LABEL, hashlib.sha256).digest()
         self._ssl: ssl.SSLContext | bool = True
         if settings.tls_cert_path:
             self._ssl = ssl.create_default_context(cafile=settings.tls_cert_path)
@@ -114,6 +122,11 @@ class LndBackend(LightningBackend):
                 headers={"Grpc-Metadata-macaroon": self._macaroon},
                 connector=aiohttp.TCPConnector(ssl=self._ssl), timeout=aiohttp.ClientTimeout(total=None))
         return self._session
+
+    def payment_seal_key(self) -> bytes:
+        """Derived from the macaroon: whoever can pay with it can seal, nobody else (a web process beside a
+        signer holds none, or only the receiving one: a different key, so it cannot seal a payment either)."""
+        return self._seal_key
 
     async def close(self) -> None:
         if self._session is not None and not self._session.closed:

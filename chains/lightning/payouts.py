@@ -23,11 +23,21 @@ before answering:
   with the preimage and the routing fee (booked as the platform's network
   fee), FAILED is Failed. A payment still in flight when the request gives
   up stays Confirming and the payout worker asks again.
+
+With a separate signer (``[signer] url``) every one of these stages runs in
+``orbchain signer``, which holds the paying macaroon
+(``Capability.SIGNER_SENDS``): the web process's request hands it the
+claimed payout and awaits its answer, so it still answers Confirmed.
+``sign_payout`` seals what it fixed (an HMAC under a key derived from the
+paying macaroon) and ``broadcast`` pays only a sealed invoice: a row written
+into the database at stage signed, by SQL or by a web process, is never paid
+(``unsealed_payment``), since only the macaroon's holder can seal.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -104,7 +114,9 @@ class LightningChain(ChainAdapter, PayoutSender):
 
     name = CHAIN
     coins = (COIN,)
-    capabilities = frozenset({Capability.PAYOUTS, Capability.INSTANT_PAYOUTS})
+    # REMOTE_SIGNING + SIGNER_SENDS: with a separate signer, the signer (holding the paying macaroon) runs every stage.
+    capabilities = frozenset({Capability.PAYOUTS, Capability.INSTANT_PAYOUTS, Capability.REMOTE_SIGNING,
+                              Capability.SIGNER_SENDS})
     payout_confirmations = 1
     drop_after_seconds = 600
 
@@ -119,6 +131,8 @@ class LightningChain(ChainAdapter, PayoutSender):
         self.network = settings.network
         self.scan_seconds = settings.poll_seconds
         self.pay_timeout_seconds = settings.pay_timeout_seconds
+        # A receiving-only macaroon (a web process beside a signer) cannot ask the node about payments.
+        self._asks_payments = not (settings.backend == "lnd" and settings.macaroon_path is None)
         self._clock = clock
         self._lookup = lookup
         self._accepted = INVOICE_NETWORKS[settings.network]
@@ -166,7 +180,7 @@ class LightningChain(ChainAdapter, PayoutSender):
             raise InvalidRequest("the payout amount differs from the Lightning invoice's amount",
                                  code="invoice_amount_mismatch")
         try:
-            known = await self.backend.payment(invoice.payment_hash)
+            known = await self.backend.payment(invoice.payment_hash) if self._asks_payments else None
         except BackendUnavailable:
             known = None  # the node decides at payment time; it never pays a hash twice
         if known is not None and known.status != FAILED:
@@ -198,7 +212,7 @@ class LightningChain(ChainAdapter, PayoutSender):
             raise BroadcastError("this Lightning invoice is already paid by another payout", permanent=True,
                                  reason="invoice_already_paid")
         raw = SignedInvoice(invoice.invoice, None if invoice.amount_msat is not None else amount_msat,
-                            order.payout_id).raw()
+                            order.payout_id).sealed(self.backend.payment_seal_key()).raw()
         return SignedPayout(tx_hash=invoice.payment_hash, raw=raw, network_fee=0,
                             details=_block(invoice.invoice, invoice.payment_hash))
 
@@ -208,6 +222,9 @@ class LightningChain(ChainAdapter, PayoutSender):
             known = await self.backend.payment(signed.tx_hash)
             if known is not None and known.status != FAILED:
                 return  # already on its way or paid: never a second payment
+            if not paid.sealed_by(self.backend.payment_seal_key()):
+                raise BroadcastError("this Lightning payment was not sealed by the process holding the paying"
+                                     " macaroon: not paid", permanent=True, reason="unsealed_payment")
             amount_msat = paid.amount_msat
             amount_sat = (amount_msat if amount_msat is not None
                           else decode_bolt11(paid.bolt11).amount_msat or 0) // 1000
@@ -250,21 +267,39 @@ class SignedInvoice:
     releasing by hash alone then dropped the claim of the next payout to that invoice, letting two
     payouts pay one hash at once (issue 29). Rows signed before this format (``<bolt11>`` or
     ``<msat>:<bolt11>``) read with no holder and release by hash, as they always did.
+
+    Why the seal: with a separate signer, sending is done where the paying macaroon is, from what the
+    database says; the seal (HMAC-SHA256 of the other three fields under the backend's
+    ``payment_seal_key``) proves that process fixed this invoice for this payout after its policy
+    passed it. A backend with no key (the devnet's simulated node) neither seals nor checks.
     """
 
     bolt11: str
     amount_msat: int | None
     payout_id: str | None
+    seal: str | None = None
+
+    def _mac(self, key: bytes) -> str:
+        message = json.dumps([self.bolt11, self.amount_msat, self.payout_id], separators=(",", ":")).encode()
+        return hmac.new(key, message, hashlib.sha256).hexdigest()
+
+    def sealed(self, key: bytes | None) -> "SignedInvoice":
+        return self if key is None else SignedInvoice(self.bolt11, self.amount_msat, self.payout_id, self._mac(key))
+
+    def sealed_by(self, key: bytes | None) -> bool:
+        return key is None or (self.seal is not None and hmac.compare_digest(self.seal, self._mac(key)))
 
     def raw(self) -> str:
-        return json.dumps({"bolt11": self.bolt11, "amount_msat": self.amount_msat, "claim": self.payout_id},
-                          separators=(",", ":"))
+        fields: dict[str, Any] = {"bolt11": self.bolt11, "amount_msat": self.amount_msat, "claim": self.payout_id}
+        if self.seal is not None:
+            fields["seal"] = self.seal
+        return json.dumps(fields, separators=(",", ":"))
 
     @classmethod
     def parse(cls, raw: str) -> "SignedInvoice":
         if raw.startswith("{"):
             fields = json.loads(raw)
-            return cls(fields["bolt11"], fields["amount_msat"], fields["claim"])
+            return cls(fields["bolt11"], fields["amount_msat"], fields["claim"], fields.get("seal"))
         if ":" in raw:
             amount, bolt11 = raw.split(":", 1)
             return cls(bolt11, int(amount), None)

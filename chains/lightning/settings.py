@@ -6,7 +6,8 @@
     backend = "lnd"                       # "devnet" (simulated node), "none" (BTC_LN off), or a third party's
     network = "mainnet"                   # mainnet | testnet | regtest: invoices of other networks are refused
     lnd_url = "https://127.0.0.1:8080"    # LND's REST listener
-    macaroon_path = "/var/lib/lnd/data/chain/bitcoin/mainnet/admin.macaroon"
+    macaroon_path = "/var/lib/lnd/data/chain/bitcoin/mainnet/admin.macaroon"   # pays: where payouts are sent
+    invoice_macaroon_path = "/etc/orbchain/receive.macaroon"   # receives only: a web process beside a signer
     tls_cert_path = "/var/lib/lnd/tls.cert"
     pay_timeout_seconds = 30              # how long a payout request waits for its payment
     poll_seconds = 10                     # the settlement polling fallback
@@ -22,6 +23,14 @@ any production server without a ``backend``) registers only the coin:
 BTC_LN answers 503. With the devnet backend, ``network`` defaults to
 ``regtest`` (its invoices read ``lnbcrt...``, never mistaken for real ones),
 ``subscribe`` to false and ``poll_seconds`` to 2.
+
+Two macaroons, by authority: ``macaroon_path`` can pay (LND's admin.macaroon),
+``invoice_macaroon_path`` can only issue and follow invoices (baked with
+``lncli bakemacaroon info:read invoices:read invoices:write``). With ``[signer]
+url`` the payouts are sent by the signer, which holds the paying one; the web
+process takes the invoice one, and a production web process given the paying
+one refuses to start (``check_paying_macaroon``). With ``backend = "lnd"`` one
+of the two is required; the paying one is used when both are given.
 """
 
 from __future__ import annotations
@@ -36,7 +45,8 @@ from ...api import Config, ConfigError, checked_block, int_setting, seconds_sett
 PLUGIN_NAME = "lightning"
 DEVNET, NO_BACKEND = "devnet", "none"
 NETWORKS = ("mainnet", "testnet", "regtest")
-KEYS = ("backend", "network", "lnd_url", "macaroon_path", "tls_cert_path", "pay_timeout_seconds", "poll_seconds",
+KEYS = ("backend", "network", "lnd_url", "macaroon_path", "invoice_macaroon_path", "tls_cert_path",
+        "pay_timeout_seconds", "poll_seconds",
         "subscribe", "lnurl_ca_file", "lnurl_timeout_seconds", "lnurl_allow_private_hosts", "node_max_tip_age_seconds")
 # GetInfo's chain:network a node must report for each configured network (vetted.py).
 NODE_NETWORKS = {"mainnet": frozenset({"bitcoin:mainnet"}),
@@ -60,6 +70,7 @@ class LightningSettings:
     lnurl_timeout_seconds: float
     lnurl_allow_private_hosts: bool
     max_tip_age_seconds: int = 0  # a node whose best block is older is refused; 0 = off
+    invoice_macaroon_path: str | None = None  # receives only (settings docstring)
 
     @property
     def enabled(self) -> bool:
@@ -104,9 +115,11 @@ def read_settings(config: Config) -> LightningSettings:
     if backend == "lnd":
         if url is None or urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
             raise ConfigError(f"config key '{_key('lnd_url')}' must be LND's REST URL (https://host:8080)")
-        for name in ("macaroon_path", "tls_cert_path"):
-            if block.get(name) is None and not (name == "tls_cert_path" and urlsplit(url).scheme == "http"):
-                raise ConfigError(f"config key '{_key(name)}' is required with backend = \"lnd\"")
+        if block.get("macaroon_path") is None and block.get("invoice_macaroon_path") is None:
+            raise ConfigError(f"config key '{_key('macaroon_path')}' (or '{_key('invoice_macaroon_path')}' where a"
+                              " signer sends the payouts) is required with backend = \"lnd\"")
+        if block.get("tls_cert_path") is None and urlsplit(url).scheme != "http":
+            raise ConfigError(f"config key '{_key('tls_cert_path')}' is required with backend = \"lnd\"")
     subscribe = _flag(block, "subscribe", not devnet)
     return LightningSettings(
         backend=backend, network=network, lnd_url=url, macaroon_path=_file(block, "macaroon_path"),
@@ -117,4 +130,16 @@ def read_settings(config: Config) -> LightningSettings:
         lnurl_timeout_seconds=seconds_setting(block, f"plugin.{PLUGIN_NAME}", "lnurl_timeout_seconds", 10.0),
         lnurl_allow_private_hosts=_flag(block, "lnurl_allow_private_hosts", False),
         max_tip_age_seconds=tip_age_setting(block, f"plugin.{PLUGIN_NAME}", TIP_AGE_SECONDS[network]),
+        invoice_macaroon_path=_file(block, "invoice_macaroon_path"),
     )
+
+
+def check_paying_macaroon(config: Config, settings: LightningSettings) -> None:
+    """Production: a process with ``[signer] url`` (its payouts sent by the signer) must not hold the paying
+    macaroon; the operator who wants this host to pay says so with ``[signer] in_process = true`` instead."""
+    if config.is_development or not config.signer.url or settings.macaroon_path is None:
+        return
+    raise ConfigError(f"config key '{_key('macaroon_path')}': this process has [signer] url set, so its Lightning"
+                      " payouts are sent by the signer, which holds the paying macaroon; give this process only"
+                      f" '{_key('invoice_macaroon_path')}' (`lncli bakemacaroon info:read invoices:read"
+                      " invoices:write`), or say [signer] in_process = true (without url) to pay here")

@@ -103,6 +103,9 @@ class VettedBackend(LightningBackend):
     async def node_identity(self) -> NodeIdentity:
         return await self._guarded(self.inner.node_identity)
 
+    def payment_seal_key(self) -> bytes | None:
+        return self.inner.payment_seal_key()
+
     async def close(self) -> None:
         await self.inner.close()
 

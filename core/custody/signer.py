@@ -1,6 +1,6 @@
 """``orbchain signer``: the process that holds the seed and signs payouts, and nothing else.
 
-It answers one request, ``POST /v1/sign`` with ``{"payout_id": ..., "step": "sign" | "bump" | "close"}``, on a
+It answers one request, ``POST /v1/sign`` with ``{"payout_id": ..., "step": "sign" | "bump" | "close" | "send"}``, on a
 Unix socket (default) or TCP, and only when the request carries the channel
 credential (``core/keys/signer_channel.py``: HMAC, timestamp window, one-time
 nonce). The request is trusted for the payout id alone: the signer reads the
@@ -16,7 +16,11 @@ transaction closing a dropped one: new signatures, so here too) act on a
 broadcast payout's stored bytes and answer ``done`` (with ``closed``,
 ``network_fee``, ``detail`` for a close), or ``fee_above_ceiling`` (``rate``,
 ``ceiling``, ``unit``) when a bump would cost more than the operator's
-ceiling. Sign answers, always 200 with JSON
+ceiling. ``send`` (a ``SIGNER_SENDS`` chain: Lightning, whose paying
+macaroon only this process holds) advances a claimed payout through every
+stage with the worker's own ``advance`` (the policy first, as for ``sign``)
+and answers ``done`` with the row's ``stage`` and ``status``, or
+``not_queued`` when nobody holds it or it is final. Sign answers, always 200 with JSON
 once the credential passed: ``signed``,
 ``held`` (the policy's reason), ``not_queued`` (nothing to sign: already
 signed, held or final, or claimed by nobody) and ``error`` (the chain's
@@ -44,9 +48,9 @@ from ..infra.metrics import CONTENT_TYPE
 from ..infra.metrics_access import bearer_matches, metrics_token
 from ..keys.signer_channel import ChannelRefused, RequestVerifier
 from ..payouts import service as payouts
-from ..payouts.remote_signing import BUMP, CLOSE, SIGN, SIGN_PATH, STEPS
-from ..payouts.worker import sign_here
-from ..types.chains import BroadcastError, FeeAboveCeiling, SignedPayout
+from ..payouts.remote_signing import BUMP, CLOSE, SEND, SIGN, SIGN_PATH, STEPS
+from ..payouts.worker import advance, sign_here
+from ..types.chains import BroadcastError, Capability, FeeAboveCeiling, SignedPayout
 from ..types.errors import ApiError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,6 +115,24 @@ async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str
             "detail": closure.detail}
 
 
+async def answer_send(gateway: "Gateway", payout_id: str) -> dict[str, Any]:
+    """Advance a claimed payout of a ``SIGNER_SENDS`` chain as far as it goes, here (policy, sign, pay, follow)."""
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
+    if row is None or row["status"] != payouts.CONFIRMING or not row["claim_token"]:
+        return {"outcome": "not_queued", "stage": row["stage"] if row is not None else None}
+    adapter = gateway.chains.get(row["chain"])
+    if adapter is None or not adapter.supports(Capability.SIGNER_SENDS):
+        return {"outcome": "error", "permanent": False, "message": f"the signer does not send {row['chain']} payouts"}
+    try:
+        await advance(gateway, row)  # the worker's stages; this process signs, so the policy runs here first
+    except Exception as exc:  # noqa: BLE001 - the claim expires and the worker hands the payout over again
+        log.warning("payout %s: sending failed: %s: %s", payout_id, type(exc).__name__, exc)
+        return {"outcome": "error", "permanent": False, "message": f"{type(exc).__name__}: {exc}"}
+    after = await gateway.db.fetch_one("SELECT stage, status FROM payouts WHERE id = :id", {"id": payout_id})
+    assert after is not None, "payouts are never deleted"
+    return {"outcome": "done", "step": SEND, "stage": after["stage"], "status": after["status"]}
+
+
 def signer_app(gateway: "Gateway", verifier: RequestVerifier) -> web.Application:
     """The signer's one route, behind the credential check."""
 
@@ -130,6 +152,8 @@ def signer_app(gateway: "Gateway", verifier: RequestVerifier) -> web.Application
             return web.json_response({"outcome": "refused", "message": "malformed request"}, status=400)
         if step == SIGN:
             return web.json_response(await answer_sign(gateway, payout_id))
+        if step == SEND:
+            return web.json_response(await answer_send(gateway, payout_id))
         return web.json_response(await answer_step(gateway, payout_id, step))
 
     app = web.Application(client_max_size=MAX_BODY_BYTES)

@@ -12,6 +12,12 @@ else (held, claim lost) leaves the worker. A signing refusal comes back as the
 are the same in both set-ups; a signer that cannot be reached or refuses the
 credential is a transient error, retried with backoff.
 
+A chain whose sending is itself spending (``Capability.SIGNER_SENDS``:
+Lightning, where the node's paying macaroon moves the money) is handed to the
+signer whole: step ``send`` asks it to advance the claimed payout as far as it
+goes (policy, sign, pay, follow) with the worker's own code, and this side
+only re-reads the row, so an instant payout's request still answers Confirmed.
+
 Which chains can sign remotely is declared, not guessed:
 ``Capability.REMOTE_SIGNING`` means every step the worker runs in ``serve``
 (broadcast, status, bumps, closing a dropped payout) needs no key; a seedless
@@ -37,11 +43,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 SIGN_PATH = "/v1/sign"
 # What the signer does for a payout, each on the row as the database has it: sign it (queued), sign a child
-# paying for it (broadcast, waiting in the mempool), or close it with a conflicting transaction (missing).
-SIGN, BUMP, CLOSE = "sign", "bump", "close"
-STEPS = (SIGN, BUMP, CLOSE)
+# paying for it (broadcast, waiting in the mempool), close it with a conflicting transaction (missing), or, on a
+# SIGNER_SENDS chain, advance it through every stage (send).
+SIGN, BUMP, CLOSE, SEND = "sign", "bump", "close", "send"
+STEPS = (SIGN, BUMP, CLOSE, SEND)
 KEY_SERVICE = "signer_channel_key"  # gateway.services: the channel key, read once
 TIMEOUT_SECONDS = 60  # a bitcoin-family signature selects outputs and asks the node: seconds, not minutes
+SEND_RETRY_SECONDS = 10  # a signer that could not be asked to send: the payout is handed over again this soon
 
 
 class SignerUnavailable(RuntimeError):
@@ -127,3 +135,20 @@ async def close_remotely(gateway: "Gateway", row: payouts.Row) -> DropClosure:
     fee = answer.get("network_fee")
     return DropClosure(closed=answer.get("closed") is True, network_fee=fee if isinstance(fee, int) else 0,
                        detail=answer.get("detail") if isinstance(answer.get("detail"), str) else None)
+
+
+async def send_remotely(gateway: "Gateway", row: payouts.Row) -> None:
+    """Step ``send``: the signer advances the claimed payout of a ``SIGNER_SENDS`` chain through every stage.
+
+    It works under this worker's claim and writes every outcome to the row; an
+    unreachable signer (or one that could not finish) leaves the payout where it
+    is, never failed blind: nothing here can tell whether the money moved.
+    """
+    try:
+        answer = await ask_signer(gateway, row["id"], SEND)
+    except SignerUnavailable as exc:
+        await payouts.record_retry(gateway, row, error=str(exc), next_at=gateway.now() + SEND_RETRY_SECONDS)
+        return
+    if answer.get("outcome") == "error":
+        await payouts.record_retry(gateway, row, error=str(_refusal(answer)),
+                                   next_at=gateway.now() + SEND_RETRY_SECONDS)

@@ -26,6 +26,10 @@ plus a lease) and moves each as far as it can go now:
   only once the sender's ``close_dropped`` says no transaction of it can
   confirm any more: never paid and re-credited both).
 
+On a ``SIGNER_SENDS`` chain (Lightning) with a separate signer, ``serve``
+runs none of these stages: it hands the claimed payout to the signer (step
+``send``), which runs this very function under the same claim.
+
 Batch payouts (``batches.py``): the items of one batch request, on a chain
 declaring ``Capability.BATCH_PAYOUTS``, are claimed and signed together as
 one transaction; from then on every step above runs once for the
@@ -186,6 +190,9 @@ async def advance(gateway: "Gateway", row: Row) -> list[str]:
         log.warning("payout %s: chain %s has no payout sender here; retrying later", row["id"], row["chain"])
         await payouts.record_retry(gateway, row, error=f"chain {row['chain']} is not configured",
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
+        return [row["id"]]
+    if gateway.config.signer.url and adapter.supports(Capability.SIGNER_SENDS):
+        await remote_signing.send_remotely(gateway, row)  # sending spends: every stage runs in the signer
         return [row["id"]]
     group = await batches.claim_group(gateway, row, LEASE_SECONDS, batchable=_batchable(gateway, adapter))
     if group is None:  # another worker holds an item of the same transaction: it decides for all

@@ -159,6 +159,12 @@ class Capability(enum.Enum):
       ``close_dropped`` run there (holding the seed) and ``broadcast`` and
       ``payout_status``, run in ``serve``, need no key. A seedless ``serve`` (``[signer] url``) refuses to start
       with a payout chain that does not declare it.
+    * ``SIGNER_SENDS`` (with ``REMOTE_SIGNING``): sending is spending too (a
+      Lightning payment: the node's paying credential, not a signature, moves
+      the money), so with a separate signer every stage of the payout
+      (policy, ``sign_payout``, ``broadcast``, ``payout_status``) runs in the
+      signer: the ``serve`` worker hands it the claimed payout (step
+      ``send``) and re-reads the row; ``serve`` holds no paying credential.
     * ``FINALITY``: ``finalized_height()`` names the newest block the chain
       itself made final (Ethereum's and Polygon's ``finalized`` tag); a
       deposit is credited only once its block is final AND it has its
@@ -179,6 +185,7 @@ class Capability(enum.Enum):
     PUSH = "push"
     CUSTODY = "custody"
     REMOTE_SIGNING = "remote_signing"
+    SIGNER_SENDS = "signer_sends"
     BATCH_PAYOUTS = "batch_payouts"
     FINALITY = "finality"
 
@@ -574,6 +581,8 @@ def check_capabilities(adapter: ChainAdapter) -> None:
         raise ValueError(f"chain adapter {adapter.name!r} declares BATCH_PAYOUTS without a sign_batch")
     if adapter.supports(Capability.INSTANT_PAYOUTS) and not adapter.supports(Capability.PAYOUTS):
         raise ValueError(f"chain adapter {adapter.name!r} declares INSTANT_PAYOUTS without PAYOUTS")
+    if adapter.supports(Capability.SIGNER_SENDS) and not adapter.supports(Capability.REMOTE_SIGNING):
+        raise ValueError(f"chain adapter {adapter.name!r} declares SIGNER_SENDS without REMOTE_SIGNING")
     if adapter.supports(Capability.MEMPOOL) and type(adapter).mempool is ChainAdapter.mempool:
         raise ValueError(f"chain adapter {adapter.name!r} declares MEMPOOL but does not implement mempool()")
     if adapter.supports(Capability.PUSH) and type(adapter).push is ChainAdapter.push:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,6 +13,7 @@ from orbchain.core.keys.secrets import check_signing_role, load_secrets
 from orbchain.core.keys.signer_channel import ChannelRefused, RequestVerifier, signed_headers
 from orbchain.core.payouts.remote_signing import check_remote_capable
 from orbchain.core.startup import build_gateway
+from orbchain.core.types.chains import Capability
 
 PRODUCTION_SECRETS = {"jwt_secret": "j" * 40, "receipt_signing_key": "A" * 43 + "=",
                       "seed_mnemonic": "000102030405060708090a0b0c0d0e0f"}
@@ -53,11 +55,22 @@ def test_signer_keys_are_checked(signer, message):
         load_config(None, environ={}).with_overrides(signer=signer)
 
 
+class LocalOnly:
+    """A payout chain that declares no REMOTE_SIGNING (a third party's, say)."""
+
+    name = "localonly"
+
+    def supports(self, capability: Capability) -> bool:
+        return capability is Capability.PAYOUTS
+
+
 def test_a_seedless_serve_refuses_a_chain_that_cannot_sign_remotely(tmp_path):
     config = load_config(None, environ={}).with_overrides(
         server={"data_dir": str(tmp_path), "environment": "development"}, signer={"url": "unix:///s.sock"})
-    with pytest.raises(ConfigError, match=r"chain\(s\) lightning cannot"):
-        check_remote_capable(build_gateway(config))
+    gateway = build_gateway(config)
+    check_remote_capable(gateway)  # devnet and Lightning (the signer sends its payments) both can
+    with pytest.raises(ConfigError, match=r"chain\(s\) localonly cannot"):
+        check_remote_capable(SimpleNamespace(chains=[*gateway.chains, LocalOnly()]))
 
 
 def test_a_seedless_serve_runs_tron_and_solana_their_payouts_signed_by_the_signer(tmp_path):
@@ -65,9 +78,8 @@ def test_a_seedless_serve_runs_tron_and_solana_their_payouts_signed_by_the_signe
         server={"data_dir": str(tmp_path), "environment": "development"}, signer={"url": "unix:///s.sock"},
         plugin={"tron": {"url": "http://127.0.0.1:9"}, "solana": {"rpc_url": "http://127.0.0.1:9"}})
     gateway = build_gateway(config)
-    assert {"tron", "solana"} <= {adapter.name for adapter in gateway.chains}
-    with pytest.raises(ConfigError, match=r"chain\(s\) lightning cannot"):  # Lightning alone, as before
-        check_remote_capable(gateway)
+    assert {"tron", "solana", "lightning"} <= {adapter.name for adapter in gateway.chains}
+    check_remote_capable(gateway)  # Lightning too now: the signer sends its payments (SIGNER_SENDS)
 
 
 def test_the_channel_refuses_missing_wrong_stale_and_replayed_credentials():
@@ -94,3 +106,27 @@ def test_the_channel_refuses_missing_wrong_stale_and_replayed_credentials():
 def test_config_check_says_who_signs_as_the_start_does(tmp_path, signer, status, words):
     findings = {f.check: f for f in static_findings(build_gateway(production(tmp_path, **signer)))}
     assert findings["signer"].level == status and words in findings["signer"].detail
+
+
+def lnd_block(tmp_path, macaroon_key: str) -> dict:
+    """``[plugin.lightning]`` for an LND at a dead address, with one macaroon file under ``macaroon_key``."""
+    (tmp_path / "some.macaroon").write_bytes(b"\x02" * 40)
+    return {"lightning": {"backend": "lnd", "lnd_url": "http://127.0.0.1:9", macaroon_key: str(tmp_path / "some.macaroon")}}
+
+
+def test_a_production_web_process_beside_a_signer_refuses_the_paying_macaroon(tmp_path):
+    """The signer sends Lightning payouts; the web process may hold only the receiving macaroon, and `config
+    check` (which builds the gateway the way `serve` does) refuses the paying one."""
+    seedless = {k: v for k, v in PRODUCTION_SECRETS.items() if k != "seed_mnemonic"}
+    beside = production(tmp_path, seedless, url="unix:///run/orbchain-signer/signer.sock").with_overrides(
+        plugin=lnd_block(tmp_path, "macaroon_path"))
+    with pytest.raises(ConfigError, match="invoice_macaroon_path"):
+        build_gateway(beside)
+    receiving = beside.with_overrides(plugin=lnd_block(tmp_path, "invoice_macaroon_path"))
+    findings = {f.check: f for f in static_findings(build_gateway(receiving))}
+    assert findings["signer"].level == "OK", findings["signer"]
+    # This host declared the signer (in_process, so no url): it pays here, with the seed's own warning.
+    said = production(tmp_path, in_process=True).with_overrides(plugin=lnd_block(tmp_path, "macaroon_path"))
+    assert {f.check: f for f in static_findings(build_gateway(said))}["signer"].level == "WARN"
+    # Development: nothing changes.
+    build_gateway(beside.with_overrides(server={"environment": "development"}))
