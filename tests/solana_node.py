@@ -44,7 +44,8 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
   the newest 150 blocks, the least unit price its transactions paid (0 for
   none), raised to the least paid by those writing one of the accounts
   asked about, as Agave's prioritization fee cache does.
-  ``pay(unit_price=...)`` lands a stranger's transfer paying one: a market.
+  ``pay(unit_price=...)`` sends a stranger's transfer paying one, ``market``
+  fills every recent block with them.
 * forks: ``reorg(depth)`` drops the newest blocks (never finalized ones),
   rebuilds the runtime by replaying the surviving blocks, and produces a
   longer branch at the same slots with new hashes; dropped transactions are
@@ -295,6 +296,14 @@ class SolanaNode:
                                            lamports=lamports)))
         tx = Transaction([payer], Message.new_with_blockhash(ixs, payer.pubkey(), recent), recent)
         return self.send(base64.b64encode(bytes(tx)).decode(), {"skipPreflight": skip_preflight})
+
+    def market(self, written: str, unit_price: int) -> None:
+        """Every recent block lands a stranger's transfer to ``written`` paying ``unit_price``, and one paying none:
+        ``getRecentPrioritizationFees`` then answers ``unit_price`` for ``written`` in every slot, 0 for others."""
+        for _ in range(RECENT_FEE_SLOTS):
+            self.pay(written, 1_000_000, unit_price=unit_price)
+            self.pay(str(Keypair().pubkey()), 1_000_000)
+            self.produce(1)
 
     # -- RPC ---------------------------------------------------------------------------------
 

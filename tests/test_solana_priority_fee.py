@@ -25,21 +25,13 @@ from orbchain.core.ledger.accounts import NETWORK_FEES
 from orbchain.core.payouts.fee_waits import FEE_RECHECK_SECONDS
 from orbchain.testing import open_chain_shop
 
-from .solana_node import RECENT_FEE_SLOTS, SIGNATURE_FEE, SolanaDriver, SolanaNode, compute_budget_of, running_node
+from .solana_node import SIGNATURE_FEE, SolanaDriver, SolanaNode, compute_budget_of, running_node
 
 
 @pytest_asyncio.fixture
 async def solana_node() -> AsyncIterator[SolanaNode]:
     async with running_node() as node:
         yield node
-
-
-def market(node: SolanaNode, written: str, unit_price: int) -> None:
-    """Every recent block lands a stranger's transfer to ``written`` paying ``unit_price``, and one paying none."""
-    for _ in range(RECENT_FEE_SLOTS):
-        node.pay(written, 1_000_000, unit_price=unit_price)
-        node.pay(str(Keypair().pubkey()), 1_000_000)
-        node.produce(1)
 
 
 def priority_fee(unit_price: int) -> int:
@@ -63,7 +55,7 @@ async def test_a_payout_pays_the_recent_fee_of_its_accounts_and_books_what_the_r
     shop, net, destination, payout = await funded_payout(solana_node, make_config, make_client)
     hot = hot_wallet_address(shop.gateway)
     # Each block's least price is 0 (the unpriced transfer); writing the hot wallet cost 25,000: that is the fee.
-    market(solana_node, hot, 25_000)
+    solana_node.market(hot, 25_000)
     before = solana_node.balance(hot)
     await shop.work_payouts()
     signed = await shop.payout_row(payout["track_id"])
@@ -83,7 +75,7 @@ async def test_above_the_ceiling_the_payout_waits_then_goes_when_fees_fall(solan
     shop, net, destination, payout = await funded_payout(solana_node, make_config, make_client,
                                                          fee_ceiling_micro_lamports_per_cu=40_000)
     hot = hot_wallet_address(shop.gateway)
-    market(solana_node, hot, 50_000)
+    solana_node.market(hot, 50_000)
     await shop.work_payouts()
     waiting = await shop.payout_row(payout["track_id"])
     assert (waiting["status"], waiting["stage"]) == ("Confirming", "queued"), dict(waiting)
@@ -91,7 +83,7 @@ async def test_above_the_ceiling_the_payout_waits_then_goes_when_fees_fall(solan
     assert waiting["attempts"] == 0 and waiting["tx_hash"] is None
     assert solana_node.mempool == [] and await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM solana_txs") == 0
 
-    market(solana_node, hot, 30_000)  # the spike is over
+    solana_node.market(hot, 30_000)  # the spike is over
     await shop.work_payouts(FEE_RECHECK_SECONDS)
     final = await shop.confirm_payout(payout["track_id"])
     assert final["status"] == "Confirmed" and final["last_error"] is None, dict(final)
@@ -104,7 +96,7 @@ async def test_a_sweep_pays_the_priority_fee_and_still_empties_the_address(solan
     shop = await open_chain_shop(SolanaDriver(solana_node), make_config, make_client)
     payment, _ = await shop.paid_deposit()
     address, hot = payment["address"], hot_wallet_address(shop.gateway)
-    market(solana_node, hot, 7_777)  # the sweep writes the hot wallet too: its price
+    solana_node.market(hot, 7_777)  # the sweep writes the hot wallet too: its price
     deposited, before = solana_node.balance(address), solana_node.balance(hot)
     assert (await sweep_chain(shop.gateway, shop.adapter)).started == 1
     solana_node.produce(1)
