@@ -119,8 +119,8 @@ async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str,
 
     Called by a chain's ``bump_stuck`` before it signs (in whichever process
     holds the keys). ``extra_fee`` is in ``fee_coin``, the coin the chain
-    pays fees in (an ERC-20 payout's gas is ETH), by default the payout's.
-    Under that coin's signing lock, like ``authorize``: its hour and day
+    pays fees in (a token payout pays gas in the chain's native coin), by
+    default the payout's. Under that coin's signing lock, like ``authorize``: its hour and day
     windows (other payouts and earlier bumps, and this payout's own amount
     when it is in that coin and was authorized inside them) plus
     ``extra_fee`` against its caps; a bump that passes is recorded under
