@@ -37,6 +37,15 @@ adds what LiteSVM lacks, by the rules Solana's RPC documents:
   types (Agave's), not written here; tests/unit/test_solana_pubsub.py holds
   the gateway's parser to solders and Solana's published examples. Solana's
   own validator serves PubSub on the RPC port + 1.
+* fees: ``getFeeForMessage`` quotes the signature fee plus the priority fee
+  (the unit limit x the unit price the message's Compute Budget
+  instructions ask, decoded by solders, rounded up), which the runtime
+  charges on its own; ``getRecentPrioritizationFees`` answers, for each of
+  the newest 150 blocks, the least unit price its transactions paid (0 for
+  none), raised to the least paid by those writing one of the accounts
+  asked about, as Agave's prioritization fee cache does.
+  ``pay(unit_price=...)`` sends a stranger's transfer paying one, ``market``
+  fills every recent block with them.
 * forks: ``reorg(depth)`` drops the newest blocks (never finalized ones),
   rebuilds the runtime by replaying the surviving blocks, and produces a
   longer branch at the same slots with new hashes; dropped transactions are
@@ -55,6 +64,7 @@ from typing import Any, AsyncIterator
 
 import base58
 from aiohttp import web
+from solders import compute_budget
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -73,6 +83,11 @@ FIRST_SLOT = 5000
 FINALITY = 32
 VALID_BLOCKS = 150
 MAX_SIGNATURES = 1000  # getSignaturesForAddress's largest limit
+SIGNATURE_FEE = 5000  # lamports per signature
+MICRO_LAMPORTS = 1_000_000  # a unit price's micro-lamports per lamport
+DEFAULT_UNITS, MAX_UNITS = 200_000, 1_400_000  # per instruction without a unit limit; the most a transaction has
+RECENT_FEE_SLOTS, MAX_FEE_ACCOUNTS = 150, 128  # getRecentPrioritizationFees: blocks kept, accounts asked at most
+MARKET_UNITS = 450  # the unit limit a stranger's priced transfer asks (two Compute Budget instructions, a transfer)
 MISSING = {  # how a node says a slot below its first available block is gone (agave custom_error.rs)
     "snapshot": (-32007, "Slot {slot} was skipped, or missing due to ledger jump to recent snapshot"),
     "long_term": (-32009, "Slot {slot} was skipped, or missing in long-term storage"),
@@ -98,6 +113,34 @@ def error_json(error: Any) -> Any:
     if name == "TransactionErrorFieldless":
         return str(error).rsplit(".", 1)[-1]
     return {name.removeprefix("TransactionError"): json.loads(error.to_json())}
+
+
+def compute_budget_of(message: Message) -> tuple[int, int]:
+    """(unit limit, unit price) ``message`` asks for, by the Compute Budget program's documented rules."""
+    limit, price, others = None, 0, 0
+    for ix in message.instructions:
+        data = bytes(ix.data)
+        if message.account_keys[ix.program_id_index] != compute_budget.ID:
+            others += 1
+        elif data[0] == 2:  # SetComputeUnitLimit(u32)
+            limit = int.from_bytes(data[1:5], "little")
+        elif data[0] == 3:  # SetComputeUnitPrice(u64)
+            price = int.from_bytes(data[1:9], "little")
+    return min(DEFAULT_UNITS * others if limit is None else limit, MAX_UNITS), price
+
+
+def fee_of(message: Message) -> int:
+    """The fee the runtime charges: per signature, plus the unit limit x the unit price, rounded up."""
+    limit, price = compute_budget_of(message)
+    return SIGNATURE_FEE * message.header.num_required_signatures + -(-limit * price // MICRO_LAMPORTS)
+
+
+def written(message: Message) -> set[Pubkey]:
+    """The accounts a legacy message write-locks, from its header."""
+    header, keys = message.header, list(message.account_keys)
+    signers = header.num_required_signatures
+    return ({k for i, k in enumerate(keys[:signers]) if i < signers - header.num_readonly_signed_accounts}
+            | set(keys[signers:len(keys) - header.num_readonly_unsigned_accounts]))
 
 
 MAINNET_GENESIS_HASH = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"  # mainnet-beta's getGenesisHash
@@ -242,14 +285,25 @@ class SolanaNode:
         self.produce(depth + 1)
 
     def pay(self, address: str, lamports: int, *, payer: Keypair | None = None, skip_preflight: bool = False,
-            blockhash: str | None = None) -> str:
-        """A system transfer built and signed by solders (independent of the gateway's encoder)."""
+            blockhash: str | None = None, unit_price: int | None = None) -> str:
+        """A system transfer built and signed by solders (independent of the gateway's encoder); ``unit_price``:
+        with a priority fee of that many micro-lamports a compute unit."""
         payer = payer or self.payer
         recent = Hash.from_string(blockhash or self.tip.blockhash)
-        ix = transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=Pubkey.from_string(address),
-                                     lamports=lamports))
-        tx = Transaction([payer], Message.new_with_blockhash([ix], payer.pubkey(), recent), recent)
+        ixs = [] if unit_price is None else [compute_budget.set_compute_unit_limit(MARKET_UNITS),
+                                             compute_budget.set_compute_unit_price(unit_price)]
+        ixs.append(transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=Pubkey.from_string(address),
+                                           lamports=lamports)))
+        tx = Transaction([payer], Message.new_with_blockhash(ixs, payer.pubkey(), recent), recent)
         return self.send(base64.b64encode(bytes(tx)).decode(), {"skipPreflight": skip_preflight})
+
+    def market(self, written: str, unit_price: int) -> None:
+        """Every recent block lands a stranger's transfer to ``written`` paying ``unit_price``, and one paying none:
+        ``getRecentPrioritizationFees`` then answers ``unit_price`` for ``written`` in every slot, 0 for others."""
+        for _ in range(RECENT_FEE_SLOTS):
+            self.pay(written, 1_000_000, unit_price=unit_price)
+            self.pay(str(Keypair().pubkey()), 1_000_000)
+            self.produce(1)
 
     # -- RPC ---------------------------------------------------------------------------------
 
@@ -342,7 +396,9 @@ class SolanaNode:
         if method == "getFeeForMessage":
             message = Message.from_bytes(base64.b64decode(params[0]))
             valid = self._blockhash_valid(str(message.recent_blockhash), self.tip.height + 1)
-            return {"context": context, "value": 5000 * message.header.num_required_signatures if valid else None}
+            return {"context": context, "value": fee_of(message) if valid else None}
+        if method == "getRecentPrioritizationFees":
+            return self._recent_fees(params[0] if params else [])
         if method == "getBalance":
             return {"context": context, "value": self.balance(params[0])}
         if method == "getMinimumBalanceForRentExemption":
@@ -374,6 +430,18 @@ class SolanaNode:
             tx = next(t for t, _ in block.txs if str(t.signatures[0]) == params[0])
             return {"slot": block.slot, "blockTime": None, "meta": meta, "transaction": self._tx_json(tx)}
         raise RpcFailure(-32601, "Method not found")
+
+    def _recent_fees(self, addresses: list[str]) -> list[dict[str, int]]:
+        if len(addresses) > MAX_FEE_ACCOUNTS:
+            raise RpcFailure(-32602, f"Too many inputs provided; max {MAX_FEE_ACCOUNTS}")
+        asked = {Pubkey.from_string(a) for a in addresses}
+        answer = []
+        for block in self.blocks[-RECENT_FEE_SLOTS:]:
+            paid = [(compute_budget_of(tx.message)[1], written(tx.message)) for tx, _ in block.txs]
+            least = min((price for price, _ in paid), default=0)
+            by_account = [min((price for price, keys in paid if key in keys), default=0) for key in asked]
+            answer.append({"slot": block.slot, "prioritizationFee": max([least, *by_account])})
+        return answer
 
     def _signatures(self, address: str, options: dict[str, Any]) -> list[dict[str, Any]]:
         """Newest first; ``before``/``until`` exclusive, as the RPC documents."""

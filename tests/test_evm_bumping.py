@@ -72,6 +72,12 @@ async def booked_fee(shop: EvmShop, payout_id: str) -> int:
     return -shop.gateway.db.to_int(booked)
 
 
+async def bumps_counted(shop: EvmShop, payout_id: str) -> list[tuple[str, int]]:
+    rows = await shop.gateway.db.fetch_all("SELECT coin, fee FROM payout_fee_bumps WHERE payout_id = :p",
+                                           {"p": payout_id})
+    return [(r["coin"], shop.gateway.db.to_int(r["fee"])) for r in rows]
+
+
 async def funded_shop(anvil, make_client, make_config, coin: str, **settings) -> EvmShop:  # noqa: F811
     shop = await open_shop(anvil, make_client, make_config, bump_after_blocks=BUMP_AFTER,
                            priority_fee_wei=GWEI, **settings)
@@ -122,6 +128,9 @@ async def test_a_payout_priced_out_by_the_base_fee_is_replaced_at_its_nonce_and_
     next_base = int(shop.node.rpc("eth_feeHistory", "0x1", "latest", [])["baseFeePerGas"][-1], 16)
     assert int(second["maxFeePerGas"], 16) >= next_base + int(second["maxPriorityFeePerGas"], 16)
     assert (await row_of(shop, track_id))["last_error"] is None
+    # Counted against the signer's caps in the coin gas is paid in, by what it may cost more: gas x the maxFee rise.
+    assert await bumps_counted(shop, row["id"]) == [("ETH", int(first["gas"], 16) * (
+        int(second["maxFeePerGas"], 16) - max_fee))]
 
     hot = hot_wallet_address(shop.gateway)
     before = shop.node.balance(hot)
@@ -186,6 +195,34 @@ async def test_the_fee_ceiling_stops_the_bump_until_the_least_replacement_is_und
     assert shop.node.balance(destination) == 3 * 10**17
     assert await booked_fee(shop, row["id"]) == fee_paid(shop, hashes[1])
     assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
+async def test_a_token_payouts_bump_over_the_signers_ether_cap_is_not_signed_and_waits_with_the_cap(
+        no_mining, make_client, make_config):
+    """The gas of a USDT payout is ETH: its bump counts against ETH's caps (none for USDT here), and over them
+    nothing is signed; the payout stays in the mempool as it is, the cap named on it."""
+    shop = await funded_shop(no_mining, make_client, make_config, "USDT_ERC20",
+                             overrides={"signing": {"max_per_hour": ["ETH=0.00001"]}})
+    destination = Account.create().address
+    track_id = await payout(shop, "USDT_ERC20", destination, "12.5")
+    await work(shop)
+    row = await row_of(shop, track_id)
+    assert row["stage"] == "broadcast", row["last_error"]
+    max_fee = int(signed(shop, row["tx_hash"])["maxFeePerGas"], 16)
+
+    shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(4 * max_fee))
+    for _ in range(BUMP_AFTER):
+        shop.node.rpc("evm_mine")
+    await work(shop)
+    waiting = await row_of(shop, track_id)
+    assert (waiting["status"], waiting["stage"]) == ("Confirming", "broadcast"), dict(waiting)
+    assert waiting["last_error"].startswith("stuck in the mempool; a replacement costing up to ")
+    assert waiting["last_error"].endswith(" wei more is over the signer's over_hourly_cap"), waiting["last_error"]
+    extra = int(waiting["last_error"].split("up to ")[1].split(" wei")[0])
+    assert extra > 10**13  # over the 0.00001 ETH an hour
+    assert await versions(shop, row["id"]) == [row["tx_hash"]]  # nothing signed
+    assert await bumps_counted(shop, row["id"]) == []
+    assert shop.token_balance(destination) == 0
 
 
 async def test_a_gas_top_up_priced_out_is_re_signed_at_its_nonce_and_sent_once(no_mining, make_client, make_config):

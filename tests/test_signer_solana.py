@@ -16,6 +16,7 @@ from solders.keypair import Keypair
 
 from orbchain.core.accounts.merchants import set_accepted_coins
 from orbchain.core.addresses.store import export_account_xpubs
+from orbchain.core.payouts.fee_waits import FEE_RECHECK_SECONDS
 from orbchain.core.keys import SeedKeyStore
 from orbchain.scheduler.runner import JobScheduler
 from orbchain.testing import ChainShop, open_shop
@@ -27,6 +28,7 @@ from .test_signer_process import JWT, SEED, channel, start_signer, stop_signer
 
 POOL = 3
 SIGNER_POLICY = '[signing]\nmax_per_payout = ["SOL=0.5"]'
+CEILING = 40_000  # micro-lamports per compute unit: the priority fee's ceiling
 
 
 @pytest_asyncio.fixture
@@ -59,7 +61,7 @@ async def seedless(solana_node, tmp_path, db_url, make_client, make_config):
                                                      [get_family("tron")])))
     driver = SolanaDriver(solana_node, payout_confirmations=1)
     settings = {**driver.config_sections()["plugin"]["solana"], "sweep_seconds": 1, "address_pool_size": POOL,
-                "address_pool_seconds": 1}
+                "address_pool_seconds": 1, "fee_ceiling_micro_lamports_per_cu": CEILING}
     shop = await open_shop(make_config, make_client, blocked=("devnet", "lightning"), email="sol@example.com",
                            plugin={"solana": settings},
                            secrets={"account_xpubs_file": str(xpubs), "jwt_secret": JWT},
@@ -130,10 +132,19 @@ async def test_a_seedless_serve_takes_addresses_from_the_signers_pool_and_the_si
     held = {h.place: h.amount for h in await shop.adapter.custody_holdings([])}
     assert held["hot_wallet"] == node.balance(hot), held
 
-    # A payout signed by the signer; its cap and its reservation check hold the others.
+    # Recent fees above the ceiling: the signer signs nothing and the payout waits queued (never backs off).
     node.airdrop(hot, 10**9)
     destination = str(Keypair().pubkey())
     paid = await payout(shop, destination, "0.3")
+    node.market(hot, 50_000)
+    await shop.work_payouts()
+    waiting = await shop.payout_row(paid)
+    assert (waiting["stage"], waiting["attempts"], waiting["tx_hash"]) == ("queued", 0, None), dict(waiting)
+    assert waiting["last_error"] == f"waiting: fee 50000 micro-lamports/CU above the ceiling {CEILING}"
+    node.market(hot, 0)
+    await shop.work_payouts(FEE_RECHECK_SECONDS)
+
+    # A payout signed by the signer; its cap and its reservation check hold the others.
     over = await payout(shop, destination, "0.6")
     await gw.db.execute(
         "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"

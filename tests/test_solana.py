@@ -40,6 +40,9 @@ def test_no_block_keeps_the_plugin_coin_only():
     ({"rpc_url": "http://x", "headers": {"Authorization": 5}}, "plugin.solana.headers"),
     ({"rpc_url": "http://x", "sweep": "yes"}, "plugin.solana.sweep"),
     ({"rpc_url": "http://x", "nonsense": 1}, "plugin.solana.nonsense"),
+    ({"rpc_url": "http://x", "priority_fee_percentile": 101}, "plugin.solana.priority_fee_percentile"),
+    ({"rpc_url": "http://x", "priority_fee_percentile": 0}, "plugin.solana.priority_fee_percentile"),
+    ({"rpc_url": "http://x", "fee_ceiling_micro_lamports_per_cu": 0}, "plugin.solana.fee_ceiling_micro_lamports_per_cu"),
 ])
 def test_bad_settings_name_the_key(block, key):
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
@@ -51,6 +54,7 @@ def test_settings_defaults():
     assert settings is not None
     assert (settings.commitment, settings.payout_confirmations, dict(settings.headers)) == (
         "confirmed", 1, {"x-api-key": "k"})
+    assert (settings.priority_fee.percentile, settings.priority_fee.ceiling) == (75, 10_000_000)
 
 
 # -- deposits ---------------------------------------------------------------------------------

@@ -10,7 +10,11 @@ by at least the replacement minimum nodes ask (``signer.bumped``: geth's
 10 % plus one wei) and maxFee to ``2 × next base fee + tip`` like a fresh
 signing. Never above the chain's ``fee_ceiling_gwei``: when even the least
 acceptable replacement is above it, ``FeeAboveCeiling`` and the transaction
-waits where it is.
+waits where it is. A payout's re-signing also passes the signer's caps
+first (``authorize``: ``authorize_fee_bump`` in the chain's native coin, the
+coin gas is paid in, also for a token payout), counted by what it may cost
+more: gas limit × the maxFee rise; refused, nothing is signed and the
+payout waits with the cap named.
 
 All versions share one nonce, so exactly one can be mined: the transfer
 goes out once. Each is stored (``versions.py``) before it is broadcast and
@@ -21,7 +25,7 @@ one is what the payout shows and books (its gas used × effective price).
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ...api import BroadcastError, FeeAboveCeiling
 from . import versions
@@ -35,6 +39,8 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 LIVE = ("stored", "broadcast")
+# Asked before a payout's version is signed: (reference, extra fee in wei) -> the signer's cap it passes, or None.
+Authorize = Callable[[str, int], Awaitable["str | None"]]
 
 
 def replacement_fees(newest: versions.Version, next_base: int, market_tip: int, ceiling: int | None) -> Fees:
@@ -57,12 +63,14 @@ def priced_out(newest: versions.Version, next_base: int, market_tip: int) -> boo
     return newest.max_fee_per_gas < next_base + market_tip or newest.max_priority_fee_per_gas < market_tip
 
 
-async def bump_stuck(txs: "TxStore", stored: "StoredTx", key: bytes, after_blocks: int) -> versions.Version | None:
-    """Re-sign ``stored`` at its nonce when it is stuck (see the module docstring); the new version, or None.
+async def bump_stuck(txs: "TxStore", stored: "StoredTx", key: bytes, after_blocks: int,
+                     authorize: Authorize | None = None) -> str | None:
+    """Re-sign ``stored`` at its nonce when it is stuck (see the module docstring); why it waits, or None.
 
     Called while the transaction waits unmined; idempotent: a version stored
     by a concurrent twin is not signed twice (same number), and a version is
-    due only ``after_blocks`` blocks after the newest one.
+    due only ``after_blocks`` blocks after the newest one. ``authorize``
+    (payouts) judges the extra fee before anything is signed.
     """
     if after_blocks == 0 or stored.status not in LIVE:
         return None
@@ -77,6 +85,11 @@ async def bump_stuck(txs: "TxStore", stored: "StoredTx", key: bytes, after_block
         return None
     fees = replacement_fees(newest, next_base, market_tip, txs.fee_ceiling_wei)
     fields = versions.signed_fields(newest.raw)
+    if authorize is not None:
+        extra = fields["gas"] * (fees.max_fee_per_gas - newest.max_fee_per_gas)
+        refused = await authorize(f"{txs.chain}:{stored.tx_hash}:v{newest.number + 1}:{fees.max_fee_per_gas}", extra)
+        if refused is not None:
+            return f"stuck in the mempool; a replacement costing up to {extra} wei more is over the signer's {refused}"
     signed = Account.sign_transaction({
         "type": 2, "chainId": txs.chain_id, "nonce": stored.nonce, "to": fields["to"], "value": fields["value"],
         "data": fields["data"], "gas": fields["gas"], "maxFeePerGas": fees.max_fee_per_gas,
@@ -97,7 +110,7 @@ async def bump_stuck(txs: "TxStore", stored: "StoredTx", key: bytes, after_block
         if exc.permanent:  # no node took it (the original was just mined, funds short): it can never be mined
             await versions.forget_unsent(txs.gateway, txs.chain, version.tx_hash)
         log.info("%s: re-signed %s refused for now: %s", txs.chain, version.tx_hash, exc)
-    return version
+    return None
 
 
 async def _store(txs: "TxStore", stored: "StoredTx", version: versions.Version) -> bool:

@@ -18,9 +18,11 @@ the market's fees is re-signed at its nonce (``bumping.py``).
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
-from ...api import BroadcastError, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout
+from ...api import (BroadcastError, DropClosure, PayoutOrder, PayoutSender, PayoutStatus, SignedPayout,
+                    authorize_fee_bump)
 from . import bumping, closing
 from .keys import hot_wallet_key
 from .tokens import transfer_calldata
@@ -67,17 +69,23 @@ class EvmPayouts(PayoutSender):
     async def broadcast(self: _EvmAdapterParts, signed: SignedPayout) -> None:
         await self.txs.broadcast(signed.tx_hash, signed.raw)
 
-    async def bump_stuck(self: _EvmAdapterParts, payout_id: str, signed: SignedPayout) -> None:
+    async def bump_stuck(self: _EvmAdapterParts, payout_id: str, signed: SignedPayout) -> str | None:
         """Re-sign the payout at its nonce with higher fees once stuck ``bump_after_blocks`` (``bumping.py``).
 
         Reads the stored transaction itself (never ``signed``'s fields), so the
         remote signer's ``bump`` step re-signs only what the database holds.
-        Raises ``FeeAboveCeiling`` when even the least replacement is above the
-        ceiling: the payout waits in the mempool, the reason on the payout.
+        The extra gas passes the signer's caps in the native coin first (a
+        token payout's too: gas is paid in it); refused, the reason is
+        returned and nothing signed. Raises ``FeeAboveCeiling`` when even the
+        least replacement is above the ceiling: the payout waits in the
+        mempool, the reason on the payout.
         """
         stored = await self.txs.find(PAYOUT, payout_id)
-        if stored is not None:
-            await bumping.bump_stuck(self.txs, stored, hot_wallet_key(self.gateway), self.settings.bump_after_blocks)
+        if stored is None:
+            return None
+        authorize = partial(authorize_fee_bump, self.gateway, payout_id, fee_coin=self.native)
+        return await bumping.bump_stuck(self.txs, stored, hot_wallet_key(self.gateway),
+                                        self.settings.bump_after_blocks, authorize)
 
     async def close_dropped(self: _EvmAdapterParts, payout_id: str, signed: SignedPayout) -> DropClosure:
         """Take the dropped payout's nonce with a transaction of ours; closed once that is deep (``closing.py``)."""

@@ -73,7 +73,7 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
             quorum=settings.quorum if rpc is None else 1, lag_blocks=settings.node_lag_blocks,
             answer_seconds=settings.timeout_seconds)
         self.rpc = self.nodes.client()
-        self.txs = TxStore(gateway, self.rpc, settings.commitment)
+        self.txs = TxStore(gateway, self.rpc, settings.commitment, settings.priority_fee)
         self.history = AddressHistory(self.rpc, settings.commitment, coin, pages=settings.history_pages,
                                       page_size=settings.history_page_size)
 

@@ -11,6 +11,8 @@ Without ``rpc_url`` the plugin stays coin-only (the devnet simulates SOL)::
     cluster = "mainnet-beta"                     # or "devnet", "testnet", "localnet": the genesis nodes must have
     genesis_hash = "..."                         # optional: another cluster's (a localnet's) genesis hash
     node_max_tip_age_seconds = 120               # optional: a node whose newest block is older is refused (0 = off)
+    priority_fee_percentile = 75                 # optional: of the recent slots' fees for the accounts written
+    fee_ceiling_micro_lamports_per_cu = 10000000 # optional: payouts wait while that fee is above it (fees.py)
 
 Every error names the key.
 """
@@ -24,6 +26,7 @@ from ...api import (
     ConfigError, int_setting, lag_setting, node_urls_setting, quorum_setting, seconds_setting, tip_age_setting,
 )
 from ..subscription import is_ws_url
+from .fees import PriorityFeePolicy
 
 PLUGIN_NAME = "solana"
 CHAIN = "solana"
@@ -33,6 +36,7 @@ KNOWN = (
     "max_blocks_per_scan", "drop_after_seconds", "timeout_seconds", "sweep", "sweep_seconds",
     "history_max_addresses", "history_pages", "history_page_size", "quorum", "node_lag_blocks",
     "cluster", "genesis_hash", "node_max_tip_age_seconds", "address_pool_size", "address_pool_seconds",
+    "priority_fee_percentile", "fee_ceiling_micro_lamports_per_cu",
 )
 # getGenesisHash of each public cluster: a node answering another is on another cluster. A localnet's is
 # made when it starts: nothing to compare unless the operator names it (genesis_hash).
@@ -54,6 +58,10 @@ DEFAULT_NODE_LAG_SLOTS = 150  # a node this many slots (~1 min) below the agreed
 # signer tops them up: 50 covers a burst of 50 new payments a merchant makes between two 30-second runs.
 DEFAULT_ADDRESS_POOL_SIZE = 50
 DEFAULT_ADDRESS_POOL_SECONDS = 30.0
+# The priority fee (fees.py, docs/decisions.md): the 75th percentile of the recent slots' least fees for the
+# accounts written, and at most 10 lamports a compute unit, 10,000 lamports (twice the signature fee) a transfer.
+DEFAULT_PRIORITY_FEE_PERCENTILE = 75
+DEFAULT_FEE_CEILING_MICRO_LAMPORTS_PER_CU = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -80,6 +88,8 @@ class SolanaSettings:
     max_tip_age_seconds: int = MAINNET_MAX_TIP_AGE_SECONDS  # 0: no stale-tip check
     address_pool_size: int = DEFAULT_ADDRESS_POOL_SIZE  # unused pre-derived addresses per merchant (pool.py)
     address_pool_seconds: float = DEFAULT_ADDRESS_POOL_SECONDS
+    priority_fee: PriorityFeePolicy = PriorityFeePolicy(DEFAULT_PRIORITY_FEE_PERCENTILE,
+                                                        DEFAULT_FEE_CEILING_MICRO_LAMPORTS_PER_CU)
 
 
 def _key(name: str | None = None) -> str:
@@ -146,7 +156,17 @@ def read_settings(block: Mapping[str, Any]) -> SolanaSettings | None:
         address_pool_size=int_setting(block, prefix, "address_pool_size", DEFAULT_ADDRESS_POOL_SIZE, minimum=1),
         address_pool_seconds=seconds_setting(block, prefix, "address_pool_seconds", DEFAULT_ADDRESS_POOL_SECONDS,
                                              maximum=86_400),
+        priority_fee=_priority_fee(block, prefix),
     )
+
+
+def _priority_fee(block: Mapping[str, Any], prefix: str) -> PriorityFeePolicy:
+    percentile = int_setting(block, prefix, "priority_fee_percentile", DEFAULT_PRIORITY_FEE_PERCENTILE, minimum=1)
+    if percentile > 100:
+        raise ConfigError(f"config key '{_key('priority_fee_percentile')}' must be at most 100, got {percentile}")
+    ceiling = int_setting(block, prefix, "fee_ceiling_micro_lamports_per_cu",
+                          DEFAULT_FEE_CEILING_MICRO_LAMPORTS_PER_CU, minimum=1)
+    return PriorityFeePolicy(percentile, ceiling)
 
 
 def _page_size(block: Mapping[str, Any], prefix: str) -> int:

@@ -10,6 +10,11 @@ transaction is never re-signed. It is declared ``expired`` only when the
 signature is unknown to the node (history searched) AND the *finalized*
 block height is above its ``lastValidBlockHeight``: from then on no fork
 can ever include it, so giving it up cannot pay twice (docs/solana.md).
+
+Every transfer pays a priority fee (``fees.py``): its unit price is chosen,
+and refused above the operator's ceiling, before anything is signed; the
+fee stored is ``getFeeForMessage``'s quote for the whole message (signature
+plus priority fee), which is what the runtime charges.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ...api import BroadcastError, ChainUnavailable
-from . import wire
+from . import fees, wire
 from .rpc import RpcError, SolanaRpc, lamports
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,7 +43,7 @@ class StoredTx:
     sender: str
     recipient: str
     amount: int
-    fee: int  # what getFeeForMessage quoted at signing; the runtime charges it
+    fee: int  # what getFeeForMessage quoted at signing (signature and priority fee); the runtime charges it
     signature: str
     raw: str
     last_valid_block_height: int
@@ -71,8 +76,10 @@ class NothingToSend(BroadcastError):
 
 
 class TxStore:
-    def __init__(self, gateway: "Gateway", rpc: SolanaRpc, commitment: str) -> None:
+    def __init__(self, gateway: "Gateway", rpc: SolanaRpc, commitment: str,
+                 priority_fee: fees.PriorityFeePolicy) -> None:
         self.gateway, self.rpc, self.commitment = gateway, rpc, commitment
+        self.priority_fee = priority_fee
 
     # -- chain reads ----------------------------------------------------------------------
 
@@ -130,16 +137,18 @@ class TxStore:
 
         ``amount`` None sends the whole balance less the fee, leaving the
         account at exactly zero (closed: no rent question). Raises
-        ``BroadcastError`` when the sender cannot pay.
+        ``BroadcastError`` when the sender cannot pay, ``FeeAboveCeiling``
+        (nothing signed) when recent priority fees are above the ceiling.
         """
         existing = await self.find(kind, ref)
         if existing is not None:
             return existing
         sender = wire.address_of(seed)
+        price = await fees.unit_price(self.rpc, (sender, recipient), self.priority_fee)
         latest = await self.rpc.value("getLatestBlockhash", {"commitment": self.commitment})
         blockhash, last_valid = latest["blockhash"], lamports(latest["lastValidBlockHeight"])
-        # The fee depends on the message's signatures, not on the amount: quote it on a draft.
-        fee = await self.fee_for(wire.transfer_message(sender, recipient, 1, blockhash))
+        # The fee depends on the signatures and the compute budget, not on the amount: quote it on a draft.
+        fee = await self.fee_for(wire.transfer_message(sender, recipient, 1, blockhash, price))
         balance = await self.balance(sender)
         if amount is None:
             amount = balance - fee
@@ -150,7 +159,7 @@ class TxStore:
         elif 0 < balance - amount - fee < await self.rent_exempt_minimum():
             # The runtime refuses a payer left with a balance it could not keep rent-free.
             raise BroadcastError(f"{sender} would keep less than the rent-exempt minimum", permanent=False)
-        signed = wire.sign(wire.transfer_message(sender, recipient, amount, blockhash), seed)
+        signed = wire.sign(wire.transfer_message(sender, recipient, amount, blockhash, price), seed)
         db, now = self.gateway.db, self.gateway.now()
         row = {"id": "stx_" + secrets.token_hex(10), "kind": kind, "ref": ref, "sender": sender,
                "recipient": recipient, "coin": coin, "amount": db.amount_param(amount), "fee": db.amount_param(fee),

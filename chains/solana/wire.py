@@ -1,7 +1,9 @@
-"""Solana's wire format for the one transaction the gateway sends: a signed system transfer.
+"""Solana's wire format for the one transaction the gateway sends: a signed system transfer with a priority fee.
 
-Why by hand and not with a client library: a legacy message holding one
-``SystemProgram::Transfer`` is about forty bytes of fixed layout (Solana's
+Why by hand and not with a client library: a legacy message holding two
+Compute Budget instructions (the unit limit and the unit price: the
+priority fee, ``fees.py``) and one ``SystemProgram::Transfer`` is a fixed
+layout of about two hundred bytes (Solana's
 "Transactions" documentation: compact-u16 lengths, a three-byte header,
 account keys, recent blockhash, compiled instructions), and signing it is
 one ed25519 signature with PyNaCl, which the gateway already uses. Writing
@@ -19,7 +21,14 @@ import base58
 from nacl.signing import SigningKey
 
 SYSTEM_PROGRAM = bytes(32)  # 11111111111111111111111111111111
+COMPUTE_BUDGET_PROGRAM = base58.b58decode("ComputeBudget111111111111111111111111111111")
 TRANSFER_INSTRUCTION = 2  # SystemInstruction::Transfer { lamports: u64 }
+SET_COMPUTE_UNIT_LIMIT = 2  # ComputeBudgetInstruction::SetComputeUnitLimit(u32)
+SET_COMPUTE_UNIT_PRICE = 3  # ComputeBudgetInstruction::SetComputeUnitPrice(u64): micro-lamports per unit
+# The units a transfer asks for: the runtime charges price x limit (not x units used), and runs out at the limit.
+# It uses 450 (150 for each instruction, Compute Budget ones included): 1,000 leaves room for a costlier runtime
+# at a price of at most 1,000 x the unit price in micro-lamports (docs/decisions.md).
+TRANSFER_COMPUTE_UNITS = 1_000
 
 
 def shortvec(value: int) -> bytes:
@@ -44,18 +53,30 @@ def pubkey(address: str) -> bytes:
     return raw
 
 
-def transfer_message(payer: str, recipient: str, lamports: int, recent_blockhash: str) -> bytes:
-    """A legacy message: ``payer`` (signer, writable, fee payer) sends ``lamports`` to ``recipient``."""
+def transfer_message(payer: str, recipient: str, lamports: int, recent_blockhash: str, unit_price: int) -> bytes:
+    """A legacy message: ``payer`` (signer, writable, fee payer) sends ``lamports`` to ``recipient``.
+
+    ``unit_price`` is the priority fee in micro-lamports per compute unit, for ``TRANSFER_COMPUTE_UNITS``.
+    """
     if payer == recipient:
         raise ValueError("a transfer to the fee payer itself moves nothing")
     if not 0 < lamports < 2**64:
         raise ValueError(f"lamports out of range: {lamports}")
-    # Header: 1 required signature, 0 read-only signed, 1 read-only unsigned (the System Program).
-    keys = pubkey(payer) + pubkey(recipient) + SYSTEM_PROGRAM
-    data = TRANSFER_INSTRUCTION.to_bytes(4, "little") + lamports.to_bytes(8, "little")
-    instruction = bytes([2]) + shortvec(2) + bytes([0, 1]) + shortvec(len(data)) + data
-    return (bytes([1, 0, 1]) + shortvec(3) + keys + pubkey(recent_blockhash)
-            + shortvec(1) + instruction)
+    if not 0 <= unit_price < 2**64:
+        raise ValueError(f"compute unit price out of range: {unit_price}")
+    # Header: 1 required signature, 0 read-only signed, 2 read-only unsigned (the two programs, in the order
+    # Solana's compiler sorts read-only keys: by their bytes, the System Program's zeros first).
+    keys = pubkey(payer) + pubkey(recipient) + SYSTEM_PROGRAM + COMPUTE_BUDGET_PROGRAM
+    instructions = (
+        _instruction(3, b"", bytes([SET_COMPUTE_UNIT_LIMIT]) + TRANSFER_COMPUTE_UNITS.to_bytes(4, "little"))
+        + _instruction(3, b"", bytes([SET_COMPUTE_UNIT_PRICE]) + unit_price.to_bytes(8, "little"))
+        + _instruction(2, bytes([0, 1]), TRANSFER_INSTRUCTION.to_bytes(4, "little") + lamports.to_bytes(8, "little")))
+    return bytes([1, 0, 2]) + shortvec(4) + keys + pubkey(recent_blockhash) + shortvec(3) + instructions
+
+
+def _instruction(program: int, accounts: bytes, data: bytes) -> bytes:
+    """A compiled instruction: the program's key index, its accounts' key indexes, its data."""
+    return bytes([program]) + shortvec(len(accounts)) + accounts + shortvec(len(data)) + data
 
 
 @dataclass(frozen=True)
@@ -83,5 +104,6 @@ def encode_message(message: bytes) -> str:
 def blockhash_of(raw: str) -> str:
     """The recent blockhash a signed transfer of this module was built on (for expiry checks)."""
     wire = base64.b64decode(raw)
-    offset = 1 + 64 + 3 + 1 + 3 * 32  # one signature, header, three keys
+    keys = wire[1 + 64 + 3]  # one signature, the header; fewer than 128 keys: a one-byte count
+    offset = 1 + 64 + 3 + 1 + keys * 32
     return base58.b58encode(wire[offset:offset + 32]).decode("ascii")

@@ -21,7 +21,8 @@ macaroon only this process holds) advances a claimed payout through every
 stage with the worker's own ``advance`` (the policy first, as for ``sign``)
 and answers ``done`` with the row's ``stage`` and ``status``, or
 ``not_queued`` when nobody holds it or it is final. Sign answers, always 200 with JSON
-once the credential passed: ``signed``,
+once the credential passed: ``signed``, ``fee_above_ceiling`` (the fee now
+is above the ceiling: nothing signed, the payout waits queued),
 ``held`` (the policy's reason), ``not_queued`` (nothing to sign: already
 signed, held or final, or claimed by nobody) and ``error`` (the chain's
 refusal: ``permanent``, ``reason``, ``message``). 401 for a refused
@@ -78,6 +79,8 @@ async def answer_sign(gateway: "Gateway", payout_id: str) -> dict[str, Any]:
         return {"outcome": "error", "permanent": False, "message": f"the signer cannot pay {row['coin']}: {exc}"}
     try:
         stored = await sign_here(gateway, sender, row)
+    except FeeAboveCeiling as exc:  # nothing signed: the worker keeps the payout waiting, no attempt counted
+        return fee_above_ceiling(exc, SIGN)
     except BroadcastError as exc:
         return {"outcome": "error", "permanent": exc.permanent, "reason": exc.reason, "message": str(exc)}
     except Exception as exc:  # noqa: BLE001 - a node outage: the worker retries with backoff
@@ -90,6 +93,11 @@ async def answer_sign(gateway: "Gateway", payout_id: str) -> dict[str, Any]:
     if after is not None and after["stage"] == payouts.POLICY_HELD:
         return {"outcome": "held", "reason": after["policy_hold"]}
     return {"outcome": "not_queued", "stage": after["stage"] if after is not None else None}
+
+
+def fee_above_ceiling(exc: FeeAboveCeiling, step: str) -> dict[str, Any]:
+    """The answer for a step refused for its fee (``remote_signing.raise_fee_wait`` turns it back)."""
+    return {"outcome": "fee_above_ceiling", "step": step, "rate": exc.rate, "ceiling": exc.ceiling, "unit": exc.unit}
 
 
 async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str, Any]:
@@ -106,8 +114,7 @@ async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str
             return {"outcome": "done", "step": step, "detail": waiting}
         closure = await sender.close_dropped(payout_id, stored)
     except FeeAboveCeiling as exc:  # the bump waits for fees under the ceiling: the worker words it for the payout
-        return {"outcome": "fee_above_ceiling", "step": step, "rate": exc.rate, "ceiling": exc.ceiling,
-                "unit": exc.unit}
+        return fee_above_ceiling(exc, step)
     except Exception as exc:  # noqa: BLE001 - the worker asks again at its next poll
         log.warning("payout %s: %s failed: %s: %s", payout_id, step, type(exc).__name__, exc)
         return {"outcome": "error", "step": step, "message": f"{type(exc).__name__}: {exc}"}

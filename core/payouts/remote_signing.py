@@ -99,8 +99,11 @@ async def ask_signer(gateway: "Gateway", payout_id: str, step: str = SIGN) -> di
 
 
 async def sign_remotely(gateway: "Gateway", row: payouts.Row) -> payouts.Row | None:
-    """The payout signed and stored by the signer (the row re-read), or None: held, or no longer ours to send."""
+    """The payout signed and stored by the signer (the row re-read), or None: held, or no longer ours to send.
+
+    Raises ``FeeAboveCeiling`` when the signer found the fee above the ceiling (nothing signed: it waits)."""
     answer = await ask_signer(gateway, row["id"])
+    raise_fee_wait(answer)
     if answer.get("outcome") == "error":
         raise BroadcastError(str(answer.get("message", "")), permanent=bool(answer.get("permanent")),
                              reason=answer.get("reason") or None)
@@ -108,6 +111,13 @@ async def sign_remotely(gateway: "Gateway", row: payouts.Row) -> payouts.Row | N
         "SELECT * FROM payouts WHERE id = :id AND claim_token = :tok AND stage = :signed",
         {"id": row["id"], "tok": row["claim_token"], "signed": payouts.SIGNED})
     return current
+
+
+def raise_fee_wait(answer: dict[str, Any]) -> None:
+    """Raise ``FeeAboveCeiling`` when the signer refused a step for its fee (the payout waits, never fails)."""
+    if answer.get("outcome") == "fee_above_ceiling":
+        raise FeeAboveCeiling(str(answer.get("rate", "?")), str(answer.get("ceiling", "?")),
+                              str(answer.get("unit", "")))
 
 
 def _refusal(answer: dict[str, Any]) -> Exception:
@@ -118,9 +128,7 @@ async def bump_remotely(gateway: "Gateway", row: payouts.Row) -> str | None:
     """``bump_stuck`` in the signer (a child, a replacement, a re-signing at the nonce: new signatures); why it
     waits, if it does. Raises ``FeeAboveCeiling`` when the signer says the bump would be above the ceiling."""
     answer = await ask_signer(gateway, row["id"], BUMP)
-    if answer.get("outcome") == "fee_above_ceiling":
-        raise FeeAboveCeiling(str(answer.get("rate", "?")), str(answer.get("ceiling", "?")),
-                              str(answer.get("unit", "")))
+    raise_fee_wait(answer)
     if answer.get("outcome") != "done":
         raise _refusal(answer)
     detail = answer.get("detail")

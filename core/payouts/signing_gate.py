@@ -113,17 +113,20 @@ async def authorize(gateway: "Gateway", row: Row) -> Row | None:
     return None
 
 
-async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str, extra_fee: int) -> str | None:
+async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str, extra_fee: int,
+                             fee_coin: str | None = None) -> str | None:
     """Judge and count the extra fee of one bump of a broadcast payout; the cap it would pass, or None to sign it.
 
     Called by a chain's ``bump_stuck`` before it signs (in whichever process
-    holds the keys). Under the coin's signing lock, like ``authorize``: the
-    hour and day windows (other payouts and earlier bumps, and this payout's
-    own amount when it was authorized inside them) plus ``extra_fee`` against
-    the caps; a bump that passes is recorded under ``reference`` in the same
-    transaction, so the next decision counts it. Asking again with the same
-    ``reference`` answers None without counting it twice. A refused bump is
-    not signed: the payout waits in the mempool as it is.
+    holds the keys). ``extra_fee`` is in ``fee_coin``, the coin the chain
+    pays fees in (a token payout pays gas in the chain's native coin), by
+    default the payout's. Under that coin's signing lock, like ``authorize``: its hour and day
+    windows (other payouts and earlier bumps, and this payout's own amount
+    when it is in that coin and was authorized inside them) plus
+    ``extra_fee`` against its caps; a bump that passes is recorded under
+    ``reference`` in the same transaction, so the next decision counts it.
+    Asking again with the same ``reference`` answers None without counting
+    it twice. A refused bump is not signed: the payout waits as it is.
     """
     if extra_fee < 0:
         raise ValueError(f"a bump's extra fee cannot be negative: {extra_fee}")
@@ -133,20 +136,21 @@ async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str,
         row = await db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
         if row is None:
             return "unknown payout"
-        await _lock_coin(db, row["coin"])
+        coin = fee_coin or row["coin"]
+        await _lock_coin(db, coin)
         if await db.fetch_val("SELECT 1 FROM payout_fee_bumps WHERE reference = :r", {"r": reference}):
             return None
-        if needs_window_counts(policy, row["coin"]):
-            hour, day, merchant_day = await _window_sums(gateway, row, include_self=True)
-            reason = judge_fee_bump(policy, row["coin"], extra_fee, hour, day, merchant_day)
+        if needs_window_counts(policy, coin):
+            hour, day, merchant_day = await _window_sums(gateway, row, coin=coin, include_self=coin == row["coin"])
+            reason = judge_fee_bump(policy, coin, extra_fee, hour, day, merchant_day)
             if reason is not None:
-                log.error("payout %s (%s): a bump paying %d more would pass the signer's cap (%s); not bumped",
-                          payout_id, row["coin"], extra_fee, reason)
+                log.error("payout %s (%s): a bump paying %d %s more would pass the signer's cap (%s); not bumped",
+                          payout_id, row["coin"], extra_fee, coin, reason)
                 return reason
         await db.execute(
             "INSERT INTO payout_fee_bumps (reference, payout_id, merchant_id, coin, fee, authorized_at)"
             " VALUES (:r, :p, :m, :c, :f, :t)",
-            {"r": reference, "p": payout_id, "m": row["merchant_id"], "c": row["coin"],
+            {"r": reference, "p": payout_id, "m": row["merchant_id"], "c": coin,
              "f": db.amount_param(extra_fee), "t": gateway.now()})
     return None
 
@@ -221,8 +225,10 @@ def _reserved(merchant_id: str | None, postings: list[tuple[str, str, int]]) -> 
     return merchant_id, in_coin, chain, in_amount
 
 
-async def _window_sums(gateway: "Gateway", row: Row, include_self: bool = False) -> tuple[int, int, int]:
-    """Other payouts of the coin authorized in the last hour and day (all merchants), and this merchant's day.
+async def _window_sums(gateway: "Gateway", row: Row, *, coin: str | None = None,
+                       include_self: bool = False) -> tuple[int, int, int]:
+    """Other payouts of ``coin`` (default the payout's) authorized in the last hour and day (all merchants), and
+    this merchant's day.
 
     Summed in Python (SQLite stores amounts as text). A payout that failed before anything was signed
     (no ``tx_hash``) no longer counts; one that was signed counts even if it failed later (a
@@ -236,7 +242,7 @@ async def _window_sums(gateway: "Gateway", row: Row, include_self: bool = False)
         " AND (id <> :id OR :self = 1) AND NOT (status = 'Failed' AND tx_hash IS NULL)"
         " UNION ALL SELECT merchant_id, fee AS amount, authorized_at FROM payout_fee_bumps"
         " WHERE coin = :c AND authorized_at > :since",
-        {"c": row["coin"], "since": now - DAY_SECONDS, "id": row["id"], "self": 1 if include_self else 0})
+        {"c": coin or row["coin"], "since": now - DAY_SECONDS, "id": row["id"], "self": 1 if include_self else 0})
     hour = day = merchant_day = 0
     for other in rows:
         units = db.to_int(other["amount"])
