@@ -182,44 +182,43 @@ async def fold_all(db: Database, *, batch: int, max_batches: int) -> int:
     return await in_batches(lambda n: fold(db, n), batch, max_batches)
 
 
-async def _lists(db: Database, only: str | None = None) -> list[tuple[str, str, list[str]]]:
+async def _lists(db: Database) -> list[tuple[str, str, list[str]]]:
     rows = await db.fetch_all("SELECT list, source, keys FROM counted_lists ORDER BY list")
     lists = [(row["list"], row["source"], [k for k in row["keys"].split(",") if k]) for row in rows]
     for name, source, keys in lists:
         _checked(name, source, *keys)
-    return [entry for entry in lists if only in (None, entry[0])]
+    return lists
 
 
 
 
-async def mismatches(db: Database, only: str | None = None) -> list[dict[str, Any]]:
+async def mismatches(db: Database) -> list[dict[str, Any]]:
     """Every (list, merchant, keys) whose kept count differs from ``COUNT(*)`` of its source, with the
     difference (kept minus actual) and the keys by name; empty when all agree. One statement: one
     snapshot, so rows written meanwhile cannot show as a false mismatch. Reads every row: an operator's
     check, not a job's."""
-    lists = await _lists(db, only)
+    lists = await _lists(db)
     if not lists:
         return []
     actual = " UNION ALL ".join(_counted(*entry, sign="-") for entry in lists)
-    chosen = "" if only is None else " WHERE list = :only"
     rows = await db.fetch_all(
         f"SELECT {_KEY}, SUM(n) AS difference FROM ("
-        f" SELECT {_KEY}, n FROM kept_counts{chosen}"
-        f" UNION ALL SELECT {_KEY}, delta FROM kept_count_deltas{chosen}"
+        f" SELECT {_KEY}, n FROM kept_counts"
+        f" UNION ALL SELECT {_KEY}, delta FROM kept_count_deltas"
         f" UNION ALL {actual}"
-        f") AS kept GROUP BY {_KEY} HAVING SUM(n) <> 0 ORDER BY {_KEY}", {} if only is None else {"only": only})
+        f") AS kept GROUP BY {_KEY} HAVING SUM(n) <> 0 ORDER BY {_KEY}")
     keys = {name: names for name, _, names in lists}
     return [{"list": row["list"], "merchant_id": row["merchant_id"],
              **{key: row[slot] for slot, key in zip(SLOTS, keys[row["list"]])},
              "difference": int(row["difference"])} for row in rows]
 
 
-async def rebuild(db: Database, only: str | None = None) -> None:
-    """Recount every list (or ``only`` that one) from its source. On PostgreSQL the sources' writers wait
+async def rebuild(db: Database) -> None:
+    """Recount every list from its source. On PostgreSQL the sources' writers wait
     meanwhile (``SHARE`` lock), so no change falls between the recount and the deletes; SQLite's single
     writer holds its lock anyway."""
     async with db.transaction():
-        for name, source, keys in await _lists(db, only):
+        for name, source, keys in await _lists(db):
             if db.is_postgres:
                 await db.execute(f"LOCK TABLE {source} IN SHARE MODE")
             await db.execute("DELETE FROM kept_count_deltas WHERE list = :l", {"l": name})
