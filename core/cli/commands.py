@@ -235,7 +235,8 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     payments = sub.add_parser("payments", help="payment tools")
     payments_sub = payments.add_subparsers(dest="payments_command", required=True)
     payments_sub.add_parser("recount", help="rebuild the kept list counts (payments, deposits, webhook log,"
-                            " activity) from their tables (their writers wait meanwhile)").set_defaults(func=cmd_payments_recount)
+                            " activity) from their tables (their writers wait meanwhile)"
+                            ).set_defaults(func=cmd_payments_recount)
 
     config = sub.add_parser("config", help="configuration tools")
     config_sub = config.add_subparsers(dest="config_command", required=True)

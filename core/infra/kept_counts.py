@@ -52,14 +52,16 @@ class KeptList:
     keys: tuple[str, ...] = ()
 
     def where(self, merchant_id: str, filters: dict[str, str | None]) -> tuple[str, dict[str, Any]]:
+        """The WHERE clause over ``kept_counts`` (and the deltas) for the merchant and the filters given."""
         unknown = set(filters) - set(self.keys)
         if unknown:
             raise ValueError(f"{self.name} counts are kept by {list(self.keys)}, not {sorted(unknown)}")
         clauses, values = ["list = :list", "merchant_id = :m"], {"list": self.name, "m": merchant_id}
         for slot, key in zip(SLOTS, self.keys):
-            if filters.get(key) is not None:
+            value = filters.get(key)
+            if value is not None:
                 clauses.append(f"{slot} = :{slot}")
-                values[slot] = filters[key]
+                values[slot] = value
         return " AND ".join(clauses), values
 
     async def total(self, db: Database, merchant_id: str, **filters: str | None) -> int:
