@@ -274,13 +274,13 @@ async def test_doctor_fails_on_drifted_payment_counts_and_payments_recount_repai
     totals would be wrong, so doctor says so and names the repair."""
     merchant_id = (await sign_up(gateway, "counts@example.com", "ops-passw0rd-long")).merchant_id
     await gateway.db.execute(
-        "INSERT INTO payment_counts (merchant_id, status, type, currency, n) VALUES (:m, 'Paid', 'invoice', 'BTC', 3)",
+        "INSERT INTO kept_counts (list, merchant_id, k1, k2, k3, n) VALUES ('payments', :m, 'Paid', 'invoice', 'BTC', 3)",
         {"m": merchant_id})
     assert await orbchain(config_path, "doctor") == 1
     out = capsys.readouterr().out
-    assert "FAIL payment counts: 1 (merchant, status, type, currency)" in out and "by +3" in out
+    assert "FAIL list counts: 1 counted key(s)" in out and "payments of" in out and "Paid invoice BTC by +3" in out
     assert "orbchain payments recount" in out
     assert await orbchain(config_path, "payments", "recount") == 0
     assert "1 key(s) differed" in capsys.readouterr().out
     assert await orbchain(config_path, "doctor") == 0
-    assert "OK   payment counts: equal to COUNT(*) of payments" in capsys.readouterr().out
+    assert "OK   list counts: equal to COUNT(*) of every counted list" in capsys.readouterr().out

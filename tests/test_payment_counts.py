@@ -39,7 +39,7 @@ async def actual(db, merchant_id, **filters) -> int:
 
 
 async def deltas(db) -> int:
-    return int(await db.fetch_val("SELECT COUNT(*) FROM payment_count_deltas"))
+    return int(await db.fetch_val("SELECT COUNT(*) FROM kept_count_deltas WHERE list = 'payments'"))
 
 
 async def test_totals_stay_exact_through_creates_cancel_expiry_and_pruning(make_config, make_client):
@@ -149,10 +149,11 @@ async def test_doctor_reports_counts_that_drifted_and_rebuild_repairs_them(make_
     await counts.fold_all(db)
     assert (await payment_counts_finding(shop.gateway)).level == "OK"
     # As rows loaded with the triggers off would leave it (the history bench, pg_restore --disable-triggers).
-    await db.execute("UPDATE payment_counts SET n = n + 2 WHERE merchant_id = :m", {"m": merchant_id})
+    await db.execute("UPDATE kept_counts SET n = n + 2 WHERE list = 'payments' AND merchant_id = :m",
+                     {"m": merchant_id})
     assert [(m["status"], m["difference"]) for m in await counts.mismatches(db)] == [("Waiting", 2)]
     finding = await payment_counts_finding(shop.gateway)
-    assert finding.level == "FAIL" and "1 (merchant, status, type, currency)" in finding.detail
+    assert finding.level == "FAIL" and "1 counted key(s)" in finding.detail
     await counts.rebuild(db)
     assert await counts.mismatches(db) == [] and await counts.total(db, merchant_id) == 1
     assert (await payment_counts_finding(shop.gateway)).level == "OK"

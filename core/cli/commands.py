@@ -89,15 +89,16 @@ def cmd_ledger_check(args: argparse.Namespace) -> int:
 
 
 def cmd_payments_recount(args: argparse.Namespace) -> int:
-    """Recount the lists' payment totals from ``payments`` (after rows were loaded with triggers off)."""
-    from ..payments.counts import mismatches, rebuild
+    """Recount every kept list's totals (payments, deposits, webhook log, a plugin's) from their tables, after
+    rows were loaded with triggers off."""
+    from ..infra.kept_counts import mismatches, rebuild
 
     gateway = build_gateway(config_from_args(args))
 
     async def work(gw: Gateway) -> int:
         wrong = len(await mismatches(gw.db))
         await rebuild(gw.db)
-        print(f"payment counts rebuilt from payments ({wrong} key(s) differed)")
+        print(f"list counts rebuilt from their tables ({wrong} key(s) differed)")
         return 0
 
     return asyncio.run(with_db(gateway, work))
@@ -233,8 +234,9 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
 
     payments = sub.add_parser("payments", help="payment tools")
     payments_sub = payments.add_subparsers(dest="payments_command", required=True)
-    payments_sub.add_parser("recount", help="rebuild the lists' payment counts from the payments table (writers"
-                            " of payments wait meanwhile)").set_defaults(func=cmd_payments_recount)
+    payments_sub.add_parser("recount", help="rebuild the kept list counts (payments, deposits, webhook log,"
+                            " activity) from their tables (their writers wait meanwhile)"
+                            ).set_defaults(func=cmd_payments_recount)
 
     config = sub.add_parser("config", help="configuration tools")
     config_sub = config.add_subparsers(dest="config_command", required=True)

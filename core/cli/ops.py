@@ -267,18 +267,20 @@ async def restore_finding(gateway: "Gateway") -> Finding:
 
 
 async def payment_counts_finding(gateway: "Gateway") -> Finding:
-    """The payment counts the lists' totals read (m0048) against ``COUNT(*)``: FAIL with the repair when they
-    differ (rows written with the triggers off). Reads every payment once: a check for the operator."""
-    from ..payments.counts import mismatches
+    """The counts every kept list's total reads (payments, deposits, webhook log, the activity log; m0056)
+    against ``COUNT(*)`` of their tables: FAIL with the repair when they differ (rows written with the
+    triggers off). Reads every row of those tables once: a check for the operator."""
+    from ..infra.kept_counts import mismatches
 
     wrong = await mismatches(gateway.db)
     if not wrong:
-        return Finding("OK", "payment counts", "equal to COUNT(*) of payments")
+        return Finding("OK", "list counts", "equal to COUNT(*) of every counted list")
     first = wrong[0]
-    return Finding("FAIL", "payment counts",
-                   f"{len(wrong)} (merchant, status, type, currency) differ from COUNT(*), e.g. {first['merchant_id']}"
-                   f" {first['status']} {first['type']} {first['currency']} by {first['difference']:+d}; rows were"
-                   " written with triggers off: recount with `orbchain payments recount` while nothing writes")
+    keys = " ".join(str(value) for name, value in first.items() if name not in ("list", "merchant_id", "difference"))
+    return Finding("FAIL", "list counts",
+                   f"{len(wrong)} counted key(s) differ from COUNT(*), e.g. {first['list']} of {first['merchant_id']}"
+                   f" {keys} by {first['difference']:+d}; rows were written with triggers off: recount with"
+                   " `orbchain payments recount` while nothing writes")
 
 
 async def custody_finding(gateway: "Gateway") -> Finding:

@@ -27,12 +27,14 @@ from .attempts import (  # noqa: F401 - re-exported: callers and tests name them
 )
 from .delivery_run import run_claims, run_due
 from .outbox import DELIVERED, FAILED, PENDING, SKIPPED_NO_SECRET, SKIPPED_NO_URL
+from ..infra import kept_counts
 from ..infra.db_dialect import in_list
 from ..infra.netguard import outbound_session
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 
+WEBHOOK_LOG = kept_counts.KeptList("webhook_log")  # m0056: per merchant, the log has no filter
 BATCH_SIZE = CLAIM_BATCH  # a delivery run's claims (tests make it small to interleave workers)
 
 
@@ -114,15 +116,17 @@ def describe_schedule(max_attempts: int) -> Mapping[int, int]:
 
 
 async def delivery_log(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> tuple[list[dict], int]:
-    """One merchant's delivery attempts, newest first (SPEC 2.16), and their total count."""
+    """One merchant's delivery attempts, newest first (SPEC 2.16), and their total count: kept by the database
+    (core/infra/kept_counts.py, m0056), a few rows however long the log."""
     db = gateway.db
-    total = await db.fetch_val(
-        "SELECT COUNT(*) FROM webhook_deliveries WHERE merchant_id = :m", {"m": merchant_id})
+    total = await WEBHOOK_LOG.total(db, merchant_id)
+    # The page first, then its events' types: joined before the LIMIT, a deep page made PostgreSQL hash-join
+    # every webhook event (tests/test_query_plans.py), as the deposits list did with payments.
     rows = await db.fetch_all(
         "SELECT d.id, d.event_id, e.event_type, d.url, d.status_code, d.success, d.attempt, d.error,"
         " d.payload_preview, d.response_preview, d.created_at"
-        " FROM webhook_deliveries d JOIN webhook_events e ON e.event_id = d.event_id"
-        " WHERE d.merchant_id = :m ORDER BY d.id DESC LIMIT :limit OFFSET :offset",
+        " FROM (SELECT * FROM webhook_deliveries WHERE merchant_id = :m ORDER BY id DESC LIMIT :limit OFFSET :offset)"
+        " d JOIN webhook_events e ON e.event_id = d.event_id ORDER BY d.id DESC",
         {"m": merchant_id, "limit": limit, "offset": offset},
     )
     return [

@@ -50,6 +50,7 @@ from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
 from ..types.statuses import EXPIRED, PAYING, WAITING
+from ..infra import kept_counts
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
 from ..contract.gateway import PluginGateway as Gateway
@@ -63,6 +64,8 @@ __all__ = ["PENDING", "CONFIRMED", "CREDITED", "FAILED", "DEPOSIT_STATUSES", "ex
 
 # Credited deposits keep their confirmation count (and reorg protection) this deep.
 REORG_WATCH_BLOCKS = 100
+# m0056: the list's total by coin and status; its other filters (address, user, since) COUNT(*).
+DEPOSITS = kept_counts.KeptList("deposits", ("coin", "status"))
 
 
 def new_deposit_id() -> str:
@@ -607,7 +610,10 @@ async def list_deposits(
         values["since"] = since
     where = " AND ".join(clauses)
     direction = "ASC" if sort_order == "asc" else "DESC"
-    total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM deposits d WHERE {where}", values)
+    if address is None and user_id is None and since is None:
+        total = await DEPOSITS.total(gateway.db, merchant_id, coin=coin, status=status)
+    else:  # not counted by the database: COUNT(*) through the address, user or date index
+        total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM deposits d WHERE {where}", values)
     # The page first, then its payments' order ids: joined before the LIMIT, a deep page made PostgreSQL
     # hash-join the whole payments table (tests/test_query_plans.py).
     order = f"d.created_at {direction}, d.id {direction}"

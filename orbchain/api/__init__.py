@@ -94,6 +94,9 @@ from ..core.types.errors import (
 # Schema migrations (register_migrations), and running them from a plugin's own CLI command.
 from ..core.infra.migrate import Migration, append_only, migrate
 
+# A list's exact total kept by the database (a migration's triggers), read in a few rows however long the list.
+from ..core.infra.kept_counts import KeptList
+
 # Money: exact decimal parsing and base units (amounts are ints, never floats).
 from ..core.money.amounts import AmountError, fiat_decimals, fiat_text, format_units, parse_decimal, to_base_units
 
@@ -262,7 +265,7 @@ __all__ = [
     "NotConfigured", "NotFound", "PayloadTooLarge", "RateLimited", "ServiceUnavailable", "Unauthorized",
     "ValidationError",
     # migrations
-    "Migration", "append_only", "migrate",
+    "Migration", "append_only", "migrate", "KeptList",
     # money
     "AmountError", "fiat_decimals", "fiat_text", "format_units", "parse_decimal", "to_base_units",
     # database
