@@ -17,7 +17,7 @@ import asyncpg
 import pytest
 
 from orbchain.cli import main
-from orbchain.core.custody.signer_role import grant_signer_role, unrestricted_warning
+from orbchain.core.custody.signer_role import RoleRefused, grant_signer_role, unrestricted_warning
 from orbchain.core.infra.db import Database
 from orbchain.web.keys import GATEWAY
 
@@ -103,6 +103,17 @@ async def test_the_signer_role_is_granted_idempotently_and_cannot_rewrite_a_payo
         await conn.close()
     after = await payout_row(gw, track_id)
     assert (after["amount"], after["destination"]) == (before["amount"], before["destination"])
+
+    # A member of another role is refused (SET ROLE would bring that role's privileges back), nothing changed.
+    member = f"{signer_role}_m"
+    await as_owner(db_url, f'CREATE ROLE "{member}"')
+    try:
+        await as_owner(db_url, f'GRANT "{signer_role}" TO "{member}"')
+        with pytest.raises(RoleRefused, match=f"member of {signer_role}"):
+            await grant_signer_role(gw.db, member)
+        assert await as_owner(db_url, PRIVILEGES, member, schema) == []
+    finally:
+        await as_owner(db_url, f'DROP ROLE "{member}"')
 
     # The signer's start warns when its role could rewrite what it judges: the owner, not this role.
     assert "can rewrite a payout's amount" in (await unrestricted_warning(gw.db) or "")

@@ -113,11 +113,18 @@ async def grant_signer_role(db: "Database", role: str, *, sweeps: bool = False) 
     found = await db.fetch_one("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :r", {"r": role})
     if found is not None and (found["rolsuper"] or found["rolbypassrls"]):
         raise RoleRefused(f"role {role} is a superuser (or bypasses row security): no grant can restrict it")
-    owner = await db.fetch_val("SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = :s",
-                               {"s": schema})
-    if role in (owner, await db.fetch_val("SELECT current_user")):
-        raise RoleRefused(f"role {role} owns schema {schema} (or runs this command): an owner is not restricted"
-                          " by grants; name a role of the signer's own")
+    owners = {r["name"] for r in await db.fetch_all(
+        "SELECT pg_get_userbyid(nspowner) AS name FROM pg_namespace WHERE nspname = :s"
+        " UNION SELECT tableowner FROM pg_tables WHERE schemaname = :s UNION SELECT current_user", {"s": schema})}
+    if role in owners:
+        raise RoleRefused(f"role {role} owns schema {schema} or its tables (or runs this command): an owner is not"
+                          " restricted by grants; name a role of the signer's own")
+    member_of = [r["name"] for r in await db.fetch_all(
+        "SELECT pg_get_userbyid(m.roleid) AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member"
+        " WHERE r.rolname = :r ORDER BY 1", {"r": role})]
+    if member_of:
+        raise RoleRefused(f"role {role} is a member of {', '.join(member_of)}: it could act with their privileges"
+                          " (SET ROLE); revoke the membership or name a role of the signer's own")
     tables = [r["tablename"] for r in await db.fetch_all(
         "SELECT tablename FROM pg_tables WHERE schemaname = :s ORDER BY tablename", {"s": schema})]
     sequences = {r["name"] for r in await db.fetch_all(
