@@ -50,7 +50,7 @@ async def remote(anvil, tmp_path, db_url, make_client, make_config):  # noqa: F8
     block = {"rpc_url": anvil.url, "chain_id": CHAIN_ID, "start_height": 0, "sweep_seconds": 1,
              "contracts": {"USDT_ERC20": shop.token}}
     signer = await start_signer(tmp_path, db_url, socket, key_file, {"evm.ethereum": block},
-                                blocked=("lightning", "devnet"), extra=SIGNER_POLICY)
+                                blocked=("lightning", "devnet"), extra=SIGNER_POLICY, sweeps=True)  # it sweeps
     try:
         yield shop, signer
     finally:

@@ -19,12 +19,15 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Awaitable, Callable
+from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 import pytest
 
 from orbchain.core.addresses.store import export_account_xpubs
 from orbchain.core.contract.plugins import get_plugin_manager
+from orbchain.core.custody.signer_role import grant_signer_role
+from orbchain.core.infra.db import Database
 from orbchain.core.keys import SeedKeyStore
 from orbchain.core.keys.seed_file import PASSPHRASE_VARIABLE, encrypt_seed
 from orbchain.core.keys.signer_channel import new_channel_key, signed_headers
@@ -99,19 +102,59 @@ def signer_config(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[
     return config
 
 
+def as_role(db_url: str, role: str) -> str:
+    """The test database's URL with ``role`` as its user (trust authentication on the test server)."""
+    parts = urlsplit(db_url)
+    return urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rpartition('@')[2]}"))
+
+
+def run_role(db_url: str) -> str:
+    """The signer tests' own role: the run's (its database's name), dropped with its database."""
+    return f"{urlsplit(db_url).path.lstrip('/')}_signer"
+
+
+async def least_role_env(db_url: str, sweeps: bool) -> dict[str, str]:
+    """On PostgreSQL the signer connects as its own role (``orbchain custody signer-role``, with ``--sweeps`` when
+    the test's signer sweeps): every signer test proves the grant is enough for what it signs."""
+    if not db_url.startswith("postgresql"):
+        return {}
+    owner = Database(db_url)
+    await owner.connect()
+    try:
+        await grant_signer_role(owner, run_role(db_url), sweeps=sweeps)
+    finally:
+        await owner.disconnect()
+    return {"ORBCHAIN_SIGNER__DATABASE_URL": as_role(db_url, run_role(db_url))}
+
+
+async def connected_roles(db_url: str) -> set[str]:
+    owner = Database(db_url)
+    await owner.connect()
+    try:
+        return {r["usename"] for r in await owner.fetch_all("SELECT DISTINCT usename FROM pg_stat_activity"
+                                                            " WHERE usename IS NOT NULL")}
+    finally:
+        await owner.disconnect()
+
+
 async def start_signer(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
                        blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"',
-                       env: dict[str, str] | None = None, extra: str = "") -> Signer:
-    """``orbchain signer`` on the test's database, listening on ``socket`` once this returns."""
+                       env: dict[str, str] | None = None, extra: str = "", sweeps: bool = False) -> Signer:
+    """``orbchain signer`` on the test's database (as its own role on PostgreSQL), listening on ``socket`` once
+    this returns."""
     forget(socket)  # a stopped signer's socket file: wait for the new one
     config = signer_config(tmp_path, db_url, socket, key_file, plugins, blocked, seed, extra)
+    role_env = await least_role_env(db_url, sweeps)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orbchain", "--config", str(config), "signer",
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env={**os.environ, **(env or {})})
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        env={**os.environ, **role_env, **(env or {})})
     while not is_there(socket):  # listening; the subprocess's own exit ends the wait
         if process.returncode is not None:
             pytest.fail(f"the signer exited: {(await process.stdout.read()).decode()}")  # type: ignore[union-attr]
         await asyncio.sleep(0.05)
+    if role_env:
+        assert run_role(db_url) in await connected_roles(db_url)  # its pool is open, as the role
     return Signer(process, socket, bytes.fromhex(read_key(key_file)))
 
 
@@ -119,6 +162,8 @@ async def stop_signer(signer: Signer) -> None:
     if signer.process.returncode is None:
         signer.process.send_signal(signal.SIGTERM)
         await asyncio.wait_for(signer.process.wait(), 30)
+        said = (await signer.process.stdout.read()).decode()  # type: ignore[union-attr]
+        assert "permission denied" not in said, said[-3000:]  # its role lacks a grant for what it did
 
 
 def channel(tmp_path) -> tuple[Path, Path, Path]:

@@ -73,7 +73,8 @@ async def seedless(solana_node, tmp_path, db_url, make_client, make_config):
 
     async def start():
         started.append(await start_signer(tmp_path, db_url, socket, key_file, {"solana": settings},
-                                          blocked=("lightning", "devnet"), extra=SIGNER_POLICY))
+                                          blocked=("lightning", "devnet"), extra=SIGNER_POLICY,
+                                          sweeps=True))  # it sweeps
 
     try:
         yield chain_shop, start

@@ -28,6 +28,7 @@ from .ops import add_ops_commands, cmd_config_check
 from .chain_notify import add_chain_command
 from .secrets_init import add_secrets_command
 from .signer_command import add_signer_command
+from .signer_role import add_signer_role_command
 from .restore import add_restore_command
 from .plugin_scaffold import add_plugin_command
 from ..types.registry import StartupError
@@ -265,6 +266,7 @@ def build_parser(commands: Sequence[AddCommand] = ()) -> argparse.ArgumentParser
     custody_sub = custody.add_subparsers(dest="custody_command", required=True)
     custody_sub.add_parser("check", help="compare what the nodes hold with what the ledger owes, per coin"
                            ).set_defaults(func=cmd_custody_check)
+    add_signer_role_command(custody_sub)  # `custody signer-role`, the signer's own PostgreSQL role
     add_ops_commands(sub, payouts_sub)
     add_plugin_command(sub)  # plugin authoring: `plugin new`
     add_chain_command(sub)  # `chain notify`, for a node's -blocknotify

@@ -248,8 +248,15 @@ def signer_finding(gateway: "Gateway", holds_seed: bool) -> Finding:
         return Finding("WARN", "signer", "this host is also the signer ([signer] in_process = true): the seed is"
                                          " in the process that faces the internet")
     if signer.key_file:
-        return Finding("OK", "signer", "a signer's config: `orbchain signer` signs with it; `serve` and `payouts"
-                                       " work` refuse it (they take [signer] url)")
+        said = ("a signer's config: `orbchain signer` signs with it; `serve` and `payouts work` refuse it (they take"
+                " [signer] url)")
+        if signer.database_url:
+            return Finding("OK", "signer", f"{said}; it connects as its own database role ([signer] database_url)")
+        if gateway.config.database_url.startswith("postgresql"):
+            return Finding("WARN", "signer", f"{said}; it connects with [database] url's role, which can rewrite"
+                                             " any payout and the ledger: give it its own (`orbchain custody"
+                                             " signer-role`, then [signer] database_url)")
+        return Finding("OK", "signer", said)
     return Finding("FAIL", "signer", "this config holds the seed but names no signer: set [signer] url (a signer"
                                      " on its own host) or [signer] in_process = true")
 

@@ -262,6 +262,8 @@ class SignerConfig:
     this process, which production must confirm with ``in_process = true``. ``listen`` (the signer): where it
     answers, default ``unix://<data_dir>/signer.sock``. ``key_file``: the channel key both sides hold
     (``orbchain secrets signer-key``); a request older or newer than ``max_skew_seconds`` is refused.
+    ``database_url`` (the signer, PostgreSQL): its own least-privilege role's DSN (``orbchain custody
+    signer-role``), used by ``orbchain signer`` instead of ``[database]``'s URLs.
     """
 
     url: str = ""
@@ -269,6 +271,7 @@ class SignerConfig:
     key_file: str = ""
     listen: str = ""
     max_skew_seconds: int = 30
+    database_url: str = ""
 
 
 @dataclass(frozen=True)
@@ -528,6 +531,9 @@ def _check_signer_keys(signer: SignerConfig) -> None:
         raise ConfigError("config keys 'signer.url' and 'signer.in_process' exclude each other: sign here or there")
     if not 1 <= signer.max_skew_seconds <= 300:
         raise ConfigError("config key 'signer.max_skew_seconds' must be between 1 and 300")
+    if signer.database_url and not signer.database_url.startswith("postgresql"):
+        raise ConfigError("config key 'signer.database_url' must be a postgresql:// URL (the signer's own role);"
+                          " on SQLite the signer runs inside serve")
 
 
 _SIGNING_AMOUNT = re.compile(r"^[A-Za-z0-9_.-]+=\d+(\.\d+)?$")

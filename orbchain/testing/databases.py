@@ -99,6 +99,7 @@ def pg_run_database() -> Any:
         yield _with_database(dsn, name)
     finally:
         asyncio.run(_admin(dsn, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(_admin(dsn, f'DROP ROLE IF EXISTS "{name}_signer"'))  # the signer tests' own role
 
 
 @pytest_asyncio.fixture

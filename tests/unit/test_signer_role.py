@@ -7,6 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from orbchain.cli import main
 from orbchain.core.cli.ops import static_findings
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.keys.secrets import check_signing_role, load_secrets
@@ -49,6 +50,7 @@ def test_a_serve_given_a_signer_url_and_a_seed_refuses_to_start(tmp_path):
     ({"listen": "/run/signer.sock"}, "signer.listen"),
     ({"url": "unix:///s.sock", "in_process": True}, "exclude each other"),
     ({"max_skew_seconds": 0}, "max_skew_seconds"),
+    ({"database_url": "sqlite+aiosqlite:///x.db"}, "signer.database_url"),
 ])
 def test_signer_keys_are_checked(signer, message):
     with pytest.raises(ConfigError, match=message):
@@ -130,3 +132,21 @@ def test_a_production_web_process_beside_a_signer_refuses_the_paying_macaroon(tm
     assert {f.check: f for f in static_findings(build_gateway(said))}["signer"].level == "WARN"
     # Development: nothing changes.
     build_gateway(beside.with_overrides(server={"environment": "development"}))
+@pytest.mark.parametrize("database_url, status, words", [
+    ("", "WARN", "orbchain custody signer-role"),
+    ("postgresql://orbchain_signer@db.internal/orbchain", "OK", "its own database role"),
+])
+def test_config_check_wants_a_postgresql_signer_on_its_own_role(tmp_path, database_url, status, words):
+    config = production(tmp_path, key_file="/etc/orbchain/credentials/signer_key", database_url=database_url
+                        ).with_overrides(database={"url": "postgresql://orbchain@db.internal/orbchain"})
+    finding = {f.check: f for f in static_findings(build_gateway(config))}["signer"]
+    assert (finding.level, words in finding.detail) == (status, True), finding.detail
+
+
+def test_the_signer_role_command_refuses_sqlite_and_changes_nothing(tmp_path, capsys, monkeypatch):
+    for name in ("ORBCHAIN_CONFIG", "ORBCHAIN_DATABASE_URL", "ORBCHAIN_DATA_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "orbchain.toml"
+    config.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\n')
+    assert main(["--config", str(config), "custody", "signer-role", "orbchain_signer"]) == 2
+    assert "SQLite" in capsys.readouterr().err and not (tmp_path / "var").exists()
