@@ -54,6 +54,7 @@ PAYOUT_SIGNING_WRITES: dict[str, tuple[str, ...]] = {
     "security_events": ("INSERT",),  # ... and to the activity log
     "job_ticks": ("INSERT", "UPDATE"),  # the signing jobs' scheduler
     "counters": ("INSERT", "UPDATE (value)"),  # change addresses, Solana's pool: indexes never handed out twice
+    "kept_count_deltas": ("INSERT",),  # the list-count triggers of what it inserts (security_events, deposits)
     "bitcoin_change_outputs": _BOOKKEEPING, "bitcoin_wallet_spends": _BOOKKEEPING,
     "bitcoin_payout_txs": _BOOKKEEPING, "bitcoin_payout_versions": _BOOKKEEPING,
     "bitcoin_payout_bumps": ("INSERT", "UPDATE"), "bitcoin_payout_conflicts": ("INSERT", "UPDATE"),
