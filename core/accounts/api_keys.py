@@ -187,6 +187,17 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
     return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
 
 
+async def _live_key_for(gateway: Gateway, merchant_id: str, key_id: str, issuer: KeyIssuer, verb: str) -> Row:
+    """The live scoped key ``issuer`` may ``verb`` (holding its every scope), locked with the account's keys;
+    call inside the transaction that changes it."""
+    await lock_account_keys(gateway, merchant_id)
+    row = await _own_key(gateway.db, merchant_id, key_id)
+    if row["revoked_at"] is not None:
+        raise InvalidRequest("API key is revoked")
+    check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), verb)
+    return row
+
+
 async def change_key_brand(gateway: Gateway, merchant_id: str, key_id: str, brand_id: str | None, *,
                            issuer: KeyIssuer) -> dict[str, Any]:
     """Tag the key's payments from now on with ``brand_id`` (a live brand of this account), or none (None).
@@ -198,11 +209,7 @@ async def change_key_brand(gateway: Gateway, merchant_id: str, key_id: str, bran
         await check_key_brand(gateway, merchant_id, brand_id)
     db = gateway.db
     async with db.transaction():
-        await lock_account_keys(gateway, merchant_id)
-        row = await _own_key(db, merchant_id, key_id)
-        if row["revoked_at"] is not None:
-            raise InvalidRequest("API key is revoked")
-        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), "change")
+        row = await _live_key_for(gateway, merchant_id, key_id, issuer, "change")
         await db.execute("UPDATE api_keys SET brand_id = :b WHERE id = :id", {"b": brand_id, "id": key_id})
     await changed(gateway)
     log.info("merchant %s set the brand of API key %s to %s", merchant_id, key_id, brand_id)
@@ -223,11 +230,7 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str, *,
     issued = auth.generate_api_key("scoped")
     valid_until = now + auth.ROTATION_GRACE_SECONDS
     async with db.transaction():
-        await lock_account_keys(gateway, merchant_id)
-        row = await _own_key(db, merchant_id, key_id)
-        if row["revoked_at"] is not None:
-            raise InvalidRequest("API key is revoked")
-        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), "rotate")
+        row = await _live_key_for(gateway, merchant_id, key_id, issuer, "rotate")
         await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id AND valid_until <= :now",
                          {"id": key_id, "now": now})
         await db.execute(
