@@ -302,11 +302,9 @@ async def keys(request: web.Request, session: Session, form: Any) -> web.StreamR
     return await _keys_page(request, session, branding=request.query.get("brand"))
 
 
-@routes.post("/app/keys/{key_id}/brand")
-@signed_in(scope="key:manage")
-async def change_brand(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+async def _change_brand(request: web.Request, session: Session, form: Any, key_id: str) -> web.StreamResponse:
     """A key's brand changed (or cleared: "") from its brand form; refused, the form again with why."""
-    gateway, key_id = request.app[GATEWAY], request.match_info["key_id"]
+    gateway = request.app[GATEWAY]
     brand_id = form.get("brand_id", "").strip() or None
     try:
         await change_key_brand(gateway, session.merchant_id, key_id, brand_id, issuer=principal(session).key_issuer())
@@ -354,8 +352,10 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
 async def change_key(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway, key_id = request.app[GATEWAY], request.match_info["key_id"]
     action = request.match_info["action"]
-    if action not in ("revoke", "rotate"):
+    if action not in ("revoke", "rotate", "brand"):
         raise web.HTTPNotFound()
+    if action == "brand":
+        return await _change_brand(request, session, form, key_id)
     try:
         if action == "revoke":
             await revoke_scoped_key(gateway, session.merchant_id, key_id)
