@@ -208,3 +208,62 @@ async def test_branded_pages_are_axe_clean_in_both_themes(served, tmp_path, axe_
             assert colours["wallet"] == colours["button"], (theme, color, colours)  # not the dark theme's link blue
             await browser.screenshot(tmp_path / f"axe-{theme}-{color[1:]}.png")
     assert found == {}, json.dumps(found, indent=1)
+
+
+async def test_brand_edit_and_change_forms_preview_and_are_axe_clean(served, tmp_path, axe_source):
+    """Issue 49 item 3, what was left: the Brands page's edit form previews a typed colour before saving and
+    refuses one below AA beside the field; the brand forms of a link, a plan and a key; axe on each, as shown."""
+    from orbchain.plugins.brands import store
+    from orbchain.web.keys import GATEWAY
+    merchant = await signup(served, "edit-brand@example.com", "correct horse battery")
+    jwt = merchant.jwt
+    ids = {}
+    for name, looks in (("Night", {"theme_mode": "DARK", "brand_color": "#0060df"}), ("Day", {})):
+        status, body = await api(served, "POST", "/dashboard/brands", jwt, json={"name": name, **looks})
+        assert status == 200, body
+        ids[name] = body["data"]["id"]
+    made = {}
+    for kind, path, body in (("links", "/dashboard/payment-links", {"coin": "BTC"}),
+                             ("subscriptions", "/dashboard/plans", {"label": "Club", "amount_usd": "5",
+                                                                    "interval_sec": 30 * 86400}),
+                             ("keys", "/dashboard/api-keys", {"label": "shop", "scopes": ["payment:create"]})):
+        status, answer = await api(served, "POST", path, jwt, json={**body, "brand_id": ids["Night"]})
+        assert status == 200, answer
+        made[kind] = answer["data"]["id"]
+    found = {}
+    async with Browser.launch(tmp_path, javascript=True) as browser:
+        await browser.goto(str(served.make_url("/app/login")))
+        await browser.fill("#email", "edit-brand@example.com")
+        await browser.fill("#password", "correct horse battery")
+        await browser.click("#sign-in")
+
+        async def axe(name: str) -> None:
+            problems = [p for p in await a11y.violations(browser, axe_source) if not a11y.spec_refresh(p, name)]
+            if problems:
+                found[name] = problems
+            await browser.screenshot(tmp_path / f"{name}.png")
+
+        night = ids["Night"]
+        await browser.goto(str(served.make_url(f"/app/brands?edit={night}")))
+        await axe("brand edit")
+        await browser.select("#edit-theme", "LIGHT")
+        await browser.fill("#edit-color", "#0a84ff")
+        await browser.click("#preview-brand")
+        button = f"#brand-preview-{night} rect:nth-of-type(2)"
+        assert await browser.evaluate(f"document.querySelector({json.dumps(button)}).getAttribute('fill')") == "#0a84ff"
+        assert await browser.evaluate(f"document.querySelector('#brand-preview-{night} rect').getAttribute('fill')") \
+            == "#ffffff"  # the light card it would have
+        assert (await store.get(served.app[GATEWAY], merchant.merchant_id, night))["brand_color"] == "#0060df"
+        await axe("brand edit previewed")
+        await browser.fill("#edit-color", "#ff0000")
+        await browser.click("#save-brand")
+        assert await browser.evaluate("document.getElementById('edit-color').getAttribute('aria-invalid')") == "true"
+        assert "4.43:1" in await browser.text("#error-brand_color")
+        await axe("brand edit refused")
+        for kind, item in made.items():
+            await browser.goto(str(served.make_url(f"/app/{kind}?brand={item}")))
+            await axe(f"{kind} brand form")
+        await browser.select("#key_brand", ids["Day"])  # the key's form is the one shown now
+        await browser.click("#key_brand-save")
+        assert "Brand saved" in await browser.text("#notice")
+    assert found == {}, json.dumps(found, indent=1)

@@ -22,6 +22,7 @@ from .browser import require_chromium  # noqa: F401 - autouse fixture
 from .qr_decode import decode_qr
 
 USDT = "0xdAC17F958D2ee523a2206206994597C13D831ec7"  # the pinned mainnet contract the devnet's USDT_ERC20 keeps
+USDT_TRON = "TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"  # and USDT_TRC20's
 
 
 @pytest.fixture
@@ -37,7 +38,7 @@ async def served(aiohttp_server, aiohttp_client, make_config):
     return await serve_app(aiohttp_server, aiohttp_client, make_config)
 
 
-COINS = ["BTC", "LTC", "SOL", "TRX", "ETH", "USDT_ERC20"]
+COINS = ["BTC", "LTC", "SOL", "TRX", "ETH", "USDT_ERC20", "USDT_TRC20"]
 
 
 async def merchant_key(client: Any) -> str:
@@ -65,6 +66,7 @@ def expected_uri(payment: dict[str, Any], units: int) -> str:
         "TRX": f"tron:{address}?amount={amount}",
         "ETH": f"ethereum:{address}@1?value={units}",
         "USDT_ERC20": f"ethereum:{USDT}@1/transfer?address={address}&uint256={units}",
+        "USDT_TRC20": f"tron:{address}?amount={amount}&token={USDT_TRON}",
     }[payment["pay_currency"]]
 
 
@@ -77,6 +79,7 @@ async def scanned(browser: Browser, path: Any) -> list[str]:
 @pytest.mark.parametrize("symbol, amount, units", [
     ("USDT_ERC20", "30", 30_000_000), ("ETH", "0.25", 250_000_000_000_000_000),
     ("BTC", "0.001", None), ("LTC", "1.5", None), ("SOL", "2.5", None), ("TRX", "12", None),
+    ("USDT_TRC20", "30", None),
 ])
 async def test_each_qr_is_its_chains_uri_for_this_payment(served, tmp_path, symbol, amount, units):
     client = served

@@ -13,10 +13,10 @@ address to fund and what it holds::
     api_key = "..."                        # TRON-PRO-API-KEY for hosted providers
     contracts = { USDT_TRC20 = "T..." }    # optional pin overrides
 
-QR payloads and "Open in wallet" links of TRX are ``tron:<address>?amount=``
-(the form Trust Wallet and TokenPocket read); TRC-20 tokens keep the bare
-address, since no URI form names the token that TRON wallets agree on
-(docs/decisions.md). See ``docs/tron.md``.
+QR payloads and "Open in wallet" links are ``tron:<address>?amount=<TRX>``
+for TRX and ``tron:<address>?amount=<tokens>&token=<TRC-20 contract>`` for a
+token (the form Cake Wallet writes and reads; docs/decisions.md says which
+wallets take what). See ``docs/tron.md``.
 """
 
 from __future__ import annotations
@@ -85,10 +85,13 @@ def tron_adapter(gateway) -> TronAdapter | None:
 
 @hookimpl
 def decide_qr_payload(payment: Mapping[str, Any], coin: Coin) -> str | None:
-    """``tron:<address>?amount=<TRX>`` for TRX; None for tokens (a wallet could send TRX instead)."""
-    if coin.chain != CHAIN or coin.address_family != "tron" or coin.contract is not None:
+    """``tron:<address>?amount=<TRX>``; a TRC-20 token adds ``token=<contract>``, so the URI names what to send.
+
+    The amount is the coin's own decimal (tokens too: ``amount=30`` is 30 USDT), as Cake Wallet reads it.
+    """
+    if coin.chain != CHAIN or coin.address_family != "tron":
         return None
-    return decimal_uri("tron", payment, coin)
+    return decimal_uri("tron", payment, coin, **({"token": coin.contract} if coin.contract else {}))
 
 
 @hookimpl

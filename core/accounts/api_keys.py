@@ -166,7 +166,8 @@ async def _own_key(db: Database, merchant_id: str, key_id: str) -> Row:
     if row is None:
         raise NotFound()
     if row["is_legacy"]:
-        raise InvalidRequest("legacy keys cannot be revoked or rotated here; use /dashboard/settings/rotate-key")
+        raise InvalidRequest("legacy keys cannot be revoked, rotated or branded here;"
+                             " use /dashboard/settings/rotate-key")
     return row
 
 
@@ -186,6 +187,35 @@ async def revoke_scoped_key(gateway: Gateway, merchant_id: str, key_id: str) -> 
     return {"ok": True, "already_revoked": False, "id": key_id, "revoked_at": now}
 
 
+async def _live_key_for(gateway: Gateway, merchant_id: str, key_id: str, issuer: KeyIssuer, verb: str) -> Row:
+    """The live scoped key ``issuer`` may ``verb`` (holding its every scope), locked with the account's keys;
+    call inside the transaction that changes it."""
+    await lock_account_keys(gateway, merchant_id)
+    row = await _own_key(gateway.db, merchant_id, key_id)
+    if row["revoked_at"] is not None:
+        raise InvalidRequest("API key is revoked")
+    check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), verb)
+    return row
+
+
+async def change_key_brand(gateway: Gateway, merchant_id: str, key_id: str, brand_id: str | None, *,
+                           issuer: KeyIssuer) -> dict[str, Any]:
+    """Tag the key's payments from now on with ``brand_id`` (a live brand of this account), or none (None).
+
+    Payments it made keep their brand. As rotating does, it needs every scope of the key (403
+    ``scope_not_held``): the brand picks where the key's payments' webhooks go. A revoked key stays as it was.
+    """
+    if brand_id is not None:
+        await check_key_brand(gateway, merchant_id, brand_id)
+    db = gateway.db
+    async with db.transaction():
+        row = await _live_key_for(gateway, merchant_id, key_id, issuer, "change")
+        await db.execute("UPDATE api_keys SET brand_id = :b WHERE id = :id", {"b": brand_id, "id": key_id})
+    await changed(gateway)
+    log.info("merchant %s set the brand of API key %s to %s", merchant_id, key_id, brand_id)
+    return key_view({**row, "brand_id": brand_id})
+
+
 async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str, *,
                             issuer: KeyIssuer) -> dict[str, Any]:
     """A fresh secret, now ``issuer``'s; the current one stays valid for the grace window.
@@ -200,11 +230,7 @@ async def rotate_scoped_key(gateway: Gateway, merchant_id: str, key_id: str, *,
     issued = auth.generate_api_key("scoped")
     valid_until = now + auth.ROTATION_GRACE_SECONDS
     async with db.transaction():
-        await lock_account_keys(gateway, merchant_id)
-        row = await _own_key(db, merchant_id, key_id)
-        if row["revoked_at"] is not None:
-            raise InvalidRequest("API key is revoked")
-        check_may_issue(await confirm_issuer(gateway, merchant_id, issuer), _json(row["scopes"], []), "rotate")
+        row = await _live_key_for(gateway, merchant_id, key_id, issuer, "rotate")
         await db.execute("DELETE FROM api_key_secrets WHERE key_id = :id AND valid_until <= :now",
                          {"id": key_id, "now": now})
         await db.execute(

@@ -33,6 +33,7 @@ from ..core.accounts.second_factor import recovery_codes_left, renew_recovery_co
 # Scoped API keys; creating or rotating one needs its scopes (``may_rotate`` for what a page offers).
 from ..core.accounts.api_keys import (
     ScopedKeyRequest,
+    change_key_brand,
     check_key_brand,
     create_scoped_key,
     list_api_keys,
@@ -87,8 +88,8 @@ __all__ = [
     "disable_member_totp", "enable_member_totp", "member_totp_enabled", "start_member_totp_setup",
     "recovery_codes_left", "renew_recovery_codes",
     # scoped API keys
-    "KEY_TYPES", "ScopedKeyRequest", "check_key_brand", "create_fields", "create_scoped_key", "list_api_keys",
-    "may_rotate",
+    "KEY_TYPES", "ScopedKeyRequest", "change_key_brand", "check_key_brand", "create_fields", "create_scoped_key",
+    "list_api_keys", "may_rotate",
     "may_rotate_legacy", "revoke_scoped_key", "rotate_scoped_key", "validate_with_passwords",
     # payments
     "INVOICE", "LIST_FIELDS", "PAID", "PAYMENT_TYPES", "STATIC", "STATUSES", "WHITE_LABEL", "balances_of",

@@ -70,4 +70,4 @@ def register_templates(registry: AssetRegistry) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Brands", "/app/brands", order=90, render=dashboard.page, submit=dashboard.submit,
-                 group="Account")
+                 group="Account", notices={dashboard.SAVED: "Brand saved: its pages and webhooks use it now."})

@@ -79,11 +79,20 @@ async def get(request: web.Request) -> web.Response:
 async def update(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     current = await store.get(gateway, merchant_id, request.match_info["id"])
-    changes = await fields.update_body(gateway, await read_json(request))
+    return envelope(brand_view(await update_brand(gateway, merchant_id, current, await read_json(request))))
+
+
+async def brand_changes(gateway: Any, current: Mapping[str, Any], body: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked columns ``body`` changes on the brand ``current`` (nothing stored): the API's PUT rules."""
+    changes = await fields.update_body(gateway, body)
     if current["slug"] == store.DEFAULT_SLUG and "slug" in changes:
         raise ValidationError({"slug": "the default brand's slug is always default"})
-    row = await store.update(gateway, merchant_id, current["id"], changes)
-    return envelope(brand_view(row))
+    return changes
+
+
+async def update_brand(gateway: Any, merchant_id: str, current: Mapping[str, Any], body: Mapping[str, Any]) -> Any:
+    """Check ``body`` and store it on the brand ``current`` (the API route's and the dashboard page's one way)."""
+    return await store.update(gateway, merchant_id, current["id"], await brand_changes(gateway, current, body))
 
 
 @routes.delete("/dashboard/brands/{id}")

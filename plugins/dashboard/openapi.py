@@ -143,12 +143,14 @@ OPERATIONS = [
     action("/app/security/{action}", "Set up, verify or turn off TOTP, or make new recovery codes (setup, verify,"
            " disable, recovery-codes)", form({}, {"code": TEXT}), "Back to the page (disable).",
            shows="The secret and its QR code (setup); the recovery codes, shown once (verify, recovery-codes)."),
-    page("/app/keys", "Scoped API keys"),
+    page("/app/keys", "Scoped API keys",
+         query=(Param("brand", STRING, "A key's id: its brand form in place of the new-key form."),)),
     action("/app/keys", "Create a scoped key", form({"label": TEXT}, {
         "scopes": TEXT, "coin_allowlist": TEXT, "ip_allowlist": TEXT, "webhook_url": TEXT, "rate_limit_rpm": TEXT,
-        "expires_in_days": TEXT}), "", shows="The new key, shown once."),
-    action("/app/keys/{key_id}/{action}", "Rotate or revoke a scoped key (rotate, revoke)", form(),
-           "Back to the keys (revoked).", shows="The rotated key, shown once."),
+        "expires_in_days": TEXT, "brand_id": TEXT}), "", shows="The new key, shown once."),
+    action("/app/keys/{key_id}/{action}", "Rotate, revoke or re-brand a scoped key (rotate, revoke, brand)",
+           form({}, {"brand_id": TEXT}), "Back to the keys (revoked, brand changed; brand_id empty clears it).",
+           shows="The rotated key, shown once."),
     page("/app/webhooks", "Webhook deliveries"),
     action("/app/webhooks/{event_id}/redeliver", "Send a failed event again", form(), "Back to the deliveries."),
     *(Op(method, "/app/{missing}", "Any other address under /app: the dashboard's not-found page", TAG, page=True,

@@ -17,8 +17,9 @@ from ...api import (
     form_integer, pagination, qr_svg, validate,
 )
 from ...api.merchant import (
-    KEY_TYPES, ScopedKeyRequest, account_view, create_fields, create_scoped_key, delivery_log, disable_totp,
-    enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code, redeliver, redeliverable_events,
+    KEY_TYPES, ScopedKeyRequest, account_view, change_key_brand, create_fields, create_scoped_key, delivery_log,
+    disable_totp, enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code, redeliver,
+    redeliverable_events,
     require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, servable_coins,
     set_accepted_coins, set_confirmations, set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
     disable_member_totp, enable_member_totp, recovery_codes_left, renew_recovery_codes, start_member_totp_setup,
@@ -271,27 +272,46 @@ async def totp(request: web.Request, session: Session, form: Any) -> web.StreamR
 # -- API keys ----------------------------------------------------------------------------------------
 
 
-async def _keys_page(request: web.Request, session: Session, *, status: int = 200, **context: Any) -> web.Response:
+async def _keys_page(request: web.Request, session: Session, *, status: int = 200, branding: str | None = None,
+                     **context: Any) -> web.Response:
     """The keys, who issued each, and the forms: only the scopes the signed-in person holds can be given,
-    only keys whose scopes they hold can be rotated (the core refuses the rest anyway)."""
+    only keys whose scopes they hold can be rotated or re-branded (the core refuses the rest anyway);
+    ``branding``: a key id whose brand form replaces the new-key form."""
     gateway = request.app[GATEWAY]
     listed = await list_api_keys(gateway.db, session.merchant_id)
     brands = await brand_choices(gateway, session.merchant_id)  # the picker, and each key's brand by name
     issuer = principal(session).key_issuer()
     people = {person: await describe_person(gateway, session.merchant_id, person)
               for person in {key["issued_by"] for key in listed["keys"]}}
+    rotatable = {key["id"] for key in listed["keys"] if may_rotate(gateway, issuer, key)}
+    if branding is not None:  # ?brand=<key id>: its brand form, for a live scoped key its scopes' holder may change
+        context["branding"] = next((key for key in listed["keys"] if key["id"] == branding and key["id"] in rotatable
+                                    and not key["is_legacy"] and not key["revoked_at"]), None)
+        if context["branding"] is None:
+            context["error"], status = "No such key in this account that you may change.", 404
     return render(request, session, "dashboard/keys.html", {
         "keys": listed["keys"], "scopes": [s for s in gateway.scopes if not s.members_only], "values": {},
         "brands": brands, "brand_names": {b.brand_id: b.name for b in brands},
-        "not_held": set(issuer.lacking(gateway.scopes.names())), "people": people,
-        "rotatable": {key["id"] for key in listed["keys"] if may_rotate(gateway, issuer, key)},
+        "not_held": set(issuer.lacking(gateway.scopes.names())), "people": people, "rotatable": rotatable,
         "key_actions": gateway.dashboard.entries("key-actions"), **context}, status=status)
 
 
 @routes.get("/app/keys")
 @signed_in(scope="key:manage")
 async def keys(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    return await _keys_page(request, session)
+    return await _keys_page(request, session, branding=request.query.get("brand"))
+
+
+async def _change_brand(request: web.Request, session: Session, form: Any, key_id: str) -> web.StreamResponse:
+    """A key's brand changed (or cleared: "") from its brand form; refused, the form again with why."""
+    gateway = request.app[GATEWAY]
+    brand_id = form.get("brand_id", "").strip() or None
+    try:
+        await change_key_brand(gateway, session.merchant_id, key_id, brand_id, issuer=principal(session).key_issuer())
+    except ApiError as exc:
+        return await _keys_page(request, session, branding=key_id, values={"brand_id": brand_id or ""},
+                                status=exc.status, **error_context(exc))
+    raise see_other("/app/keys", "key-brand-changed")
 
 
 def _lines(value: Any) -> list[str]:
@@ -332,8 +352,10 @@ async def create_key(request: web.Request, session: Session, form: Any) -> web.S
 async def change_key(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     gateway, key_id = request.app[GATEWAY], request.match_info["key_id"]
     action = request.match_info["action"]
-    if action not in ("revoke", "rotate"):
+    if action not in ("revoke", "rotate", "brand"):
         raise web.HTTPNotFound()
+    if action == "brand":
+        return await _change_brand(request, session, form, key_id)
     try:
         if action == "revoke":
             await revoke_scoped_key(gateway, session.merchant_id, key_id)

@@ -71,6 +71,7 @@ NOTICES = {
     "refund-created": "Refund created.",
     "transfer-sent": "Transfer sent.",
     "key-revoked": "Key revoked.",
+    "key-brand-changed": "Brand saved: the key's payments from now on wear it.",
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
     "redelivery-queued": "The event was queued for delivery again.",

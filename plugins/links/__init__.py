@@ -64,4 +64,5 @@ async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Payment links", "/app/links", order=50, render=dashboard.page,
-                 submit=dashboard.submit, group="Get paid")
+                 submit=dashboard.submit, group="Get paid",
+                 notices={dashboard.BRAND_SAVED: "Brand saved: the link's pages and new invoices wear it."})

@@ -35,9 +35,13 @@ OPERATIONS = [
                    "fiat_currency when given, else in coin). The coin must be one the merchant accepts."),
     Op("GET", "/dashboard/payment-links", "List payment links, newest first", TAG,
        envelope(obj({"links": {"type": "array", "items": ref("PaymentLink")}})), auth=JWT),
-    Op("PATCH", "/dashboard/payment-links/{id}", "Enable or disable a payment link", TAG,
-       envelope(ref("PaymentLink")), auth=JWT, body=obj({"enabled": BOOLEAN}),
-       description="A disabled link answers 410 when resolved."),
+    Op("PATCH", "/dashboard/payment-links/{id}", "Enable or disable a payment link, or change its brand", TAG,
+       envelope(ref("PaymentLink")), auth=JWT, body=obj({}, {
+           "enabled": BOOLEAN,
+           "brand_id": {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}],
+                        "description": "A live brand of this account, or null (or \"\") for the default look: the "
+                                       "link's pages and the invoices it mints from now on wear it."}}),
+       description="Give at least one of enabled and brand_id. A disabled link answers 410 when resolved."),
     Op("GET", "/dashboard/payment-links/{id}/embed", "Donation button markup for a link", TAG,
        envelope(obj({"slug": STRING, "url": STRING, "label": STRING, "snippet": STRING})), auth=JWT,
        query=(Param("label", {"type": "string", "minLength": 1, "maxLength": 80},

@@ -19,6 +19,7 @@ routes = web.RouteTableDef()
 MAX_LINKS = 1000  # per merchant (docs/decisions.md, "Payment links and tips")
 MAX_LIFETIME = 43200  # SPEC 8: minutes per minted invoice
 LABEL = Field("label", min_len=1, max_len=MAX_LABEL)
+BRAND = Field("brand_id", max_len=64)
 
 
 @routes.post("/dashboard/payment-links")
@@ -36,8 +37,7 @@ async def create_link(gateway: Any, merchant_id: str, body: Mapping[str, Any], *
     clean = validate(body, [
         Field("coin", required=True, upper=True, max_len=20), Field("amount", "amount"),
         Field("amount_fiat", "amount"), Field("fiat_currency", upper=True, choices=FIAT_CURRENCIES),
-        Field("lifetime", "int", minimum=1, maximum=MAX_LIFETIME), Field("description", max_len=500),
-        Field("brand_id", max_len=64),
+        Field("lifetime", "int", minimum=1, maximum=MAX_LIFETIME), Field("description", max_len=500), BRAND,
     ], text=text)
     if clean["amount"] is not None and clean["amount_fiat"] is not None:
         raise ValidationError({"amount": "give amount or amount_fiat, not both"})
@@ -80,10 +80,23 @@ async def list_links(request: web.Request) -> web.Response:
 @requires("jwt")
 async def patch(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
-    await store.get(gateway, merchant_id, request.match_info["id"])
-    clean = validate(await read_json(request), [Field("enabled", "bool", required=True)])
-    row = await store.set_enabled(gateway, merchant_id, request.match_info["id"], clean["enabled"])
+    row = await store.get(gateway, merchant_id, request.match_info["id"])
+    body = await read_json(request)
+    clean = validate(body, [Field("enabled", "bool"), BRAND])
+    if clean["enabled"] is None and "brand_id" not in body:
+        raise ValidationError({"enabled": "is required unless brand_id is given"})
+    if "brand_id" in body:  # null or "" clears it (the default look)
+        row = await change_brand(gateway, merchant_id, row["id"], clean["brand_id"])
+    if clean["enabled"] is not None:
+        row = await store.set_enabled(gateway, merchant_id, row["id"], clean["enabled"])
     return envelope(link_view(gateway, row))
+
+
+async def change_brand(gateway: Any, merchant_id: str, link_id: str, brand_id: str | None) -> Any:
+    """Tag the link with a live brand of this account, or clear it (the API's PATCH and the dashboard's one way)."""
+    if brand_id:  # a live brand of this account, as a key's brand (decide_key_brand_allowed)
+        await check_key_brand(gateway, merchant_id, brand_id)
+    return await store.set_brand(gateway, merchant_id, link_id, brand_id or None)
 
 
 @routes.get("/dashboard/payment-links/{id}/embed")

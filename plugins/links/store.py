@@ -72,6 +72,14 @@ async def set_enabled(gateway: "Gateway", merchant_id: str, link_id: str, enable
     return await get(gateway, merchant_id, link_id)
 
 
+async def set_brand(gateway: "Gateway", merchant_id: str, link_id: str, brand_id: str | None) -> Row:
+    """The brand the link's pages and the invoices it mints from now on wear (None: the default look)."""
+    await get(gateway, merchant_id, link_id)
+    await update_row(gateway, "payment_links", link_id, {"brand_id": brand_id, "updated_at": gateway.now()},
+                     merchant_id=merchant_id)
+    return await get(gateway, merchant_id, link_id)
+
+
 async def count_use(gateway: "Gateway", link_id: str, track_id: str) -> None:
     """Count one minted invoice; runs inside the transaction that stores the invoice.
 

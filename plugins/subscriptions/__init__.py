@@ -100,4 +100,5 @@ async def payments_pruning(gateway: Gateway, track_ids: list[str]) -> None:
 @hookimpl
 def register_dashboard_pages(registry: DashboardRegistry) -> None:
     registry.add("header-nav", "Subscriptions", "/app/subscriptions", order=40, render=dashboard.page,
-                 submit=dashboard.submit, group="Get paid")
+                 submit=dashboard.submit, group="Get paid",
+                 notices={dashboard.BRAND_SAVED: "Brand saved: the plan's pages and new invoices wear it."})

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...api import DashboardView, ValidationError, brand_choices, form_integer
+from ...api import DashboardRedirect, DashboardView, NotFound, ValidationError, brand_choices, form_integer
 from . import enrolment, plans, store
-from .routes_api import new_plan
+from .routes_api import new_plan, plan_brand
 
 DAY = 86400
+BRAND_SAVED = "brand-saved"
 LISTED = 50  # rows of each table on the page
 
 
@@ -23,16 +24,23 @@ async def page(gateway: Any, merchant_id: str, query: Mapping[str, str]) -> Dash
                                                  limit=LISTED, offset=0)
     pending = await store.pending_enrolments(gateway, merchant_id, LISTED)
     brands = await brand_choices(gateway, merchant_id)  # the picker (decide_brand_choices) and each plan's brand
-    return DashboardView("subscriptions/dashboard.html", {
+    view = DashboardView("subscriptions/dashboard.html", {
         "plans": [plans.plan_view(gateway, r) for r in plan_rows],
         "subscriptions": [enrolment.subscription_view(gateway, r) for r in rows], "total": total,
         "pending": [enrolment.subscription_view(gateway, r) for r in pending],
         "summary": await enrolment.summary(gateway, merchant_id),
         "min_days": plans.MIN_INTERVAL // DAY or 1, "max_days": plans.MAX_INTERVAL // DAY,
         "brands": brands, "brand_names": {b.brand_id: b.name for b in brands}})
+    if query.get("brand"):  # ?brand=<plan id>: that plan's brand form in place of the new-plan form
+        branding = next((plan for plan in view.context["plans"] if plan["id"] == query["brand"]), None)
+        if branding is None:
+            return DashboardView(view.template, {**view.context, "error": "No such plan in this account."},
+                                 status=404)
+        return DashboardView(view.template, {**view.context, "branding": branding})
+    return view
 
 
-async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> None:
+async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> DashboardRedirect | None:
     action = form.get("action")
     if action == "create":
         days = form_integer(form.get("interval_days"), "interval_days", minimum=1, maximum=plans.MAX_INTERVAL // DAY)
@@ -41,8 +49,17 @@ async def submit(gateway: Any, merchant_id: str, form: Mapping[str, Any]) -> Non
                                               "amount_usd": str(form.get("amount_usd", "")).strip(),
                                               "interval_sec": days * DAY, "accepted_coins": coins,
                                               "brand_id": str(form.get("brand_id") or "").strip() or None})
+    elif action == "brand":
+        try:
+            plan = await store.plan_of(gateway, merchant_id, str(form.get("plan_id") or ""))
+        except NotFound:  # another merchant's plan reads as none at all
+            raise NotFound("no such plan in this account") from None
+        brand_id = await plan_brand(gateway, merchant_id, str(form.get("brand_id") or "").strip() or None)
+        await store.update_plan(gateway, merchant_id, plan["id"], {"brand_id": brand_id})
+        return DashboardRedirect(f"/app/subscriptions?notice={BRAND_SAVED}")
     elif action in ("enable", "disable"):
         plan = await store.plan_of(gateway, merchant_id, str(form.get("plan_id")))  # 404 when not this merchant's
         await store.update_plan(gateway, merchant_id, plan["id"], {"enabled": action == "enable"})
     else:
-        raise ValidationError({"action": "must be create, enable or disable"})
+        raise ValidationError({"action": "must be create, brand, enable or disable"})
+    return None

@@ -86,8 +86,11 @@ OPERATIONS = [
        envelope(obj({"plans": {"type": "array", "items": ref("SubscriptionPlan")}})), auth=JWT),
     Op("PATCH", "/dashboard/plans/{id}", "Change a plan", DASHBOARD, envelope(ref("SubscriptionPlan")), auth=JWT,
        body=obj({}, {"label": {"type": "string", "minLength": 1, "maxLength": 80}, "amount_usd": USD,
-                     "interval_sec": INTERVAL, "accepted_coins": COINS, "enabled": BOOLEAN}),
-       description="A disabled plan refuses enrolment; its subscriptions keep billing. Price and interval "
+                     "interval_sec": INTERVAL, "accepted_coins": COINS, "enabled": BOOLEAN,
+                     "brand_id": {"anyOf": [{"type": "string", "maxLength": 64}, {"type": "null"}],
+                                  "description": "A live brand of this account, or null (or \"\") for the default "
+                                                 "look: the plan's pages and the invoices it bills from now on."}}),
+       description="A disabled plan refuses enrolment; its subscriptions keep billing. Price, interval and brand "
                    "changes apply from the next minted invoice."),
     Op("POST", "/dashboard/subscriptions", "Enrol a customer", DASHBOARD, envelope(ref("Subscription")), auth=JWT,
        body=CREATE_BODY),

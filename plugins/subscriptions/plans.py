@@ -46,11 +46,12 @@ AMOUNT_USD = Field("amount_usd", "amount", check=check_amount_usd)
 INTERVAL = Field("interval_sec", "int", minimum=MIN_INTERVAL, maximum=MAX_INTERVAL)
 COINS = Field("accepted_coins", "list", upper=True, max_len=MAX_COINS)
 ENABLED = Field("enabled", "bool")
+BRAND = Field("brand_id", max_len=64)
 CREATE_FIELDS = [Field("label", required=True, min_len=1, max_len=80),
                  Field("amount_usd", "amount", required=True, check=check_amount_usd),
                  Field("interval_sec", "int", required=True, minimum=MIN_INTERVAL, maximum=MAX_INTERVAL), COINS,
-                 Field("brand_id", max_len=64)]
-PATCH_FIELDS = [LABEL, AMOUNT_USD, INTERVAL, COINS, ENABLED]
+                 BRAND]
+PATCH_FIELDS = [LABEL, AMOUNT_USD, INTERVAL, COINS, ENABLED, BRAND]
 
 
 def usd_text(value: Decimal) -> str:
@@ -99,4 +100,5 @@ def too_many() -> InvalidRequest:
 
 
 def nothing_to_change() -> ValidationError:
-    return ValidationError({"body": "give at least one of label, amount_usd, interval_sec, accepted_coins, enabled"})
+    return ValidationError({"body": "give at least one of label, amount_usd, interval_sec, accepted_coins, enabled,"
+                                    " brand_id"})

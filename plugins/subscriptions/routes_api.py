@@ -112,8 +112,7 @@ async def create_plan(request: web.Request) -> web.Response:
 async def new_plan(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> Any:
     """Validate a plan's body and store it (the API route's and the dashboard page's one way)."""
     clean = validate(body, plans.CREATE_FIELDS)
-    if clean["brand_id"]:  # a live brand of this account, as a key's brand (decide_key_brand_allowed)
-        await check_key_brand(gateway, merchant_id, clean["brand_id"])
+    await plan_brand(gateway, merchant_id, clean["brand_id"])
     coins = await plans.check_coins(gateway, merchant_id, clean["accepted_coins"] or [])
     await plans.check_price(gateway, merchant_id, clean["amount_usd"], coins)
     if await store.count_plans(gateway, merchant_id) >= plans.MAX_PLANS:
@@ -123,6 +122,14 @@ async def new_plan(gateway: Any, merchant_id: str, body: Mapping[str, Any]) -> A
                                   interval_sec=clean["interval_sec"], accepted_coins=coins,
                                   brand_id=clean["brand_id"] or None)
     return row
+
+
+async def plan_brand(gateway: Any, merchant_id: str, brand_id: str | None) -> str | None:
+    """``brand_id`` when it is a live brand of this account (as a key's, ``decide_key_brand_allowed``); None for
+    none (null or "": the default look)."""
+    if brand_id:
+        await check_key_brand(gateway, merchant_id, brand_id)
+    return brand_id or None
 
 
 @routes.get("/dashboard/plans")
@@ -138,7 +145,10 @@ async def list_plans(request: web.Request) -> web.Response:
 async def patch_plan(request: web.Request) -> web.Response:
     gateway, merchant_id = gateway_of(request), principal_of(request).merchant_id
     current = await store.plan_of(gateway, merchant_id, request.match_info["id"])
-    changes = {k: v for k, v in validate(await read_json(request), plans.PATCH_FIELDS).items() if v is not None}
+    body = await read_json(request)
+    changes = {k: v for k, v in validate(body, plans.PATCH_FIELDS).items() if v is not None}
+    if "brand_id" in body:  # null or "" clears it (the default look)
+        changes["brand_id"] = await plan_brand(gateway, merchant_id, changes.get("brand_id"))
     if not changes:
         raise plans.nothing_to_change()
     if "accepted_coins" in changes:

@@ -73,11 +73,16 @@ def test_eip681_names_a_chain_id_always():
     assert evm.decide_qr_payload(gateway, payment, COINS["BTC"]) is None
 
 
-def test_tron_native_only():
+def test_tron_native_and_trc20_token():
+    """A TRC-20 token names its contract (``token=``) beside the amount in token units (issue 49: no bare address)."""
     address = "TJRabPrwbZy45sbavfcjinPJC18kjpRTv8"
     assert tron.decide_qr_payload({"address": address, "pay_amount": "12.500000"}, COINS["TRX"]) == \
         f"tron:{address}?amount=12.5"
-    assert tron.decide_qr_payload({"address": address, "pay_amount": "12.5"}, COINS["USDT_TRC20"]) is None
+    assert tron.decide_qr_payload({"address": address, "pay_amount": "30.000000"}, COINS["USDT_TRC20"]) == \
+        f"tron:{address}?amount=30&token=TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
+    assert tron.decide_qr_payload({"address": address, "pay_amount": None}, COINS["USDC_TRC20"]) == \
+        f"tron:{address}?token=TEkxiTehnzSmSe2XqrBj4w32RUN966rdz8"
+    assert tron.decide_qr_payload({"address": address, "pay_amount": "1"}, COINS["ETH"]) is None
     assert tron.decide_qr_payload({"address": address, "pay_amount": "1"}, COINS["BTC"]) is None
 
 
