@@ -113,6 +113,8 @@ async def crediting_scan(gateway: Any, address: str, log: Any, blocks: int = 20)
     from ..core.watching.scanner import scan_chain
 
     chain, adapter = devnet_chain(gateway), gateway.chains.get("devnet")
+    if chain is None or adapter is None:
+        raise RuntimeError("the devnet is off")
     for _ in range(blocks):
         await chain.mine(1)
         async with log.window(gateway) as window:
