@@ -29,14 +29,15 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from bench_hotpath import default_pg_dsn, pg_reachable, postgres_target, sqlite_target
-from orbchain.chains.devnet import devnet_chain
 from orbchain.core.infra.config import load_config
-from orbchain.core.watching.scanner import scan_chain
 from orbchain.testing import pay_on_devnet
+from orbchain.testing.devnet import crediting_scan
 from orbchain.testing.api import create_payment, signup
 from orbchain.testing.statements import StatementLog, Window, quiet_process
 from orbchain.web.app import create_app
 from orbchain.web.keys import GATEWAY
+
+CREDITING = "UPDATE deposits SET status"  # the statement that marks the crediting transaction
 
 
 @dataclass
@@ -48,11 +49,7 @@ class Credit:
 
     def transaction(self) -> list[str]:
         """From the BEGIN before the deposit's ``UPDATE deposits SET status`` to the COMMIT after it."""
-        sqls = [" ".join(s.sql.split()) for s in self.window.statements]
-        marked = next(i for i, sql in enumerate(sqls) if sql.startswith("UPDATE deposits SET status"))
-        begin = max(i for i in range(marked) if sqls[i].startswith("BEGIN"))
-        commit = next(i for i in range(marked, len(sqls)) if sqls[i] == "COMMIT")
-        return sqls[begin:commit + 1]
+        return [" ".join(s.sql.split()) for s in self.window.transaction_around(CREDITING).statements]
 
     def payment_reads(self) -> int:
         return sum(1 for sql in self.transaction() if sql.startswith("SELECT") and " FROM payments " in sql + " ")
@@ -75,16 +72,7 @@ async def credit_one_deposit(url: str, data_dir: Path, log: StatementLog) -> Win
         merchant = await signup(client, "bench@example.com")
         payment = await create_payment(client, merchant, "BTC", "0.001")
         await pay_on_devnet(client, payment, confirm=False)  # seen in the mempool: Paying
-        chain, adapter = devnet_chain(gateway), gateway.chains.get("devnet")
-        for _ in range(20):
-            await chain.mine(1)
-            async with log.window(gateway) as window:
-                await scan_chain(gateway, adapter)
-            status = await gateway.db.fetch_val("SELECT status FROM deposits WHERE address = :a",
-                                                {"a": payment["address"]})
-            if status == "CREDITED":
-                return window
-        raise AssertionError("the devnet deposit was not credited within 20 blocks")
+        return await crediting_scan(gateway, payment["address"], log)
     finally:
         await client.close()
 

@@ -47,6 +47,7 @@ import pytest
 from orbchain.core.accounts.auth_cache import AuthCache
 from orbchain.core.addresses import store as addresses
 from orbchain.testing import pay_on_devnet
+from orbchain.testing.devnet import crediting_scan
 from orbchain.web.keys import GATEWAY
 
 from .approvals_support import add_member
@@ -66,6 +67,7 @@ PAGE = "GET /pay/{id}"
 TRANSFER = "POST /v1/transfer"
 TRANSFER_HOLDER = "POST /dashboard/transfer, holder"
 PAYOUT = "POST /v1/payout"
+CREDIT = "crediting a devnet deposit: its transaction"  # not a request: the scan's crediting transaction (issue 44)
 
 # Statements per request, everything included: (first request of a fresh process, every later one).
 COUNTS = {
@@ -80,6 +82,7 @@ COUNTS = {
     TRANSFER:           ((20, 18),   (22, 14)),
     TRANSFER_HOLDER:    ((20, 18),   (22, 14)),
     PAYOUT:             ((18, 16),   (24, 16)),
+    CREDIT:             ((34, 34),   (30, 30)),
 }
 
 # The statements behind each count (``statement_label``: first keyword and tables), compared in any order.
@@ -142,6 +145,19 @@ STATEMENTS = {
              "postgresql": (f"{_KEY} | {_FIRST_SYNC} | {_PAYOUT_PG} | {_SYNC}", f"{_PAYOUT_PG} | {_SYNC}")},
 }
 STATEMENTS[INVOICE] = STATEMENTS[CREATE]
+# A crediting transaction: the deposit locked, its payment's row read once (locked), the postings the plugins shape
+# (swaps, splits), the deposit marked, deposit.credited, the deposits read once, the payment Paid, payment.paid.
+# Each webhook looks up its destination (a brand's, the key's) and the account's URL. On SQLite the Paid update
+# shows as four "UPDATE payments": its count deltas' triggers (m0048), as the create's insert above.
+_WEBHOOK = "SELECT brands | SELECT api_keys | SELECT merchants | INSERT webhook_events | INSERT webhook_deliveries"
+_CREDIT = ("{begin} | SELECT deposits | UPDATE deposits | SELECT payments | SELECT merchants | SELECT swaps"
+           " | SELECT settle_quotes | SELECT merchants | SELECT splits_entries | SAVEPOINT | INSERT ledger_transactions"
+           " | INSERT ledger_postings | {balances} | RELEASE | SELECT swaps | UPDATE deposits | " + _WEBHOOK
+           + " | SELECT deposits | {paid} | SELECT swaps | " + _WEBHOOK + " | COMMIT")
+_CREDIT_SQLITE = _CREDIT.format(begin="BEGIN IMMEDIATE", balances="SELECT ledger_balances | INSERT ledger_balances",
+                                paid=" | ".join(["UPDATE payments"] * 4))
+_CREDIT_PG = _CREDIT.format(begin="BEGIN", balances="INSERT ledger_balances", paid="UPDATE payments")
+STATEMENTS[CREDIT] = {"sqlite": (_CREDIT_SQLITE, _CREDIT_SQLITE), "postgresql": (_CREDIT_PG, _CREDIT_PG)}
 
 
 @dataclass
@@ -267,7 +283,7 @@ async def test_each_hot_request_runs_the_statements_stated(statement_log, make_c
     """Every route of ``COUNTS`` in a process of its own; every difference is reported, not just the first."""
     setup = await make_setup(make_client, make_config)
     problems = []
-    for route in COUNTS:
+    for route in REQUESTS:
         first, steady, again = await measure(statement_log, await fresh_process(setup), route)
         for which, window in (("first request", first), ("steady state", steady), ("steady state, again", again)):
             problems.append(mismatch(route, db_backend, which, window))
@@ -281,6 +297,23 @@ def test_the_table_states_what_it_lists():
         for database, counts in (("sqlite", sqlite), ("postgresql", postgresql)):
             listed = tuple(len(text.split(" | ")) for text in STATEMENTS[route][database])
             assert listed == counts, (route, database, listed, counts)
+
+
+async def test_a_crediting_run_reads_its_payment_once(statement_log, make_client, make_config, db_backend):
+    """The crediting transaction of a deposit (the scan that takes it over its threshold) runs the statements
+    stated: its payment's row read once, under its lock, and its deposits once (issue 44 item 3); the first
+    credit of a process and the later ones."""
+    client = await make_client(make_config(scheduler={"enabled": False}))
+    gateway = client.app[GATEWAY]
+    merchant = await signup(client)
+    problems = []
+    for which in ("first request", "steady state", "steady state, again"):
+        _, body = await api(client, "POST", "/v1/payment/white-label", merchant.merchant_key, json=WHITE_LABEL)
+        await pay_on_devnet(client, body["data"], confirm=False)
+        scan = await crediting_scan(gateway, body["data"]["address"], statement_log)
+        problems.append(mismatch(CREDIT, db_backend, which, scan.transaction_around("UPDATE deposits SET status")))
+    found = [problem for problem in problems if problem is not None]
+    assert not found, "\n\n".join(found)
 
 
 async def test_a_key_look_up_on_every_request_fails_the_count(statement_log, make_client, make_config, db_backend,

@@ -66,12 +66,3 @@ async def payment_destination(gateway: "Gateway", payment: Mapping[str, Any]) ->
         return url, secret or override.secret
     return override.url, override.secret
 
-
-async def payment_destination_of(gateway: "Gateway", track_id: str | None) -> tuple[str | None, str | None]:
-    """:func:`payment_destination` for the payment a deposit is tied to (none: the account's)."""
-    if not track_id:
-        return None, None
-    payment = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
-    if payment is None:
-        return None, None
-    return await payment_destination(gateway, payment)

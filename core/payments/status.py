@@ -21,7 +21,8 @@ from ..types.deposit_status import CREDITED, IN_PROGRESS
 from ..events.outbox import enqueue_event
 from ..events.key_destination import payment_destination
 from ..types.statuses import EXPIRED, OPEN_STATUSES, PAID, PAYING, WAITING
-from .service import STATIC, payment_deposits, payment_view
+from .loaded import LoadedPayment, load_payment, lock_payment, with_deposits
+from .service import STATIC, payment_view
 from ..types.views import payment_view_of
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -29,13 +30,19 @@ from ..contract.gateway import PluginGateway as Gateway
 _PROGRESS = (WAITING, PAYING, PAID)
 
 
-async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit) -> None:
-    """Recompute a payment's status from its deposits (inside the caller's transaction)."""
+async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit, *,
+                          locked: Mapping[str, Any] | None = None) -> None:
+    """Recompute a payment's status from its deposits (inside the caller's transaction).
+
+    ``locked``: the payment's row as the caller read it under its lock in this transaction (``lock_payment``),
+    so it is not read again; without it the row is read and locked here.
+    """
     db = gateway.db
-    payment = await db.fetch_one(f"SELECT * FROM payments WHERE track_id = :t{db.for_update}", {"t": track_id})
+    payment = locked if locked is not None else await lock_payment(gateway, track_id)
     if payment is None or payment["status"] not in (WAITING, PAYING, PAID):
         return
-    deposits = await payment_deposits(gateway, track_id)
+    state = await with_deposits(gateway, payment)
+    deposits = list(state.deposits)
     credited = sum(db.to_int(d["amount"]) for d in deposits if d["status"] == CREDITED)
     live = any(d["status"] in IN_PROGRESS for d in deposits)
     covered = await gateway.hooks.decide_payment_covered(payment=payment, deposits=deposits)
@@ -56,39 +63,34 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit)
             "UPDATE payments SET status = :s, paid_at = :now, paid_count = :g, updated_at = :now WHERE track_id = :t",
             {"s": PAID, "now": now, "g": generation, "t": track_id},
         )
-        await payment_event(gateway, track_id, "payment.paid", f"payment.paid:{track_id}:{generation}")
-        await emit_after(gateway, gateway.hooks.payment_paid, track_id, after)
+        state = state.changed(status=PAID, paid_at=now, paid_count=generation, updated_at=now)
+        await payment_event(gateway, state, "payment.paid", f"payment.paid:{track_id}:{generation}")
+        emit_after(gateway, gateway.hooks.payment_paid, state.row, after)
     elif _PROGRESS.index(status) < _PROGRESS.index(payment["status"]):
         # A step back (a deposit replaced, double-spent, dropped or reorganised away): the merchant must know.
         generation = int(payment["reverted_count"]) + 1
         await db.execute(
             "UPDATE payments SET status = :s, paid_at = NULL, reverted_count = :g, updated_at = :now"
             " WHERE track_id = :t", {"s": status, "g": generation, "now": now, "t": track_id})
-        await payment_event(gateway, track_id, "payment.reverted", f"payment.reverted:{track_id}:{generation}")
+        state = state.changed(status=status, paid_at=None, reverted_count=generation, updated_at=now)
+        await payment_event(gateway, state, "payment.reverted", f"payment.reverted:{track_id}:{generation}")
     else:
         await db.execute("UPDATE payments SET status = :s, paid_at = NULL, updated_at = :now WHERE track_id = :t",
                          {"s": status, "now": now, "t": track_id})
 
 
-async def _payment_row(gateway: "Gateway", track_id: str) -> Mapping[str, Any]:
-    """The row of a payment the caller just read or wrote (payments are never deleted)."""
-    row = await gateway.db.fetch_one("SELECT * FROM payments WHERE track_id = :t", {"t": track_id})
-    assert row is not None, f"payment {track_id} exists: payments are never deleted"
-    return row
-
-
-async def emit_after(gateway: "Gateway", event: Callable[..., Awaitable[None]], track_id: str,
-                     after: AfterCommit) -> None:
+def emit_after(gateway: "Gateway", event: Callable[..., Awaitable[None]], row: Mapping[str, Any],
+               after: AfterCommit) -> None:
     """Queue ``event(payment=PaymentView)`` (a payment event of ``gateway.hooks``) with the payment as it
-    stands now in this transaction."""
-    view = payment_view_of(gateway, await _payment_row(gateway, track_id))
+    stands now in this transaction (``row``, read or brought up to date by the caller)."""
+    view = payment_view_of(gateway, row)
     after.append(lambda: event(payment=view))
 
 
-async def payment_event(gateway: "Gateway", track_id: str, event_type: str, logical_key: str) -> None:
-    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now."""
-    payment = await _payment_row(gateway, track_id)
-    view = payment_view(gateway, payment, await payment_deposits(gateway, track_id))
+async def payment_event(gateway: "Gateway", state: LoadedPayment, event_type: str, logical_key: str) -> None:
+    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now in this transaction (``state``)."""
+    payment = state.row
+    view = payment_view(gateway, payment, state.deposits)
     body = {
         "type": "payment",
         **{k: view.get(k) for k in ("track_id", "status", "amount", "currency", "pay_currency", "pay_amount",
@@ -133,8 +135,9 @@ async def expire_payments(gateway: "Gateway") -> int:
             await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                              {"s": EXPIRED, "now": now, "t": row["track_id"]})
             # The merchant's order can be released now (issue 46: expiry sent no webhook); one per payment.
-            await payment_event(gateway, row["track_id"], "payment.expired", f"payment.expired:{row['track_id']}")
-            await emit_after(gateway, gateway.hooks.payment_expired, row["track_id"], after)
+            expired_now = await load_payment(gateway, row["track_id"])
+            await payment_event(gateway, expired_now, "payment.expired", f"payment.expired:{row['track_id']}")
+            emit_after(gateway, gateway.hooks.payment_expired, expired_now.row, after)
             payment_changed(gateway, row["track_id"], after)
             expired += 1
         await run_after_commit(after)

@@ -45,9 +45,10 @@ from .conflicts import replace_conflicting, spends_column
 from .recovery import recovered_memo
 from ..types.deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
 from ..events.outbox import enqueue_event
-from ..events.key_destination import payment_destination_of
+from ..events.key_destination import payment_destination
 from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
+from ..payments.loaded import load_payment, lock_payment
 from ..payments.status import emit_after, expire_payments, payment_event, refresh_payment
 from ..types.statuses import EXPIRED, PAYING, WAITING
 from ..infra import kept_counts
@@ -156,7 +157,7 @@ async def observe_final(
     after: AfterCommit = []
     db = gateway.db
     async with db.transaction():
-        await _lock_payment(gateway, track_id)
+        await lock_payment(gateway, track_id)
         existing = await db.fetch_val(
             f"SELECT id FROM deposits WHERE chain = :c AND tx_hash = :h AND output_index = :i{db.for_update}",
             {"c": chain, "h": transfer.tx_hash, "i": transfer.output_index})
@@ -230,18 +231,20 @@ async def _insert(gateway: "Gateway", chain: str, transfer: Transfer, owner: Map
         await db.execute("UPDATE payments SET status = :s, updated_at = :now WHERE track_id = :t",
                          {"s": PAYING, "now": now, "t": payment["track_id"]})
         if confirmations < threshold:
-            await payment_event(gateway, payment["track_id"], "payment.paying", f"payment.paying:{payment['track_id']}")
-            await emit_after(gateway, gateway.hooks.payment_detected, payment["track_id"], after)
+            paying = await load_payment(gateway, payment["track_id"])
+            await payment_event(gateway, paying, "payment.paying", f"payment.paying:{payment['track_id']}")
+            emit_after(gateway, gateway.hooks.payment_detected, paying.row, after)
     if confirmations >= threshold and _is_final(block, finalized):
         row = await db.fetch_one("SELECT * FROM deposits WHERE id = :id", {"id": deposit["id"]})
         assert row is not None, "inserted just above, in this transaction"
         credit_after: AfterCommit = []
+        locked = await lock_payment(gateway, deposit["track_id"])  # as it stands after the status moves above
         if final:  # nothing rescans a final deposit: a refused credit rolls it all back for the caller to retry
-            await _credit(gateway, row, merchant, credit_after)
+            await _credit(gateway, row, merchant, locked, credit_after)
         else:
             try:
                 async with db.transaction():  # a savepoint: a refused credit keeps the deposit, PENDING
-                    await _credit(gateway, row, merchant, credit_after)
+                    await _credit(gateway, row, merchant, locked, credit_after)
             except CreditRefused as refused:  # logged once per plugin and reason; the next scan retries
                 report_refusal(gateway, refused, deposit["id"])
                 return
@@ -277,18 +280,6 @@ async def _plugin_payment(gateway: "Gateway", chain: str, transfer: Transfer,
     return await gateway.db.fetch_one(
         "SELECT * FROM payments WHERE track_id = :t AND merchant_id = :m AND status IN ('Waiting', 'Paying')"
         f"{gateway.db.for_update}", {"t": track_id, "m": merchant_id})
-
-
-async def _lock_payment(gateway: "Gateway", track_id: str | None) -> None:
-    """Lock the deposit's payment before any ledger posting.
-
-    Refunds lock the payment and then the ledger's balance rows; taking the
-    same order here means a refund racing a credit or a reversal on PostgreSQL
-    waits instead of deadlocking.
-    """
-    if track_id:
-        await gateway.db.fetch_val(f"SELECT track_id FROM payments WHERE track_id = :t{gateway.db.for_update}",
-                                   {"t": track_id})
 
 
 def _is_final(block: BlockRef | None, finalized: int | None) -> bool:
@@ -379,19 +370,21 @@ async def _credit_in_transaction(gateway: "Gateway", deposit_id: str, confirmati
             return 0
         await db.execute("UPDATE deposits SET confirmations = :n WHERE id = :id",
                          {"n": confirmations, "id": deposit_id})
-        await _lock_payment(gateway, deposit["track_id"])
+        payment = await lock_payment(gateway, deposit["track_id"])  # the run's one read of its payment row
         merchant = await db.fetch_one("SELECT * FROM merchants WHERE id = :m", {"m": deposit["merchant_id"]})
         assert merchant is not None, "a deposit's merchant is never deleted"
         deposit = {**deposit, "confirmations": confirmations}
-        await _credit(gateway, deposit, merchant, after)
+        await _credit(gateway, deposit, merchant, payment, after)
     await run_after_commit(after)
     return 1
 
 
 async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapping[str, Any],
-                  after: AfterCommit) -> None:
+                  payment: Mapping[str, Any] | None, after: AfterCommit) -> None:
     """Credit one deposit (inside the caller's transaction): ledger, status, webhook.
 
+    ``payment`` is the deposit's payment row as the caller locked it (``lock_payment``; None: no payment),
+    passed on to the webhooks and the status recompute instead of read again.
     Plugins' ``filter_credit_postings`` shape the postings and ``decide_credit_status``
     may hold the deposit CONFIRMED (awaiting a conversion) instead of CREDITED.
     """
@@ -421,26 +414,28 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
     credited = {**deposit, "status": status, "credited": not held, "credit_count": generation, "fee": fee,
                 "credited_at": now}
     if not held:
-        await _announce_credit(gateway, credited, after)
+        await _announce_credit(gateway, credited, payment, after)
     payment_changed(gateway, deposit["track_id"], after)
-    if deposit["track_id"]:
-        await refresh_payment(gateway, deposit["track_id"], after)
+    if payment is not None:
+        await refresh_payment(gateway, payment["track_id"], after, locked=payment)
 
 
 async def _enqueue_deposit_event(gateway: "Gateway", event_type: str, deposit: Mapping[str, Any],
-                                 generation: Any) -> None:
-    """A deposit webhook, once per (deposit, credit generation), to the payment's destination."""
-    url, secret = await payment_destination_of(gateway, deposit["track_id"])
+                                 generation: Any, payment: Mapping[str, Any] | None) -> None:
+    """A deposit webhook, once per (deposit, credit generation), to its payment's destination (``payment``: its
+    row in this transaction; None: the account's)."""
+    url, secret = (None, None) if payment is None else await payment_destination(gateway, payment)
     await enqueue_event(
         gateway, merchant_id=deposit["merchant_id"], event_type=event_type,
-        body=await deposit_body(gateway, deposit), logical_key=f"{event_type}:{deposit['id']}:{generation}",
+        body=await deposit_body(gateway, deposit, payment), logical_key=f"{event_type}:{deposit['id']}:{generation}",
         url=url, secret=secret,
     )
 
 
-async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], after: AfterCommit) -> None:
+async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], payment: Mapping[str, Any] | None,
+                           after: AfterCommit) -> None:
     """The deposit.credited webhook (in the transaction) and hook (after it)."""
-    await _enqueue_deposit_event(gateway, "deposit.credited", credited, credited["credit_count"])
+    await _enqueue_deposit_event(gateway, "deposit.credited", credited, credited["credit_count"], payment)
     view = deposit_view_of(gateway, credited)
     after.append(lambda: gateway.hooks.deposit_credited(deposit=view))
 
@@ -459,24 +454,29 @@ async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
         deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
         if deposit is None or deposit["status"] != CONFIRMED:
             return False
-        await _lock_payment(gateway, deposit["track_id"])
+        payment = await lock_payment(gateway, deposit["track_id"])
         now = gateway.now()
         await db.execute("UPDATE deposits SET status = :s, credited = :t, updated_at = :now WHERE id = :id",
                          {"s": CREDITED, "t": True, "now": now, "id": deposit_id})
-        await _announce_credit(gateway, {**deposit, "status": CREDITED, "credited": True, "updated_at": now}, after)
+        await _announce_credit(gateway, {**deposit, "status": CREDITED, "credited": True, "updated_at": now},
+                               payment, after)
         payment_changed(gateway, deposit["track_id"], after)
-        if deposit["track_id"]:
-            await refresh_payment(gateway, deposit["track_id"], after)
+        if payment is not None:
+            await refresh_payment(gateway, payment["track_id"], after, locked=payment)
     await run_after_commit(after)
     return True
 
 
-async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any]) -> dict[str, Any]:
-    """Body of deposit.* webhooks: the /v1/deposits row plus the merchant's net and fee."""
+async def deposit_body(gateway: "Gateway", deposit: Mapping[str, Any],
+                       payment: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Body of deposit.* webhooks: the /v1/deposits row plus the merchant's net and fee.
+
+    ``payment``: the deposit's payment row when the caller holds it (else its order id is read here).
+    """
     if "order_id" not in deposit and deposit.get("track_id"):
         # The deposit row has no order_id: take the payment's, as GET /v1/deposits does (its join).
-        order_id = await gateway.db.fetch_val("SELECT order_id FROM payments WHERE track_id = :t",
-                                              {"t": deposit["track_id"]})
+        order_id = payment["order_id"] if payment is not None else await gateway.db.fetch_val(
+            "SELECT order_id FROM payments WHERE track_id = :t", {"t": deposit["track_id"]})
         deposit = {**deposit, "order_id": order_id}
     view = deposit_view(gateway, deposit)
     coin = gateway.coins.require(deposit["coin"])
@@ -510,22 +510,23 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
             deposit = await db.fetch_one(f"SELECT * FROM deposits WHERE id = :id{db.for_update}", {"id": deposit_id})
             if deposit is None or deposit["block_hash"] != block_hash:
                 continue
-            await _lock_payment(gateway, deposit["track_id"])
+            payment = await lock_payment(gateway, deposit["track_id"])
             if deposit["status"] in POSTED:
-                await _reverse(gateway, deposit, after)
+                await _reverse(gateway, deposit, payment, after)
             await db.execute(
                 "UPDATE deposits SET block_height = NULL, block_hash = NULL, confirmations = 0, status = :s,"
                 " credited = :f, updated_at = :now WHERE id = :id",
                 {"s": PENDING, "f": False, "now": gateway.now(), "id": deposit_id},
             )
             payment_changed(gateway, deposit["track_id"], after)
-            if deposit["track_id"]:
-                await refresh_payment(gateway, deposit["track_id"], after)
+            if payment is not None:
+                await refresh_payment(gateway, payment["track_id"], after, locked=payment)
         await run_after_commit(after)
     return len(ids)
 
 
-async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterCommit) -> None:
+async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], payment: Mapping[str, Any] | None,
+                   after: AfterCommit) -> None:
     generation = int(deposit["credit_count"])
     txn = await ledger.reverse(
         gateway.db, original_reference=f"deposit:{deposit['id']}:credit:{generation}",
@@ -534,7 +535,7 @@ async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], after: AfterC
     log.warning("deposit %s (%s %s) left the best chain after crediting: reversed", deposit["id"],
                 deposit["chain"], deposit["tx_hash"])
     reversed_row = {**deposit, "status": PENDING, "credited": False, "confirmations": 0}
-    await _enqueue_deposit_event(gateway, "deposit.reversed", reversed_row, generation)
+    await _enqueue_deposit_event(gateway, "deposit.reversed", reversed_row, generation, payment)
     view = deposit_view_of(gateway, reversed_row)
     after.append(lambda: ledger.notify_posted(gateway, txn))
     after.append(lambda: gateway.hooks.deposit_reversed(deposit=view))

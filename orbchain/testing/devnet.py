@@ -104,3 +104,21 @@ async def _mine_until_final(gateway: Any, chain: Any, adapter: Any, tx_hash: str
         await chain.mine(1)
         await scan_chain(gateway, adapter)
         blocks += 1
+
+
+async def crediting_scan(gateway: Any, address: str, log: Any, blocks: int = 20) -> Any:
+    """One block at a time, each scan in a window of ``log`` (a ``StatementLog``), until the deposit at
+    ``address`` is CREDITED: the window of the scan that credited it (statement counts of a crediting run)."""
+    from ..chains.devnet import devnet_chain
+    from ..core.watching.scanner import scan_chain
+
+    chain, adapter = devnet_chain(gateway), gateway.chains.get("devnet")
+    if chain is None or adapter is None:
+        raise RuntimeError("the devnet is off")
+    for _ in range(blocks):
+        await chain.mine(1)
+        async with log.window(gateway) as window:
+            await scan_chain(gateway, adapter)
+        if await gateway.db.fetch_val("SELECT status FROM deposits WHERE address = :a", {"a": address}) == "CREDITED":
+            return window
+    raise AssertionError(f"the devnet deposit to {address} was not credited within {blocks} blocks")

@@ -259,6 +259,18 @@ class Window:
         lines = [f"{i:4}  {s.driver:7}  {one_line(s.sql)}" for i, s in enumerate(self.statements, 1)]
         return "\n".join(lines) or "      (none)"
 
+    def transaction_around(self, marker: str) -> Window:
+        """The transaction that ran the first statement starting with ``marker``: from its BEGIN to its COMMIT.
+
+        Why: a scan runs many transactions; a count of one of them (the crediting transaction, around its
+        ``UPDATE deposits SET status``) must not move with the scan's other work.
+        """
+        sqls = [_SPACE.sub(" ", s.sql).strip() for s in self.statements]
+        marked = next(i for i, sql in enumerate(sqls) if sql.startswith(marker))
+        begin = max(i for i in range(marked) if sqls[i].startswith("BEGIN"))
+        commit = next(i for i in range(marked, len(sqls)) if sqls[i] == "COMMIT")
+        return Window(self.statements[begin:commit + 1])
+
 
 def _lives_with_a_connection(task: asyncio.Future[Any]) -> bool:
     """aiohttp's task serving a keep-alive connection: it ends with the connection, not with a request."""
