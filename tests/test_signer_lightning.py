@@ -37,6 +37,7 @@ from .lightning_support import balance, lightning_shop
 from .lnd_standin import LndStandIn
 from .support import api
 from .test_lightning import funded, lnd, pay_out  # noqa: F401 - lnd: the LND stand-in's fixture
+from .test_signer_process import least_role_env
 
 SEED = "000102030405060708090a0b0c0d0e0f"
 JWT = "j" * 40  # both sides verify the payout binding digest under its derived key
@@ -71,7 +72,7 @@ class SignerSide:
 
 
 @pytest.fixture
-async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):  # noqa: F811 - the imported fixture
+async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd, caplog):  # noqa: F811 - the imported fixture
     """(shop, signer gateway, signer side, channel key): the seedless serve and its in-loop signer."""
     short = Path(tempfile.mkdtemp(prefix="osl", dir="/tmp"))  # a Unix socket path stays under ~100 bytes
     socket, key_file = short / "signer.sock", tmp_path / "signer_key"
@@ -83,8 +84,10 @@ async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):  # no
         make_config, make_client, plugin={"lightning": lnd_block(lnd, "invoice_macaroon_path")},
         secrets={"account_xpubs_file": str(xpubs), "jwt_secret": JWT},
         signer={"url": f"unix://{socket}", "key_file": str(key_file)})
+    # On PostgreSQL the signer connects as its least-privilege role, as `orbchain signer` does in production.
+    signer_url = (await least_role_env(db_url, sweeps=False)).get("ORBCHAIN_SIGNER__DATABASE_URL", db_url)
     config = load_config(None, environ={}).with_overrides(
-        server={"data_dir": str(tmp_path / "signer"), "environment": "development"}, database={"url": db_url},
+        server={"data_dir": str(tmp_path / "signer"), "environment": "development"}, database={"url": signer_url},
         scheduler={"enabled": False}, secrets={"seed_mnemonic": SEED, "jwt_secret": JWT},
         signer={"key_file": str(key_file)}, signing={"max_per_payout": [f"BTC_LN={CAP}"]},
         plugin={"lightning": lnd_block(lnd, "macaroon_path")})
@@ -101,6 +104,7 @@ async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd):  # no
         await signer.close_chains()
         await signer.db.disconnect()
         shutil.rmtree(short, ignore_errors=True)
+    assert "permission denied" not in caplog.text  # the signer's role lacked a grant for what it did
 
 
 async def payout_row(shop, track_id: str):
@@ -145,6 +149,19 @@ async def test_a_lightning_payout_is_sent_by_the_signer_and_answers_confirmed(se
     assert (row["status"], row["failure_reason"]) == ("Failed", "unsealed_payment"), dict(row)
     assert forged_hash not in lnd.payments and len(sends(lnd)) == 1
 
+    # A payment the node fails: the signer says so, the web process fails the payout and re-credits it (the
+    # signer's role may write neither a payout's status nor the ledger), and the invoice's claim is released.
+    lnd.fail_with = "FAILURE_REASON_NO_ROUTE"
+    available = Decimal(await balance(shop))
+    unroutable, unroutable_hash = lnd.issue_foreign_invoice(10_000_000)
+    status, body = await pay_out(shop, unroutable)
+    assert status == 200 and body["data"]["status"] == "Failed", body
+    failed = await payout_row(shop, body["data"]["track_id"])
+    assert failed["failure_reason"] == "no_route", dict(failed)
+    assert Decimal(await balance(shop)) == available
+    assert not await gw.db.fetch_val("SELECT count(*) FROM lightning_payout_claims WHERE payment_hash = :h",
+                                     {"h": unroutable_hash})
+
 
 async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent_by_signer, lnd):  # noqa: F811 - the imported fixture
     shop, _, side, key = sent_by_signer
@@ -157,11 +174,11 @@ async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent
         " 'BTC_LN', 'lightning', :d, :a, 'Confirming', 'queued', 'rogue', :u, :u, :now, :now)",
         {"m": shop.merchant.merchant_id, "d": bolt11, "a": gw.db.amount_param(10_000), "u": gw.now() + 60,
          "now": gw.now()})
-    request = json.dumps({"payout_id": "po_rogue", "step": "send"}).encode()
+    request = json.dumps({"payout_id": "po_rogue", "step": "sign"}).encode()
 
-    async def post(headers: dict[str, str]) -> tuple[int, dict]:
+    async def post(headers: dict[str, str], body: bytes = request) -> tuple[int, dict]:
         async with aiohttp.ClientSession(connector=aiohttp.UnixConnector(path=str(side.socket))) as session:
-            async with session.post("http://signer/v1/sign", data=request, headers=headers) as response:
+            async with session.post("http://signer/v1/sign", data=body, headers=headers) as response:
                 return response.status, await response.json()
 
     assert (await post({}))[0] == 401
@@ -171,8 +188,11 @@ async def test_the_signer_sends_nothing_for_a_client_without_the_credential(sent
     assert (row["stage"], row["policy_hold"]) == ("queued", None)  # nothing was judged, signed or paid
     # The credential is what the signer listens to; even then it judges the row itself (no reservation: held).
     status, answer = await post(signed_headers(key, request, int(time.time())))
-    assert (status, answer["outcome"], answer["stage"]) == (200, "done", "policy_held"), answer
+    assert (status, answer["outcome"], answer["reason"]) == (200, "held", "no_reservation"), answer
     assert (await payout_row(shop, "rogue"))["policy_hold"] == "no_reservation"
+    # Nor does it pay a row it did not sign: ``pay`` takes only a signed row's stored, sealed invoice.
+    pay = json.dumps({"payout_id": "po_rogue", "step": "pay"}).encode()
+    assert (await post(signed_headers(key, pay, int(time.time())), pay))[1]["outcome"] == "not_queued"
     assert not sends(lnd) and payment_hash not in lnd.payments
 
 

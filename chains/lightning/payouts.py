@@ -24,10 +24,11 @@ before answering:
   fee), FAILED is Failed. A payment still in flight when the request gives
   up stays Confirming and the payout worker asks again.
 
-With a separate signer (``[signer] url``) every one of these stages runs in
-``orbchain signer``, which holds the paying macaroon
-(``Capability.SIGNER_SENDS``): the web process's request hands it the
-claimed payout and awaits its answer, so it still answers Confirmed.
+With a separate signer (``[signer] url``) these stages run in ``orbchain
+signer``, which holds the paying macaroon (``Capability.SIGNER_SENDS``): the
+web process's request asks it to sign, pay and say where the payment stands,
+records each answer and finishes the payout itself, so it still answers
+Confirmed.
 ``sign_payout`` seals what it fixed (an HMAC under a key derived from the
 paying macaroon) and ``broadcast`` pays only a sealed invoice: a row written
 into the database at stage signed, by SQL or by a web process, is never paid
@@ -114,7 +115,8 @@ class LightningChain(ChainAdapter, PayoutSender):
 
     name = CHAIN
     coins = (COIN,)
-    # REMOTE_SIGNING + SIGNER_SENDS: with a separate signer, the signer (holding the paying macaroon) runs every stage.
+    # REMOTE_SIGNING + SIGNER_SENDS: with a separate signer, the signer (holding the paying macaroon) signs, pays
+    # and asks about the payment; serve records and finishes.
     capabilities = frozenset({Capability.PAYOUTS, Capability.INSTANT_PAYOUTS, Capability.REMOTE_SIGNING,
                               Capability.SIGNER_SENDS})
     payout_confirmations = 1

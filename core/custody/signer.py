@@ -1,7 +1,7 @@
 """``orbchain signer``: the process that holds the seed and signs payouts, and nothing else.
 
-It answers one request, ``POST /v1/sign`` with ``{"payout_id": ..., "step": "sign" | "bump" | "close" | "send"}``, on a
-Unix socket (default) or TCP, and only when the request carries the channel
+It answers one request, ``POST /v1/sign`` with ``{"payout_id": ..., "step": ...}`` (``sign``, ``bump``,
+``close``, ``pay``, ``status``), on a Unix socket (default) or TCP, and only when the request carries the channel
 credential (``core/keys/signer_channel.py``: HMAC, timestamp window, one-time
 nonce). The request is trusted for the payout id alone: the signer reads the
 row, its ledger reservation and the window counts from the database itself
@@ -16,11 +16,13 @@ transaction closing a dropped one: new signatures, so here too) act on a
 broadcast payout's stored bytes and answer ``done`` (with ``closed``,
 ``network_fee``, ``detail`` for a close), or ``fee_above_ceiling`` (``rate``,
 ``ceiling``, ``unit``) when a bump would cost more than the operator's
-ceiling. ``send`` (a ``SIGNER_SENDS`` chain: Lightning, whose paying
-macaroon only this process holds) advances a claimed payout through every
-stage with the worker's own ``advance`` (the policy first, as for ``sign``)
-and answers ``done`` with the row's ``stage`` and ``status``, or
-``not_queued`` when nobody holds it or it is final. Sign answers, always 200 with JSON
+ceiling. ``pay`` and ``status`` (a ``SIGNER_SENDS`` chain: Lightning, whose
+paying macaroon only this process holds) pay a signed payout's stored, sealed
+invoice and ask the node where the payment stands; they answer ``done`` (with
+the status's ``found``, ``confirmations``, ``failed``, ``failure_reason``,
+``network_fee``, ``details``: the preimage) or ``error`` and record nothing in
+the payout: the serve's worker records the stage and finishes it (status,
+ledger, events), so this process's database role needs neither. Sign answers, always 200 with JSON
 once the credential passed: ``signed``, ``fee_above_ceiling`` (the fee now
 is above the ceiling: nothing signed, the payout waits queued),
 ``held`` (the policy's reason), ``not_queued`` (nothing to sign: already
@@ -49,8 +51,8 @@ from ..infra.metrics import CONTENT_TYPE
 from ..infra.metrics_access import bearer_matches, metrics_token
 from ..keys.signer_channel import ChannelRefused, RequestVerifier
 from ..payouts import service as payouts
-from ..payouts.remote_signing import BUMP, CLOSE, SEND, SIGN, SIGN_PATH, STEPS
-from ..payouts.worker import advance, sign_here
+from ..payouts.remote_signing import BUMP, CLOSE, PAY, SIGN, SIGN_PATH, STEPS
+from ..payouts.worker import sign_here
 from ..types.chains import BroadcastError, Capability, FeeAboveCeiling, SignedPayout
 from ..types.errors import ApiError
 
@@ -122,22 +124,31 @@ async def answer_step(gateway: "Gateway", payout_id: str, step: str) -> dict[str
             "detail": closure.detail}
 
 
-async def answer_send(gateway: "Gateway", payout_id: str) -> dict[str, Any]:
-    """Advance a claimed payout of a ``SIGNER_SENDS`` chain as far as it goes, here (policy, sign, pay, follow)."""
+async def answer_sends(gateway: "Gateway", payout_id: str, step: str) -> dict[str, Any]:
+    """``pay`` or ``status`` a claimed, signed payout of a ``SIGNER_SENDS`` chain from its stored bytes."""
     row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = :id", {"id": payout_id})
-    if row is None or row["status"] != payouts.CONFIRMING or not row["claim_token"]:
-        return {"outcome": "not_queued", "stage": row["stage"] if row is not None else None}
+    if row is None or row["stage"] not in (payouts.SIGNED, payouts.BROADCAST) \
+            or row["status"] != payouts.CONFIRMING or not row["claim_token"]:
+        return {"outcome": "not_queued", "step": step, "message": "not a signed payout in a worker's hands"}
     adapter = gateway.chains.get(row["chain"])
-    if adapter is None or not adapter.supports(Capability.SIGNER_SENDS):
-        return {"outcome": "error", "permanent": False, "message": f"the signer does not send {row['chain']} payouts"}
+    sender = payouts.sender_of(adapter) if adapter is not None and adapter.supports(Capability.SIGNER_SENDS) else None
+    if sender is None:
+        return {"outcome": "not_queued", "step": step, "message": f"the signer does not send {row['chain']} payouts"}
+    stored = SignedPayout(row["tx_hash"], row["raw_tx"])
     try:
-        await advance(gateway, row)  # the worker's stages; this process signs, so the policy runs here first
-    except Exception as exc:  # noqa: BLE001 - the claim expires and the worker hands the payout over again
-        log.warning("payout %s: sending failed: %s: %s", payout_id, type(exc).__name__, exc)
-        return {"outcome": "error", "permanent": False, "message": f"{type(exc).__name__}: {exc}"}
-    after = await gateway.db.fetch_one("SELECT stage, status FROM payouts WHERE id = :id", {"id": payout_id})
-    assert after is not None, "payouts are never deleted"
-    return {"outcome": "done", "step": SEND, "stage": after["stage"], "status": after["status"]}
+        if step == PAY:
+            await sender.broadcast(stored)  # the sender pays only what this process sealed when signing
+            return {"outcome": "done", "step": step}
+        status = await sender.payout_status(stored)
+    except BroadcastError as exc:
+        return {"outcome": "error", "step": step, "permanent": exc.permanent, "reason": exc.reason,
+                "message": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a node outage: the worker asks again, never fails blind
+        log.warning("payout %s: %s failed: %s: %s", payout_id, step, type(exc).__name__, exc)
+        return {"outcome": "error", "step": step, "permanent": False, "message": f"{type(exc).__name__}: {exc}"}
+    return {"outcome": "done", "step": step, "found": status.found, "confirmations": status.confirmations,
+            "failed": status.failed, "failure_reason": status.failure_reason, "network_fee": status.network_fee,
+            "details": dict(status.details)}
 
 
 def signer_app(gateway: "Gateway", verifier: RequestVerifier) -> web.Application:
@@ -159,9 +170,9 @@ def signer_app(gateway: "Gateway", verifier: RequestVerifier) -> web.Application
             return web.json_response({"outcome": "refused", "message": "malformed request"}, status=400)
         if step == SIGN:
             return web.json_response(await answer_sign(gateway, payout_id))
-        if step == SEND:
-            return web.json_response(await answer_send(gateway, payout_id))
-        return web.json_response(await answer_step(gateway, payout_id, step))
+        if step in (BUMP, CLOSE):
+            return web.json_response(await answer_step(gateway, payout_id, step))
+        return web.json_response(await answer_sends(gateway, payout_id, step))
 
     app = web.Application(client_max_size=MAX_BODY_BYTES)
     app.router.add_post(SIGN_PATH, sign)

@@ -12,7 +12,8 @@ ledger. Under this role it can only:
   payout's signing columns (never ``amount``, ``destination``, ``merchant_id``,
   ``coin``, ``chain``, ``status``), the coin's signing lock, a bump's counted
   fee, a hold's announcements, and each chain's own signing bookkeeping
-  (selected outputs and change, nonces, signed versions);
+  (selected outputs and change, nonces, signed versions, a Lightning
+  payout's claim on its invoice);
 * with ``sweeps``, also what the signing jobs (cold sweeps, deposit sweeps)
   record, which includes booking their ledger transactions
   (:data:`SWEEP_WRITES`): a widening the operator asks for by name.
@@ -62,6 +63,8 @@ PAYOUT_SIGNING_WRITES: dict[str, tuple[str, ...]] = {
     "tron_txs": ("INSERT", "UPDATE"), "solana_txs": ("INSERT", "UPDATE"),
     "solana_hot_wallet": ("INSERT", "UPDATE"), "solana_address_pool": ("INSERT", "UPDATE"),
     "devnet_txs": ("INSERT", "UPDATE"),  # the development chain's "node" is the database
+    # A Lightning payout's claim on its invoice's payment hash (signing), released when the node says it failed.
+    "lightning_payout_claims": ("INSERT", "DELETE"),
 }
 
 SWEEP_WRITES: dict[str, tuple[str, ...]] = {

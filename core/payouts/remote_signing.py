@@ -13,10 +13,15 @@ are the same in both set-ups; a signer that cannot be reached or refuses the
 credential is a transient error, retried with backoff.
 
 A chain whose sending is itself spending (``Capability.SIGNER_SENDS``:
-Lightning, where the node's paying macaroon moves the money) is handed to the
-signer whole: step ``send`` asks it to advance the claimed payout as far as it
-goes (policy, sign, pay, follow) with the worker's own code, and this side
-only re-reads the row, so an instant payout's request still answers Confirmed.
+Lightning, where the node's paying macaroon moves the money) is signed the
+same way, and its two other key-holding stages are asked of the signer too
+(:class:`SignerSends`, the worker's sender for such a payout): ``pay`` (the
+signer pays the row's stored, sealed invoice) and ``status`` (the signer asks
+its node about the payment). The signer answers and writes nothing but its
+signing records; this side's worker records the stages and finishes the payout
+(status, ledger, events) as for any chain after broadcast, so the signer's
+database role never needs ``payouts.status`` or the ledger, and an instant
+payout's request still answers Confirmed.
 
 Which chains can sign remotely is declared, not guessed:
 ``Capability.REMOTE_SIGNING`` means every step the worker runs in ``serve``
@@ -36,7 +41,8 @@ import aiohttp
 from . import service as payouts
 from ..keys.signer_channel import read_channel_key, signed_headers
 from ..infra.config import ConfigError
-from ..types.chains import BroadcastError, Capability, DropClosure, FeeAboveCeiling
+from ..types.chains import (BroadcastError, Capability, DropClosure, FeeAboveCeiling, PayoutOrder, PayoutSender,
+                            PayoutStatus, SignedPayout)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -44,12 +50,11 @@ if TYPE_CHECKING:  # pragma: no cover
 SIGN_PATH = "/v1/sign"
 # What the signer does for a payout, each on the row as the database has it: sign it (queued), sign a child
 # paying for it (broadcast, waiting in the mempool), close it with a conflicting transaction (missing), or, on a
-# SIGNER_SENDS chain, advance it through every stage (send).
-SIGN, BUMP, CLOSE, SEND = "sign", "bump", "close", "send"
-STEPS = (SIGN, BUMP, CLOSE, SEND)
+# SIGNER_SENDS chain, pay its stored bytes (signed or broadcast) and say where the payment stands (status).
+SIGN, BUMP, CLOSE, PAY, STATUS = "sign", "bump", "close", "pay", "status"
+STEPS = (SIGN, BUMP, CLOSE, PAY, STATUS)
 KEY_SERVICE = "signer_channel_key"  # gateway.services: the channel key, read once
 TIMEOUT_SECONDS = 60  # a bitcoin-family signature selects outputs and asks the node: seconds, not minutes
-SEND_RETRY_SECONDS = 10  # a signer that could not be asked to send: the payout is handed over again this soon
 
 
 class SignerUnavailable(RuntimeError):
@@ -104,9 +109,7 @@ async def sign_remotely(gateway: "Gateway", row: payouts.Row) -> payouts.Row | N
     Raises ``FeeAboveCeiling`` when the signer found the fee above the ceiling (nothing signed: it waits)."""
     answer = await ask_signer(gateway, row["id"])
     raise_fee_wait(answer)
-    if answer.get("outcome") == "error":
-        raise BroadcastError(str(answer.get("message", "")), permanent=bool(answer.get("permanent")),
-                             reason=answer.get("reason") or None)
+    raise_chain_refusal(answer)
     current = await gateway.db.fetch_one(
         "SELECT * FROM payouts WHERE id = :id AND claim_token = :tok AND stage = :signed",
         {"id": row["id"], "tok": row["claim_token"], "signed": payouts.SIGNED})
@@ -118,6 +121,13 @@ def raise_fee_wait(answer: dict[str, Any]) -> None:
     if answer.get("outcome") == "fee_above_ceiling":
         raise FeeAboveCeiling(str(answer.get("rate", "?")), str(answer.get("ceiling", "?")),
                               str(answer.get("unit", "")))
+
+
+def raise_chain_refusal(answer: dict[str, Any]) -> None:
+    """Raise the ``BroadcastError`` the chain raised in the signer, so the worker's retry and failure rules apply."""
+    if answer.get("outcome") == "error":
+        raise BroadcastError(str(answer.get("message", "")), permanent=bool(answer.get("permanent")),
+                             reason=answer.get("reason") or None)
 
 
 def _refusal(answer: dict[str, Any]) -> Exception:
@@ -145,18 +155,36 @@ async def close_remotely(gateway: "Gateway", row: payouts.Row) -> DropClosure:
                        detail=answer.get("detail") if isinstance(answer.get("detail"), str) else None)
 
 
-async def send_remotely(gateway: "Gateway", row: payouts.Row) -> None:
-    """Step ``send``: the signer advances the claimed payout of a ``SIGNER_SENDS`` chain through every stage.
+class SignerSends(PayoutSender):
+    """The worker's sender, in ``serve``, for one claimed payout of a ``SIGNER_SENDS`` chain.
 
-    It works under this worker's claim and writes every outcome to the row; an
-    unreachable signer (or one that could not finish) leaves the payout where it
-    is, never failed blind: nothing here can tell whether the money moved.
+    Paying and following the payment need the paying credential, so each is a
+    request to the signer, which acts on the row's stored bytes (never on
+    ``signed``, the worker's copy of them) and writes nothing the worker
+    records: this process keeps the stage machine, the retries and the finish.
+    Signing goes through :func:`sign_remotely`, as for any chain.
     """
-    try:
-        answer = await ask_signer(gateway, row["id"], SEND)
-    except SignerUnavailable as exc:
-        await payouts.record_retry(gateway, row, error=str(exc), next_at=gateway.now() + SEND_RETRY_SECONDS)
-        return
-    if answer.get("outcome") == "error":
-        await payouts.record_retry(gateway, row, error=str(_refusal(answer)),
-                                   next_at=gateway.now() + SEND_RETRY_SECONDS)
+
+    def __init__(self, gateway: "Gateway", payout_id: str, payout_confirmations: int) -> None:
+        self._gateway, self._payout_id = gateway, payout_id
+        self.payout_confirmations = payout_confirmations
+
+    async def sign_payout(self, order: PayoutOrder) -> SignedPayout:
+        raise BroadcastError("signed by the signer, never here")  # the worker signs through sign_remotely
+
+    async def broadcast(self, signed: SignedPayout) -> None:
+        answer = await ask_signer(self._gateway, self._payout_id, PAY)
+        raise_chain_refusal(answer)
+        if answer.get("outcome") != "done":
+            raise _refusal(answer)
+
+    async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
+        answer = await ask_signer(self._gateway, self._payout_id, STATUS)
+        if answer.get("outcome") != "done":
+            raise _refusal(answer)
+        fee, details, reason = answer.get("network_fee"), answer.get("details"), answer.get("failure_reason")
+        depth = answer.get("confirmations")
+        return PayoutStatus(found=answer.get("found") is True, confirmations=depth if isinstance(depth, int) else 0,
+                            failed=answer.get("failed") is True, network_fee=fee if isinstance(fee, int) else None,
+                            details=details if isinstance(details, dict) else {},
+                            failure_reason=reason if isinstance(reason, str) else None)

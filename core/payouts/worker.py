@@ -26,9 +26,10 @@ plus a lease) and moves each as far as it can go now:
   only once the sender's ``close_dropped`` says no transaction of it can
   confirm any more: never paid and re-credited both).
 
-On a ``SIGNER_SENDS`` chain (Lightning) with a separate signer, ``serve``
-runs none of these stages: it hands the claimed payout to the signer (step
-``send``), which runs this very function under the same claim.
+On a ``SIGNER_SENDS`` chain (Lightning) with a separate signer, the stages
+run here as for any chain, but paying and asking about the payment are the
+signer's (``remote_signing.SignerSends``, the sender for such a payout): it
+holds the paying credential; this process records the stages and finishes.
 
 Batch payouts (``batches.py``): the items of one batch request, on a chain
 declaring ``Capability.BATCH_PAYOUTS``, are claimed and signed together as
@@ -192,8 +193,8 @@ async def advance(gateway: "Gateway", row: Row) -> list[str]:
                                    next_at=gateway.now() + DEFAULT_POLL_SECONDS)
         return [row["id"]]
     if gateway.config.signer.url and adapter.supports(Capability.SIGNER_SENDS):
-        await remote_signing.send_remotely(gateway, row)  # sending spends: every stage runs in the signer
-        return [row["id"]]
+        # Sending spends: the signer pays and follows the payment; this worker records and finishes it.
+        sender = remote_signing.SignerSends(gateway, row["id"], sender.payout_confirmations)
     group = await batches.claim_group(gateway, row, LEASE_SECONDS, batchable=_batchable(gateway, adapter))
     if group is None:  # another worker holds an item of the same transaction: it decides for all
         await payouts.record_retry(gateway, row, error="waiting: its batch transaction is in another worker's hands",

@@ -161,10 +161,11 @@ class Capability(enum.Enum):
       with a payout chain that does not declare it.
     * ``SIGNER_SENDS`` (with ``REMOTE_SIGNING``): sending is spending too (a
       Lightning payment: the node's paying credential, not a signature, moves
-      the money), so with a separate signer every stage of the payout
-      (policy, ``sign_payout``, ``broadcast``, ``payout_status``) runs in the
-      signer: the ``serve`` worker hands it the claimed payout (step
-      ``send``) and re-reads the row; ``serve`` holds no paying credential.
+      the money), so with a separate signer ``broadcast`` and
+      ``payout_status`` run in the signer too (steps ``pay`` and ``status``,
+      on the row's stored bytes), besides the policy and ``sign_payout``;
+      the ``serve`` worker records the stages and finishes the payout from
+      the signer's answers; ``serve`` holds no paying credential.
     * ``FINALITY``: ``finalized_height()`` names the newest block the chain
       itself made final (Ethereum's and Polygon's ``finalized`` tag); a
       deposit is credited only once its block is final AND it has its
