@@ -73,8 +73,8 @@ async def test_a_forged_signed_row_that_fails_credits_nothing(shop):
     await forge(gw, merchant.merchant_id, "po_forged", 300_000, "signed", tx_hash="ab" * 32, raw_tx="forged-bytes")
     await work(gw)
     row = await payout_row(gw, "po_forged")
-    assert (row["status"], row["failure_reason"]) == ("Failed", "no_reservation")
-    assert row["last_error"] == "broadcast_rejected: bad-txns-inputs-missingorspent"  # the chain's word, kept
+    assert (row["status"], row["failure_reason"]) == ("Failed", "broadcast_rejected: bad-txns-inputs-missingorspent")
+    assert row["last_error"] == "nothing re-credited: no_reservation"
     assert await balance(client, merchant) == {"BTC": "0.0059"}  # nothing minted
     assert await in_flight(gw) == 400_000 and await releases(gw, "po_forged") == 0
     assert (await ledger.check_ledger(gw.db)).ok
@@ -90,7 +90,8 @@ async def test_a_forged_row_dropped_from_the_chain_credits_nothing(shop):
     await work(gw)
     await work(gw, gw.chains["devnet"].drop_after_seconds)
     row = await payout_row(gw, "po_dropped")
-    assert (row["status"], row["failure_reason"], row["last_error"]) == ("Failed", "no_reservation", "dropped")
+    assert (row["status"], row["failure_reason"]) == ("Failed", "dropped")
+    assert row["last_error"] == "nothing re-credited: no_reservation"
     assert await balance(client, merchant) == {"BTC": "0.0099"} and await in_flight(gw) == 0
     assert (await ledger.check_ledger(gw.db)).ok
 
@@ -119,7 +120,7 @@ async def test_a_reserved_payout_that_fails_twice_is_credited_once(shop):
                         " tx_hash = :h, failure_reason = NULL WHERE id = :id", {"h": "ef" * 32, "id": row["id"]})
     await work(gw)
     again = await payout_row(gw, track_id)
-    assert (again["status"], again["failure_reason"]) == ("Failed", "reservation_released")
+    assert (again["status"], again["last_error"]) == ("Failed", "nothing re-credited: reservation_released")
     assert await balance(client, merchant) == {"BTC": "0.0099"} and await releases(gw, row["id"]) == 1
     assert await in_flight(gw) == 0 and anomalies(gw, "reservation_released") == 1
     assert len(await outbox(gw, "payout.failed")) == 1

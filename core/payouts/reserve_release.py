@@ -39,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 Row = Mapping[str, Any]
+NOTHING_GIVEN_BACK = "nothing re-credited"  # a failed payout's ``last_error``, "<this>: <reason>", when so
 REFUSED_EVENT = "payout_release_refused"  # activity log: nothing given back
 MISMATCH_EVENT = "payout_release_mismatch"  # activity log: the reserve's figures given back, not the row's
 

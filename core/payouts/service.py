@@ -591,9 +591,8 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
     Confirmed: in flight -> world. Failed: in flight -> merchant available
     (the re-credit), of what the LEDGER reserved and only if it did
     (``reserve_release.give_back``): a row nobody reserved ends Failed with
-    the proof's reason (``no_reservation`` ...) and no credit, webhook or
-    ``payout_finished``; the chain's reason is kept in ``last_error``. A
-    transaction that was mined (confirmed or reverted) also books its network
+    no credit, webhook or ``payout_finished``, and ``last_error`` says why
+    ("nothing re-credited: no_reservation"). A transaction that was mined (confirmed or reverted) also books its network
     fee: platform network fees -> world, the fee the chain reports as paid
     (``network_fee``) or else the signed one; a dropped one books the fee of
     the transaction that closed it (``network_fee``). Returns the final row,
@@ -608,7 +607,7 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
             return None
         merchant_id, chain, coin = current["merchant_id"], current["chain"], current["coin"]
         amount = db.to_int(current["amount"])
-        release, ended_by = None, failure_reason
+        release = None
         posted: ledger.LedgerTransaction | None
         last_error = None if status == CONFIRMED else current["last_error"]  # a wait's note is over once paid
         if status == CONFIRMED:
@@ -618,8 +617,8 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
         else:
             release = await reserve_release.give_back(gateway, current)
             posted = release.posted
-            if posted is None:  # nothing reserved to give back: that is why it ends, the chain's reason aside
-                last_error, ended_by = failure_reason, release.problem
+            if posted is None:  # the chain's reason stays the failure's; why nothing came back is the last word
+                last_error = f"{reserve_release.NOTHING_GIVEN_BACK}: {release.problem}"
         fee = _fee_paid(db, current, status, failure_reason, network_fee)
         fee_posted = None
         if fee:
@@ -633,7 +632,7 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
             "UPDATE payouts SET status = :s, stage = :stage, failure_reason = :reason, confirmations = :conf,"
             " finished_at = :now, updated_at = :now, claimed_until = NULL, claim_token = NULL, details = :details,"
             " tx_hash = :tx, raw_tx = :raw, last_error = :error WHERE id = :id RETURNING *",
-            {"s": status, "stage": status.lower(), "reason": ended_by[:500] if ended_by else None,
+            {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
              "id": current["id"], "details": merged, "tx": mined.tx_hash if mined else current["tx_hash"],
              "raw": mined.raw if mined else current["raw_tx"], "error": last_error})
