@@ -181,6 +181,12 @@ class Metrics:
         self.payouts_held_by_policy = Counter("orbchain_payouts_held_by_policy", "Payouts the signer's policy held"
                                               " instead of signing, by coin and reason (no_reservation,"
                                               " over_hourly_cap ...)", ("coin", "reason"), registry=registry)
+        # Failed payouts whose give-back the ledger's reserve did not back as the row says
+        # (core/payouts/reserve_release.py), by coin and reason.
+        self.payout_release_anomalies = Counter(
+            "orbchain_payout_release_anomalies", "Failed payouts whose reserve did not back the row: nothing given"
+            " back (no_reservation, reservation_released) or the reserve's own figures given back instead of the"
+            " row's (reservation_mismatch), by coin and reason", ("coin", "reason"), registry=registry)
         # Payments refused because no deposit address could be given (a seedless serve's pre-derived pool empty).
         self.deposit_addresses_unavailable = Counter(
             "orbchain_deposit_addresses_unavailable", "Payments refused (503) because no deposit address could be"

@@ -5,7 +5,8 @@ reserved (merchant available -> payouts in flight), so it cannot be spent
 twice. Approving moves it to stage ``queued`` in one conditional UPDATE: the
 worker then signs and sends it like any payout, crash-safe as ever, and two
 approvals at once move it once. Rejecting (or expiring) settles it Failed:
-in flight -> merchant available, the row and the ``payout.failed`` webhook
+in flight -> merchant available (what the ledger reserved,
+``reserve_release.py``), the row and the ``payout.failed`` webhook
 in the same transaction. ``within`` lets the caller write its own record of
 the decision in that transaction, and runs only when this call moved it.
 """
@@ -16,7 +17,7 @@ from typing import Awaitable, Callable
 
 from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
-from ..ledger.accounts import merchant_available, payouts_in_flight
+from .reserve_release import give_back, report
 from .service import CONFIRMING, HELD, QUEUED, Row, fail_held, hook_record, locked_merchant, webhook_body
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -45,17 +46,17 @@ async def reject_held_payout(gateway: "Gateway", payout_id: str, reason: str, wi
         row = await fail_held(db, payout_id, held_stage=HELD, reason=reason, now=now)
         if row is None:
             return None
-        posted = await ledger.transfer(
-            db, from_account=payouts_in_flight(row["chain"]), to_account=merchant_available(row["merchant_id"]),
-            coin=row["coin"], amount=db.to_int(row["amount"]), reference=f"payout:{row['id']}:release",
-            kind="payout_release", merchant_id=row["merchant_id"])
-        await enqueue_event(gateway, merchant_id=row["merchant_id"], event_type="payout.failed",
-                            body=webhook_body(gateway, row), logical_key=f"payout.failed:{row['track_id']}",
-                            url=row["callback_url"], request_id=row["request_id"])
+        release = await give_back(gateway, row)  # what the ledger reserved; nothing for a row it never reserved
+        if release.posted is not None:
+            await enqueue_event(gateway, merchant_id=row["merchant_id"], event_type="payout.failed",
+                                body=webhook_body(gateway, row), logical_key=f"payout.failed:{row['track_id']}",
+                                url=row["callback_url"], request_id=row["request_id"])
         if within is not None:
             await within(row)
-    await ledger.notify_posted(gateway, posted)
-    await gateway.hooks.payout_finished(payout=hook_record(gateway, row))
+    await report(gateway, row, release, reason)
+    if release.posted is not None:
+        await ledger.notify_posted(gateway, release.posted)
+        await gateway.hooks.payout_finished(payout=hook_record(gateway, row))
     return row
 
 

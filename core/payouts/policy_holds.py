@@ -21,9 +21,9 @@ from typing import TYPE_CHECKING
 
 from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
-from ..ledger.accounts import merchant_available, payouts_in_flight
 from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, fail_held, hook_record, webhook_body
-from .signing_gate import announce_payout, reservation_of
+from .payout_events import announce_payout
+from .reserve_release import give_back
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -59,14 +59,9 @@ async def cancel_policy_hold(gateway: "Gateway", payout_id: str, by: str) -> Row
         row = await fail_held(db, payout_id, held_stage=POLICY_HELD, reason=CANCELLED_REASON, now=now)
         if row is None:
             return None
-        reservation, given_back = await reservation_of(gateway, row)
-        if reservation is not None and reservation.merchant_id is not None and not given_back:
-            # The ledger's figures, not the row's: an amount edited by SQL re-credits what was really reserved.
-            posted = await ledger.transfer(
-                db, from_account=payouts_in_flight(reservation.chain),
-                to_account=merchant_available(reservation.merchant_id), coin=reservation.coin,
-                amount=reservation.amount, reference=f"payout:{row['id']}:release", kind="payout_release",
-                merchant_id=reservation.merchant_id)
+        # The ledger's figures, not the row's: an amount edited by SQL re-credits what was really reserved.
+        posted = (await give_back(gateway, row)).posted
+        if posted is not None:
             await enqueue_event(gateway, merchant_id=row["merchant_id"], event_type="payout.failed",
                                 body=webhook_body(gateway, row), logical_key=f"payout.failed:{row['track_id']}",
                                 url=row["callback_url"], request_id=row["request_id"])

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..ledger import book as ledger
 from .binding import binding_key, payout_binding
+from . import reserve_release
 from .fee_waits import fee_wait_reason
 from ..types.chains import Capability, ChainAdapter, PayoutOrder, PayoutSender, SignedPayout
 from ..types.errors import (ApiError, Conflict, Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable,
@@ -588,11 +589,14 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
     ``mined``: a fee replacement of the stored transaction was mined; its txid and bytes become the row's.
 
     Confirmed: in flight -> world. Failed: in flight -> merchant available
-    (the re-credit). A transaction that was mined (confirmed or reverted)
-    also books its network fee: platform network fees -> world, the fee the
-    chain reports as paid (``network_fee``) or else the signed one; a dropped
-    one books the fee of the transaction that closed it (``network_fee``). Returns
-    the final row, or None when this worker no longer holds the claim.
+    (the re-credit), of what the LEDGER reserved and only if it did
+    (``reserve_release.give_back``): a row nobody reserved ends Failed with
+    no credit, webhook or ``payout_finished``, and ``last_error`` says why
+    ("nothing re-credited: no_reservation"). A transaction that was mined (confirmed or reverted) also books its network
+    fee: platform network fees -> world, the fee the chain reports as paid
+    (``network_fee``) or else the signed one; a dropped one books the fee of
+    the transaction that closed it (``network_fee``). Returns the final row,
+    or None when this worker no longer holds the claim.
     """
     if status not in (CONFIRMED, FAILED):
         raise ValueError(f"not a final payout status: {status}")
@@ -603,15 +607,18 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
             return None
         merchant_id, chain, coin = current["merchant_id"], current["chain"], current["coin"]
         amount = db.to_int(current["amount"])
+        release = None
+        posted: ledger.LedgerTransaction | None
+        last_error = None if status == CONFIRMED else current["last_error"]  # a wait's note is over once paid
         if status == CONFIRMED:
             posted = await ledger.transfer(
                 db, from_account=payouts_in_flight(chain), to_account=world(chain), coin=coin, amount=amount,
                 reference=f"payout:{current['id']}:confirm", kind="payout_confirm", merchant_id=merchant_id)
         else:
-            posted = await ledger.transfer(
-                db, from_account=payouts_in_flight(chain), to_account=merchant_available(merchant_id), coin=coin,
-                amount=amount, reference=f"payout:{current['id']}:release", kind="payout_release",
-                merchant_id=merchant_id)
+            release = await reserve_release.give_back(gateway, current)
+            posted = release.posted
+            if posted is None:  # the chain's reason stays the failure's; why nothing came back is the last word
+                last_error = f"{reserve_release.NOTHING_GIVEN_BACK}: {release.problem}"
         fee = _fee_paid(db, current, status, failure_reason, network_fee)
         fee_posted = None
         if fee:
@@ -628,17 +635,20 @@ async def finish(gateway: "Gateway", row: Row, *, status: str, failure_reason: s
             {"s": status, "stage": status.lower(), "reason": failure_reason[:500] if failure_reason else None,
              "conf": current["confirmations"] if confirmations is None else confirmations, "now": now,
              "id": current["id"], "details": merged, "tx": mined.tx_hash if mined else current["tx_hash"],
-             "raw": mined.raw if mined else current["raw_tx"],
-             "error": None if status == CONFIRMED else current["last_error"]})  # a wait's note is over once paid
+             "raw": mined.raw if mined else current["raw_tx"], "error": last_error})
         assert final is not None, "the payout row is locked by this transaction"
         kind = "confirmed" if status == CONFIRMED else "failed"
-        await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",
-                            body=webhook_body(gateway, final), logical_key=f"payout.{kind}:{final['track_id']}",
-                            url=final["callback_url"], request_id=final["request_id"])
+        if posted is not None:  # a row the ledger never reserved is nobody's payout: no webhook (policy_holds.py)
+            await enqueue_event(gateway, merchant_id=merchant_id, event_type=f"payout.{kind}",
+                                body=webhook_body(gateway, final), logical_key=f"payout.{kind}:{final['track_id']}",
+                                url=final["callback_url"], request_id=final["request_id"])
     for transaction in (posted, fee_posted):
         if transaction is not None:
             await ledger.notify_posted(gateway, transaction)
-    await gateway.hooks.payout_finished(payout=hook_record(gateway, final))
+    if release is not None:
+        await reserve_release.report(gateway, final, release, failure_reason)
+    if posted is not None:
+        await gateway.hooks.payout_finished(payout=hook_record(gateway, final))
     return final
 
 

@@ -28,16 +28,15 @@ import logging
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ..accounts.security_events import announce
 from ..events import operator as operator_events
 from ..events.operator import notify_operator
 from ..types.views import payout_view_of
 from ..types.errors import ApiError
 from ..infra.config import ConfigError
-from ..ledger.accounts import merchant_available, payouts_in_flight
-from .binding import binding_key, binding_matches
+from .payout_events import announce_payout
+from .reservations import reservation_of
 from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, payout_route
-from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, Reservation, SigningFacts, SigningPolicy, judge,
+from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, SigningFacts, SigningPolicy, judge,
                              judge_fee_bump, needs_window_counts, policy_from_config)
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -185,46 +184,6 @@ async def read_facts(gateway: "Gateway", row: Row, objection: str | None, policy
         coin_last_hour=hour, coin_last_day=day, merchant_last_day=merchant_day)
 
 
-async def reservation_of(gateway: "Gateway", row: Row) -> tuple[Reservation | None, bool]:
-    """The payout's reserve posting as the ledger has it, and whether it was given back (released or reversed)."""
-    db = gateway.db
-    amount = db.to_int(row["amount"])
-    reserve = await db.fetch_one(
-        "SELECT id, kind, merchant_id, memo FROM ledger_transactions WHERE reference = :r",
-        {"r": f"payout:{row['id']}:reserve"})
-    if reserve is None or reserve["kind"] != "payout_reserve":
-        return None, False
-    postings = await db.fetch_all(
-        "SELECT account, coin, amount FROM ledger_postings WHERE transaction_id = :t", {"t": reserve["id"]})
-    reservation = _reserved(reserve["merchant_id"], [(p["account"], p["coin"], db.to_int(p["amount"]))
-                                                     for p in postings])
-    if reservation is None:
-        return Reservation(None, "", "", 0, False), False
-    merchant_id, coin, chain, reserved = reservation
-    bound = binding_matches(binding_key(gateway), reserve["memo"], payout_id=row["id"], merchant_id=row["merchant_id"],
-                            coin=row["coin"], chain=row["chain"], amount=amount, destination=row["destination"])
-    given_back = await db.fetch_val(
-        "SELECT 1 FROM ledger_transactions WHERE reference = :r OR reverses = :t LIMIT 1",
-        {"r": f"payout:{row['id']}:release", "t": reserve["id"]})
-    return Reservation(merchant_id, coin, chain, reserved, bound), bool(given_back)
-
-
-def _reserved(merchant_id: str | None, postings: list[tuple[str, str, int]]) -> tuple[str, str, str, int] | None:
-    """(merchant, coin, chain, amount) when the postings are exactly a payout reserve, else None.
-
-    A reserve is two postings of one coin: ``-amount`` out of the merchant's available balance and
-    ``+amount`` into one chain's payouts in flight.
-    """
-    if merchant_id is None or len(postings) != 2:
-        return None
-    (out_account, out_coin, out_amount), (in_account, in_coin, in_amount) = sorted(postings, key=lambda p: p[2])
-    chain = in_account.split(":")[1] if in_account.count(":") == 2 else ""
-    if (out_account != merchant_available(merchant_id) or not chain or in_account != payouts_in_flight(chain)
-            or out_coin != in_coin or out_amount != -in_amount or in_amount <= 0):
-        return None
-    return merchant_id, in_coin, chain, in_amount
-
-
 async def _window_sums(gateway: "Gateway", row: Row, *, coin: str | None = None,
                        include_self: bool = False) -> tuple[int, int, int]:
     """Other payouts of ``coin`` (default the payout's) authorized in the last hour and day (all merchants), and
@@ -269,15 +228,3 @@ async def _announce_hold(gateway: "Gateway", row: Row, reason: str) -> None:
               " `orbchain payouts release|cancel %s`", row["id"], row["coin"], row["merchant_id"], reason,
               row["track_id"])
     await announce_payout(gateway, row, HELD_EVENT, reason=reason)
-
-
-async def announce_payout(gateway: "Gateway", row: Row, kind: str, **details: Any) -> None:
-    """A security event about this payout; a merchant id the books do not know (a forged row) gets none."""
-    known = await gateway.db.fetch_val("SELECT 1 FROM merchants WHERE id = :m", {"m": row["merchant_id"]})
-    if not known:
-        return
-    amount = gateway.db.to_int(row["amount"])
-    coin = gateway.coins.get(row["coin"])
-    shown = coin.format(amount) if coin is not None else str(amount)
-    await announce(gateway, row["merchant_id"], kind,
-                   {"payout": row["track_id"], "coin": row["coin"], "amount": shown, **details}, alert=True)

@@ -107,16 +107,27 @@ def judge(facts: SigningFacts, policy: SigningPolicy) -> str | None:
 
 
 def _integrity(facts: SigningFacts) -> str | None:
-    reserved = facts.reservation
+    reason = reservation_problem(facts.reservation, facts.reservation_released, merchant_id=facts.merchant_id,
+                                 coin=facts.coin, chain=facts.chain, amount=facts.amount)
+    if reason is None and facts.approval_objection is not None:
+        return APPROVAL_MISSING
+    return reason
+
+
+def reservation_problem(reserved: Reservation | None, released: bool, *, merchant_id: str, coin: str, chain: str,
+                        amount: int) -> str | None:
+    """What is wrong with the ledger's reserve for a payout row saying these fields, or None when it backs it.
+
+    The one proof both ends of a payout's money use: the signer before it
+    signs (``judge``) and a failed payout before its money is given back
+    (``core/payouts/reserve_release.py``).
+    """
     if reserved is None:
         return NO_RESERVATION
-    if (reserved.merchant_id, reserved.coin, reserved.chain, reserved.amount) != (
-            facts.merchant_id, facts.coin, facts.chain, facts.amount):
+    if (reserved.merchant_id, reserved.coin, reserved.chain, reserved.amount) != (merchant_id, coin, chain, amount):
         return RESERVATION_MISMATCH
-    if facts.reservation_released:
+    if released:
         return RESERVATION_RELEASED
-    if facts.approval_objection is not None:
-        return APPROVAL_MISSING
     return None
 
 

@@ -29,7 +29,12 @@ _MEMBER = {"member_invited": "Invited {member} as {role}", "member_joined": "{me
 _POLICY = {"payout_held_by_policy": "Payout {payout} of {amount} {coin} held by the operator's signing policy"
                                     " ({reason})",
            "payout_policy_released": "Payout {payout} released by {by} past the signing policy ({reason})",
-           "payout_policy_cancelled": "Payout {payout} cancelled by {by} ({reason}); re-credited: {recredited}"}
+           "payout_policy_cancelled": "Payout {payout} cancelled by {by} ({reason}); re-credited: {recredited}",
+           # core/payouts/reserve_release.py: a failed payout the ledger's reserve did not back as its row said.
+           "payout_release_refused": "Payout {payout} of {amount} {coin} failed and nothing was re-credited:"
+                                     " the ledger held no reserve of it ({reason})",
+           "payout_release_mismatch": "Payout {payout} failed; its row no longer matched its reserve ({reason}),"
+                                      " so what the ledger reserved was re-credited, not the row's {amount} {coin}"}
 _FACTOR = {"totp": "the authenticator code", "recovery_code": "a recovery code"}
 _FIRST = {"password": "the password", "identity_provider": "the identity provider", "miniapp": "the Telegram mini-app"}
 _VIA = {"dashboard": "on the dashboard", "miniapp": "from the Telegram mini-app",
