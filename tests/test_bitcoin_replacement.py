@@ -15,9 +15,7 @@ from orbchain.chains.bitcoin import wallet
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.watching.scanner import scan_chain
 
-from .litecoind import (  # noqa: F401 - replacing_node and replacing_coinbases are session fixtures
-    Faucet, external_address, replacing_coinbases, replacing_faucet, replacing_node,
-)
+from .litecoind import Faucet, external_address, replacing_faucet
 from .ltc_payouts_support import LTC, stuck_payout, work
 from .support import api
 
@@ -26,7 +24,7 @@ RISEN, RISEN_AGAIN = 30_000, 60_000  # sat per 1,000 vB; the payout is signed at
 
 
 @pytest.fixture(scope="module")
-def funds(replacing_node, replacing_coinbases) -> Faucet:  # noqa: F811 - session fixtures
+def funds(replacing_node, replacing_coinbases) -> Faucet:
     return replacing_faucet(replacing_node, replacing_coinbases, 5)
 
 

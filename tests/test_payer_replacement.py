@@ -12,9 +12,7 @@ import pytest
 from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.live_state import read_state
 
-from .litecoind import (  # noqa: F401 - replacing_node and replacing_coinbases are session fixtures
-    Faucet, replacing_coinbases, replacing_faucet, replacing_node,
-)
+from .litecoind import Faucet, replacing_faucet
 from .test_bitcoin_litecoind import LTC, make_shop, receiver  # noqa: F401 - the webhook receiver fixture
 
 REPLACEABLE = 0xFFFFFFFD  # BIP 125: any sequence below 0xfffffffe signals replaceability
@@ -22,7 +20,7 @@ LOW_FEE, HIGH_FEE = 20_000, 80_000
 
 
 @pytest.fixture(scope="module")
-def payer(replacing_node, replacing_coinbases) -> Faucet:  # noqa: F811 - session fixtures
+def payer(replacing_node, replacing_coinbases) -> Faucet:
     return replacing_faucet(replacing_node, replacing_coinbases, 10)
 
 
