@@ -15,7 +15,13 @@ import pytest
 
 # tests.telegram_support: the telegram tests' ``standin`` fixture (the Bot API stand-in), shared by three modules.
 # tests.pg_cluster: ``private_pg``, a PostgreSQL cluster of the run's own that fault tests restart and kill.
-pytest_plugins = ["orbchain.testing", "tests.telegram_support", "tests.pg_cluster"]
+# tests.litecoind, tests.monerod, tests.tron_support: ``replacing_node``, ``monero_regtest`` and ``tron_protos``
+# once per test process. A session fixture is shared only when registered here: pytest makes one imported into a
+# test module that module's own (each importing module started, and kept to the end, a node of its own).
+# ``litecoind_node`` and ``faucet`` are still imported by each module, so one node per module: shared, later
+# modules' blocks were refused (a mempool transaction "bad-txns-vin-empty"; docs/decisions.md "Suite time").
+pytest_plugins = ["orbchain.testing", "tests.telegram_support", "tests.pg_cluster", "tests.litecoind", "tests.monerod",
+                  "tests.tron_support"]
 
 
 PG_ENV = "ORBCHAIN_TEST_PG_DSN"  # orbchain.testing.PG_ENV; not imported here, so the plugin's asserts are rewritten

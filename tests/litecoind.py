@@ -48,6 +48,7 @@ BINARY = "litecoind"
 RPC_USER, RPC_PASSWORD = "orbchain", "regtest-only-password"
 FAUCET_SEED = bytes([0x11]) * 32
 COINBASE_MATURITY = 100
+REPLACING_COINBASES = 15  # test_payer_replacement takes 10, test_bitcoin_replacement 5
 FAUCET_FEE = 20_000  # satoshis, flat: far above the relay minimum for a 1-in 2-out transaction
 
 
@@ -245,12 +246,12 @@ def start_node(datadir: Path, rpc_port: int | None = None, p2p_port: int | None 
     datadir.mkdir(parents=True, exist_ok=True)
     rpc_port = rpc_port or free_port()
     log = datadir / "stdout.log"
-    # A node that is stopped and restarted under a running gateway: a short -rpcservertimeout, or its
-    # shutdown waits 30 s for the gateway's idle keep-alive RPC connection.
-    listen = (["-listen=1", f"-bind=127.0.0.1:{p2p_port}", "-whitelist=noban@127.0.0.1", "-rpcservertimeout=2"]
+    # Every node gets a short -rpcservertimeout, or its shutdown (a restart under a running gateway, or the
+    # end of its fixture) waits up to 30 s for a gateway's idle keep-alive RPC connection (measured: 14 s).
+    listen = (["-listen=1", f"-bind=127.0.0.1:{p2p_port}", "-whitelist=noban@127.0.0.1"]
               if p2p_port else ["-listen=0", f"-port={free_port()}"])
     args = [
-        BINARY, "-regtest", f"-datadir={datadir}", *listen, "-server", f"-rpcport={rpc_port}",
+        BINARY, "-regtest", f"-datadir={datadir}", *listen, "-rpcservertimeout=2", "-server", f"-rpcport={rpc_port}",
         "-rpcbind=127.0.0.1", "-rpcallowip=127.0.0.1",
         f"-rpcuser={RPC_USER}", f"-rpcpassword={RPC_PASSWORD}", "-fallbackfee=0.0001", "-txindex=0",
         "-disablewallet", "-printtoconsole=0", "-dnsseed=0", "-upnp=0", *extra_args,
@@ -276,6 +277,35 @@ def litecoind_node(tmp_path_factory: pytest.TempPathFactory):
         yield node
     finally:
         stop(node)
+
+
+@pytest.fixture(scope="session")
+def replacing_node(tmp_path_factory: pytest.TempPathFactory):
+    """The run's second node, one that accepts replacements (``-mempoolreplacement=1``; the session node refuses
+    them). Started once per process for every module that needs it, as ``litecoind_node`` is; those modules
+    take their coins with :func:`replacing_faucet`."""
+    node = start_node(tmp_path_factory.mktemp("litecoind-rbf"), extra_args=("-mempoolreplacement=1",))
+    try:
+        yield node
+    finally:
+        stop(node)
+
+
+@pytest.fixture(scope="session")
+def replacing_coinbases(replacing_node: Node) -> list[tuple[str, int, int]]:
+    """Mature coinbases on ``replacing_node``, mined once, handed out by :func:`replacing_faucet`."""
+    miner = Faucet(replacing_node)
+    start = replacing_node.height()
+    miner.mine(COINBASE_MATURITY + REPLACING_COINBASES)
+    miner.collect_coinbases(start + 1, start + REPLACING_COINBASES)
+    return miner.utxos
+
+
+def replacing_faucet(node: Node, coinbases: list[tuple[str, int, int]], count: int) -> Faucet:
+    """A faucet on ``node`` owning ``count`` of the shared ``coinbases`` (taken from the list: no other faucet
+    spends them)."""
+    assert len(coinbases) >= count, f"replacing_coinbases holds {len(coinbases)}; raise REPLACING_COINBASES"
+    return Faucet(node, utxos=[coinbases.pop() for _ in range(count)])
 
 
 @pytest.fixture(scope="session")

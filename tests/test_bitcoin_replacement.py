@@ -1,8 +1,8 @@
 """A stuck bitcoin-family payout bumped by replacement (BIP 125) on a node that takes replacements.
 
-The module has its own Litecoin Core node started with ``-mempoolreplacement=1``
-(the session node refuses replacements, so ``tests/test_bitcoin_bumping.py``
-shows the child made instead). The payout is kept out of blocks with
+The module runs on the run's second Litecoin Core node, started once with
+``-mempoolreplacement=1`` (``tests/litecoind.py`` ``replacing_node``; the session node
+refuses replacements, so ``tests/test_bitcoin_bumping.py`` shows the child made instead). The payout is kept out of blocks with
 ``generateblock`` (empty blocks) and the fee estimate raised through the
 adapter's ``fee_estimator`` seam (regtest has no estimates).
 """
@@ -15,7 +15,7 @@ from orbchain.chains.bitcoin import wallet
 from orbchain.core.ledger.check import check_ledger
 from orbchain.core.watching.scanner import scan_chain
 
-from .litecoind import COINBASE_MATURITY, Faucet, external_address, start_node, stop
+from .litecoind import Faucet, external_address, replacing_faucet
 from .ltc_payouts_support import LTC, stuck_payout, work
 from .support import api
 
@@ -24,20 +24,8 @@ RISEN, RISEN_AGAIN = 30_000, 60_000  # sat per 1,000 vB; the payout is signed at
 
 
 @pytest.fixture(scope="module")
-def replacing_node(tmp_path_factory: pytest.TempPathFactory):
-    node = start_node(tmp_path_factory.mktemp("litecoind-rbf-payouts"), extra_args=("-mempoolreplacement=1",))
-    try:
-        yield node
-    finally:
-        stop(node)
-
-
-@pytest.fixture(scope="module")
-def funds(replacing_node) -> Faucet:
-    faucet = Faucet(replacing_node)
-    faucet.mine(COINBASE_MATURITY + 5)
-    faucet.collect_coinbases(1, 5)
-    return faucet
+def funds(replacing_node, replacing_coinbases) -> Faucet:
+    return replacing_faucet(replacing_node, replacing_coinbases, 5)
 
 
 def rate(value: int):
@@ -64,8 +52,8 @@ async def bump_fees(gateway, payout) -> list[int]:
 
 
 async def test_a_stuck_payout_is_replaced_twice_lands_once_and_the_fee_booked_is_the_fee_paid(
-        make_client, make_config, replacing_node, funds):
-    node = replacing_node
+        make_client, make_config, funds):
+    node = funds.node  # the replacing node
     client, gateway, adapter, merchant, payout = await stuck_payout(make_client, make_config, node, funds,
                                                                     "rbf-shop@example.com")
     original = node.call("getmempoolentry", payout["tx_hash"])
@@ -120,8 +108,8 @@ async def test_a_stuck_payout_is_replaced_twice_lands_once_and_the_fee_booked_is
 
 
 async def test_a_bump_over_the_signers_hourly_cap_is_not_signed_and_the_payout_says_why(
-        make_client, make_config, replacing_node, funds):
-    node = replacing_node
+        make_client, make_config, funds):
+    node = funds.node  # the replacing node
     # Room for the payout (0.3) and 1,000 sat more: the bump adds about 2,800 (141 vB, 10 -> 30 sat/vB).
     _, gateway, adapter, _, payout = await stuck_payout(make_client, make_config, node, funds,
                                                         "rbf-capped@example.com", max_per_hour=["LTC=0.30001"])
@@ -138,8 +126,8 @@ async def test_a_bump_over_the_signers_hourly_cap_is_not_signed_and_the_payout_s
     assert final["status"] == "Confirmed" and final["tx_hash"] == payout["tx_hash"]
 
 
-async def test_a_stuck_payout_without_change_waits_with_the_reason(make_client, make_config, replacing_node, funds):
-    node = replacing_node
+async def test_a_stuck_payout_without_change_waits_with_the_reason(make_client, make_config, funds):
+    node = funds.node  # the replacing node
     client, gateway, adapter, merchant, first = await stuck_payout(make_client, make_config, node, funds,
                                                                    "rbf-nochange@example.com")
     funds.mine(1)

@@ -12,7 +12,7 @@ import pytest
 
 from orbchain.testing import AdapterConformance, capabilities
 
-from .tron_support import NodeOnline, TronDriver, TronTokenDriver, tron_node, tron_protos  # noqa: F401 - fixtures
+from .tron_support import NodeOnline, TronDriver, TronTokenDriver, tron_node  # noqa: F401 - fixtures
 
 
 class TestTronTrxConformance(AdapterConformance):

@@ -28,7 +28,6 @@ from orbchain.core.watching.scanner import scan_chain
 from orbchain.web.keys import GATEWAY
 from tests.families import get_family
 
-from .monerod import monero_regtest  # noqa: F401 - module fixture
 from .push_support import Watch, until
 from .support import api, free_port, signup
 
@@ -82,7 +81,7 @@ async def open_xmr_shop(make_client, make_config, regtest, config: dict | None =
 
 
 @pytest.fixture
-async def shop(make_client, make_config, monero_regtest):  # noqa: F811 - the fixture, passed on
+async def shop(make_client, make_config, monero_regtest):
     return await open_xmr_shop(make_client, make_config, monero_regtest)
 
 
@@ -224,7 +223,7 @@ async def test_reorg_after_the_credit_empties_the_swap_in_before_it_is_taken(sho
 # monerod's frame format, for the real node's own pool transaction.
 
 
-async def test_monerods_block_announcements_wake_the_scan(make_client, make_config, monero_regtest):  # noqa: F811
+async def test_monerods_block_announcements_wake_the_scan(make_client, make_config, monero_regtest):
     """Break caught: a wrong topic name or frame parsing (nothing heard, or blocks heard as "tx")."""
     shop = await open_xmr_shop(make_client, make_config, monero_regtest, zmq_pub_url=monero_regtest.zmq_pub_url,
                                scan_seconds=3600)
@@ -244,7 +243,7 @@ async def test_monerods_block_announcements_wake_the_scan(make_client, make_conf
 
 
 async def test_a_pool_announcement_shows_paying_and_a_lost_publisher_ends_push(make_client, make_config,
-                                                                              monero_regtest):  # noqa: F811
+                                                                              monero_regtest):
     """Break caught: txpool_add not waking the scan; push waiting forever on a publisher that went away."""
     context = zmq.asyncio.Context.instance()
     publisher = context.socket(zmq.PUB)

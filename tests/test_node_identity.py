@@ -30,7 +30,7 @@ from .lnd_standin import LndStandIn
 from .solana_node import DEVNET_GENESIS_HASH, MAINNET_GENESIS_HASH, running_node
 from .tron_node import MAINNET_GENESIS_ID, NILE_GENESIS_ID, TronNode
 from .support import api
-from .tron_support import API_KEY, tron_node, tron_protos, tron_settings  # noqa: F401 - fixtures
+from .tron_support import API_KEY, tron_node, tron_settings  # noqa: F401 - fixtures
 
 TOKEN = "node-identity-metrics-token"
 LTC_MAINNET_GENESIS = "12a765e31ffd4059bada1e25190f6e98c99d9714d334efa41a195a7e7e04bfe2"

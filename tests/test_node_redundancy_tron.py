@@ -8,7 +8,7 @@ real node's deposit is credited, once.
 from __future__ import annotations
 
 from .tron_node import TronNode
-from .tron_support import API_KEY, NodeOnline, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures
+from .tron_support import API_KEY, NodeOnline, open_tron_shop, tron_node  # noqa: F401 - fixtures
 
 THRESHOLD = 19  # Tron's confirmations (SPEC)
 

@@ -1,8 +1,8 @@
 """A payer replaces or double-spends a deposit: seen within one scan (issue 46 item 3), on a real litecoind.
 
-The module has its own node started with ``-mempoolreplacement=1`` (Litecoin
-Core refuses replacements by default), shared by its tests; the payer is the
-faucet's key, signing BIP 125-signalling transactions it later replaces.
+The module runs on the run's second node, started once with ``-mempoolreplacement=1``
+(``tests/litecoind.py`` ``replacing_node``; Litecoin Core refuses replacements by
+default); the payer is the faucet's key, signing BIP 125-signalling transactions it later replaces.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 from orbchain.core.events.webhooks import deliver_due
 from orbchain.web.live_state import read_state
 
-from .litecoind import COINBASE_MATURITY, Faucet, start_node, stop
+from .litecoind import Faucet, replacing_faucet
 from .test_bitcoin_litecoind import LTC, make_shop, receiver  # noqa: F401 - the webhook receiver fixture
 
 REPLACEABLE = 0xFFFFFFFD  # BIP 125: any sequence below 0xfffffffe signals replaceability
@@ -20,20 +20,8 @@ LOW_FEE, HIGH_FEE = 20_000, 80_000
 
 
 @pytest.fixture(scope="module")
-def replacing_node(tmp_path_factory: pytest.TempPathFactory):
-    node = start_node(tmp_path_factory.mktemp("litecoind-rbf"), extra_args=("-mempoolreplacement=1",))
-    try:
-        yield node
-    finally:
-        stop(node)
-
-
-@pytest.fixture(scope="module")
-def payer(replacing_node) -> Faucet:
-    faucet = Faucet(replacing_node)
-    faucet.mine(COINBASE_MATURITY + 10)
-    faucet.collect_coinbases(1, 10)
-    return faucet
+def payer(replacing_node, replacing_coinbases) -> Faucet:
+    return replacing_faucet(replacing_node, replacing_coinbases, 10)
 
 
 @pytest.fixture

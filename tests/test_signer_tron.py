@@ -19,7 +19,7 @@ from tests.families import get_family
 
 from .support import api
 from .test_signer_process import JWT, SEED, channel, start_signer, stop_signer
-from .tron_support import TronShop, fresh_address, tron_node, tron_protos, tron_settings  # noqa: F401 - fixtures
+from .tron_support import TronShop, fresh_address, tron_node, tron_settings  # noqa: F401 - fixtures
 
 SIGNER_POLICY = '[signing]\nmax_per_payout = ["TRX=20"]'
 

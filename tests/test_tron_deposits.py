@@ -8,7 +8,7 @@ from orbchain.core.ledger import book as ledger
 from orbchain.core.ledger.accounts import merchant_available
 
 from .tron_node import TRANSFER_SELECTOR, account_id
-from .tron_support import TronShop, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures
+from .tron_support import TronShop, open_tron_shop, tron_node  # noqa: F401 - fixtures
 
 THRESHOLD = 19  # TRX and TRC-20: SPEC 2.7's default
 

@@ -13,7 +13,7 @@ from orbchain.chains.tron.keys import hot_wallet_address
 from orbchain.core.cli import commands as cli
 
 from .tron_node import PARAMETERS
-from .tron_support import open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures
+from .tron_support import open_tron_shop, tron_node  # noqa: F401 - fixtures
 
 T_ADDRESS = re.compile(r": (T[1-9A-HJ-NP-Za-km-z]{33})$", re.M)
 

@@ -14,7 +14,7 @@ from orbchain.core.payouts.worker import process_payouts
 from orbchain.testing import api
 
 from .tron_node import ENERGY_NEW_HOLDER, PARAMETERS, account_id
-from .tron_support import TronShop, fresh_address, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures
+from .tron_support import TronShop, fresh_address, open_tron_shop, tron_node  # noqa: F401 - fixtures
 
 
 async def _shop(tron_node, make_config, make_client, **settings) -> TronShop:  # noqa: F811 - the fixture

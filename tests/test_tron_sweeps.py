@@ -10,7 +10,7 @@ from orbchain.core.ledger import book as ledger
 from orbchain.core.ledger.accounts import NETWORK_FEES, merchant_available
 
 from .tron_node import ENERGY_NEW_HOLDER, PARAMETERS
-from .tron_support import TronShop, open_tron_shop, tron_node, tron_protos  # noqa: F401 - fixtures
+from .tron_support import TronShop, open_tron_shop, tron_node  # noqa: F401 - fixtures
 
 THRESHOLD = 19
 

@@ -30,7 +30,6 @@ from google.protobuf.descriptor import FieldDescriptor
 
 from .lnd_standin import INVOICE_FIELDS, SEND_PAYMENT_FIELDS, UPSTREAM, Invoice, LndStandIn, Payment, parse_body, \
     proto_json_kind
-from .tron_support import tron_protos  # noqa: F401 - the fixture
 
 TRON = json.loads((Path(__file__).resolve().parent / "upstream" / "tron_protocol.json").read_text(encoding="utf-8"))
 SCALARS = {FieldDescriptor.TYPE_BYTES: "bytes", FieldDescriptor.TYPE_INT64: "int64",
@@ -70,7 +69,7 @@ def _field_table(message: Any) -> dict[str, list[Any]]:
     return table
 
 
-def test_the_tron_subset_declares_exactly_upstreams_fields(tron_protos):  # noqa: F811 - the fixture
+def test_the_tron_subset_declares_exactly_upstreams_fields(tron_protos):
     messages, enums = _descriptors(tron_protos)
     assert set(messages) == set(TRON["messages"]), "the subset's messages differ from the upstream table's"
     for name, upstream in TRON["messages"].items():

@@ -27,7 +27,6 @@ from orbchain.plugins.swaps.service import SWAPIN_HELD
 from orbchain.plugins.swaps.venue_registry import venues_of
 from orbchain.web.keys import GATEWAY
 
-from .monerod import monero_regtest  # noqa: F401 - module fixture
 from .support import advance_clock, api, signup
 from .xmr_support import MerchantReads
 
@@ -85,7 +84,7 @@ class Shop(MerchantReads):
 
 
 @pytest.fixture
-async def shop(make_client, make_config, monero_regtest):  # noqa: F811 - the fixture, passed on
+async def shop(make_client, make_config, monero_regtest):
     client = await make_client(make_config(scheduler={"enabled": False},
                                            plugin={"monero": monero_regtest.plugin_block()}))
     merchant = await signup(client)
