@@ -11,13 +11,16 @@ the members' credentials and a table of its own. The signer signing as it is eve
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
 
 from orbchain.cli import main
-from orbchain.core.custody.signer_role import RoleRefused, grant_signer_role, unrestricted_warning
+from orbchain.core.cli.ops import Finding, signer_role_finding
+from orbchain.core.custody.signer_role import (RoleRefused, check_signer_role, grant_signer_role,
+                                               unrestricted_warning)
 from orbchain.core.infra.db import Database
 from orbchain.web.keys import GATEWAY
 
@@ -123,3 +126,46 @@ async def test_the_signer_role_is_granted_idempotently_and_cannot_rewrite_a_payo
         assert await unrestricted_warning(restricted) is None
     finally:
         await restricted.disconnect()
+
+
+@pytest.mark.postgresql_only("a database role is PostgreSQL's; on SQLite doctor has no signer role to check")
+async def test_doctor_names_what_the_signer_role_misses_or_holds_beyond_its_list(
+        tmp_path, db_url, signer_role, gateway, capsys, monkeypatch):
+    role_url = as_role(db_url, signer_role)
+    checked = SimpleNamespace(config=gateway.config.with_overrides(signer={"database_url": role_url}), db=gateway.db)
+    assert await signer_role_finding(SimpleNamespace(config=gateway.config, db=gateway.db)) is None  # not configured
+    missing = await signer_role_finding(checked)
+    assert missing is not None and (missing.level, missing.detail) == (
+        "FAIL", f"does not exist: run `orbchain custody signer-role {signer_role}`")
+
+    owner = await check_signer_role(gateway.db, await gateway.db.fetch_val("SELECT current_user"))
+    assert not owner.current and "restrict" in owner.detail()  # a superuser, or the owner: no grant restricts it
+
+    await grant_signer_role(gateway.db, signer_role)
+    assert await signer_role_finding(checked) == Finding("OK", f"signer role {signer_role}",
+                                                         "holds exactly the signer's list")
+
+    # A migration adds a table after the grant, and someone widens the role by hand.
+    schema = plain(db_url)[1]
+    await as_owner(db_url, f'CREATE TABLE "{schema}".zz_new_signing_state (id int)')
+    await as_owner(db_url, f'GRANT DELETE, UPDATE (amount) ON "{schema}".payouts TO "{signer_role}"')
+    for name in ("ORBCHAIN_CONFIG", "ORBCHAIN_DATABASE_URL", "ORBCHAIN_DATA_DIR", "ORBCHAIN_ENVIRONMENT"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "owner.toml"
+    config.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\n[database]\nurl = "{db_url}"\n'
+                      f'[signer]\ndatabase_url = "{role_url}"\n')
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ["--config", str(config), "doctor"]) == 1
+    said = capsys.readouterr().out
+    assert (f"FAIL signer role {signer_role}: missing SELECT on zz_new_signing_state; extra DELETE on payouts,"
+            f" UPDATE (amount) on payouts: run `orbchain custody signer-role {signer_role}`\n") in said, said
+
+    # The operator runs the command again: exactly the list, the new table readable.
+    await grant_signer_role(gateway.db, signer_role)
+    assert (await signer_role_finding(checked)).level == "OK"
+    await grant_signer_role(gateway.db, signer_role, sweeps=True)
+    assert (await signer_role_finding(checked)).detail == (
+        "holds exactly the signer's list with --sweeps (it may book ledger transactions)")
+    await as_owner(db_url, f'REVOKE INSERT ON "{schema}".ledger_postings FROM "{signer_role}"')
+    assert (await signer_role_finding(checked)).detail == (
+        f"missing INSERT on ledger_postings: run `orbchain custody signer-role {signer_role} --sweeps`")

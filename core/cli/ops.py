@@ -4,8 +4,8 @@
 ``orbchain webhooks redeliver <event_id>`` sends one event again now,
 ``orbchain payouts show <track_id>`` prints one payout's state machine,
 ``orbchain payouts release|cancel <track_id>`` answers a payout the signer's policy held, and
-``orbchain doctor`` checks config, chains, secrets, database, migrations, nodes,
-clock skew and disk, one line each, exiting 1 when something fails;
+``orbchain doctor`` checks config, chains, secrets, database, migrations, the
+signer's own role's grants, nodes, clock skew and disk, one line each, exiting 1 when something fails;
 ``orbchain config check`` runs the same static checks (config, chains,
 secrets) without a database or a node, so the two give one verdict. They
 print operator-facing facts (ids, states, errors), never a secret: no
@@ -261,6 +261,22 @@ def signer_finding(gateway: "Gateway", holds_seed: bool) -> Finding:
                                      " on its own host) or [signer] in_process = true")
 
 
+async def signer_role_finding(gateway: "Gateway") -> Finding | None:
+    """The signer's own role (``[signer] database_url``'s user) holds exactly its list, on PostgreSQL: a table a
+    migration added since the grant is a signer failing with "permission denied" at signing time."""
+    from ..custody.signer_role import check_signer_role
+    from ..infra.db_urls import url_user
+
+    url = gateway.config.signer.database_url
+    if not url or not gateway.db.is_postgres:
+        return None
+    role = url_user(url)
+    if not role:
+        return Finding("WARN", "signer role", "[signer] database_url names no user: its role cannot be checked")
+    checked = await check_signer_role(gateway.db, role)
+    return Finding("OK" if checked.current else "FAIL", f"signer role {role}", checked.detail())
+
+
 async def restore_finding(gateway: "Gateway") -> Finding:
     """The last after-restore recovery: a restore itself leaves no trace the database could see."""
     from ..watching.recovery import last_recovery
@@ -389,6 +405,9 @@ async def doctor_findings(gateway: "Gateway") -> list[Finding]:
             findings.append(await restore_finding(gateway))
             findings.append(await custody_finding(gateway))
             findings.append(await payment_counts_finding(gateway))
+            role = await signer_role_finding(gateway)
+            if role is not None:
+                findings.append(role)
     direct = await direct_url_finding(config)
     if direct is not None:
         findings.append(direct)

@@ -40,7 +40,7 @@ def cmd_signer_role(args: argparse.Namespace) -> int:
             await db.disconnect()
         print("\n".join(done.lines()))
         print(f"set the signer's [signer] database_url to this role's DSN (e.g. postgresql://{args.role}@host/db);"
-              " run this again after every `orbchain migrate`")
+              " run this again after every `orbchain migrate` (`orbchain doctor` says when it is due)")
         return 0
 
     return asyncio.run(grant())

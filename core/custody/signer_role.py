@@ -23,13 +23,18 @@ role held on the schema's tables and sequences is revoked and the list granted
 again, in one transaction, so running it twice, or after a migration, leaves
 exactly the current list. Tables a plugin did not create (its chain is not
 installed) are skipped.
+
+:func:`check_signer_role` compares what the role holds with the same computed
+list (``orbchain doctor``): a table created by a later migration is a missing
+SELECT, a privilege added by hand an extra one, both named, so a signer that
+would fail with "permission denied" at signing time is found before.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..infra.db import Database
@@ -101,8 +106,124 @@ def writes_for(sweeps: bool) -> dict[str, tuple[str, ...]]:
     return {**PAYOUT_SIGNING_WRITES, **(SWEEP_WRITES if sweeps else {})}
 
 
+@dataclass(frozen=True)
+class GrantPlan:
+    """The privileges the role should hold on a schema with these tables: what the grant gives, the check expects."""
+
+    read: tuple[str, ...]
+    writes: dict[str, tuple[str, ...]]
+    sequences: tuple[str, ...]
+
+
+def plan_grant(tables: Iterable[str], sequences: Iterable[str], *, sweeps: bool) -> GrantPlan:
+    """The signer's list on a schema: tables of a plugin not installed here are skipped."""
+    present, known = set(tables), set(sequences)
+    writes = {table: privileges for table, privileges in writes_for(sweeps).items() if table in present}
+    return GrantPlan(read=tuple(sorted(present - set(NEVER_READ))), writes=writes,
+                     sequences=tuple(f"{table}_id_seq" for table, privileges in writes.items()
+                                     if "INSERT" in privileges and f"{table}_id_seq" in known))
+
+
+class Privilege(NamedTuple):
+    """One privilege on a table, one of its columns (``column``), a sequence or the schema (``schema <name>``)."""
+
+    name: str
+    target: str
+    column: str = ""
+
+
+GRANT_ITEM = re.compile(r"(?P<name>[A-Z]+)(?: \((?P<columns>[^)]*)\))?")
+
+
+def planned_privileges(plan: GrantPlan, schema: str) -> frozenset[Privilege]:
+    """``plan`` as single privileges, a column list (``UPDATE (a, b)``) one privilege per column."""
+    held = {Privilege("USAGE", f"schema {schema}")}
+    held.update(Privilege("SELECT", table) for table in plan.read)
+    held.update(Privilege("USAGE", sequence) for sequence in plan.sequences)
+    for table, privileges in plan.writes.items():
+        for item in privileges:
+            found = GRANT_ITEM.fullmatch(item)
+            assert found is not None, item  # the lists above are this module's own
+            columns = found["columns"].split(", ") if found["columns"] else [""]
+            held.update(Privilege(found["name"], table, column) for column in columns)
+    return frozenset(held)
+
+
+@dataclass(frozen=True)
+class RoleDrift:
+    """What the role lacks of its list (a signer failing with "permission denied") and holds beyond it."""
+
+    missing: tuple[Privilege, ...]
+    extra: tuple[Privilege, ...]
+
+    @property
+    def current(self) -> bool:
+        return not self.missing and not self.extra
+
+
+def role_drift(held: Iterable[Privilege], expected: Iterable[Privilege]) -> RoleDrift:
+    """Compare privileges: a privilege on a whole table covers each of its columns, so a column expected and
+    the whole table held is no missing privilege but an extra one (the other columns)."""
+    have, want = set(held), set(expected)
+    missing = [p for p in want if p not in have and p._replace(column="") not in have]
+    extra = [p for p in have if p not in want and not (p.column and p._replace(column="") in want)]
+    return RoleDrift(tuple(sorted(missing)), tuple(sorted(extra)))
+
+
+def nearest_drift(held: Iterable[Privilege], plain: Iterable[Privilege],
+                  sweeps: Iterable[Privilege]) -> tuple[bool, RoleDrift]:
+    """The drift from whichever list (without or with ``--sweeps``) the role is nearer, the narrower on a tie:
+    whether the operator chose the widening is not written anywhere but in the grant itself."""
+    have = set(held)
+    without, with_sweeps = role_drift(have, plain), role_drift(have, sweeps)
+    if len(with_sweeps.missing) + len(with_sweeps.extra) < len(without.missing) + len(without.extra):
+        return True, with_sweeps
+    return False, without
+
+
+def described(privileges: Iterable[Privilege], most: int = 8) -> str:
+    """``INSERT on a, UPDATE (x, y) on b``: one item per privilege and target, at most ``most`` of them."""
+    columns: dict[tuple[str, str], list[str]] = {}
+    for privilege in privileges:
+        columns.setdefault((privilege.name, privilege.target), []).extend([privilege.column] if privilege.column
+                                                                          else [])
+    items = [f"{name} ({', '.join(cols)}) on {target}" if cols else f"{name} on {target}"
+             for (name, target), cols in sorted(columns.items(), key=lambda item: (item[0][1], item[0][0]))]
+    more = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + more
+
+
 def _quoted(name: str) -> str:
     return f'"{name}"'
+
+
+async def _refusal(db: "Database", role: str, schema: str, *, running: bool) -> str | None:
+    """Why no grant can restrict ``role``; ``running``: the grant's own connected role is refused too."""
+    found = await db.fetch_one("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :r", {"r": role})
+    if found is not None and (found["rolsuper"] or found["rolbypassrls"]):
+        return f"role {role} is a superuser (or bypasses row security): no grant can restrict it"
+    owners = {r["name"] for r in await db.fetch_all(
+        "SELECT pg_get_userbyid(nspowner) AS name FROM pg_namespace WHERE nspname = :s"
+        " UNION SELECT tableowner FROM pg_tables WHERE schemaname = :s", {"s": schema})}
+    if role in owners or (running and role == await db.fetch_val("SELECT current_user")):
+        return (f"role {role} owns schema {schema} or its tables{' (or runs this command)' if running else ''}:"
+                " an owner is not restricted by grants; name a role of the signer's own")
+    member_of = [r["name"] for r in await db.fetch_all(
+        "SELECT pg_get_userbyid(m.roleid) AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member"
+        " WHERE r.rolname = :r ORDER BY 1", {"r": role})]
+    if member_of:
+        return (f"role {role} is a member of {', '.join(member_of)}: it could act with their privileges"
+                " (SET ROLE); revoke the membership or name a role of the signer's own")
+    return None
+
+
+async def _schema_objects(db: "Database", schema: str) -> tuple[list[str], set[str]]:
+    """The schema's tables and sequences, which the list is computed from."""
+    tables = [r["tablename"] for r in await db.fetch_all(
+        "SELECT tablename FROM pg_tables WHERE schemaname = :s ORDER BY tablename", {"s": schema})]
+    sequences = {r["name"] for r in await db.fetch_all(
+        "SELECT sequencename AS name FROM pg_sequences WHERE schemaname = :s", {"s": schema})}
+    return tables, sequences
 
 
 async def grant_signer_role(db: "Database", role: str, *, sweeps: bool = False) -> RoleGrant:
@@ -114,46 +235,90 @@ async def grant_signer_role(db: "Database", role: str, *, sweeps: bool = False) 
     if not ROLE_NAME.fullmatch(role):
         raise RoleRefused(f"role name {role!r}: lower-case letters, digits and _ (a plain SQL identifier)")
     schema = await db.fetch_val("SELECT current_schema()")
-    found = await db.fetch_one("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = :r", {"r": role})
-    if found is not None and (found["rolsuper"] or found["rolbypassrls"]):
-        raise RoleRefused(f"role {role} is a superuser (or bypasses row security): no grant can restrict it")
-    owners = {r["name"] for r in await db.fetch_all(
-        "SELECT pg_get_userbyid(nspowner) AS name FROM pg_namespace WHERE nspname = :s"
-        " UNION SELECT tableowner FROM pg_tables WHERE schemaname = :s UNION SELECT current_user", {"s": schema})}
-    if role in owners:
-        raise RoleRefused(f"role {role} owns schema {schema} or its tables (or runs this command): an owner is not"
-                          " restricted by grants; name a role of the signer's own")
-    member_of = [r["name"] for r in await db.fetch_all(
-        "SELECT pg_get_userbyid(m.roleid) AS name FROM pg_auth_members m JOIN pg_roles r ON r.oid = m.member"
-        " WHERE r.rolname = :r ORDER BY 1", {"r": role})]
-    if member_of:
-        raise RoleRefused(f"role {role} is a member of {', '.join(member_of)}: it could act with their privileges"
-                          " (SET ROLE); revoke the membership or name a role of the signer's own")
-    tables = [r["tablename"] for r in await db.fetch_all(
-        "SELECT tablename FROM pg_tables WHERE schemaname = :s ORDER BY tablename", {"s": schema})]
-    sequences = {r["name"] for r in await db.fetch_all(
-        "SELECT sequencename AS name FROM pg_sequences WHERE schemaname = :s", {"s": schema})}
-    result = RoleGrant(role, schema, created=found is None)
+    refused = await _refusal(db, role, schema, running=True)
+    if refused:
+        raise RoleRefused(refused)
+    created = await db.fetch_val("SELECT 1 FROM pg_roles WHERE rolname = :r", {"r": role}) is None
+    plan = plan_grant(*await _schema_objects(db, schema), sweeps=sweeps)
+    result = RoleGrant(role, schema, created=created, read=list(plan.read), writes=plan.writes)
     who, where = _quoted(role), _quoted(schema)
     async with db.transaction():
-        if found is None:
+        if created:
             await db.execute(f"CREATE ROLE {who} LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT")
         await db.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {where} FROM {who}")
         await db.execute(f"REVOKE ALL ON ALL SEQUENCES IN SCHEMA {where} FROM {who}")
         await db.execute(f"REVOKE CREATE ON SCHEMA {where} FROM {who}")
         await db.execute(f"GRANT USAGE ON SCHEMA {where} TO {who}")
-        for table in tables:
-            if table not in NEVER_READ:
-                await db.execute(f"GRANT SELECT ON {where}.{_quoted(table)} TO {who}")
-                result.read.append(table)
-        for table, privileges in writes_for(sweeps).items():
-            if table not in tables:
-                continue  # its plugin is not installed here
+        for table in plan.read:
+            await db.execute(f"GRANT SELECT ON {where}.{_quoted(table)} TO {who}")
+        for table, privileges in plan.writes.items():
             await db.execute(f"GRANT {', '.join(privileges)} ON {where}.{_quoted(table)} TO {who}")
-            result.writes[table] = privileges
-            if "INSERT" in privileges and f"{table}_id_seq" in sequences:
-                await db.execute(f"GRANT USAGE ON SEQUENCE {where}.{_quoted(table + '_id_seq')} TO {who}")
+        for sequence in plan.sequences:
+            await db.execute(f"GRANT USAGE ON SEQUENCE {where}.{_quoted(sequence)} TO {who}")
     return result
+
+
+# Every privilege a role can hold on the schema, each asked of PostgreSQL (has_*_privilege counts grants to
+# PUBLIC and to whole tables); a column's only where the whole table's is not held.
+HELD_PRIVILEGES = """
+SELECT p.name, c.relname AS target, '' AS col FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']) AS p(name)
+ WHERE n.nspname = :s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND has_table_privilege(:r, c.oid, p.name)
+UNION ALL
+SELECT p.name, c.relname, a.attname FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+ JOIN pg_namespace n ON n.oid = c.relnamespace
+ CROSS JOIN unnest(ARRAY['SELECT', 'INSERT', 'UPDATE', 'REFERENCES']) AS p(name)
+ WHERE n.nspname = :s AND c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 AND NOT a.attisdropped
+   AND has_column_privilege(:r, c.oid, a.attnum, p.name) AND NOT has_table_privilege(:r, c.oid, p.name)
+UNION ALL
+SELECT p.name, c.relname, '' FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ CROSS JOIN unnest(ARRAY['USAGE', 'SELECT', 'UPDATE']) AS p(name)
+ WHERE n.nspname = :s AND c.relkind = 'S' AND has_sequence_privilege(:r, c.oid, p.name)
+UNION ALL
+SELECT p.name, 'schema ' || :s, '' FROM unnest(ARRAY['USAGE', 'CREATE']) AS p(name)
+ WHERE has_schema_privilege(:r, :s, p.name)
+"""
+
+
+@dataclass(frozen=True)
+class RoleCheck:
+    """The signer role's grants against its list (``orbchain doctor``)."""
+
+    role: str
+    problem: str = ""  # the role is missing, or no grant can restrict it
+    sweeps: bool = False  # the nearer list is the one with --sweeps
+    drift: RoleDrift = RoleDrift((), ())
+
+    @property
+    def current(self) -> bool:
+        return not self.problem and self.drift.current
+
+    def detail(self) -> str:
+        sweeps = " --sweeps" if self.sweeps else ""
+        if self.problem:
+            return self.problem
+        if self.current:
+            return "holds exactly the signer's list" + (f" with{sweeps} (it may book ledger transactions)"
+                                                        if sweeps else "")
+        said = ([f"missing {described(self.drift.missing)}"] if self.drift.missing else []) + (
+            [f"extra {described(self.drift.extra)}"] if self.drift.extra else [])
+        return f"{'; '.join(said)}: run `orbchain custody signer-role {self.role}{sweeps}`"
+
+
+async def check_signer_role(db: "Database", role: str) -> RoleCheck:
+    """The privileges ``role`` holds on the connected schema against the signer's list (PostgreSQL)."""
+    if await db.fetch_val("SELECT 1 FROM pg_roles WHERE rolname = :r", {"r": role}) is None:
+        return RoleCheck(role, f"does not exist: run `orbchain custody signer-role {role}`")
+    schema = await db.fetch_val("SELECT current_schema()")
+    refused = await _refusal(db, role, schema, running=False)
+    if refused:
+        return RoleCheck(role, refused)
+    tables, sequences = await _schema_objects(db, schema)
+    held = [Privilege(r["name"], r["target"], r["col"])
+            for r in await db.fetch_all(HELD_PRIVILEGES, {"s": schema, "r": role})]
+    plain, wide = (planned_privileges(plan_grant(tables, sequences, sweeps=sweeps), schema) for sweeps in (False, True))
+    sweeps, drift = nearest_drift(held, plain, wide)
+    return RoleCheck(role, sweeps=sweeps, drift=drift)
 
 
 async def unrestricted_warning(db: "Database") -> str | None:

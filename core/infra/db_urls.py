@@ -57,3 +57,12 @@ def redacted_url(url: str) -> str:
         netloc = f"{userinfo.split(':', 1)[0]}:***@{host}"
     query = urlencode([(k, "***" if k.lower() == "password" else v) for k, v in pairs], safe="*")
     return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def url_user(url: str) -> str:
+    """The role a ``postgresql://`` URL connects as (its userinfo, else a ``user`` option); empty when it names
+    none (the driver's default then: the OS user or ``PGUSER``)."""
+    parts = urlsplit(url)
+    if parts.username:
+        return unquote(parts.username)
+    return dict(parse_qsl(parts.query)).get("user", "")

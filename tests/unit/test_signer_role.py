@@ -8,7 +8,10 @@ from types import SimpleNamespace
 import pytest
 
 from orbchain.cli import main
-from orbchain.core.cli.ops import static_findings
+from orbchain.core.cli.ops import signer_role_finding, static_findings
+from orbchain.core.custody.signer_role import (Privilege, RoleDrift, described, nearest_drift, plan_grant,
+                                               planned_privileges, role_drift)
+from orbchain.core.infra.db_urls import url_user
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.keys.secrets import check_signing_role, load_secrets
 from orbchain.core.keys.signer_channel import ChannelRefused, RequestVerifier, signed_headers
@@ -150,3 +153,65 @@ def test_the_signer_role_command_refuses_sqlite_and_changes_nothing(tmp_path, ca
     config.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\n')
     assert main(["--config", str(config), "custody", "signer-role", "orbchain_signer"]) == 2
     assert "SQLite" in capsys.readouterr().err and not (tmp_path / "var").exists()
+
+
+TABLES = ("payouts", "signing_locks", "security_events", "ledger_postings", "api_key_secrets", "merchants")
+SEQUENCES = ("security_events_id_seq", "ledger_postings_id_seq", "merchants_id_seq")
+
+
+def expected(sweeps: bool = False) -> frozenset[Privilege]:
+    return planned_privileges(plan_grant(TABLES, SEQUENCES, sweeps=sweeps), "s")
+
+
+def test_the_expected_privileges_are_the_grants_list_one_privilege_per_column():
+    plain, wide = expected(), expected(sweeps=True)
+    assert {Privilege("USAGE", "schema s"), Privilege("SELECT", "merchants"), Privilege("UPDATE", "payouts", "stage"),
+            Privilege("INSERT", "signing_locks"), Privilege("UPDATE", "signing_locks", "coin"),
+            Privilege("USAGE", "security_events_id_seq")} <= plain
+    assert not {p for p in plain if p.target == "api_key_secrets" or p.column == "amount"}
+    assert Privilege("UPDATE", "payouts") not in plain and Privilege("USAGE", "merchants_id_seq") not in plain
+    assert wide - plain == {Privilege("INSERT", "ledger_postings"), Privilege("USAGE", "ledger_postings_id_seq")}
+
+
+def test_drift_names_what_is_missing_and_extra_a_whole_table_covering_its_columns():
+    held = set(expected()) - {Privilege("SELECT", "merchants"), Privilege("INSERT", "signing_locks")}
+    held |= {Privilege("UPDATE", "payouts"), Privilege("SELECT", "api_key_secrets"),
+             Privilege("INSERT", "signing_locks", "coin")}  # a column of a privilege expected on the whole table
+    drift = role_drift(held, expected())
+    assert drift.missing == (Privilege("INSERT", "signing_locks"), Privilege("SELECT", "merchants"))
+    assert drift.extra == (Privilege("SELECT", "api_key_secrets"), Privilege("UPDATE", "payouts")) and not drift.current
+    assert role_drift(expected(), expected()).current
+    assert described(drift.missing + drift.extra) == (
+        "SELECT on api_key_secrets, SELECT on merchants, UPDATE on payouts, INSERT on signing_locks")
+    assert described([Privilege("UPDATE", "payouts", c) for c in ("stage", "tx_hash")]) == (
+        "UPDATE (stage, tx_hash) on payouts")
+    assert described([Privilege("SELECT", f"t{n}") for n in range(10)], most=3) == (
+        "SELECT on t0, SELECT on t1, SELECT on t2 and 7 more")
+
+
+def test_the_drift_is_from_the_nearer_list_the_narrower_on_a_tie():
+    assert nearest_drift(expected(sweeps=True), expected(), expected(sweeps=True)) == (True, RoleDrift((), ()))
+    hand_added = expected() | {Privilege("INSERT", "ledger_postings")}  # one off either list: the narrower
+    assert nearest_drift(hand_added, expected(), expected(sweeps=True)) == (
+        False, RoleDrift((), (Privilege("INSERT", "ledger_postings"),)))
+
+
+@pytest.mark.parametrize("url, user", [
+    ("postgresql://orbchain_signer:pw@db.internal/orbchain", "orbchain_signer"),
+    ("postgresql+asyncpg://db.internal/orbchain?user=signer2&schema=x", "signer2"),
+    ("postgresql://db.internal/orbchain", ""),
+])
+def test_the_role_a_database_url_connects_as(url, user):
+    assert url_user(url) == user
+
+
+async def test_doctor_checks_no_signer_role_unless_one_is_configured_on_postgresql(tmp_path):
+    role_url = "postgresql://orbchain_signer@db.internal/orbchain"
+    config = production(tmp_path)
+    for signer, postgres in (("", True), (role_url, False)):
+        gateway = SimpleNamespace(config=config.with_overrides(signer={"database_url": signer}),
+                                  db=SimpleNamespace(is_postgres=postgres))
+        assert await signer_role_finding(gateway) is None
+    nameless = SimpleNamespace(config=config.with_overrides(signer={"database_url": "postgresql://db.internal/o"}),
+                               db=SimpleNamespace(is_postgres=True))
+    assert (await signer_role_finding(nameless)).level == "WARN"
