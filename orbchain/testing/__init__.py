@@ -41,6 +41,7 @@ from .run_report import check_collection, summary_lines
 from .driver import ChainDriver
 from .fixtures import Shop, client, config, gateway, make_client, make_config, merchant_shop, merge_sections, open_shop
 from .harness import ChainShop, open_chain_shop
+from . import migrated_schemas
 from .statements import StatementLog, quiet_process, statement_label, statement_log
 
 __all__ = [
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 def pytest_configure(config: pytest.Config) -> None:
+    migrated_schemas.install()  # PostgreSQL schemas filled from a copy of the first migrated one (its docstring)
     config.addinivalue_line("markers", f"{MARKER}(*capabilities): the adapter capabilities a conformance test needs")
     config.addinivalue_line("markers", f"{POSTGRESQL_ONLY}(reason): runs on PostgreSQL alone (two processes, "
                                        "NOTIFY, advisory locks); skipped with the reason in a SQLite-only run")
