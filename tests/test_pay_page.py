@@ -115,7 +115,8 @@ async def test_qr_payloads_come_from_the_chain_plugins_and_default_to_the_bare_a
     assert payload("DOGE", "D8x", "3") == "dogecoin:D8x?amount=3"
     assert payload("SOL", "So1x", "2.5") == "solana:So1x?amount=2.5"
     assert payload("ETH", "0xabc", "1") == "ethereum:0xabc@1?value=1000000000000000000"  # EIP-681, chain id 1
-    assert payload("USDT_TRC20", "Tx", "1") == "Tx"
+    assert payload("USDT_TRC20", "Tx", "1") == "tron:Tx?amount=1&token=TR7NHqjeKQxGTCi8q8ZY4pL8otSzgjLj6t"
+    assert payload("BTC_LN", "lnbc1x", "0.001") == "lnbc1x"  # no plugin answers: the bare address (the invoice)
 
 
 @pytest.mark.parametrize("seconds, text", [(0, "00:00"), (-5, "00:00"), (59, "00:59"), (61 * 60 - 1, "1:00:59"),
