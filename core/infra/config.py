@@ -45,6 +45,7 @@ ENV_ALIASES = {
 # `secrets change-passphrase` seals it under (core/keys/seed_file.py, core/cli/seed_encrypt.py: never config
 # keys, so never in the file beside the seed).
 NON_CONFIG_VARIABLES = frozenset({"ORBCHAIN_CONFIG", "ORBCHAIN_TEST_PG_DSN", "ORBCHAIN_TEST_SQLITE_ONLY",
+                                  "ORBCHAIN_TEST_MIGRATE_EACH",
                                   "ORBCHAIN_TEST_WORKERS",
                                   "ORBCHAIN_FAULT", "ORBCHAIN_NODE_TOOLS", "ORBCHAIN_APT_LOCK_SECONDS",
                                   "ORBCHAIN_SEED_FILE_PASSPHRASE", "ORBCHAIN_SEED_FILE_NEW_PASSPHRASE"})
