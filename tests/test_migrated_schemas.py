@@ -55,13 +55,14 @@ async def test_a_copied_schema_is_the_migrated_one_and_its_triggers_act(pg_run_d
     real = wrapped.__wrapped__  # type: ignore[attr-defined]
     conn = await asyncpg.connect(pg_run_database)
     names = [f"t_{secrets.token_hex(6)}" for _ in range(3)]
+    databases: list[Database] = []
     try:
         for name in names:
             await conn.execute(f'CREATE SCHEMA "{name}"')
         url = pg_run_database.replace("postgresql://", "postgresql+asyncpg://", 1)
-        databases = [Database(f"{url}?schema={name}") for name in names]
-        for db in databases:
-            await db.connect()
+        for name in names:
+            databases.append(Database(f"{url}?schema={name}"))
+            await databases[-1].connect()
         await real(databases[0], migrations)  # the real thing, never a copy
         await wrapped(databases[1], migrations)  # the real thing and a dump, or a copy of an earlier test's
         await wrapped(databases[2], migrations)  # a copy, surely
@@ -83,7 +84,7 @@ async def test_a_copied_schema_is_the_migrated_one_and_its_triggers_act(pg_run_d
         # A schema that is not empty is migrated for real (a test that migrates in steps).
         assert await wrapped(databases[2], migrations) == []
     finally:
-        for db in locals().get("databases", []):
+        for db in databases:
             await db.disconnect()
         for name in names:
             await conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
