@@ -142,8 +142,13 @@ def _parse(raw: bytes, seconds: float) -> Reply:
 
 
 def send_raw(port: int, method: str, target: bytes, headers: list[tuple[bytes, bytes]] = (),
-             body: bytes | None = None, *, timeout: float = 10.0) -> Reply:
-    """One request on its own connection; the reply once the server closes it."""
+             body: bytes | None = None, *, timeout: float = 10.0, first_event_only: bool = False) -> Reply:
+    """One request on its own connection; the reply once the server closes it.
+
+    With ``first_event_only`` an event stream's reply ends at its first event
+    (the client closes then): a stream stays open until its payment is final,
+    and what the server does meanwhile is not this request's work.
+    """
     lines = [method.encode() + b" " + target + b" HTTP/1.1", b"Host: 127.0.0.1", b"Connection: close"]
     names = {name.lower() for name, _ in headers}
     lines += [name + b": " + value for name, value in headers]
@@ -163,11 +168,22 @@ def send_raw(port: int, method: str, target: bytes, headers: list[tuple[bytes, b
                 if not data:
                     break
                 chunks.append(data)
+                if first_event_only and _holds_first_event(b"".join(chunks)):
+                    break
     except TimeoutError:
         return Reply(0, {}, b"".join(chunks), time.perf_counter() - start, timed_out=True)
     except (ConnectionResetError, ConnectionRefusedError, BrokenPipeError):
         pass
     return _parse(b"".join(chunks), time.perf_counter() - start)
+
+
+def _holds_first_event(data: bytes) -> bool:
+    """Whether ``data`` (a reply so far) is an event stream's head and its first whole event."""
+    head, separator, body = data.partition(b"\r\n\r\n")
+    if not separator or b"text/event-stream" not in head.lower():
+        return False
+    at = body.find(b"event:")
+    return at >= 0 and body.find(b"\n\n", at) >= 0
 
 
 def get_json(port: int, path: str, headers: Mapping[str, str] | None = None) -> Reply:

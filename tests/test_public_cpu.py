@@ -23,6 +23,11 @@ route cost 150-175 ms (a whole QR, so it fails on any machine). CPU time
 hardly grows on a loaded CI box (waiting is not counted), and a slower CPU
 makes the reference slower too. A request over the bound is tried again with
 fresh inputs, up to three times, and fails only if every try is over.
+
+A live stream (``/pay/{track_id}/events``) is counted up to its first
+event, then closed: left open it waits for the payment to end, and the
+clock then counted whatever else the loop ran during the ten seconds the
+read waited (50-60 ms in a CI run, none of it the request's).
 """
 
 from __future__ import annotations
