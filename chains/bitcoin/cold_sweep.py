@@ -14,8 +14,9 @@ One sweep at a time per chain, as the job ``bitcoin.<chain>.cold_sweep``:
   the broadcast, so a crash sends the same bytes again.
 * live: broadcast the stored bytes until the node has them, then follow the
   transaction (no ``-txindex`` needed, as for payouts); once it is
-  ``payout_confirmations`` deep the move is booked, idempotent by the sweep's
-  reference, and the sweep is done::
+  ``payout_confirmations`` deep the move is recorded for ``serve`` to book
+  (the signer writes no ledger: core/ledger/sweep_bookings.py), idempotent
+  by the sweep's reference, and the sweep is done::
 
       hot wallet -> cold:  world:<chain>:hot_wallet -> world:<chain>:cold (the excess)
       its fee:             platform:network_fees -> world:<chain>
@@ -138,14 +139,15 @@ async def _follow(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
 
 
 async def _book(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
-    """The custody move and its fee, once (the reference makes a replay after a crash harmless); then done."""
+    """The custody move and its fee recorded for ``serve`` to book once (the reference makes a replay after a
+    crash harmless: core/ledger/sweep_bookings.py); then done."""
     gateway, chain, coin = adapter.gateway, adapter.name, row["coin"]
     amount, fee = gateway.db.to_int(row["amount"]), gateway.db.to_int(row["fee"])
     postings = [Posting(hot_wallet_account(chain), coin, -amount), Posting(cold_account(chain), coin, amount)]
     if fee:
         postings += [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)]
-    await ledger.post_and_notify(gateway, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}",
-                                 postings=postings)
+    await ledger.record_sweep_booking(gateway, chain=chain, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}",
+                                      postings=postings)
     await gateway.db.execute("UPDATE bitcoin_cold_sweeps SET status = :s, updated_at = :t WHERE id = :id",
                              {"s": DONE, "t": gateway.now(), "id": row["id"]})
     await notify_cold_sweep(gateway, chain=chain, coin=coin, amount=amount, destination=row["destination"],
