@@ -94,7 +94,7 @@ async def test_the_signer_role_is_granted_idempotently_and_cannot_rewrite_a_payo
     said = capsys.readouterr()
     assert code == 0 and "--sweeps is ignored" in said.err and "ledger_postings" not in said.out, said
     assert await as_owner(db_url, PRIVILEGES, signer_role, schema) == granted
-    assert not {table for table, *_ in granted if table.startswith("ledger_")}
+    assert not {(table, what) for table, what, _ in granted if table.startswith("ledger_") and what != "SELECT"}
 
     role_url = as_role(db_url, signer_role)
     conn = await asyncpg.connect(plain(role_url)[0], server_settings={"search_path": schema})
