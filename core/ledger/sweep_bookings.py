@@ -26,7 +26,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from ..infra.wakes import JobWake
+from ..infra.wakes import wake_after_commit
 from .accounts import NETWORK_FEES, world
 from .book import Posting, ReferenceConflict, notify_posted, post
 
@@ -39,7 +39,6 @@ log = logging.getLogger(__name__)
 JOB_NAME = "ledger.book_sweeps"
 TICK_SECONDS = 10  # a backstop: a recorded sweep wakes the job at once
 BATCH = 200
-_WAKE = "ledger.book_sweeps.wake"
 
 
 def refusal(chain: str, postings: Sequence[Posting]) -> str | None:
@@ -74,18 +73,7 @@ async def record_sweep_booking(gateway: "Gateway", *, chain: str, kind: str, ref
         "INSERT INTO sweep_bookings (reference, chain, kind, postings, recorded_at) VALUES (:r, :c, :k, :p, :t)"
         " ON CONFLICT (reference) DO NOTHING",
         {"r": reference, "c": chain, "k": kind, "p": _encoded(postings), "t": gateway.now()})
-    if db.in_transaction:
-        db.on_commit(lambda: _wake(gateway))
-    else:
-        _wake(gateway)
-
-
-def _wake(gateway: "Gateway") -> None:
-    """Ask the booking job to run now, in whichever process leads it (a ``serve``, on PostgreSQL any of them)."""
-    wake = gateway.services.get(_WAKE)
-    if wake is None:
-        wake = gateway.services[_WAKE] = JobWake(gateway.signals, JOB_NAME)
-    wake.request()
+    wake_after_commit(gateway, JOB_NAME)  # serve books it now, in whichever process leads the job
 
 
 async def recorded_sweep_postings(db: "Database") -> list[Posting]:
