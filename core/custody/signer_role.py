@@ -73,6 +73,7 @@ PAYOUT_SIGNING_WRITES: dict[str, tuple[str, ...]] = {
 }
 
 SWEEP_WRITES: dict[str, tuple[str, ...]] = {
+    "hot_wallet_spends": ("INSERT",),  # a gas top-up counted against the caps (signing_gate.authorize_hot_wallet_spend)
     "bitcoin_cold_sweeps": ("INSERT", "UPDATE"), "evm_sweeps": ("INSERT", "UPDATE"),
     "evm_sweep_marks": ("INSERT", "UPDATE"), "tron_sweeps": ("INSERT", "UPDATE"),
     "tron_sweep_marks": ("INSERT", "UPDATE"), "solana_sweep_marks": ("INSERT", "UPDATE"),

@@ -164,6 +164,24 @@ def judge_fee_bump(policy: SigningPolicy, coin: str, extra_fee: int, coin_last_h
     return None
 
 
+def judge_hot_wallet_spend(policy: SigningPolicy, coin: str, amount: int, coin_last_hour: int, coin_last_day: int,
+                           *, per_spend: bool) -> str | None:
+    """The cap a spend of the hot wallet that is no payout (a gas top-up) would pass, or None.
+
+    Capped like a payout of ``coin`` (``per_spend``: the per-payout cap too; a
+    re-signing's extra fee passes only the windows, like a payout's bump).
+    Not the merchant's cap: the platform pays for its own sweeps.
+    """
+    limits = policy.limits(coin)
+    if per_spend and limits.per_payout is not None and amount > limits.per_payout:
+        return OVER_PAYOUT_CAP
+    if limits.per_hour is not None and coin_last_hour + amount > limits.per_hour:
+        return OVER_HOURLY_CAP
+    if limits.per_day is not None and coin_last_day + amount > limits.per_day:
+        return OVER_DAILY_CAP
+    return None
+
+
 def needs_window_counts(policy: SigningPolicy, coin: str) -> bool:
     """Whether any cap of ``coin`` sums a window (else the boundary skips the counting queries)."""
     limits = policy.limits(coin)
