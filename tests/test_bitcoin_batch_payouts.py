@@ -182,3 +182,29 @@ async def test_a_crash_after_gathering_leaves_a_batch_the_next_worker_signs_once
     rows = await rows_of(gateway, tracks)
     assert {r["stage"] for r in rows} == {"broadcast"} and len({r["tx_hash"] for r in rows}) == 1
     assert set(node.call("getrawmempool")) - mempool_before == {rows[0]["tx_hash"]}  # signed once, for both
+
+
+async def test_two_workers_gathering_at_once_never_put_a_payout_in_two_batches(
+        make_client, make_config, litecoind_node, faucet):  # noqa: F811 - the fixtures
+    import asyncio
+
+    from orbchain.core.payouts import batches, service
+    from orbchain.core.payouts.worker import LEASE_SECONDS
+
+    client, gateway, _, merchant = await funded_shop(make_client, make_config, litecoind_node, faucet,
+                                                     "window-race@example.com", ltc={"batch_window_seconds": 5})
+    tracks = [await requested(client, merchant, 80 + i) for i in range(4)]
+    later = gateway.now() + 6
+    gateway.clock = lambda: later
+    first = await service.claim_due(gateway, 1, LEASE_SECONDS)  # two workers, each holding one payout
+    second = await service.claim_due(gateway, 1, LEASE_SECONDS)
+    gathered = await asyncio.gather(batches.gather(gateway, first[0], 5, LEASE_SECONDS),
+                                    batches.gather(gateway, second[0], 5, LEASE_SECONDS))
+    rows = await rows_of(gateway, tracks)
+    batch_ids = {r["batch_id"] for r in rows}
+    assert None not in batch_ids and len(batch_ids) <= 2  # each payout in exactly one batch
+    by_token = {r["claim_token"] for r in rows}
+    assert by_token <= {first[0]["claim_token"], second[0]["claim_token"]}
+    for mine in gathered:  # a worker's batch holds only payouts it claimed
+        assert mine is not None
+        assert {r["claim_token"] for r in rows if r["batch_id"] == mine["batch_id"]} == {mine["claim_token"]}
