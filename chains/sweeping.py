@@ -23,7 +23,7 @@ import secrets
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Mapping, Protocol
 
-from ..api import CreditedAddress, Posting, credited_addresses, ledger, world
+from ..api import CreditedAddress, Posting, authorize_hot_wallet_spend, credited_addresses, ledger, world
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..api import Gateway
@@ -45,6 +45,32 @@ def check_fee_share(fee: int, amount: int, max_percent: int | None, coin: str) -
     """Raise ``SweepFeeTooHigh`` when ``fee`` (base units of ``coin``) is above ``max_percent`` % of ``amount``."""
     if max_percent is not None and fee * 100 > amount * max_percent:
         raise SweepFeeTooHigh(f"fee {fee} is above {max_percent}% of {amount} ({coin} base units)")
+
+
+class TopUpHeld(Exception):
+    """The gas top-up a token sweep needs is over the signer's caps: nothing is signed, the sweep waits.
+
+    As with ``SweepFeeTooHigh`` the (address, coin) stays a candidate and is
+    asked again at each run, until the windows have room again.
+    """
+
+
+def new_sweep_id() -> str:
+    return "swp_" + secrets.token_hex(10)
+
+
+async def authorize_topup(gateway: "Gateway", chain: str, coin: str, sweep_id: str, address: str,
+                          amount: int) -> None:
+    """Count a top-up of ``amount`` (value and fee bound, ``coin`` base units) against the signer's caps.
+
+    Raises ``TopUpHeld`` naming the cap when it would pass one. The reference
+    is the sweep's (one top-up per sweep), so a crash after counting and
+    before storing counts one top-up that was never sent: the safe side.
+    """
+    reason = await authorize_hot_wallet_spend(gateway, chain=chain, coin=coin, kind=TOPUP,
+                                              reference=f"{chain}:{TOPUP}:{sweep_id}", amount=amount, subject=address)
+    if reason is not None:
+        raise TopUpHeld(f"a gas top-up of {amount} {coin} base units is over the signer's {reason}")
 
 
 def deposit_addresses_account(chain: str) -> str:
@@ -132,8 +158,9 @@ class SweepTables:
                 and credit.last_credited_at >= marks.get((credit.address, credit.coin), 0)]
 
     async def new_sweep(self, gateway: "Gateway", address: str, coin: str, status: str, amount: int,
-                        through: int) -> str:
-        sweep_id = "swp_" + secrets.token_hex(10)
+                        through: int, sweep_id: str | None = None) -> str:
+        """Write a sweep row (its id chosen before when a top-up was counted under it)."""
+        sweep_id = sweep_id or new_sweep_id()
         await gateway.db.execute(
             f"INSERT INTO {self.sweeps} (id, {self._cols}address, coin, status, amount, credited_through,"
             f" created_at, updated_at) VALUES (:id, {self._vals}:a, :k, :s, :amt, :t, :now, :now)",
@@ -246,7 +273,7 @@ async def sweep_chain(gateway: "Gateway", steps: SweepSteps, tables: SweepTables
             continue
         try:
             sweep_id = await start(gateway, steps, tables, address, coin, gateway.now())
-        except SweepFeeTooHigh as exc:
+        except (SweepFeeTooHigh, TopUpHeld) as exc:
             log.info("%s: sweep of %s %s waits: %s", steps.name, coin, address, exc)
             busy.add(address)
             continue

@@ -25,10 +25,12 @@ async def work(gateway, seconds: int = 5) -> None:
     await payout_worker.process_payouts(gateway)
 
 
-async def funded_shop(make_client, make_config, node, faucet, email: str, deposits: int = 1, **signing):
+async def funded_shop(make_client, make_config, node, faucet, email: str, deposits: int = 1,
+                      ltc: dict | None = None, **signing):
     """A Litecoin shop (devnet blocked, scheduler off) paid ``deposits`` times 1 LTC, 6 blocks deep and scanned:
-    (client, gateway, adapter, merchant)."""
-    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": node.plugin_block()}},
+    (client, gateway, adapter, merchant). ``ltc``: more settings of its ``[plugin.bitcoin.LTC]`` block."""
+    block = {**node.plugin_block(), **(ltc or {})}
+    client = await make_client(make_config(scheduler={"enabled": False}, plugin={"bitcoin": {"LTC": block}},
                                            signing=signing), get_plugin_manager(blocked=["devnet"]))
     gateway = client.app[GATEWAY]
     adapter: BitcoinAdapter = gateway.chains.get("litecoin")

@@ -16,6 +16,8 @@ from eth_account import Account
 
 from orbchain.chains.evm.keys import hot_wallet_address
 from orbchain.core.ledger import book as ledger
+from orbchain.core.payouts.signing_gate import POLICY_SERVICE
+from orbchain.core.payouts.signing_policy import CoinLimits, SigningPolicy
 
 from .anvil import EvmShop, anvil, credited_deposit, open_shop  # noqa: F401 - anvil is a fixture
 from .support import api
@@ -241,11 +243,24 @@ async def test_a_gas_top_up_priced_out_is_re_signed_at_its_nonce_and_sent_once(n
     shop.node.rpc("anvil_setNextBlockBaseFeePerGas", hex(4 * max_fee))
     for _ in range(BUMP_AFTER):
         shop.node.rpc("evm_mine")
+    # The ETH hourly cap holds exactly the top-up as counted: a re-signing paying more is not signed.
+    (counted,) = await shop.gateway.db.fetch_all("SELECT amount FROM hot_wallet_spends")
+    shop.gateway.services[POLICY_SERVICE] = SigningPolicy(
+        {"ETH": CoinLimits(per_hour=shop.gateway.db.to_int(counted["amount"]))})
+    await sweep_chain(shop.gateway, shop.adapter)
+    assert await shop.gateway.db.fetch_all("SELECT * FROM evm_tx_versions") == []
+    assert shop.gateway.metrics.hot_wallet_spends_held_by_policy.labels(
+        coin="ETH", kind="topup_bump", reason="over_hourly_cap")._value.get() == 1
+    shop.gateway.services[POLICY_SERVICE] = SigningPolicy()  # the cap lifted
     await sweep_chain(shop.gateway, shop.adapter)  # stuck: re-signed at its nonce
-    more = await shop.gateway.db.fetch_all("SELECT tx_hash FROM evm_tx_versions WHERE tx_id = :id", {"id": topup["id"]})
+    more = await shop.gateway.db.fetch_all("SELECT * FROM evm_tx_versions WHERE tx_id = :id", {"id": topup["id"]})
     assert len(more) == 1, more
     replacement = more[0]["tx_hash"]
     assert signed(shop, replacement)["nonce"] == hex(int(topup["nonce"]))
+    # Its extra fee is counted in ETH: 21,000 gas x the maxFee rise, once.
+    extra = await shop.gateway.db.fetch_all("SELECT coin, amount FROM hot_wallet_spends WHERE kind = 'topup_bump'")
+    assert [(r["coin"], shop.gateway.db.to_int(r["amount"])) for r in extra] == [
+        ("ETH", int(topup["gas_limit"]) * (shop.gateway.db.to_int(more[0]["max_fee_per_gas"]) - max_fee))]
     shop.node.rpc("evm_mine")
     await sweep_chain(shop.gateway, shop.adapter)  # mined: recorded with the fee the mined version paid
     await book_sweeps(shop.gateway)  # serve's booking of what the sweep job recorded

@@ -113,3 +113,47 @@ async def test_a_native_sweep_waits_while_its_gas_is_above_the_set_share_of_the_
     assert tx["kind"] == "sweep" and tx["status"] == "mined" and tx["sender"] == address
     assert shop.node.balance(hot_wallet_address(shop.gateway)) == int(tx["amount"])
     assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
+def _held(shop: EvmShop, kind: str, reason: str) -> float:
+    return shop.gateway.metrics.hot_wallet_spends_held_by_policy.labels(coin="ETH", kind=kind,
+                                                                        reason=reason)._value.get()
+
+
+async def test_gas_top_ups_are_counted_against_the_signers_eth_caps_and_wait_over_them(shop):
+    """A top-up spends the hot wallet's ETH like a payout: counted in ETH's windows, and over a cap not signed."""
+    from orbchain.core.payouts.signing_gate import POLICY_SERVICE
+    from orbchain.core.payouts.signing_policy import CoinLimits, SigningPolicy
+
+    db = shop.gateway.db
+    shop.node.set_balance(hot_wallet_address(shop.gateway), 10**18)
+    await credited_deposit(shop, "USDT_ERC20", "40", 40 * 10**6)
+    assert (await shop.sweep()).started == 1
+    (spend,) = await db.fetch_all("SELECT * FROM hot_wallet_spends")
+    topup = await db.fetch_one("SELECT * FROM evm_txs WHERE kind = 'topup'")
+    # Counted in ETH: the gas sent and the top-up's own gas bound, all it may take from the hot wallet.
+    assert (spend["chain"], spend["coin"], spend["kind"]) == ("ethereum", "ETH", "topup")
+    counted = db.to_int(spend["amount"])
+    assert counted == db.to_int(topup["amount"]) + int(topup["gas_limit"]) * db.to_int(topup["max_fee_per_gas"])
+    await shop.sweep()
+    assert (await shop.sweep()).finished == 1
+
+    # The operator's ETH hourly cap has no room left: the next token sweep's top-up waits, nothing signed.
+    shop.gateway.services[POLICY_SERVICE] = SigningPolicy({"ETH": CoinLimits(per_hour=counted + 1)})
+    second = await credited_deposit(shop, "USDT_ERC20", "30", 30 * 10**6)
+    await shop.sweep()  # (the first address's left-over gas may be swept: native, no top-up)
+    assert _held(shop, "topup", "over_hourly_cap") == 1
+    assert await db.fetch_all("SELECT * FROM evm_sweeps WHERE address = :a", {"a": second}) == []
+    assert len(await db.fetch_all("SELECT * FROM evm_txs WHERE kind = 'topup'")) == 1
+    assert len(await db.fetch_all("SELECT * FROM hot_wallet_spends")) == 1
+    assert shop.node.balance(second) == 0
+    # An hour later the first top-up has left the window: the sweep goes and is counted.
+    later = shop.gateway.now() + 3601
+    shop.gateway.clock = lambda: later
+    await shop.sweep()
+    await shop.sweep()
+    await shop.sweep()
+    (swept,) = await db.fetch_all("SELECT * FROM evm_sweeps WHERE address = :a", {"a": second})
+    assert swept["status"] == "done" and shop.token_balance(second) == 0
+    assert len(await db.fetch_all("SELECT * FROM hot_wallet_spends")) == 2
+    assert _held(shop, "topup", "over_hourly_cap") == 1

@@ -17,7 +17,7 @@ import pytest
 from orbchain.core.infra.config import ConfigError
 from orbchain.core.ledger import book as ledger
 from orbchain.core.payouts import worker
-from orbchain.api import authorize_fee_bump
+from orbchain.api import authorize_fee_bump, authorize_hot_wallet_spend
 from orbchain.core.payouts.policy_holds import cancel_policy_hold, release_policy_hold
 from orbchain.web.keys import GATEWAY
 
@@ -28,8 +28,8 @@ from .test_payouts import BTC_DEST, balance, create, devnet_txs, fund, in_flight
 OTHER_BTC_DEST = "bc1qar0srrr7xfkvy5l643lydnw9re59gtzzwf5mdq"
 
 
-async def shop(make_client, make_config, **signing):
-    config = make_config(scheduler={"enabled": False}, signing=signing)
+async def shop(make_client, make_config, operator=None, **signing):
+    config = make_config(scheduler={"enabled": False}, signing=signing, **({"operator": operator} if operator else {}))
     client = await make_client(config)
     merchant = await signup(client)
     devnet = Devnet(client)
@@ -214,3 +214,38 @@ async def test_a_bumps_extra_fee_counts_once_against_the_hourly_cap_and_later_pa
     second = (await create(client, merchant, "0.001"))[1]["data"]["track_id"]
     await work(gw)
     assert (await payout_row(gw, second))["policy_hold"] == "over_hourly_cap"
+
+
+async def test_a_gas_top_up_is_counted_and_capped_like_a_payout_of_its_coin(make_client, make_config):
+    """A top-up of a deposit address (any chain's sweeper calls the same gate): the per-payout cap, the windows,
+    counted once, seen by later payouts, refused with a metric, an ERROR and one operator event a day."""
+    client, merchant, devnet, _ = await shop(
+        make_client, make_config, operator={"webhook_url": "http://127.0.0.1:9/operator", "webhook_secret": "s" * 20},
+        max_per_payout=["BTC=0.004"], max_per_hour=["BTC=0.005"])
+    gw = devnet.gateway
+
+    async def top_up(reference: str, amount: int, per_spend: bool = True) -> str | None:
+        return await authorize_hot_wallet_spend(gw, chain="devnet", coin="BTC", kind="topup", reference=reference,
+                                                amount=amount, subject="deposit-1", per_spend=per_spend)
+
+    def refused(reason: str) -> float:
+        return gw.metrics.hot_wallet_spends_held_by_policy.labels(coin="BTC", kind="topup", reason=reason)._value.get()
+
+    assert await top_up("devnet:topup:swp_1", 400_001) == "over_payout_cap"
+    assert await top_up("devnet:topup:swp_1", 300_000) is None
+    assert await top_up("devnet:topup:swp_1", 300_000) is None  # the same top-up: counted once
+    assert await gw.db.fetch_val("SELECT COUNT(*) FROM hot_wallet_spends") == 1
+    # 0.003 counted: 0.002 more fits the hour, not a satoshi beyond (a re-signing's extra fee: the windows only).
+    assert await top_up("devnet:topup:swp_2", 200_001, per_spend=False) == "over_hourly_cap"
+    assert await top_up("devnet:topup:swp_3", 200_001, per_spend=False) == "over_hourly_cap"
+    assert (refused("over_payout_cap"), refused("over_hourly_cap")) == (1, 2)
+    events = await gw.db.fetch_all("SELECT body FROM operator_events WHERE event_type = 'hot_wallet.spend_held'")
+    assert sorted(json.loads(e["body"])["reason"] for e in events) == ["over_hourly_cap", "over_payout_cap"]
+    # A payout of the coin sees the top-up in its window: 0.003 + 0.0021 is over 0.005.
+    track_id = (await create(client, merchant, "0.0021"))[1]["data"]["track_id"]
+    await work(gw)
+    assert (await payout_row(gw, track_id))["policy_hold"] == "over_hourly_cap"
+    # An hour later the top-up has left the hour's window.
+    advance_clock(gw, 3601)
+    assert await top_up("devnet:topup:swp_4", 400_000) is None
+    assert await gw.db.fetch_val("SELECT COUNT(*) FROM hot_wallet_spends") == 2

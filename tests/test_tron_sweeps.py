@@ -175,3 +175,34 @@ async def test_a_trx_sweep_waits_while_its_burn_is_above_the_set_share_of_the_ba
     assert (await shop.sweep()).finished == 1
     assert node.balance(address) == 0 and node.balance(hot) == 3_000_000
     assert (await ledger.check_ledger(shop.gateway.db)).ok
+
+
+def _held(shop: TronShop, reason: str) -> float:
+    return shop.gateway.metrics.hot_wallet_spends_held_by_policy.labels(coin="TRX", kind="topup",
+                                                                        reason=reason)._value.get()
+
+
+async def test_a_trx_top_up_is_counted_against_the_signers_caps_and_waits_over_them(shop):
+    """The top-up spends the hot wallet's TRX: capped like a TRX payout (value, bandwidth and activation)."""
+    from orbchain.core.payouts.signing_gate import POLICY_SERVICE
+    from orbchain.core.payouts.signing_policy import CoinLimits, SigningPolicy
+
+    node, db = shop.node, shop.gateway.db
+    await _credited(shop, "USDT_TRC20", 40_000_000)
+    node.pay_trx(hot_wallet_address(shop.gateway), 100 * 10**6)
+    node.mine(1)
+    # The operator's [signing] max_per_payout = ["TRX=1"]: the top-up (about 28 TRX) is not signed.
+    shop.gateway.services[POLICY_SERVICE] = SigningPolicy({"TRX": CoinLimits(per_payout=10**6)})
+    assert (await shop.sweep()).started == 0
+    assert await db.fetch_all("SELECT * FROM tron_txs") == [] and await db.fetch_all("SELECT * FROM tron_sweeps") == []
+    assert await db.fetch_all("SELECT * FROM hot_wallet_spends") == []
+    assert _held(shop, "over_payout_cap") == 1
+    assert (await shop.sweep()).started == 0  # still a candidate: asked again at each run
+    assert _held(shop, "over_payout_cap") == 2
+    # Raised to 100 TRX: the sweep goes, its top-up counted once with all it may take from the hot wallet.
+    shop.gateway.services[POLICY_SERVICE] = SigningPolicy({"TRX": CoinLimits(per_payout=100 * 10**6)})
+    txs = await _sweep_through(shop)
+    (spend,) = await db.fetch_all("SELECT * FROM hot_wallet_spends")
+    assert (spend["chain"], spend["coin"], spend["kind"]) == ("tron", "TRX", "topup")
+    assert db.to_int(spend["amount"]) == db.to_int(txs["topup"]["amount"]) + db.to_int(txs["topup"]["fee_bound"])
+    assert db.to_int(txs["topup"]["fee_bound"]) > 0  # the new account's activation

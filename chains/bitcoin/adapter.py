@@ -65,6 +65,7 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
         self.start_height = settings.start_height
         self.drop_after_seconds = settings.drop_after_seconds
         self.payout_confirmations = settings.payout_confirmations
+        self.batch_window_seconds = settings.batch_window_seconds
         self.node_networks = CHAIN_NAMES[settings.network]
         self.node_geneses = GENESIS.get((spec.symbol, settings.network), frozenset())
         self.max_tip_age_seconds = settings.max_tip_age_seconds

@@ -28,6 +28,11 @@ confirmation target asked of ``estimatesmartfee``; ``fee_ceiling_sat_per_vbyte``
 (default 20 x the coin's default fallback rate), the most a payout or its
 bump pays: above it payouts wait queued until the rate falls.
 
+``batch_window_seconds`` (default 0 = off): a payout waits queued up to this
+long after it was requested, and goes out in ONE transaction with every other
+queued payout of the coin requested meanwhile (separate API requests,
+auto-withdrawals), each booking its share of the fee (``core/payouts/batches.py``).
+
 Several nodes (one or more providers): ``rpc_url`` may be a list; credentials
 shared by all come from ``rpc_user``/``rpc_password`` (or the cookie), or each
 URL carries its own (``http://user:pass@host:port``). ``quorum`` (default: a
@@ -86,7 +91,8 @@ COIN_SPECS: Mapping[str, CoinSpec] = {
 KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fee_fallback_sat_per_vbyte",
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
         "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds",
-        "bump_after_blocks", "fee_ceiling_sat_per_vbyte", "fee_target_blocks", "bump_by_replacement")
+        "bump_after_blocks", "fee_ceiling_sat_per_vbyte", "fee_target_blocks", "bump_by_replacement",
+        "batch_window_seconds")
 BUMP_AFTER_BLOCKS = 3  # a payout unconfirmed this many blocks after signing is bumped (CPFP); 0 = never
 FEE_CEILING_FACTOR = 20  # default fee ceiling: this many times the coin's default fallback rate
 FEE_TARGET_BLOCKS = 2  # default confirmation target for estimatesmartfee
@@ -117,6 +123,7 @@ class CoinSettings:
     fee_ceiling_sat_per_vbyte: int = 0  # payouts and bumps never pay more; above it payouts wait (fees.py)
     fee_target_blocks: int = FEE_TARGET_BLOCKS
     bump_by_replacement: bool = True  # try a replacement first; a node that refuses gets a child (replacing.py)
+    batch_window_seconds: int = 0  # payouts of separate requests within it share one transaction; 0 = off
 
     @property
     def push(self) -> bool:
@@ -215,6 +222,7 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
                                               FEE_CEILING_FACTOR * spec.default_fallback_sat_per_vbyte, minimum=1),
         fee_target_blocks=_fee_target(block, symbol),
         bump_by_replacement=_flag(block, symbol, "bump_by_replacement", True),
+        batch_window_seconds=int_setting(block, _key(symbol), "batch_window_seconds", 0, minimum=0),
     )
 
 

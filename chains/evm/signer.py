@@ -43,10 +43,13 @@ GWEI = 10**9
 # Errors that mean "the node already has (or mined) exactly this transaction".
 _ALREADY_KNOWN = ("already known", "known transaction", "already imported", "alreadyknown",
                   "transaction already exists")
+# Refusals of bytes priced below the block's base fee: final for bytes never sent, not for ones a node took
+# (a re-signing at their nonce, or a lower base fee, can still get them mined).
+PRICED_OUT = ("max fee per gas less than", "fee cap less than")
 # Refusals no retry can cure: the bytes can never be mined as they are.
 _PERMANENT = ("nonce too low", "insufficient funds", "intrinsic gas too low", "invalid sender",
-              "exceeds block gas limit", "invalid chain id", "gas limit reached", "max fee per gas less than",
-              "fee cap less than", "only replay-protected", "oversized data", "transaction type not supported")
+              "exceeds block gas limit", "invalid chain id", "gas limit reached", *PRICED_OUT,
+              "only replay-protected", "oversized data", "transaction type not supported")
 
 
 REPLACEMENT_BUMP_PERCENT = 10  # geth's (and anvil's) least fee rise for a transaction at a taken nonce

@@ -8,7 +8,9 @@ The job ``evm.<chain>.sweep`` does two things each run:
    status).
 2. Starts a sweep for every (address, coin) with a deposit credited since
    it was last swept: tokens first (the address needs gas: a top-up from
-   the hot wallet, then ``transfer`` to the hot wallet), then the native
+   the hot wallet, counted against the signer's caps of the native coin
+   like a payout, ``sweeping.authorize_topup``; then ``transfer`` to the
+   hot wallet), then the native
    balance minus the gas bound (skipped while a token sweep of that address
    is live, so it never spends the gas sent for it). A native sweep whose
    gas bound is above ``sweep_max_fee_percent`` of the balance waits for a
@@ -32,17 +34,19 @@ sit (docs/evm.md)::
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import TYPE_CHECKING, Any, Mapping
 
 from eth_utils import to_checksum_address
 
-from ...api import BroadcastError, ChainUnavailable, FeeAboveCeiling, NETWORK_FEES, Posting, WatchOnlyError, world
+from ...api import (BroadcastError, ChainUnavailable, FeeAboveCeiling, NETWORK_FEES, Posting, WatchOnlyError,
+                   authorize_hot_wallet_spend, world)
 from .. import sweeping
 from ..sweeping import SWEEP, TOPUP, SweepReport, SweepTables, deposit_addresses_account, hot_wallet_account
 from . import bumping
 from .keys import deposit_key, hot_wallet_address, hot_wallet_key
 from .rpc import RpcError, quantity
-from .signer import NATIVE_TRANSFER_GAS, StoredTx
+from .signer import NATIVE_TRANSFER_GAS, PRICED_OUT, StoredTx
 from .tokens import balance_of_calldata, decode_uint, transfer_calldata
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -110,6 +114,11 @@ class _Steps:
         try:
             await adapter.txs.broadcast(tx.tx_hash, tx.raw)  # first send, or again after a crash or eviction
         except BroadcastError as exc:
+            if tx.kind == TOPUP and tx.status == "broadcast" and any(m in str(exc).lower() for m in PRICED_OUT):
+                # Sent once and evicted by a fee spike: it holds its nonce until a re-signing (or a lower base
+                # fee) gets it mined; not bumped yet (too early, over the ceiling or the signer's caps).
+                log.info("%s: top-up %s waits for a re-signing: %s", adapter.name, tx.tx_hash, exc)
+                return "pending"
             if exc.permanent:
                 log.warning("%s: %s %s refused: %s", adapter.name, tx.kind, tx.tx_hash, exc)
                 return "failed"
@@ -124,10 +133,19 @@ class _Steps:
         (tokens), so it has nothing to pay a higher fee with.
         """
         try:
-            await bumping.bump_stuck(self.adapter.txs, tx, hot_wallet_key(gateway),
-                                     self.adapter.settings.bump_after_blocks)
+            waits = await bumping.bump_stuck(self.adapter.txs, tx, hot_wallet_key(gateway),
+                                             self.adapter.settings.bump_after_blocks,
+                                             partial(self._authorize_bump, gateway, tx))
         except FeeAboveCeiling as exc:
-            log.info("%s: top-up %s stays as it is: %s", self.name, tx.tx_hash, exc)
+            waits = str(exc)
+        if waits is not None:
+            log.warning("%s: top-up %s stays as it is: %s", self.name, tx.tx_hash, waits)
+
+    async def _authorize_bump(self, gateway: "Gateway", tx: StoredTx, reference: str, extra: int) -> str | None:
+        """A top-up's re-signing may cost ``extra`` wei more: under the signer's caps (windows only, like a bump)."""
+        return await authorize_hot_wallet_spend(gateway, chain=self.name, coin=self.native, kind="topup_bump",
+                                                reference=reference, amount=extra, subject=tx.recipient,
+                                                per_spend=False)
 
     async def topup_failed(self, sweep_id: str) -> None:
         transfer = await self.adapter.txs.find(SWEEP, sweep_id)
@@ -148,8 +166,12 @@ class _Steps:
         gas = await adapter.txs.estimate_gas(address, contract, 0, data)
         fees = await adapter.txs.fees()
         missing = gas * fees.max_fee_per_gas - await _native_balance(adapter, address)
-        sweep_id = await self.tables.new_sweep(gateway, address, coin, "topup" if missing > 0 else "sweeping",
-                                               amount, through)
+        sweep_id = sweeping.new_sweep_id()
+        if missing > 0:  # the top-up spends the hot wallet's coin: under the signer's caps, with its own gas
+            await sweeping.authorize_topup(gateway, self.name, adapter.native, sweep_id, address,
+                                           missing + NATIVE_TRANSFER_GAS * fees.max_fee_per_gas)
+        await self.tables.new_sweep(gateway, address, coin, "topup" if missing > 0 else "sweeping", amount, through,
+                                    sweep_id)
         if missing > 0:
             await adapter.txs.sign_and_store(kind=TOPUP, ref=sweep_id, key=hot_wallet_key(gateway), to=address,
                                              value=missing, coin=adapter.native, amount=missing,

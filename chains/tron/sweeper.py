@@ -15,7 +15,10 @@ transfer will burn (``resources.py``): the energy the node's dry run
 reports times the energy price, plus bandwidth in sun when the address's
 free bandwidth (600 bytes a day once it exists) does not cover the signed
 transfer's size. The top-up of a fresh address also creates the account:
-the hot wallet pays the activation fee, booked on its own. A TRX sweep
+the hot wallet pays the activation fee, booked on its own. The top-up (its
+value, bandwidth and activation) is counted against the signer's caps of TRX
+like a payout before it is signed (``sweeping.authorize_topup``); over one,
+the sweep waits for a later run. A TRX sweep
 sends the whole balance when free bandwidth covers it, else the balance
 less the bandwidth burn; with ``sweep_max_fee_percent`` set it waits for a
 later run while that burn is above the share of the balance
@@ -143,14 +146,18 @@ class _Steps:
         signed = adapter.txs.build(call, block, key, max(energy_burn, adapter.settings.fee_limit_sun))
         needed = state.bandwidth_burn(signed.bandwidth, params) + energy_burn
         missing = needed - state.balance
-        sweep_id = await self.tables.new_sweep(gateway, address, coin, "topup" if missing > 0 else "sweeping",
-                                               amount, through)
+        sweep_id = sweeping.new_sweep_id()
         if missing > 0:
             top = transfer(address_bytes(hot), address_bytes(address), missing)
             top_signed = adapter.txs.build(top, block, hot_wallet_key(gateway, adapter.network))
             activation = 0 if state.exists else params.activation_fee
-            await _store(adapter, TOPUP, sweep_id, top_signed, block, hot, address, adapter.native, missing,
-                         top_signed.bandwidth * params.transaction_fee + activation)
+            top_fee = top_signed.bandwidth * params.transaction_fee + activation
+            # The top-up spends the hot wallet's TRX: under the signer's caps (its burn too) before it is stored.
+            await sweeping.authorize_topup(gateway, self.name, adapter.native, sweep_id, address, missing + top_fee)
+        await self.tables.new_sweep(gateway, address, coin, "topup" if missing > 0 else "sweeping", amount, through,
+                                    sweep_id)
+        if missing > 0:
+            await _store(adapter, TOPUP, sweep_id, top_signed, block, hot, address, adapter.native, missing, top_fee)
         await _store(adapter, SWEEP, sweep_id, signed, block, address, hot, coin, amount, needed)
         return sweep_id
 

@@ -181,6 +181,11 @@ class Metrics:
         self.payouts_held_by_policy = Counter("orbchain_payouts_held_by_policy", "Payouts the signer's policy held"
                                               " instead of signing, by coin and reason (no_reservation,"
                                               " over_hourly_cap ...)", ("coin", "reason"), registry=registry)
+        # ... and the hot wallet's other spends it refused (gas top-ups, signing_gate.authorize_hot_wallet_spend).
+        self.hot_wallet_spends_held_by_policy = Counter(
+            "orbchain_hot_wallet_spends_held_by_policy", "Spends of a hot wallet that are not payouts (gas top-ups"
+            " and their re-signings) the signer's policy refused, by coin, kind and reason; tried again at each"
+            " sweep run", ("coin", "kind", "reason"), registry=registry)
         # Failed payouts whose give-back the ledger's reserve did not back as the row says
         # (core/payouts/reserve_release.py), by coin and reason.
         self.payout_release_anomalies = Counter(

@@ -11,6 +11,15 @@ the worker drives them as one unit: one broadcast, one status, one bump, one
 closing of a dropped transaction; every final move applies to every item
 (:func:`finish_group`), so a batch is never half paid and half re-credited.
 
+Payouts of separate requests (``gather``): on a chain whose sender sets
+``batch_window_seconds`` (the operator's setting, off by default), a payout
+waits queued that long after its request, then takes every queued payout of
+its chain and coin that has no batch yet (up to ``MAX_GATHERED``) into a
+batch of its own making: one UPDATE gives them one ``batch_id`` and this
+worker's claim, so from there on they are a batch like a batch request's
+(crash-safe the same way: a crash after the UPDATE leaves a queued batch
+whose first item claimed gathers the rest; none is signed twice).
+
 The fee is the transaction's; each item books its share (:func:`fee_shares`:
 equal shares, since every item adds one output of the same size, the
 remainder one unit each to the first items in output order), so the shares
@@ -25,10 +34,14 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from . import service as payouts
 from .service import CONFIRMING, QUEUED, Row
+from .fee_waits import WAITING
 from ..types.chains import SignedPayout
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
+
+
+BATCHING = f"{WAITING}for other payouts to share one transaction: "  # last_error while a payout's window is open
 
 
 def fee_shares(total: int, count: int) -> list[int]:
@@ -77,6 +90,37 @@ async def claim_group(gateway: "Gateway", row: Row, lease_seconds: int, *, batch
             " AND (claimed_until IS NULL OR claimed_until <= :now OR claim_token = :tok) RETURNING *", values)
     group = _order(claimed)
     return group if any(r["id"] == row["id"] for r in group) else [row]
+
+
+MAX_GATHERED = 100  # payouts gathered into one transaction at most (the batch request's own limit)
+
+
+async def gather(gateway: "Gateway", row: Row, window_seconds: int, lease_seconds: int) -> Row | None:
+    """The claimed queued ``row`` of no batch, in a batch with the payouts of its coin queued meanwhile; None: wait.
+
+    None while ``row``'s window is open (it is given back until the window
+    closes, so others can join it). Then every queued payout of the same chain
+    and coin without a batch and not claimed by another worker, oldest first,
+    gets one new ``batch_id`` and ``row``'s claim in one UPDATE; ``row`` as
+    updated (alone, it stays a payout of its own).
+    """
+    db = gateway.db
+    now = gateway.now()
+    closes = int(row["created_at"]) + window_seconds
+    if now < closes:
+        await payouts.record_retry(gateway, row, error=f"{BATCHING}{row['coin']} until {closes}", next_at=closes)
+        return None
+    free = "(claimed_until IS NULL OR claimed_until <= :now OR claim_token = :tok)"
+    values = {"b": payouts.new_batch_id(), "until": now + lease_seconds, "tok": row["claim_token"], "now": now,
+              "chain": row["chain"], "coin": row["coin"], "s": CONFIRMING, "queued": QUEUED, "n": MAX_GATHERED}
+    async with db.transaction():
+        gathered = await db.fetch_all(
+            "UPDATE payouts SET batch_id = :b, claimed_until = :until, claim_token = :tok"
+            " WHERE id IN (SELECT id FROM payouts WHERE chain = :chain AND coin = :coin AND status = :s"
+            f" AND stage = :queued AND batch_id IS NULL AND tx_hash IS NULL AND {free}"
+            " ORDER BY created_at, id LIMIT :n)"
+            f" AND status = :s AND stage = :queued AND batch_id IS NULL AND {free} RETURNING *", values)
+    return next((r for r in gathered if r["id"] == row["id"]), row)
 
 
 class _ClaimLost(RuntimeError):

@@ -37,7 +37,7 @@ from .payout_events import announce_payout
 from .reservations import reservation_of
 from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, payout_route
 from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, SigningFacts, SigningPolicy, judge,
-                             judge_fee_bump, needs_window_counts, policy_from_config)
+                             judge_fee_bump, judge_hot_wallet_spend, needs_window_counts, policy_from_config)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -140,7 +140,8 @@ async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str,
         if await db.fetch_val("SELECT 1 FROM payout_fee_bumps WHERE reference = :r", {"r": reference}):
             return None
         if needs_window_counts(policy, coin):
-            hour, day, merchant_day = await _window_sums(gateway, row, coin=coin, include_self=coin == row["coin"])
+            hour, day, merchant_day = await _window_sums(gateway, coin, merchant_id=row["merchant_id"],
+                                                          payout_id=payout_id, include_self=coin == row["coin"])
             reason = judge_fee_bump(policy, coin, extra_fee, hour, day, merchant_day)
             if reason is not None:
                 log.error("payout %s (%s): a bump paying %d %s more would pass the signer's cap (%s); not bumped",
@@ -152,6 +153,56 @@ async def authorize_fee_bump(gateway: "Gateway", payout_id: str, reference: str,
             {"r": reference, "p": payout_id, "m": row["merchant_id"], "c": coin,
              "f": db.amount_param(extra_fee), "t": gateway.now()})
     return None
+
+
+async def authorize_hot_wallet_spend(gateway: "Gateway", *, chain: str, coin: str, kind: str, reference: str,
+                                     amount: int, subject: str, per_spend: bool = True) -> str | None:
+    """Judge and count a spend of the hot wallet that is no payout (a gas top-up); the cap it would pass, or None.
+
+    Why: a top-up sends ``coin`` out of the hot wallet as a payout does, so a
+    serve that starts sweeps at will must not get around the caps with them.
+    Called by a chain's sweeper before it signs (in whichever process holds
+    the keys). ``amount`` is all the spend may take from the hot wallet (value
+    and fee bound); ``per_spend`` False for a re-signing's extra fee, which
+    passes the windows only (like ``authorize_fee_bump``). Under the coin's
+    signing lock, like ``authorize``: the coin's hour and day windows (payouts,
+    bumps, earlier spends) plus ``amount`` against its caps; a spend that passes
+    is recorded under ``reference`` in the same transaction, so every later
+    decision counts it; asking again with the same ``reference`` answers None
+    without counting twice. A refused spend is not signed: the caller waits
+    (the sweep is tried again at its next run). It is never silent: counted in
+    ``orbchain_hot_wallet_spends_held_by_policy_total``, logged as an ERROR and
+    announced to the operator (``hot_wallet.spend_held``, once a day per
+    ``subject`` and reason).
+    """
+    if amount < 0:
+        raise ValueError(f"a spend cannot be negative: {amount}")
+    policy = current_policy(gateway)
+    db = gateway.db
+    now = gateway.now()
+    async with db.transaction():
+        await _lock_coin(db, coin)
+        if await db.fetch_val("SELECT 1 FROM hot_wallet_spends WHERE reference = :r", {"r": reference}):
+            return None
+        hour = day = 0
+        if needs_window_counts(policy, coin):
+            hour, day, _ = await _window_sums(gateway, coin, merchant_id=None, payout_id=None)
+        reason = judge_hot_wallet_spend(policy, coin, amount, hour, day, per_spend=per_spend)
+        if reason is None:
+            await db.execute(
+                "INSERT INTO hot_wallet_spends (reference, chain, coin, kind, amount, authorized_at)"
+                " VALUES (:r, :ch, :c, :k, :a, :t)",
+                {"r": reference, "ch": chain, "c": coin, "k": kind, "a": db.amount_param(amount), "t": now})
+            return None
+        known = gateway.coins.get(coin)
+        await notify_operator(gateway, operator_events.SPEND_HELD,
+                              {"chain": chain, "coin": coin, "kind": kind, "subject": subject, "reason": reason,
+                               "amount": known.format(amount) if known is not None else str(amount)},
+                              f"{operator_events.SPEND_HELD}:{chain}:{kind}:{subject}:{reason}:{now // DAY_SECONDS}")
+    gateway.metrics.hot_wallet_spends_held_by_policy.labels(coin=coin, kind=kind, reason=reason).inc()
+    log.error("%s: a %s of %d %s base units for %s is over the signer's %s; not signed, tried again at the next run",
+              chain, kind, amount, coin, subject, reason)
+    return reason
 
 
 async def _plugin_objection(gateway: "Gateway", row: Row) -> str | None:
@@ -176,7 +227,8 @@ async def read_facts(gateway: "Gateway", row: Row, objection: str | None, policy
     reservation, released = await reservation_of(gateway, row)
     hour = day = merchant_day = 0
     if needs_window_counts(policy, row["coin"]):
-        hour, day, merchant_day = await _window_sums(gateway, row)
+        hour, day, merchant_day = await _window_sums(gateway, row["coin"], merchant_id=row["merchant_id"],
+                                                     payout_id=row["id"])
     return SigningFacts(
         payout_id=row["id"], merchant_id=row["merchant_id"], coin=row["coin"], chain=row["chain"], amount=amount,
         destination=row["destination"], reservation=reservation, reservation_released=released,
@@ -184,15 +236,15 @@ async def read_facts(gateway: "Gateway", row: Row, objection: str | None, policy
         coin_last_hour=hour, coin_last_day=day, merchant_last_day=merchant_day)
 
 
-async def _window_sums(gateway: "Gateway", row: Row, *, coin: str | None = None,
+async def _window_sums(gateway: "Gateway", coin: str, *, merchant_id: str | None, payout_id: str | None,
                        include_self: bool = False) -> tuple[int, int, int]:
-    """Other payouts of ``coin`` (default the payout's) authorized in the last hour and day (all merchants), and
-    this merchant's day.
+    """What the coin's caps already hold in the last hour and day (all merchants), and ``merchant_id``'s day.
 
-    Summed in Python (SQLite stores amounts as text). A payout that failed before anything was signed
-    (no ``tx_hash``) no longer counts; one that was signed counts even if it failed later (a
-    transaction that may still confirm is money that may have left). The extra fees of bumps
-    (``payout_fee_bumps``) count too. ``include_self``: this payout's own amount as well (judging its bump).
+    Summed in Python (SQLite stores amounts as text). Payouts of ``coin`` authorized in the windows, other
+    than ``payout_id`` unless ``include_self`` (judging its bump): one that failed before anything was signed
+    (no ``tx_hash``) no longer counts; one that was signed counts even if it failed later (a transaction that
+    may still confirm is money that may have left). The extra fees of bumps (``payout_fee_bumps``) and the
+    hot wallet's other spends (``hot_wallet_spends``: gas top-ups, no merchant's) count too.
     """
     db = gateway.db
     now = gateway.now()
@@ -200,14 +252,16 @@ async def _window_sums(gateway: "Gateway", row: Row, *, coin: str | None = None,
         "SELECT merchant_id, amount, authorized_at FROM payouts WHERE coin = :c AND authorized_at > :since"
         " AND (id <> :id OR :self = 1) AND NOT (status = 'Failed' AND tx_hash IS NULL)"
         " UNION ALL SELECT merchant_id, fee AS amount, authorized_at FROM payout_fee_bumps"
+        " WHERE coin = :c AND authorized_at > :since"
+        " UNION ALL SELECT NULL AS merchant_id, amount, authorized_at FROM hot_wallet_spends"
         " WHERE coin = :c AND authorized_at > :since",
-        {"c": coin or row["coin"], "since": now - DAY_SECONDS, "id": row["id"], "self": 1 if include_self else 0})
+        {"c": coin, "since": now - DAY_SECONDS, "id": payout_id or "", "self": 1 if include_self else 0})
     hour = day = merchant_day = 0
     for other in rows:
         units = db.to_int(other["amount"])
         day += units
         hour += units if int(other["authorized_at"]) > now - HOUR_SECONDS else 0
-        merchant_day += units if other["merchant_id"] == row["merchant_id"] else 0
+        merchant_day += units if merchant_id is not None and other["merchant_id"] == merchant_id else 0
     return hour, day, merchant_day
 
 

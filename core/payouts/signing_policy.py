@@ -136,12 +136,9 @@ def _operator_policy(facts: SigningFacts, policy: SigningPolicy) -> str | None:
     amount = facts.amount
     if limits.per_payout is not None and amount > limits.per_payout:
         return OVER_PAYOUT_CAP
-    if limits.per_hour is not None and facts.coin_last_hour + amount > limits.per_hour:
-        return OVER_HOURLY_CAP
-    if limits.per_day is not None and facts.coin_last_day + amount > limits.per_day:
-        return OVER_DAILY_CAP
-    if limits.merchant_per_day is not None and facts.merchant_last_day + amount > limits.merchant_per_day:
-        return OVER_MERCHANT_DAILY_CAP
+    reason = _over_windows(limits, amount, facts.coin_last_hour, facts.coin_last_day, facts.merchant_last_day)
+    if reason is not None:
+        return reason
     if limits.destinations is not None and facts.destination not in limits.destinations:
         return DESTINATION_NOT_ALLOWED
     narrowed = policy.merchant_destinations.get((facts.merchant_id, facts.coin))
@@ -154,12 +151,32 @@ def judge_fee_bump(policy: SigningPolicy, coin: str, extra_fee: int, coin_last_h
                    merchant_last_day: int) -> str | None:
     """The cap a bump's ``extra_fee`` would pass, or None. Only the windows count it: the payout's own amount
     was judged (and counted) when it was signed, and the per-payout cap and allow-lists are about the amount."""
+    return _over_windows(policy.limits(coin), extra_fee, coin_last_hour, coin_last_day, merchant_last_day)
+
+
+def judge_hot_wallet_spend(policy: SigningPolicy, coin: str, amount: int, coin_last_hour: int, coin_last_day: int,
+                           *, per_spend: bool) -> str | None:
+    """The cap a spend of the hot wallet that is no payout (a gas top-up) would pass, or None.
+
+    Capped like a payout of ``coin`` (``per_spend``: the per-payout cap too; a
+    re-signing's extra fee passes only the windows, like a payout's bump).
+    Not the merchant's cap: the platform pays for its own sweeps.
+    """
     limits = policy.limits(coin)
-    if limits.per_hour is not None and coin_last_hour + extra_fee > limits.per_hour:
+    if per_spend and limits.per_payout is not None and amount > limits.per_payout:
+        return OVER_PAYOUT_CAP
+    return _over_windows(limits, amount, coin_last_hour, coin_last_day, None)
+
+
+def _over_windows(limits: CoinLimits, amount: int, last_hour: int, last_day: int,
+                  merchant_last_day: int | None) -> str | None:
+    """The window cap ``amount`` more would pass: the coin's hour and day, the merchant's day (None: no merchant)."""
+    if limits.per_hour is not None and last_hour + amount > limits.per_hour:
         return OVER_HOURLY_CAP
-    if limits.per_day is not None and coin_last_day + extra_fee > limits.per_day:
+    if limits.per_day is not None and last_day + amount > limits.per_day:
         return OVER_DAILY_CAP
-    if limits.merchant_per_day is not None and merchant_last_day + extra_fee > limits.merchant_per_day:
+    if (merchant_last_day is not None and limits.merchant_per_day is not None
+            and merchant_last_day + amount > limits.merchant_per_day):
         return OVER_MERCHANT_DAILY_CAP
     return None
 

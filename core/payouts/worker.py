@@ -35,7 +35,9 @@ Batch payouts (``batches.py``): the items of one batch request, on a chain
 declaring ``Capability.BATCH_PAYOUTS``, are claimed and signed together as
 one transaction; from then on every step above runs once for the
 transaction and its outcome applies to every item, each booking its share
-of the fee. Any other payout is a group of one.
+of the fee. With the sender's ``batch_window_seconds`` set, payouts of
+separate requests are gathered into such a batch first (``batches.gather``).
+Any other payout is a group of one.
 
 Chain calls never run inside a database transaction. A permanent refusal
 fails the payout at once (``broadcast_rejected: <reason>``); transient
@@ -195,7 +197,13 @@ async def advance(gateway: "Gateway", row: Row) -> list[str]:
     if gateway.config.signer.url and adapter.supports(Capability.SIGNER_SENDS):
         # Sending spends: the signer pays and follows the payment; this worker records and finishes it.
         sender = remote_signing.SignerSends(gateway, row["id"], sender.payout_confirmations)
-    group = await batches.claim_group(gateway, row, LEASE_SECONDS, batchable=_batchable(gateway, adapter))
+    batchable = _batchable(gateway, adapter)
+    if batchable and sender.batch_window_seconds > 0 and row["stage"] == payouts.QUEUED and not row["batch_id"]:
+        gathered = await batches.gather(gateway, row, sender.batch_window_seconds, LEASE_SECONDS)
+        if gathered is None:  # its window is open: others may join it
+            return [row["id"]]
+        row = gathered
+    group = await batches.claim_group(gateway, row, LEASE_SECONDS, batchable=batchable)
     if group is None:  # another worker holds an item of the same transaction: it decides for all
         await payouts.record_retry(gateway, row, error="waiting: its batch transaction is in another worker's hands",
                                    next_at=gateway.now() + TICK_SECONDS)

@@ -483,10 +483,14 @@ class HotWalletShort(BroadcastError):
 class PayoutSender(ABC):
     """The payout-signing role of a chain adapter (implement it on the same
     class as ``ChainAdapter`` or on its own). ``payout_confirmations`` is how
-    deep a payout must be before it counts as Confirmed.
+    deep a payout must be before it counts as Confirmed. ``batch_window_seconds``
+    (``Capability.BATCH_PAYOUTS`` chains; 0: off) is how long a payout waits
+    queued after its request for others of its coin to share its transaction
+    (the operator's setting: latency traded for fees).
     """
 
     payout_confirmations: int = 1
+    batch_window_seconds: int = 0
 
     async def check_payout(self, order: PayoutOrder) -> None:  # noqa: B027 - optional: most chains check nothing more
         """Refuse a payout before any money is reserved, beyond the address family's syntax check.

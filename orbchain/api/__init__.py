@@ -131,7 +131,7 @@ from ..core.accounts.merchant_services import (
 )
 from ..core.receiving.payment_services import PaymentRecord, check_receivable, find_payment, receivable_coins
 from ..core.payouts.payout_services import payout_statuses
-from ..core.payouts.signing_gate import authorize_fee_bump
+from ..core.payouts.signing_gate import authorize_fee_bump, authorize_hot_wallet_spend
 from ..core.accounts.plugin_cache import cache_changed, cache_changed_everywhere, cached
 
 # Core services that create: hosted invoices and payouts through the standard pipeline.
@@ -282,8 +282,8 @@ __all__ = [
     "recent_deposits", "referred_merchants", "reversed_references", "set_default_settlement_coin", "usd_price",
     "usd_units",
     # core services: invoices and payouts
-    "InvoiceRecord", "PayoutRecord", "authorize_fee_bump", "check_invoice_amount", "create_invoice", "new_track_id",
-    "payout_amount", "payout_destination",
+    "InvoiceRecord", "PayoutRecord", "authorize_fee_bump", "authorize_hot_wallet_spend", "check_invoice_amount",
+    "create_invoice", "new_track_id", "payout_amount", "payout_destination",
     "request_payout", "approve_held_payout", "reject_held_payout", "approve_held_transfer", "reject_held_transfer",
     "lock_merchant_money", "released_subjects",
     # core services: accounts

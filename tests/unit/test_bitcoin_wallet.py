@@ -100,6 +100,8 @@ def test_one_block_per_coin_and_defaults():
     ltc = settings["LTC"]
     assert (ltc.spec.chain, ltc.network, ltc.fee_fallback_sat_per_vbyte, ltc.payout_confirmations) == \
         ("litecoin", "regtest", 10, 1)
+    assert ltc.batch_window_seconds == 0  # payouts of separate requests are not held for a batch unless asked
+    assert read_settings(config(LTC={**GOOD, "batch_window_seconds": 60}))["LTC"].batch_window_seconds == 60
     assert "p" not in repr(ltc).replace("http", "")  # no password in repr
     assert read_settings(config()) == {}
 
@@ -109,6 +111,7 @@ def test_one_block_per_coin_and_defaults():
     ({**GOOD, "network": "main"}, "plugin.bitcoin.LTC.network"),
     ({**GOOD, "fee_fallback_sat_per_vbyte": 2.5}, "plugin.bitcoin.LTC.fee_fallback_sat_per_vbyte"),
     ({**GOOD, "payout_confirmations": 0}, "plugin.bitcoin.LTC.payout_confirmations"),
+    ({**GOOD, "batch_window_seconds": -1}, "plugin.bitcoin.LTC.batch_window_seconds"),
     ({k: v for k, v in GOOD.items() if k != "rpc_url"}, "plugin.bitcoin.LTC.rpc_url"),
     ({**GOOD, "rpc_cookie_file": "/x/.cookie"}, "plugin.bitcoin.LTC.rpc_cookie_file"),
 ])

@@ -56,3 +56,17 @@ def test_a_bad_entry_names_itself():
 ])
 def test_a_bumps_extra_fee_is_judged_against_the_windows_only(signing, windows, extra_fee, reason):
     assert sp.judge_fee_bump(policy(**signing), "COIN", extra_fee, *windows) == reason
+
+
+@pytest.mark.parametrize("signing, windows, amount, per_spend, reason", [
+    ({}, (0, 0), 10**9, True, None),  # no caps: any top-up
+    ({"max_per_payout": ("COIN=0.5",)}, (0, 0), 51, True, sp.OVER_PAYOUT_CAP),  # a top-up is one spend of the coin
+    ({"max_per_payout": ("COIN=0.5",)}, (0, 0), 50, True, None),
+    ({"max_per_payout": ("COIN=0.5",)}, (0, 0), 51, False, None),  # a re-signing's extra fee: windows only
+    ({"max_per_hour": ("COIN=5",)}, (490, 490), 10, True, None),  # exactly at the cap
+    ({"max_per_hour": ("COIN=5",)}, (490, 490), 11, False, sp.OVER_HOURLY_CAP),
+    ({"max_per_day": ("COIN=5",)}, (0, 495), 6, True, sp.OVER_DAILY_CAP),
+    ({"max_per_merchant_day": ("COIN=0.01",)}, (0, 0), 50, True, None),  # no merchant's: the platform pays
+])
+def test_a_hot_wallet_spend_is_capped_like_a_payout_of_its_coin(signing, windows, amount, per_spend, reason):
+    assert sp.judge_hot_wallet_spend(policy(**signing), "COIN", amount, *windows, per_spend=per_spend) == reason
