@@ -75,7 +75,9 @@ NOTICES = {
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
     "redelivery-queued": "The event was queued for delivery again.",
-    "redelivery-not-needed": "That event was delivered or is still being sent: nothing was queued again.",
+    "redelivery-on-its-way": "That event is still being sent (retried on failure): nothing was queued again.",
+    "redelivery-too-soon": "That event was delivered less than a minute ago: nothing was queued again. An event"
+                           " can be sent again a minute after its last delivery.",
     "test-event-queued": "A test event was queued for your webhook URL: its attempts appear below.",
     "saved": "Saved.",
 }
