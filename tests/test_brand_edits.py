@@ -213,3 +213,34 @@ async def test_the_api_patch_changes_and_clears_a_brand(app_client, path, make):
     assert status == 400 and "brand_id" in str(body["error"]["detail"]), body
     status, body = await api(app_client, "PATCH", f"{path}/{item}", jwt, json={"brand_id": None})
     assert status == 200 and body["data"]["brand_id"] is None, body
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_archived_brand_is_cleared_from_a_link_plan_or_key(app_client, kind):
+    """A brand archived while a link, plan or key still wears it: the row says so and offers its brand form even
+    when no live brand is left; the form says the brand is archived, offers "Your default look" (selected) and
+    clears it; naming the archived brand again is refused beside the picker, nothing changed."""
+    page_path, post_path, fields, select_id, landed, make = KINDS[kind]
+    visitor, jwt = await shop(app_client, f"rebrand-archived-{kind}@example.com")
+    night = await brand(app_client, jwt, "Night", theme_mode="DARK", brand_color=DARK_BLUE)
+    item = await make(app_client, jwt, night)
+    status, body = await api(app_client, "DELETE", f"/dashboard/brands/{night}", jwt)
+    assert status == 200 and body["data"]["archived"], body
+    listing = await visitor.get(page_path)
+    assert "archived brand" in listing and f'href="{page_path}?brand={item}"' in listing  # no live brand left
+    page = await visitor.get(f"{page_path}?brand={item}")
+    assert picker(page, select_id) == [""] and selected(page, select_id) == ""
+    note = re.search(rf'<p class="hint" id="{select_id}-archived">([^<]*)</p>', page)
+    assert note and "archived" in note.group(1), page[-3000:]
+
+    await visitor.submit(post_path(item), {**fields(item), "brand_id": night}, expect=400)
+    assert field_error(visitor.page, "brand_id") == "Not a brand of this account."
+    assert await brand_of(app_client, jwt, kind, item) == night
+
+    day = await brand(app_client, jwt, "Day", brand_color=LIGHT_BLUE)  # a live brand beside the archived one
+    page = await visitor.get(f"{page_path}?brand={item}")
+    assert picker(page, select_id) == ["", day] and selected(page, select_id) == ""
+    response = await visitor.submit(post_path(item), {**fields(item), "brand_id": ""})
+    assert response.headers["Location"] == landed
+    assert await brand_of(app_client, jwt, kind, item) is None
+    assert "archived brand" not in await visitor.get(page_path)
