@@ -19,7 +19,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from ...api import (
-    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, RateLimited, ValidationError, brand_choices,
+    ApiError, DashboardNotice, FIAT_CURRENCIES, GATEWAY, Principal, ValidationError, brand_choices,
     form_integer, holds_no_connection, merchant_payment_events, pagination, validate,
 )
 from ...api.merchant import (
@@ -298,12 +298,5 @@ async def send_event_again(request: web.Request, session: Session, form: Any) ->
     history = await payment_history(gateway, session.merchant_id, track_id)  # 404 for another merchant's payment
     if not any(e["event_id"] == event_id for e in history["webhooks"]):
         raise web.HTTPNotFound()
-    try:
-        notice = await send_again(request, session.merchant_id, event_id)
-    except RateLimited as exc:
-        response = await _detail(request, session, error=error_text(exc), status=exc.status)
-        response.headers.update(exc.headers)
-        return response
-    if notice is None:
-        raise web.HTTPNotFound()
-    raise see_other(f"/app/payments/{quote(track_id, safe='')}", notice)
+    return await send_again(request, session.merchant_id, event_id, back=f"/app/payments/{quote(track_id, safe='')}",
+                            refused=lambda error, status: _detail(request, session, error=error, status=status))

@@ -13,7 +13,7 @@ from typing import Any
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, RateLimited, ValidationError, brand_choices,
+    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, ValidationError, brand_choices,
     describe_person, form_integer, pagination, qr_svg, validate,
 )
 from ...api.merchant import (
@@ -406,12 +406,5 @@ async def webhook_test(request: web.Request, session: Session, form: Any) -> web
 async def redeliver_event(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
     """"Send again" in the delivery log: the payment page's rule (``webhook_resend.py``); past the account's
     bound, the log again with why (429)."""
-    try:
-        notice = await send_again(request, session.merchant_id, request.match_info["event_id"])
-    except RateLimited as exc:
-        response = await _webhooks_page(request, session, error=error_text(exc), status=exc.status)
-        response.headers.update(exc.headers)
-        return response
-    if notice is None:
-        raise web.HTTPNotFound()
-    raise see_other("/app/webhooks", notice)
+    return await send_again(request, session.merchant_id, request.match_info["event_id"], back="/app/webhooks",
+                            refused=lambda error, status: _webhooks_page(request, session, error=error, status=status))
