@@ -213,3 +213,82 @@ async def test_the_api_patch_changes_and_clears_a_brand(app_client, path, make):
     assert status == 400 and "brand_id" in str(body["error"]["detail"]), body
     status, body = await api(app_client, "PATCH", f"{path}/{item}", jwt, json={"brand_id": None})
     assert status == 200 and body["data"]["brand_id"] is None, body
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_an_archived_brand_is_cleared_from_a_link_plan_or_key(app_client, kind):
+    """A brand archived while a link, plan or key still wears it: the row says so and offers its brand form even
+    when no live brand is left; the form says the brand is archived, offers "Your default look" (selected) and
+    clears it; naming the archived brand again is refused beside the picker, nothing changed."""
+    page_path, post_path, fields, select_id, landed, make = KINDS[kind]
+    visitor, jwt = await shop(app_client, f"rebrand-archived-{kind}@example.com")
+    night = await brand(app_client, jwt, "Night", theme_mode="DARK", brand_color=DARK_BLUE)
+    item = await make(app_client, jwt, night)
+    status, body = await api(app_client, "DELETE", f"/dashboard/brands/{night}", jwt)
+    assert status == 200 and body["data"]["archived"], body
+    listing = await visitor.get(page_path)
+    assert "archived brand" in listing and f'href="{page_path}?brand={item}"' in listing  # no live brand left
+    page = await visitor.get(f"{page_path}?brand={item}")
+    assert picker(page, select_id) == [""] and selected(page, select_id) == ""
+    note = re.search(rf'<p class="hint" id="{select_id}-archived">([^<]*)</p>', page)
+    assert note and "archived" in note.group(1), page[-3000:]
+
+    await visitor.submit(post_path(item), {**fields(item), "brand_id": night}, expect=400)
+    assert field_error(visitor.page, "brand_id") == "Not a brand of this account."
+    assert await brand_of(app_client, jwt, kind, item) == night
+
+    day = await brand(app_client, jwt, "Day", brand_color=LIGHT_BLUE)  # a live brand beside the archived one
+    page = await visitor.get(f"{page_path}?brand={item}")
+    assert picker(page, select_id) == ["", day] and selected(page, select_id) == ""
+    response = await visitor.submit(post_path(item), {**fields(item), "brand_id": ""})
+    assert response.headers["Location"] == landed
+    assert await brand_of(app_client, jwt, kind, item) is None
+    assert "archived brand" not in await visitor.get(page_path)
+
+
+def _img_src(response) -> str:
+    policy = dict(part.strip().split(" ", 1) for part in response.headers["Content-Security-Policy"].split(";"))
+    return policy["img-src"]
+
+
+async def test_brand_previews_draw_their_logos_under_a_csp_naming_exactly_their_origins(app_client):
+    """The previews draw each brand's logo from its host: the page's CSP names exactly the origins of the logos it
+    draws (never a wildcard, never on a page without them); a logo that no longer passes the checks is not drawn."""
+    visitor, jwt = await shop(app_client, "brand-logo@example.com")
+    night = await brand(app_client, jwt, "Night", logo_url="https://cdn.example.com/night.png")
+    day = await brand(app_client, jwt, "Day", logo_url="https://img.example.org:8443/day.svg?v=2")
+    plain = await brand(app_client, jwt, "Plain")
+    client = app_client
+
+    response = await client.get(f"/app/brands?edit={night}")
+    assert _img_src(response) == "'self' data: https://cdn.example.com"
+    page = await response.text()
+    assert re.search(rf'<svg class="brand-preview" id="brand-preview-{night}".*?<image class="brand-preview-logo" '
+                     r'href="https://cdn\.example\.com/night\.png"', page, re.S)
+    assert "Night: light page with its logo, buttons" in page
+
+    response = await client.get("/app/keys")  # the new-key picker previews every brand
+    assert set(_img_src(response).split()) == {"'self'", "data:", "https://cdn.example.com",
+                                               "https://img.example.org:8443"}
+    page = await response.text()
+    assert 'href="https://img.example.org:8443/day.svg?v=2"' in page
+    assert "<image" not in re.search(rf'<svg class="brand-preview" id="brand-preview-{plain}".*?</svg>', page,
+                                     re.S).group(0)
+
+    # A preview of a cleared logo inherits the default brand's (none here): no image, no origin.
+    await visitor.get(f"/app/brands?edit={day}")
+    response = await visitor.submit(f"/app/brands?edit={day}", {
+        "brand_id": day, "name": "Day", "slug": "day", "logo_url": "", "theme_mode": "", "brand_color": "",
+        "webhook_url": "", "action": "preview"}, expect=200)
+    assert "<image" not in re.search(rf'<svg class="brand-preview" id="brand-preview-{day}".*?</svg>',
+                                     visitor.page, re.S).group(0)
+    assert _img_src(response) == "'self' data:"
+
+    for path in ("/app", "/app/payments"):  # no preview, no logo origin
+        assert _img_src(await client.get(path)) == "'self' data:"
+    # A stored URL the checks refuse now (written behind the API's back) is drawn as no logo, never put in a CSP.
+    await app_client.app[GATEWAY].db.execute("UPDATE brands SET logo_url = :u WHERE id = :i",
+                                             {"u": "http://cdn.example.com/x.png", "i": night})
+    response = await client.get("/app/keys")
+    assert "http://cdn.example.com/x.png" not in await response.text()
+    assert "cdn.example.com" not in _img_src(response)

@@ -267,3 +267,38 @@ async def test_brand_edit_and_change_forms_preview_and_are_axe_clean(served, tmp
         await browser.click("#key_brand-save")
         assert "Brand saved" in await browser.text("#notice")
     assert found == {}, json.dumps(found, indent=1)
+
+
+async def test_brand_previews_load_the_logo_under_the_dashboard_csp(served, logo_host, tmp_path, axe_source):
+    """Issue 49 item 3, what was left: the pickers' and the edit form's previews draw the brand's logo, loaded
+    by the browser from the logo's own origin, which the page's CSP names (and nothing wider); axe-clean."""
+    origin, _, hits = logo_host
+    merchant = await signup(served, "logo-preview@example.com", "correct horse battery")
+    status, body = await api(served, "POST", "/dashboard/brands", merchant.jwt, json={
+        "name": "Logo shop", "logo_url": f"{origin}/logo.png", "theme_mode": "DARK", "brand_color": "#0060df"})
+    assert status == 200, body
+    brand_id = body["data"]["id"]
+    found = {}
+    async with Browser.launch(tmp_path, javascript=True, ignore_https_errors=True) as browser:
+        await browser.goto(str(served.make_url("/app/login")))
+        await browser.fill("#email", "logo-preview@example.com")
+        await browser.fill("#password", "correct horse battery")
+        await browser.click("#sign-in")
+        for name, path in (("brand edit", f"/app/brands?edit={brand_id}"), ("new key", "/app/keys"),
+                           ("new payment", "/app/payments/new")):
+            before = len(hits)
+            await browser.goto(str(served.make_url(path)))
+            await browser.evaluate(f"document.querySelectorAll('#brand-preview-{brand_id}').forEach("
+                                   "s => s.closest('details')?.setAttribute('open', ''))")
+            href = await browser.evaluate(f"document.querySelector('#brand-preview-{brand_id} image')"
+                                          "?.getAttribute('href') ?? null")
+            assert href == f"{origin}/logo.png", name
+            # Loaded with the page (its load event waits for it), from the logo's host: a refused image never
+            # leaves the browser.
+            assert len(hits) > before, name
+            assert browser.csp_refusals() == [], name
+            problems = [p for p in await a11y.violations(browser, axe_source) if not a11y.spec_refresh(p, name)]
+            if problems:
+                found[name] = problems
+            await browser.screenshot(tmp_path / f"{name}.png")
+    assert found == {}, json.dumps(found, indent=1)

@@ -11,6 +11,8 @@ each). The browser half (phone layout, axe) is tests/test_dashboard_payment_deta
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import html
 import re
 from decimal import Decimal
@@ -18,7 +20,9 @@ from decimal import Decimal
 import pytest
 from nacl.signing import VerifyKey
 
-from orbchain.core.events.webhooks import deliver_due
+from orbchain.core.events.webhooks import RESEND_GAP_SECONDS, deliver_due
+from orbchain.core.infra.ratelimit import MemoryRateLimiter
+from orbchain.plugins.dashboard.webhook_resend import RESENDS_PER_MINUTE
 from orbchain.web.keys import GATEWAY
 
 from .dashboard_support import Visitor, paid_invoice
@@ -106,7 +110,7 @@ async def test_a_fiat_price_shows_its_locked_rate_as_money(app_client):
     assert re.search(r'id="received">0 BTC<', page) and "No deposit yet." in page
 
 
-async def test_send_again_records_a_second_attempt_and_a_second_click_queues_nothing(app_client):
+async def test_send_again_records_a_second_attempt_and_a_second_click_queues_nothing(app_client, monkeypatch):
     receiver = WebhookReceiver()
     hook_url = await receiver.start()
     try:
@@ -123,7 +127,7 @@ async def test_send_again_records_a_second_attempt_and_a_second_click_queues_not
         paid_event = event_id_of(page, "payment.paid")
         entry = webhook_entry(page, paid_event)
         assert ATTEMPT.findall(entry) == [("1", "HTTP 503 (refused)")], entry
-        assert "Gave up after every retry" in entry
+        assert "Gave up after every retry" in entry and "sent again" not in entry
         action = f"/app/payments/{track_id}/webhooks/{paid_event}/send-again"
         assert f'action="{action}"' in entry
 
@@ -133,26 +137,80 @@ async def test_send_again_records_a_second_attempt_and_a_second_click_queues_not
         page = await visitor.get(response.headers["Location"])
         entry = webhook_entry(page, paid_event)
         assert ATTEMPT.findall(entry) == [("1", "HTTP 503 (refused)"), ("1", "HTTP 200 (accepted)")], entry
-        assert "Delivered" in entry and "send-again" not in entry
+        assert entry.count('class="sent-again">sent again</strong>') == 1  # the second round, as the log has it
+        assert "Delivered" in entry and f'action="{action}"' in entry  # a delivered event may be sent again too
         assert [(b["event_id"], b["track_id"]) for b in receiver.verified(secret)] == [(paid_event, track_id)]
 
-        # Idempotent: the same post again (a double click, a re-sent form) queues nothing and says so.
+        # Bounded: the same post again within a minute of its delivery (a double click, a re-sent form) queues
+        # nothing and says so.
         response = await visitor.submit(action)
-        assert response.headers["Location"] == f"/app/payments/{track_id}?notice=redelivery-not-needed"
+        assert response.headers["Location"] == f"/app/payments/{track_id}?notice=redelivery-too-soon"
         await deliver_due(gateway)
         assert len(receiver.requests) == 1
         assert len(ATTEMPT.findall(webhook_entry(await visitor.get(f"/app/payments/{track_id}"), paid_event))) == 2
+
+        # A minute later, with the signing secret rotated meanwhile: the same event id and bytes, signed anew.
+        await visitor.get("/app/settings")
+        await visitor.submit("/app/settings/webhook", {"webhook_url": hook_url, "rotate_secret": "1"}, expect=200)
+        new_secret = re.search(r'id="webhook_secret"[^>]*>([^<]+)<', visitor.page).group(1)
+        assert new_secret != secret
+        real_now = gateway.now
+        monkeypatch.setattr(gateway, "now", lambda: real_now() + RESEND_GAP_SECONDS + 1)
+        await visitor.get(f"/app/payments/{track_id}")
+        response = await visitor.submit(action)
+        assert response.headers["Location"] == f"/app/payments/{track_id}?notice=redelivery-queued"
+        first, again = receiver.requests
+        assert again["raw"] == first["raw"] and again["headers"]["X-Event-Id"] == paid_event
+        assert again["headers"]["HMAC"] == hmac.new(new_secret.encode(), again["raw"], hashlib.sha512).hexdigest()
+        entry = webhook_entry(await visitor.get(f"/app/payments/{track_id}"), paid_event)
+        assert [result for _, result in ATTEMPT.findall(entry)] == ["HTTP 503 (refused)", "HTTP 200 (accepted)",
+                                                                    "HTTP 200 (accepted)"], entry
+        assert entry.count('class="sent-again"') == 2
 
         # An event of another payment, through this payment's address: 404, nothing sent.
         other = await paid_invoice(app_client, visitor)
         await deliver_due(gateway)
         foreign_event = event_id_of(await visitor.get(f"/app/payments/{other}"), "payment.paid")
+        sent = len(receiver.requests)
         await visitor.get(f"/app/payments/{track_id}")
         await visitor.submit(f"/app/payments/{track_id}/webhooks/{foreign_event}/send-again", expect=404)
         await visitor.get(f"/app/payments/{track_id}")
         await visitor.submit(f"/app/payments/{track_id}/webhooks/NOPE/send-again", expect=404)
+        await deliver_due(gateway)
+        assert len(receiver.requests) == sent
     finally:
         await receiver.close()
+
+
+async def test_an_event_still_being_sent_is_left_alone_and_the_account_is_bounded(app_client):
+    """An event on its way (retries pending) is not queued twice; past ``RESENDS_PER_MINUTE`` posts in a minute
+    the page says so with 429 and Retry-After, and nothing more is queued."""
+    gateway = app_client.app[GATEWAY]
+    gateway.services["rate_limiter"] = MemoryRateLimiter(clock=lambda: 6_000_030.0)  # one frozen minute
+    visitor = Visitor(app_client)
+    await visitor.sign_up("bounded@example.com")
+    track_id = await paid_invoice(app_client, visitor)  # no webhook URL: every event was skipped
+    page = await visitor.get(f"/app/payments/{track_id}")
+    event = event_id_of(page, "payment.paid")
+    action = f"/app/payments/{track_id}/webhooks/{event}/send-again"
+    await gateway.db.execute("UPDATE webhook_events SET status = 'pending', next_attempt_at = :later"
+                             " WHERE event_id = :e", {"e": event, "later": gateway.now() + 3600})
+    response = await visitor.submit(action)
+    assert response.headers["Location"] == f"/app/payments/{track_id}?notice=redelivery-on-its-way"
+    assert (await gateway.db.fetch_val("SELECT next_attempt_at FROM webhook_events WHERE event_id = :e",
+                                       {"e": event})) == gateway.now() + 3600  # untouched
+    for _ in range(RESENDS_PER_MINUTE - 1):
+        await visitor.get(f"/app/payments/{track_id}")
+        await visitor.submit(action)
+    await gateway.db.execute("UPDATE webhook_events SET status = 'no_url' WHERE event_id = :e", {"e": event})
+    lines = await gateway.db.fetch_val("SELECT COUNT(*) FROM webhook_deliveries WHERE event_id = :e", {"e": event})
+    await visitor.get(f"/app/payments/{track_id}")
+    response = await visitor.submit(action, expect=429)
+    assert int(response.headers["Retry-After"]) > 0 and 'id="form-error"' in visitor.page
+    assert (await gateway.db.fetch_val("SELECT status FROM webhook_events WHERE event_id = :e", {"e": event})
+            == "no_url")
+    assert (await gateway.db.fetch_val("SELECT COUNT(*) FROM webhook_deliveries WHERE event_id = :e",
+                                       {"e": event})) == lines
 
 
 async def test_hostile_and_foreign_track_ids_are_404_and_a_viewer_cannot_send_again(app_client):

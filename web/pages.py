@@ -64,17 +64,20 @@ def resources_at(app: web.Application, path: str) -> Iterator[web.AbstractResour
 
 
 @lru_cache(maxsize=256)
-def _policy(branding: PageBranding | None) -> tuple[str, str]:
+def _policy(branding: PageBranding | None, image_origins: tuple[str, ...] = ()) -> tuple[str, str]:
     """The CSP before and after its script source, built once per branding (pages are viewed often)."""
     images = "'self' data:"
     if branding is not None and branding.logo_origin:
         images += " " + branding.logo_origin
+    for origin in image_origins:
+        images += " " + origin
     return (f"default-src 'none'; style-src 'self'; img-src {images}; script-src ",
             "; form-action 'self'; base-uri 'none'; frame-ancestors 'none'")
 
 
 def security_headers(nonce: str | None = None, branding: PageBranding | None = None,
-                     script_origin: str | None = None, live: bool = False) -> dict[str, str]:
+                     script_origin: str | None = None, live: bool = False,
+                     image_origins: tuple[str, ...] = ()) -> dict[str, str]:
     """No external resource but a brand's logo; the only script a page may run carries ``nonce``.
 
     A branded page (``branding``, rendered by ``base.html``) adds exactly one
@@ -83,8 +86,10 @@ def security_headers(nonce: str | None = None, branding: PageBranding | None = N
     ``script_origin`` (a form with a captcha widget, ``SignInWidget.origin``)
     lets that one provider's script, frame and requests in, on that page only.
     ``live`` lets the page's script open its own event stream (``connect-src 'self'``).
+    ``image_origins`` (``https://host[:port]``, each from a checked logo URL) are the logos a dashboard page
+    previews (``BrandChoice.logo_origin``): exactly those, on that page only.
     """
-    before, after = _policy(branding)
+    before, after = _policy(branding, image_origins)
     scripts = f"'nonce-{nonce}'" if nonce else "'none'"
     connect = "'self'" if live else ""
     if script_origin:

@@ -8,7 +8,8 @@ receiver that is down for a while. How one run sends them, side by side
 across endpoints and in order within one, is ``core/events/delivery_run.py``;
 one attempt (claim, signed request, record, give back) is
 ``core/events/attempts.py``, whose names are re-exported here.
-:func:`deliver_now` is only a shortcut for one event (the CLI, a redelivery).
+:func:`deliver_now` is only a shortcut for one event (the CLI, a redelivery). A merchant's "Send again"
+(:func:`redeliver`) requeues an event that gave up, was never sent, or was delivered a while ago.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import hmac
 import logging
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import AsyncIterator, Mapping
 
 import aiohttp
@@ -149,11 +151,25 @@ async def delivery_log(gateway: "Gateway", merchant_id: str, *, limit: int, offs
 
 # -- redelivery --------------------------------------------------------------------------------
 
-REDELIVERABLE = (FAILED, SKIPPED_NO_SECRET, SKIPPED_NO_URL)
+# Every status but "being sent": a delivered event too, as Stripe resends one (a receiver that lost it, or one
+# fixed since it answered 200 without acting on it). Pending is already on its way and is left alone.
+REDELIVERABLE = (FAILED, SKIPPED_NO_SECRET, SKIPPED_NO_URL, DELIVERED)
+# A delivered event is sent again at most once in this many seconds: a receiver that answered is not hammered
+# by repeated clicks, and the bound is the row's own time, so it holds across processes with no counter.
+RESEND_GAP_SECONDS = 60
+
+
+@dataclass(frozen=True)
+class Redelivery:
+    """What asking to send an event again did: ``queued``, else why not (``retry_after`` > 0: it was delivered
+    less than ``RESEND_GAP_SECONDS`` ago and may be sent again in that many seconds; 0: it is still being sent)."""
+
+    queued: bool
+    retry_after: int = 0
 
 
 async def redeliverable_events(gateway: "Gateway", merchant_id: str, event_ids: list[str]) -> set[str]:
-    """Those of ``event_ids`` (the merchant's own) that gave up and may be sent again."""
+    """Those of ``event_ids`` (the merchant's own) that are not being sent now and may be sent again."""
     if not event_ids:
         return set()
     placeholders, ids = in_list("id", sorted(set(event_ids)))
@@ -163,23 +179,35 @@ async def redeliverable_events(gateway: "Gateway", merchant_id: str, event_ids: 
     return {row["event_id"] for row in rows if row["status"] in REDELIVERABLE}
 
 
-async def redeliver(gateway: "Gateway", merchant_id: str, event_id: str) -> bool:
-    """Queue a failed (or skipped) event of this merchant for a fresh round of attempts.
+async def redeliver(gateway: "Gateway", merchant_id: str, event_id: str) -> Redelivery | None:
+    """Queue an event of this merchant for a fresh round of attempts: one that gave up, was never sent, or was
+    delivered (at most once a ``RESEND_GAP_SECONDS``).
 
     The event keeps its ``event_id`` and sealed body, so a receiver that
-    deduplicates on it is safe; it gets the full attempt budget again and is
-    tried at once. Returns False (nothing changed) for an event that is
-    unknown, another merchant's, delivered or still being retried.
+    deduplicates on it is safe; each attempt signs the body anew with the
+    secret in force then (a rotated secret verifies). It gets the full
+    attempt budget again and is tried at once; the delivery log keeps the
+    earlier attempts. One statement decides, so two clicks at once queue it
+    once. None (nothing changed) for an unknown event or another merchant's.
     """
     now = gateway.now()
     placeholders, statuses = in_list("s", list(REDELIVERABLE))
     moved = await gateway.db.fetch_val(
         "UPDATE webhook_events SET status = :pending, attempts = 0, next_attempt_at = :now, claim_token = NULL,"
         " last_error = NULL, updated_at = :now"
-        f" WHERE event_id = :e AND merchant_id = :m AND status IN ({placeholders}) RETURNING event_id",
-        {"pending": PENDING, "now": now, "e": event_id, "m": merchant_id, **statuses})
+        f" WHERE event_id = :e AND merchant_id = :m AND status IN ({placeholders})"
+        " AND (status <> :delivered OR updated_at <= :settled) RETURNING event_id",
+        {"pending": PENDING, "now": now, "e": event_id, "m": merchant_id, "delivered": DELIVERED,
+         "settled": now - RESEND_GAP_SECONDS, **statuses})
     if moved is None:
-        return False
+        row = await gateway.db.fetch_one(
+            "SELECT status, updated_at FROM webhook_events WHERE event_id = :e AND merchant_id = :m",
+            {"e": event_id, "m": merchant_id})
+        if row is None:
+            return None
+        if row["status"] == DELIVERED:
+            return Redelivery(False, max(1, int(row["updated_at"]) + RESEND_GAP_SECONDS - now))
+        return Redelivery(False)
     log.info("webhook %s queued again by its merchant", event_id)
     await deliver_now(gateway, event_id)
-    return True
+    return Redelivery(True)

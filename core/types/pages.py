@@ -120,10 +120,12 @@ class PageBranding:
     @property
     def logo_origin(self) -> str | None:
         """``https://host[:port]`` of the logo: the one image origin the page's CSP adds."""
-        if not self.logo_url:
-            return None
-        parts = urlsplit(self.logo_url)
-        return f"https://{parts.netloc}"
+        return logo_origin(self.logo_url)
+
+
+def logo_origin(url: str | None) -> str | None:
+    """``https://host[:port]`` of a logo URL already checked by :func:`logo_url` (so fit for a CSP as it is)."""
+    return f"https://{urlsplit(url).netloc}" if url else None
 
 
 def accent_stylesheet(hex_digits: str) -> str:
@@ -211,8 +213,8 @@ class DashboardNotice:
 @dataclass(frozen=True)
 class BrandChoice:
     """A brand a dashboard form offers (``decide_brand_choices``): its id, stored on what the form makes, and
-    its name, shown; optionally its look as payers will see it (``theme_mode``, ``brand_color``), which the
-    form previews before anything is saved (issue 49 item 3).
+    its name, shown; optionally its look as payers will see it (``theme_mode``, ``brand_color``, ``logo_url``,
+    checked as ``PageBranding``'s), which the form previews before anything is saved (issue 49 item 3).
 
     The preview is drawn as SVG attributes (no inline style, so the dashboard's CSP stays ``'self'``) in the
     colours a payer page uses: the accent as drawn (``readable_accent``) under its label, on the theme's card.
@@ -222,10 +224,20 @@ class BrandChoice:
     name: str
     theme_mode: str | None = None
     brand_color: str | None = None
+    # Drawn in the preview (an SVG ``<image>``); the page's CSP allows exactly its origin (``logo_origin``).
+    logo_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.logo_url is not None:
+            object.__setattr__(self, "logo_url", logo_url(self.logo_url))
 
     @property
     def dark(self) -> bool:
         return self.theme_mode == "DARK"
+
+    @property
+    def logo_origin(self) -> str | None:
+        return logo_origin(self.logo_url)
 
     @property
     def card(self) -> str:

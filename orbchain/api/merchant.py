@@ -72,7 +72,7 @@ from ..web.routes.transfers import parse_transfer
 from ..core.payments.history import payment_history
 
 # Webhook deliveries: the log and redelivery.
-from ..core.events.webhooks import delivery_log, redeliver, redeliverable_events
+from ..core.events.webhooks import RESEND_GAP_SECONDS, Redelivery, delivery_log, redeliver, redeliverable_events
 from ..core.events.test_event import send_test_event
 
 __all__ = [
@@ -102,5 +102,5 @@ __all__ = [
     # transfers
     "DASHBOARD", "TransferRequest", "is_account_id", "list_transfers", "parse_transfer", "send_transfer",
     # webhook deliveries
-    "delivery_log", "redeliver", "redeliverable_events", "send_test_event",
+    "RESEND_GAP_SECONDS", "Redelivery", "delivery_log", "redeliver", "redeliverable_events", "send_test_event",
 ]

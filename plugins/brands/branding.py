@@ -11,7 +11,7 @@ and from new keys, it does not re-route the webhooks of payments in flight.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ...api import BrandChoice, PageBranding, WebhookDestination, cached
 from . import store
@@ -73,6 +73,14 @@ async def brand_choices(gateway: "Gateway", merchant_id: str) -> list[BrandChoic
     form's preview); not the default brand, which an untagged one wears."""
     rows = await store.list_for(gateway, merchant_id, archived=False)
     default = next((row for row in rows if row["slug"] == store.DEFAULT_SLUG), None)
-    return [BrandChoice(row["id"], row["name"], theme_mode=store.effective(row, default, "theme_mode"),
-                        brand_color=store.effective(row, default, "brand_color"))
-            for row in rows if row["slug"] != store.DEFAULT_SLUG]
+    return [choice(row, default) for row in rows if row["slug"] != store.DEFAULT_SLUG]
+
+
+def choice(row: Mapping[str, Any], default: Mapping[str, Any] | None) -> BrandChoice:
+    """``row`` as a form previews it, each look its own else ``default``'s; a stored logo URL that no longer
+    passes the page checks is left out of the preview, as its pages leave it out (``_page_branding``)."""
+    looks = {field: store.effective(row, default, field) for field in LOOKS}
+    try:
+        return BrandChoice(row["id"], row["name"], **looks)
+    except ValueError:
+        return BrandChoice(row["id"], row["name"], **{**looks, "logo_url": None})

@@ -13,6 +13,7 @@ from ...api import (
     BrandChoice, DashboardRedirect, DashboardView, NotFound, ValidationError, accent_problem, readable_accent,
 )
 from . import store
+from .branding import choice
 from .routes import archive_brand, brand_changes, brand_view, create_brand, update_brand
 
 FIELDS = ("name", "slug", "logo_url", "theme_mode", "brand_color", "webhook_url", "webhook_secret")
@@ -52,9 +53,7 @@ def _with_contrast(view: dict[str, Any]) -> dict[str, Any]:
 
 def _look(brand: Mapping[str, Any], changes: Mapping[str, Any], default: Mapping[str, Any] | None) -> BrandChoice:
     """The brand as its pages would draw it with ``changes``: a cleared look inherits the default brand's."""
-    merged = {**brand, **changes}
-    return BrandChoice(brand["id"], merged["name"], theme_mode=store.effective(merged, default, "theme_mode"),
-                       brand_color=store.effective(merged, default, "brand_color"))
+    return choice({**brand, **changes}, default)
 
 
 def _edit_body(form: Mapping[str, Any]) -> dict[str, Any]:

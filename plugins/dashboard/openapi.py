@@ -106,8 +106,9 @@ OPERATIONS = [
                    " budget, then 503), each with Retry-After."
                    " Holds no database connection while idle."),
     action("/app/payments/{track_id}/cancel", "Cancel a Waiting payment", form(), "Back to the payment."),
-    action("/app/payments/{track_id}/webhooks/{event_id}/send-again", "Send a webhook of this payment again (one"
-           " that gave up or was not sent)", form(), "Back to the payment, saying whether it was queued."),
+    action("/app/payments/{track_id}/webhooks/{event_id}/send-again", "Send a webhook of this payment again"
+           " (delivered, gave up or not sent; a delivered one at most once a minute)", form(),
+           "Back to the payment, saying whether it was queued."),
     action("/app/payments/{track_id}/refund", "Refund a Paid payment", form(
         {"destination": TEXT}, {"amount": TEXT, "amount_usd": TEXT, "description": TEXT, "external_id": TEXT}),
         "Back to the payment."),
@@ -152,7 +153,8 @@ OPERATIONS = [
            form({}, {"brand_id": TEXT}), "Back to the keys (revoked, brand changed; brand_id empty clears it).",
            shows="The rotated key, shown once."),
     page("/app/webhooks", "Webhook deliveries"),
-    action("/app/webhooks/{event_id}/redeliver", "Send a failed event again", form(), "Back to the deliveries."),
+    action("/app/webhooks/{event_id}/redeliver", "Send an event again (delivered, gave up or not sent; a delivered"
+           " one at most once a minute)", form(), "Back to the deliveries, saying whether it was queued."),
     *(Op(method, "/app/{missing}", "Any other address under /app: the dashboard's not-found page", TAG, page=True,
          rate_limited=True, responses={"404": html("Page not found, in the dashboard's layout (with its navigation"
                                                    " when signed in), never the API's JSON."),

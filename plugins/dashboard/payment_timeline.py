@@ -77,9 +77,15 @@ def timeline(payment: Mapping[str, Any], history: Mapping[str, Any]) -> list[Ent
     for event in history["webhooks"]:
         entries.append(Entry(event["created_at"], f"Webhook {event['event_type']}",
                              WEBHOOK_STATES.get(event["status"], status_words(event["status"])), kind="webhook",
-                             webhook=event, attempts=event["attempts"]))
+                             webhook=event, attempts=rounds(event["attempts"])))
     order = {"payment": 0, "deposit": 1, "paid": 2, "closed": 2, "refund": 3, "webhook": 4}
     return sorted(entries, key=lambda e: (e.at, order[e.kind]))
+
+
+def rounds(attempts: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The attempts, each marked ``again`` when it opens a new round: attempt 1 after earlier ones is the event
+    sent again (by "Send again" or the operator's ``orbchain webhooks redeliver``), as the log records it."""
+    return [{**a, "again": a["attempt"] == 1 and i > 0} for i, a in enumerate(attempts)]
 
 
 def linked_deposits(deposits: Sequence[Mapping[str, Any]], urls: Mapping[str, str]) -> list[dict[str, Any]]:

@@ -25,7 +25,7 @@ from ...api import (
 from ...api.merchant import (
     INVOICE, LIST_FIELDS, PAID, PAYMENT_TYPES, REFUND_FIELDS, RefundRequest, STATIC, STATUSES, WHITE_LABEL,
     account_view, cancel_payment, check_key_brand, create_payment, get_payment, issue_receipt, list_payments,
-    parse_payment_request, payment_history, redeliver, refund_payment, require_merchant, servable_coins,
+    parse_payment_request, payment_history, refund_payment, require_merchant, servable_coins,
     show_payment,
 )
 from .amounts import balance_cards, part_paid, rate_text
@@ -36,6 +36,7 @@ from .payout_review import payout_history
 from .session import Session, current_session
 from .settings import settings_of
 from .views import error_text, render, see_other, signed_in
+from .webhook_resend import send_again
 
 routes = web.RouteTableDef()
 
@@ -287,16 +288,15 @@ async def refund(request: web.Request, session: Session, form: Any) -> web.Strea
 
 @routes.post("/app/payments/{track_id}/webhooks/{event_id}/send-again")
 @signed_in(scope="webhook:manage")
-async def send_again(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    """"Send again" beside a webhook of this payment: the webhook log's redelivery (same event id and sealed
-    body, a fresh round of attempts), for an event of this payment only. An event already delivered or still
-    being retried is left as it is and the page says so, so a second click (or a re-post) queues nothing."""
+async def send_event_again(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    """"Send again" beside a webhook of this payment (``webhook_resend.py``), for an event of this payment
+    only: delivered, failed or never sent, the same event id and body in a fresh round of attempts. An event
+    still being sent, or delivered less than a minute ago, is left as it is and the page says so, so a second
+    click (or a re-post) queues nothing; past the account's bound the page says so with 429."""
     gateway = request.app[GATEWAY]
     track_id, event_id = request.match_info["track_id"], request.match_info["event_id"]
     history = await payment_history(gateway, session.merchant_id, track_id)  # 404 for another merchant's payment
-    event = next((e for e in history["webhooks"] if e["event_id"] == event_id), None)
-    if event is None:
+    if not any(e["event_id"] == event_id for e in history["webhooks"]):
         raise web.HTTPNotFound()
-    queued = event["redeliverable"] and await redeliver(gateway, session.merchant_id, event_id)
-    raise see_other(f"/app/payments/{quote(track_id, safe='')}",
-                    "redelivery-queued" if queued else "redelivery-not-needed")
+    return await send_again(request, session.merchant_id, event_id, back=f"/app/payments/{quote(track_id, safe='')}",
+                            refused=lambda error, status: _detail(request, session, error=error, status=status))

@@ -13,14 +13,14 @@ from typing import Any
 from aiohttp import web
 
 from ...api import (
-    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, ValidationError, brand_choices, describe_person,
-    form_integer, pagination, qr_svg, validate,
+    EVERYONE, FIAT_CURRENCIES, ApiError, Field, GATEWAY, ValidationError, brand_choices,
+    describe_person, form_integer, pagination, qr_svg, validate,
 )
 from ...api.merchant import (
     KEY_TYPES, ScopedKeyRequest, account_view, change_key_brand, create_fields, create_scoped_key, delivery_log,
-    disable_totp, enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code, redeliver,
-    redeliverable_events,
-    require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event, servable_coins,
+    disable_totp, enable_totp, list_api_keys, may_rotate, may_rotate_legacy, normalize_totp_code,
+    redeliverable_events, require_merchant, revoke_scoped_key, rotate_legacy_key, rotate_scoped_key, send_test_event,
+    servable_coins,
     set_accepted_coins, set_confirmations, set_customer_static_mode, set_display_name, set_webhook, start_totp_setup,
     disable_member_totp, enable_member_totp, recovery_codes_left, renew_recovery_codes, start_member_totp_setup,
 )
@@ -29,6 +29,7 @@ from .form_errors import error_context
 from .payment_defaults import choose_currency, chosen_currency, preselected
 from .session import Session
 from .views import can, error_text, nav_entries, render, see_other, signed_in
+from .webhook_resend import send_again
 
 # What a team member needs for each settings form (the account holder needs nothing).
 SECTION_SCOPES = {"webhook": "webhook:manage", "rotate-key": "key:manage"}
@@ -374,12 +375,18 @@ async def change_key(request: web.Request, session: Session, form: Any) -> web.S
 @routes.get("/app/webhooks")
 @signed_in(scope="webhook:manage")
 async def webhook_logs(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
+    return await _webhooks_page(request, session)
+
+
+async def _webhooks_page(request: web.Request, session: Session, *, error: str | None = None,
+                         status: int = 200) -> web.Response:
     gateway = request.app[GATEWAY]
     limit, offset = pagination(request.query, default_limit=50, max_limit=200)
     logs, total = await delivery_log(gateway, session.merchant_id, limit=limit, offset=offset)
     again = await redeliverable_events(gateway, session.merchant_id, [log["event_id"] for log in logs])
     return render(request, session, "dashboard/webhooks.html", {
-        "logs": logs, "redeliverable": again, "page": pager(total, limit, offset, {})})
+        "logs": logs, "redeliverable": again, "page": pager(total, limit, offset, {}), "error": error},
+        status=status)
 
 
 @routes.post("/app/settings/webhook/test")
@@ -397,7 +404,7 @@ async def webhook_test(request: web.Request, session: Session, form: Any) -> web
 @routes.post("/app/webhooks/{event_id}/redeliver")
 @signed_in(scope="webhook:manage")
 async def redeliver_event(request: web.Request, session: Session, form: Any) -> web.StreamResponse:
-    gateway = request.app[GATEWAY]
-    if not await redeliver(gateway, session.merchant_id, request.match_info["event_id"]):
-        raise web.HTTPNotFound()
-    raise see_other("/app/webhooks", "redelivery-queued")
+    """"Send again" in the delivery log: the payment page's rule (``webhook_resend.py``); past the account's
+    bound, the log again with why (429)."""
+    return await send_again(request, session.merchant_id, request.match_info["event_id"], back="/app/webhooks",
+                            refused=lambda error, status: _webhooks_page(request, session, error=error, status=status))

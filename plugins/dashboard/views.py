@@ -24,6 +24,7 @@ from ...api import (
     read_form, security_headers,
 )
 from .form_errors import banner, field_errors, label
+from .image_origins import ImageOrigins
 from .nav_groups import NavEntry, group_nav
 from .session import CsrfRefused, Session, check_csrf, current_session, ended_because, touch
 
@@ -75,7 +76,9 @@ NOTICES = {
     "totp-enabled": "Two-factor authentication is on.",
     "totp-disabled": "Two-factor authentication is off.",
     "redelivery-queued": "The event was queued for delivery again.",
-    "redelivery-not-needed": "That event was delivered or is still being sent: nothing was queued again.",
+    "redelivery-on-its-way": "That event is still being sent (retried on failure): nothing was queued again.",
+    "redelivery-too-soon": "That event was delivered less than a minute ago: nothing was queued again. An event"
+                           " can be sent again a minute after its last delivery.",
     "test-event-queued": "A test event was queued for your webhook URL: its attempts appear below.",
     "saved": "Saved.",
 }
@@ -197,7 +200,8 @@ def render(request: web.Request, session: Session | None, template: str, context
 
     ``script_origin`` lets one page (sign-in with a captcha widget) load the
     provider's script and frame; every other page runs only its nonce'd script.
-    ``live`` lets the page's script open its payment's event stream (``connect-src 'self'``).
+    ``live`` lets the page's script open its payment's event stream (``connect-src 'self'``). A template
+    that draws a brand's logo asks ``allow_image(origin)`` first; the page's CSP then allows those origins.
     """
     gateway = request.app[GATEWAY]
     nonce = secrets.token_urlsafe(16)
@@ -207,11 +211,12 @@ def render(request: web.Request, session: Session | None, template: str, context
         "nav": group_nav(nav_entries(gateway, session=session)) if session else [],
         "can": lambda scope=None: can(session, scope), "current": request.path, "notice": notice,
         "when": when, "label": label, "fiat": fiat_text, "status_words": status_words,
-        "form_id": f"dash-{secrets.token_hex(12)}",
+        "form_id": f"dash-{secrets.token_hex(12)}", "allow_image": (images := ImageOrigins()).allow,
         **(context or {}),
     }
     response = aiohttp_jinja2.render_template(template, request, values, status=status)
-    response.headers.update(security_headers(nonce, script_origin=script_origin, live=live))
+    response.headers.update(security_headers(nonce, script_origin=script_origin, live=live,
+                                             image_origins=images.origins))
     return response
 
 

@@ -10,7 +10,7 @@ from orbchain.core.events.outbox import event_id_for
 from orbchain.core.payments.history import payment_event_keys
 from orbchain.plugins.dashboard.amounts import rate_text
 from orbchain.plugins.dashboard.explorers import explorer_link, parse_explorer_urls
-from orbchain.plugins.dashboard.payment_timeline import attempt_result, timeline
+from orbchain.plugins.dashboard.payment_timeline import attempt_result, rounds, timeline
 from orbchain.plugins.dashboard.settings import parse_settings
 
 URLS = {"bitcoin": "https://mempool.space/tx/{txid}", "USDT_ERC20": "https://etherscan.io/tx/{txid}#eventlog"}
@@ -66,7 +66,7 @@ def test_the_timeline_is_in_the_order_things_happened():
         "refunds": [{"amount": "0.001", "coin": "BTC", "status": "Confirmed", "created_at": 200, "finished_at": 260}],
         "closed_at": None,
         "webhooks": [{"event_type": "payment.paid", "status": "failed", "created_at": 160,
-                      "attempts": [{"status_code": 503, "success": False, "error": None}]}],
+                      "attempts": [{"attempt": 1, "status_code": 503, "success": False, "error": None}]}],
     }
     entries = timeline(payment, history)
     assert [e.title for e in entries] == ["Payment created", "Deposit seen", "Deposit credited", "Paid",
@@ -75,3 +75,9 @@ def test_the_timeline_is_in_the_order_things_happened():
     assert attempt_result(entries[4].attempts[0]) == "HTTP 503 (refused)"
     assert attempt_result({"status_code": None, "success": False, "error": "connection refused"}) == (
         "connection refused")
+
+
+def test_a_round_sent_again_is_marked_where_attempt_one_comes_again():
+    attempts = [{"attempt": 1}, {"attempt": 2}, {"attempt": 1}, {"attempt": 1}]
+    assert [a["again"] for a in rounds(attempts)] == [False, False, True, True]
+    assert rounds([]) == []
