@@ -3,8 +3,10 @@
 The SPEC's lists answer ``limit``/``offset`` and an exact integer ``total``.
 ``COUNT(*)`` over a merchant's rows reads every one of them (the webhook log
 took 95.7 ms at 1,000,000 rows). A migration names a list once
-(:meth:`KeptList.counted`): its source table and up to three columns it is filtered
-by. Database triggers, on both PostgreSQL and SQLite, then append a delta row
+(:meth:`KeptList.counted`): its source table, the column naming the merchant
+(``merchant_id`` unless told: a transfer is counted for its sender and for its
+recipient, m0059) and up to three columns it is filtered by. Database
+triggers, on both PostgreSQL and SQLite, then append a delta row
 (+1, -1) to ``kept_count_deltas`` for every row inserted, deleted, or moved
 between (merchant, keys), in the very transaction that does it: no code path
 (a plugin, a job, psql) can miss one, and an appended row locks nothing
