@@ -5,7 +5,8 @@ local 127.0.0.1:5432 server; created and dropped here) gets the gateway's own
 schema and a history written straight in SQL (``fill``): ``payments`` rows over a
 year, a tenth of them the busy merchant's (the one measured), the rest spread over
 neighbours (1,000, or one per thousand payments beyond a million); a deposit, its
-ledger transaction and postings for every other payment; a webhook event and its
+ledger transaction and postings for every other payment of each merchant (the busy one's too: its deposits
+list and a new deposit's crediting are measured at size); a webhook event and its
 delivery attempt per payment; a security-log line per busy-merchant payment. Then
 ``VACUUM ANALYZE``, the lists' kept counts rebuilt (the fill's triggers were off),
 and the real app (``create_app``, every plugin) answers over HTTP
@@ -41,6 +42,7 @@ from scratch_shop import scratch_shop
 from orbchain.core.events import retention
 from orbchain.core.infra.db import Database
 from orbchain.core.infra import kept_counts
+from orbchain.testing import pay_on_devnet
 
 YEAR = 365 * 86_400
 BUSY_SHARE = 10  # one payment in BUSY_SHARE is the busy merchant's
@@ -71,12 +73,15 @@ async def fill_chunk(conn: asyncpg.Connection, busy: str, lo: int, hi: int, star
                      neighbours: int) -> None:
     """Payments ``lo``..``hi`` and what they imply: payment ``g`` is the busy merchant's when
     ``g % BUSY_SHARE == 0``, else a neighbour's; statuses cycle within each merchant's payments (three Paid,
-    one Expired, one Cancelled in five); every other payment has a credited deposit and its ledger
-    transaction (world, merchant, fee); each has a webhook event and a delivery attempt."""
+    one Expired, one Cancelled in five); every other payment of each merchant (the busy one's too) has a
+    credited deposit and its ledger transaction (world, merchant, fee); each has a webhook event and a
+    delivery attempt."""
     owner = f"CASE WHEN g % {BUSY_SHARE} = 0 THEN '{busy}' ELSE 'mn' || (1 + g % {neighbours}) END"
     at = f"{start} + g::bigint * {step}"
     series = f"generate_series({lo}, {hi}) g"
-    odd = f"generate_series({lo + (1 - lo % 2)}, {hi}, 2) g"  # the odd ones: a deposit each
+    # A deposit each for every other payment of each merchant: the odd ones (neighbours') and every other
+    # one of the busy merchant's (whose payments are the multiples of BUSY_SHARE, all even).
+    paid = f"{series} WHERE g % 2 = 1 OR g % {2 * BUSY_SHARE} = 0"
     await conn.execute(f"""
         INSERT INTO payments (track_id, merchant_id, type, status, currency, pay_currency, pay_amount, address,
                               chain, order_id, description, created_at, updated_at, expires_at, paid_at)
@@ -93,17 +98,18 @@ async def fill_chunk(conn: asyncpg.Connection, busy: str, lo: int, hi: int, star
         SELECT 'dep' || g, 'ethereum', 'ETH', 'devnet', '0x' || md5('tx' || g), 0, '0x' || md5(g::text),
                500000000000000000, {owner}, 'H' || lpad(g::text, 10, '0'), g, md5('b' || g), 12, 12, 'CREDITED',
                TRUE, 1, {at} + 300, {at} + 600, {at} + 600
-        FROM {odd}""")
+        FROM {paid}""")
     await conn.execute(f"""
         INSERT INTO ledger_transactions (id, kind, reference, merchant_id, memo, created_at)
         SELECT 'ltx' || g, 'deposit', 'deposit:dep' || g || ':credit:1', {owner}, NULL, {at} + 600
-        FROM {odd}""")
+        FROM {paid}""")
     await conn.execute(f"""
         INSERT INTO ledger_postings (transaction_id, account, coin, amount, created_at)
         SELECT 'ltx' || g, a.account, 'ETH', a.amount, {at} + 600
-        FROM {odd}, LATERAL (VALUES ('world:ethereum', -500000000000000000),
-                                    ('merchant:' || {owner} || ':available', 495000000000000000),
-                                    ('platform:fees', 5000000000000000)) a(account, amount)""")
+        FROM {series}, LATERAL (VALUES ('world:ethereum', -500000000000000000),
+                                       ('merchant:' || {owner} || ':available', 495000000000000000),
+                                       ('platform:fees', 5000000000000000)) a(account, amount)
+        WHERE g % 2 = 1 OR g % {2 * BUSY_SHARE} = 0""")
     await conn.execute(f"""
         INSERT INTO webhook_events (event_id, merchant_id, event_type, logical_key, body, event_timestamp,
                                     status, attempts, next_attempt_at, created_at, updated_at, delivered_at)
@@ -162,6 +168,24 @@ async def timed(session: aiohttp.ClientSession, method: str, url: str, headers: 
             body = await response.read()
         times.append((time.perf_counter() - started) * 1000)
         assert response.status == 200, (url, response.status, body[:300])
+    return times
+
+
+async def credit_deposits(gateway: Any, session: aiohttp.ClientSession, url: str, headers: dict[str, str],
+                          count: int) -> list[float]:
+    """A deposit's crediting at size, ``count`` times: a new BTC payment of the busy merchant paid on the
+    devnet, then mined and scanned until its deposit is credited (``pay_on_devnet``: the scanner's look-ups
+    of the address and the payment, the credit's ledger postings, the deposits' and payments' updates and
+    their kept counts' deltas). ms from the payer's transfer to the credit; the payment must end Paid."""
+    times = []
+    for _ in range(count):
+        async with session.post(url, headers=headers, json={"currency": "BTC", "amount": "0.001"}) as response:
+            assert response.status == 200, await response.text()
+            payment = (await response.json())["data"]
+        started = time.perf_counter()
+        record = await pay_on_devnet(gateway, payment)
+        times.append((time.perf_counter() - started) * 1000)
+        assert record.status == "Paid", record.status
     return times
 
 
@@ -298,6 +322,7 @@ async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[di
             "payment by order_id": ("GET", f"/v1/payment?order_id=order-{BUSY_SHARE * 777}", "merchant"),
             "deposits since 30 days": ("GET", f"/v1/deposits?since={since}&limit=50", "merchant"),
             "deposits list, first page": ("GET", "/v1/deposits?limit=50", "merchant"),
+            "deposits list, page 100": ("GET", "/v1/deposits?limit=50&offset=4950", "merchant"),
             "balances": ("GET", "/v1/general/account/balance", "general"),
             "dashboard payments": ("GET", "/dashboard/payments?limit=20", "jwt"),
             "dashboard webhook log": ("GET", "/dashboard/webhook-logs?limit=50", "jwt"),
@@ -314,6 +339,9 @@ async def measure(payments: int, requests: int, prune_rows: int = 0) -> tuple[di
                 target = str(server.make_url(path))
                 await timed(session, method, target, headers[auth], 10, **body)  # warm up
                 results[label] = p50_p99(await timed(session, method, target, headers[auth], requests, **body))
+            results["deposit crediting (pay, mine, scan)"] = p50_p99(await credit_deposits(
+                shop.gateway, session, str(server.make_url("/v1/payment/white-label")), headers["merchant"],
+                max(5, requests // 10)))
             results.update(await list_totals(url, signed.merchant_id, requests))
             if prune_rows:
                 hot = [(str(server.make_url(paths[label][1])), paths[label][0], headers[paths[label][2]])

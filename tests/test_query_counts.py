@@ -79,9 +79,9 @@ COUNTS = {
     CREATE:             ((12, 8),    (12, 2)),
     INVOICE:            ((12, 8),    (12, 2)),
     PAGE:               ((3, 1),     (10, 1)),
-    TRANSFER:           ((20, 18),   (22, 14)),
-    TRANSFER_HOLDER:    ((20, 18),   (22, 14)),
-    PAYOUT:             ((18, 16),   (24, 16)),
+    TRANSFER:           ((24, 22),   (22, 14)),
+    TRANSFER_HOLDER:    ((24, 22),   (22, 14)),
+    PAYOUT:             ((20, 18),   (24, 16)),
     CREDIT:             ((41, 41),   (30, 30)),
 }
 
@@ -107,18 +107,22 @@ _RESERVE = "SELECT merchants | INSERT counters"
 # (m0056) runs twice, each time a program and its insert as SQLite traces them.
 _LOG_DELTAS = " | INSERT webhook_deliveries" * 4
 _TRANSFER_READS = "SELECT merchants | SELECT merchants | SELECT ledger_balances | SELECT approval_policies"
-_TRANSFER_SQLITE = (_TRANSFER_READS + " | BEGIN IMMEDIATE | INSERT transfers | SELECT approval_policies"
+# The transfer's own insert fires the sent and received lists' count triggers (m0059): two more programs and inserts.
+_TRANSFER_SQLITE = (_TRANSFER_READS + " | BEGIN IMMEDIATE | INSERT transfers" + " | INSERT transfers" * 4
+                    + " | SELECT approval_policies"
                     " | INSERT ledger_transactions | INSERT ledger_postings | SELECT ledger_balances | INSERT ledger_balances"
                     " | INSERT webhook_events | INSERT webhook_deliveries" + _LOG_DELTAS + " | COMMIT")
 _TRANSFER_PG = (_TRANSFER_READS + " | BEGIN | INSERT transfers | SELECT approval_policies | INSERT ledger_transactions"
                 " | INSERT ledger_postings | INSERT ledger_balances | INSERT webhook_events | INSERT webhook_deliveries"
                 " | COMMIT")
-_PAYOUT_BODY = ("SELECT merchants | SELECT deposit_addresses | SELECT payouts | INSERT payouts | SAVEPOINT"
+_PAYOUT_BODY = ("SELECT merchants | SELECT deposit_addresses | SELECT payouts | {insert} | SAVEPOINT"
                 " | INSERT ledger_transactions | INSERT ledger_postings | {balances} | RELEASE | SELECT payouts"
                 " | SELECT approval_policies | SELECT payouts | COMMIT")
-_PAYOUT_SQLITE = ("SELECT approval_policies | BEGIN IMMEDIATE | "
-                  + _PAYOUT_BODY.format(balances="SELECT ledger_balances | INSERT ledger_balances"))
-_PAYOUT_PG = "SELECT approval_policies | BEGIN | " + _PAYOUT_BODY.format(balances="INSERT ledger_balances")
+# SQLite: the payouts list's count trigger (m0059) as a program and its insert.
+_PAYOUT_SQLITE = ("SELECT approval_policies | BEGIN IMMEDIATE | " + _PAYOUT_BODY.format(
+    insert="INSERT payouts | INSERT payouts | INSERT payouts", balances="SELECT ledger_balances | INSERT ledger_balances"))
+_PAYOUT_PG = "SELECT approval_policies | BEGIN | " + _PAYOUT_BODY.format(insert="INSERT payouts",
+                                                                         balances="INSERT ledger_balances")
 
 STATEMENTS = {
     READ: {"sqlite": (f"{_KEY} | {_PAYMENT}", _PAYMENT),

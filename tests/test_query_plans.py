@@ -33,8 +33,12 @@ from orbchain.core.events.webhooks import delivery_log
 from orbchain.core.ledger.book import merchant_balances
 from orbchain.core.payments import counts, pruning
 from orbchain.core.payments.service import list_payments, payment_deposits, show_payment
+from orbchain.core.payouts.service import list_payouts
+from orbchain.core.transfers.service import list_transfers
 from orbchain.core.watching.deposits import list_deposits
 from orbchain.plugins.activity.store import events as activity_events
+from orbchain.plugins.subscriptions.store import list_subscriptions
+from orbchain.plugins.swaps.store import list_for as list_swaps
 
 pytestmark = pytest.mark.postgresql_only("EXPLAIN plans are PostgreSQL's")
 
@@ -44,12 +48,16 @@ START = 1_600_000_000
 PAGE_500_OFFSET = 500 * 20
 # Tables that grow with history: reading one of them without an index is the regression.
 HISTORY_TABLES = {"payments", "deposits", "webhook_events", "webhook_deliveries", "security_events",
-                  "ledger_balances", "ledger_postings", "ledger_transactions", "kept_count_deltas"}
+                  "ledger_balances", "ledger_postings", "ledger_transactions", "kept_count_deltas",
+                  "payouts", "transfers", "swaps", "subscriptions"}
 # Tables that grow with the merchants, not their history (kept_counts: a row per list, merchant and counted key):
 # a sequential scan of a small one is the planner's right choice, but the rows read stay bounded.
 BOUNDED_TABLES = {"kept_counts"}
 # Small fixed costs a bound allows beside the rows a page needs (a join's probe, a recheck).
 SLACK = 50
+SIDE = 4  # the payouts, transfers, swaps and subscriptions: one per SIDE payments, for both merchants
+CUSTOMERS = 100  # the subscriptions' customers (customer_ref) per merchant
+ENROLLING = 1_000  # one payment in ENROLLING has an unpaid page enrolment beside it
 
 
 @dataclass(frozen=True)
@@ -119,6 +127,24 @@ HOT_PATHS = (
     HotPath("activity log, a member's own", lambda gw, m: activity_events(gw, m, limit=50, offset=0,
                                                                            actor="member a@example.com"),
             rows=MINE // 10 + SLACK, count_rows=SLACK),
+    # Their totals are kept counts too (core m0059, swaps m0004, subscriptions m0005).
+    HotPath("payouts list, first page", lambda gw, m: list_payouts(gw, m, limit=20, offset=0), rows=20 + SLACK,
+            count_rows=SLACK),
+    HotPath("payouts list, page 100", lambda gw, m: list_payouts(gw, m, limit=20, offset=2_000),
+            rows=MINE // SIDE + SLACK, count_rows=SLACK),
+    # A merchant's transfers are those it sent and those it received: a page reads up to a page of each.
+    HotPath("transfers list, first page", lambda gw, m: list_transfers(gw, m, limit=20, offset=0),
+            rows=2 * 20 + SLACK, count_rows=SLACK),
+    HotPath("swaps list, first page", lambda gw, m: list_swaps(gw, m, 20, 0), rows=20 + SLACK, count_rows=SLACK),
+    HotPath("subscriptions list, first page",
+            lambda gw, m: list_subscriptions(gw, m, status=None, customer_ref=None, limit=20, offset=0),
+            rows=20 + SLACK, count_rows=SLACK),
+    HotPath("subscriptions list by status",
+            lambda gw, m: list_subscriptions(gw, m, status="ACTIVE", customer_ref=None, limit=20, offset=0),
+            rows=20 + SLACK, count_rows=SLACK),
+    HotPath("subscriptions of a customer",
+            lambda gw, m: list_subscriptions(gw, m, status=None, customer_ref="cust-7", limit=20, offset=0),
+            rows=20 + SLACK, count_rows=MINE // SIDE // CUSTOMERS + SLACK),
     # Not a page, but an hourly job on the biggest table: its batch, never every expired payment.
     HotPath("unpaid API payments past their retention", _prune_expired, rows=pruning.BATCH + SLACK),
 )
@@ -136,6 +162,9 @@ async def _fill(db: Any, mine: str, neighbour: str) -> None:
     await db.execute(
         "INSERT INTO kept_count_deltas (list, merchant_id, k1, k2, k3, delta) SELECT 'payments', :n, 'Paid',"
         " 'INVOICE', 'LTC', 1 - 2 * (i % 2) FROM generate_series(1, :rows) AS i", {"n": neighbour, "rows": NEIGHBOUR})
+    # What autovacuum does to a table of history: statistics, and the visibility map an index-only scan needs
+    # (a list's deep offset is walked over its index alone: docs/decisions.md, "deep offsets").
+    await db.execute(f"VACUUM {', '.join(sorted(HISTORY_TABLES))}")
     await db.execute("ANALYZE")
 
 
@@ -175,9 +204,42 @@ async def _fill_rows(db: Any, mine: str, neighbour: str) -> None:
         "INSERT INTO security_events (merchant_id, kind, details, alert, actor, created_at)"
         f" SELECT {owner}, 'sign_in', '{{}}', FALSE, CASE WHEN i % 10 = 0 THEN 'member a@example.com' END, :t + i"
         f" FROM generate_series(1, {total}) AS i", {"t": START})
+    await _fill_side_lists(db, mine, neighbour, owner)
     await db.execute(
         "INSERT INTO ledger_balances (account, coin, balance, updated_at)"
         " SELECT 'acct:' || i, 'LTC', 1, :t FROM generate_series(1, :n) AS i", {"t": START, "n": total})
+
+
+async def _fill_side_lists(db: Any, mine: str, neighbour: str, owner: str) -> None:
+    """Payouts, transfers (ours sent to the neighbour and received from it), swaps and subscriptions (a
+    subscription in ``CUSTOMERS`` per customer; one in ``ENROLLING`` payments an unpaid page enrolment the list
+    leaves out, as few as pruning keeps them): one per ``SIDE`` payments."""
+    series = f"generate_series({SIDE}, {MINE + NEIGHBOUR}, {SIDE}) AS i"
+    other = f"CASE WHEN i <= {MINE} THEN '{neighbour}' ELSE '{mine}' END"
+    await db.execute(
+        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage,"
+        f" next_attempt_at, created_at, updated_at) SELECT 'po' || i, 'T' || i, {owner}, 'LTC', 'litecoin', 'addr',"
+        f" 1000, 'Confirmed', 'done', :t + i, :t + i * 60, :t + i * 60 FROM {series}", {"t": START})
+    await db.execute(
+        "INSERT INTO transfers (id, from_merchant_id, to_merchant_id, from_account_id, to_account_id, coin, amount,"
+        f" source, created_at) SELECT 'trf' || i, {owner}, {other}, 'a', 'b', 'LTC', 5, 'api', :t + i * 60"
+        f" FROM {series}", {"t": START})
+    await db.execute(
+        "INSERT INTO swaps (id, merchant_id, kind, venue, from_coin, to_coin, from_amount, to_amount_quoted,"
+        " floating, status, fallback, credit_done, attempts, next_attempt_at, deadline_at, created_at, updated_at)"
+        f" SELECT 'sw' || i, {owner}, 'balance', 'fake', 'LTC', 'ETH', 7, 7, FALSE, 'CONFIRMED', FALSE, FALSE, 0,"
+        f" :t + i, :t + i, :t + i * 60, :t + i * 60 FROM {series}", {"t": START})
+    await db.execute(
+        "INSERT INTO subscription_plans (id, merchant_id, label, amount_usd, interval_sec, accepted_coins, enabled,"
+        " created_at, updated_at) VALUES ('plan-plans', :m, 'Plan', '5', 86400, '[]', TRUE, :t, :t)",
+        {"m": mine, "t": START})
+    await db.execute(
+        "INSERT INTO subscriptions (id, merchant_id, plan_id, status, customer_ref, next_billing_at,"
+        " current_period_end, grace_count, magic_token, token_hash, enrol_ip_hash, created_at, updated_at)"
+        f" SELECT 'sub' || i, {owner}, 'plan-plans', CASE WHEN i % {ENROLLING} = 0 THEN 'PENDING' ELSE 'ACTIVE' END,"
+        f" 'cust-' || (i / {SIDE} % {CUSTOMERS}), :t + i, CASE WHEN i % {ENROLLING} = 0 THEN NULL ELSE :t + i END,"
+        f" 0, 'tok', 'h' || i, CASE WHEN i % {ENROLLING} = 0 THEN 'ip' END, :t + i * 60, :t + i * 60"
+        f" FROM {series}", {"t": START})
 
 
 class _Recorder:

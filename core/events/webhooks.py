@@ -123,12 +123,14 @@ async def delivery_log(gateway: "Gateway", merchant_id: str, *, limit: int, offs
     db = gateway.db
     total = await WEBHOOK_LOG.total(db, merchant_id)
     # The page first, then its events' types: joined before the LIMIT, a deep page made PostgreSQL hash-join
-    # every webhook event (tests/test_query_plans.py), as the deposits list did with payments.
+    # every webhook event (tests/test_query_plans.py), as the deposits list did with payments. The offset is
+    # walked over the index alone (merchant_id, id: index-only), the page's rows read by id (deep offsets).
     rows = await db.fetch_all(
         "SELECT d.id, d.event_id, e.event_type, d.url, d.status_code, d.success, d.attempt, d.error,"
         " d.payload_preview, d.response_preview, d.created_at"
-        " FROM (SELECT * FROM webhook_deliveries WHERE merchant_id = :m ORDER BY id DESC LIMIT :limit OFFSET :offset)"
-        " d JOIN webhook_events e ON e.event_id = d.event_id ORDER BY d.id DESC",
+        " FROM (SELECT id FROM webhook_deliveries WHERE merchant_id = :m ORDER BY id DESC LIMIT :limit OFFSET :offset)"
+        " page JOIN webhook_deliveries d ON d.id = page.id JOIN webhook_events e ON e.event_id = d.event_id"
+        " ORDER BY d.id DESC",
         {"m": merchant_id, "limit": limit, "offset": offset},
     )
     return [

@@ -555,9 +555,14 @@ async def list_payments(
         total = await counts.total(gateway.db, merchant_id, status=status, type=type, currency=currency)
     else:
         total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM payments WHERE {where}", values)
+    # The offset is walked over the list index's own columns (payments_merchant_list: an index-only scan),
+    # and only the page's rows are read from the table; SELECT * skipped past every row it did not show
+    # (docs/decisions.md, "deep offsets").
     rows = await gateway.db.fetch_all(
-        f"SELECT * FROM payments WHERE {where} ORDER BY created_at {direction}, track_id {direction}"
-        " LIMIT :limit OFFSET :offset",
+        f"SELECT p.* FROM (SELECT track_id, created_at FROM payments WHERE {where}"
+        f" ORDER BY created_at {direction}, track_id {direction} LIMIT :limit OFFSET :offset) page"
+        f" JOIN payments p ON p.track_id = page.track_id"
+        f" ORDER BY page.created_at {direction}, page.track_id {direction}",
         {**values, "limit": limit, "offset": offset},
     )
     views = [payment_view(gateway, r, ()) for r in rows] if full else [summary_view(r) for r in rows]

@@ -40,6 +40,7 @@ from ..types.records import merchant_coins
 from ..types.ids import new_track_id
 
 from ..contract.gateway import PluginGateway as Gateway
+from ..infra.kept_counts import KeptList
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
@@ -56,6 +57,7 @@ POLICY_HELD = "policy_held"
 BROADCAST_TIMEOUT, DROPPED, REVERTED = "broadcast_timeout", "dropped", "reverted"
 # SPEC 8: 500 or more payouts not yet final -> 503. Counted per merchant (docs/payouts.md).
 BACKLOG_LIMIT = 500
+PAYOUTS = KeptList("payouts")  # m0059: the dashboard list's total per merchant, kept by the database
 # Idempotency namespaces: the same text used as an idempotency_key and as a
 # batch or refund external_id names three different payouts.
 KEY_NS, BATCH_NS, REFUND_NS = "key", "batch", "refund"
@@ -437,9 +439,9 @@ def dashboard_row(gateway: "Gateway", row: Row) -> dict[str, Any]:
 
 
 async def list_payouts(gateway: "Gateway", merchant_id: str, *, limit: int, offset: int) -> dict[str, Any]:
-    """GET /dashboard/payouts: newest first."""
+    """GET /dashboard/payouts: newest first; the exact total is kept by the database (m0059)."""
     db = gateway.db
-    total = await db.fetch_val("SELECT COUNT(*) FROM payouts WHERE merchant_id = :m", {"m": merchant_id})
+    total = await PAYOUTS.total(db, merchant_id)
     rows = await db.fetch_all(
         "SELECT * FROM payouts WHERE merchant_id = :m ORDER BY created_at DESC, id DESC LIMIT :l OFFSET :o",
         {"m": merchant_id, "l": limit, "o": offset})

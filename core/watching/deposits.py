@@ -617,11 +617,13 @@ async def list_deposits(
         total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM deposits d WHERE {where}", values)
     # The page first, then its payments' order ids: joined before the LIMIT, a deep page made PostgreSQL
     # hash-join the whole payments table (tests/test_query_plans.py).
-    order = f"d.created_at {direction}, d.id {direction}"
+    # The offset is walked over deposits_merchant_list's columns alone (index-only unless a filter needs the
+    # row), the page's rows read by id (docs/decisions.md, "deep offsets").
     rows = await gateway.db.fetch_all(
-        f"SELECT d.*, p.order_id AS order_id FROM (SELECT * FROM deposits d WHERE {where}"
-        f" ORDER BY {order} LIMIT :limit OFFSET :offset) d LEFT JOIN payments p ON p.track_id = d.track_id"
-        f" ORDER BY {order}",
+        f"SELECT d.*, p.order_id AS order_id FROM (SELECT d.id, d.created_at FROM deposits d WHERE {where}"
+        f" ORDER BY d.created_at {direction}, d.id {direction} LIMIT :limit OFFSET :offset) page"
+        f" JOIN deposits d ON d.id = page.id LEFT JOIN payments p ON p.track_id = d.track_id"
+        f" ORDER BY page.created_at {direction}, page.id {direction}",
         {**values, "limit": limit, "offset": offset},
     )
     return {"deposits": [deposit_view(gateway, r) for r in rows], "total": int(total), "limit": limit, "offset": offset}

@@ -49,8 +49,12 @@ async def events(gateway: "Gateway", merchant_id: str, *, limit: int, offset: in
     db = gateway.db
     where, values = _whose(merchant_id, actor)
     total = await KEPT.total(db, merchant_id, actor=actor)
-    rows = await db.fetch_all(f"{_SELECT} WHERE {where} ORDER BY e.id DESC LIMIT :limit OFFSET :offset",
-                              {**values, "limit": limit, "offset": offset})
+    # The offset is walked over security_events_merchant (merchant_id, id: index-only for the merchant's
+    # whole log), the page's rows read by id (docs/decisions.md, "deep offsets").
+    rows = await db.fetch_all(
+        f"{_SELECT} JOIN (SELECT e.id FROM security_events e WHERE {where} ORDER BY e.id DESC"
+        " LIMIT :limit OFFSET :offset) page ON page.id = e.id ORDER BY e.id DESC",
+        {**values, "limit": limit, "offset": offset})
     return [event_view(row) for row in rows], int(total or 0)
 
 

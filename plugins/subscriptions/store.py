@@ -14,7 +14,7 @@ import secrets
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from ...api import (
-    delete_rows_naming, found, insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row,
+    KeptList, delete_rows_naming, found, insert_statement, merchant_row, merchant_row_count, merchant_rows, update_row,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,6 +36,9 @@ ENDED = (CANCELLED, FAILED, EXPIRED)  # nothing is billed again
 # ACTIVE then). An unpaid page enrolment (PENDING, EXPIRED, or cancelled before paying) is only an
 # enrolment: the subscriptions API lists none, answers 404 for one, and no subscription webhook names one.
 IS_SUBSCRIPTION = "(s.enrol_ip_hash IS NULL OR s.current_period_end IS NOT NULL)"
+# Its negation as the partial index ``subscriptions_enrolling`` (m0005) holds it: the few rows a total leaves out.
+ENROLLING = "s.enrol_ip_hash IS NOT NULL AND s.current_period_end IS NULL"
+KEPT = KeptList("subscriptions", ("status",))  # m0005: every row per merchant and status, kept by the database
 
 
 def is_subscription(row: Row) -> bool:
@@ -150,11 +153,25 @@ async def list_subscriptions(gateway: "Gateway", merchant_id: str, *, status: st
         clauses.append("s.customer_ref = :ref")
         values["ref"] = customer_ref
     where = " AND ".join(clauses)
-    total = await gateway.db.fetch_val(f"SELECT COUNT(*) FROM subscriptions s WHERE {where}", values)
+    total = await _listed_total(gateway, merchant_id, status, customer_ref, where, values)
     rows = await gateway.db.fetch_all(
         f"{_SUBSCRIPTION_SELECT} WHERE {where} ORDER BY s.created_at DESC, s.id DESC LIMIT :limit OFFSET :offset",
         {**values, "limit": limit, "offset": offset})
     return rows, int(total)
+
+
+async def _listed_total(gateway: "Gateway", merchant_id: str, status: str | None, customer_ref: str | None,
+                        where: str, values: dict[str, Any]) -> int:
+    """The list's exact total: a customer's subscriptions are few (``COUNT(*)`` over ``subscriptions_customer``);
+    otherwise the kept count by status less the unpaid page enrolments (``subscriptions_enrolling``), in one
+    statement so an enrolment paid meanwhile is counted once."""
+    if customer_ref is not None:
+        return int(await gateway.db.fetch_val(f"SELECT COUNT(*) FROM subscriptions s WHERE {where}", values))
+    kept, kept_values = KEPT.summed(merchant_id, {"status": status}, tag="_kept")
+    status_clause = "" if status is None else " AND s.status = :status"
+    return int(await gateway.db.fetch_val(
+        f"SELECT {kept} - (SELECT COUNT(*) FROM subscriptions s WHERE s.merchant_id = :m AND {ENROLLING}"
+        f"{status_clause})", {**values, **kept_values}))
 
 
 async def status_counts(gateway: "Gateway", merchant_id: str) -> dict[tuple[str, bool], int]:

@@ -11,7 +11,9 @@ import secrets
 import time
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import default_settlement_coin, delete_rows_naming, insert_statement, set_default_settlement_coin
+from ...api import (
+    KeptList, default_settlement_coin, delete_rows_naming, insert_statement, set_default_settlement_coin,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
@@ -24,6 +26,7 @@ BALANCE, SETTLE, SWAPIN, VENUEIN = "balance", "settle", "swapin", "venuein"
 CREDITING = (SETTLE, SWAPIN)  # kinds that hold a deposit CONFIRMED until the conversion is final
 VENUEIN_CREDITED_LOOKS = 20  # a credited deposit-venue order is asked this often at most for its payout hash
 AMOUNT_COLUMNS = ("from_amount", "to_amount_quoted", "actual_to_amount", "fee_amount", "settled_amount")
+KEPT = KeptList("swaps")  # m0004: the list's total per merchant, kept by the database (it has no filter)
 
 
 def new_swap_id() -> str:
@@ -133,11 +136,12 @@ async def venuein_by_payout(gateway: "Gateway", merchant_id: str, coin: str,
 
 
 async def list_for(gateway: "Gateway", merchant_id: str, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+    """The merchant's swaps, newest first, and their exact total (kept by the database: m0004)."""
     db = gateway.db
     rows = await db.fetch_all(
         "SELECT * FROM swaps WHERE merchant_id = :m ORDER BY created_at DESC, id DESC LIMIT :l OFFSET :o",
         {"m": merchant_id, "l": limit, "o": offset})
-    total = await db.fetch_val("SELECT COUNT(*) FROM swaps WHERE merchant_id = :m", {"m": merchant_id})
+    total = await KEPT.total(db, merchant_id)
     return [r for r in (_clean(gateway, row) for row in rows) if r is not None], int(total)
 
 
