@@ -68,9 +68,12 @@ def default_pg_dsn() -> str:
 RAISED_LIMITS = {f"ORBCHAIN_RATE_LIMITS__{name}": "100000000" for name in (
     "READ_PER_MINUTE", "WRITE_PER_MINUTE", "AUTH_PER_MINUTE", "PUBLIC_PAGE_PER_MINUTE", "PAY_PAGE_PER_MINUTE",
     "AUTH_FAILURES_PER_MINUTE")}
+# 1,000 transfers open 1,000 connections from 127.0.0.1 at once: the guard against idle connections
+# (web/connection_guard.py, 32 per address) would refuse most of them, as it should a real client's flood.
+RAISED_LIMITS["ORBCHAIN_SERVER__MAX_PENDING_CONNECTIONS_PER_IP"] = "0"  # 0: no cap
 GOALS = {"read": 0.30, "create": 0.15, "page": 0.20}
 P99_GOALS_MS = {"read": 50.0, "create": 100.0}
-TRANSFER_GOAL = 300.0
+TRANSFER_GOAL = 500.0  # issue 47
 
 
 def free_port() -> int:
