@@ -121,7 +121,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 def serve_supports_workers() -> bool:
-    result = subprocess.run([*ORBCHAIN, "serve", "--help"], capture_output=True, text=True, timeout=60)
+    # Importing every plugin takes over a minute on a loaded shared machine.
+    result = subprocess.run([*ORBCHAIN, "serve", "--help"], capture_output=True, text=True, timeout=300)
     return "--workers" in result.stdout
 
 
