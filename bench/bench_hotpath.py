@@ -376,6 +376,8 @@ class TransferResult:
     per_second: float
     failed: int
     ledger_check: str
+    cpu_us: float = 0.0  # the server's CPU per transfer over all rounds (what the round trips cost it)
+    statuses: str = ""  # the failed ones' HTTP statuses, e.g. "503 x7"
 
 
 async def _merchants(base: str, count: int) -> list[dict]:
@@ -405,7 +407,8 @@ async def _fund(url: str, merchants: list[dict], units: int) -> None:
         await db.disconnect()
 
 
-async def _transfers(base: str, merchants: list[dict], count: int) -> tuple[float, int]:
+async def _transfers(base: str, merchants: list[dict], count: int) -> tuple[float, list[int]]:
+    """The rate of ``count`` transfers sent at once, and the statuses of those that failed."""
     rng = random.Random(11)
     plan = []
     for _ in range(count):
@@ -423,7 +426,7 @@ async def _transfers(base: str, merchants: list[dict], count: int) -> tuple[floa
         started = time.perf_counter()
         statuses = await asyncio.gather(*(one(*p) for p in plan))
         elapsed = time.perf_counter() - started
-    return count / elapsed, sum(1 for s in statuses if s != 200)
+    return count / elapsed, [s for s in statuses if s != 200]
 
 
 def ledger_check(target: Target, root: Path) -> str:
@@ -438,13 +441,18 @@ def ledger_check(target: Target, root: Path) -> str:
 def transfer_run(target: Target, base: str, workers: int, merchants: list[dict], count: int,
                  root: Path, rounds: int = 1) -> TransferResult:
     """``rounds`` floods of ``count`` transfers; the median rate, every round's failures, one ledger check after."""
+    pid = _SERVER_PIDS.get(base)
+    cpu_before = cpu_seconds(pid) if pid else 0.0
     runs = [asyncio.run(_transfers(base, merchants, count)) for _ in range(rounds)]
+    cpu_us = (cpu_seconds(pid) - cpu_before) / (count * rounds) * 1e6 if pid else 0.0
     rates = sorted(per_second for per_second, _ in runs)
+    failed = [status for _, statuses in runs for status in statuses]
     label = f"{count} transfers among {len(merchants)} merchants ({target.name}, {workers} worker(s))"
     if rounds > 1:
         label += f", median of {rounds}: " + " / ".join(f"{rate:,.0f}" for rate in rates)
-    return TransferResult(label, count, rates[len(rates) // 2], sum(failed for _, failed in runs),
-                          ledger_check(target, root))
+    statuses = ", ".join(f"{status} x{failed.count(status)}" for status in sorted(set(failed)))
+    return TransferResult(label, count, rates[len(rates) // 2], len(failed), ledger_check(target, root), cpu_us,
+                          statuses)
 
 
 # -- the run --------------------------------------------------------------------------------------
@@ -552,8 +560,9 @@ def main() -> int:
         print_table(["SQLite / PostgreSQL", "req/s", "goal"], versus)
     if transfers:
         print()
-        print_table(["transfers", "transfers/s", "failed", "ledger check"],
-                    [[t.label, f"{t.per_second:,.0f}", str(t.failed),
+        print_table(["transfers", "transfers/s", "cpu us/transfer", "failed", "ledger check"],
+                    [[t.label, f"{t.per_second:,.0f}", f"{t.cpu_us:,.0f}",
+                      str(t.failed) + (f" ({t.statuses})" if t.statuses else ""),
                       t.ledger_check + (f"; goal >={TRANSFER_GOAL:.0f}/s on PostgreSQL" if "Postgre" in t.label
                                         else "")] for t in transfers])
     if args.json:
