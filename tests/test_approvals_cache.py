@@ -18,7 +18,6 @@ from decimal import Decimal
 from orbchain.core.accounts.auth_cache import auth_cache
 from orbchain.plugins.approvals import holds
 from orbchain.plugins.approvals.policy import CACHE_TABLE
-from orbchain.web.keys import GATEWAY
 
 from .approvals_support import set_policy
 from .cross_process import CROSS_PROCESS, two_processes
