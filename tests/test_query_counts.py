@@ -79,9 +79,9 @@ COUNTS = {
     CREATE:             ((12, 8),    (12, 2)),
     INVOICE:            ((12, 8),    (12, 2)),
     PAGE:               ((3, 1),     (10, 1)),
-    TRANSFER:           ((24, 22),   (22, 14)),
-    TRANSFER_HOLDER:    ((24, 22),   (22, 14)),
-    PAYOUT:             ((20, 18),   (24, 16)),
+    TRANSFER:           ((22, 19),   (20, 11)),
+    TRANSFER_HOLDER:    ((22, 19),   (20, 11)),
+    PAYOUT:             ((20, 17),   (24, 15)),
     CREDIT:             ((41, 41),   (30, 30)),
 }
 
@@ -106,23 +106,26 @@ _RESERVE = "SELECT merchants | INSERT counters"
 # A transfer logs a skipped attempt for each of its two merchants in one INSERT: the webhook log's count trigger
 # (m0056) runs twice, each time a program and its insert as SQLite traces them.
 _LOG_DELTAS = " | INSERT webhook_deliveries" * 4
-_TRANSFER_READS = "SELECT merchants | SELECT merchants | SELECT ledger_balances | SELECT approval_policies"
-# The transfer's own insert fires the sent and received lists' count triggers (m0059): two more programs and inserts.
-_TRANSFER_SQLITE = (_TRANSFER_READS + " | BEGIN IMMEDIATE | INSERT transfers" + " | INSERT transfers" * 4
-                    + " | SELECT approval_policies"
-                    " | INSERT ledger_transactions | INSERT ledger_postings | SELECT ledger_balances | INSERT ledger_balances"
-                    " | INSERT webhook_events | INSERT webhook_deliveries" + _LOG_DELTAS + " | COMMIT")
-_TRANSFER_PG = (_TRANSFER_READS + " | BEGIN | INSERT transfers | SELECT approval_policies | INSERT ledger_transactions"
-                " | INSERT ledger_postings | INSERT ledger_balances | INSERT webhook_events | INSERT webhook_deliveries"
-                " | COMMIT")
+# A transfer reads both merchants and the sender's balance in one statement; whether the sender has an approval
+# policy comes from the process's cache after the first (the decision reads it again in the transaction). The
+# events are written before the money: the balance rows stay locked only from the ledger's write to the commit.
+_POLICY = "SELECT approval_policies"  # decide_hold_quote's look-up, a process's first only (issue 47)
+_TRANSFER_TXN = ("{insert} | SELECT approval_policies | INSERT webhook_events | INSERT webhook_deliveries"
+                 "{log_deltas} | INSERT ledger_transactions | INSERT ledger_postings | {balances} | COMMIT")
+# SQLite: the transfer's own insert fires the sent and received lists' count triggers (m0059): two more programs
+# and inserts.
+_TRANSFER_SQLITE = "SELECT ledger_balances merchants | BEGIN IMMEDIATE | " + _TRANSFER_TXN.format(
+    insert="INSERT transfers" + " | INSERT transfers" * 4, log_deltas=_LOG_DELTAS,
+    balances="SELECT ledger_balances | INSERT ledger_balances")
+_TRANSFER_PG = "SELECT ledger_balances merchants | BEGIN | " + _TRANSFER_TXN.format(
+    insert="INSERT transfers", log_deltas="", balances="INSERT ledger_balances")
 _PAYOUT_BODY = ("SELECT merchants | SELECT deposit_addresses | SELECT payouts | {insert} | SAVEPOINT"
                 " | INSERT ledger_transactions | INSERT ledger_postings | {balances} | RELEASE | SELECT payouts"
                 " | SELECT approval_policies | SELECT payouts | COMMIT")
 # SQLite: the payouts list's count trigger (m0059) as a program and its insert.
-_PAYOUT_SQLITE = ("SELECT approval_policies | BEGIN IMMEDIATE | " + _PAYOUT_BODY.format(
-    insert="INSERT payouts | INSERT payouts | INSERT payouts", balances="SELECT ledger_balances | INSERT ledger_balances"))
-_PAYOUT_PG = "SELECT approval_policies | BEGIN | " + _PAYOUT_BODY.format(insert="INSERT payouts",
-                                                                         balances="INSERT ledger_balances")
+_PAYOUT_SQLITE = "BEGIN IMMEDIATE | " + _PAYOUT_BODY.format(
+    insert="INSERT payouts | INSERT payouts | INSERT payouts", balances="SELECT ledger_balances | INSERT ledger_balances")
+_PAYOUT_PG = "BEGIN | " + _PAYOUT_BODY.format(insert="INSERT payouts", balances="INSERT ledger_balances")
 
 STATEMENTS = {
     READ: {"sqlite": (f"{_KEY} | {_PAYMENT}", _PAYMENT),
@@ -140,13 +143,15 @@ STATEMENTS = {
     PAGE: {"sqlite": (f"{_PAYMENT} | SELECT brands | SELECT merchants", _PAYMENT),
            "postgresql": (f"{_FIRST_SYNC} | {_PAYMENT} | SELECT brands | SELECT merchants | {_SYNC}",
                           _SYNC)},
-    TRANSFER: {"sqlite": (f"{_KEY} | {_TRANSFER_SQLITE}", _TRANSFER_SQLITE),
-               "postgresql": (f"{_KEY} | {_FIRST_SYNC} | {_TRANSFER_PG} | {_SYNC}", f"{_TRANSFER_PG} | {_SYNC}")},
-    TRANSFER_HOLDER: {"sqlite": (f"{_TOKEN} | {_TRANSFER_SQLITE}", _TRANSFER_SQLITE),
-                      "postgresql": (f"{_TOKEN} | {_FIRST_SYNC} | {_TRANSFER_PG} | {_SYNC}",
+    TRANSFER: {"sqlite": (f"{_KEY} | {_POLICY} | {_TRANSFER_SQLITE}", _TRANSFER_SQLITE),
+               "postgresql": (f"{_KEY} | {_FIRST_SYNC} | {_POLICY} | {_TRANSFER_PG} | {_SYNC}",
+                              f"{_TRANSFER_PG} | {_SYNC}")},
+    TRANSFER_HOLDER: {"sqlite": (f"{_TOKEN} | {_POLICY} | {_TRANSFER_SQLITE}", _TRANSFER_SQLITE),
+                      "postgresql": (f"{_TOKEN} | {_FIRST_SYNC} | {_POLICY} | {_TRANSFER_PG} | {_SYNC}",
                                      f"{_TRANSFER_PG} | {_SYNC}")},
-    PAYOUT: {"sqlite": (f"{_KEY} | {_PAYOUT_SQLITE}", _PAYOUT_SQLITE),
-             "postgresql": (f"{_KEY} | {_FIRST_SYNC} | {_PAYOUT_PG} | {_SYNC}", f"{_PAYOUT_PG} | {_SYNC}")},
+    PAYOUT: {"sqlite": (f"{_KEY} | {_POLICY} | {_PAYOUT_SQLITE}", _PAYOUT_SQLITE),
+             "postgresql": (f"{_KEY} | {_FIRST_SYNC} | {_POLICY} | {_PAYOUT_PG} | {_SYNC}",
+                            f"{_PAYOUT_PG} | {_SYNC}")},
 }
 STATEMENTS[INVOICE] = STATEMENTS[CREATE]
 # A crediting transaction: the deposit locked, its payment's row read once (locked), the postings the plugins shape

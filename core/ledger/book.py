@@ -428,6 +428,12 @@ async def balance(db: Database, account: str, coin: str) -> int:
     return Database.to_int(value)
 
 
+def balance_subquery(account_param: str, coin_param: str) -> str:
+    """``balance``'s read as a scalar subquery (NULL when it never moved), for a caller that reads it with its
+    own rows in one round trip (a transfer's parties and the sender's balance)."""
+    return f"(SELECT balance FROM ledger_balances WHERE account = :{account_param} AND coin = :{coin_param})"
+
+
 async def balances(db: Database, account: str) -> dict[str, int]:
     """Every non-zero balance of ``account`` by coin (negative only after a forced reversal)."""
     rows = await db.fetch_all("SELECT coin, balance FROM ledger_balances WHERE account = :a", {"a": account})

@@ -80,8 +80,11 @@ async def past_daily_limit(gateway: Any, policy: policies.Policy, merchant_id: s
 
 
 async def quote(gateway: Any, merchant_id: str, coin: str) -> Decimal | None:
-    """Before the reserving transaction: the coin's USD price when the account has a policy (None: no policy)."""
-    if await policies.load(gateway, merchant_id) is None:
+    """Before the reserving transaction: the coin's USD price when the account has a policy (None: no policy).
+
+    The policy comes from the process's cache: ``decide`` reads it again in the transaction, so a cache that
+    missed a new policy only means no price, and then the policy holds (fails closed)."""
+    if await policies.load_cached(gateway, merchant_id) is None:
         return None
     return await usd_price(gateway, coin)
 

@@ -12,7 +12,10 @@ import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ...api import USD_DECIMALS, AmountError, ValidationError, insert_statement, int_from_text, to_base_units
+from ...api import (
+    USD_DECIMALS, AmountError, ValidationError, cache_changed_everywhere, cached, insert_statement, int_from_text,
+    to_base_units,
+)
 
 DEFAULT_EXPIRY_HOURS, MAX_EXPIRY_HOURS = 24, 720
 MAX_USD = 10 ** 9  # dollars: keeps 1e-8-dollar integers inside a BIGINT
@@ -82,7 +85,11 @@ def payable_coins(gateway: Any) -> list[str]:
     return [coin.symbol for coin in gateway.coins if coin.payable]
 
 
+CACHE_TABLE = "approval_policies"
+
+
 async def load(gateway: Any, merchant_id: str) -> Policy | None:
+    """The account's policy as stored now (what a decision under the transaction's locks reads)."""
     row = await gateway.db.fetch_one("SELECT * FROM approval_policies WHERE merchant_id = :m", {"m": merchant_id})
     if row is None:
         return None
@@ -90,6 +97,13 @@ async def load(gateway: Any, merchant_id: str) -> Policy | None:
     return Policy({k: int(v) for k, v in json.loads(row["thresholds"]).items()}, int(row["expiry_hours"]),
                   None if row["member_daily_usd"] is None else to_int(row["member_daily_usd"]),
                   None if row["key_daily_usd"] is None else to_int(row["key_daily_usd"]))
+
+
+async def load_cached(gateway: Any, merchant_id: str) -> Policy | None:
+    """``load``, from this process's cache outside a transaction: every transfer and payout asks before its
+    transaction whether a policy exists, and almost none does. Shared: read-only. Changes here answer only
+    once every process has dropped its copy (``save``, ``remove``); others by migration m0003's trigger."""
+    return await cached(gateway, CACHE_TABLE, merchant_id, lambda: load(gateway, merchant_id))
 
 
 async def save(gateway: Any, merchant_id: str, policy: Policy) -> None:
@@ -101,11 +115,13 @@ async def save(gateway: Any, merchant_id: str, policy: Policy) -> None:
         " thresholds = excluded.thresholds, expiry_hours = excluded.expiry_hours,"
         " member_daily_usd = excluded.member_daily_usd, key_daily_usd = excluded.key_daily_usd,"
         " updated_at = excluded.updated_at", row)
+    await cache_changed_everywhere(gateway)
 
 
 async def remove(gateway: Any, merchant_id: str) -> None:
     """Turn the policy off: new payouts are no longer held (held ones still wait for a decision)."""
     await gateway.db.execute("DELETE FROM approval_policies WHERE merchant_id = :m", {"m": merchant_id})
+    await cache_changed_everywhere(gateway)
 
 
 def form_values(gateway: Any, policy: Policy | None) -> dict[str, str]:
