@@ -180,38 +180,46 @@ async def test_an_lnd_on_testnet_under_a_regtest_configuration_issues_no_invoice
         await regtest.close()
 
 
-async def test_a_litecoind_holding_headers_it_has_no_blocks_for_is_refused_until_it_has_them(
-        make_client, make_config, litecoind_node, tmp_path):  # noqa: F811
-    ahead = 10  # LTC's node_lag_blocks is 4
-    if litecoind_node.height() < ahead:
-        Faucet(litecoind_node).mine(ahead - litecoind_node.height())
-    hashes = [litecoind_node.call("getblockhash", height) for height in range(1, ahead + 1)]
-    behind = start_node(tmp_path / "behind")
+@pytest.fixture(scope="module")
+def behind_node(tmp_path_factory: pytest.TempPathFactory):
+    """A second litecoind, one per module: each test run gives it the session node's next blocks."""
+    node = start_node(tmp_path_factory.mktemp("litecoind-behind"))
     try:
-        for block_hash in hashes:  # the network's headers reach it; their blocks do not (yet)
-            behind.call("submitheader", litecoind_node.call("getblockheader", block_hash, False))
-        chain_info = behind.call("getblockchaininfo")
-        assert (chain_info["blocks"], chain_info["headers"]) == (0, ahead)
-        client = await open_gateway(make_client, make_config, {"bitcoin": {"LTC": behind.plugin_block()}})
-        ready = await chain_readiness(client, "litecoin")
-        assert ready["reachable"] is False
-        (node,) = ready["nodes"]
-        assert node["name"] == behind.url and node["state"] == "refused" and node["refused"] == "behind_peers"
-        assert node["error"] == ("refused: it is 10 block(s) behind what its peers have, more than the 4 allowed"
-                                 " (node_lag_blocks)")
-        assert await refused_metric(client, "litecoin", behind.url, "behind_peers") == (
-            f'orbchain_node_refused{{chain="litecoin",node="{behind.url}",reason="behind_peers"}} 1.0')
-        db = client.app[GATEWAY].db
-        assert await db.fetch_val("SELECT COUNT(*) FROM chain_blocks WHERE chain = 'litecoin'") == 0
-
-        for block_hash in hashes:  # it downloads and validates them: caught up
-            assert behind.call("submitblock", litecoind_node.call("getblock", block_hash, 0)) is None
-        check_again_now(client, "litecoin")
-        ready = await chain_readiness(client, "litecoin")
-        assert ready["reachable"] is True and ready["node_height"] == ahead
-        assert [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
+        yield node
     finally:
-        stop(behind)
+        stop(node)
+
+
+async def test_a_litecoind_holding_headers_it_has_no_blocks_for_is_refused_until_it_has_them(
+        make_client, make_config, litecoind_node, behind_node):  # noqa: F811
+    ahead, behind = 10, behind_node  # LTC's node_lag_blocks is 4
+    start = behind.height()
+    if litecoind_node.height() < start + ahead:
+        Faucet(litecoind_node).mine(start + ahead - litecoind_node.height())
+    hashes = [litecoind_node.call("getblockhash", height) for height in range(start + 1, start + ahead + 1)]
+    assert behind.call("getblockhash", start) == litecoind_node.call("getblockhash", start)  # the same chain
+    for block_hash in hashes:  # the network's headers reach it; their blocks do not (yet)
+        behind.call("submitheader", litecoind_node.call("getblockheader", block_hash, False))
+    chain_info = behind.call("getblockchaininfo")
+    assert (chain_info["blocks"], chain_info["headers"]) == (start, start + ahead)
+    client = await open_gateway(make_client, make_config, {"bitcoin": {"LTC": behind.plugin_block()}})
+    ready = await chain_readiness(client, "litecoin")
+    assert ready["reachable"] is False
+    (node,) = ready["nodes"]
+    assert node["name"] == behind.url and node["state"] == "refused" and node["refused"] == "behind_peers"
+    assert node["error"] == ("refused: it is 10 block(s) behind what its peers have, more than the 4 allowed"
+                             " (node_lag_blocks)")
+    assert await refused_metric(client, "litecoin", behind.url, "behind_peers") == (
+        f'orbchain_node_refused{{chain="litecoin",node="{behind.url}",reason="behind_peers"}} 1.0')
+    db = client.app[GATEWAY].db
+    assert await db.fetch_val("SELECT COUNT(*) FROM chain_blocks WHERE chain = 'litecoin'") == 0
+
+    for block_hash in hashes:  # it downloads and validates them: caught up
+        assert behind.call("submitblock", litecoind_node.call("getblock", block_hash, 0)) is None
+    check_again_now(client, "litecoin")
+    ready = await chain_readiness(client, "litecoin")
+    assert ready["reachable"] is True and ready["node_height"] == start + ahead
+    assert [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
 
 
 async def test_a_tron_node_whose_peers_have_blocks_it_has_not_fetched_is_refused(
