@@ -87,6 +87,7 @@ SIGNATURE_FEE = 5000  # lamports per signature
 MICRO_LAMPORTS = 1_000_000  # a unit price's micro-lamports per lamport
 DEFAULT_UNITS, MAX_UNITS = 200_000, 1_400_000  # per instruction without a unit limit; the most a transaction has
 RECENT_FEE_SLOTS, MAX_FEE_ACCOUNTS = 150, 128  # getRecentPrioritizationFees: blocks kept, accounts asked at most
+HEALTH_CHECK_SLOT_DISTANCE = 128  # Agave's default --health-check-slot-distance
 MARKET_UNITS = 450  # the unit limit a stranger's priced transfer asks (two Compute Budget instructions, a transfer)
 MISSING = {  # how a node says a slot below its first available block is gone (agave custom_error.rs)
     "snapshot": (-32007, "Slot {slot} was skipped, or missing due to ledger jump to recent snapshot"),
@@ -163,6 +164,9 @@ class SolanaNode:
                  genesis_hash: str = MAINNET_GENESIS_HASH) -> None:
         self.required_headers = required_headers or {}
         self.genesis_hash = genesis_hash  # getGenesisHash: the cluster this node says it is on
+        # The newest slot the rest of the cluster has reached (what its peers show it), None: this node's own tip.
+        # getHealth answers as Agave does past its health-check slot distance: -32005 "Node is behind by N slots".
+        self.cluster_slot: int | None = None
         self.svm = self._runtime()
         genesis = BlockRecord(FIRST_SLOT, self._new_hash(), FIRST_SLOT - 1, self._new_hash(), 0)
         self.blocks: list[BlockRecord] = [genesis]
@@ -360,6 +364,9 @@ class SolanaNode:
         if method == "getGenesisHash":
             return self.genesis_hash
         if method == "getHealth":
+            behind = 0 if self.cluster_slot is None else self.cluster_slot - self.tip.slot
+            if behind > HEALTH_CHECK_SLOT_DISTANCE:
+                raise RpcFailure(-32005, f"Node is behind by {behind} slots", {"numSlotsBehind": behind})
             return "ok"
         if method == "getSlot":
             return self._at(self._options(params, 0)).slot

@@ -7,7 +7,13 @@ configuration; the Solana stand-in with devnet's genesis under the default
 cluster (mainnet-beta); the LND stand-in on testnet under a regtest
 configuration issues no invoice. ``/ready`` names the node and what it reported, ``/metrics`` has
 ``orbchain_node_refused``, and the scan reads no block. The same nodes under
-their right configuration are used. The rules on their own, with an injected
+their right configuration are used.
+
+Behind its own peers: a second litecoind that holds headers of blocks it has not
+got (announced to it with ``submitheader``, as a peer's header announcement does;
+the blocks come later with ``submitblock``), the Tron stand-in whose peers list
+blocks still to fetch (``getnodeinfo``), the Solana stand-in whose cluster is
+slots ahead (``getHealth`` -32005). The rules on their own, with an injected
 clock: tests/unit/test_node_identity.py.
 """
 
@@ -25,7 +31,7 @@ from orbchain.web.keys import GATEWAY
 
 from .anvil import CHAIN_ID, anvil  # noqa: F401 - anvil is a fixture
 from .lightning_support import lightning_shop
-from .litecoind import RPC_PASSWORD, litecoind_node  # noqa: F401 - the session fixture
+from .litecoind import RPC_PASSWORD, Faucet, litecoind_node, start_node, stop  # noqa: F401 - the session fixture
 from .lnd_standin import LndStandIn
 from .solana_node import DEVNET_GENESIS_HASH, MAINNET_GENESIS_HASH, running_node
 from .tron_node import MAINNET_GENESIS_ID, NILE_GENESIS_ID, TronNode
@@ -49,14 +55,19 @@ async def chain_readiness(client: Any, chain: str) -> dict[str, Any]:
     return next(c for c in body["chains"] if c["chain"] == chain)
 
 
-async def refused_metric(client: Any, chain: str, node: str) -> str:
+async def refused_metric(client: Any, chain: str, node: str, reason: str = "wrong_network") -> str:
     gateway = client.app[GATEWAY]
     adapter = gateway.chains.get(chain)
     with pytest.raises(ChainUnavailable):
         await scan_job(adapter)(gateway)  # the scheduler's job: it sets the node metrics, then fails
     metrics = gateway.metrics.exposition().decode()
     return next(line for line in metrics.splitlines()
-                if line.startswith(f'orbchain_node_refused{{chain="{chain}",node="{node}",reason="wrong_network"}}'))
+                if line.startswith(f'orbchain_node_refused{{chain="{chain}",node="{node}",reason="{reason}"}}'))
+
+
+def check_again_now(client: Any, chain: str) -> None:
+    """The next /ready reads each node's state again, as the check a minute later would (``recheck_seconds``)."""
+    client.app[GATEWAY].chains.get(chain).nodes.recheck_seconds = 0
 
 
 async def test_litecoind_on_regtest_under_a_mainnet_configuration_is_refused(
@@ -167,3 +178,77 @@ async def test_an_lnd_on_testnet_under_a_regtest_configuration_issues_no_invoice
     finally:
         await testnet.close()
         await regtest.close()
+
+
+@pytest.fixture(scope="module")
+def behind_node(tmp_path_factory: pytest.TempPathFactory):
+    """A second litecoind, one per module: each test run gives it the session node's next blocks."""
+    node = start_node(tmp_path_factory.mktemp("litecoind-behind"))
+    try:
+        yield node
+    finally:
+        stop(node)
+
+
+async def test_a_litecoind_holding_headers_it_has_no_blocks_for_is_refused_until_it_has_them(
+        make_client, make_config, litecoind_node, behind_node):  # noqa: F811
+    ahead, behind = 10, behind_node  # LTC's node_lag_blocks is 4
+    start = behind.height()
+    if litecoind_node.height() < start + ahead:
+        Faucet(litecoind_node).mine(start + ahead - litecoind_node.height())
+    hashes = [litecoind_node.call("getblockhash", height) for height in range(start + 1, start + ahead + 1)]
+    assert behind.call("getblockhash", start) == litecoind_node.call("getblockhash", start)  # the same chain
+    for block_hash in hashes:  # the network's headers reach it; their blocks do not (yet)
+        behind.call("submitheader", litecoind_node.call("getblockheader", block_hash, False))
+    chain_info = behind.call("getblockchaininfo")
+    assert (chain_info["blocks"], chain_info["headers"]) == (start, start + ahead)
+    client = await open_gateway(make_client, make_config, {"bitcoin": {"LTC": behind.plugin_block()}})
+    ready = await chain_readiness(client, "litecoin")
+    assert ready["reachable"] is False
+    (node,) = ready["nodes"]
+    assert node["name"] == behind.url and node["state"] == "refused" and node["refused"] == "behind_peers"
+    assert node["error"] == ("refused: it is 10 block(s) behind what its peers have, more than the 4 allowed"
+                             " (node_lag_blocks)")
+    assert await refused_metric(client, "litecoin", behind.url, "behind_peers") == (
+        f'orbchain_node_refused{{chain="litecoin",node="{behind.url}",reason="behind_peers"}} 1.0')
+    db = client.app[GATEWAY].db
+    assert await db.fetch_val("SELECT COUNT(*) FROM chain_blocks WHERE chain = 'litecoin'") == 0
+
+    for block_hash in hashes:  # it downloads and validates them: caught up
+        assert behind.call("submitblock", litecoind_node.call("getblock", block_hash, 0)) is None
+    check_again_now(client, "litecoin")
+    ready = await chain_readiness(client, "litecoin")
+    assert ready["reachable"] is True and ready["node_height"] == start + ahead
+    assert [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
+
+
+async def test_a_tron_node_whose_peers_have_blocks_it_has_not_fetched_is_refused(
+        tron_node, make_client, make_config):  # noqa: F811
+    tron_node.node.peers_ahead = [0, 6]  # node_lag_blocks is 5: one peer is 6 blocks ahead
+    client = await open_gateway(make_client, make_config, {"tron": tron_settings(tron_node)})
+    ready = await chain_readiness(client, "tron")
+    (node,) = ready["nodes"]
+    assert ready["reachable"] is False and node["state"] == "refused" and node["refused"] == "behind_peers"
+    assert node["error"] == "refused: it is 6 block(s) behind what its peers have, more than the 5 allowed (node_lag_blocks)"
+    assert (await refused_metric(client, "tron", node["name"], "behind_peers")).endswith(" 1.0")
+
+    tron_node.node.peers_ahead = [0, 5]  # within the bound
+    check_again_now(client, "tron")
+    ready = await chain_readiness(client, "tron")
+    assert ready["reachable"] is True and [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]
+
+
+async def test_a_solana_node_the_cluster_is_slots_ahead_of_is_refused(make_client, make_config):
+    async with running_node() as solana:
+        solana.cluster_slot = solana.tip.slot + 400  # getHealth: "Node is behind by 400 slots"
+        client = await open_gateway(make_client, make_config, {"solana": {"rpc_url": solana.url}})
+        ready = await chain_readiness(client, "solana")
+        (node,) = ready["nodes"]
+        assert ready["reachable"] is False and node["state"] == "refused" and node["refused"] == "behind_peers"
+        assert node["error"] == ("refused: it is 400 block(s) behind what its peers have, more than the 150"
+                                 " allowed (node_lag_blocks)")
+
+        solana.cluster_slot = None  # caught up with its cluster
+        check_again_now(client, "solana")
+        ready = await chain_readiness(client, "solana")
+        assert ready["reachable"] is True and [(n["state"], n["refused"]) for n in ready["nodes"]] == [("up", None)]

@@ -29,7 +29,9 @@ FORGED_TXID = "fa" * 32
 class NodeProxy(NodeGate):
     """litecoind's JSON-RPC behind a switch: ``pass``, ``down``, ``hang``, ``behind`` or ``lie``.
 
-    ``behind`` reports the tip ``lag`` blocks lower and refuses blocks above it;
+    ``behind`` reports the tip ``lag`` blocks lower and refuses blocks above it, and knows no header above it
+    either (a node cut off from its peers, which only the quorum shows behind; one that holds the headers is
+    refused as ``behind_peers``: tests/test_node_identity.py);
     ``lie`` answers a forged block at ``forged_height`` (above the tip, or in
     place of a real one) paying ``forged_pay`` = (address, LTC amount).
     """
@@ -64,7 +66,7 @@ class NodeProxy(NodeGate):
         if self.mode == "behind":
             shown = tip - self.lag
             if method == "getblockchaininfo":
-                return {**await self._call("getblockchaininfo"), "blocks": shown,
+                return {**await self._call("getblockchaininfo"), "blocks": shown, "headers": shown,
                         "bestblockhash": await self._call("getblockhash", shown)}, None
             if method == "getblockhash" and params[0] > shown:
                 return None, {"code": -8, "message": "Block height out of range"}

@@ -134,6 +134,24 @@ async def test_payouts_release_and_cancel_answer_a_policy_hold_once(gateway, con
     assert await orbchain(config_path, "payouts", "cancel", "trk_held_2") == 1
 
 
+async def test_payouts_release_refuses_a_payout_held_at_confirmation(gateway, config_path, capsys):
+    result = await sign_up(gateway, "unsigned@example.com", "ops-passw0rd-long")
+    now = gateway.now()
+    await gateway.db.execute(  # held by confirm_gate: its mined transaction was not signed for it
+        "INSERT INTO payouts (id, track_id, merchant_id, coin, chain, destination, amount, status, stage, tx_hash,"
+        " policy_hold, next_attempt_at, created_at, updated_at) VALUES ('po_unsigned', 'trk_unsigned', :m, 'BTC',"
+        " 'devnet', 'bc1qdest', :amount, 'Confirming', 'policy_held', 'txhash_real', 'tx_not_signed_for_payout',"
+        " :now, :now, :now)", {"m": result.merchant_id, "amount": gateway.db.amount_param(1000), "now": now})
+    capsys.readouterr()
+    assert await orbchain(config_path, "payouts", "release", "trk_unsigned") == 1
+    assert ("payout trk_unsigned cannot be released: its transaction txhash_real is on the chain but was not signed"
+            " for it (tx_not_signed_for_payout); releasing would pay it again. Cancel it instead.") in capsys.readouterr().out
+    assert (await gateway.db.fetch_one("SELECT stage FROM payouts WHERE id = 'po_unsigned'"))["stage"] == "policy_held"
+    assert await orbchain(config_path, "payouts", "cancel", "trk_unsigned") == 0
+    row = await gateway.db.fetch_one("SELECT * FROM payouts WHERE id = 'po_unsigned'")
+    assert (row["status"], row["failure_reason"]) == ("Failed", "cancelled_by_operator")
+
+
 async def test_doctor(gateway, config_path, capsys):
     assert await orbchain(config_path, "doctor") == 0
     lines = capsys.readouterr().out.splitlines()

@@ -149,6 +149,8 @@ class TronNode:
         self.refusals: list[Refused] = []
         self._branch = 0
         self._idle_ms = 0
+        # getnodeinfo's peers: each one's head, in blocks ahead of this node's (0: in step with it).
+        self.peers_ahead: list[int] = [0]
 
     # -- chain -----------------------------------------------------------------------------
 
@@ -491,6 +493,17 @@ class TronNode:
 
     def http_getnowblock(self, body: dict[str, Any]) -> Any:
         return self._block_json(self.head)
+
+    def http_getnodeinfo(self, body: dict[str, Any]) -> Any:
+        """java-tron's NodeInfo entity as its HTTP API serialises it (the fields a sync check reads)."""
+        head = f"Num:{self.head.number},ID:{self.head.block_id}"
+        peers = [{"host": f"10.0.0.{i + 1}", "port": 18888, "nodeId": f"{i + 1:0128x}", "syncFlag": True,
+                  "needSyncFromPeer": ahead > 0, "needSyncFromUs": False, "remainNum": ahead,
+                  "syncToFetchSize": 0, "headBlockWeBothHave": head, "lastSyncBlock": head}
+                 for i, ahead in enumerate(self.peers_ahead)]
+        return {"beginSyncNum": self.head.number, "block": head, "solidityBlock": head,
+                "currentConnectCount": len(peers), "activeConnectCount": len(peers), "passiveConnectCount": 0,
+                "totalFlow": 0, "peerList": peers, "cheatWitnessInfoMap": {}}
 
     def http_getblockbynum(self, body: dict[str, Any]) -> Any:
         if body.get("num") == 0:  # as java-tron answers its genesis: no number or timestamp in raw_data

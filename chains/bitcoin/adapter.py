@@ -103,7 +103,10 @@ class BitcoinAdapter(NodeQuorum, ChainAdapter, BitcoinPayouts):
         chain = str(info.get("chain"))
         # A regtest node stays in "initial block download" until someone mines a block: not a sync to wait for.
         syncing = bool(info.get("initialblockdownload")) and chain != "regtest"
-        return NodeIdentity(chain, str(genesis), syncing, int(header["time"]))
+        # Headers it has validated (proof of work checked) beyond the blocks it has: the network is that far
+        # ahead. Not getpeerinfo's startingheight, which is any peer's unproven claim.
+        ahead = max(0, int(info["headers"]) - int(info["blocks"])) if "headers" in info else None
+        return NodeIdentity(chain, str(genesis), syncing, int(header["time"]), ahead)
 
     async def node_block_hash(self, height: int) -> str:
         try:

@@ -364,6 +364,11 @@ class DevnetChain:
         height = row["block_height"]
         return row["status"], None if height is None else int(height)
 
+    async def payout_of(self, tx_hash: str) -> str | None:
+        """The payout a transaction was submitted for (``submit``'s ``payout_id``); None: a payer's, or unknown."""
+        return await self.db.fetch_val("SELECT payout_id FROM devnet_txs WHERE tx_hash = :tx ORDER BY output_index"
+                                       " LIMIT 1", {"tx": tx_hash.lower()})
+
     def _transfer(self, row: Any) -> Transfer:
         return Transfer(row["tx_hash"], int(row["output_index"]), row["address"], row["coin"],
                         Database.to_int(row["amount"]))

@@ -50,6 +50,10 @@ class DevnetPayouts(PayoutSender):
         except DevnetError as exc:
             raise BroadcastError(str(exc), permanent=True) from None
 
+    async def signed_for(self, payout_id: str, tx_hash: str) -> bool:
+        """The devnet's record of a payout transaction is the payout its mempool accepted it for (a payer's: none)."""
+        return await self.chain.payout_of(tx_hash) == payout_id
+
     async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
         found = await self.chain.tx_status(signed.tx_hash)
         if found is None or found[0] == "dropped":

@@ -53,6 +53,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
 
 
+def sync_gap(syncing: Any) -> int | None:
+    """``eth_syncing``'s ``highestBlock - currentBlock`` (how far its peers are ahead); None when not syncing."""
+    if not isinstance(syncing, dict) or "highestBlock" not in syncing or "currentBlock" not in syncing:
+        return None
+    return max(0, quantity(syncing["highestBlock"]) - quantity(syncing["currentBlock"]))
+
+
 NEW_HEADS = Subscription("eth_subscribe", "eth_subscription", "eth_unsubscribe", ("newHeads",))
 
 
@@ -132,7 +139,8 @@ class EvmAdapter(NodeQuorum, ChainAdapter, EvmPayouts):
         chain_id = quantity(await self.rpc.call("eth_chainId"))
         syncing = await self.rpc.call("eth_syncing")  # False, or the progress object while it catches up
         header = await self._header("latest")
-        return NodeIdentity(str(chain_id), None, syncing is not False, quantity(header["timestamp"]))
+        return NodeIdentity(str(chain_id), None, syncing is not False, quantity(header["timestamp"]),
+                            sync_gap(syncing))
 
     async def node_block_hash(self, height: int) -> str:
         return (await self._header(hex_quantity(height)))["hash"]

@@ -43,6 +43,12 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 
+def slots_behind(data: Any) -> int | None:
+    """``numSlotsBehind`` of getHealth's -32005 error data ("Node is behind by N slots"); None when absent."""
+    count = data.get("numSlotsBehind") if isinstance(data, dict) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else None
+
+
 class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
     name = CHAIN
     network = "mainnet"  # the solana family derives the same addresses on every cluster
@@ -125,17 +131,20 @@ class SolanaAdapter(NodeQuorum, ChainAdapter, SolanaPayouts):
         return BlockRef(slot, await self.node_block_hash(slot))
 
     async def node_identity(self) -> NodeIdentity:
-        """getGenesisHash; getHealth's "behind" (-32005) as syncing; the newest block's blockTime (None if skipped)."""
+        """getGenesisHash; getHealth's -32005 (its ``numSlotsBehind`` as how far its peers are ahead, judged
+        against ``node_lag_blocks``; without a number, as syncing); the newest block's blockTime (None if skipped)."""
         genesis = await self.rpc.call("getGenesisHash")
+        syncing, behind = False, None
         try:
             await self.rpc.call("getHealth")
-            syncing = False
+            behind = 0
         except RpcError as exc:  # a provider without getHealth is judged by its tip's age alone
-            syncing = exc.code == NODE_UNHEALTHY
+            behind = slots_behind(exc.data) if exc.code == NODE_UNHEALTHY else None
+            syncing = exc.code == NODE_UNHEALTHY and behind is None
         slot = lamports(await self.rpc.call("getSlot", {"commitment": self.commitment}))
         raw = await self._get_block(slot, "none")
         tip_time = raw.get("blockTime") if raw is not None else None
-        return NodeIdentity(None, str(genesis), syncing, int(tip_time) if tip_time is not None else None)
+        return NodeIdentity(None, str(genesis), syncing, int(tip_time) if tip_time is not None else None, behind)
 
     async def node_block_hash(self, height: int) -> str:
         raw = await self._get_block(height, "none")

@@ -72,6 +72,11 @@ class SolanaPayouts(PayoutSender):
     async def broadcast(self: _AdapterParts, signed: SignedPayout) -> None:
         await self.txs.broadcast(await _stored(self, signed))
 
+    async def signed_for(self: _AdapterParts, payout_id: str, tx_hash: str) -> bool:
+        """The one transaction stored for the payout (``solana_txs``, kind ``payout``, never re-signed) is it."""
+        stored = await self.txs.find(PAYOUT, payout_id)
+        return stored is not None and stored.signature == tx_hash
+
     async def payout_status(self: _AdapterParts, signed: SignedPayout) -> PayoutStatus:
         txs = self.txs
         status = await txs.signature_status(signed.tx_hash)

@@ -36,7 +36,7 @@ from ...api import (
 from ..evm.tokens import TRANSFER_TOPIC
 from .address import address_bytes, from_hex
 from .custody import tron_holdings
-from .http import TronHttp, integer
+from .http import NodeError, TronHttp, integer
 from .payouts import TronPayouts
 from .settings import CHAIN, TronSettings
 from .signer import TxStore
@@ -113,13 +113,18 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
         return self._ref(await self._block(height)).hash
 
     async def node_identity(self) -> NodeIdentity:
-        """Block 0's id (java-tron has no network name over HTTP) and the head block's time (ms)."""
+        """Block 0's id (java-tron has no network name over HTTP), the head block's time (ms) and how far its
+        peers are ahead (``getnodeinfo``)."""
         genesis = await self.http.call("wallet/getblockbynum", {"num": 0, "visible": False})
         head = await self.http.call("wallet/getnowblock")
         if not head or "blockID" not in head:
             raise ChainUnavailable("tron: the node answered no block")
+        try:
+            info = await self.http.call("wallet/getnodeinfo")
+        except (ChainUnavailable, NodeError):  # a provider that does not serve it: judged by its tip's age alone
+            info = None
         return NodeIdentity(None, str(genesis.get("blockID")) if genesis else None, False,
-                            integer(head["block_header"]["raw_data"].get("timestamp")) // 1000)
+                            integer(head["block_header"]["raw_data"].get("timestamp")) // 1000, peers_ahead(info))
 
     async def node_block(self, height: int) -> Block:
         raw = await self._block(height)
@@ -182,6 +187,20 @@ class TronAdapter(NodeQuorum, ChainAdapter, TronPayouts):
 
     async def close(self) -> None:
         await self.nodes.close()
+
+
+def peers_ahead(info: Any) -> int | None:
+    """Blocks java-tron still has to fetch from its furthest peer: a peer's ``remainNum`` (blocks beyond the
+    inventory it sent) plus ``syncToFetchSize`` (that inventory's blocks not yet fetched), the most of any peer.
+
+    None without a peer list (a provider such as TronGrid may hide it). ``peerList`` is java-tron's HTTP field
+    (its NodeInfo entity); ``peerInfoList`` the protobuf's name, which some providers answer with.
+    """
+    peers = info.get("peerList", info.get("peerInfoList")) if isinstance(info, dict) else None
+    if not isinstance(peers, list) or not peers:
+        return None
+    return max((integer(p.get("remainNum")) + integer(p.get("syncToFetchSize")) for p in peers if isinstance(p, dict)),
+               default=None)
 
 
 def log_contract(value: object) -> str:

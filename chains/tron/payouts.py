@@ -81,6 +81,11 @@ class TronPayouts(PayoutSender):
     async def broadcast(self: _TronAdapterParts, signed: SignedPayout) -> None:
         await self.txs.broadcast(signed.tx_hash, signed.raw)
 
+    async def signed_for(self: _TronAdapterParts, payout_id: str, tx_hash: str) -> bool:
+        """The one transaction stored for the payout (``tron_txs``, kind ``payout``) is ``tx_hash``."""
+        stored = await self.txs.find(PAYOUT, payout_id)
+        return stored is not None and stored.tx_id == tx_hash
+
     async def payout_status(self: _TronAdapterParts, signed: SignedPayout) -> PayoutStatus:
         status, mined = await self.txs.status(signed.tx_hash)
         if mined is not None:

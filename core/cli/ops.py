@@ -123,6 +123,7 @@ def cmd_payouts_show(args: argparse.Namespace) -> int:
 def _policy_decision(args: argparse.Namespace, cancel: bool) -> int:
     """``payouts release|cancel <id>``: the operator's answer to a payout the signer's policy held."""
     from ..keys.secrets import load_secrets
+    from ..payouts.confirm_gate import NOT_SIGNED_FOR
     from ..payouts.policy_holds import cancel_policy_hold, find_held, release_policy_hold
     from ..startup import build_gateway
 
@@ -137,6 +138,10 @@ def _policy_decision(args: argparse.Namespace, cancel: bool) -> int:
             return 1
         by = f"operator:{args.by}" if args.by else "operator"
         moved = await (cancel_policy_hold if cancel else release_policy_hold)(gw, row["id"], by)
+        if moved is None and row["policy_hold"] == NOT_SIGNED_FOR and not cancel:
+            print(f"payout {row['track_id']} cannot be released: its transaction {row['tx_hash']} is on the chain"
+                  f" but was not signed for it ({NOT_SIGNED_FOR}); releasing would pay it again. Cancel it instead.")
+            return 1
         if moved is None:
             print(f"payout {row['track_id']} is not held by the signing policy (stage {row['stage']},"
                   f" status {row['status']})")

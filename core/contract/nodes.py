@@ -19,7 +19,8 @@ the single-node behaviour.
 
 Before a node is asked anything, ``vet`` checks what it says about itself
 (core/types/node_identity.py): a node on another network, in its initial
-sync or with a stale tip is ``refused`` and left out until a later check
+sync, further behind its own peers than ``lag_blocks`` or with a stale tip
+is ``refused`` and left out until a later check
 (every ``recheck_seconds``, and after each time it was down) accepts it.
 """
 
@@ -36,7 +37,7 @@ from urllib.parse import urlsplit
 
 from ..infra.config import ConfigError, int_setting
 from ..types.chains import Block, BlockRef, BlocksPruned, ChainAdapter, ChainUnavailable, NodeState
-from ..types.node_identity import NodeIdentity, Refusal, judge_node
+from ..types.node_identity import LAG_KEY, NodeIdentity, Refusal, judge_node
 
 log = logging.getLogger(__name__)
 
@@ -80,14 +81,14 @@ def node_urls_setting(block: Mapping[str, Any], prefix: str, name: str) -> tuple
     return tuple(urls)
 
 
-LAG_KEY = "node_lag_blocks"
-
-
 def lag_setting(block: Mapping[str, Any], prefix: str, default: int) -> int:
     """``node_lag_blocks``: how far below the agreed tip a node may be before it is "behind".
 
     Per chain because block times differ (2 on Bitcoin's ten minutes, 150 of
     Solana's 0.4 s slots); the chain passes its own default. 0 marks any lag.
+    The same bound refuses a node that says it is further behind its own peers
+    (``NodeIdentity.peers_ahead``): the quorum's tip and the peers' are two
+    references for one operator judgement, "how far behind is too far".
     """
     return int_setting(block, prefix, LAG_KEY, default, minimum=0)
 
@@ -235,7 +236,7 @@ class NodeSet(Generic[C]):
             return
         node.checked_at = self._clock()
         refusal = judge_node(identity, networks=adapter.node_networks, geneses=adapter.node_geneses,
-                        max_tip_age_seconds=adapter.max_tip_age_seconds, now=self._wall())
+                        max_tip_age_seconds=adapter.max_tip_age_seconds, now=self._wall(), lag_blocks=self.lag_blocks)
         if refusal is not None:
             if node.refusal is None or node.refusal.reason != refusal.reason:
                 log.error("%s: node %s refused: it %s", self.chain, node.name, refusal.message)

@@ -137,7 +137,7 @@ class Metrics:
                                       " set aside, down, unknown), 0 for the others", ("chain", "node", "state"),
                                       multiprocess_mode="mostrecent", registry=registry)
         self.node_refused = Gauge("orbchain_node_refused", "1 while the node is refused for this reason"
-                                  " (wrong_network, initial_sync, stale_tip), 0 once accepted",
+                                  " (wrong_network, initial_sync, behind_peers, stale_tip), 0 once accepted",
                                   ("chain", "node", "reason"), multiprocess_mode="mostrecent", registry=registry)
         self.chain_node_peer_height = Gauge("orbchain_chain_node_reported_height", "Tip height this node last"
                                             " reported", ("chain", "node"), multiprocess_mode="mostrecent",

@@ -23,6 +23,7 @@ from ..events.outbox import enqueue_event
 from ..ledger import book as ledger
 from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, fail_held, hook_record, webhook_body
 from .payout_events import announce_payout
+from .confirm_gate import NOT_SIGNED_FOR
 from .reserve_release import give_back
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -38,13 +39,18 @@ async def find_held(gateway: "Gateway", ref: str) -> Row | None:
 
 
 async def release_policy_hold(gateway: "Gateway", payout_id: str, by: str) -> Row | None:
-    """Queue a policy-held payout again, past the operator's policy; None when it is not held by the policy."""
+    """Queue a policy-held payout again, past the operator's policy; None when it is not held by the policy.
+
+    Never one held at confirmation (``confirm_gate``): its transaction is on the chain already, and queueing it
+    would sign and pay it again.
+    """
     now = gateway.now()
     async with gateway.db.transaction():
         row = await gateway.db.fetch_one(
             "UPDATE payouts SET stage = :queued, policy_released_by = :by, next_attempt_at = :now, updated_at = :now"
-            " WHERE id = :id AND status = :s AND stage = :held RETURNING *",
-            {"queued": QUEUED, "by": by[:200], "now": now, "id": payout_id, "s": CONFIRMING, "held": POLICY_HELD})
+            " WHERE id = :id AND status = :s AND stage = :held AND COALESCE(policy_hold, '') <> :unsigned RETURNING *",
+            {"queued": QUEUED, "by": by[:200], "now": now, "id": payout_id, "s": CONFIRMING, "held": POLICY_HELD,
+             "unsigned": NOT_SIGNED_FOR})
     if row is not None:
         await announce_payout(gateway, row, RELEASED_EVENT, by=by, reason=row["policy_hold"])
     return row

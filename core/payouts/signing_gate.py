@@ -105,7 +105,7 @@ async def authorize(gateway: "Gateway", row: Row) -> Row | None:
             " updated_at = :now WHERE id = :id RETURNING *",
             {"held": POLICY_HELD, "reason": reason, "now": now, "id": current["id"]})
         if held is not None:
-            await notify_operator(gateway, operator_events.HELD, _held_body(gateway, held, reason),
+            await notify_operator(gateway, operator_events.HELD, held_body(gateway, held, reason),
                                   f"{operator_events.HELD}:{held['id']}:{reason}")
     assert held is not None, "the payout row is locked by this transaction"
     await _announce_hold(gateway, held, reason)
@@ -265,7 +265,7 @@ async def _window_sums(gateway: "Gateway", coin: str, *, merchant_id: str | None
     return hour, day, merchant_day
 
 
-def _held_body(gateway: "Gateway", row: Row, reason: str) -> dict[str, Any]:
+def held_body(gateway: "Gateway", row: Row, reason: str) -> dict[str, Any]:
     """The operator event of a hold: the row as the database has it (a forged one's merchant may not exist)."""
     amount = gateway.db.to_int(row["amount"])
     coin = gateway.coins.get(row["coin"])
@@ -274,10 +274,15 @@ def _held_body(gateway: "Gateway", row: Row, reason: str) -> dict[str, Any]:
             "amount": coin.format(amount) if coin is not None else str(amount), "reason": reason}
 
 
-async def _announce_hold(gateway: "Gateway", row: Row, reason: str) -> None:
-    """Count, log and announce a hold: the metric, an ERROR line, the merchant's activity log."""
+def count_hold(gateway: "Gateway", row: Row, reason: str) -> None:
+    """``orbchain_payouts_held_by_policy_total`` one up for this hold's coin and reason."""
     coin = row["coin"] if gateway.coins.get(row["coin"]) is not None else "unknown"  # a forged row's text: no new label
     gateway.metrics.payouts_held_by_policy.labels(coin=coin, reason=reason).inc()
+
+
+async def _announce_hold(gateway: "Gateway", row: Row, reason: str) -> None:
+    """Count, log and announce a hold: the metric, an ERROR line, the merchant's activity log."""
+    count_hold(gateway, row, reason)
     log.error("payout %s (%s, merchant %s) held by the signing policy: %s; release or cancel it with"
               " `orbchain payouts release|cancel %s`", row["id"], row["coin"], row["merchant_id"], reason,
               row["track_id"])

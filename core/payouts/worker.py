@@ -21,7 +21,8 @@ plus a lease) and moves each as far as it can go now:
 * broadcast: ``payout_status`` (and ``bump_stuck`` while it waits in the
   mempool, or when the node refuses it back after evicting it) until
   ``payout_confirmations`` deep
-  (Confirmed), reverted (Failed ``reverted``) or missing from the node for
+  (Confirmed, once ``confirm_gate`` finds the transaction signed for that
+  payout; else held), reverted (Failed ``reverted``) or missing from the node for
   longer than the chain's ``drop_after_seconds`` (Failed ``dropped``, but
   only once the sender's ``close_dropped`` says no transaction of it can
   confirm any more: never paid and re-credited both).
@@ -59,7 +60,7 @@ import os
 import signal
 
 from . import service as payouts
-from . import batches, remote_signing, signing_gate
+from . import batches, confirm_gate, remote_signing, signing_gate
 from .fee_waits import FEE_RECHECK_SECONDS, waiting_error
 from .pauses import pause_reason
 from ..types.chains import (BroadcastError, Capability, ChainAdapter, FeeAboveCeiling, HotWalletShort, PayoutOrder,
@@ -366,8 +367,11 @@ async def _poll(gateway: "Gateway", adapter: ChainAdapter, sender: PayoutSender,
                              confirmations=status.confirmations, network_fee=status.network_fee,
                              details=status.details, mined=status.mined)
     elif status.found and status.confirmations >= sender.payout_confirmations:
-        await batches.finish_group(gateway, group, status=payouts.CONFIRMED, confirmations=status.confirmations,
-                                   network_fee=status.network_fee, details=status.details, mined=status.mined)
+        signed_for = await confirm_gate.vouched(gateway, sender, group, status.mined)  # the rest are held
+        if signed_for:
+            await batches.finish_group(gateway, signed_for, status=payouts.CONFIRMED,
+                                       confirmations=status.confirmations, network_fee=status.network_fee,
+                                       details=status.details, mined=status.mined)
     elif status.found:
         waiting = await _bump(gateway, sender, row) if status.confirmations == 0 else None
         await batches.record_progress_group(gateway, group, confirmations=status.confirmations, missing_since=None,

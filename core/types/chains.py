@@ -560,6 +560,18 @@ class PayoutSender(ABC):
     async def broadcast(self, signed: SignedPayout) -> None:
         """Send the stored transaction; sending it again must be harmless."""
 
+    async def signed_for(self, payout_id: str, tx_hash: str) -> bool | None:
+        """Whether this sender's own signing records say ``tx_hash`` was signed for payout ``payout_id``.
+
+        Asked by the worker (outside any database transaction) before a payout
+        found deep enough becomes Confirmed, for its ``tx_hash`` and a mined
+        replacement's: a row written into the database by hand that names the
+        transaction of another, real payout must not confirm on it. False holds
+        the payout (``core/payouts/confirm_gate.py``); None (the default) means
+        the sender keeps no such record and the row's word is taken.
+        """
+        return None
+
     @abstractmethod
     async def payout_status(self, signed: SignedPayout) -> PayoutStatus:
         """Where the transaction stands now."""

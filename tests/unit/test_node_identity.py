@@ -13,7 +13,10 @@ import pytest
 
 from orbchain.api import BlockRef, ChainAdapter, ChainUnavailable, NodeIdentity, NodeQuorum, NodeSet
 from orbchain.core.contract.nodes import warn_unchecked
-from orbchain.core.types.node_identity import INITIAL_SYNC, STALE_TIP, WRONG_NETWORK, judge_node
+from orbchain.chains.evm.adapter import sync_gap
+from orbchain.chains.solana.adapter import slots_behind
+from orbchain.chains.tron.adapter import peers_ahead
+from orbchain.core.types.node_identity import BEHIND_PEERS, INITIAL_SYNC, STALE_TIP, WRONG_NETWORK, judge_node
 
 NOW = 1_800_000_000
 MAX_AGE = 3600
@@ -48,6 +51,37 @@ def test_a_tip_older_than_the_bound_is_stale_against_the_injected_wall_clock():
     assert verdict(identity, max_age=0) is None  # 0 turns the check off (regtest, devnet)
     refusal = judge_node(identity, networks=frozenset(), geneses=frozenset(), max_tip_age_seconds=MAX_AGE, now=NOW)
     assert refusal is not None and "3601 s old, more than the 3600 s allowed" in refusal.message
+
+
+def test_a_node_further_behind_its_peers_than_the_lag_bound_is_refused_saying_how_far():
+    def judged(ahead: int | None, lag: int | None = 4):
+        return judge_node(NodeIdentity("main", "g0", False, NOW, ahead), networks=frozenset({"main"}),
+                          geneses=frozenset({"g0"}), max_tip_age_seconds=MAX_AGE, now=NOW, lag_blocks=lag)
+
+    refusal = judged(5)
+    assert refusal is not None and refusal.reason == BEHIND_PEERS
+    assert refusal.message == "is 5 block(s) behind what its peers have, more than the 4 allowed (node_lag_blocks)"
+    assert judged(4) is None  # at the bound: accepted, as the quorum's "behind" is
+    assert judged(None) is None  # the node cannot tell (a provider without the call)
+    assert judged(10**6, lag=None) is None  # a caller with no bound (Lightning) judges no peer lag
+    syncing = judge_node(NodeIdentity("main", "g0", True, NOW, 900), networks=frozenset(), geneses=frozenset(),
+                         max_tip_age_seconds=0, now=NOW, lag_blocks=4)
+    assert syncing is not None and syncing.reason == INITIAL_SYNC
+    assert syncing.message == "is still in its initial sync (it says so itself); 900 block(s) behind what its peers have"
+
+
+def test_each_chain_reads_how_far_its_peers_are_ahead_from_its_own_answer():
+    # EVM eth_syncing: false, or the progress object (quantities in hex).
+    assert sync_gap(False) is None
+    assert sync_gap({"startingBlock": "0x0", "currentBlock": "0x64", "highestBlock": "0x96"}) == 50
+    assert sync_gap({"currentBlock": "0x96", "highestBlock": "0x64"}) == 0
+    # Solana getHealth's -32005 data: {"numSlotsBehind": N}, or {} / null when the node cannot say.
+    assert slots_behind({"numSlotsBehind": 42}) == 42
+    assert slots_behind({}) is None and slots_behind(None) is None and slots_behind({"numSlotsBehind": True}) is None
+    # java-tron getnodeinfo: the furthest peer's remainNum + syncToFetchSize; no peers listed, no answer.
+    assert peers_ahead({"peerList": [{"remainNum": 3, "syncToFetchSize": 2}, {"remainNum": 0}]}) == 5
+    assert peers_ahead({"peerInfoList": [{"remainNum": 7}]}) == 7
+    assert peers_ahead({"peerList": []}) is None and peers_ahead(None) is None
 
 
 # -- NodeSet.vet -----------------------------------------------------------------------------------
@@ -152,6 +186,23 @@ async def test_a_stale_tip_is_refused_then_accepted_when_rechecked_after_recheck
     chain.clock.now += 1
     assert await chain.tip() == BlockRef(5, "h5")
     assert states(chain) == [("up", None)] and node.identity_reads == 2
+
+
+async def test_a_node_behind_its_peers_is_refused_until_a_check_finds_it_caught_up(caplog):
+    chain = Chain(2, quorum=1)
+    lagging, healthy = chain.scripts.values()
+    lagging.identity = NodeIdentity("main", "g0", False, NOW, peers_ahead=3)  # lag_blocks is 2
+    with caplog.at_level(logging.ERROR):
+        assert await chain.tip() == BlockRef(5, "h5")
+    assert states(chain) == [("refused", BEHIND_PEERS), ("up", None)]
+    assert lagging.tip_reads == 0
+    assert chain.node_states()[0].error == ("refused: it is 3 block(s) behind what its peers have, more than the 2"
+                                            " allowed (node_lag_blocks)")
+    assert "node0.example:8332 refused: it is 3 block(s) behind" in caplog.text
+    lagging.identity = NodeIdentity("main", "g0", False, NOW, peers_ahead=0)
+    chain.clock.now += 60
+    await chain.tip()
+    assert states(chain) == [("up", None), ("up", None)]
 
 
 async def test_a_node_back_from_down_is_checked_again_before_it_is_used():

@@ -8,7 +8,7 @@ from .schemas import BOOLEAN, INTEGER, STRING, array, envelope, nullable, obj, r
 TAG, PAGES, OPS = "Public", "Hosted pages", "Operations"
 
 # One configured node: its URL without credentials, path or query; state up, behind, set aside, refused, down or
-# unknown; refused: why (wrong_network, initial_sync, stale_tip), else null.
+# unknown; refused: why (wrong_network, initial_sync, behind_peers, stale_tip), else null.
 _NODE_STATE = obj({"name": STRING, "state": STRING, "height": nullable(INTEGER), "error": nullable(STRING),
                    "refused": nullable(STRING)})
 _CHAIN_READINESS = obj({"chain": STRING, "reachable": BOOLEAN, "synced": BOOLEAN, "node_height": nullable(INTEGER),
