@@ -73,7 +73,8 @@ PAYOUT_SIGNING_WRITES: dict[str, tuple[str, ...]] = {
 }
 
 SWEEP_WRITES: dict[str, tuple[str, ...]] = {
-    "bitcoin_cold_sweeps": ("INSERT", "UPDATE"), "evm_sweeps": ("INSERT", "UPDATE"),
+    "bitcoin_cold_sweeps": ("INSERT", "UPDATE"), "bitcoin_consolidations": ("INSERT", "UPDATE"),
+    "evm_sweeps": ("INSERT", "UPDATE"),
     "evm_sweep_marks": ("INSERT", "UPDATE"), "tron_sweeps": ("INSERT", "UPDATE"),
     "tron_sweep_marks": ("INSERT", "UPDATE"), "solana_sweep_marks": ("INSERT", "UPDATE"),
     "ledger_transactions": ("INSERT",), "ledger_postings": ("INSERT",), "ledger_balances": ("INSERT", "UPDATE"),
