@@ -124,6 +124,7 @@ async def test_twenty_small_deposits_are_consolidated_in_one_transaction_dust_le
     assert sent["stage"] == "broadcast"
     payout_tx = node.call("getrawtransaction", sent["tx_hash"], True)
     assert [(i["txid"], i["vout"]) for i in payout_tx["vin"]] == [(stored["tx_hash"], 0)]
+    print(f"the next 0.5 LTC payout: 1 input, {payout_tx['vsize']} vB (ten 0.05 LTC deposits would be 10 inputs)")
     faucet.mine(1)
     await work(shop, 10)
     assert (await payout_row(shop, payout["track_id"]))["status"] == "Confirmed"
