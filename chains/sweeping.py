@@ -5,9 +5,10 @@ the same state machine over the same kind of tables: a ``<prefix>_sweeps``
 row per sweep (``topup`` -> ``sweeping`` -> ``done`` / ``failed``), a
 ``<prefix>_sweep_marks`` row per (address, coin) saying up to which credit
 it was swept, and custody postings between two sub-accounts of the outside
-world. What differs is how a transaction is built, sent and judged final;
-a plugin passes that in (``SweepSteps``) and keeps its tables (this module
-only names them by the plugin's prefix).
+world (recorded by the signing job, booked by ``serve``:
+core/ledger/sweep_bookings.py). What differs is how a transaction is built,
+sent and judged final; a plugin passes that in (``SweepSteps``) and keeps its
+tables (this module only names them by the plugin's prefix).
 
 Ledger (docs/evm.md)::
 
@@ -66,18 +67,22 @@ class SweepReport:
     failed: int = 0
 
 
-async def post_nonzero(gateway: "Gateway", reference: str, kind: str, postings: list[Posting]) -> None:
-    """Post unless an amount is zero (a free transaction, nothing moved); the reference makes it idempotent."""
+async def record_nonzero(gateway: "Gateway", chain: str, reference: str, kind: str, postings: list[Posting]) -> None:
+    """Record for booking unless an amount is zero (a free transaction, nothing moved); idempotent by reference.
+
+    Recorded, not posted: the process that signs writes no ledger; ``serve`` books it (``record_sweep_booking``).
+    """
     if all(p.amount for p in postings):
-        await ledger.post_and_notify(gateway, kind=kind, reference=reference, postings=postings)
+        await ledger.record_sweep_booking(gateway, chain=chain, kind=kind, reference=reference, postings=postings)
 
 
-async def post_custody(gateway: "Gateway", chain: str, kind: str, coin: str, amount: int, reference: str,
-                       ledger_kind: str) -> None:
+async def record_custody(gateway: "Gateway", chain: str, kind: str, coin: str, amount: int, reference: str,
+                         ledger_kind: str) -> None:
     """The custody move of one final sweep (deposit addresses -> hot wallet) or top-up (the other way)."""
     source, target = ((deposit_addresses_account(chain), hot_wallet_account(chain)) if kind == SWEEP
                       else (hot_wallet_account(chain), deposit_addresses_account(chain)))
-    await post_nonzero(gateway, reference, ledger_kind, [Posting(source, coin, -amount), Posting(target, coin, amount)])
+    await record_nonzero(gateway, chain, reference, ledger_kind,
+                         [Posting(source, coin, -amount), Posting(target, coin, amount)])
 
 
 class SweepTables:

@@ -4,7 +4,8 @@ Webhook delivery, one scan per chain adapter (adapters only report; the
 core scans), payment expiry, the payout worker, pruning old lockout rows,
 revocations of expired dashboard tokens and unpaid invoices past their
 retention, folding the payment count deltas the lists' totals read
-(``payments.fold_counts``), the periodic ledger check whose result /metrics
+(``payments.fold_counts``), booking the sweeps a signer recorded
+(``ledger.book_sweeps``: the signer writes no ledger), the periodic ledger check whose result /metrics
 reports, and the custody check that proves the books against the nodes (``custody.check``).
 These modules name the gateway only for type checking, so they import at the
 top without a cycle (tests/test_layering.py keeps it that way).
@@ -27,6 +28,7 @@ from .events.delivery_wake import JOB as DELIVERY_JOB
 from .events.operator import JOB_NAME as OPERATOR_JOB, TICK_SECONDS as OPERATOR_TICK, deliver_operator_events
 from .events.operator import operator_webhook_on
 from .health.node_refusals import announce_refused_nodes
+from .ledger.sweep_bookings import JOB_NAME as SWEEP_BOOKING_JOB, TICK_SECONDS as SWEEP_BOOKING_TICK, book_sweeps_job
 from .contract.gateway import PluginGateway as Gateway
 
 EXPIRY_SECONDS = 15
@@ -50,6 +52,7 @@ def register_core_jobs(gateway: "Gateway") -> None:
     gateway.jobs.add(jwt_revocation.PRUNE_JOB, jwt_revocation.prune, seconds=jwt_revocation.PRUNE_SECONDS)
     gateway.jobs.add(payment_pruning.JOB_NAME, payment_pruning.prune_job, seconds=payment_pruning.TICK_SECONDS)
     gateway.jobs.add(payment_counts.JOB_NAME, payment_counts.fold_job, seconds=payment_counts.TICK_SECONDS)
+    gateway.jobs.add(SWEEP_BOOKING_JOB, book_sweeps_job, seconds=SWEEP_BOOKING_TICK)
     if gateway.config.webhooks.retention_days:
         gateway.jobs.add(webhooks_retention.JOB_NAME, webhooks_retention.prune_job,
                          seconds=webhooks_retention.TICK_SECONDS)

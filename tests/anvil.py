@@ -256,11 +256,15 @@ class EvmShop:
         return await scan_chain(self.gateway, self.adapter)
 
     async def sweep(self) -> Any:
-        """One run of the sweep job, once anvil has mined what the last run sent."""
+        """One run of the sweep job, once anvil has mined what the last run sent, then serve's booking of what it
+        recorded (``ledger.book_sweeps``)."""
         from orbchain.chains.evm.sweeper import sweep_chain
+        from orbchain.core.ledger.sweep_bookings import book_sweeps
 
         self.node.settle()
-        return await sweep_chain(self.gateway, self.adapter)
+        report = await sweep_chain(self.gateway, self.adapter)
+        await book_sweeps(self.gateway)
+        return report
 
     async def work_payouts(self) -> int:
         """One tick of the core payout worker, once anvil has mined what the last one sent.

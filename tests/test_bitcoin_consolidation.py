@@ -6,7 +6,9 @@ costs 1.36 % of a deposit: nothing moves. At 200 sat/vB the twenty go in one
 transaction stored before its broadcast (a failed broadcast sends the same
 bytes again), the 0.0001 LTC deposit (worth less than its 13,600 sat input)
 is left and reported as dust; once confirmed the move and the fee paid are
-booked, the ledger check is clean and the custody check shows zero
+recorded by the signing job and booked once by serve (``ledger.book_sweeps``:
+the signer writes no ledger), the custody check showing zero difference in
+between; the ledger check is clean and the custody check shows zero
 difference, the consolidated output in the hot wallet, spent by the next
 payout. Regtest has no fee estimates: the rate comes through the adapter's
 estimator seam.
@@ -25,6 +27,7 @@ from orbchain.core.custody.report import OK
 from orbchain.core.custody.run import run_custody_check
 from orbchain.core.ledger.accounts import NETWORK_FEES
 from orbchain.core.ledger.check import check_ledger
+from orbchain.core.ledger.sweep_bookings import book_sweeps
 from orbchain.core.types.chains import ChainUnavailable, CustodyPlace
 from orbchain.web.keys import GATEWAY
 
@@ -100,9 +103,17 @@ async def test_twenty_small_deposits_are_consolidated_in_one_transaction_dust_le
     assert (await consolidate(adapter)).consolidation == stored["id"]
     row = await gateway.db.fetch_one("SELECT * FROM bitcoin_consolidations")
     assert row["status"] == "done"
+    reference = f"consolidation:{row['id']}"
+    assert await gateway.db.fetch_val("SELECT COUNT(*) FROM ledger_transactions WHERE reference = :r",
+                                      {"r": reference}) == 0  # recorded, not booked: the signer writes no ledger
+    recorded = await gateway.db.fetch_one("SELECT chain, kind, booked_at FROM sweep_bookings WHERE reference = :r",
+                                          {"r": reference})
+    assert (recorded["chain"], recorded["kind"], recorded["booked_at"]) == ("litecoin", "consolidation", None)
+    assert await custody_difference(shop) == 0  # ... and counted by the custody check meanwhile
+    assert await book_sweeps(gateway) == 1 and await book_sweeps(gateway) == 0  # serve books it, once
     postings = await gateway.db.fetch_all(
         "SELECT p.account, p.amount FROM ledger_postings p JOIN ledger_transactions t ON t.id = p.transaction_id"
-        " WHERE t.reference = :r", {"r": f"consolidation:{row['id']}"})
+        " WHERE t.reference = :r", {"r": reference})
     assert sorted((p["account"], int(p["amount"])) for p in postings) == sorted([
         ("world:litecoin:deposit_addresses", -(LTC - paid_fee)), ("world:litecoin:hot_wallet", LTC - paid_fee),
         (NETWORK_FEES, -paid_fee), ("world:litecoin", paid_fee)])  # the booked fee is the fee paid

@@ -2,8 +2,9 @@
 
 Above the operator's ceiling (``[custody.hot_wallet.LTC] ceiling``, ``cold``):
 one sweep of exactly the excess to the cold address, stored before it is
-broadcast (a failed broadcast sends the same bytes again), booked once
-confirmed; the ledger check is clean and the custody check balances with the
+broadcast (a failed broadcast sends the same bytes again), recorded once
+confirmed and booked once by serve (``ledger.book_sweeps``: the signer
+writes no ledger), the custody check counting it in between; the ledger check is clean and the custody check balances with the
 cold address counted.
 
 Below the operator's floor (``[custody.hot_wallet.LTC] floor``): the custody
@@ -29,7 +30,9 @@ from orbchain.core.custody.report import OK, SHORTFALL
 from orbchain.core.custody.run import run_custody_check
 from orbchain.core.health.metrics_db import read_facts
 from orbchain.core.keys import SeedKeyStore
+from orbchain.core.ledger.book import balance
 from orbchain.core.ledger.check import check_ledger
+from orbchain.core.ledger.sweep_bookings import book_sweeps
 from orbchain.core.types.chains import ChainUnavailable, CustodyPlace
 from tests.families import get_family
 
@@ -87,6 +90,11 @@ async def test_above_the_ceiling_the_excess_is_swept_once_to_the_cold_address(ce
     assert sum(o.amount for o in spendable) == 40_000_000 - fee and 0 < fee < 10_000
     assert await sweep_to_cold(shop.adapter) is None  # below the ceiling now: nothing more
 
+    cold_books = "world:litecoin:cold"
+    assert await balance(shop.gateway.db, cold_books, "LTC") == 0  # recorded, not booked yet
+    assert await custody_difference(shop) == 0  # ... and counted by the custody check meanwhile
+    assert await book_sweeps(shop.gateway) == 1 and await book_sweeps(shop.gateway) == 0  # serve books it once
+    assert await balance(shop.gateway.db, cold_books, "LTC") == 60_000_000
     assert (await check_ledger(shop.gateway.db)).ok
     report = await run_custody_check(shop.gateway, "test")
     ltc = report.by_coin()["LTC"]

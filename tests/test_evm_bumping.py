@@ -227,6 +227,7 @@ async def test_a_token_payouts_bump_over_the_signers_ether_cap_is_not_signed_and
 
 async def test_a_gas_top_up_priced_out_is_re_signed_at_its_nonce_and_sent_once(no_mining, make_client, make_config):
     from orbchain.chains.evm.sweeper import sweep_chain
+    from orbchain.core.ledger.sweep_bookings import book_sweeps
 
     shop = await open_shop(no_mining, make_client, make_config, bump_after_blocks=BUMP_AFTER, priority_fee_wei=GWEI)
     address = await credited_deposit(shop, "USDT_ERC20", "50", 50 * 10**6)
@@ -246,7 +247,8 @@ async def test_a_gas_top_up_priced_out_is_re_signed_at_its_nonce_and_sent_once(n
     replacement = more[0]["tx_hash"]
     assert signed(shop, replacement)["nonce"] == hex(int(topup["nonce"]))
     shop.node.rpc("evm_mine")
-    await sweep_chain(shop.gateway, shop.adapter)  # mined: booked with the fee the mined version paid
+    await sweep_chain(shop.gateway, shop.adapter)  # mined: recorded with the fee the mined version paid
+    await book_sweeps(shop.gateway)  # serve's booking of what the sweep job recorded
     done = await shop.gateway.db.fetch_one("SELECT * FROM evm_txs WHERE id = :id", {"id": topup["id"]})
     assert (done["status"], done["mined_hash"]) == ("mined", replacement)
     assert shop.node.receipt(topup["tx_hash"]) is None

@@ -1,6 +1,7 @@
 """EVM signed by a separate ``orbchain signer`` (issue 45): a seedless serve pays ETH and an ERC-20 through it on
 anvil, the signer's own policy holds a forged row and a payout over its cap, and the deposit sweep (a job that
-signs) runs in the signer, never in the seedless serve."""
+signs) runs in the signer, never in the seedless serve, which books what the signer recorded of it, once, also
+when it restarted in between (the signer's role writes no ledger)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,16 @@ from eth_account import Account
 from orbchain.chains.evm.keys import hot_wallet_address
 from orbchain.core.addresses.store import export_account_xpubs
 from orbchain.core.keys import SeedKeyStore
+from orbchain.core.ledger.book import balance
+from orbchain.core.ledger.check import check_ledger
+from orbchain.core.ledger.sweep_bookings import book_sweeps
 from orbchain.scheduler.runner import JobScheduler
 from tests.families import get_family
 
 from .anvil import CHAIN_ID, EvmShop, anvil, credited_deposit, open_shop  # noqa: F401 - anvil is a fixture
 from .support import api
 from .test_signer_process import JWT, SEED, channel, start_signer, stop_signer
+from .test_sweep_bookings import serve_again
 
 SIGNER_POLICY = '[signing]\nmax_per_payout = ["ETH=0.5"]'
 
@@ -50,7 +55,7 @@ async def remote(anvil, tmp_path, db_url, make_client, make_config):  # noqa: F8
     block = {"rpc_url": anvil.url, "chain_id": CHAIN_ID, "start_height": 0, "sweep_seconds": 1,
              "contracts": {"USDT_ERC20": shop.token}}
     signer = await start_signer(tmp_path, db_url, socket, key_file, {"evm.ethereum": block},
-                                blocked=("lightning", "devnet"), extra=SIGNER_POLICY, sweeps=True)  # it sweeps
+                                blocked=("lightning", "devnet"), extra=SIGNER_POLICY)  # it sweeps: serve books
     try:
         yield shop, signer
     finally:
@@ -116,6 +121,19 @@ async def test_the_deposit_sweep_signs_in_the_signer_not_in_the_seedless_serve(r
             break
         await asyncio.sleep(0.1)
     assert shop.node.balance(address) < 10**15 and shop.node.balance(hot) > before + 99 * 10**16
+
+    # The signer recorded the sweep and its gas; the ledger moves when serve books them: a restarted serve, once.
+    hot_account = "world:ethereum:hot_wallet"
+    swept = int(await gw.db.fetch_val("SELECT amount FROM evm_sweeps WHERE address = :a", {"a": address}))
+    assert await balance(gw.db, hot_account, "ETH") == 0
+    restarted = await serve_again(gw.config)
+    try:
+        assert await book_sweeps(restarted) == 2  # the move and its gas
+    finally:
+        await restarted.db.disconnect()
+    assert await book_sweeps(gw) == 0
+    assert await balance(gw.db, hot_account, "ETH") == swept
+    assert (await check_ledger(gw.db)).ok
 
 
 async def test_a_stuck_payout_is_re_signed_at_its_nonce_by_the_signer_from_its_stored_transaction(remote):

@@ -85,7 +85,7 @@ async def sent_by_signer(tmp_path, db_url, make_config, make_client, lnd, caplog
         secrets={"account_xpubs_file": str(xpubs), "jwt_secret": JWT},
         signer={"url": f"unix://{socket}", "key_file": str(key_file)})
     # On PostgreSQL the signer connects as its least-privilege role, as `orbchain signer` does in production.
-    signer_url = (await least_role_env(db_url, sweeps=False)).get("ORBCHAIN_SIGNER__DATABASE_URL", db_url)
+    signer_url = (await least_role_env(db_url)).get("ORBCHAIN_SIGNER__DATABASE_URL", db_url)
     config = load_config(None, environ={}).with_overrides(
         server={"data_dir": str(tmp_path / "signer"), "environment": "development"}, database={"url": signer_url},
         scheduler={"enabled": False}, secrets={"seed_mnemonic": SEED, "jwt_secret": JWT},

@@ -113,15 +113,15 @@ def run_role(db_url: str) -> str:
     return f"{urlsplit(db_url).path.lstrip('/')}_signer"
 
 
-async def least_role_env(db_url: str, sweeps: bool) -> dict[str, str]:
-    """On PostgreSQL the signer connects as its own role (``orbchain custody signer-role``, with ``--sweeps`` when
-    the test's signer sweeps): every signer test proves the grant is enough for what it signs."""
+async def least_role_env(db_url: str) -> dict[str, str]:
+    """On PostgreSQL the signer connects as its own role (``orbchain custody signer-role``, the one list, no ledger
+    write also when it sweeps): every signer test proves the grant is enough for what it signs."""
     if not db_url.startswith("postgresql"):
         return {}
     owner = Database(db_url)
     await owner.connect()
     try:
-        await grant_signer_role(owner, run_role(db_url), sweeps=sweeps)
+        await grant_signer_role(owner, run_role(db_url))
     finally:
         await owner.disconnect()
     return {"ORBCHAIN_SIGNER__DATABASE_URL": as_role(db_url, run_role(db_url))}
@@ -139,12 +139,12 @@ async def connected_roles(db_url: str) -> set[str]:
 
 async def start_signer(tmp_path, db_url, socket: Path, key_file: Path, plugins: dict[str, dict] | None = None,
                        blocked: tuple[str, ...] = ("lightning",), seed: str = f'seed_mnemonic = "{SEED}"',
-                       env: dict[str, str] | None = None, extra: str = "", sweeps: bool = False) -> Signer:
+                       env: dict[str, str] | None = None, extra: str = "") -> Signer:
     """``orbchain signer`` on the test's database (as its own role on PostgreSQL), listening on ``socket`` once
     this returns."""
     forget(socket)  # a stopped signer's socket file: wait for the new one
     config = signer_config(tmp_path, db_url, socket, key_file, plugins, blocked, seed, extra)
-    role_env = await least_role_env(db_url, sweeps)
+    role_env = await least_role_env(db_url)
     process = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "orbchain", "--config", str(config), "signer",
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

@@ -1,6 +1,7 @@
 """Solana signed by a separate ``orbchain signer`` (issue 45): SLIP-10 ed25519 is hardened-only, so a seedless serve
 cannot derive deposit addresses; the signer pre-derives a pool of them, the serve hands them out (503 while the pool
-is empty), the signer sweeps a deposit to the hot wallet and signs a SOL payout under its own policy, which holds a
+is empty), the signer sweeps a deposit to the hot wallet (serve books it, once: the signer's role writes no ledger)
+and signs a SOL payout under its own policy, which holds a
 payout over its cap and a forged row. The node is the LiteSVM stand-in (``tests/solana_node.py``)."""
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from orbchain.core.accounts.merchants import set_accepted_coins
 from orbchain.core.addresses.store import export_account_xpubs
 from orbchain.core.payouts.fee_waits import FEE_RECHECK_SECONDS
 from orbchain.core.keys import SeedKeyStore
+from orbchain.core.ledger.book import balance
+from orbchain.core.ledger.sweep_bookings import book_sweeps
 from orbchain.scheduler.runner import JobScheduler
 from orbchain.testing import ChainShop, open_shop
 from tests.families import get_family
@@ -73,8 +76,7 @@ async def seedless(solana_node, tmp_path, db_url, make_client, make_config):
 
     async def start():
         started.append(await start_signer(tmp_path, db_url, socket, key_file, {"solana": settings},
-                                          blocked=("lightning", "devnet"), extra=SIGNER_POLICY,
-                                          sweeps=True))  # it sweeps
+                                          blocked=("lightning", "devnet"), extra=SIGNER_POLICY))
 
     try:
         yield chain_shop, start
@@ -132,6 +134,9 @@ async def test_a_seedless_serve_takes_addresses_from_the_signers_pool_and_the_si
     # The seedless serve's custody check sees the hot wallet the signer published (it cannot derive it).
     held = {h.place: h.amount for h in await shop.adapter.custody_holdings([])}
     assert held["hot_wallet"] == node.balance(hot), held
+    assert await balance(gw.db, "world:solana:hot_wallet", "SOL") == 0  # recorded by the signer, not booked
+    assert await book_sweeps(gw) == 2 and await book_sweeps(gw) == 0  # the move and its fee, once
+    assert await balance(gw.db, "world:solana:hot_wallet", "SOL") == node.balance(hot)
 
     # Recent fees above the ceiling: the signer signs nothing and the payout waits queued (never backs off).
     node.airdrop(hot, 10**9)

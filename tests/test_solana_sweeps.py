@@ -1,5 +1,8 @@
 """Sweeping credited SOL deposits to the hot wallet: to exactly zero, booked once final, crash- and expiry-safe.
 
+The sweep job records what a final sweep owes the ledger; serve's ``ledger.book_sweeps`` books it
+(``book_sweeps``, core/ledger/sweep_bookings.py), as when the sweep is signed in a separate signer.
+
 Balances and fees are the LiteSVM runtime's (``tests/solana_node.py``).
 """
 
@@ -15,6 +18,7 @@ from orbchain.chains.solana.keys import hot_wallet_address
 from orbchain.chains.solana.sweeper import deposit_addresses_account, hot_wallet_account
 from orbchain.core.ledger import book as ledger
 from orbchain.core.ledger.accounts import NETWORK_FEES
+from orbchain.core.ledger.sweep_bookings import book_sweeps
 from orbchain.testing import SimulatedCrash, open_chain_shop
 
 from .solana_node import FINALITY, VALID_BLOCKS, SolanaDriver, SolanaNode, running_node
@@ -55,6 +59,9 @@ async def test_sweep_empties_the_address_and_books_once_final(solana_node, make_
     solana_node.produce(FINALITY)
     report = await sweep_chain(shop.gateway, shop.adapter)
     assert (report.finished, report.started) == (1, 0)
+    assert await ledger.balance(db, hot_wallet_account("solana"), "SOL") == 0  # recorded: serve books it
+    assert await book_sweeps(shop.gateway) == 2  # the move and its fee
+    assert await book_sweeps(shop.gateway) == 0  # once
     assert await ledger.balance(db, hot_wallet_account("solana"), "SOL") == deposited - fee
     assert await ledger.balance(db, deposit_addresses_account("solana"), "SOL") == fee - deposited
     assert await ledger.balance(db, NETWORK_FEES, "SOL") == -fee
@@ -97,6 +104,7 @@ async def test_an_expired_sweep_is_given_up_then_signed_anew(solana_node, make_c
     solana_node.produce(FINALITY + 1)
     assert (await sweep_chain(shop.gateway, shop.adapter)).finished == 1
     assert solana_node.balance(address) == 0
+    await book_sweeps(shop.gateway)
     hot = hot_wallet_address(shop.gateway)
     assert await ledger.balance(shop.gateway.db, hot_wallet_account("solana"), "SOL") == solana_node.balance(hot)
     assert await shop.ledger_ok()

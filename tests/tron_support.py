@@ -141,9 +141,13 @@ class TronShop:
         return await self.scan()
 
     async def sweep(self) -> Any:
+        """One run of the sweep job, then serve's booking of what it recorded (``ledger.book_sweeps``)."""
         from orbchain.chains.tron import sweep_chain
+        from orbchain.core.ledger.sweep_bookings import book_sweeps
 
-        return await sweep_chain(self.gateway, self.adapter)
+        report = await sweep_chain(self.gateway, self.adapter)
+        await book_sweeps(self.gateway)
+        return report
 
     async def payment(self, coin: str, amount: str) -> dict[str, Any]:
         from orbchain.testing.api import create_payment

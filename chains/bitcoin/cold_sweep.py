@@ -14,8 +14,9 @@ One sweep at a time per chain, as the job ``bitcoin.<chain>.cold_sweep``:
   the broadcast, so a crash sends the same bytes again.
 * live: broadcast the stored bytes until the node has them, then follow the
   transaction (no ``-txindex`` needed, as for payouts); once it is
-  ``payout_confirmations`` deep the move is booked, idempotent by the sweep's
-  reference, and the sweep is done::
+  ``payout_confirmations`` deep the move is recorded for ``serve`` to book
+  (the signer writes no ledger: core/ledger/sweep_bookings.py), idempotent
+  by the sweep's reference, and the sweep is done::
 
       hot wallet -> cold:  world:<chain>:hot_wallet -> world:<chain>:cold (the excess)
       its fee:             platform:network_fees -> world:<chain>
@@ -53,7 +54,7 @@ async def sweep_to_cold(adapter: "BitcoinAdapter") -> str | None:
     """One tick: follow the live sweep, or start one when the hot wallet is above its ceiling; the sweep's id."""
     live = await own_spends.live(adapter, TABLE)
     if live is not None:
-        await own_spends.follow(adapter, live, _book, "cold sweep")
+        await own_spends.follow(adapter, live, _settle, "cold sweep")
         return str(live["id"])
     limits = hot_wallet_limits(adapter.gateway).get(adapter.coin)
     if limits is None or limits.ceiling is None or (limits.cold is None and limits.cold_xpub is None):
@@ -63,7 +64,7 @@ async def sweep_to_cold(adapter: "BitcoinAdapter") -> str | None:
     if excess < adapter.settings.spec.change_min_sat:
         return None
     sweep_id = await _sign(adapter, excess, limits)
-    await own_spends.follow(adapter, await own_spends.row(adapter, TABLE, sweep_id), _book, "cold sweep")
+    await own_spends.follow(adapter, await own_spends.row(adapter, TABLE, sweep_id), _settle, "cold sweep")
     return sweep_id
 
 
@@ -102,19 +103,20 @@ async def _sign(adapter: "BitcoinAdapter", amount: int, limits: HotWalletLimits)
     return sweep_id
 
 
-async def _book(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
-    """The custody move and its fee, once (the reference makes a replay after a crash harmless); then done."""
+async def _settle(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
+    """The custody move and its fee recorded for ``serve`` to book once (the reference makes a replay after a
+    crash harmless: core/ledger/sweep_bookings.py); then done."""
     gateway, chain, coin = adapter.gateway, adapter.name, row["coin"]
     amount, fee = gateway.db.to_int(row["amount"]), gateway.db.to_int(row["fee"])
     postings = [Posting(hot_wallet_account(chain), coin, -amount), Posting(cold_account(chain), coin, amount)]
     if fee:
         postings += [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)]
-    await ledger.post_and_notify(gateway, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}",
-                                 postings=postings)
+    await ledger.record_sweep_booking(gateway, chain=chain, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}",
+                                      postings=postings)
     await own_spends.mark_done(adapter, TABLE, row["id"])
     await notify_cold_sweep(gateway, chain=chain, coin=coin, amount=amount, destination=row["destination"],
                             tx_hash=row["tx_hash"])
-    log.info("%s: cold sweep %s of %d confirmed and booked", chain, row["id"], amount)
+    log.info("%s: cold sweep %s of %d confirmed and recorded for booking", chain, row["id"], amount)
 
 
 def cold_sweep_job(adapter: "BitcoinAdapter"):

@@ -24,7 +24,9 @@ is configured):
   reservation, the output and the row with its signed bytes are one database
   transaction (``sign_spend``'s path), stored before the broadcast.
 * live: sent and followed like a sweep to cold (``own_spends.py``); once
-  ``payout_confirmations`` deep it is booked, idempotent by its reference::
+  ``payout_confirmations`` deep its postings are recorded for ``serve`` to
+  book (``ledger.book_sweeps``; the signer writes no ledger:
+  core/ledger/sweep_bookings.py), idempotent by its reference::
 
       deposits -> hot wallet:  world:<chain>:deposit_addresses -> world:<chain>:hot_wallet  (the output)
       its fee:                 platform:network_fees -> world:<chain>
@@ -95,7 +97,7 @@ async def consolidate(adapter: "BitcoinAdapter") -> Tick:
     """One tick: follow the live consolidation, or make one when enough deposit outputs are worth it."""
     live = await own_spends.live(adapter, TABLE)
     if live is not None:
-        await own_spends.follow(adapter, live, _book, "consolidation")
+        await own_spends.follow(adapter, live, _settle, "consolidation")
         return Tick(str(live["id"]))
     settings = adapter.settings
     rate = await adapter.fee_rate()
@@ -119,7 +121,7 @@ async def consolidate(adapter: "BitcoinAdapter") -> Tick:
         return _waiting(tick, str(exc))
     if made is None:
         return _waiting(tick, "an output changed on the node or was reserved meanwhile; next run")
-    await own_spends.follow(adapter, await own_spends.row(adapter, TABLE, made), _book, "consolidation")
+    await own_spends.follow(adapter, await own_spends.row(adapter, TABLE, made), _settle, "consolidation")
     return Tick(made, tick.dust_outputs, tick.dust_units)
 
 
@@ -161,17 +163,19 @@ async def _sign(adapter: "BitcoinAdapter", chosen: Sequence[wallet.WalletOutput]
     return consolidation_id
 
 
-async def _book(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
-    """The custody move and its fee, once (the reference makes a replay after a crash harmless); then done."""
+async def _settle(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
+    """The custody move and its fee recorded for ``serve`` to book once (the reference makes a replay after a
+    crash harmless: core/ledger/sweep_bookings.py); then done."""
     gateway, chain, coin = adapter.gateway, adapter.name, row["coin"]
     amount, fee = gateway.db.to_int(row["amount"]), gateway.db.to_int(row["fee"])
     postings = [Posting(deposit_addresses_account(chain), coin, -amount),
                 Posting(hot_wallet_account(chain), coin, amount)]
     if fee:
         postings += [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)]
-    await ledger.post_and_notify(gateway, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}", postings=postings)
+    await ledger.record_sweep_booking(gateway, chain=chain, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}",
+                                      postings=postings)
     await own_spends.mark_done(adapter, TABLE, row["id"])
-    log.info("%s: consolidation %s of %d output(s) confirmed and booked (%d, fee %d)", chain, row["id"],
+    log.info("%s: consolidation %s of %d output(s) confirmed and recorded for booking (%d, fee %d)", chain, row["id"],
              int(row["inputs"]), amount, fee)
 
 

@@ -3,9 +3,11 @@
 Why one module: both are a row of the plugin's own (``bitcoin_cold_sweeps``,
 ``bitcoin_consolidations``) holding the signed bytes, written with the
 inputs' reservation before anything is broadcast; both are sent again until
-the node has them, followed without ``-txindex`` as payouts are, and booked
-once ``payout_confirmations`` deep, idempotent by the row's reference. Only
-what is booked differs, so that is what a caller passes in.
+the node has them, followed without ``-txindex`` as payouts are, and once
+``payout_confirmations`` deep their ledger postings are recorded for
+``serve`` to book (``ledger.record_sweep_booking``: the process that signs
+writes no ledger, core/ledger/sweep_bookings.py), idempotent by the row's
+reference. Only what is recorded differs, so that is what a caller passes in.
 
 Not done here: a transaction the node refuses for good (its inputs spent
 elsewhere) stays live, logged at ERROR each tick, for the operator.
@@ -27,11 +29,11 @@ log = logging.getLogger(__name__)
 SENT, DONE = "sent", "done"
 TABLES = ("bitcoin_cold_sweeps", "bitcoin_consolidations")  # constants: never a name from input
 
-Book = Callable[["BitcoinAdapter", Mapping[str, Any]], Awaitable[None]]
+Settle = Callable[["BitcoinAdapter", Mapping[str, Any]], Awaitable[None]]  # records the postings, marks the row done
 
 
 async def live(adapter: "BitcoinAdapter", table: str) -> Mapping[str, Any] | None:
-    """The chain's oldest row of ``table`` not yet booked (one is live at a time)."""
+    """The chain's oldest row of ``table`` not yet final (one is live at a time)."""
     assert table in TABLES
     return await adapter.gateway.db.fetch_one(
         f"SELECT * FROM {table} WHERE chain = :c AND status = :s ORDER BY created_at LIMIT 1",
@@ -46,7 +48,8 @@ async def row(adapter: "BitcoinAdapter", table: str, spend_id: str) -> Mapping[s
 
 
 async def statuses(adapter: "BitcoinAdapter") -> dict[str, str]:
-    """Own spend id -> "Confirmed" (booked) or "Confirming", in the payout statuses' words (for ``custody.py``)."""
+    """Own spend id -> "Confirmed" (final, its postings recorded: the custody check counts them until ``serve``
+    books them) or "Confirming", in the payout statuses' words (for ``custody.py``)."""
     found: dict[str, str] = {}
     for table in TABLES:
         rows = await adapter.gateway.db.fetch_all(f"SELECT id, status FROM {table} WHERE chain = :c",
@@ -55,8 +58,9 @@ async def statuses(adapter: "BitcoinAdapter") -> dict[str, str]:
     return found
 
 
-async def follow(adapter: "BitcoinAdapter", spend: Mapping[str, Any], book: Book, what: str) -> None:
-    """Send the stored bytes until the node has them; once deep enough, ``book`` (which marks the row done)."""
+async def follow(adapter: "BitcoinAdapter", spend: Mapping[str, Any], settle: Settle, what: str) -> None:
+    """Send the stored bytes until the node has them; once deep enough, ``settle`` (record its postings for
+    ``serve`` to book, mark the row done)."""
     tx = await wallet.payout_tx(adapter.gateway, adapter.name, spend["tx_hash"])
     confirmations, block_hash = await adapter.locate(
         spend["tx_hash"], tx["block_hash"] if tx else None, int(tx["signed_height"]) if tx else None)
@@ -70,7 +74,7 @@ async def follow(adapter: "BitcoinAdapter", spend: Mapping[str, Any], book: Book
     if block_hash is not None and (tx is None or tx["block_hash"] != block_hash):
         await wallet.confirm_payout(adapter.gateway, adapter.name, spend["id"], block_hash)
     if confirmations >= adapter.payout_confirmations:
-        await book(adapter, spend)
+        await settle(adapter, spend)
 
 
 async def mark_done(adapter: "BitcoinAdapter", table: str, spend_id: str) -> None:

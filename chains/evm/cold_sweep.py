@@ -11,7 +11,7 @@ CHECK allows payout, sweep and topup, widening it means rebuilding the table
 on SQLite, and the deposit sweeper finds its transactions by its own
 ``swp_`` ids only. The destination is the config's, judged at start, never a
 column read back. Once ``payout_confirmations`` deep it is booked, once by
-its reference::
+its reference (recorded here, booked by ``serve``: core/ledger/sweep_bookings.py)::
 
     hot wallet -> cold:  world:<chain>:hot_wallet -> world:<chain>:cold (the amount)
     its gas:             platform:network_fees -> world:<chain>
@@ -85,8 +85,8 @@ async def _follow(adapter: "EvmAdapter", tx: StoredTx) -> None:
 
 
 async def _book(adapter: "EvmAdapter", tx: StoredTx, receipt: Any) -> None:
-    """Gas always, the move only when it succeeded; booked (idempotent by reference) before the row stops being live.
-    """
+    """Gas always, the move only when it succeeded; recorded for ``serve`` to book (idempotent by reference)
+    before the row stops being live."""
     gateway, chain, native = adapter.gateway, adapter.name, adapter.native
     fee = quantity(receipt["gasUsed"]) * quantity(receipt["effectiveGasPrice"])
     postings = [Posting(NETWORK_FEES, native, -fee), Posting(world(chain), native, fee)] if fee else []
@@ -96,8 +96,8 @@ async def _book(adapter: "EvmAdapter", tx: StoredTx, receipt: Any) -> None:
     else:
         log.error("%s: cold sweep %s reverted; only its gas is booked", chain, tx.tx_hash)
     if postings:
-        await ledger.post_and_notify(gateway, kind=LEDGER_KIND, reference=f"evm:{chain}:{LEDGER_KIND}:{tx.tx_hash}",
-                                     postings=postings)
+        await ledger.record_sweep_booking(gateway, chain=chain, kind=LEDGER_KIND,
+                                          reference=f"evm:{chain}:{LEDGER_KIND}:{tx.tx_hash}", postings=postings)
     if quantity(receipt["status"]) == 1:
         await notify_cold_sweep(gateway, chain=chain, coin=native, amount=tx.amount, destination=tx.recipient,
                                 tx_hash=tx.tx_hash)

@@ -73,12 +73,12 @@ async def _record_mined(gateway: "Gateway", adapter: "EvmAdapter", tx: StoredTx,
     """Ledger and status of one mined sweep or top-up; True when it succeeded."""
     fee = await adapter.txs.record_receipt(tx.tx_hash, receipt)
     chain, native = adapter.name, adapter.native
-    await sweeping.post_nonzero(gateway, f"evm:{chain}:gas:{tx.tx_hash}", "network_fee",
-                                [Posting(NETWORK_FEES, native, -fee), Posting(world(chain), native, fee)])
+    await sweeping.record_nonzero(gateway, chain, f"evm:{chain}:gas:{tx.tx_hash}", "network_fee",
+                                  [Posting(NETWORK_FEES, native, -fee), Posting(world(chain), native, fee)])
     if quantity(receipt["status"]) == 0:
         return False
-    await sweeping.post_custody(gateway, chain, tx.kind, tx.coin, tx.amount, f"evm:{chain}:{tx.kind}:{tx.tx_hash}",
-                                f"evm_{tx.kind}")
+    await sweeping.record_custody(gateway, chain, tx.kind, tx.coin, tx.amount, f"evm:{chain}:{tx.kind}:{tx.tx_hash}",
+                                  f"evm_{tx.kind}")
     return True
 
 

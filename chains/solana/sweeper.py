@@ -48,11 +48,11 @@ class SweepReport(sweeping.SweepReport):
 
 async def _book(gateway: "Gateway", adapter: "SolanaAdapter", tx: StoredTx, fee: int, succeeded: bool) -> None:
     chain, coin = adapter.name, adapter.native
-    await sweeping.post_nonzero(gateway, f"solana:fee:{tx.signature}", "network_fee",
-                                [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)])
+    await sweeping.record_nonzero(gateway, chain, f"solana:fee:{tx.signature}", "network_fee",
+                                  [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)])
     if succeeded:
-        await sweeping.post_custody(gateway, chain, SWEEP, coin, tx.amount, f"solana:sweep:{tx.signature}",
-                                    "solana_sweep")
+        await sweeping.record_custody(gateway, chain, SWEEP, coin, tx.amount, f"solana:sweep:{tx.signature}",
+                                      "solana_sweep")
 
 
 async def _mark_swept(gateway: "Gateway", address: str, through: int) -> None:

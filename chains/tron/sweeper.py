@@ -63,15 +63,15 @@ async def _book(gateway: "Gateway", adapter: "TronAdapter", tx: StoredTx, mined:
     """Ledger of one final sweep or top-up (references make it idempotent)."""
     chain, native = adapter.name, adapter.native
     burned = mined.fee - mined.activation_fee
-    await sweeping.post_nonzero(gateway, f"tron:{chain}:fee:{tx.tx_id}", "network_fee",
-                                [Posting(NETWORK_FEES, native, -burned), Posting(world(chain), native, burned)])
-    await sweeping.post_nonzero(gateway, f"tron:{chain}:activation:{tx.tx_id}", "tron_activation",
-                                [Posting(NETWORK_FEES, native, -mined.activation_fee),
-                                 Posting(world(chain), native, mined.activation_fee)])
+    await sweeping.record_nonzero(gateway, chain, f"tron:{chain}:fee:{tx.tx_id}", "network_fee",
+                                  [Posting(NETWORK_FEES, native, -burned), Posting(world(chain), native, burned)])
+    await sweeping.record_nonzero(gateway, chain, f"tron:{chain}:activation:{tx.tx_id}", "tron_activation",
+                                  [Posting(NETWORK_FEES, native, -mined.activation_fee),
+                                   Posting(world(chain), native, mined.activation_fee)])
     if not mined.succeeded:
         return
-    await sweeping.post_custody(gateway, chain, tx.kind, tx.coin, tx.amount, f"tron:{chain}:{tx.kind}:{tx.tx_id}",
-                                f"tron_{tx.kind}")
+    await sweeping.record_custody(gateway, chain, tx.kind, tx.coin, tx.amount, f"tron:{chain}:{tx.kind}:{tx.tx_id}",
+                                  f"tron_{tx.kind}")
 
 
 async def _store(adapter: "TronAdapter", kind: str, sweep_id: str, signed: SignedTx, block: RefBlock, sender: str,

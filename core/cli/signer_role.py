@@ -5,6 +5,12 @@ ran ``migrate``), after every ``migrate`` too (new tables). The signer then
 connects with ``[signer] database_url`` naming ``ROLE``. The privileges are
 core/custody/signer_role.py's list, replaced as a whole: running it twice
 changes nothing.
+
+``--sweeps`` (which once added ledger writes for the signer's sweeps) is
+accepted as a no-op with a warning: the sweeps' postings are booked by
+``serve`` now, so there is nothing left to widen, and an operator's script
+that still passes it after every ``migrate`` keeps working and gets the
+narrower grant (docs/decisions.md, issue 45, branch sweepbook).
 """
 
 from __future__ import annotations
@@ -15,6 +21,9 @@ import sys
 
 from .support import config_from_args
 
+SWEEPS_IGNORED = ("orbchain custody signer-role: --sweeps is ignored (deprecated): the signer no longer books"
+                  " ledger transactions, serve books what its sweeps record; the role gets the one signer's list")
+
 
 def cmd_signer_role(args: argparse.Namespace) -> int:
     """Exit 0 with what was granted; 2 on SQLite or a role that cannot be restricted (nothing changed)."""
@@ -22,6 +31,8 @@ def cmd_signer_role(args: argparse.Namespace) -> int:
     from ..infra.db import Database
 
     config = config_from_args(args)
+    if args.sweeps:
+        print(SWEEPS_IGNORED, file=sys.stderr)
     if not config.database_url.startswith("postgresql"):
         print("orbchain custody signer-role: the database is SQLite: there the signer runs inside `serve`"
               " ([signer] in_process) and there is no role to restrict; use PostgreSQL for a separate signer",
@@ -32,7 +43,7 @@ def cmd_signer_role(args: argparse.Namespace) -> int:
         db = Database(config.database_url)
         await db.connect()
         try:
-            done = await grant_signer_role(db, args.role, sweeps=args.sweeps)
+            done = await grant_signer_role(db, args.role)
         except RoleRefused as exc:
             print(f"orbchain custody signer-role: {exc}", file=sys.stderr)
             return 2
@@ -50,6 +61,5 @@ def add_signer_role_command(custody_sub: "argparse._SubParsersAction[argparse.Ar
     role = custody_sub.add_parser("signer-role", help="create or update the signer's least-privilege PostgreSQL"
                                   " role (idempotent; run after every migrate)")
     role.add_argument("role", help="the role's name, e.g. orbchain_signer (created, LOGIN, if missing)")
-    role.add_argument("--sweeps", action="store_true",
-                      help="also let it record the signing jobs' sweeps, which book ledger transactions")
+    role.add_argument("--sweeps", action="store_true", help=argparse.SUPPRESS)  # deprecated no-op, warned
     role.set_defaults(func=cmd_signer_role)

@@ -15,6 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from ..types.chains import Capability, ChainAdapter, Holding
+from ..ledger.sweep_bookings import recorded_sweep_postings
 from ..ledger.accounts import NETWORK_FEES, PLATFORM_FEES, SEPARATOR, WORLD_PREFIX
 from .hot_wallet import hot_wallet_limits
 from .report import OK, SHORTFALL, SURPLUS, UNAVAILABLE, UNSUPPORTED, CoinCustody, CustodyReport, Owed
@@ -49,22 +50,31 @@ def world_chain(account: str) -> str:
 
 
 async def ledger_figures(gateway: "Gateway") -> tuple[dict[str, Owed], dict[tuple[str, str], int]]:
-    """Per coin what is owed, and per (chain, coin) what the custody accounts say the chain holds."""
+    """Per coin what is owed, and per (chain, coin) what the custody accounts say the chain holds.
+
+    Sweeps recorded but not booked yet (core/ledger/sweep_bookings.py) count as booked: between the signer's
+    record and serve's booking the chain has moved already, and that window must never read as a shortfall
+    (which may pause payouts). A refused record is not counted: its difference stays loud."""
     db = gateway.db
     top_level = not db.in_transaction
     async with db.transaction():
         if db.is_postgres and top_level:
             await db.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         rows = await db.fetch_all("SELECT account, coin, balance FROM ledger_balances")
+        recorded = await recorded_sweep_postings(db)
+    balances: dict[tuple[str, str], int] = defaultdict(int)
+    for row in rows:
+        balances[(row["account"], row["coin"])] += db.to_int(row["balance"])
+    for posting in recorded:  # a sweep the signer recorded and serve has not booked yet: booked already here
+        balances[(posting.account, posting.coin)] += posting.amount
     owed: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     books: dict[tuple[str, str], int] = defaultdict(int)
-    for row in rows:
-        amount = db.to_int(row["balance"])
-        kind = classify(row["account"])
+    for (account, coin), amount in balances.items():
+        kind = classify(account)
         if kind == "world":
-            books[(world_chain(row["account"]), row["coin"])] -= amount
+            books[(world_chain(account), coin)] -= amount
         else:
-            owed[row["coin"]][kind] += amount
+            owed[coin][kind] += amount
     return {coin: Owed(**parts) for coin, parts in owed.items()}, dict(books)
 
 

@@ -8,15 +8,18 @@ ledger. Under this role it can only:
 
 * SELECT every table of the schema except :data:`NEVER_READ` (the members'
   credentials and sign-in state: nothing a signer judges);
-* write where signing records something (:data:`PAYOUT_SIGNING_WRITES`): the
+* write where signing records something (:data:`SIGNING_WRITES`): the
   payout's signing columns (never ``amount``, ``destination``, ``merchant_id``,
   ``coin``, ``chain``, ``status``), the coin's signing lock, a bump's counted
-  fee, a hold's announcements, and each chain's own signing bookkeeping
+  fee, a hold's announcements, each chain's own signing bookkeeping
   (selected outputs and change, nonces, signed versions, a Lightning
-  payout's claim on its invoice);
-* with ``sweeps``, also what the signing jobs (cold sweeps, deposit sweeps)
-  record, which includes booking their ledger transactions
-  (:data:`SWEEP_WRITES`): a widening the operator asks for by name.
+  payout's claim on its invoice), the signing jobs' sweeps and the postings a
+  final sweep owes (``sweep_bookings``).
+
+Never the ledger: ``serve`` (the owner's role) books what a sweep recorded
+(core/ledger/sweep_bookings.py), after checking it moves only the sweep
+chain's outside-world accounts and the network fees. There is one list: the
+``--sweeps`` widening (ledger writes for the sweeps) is gone.
 
 The grant is computed from this module, never accumulated: every privilege the
 role held on the schema's tables and sequences is revoked and the list granted
@@ -52,7 +55,7 @@ PAYOUT_SIGNING_COLUMNS = ("stage", "authorized_at", "policy_hold", "claimed_unti
 
 _BOOKKEEPING = ("INSERT", "UPDATE", "DELETE")  # a chain's own signing records: outputs, change, versions
 
-PAYOUT_SIGNING_WRITES: dict[str, tuple[str, ...]] = {
+SIGNING_WRITES: dict[str, tuple[str, ...]] = {
     "payouts": (f"UPDATE ({', '.join(PAYOUT_SIGNING_COLUMNS)})",),
     "signing_locks": ("INSERT", "UPDATE (coin)"),  # FOR UPDATE needs an UPDATE privilege on a column
     "payout_fee_bumps": ("INSERT",),
@@ -70,14 +73,13 @@ PAYOUT_SIGNING_WRITES: dict[str, tuple[str, ...]] = {
     "devnet_txs": ("INSERT", "UPDATE"),  # the development chain's "node" is the database
     # A Lightning payout's claim on its invoice's payment hash (signing), released when the node says it failed.
     "lightning_payout_claims": ("INSERT", "DELETE"),
-}
-
-SWEEP_WRITES: dict[str, tuple[str, ...]] = {
+    # The signing jobs' sweeps (deposit sweeps, hot to cold, consolidations) and what a final one owes the ledger,
+    # which serve books.
     "bitcoin_cold_sweeps": ("INSERT", "UPDATE"), "bitcoin_consolidations": ("INSERT", "UPDATE"),
     "evm_sweeps": ("INSERT", "UPDATE"),
     "evm_sweep_marks": ("INSERT", "UPDATE"), "tron_sweeps": ("INSERT", "UPDATE"),
     "tron_sweep_marks": ("INSERT", "UPDATE"), "solana_sweep_marks": ("INSERT", "UPDATE"),
-    "ledger_transactions": ("INSERT",), "ledger_postings": ("INSERT",), "ledger_balances": ("INSERT", "UPDATE"),
+    "sweep_bookings": ("INSERT",),
 }
 
 
@@ -103,10 +105,6 @@ class RoleGrant:
         return said
 
 
-def writes_for(sweeps: bool) -> dict[str, tuple[str, ...]]:
-    return {**PAYOUT_SIGNING_WRITES, **(SWEEP_WRITES if sweeps else {})}
-
-
 @dataclass(frozen=True)
 class GrantPlan:
     """The privileges the role should hold on a schema with these tables: what the grant gives, the check expects."""
@@ -116,10 +114,10 @@ class GrantPlan:
     sequences: tuple[str, ...]
 
 
-def plan_grant(tables: Iterable[str], sequences: Iterable[str], *, sweeps: bool) -> GrantPlan:
+def plan_grant(tables: Iterable[str], sequences: Iterable[str]) -> GrantPlan:
     """The signer's list on a schema: tables of a plugin not installed here are skipped."""
     present, known = set(tables), set(sequences)
-    writes = {table: privileges for table, privileges in writes_for(sweeps).items() if table in present}
+    writes = {table: privileges for table, privileges in SIGNING_WRITES.items() if table in present}
     return GrantPlan(read=tuple(sorted(present - set(NEVER_READ))), writes=writes,
                      sequences=tuple(f"{table}_id_seq" for table, privileges in writes.items()
                                      if "INSERT" in privileges and f"{table}_id_seq" in known))
@@ -171,17 +169,6 @@ def role_drift(held: Iterable[Privilege], expected: Iterable[Privilege]) -> Role
     return RoleDrift(tuple(sorted(missing)), tuple(sorted(extra)))
 
 
-def nearest_drift(held: Iterable[Privilege], plain: Iterable[Privilege],
-                  sweeps: Iterable[Privilege]) -> tuple[bool, RoleDrift]:
-    """The drift from whichever list (without or with ``--sweeps``) the role is nearer, the narrower on a tie:
-    whether the operator chose the widening is not written anywhere but in the grant itself."""
-    have = set(held)
-    without, with_sweeps = role_drift(have, plain), role_drift(have, sweeps)
-    if len(with_sweeps.missing) + len(with_sweeps.extra) < len(without.missing) + len(without.extra):
-        return True, with_sweeps
-    return False, without
-
-
 def described(privileges: Iterable[Privilege], most: int = 8) -> str:
     """``INSERT on a, UPDATE (x, y) on b``: one item per privilege and target, at most ``most`` of them."""
     columns: dict[tuple[str, str], list[str]] = {}
@@ -227,7 +214,7 @@ async def _schema_objects(db: "Database", schema: str) -> tuple[list[str], set[s
     return tables, sequences
 
 
-async def grant_signer_role(db: "Database", role: str, *, sweeps: bool = False) -> RoleGrant:
+async def grant_signer_role(db: "Database", role: str) -> RoleGrant:
     """Create ``role`` (LOGIN, no password: the operator sets its authentication) if missing, and give it
     exactly the signer's privileges on the connected schema; idempotent. ``RoleRefused`` before any change."""
     if not db.is_postgres:
@@ -240,7 +227,7 @@ async def grant_signer_role(db: "Database", role: str, *, sweeps: bool = False) 
     if refused:
         raise RoleRefused(refused)
     created = await db.fetch_val("SELECT 1 FROM pg_roles WHERE rolname = :r", {"r": role}) is None
-    plan = plan_grant(*await _schema_objects(db, schema), sweeps=sweeps)
+    plan = plan_grant(*await _schema_objects(db, schema))
     result = RoleGrant(role, schema, created=created, read=list(plan.read), writes=plan.writes)
     who, where = _quoted(role), _quoted(schema)
     async with db.transaction():
@@ -287,7 +274,6 @@ class RoleCheck:
 
     role: str
     problem: str = ""  # the role is missing, or no grant can restrict it
-    sweeps: bool = False  # the nearer list is the one with --sweeps
     drift: RoleDrift = RoleDrift((), ())
 
     @property
@@ -295,15 +281,13 @@ class RoleCheck:
         return not self.problem and self.drift.current
 
     def detail(self) -> str:
-        sweeps = " --sweeps" if self.sweeps else ""
         if self.problem:
             return self.problem
         if self.current:
-            return "holds exactly the signer's list" + (f" with{sweeps} (it may book ledger transactions)"
-                                                        if sweeps else "")
+            return "holds exactly the signer's list"
         said = ([f"missing {described(self.drift.missing)}"] if self.drift.missing else []) + (
             [f"extra {described(self.drift.extra)}"] if self.drift.extra else [])
-        return f"{'; '.join(said)}: run `orbchain custody signer-role {self.role}{sweeps}`"
+        return f"{'; '.join(said)}: run `orbchain custody signer-role {self.role}`"
 
 
 async def check_signer_role(db: "Database", role: str) -> RoleCheck:
@@ -317,9 +301,7 @@ async def check_signer_role(db: "Database", role: str) -> RoleCheck:
     tables, sequences = await _schema_objects(db, schema)
     held = [Privilege(r["name"], r["target"], r["col"])
             for r in await db.fetch_all(HELD_PRIVILEGES, {"s": schema, "r": role})]
-    plain, wide = (planned_privileges(plan_grant(tables, sequences, sweeps=sweeps), schema) for sweeps in (False, True))
-    sweeps, drift = nearest_drift(held, plain, wide)
-    return RoleCheck(role, sweeps=sweeps, drift=drift)
+    return RoleCheck(role, drift=role_drift(held, planned_privileges(plan_grant(tables, sequences), schema)))
 
 
 async def unrestricted_warning(db: "Database") -> str | None:

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import aiohttp
 
 from ..infra.config import ConfigError
-from ..infra.wakes import JobWake
+from ..infra.wakes import wake_after_commit
 from .attempts import SIGNATURE_HEADER, retry_delay, sign
 from .outbox import event_id_for, seal_body
 from ..contract.gateway import PluginGateway as Gateway
@@ -31,7 +31,6 @@ JOB_NAME = "operator.notify"
 TICK_SECONDS = 10
 BATCH = 50
 WINDOW = 0.05  # seconds: wakes within it fold into one run
-_WAKE = "operator.wake"
 _SECRET = "operator.webhook_secret"
 
 HELD = "payout.held_by_policy"
@@ -63,17 +62,7 @@ async def notify_operator(gateway: "Gateway", event_type: str, body: Mapping[str
         "INSERT INTO operator_events (event_id, event_type, body, status, attempts, next_attempt_at, created_at)"
         " VALUES (:id, :type, :body, :pending, 0, :now, :now) ON CONFLICT (event_id) DO NOTHING",
         {"id": event_id, "type": event_type, "body": text, "pending": PENDING, "now": now})
-    if db.in_transaction:
-        db.on_commit(lambda: _wake(gateway))
-    else:
-        _wake(gateway)
-
-
-def _wake(gateway: "Gateway") -> None:
-    wake = gateway.services.get(_WAKE)
-    if wake is None:
-        wake = gateway.services[_WAKE] = JobWake(gateway.signals, JOB_NAME, WINDOW)
-    wake.request()
+    wake_after_commit(gateway, JOB_NAME, WINDOW)
 
 
 def _secret(gateway: "Gateway") -> str:

@@ -67,6 +67,8 @@ class DatabaseFacts:
     # Operator events (core/events/operator.py) by (type, status): holds, sweeps to cold, shortfalls and
     # recoveries, nodes refused; "failed" ones never reached the operator's webhook.
     operator_events: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Sweeps a signer recorded (core/ledger/sweep_bookings.py): "due" not booked yet, "refused" never booked.
+    sweep_bookings: dict[str, int] = field(default_factory=dict)
 
 
 async def read_facts(gateway: "Gateway") -> DatabaseFacts:
@@ -90,6 +92,9 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
     oldest_backlog = min((int(r["oldest"]) for r in backlog), default=None)
     operator = await db.fetch_all("SELECT event_type, status, COUNT(*) AS n FROM operator_events"
                                   " GROUP BY event_type, status")
+    bookings = await db.fetch_one(
+        "SELECT COUNT(CASE WHEN booked_at IS NULL AND refused IS NULL THEN 1 END) AS due,"
+        " COUNT(refused) AS refused FROM sweep_bookings")
     return DatabaseFacts(
         webhook_pending=int(pending["n"]) if pending else 0,
         webhook_oldest_pending_age=None if not pending or pending["oldest"] is None else now - int(pending["oldest"]),
@@ -105,6 +110,7 @@ async def read_facts(gateway: "Gateway") -> DatabaseFacts:
         payouts_waiting_for_fees={r["coin"]: int(r["n"]) for r in waiting},
         hot_wallet_below_floor={coin: int(hot[coin] < floor) for coin, floor in floors.items() if coin in hot},
         operator_events={(r["event_type"], r["status"]): int(r["n"]) for r in operator},
+        sweep_bookings={"due": int(bookings["due"]), "refused": int(bookings["refused"])} if bookings else {},
     )
 
 
@@ -172,6 +178,12 @@ class FactsCollector(Collector):
         for (kind, status), count in sorted(f.operator_events.items()):
             operator.add_metric((kind, status), count)
         yield operator
+        bookings = GaugeMetricFamily("orbchain_sweep_bookings",
+                                     "Sweeps the signer recorded: due (serve books them) or refused (never booked:"
+                                     " postings outside the sweep chain's world accounts)", labels=("state",))
+        for state, count in sorted(f.sweep_bookings.items()):
+            bookings.add_metric((state,), count)
+        yield bookings
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:

@@ -16,8 +16,34 @@ when it hears ``wake`` with its name, in whichever process leads it
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Protocol
 
 from .signals import WAKE, Signals
+
+
+class _Waking(Protocol):
+    """What :func:`wake_after_commit` needs of a gateway."""
+
+    db: Any
+    services: dict[str, Any]
+    signals: Signals
+
+
+def wake_after_commit(gateway: _Waking, job: str, window: float = 0.0) -> None:
+    """Ask for a run of ``job`` (this process's one :class:`JobWake` for it), once the caller's transaction, if
+    any, has committed: a job woken before the commit could run and find nothing."""
+
+    def request() -> None:
+        key = f"wake:{job}"
+        wake = gateway.services.get(key)
+        if wake is None:
+            wake = gateway.services[key] = JobWake(gateway.signals, job, window)
+        wake.request()
+
+    if gateway.db.in_transaction:
+        gateway.db.on_commit(request)
+    else:
+        request()
 
 
 class JobWake:

@@ -13,6 +13,9 @@ from ..core.ledger.book import LedgerOverdraft, LedgerTransaction, Posting
 # Writing: one transaction per reference.
 from ..core.ledger.book import notify_posted, post, post_and_notify, reverse, transfer
 
+# A sweep's postings from the process that signs it (it writes no ledger): ``serve`` books them once.
+from ..core.ledger.sweep_bookings import record_sweep_booking
+
 # Reading balances (``balance(gateway.db, account, coin)``, 0 for an account that never moved).
 from ..core.ledger.book import balance, balances, merchant_balances
 
@@ -25,7 +28,7 @@ from ..core.ledger.accounts import SEPARATOR as ACCOUNT_SEPARATOR
 
 __all__ = [
     "LedgerOverdraft", "LedgerTransaction", "Posting",
-    "notify_posted", "post", "post_and_notify", "reverse", "transfer",
+    "notify_posted", "post", "post_and_notify", "reverse", "transfer", "record_sweep_booking",
     "balance", "balances", "merchant_balances",
     "NETWORK_FEES", "PLATFORM_FEES", "WORLD_PREFIX", "chain_hot_wallet", "merchant_available", "merchant_held",
     "payouts_in_flight", "world", "ACCOUNT_SEPARATOR",

@@ -9,8 +9,7 @@ import pytest
 
 from orbchain.cli import main
 from orbchain.core.cli.ops import signer_role_finding, static_findings
-from orbchain.core.custody.signer_role import (Privilege, RoleDrift, described, nearest_drift, plan_grant,
-                                               planned_privileges, role_drift)
+from orbchain.core.custody.signer_role import Privilege, described, plan_grant, planned_privileges, role_drift
 from orbchain.core.infra.db_urls import url_user
 from orbchain.core.infra.config import ConfigError, load_config
 from orbchain.core.keys.secrets import check_signing_role, load_secrets
@@ -153,24 +152,30 @@ def test_the_signer_role_command_refuses_sqlite_and_changes_nothing(tmp_path, ca
     config.write_text(f'[server]\ndata_dir = "{tmp_path / "var"}"\n')
     assert main(["--config", str(config), "custody", "signer-role", "orbchain_signer"]) == 2
     assert "SQLite" in capsys.readouterr().err and not (tmp_path / "var").exists()
+    assert main(["--config", str(config), "custody", "signer-role", "orbchain_signer", "--sweeps"]) == 2
+    said = capsys.readouterr().err
+    assert "--sweeps is ignored (deprecated)" in said and "SQLite" in said
 
 
-TABLES = ("payouts", "signing_locks", "security_events", "ledger_postings", "api_key_secrets", "merchants")
+TABLES = ("payouts", "signing_locks", "security_events", "ledger_postings", "ledger_transactions", "ledger_balances",
+          "sweep_bookings", "evm_sweeps", "api_key_secrets", "merchants")
 SEQUENCES = ("security_events_id_seq", "ledger_postings_id_seq", "merchants_id_seq")
 
 
-def expected(sweeps: bool = False) -> frozenset[Privilege]:
-    return planned_privileges(plan_grant(TABLES, SEQUENCES, sweeps=sweeps), "s")
+def expected() -> frozenset[Privilege]:
+    return planned_privileges(plan_grant(TABLES, SEQUENCES), "s")
 
 
 def test_the_expected_privileges_are_the_grants_list_one_privilege_per_column():
-    plain, wide = expected(), expected(sweeps=True)
+    plain = expected()
     assert {Privilege("USAGE", "schema s"), Privilege("SELECT", "merchants"), Privilege("UPDATE", "payouts", "stage"),
             Privilege("INSERT", "signing_locks"), Privilege("UPDATE", "signing_locks", "coin"),
             Privilege("USAGE", "security_events_id_seq")} <= plain
     assert not {p for p in plain if p.target == "api_key_secrets" or p.column == "amount"}
     assert Privilege("UPDATE", "payouts") not in plain and Privilege("USAGE", "merchants_id_seq") not in plain
-    assert wide - plain == {Privilege("INSERT", "ledger_postings"), Privilege("USAGE", "ledger_postings_id_seq")}
+    # A sweep records its postings (serve books them): the one list writes no ledger table (issue 45).
+    assert {Privilege("INSERT", "sweep_bookings"), Privilege("UPDATE", "evm_sweeps")} <= plain
+    assert not {p for p in plain if p.target.startswith("ledger_") and p.name != "SELECT"}
 
 
 def test_drift_names_what_is_missing_and_extra_a_whole_table_covering_its_columns():
@@ -189,11 +194,12 @@ def test_drift_names_what_is_missing_and_extra_a_whole_table_covering_its_column
         "SELECT on t0, SELECT on t1, SELECT on t2 and 7 more")
 
 
-def test_the_drift_is_from_the_nearer_list_the_narrower_on_a_tie():
-    assert nearest_drift(expected(sweeps=True), expected(), expected(sweeps=True)) == (True, RoleDrift((), ()))
-    hand_added = expected() | {Privilege("INSERT", "ledger_postings")}  # one off either list: the narrower
-    assert nearest_drift(hand_added, expected(), expected(sweeps=True)) == (
-        False, RoleDrift((), (Privilege("INSERT", "ledger_postings"),)))
+def test_a_role_granted_with_the_old_sweeps_widening_is_drift_its_ledger_writes_extra():
+    old_sweeps = expected() | {Privilege("INSERT", "ledger_postings"), Privilege("INSERT", "ledger_transactions"),
+                               Privilege("UPDATE", "ledger_balances")}
+    assert role_drift(old_sweeps, expected()).extra == (
+        Privilege("INSERT", "ledger_postings"), Privilege("INSERT", "ledger_transactions"),
+        Privilege("UPDATE", "ledger_balances"))
 
 
 @pytest.mark.parametrize("url, user", [
