@@ -8,13 +8,15 @@ writes no ledger), the custody check counting it in between; the ledger check is
 cold address counted.
 
 Below the operator's floor (``[custody.hot_wallet.LTC] floor``): the custody
-check says so loudly (ERROR, ``orbchain_hot_wallet_below_floor``), and a
+check says so loudly (ERROR, ``orbchain_hot_wallet_below_floor``, the
+operator's ``custody.below_floor`` event once per episode), and a
 payout the hot wallet cannot pay yet waits queued with the reason shown,
 no attempt counted, then goes once the wallet is funded.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 
@@ -42,8 +44,10 @@ LTC = 100_000_000
 
 @pytest.fixture
 async def floored(make_client, make_config, litecoind_node, faucet, receiver) -> Shop:  # noqa: F811
+    """A shop whose LTC hot wallet should keep 0.5; the operator's webhook is set (events are written)."""
     return await make_shop(make_client, make_config, litecoind_node, faucet, receiver,
-                           custody={"hot_wallet": {"LTC": {"floor": "0.5"}}})
+                           custody={"hot_wallet": {"LTC": {"floor": "0.5"}}},
+                           operator={"webhook_url": "http://127.0.0.1:9/operator", "webhook_secret": "s" * 20})
 
 
 @pytest.fixture
@@ -139,6 +143,12 @@ async def test_below_the_floor_alerts_and_a_payout_beyond_the_hot_balance_waits_
     assert report.by_coin()["LTC"].hot == 0
     assert any("BELOW FLOOR: LTC holds 0" in r.getMessage() for r in caplog.records)
     assert (await read_facts(shop.gateway)).hot_wallet_below_floor == {"LTC": 1}
+    await run_custody_check(shop.gateway, "test")  # still below: announced once, not at every check
+    events = await shop.gateway.db.fetch_all("SELECT event_type, body FROM operator_events")
+    assert [e["event_type"] for e in events] == ["custody.below_floor"]
+    body = json.loads(events[0]["body"])
+    assert (body["coin"], body["hot"], body["floor"]) == ("LTC", "0", "0.5")
+    assert (await read_facts(shop.gateway)).operator_events == {("custody.below_floor", "pending"): 1}
 
     # The merchant's 0.39 LTC are in the books, not yet spendable: the payout waits, it does not fail.
     second = await create_payout(shop, "0.3", external_address(1))
@@ -158,6 +168,7 @@ async def test_below_the_floor_alerts_and_a_payout_beyond_the_hot_balance_waits_
     await work(shop, 10)
     assert (await payout_row(shop, second["track_id"]))["status"] == "Confirmed"
     assert await custody_difference(shop) == 0
+    assert await shop.gateway.db.fetch_val("SELECT COUNT(*) FROM operator_events") == 1
 
 
 def test_hot_wallet_limits_are_judged_at_start(make_config):

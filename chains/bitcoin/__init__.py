@@ -19,6 +19,7 @@ from typing import Any, Mapping
 from ...api import ConfigError, NETWORKS, hookimpl, hot_wallet_limits
 from .adapter import BitcoinAdapter
 from .cold_sweep import cold_sweep_job
+from .consolidation import consolidate_job
 from ..payment_uri import decimal_uri
 from .coins import COINS, URI_SCHEMES
 from .families import address_families
@@ -77,12 +78,18 @@ def register_chains(registry: ChainRegistry, gateway: Gateway) -> None:
 
 @hookimpl
 def register_jobs(registry: JobRegistry, gateway: Gateway) -> None:
-    """A cold sweep job per chain whose coin has a ceiling (``[custody.hot_wallet.<COIN>]``, ``cold_sweep.py``)."""
+    """Per chain: a cold sweep job when its coin has a ceiling (``[custody.hot_wallet.<COIN>]``, ``cold_sweep.py``),
+    a consolidation job when ``consolidate_min_outputs`` is set (``consolidation.py``); both sign."""
     limits = hot_wallet_limits(gateway)
     for adapter in gateway.chains:
-        if isinstance(adapter, BitcoinAdapter) and getattr(limits.get(adapter.coin), "ceiling", None) is not None:
+        if not isinstance(adapter, BitcoinAdapter):
+            continue
+        if getattr(limits.get(adapter.coin), "ceiling", None) is not None:
             registry.add(f"bitcoin.{adapter.name}.cold_sweep", cold_sweep_job(adapter), seconds=COLD_SWEEP_SECONDS,
                          signs=True)
+        if adapter.settings.consolidate_min_outputs:
+            registry.add(f"bitcoin.{adapter.name}.consolidate", consolidate_job(adapter),
+                         seconds=adapter.settings.consolidate_seconds, signs=True)
 
 
 @hookimpl

@@ -29,11 +29,10 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from ...api import BroadcastError, PayoutStatus, SignedPayout, authorize_fee_bump
-from ...api.addresses import keystore, next_counter
 from . import bumps, replacing, versions, wallet
 from .bumps import Bump
 from .rpc import RpcError, coin_units
-from .transactions import SEQUENCE_RBF, Output, estimate_vsize, script_for_key, sign_transaction
+from .transactions import SEQUENCE_RBF, Output, estimate_vsize, sign_transaction
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sender import BitcoinPayouts
@@ -77,10 +76,7 @@ async def _bump_by_child(sender: "BitcoinPayouts", owner: str, payout_id: str, s
     parent_vsize, parent_fee = int(entry["vsize"]), coin_units(entry["fees"]["base"])
     rate = min(await sender.fee_rate(), settings.fee_ceiling_sat_per_vbyte * 1000)
     spec = settings.spec
-    family = sender.payout_family()
-    key_index = await next_counter(sender.gateway, f"change:{sender.name}:{sender.network}")
-    script = script_for_key(spec.script, family.derive(keystore(sender.gateway), wallet.PLATFORM_ACCOUNT, key_index,
-                                                       change=True).public_key)
+    key_index, script = await sender.fresh_change_key()
     child_vsize = estimate_vsize([spec.script], [script])
     fee = wallet.fee_for(parent_vsize + child_vsize, rate) - parent_fee
     if fee < wallet.fee_for(child_vsize, rate):

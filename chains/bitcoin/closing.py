@@ -23,11 +23,10 @@ import logging
 from typing import TYPE_CHECKING
 
 from ...api import BroadcastError, DropClosure, SignedPayout
-from ...api.addresses import keystore, next_counter
 from . import conflicts, versions, wallet
 from .conflicts import Conflict
 from .rpc import RpcError, fee_rate_sat_per_kvb
-from .transactions import SEQUENCE_RBF, Output, estimate_vsize, script_for_key, sign_transaction
+from .transactions import SEQUENCE_RBF, Output, estimate_vsize, sign_transaction
 
 if TYPE_CHECKING:  # pragma: no cover
     from .sender import BitcoinPayouts
@@ -74,10 +73,7 @@ async def _sign_closing(sender: "BitcoinPayouts", payout_id: str, original: Sign
     spends = await sender.spends_of(unspent)
     if spends is None:
         return "an input changed on the node while closing; trying again"
-    family = sender.payout_family()
-    key_index = await next_counter(gateway, f"change:{sender.name}:{sender.network}")
-    public_key = family.derive(keystore(gateway), wallet.PLATFORM_ACCOUNT, key_index, change=True).public_key
-    script = script_for_key(spec.script, public_key)
+    key_index, script = await sender.fresh_change_key()
     vsize = estimate_vsize([spec.script] * len(spends), [script])
     replaced = await versions.latest_accepted(gateway, sender.name, original.tx_hash)  # a fee replacement's, if any
     paid = int(original.network_fee) if replaced is None else max(int(original.network_fee), replaced.fee)

@@ -24,8 +24,8 @@ One sweep at a time per chain, as the job ``bitcoin.<chain>.cold_sweep``:
   Both custody accounts are the outside world's, so the custody check's books
   do not move; the cold address is counted as held (``custody.py``).
 
-Not done here: a sweep the node refuses for good (its inputs spent elsewhere)
-stays live, logged at ERROR each tick, for the operator.
+Storing, sending and following are ``own_spends.py``'s, shared with the
+consolidation of deposits (``consolidation.py``).
 """
 
 from __future__ import annotations
@@ -34,13 +34,10 @@ import logging
 import secrets
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ...api import (
-    NETWORK_FEES, BroadcastError, HotWalletLimits, Posting, SignedPayout, hot_wallet_limits, ledger,
-    notify_cold_sweep, world,
-)
+from ...api import NETWORK_FEES, HotWalletLimits, Posting, hot_wallet_limits, ledger, notify_cold_sweep, world
 from ...api.addresses import next_counter
 from ..sweeping import cold_account, hot_wallet_account
-from . import wallet
+from . import own_spends, wallet
 from .transactions import SignedTransaction, script_for_address
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,29 +45,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-SENT, DONE = "sent", "done"
 SWEEP_PREFIX = "cold_"  # a sweep's id, the key of its reservations in the wallet tables
 LEDGER_KIND = "cold_sweep"
-
-
-def is_sweep(spend_id: str | None) -> bool:
-    return bool(spend_id) and str(spend_id).startswith(SWEEP_PREFIX)
-
-
-async def sweep_statuses(adapter: "BitcoinAdapter") -> dict[str, str]:
-    """Sweep id -> "Confirmed" (booked) or "Confirming", in the payout statuses' words (for ``custody.py``)."""
-    rows = await adapter.gateway.db.fetch_all("SELECT id, status FROM bitcoin_cold_sweeps WHERE chain = :c",
-                                              {"c": adapter.name})
-    return {r["id"]: "Confirmed" if r["status"] == DONE else "Confirming" for r in rows}
+TABLE = "bitcoin_cold_sweeps"
 
 
 async def sweep_to_cold(adapter: "BitcoinAdapter") -> str | None:
     """One tick: follow the live sweep, or start one when the hot wallet is above its ceiling; the sweep's id."""
-    live = await adapter.gateway.db.fetch_one(
-        "SELECT * FROM bitcoin_cold_sweeps WHERE chain = :c AND status = :s ORDER BY created_at LIMIT 1",
-        {"c": adapter.name, "s": SENT})
+    live = await own_spends.live(adapter, TABLE)
     if live is not None:
-        await _follow(adapter, live)
+        await own_spends.follow(adapter, live, _settle, "cold sweep")
         return str(live["id"])
     limits = hot_wallet_limits(adapter.gateway).get(adapter.coin)
     if limits is None or limits.ceiling is None or (limits.cold is None and limits.cold_xpub is None):
@@ -80,9 +64,7 @@ async def sweep_to_cold(adapter: "BitcoinAdapter") -> str | None:
     if excess < adapter.settings.spec.change_min_sat:
         return None
     sweep_id = await _sign(adapter, excess, limits)
-    row = await adapter.gateway.db.fetch_one("SELECT * FROM bitcoin_cold_sweeps WHERE id = :id", {"id": sweep_id})
-    assert row is not None, "stored with the reservation by _sign"
-    await _follow(adapter, row)
+    await own_spends.follow(adapter, await own_spends.row(adapter, TABLE, sweep_id), _settle, "cold sweep")
     return sweep_id
 
 
@@ -114,31 +96,14 @@ async def _sign(adapter: "BitcoinAdapter", amount: int, limits: HotWalletLimits)
             "INSERT INTO bitcoin_cold_sweeps (id, chain, coin, destination, cold_index, amount, fee, tx_hash, raw_tx,"
             " status, created_at, updated_at) VALUES (:id, :c, :k, :d, :i, :a, :f, :h, :r, :s, :t, :t)",
             {"id": sweep_id, "c": adapter.name, "k": adapter.coin, "d": cold, "i": index, "a": db.amount_param(amount),
-             "f": db.amount_param(fee), "h": signed.txid, "r": signed.hex, "s": SENT, "t": gateway.now()})
+             "f": db.amount_param(fee), "h": signed.txid, "r": signed.hex, "s": own_spends.SENT, "t": gateway.now()})
 
     signed, fee = await adapter.sign_spend(sweep_id, amount, destination, store=store)
     log.info("%s: sweeping %d to cold %s as %s (fee %d)", adapter.name, amount, cold, signed.txid, fee)
     return sweep_id
 
 
-async def _follow(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
-    tx = await wallet.payout_tx(adapter.gateway, adapter.name, row["tx_hash"])
-    confirmations, block_hash = await adapter.locate(
-        row["tx_hash"], tx["block_hash"] if tx else None, int(tx["signed_height"]) if tx else None)
-    if confirmations is None:
-        try:
-            await adapter.broadcast(SignedPayout(row["tx_hash"], row["raw_tx"]))
-        except BroadcastError as exc:
-            log.log(logging.ERROR if exc.permanent else logging.WARNING, "%s: cold sweep %s not accepted: %s",
-                    adapter.name, row["id"], exc)
-        return
-    if block_hash is not None and (tx is None or tx["block_hash"] != block_hash):
-        await wallet.confirm_payout(adapter.gateway, adapter.name, row["id"], block_hash)
-    if confirmations >= adapter.payout_confirmations:
-        await _book(adapter, row)
-
-
-async def _book(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
+async def _settle(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
     """The custody move and its fee recorded for ``serve`` to book once (the reference makes a replay after a
     crash harmless: core/ledger/sweep_bookings.py); then done."""
     gateway, chain, coin = adapter.gateway, adapter.name, row["coin"]
@@ -148,11 +113,10 @@ async def _book(adapter: "BitcoinAdapter", row: Mapping[str, Any]) -> None:
         postings += [Posting(NETWORK_FEES, coin, -fee), Posting(world(chain), coin, fee)]
     await ledger.record_sweep_booking(gateway, chain=chain, kind=LEDGER_KIND, reference=f"{LEDGER_KIND}:{row['id']}",
                                       postings=postings)
-    await gateway.db.execute("UPDATE bitcoin_cold_sweeps SET status = :s, updated_at = :t WHERE id = :id",
-                             {"s": DONE, "t": gateway.now(), "id": row["id"]})
+    await own_spends.mark_done(adapter, TABLE, row["id"])
     await notify_cold_sweep(gateway, chain=chain, coin=coin, amount=amount, destination=row["destination"],
                             tx_hash=row["tx_hash"])
-    log.info("%s: cold sweep %s of %d confirmed and booked", chain, row["id"], amount)
+    log.info("%s: cold sweep %s of %d confirmed and recorded for booking", chain, row["id"], amount)
 
 
 def cold_sweep_job(adapter: "BitcoinAdapter"):

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from ...api import ChainUnavailable, CustodyPlace, Holding, credited_outputs, payout_statuses
 from . import wallet
-from .cold_sweep import swept_cold_addresses, sweep_statuses
+from .cold_sweep import swept_cold_addresses
+from .own_spends import statuses as own_spend_statuses
 from .transactions import input_vsize
 from .rpc import RpcError, coin_units
 
@@ -71,7 +72,7 @@ async def bitcoin_holdings(adapter: "BitcoinAdapter", cold: Sequence[str]) -> li
     change = await db.fetch_all(
         "SELECT tx_hash, output_index, amount, payout_id FROM bitcoin_change_outputs WHERE chain = :c", {"c": chain})
     statuses = await payout_statuses(gateway, [r["payout_id"] for r in [*spends, *change] if r["payout_id"]])
-    statuses.update(await sweep_statuses(adapter))  # a sweep to cold holds its inputs and change like a payout
+    statuses.update(await own_spend_statuses(adapter))  # a sweep or consolidation holds inputs and change like a payout
     spent_by = {(r["tx_hash"], int(r["output_index"])): statuses.get(r["payout_id"] or "") for r in spends}
     gone = {outpoint for outpoint, status in spent_by.items() if status == CONFIRMED}
     held_for_payout = {outpoint for outpoint, status in spent_by.items() if status == IN_FLIGHT}

@@ -146,11 +146,10 @@ class BitcoinPayouts(PayoutSender):
         amount = sum(a for a, _ in payments)
         destinations = [script for _, script in payments]
         spec = self.settings.spec
-        family = self.payout_family()
         rate = await self.fee_rate()
         fees.check_ceiling(rate, self.settings.fee_ceiling_sat_per_vbyte)  # above it: the payout waits
         height = int(await self.rpc.call("getblockcount"))
-        change_script = script_for_key(spec.script, family.derive(keystore(self.gateway), 0, 0, change=True).public_key)
+        change_script = self.change_script(0)  # its length is every change key's: for the fee estimate
         for _ in range(SELECTION_ATTEMPTS):
             candidates = await wallet.spendable_outputs(self.gateway, self.name, self.network)
             try:
@@ -165,10 +164,8 @@ class BitcoinPayouts(PayoutSender):
             outputs = [Output(a, script) for a, script in payments]
             change_key_index = None
             if selection.change:
-                change_key_index = await next_counter(self.gateway, f"change:{self.name}:{self.network}")
-                public_key = family.derive(keystore(self.gateway), wallet.PLATFORM_ACCOUNT, change_key_index,
-                                           change=True).public_key
-                outputs.append(Output(selection.change, script_for_key(spec.script, public_key)))
+                change_key_index, script = await self.fresh_change_key()
+                outputs.append(Output(selection.change, script))
             signed = sign_transaction(spends, outputs, sequence=SEQUENCE_RBF)  # replaceable: bumping
             try:
                 await wallet.record_signed(self.gateway, self.name, wallet.SignedSpend(
@@ -180,6 +177,17 @@ class BitcoinPayouts(PayoutSender):
                 continue
             return signed, selection.fee
         raise BroadcastError(f"{self.name}: hot wallet busy, try again", permanent=False)
+
+    def change_script(self, index: int) -> bytes:
+        """The script of the platform's internal key ``index``: where change (and a consolidation) is paid."""
+        public_key = self.payout_family().derive(keystore(self.gateway), wallet.PLATFORM_ACCOUNT, index,
+                                                 change=True).public_key
+        return script_for_key(self.settings.spec.script, public_key)
+
+    async def fresh_change_key(self) -> tuple[int, bytes]:
+        """A change key never handed out before (the chain's counter): (its index, its script)."""
+        index = await next_counter(self.gateway, f"change:{self.name}:{self.network}")
+        return index, self.change_script(index)
 
     async def spends_of(self, outputs, include_mempool: bool = True) -> list[Spend] | None:
         """Signing inputs for ``outputs`` after checking each on the node; None if any is gone.

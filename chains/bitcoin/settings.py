@@ -33,6 +33,14 @@ long after it was requested, and goes out in ONE transaction with every other
 queued payout of the coin requested meanwhile (separate API requests,
 auto-withdrawals), each booking its share of the fee (``core/payouts/batches.py``).
 
+Consolidation of deposits into the hot wallet (``consolidation.py``; off
+unless ``consolidate_min_outputs`` is set): once that many deposit outputs
+are each worth spending (their input's fee at most
+``consolidate_max_fee_percent``, default 1, of their value), one transaction
+every ``consolidate_seconds`` (default 600) moves them to a platform key,
+its whole fee within that share of what it moves and the rate within the
+fee ceiling. Outputs worth no more than their spending fee are dust: left.
+
 Several nodes (one or more providers): ``rpc_url`` may be a list; credentials
 shared by all come from ``rpc_user``/``rpc_password`` (or the cookie), or each
 URL carries its own (``http://user:pass@host:port``). ``quorum`` (default: a
@@ -92,12 +100,14 @@ KEYS = ("rpc_url", "rpc_user", "rpc_password", "rpc_cookie_file", "network", "fe
         "payout_confirmations", "scan_seconds", "start_height", "rpc_timeout_seconds", "drop_after_seconds",
         "p2p", "zmq_rawtx", "zmq_hashblock", "quorum", "node_lag_blocks", "node_max_tip_age_seconds",
         "bump_after_blocks", "fee_ceiling_sat_per_vbyte", "fee_target_blocks", "bump_by_replacement",
-        "batch_window_seconds")
+        "batch_window_seconds", "consolidate_min_outputs", "consolidate_max_fee_percent", "consolidate_seconds")
 BUMP_AFTER_BLOCKS = 3  # a payout unconfirmed this many blocks after signing is bumped (CPFP); 0 = never
 FEE_CEILING_FACTOR = 20  # default fee ceiling: this many times the coin's default fallback rate
 FEE_TARGET_BLOCKS = 2  # default confirmation target for estimatesmartfee
 MAX_FEE_TARGET_BLOCKS = 1008  # the most estimatesmartfee answers for
 ZMQ_SCHEMES = ("tcp", "ipc")
+CONSOLIDATE_MAX_FEE_PERCENT = 1  # default: a consolidation pays at most 1 % of what it moves
+CONSOLIDATE_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -124,6 +134,9 @@ class CoinSettings:
     fee_target_blocks: int = FEE_TARGET_BLOCKS
     bump_by_replacement: bool = True  # try a replacement first; a node that refuses gets a child (replacing.py)
     batch_window_seconds: int = 0  # payouts of separate requests within it share one transaction; 0 = off
+    consolidate_min_outputs: int = 0  # deposit outputs worth consolidating before one is made; 0 = never
+    consolidate_max_fee_percent: int = CONSOLIDATE_MAX_FEE_PERCENT
+    consolidate_seconds: float = CONSOLIDATE_SECONDS
 
     @property
     def push(self) -> bool:
@@ -223,7 +236,26 @@ def _coin_settings(symbol: str, block: Any) -> CoinSettings:
         fee_target_blocks=_fee_target(block, symbol),
         bump_by_replacement=_flag(block, symbol, "bump_by_replacement", True),
         batch_window_seconds=int_setting(block, _key(symbol), "batch_window_seconds", 0, minimum=0),
+        consolidate_min_outputs=_consolidate_min_outputs(block, symbol),
+        consolidate_max_fee_percent=_percent(block, symbol, "consolidate_max_fee_percent",
+                                             CONSOLIDATE_MAX_FEE_PERCENT),
+        consolidate_seconds=seconds_setting(block, _key(symbol), "consolidate_seconds", CONSOLIDATE_SECONDS),
     )
+
+
+def _consolidate_min_outputs(block: Mapping[str, Any], symbol: str) -> int:
+    value = int_setting(block, _key(symbol), "consolidate_min_outputs", 0, minimum=0)
+    if value == 1:
+        raise ConfigError(f"config key '{_key(symbol, 'consolidate_min_outputs')}' must be 0 (off) or at least 2:"
+                          " one output moved to another key of ours only pays a fee")
+    return value
+
+
+def _percent(block: Mapping[str, Any], symbol: str, name: str, default: int) -> int:
+    value = int_setting(block, _key(symbol), name, default, minimum=1)
+    if value > 100:
+        raise ConfigError(f"config key '{_key(symbol, name)}' is a percentage: 1 to 100, got {value}")
+    return value
 
 
 def _flag(block: Mapping[str, Any], symbol: str, name: str, default: bool) -> bool:

@@ -37,7 +37,9 @@ def amount_formatter(gateway: "Gateway") -> Callable[[str, int], str]:
 
 
 async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
-    before = {row["coin"]: row["status"] for row in await latest_by_coin(gateway.db)}
+    latest = await latest_by_coin(gateway.db)
+    before = {row["coin"]: row["status"] for row in latest}
+    was_below = {row["coin"] for row in latest if _below(gateway, row["coin"], row["hot"])}
     report = await check_custody(gateway)
     if report.shortfalls:  # a shortfall must be seen on a second look (report.seen_twice says why)
         report = seen_twice(report, await check_custody(gateway))
@@ -58,6 +60,7 @@ async def run_custody_check(gateway: "Gateway", source: str) -> CustodyReport:
     await record_custody_check(gateway.db, report, source=source, pause_payouts=gateway.config.custody.pause_payouts,
                                fmt=fmt)
     await announce_changes(gateway, before, report, fmt)
+    await announce_below_floor(gateway, was_below, report, fmt)
     return report
 
 
@@ -77,11 +80,27 @@ async def announce_changes(gateway: "Gateway", before: dict[str, str], report: C
         await notify_operator(gateway, kind, body, f"{kind}:{coin.coin}:{report.checked_at}")
 
 
+async def announce_below_floor(gateway: "Gateway", was_below: set[str], report: CustodyReport,
+                               fmt: Callable[[str, int], str]) -> None:
+    """The operator's webhook hears a coin's hot wallet falling below its floor, once until it is above again."""
+    for coin in below_floor(gateway, report):
+        if coin.coin in was_below:
+            continue
+        floor = hot_wallet_limits(gateway)[coin.coin].floor or 0
+        body = {"coin": coin.coin, "hot": fmt(coin.coin, coin.hot or 0), "floor": fmt(coin.coin, floor),
+                "checked_at": report.checked_at}
+        await notify_operator(gateway, operator_events.BELOW_FLOOR, body,
+                              f"{operator_events.BELOW_FLOOR}:{coin.coin}:{report.checked_at}")
+
+
 def below_floor(gateway: "Gateway", report: CustodyReport) -> list[CoinCustody]:
     """Coins whose spendable hot balance the node showed below the operator's floor."""
-    limits = hot_wallet_limits(gateway)
-    return [c for c in report.coins if c.hot is not None and c.coin in limits
-            and limits[c.coin].floor is not None and c.hot < (limits[c.coin].floor or 0)]
+    return [c for c in report.coins if _below(gateway, c.coin, c.hot)]
+
+
+def _below(gateway: "Gateway", coin: str, hot: int | None) -> bool:
+    limits = hot_wallet_limits(gateway).get(coin)
+    return hot is not None and limits is not None and limits.floor is not None and hot < limits.floor
 
 
 async def custody_check_job(gateway: "Gateway") -> None:

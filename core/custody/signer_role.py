@@ -74,8 +74,10 @@ SIGNING_WRITES: dict[str, tuple[str, ...]] = {
     # A Lightning payout's claim on its invoice's payment hash (signing), released when the node says it failed.
     "lightning_payout_claims": ("INSERT", "DELETE"),
     "hot_wallet_spends": ("INSERT",),  # a gas top-up counted against the caps (signing_gate.authorize_hot_wallet_spend)
-    # The signing jobs' sweeps (deposit sweeps, hot to cold) and what a final one owes the ledger, which serve books.
-    "bitcoin_cold_sweeps": ("INSERT", "UPDATE"), "evm_sweeps": ("INSERT", "UPDATE"),
+    # The signing jobs' sweeps (deposit sweeps, hot to cold, consolidations) and what a final one owes the ledger,
+    # which serve books.
+    "bitcoin_cold_sweeps": ("INSERT", "UPDATE"), "bitcoin_consolidations": ("INSERT", "UPDATE"),
+    "evm_sweeps": ("INSERT", "UPDATE"),
     "evm_sweep_marks": ("INSERT", "UPDATE"), "tron_sweeps": ("INSERT", "UPDATE"),
     "tron_sweep_marks": ("INSERT", "UPDATE"), "solana_sweep_marks": ("INSERT", "UPDATE"),
     "sweep_bookings": ("INSERT",),

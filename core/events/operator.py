@@ -2,9 +2,9 @@
 
 Announced: a payout held by the signing policy (``payout.held_by_policy``), a sweep to cold booked
 (``custody.cold_sweep``), a coin found short by the custody check and one recovered (``custody.shortfall``,
-``custody.recovered``), a chain node refused (``node.refused``), a gas top-up over the signer's caps
-(``hot_wallet.spend_held``). Each is a row of ``operator_events`` written
-(inside the caller's transaction when there is one) with an id derived from its logical key, so the same
+``custody.recovered``), a hot wallet below the operator's floor (``custody.below_floor``), a chain node
+refused (``node.refused``), a gas top-up over the signer's caps (``hot_wallet.spend_held``). Each is a row of
+``operator_events`` written (inside the caller's transaction when there is one) with an id derived from its logical key, so the same
 thing announced twice is one row; the job ``operator.notify`` posts due rows in order with the header
 ``HMAC`` (HMAC-SHA512 of the body under ``webhook_secret``, as SPEC 6.2 signs a merchant's) and retries with the
 merchants' schedule up to ``webhooks.max_attempts``, then marks the row failed and logs an ERROR. Without a
@@ -37,9 +37,10 @@ HELD = "payout.held_by_policy"
 COLD_SWEEP = "custody.cold_sweep"
 SHORTFALL = "custody.shortfall"
 RECOVERED = "custody.recovered"
+BELOW_FLOOR = "custody.below_floor"
 NODE_REFUSED = "node.refused"
 SPEND_HELD = "hot_wallet.spend_held"
-KINDS = frozenset({HELD, COLD_SWEEP, SHORTFALL, RECOVERED, NODE_REFUSED, SPEND_HELD})
+KINDS = frozenset({HELD, COLD_SWEEP, SHORTFALL, RECOVERED, BELOW_FLOOR, NODE_REFUSED, SPEND_HELD})
 
 PENDING, DELIVERED, FAILED = "pending", "delivered", "failed"
 

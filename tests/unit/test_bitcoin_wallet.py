@@ -103,6 +103,7 @@ def test_one_block_per_coin_and_defaults():
     assert ltc.batch_window_seconds == 0  # payouts of separate requests are not held for a batch unless asked
     assert read_settings(config(LTC={**GOOD, "batch_window_seconds": 60}))["LTC"].batch_window_seconds == 60
     assert "p" not in repr(ltc).replace("http", "")  # no password in repr
+    assert (ltc.consolidate_min_outputs, ltc.consolidate_max_fee_percent, ltc.consolidate_seconds) == (0, 1, 600)
     assert read_settings(config()) == {}
 
 
@@ -114,6 +115,10 @@ def test_one_block_per_coin_and_defaults():
     ({**GOOD, "batch_window_seconds": -1}, "plugin.bitcoin.LTC.batch_window_seconds"),
     ({k: v for k, v in GOOD.items() if k != "rpc_url"}, "plugin.bitcoin.LTC.rpc_url"),
     ({**GOOD, "rpc_cookie_file": "/x/.cookie"}, "plugin.bitcoin.LTC.rpc_cookie_file"),
+    ({**GOOD, "consolidate_min_outputs": 1}, "plugin.bitcoin.LTC.consolidate_min_outputs"),
+    ({**GOOD, "consolidate_max_fee_percent": 0}, "plugin.bitcoin.LTC.consolidate_max_fee_percent"),
+    ({**GOOD, "consolidate_max_fee_percent": 101}, "plugin.bitcoin.LTC.consolidate_max_fee_percent"),
+    ({**GOOD, "consolidate_max_fee_percent": "1"}, "plugin.bitcoin.LTC.consolidate_max_fee_percent"),
 ])
 def test_bad_keys_are_named(block, key):
     with pytest.raises(ConfigError, match=key.replace(".", "\\.")):
@@ -123,3 +128,16 @@ def test_bad_keys_are_named(block, key):
 def test_unknown_coin_block_is_named():
     with pytest.raises(ConfigError, match="plugin\\.bitcoin\\.XRP"):
         read_settings(config(XRP=GOOD))
+
+
+def test_consolidation_leaves_dust_and_outputs_too_dear_for_now_and_takes_the_smallest_first():
+    """Spending an input costs 1,000 here: at most 1,000 is dust, above 1 % of the value waits, the rest goes."""
+    from orbchain.chains.bitcoin.consolidation import sort_outputs
+    from orbchain.chains.bitcoin.wallet import MAX_INPUTS
+
+    found = sort_outputs(outputs(1_000, 999, 50_000, 100_000, 99_999, 300_000, 200_000), 1_000, 1)
+    assert [o.amount for o in found.dust] == [999, 1_000]  # worth no more than their fee: never moved at a loss
+    assert [o.amount for o in found.later] == [50_000, 99_999]  # worth it, but above the operator's share today
+    assert [o.amount for o in found.chosen] == [100_000, 200_000, 300_000]
+    many = sort_outputs(outputs(*range(200_000, 200_000 + MAX_INPUTS + 3)), 1_000, 1)
+    assert len(many.chosen) == MAX_INPUTS and many.chosen[0].amount == 200_000  # the smallest first
