@@ -5,10 +5,10 @@ Announced: a payout held by the signing policy (``payout.held_by_policy``), a sw
 ``custody.recovered``), a hot wallet below the operator's floor (``custody.below_floor``), a chain node
 refused (``node.refused``), a gas top-up over the signer's caps (``hot_wallet.spend_held``). Each is a row of
 ``operator_events`` written (inside the caller's transaction when there is one) with an id derived from its
-logical key, so the same thing announced twice is one row; the job ``operator.notify`` posts due rows in order with the header
-``HMAC`` (HMAC-SHA512 of the body under ``webhook_secret``, as SPEC 6.2 signs a merchant's) and retries with the
-merchants' schedule up to ``webhooks.max_attempts``, then marks the row failed and logs an ERROR. Without a
-``webhook_url`` nothing is written: the log lines, metrics and activity entries stay the record.
+logical key, so the same thing announced twice is one row; the job ``operator.notify`` posts due rows in order
+with the header ``HMAC`` (HMAC-SHA512 of the body under ``webhook_secret``, as SPEC 6.2 signs a merchant's) and
+retries with the merchants' schedule up to ``webhooks.max_attempts``, then marks the row failed and logs an
+ERROR. Without a ``webhook_url`` nothing is written: the log lines, metrics and activity entries stay the record.
 """
 
 from __future__ import annotations
