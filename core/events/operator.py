@@ -23,6 +23,7 @@ from ..infra.wakes import JobWake
 from .attempts import SIGNATURE_HEADER, retry_delay, sign
 from .outbox import event_id_for, seal_body
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +31,8 @@ JOB_NAME = "operator.notify"
 TICK_SECONDS = 10
 BATCH = 50
 WINDOW = 0.05  # seconds: wakes within it fold into one run
-_WAKE = "operator.wake"
-_SECRET = "operator.webhook_secret"
+_WAKE = ServiceKey("operator.wake", JobWake)
+_SECRET = ServiceKey("operator.webhook_secret", str)
 
 HELD = "payout.held_by_policy"
 COLD_SWEEP = "custody.cold_sweep"

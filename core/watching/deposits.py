@@ -54,6 +54,7 @@ from ..infra import kept_counts
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
 from ..contract.gateway import PluginGateway as Gateway
+from ..money.prices import PRICES
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ async def speed_threshold(gateway: "Gateway", merchant: Mapping[str, Any], trans
 
 
 async def _usd_value(gateway: "Gateway", coin: str, units: int) -> str:
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     if service is None:
         return "0"
     price = await service.price(coin)
