@@ -1,10 +1,10 @@
-"""``gateway.services`` under typed keys (issue 44 item 4): a key and its name reach one entry; the core names none
-by string.
+"""``gateway.services`` under typed keys (issue 44 item 4): a key and its name reach one entry; the project names
+none by string.
 
 Third-party plugins may still use string keys (deprecated, docs/plugins.md "Keeping state"), so a key must find
 what a string stored and the other way round, in ``Services`` and in a plain dict (a test's stand-in gateway).
-The core, the web layer and the test kit use keys only: an AST scan of core/, web/ and orbchain/ for a string
-literal used as a ``services`` key.
+The core, the web layer, the test kit and the built-in plugins and chains use keys only: an AST scan of their
+folders for a string literal used as a ``services`` key (tests/third_party/, a plugin written before keys, may).
 """
 
 from __future__ import annotations
@@ -79,8 +79,8 @@ def string_keys(source: str) -> list[int]:
     return lines
 
 
-def test_the_core_names_every_service_by_its_key():
-    report = [f"{path.relative_to(ROOT)}:{line}" for folder in ("core", "web", "orbchain")
+def test_the_project_names_every_service_by_its_key():
+    report = [f"{path.relative_to(ROOT)}:{line}" for folder in ("core", "web", "orbchain", "plugins", "chains")
               for path in sorted((ROOT / folder).rglob("*.py"))
               for line in string_keys(path.read_text(encoding="utf-8"))]
     assert report == [], "string keys of gateway.services (declare a ServiceKey):\n" + "\n".join(report)
