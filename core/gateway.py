@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Callable
 
 import pluggy
 
@@ -45,6 +45,7 @@ from .contract.registries import (
     ScopeRegistry,
     )
 from .types.registry import StartupError
+from .types.services import Services
 from .keys.secrets import Secrets
 from .infra.signals import Signals
 from .infra.stopping import Stop
@@ -82,8 +83,8 @@ class Gateway:
     metrics: Metrics = field(default_factory=Metrics)
     # The bounded pool CPU-heavy work runs in, off the event loop (core/infra/cpu_pool.py).
     cpu: CpuPool = field(default_factory=CpuPool)
-    # Services attached by the web app or the CLI at start (prices, outbox ...).
-    services: dict[str, Any] = field(default_factory=dict)
+    # Services attached by the web app or the CLI at start (prices, outbox ...), each under its ServiceKey.
+    services: Services = field(default_factory=Services)
     # Messages every process of this gateway hears (core/infra/signals.py): wake a scan, a payment changed.
     signals: Signals = field(default_factory=Signals)
     # This process's stop (core/infra/stopping.py): set on SIGTERM/SIGINT; long loops may end early on it.

@@ -24,7 +24,7 @@ from ..core.gateway import Gateway
 from ..core.startup import build_gateway
 from ..core.infra.migrate import migrate, pending
 from . import i18n
-from ..core.infra.netguard import PRIVATE_URLS_IN_PRODUCTION, outbound_session
+from ..core.infra.netguard import HTTP_SESSION, PRIVATE_URLS_IN_PRODUCTION, outbound_session
 from ..core.accounts.coordination import coordination
 from ..core.contract.registries import RouteRegistry, StartupError
 from ..core.keys.secrets import check_signing_role, load_secrets
@@ -39,6 +39,7 @@ from .middlewares import middlewares
 from .ops_listener import ops_listener_ctx
 from .routes import core_route_tables, plugin_static
 from .server import server_header
+from ..core.types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -77,9 +78,9 @@ async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         log.warning(PRIVATE_URLS_IN_PRODUCTION)
     async with coordination(gateway), outbound_session(allow_private=webhooks.allow_private_urls,
                                                        timeout_seconds=webhooks.timeout_seconds) as http:
-        gateway.services["http"] = http
+        gateway.services[HTTP_SESSION] = http
         yield
-        gateway.services.pop("http", None)
+        gateway.services.pop(HTTP_SESSION, None)
         gateway.cpu.shutdown()
 
 
@@ -98,6 +99,10 @@ async def lifecycle_ctx(app: web.Application) -> AsyncIterator[None]:
     await gateway.held_events.close()
 
 
+SCHEDULER = ServiceKey("scheduler", JobScheduler)
+PUSH = ServiceKey("push", PushStreams)  # the chains' push streams, unless ``scheduler.push`` is off
+
+
 async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
     """APScheduler must start inside the running loop, hence a cleanup context; with it the chains' push
     streams (core/watching/push.py), which wake its scans, unless ``scheduler.push`` is off.
@@ -111,9 +116,9 @@ async def scheduler_ctx(app: web.Application) -> AsyncIterator[None]:
         return
     scheduler = JobScheduler(gateway)
     scheduler.start()
-    gateway.services["scheduler"] = scheduler
+    gateway.services[SCHEDULER] = scheduler
     if gateway.config.scheduler.push:
-        gateway.services["push"] = push = PushStreams(gateway)
+        gateway.services[PUSH] = push = PushStreams(gateway)
         push.start()
     try:
         yield
@@ -136,10 +141,10 @@ async def drain_jobs(app: web.Application) -> None:
     """``on_shutdown``: the push streams close; job runs in flight finish until the stop's deadline, alongside
     the requests."""
     services = app[GATEWAY].services
-    push = services.get("push")
+    push = services.get(PUSH)
     if push is not None:
         await push.stop()
-    scheduler = services.get("scheduler")
+    scheduler = services.get(SCHEDULER)
     if scheduler is not None:
         await scheduler.drain()
 

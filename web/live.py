@@ -37,7 +37,8 @@ from ..core.infra.signals import RESET
 from ..core.payments.changes import TOPIC
 from .client_address import address_group
 from .live_state import State, read_state
-from .stream_budget import StreamBudget, measure
+from .stream_budget import STREAM_BUDGET, StreamBudget, measure
+from ..core.types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -201,21 +202,22 @@ class LiveHub:
 
 
 _BOUND_NAMES = {"ip": "address", "dashboard-ip": "address"}
+LIVE_HUB = ServiceKey("live_hub", LiveHub)
 
 
 def live_hub(gateway: Gateway) -> LiveHub:
     """This process's hub (one per gateway), made with the first stream on the budget ``state_budget`` measured."""
-    hub = gateway.services.get("live_hub")
+    hub = gateway.services.get(LIVE_HUB)
     if hub is None:
-        budget = gateway.services.get("stream_budget") or measure(gateway.config)
-        hub = gateway.services["live_hub"] = LiveHub(gateway, budget)
+        budget = gateway.services.get(STREAM_BUDGET) or measure(gateway.config)
+        hub = gateway.services[LIVE_HUB] = LiveHub(gateway, budget)
     return hub
 
 
 def state_budget(gateway: Gateway) -> StreamBudget:
     """Once the process serves (``on_startup``): its stream budget, measured now and stated in the log (a
     warning when the open-file limit, not ``max_streams``, decides it: then raise ``LimitNOFILE``)."""
-    budget = gateway.services["stream_budget"] = measure(gateway.config)
+    budget = gateway.services[STREAM_BUDGET] = measure(gateway.config)
     if budget.limited_by_files:
         log.warning("%s: the open-file limit decides it; raise it (LimitNOFILE, ulimit -n) to serve"
                     " [live] max_streams", budget.describe())
@@ -226,6 +228,6 @@ def state_budget(gateway: Gateway) -> StreamBudget:
 
 async def end_streams(gateway: Gateway) -> None:
     """At shutdown: every open stream ends, so stopping never waits on a payer's page."""
-    hub = gateway.services.pop("live_hub", None)
+    hub = gateway.services.pop(LIVE_HUB, None)
     if hub is not None:
         await hub.shutdown()

@@ -34,6 +34,7 @@ from .envelope import error_response
 from .pages import is_html_page, is_html_path, page_security_headers
 from .key_requests import announce_key_request, key_request_listened
 from .keys import GATEWAY, PRINCIPAL, REQUEST_ID
+from ..core.infra.ratelimit import RATE_LIMITER
 
 log = logging.getLogger(__name__)
 access_log = logging.getLogger(ACCESS_LOGGER)
@@ -324,7 +325,7 @@ def _rate_kind(handler: object, safe: bool) -> str | None:
 
 async def count_request(request: web.Request, bucket: str, limit: int) -> None:
     """One hit on ``bucket``; 429 with Retry-After past ``limit`` per minute."""
-    limiter = request.app[GATEWAY].services["rate_limiter"]
+    limiter = request.app[GATEWAY].services[RATE_LIMITER]
     decision = limiter.hit_now(bucket, limit) or await limiter.hit(bucket, limit)  # awaits only to sync
     if not decision.allowed:
         raise RateLimited(headers={"Retry-After": str(decision.retry_after)})

@@ -10,13 +10,14 @@ no answer can be stale. The rows are still read on every request.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from ..core.payments import service as svc
-from ..core.infra.bounded import remember, values_key
+from ..core.infra.bounded import LruMap, remember, values_key
 from .envelope import json_answer, kept_envelope_bytes
+from ..core.types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..core.gateway import Gateway
@@ -25,12 +26,12 @@ if TYPE_CHECKING:  # pragma: no cover
 # answer alone took 8-12 KB before ``kept_envelope_bytes``), so 1024 held about 10 MB per worker once full
 # (docs/decisions.md, "Worker RSS growth").
 CACHED_ANSWERS = 256
-CACHE = "payment_answers"  # its name in gateway.services
+CACHE = ServiceKey[LruMap[Any, bytes]]("payment_answers")
 
 
 async def payment_answer(gateway: "Gateway", merchant_id: str | None, track_id: str) -> web.Response:
     """``svc.show_payment`` as the success envelope; 404 for an unknown or another merchant's payment."""
     row, deposits = await svc.payment_with_deposits(gateway, merchant_id, track_id)
-    body = remember(gateway.services, CACHE, CACHED_ANSWERS, values_key(row, deposits),
+    body = remember(gateway.services, CACHE.name, CACHED_ANSWERS, values_key(row, deposits),
                     lambda: kept_envelope_bytes(svc.payment_view(gateway, row, deposits)))
     return json_answer(body)

@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from ..core.types.errors import RateLimited
-from ..core.infra.ratelimit import Blocks
+from ..core.infra.ratelimit import RATE_LIMITER, Blocks
 from .keys import GATEWAY
 from .middlewares import client_ip, count_request
+from ..core.types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from .auth import Principal
@@ -42,6 +43,9 @@ async def count_for(request: web.Request, kind: str, principal: "Principal | Non
     await count_request(request, bucket, limit_for(request, kind, principal))
 
 
+FAILURE_BLOCKS = ServiceKey("auth_failure_blocks", Blocks)  # this process's blocked IPs
+
+
 def _failure_bucket(request: web.Request) -> str:
     return "authfail:ip:" + client_ip(request)
 
@@ -49,15 +53,15 @@ def _failure_bucket(request: web.Request) -> str:
 def _blocks(request: web.Request) -> Blocks:
     """This process's blocked IPs, created with the first failure (one per gateway)."""
     gateway = request.app[GATEWAY]
-    blocks = gateway.services.get("auth_failure_blocks")
+    blocks = gateway.services.get(FAILURE_BLOCKS)
     if blocks is None:
-        blocks = gateway.services["auth_failure_blocks"] = Blocks(lambda: gateway.clock())
+        blocks = gateway.services[FAILURE_BLOCKS] = Blocks(lambda: gateway.clock())
     return blocks
 
 
 def refuse_if_blocked(request: web.Request) -> None:
     """429 before any look-up while this IP is over its failed-authentication limit."""
-    blocks = request.app[GATEWAY].services.get("auth_failure_blocks")
+    blocks = request.app[GATEWAY].services.get(FAILURE_BLOCKS)
     if not blocks:  # no IP has been blocked in this process (the usual case): nothing to look up
         return
     if not request.app[GATEWAY].config.rate_limits.enabled:
@@ -74,7 +78,7 @@ async def count_failure(request: web.Request) -> None:
     if not limits.enabled:
         return
     bucket = _failure_bucket(request)
-    decision = await gateway.services["rate_limiter"].hit(bucket, limits.auth_failures_per_minute)
+    decision = await gateway.services[RATE_LIMITER].hit(bucket, limits.auth_failures_per_minute)
     if not decision.allowed:
         _blocks(request).block(bucket, decision.retry_after)
         raise RateLimited("too many failed authentications", headers={"Retry-After": str(decision.retry_after)})

@@ -48,6 +48,7 @@ from .i18n import gettext as _
 from .keys import GATEWAY
 from .listen import quiet_accept_errors
 from .pages import is_html_path, page_security_headers
+from .stream_budget import STREAM_BUDGET
 
 log = logging.getLogger(__name__)
 
@@ -182,7 +183,7 @@ class GatewayAppRunner(web.AppRunner):
         gateway_server.app = self.app
         if GATEWAY in self.app:
             gateway = self.app[GATEWAY]
-            budget = gateway.services.get("stream_budget")  # measured at start-up, which ran just before
+            budget = gateway.services.get(STREAM_BUDGET)  # measured at start-up, which ran just before
             rules = ConnectionRules.of(gateway.config, budget.connections if budget is not None else 0)
             gateway_server.guard = ConnectionGuard(rules, gateway.metrics.connection_closed)
         return server

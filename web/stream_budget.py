@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from ..core.infra.config import Config
 from ..core.infra.open_files import files_open, open_file_limit
+from ..core.types.services import ServiceKey
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,9 @@ class StreamBudget:
         why = (f"open-file limit {self.file_limit}, {self.open_at_start} open at start,"
                f" {self.reserved} reserved ([live] reserved_files); [live] max_streams gives {self.configured}")
         return f"live streams: at most {self.streams} in this process, {self.per_page} per payment ({why})"
+
+
+STREAM_BUDGET = ServiceKey("stream_budget", StreamBudget)  # measured once the process serves (web/live.py)
 
 
 def measure(config: Config) -> StreamBudget:

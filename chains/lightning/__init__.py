@@ -21,7 +21,7 @@ import contextlib
 import logging
 from typing import Any, Mapping
 
-from ...api import NETWORKS, hookimpl
+from ...api import NETWORKS, ServiceKey, hookimpl
 from . import devnet_page, hookspecs, lnurl, receive, settlement, store
 from .address import address_family
 from .backend import BackendUnavailable, LightningBackendRegistry
@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 
 MIGRATIONS_PACKAGE = "orbchain.chains.lightning.migrations"
 POLL_JOB = "lightning.poll"
-STREAM_SERVICE = "lightning.stream"
+STREAM_SERVICE = ServiceKey[asyncio.Task[None]]("lightning.stream")
 
 
 @hookimpl
@@ -126,7 +126,7 @@ def gateway_started(gateway: Gateway) -> None:
     if chain is None or not read_settings(gateway.config).subscribe:
         return
     gateway.services[STREAM_SERVICE] = asyncio.get_running_loop().create_task(
-        settlement.follow_stream(gateway, chain.backend), name=STREAM_SERVICE)
+        settlement.follow_stream(gateway, chain.backend), name=STREAM_SERVICE.name)
 
 
 @hookimpl

@@ -39,10 +39,11 @@ process without a staleness window of its own.
 from __future__ import annotations
 
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 from ..infra.bounded import LruMap
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 MAX_AGE_SECONDS = 30.0
 MAX_ENTRIES = 10_000
@@ -119,12 +120,22 @@ class AuthCache:
         return True
 
 
+class Propagates(Protocol):
+    """What ``changed`` needs of core/accounts/auth_fanout.py's ``AuthFanout`` (which imports this module)."""
+
+    async def propagate(self) -> None: ...
+
+
+AUTH_CACHE = ServiceKey("auth_cache", AuthCache)
+AUTH_FANOUT = ServiceKey[Propagates]("auth_fanout")  # PostgreSQL only (core/accounts/coordination.py)
+
+
 def auth_cache(gateway: "Gateway") -> AuthCache:
     """The gateway's cache; on PostgreSQL without a side connection, one that never trusts itself."""
-    cache = gateway.services.get("auth_cache")
+    cache = gateway.services.get(AUTH_CACHE)
     if cache is None:
         postgres = gateway.db.is_postgres
-        cache = gateway.services["auth_cache"] = AuthCache(lambda: not postgres)
+        cache = gateway.services[AUTH_CACHE] = AuthCache(lambda: not postgres)
     return cache
 
 
@@ -149,7 +160,7 @@ async def remembered(gateway: "Gateway", table: str, name: Any, load: Callable[[
 
 def invalidate(gateway: "Gateway") -> None:
     """Empty this process's cache (only; see ``changed`` for every process)."""
-    cache = gateway.services.get("auth_cache")
+    cache = gateway.services.get(AUTH_CACHE)
     if cache is not None:
         cache.invalidate()
 
@@ -161,6 +172,6 @@ async def changed(gateway: "Gateway") -> None:
     (core/accounts/auth_fanout.py on PostgreSQL; at once on SQLite).
     """
     invalidate(gateway)
-    fanout = gateway.services.get("auth_fanout")
+    fanout = gateway.services.get(AUTH_FANOUT)
     if fanout is not None:
         await fanout.propagate()

@@ -15,10 +15,10 @@ import asyncio
 import contextlib
 from typing import AsyncIterator
 
-from .auth_cache import CHANNEL, AuthCache
+from .auth_cache import AUTH_CACHE, AUTH_FANOUT, CHANNEL, AuthCache
 from .auth_fanout import AuthFanout
 from ..infra.pg_side import SideConnection
-from ..infra.ratelimit import MemoryRateLimiter, SyncedRateLimiter
+from ..infra.ratelimit import RATE_LIMITER, MemoryRateLimiter, SyncedRateLimiter
 from ..infra.signals import CHANNEL as SIGNAL_CHANNEL
 from ..contract.gateway import PluginGateway as Gateway
 
@@ -28,8 +28,8 @@ async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
     """Install ``rate_limiter`` and ``auth_cache`` in ``gateway.services`` for the app's lifetime."""
     clock = lambda: gateway.clock()  # noqa: E731 - tests swap gateway.clock
     if not gateway.db.is_postgres:
-        gateway.services["rate_limiter"] = MemoryRateLimiter(clock)
-        gateway.services["auth_cache"] = AuthCache()
+        gateway.services[RATE_LIMITER] = MemoryRateLimiter(clock)
+        gateway.services[AUTH_CACHE] = AuthCache()
         yield
         return
     cache = AuthCache(lambda: side.healthy())
@@ -46,9 +46,9 @@ async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
     await side.start()
     signals.attach(lambda message: side.fetch("SELECT pg_notify($1, $2)", SIGNAL_CHANNEL, message))
     limiter = SyncedRateLimiter(side, clock)
-    gateway.services["auth_cache"] = cache
-    gateway.services["auth_fanout"] = fanout
-    gateway.services["rate_limiter"] = limiter
+    gateway.services[AUTH_CACHE] = cache
+    gateway.services[AUTH_FANOUT] = fanout
+    gateway.services[RATE_LIMITER] = limiter
     syncing = asyncio.create_task(limiter.run(), name="orbchain-rate-sync")
     try:
         yield
@@ -58,5 +58,5 @@ async def coordination(gateway: "Gateway") -> AsyncIterator[None]:
         await limiter.sync()  # hand this process's last counts to the others
         await signals.detach()
         await fanout.close()
-        gateway.services.pop("auth_fanout", None)
+        gateway.services.pop(AUTH_FANOUT, None)
         await side.stop()

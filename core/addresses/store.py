@@ -28,11 +28,15 @@ from ..types.errors import NotConfigured
 from ..keys import AddressFamily, SeedKeyStore, WatchOnlyError, WatchOnlyKeyStore
 
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..money.coins import Coin
 
 MERCHANT_KEY = ""  # user_key of a merchant's own standing address
+
+
+KEYSTORES = ServiceKey[dict[str, Any]]("keystores")  # the process's key stores: "seed", or one per network
 
 
 def keystore(gateway: "Gateway", network: str = "mainnet") -> Any:
@@ -41,7 +45,7 @@ def keystore(gateway: "Gateway", network: str = "mainnet") -> Any:
     A seed store serves every network; a watch-only store holds the xpubs of
     one network, so there is one per network.
     """
-    stores = gateway.services.setdefault("keystores", {})
+    stores = gateway.services.setdefault(KEYSTORES, {})
     if network not in stores:
         secrets = gateway.require_secrets()
         if secrets.seed_material:
@@ -132,8 +136,11 @@ class IndexBlocks:
             return free.popleft()
 
 
+INDEX_BLOCKS = ServiceKey("address_index_blocks", IndexBlocks)
+
+
 def _index_blocks(gateway: "Gateway") -> IndexBlocks:
-    return gateway.services.setdefault("address_index_blocks", IndexBlocks())
+    return gateway.services.setdefault(INDEX_BLOCKS, IndexBlocks())
 
 
 ADDRESS_COUNTER_PREFIX = "addr:"

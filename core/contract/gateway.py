@@ -9,7 +9,7 @@ Issue 44 step 7 narrows it to what a plugin may reach; today it is every field t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 if TYPE_CHECKING:  # pragma: no cover - typing only: the protocol's members name these types
     import pluggy
@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only: the protocol's members name
     from ..keys import AddressFamilyRegistry
     from ..keys.secrets import Secrets
     from ..money.coins import CoinRegistry
+    from ..types.services import Services
     from .held import HeldEvents
     from .hooks import Hooks
     from .registries import (
@@ -63,7 +64,7 @@ class PluginGateway(Protocol):
     maintenance: bool
     metrics: Metrics
     cpu: CpuPool
-    services: dict[str, Any]
+    services: Services
     signals: Signals
     stop: Stop
     db_outage: DatabaseOutage

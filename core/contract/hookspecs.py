@@ -680,6 +680,9 @@ def decide_webhook_destination(
     ``callback_url`` nor the creating key's URL applies (else the account's);
     the secret signs unless the key has its own. Stops at first non-None
     result. May be async; raising rolls the enqueueing transaction back.
+    Asked once per payment and transaction: the events one transaction
+    sends of a payment (a credit's ``deposit.credited`` and ``payment.paid``)
+    share the first answer, given the payment as that event saw it.
     """
 
 

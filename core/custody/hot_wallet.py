@@ -23,11 +23,12 @@ from ..keys import AddressFamily, DerivationError, ExtendedKey, WatchOnlyError, 
 from ..keys.paths import HARDENED
 from ..payouts.service import payout_route
 from ..types.errors import ApiError
+from ..types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
 
-LIMITS_SERVICE = "hot_wallet_limits"  # gateway.services key of the loaded limits
+LIMITS_SERVICE = ServiceKey[dict[str, "HotWalletLimits"]]("hot_wallet_limits")  # the loaded limits
 
 
 @dataclass(frozen=True)

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from ..infra.wakes import JobWake
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 JOB = "webhooks.deliver"
 WINDOW = 0.05  # seconds
-_SERVICE = "webhooks.wake"
+_SERVICE = ServiceKey("webhooks.wake", JobWake)
 
 
 def wake_delivery(gateway: "Gateway") -> None:

@@ -12,6 +12,9 @@ A plugin may add a layer between the key and the account with the
 ``decide_webhook_destination`` hook (a brand's own URL and secret, SPEC 6.1-6.2):
 its URL is used when neither the payment nor the key names one, and its
 secret signs whenever the key has no secret of its own.
+
+A transaction that sends several events of one payment (a credit: ``deposit.credited`` then ``payment.paid``)
+looks the destination up once, at its first event, through one :class:`RunDestination` it passes on (issue 44).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ..infra.db import Database
 from ..types.destinations import WebhookDestination  # moved to the ground floor; importable here too
 from ..types.views import payment_view_of
 from ..contract.gateway import PluginGateway as Gateway
+from .outbox import OutboxEvent, enqueue_events
 
 
 async def key_destination(db: Database, merchant_id: str, key_id: str | None) -> tuple[str | None, str | None]:
@@ -66,3 +70,41 @@ async def payment_destination(gateway: "Gateway", payment: Mapping[str, Any]) ->
         return url, secret or override.secret
     return override.url, override.secret
 
+
+
+class RunDestination:
+    """Where one transaction's events of a payment go, looked up at its first event and reused by the rest.
+
+    Why: a credit sends ``deposit.credited`` and then ``payment.paid``; each looked up the brand's and the key's
+    destination and the account's URL again (issue 44). What decides the destination (the account, the payment's
+    ``callback_url``, ``key_id`` and brand) does not change inside a crediting, expiring or reorganising
+    transaction, so the first answer holds for the rest of it. ``payment``: the row as the transaction read it
+    (None: a deposit without a payment, sent to the account's URL); ``merchant``: the account's row when the caller
+    read it in this transaction (else its URL and secret are read at the first event).
+    """
+
+    def __init__(self, gateway: "Gateway", payment: Mapping[str, Any] | None,
+                 merchant: Mapping[str, Any] | None = None) -> None:
+        self.gateway = gateway
+        self.payment = payment
+        self.merchant = merchant
+        self._override: tuple[str | None, str | None] | None = None
+
+    async def enqueue(self, *, merchant_id: str, event_type: str, body: Mapping[str, Any], logical_key: str) -> str:
+        """``enqueue_event`` to this payment's destination; returns the event id."""
+        if self._override is None:
+            self._override = (None, None) if self.payment is None else await payment_destination(
+                self.gateway, self.payment)
+        url, secret = self._override
+        event = OutboxEvent(merchant_id, event_type, body, logical_key, url, None, secret)
+        return (await enqueue_events(self.gateway, [event], merchants=await self._account(merchant_id)))[0]
+
+    async def _account(self, merchant_id: str) -> dict[str, Mapping[str, Any]]:
+        """The account's row for the outbox (its URL and secret), read once; empty: the outbox reads it, and
+        refuses an unknown merchant."""
+        if self.merchant is None:
+            self.merchant = await self.gateway.db.fetch_one(
+                "SELECT id, webhook_url, webhook_secret FROM merchants WHERE id = :m", {"m": merchant_id})
+        if self.merchant is None or self.merchant["id"] != merchant_id:
+            return {}
+        return {merchant_id: self.merchant}

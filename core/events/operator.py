@@ -24,6 +24,7 @@ from ..infra.wakes import wake_after_commit
 from .attempts import SIGNATURE_HEADER, retry_delay, sign
 from .outbox import event_id_for, seal_body
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ JOB_NAME = "operator.notify"
 TICK_SECONDS = 10
 BATCH = 50
 WINDOW = 0.05  # seconds: wakes within it fold into one run
-_SECRET = "operator.webhook_secret"
+_SECRET = ServiceKey("operator.webhook_secret", str)
 
 HELD = "payout.held_by_policy"
 COLD_SWEEP = "custody.cold_sweep"

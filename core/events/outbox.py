@@ -26,6 +26,7 @@ from typing import Any, Mapping, Sequence
 from ..contract.gateway import PluginGateway as Gateway
 from ..infra.db_dialect import in_list
 from .delivery_wake import wake_delivery
+from ..types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -270,14 +271,14 @@ async def _write_batch(
     await _log_never_sent(gateway, {k: v for k, v in skipped.items() if k in inserted}, batch, now)
 
 
-UNSIGNED_WARNED = "webhooks.unsigned_warned"
+UNSIGNED_WARNED = ServiceKey[set[str]]("webhooks.unsigned_warned")
 UNSIGNED_WARNED_MAX = 10_000
 
 
 def _first_unsigned(gateway: "Gateway", merchant_id: str) -> bool:
     """True the first time this process meets ``merchant_id`` with a URL and no secret: a configuration
     problem is stated once (and on the dashboard's settings page), not once per event."""
-    warned: set[str] = gateway.services.setdefault(UNSIGNED_WARNED, set())
+    warned = gateway.services.setdefault(UNSIGNED_WARNED, set())
     if merchant_id in warned:
         return False
     if len(warned) >= UNSIGNED_WARNED_MAX:

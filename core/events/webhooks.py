@@ -31,7 +31,7 @@ from .delivery_run import run_claims, run_due
 from .outbox import DELIVERED, FAILED, PENDING, SKIPPED_NO_SECRET, SKIPPED_NO_URL
 from ..infra import kept_counts
 from ..infra.db_dialect import in_list
-from ..infra.netguard import outbound_session
+from ..infra.netguard import HTTP_SESSION, outbound_session
 from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
@@ -51,7 +51,7 @@ def verify_signature(body: bytes, secret: str, signature: str) -> bool:
 @asynccontextmanager
 async def _http_session(gateway: "Gateway") -> AsyncIterator[aiohttp.ClientSession]:
     """The app's shared session, or a short-lived one (CLI, service tests)."""
-    shared = gateway.services.get("http")
+    shared = gateway.services.get(HTTP_SESSION)
     if shared is not None and not shared.closed:
         yield shared
         return

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Callable
 from ..contract.nodes import NodeSet
 from ..events.operator import NODE_REFUSED, notify_operator
 from ..types.node_identity import Refusal
+from ..types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
 
 log = logging.getLogger(__name__)
 
-_TASKS = "operator.node_refusals"
+_TASKS = ServiceKey[set["asyncio.Task[None]"]]("operator.node_refusals")
 
 
 def announce_refused_nodes(gateway: "Gateway") -> None:
@@ -36,7 +37,7 @@ def announce_refused_nodes(gateway: "Gateway") -> None:
 
 def refusal_announcer(gateway: "Gateway") -> Callable[[str, str, Refusal], None]:
     """``NodeSet.on_refused`` for this gateway: queue the event from a task (its pending ones in services)."""
-    tasks: set[asyncio.Task[None]] = gateway.services.setdefault(_TASKS, set())
+    tasks = gateway.services.setdefault(_TASKS, set())
 
     def refused(chain: str, node: str, refusal: Refusal) -> None:
         body = {"chain": chain, "node": node, "reason": refusal.reason, "message": refusal.message}

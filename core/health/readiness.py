@@ -21,6 +21,7 @@ from typing import Any, Callable
 from ..types.chains import Capability, ChainAdapter, NodeState
 from ..infra.db_faults import unavailable_cause
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 
 @dataclass(frozen=True)
@@ -179,7 +180,7 @@ class SharedReadiness:
         return readiness
 
 
-SERVICE_NAME = "readiness"
+SERVICE_NAME = ServiceKey("readiness", SharedReadiness)
 
 
 async def shared_readiness(gateway: "Gateway") -> Readiness:

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
 from aiohttp.resolver import ThreadedResolver
+from ..types.services import ServiceKey
 
 MAX_URL_LENGTH = 500
 # Said by `config check`, `doctor` and the log at start: the guard switched off where strangers sign up.
@@ -170,6 +171,10 @@ class GuardedResolver(AbstractResolver):
 
     async def close(self) -> None:
         await self._inner.close()
+
+
+# The web app's shared outbound session (SSRF-guarded, the webhooks' timeout), open for the app's lifetime.
+HTTP_SESSION = ServiceKey("http", aiohttp.ClientSession)
 
 
 def outbound_session(*, allow_private: bool, timeout_seconds: float, **kwargs: Any) -> aiohttp.ClientSession:

@@ -16,6 +16,7 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Callable, Protocol
+from ..types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,9 @@ class RateLimiter(Protocol):
 
     def hit_now(self, bucket: str, limit: int) -> Decision | None:
         """``hit`` without awaiting when it can decide from memory (nearly always); None: await ``hit``."""
+
+
+RATE_LIMITER = ServiceKey[RateLimiter]("rate_limiter")  # the process's limiter (core/accounts/coordination.py)
 
 
 def _window(now: float) -> tuple[int, int]:

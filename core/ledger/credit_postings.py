@@ -34,6 +34,7 @@ from .accounts import WORLD_PREFIX, merchant_of
 from ..infra.db_faults import unavailable_cause
 
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..types.views import Credit
@@ -41,8 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 
-# gateway.services key: the (plugin, reason) pairs this process already logged.
-REFUSALS_LOGGED = "credit_refusals_logged"
+# The (plugin, reason) pairs (and (raised, plugin, deposit)) this process already logged.
+REFUSALS_LOGGED = ServiceKey[set[tuple[str | None, ...]]]("credit_refusals_logged")
 
 
 class CreditRefused(ValueError):

@@ -14,6 +14,7 @@ from typing import Any, AsyncIterator, Iterable
 from . import book as ledger
 from .accounts import merchant_available
 from ..contract.gateway import PluginGateway as Gateway
+from ..money.prices import PRICES
 
 
 async def available_balance(gateway: "Gateway", merchant_id: str, coin: str) -> int:
@@ -27,7 +28,7 @@ USD_DECIMALS = 8  # plugins keep USD as integer 1e-8 dollars: exact sums in SQL,
 async def usd_price(gateway: "Gateway", coin: str) -> Decimal:
     """One whole ``coin`` in USD now (the price service's price, cached up to a minute); 0 when unknown.
     A fetch on a cache miss: read it before opening a transaction, then value amounts with ``usd_units``."""
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     return Decimal(0) if service is None else Decimal(await service.price(coin))
 
 

@@ -13,6 +13,7 @@ import logging
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal, localcontext
 from typing import Callable, Iterable, Mapping, Protocol
+from ..types.services import ServiceKey
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,10 @@ class _Cached:
 
 
 class PriceService:
-    """Caches one source's answers for ``CACHE_SECONDS``; misses read as 0."""
+    """Caches one source's answers for ``CACHE_SECONDS``; misses read as 0.
+
+    The prices plugin keeps one under :data:`PRICES`; absent when that plugin is blocked.
+    """
 
     def __init__(
         self,
@@ -137,3 +141,6 @@ class PriceService:
         """Price of one ``symbol`` in ``fiat``; 0 when either side is unknown."""
         usd = await self.price(symbol)
         return usd * await self.fiat_per_usd(fiat)
+
+
+PRICES = ServiceKey("prices", PriceService)  # the prices plugin's service, when it is loaded

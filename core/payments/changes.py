@@ -11,11 +11,22 @@ free on the hot path: no query, one closure per payment per transaction.
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..events.after_commit import AfterCommit
 from ..contract.gateway import PluginGateway as Gateway
+from ..types.services import ServiceKey
 
 TOPIC = "payment"
-ROWS_CACHE = "payment_rows"  # core/payments/row_cache.py's name in gateway.services
+
+
+class ForgetsRows(Protocol):
+    """What the feed needs of core/payments/row_cache.py's ``PaymentRows`` (which imports this module)."""
+
+    def changed(self, track_id: str) -> None: ...
+
+
+ROWS_CACHE = ServiceKey[ForgetsRows]("payment_rows")  # core/payments/row_cache.py's entry, as the feed sees it
 
 
 class _Announce:

@@ -28,11 +28,11 @@ from ..infra.bounded import LruMap
 from ..infra.signals import RESET
 from ..contract.gateway import PluginGateway as Gateway
 from .changes import ROWS_CACHE, TOPIC
+from ..types.services import ServiceKey
 
 ROWS_TOPIC = "payment_rows"  # published by the triggers of migrations/m0047_payment_row_notify.py
 MAX_AGE_SECONDS = 30.0
 MAX_ENTRIES = 512  # about 2.6 KB each (row and deposits): 1.3 MB per process once full (tests/test_cache_footprint.py)
-SERVICE = ROWS_CACHE  # its name in gateway.services
 
 Rows = tuple[dict[str, Any], list[Mapping[str, Any]]]
 
@@ -70,6 +70,9 @@ class PaymentRows:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+SERVICE = ServiceKey(ROWS_CACHE.name, PaymentRows)  # the feed's ROWS_CACHE, with the whole cache's type
 
 
 def payment_rows(gateway: "Gateway") -> PaymentRows | None:

@@ -26,7 +26,7 @@ from ..infra.db import KeyedRead
 from ..types.errors import Forbidden, InvalidRequest, NotConfigured, NotFound, ServiceUnavailable, ValidationError
 from ..types.messages import N_
 from ..money.amounts import AmountError
-from ..money.prices import FIAT_CURRENCIES
+from ..money.prices import FIAT_CURRENCIES, PRICES
 from ..types.views import PaymentView, payment_view_of
 # Values split to lower floors (issue 44); their names stay importable here.
 from ..money.coins import chain_for
@@ -138,7 +138,7 @@ def receivable_coin(gateway: "Gateway", merchant: Mapping[str, Any], symbol: str
 
 
 def _prices(gateway: "Gateway") -> Any:
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     if service is None:
         raise NotConfigured("no price source is configured")
     return service

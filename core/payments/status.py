@@ -18,8 +18,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from ..events.after_commit import AfterCommit, run_after_commit
 from .changes import payment_changed
 from ..types.deposit_status import CREDITED, IN_PROGRESS
-from ..events.outbox import enqueue_event
-from ..events.key_destination import payment_destination
+from ..events.key_destination import RunDestination
 from ..types.statuses import EXPIRED, OPEN_STATUSES, PAID, PAYING, WAITING
 from .loaded import LoadedPayment, load_payment, lock_payment, with_deposits
 from .service import STATIC, payment_view
@@ -31,11 +30,12 @@ _PROGRESS = (WAITING, PAYING, PAID)
 
 
 async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit, *,
-                          locked: Mapping[str, Any] | None = None) -> None:
+                          locked: Mapping[str, Any] | None = None, destination: RunDestination | None = None) -> None:
     """Recompute a payment's status from its deposits (inside the caller's transaction).
 
     ``locked``: the payment's row as the caller read it under its lock in this transaction (``lock_payment``),
-    so it is not read again; without it the row is read and locked here.
+    so it is not read again; without it the row is read and locked here. ``destination``: where the caller's
+    transaction already sends this payment's events (its first lookup is reused), else looked up here.
     """
     db = gateway.db
     payment = locked if locked is not None else await lock_payment(gateway, track_id)
@@ -64,7 +64,7 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit,
             {"s": PAID, "now": now, "g": generation, "t": track_id},
         )
         state = state.changed(status=PAID, paid_at=now, paid_count=generation, updated_at=now)
-        await payment_event(gateway, state, "payment.paid", f"payment.paid:{track_id}:{generation}")
+        await payment_event(gateway, state, "payment.paid", f"payment.paid:{track_id}:{generation}", destination)
         emit_after(gateway, gateway.hooks.payment_paid, state.row, after)
     elif _PROGRESS.index(status) < _PROGRESS.index(payment["status"]):
         # A step back (a deposit replaced, double-spent, dropped or reorganised away): the merchant must know.
@@ -73,7 +73,8 @@ async def refresh_payment(gateway: "Gateway", track_id: str, after: AfterCommit,
             "UPDATE payments SET status = :s, paid_at = NULL, reverted_count = :g, updated_at = :now"
             " WHERE track_id = :t", {"s": status, "g": generation, "now": now, "t": track_id})
         state = state.changed(status=status, paid_at=None, reverted_count=generation, updated_at=now)
-        await payment_event(gateway, state, "payment.reverted", f"payment.reverted:{track_id}:{generation}")
+        await payment_event(gateway, state, "payment.reverted", f"payment.reverted:{track_id}:{generation}",
+                            destination)
     else:
         await db.execute("UPDATE payments SET status = :s, paid_at = NULL, updated_at = :now WHERE track_id = :t",
                          {"s": status, "now": now, "t": track_id})
@@ -87,8 +88,10 @@ def emit_after(gateway: "Gateway", event: Callable[..., Awaitable[None]], row: M
     after.append(lambda: event(payment=view))
 
 
-async def payment_event(gateway: "Gateway", state: LoadedPayment, event_type: str, logical_key: str) -> None:
-    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now in this transaction (``state``)."""
+async def payment_event(gateway: "Gateway", state: LoadedPayment, event_type: str, logical_key: str,
+                        destination: RunDestination | None = None) -> None:
+    """Enqueue a payment webhook (SPEC 6.4) with the payment as it stands now in this transaction (``state``), to
+    ``destination`` (the transaction's, when an earlier event of it looked it up)."""
     payment = state.row
     view = payment_view(gateway, payment, state.deposits)
     body = {
@@ -102,9 +105,9 @@ async def payment_event(gateway: "Gateway", state: LoadedPayment, event_type: st
     if payment["receive_extra"]:
         body.update({k: v for k, v in json.loads(payment["receive_extra"]).items() if k not in body})
     await add_plugin_fields(gateway, body, payment_view_of(gateway, payment))
-    url, secret = await payment_destination(gateway, payment)
-    await enqueue_event(gateway, merchant_id=payment["merchant_id"], event_type=event_type, body=body,
-                        logical_key=logical_key, url=url, secret=secret)
+    destination = destination or RunDestination(gateway, payment)
+    await destination.enqueue(merchant_id=payment["merchant_id"], event_type=event_type, body=body,
+                              logical_key=logical_key)
 
 
 async def expire_payments(gateway: "Gateway") -> int:

@@ -43,6 +43,7 @@ from ..keys.signer_channel import read_channel_key, signed_headers
 from ..infra.config import ConfigError
 from ..types.chains import (BroadcastError, Capability, DropClosure, FeeAboveCeiling, PayoutOrder, PayoutSender,
                             PayoutStatus, SignedPayout)
+from ..types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -53,7 +54,7 @@ SIGN_PATH = "/v1/sign"
 # SIGNER_SENDS chain, pay its stored bytes (signed or broadcast) and say where the payment stands (status).
 SIGN, BUMP, CLOSE, PAY, STATUS = "sign", "bump", "close", "pay", "status"
 STEPS = (SIGN, BUMP, CLOSE, PAY, STATUS)
-KEY_SERVICE = "signer_channel_key"  # gateway.services: the channel key, read once
+KEY_SERVICE = ServiceKey("signer_channel_key", bytes)  # the channel key, read once
 TIMEOUT_SECONDS = 60  # a bitcoin-family signature selects outputs and asks the node: seconds, not minutes
 
 

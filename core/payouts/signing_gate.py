@@ -38,6 +38,7 @@ from .reservations import reservation_of
 from .service import CONFIRMING, POLICY_HELD, QUEUED, Row, payout_route
 from .signing_policy import (DAY_SECONDS, HOUR_SECONDS, SigningFacts, SigningPolicy, judge,
                              judge_fee_bump, judge_hot_wallet_spend, needs_window_counts, policy_from_config)
+from ..types.services import ServiceKey
 
 if TYPE_CHECKING:  # pragma: no cover
     from ..contract.gateway import PluginGateway as Gateway
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-POLICY_SERVICE = "signing_policy"  # gateway.services key of the loaded policy
+POLICY_SERVICE = ServiceKey("signing_policy", SigningPolicy)  # the loaded policy
 HELD_EVENT = "payout_held_by_policy"  # the security event (activity log) of a hold
 
 

@@ -44,8 +44,7 @@ from ..addresses.store import recovery_of
 from .conflicts import replace_conflicting, spends_column
 from .recovery import recovered_memo
 from ..types.deposit_status import CONFIRMED, CREDITED, DEPOSIT_STATUSES, FAILED, PENDING, POSTED
-from ..events.outbox import enqueue_event
-from ..events.key_destination import payment_destination
+from ..events.key_destination import RunDestination
 from ..money.amounts import fee_units
 from ..payments.changes import announce_now, payment_changed
 from ..payments.loaded import load_payment, lock_payment
@@ -55,6 +54,7 @@ from ..infra import kept_counts
 from ..infra.db_faults import unavailable_cause
 from ..types.views import Credit, deposit_view_of
 from ..contract.gateway import PluginGateway as Gateway
+from ..money.prices import PRICES
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +92,7 @@ async def speed_threshold(gateway: "Gateway", merchant: Mapping[str, Any], trans
 
 
 async def _usd_value(gateway: "Gateway", coin: str, units: int) -> str:
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     if service is None:
         return "0"
     price = await service.price(coin)
@@ -413,29 +413,30 @@ async def _credit(gateway: "Gateway", deposit: Mapping[str, Any], merchant: Mapp
     after.append(lambda: ledger.notify_posted(gateway, txn))
     credited = {**deposit, "status": status, "credited": not held, "credit_count": generation, "fee": fee,
                 "credited_at": now}
+    destination = RunDestination(gateway, payment, merchant)  # looked up at the first webhook, once
     if not held:
-        await _announce_credit(gateway, credited, payment, after)
+        await _announce_credit(gateway, credited, payment, destination, after)
     payment_changed(gateway, deposit["track_id"], after)
     if payment is not None:
-        await refresh_payment(gateway, payment["track_id"], after, locked=payment)
+        await refresh_payment(gateway, payment["track_id"], after, locked=payment, destination=destination)
 
 
 async def _enqueue_deposit_event(gateway: "Gateway", event_type: str, deposit: Mapping[str, Any],
-                                 generation: Any, payment: Mapping[str, Any] | None) -> None:
+                                 generation: Any, payment: Mapping[str, Any] | None,
+                                 destination: RunDestination) -> None:
     """A deposit webhook, once per (deposit, credit generation), to its payment's destination (``payment``: its
-    row in this transaction; None: the account's)."""
-    url, secret = (None, None) if payment is None else await payment_destination(gateway, payment)
-    await enqueue_event(
-        gateway, merchant_id=deposit["merchant_id"], event_type=event_type,
+    row in this transaction; None: the account's), looked up once for the transaction (``destination``)."""
+    await destination.enqueue(
+        merchant_id=deposit["merchant_id"], event_type=event_type,
         body=await deposit_body(gateway, deposit, payment), logical_key=f"{event_type}:{deposit['id']}:{generation}",
-        url=url, secret=secret,
     )
 
 
 async def _announce_credit(gateway: "Gateway", credited: Mapping[str, Any], payment: Mapping[str, Any] | None,
-                           after: AfterCommit) -> None:
+                           destination: RunDestination, after: AfterCommit) -> None:
     """The deposit.credited webhook (in the transaction) and hook (after it)."""
-    await _enqueue_deposit_event(gateway, "deposit.credited", credited, credited["credit_count"], payment)
+    await _enqueue_deposit_event(gateway, "deposit.credited", credited, credited["credit_count"], payment,
+                                 destination)
     view = deposit_view_of(gateway, credited)
     after.append(lambda: gateway.hooks.deposit_credited(deposit=view))
 
@@ -458,11 +459,12 @@ async def complete_credit(gateway: "Gateway", deposit_id: str) -> bool:
         now = gateway.now()
         await db.execute("UPDATE deposits SET status = :s, credited = :t, updated_at = :now WHERE id = :id",
                          {"s": CREDITED, "t": True, "now": now, "id": deposit_id})
+        destination = RunDestination(gateway, payment)
         await _announce_credit(gateway, {**deposit, "status": CREDITED, "credited": True, "updated_at": now},
-                               payment, after)
+                               payment, destination, after)
         payment_changed(gateway, deposit["track_id"], after)
         if payment is not None:
-            await refresh_payment(gateway, payment["track_id"], after, locked=payment)
+            await refresh_payment(gateway, payment["track_id"], after, locked=payment, destination=destination)
     await run_after_commit(after)
     return True
 
@@ -511,8 +513,9 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
             if deposit is None or deposit["block_hash"] != block_hash:
                 continue
             payment = await lock_payment(gateway, deposit["track_id"])
+            destination = RunDestination(gateway, payment)  # deposit.reversed and payment.reverted: one look-up
             if deposit["status"] in POSTED:
-                await _reverse(gateway, deposit, payment, after)
+                await _reverse(gateway, deposit, payment, destination, after)
             await db.execute(
                 "UPDATE deposits SET block_height = NULL, block_hash = NULL, confirmations = 0, status = :s,"
                 " credited = :f, updated_at = :now WHERE id = :id",
@@ -520,13 +523,13 @@ async def disconnect_block(gateway: "Gateway", chain: str, block_hash: str) -> i
             )
             payment_changed(gateway, deposit["track_id"], after)
             if payment is not None:
-                await refresh_payment(gateway, payment["track_id"], after, locked=payment)
+                await refresh_payment(gateway, payment["track_id"], after, locked=payment, destination=destination)
         await run_after_commit(after)
     return len(ids)
 
 
 async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], payment: Mapping[str, Any] | None,
-                   after: AfterCommit) -> None:
+                   destination: RunDestination, after: AfterCommit) -> None:
     generation = int(deposit["credit_count"])
     txn = await ledger.reverse(
         gateway.db, original_reference=f"deposit:{deposit['id']}:credit:{generation}",
@@ -535,7 +538,7 @@ async def _reverse(gateway: "Gateway", deposit: Mapping[str, Any], payment: Mapp
     log.warning("deposit %s (%s %s) left the best chain after crediting: reversed", deposit["id"],
                 deposit["chain"], deposit["tx_hash"])
     reversed_row = {**deposit, "status": PENDING, "credited": False, "confirmations": 0}
-    await _enqueue_deposit_event(gateway, "deposit.reversed", reversed_row, generation, payment)
+    await _enqueue_deposit_event(gateway, "deposit.reversed", reversed_row, generation, payment, destination)
     view = deposit_view_of(gateway, reversed_row)
     after.append(lambda: ledger.notify_posted(gateway, txn))
     after.append(lambda: gateway.hooks.deposit_reversed(deposit=view))

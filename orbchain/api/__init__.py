@@ -34,6 +34,9 @@ from ..core.gateway import Gateway
 from ..core.contract.plugin_services import database_away, plugin_loaded
 from ..core.infra.config import Config
 
+# A plugin's state for the gateway's lifetime: gateway.services[KEY], typed by the key (string keys are deprecated).
+from ..core.types.services import ServiceKey, Services
+
 # Reading a plugin's own [plugin.<name>] block: each reader raises ConfigError naming the bad key.
 from ..core.infra.config import ConfigError, checked_block, int_setting, seconds_setting, text_setting
 
@@ -209,13 +212,13 @@ from ..web.rate_identity import count_failure, refuse_if_blocked
 # Validating request bodies and queries into 400s that name the field.
 from ..web.validation import Field, body_idempotency_key, form_integer, int_from_text, pagination, validate
 
-# USD prices (register_price_sources, gateway.services["prices"]): for display, never for amounts.
+# USD prices (register_price_sources, gateway.services[PRICES]): for display, never for amounts.
 from ..core.money.prices import (
-    CACHE_SECONDS, FIAT_CURRENCIES, STALE_LIMIT_SECONDS, PriceService, Quote, usable_quote, usd_value,
+    CACHE_SECONDS, FIAT_CURRENCIES, PRICES, STALE_LIMIT_SECONDS, PriceService, Quote, usable_quote, usd_value,
 )
 
 # Outbound HTTP to a URL a merchant or payer gave: refuse private addresses.
-from ..core.infra.netguard import UnsafeUrl, check_public_url, outbound_session
+from ..core.infra.netguard import HTTP_SESSION, UnsafeUrl, check_public_url, outbound_session
 
 # A key of the plugin's own, derived by purpose ("<plugin>/<name>") from the root secret it never sees.
 from ..core.keys.derived import PurposeError, derived_key
@@ -236,6 +239,7 @@ __all__ = [
     "get_plugin_manager",
     # gateway and configuration
     "Config", "ConfigError", "Gateway", "HotWalletLimits", "hot_wallet_limits", "notify_cold_sweep",
+    "ServiceKey", "Services",
     "database_away", "plugin_loaded",
     "checked_block", "int_setting", "seconds_setting", "text_setting",
     # coins and address families
@@ -320,9 +324,10 @@ __all__ = [
     # validation
     "Field", "body_idempotency_key", "form_integer", "int_from_text", "pagination", "validate",
     # prices
-    "CACHE_SECONDS", "FIAT_CURRENCIES", "PriceService", "Quote", "STALE_LIMIT_SECONDS", "usable_quote", "usd_value",
+    "CACHE_SECONDS", "FIAT_CURRENCIES", "PRICES", "PriceService", "Quote", "STALE_LIMIT_SECONDS", "usable_quote",
+    "usd_value",
     # outbound HTTP
-    "UnsafeUrl", "check_public_url", "outbound_session",
+    "HTTP_SESSION", "UnsafeUrl", "check_public_url", "outbound_session",
     # CLI commands and jobs
     "load_secrets", "undone_if_cancelled",
     # keys by purpose

@@ -47,6 +47,7 @@ import asyncpg
 import asyncpg.cursor
 import asyncpg.prepared_stmt
 import pytest
+from orbchain.core.infra.ratelimit import RATE_LIMITER
 
 __all__ = ["Statement", "StatementLog", "Window", "quiet_process", "statement_label", "statement_log"]
 
@@ -288,7 +289,7 @@ async def _settle(started: list[asyncio.Future[Any]]) -> None:
 
 
 async def _push_rate_counts(gateway: Any) -> None:
-    limiter = gateway.services.get("rate_limiter")
+    limiter = gateway.services.get(RATE_LIMITER)
     sync = getattr(limiter, "sync", None)  # the in-memory limiter (SQLite) has nothing to push
     if sync is not None:
         await sync()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...api import for_key_kinds, hookimpl
+from ...api import ServiceKey
 from . import dashboard, openapi
 from .routes import routes
 from .writer import AuditWriter
@@ -23,7 +24,7 @@ from ...api.hooks import AssetRegistry, DashboardRegistry, MigrationRegistry, Op
 
 PLUGIN_NAME = "audit"
 MIGRATIONS_PACKAGE = "orbchain.plugins.audit.migrations"
-SERVICE = "audit_writer"
+SERVICE = ServiceKey("audit_writer", AuditWriter)
 
 
 @hookimpl

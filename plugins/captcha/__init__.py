@@ -23,11 +23,11 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Any, Mapping
 
-from ...api import Gateway, SignInWidget, hookimpl
+from ...api import HTTP_SESSION, Gateway, ServiceKey, SignInWidget, hookimpl
 from .settings import PLUGIN_NAME, CaptchaSettings, parse_settings
 from .siteverify import verify_sign_in
 
-_SERVICE = "captcha.settings"
+_SERVICE = ServiceKey("captcha.settings", CaptchaSettings)
 # The token of a sign-in the provider confirmed in this request: aiohttp runs each request in its own task, and
 # ``check_sign_in`` and ``decide_sign_in_challenge`` are awaited one after the other in that task, so the second
 # sees what the first set and no other request ever does (a token is single-use at the provider, too).
@@ -55,7 +55,7 @@ async def check_sign_in(gateway: Gateway, action: str, body: Mapping[str, Any], 
         return
     remote_ip = client_ip if client_ip and client_ip != "unknown" else None
     token = body.get("turnstile_token")
-    if await verify_sign_in(gateway.services.get("http"), settings, action, token, remote_ip):
+    if await verify_sign_in(gateway.services.get(HTTP_SESSION), settings, action, token, remote_ip):
         _confirmed.set(token if isinstance(token, str) else None)
 
 

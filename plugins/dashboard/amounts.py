@@ -11,12 +11,13 @@ from decimal import Decimal
 from typing import Any, Mapping
 
 from ...api import fiat_text, ledger, usable_quote, usd_value
+from ...api import PRICES
 
 
 async def balance_cards(gateway: Any, merchant_id: str) -> list[dict[str, Any]]:
     """Each coin with a balance: ``coin``, ``amount`` (the coin's own format) and ``usd`` (``12.35 USD`` or None)."""
     table = await ledger.merchant_balances(gateway.db, merchant_id)
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     quotes = await service.quotes() if service is not None and table else {}
     now = gateway.clock()
     cards = []

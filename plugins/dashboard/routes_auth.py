@@ -15,7 +15,7 @@ import binascii
 import json
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol
 from urllib.parse import unquote
 
 from aiohttp import web
@@ -24,6 +24,7 @@ from ...api import (
     EVERYONE, MAX_BRAND_NAME_LENGTH, ApiError, Field, GATEWAY, InvalidRequest, NotConfigured, SecondFactorRequired,
     client_ip, html_page, rate_class, read_form, screen_sign_in, widget_token,
 )
+from ...api import ServiceKey
 from ...api.merchant import log_in, set_display_name, sign_up, validate_with_passwords
 from .session import (CsrfRefused, check_csrf, current_session, end_session, has_session_cookie, pre_token,
                       session_for_token, set_pre_cookie, sign_out, start_session)
@@ -41,6 +42,24 @@ SHOP_NAME = Field("display_name", max_len=MAX_BRAND_NAME_LENGTH)
 
 
 MAX_NEXT_LENGTH = 512
+
+
+class Landings(Protocol):
+    """The oidc plugin's ``"oidc_landing"`` service, as far as the dashboard uses it (it cannot import that plugin)."""
+
+    async def redeem(self, gateway: Any, landing: str, token: str, cookies: Mapping[str, str]) -> str: ...
+
+    def forget(self, response: web.StreamResponse) -> None: ...
+
+
+class ChatLinks(Protocol):
+    """The telegram plugin's ``"tg_link"`` service, as far as the dashboard uses it."""
+
+    def confirmation_path(self, token: str) -> str: ...
+
+
+OIDC_LANDING = ServiceKey[Landings]("oidc_landing")  # present when identity-provider sign-in is configured
+TG_LINK = ServiceKey[ChatLinks]("tg_link")  # present when the Telegram bot is configured
 
 
 def safe_next(value: Any) -> str:
@@ -249,7 +268,7 @@ async def _google_sign_in(request: web.Request, session: Any, value: str) -> web
     29). Refused, the browser stays as it was, signed in or not.
     """
     gateway = request.app[GATEWAY]
-    service = gateway.services.get("oidc_landing")
+    service = gateway.services.get(OIDC_LANDING)
     found = google_auth_payload(value)
     try:
         if service is None:
@@ -286,12 +305,12 @@ async def _refused_sign_in(request: web.Request, session: Any, exc: ApiError) ->
 async def _confirm_chat_link(request: web.Request, session: Any, token: str) -> web.StreamResponse:
     """Never links anything: sends the browser to the messaging plugin's confirmation page.
 
-    That page (``gateway.services["tg_link"].confirmation_path(token)``)
+    That page (``gateway.services[TG_LINK].confirmation_path(token)``)
     names the chat and asks for the password or a code; a link a signed-in
     user merely opens must not change what can reach the account. Signed
     out, the login page leads there after signing in.
     """
-    service = request.app[GATEWAY].services.get("tg_link")
+    service = request.app[GATEWAY].services.get(TG_LINK)
     if service is None:
         return render(request, session, "dashboard/message.html",
                       {"title": "Telegram", "error": "Telegram linking is not enabled on this server."}, status=503)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ...api import ConfigError
+from ...api import ServiceKey
 from .explorers import parse_explorer_urls
 
 PLUGIN_NAME = "dashboard"
@@ -33,8 +34,11 @@ def parse_settings(block: Mapping[str, Any]) -> DashboardSettings:
                              explorer_urls=parse_explorer_urls(block.get("explorer_urls", {})))
 
 
+_SETTINGS = ServiceKey("dashboard.settings", DashboardSettings)
+
+
 def settings_of(gateway: Any) -> DashboardSettings:
-    cached = gateway.services.get("dashboard.settings")
+    cached = gateway.services.get(_SETTINGS)
     if cached is None:
-        cached = gateway.services["dashboard.settings"] = parse_settings(gateway.config.plugin_config(PLUGIN_NAME))
+        cached = gateway.services[_SETTINGS] = parse_settings(gateway.config.plugin_config(PLUGIN_NAME))
     return cached

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ...api import ConfigError
+from ...api import ServiceKey
 
 PLUGIN_NAME = "links"
 DEFAULT_MINT_PER_MINUTE = 10
@@ -56,7 +57,7 @@ def parse_settings(block: Mapping[str, Any], plugin: str = PLUGIN_NAME) -> LinkS
 
 def settings_of(gateway: Any, plugin: str = PLUGIN_NAME) -> LinkSettings:
     """The parsed block, cached on the gateway (parsed once, at ``check_config``)."""
-    key = f"{plugin}.settings"
+    key = ServiceKey(f"{plugin}.settings", LinkSettings)
     cached = gateway.services.get(key)
     if cached is None:
         cached = gateway.services[key] = parse_settings(gateway.config.plugin_config(plugin), plugin)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ...api import HTTP_SESSION, ServiceKey
 from .provider import Provider
 from .settings import PLUGIN_NAME, OidcSettings, parse_settings
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
 
-_SETTINGS = "oidc.settings"
-_PROVIDER = "oidc.provider"
+_SETTINGS = ServiceKey("oidc.settings", OidcSettings)
+_PROVIDER = ServiceKey("oidc.provider", Provider)
 
 
 def settings_of(gateway: "Gateway") -> OidcSettings:
@@ -31,7 +32,7 @@ def provider_of(gateway: "Gateway") -> Provider | None:
     that session was replaced (a restarted app in tests).
     """
     settings = settings_of(gateway)
-    http = gateway.services.get("http")
+    http = gateway.services.get(HTTP_SESSION)
     if not settings.enabled or http is None:
         return None
     provider = gateway.services.get(_PROVIDER)

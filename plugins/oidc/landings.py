@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 from aiohttp import web
 
 from ...api import AccountSession, Forbidden, InvalidRequest
+from ...api import ServiceKey
 from . import payload
 from .logins import keep_hashed, secret_hash
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .settings import OidcSettings
 
 COOKIE_NAME = "orbchain_oidc_landing"
-SERVICE_NAME = "oidc_landing"
+SERVICE_NAME = ServiceKey["LandingService"]("oidc_landing")
 _SECRET = re.compile(r"^[A-Za-z0-9_-]{32,128}$")  # what secrets.token_urlsafe makes (43 characters here)
 
 
@@ -106,7 +107,7 @@ async def redeem(gateway: "Gateway", landing: str, token: str, browser_key: str 
 
 
 class LandingService:
-    """What ``gateway.services["oidc_landing"]`` holds, for the page the payload lands on.
+    """What ``gateway.services[SERVICE_NAME]`` (``"oidc_landing"``) holds, for the page the payload lands on.
 
     ``await redeem(gateway, landing, token, cookies)`` returns the merchant id
     or raises the errors of :func:`redeem`; ``forget(response)`` clears the

@@ -7,6 +7,7 @@ from typing import Any
 from aiohttp import web
 
 from ...api import available_balance, envelope, gateway_of, merchant_record, principal_of, requires
+from ...api import PRICES
 from .valuation import portfolio
 
 routes = web.RouteTableDef()
@@ -27,6 +28,6 @@ async def merchant_portfolio(gateway: Any, merchant_id: str) -> dict[str, Any]:
         coin = gateway.coins.get(symbol)
         if coin is not None:  # a coin whose chain plugin was removed has no decimals to format with
             holdings.append((coin, await available_balance(gateway, merchant.merchant_id, symbol)))
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     quotes = await service.quotes() if service is not None else {}
     return portfolio(merchant.account_id, holdings, quotes, gateway.clock())

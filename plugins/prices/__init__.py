@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ...api import ConfigError, PriceService, hookimpl
+from ...api import PRICES, ConfigError, PriceService, hookimpl
 from .consensus import ConsensusPriceSource
 from .settings import PLUGIN_NAME, PriceSettings, read_settings
 from .sources import (COINBASE_URL, COINGECKO_URL, KRAKEN_URL, STATIC_FIAT_PER_USD, CoinbasePriceSource,
@@ -88,5 +88,5 @@ def gateway_started(gateway: Gateway) -> None:
     source = sources[0] if len(sources) == 1 else ConsensusPriceSource(
         sources, min_sources=settings.min_sources, max_deviation_percent=settings.max_deviation_percent)
     # A cached price is never older than the bound: the cache lives at most max_age_seconds.
-    gateway.services["prices"] = PriceService(source, gateway.coins.names(), lambda: gateway.clock(),
+    gateway.services[PRICES] = PriceService(source, gateway.coins.names(), lambda: gateway.clock(),
                                               cache_seconds=min(60, settings.max_age_seconds))

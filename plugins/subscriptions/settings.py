@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api import ConfigError, checked_block, int_setting
+from ...api import ServiceKey
 
 PLUGIN_NAME = "subscriptions"
 KEYS = ("invoice_lifetime_minutes", "pending_per_ip", "unpaid_retention_days")
@@ -24,7 +25,7 @@ MIN_RETENTION_DAYS = 7  # the core's catch-up after downtime looks at payments e
 MAX_RETENTION_DAYS = 3650
 MAX_PENDING_PER_IP = 1000
 DEFAULT_LIFETIME_MINUTES = 1440  # an invoice stays payable a day
-_SERVICE = "subscriptions.settings"
+_SERVICE = ServiceKey["SubscriptionSettings"]("subscriptions.settings")
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING
 from . import hookspecs
 from .venues import SwapVenueRegistry
 
+from ...api import ServiceKey
+
 if TYPE_CHECKING:  # pragma: no cover
     from ...api import Gateway
 
 log = logging.getLogger(__name__)
 
-SERVICE_NAME = "swaps.venues"
+SERVICE_NAME = ServiceKey("swaps.venues", SwapVenueRegistry)
 
 
 def collect_venues(gateway: "Gateway") -> SwapVenueRegistry:

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...api import ConfigError, checked_block, int_setting, text_setting
+from ...api import ServiceKey
 
 PLUGIN_NAME = "teams"
 KEYS = ("invite_hours", "smtp_host", "smtp_port", "smtp_from", "smtp_user", "smtp_password", "smtp_starttls")
-_SERVICE = "teams.settings"
+_SERVICE = ServiceKey["TeamSettings"]("teams.settings")
 
 
 @dataclass(frozen=True)

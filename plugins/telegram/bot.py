@@ -21,6 +21,7 @@ import unicodedata
 from typing import TYPE_CHECKING, Any, Mapping
 
 from . import link_tokens, store
+from ...api import ServiceKey
 from .botapi import BotApi, BotApiError
 from .settings import settings_of
 
@@ -31,8 +32,8 @@ log = logging.getLogger("orbchain.plugins.telegram")
 
 POLL_JOB, DELIVER_JOB, PRUNE_JOB = "telegram.poll", "telegram.deliver", "telegram.prune"
 OFFSET = "update_offset"
-_BOT = "telegram.bot"
-_WEBHOOK_CLEARED = "telegram.webhook_cleared"
+_BOT = ServiceKey("telegram.bot", BotApi)
+_WEBHOOK_CLEARED = ServiceKey("telegram.webhook_cleared", bool)
 
 
 def bot_api(gateway: "Gateway") -> BotApi:

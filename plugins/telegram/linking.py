@@ -20,11 +20,12 @@ from typing import Any, Mapping, NamedTuple
 from urllib.parse import quote
 
 from ...api import InvalidRequest, NotConfigured, ValidationError, announce_security_event, confirm_account_holder
+from ...api import ServiceKey
 from ...api.merchant import require_merchant
 from . import bot, link_tokens, store
 from .settings import settings_of
 
-SERVICE_NAME = "tg_link"
+SERVICE_NAME = ServiceKey["LinkService"]("tg_link")
 PAGE_PATH = "/app/telegram"
 CHAT_LINKED, CHAT_UNLINKED = "chat_linked", "chat_unlinked"
 DASHBOARD, MINIAPP, RELINKED = "dashboard", "miniapp", "relinked"  # where an unlink came from (``via``)
@@ -135,7 +136,7 @@ def link_view(link: Mapping[str, Any] | None) -> dict[str, Any]:
 
 
 class LinkService:
-    """What ``gateway.services["tg_link"]`` holds: where the dashboard sends a ``#tg-link=`` token."""
+    """What ``gateway.services[SERVICE_NAME]`` holds: where the dashboard sends a ``#tg-link=`` token."""
 
     def confirmation_path(self, token: str) -> str:
         """The page that names the chat and asks for the password before linking (it never links by itself)."""

@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from ...api import ConfigError
+from ...api import ServiceKey
 
 PLUGIN_NAME = "telegram"
 DEFAULT_API_BASE_URL = "https://api.telegram.org"
@@ -43,7 +44,7 @@ DEFAULT_MESSAGE_RETENTION_DAYS = 30
 _KEYS = {"bot_token", "api_base_url", "mode", "webhook_secret", "init_data_max_age_seconds",
          "poll_interval_seconds", "timeout_seconds", "bot_username", "mfa_cooling_off_seconds",
          "message_retention_days"}
-_SETTINGS = "telegram.settings"
+_SETTINGS = ServiceKey["TelegramSettings"]("telegram.settings")
 
 
 @dataclass(frozen=True)

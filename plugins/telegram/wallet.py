@@ -25,6 +25,7 @@ from ...api import (
     ValidationError, available_balance, body_idempotency_key, pay_events_path, payout_amount, payout_destination,
     plugin_loaded, receive_address, request_payout,
 )
+from ...api import PRICES
 from ...api.merchant import (
     DASHBOARD, INVOICE, TransferRequest, balances_of, enable_totp, is_account_id, list_payments, normalize_totp_code,
     require_merchant, send_transfer, start_totp_setup, verify_totp,
@@ -77,7 +78,7 @@ async def receive(gateway: "Gateway", merchant_id: str, symbol: str) -> dict[str
 
 async def prices(gateway: "Gateway") -> dict[str, Any]:
     """Coin -> {usd, change_24h}: usd a decimal string ("0" unknown); change_24h null (no source reports it)."""
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     table: Mapping[str, Decimal] = await service.prices() if service is not None else {}
     return {coin.symbol: {"usd": format(table.get(coin.symbol, Decimal(0)), "f"), "change_24h": None}
             for coin in gateway.coins}

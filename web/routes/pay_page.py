@@ -36,7 +36,7 @@ from ...core.gateway import Gateway
 from ...core.infra.maintenance import refuse_in_maintenance
 from ...core.types.pages import accent_stylesheet
 from ...core.money.coins import Coin
-from ...core.money.prices import usable_quote, usd_value
+from ...core.money.prices import PRICES, usable_quote, usd_value
 from ...core.pages.qr import MAX_QR_DATA, qr_svg
 from ...core.payments.receive import qr_payload
 from ..keys import gateway_of
@@ -46,6 +46,7 @@ from .pay_events import events_path
 from ..page_slots import CACHED_PAGES, SlottedTemplate
 from ..pages import html_page, page_security_headers, security_headers
 from ..i18n import gettext as _
+from ...core.types.services import ServiceKey
 
 routes = web.RouteTableDef()
 
@@ -118,7 +119,7 @@ def payer_asset(gateway: Gateway, symbol: str) -> str:
 async def usd_estimate(gateway: Gateway, view: Mapping[str, Any]) -> str | None:
     """The USD value of a payment priced in a coin (a Lightning tip, a coin invoice: no fiat amount of its own)
     at the last good quote, to the cent from integer units; None without a price. Decorative: never fails the page."""
-    service = gateway.services.get("prices")
+    service = gateway.services.get(PRICES)
     if service is None or not view["pay_amount"]:
         return None
     coin = gateway.coins.require(view["pay_currency"])
@@ -286,13 +287,16 @@ def content_key(row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]], s
     return status, *values_key(row, deposits)
 
 
+PAGE_CONTENTS = ServiceKey[LruMap[Any, PageContent]]("pay_page_contents")
+
+
 async def page_content(gateway: Gateway, row: Mapping[str, Any], deposits: Sequence[Mapping[str, Any]],
                        now: int) -> PageContent:
     """The payment's ``PageContent``, from this process's bounded cache when its key was seen."""
     status = shown_status(row, now)
-    cache = gateway.services.get("pay_page_contents")
+    cache = gateway.services.get(PAGE_CONTENTS)
     if cache is None:
-        cache = gateway.services["pay_page_contents"] = LruMap(CACHED_PAGES)
+        cache = gateway.services[PAGE_CONTENTS] = LruMap(CACHED_PAGES)
     key = content_key(row, deposits, status)
     try:
         content = cache.get(key)
@@ -364,11 +368,14 @@ async def count_coin_switch(request: web.Request) -> None:
         await count_request(request, f"public_page:ip:{client_ip(request)}", limits.public_page_per_minute)
 
 
+PAGE_TEMPLATE = ServiceKey("pay_page_template", SlottedTemplate)
+
+
 def _pay_template(gateway: Gateway) -> SlottedTemplate:
     """``pay.html`` rendered once per content (one per gateway, made with the first view)."""
-    template = gateway.services.get("pay_page_template")
+    template = gateway.services.get(PAGE_TEMPLATE)
     if template is None:
-        template = gateway.services["pay_page_template"] = SlottedTemplate("pay.html", PER_VIEW)
+        template = gateway.services[PAGE_TEMPLATE] = SlottedTemplate("pay.html", PER_VIEW)
     return template
 
 

@@ -12,6 +12,7 @@ from ...core.payments.receipts import public_key_fields
 from ..envelope import JsonNumber, envelope, envelope_text
 from ..keys import gateway_of
 from ..middlewares import rate_class
+from ...core.money.prices import PRICES
 
 routes = web.RouteTableDef()
 
@@ -53,7 +54,7 @@ async def currencies(request: web.Request) -> web.Response:
 
 @routes.get("/v1/common/prices")
 async def prices(request: web.Request) -> web.Response:
-    service = gateway_of(request).services.get("prices")
+    service = gateway_of(request).services.get(PRICES)
     if service is None:
         raise NotConfigured()
     table = await service.prices()
