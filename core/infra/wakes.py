@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Protocol
 
+from ..types.services import ServiceKey, Services
 from .signals import WAKE, Signals
 
 
@@ -25,7 +26,7 @@ class _Waking(Protocol):
     """What :func:`wake_after_commit` needs of a gateway."""
 
     db: Any
-    services: dict[str, Any]
+    services: Services
     signals: Signals
 
 
@@ -34,7 +35,7 @@ def wake_after_commit(gateway: _Waking, job: str, window: float = 0.0) -> None:
     any, has committed: a job woken before the commit could run and find nothing."""
 
     def request() -> None:
-        key = f"wake:{job}"
+        key = ServiceKey(f"wake:{job}", JobWake)
         wake = gateway.services.get(key)
         if wake is None:
             wake = gateway.services[key] = JobWake(gateway.signals, job, window)
