@@ -34,6 +34,9 @@ Migrate = Callable[[Any, Iterable[Any]], Awaitable[list[Any]]]
 # migration list -> (the schema it was dumped from, the dump), or None where no dump could be made (no pg_dump,
 # or one of another major version than the server): one process's copies
 _dumps: dict[tuple[tuple[str, int], ...], tuple[str, str] | None] = {}
+# False while a test that may not start a process runs (tests/unit's guard): it migrates for real and leaves the
+# dump to the next test that may run pg_dump; a copy made earlier is still used.
+dumps_allowed = True
 
 
 def _server_dsn_and_schema(url: str) -> tuple[str, str | None]:
@@ -81,8 +84,9 @@ def wrap(real_migrate: Migrate) -> Migrate:
                 return await real_migrate(db, migrations)
             if key not in _dumps:
                 ran = await real_migrate(db, migrations)
-                dumped = _dump(dsn, schema)
-                _dumps[key] = None if dumped is None else (schema, dumped)
+                if dumps_allowed:
+                    dumped = _dump(dsn, schema)
+                    _dumps[key] = None if dumped is None else (schema, dumped)
                 return ran
             copy = _dumps[key]
             if copy is None:
