@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
@@ -148,42 +148,33 @@ class FactsCollector(Collector):
         if f.custody_last_check_at is not None:
             yield GaugeMetricFamily("orbchain_custody_last_check_timestamp_seconds",
                                     "Unix time of the last custody check", value=f.custody_last_check_at)
-        shortfall = GaugeMetricFamily("orbchain_custody_shortfall",
-                                      "What the nodes hold below what the ledger owes, in the coin's base units"
-                                      " (0: covered), at the last custody check", labels=("coin",))
-        for coin, units in sorted(f.custody_shortfall.items()):
-            shortfall.add_metric((coin,), units)
-        yield shortfall
-        paused = GaugeMetricFamily("orbchain_custody_payouts_paused",
-                                   "1 while a custody shortfall makes the coin's payouts wait", labels=("coin",))
-        for coin, on in sorted(f.custody_paused.items()):
-            paused.add_metric((coin,), 1 if on else 0)
-        yield paused
-        waiting = GaugeMetricFamily("orbchain_payouts_waiting_for_fees",
-                                    "Queued payouts waiting for the network fee to fall below the operator's ceiling",
-                                    labels=("coin",))
-        for coin, count in sorted(f.payouts_waiting_for_fees.items()):
-            waiting.add_metric((coin,), count)
-        yield waiting
-        below = GaugeMetricFamily("orbchain_hot_wallet_below_floor",
-                                  "1 when the last custody check saw the coin's spendable hot wallet below the"
-                                  " operator's floor", labels=("coin",))
-        for coin, flag in sorted(f.hot_wallet_below_floor.items()):
-            below.add_metric((coin,), flag)
-        yield below
-        operator = GaugeMetricFamily("orbchain_operator_events",
-                                     "Operator webhook events (payout holds, sweeps to cold, custody shortfalls and"
-                                     " recoveries, nodes refused) by type and delivery status",
-                                     labels=("type", "status"))
-        for (kind, status), count in sorted(f.operator_events.items()):
-            operator.add_metric((kind, status), count)
-        yield operator
-        bookings = GaugeMetricFamily("orbchain_sweep_bookings",
-                                     "Sweeps the signer recorded: due (serve books them) or refused (never booked:"
-                                     " postings outside the sweep chain's world accounts)", labels=("state",))
-        for state, count in sorted(f.sweep_bookings.items()):
-            bookings.add_metric((state,), count)
-        yield bookings
+        yield _by_label("orbchain_custody_shortfall",
+                        "What the nodes hold below what the ledger owes, in the coin's base units"
+                        " (0: covered), at the last custody check", ("coin",), f.custody_shortfall)
+        yield _by_label("orbchain_custody_payouts_paused",
+                        "1 while a custody shortfall makes the coin's payouts wait", ("coin",),
+                        {coin: 1 if on else 0 for coin, on in f.custody_paused.items()})
+        yield _by_label("orbchain_payouts_waiting_for_fees",
+                        "Queued payouts waiting for the network fee to fall below the operator's ceiling",
+                        ("coin",), f.payouts_waiting_for_fees)
+        yield _by_label("orbchain_hot_wallet_below_floor",
+                        "1 when the last custody check saw the coin's spendable hot wallet below the"
+                        " operator's floor", ("coin",), f.hot_wallet_below_floor)
+        yield _by_label("orbchain_operator_events",
+                        "Operator webhook events (payout holds, sweeps to cold, custody shortfalls and"
+                        " recoveries, nodes refused) by type and delivery status", ("type", "status"),
+                        f.operator_events)
+        yield _by_label("orbchain_sweep_bookings",
+                        "Sweeps the signer recorded: due (serve books them) or refused (never booked:"
+                        " postings outside the sweep chain's world accounts)", ("state",), f.sweep_bookings)
+
+
+def _by_label(name: str, text: str, labels: tuple[str, ...], values: Mapping[Any, int]) -> GaugeMetricFamily:
+    """A gauge with one sample per key of ``values`` (a label value, or a tuple of them), in key order."""
+    family = GaugeMetricFamily(name, text, labels=labels)
+    for key, value in sorted(values.items()):
+        family.add_metric(key if isinstance(key, tuple) else (key,), value)
+    return family
 
 
 def facts_registry(facts: DatabaseFacts) -> CollectorRegistry:
